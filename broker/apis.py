@@ -1,0 +1,33 @@
+"""The dispatch table: which APIs and versions this broker serves, and their handlers.
+
+Ranges follow shared/reference/protocol-spec.md §1.3. Only fully implemented versions are
+listed: an API appears here only when its handler exists.
+"""
+
+from __future__ import annotations
+
+from protocol.registry import ApiRegistry
+
+from .handlers import cluster, configs, fetch, metadata, offsets, produce, producer_id, topics
+from .handlers.api_versions import make_handler
+
+
+def build_registry() -> ApiRegistry:
+    r = ApiRegistry()
+    # Produce: accept v3+ (magic 2 only), advertise from v0 like Kafka 4 (KAFKA-18659).
+    r.register(0, "Produce", (3, 11), produce.handle_produce, advertised_min=0)
+    r.register(1, "Fetch", (4, 12), fetch.handle_fetch)
+    r.register(2, "ListOffsets", (1, 9), offsets.handle_list_offsets)
+    r.register(3, "Metadata", (0, 12), metadata.handle_metadata)
+    r.register(18, "ApiVersions", (0, 4), make_handler(r))
+    r.register(19, "CreateTopics", (2, 7), topics.handle_create_topics)
+    r.register(20, "DeleteTopics", (1, 6), topics.handle_delete_topics)
+    r.register(21, "DeleteRecords", (0, 2), offsets.handle_delete_records)
+    r.register(22, "InitProducerId", (0, 5), producer_id.handle_init_producer_id)
+    r.register(23, "OffsetForLeaderEpoch", (2, 4), offsets.handle_offset_for_leader_epoch)
+    r.register(32, "DescribeConfigs", (1, 4), configs.handle_describe_configs)
+    r.register(33, "AlterConfigs", (0, 2), configs.handle_alter_configs)
+    r.register(37, "CreatePartitions", (0, 3), topics.handle_create_partitions)
+    r.register(44, "IncrementalAlterConfigs", (0, 1), configs.handle_incremental_alter_configs)
+    r.register(60, "DescribeCluster", (0, 1), cluster.handle_describe_cluster)
+    return r

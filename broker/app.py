@@ -1,0 +1,119 @@
+"""The broker process: wires storage, metadata, the replica manager and the socket server."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+from config.topic import describe_broker_config, describe_topic_config
+from coordinator.producer_ids import ProducerIdAllocator
+from storage.config import LogConfig
+from storage.log_manager import LogManager
+
+from .apis import build_registry
+from .dispatch import Dispatcher
+from .metadata_store import BrokerInfo, LocalMetadataStore, TopicState
+from .replica_manager import ReplicaManager
+from .server import KafkaServer
+from .topic_admin import TopicAdmin
+
+log = logging.getLogger(__name__)
+
+
+class Broker:
+    def __init__(self, config: Any) -> None:
+        self.config = config
+        self.broker_id: int = config.broker_id
+        self.data_dir = Path(config.data_dir)
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        host, port = config.listen_host, config.listen_port
+        self.store = LocalMetadataStore(self.data_dir, BrokerInfo(self.broker_id, host, port))
+        self.log_manager = LogManager(
+            self.data_dir,
+            LogConfig.from_properties({}),
+            producer_id_expiration_ms=config["producer.id.expiration.ms"],
+            retention_check_interval_ms=config["log.retention.check.interval.ms"],
+        )
+        self.replicas = ReplicaManager(
+            self.broker_id, self.log_manager, self.store, self._log_config
+        )
+        self.topics = TopicAdmin(config, self.store, self.replicas)
+        self.producer_ids = ProducerIdAllocator(self.data_dir / "producer-id-block")
+        self.registry = build_registry()
+        self.server = KafkaServer(
+            host, port, Dispatcher(self.registry, self), config["socket.request.max.bytes"]
+        )
+        self._background: list[asyncio.Task[None]] = []
+
+    def _log_config(self, topic: TopicState) -> LogConfig:
+        return self.topics.log_config(topic)
+
+    def controller_id(self) -> int:
+        return self.broker_id
+
+    def topic_name_by_id(self, topic_id: uuid.UUID) -> str | None:
+        for topic in self.store.topics().values():
+            if topic.topic_id == topic_id:
+                return topic.name
+        return None
+
+    def describe_topic_configs(self, topic: TopicState) -> list[Any]:
+        return describe_topic_config(topic.name, topic.configs, self.config)
+
+    def describe_broker_configs(self) -> list[Any]:
+        return describe_broker_config(self.config)
+
+    async def start(self) -> None:
+        started = time.monotonic()
+        self.log_manager.startup(self._config_for_topic_name)
+        self.replicas.load_all()
+        await self.server.start()
+        self._background.append(asyncio.create_task(self.log_manager.run_background()))
+        log.info(
+            "Samsa broker %d serving on %s:%d (data in %s; %d partitions loaded in %.0f ms)",
+            self.broker_id,
+            self.server.host,
+            self.server.port,
+            self.data_dir,
+            len(list(self.replicas.partitions())),
+            (time.monotonic() - started) * 1000,
+        )
+
+    def _config_for_topic_name(self, name: str) -> LogConfig:
+        topic = self.store.topic(name)
+        return self._log_config(topic) if topic else LogConfig.from_properties({})
+
+    async def stop(self) -> None:
+        log.info("shutting down")
+        await self.server.stop()
+        for task in self._background:
+            task.cancel()
+        await asyncio.gather(*self._background, return_exceptions=True)
+        self.log_manager.shutdown()
+        log.info("shut down cleanly")
+
+
+async def _main(config: Any) -> int:
+    broker = Broker(config)
+    await broker.start()
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    await stop.wait()
+    await broker.stop()
+    return 0
+
+
+def run(config: Any) -> int:
+    """Run one broker until SIGTERM/SIGINT; returns the process exit code."""
+    try:
+        import uvloop
+    except ImportError:  # pragma: no cover - uvloop is a hard dependency, kept soft for debugging
+        return asyncio.run(_main(config))
+    return uvloop.run(_main(config))

@@ -1,0 +1,98 @@
+"""Thin dispatch: decode the header and body with kio, call the API's handler, encode the answer."""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import struct
+import time
+from typing import TYPE_CHECKING, Any
+
+from protocol.codec import build, encode, reader, request_type, response_type
+from protocol.framing import (
+    API_VERSIONS_KEY,
+    RequestHeader,
+    frame,
+    peek_key_version,
+    read_request_header,
+    response_header,
+)
+from protocol.registry import ApiRegistry
+
+from .server import CloseConnection, ConnectionInfo
+
+if TYPE_CHECKING:
+    from .app import Broker
+
+log = logging.getLogger(__name__)
+
+UNSUPPORTED_VERSION = 35
+UNKNOWN_SERVER_ERROR = -1
+
+
+@dataclasses.dataclass(slots=True)
+class RequestContext:
+    header: RequestHeader
+    conn: ConnectionInfo
+    broker: Broker
+    received_ms: int
+
+    @property
+    def version(self) -> int:
+        return self.header.api_version
+
+
+class Dispatcher:
+    def __init__(self, registry: ApiRegistry, broker: Broker) -> None:
+        self.registry = registry
+        self.broker = broker
+
+    async def __call__(self, raw: bytes, conn: ConnectionInfo) -> bytes | None:
+        api_key, version, correlation_id = peek_key_version(raw)
+        spec = self.registry.get(api_key)
+        if spec is None:
+            raise CloseConnection(f"unknown api key {api_key}")
+        if not spec.accepts(version):
+            if api_key == API_VERSIONS_KEY:
+                return _api_versions_unsupported(correlation_id)
+            raise CloseConnection(f"{spec.name} v{version} is not supported")
+        req_type = request_type(api_key, version)
+        try:
+            header, offset = read_request_header(raw, req_type.__flexible__)
+            request, _ = reader(req_type)(raw, offset)
+        except Exception as exc:  # kio raises assorted errors on malformed input
+            raise CloseConnection(f"malformed {spec.name} v{version} request: {exc!r}") from None
+        ctx = RequestContext(header, conn, self.broker, int(time.time() * 1000))
+        try:
+            result = await spec.handler(ctx, request)
+        except CloseConnection:
+            raise
+        except Exception:
+            log.exception("%s v%d from %s failed", spec.name, version, conn.peer)
+            result = {"error_code": UNKNOWN_SERVER_ERROR}
+            if not _has_top_level_error(response_type(api_key, version)):
+                raise CloseConnection("internal error") from None
+        if result is None:
+            return None
+        resp_type = response_type(api_key, version)
+        body = encode(build(resp_type, result))
+        flexible = resp_type.__flexible__ and api_key != API_VERSIONS_KEY
+        return frame([response_header(correlation_id, flexible), body])
+
+
+def _has_top_level_error(resp_type: type) -> bool:
+    return any(f.name == "error_code" for f in dataclasses.fields(resp_type))
+
+
+def _api_versions_unsupported(correlation_id: int) -> bytes:
+    # v0 body: error_code, [api_key, min, max] holding only ApiVersions itself (KIP-511).
+    body = struct.pack(">hihhh", UNSUPPORTED_VERSION, 1, API_VERSIONS_KEY, 0, 4)
+    return frame([response_header(correlation_id, False), body])
+
+
+def error_code_of(exc: BaseException) -> int:
+    return int(getattr(exc, "error_code", UNKNOWN_SERVER_ERROR))
+
+
+def describe(request: Any) -> str:
+    return type(request).__name__

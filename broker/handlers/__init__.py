@@ -1,0 +1,1 @@
+"""One module per API family; `register_all` is the dispatch table."""

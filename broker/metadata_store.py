@@ -1,0 +1,135 @@
+"""Cluster metadata: topics, partition assignments, topic configs, topic ids.
+
+`MetadataStore` is the interface; `LocalMetadataStore` keeps it in one JSON file under the data
+dir for the single-broker default (written atomically, fsynced), so `make run` needs nothing
+external. The ZooKeeper store of the cluster issue implements the same interface.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import uuid
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+
+@dataclass(slots=True)
+class PartitionState:
+    replicas: list[int]
+    leader: int
+    leader_epoch: int = 0
+    isr: list[int] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class TopicState:
+    name: str
+    topic_id: uuid.UUID
+    partitions: dict[int, PartitionState]
+    configs: dict[str, str] = field(default_factory=dict)
+    internal: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerInfo:
+    broker_id: int
+    host: str
+    port: int
+    rack: str | None = None
+
+
+class MetadataStore(Protocol):
+    cluster_id: str
+
+    def brokers(self) -> list[BrokerInfo]: ...
+    def topics(self) -> dict[str, TopicState]: ...
+    def topic(self, name: str) -> TopicState | None: ...
+    def create_topic(self, topic: TopicState) -> None: ...
+    def delete_topic(self, name: str) -> None: ...
+    def update_topic(self, topic: TopicState) -> None: ...
+
+
+def new_cluster_id() -> str:
+    # Kafka's Uuid.toString: URL-safe base64 of the 16 bytes, no padding.
+    return base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+
+
+def uuid_to_kafka(u: uuid.UUID) -> str:
+    return base64.urlsafe_b64encode(u.bytes).rstrip(b"=").decode()
+
+
+class LocalMetadataStore:
+    FILE = "samsa-metadata.json"
+
+    def __init__(self, data_dir: Path, broker: BrokerInfo) -> None:
+        self._path = data_dir / self.FILE
+        self._broker = broker
+        self._topics: dict[str, TopicState] = {}
+        self.cluster_id = new_cluster_id()
+        if self._path.exists():
+            self._load()
+        else:
+            self._save()
+
+    def brokers(self) -> list[BrokerInfo]:
+        return [self._broker]
+
+    def topics(self) -> dict[str, TopicState]:
+        return self._topics
+
+    def topic(self, name: str) -> TopicState | None:
+        return self._topics.get(name)
+
+    def create_topic(self, topic: TopicState) -> None:
+        self._topics[topic.name] = topic
+        self._save()
+
+    def delete_topic(self, name: str) -> None:
+        self._topics.pop(name, None)
+        self._save()
+
+    def update_topic(self, topic: TopicState) -> None:
+        self._topics[topic.name] = topic
+        self._save()
+
+    def _load(self) -> None:
+        doc = json.loads(self._path.read_text())
+        self.cluster_id = doc["cluster_id"]
+        for t in doc["topics"]:
+            self._topics[t["name"]] = TopicState(
+                name=t["name"],
+                topic_id=uuid.UUID(t["topic_id"]),
+                partitions={int(p): PartitionState(**s) for p, s in t["partitions"].items()},
+                configs=t.get("configs", {}),
+                internal=t.get("internal", False),
+            )
+
+    def _save(self) -> None:
+        doc = {
+            "version": 1,
+            "cluster_id": self.cluster_id,
+            "topics": [
+                {
+                    "name": t.name,
+                    "topic_id": str(t.topic_id),
+                    "partitions": {str(p): asdict(s) for p, s in t.partitions.items()},
+                    "configs": t.configs,
+                    "internal": t.internal,
+                }
+                for t in self._topics.values()
+            ],
+        }
+        tmp = self._path.with_suffix(".tmp")
+        with open(tmp, "w") as f:
+            json.dump(doc, f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, self._path)
+        dir_fd = os.open(self._path.parent, os.O_RDONLY)
+        try:
+            os.fsync(dir_fd)
+        finally:
+            os.close(dir_fd)

@@ -1,0 +1,89 @@
+"""The socket layer: one task per connection, requests answered strictly in arrival order.
+
+Like Kafka, a connection processes one request at a time (Kafka mutes the channel until the
+response is sent), so pipelined requests keep their order and their side effects' order.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+
+from protocol.framing import FrameError, frame_size
+
+log = logging.getLogger(__name__)
+
+_HIGH_WATER = 1 << 20
+
+
+class CloseConnection(Exception):
+    """Kafka's answer to this request is to close the connection."""
+
+
+class ConnectionInfo:
+    __slots__ = ("peer", "writer")
+
+    def __init__(self, peer: str, writer: asyncio.StreamWriter) -> None:
+        self.peer = peer
+        self.writer = writer
+
+
+Dispatch = Callable[[bytes, ConnectionInfo], Awaitable[bytes | None]]
+
+
+class KafkaServer:
+    def __init__(self, host: str, port: int, dispatch: Dispatch, max_request_bytes: int) -> None:
+        self.host = host
+        self.port = port
+        self._dispatch = dispatch
+        self._max_request_bytes = max_request_bytes
+        self._server: asyncio.base_events.Server | None = None
+        self._connections: set[asyncio.Task[None]] = set()
+
+    async def start(self) -> None:
+        self._server = await asyncio.start_server(
+            self._serve_connection, self.host, self.port, reuse_address=True, limit=1 << 16
+        )
+        sock = self._server.sockets[0]
+        self.port = sock.getsockname()[1]
+
+    async def stop(self) -> None:
+        if self._server is not None:
+            self._server.close()
+        for task in list(self._connections):
+            task.cancel()
+        if self._connections:
+            await asyncio.gather(*self._connections, return_exceptions=True)
+        if self._server is not None:
+            await self._server.wait_closed()
+
+    async def _serve_connection(
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    ) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        self._connections.add(task)
+        peername = writer.get_extra_info("peername")
+        conn = ConnectionInfo(f"{peername[0]}:{peername[1]}" if peername else "?", writer)
+        try:
+            while True:
+                prefix = await reader.readexactly(4)
+                size = frame_size(prefix, self._max_request_bytes)
+                request = await reader.readexactly(size)
+                response = await self._dispatch(request, conn)
+                if response is not None:
+                    writer.write(response)
+                    if writer.transport.get_write_buffer_size() > _HIGH_WATER:
+                        await writer.drain()
+        except (asyncio.IncompleteReadError, ConnectionError):
+            pass
+        except FrameError as exc:
+            log.warning("closing connection from %s: %s", conn.peer, exc)
+        except CloseConnection as exc:
+            log.warning("closing connection from %s: %s", conn.peer, exc)
+        except asyncio.CancelledError:
+            pass
+        finally:
+            self._connections.discard(task)
+            writer.close()

@@ -1,0 +1,256 @@
+"""Topic lifecycle: create (explicitly or on first use), delete, add partitions, change configs.
+
+Validation answers with Kafka's error codes; every change goes to the metadata store first and
+is then materialized by the replica manager.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import uuid
+from typing import Any
+
+from config.topic import InvalidConfigError, topic_defaults, validate_topic_configs
+from storage.config import LogConfig
+
+from .metadata_store import MetadataStore, PartitionState, TopicState
+from .replica_manager import ReplicaManager
+
+log = logging.getLogger(__name__)
+
+INVALID_TOPIC_EXCEPTION = 17
+TOPIC_ALREADY_EXISTS = 36
+INVALID_PARTITIONS = 37
+INVALID_REPLICATION_FACTOR = 38
+INVALID_REPLICA_ASSIGNMENT = 39
+INVALID_CONFIG = 40
+INVALID_REQUEST = 42
+UNKNOWN_TOPIC_OR_PARTITION = 3
+TOPIC_DELETION_DISABLED = 73
+
+INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
+_LEGAL = re.compile(r"^[a-zA-Z0-9._-]+$")
+MAX_NAME_LENGTH = 249
+
+
+class TopicError(Exception):
+    def __init__(self, error_code: int, message: str) -> None:
+        super().__init__(message)
+        self.error_code = error_code
+        self.message = message
+
+
+def validate_topic_name(name: str | None) -> None:
+    if not name:
+        raise TopicError(INVALID_TOPIC_EXCEPTION, "Topic name is illegal, it can't be empty")
+    if name in (".", ".."):
+        raise TopicError(INVALID_TOPIC_EXCEPTION, 'Topic name cannot be "." or ".."')
+    if len(name) > MAX_NAME_LENGTH:
+        raise TopicError(
+            INVALID_TOPIC_EXCEPTION,
+            f"Topic name is illegal, it can't be longer than {MAX_NAME_LENGTH} characters",
+        )
+    if not _LEGAL.match(name):
+        raise TopicError(
+            INVALID_TOPIC_EXCEPTION,
+            f'Topic name "{name}" is illegal, it contains a character other than ASCII '
+            "alphanumerics, '.', '_' and '-'",
+        )
+
+
+class TopicAdmin:
+    def __init__(self, broker_config: Any, store: MetadataStore, replicas: ReplicaManager) -> None:
+        self.config = broker_config
+        self.store = store
+        self.replicas = replicas
+
+    # -- configs -----------------------------------------------------------------------
+    def effective_properties(self, topic: TopicState) -> dict[str, object]:
+        props = dict(topic_defaults(self.config))
+        props.update(validate_topic_configs(dict(topic.configs)))
+        return props
+
+    def log_config(self, topic: TopicState) -> LogConfig:
+        return LogConfig.from_properties(self.effective_properties(topic))
+
+    # -- lifecycle -----------------------------------------------------------------------
+    def create(
+        self,
+        name: str,
+        num_partitions: int = -1,
+        replication_factor: int = -1,
+        assignments: dict[int, list[int]] | None = None,
+        configs: dict[str, str | None] | None = None,
+        *,
+        validate_only: bool = False,
+        internal: bool = False,
+    ) -> TopicState:
+        validate_topic_name(name)
+        if self.store.topic(name) is not None:
+            raise TopicError(TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists.")
+        brokers = sorted(b.broker_id for b in self.store.brokers())
+        if assignments:
+            if num_partitions != -1 or replication_factor != -1:
+                raise TopicError(
+                    INVALID_REQUEST,
+                    "Both numPartitions or replicationFactor and replicasAssignments were set. "
+                    "Both cannot be used at the same time.",
+                )
+            placement = self._check_assignments(assignments, brokers, 0)
+        else:
+            if num_partitions == -1:
+                num_partitions = self.config["num.partitions"]
+            if replication_factor == -1:
+                replication_factor = self.config["default.replication.factor"]
+            if num_partitions <= 0:
+                raise TopicError(INVALID_PARTITIONS, "Number of partitions must be larger than 0.")
+            if replication_factor <= 0:
+                raise TopicError(
+                    INVALID_REPLICATION_FACTOR, "Replication factor must be larger than 0."
+                )
+            if replication_factor > len(brokers):
+                raise TopicError(
+                    INVALID_REPLICATION_FACTOR,
+                    f"Unable to replicate the partition {replication_factor} time(s): The target "
+                    f"replication factor of {replication_factor} cannot be reached because only "
+                    f"{len(brokers)} broker(s) are registered.",
+                )
+            placement = spread_replicas(brokers, num_partitions, replication_factor, 0)
+        overrides = {k: v for k, v in (configs or {}).items() if v is not None}
+        try:
+            validate_topic_configs(overrides)
+        except InvalidConfigError as exc:
+            raise TopicError(INVALID_CONFIG, str(exc)) from None
+        topic = TopicState(
+            name=name,
+            topic_id=uuid.uuid4(),
+            partitions={
+                p: PartitionState(replicas=r, leader=r[0], leader_epoch=0, isr=list(r))
+                for p, r in placement.items()
+            },
+            configs=overrides,
+            internal=internal or name in INTERNAL_TOPICS,
+        )
+        if validate_only:
+            return topic
+        self.store.create_topic(topic)
+        self.replicas.materialize(topic)
+        log.info(
+            "created topic %s with %d partitions, replication factor %d",
+            name,
+            len(placement),
+            len(next(iter(placement.values()))),
+        )
+        return topic
+
+    def delete(self, name: str) -> TopicState:
+        topic = self.store.topic(name)
+        if topic is None:
+            raise TopicError(
+                UNKNOWN_TOPIC_OR_PARTITION, "This server does not host this topic-partition."
+            )
+        if not self.config["delete.topic.enable"]:
+            raise TopicError(TOPIC_DELETION_DISABLED, "Topic deletion is disabled.")
+        if topic.internal:
+            raise TopicError(INVALID_TOPIC_EXCEPTION, f"Cannot delete internal topic {name}")
+        self.store.delete_topic(name)
+        self.replicas.remove_topic(name)
+        log.info("deleted topic %s", name)
+        return topic
+
+    def create_partitions(
+        self, name: str, count: int, assignments: list[list[int]] | None, validate_only: bool
+    ) -> None:
+        topic = self.store.topic(name)
+        if topic is None:
+            raise TopicError(
+                UNKNOWN_TOPIC_OR_PARTITION, "This server does not host this topic-partition."
+            )
+        current = len(topic.partitions)
+        if count < current:
+            raise TopicError(
+                INVALID_PARTITIONS,
+                f"Topic currently has {current} partitions, which is higher than the requested "
+                f"{count}.",
+            )
+        if count == current:
+            raise TopicError(INVALID_PARTITIONS, f"Topic already has {current} partitions.")
+        brokers = sorted(b.broker_id for b in self.store.brokers())
+        rf = len(next(iter(topic.partitions.values())).replicas)
+        if assignments:
+            if len(assignments) != count - current:
+                raise TopicError(
+                    INVALID_REPLICA_ASSIGNMENT,
+                    f"Increasing the number of partitions by {count - current} but "
+                    f"{len(assignments)} assignments provided.",
+                )
+            placement = self._check_assignments(
+                {current + i: a for i, a in enumerate(assignments)}, brokers, current
+            )
+        else:
+            placement = spread_replicas(brokers, count - current, rf, current)
+            placement = {current + i: r for i, r in enumerate(placement.values())}
+        if validate_only:
+            return
+        for p, r in placement.items():
+            topic.partitions[p] = PartitionState(
+                replicas=r, leader=r[0], leader_epoch=0, isr=list(r)
+            )
+        self.store.update_topic(topic)
+        self.replicas.materialize(topic)
+        log.info("topic %s now has %d partitions", name, count)
+
+    def set_configs(self, name: str, overrides: dict[str, str]) -> None:
+        topic = self.store.topic(name)
+        if topic is None:
+            raise TopicError(
+                UNKNOWN_TOPIC_OR_PARTITION, "This server does not host this topic-partition."
+            )
+        try:
+            validate_topic_configs(overrides)
+        except InvalidConfigError as exc:
+            raise TopicError(INVALID_CONFIG, str(exc)) from None
+        topic.configs = dict(overrides)
+        self.store.update_topic(topic)
+        self.replicas.reconfigure(topic)
+
+    @staticmethod
+    def _check_assignments(
+        assignments: dict[int, list[int]], brokers: list[int], first: int
+    ) -> dict[int, list[int]]:
+        expected = list(range(first, first + len(assignments)))
+        if sorted(assignments) != expected:
+            raise TopicError(
+                INVALID_REPLICA_ASSIGNMENT,
+                "Partitions should be a consecutive 0-based integer sequence",
+            )
+        sizes = {len(r) for r in assignments.values()}
+        if len(sizes) != 1 or 0 in sizes:
+            raise TopicError(
+                INVALID_REPLICA_ASSIGNMENT, "All partitions should have the same number of replicas"
+            )
+        for p, replicas in assignments.items():
+            if len(set(replicas)) != len(replicas):
+                raise TopicError(
+                    INVALID_REPLICA_ASSIGNMENT,
+                    f"Duplicate brokers not allowed in replica assignment of partition {p}",
+                )
+            unknown = [b for b in replicas if b not in brokers]
+            if unknown:
+                raise TopicError(
+                    INVALID_REPLICA_ASSIGNMENT, f"Unknown broker(s) {unknown} in replica assignment"
+                )
+        return dict(assignments)
+
+
+def spread_replicas(
+    brokers: list[int], partitions: int, replication_factor: int, start: int
+) -> dict[int, list[int]]:
+    """Round-robin leaders with followers shifted after them (Kafka's rack-unaware spread)."""
+    n = len(brokers)
+    placement: dict[int, list[int]] = {}
+    for i in range(partitions):
+        first = (start + i) % n
+        placement[i] = [brokers[(first + j) % n] for j in range(replication_factor)]
+    return placement

@@ -1,0 +1,159 @@
+"""Reading requests and writing responses with kio's generated entity types.
+
+Handlers describe a response once, as a version-agnostic dict; `build` turns it into the kio
+dataclass of the version the client asked for: fields that version lacks are dropped, fields
+it has that the dict lacks get their schema default (or the type's zero value).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import io
+import uuid
+from collections.abc import Callable, Mapping
+from functools import cache
+from typing import Any
+
+from kio.index import KioIndexError, load_request_schema, load_response_schema
+from kio.schema.errors import ErrorCode
+from kio.serial import entity_reader, entity_writer
+from kio.serial._introspect import EntityField, EntityTupleField, classify_field
+from kio.static.constants import EntityType
+
+_EPOCH = datetime.datetime.fromtimestamp(0, tz=datetime.UTC)
+ZERO_UUID = uuid.UUID(int=0)
+
+
+class UnknownVersion(Exception):
+    """kio has no schema for this (api, version)."""
+
+
+@cache
+def request_type(api_key: int, version: int) -> type:
+    return _payload_type(api_key, version, EntityType.request)
+
+
+@cache
+def response_type(api_key: int, version: int) -> type:
+    return _payload_type(api_key, version, EntityType.response)
+
+
+def _payload_type(api_key: int, version: int, kind: EntityType) -> type:
+    try:
+        if kind is EntityType.request:
+            return load_request_schema(api_key, version)
+        return load_response_schema(api_key, version)
+    except KioIndexError as exc:
+        raise UnknownVersion(f"api {api_key} v{version}") from exc
+
+
+def reader(entity: type) -> Callable[[Any, int], tuple[Any, int]]:
+    return entity_reader(entity)
+
+
+def encode(entity: Any) -> bytes:
+    buf = io.BytesIO()
+    entity_writer(type(entity))(buf, entity)
+    return buf.getvalue()
+
+
+# ---- building entities from dicts -------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _FieldPlan:
+    name: str
+    kafka_type: str
+    nested: type | None
+    is_array: bool
+    default: Any
+
+
+@cache
+def _plan(entity: type) -> tuple[_FieldPlan, ...]:
+    plans = []
+    for f in dataclasses.fields(entity):
+        kind = classify_field(f)
+        nested = kind.type_ if isinstance(kind, EntityField | EntityTupleField) else None
+        if f.default is not dataclasses.MISSING:
+            default: Any = f.default
+        elif f.default_factory is not dataclasses.MISSING:
+            default = f.default_factory()
+        else:
+            default = dataclasses.MISSING
+        plans.append(
+            _FieldPlan(
+                name=f.name,
+                kafka_type=f.metadata.get("kafka_type", ""),
+                nested=nested,
+                is_array=kind.is_array,
+                default=default,
+            )
+        )
+    return tuple(plans)
+
+
+_ZERO: dict[str, Any] = {
+    "bool": False,
+    "bytes": b"",
+    "records": None,
+    "string": "",
+    "uuid": ZERO_UUID,
+    "float64": 0.0,
+}
+
+
+def build(entity: type, data: Mapping[str, Any]) -> Any:
+    """Make an instance of kio `entity` from `data` (nested dicts and lists)."""
+    kwargs = {}
+    for plan in _plan(entity):
+        if plan.name in data:
+            kwargs[plan.name] = _convert(plan, data[plan.name])
+        elif plan.default is not dataclasses.MISSING:
+            continue
+        else:
+            kwargs[plan.name] = _zero(plan)
+    return entity(**kwargs)
+
+
+def _zero(plan: _FieldPlan) -> Any:
+    if plan.is_array:
+        return ()
+    if plan.nested is not None:
+        return build(plan.nested, {})
+    return _convert(plan, _ZERO.get(plan.kafka_type, 0))
+
+
+def _convert(plan: _FieldPlan, value: Any) -> Any:
+    if value is None:
+        return None
+    if plan.nested is not None:
+        if plan.is_array:
+            return tuple(v if dataclasses.is_dataclass(v) else build(plan.nested, v) for v in value)
+        return value if dataclasses.is_dataclass(value) else build(plan.nested, value)
+    if plan.is_array:
+        return tuple(value)
+    kt = plan.kafka_type
+    if kt == "error_code":
+        return value if isinstance(value, ErrorCode) else ErrorCode(int(value))
+    if kt in ("timedelta_i32", "timedelta_i64"):
+        if isinstance(value, datetime.timedelta):
+            return value
+        return datetime.timedelta(milliseconds=int(value))
+    if kt == "datetime_i64":
+        if isinstance(value, datetime.datetime):
+            return value
+        return _EPOCH + datetime.timedelta(milliseconds=int(value))
+    return value
+
+
+def millis(value: datetime.timedelta | datetime.datetime | int | None) -> int:
+    """A kio duration/instant back to Kafka's int milliseconds."""
+    if value is None:
+        return -1
+    if isinstance(value, datetime.timedelta):
+        return round(value.total_seconds() * 1000)
+    if isinstance(value, datetime.datetime):
+        return round(value.timestamp() * 1000)
+    return int(value)

@@ -1,0 +1,52 @@
+"""API registry: api key → supported version range → handler.
+
+`min_version`/`max_version` are what the broker accepts. `advertised_min` exists for Produce:
+Kafka 4 advertises Produce v0 (librdkafka checks it before enabling compression) while it only
+accepts v3+ (KAFKA-18659).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+Handler = Callable[[Any, Any], Awaitable[dict[str, Any] | None]]
+
+
+@dataclass(frozen=True, slots=True)
+class ApiSpec:
+    key: int
+    name: str
+    min_version: int
+    max_version: int
+    handler: Handler
+    advertised_min: int
+
+    def accepts(self, version: int) -> bool:
+        return self.min_version <= version <= self.max_version
+
+
+class ApiRegistry:
+    def __init__(self) -> None:
+        self._apis: dict[int, ApiSpec] = {}
+
+    def register(
+        self,
+        key: int,
+        name: str,
+        versions: tuple[int, int],
+        handler: Handler,
+        *,
+        advertised_min: int | None = None,
+    ) -> None:
+        lo, hi = versions
+        self._apis[key] = ApiSpec(
+            key, name, lo, hi, handler, lo if advertised_min is None else advertised_min
+        )
+
+    def get(self, key: int) -> ApiSpec | None:
+        return self._apis.get(key)
+
+    def all(self) -> list[ApiSpec]:
+        return sorted(self._apis.values(), key=lambda s: s.key)
