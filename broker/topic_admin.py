@@ -11,7 +11,7 @@ import re
 import uuid
 from typing import Any
 
-from config.topic import InvalidConfigError, topic_defaults, validate_topic_configs
+from config.topic import InvalidConfigError, effective_topic_config, validate_topic_configs
 from storage.config import LogConfig
 
 from .metadata_store import MetadataStore, PartitionState, TopicState
@@ -67,9 +67,13 @@ class TopicAdmin:
 
     # -- configs -----------------------------------------------------------------------
     def effective_properties(self, topic: TopicState) -> dict[str, object]:
-        props = dict(topic_defaults(self.config))
-        props.update(validate_topic_configs(dict(topic.configs)))
-        return props
+        return effective_topic_config(topic.configs, self.config)
+
+    def validate_configs(self, overrides: dict[str, str]) -> None:
+        try:
+            validate_topic_configs(overrides)
+        except InvalidConfigError as exc:
+            raise TopicError(INVALID_CONFIG, str(exc)) from None
 
     def log_config(self, topic: TopicState) -> LogConfig:
         return LogConfig.from_properties(self.effective_properties(topic))

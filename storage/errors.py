@@ -1,4 +1,4 @@
-"""Errors raised by the storage layer, each carrying the Kafka error code the broker answers with."""
+"""Storage-layer errors, each carrying the Kafka error code the broker answers with."""
 
 
 class StorageError(Exception):

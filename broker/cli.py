@@ -1,0 +1,105 @@
+"""`samsa` command line: `samsa serve [...]` (more subcommands to come: dump-log, cluster)."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from config.loader import load_config, parse_override
+from config.schema import BrokerConfig, ConfigError
+
+LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+
+
+class _Override(argparse.Action):
+    """Append (property, value) to one shared list, so flags apply in command-line order
+    (a later flag wins) whatever their spelling."""
+
+    def __init__(self, *args: Any, prop: str | None = None,
+                 convert: Callable[[str], str] = str, **kwargs: Any) -> None:
+        self.prop = prop
+        self.convert = convert
+        super().__init__(*args, **kwargs)
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: Any, option_string: str | None = None) -> None:
+        items = list(getattr(namespace, self.dest, None) or [])
+        items.append((self.prop, self.convert(values)))
+        setattr(namespace, self.dest, items)
+
+
+def _listen_to_listener(value: str) -> str:
+    return value if "://" in value else f"PLAINTEXT://{value}"
+
+
+def _add_serve(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("serve", help="run a broker until SIGTERM/SIGINT")
+    p.add_argument("--config", type=Path, metavar="FILE",
+                   help="YAML file of Kafka broker properties")
+    ov: dict[str, Any] = {"dest": "overrides", "action": _Override, "default": []}
+    p.add_argument("--data-dir", metavar="DIR", prop="log.dirs", help="sets log.dirs", **ov)
+    p.add_argument("--listen", metavar="HOST:PORT", prop="listeners",
+                   convert=_listen_to_listener, help="sets listeners to PLAINTEXT://HOST:PORT",
+                   **ov)
+    p.add_argument("--broker-id", metavar="N", prop="node.id", help="sets node.id", **ov)
+    p.add_argument("--set", metavar="KEY=VALUE", help="set any broker property (repeatable)",
+                   **ov)
+    p.set_defaults(func=_serve)
+
+
+def build_config(args: argparse.Namespace) -> BrokerConfig:
+    """The serve command's config: the YAML file, then flags in command-line order."""
+    overrides: dict[str, str] = {}
+    for prop, value in args.overrides:
+        if prop is None:  # --set key=value
+            prop, value = parse_override(value)
+        overrides.pop(prop, None)  # re-insert so the last flag is last
+        overrides[prop] = value
+    return load_config(args.config, overrides)
+
+
+def setup_logging(config: BrokerConfig) -> None:
+    level = str(config["samsa.log.level"])
+    logging.basicConfig(stream=sys.stderr, format=LOG_FORMAT,
+                        level=logging.WARNING if level == "WARN" else level, force=True)
+
+
+def _serve(args: argparse.Namespace) -> int:
+    try:
+        config = build_config(args)
+    except ConfigError as e:
+        print(f"samsa: config error: {e}", file=sys.stderr)
+        return 2
+    setup_logging(config)
+    from broker import app  # lazy: the CLI must load even where the broker cannot
+
+    return app.run(config)
+
+
+def make_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="samsa", description="Kafka-compatible broker")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    # Each subcommand registers itself here; dump-log and cluster will join serve.
+    for add in (_add_serve,):
+        add(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = make_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as e:  # argparse exits on --help and usage errors
+        return e.code if isinstance(e.code, int) else 2
+    if not getattr(args, "func", None):
+        parser.print_help(sys.stderr)
+        return 2
+    return int(args.func(args))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

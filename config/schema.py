@@ -1,0 +1,760 @@
+"""Broker properties: Kafka's names, types, defaults and validators, plus `BrokerConfig`.
+
+The table mirrors Apache Kafka's broker ConfigDefs (ServerConfigs, ServerLogConfigs,
+CleanerConfig, ReplicationConfigs, SocketServerConfigs, GroupCoordinatorConfig,
+TransactionLogConfig, TransactionStateManagerConfig, ZkConfigs). Defaults are Kafka's except
+where `kafka_default` records that Samsa differs (bind address, data directory, node id).
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from decimal import Decimal
+from enum import IntEnum
+from pathlib import Path
+from typing import Any
+
+INT_MAX = 2**31 - 1
+LONG_MAX = 2**63 - 1
+
+
+class ConfigType(IntEnum):
+    """DescribeConfigs v3+ ConfigType ids."""
+
+    UNKNOWN = 0
+    BOOLEAN = 1
+    STRING = 2
+    INT = 3
+    SHORT = 4
+    LONG = 5
+    DOUBLE = 6
+    LIST = 7
+    CLASS = 8
+    PASSWORD = 9
+
+
+class ConfigSource(IntEnum):
+    """DescribeConfigs ConfigSource ids."""
+
+    UNKNOWN = 0
+    TOPIC_CONFIG = 1
+    DYNAMIC_BROKER_CONFIG = 2
+    DYNAMIC_DEFAULT_BROKER_CONFIG = 3
+    STATIC_BROKER_CONFIG = 4
+    DEFAULT_CONFIG = 5
+
+
+class ConfigError(ValueError):
+    """A bad configuration key or value; the message always names the key."""
+
+    def __init__(self, key: str, message: str) -> None:
+        super().__init__(message)
+        self.key = key
+
+    @classmethod
+    def invalid(cls, key: str, value: object, reason: str) -> ConfigError:
+        # Same shape as Kafka's ConfigException(name, value, message).
+        return cls(key, f"Invalid value {value!r} for configuration {key}: {reason}")
+
+    @classmethod
+    def unknown(cls, key: str, known: Iterator[str] | list[str]) -> ConfigError:
+        msg = f"Unknown configuration '{key}'"
+        close = difflib.get_close_matches(key, list(known), n=1)
+        if close:
+            msg += f" (did you mean '{close[0]}'?)"
+        return cls(key, msg)
+
+
+# ---------------------------------------------------------------------------------------------
+# Validators: callables (key, parsed value) -> None that raise ConfigError; None passes.
+
+
+@dataclass(frozen=True)
+class Range:
+    min: float | None = None
+    max: float | None = None
+
+    def __call__(self, key: str, value: Any) -> None:
+        if value is None:
+            return
+        if self.min is not None and value < self.min:
+            raise ConfigError.invalid(key, value, f"Value must be at least {self.min}")
+        if self.max is not None and value > self.max:
+            raise ConfigError.invalid(key, value, f"Value must be no more than {self.max}")
+
+    def __str__(self) -> str:  # Kafka's Range.toString
+        if self.min is None:
+            return f"[...,{self.max}]"
+        if self.max is None:
+            return f"[{self.min},...]"
+        return f"[{self.min},...,{self.max}]"
+
+
+def at_least(n: float) -> Range:
+    return Range(min=n)
+
+
+def between(lo: float, hi: float) -> Range:
+    return Range(min=lo, max=hi)
+
+
+@dataclass(frozen=True)
+class ValidString:
+    choices: tuple[str, ...]
+
+    def __call__(self, key: str, value: Any) -> None:
+        if value is not None and value not in self.choices:
+            choices = ", ".join(self.choices)
+            raise ConfigError.invalid(key, value, f"String must be one of: {choices}")
+
+    def __str__(self) -> str:
+        return f"[{', '.join(self.choices)}]"
+
+
+@dataclass(frozen=True)
+class ValidList:
+    choices: tuple[str, ...]
+
+    def __call__(self, key: str, value: Any) -> None:
+        for item in value or ():
+            if item not in self.choices:
+                raise ConfigError.invalid(
+                    key, ",".join(value), f"String must be one of: {', '.join(self.choices)}"
+                )
+
+    def __str__(self) -> str:
+        return f"[{', '.join(self.choices)}]"
+
+
+@dataclass(frozen=True)
+class OneOfOrRange:
+    """A special value or a range, e.g. gzip level -1 (library default) or 1..9."""
+
+    special: int
+    range: Range
+
+    def __call__(self, key: str, value: Any) -> None:
+        if value is not None and value != self.special:
+            self.range(key, value)
+
+    def __str__(self) -> str:
+        return f"{self.range} or {self.special}"
+
+
+Validator = Callable[[str, Any], None]
+
+# ---------------------------------------------------------------------------------------------
+# Parsing and printing values the way Kafka's ConfigDef does.
+
+_INT_RE = re.compile(r"[+-]?\d+")
+_INT_BOUNDS = {
+    ConfigType.SHORT: (-(2**15), 2**15 - 1, "a 16-bit integer (short)"),
+    ConfigType.INT: (-(2**31), INT_MAX, "a 32-bit integer (int)"),
+    ConfigType.LONG: (-(2**63), LONG_MAX, "a 64-bit integer (long)"),
+}
+
+
+def parse_value(key: str, ctype: ConfigType, raw: object) -> Any:
+    """Parse a string (from `--set`/AlterConfigs) or a YAML scalar into the property's type."""
+    if raw is None:
+        return None
+    if ctype is ConfigType.BOOLEAN:
+        if isinstance(raw, bool):
+            return raw
+        if isinstance(raw, str) and raw.strip().lower() in ("true", "false"):
+            return raw.strip().lower() == "true"
+        raise ConfigError.invalid(key, raw, "Expected value to be either true or false")
+    if ctype in _INT_BOUNDS:
+        lo, hi, what = _INT_BOUNDS[ctype]
+        if isinstance(raw, int) and not isinstance(raw, bool):
+            n = raw
+        elif isinstance(raw, str) and _INT_RE.fullmatch(raw.strip()):
+            n = int(raw.strip())
+        else:
+            raise ConfigError.invalid(key, raw, f"Expected value to be {what}")
+        if not lo <= n <= hi:
+            raise ConfigError.invalid(key, raw, f"Expected value to be {what}")
+        return n
+    if ctype is ConfigType.DOUBLE:
+        if isinstance(raw, int | float) and not isinstance(raw, bool):
+            return float(raw)
+        if isinstance(raw, str):
+            try:
+                return float(raw.strip())
+            except ValueError:
+                pass
+        raise ConfigError.invalid(key, raw, "Expected value to be a double")
+    if ctype is ConfigType.LIST:
+        if isinstance(raw, list | tuple):
+            return [str(x).strip() for x in raw]
+        if isinstance(raw, str):
+            s = raw.strip()
+            return [] if not s else [part.strip() for part in s.split(",")]
+        raise ConfigError.invalid(key, raw, "Expected a comma separated list")
+    # STRING: YAML may hand us a number or a bool for a string-typed property.
+    if isinstance(raw, bool):
+        return "true" if raw else "false"
+    if isinstance(raw, str | int | float):
+        return str(raw).strip()
+    raise ConfigError.invalid(key, raw, "Expected value to be a string")
+
+
+def java_double_str(x: float) -> str:
+    """Double.toString: plain in [1e-3, 1e7), otherwise d.dddE<n>."""
+    if x != x:
+        return "NaN"
+    if x in (float("inf"), float("-inf")):
+        return "Infinity" if x > 0 else "-Infinity"
+    if x == 0 or 1e-3 <= abs(x) < 1e7:
+        s = repr(x)
+        return s if ("." in s or "e" in s) else s + ".0"
+    # Shortest round-trip digits (as Java prints them), re-laid out in Java's notation.
+    _, digits, exp = Decimal(repr(abs(x))).normalize().as_tuple()
+    assert isinstance(exp, int)
+    ds = "".join(map(str, digits))
+    sign = "-" if x < 0 else ""
+    return f"{sign}{ds[0]}.{ds[1:] or '0'}E{len(ds) - 1 + exp}"
+
+
+def value_to_string(ctype: ConfigType, value: Any) -> str | None:
+    """ConfigDef.convertToString: how Kafka prints a parsed value in DescribeConfigs."""
+    if value is None:
+        return None
+    if ctype is ConfigType.BOOLEAN:
+        return "true" if value else "false"
+    if ctype is ConfigType.LIST:
+        return ",".join(value)
+    if ctype is ConfigType.DOUBLE:
+        return java_double_str(float(value))
+    return str(value)
+
+
+# ---------------------------------------------------------------------------------------------
+# The property table.
+
+_SAME = object()
+
+
+@dataclass(frozen=True)
+class PropertyDef:
+    name: str
+    type: ConfigType
+    default: Any
+    doc: str
+    validator: Validator | None = None
+    dynamic: bool = False
+    # The topic property this broker property is the default for (Kafka's synonym).
+    topic_synonym: str | None = None
+    # Kafka's default when Samsa's differs; _SAME otherwise.
+    kafka_default: Any = field(default=_SAME, compare=False)
+    group: str = "server"
+
+    def parse(self, raw: object) -> Any:
+        value = parse_value(self.name, self.type, raw)
+        if self.validator is not None and value is not None:
+            self.validator(self.name, value)
+        return value
+
+    @property
+    def differs_from_kafka(self) -> bool:
+        return self.kafka_default is not _SAME
+
+    def default_string(self) -> str | None:
+        return value_to_string(self.type, self.default)
+
+
+B, S, I, SH, L, D, LS = (  # noqa: E741 - terse aliases keep the table readable
+    ConfigType.BOOLEAN,
+    ConfigType.STRING,
+    ConfigType.INT,
+    ConfigType.SHORT,
+    ConfigType.LONG,
+    ConfigType.DOUBLE,
+    ConfigType.LIST,
+)
+COMPRESSION_TYPES = ("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer")
+GZIP_LEVEL = OneOfOrRange(-1, between(1, 9))
+LZ4_LEVEL = between(1, 17)
+ZSTD_LEVEL = between(-131072, 22)
+LOG_LEVELS = ("DEBUG", "INFO", "WARN", "WARNING", "ERROR", "CRITICAL")
+NOT_USED = " Accepted for compatibility; not used by Samsa."
+
+_G_SERVER, _G_SOCKET, _G_LOG, _G_CLEANER = "server", "socket", "log", "log cleaner"
+_G_REPL, _G_GROUP, _G_TXN, _G_ZK, _G_SAMSA = (
+    "replication",
+    "group coordinator",
+    "transactions",
+    "zookeeper",
+    "samsa",
+)
+
+
+def _p(name: str, ctype: ConfigType, default: Any, doc: str, validator: Validator | None = None,
+       *, topic: str | None = None, kafka: Any = _SAME, group: str) -> PropertyDef:
+    return PropertyDef(name, ctype, default, doc, validator, False, topic, kafka, group)
+
+
+_TABLE: list[PropertyDef] = [
+    # --- server
+    _p("node.id", I, 0, "This broker's id (Samsa runs one broker; broker.id is a synonym).",
+       kafka=-1, group=_G_SERVER),
+    _p("broker.id", I, 0, "Legacy name of node.id; when only one of the two is set the other "
+       "follows it.", kafka=-1, group=_G_SERVER),
+    _p("message.max.bytes", I, 1048588, "Largest record batch size the broker accepts "
+       "(after compression).", at_least(0), topic="max.message.bytes", group=_G_SERVER),
+    _p("auto.create.topics.enable", B, True, "Create a topic when a client asks for metadata "
+       "of, or produces to, a topic that does not exist.", group=_G_SERVER),
+    _p("delete.topic.enable", B, True, "Allow DeleteTopics; when false it is refused.",
+       group=_G_SERVER),
+    _p("compression.type", S, "producer", "Final compression of a topic's data; 'producer' "
+       "keeps what the producer sent.", ValidString(COMPRESSION_TYPES),
+       topic="compression.type", group=_G_SERVER),
+    _p("compression.gzip.level", I, -1, "gzip level when compression.type is gzip.",
+       GZIP_LEVEL, topic="compression.gzip.level", group=_G_SERVER),
+    _p("compression.lz4.level", I, 9, "lz4 level when compression.type is lz4.", LZ4_LEVEL,
+       topic="compression.lz4.level", group=_G_SERVER),
+    _p("compression.zstd.level", I, 3, "zstd level when compression.type is zstd.", ZSTD_LEVEL,
+       topic="compression.zstd.level", group=_G_SERVER),
+    _p("num.io.threads", I, 8, "Threads handling requests." + NOT_USED, at_least(1),
+       group=_G_SERVER),
+    _p("num.network.threads", I, 3, "Threads reading and writing sockets." + NOT_USED,
+       at_least(1), group=_G_SERVER),
+    _p("background.threads", I, 10, "Threads for background tasks." + NOT_USED, at_least(1),
+       group=_G_SERVER),
+    _p("fetch.max.bytes", I, 57671680, "Most bytes returned for one fetch request.",
+       at_least(1024), group=_G_SERVER),
+    _p("max.incremental.fetch.session.cache.slots", I, 1000, "Most incremental fetch sessions "
+       "kept.", at_least(0), group=_G_SERVER),
+    _p("controlled.shutdown.enable", B, True, "Move leadership away before shutting down (a "
+       "single broker just flushes and closes).", group=_G_SERVER),
+    _p("broker.rack", S, None, "Rack of this broker, reported in metadata.", group=_G_SERVER),
+    # --- socket server
+    _p("listeners", S, "PLAINTEXT://127.0.0.1:9092", "Where the broker listens: one "
+       "PLAINTEXT://HOST:PORT with HOST in 127.0.0.0/8.", kafka="PLAINTEXT://:9092",
+       group=_G_SOCKET),
+    _p("advertised.listeners", S, None, "Address given to clients in metadata; defaults to "
+       "listeners.", group=_G_SOCKET),
+    _p("socket.send.buffer.bytes", I, 102400, "SO_SNDBUF of accepted sockets; -1 keeps the OS "
+       "default.", group=_G_SOCKET),
+    _p("socket.receive.buffer.bytes", I, 102400, "SO_RCVBUF of accepted sockets; -1 keeps the "
+       "OS default.", group=_G_SOCKET),
+    _p("socket.request.max.bytes", I, 104857600, "Largest request the broker reads; bigger "
+       "ones close the connection.", at_least(1), group=_G_SOCKET),
+    _p("socket.listen.backlog.size", I, 50, "listen() backlog.", at_least(1), group=_G_SOCKET),
+    _p("max.connections", I, INT_MAX, "Most client connections at once.", at_least(0),
+       group=_G_SOCKET),
+    _p("max.connections.per.ip", I, INT_MAX, "Most connections from one address.",
+       at_least(0), group=_G_SOCKET),
+    _p("connections.max.idle.ms", L, 600000, "Idle connections are closed after this long.",
+       group=_G_SOCKET),
+    _p("queued.max.requests", I, 500, "Requests queued per connection before reading pauses.",
+       at_least(1), group=_G_SOCKET),
+    # --- log
+    _p("num.partitions", I, 1, "Partitions of an auto-created topic, or of CreateTopics with "
+       "num_partitions -1.", at_least(1), group=_G_LOG),
+    _p("log.dir", S, "./data", "Data directory, used when log.dirs is not set.",
+       kafka="/tmp/kafka-logs", group=_G_LOG),
+    _p("log.dirs", S, None, "Data directory (Samsa supports exactly one); overrides log.dir.",
+       group=_G_LOG),
+    _p("log.segment.bytes", I, 1073741824, "Largest size of one segment file.", at_least(14),
+       topic="segment.bytes", group=_G_LOG),
+    _p("log.roll.ms", L, None, "Roll a new segment after this long; if unset log.roll.hours "
+       "is used.", topic="segment.ms", group=_G_LOG),
+    _p("log.roll.hours", I, 168, "Roll a new segment after this many hours (secondary to "
+       "log.roll.ms).", at_least(1), group=_G_LOG),
+    _p("log.roll.jitter.ms", L, None, "Most random jitter subtracted from the roll time; if "
+       "unset log.roll.jitter.hours is used.", topic="segment.jitter.ms", group=_G_LOG),
+    _p("log.roll.jitter.hours", I, 0, "Roll jitter in hours (secondary to log.roll.jitter.ms).",
+       at_least(0), group=_G_LOG),
+    _p("log.retention.ms", L, None, "Delete segments older than this; -1 keeps forever; if "
+       "unset log.retention.minutes is used.", topic="retention.ms", group=_G_LOG),
+    _p("log.retention.minutes", I, None, "Retention in minutes (secondary to "
+       "log.retention.ms); if unset log.retention.hours is used.", group=_G_LOG),
+    _p("log.retention.hours", I, 168, "Retention in hours (tertiary to log.retention.ms).",
+       group=_G_LOG),
+    _p("log.retention.bytes", L, -1, "Delete old segments while a partition is larger than "
+       "this; -1 means no size limit.", topic="retention.bytes", group=_G_LOG),
+    _p("log.retention.check.interval.ms", L, 300000, "How often retention is enforced.",
+       at_least(1), group=_G_LOG),
+    _p("log.cleanup.policy", LS, ["delete"], "Default cleanup policy: delete, compact or both.",
+       ValidList(("compact", "delete")), topic="cleanup.policy", group=_G_LOG),
+    _p("log.index.size.max.bytes", I, 10485760, "Largest size of an offset/time index file.",
+       at_least(4), topic="segment.index.bytes", group=_G_LOG),
+    _p("log.index.interval.bytes", I, 4096, "Bytes of log between two offset-index entries.",
+       at_least(0), topic="index.interval.bytes", group=_G_LOG),
+    _p("log.flush.interval.messages", L, LONG_MAX, "fsync a partition after this many "
+       "messages.", at_least(1), topic="flush.messages", group=_G_LOG),
+    _p("log.flush.interval.ms", L, None, "fsync a partition when its oldest unflushed message "
+       "is this old; if unset log.flush.scheduler.interval.ms is used.", topic="flush.ms",
+       group=_G_LOG),
+    _p("log.flush.scheduler.interval.ms", L, LONG_MAX, "How often the flusher checks whether a "
+       "log needs an fsync.", group=_G_LOG),
+    _p("log.flush.offset.checkpoint.interval.ms", I, 60000, "How often the recovery-point "
+       "checkpoint is written.", at_least(0), group=_G_LOG),
+    _p("log.flush.start.offset.checkpoint.interval.ms", I, 60000, "How often the log-start-"
+       "offset checkpoint is written.", at_least(0), group=_G_LOG),
+    _p("log.segment.delete.delay.ms", L, 60000, "Wait this long before deleting a removed "
+       "segment's files.", at_least(0), topic="file.delete.delay.ms", group=_G_LOG),
+    _p("log.preallocate", B, False, "Preallocate segment files at creation.",
+       topic="preallocate", group=_G_LOG),
+    _p("log.message.timestamp.type", S, "CreateTime", "Record timestamps are the producer's "
+       "(CreateTime) or the broker's (LogAppendTime).", ValidString(("CreateTime",
+       "LogAppendTime")), topic="message.timestamp.type", group=_G_LOG),
+    _p("log.message.timestamp.before.max.ms", L, LONG_MAX, "How far a CreateTime timestamp may "
+       "lag the broker clock.", at_least(0), topic="message.timestamp.before.max.ms",
+       group=_G_LOG),
+    _p("log.message.timestamp.after.max.ms", L, LONG_MAX, "How far a CreateTime timestamp may "
+       "lead the broker clock.", at_least(0), topic="message.timestamp.after.max.ms",
+       group=_G_LOG),
+    _p("log.local.retention.ms", L, -2, "Local retention with tiered storage; -2 follows "
+       "retention.ms. Samsa has no tiered storage.", at_least(-2), topic="local.retention.ms",
+       group=_G_LOG),
+    _p("log.local.retention.bytes", L, -2, "Local retention bytes with tiered storage; -2 "
+       "follows retention.bytes.", at_least(-2), topic="local.retention.bytes", group=_G_LOG),
+    _p("num.recovery.threads.per.data.dir", I, 1, "Threads recovering logs at start-up." +
+       NOT_USED, at_least(1), group=_G_LOG),
+    _p("min.insync.replicas", I, 1, "Replicas that must acknowledge an acks=all write.",
+       at_least(1), topic="min.insync.replicas", group=_G_LOG),
+    # --- log cleaner
+    _p("log.cleaner.enable", B, True, "Run the log cleaner (needed for compacted topics).",
+       group=_G_CLEANER),
+    _p("log.cleaner.threads", I, 1, "Cleaner threads.", at_least(0), group=_G_CLEANER),
+    _p("log.cleaner.backoff.ms", L, 15000, "Cleaner sleep when there is nothing to clean.",
+       at_least(0), group=_G_CLEANER),
+    _p("log.cleaner.dedupe.buffer.size", L, 134217728, "Memory for the cleaner's key map.",
+       group=_G_CLEANER),
+    _p("log.cleaner.io.buffer.size", I, 524288, "Cleaner I/O buffer memory.", at_least(0),
+       group=_G_CLEANER),
+    _p("log.cleaner.io.buffer.load.factor", D, 0.9, "Load factor of the cleaner's key map.",
+       group=_G_CLEANER),
+    _p("log.cleaner.io.max.bytes.per.second", D, 1.7976931348623157e308, "Cleaner I/O "
+       "throttle.", group=_G_CLEANER),
+    _p("log.cleaner.min.cleanable.ratio", D, 0.5, "Least dirty/total ratio before a log is "
+       "cleaned.", between(0, 1), topic="min.cleanable.dirty.ratio", group=_G_CLEANER),
+    _p("log.cleaner.delete.retention.ms", L, 86400000, "How long tombstones are kept in "
+       "compacted topics.", at_least(0), topic="delete.retention.ms", group=_G_CLEANER),
+    _p("log.cleaner.min.compaction.lag.ms", L, 0, "Least age before a record may be "
+       "compacted.", at_least(0), topic="min.compaction.lag.ms", group=_G_CLEANER),
+    _p("log.cleaner.max.compaction.lag.ms", L, LONG_MAX, "Most age before a record must be "
+       "eligible for compaction.", at_least(1), topic="max.compaction.lag.ms",
+       group=_G_CLEANER),
+    # --- replication
+    _p("default.replication.factor", I, 1, "Replication factor of auto-created topics.",
+       group=_G_REPL),
+    _p("unclean.leader.election.enable", B, False, "Allow an out-of-sync replica to become "
+       "leader.", topic="unclean.leader.election.enable", group=_G_REPL),
+    _p("replica.lag.time.max.ms", L, 30000, "A follower not caught up for this long leaves the "
+       "ISR.", group=_G_REPL),
+    _p("replica.fetch.max.bytes", I, 1048576, "Bytes fetched per partition by followers.",
+       at_least(0), group=_G_REPL),
+    _p("replica.fetch.wait.max.ms", I, 500, "Most wait of a follower fetch.", group=_G_REPL),
+    _p("replica.fetch.min.bytes", I, 1, "Least bytes for a follower fetch response.",
+       group=_G_REPL),
+    _p("replica.fetch.response.max.bytes", I, 10485760, "Most bytes of a follower fetch "
+       "response.", at_least(0), group=_G_REPL),
+    _p("replica.high.watermark.checkpoint.interval.ms", L, 5000, "How often high watermarks "
+       "are checkpointed.", group=_G_REPL),
+    _p("num.replica.fetchers", I, 1, "Follower fetcher threads." + NOT_USED, group=_G_REPL),
+    _p("auto.leader.rebalance.enable", B, True, "Move leadership back to preferred replicas.",
+       group=_G_REPL),
+    # --- group coordinator
+    _p("group.initial.rebalance.delay.ms", I, 3000, "Wait for more members before the first "
+       "rebalance of an empty group.", group=_G_GROUP),
+    _p("group.min.session.timeout.ms", I, 6000, "Smallest session timeout a member may ask "
+       "for.", group=_G_GROUP),
+    _p("group.max.session.timeout.ms", I, 1800000, "Largest session timeout a member may ask "
+       "for.", group=_G_GROUP),
+    _p("group.max.size", I, INT_MAX, "Most members in one classic group.", at_least(1),
+       group=_G_GROUP),
+    _p("offsets.topic.num.partitions", I, 50, "Partitions of __consumer_offsets (fixed after "
+       "creation).", at_least(1), group=_G_GROUP),
+    _p("offsets.topic.replication.factor", SH, 3, "Replication factor of __consumer_offsets.",
+       at_least(1), group=_G_GROUP),
+    _p("offsets.topic.segment.bytes", I, 104857600, "Segment size of __consumer_offsets.",
+       at_least(1), group=_G_GROUP),
+    _p("offsets.topic.compression.codec", I, 0, "Compression codec id for __consumer_offsets "
+       "writes.", group=_G_GROUP),
+    _p("offsets.load.buffer.size", I, 5242880, "Read size when loading offsets.", at_least(1),
+       group=_G_GROUP),
+    _p("offsets.retention.minutes", I, 10080, "Committed offsets of an empty group expire after "
+       "this.", at_least(1), group=_G_GROUP),
+    _p("offsets.retention.check.interval.ms", L, 600000, "How often expired offsets are "
+       "removed.", at_least(1), group=_G_GROUP),
+    _p("offsets.commit.timeout.ms", I, 5000, "Most wait for an offset commit to be written.",
+       at_least(1), group=_G_GROUP),
+    _p("offset.metadata.max.bytes", I, 4096, "Largest metadata string of an offset commit.",
+       group=_G_GROUP),
+    # --- transactions
+    _p("transaction.state.log.num.partitions", I, 50, "Partitions of __transaction_state.",
+       at_least(1), group=_G_TXN),
+    _p("transaction.state.log.replication.factor", SH, 3, "Replication factor of "
+       "__transaction_state.", at_least(1), group=_G_TXN),
+    _p("transaction.state.log.min.isr", I, 2, "min.insync.replicas of __transaction_state.",
+       at_least(1), group=_G_TXN),
+    _p("transaction.state.log.segment.bytes", I, 104857600, "Segment size of "
+       "__transaction_state.", at_least(1), group=_G_TXN),
+    _p("transaction.state.log.load.buffer.size", I, 5242880, "Read size when loading "
+       "transaction state.", at_least(1), group=_G_TXN),
+    _p("transaction.max.timeout.ms", I, 900000, "Largest transaction timeout a producer may "
+       "ask for.", at_least(1), group=_G_TXN),
+    _p("transactional.id.expiration.ms", I, 604800000, "A transactional id with no activity "
+       "for this long expires.", at_least(1), group=_G_TXN),
+    _p("transaction.abort.timed.out.transaction.cleanup.interval.ms", I, 10000, "How often "
+       "timed-out transactions are aborted.", at_least(1), group=_G_TXN),
+    _p("transaction.remove.expired.transaction.cleanup.interval.ms", I, 3600000, "How often "
+       "expired transactional ids are removed.", at_least(1), group=_G_TXN),
+    _p("transaction.partition.verification.enable", B, True, "Check that a partition was added "
+       "to the transaction before a transactional write.", group=_G_TXN),
+    _p("producer.id.expiration.ms", I, 86400000, "Producer-id state of an idle idempotent "
+       "producer expires after this.", at_least(1), group=_G_TXN),
+    _p("producer.id.expiration.check.interval.ms", I, 600000, "How often expired producer ids "
+       "are removed.", at_least(1), group=_G_TXN),
+    # --- zookeeper
+    _p("zookeeper.connect", S, None, "ZooKeeper connect string; unset means a single broker "
+       "with in-process metadata.", group=_G_ZK),
+    _p("zookeeper.session.timeout.ms", I, 18000, "ZooKeeper session timeout.", group=_G_ZK),
+    _p("zookeeper.connection.timeout.ms", I, None, "ZooKeeper connect timeout; unset uses the "
+       "session timeout.", group=_G_ZK),
+    # --- Samsa's own
+    _p("metrics.port", I, None, "Port of the Prometheus /metrics endpoint on the listener's "
+       "host; unset disables it.", between(0, 65535), group=_G_SAMSA),
+    _p("samsa.log.level", S, "INFO", "Level of Samsa's own log on stderr.",
+       ValidString(LOG_LEVELS), group=_G_SAMSA),
+]
+
+BROKER_PROPERTIES: dict[str, PropertyDef] = {p.name: p for p in _TABLE}
+
+# Topic property -> broker properties that set its default, highest priority first, each with
+# the factor that converts it to the topic property's unit (Kafka's ServerTopicConfigSynonyms).
+_MIN, _HOUR = 60_000, 3_600_000
+TOPIC_SYNONYMS: dict[str, tuple[tuple[str, int], ...]] = {
+    p.topic_synonym: ((p.name, 1),) for p in _TABLE if p.topic_synonym
+}
+TOPIC_SYNONYMS["segment.ms"] = (("log.roll.ms", 1), ("log.roll.hours", _HOUR))
+TOPIC_SYNONYMS["segment.jitter.ms"] = (("log.roll.jitter.ms", 1), ("log.roll.jitter.hours", _HOUR))
+TOPIC_SYNONYMS["retention.ms"] = (
+    ("log.retention.ms", 1), ("log.retention.minutes", _MIN), ("log.retention.hours", _HOUR)
+)
+TOPIC_SYNONYMS["flush.ms"] = (("log.flush.interval.ms", 1), ("log.flush.scheduler.interval.ms", 1))
+
+
+def broker_synonyms(name: str) -> list[str]:
+    """Kafka's DynamicBrokerConfig.brokerConfigSynonyms: a property's group of aliases."""
+    for chain in TOPIC_SYNONYMS.values():
+        names = [n for n, _ in chain]
+        if len(names) > 1 and name in names:
+            return names
+    return [name]
+
+
+def lookup(name: str) -> PropertyDef:
+    try:
+        return BROKER_PROPERTIES[name]
+    except KeyError:
+        raise ConfigError.unknown(name, list(BROKER_PROPERTIES)) from None
+
+
+# ---------------------------------------------------------------------------------------------
+# BrokerConfig
+
+
+@dataclass(frozen=True)
+class Listener:
+    name: str
+    host: str
+    port: int
+
+
+def parse_listener(key: str, value: str, *, local_only: bool) -> Listener:
+    parts = [s for s in value.split(",") if s.strip()]
+    if len(parts) != 1:
+        raise ConfigError.invalid(key, value, "Samsa supports exactly one listener")
+    m = re.fullmatch(r"\s*([A-Za-z0-9_]+)://(\[[^\]]*\]|[^:/]*):(\d+)\s*", parts[0])
+    if not m:
+        raise ConfigError.invalid(key, value, "Expected LISTENER://HOST:PORT")
+    name, host, port = m.group(1).upper(), m.group(2), int(m.group(3))
+    if name != "PLAINTEXT":
+        raise ConfigError.invalid(key, value, "Only the PLAINTEXT listener is supported")
+    if port > 65535:
+        raise ConfigError.invalid(key, value, "Port must be in [0, 65535]")
+    if local_only:
+        if host == "localhost":
+            host = "127.0.0.1"
+        if not re.fullmatch(r"127\.\d{1,3}\.\d{1,3}\.\d{1,3}", host):
+            raise ConfigError.invalid(key, value, "Samsa binds 127.0.0.0/8 addresses only")
+    elif not host or host == "0.0.0.0":
+        raise ConfigError.invalid(key, value, "An advertised host must be a real address")
+    return Listener(name, host, port)
+
+
+class BrokerConfig:
+    """Typed, immutable broker configuration.
+
+    Values resolve dynamic > static (YAML file, command line) > default, as in Kafka.
+    """
+
+    def __init__(self, static: Mapping[str, object] | None = None,
+                 dynamic: Mapping[str, object] | None = None) -> None:
+        self._static = _parse_all(static or {})
+        self._dynamic = _parse_all(dynamic or {})
+        self._sync_ids()
+        self._check()
+
+    # -- access
+    def __getitem__(self, name: str) -> Any:
+        prop = lookup(name)
+        if name in self._dynamic:
+            return self._dynamic[name]
+        if name in self._static:
+            return self._static[name]
+        return prop.default
+
+    def __contains__(self, name: object) -> bool:
+        return name in BROKER_PROPERTIES
+
+    def get(self, name: str, default: Any = None) -> Any:
+        if name not in BROKER_PROPERTIES:
+            return default
+        return self[name]
+
+    def items(self) -> Iterator[tuple[str, Any]]:
+        for name in sorted(BROKER_PROPERTIES):
+            yield name, self[name]
+
+    def source(self, name: str) -> str:
+        lookup(name)
+        if name in self._dynamic:
+            return ConfigSource.DYNAMIC_BROKER_CONFIG.name
+        if name in self._static:
+            return ConfigSource.STATIC_BROKER_CONFIG.name
+        return ConfigSource.DEFAULT_CONFIG.name
+
+    def is_default(self, name: str) -> bool:
+        return self.source(name) == ConfigSource.DEFAULT_CONFIG.name
+
+    @property
+    def static_values(self) -> Mapping[str, Any]:
+        return dict(self._static)
+
+    @property
+    def dynamic_values(self) -> Mapping[str, Any]:
+        return dict(self._dynamic)
+
+    def with_dynamic(self, updates: Mapping[str, object | None]) -> BrokerConfig:
+        """A copy with dynamic values set (None deletes a dynamic value)."""
+        dynamic: dict[str, object] = dict(self._dynamic)
+        for k, v in updates.items():
+            if v is None:
+                dynamic.pop(k, None)
+            else:
+                dynamic[k] = v
+        return BrokerConfig(self._static, dynamic)
+
+    # -- derived values
+    def topic_default(self, topic_name: str) -> Any:
+        """Effective default of a topic property from its broker synonyms."""
+        chain = TOPIC_SYNONYMS[topic_name]
+        for name, factor in chain:
+            value = self[name]
+            if value is not None:
+                value = value * factor if factor != 1 else value
+                if topic_name == "retention.ms" and value < 0:
+                    return -1  # Kafka: any negative retention means unlimited
+                return value
+        return None
+
+    @property
+    def log_retention_ms(self) -> int:
+        return int(self.topic_default("retention.ms"))
+
+    @property
+    def log_roll_ms(self) -> int:
+        return int(self.topic_default("segment.ms"))
+
+    @property
+    def log_roll_jitter_ms(self) -> int:
+        return int(self.topic_default("segment.jitter.ms"))
+
+    @property
+    def log_flush_interval_ms(self) -> int:
+        return int(self.topic_default("flush.ms"))
+
+    @property
+    def broker_id(self) -> int:
+        return int(self["node.id"])
+
+    @property
+    def listener(self) -> Listener:
+        return parse_listener("listeners", self["listeners"], local_only=True)
+
+    @property
+    def listen_host(self) -> str:
+        return self.listener.host
+
+    @property
+    def listen_port(self) -> int:
+        return self.listener.port
+
+    @property
+    def advertised_listener(self) -> Listener:
+        adv = self["advertised.listeners"]
+        if adv is None:
+            return self.listener
+        return parse_listener("advertised.listeners", adv, local_only=False)
+
+    @property
+    def data_dir(self) -> Path:
+        dirs = self["log.dirs"]
+        return Path(dirs if dirs is not None else self["log.dir"]).expanduser()
+
+    def __repr__(self) -> str:
+        return f"BrokerConfig(static={self._static!r}, dynamic={self._dynamic!r})"
+
+    # -- construction helpers
+    def _sync_ids(self) -> None:
+        # Kafka's populateSynonyms: setting only one of node.id / broker.id sets both.
+        for layer in (self._static, self._dynamic):
+            if "broker.id" in layer and "node.id" not in layer:
+                layer["node.id"] = layer["broker.id"]
+            elif "node.id" in layer and "broker.id" not in layer:
+                layer["broker.id"] = layer["node.id"]
+
+    def _check(self) -> None:
+        if self["node.id"] != self["broker.id"]:
+            raise ConfigError("node.id", "You must set `node.id` to the same value as "
+                              "`broker.id`.")
+        if self["node.id"] < 0:
+            raise ConfigError.invalid("node.id", self["node.id"], "Value must be at least 0")
+        self.listener  # noqa: B018 - parse for validation
+        self.advertised_listener  # noqa: B018
+        dirs = self["log.dirs"]
+        if dirs is not None and len([d for d in dirs.split(",") if d.strip()]) != 1:
+            raise ConfigError.invalid("log.dirs", dirs, "Samsa supports exactly one log directory")
+        lo, hi = self["group.min.session.timeout.ms"], self["group.max.session.timeout.ms"]
+        if lo > hi:
+            raise ConfigError.invalid("group.min.session.timeout.ms", lo,
+                                      f"Must not exceed group.max.session.timeout.ms ({hi})")
+        lag_lo = self["log.cleaner.min.compaction.lag.ms"]
+        lag_hi = self["log.cleaner.max.compaction.lag.ms"]
+        if lag_lo > lag_hi:
+            raise ConfigError.invalid("log.cleaner.min.compaction.lag.ms", lag_lo,
+                                      f"Must not exceed log.cleaner.max.compaction.lag.ms "
+                                      f"({lag_hi})")
+        if self.log_roll_ms < 1:
+            raise ConfigError.invalid("log.roll.ms", self.log_roll_ms, "Value must be at least 1")
+        if self.log_roll_jitter_ms < 0:
+            raise ConfigError.invalid("log.roll.jitter.ms", self.log_roll_jitter_ms,
+                                      "Value must be at least 0")
+
+
+def _parse_all(raw: Mapping[str, object]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in raw.items():
+        prop = lookup(str(key))
+        if value is None:
+            continue  # unset: falls back to the next layer
+        out[prop.name] = prop.parse(value)
+    return out

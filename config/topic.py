@@ -1,0 +1,256 @@
+"""Topic-level properties (Kafka's LogConfig), their validation and DescribeConfigs entries."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from config.schema import (
+    BROKER_PROPERTIES,
+    COMPRESSION_TYPES,
+    GZIP_LEVEL,
+    LONG_MAX,
+    LZ4_LEVEL,
+    TOPIC_SYNONYMS,
+    ZSTD_LEVEL,
+    BrokerConfig,
+    ConfigError,
+    ConfigSource,
+    ConfigType,
+    PropertyDef,
+    Validator,
+    ValidList,
+    ValidString,
+    at_least,
+    between,
+    broker_synonyms,
+    value_to_string,
+)
+
+INVALID_CONFIG = 40  # Kafka error code
+
+
+class InvalidConfigError(ConfigError):
+    """A topic config Kafka would reject with INVALID_CONFIG (40)."""
+
+    error_code = INVALID_CONFIG
+
+
+def _throttled_replicas(key: str, value: Any) -> None:
+    # "*" or a list of "partition:brokerId" (Kafka's ThrottledReplicaListValidator).
+    if value == ["*"] or not value:
+        return
+    for item in value:
+        if not re.fullmatch(r"\d+:\d+", item):
+            raise ConfigError.invalid(key, ",".join(value), "Must be the wildcard (*) or a list "
+                                      "of 'partitionId:brokerId' replicas")
+
+
+B, S, I, L, D, LS = (  # noqa: E741 - terse aliases keep the table readable
+    ConfigType.BOOLEAN,
+    ConfigType.STRING,
+    ConfigType.INT,
+    ConfigType.LONG,
+    ConfigType.DOUBLE,
+    ConfigType.LIST,
+)
+
+
+def _t(name: str, ctype: ConfigType, default: Any, doc: str,
+       validator: Validator | None = None) -> PropertyDef:
+    return PropertyDef(name, ctype, default, doc, validator, group="topic")
+
+
+_TABLE: list[PropertyDef] = [
+    _t("cleanup.policy", LS, ["delete"], "delete old segments, compact by key, or both.",
+       ValidList(("compact", "delete"))),
+    _t("compression.type", S, "producer", "Compression of the stored data; 'producer' keeps "
+       "the producer's.", ValidString(COMPRESSION_TYPES)),
+    _t("compression.gzip.level", I, -1, "gzip level when compression.type is gzip.",
+       GZIP_LEVEL),
+    _t("compression.lz4.level", I, 9, "lz4 level when compression.type is lz4.", LZ4_LEVEL),
+    _t("compression.zstd.level", I, 3, "zstd level when compression.type is zstd.", ZSTD_LEVEL),
+    _t("delete.retention.ms", L, 86400000, "How long tombstones stay in a compacted topic.",
+       at_least(0)),
+    _t("file.delete.delay.ms", L, 60000, "Wait before deleting a removed segment's files.",
+       at_least(0)),
+    _t("flush.messages", L, LONG_MAX, "fsync after this many messages.", at_least(1)),
+    _t("flush.ms", L, LONG_MAX, "fsync when unflushed data is this old.", at_least(0)),
+    _t("follower.replication.throttled.replicas", LS, [], "Replicas throttled on the follower "
+       "side.", _throttled_replicas),
+    _t("index.interval.bytes", I, 4096, "Bytes of log between two offset-index entries.",
+       at_least(0)),
+    _t("leader.replication.throttled.replicas", LS, [], "Replicas throttled on the leader "
+       "side.", _throttled_replicas),
+    _t("local.retention.bytes", L, -2, "Local size limit with tiered storage; -2 follows "
+       "retention.bytes.", at_least(-2)),
+    _t("local.retention.ms", L, -2, "Local time limit with tiered storage; -2 follows "
+       "retention.ms.", at_least(-2)),
+    _t("max.compaction.lag.ms", L, LONG_MAX, "Most age before a record must be eligible for "
+       "compaction.", at_least(1)),
+    _t("max.message.bytes", I, 1048588, "Largest record batch accepted (after compression).",
+       at_least(0)),
+    _t("message.timestamp.after.max.ms", L, LONG_MAX, "How far a CreateTime timestamp may "
+       "lead the broker clock.", at_least(0)),
+    _t("message.timestamp.before.max.ms", L, LONG_MAX, "How far a CreateTime timestamp may "
+       "lag the broker clock.", at_least(0)),
+    _t("message.timestamp.type", S, "CreateTime", "CreateTime keeps the producer's timestamp; "
+       "LogAppendTime stamps the broker's.", ValidString(("CreateTime", "LogAppendTime"))),
+    _t("min.cleanable.dirty.ratio", D, 0.5, "Least dirty/total ratio before compaction.",
+       between(0, 1)),
+    _t("min.compaction.lag.ms", L, 0, "Least age before a record may be compacted.",
+       at_least(0)),
+    _t("min.insync.replicas", I, 1, "Replicas that must acknowledge an acks=all write.",
+       at_least(1)),
+    _t("preallocate", B, False, "Preallocate segment files at creation."),
+    _t("remote.log.copy.disable", B, False, "Stop copying segments to tiered storage."),
+    _t("remote.log.delete.on.disable", B, False, "Delete tiered data when remote storage is "
+       "disabled."),
+    _t("remote.storage.enable", B, False, "Tiered storage for this topic (not supported by "
+       "Samsa: must stay false)."),
+    _t("retention.bytes", L, -1, "Delete old segments while a partition is larger than this; "
+       "-1 means no limit."),
+    _t("retention.ms", L, 604800000, "Delete segments older than this; -1 keeps forever.",
+       at_least(-1)),
+    _t("segment.bytes", I, 1073741824, "Largest size of one segment file.", at_least(14)),
+    _t("segment.index.bytes", I, 10485760, "Largest size of an offset/time index file.",
+       at_least(4)),
+    _t("segment.jitter.ms", L, 0, "Most random jitter subtracted from segment.ms.",
+       at_least(0)),
+    _t("segment.ms", L, 604800000, "Roll a new segment after this long.", at_least(1)),
+    _t("unclean.leader.election.enable", B, False, "Allow an out-of-sync replica to become "
+       "leader."),
+]
+
+TOPIC_PROPERTIES: dict[str, PropertyDef] = {p.name: p for p in _TABLE}
+
+
+def topic_defaults(broker: BrokerConfig) -> dict[str, object]:
+    """Each topic property's effective default: its broker synonym's value, else Kafka's."""
+    out: dict[str, object] = {}
+    for name, prop in TOPIC_PROPERTIES.items():
+        value = broker.topic_default(name) if name in TOPIC_SYNONYMS else None
+        out[name] = prop.default if value is None else value
+    return out
+
+
+def validate_topic_configs(configs: Mapping[str, str | None],
+                           broker: BrokerConfig | None = None) -> dict[str, object]:
+    """Parse and validate topic config overrides (CreateTopics / AlterConfigs input).
+
+    Returns the parsed values; a None value (delete the override) is kept as None. Raises
+    InvalidConfigError naming the key for an unknown key or a bad value.
+    """
+    parsed: dict[str, object] = {}
+    for key, raw in configs.items():
+        prop = TOPIC_PROPERTIES.get(key)
+        if prop is None:
+            raise InvalidConfigError(key, f"Unknown topic config name: {key}")
+        try:
+            parsed[key] = prop.parse(raw)
+        except ConfigError as e:
+            raise InvalidConfigError(key, str(e)) from None
+    _check_combination(parsed, broker or BrokerConfig())
+    return parsed
+
+
+def _check_combination(parsed: Mapping[str, object], broker: BrokerConfig) -> None:
+    merged: dict[str, Any] = topic_defaults(broker)
+    merged.update({k: v for k, v in parsed.items() if v is not None})
+    lo, hi = merged["min.compaction.lag.ms"], merged["max.compaction.lag.ms"]
+    if lo > hi:
+        raise InvalidConfigError("min.compaction.lag.ms", "conflict topic config setting "
+                                 f"min.compaction.lag.ms ({lo}) > max.compaction.lag.ms ({hi})")
+    if merged["remote.storage.enable"]:
+        raise InvalidConfigError("remote.storage.enable", "Invalid value true for configuration "
+                                 "remote.storage.enable: Tiered Storage functionality is "
+                                 "disabled in the broker. Topic cannot be configured with "
+                                 "remote log storage.")
+
+
+def effective_topic_config(overrides: Mapping[str, object],
+                           broker: BrokerConfig) -> dict[str, object]:
+    """Defaults from the broker, then the topic's overrides (which may be strings or parsed)."""
+    out = topic_defaults(broker)
+    for key, raw in overrides.items():
+        if raw is not None:
+            out[key] = TOPIC_PROPERTIES[key].parse(raw)
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# DescribeConfigs
+
+
+@dataclass(frozen=True)
+class ConfigSynonym:
+    name: str
+    value: str | None
+    source: int
+
+
+@dataclass(frozen=True)
+class ConfigEntry:
+    name: str
+    value: str | None
+    source: int
+    is_sensitive: bool
+    read_only: bool
+    config_type: int
+    documentation: str | None
+    synonyms: list[ConfigSynonym] = field(default_factory=list)
+
+
+def _broker_layer_synonyms(broker: BrokerConfig, name: str) -> list[ConfigSynonym]:
+    """Kafka's ConfigHelper.configSynonyms: dynamic, then static, then default values of the
+    property's alias group, dropping entries before `name` itself."""
+    group = broker_synonyms(name)
+    out: list[ConfigSynonym] = []
+    layers = (
+        (broker.dynamic_values, ConfigSource.DYNAMIC_BROKER_CONFIG),
+        (broker.static_values, ConfigSource.STATIC_BROKER_CONFIG),
+        ({n: BROKER_PROPERTIES[n].default for n in group}, ConfigSource.DEFAULT_CONFIG),
+    )
+    for values, source in layers:
+        for n in group:
+            if values.get(n) is not None:
+                text = value_to_string(BROKER_PROPERTIES[n].type, values[n])
+                out.append(ConfigSynonym(n, text, int(source)))
+    # Kafka drops leading synonyms that are not the property itself; so for retention.ms with
+    # only log.retention.hours set nothing is listed and the source reads DEFAULT_CONFIG.
+    while out and out[0].name != name:
+        out.pop(0)
+    return out
+
+
+def describe_topic_config(name: str, overrides: Mapping[str, object],
+                          broker: BrokerConfig) -> list[ConfigEntry]:
+    """Every topic property of topic `name`, as Kafka's DescribeConfigs reports it."""
+    del name  # all topics share one schema; kept for the handler's call shape
+    values = effective_topic_config(overrides, broker)
+    entries = []
+    for key in sorted(TOPIC_PROPERTIES):
+        prop = TOPIC_PROPERTIES[key]
+        text = value_to_string(prop.type, values[key])
+        server_name = TOPIC_SYNONYMS.get(key, ((None, 1),))[0][0]
+        synonyms = _broker_layer_synonyms(broker, server_name) if server_name else []
+        if overrides.get(key) is not None:
+            synonyms.insert(0, ConfigSynonym(key, text, int(ConfigSource.TOPIC_CONFIG)))
+        source = synonyms[0].source if synonyms else int(ConfigSource.DEFAULT_CONFIG)
+        entries.append(ConfigEntry(key, text, source, False, False, int(prop.type), prop.doc,
+                                   synonyms))
+    return entries
+
+
+def describe_broker_config(broker: BrokerConfig) -> list[ConfigEntry]:
+    """Every broker property, as Kafka's DescribeConfigs reports a BROKER resource."""
+    entries = []
+    for key, value in broker.items():
+        prop = BROKER_PROPERTIES[key]
+        synonyms = _broker_layer_synonyms(broker, key)
+        source = synonyms[0].source if synonyms else int(ConfigSource.DEFAULT_CONFIG)
+        entries.append(ConfigEntry(key, value_to_string(prop.type, value), source, False,
+                                   not prop.dynamic, int(prop.type), prop.doc, synonyms))
+    return entries

@@ -1,0 +1,420 @@
+"""Record batch v2 (magic 2) over raw bytes: header parsing, validation, offset stamping,
+record decoding and building. Layout per DefaultRecordBatch (big-endian)."""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+
+import crc32c
+
+from protocol import compression
+from storage.errors import CorruptRecord, InvalidRecord, UnsupportedForMessageFormat
+
+LOG_OVERHEAD = 12  # baseOffset + batchLength
+HEADER_SIZE = 61
+CRC_START = 21  # CRC-32C covers [attributes, end)
+MAGIC = 2
+INT32_MAX = 0x7FFFFFFF
+
+NO_PRODUCER_ID = -1
+NO_PRODUCER_EPOCH = -1
+NO_SEQUENCE = -1
+NO_TIMESTAMP = -1
+NO_PARTITION_LEADER_EPOCH = -1
+
+ATTR_COMPRESSION_MASK = 0x07
+ATTR_TIMESTAMP_TYPE = 0x08  # 1 = LogAppendTime
+ATTR_TRANSACTIONAL = 0x10
+ATTR_CONTROL = 0x20
+ATTR_DELETE_HORIZON = 0x40
+
+CREATE_TIME = 0
+LOG_APPEND_TIME = 1
+
+# Control record types (key = int16 version, int16 type)
+CONTROL_ABORT = 0
+CONTROL_COMMIT = 1
+
+_HEADER = struct.Struct(">qiibIhiqqqhii")
+_I64 = struct.Struct(">q")
+_I32 = struct.Struct(">i")
+_U32 = struct.Struct(">I")
+_I16 = struct.Struct(">h")
+_LEN_PREFIX = struct.Struct(">qi")  # baseOffset, batchLength
+
+Buf = bytes | bytearray | memoryview
+
+
+@dataclass(slots=True)
+class BatchHeader:
+    base_offset: int
+    batch_length: int
+    partition_leader_epoch: int
+    magic: int
+    crc: int
+    attributes: int
+    last_offset_delta: int
+    base_timestamp: int
+    max_timestamp: int
+    producer_id: int
+    producer_epoch: int
+    base_sequence: int
+    records_count: int
+
+    @classmethod
+    def parse(cls, buf: Buf, pos: int = 0) -> BatchHeader:
+        return cls(*_HEADER.unpack_from(buf, pos))
+
+    @property
+    def size(self) -> int:
+        return self.batch_length + LOG_OVERHEAD
+
+    @property
+    def compression(self) -> int:
+        return self.attributes & ATTR_COMPRESSION_MASK
+
+    @property
+    def timestamp_type(self) -> int:
+        return LOG_APPEND_TIME if self.attributes & ATTR_TIMESTAMP_TYPE else CREATE_TIME
+
+    @property
+    def is_transactional(self) -> bool:
+        return bool(self.attributes & ATTR_TRANSACTIONAL)
+
+    @property
+    def is_control(self) -> bool:
+        return bool(self.attributes & ATTR_CONTROL)
+
+    @property
+    def has_delete_horizon(self) -> bool:
+        return bool(self.attributes & ATTR_DELETE_HORIZON)
+
+    @property
+    def last_offset(self) -> int:
+        return self.base_offset + self.last_offset_delta
+
+    @property
+    def next_offset(self) -> int:
+        return self.base_offset + self.last_offset_delta + 1
+
+    @property
+    def has_producer_id(self) -> bool:
+        return self.producer_id >= 0
+
+    @property
+    def last_sequence(self) -> int:
+        """baseSequence + lastOffsetDelta, wrapping at INT32_MAX to 0 (incrementSequence)."""
+        if self.base_sequence == NO_SEQUENCE:
+            return NO_SEQUENCE
+        if self.base_sequence > INT32_MAX - self.last_offset_delta:
+            return self.base_sequence + self.last_offset_delta - INT32_MAX - 1
+        return self.base_sequence + self.last_offset_delta
+
+
+def iter_batches(buf: Buf, start: int = 0) -> Iterator[tuple[int, BatchHeader]]:
+    """Yield (position, header) for each whole batch; stop silently at a torn tail.
+
+    A length field too small to hold a header raises CorruptRecord (like FileLogInputStream):
+    there is no way to find the next batch boundary after it."""
+    end = len(buf)
+    pos = start
+    while pos + HEADER_SIZE <= end:
+        (length,) = _I32.unpack_from(buf, pos + 8)
+        if length < HEADER_SIZE - LOG_OVERHEAD:
+            raise CorruptRecord(f"batch at position {pos} has invalid length {length}")
+        if pos + LOG_OVERHEAD + length > end:
+            return
+        yield pos, BatchHeader.parse(buf, pos)
+        pos += LOG_OVERHEAD + length
+
+
+def compute_crc(buf: Buf, pos: int, size: int) -> int:
+    return crc32c.crc32c(memoryview(buf)[pos + CRC_START : pos + size])
+
+
+def validate_batch(
+    buf: Buf,
+    pos: int,
+    header: BatchHeader | None = None,
+    *,
+    client: bool = False,
+) -> BatchHeader:
+    """Check magic, length and CRC (CorruptRecord); with client=True also the LogValidator
+    rules for producer-written batches (InvalidRecord). Returns the parsed header."""
+    h = header or BatchHeader.parse(buf, pos)
+    if h.magic != MAGIC:
+        if h.magic in (0, 1):
+            raise UnsupportedForMessageFormat(f"message format v{h.magic} is not supported")
+        raise CorruptRecord(f"invalid magic {h.magic} at position {pos}")
+    if h.batch_length < HEADER_SIZE - LOG_OVERHEAD:
+        raise CorruptRecord(f"batch length {h.batch_length} smaller than the header")
+    if pos + h.size > len(buf):
+        raise CorruptRecord("batch extends past the end of the buffer")
+    if compute_crc(buf, pos, h.size) != h.crc:
+        raise CorruptRecord(f"CRC mismatch for batch at offset {h.base_offset}")
+    if h.compression > compression.ZSTD:
+        raise InvalidRecord(f"unknown compression codec {h.compression}")
+    if client:
+        if h.records_count <= 0:
+            raise InvalidRecord("batch must contain at least one record")
+        if h.last_offset_delta != h.records_count - 1:
+            raise InvalidRecord(
+                f"lastOffsetDelta {h.last_offset_delta} does not match record count "
+                f"{h.records_count}"
+            )
+        if h.is_control:
+            raise InvalidRecord("clients may not write control batches")
+        if h.producer_id >= 0 and h.base_sequence < 0:
+            raise InvalidRecord("idempotent batch without a base sequence")
+        if h.is_transactional and h.producer_id < 0:
+            raise InvalidRecord("transactional batch without a producer id")
+        if h.compression == compression.NONE:
+            _check_record_framing(buf, pos, h)
+    return h
+
+
+def _check_record_framing(buf: Buf, pos: int, h: BatchHeader) -> None:
+    """Cheap structural check of an uncompressed batch: the record length prefixes must tile
+    the records region exactly and their number must equal recordsCount."""
+    p, end, n = pos + HEADER_SIZE, pos + h.size, 0
+    while p < end:
+        length, p = read_varint(buf, p)
+        if length <= 0 or p + length > end:
+            raise InvalidRecord(f"malformed record in batch at offset {h.base_offset}")
+        p += length
+        n += 1
+    if n != h.records_count:
+        raise InvalidRecord(f"batch declares {h.records_count} records but holds {n}")
+
+
+def set_base_offset_and_epoch(buf: bytearray | memoryview, pos: int, base_offset: int,
+                              epoch: int) -> None:
+    """Stamp broker-assigned fields; both sit before the CRC-covered range."""
+    _I64.pack_into(buf, pos, base_offset)
+    _I32.pack_into(buf, pos + 12, epoch)
+
+
+def set_log_append_time(buf: bytearray | memoryview, pos: int, timestamp: int) -> None:
+    """Set maxTimestamp and the LogAppendTime attribute bit, then recompute the CRC."""
+    (length,) = _I32.unpack_from(buf, pos + 8)
+    (attrs,) = _I16.unpack_from(buf, pos + 21)
+    _I16.pack_into(buf, pos + 21, attrs | ATTR_TIMESTAMP_TYPE)
+    _I64.pack_into(buf, pos + 35, timestamp)
+    _U32.pack_into(buf, pos + 17, compute_crc(buf, pos, length + LOG_OVERHEAD))
+
+
+# ---------------------------------------------------------------------------------------------
+# varints (zig-zag, as protobuf sint32/sint64)
+
+
+def read_varint(buf: Buf, pos: int) -> tuple[int, int]:
+    shift = 0
+    raw = 0
+    while True:
+        try:
+            b = buf[pos]
+        except IndexError:
+            raise InvalidRecord("truncated varint") from None
+        pos += 1
+        raw |= (b & 0x7F) << shift
+        if not b & 0x80:
+            break
+        shift += 7
+        if shift > 63:
+            raise InvalidRecord("varint too long")
+    return (raw >> 1) ^ -(raw & 1), pos
+
+
+def write_varint(out: bytearray, value: int) -> None:
+    raw = (value << 1) ^ (value >> 63)
+    raw &= 0xFFFFFFFFFFFFFFFF
+    while raw >= 0x80:
+        out.append((raw & 0x7F) | 0x80)
+        raw >>= 7
+    out.append(raw)
+
+
+# ---------------------------------------------------------------------------------------------
+# records
+
+Header = tuple[str, bytes | None]
+
+
+@dataclass(slots=True)
+class Record:
+    offset: int
+    timestamp: int
+    key: bytes | None
+    value: bytes | None
+    headers: list[Header]
+
+
+def _read_bytes(buf: bytes, pos: int) -> tuple[bytes | None, int]:
+    n, pos = read_varint(buf, pos)
+    if n < 0:
+        return None, pos
+    if pos + n > len(buf):
+        raise InvalidRecord("truncated record field")
+    return bytes(buf[pos : pos + n]), pos + n
+
+
+def records_region(buf: Buf, pos: int, h: BatchHeader) -> bytes:
+    """The batch's records bytes, decompressed."""
+    raw = bytes(memoryview(buf)[pos + HEADER_SIZE : pos + h.size])
+    return compression.decompress(h.compression, raw) if h.compression else raw
+
+
+def decode_records(buf: Buf, pos: int = 0, header: BatchHeader | None = None) -> list[Record]:
+    """Decode every record of the batch at pos (compressed batches too)."""
+    h = header or BatchHeader.parse(buf, pos)
+    data = records_region(buf, pos, h)
+    log_append = h.timestamp_type == LOG_APPEND_TIME
+    out: list[Record] = []
+    p = 0
+    for _ in range(h.records_count):
+        length, p = read_varint(data, p)
+        end = p + length
+        if length < 0 or end > len(data):
+            raise InvalidRecord("truncated record")
+        p += 1  # record attributes, unused
+        ts_delta, p = read_varint(data, p)
+        off_delta, p = read_varint(data, p)
+        key, p = _read_bytes(data, p)
+        value, p = _read_bytes(data, p)
+        n_headers, p = read_varint(data, p)
+        headers: list[Header] = []
+        for _ in range(n_headers):
+            hk, p = _read_bytes(data, p)
+            hv, p = _read_bytes(data, p)
+            headers.append(((hk or b"").decode("utf-8", "replace"), hv))
+        if p != end:
+            raise InvalidRecord("record length does not match its contents")
+        ts = h.max_timestamp if log_append else h.base_timestamp + ts_delta
+        out.append(Record(h.base_offset + off_delta, ts, key, value, headers))
+    return out
+
+
+def iter_record_timestamps(buf: Buf, pos: int, h: BatchHeader) -> Iterator[tuple[int, int]]:
+    """(offset, timestamp) per record, without materialising keys/values."""
+    if h.timestamp_type == LOG_APPEND_TIME:
+        for r in range(h.records_count):
+            yield h.base_offset + r, h.max_timestamp
+        return
+    data = records_region(buf, pos, h)
+    p = 0
+    for _ in range(h.records_count):
+        length, p = read_varint(data, p)
+        end = p + length
+        ts_delta, q = read_varint(data, p + 1)
+        off_delta, _ = read_varint(data, q)
+        yield h.base_offset + off_delta, h.base_timestamp + ts_delta
+        p = end
+
+
+RecordInput = tuple  # (key, value[, headers[, timestamp]])
+
+
+def _encode_record(out: bytearray, offset_delta: int, ts_delta: int, key: bytes | None,
+                   value: bytes | None,
+                   headers: Sequence[tuple[str | bytes, bytes | None]]) -> None:
+    body = bytearray(b"\x00")
+    write_varint(body, ts_delta)
+    write_varint(body, offset_delta)
+    for field in (key, value):
+        if field is None:
+            write_varint(body, -1)
+        else:
+            write_varint(body, len(field))
+            body += field
+    write_varint(body, len(headers))
+    for hk, hv in headers:
+        kb = hk.encode() if isinstance(hk, str) else hk
+        write_varint(body, len(kb))
+        body += kb
+        if hv is None:
+            write_varint(body, -1)
+        else:
+            write_varint(body, len(hv))
+            body += hv
+    write_varint(out, len(body))
+    out += body
+
+
+def build_batch(
+    records: Iterable[RecordInput],
+    base_offset: int = 0,
+    *,
+    partition_leader_epoch: int = NO_PARTITION_LEADER_EPOCH,
+    producer_id: int = NO_PRODUCER_ID,
+    producer_epoch: int = NO_PRODUCER_EPOCH,
+    base_sequence: int = NO_SEQUENCE,
+    transactional: bool = False,
+    control: bool = False,
+    compression: int = 0,  # noqa: F811 - parameter shadows the module on purpose (API name)
+    timestamp_type: int = CREATE_TIME,
+    default_timestamp: int = 0,
+    offset_deltas: Sequence[int] | None = None,
+) -> bytes:
+    """Encode a v2 batch. Each record is (key, value[, headers[, timestamp]])."""
+    from protocol import compression as codecs
+
+    recs = [tuple(r) for r in records]
+    if not recs:
+        raise ValueError("a batch needs at least one record")
+    timestamps = [r[3] if len(r) > 3 and r[3] is not None else default_timestamp for r in recs]
+    base_ts = timestamps[0]
+    deltas = list(offset_deltas) if offset_deltas is not None else list(range(len(recs)))
+    body = bytearray()
+    for r, ts, od in zip(recs, timestamps, deltas, strict=True):
+        headers = r[2] if len(r) > 2 and r[2] is not None else ()
+        _encode_record(body, od, ts - base_ts, r[0], r[1], headers)
+    payload = codecs.compress(compression, bytes(body))
+    attrs = compression & ATTR_COMPRESSION_MASK
+    if timestamp_type == LOG_APPEND_TIME:
+        attrs |= ATTR_TIMESTAMP_TYPE
+    if transactional:
+        attrs |= ATTR_TRANSACTIONAL
+    if control:
+        attrs |= ATTR_CONTROL
+    total = HEADER_SIZE + len(payload)
+    buf = bytearray(total)
+    _HEADER.pack_into(buf, 0, base_offset, total - LOG_OVERHEAD, partition_leader_epoch, MAGIC, 0,
+                      attrs, deltas[-1], base_ts, max(timestamps), producer_id, producer_epoch,
+                      base_sequence, len(recs))
+    buf[HEADER_SIZE:] = payload
+    _U32.pack_into(buf, 17, compute_crc(buf, 0, total))
+    return bytes(buf)
+
+
+def build_control_batch(
+    producer_id: int,
+    producer_epoch: int,
+    commit: bool,
+    coordinator_epoch: int,
+    timestamp: int,
+    *,
+    base_offset: int = 0,
+    partition_leader_epoch: int = NO_PARTITION_LEADER_EPOCH,
+) -> bytes:
+    """An EndTransactionMarker batch (transactional|control, baseSequence -1, one record)."""
+    key = struct.pack(">hh", 0, CONTROL_COMMIT if commit else CONTROL_ABORT)
+    value = struct.pack(">hi", 0, coordinator_epoch)
+    return build_batch(
+        [(key, value, (), timestamp)], base_offset,
+        partition_leader_epoch=partition_leader_epoch, producer_id=producer_id,
+        producer_epoch=producer_epoch, transactional=True, control=True,
+    )
+
+
+def parse_control_record(buf: Buf, pos: int, h: BatchHeader) -> tuple[int, int]:
+    """(control type, coordinator epoch) of a control batch; coordinator epoch -1 if absent."""
+    recs = decode_records(buf, pos, h)
+    if not recs or recs[0].key is None or len(recs[0].key) < 4:
+        raise CorruptRecord("control batch without a valid control record key")
+    _, ctype = struct.unpack_from(">hh", recs[0].key)
+    coord_epoch = -1
+    if ctype in (CONTROL_ABORT, CONTROL_COMMIT) and recs[0].value and len(recs[0].value) >= 6:
+        _, coord_epoch = struct.unpack_from(">hi", recs[0].value)
+    return ctype, coord_epoch

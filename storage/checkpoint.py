@@ -1,0 +1,85 @@
+"""Text checkpoint files in Kafka's format (`CheckpointFile`): version line, count line, then
+one entry per line. Written to a temp file, fsynced and renamed so a crash leaves either the
+old or the new file."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import TypeVar
+
+T = TypeVar("T")
+VERSION = 0
+
+
+def write_atomically(path: Path, data: bytes, *, fsync: bool = True) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+        if fsync:
+            os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.replace(tmp, path)
+    if fsync:
+        fsync_dir(path.parent)
+
+
+def fsync_dir(path: Path) -> None:
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def write_entries(path: Path, lines: Iterable[str], *, fsync: bool = True) -> None:
+    body = list(lines)
+    text = f"{VERSION}\n{len(body)}\n" + "".join(line + "\n" for line in body)
+    write_atomically(path, text.encode(), fsync=fsync)
+
+
+def read_entries(path: Path, parse: Callable[[list[str]], T]) -> list[T]:
+    """Parse each entry line (split on whitespace); missing file -> []. Malformed -> ValueError."""
+    try:
+        text = path.read_text()
+    except FileNotFoundError:
+        return []
+    lines = text.splitlines()
+    if len(lines) < 2:
+        raise ValueError(f"malformed checkpoint file {path}")
+    if int(lines[0]) != VERSION:
+        raise ValueError(f"unrecognised checkpoint version {lines[0]} in {path}")
+    count = int(lines[1])
+    entries = [line.split() for line in lines[2:] if line.strip()]
+    if len(entries) != count:
+        raise ValueError(f"checkpoint {path} declares {count} entries but holds {len(entries)}")
+    return [parse(e) for e in entries]
+
+
+class OffsetCheckpointFile:
+    """`<topic> <partition> <offset>` entries (recovery point, log start, replication, cleaner)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+
+    def write(self, offsets: dict[tuple[str, int], int], *, fsync: bool = True) -> None:
+        write_entries(self.path, (f"{t} {p} {o}" for (t, p), o in sorted(offsets.items())),
+                      fsync=fsync)
+
+    def read(self) -> dict[tuple[str, int], int]:
+        def parse(e: list[str]) -> tuple[tuple[str, int], int]:
+            if len(e) != 3:
+                raise ValueError(f"malformed checkpoint line {' '.join(e)!r} in {self.path}")
+            return (e[0], int(e[1])), int(e[2])
+
+        return dict(read_entries(self.path, parse))

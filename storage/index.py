@@ -1,0 +1,204 @@
+"""Sparse offset index (.index) and time index (.timeindex) of a log segment.
+
+Entries are held in memory (arrays) and appended to the file with os.write; the files are not
+checksummed and are rebuilt from the log on unclean recovery, so their durability is a
+convenience only. No preallocation: the file length is always entries x entry size."""
+
+from __future__ import annotations
+
+import os
+import struct
+from array import array
+from bisect import bisect_right
+from pathlib import Path
+
+_OFFSET_ENTRY = struct.Struct(">ii")
+_TIME_ENTRY = struct.Struct(">qi")
+
+
+class _IndexFile:
+    entry: struct.Struct
+
+    def __init__(self, path: Path, base_offset: int, max_index_size: int) -> None:
+        self.path = path
+        self.base_offset = base_offset
+        self.max_entries = max(1, max_index_size // self.entry.size)
+        self._fd: int | None = None
+
+    def _open_fd(self) -> int:
+        if self._fd is None:
+            self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
+        return self._fd
+
+    def _read_raw(self) -> bytes:
+        try:
+            return self.path.read_bytes()
+        except FileNotFoundError:
+            return b""
+
+    def _write_entry(self, *fields: int) -> None:
+        os.write(self._open_fd(), self.entry.pack(*fields))
+
+    def _rewrite(self, payload: bytes) -> None:
+        fd = self._open_fd()
+        os.ftruncate(fd, 0)
+        if payload:
+            os.write(fd, payload)
+
+    def flush(self) -> None:
+        if self._fd is not None:
+            os.fsync(self._fd)
+
+    def close(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+    def delete(self) -> None:
+        self.close()
+        self.path.unlink(missing_ok=True)
+
+    def rename(self, path: Path) -> None:
+        self.close()
+        if self.path.exists():
+            os.replace(self.path, path)
+        self.path = path
+
+
+class OffsetIndex(_IndexFile):
+    """{int32 relativeOffset, int32 position}; lookup gives the greatest entry <= target."""
+
+    entry = _OFFSET_ENTRY
+
+    def __init__(self, path: Path, base_offset: int, max_index_size: int = 10485760) -> None:
+        super().__init__(path, base_offset, max_index_size)
+        self._offsets = array("q")  # absolute offsets
+        self._positions = array("q")
+
+    def load(self) -> bool:
+        """Read entries from the file; False (and nothing loaded) if the file looks corrupt."""
+        raw = self._read_raw()
+        if len(raw) % self.entry.size:
+            return False
+        offsets, positions = array("q"), array("q")
+        for rel, pos in self.entry.iter_unpack(raw):
+            off = self.base_offset + rel
+            if rel < 0 or pos < 0 or (offsets and (off <= offsets[-1] or pos <= positions[-1])):
+                return False
+            offsets.append(off)
+            positions.append(pos)
+        self._offsets, self._positions = offsets, positions
+        return True
+
+    def __len__(self) -> int:
+        return len(self._offsets)
+
+    @property
+    def is_full(self) -> bool:
+        return len(self._offsets) >= self.max_entries
+
+    @property
+    def last_entry(self) -> tuple[int, int]:
+        if not self._offsets:
+            return self.base_offset, 0
+        return self._offsets[-1], self._positions[-1]
+
+    def append(self, offset: int, position: int) -> None:
+        if self._offsets and offset <= self._offsets[-1]:
+            return  # entries must be strictly increasing (can repeat after truncation)
+        self._offsets.append(offset)
+        self._positions.append(position)
+        self._write_entry(offset - self.base_offset, position)
+
+    def lookup(self, target_offset: int) -> tuple[int, int]:
+        """(offset, position) of the greatest entry with offset <= target, else (base, 0)."""
+        i = bisect_right(self._offsets, target_offset) - 1
+        if i < 0:
+            return self.base_offset, 0
+        return self._offsets[i], self._positions[i]
+
+    def truncate_to(self, offset: int) -> None:
+        """Drop entries with offset >= `offset`."""
+        i = bisect_right(self._offsets, offset - 1)
+        if i == len(self._offsets):
+            return
+        del self._offsets[i:]
+        del self._positions[i:]
+        self._persist_all()
+
+    def reset(self) -> None:
+        self._offsets, self._positions = array("q"), array("q")
+        self._rewrite(b"")
+
+    def _persist_all(self) -> None:
+        self._rewrite(b"".join(self.entry.pack(o - self.base_offset, p)
+                               for o, p in zip(self._offsets, self._positions, strict=True)))
+
+
+class TimeIndex(_IndexFile):
+    """{int64 maxTimestampSoFar, int32 relativeOffset}; timestamps strictly increase."""
+
+    entry = _TIME_ENTRY
+
+    def __init__(self, path: Path, base_offset: int, max_index_size: int = 10485760) -> None:
+        super().__init__(path, base_offset, max_index_size)
+        self._timestamps = array("q")
+        self._offsets = array("q")
+
+    def load(self) -> bool:
+        raw = self._read_raw()
+        if len(raw) % self.entry.size:
+            return False
+        ts_arr, offsets = array("q"), array("q")
+        for ts, rel in self.entry.iter_unpack(raw):
+            off = self.base_offset + rel
+            if rel < 0 or (ts_arr and (ts <= ts_arr[-1] or off < offsets[-1])):
+                return False
+            ts_arr.append(ts)
+            offsets.append(off)
+        self._timestamps, self._offsets = ts_arr, offsets
+        return True
+
+    def __len__(self) -> int:
+        return len(self._timestamps)
+
+    @property
+    def is_full(self) -> bool:
+        return len(self._timestamps) >= self.max_entries
+
+    @property
+    def last_entry(self) -> tuple[int, int]:
+        """(timestamp, offset); (-1, base) when empty."""
+        if not self._timestamps:
+            return -1, self.base_offset
+        return self._timestamps[-1], self._offsets[-1]
+
+    def maybe_append(self, timestamp: int, offset: int) -> None:
+        if self._timestamps and timestamp <= self._timestamps[-1]:
+            return
+        if timestamp < 0:
+            return
+        self._timestamps.append(timestamp)
+        self._offsets.append(offset)
+        self._write_entry(timestamp, offset - self.base_offset)
+
+    def lookup(self, target_ts: int) -> tuple[int, int]:
+        """(timestamp, offset) of the greatest entry with timestamp <= target, else (-1, base)."""
+        i = bisect_right(self._timestamps, target_ts) - 1
+        if i < 0:
+            return -1, self.base_offset
+        return self._timestamps[i], self._offsets[i]
+
+    def truncate_to(self, offset: int) -> None:
+        """Drop entries whose offset >= `offset`."""
+        i = bisect_right(self._offsets, offset - 1)
+        if i == len(self._offsets):
+            return
+        del self._timestamps[i:]
+        del self._offsets[i:]
+        self._rewrite(b"".join(self.entry.pack(t, o - self.base_offset)
+                               for t, o in zip(self._timestamps, self._offsets, strict=True)))
+
+    def reset(self) -> None:
+        self._timestamps, self._offsets = array("q"), array("q")
+        self._rewrite(b"")

@@ -1,0 +1,104 @@
+"""Leader-epoch cache (`LeaderEpochFileCache`) backed by `leader-epoch-checkpoint`:
+sorted (epoch, start offset) entries, both strictly increasing."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from storage.checkpoint import read_entries, write_entries
+
+UNDEFINED_EPOCH = -1
+UNDEFINED_EPOCH_OFFSET = -1
+FILE_NAME = "leader-epoch-checkpoint"
+
+
+class LeaderEpochCache:
+    def __init__(self, path: Path, *, fsync: bool = True) -> None:
+        self.path = Path(path)
+        self._fsync = fsync
+        try:
+            self._entries: list[tuple[int, int]] = read_entries(
+                self.path, lambda e: (int(e[0]), int(e[1])))
+        except ValueError:
+            self._entries = []  # rebuilt from the log by recovery
+        self._entries.sort()
+
+    @property
+    def entries(self) -> list[tuple[int, int]]:
+        return list(self._entries)
+
+    @property
+    def latest_epoch(self) -> int | None:
+        return self._entries[-1][0] if self._entries else None
+
+    def earliest_entry(self) -> tuple[int, int] | None:
+        return self._entries[0] if self._entries else None
+
+    def _flush(self) -> None:
+        write_entries(self.path, (f"{e} {o}" for e, o in self._entries), fsync=self._fsync)
+
+    def assign(self, epoch: int, start_offset: int, *, flush: bool = True) -> bool:
+        """Record that `epoch` starts at `start_offset` (no-op unless it is a new, higher
+        epoch). Entries that would break monotonicity are dropped. Returns True if changed."""
+        if epoch < 0 or start_offset < 0:
+            return False
+        if self._entries:
+            last_epoch, last_start = self._entries[-1]
+            if epoch == last_epoch and start_offset >= last_start:
+                return False
+        self._entries = [(e, o) for e, o in self._entries if e < epoch and o < start_offset]
+        self._entries.append((epoch, start_offset))
+        if flush:
+            self._flush()
+        return True
+
+    def epoch_for_offset(self, offset: int) -> int | None:
+        """The epoch of the entry with the greatest start offset <= offset."""
+        found = None
+        for e, o in self._entries:
+            if o > offset:
+                break
+            found = e
+        return found
+
+    def end_offset_for(self, requested: int, log_end_offset: int) -> tuple[int, int]:
+        """Kafka's `endOffsetFor`: (epoch, end offset) or (-1, -1) if unknown."""
+        if requested == UNDEFINED_EPOCH or not self._entries:
+            return UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET
+        if self._entries[-1][0] == requested:
+            return requested, log_end_offset
+        higher = next(((e, o) for e, o in self._entries if e > requested), None)
+        if higher is None:
+            return UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET
+        floor = None
+        for e, o in self._entries:
+            if e <= requested:
+                floor = (e, o)
+        if floor is None:
+            return requested, higher[1]
+        return floor[0], higher[1]
+
+    def truncate_from_end(self, end_offset: int) -> None:
+        """Drop entries starting at or after end_offset (log truncated to end_offset)."""
+        kept = [(e, o) for e, o in self._entries if o < end_offset]
+        if kept != self._entries:
+            self._entries = kept
+            self._flush()
+
+    def truncate_from_start(self, start_offset: int) -> None:
+        """Drop entries wholly below start_offset; the last of them now starts there."""
+        below = [(e, o) for e, o in self._entries if o <= start_offset]
+        if not below:
+            return
+        kept = [(below[-1][0], start_offset)]
+        kept += [(e, o) for e, o in self._entries if o > start_offset]
+        if kept != self._entries:
+            self._entries = kept
+            self._flush()
+
+    def clear(self) -> None:
+        self._entries = []
+        self._flush()
+
+    def flush(self) -> None:
+        self._flush()

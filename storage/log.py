@@ -1,0 +1,697 @@
+"""`Log`: one partition directory `<topic>-<partition>` laid out like Kafka's UnifiedLog/LocalLog.
+
+Synchronous; owned by exactly one Partition. The only cross-thread caller is the LogManager's
+fsync in an executor, so segment removal and fsync are serialised by `_lock`."""
+
+from __future__ import annotations
+
+import shutil
+import threading
+import time
+from bisect import bisect_right
+from dataclasses import dataclass
+from pathlib import Path
+
+from protocol.records import (
+    CONTROL_ABORT,
+    CONTROL_COMMIT,
+    BatchHeader,
+    decode_records,
+    iter_batches,
+    parse_control_record,
+    set_base_offset_and_epoch,
+    set_log_append_time,
+    validate_batch,
+)
+from storage import cleaner
+from storage.config import LONG_MAX, LogConfig
+from storage.errors import (
+    CorruptRecord,
+    InvalidRecord,
+    MessageTooLarge,
+    OffsetOutOfRange,
+    RecordListTooLarge,
+)
+from storage.leader_epoch import FILE_NAME as EPOCH_FILE
+from storage.leader_epoch import LeaderEpochCache
+from storage.producer_state import BatchInfo, ProducerStateManager
+from storage.segment import LogSegment
+from storage.txn_index import AbortedTxn
+
+TEMP_SUFFIXES = (".cleaned", ".deleted", ".tmp")
+SWAP_SUFFIX = ".swap"
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+def parse_topic_partition(dir_name: str) -> tuple[str, int]:
+    """`<topic>-<partition>`; topics may contain '-', so split at the last one."""
+    topic, sep, part = dir_name.rpartition("-")
+    if not sep or not topic or not part.isdigit():
+        raise ValueError(f"not a partition directory name: {dir_name!r}")
+    return topic, int(part)
+
+
+@dataclass(slots=True)
+class AppendInfo:
+    first_offset: int
+    last_offset: int
+    log_append_time: int  # -1 unless message.timestamp.type=LogAppendTime
+    log_start_offset: int
+    record_count: int
+    duplicate: bool = False
+    max_timestamp: int = -1
+
+
+@dataclass(slots=True)
+class FetchDataInfo:
+    records: bytes
+    first_batch_offset: int  # base offset of the first returned batch (fetch offset if none)
+    next_offset: int = -1  # offset just after the returned data (upper bound for aborted txns)
+
+
+class Log:
+    def __init__(self, dir: Path, config: LogConfig, producer_id_expiration_ms: int) -> None:
+        self.dir = Path(dir)
+        self.topic, self.partition = parse_topic_partition(self.dir.name)
+        self.config = config
+        self.producer_state = ProducerStateManager(self.dir, producer_id_expiration_ms)
+        self.leader_epoch_cache = LeaderEpochCache(self.dir / EPOCH_FILE)
+        self._segments: list[LogSegment] = []
+        self._bases: list[int] = []
+        self.log_start_offset = 0
+        self.high_watermark = 0
+        self.recovery_point = 0
+        self._unflushed_messages = 0
+        self._last_flush_ms = _now_ms()
+        self._lock = threading.RLock()
+        self._closed = False
+
+    # =========================================================================================
+    # opening and recovery
+
+    @classmethod
+    def open(
+        cls,
+        dir: Path,
+        config: LogConfig,
+        *,
+        recover: bool,
+        recovery_point: int = 0,
+        log_start_offset: int | None = None,
+        producer_id_expiration_ms: int = 86_400_000,
+        high_watermark: int | None = None,
+        now_ms: int | None = None,
+    ) -> Log:
+        dir = Path(dir)
+        dir.mkdir(parents=True, exist_ok=True)
+        log = cls(dir, config, producer_id_expiration_ms)
+        log._remove_temp_files()
+        log._complete_swaps()
+        log._load_segments(recover, recovery_point, log_start_offset, now_ms)
+        hw = log.log_end_offset if high_watermark is None else high_watermark
+        log.update_high_watermark(max(log.log_start_offset, min(hw, log.log_end_offset)))
+        return log
+
+    def _new_segment(self, base: int, suffix: str = "") -> LogSegment:
+        c = self.config
+        return LogSegment(self.dir, base, index_interval_bytes=c.index_interval_bytes,
+                          max_index_size=c.segment_index_bytes, roll_jitter_ms=c.segment_jitter_ms,
+                          suffix=suffix)
+
+    def _remove_temp_files(self) -> None:
+        for f in self.dir.iterdir():
+            if f.is_file() and f.name.endswith(TEMP_SUFFIXES):
+                f.unlink(missing_ok=True)
+
+    def _complete_swaps(self) -> None:
+        """A `.swap` segment is a finished cleaner output whose swap-in was interrupted:
+        finish it (replace every segment it covers), as Kafka's LogLoader does."""
+        for swap in sorted(self.dir.glob(f"*.log{SWAP_SUFFIX}")):
+            base = int(swap.name.split(".", 1)[0])
+            seg = self._new_segment(base, SWAP_SUFFIX)
+            seg.rebuild_indexes()
+            end = seg.next_offset
+            seg.close()
+            for log_file in self.dir.glob("*.log"):
+                b = int(log_file.name.split(".", 1)[0])
+                if base <= b < end:
+                    old = self._new_segment(b)
+                    old.delete()
+            seg = self._new_segment(base, SWAP_SUFFIX)
+            seg.change_suffix("")
+            seg.close()
+        for f in self.dir.glob(f"*{SWAP_SUFFIX}"):
+            f.unlink(missing_ok=True)  # index swap files whose log was already swapped in
+
+    def _segment_files(self) -> list[int]:
+        bases = []
+        for f in self.dir.glob("*.log"):
+            stem = f.name[:-4]
+            if stem.isdigit():
+                bases.append(int(stem))
+        # Orphaned index files (their .log is gone) are useless.
+        for ext in ("*.index", "*.timeindex", "*.txnindex"):
+            for f in self.dir.glob(ext):
+                stem = f.name.split(".", 1)[0]
+                if stem.isdigit() and int(stem) not in bases:
+                    f.unlink(missing_ok=True)
+        return sorted(bases)
+
+    def _load_segments(self, recover: bool, recovery_point: int, log_start_offset: int | None,
+                       now_ms: int | None) -> None:
+        bases = self._segment_files()
+        recovery_base: int | None = None
+        if recover and bases:
+            i = bisect_right(bases, recovery_point) - 1
+            recovery_base = bases[max(i, 0)]
+        for n, base in enumerate(bases):
+            seg = self._new_segment(base)
+            if recovery_base is None or base < recovery_base:
+                seg.load()
+                self._add_segment(seg)
+                continue
+            truncated = seg.recover(on_batch=self._on_recovered_batch)
+            self._add_segment(seg)
+            if truncated:
+                # Everything after the first invalid batch is gone, later segments included.
+                for later in bases[n + 1:]:
+                    self._new_segment(later).delete()
+                break
+        if not self._segments:
+            self._add_segment(self._new_segment(log_start_offset or 0))
+        first_base = self._segments[0].base_offset
+        self.log_start_offset = max(log_start_offset or first_base, first_base)
+        leo = self.log_end_offset
+        self.leader_epoch_cache.truncate_from_end(leo)
+        self.leader_epoch_cache.truncate_from_start(self.log_start_offset)
+        if recovery_base is not None:
+            for seg in self._segments:
+                if seg.base_offset >= recovery_base:
+                    seg.flush()
+            self.leader_epoch_cache.flush()
+        self.recovery_point = leo
+        self._load_producer_state(recovery_base, now_ms)
+
+    def _on_recovered_batch(self, pos: int, h: BatchHeader, data: memoryview) -> None:
+        self._maybe_assign_epoch(h.partition_leader_epoch, h.base_offset, flush=False)
+
+    def _load_producer_state(self, rebuild_txn_from: int | None, now_ms: int | None) -> None:
+        psm = self.producer_state
+        leo = self.log_end_offset
+        if rebuild_txn_from is not None:
+            # Forget snapshots taken after the first recovered segment: they may describe data
+            # that recovery just truncated, and the txn indexes are rebuilt from there.
+            psm.truncate(self.log_start_offset, rebuild_txn_from)
+            for seg in self._segments:
+                if seg.base_offset >= rebuild_txn_from:
+                    seg.txn_index.reset()
+        replay_from = max(psm.load(self.log_start_offset, leo, now_ms), self.log_start_offset)
+        if replay_from < leo:
+            self._replay(replay_from, leo, rebuild_txn_from)
+            psm.update_map_end_offset(leo)
+            psm.take_snapshot(leo)
+        elif psm.map_end_offset < leo:
+            psm.update_map_end_offset(leo)
+        psm.remove_stray_snapshots([s.base_offset for s in self._segments])
+
+    def _replay(self, start: int, end: int, rebuild_txn_from: int | None) -> None:
+        """Feed batches in [start, end) to the producer state (origin "replication")."""
+        psm = self.producer_state
+        i = max(bisect_right(self._bases, start) - 1, 0)
+        for seg in self._segments[i:]:
+            found = seg.translate_offset(start)
+            if found is None:
+                continue
+            for _pos, h, data in seg.batches(found[0]):
+                if h.base_offset >= end:
+                    return
+                if h.last_offset < start or h.producer_id < 0:
+                    continue
+                plan = psm.prepare_append([self._batch_info(h, data, 0)], "replication")
+                for txn in psm.apply(plan):
+                    if (txn.is_aborted and rebuild_txn_from is not None
+                            and txn.last_offset >= rebuild_txn_from):
+                        seg.txn_index.append(AbortedTxn(txn.producer_id, txn.first_offset,
+                                                        txn.last_offset,
+                                                        psm.last_stable_offset(txn)))
+
+    @staticmethod
+    def _batch_info(h: BatchHeader, buf: bytes | bytearray | memoryview, pos: int) -> BatchInfo:
+        commit: bool | None = None
+        coord_epoch = -1
+        if h.is_control:
+            ctype, coord_epoch = parse_control_record(buf, pos, h)
+            if ctype in (CONTROL_ABORT, CONTROL_COMMIT):
+                commit = ctype == CONTROL_COMMIT
+        return BatchInfo(
+            producer_id=h.producer_id, producer_epoch=h.producer_epoch,
+            base_sequence=h.base_sequence, last_sequence=h.last_sequence,
+            first_offset=h.base_offset, last_offset=h.last_offset, max_timestamp=h.max_timestamp,
+            is_transactional=h.is_transactional, is_control=h.is_control,
+            control_commit=commit, coordinator_epoch=coord_epoch,
+        )
+
+    # =========================================================================================
+    # properties
+
+    def _add_segment(self, seg: LogSegment) -> None:
+        i = bisect_right(self._bases, seg.base_offset)
+        self._bases.insert(i, seg.base_offset)
+        self._segments.insert(i, seg)
+
+    def _remove_segment(self, seg: LogSegment) -> None:
+        i = self._segments.index(seg)
+        del self._segments[i]
+        del self._bases[i]
+
+    @property
+    def active_segment(self) -> LogSegment:
+        return self._segments[-1]
+
+    @property
+    def segments(self) -> list[LogSegment]:
+        return list(self._segments)
+
+    @property
+    def log_end_offset(self) -> int:
+        return self._segments[-1].next_offset
+
+    @property
+    def size_in_bytes(self) -> int:
+        return sum(s.size for s in self._segments)
+
+    @property
+    def num_segments(self) -> int:
+        return len(self._segments)
+
+    @property
+    def latest_epoch(self) -> int | None:
+        return self.leader_epoch_cache.latest_epoch
+
+    @property
+    def last_stable_offset(self) -> int:
+        fuo = self.producer_state.first_unstable_offset()
+        return self.high_watermark if fuo is None else min(fuo, self.high_watermark)
+
+    def update_high_watermark(self, offset: int) -> int:
+        """Set HW (clamped to [log start, LEO]); returns the value set."""
+        hw = min(max(offset, self.log_start_offset), self.log_end_offset)
+        self.high_watermark = hw
+        self.producer_state.on_high_watermark(hw)
+        return hw
+
+    def _floor_segment_index(self, offset: int) -> int:
+        return max(bisect_right(self._bases, offset) - 1, 0)
+
+    # =========================================================================================
+    # append
+
+    def _analyze(self, buf: bytearray, client: bool) -> list[tuple[int, BatchHeader]]:
+        if not buf:
+            raise InvalidRecord("empty record set")
+        try:
+            batches = list(iter_batches(buf))
+        except CorruptRecord:
+            raise
+        consumed = batches[-1][0] + batches[-1][1].size if batches else 0
+        if consumed != len(buf):
+            raise CorruptRecord("record set ends with a partial batch")
+        for pos, h in batches:
+            if h.size > self.config.max_message_bytes:
+                raise MessageTooLarge(
+                    f"batch of {h.size} bytes exceeds max.message.bytes "
+                    f"{self.config.max_message_bytes}")
+            validate_batch(buf, pos, h, client=client)
+            if client and self.config.compact:
+                if any(r.key is None for r in decode_records(buf, pos, h)):
+                    raise InvalidRecord("compacted topic cannot accept a record without a key")
+        if len(buf) > self.config.segment_bytes:
+            raise RecordListTooLarge(
+                f"record set of {len(buf)} bytes exceeds segment.bytes {self.config.segment_bytes}")
+        return batches
+
+    def append_as_leader(self, records: bytes | bytearray | memoryview, leader_epoch: int,
+                         origin: str = "client", now_ms: int | None = None) -> AppendInfo:
+        now = _now_ms() if now_ms is None else now_ms
+        buf = bytearray(records)
+        batches = self._analyze(buf, client=origin == "client")
+        psm = self.producer_state
+        log_append = self.config.log_append_time
+        # Assign offsets (and LogAppendTime) in place; the CRC covers neither offset nor epoch.
+        next_offset = self.log_end_offset
+        infos: list[BatchInfo] = []
+        for pos, h in batches:
+            set_base_offset_and_epoch(buf, pos, next_offset, leader_epoch)
+            h.base_offset, h.partition_leader_epoch = next_offset, leader_epoch
+            if log_append:
+                set_log_append_time(buf, pos, now)
+                h.max_timestamp = now
+                h.attributes |= 0x08
+            next_offset = h.next_offset
+            infos.append(self._batch_info(h, buf, pos))
+        if origin == "client":
+            for info in infos:
+                dup = psm.find_duplicate(info)
+                if dup is not None:
+                    first, last, ts = dup
+                    return AppendInfo(first, last, ts if log_append else -1,
+                                      self.log_start_offset,
+                                      last - first + 1, duplicate=True)
+        plan = psm.prepare_append(infos, origin)
+        self._write(buf, batches, plan, now)
+        return AppendInfo(
+            first_offset=batches[0][1].base_offset, last_offset=batches[-1][1].last_offset,
+            log_append_time=now if log_append else -1, log_start_offset=self.log_start_offset,
+            record_count=sum(h.records_count for _, h in batches),
+            max_timestamp=max(h.max_timestamp for _, h in batches),
+        )
+
+    def append_as_follower(self, records: bytes | bytearray | memoryview,
+                           now_ms: int | None = None) -> AppendInfo:
+        """Append batches keeping their offsets and leader epochs (replication)."""
+        now = _now_ms() if now_ms is None else now_ms
+        buf = bytearray(records)
+        batches = self._analyze(buf, client=False)
+        leo = self.log_end_offset
+        for _pos, h in batches:
+            if h.base_offset < leo:
+                raise InvalidRecord(
+                    f"out of order offsets: batch at {h.base_offset} is below the log end {leo}")
+            leo = h.next_offset
+        infos = [self._batch_info(h, buf, pos) for pos, h in batches]
+        plan = self.producer_state.prepare_append(infos, "replication")
+        self._write(buf, batches, plan, now)
+        return AppendInfo(
+            first_offset=batches[0][1].base_offset, last_offset=batches[-1][1].last_offset,
+            log_append_time=-1, log_start_offset=self.log_start_offset,
+            record_count=sum(h.records_count for _, h in batches),
+            max_timestamp=max(h.max_timestamp for _, h in batches),
+        )
+
+    def _write(self, buf: bytearray, batches: list[tuple[int, BatchHeader]], plan: object,
+               now: int) -> None:
+        first, last = batches[0][1], batches[-1][1]
+        seg = self._maybe_roll(len(buf), max(h.max_timestamp for _, h in batches),
+                               first.base_offset, last.last_offset, now)
+        seg.append(buf, batches)
+        for _pos, h in batches:
+            self._maybe_assign_epoch(h.partition_leader_epoch, h.base_offset)
+        psm = self.producer_state
+        for txn in psm.apply(plan):  # type: ignore[arg-type]
+            if txn.is_aborted:
+                seg.txn_index.append(AbortedTxn(txn.producer_id, txn.first_offset,
+                                                txn.last_offset, psm.last_stable_offset(txn)))
+        self._unflushed_messages += sum(h.records_count for _, h in batches)
+        flush_ms = self.config.flush_ms
+        if (self._unflushed_messages >= self.config.flush_messages
+                or (flush_ms < LONG_MAX and now - self._last_flush_ms >= flush_ms)):
+            self.flush()
+
+    def _maybe_assign_epoch(self, epoch: int, start_offset: int, *, flush: bool = True) -> None:
+        if epoch >= 0 and epoch != self.leader_epoch_cache.latest_epoch:
+            self.leader_epoch_cache.assign(epoch, start_offset, flush=flush)
+
+    def _maybe_roll(self, size: int, max_ts: int, first_offset: int, max_offset: int,
+                    now: int) -> LogSegment:
+        seg = self.active_segment
+        if seg.should_roll(messages_size=size, max_timestamp=max_ts, max_offset=max_offset,
+                           now_ms=now, segment_bytes=self.config.segment_bytes,
+                           segment_ms=self.config.segment_ms):
+            # An offset overflow (follower) starts the new segment at the batch itself.
+            return self.roll(first_offset if first_offset > self.log_end_offset else None)
+        return seg
+
+    def roll(self, expected_next_offset: int | None = None) -> LogSegment:
+        """Start a new active segment at the log end; the old one becomes read-only. Its
+        fsync is left to the LogManager (Kafka flushes rolled segments asynchronously)."""
+        new_base = max(expected_next_offset or 0, self.log_end_offset)
+        active = self.active_segment
+        if active.base_offset == new_base:
+            if active.size == 0:
+                return active  # nothing to roll away from
+            raise RuntimeError(f"segment at {new_base} already exists")
+        active.on_become_inactive()
+        seg = self._new_segment(new_base)
+        self._add_segment(seg)
+        self.producer_state.update_map_end_offset(
+            max(self.producer_state.map_end_offset, new_base))
+        self.producer_state.take_snapshot(new_base)
+        return seg
+
+    # =========================================================================================
+    # read
+
+    def read(self, fetch_offset: int, max_bytes: int, max_offset: int | None = None,
+             min_one_message: bool = True) -> FetchDataInfo:
+        leo = self.log_end_offset
+        if fetch_offset < self.log_start_offset or fetch_offset > leo:
+            raise OffsetOutOfRange(
+                f"offset {fetch_offset} is out of range [{self.log_start_offset}, {leo}] for "
+                f"{self.topic}-{self.partition}")
+        limit = leo if max_offset is None else min(max_offset, leo)
+        if fetch_offset >= limit:
+            return FetchDataInfo(b"", fetch_offset, fetch_offset)
+        segments = self._segments
+        for seg in segments[self._floor_segment_index(fetch_offset):]:
+            r = seg.read(fetch_offset, max_bytes, limit, min_one_message)
+            if r is not None:
+                return FetchDataInfo(*r)
+        return FetchDataInfo(b"", fetch_offset, fetch_offset)
+
+    def collect_aborted_transactions(self, fetch_offset: int,
+                                     upper_bound_offset: int) -> list[AbortedTxn]:
+        out: list[AbortedTxn] = []
+        for seg in self._segments[self._floor_segment_index(fetch_offset):]:
+            found, complete = seg.txn_index.collect_aborted(fetch_offset, upper_bound_offset)
+            out.extend(found)
+            if complete:
+                break
+        return out
+
+    def fetch_offset_for_timestamp(self, timestamp: int) -> tuple[int, int, int] | None:
+        """(offset, timestamp, leader epoch) of the first record with ts >= timestamp."""
+        for seg in list(self._segments):
+            if seg.largest_timestamp >= timestamp:
+                found = seg.find_offset_by_timestamp(timestamp, self.log_start_offset)
+                if found is not None:
+                    off, ts = found
+                    return off, ts, self._epoch_for(off)
+        return None
+
+    def max_timestamp_and_offset(self) -> tuple[int, int, int] | None:
+        """(offset, timestamp, leader epoch) of the first record with the largest timestamp."""
+        segs = [s for s in self._segments if s.max_timestamp_so_far >= 0]
+        if not segs:
+            return None
+        seg = max(segs, key=lambda s: s.max_timestamp_so_far)
+        found = seg.find_offset_by_timestamp(seg.max_timestamp_so_far, self.log_start_offset)
+        if found is None:
+            return None
+        off, ts = found
+        return off, ts, self._epoch_for(off)
+
+    def _epoch_for(self, offset: int) -> int:
+        e = self.leader_epoch_cache.epoch_for_offset(offset)
+        return -1 if e is None else e
+
+    def end_offset_for_epoch(self, epoch: int) -> tuple[int, int]:
+        return self.leader_epoch_cache.end_offset_for(epoch, self.log_end_offset)
+
+    # =========================================================================================
+    # deletion, truncation
+
+    def delete_records_before(self, offset: int) -> int:
+        """DeleteRecords: advance the log start offset; returns the new log start offset."""
+        if offset > self.high_watermark or offset < 0:
+            raise OffsetOutOfRange(
+                f"cannot delete records before {offset}: high watermark is {self.high_watermark}")
+        if offset > self.log_start_offset:
+            self._set_log_start_offset(offset)
+            self._delete_segments(self._breached_log_start())
+        return self.log_start_offset
+
+    def _set_log_start_offset(self, offset: int) -> None:
+        self.log_start_offset = offset
+        self.leader_epoch_cache.truncate_from_start(offset)
+        self.producer_state.on_log_start_offset_incremented(offset)
+        self.recovery_point = max(self.recovery_point, offset)
+
+    def _deletable_prefix(self, pred) -> list[LogSegment]:  # noqa: ANN001
+        """Leading non-active segments below the HW for which pred(seg) holds."""
+        out: list[LogSegment] = []
+        segs = self._segments
+        for i, seg in enumerate(segs[:-1]):
+            upper = segs[i + 1].base_offset
+            if upper > self.high_watermark or not pred(seg, upper):
+                break
+            out.append(seg)
+        return out
+
+    def _breached_log_start(self) -> list[LogSegment]:
+        return self._deletable_prefix(lambda seg, upper: upper <= self.log_start_offset)
+
+    def _delete_segments(self, segs: list[LogSegment]) -> int:
+        if not segs:
+            return 0
+        with self._lock:
+            for seg in segs:
+                self._remove_segment(seg)
+                seg.delete()
+            first = self._segments[0].base_offset
+            if first > self.log_start_offset:
+                self._set_log_start_offset(first)
+            self.producer_state.delete_snapshots_below(first)
+        return len(segs)
+
+    def enforce_retention(self, now_ms: int | None = None) -> int:
+        """Delete old segments per retention.ms / retention.bytes (delete policy) and below the
+        log start offset (any policy). Returns the number of segments deleted."""
+        now = _now_ms() if now_ms is None else now_ms
+        deleted = self._delete_segments(self._breached_log_start())
+        if not self.config.delete:
+            return deleted
+        if self.config.retention_ms >= 0:
+            ms = self.config.retention_ms
+            deleted += self._delete_segments(
+                self._deletable_prefix(lambda seg, _u: now - seg.largest_timestamp > ms))
+        if self.config.retention_bytes >= 0:
+            excess = self.size_in_bytes - self.config.retention_bytes
+
+            def over(seg: LogSegment, _upper: int) -> bool:
+                nonlocal excess
+                if excess - seg.size < 0:
+                    return False
+                excess -= seg.size
+                return True
+
+            deleted += self._delete_segments(self._deletable_prefix(over))
+        return deleted
+
+    def truncate_to(self, offset: int) -> bool:
+        """Remove everything at and after `offset` (follower truncation). True if anything
+        was removed."""
+        if offset < 0:
+            raise ValueError("cannot truncate to a negative offset")
+        if offset >= self.log_end_offset:
+            return False
+        with self._lock:
+            if self._segments[0].base_offset > offset:
+                self.truncate_fully_and_start_at(offset)
+                return True
+            for seg in [s for s in self._segments if s.base_offset > offset]:
+                self._remove_segment(seg)
+                seg.delete()
+            self.active_segment.truncate_to(offset)
+            leo = self.log_end_offset
+            self.leader_epoch_cache.truncate_from_end(leo)
+            self.recovery_point = min(self.recovery_point, leo)
+            self.high_watermark = min(self.high_watermark, leo)
+            if self.log_start_offset > leo:
+                self.log_start_offset = leo
+            psm = self.producer_state
+            psm.truncate(self.log_start_offset, leo)
+            replay_from = max(psm.load(self.log_start_offset, leo), self.log_start_offset)
+            if replay_from < leo:
+                self._replay(replay_from, leo, None)
+            psm.update_map_end_offset(leo)
+        return True
+
+    def truncate_fully_and_start_at(self, offset: int) -> None:
+        with self._lock:
+            for seg in list(self._segments):
+                self._remove_segment(seg)
+                seg.delete()
+            self._add_segment(self._new_segment(offset))
+            self.log_start_offset = self.recovery_point = self.high_watermark = offset
+            self.leader_epoch_cache.clear()
+            self.producer_state.truncate_fully_and_start_at(offset)
+
+    # =========================================================================================
+    # compaction
+
+    def compact(self, now_ms: int | None = None) -> cleaner.CleanResult | None:
+        """Clean the non-active segments below the LSO (cleanup.policy contains compact)."""
+        if not self.config.compact:
+            return None
+        return cleaner.clean_log(self, _now_ms() if now_ms is None else now_ms)
+
+    def replace_segments(self, old: list[LogSegment], new: LogSegment) -> None:
+        """Swap cleaned output in for `old` (new.suffix is '.cleaned'): cleaned -> swap ->
+        delete old -> rename. A crash anywhere leaves either the old or the new data."""
+        with self._lock:
+            new.flush()
+            new.change_suffix(SWAP_SUFFIX)
+            for seg in old:
+                self._remove_segment(seg)
+                seg.delete()
+            new.change_suffix("")
+            self._add_segment(new)
+
+    # =========================================================================================
+    # flush, snapshots, close
+
+    def flush(self, up_to: int | None = None) -> None:
+        """fsync segments holding offsets in [recovery point, up_to) and advance it."""
+        with self._lock:
+            if self._closed:
+                return
+            target = self.log_end_offset if up_to is None else min(up_to, self.log_end_offset)
+            if target <= self.recovery_point and up_to is not None:
+                return
+            segs = list(self._segments)  # roll may append concurrently
+            for i, seg in enumerate(segs):
+                upper = segs[i + 1].base_offset if i + 1 < len(segs) else LONG_MAX
+                if upper > self.recovery_point and seg.base_offset < target:
+                    seg.flush()
+            self.leader_epoch_cache.flush()
+            self.recovery_point = max(self.recovery_point, target)
+            self._unflushed_messages = 0
+            self._last_flush_ms = _now_ms()
+
+    @property
+    def unflushed_ms(self) -> int:
+        return _now_ms() - self._last_flush_ms
+
+    def take_producer_snapshot(self) -> None:
+        leo = self.log_end_offset
+        psm = self.producer_state
+        psm.update_map_end_offset(max(psm.map_end_offset, leo))
+        psm.take_snapshot(leo)
+
+    def remove_expired_producers(self, now_ms: int | None = None) -> None:
+        self.producer_state.remove_expired(_now_ms() if now_ms is None else now_ms)
+
+    def close(self) -> None:
+        with self._lock:
+            if self._closed:
+                return
+            self.active_segment.on_become_inactive()
+            self.flush()
+            self.take_producer_snapshot()
+            for seg in self._segments:
+                seg.close()
+            self._closed = True
+
+    def close_without_flush(self) -> None:
+        """Release file descriptors only (tests simulating a crash)."""
+        with self._lock:
+            for seg in self._segments:
+                seg.close()
+            self._closed = True
+
+    def delete(self) -> None:
+        with self._lock:
+            for seg in self._segments:
+                seg.close()
+            self._closed = True
+            shutil.rmtree(self.dir, ignore_errors=True)
+
+    def __repr__(self) -> str:
+        return (f"Log({self.topic}-{self.partition}, start={self.log_start_offset}, "
+                f"end={self.log_end_offset}, segments={len(self._segments)})")
+
+
+__all__ = ["AppendInfo", "FetchDataInfo", "Log", "parse_topic_partition"]

@@ -1,0 +1,272 @@
+"""`LogManager`: one log directory — loads/recovers partitions, checkpoints, retention,
+compaction and flush scheduling, clean-shutdown marker (Kafka's LogManager, one log dir)."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import logging
+import shutil
+import time
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+
+from storage import cleaner
+from storage.checkpoint import OffsetCheckpointFile, write_atomically
+from storage.config import LONG_MAX, LogConfig
+from storage.log import Log, parse_topic_partition
+
+log = logging.getLogger(__name__)
+
+RECOVERY_POINT_CHECKPOINT = "recovery-point-offset-checkpoint"
+LOG_START_OFFSET_CHECKPOINT = "log-start-offset-checkpoint"
+REPLICATION_OFFSET_CHECKPOINT = "replication-offset-checkpoint"
+CLEANER_OFFSET_CHECKPOINT = "cleaner-offset-checkpoint"
+CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
+PARTITION_METADATA = "partition.metadata"
+
+TopicPartition = tuple[str, int]
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+def uuid_to_kafka_string(u: uuid.UUID) -> str:
+    """Kafka's Uuid.toString: URL-safe base64 of the 16 bytes, no padding."""
+    return base64.urlsafe_b64encode(u.bytes).rstrip(b"=").decode()
+
+
+def uuid_from_kafka_string(s: str) -> uuid.UUID:
+    return uuid.UUID(bytes=base64.urlsafe_b64decode(s + "=" * (-len(s) % 4)))
+
+
+def read_partition_metadata(dir: Path) -> uuid.UUID | None:
+    try:
+        text = (dir / PARTITION_METADATA).read_text()
+    except FileNotFoundError:
+        return None
+    for line in text.splitlines():
+        key, _, value = line.partition(":")
+        if key.strip() == "topic_id":
+            return uuid_from_kafka_string(value.strip())
+    return None
+
+
+def write_partition_metadata(dir: Path, topic_id: uuid.UUID) -> None:
+    data = f"version: 0\ntopic_id: {uuid_to_kafka_string(topic_id)}"
+    write_atomically(dir / PARTITION_METADATA, data.encode())
+
+
+class LogManager:
+    def __init__(
+        self,
+        log_dir: Path,
+        default_config: LogConfig,
+        *,
+        producer_id_expiration_ms: int = 86_400_000,
+        producer_id_expiration_check_interval_ms: int = 600_000,
+        retention_check_interval_ms: int = 300_000,
+        flush_scheduler_interval_ms: int = 1_000,
+        flush_offset_checkpoint_interval_ms: int = 60_000,
+        flush_start_offset_checkpoint_interval_ms: int = 60_000,
+        replication_offset_checkpoint_interval_ms: int = 5_000,
+        cleaner_backoff_ms: int = 15_000,
+        cleaner_enable: bool = True,
+    ) -> None:
+        self.log_dir = Path(log_dir)
+        self.default_config = default_config
+        self.producer_id_expiration_ms = producer_id_expiration_ms
+        self.intervals = {
+            "retention": retention_check_interval_ms,
+            "flush": flush_scheduler_interval_ms,
+            "recovery_checkpoint": flush_offset_checkpoint_interval_ms,
+            "start_checkpoint": flush_start_offset_checkpoint_interval_ms,
+            "replication_checkpoint": replication_offset_checkpoint_interval_ms,
+            "cleaner": cleaner_backoff_ms,
+            "producer_expiration": producer_id_expiration_check_interval_ms,
+        }
+        self.cleaner_enable = cleaner_enable
+        self._logs: dict[TopicPartition, Log] = {}
+        self._cleaner_offsets: dict[TopicPartition, int] = {}
+        self._recovery_cp = OffsetCheckpointFile(self.log_dir / RECOVERY_POINT_CHECKPOINT)
+        self._start_cp = OffsetCheckpointFile(self.log_dir / LOG_START_OFFSET_CHECKPOINT)
+        self._replication_cp = OffsetCheckpointFile(self.log_dir / REPLICATION_OFFSET_CHECKPOINT)
+        self._cleaner_cp = OffsetCheckpointFile(self.log_dir / CLEANER_OFFSET_CHECKPOINT)
+        self._stopping = False
+        self.had_clean_shutdown = False
+
+    # -- lifecycle -----------------------------------------------------------------------------
+
+    @staticmethod
+    def _read_checkpoint(cp: OffsetCheckpointFile) -> dict[TopicPartition, int]:
+        try:
+            return cp.read()
+        except (ValueError, OSError) as e:
+            log.warning("ignoring unreadable checkpoint %s: %s", cp.path, e)
+            return {}
+
+    def startup(self, config_for: Callable[[str], LogConfig]) -> None:
+        self.log_dir.mkdir(parents=True, exist_ok=True)
+        marker = self.log_dir / CLEAN_SHUTDOWN_FILE
+        self.had_clean_shutdown = marker.exists()
+        recovery_points = self._read_checkpoint(self._recovery_cp)
+        start_offsets = self._read_checkpoint(self._start_cp)
+        self._cleaner_offsets = self._read_checkpoint(self._cleaner_cp)
+        for d in sorted(self.log_dir.iterdir()):
+            if not d.is_dir():
+                continue
+            if d.name.endswith(("-delete", "-stray")):
+                shutil.rmtree(d, ignore_errors=True)  # deletion interrupted by a crash
+                continue
+            try:
+                tp = parse_topic_partition(d.name)
+            except ValueError:
+                continue
+            self._logs[tp] = Log.open(
+                d, config_for(tp[0]),
+                recover=not self.had_clean_shutdown,
+                recovery_point=recovery_points.get(tp, 0),
+                log_start_offset=start_offsets.get(tp),
+                producer_id_expiration_ms=self.producer_id_expiration_ms,
+            )
+        # Recovered state is durable from here on; the marker must not outlive this run.
+        self.checkpoint()
+        marker.unlink(missing_ok=True)
+
+    def shutdown(self) -> None:
+        self._stopping = True
+        for lg in self._logs.values():
+            lg.close()  # flush, final time-index entry, producer snapshot at LEO
+        self.checkpoint()
+        write_atomically(self.log_dir / CLEAN_SHUTDOWN_FILE,
+                         json.dumps({"version": 0, "brokerEpoch": 0}).encode())
+
+    # -- logs ----------------------------------------------------------------------------------
+
+    def get_log(self, topic: str, partition: int) -> Log | None:
+        return self._logs.get((topic, partition))
+
+    def logs(self) -> dict[TopicPartition, Log]:
+        return dict(self._logs)
+
+    def create_log(self, topic: str, partition: int, config: LogConfig | None = None,
+                   topic_id: uuid.UUID | None = None) -> Log:
+        existing = self._logs.get((topic, partition))
+        if existing is not None:
+            return existing
+        d = self.log_dir / f"{topic}-{partition}"
+        d.mkdir(parents=True, exist_ok=True)
+        if topic_id is not None:
+            write_partition_metadata(d, topic_id)  # written before any data, as in Kafka
+        lg = Log.open(d, config or self.default_config, recover=False,
+                      producer_id_expiration_ms=self.producer_id_expiration_ms)
+        self._logs[(topic, partition)] = lg
+        return lg
+
+    def delete_log(self, topic: str, partition: int) -> bool:
+        lg = self._logs.pop((topic, partition), None)
+        self._cleaner_offsets.pop((topic, partition), None)
+        if lg is None:
+            return False
+        lg.delete()
+        return True
+
+    def update_config(self, topic: str, config: LogConfig) -> None:
+        for (t, _p), lg in self._logs.items():
+            if t == topic:
+                lg.config = config
+
+    # -- checkpoints ---------------------------------------------------------------------------
+
+    def _recovery_points(self) -> dict[TopicPartition, int]:
+        return {tp: lg.recovery_point for tp, lg in self._logs.items()}
+
+    def _start_offsets(self) -> dict[TopicPartition, int]:
+        return {tp: lg.log_start_offset for tp, lg in self._logs.items()}
+
+    def _high_watermarks(self) -> dict[TopicPartition, int]:
+        return {tp: lg.high_watermark for tp, lg in self._logs.items()}
+
+    def checkpoint(self) -> None:
+        """Write every checkpoint file now (synchronously, with fsync)."""
+        self._recovery_cp.write(self._recovery_points())
+        self._start_cp.write(self._start_offsets())
+        self._replication_cp.write(self._high_watermarks())
+        self._cleaner_cp.write({tp: o for tp, o in self._cleaner_offsets.items()
+                                if tp in self._logs})
+
+    # -- background work -----------------------------------------------------------------------
+
+    def run_retention(self, now_ms: int | None = None) -> int:
+        now = _now_ms() if now_ms is None else now_ms
+        return sum(lg.enforce_retention(now) for lg in list(self._logs.values()))
+
+    def run_cleaner(self, now_ms: int | None = None, *, force: bool = False) -> int:
+        """Compact logs whose dirty ratio reached min.cleanable.dirty.ratio; returns count."""
+        now = _now_ms() if now_ms is None else now_ms
+        cleaned = 0
+        for tp, lg in list(self._logs.items()):
+            if not lg.config.compact:
+                continue
+            first_dirty = max(self._cleaner_offsets.get(tp, 0), lg.log_start_offset)
+            if not force and (cleaner.dirty_ratio(lg, first_dirty, now)
+                              < lg.config.min_cleanable_dirty_ratio):
+                continue
+            result = lg.compact(now)
+            if result is not None:
+                self._cleaner_offsets[tp] = result.end_offset
+                cleaned += 1
+        return cleaned
+
+    def _flush_work(self, now: int) -> list[tuple[Log, int | None]]:
+        """Logs due a flush: flush.ms elapsed, or segments rolled since the recovery point."""
+        work: list[tuple[Log, int | None]] = []
+        for lg in self._logs.values():
+            if lg.config.flush_ms < LONG_MAX and lg.unflushed_ms >= lg.config.flush_ms:
+                work.append((lg, None))
+            elif lg.recovery_point < lg.active_segment.base_offset:
+                work.append((lg, lg.active_segment.base_offset))  # Kafka's flush on roll
+        return work
+
+    async def run_background(self) -> None:
+        """Periodic tasks until cancelled; fsync and checkpoint writes run in the default
+        executor so the event loop never waits on the disk."""
+        loop = asyncio.get_running_loop()
+        last = dict.fromkeys(self.intervals, _now_ms())
+        tick = max(0.01, min(1.0, min(self.intervals.values()) / 1000))
+        while not self._stopping:
+            await asyncio.sleep(tick)
+            now = _now_ms()
+
+            def due(name: str, now: int = now) -> bool:
+                if now - last[name] >= self.intervals[name]:
+                    last[name] = now
+                    return True
+                return False
+
+            try:
+                if due("flush"):
+                    for lg, up_to in self._flush_work(now):
+                        await loop.run_in_executor(None, lg.flush, up_to)
+                if due("retention"):
+                    self.run_retention(now)
+                if self.cleaner_enable and due("cleaner"):
+                    self.run_cleaner(now)
+                if due("producer_expiration"):
+                    for lg in list(self._logs.values()):
+                        lg.remove_expired_producers(now)
+                if due("recovery_checkpoint"):
+                    await loop.run_in_executor(None, self._recovery_cp.write,
+                                               self._recovery_points())
+                if due("start_checkpoint"):
+                    await loop.run_in_executor(None, self._start_cp.write, self._start_offsets())
+                if due("replication_checkpoint"):
+                    await loop.run_in_executor(None, self._replication_cp.write,
+                                               self._high_watermarks())
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("log manager background task failed")

@@ -1,0 +1,159 @@
+"""The wire contract: headers, version negotiation, ordering, and refusal of bad frames."""
+
+from __future__ import annotations
+
+import struct
+
+from protocol.records import build_batch
+
+from .wire import WireClient
+
+API_VERSIONS, METADATA, PRODUCE, FETCH = 18, 3, 0, 1
+
+
+def test_api_versions_lists_required_apis(shared_broker):
+    with WireClient(shared_broker.bootstrap) as c:
+        resp = c.call(
+            API_VERSIONS, 3, {"client_software_name": "t", "client_software_version": "1"}
+        )
+    assert resp.error_code == 0
+    keys = {k.api_key: (k.min_version, k.max_version) for k in resp.api_keys}
+    assert keys[PRODUCE][0] == 0 and keys[PRODUCE][1] >= 9  # advertised from v0 (KAFKA-18659)
+    assert keys[FETCH][1] >= 12
+    assert keys[API_VERSIONS] == (0, 4)
+    for key in (2, 3, 19, 20, 21, 22, 23, 32, 33, 37, 44, 60):
+        assert key in keys
+
+
+def test_api_versions_too_new_gets_v0_unsupported_version(shared_broker):
+    with WireClient(shared_broker.bootstrap) as c:
+        # ApiVersions v99: the broker answers in v0 format with UNSUPPORTED_VERSION (35).
+        body = b""
+        header = struct.pack(">hhih", API_VERSIONS, 99, 7, 1) + b"x"
+        c.send_raw(struct.pack(">i", len(header) + len(body)) + header + body)
+        frame = c.read_frame()
+    correlation, error, count, key, lo, hi = struct.unpack(">ihihhh", frame)
+    assert (correlation, error, count, key, lo) == (7, 35, 1, API_VERSIONS, 0)
+    assert hi >= 3
+
+
+def test_unsupported_version_of_other_api_closes_connection(shared_broker):
+    with WireClient(shared_broker.bootstrap) as c:
+        header = struct.pack(">hhih", METADATA, 99, 1, 1) + b"x"
+        c.send_raw(struct.pack(">i", len(header)) + header)
+        assert c.is_closed()
+
+
+def test_unknown_api_key_closes_connection_and_broker_keeps_serving(shared_broker):
+    with WireClient(shared_broker.bootstrap) as c:
+        header = struct.pack(">hhih", 9999, 0, 1, 1) + b"x"
+        c.send_raw(struct.pack(">i", len(header)) + header)
+        assert c.is_closed()
+    with WireClient(shared_broker.bootstrap) as c:
+        assert c.call(API_VERSIONS, 0, {}).error_code == 0
+
+
+def test_oversized_frame_refused_without_reading_it(shared_broker):
+    with WireClient(shared_broker.bootstrap) as c:
+        c.send_raw(struct.pack(">i", 2_000_000_000))
+        assert c.is_closed()
+
+
+def test_negative_and_tiny_frames_refused(shared_broker):
+    for size in (-5, 0, 3):
+        with WireClient(shared_broker.bootstrap) as c:
+            c.send_raw(struct.pack(">i", size) + b"\x00" * max(size, 0))
+            assert c.is_closed()
+
+
+def test_garbage_body_closes_connection(shared_broker):
+    with WireClient(shared_broker.bootstrap) as c:
+        header = struct.pack(">hhih", METADATA, 9, 1, 1) + b"x"
+        body = b"\xff" * 40
+        c.send_raw(struct.pack(">i", len(header) + len(body)) + header + body)
+        assert c.is_closed()
+
+
+def test_pipelined_requests_answered_in_order(shared_broker):
+    with WireClient(shared_broker.bootstrap) as c:
+        sent = []
+        for i in range(20):
+            version = i % 4
+            corr, data = c.encode_request(API_VERSIONS, version, {})
+            c.send_raw(data)
+            sent.append((corr, version))
+        for corr, version in sent:
+            assert c.read_response(API_VERSIONS, version, corr).error_code == 0
+
+
+def test_produce_bad_crc_gets_corrupt_message_and_nothing_written(shared_broker):
+    topic = "wire-bad-crc"
+    with WireClient(shared_broker.bootstrap) as c:
+        c.call(METADATA, 9, {"topics": [{"name": topic}], "allow_auto_topic_creation": True})
+        batch = bytearray(build_batch([(b"k", b"v", [], 1000)]))
+        batch[-1] ^= 0xFF  # flip a byte inside the CRC-covered range
+        resp = c.call(
+            PRODUCE,
+            9,
+            {
+                "acks": -1,
+                "timeout": 5000,
+                "topic_data": [
+                    {"name": topic, "partition_data": [{"index": 0, "records": bytes(batch)}]}
+                ],
+            },
+        )
+        part = resp.responses[0].partition_responses[0]
+        assert part.error_code == 2  # CORRUPT_MESSAGE
+        good = build_batch([(b"k", b"v", [], 1000)])
+        resp = c.call(
+            PRODUCE,
+            9,
+            {
+                "acks": -1,
+                "timeout": 5000,
+                "topic_data": [{"name": topic, "partition_data": [{"index": 0, "records": good}]}],
+            },
+        )
+        part = resp.responses[0].partition_responses[0]
+        assert (part.error_code, part.base_offset) == (0, 0)
+
+
+def test_produce_to_unknown_partition(shared_broker):
+    topic = "wire-unknown-partition"
+    with WireClient(shared_broker.bootstrap) as c:
+        c.call(METADATA, 9, {"topics": [{"name": topic}], "allow_auto_topic_creation": True})
+        resp = c.call(
+            PRODUCE,
+            9,
+            {
+                "acks": 1,
+                "timeout": 5000,
+                "topic_data": [
+                    {
+                        "name": topic,
+                        "partition_data": [
+                            {"index": 7, "records": build_batch([(None, b"v", [], 1)])}
+                        ],
+                    }
+                ],
+            },
+        )
+        assert resp.responses[0].partition_responses[0].error_code == 3
+
+
+def test_record_too_large(shared_broker):
+    topic = "wire-too-large"
+    with WireClient(shared_broker.bootstrap) as c:
+        c.call(METADATA, 9, {"topics": [{"name": topic}], "allow_auto_topic_creation": True})
+        big = build_batch([(None, b"x" * 1_100_000, [], 1)])
+        resp = c.call(
+            PRODUCE,
+            9,
+            {
+                "acks": 1,
+                "timeout": 5000,
+                "topic_data": [{"name": topic, "partition_data": [{"index": 0, "records": big}]}],
+            },
+        )
+        assert resp.responses[0].partition_responses[0].error_code == 10  # MESSAGE_TOO_LARGE

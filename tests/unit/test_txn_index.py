@@ -1,0 +1,98 @@
+from __future__ import annotations
+
+import struct
+from pathlib import Path
+
+import pytest
+
+from storage.txn_index import AbortedTxn, CorruptIndex, TransactionIndex
+
+
+def _index(tmp_path: Path, base: int = 0) -> TransactionIndex:
+    return TransactionIndex(tmp_path / f"{base:020d}.txnindex")
+
+
+def test_created_lazily_and_byte_format(tmp_path: Path) -> None:
+    idx = _index(tmp_path)
+    assert not idx.path.exists()
+    assert idx.all_entries() == []
+    idx.append(AbortedTxn(7, 10, 15, 12))
+    idx.flush()
+    raw = idx.path.read_bytes()
+    assert raw == struct.pack(">hqqqq", 0, 7, 10, 15, 12)
+    assert len(raw) == 34
+    idx.close()
+
+
+def test_last_offset_must_increase(tmp_path: Path) -> None:
+    idx = _index(tmp_path)
+    idx.append(AbortedTxn(1, 0, 5, 6))
+    with pytest.raises(ValueError):
+        idx.append(AbortedTxn(2, 1, 5, 6))
+    idx.close()
+    # The check survives a reopen.
+    reopened = _index(tmp_path)
+    with pytest.raises(ValueError):
+        reopened.append(AbortedTxn(2, 1, 4, 6))
+    reopened.append(AbortedTxn(2, 1, 6, 7))
+    assert [t.last_offset for t in reopened.all_entries()] == [5, 6]
+    reopened.close()
+
+
+def test_collect_aborted(tmp_path: Path) -> None:
+    idx = _index(tmp_path)
+    a = AbortedTxn(1, 0, 10, 5)  # another txn still open from 5 when this aborted
+    b = AbortedTxn(2, 5, 20, 21)
+    c = AbortedTxn(3, 25, 30, 31)
+    for t in (a, b, c):
+        idx.append(t)
+    # [12, 22): a ended before 12; b overlaps; c starts after, and its LSO ends the scan.
+    assert idx.collect_aborted(12, 22) == ([b], True)
+    # [0, 8): a and b overlap; a's LSO (5) < 8, b's LSO (21) >= 8 so the scan stops there.
+    assert idx.collect_aborted(0, 8) == ([a, b], True)
+    assert idx.collect_aborted(31, 40) == ([], False)
+    assert idx.collect_aborted(0, 100) == ([a, b, c], False)
+    idx.close()
+
+
+def test_truncate_to(tmp_path: Path) -> None:
+    idx = _index(tmp_path)
+    for i in range(1, 4):
+        idx.append(AbortedTxn(i, i * 10, i * 10 + 5, i * 10 + 6))
+    idx.truncate_to(25)  # drops the entry ending at 25 and everything after
+    assert [t.last_offset for t in idx.all_entries()] == [15]
+    assert idx.path.stat().st_size == 34
+    idx.append(AbortedTxn(9, 18, 19, 20))  # the last offset went back to 15
+    idx.truncate_to(100)
+    assert len(idx.all_entries()) == 2
+    idx.reset()
+    assert idx.all_entries() == []
+    idx.append(AbortedTxn(1, 0, 1, 2))
+    idx.delete()
+    assert not idx.path.exists()
+
+
+def test_sanity_check(tmp_path: Path) -> None:
+    idx = _index(tmp_path, base=100)
+    idx.sanity_check()  # no file yet
+    idx.append(AbortedTxn(1, 100, 105, 106))
+    idx.flush()
+    idx.sanity_check()
+    idx.close()
+    with open(idx.path, "ab") as f:
+        f.write(b"\x00" * 5)
+    with pytest.raises(CorruptIndex):
+        _index(tmp_path, base=100).sanity_check()
+    below = _index(tmp_path, base=200)
+    below.path.write_bytes(AbortedTxn(1, 100, 105, 106).to_bytes())
+    with pytest.raises(CorruptIndex):
+        below.sanity_check()
+
+
+def test_torn_tail_is_overwritten_on_append(tmp_path: Path) -> None:
+    idx = _index(tmp_path)
+    idx.path.write_bytes(AbortedTxn(1, 0, 5, 6).to_bytes() + b"\x01\x02\x03")
+    idx.append(AbortedTxn(2, 6, 8, 9))
+    assert idx.path.stat().st_size == 68
+    assert [t.producer_id for t in idx.all_entries()] == [1, 2]
+    idx.close()
