@@ -15,6 +15,7 @@ from coordinator.producer_ids import ProducerIdAllocator
 from storage.config import LogConfig
 from storage.log_manager import LogManager
 
+from . import metrics
 from .apis import build_registry
 from .dispatch import Dispatcher
 from .metadata_store import BrokerInfo, LocalMetadataStore, TopicState
@@ -74,6 +75,9 @@ class Broker:
         self.replicas.load_all()
         await self.server.start()
         self._background.append(asyncio.create_task(self.log_manager.run_background()))
+        self._background.append(asyncio.create_task(metrics.watch_loop_lag()))
+        if self.config["metrics.port"] is not None:
+            metrics.start_endpoint(self, self.server.host, self.config["metrics.port"])
         log.info(
             "Samsa broker %d serving on %s:%d (data in %s; %d partitions loaded in %.0f ms)",
             self.broker_id,

@@ -6,7 +6,7 @@ import dataclasses
 import logging
 import struct
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from protocol.codec import build, encode, reader, request_type, response_type
 from protocol.framing import (
@@ -19,6 +19,7 @@ from protocol.framing import (
 )
 from protocol.registry import ApiRegistry
 
+from . import metrics
 from .server import CloseConnection, ConnectionInfo
 
 if TYPE_CHECKING:
@@ -54,7 +55,7 @@ class Dispatcher:
             raise CloseConnection(f"unknown api key {api_key}")
         if not spec.accepts(version):
             if api_key == API_VERSIONS_KEY:
-                return _api_versions_unsupported(correlation_id)
+                return _api_versions_unsupported(correlation_id, spec.max_version)
             raise CloseConnection(f"{spec.name} v{version} is not supported")
         req_type = request_type(api_key, version)
         try:
@@ -63,6 +64,7 @@ class Dispatcher:
         except Exception as exc:  # kio raises assorted errors on malformed input
             raise CloseConnection(f"malformed {spec.name} v{version} request: {exc!r}") from None
         ctx = RequestContext(header, conn, self.broker, int(time.time() * 1000))
+        started = time.perf_counter()
         try:
             result = await spec.handler(ctx, request)
         except CloseConnection:
@@ -72,8 +74,10 @@ class Dispatcher:
             result = {"error_code": UNKNOWN_SERVER_ERROR}
             if not _has_top_level_error(response_type(api_key, version)):
                 raise CloseConnection("internal error") from None
+        metrics.record_request(spec.name, version, started)
         if result is None:
             return None
+        metrics.count_errors(spec.name, result)
         resp_type = response_type(api_key, version)
         body = encode(build(resp_type, result))
         flexible = resp_type.__flexible__ and api_key != API_VERSIONS_KEY
@@ -84,15 +88,7 @@ def _has_top_level_error(resp_type: type) -> bool:
     return any(f.name == "error_code" for f in dataclasses.fields(resp_type))
 
 
-def _api_versions_unsupported(correlation_id: int) -> bytes:
+def _api_versions_unsupported(correlation_id: int, max_version: int) -> bytes:
     # v0 body: error_code, [api_key, min, max] holding only ApiVersions itself (KIP-511).
-    body = struct.pack(">hihhh", UNSUPPORTED_VERSION, 1, API_VERSIONS_KEY, 0, 4)
+    body = struct.pack(">hihhh", UNSUPPORTED_VERSION, 1, API_VERSIONS_KEY, 0, max_version)
     return frame([response_header(correlation_id, False), body])
-
-
-def error_code_of(exc: BaseException) -> int:
-    return int(getattr(exc, "error_code", UNKNOWN_SERVER_ERROR))
-
-
-def describe(request: Any) -> str:
-    return type(request).__name__

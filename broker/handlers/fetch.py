@@ -12,6 +12,7 @@ from typing import Any
 
 from storage.errors import StorageError
 
+from .. import metrics
 from ..partition import Partition
 from ..replica_manager import PartitionError
 from .common import error_code_of, field
@@ -59,6 +60,8 @@ def _read_all(
                 limit = min(p.partition_max_bytes, max_bytes - total)
                 read = partition.read(p.fetch_offset, max(limit, 0), isolation, total == 0)
                 total += len(read.records)
+                if read.records:
+                    metrics.BYTES_OUT.labels(topic.topic).inc(len(read.records))
                 out.update(
                     error_code=0,
                     high_watermark=read.high_watermark,

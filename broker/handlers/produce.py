@@ -10,6 +10,7 @@ from typing import Any
 
 from storage.errors import StorageError
 
+from .. import metrics
 from ..replica_manager import PartitionError
 from ..server import CloseConnection
 from ..topic_admin import INTERNAL_TOPICS
@@ -60,4 +61,7 @@ def _append(broker: Any, acks: int, topic: str, pdata: Any) -> tuple[int, int, i
     except StorageError as exc:
         log.info("produce to %s-%d rejected: %s (%s)", topic, pdata.index, type(exc).__name__, exc)
         return error_code_of(exc), -1, -1, -1
+    if not info.duplicate:
+        metrics.BYTES_IN.labels(topic).inc(len(pdata.records))
+        metrics.MESSAGES_IN.labels(topic).inc(info.record_count)
     return 0, info.first_offset, info.log_append_time, info.log_start_offset
