@@ -8,7 +8,17 @@ from __future__ import annotations
 
 from protocol.registry import ApiRegistry
 
-from .handlers import cluster, configs, fetch, metadata, offsets, produce, producer_id, topics
+from .handlers import (
+    cluster,
+    configs,
+    fetch,
+    log_dirs,
+    metadata,
+    offsets,
+    produce,
+    producer_id,
+    topics,
+)
 from .handlers.api_versions import make_handler
 
 
@@ -27,6 +37,7 @@ def build_registry() -> ApiRegistry:
     r.register(23, "OffsetForLeaderEpoch", (2, 4), offsets.handle_offset_for_leader_epoch)
     r.register(32, "DescribeConfigs", (1, 4), configs.handle_describe_configs)
     r.register(33, "AlterConfigs", (0, 2), configs.handle_alter_configs)
+    r.register(35, "DescribeLogDirs", (1, 4), log_dirs.handle_describe_log_dirs)
     r.register(37, "CreatePartitions", (0, 3), topics.handle_create_partitions)
     r.register(44, "IncrementalAlterConfigs", (0, 1), configs.handle_incremental_alter_configs)
     r.register(60, "DescribeCluster", (0, 1), cluster.handle_describe_cluster)
