@@ -1,0 +1,122 @@
+"""Run a local ZooKeeper (Debian's `zookeeper` package) for `samsa cluster` and the tests.
+
+Debian's zkServer.sh is wired to /etc and /var; we start the server class directly with our
+own zoo.cfg on loopback, and call it ready when the `srvr` four-letter word reports a mode.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+ZK_JARS = Path(os.environ.get("SAMSA_ZK_JARS", "/usr/share/java"))
+_CLASSPATH = (
+    "zookeeper.jar",
+    "zookeeper-jute.jar",
+    "slf4j-api.jar",
+    "slf4j-simple.jar",
+    "netty-all.jar",
+)
+
+
+class ZooKeeperUnavailable(RuntimeError):
+    pass
+
+
+def zookeeper_installed() -> bool:
+    return (ZK_JARS / "zookeeper.jar").exists() and shutil.which("java") is not None
+
+
+class ZooKeeperProcess:
+    def __init__(
+        self, data_dir: Path, port: int, host: str = "127.0.0.1", tick_ms: int = 200
+    ) -> None:
+        self.data_dir = Path(data_dir)
+        self.host = host
+        self.port = port
+        self.tick_ms = tick_ms
+        self._proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def connect_string(self) -> str:
+        return f"{self.host}:{self.port}"
+
+    def write_config(self) -> Path:
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        cfg = self.data_dir / "zoo.cfg"
+        cfg.write_text(
+            "\n".join(
+                [
+                    f"tickTime={self.tick_ms}",
+                    "initLimit=20",
+                    "syncLimit=10",
+                    f"dataDir={self.data_dir / 'data'}",
+                    f"clientPort={self.port}",
+                    f"clientPortAddress={self.host}",
+                    "admin.enableServer=false",  # its Jetty would grab :8080
+                    "4lw.commands.whitelist=srvr,ruok,mntr",
+                    "maxSessionTimeout=60000",
+                    "",
+                ]
+            )
+        )
+        return cfg
+
+    def start(self, timeout: float = 30.0) -> ZooKeeperProcess:
+        if not zookeeper_installed():
+            raise ZooKeeperUnavailable(
+                f"ZooKeeper jars not found in {ZK_JARS} (apt-get install zookeeper) or no java"
+            )
+        cfg = self.write_config()
+        classpath = os.pathsep.join(str(ZK_JARS / j) for j in _CLASSPATH)
+        log = open(self.data_dir / "zookeeper.log", "ab")
+        self._proc = subprocess.Popen(
+            [
+                "java",
+                "-Xmx256m",
+                "-XX:TieredStopAtLevel=1",
+                "-cp",
+                classpath,
+                "org.apache.zookeeper.server.ZooKeeperServerMain",
+                str(cfg),
+            ],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self._proc.poll() is not None:
+                raise ZooKeeperUnavailable(f"zookeeper exited with {self._proc.returncode}")
+            if "Mode:" in four_letter_word(self.host, self.port, "srvr"):
+                return self
+            time.sleep(0.1)
+        self.stop()
+        raise ZooKeeperUnavailable(f"zookeeper did not serve on {self.connect_string}")
+
+    def stop(self) -> None:
+        if self._proc is None or self._proc.poll() is not None:
+            return
+        os.killpg(self._proc.pid, signal.SIGTERM)
+        try:
+            self._proc.wait(10)
+        except subprocess.TimeoutExpired:
+            os.killpg(self._proc.pid, signal.SIGKILL)
+            self._proc.wait(10)
+
+
+def four_letter_word(host: str, port: int, word: str) -> str:
+    try:
+        with socket.create_connection((host, port), timeout=1) as s:
+            s.sendall(word.encode())
+            chunks = []
+            while chunk := s.recv(4096):
+                chunks.append(chunk)
+            return b"".join(chunks).decode(errors="replace")
+    except OSError:
+        return ""

@@ -1,0 +1,319 @@
+"""Cluster metadata in ZooKeeper, laid out like Kafka 0.8-3.x (see cluster-coordination.md).
+
+    /cluster/id                                  {"version":"1","id":...}
+    /brokers/ids/<id>                  ephemeral {"version":5,"host","port","rack"}; epoch = czxid
+    /brokers/topics/<t>                          {"version":2,"topic_id","partitions":{"0":[1,2]}}
+    /brokers/topics/<t>/partitions/<p>/state     {"controller_epoch","leader","leader_epoch","isr"}
+    /config/topics/<t>                           {"version":1,"config":{...}}
+    /latest_producer_id_block                    {"version":1,"broker","block_start","block_end"}
+
+kazoo runs its own threads: reads are served from a cache that ZooKeeper watches keep current
+(updates are handed to the event loop), and writes run in a worker thread and are awaited.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+from kazoo.client import KazooClient, KazooState
+from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
+
+from .metadata_store import BrokerInfo, PartitionState, TopicState, new_cluster_id
+
+log = logging.getLogger(__name__)
+
+INTERNAL = frozenset({"__consumer_offsets", "__transaction_state"})
+
+
+def _dumps(doc: dict[str, Any]) -> bytes:
+    return json.dumps(doc, separators=(",", ":")).encode()
+
+
+class ZkMetadataStore:
+    def __init__(self, connect: str, broker: BrokerInfo, session_timeout_ms: int = 18000) -> None:
+        self._hosts = connect
+        self._zk = KazooClient(hosts=connect, timeout=session_timeout_ms / 1000)
+        self._broker = broker
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self.cluster_id = ""
+        self.broker_epoch = -1
+        self._brokers: dict[int, BrokerInfo] = {}
+        self._topics: dict[str, TopicState] = {}
+        self._watched: set[str] = set()
+        self._listeners: list[Callable[[str, str], None]] = []
+        self.session_lost = asyncio.Event()
+
+    # ---- lifecycle ------------------------------------------------------------------------
+    async def start(self) -> None:
+        self._loop = asyncio.get_running_loop()
+        await asyncio.to_thread(self._connect)
+
+    def _connect(self) -> None:
+        _ensure_chroot(self._hosts)
+        self._zk.start()
+        self._zk.add_listener(self._on_state)
+        for path in ("/brokers/ids", "/brokers/topics", "/config/topics"):
+            self._zk.ensure_path(path)
+        try:
+            self._zk.create(
+                "/cluster/id", _dumps({"version": "1", "id": new_cluster_id()}), makepath=True
+            )
+        except NodeExistsError:
+            pass
+        self.cluster_id = json.loads(self._zk.get("/cluster/id")[0])["id"]
+        self._register()
+        self._zk.ChildrenWatch("/brokers/ids", self._on_broker_ids)
+        self._zk.ChildrenWatch("/brokers/topics", self._on_topic_names)
+
+    def _register(self) -> None:
+        b = self._broker
+        doc = {
+            "version": 5,
+            "host": b.host,
+            "port": b.port,
+            "rack": b.rack,
+            "endpoints": [f"PLAINTEXT://{b.host}:{b.port}"],
+        }
+        path = f"/brokers/ids/{b.broker_id}"
+        try:
+            self._zk.create(path, _dumps(doc), ephemeral=True)
+        except NodeExistsError:
+            # Most likely our own previous session after a quick restart: replace it if so.
+            _, stat = self._zk.get(path)
+            if stat.owner_session_id != self._zk.client_id[0]:
+                self._zk.delete(path)
+                self._zk.create(path, _dumps(doc), ephemeral=True)
+        self.broker_epoch = self._zk.exists(path).czxid
+
+    async def close(self) -> None:
+        await asyncio.to_thread(self._close)
+
+    def _close(self) -> None:
+        self._zk.stop()
+        self._zk.close()
+
+    def _on_state(self, state: str) -> None:
+        if state == KazooState.LOST and self._loop is not None:
+            self._loop.call_soon_threadsafe(self.session_lost.set)
+
+    def add_listener(self, fn: Callable[[str, str], None]) -> None:
+        """fn(kind, name) on the event loop after the cache changed: kind is broker|topic."""
+        self._listeners.append(fn)
+
+    def _emit(self, kind: str, name: str) -> None:
+        for fn in self._listeners:
+            fn(kind, name)
+
+    # ---- watches (kazoo thread) -> cache (event loop) -----------------------------------
+    def _on_broker_ids(self, children: list[str]) -> None:
+        brokers = {}
+        for child in children:
+            try:
+                doc = json.loads(self._zk.get(f"/brokers/ids/{child}")[0])
+            except NoNodeError:
+                continue
+            brokers[int(child)] = BrokerInfo(int(child), doc["host"], doc["port"], doc.get("rack"))
+        self._call(self._set_brokers, brokers)
+
+    def _set_brokers(self, brokers: dict[int, BrokerInfo]) -> None:
+        self._brokers = brokers
+        self._emit("broker", "")
+
+    def _on_topic_names(self, children: list[str]) -> None:
+        for name in children:
+            if name not in self._watched:
+                self._watched.add(name)
+                self._zk.DataWatch(f"/brokers/topics/{name}", self._topic_watcher(name))
+        gone = self._watched - set(children)
+        for name in gone:
+            self._watched.discard(name)
+            self._call(self._drop_topic, name)
+
+    def _topic_watcher(self, name: str) -> Callable[[bytes | None, Any], bool]:
+        def on_change(data: bytes | None, _stat: Any) -> bool:
+            if data is None:
+                return name in self._watched
+            topic = self._read_topic(name, data)
+            if topic is not None:
+                self._call(self._set_topic, topic)
+                for p in topic.partitions:
+                    self._zk.DataWatch(
+                        f"/brokers/topics/{name}/partitions/{p}/state", self._state_watcher(name, p)
+                    )
+            return True
+
+        return on_change
+
+    def _state_watcher(self, name: str, index: int) -> Callable[[bytes | None, Any], bool]:
+        def on_change(data: bytes | None, _stat: Any) -> bool:
+            if data is not None:
+                self._call(self._set_state, name, index, json.loads(data))
+            return name in self._watched
+
+        return on_change
+
+    def _read_topic(self, name: str, data: bytes) -> TopicState | None:
+        doc = json.loads(data)
+        try:
+            config = json.loads(self._zk.get(f"/config/topics/{name}")[0]).get("config", {})
+        except NoNodeError:
+            config = {}
+        partitions = {}
+        for p, replicas in doc["partitions"].items():
+            state = self._read_state(name, int(p))
+            partitions[int(p)] = PartitionState(
+                replicas=list(replicas),
+                leader=state.get("leader", -1),
+                leader_epoch=state.get("leader_epoch", 0),
+                isr=list(state.get("isr", replicas)),
+            )
+        return TopicState(name, uuid.UUID(doc["topic_id"]), partitions, config, name in INTERNAL)
+
+    def _read_state(self, name: str, index: int) -> dict[str, Any]:
+        try:
+            return json.loads(self._zk.get(f"/brokers/topics/{name}/partitions/{index}/state")[0])
+        except NoNodeError:
+            return {}
+
+    def _set_topic(self, topic: TopicState) -> None:
+        self._topics[topic.name] = topic
+        self._emit("topic", topic.name)
+
+    def _set_state(self, name: str, index: int, doc: dict[str, Any]) -> None:
+        topic = self._topics.get(name)
+        if topic is None or index not in topic.partitions:
+            return
+        state = topic.partitions[index]
+        if doc.get("leader_epoch", 0) < state.leader_epoch:
+            return  # never go back to an older leadership
+        state.leader = doc["leader"]
+        state.leader_epoch = doc["leader_epoch"]
+        state.isr = list(doc["isr"])
+        self._emit("topic", name)
+
+    def _drop_topic(self, name: str) -> None:
+        if self._topics.pop(name, None) is not None:
+            self._emit("topic", name)
+
+    def _call(self, fn: Callable[..., None], *args: Any) -> None:
+        assert self._loop is not None
+        self._loop.call_soon_threadsafe(fn, *args)
+
+    # ---- reads (cache) --------------------------------------------------------------------
+    def brokers(self) -> list[BrokerInfo]:
+        return sorted(self._brokers.values(), key=lambda b: b.broker_id)
+
+    def topics(self) -> dict[str, TopicState]:
+        return self._topics
+
+    def topic(self, name: str) -> TopicState | None:
+        return self._topics.get(name)
+
+    # ---- writes -----------------------------------------------------------------------------
+    async def create_topic(self, topic: TopicState) -> None:
+        await asyncio.to_thread(self._create_topic, topic)
+        self._set_topic(topic)
+
+    def _create_topic(self, topic: TopicState) -> None:
+        tx = self._zk.transaction()
+        tx.create(f"/config/topics/{topic.name}", _dumps({"version": 1, "config": topic.configs}))
+        tx.create(
+            f"/brokers/topics/{topic.name}",
+            _dumps(
+                {
+                    "version": 2,
+                    "topic_id": str(topic.topic_id),
+                    "partitions": {str(p): s.replicas for p, s in topic.partitions.items()},
+                    "adding_replicas": {},
+                    "removing_replicas": {},
+                }
+            ),
+        )
+        tx.create(f"/brokers/topics/{topic.name}/partitions")
+        for p, s in topic.partitions.items():
+            tx.create(f"/brokers/topics/{topic.name}/partitions/{p}")
+            tx.create(f"/brokers/topics/{topic.name}/partitions/{p}/state", _state_doc(s))
+        results = tx.commit()
+        failed = [r for r in results if isinstance(r, Exception)]
+        if failed:
+            raise failed[0]
+
+    async def delete_topic(self, name: str) -> None:
+        await asyncio.to_thread(self._delete_topic, name)
+        self._drop_topic(name)
+
+    def _delete_topic(self, name: str) -> None:
+        self._zk.delete(f"/brokers/topics/{name}", recursive=True)
+        try:
+            self._zk.delete(f"/config/topics/{name}")
+        except NoNodeError:
+            pass
+
+    async def update_topic(self, topic: TopicState) -> None:
+        await asyncio.to_thread(self._update_topic, topic)
+        self._set_topic(topic)
+
+    def _update_topic(self, topic: TopicState) -> None:
+        base = f"/brokers/topics/{topic.name}"
+        self._zk.set(
+            f"/config/topics/{topic.name}", _dumps({"version": 1, "config": topic.configs})
+        )
+        doc = json.loads(self._zk.get(base)[0])
+        doc["partitions"] = {str(p): s.replicas for p, s in topic.partitions.items()}
+        for p, s in topic.partitions.items():
+            if not self._zk.exists(f"{base}/partitions/{p}/state"):
+                self._zk.create(f"{base}/partitions/{p}/state", _state_doc(s), makepath=True)
+        self._zk.set(base, _dumps(doc))
+
+    async def allocate_producer_id_block(self, size: int) -> int:
+        """Claim the next block of producer ids by compare-and-set; returns its first id."""
+        return await asyncio.to_thread(self._allocate_block, size)
+
+    def _allocate_block(self, size: int) -> int:
+        path = "/latest_producer_id_block"
+        self._zk.ensure_path(path)
+        while True:
+            data, stat = self._zk.get(path)
+            start = int(json.loads(data)["block_end"]) + 1 if data else 0
+            doc = {
+                "version": 1,
+                "broker": self._broker.broker_id,
+                "block_start": str(start),
+                "block_end": str(start + size - 1),
+            }
+            try:
+                self._zk.set(path, _dumps(doc), version=stat.version)
+                return start
+            except BadVersionError:
+                continue
+
+
+def _ensure_chroot(connect: str) -> None:
+    """Create the chroot (`host:port/samsa`) first, as Kafka's zookeeper.connect allows."""
+    hosts, _, chroot = connect.partition("/")
+    if not chroot:
+        return
+    bare = KazooClient(hosts=hosts)
+    bare.start()
+    try:
+        bare.ensure_path("/" + chroot)
+    finally:
+        bare.stop()
+        bare.close()
+
+
+def _state_doc(s: PartitionState) -> bytes:
+    return _dumps(
+        {
+            "version": 1,
+            "controller_epoch": 0,
+            "leader": s.leader,
+            "leader_epoch": s.leader_epoch,
+            "isr": s.isr,
+        }
+    )

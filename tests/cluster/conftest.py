@@ -1,0 +1,19 @@
+"""A real ZooKeeper (Debian's package, installed by `make test`) for the cluster tests."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from broker.zk_process import ZooKeeperProcess
+from tests.support.broker import free_port
+
+
+@pytest.fixture(scope="session")
+def zookeeper(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ZooKeeperProcess]:
+    zk = ZooKeeperProcess(tmp_path_factory.mktemp("zookeeper"), free_port()).start()
+    try:
+        yield zk
+    finally:
+        zk.stop()

@@ -1,0 +1,84 @@
+"""The ZooKeeper metadata store against a real ZooKeeper: registration, topics, watches, CAS."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+
+from broker.metadata_store import BrokerInfo, PartitionState, TopicState
+from broker.zk_store import ZkMetadataStore
+
+
+async def _until(predicate, timeout: float = 10.0) -> None:
+    deadline = asyncio.get_running_loop().time() + timeout
+    while not predicate():
+        assert asyncio.get_running_loop().time() < deadline, "condition not reached"
+        await asyncio.sleep(0.05)
+
+
+def _store(zookeeper, chroot: str, broker_id: int) -> ZkMetadataStore:
+    info = BrokerInfo(broker_id, "127.0.0.1", 9000 + broker_id)
+    return ZkMetadataStore(f"{zookeeper.connect_string}/{chroot}", info, session_timeout_ms=4000)
+
+
+async def test_brokers_register_and_see_each_other(zookeeper):
+    chroot = f"c{uuid.uuid4().hex[:8]}"
+    a, b = _store(zookeeper, chroot, 1), _store(zookeeper, chroot, 2)
+    await a.start()
+    await b.start()
+    try:
+        assert a.cluster_id and a.cluster_id == b.cluster_id
+        await _until(lambda: [x.broker_id for x in a.brokers()] == [1, 2])
+        assert a.broker_epoch != b.broker_epoch
+    finally:
+        await b.close()
+    # b's ephemeral registration goes with its session.
+    await _until(lambda: [x.broker_id for x in a.brokers()] == [1])
+    await a.close()
+
+
+async def test_topic_changes_reach_other_brokers(zookeeper):
+    chroot = f"c{uuid.uuid4().hex[:8]}"
+    a, b = _store(zookeeper, chroot, 1), _store(zookeeper, chroot, 2)
+    await a.start()
+    await b.start()
+    try:
+        topic = TopicState(
+            "orders",
+            uuid.uuid4(),
+            {0: PartitionState([1, 2], 1, 0, [1, 2]), 1: PartitionState([2, 1], 2, 0, [2, 1])},
+            {"retention.ms": "1000"},
+        )
+        await a.create_topic(topic)
+        await _until(lambda: b.topic("orders") is not None)
+        seen = b.topic("orders")
+        assert seen.topic_id == topic.topic_id
+        assert seen.partitions[1].replicas == [2, 1] and seen.partitions[1].leader == 2
+        assert seen.configs == {"retention.ms": "1000"}
+
+        topic.configs = {"retention.ms": "5"}
+        topic.partitions[2] = PartitionState([1, 2], 1, 0, [1, 2])
+        await a.update_topic(topic)
+        await _until(lambda: 2 in b.topic("orders").partitions)
+        assert b.topic("orders").configs == {"retention.ms": "5"}
+
+        await a.delete_topic("orders")
+        await _until(lambda: b.topic("orders") is None)
+    finally:
+        await a.close()
+        await b.close()
+
+
+async def test_producer_id_blocks_never_overlap(zookeeper):
+    chroot = f"c{uuid.uuid4().hex[:8]}"
+    stores = [_store(zookeeper, chroot, i) for i in (1, 2, 3)]
+    for s in stores:
+        await s.start()
+    try:
+        starts = await asyncio.gather(
+            *(s.allocate_producer_id_block(1000) for s in stores for _ in range(5))
+        )
+        assert sorted(starts) == [i * 1000 for i in range(15)]
+    finally:
+        for s in stores:
+            await s.close()
