@@ -17,6 +17,7 @@ from protocol.framing import (
     read_request_header,
     response_header,
 )
+from protocol.guard import check_request
 from protocol.registry import ApiRegistry
 
 from . import metrics
@@ -60,6 +61,7 @@ class Dispatcher:
         req_type = request_type(api_key, version)
         try:
             header, offset = read_request_header(raw, req_type.__flexible__)
+            check_request(req_type, raw, offset)  # before kio allocates from client lengths
             request, _ = reader(req_type)(raw, offset)
         except Exception as exc:  # kio raises assorted errors on malformed input
             raise CloseConnection(f"malformed {spec.name} v{version} request: {exc!r}") from None

@@ -10,9 +10,8 @@ import asyncio
 import uuid
 from dataclasses import dataclass
 
-from storage.log import Log
-
 from protocol.records import iter_batches
+from storage.log import Log
 
 READ_UNCOMMITTED = 0
 READ_COMMITTED = 1

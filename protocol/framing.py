@@ -9,17 +9,12 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 
-from kio.schema.request_header.v1.header import RequestHeader as RequestHeaderV1
-from kio.schema.request_header.v2.header import RequestHeader as RequestHeaderV2
-from kio.serial import entity_reader
-
 API_VERSIONS_KEY = 18
 
 _SIZE = struct.Struct(">i")
 _KEY_VERSION = struct.Struct(">hh")
 _CORRELATION = struct.Struct(">i")
-_read_v1 = entity_reader(RequestHeaderV1)
-_read_v2 = entity_reader(RequestHeaderV2)
+_I16 = struct.Struct(">h")
 
 
 class FrameError(Exception):
@@ -51,17 +46,46 @@ def peek_key_version(frame: bytes) -> tuple[int, int, int]:
 
 
 def read_request_header(frame: bytes, flexible: bool) -> tuple[RequestHeader, int]:
-    """Decode the header; returns it and the offset where the body starts."""
-    header, size = (_read_v2 if flexible else _read_v1)(frame, 0)
-    return (
-        RequestHeader(
-            header.request_api_key,
-            header.request_api_version,
-            header.correlation_id,
-            header.client_id,
-        ),
-        size,
-    )
+    """Decode the header; returns it and the offset where the body starts.
+
+    Parsed here rather than by kio's native reader so that hostile lengths in the header's
+    tagged fields are rejected (FrameError) instead of being allocated.
+    """
+    end = len(frame)
+    if end < 10:
+        raise FrameError("request header truncated")
+    api_key, api_version = _KEY_VERSION.unpack_from(frame, 0)
+    (correlation_id,) = _CORRELATION.unpack_from(frame, 4)
+    (n,) = _I16.unpack_from(frame, 8)
+    pos = 10
+    client_id = None
+    if n >= 0:
+        if pos + n > end:
+            raise FrameError("client id longer than the frame")
+        client_id = bytes(frame[pos : pos + n]).decode("utf-8", errors="replace")
+        pos += n
+    if flexible:
+        count, pos = _uvarint(frame, pos)
+        for _ in range(count):
+            _tag, pos = _uvarint(frame, pos)
+            size, pos = _uvarint(frame, pos)
+            if pos + size > end:
+                raise FrameError("tagged field longer than the frame")
+            pos += size
+    return RequestHeader(api_key, api_version, correlation_id, client_id), pos
+
+
+def _uvarint(buf: bytes, pos: int) -> tuple[int, int]:
+    value = shift = 0
+    while True:
+        if pos >= len(buf) or shift > 28:
+            raise FrameError("bad varint in request header")
+        b = buf[pos]
+        pos += 1
+        value |= (b & 0x7F) << shift
+        if not b & 0x80:
+            return value, pos
+        shift += 7
 
 
 def response_header(correlation_id: int, flexible: bool) -> bytes:

@@ -157,3 +157,16 @@ def test_record_too_large(shared_broker):
             },
         )
         assert resp.responses[0].partition_responses[0].error_code == 10  # MESSAGE_TOO_LARGE
+
+
+def test_huge_array_length_is_refused_not_allocated(shared_broker):
+    # Metadata v9 whose topics array claims ~2^32 entries in a 23-byte frame. kio's native
+    # reader would reserve memory for all of them; the guard must refuse it first.
+    frame = struct.pack(">hhih", METADATA, 9, 7, 1) + b"x" + b"\x00"
+    frame += bytes([0xF0, 0xFF, 0xFF, 0xFF, 0x0F]) + b"\x01\x02"
+    with WireClient(shared_broker.bootstrap) as c:
+        c.send_raw(struct.pack(">i", len(frame)) + frame)
+        assert c.is_closed()
+    assert shared_broker.is_running()
+    with WireClient(shared_broker.bootstrap) as c:
+        assert c.call(API_VERSIONS, 0, {}).error_code == 0

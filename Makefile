@@ -1,0 +1,106 @@
+# Samsa: everything a fresh machine needs comes from these targets.
+#   make run    one broker on 127.0.0.1:9092, data under ./data
+#   make test   venv + Java client/tool jars + ruff + pytest (what CI runs via .ci/run)
+
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+
+PYTHON      ?= python3
+VENV        ?= .venv
+BIN         := $(VENV)/bin
+CACHE       ?= .cache
+MVN         ?= mvn
+MVN_FLAGS   ?= -B -q -Dstyle.color=never
+JAVA_POM    := tests/java/pom.xml
+
+# Maven coordinates (versions live in tests/java/pom.xml; these only name the cache dirs).
+KAFKA4_DIR   := $(CACHE)/kafka-tools-4
+CLIENTS39_DIR := $(CACHE)/kafka-clients-39
+
+PYTEST_ARGS ?=
+PYTEST_TIMEOUT ?= 300
+LISTEN      ?= 127.0.0.1:9092
+DATA_DIR    ?= data
+CONFIG      ?= config/broker.yaml
+SERVE_ARGS  ?=
+
+.PHONY: help venv java-deps run test lint unit bench chaos clean distclean
+
+help:
+	@echo "make run        start one broker on $(LISTEN) (data in ./$(DATA_DIR))"
+	@echo "make test       install everything, lint, run the whole test suite"
+	@echo "make venv       create $(VENV) and install samsa[test] (re-runs when pyproject.toml changes)"
+	@echo "make java-deps  fetch Kafka's Java clients/tools from Maven Central into $(CACHE)/"
+	@echo "make lint       ruff check ."
+	@echo "make bench      run bench/run.py"
+	@echo "make clean      remove caches, build output and ./$(DATA_DIR) (keeps $(VENV) and $(CACHE))"
+	@echo "make distclean  clean + remove $(VENV) and $(CACHE)"
+
+# ---------------------------------------------------------------- Python
+# The stamp is newer than pyproject.toml once the install succeeded.
+$(VENV)/.installed: pyproject.toml
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --disable-pip-version-check -e '.[test]'
+	@touch $@
+
+venv: $(VENV)/.installed
+
+# ---------------------------------------------------------------- Java
+# Each directory is filled in a temporary sibling and renamed only when Maven succeeded,
+# so an interrupted fetch is never mistaken for a complete one.
+$(KAFKA4_DIR)/.stamp: $(JAVA_POM)
+	@command -v $(MVN) >/dev/null || { echo "mvn not found: install Maven (apt-get install maven)"; exit 1; }
+	rm -rf $(KAFKA4_DIR).tmp && mkdir -p $(CACHE)
+	$(MVN) $(MVN_FLAGS) -f $(JAVA_POM) -Pkafka4 dependency:copy-dependencies \
+	    -DoutputDirectory=$(abspath $(KAFKA4_DIR).tmp)/lib
+	rm -rf $(KAFKA4_DIR) && mv $(KAFKA4_DIR).tmp $(KAFKA4_DIR)
+	@touch $@
+
+$(CLIENTS39_DIR)/.stamp: $(JAVA_POM)
+	@command -v $(MVN) >/dev/null || { echo "mvn not found: install Maven (apt-get install maven)"; exit 1; }
+	rm -rf $(CLIENTS39_DIR).tmp && mkdir -p $(CACHE)
+	$(MVN) $(MVN_FLAGS) -f $(JAVA_POM) -Pclients39 dependency:copy-dependencies \
+	    -DoutputDirectory=$(abspath $(CLIENTS39_DIR).tmp)/lib
+	rm -rf $(CLIENTS39_DIR) && mv $(CLIENTS39_DIR).tmp $(CLIENTS39_DIR)
+	@touch $@
+
+java-deps: $(KAFKA4_DIR)/.stamp $(CLIENTS39_DIR)/.stamp
+
+# ---------------------------------------------------------------- run / test
+run: venv
+	mkdir -p $(DATA_DIR)
+	$(BIN)/samsa serve $(if $(wildcard $(CONFIG)),--config $(CONFIG)) \
+	    --listen $(LISTEN) --data-dir $(DATA_DIR) --broker-id 0 $(SERVE_ARGS)
+
+# --no-cache: ruff's cache is keyed on file contents, not on which first-party packages exist,
+# so a cached run can pass an import order that a fresh clone (CI) rejects.
+lint: venv
+	$(BIN)/ruff check --no-cache .
+
+# Lint and pytest both run even when one fails (more to read from one CI run); either fails
+# the target. pytest exits 5 when it collected no test: that is not a failure of the build.
+test: venv java-deps
+	@lint=0; $(BIN)/ruff check --no-cache . || lint=$$?; \
+	rc=0; $(BIN)/python -m pytest -q -ra --timeout=$(PYTEST_TIMEOUT) tests $(PYTEST_ARGS) || rc=$$?; \
+	if [ $$rc -eq 5 ]; then echo "pytest: no tests were collected"; rc=0; fi; \
+	if [ $$lint -ne 0 ]; then echo "ruff check failed (exit $$lint)"; fi; \
+	if [ $$rc -ne 0 ]; then echo "pytest failed (exit $$rc)"; fi; \
+	[ $$lint -eq 0 ] && [ $$rc -eq 0 ]
+
+# Unit tests only (no broker process, no Java): quick feedback while editing.
+unit: venv
+	$(BIN)/python -m pytest -q --timeout=$(PYTEST_TIMEOUT) tests --ignore=tests/clients $(PYTEST_ARGS)
+
+bench: venv
+	@if [ -f bench/run.py ]; then $(BIN)/python bench/run.py; \
+	else echo "bench/run.py does not exist yet"; fi
+
+chaos:
+	@echo "make chaos: not implemented yet (kill -9 / disk-full / network-partition scenarios)"
+
+clean:
+	rm -rf $(DATA_DIR) .pytest_cache .ruff_cache .hypothesis build dist
+	find . -path ./$(VENV) -prune -o -name __pycache__ -type d -print0 | xargs -0 rm -rf
+
+distclean: clean
+	rm -rf $(VENV) $(CACHE)

@@ -1,0 +1,150 @@
+"""Check a request's lengths before kio's native reader sees it.
+
+kio's Rust reader reserves memory for an array from the length the client sent, so a frame
+claiming 2^32 elements aborts the whole process. This walker follows the same schema without
+building anything and refuses any string, bytes or array length larger than the bytes left in
+the frame (every element takes at least one byte), so the native reader only sees frames
+whose lengths are plausible.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import struct
+from collections.abc import Callable
+from functools import cache
+
+from kio.serial._introspect import EntityField, EntityTupleField, classify_field
+
+_FIXED = {
+    "bool": 1,
+    "int8": 1,
+    "int16": 2,
+    "uint16": 2,
+    "error_code": 2,
+    "int32": 4,
+    "timedelta_i32": 4,
+    "int64": 8,
+    "timedelta_i64": 8,
+    "datetime_i64": 8,
+    "float64": 8,
+    "uuid": 16,
+}
+_I16 = struct.Struct(">h")
+_I32 = struct.Struct(">i")
+
+Step = Callable[[bytes, int, int], int]
+
+
+class MalformedRequest(ValueError):
+    pass
+
+
+def check_request(entity: type, buf: bytes, offset: int) -> None:
+    """Raise MalformedRequest unless every length in `buf[offset:]` fits in the frame."""
+    try:
+        _walker(entity)(buf, offset, len(buf))
+    except (IndexError, struct.error) as exc:
+        raise MalformedRequest(f"truncated request: {exc}") from None
+
+
+def _uvarint(buf: bytes, pos: int, end: int) -> tuple[int, int]:
+    value = shift = 0
+    while True:
+        if pos >= end or shift > 28:
+            raise MalformedRequest("bad unsigned varint")
+        b = buf[pos]
+        pos += 1
+        value |= (b & 0x7F) << shift
+        if not b & 0x80:
+            return value, pos
+        shift += 7
+
+
+def _length(buf: bytes, pos: int, end: int, flexible: bool, wide: bool) -> tuple[int, int]:
+    """(length or -1 for null, new position) of a string (wide=False) or bytes/array."""
+    if flexible:
+        n, pos = _uvarint(buf, pos, end)
+        return n - 1, pos
+    if wide:
+        return _I32.unpack_from(buf, pos)[0], pos + 4
+    return _I16.unpack_from(buf, pos)[0], pos + 2
+
+
+def _fits(n: int, pos: int, end: int, unit: int = 1) -> None:
+    if n < -1 or (n > 0 and pos + n * unit > end):
+        raise MalformedRequest(f"length {n} exceeds the {end - pos} bytes left")
+
+
+@cache
+def _walker(entity: type) -> Step:
+    flexible = bool(getattr(entity, "__flexible__", False))
+    steps: list[Step] = []
+    for f in dataclasses.fields(entity):
+        if "tag" in f.metadata:
+            continue  # tagged fields live in the tagged section, walked below
+        steps.append(_field_step(f, flexible))
+
+    def walk(buf: bytes, pos: int, end: int) -> int:
+        for step in steps:
+            pos = step(buf, pos, end)
+        if flexible:
+            count, pos = _uvarint(buf, pos, end)
+            _fits(count, pos, end)
+            for _ in range(count):
+                _, pos = _uvarint(buf, pos, end)
+                size, pos = _uvarint(buf, pos, end)
+                _fits(size, pos, end)
+                pos += size
+        if pos > end:
+            raise MalformedRequest("request shorter than its fields")
+        return pos
+
+    return walk
+
+
+def _field_step(f: dataclasses.Field, flexible: bool) -> Step:
+    kind = classify_field(f)
+    if isinstance(kind, EntityTupleField | EntityField):
+        inner = _walker(kind.type_)
+        if not kind.is_array:
+            return inner
+
+        def entity_array(buf: bytes, pos: int, end: int) -> int:
+            n, pos = _length(buf, pos, end, flexible, wide=True)
+            _fits(n, pos, end)
+            for _ in range(max(n, 0)):
+                pos = inner(buf, pos, end)
+            return pos
+
+        return entity_array
+    kafka_type = f.metadata.get("kafka_type", "")
+    element = _primitive_step(kafka_type, flexible)
+    if not kind.is_array:
+        return element
+    unit = _FIXED.get(kafka_type, 1)
+
+    def primitive_array(buf: bytes, pos: int, end: int) -> int:
+        n, pos = _length(buf, pos, end, flexible, wide=True)
+        _fits(n, pos, end, unit)
+        for _ in range(max(n, 0)):
+            pos = element(buf, pos, end)
+        return pos
+
+    return primitive_array
+
+
+def _primitive_step(kafka_type: str, flexible: bool) -> Step:
+    if kafka_type in _FIXED:
+        size = _FIXED[kafka_type]
+        return lambda buf, pos, end: pos + size
+    wide = kafka_type in ("bytes", "records")
+    if kafka_type not in ("string", "bytes", "records"):
+        raise TypeError(f"unknown kafka_type {kafka_type!r}")
+
+    def variable(buf: bytes, pos: int, end: int) -> int:
+        n, pos = _length(buf, pos, end, flexible, wide)
+        _fits(n, pos, end)
+        return pos + max(n, 0)
+
+    return variable

@@ -1,0 +1,131 @@
+"""Fixtures shared by every test package.
+
+    broker           a fresh `samsa serve` process per test (own port and data dir)
+    shared_broker    one process for the whole session; tests must use unique topic names
+    broker_factory   broker_factory(settings={...}) -> started BrokerProcess, closed after the test
+    unique_topic     a topic name unique to this test
+
+When a test fails, the tail of the log of every broker it used is added to its report.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+import warnings
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+
+import pytest
+
+from tests.support.broker import BrokerProcess, kill_all_live
+
+_shared: BrokerProcess | None = None
+
+
+@pytest.fixture
+def broker(tmp_path: Path) -> Iterator[BrokerProcess]:
+    b = BrokerProcess(tmp_path / "data", name="broker")
+    b.start()
+    try:
+        yield b
+    finally:
+        b.close()
+
+
+@pytest.fixture(scope="session")
+def shared_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
+    global _shared
+    base = tmp_path_factory.mktemp("shared-broker")
+    b = BrokerProcess(base / "data", name="shared-broker")
+    b.start()
+    _shared = b
+    try:
+        yield b
+    finally:
+        _shared = None
+        b.close()
+
+
+class BrokerFactory:
+    def __init__(self, base: Path) -> None:
+        self.base = base
+        self.brokers: list[BrokerProcess] = []
+
+    def __call__(
+        self,
+        settings: Mapping[str, object] | None = None,
+        *,
+        start: bool = True,
+        **kwargs: object,
+    ) -> BrokerProcess:
+        n = len(self.brokers)
+        b = BrokerProcess(
+            self.base / f"broker{n}" / "data", settings=settings, name=f"broker{n}", **kwargs
+        )
+        self.brokers.append(b)
+        return b.start() if start else b
+
+    def close(self) -> None:
+        for b in self.brokers:
+            b.close()
+
+
+@pytest.fixture
+def broker_factory(tmp_path: Path) -> Iterator[BrokerFactory]:
+    f = BrokerFactory(tmp_path)
+    try:
+        yield f
+    finally:
+        f.close()
+
+
+@pytest.fixture
+def unique_topic(request: pytest.FixtureRequest) -> str:
+    name = re.sub(r"[^A-Za-z0-9._-]+", "-", request.node.name)[:150]
+    return f"{name}-{uuid.uuid4().hex[:8]}"
+
+
+# ---------------------------------------------------------------------------- hooks
+def pytest_configure(config: pytest.Config) -> None:
+    # kafka-python loads its protocol schemas with a deprecated importlib API, once per
+    # schema: hundreds of identical warnings that hide the useful ones.
+    config.addinivalue_line("filterwarnings", "ignore::DeprecationWarning:kafka.protocol.*")
+    config.addinivalue_line("filterwarnings", "ignore:open_text is deprecated:DeprecationWarning")
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    # A shared broker that died in an earlier test would fail every later one: restart it.
+    if _shared is not None and "shared_broker" in getattr(item, "fixturenames", ()):
+        if not _shared.is_running():
+            warnings.warn(
+                f"shared broker had exited (code {_shared.last_returncode}); restarting it "
+                f"for {item.nodeid}\n{_shared.log_tail(30)}",
+                stacklevel=1,
+            )
+            _shared.kill9()
+            _shared.start()
+
+
+def _brokers_of(item: pytest.Item) -> list[BrokerProcess]:
+    found: list[BrokerProcess] = []
+    for value in getattr(item, "funcargs", {}).values():
+        if isinstance(value, BrokerProcess):
+            found.append(value)
+        elif isinstance(value, BrokerFactory):
+            found.extend(value.brokers)
+    return found
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):
+    outcome = yield
+    rep = outcome.get_result()
+    if rep.failed and rep.when in ("setup", "call"):
+        for b in _brokers_of(item):
+            state = "running" if b.is_running() else f"exited ({b.last_returncode})"
+            rep.sections.append((f"{b.name} log ({b.bootstrap}, {state})", b.log_tail(80)))
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    kill_all_live()
