@@ -24,7 +24,7 @@ DATA_DIR    ?= data
 CONFIG      ?= config/broker.yaml
 SERVE_ARGS  ?=
 
-.PHONY: help venv java-deps run test lint unit bench chaos clean distclean
+.PHONY: help venv java-deps zk-deps run test lint unit bench chaos clean distclean
 
 help:
 	@echo "make run        start one broker on $(LISTEN) (data in ./$(DATA_DIR))"
@@ -66,6 +66,17 @@ $(CLIENTS39_DIR)/.stamp: $(JAVA_POM)
 
 java-deps: $(KAFKA4_DIR)/.stamp $(CLIENTS39_DIR)/.stamp
 
+# ---------------------------------------------------------------- ZooKeeper (cluster tests)
+# Debian's package; the tests start it themselves on loopback (broker/zk_process.py).
+ZK_JAR := /usr/share/java/zookeeper.jar
+SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+
+$(ZK_JAR):
+	$(SUDO) apt-get update -qq
+	DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends zookeeper
+
+zk-deps: $(ZK_JAR)
+
 # ---------------------------------------------------------------- run / test
 run: venv
 	mkdir -p $(DATA_DIR)
@@ -79,7 +90,7 @@ lint: venv
 
 # Lint and pytest both run even when one fails (more to read from one CI run); either fails
 # the target. pytest exits 5 when it collected no test: that is not a failure of the build.
-test: venv java-deps
+test: venv java-deps zk-deps
 	@lint=0; $(BIN)/ruff check --no-cache . || lint=$$?; \
 	rc=0; $(BIN)/python -m pytest -q -ra --timeout=$(PYTEST_TIMEOUT) tests $(PYTEST_ARGS) || rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "pytest: no tests were collected"; rc=0; fi; \
