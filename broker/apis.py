@@ -12,12 +12,15 @@ from .handlers import (
     cluster,
     configs,
     fetch,
+    find_coordinator,
+    groups,
     log_dirs,
     metadata,
     offsets,
+    offsets_commit,
     produce,
-    producer_id,
     topics,
+    transactions,
 )
 from .handlers.api_versions import make_handler
 
@@ -30,15 +33,35 @@ def build_registry() -> ApiRegistry:
     r.register(2, "ListOffsets", (1, 9), offsets.handle_list_offsets)
     r.register(3, "Metadata", (0, 12), metadata.handle_metadata)
     r.register(18, "ApiVersions", (0, 4), make_handler(r))
+    # group coordinator (coordinator/group): classic groups and committed offsets
+    r.register(8, "OffsetCommit", (2, 9), offsets_commit.handle_offset_commit)
+    r.register(9, "OffsetFetch", (1, 9), offsets_commit.handle_offset_fetch)
+    r.register(10, "FindCoordinator", (0, 6), find_coordinator.handle_find_coordinator)
+    r.register(11, "JoinGroup", (0, 9), groups.handle_join_group)
+    r.register(12, "Heartbeat", (0, 4), groups.handle_heartbeat)
+    r.register(13, "LeaveGroup", (0, 5), groups.handle_leave_group)
+    r.register(14, "SyncGroup", (0, 5), groups.handle_sync_group)
+    r.register(15, "DescribeGroups", (0, 5), groups.handle_describe_groups)
+    r.register(16, "ListGroups", (0, 5), groups.handle_list_groups)
+    r.register(28, "TxnOffsetCommit", (0, 4), offsets_commit.handle_txn_offset_commit)
+    r.register(42, "DeleteGroups", (0, 2), groups.handle_delete_groups)
+    r.register(47, "OffsetDelete", (0, 0), offsets_commit.handle_offset_delete)
     r.register(19, "CreateTopics", (2, 7), topics.handle_create_topics)
     r.register(20, "DeleteTopics", (1, 6), topics.handle_delete_topics)
     r.register(21, "DeleteRecords", (0, 2), offsets.handle_delete_records)
-    r.register(22, "InitProducerId", (0, 5), producer_id.handle_init_producer_id)
+    r.register(22, "InitProducerId", (0, 5), transactions.handle_init_producer_id)
     r.register(23, "OffsetForLeaderEpoch", (2, 4), offsets.handle_offset_for_leader_epoch)
+    r.register(24, "AddPartitionsToTxn", (0, 3), transactions.handle_add_partitions_to_txn)
+    r.register(25, "AddOffsetsToTxn", (0, 4), transactions.handle_add_offsets_to_txn)
+    r.register(26, "EndTxn", (0, 4), transactions.handle_end_txn)
+    r.register(27, "WriteTxnMarkers", (1, 1), transactions.handle_write_txn_markers)
     r.register(32, "DescribeConfigs", (1, 4), configs.handle_describe_configs)
     r.register(33, "AlterConfigs", (0, 2), configs.handle_alter_configs)
     r.register(35, "DescribeLogDirs", (1, 4), log_dirs.handle_describe_log_dirs)
     r.register(37, "CreatePartitions", (0, 3), topics.handle_create_partitions)
     r.register(44, "IncrementalAlterConfigs", (0, 1), configs.handle_incremental_alter_configs)
     r.register(60, "DescribeCluster", (0, 1), cluster.handle_describe_cluster)
+    r.register(61, "DescribeProducers", (0, 0), transactions.handle_describe_producers)
+    r.register(65, "DescribeTransactions", (0, 0), transactions.handle_describe_transactions)
+    r.register(66, "ListTransactions", (0, 1), transactions.handle_list_transactions)
     return r

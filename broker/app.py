@@ -11,7 +11,10 @@ from pathlib import Path
 from typing import Any
 
 from config.topic import describe_broker_config, describe_topic_config
+from coordinator.group import GroupCoordinator
+from coordinator.internal_log import InternalTopic
 from coordinator.producer_ids import ProducerIdAllocator
+from coordinator.transaction import TransactionCoordinator
 from storage.config import LogConfig
 from storage.log_manager import LogManager
 
@@ -45,6 +48,15 @@ class Broker:
         )
         self.topics = TopicAdmin(config, self.store, self.replicas)
         self.producer_ids = ProducerIdAllocator(self.data_dir / "producer-id-block")
+        self.txn_topic = InternalTopic(
+            self,
+            "__transaction_state",
+            config["transaction.state.log.num.partitions"],
+            config["transaction.state.log.replication.factor"],
+            config["transaction.state.log.segment.bytes"],
+        )
+        self.transactions = TransactionCoordinator(self, self.txn_topic, config)
+        self.groups = GroupCoordinator(self)
         self.registry = build_registry()
         self.server = KafkaServer(
             host, port, Dispatcher(self.registry, self), config["socket.request.max.bytes"]
@@ -73,6 +85,8 @@ class Broker:
         started = time.monotonic()
         self.log_manager.startup(self._config_for_topic_name)
         self.replicas.load_all()
+        await self.transactions.start()
+        await self.groups.start()
         await self.server.start()
         self._background.append(asyncio.create_task(self.log_manager.run_background()))
         self._background.append(asyncio.create_task(metrics.watch_loop_lag()))
@@ -95,6 +109,8 @@ class Broker:
     async def stop(self) -> None:
         log.info("shutting down")
         await self.server.stop()
+        await self.transactions.stop()
+        await self.groups.stop()
         for task in self._background:
             task.cancel()
         await asyncio.gather(*self._background, return_exceptions=True)

@@ -51,6 +51,28 @@ def _add_serve(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=_serve)
 
 
+def _add_dump_log(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("dump-log", help="print the batches of log segments (like Kafka's "
+                       "DumpLogSegments; __consumer_offsets records are decoded)")
+    p.add_argument("paths", nargs="+", type=Path, metavar="PATH", help="a .log segment file")
+    p.add_argument("--deep-iteration", action="store_true", help="print every record too")
+    p.add_argument("--print-data-log", action="store_true",
+                   help="print record keys and values (implies --deep-iteration)")
+    p.set_defaults(func=_dump_log)
+
+
+def _dump_log(args: argparse.Namespace) -> int:
+    from coordinator.group.dump_log import dump_segment
+
+    for path in args.paths:
+        try:
+            dump_segment(path, deep=args.deep_iteration, print_data=args.print_data_log)
+        except OSError as e:
+            print(f"samsa: cannot read {path}: {e.strerror}", file=sys.stderr)
+            return 1
+    return 0
+
+
 def build_config(args: argparse.Namespace) -> BrokerConfig:
     """The serve command's config: the YAML file, then flags in command-line order."""
     overrides: dict[str, str] = {}
@@ -84,7 +106,7 @@ def make_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="samsa", description="Kafka-compatible broker")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     # Each subcommand registers itself here; dump-log and cluster will join serve.
-    for add in (_add_serve,):
+    for add in (_add_serve, _add_dump_log):
         add(sub)
     return parser
 

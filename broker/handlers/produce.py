@@ -14,7 +14,8 @@ from .. import metrics
 from ..replica_manager import PartitionError
 from ..server import CloseConnection
 from ..topic_admin import INTERNAL_TOPICS
-from .common import INVALID_TOPIC_EXCEPTION, error_code_of
+from .common import INVALID_TOPIC_EXCEPTION, error_code_of, field
+from .transactions import verify_transactional_produce
 
 log = logging.getLogger(__name__)
 
@@ -29,7 +30,9 @@ async def handle_produce(ctx: Any, request: Any) -> dict[str, Any] | None:
     for topic in request.topic_data:
         partitions = []
         for pdata in topic.partition_data:
-            code, base_offset, append_time, start = _append(broker, acks, topic.name, pdata)
+            code, base_offset, append_time, start = _append(
+                broker, acks, topic.name, pdata, field(request, "transactional_id"), ctx.version
+            )
             failed |= code != 0
             partitions.append(
                 {
@@ -48,13 +51,20 @@ async def handle_produce(ctx: Any, request: Any) -> dict[str, Any] | None:
     return {"responses": responses, "throttle_time": 0}
 
 
-def _append(broker: Any, acks: int, topic: str, pdata: Any) -> tuple[int, int, int, int]:
+def _append(
+    broker: Any, acks: int, topic: str, pdata: Any, transactional_id: str | None, version: int
+) -> tuple[int, int, int, int]:
     if acks not in (-1, 0, 1):
         return INVALID_REQUIRED_ACKS, -1, -1, -1
     if topic in INTERNAL_TOPICS:
         return INVALID_TOPIC_EXCEPTION, -1, -1, -1
     try:
         partition = broker.replicas.leader_partition(topic, pdata.index)
+        code = verify_transactional_produce(
+            broker, partition, pdata.records, transactional_id, version
+        )
+        if code:
+            return code, -1, -1, -1
         info = partition.append_as_leader(pdata.records or b"")
     except PartitionError as exc:
         return exc.error_code, -1, -1, -1

@@ -179,10 +179,6 @@ def test_console_producer_then_console_consumer(shared_broker):
     assert f"Processed a total of {len(lines)} messages" in cons.stderr, cons.describe()
 
 
-@pytest.mark.xfail(
-    reason="subscribe() needs consumer groups (FindCoordinator/JoinGroup): not implemented yet",
-    strict=False,
-)
 def test_console_consumer_with_group(shared_broker):
     b = shared_broker.bootstrap
     topic = unique_name("tool-console-group")
@@ -278,11 +274,6 @@ def test_producer_performance_and_get_offset_shell(shared_broker):
     ], early.describe()
 
 
-@pytest.mark.xfail(
-    reason="ConsumerPerformance always subscribes with a group: consumer "
-    "groups are not implemented yet",
-    strict=False,
-)
 def test_consumer_performance(shared_broker):
     b = shared_broker.bootstrap
     topic = unique_name("tool-consperf")

@@ -1,0 +1,100 @@
+"""Classic group membership and admin: JoinGroup (11), SyncGroup (14), Heartbeat (12),
+LeaveGroup (13), ListGroups (16), DescribeGroups (15), DeleteGroups (42).
+
+Thin: decode version differences, call `broker.groups` (coordinator/group), shape the answer.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from protocol.codec import millis
+
+from .common import field
+
+
+def _client_host(ctx: Any) -> str:
+    return "/" + ctx.conn.peer.rsplit(":", 1)[0]
+
+
+async def handle_join_group(ctx: Any, request: Any) -> dict[str, Any]:
+    session_ms = millis(request.session_timeout)
+    rebalance = field(request, "rebalance_timeout", None)
+    rebalance_ms = millis(rebalance) if rebalance is not None else -1
+    if rebalance_ms < 0:
+        rebalance_ms = session_ms  # v0 has no rebalance timeout: Kafka uses the session timeout
+    result = await ctx.broker.groups.join_group(
+        request.group_id,
+        request.member_id,
+        field(request, "group_instance_id", None),
+        request.protocol_type,
+        [(p.name, p.metadata) for p in request.protocols],
+        session_ms,
+        rebalance_ms,
+        ctx.header.client_id or "",
+        _client_host(ctx),
+        ctx.version,
+    )
+    result = dict(result, throttle_time=0)
+    if ctx.version < 7 and result.get("protocol_name") is None:
+        result["protocol_name"] = ""  # nullable from v7 only
+    if result.get("leader") is None:
+        result["leader"] = ""
+    return result
+
+
+async def handle_sync_group(ctx: Any, request: Any) -> dict[str, Any]:
+    result = await ctx.broker.groups.sync_group(
+        request.group_id,
+        request.generation_id,
+        request.member_id,
+        field(request, "group_instance_id", None),
+        field(request, "protocol_type", None),
+        field(request, "protocol_name", None),
+        [(a.member_id, a.assignment) for a in request.assignments],
+    )
+    return {"throttle_time": 0, "error_code": result["error_code"],
+            "protocol_type": result.get("protocol_type"),
+            "protocol_name": result.get("protocol_name"),
+            "assignment": result.get("assignment") or b""}
+
+
+async def handle_heartbeat(ctx: Any, request: Any) -> dict[str, Any]:
+    code = ctx.broker.groups.heartbeat(
+        request.group_id,
+        request.generation_id,
+        request.member_id,
+        field(request, "group_instance_id", None),
+    )
+    return {"throttle_time": 0, "error_code": code}
+
+
+async def handle_leave_group(ctx: Any, request: Any) -> dict[str, Any]:
+    if ctx.version >= 3:
+        members = [(m.member_id, field(m, "group_instance_id", None)) for m in request.members]
+    else:
+        members = [(request.member_id, None)]
+    error, results = ctx.broker.groups.leave_group(request.group_id, members)
+    if ctx.version < 3 and error == 0 and results:
+        error = results[0]["error_code"]
+    return {"throttle_time": 0, "error_code": error, "members": results}
+
+
+async def handle_list_groups(ctx: Any, request: Any) -> dict[str, Any]:
+    error, groups = ctx.broker.groups.list_groups(
+        field(request, "states_filter", ()) or (), field(request, "types_filter", ()) or ()
+    )
+    return {"throttle_time": 0, "error_code": error, "groups": groups}
+
+
+async def handle_describe_groups(ctx: Any, request: Any) -> dict[str, Any]:
+    coordinator = ctx.broker.groups
+    return {"throttle_time": 0,
+            "groups": [coordinator.describe_group(g) for g in request.groups]}
+
+
+async def handle_delete_groups(ctx: Any, request: Any) -> dict[str, Any]:
+    coordinator = ctx.broker.groups
+    return {"throttle_time": 0,
+            "results": [{"group_id": g, "error_code": coordinator.delete_group(g)}
+                        for g in request.groups_names]}

@@ -1,0 +1,302 @@
+"""Transaction APIs: InitProducerId (22), AddPartitionsToTxn (24, client versions 0-3),
+AddOffsetsToTxn (25), EndTxn (26, TV1), WriteTxnMarkers (27), DescribeProducers (61),
+DescribeTransactions (65), ListTransactions (66).
+
+The state machine lives in coordinator/transaction/; these handlers translate requests and
+map errors per version like KafkaApis does.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+
+from coordinator.transaction.metadata import TxnState
+from protocol.codec import millis
+from protocol.records import iter_batches
+
+from ..markers import append_marker
+from ..replica_manager import PartitionError
+from .common import INVALID_REQUEST, UNKNOWN_TOPIC_OR_PARTITION, field
+
+OPERATION_NOT_ATTEMPTED = 55
+INVALID_PRODUCER_EPOCH = 47
+PRODUCER_FENCED = 90
+COORDINATOR_LOAD_IN_PROGRESS = 14
+COORDINATOR_NOT_AVAILABLE = 15
+
+
+def _fenced_for(code: int, version: int, first_version: int) -> int:
+    """PRODUCER_FENCED is only known to clients from `first_version` on."""
+    if code == PRODUCER_FENCED and version < first_version:
+        return INVALID_PRODUCER_EPOCH
+    return code
+
+
+# ---------------------------------------------------------------------------- InitProducerId
+async def handle_init_producer_id(ctx: Any, request: Any) -> dict[str, Any]:
+    txn_id = request.transactional_id
+    if txn_id is None:
+        # Idempotent producer: a fresh producer id, no timeout validation.
+        pid = ctx.broker.producer_ids.next_id()
+        return {"throttle_time": 0, "error_code": 0, "producer_id": pid, "producer_epoch": 0}
+    pid = field(request, "producer_id", -1)
+    epoch = field(request, "producer_epoch", -1)
+    if (pid == -1) != (epoch == -1):
+        return _init_error(INVALID_REQUEST)
+    expected = None if pid == -1 else (pid, epoch)
+    result = ctx.broker.transactions.init_producer_id(
+        txn_id, millis(request.transaction_timeout), expected
+    )
+    if result.error_code:
+        return _init_error(_fenced_for(result.error_code, ctx.version, 4))
+    return {
+        "throttle_time": 0,
+        "error_code": 0,
+        "producer_id": result.producer_id,
+        "producer_epoch": result.producer_epoch,
+    }
+
+
+def _init_error(code: int) -> dict[str, Any]:
+    return {"throttle_time": 0, "error_code": code, "producer_id": -1, "producer_epoch": -1}
+
+
+# ---------------------------------------------------------------------------- AddPartitionsToTxn
+async def handle_add_partitions_to_txn(ctx: Any, request: Any) -> dict[str, Any]:
+    broker = ctx.broker
+    topics = [(t.name, list(t.partitions)) for t in request.v3_and_below_topics]
+    unknown = set()
+    for name, parts in topics:
+        state = broker.store.topic(name)
+        for p in parts:
+            if state is None or p not in state.partitions:
+                unknown.add((name, p))
+    if unknown:
+        codes = {
+            (n, p): UNKNOWN_TOPIC_OR_PARTITION if (n, p) in unknown else OPERATION_NOT_ATTEMPTED
+            for n, ps in topics
+            for p in ps
+        }
+    else:
+        code = broker.transactions.add_partitions(
+            request.v3_and_below_transactional_id,
+            request.v3_and_below_producer_id,
+            request.v3_and_below_producer_epoch,
+            [(n, p) for n, ps in topics for p in ps],
+        )
+        code = _fenced_for(code, ctx.version, 2)
+        codes = {(n, p): code for n, ps in topics for p in ps}
+    return {
+        "throttle_time": 0,
+        "results_by_topic_v3_and_below": [
+            {
+                "name": name,
+                "results_by_partition": [
+                    {"partition_index": p, "partition_error_code": codes[(name, p)]} for p in parts
+                ],
+            }
+            for name, parts in topics
+        ],
+    }
+
+
+# ---------------------------------------------------------------------------- AddOffsetsToTxn
+async def handle_add_offsets_to_txn(ctx: Any, request: Any) -> dict[str, Any]:
+    coord = ctx.broker.transactions
+    tp = coord.offsets_partition(request.group_id)
+    code = coord.add_partitions(
+        request.transactional_id, request.producer_id, request.producer_epoch, [tp]
+    )
+    return {"throttle_time": 0, "error_code": _fenced_for(code, ctx.version, 2)}
+
+
+# ---------------------------------------------------------------------------- EndTxn
+async def handle_end_txn(ctx: Any, request: Any) -> dict[str, Any]:
+    code = ctx.broker.transactions.end_transaction(
+        request.transactional_id,
+        request.producer_id,
+        request.producer_epoch,
+        bool(request.committed),
+    )
+    return {"throttle_time": 0, "error_code": _fenced_for(code, ctx.version, 2)}
+
+
+# ---------------------------------------------------------------------------- WriteTxnMarkers
+async def handle_write_txn_markers(ctx: Any, request: Any) -> dict[str, Any]:
+    broker = ctx.broker
+    markers = []
+    for m in request.markers:
+        topics = []
+        for t in m.topics:
+            parts = []
+            for p in t.partition_indexes:
+                code = append_marker(
+                    broker,
+                    t.name,
+                    p,
+                    m.producer_id,
+                    m.producer_epoch,
+                    bool(m.transaction_result),
+                    m.coordinator_epoch,
+                )
+                parts.append({"partition_index": p, "error_code": code})
+            topics.append({"name": t.name, "partitions": parts})
+        markers.append({"producer_id": m.producer_id, "topics": topics})
+    return {"markers": markers}
+
+
+# ---------------------------------------------------------------------------- DescribeProducers
+async def handle_describe_producers(ctx: Any, request: Any) -> dict[str, Any]:
+    replicas = ctx.broker.replicas
+    topics = []
+    for t in request.topics:
+        parts = []
+        for p in t.partition_indexes:
+            try:
+                partition = replicas.leader_partition(t.name, p)
+            except PartitionError as exc:
+                parts.append(
+                    {
+                        "partition_index": p,
+                        "error_code": exc.error_code,
+                        "error_message": None,
+                        "active_producers": [],
+                    }
+                )
+                continue
+            producers = [
+                {
+                    "producer_id": e.producer_id,
+                    "producer_epoch": e.producer_epoch,
+                    "last_sequence": e.last_sequence,
+                    "last_timestamp": e.last_timestamp,
+                    "coordinator_epoch": e.coordinator_epoch,
+                    "current_txn_start_offset": e.current_txn_start_offset,
+                }
+                for e in partition.log.producer_state.active_producers()
+            ]
+            parts.append(
+                {
+                    "partition_index": p,
+                    "error_code": 0,
+                    "error_message": None,
+                    "active_producers": producers,
+                }
+            )
+        topics.append({"name": t.name, "partitions": parts})
+    return {"throttle_time": 0, "topics": topics}
+
+
+# ---------------------------------------------------------------------------- DescribeTransactions
+async def handle_describe_transactions(ctx: Any, request: Any) -> dict[str, Any]:
+    coord = ctx.broker.transactions
+    states = []
+    for txn_id in request.transactional_ids:
+        code, md = coord.describe(txn_id)
+        if md is None:
+            # Kafka leaves the other fields at their schema defaults (0 / "").
+            states.append(
+                {
+                    "error_code": code,
+                    "transactional_id": txn_id,
+                    "transaction_state": "",
+                    "transaction_timeout": 0,
+                    "transaction_start_time": 0,
+                    "producer_id": 0,
+                    "producer_epoch": 0,
+                    "topics": [],
+                }
+            )
+            continue
+        by_topic: dict[str, list[int]] = defaultdict(list)
+        for topic, p in sorted(md.partitions):
+            by_topic[topic].append(p)
+        states.append(
+            {
+                "error_code": 0,
+                "transactional_id": txn_id,
+                "transaction_state": md.state.kafka_name,
+                "transaction_timeout": md.timeout_ms,
+                "transaction_start_time": md.start_ms,
+                "producer_id": md.producer_id,
+                "producer_epoch": md.producer_epoch,
+                "topics": [{"topic": t, "partitions": ps} for t, ps in by_topic.items()],
+            }
+        )
+    return {"throttle_time": 0, "transaction_states": states}
+
+
+# ---------------------------------------------------------------------------- ListTransactions
+async def handle_list_transactions(ctx: Any, request: Any) -> dict[str, Any]:
+    states: set[TxnState] = set()
+    unknown = []
+    for name in request.state_filters:
+        state = TxnState.by_name(name)
+        if state is None:
+            unknown.append(name)
+        else:
+            states.add(state)
+    code, found = ctx.broker.transactions.list_transactions(
+        states, set(request.producer_id_filters), field(request, "duration_filter", -1)
+    )
+    if request.state_filters and not states:
+        found = []  # every filter is unknown: nothing can match
+    return {
+        "throttle_time": 0,
+        "error_code": code,
+        "unknown_state_filters": unknown,
+        "transaction_states": [
+            {
+                "transactional_id": md.transactional_id,
+                "producer_id": md.producer_id,
+                "transaction_state": md.state.kafka_name,
+            }
+            for md in found
+        ],
+    }
+
+
+# ---------------------------------------------------------------------------- Produce check
+NOT_ENOUGH_REPLICAS = 19
+INVALID_TXN_STATE = 48
+CONCURRENT_TRANSACTIONS = 51
+TRANSACTION_ABORTABLE = 120
+
+
+def verify_transactional_produce(
+    broker: Any, partition: Any, records: bytes | None, transactional_id: str | None, version: int
+) -> int:
+    """KIP-890 part 1 (transaction.partition.verification.enable): before the first
+    transactional append of a producer to a partition, the partition must be in its ongoing
+    transaction. Returns 0 or the error code for the Produce response of `version`."""
+    coord = getattr(broker, "transactions", None)
+    if not records or coord is None or not coord.verification_enabled:
+        return 0
+    try:
+        _, header = next(iter_batches(records))
+    except (StopIteration, Exception):
+        return 0  # the log's validation answers malformed input
+    if not header.is_transactional or header.is_control or header.producer_id < 0:
+        return 0
+    entry = partition.log.producer_state.last_entry(header.producer_id)
+    if (
+        entry is not None
+        and entry.current_txn_start_offset >= 0
+        and entry.producer_epoch == header.producer_epoch
+    ):
+        return 0  # already verified: the transaction is open on this partition
+    code = coord.verify_partition(
+        transactional_id,
+        header.producer_id,
+        header.producer_epoch,
+        partition.topic,
+        partition.index,
+    )
+    if code == PRODUCER_FENCED:
+        return INVALID_PRODUCER_EPOCH
+    if code == CONCURRENT_TRANSACTIONS:
+        return NOT_ENOUGH_REPLICAS  # retriable for every client
+    if code == TRANSACTION_ABORTABLE and version < 11:
+        return INVALID_TXN_STATE
+    return code

@@ -1,0 +1,322 @@
+"""`__consumer_offsets` record formats: Kafka's OffsetCommitKey/Value, GroupMetadataKey/Value.
+
+A key starts with an int16 version that says which struct follows: 0 and 1 are
+OffsetCommitKey (group, topic, partition), 2 is GroupMetadataKey (group). Values start with
+their own int16 version. Samsa writes OffsetCommitValue v3 (v1 when an explicit expire
+timestamp was asked for) and GroupMetadataValue v3; it reads versions 0-4 of both.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass, field
+from typing import Any
+
+OFFSET_COMMIT_KEY_VERSION = 1
+GROUP_METADATA_KEY_VERSION = 2
+OFFSET_COMMIT_VALUE_VERSION = 3
+GROUP_METADATA_VALUE_VERSION = 3
+
+
+class RecordFormatError(ValueError):
+    pass
+
+
+# ---- primitive writers/readers (non-flexible and flexible) ------------------------------
+class _Writer:
+    def __init__(self) -> None:
+        self.out = bytearray()
+
+    def i16(self, v: int) -> None:
+        self.out += struct.pack(">h", v)
+
+    def i32(self, v: int) -> None:
+        self.out += struct.pack(">i", v)
+
+    def i64(self, v: int) -> None:
+        self.out += struct.pack(">q", v)
+
+    def string(self, v: str | None) -> None:
+        if v is None:
+            self.i16(-1)
+            return
+        b = v.encode()
+        self.i16(len(b))
+        self.out += b
+
+    def bytes_(self, v: bytes | None) -> None:
+        if v is None:
+            self.i32(-1)
+            return
+        self.i32(len(v))
+        self.out += v
+
+
+class _Reader:
+    def __init__(self, buf: bytes, flexible: bool = False) -> None:
+        self.buf = buf
+        self.pos = 0
+        self.flexible = flexible
+
+    def _take(self, n: int) -> bytes:
+        if n < 0 or self.pos + n > len(self.buf):
+            raise RecordFormatError("truncated record")
+        b = self.buf[self.pos : self.pos + n]
+        self.pos += n
+        return b
+
+    def i16(self) -> int:
+        return struct.unpack(">h", self._take(2))[0]
+
+    def i32(self) -> int:
+        return struct.unpack(">i", self._take(4))[0]
+
+    def i64(self) -> int:
+        return struct.unpack(">q", self._take(8))[0]
+
+    def uvarint(self) -> int:
+        shift = value = 0
+        while True:
+            b = self._take(1)[0]
+            value |= (b & 0x7F) << shift
+            if not b & 0x80:
+                return value
+            shift += 7
+
+    def string(self) -> str | None:
+        n = self.uvarint() - 1 if self.flexible else self.i16()
+        if n < 0:
+            return None
+        return self._take(n).decode()
+
+    def bytes_(self) -> bytes | None:
+        n = self.uvarint() - 1 if self.flexible else self.i32()
+        if n < 0:
+            return None
+        return bytes(self._take(n))
+
+    def array_len(self) -> int:
+        return self.uvarint() - 1 if self.flexible else self.i32()
+
+    def tags(self) -> None:
+        if self.flexible:
+            for _ in range(self.uvarint()):
+                self.uvarint()
+                self._take(self.uvarint())
+
+
+# ---- keys --------------------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class OffsetKey:
+    group: str
+    topic: str
+    partition: int
+
+
+@dataclass(frozen=True, slots=True)
+class GroupKey:
+    group: str
+
+
+def offset_commit_key(group: str, topic: str, partition: int) -> bytes:
+    w = _Writer()
+    w.i16(OFFSET_COMMIT_KEY_VERSION)
+    w.string(group)
+    w.string(topic)
+    w.i32(partition)
+    return bytes(w.out)
+
+
+def group_metadata_key(group: str) -> bytes:
+    w = _Writer()
+    w.i16(GROUP_METADATA_KEY_VERSION)
+    w.string(group)
+    return bytes(w.out)
+
+
+def decode_key(buf: bytes) -> OffsetKey | GroupKey | None:
+    """The key, or None for key versions this coordinator does not know (skipped on load)."""
+    r = _Reader(buf)
+    version = r.i16()
+    if version in (0, 1):
+        return OffsetKey(r.string() or "", r.string() or "", r.i32())
+    if version == 2:
+        return GroupKey(r.string() or "")
+    return None
+
+
+# ---- OffsetCommitValue -------------------------------------------------------------------
+@dataclass(slots=True)
+class OffsetValue:
+    offset: int
+    leader_epoch: int = -1
+    metadata: str = ""
+    commit_timestamp: int = 0
+    expire_timestamp: int = -1
+
+
+def offset_commit_value(v: OffsetValue) -> bytes:
+    w = _Writer()
+    version = 1 if v.expire_timestamp >= 0 else OFFSET_COMMIT_VALUE_VERSION
+    w.i16(version)
+    w.i64(v.offset)
+    if version >= 3:
+        w.i32(v.leader_epoch)
+    w.string(v.metadata)
+    w.i64(v.commit_timestamp)
+    if version == 1:
+        w.i64(v.expire_timestamp)
+    return bytes(w.out)
+
+
+def decode_offset_value(buf: bytes) -> OffsetValue:
+    r = _Reader(buf)
+    version = r.i16()
+    if not 0 <= version <= 4:
+        raise RecordFormatError(f"unknown OffsetCommitValue version {version}")
+    r.flexible = version >= 4
+    offset = r.i64()
+    epoch = r.i32() if version >= 3 else -1
+    metadata = r.string() or ""
+    commit_ts = r.i64()
+    expire_ts = r.i64() if version == 1 else -1
+    r.tags()
+    return OffsetValue(offset, epoch, metadata, commit_ts, expire_ts)
+
+
+# ---- GroupMetadataValue ------------------------------------------------------------------
+@dataclass(slots=True)
+class MemberValue:
+    member_id: str
+    group_instance_id: str | None
+    client_id: str
+    client_host: str
+    rebalance_timeout: int
+    session_timeout: int
+    subscription: bytes
+    assignment: bytes
+
+
+@dataclass(slots=True)
+class GroupValue:
+    protocol_type: str
+    generation: int
+    protocol: str | None
+    leader: str | None
+    current_state_timestamp: int = -1
+    members: list[MemberValue] = field(default_factory=list)
+
+
+def group_metadata_value(v: GroupValue) -> bytes:
+    w = _Writer()
+    w.i16(GROUP_METADATA_VALUE_VERSION)
+    w.string(v.protocol_type)
+    w.i32(v.generation)
+    w.string(v.protocol)
+    w.string(v.leader)
+    w.i64(v.current_state_timestamp)
+    w.i32(len(v.members))
+    for m in v.members:
+        w.string(m.member_id)
+        w.string(m.group_instance_id)
+        w.string(m.client_id)
+        w.string(m.client_host)
+        w.i32(m.rebalance_timeout)
+        w.i32(m.session_timeout)
+        w.bytes_(m.subscription)
+        w.bytes_(m.assignment)
+    return bytes(w.out)
+
+
+def decode_group_value(buf: bytes) -> GroupValue:
+    r = _Reader(buf)
+    version = r.i16()
+    if not 0 <= version <= 4:
+        raise RecordFormatError(f"unknown GroupMetadataValue version {version}")
+    r.flexible = version >= 4
+    protocol_type = r.string() or ""
+    generation = r.i32()
+    protocol = r.string()
+    leader = r.string()
+    state_ts = r.i64() if version >= 2 else -1
+    members = []
+    for _ in range(r.array_len()):
+        member_id = r.string() or ""
+        instance = r.string() if version >= 3 else None
+        client_id = r.string() or ""
+        client_host = r.string() or ""
+        rebalance = r.i32() if version >= 1 else -1
+        session = r.i32()
+        subscription = r.bytes_() or b""
+        assignment = r.bytes_() or b""
+        r.tags()
+        members.append(
+            MemberValue(member_id, instance, client_id, client_host,
+                        rebalance, session, subscription, assignment)
+        )
+    r.tags()
+    return GroupValue(protocol_type, generation, protocol, leader, state_ts, members)
+
+
+# ---- consumer protocol: subscribed topics ------------------------------------------------
+def subscribed_topics(subscription: bytes) -> set[str]:
+    """Topics of a ConsumerProtocolSubscription (versions 0-3 share the leading topic array)."""
+    try:
+        r = _Reader(subscription)
+        r.i16()
+        return {t for t in (r.string() for _ in range(r.i32())) if t is not None}
+    except (RecordFormatError, UnicodeDecodeError, struct.error):
+        return set()
+
+
+def describe_record(key: bytes | None, value: bytes | None) -> tuple[str, str]:
+    """Readable key and payload of one __consumer_offsets record (for dump-log)."""
+    if key is None:
+        return "null", "null"
+    try:
+        k = decode_key(key)
+    except (RecordFormatError, UnicodeDecodeError) as exc:
+        return f"<undecodable key: {exc}>", "?"
+    if k is None:
+        return f"unknown key version {key[:2].hex()}", "?"
+    kd: dict[str, Any]
+    if isinstance(k, OffsetKey):
+        kd = {"type": "offset_commit", "group": k.group, "topic": k.topic,
+              "partition": k.partition}
+    else:
+        kd = {"type": "group_metadata", "group": k.group}
+    if value is None:
+        return _fmt(kd), "<DELETE>"
+    try:
+        if isinstance(k, OffsetKey):
+            ov = decode_offset_value(value)
+            vd: dict[str, Any] = {"version": struct.unpack_from(">h", value)[0],
+                                  "offset": ov.offset, "leaderEpoch": ov.leader_epoch,
+                                  "metadata": ov.metadata,
+                                  "commitTimestamp": ov.commit_timestamp}
+            if ov.expire_timestamp >= 0:
+                vd["expireTimestamp"] = ov.expire_timestamp
+        else:
+            gv = decode_group_value(value)
+            vd = {"version": struct.unpack_from(">h", value)[0],
+                  "protocolType": gv.protocol_type, "generation": gv.generation,
+                  "protocol": gv.protocol, "leader": gv.leader,
+                  "currentStateTimestamp": gv.current_state_timestamp,
+                  "members": [
+                      {"memberId": m.member_id, "groupInstanceId": m.group_instance_id,
+                       "clientId": m.client_id, "clientHost": m.client_host,
+                       "rebalanceTimeout": m.rebalance_timeout,
+                       "sessionTimeout": m.session_timeout,
+                       "subscription": f"<{len(m.subscription)} bytes>",
+                       "assignment": f"<{len(m.assignment)} bytes>"}
+                      for m in gv.members
+                  ]}
+    except (RecordFormatError, UnicodeDecodeError) as exc:
+        return _fmt(kd), f"<undecodable value: {exc}>"
+    return _fmt(kd), _fmt(vd)
+
+
+def _fmt(d: dict[str, Any]) -> str:
+    import json
+
+    return json.dumps(d, separators=(",", ":"))
