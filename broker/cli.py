@@ -73,6 +73,38 @@ def _dump_log(args: argparse.Namespace) -> int:
     return 0
 
 
+def _add_check_log(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("check-log", help="verify a data directory offline (CRCs, offsets, "
+                       "torn tails, indexes, producer snapshots); exit 1 on problems")
+    p.add_argument("data_dir", type=Path, metavar="DIR", help="the broker's log.dirs")
+    p.add_argument("--quiet", action="store_true", help="print problems and the summary only")
+    p.set_defaults(func=_check_log)
+
+
+def _check_log(args: argparse.Namespace) -> int:
+    from storage.check import check_data_dir
+
+    if not args.data_dir.is_dir():
+        print(f"samsa: {args.data_dir} is not a directory", file=sys.stderr)
+        return 2
+
+    def progress(what: str) -> None:
+        if not args.quiet:
+            print(f"checking {what}", file=sys.stderr)
+
+    reports = check_data_dir(args.data_dir, progress)
+    problems = 0
+    for r in reports:
+        span = f"offsets {r.first_offset}..{r.next_offset}" if r.batches else "empty"
+        print(f"{r.name}: {r.segments} segments, {r.batches} batches, {r.records} records, "
+              f"{r.bytes} bytes, {span}: {'OK' if not r.problems else 'PROBLEMS'}")
+        for problem in r.problems:
+            print(f"  {problem}")
+        problems += len(r.problems)
+    print(f"{len(reports)} partitions checked, {problems} problems")
+    return 1 if problems else 0
+
+
 def build_config(args: argparse.Namespace) -> BrokerConfig:
     """The serve command's config: the YAML file, then flags in command-line order."""
     overrides: dict[str, str] = {}
@@ -106,7 +138,7 @@ def make_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="samsa", description="Kafka-compatible broker")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     # Each subcommand registers itself here; dump-log and cluster will join serve.
-    for add in (_add_serve, _add_dump_log):
+    for add in (_add_serve, _add_dump_log, _add_check_log):
         add(sub)
     return parser
 

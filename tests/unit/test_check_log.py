@@ -52,3 +52,16 @@ def test_torn_tail_is_reported(tmp_path):
         f.write(b"\x00" * 30)
     (report,) = check_data_dir(tmp_path)
     assert any("torn tail of 30 bytes" in p for p in report.problems), report.problems
+
+
+def test_cli_check_log_exit_codes(tmp_path, capsys):
+    from broker.cli import main
+
+    pdir = _write_log(tmp_path)
+    assert main(["check-log", "--quiet", str(tmp_path)]) == 0
+    assert "orders-0: " in capsys.readouterr().out
+    with open(sorted(pdir.glob("*.log"))[-1], "ab") as f:
+        f.write(b"\x01" * 7)
+    assert main(["check-log", "--quiet", str(tmp_path)]) == 1
+    out = capsys.readouterr().out
+    assert "torn tail of 7 bytes" in out and "1 problems" in out
