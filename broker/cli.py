@@ -1,4 +1,4 @@
-"""`samsa` command line: `samsa serve [...]` (more subcommands to come: dump-log, cluster)."""
+"""`samsa` command line: `samsa serve`, `samsa cluster`, `samsa dump-log`, `samsa check-log`."""
 
 from __future__ import annotations
 
@@ -46,9 +46,38 @@ def _add_serve(sub: argparse._SubParsersAction) -> None:
                    convert=_listen_to_listener, help="sets listeners to PLAINTEXT://HOST:PORT",
                    **ov)
     p.add_argument("--broker-id", metavar="N", prop="node.id", help="sets node.id", **ov)
+    p.add_argument("--zookeeper", metavar="HOST:PORT[/CHROOT]", prop="zookeeper.connect",
+                   help="sets zookeeper.connect: join the cluster whose metadata lives there",
+                   **ov)
     p.add_argument("--set", metavar="KEY=VALUE", help="set any broker property (repeatable)",
                    **ov)
     p.set_defaults(func=_serve)
+
+
+def _add_cluster(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("cluster", help="run a local ZooKeeper and N brokers on loopback "
+                       "until Ctrl-C/SIGTERM")
+    p.add_argument("--brokers", type=int, required=True, metavar="N",
+                   help="number of brokers (ids 0..N-1)")
+    p.add_argument("--data-dir", type=Path, required=True, metavar="DIR",
+                   help="DIR/zookeeper and DIR/broker-<i> (each with its broker.log)")
+    p.add_argument("--base-port", type=int, default=9092, metavar="PORT",
+                   help="broker i listens on PORT+i (default 9092)")
+    p.add_argument("--zk-port", type=int, default=2181, metavar="PORT",
+                   help="ZooKeeper's client port (default 2181)")
+    p.add_argument("--host", default="127.0.0.1",
+                   help="loopback address ZooKeeper and the brokers bind (default 127.0.0.1)")
+    p.add_argument("--set", dest="settings", action="append", default=[],
+                   metavar="KEY=VALUE", help="broker property for every broker (repeatable)")
+    p.set_defaults(func=_cluster)
+
+
+def _cluster(args: argparse.Namespace) -> int:
+    from broker.local_cluster import run_cluster
+
+    logging.basicConfig(stream=sys.stderr, format=LOG_FORMAT, level=logging.INFO, force=True)
+    return run_cluster(args.brokers, args.data_dir, base_port=args.base_port,
+                       zk_port=args.zk_port, host=args.host, settings=args.settings)
 
 
 def _add_dump_log(sub: argparse._SubParsersAction) -> None:
@@ -137,8 +166,8 @@ def _serve(args: argparse.Namespace) -> int:
 def make_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="samsa", description="Kafka-compatible broker")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    # Each subcommand registers itself here; dump-log and cluster will join serve.
-    for add in (_add_serve, _add_dump_log, _add_check_log):
+    # Each subcommand registers itself here.
+    for add in (_add_serve, _add_cluster, _add_dump_log, _add_check_log):
         add(sub)
     return parser
 

@@ -99,6 +99,14 @@ class ZooKeeperProcess:
         self.stop()
         raise ZooKeeperUnavailable(f"zookeeper did not serve on {self.connect_string}")
 
+    @property
+    def pid(self) -> int | None:
+        return None if self._proc is None else self._proc.pid
+
+    def poll(self) -> int | None:
+        """The exit code once the server has exited; None while it runs or before start()."""
+        return None if self._proc is None else self._proc.poll()
+
     def stop(self) -> None:
         if self._proc is None or self._proc.poll() is not None:
             return

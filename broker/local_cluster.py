@@ -1,0 +1,331 @@
+"""`samsa cluster`: a local ZooKeeper and N `samsa serve` processes on loopback.
+
+    samsa cluster --brokers 3 --data-dir ./cluster
+    # DIR/zookeeper/          ZooKeeper's zoo.cfg, data and zookeeper.log
+    # DIR/broker-<i>/         broker i's log.dirs, and its output in broker.log
+
+Broker i is `samsa serve --zookeeper HOST:ZK_PORT/samsa --broker-id i --listen
+HOST:BASE_PORT+i --data-dir DIR/broker-<i>` plus the `--set` values. Once every broker accepts
+connections the bootstrap string is printed. SIGINT (Ctrl-C), SIGTERM or SIGHUP stop the brokers
+(SIGTERM, then SIGKILL after a grace period) and then ZooKeeper, and the command exits 0. A broker
+that dies while the cluster runs is reported with the command that restarts it; the others keep
+running.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shlex
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+from config.loader import load_config, parse_override
+from config.schema import ConfigError
+
+from .zk_process import ZooKeeperProcess, ZooKeeperUnavailable
+
+log = logging.getLogger("samsa.cluster")
+
+CHROOT = "/samsa"
+DEFAULT_HOST = "127.0.0.1"
+START_TIMEOUT = 60.0
+STOP_TIMEOUT = 30.0
+POLL_INTERVAL = 0.2
+
+# Set by the cluster for every broker; a --set of one of these would break the layout.
+RESERVED = ("listeners", "log.dirs", "log.dir", "node.id", "broker.id", "zookeeper.connect")
+
+
+class ClusterError(RuntimeError):
+    """The cluster cannot start; the message says why."""
+
+
+@dataclass
+class BrokerChild:
+    broker_id: int
+    port: int
+    data_dir: Path
+    command: list[str]
+    proc: subprocess.Popen[bytes] | None = None
+    reported_exit: bool = field(default=False)
+
+    @property
+    def log_path(self) -> Path:
+        return self.data_dir / "broker.log"
+
+    def log_tail(self, lines: int = 30) -> str:
+        try:
+            text = self.log_path.read_text(errors="replace").splitlines()
+        except OSError:
+            return ""
+        return "\n".join(text[-lines:])
+
+
+def _die_with_parent() -> None:  # pragma: no cover - runs in the child before exec
+    """Linux: a broker gets SIGTERM (a clean shutdown) if `samsa cluster` itself dies."""
+    if sys.platform == "linux":
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+
+
+def default_serve_command() -> list[str]:
+    """`samsa serve` of this installation (the script beside this interpreter if any)."""
+    script = Path(sys.executable).parent / "samsa"
+    if script.exists():
+        return [str(script), "serve"]
+    return [sys.executable, "-m", "broker.cli", "serve"]
+
+
+def describe_exit(returncode: int) -> str:
+    if returncode < 0:
+        try:
+            return f"was killed by {signal.Signals(-returncode).name}"
+        except ValueError:
+            return f"was killed by signal {-returncode}"
+    return f"exited with code {returncode}"
+
+
+def port_is_free(host: str, port: int) -> bool:
+    """Whether a server could listen there now (SO_REUSEADDR as servers set it, so that
+    TIME_WAIT connections of a previous run do not count)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind((host, port))
+        except OSError:
+            return False
+    return True
+
+
+def port_accepts(host: str, port: int, timeout: float = 0.5) -> bool:
+    try:
+        with socket.create_connection((host, port), timeout=timeout):
+            return True
+    except OSError:
+        return False
+
+
+class LocalCluster:
+    def __init__(
+        self,
+        brokers: int,
+        data_dir: Path,
+        *,
+        base_port: int = 9092,
+        zk_port: int = 2181,
+        host: str = DEFAULT_HOST,
+        settings: Sequence[str] = (),
+        serve_command: Sequence[str] | None = None,
+        out: Callable[[str], None] | None = None,
+    ) -> None:
+        if brokers < 1:
+            raise ClusterError("--brokers must be at least 1")
+        if not 1 <= base_port <= 65535 - (brokers - 1):
+            raise ClusterError(f"--base-port {base_port}: ports {base_port}.."
+                               f"{base_port + brokers - 1} are not all valid")
+        if not 1 <= zk_port <= 65535:
+            raise ClusterError(f"--zk-port {zk_port} is not a valid port")
+        if base_port <= zk_port < base_port + brokers:
+            raise ClusterError(f"--zk-port {zk_port} is one of the broker ports "
+                               f"{base_port}..{base_port + brokers - 1}")
+        self.host = host
+        self.data_dir = Path(data_dir).resolve()
+        self.base_port = base_port
+        self.zk_port = zk_port
+        self.settings = self._check_settings(settings)
+        self.serve_command = list(serve_command or default_serve_command())
+        self.out = out or (lambda line: print(line, flush=True))
+        self.zookeeper = ZooKeeperProcess(self.data_dir / "zookeeper", zk_port, host=host)
+        self.brokers = [self._child(i) for i in range(brokers)]
+        self._stop_requested = False
+        self._zk_reported = False
+
+    @property
+    def zookeeper_connect(self) -> str:
+        return f"{self.host}:{self.zk_port}{CHROOT}"
+
+    @property
+    def bootstrap(self) -> str:
+        return ",".join(f"{self.host}:{b.port}" for b in self.brokers)
+
+    # ------------------------------------------------------------------ set-up
+    def _check_settings(self, settings: Sequence[str]) -> dict[str, str]:
+        parsed: dict[str, str] = {}
+        for text in settings:
+            key, value = parse_override(text)
+            if key in RESERVED:
+                raise ClusterError(f"--set {key}=...: samsa cluster sets {key} for each broker")
+            parsed.pop(key, None)
+            parsed[key] = value
+        # Validate once, as broker 0 would see it: a typo fails here, before anything starts.
+        load_config(None, {**parsed, "listeners": f"PLAINTEXT://{self.host}:{self.base_port}",
+                           "zookeeper.connect": self.zookeeper_connect})
+        return parsed
+
+    def _child(self, broker_id: int) -> BrokerChild:
+        port = self.base_port + broker_id
+        data_dir = self.data_dir / f"broker-{broker_id}"
+        cmd = [
+            *self.serve_command,
+            "--zookeeper", self.zookeeper_connect,
+            "--broker-id", str(broker_id),
+            "--listen", f"{self.host}:{port}",
+            "--data-dir", str(data_dir),
+        ]
+        for key, value in self.settings.items():
+            cmd += ["--set", f"{key}={value}"]
+        return BrokerChild(broker_id, port, data_dir, cmd)
+
+    def _check_ports(self) -> None:
+        busy = [p for p in [self.zk_port, *(b.port for b in self.brokers)]
+                if not port_is_free(self.host, p)]
+        if busy:
+            raise ClusterError(f"port(s) {', '.join(map(str, busy))} on {self.host} are in use "
+                               "(choose others with --base-port / --zk-port)")
+
+    # ------------------------------------------------------------------ lifecycle
+    def request_stop(self, signum: int, frame: FrameType | None = None) -> None:
+        if not self._stop_requested:
+            log.info("%s: stopping the cluster", signal.Signals(signum).name)
+        self._stop_requested = True
+
+    def start(self, timeout: float = START_TIMEOUT) -> bool:
+        """ZooKeeper, then every broker; True once all accept connections, False when a stop
+        was requested meanwhile. Raises ClusterError (after cleaning up) on failure."""
+        self._check_ports()
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        try:
+            self.zookeeper.start()
+        except ZooKeeperUnavailable as e:
+            self.zookeeper.stop()
+            raise ClusterError(f"ZooKeeper did not start: {e} "
+                               f"(see {self.zookeeper.data_dir / 'zookeeper.log'})") from None
+        self.out(f"zookeeper: {self.zookeeper_connect} (pid {self.zookeeper.pid}, "
+                 f"log: {self.zookeeper.data_dir / 'zookeeper.log'})")
+        for b in self.brokers:
+            self._spawn(b)
+        deadline = time.monotonic() + timeout
+        waiting = list(self.brokers)
+        while waiting:
+            if self._stop_requested:
+                return False
+            for b in list(waiting):
+                assert b.proc is not None
+                rc = b.proc.poll()
+                if rc is not None:
+                    b.reported_exit = True
+                    raise ClusterError(f"broker {b.broker_id} {describe_exit(rc)} during "
+                                       f"start-up; last lines of {b.log_path}:\n{b.log_tail()}")
+                if port_accepts(self.host, b.port):
+                    waiting.remove(b)
+                    self.out(f"broker {b.broker_id}: {self.host}:{b.port} "
+                             f"(pid {b.proc.pid}, log: {b.log_path})")
+            if waiting and time.monotonic() > deadline:
+                ids = ", ".join(str(b.broker_id) for b in waiting)
+                raise ClusterError(f"broker(s) {ids} did not accept connections within "
+                                   f"{timeout:.0f}s (see their broker.log)")
+            time.sleep(POLL_INTERVAL)
+        self.out(f"bootstrap: {self.bootstrap}")
+        return True
+
+    def _spawn(self, b: BrokerChild) -> None:
+        b.data_dir.mkdir(parents=True, exist_ok=True)
+        with open(b.log_path, "ab") as out:
+            out.write(f"===== {time.strftime('%Y-%m-%d %H:%M:%S')} samsa cluster: "
+                      f"{shlex.join(b.command)}\n".encode())
+            out.flush()
+            b.proc = subprocess.Popen(
+                b.command,
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                env=dict(os.environ, PYTHONUNBUFFERED="1"),
+                # Own session: a Ctrl-C in the terminal reaches only `samsa cluster`, which
+                # then stops the brokers before ZooKeeper.
+                start_new_session=True,
+                preexec_fn=_die_with_parent if sys.platform == "linux" else None,
+            )
+        b.reported_exit = False
+
+    def check_children(self) -> None:
+        """Report children that died since the last call; the others keep running."""
+        for b in self.brokers:
+            if b.proc is None or b.reported_exit:
+                continue
+            rc = b.proc.poll()
+            if rc is None:
+                continue
+            b.reported_exit = True
+            alive = sum(1 for o in self.brokers if o.proc is not None and o.proc.poll() is None)
+            log.error("broker %d (pid %d) %s; %d of %d brokers still run. Its log: %s. "
+                      "Restart it with: %s >> %s 2>&1", b.broker_id, b.proc.pid,
+                      describe_exit(rc), alive, len(self.brokers), b.log_path,
+                      shlex.join(b.command), shlex.quote(str(b.log_path)))
+        zk_rc = self.zookeeper.poll()
+        if zk_rc is not None and not self._zk_reported:
+            self._zk_reported = True
+            log.error("ZooKeeper %s (log: %s); the brokers cannot coordinate until it runs "
+                      "again", describe_exit(zk_rc), self.zookeeper.data_dir / "zookeeper.log")
+
+    def run_until_stopped(self) -> None:
+        while not self._stop_requested:
+            self.check_children()
+            time.sleep(POLL_INTERVAL)
+
+    def stop(self, timeout: float = STOP_TIMEOUT) -> None:
+        """SIGTERM every broker, SIGKILL those still running after `timeout`, then ZooKeeper."""
+        running = [b for b in self.brokers if b.proc is not None and b.proc.poll() is None]
+        for b in running:
+            assert b.proc is not None
+            b.proc.send_signal(signal.SIGTERM)
+        deadline = time.monotonic() + timeout
+        for b in running:
+            assert b.proc is not None
+            try:
+                b.proc.wait(max(0.0, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                log.warning("broker %d (pid %d) ignored SIGTERM for %.0fs: killing it",
+                            b.broker_id, b.proc.pid, timeout)
+                b.proc.kill()
+                b.proc.wait()
+        for b in self.brokers:
+            if b.proc is not None:
+                b.proc.poll()  # reap one that died earlier and was never waited for
+        self.zookeeper.stop()
+
+
+def run_cluster(brokers: int, data_dir: Path, **options: Any) -> int:
+    """The `samsa cluster` command (`options`: LocalCluster's keyword arguments): 0 after a
+    requested stop, 1 when start-up fails, 2 on bad arguments."""
+    try:
+        cluster = LocalCluster(brokers, data_dir, **options)
+    except (ClusterError, ConfigError) as e:
+        print(f"samsa cluster: {e}", file=sys.stderr)
+        return 2
+    handled = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+    previous = {sig: signal.signal(sig, cluster.request_stop) for sig in handled}
+    try:
+        try:
+            started = cluster.start()
+        except ClusterError as e:
+            print(f"samsa cluster: {e}", file=sys.stderr)
+            return 1
+        if started:
+            cluster.out("Ctrl-C stops the cluster.")
+            cluster.run_until_stopped()
+        return 0
+    finally:
+        cluster.stop()
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        cluster.out("cluster stopped")
