@@ -1,0 +1,1128 @@
+"""Samsa side by side with Apache Kafka 4.x on this machine (the `make bench` entry point).
+
+Fetches a Kafka broker from Maven Central (bench/pom.xml, cached in .cache/bench/), then for
+each run starts Kafka, benchmarks it, stops it, and does the same for Samsa, with the same load
+generators: Kafka's ProducerPerformance / ConsumerPerformance and librdkafka (confluent-kafka).
+Besides produce/consume throughput: transactional produce (100 ms and one-record
+transactions), produce→consume latency at a fixed rate, recovery after kill -9 with --recovery-mib
+of log, and scale to --partitions (see docs/performance.md, Methodology).
+Prints one table of medians (Samsa, Kafka, Samsa/Kafka) and writes it to docs/performance.md.
+No assertions on speed anywhere: this measures, it does not judge.
+
+    .venv/bin/python bench/run.py            # full run, ~40 min on 2 cores, updates the docs
+    .venv/bin/python bench/run.py --quick    # smoke run: few records, 1 run, docs untouched
+    .venv/bin/python bench/run.py --only samsa --runs 1
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import datetime as dt
+import hashlib
+import importlib.metadata
+import json
+import os
+import platform
+import re
+import shutil
+import signal
+import socket
+import statistics
+import struct
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+from confluent_kafka import libversion as rdkafka_libversion
+from confluent_kafka.admin import AdminClient, NewTopic
+
+REPO = Path(__file__).resolve().parents[1]
+CACHE_ROOT = Path(os.environ.get("SAMSA_CACHE_DIR", REPO / ".cache"))  # as tests/support/java.py
+CACHE = CACHE_ROOT / "bench"
+KAFKA_DIR = CACHE / "kafka-broker"
+POM = REPO / "bench" / "pom.xml"
+TESTS_TOOLS_LIB = CACHE_ROOT / "kafka-tools-4" / "lib"  # `make java-deps` fallback
+DOC = REPO / "docs" / "performance.md"
+RESULTS_START = "<!-- bench:results:start (written by bench/run.py; edits here are lost) -->"
+RESULTS_END = "<!-- bench:results:end -->"
+MIB = 1024 * 1024  # Kafka's perf tools print "MB" meaning MiB; we follow them.
+
+# The JVM flags of Kafka's own kafka-server-start.sh / kafka-run-class.sh.
+KAFKA_JVM = [
+    "-Xms1g", "-Xmx1g", "-server", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20",
+    "-XX:InitiatingHeapOccupancyPercent=35", "-XX:+ExplicitGCInvokesConcurrent",
+    "-Djava.awt.headless=true", "-Djava.net.preferIPv4Stack=true",
+]  # fmt: skip
+TOOL_JVM = ["-Xmx1g", "-Djava.net.preferIPv4Stack=true",
+            "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn"]  # fmt: skip
+LOG4J2 = """status = warn
+appender.out.type = Console
+appender.out.name = OUT
+appender.out.target = {target}
+appender.out.layout.type = PatternLayout
+appender.out.layout.pattern = [%d] %p %m (%c)%n
+rootLogger.level = {level}
+rootLogger.appenderRef.out.ref = OUT
+"""
+
+# Process groups still alive; killed on any exit path (see cleanup()).
+LIVE_GROUPS: set[int] = set()
+
+
+# ------------------------------------------------------------------ processes
+
+
+def spawn(cmd: list[str], log: Path, cwd: Path | None = None) -> subprocess.Popen[bytes]:
+    """Start cmd in its own process group (so it and its children can be killed together)."""
+    with open(log, "ab") as out:
+        proc = subprocess.Popen(
+            cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            cwd=cwd, start_new_session=True,
+        )  # fmt: skip
+    LIVE_GROUPS.add(proc.pid)
+    return proc
+
+
+def stop(proc: subprocess.Popen[bytes], grace: float = 30) -> bool:
+    """SIGTERM the process group (a clean shutdown), SIGKILL it if that takes too long.
+    True if it exited within `grace` seconds of the SIGTERM."""
+    clean = False
+    for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, 10)):
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, sig)
+        try:
+            proc.wait(wait)
+            clean = sig == signal.SIGTERM
+            break
+        except subprocess.TimeoutExpired:
+            continue
+    LIVE_GROUPS.discard(proc.pid)
+    return clean
+
+
+def cleanup() -> None:
+    for pgid in list(LIVE_GROUPS):
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(pgid, signal.SIGKILL)
+        LIVE_GROUPS.discard(pgid)
+
+
+def run_tool(cmd: list[str], timeout: float) -> tuple[int, str]:
+    """Run a load generator to completion; returns (exit code, stdout+stderr). -9 = timed out."""
+    proc = subprocess.Popen(
+        cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+        text=True, start_new_session=True,
+    )  # fmt: skip
+    LIVE_GROUPS.add(proc.pid)
+    try:
+        out, _ = proc.communicate(timeout=timeout)
+        return proc.returncode, out
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        out, _ = proc.communicate()
+        return -9, out + f"\n[killed after {timeout:.0f} s]"
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        LIVE_GROUPS.discard(proc.pid)
+
+
+def group_pids(pgid: int) -> list[int]:
+    pids = []
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            with contextlib.suppress(OSError, IndexError):
+                if _stat_fields(int(d.name))[2] == str(pgid):
+                    pids.append(int(d.name))
+    return pids
+
+
+def _stat_fields(pid: int) -> list[str]:
+    # Fields after "(comm)", which may itself contain spaces: [0] is state (field 3).
+    text = Path(f"/proc/{pid}/stat").read_text()
+    return text[text.rindex(")") + 2 :].split()
+
+
+def cpu_seconds(pgid: int) -> float:
+    """utime+stime of every live process in the group (the broker and any workers)."""
+    ticks = 0
+    for pid in group_pids(pgid):
+        with contextlib.suppress(OSError, IndexError):
+            f = _stat_fields(pid)
+            ticks += int(f[11]) + int(f[12])
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
+def status_mib(pgid: int, field: str) -> float:
+    """A /proc/<pid>/status memory field (kB) summed over the process group, in MiB."""
+    total_kib = 0
+    for pid in group_pids(pgid):
+        with contextlib.suppress(OSError):
+            for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+                if line.startswith(f"{field}:"):
+                    total_kib += int(line.split()[1])
+    return total_kib / 1024
+
+
+def peak_rss_mib(pgid: int) -> float:
+    return status_mib(pgid, "VmHWM")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def machine_busy_seconds() -> float:
+    """CPU seconds all cores spent not idle since boot (/proc/stat), to spot other load."""
+    f = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:9]]
+    user, nice, system, _idle, _iowait, irq, softirq, steal = f
+    return (user + nice + system + irq + softirq + steal) / os.sysconf("SC_CLK_TCK")
+
+
+def own_seconds() -> float:
+    """CPU of this process and of its waited-for children (the load-generator tools)."""
+    t = os.times()
+    return t.user + t.system + t.children_user + t.children_system
+
+
+def wait_for_quiet(max_wait: float, threshold: float = 0.25) -> float:
+    """Wait (up to max_wait s) until other processes use < threshold of the machine's CPU.
+
+    Other work on a 2-core box (a test suite, a build) skews a benchmark more than anything
+    the brokers do; returns the busy share seen last, which the report prints.
+    """
+    deadline = time.monotonic() + max_wait
+    while True:
+        b0 = machine_busy_seconds()
+        time.sleep(2)
+        share = (machine_busy_seconds() - b0) / (2 * (os.cpu_count() or 1))
+        if share < threshold or time.monotonic() >= deadline:
+            return share
+        print(f"  machine busy ({share:.0%} CPU used by other processes), waiting ...", flush=True)
+
+
+# ------------------------------------------------------------------ readiness
+
+
+def api_versions_answered(port: int) -> bool:
+    """Send ApiVersions v0 and read the whole answer: the cheapest request every broker serves."""
+    client_id = b"bench"
+    body = struct.pack(">hhih", 18, 0, 7, len(client_id)) + client_id
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=2) as s:
+            s.sendall(struct.pack(">i", len(body)) + body)
+            size = struct.unpack(">i", _recv_exact(s, 4))[0]
+            return struct.unpack(">i", _recv_exact(s, size)[:4])[0] == 7
+    except (OSError, struct.error):
+        return False
+
+
+def _recv_exact(s: socket.socket, n: int) -> bytes:
+    buf = b""
+    while len(buf) < n:
+        chunk = s.recv(n - len(buf))
+        if not chunk:
+            raise OSError("connection closed")
+        buf += chunk
+    return buf
+
+
+def wait_first_answer(proc: subprocess.Popen[bytes], port: int, t0: float, log: Path) -> float:
+    """Seconds from process start to the first answered ApiVersions request."""
+    deadline = t0 + 180  # a hang guard, not a measurement limit
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"exited with {proc.returncode} during start-up; see {log}")
+        if api_versions_answered(port):
+            return time.monotonic() - t0
+        time.sleep(0.02)
+    raise RuntimeError(f"no answer on port {port} after 180 s; see {log}")
+
+
+# ------------------------------------------------------------------ Kafka from Maven Central
+
+
+def _pom_digest() -> str:
+    return hashlib.sha256(POM.read_bytes()).hexdigest()[:16]
+
+
+def ensure_kafka_lib() -> tuple[Path | None, str]:
+    """(lib dir, "") or (None, why not). Copies into a temp dir, renamed only on success."""
+    lib, stamp = KAFKA_DIR / "lib", KAFKA_DIR / ".stamp"
+    if stamp.exists() and stamp.read_text().strip() == _pom_digest():
+        return lib, ""
+    mvn = shutil.which(os.environ.get("MVN", "mvn"))  # MVN: as in the Makefile
+    if mvn is None:
+        return None, "mvn not found (apt-get install maven)"
+    tmp = KAFKA_DIR.with_name("kafka-broker.tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    print(f"fetching the Kafka broker from Maven Central into {KAFKA_DIR} ...", flush=True)
+    rc, out = run_tool(
+        [mvn, "-B", "-q", "-Dstyle.color=never", "-f", str(POM),
+         "dependency:copy-dependencies", f"-DoutputDirectory={tmp / 'lib'}"],
+        timeout=900,
+    )  # fmt: skip
+    if rc != 0 or not any((tmp / "lib").glob("kafka_2.13-*.jar")):
+        last = " | ".join(out.strip().splitlines()[-3:]) or "no output"
+        return None, f"mvn dependency:copy-dependencies failed (exit {rc}): {last}"
+    shutil.rmtree(KAFKA_DIR, ignore_errors=True)
+    tmp.rename(KAFKA_DIR)
+    stamp.write_text(_pom_digest() + "\n")
+    return lib, ""
+
+
+def jar_version(lib: Path, artifact: str) -> str:
+    for jar in lib.glob(f"{artifact}-*.jar"):
+        return jar.name[len(artifact) + 1 : -len(".jar")]
+    return "?"
+
+
+def kafka_properties(work: Path, port: int, cport: int) -> str:
+    return f"""process.roles=broker,controller
+node.id=1
+listeners=PLAINTEXT://127.0.0.1:{port},CONTROLLER://127.0.0.1:{cport}
+advertised.listeners=PLAINTEXT://127.0.0.1:{port}
+controller.listener.names=CONTROLLER
+inter.broker.listener.name=PLAINTEXT
+listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT
+controller.quorum.bootstrap.servers=127.0.0.1:{cport}
+log.dirs={work / "kafka-logs"}
+num.partitions=1
+offsets.topic.replication.factor=1
+transaction.state.log.replication.factor=1
+transaction.state.log.min.isr=1
+share.coordinator.state.topic.replication.factor=1
+share.coordinator.state.topic.min.isr=1
+# ConsumerPerformance joins a group: don't wait 3 s for more members.
+group.initial.rebalance.delay.ms=0
+# log.flush.interval.* left at Kafka's default (Long.MAX: the OS flushes), as in Samsa.
+"""
+
+
+def format_kafka_storage(lib: Path, work: Path, props: Path) -> None:
+    java = ["java", f"-Dlog4j2.configurationFile={work / 'log4j2-tools.properties'}",
+            "-cp", f"{lib}/*", "kafka.tools.StorageTool"]  # fmt: skip
+    rc, out = run_tool([*java, "random-uuid"], timeout=120)
+    if rc != 0:
+        raise RuntimeError(f"StorageTool random-uuid failed: {out[-2000:]}")
+    cluster_id = out.strip().splitlines()[-1]
+    # --standalone: this node alone is the KRaft controller quorum (kafka-storage.sh format).
+    rc, out = run_tool([*java, "format", "-t", cluster_id, "-c", str(props), "--standalone"], 120)
+    if rc != 0:
+        raise RuntimeError(f"StorageTool format failed: {out[-2000:]}")
+
+
+# ------------------------------------------------------------------ brokers
+
+
+@dataclass
+class Broker:
+    name: str
+    proc: subprocess.Popen[bytes]
+    port: int
+    startup_s: float
+    log: Path
+    cmd: list[str]  # the same command restarts it on the same data (recovery phase)
+
+    @property
+    def bootstrap(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+
+def write_log4j_configs(work: Path) -> None:
+    (work / "log4j2-broker.properties").write_text(LOG4J2.format(target="SYSTEM_OUT", level="info"))
+    (work / "log4j2-tools.properties").write_text(LOG4J2.format(target="SYSTEM_ERR", level="warn"))
+
+
+def start_kafka(lib: Path, work: Path) -> Broker:
+    port, cport = free_port(), free_port()
+    props = work / "server.properties"
+    props.write_text(kafka_properties(work, port, cport))
+    format_kafka_storage(lib, work, props)
+    log = work / "kafka.log"
+    cmd = ["java", *KAFKA_JVM, f"-Dlog4j2.configurationFile={work / 'log4j2-broker.properties'}",
+           "-cp", f"{lib}/*", "kafka.Kafka", str(props)]  # fmt: skip
+    t0 = time.monotonic()
+    proc = spawn(cmd, log)
+    return Broker("kafka", proc, port, wait_first_answer(proc, port, t0, log), log, cmd)
+
+
+def start_samsa(work: Path) -> Broker:
+    port = free_port()
+    log = work / "samsa.log"
+    samsa = Path(sys.executable).parent / "samsa"
+    cmd = [str(samsa), "serve", "--listen", f"127.0.0.1:{port}", "--data-dir", str(work / "data")]
+    t0 = time.monotonic()
+    proc = spawn(cmd, log)
+    return Broker("samsa", proc, port, wait_first_answer(proc, port, t0, log), log, cmd)
+
+
+@contextlib.contextmanager
+def running(name: str, kafka_lib: Path | None) -> Iterator[Broker]:
+    work = Path(tempfile.mkdtemp(prefix=f"samsa-bench-{name}-"))
+    broker = None
+    try:
+        write_log4j_configs(work)
+        broker = start_kafka(kafka_lib, work) if kafka_lib else start_samsa(work)
+        yield broker
+    finally:
+        if broker is not None:
+            stop(broker.proc)
+            keep = CACHE / f"last-{name}.log"  # the broker log survives the temp dir
+            with contextlib.suppress(OSError):
+                shutil.copyfile(broker.log, keep)
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def create_topic(bootstrap: str, topic: str) -> None:
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(60)
+    # Wait until the partition has a leader: Kafka answers create before metadata propagates.
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        md = admin.list_topics(topic, timeout=10).topics.get(topic)
+        if md is not None and md.error is None and md.partitions and md.partitions[0].leader >= 0:
+            return
+        time.sleep(0.1)
+    raise RuntimeError(f"topic {topic} has no leader after 60 s")
+
+
+# ------------------------------------------------------------------ load generators
+
+
+@dataclass
+class Outcome:
+    """One load-generator run: figures on success, or the command and output on failure."""
+
+    figures: dict[str, float] = field(default_factory=dict)
+    error: str = ""
+    command: str = ""
+
+
+PRODUCER_RE = re.compile(
+    r"(\d+) records sent, ([\d.]+) records/sec \(([\d.]+) MB/sec\), ([\d.]+) ms avg latency, "
+    r"([\d.]+) ms max latency, (\d+) ms 50th, (\d+) ms 95th, (\d+) ms 99th"
+)
+
+
+def java_cmd(tools_lib: Path, main: str, args: list[str]) -> list[str]:
+    log4j = f"-Dlog4j2.configurationFile={CACHE / 'log4j2-tools.properties'}"
+    return ["java", *TOOL_JVM, log4j, "-cp", f"{tools_lib}/*", main, *args]
+
+
+def java_produce(tools: Path, bootstrap: str, topic: str, n: int, size: int, acks: str,
+                 extra: tuple[str, ...] = ()) -> Outcome:  # fmt: skip
+    args = ["--bootstrap-server", bootstrap, "--topic", topic, "--num-records", str(n),
+            "--record-size", str(size), "--throughput", "-1", "--command-property", f"acks={acks}",
+            *extra]
+    cmd = java_cmd(tools, "org.apache.kafka.tools.ProducerPerformance", args)  # fmt: skip
+    rc, out = run_tool(cmd, timeout=900)
+    matches = PRODUCER_RE.findall(out)
+    if rc != 0 or not matches or int(matches[-1][0]) != n:
+        return Outcome(error=f"exit {rc}\n{_tail(out)}", command=_shown(cmd))
+    sent, rps, mbps, avg, _max, p50, _p95, p99 = matches[-1]
+    return Outcome({"rps": float(rps), "mbps": float(mbps), "avg_ms": float(avg),
+                    "p50_ms": float(p50), "p99_ms": float(p99)})  # fmt: skip
+
+
+def java_consume(tools: Path, bootstrap: str, topic: str, n: int) -> Outcome:
+    args = ["--bootstrap-server", bootstrap, "--topic", topic, "--num-records", str(n),
+            "--timeout", "60000", "--group", f"bench-{topic}"]  # fmt: skip
+    cmd = java_cmd(tools, "org.apache.kafka.tools.ConsumerPerformance", args)
+    rc, out = run_tool(cmd, timeout=900)
+    row = _consumer_row(out)
+    if rc != 0 or row is None or int(float(row[4])) < n:
+        return Outcome(error=f"exit {rc}\n{_tail(out)}", command=_shown(cmd))
+    # fetch.* columns: the steady fetch rate, without the group join (rebalance.time.ms).
+    return Outcome({"rps": float(row[9]), "mbps": float(row[8])})
+
+
+def _consumer_row(out: str) -> list[str] | None:
+    lines = out.splitlines()
+    for i, line in enumerate(lines):
+        if line.startswith("start.time") and i + 1 < len(lines):
+            row = [c.strip() for c in lines[i + 1].split(",")]
+            return row if len(row) >= 10 else None
+    return None
+
+
+def rdkafka_produce(bootstrap: str, topic: str, n: int, size: int, acks: str) -> Outcome:
+    conf = {"bootstrap.servers": bootstrap, "acks": acks, "linger.ms": 5,
+            "batch.size": 1_000_000, "queue.buffering.max.messages": 1_000_000,
+            "enable.idempotence": False}  # fmt: skip
+    failed: list[str] = []
+
+    def on_delivery(err: object, _msg: object) -> None:
+        if err is not None and len(failed) < 5:
+            failed.append(str(err))
+
+    p = Producer(conf)
+    payload = os.urandom(size)
+    t0 = time.perf_counter()
+    for _ in range(n):
+        while True:
+            try:
+                p.produce(topic, payload, on_delivery=on_delivery)
+                break
+            except BufferError:
+                p.poll(0.01)
+    left = p.flush(600)
+    elapsed = time.perf_counter() - t0
+    shown = f"confluent_kafka.Producer({conf}) x{n} records of {size} B to {topic}"
+    if left or failed:
+        return Outcome(error=f"{left} undelivered; errors: {failed}", command=shown)
+    return Outcome({"rps": n / elapsed, "mbps": n * size / elapsed / MIB})
+
+
+def rdkafka_consume(bootstrap: str, topic: str, n: int, size: int) -> Outcome:
+    # assign() without subscribe(): no group protocol, the plain fetch path.
+    conf = {"bootstrap.servers": bootstrap, "group.id": f"bench-rdk-{topic}",
+            "enable.auto.commit": False, "fetch.max.bytes": 52_428_800}  # fmt: skip
+    shown = f"confluent_kafka.Consumer({conf}).assign([{topic}/0@0]) x{n}"
+    c = Consumer(conf)
+    seen, errors = 0, []
+    try:
+        c.assign([TopicPartition(topic, 0, 0)])
+        t0 = time.perf_counter()
+        while seen < n and time.perf_counter() - t0 < 600:  # hang guard
+            for m in c.consume(10_000, timeout=1):
+                if m.error() is None:
+                    seen += 1
+                elif len(errors) < 5:
+                    errors.append(str(m.error()))
+        elapsed = time.perf_counter() - t0
+    except KafkaException as e:
+        return Outcome(error=str(e), command=shown)
+    finally:
+        c.close()
+    if seen < n:
+        return Outcome(error=f"consumed {seen}/{n}; errors: {errors}", command=shown)
+    return Outcome({"rps": n / elapsed, "mbps": n * size / elapsed / MIB})
+
+
+def rdkafka_txn_rate(bootstrap: str, topic: str, seconds: float) -> Outcome:
+    """One-record transactions back to back (begin, produce 100 B, commit) for `seconds`."""
+    conf = {"bootstrap.servers": bootstrap, "transactional.id": f"bench-1rec-{topic}",
+            "linger.ms": 0}  # fmt: skip
+    shown = (f"confluent_kafka.Producer({conf}): init_transactions, then begin/produce/commit "
+             f"for {seconds:.0f} s to {topic}")
+    payload = os.urandom(100)
+    n = 0
+    try:
+        p = Producer(conf)
+        p.init_transactions(60)
+        t0 = time.perf_counter()
+        while time.perf_counter() - t0 < seconds:
+            p.begin_transaction()
+            p.produce(topic, payload)
+            p.commit_transaction(60)
+            n += 1
+        elapsed = time.perf_counter() - t0
+    except KafkaException as e:
+        return Outcome(error=f"after {n} transactions: {e}", command=shown)
+    return Outcome({"tps": n / elapsed, "count": float(n)})
+
+
+def rdkafka_latency(bootstrap: str, topic: str, rate: int, seconds: float, size: int) -> Outcome:
+    """Produce at a fixed rate (acks=all, no linger) while a consumer tails the partition.
+
+    Each value carries its monotonic send time; latency = receive time - send time, all in
+    this process. The consumer uses assign() (plain fetch long-poll, no group protocol).
+    """
+    n = int(rate * seconds)
+    shown = (f"confluent_kafka Producer(acks=all, linger.ms=0) at {rate} rec/s x {n} records "
+             f"of {size} B + Consumer.assign([{topic}/0@0]) in a thread")
+    lat_ns: list[int] = []
+    errors: list[str] = []
+    stop_at = [float("inf")]
+
+    def consume() -> None:
+        c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"bench-lat-{topic}",
+                      "enable.auto.commit": False})  # fmt: skip
+        try:
+            c.assign([TopicPartition(topic, 0, 0)])
+            while len(lat_ns) < n and time.monotonic() < stop_at[0]:
+                m = c.poll(0.2)
+                if m is None:
+                    continue
+                if m.error() is not None:
+                    if len(errors) < 5:
+                        errors.append(str(m.error()))
+                    continue
+                now, sent = time.monotonic_ns(), struct.unpack_from(">q", m.value())[0]
+                if sent:  # 0: the warm-up record
+                    lat_ns.append(now - sent)
+        finally:
+            c.close()
+
+    reader = threading.Thread(target=consume, daemon=True)
+    reader.start()
+    time.sleep(1)  # let the consumer connect and issue its first fetch
+    p = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 0})
+    pad = os.urandom(max(0, size - 8))
+    p.produce(topic, struct.pack(">q", 0) + pad)  # connect and fetch metadata before the clock
+    p.flush(60)
+    t0 = time.monotonic()
+    for i in range(n):
+        delay = t0 + i / rate - time.monotonic()
+        if delay > 0:
+            p.poll(delay)  # serves delivery reports while waiting for the next slot
+        p.produce(topic, struct.pack(">q", time.monotonic_ns()) + pad)
+        p.poll(0)
+    p.flush(60)
+    stop_at[0] = time.monotonic() + 30  # hang guard
+    reader.join(60)
+    if len(lat_ns) < n:
+        return Outcome(error=f"received {len(lat_ns)}/{n}; errors: {errors}", command=shown)
+    q = statistics.quantiles(lat_ns, n=100)
+    return Outcome({"p50_ms": q[49] / 1e6, "p99_ms": q[98] / 1e6,
+                    "max_ms": max(lat_ns) / 1e6})  # fmt: skip
+
+
+def end_offset_served(bootstrap: str, topic: str, expected: int, deadline: float) -> bool:
+    """Poll ListOffsets (latest) until the partition reports `expected`; False at deadline."""
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"bench-rec-{topic}",
+                  "reconnect.backoff.ms": 20, "reconnect.backoff.max.ms": 100})  # fmt: skip
+    try:
+        while time.monotonic() < deadline:
+            with contextlib.suppress(KafkaException):
+                _lo, hi = c.get_watermark_offsets(TopicPartition(topic, 0), timeout=2)
+                if hi >= expected:
+                    return True
+            time.sleep(0.02)
+        return False
+    finally:
+        c.close()
+
+
+def _tail(out: str, lines: int = 25) -> str:
+    return "\n".join(out.strip().splitlines()[-lines:])
+
+
+def _shown(cmd: list[str]) -> str:
+    # The class path is long and machine-specific: show the class and its arguments.
+    i = next((k for k, a in enumerate(cmd) if a.startswith("org.apache.kafka.")), 0)
+    return "java -cp <kafka 4.x lib>/* " + " ".join(cmd[i:])
+
+
+# ------------------------------------------------------------------ one run against one broker
+
+Results = dict[str, list[float]]  # metric key -> one value per run
+Failures = list[dict[str, str]]
+
+
+@dataclass
+class Plan:
+    sizes: dict[int, int]  # record size -> records per phase
+    clients: tuple[str, ...]
+    warmup: int
+    tools_lib: Path
+    txn_records: int = 0  # ProducerPerformance 100 B records in 100 ms transactions (0: skip)
+    txn_seconds: float = 0  # seconds of one-record transactions (0: skip)
+    latency_rate: int = 0  # produce→consume latency: records/s (0: skip) ...
+    latency_seconds: float = 0  # ... for this long
+    recovery_mib: int = 0  # MiB written before kill -9 and restart (0: skip)
+    partitions: tuple[int, ...] = ()  # scale steps: partitions on the broker in total
+
+
+def measured(
+    broker: Broker, label: str, volume: int, job: Callable[[], Outcome],
+    results: Results, failures: Failures,
+) -> None:  # fmt: skip
+    """Run one phase, recording its figures and the broker CPU it cost per GB moved."""
+    cpu0 = cpu_seconds(broker.proc.pid)
+    out = job()
+    cpu = cpu_seconds(broker.proc.pid) - cpu0
+    print(f"  {broker.name:5} {label:32} ", end="")
+    if out.error:
+        print("FAILED")
+        failures.append({"broker": broker.name, "phase": label, "command": out.command,
+                         "error": out.error})  # fmt: skip
+        return
+    if volume:
+        out.figures["cpu_s_per_gb"] = cpu / (volume / 1e9)
+    for k, v in out.figures.items():
+        results.setdefault(f"{label}|{k}", []).append(v)
+    f = out.figures
+    if "rps" in f:
+        print(f"{f['rps']:>12,.0f} rec/s {f['mbps']:8.1f} MB/s  cpu {cpu:.1f} s")
+    else:
+        print("  ".join(f"{k} {v:,.2f}" for k, v in f.items() if k != "cpu_s_per_gb")
+              + f"  cpu {cpu:.1f} s")  # fmt: skip
+
+
+def produce_job(client: str, tools: Path, b: str, topic: str, n: int, size: int,
+                acks: str) -> Callable[[], Outcome]:  # fmt: skip
+    if client == "java":
+        return lambda: java_produce(tools, b, topic, n, size, acks)
+    return lambda: rdkafka_produce(b, topic, n, size, acks)
+
+
+def consume_job(client: str, tools: Path, b: str, topic: str, n: int,
+                size: int) -> Callable[[], Outcome]:  # fmt: skip
+    if client == "java":
+        return lambda: java_consume(tools, b, topic, n)
+    return lambda: rdkafka_consume(b, topic, n, size)
+
+
+def bench_broker(broker: Broker, plan: Plan, results: Results, failures: Failures) -> None:
+    tools, b = plan.tools_lib, broker.bootstrap
+    t0, busy0, own0 = time.monotonic(), machine_busy_seconds(), own_seconds()
+    broker0 = cpu_seconds(broker.proc.pid)
+    results.setdefault("startup_s", []).append(broker.startup_s)
+    print(f"  {broker.name:5} start-up to first answer: {broker.startup_s:.2f} s")
+    warm = f"warmup-{time.time_ns()}"
+    create_topic(b, warm)  # warm-up: JIT for Kafka, imports/caches for Samsa; not measured
+    java_produce(tools, b, warm, plan.warmup, 100, "1")
+    for client in plan.clients:
+        for size, n in plan.sizes.items():
+            stem = f"bench-{client}-{size}-{time.time_ns()}"
+            topics = {acks: f"{stem}-acks{acks}" for acks in ("1", "all")}
+            for acks, topic in topics.items():
+                create_topic(b, topic)
+                job = produce_job(client, tools, b, topic, n, size, acks)
+                label = f"produce {client} {size}B acks={acks}"
+                measured(broker, label, n * size, job, results, failures)
+            # Consume what acks=1 wrote, right after it was written (page cache warm for both).
+            job = consume_job(client, tools, b, topics["1"], n, size)
+            measured(broker, f"consume {client} {size}B", n * size, job, results, failures)
+    bench_transactions_and_latency(broker, plan, results, failures)
+    results.setdefault("peak_rss_mib", []).append(peak_rss_mib(broker.proc.pid))
+    # CPU that neither the broker nor our load generators used: other work on the machine.
+    other = (machine_busy_seconds() - busy0) - (own_seconds() - own0) \
+        - (cpu_seconds(broker.proc.pid) - broker0)
+    share = max(0.0, other) / ((time.monotonic() - t0) * (os.cpu_count() or 1))
+    results.setdefault("other_cpu_pct", []).append(100 * share)
+    print(f"  {broker.name:5} CPU used by other processes during the run: {share:.0%}")
+    if plan.recovery_mib:  # after peak RSS: it kills the broker (and so resets its RSS)
+        bench_recovery(broker, plan.recovery_mib, results, failures)
+    if plan.partitions:  # last: it leaves thousands of partitions on the broker
+        bench_scale(broker, plan.partitions, results, failures)
+
+
+def bench_transactions_and_latency(broker: Broker, plan: Plan, results: Results,
+                                   failures: Failures) -> None:  # fmt: skip
+    tools, b = plan.tools_lib, broker.bootstrap
+    if plan.txn_records:
+        n, topic = plan.txn_records, f"bench-txn100ms-{time.time_ns()}"
+        create_topic(b, topic)
+        extra = ("--transactional-id", f"bench-{topic}", "--transaction-duration-ms", "100")
+        job = lambda: java_produce(tools, b, topic, n, 100, "all", extra)  # noqa: E731
+        measured(broker, "txn java 100B 100ms", n * 100, job, results, failures)
+    if plan.txn_seconds:
+        topic = f"bench-txn1rec-{time.time_ns()}"
+        create_topic(b, topic)
+        job = lambda: rdkafka_txn_rate(b, topic, plan.txn_seconds)  # noqa: E731
+        measured(broker, "txn rdkafka one-record", 0, job, results, failures)
+    if plan.latency_rate and plan.latency_seconds:
+        topic = f"bench-latency-{time.time_ns()}"
+        create_topic(b, topic)
+        job = lambda: rdkafka_latency(b, topic, plan.latency_rate, plan.latency_seconds, 100)  # noqa: E731
+        measured(broker, "latency rdkafka", 0, job, results, failures)
+
+
+def bench_recovery(broker: Broker, mib: int, results: Results, failures: Failures) -> None:
+    """Write `mib` MiB to one partition (acks=all), kill -9 the broker, restart it on the same
+    data and time (a) the first answered ApiVersions and (b) the partition serving its end
+    offset again (ListOffsets latest = records written), both from the restart."""
+    b, topic = broker.bootstrap, f"bench-recovery-{time.time_ns()}"
+    n = mib * MIB // 1024
+    create_topic(b, topic)
+    out = rdkafka_produce(b, topic, n, 1024, "all")
+    label = f"recovery after kill -9 with {mib} MiB"
+    if out.error:
+        failures.append({"broker": broker.name, "phase": label, "command": out.command,
+                         "error": out.error})  # fmt: skip
+        print(f"  {broker.name:5} {label}: writing the log FAILED")
+        return
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(broker.proc.pid, signal.SIGKILL)
+    broker.proc.wait(30)
+    LIVE_GROUPS.discard(broker.proc.pid)
+    t0 = time.monotonic()
+    broker.proc = spawn(broker.cmd, broker.log)  # `running` stops this one at the end
+    first = wait_first_answer(broker.proc, broker.port, t0, broker.log)
+    served = end_offset_served(b, topic, n, t0 + 600)
+    if not served:
+        failures.append({"broker": broker.name, "phase": label, "command": "",
+                         "error": f"end offset {n} not served 600 s after restart"})  # fmt: skip
+        print(f"  {broker.name:5} {label}: FAILED (end offset not served)")
+        return
+    total = time.monotonic() - t0
+    results.setdefault("recovery|first_s", []).append(first)
+    results.setdefault("recovery|served_s", []).append(total)
+    print(f"  {broker.name:5} {label}: first answer {first:.2f} s, end offset served {total:.2f} s")
+
+
+def open_fds(pgid: int) -> int:
+    n = 0
+    for pid in group_pids(pgid):
+        with contextlib.suppress(OSError):
+            n += len(os.listdir(f"/proc/{pid}/fd"))
+    return n
+
+
+def wait_all_led(admin: AdminClient, topics: dict[str, int], deadline: float) -> bool:
+    """Until a full Metadata request shows every partition of `topics` with a leader."""
+    while time.monotonic() < deadline:
+        with contextlib.suppress(KafkaException):
+            md = admin.list_topics(timeout=30).topics
+            if all(t in md and md[t].error is None and len(md[t].partitions) == n
+                   and all(pm.leader >= 0 for pm in md[t].partitions.values())
+                   for t, n in topics.items()):  # fmt: skip
+                return True
+        time.sleep(0.2)
+    return False
+
+
+def bench_scale(broker: Broker, steps: tuple[int, ...], results: Results,
+                failures: Failures) -> None:  # fmt: skip
+    """Grow the broker to each total partition count in `steps` (new topics of the difference),
+    write one 100 B record to every new partition, then measure: topic creation time, Metadata
+    (all topics) latency, RSS and open files, and a clean restart (SIGTERM, start) to the first
+    answer and to every partition having a leader again."""
+    topics: dict[str, int] = {}
+    have = 0
+    for total in steps:
+        label = f"scale {total}"
+        add, b = total - have, broker.bootstrap
+        if add <= 0:
+            continue
+        topic = f"bench-scale-{total}-{time.time_ns()}"
+        admin = AdminClient({"bootstrap.servers": b, "socket.timeout.ms": 300_000})
+        try:
+            t0 = time.monotonic()
+            admin.create_topics([NewTopic(topic, add, 1)], operation_timeout=600,
+                                request_timeout=600)[topic].result(600)  # fmt: skip
+            topics[topic] = add
+            if not wait_all_led(admin, topics, t0 + 600):
+                raise RuntimeError(f"not every partition had a leader 600 s after creating {add}")
+            create_s = time.monotonic() - t0
+            have = total
+            prod = Producer({"bootstrap.servers": b, "linger.ms": 5, "acks": "1"})
+            for part in range(add):
+                prod.produce(topic, b"x" * 100, partition=part)
+                prod.poll(0)
+            if prod.flush(600):
+                raise RuntimeError(f"could not write one record to each of {add} partitions")
+            lat = []
+            for _ in range(5):
+                m0 = time.perf_counter()
+                admin.list_topics(timeout=120)
+                lat.append(time.perf_counter() - m0)
+            rss, fds = status_mib(broker.proc.pid, "VmRSS"), open_fds(broker.proc.pid)
+            del prod, admin  # closed now: no reconnect attempts (and log lines) while it is down
+            t0 = time.monotonic()
+            if not stop(broker.proc, grace=300):
+                raise RuntimeError(f"no clean shutdown within 300 s of SIGTERM with {total} "
+                                   "partitions (SIGKILLed)")  # fmt: skip
+            shutdown = time.monotonic() - t0
+            t0 = time.monotonic()
+            broker.proc = spawn(broker.cmd, broker.log)  # `running` stops this one at the end
+            first = wait_first_answer(broker.proc, broker.port, t0, broker.log)
+            admin = AdminClient({"bootstrap.servers": b})
+            if not wait_all_led(admin, topics, t0 + 600):
+                raise RuntimeError("not every partition had a leader 600 s after the restart")
+            ready = time.monotonic() - t0
+        except (RuntimeError, KafkaException) as e:
+            failures.append({"broker": broker.name, "phase": label, "command": "", "error": str(e)})
+            print(f"  {broker.name:5} {label} partitions: FAILED ({e})")
+            return  # the next step would only grow what failed
+        figures = {"create_s": create_s, "metadata_ms": 1000 * statistics.median(lat),
+                   "rss_mib": rss, "fds": float(fds), "shutdown_s": shutdown,
+                   "restart_first_s": first,
+                   "restart_ready_s": ready}  # fmt: skip
+        for k, v in figures.items():
+            results.setdefault(f"{label}|{k}", []).append(v)
+        print(f"  {broker.name:5} {total:,} partitions: created in {create_s:.1f} s, Metadata "
+              f"{figures['metadata_ms']:.0f} ms, RSS {rss:.0f} MiB, {fds} fds, shutdown "
+              f"{shutdown:.1f} s, restart {first:.1f} s / all led {ready:.1f} s")  # fmt: skip
+
+
+# ------------------------------------------------------------------ report
+
+
+def median(results: Results, key: str) -> float | None:
+    vals = results.get(key)
+    return statistics.median(vals) if vals else None
+
+
+def table_rows(plan: Plan) -> list[tuple[str, str, str, bool]]:
+    """(label, metric key, unit, higher is better) in display order."""
+    rows = [("start-up: process start → first ApiVersions answer", "startup_s", "s", False),
+            ("peak RSS (VmHWM) over the whole run", "peak_rss_mib", "MiB", False),
+            ("(noise) machine CPU used by other processes", "other_cpu_pct", "%", False)]
+    for client in plan.clients:
+        name = "ProducerPerformance" if client == "java" else "librdkafka"
+        for size in plan.sizes:
+            for acks in ("1", "all"):
+                p = f"produce {client} {size}B acks={acks}"
+                rows.append((f"{name} produce {size} B acks={acks}", f"{p}|rps", "rec/s", True))
+                if client == "java":
+                    for k in ("avg", "p50", "p99"):
+                        rows.append((f"  … latency {k}", f"{p}|{k}_ms", "ms", False))
+                rows.append(("  … broker CPU per GB written", f"{p}|cpu_s_per_gb", "s/GB", False))
+        cname = "ConsumerPerformance" if client == "java" else "librdkafka"
+        for size in plan.sizes:
+            c = f"consume {client} {size}B"
+            rows.append((f"{cname} consume {size} B", f"{c}|rps", "rec/s", True))
+            rows.append(("  … broker CPU per GB read", f"{c}|cpu_s_per_gb", "s/GB", False))
+    if plan.txn_records:
+        t = "txn java 100B 100ms"
+        rows += [("ProducerPerformance transactional 100 B, 100 ms transactions", f"{t}|rps",
+                  "rec/s", True),
+                 ("  … latency p99", f"{t}|p99_ms", "ms", False),
+                 ("  … broker CPU per GB written", f"{t}|cpu_s_per_gb", "s/GB", False)]
+    if plan.txn_seconds:
+        rows.append(("librdkafka one-record transactions (begin, produce, commit)",
+                     "txn rdkafka one-record|tps", "txn/s", True))  # fmt: skip
+    if plan.latency_rate and plan.latency_seconds:
+        lat = f"produce→consume latency at {plan.latency_rate:,} rec/s (librdkafka, acks=all)"
+        rows += [(f"{lat} p50", "latency rdkafka|p50_ms", "ms", False),
+                 ("  … p99", "latency rdkafka|p99_ms", "ms", False)]
+    if plan.recovery_mib:
+        rec = f"kill -9 with {plan.recovery_mib:,} MiB of log, restart →"
+        rows += [(f"{rec} first ApiVersions answer", "recovery|first_s", "s", False),
+                 ("  … → end offset served (ListOffsets)", "recovery|served_s", "s", False)]
+    for total in plan.partitions:
+        sc = f"scale {total}"
+        rows += [(f"{total:,} partitions on the broker: create (→ all led)", f"{sc}|create_s",
+                  "s", False),
+                 ("  … Metadata (all topics) latency", f"{sc}|metadata_ms", "ms", False),
+                 ("  … RSS", f"{sc}|rss_mib", "MiB", False),
+                 ("  … open files", f"{sc}|fds", "fds", False),
+                 ("  … clean shutdown (SIGTERM → exit)", f"{sc}|shutdown_s", "s", False),
+                 ("  … clean restart → first answer", f"{sc}|restart_first_s", "s", False),
+                 ("  … clean restart → all partitions led", f"{sc}|restart_ready_s", "s",
+                  False)]  # fmt: skip
+    return rows
+
+
+def fmt(v: float | None, unit: str, mbps: float | None = None) -> str:
+    if v is None:
+        return "failed"
+    text = f"{v:,.0f}" if abs(v) >= 100 else f"{v:.2f}"
+    text += f" {unit}"
+    if mbps is not None:
+        text += f" ({mbps:.1f} MB/s)"
+    return text
+
+
+def render_table(plan: Plan, res: dict[str, Results], kafka_note: str) -> str:
+    kafka_head = "Kafka" if "kafka" in res else f"Kafka: {kafka_note}"
+    lines = [f"| measurement | Samsa | {kafka_head} | Samsa/Kafka | better |",
+             "|---|---:|---:|---:|---|"]  # fmt: skip
+    for label, key, unit, higher in table_rows(plan):
+        mb_key = key.replace("|rps", "|mbps") if key.endswith("|rps") else None
+        cells = []
+        for broker in ("samsa", "kafka"):
+            if broker not in res:
+                cells.append("unavailable" if broker == "kafka" else "not run")
+                continue
+            v = median(res[broker], key)
+            cells.append(fmt(v, unit, median(res[broker], mb_key) if mb_key and v else None))
+        s, k = median(res.get("samsa", {}), key), median(res.get("kafka", {}), key)
+        comparable = s is not None and k and key != "other_cpu_pct"  # noise: no ratio
+        ratio = f"{s / k:.2f}×" if comparable else "–"
+        lines.append(f"| {label} | {cells[0]} | {cells[1]} | {ratio} | "
+                     f"{'higher' if higher else 'lower'} |")  # fmt: skip
+    return "\n".join(lines)
+
+
+def environment(args: argparse.Namespace, plan: Plan, kafka_note: str) -> list[str]:
+    java = subprocess.run(["java", "-version"], capture_output=True, text=True).stderr
+    cpu = next((ln.split(":", 1)[1].strip() for ln in Path("/proc/cpuinfo").read_text()
+                .splitlines() if ln.startswith("model name")), platform.processor())  # fmt: skip
+    mem = int(Path("/proc/meminfo").read_text().split()[1]) / MIB
+    git = subprocess.run(["git", "-C", str(REPO), "describe", "--always", "--dirty"],
+                         capture_output=True, text=True).stdout.strip() or "?"  # fmt: skip
+    sizes = ", ".join(f"{n:,} × {s} B" for s, n in plan.sizes.items())
+    return [
+        f"- Date: {dt.datetime.now().astimezone():%Y-%m-%d %H:%M %Z}",
+        f"- Machine: {cpu}, {os.cpu_count()} cores, {mem:.0f} GiB RAM, "
+        f"{platform.system()} {platform.release()}; data in {tempfile.gettempdir()} "
+        f"({_fstype(Path(tempfile.gettempdir()))})",
+        f"- Samsa {importlib.metadata.version('samsa')} (git {git}), Python "
+        f"{platform.python_version()}, started as `samsa serve` with default settings",
+        f"- Kafka: {kafka_note}; JVM: {java.splitlines()[0] if java else '?'}",
+        f"- Load: {sizes} per phase; Kafka tools "
+        f"{jar_version(plan.tools_lib, 'kafka-tools')}; librdkafka {rdkafka_libversion()[0]} "
+        f"(confluent-kafka {importlib.metadata.version('confluent-kafka')})",
+        f"- Each figure: median of {args.runs} run(s); every run starts a fresh broker "
+        f"with an empty data dir and a {plan.warmup:,}-record unmeasured warm-up",
+        f"- Extra phases: {plan.txn_records:,} records in 100 ms transactions; "
+        f"{plan.txn_seconds:g} s of one-record transactions; latency at "
+        f"{plan.latency_rate:,} rec/s for {plan.latency_seconds:g} s (100 B); "
+        f"kill -9 after {plan.recovery_mib:,} MiB (1 KiB records, acks=all); partition scale "
+        f"steps {', '.join(f'{p:,}' for p in plan.partitions) or 'none'}",
+    ]
+
+
+def _fstype(path: Path) -> str:
+    best = ("", "?")
+    for line in Path("/proc/mounts").read_text().splitlines():
+        _dev, mnt, fs = line.split()[:3]
+        if str(path).startswith(mnt) and len(mnt) > len(best[0]):
+            best = (mnt, fs)
+    return best[1]
+
+
+def render_failures(failures: Failures) -> str:
+    if not failures:
+        return "None: every load generator completed against both brokers."
+    seen: dict[tuple[str, str], dict[str, str]] = {}
+    counts: dict[tuple[str, str], int] = {}
+    for f in failures:
+        key = (f["broker"], f["phase"])
+        seen.setdefault(key, f)
+        counts[key] = counts.get(key, 0) + 1
+    parts = []
+    for (broker, phase), f in seen.items():
+        head = f"- **{broker}**, {phase} (failed in {counts[broker, phase]} run(s)):\n"
+        cmd = f"  `{f['command']}`\n\n" if f["command"] else ""
+        parts.append(f"{head}{cmd}  ```\n{_indent(_tail(f['error'], 12))}\n  ```")
+    return "\n".join(parts)
+
+
+def _indent(text: str) -> str:
+    return "\n".join("  " + ln for ln in text.splitlines())
+
+
+def write_doc(section: str) -> None:
+    body = DOC.read_text() if DOC.exists() else DEFAULT_DOC
+    if RESULTS_START not in body or RESULTS_END not in body:
+        body = body.rstrip() + f"\n\n## Results\n\n{RESULTS_START}\n{RESULTS_END}\n"
+    head, rest = body.split(RESULTS_START, 1)
+    tail = rest.split(RESULTS_END, 1)[1]
+    DOC.write_text(f"{head}{RESULTS_START}\n{section}\n{RESULTS_END}{tail}")
+    print(f"wrote {DOC.relative_to(REPO)}")
+
+
+DEFAULT_DOC = f"""# Performance: Samsa next to Apache Kafka
+
+Run `make bench` (or `.venv/bin/python bench/run.py`; `--quick` for a smoke run).
+
+## Results
+
+{RESULTS_START}
+{RESULTS_END}
+"""
+
+
+# ------------------------------------------------------------------ main
+
+
+def parse_args() -> argparse.Namespace:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("--runs", type=int, default=3, help="runs per broker; figures are medians")
+    ap.add_argument("--records", default="100=2000000,1024=400000",
+                    help="record size=records per phase, comma-separated")
+    ap.add_argument("--quick", action="store_true",
+                    help="smoke run: 1 run, few records, small extra phases, docs untouched")
+    ap.add_argument("--only", choices=("samsa", "kafka"), help="benchmark one broker")
+    ap.add_argument("--clients", default="java,rdkafka", help="load generators to use")
+    ap.add_argument("--no-docs", action="store_true", help="don't write docs/performance.md")
+    ap.add_argument("--max-wait-quiet", type=float, default=60,
+                    help="seconds to wait for other CPU load to settle before each broker run")
+    ap.add_argument("--txn-records", type=int, default=500_000,
+                    help="ProducerPerformance 100 B records in 100 ms transactions (0: skip)")
+    ap.add_argument("--txn-seconds", type=float, default=20,
+                    help="seconds of back-to-back one-record transactions (0: skip)")
+    ap.add_argument("--latency-rate", type=int, default=1000,
+                    help="records/s for the produce→consume latency phase (0: skip)")
+    ap.add_argument("--latency-seconds", type=float, default=30,
+                    help="length of the latency phase")
+    ap.add_argument("--recovery-mib", type=int, default=1024,
+                    help="MiB of log written before kill -9 + restart (0: skip)")
+    ap.add_argument("--partitions", default="1000,10000",
+                    help="scale steps: total partitions on the broker, comma-separated ('': skip)")
+    args = ap.parse_args()
+    if args.quick:
+        args.runs, args.records, args.no_docs = 1, "100=50000,1024=10000", True
+        args.txn_records, args.txn_seconds = 20_000, 3
+        args.latency_rate, args.latency_seconds, args.recovery_mib = 500, 5, 64
+        args.partitions = "100"
+    return args
+
+
+def make_plan(args: argparse.Namespace, kafka_lib: Path | None) -> Plan:
+    sizes = {int(s): int(n) for s, n in (p.split("=") for p in args.records.split(","))}
+    tools = kafka_lib if kafka_lib else TESTS_TOOLS_LIB
+    if not any(tools.glob("kafka-tools-*.jar")):
+        raise SystemExit(f"no Kafka tools in {tools}: run `make java-deps`")
+    clients = tuple(c.strip() for c in args.clients.split(","))
+    # Kafka's first phase after a 200k warm-up still paid for C2 compilation: warm up longer.
+    return Plan(sizes, clients, 20_000 if args.quick else 1_000_000, tools,
+                txn_records=args.txn_records, txn_seconds=args.txn_seconds,
+                latency_rate=args.latency_rate, latency_seconds=args.latency_seconds,
+                recovery_mib=args.recovery_mib,
+                partitions=tuple(int(x) for x in args.partitions.split(",") if x.strip()),
+                )  # fmt: skip
+
+
+def main() -> int:
+    args = parse_args()
+    CACHE.mkdir(parents=True, exist_ok=True)
+    (CACHE / "log4j2-tools.properties").write_text(LOG4J2.format(target="SYSTEM_ERR", level="warn"))
+    kafka_lib, why = ensure_kafka_lib()  # the broker, and the load generators (kafka-tools)
+    if args.only == "samsa":
+        kafka_note = "not run (--only samsa)"
+    elif kafka_lib is None:
+        kafka_note = f"unavailable ({why})"
+    else:
+        version = jar_version(kafka_lib, "kafka_2.13")
+        kafka_note = f"Apache Kafka {version} (Maven Central; KRaft, combined broker+controller)"
+    plan = make_plan(args, kafka_lib)
+    brokers = [b for b in ("kafka", "samsa") if args.only in (None, b)]
+    if kafka_lib is None and "kafka" in brokers:
+        print(f"Kafka: {kafka_note}")
+        brokers.remove("kafka")
+    res: dict[str, Results] = {b: {} for b in brokers}
+    failures: Failures = []
+    for run in range(args.runs):
+        for name in brokers:  # one after the other: never both brokers at once
+            print(f"run {run + 1}/{args.runs}: {name}", flush=True)
+            wait_for_quiet(args.max_wait_quiet)
+            try:
+                with running(name, kafka_lib if name == "kafka" else None) as broker:
+                    bench_broker(broker, plan, res[name], failures)
+            except (RuntimeError, KafkaException) as e:
+                print(f"  {name} run aborted: {e}")
+                failures.append({"broker": name, "phase": "run", "command": "", "error": str(e)})
+    (CACHE / "last-run.json").write_text(json.dumps({"results": res, "failures": failures}))
+    report(args, plan, res, failures, kafka_note)
+    return 0
+
+
+def report(args: argparse.Namespace, plan: Plan, res: dict[str, Results],
+           failures: Failures, kafka_note: str) -> None:  # fmt: skip
+    env = "\n".join(environment(args, plan, kafka_note))
+    table = render_table(plan, res, kafka_note)
+    print(f"\n{env}\n\nKafka: {kafka_note}\n\n{table}\n")
+    if failures:
+        print(f"{len(failures)} phase(s) failed; details in {CACHE / 'last-run.json'}")
+    if not args.no_docs:
+        section = (f"{env}\n\n{table}\n\nMB = 2^20 bytes, as Kafka's tools print it.\n\n"
+                   f"### Failures seen in this run\n\n{render_failures(failures)}")
+        write_doc(section)
+
+
+def _on_sigterm(_sig: int, _frame: object) -> None:
+    raise SystemExit(143)  # unwinds through the finally blocks that stop the brokers
+
+
+if __name__ == "__main__":
+    signal.signal(signal.SIGTERM, _on_sigterm)
+    try:
+        sys.exit(main())
+    finally:
+        cleanup()
