@@ -12,6 +12,7 @@ CACHE       ?= .cache
 MVN         ?= mvn
 MVN_FLAGS   ?= -B -q -Dstyle.color=never
 JAVA_POM    := tests/java/pom.xml
+SPARK_POM   := tests/spark/pom.xml
 
 # Maven coordinates (versions live in tests/java/pom.xml; these only name the cache dirs).
 KAFKA4_DIR   := $(CACHE)/kafka-tools-4
@@ -24,13 +25,14 @@ DATA_DIR    ?= data
 CONFIG      ?= config/broker.yaml
 SERVE_ARGS  ?=
 
-.PHONY: help venv java-deps zk-deps run test lint unit bench chaos clean distclean
+.PHONY: help venv java-deps spark-deps zk-deps run test lint unit bench chaos clean distclean
 
 help:
 	@echo "make run        start one broker on $(LISTEN) (data in ./$(DATA_DIR))"
 	@echo "make test       install everything, lint, run the whole test suite"
 	@echo "make venv       create $(VENV) and install samsa[test] (re-runs when pyproject.toml changes)"
 	@echo "make java-deps  fetch Kafka's Java clients/tools from Maven Central into $(CACHE)/"
+	@echo "make spark-deps fetch the Spark Kafka connector jars for the installed pyspark"
 	@echo "make lint       ruff check ."
 	@echo "make bench      run bench/run.py"
 	@echo "make clean      remove caches, build output and ./$(DATA_DIR) (keeps $(VENV) and $(CACHE))"
@@ -66,6 +68,23 @@ $(CLIENTS39_DIR)/.stamp: $(JAVA_POM)
 
 java-deps: $(KAFKA4_DIR)/.stamp $(CLIENTS39_DIR)/.stamp
 
+# The Spark Kafka connector (spark-sql-kafka-0-10 and the three jars it adds to pyspark/jars)
+# must be the installed pyspark's exact version, which is known only once the venv exists:
+# spark-deps reads it and makes $(CACHE)/spark-<version>/.stamp (tests/spark/conftest.py
+# puts $(CACHE)/spark-<version>/jars/*.jar on spark.jars).
+spark-deps: venv
+	@v=$$($(BIN)/python -c 'import pyspark; print(pyspark.__version__)') \
+	    || { echo "pyspark is not installed in $(VENV) (it is in the [test] extra)"; exit 1; }; \
+	$(MAKE) --no-print-directory $(CACHE)/spark-$$v/.stamp
+
+$(CACHE)/spark-%/.stamp: $(SPARK_POM)
+	@command -v $(MVN) >/dev/null || { echo "mvn not found: install Maven (apt-get install maven)"; exit 1; }
+	rm -rf $(CACHE)/spark-$*.tmp && mkdir -p $(CACHE)
+	$(MVN) $(MVN_FLAGS) -f $(SPARK_POM) -Dspark.version=$* dependency:copy-dependencies \
+	    -DoutputDirectory=$(abspath $(CACHE)/spark-$*.tmp)/jars
+	rm -rf $(CACHE)/spark-$* && mv $(CACHE)/spark-$*.tmp $(CACHE)/spark-$*
+	@touch $@
+
 # ---------------------------------------------------------------- ZooKeeper (cluster tests)
 # Debian's package; the tests start it themselves on loopback (broker/zk_process.py).
 ZK_JAR := /usr/share/java/zookeeper.jar
@@ -90,7 +109,7 @@ lint: venv
 
 # Lint and pytest both run even when one fails (more to read from one CI run); either fails
 # the target. pytest exits 5 when it collected no test: that is not a failure of the build.
-test: venv java-deps zk-deps
+test: venv java-deps spark-deps zk-deps
 	@lint=0; $(BIN)/ruff check --no-cache . || lint=$$?; \
 	rc=0; $(BIN)/python -m pytest -q -ra --timeout=$(PYTEST_TIMEOUT) tests $(PYTEST_ARGS) || rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "pytest: no tests were collected"; rc=0; fi; \
