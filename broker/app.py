@@ -13,18 +13,21 @@ from typing import Any
 from config.topic import describe_broker_config, describe_topic_config
 from coordinator.group import GroupCoordinator
 from coordinator.internal_log import InternalTopic
-from coordinator.producer_ids import ProducerIdAllocator
+from coordinator.producer_ids import ClusterProducerIdAllocator, ProducerIdAllocator
 from coordinator.transaction import TransactionCoordinator
 from storage.config import LogConfig
 from storage.log_manager import LogManager
 
 from . import metrics
 from .apis import build_registry
+from .controller import Controller
 from .dispatch import Dispatcher
 from .metadata_store import BrokerInfo, LocalMetadataStore, TopicState
+from .replica_fetcher import ReplicaFetcherManager
 from .replica_manager import ReplicaManager
 from .server import KafkaServer
 from .topic_admin import TopicAdmin
+from .zk_store import ZkMetadataStore
 
 log = logging.getLogger(__name__)
 
@@ -36,7 +39,15 @@ class Broker:
         self.data_dir = Path(config.data_dir)
         self.data_dir.mkdir(parents=True, exist_ok=True)
         host, port = config.listen_host, config.listen_port
-        self.store = LocalMetadataStore(self.data_dir, BrokerInfo(self.broker_id, host, port))
+        info = BrokerInfo(self.broker_id, host, port)
+        self.zookeeper: str | None = config["zookeeper.connect"]
+        self.store: Any
+        if self.zookeeper:
+            self.store = ZkMetadataStore(
+                self.zookeeper, info, config["zookeeper.session.timeout.ms"]
+            )
+        else:
+            self.store = LocalMetadataStore(self.data_dir, info)
         self.log_manager = LogManager(
             self.data_dir,
             LogConfig.from_properties({}),
@@ -47,7 +58,21 @@ class Broker:
             self.broker_id, self.log_manager, self.store, self._log_config
         )
         self.topics = TopicAdmin(config, self.store, self.replicas)
-        self.producer_ids = ProducerIdAllocator(self.data_dir / "producer-id-block")
+        self.replicas.min_isr = lambda topic: int(
+            self.topics.effective_properties(topic)["min.insync.replicas"]
+        )
+        self.producer_ids: Any
+        self.controller: Controller | None = None
+        if self.zookeeper:
+            self.replicas.fetchers = ReplicaFetcherManager(self.broker_id, self.store, config)
+            self.replicas.isr_writer = self._write_isr
+            self.replicas.leadership_listeners.append(self._on_leadership)
+            self.controller = Controller(
+                self.store, self.broker_id, config["unclean.leader.election.enable"]
+            )
+            self.producer_ids = ClusterProducerIdAllocator(self.store.claim_producer_id_block)
+        else:
+            self.producer_ids = ProducerIdAllocator(self.data_dir / "producer-id-block")
         self.txn_topic = InternalTopic(
             self,
             "__transaction_state",
@@ -67,7 +92,54 @@ class Broker:
         return self.topics.log_config(topic)
 
     def controller_id(self) -> int:
-        return self.broker_id
+        return self.store.controller_id()
+
+    # ---- cluster plumbing ------------------------------------------------------------------
+    async def _write_isr(self, partition: Any, isr: list[int]) -> bool:
+        """The leader's own ISR change: conditional on the partition state it leads at."""
+        try:
+            doc, version = await self.store.read_partition_state(partition.topic, partition.index)
+            if doc["leader"] != self.broker_id or doc["leader_epoch"] != partition.leader_epoch:
+                return False
+            ok = await self.store.write_partition_states(
+                [(partition.topic, partition.index, {**doc, "isr": isr}, version)],
+                as_controller=False,
+            )
+        except Exception as exc:
+            log.info("ISR change of %s-%d failed: %r", partition.topic, partition.index, exc)
+            return False
+        if ok:
+            log.info("%s-%d: ISR %s -> %s", partition.topic, partition.index, partition.isr, isr)
+        return ok
+
+    def _on_leadership(self, partition: Any, is_leader: bool) -> None:
+        if partition.topic == self.txn_topic.name:
+            self.transactions.on_leadership(partition.index, is_leader)
+        elif partition.topic == self.groups.topic.name:
+            self.groups.on_leadership(partition.index, is_leader)
+
+    async def _isr_shrink_loop(self) -> None:
+        lag_ms = self.config["replica.lag.time.max.ms"]
+        while True:
+            await asyncio.sleep(max(lag_ms / 2000, 0.1))
+            try:
+                self.replicas.shrink_lagging_isrs(lag_ms)
+            except Exception:
+                log.exception("ISR shrink check failed")
+
+    async def _session_watch(self) -> None:
+        """A lost ZooKeeper session took our registration: register again (new broker
+        epoch); the controller moved our leaderships and the watches tell us so."""
+        while True:
+            await self.store.session_lost.wait()
+            self.store.session_lost.clear()
+            log.warning("ZooKeeper session lost: registering again")
+            try:
+                await self.store.reregister()
+            except Exception:
+                log.exception("re-registration failed")
+                self.store.session_lost.set()
+                await asyncio.sleep(1)
 
     def topic_name_by_id(self, topic_id: uuid.UUID) -> str | None:
         for topic in self.store.topics().values():
@@ -83,13 +155,21 @@ class Broker:
 
     async def start(self) -> None:
         started = time.monotonic()
+        if self.zookeeper:
+            await self.store.start()
         self.log_manager.startup(self._config_for_topic_name)
         self.replicas.load_all()
+        if self.zookeeper:
+            self.store.add_listener(self.replicas.on_metadata_change)
         await self.transactions.start()
         await self.groups.start()
         await self.server.start()
         self._background.append(asyncio.create_task(self.log_manager.run_background()))
         self._background.append(asyncio.create_task(metrics.watch_loop_lag()))
+        if self.controller is not None:
+            self.controller.start()
+            self._background.append(asyncio.create_task(self._isr_shrink_loop()))
+            self._background.append(asyncio.create_task(self._session_watch()))
         if self.config["metrics.port"] is not None:
             metrics.start_endpoint(self, self.server.host, self.config["metrics.port"])
         log.info(
@@ -109,12 +189,17 @@ class Broker:
     async def stop(self) -> None:
         log.info("shutting down")
         await self.server.stop()
+        if self.controller is not None:
+            await self.controller.stop()
+            await self.replicas.fetchers.stop()
         await self.transactions.stop()
         await self.groups.stop()
         for task in self._background:
             task.cancel()
         await asyncio.gather(*self._background, return_exceptions=True)
         self.log_manager.shutdown()
+        if self.zookeeper:
+            await self.store.close()
         log.info("shut down cleanly")
 
 

@@ -11,14 +11,17 @@ offsets of the producer in the group coordinator (`broker.groups.complete_transa
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
+from collections import defaultdict
 from collections.abc import Iterable
 from typing import Any
 
 from protocol.records import build_control_batch
 from storage.errors import StorageError
 
+from .interbroker import BrokerConnection, BrokerUnavailable
 from .replica_manager import PartitionError
 
 log = logging.getLogger(__name__)
@@ -26,6 +29,11 @@ log = logging.getLogger(__name__)
 OFFSETS_TOPIC = "__consumer_offsets"
 NONE = 0
 UNKNOWN_SERVER_ERROR = -1
+UNKNOWN_TOPIC_OR_PARTITION = 3
+NOT_LEADER_OR_FOLLOWER = 6
+REQUEST_TIMED_OUT = 7
+WRITE_TXN_MARKERS = 27
+MARKER_REPLICATION_S = 10.0
 
 
 def append_marker(
@@ -72,6 +80,30 @@ def append_marker(
     return NONE
 
 
+async def append_marker_replicated(
+    broker: Any,
+    topic: str,
+    partition: int,
+    producer_id: int,
+    producer_epoch: int,
+    commit: bool,
+    coordinator_epoch: int,
+) -> int:
+    """`append_marker`, answered once the ISR has the marker (Kafka appends markers with
+    acks=all), so a leader change cannot lose a marker the coordinator counted as written."""
+    code = append_marker(
+        broker, topic, partition, producer_id, producer_epoch, commit, coordinator_epoch
+    )
+    if code != NONE:
+        return code
+    leader = broker.replicas.get(topic, partition)
+    if leader is None:
+        return NOT_LEADER_OR_FOLLOWER
+    if not await leader.wait_for_high_watermark(leader.log.log_end_offset, MARKER_REPLICATION_S):
+        return REQUEST_TIMED_OUT if leader.is_leader else NOT_LEADER_OR_FOLLOWER
+    return NONE
+
+
 async def write_txn_markers(
     broker: Any,
     producer_id: int,
@@ -80,10 +112,95 @@ async def write_txn_markers(
     coordinator_epoch: int,
     partitions: Iterable[tuple[str, int]],
 ) -> dict[tuple[str, int], int]:
-    """Write the marker to every partition; per-partition error codes (0 = written)."""
-    return {
-        (topic, p): append_marker(
+    """Write the marker to every partition; per-partition error codes (0 = written).
+
+    Partitions led here are appended locally; the others get one WriteTxnMarkers request
+    per leader broker. Unknown leaders and unreachable brokers answer retriable codes."""
+    results: dict[tuple[str, int], int] = {}
+    remote: dict[int, list[tuple[str, int]]] = defaultdict(list)
+    local: list[tuple[str, int]] = []
+    for topic, p in partitions:
+        state = broker.store.topic(topic)
+        pstate = state.partitions.get(p) if state is not None else None
+        hosted = broker.replicas.get(topic, p)
+        if pstate is None:
+            results[(topic, p)] = UNKNOWN_TOPIC_OR_PARTITION
+        elif (hosted is not None and hosted.is_leader) or pstate.leader == broker.broker_id:
+            local.append((topic, p))
+        elif pstate.leader < 0:
+            results[(topic, p)] = NOT_LEADER_OR_FOLLOWER
+        else:
+            remote[pstate.leader].append((topic, p))
+    # Local appends happen now; only replication (if any) and remote leaders are awaited, so a
+    # single broker completes the markers within the EndTxn that prepared them.
+    waits = []
+    for topic, p in local:
+        code = append_marker(
             broker, topic, p, producer_id, producer_epoch, commit, coordinator_epoch
         )
-        for topic, p in partitions
+        results[(topic, p)] = code
+        leader = broker.replicas.get(topic, p)
+        if code == NONE and leader is not None and (
+            leader.log.high_watermark < leader.log.log_end_offset
+        ):
+            waits.append(((topic, p), leader, leader.log.log_end_offset))
+    if not waits and not remote:
+        return results
+    replicated = await asyncio.gather(
+        *(leader.wait_for_high_watermark(end, MARKER_REPLICATION_S) for _, leader, end in waits)
+    )
+    for (tp, leader, _), ok in zip(waits, replicated, strict=True):
+        if not ok:
+            results[tp] = REQUEST_TIMED_OUT if leader.is_leader else NOT_LEADER_OR_FOLLOWER
+    for remote_results in await asyncio.gather(
+        *(
+            _send_markers(broker, leader, tps, producer_id, producer_epoch, commit,
+                          coordinator_epoch)
+            for leader, tps in remote.items()
+        )
+    ):
+        results.update(remote_results)
+    return results
+
+
+async def _send_markers(
+    broker: Any,
+    leader: int,
+    partitions: list[tuple[str, int]],
+    producer_id: int,
+    producer_epoch: int,
+    commit: bool,
+    coordinator_epoch: int,
+) -> dict[tuple[str, int], int]:
+    by_topic: dict[str, list[int]] = defaultdict(list)
+    for topic, p in partitions:
+        by_topic[topic].append(p)
+    body = {
+        "markers": [
+            {
+                "producer_id": producer_id,
+                "producer_epoch": producer_epoch,
+                "transaction_result": commit,
+                "topics": [{"name": t, "partition_indexes": ps} for t, ps in by_topic.items()],
+                "coordinator_epoch": coordinator_epoch,
+            }
+        ]
     }
+    channels = broker.__dict__.setdefault("_marker_channels", {})
+    conn = channels.get(leader)
+    if conn is None:
+        conn = channels[leader] = BrokerConnection(
+            broker.store, leader, f"samsa-txn-markers-{broker.broker_id}",
+            timeout_s=MARKER_REPLICATION_S + 5,
+        )
+    try:
+        response = await conn.request(WRITE_TXN_MARKERS, 1, body)
+    except BrokerUnavailable as exc:
+        log.info("WriteTxnMarkers to broker %d failed: %s", leader, exc)
+        return {tp: NOT_LEADER_OR_FOLLOWER for tp in partitions}
+    out: dict[tuple[str, int], int] = {tp: NOT_LEADER_OR_FOLLOWER for tp in partitions}
+    for marker in response.markers:
+        for t in marker.topics:
+            for pr in t.partitions:
+                out[(t.name, pr.partition_index)] = int(pr.error_code)
+    return out

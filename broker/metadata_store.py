@@ -11,6 +11,7 @@ import base64
 import json
 import os
 import uuid
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Protocol
@@ -47,9 +48,11 @@ class MetadataStore(Protocol):
     def brokers(self) -> list[BrokerInfo]: ...
     def topics(self) -> dict[str, TopicState]: ...
     def topic(self, name: str) -> TopicState | None: ...
-    def create_topic(self, topic: TopicState) -> None: ...
-    def delete_topic(self, name: str) -> None: ...
-    def update_topic(self, topic: TopicState) -> None: ...
+    def controller_id(self) -> int: ...
+    def add_listener(self, fn: Callable[[str, str], None]) -> None: ...
+    async def create_topic(self, topic: TopicState) -> None: ...
+    async def delete_topic(self, name: str) -> None: ...
+    async def update_topic(self, topic: TopicState) -> None: ...
 
 
 def new_cluster_id() -> str:
@@ -83,15 +86,21 @@ class LocalMetadataStore:
     def topic(self, name: str) -> TopicState | None:
         return self._topics.get(name)
 
-    def create_topic(self, topic: TopicState) -> None:
+    def controller_id(self) -> int:
+        return self._broker.broker_id
+
+    def add_listener(self, fn: Callable[[str, str], None]) -> None:
+        pass  # nothing changes behind this broker's back
+
+    async def create_topic(self, topic: TopicState) -> None:
         self._topics[topic.name] = topic
         self._save()
 
-    def delete_topic(self, name: str) -> None:
+    async def delete_topic(self, name: str) -> None:
         self._topics.pop(name, None)
         self._save()
 
-    def update_topic(self, topic: TopicState) -> None:
+    async def update_topic(self, topic: TopicState) -> None:
         self._topics[topic.name] = topic
         self._save()
 

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Iterable
+from collections.abc import Awaitable, Callable, Iterable
+from typing import Any
 
 from storage.config import LogConfig
 from storage.log_manager import LogManager
@@ -38,41 +39,123 @@ class ReplicaManager:
         self.store = store
         self._topic_config = topic_config  # (TopicState) -> LogConfig
         self._partitions: dict[tuple[str, int], Partition] = {}
+        # Set by the broker in a cluster: followers fetch, ISR changes are written to ZooKeeper.
+        self.fetchers: Any = None
+        self.isr_writer: Callable[[Partition, list[int]], Awaitable[bool]] | None = None
+        self.min_isr: Callable[[TopicState], int] = lambda _topic: 1
+        # fn(partition, is_leader) when this broker gains or loses a partition's leadership
+        self.leadership_listeners: list[Callable[[Partition, bool], None]] = []
 
     def load_all(self) -> None:
         for topic in self.store.topics().values():
             self.materialize(topic)
 
     def materialize(self, topic: TopicState) -> None:
-        """Open (or create) the logs of every partition of `topic` hosted here."""
+        """Open (or create) the logs of every partition of `topic` hosted here, and apply the
+        leadership the metadata gives them."""
         config: LogConfig = self._topic_config(topic)
         for index, state in topic.partitions.items():
-            if self.broker_id not in state.replicas or (topic.name, index) in self._partitions:
+            if self.broker_id not in state.replicas:
                 continue
-            plog = self.log_manager.get_log(topic.name, index)
-            if plog is None:
-                plog = self.log_manager.create_log(topic.name, index, config, topic.topic_id)
+            partition = self._partitions.get((topic.name, index))
+            if partition is None:
+                plog = self.log_manager.get_log(topic.name, index)
+                if plog is None:
+                    plog = self.log_manager.create_log(topic.name, index, config, topic.topic_id)
+                else:
+                    plog.config = config
+                partition = Partition(
+                    topic.name,
+                    index,
+                    topic.topic_id,
+                    plog,
+                    state.leader_epoch,
+                    state.replicas,
+                    self.broker_id,
+                    leader_id=state.leader,
+                    isr=state.isr or state.replicas,
+                )
+                partition.isr_writer = self.isr_writer
+                partition.min_insync_replicas = self.min_isr(topic)
+                self._partitions[(topic.name, index)] = partition
+                if self.fetchers is not None:  # a cluster: take up the role for real
+                    partition.leader_id = -1
+                    self._apply_state(partition, state)
+                elif partition.is_leader:
+                    self._notify_leadership(partition, True)
             else:
-                plog.config = config
-            self._partitions[(topic.name, index)] = Partition(
-                topic.name,
-                index,
-                topic.topic_id,
-                plog,
-                state.leader_epoch,
-                state.replicas,
-                self.broker_id,
-            )
+                self._apply_state(partition, state)
+
+    def on_metadata_change(self, kind: str, name: str) -> None:
+        """Store listener: a topic's assignment or partition state changed (or it is gone)."""
+        if kind != "topic":
+            return
+        topic = self.store.topic(name)
+        if topic is None:
+            if any(key[0] == name for key in self._partitions):
+                self.remove_topic(name)
+            return
+        self.materialize(topic)
+
+    def _apply_state(self, partition: Partition, state: Any) -> None:
+        leader, epoch = state.leader, state.leader_epoch
+        if epoch < partition.leader_epoch:
+            return  # older news
+        if leader == self.broker_id:
+            if not partition.is_leader or epoch > partition.leader_epoch:
+                if self.fetchers is not None:
+                    self.fetchers.remove(partition)
+                partition.make_leader(epoch, state.isr, state.replicas)
+                log.info("%s-%d: leader at epoch %d, isr %s", partition.topic, partition.index,
+                         epoch, state.isr)
+                self._notify_leadership(partition, True)
+            elif state.isr != partition.isr:
+                partition.update_isr(state.isr)
+            return
+        changed = partition.is_leader or epoch > partition.leader_epoch
+        changed = changed or leader != partition.leader_id
+        if not changed:
+            partition.isr = list(state.isr)
+            return
+        was_leader = partition.is_leader
+        partition.make_follower(leader, epoch, state.isr, state.replicas)
+        if was_leader:
+            self._notify_leadership(partition, False)
+        if self.fetchers is not None:
+            if leader >= 0:
+                self.fetchers.add(partition)
+            else:
+                self.fetchers.remove(partition)
+        log.info("%s-%d: follower of %d at epoch %d", partition.topic, partition.index, leader,
+                 epoch)
+
+    def _notify_leadership(self, partition: Partition, is_leader: bool) -> None:
+        for fn in self.leadership_listeners:
+            try:
+                fn(partition, is_leader)
+            except Exception:
+                log.exception("leadership listener failed for %s-%d", partition.topic,
+                              partition.index)
+
+    def shrink_lagging_isrs(self, lag_ms: int) -> None:
+        for partition in self._partitions.values():
+            partition.shrink_isr_if_lagging(lag_ms)
 
     def reconfigure(self, topic: TopicState) -> None:
         config = self._topic_config(topic)
         for (name, _), partition in self._partitions.items():
             if name == topic.name:
                 partition.log.config = config
+                partition.min_insync_replicas = self.min_isr(topic)
 
     def remove_topic(self, name: str) -> None:
         for key in [k for k in self._partitions if k[0] == name]:
             partition = self._partitions.pop(key)
+            if self.fetchers is not None:
+                self.fetchers.remove(partition)
+            if partition.is_leader:
+                partition.leader_id = -1
+                self._notify_leadership(partition, False)
             partition.notify_waiters()
             self.log_manager.delete_log(*key)
 

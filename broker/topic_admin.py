@@ -11,6 +11,8 @@ import re
 import uuid
 from typing import Any
 
+from kazoo.exceptions import NodeExistsError
+
 from config.topic import InvalidConfigError, effective_topic_config, validate_topic_configs
 from storage.config import LogConfig
 
@@ -79,7 +81,7 @@ class TopicAdmin:
         return LogConfig.from_properties(self.effective_properties(topic))
 
     # -- lifecycle -----------------------------------------------------------------------
-    def create(
+    async def create(
         self,
         name: str,
         num_partitions: int = -1,
@@ -138,7 +140,10 @@ class TopicAdmin:
         )
         if validate_only:
             return topic
-        self.store.create_topic(topic)
+        try:
+            await self.store.create_topic(topic)
+        except NodeExistsError:  # another broker created it first (ZooKeeper)
+            raise TopicError(TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists.") from None
         self.replicas.materialize(topic)
         log.info(
             "created topic %s with %d partitions, replication factor %d",
@@ -148,7 +153,7 @@ class TopicAdmin:
         )
         return topic
 
-    def delete(self, name: str) -> TopicState:
+    async def delete(self, name: str) -> TopicState:
         topic = self.store.topic(name)
         if topic is None:
             raise TopicError(
@@ -158,12 +163,12 @@ class TopicAdmin:
             raise TopicError(TOPIC_DELETION_DISABLED, "Topic deletion is disabled.")
         if topic.internal:
             raise TopicError(INVALID_TOPIC_EXCEPTION, f"Cannot delete internal topic {name}")
-        self.store.delete_topic(name)
+        await self.store.delete_topic(name)
         self.replicas.remove_topic(name)
         log.info("deleted topic %s", name)
         return topic
 
-    def create_partitions(
+    async def create_partitions(
         self, name: str, count: int, assignments: list[list[int]] | None, validate_only: bool
     ) -> None:
         topic = self.store.topic(name)
@@ -201,11 +206,11 @@ class TopicAdmin:
             topic.partitions[p] = PartitionState(
                 replicas=r, leader=r[0], leader_epoch=0, isr=list(r)
             )
-        self.store.update_topic(topic)
+        await self.store.update_topic(topic)
         self.replicas.materialize(topic)
         log.info("topic %s now has %d partitions", name, count)
 
-    def set_configs(self, name: str, overrides: dict[str, str]) -> None:
+    async def set_configs(self, name: str, overrides: dict[str, str]) -> None:
         topic = self.store.topic(name)
         if topic is None:
             raise TopicError(
@@ -216,7 +221,7 @@ class TopicAdmin:
         except InvalidConfigError as exc:
             raise TopicError(INVALID_CONFIG, str(exc)) from None
         topic.configs = dict(overrides)
-        self.store.update_topic(topic)
+        await self.store.update_topic(topic)
         self.replicas.reconfigure(topic)
 
     @staticmethod

@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import time
 import uuid
 from collections.abc import Callable
 from typing import Any
@@ -47,6 +48,9 @@ class ZkMetadataStore:
         self._watched: set[str] = set()
         self._listeners: list[Callable[[str, str], None]] = []
         self.session_lost = asyncio.Event()
+        self._controller_id = -1
+        self.controller_epoch = -1  # ours, while we are the controller
+        self._controller_epoch_version = -1  # zkVersion of /controller_epoch: the fencing token
 
     # ---- lifecycle ------------------------------------------------------------------------
     async def start(self) -> None:
@@ -69,6 +73,7 @@ class ZkMetadataStore:
         self._register()
         self._zk.ChildrenWatch("/brokers/ids", self._on_broker_ids)
         self._zk.ChildrenWatch("/brokers/topics", self._on_topic_names)
+        self._zk.DataWatch("/controller", self._on_controller)
 
     def _register(self) -> None:
         b = self._broker
@@ -90,6 +95,13 @@ class ZkMetadataStore:
                 self._zk.create(path, _dumps(doc), ephemeral=True)
         self.broker_epoch = self._zk.exists(path).czxid
 
+    async def reregister(self) -> None:
+        await asyncio.to_thread(self._register)
+
+    def claim_producer_id_block(self, size: int) -> int:
+        """Blocking (one ZooKeeper round trip per block of ids)."""
+        return self._allocate_block(size)
+
     async def close(self) -> None:
         await asyncio.to_thread(self._close)
 
@@ -110,6 +122,15 @@ class ZkMetadataStore:
             fn(kind, name)
 
     # ---- watches (kazoo thread) -> cache (event loop) -----------------------------------
+    def _on_controller(self, data: bytes | None, _stat: Any) -> bool:
+        controller = -1 if data is None else int(json.loads(data).get("brokerid", -1))
+        self._call(self._set_controller, controller)
+        return True
+
+    def _set_controller(self, controller: int) -> None:
+        self._controller_id = controller
+        self._emit("controller", "")
+
     def _on_broker_ids(self, children: list[str]) -> None:
         brokers = {}
         for child in children:
@@ -205,6 +226,9 @@ class ZkMetadataStore:
         self._loop.call_soon_threadsafe(fn, *args)
 
     # ---- reads (cache) --------------------------------------------------------------------
+    def controller_id(self) -> int:
+        return self._controller_id
+
     def brokers(self) -> list[BrokerInfo]:
         return sorted(self._brokers.values(), key=lambda b: b.broker_id)
 
@@ -291,6 +315,70 @@ class ZkMetadataStore:
                 return start
             except BadVersionError:
                 continue
+
+
+    # ---- controller ---------------------------------------------------------------------------
+    async def elect_controller(self) -> bool:
+        """Kafka's election (KAFKA-6082): one multi creates /controller and bumps
+        /controller_epoch; True if this broker won."""
+        return await asyncio.to_thread(self._elect)
+
+    def _elect(self) -> bool:
+        me = self._broker.broker_id
+        try:
+            self._zk.create("/controller_epoch", b"0")
+        except NodeExistsError:
+            pass
+        data, stat = self._zk.get("/controller_epoch")
+        epoch = int(data or b"0")
+        tx = self._zk.transaction()
+        tx.create("/controller", _dumps({"version": 1, "brokerid": me,
+                                         "timestamp": str(int(time.time() * 1000))}),
+                  ephemeral=True)
+        tx.set_data("/controller_epoch", str(epoch + 1).encode(), version=stat.version)
+        results = tx.commit()
+        if any(isinstance(r, Exception) for r in results):
+            return False
+        self.controller_epoch = epoch + 1
+        self._controller_epoch_version = results[1].version
+        return True
+
+    async def read_partition_state(self, topic: str, index: int) -> tuple[dict[str, Any], int]:
+        return await asyncio.to_thread(self._read_state_versioned, topic, index)
+
+    def _read_state_versioned(self, topic: str, index: int) -> tuple[dict[str, Any], int]:
+        data, stat = self._zk.get(f"/brokers/topics/{topic}/partitions/{index}/state")
+        return json.loads(data), stat.version
+
+    async def write_partition_states(
+        self, updates: list[tuple[str, int, dict[str, Any], int]], as_controller: bool
+    ) -> bool:
+        """Write partition states, each conditional on the zkVersion it was read at; as the
+        controller also conditional on /controller_epoch (a stale controller writes nothing)."""
+        return await asyncio.to_thread(self._write_states, updates, as_controller)
+
+    def _write_states(
+        self, updates: list[tuple[str, int, dict[str, Any], int]], as_controller: bool
+    ) -> bool:
+        tx = self._zk.transaction()
+        if as_controller:
+            tx.check("/controller_epoch", self._controller_epoch_version)
+        for topic, index, doc, version in updates:
+            tx.set_data(f"/brokers/topics/{topic}/partitions/{index}/state", _dumps(doc),
+                        version=version)
+        results = tx.commit()
+        return not any(isinstance(r, Exception) for r in results)
+
+    async def delete_controller(self) -> None:
+        """Resign (clean shutdown): let another broker take over at once."""
+        def delete() -> None:
+            try:
+                data, _ = self._zk.get("/controller")
+                if int(json.loads(data).get("brokerid", -1)) == self._broker.broker_id:
+                    self._zk.delete("/controller")
+            except NoNodeError:
+                pass
+        await asyncio.to_thread(delete)
 
 
 def _ensure_chroot(connect: str) -> None:

@@ -22,6 +22,7 @@ from protocol.records import (
 log = logging.getLogger(__name__)
 
 _READ_CHUNK = 1 << 20
+TOPIC_ALREADY_EXISTS = 36
 
 
 def java_string_hash(s: str) -> int:
@@ -74,11 +75,18 @@ class InternalTopic:
     def partition_for(self, key: str) -> int:
         return partition_for(key, self.num_partitions)
 
-    def ensure_created(self) -> None:
+    async def ensure_created(self) -> None:
         if self.broker.store.topic(self.name) is not None:
             return
         brokers = len(self.broker.store.brokers())
-        self.broker.topics.create(
+        try:
+            await self._create(brokers)
+        except Exception as exc:  # a concurrent creation (another broker) is fine
+            if getattr(exc, "error_code", None) != TOPIC_ALREADY_EXISTS:
+                raise
+
+    async def _create(self, brokers: int) -> None:
+        await self.broker.topics.create(
             self.name,
             self.num_partitions,
             min(self.replication_factor, brokers),

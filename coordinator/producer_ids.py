@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -117,3 +118,25 @@ class ProducerIdAllocator:
     @property
     def current_block(self) -> ProducerIdBlock | None:
         return self._block
+
+
+class ClusterProducerIdAllocator:
+    """Producer ids from blocks claimed cluster-wide (ZooKeeper's /latest_producer_id_block,
+    compare-and-set), so no two brokers ever hand out the same id. `claim_block(size)` returns
+    the first id of a fresh block; it runs about once per `block_size` ids."""
+
+    def __init__(self, claim_block: Callable[[int], int], block_size: int = 1000) -> None:
+        self._claim = claim_block
+        self.block_size = block_size
+        self._block: ProducerIdBlock | None = None
+        self._next = 0
+        self._lock = threading.Lock()
+
+    def next_id(self) -> int:
+        with self._lock:
+            if self._block is None or self._next > self._block.last_id:
+                self._block = ProducerIdBlock(self._claim(self.block_size), self.block_size)
+                self._next = self._block.first_id
+            pid = self._next
+            self._next += 1
+            return pid

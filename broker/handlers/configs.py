@@ -77,7 +77,9 @@ async def handle_alter_configs(ctx: Any, request: Any) -> dict[str, Any]:
     responses = []
     for r in request.resources:
         new = {c.name: c.value for c in r.configs if c.value is not None}
-        code, message = _apply(ctx.broker, r, lambda _current, new=new: new, request.validate_only)
+        code, message = await _apply(
+            ctx.broker, r, lambda _current, new=new: new, request.validate_only
+        )
         responses.append(_result(r, code, message))
     return {"throttle_time": 0, "responses": responses}
 
@@ -105,12 +107,14 @@ async def handle_incremental_alter_configs(ctx: Any, request: Any) -> dict[str, 
                     raise TopicError(INVALID_REQUEST, f"Unknown operation {c.config_operation}")
             return updated
 
-        code, message = _apply(ctx.broker, r, change, request.validate_only)
+        code, message = await _apply(ctx.broker, r, change, request.validate_only)
         responses.append(_result(r, code, message))
     return {"throttle_time": 0, "responses": responses}
 
 
-def _apply(broker: Any, resource: Any, change: Any, validate_only: bool) -> tuple[int, str | None]:
+async def _apply(
+    broker: Any, resource: Any, change: Any, validate_only: bool
+) -> tuple[int, str | None]:
     if resource.resource_type == BROKER:
         return INVALID_REQUEST, "Dynamic broker configs are not supported; edit the YAML file"
     if resource.resource_type != TOPIC:
@@ -123,7 +127,7 @@ def _apply(broker: Any, resource: Any, change: Any, validate_only: bool) -> tupl
         if validate_only:
             broker.topics.validate_configs(updated)
         else:
-            broker.topics.set_configs(topic.name, updated)
+            await broker.topics.set_configs(topic.name, updated)
     except TopicError as exc:
         return exc.error_code, exc.message
     return 0, None

@@ -24,27 +24,28 @@ async def handle_find_coordinator(ctx: Any, request: Any) -> dict[str, Any]:
     key_type = field(request, "key_type", GROUP)
     if ctx.version >= 4:
         coordinators = [
-            {"key": key, **_find(ctx.broker, key_type, key)} for key in request.coordinator_keys
+            {"key": key, **await _find(ctx.broker, key_type, key)}
+            for key in request.coordinator_keys
         ]
         return {"throttle_time": 0, "coordinators": coordinators}
-    return {"throttle_time": 0, **_find(ctx.broker, key_type, request.key)}
+    return {"throttle_time": 0, **await _find(ctx.broker, key_type, request.key)}
 
 
 def _error(code: int, message: str) -> dict[str, Any]:
     return {"error_code": code, "error_message": message, "node_id": -1, "host": "", "port": -1}
 
 
-def _find(broker: Any, key_type: int, key: str) -> dict[str, Any]:
+async def _find(broker: Any, key_type: int, key: str) -> dict[str, Any]:
     try:
         if key_type == GROUP:
             groups = broker.groups
-            groups.ensure_topic()
+            await groups.ensure_topic()
             topic, partition = groups.topic.name, groups.partition_for(key)
         elif key_type == TRANSACTION:
             txn_topic = getattr(broker, "txn_topic", None)
             if txn_topic is None:
                 return _error(COORDINATOR_NOT_AVAILABLE, "transactions are not available")
-            txn_topic.ensure_created()
+            await txn_topic.ensure_created()
             topic = txn_topic.name
             partition = partition_for(key, broker.config["transaction.state.log.num.partitions"])
         else:

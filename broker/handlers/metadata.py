@@ -37,6 +37,7 @@ async def handle_metadata(ctx: Any, request: Any) -> dict[str, Any]:
                     )  # UNKNOWN_TOPIC_ID
                     continue
             names.append(name)
+    live = {b.broker_id for b in store.brokers()}
     for name in names:
         topic = store.topic(name)
         if topic is None:
@@ -44,7 +45,7 @@ async def handle_metadata(ctx: Any, request: Any) -> dict[str, Any]:
             if allow_create:
                 try:
                     validate_topic_name(name)
-                    topic = broker.topics.create(name)
+                    topic = await broker.topics.create(name)
                 except TopicError as exc:
                     code = exc.error_code
             if topic is None:
@@ -58,13 +59,13 @@ async def handle_metadata(ctx: Any, request: Any) -> dict[str, Any]:
                 "is_internal": topic.internal,
                 "partitions": [
                     {
-                        "error_code": 0,
+                        "error_code": 0 if state.leader in live else LEADER_NOT_AVAILABLE,
                         "partition_index": index,
-                        "leader_id": state.leader,
+                        "leader_id": state.leader if state.leader in live else -1,
                         "leader_epoch": state.leader_epoch,
                         "replica_nodes": state.replicas,
                         "isr_nodes": state.isr,
-                        "offline_replicas": [],
+                        "offline_replicas": [r for r in state.replicas if r not in live],
                     }
                     for index, state in sorted(topic.partitions.items())
                 ],

@@ -26,7 +26,7 @@ async def handle_create_topics(ctx: Any, request: Any) -> dict[str, Any]:
         try:
             assignments = {a.partition_index: list(a.broker_ids) for a in t.assignments}
             configs = {c.name: c.value for c in t.configs}
-            topic = admin.create(
+            topic = await admin.create(
                 t.name,
                 t.num_partitions,
                 t.replication_factor,
@@ -72,7 +72,7 @@ async def handle_delete_topics(ctx: Any, request: Any) -> dict[str, Any]:
                 continue
             out["name"] = name
         try:
-            topic = broker.topics.delete(name)
+            topic = await broker.topics.delete(name)
             out["topic_id"] = topic.topic_id
         except TopicError as exc:
             out.update(error_code=exc.error_code, error_message=exc.message)
@@ -87,7 +87,7 @@ async def handle_create_partitions(ctx: Any, request: Any) -> dict[str, Any]:
         out: dict[str, Any] = {"name": t.name, "error_code": 0}
         try:
             assignments = [list(a.broker_ids) for a in t.assignments] if t.assignments else None
-            admin.create_partitions(t.name, t.count, assignments, request.validate_only)
+            await admin.create_partitions(t.name, t.count, assignments, request.validate_only)
         except TopicError as exc:
             out.update(error_code=exc.error_code, error_message=exc.message)
         results.append(out)

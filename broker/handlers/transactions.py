@@ -8,6 +8,7 @@ map errors per version like KafkaApis does.
 
 from __future__ import annotations
 
+import logging
 from collections import defaultdict
 from typing import Any
 
@@ -15,9 +16,11 @@ from coordinator.transaction.metadata import TxnState
 from protocol.codec import millis
 from protocol.records import iter_batches
 
-from ..markers import append_marker
+from ..markers import append_marker_replicated
 from ..replica_manager import PartitionError
 from .common import INVALID_REQUEST, UNKNOWN_TOPIC_OR_PARTITION, field
+
+log = logging.getLogger(__name__)
 
 OPERATION_NOT_ATTEMPTED = 55
 INVALID_PRODUCER_EPOCH = 47
@@ -45,6 +48,11 @@ async def handle_init_producer_id(ctx: Any, request: Any) -> dict[str, Any]:
     if (pid == -1) != (epoch == -1):
         return _init_error(INVALID_REQUEST)
     expected = None if pid == -1 else (pid, epoch)
+    try:
+        await ctx.broker.txn_topic.ensure_created()
+    except Exception:
+        log.exception("creating %s failed", ctx.broker.txn_topic.name)
+        return _init_error(COORDINATOR_NOT_AVAILABLE)
     result = ctx.broker.transactions.init_producer_id(
         txn_id, millis(request.transaction_timeout), expected
     )
@@ -131,7 +139,7 @@ async def handle_write_txn_markers(ctx: Any, request: Any) -> dict[str, Any]:
         for t in m.topics:
             parts = []
             for p in t.partition_indexes:
-                code = append_marker(
+                code = await append_marker_replicated(
                     broker,
                     t.name,
                     p,
@@ -286,6 +294,11 @@ def verify_transactional_produce(
         and entry.producer_epoch == header.producer_epoch
     ):
         return 0  # already verified: the transaction is open on this partition
+    if transactional_id and not coord.is_local(transactional_id):
+        # The coordinator is another broker; Kafka asks it with AddPartitionsToTxn v4
+        # (verifyOnly), which is not implemented yet: the append goes unverified, as with
+        # transaction.partition.verification.enable=false.
+        return 0
     code = coord.verify_partition(
         transactional_id,
         header.producer_id,

@@ -138,9 +138,9 @@ class GroupCoordinator:
                     if fut is not None and not fut.done():
                         fut.set_result(_error_join(NOT_COORDINATOR, m.member_id))
 
-    def ensure_topic(self) -> None:
+    async def ensure_topic(self) -> None:
         """Create __consumer_offsets on first use and load the partitions led here."""
-        self.topic.ensure_created()
+        await self.topic.ensure_created()
         self._load_led_partitions()
 
     def _load_led_partitions(self) -> None:
@@ -157,6 +157,25 @@ class GroupCoordinator:
                 self.loaded.add(p)  # nothing to replay
                 continue
             self.loading[p] = asyncio.get_running_loop().create_task(self._load(p))
+
+    def on_leadership(self, p: int, is_leader: bool) -> None:
+        """Leadership of `__consumer_offsets`-p moved here (load it) or away (unload it)."""
+        if is_leader:
+            self._load_led_partitions()
+            return
+        task = self.loading.pop(p, None)
+        if task is not None:
+            task.cancel()
+        self.loaded.discard(p)
+        self._txn_groups.pop(p, None)
+        self._deferred.pop(p, None)
+        for group in [g for g in self.groups.values() if g.partition == p]:
+            self._cancel_timers(group)
+            for m in group.members.values():
+                for fut in (m.join_future, m.sync_future):
+                    if fut is not None and not fut.done():
+                        fut.set_result(_error_join(NOT_COORDINATOR, m.member_id))
+            del self.groups[group.group_id]
 
     def partition_for(self, group_id: str) -> int:
         return self.topic.partition_for(group_id)

@@ -177,6 +177,34 @@ class TransactionCoordinator:
             (time.monotonic() - started) * 1000,
         )
 
+    def on_leadership(self, p: int, is_leader: bool) -> None:
+        """This broker became (or stopped being) the leader of `__transaction_state`-p: load
+        its transactions and finish those left prepared, or forget them."""
+        if is_leader:
+            if p in self._loading:
+                return
+            self._loading.add(p)
+            self._spawn(self._load_one(p))
+            return
+        self._loading.discard(p)
+        gone = [t for t in self._txns if self._partition_of(t) == p]
+        for txn_id in gone:
+            del self._txns[txn_id]
+        if gone:
+            log.info("%s-%d moved away: unloaded %d transactional ids", self.topic.name, p,
+                     len(gone))
+
+    async def _load_one(self, p: int) -> None:
+        started = time.monotonic()
+        try:
+            loaded = self._load_partition(p)
+            log.info("loaded %d transactional ids from %s-%d in %.0f ms", loaded,
+                     self.topic.name, p, (time.monotonic() - started) * 1000)
+        except PartitionError:
+            pass
+        finally:
+            self._loading.discard(p)
+
     def _load_partition(self, p: int) -> int:
         found: dict[str, TxnMetadata] = {}
         for entry in self.topic.replay(p):
@@ -223,11 +251,8 @@ class TransactionCoordinator:
         """The coordinator epoch for `txn_id`'s partition; raises CoordinatorError if this
         broker cannot coordinate it right now."""
         if self.broker.store.topic(self.topic.name) is None:
-            try:
-                self.topic.ensure_created()
-            except Exception:
-                log.exception("creating %s failed", self.topic.name)
-                raise CoordinatorError(COORDINATOR_NOT_AVAILABLE) from None
+            # Created by FindCoordinator (and InitProducerId) before any request gets here.
+            raise CoordinatorError(COORDINATOR_NOT_AVAILABLE)
         p = self._partition_of(txn_id)
         if p in self._loading:
             raise CoordinatorError(COORDINATOR_LOAD_IN_PROGRESS)
@@ -513,6 +538,11 @@ class TransactionCoordinator:
         log.info("%s %s (pid %d epoch %d)", md.state.name, md.transactional_id, pid, epoch)
 
     # ================================================================ produce verification
+    def is_local(self, txn_id: str) -> bool:
+        """Is this broker the coordinator of `txn_id` (leader of its partition)?"""
+        hosted = self.broker.replicas.get(self.topic.name, self._partition_of(txn_id))
+        return hosted is not None and hosted.is_leader
+
     def verify_partition(
         self, txn_id: str | None, producer_id: int, producer_epoch: int, topic: str, partition: int
     ) -> int:

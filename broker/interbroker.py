@@ -1,0 +1,82 @@
+"""Requests from this broker to another one (follower fetches, WriteTxnMarkers).
+
+One `BrokerConnection` is one TCP connection with one request in flight at a time, which is
+all a fetcher loop or a marker sender needs. Addresses come from the metadata store, so a
+broker that re-registers on a new port is found again on the next connect.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import struct
+from typing import Any
+
+from protocol.codec import build, encode, reader, request_type, response_type
+
+log = logging.getLogger(__name__)
+
+
+class BrokerUnavailable(Exception):
+    """The target broker is not registered, not reachable, or the connection broke."""
+
+
+class BrokerConnection:
+    def __init__(self, store: Any, target_id: int, client_id: str, timeout_s: float = 30.0):
+        self.store = store
+        self.target_id = target_id
+        self.client_id = client_id.encode()
+        self.timeout_s = timeout_s
+        self._reader: asyncio.StreamReader | None = None
+        self._writer: asyncio.StreamWriter | None = None
+        self._correlation = 0
+        self._lock = asyncio.Lock()
+
+    async def _connect(self) -> None:
+        target = next((b for b in self.store.brokers() if b.broker_id == self.target_id), None)
+        if target is None:
+            raise BrokerUnavailable(f"broker {self.target_id} is not registered")
+        try:
+            self._reader, self._writer = await asyncio.wait_for(
+                asyncio.open_connection(target.host, target.port), 5.0
+            )
+        except (OSError, TimeoutError) as exc:
+            raise BrokerUnavailable(f"broker {self.target_id}: {exc}") from None
+
+    async def request(self, api_key: int, version: int, body: dict[str, Any]) -> Any:
+        """Send one request and return the decoded response entity."""
+        async with self._lock:
+            return await self._request(api_key, version, body)
+
+    async def _request(self, api_key: int, version: int, body: dict[str, Any]) -> Any:
+        if self._writer is None:
+            await self._connect()
+        assert self._reader is not None and self._writer is not None
+        self._correlation = (self._correlation + 1) & 0x7FFFFFFF
+        req_type = request_type(api_key, version)
+        header = struct.pack(">hhih", api_key, version, self._correlation, len(self.client_id))
+        header += self.client_id + (b"\x00" if req_type.__flexible__ else b"")
+        payload = header + encode(build(req_type, body))
+        try:
+            self._writer.write(struct.pack(">i", len(payload)) + payload)
+            await self._writer.drain()
+            size_bytes = await asyncio.wait_for(self._reader.readexactly(4), self.timeout_s)
+            frame = await asyncio.wait_for(
+                self._reader.readexactly(struct.unpack(">i", size_bytes)[0]), self.timeout_s
+            )
+        except (OSError, TimeoutError, asyncio.IncompleteReadError) as exc:
+            self.close()
+            raise BrokerUnavailable(f"broker {self.target_id}: {exc!r}") from None
+        (correlation,) = struct.unpack_from(">i", frame, 0)
+        if correlation != self._correlation:
+            self.close()
+            raise BrokerUnavailable(f"broker {self.target_id}: correlation id mismatch")
+        resp_type = response_type(api_key, version)
+        offset = 5 if resp_type.__flexible__ else 4  # response header v1 has empty tags
+        value, _ = reader(resp_type)(frame, offset)
+        return value
+
+    def close(self) -> None:
+        if self._writer is not None:
+            self._writer.close()
+        self._reader = self._writer = None

@@ -1,0 +1,192 @@
+"""Followers copy their leaders' logs with the ordinary Fetch API (v12, with a replica id).
+
+One `ReplicaFetcher` per leader broker runs a loop: fetch from each followed partition's log
+end offset, append the batches verbatim (leader's offsets and epochs), and take the leader's
+high watermark (capped at our log end). When the leader answers with a diverging epoch (our
+last fetched epoch ends earlier on the leader, KIP-595/KIP-320), the log is truncated to where
+the two agree, never blindly to the high watermark.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+from storage.errors import StorageError
+
+from .interbroker import BrokerConnection, BrokerUnavailable
+from .partition import Partition
+
+log = logging.getLogger(__name__)
+
+FETCH_KEY, FETCH_VERSION = 1, 12
+NONE, OFFSET_OUT_OF_RANGE = 0, 1
+_BACKOFF_S = 0.2
+
+
+class ReplicaFetcherManager:
+    def __init__(self, broker_id: int, store: Any, config: Any) -> None:
+        self.broker_id = broker_id
+        self.store = store
+        self.config = config
+        self._fetchers: dict[int, ReplicaFetcher] = {}
+
+    def add(self, partition: Partition) -> None:
+        self.remove(partition)
+        leader = partition.leader_id
+        fetcher = self._fetchers.get(leader)
+        if fetcher is None:
+            fetcher = self._fetchers[leader] = ReplicaFetcher(self, leader)
+        fetcher.add(partition)
+
+    def remove(self, partition: Partition) -> None:
+        for fetcher in self._fetchers.values():
+            fetcher.discard(partition)
+
+    async def stop(self) -> None:
+        fetchers = list(self._fetchers.values())
+        self._fetchers.clear()
+        await asyncio.gather(*(f.stop() for f in fetchers), return_exceptions=True)
+
+
+class ReplicaFetcher:
+    def __init__(self, manager: ReplicaFetcherManager, leader_id: int) -> None:
+        self.manager = manager
+        self.leader_id = leader_id
+        self._partitions: dict[tuple[str, int], Partition] = {}
+        self._conn = BrokerConnection(
+            manager.store, leader_id, f"samsa-replica-fetcher-{manager.broker_id}"
+        )
+        self._wakeup = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+
+    def add(self, partition: Partition) -> None:
+        self._partitions[(partition.topic, partition.index)] = partition
+        self._wakeup.set()
+        if self._task is None or self._task.done():
+            self._task = asyncio.get_running_loop().create_task(self._run())
+
+    def discard(self, partition: Partition) -> None:
+        self._partitions.pop((partition.topic, partition.index), None)
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            await asyncio.gather(self._task, return_exceptions=True)
+        self._conn.close()
+
+    async def _run(self) -> None:
+        cfg = self.manager.config
+        while True:
+            if not self._partitions:
+                self._wakeup.clear()
+                await self._wakeup.wait()
+                continue
+            fetched = {
+                key: (p, p.leader_epoch, p.log.log_end_offset)
+                for key, p in self._partitions.items()
+                if p.leader_id == self.leader_id
+            }
+            try:
+                response = await self._conn.request(
+                    FETCH_KEY, FETCH_VERSION, self._request(fetched, cfg)
+                )
+            except BrokerUnavailable as exc:
+                log.debug("fetch from broker %d failed: %s", self.leader_id, exc)
+                await asyncio.sleep(_BACKOFF_S * 5)
+                continue
+            except Exception:
+                log.exception("fetch from broker %d failed", self.leader_id)
+                await asyncio.sleep(_BACKOFF_S * 5)
+                continue
+            backoff = False
+            for topic in response.responses:
+                for pr in topic.partitions:
+                    entry = fetched.get((topic.topic, pr.partition_index))
+                    if entry is None:
+                        continue
+                    partition, epoch, offset = entry
+                    current = self._partitions.get((topic.topic, pr.partition_index))
+                    if current is not partition or partition.leader_epoch != epoch:
+                        continue  # leadership moved while the fetch was in flight
+                    if partition.log.log_end_offset != offset:
+                        continue
+                    backoff |= not self._apply(partition, pr)
+            if backoff:
+                await asyncio.sleep(_BACKOFF_S)
+
+    def _request(self, fetched: dict[tuple[str, int], Any], cfg: Any) -> dict[str, Any]:
+        topics: dict[str, list[dict[str, Any]]] = {}
+        for (topic, index), (p, epoch, offset) in fetched.items():
+            latest = p.log.latest_epoch
+            topics.setdefault(topic, []).append(
+                {
+                    "partition": index,
+                    "current_leader_epoch": epoch,
+                    "fetch_offset": offset,
+                    "last_fetched_epoch": -1 if latest is None else latest,
+                    "log_start_offset": p.log.log_start_offset,
+                    "partition_max_bytes": cfg["replica.fetch.max.bytes"],
+                }
+            )
+        return {
+            "replica_id": self.manager.broker_id,
+            "max_wait": cfg["replica.fetch.wait.max.ms"],
+            "min_bytes": cfg["replica.fetch.min.bytes"],
+            "max_bytes": cfg["replica.fetch.response.max.bytes"],
+            "isolation_level": 0,
+            "session_id": 0,
+            "session_epoch": -1,
+            "topics": [{"topic": t, "partitions": ps} for t, ps in topics.items()],
+            "forgotten_topics_data": [],
+            "rack_id": "",
+        }
+
+    def _apply(self, partition: Partition, pr: Any) -> bool:
+        """Apply one partition's answer; False means back off before fetching it again."""
+        plog = partition.log
+        code = int(pr.error_code)
+        try:
+            if code == NONE:
+                diverging = pr.diverging_epoch
+                if diverging is not None and (diverging.epoch >= 0 or diverging.end_offset >= 0):
+                    self._truncate_diverging(partition, diverging.epoch, diverging.end_offset)
+                    return True
+                partition.append_as_follower(
+                    pr.records or b"", pr.high_watermark, pr.log_start_offset
+                )
+                return True
+            if code == OFFSET_OUT_OF_RANGE:
+                leader_start = pr.log_start_offset
+                if leader_start > plog.log_end_offset:
+                    log.info("%s-%d: behind the leader's log start %d: starting over there",
+                             partition.topic, partition.index, leader_start)
+                    plog.truncate_fully_and_start_at(leader_start)
+                elif pr.high_watermark >= 0 and pr.high_watermark < plog.log_end_offset:
+                    log.warning("%s-%d: ahead of the leader: truncating to its high watermark %d",
+                                partition.topic, partition.index, pr.high_watermark)
+                    plog.truncate_to(max(pr.high_watermark, plog.high_watermark))
+                return True
+        except StorageError as exc:
+            log.error("%s-%d: replication append failed: %s", partition.topic, partition.index,
+                      exc)
+            return False
+        log.debug("%s-%d: leader %d answered %d", partition.topic, partition.index,
+                  self.leader_id, code)
+        return False
+
+    def _truncate_diverging(self, partition: Partition, epoch: int, end_offset: int) -> None:
+        plog = partition.log
+        if epoch < 0:
+            target = plog.high_watermark
+        else:
+            local_epoch, local_end = plog.end_offset_for_epoch(epoch)
+            target = min(end_offset, local_end) if local_epoch == epoch else local_end
+            if local_epoch < 0:
+                target = plog.high_watermark
+        target = min(target, plog.log_end_offset)
+        log.info("%s-%d: diverged from leader %d at epoch %d (end %d): truncating %d -> %d",
+                 partition.topic, partition.index, self.leader_id, epoch, end_offset,
+                 plog.log_end_offset, target)
+        plog.truncate_to(target)

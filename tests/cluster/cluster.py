@@ -1,0 +1,100 @@
+"""N Samsa broker processes joined through a real ZooKeeper, for the cluster tests."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+
+from confluent_kafka.admin import AdminClient
+
+from broker.zk_process import ZooKeeperProcess
+from tests.support.broker import BrokerProcess
+
+# Small internal topics and fast failure detection (ZooKeeper's tick is 200 ms in the tests).
+CLUSTER_SETTINGS: dict[str, object] = {
+    "zookeeper.session.timeout.ms": 3000,
+    "replica.lag.time.max.ms": 4000,
+    "offsets.topic.num.partitions": 6,
+    "transaction.state.log.num.partitions": 6,
+    "group.initial.rebalance.delay.ms": 0,
+    "group.min.session.timeout.ms": 1000,
+    "transaction.state.log.min.isr": 2,
+}
+
+
+class Cluster:
+    def __init__(
+        self, zookeeper: ZooKeeperProcess, base: Path, size: int = 3, **settings: object
+    ) -> None:
+        self.chroot = f"samsa-{uuid.uuid4().hex[:8]}"
+        merged = {
+            **CLUSTER_SETTINGS,
+            **settings,
+            "zookeeper.connect": f"{zookeeper.connect_string}/{self.chroot}",
+        }
+        self.brokers = [
+            BrokerProcess(base / f"broker{i}" / "data", broker_id=i, settings=merged,
+                          name=f"broker{i}")
+            for i in range(size)
+        ]
+
+    @property
+    def bootstrap(self) -> str:
+        return ",".join(b.bootstrap for b in self.brokers if b.is_running())
+
+    def start(self) -> Cluster:
+        for b in self.brokers:
+            b.start()
+        wait_until(lambda: len(self.live_broker_ids()) == len(self.brokers), 20,
+                   "every broker registered")
+        return self
+
+    def close(self) -> None:
+        for b in self.brokers:
+            b.close()
+
+    def admin(self) -> AdminClient:
+        return AdminClient({"bootstrap.servers": self.bootstrap})
+
+    def live_broker_ids(self) -> set[int]:
+        md = self.admin().list_topics(timeout=10)
+        return set(md.brokers)
+
+    def leaders(self, topic: str) -> dict[int, int]:
+        md = self.admin().list_topics(topic, timeout=10)
+        return {p: pm.leader for p, pm in md.topics[topic].partitions.items()}
+
+    def isr(self, topic: str) -> dict[int, list[int]]:
+        md = self.admin().list_topics(topic, timeout=10)
+        return {p: sorted(pm.isrs) for p, pm in md.topics[topic].partitions.items()}
+
+    def broker(self, broker_id: int) -> BrokerProcess:
+        return next(b for b in self.brokers if b.broker_id == broker_id)
+
+    def log_sizes(self, topic: str, partition: int) -> dict[int, int]:
+        """Bytes of the partition's segments on each broker that hosts it."""
+        sizes = {}
+        for b in self.brokers:
+            d = b.data_dir / f"{topic}-{partition}"
+            if d.is_dir():
+                sizes[b.broker_id] = sum(f.stat().st_size for f in d.glob("*.log"))
+        return sizes
+
+    def logs_tail(self) -> str:
+        return "\n".join(f"--- {b.name}\n{b.log_tail(40)}" for b in self.brokers)
+
+
+def wait_until(cond: Callable[[], bool], timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    last: Exception | None = None
+    while time.monotonic() < deadline:
+        try:
+            if cond():
+                return
+        except Exception as exc:  # the cluster may be between leaders
+            last = exc
+        time.sleep(0.2)
+    raise AssertionError(f"timed out waiting for {what}" + (f" (last error: {last!r})"
+                                                           if last else ""))

@@ -1,0 +1,168 @@
+"""A 3-broker Samsa cluster through ZooKeeper: replication, failover, acks=all, transactions.
+
+Every test starts its own three broker processes (own chroot in the session's ZooKeeper) and
+drives them with confluent-kafka (librdkafka) over real sockets.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+
+import pytest
+from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
+from confluent_kafka.admin import NewTopic
+
+from tests.cluster.cluster import Cluster, wait_until
+from tests.protocol.wire import WireClient
+
+pytestmark = pytest.mark.timeout(240)
+
+NOT_ENOUGH_REPLICAS = 19
+
+
+@pytest.fixture
+def cluster(zookeeper, tmp_path) -> Iterator[Cluster]:
+    c = Cluster(zookeeper, tmp_path).start()
+    try:
+        yield c
+    except BaseException:
+        print(c.logs_tail())
+        raise
+    finally:
+        c.close()
+
+
+def _create(cluster: Cluster, topic: str, partitions: int, rf: int = 3, **configs: str) -> None:
+    admin = cluster.admin()  # must outlive its futures
+    fs = admin.create_topics(
+        [NewTopic(topic, partitions, rf, config=configs)], operation_timeout=10
+    )
+    fs[topic].result(timeout=20)
+    wait_until(lambda: all(v >= 0 for v in cluster.leaders(topic).values()), 20, "leaders")
+
+
+def _produce(bootstrap: str, topic: str, values: list[bytes], partitions: int) -> None:
+    errors: list[KafkaError] = []
+    p = Producer({"bootstrap.servers": bootstrap, "acks": "all", "enable.idempotence": True,
+                  "linger.ms": 5, "message.timeout.ms": 60000})
+    for i, v in enumerate(values):
+        p.produce(topic, v, partition=i % partitions,
+                  on_delivery=lambda err, _m: errors.append(err) if err else None)
+        p.poll(0)
+    assert p.flush(90) == 0
+    assert not errors, errors
+
+
+def _read(bootstrap: str, topic: str, partitions: int, expect: int,
+          isolation: str = "read_uncommitted", timeout: float = 60) -> list[bytes]:
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"r-{uuid.uuid4().hex[:6]}",
+                  "enable.auto.commit": False, "isolation.level": isolation,
+                  "fetch.wait.max.ms": 100})
+    out: list[bytes] = []
+    try:
+        c.assign([TopicPartition(topic, p, -2) for p in range(partitions)])
+        wait_until(lambda: _drain(c, out) >= expect, timeout, f"{expect} records")
+        _drain(c, out, 1.0)  # nothing beyond what is expected
+    finally:
+        c.close()
+    return out
+
+
+def _drain(c: Consumer, out: list[bytes], seconds: float = 0.2) -> int:
+    for msg in c.consume(1000, seconds):
+        if msg.error() is None:
+            out.append(msg.value())
+    return len(out)
+
+
+def test_replicated_topic_spreads_leaders_and_copies_every_replica(cluster):
+    topic = "rep-" + uuid.uuid4().hex[:6]
+    _create(cluster, topic, 3)
+    assert set(cluster.leaders(topic).values()) == {0, 1, 2}
+    values = [f"v{i}".encode() for i in range(300)]
+    _produce(cluster.bootstrap, topic, values, 3)
+    assert sorted(_read(cluster.bootstrap, topic, 3, 300)) == sorted(values)
+    for p in range(3):
+        wait_until(lambda p=p: len(set(cluster.log_sizes(topic, p).values())) == 1, 20,
+                   f"replicas of partition {p} identical in size")
+        assert len(cluster.log_sizes(topic, p)) == 3
+    assert all(isr == [0, 1, 2] for isr in cluster.isr(topic).values())
+
+
+def test_leader_kill9_fails_over_without_losing_acknowledged_writes(cluster):
+    topic = "fo-" + uuid.uuid4().hex[:6]
+    _create(cluster, topic, 2)
+    first = [f"a{i}".encode() for i in range(200)]
+    _produce(cluster.bootstrap, topic, first, 2)
+    victim = cluster.leaders(topic)[0]
+    cluster.broker(victim).kill9()
+    wait_until(lambda: cluster.leaders(topic)[0] not in (victim, -1), 30, "a new leader")
+    second = [f"b{i}".encode() for i in range(200)]
+    _produce(cluster.bootstrap, topic, second, 2)
+    assert sorted(_read(cluster.bootstrap, topic, 2, 400)) == sorted(first + second)
+    # The killed broker comes back as a follower, catches up and rejoins the ISR.
+    cluster.broker(victim).start()
+    wait_until(lambda: all(victim in isr for isr in cluster.isr(topic).values()), 60,
+               "the restarted broker back in every ISR")
+    for p in range(2):
+        wait_until(lambda p=p: len(set(cluster.log_sizes(topic, p).values())) == 1, 30,
+                   f"replicas of partition {p} identical in size")
+
+
+def test_min_insync_replicas_refuses_writes_it_cannot_replicate(cluster):
+    topic = "misr-" + uuid.uuid4().hex[:6]
+    _create(cluster, topic, 1, **{"min.insync.replicas": "2"})
+    leader = cluster.leaders(topic)[0]
+    others = [b for b in (0, 1, 2) if b != leader]
+    _produce(cluster.bootstrap, topic, [b"before"], 1)
+    cluster.broker(others[0]).kill9()
+    wait_until(lambda: len(cluster.isr(topic)[0]) == 2, 30, "ISR without the killed follower")
+    _produce(cluster.bootstrap, topic, [b"one-down"], 1)
+    cluster.broker(others[1]).kill9()
+    wait_until(lambda: cluster.isr(topic)[0] == [leader], 30, "ISR of the leader alone")
+    from protocol.records import build_batch
+
+    with WireClient(cluster.broker(leader).bootstrap) as w:
+        resp = w.call(0, 9, {"acks": -1, "timeout": 5000, "topic_data": [
+            {"name": topic, "partition_data": [
+                {"index": 0, "records": build_batch([(None, b"refused", [], 0)])}]}]})
+    assert resp.responses[0].partition_responses[0].error_code == NOT_ENOUGH_REPLICAS
+    got = _read(cluster.broker(leader).bootstrap, topic, 1, 2)
+    assert got == [b"before", b"one-down"]
+
+
+def test_transaction_spanning_three_leaders_commits_atomically(cluster):
+    topic = "txn-" + uuid.uuid4().hex[:6]
+    _create(cluster, topic, 3)
+    assert set(cluster.leaders(topic).values()) == {0, 1, 2}
+    p = Producer({"bootstrap.servers": cluster.bootstrap, "transactional.id": "t-" + topic,
+                  "transaction.timeout.ms": 30000})
+    p.init_transactions(30)
+    p.begin_transaction()
+    for i in range(30):
+        p.produce(topic, f"c{i}".encode(), partition=i % 3)
+    p.commit_transaction(30)
+    p.begin_transaction()
+    for i in range(30):
+        p.produce(topic, f"x{i}".encode(), partition=i % 3)
+    assert p.flush(30) == 0  # abort_transaction would otherwise purge unsent records
+    p.abort_transaction(30)
+    committed = _read(cluster.bootstrap, topic, 3, 30, isolation="read_committed")
+    assert sorted(committed) == sorted(f"c{i}".encode() for i in range(30))
+    everything = _read(cluster.bootstrap, topic, 3, 60)
+    assert len(everything) == 60  # the aborted records are there, just not visible
+
+
+def test_coordinators_spread_across_brokers(cluster):
+    from coordinator.internal_log import partition_for
+
+    ids = [f"txn-{i}" for i in range(40)]
+    with WireClient(cluster.brokers[0].bootstrap) as w:
+        resp = w.call(10, 4, {"key_type": 1, "coordinator_keys": ids})
+    nodes = {c.key: c.node_id for c in resp.coordinators if c.error_code == 0}
+    assert len(nodes) == len(ids), resp
+    assert set(nodes.values()) == {0, 1, 2}
+    leaders = cluster.leaders("__transaction_state")
+    for key, node in nodes.items():
+        assert node == leaders[partition_for(key, 6)]
