@@ -39,7 +39,8 @@ class Broker:
         self.data_dir = Path(config.data_dir)
         self.data_dir.mkdir(parents=True, exist_ok=True)
         host, port = config.listen_host, config.listen_port
-        info = BrokerInfo(self.broker_id, host, port)
+        advertised = config.advertised_listener
+        info = BrokerInfo(self.broker_id, advertised.host, advertised.port)
         self.zookeeper: str | None = config["zookeeper.connect"]
         self.store: Any
         if self.zookeeper:

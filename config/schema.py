@@ -333,7 +333,8 @@ _TABLE: list[PropertyDef] = [
     _p("broker.rack", S, None, "Rack of this broker, reported in metadata.", group=_G_SERVER),
     # --- socket server
     _p("listeners", S, "PLAINTEXT://127.0.0.1:9092", "Where the broker listens: one "
-       "PLAINTEXT://HOST:PORT with HOST in 127.0.0.0/8.", kafka="PLAINTEXT://:9092",
+       "PLAINTEXT://HOST:PORT with HOST in 127.0.0.0/8 (any host once advertised.listeners "
+       "is set).", kafka="PLAINTEXT://:9092",
        group=_G_SOCKET),
     _p("advertised.listeners", S, None, "Address given to clients in metadata; defaults to "
        "listeners.", group=_G_SOCKET),
@@ -568,7 +569,9 @@ class Listener:
     port: int
 
 
-def parse_listener(key: str, value: str, *, local_only: bool) -> Listener:
+def parse_listener(
+    key: str, value: str, *, local_only: bool, advertised: bool = False
+) -> Listener:
     parts = [s for s in value.split(",") if s.strip()]
     if len(parts) != 1:
         raise ConfigError.invalid(key, value, "Samsa supports exactly one listener")
@@ -584,8 +587,10 @@ def parse_listener(key: str, value: str, *, local_only: bool) -> Listener:
         if host == "localhost":
             host = "127.0.0.1"
         if not re.fullmatch(r"127\.\d{1,3}\.\d{1,3}\.\d{1,3}", host):
-            raise ConfigError.invalid(key, value, "Samsa binds 127.0.0.0/8 addresses only")
-    elif not host or host == "0.0.0.0":
+            raise ConfigError.invalid(
+                key, value, "Samsa binds 127.0.0.0/8 addresses only, unless advertised.listeners "
+                "is set (e.g. in a container)")
+    elif advertised and (not host or host == "0.0.0.0"):
         raise ConfigError.invalid(key, value, "An advertised host must be a real address")
     return Listener(name, host, port)
 
@@ -688,7 +693,9 @@ class BrokerConfig:
 
     @property
     def listener(self) -> Listener:
-        return parse_listener("listeners", self["listeners"], local_only=True)
+        # Binding beyond loopback is an explicit choice: it needs an address to advertise.
+        local_only = self["advertised.listeners"] is None
+        return parse_listener("listeners", self["listeners"], local_only=local_only)
 
     @property
     def listen_host(self) -> str:
@@ -703,7 +710,7 @@ class BrokerConfig:
         adv = self["advertised.listeners"]
         if adv is None:
             return self.listener
-        return parse_listener("advertised.listeners", adv, local_only=False)
+        return parse_listener("advertised.listeners", adv, local_only=False, advertised=True)
 
     @property
     def data_dir(self) -> Path:

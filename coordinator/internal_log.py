@@ -23,6 +23,8 @@ log = logging.getLogger(__name__)
 
 _READ_CHUNK = 1 << 20
 TOPIC_ALREADY_EXISTS = 36
+COORDINATOR_NOT_AVAILABLE = 15
+NOT_COORDINATOR = 16
 
 
 def java_string_hash(s: str) -> int:
@@ -118,6 +120,16 @@ class InternalTopic:
         )
         info = leader.append_as_leader(batch, origin="coordinator")
         return info.last_offset
+
+    async def await_replication(self, partition: int, timeout_s: float = 15.0) -> int:
+        """Wait until the ISR has everything appended to `partition` (Kafka writes coordinator
+        state with acks=all). 0, or the coordinator error the request should answer."""
+        hosted = self.broker.replicas.get(self.name, partition)
+        if hosted is None or not hosted.is_leader:
+            return NOT_COORDINATOR
+        if await hosted.wait_for_high_watermark(hosted.log.log_end_offset, timeout_s):
+            return 0
+        return COORDINATOR_NOT_AVAILABLE if hosted.is_leader else NOT_COORDINATOR
 
     def replay(self, partition: int) -> Iterator[ReplayedRecord | ReplayedMarker]:
         """Every record and transaction marker of the partition, from the log start to its end."""

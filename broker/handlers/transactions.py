@@ -56,8 +56,9 @@ async def handle_init_producer_id(ctx: Any, request: Any) -> dict[str, Any]:
     result = ctx.broker.transactions.init_producer_id(
         txn_id, millis(request.transaction_timeout), expected
     )
-    if result.error_code:
-        return _init_error(_fenced_for(result.error_code, ctx.version, 4))
+    code = result.error_code or await _replicated(ctx.broker, txn_id)
+    if code:
+        return _init_error(_fenced_for(code, ctx.version, 4))
     return {
         "throttle_time": 0,
         "error_code": 0,
@@ -93,6 +94,7 @@ async def handle_add_partitions_to_txn(ctx: Any, request: Any) -> dict[str, Any]
             request.v3_and_below_producer_epoch,
             [(n, p) for n, ps in topics for p in ps],
         )
+        code = code or await _replicated(broker, request.v3_and_below_transactional_id)
         code = _fenced_for(code, ctx.version, 2)
         codes = {(n, p): code for n, ps in topics for p in ps}
     return {
@@ -116,6 +118,7 @@ async def handle_add_offsets_to_txn(ctx: Any, request: Any) -> dict[str, Any]:
     code = coord.add_partitions(
         request.transactional_id, request.producer_id, request.producer_epoch, [tp]
     )
+    code = code or await _replicated(ctx.broker, request.transactional_id)
     return {"throttle_time": 0, "error_code": _fenced_for(code, ctx.version, 2)}
 
 
@@ -127,7 +130,13 @@ async def handle_end_txn(ctx: Any, request: Any) -> dict[str, Any]:
         request.producer_epoch,
         bool(request.committed),
     )
+    code = code or await _replicated(ctx.broker, request.transactional_id)
     return {"throttle_time": 0, "error_code": _fenced_for(code, ctx.version, 2)}
+
+
+async def _replicated(broker: Any, txn_id: str) -> int:
+    """The state change just written for `txn_id` is answered once the ISR has it."""
+    return await broker.txn_topic.await_replication(broker.transactions.partition_of(txn_id))
 
 
 # ---------------------------------------------------------------------------- WriteTxnMarkers

@@ -247,6 +247,8 @@ class TransactionCoordinator:
     def _partition_of(self, txn_id: str) -> int:
         return partition_for(txn_id, self.topic.num_partitions)
 
+    partition_of = _partition_of
+
     def _check_coordinator(self, txn_id: str) -> int:
         """The coordinator epoch for `txn_id`'s partition; raises CoordinatorError if this
         broker cannot coordinate it right now."""

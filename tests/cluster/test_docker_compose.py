@@ -20,7 +20,6 @@ import yaml
 
 from broker import cli
 from broker.local_cluster import port_is_free
-from config.schema import ConfigError
 from tests.support.broker import REPO_ROOT
 
 COMPOSE_FILE = REPO_ROOT / "docker-compose.yml"
@@ -103,11 +102,6 @@ def test_dockerfile_installs_the_package() -> None:
     assert {f"!{p}" for p in packages} <= set(ignore)
 
 
-@pytest.mark.xfail(
-    strict=True, raises=ConfigError,
-    reason="`listeners` accepts 127.0.0.0/8 hosts only, so a broker cannot listen on 0.0.0.0 "
-    "in a container yet (and advertised.listeners is parsed but not used for registration)",
-)
 @pytest.mark.parametrize("name", BROKER_SERVICES)
 def test_compose_broker_config_is_accepted(name: str) -> None:
     args = cli.make_parser().parse_args(serve_args(compose()["services"][name]))
