@@ -36,6 +36,26 @@ def produce(bootstrap: str, topic: str, partitions: int, n: int, start: int = 0)
     p.close()
 
 
+def _kafka_python_warm_metadata(consumer, topic: str) -> None:  # noqa: ANN001
+    """Have kafka-python know `topic`'s partitions before it subscribes.
+
+    kafka-python 3.0.x joins before its first metadata for a subscribed topic has arrived;
+    the leader then assigns nothing ("No partition metadata for topic") and rejoins when the
+    metadata lands (its metadata snapshot changed). That rejoin is only driven while
+    `need_rejoin()` is true, and the snapshot check turns false as soon as the leader performs
+    the new assignment. If `poll(timeout)` gives up while that JoinGroup/SyncGroup is in
+    flight, the next poll() never collects the finished join: heartbeats stay disabled, the
+    assignment stays empty, and the coordinator rightly expires the member after the session
+    timeout. Knowing the partitions up front makes the first assignment complete, so no
+    metadata-driven rejoin happens (membership-driven rejoins set `rejoin_needed`, which
+    stays true until the join is collected, and are not affected)."""
+    deadline = time.monotonic() + 30
+    while not consumer.partitions_for_topic(topic):
+        if time.monotonic() > deadline:
+            raise AssertionError(f"kafka-python got no partitions for {topic}")
+        time.sleep(0.1)
+
+
 class _Loop:
     _loop: asyncio.AbstractEventLoop | None = None
 
@@ -66,10 +86,12 @@ class Member:
             from kafka import KafkaConsumer
 
             kw = {"group_instance_id": instance_id} if instance_id else {}
-            self.c = KafkaConsumer(topic, bootstrap_servers=bootstrap, group_id=group,
+            self.c = KafkaConsumer(bootstrap_servers=bootstrap, group_id=group,
                                    auto_offset_reset="earliest", enable_auto_commit=False,
                                    session_timeout_ms=SESSION_MS, heartbeat_interval_ms=300,
                                    max_poll_interval_ms=60000, **kw)
+            _kafka_python_warm_metadata(self.c, topic)
+            self.c.subscribe([topic])
         elif client == "confluent-kafka":
             from confluent_kafka import Consumer
 
