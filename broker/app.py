@@ -137,6 +137,7 @@ class Broker:
             log.warning("ZooKeeper session lost: registering again")
             try:
                 await self.store.reregister()
+                log.info("registered again in ZooKeeper (broker epoch %d)", self.store.broker_epoch)
             except Exception:
                 log.exception("re-registration failed")
                 self.store.session_lost.set()

@@ -22,7 +22,13 @@ from collections.abc import Callable
 from typing import Any
 
 from kazoo.client import KazooClient, KazooState
-from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
+from kazoo.exceptions import (
+    BadVersionError,
+    ConnectionLoss,
+    NodeExistsError,
+    NoNodeError,
+    SessionExpiredError,
+)
 
 from .metadata_store import BrokerInfo, PartitionState, TopicState, new_cluster_id
 
@@ -95,8 +101,17 @@ class ZkMetadataStore:
                 self._zk.create(path, _dumps(doc), ephemeral=True)
         self.broker_epoch = self._zk.exists(path).czxid
 
-    async def reregister(self) -> None:
-        await asyncio.to_thread(self._register)
+    async def reregister(self, timeout_s: float = 30.0) -> None:
+        """Register again once kazoo has its new session (LOST comes before CONNECTED)."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            try:
+                await asyncio.to_thread(self._register)
+                return
+            except (SessionExpiredError, ConnectionLoss):
+                if time.monotonic() > deadline:
+                    raise
+                await asyncio.sleep(0.1)
 
     def claim_producer_id_block(self, size: int) -> int:
         """Blocking (one ZooKeeper round trip per block of ids)."""

@@ -166,3 +166,72 @@ def test_coordinators_spread_across_brokers(cluster):
     leaders = cluster.leaders("__transaction_state")
     for key, node in nodes.items():
         assert node == leaders[partition_for(key, 6)]
+
+
+def test_frozen_leader_is_fenced_and_its_stale_write_is_never_visible(cluster):
+    import os
+    import signal
+
+    topic = "frz-" + uuid.uuid4().hex[:6]
+    _create(cluster, topic, 1, **{"min.insync.replicas": "2"})
+    _produce(cluster.bootstrap, topic, [f"a{i}".encode() for i in range(50)], 1)
+    zombie = cluster.leaders(topic)[0]
+    zb = cluster.broker(zombie)
+    os.kill(zb.pid, signal.SIGSTOP)
+    try:
+        # Its ZooKeeper session (3 s) expires; the controller moves the leadership.
+        wait_until(lambda: cluster.leaders(topic)[0] not in (zombie, -1), 30, "a new leader")
+        live = ",".join(b.bootstrap for b in cluster.brokers if b.broker_id != zombie)
+        _produce(live, topic, [f"b{i}".encode() for i in range(50)], 1)
+        # A write queued on the frozen broker's socket is handled when it wakes up.
+        from protocol.records import build_batch
+
+        w = WireClient(zb.bootstrap)
+        correlation, frame = w.encode_request(0, 9, {"acks": -1, "timeout": 5000, "topic_data": [
+            {"name": topic, "partition_data": [
+                {"index": 0, "records": build_batch([(None, b"zombie", [], 0)])}]}]})
+        w.send_raw(frame)
+    finally:
+        os.kill(zb.pid, signal.SIGCONT)
+    resp = w.read_response(0, 9, correlation)
+    w.close()
+    assert resp.responses[0].partition_responses[0].error_code != 0
+    # The old leader follows the new one, truncates what only it had, and rejoins the ISR.
+    wait_until(lambda: zombie in cluster.isr(topic)[0], 60, "the fenced broker back in the ISR")
+    wait_until(lambda: len(set(cluster.log_sizes(topic, 0).values())) == 1, 30,
+               "identical replicas")
+    got = _read(live, topic, 1, 100)
+    assert b"zombie" not in got
+    assert got == [f"a{i}".encode() for i in range(50)] + [f"b{i}".encode() for i in range(50)]
+    assert "leader" in zb.log_text()
+
+
+def test_frozen_controller_is_replaced_and_fenced(cluster):
+    import os
+    import signal
+
+    old = cluster.admin().list_topics(timeout=10).controller_id
+    ob = cluster.broker(old)
+    os.kill(ob.pid, signal.SIGSTOP)
+    others = [b for b in cluster.brokers if b.broker_id != old]
+    bootstrap = ",".join(b.bootstrap for b in others)
+    from confluent_kafka.admin import AdminClient
+
+    try:
+        wait_until(
+            lambda: AdminClient({"bootstrap.servers": bootstrap}).list_topics(timeout=5)
+            .controller_id not in (old, -1), 30, "a new controller")
+    finally:
+        os.kill(ob.pid, signal.SIGCONT)
+    new = AdminClient({"bootstrap.servers": bootstrap}).list_topics(timeout=5).controller_id
+    wait_until(lambda: "is no longer the controller" in ob.log_text(), 30,
+               "the old controller stepping down")
+    # It comes back as an ordinary broker under a new ZooKeeper session.
+    wait_until(lambda: len(cluster.live_broker_ids()) == 3, 30, "the old controller registered")
+    # The cluster is still run by the new controller: a leader that dies is replaced.
+    topic = "ctl-" + uuid.uuid4().hex[:6]
+    _create(cluster, topic, 1)
+    leader = cluster.leaders(topic)[0]
+    cluster.broker(leader).kill9()
+    wait_until(lambda: cluster.leaders(topic)[0] not in (leader, -1), 30, "a new leader")
+    assert new != old

@@ -82,3 +82,31 @@ async def test_producer_id_blocks_never_overlap(zookeeper):
     finally:
         for s in stores:
             await s.close()
+
+
+async def test_a_replaced_controller_cannot_write(zookeeper):
+    """Kafka's fencing: every controller write checks the /controller_epoch version it won."""
+    chroot = f"c{uuid.uuid4().hex[:8]}"
+    a, b = _store(zookeeper, chroot, 1), _store(zookeeper, chroot, 2)
+    await a.start()
+    await b.start()
+    try:
+        assert await a.elect_controller()
+        assert not await b.elect_controller()  # /controller exists
+        await a.create_topic(
+            TopicState("t", uuid.uuid4(), {0: PartitionState([1, 2], 1, 0, [1, 2])})
+        )
+        doc, version = await a.read_partition_state("t", 0)
+        # a is frozen; its /controller goes (session expiry) and b takes over with epoch 2
+        await a.delete_controller()
+        assert await b.elect_controller()
+        assert b.controller_epoch == a.controller_epoch + 1
+        stale = {**doc, "leader": 2, "leader_epoch": 1, "isr": [2]}
+        assert not await a.write_partition_states([("t", 0, stale, version)], as_controller=True)
+        assert (await a.read_partition_state("t", 0))[0]["leader"] == 1  # nothing written
+        assert await b.write_partition_states([("t", 0, stale, version)], as_controller=True)
+        # a conditional write from an old read is refused too (partition epoch)
+        assert not await b.write_partition_states([("t", 0, doc, version)], as_controller=True)
+    finally:
+        await a.close()
+        await b.close()
