@@ -96,6 +96,7 @@ class ReplicaManager:
                 self.remove_topic(name)
             return
         self.materialize(topic)
+        self.reconfigure(topic)  # topic configs changed by another broker reach us here
 
     def _apply_state(self, partition: Partition, state: Any) -> None:
         leader, epoch = state.leader, state.leader_epoch

@@ -52,6 +52,7 @@ class ZkMetadataStore:
         self._brokers: dict[int, BrokerInfo] = {}
         self._topics: dict[str, TopicState] = {}
         self._watched: set[str] = set()
+        self._watched_states: set[tuple[str, int]] = set()
         self._listeners: list[Callable[[str, str], None]] = []
         self.session_lost = asyncio.Event()
         self._controller_id = -1
@@ -178,6 +179,9 @@ class ZkMetadataStore:
             if topic is not None:
                 self._call(self._set_topic, topic)
                 for p in topic.partitions:
+                    if (name, p) in self._watched_states:
+                        continue  # one watch per state znode, however often the topic changes
+                    self._watched_states.add((name, p))
                     self._zk.DataWatch(
                         f"/brokers/topics/{name}/partitions/{p}/state", self._state_watcher(name, p)
                     )
@@ -189,7 +193,10 @@ class ZkMetadataStore:
         def on_change(data: bytes | None, _stat: Any) -> bool:
             if data is not None:
                 self._call(self._set_state, name, index, json.loads(data))
-            return name in self._watched
+            if name in self._watched:
+                return True
+            self._watched_states.discard((name, index))
+            return False
 
         return on_change
 

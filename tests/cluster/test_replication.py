@@ -235,3 +235,29 @@ def test_frozen_controller_is_replaced_and_fenced(cluster):
     cluster.broker(leader).kill9()
     wait_until(lambda: cluster.leaders(topic)[0] not in (leader, -1), 30, "a new leader")
     assert new != old
+
+
+def test_topic_config_and_deletion_reach_every_broker(cluster):
+    from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource
+
+    topic = "cfg-" + uuid.uuid4().hex[:6]
+    _create(cluster, topic, 3)
+    admin = cluster.admin()
+    res = ConfigResource(ConfigResource.Type.TOPIC, topic, incremental_configs=[
+        ConfigEntry("max.message.bytes", "2000", incremental_operation=AlterConfigOpType.SET)])
+    admin.incremental_alter_configs([res])[res].result(timeout=20)
+    # Every partition leader (one per broker) now refuses a record over the new limit.
+    from protocol.records import build_batch
+
+    for partition, leader in cluster.leaders(topic).items():
+        def too_large(partition=partition, leader=leader) -> bool:
+            with WireClient(cluster.broker(leader).bootstrap) as w:
+                resp = w.call(0, 9, {"acks": 1, "timeout": 5000, "topic_data": [
+                    {"name": topic, "partition_data": [
+                        {"index": partition,
+                         "records": build_batch([(None, b"x" * 5000, [], 0)])}]}]})
+            return resp.responses[0].partition_responses[0].error_code == 10
+        wait_until(too_large, 20, f"MESSAGE_TOO_LARGE from broker {leader}")
+    admin.delete_topics([topic])[topic].result(timeout=20)
+    wait_until(lambda: not any(cluster.log_sizes(topic, p) for p in range(3)), 20,
+               "the partition directories gone from every broker")
