@@ -111,6 +111,7 @@ class Broker:
             return False
         if ok:
             log.info("%s-%d: ISR %s -> %s", partition.topic, partition.index, partition.isr, isr)
+            metrics.isr_changed(partition.isr, isr)
         return ok
 
     def _on_leadership(self, partition: Any, is_leader: bool) -> None:
@@ -129,15 +130,21 @@ class Broker:
                 log.exception("ISR shrink check failed")
 
     async def _session_watch(self) -> None:
-        """A lost ZooKeeper session took our registration: register again (new broker
-        epoch); the controller moved our leaderships and the watches tell us so."""
+        """A lost ZooKeeper session took our registration, and with it every role: resign
+        them (leaderships, controller), register again (new broker epoch), then take up what
+        ZooKeeper's current partition states give us."""
         while True:
             await self.store.session_lost.wait()
             self.store.session_lost.clear()
-            log.warning("ZooKeeper session lost: registering again")
+            log.warning("ZooKeeper session lost: resigning every role and registering again")
+            resigned = self.replicas.resign_all()
+            if self.controller is not None:
+                self.controller.resign()
             try:
                 await self.store.reregister()
-                log.info("registered again in ZooKeeper (broker epoch %d)", self.store.broker_epoch)
+                log.info("registered again in ZooKeeper (broker epoch %d); resigned %d "
+                         "leaderships", self.store.broker_epoch, resigned)
+                await self.store.refresh()
             except Exception:
                 log.exception("re-registration failed")
                 self.store.session_lost.set()

@@ -46,6 +46,13 @@ class Controller:
             except Exception:
                 log.exception("resigning as controller failed")
 
+    def resign(self) -> None:
+        """Our session (and so /controller) is gone: stop acting, try to be elected again."""
+        if self.active:
+            log.info("broker %d resigns as controller (session lost)", self.broker_id)
+        self.active = False
+        self._changed.set()
+
     def _on_store_event(self, kind: str, _name: str) -> None:
         if kind in ("broker", "controller", "topic"):
             self._changed.set()

@@ -138,6 +138,17 @@ class ReplicaManager:
                 log.exception("leadership listener failed for %s-%d", partition.topic,
                               partition.index)
 
+    def resign_all(self) -> int:
+        """Stop leading everything (our ZooKeeper session is gone); returns how many."""
+        resigned = 0
+        for partition in self._partitions.values():
+            if partition.is_leader:
+                partition.make_follower(-1, partition.leader_epoch, partition.isr,
+                                        partition.replicas)
+                self._notify_leadership(partition, False)
+                resigned += 1
+        return resigned
+
     def shrink_lagging_isrs(self, lag_ms: int) -> None:
         for partition in self._partitions.values():
             partition.shrink_isr_if_lagging(lag_ms)

@@ -114,6 +114,32 @@ class ZkMetadataStore:
                     raise
                 await asyncio.sleep(0.1)
 
+    async def refresh(self) -> None:
+        """Re-read every topic and partition state (after a new session): the cache then
+        reflects what happened while we were away, whatever the watches delivered."""
+        topics = await asyncio.to_thread(self._read_all_topics)
+        for topic in topics:
+            self._set_topic(topic)
+        controller = await asyncio.to_thread(self._read_controller)
+        self._set_controller(controller)
+
+    def _read_all_topics(self) -> list[TopicState]:
+        out = []
+        for name in self._zk.get_children("/brokers/topics"):
+            try:
+                topic = self._read_topic(name, self._zk.get(f"/brokers/topics/{name}")[0])
+            except NoNodeError:
+                continue
+            if topic is not None:
+                out.append(topic)
+        return out
+
+    def _read_controller(self) -> int:
+        try:
+            return int(json.loads(self._zk.get("/controller")[0]).get("brokerid", -1))
+        except NoNodeError:
+            return -1
+
     def claim_producer_id_block(self, size: int) -> int:
         """Blocking (one ZooKeeper round trip per block of ids)."""
         return self._allocate_block(size)

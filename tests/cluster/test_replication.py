@@ -224,7 +224,8 @@ def test_frozen_controller_is_replaced_and_fenced(cluster):
     finally:
         os.kill(ob.pid, signal.SIGCONT)
     new = AdminClient({"bootstrap.servers": bootstrap}).list_topics(timeout=5).controller_id
-    wait_until(lambda: "is no longer the controller" in ob.log_text(), 30,
+    wait_until(lambda: "resigns as controller" in ob.log_text()
+               or "is no longer the controller" in ob.log_text(), 30,
                "the old controller stepping down")
     # It comes back as an ordinary broker under a new ZooKeeper session.
     wait_until(lambda: len(cluster.live_broker_ids()) == 3, 30, "the old controller registered")
