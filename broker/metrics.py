@@ -2,16 +2,24 @@
 
 kafka.network:type=RequestMetrics,name=RequestsPerSec,request=Produce,version=9 becomes
 kafka_network_requestmetrics_requestspersec_total{request="Produce",version="9"}, so existing
-Kafka dashboards work with few edits. Per-partition log gauges are computed at scrape time
-from the replica manager (no bookkeeping on the hot path).
+Kafka dashboards work with few edits. Counters added later follow the exporter's example Kafka
+config, which drops "PerSec": IsrShrinksPerSec is kafka_server_replicamanager_isrshrinks_total.
+Gauges of broker state (partitions, ISR, controller, groups, transactions) are computed at scrape
+time from the broker's own structures, on the event loop (no bookkeeping on the hot path, no
+reads racing the loop's writes); the few event counters are bumped by one-line hooks.
+Consumer lag uses kafka_exporter's names (kafka_consumergroup_lag{consumergroup,topic,
+partition}), which Kafka has no JMX bean for and lag dashboards already read. Process memory,
+CPU and open fds come from prometheus_client's default process collector (process_*).
 """
 
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import logging
+import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from prometheus_client import REGISTRY, CollectorRegistry, Counter, Histogram, start_http_server
@@ -56,57 +64,58 @@ LOOP_LAG = Histogram(
     "How late the event loop runs a timer scheduled every 0.5 s.",
     buckets=(0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5),
 )
+ISR_SHRINKS = Counter(
+    "kafka_server_replicamanager_isrshrinks",
+    "ISR changes written by this broker (as leader) that removed replicas.",
+)
+ISR_EXPANDS = Counter(
+    "kafka_server_replicamanager_isrexpands",
+    "ISR changes written by this broker (as leader) that added replicas.",
+)
+TXN_COMMITS = Counter(
+    "kafka_coordinator_transaction_transactioncoordinator_commits",
+    "Transactions this coordinator completed as committed (markers written, CompleteCommit "
+    "logged).",
+)
+TXN_ABORTS = Counter(
+    "kafka_coordinator_transaction_transactioncoordinator_aborts",
+    "Transactions this coordinator completed as aborted (client aborts, fencing and "
+    "timeouts; markers written, CompleteAbort logged).",
+)
+TXN_TIMED_OUT_ABORTS = Counter(
+    "kafka_coordinator_transaction_transactioncoordinator_timedoutaborts",
+    "Ongoing transactions this coordinator started aborting because they outlived their "
+    "transaction.timeout.ms.",
+)
+TXN_MARKER_TIME = Histogram(
+    "kafka_coordinator_transaction_transactionmarkerchannelmanager_markerlatencyms",
+    "Time from PrepareCommit/PrepareAbort being logged to every partition's marker written "
+    "and the completion logged, in milliseconds.",
+    ["result"],
+    buckets=(1, 2, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000, 30000, 60000),
+)
+
+# Kafka's GroupState names, in the order of Kafka's NumGroups<State> gauges.
+_GROUP_STATE_GAUGES = {
+    "PreparingRebalance": "numgroupspreparingrebalance",
+    "CompletingRebalance": "numgroupscompletingrebalance",
+    "Stable": "numgroupsstable",
+    "Dead": "numgroupsdead",
+    "Empty": "numgroupsempty",
+}
+_TXN_STATES = (
+    "Empty",
+    "Ongoing",
+    "PrepareCommit",
+    "PrepareAbort",
+    "CompleteCommit",
+    "CompleteAbort",
+    "PrepareEpochFence",
+    "Dead",
+)
 
 
-class LogCollector(Collector):
-    """kafka.log:type=Log (Size, NumLogSegments, LogEndOffset, LogStartOffset) and
-    kafka.server:type=ReplicaManager partition counts, read when scraped."""
-
-    def __init__(self, broker: Any) -> None:
-        self.broker = broker
-
-    def collect(self) -> Iterator[GaugeMetricFamily]:
-        labels = ["topic", "partition"]
-        size = GaugeMetricFamily("kafka_log_log_size", "Log size in bytes.", labels=labels)
-        segments = GaugeMetricFamily(
-            "kafka_log_log_numlogsegments", "Number of segments.", labels=labels
-        )
-        end = GaugeMetricFamily("kafka_log_log_logendoffset", "Log end offset.", labels=labels)
-        start = GaugeMetricFamily(
-            "kafka_log_log_logstartoffset", "Log start offset.", labels=labels
-        )
-        lso_lag = GaugeMetricFamily(
-            "samsa_partition_last_stable_offset_lag",
-            "High watermark minus last stable offset (records held back by open transactions).",
-            labels=labels,
-        )
-        partitions = list(self.broker.replicas.partitions())
-        for p in partitions:
-            key = [p.topic, str(p.index)]
-            plog = p.log
-            size.add_metric(key, plog.size_in_bytes)
-            segments.add_metric(key, plog.num_segments)
-            end.add_metric(key, plog.log_end_offset)
-            start.add_metric(key, plog.log_start_offset)
-            lso_lag.add_metric(key, plog.high_watermark - plog.last_stable_offset)
-        count = GaugeMetricFamily(
-            "kafka_server_replicamanager_partitioncount", "Partitions hosted by this broker."
-        )
-        count.add_metric([], len(partitions))
-        leaders = GaugeMetricFamily(
-            "kafka_server_replicamanager_leadercount", "Partitions this broker leads."
-        )
-        leaders.add_metric([], sum(1 for p in partitions if p.is_leader))
-        under = GaugeMetricFamily(
-            "kafka_server_replicamanager_underreplicatedpartitions",
-            "Led partitions whose ISR is smaller than their replica set.",
-        )
-        under.add_metric(
-            [], sum(1 for p in partitions if p.is_leader and len(p.isr) < len(p.replicas))
-        )
-        yield from (size, segments, end, start, lso_lag, count, leaders, under)
-
-
+# ---- hooks called from the broker ------------------------------------------------------------
 def record_request(api: str, version: int, started: float) -> None:
     REQUESTS.labels(api, str(version)).inc()
     REQUEST_TIME.labels(api).observe((time.perf_counter() - started) * 1000)
@@ -126,6 +135,28 @@ def count_errors(api: str, result: Any) -> None:
             stack.extend(v for v in item if isinstance(v, list | dict))
 
 
+def isr_changed(old: Iterable[int], new: Iterable[int]) -> None:
+    """A leader's ISR change was written: count it as a shrink and/or an expand."""
+    before, after = set(old), set(new)
+    if before - after:
+        ISR_SHRINKS.inc()
+    if after - before:
+        ISR_EXPANDS.inc()
+
+
+def transaction_completed(committed: bool, markers_started_ms: int) -> None:
+    """CompleteCommit/CompleteAbort logged; `markers_started_ms` (wall clock) is when the
+    coordinator began writing the markers (the completion's last-update timestamp)."""
+    (TXN_COMMITS if committed else TXN_ABORTS).inc()
+    elapsed = time.time() * 1000 - markers_started_ms
+    TXN_MARKER_TIME.labels("commit" if committed else "abort").observe(max(0.0, elapsed))
+
+
+def transaction_timed_out(abort_started: bool) -> None:
+    if abort_started:
+        TXN_TIMED_OUT_ABORTS.inc()
+
+
 async def watch_loop_lag(interval: float = 0.5) -> None:
     loop = asyncio.get_running_loop()
     while True:
@@ -134,9 +165,222 @@ async def watch_loop_lag(interval: float = 0.5) -> None:
         LOOP_LAG.observe(max(0.0, loop.time() - scheduled))
 
 
+# ---- scrape-time gauges -----------------------------------------------------------------------
+def _gauge(name: str, doc: str, labels: list[str] | None = None) -> GaugeMetricFamily:
+    return GaugeMetricFamily(name, doc, labels=labels)
+
+
+def broker_gauges(broker: Any) -> list[GaugeMetricFamily]:
+    """Every state gauge, read from the broker's structures. Runs on the event loop."""
+    out: list[GaugeMetricFamily] = []
+    out += _log_gauges(broker)
+    out += _controller_gauges(broker)
+    out += _group_gauges(broker)
+    out += _transaction_gauges(broker)
+    return out
+
+
+def _log_gauges(broker: Any) -> list[GaugeMetricFamily]:
+    """kafka.log:type=Log (Size, NumLogSegments, LogEndOffset, LogStartOffset), the last
+    stable offset lag, and kafka.server:type=ReplicaManager partition counts."""
+    labels = ["topic", "partition"]
+    size = _gauge("kafka_log_log_size", "Log size in bytes.", labels)
+    segments = _gauge("kafka_log_log_numlogsegments", "Number of segments.", labels)
+    end = _gauge("kafka_log_log_logendoffset", "Log end offset.", labels)
+    start = _gauge("kafka_log_log_logstartoffset", "Log start offset.", labels)
+    lso_lag = _gauge(
+        "samsa_partition_last_stable_offset_lag",
+        "High watermark minus last stable offset (records held back by open transactions).",
+        labels,
+    )
+    partitions = list(broker.replicas.partitions())
+    under = under_min = 0
+    for p in partitions:
+        key = [p.topic, str(p.index)]
+        plog = p.log
+        size.add_metric(key, plog.size_in_bytes)
+        segments.add_metric(key, plog.num_segments)
+        end.add_metric(key, plog.log_end_offset)
+        start.add_metric(key, plog.log_start_offset)
+        lso_lag.add_metric(key, plog.high_watermark - plog.last_stable_offset)
+        if p.is_leader:
+            under += len(p.isr) < len(p.replicas)
+            try:
+                under_min += len(p.isr) < broker.replicas.min_isr(p.topic)
+            except Exception:  # a topic being deleted: no config any more
+                pass
+    count = _gauge(
+        "kafka_server_replicamanager_partitioncount", "Partitions hosted by this broker."
+    )
+    count.add_metric([], len(partitions))
+    leaders = _gauge("kafka_server_replicamanager_leadercount", "Partitions this broker leads.")
+    leaders.add_metric([], sum(1 for p in partitions if p.is_leader))
+    under_g = _gauge(
+        "kafka_server_replicamanager_underreplicatedpartitions",
+        "Led partitions whose ISR is smaller than their replica set.",
+    )
+    under_g.add_metric([], under)
+    under_min_g = _gauge(
+        "kafka_server_replicamanager_underminisrpartitioncount",
+        "Led partitions whose ISR is smaller than their min.insync.replicas.",
+    )
+    under_min_g.add_metric([], under_min)
+    return [size, segments, end, start, lso_lag, count, leaders, under_g, under_min_g]
+
+
+def _controller_gauges(broker: Any) -> list[GaugeMetricFamily]:
+    """kafka.controller:type=KafkaController gauges. Like Kafka, only the active controller
+    reports non-zero counts; a broker without ZooKeeper is its own controller."""
+    controller = getattr(broker, "controller", None)
+    active = controller is None or bool(controller.active)
+    live = {b.broker_id for b in broker.store.brokers()}
+    topics = list(broker.store.topics().values()) if active else []
+    offline = total = 0
+    for topic in topics:
+        for state in list(topic.partitions.values()):
+            total += 1
+            offline += state.leader == -1 or state.leader not in live
+    active_g = _gauge(
+        "kafka_controller_kafkacontroller_activecontrollercount",
+        "1 on the active controller, 0 elsewhere.",
+    )
+    active_g.add_metric([], 1 if active else 0)
+    offline_g = _gauge(
+        "kafka_controller_kafkacontroller_offlinepartitionscount",
+        "Partitions without a live leader (reported by the active controller).",
+    )
+    offline_g.add_metric([], offline)
+    topics_g = _gauge(
+        "kafka_controller_kafkacontroller_globaltopiccount", "Topics in the cluster."
+    )
+    topics_g.add_metric([], len(topics))
+    parts_g = _gauge(
+        "kafka_controller_kafkacontroller_globalpartitioncount", "Partitions in the cluster."
+    )
+    parts_g.add_metric([], total)
+    return [active_g, offline_g, topics_g, parts_g]
+
+
+def _group_gauges(broker: Any) -> list[GaugeMetricFamily]:
+    """kafka.coordinator.group:type=GroupMetadataManager NumGroups* and NumOffsets for the
+    groups this broker coordinates, plus each group's lag on the partitions hosted here."""
+    coordinator = getattr(broker, "groups", None)
+    groups = [
+        g for g in list(coordinator.groups.values()) if g.partition in coordinator.loaded
+    ] if coordinator is not None else []
+    by_state = dict.fromkeys(_GROUP_STATE_GAUGES, 0)
+    offsets = 0
+    lag = _gauge(
+        "kafka_consumergroup_lag",
+        "High watermark minus the group's committed offset (partitions hosted here).",
+        ["consumergroup", "topic", "partition"],
+    )
+    current = _gauge(
+        "kafka_consumergroup_current_offset",
+        "The group's committed offset.",
+        ["consumergroup", "topic", "partition"],
+    )
+    lag_sum = _gauge(
+        "kafka_consumergroup_lag_sum",
+        "Lag of the group summed over the partitions hosted here.",
+        ["consumergroup", "topic"],
+    )
+    for group in groups:
+        state = group.state.value
+        by_state[state] = by_state.get(state, 0) + 1
+        offsets += len(group.offsets)
+        sums: dict[str, int] = {}
+        for (topic, index), committed in list(group.offsets.items()):
+            key = [group.group_id, topic, str(index)]
+            current.add_metric(key, committed.value.offset)
+            partition = broker.replicas.get(topic, index)
+            if partition is None:
+                continue
+            behind = max(0, partition.log.high_watermark - committed.value.offset)
+            lag.add_metric(key, behind)
+            sums[topic] = sums.get(topic, 0) + behind
+        for topic, total in sums.items():
+            lag_sum.add_metric([group.group_id, topic], total)
+    out = []
+    num = _gauge(
+        "kafka_coordinator_group_groupmetadatamanager_numgroups",
+        "Consumer groups this broker coordinates.",
+    )
+    num.add_metric([], len(groups))
+    out.append(num)
+    for state, suffix in _GROUP_STATE_GAUGES.items():
+        g = _gauge(
+            f"kafka_coordinator_group_groupmetadatamanager_{suffix}",
+            f"Groups this broker coordinates in state {state}.",
+        )
+        g.add_metric([], by_state.get(state, 0))
+        out.append(g)
+    num_offsets = _gauge(
+        "kafka_coordinator_group_groupmetadatamanager_numoffsets",
+        "Committed offsets held by this broker's group coordinator.",
+    )
+    num_offsets.add_metric([], offsets)
+    out += [num_offsets, current, lag, lag_sum]
+    return out
+
+
+def _transaction_gauges(broker: Any) -> list[GaugeMetricFamily]:
+    """Transactional ids this broker coordinates, by Kafka's TransactionState name."""
+    coordinator = getattr(broker, "transactions", None)
+    txns = list(coordinator._txns.values()) if coordinator is not None else []
+    by_state = dict.fromkeys(_TXN_STATES, 0)
+    for md in txns:
+        name = md.state.kafka_name
+        by_state[name] = by_state.get(name, 0) + 1
+    g = _gauge(
+        "kafka_coordinator_transaction_transactionstatemanager_numtransactions",
+        "Transactional ids this broker coordinates, by state (Ongoing = open transactions).",
+        ["state"],
+    )
+    for state, n in by_state.items():
+        g.add_metric([state], n)
+    return [g]
+
+
+class BrokerCollector(Collector):
+    """Reads `broker_gauges` on the broker's event loop (the scrape runs in the HTTP server's
+    thread); a loop too busy to answer within `timeout_s` costs the scrape these gauges only."""
+
+    def __init__(self, broker: Any, loop: asyncio.AbstractEventLoop, timeout_s: float = 5.0):
+        self.broker = broker
+        self.loop = loop
+        self.timeout_s = timeout_s
+        self._loop_thread = threading.get_ident()
+
+    def describe(self) -> list[GaugeMetricFamily]:
+        return []  # registering must not run a collection
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        if threading.get_ident() == self._loop_thread:
+            yield from broker_gauges(self.broker)
+            return
+        result: concurrent.futures.Future[list[GaugeMetricFamily]] = concurrent.futures.Future()
+
+        def run() -> None:
+            try:
+                result.set_result(broker_gauges(self.broker))
+            except BaseException as exc:  # handed to the scraping thread
+                result.set_exception(exc)
+
+        try:
+            self.loop.call_soon_threadsafe(run)
+            yield from result.result(self.timeout_s)
+        except concurrent.futures.TimeoutError:
+            log.warning("metrics scrape: the event loop did not answer in %.0f s", self.timeout_s)
+        except RuntimeError:  # the loop is closed: shutting down
+            return
+        except Exception:
+            log.exception("metrics scrape: reading the broker's state failed")
+
+
 def start_endpoint(
     broker: Any, host: str, port: int, registry: CollectorRegistry = REGISTRY
 ) -> None:
-    registry.register(LogCollector(broker))
+    registry.register(BrokerCollector(broker, asyncio.get_running_loop()))
     start_http_server(port, addr=host, registry=registry)
     log.info("Prometheus metrics on http://%s:%d/metrics", host, port)

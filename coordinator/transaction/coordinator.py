@@ -19,6 +19,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from broker import metrics
 from broker.markers import write_txn_markers
 from broker.replica_manager import PartitionError
 from coordinator.internal_log import InternalTopic, ReplayedRecord, partition_for
@@ -538,6 +539,7 @@ class TransactionCoordinator:
                 await asyncio.sleep(_MARKER_RETRY_S)
                 md.pending_state = transit.state
         log.info("%s %s (pid %d epoch %d)", md.state.name, md.transactional_id, pid, epoch)
+        metrics.transaction_completed(md.state is TxnState.COMPLETE_COMMIT, md.last_update_ms)
 
     # ================================================================ produce verification
     def is_local(self, txn_id: str) -> bool:
@@ -590,6 +592,7 @@ class TransactionCoordinator:
             code = self._end_transaction(
                 md, md.producer_id, md.producer_epoch, False, coordinator_epoch, from_client=False
             )
+            metrics.transaction_timed_out(code == NONE)
             if code != NONE:
                 log.warning(
                     "aborting timed-out transaction of %s failed: %d", md.transactional_id, code
