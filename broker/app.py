@@ -112,7 +112,6 @@ class Broker:
         if ok:
             log.info("%s-%d: ISR %s -> %s", partition.topic, partition.index, partition.isr, isr)
             metrics.isr_changed(partition.isr, isr)
-            metrics.isr_changed(partition.isr, isr)
         return ok
 
     def _on_leadership(self, partition: Any, is_leader: bool) -> None:
