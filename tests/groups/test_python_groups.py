@@ -76,8 +76,11 @@ time.sleep(600)
 """
 
 
-@pytest.mark.parametrize("client", ["kafka-python", "confluent-kafka"])
+@pytest.mark.parametrize("client", CLIENTS)
 def test_dead_member_is_evicted_after_session_timeout(fast_broker, client):
+    """A member whose process is SIGKILLed sends no LeaveGroup: the coordinator expires it
+    after session.timeout.ms and the survivor takes over its partitions, reading them from
+    the start (the dead member never committed) and its own from its committed offsets."""
     b = fast_broker.bootstrap
     group, topic = _names(client)
     create_topic(b, topic, 4)
@@ -92,11 +95,17 @@ def test_dead_member_is_evicted_after_session_timeout(fast_broker, client):
         assert child.stdout.readline().strip() == "ASSIGNED"
         survivor = Member(client, b, group, topic)
         poll_until([survivor], lambda: len(survivor.assignment()) == 2, timeout=30)
+        produce(b, topic, 4, 8)  # 2 records per partition, read by both members
+        poll_until([survivor], lambda: len(survivor.seen) >= 4, timeout=30)
+        survivor.commit()
         os.kill(child.pid, signal.SIGKILL)  # no LeaveGroup: only the session timeout helps
         child.wait()
         started = time.monotonic()
         poll_until([survivor], lambda: len(survivor.assignment()) == 4, timeout=30)
         assert time.monotonic() - started >= 2.0  # it took the session timeout, not a leave
+        poll_until([survivor], lambda: len(survivor.seen) >= 8, timeout=30)
+        time.sleep(0.5)
+        assert sorted(survivor.seen) == sorted(f"v{i}" for i in range(8))
     finally:
         if child.poll() is None:
             os.kill(child.pid, signal.SIGKILL)
