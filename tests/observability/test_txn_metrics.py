@@ -3,6 +3,8 @@ transaction, group, partition and process metrics move with the right values."""
 
 from __future__ import annotations
 
+import json
+import re
 import time
 import urllib.request
 from collections.abc import Callable
@@ -11,7 +13,7 @@ import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 
 from broker import metrics
-from tests.support.broker import free_port
+from tests.support.broker import REPO_ROOT, free_port
 from tests.transactions.clients import create_topic, txn_producer, unique
 
 pytestmark = pytest.mark.timeout(240)
@@ -25,12 +27,15 @@ BY_STATE = "kafka_coordinator_transaction_transactionstatemanager_numtransaction
 GROUPS = "kafka_coordinator_group_groupmetadatamanager"
 
 
+def exposition(port: int) -> str:
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as resp:
+        return resp.read().decode()
+
+
 def scrape(port: int) -> dict[str, float]:
     """`name{labels}` -> value, for every sample line of the exposition."""
-    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as resp:
-        text = resp.read().decode()
     out: dict[str, float] = {}
-    for line in text.splitlines():
+    for line in exposition(port).splitlines():
         if line and not line.startswith("#"):
             key, value = line.rsplit(" ", 1)
             out[key] = float(value)
@@ -183,6 +188,21 @@ def test_group_partition_and_process_metrics(broker_factory):
     assert value(s, "process_resident_memory_bytes") > 10_000_000
     assert value(s, "process_open_fds") > 5
     assert value(s, "process_max_fds") >= value(s, "process_open_fds")
+
+    # every metric the sample Grafana dashboard queries is one the broker exposes
+    declared = {
+        re.sub(r"_total$", "", name)
+        for name in re.findall(r"^# TYPE (\w+) ", exposition(port), re.M)
+    }
+    dashboard = json.loads((REPO_ROOT / "docs" / "grafana-samsa.json").read_text())
+    exprs = [t["expr"] for p in dashboard["panels"] for t in p.get("targets", [])]
+    queried = {
+        re.sub(r"_(total|bucket)$", "", name)
+        for expr in exprs
+        for name in re.findall(r"\b((?:kafka|samsa|process)_\w+)\{", expr)
+    }
+    assert len(queried) > 30
+    assert queried <= declared, sorted(queried - declared)
 
 
 def test_isr_changed_counts_shrinks_and_expands():
