@@ -98,3 +98,34 @@ def wait_until(cond: Callable[[], bool], timeout: float, what: str) -> None:
         time.sleep(0.2)
     raise AssertionError(f"timed out waiting for {what}" + (f" (last error: {last!r})"
                                                            if last else ""))
+
+
+# --------------------------------------------------------------------------- shared helpers
+GROUP_KEY, TRANSACTION_KEY = 0, 1  # FindCoordinator key types
+
+
+def create_topic(cluster: Cluster, topic: str, partitions: int, rf: int = 3,
+                 **configs: str) -> None:
+    """Create `topic` through AdminClient and wait until every partition has a leader."""
+    from confluent_kafka.admin import NewTopic
+
+    admin = cluster.admin()  # must outlive its futures
+    fs = admin.create_topics([NewTopic(topic, partitions, rf, config=configs)],
+                             operation_timeout=10)
+    fs[topic].result(timeout=20)
+    wait_until(lambda: all(v >= 0 for v in cluster.leaders(topic).values()), 20, "leaders")
+
+
+def find_coordinators(cluster: Cluster, key_type: int, keys: list[str]) -> dict[str, int]:
+    """FindCoordinator v4 (batched) through the first live broker: {key: node id}.
+
+    Raises unless every key got a coordinator (the internal topic is created on first use)."""
+    from tests.protocol.wire import WireClient
+
+    first = next(b for b in cluster.brokers if b.is_running())
+    with WireClient(first.bootstrap) as w:
+        resp = w.call(10, 4, {"key_type": key_type, "coordinator_keys": keys})
+    nodes = {c.key: c.node_id for c in resp.coordinators if c.error_code == 0}
+    if len(nodes) != len(keys):
+        raise AssertionError(f"FindCoordinator({key_type}) answered {resp}")
+    return nodes

@@ -37,7 +37,10 @@ import org.apache.kafka.common.utils.AppInfoParser;
  * End-to-end smoke test of the Java client against a broker, written to compile and run
  * unchanged against kafka-clients 3.9.x and 4.x.
  *
- * <pre>java -cp ... ClientSmoke BOOTSTRAP TOPIC RECORDS_PER_CODEC</pre>
+ * <pre>java -cp ... ClientSmoke BOOTSTRAP TOPIC RECORDS_PER_CODEC [REPLICATION_FACTOR]</pre>
+ *
+ * REPLICATION_FACTOR (default 1) is the topic's; describe_topic checks that every partition
+ * has that many replicas, all in sync, and reports the leaders.
  *
  * Prints "CHECK name OK [detail]" per passed check, "CHECK name FAIL reason" on the first
  * failure, then stops (after trying to delete the topic) and exits 1.
@@ -62,12 +65,14 @@ public final class ClientSmoke {
 
     public static void main(String[] args) throws Exception {
         if (args.length < 3) {
-            System.err.println("usage: ClientSmoke BOOTSTRAP TOPIC RECORDS_PER_CODEC");
+            System.err.println(
+                    "usage: ClientSmoke BOOTSTRAP TOPIC RECORDS_PER_CODEC [REPLICATION_FACTOR]");
             System.exit(2);
         }
         String bootstrap = args[0];
         String topic = args[1];
         int perCodec = Integer.parseInt(args[2]);
+        short replicationFactor = args.length > 3 ? Short.parseShort(args[3]) : 1;
         System.out.println("kafka-clients " + AppInfoParser.getVersion());
 
         Properties ap = new Properties();
@@ -81,7 +86,7 @@ public final class ClientSmoke {
         try (Admin admin = Admin.create(ap)) {
             try {
                 current = "create_topic";
-                admin.createTopics(List.of(new NewTopic(topic, PARTITIONS, (short) 1)))
+                admin.createTopics(List.of(new NewTopic(topic, PARTITIONS, replicationFactor)))
                         .all().get(TIMEOUT_S, TimeUnit.SECONDS);
                 created = true;
                 ok(current, topic);
@@ -92,11 +97,16 @@ public final class ClientSmoke {
                 require(td != null, "no description for " + topic);
                 require(td.partitions().size() == PARTITIONS,
                         "partitions=" + td.partitions().size());
+                List<Integer> leaders = new ArrayList<>();
                 for (var p : td.partitions()) {
                     require(p.leader() != null && !p.leader().isEmpty(), "no leader for " + p);
+                    require(p.replicas().size() == replicationFactor
+                            && p.isr().size() == replicationFactor, "replicas/isr of " + p);
+                    leaders.add(p.leader().id());
                 }
                 require(td.topicId() != null, "no topic id");
-                ok(current, "partitions=" + td.partitions().size() + " id=" + td.topicId());
+                ok(current, "partitions=" + td.partitions().size() + " id=" + td.topicId()
+                        + " leaders=" + leaders);
 
                 current = "list_topics";
                 Set<String> names = admin.listTopics().names().get(TIMEOUT_S, TimeUnit.SECONDS);
