@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from config.loader import load_config, parse_override
-from config.schema import BrokerConfig, ConfigError
+from config.schema import LOG_LEVELS, BrokerConfig, ConfigError, parse_logger_levels
 
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 
@@ -145,10 +145,18 @@ def build_config(args: argparse.Namespace) -> BrokerConfig:
     return load_config(args.config, overrides)
 
 
+def _level(name: str) -> int:
+    return logging.WARNING if name == "WARN" else logging.getLevelName(name)
+
+
 def setup_logging(config: BrokerConfig) -> None:
-    level = str(config["samsa.log.level"])
+    """samsa.log.level for the root logger, samsa.log.loggers for single modules."""
     logging.basicConfig(stream=sys.stderr, format=LOG_FORMAT,
-                        level=logging.WARNING if level == "WARN" else level, force=True)
+                        level=_level(str(config["samsa.log.level"])), force=True)
+    loggers = config["samsa.log.loggers"]
+    if loggers:
+        for name, level in parse_logger_levels(loggers, LOG_LEVELS).items():
+            logging.getLogger(name).setLevel(_level(level))
 
 
 def _serve(args: argparse.Namespace) -> int:

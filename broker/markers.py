@@ -34,6 +34,8 @@ NOT_LEADER_OR_FOLLOWER = 6
 REQUEST_TIMED_OUT = 7
 WRITE_TXN_MARKERS = 27
 MARKER_REPLICATION_S = 10.0
+UNAVAILABLE_LOG_INTERVAL_S = 10.0  # the coordinator retries every 100 ms: INFO this often
+_unavailable_logged: dict[int, float] = {}
 
 
 def append_marker(
@@ -196,7 +198,12 @@ async def _send_markers(
     try:
         response = await conn.request(WRITE_TXN_MARKERS, 1, body)
     except BrokerUnavailable as exc:
-        log.info("WriteTxnMarkers to broker %d failed: %s", leader, exc)
+        now = time.monotonic()
+        quiet = now - _unavailable_logged.get(leader, -UNAVAILABLE_LOG_INTERVAL_S)
+        level = logging.INFO if quiet >= UNAVAILABLE_LOG_INTERVAL_S else logging.DEBUG
+        if level == logging.INFO:
+            _unavailable_logged[leader] = now
+        log.log(level, "WriteTxnMarkers to broker %d failed (retrying): %s", leader, exc)
         return {tp: NOT_LEADER_OR_FOLLOWER for tp in partitions}
     out: dict[tuple[str, int], int] = {tp: NOT_LEADER_OR_FOLLOWER for tp in partitions}
     for marker in response.markers:

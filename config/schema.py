@@ -130,6 +130,40 @@ class ValidList:
 
 
 @dataclass(frozen=True)
+class LoggerLevels:
+    """`logger=LEVEL[,logger=LEVEL...]` (Samsa's per-module log levels)."""
+
+    levels: tuple[str, ...]
+
+    def __call__(self, key: str, value: Any) -> None:
+        if value is None:
+            return
+        try:
+            parse_logger_levels(value, self.levels)
+        except ValueError as exc:
+            raise ConfigError.invalid(key, value, str(exc)) from None
+
+    def __str__(self) -> str:
+        return f"logger=LEVEL,... with LEVEL in [{', '.join(self.levels)}]"
+
+
+def parse_logger_levels(value: str, levels: tuple[str, ...]) -> dict[str, str]:
+    """'coordinator.transaction=DEBUG, broker=WARN' -> {logger: level}."""
+    out: dict[str, str] = {}
+    for item in value.split(","):
+        if not item.strip():
+            continue
+        name, sep, level = item.partition("=")
+        name, level = name.strip(), level.strip().upper()
+        if not sep or not name:
+            raise ValueError(f"{item.strip()!r} is not logger=LEVEL")
+        if level not in levels:
+            raise ValueError(f"level of {name} must be one of: {', '.join(levels)}")
+        out[name] = level
+    return out
+
+
+@dataclass(frozen=True)
 class OneOfOrRange:
     """A special value or a range, e.g. gzip level -1 (library default) or 1..9."""
 
@@ -524,6 +558,9 @@ _TABLE: list[PropertyDef] = [
        "host; unset disables it.", between(0, 65535), group=_G_SAMSA),
     _p("samsa.log.level", S, "INFO", "Level of Samsa's own log on stderr.",
        ValidString(LOG_LEVELS), group=_G_SAMSA),
+    _p("samsa.log.loggers", S, None, "Per-module levels overriding samsa.log.level, e.g. "
+       "'coordinator.transaction=DEBUG,broker.handlers=DEBUG' (logger names are module paths).",
+       LoggerLevels(LOG_LEVELS), group=_G_SAMSA),
 ]
 
 BROKER_PROPERTIES: dict[str, PropertyDef] = {p.name: p for p in _TABLE}

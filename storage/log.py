@@ -5,6 +5,7 @@ fsync in an executor, so segment removal and fsync are serialised by `_lock`."""
 
 from __future__ import annotations
 
+import logging
 import shutil
 import threading
 import time
@@ -37,6 +38,8 @@ from storage.leader_epoch import LeaderEpochCache
 from storage.producer_state import BatchInfo, ProducerStateManager
 from storage.segment import LogSegment
 from storage.txn_index import AbortedTxn
+
+logger = logging.getLogger(__name__)
 
 TEMP_SUFFIXES = (".cleaned", ".deleted", ".tmp")
 SWAP_SUFFIX = ".swap"
@@ -84,6 +87,8 @@ class Log:
         self.log_start_offset = 0
         self.high_watermark = 0
         self.recovery_point = 0
+        self.recovered_segments = 0  # segments scanned by recovery when opened
+        self.recovery_truncated_bytes = 0  # bytes recovery cut off (torn or corrupt tail)
         self._unflushed_messages = 0
         self._last_flush_ms = _now_ms()
         self._lock = threading.RLock()
@@ -174,11 +179,20 @@ class Log:
                 self._add_segment(seg)
                 continue
             truncated = seg.recover(on_batch=self._on_recovered_batch)
+            self.recovered_segments += 1
             self._add_segment(seg)
             if truncated:
                 # Everything after the first invalid batch is gone, later segments included.
+                later_bytes = 0
                 for later in bases[n + 1:]:
-                    self._new_segment(later).delete()
+                    doomed = self._new_segment(later)
+                    later_bytes += doomed.size
+                    doomed.delete()
+                self.recovery_truncated_bytes = truncated + later_bytes
+                logger.warning(
+                    "%s: recovery truncated %d bytes (segment %d cut at offset %d, %d later "
+                    "segments deleted)", self.dir.name, self.recovery_truncated_bytes, base,
+                    seg.next_offset, len(bases) - n - 1)
                 break
         if not self._segments:
             self._add_segment(self._new_segment(log_start_offset or 0))

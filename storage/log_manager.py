@@ -26,6 +26,7 @@ REPLICATION_OFFSET_CHECKPOINT = "replication-offset-checkpoint"
 CLEANER_OFFSET_CHECKPOINT = "cleaner-offset-checkpoint"
 CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
 PARTITION_METADATA = "partition.metadata"
+PROGRESS_INTERVAL_S = 5.0  # start-up: a progress line this often while logs load
 
 TopicPartition = tuple[str, int]
 
@@ -115,6 +116,7 @@ class LogManager:
         recovery_points = self._read_checkpoint(self._recovery_cp)
         start_offsets = self._read_checkpoint(self._start_cp)
         self._cleaner_offsets = self._read_checkpoint(self._cleaner_cp)
+        dirs = []
         for d in sorted(self.log_dir.iterdir()):
             if not d.is_dir():
                 continue
@@ -122,16 +124,24 @@ class LogManager:
                 shutil.rmtree(d, ignore_errors=True)  # deletion interrupted by a crash
                 continue
             try:
-                tp = parse_topic_partition(d.name)
+                dirs.append((parse_topic_partition(d.name), d))
             except ValueError:
                 continue
-            self._logs[tp] = Log.open(
+        recover = not self.had_clean_shutdown
+        progress = _Progress(len(dirs), "recovering" if recover else "loading")
+        if recover and dirs:
+            log.info("no clean shutdown marker: recovering %d logs from their recovery points",
+                     len(dirs))
+        for tp, d in dirs:
+            lg = self._logs[tp] = Log.open(
                 d, config_for(tp[0]),
-                recover=not self.had_clean_shutdown,
+                recover=recover,
                 recovery_point=recovery_points.get(tp, 0),
                 log_start_offset=start_offsets.get(tp),
                 producer_id_expiration_ms=self.producer_id_expiration_ms,
             )
+            progress.step(lg)
+        progress.done()
         # Recovered state is durable from here on; the marker must not outlive this run.
         self.checkpoint()
         marker.unlink(missing_ok=True)
@@ -215,10 +225,15 @@ class LogManager:
             if not force and (cleaner.dirty_ratio(lg, first_dirty, now)
                               < lg.config.min_cleanable_dirty_ratio):
                 continue
+            started = time.monotonic()
             result = lg.compact(now)
             if result is not None:
                 self._cleaner_offsets[tp] = result.end_offset
                 cleaned += 1
+                log.info("compacted %s-%d offsets %d..%d: %d -> %d bytes, %d records removed, "
+                         "in %.0f ms", tp[0], tp[1], result.start_offset, result.end_offset,
+                         result.bytes_before, result.bytes_after, result.records_removed,
+                         (time.monotonic() - started) * 1000)
         return cleaned
 
     def _flush_work(self, now: int) -> list[tuple[Log, int | None]]:
@@ -270,3 +285,35 @@ class LogManager:
                 raise
             except Exception:
                 log.exception("log manager background task failed")
+
+
+class _Progress:
+    """Start-up progress: one line every PROGRESS_INTERVAL_S while logs load (a large
+    recovery takes minutes), then one summary line."""
+
+    def __init__(self, total: int, verb: str) -> None:
+        self.total = total
+        self.verb = verb
+        self.count = self.segments = self.truncated = self.damaged = 0
+        self.started = self._last = time.monotonic()
+
+    def step(self, lg: Log) -> None:
+        self.count += 1
+        self.segments += lg.recovered_segments
+        self.truncated += lg.recovery_truncated_bytes
+        self.damaged += lg.recovery_truncated_bytes > 0
+        now = time.monotonic()
+        if now - self._last >= PROGRESS_INTERVAL_S and self.count < self.total:
+            self._last = now
+            log.info("%s logs: %d/%d done (%.0f%%) in %.0f s", self.verb, self.count, self.total,
+                     100 * self.count / self.total, now - self.started)
+
+    def done(self) -> None:
+        if not self.total:
+            return
+        ms = (time.monotonic() - self.started) * 1000
+        if self.verb == "recovering":
+            log.info("recovered %d logs in %.0f ms: %d segments scanned, %d bytes truncated in "
+                     "%d logs", self.total, ms, self.segments, self.truncated, self.damaged)
+        else:
+            log.debug("loaded %d logs in %.0f ms", self.total, ms)

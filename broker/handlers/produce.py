@@ -9,7 +9,7 @@ import asyncio
 import logging
 from typing import Any
 
-from storage.errors import StorageError
+from storage.errors import KafkaStorageError, StorageError
 
 from .. import metrics
 from ..replica_manager import PartitionError
@@ -99,7 +99,11 @@ def _append(
     except PartitionError as exc:
         return exc.error_code, -1, -1, -1, -1
     except StorageError as exc:
-        log.info("produce to %s-%d rejected: %s (%s)", topic, pdata.index, type(exc).__name__, exc)
+        # Per request and usually the client's doing (sequence, epoch, size): DEBUG; a
+        # failing disk is the operator's business.
+        level = logging.WARNING if isinstance(exc, KafkaStorageError) else logging.DEBUG
+        log.log(level, "produce to %s-%d rejected: %s (%s)", topic, pdata.index,
+                type(exc).__name__, exc)
         return error_code_of(exc), -1, -1, -1, -1
     if not info.duplicate:
         metrics.BYTES_IN.labels(topic).inc(len(pdata.records))
