@@ -81,9 +81,10 @@ def _cluster(args: argparse.Namespace) -> int:
 
 
 def _add_dump_log(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("dump-log", help="print the batches of log segments (like Kafka's "
-                       "DumpLogSegments; __consumer_offsets records are decoded)")
-    p.add_argument("paths", nargs="+", type=Path, metavar="PATH", help="a .log segment file")
+    p = sub.add_parser("dump-log", help="print log segments, indexes and producer snapshots "
+                       "(like Kafka's DumpLogSegments; __consumer_offsets records are decoded)")
+    p.add_argument("paths", nargs="+", type=Path, metavar="PATH",
+                   help="a .log segment, .index, .timeindex, .txnindex or .snapshot file")
     p.add_argument("--deep-iteration", action="store_true", help="print every record too")
     p.add_argument("--print-data-log", action="store_true",
                    help="print record keys and values (implies --deep-iteration)")
@@ -92,10 +93,14 @@ def _add_dump_log(sub: argparse._SubParsersAction) -> None:
 
 def _dump_log(args: argparse.Namespace) -> int:
     from coordinator.group.dump_log import dump_segment
+    from storage.dump import SUFFIXES, dump_file
 
     for path in args.paths:
         try:
-            dump_segment(path, deep=args.deep_iteration, print_data=args.print_data_log)
+            if path.suffix in SUFFIXES:
+                dump_file(path)
+            else:
+                dump_segment(path, deep=args.deep_iteration, print_data=args.print_data_log)
         except OSError as e:
             print(f"samsa: cannot read {path}: {e.strerror}", file=sys.stderr)
             return 1
