@@ -64,6 +64,11 @@ LOOP_LAG = Histogram(
     "How late the event loop runs a timer scheduled every 0.5 s.",
     buckets=(0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5),
 )
+LOG_FLUSH_TIME = Histogram(
+    "kafka_log_logflushstats_logflushrateandtimems",
+    "Scheduled log flushes (fsync of flush.ms-old data or of rolled segments), in milliseconds.",
+    buckets=(0.5, 1, 2, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000),
+)
 ISR_SHRINKS = Counter(
     "kafka_server_replicamanager_isrshrinks",
     "ISR changes written by this broker (as leader) that removed replicas.",
@@ -382,5 +387,6 @@ def start_endpoint(
     broker: Any, host: str, port: int, registry: CollectorRegistry = REGISTRY
 ) -> None:
     registry.register(BrokerCollector(broker, asyncio.get_running_loop()))
+    broker.log_manager.flush_observer = LOG_FLUSH_TIME.observe
     start_http_server(port, addr=host, registry=registry)
     log.info("Prometheus metrics on http://%s:%d/metrics", host, port)

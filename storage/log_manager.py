@@ -98,6 +98,8 @@ class LogManager:
         self._cleaner_cp = OffsetCheckpointFile(self.log_dir / CLEANER_OFFSET_CHECKPOINT)
         self._stopping = False
         self.had_clean_shutdown = False
+        # Called (from an executor thread) with the milliseconds each scheduled flush took.
+        self.flush_observer: Callable[[float], None] | None = None
 
     # -- lifecycle -----------------------------------------------------------------------------
 
@@ -246,6 +248,12 @@ class LogManager:
                 work.append((lg, lg.active_segment.base_offset))  # Kafka's flush on roll
         return work
 
+    def _timed_flush(self, lg: Log, up_to: int | None) -> None:
+        started = time.perf_counter()
+        lg.flush(up_to)
+        if self.flush_observer is not None:
+            self.flush_observer((time.perf_counter() - started) * 1000)
+
     async def run_background(self) -> None:
         """Periodic tasks until cancelled; fsync and checkpoint writes run in the default
         executor so the event loop never waits on the disk."""
@@ -265,7 +273,7 @@ class LogManager:
             try:
                 if due("flush"):
                     for lg, up_to in self._flush_work(now):
-                        await loop.run_in_executor(None, lg.flush, up_to)
+                        await loop.run_in_executor(None, self._timed_flush, lg, up_to)
                 if due("retention"):
                     self.run_retention(now)
                 if self.cleaner_enable and due("cleaner"):

@@ -213,3 +213,21 @@ def test_isr_changed_counts_shrinks_and_expands():
     metrics.isr_changed([1, 2], [1, 2])
     assert metrics.ISR_SHRINKS._value.get() == shrinks + 1
     assert metrics.ISR_EXPANDS._value.get() == expands + 1
+
+
+def test_log_flush_time_is_observed(broker_factory):
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    port = free_port()
+    b = broker_factory({"metrics.port": port})
+    topic, _ = unique("metrics-flush")
+    admin = AdminClient({"bootstrap.servers": b.bootstrap})
+    fs = admin.create_topics([NewTopic(topic, 1, 1, config={"flush.ms": "100"})])
+    fs[topic].result(timeout=20)
+    flushes = "kafka_log_logflushstats_logflushrateandtimems"
+    before = value(scrape(port), f"{flushes}_count")
+    prod = Producer({"bootstrap.servers": b.bootstrap})
+    prod.produce(topic, value=b"to disk")
+    assert prod.flush(20) == 0
+    s = wait_for(port, lambda s: value(s, f"{flushes}_count") > before)
+    assert value(s, f"{flushes}_sum") >= 0
