@@ -1,7 +1,9 @@
 """Fixtures for the Spark Structured Streaming tests (the standard Kafka connector, from PySpark).
 
     spark          ONE SparkSession for the whole test run (local[2], UI off, loopback only),
-                   with the connector jars of `make spark-deps` on `spark.jars`
+                   with the connector jars of `make spark-deps` on `spark.jars`; package
+                   scoped, and its JVM is stopped too, so that nothing of Spark outlives
+                   tests/spark in a `make test` run
     spark_broker   one Samsa broker for the whole Spark suite (topics are unique per test)
     offset_path    parametrizes a test over the connector's two driver-side offset readers:
                    "admin" (the default, KafkaOffsetReaderAdmin) and "consumer"
@@ -14,9 +16,9 @@ They are never resolved at run time (no Ivy, no spark.jars.packages).
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
@@ -32,7 +34,7 @@ SPARK_BROKER_SETTINGS: dict[str, object] = {
 }
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def spark_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
     base = tmp_path_factory.mktemp("spark-broker")
     b = BrokerProcess(base / "data", settings=SPARK_BROKER_SETTINGS, name="spark-broker")
@@ -43,8 +45,12 @@ def spark_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerPro
         b.close()
 
 
-@pytest.fixture(scope="session")
-def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
+@pytest.fixture(scope="package")
+def spark(
+    tmp_path_factory: pytest.TempPathFactory, spark_broker: BrokerProcess
+) -> Iterator[object]:
+    # Depends on spark_broker only so that Spark (and the Kafka producers its sink caches in
+    # the JVM, which would keep reconnecting) stops before the broker does.
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
@@ -77,6 +83,30 @@ def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
         for q in session.streams.active:
             q.stop()
         session.stop()
+        stop_jvm()
+
+
+def stop_jvm() -> None:
+    """session.stop() leaves the py4j gateway's JVM running until this process exits. It
+    exits when its stdin closes (PythonGatewayServer); a later getOrCreate() would start a
+    new one."""
+    from pyspark import SparkContext
+
+    gateway = SparkContext._gateway
+    if gateway is None:
+        return
+    proc = getattr(gateway, "proc", None)
+    gateway.shutdown()
+    SparkContext._gateway = None
+    SparkContext._jvm = None
+    if proc is not None:
+        if proc.stdin is not None:
+            proc.stdin.close()
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
 
 
 @pytest.fixture(params=["admin", "consumer"])
@@ -88,9 +118,3 @@ def offset_path(request: pytest.FixtureRequest, spark: object) -> Iterator[str]:
         yield request.param
     finally:
         spark.conf.set(OFFSET_FETCHING_CONF, "false")  # type: ignore[attr-defined]
-
-
-@pytest.fixture
-def work_dir(tmp_path: Path) -> Path:
-    """Checkpoints and file-sink output of one test."""
-    return tmp_path
