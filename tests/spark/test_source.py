@@ -73,6 +73,13 @@ def qname() -> str:
     return f"q_{uuid.uuid4().hex[:10]}"
 
 
+def read_available(spark: Any, bootstrap: str, **options: object) -> tuple[Any, list[Any]]:
+    """A Trigger.AvailableNow query of the source into a memory sink: (the query, its rows)."""
+    name = qname()
+    q = run_available_now(stream(spark, bootstrap, **options), name=name)
+    return q, memory_rows(spark, name)
+
+
 # ----------------------------------------------------------------------------- subscriptions
 def test_subscribe_earliest(spark: Any, spark_broker: BrokerProcess, offset_path: str) -> None:
     bs = spark_broker.bootstrap
@@ -80,11 +87,7 @@ def test_subscribe_earliest(spark: Any, spark_broker: BrokerProcess, offset_path
     create_topics(bs, {topic: 3})
     recs = fill(bs, topic, 3, 7)
 
-    name = qname()
-    q = run_available_now(
-        stream(spark, bs, subscribe=topic, startingOffsets="earliest"), name=name
-    )
-    rows = memory_rows(spark, name)
+    q, rows = read_available(spark, bs, subscribe=topic, startingOffsets="earliest")
     assert kafka_rows(rows) == expected_rows(recs)
     assert {r["timestampType"] for r in rows} == {0}  # CreateTime
     assert source_end_offsets(q) == {topic: {"0": 7, "1": 7, "2": 7}}
@@ -98,13 +101,9 @@ def test_subscribe_pattern(spark: Any, spark_broker: BrokerProcess, offset_path:
     recs = fill(bs, a, 2, 4, "a") + fill(bs, b, 1, 3, "b")
     fill(bs, other, 1, 5, "other")
 
-    name = qname()
-    run_available_now(
-        stream(spark, bs, subscribePattern=re.escape(prefix) + r"-.*",
-               startingOffsets="earliest"),
-        name=name,
-    )
-    assert kafka_rows(memory_rows(spark, name)) == expected_rows(recs)
+    _, rows = read_available(spark, bs, subscribePattern=re.escape(prefix) + r"-.*",
+                             startingOffsets="earliest")
+    assert kafka_rows(rows) == expected_rows(recs)
 
 
 def test_assign(spark: Any, spark_broker: BrokerProcess, offset_path: str) -> None:
@@ -113,12 +112,9 @@ def test_assign(spark: Any, spark_broker: BrokerProcess, offset_path: str) -> No
     create_topics(bs, {topic: 3})
     recs = fill(bs, topic, 3, 5)
 
-    name = qname()
-    run_available_now(
-        stream(spark, bs, assign=json.dumps({topic: [0, 2]}), startingOffsets="earliest"),
-        name=name,
-    )
-    assert kafka_rows(memory_rows(spark, name)) == expected_rows(
+    _, rows = read_available(spark, bs, assign=json.dumps({topic: [0, 2]}),
+                             startingOffsets="earliest")
+    assert kafka_rows(rows) == expected_rows(
         r for r in recs if r.partition in (0, 2)
     )
 
@@ -168,14 +164,10 @@ def test_starting_offsets_json(spark: Any, spark_broker: BrokerProcess) -> None:
     create_topics(bs, {topic: 3})
     recs = fill(bs, topic, 3, 6)
 
-    name = qname()
-    run_available_now(
-        stream(spark, bs, subscribe=topic,
-               startingOffsets=json.dumps({topic: {"0": 2, "1": -2, "2": -1}})),
-        name=name,
-    )
+    _, rows = read_available(spark, bs, subscribe=topic,
+                             startingOffsets=json.dumps({topic: {"0": 2, "1": -2, "2": -1}}))
     want = [r for r in recs if (r.partition == 0 and r.offset >= 2) or r.partition == 1]
-    assert kafka_rows(memory_rows(spark, name)) == expected_rows(want)
+    assert kafka_rows(rows) == expected_rows(want)
 
 
 def test_starting_offsets_by_timestamp(spark: Any, spark_broker: BrokerProcess,
@@ -190,15 +182,11 @@ def test_starting_offsets_by_timestamp(spark: Any, spark_broker: BrokerProcess,
         for i in range(10) for p in range(2)
     ])
 
-    name = qname()
-    run_available_now(
-        stream(spark, bs, subscribe=topic,
-               # p0: exactly record 4's timestamp; p1: between records 6 and 7
-               startingOffsetsByTimestamp=json.dumps(
-                   {topic: {"0": BASE_TS + 4000, "1": BASE_TS + 6500}})),
-        name=name,
+    _, rows = read_available(
+        spark, bs, subscribe=topic,
+        # p0: exactly record 4's timestamp; p1: between records 6 and 7
+        startingOffsetsByTimestamp=json.dumps({topic: {"0": BASE_TS + 4000, "1": BASE_TS + 6500}}),
     )
-    rows = memory_rows(spark, name)
     want = [r for r in recs if (r.partition == 0 and r.offset >= 4)
             or (r.partition == 1 and r.offset >= 7)]
     assert kafka_rows(rows) == expected_rows(want)
@@ -214,12 +202,9 @@ def test_max_offsets_per_trigger(spark: Any, spark_broker: BrokerProcess) -> Non
     create_topics(bs, {topic: 2})
     recs = fill(bs, topic, 2, 10)
 
-    name = qname()
-    q = run_available_now(
-        stream(spark, bs, subscribe=topic, startingOffsets="earliest", maxOffsetsPerTrigger=6),
-        name=name,
-    )
-    assert kafka_rows(memory_rows(spark, name)) == expected_rows(recs)
+    q, rows = read_available(spark, bs, subscribe=topic, startingOffsets="earliest",
+                             maxOffsetsPerTrigger=6)
+    assert kafka_rows(rows) == expected_rows(recs)
     sizes = [p["numInputRows"] for p in data_progress(q)]
     assert sum(sizes) == 20 and max(sizes) <= 6 and len(sizes) >= 4, sizes
 
@@ -232,10 +217,9 @@ def test_min_partitions(spark: Any, spark_broker: BrokerProcess) -> None:
     create_topics(bs, {topic: 2})
     recs = fill(bs, topic, 2, 12)
 
-    name = qname()
-    df = stream(spark, bs, subscribe=topic, startingOffsets="earliest", minPartitions=6)
-    run_available_now(df, name=name)
-    assert kafka_rows(memory_rows(spark, name)) == expected_rows(recs)
+    _, rows = read_available(spark, bs, subscribe=topic, startingOffsets="earliest",
+                             minPartitions=6)
+    assert kafka_rows(rows) == expected_rows(recs)
 
     batch = (
         spark.read.format("kafka")
@@ -262,12 +246,9 @@ def test_include_headers(spark: Any, spark_broker: BrokerProcess) -> None:
         for i, h in enumerate(specs)
     ])
 
-    name = qname()
-    run_available_now(
-        stream(spark, bs, subscribe=topic, startingOffsets="earliest", includeHeaders=True),
-        name=name,
-    )
-    rows = sorted(memory_rows(spark, name), key=lambda r: r["offset"])
+    _, rows = read_available(spark, bs, subscribe=topic, startingOffsets="earliest",
+                             includeHeaders=True)
+    rows = sorted(rows, key=lambda r: r["offset"])
     assert kafka_rows(rows) == expected_rows(recs)
     got = [
         [(h["key"], None if h["value"] is None else bytes(h["value"])) for h in r["headers"] or []]
