@@ -5,6 +5,7 @@
                    scoped, and its JVM is stopped too, so that nothing of Spark outlives
                    tests/spark in a `make test` run
     spark_broker   one Samsa broker for the whole Spark suite (topics are unique per test)
+    spark_cluster  three Samsa brokers joined through a ZooKeeper of their own
     offset_path    parametrizes a test over the connector's two driver-side offset readers:
                    "admin" (the default, KafkaOffsetReaderAdmin) and "consumer"
                    (spark.sql.streaming.kafka.useDeprecatedOffsetFetching=true, group based)
@@ -22,8 +23,10 @@ from collections.abc import Iterator
 
 import pytest
 
+from broker.zk_process import ZooKeeperProcess
+from tests.cluster.cluster import Cluster
 from tests.spark.helpers import OFFSET_FETCHING_CONF, connector_jars
-from tests.support.broker import BrokerProcess
+from tests.support.broker import BrokerProcess, free_port
 
 # A JoinGroup of the deprecated offset reader would otherwise wait 3 s for more members.
 SPARK_BROKER_SETTINGS: dict[str, object] = {
@@ -43,6 +46,17 @@ def spark_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerPro
         yield b
     finally:
         b.close()
+
+
+@pytest.fixture(scope="package")
+def spark_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    zk = ZooKeeperProcess(tmp_path_factory.mktemp("spark-zookeeper"), free_port()).start()
+    cluster = Cluster(zk, tmp_path_factory.mktemp("spark-cluster"), size=3)
+    try:
+        yield cluster.start()
+    finally:
+        cluster.close()
+        zk.stop()
 
 
 @pytest.fixture(scope="package")

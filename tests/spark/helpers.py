@@ -69,10 +69,10 @@ def admin(bootstrap: str) -> AdminClient:
     return AdminClient({"bootstrap.servers": bootstrap})
 
 
-def create_topics(bootstrap: str, partitions: dict[str, int]) -> None:
+def create_topics(bootstrap: str, partitions: dict[str, int], replication: int = 1) -> None:
     client = admin(bootstrap)  # must outlive the futures
     futures = client.create_topics(
-        [NewTopic(t, n, 1) for t, n in partitions.items()], operation_timeout=10
+        [NewTopic(t, n, replication) for t, n in partitions.items()], operation_timeout=10
     )
     for f in futures.values():
         f.result(timeout=TIMEOUT_S)

@@ -33,6 +33,7 @@ from typing import Any
 import pytest
 from confluent_kafka import Producer
 
+from tests.cluster.cluster import Cluster
 from tests.spark.helpers import (
     TIMEOUT_S,
     Rec,
@@ -87,11 +88,11 @@ Row = tuple[int, bytes]
 
 
 class Scenario:
-    def __init__(self, bootstrap: str) -> None:
+    def __init__(self, bootstrap: str, replication: int = 1) -> None:
         self.bs = bootstrap
         u = uuid.uuid4().hex[:8]
         self.topic = f"rc-{u}"
-        create_topics(bootstrap, {self.topic: 1})
+        create_topics(bootstrap, {self.topic: 1}, replication)
         self.p1 = TxnProducer(bootstrap, f"rc-p1-{u}")
         self.p_open = TxnProducer(bootstrap, f"rc-open-{u}")
         self.p2 = TxnProducer(bootstrap, f"rc-p2-{u}")
@@ -162,7 +163,25 @@ def batch_read(spark: Any, bs: str, topic: str, isolation: str, **extra: object)
 def test_streaming_read_committed(spark: Any, spark_broker: BrokerProcess, scenario: Scenario,
                                   offset_path: str, max_offsets: int | None,
                                   tmp_path: Path) -> None:
-    bs, topic = spark_broker.bootstrap, scenario.topic
+    check_streaming_read_committed(spark, scenario, max_offsets, tmp_path)
+
+
+def test_streaming_read_committed_cluster(spark_cluster: Cluster, spark: Any, offset_path: str,
+                                          tmp_path: Path) -> None:
+    """The same over a 3-broker cluster: the topic has replication factor 3 (its HW, and so
+    its LSO, move with the followers' fetches), and the partition leader, the transaction
+    coordinators and the deprecated offset reader's group coordinator may each be a different
+    broker (markers are written across brokers)."""
+    s = Scenario(spark_cluster.bootstrap, replication=3)
+    try:
+        check_streaming_read_committed(spark, s, 3, tmp_path)
+    finally:
+        s.close()
+
+
+def check_streaming_read_committed(spark: Any, scenario: Scenario, max_offsets: int | None,
+                                   tmp_path: Path) -> None:
+    bs, topic = scenario.bs, scenario.topic
     ck, out = tmp_path / "ck", tmp_path / "out"
     extra: dict[str, object] = {"kafka.isolation.level": "read_committed"}
     if max_offsets is not None:
