@@ -125,8 +125,10 @@ bench: venv
 	@if [ -f bench/run.py ]; then $(BIN)/python bench/run.py; \
 	else echo "bench/run.py does not exist yet"; fi
 
-chaos:
-	@echo "make chaos: not implemented yet (kill -9 / disk-full / network-partition scenarios)"
+# Long forms of tests/chaos (the short forms run in `make test`); knobs as CHAOS_* variables
+# (tests/chaos/run.py --help), e.g. make chaos CHAOS_DURATION=600 CHAOS_SEED=7.
+chaos: venv java-deps zk-deps
+	$(BIN)/python -m tests.chaos.run $(CHAOS_ARGS)
 
 clean:
 	rm -rf $(DATA_DIR) .pytest_cache .ruff_cache .hypothesis build dist

@@ -1,0 +1,209 @@
+"""Faults for the chaos workloads: a 3-broker cluster, and a nemesis thread that kills (-9),
+pauses (SIGSTOP, then SIGCONT) and cleanly restarts its brokers, one broker at a time, and
+records a timeline of what it did. Everything that starts a process runs in the main thread
+(see Nemesis.run)."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import random
+import signal
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from confluent_kafka.admin import NewTopic
+
+from broker.zk_process import ZooKeeperProcess
+from tests.cluster.cluster import Cluster, wait_until
+from tests.support.broker import BrokerProcess
+
+FAULTS = ("kill", "pause", "stop")
+
+# Topic settings of both workloads: every replica on every broker, acks=all needs two.
+TOPIC_CONFIG = {"min.insync.replicas": "2"}
+
+
+def start_cluster(zookeeper: ZooKeeperProcess, base: Path, size: int = 3) -> Cluster:
+    return Cluster(zookeeper, base, size=size).start()
+
+
+def all_bootstrap(cluster: Cluster) -> str:
+    """Every broker's address, running or not (clients must find the ones that come back)."""
+    return ",".join(b.bootstrap for b in cluster.brokers)
+
+
+def create_topics(cluster: Cluster, partitions: dict[str, int], rf: int = 3) -> None:
+    admin = cluster.admin()
+    fs = admin.create_topics(
+        [NewTopic(t, n, rf, config=dict(TOPIC_CONFIG)) for t, n in partitions.items()],
+        operation_timeout=30)
+    for f in fs.values():
+        f.result(timeout=60)
+    for t in partitions:
+        wait_until(lambda t=t: all(v >= 0 for v in cluster.leaders(t).values()), 60,
+                   f"leaders of {t}")
+
+
+def fully_replicated(cluster: Cluster, topics: list[str]) -> bool:
+    n = len(cluster.brokers)
+    try:
+        return all(len(isr) == n for t in topics for isr in cluster.isr(t).values())
+    except Exception:
+        return False
+
+
+@dataclass
+class Event:
+    t: float  # seconds since the run started
+    kind: str  # kill | pause | stop | start | resume | note
+    broker: int
+    detail: str = ""
+
+
+@dataclass
+class Nemesis:
+    """Every `interval` seconds (exponentially distributed, seeded) one fault on one random
+    broker, healed after `down` seconds (uniform in the range); never two at once. Between
+    faults it waits (up to `settle` seconds) for `topics` to be fully replicated again, as
+    Kafka's system tests await no under-replicated partitions."""
+
+    cluster: Cluster
+    seed: int = 0
+    interval: float = 4.0
+    down: tuple[float, float] = (0.5, 4.0)
+    faults: tuple[str, ...] = FAULTS
+    topics: list[str] = field(default_factory=list)
+    settle: float = 30.0
+    t0: float = field(default_factory=time.monotonic)
+    events: list[Event] = field(default_factory=list)
+    counts: dict[str, int] = field(default_factory=lambda: {f: 0 for f in FAULTS})
+    errors: list[str] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.rng = random.Random(self.seed)
+        self._paused: set[int] = set()
+
+    # ------------------------------------------------------------------ control
+    def run(self, duration: float) -> None:
+        """Inject faults for `duration` seconds, then heal everything.
+
+        Runs in the calling thread, which must be the main one: the test harness starts
+        brokers with PR_SET_PDEATHSIG, which kills a child when the *thread* that forked it
+        exits, so a broker restarted from a short-lived thread would die with it."""
+        deadline = time.monotonic() + duration
+        try:
+            while True:
+                pause = self.rng.expovariate(1.0 / self.interval)
+                if time.monotonic() + pause >= deadline:
+                    time.sleep(max(0.0, deadline - time.monotonic()))
+                    break
+                time.sleep(pause)
+                broker = self.rng.choice(self.cluster.brokers)
+                fault = self.rng.choice(self.faults)
+                try:
+                    self.inject(fault, broker, self.rng.uniform(*self.down))
+                except Exception as exc:  # noted in the report; heal() below retries
+                    self.errors.append(f"{self._now()}s {fault} broker {broker.broker_id}: "
+                                       f"{exc!r}")
+                self.heal()
+                settle_until = min(deadline, time.monotonic() + self.settle)
+                while (time.monotonic() < settle_until and self.topics
+                       and not fully_replicated(self.cluster, self.topics)):
+                    time.sleep(0.5)
+        finally:
+            self.note("faults end; healing")
+            self.heal()
+
+    def note(self, text: str) -> None:
+        self.events.append(Event(self._now(), "note", -1, text))
+
+    def _now(self) -> float:
+        return round(time.monotonic() - self.t0, 2)
+
+    # ------------------------------------------------------------------ faults
+    def inject(self, fault: str, broker: BrokerProcess, down: float) -> None:
+        bid = broker.broker_id
+        if fault == "kill":
+            self.counts["kill"] += 1
+            self.events.append(Event(self._now(), "kill", bid))
+            broker.kill9()
+            time.sleep(down)
+            self._start(broker)
+        elif fault == "stop":
+            self.counts["stop"] += 1
+            self.events.append(Event(self._now(), "stop", bid))
+            try:
+                broker.stop()  # SIGTERM; the harness raises if it does not exit in 30 s
+            except AssertionError as exc:
+                self.errors.append(f"{self._now()}s clean stop of broker {bid}: "
+                                   f"{str(exc).splitlines()[0]}")
+            time.sleep(down)
+            self._start(broker)
+        elif fault == "pause":
+            pid = broker.pid
+            if pid is None:
+                return
+            self.counts["pause"] += 1
+            self.events.append(Event(self._now(), "pause", bid, f"{down:.1f}s"))
+            self._paused.add(bid)
+            os.kill(pid, signal.SIGSTOP)
+            try:
+                time.sleep(down)
+            finally:
+                os.kill(pid, signal.SIGCONT)
+                self._paused.discard(bid)
+                self.events.append(Event(self._now(), "resume", bid))
+        else:
+            raise ValueError(f"unknown fault {fault!r}")
+
+    def _start(self, broker: BrokerProcess) -> None:
+        for attempt in range(5):
+            try:
+                broker.start(timeout=60)
+                self.events.append(Event(self._now(), "start", broker.broker_id))
+                return
+            except Exception as exc:
+                self.errors.append(f"{self._now()}s start of broker {broker.broker_id} "
+                                   f"(attempt {attempt + 1}): {str(exc).splitlines()[0]}")
+                time.sleep(2)
+
+    def heal(self) -> None:
+        for b in self.cluster.brokers:
+            if b.broker_id in self._paused and b.pid is not None:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(b.pid, signal.SIGCONT)
+                self._paused.discard(b.broker_id)
+            if not b.is_running():
+                self._start(b)
+
+    def summary(self) -> str:
+        return (f"{self.counts['kill']} kills, {self.counts['pause']} pauses, "
+                f"{self.counts['stop']} clean restarts")
+
+    def timeline(self) -> str:
+        return "\n".join(f"  {e.t:8.2f}s  {e.kind:<6} "
+                         f"{'broker ' + str(e.broker) if e.broker >= 0 else ''} {e.detail}"
+                         for e in self.events)
+
+
+def throughput_chart(times: list[float], end: float, buckets: int = 40,
+                     events: list[Event] | None = None, width: int = 50) -> str:
+    """A text timeline: acknowledged writes per time slice, with the faults in each slice."""
+    if end <= 0:
+        return ""
+    step = end / buckets
+    counts = [0] * buckets
+    for t in times:
+        counts[min(int(t / step), buckets - 1)] += 1
+    marks: list[list[str]] = [[] for _ in range(buckets)]
+    for e in events or []:
+        if e.kind in ("kill", "pause", "stop"):
+            marks[min(int(e.t / step), buckets - 1)].append(f"{e.kind[0].upper()}{e.broker}")
+    top = max(counts) or 1
+    rows = []
+    for i, n in enumerate(counts):
+        bar = "#" * round(width * n / top)
+        rows.append(f"  {i * step:7.1f}s {n:6d} {bar:<{width}} {' '.join(marks[i])}")
+    return "\n".join(rows)

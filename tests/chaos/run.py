@@ -1,0 +1,103 @@
+"""Long forms of the chaos workloads (`make chaos`): each on its own ZooKeeper and 3-broker
+cluster, reports under --out (default build/chaos/<time>/), exit status 1 on any anomaly.
+
+    .venv/bin/python -m tests.chaos.run [--workload queue|copy|all] [--duration 300]
+        [--fault-interval 4] [--faults kill,pause,stop] [--seed 7] [--records 30000]
+        [--copy-mode hard|clean] [--copy-partitions 1] [--out DIR]
+
+Every option also reads an environment variable (CHAOS_WORKLOAD, CHAOS_DURATION,
+CHAOS_FAULT_INTERVAL, CHAOS_FAULTS, CHAOS_SEED, CHAOS_RECORDS, CHAOS_COPY_MODE,
+CHAOS_COPY_PARTITIONS, CHAOS_OUT), so `make chaos CHAOS_DURATION=600` works.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+
+from broker.zk_process import ZooKeeperProcess
+from tests.chaos.nemesis import start_cluster
+from tests.support.broker import free_port
+
+
+def _env(name: str, default: str) -> str:
+    return os.environ.get(name) or default
+
+
+def parse(argv: list[str] | None = None) -> argparse.Namespace:
+    ap = argparse.ArgumentParser(prog="tests.chaos.run", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--workload", choices=["queue", "copy", "all"],
+                    default=_env("CHAOS_WORKLOAD", "all"))
+    ap.add_argument("--duration", type=float, default=float(_env("CHAOS_DURATION", "300")),
+                    help="queue: seconds of load under faults")
+    ap.add_argument("--fault-interval", type=float,
+                    default=float(_env("CHAOS_FAULT_INTERVAL", "4")),
+                    help="queue: mean seconds between faults (the fault rate)")
+    ap.add_argument("--faults", default=_env("CHAOS_FAULTS", "kill,pause,stop"),
+                    help="queue: comma-separated subset of kill,pause,stop")
+    ap.add_argument("--seed", type=int, default=int(_env("CHAOS_SEED", str(int(time.time())))))
+    ap.add_argument("--producers", type=int, default=int(_env("CHAOS_PRODUCERS", "4")))
+    ap.add_argument("--consumers", type=int, default=int(_env("CHAOS_CONSUMERS", "2")))
+    ap.add_argument("--records", type=int, default=int(_env("CHAOS_RECORDS", "100000")),
+                    help="copy: records seeded by VerifiableProducer")
+    ap.add_argument("--copy-mode", choices=["hard", "clean"],
+                    default=_env("CHAOS_COPY_MODE", "hard"),
+                    help="copy: kill -9 or SIGTERM for broker and copier bounces")
+    ap.add_argument("--copy-partitions", type=int,
+                    default=int(_env("CHAOS_COPY_PARTITIONS", "1")),
+                    help="copy: input partitions = copiers (1 also checks order)")
+    ap.add_argument("--out", type=Path, default=Path(_env(
+        "CHAOS_OUT", f"build/chaos/{time.strftime('%Y%m%d-%H%M%S')}")))
+    return ap.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse(argv)
+    out: Path = args.out.resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    print(f"chaos: seed {args.seed}, reports in {out}", flush=True)
+    summaries: list[str] = []
+    ok = True
+    if args.workload in ("copy", "all"):
+        from tests.chaos.txn_copy import CopyParams, run_copy
+
+        cp = CopyParams(records=args.records, partitions=args.copy_partitions,
+                        hard=args.copy_mode == "hard", seed=args.seed, bounce_rounds=3)
+        res = _with_cluster(out / "copy", lambda c, d: run_copy(c, cp, d))
+        summaries.append(res.summary())
+        ok &= res.ok
+    if args.workload in ("queue", "all"):
+        from tests.chaos.queue_workload import QueueParams, run_queue
+
+        qp = QueueParams(duration=args.duration, fault_interval=args.fault_interval,
+                         faults=tuple(f for f in args.faults.split(",") if f),
+                         seed=args.seed, producers=args.producers, consumers=args.consumers)
+        res2 = _with_cluster(out / "queue", lambda c, d: run_queue(c, qp, d))
+        summaries.append(res2.summary())
+        ok &= res2.report.ok
+    text = "\n".join(summaries)
+    (out / "summary.txt").write_text(text + "\n")
+    print("\n" + text)
+    print(f"reports: {out}/*/report.txt; {'OK' if ok else 'ANOMALIES FOUND'}")
+    return 0 if ok else 1
+
+
+def _with_cluster(out: Path, body):  # type: ignore[no-untyped-def]
+    out.mkdir(parents=True, exist_ok=True)
+    zk = ZooKeeperProcess(out / "zookeeper", free_port()).start()
+    cluster = start_cluster(zk, out / "cluster")
+    try:
+        res = body(cluster, out)
+    finally:
+        cluster.close()
+        zk.stop()
+    print(res.text if hasattr(res, "text") else res, flush=True)
+    return res
+
+
+if __name__ == "__main__":
+    sys.exit(main())
