@@ -36,23 +36,28 @@ def produce(bootstrap: str, topic: str, partitions: int, n: int, start: int = 0)
     p.close()
 
 
-def _kafka_python_warm_metadata(consumer, topic: str) -> None:  # noqa: ANN001
-    """Have kafka-python know `topic`'s partitions before it subscribes.
+def _kafka_python_subscribe(consumer, topic: str) -> None:  # noqa: ANN001
+    """Subscribe a kafka-python consumer so that its first rebalance is its only one.
 
-    kafka-python 3.0.x joins before its first metadata for a subscribed topic has arrived;
-    the leader then assigns nothing ("No partition metadata for topic") and rejoins when the
-    metadata lands (its metadata snapshot changed). That rejoin is only driven while
-    `need_rejoin()` is true, and the snapshot check turns false as soon as the leader performs
-    the new assignment. If `poll(timeout)` gives up while that JoinGroup/SyncGroup is in
-    flight, the next poll() never collects the finished join: heartbeats stay disabled, the
-    assignment stays empty, and the coordinator rightly expires the member after the session
-    timeout. Knowing the partitions up front makes the first assignment complete, so no
-    metadata-driven rejoin happens (membership-driven rejoins set `rejoin_needed`, which
-    stays true until the join is collected, and are not affected)."""
+    kafka-python 3.0.x compares the metadata snapshot its leader assigned with against the
+    current one and rejoins when they differ. Subscribing alone leaves that snapshot empty
+    until the next metadata response, which often lands after the first JoinGroup: the leader
+    assigns with an empty snapshot (or no partitions at all: "No partition metadata for
+    topic") and rejoins some 100 ms later. That rejoin is only driven while need_rejoin() is
+    true, and need_rejoin() turns false as soon as the leader performs the new assignment; if
+    poll(timeout) gives up while that JoinGroup/SyncGroup is in flight, no later poll collects
+    the finished join: heartbeats stay disabled, the assignment stays empty, and the
+    coordinator rightly expires the member after session.timeout.ms.
+
+    topics() always fetches metadata and, after subscribe(), the consumer's metadata listener
+    records the snapshot for the subscribed topic, so the first assignment uses the final
+    snapshot. (Membership-driven rejoins set rejoin_needed, which stays true until the join is
+    collected, and are not affected.)"""
+    consumer.subscribe([topic])
     deadline = time.monotonic() + 30
-    while not consumer.partitions_for_topic(topic):
+    while topic not in consumer.topics():
         if time.monotonic() > deadline:
-            raise AssertionError(f"kafka-python got no partitions for {topic}")
+            raise AssertionError(f"kafka-python does not see topic {topic}")
         time.sleep(0.1)
 
 
@@ -90,8 +95,7 @@ class Member:
                                    auto_offset_reset="earliest", enable_auto_commit=False,
                                    session_timeout_ms=SESSION_MS, heartbeat_interval_ms=300,
                                    max_poll_interval_ms=60000, **kw)
-            _kafka_python_warm_metadata(self.c, topic)
-            self.c.subscribe([topic])
+            _kafka_python_subscribe(self.c, topic)
         elif client == "confluent-kafka":
             from confluent_kafka import Consumer
 
