@@ -70,7 +70,9 @@ class Controller:
 
     async def _step(self) -> None:
         current = self.store.controller_id()
-        if self.active and current != self.broker_id:
+        # -1 while active is our own election not yet seen by the watch: keep going (a real
+        # loss of /controller comes with a lost session, see resign; writes are fenced anyway).
+        if self.active and current not in (-1, self.broker_id):
             log.info("broker %d is no longer the controller (now %d)", self.broker_id, current)
             self.active = False
         if current == -1 and not self.active:

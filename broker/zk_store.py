@@ -369,7 +369,10 @@ class ZkMetadataStore:
     async def elect_controller(self) -> bool:
         """Kafka's election (KAFKA-6082): one multi creates /controller and bumps
         /controller_epoch; True if this broker won."""
-        return await asyncio.to_thread(self._elect)
+        won = await asyncio.to_thread(self._elect)
+        if won:
+            self._set_controller(self._broker.broker_id)  # before the watch says so
+        return won
 
     def _elect(self) -> bool:
         me = self._broker.broker_id

@@ -47,8 +47,8 @@ class Cluster:
     def start(self) -> Cluster:
         for b in self.brokers:
             b.start()
-        wait_until(lambda: len(self.live_broker_ids()) == len(self.brokers), 20,
-                   "every broker registered")
+        wait_until(lambda: self.every_broker_sees({b.broker_id for b in self.brokers}), 20,
+                   "every broker registered, as every broker sees it")
         return self
 
     def close(self) -> None:
@@ -61,6 +61,20 @@ class Cluster:
     def live_broker_ids(self) -> set[int]:
         md = self.admin().list_topics(timeout=10)
         return set(md.brokers)
+
+    def every_broker_sees(self, broker_ids: set[int]) -> bool:
+        """Each running broker's own Metadata (asked directly) lists exactly `broker_ids`:
+        their ZooKeeper caches may lag one another for a moment."""
+        from tests.protocol.wire import WireClient
+
+        for b in self.brokers:
+            if not b.is_running():
+                continue
+            with WireClient(b.bootstrap) as w:
+                seen = {x.node_id for x in w.call(3, 1, {"topics": []}).brokers}
+            if seen != broker_ids:
+                return False
+        return True
 
     def leaders(self, topic: str) -> dict[int, int]:
         md = self.admin().list_topics(topic, timeout=10)

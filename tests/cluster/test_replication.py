@@ -228,7 +228,8 @@ def test_frozen_controller_is_replaced_and_fenced(cluster):
                or "is no longer the controller" in ob.log_text(), 30,
                "the old controller stepping down")
     # It comes back as an ordinary broker under a new ZooKeeper session.
-    wait_until(lambda: len(cluster.live_broker_ids()) == 3, 30, "the old controller registered")
+    wait_until(lambda: cluster.every_broker_sees({0, 1, 2}), 30,
+               "the old controller registered, as every broker sees it")
     # The cluster is still run by the new controller: a leader that dies is replaced.
     topic = "ctl-" + uuid.uuid4().hex[:6]
     _create(cluster, topic, 1)
