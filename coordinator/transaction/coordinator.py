@@ -365,7 +365,7 @@ class TransactionCoordinator:
         if isinstance(transit, int):
             return InitResult(transit)
         self._write(md, transit)
-        log.info("InitProducerId %s: pid %d epoch %d", txn_id, md.producer_id, md.producer_epoch)
+        log.debug("InitProducerId %s: pid %d epoch %d", txn_id, md.producer_id, md.producer_epoch)
         return InitResult(NONE, md.producer_id, md.producer_epoch)
 
     # ================================================================ AddPartitions/Offsets
@@ -456,7 +456,7 @@ class TransactionCoordinator:
                 if fencing:
                     md.producer_epoch -= 1  # the fence did not happen
                 return exc.error_code
-            log.info(
+            log.debug(  # per transaction: not INFO
                 "%s %s (pid %d epoch %d, %d partitions)",
                 target.name,
                 md.transactional_id,
@@ -538,7 +538,7 @@ class TransactionCoordinator:
                     return
                 await asyncio.sleep(_MARKER_RETRY_S)
                 md.pending_state = transit.state
-        log.info("%s %s (pid %d epoch %d)", md.state.name, md.transactional_id, pid, epoch)
+        log.debug("%s %s (pid %d epoch %d)", md.state.name, md.transactional_id, pid, epoch)
         metrics.transaction_completed(md.state is TxnState.COMPLETE_COMMIT, md.last_update_ms)
 
     # ================================================================ produce verification
