@@ -119,7 +119,7 @@ test: venv java-deps spark-deps zk-deps
 
 # Unit tests only (no broker process, no Java): quick feedback while editing.
 unit: venv
-	$(BIN)/python -m pytest -q --timeout=$(PYTEST_TIMEOUT) tests --ignore=tests/clients $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -q --timeout=$(PYTEST_TIMEOUT) tests/unit tests/protocol $(PYTEST_ARGS)
 
 bench: venv
 	@if [ -f bench/run.py ]; then $(BIN)/python bench/run.py; \
