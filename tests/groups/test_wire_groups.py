@@ -189,3 +189,67 @@ def test_static_member_fencing(wire):
           "group_instance_id": "i-1"}
     assert w.call(HB, 3, hb).error_code == 82  # FENCED_INSTANCE_ID: the old incarnation
     assert w.call(HB, 3, dict(hb, member_id=r2.member_id)).error_code == 0
+
+
+def test_rejoins_heartbeats_and_parked_members_during_rebalance(wire):
+    """What a client sees around a rebalance: the leader rejoining a Stable group with the same
+    metadata (kafka-python does so when its metadata snapshot changes) gets a new generation at
+    once; a heartbeat during PreparingRebalance answers REBALANCE_IN_PROGRESS; members parked
+    in JoinGroup or SyncGroup longer than their session timeout are not expired."""
+    import time
+
+    w, b = wire
+    g = f"rejoin-{uuid.uuid4().hex[:6]}"
+    _find(w, g)
+    a = _join_stable(w, g, session=1500)
+    r = _join(w, g, member=a.member_id, session=1500)  # the leader rejoins while Stable
+    assert r.error_code == 0 and r.generation_id == a.generation_id + 1
+    assert r.leader == a.member_id and [m.member_id for m in r.members] == [a.member_id]
+    s = w.call(SYNC, 3, {"group_id": g, "generation_id": r.generation_id,
+                         "member_id": a.member_id,
+                         "assignments": [{"member_id": a.member_id, "assignment": b"A2"}]})
+    assert s.error_code == 0 and s.assignment == b"A2"
+    gen = r.generation_id
+    hb = {"group_id": g, "generation_id": gen, "member_id": a.member_id}
+    with WireClient(b.bootstrap) as wb:
+        # a second member: its JoinGroup parks until the first one rejoins
+        rb = _join(wb, g, session=1500)
+        assert rb.error_code == 79
+        corr, frame = wb.encode_request(JOIN, 5, {
+            "group_id": g, "session_timeout": 1500, "rebalance_timeout": 5000,
+            "member_id": rb.member_id, "group_instance_id": None, "protocol_type": "consumer",
+            "protocols": [{"name": "range", "metadata": SUB}]})
+        wb.send_raw(frame)
+        deadline = time.monotonic() + 10
+        while (code := w.call(HB, 3, hb).error_code) == 0:
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        assert code == 27  # REBALANCE_IN_PROGRESS: the member must rejoin
+        until = time.monotonic() + 2.0  # B waits in JoinGroup past its 1.5 s session timeout
+        while time.monotonic() < until:  # (A keeps heartbeating)
+            assert w.call(HB, 3, hb).error_code == 27
+            time.sleep(0.3)
+        ra = _join(w, g, member=a.member_id, session=1500)
+        joined_b = wb.read_response(JOIN, 5, corr)
+        assert ra.error_code == 0 and joined_b.error_code == 0
+        assert ra.generation_id == joined_b.generation_id == gen + 1
+        assert ra.leader == a.member_id and len(ra.members) == 2 and joined_b.members == ()
+        # B waits in SyncGroup past its session timeout until the leader's assignment comes
+        corr, frame = wb.encode_request(SYNC, 3, {
+            "group_id": g, "generation_id": gen + 1, "member_id": rb.member_id,
+            "assignments": []})
+        wb.send_raw(frame)
+        hb["generation_id"] = gen + 1
+        until = time.monotonic() + 2.0
+        while time.monotonic() < until:  # CompletingRebalance: heartbeats are fine
+            assert w.call(HB, 3, hb).error_code == 0
+            time.sleep(0.3)
+        s = w.call(SYNC, 3, {"group_id": g, "generation_id": gen + 1,
+                             "member_id": a.member_id, "assignments": [
+                                 {"member_id": a.member_id, "assignment": b"a"},
+                                 {"member_id": rb.member_id, "assignment": b"b"}]})
+        synced_b = wb.read_response(SYNC, 3, corr)
+        assert s.error_code == 0 and s.assignment == b"a"
+        assert synced_b.error_code == 0 and synced_b.assignment == b"b"
+        for member, c in ((a.member_id, w), (rb.member_id, wb)):
+            assert c.call(HB, 3, dict(hb, member_id=member)).error_code == 0
