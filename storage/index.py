@@ -2,7 +2,8 @@
 
 Entries are held in memory (arrays) and appended to the file with os.write; the files are not
 checksummed and are rebuilt from the log on unclean recovery, so their durability is a
-convenience only. No preallocation: the file length is always entries x entry size."""
+convenience only. No preallocation: the file length is always entries x entry size. The fd
+is a `storage.fdcache.CachedFile`: opened on first write, closed again when idle."""
 
 from __future__ import annotations
 
@@ -12,6 +13,8 @@ from array import array
 from bisect import bisect_right
 from pathlib import Path
 
+from storage.fdcache import CachedFile
+
 _OFFSET_ENTRY = struct.Struct(">ii")
 _TIME_ENTRY = struct.Struct(">qi")
 
@@ -20,15 +23,18 @@ class _IndexFile:
     entry: struct.Struct
 
     def __init__(self, path: Path, base_offset: int, max_index_size: int) -> None:
-        self.path = path
         self.base_offset = base_offset
         self.max_entries = max(1, max_index_size // self.entry.size)
-        self._fd: int | None = None
+        # Opened (and created) on the first write, closed by the fd cache when idle.
+        self._file = CachedFile(path, os.O_RDWR | os.O_APPEND)
 
-    def _open_fd(self) -> int:
-        if self._fd is None:
-            self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
-        return self._fd
+    @property
+    def path(self) -> Path:
+        return self._file.path
+
+    @property
+    def is_open(self) -> bool:
+        return self._file.is_open
 
     def _read_raw(self) -> bytes:
         try:
@@ -37,22 +43,23 @@ class _IndexFile:
             return b""
 
     def _write_entry(self, *fields: int) -> None:
-        os.write(self._open_fd(), self.entry.pack(*fields))
+        self._file.write_all(self.entry.pack(*fields))
 
     def _rewrite(self, payload: bytes) -> None:
-        fd = self._open_fd()
-        os.ftruncate(fd, 0)
-        if payload:
-            os.write(fd, payload)
+        fd = self._file.acquire()
+        try:
+            self._file.dirty = True
+            os.ftruncate(fd, 0)
+            if payload:
+                os.write(fd, payload)
+        finally:
+            self._file.release()
 
     def flush(self) -> None:
-        if self._fd is not None:
-            os.fsync(self._fd)
+        self._file.fsync()
 
     def close(self) -> None:
-        if self._fd is not None:
-            os.close(self._fd)
-            self._fd = None
+        self._file.close()
 
     def delete(self) -> None:
         self.close()
@@ -62,7 +69,7 @@ class _IndexFile:
         self.close()
         if self.path.exists():
             os.replace(self.path, path)
-        self.path = path
+        self._file.rename(path)
 
 
 class OffsetIndex(_IndexFile):

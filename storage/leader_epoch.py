@@ -16,11 +16,13 @@ class LeaderEpochCache:
     def __init__(self, path: Path, *, fsync: bool = True) -> None:
         self.path = Path(path)
         self._fsync = fsync
+        self._dirty = False  # entries changed since the file was last written
         try:
             self._entries: list[tuple[int, int]] = read_entries(
                 self.path, lambda e: (int(e[0]), int(e[1])))
         except ValueError:
             self._entries = []  # rebuilt from the log by recovery
+            self._dirty = True
         self._entries.sort()
 
     @property
@@ -36,6 +38,7 @@ class LeaderEpochCache:
 
     def _flush(self) -> None:
         write_entries(self.path, (f"{e} {o}" for e, o in self._entries), fsync=self._fsync)
+        self._dirty = False
 
     def assign(self, epoch: int, start_offset: int, *, flush: bool = True) -> bool:
         """Record that `epoch` starts at `start_offset` (no-op unless it is a new, higher
@@ -48,6 +51,7 @@ class LeaderEpochCache:
                 return False
         self._entries = [(e, o) for e, o in self._entries if e < epoch and o < start_offset]
         self._entries.append((epoch, start_offset))
+        self._dirty = True
         if flush:
             self._flush()
         return True
@@ -101,4 +105,6 @@ class LeaderEpochCache:
         self._flush()
 
     def flush(self) -> None:
-        self._flush()
+        """Write the file if the entries changed since it was last written."""
+        if self._dirty:
+            self._flush()

@@ -689,6 +689,16 @@ class Log:
                 seg.close()
             self._closed = True
 
+    def release_files(self) -> None:
+        """Close every open fd of this log's segments; they reopen on their next use."""
+        with self._lock:
+            for seg in self._segments:
+                seg.close()
+
+    @property
+    def open_files(self) -> int:
+        return sum(seg.open_files for seg in self._segments)
+
     def close_without_flush(self) -> None:
         """Release file descriptors only (tests simulating a crash)."""
         with self._lock:

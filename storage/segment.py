@@ -1,4 +1,8 @@
-"""One log segment: `<base>.log` plus its offset, time and transaction indexes."""
+"""One log segment: `<base>.log` plus its offset, time and transaction indexes.
+
+No file of a segment is held open for the segment's life: each is a `storage.fdcache.CachedFile`
+whose fd is opened on first use and closed by the process-wide fd cache when idle, so a broker's
+open files follow the partitions in use, not partitions x segments."""
 
 from __future__ import annotations
 
@@ -16,6 +20,7 @@ from protocol.records import (
     validate_batch,
 )
 from storage.errors import CorruptRecord, InvalidRecord, StorageError
+from storage.fdcache import CachedFile
 from storage.index import OffsetIndex, TimeIndex
 from storage.txn_index import TransactionIndex
 
@@ -49,10 +54,22 @@ class LogSegment:
         self.suffix = suffix
         prefix = filename_prefix(base_offset)
         self.log_path = self.dir / f"{prefix}.log{suffix}"
-        self._fd = os.open(self.log_path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
-        st = os.fstat(self._fd)
-        self.size = st.st_size
-        self.created_ms = int(st.st_mtime * 1000) if self.size else _now_ms()
+        # The fd lives in the process-wide fd cache: opened on use, closed when idle.
+        try:
+            st = os.stat(self.log_path)
+        except FileNotFoundError:
+            self._log = CachedFile(self.log_path, os.O_RDWR | os.O_APPEND, create=True,
+                                   dirty=True)
+            self._log.acquire()  # create the file now, as Kafka does
+            self._log.release()
+            self.size = 0
+            self.created_ms = _now_ms()
+        else:
+            # An existing file is durable as found: a clean shutdown fsynced it, or it lies
+            # below the recovery point, or recover() marks it dirty.
+            self._log = CachedFile(self.log_path, os.O_RDWR | os.O_APPEND, create=False)
+            self.size = st.st_size
+            self.created_ms = int(st.st_mtime * 1000) if self.size else _now_ms()
         self.offset_index = OffsetIndex(self.dir / f"{prefix}.index{suffix}", base_offset,
                                         max_index_size)
         self.time_index = TimeIndex(self.dir / f"{prefix}.timeindex{suffix}", base_offset,
@@ -101,6 +118,7 @@ class LogSegment:
     ) -> int:
         """Reset and rebuild the indexes by scanning every batch; with validate=True check CRCs
         and offsets and truncate at the first invalid or torn batch. Returns bytes truncated."""
+        self._log.dirty = True  # what a crash left in the page cache is not durable yet
         self.offset_index.reset()
         self.time_index.reset()
         self.max_timestamp_so_far, self.offset_of_max_timestamp = -1, self.base_offset
@@ -125,7 +143,7 @@ class LogSegment:
             pass  # everything from here on is not part of the log
         truncated = self.size - valid_end
         if truncated > 0:
-            os.ftruncate(self._fd, valid_end)
+            self._log.ftruncate(valid_end)
             self.size = valid_end
         self._next_offset = next_offset
         return truncated
@@ -140,7 +158,7 @@ class LogSegment:
         pos = start
         while pos + HEADER_SIZE <= end:
             want = min(max(chunk_size, HEADER_SIZE), end - pos)
-            chunk = memoryview(os.pread(self._fd, want, pos))
+            chunk = memoryview(self._log.pread(want, pos))
             advanced = False
             for rel, h in iter_batches(chunk):
                 yield pos + rel, h, chunk, rel
@@ -153,7 +171,7 @@ class LogSegment:
             h = BatchHeader.parse(chunk, 0)
             if pos + h.size > end or h.size <= len(chunk):
                 return
-            chunk = memoryview(os.pread(self._fd, h.size, pos))
+            chunk = memoryview(self._log.pread(h.size, pos))
             if len(chunk) < h.size:
                 return
             yield pos, h, chunk, 0
@@ -196,9 +214,7 @@ class LogSegment:
         """Append already-validated batches; `batches` holds (position in data, header)."""
         start = self.size
         view = memoryview(data)
-        written = 0
-        while written < len(view):
-            written += os.write(self._fd, view[written:])
+        self._log.write_all(view)
         for rel, h in batches:
             self._index_batch(start + rel, h)
         self.size = start + len(view)
@@ -262,8 +278,8 @@ class LogSegment:
         if first.size > max_size:
             if not min_one_message:
                 return b"", first.base_offset, start_offset
-            return os.pread(self._fd, first.size, pos), first.base_offset, first.next_offset
-        data = memoryview(os.pread(self._fd, min(max_size, self.size - pos), pos))
+            return self._log.pread(first.size, pos), first.base_offset, first.next_offset
+        data = memoryview(self._log.pread(min(max_size, self.size - pos), pos))
         end, next_offset = 0, start_offset
         for rel, h in iter_batches(data):
             if max_offset is not None and h.last_offset >= max_offset:
@@ -272,7 +288,7 @@ class LogSegment:
         return bytes(data[:end]), first.base_offset, next_offset
 
     def read_bytes(self, position: int, size: int) -> bytes:
-        return os.pread(self._fd, size, position)
+        return self._log.pread(size, position)
 
     def find_offset_by_timestamp(self, timestamp: int, start_offset: int) -> tuple[int, int] | None:
         """(offset, timestamp) of the first record at/after start_offset with ts >= timestamp."""
@@ -295,7 +311,7 @@ class LogSegment:
 
     @property
     def last_modified_ms(self) -> int:
-        return int(os.fstat(self._fd).st_mtime * 1000)
+        return int(os.stat(self.log_path).st_mtime * 1000)  # no fd needed
 
     # -- truncation / lifecycle ----------------------------------------------------------------
 
@@ -308,7 +324,7 @@ class LogSegment:
         if pos >= self.size:
             return 0
         removed = self.size - pos
-        os.ftruncate(self._fd, pos)
+        self._log.ftruncate(pos)
         self.size = pos
         self.offset_index.truncate_to(offset)
         self.time_index.truncate_to(offset)
@@ -329,20 +345,26 @@ class LogSegment:
         if self.max_timestamp_so_far >= 0:
             self.time_index.maybe_append(self.max_timestamp_so_far, self.offset_of_max_timestamp)
 
+    @property
+    def open_files(self) -> int:
+        """How many of this segment's files have an open fd right now."""
+        return sum(f.is_open for f in (self._log, self.offset_index, self.time_index,
+                                       self.txn_index))
+
     def flush(self) -> None:
-        os.fsync(self._fd)
+        """fsync the files written (or truncated) since their last fsync."""
+        self._log.fsync()
         self.offset_index.flush()
         self.time_index.flush()
         self.txn_index.flush()
         self._dirty = False
 
     def close(self) -> None:
+        """Release the open fds; the segment stays usable (files reopen on demand)."""
         self.offset_index.close()
         self.time_index.close()
         self.txn_index.close()
-        if self._fd >= 0:
-            os.close(self._fd)
-            self._fd = -1
+        self._log.close()
 
     def delete(self) -> None:
         self.close()
@@ -357,6 +379,7 @@ class LogSegment:
         new_log = self.dir / f"{prefix}.log{suffix}"
         os.replace(self.log_path, new_log)
         self.log_path = new_log
+        self._log.rename(new_log)
         self.offset_index.rename(self.dir / f"{prefix}.index{suffix}")
         self.time_index.rename(self.dir / f"{prefix}.timeindex{suffix}")
         self.txn_index.rename_to(self.dir / f"{prefix}.txnindex{suffix}")

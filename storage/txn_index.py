@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from storage.errors import StorageError
+from storage.fdcache import CachedFile
 
 _ENTRY = struct.Struct(">hqqqq")
 ENTRY_SIZE = _ENTRY.size  # 34
@@ -60,7 +61,8 @@ class TransactionIndex:
         self.path = Path(path)
         # The segment's base offset; entries may not end before it (Kafka's sanityCheck).
         self.start_offset = start_offset if start_offset is not None else _base_offset_of(self.path)
-        self._fd: int | None = None
+        # Opened (and created) on the first append, closed by the fd cache when idle.
+        self._file = CachedFile(self.path, os.O_RDWR)
         self._last_offset: int | None = None
         if self.path.exists():
             entries = self.all_entries()
@@ -69,24 +71,23 @@ class TransactionIndex:
 
     # -- writing -------------------------------------------------------------------------------
 
-    def _open(self) -> int:
-        if self._fd is None:
-            self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
-        return self._fd
-
     def append(self, txn: AbortedTxn) -> None:
         if self._last_offset is not None and txn.last_offset <= self._last_offset:
             raise ValueError(
                 f"last offset of appended transactions must increase: {txn.last_offset} is not "
                 f"greater than {self._last_offset} in {self.path}"
             )
-        fd = self._open()
-        size = os.fstat(fd).st_size
-        # Overwrite a torn tail (crash mid-write) instead of misaligning every later entry.
-        pos = size - size % ENTRY_SIZE
-        if pos != size:
-            os.ftruncate(fd, pos)
-        os.pwrite(fd, txn.to_bytes(), pos)
+        fd = self._file.acquire()
+        try:
+            self._file.dirty = True
+            size = os.fstat(fd).st_size
+            # Overwrite a torn tail (crash mid-write) instead of misaligning every later entry.
+            pos = size - size % ENTRY_SIZE
+            if pos != size:
+                os.ftruncate(fd, pos)
+            os.pwrite(fd, txn.to_bytes(), pos)
+        finally:
+            self._file.release()
         self._last_offset = txn.last_offset
 
     def truncate_to(self, offset: int) -> None:
@@ -94,24 +95,25 @@ class TransactionIndex:
         new_last: int | None = None
         for i, txn in enumerate(self.all_entries()):
             if txn.last_offset >= offset:
-                os.ftruncate(self._open(), i * ENTRY_SIZE)
+                self._file.ftruncate(i * ENTRY_SIZE)
                 self._last_offset = new_last
                 return
             new_last = txn.last_offset
 
     def reset(self) -> None:
         if self.path.exists():
-            os.ftruncate(self._open(), 0)
+            self._file.ftruncate(0)
         self._last_offset = None
 
     def flush(self) -> None:
-        if self._fd is not None:
-            os.fsync(self._fd)
+        self._file.fsync()
 
     def close(self) -> None:
-        if self._fd is not None:
-            os.close(self._fd)
-            self._fd = None
+        self._file.close()
+
+    @property
+    def is_open(self) -> bool:
+        return self._file.is_open
 
     def delete(self) -> None:
         self.close()
@@ -123,6 +125,7 @@ class TransactionIndex:
         if self.path.exists():
             os.replace(self.path, new_path)
         self.path = Path(new_path)
+        self._file.rename(self.path)
 
     # -- reading -------------------------------------------------------------------------------
 
