@@ -3,7 +3,7 @@ cluster, reports under --out (default build/chaos/<time>/), exit status 1 on any
 
     .venv/bin/python -m tests.chaos.run [--workload queue|copy|all] [--duration 300]
         [--fault-interval 4] [--faults kill,pause,stop] [--seed 7] [--records 30000]
-        [--copy-mode hard|clean] [--copy-partitions 1] [--out DIR]
+        [--copy-mode hard,clean] [--copy-partitions 1] [--out DIR]
 
 Every option also reads an environment variable (CHAOS_WORKLOAD, CHAOS_DURATION,
 CHAOS_FAULT_INTERVAL, CHAOS_FAULTS, CHAOS_SEED, CHAOS_RECORDS, CHAOS_COPY_MODE,
@@ -44,9 +44,9 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--consumers", type=int, default=int(_env("CHAOS_CONSUMERS", "2")))
     ap.add_argument("--records", type=int, default=int(_env("CHAOS_RECORDS", "100000")),
                     help="copy: records seeded by VerifiableProducer")
-    ap.add_argument("--copy-mode", choices=["hard", "clean"],
-                    default=_env("CHAOS_COPY_MODE", "hard"),
-                    help="copy: kill -9 or SIGTERM for broker and copier bounces")
+    ap.add_argument("--copy-mode", default=_env("CHAOS_COPY_MODE", "hard,clean"),
+                    help="copy: hard (kill -9) and/or clean (SIGTERM) bounces of brokers and "
+                         "copiers; one run per mode, comma-separated")
     ap.add_argument("--copy-partitions", type=int,
                     default=int(_env("CHAOS_COPY_PARTITIONS", "1")),
                     help="copy: input partitions = copiers (1 also checks order)")
@@ -65,11 +65,14 @@ def main(argv: list[str] | None = None) -> int:
     if args.workload in ("copy", "all"):
         from tests.chaos.txn_copy import CopyParams, run_copy
 
-        cp = CopyParams(records=args.records, partitions=args.copy_partitions,
-                        hard=args.copy_mode == "hard", seed=args.seed, bounce_rounds=3)
-        res = _with_cluster(out / "copy", lambda c, d: run_copy(c, cp, d))
-        summaries.append(res.summary())
-        ok &= res.ok
+        for mode in args.copy_mode.split(","):
+            if mode not in ("hard", "clean"):
+                raise SystemExit(f"--copy-mode: {mode!r} is neither hard nor clean")
+            cp = CopyParams(records=args.records, partitions=args.copy_partitions,
+                            hard=mode == "hard", seed=args.seed, bounce_rounds=3)
+            res = _with_cluster(out / f"copy-{mode}", lambda c, d, cp=cp: run_copy(c, cp, d))
+            summaries.append(f"[{mode}] {res.summary()}")
+            ok &= res.ok
     if args.workload in ("queue", "all"):
         from tests.chaos.queue_workload import QueueParams, run_queue
 
