@@ -197,19 +197,50 @@ class Broker:
 
     async def stop(self) -> None:
         log.info("shutting down")
+        if self.controller is not None and self.config["controlled.shutdown.enable"]:
+            try:
+                await asyncio.wait_for(self._controlled_shutdown(), 15)
+            except Exception as exc:  # a plain shutdown still moves leaderships, later
+                log.warning("controlled shutdown incomplete: %r", exc)
         await self.server.stop()
         if self.controller is not None:
             await self.controller.stop()
             await self.replicas.fetchers.stop()
+            await self.store.close()  # the controller moves what is left at once
         await self.transactions.stop()
         await self.groups.stop()
         for task in self._background:
             task.cancel()
         await asyncio.gather(*self._background, return_exceptions=True)
         self.log_manager.shutdown()
-        if self.zookeeper:
-            await self.store.close()
         log.info("shut down cleanly")
+
+    async def _controlled_shutdown(self) -> None:
+        """Kafka's controlled shutdown: before going away, hand the leadership of every
+        partition led here to a live ISR member (leader epoch + 1) and leave its ISR, each
+        write conditional on the partition state read, so clients move over without waiting
+        for our ZooKeeper session to end."""
+        live = {b.broker_id for b in self.store.brokers()} - {self.broker_id}
+        updates = []
+        for partition in list(self.replicas.partitions()):
+            if not partition.is_leader:
+                continue
+            doc, version = await self.store.read_partition_state(partition.topic, partition.index)
+            if doc["leader"] != self.broker_id:
+                continue
+            isr = [r for r in doc["isr"] if r != self.broker_id]
+            successors = [r for r in partition.replicas if r in isr and r in live]
+            if not successors:
+                continue
+            new = {**doc, "leader": successors[0], "leader_epoch": doc["leader_epoch"] + 1,
+                   "isr": isr}
+            updates.append((partition.topic, partition.index, new, version))
+        moved = 0
+        for i in range(0, len(updates), 200):
+            chunk = updates[i : i + 200]
+            if await self.store.write_partition_states(chunk, as_controller=False):
+                moved += len(chunk)
+        log.info("controlled shutdown: handed over %d of %d leaderships", moved, len(updates))
 
 
 async def _main(config: Any) -> int:

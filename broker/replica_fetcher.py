@@ -31,9 +31,12 @@ class ReplicaFetcherManager:
         self.store = store
         self.config = config
         self._fetchers: dict[int, ReplicaFetcher] = {}
+        self._stopped = False
 
     def add(self, partition: Partition) -> None:
         self.remove(partition)
+        if self._stopped:
+            return  # shutting down: no new fetchers
         leader = partition.leader_id
         fetcher = self._fetchers.get(leader)
         if fetcher is None:
@@ -45,6 +48,7 @@ class ReplicaFetcherManager:
             fetcher.discard(partition)
 
     async def stop(self) -> None:
+        self._stopped = True
         fetchers = list(self._fetchers.values())
         self._fetchers.clear()
         await asyncio.gather(*(f.stop() for f in fetchers), return_exceptions=True)
@@ -60,10 +64,13 @@ class ReplicaFetcher:
         )
         self._wakeup = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
+        self._stopped = False
 
     def add(self, partition: Partition) -> None:
         self._partitions[(partition.topic, partition.index)] = partition
         self._wakeup.set()
+        if self._stopped:
+            return
         if self._task is None or self._task.done():
             self._task = asyncio.get_running_loop().create_task(self._run())
 
@@ -71,6 +78,10 @@ class ReplicaFetcher:
         self._partitions.pop((partition.topic, partition.index), None)
 
     async def stop(self) -> None:
+        # The flag as well as the cancel: Python 3.11's wait_for can swallow a cancellation
+        # that races with the response it was waiting for, and the loop would go on.
+        self._stopped = True
+        self._wakeup.set()
         if self._task is not None:
             self._task.cancel()
             await asyncio.gather(self._task, return_exceptions=True)
@@ -78,7 +89,7 @@ class ReplicaFetcher:
 
     async def _run(self) -> None:
         cfg = self.manager.config
-        while True:
+        while not self._stopped:
             if not self._partitions:
                 self._wakeup.clear()
                 await self._wakeup.wait()

@@ -40,6 +40,7 @@ class KafkaServer:
         self._max_request_bytes = max_request_bytes
         self._server: asyncio.base_events.Server | None = None
         self._connections: set[asyncio.Task[None]] = set()
+        self._writers: set[asyncio.StreamWriter] = set()
 
     async def start(self) -> None:
         self._server = await asyncio.start_server(
@@ -51,6 +52,10 @@ class KafkaServer:
     async def stop(self) -> None:
         if self._server is not None:
             self._server.close()
+        # Abort the sockets as well as cancelling: a handler can swallow a cancellation
+        # (Python 3.11's wait_for racing a completion) and would then read the next request.
+        for writer in list(self._writers):
+            writer.transport.abort()
         for task in list(self._connections):
             task.cancel()
         if self._connections:
@@ -66,6 +71,7 @@ class KafkaServer:
         self._connections.add(task)
         peername = writer.get_extra_info("peername")
         conn = ConnectionInfo(f"{peername[0]}:{peername[1]}" if peername else "?", writer)
+        self._writers.add(writer)
         try:
             while True:
                 prefix = await reader.readexactly(4)
@@ -86,4 +92,5 @@ class KafkaServer:
             pass
         finally:
             self._connections.discard(task)
+            self._writers.discard(writer)
             writer.close()

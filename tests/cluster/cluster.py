@@ -80,6 +80,11 @@ class Cluster:
         md = self.admin().list_topics(topic, timeout=10)
         return {p: pm.leader for p, pm in md.topics[topic].partitions.items()}
 
+    def has_leaders(self, topic: str, partitions: int) -> bool:
+        """Metadata lists all `partitions` of `topic`, each with a leader."""
+        leaders = self.leaders(topic)
+        return len(leaders) == partitions and all(v >= 0 for v in leaders.values())
+
     def isr(self, topic: str) -> dict[int, list[int]]:
         md = self.admin().list_topics(topic, timeout=10)
         return {p: sorted(pm.isrs) for p, pm in md.topics[topic].partitions.items()}
@@ -127,7 +132,7 @@ def create_topic(cluster: Cluster, topic: str, partitions: int, rf: int = 3,
     fs = admin.create_topics([NewTopic(topic, partitions, rf, config=configs)],
                              operation_timeout=10)
     fs[topic].result(timeout=20)
-    wait_until(lambda: all(v >= 0 for v in cluster.leaders(topic).values()), 20, "leaders")
+    wait_until(lambda: cluster.has_leaders(topic, partitions), 20, "leaders")
 
 
 def find_coordinators(cluster: Cluster, key_type: int, keys: list[str]) -> dict[str, int]:

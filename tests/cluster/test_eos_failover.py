@@ -111,7 +111,7 @@ def _create(cluster: Cluster, *topics: str) -> None:
     for f in fs.values():
         f.result(timeout=20)
     for t in topics:
-        wait_until(lambda t=t: all(v >= 0 for v in cluster.leaders(t).values()), 20, "leaders")
+        wait_until(lambda t=t: cluster.has_leaders(t, PARTITIONS), 20, "leaders")
 
 
 def _fill(bootstrap: str, topic: str) -> list[bytes]:

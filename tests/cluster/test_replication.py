@@ -39,7 +39,7 @@ def _create(cluster: Cluster, topic: str, partitions: int, rf: int = 3, **config
         [NewTopic(topic, partitions, rf, config=configs)], operation_timeout=10
     )
     fs[topic].result(timeout=20)
-    wait_until(lambda: all(v >= 0 for v in cluster.leaders(topic).values()), 20, "leaders")
+    wait_until(lambda: cluster.has_leaders(topic, partitions), 20, "leaders")
 
 
 def _produce(bootstrap: str, topic: str, values: list[bytes], partitions: int) -> None:
@@ -263,3 +263,44 @@ def test_topic_config_and_deletion_reach_every_broker(cluster):
     admin.delete_topics([topic])[topic].result(timeout=20)
     wait_until(lambda: not any(cluster.log_sizes(topic, p) for p in range(3)), 20,
                "the partition directories gone from every broker")
+
+
+def test_clean_stop_hands_leadership_over_without_losing_acknowledged_writes(cluster):
+    import re
+    import threading
+
+    topic = "cs-" + uuid.uuid4().hex[:6]
+    _create(cluster, topic, 3)
+    leader = cluster.leaders(topic)[0]
+    acked: list[bytes] = []
+    failed: list[object] = []
+    stop = threading.Event()
+
+    def produce() -> None:
+        p = Producer({"bootstrap.servers": cluster.bootstrap, "acks": "all",
+                      "enable.idempotence": True, "linger.ms": 2})
+
+        def done(err, msg) -> None:
+            (failed if err else acked).append(err or msg.value())
+
+        i = 0
+        while not stop.is_set():
+            p.produce(topic, f"v{i}".encode(), partition=i % 3, on_delivery=done)
+            p.poll(0.002)
+            i += 1
+        assert p.flush(60) == 0
+
+    t = threading.Thread(target=produce, daemon=True)
+    t.start()
+    wait_until(lambda: len(acked) > 200, 30, "records acknowledged before the stop")
+    assert cluster.broker(leader).stop() == 0
+    wait_until(lambda: len(acked) > 600, 60, "records acknowledged after the stop")
+    stop.set()
+    t.join(90)
+    assert not failed, failed[:3]
+    handed = re.search(r"controlled shutdown: handed over (\d+) of (\d+)",
+                       cluster.broker(leader).log_text())
+    assert handed and int(handed.group(1)) >= 1 and handed.group(1) == handed.group(2)
+    live = ",".join(b.bootstrap for b in cluster.brokers if b.broker_id != leader)
+    got = _read(live, topic, 3, len(acked))
+    assert sorted(got) == sorted(acked)
