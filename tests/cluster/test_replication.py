@@ -304,3 +304,45 @@ def test_clean_stop_hands_leadership_over_without_losing_acknowledged_writes(clu
     live = ",".join(b.bootstrap for b in cluster.brokers if b.broker_id != leader)
     got = _read(live, topic, 3, len(acked))
     assert sorted(got) == sorted(acked)
+
+
+def test_markers_from_a_replaced_transaction_coordinator_are_refused(cluster):
+    from coordinator.internal_log import partition_for
+
+    topic = "mk-" + uuid.uuid4().hex[:6]
+    _create(cluster, topic, 1)
+    txn_id = "mk-" + topic
+    p = Producer({"bootstrap.servers": cluster.bootstrap, "transactional.id": txn_id,
+                  "transaction.timeout.ms": 30000})
+    p.init_transactions(30)
+    p.begin_transaction()
+    p.produce(topic, b"first", partition=0)
+    p.commit_transaction(30)
+    coordinator = cluster.leaders("__transaction_state")[partition_for(txn_id, 6)]
+
+    def producer_state() -> object:
+        with WireClient(cluster.broker(cluster.leaders(topic)[0]).bootstrap) as w:
+            resp = w.call(61, 0, {"topics": [{"name": topic, "partition_indexes": [0]}]})
+        (state,) = resp.topics[0].partitions[0].active_producers
+        return state
+
+    before = producer_state()
+    # The coordinator dies; its __transaction_state partition gets a new leader (epoch + 1).
+    cluster.broker(coordinator).kill9()
+    wait_until(lambda: cluster.leaders("__transaction_state")[partition_for(txn_id, 6)]
+               not in (coordinator, -1), 30, "a new transaction coordinator")
+    p.begin_transaction()
+    p.produce(topic, b"second", partition=0)
+    p.commit_transaction(60)
+    after = producer_state()
+    assert after.coordinator_epoch > before.coordinator_epoch
+    # A marker carrying the old coordinator's epoch (a zombie coordinator) is refused.
+    leader = cluster.leaders(topic)[0]
+    with WireClient(cluster.broker(leader).bootstrap) as w:
+        resp = w.call(27, 1, {"markers": [{
+            "producer_id": after.producer_id, "producer_epoch": after.producer_epoch,
+            "transaction_result": False, "coordinator_epoch": before.coordinator_epoch,
+            "topics": [{"name": topic, "partition_indexes": [0]}]}]})
+    assert resp.markers[0].topics[0].partitions[0].error_code == 52  # COORDINATOR_FENCED
+    got = _read(cluster.broker(leader).bootstrap, topic, 1, 2, isolation="read_committed")
+    assert got == [b"first", b"second"]
