@@ -41,7 +41,7 @@ from pathlib import Path
 
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka import libversion as rdkafka_libversion
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
 
 REPO = Path(__file__).resolve().parents[1]
 CACHE_ROOT = Path(os.environ.get("SAMSA_CACHE_DIR", REPO / ".cache"))  # as tests/support/java.py
@@ -791,6 +791,7 @@ def bench_scale(broker: Broker, steps: tuple[int, ...], results: Results,
     (all topics) latency, RSS and open files, and a clean restart (SIGTERM, start) to the first
     answer and to every partition having a leader again."""
     topics: dict[str, int] = {}
+    records: dict[str, int] = {}  # records in every partition of each topic
     have = 0
     for total in steps:
         label = f"scale {total}"
@@ -803,7 +804,7 @@ def bench_scale(broker: Broker, steps: tuple[int, ...], results: Results,
             t0 = time.monotonic()
             admin.create_topics([NewTopic(topic, add, 1)], operation_timeout=600,
                                 request_timeout=600)[topic].result(600)  # fmt: skip
-            topics[topic] = add
+            topics[topic], records[topic] = add, 0
             if not wait_all_led(admin, topics, t0 + 600):
                 raise RuntimeError(f"not every partition had a leader 600 s after creating {add}")
             create_s = time.monotonic() - t0
@@ -814,6 +815,7 @@ def bench_scale(broker: Broker, steps: tuple[int, ...], results: Results,
                 prod.poll(0)
             if prod.flush(600):
                 raise RuntimeError(f"could not write one record to each of {add} partitions")
+            records[topic] += 1
             lat = []
             for _ in range(5):
                 m0 = time.perf_counter()
@@ -833,6 +835,9 @@ def bench_scale(broker: Broker, steps: tuple[int, ...], results: Results,
             if not wait_all_led(admin, topics, t0 + 600):
                 raise RuntimeError("not every partition had a leader 600 s after the restart")
             ready = time.monotonic() - t0
+            fds_restarted = open_fds(broker.proc.pid)
+            del admin  # no reconnect attempts (and log lines) while the broker is killed
+            crash_first, crash_ready = scale_kill9(broker, topics, records)
         except (RuntimeError, KafkaException) as e:
             failures.append({"broker": broker.name, "phase": label, "command": "", "error": str(e)})
             print(f"  {broker.name:5} {label} partitions: FAILED ({e})")
@@ -840,12 +845,52 @@ def bench_scale(broker: Broker, steps: tuple[int, ...], results: Results,
         figures = {"create_s": create_s, "metadata_ms": 1000 * statistics.median(lat),
                    "rss_mib": rss, "fds": float(fds), "shutdown_s": shutdown,
                    "restart_first_s": first,
-                   "restart_ready_s": ready}  # fmt: skip
+                   "restart_ready_s": ready, "restart_fds": float(fds_restarted),
+                   "kill9_first_s": crash_first, "kill9_ready_s": crash_ready}  # fmt: skip
         for k, v in figures.items():
             results.setdefault(f"{label}|{k}", []).append(v)
         print(f"  {broker.name:5} {total:,} partitions: created in {create_s:.1f} s, Metadata "
               f"{figures['metadata_ms']:.0f} ms, RSS {rss:.0f} MiB, {fds} fds, shutdown "
-              f"{shutdown:.1f} s, restart {first:.1f} s / all led {ready:.1f} s")  # fmt: skip
+              f"{shutdown:.1f} s, restart {first:.1f} s / all led {ready:.1f} s ({fds_restarted} "
+              f"fds), kill -9 restart {crash_first:.1f} s / all led and end offsets served "
+              f"{crash_ready:.1f} s")  # fmt: skip
+
+
+def scale_kill9(broker: Broker, topics: dict[str, int],
+                records: dict[str, int]) -> tuple[float, float]:
+    """One more record (acks=all) to every partition, kill -9, restart: seconds to the first
+    answer and to every partition led with its end offset (ListOffsets latest) = records
+    acknowledged, i.e. recovery of all those partitions succeeded and lost nothing."""
+    b = broker.bootstrap
+    prod = Producer({"bootstrap.servers": b, "linger.ms": 5, "acks": "all"})
+    for topic, n in topics.items():
+        for part in range(n):
+            prod.produce(topic, b"y" * 100, partition=part)
+            prod.poll(0)
+    if prod.flush(600):
+        raise RuntimeError("could not write one more record to every partition before kill -9")
+    del prod
+    for topic in topics:
+        records[topic] += 1
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(broker.proc.pid, signal.SIGKILL)
+    broker.proc.wait(30)
+    LIVE_GROUPS.discard(broker.proc.pid)
+    t0 = time.monotonic()
+    broker.proc = spawn(broker.cmd, broker.log)
+    first = wait_first_answer(broker.proc, broker.port, t0, broker.log)
+    admin = AdminClient({"bootstrap.servers": b})
+    if not wait_all_led(admin, topics, t0 + 600):
+        raise RuntimeError("not every partition had a leader 600 s after kill -9 and restart")
+    wanted = {TopicPartition(t, p): OffsetSpec.latest() for t, n in topics.items()
+              for p in range(n)}  # fmt: skip
+    got = {tp: f.result().offset
+           for tp, f in admin.list_offsets(wanted, request_timeout=300).items()}  # fmt: skip
+    short = [tp for tp, off in got.items() if off != records[tp.topic]]
+    if short or len(got) != len(wanted):
+        raise RuntimeError(f"after kill -9: {len(short)} partitions do not end where the "
+                           f"acknowledged records do, e.g. {short[:3]}")  # fmt: skip
+    return first, time.monotonic() - t0
 
 
 # ------------------------------------------------------------------ report
@@ -903,6 +948,11 @@ def table_rows(plan: Plan) -> list[tuple[str, str, str, bool]]:
                  ("  … clean shutdown (SIGTERM → exit)", f"{sc}|shutdown_s", "s", False),
                  ("  … clean restart → first answer", f"{sc}|restart_first_s", "s", False),
                  ("  … clean restart → all partitions led", f"{sc}|restart_ready_s", "s",
+                  False),
+                 ("  … open files after the restart", f"{sc}|restart_fds", "fds", False),
+                 ("  … kill -9 after one more record each, restart → first answer",
+                  f"{sc}|kill9_first_s", "s", False),
+                 ("  … kill -9 → all led, every end offset served", f"{sc}|kill9_ready_s", "s",
                   False)]  # fmt: skip
     return rows
 

@@ -28,7 +28,7 @@ import threading
 from collections import OrderedDict
 from pathlib import Path
 
-DEFAULT_MAX_OPEN_FILES = 4096
+DEFAULT_MAX_OPEN_FILES = 1024
 
 
 def default_capacity() -> int:
@@ -134,7 +134,7 @@ class CachedFile:
 
     def __init__(self, path: Path, flags: int, *, create: bool = True, dirty: bool = False,
                  cache: FdCache | None = None) -> None:
-        self.path = Path(path)
+        self.path = path if isinstance(path, Path) else Path(path)
         self.flags = flags
         self._create = create
         self._fd: int | None = None

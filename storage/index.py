@@ -55,6 +55,18 @@ class _IndexFile:
         finally:
             self._file.release()
 
+    def _clear_file(self) -> None:
+        """Empty the file, without creating it (it is created by the first entry) and without
+        a truncate (and later fsync) when it is already empty: recovery resets two indexes
+        per partition, and most are empty."""
+        if not self._file.is_open:
+            try:
+                if os.stat(self.path).st_size == 0:
+                    return
+            except FileNotFoundError:
+                return
+        self._rewrite(b"")
+
     def flush(self) -> None:
         self._file.fsync()
 
@@ -135,7 +147,7 @@ class OffsetIndex(_IndexFile):
 
     def reset(self) -> None:
         self._offsets, self._positions = array("q"), array("q")
-        self._rewrite(b"")
+        self._clear_file()
 
     def _persist_all(self) -> None:
         self._rewrite(b"".join(self.entry.pack(o - self.base_offset, p)
@@ -208,4 +220,4 @@ class TimeIndex(_IndexFile):
 
     def reset(self) -> None:
         self._timestamps, self._offsets = array("q"), array("q")
-        self._rewrite(b"")
+        self._clear_file()

@@ -1,11 +1,13 @@
 """`Log`: one partition directory `<topic>-<partition>` laid out like Kafka's UnifiedLog/LocalLog.
 
 Synchronous; owned by exactly one Partition. The only cross-thread caller is the LogManager's
-fsync in an executor, so segment removal and fsync are serialised by `_lock`."""
+fsync in an executor, so segment removal and fsync are serialised by `_lock` (its start-up and
+shutdown threads each own whole logs). File descriptors come from `storage.fdcache`."""
 
 from __future__ import annotations
 
 import logging
+import os
 import shutil
 import threading
 import time
@@ -113,9 +115,12 @@ class Log:
         dir = Path(dir)
         dir.mkdir(parents=True, exist_ok=True)
         log = cls(dir, config, producer_id_expiration_ms)
-        log._remove_temp_files()
-        log._complete_swaps()
-        log._load_segments(recover, recovery_point, log_start_offset, now_ms)
+        names = log._file_names()
+        if any(n.endswith((*TEMP_SUFFIXES, SWAP_SUFFIX)) for n in names):
+            log._remove_temp_files()
+            log._complete_swaps()
+            names = log._file_names()
+        log._load_segments(names, recover, recovery_point, log_start_offset, now_ms)
         hw = log.log_end_offset if high_watermark is None else high_watermark
         log.update_high_watermark(max(log.log_start_offset, min(hw, log.log_end_offset)))
         return log
@@ -126,14 +131,22 @@ class Log:
                           max_index_size=c.segment_index_bytes, roll_jitter_ms=c.segment_jitter_ms,
                           suffix=suffix)
 
+    def _file_names(self) -> list[str]:
+        # os.listdir, not Path.glob: start-up lists every partition dir (10,000s of them).
+        return os.listdir(self.dir)
+
     def _remove_temp_files(self) -> None:
-        for f in self.dir.iterdir():
-            if f.is_file() and f.name.endswith(TEMP_SUFFIXES):
-                f.unlink(missing_ok=True)
+        for name in self._file_names():
+            if name.endswith(TEMP_SUFFIXES):
+                f = self.dir / name
+                if f.is_file():
+                    f.unlink(missing_ok=True)
 
     def _complete_swaps(self) -> None:
         """A `.swap` segment is a finished cleaner output whose swap-in was interrupted:
         finish it (replace every segment it covers), as Kafka's LogLoader does."""
+        if not any(name.endswith(SWAP_SUFFIX) for name in self._file_names()):
+            return
         for swap in sorted(self.dir.glob(f"*.log{SWAP_SUFFIX}")):
             base = int(swap.name.split(".", 1)[0])
             seg = self._new_segment(base, SWAP_SUFFIX)
@@ -151,23 +164,22 @@ class Log:
         for f in self.dir.glob(f"*{SWAP_SUFFIX}"):
             f.unlink(missing_ok=True)  # index swap files whose log was already swapped in
 
-    def _segment_files(self) -> list[int]:
-        bases = []
-        for f in self.dir.glob("*.log"):
-            stem = f.name[:-4]
-            if stem.isdigit():
-                bases.append(int(stem))
+    def _segment_files(self, names: list[str]) -> list[int]:
+        bases = set()
+        for name in names:
+            if name.endswith(".log") and name[:-4].isdigit():
+                bases.add(int(name[:-4]))
         # Orphaned index files (their .log is gone) are useless.
-        for ext in ("*.index", "*.timeindex", "*.txnindex"):
-            for f in self.dir.glob(ext):
-                stem = f.name.split(".", 1)[0]
-                if stem.isdigit() and int(stem) not in bases:
-                    f.unlink(missing_ok=True)
+        for name in names:
+            stem, _, ext = name.partition(".")
+            if (ext in ("index", "timeindex", "txnindex") and stem.isdigit()
+                    and int(stem) not in bases):
+                (self.dir / name).unlink(missing_ok=True)
         return sorted(bases)
 
-    def _load_segments(self, recover: bool, recovery_point: int, log_start_offset: int | None,
-                       now_ms: int | None) -> None:
-        bases = self._segment_files()
+    def _load_segments(self, names: list[str], recover: bool, recovery_point: int,
+                       log_start_offset: int | None, now_ms: int | None) -> None:
+        bases = self._segment_files(names)
         recovery_base: int | None = None
         if recover and bases:
             i = bisect_right(bases, recovery_point) - 1

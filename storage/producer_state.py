@@ -468,9 +468,16 @@ class ProducerStateManager:
 
     def snapshot_offsets(self) -> list[int]:
         out = []
-        for p in self.partition_dir.glob(f"*{SNAPSHOT_SUFFIX}"):
-            stem = p.name[: -len(SNAPSHOT_SUFFIX)]
-            if stem.isdigit() and p.is_file():
+        try:  # os.scandir, not Path.glob: every start-up lists every partition dir this way
+            with os.scandir(self.partition_dir) as it:
+                entries = list(it)
+        except FileNotFoundError:
+            entries = []
+        for e in entries:
+            if not e.name.endswith(SNAPSHOT_SUFFIX):
+                continue
+            stem = e.name[: -len(SNAPSHOT_SUFFIX)]
+            if stem.isdigit() and e.is_file():
                 out.append(int(stem))
         return sorted(out)
 
@@ -531,8 +538,13 @@ class ProducerStateManager:
 
     def load(self, log_start_offset: int, log_end_offset: int, now_ms: int | None = None) -> int:
         """Load the newest valid snapshot in range; returns the offset to replay the log from."""
-        for tmp in self.partition_dir.glob(f"*{SNAPSHOT_SUFFIX}.tmp"):
-            tmp.unlink(missing_ok=True)
+        try:
+            with os.scandir(self.partition_dir) as it:
+                tmps = [e.path for e in it if e.name.endswith(f"{SNAPSHOT_SUFFIX}.tmp")]
+        except FileNotFoundError:
+            tmps = []
+        for tmp in tmps:
+            Path(tmp).unlink(missing_ok=True)
         self._delete_out_of_range(log_start_offset, log_end_offset)
         self._clear()
         self._load_from_snapshot(log_start_offset, now_ms)
