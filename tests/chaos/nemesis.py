@@ -207,3 +207,51 @@ def throughput_chart(times: list[float], end: float, buckets: int = 40,
         bar = "#" * round(width * n / top)
         rows.append(f"  {i * step:7.1f}s {n:6d} {bar:<{width}} {' '.join(marks[i])}")
     return "\n".join(rows)
+
+
+FAULT_COLOURS = {"kill": "#d62728", "pause": "#ff7f0e", "stop": "#1f77b4"}
+
+
+def timeline_svg(times: list[float], end: float, events: list[Event], title: str,
+                 buckets: int = 100) -> str:
+    """An SVG plot: committed values per time slice (grey bars) under the faults (a band per
+    broker from the fault to its healing: red kill, orange pause, blue clean stop)."""
+    w, h, left, top, lane = 900, 300, 50, 30, 14
+    brokers = sorted({e.broker for e in events if e.broker >= 0}) or [0]
+    plot_h = h - top - 30 - lane * len(brokers)
+    end = max(end, 1e-3)
+    step = end / buckets
+    counts = [0] * buckets
+    for t in times:
+        counts[min(int(t / step), buckets - 1)] += 1
+    top_n = max(counts) or 1
+    x = lambda t: left + (w - left - 10) * min(t, end) / end  # noqa: E731
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" '
+           f'font-family="sans-serif" font-size="11">',
+           f'<text x="{left}" y="16" font-size="13">{title}</text>']
+    bw = (w - left - 10) / buckets
+    for i, n in enumerate(counts):
+        bh = plot_h * n / top_n
+        out.append(f'<rect x="{left + i * bw:.1f}" y="{top + plot_h - bh:.1f}" '
+                   f'width="{max(bw - 1, 1):.1f}" height="{bh:.1f}" fill="#999"/>')
+    out.append(f'<text x="4" y="{top + 10}">{top_n}/{step:.1f}s</text>')
+    open_at: dict[int, tuple[str, float]] = {}
+    for e in events:
+        if e.kind in FAULT_COLOURS:
+            open_at[e.broker] = (e.kind, e.t)
+        elif e.kind in ("start", "resume") and e.broker in open_at:
+            kind, t = open_at.pop(e.broker)
+            y = top + plot_h + 10 + lane * brokers.index(e.broker)
+            out.append(f'<rect x="{x(t):.1f}" y="{y}" width="{max(x(e.t) - x(t), 2):.1f}" '
+                       f'height="{lane - 3}" fill="{FAULT_COLOURS[kind]}"><title>{kind} broker '
+                       f'{e.broker} {t:.1f}-{e.t:.1f}s</title></rect>')
+    for i, b in enumerate(brokers):
+        out.append(f'<text x="4" y="{top + plot_h + 20 + lane * i}">broker {b}</text>')
+    ticks = 10
+    for i in range(ticks + 1):
+        t = end * i / ticks
+        out.append(f'<text x="{x(t) - 8:.1f}" y="{h - 6}">{t:.0f}s</text>')
+    legend = " ".join(f'<tspan fill="{c}">■ {k}</tspan>' for k, c in FAULT_COLOURS.items())
+    out.append(f'<text x="{w - 260}" y="16">{legend}</text>')
+    out.append("</svg>")
+    return "\n".join(out) + "\n"

@@ -27,6 +27,7 @@ from tests.chaos.nemesis import (
     fully_replicated,
     start_cluster,
     throughput_chart,
+    timeline_svg,
 )
 from tests.cluster.cluster import Cluster, wait_until
 
@@ -42,6 +43,7 @@ class QueueParams:
     fault_interval: float = 4.0  # mean seconds between faults
     faults: tuple[str, ...] = ("kill", "pause", "stop")
     seed: int = 0
+    consumer_lifetime: tuple[float, float] | None = (5.0, 30.0)  # then reopen from the start
     final_idle: float = 8.0  # the final read stops after this long without a new record
 
 
@@ -187,16 +189,31 @@ class _Recreate(Exception):
 
 
 class ConsumerWorker(threading.Thread):
+    """Reads every partition from the beginning with read_committed, never seeking. With a
+    `lifetime` range it closes its consumer after that long and starts over from the
+    beginning as a new process (`c0/1`, `c0/2`, ...), as Jepsen's clients crash and reopen."""
+
     def __init__(self, name: str, bootstrap: str, topic: str, partitions: int, rec: Recorder,
-                 errors: Errors, stop: threading.Event) -> None:
+                 errors: Errors, stop: threading.Event,
+                 lifetime: tuple[float, float] | None = None, seed: int = 0) -> None:
         super().__init__(name=f"consumer-{name}", daemon=True)
-        self.process, self.bootstrap, self.topic = name, bootstrap, topic
-        self.partitions = partitions
+        self.name_, self.bootstrap, self.topic = name, bootstrap, topic
+        self.partitions, self.lifetime = partitions, lifetime
         self.rec, self.errors, self.stop_event = rec, errors, stop
+        self.rng = random.Random(seed)
         self.last_record = time.monotonic()
         self.read = 0
+        self.incarnations = 0
 
     def run(self) -> None:
+        while not self.stop_event.is_set():
+            self.incarnations += 1
+            process = (f"{self.name_}/{self.incarnations}" if self.lifetime else self.name_)
+            until = (time.monotonic() + self.rng.uniform(*self.lifetime) if self.lifetime
+                     else float("inf"))
+            self._session(process, until)
+
+    def _session(self, process: str, until: float) -> None:
         c = Consumer({
             "bootstrap.servers": self.bootstrap, "group.id": f"jq-{uuid.uuid4().hex[:8]}",
             "isolation.level": "read_committed", "enable.auto.commit": False,
@@ -205,7 +222,7 @@ class ConsumerWorker(threading.Thread):
         })
         try:
             c.assign([TopicPartition(self.topic, p, -2) for p in range(self.partitions)])
-            while not self.stop_event.is_set():
+            while not self.stop_event.is_set() and time.monotonic() < until:
                 reads = []
                 for m in c.consume(500, 0.5):
                     if m.error() is not None:
@@ -213,7 +230,7 @@ class ConsumerWorker(threading.Thread):
                         continue
                     reads.append(Read(self.topic, m.partition(), m.offset(), m.value().decode()))
                 if reads:
-                    self.rec.poll(self.process, reads)
+                    self.rec.poll(process, reads)
                     self.read += len(reads)
                     self.last_record = time.monotonic()
         finally:
@@ -230,7 +247,8 @@ def run_queue(cluster: Cluster, p: QueueParams, out_dir: Path) -> QueueResult:
     rec, errors, stop = Recorder(), Errors(), threading.Event()
     producers = [ProducerWorker(i, bootstrap, topic, p, rec, errors, stop, run_id)
                  for i in range(p.producers)]
-    consumers = [ConsumerWorker(f"c{i}", bootstrap, topic, p.partitions, rec, errors, stop)
+    consumers = [ConsumerWorker(f"c{i}", bootstrap, topic, p.partitions, rec, errors, stop,
+                                lifetime=p.consumer_lifetime, seed=p.seed * 1000 + 100 + i)
                  for i in range(p.consumers)]
     nemesis = Nemesis(cluster, seed=p.seed, interval=p.fault_interval, faults=p.faults,
                       topics=[topic], t0=rec.t0)
@@ -283,6 +301,8 @@ def run_queue(cluster: Cluster, p: QueueParams, out_dir: Path) -> QueueResult:
         "client errors (retried or recorded as indeterminate): "
         f"{dict(sorted(errors.counts.items()))}",
         f"nemesis errors: {nemesis.errors or 'none'}",
+        f"consumer processes: {[w.incarnations for w in consumers]} incarnations, "
+        f"{[w.read for w in consumers]} records read",
         "",
         "nemesis timeline:",
         nemesis.timeline(),
@@ -291,6 +311,9 @@ def run_queue(cluster: Cluster, p: QueueParams, out_dir: Path) -> QueueResult:
         throughput_chart(acks, load_end, events=nemesis.events),
     ])
     (out_dir / "report.txt").write_text(result.text + "\n")
+    (out_dir / "timeline.svg").write_text(timeline_svg(
+        acks, load_end, nemesis.events, f"queue: committed values per slice; faults "
+        f"(seed {p.seed})"))
     return result
 
 

@@ -32,7 +32,13 @@ from pathlib import Path
 
 from confluent_kafka import Consumer, TopicPartition
 
-from tests.chaos.nemesis import Event, all_bootstrap, create_topics, fully_replicated
+from tests.chaos.nemesis import (
+    Event,
+    all_bootstrap,
+    create_topics,
+    fully_replicated,
+    timeline_svg,
+)
 from tests.cluster.cluster import Cluster
 from tests.support.broker import _PRCTL, _die_with_parent
 from tests.support.java import JVM_ARGS, REPO_ROOT, classpath_dir, java_executable
@@ -297,7 +303,7 @@ def _unique(records: list[tuple[int, int, str]]) -> list[tuple[int, int, str]]:
 def run_copy(cluster: Cluster, p: CopyParams, out_dir: Path) -> CopyResult:
     out_dir.mkdir(parents=True, exist_ok=True)
     rng = random.Random(p.seed)
-    t0 = time.monotonic()
+    t0, t0_wall = time.monotonic(), time.time()
     events: list[Event] = []
     faults = {"broker_kill": 0, "broker_stop": 0, "copier_kill": 0, "copier_stop": 0}
     notes: list[str] = []
@@ -477,6 +483,11 @@ def run_copy(cluster: Cluster, p: CopyParams, out_dir: Path) -> CopyResult:
           f"{e.detail}" for e in events],
     ])
     (out_dir / "report.txt").write_text(res.text + "\n")
+    seen = [e["timestamp"] / 1000 - t0_wall for e in concurrent.all_events()
+            if e.get("name") == "record_data"]
+    (out_dir / "timeline.svg").write_text(timeline_svg(
+        seen, now(), events, f"copy: records read by the concurrent consumer; broker faults "
+        f"(seed {p.seed})"))
     return res
 
 
