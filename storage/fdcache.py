@@ -68,15 +68,12 @@ class FdCache:
         return len(self._open)
 
     def _evict_locked(self) -> None:
-        if len(self._open) <= self._capacity:
-            return
-        for f in list(self._open):
-            if len(self._open) <= self._capacity:
-                break
-            if f._pins:
-                continue
-            del self._open[f]
-            fd, f._fd = f._fd, None
+        while len(self._open) > self._capacity:
+            victim = next((f for f in self._open if not f._pins), None)  # oldest unpinned
+            if victim is None:
+                return
+            del self._open[victim]
+            fd, victim._fd = victim._fd, None
             if fd is not None:
                 os.close(fd)
             self.evictions += 1
