@@ -162,9 +162,15 @@ def test_exactly_once_copy_survives_kill9(cluster, role):
         wait_until(lambda: copier.committed >= RECORDS // 5, 60, "a fifth of the copy")
         victim = _victim(cluster, role, dst, txn_id)
         cluster.broker(victim).kill9()
-        wait_until(lambda: copier.committed >= RECORDS // 2, 90, "the copy going on")
-        cluster.broker(victim).start()
-        assert copier.done.wait(120), f"copy unfinished: {copier.committed} {copier.errors}"
+        try:
+            wait_until(lambda: copier.committed >= RECORDS // 2, 90, "the copy going on")
+            cluster.broker(victim).start()
+            assert copier.done.wait(120), "copy unfinished"
+        except AssertionError as exc:
+            raise AssertionError(
+                f"{exc}: broker {victim} killed, {copier.committed} copied, "
+                f"{copier.restarts} restarts, errors {copier.errors[-5:]}\n{cluster.logs_tail()}"
+            ) from None
     finally:
         copier.stop.set()
         copier.join(30)
