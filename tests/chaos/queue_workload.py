@@ -9,6 +9,7 @@ reads the topic, and `checker.check` judges the history.
 
 from __future__ import annotations
 
+import logging
 import random
 import threading
 import time
@@ -45,6 +46,9 @@ class QueueParams:
     seed: int = 0
     consumer_lifetime: tuple[float, float] | None = (5.0, 30.0)  # then reopen from the start
     final_idle: float = 8.0  # the final read stops after this long without a new record
+    # read_uncommitted only to show the checker failing on a real history (aborted reads)
+    isolation: str = "read_committed"
+    client_debug: str = ""  # librdkafka `debug` contexts for the consumers, e.g. "consumer,fetch"
 
 
 @dataclass
@@ -93,7 +97,7 @@ class ProducerWorker(threading.Thread):
         self.idx, self.bootstrap, self.topic, self.p = idx, bootstrap, topic, p
         self.rec, self.errors, self.stop_event = rec, errors, stop
         self.rng = random.Random(p.seed * 1000 + idx)
-        self.txn_id = f"jq-{run_id}-{idx}"
+        self.txn_id = f"jqp-{run_id}-{idx}"  # not jq-...-N: that is how partitions are named
         self.seq = 0
         self.ack_times: list[float] = []
 
@@ -195,12 +199,16 @@ class ConsumerWorker(threading.Thread):
 
     def __init__(self, name: str, bootstrap: str, topic: str, partitions: int, rec: Recorder,
                  errors: Errors, stop: threading.Event,
-                 lifetime: tuple[float, float] | None = None, seed: int = 0) -> None:
+                 lifetime: tuple[float, float] | None = None, seed: int = 0,
+                 isolation: str = "read_committed", debug: str = "",
+                 debug_log: Path | None = None) -> None:
         super().__init__(name=f"consumer-{name}", daemon=True)
         self.name_, self.bootstrap, self.topic = name, bootstrap, topic
         self.partitions, self.lifetime = partitions, lifetime
         self.rec, self.errors, self.stop_event = rec, errors, stop
         self.rng = random.Random(seed)
+        self.isolation = isolation
+        self.debug, self.debug_log = debug, debug_log
         self.last_record = time.monotonic()
         self.read = 0
         self.incarnations = 0
@@ -214,12 +222,22 @@ class ConsumerWorker(threading.Thread):
             self._session(process, until)
 
     def _session(self, process: str, until: float) -> None:
-        c = Consumer({
+        conf: dict[str, object] = {
             "bootstrap.servers": self.bootstrap, "group.id": f"jq-{uuid.uuid4().hex[:8]}",
-            "isolation.level": "read_committed", "enable.auto.commit": False,
+            "isolation.level": self.isolation, "enable.auto.commit": False,
             "auto.offset.reset": "earliest", "fetch.wait.max.ms": 100,
-            "socket.timeout.ms": 10000,
-        })
+            "socket.timeout.ms": 10000, "client.id": process,
+        }
+        if self.debug and self.debug_log is not None:  # librdkafka's own account, to a file
+            logger = logging.getLogger(f"rdkafka.{process}")
+            if not logger.handlers:
+                h = logging.FileHandler(self.debug_log)
+                h.setFormatter(logging.Formatter("%(asctime)s %(name)s %(message)s"))
+                logger.addHandler(h)
+                logger.propagate = False
+                logger.setLevel(logging.DEBUG)
+            conf.update(debug=self.debug, logger=logger)
+        c = Consumer(conf)
         try:
             c.assign([TopicPartition(self.topic, p, -2) for p in range(self.partitions)])
             while not self.stop_event.is_set() and time.monotonic() < until:
@@ -248,7 +266,9 @@ def run_queue(cluster: Cluster, p: QueueParams, out_dir: Path) -> QueueResult:
     producers = [ProducerWorker(i, bootstrap, topic, p, rec, errors, stop, run_id)
                  for i in range(p.producers)]
     consumers = [ConsumerWorker(f"c{i}", bootstrap, topic, p.partitions, rec, errors, stop,
-                                lifetime=p.consumer_lifetime, seed=p.seed * 1000 + 100 + i)
+                                lifetime=p.consumer_lifetime, seed=p.seed * 1000 + 100 + i,
+                                isolation=p.isolation, debug=p.client_debug,
+                                debug_log=out_dir / "rdkafka-consumers.log")
                  for i in range(p.consumers)]
     nemesis = Nemesis(cluster, seed=p.seed, interval=p.fault_interval, faults=p.faults,
                       topics=[topic], t0=rec.t0)

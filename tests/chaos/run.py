@@ -7,7 +7,9 @@ cluster, reports under --out (default build/chaos/<time>/), exit status 1 on any
 
 Every option also reads an environment variable (CHAOS_WORKLOAD, CHAOS_DURATION,
 CHAOS_FAULT_INTERVAL, CHAOS_FAULTS, CHAOS_SEED, CHAOS_RECORDS, CHAOS_COPY_MODE,
-CHAOS_COPY_PARTITIONS, CHAOS_OUT), so `make chaos CHAOS_DURATION=600` works.
+CHAOS_COPY_PARTITIONS, CHAOS_OUT), so `make chaos CHAOS_DURATION=600` works;
+CHAOS_CLIENT_DEBUG=consumer,fetch logs the queue consumers' librdkafka debug output to
+rdkafka-consumers.log next to the report.
 """
 
 from __future__ import annotations
@@ -78,7 +80,8 @@ def main(argv: list[str] | None = None) -> int:
 
         qp = QueueParams(duration=args.duration, fault_interval=args.fault_interval,
                          faults=tuple(f for f in args.faults.split(",") if f),
-                         seed=args.seed, producers=args.producers, consumers=args.consumers)
+                         seed=args.seed, producers=args.producers, consumers=args.consumers,
+                         client_debug=os.environ.get("CHAOS_CLIENT_DEBUG", ""))
         res2 = _with_cluster(out / "queue", lambda c, d: run_queue(c, qp, d))
         summaries.append(res2.summary())
         ok &= res2.report.ok
