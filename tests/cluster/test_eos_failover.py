@@ -8,8 +8,10 @@ and rejoins the ISR.
 from __future__ import annotations
 
 import logging
+import sys
 import threading
 import time
+import traceback
 import uuid
 from collections import Counter
 from collections.abc import Iterator
@@ -25,6 +27,7 @@ pytestmark = pytest.mark.timeout(300)
 log = logging.getLogger(__name__)
 
 RECORDS = 1500
+STALL_S = 30.0
 PARTITIONS = 3
 
 
@@ -46,6 +49,7 @@ class Copier(threading.Thread):
             bootstrap, src, dst, group, txn_id)
         self.committed = 0
         self.restarts = 0
+        self.stalls = 0
         self.errors: list[str] = []
         self.done = threading.Event()
         self.stop = threading.Event()
@@ -76,14 +80,21 @@ class Copier(threading.Thread):
             consumer.assign([TopicPartition(self.src, tp.partition,
                                             tp.offset if tp.offset >= 0 else -2)
                              for tp in committed])
+            idle_since = time.monotonic()
             while not self.stop.is_set():
                 msgs = [m for m in consumer.consume(200, 0.5) if m.error() is None]
                 if not msgs:
-                    if all(tp.offset >= RECORDS // PARTITIONS
-                           for tp in consumer.position(consumer.assignment())):
+                    positions = consumer.position(consumer.assignment())
+                    if all(tp.offset >= RECORDS // PARTITIONS for tp in positions):
                         self.done.set()
                         return
+                    if time.monotonic() - idle_since > STALL_S:
+                        # What an application's liveness check would do: start over from
+                        # the committed offsets (counted, so the test can report it).
+                        self.stalls += 1
+                        raise RuntimeError(f"no input for {STALL_S} s at {positions}")
                     continue
+                idle_since = time.monotonic()
                 producer.begin_transaction()
                 try:
                     for m in msgs:
@@ -167,15 +178,19 @@ def test_exactly_once_copy_survives_kill9(cluster, role):
             cluster.broker(victim).start()
             assert copier.done.wait(120), "copy unfinished"
         except AssertionError as exc:
+            frame = sys._current_frames().get(copier.ident or -1)
+            stack = "".join(traceback.format_stack(frame)) if frame else "?"
             raise AssertionError(
                 f"{exc}: broker {victim} killed, {copier.committed} copied, "
-                f"{copier.restarts} restarts, errors {copier.errors[-5:]}\n{cluster.logs_tail()}"
+                f"{copier.restarts} restarts, errors {copier.errors[-5:]}\ncopier at:\n{stack}\n"
+                f"{cluster.logs_tail()}"
             ) from None
     finally:
         copier.stop.set()
         copier.join(30)
     log.info("%s: killed broker %d; copier restarted %d times: %s", role, victim,
              copier.restarts, copier.errors[:3])
+    assert copier.stalls <= 1, copier.errors
     out = _read_committed(bootstrap, dst, RECORDS)
     dupes = [v for v, n in Counter(out).items() if n > 1]
     assert not dupes, f"{len(dupes)} duplicated, e.g. {dupes[:5]}"
