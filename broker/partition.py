@@ -66,6 +66,7 @@ class Partition:
         self._follower_leo: dict[int, int] = {}
         self._caught_up_at: dict[int, float] = {}
         self._isr_change_pending = False
+        self._isr_in_flight: list[int] = []
         self._waiters: set[asyncio.Future[None]] = set()
 
     @property
@@ -84,6 +85,7 @@ class Partition:
         self._follower_leo = {}
         self._caught_up_at = {r: now for r in replicas if r != self.broker_id}
         self._isr_change_pending = False
+        self._isr_in_flight = []
         self._advance_high_watermark()
         self.notify_waiters()
 
@@ -149,15 +151,20 @@ class Partition:
         if self._isr_change_pending:
             return
         self._isr_change_pending = True
+        # Kafka's "maximal ISR": while the change is being written, the HW counts the union
+        # of the old and the new ISR, so a joining follower is never left below the HW (a
+        # later leader from the new ISR would otherwise lack acknowledged records).
+        self._isr_in_flight = isr
 
         async def write() -> None:
             try:
                 assert self.isr_writer is not None
                 if await self.isr_writer(self, isr):
                     self.isr = isr
-                    self._advance_high_watermark()
             finally:
                 self._isr_change_pending = False
+                self._isr_in_flight = []
+                self._advance_high_watermark()
 
         asyncio.get_running_loop().create_task(write())
 
@@ -166,7 +173,7 @@ class Partition:
         if not self.is_leader:
             return
         new_hw = self.log.log_end_offset
-        for r in self.isr:
+        for r in {*self.isr, *self._isr_in_flight}:
             if r != self.broker_id:
                 new_hw = min(new_hw, self._follower_leo.get(r, -1))
         if new_hw > self.log.high_watermark:
