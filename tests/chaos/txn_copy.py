@@ -359,13 +359,16 @@ def run_copy(cluster: Cluster, p: CopyParams, out_dir: Path) -> CopyResult:
     # The recipe bounces either the brokers or the copiers; here one schedule holds both, each
     # action due when the concurrent consumer has seen a given share of the input (visible,
     # committed progress that copier restarts do not reset), so they land during the copy.
+    # Copiers go first in each round: a replaced copier waits out its predecessor's
+    # transaction, so the copy is still running when the broker bounces come due, however
+    # fast the machine; and every action is due by 60 % of the copy.
     actions: list[tuple[str, int]] = []
     for _ in range(p.bounce_rounds):
-        if p.bounce_brokers:
-            actions += [("broker", b.broker_id) for b in cluster.brokers]
         if p.bounce_copiers:
             actions.append(("copiers", -1))
-    shares = [0.05 + 0.85 * i / max(1, len(actions) - 1) for i in range(len(actions))]
+        if p.bounce_brokers:
+            actions += [("broker", b.broker_id) for b in cluster.brokers]
+    shares = [0.05 + 0.55 * i / max(1, len(actions) - 1) for i in range(len(actions))]
 
     def progress() -> float:
         return len({(q, o) for q, o, _ in _records(concurrent)}) / max(1, len(input_values))
