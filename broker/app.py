@@ -88,6 +88,8 @@ class Broker:
             host, port, Dispatcher(self.registry, self), config["socket.request.max.bytes"]
         )
         self._background: list[asyncio.Task[None]] = []
+        # WriteTxnMarkers connections to other brokers, one per leader (broker/markers.py).
+        self.marker_channels: dict[int, Any] = {}
 
     def _log_config(self, topic: TopicState) -> LogConfig:
         return self.topics.log_config(topic)

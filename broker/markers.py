@@ -188,7 +188,7 @@ async def _send_markers(
             }
         ]
     }
-    channels = broker.__dict__.setdefault("_marker_channels", {})
+    channels = broker.marker_channels
     conn = channels.get(leader)
     if conn is None:
         conn = channels[leader] = BrokerConnection(

@@ -65,8 +65,8 @@ class Partition:
         self.leader_epoch_start_offset = log.log_end_offset
         self._follower_leo: dict[int, int] = {}
         self._caught_up_at: dict[int, float] = {}
-        self._isr_change_pending = False
-        self._isr_in_flight: list[int] = []
+        # The ISR being written to ZooKeeper (None: no change in flight).
+        self._isr_in_flight: list[int] | None = None
         self._waiters: set[asyncio.Future[None]] = set()
 
     @property
@@ -84,8 +84,7 @@ class Partition:
         now = time.monotonic()
         self._follower_leo = {}
         self._caught_up_at = {r: now for r in replicas if r != self.broker_id}
-        self._isr_change_pending = False
-        self._isr_in_flight = []
+        self._isr_in_flight = None
         self._advance_high_watermark()
         self.notify_waiters()
 
@@ -148,9 +147,8 @@ class Partition:
         if self.isr_writer is None:
             self.isr = isr
             return
-        if self._isr_change_pending:
+        if self._isr_in_flight is not None:
             return
-        self._isr_change_pending = True
         # Kafka's "maximal ISR": while the change is being written, the HW counts the union
         # of the old and the new ISR, so a joining follower is never left below the HW (a
         # later leader from the new ISR would otherwise lack acknowledged records).
@@ -162,8 +160,7 @@ class Partition:
                 if await self.isr_writer(self, isr):
                     self.isr = isr
             finally:
-                self._isr_change_pending = False
-                self._isr_in_flight = []
+                self._isr_in_flight = None
                 self._advance_high_watermark()
 
         asyncio.get_running_loop().create_task(write())
@@ -173,7 +170,10 @@ class Partition:
         if not self.is_leader:
             return
         new_hw = self.log.log_end_offset
-        for r in {*self.isr, *self._isr_in_flight}:
+        for r in self.isr:
+            if r != self.broker_id:
+                new_hw = min(new_hw, self._follower_leo.get(r, -1))
+        for r in self._isr_in_flight or ():
             if r != self.broker_id:
                 new_hw = min(new_hw, self._follower_leo.get(r, -1))
         if new_hw > self.log.high_watermark:

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
 from broker.zk_process import ZooKeeperProcess
+from tests.cluster.cluster import Cluster
 from tests.support.broker import free_port
 
 
@@ -17,3 +19,13 @@ def zookeeper(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ZooKeeperPro
         yield zk
     finally:
         zk.stop()
+
+
+@pytest.fixture
+def cluster(zookeeper: ZooKeeperProcess, tmp_path: Path) -> Iterator[Cluster]:
+    """Three brokers of their own (own ZooKeeper chroot) for one test."""
+    c = Cluster(zookeeper, tmp_path).start()
+    try:
+        yield c
+    finally:
+        c.close()

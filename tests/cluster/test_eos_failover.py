@@ -14,7 +14,6 @@ import time
 import traceback
 import uuid
 from collections import Counter
-from collections.abc import Iterator
 
 import pytest
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
@@ -29,15 +28,6 @@ log = logging.getLogger(__name__)
 RECORDS = 1500
 STALL_S = 30.0
 PARTITIONS = 3
-
-
-@pytest.fixture
-def cluster(zookeeper, tmp_path) -> Iterator[Cluster]:
-    c = Cluster(zookeeper, tmp_path).start()
-    try:
-        yield c
-    finally:
-        c.close()
 
 
 class Copier(threading.Thread):

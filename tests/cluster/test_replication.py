@@ -7,7 +7,6 @@ drives them with confluent-kafka (librdkafka) over real sockets.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
 
 import pytest
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
@@ -19,18 +18,6 @@ from tests.protocol.wire import WireClient
 pytestmark = pytest.mark.timeout(240)
 
 NOT_ENOUGH_REPLICAS = 19
-
-
-@pytest.fixture
-def cluster(zookeeper, tmp_path) -> Iterator[Cluster]:
-    c = Cluster(zookeeper, tmp_path).start()
-    try:
-        yield c
-    except BaseException:
-        print(c.logs_tail())
-        raise
-    finally:
-        c.close()
 
 
 def _create(cluster: Cluster, topic: str, partitions: int, rf: int = 3, **configs: str) -> None:
