@@ -42,6 +42,7 @@ from pathlib import Path
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka import libversion as rdkafka_libversion
 from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
+from plot import ratio_svg
 
 REPO = Path(__file__).resolve().parents[1]
 CACHE_ROOT = Path(os.environ.get("SAMSA_CACHE_DIR", REPO / ".cache"))  # as tests/support/java.py
@@ -50,6 +51,7 @@ KAFKA_DIR = CACHE / "kafka-broker"
 POM = REPO / "bench" / "pom.xml"
 TESTS_TOOLS_LIB = CACHE_ROOT / "kafka-tools-4" / "lib"  # `make java-deps` fallback
 DOC = REPO / "docs" / "performance.md"
+PLOT = REPO / "docs" / "performance.svg"
 RESULTS_START = "<!-- bench:results:start (written by bench/run.py; edits here are lost) -->"
 RESULTS_END = "<!-- bench:results:end -->"
 MIB = 1024 * 1024  # Kafka's perf tools print "MB" meaning MiB; we follow them.
@@ -957,6 +959,19 @@ def table_rows(plan: Plan) -> list[tuple[str, str, str, bool]]:
     return rows
 
 
+def ratio_rows(plan: Plan, res: dict[str, Results]) -> list[tuple[str, float, bool]]:
+    """The table's rows that have a ratio, for the plot; a sub-row is named after its row."""
+    rows, parent = [], ""
+    for label, key, _unit, higher in table_rows(plan):
+        if not label.startswith("  "):
+            parent = label
+        s, k = median(res.get("samsa", {}), key), median(res.get("kafka", {}), key)
+        if s is not None and k and key != "other_cpu_pct":
+            name = f"{parent}: {label.strip(' …→')}" if label.startswith("  ") else label
+            rows.append((name, s / k, higher))
+    return rows
+
+
 def fmt(v: float | None, unit: str, mbps: float | None = None) -> str:
     if v is None:
         return "failed"
@@ -1162,8 +1177,10 @@ def report(args: argparse.Namespace, plan: Plan, res: dict[str, Results],
         print(f"{len(failures)} phase(s) failed; details in {CACHE / 'last-run.json'}")
     if not args.no_docs:
         section = (f"{env}\n\n{table}\n\nMB = 2^20 bytes, as Kafka's tools print it.\n\n"
+                   f"![Samsa/Kafka ratios](performance.svg)\n\n"
                    f"### Failures seen in this run\n\n{render_failures(failures)}")
         write_doc(section)
+        PLOT.write_text(ratio_svg(ratio_rows(plan, res), f"Samsa / Kafka, {env.splitlines()[0]}"))
 
 
 def _on_sigterm(_sig: int, _frame: object) -> None:

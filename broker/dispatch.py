@@ -4,15 +4,17 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import os
 import struct
 import time
 from typing import TYPE_CHECKING
 
 from protocol.codec import build, encode, reader, request_type, response_type
+from protocol.encoder import encode_response
 from protocol.framing import (
     API_VERSIONS_KEY,
     RequestHeader,
-    frame,
+    frame_parts,
     peek_key_version,
     read_request_header,
     response_header,
@@ -21,13 +23,14 @@ from protocol.guard import check_request
 from protocol.registry import ApiRegistry
 
 from . import metrics
-from .server import CloseConnection, ConnectionInfo
+from .server import CloseConnection, ConnectionInfo, Response
 
 if TYPE_CHECKING:
     from .app import Broker
 
 log = logging.getLogger(__name__)
 
+CHECK_ENCODER = os.environ.get("SAMSA_CHECK_ENCODER") == "1"
 UNSUPPORTED_VERSION = 35
 UNKNOWN_SERVER_ERROR = -1
 
@@ -49,7 +52,7 @@ class Dispatcher:
         self.registry = registry
         self.broker = broker
 
-    async def __call__(self, raw: bytes, conn: ConnectionInfo) -> bytes | None:
+    async def __call__(self, raw: bytes, conn: ConnectionInfo) -> Response | None:
         api_key, version, correlation_id = peek_key_version(raw)
         spec = self.registry.get(api_key)
         if spec is None:
@@ -79,18 +82,30 @@ class Dispatcher:
         metrics.record_request(spec.name, version, started)
         if result is None:
             return None
-        metrics.count_errors(spec.name, result)
         resp_type = response_type(api_key, version)
-        body = encode(build(resp_type, result))
+        body, error_codes = encode_response(resp_type, result)
+        metrics.count_errors(spec.name, error_codes)
+        if CHECK_ENCODER:
+            _check_encoder(resp_type, result, b"".join(body))
         flexible = resp_type.__flexible__ and api_key != API_VERSIONS_KEY
-        return frame([response_header(correlation_id, flexible), body])
+        return frame_parts([response_header(correlation_id, flexible), *body])
+
+
+def _check_encoder(resp_type: type, result: dict, body: bytes) -> None:
+    """SAMSA_CHECK_ENCODER=1 (the test suite sets it): every response must be byte for byte
+    what kio writes from the same dict."""
+    expected = encode(build(resp_type, result))
+    if body != expected:
+        log.error("encoder mismatch for %s: %r != kio %r (from %r)",
+                  resp_type.__qualname__, body[:200], expected[:200], result)
+        raise CloseConnection("encoder mismatch")
 
 
 def _has_top_level_error(resp_type: type) -> bool:
     return any(f.name == "error_code" for f in dataclasses.fields(resp_type))
 
 
-def _api_versions_unsupported(correlation_id: int, max_version: int) -> bytes:
+def _api_versions_unsupported(correlation_id: int, max_version: int) -> Response:
     # v0 body: error_code, [api_key, min, max] holding only ApiVersions itself (KIP-511).
     body = struct.pack(">hihhh", UNSUPPORTED_VERSION, 1, API_VERSIONS_KEY, 0, max_version)
-    return frame([response_header(correlation_id, False), body])
+    return frame_parts([response_header(correlation_id, False), body])

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import functools
 import logging
 import threading
 import time
@@ -121,23 +122,27 @@ _TXN_STATES = (
 
 
 # ---- hooks called from the broker ------------------------------------------------------------
+@functools.cache
+def _request_metrics(api: str, version: int) -> tuple[Any, Any]:
+    # labels() hashes and locks on every call; a request's children never change.
+    return REQUESTS.labels(api, str(version)), REQUEST_TIME.labels(api)
+
+
+@functools.cache
+def _error_counter(api: str, code: int) -> Any:
+    return ERRORS.labels(api, str(code))
+
+
 def record_request(api: str, version: int, started: float) -> None:
-    REQUESTS.labels(api, str(version)).inc()
-    REQUEST_TIME.labels(api).observe((time.perf_counter() - started) * 1000)
+    count, latency = _request_metrics(api, version)
+    count.inc()
+    latency.observe((time.perf_counter() - started) * 1000)
 
 
-def count_errors(api: str, result: Any) -> None:
-    """Count every non-zero error_code in a response dict (top level and per partition)."""
-    stack = [result]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, dict):
-            code = item.get("error_code")
-            if code:
-                ERRORS.labels(api, str(int(code))).inc()
-            stack.extend(v for v in item.values() if isinstance(v, list | dict))
-        elif isinstance(item, list):
-            stack.extend(v for v in item if isinstance(v, list | dict))
+def count_errors(api: str, codes: Iterable[int]) -> None:
+    """Count the non-zero error codes of one response (top level and per partition)."""
+    for code in codes:
+        _error_counter(api, code).inc()
 
 
 def isr_changed(old: Iterable[int], new: Iterable[int]) -> None:

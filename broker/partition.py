@@ -12,7 +12,6 @@ import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
-from protocol.records import iter_batches
 from storage.log import Log
 
 READ_UNCOMMITTED = 0
@@ -21,7 +20,7 @@ READ_COMMITTED = 1
 
 @dataclass(slots=True)
 class PartitionRead:
-    records: bytes
+    records: bytes | memoryview
     high_watermark: int
     last_stable_offset: int
     log_start_offset: int
@@ -245,16 +244,10 @@ class Partition:
         if isolation_level == READ_COMMITTED:
             aborted = []
             if records:
-                upper = _offset_after(records)
+                upper = data.next_offset  # the offset after the last batch returned
                 aborted = [
                     (t.producer_id, t.first_offset)
                     for t in log.collect_aborted_transactions(fetch_offset, upper)
                 ]
         return PartitionRead(records, hw, lso, log.log_start_offset, aborted)
 
-
-def _offset_after(records: bytes) -> int:
-    last = -1
-    for _pos, header in iter_batches(records):
-        last = header.last_offset
-    return last + 1

@@ -140,8 +140,9 @@ class InternalTopic:
             data = plog.read(offset, _READ_CHUNK, end, True)
             if not data.records:
                 break
-            for pos, header in iter_batches(data.records):
-                yield from _batch_entries(data.records, pos, header, offset)
+            records = bytes(data.records)  # keys and values are sliced from it: bytes, not views
+            for pos, header in iter_batches(records):
+                yield from _batch_entries(records, pos, header, offset)
             offset = max(offset + 1, data.next_offset)
 
 

@@ -72,7 +72,7 @@ class AppendInfo:
 
 @dataclass(slots=True)
 class FetchDataInfo:
-    records: bytes
+    records: bytes | memoryview  # a view into what was read from the segment (not copied)
     first_batch_offset: int  # base offset of the first returned batch (fetch offset if none)
     next_offset: int = -1  # offset just after the returned data (upper bound for aborted txns)
 

@@ -10,6 +10,7 @@ When a test fails, the tail of the log of every broker it used is added to its r
 
 from __future__ import annotations
 
+import os
 import re
 import uuid
 import warnings
@@ -19,6 +20,10 @@ from pathlib import Path
 import pytest
 
 from tests.support.broker import BrokerProcess, kill_all_live
+
+# Every broker the tests start compares each response protocol/encoder.py writes with kio's
+# bytes for the same dict (broker/dispatch.py), and drops the connection on a difference.
+os.environ.setdefault("SAMSA_CHECK_ENCODER", "1")
 
 _shared: BrokerProcess | None = None
 

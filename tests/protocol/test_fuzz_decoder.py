@@ -44,7 +44,11 @@ def _run(harness, frame: bytes) -> None:
         result = loop.run_until_complete(asyncio.wait_for(dispatch(frame, conn), 5))
     except CloseConnection:
         return
-    assert result is None or isinstance(result, bytes)
+    # A response is the size prefix and the frame's buffers, in order.
+    assert result is None or isinstance(result, list)
+    if result:
+        (size,) = struct.unpack(">i", result[0])
+        assert size == sum(len(part) for part in result[1:])
 
 
 def _header(api_key: int, version: int, flexible: bool) -> bytes:

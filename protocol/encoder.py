@@ -1,0 +1,259 @@
+"""Responses encoded straight from the handlers' dicts.
+
+The bytes are exactly those of `encode(build(entity, data))` (codec.py: kio's frozen
+dataclasses, then kio's writer); tests/protocol/test_encoder.py checks that for every response
+type the broker serves, and the test suite runs every broker with SAMSA_CHECK_ENCODER=1, which
+compares the two on every response. Why: profiling a Produce request (docs/performance.md,
+"Where the time goes") put `build` plus kio's writer at ~30 % of the broker's CPU per request,
+most of it constructing dataclasses and validating each primitive's range on the way out.
+
+A step is compiled once per kio entity type and field; values may be what handlers use (ints for
+milliseconds and error codes, dicts for nested entities) or kio's own types (timedelta,
+datetime, ErrorCode, dataclass instances, which go through kio's writer unchanged).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import io
+import struct
+from collections.abc import Callable, Mapping
+from functools import cache
+from typing import Any
+
+from kio.serial._introspect import (
+    EntityField,
+    EntityTupleField,
+    classify_field,
+    get_field_tag,
+    is_optional,
+)
+from kio.serial._serialize import entity_writer, get_field_writer
+from kio.serial.writers import write_tagged_field
+
+from .codec import _ZERO, _convert, _plan
+
+Step = Callable[[io.BytesIO, Any], None]
+_MISSING = dataclasses.MISSING
+_PACK = {k: struct.Struct(f">{c}").pack for k, c in {
+    "int8": "b", "int16": "h", "int32": "i", "int64": "q", "uint8": "B", "uint16": "H",
+    "uint32": "I", "uint64": "Q", "float64": "d",
+}.items()}  # fmt: skip
+_I16, _I32, _I64 = _PACK["int16"], _PACK["int32"], _PACK["int64"]
+
+
+def uvarint(n: int) -> bytes:
+    if n < 0x80:
+        return bytes((n,))
+    out = bytearray()
+    while n >= 0x80:
+        out.append((n & 0x7F) | 0x80)
+        n >>= 7
+    out.append(n)
+    return bytes(out)
+
+
+_UVARINTS = [uvarint(n) for n in range(128)]
+
+
+def _uv(n: int) -> bytes:
+    return _UVARINTS[n] if n < 128 else uvarint(n)
+
+
+# Byte values at least this big (Fetch records) are not copied into the output: they become
+# parts of their own, written to the socket as they are (writev).
+LARGE_VALUE = 32 * 1024
+
+
+class _Buffer(io.BytesIO):
+    """The output: finished parts, plus the bytes being written; and the non-zero error codes
+    written (for the error metrics: the encoder visits every field anyway, so nothing walks
+    the response a second time)."""
+
+    parts: list[bytes | memoryview]
+    errors: list[int]
+
+    def write_large(self, value: bytes | memoryview) -> None:
+        self.parts.append(self.getvalue())
+        self.parts.append(value)
+        self.seek(0)
+        self.truncate()
+
+
+def encode_response(
+    entity: type, data: Mapping[str, Any]
+) -> tuple[list[bytes | memoryview], list[int]]:
+    """The response as parts to write in order (large values are not copied), and its non-zero
+    error codes (top level and nested, in dicts)."""
+    buf = _Buffer()
+    buf.parts, buf.errors = [], []
+    entity_step(entity)(buf, data)
+    buf.parts.append(buf.getvalue())
+    return buf.parts, buf.errors
+
+
+@cache
+def entity_step(entity: type) -> Step:
+    steps = [_field_step(entity, f) for f in dataclasses.fields(entity) if get_field_tag(f) is None]
+    tagged = _tagged_step(entity) if entity.__flexible__ else None
+    kio_write = entity_writer(entity)
+
+    def write_entity(buf: io.BytesIO, data: Any) -> None:
+        if not isinstance(data, Mapping):  # a kio instance the handler built itself
+            kio_write(buf, data)
+            return
+        for step in steps:
+            step(buf, data)
+        if tagged is not None:
+            tagged(buf, data)
+
+    return write_entity
+
+
+def _field_step(entity: type, f: dataclasses.Field[Any]) -> Step:
+    name = f.name
+    default = _default_of(entity, f)
+    write_value = _value_writer(entity, f)
+
+    def step(buf: io.BytesIO, data: Mapping[str, Any]) -> None:
+        write_value(buf, data.get(name, default))
+
+    return step
+
+
+def _default_of(entity: type, f: dataclasses.Field[Any]) -> Any:
+    """What build() puts in a field the dict lacks: the schema default, else a zero value."""
+    if f.default is not _MISSING:
+        return f.default
+    if f.default_factory is not _MISSING:
+        return f.default_factory()
+    kind = classify_field(f)
+    if kind.is_array:
+        return ()
+    if isinstance(kind, EntityField):
+        return {}
+    return _ZERO.get(f.metadata.get("kafka_type", ""), 0)
+
+
+def _value_writer(entity: type, f: dataclasses.Field[Any]) -> Step:
+    kind = classify_field(f)
+    flexible = entity.__flexible__
+    if isinstance(kind, EntityField | EntityTupleField):
+        item = entity_step(kind.type_)
+        if not kind.is_array and is_optional(f):
+            item = _nullable_entity(item)
+    else:
+        item = _primitive(f.metadata.get("kafka_type", ""), flexible, f.name)
+    if kind.is_array:
+        return _array(item, flexible)
+    return item
+
+
+def _nullable_entity(write_entity: Step) -> Step:
+    def step(buf: io.BytesIO, value: Any) -> None:  # KIP-893 marker, as kio writes it
+        if value is None:
+            buf.write(b"\xff")
+        else:
+            buf.write(b"\x01")
+            write_entity(buf, value)
+
+    return step
+
+
+def _array(item: Step, flexible: bool) -> Step:
+    def step(buf: io.BytesIO, items: Any) -> None:
+        if items is None:
+            buf.write(b"\x00" if flexible else b"\xff\xff\xff\xff")
+            return
+        buf.write(_uv(len(items) + 1) if flexible else _I32(len(items)))
+        for value in items:
+            item(buf, value)
+
+    return step
+
+
+def _millis(value: Any) -> int:
+    if isinstance(value, datetime.timedelta):
+        return round(value.total_seconds() * 1000)
+    if isinstance(value, datetime.datetime):
+        return round(value.timestamp() * 1000)
+    return int(value)
+
+
+def _primitive(kafka_type: str, flexible: bool, name: str) -> Step:  # noqa: C901 - a type table
+    if kafka_type == "error_code":
+        return _error_code
+    if (pack := _PACK.get(kafka_type)) is not None:
+        return lambda buf, v: buf.write(pack(v))
+    if kafka_type == "bool":
+        return lambda buf, v: buf.write(b"\x01" if v else b"\x00")
+    if kafka_type == "uuid":
+        return lambda buf, v: buf.write(v.bytes if v is not None else bytes(16))
+    if kafka_type in ("timedelta_i32", "timedelta_i64"):
+        pack = _I32 if kafka_type == "timedelta_i32" else _I64
+        return lambda buf, v: buf.write(pack(_millis(v)))
+    if kafka_type == "datetime_i64":
+        return lambda buf, v: buf.write(_I64(-1 if v is None else _millis(v)))
+    if kafka_type in ("string", "bytes", "records"):
+        return _bytes_writer(kafka_type == "string", flexible)
+    raise NotImplementedError(f"no writer for {kafka_type!r} ({name})")
+
+
+def _error_code(buf: Any, v: Any) -> None:
+    buf.write(_I16(v))
+    if v and isinstance(buf, _Buffer):
+        buf.errors.append(int(v))
+
+
+def _bytes_writer(is_string: bool, flexible: bool) -> Step:
+    def step(buf: io.BytesIO, v: Any) -> None:
+        if v is None:
+            buf.write(b"\x00" if flexible else b"\xff\xff" if is_string else b"\xff\xff\xff\xff")
+            return
+        if isinstance(v, str):
+            v = v.encode()
+        n = len(v)
+        buf.write(_uv(n + 1) if flexible else _I16(n) if is_string else _I32(n))
+        if n >= LARGE_VALUE and isinstance(buf, _Buffer):
+            buf.write_large(v)
+        else:
+            buf.write(v)
+
+    return step
+
+
+def _tagged_step(entity: type) -> Step:
+    """Tagged fields in tag order, each written only when it differs from its default, as
+    kio does. They are rare, so each present one is converted and written by kio itself."""
+    tagged = sorted(
+        (get_field_tag(f), f) for f in dataclasses.fields(entity) if get_field_tag(f) is not None
+    )
+    if not tagged:
+        return lambda buf, data: buf.write(b"\x00")
+    plans = {p.name: p for p in _plan(entity)}
+    fields = [
+        (tag, f, plans[f.name], get_field_writer(f, True, False, True)) for tag, f in tagged
+    ]
+
+    def step(buf: io.BytesIO, data: Mapping[str, Any]) -> None:
+        out = io.BytesIO()  # kio's writers: error codes in tagged fields are not counted
+        count = 0
+        for tag, f, plan, writer in fields:
+            if f.name not in data:
+                continue  # the default, which kio leaves out
+            value = _convert(plan, data[f.name])
+            if value == f.default or (f.default is _MISSING and value == _implicit_default(f)):
+                continue
+            write_tagged_field(buffer=out, tag=tag, writer=writer, value=value)
+            count += 1
+        buf.write(_uv(count))
+        buf.write(out.getvalue())
+
+    return step
+
+
+def _implicit_default(f: dataclasses.Field[Any]) -> Any:
+    from kio.serial._implicit_defaults import get_tagged_field_default
+
+    return get_tagged_field_default(f)
