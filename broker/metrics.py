@@ -133,6 +133,21 @@ def _error_counter(api: str, code: int) -> Any:
     return ERRORS.labels(api, str(code))
 
 
+@functools.cache
+def _topic_counters(topic: str) -> tuple[Any, Any, Any]:
+    return BYTES_IN.labels(topic), MESSAGES_IN.labels(topic), BYTES_OUT.labels(topic)
+
+
+def produced(topic: str, nbytes: int, records: int) -> None:
+    bytes_in, messages_in, _ = _topic_counters(topic)
+    bytes_in.inc(nbytes)
+    messages_in.inc(records)
+
+
+def fetched(topic: str, nbytes: int) -> None:
+    _topic_counters(topic)[2].inc(nbytes)
+
+
 def record_request(api: str, version: int, started: float) -> None:
     count, latency = _request_metrics(api, version)
     count.inc()

@@ -1,9 +1,10 @@
 """Sparse offset index (.index) and time index (.timeindex) of a log segment.
 
-Entries are held in memory (arrays) and appended to the file with os.write; the files are not
-checksummed and are rebuilt from the log on unclean recovery, so their durability is a
-convenience only. No preallocation: the file length is always entries x entry size. The fd
-is a `storage.fdcache.CachedFile`: opened on first write, closed again when idle."""
+Entries are held in memory (arrays) and appended to the file 8 KiB at a time, on flush and on
+close (`write_pending`); the files are not checksummed and are rebuilt from the log on unclean
+recovery, so their durability is a convenience only. No preallocation: the file length is always
+entries x entry size. The fd is a `storage.fdcache.CachedFile`: opened on first write, closed
+again when idle."""
 
 from __future__ import annotations
 
@@ -19,6 +20,9 @@ _OFFSET_ENTRY = struct.Struct(">ii")
 _TIME_ENTRY = struct.Struct(">qi")
 
 
+_PENDING_LIMIT = 8192  # bytes of entries held before a write
+
+
 class _IndexFile:
     entry: struct.Struct
 
@@ -27,6 +31,11 @@ class _IndexFile:
         self.max_entries = max(1, max_index_size // self.entry.size)
         # Opened (and created) on the first write, closed by the fd cache when idle.
         self._file = CachedFile(path, os.O_RDWR | os.O_APPEND)
+        # Entries not yet written to the file. Lookups use the in-memory arrays, so the file
+        # only has to be complete once flushed or closed; a crash loses nothing either, since
+        # recovery rebuilds the indexes of every segment past the recovery point. Writing them
+        # per batch was one of three write() calls per produced batch.
+        self._pending = bytearray()
 
     @property
     def path(self) -> Path:
@@ -43,9 +52,17 @@ class _IndexFile:
             return b""
 
     def _write_entry(self, *fields: int) -> None:
-        self._file.write_all(self.entry.pack(*fields))
+        self._pending += self.entry.pack(*fields)
+        if len(self._pending) >= _PENDING_LIMIT:
+            self.write_pending()
+
+    def write_pending(self) -> None:
+        if self._pending:
+            self._file.write_all(self._pending)
+            self._pending = bytearray()
 
     def _rewrite(self, payload: bytes) -> None:
+        self._pending = bytearray()  # the payload is made from the in-memory entries
         fd = self._file.acquire()
         try:
             self._file.dirty = True
@@ -68,12 +85,15 @@ class _IndexFile:
         self._rewrite(b"")
 
     def flush(self) -> None:
+        self.write_pending()
         self._file.fsync()
 
     def close(self) -> None:
+        self.write_pending()
         self._file.close()
 
     def delete(self) -> None:
+        self._pending = bytearray()
         self.close()
         self.path.unlink(missing_ok=True)
 

@@ -87,7 +87,7 @@ def _consumer_reader(isolation: int) -> ReadOne:
     def read_one(partition: Partition, p: Any, limit: int, first: bool) -> dict[str, Any]:
         read = partition.read(p.fetch_offset, limit, isolation, first)
         if read.records:
-            metrics.BYTES_OUT.labels(partition.topic).inc(len(read.records))
+            metrics.fetched(partition.topic, len(read.records))
         return {
             "error_code": 0,
             "high_watermark": read.high_watermark,

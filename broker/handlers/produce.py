@@ -106,6 +106,5 @@ def _append(
                 type(exc).__name__, exc)
         return error_code_of(exc), -1, -1, -1, -1
     if not info.duplicate:
-        metrics.BYTES_IN.labels(topic).inc(len(pdata.records))
-        metrics.MESSAGES_IN.labels(topic).inc(info.record_count)
+        metrics.produced(topic, len(pdata.records), info.record_count)
     return 0, info.first_offset, info.log_append_time, info.log_start_offset, info.last_offset
