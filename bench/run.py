@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import datetime as dt
+import gc
 import hashlib
 import importlib.metadata
 import json
@@ -773,6 +774,28 @@ def open_fds(pgid: int) -> int:
     return n
 
 
+def end_offsets(admin: AdminClient, wanted: dict[TopicPartition, OffsetSpec],
+                deadline: float) -> dict[TopicPartition, int]:
+    """ListOffsets for every partition, asking again for those that got an error (Kafka
+    answers UNKNOWN_LEADER_EPOCH for a while after a restart, until its metadata caught up)
+    until `deadline`; then the last error is raised."""
+    got: dict[TopicPartition, int] = {}
+    pending = dict(wanted)
+    last_error = ""
+    while pending and time.monotonic() < deadline:
+        for tp, f in admin.list_offsets(pending, request_timeout=300).items():
+            try:
+                got[tp] = f.result().offset
+                del pending[tp]
+            except KafkaException as e:
+                last_error = f"ListOffsets {tp.topic}-{tp.partition}: {e.args[0].str()}"
+        if pending:
+            time.sleep(0.5)
+    if pending:
+        raise RuntimeError(f"{len(pending)} partitions without an end offset; {last_error}")
+    return got
+
+
 def wait_all_led(admin: AdminClient, topics: dict[str, int], deadline: float) -> bool:
     """Until a full Metadata request shows every partition of `topics` with a leader."""
     while time.monotonic() < deadline:
@@ -843,6 +866,7 @@ def bench_scale(broker: Broker, steps: tuple[int, ...], results: Results,
         except (RuntimeError, KafkaException) as e:
             failures.append({"broker": broker.name, "phase": label, "command": "", "error": str(e)})
             print(f"  {broker.name:5} {label} partitions: FAILED ({e})")
+            gc.collect()  # clients held by the traceback's frames stop reconnecting now
             return  # the next step would only grow what failed
         figures = {"create_s": create_s, "metadata_ms": 1000 * statistics.median(lat),
                    "rss_mib": rss, "fds": float(fds), "shutdown_s": shutdown,
@@ -886,8 +910,8 @@ def scale_kill9(broker: Broker, topics: dict[str, int],
         raise RuntimeError("not every partition had a leader 600 s after kill -9 and restart")
     wanted = {TopicPartition(t, p): OffsetSpec.latest() for t, n in topics.items()
               for p in range(n)}  # fmt: skip
-    got = {tp: f.result().offset
-           for tp, f in admin.list_offsets(wanted, request_timeout=300).items()}  # fmt: skip
+    got = end_offsets(admin, wanted, t0 + 600)
+    del admin
     short = [tp for tp, off in got.items() if off != records[tp.topic]]
     if short or len(got) != len(wanted):
         raise RuntimeError(f"after kill -9: {len(short)} partitions do not end where the "
