@@ -1,5 +1,6 @@
 """Fixtures of the chaos tests: a ZooKeeper for the session and a fresh 3-broker cluster per
-test (its brokers' log tails are added to a failing test's report)."""
+test (its brokers' log tails are added to a failing test's report); for partitions, a cluster
+whose brokers each run in a network namespace, with a ZooKeeper of its own."""
 
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from broker.zk_process import ZooKeeperProcess
-from tests.chaos.nemesis import start_cluster
+from tests.chaos.nemesis import partitionable_cluster, start_cluster
+from tests.chaos.netns import NetLab, unavailable_reason
 from tests.cluster.cluster import Cluster
 from tests.support.broker import free_port
 
@@ -30,10 +32,31 @@ def chaos_cluster(chaos_zookeeper: ZooKeeperProcess, tmp_path: Path,
     try:
         yield cluster
     finally:
-        rep = getattr(request.node, "rep_call", None)
-        if rep is not None and rep.failed:
-            rep.sections.append(("broker logs", cluster.logs_tail()))
+        _append_logs(request, cluster)
         cluster.close()
+
+
+@pytest.fixture
+def partitioned_cluster(tmp_path: Path, request: pytest.FixtureRequest
+                        ) -> Iterator[tuple[Cluster, NetLab]]:
+    """(cluster, lab). Skips, saying why, where network namespaces cannot be made; fails if
+    the lab leaves a namespace, link or process behind."""
+    reason = unavailable_reason()
+    if reason:
+        pytest.skip(reason)
+    with partitionable_cluster(tmp_path) as (cluster, lab):
+        try:
+            yield cluster, lab
+        finally:
+            _append_logs(request, cluster)
+    assert not lab.leaked_pids, f"processes left in the namespaces: {lab.leaked_pids}"
+    assert not lab.leftovers(), f"left behind: {lab.leftovers()}"
+
+
+def _append_logs(request: pytest.FixtureRequest, cluster: Cluster) -> None:
+    rep = getattr(request.node, "rep_call", None)
+    if rep is not None and rep.failed:
+        rep.sections.append(("broker logs", cluster.logs_tail()))
 
 
 @pytest.hookimpl(wrapper=True)

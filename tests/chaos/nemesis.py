@@ -1,7 +1,12 @@
 """Faults for the chaos workloads: a 3-broker cluster, and a nemesis thread that kills (-9),
 pauses (SIGSTOP, then SIGCONT) and cleanly restarts its brokers, one broker at a time, and
 records a timeline of what it did. Everything that starts a process runs in the main thread
-(see Nemesis.run)."""
+(see Nemesis.run).
+
+With a NetLab (tests/chaos/netns.py: each broker in its own network namespace) it also
+partitions the network: one broker isolated from everyone, cut from one peer, cut from both
+peers (clients and ZooKeeper still reach it), or cut from ZooKeeper only; held for a while,
+then healed."""
 
 from __future__ import annotations
 
@@ -10,16 +15,21 @@ import os
 import random
 import signal
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from confluent_kafka.admin import NewTopic
 
 from broker.zk_process import ZooKeeperProcess
+from tests.chaos.netns import NetLab
 from tests.cluster.cluster import Cluster, wait_until
-from tests.support.broker import BrokerProcess
+from tests.support.broker import BrokerProcess, free_port
 
-FAULTS = ("kill", "pause", "stop")
+FAULTS = ("kill", "pause", "stop")  # the default: no network namespaces needed
+ALL_FAULTS = (*FAULTS, "partition")
+PARTITION_KINDS = ("isolate", "peer", "peers", "zookeeper")
+MARKS = {"kill": "K", "pause": "P", "stop": "S", "partition": "N"}  # in the text chart
 
 # Topic settings of both workloads: every replica on every broker, acks=all needs two.
 TOPIC_CONFIG = {"min.insync.replicas": "2"}
@@ -27,6 +37,23 @@ TOPIC_CONFIG = {"min.insync.replicas": "2"}
 
 def start_cluster(zookeeper: ZooKeeperProcess, base: Path, size: int = 3) -> Cluster:
     return Cluster(zookeeper, base, size=size).start()
+
+
+@contextlib.contextmanager
+def partitionable_cluster(base: Path, size: int = 3
+                          ) -> Iterator[tuple[Cluster, NetLab]]:
+    """A NetLab, a ZooKeeper on its bridge and a cluster in its namespaces; all torn down
+    in reverse order, whatever happens. Afterwards `lab.leaked_pids` lists processes that
+    were still in the namespaces once the cluster was closed (there should be none)."""
+    with NetLab(size) as lab, contextlib.ExitStack() as stack:
+        zk = ZooKeeperProcess(base / "zookeeper", free_port(lab.zookeeper_host),
+                              host=lab.zookeeper_host).start()
+        stack.callback(zk.stop)
+        cluster = Cluster(zk, base / "cluster", size=size, placement=lab.placement)
+        stack.callback(lambda: lab.leaked_pids.extend(lab.pids()))
+        stack.callback(cluster.close)
+        cluster.start()
+        yield cluster, lab
 
 
 def all_bootstrap(cluster: Cluster) -> str:
@@ -57,7 +84,7 @@ def fully_replicated(cluster: Cluster, topics: list[str]) -> bool:
 @dataclass
 class Event:
     t: float  # seconds since the run started
-    kind: str  # kill | pause | stop | start | resume | note
+    kind: str  # kill | pause | stop | partition | start | resume | heal | note
     broker: int
     detail: str = ""
 
@@ -65,9 +92,10 @@ class Event:
 @dataclass
 class Nemesis:
     """Every `interval` seconds (exponentially distributed, seeded) one fault on one random
-    broker, healed after `down` seconds (uniform in the range); never two at once. Between
-    faults it waits (up to `settle` seconds) for `topics` to be fully replicated again, as
-    Kafka's system tests await no under-replicated partitions."""
+    broker, healed after `down` seconds (uniform in the range; partitions, which need `net`,
+    after `partition_hold`); never two at once. Between faults it waits (up to `settle`
+    seconds) for `topics` to be fully replicated again, as Kafka's system tests await no
+    under-replicated partitions."""
 
     cluster: Cluster
     seed: int = 0
@@ -78,12 +106,19 @@ class Nemesis:
     settle: float = 30.0
     t0: float = field(default_factory=time.monotonic)
     events: list[Event] = field(default_factory=list)
-    counts: dict[str, int] = field(default_factory=lambda: {f: 0 for f in FAULTS})
+    counts: dict[str, int] = field(default_factory=lambda: {f: 0 for f in ALL_FAULTS})
     errors: list[str] = field(default_factory=list)
+    net: NetLab | None = None
+    # Long enough to outlast ZooKeeper sessions (3 s) and replica.lag.time.max.ms (4 s).
+    partition_hold: tuple[float, float] = (3.0, 10.0)
+    partition_kinds: dict[str, int] = field(
+        default_factory=lambda: {k: 0 for k in PARTITION_KINDS})
 
     def __post_init__(self) -> None:
         self.rng = random.Random(self.seed)
         self._paused: set[int] = set()
+        if "partition" in self.faults and self.net is None:
+            raise ValueError("partition faults need a NetLab (Nemesis(net=...))")
 
     # ------------------------------------------------------------------ control
     def run(self, duration: float) -> None:
@@ -141,6 +176,8 @@ class Nemesis:
                                    f"{str(exc).splitlines()[0]}")
             time.sleep(down)
             self._start(broker)
+        elif fault == "partition":
+            self._partition(broker)
         elif fault == "pause":
             pid = broker.pid
             if pid is None:
@@ -158,6 +195,34 @@ class Nemesis:
         else:
             raise ValueError(f"unknown fault {fault!r}")
 
+    def _partition(self, broker: BrokerProcess) -> None:
+        assert self.net is not None
+        i = self.cluster.brokers.index(broker)  # the lab's numbering is the cluster's
+        others = [j for j in range(len(self.cluster.brokers)) if j != i]
+        kind = self.rng.choice(PARTITION_KINDS)
+        hold = self.rng.uniform(*self.partition_hold)
+        self.counts["partition"] += 1
+        self.partition_kinds[kind] += 1
+        self.events.append(Event(self._now(), "partition", broker.broker_id, f"{hold:.1f}s"))
+        if kind == "isolate":
+            self.net.isolate(i)
+        elif kind == "peer":
+            self.net.cut_brokers(i, [self.rng.choice(others)])
+        elif kind == "peers":
+            self.net.cut_brokers(i, others)
+        else:
+            self.net.cut_zookeeper(i)
+        self.events[-1].detail = f"{self.net.cuts[-1].what}, {hold:.1f}s"
+        time.sleep(hold)
+        self._heal_net()
+
+    def _heal_net(self) -> None:
+        if self.net is not None and self.net.cuts:
+            cut = {c.broker for c in self.net.cuts}
+            self.net.heal()
+            for i in sorted(cut):
+                self.events.append(Event(self._now(), "heal", self.cluster.brokers[i].broker_id))
+
     def _start(self, broker: BrokerProcess) -> None:
         for attempt in range(5):
             try:
@@ -170,6 +235,10 @@ class Nemesis:
                 time.sleep(2)
 
     def heal(self) -> None:
+        try:
+            self._heal_net()
+        except Exception as exc:
+            self.errors.append(f"{self._now()}s healing the network: {exc!r}")
         for b in self.cluster.brokers:
             if b.broker_id in self._paused and b.pid is not None:
                 with contextlib.suppress(ProcessLookupError):
@@ -179,8 +248,15 @@ class Nemesis:
                 self._start(b)
 
     def summary(self) -> str:
-        return (f"{self.counts['kill']} kills, {self.counts['pause']} pauses, "
+        text = (f"{self.counts['kill']} kills, {self.counts['pause']} pauses, "
                 f"{self.counts['stop']} clean restarts")
+        if "partition" in self.faults:
+            text += f", {self.partition_summary()}"
+        return text
+
+    def partition_summary(self) -> str:
+        kinds = ", ".join(f"{n} {k}" for k, n in self.partition_kinds.items() if n)
+        return f"{self.counts['partition']} partitions" + (f" ({kinds})" if kinds else "")
 
     def timeline(self) -> str:
         return "\n".join(f"  {e.t:8.2f}s  {e.kind:<6} "
@@ -199,8 +275,8 @@ def throughput_chart(times: list[float], end: float, buckets: int = 40,
         counts[min(int(t / step), buckets - 1)] += 1
     marks: list[list[str]] = [[] for _ in range(buckets)]
     for e in events or []:
-        if e.kind in ("kill", "pause", "stop"):
-            marks[min(int(e.t / step), buckets - 1)].append(f"{e.kind[0].upper()}{e.broker}")
+        if e.kind in MARKS:
+            marks[min(int(e.t / step), buckets - 1)].append(f"{MARKS[e.kind]}{e.broker}")
     top = max(counts) or 1
     rows = []
     for i, n in enumerate(counts):
@@ -209,13 +285,15 @@ def throughput_chart(times: list[float], end: float, buckets: int = 40,
     return "\n".join(rows)
 
 
-FAULT_COLOURS = {"kill": "#d62728", "pause": "#ff7f0e", "stop": "#1f77b4"}
+FAULT_COLOURS = {"kill": "#d62728", "pause": "#ff7f0e", "stop": "#1f77b4",
+                 "partition": "#9467bd"}
 
 
 def timeline_svg(times: list[float], end: float, events: list[Event], title: str,
                  buckets: int = 100) -> str:
     """An SVG plot: committed values per time slice (grey bars) under the faults (a band per
-    broker from the fault to its healing: red kill, orange pause, blue clean stop)."""
+    broker from the fault to its healing: red kill, orange pause, blue clean stop, purple
+    partition)."""
     w, h, left, top, lane = 900, 300, 50, 30, 14
     brokers = sorted({e.broker for e in events if e.broker >= 0}) or [0]
     plot_h = h - top - 30 - lane * len(brokers)
@@ -239,7 +317,7 @@ def timeline_svg(times: list[float], end: float, events: list[Event], title: str
     for e in events:
         if e.kind in FAULT_COLOURS:
             open_at[e.broker] = (e.kind, e.t)
-        elif e.kind in ("start", "resume") and e.broker in open_at:
+        elif e.kind in ("start", "resume", "heal") and e.broker in open_at:
             kind, t = open_at.pop(e.broker)
             y = top + plot_h + 10 + lane * brokers.index(e.broker)
             out.append(f'<rect x="{x(t):.1f}" y="{y}" width="{max(x(e.t) - x(t), 2):.1f}" '
@@ -252,6 +330,6 @@ def timeline_svg(times: list[float], end: float, events: list[Event], title: str
         t = end * i / ticks
         out.append(f'<text x="{x(t) - 8:.1f}" y="{h - 6}">{t:.0f}s</text>')
     legend = " ".join(f'<tspan fill="{c}">■ {k}</tspan>' for k, c in FAULT_COLOURS.items())
-    out.append(f'<text x="{w - 260}" y="16">{legend}</text>')
+    out.append(f'<text x="{w - 330}" y="16">{legend}</text>')
     out.append("</svg>")
     return "\n".join(out) + "\n"

@@ -3,8 +3,9 @@
 Producer threads (confluent-kafka, one transactional.id each) send transactions of 1..N unique
 values to random partitions; some are aborted on purpose. Consumer threads read every partition
 with read_committed (assign from the beginning, no seeks) and record every poll. The nemesis
-kills, pauses and restarts brokers meanwhile. At the end everything is healed, a final consumer
-reads the topic, and `checker.check` judges the history.
+kills, pauses and restarts brokers meanwhile (and partitions the network, given a NetLab). At
+the end everything is healed, a final consumer reads the topic, and `checker.check` judges the
+history.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from tests.chaos.nemesis import (
     throughput_chart,
     timeline_svg,
 )
+from tests.chaos.netns import NetLab
 from tests.cluster.cluster import Cluster, wait_until
 
 
@@ -65,9 +67,11 @@ class QueueResult:
         c = self.report.counts()
         acked = self.report.writes.get("ok", 0)
         hung = sum("did not exit" in e for e in self.nemesis_errors)
+        partitions = (f", {self.extra['partitions']}" if "partition" in self.params.faults
+                      else "")
         return (f"queue: {self.faults['kill']} kills, {self.faults['pause']} pauses, "
                 f"{self.faults['stop']} clean restarts ({hung} hung past 30 s and were "
-                f"killed); {self.report.sends.get('ok', 0)} "
+                f"killed){partitions}; {self.report.sends.get('ok', 0)} "
                 f"committed txns ({acked} values), {self.report.sends.get('aborted', 0)} "
                 f"aborted, {self.report.sends.get('info', 0)} indeterminate; "
                 f"{c['lost']} lost, {c['duplicate']} duplicated, {c['aborted_read']} aborted "
@@ -255,8 +259,10 @@ class ConsumerWorker(threading.Thread):
             c.close()
 
 
-def run_queue(cluster: Cluster, p: QueueParams, out_dir: Path) -> QueueResult:
-    """Run the workload on a started cluster; writes history.jsonl and report.txt to out_dir."""
+def run_queue(cluster: Cluster, p: QueueParams, out_dir: Path,
+              net: NetLab | None = None) -> QueueResult:
+    """Run the workload on a started cluster; writes history.jsonl and report.txt to out_dir.
+    "partition" faults need `net`, the lab the cluster's brokers run in."""
     out_dir.mkdir(parents=True, exist_ok=True)
     run_id = uuid.uuid4().hex[:6]
     topic = f"jq-{run_id}"
@@ -271,7 +277,7 @@ def run_queue(cluster: Cluster, p: QueueParams, out_dir: Path) -> QueueResult:
                                 debug_log=out_dir / "rdkafka-consumers.log")
                  for i in range(p.consumers)]
     nemesis = Nemesis(cluster, seed=p.seed, interval=p.fault_interval, faults=p.faults,
-                      topics=[topic], t0=rec.t0)
+                      topics=[topic], t0=rec.t0, net=net)
     for w in (*consumers, *producers):
         w.start()
     started = time.monotonic()
@@ -305,7 +311,8 @@ def run_queue(cluster: Cluster, p: QueueParams, out_dir: Path) -> QueueResult:
     final.join(30)
     report = check(rec.history())
     rec.dump(str(out_dir / "history.jsonl"))
-    result = QueueResult(p, report, dict(nemesis.counts), nemesis.errors, dict(errors.counts))
+    result = QueueResult(p, report, dict(nemesis.counts), nemesis.errors, dict(errors.counts),
+                         extra={"partitions": nemesis.partition_summary()})
     acks = sorted(t for w in producers for t in w.ack_times)
     result.text = "\n".join([
         "Samsa chaos: Jepsen-style transactional queue",
@@ -327,7 +334,8 @@ def run_queue(cluster: Cluster, p: QueueParams, out_dir: Path) -> QueueResult:
         "nemesis timeline:",
         nemesis.timeline(),
         "",
-        "committed values per time slice (K=kill, P=pause, S=clean stop, then broker id):",
+        "committed values per time slice (K=kill, P=pause, S=clean stop, N=network "
+        "partition, then broker id):",
         throughput_chart(acks, load_end, events=nemesis.events),
     ])
     (out_dir / "report.txt").write_text(result.text + "\n")

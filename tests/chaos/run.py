@@ -2,12 +2,15 @@
 cluster, reports under --out (default build/chaos/<time>/), exit status 1 on any anomaly.
 
     .venv/bin/python -m tests.chaos.run [--workload queue|copy|all] [--duration 300]
-        [--fault-interval 4] [--faults kill,pause,stop] [--seed 7] [--records 30000]
+        [--fault-interval 4] [--faults kill,pause,stop[,partition]] [--seed 7] [--records 30000]
         [--copy-mode hard,clean] [--copy-partitions 1] [--out DIR]
 
 Every option also reads an environment variable (CHAOS_WORKLOAD, CHAOS_DURATION,
 CHAOS_FAULT_INTERVAL, CHAOS_FAULTS, CHAOS_SEED, CHAOS_RECORDS, CHAOS_COPY_MODE,
 CHAOS_COPY_PARTITIONS, CHAOS_OUT), so `make chaos CHAOS_DURATION=600` works;
+`CHAOS_FAULTS=kill,pause,stop,partition` adds network partitions to the queue workload (its
+brokers then run in network namespaces: root and iproute2 needed, else it says so and runs
+without them);
 CHAOS_CLIENT_DEBUG=consumer,fetch logs the queue consumers' librdkafka debug output to
 rdkafka-consumers.log next to the report.
 """
@@ -15,14 +18,21 @@ rdkafka-consumers.log next to the report.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TypeVar
 
 from broker.zk_process import ZooKeeperProcess
-from tests.chaos.nemesis import start_cluster
+from tests.chaos.nemesis import ALL_FAULTS, partitionable_cluster, start_cluster
+from tests.chaos.netns import NetLab, unavailable_reason
+from tests.cluster.cluster import Cluster
 from tests.support.broker import free_port
+
+R = TypeVar("R")
 
 
 def _env(name: str, default: str) -> str:
@@ -40,7 +50,8 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
                     default=float(_env("CHAOS_FAULT_INTERVAL", "4")),
                     help="queue: mean seconds between faults (the fault rate)")
     ap.add_argument("--faults", default=_env("CHAOS_FAULTS", "kill,pause,stop"),
-                    help="queue: comma-separated subset of kill,pause,stop")
+                    help="queue: comma-separated subset of kill,pause,stop,partition "
+                         "(partition: network namespaces, root only)")
     ap.add_argument("--seed", type=int, default=int(_env("CHAOS_SEED", str(int(time.time())))))
     ap.add_argument("--producers", type=int, default=int(_env("CHAOS_PRODUCERS", "4")))
     ap.add_argument("--consumers", type=int, default=int(_env("CHAOS_CONSUMERS", "2")))
@@ -72,17 +83,20 @@ def main(argv: list[str] | None = None) -> int:
                 raise SystemExit(f"--copy-mode: {mode!r} is neither hard nor clean")
             cp = CopyParams(records=args.records, partitions=args.copy_partitions,
                             hard=mode == "hard", seed=args.seed, bounce_rounds=3)
-            res = _with_cluster(out / f"copy-{mode}", lambda c, d, cp=cp: run_copy(c, cp, d))
+            res = _with_cluster(out / f"copy-{mode}",
+                                lambda c, d, n, cp=cp: run_copy(c, cp, d))
             summaries.append(f"[{mode}] {res.summary()}")
             ok &= res.ok
     if args.workload in ("queue", "all"):
         from tests.chaos.queue_workload import QueueParams, run_queue
 
+        faults = queue_faults(args.faults)
         qp = QueueParams(duration=args.duration, fault_interval=args.fault_interval,
-                         faults=tuple(f for f in args.faults.split(",") if f),
-                         seed=args.seed, producers=args.producers, consumers=args.consumers,
+                         faults=faults, seed=args.seed, producers=args.producers,
+                         consumers=args.consumers,
                          client_debug=os.environ.get("CHAOS_CLIENT_DEBUG", ""))
-        res2 = _with_cluster(out / "queue", lambda c, d: run_queue(c, qp, d))
+        res2 = _with_cluster(out / "queue", lambda c, d, n: run_queue(c, qp, d, n),
+                             partitions="partition" in faults)
         summaries.append(res2.summary())
         ok &= res2.report.ok
     text = "\n".join(summaries)
@@ -92,16 +106,47 @@ def main(argv: list[str] | None = None) -> int:
     return 0 if ok else 1
 
 
-def _with_cluster(out: Path, body):  # type: ignore[no-untyped-def]
-    out.mkdir(parents=True, exist_ok=True)
+def queue_faults(spec: str) -> tuple[str, ...]:
+    """The --faults list, checked; partitions dropped (with a word why) where network
+    namespaces cannot be made."""
+    faults = tuple(f for f in spec.split(",") if f)
+    unknown = set(faults) - set(ALL_FAULTS)
+    if unknown:
+        raise SystemExit(f"--faults: unknown {sorted(unknown)}; known: {', '.join(ALL_FAULTS)}")
+    if "partition" in faults:
+        reason = unavailable_reason()
+        if reason:
+            faults = tuple(f for f in faults if f != "partition")
+            rest = f"with {', '.join(faults)} only" if faults else "without faults"
+            print(f"chaos: NO network partitions: {reason}; running {rest}", flush=True)
+    return faults
+
+
+@contextlib.contextmanager
+def _cluster(out: Path, partitions: bool) -> Iterator[tuple[Cluster, NetLab | None]]:
+    if partitions:
+        with partitionable_cluster(out) as (cluster, lab):
+            yield cluster, lab
+        if lab.leaked_pids:
+            print(f"chaos: processes left in the namespaces: {lab.leaked_pids}", flush=True)
+        return
     zk = ZooKeeperProcess(out / "zookeeper", free_port()).start()
-    cluster = start_cluster(zk, out / "cluster")
     try:
-        res = body(cluster, out)
+        cluster = start_cluster(zk, out / "cluster")
+        try:
+            yield cluster, None
+        finally:
+            cluster.close()
     finally:
-        cluster.close()
         zk.stop()
-    print(res.text if hasattr(res, "text") else res, flush=True)
+
+
+def _with_cluster(out: Path, body: Callable[[Cluster, Path, NetLab | None], R],
+                  partitions: bool = False) -> R:
+    out.mkdir(parents=True, exist_ok=True)
+    with _cluster(out, partitions) as (cluster, lab):
+        res = body(cluster, out, lab)
+    print(getattr(res, "text", res), flush=True)
     return res
 
 

@@ -4,13 +4,21 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TypedDict
 
 from confluent_kafka.admin import AdminClient
 
 from broker.zk_process import ZooKeeperProcess
 from tests.support.broker import BrokerProcess
+
+
+class BrokerPlacement(TypedDict):
+    host: str
+    port: int
+    command_prefix: Sequence[str]
+
 
 # Small internal topics and fast failure detection (ZooKeeper's tick is 200 ms in the tests).
 CLUSTER_SETTINGS: dict[str, object] = {
@@ -26,8 +34,11 @@ CLUSTER_SETTINGS: dict[str, object] = {
 
 class Cluster:
     def __init__(
-        self, zookeeper: ZooKeeperProcess, base: Path, size: int = 3, **settings: object
+        self, zookeeper: ZooKeeperProcess, base: Path, size: int = 3, *,
+        placement: Callable[[int], BrokerPlacement] | None = None, **settings: object
     ) -> None:
+        """`placement(i)`, if given, says where broker i runs (host, port, command prefix):
+        the chaos tests' partitions put each broker in its own network namespace."""
         self.chroot = f"samsa-{uuid.uuid4().hex[:8]}"
         merged = {
             **CLUSTER_SETTINGS,
@@ -36,7 +47,7 @@ class Cluster:
         }
         self.brokers = [
             BrokerProcess(base / f"broker{i}" / "data", broker_id=i, settings=merged,
-                          name=f"broker{i}")
+                          name=f"broker{i}", **(placement(i) if placement else {}))
             for i in range(size)
         ]
 

@@ -10,6 +10,12 @@
 
 The command is `<venv>/bin/samsa serve --listen 127.0.0.1:PORT --data-dir DIR --broker-id N
 [--set key=value ...]`; SAMSA_BROKER_CMD (a shell-style string) replaces `<venv>/bin/samsa`.
+
+`host` and `command_prefix` place a broker elsewhere, e.g. in a network namespace (the chaos
+tests' partitions): BrokerProcess(dir, host="10.213.7.10", port=9092,
+command_prefix=["ip", "netns", "exec", "NS"]). `ip netns exec` execs, so the pid is still the
+broker's (SIGKILL, SIGSTOP and PR_SET_PDEATHSIG reach it). A non-loopback host is also
+advertised (Samsa binds other addresses only when advertised.listeners is set).
 """
 
 from __future__ import annotations
@@ -24,7 +30,7 @@ import sys
 import tempfile
 import time
 import weakref
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -97,6 +103,8 @@ class BrokerProcess:
         extra_args: Iterable[str] = (),
         log_path: str | os.PathLike[str] | None = None,
         name: str = "broker",
+        host: str | None = None,
+        command_prefix: Sequence[str] = (),
     ) -> None:
         self._tmp: tempfile.TemporaryDirectory[str] | None = None
         if data_dir is None:
@@ -104,6 +112,12 @@ class BrokerProcess:
             data_dir = Path(self._tmp.name) / "data"
         self.data_dir = Path(data_dir)
         self.data_dir.mkdir(parents=True, exist_ok=True)
+        if host is not None:
+            self.host = host
+        self.command_prefix = list(command_prefix)
+        if port is None and self.command_prefix:
+            raise ValueError("a broker run through a command prefix needs an explicit port "
+                             "(its host may not be bindable here to find a free one)")
         self.port = port or free_port(self.host)
         self.broker_id = broker_id
         self.settings: dict[str, object] = dict(settings or {})
@@ -127,7 +141,7 @@ class BrokerProcess:
         return self.proc is not None and self.proc.poll() is None
 
     def command(self) -> list[str]:
-        cmd = samsa_command() + [
+        cmd = self.command_prefix + samsa_command() + [
             "serve",
             "--listen",
             self.bootstrap,
@@ -136,7 +150,10 @@ class BrokerProcess:
             "--broker-id",
             str(self.broker_id),
         ]
-        for key, value in self.settings.items():
+        settings = dict(self.settings)
+        if not self.host.startswith("127.") and "advertised.listeners" not in settings:
+            settings["advertised.listeners"] = f"PLAINTEXT://{self.bootstrap}"
+        for key, value in settings.items():
             if isinstance(value, bool):
                 value = "true" if value else "false"
             cmd += ["--set", f"{key}={value}"]
