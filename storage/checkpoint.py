@@ -29,6 +29,19 @@ def write_atomically(path: Path, data: bytes, *, fsync: bool = True) -> None:
         fsync_dir(path.parent)
 
 
+def fsync_file(path: Path) -> None:
+    """fsync a file written earlier without it, then its directory (for the rename)."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except FileNotFoundError:
+        return
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    fsync_dir(path.parent)
+
+
 def fsync_dir(path: Path) -> None:
     try:
         fd = os.open(path, os.O_RDONLY)

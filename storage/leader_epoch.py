@@ -1,11 +1,16 @@
 """Leader-epoch cache (`LeaderEpochFileCache`) backed by `leader-epoch-checkpoint`:
-sorted (epoch, start offset) entries, both strictly increasing."""
+sorted (epoch, start offset) entries, both strictly increasing.
+
+A change rewrites the file at once but without fsync; `flush` (called when the log is flushed,
+before its recovery point moves, and on close) makes it durable. As in Kafka since KAFKA-15046:
+the fsync cost 2 of the 4 fsyncs of every partition created or led, and after a crash
+recovery re-assigns the epochs of every batch past the recovery point anyway."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from storage.checkpoint import read_entries, write_entries
+from storage.checkpoint import fsync_file, read_entries, write_entries
 
 UNDEFINED_EPOCH = -1
 UNDEFINED_EPOCH_OFFSET = -1
@@ -13,10 +18,10 @@ FILE_NAME = "leader-epoch-checkpoint"
 
 
 class LeaderEpochCache:
-    def __init__(self, path: Path, *, fsync: bool = True) -> None:
+    def __init__(self, path: Path) -> None:
         self.path = Path(path)
-        self._fsync = fsync
         self._dirty = False  # entries changed since the file was last written
+        self._unsynced = False  # the file was written since its last fsync
         try:
             self._entries: list[tuple[int, int]] = read_entries(
                 self.path, lambda e: (int(e[0]), int(e[1])))
@@ -37,8 +42,9 @@ class LeaderEpochCache:
         return self._entries[0] if self._entries else None
 
     def _flush(self) -> None:
-        write_entries(self.path, (f"{e} {o}" for e, o in self._entries), fsync=self._fsync)
+        write_entries(self.path, (f"{e} {o}" for e, o in self._entries), fsync=False)
         self._dirty = False
+        self._unsynced = True
 
     def assign(self, epoch: int, start_offset: int, *, flush: bool = True) -> bool:
         """Record that `epoch` starts at `start_offset` (no-op unless it is a new, higher
@@ -105,6 +111,10 @@ class LeaderEpochCache:
         self._flush()
 
     def flush(self) -> None:
-        """Write the file if the entries changed since it was last written."""
+        """Make the file durable: write it if the entries changed, fsync it if written since
+        the last fsync."""
         if self._dirty:
             self._flush()
+        if self._unsynced:
+            fsync_file(self.path)
+            self._unsynced = False

@@ -27,6 +27,7 @@ from protocol.records import (
     validate_batch,
 )
 from storage import cleaner
+from storage.checkpoint import fsync_file
 from storage.config import LONG_MAX, LogConfig
 from storage.errors import (
     CorruptRecord,
@@ -84,6 +85,7 @@ class Log:
         self.config = config
         self.producer_state = ProducerStateManager(self.dir, producer_id_expiration_ms)
         self.leader_epoch_cache = LeaderEpochCache(self.dir / EPOCH_FILE)
+        self._sync_on_flush: list[Path] = []  # files written without fsync, synced by flush
         self._segments: list[LogSegment] = []
         self._bases: list[int] = []
         self.log_start_offset = 0
@@ -673,9 +675,15 @@ class Log:
                 if upper > self.recovery_point and seg.base_offset < target:
                     seg.flush()
             self.leader_epoch_cache.flush()
+            while self._sync_on_flush:
+                fsync_file(self._sync_on_flush.pop())
             self.recovery_point = max(self.recovery_point, target)
             self._unflushed_messages = 0
             self._last_flush_ms = _now_ms()
+
+    def sync_on_flush(self, path: Path) -> None:
+        """`path` (in this log's directory) was written without fsync: the next flush does it."""
+        self._sync_on_flush.append(path)
 
     @property
     def unflushed_ms(self) -> int:

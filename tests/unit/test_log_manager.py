@@ -2,6 +2,7 @@
 
 import asyncio
 import json
+import os
 import uuid
 from pathlib import Path
 
@@ -106,4 +107,31 @@ async def test_background_flushes_rolled_segments_and_retention(tmp_path: Path) 
     assert lg.num_segments == 1
     assert lg.log_start_offset == lg.active_segment.base_offset
     assert lg.recovery_point >= lg.active_segment.base_offset
+    lm.shutdown()
+
+
+def test_created_partition_made_durable_by_first_flush(tmp_path: Path, monkeypatch) -> None:
+    """partition.metadata and the leader-epoch checkpoint are written at creation without
+    fsync (4 fsyncs per created partition before); the log's flush makes both durable."""
+    synced: list[str] = []
+    real_fsync = os.fsync
+
+    def recording_fsync(fd: int) -> None:
+        synced.append(os.readlink(f"/proc/self/fd/{fd}"))
+        real_fsync(fd)
+
+    lm = start(tmp_path)
+    monkeypatch.setattr(os, "fsync", recording_fsync)
+    lg = lm.create_log("t", 0, topic_id=uuid.uuid4())
+    lg.leader_epoch_cache.assign(0, 0)
+    assert synced == []
+    d = tmp_path / "t-0"
+    assert read_partition_metadata(d) is not None
+    assert (d / "leader-epoch-checkpoint").read_text().splitlines()[2] == "0 0"
+    lg.flush()
+    assert str(d / "partition.metadata") in synced
+    assert str(d / "leader-epoch-checkpoint") in synced
+    synced.clear()
+    lg.flush()  # nothing written since: nothing to sync
+    assert not [p for p in synced if p.startswith(str(d) + "/") and "epoch" in p]
     lm.shutdown()
