@@ -31,28 +31,30 @@ def write_atomically(path: Path, data: bytes, *, fsync: bool = True) -> None:
 
 def fsync_file(path: Path) -> None:
     """fsync a file written earlier without it, then its directory (for the rename)."""
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except FileNotFoundError:
-        return
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    fsync_dir(path.parent)
+    if _fsync_path(path, ignore_errors=False):
+        fsync_dir(path.parent)
 
 
 def fsync_dir(path: Path) -> None:
+    _fsync_path(path, ignore_errors=True)
+
+
+def _fsync_path(path: Path, *, ignore_errors: bool) -> bool:
+    """fsync what `path` names; False if it does not exist (or, ignoring errors, on any)."""
     try:
         fd = os.open(path, os.O_RDONLY)
-    except OSError:
-        return
+    except OSError as exc:
+        if ignore_errors or isinstance(exc, FileNotFoundError):
+            return False
+        raise
     try:
         os.fsync(fd)
     except OSError:
-        pass
+        if not ignore_errors:
+            raise
     finally:
         os.close(fd)
+    return True
 
 
 def write_entries(path: Path, lines: Iterable[str], *, fsync: bool = True) -> None:
