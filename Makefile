@@ -25,7 +25,7 @@ DATA_DIR    ?= data
 CONFIG      ?= config/broker.yaml
 SERVE_ARGS  ?=
 
-.PHONY: help venv java-deps spark-deps zk-deps run test lint unit bench chaos clean distclean
+.PHONY: help venv java-deps spark-deps zk-deps run test lint unit bench profile chaos clean distclean
 
 help:
 	@echo "make run        start one broker on $(LISTEN) (data in ./$(DATA_DIR))"
@@ -35,6 +35,7 @@ help:
 	@echo "make spark-deps fetch the Spark Kafka connector jars for the installed pyspark"
 	@echo "make lint       ruff check ."
 	@echo "make bench      run bench/run.py"
+	@echo "make profile    py-spy on one broker under ProducerPerformance/ConsumerPerformance"
 	@echo "make clean      remove caches, build output and ./$(DATA_DIR) (keeps $(VENV) and $(CACHE))"
 	@echo "make distclean  clean + remove $(VENV) and $(CACHE)"
 
@@ -124,6 +125,12 @@ unit: venv
 bench: venv
 	@if [ -f bench/run.py ]; then $(BIN)/python bench/run.py; \
 	else echo "bench/run.py does not exist yet"; fi
+
+# Where the broker's time goes (docs/performance.md, "Where the time goes"); PROFILE_ARGS e.g.
+# "--size 100 --acks 1 --records 2000000".
+profile: venv
+	$(BIN)/python -m pip install -q --disable-pip-version-check -e '.[bench]'
+	$(BIN)/python bench/profile_broker.py $(PROFILE_ARGS)
 
 # Long forms of tests/chaos (the short forms run in `make test`); knobs as CHAOS_* variables
 # (tests/chaos/run.py --help), e.g. make chaos CHAOS_DURATION=600 CHAOS_SEED=7.
