@@ -22,6 +22,7 @@ from . import metrics
 from .apis import build_registry
 from .controller import Controller
 from .dispatch import Dispatcher
+from .malloc_tuning import tune_malloc
 from .metadata_store import BrokerInfo, LocalMetadataStore, TopicState
 from .replica_fetcher import ReplicaFetcherManager
 from .replica_manager import ReplicaManager
@@ -259,6 +260,7 @@ async def _main(config: Any) -> int:
 
 def run(config: Any) -> int:
     """Run one broker until SIGTERM/SIGINT; returns the process exit code."""
+    tune_malloc()
     try:
         import uvloop
     except ImportError:  # pragma: no cover - uvloop is a hard dependency, kept soft for debugging
