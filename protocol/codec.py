@@ -117,6 +117,11 @@ def build(entity: type, data: Mapping[str, Any]) -> Any:
     return entity(**kwargs)
 
 
+def absent_value(plan: _FieldPlan) -> Any:
+    """What an instance made by `build` holds in a field its dict lacks."""
+    return plan.default if plan.default is not dataclasses.MISSING else _zero(plan)
+
+
 def _zero(plan: _FieldPlan) -> Any:
     if plan.is_array:
         return ()

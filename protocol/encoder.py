@@ -22,6 +22,7 @@ from collections.abc import Callable, Mapping
 from functools import cache
 from typing import Any
 
+from kio.serial._implicit_defaults import get_tagged_field_default
 from kio.serial._introspect import (
     EntityField,
     EntityTupleField,
@@ -32,9 +33,9 @@ from kio.serial._introspect import (
 from kio.serial._serialize import entity_writer, get_field_writer
 from kio.serial.writers import write_tagged_field
 
-from .codec import _ZERO, _convert, _plan
+from .codec import _convert, _plan, absent_value
 
-Step = Callable[[io.BytesIO, Any], None]
+Step = Callable[["_Buffer", Any], None]
 _MISSING = dataclasses.MISSING
 _PACK = {k: struct.Struct(f">{c}").pack for k, c in {
     "int8": "b", "int16": "h", "int32": "i", "int64": "q", "uint8": "B", "uint16": "H",
@@ -71,8 +72,10 @@ class _Buffer(io.BytesIO):
     written (for the error metrics: the encoder visits every field anyway, so nothing walks
     the response a second time)."""
 
-    parts: list[bytes | memoryview]
-    errors: list[int]
+    def __init__(self) -> None:
+        super().__init__()
+        self.parts: list[bytes | memoryview] = []
+        self.errors: list[int] = []
 
     def write_large(self, value: bytes | memoryview) -> None:
         self.parts.append(self.getvalue())
@@ -87,7 +90,6 @@ def encode_response(
     """The response as parts to write in order (large values are not copied), and its non-zero
     error codes (top level and nested, in dicts)."""
     buf = _Buffer()
-    buf.parts, buf.errors = [], []
     entity_step(entity)(buf, data)
     buf.parts.append(buf.getvalue())
     return buf.parts, buf.errors
@@ -99,7 +101,7 @@ def entity_step(entity: type) -> Step:
     tagged = _tagged_step(entity) if entity.__flexible__ else None
     kio_write = entity_writer(entity)
 
-    def write_entity(buf: io.BytesIO, data: Any) -> None:
+    def write_entity(buf: _Buffer, data: Any) -> None:
         if not isinstance(data, Mapping):  # a kio instance the handler built itself
             kio_write(buf, data)
             return
@@ -113,27 +115,18 @@ def entity_step(entity: type) -> Step:
 
 def _field_step(entity: type, f: dataclasses.Field[Any]) -> Step:
     name = f.name
-    default = _default_of(entity, f)
+    default = absent_value(_plans(entity)[name])  # exactly what build() would write
     write_value = _value_writer(entity, f)
 
-    def step(buf: io.BytesIO, data: Mapping[str, Any]) -> None:
+    def step(buf: _Buffer, data: Mapping[str, Any]) -> None:
         write_value(buf, data.get(name, default))
 
     return step
 
 
-def _default_of(entity: type, f: dataclasses.Field[Any]) -> Any:
-    """What build() puts in a field the dict lacks: the schema default, else a zero value."""
-    if f.default is not _MISSING:
-        return f.default
-    if f.default_factory is not _MISSING:
-        return f.default_factory()
-    kind = classify_field(f)
-    if kind.is_array:
-        return ()
-    if isinstance(kind, EntityField):
-        return {}
-    return _ZERO.get(f.metadata.get("kafka_type", ""), 0)
+@cache
+def _plans(entity: type) -> dict[str, Any]:
+    return {p.name: p for p in _plan(entity)}
 
 
 def _value_writer(entity: type, f: dataclasses.Field[Any]) -> Step:
@@ -151,7 +144,7 @@ def _value_writer(entity: type, f: dataclasses.Field[Any]) -> Step:
 
 
 def _nullable_entity(write_entity: Step) -> Step:
-    def step(buf: io.BytesIO, value: Any) -> None:  # KIP-893 marker, as kio writes it
+    def step(buf: _Buffer, value: Any) -> None:  # KIP-893 marker, as kio writes it
         if value is None:
             buf.write(b"\xff")
         else:
@@ -162,7 +155,7 @@ def _nullable_entity(write_entity: Step) -> Step:
 
 
 def _array(item: Step, flexible: bool) -> Step:
-    def step(buf: io.BytesIO, items: Any) -> None:
+    def step(buf: _Buffer, items: Any) -> None:
         if items is None:
             buf.write(b"\x00" if flexible else b"\xff\xff\xff\xff")
             return
@@ -200,14 +193,14 @@ def _primitive(kafka_type: str, flexible: bool, name: str) -> Step:  # noqa: C90
     raise NotImplementedError(f"no writer for {kafka_type!r} ({name})")
 
 
-def _error_code(buf: Any, v: Any) -> None:
+def _error_code(buf: _Buffer, v: Any) -> None:
     buf.write(_I16(v))
-    if v and isinstance(buf, _Buffer):
+    if v:
         buf.errors.append(int(v))
 
 
 def _bytes_writer(is_string: bool, flexible: bool) -> Step:
-    def step(buf: io.BytesIO, v: Any) -> None:
+    def step(buf: _Buffer, v: Any) -> None:
         if v is None:
             buf.write(b"\x00" if flexible else b"\xff\xff" if is_string else b"\xff\xff\xff\xff")
             return
@@ -215,7 +208,7 @@ def _bytes_writer(is_string: bool, flexible: bool) -> Step:
             v = v.encode()
         n = len(v)
         buf.write(_uv(n + 1) if flexible else _I16(n) if is_string else _I32(n))
-        if n >= LARGE_VALUE and isinstance(buf, _Buffer):
+        if n >= LARGE_VALUE:
             buf.write_large(v)
         else:
             buf.write(v)
@@ -231,19 +224,20 @@ def _tagged_step(entity: type) -> Step:
     )
     if not tagged:
         return lambda buf, data: buf.write(b"\x00")
-    plans = {p.name: p for p in _plan(entity)}
+    plans = _plans(entity)
     fields = [
         (tag, f, plans[f.name], get_field_writer(f, True, False, True)) for tag, f in tagged
     ]
 
-    def step(buf: io.BytesIO, data: Mapping[str, Any]) -> None:
+    def step(buf: _Buffer, data: Mapping[str, Any]) -> None:
         out = io.BytesIO()  # kio's writers: error codes in tagged fields are not counted
         count = 0
         for tag, f, plan, writer in fields:
             if f.name not in data:
                 continue  # the default, which kio leaves out
             value = _convert(plan, data[f.name])
-            if value == f.default or (f.default is _MISSING and value == _implicit_default(f)):
+            if value == f.default or (
+                    f.default is _MISSING and value == get_tagged_field_default(f)):
                 continue
             write_tagged_field(buffer=out, tag=tag, writer=writer, value=value)
             count += 1
@@ -253,7 +247,3 @@ def _tagged_step(entity: type) -> Step:
     return step
 
 
-def _implicit_default(f: dataclasses.Field[Any]) -> Any:
-    from kio.serial._implicit_defaults import get_tagged_field_default
-
-    return get_tagged_field_default(f)

@@ -93,11 +93,6 @@ def response_header(correlation_id: int, flexible: bool) -> bytes:
     return _CORRELATION.pack(correlation_id) + (b"\x00" if flexible else b"")
 
 
-def frame(parts: list[bytes]) -> bytes:
-    body = b"".join(parts)
-    return _SIZE.pack(len(body)) + body
-
-
 def frame_parts(parts: list[bytes | memoryview]) -> list[bytes | memoryview]:
-    """The same frame as `frame`, as buffers to write in order (the bytes are not copied)."""
+    """A frame (size prefix, then `parts`) as buffers to write in order, not joined."""
     return [_SIZE.pack(sum(len(p) for p in parts)), *parts]

@@ -184,13 +184,12 @@ def _check_record_framing(buf: Buf, pos: int, h: BatchHeader) -> None:
         # since this runs once per record of every produced batch.
         b = buf[p]
         if b < 0x80:
-            raw, p = b, p + 1
+            length, p = (b >> 1) ^ -(b & 1), p + 1
         elif p + 1 < end and buf[p + 1] < 0x80:
-            raw, p = (b & 0x7F) | (buf[p + 1] << 7), p + 2
+            raw = (b & 0x7F) | (buf[p + 1] << 7)
+            length, p = (raw >> 1) ^ -(raw & 1), p + 2
         else:
             length, p = read_varint(buf, p)
-            raw = (length << 1) ^ (length >> 63)
-        length = (raw >> 1) ^ -(raw & 1)
         if length <= 0 or p + length > end:
             raise InvalidRecord(f"malformed record in batch at offset {h.base_offset}")
         p += length

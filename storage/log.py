@@ -119,7 +119,7 @@ class Log:
         log = cls(dir, config, producer_id_expiration_ms)
         names = log._file_names()
         if any(n.endswith((*TEMP_SUFFIXES, SWAP_SUFFIX)) for n in names):
-            log._remove_temp_files()
+            log._remove_temp_files(names)
             log._complete_swaps()
             names = log._file_names()
         log._load_segments(names, recover, recovery_point, log_start_offset, now_ms)
@@ -137,8 +137,8 @@ class Log:
         # os.listdir, not Path.glob: start-up lists every partition dir (10,000s of them).
         return os.listdir(self.dir)
 
-    def _remove_temp_files(self) -> None:
-        for name in self._file_names():
+    def _remove_temp_files(self, names: list[str]) -> None:
+        for name in names:
             if name.endswith(TEMP_SUFFIXES):
                 f = self.dir / name
                 if f.is_file():
