@@ -1,5 +1,6 @@
 """Group coordinator: classic consumer groups and committed offsets (__consumer_offsets)."""
 
-from .coordinator import GroupCoordinator, GroupError, OffsetCommitEntry
+from .common import GroupError, OffsetCommitEntry
+from .coordinator import GroupCoordinator
 
 __all__ = ["GroupCoordinator", "GroupError", "OffsetCommitEntry"]

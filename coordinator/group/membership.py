@@ -1,0 +1,525 @@
+"""Group membership, Kafka's classic protocol: JoinGroup, SyncGroup, Heartbeat, LeaveGroup,
+the rebalance state machine and its timers (session timeouts, join and sync deadlines). A part
+of `GroupCoordinator` (coordinator.py), which owns the groups and persists them."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from typing import Any
+
+from .classic import ClassicGroup, GroupState, Member
+from .common import (
+    COORDINATOR_NOT_AVAILABLE,
+    FENCED_INSTANCE_ID,
+    GROUP_MAX_SIZE_REACHED,
+    ILLEGAL_GENERATION,
+    INCONSISTENT_GROUP_PROTOCOL,
+    INVALID_GROUP_ID,
+    INVALID_SESSION_TIMEOUT,
+    MEMBER_ID_REQUIRED,
+    NEW_MEMBER_JOIN_TIMEOUT_MS,
+    NONE,
+    REBALANCE_IN_PROGRESS,
+    UNKNOWN_MEMBER_ID,
+    GroupError,
+    now_ms,
+)
+
+# The coordinator's logger: one name for all of its parts (log configs select by it).
+log = logging.getLogger("coordinator.group.coordinator")
+
+
+class GroupMembership:
+    """Join/Sync/Heartbeat/Leave and rebalancing, for `GroupCoordinator`.
+    The state (groups, partitions, timers) is the coordinator's."""
+
+    # ------------------------------------------------------------------ timers
+    def _cancel_timers(self, group: ClassicGroup) -> None:
+        if group.join_timer is not None:
+            group.join_timer.cancel()
+            group.join_timer = None
+        for m in group.members.values():
+            if m.heartbeat_timer is not None:
+                m.heartbeat_timer.cancel()
+                m.heartbeat_timer = None
+        timer = group.sync_timer
+        if timer is not None:
+            timer.cancel()
+            group.sync_timer = None
+
+    def _schedule_heartbeat(self, group: ClassicGroup, member: Member, timeout_ms: int) -> None:
+        if member.heartbeat_timer is not None:
+            member.heartbeat_timer.cancel()
+        loop = asyncio.get_running_loop()
+        member.heartbeat_timer = loop.call_later(
+            timeout_ms / 1000, self._on_heartbeat_expired, group, member.member_id
+        )
+
+    def _on_heartbeat_expired(self, group: ClassicGroup, member_id: str) -> None:
+        if self.groups.get(group.group_id) is not group:
+            return
+        member = group.members.get(member_id)
+        if member is None:
+            return
+        member.heartbeat_timer = None
+        awaiting_sync = member.sync_future is not None and not member.sync_future.done()
+        if (member.awaiting_join and not member.is_new) or awaiting_sync:
+            # parked in JoinGroup/SyncGroup: the rebalance / pending-sync timeouts decide
+            self._schedule_heartbeat(group, member, member.session_timeout_ms)
+            return
+        log.info("member %s of group %s has failed (session timeout)", member_id, group.group_id)
+        self._remove_member_and_update(group, member, "session timeout")
+
+    def _on_pending_member_expired(self, group: ClassicGroup, member_id: str) -> None:
+        if member_id in group.pending_members:
+            group.pending_members.discard(member_id)
+            if group.is_in(GroupState.PREPARING_REBALANCE):
+                self._maybe_complete_join(group)
+            elif not group.members and not group.offsets and group.state_timestamp < 0 \
+                    and self.groups.get(group.group_id) is group and not group.pending_members:
+                del self.groups[group.group_id]
+
+    # ------------------------------------------------------------------ rebalance
+    def _prepare_rebalance(self, group: ClassicGroup, reason: str) -> None:
+        log.info("preparing to rebalance group %s in state %s with old generation %d (%s)",
+                 group.group_id, group.state.value, group.generation, reason)
+        if group.is_in(GroupState.COMPLETING_REBALANCE):
+            self._reset_and_fail_syncs(group, REBALANCE_IN_PROGRESS)
+        timer = group.sync_timer
+        if timer is not None:
+            timer.cancel()
+            group.sync_timer = None
+        if group.join_timer is not None:
+            group.join_timer.cancel()
+        loop = asyncio.get_running_loop()
+        was_empty = group.is_in(GroupState.EMPTY)
+        group.transition(GroupState.PREPARING_REBALANCE, now_ms())
+        if was_empty:
+            group.initial_join = True
+            delay = self.initial_rebalance_delay_ms
+            group.join_remaining_ms = max(group.max_rebalance_timeout_ms() - delay, 0)
+            group.new_member_added = False
+            group.join_timer = loop.call_later(delay / 1000, self._on_initial_join_delay, group)
+        else:
+            group.initial_join = False
+            group.join_timer = loop.call_later(
+                group.max_rebalance_timeout_ms() / 1000, self._complete_join, group
+            )
+            self._maybe_complete_join(group)
+
+    def _on_initial_join_delay(self, group: ClassicGroup) -> None:
+        group.join_timer = None
+        remaining = group.join_remaining_ms
+        if group.new_member_added and remaining > 0:
+            group.new_member_added = False
+            delay = min(self.initial_rebalance_delay_ms, remaining)
+            group.join_remaining_ms = remaining - delay
+            group.join_timer = asyncio.get_running_loop().call_later(
+                delay / 1000, self._on_initial_join_delay, group
+            )
+            return
+        self._complete_join(group)
+
+    def _maybe_complete_join(self, group: ClassicGroup) -> None:
+        if (
+            group.is_in(GroupState.PREPARING_REBALANCE)
+            and not group.initial_join
+            and group.all_members_joined()
+        ):
+            self._complete_join(group)
+
+    def _complete_join(self, group: ClassicGroup) -> None:
+        if group.join_timer is not None:
+            group.join_timer.cancel()
+            group.join_timer = None
+        if not group.is_in(GroupState.PREPARING_REBALANCE) or self.groups.get(group.group_id) \
+                is not group:
+            return
+        for m in list(group.members.values()):
+            if not m.awaiting_join:
+                log.info("removing member %s of group %s: it did not rejoin", m.member_id,
+                         group.group_id)
+                group.remove(m.member_id)
+        now = now_ms()
+        group.generation += 1
+        if not group.members:
+            group.protocol_name = None
+            group.leader_id = None
+            group.transition(GroupState.EMPTY, now)
+            try:
+                self._store_group(group)
+            except GroupError as exc:
+                log.warning("could not store empty group %s: %d", group.group_id, exc.error_code)
+            return
+        group.protocol_name = group.select_protocol()
+        if group.leader_id not in group.members:
+            group.leader_id = next(iter(group.members))
+        group.transition(GroupState.COMPLETING_REBALANCE, now)
+        log.info("group %s: generation %d (%d members, protocol %s)", group.group_id,
+                 group.generation, len(group.members), group.protocol_name)
+        for m in group.members.values():
+            fut, m.join_future = m.join_future, None
+            m.is_new = False
+            if fut is not None and not fut.done():
+                fut.set_result(self._join_response(group, m, m.member_id == group.leader_id))
+            self._schedule_heartbeat(group, m, m.session_timeout_ms)
+        generation = group.generation
+        group.sync_timer = asyncio.get_running_loop().call_later(
+            group.max_rebalance_timeout_ms() / 1000, self._on_sync_expired, group, generation
+        )
+
+    def _on_sync_expired(self, group: ClassicGroup, generation: int) -> None:
+        group.sync_timer = None
+        if group.generation != generation or not group.is_in(GroupState.COMPLETING_REBALANCE):
+            return
+        missing = [m for m in group.members.values()
+                   if m.sync_future is None or m.sync_future.done()]
+        for m in missing:
+            log.info("removing member %s of group %s: no SyncGroup in time", m.member_id,
+                     group.group_id)
+            group.remove(m.member_id)
+        if missing:
+            self._prepare_rebalance(group, "members did not sync in time")
+
+    def _join_response(self, group: ClassicGroup, member: Member, with_members: bool,
+                       leader: str | None = None, skip: bool = False) -> dict[str, Any]:
+        return {
+            "error_code": NONE,
+            "generation_id": group.generation,
+            "protocol_type": group.protocol_type,
+            "protocol_name": group.protocol_name,
+            "leader": leader if leader is not None else (group.leader_id or ""),
+            "skip_assignment": skip,
+            "member_id": member.member_id,
+            "members": [
+                {"member_id": m.member_id, "group_instance_id": m.group_instance_id,
+                 "metadata": m.metadata(group.protocol_name)}
+                for m in group.members.values()
+            ] if with_members else [],
+        }
+
+    def _reset_and_fail_syncs(self, group: ClassicGroup, error: int) -> None:
+        for m in group.members.values():
+            m.assignment = b""
+            fut, m.sync_future = m.sync_future, None
+            if fut is not None and not fut.done():
+                fut.set_result({"error_code": error, "assignment": b""})
+
+    def _remove_member_and_update(self, group: ClassicGroup, member: Member, reason: str) -> None:
+        group.remove(member.member_id)
+        for fut in (member.join_future, member.sync_future):
+            if fut is not None and not fut.done():
+                fut.set_result(error_join(UNKNOWN_MEMBER_ID, member.member_id))
+        if group.is_in(GroupState.PREPARING_REBALANCE):
+            self._maybe_complete_join(group)
+            if not group.members and not group.pending_members:
+                self._complete_join(group)
+        elif group.is_in(GroupState.STABLE, GroupState.COMPLETING_REBALANCE):
+            self._prepare_rebalance(group, f"removing member {member.member_id}: {reason}")
+
+    # ------------------------------------------------------------------ JoinGroup
+    async def join_group(
+        self,
+        group_id: str,
+        member_id: str,
+        instance_id: str | None,
+        protocol_type: str,
+        protocols: list[tuple[str, bytes]],
+        session_timeout_ms: int,
+        rebalance_timeout_ms: int,
+        client_id: str,
+        client_host: str,
+        version: int,
+    ) -> dict[str, Any]:
+        if not group_id:
+            return error_join(INVALID_GROUP_ID, member_id)
+        try:
+            p = self.coordinator_partition(group_id)
+        except GroupError as exc:
+            return error_join(exc.error_code, member_id)
+        if not self.min_session_ms <= session_timeout_ms <= self.max_session_ms:
+            return error_join(INVALID_SESSION_TIMEOUT, member_id)
+        group = self.groups.get(group_id)
+        if group is None:
+            if member_id:
+                return error_join(UNKNOWN_MEMBER_ID, member_id)
+            group = ClassicGroup(group_id, p)
+        elif group.is_in(GroupState.DEAD):
+            return error_join(COORDINATOR_NOT_AVAILABLE, member_id)
+        if (
+            not group.has_member(member_id)
+            and group.static_member_id(instance_id) is None
+            and len(group.members) + len(group.pending_members) >= self.max_group_size
+        ):
+            return error_join(GROUP_MAX_SIZE_REACHED, member_id)
+        member_args = (instance_id, protocol_type, protocols, session_timeout_ms,
+                       rebalance_timeout_ms, client_id, client_host)
+        if not member_id:
+            return await self._join_unknown(group, version, *member_args)
+        return await self._join_existing(group, member_id, *member_args)
+
+    async def _join_unknown(self, group: ClassicGroup, version: int, instance_id: str | None,
+                            protocol_type: str, protocols: list[tuple[str, bytes]],
+                            session_ms: int, rebalance_ms: int, client_id: str,
+                            client_host: str) -> dict[str, Any]:
+        if not group.supports_protocols(protocol_type, [n for n, _ in protocols]):
+            return error_join(INCONSISTENT_GROUP_PROTOCOL, "")
+        new_id = f"{client_id}-{uuid.uuid4()}"
+        if instance_id is not None:
+            old_id = group.static_member_id(instance_id)
+            if old_id is not None and old_id in group.members:
+                return await self._replace_static_member(
+                    group, old_id, new_id, protocols, session_ms, rebalance_ms, version
+                )
+        elif version >= 4:
+            group.pending_members.add(new_id)
+            self.groups.setdefault(group.group_id, group)
+            asyncio.get_running_loop().call_later(
+                session_ms / 1000, self._on_pending_member_expired, group, new_id
+            )
+            return error_join(MEMBER_ID_REQUIRED, new_id)
+        member = Member(new_id, instance_id, client_id, client_host, rebalance_ms, session_ms,
+                        protocol_type, protocols)
+        return await self._add_member_and_rebalance(group, member)
+
+    async def _add_member_and_rebalance(self, group: ClassicGroup,
+                                        member: Member) -> dict[str, Any]:
+        self.groups.setdefault(group.group_id, group)
+        member.is_new = True
+        fut = asyncio.get_running_loop().create_future()
+        member.join_future = fut
+        group.pending_members.discard(member.member_id)
+        group.add(member)
+        group.new_member_added = True
+        self._schedule_heartbeat(group, member, NEW_MEMBER_JOIN_TIMEOUT_MS)
+        if group.is_in(GroupState.PREPARING_REBALANCE):
+            self._maybe_complete_join(group)
+        else:
+            self._prepare_rebalance(group, f"adding new member {member.member_id}")
+        return await fut
+
+    async def _replace_static_member(self, group: ClassicGroup, old_id: str, new_id: str,
+                                     protocols: list[tuple[str, bytes]], session_ms: int,
+                                     rebalance_ms: int, version: int) -> dict[str, Any]:
+        member = group.members.pop(old_id)
+        for fut in (member.join_future, member.sync_future):
+            if fut is not None and not fut.done():
+                fut.set_result(error_join(FENCED_INSTANCE_ID, old_id))
+        member.join_future = member.sync_future = None
+        current_leader = group.leader_id
+        member.member_id = new_id
+        group.members[new_id] = member
+        assert member.group_instance_id is not None
+        group.static_members[member.group_instance_id] = new_id
+        if group.leader_id == old_id:
+            group.leader_id = new_id
+        old_protocols = member.protocols
+        member.protocols = protocols
+        member.session_timeout_ms = session_ms
+        member.rebalance_timeout_ms = rebalance_ms
+        self._schedule_heartbeat(group, member, session_ms)
+        fut = asyncio.get_running_loop().create_future()
+        member.join_future = fut
+        if group.is_in(GroupState.STABLE):
+            if group.select_protocol() == group.protocol_name:
+                member.join_future = None
+                try:
+                    self._store_group(group)
+                except GroupError as exc:
+                    member.protocols = old_protocols
+                    del group.members[new_id]
+                    member.member_id = old_id
+                    group.members[old_id] = member
+                    group.static_members[member.group_instance_id] = old_id
+                    if group.leader_id == new_id:
+                        group.leader_id = old_id
+                    return error_join(exc.error_code, "")
+                is_leader = group.leader_id == new_id
+                if version >= 9:
+                    return self._join_response(group, member, is_leader, skip=is_leader)
+                return self._join_response(group, member, False, leader=current_leader)
+            self._prepare_rebalance(group, f"static member {new_id} changed protocols")
+        elif group.is_in(GroupState.COMPLETING_REBALANCE):
+            self._prepare_rebalance(group, f"static member {new_id} rejoined")
+        else:
+            self._maybe_complete_join(group)
+        return await fut
+
+    async def _join_existing(self, group: ClassicGroup, member_id: str, instance_id: str | None,
+                             protocol_type: str, protocols: list[tuple[str, bytes]],
+                             session_ms: int, rebalance_ms: int, client_id: str,
+                             client_host: str) -> dict[str, Any]:
+        if group.is_pending(member_id):
+            if not group.supports_protocols(protocol_type, [n for n, _ in protocols]):
+                return error_join(INCONSISTENT_GROUP_PROTOCOL, member_id)
+            member = Member(member_id, instance_id, client_id, client_host, rebalance_ms,
+                            session_ms, protocol_type, protocols)
+            return await self._add_member_and_rebalance(group, member)
+        try:
+            member = self._validate_member(group, member_id, instance_id)
+        except GroupError as exc:
+            return error_join(exc.error_code, member_id)
+        if not group.supports_protocols(protocol_type, [n for n, _ in protocols]):
+            return error_join(INCONSISTENT_GROUP_PROTOCOL, member_id)
+        if group.is_in(GroupState.EMPTY, GroupState.DEAD):
+            return error_join(UNKNOWN_MEMBER_ID, member_id)
+        if group.is_in(GroupState.COMPLETING_REBALANCE) and member.matches(protocols):
+            return self._join_response(group, member, member_id == group.leader_id)
+        if (
+            group.is_in(GroupState.STABLE)
+            and member_id != group.leader_id
+            and member.matches(protocols)
+        ):
+            self._schedule_heartbeat(group, member, member.session_timeout_ms)
+            return self._join_response(group, member, False)
+        # update the member and (re)join the rebalance
+        if member.join_future is not None and not member.join_future.done():
+            member.join_future.set_result(error_join(UNKNOWN_MEMBER_ID, member_id))
+        member.protocols = protocols
+        member.session_timeout_ms = session_ms
+        member.rebalance_timeout_ms = rebalance_ms
+        fut = asyncio.get_running_loop().create_future()
+        member.join_future = fut
+        self._schedule_heartbeat(group, member, session_ms)
+        if group.is_in(GroupState.PREPARING_REBALANCE):
+            self._maybe_complete_join(group)
+        else:
+            self._prepare_rebalance(group, f"member {member_id} rejoined")
+        return await fut
+
+    def _validate_member(self, group: ClassicGroup, member_id: str,
+                         instance_id: str | None) -> Member:
+        if instance_id is not None:
+            static_id = group.static_member_id(instance_id)
+            if static_id is None:
+                raise GroupError(UNKNOWN_MEMBER_ID)
+            if static_id != member_id:
+                raise GroupError(FENCED_INSTANCE_ID)
+        member = group.members.get(member_id)
+        if member is None:
+            raise GroupError(UNKNOWN_MEMBER_ID)
+        return member
+
+    # ------------------------------------------------------------------ SyncGroup
+    async def sync_group(self, group_id: str, generation: int, member_id: str,
+                         instance_id: str | None, protocol_type: str | None,
+                         protocol_name: str | None,
+                         assignments: list[tuple[str, bytes]]) -> dict[str, Any]:
+        try:
+            self.coordinator_partition(group_id)
+            group = self.groups.get(group_id)
+            if group is None or group.is_in(GroupState.DEAD):
+                raise GroupError(UNKNOWN_MEMBER_ID)
+            member = self._validate_member(group, member_id, instance_id)
+            if generation != group.generation:
+                raise GroupError(ILLEGAL_GENERATION)
+            if (protocol_type is not None and protocol_type != group.protocol_type) or (
+                protocol_name is not None and protocol_name != group.protocol_name
+            ):
+                raise GroupError(INCONSISTENT_GROUP_PROTOCOL)
+            if group.is_in(GroupState.EMPTY):
+                raise GroupError(UNKNOWN_MEMBER_ID)
+            if group.is_in(GroupState.PREPARING_REBALANCE):
+                raise GroupError(REBALANCE_IN_PROGRESS)
+        except GroupError as exc:
+            return {"error_code": exc.error_code, "assignment": b""}
+        self._schedule_heartbeat(group, member, member.session_timeout_ms)
+        if group.is_in(GroupState.STABLE):
+            return self._sync_response(group, member)
+        # CompletingRebalance
+        fut = asyncio.get_running_loop().create_future()
+        if member.sync_future is not None and not member.sync_future.done():
+            member.sync_future.set_result({"error_code": REBALANCE_IN_PROGRESS,
+                                           "assignment": b""})
+        member.sync_future = fut
+        if member_id == group.leader_id:
+            given = dict(assignments)
+            for m in group.members.values():
+                m.assignment = given.get(m.member_id, b"")
+            try:
+                self._store_group(group)
+            except GroupError as exc:
+                self._reset_and_fail_syncs(group, exc.error_code)
+                self._prepare_rebalance(group, "storing the group failed")
+                return await fut
+            timer = group.sync_timer
+            if timer is not None:
+                timer.cancel()
+                group.sync_timer = None
+            group.transition(GroupState.STABLE, now_ms())
+            for m in group.members.values():
+                f, m.sync_future = m.sync_future, None
+                if f is not None and not f.done():
+                    f.set_result(self._sync_response(group, m))
+        return await fut
+
+    @staticmethod
+    def _sync_response(group: ClassicGroup, member: Member) -> dict[str, Any]:
+        return {"error_code": NONE, "protocol_type": group.protocol_type,
+                "protocol_name": group.protocol_name, "assignment": member.assignment}
+
+    # ------------------------------------------------------------------ Heartbeat
+    def heartbeat(self, group_id: str, generation: int, member_id: str,
+                  instance_id: str | None) -> int:
+        try:
+            self.coordinator_partition(group_id)
+            group = self.groups.get(group_id)
+            if group is None or group.is_in(GroupState.DEAD, GroupState.EMPTY):
+                raise GroupError(UNKNOWN_MEMBER_ID)
+            member = self._validate_member(group, member_id, instance_id)
+            if generation != group.generation:
+                raise GroupError(ILLEGAL_GENERATION)
+        except GroupError as exc:
+            return exc.error_code
+        self._schedule_heartbeat(group, member, member.session_timeout_ms)
+        if group.is_in(GroupState.PREPARING_REBALANCE):
+            return REBALANCE_IN_PROGRESS
+        return NONE
+
+    # ------------------------------------------------------------------ LeaveGroup
+    def leave_group(self, group_id: str,
+                    members: list[tuple[str, str | None]]) -> tuple[int, list[dict[str, Any]]]:
+        """(top-level error, per-member results) for (member_id, group_instance_id) pairs."""
+        try:
+            self.coordinator_partition(group_id)
+        except GroupError as exc:
+            return exc.error_code, []
+        group = self.groups.get(group_id)
+        if group is None or group.is_in(GroupState.DEAD):
+            return UNKNOWN_MEMBER_ID, []
+        results = []
+        for member_id, instance_id in members:
+            out = {"member_id": member_id, "group_instance_id": instance_id, "error_code": NONE}
+            results.append(out)
+            if instance_id is None and group.is_pending(member_id):
+                group.pending_members.discard(member_id)
+                if group.is_in(GroupState.PREPARING_REBALANCE):
+                    self._maybe_complete_join(group)
+                continue
+            try:
+                if instance_id is not None:
+                    static_id = group.static_member_id(instance_id)
+                    if static_id is None:
+                        raise GroupError(UNKNOWN_MEMBER_ID)
+                    if member_id and member_id != static_id:
+                        raise GroupError(FENCED_INSTANCE_ID)
+                    member_id = static_id
+                member = group.members.get(member_id)
+                if member is None:
+                    raise GroupError(UNKNOWN_MEMBER_ID)
+            except GroupError as exc:
+                out["error_code"] = exc.error_code
+                continue
+            log.info("member %s leaves group %s", member_id, group_id)
+            self._remove_member_and_update(group, member, "the member left the group")
+        return NONE, results
+
+
+
+def error_join(code: int, member_id: str) -> dict[str, Any]:
+    return {"error_code": code, "generation_id": -1, "protocol_type": None,
+            "protocol_name": None, "leader": "", "member_id": member_id, "members": [],
+            "assignment": b""}
+

@@ -1,0 +1,240 @@
+"""Committed offsets of consumer groups: OffsetCommit (plain and transactional), OffsetFetch,
+OffsetDelete, and retention of expired offsets. A part of `GroupCoordinator` (coordinator.py),
+which owns the groups and persists them."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+from .classic import ClassicGroup, CommittedOffset, GroupState
+from .common import (
+    COORDINATOR_NOT_AVAILABLE,
+    GROUP_ID_NOT_FOUND,
+    GROUP_SUBSCRIBED_TO_TOPIC,
+    ILLEGAL_GENERATION,
+    NON_EMPTY_GROUP,
+    NONE,
+    OFFSET_METADATA_MAX_BYTES,
+    OFFSET_METADATA_TOO_LARGE,
+    REBALANCE_IN_PROGRESS,
+    UNKNOWN_MEMBER_ID,
+    UNSTABLE_OFFSET_COMMIT,
+    GroupError,
+    OffsetCommitEntry,
+    now_ms,
+)
+from .records import (
+    OffsetValue,
+    group_metadata_key,
+    offset_commit_key,
+    offset_commit_value,
+)
+
+# The coordinator's logger: one name for all of its parts (log configs select by it).
+log = logging.getLogger("coordinator.group.coordinator")
+
+
+class GroupOffsets:
+    """Offset commit/fetch/delete and retention, for `GroupCoordinator`.
+    The state (groups, partitions, timers) is the coordinator's."""
+
+    # ------------------------------------------------------------------ offsets
+    def _offset_commit_group(self, group_id: str, generation: int, member_id: str,
+                             instance_id: str | None, version: int,
+                             transactional: bool) -> tuple[int, ClassicGroup]:
+        p = self.coordinator_partition(group_id)
+        group = self.groups.get(group_id)
+        if group is None:
+            if generation >= 0:
+                raise GroupError(GROUP_ID_NOT_FOUND if version >= 9 and not transactional
+                                 else ILLEGAL_GENERATION)
+            group = ClassicGroup(group_id, p)
+            return p, group
+        if group.is_in(GroupState.DEAD):
+            raise GroupError(COORDINATOR_NOT_AVAILABLE)
+        if generation < 0 and group.is_in(GroupState.EMPTY):
+            return p, group
+        if generation >= 0 or member_id or instance_id is not None:
+            member = self._validate_member(group, member_id, instance_id)
+            if generation != group.generation:
+                raise GroupError(ILLEGAL_GENERATION)
+            if not transactional:
+                self._schedule_heartbeat(group, member, member.session_timeout_ms)
+        elif not transactional and not group.is_in(GroupState.EMPTY):
+            raise GroupError(UNKNOWN_MEMBER_ID)
+        if not transactional and group.is_in(GroupState.COMPLETING_REBALANCE):
+            raise GroupError(REBALANCE_IN_PROGRESS)
+        return p, group
+
+    def commit_offsets(
+        self,
+        group_id: str,
+        generation: int,
+        member_id: str,
+        instance_id: str | None,
+        entries: list[OffsetCommitEntry],
+        *,
+        version: int,
+        retention_ms: int = -1,
+        producer_id: int = -1,
+        producer_epoch: int = -1,
+    ) -> dict[tuple[str, int], int]:
+        """Commit offsets (transactionally when producer_id >= 0); error code per partition."""
+        transactional = producer_id >= 0
+        try:
+            p, group = self._offset_commit_group(group_id, generation, member_id, instance_id,
+                                                 version, transactional)
+        except GroupError as exc:
+            return {(e.topic, e.partition): exc.error_code for e in entries}
+        now = now_ms()
+        expire = now + retention_ms if retention_ms >= 0 else -1
+        result: dict[tuple[str, int], int] = {}
+        to_write: list[tuple[tuple[str, int], OffsetValue]] = []
+        for e in entries:
+            tp = (e.topic, e.partition)
+            metadata = e.metadata or ""
+            if len(metadata.encode()) > OFFSET_METADATA_MAX_BYTES:
+                result[tp] = OFFSET_METADATA_TOO_LARGE
+                continue
+            result[tp] = NONE
+            to_write.append((tp, OffsetValue(e.offset, e.leader_epoch, metadata, now, expire)))
+        if not to_write:
+            return result
+        records = [(offset_commit_key(group_id, t, pn), offset_commit_value(v))
+                   for (t, pn), v in to_write]
+        try:
+            last = self._append(p, records, producer_id=producer_id,
+                                producer_epoch=producer_epoch, transactional=transactional)
+        except GroupError as exc:
+            for tp, _ in to_write:
+                result[tp] = exc.error_code
+            return result
+        self.groups.setdefault(group_id, group)
+        first = last - len(records) + 1
+        for i, (tp, v) in enumerate(to_write):
+            co = CommittedOffset(v, first + i)
+            if transactional:
+                group.pending_txn_offsets.setdefault(producer_id, {})[tp] = co
+            else:
+                group.offsets[tp] = co
+        if transactional:
+            self._txn_groups.setdefault(p, {}).setdefault(producer_id, set()).add(group_id)
+        return result
+
+    def fetch_offsets(
+        self, group_id: str, topics: list[tuple[str, list[int]]] | None, require_stable: bool
+    ) -> list[dict[str, Any]]:
+        """Committed offsets as OffsetFetch topic entries. Raises GroupError (group level)."""
+        self.coordinator_partition(group_id)
+        group = self.groups.get(group_id)
+        offsets = group.offsets if group is not None else {}
+        if topics is None:
+            by_topic: dict[str, list[int]] = {}
+            for t, pn in sorted(offsets):
+                by_topic.setdefault(t, []).append(pn)
+            topics = list(by_topic.items())
+        out = []
+        for name, partitions in topics:
+            parts = []
+            for pn in partitions:
+                entry: dict[str, Any] = {"partition_index": pn, "committed_offset": -1,
+                                         "committed_leader_epoch": -1, "metadata": "",
+                                         "error_code": NONE}
+                if group is not None and require_stable and self.has_pending_txn(group,
+                                                                                 (name, pn)):
+                    entry["error_code"] = UNSTABLE_OFFSET_COMMIT
+                else:
+                    co = offsets.get((name, pn))
+                    if co is not None:
+                        entry.update(committed_offset=co.value.offset,
+                                     committed_leader_epoch=co.value.leader_epoch,
+                                     metadata=co.value.metadata)
+                parts.append(entry)
+            out.append({"name": name, "partitions": parts})
+        return out
+
+    def delete_offsets(self, group_id: str,
+                       partitions: list[tuple[str, int]]) -> tuple[int, dict[tuple[str, int], int]]:
+        try:
+            p = self.coordinator_partition(group_id)
+            group = self.groups.get(group_id)
+            if group is None or group.is_in(GroupState.DEAD):
+                raise GroupError(GROUP_ID_NOT_FOUND)
+            subscribed: set[str] = set()
+            if not group.is_in(GroupState.EMPTY):
+                if group.protocol_type != "consumer":
+                    raise GroupError(NON_EMPTY_GROUP)
+                subscribed = group.subscribed_topics() or set()
+        except GroupError as exc:
+            return exc.error_code, {}
+        result: dict[tuple[str, int], int] = {}
+        tombstones = []
+        for tp in partitions:
+            if tp[0] in subscribed:
+                result[tp] = GROUP_SUBSCRIBED_TO_TOPIC
+                continue
+            result[tp] = NONE
+            if tp in group.offsets:
+                tombstones.append(tp)
+        if tombstones:
+            try:
+                self._append(p, [(offset_commit_key(group_id, t, pn), None)
+                                 for t, pn in tombstones])
+            except GroupError as exc:
+                return exc.error_code, {}
+            for tp in tombstones:
+                group.offsets.pop(tp, None)
+        return NONE, result
+
+
+    # ------------------------------------------------------------------ retention
+    async def _retention_loop(self) -> None:
+        while not self._stopped:
+            await asyncio.sleep(self.retention_check_ms / 1000)
+            try:
+                self.expire_offsets(now_ms())
+            except Exception:
+                log.exception("offset expiration failed")
+
+    def expire_offsets(self, now: int) -> int:
+        """Remove offsets past retention from empty groups; returns how many were removed."""
+        removed = 0
+        for group in list(self.groups.values()):
+            if group.partition not in self.loaded or not group.is_in(GroupState.EMPTY):
+                continue
+            expired = []
+            for tp, co in group.offsets.items():
+                v = co.value
+                if v.expire_timestamp >= 0:
+                    deadline = v.expire_timestamp
+                else:
+                    base = (group.state_timestamp
+                            if group.protocol_type and group.state_timestamp >= 0
+                            else v.commit_timestamp)
+                    deadline = base + self.retention_ms
+                if now >= deadline:
+                    expired.append(tp)
+            records: list[tuple[bytes, bytes | None]] = [
+                (offset_commit_key(group.group_id, t, pn), None) for t, pn in expired
+            ]
+            drop_group = len(expired) == len(group.offsets) and not group.pending_txn_offsets \
+                and not group.pending_members
+            if drop_group:
+                records.append((group_metadata_key(group.group_id), None))
+            if not expired and not drop_group:
+                continue
+            try:
+                self._append(group.partition, records)
+            except GroupError:
+                continue
+            for tp in expired:
+                del group.offsets[tp]
+            removed += len(expired)
+            if drop_group:
+                group.transition(GroupState.DEAD, now)
+                del self.groups[group.group_id]
+            log.info("removed %d expired offsets of group %s", len(expired), group.group_id)
+        return removed
+
