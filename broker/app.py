@@ -113,8 +113,10 @@ class Broker:
             log.info("ISR change of %s-%d failed: %r", partition.topic, partition.index, exc)
             return False
         if ok:
-            log.info("%s-%d: ISR %s -> %s", partition.topic, partition.index, partition.isr, isr)
-            metrics.isr_changed(partition.isr, isr)
+            # Against the ISR this write replaced: by now the store's watch may already have
+            # set partition.isr to the new ISR, and a change counted against that is none.
+            log.info("%s-%d: ISR %s -> %s", partition.topic, partition.index, doc["isr"], isr)
+            metrics.isr_changed(doc["isr"], isr)
         return ok
 
     def _on_leadership(self, partition: Any, is_leader: bool) -> None:

@@ -63,5 +63,8 @@ def _check(c: Cluster, ports: dict[int, int]) -> None:
     wait_until(lambda: c.isr("replicated")[0] == [0, 1, 2], 60, "the victim back in the ISR")
     wait_until(lambda: value(scrape(ports[leader]), f"{RM}_underreplicatedpartitions") == 0,
                30, "no under-replicated partition")
-    assert value(scrape(ports[leader]), f"{RM}_isrexpands_total") >= expands + 1
+    # The leader counts the expand once its ZooKeeper write returns, which may be after the
+    # store's watch has already shown everyone the new ISR: wait for the count too.
+    wait_until(lambda: value(scrape(ports[leader]), f"{RM}_isrexpands_total") >= expands + 1,
+               30, "the leader counts the ISR expand")
     wait_until(lambda: total(f"{KC}_offlinepartitionscount") == 0, 60, "nothing offline")
