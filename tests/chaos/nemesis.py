@@ -6,7 +6,13 @@ records a timeline of what it did. Everything that starts a process runs in the 
 With a NetLab (tests/chaos/netns.py: each broker in its own network namespace) it also
 partitions the network: one broker isolated from everyone, cut from one peer, cut from both
 peers (clients and ZooKeeper still reach it), or cut from ZooKeeper only; held for a while,
-then healed."""
+then healed.
+
+The coordinator fault strikes where a transactional workload is most fragile: its victim is the
+broker that coordinates one of the workload's live transactional ids (preferably caught with a
+transaction in PrepareCommit/PrepareAbort, i.e. between EndTxn and the end of its markers:
+tests/chaos/coordinators.py) or the group coordinator of its consumer group; it kills (-9),
+pauses or (with a NetLab) isolates it."""
 
 from __future__ import annotations
 
@@ -22,12 +28,14 @@ from pathlib import Path
 from confluent_kafka.admin import NewTopic
 
 from broker.zk_process import ZooKeeperProcess
+from tests.chaos.coordinators import Target, coordinator_of, hunt_prepared
 from tests.chaos.netns import NetLab
 from tests.cluster.cluster import Cluster, wait_until
 from tests.support.broker import BrokerProcess, free_port
 
 FAULTS = ("kill", "pause", "stop")  # the default: no network namespaces needed
-ALL_FAULTS = (*FAULTS, "partition")
+ALL_FAULTS = (*FAULTS, "partition", "coordinator")
+COORDINATOR_KINDS = ("kill", "pause", "isolate")  # isolate: with a NetLab only
 PARTITION_KINDS = ("isolate", "peer", "peers", "zookeeper")
 MARKS = {"kill": "K", "pause": "P", "stop": "S", "partition": "N"}  # in the text chart
 
@@ -113,12 +121,22 @@ class Nemesis:
     partition_hold: tuple[float, float] = (3.0, 10.0)
     partition_kinds: dict[str, int] = field(
         default_factory=lambda: {k: 0 for k in PARTITION_KINDS})
+    # The coordinator fault's candidates: the workload's transactional ids and groups.
+    txn_ids: list[str] = field(default_factory=list)
+    groups: list[str] = field(default_factory=list)
+    hunt: float = 5.0  # seconds to look for a prepared transaction before striking anyway
+    coordinator_kinds: dict[str, int] = field(
+        default_factory=lambda: {k: 0 for k in COORDINATOR_KINDS})
+    coordinator_roles: dict[str, int] = field(
+        default_factory=lambda: {"txn": 0, "prepared": 0, "group": 0})
 
     def __post_init__(self) -> None:
         self.rng = random.Random(self.seed)
         self._paused: set[int] = set()
         if "partition" in self.faults and self.net is None:
             raise ValueError("partition faults need a NetLab (Nemesis(net=...))")
+        if "coordinator" in self.faults and not (self.txn_ids or self.groups):
+            raise ValueError("coordinator faults need transactional ids or groups")
 
     # ------------------------------------------------------------------ control
     def run(self, duration: float) -> None:
@@ -160,12 +178,11 @@ class Nemesis:
     # ------------------------------------------------------------------ faults
     def inject(self, fault: str, broker: BrokerProcess, down: float) -> None:
         bid = broker.broker_id
-        if fault == "kill":
+        if fault == "coordinator":
+            self.strike_coordinator(down)
+        elif fault == "kill":
             self.counts["kill"] += 1
-            self.events.append(Event(self._now(), "kill", bid))
-            broker.kill9()
-            time.sleep(down)
-            self._start(broker)
+            self._kill(broker, down)
         elif fault == "stop":
             self.counts["stop"] += 1
             self.events.append(Event(self._now(), "stop", bid))
@@ -179,21 +196,66 @@ class Nemesis:
         elif fault == "partition":
             self._partition(broker)
         elif fault == "pause":
-            pid = broker.pid
-            if pid is None:
-                return
-            self.counts["pause"] += 1
-            self.events.append(Event(self._now(), "pause", bid, f"{down:.1f}s"))
-            self._paused.add(bid)
-            os.kill(pid, signal.SIGSTOP)
-            try:
-                time.sleep(down)
-            finally:
-                os.kill(pid, signal.SIGCONT)
-                self._paused.discard(bid)
-                self.events.append(Event(self._now(), "resume", bid))
+            if broker.pid is not None:
+                self.counts["pause"] += 1
+                self._pause(broker, down)
         else:
             raise ValueError(f"unknown fault {fault!r}")
+
+    def _kill(self, broker: BrokerProcess, down: float, detail: str = "") -> None:
+        self.events.append(Event(self._now(), "kill", broker.broker_id, detail))
+        broker.kill9()
+        time.sleep(down)
+        self._start(broker)
+
+    def _pause(self, broker: BrokerProcess, down: float, detail: str = "") -> None:
+        bid, pid = broker.broker_id, broker.pid
+        if pid is None:
+            return
+        self.events.append(Event(self._now(), "pause", bid, f"{detail} {down:.1f}s".strip()))
+        self._paused.add(bid)
+        os.kill(pid, signal.SIGSTOP)
+        try:
+            time.sleep(down)
+        finally:
+            os.kill(pid, signal.SIGCONT)
+            self._paused.discard(bid)
+            self.events.append(Event(self._now(), "resume", bid))
+
+    def find_coordinator_target(self) -> Target:
+        """A transaction coordinator (caught with a prepared transaction if one shows up
+        within `hunt` seconds) or a group coordinator of the workload."""
+        role = self.rng.choice(["txn"] * bool(self.txn_ids) + ["group"] * bool(self.groups))
+        if role == "txn":
+            found = hunt_prepared(self.cluster, self.txn_ids, self.hunt)
+            if found is not None:
+                return found
+        key = self.rng.choice(self.txn_ids if role == "txn" else self.groups)
+        return Target(coordinator_of(self.cluster, role, key), role, key)
+
+    def strike_coordinator(self, down: float) -> Target:
+        target = self.find_coordinator_target()
+        broker = self.cluster.broker(target.broker_id)
+        kind = self.rng.choice(COORDINATOR_KINDS if self.net is not None
+                               else COORDINATOR_KINDS[:2])
+        self.counts["coordinator"] += 1
+        self.coordinator_kinds[kind] += 1
+        self.coordinator_roles[target.role] += 1
+        self.coordinator_roles["prepared"] += bool(target.state)
+        detail = target.describe()
+        if kind == "kill":
+            self._kill(broker, down, detail)
+        elif kind == "pause":
+            self._pause(broker, down, detail)
+        else:
+            assert self.net is not None
+            hold = self.rng.uniform(*self.partition_hold)
+            self.net.isolate(self.cluster.brokers.index(broker))
+            self.events.append(Event(self._now(), "partition", target.broker_id,
+                                     f"{detail}, isolated, {hold:.1f}s"))
+            time.sleep(hold)
+            self._heal_net()
+        return target
 
     def _partition(self, broker: BrokerProcess) -> None:
         assert self.net is not None
@@ -252,7 +314,17 @@ class Nemesis:
                 f"{self.counts['stop']} clean restarts")
         if "partition" in self.faults:
             text += f", {self.partition_summary()}"
+        if "coordinator" in self.faults:
+            text += f", {self.coordinator_summary()}"
         return text
+
+    def coordinator_summary(self) -> str:
+        kinds = ", ".join(f"{n} {k}" for k, n in self.coordinator_kinds.items() if n)
+        r = self.coordinator_roles
+        return (f"{self.counts['coordinator']} coordinator strikes ({kinds or 'none'}; "
+                f"{r['txn']} on a transaction coordinator, {r['prepared']} of them with a "
+                f"transaction in PrepareCommit/PrepareAbort; {r['group']} on a group "
+                f"coordinator)")
 
     def partition_summary(self) -> str:
         kinds = ", ".join(f"{n} {k}" for k, n in self.partition_kinds.items() if n)
@@ -276,7 +348,9 @@ def throughput_chart(times: list[float], end: float, buckets: int = 40,
     marks: list[list[str]] = [[] for _ in range(buckets)]
     for e in events or []:
         if e.kind in MARKS:
-            marks[min(int(e.t / step), buckets - 1)].append(f"{MARKS[e.kind]}{e.broker}")
+            coordinator = "C" if e.detail.startswith("coordinator") else ""
+            marks[min(int(e.t / step), buckets - 1)].append(
+                f"{coordinator}{MARKS[e.kind]}{e.broker}")
     top = max(counts) or 1
     rows = []
     for i, n in enumerate(counts):

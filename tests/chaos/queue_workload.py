@@ -69,6 +69,8 @@ class QueueResult:
         hung = sum("did not exit" in e for e in self.nemesis_errors)
         partitions = (f", {self.extra['partitions']}" if "partition" in self.params.faults
                       else "")
+        if "coordinator" in self.params.faults:
+            partitions += f", {self.extra['coordinator']}"
         return (f"queue: {self.faults['kill']} kills, {self.faults['pause']} pauses, "
                 f"{self.faults['stop']} clean restarts ({hung} hung past 30 s and were "
                 f"killed){partitions}; {self.report.sends.get('ok', 0)} "
@@ -277,7 +279,8 @@ def run_queue(cluster: Cluster, p: QueueParams, out_dir: Path,
                                 debug_log=out_dir / "rdkafka-consumers.log")
                  for i in range(p.consumers)]
     nemesis = Nemesis(cluster, seed=p.seed, interval=p.fault_interval, faults=p.faults,
-                      topics=[topic], t0=rec.t0, net=net)
+                      topics=[topic], t0=rec.t0, net=net,
+                      txn_ids=[w.txn_id for w in producers])
     for w in (*consumers, *producers):
         w.start()
     started = time.monotonic()
@@ -312,7 +315,8 @@ def run_queue(cluster: Cluster, p: QueueParams, out_dir: Path,
     report = check(rec.history())
     rec.dump(str(out_dir / "history.jsonl"))
     result = QueueResult(p, report, dict(nemesis.counts), nemesis.errors, dict(errors.counts),
-                         extra={"partitions": nemesis.partition_summary()})
+                         extra={"partitions": nemesis.partition_summary(),
+                                "coordinator": nemesis.coordinator_summary()})
     acks = sorted(t for w in producers for t in w.ack_times)
     result.text = "\n".join([
         "Samsa chaos: Jepsen-style transactional queue",
@@ -335,7 +339,7 @@ def run_queue(cluster: Cluster, p: QueueParams, out_dir: Path,
         nemesis.timeline(),
         "",
         "committed values per time slice (K=kill, P=pause, S=clean stop, N=network "
-        "partition, then broker id):",
+        "partition, C before one: of a coordinator; then broker id):",
         throughput_chart(acks, load_end, events=nemesis.events),
     ])
     (out_dir / "report.txt").write_text(result.text + "\n")

@@ -2,15 +2,19 @@
 cluster, reports under --out (default build/chaos/<time>/), exit status 1 on any anomaly.
 
     .venv/bin/python -m tests.chaos.run [--workload queue|copy|all] [--duration 300]
-        [--fault-interval 4] [--faults kill,pause,stop[,partition]] [--seed 7] [--records 30000]
+        [--fault-interval 4] [--faults kill,pause,stop,coordinator[,partition]] [--seed 7]
+        [--records 30000]
         [--copy-mode hard,clean] [--copy-partitions 1] [--out DIR]
 
 Every option also reads an environment variable (CHAOS_WORKLOAD, CHAOS_DURATION,
 CHAOS_FAULT_INTERVAL, CHAOS_FAULTS, CHAOS_SEED, CHAOS_RECORDS, CHAOS_COPY_MODE,
 CHAOS_COPY_PARTITIONS, CHAOS_OUT), so `make chaos CHAOS_DURATION=600` works;
-`CHAOS_FAULTS=kill,pause,stop,partition` adds network partitions to the queue workload (its
-brokers then run in network namespaces: root and iproute2 needed, else it says so and runs
-without them);
+the `coordinator` fault (a default) strikes the broker coordinating one of the producers'
+transactional ids, caught with a transaction in PrepareCommit/PrepareAbort where possible
+(the copy workload strikes its copiers' transaction and group coordinators in every round);
+`CHAOS_FAULTS=kill,pause,stop,coordinator,partition` adds network partitions to the queue
+workload (its brokers then run in network namespaces: root and iproute2 needed, else it says
+so and runs without them; the coordinator fault then also isolates its victim);
 CHAOS_CLIENT_DEBUG=consumer,fetch logs the queue consumers' librdkafka debug output to
 rdkafka-consumers.log next to the report.
 """
@@ -49,9 +53,9 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--fault-interval", type=float,
                     default=float(_env("CHAOS_FAULT_INTERVAL", "4")),
                     help="queue: mean seconds between faults (the fault rate)")
-    ap.add_argument("--faults", default=_env("CHAOS_FAULTS", "kill,pause,stop"),
-                    help="queue: comma-separated subset of kill,pause,stop,partition "
-                         "(partition: network namespaces, root only)")
+    ap.add_argument("--faults", default=_env("CHAOS_FAULTS", "kill,pause,stop,coordinator"),
+                    help="queue: comma-separated subset of kill,pause,stop,coordinator,"
+                         "partition (partition: network namespaces, root only)")
     ap.add_argument("--seed", type=int, default=int(_env("CHAOS_SEED", str(int(time.time())))))
     ap.add_argument("--producers", type=int, default=int(_env("CHAOS_PRODUCERS", "4")))
     ap.add_argument("--consumers", type=int, default=int(_env("CHAOS_CONSUMERS", "2")))

@@ -1,7 +1,9 @@
 """Workload 1, short form: Kafka's transactions system test recipe with Kafka's own tools
 (VerifiableProducer, TransactionalMessageCopier, read_committed VerifiableConsumer) on a
 3-broker cluster, single-partition topics (so order is checked too), every broker bounced
-with kill -9 and the copier bounced with kill -9 while it copies. `make chaos` runs the long
+with kill -9, the copier bounced with kill -9, and the copier's transaction coordinator
+(caught in PrepareCommit/PrepareAbort where possible) and group coordinator killed while it
+copies. `make chaos` runs the long
 form (tests/chaos/run.py)."""
 
 from __future__ import annotations
@@ -24,3 +26,4 @@ def test_transactional_copy_under_hard_bounces(chaos_cluster, tmp_path):
     assert res.ok, res.text
     # the faults happened during the copy (each is scheduled at a share of the copy's progress)
     assert res.faults["broker_kill"] >= 1 and res.faults["copier_kill"] >= 1, res.text
+    assert res.faults["coordinator_kill"] >= 1, res.text

@@ -7,9 +7,17 @@ against Samsa, with Kafka's own Java tools from kafka-tools 4.x.
    read_committed `VerifiableConsumer --verbose` reads the output topic concurrently;
 3. bounce the brokers (one at a time: kill -9 or SIGTERM, then start again, waiting for full
    replication in between) and bounce the copiers (kill -9 or SIGTERM once a copier made 20%
-   progress, three rounds), as the recipe does;
+   progress, three rounds), as the recipe does; and, beyond the recipe, strike the copiers'
+   coordinators: the transaction coordinator of a copier, caught with a transaction in
+   PrepareCommit/PrepareAbort where possible, and the group coordinator of their consumer
+   group (kill -9 in hard mode, SIGSTOP for a few seconds in clean mode);
 4. once every copier reported `ShutdownComplete` with 0 remaining, drain the concurrent
    consumer and read the output once more with a fresh read_committed consumer.
+
+The copiers are supervised as deployments do: one that exits by itself is restarted, and one
+that makes no progress for `copier_stall_s` seconds (a client stuck in a call after a broker
+died, as the Java client and librdkafka can be) is killed and restarted; it resumes from the
+committed offsets. Both are counted in the report; the checks are about the broker.
 
 Checks (the recipe's): no duplicates in the output nor in what the concurrent consumer saw,
 input = output = concurrently consumed (as sets), and with single-partition topics the same
@@ -21,6 +29,7 @@ duplicate in the log; those are counted apart. A duplicate is a value at two off
 from __future__ import annotations
 
 import json
+import os
 import random
 import signal
 import subprocess
@@ -32,6 +41,7 @@ from pathlib import Path
 
 from confluent_kafka import Consumer, TopicPartition
 
+from tests.chaos.coordinators import Target, coordinator_of, hunt_prepared
 from tests.chaos.nemesis import (
     Event,
     all_bootstrap,
@@ -40,7 +50,7 @@ from tests.chaos.nemesis import (
     timeline_svg,
 )
 from tests.cluster.cluster import Cluster
-from tests.support.broker import _PRCTL, _die_with_parent
+from tests.support.broker import _PRCTL, BrokerProcess, _die_with_parent
 from tests.support.java import JVM_ARGS, REPO_ROOT, classpath_dir, java_executable
 
 TOOLS = "org.apache.kafka.tools."
@@ -56,7 +66,9 @@ class CopyParams:
     hard: bool = True  # kill -9 (else SIGTERM) for broker and copier bounces
     bounce_brokers: bool = True
     bounce_copiers: bool = True
-    bounce_rounds: int = 1  # rounds of (every broker once, then every copier)
+    bounce_coordinators: bool = True  # strike the txn and the group coordinator each round
+    bounce_rounds: int = 1  # rounds of (every copier, every broker once, the coordinators)
+    copier_stall_s: float = 120.0  # no progress for this long: kill and restart the copier
     seed: int = 0
     copy_timeout: float = 600.0
 
@@ -169,6 +181,13 @@ class Copier(JavaProcess):
         ], out_dir)
         self.done = False
         self.crashes: list[str] = []
+        self.stalls: list[str] = []
+        self._progress_key: tuple[int, int, int] | None = None
+        self._progress_at = time.monotonic()
+
+    def start(self) -> JavaProcess:
+        self._progress_at = time.monotonic()  # a new run gets the whole allowance
+        return super().start()
 
     def status(self) -> dict | None:
         evs = [e for e in self.events() if "remaining" in e]
@@ -182,9 +201,21 @@ class Copier(JavaProcess):
         total = s["consumed"] + s["remaining"]
         return 100.0 if total == 0 else 100.0 * s["consumed"] / total
 
-    def check(self) -> None:
-        """Notice a finished or crashed run; restart a crashed one (and remember why)."""
-        if self.done or self.running():
+    def check(self, stall_s: float = float("inf")) -> None:
+        """Notice a finished or crashed run; restart a crashed one (and remember why), and
+        kill and restart one that made no progress for `stall_s` seconds."""
+        if self.done:
+            return
+        if self.running():
+            s = self.status()
+            key = (self.runs, s["consumed"], s["remaining"]) if s else (self.runs, -1, -1)
+            if key != self._progress_key:
+                self._progress_key, self._progress_at = key, time.monotonic()
+            elif time.monotonic() - self._progress_at > stall_s:
+                self.stop(hard=True)
+                self.stalls.append(f"run {self.runs}: no progress for {stall_s:.0f}s at {s}; "
+                                   f"{self.stderr_tail(2)}")
+                self.start()
             return
         rc = self.reap()
         if rc is None:
@@ -218,6 +249,7 @@ class CopyResult:
     failures: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     text: str = ""
+    supervision: str = "no copier restarts"
 
     @property
     def ok(self) -> bool:
@@ -227,7 +259,11 @@ class CopyResult:
         f = self.faults
         return (f"copy: {f['broker_kill']} broker kills, {f['broker_stop']} clean broker "
                 f"restarts, {f['copier_kill']} copier kills, {f['copier_stop']} copier clean "
-                f"restarts; {len(self.input)} records in, {len(self.output)} out, "
+                f"restarts, {f['coordinator_kill']} coordinator kills and "
+                f"{f['coordinator_pause']} pauses ({f['txn_coordinator']} of a transaction "
+                f"coordinator, {f['prepared']} of them in PrepareCommit/PrepareAbort, "
+                f"{f['group_coordinator']} of the group coordinator), {self.supervision}; "
+                f"{len(self.input)} records in, {len(self.output)} out, "
                 f"{len(self.concurrent)} read concurrently; "
                 + ("0 anomalies" if self.ok else f"{len(self.failures)} FAILED checks"))
 
@@ -305,7 +341,9 @@ def run_copy(cluster: Cluster, p: CopyParams, out_dir: Path) -> CopyResult:
     rng = random.Random(p.seed)
     t0, t0_wall = time.monotonic(), time.time()
     events: list[Event] = []
-    faults = {"broker_kill": 0, "broker_stop": 0, "copier_kill": 0, "copier_stop": 0}
+    faults = {"broker_kill": 0, "broker_stop": 0, "copier_kill": 0, "copier_stop": 0,
+              "coordinator_kill": 0, "coordinator_pause": 0, "txn_coordinator": 0,
+              "prepared": 0, "group_coordinator": 0}
     notes: list[str] = []
 
     def now() -> float:
@@ -334,7 +372,7 @@ def run_copy(cluster: Cluster, p: CopyParams, out_dir: Path) -> CopyResult:
     def tick() -> None:
         """Notice finished copiers; restart crashed ones and a crashed concurrent consumer."""
         for c in copiers:
-            c.check()
+            c.check(p.copier_stall_s)
         if not concurrent.running():
             rc = concurrent.reap()
             notes.append(f"concurrent consumer exited ({rc}) and was restarted: "
@@ -359,11 +397,15 @@ def run_copy(cluster: Cluster, p: CopyParams, out_dir: Path) -> CopyResult:
     # The recipe bounces either the brokers or the copiers; here one schedule holds both, each
     # action due when the concurrent consumer has seen a given share of the input (visible,
     # committed progress that copier restarts do not reset), so they land during the copy.
-    # Copiers go first in each round: a replaced copier waits out its predecessor's
+    # Copiers go before brokers in each round: a replaced copier waits out its predecessor's
     # transaction, so the copy is still running when the broker bounces come due, however
     # fast the machine; and every action is due by 60 % of the copy.
+    # The coordinator strikes come first: they need a copy in full swing (a transaction to
+    # catch in PrepareCommit), which a copier bounce interrupts for a transaction timeout.
     actions: list[tuple[str, int]] = []
     for _ in range(p.bounce_rounds):
+        if p.bounce_coordinators:
+            actions += [("txn-coordinator", -1), ("group-coordinator", -1)]
         if p.bounce_copiers:
             actions.append(("copiers", -1))
         if p.bounce_brokers:
@@ -388,26 +430,64 @@ def run_copy(cluster: Cluster, p: CopyParams, out_dir: Path) -> CopyResult:
                         events.append(Event(now(), "kill" if p.hard else "stop", -1,
                                             f"copier {c.name}"))
                 continue
-            b = cluster.broker(bid)
-            events.append(Event(now(), "kill" if p.hard else "stop", bid))
-            if p.hard:
-                b.kill9()
-                faults["broker_kill"] += 1
-                # The recipe waits for the dead broker to be deregistered from ZooKeeper.
-                wait_for(lambda b=b: b.broker_id not in cluster.live_broker_ids(), 60,
-                         f"broker {b.broker_id} deregistered")
-            else:
-                try:
-                    b.stop()
-                except AssertionError as exc:
-                    notes.append(f"{now()}s: clean stop of broker {b.broker_id} timed out and "
-                                 f"it was killed: {str(exc).splitlines()[0]}")
-                faults["broker_stop"] += 1
-            time.sleep(rng.uniform(0.5, 2.0))
-            b.start(timeout=60)
-            events.append(Event(now(), "start", bid))
-            wait_for(lambda: fully_replicated(cluster, [src, dst]), 120,
-                     "no under-replicated partitions")
+            if what.endswith("coordinator"):
+                strike_coordinator(what)
+                continue
+            bounce_broker(cluster.broker(bid))
+
+    def strike_coordinator(what: str) -> None:
+        target: Target | None = None
+        if what == "txn-coordinator":
+            live = [c.transactional_id for c in copiers if not c.done]
+            target = hunt_prepared(cluster, live, 10.0)
+            if target is None:
+                key = rng.choice(live)
+                target = Target(coordinator_of(cluster, "txn", key), "txn", key)
+        else:
+            target = Target(coordinator_of(cluster, "group", group), "group", group)
+        faults["txn_coordinator" if target.role == "txn" else "group_coordinator"] += 1
+        faults["prepared"] += bool(target.state)
+        b = cluster.broker(target.broker_id)
+        if p.hard:
+            bounce_broker(b, target.describe())
+            return
+        # Clean mode: no crash, a stall long enough to lose the ZooKeeper session (3 s).
+        faults["coordinator_pause"] += 1
+        hold = rng.uniform(1.0, 6.0)
+        events.append(Event(now(), "pause", b.broker_id, f"{target.describe()} {hold:.1f}s"))
+        assert b.pid is not None
+        os.kill(b.pid, signal.SIGSTOP)
+        try:
+            time.sleep(hold)
+        finally:
+            os.kill(b.pid, signal.SIGCONT)
+        events.append(Event(now(), "resume", b.broker_id))
+        wait_for(lambda: fully_replicated(cluster, [src, dst]), 120,
+                 "no under-replicated partitions")
+
+    def bounce_broker(b: BrokerProcess, detail: str = "") -> None:
+        bid = b.broker_id
+        if detail:
+            faults["coordinator_kill"] += 1
+        events.append(Event(now(), "kill" if p.hard else "stop", bid, detail))
+        if p.hard:
+            b.kill9()
+            faults["broker_kill"] += not detail
+            # The recipe waits for the dead broker to be deregistered from ZooKeeper.
+            wait_for(lambda b=b: b.broker_id not in cluster.live_broker_ids(), 60,
+                     f"broker {b.broker_id} deregistered")
+        else:
+            try:
+                b.stop()
+            except AssertionError as exc:
+                notes.append(f"{now()}s: clean stop of broker {b.broker_id} timed out and "
+                             f"it was killed: {str(exc).splitlines()[0]}")
+            faults["broker_stop"] += not detail
+        time.sleep(rng.uniform(0.5, 2.0))
+        b.start(timeout=60)
+        events.append(Event(now(), "start", bid))
+        wait_for(lambda: fully_replicated(cluster, [src, dst]), 120,
+                 "no under-replicated partitions")
 
     try:
         bounce()
@@ -462,6 +542,13 @@ def run_copy(cluster: Cluster, p: CopyParams, out_dir: Path) -> CopyResult:
         if c.crashes:
             notes.append(f"{c.name} ({c.transactional_id}) exited by itself and was restarted "
                          f"{len(c.crashes)} times: {c.crashes[:3]}")
+        if c.stalls:
+            notes.append(f"{c.name} ({c.transactional_id}) made no progress for "
+                         f"{p.copier_stall_s:.0f}s and was killed and restarted "
+                         f"{len(c.stalls)} times: {c.stalls[:3]}")
+    res.supervision = (f"copiers restarted by the supervisor: "
+                       f"{sum(len(c.crashes) for c in copiers)} after exiting, "
+                       f"{sum(len(c.stalls) for c in copiers)} after stalling")
     if rereads:
         notes.append(f"the concurrent consumer re-read {rereads} records at offsets it had "
                      f"already read (group rebalances after failed commits; not duplicates)")
