@@ -17,7 +17,7 @@ import time
 from collections.abc import Iterable
 from typing import Any
 
-from coordinator.internal_log import InternalTopic, ReplayedMarker
+from coordinator.internal_log import InternalAppendError, InternalTopic, ReplayedMarker
 
 from .classic import ClassicGroup, CommittedOffset, GroupState
 from .common import (
@@ -276,6 +276,33 @@ class GroupCoordinator(GroupMembership, GroupOffsets):
                 raise GroupError(INVALID_COMMIT_OFFSET_SIZE) from exc
             if code in (47, 90, 45):  # INVALID_PRODUCER_EPOCH, PRODUCER_FENCED, OUT_OF_ORDER
                 raise GroupError(code) from exc
+            log.exception("append to %s-%d failed", OFFSETS_TOPIC, p)
+            raise GroupError(UNKNOWN_SERVER_ERROR) from exc
+
+    async def _append_replicated(self, p: int, records: list[tuple[bytes, bytes | None]],
+                                 **kw: Any) -> int:
+        """`_append` with acks=all: returns once the ISR has the records (the caller applies
+        them then); raises GroupError with Kafka's answer for a write that did not become
+        durable (GroupMetadataManager's mapping)."""
+        from broker.replica_manager import PartitionError
+
+        try:
+            return await self.topic.append_replicated(p, records, timestamp_ms=now_ms(), **kw)
+        except InternalAppendError as exc:
+            log.warning("append to %s-%d not replicated: %s", OFFSETS_TOPIC, p, exc)
+            code = exc.error_code
+            raise GroupError(NOT_COORDINATOR if code == 6 else COORDINATOR_NOT_AVAILABLE) from exc
+        except PartitionError as exc:
+            code = exc.error_code
+            raise GroupError(NOT_COORDINATOR if code == 6 else COORDINATOR_NOT_AVAILABLE) from exc
+        except Exception as exc:
+            code = int(getattr(exc, "error_code", UNKNOWN_SERVER_ERROR))
+            if code in (10, 18):  # MESSAGE_TOO_LARGE, RECORD_LIST_TOO_LARGE
+                raise GroupError(INVALID_COMMIT_OFFSET_SIZE) from exc
+            if code in (47, 90, 45):  # INVALID_PRODUCER_EPOCH, PRODUCER_FENCED, OUT_OF_ORDER
+                raise GroupError(code) from exc
+            if code == 56:  # KAFKA_STORAGE_ERROR
+                raise GroupError(NOT_COORDINATOR) from exc
             log.exception("append to %s-%d failed", OFFSETS_TOPIC, p)
             raise GroupError(UNKNOWN_SERVER_ERROR) from exc
 
