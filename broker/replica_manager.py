@@ -145,6 +145,12 @@ class ReplicaManager:
         self.reconfigure(topic)  # topic configs changed by another broker reach us here
 
     def _apply_state(self, partition: Partition, state: Any) -> None:
+        try:
+            self._take_role(partition, state)
+        except KafkaStorageError as exc:  # its dir's failure handler takes it offline next
+            log.error("%s-%d: %s", partition.topic, partition.index, exc)
+
+    def _take_role(self, partition: Partition, state: Any) -> None:
         leader, epoch = state.leader, state.leader_epoch
         if epoch < partition.leader_epoch:
             return  # older news

@@ -485,6 +485,11 @@ class Log:
                 or (flush_ms < LONG_MAX and now - self._last_flush_ms >= flush_ms)):
             self.flush()
 
+    @_io("assigning a leader epoch in")
+    def assign_leader_epoch(self, epoch: int, start_offset: int) -> None:
+        """A new leader epoch starts at `start_offset` (the leader-epoch-checkpoint is written)."""
+        self.leader_epoch_cache.assign(epoch, start_offset)
+
     def _maybe_assign_epoch(self, epoch: int, start_offset: int, *, flush: bool = True) -> None:
         if epoch >= 0 and epoch != self.leader_epoch_cache.latest_epoch:
             self.leader_epoch_cache.assign(epoch, start_offset, flush=flush)

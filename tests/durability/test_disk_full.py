@@ -1,6 +1,7 @@
 """A log directory that runs out of space (a real 2 MiB tmpfs as the second of two log.dirs):
 the producer gets KAFKA_STORAGE_ERROR, the broker takes that directory offline and goes on
-serving the other one, and every acknowledged record is there after a restart with room."""
+serving the other one, and every acknowledged record is there after a restart with room.
+A broker whose only log directory fails halts, as Kafka's does, and loses nothing either."""
 
 from __future__ import annotations
 
@@ -111,5 +112,27 @@ def test_full_log_dir_goes_offline_and_nothing_acknowledged_is_lost(tmp_path: Pa
             assert not missing, f"{len(missing)} acknowledged records lost, first {missing[:5]}"
             # With room again the partition takes writes after the last acknowledged one.
             assert min(_produce_some(b.bootstrap, on_small, 10)) > max(acked)
+        finally:
+            b.close()
+
+
+def test_broker_whose_only_log_dir_fails_halts_and_loses_nothing(tmp_path: Path) -> None:
+    with small_tmpfs(tmp_path / "small", "2m") as small:
+        b = BrokerProcess(small / "data", log_path=tmp_path / "broker.log")
+        b.start()
+        try:
+            admin = AdminClient({"bootstrap.servers": b.bootstrap})
+            admin.create_topics([NewTopic(TOPIC, 1, 1)])[TOPIC].result(20)
+            acked, errors = _produce_until_error(b.bootstrap, 0)
+            # The answer to the failed produce may or may not leave before the halt.
+            assert errors & {KafkaError.KAFKA_STORAGE_ERROR, KafkaError._TRANSPORT}, errors
+            assert b.proc is not None and b.proc.wait(20) == 1
+            assert "have failed" in b.log_text()
+
+            grow(small, "16m")
+            b.start()
+            read = _consume(b.bootstrap, 0, max(acked))
+            missing = [o for o in acked if read.get(o) != acked[o]]
+            assert not missing, f"{len(missing)} acknowledged records lost, first {missing[:5]}"
         finally:
             b.close()
