@@ -8,6 +8,7 @@ import base64
 import json
 import logging
 import shutil
+import threading
 import time
 import uuid
 from collections.abc import Callable
@@ -199,8 +200,13 @@ class LogManager:
         is written for it, so its logs are recovered at the next start."""
         self._stopping = True
         logs, self._logs = self._logs, {}
-        for lg in logs.values():
-            lg.close_handlers()
+
+        def close_all() -> None:
+            for lg in logs.values():
+                lg.close_handlers()
+
+        # On a thread of its own: a log's lock may be held by an fsync hung on the failed disk.
+        threading.Thread(target=close_all, name="log-dir-failure", daemon=True).start()
         return sorted(logs)
 
     def shutdown(self) -> None:
