@@ -51,19 +51,31 @@ def streams_app(
     )
 
 
-def feed(bootstrap: str, topic: str, events: Iterable[int], *, pause: float = 0.0) -> int:
+def feed(bootstrap: str, topic: str, events: Iterable[int], *, pause: float = 0.0,
+         acked: Callable[[int], None] = lambda j: None) -> int:
     """For each event number j, one record per key: record key "e<j>-<i>", value key_name(i).
-    Idempotent and acks=all, so the input holds each record exactly once. Returns the count."""
+    Idempotent and acks=all, so the input holds each record exactly once. `acked(j)` is
+    called once every record of events up to j is acknowledged. Returns the record count."""
     p = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True, "acks": "all",
                   "linger.ms": 5, "message.timeout.ms": 60000})
     errors: list[str] = []
 
-    def on_delivery(err, _msg) -> None:
+    pending: dict[int, int] = {}  # event -> records not yet acknowledged
+    order: list[int] = []
+
+    def on_delivery(err, msg) -> None:
         if err is not None:
             errors.append(str(err))
+            return
+        j = int(msg.key().decode()[1:].split("-")[0])
+        pending[j] -= 1
+        while order and pending[order[0]] == 0:
+            acked(order.pop(0))
 
     n = 0
     for j in events:
+        pending[j] = KEYS
+        order.append(j)
         for i in range(KEYS):
             p.produce(topic, key_name(i).encode(), key=f"e{j}-{i}".encode(),
                       on_delivery=on_delivery)
@@ -104,18 +116,26 @@ class CountReader:
         return (len(self.counts) == KEYS
                 and all(v and v[-1] >= events for v in self.counts.values()))
 
-    def wait_complete(self, events: int, timeout: float,
-                      alive: Callable[[], str | None] = lambda: None) -> None:
-        """Read until every key's count reached `events` (then 2 s more, for any extra
-        record). Raises AssertionError on timeout or when `alive()` returns a reason to stop."""
+    def records(self) -> int:
+        return sum(map(len, self.counts.values()))
+
+    def wait_for(self, done: Callable[[], bool], timeout: float, what: str,
+                 alive: Callable[[], str | None] = lambda: None) -> None:
+        """Read until `done()`. Raises AssertionError on timeout or when `alive()` returns a
+        reason to stop."""
         deadline = time.monotonic() + timeout
-        while not self.complete(events):
+        while not done():
             if time.monotonic() > deadline:
-                raise AssertionError(f"output incomplete after {timeout:.0f} s: {self.summary()}")
+                raise AssertionError(f"no {what} after {timeout:.0f} s: {self.summary()}")
             why = alive()
             if why:
                 raise AssertionError(f"{why}; output so far: {self.summary()}")
             self.poll(0.5)
+
+    def wait_complete(self, events: int, timeout: float,
+                      alive: Callable[[], str | None] = lambda: None) -> None:
+        """Read until every key's count reached `events`, then 2 s more for any extra."""
+        self.wait_for(lambda: self.complete(events), timeout, "complete output", alive)
         self.poll(2.0)
 
     def bad_sequences(self, events: int) -> dict[str, list[int]]:
@@ -126,7 +146,7 @@ class CountReader:
 
     def summary(self) -> str:
         last = {k: v[-1] for k, v in sorted(self.counts.items())}
-        return f"{sum(map(len, self.counts.values()))} records, last count per key {last}"
+        return f"{self.records()} records, last count per key {last}"
 
     def close(self) -> None:
         self.consumer.close()
