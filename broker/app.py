@@ -169,6 +169,7 @@ class Broker:
         started = time.monotonic()
         if self.zookeeper:
             await self.store.start()
+        self.producer_ids.start()  # the first block of ids, claimed in the background
         self.log_manager.startup(self._config_for_topic_name)
         self.replicas.load_all()
         if self.zookeeper:
