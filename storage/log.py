@@ -93,6 +93,7 @@ class Log:
         # (segments, their base offsets): never mutated, only replaced (see the module doc).
         self._view: tuple[list[LogSegment], list[int]] = ([], [])
         self._segments_lock = threading.Lock()
+        self._detached: list[LogSegment] = []  # out of the list, files not yet deleted
         # Bumped by truncation, deletion and close: a compaction planned before discards its
         # output (the offset map may name records that are gone).
         self.generation = 0
@@ -304,9 +305,11 @@ class Log:
             i = bisect_right(bases, seg.base_offset)
             self._view = ([*segs[:i], seg, *segs[i:]], [*bases[:i], seg.base_offset, *bases[i:]])
 
-    def _replace_in_view(self, old: list[LogSegment], new: LogSegment | None = None) -> bool:
+    def _replace_in_view(self, old: list[LogSegment], new: LogSegment | None = None, *,
+                         detach: bool = False) -> bool:
         """Remove `old` and add `new` in one change of the segment list; False (and nothing
-        changed) unless every segment of `old` is still in the log."""
+        changed) unless every segment of `old` is still in the log. With detach, `old` is
+        remembered until `delete_detached` deleted its files."""
         with self._segments_lock:
             segs, _ = self._view
             gone = {id(s) for s in old}
@@ -317,6 +320,8 @@ class Log:
                 kept.append(new)
                 kept.sort(key=lambda s: s.base_offset)
             self._view = (kept, [s.base_offset for s in kept])
+            if detach:
+                self._detached = [*self._detached, *old]
             return True
 
     def _remove_segment(self, seg: LogSegment) -> None:
@@ -603,7 +608,7 @@ class Log:
     def _detach_segments(self, segs: list[LogSegment]) -> list[LogSegment]:
         """Take leading segments out of the log (in memory only: readers no longer find
         them) and advance the log start offset; `delete_detached` removes their files."""
-        if not segs or not self._replace_in_view(segs):
+        if not segs or not self._replace_in_view(segs, detach=True):
             return []
         first = self._segments[0].base_offset
         if first > self.log_start_offset:
@@ -616,9 +621,23 @@ class Log:
         if not segs:
             return
         with self._lock:
-            for seg in segs:
+            with self._segments_lock:
+                # Only those still pending: a truncation meanwhile deleted the others, and
+                # their names may be taken by new segments now.
+                asked = {id(s) for s in segs}
+                doomed = [s for s in self._detached if id(s) in asked]
+                self._detached = [s for s in self._detached if id(s) not in asked]
+            for seg in doomed:
                 seg.delete()
             self.producer_state.delete_snapshots_below(self._segments[0].base_offset)
+
+    def _delete_all_detached_locked(self) -> None:
+        """Truncation (under `_lock`) may create a segment at the base of one whose files are
+        still to be deleted: delete those first, so neither file is taken for the other."""
+        with self._segments_lock:
+            doomed, self._detached = self._detached, []
+        for seg in doomed:
+            seg.delete()
 
     def _delete_segments(self, segs: list[LogSegment]) -> int:
         detached = self._detach_segments(segs)
@@ -665,6 +684,7 @@ class Log:
             return False
         with self._lock:
             self.generation += 1
+            self._delete_all_detached_locked()
             if self._segments[0].base_offset > offset:
                 self.truncate_fully_and_start_at(offset)
                 return True
@@ -689,6 +709,7 @@ class Log:
     def truncate_fully_and_start_at(self, offset: int) -> None:
         with self._lock:
             self.generation += 1
+            self._delete_all_detached_locked()
             old = self._segments
             self._replace_in_view(old, self._new_segment(offset))
             for seg in old:
@@ -729,7 +750,7 @@ class Log:
             if not all(self.has_segment(s) for s in old):
                 return False
             new.change_suffix(SWAP_SUFFIX)
-            if not self._replace_in_view(old, new):  # pragma: no cover - checked above
+            if not self._replace_in_view(old, new, detach=True):  # pragma: no cover - checked above
                 new.change_suffix(cleaner.CLEANED_SUFFIX)
                 return False
             return True
@@ -788,6 +809,7 @@ class Log:
             if self._closed:
                 return
             self.generation += 1
+            self._delete_all_detached_locked()  # a retention or swap cut short by shutdown
             self.active_segment.on_become_inactive()
             self.flush()
             self.take_producer_snapshot()
