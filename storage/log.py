@@ -16,6 +16,7 @@ import shutil
 import threading
 import time
 from bisect import bisect_right
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -94,6 +95,8 @@ class Log:
         self._view: tuple[list[LogSegment], list[int]] = ([], [])
         self._segments_lock = threading.Lock()
         self._detached: list[LogSegment] = []  # out of the list, files not yet deleted
+        # Set by the LogManager: runs a function in a thread (file deletions).
+        self.run_in_background: Callable[[Callable[[], None]], None] | None = None
         # Bumped by truncation, deletion and close: a compaction planned before discards its
         # output (the offset map may name records that are gone).
         self.generation = 0
@@ -640,8 +643,13 @@ class Log:
             seg.delete()
 
     def _delete_segments(self, segs: list[LogSegment]) -> int:
+        """Detach now, delete the files in the background where the owner provides one
+        (DeleteRecords, a follower following its leader's log start: both on the loop)."""
         detached = self._detach_segments(segs)
-        self.delete_detached(detached)
+        if detached and self.run_in_background is not None:
+            self.run_in_background(lambda: self.delete_detached(detached))
+        else:
+            self.delete_detached(detached)
         return len(detached)
 
     def detach_expired_segments(self, now_ms: int | None = None) -> list[LogSegment]:

@@ -109,6 +109,7 @@ class LogManager:
         self._cleaner_cp = OffsetCheckpointFile(self.log_dir / CLEANER_OFFSET_CHECKPOINT)
         self._stopping = False
         self._cleaner_thread: ThreadPoolExecutor | None = None  # Kafka's log cleaner thread
+        self._deletion_thread: ThreadPoolExecutor | None = None  # segment files to delete
         self.had_clean_shutdown = False
         # Called (from an executor thread) with the milliseconds each scheduled flush took.
         self.flush_observer: Callable[[float], None] | None = None
@@ -156,6 +157,7 @@ class LogManager:
                 producer_id_expiration_ms=self.producer_id_expiration_ms,
             )
             lg.release_files()  # open/close per partition: fds follow use, not partitions
+            lg.run_in_background = self._run_in_background
             return lg
 
         if recover and len(dirs) > 1 and self.io_threads > 1:
@@ -196,6 +198,8 @@ class LogManager:
         if self._cleaner_thread is not None:
             # A compaction still running saw its log closed and stops at its next batch.
             self._cleaner_thread.shutdown(wait=False)
+        if self._deletion_thread is not None:
+            self._deletion_thread.shutdown(wait=False)  # close() deleted what was pending
 
     # -- logs ----------------------------------------------------------------------------------
 
@@ -220,6 +224,7 @@ class LogManager:
                       producer_id_expiration_ms=self.producer_id_expiration_ms)
         if topic_id is not None:
             lg.sync_on_flush(d / PARTITION_METADATA)
+        lg.run_in_background = self._run_in_background
         self._logs[(topic, partition)] = lg
         return lg
 
@@ -235,6 +240,19 @@ class LogManager:
         for (t, _p), lg in self._logs.items():
             if t == topic:
                 lg.config = config
+
+    def _run_in_background(self, fn: Callable[[], None]) -> None:
+        """A log's deferred file work (segment deletions), one thread for all logs."""
+        if self._deletion_thread is None:
+            self._deletion_thread = ThreadPoolExecutor(1, thread_name_prefix="log-deletion")
+
+        def run() -> None:
+            try:
+                fn()
+            except Exception:
+                log.exception("deleting segment files failed")
+
+        self._deletion_thread.submit(run)
 
     # -- checkpoints ---------------------------------------------------------------------------
 
