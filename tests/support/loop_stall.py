@@ -67,27 +67,30 @@ class StallReport:
     idle_max_rtt_ms: float  # the same client before the compaction started
 
 
-def fill_compacted_topic(bootstrap: str, topic: str, mib: int, keys: int = 2000) -> None:
-    """`mib` MiB of 200-byte values over `keys` keys, in 1 MiB segments. The topic is created
-    with cleanup.policy=delete and switched to compact afterwards, so that the cleaner sees
-    the whole log at once."""
+def fill_compacted_topic(bootstrap: str, topic: str, mib: int, keys: int = 2000) -> int:
+    """`mib` MiB of 200-byte values over `keys` keys, in 1 MiB segments; record i has key
+    `key-<i % keys>` and a value starting with i (9 digits). The topic is created with
+    cleanup.policy=delete and switched to compact afterwards, so that the cleaner sees the
+    whole log at once. Returns the number of records (all acknowledged)."""
     admin = AdminClient({"bootstrap.servers": bootstrap})
     configs = {"cleanup.policy": "delete", "segment.bytes": str(1 << 20),
                "min.cleanable.dirty.ratio": "0.01"}
     admin.create_topics([NewTopic(topic, 1, 1, config=configs)])[topic].result(30)
     p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20, "batch.size": 1 << 20,
                   "queue.buffering.max.kbytes": 1 << 18, "acks": 1})
-    value = b"v" * 200
-    for i in range(mib * (1 << 20) // (len(value) + 30)):
+    pad = b"v" * 191
+    count = mib * (1 << 20) // 230
+    for i in range(count):
         while True:
             try:
-                p.produce(topic, key=b"key-%06d" % (i % keys), value=value)
+                p.produce(topic, key=b"key-%06d" % (i % keys), value=b"%09d" % i + pad)
                 break
             except BufferError:
                 p.poll(0.05)
         if i % 10_000 == 0:
             p.poll(0)
     assert p.flush(120) == 0
+    return count
 
 
 def enable_compaction(bootstrap: str, topic: str) -> None:
