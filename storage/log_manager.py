@@ -243,6 +243,9 @@ class LogManager:
 
     def _run_in_background(self, fn: Callable[[], None]) -> None:
         """A log's deferred file work (segment deletions), one thread for all logs."""
+        if self._stopping:
+            fn()  # the thread is gone
+            return
         if self._deletion_thread is None:
             self._deletion_thread = ThreadPoolExecutor(1, thread_name_prefix="log-deletion")
 
