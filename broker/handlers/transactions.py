@@ -57,9 +57,12 @@ async def handle_init_producer_id(ctx: Any, request: Any) -> dict[str, Any]:
     except Exception:
         log.exception("creating %s failed", ctx.broker.txn_topic.name)
         return _init_error(COORDINATOR_NOT_AVAILABLE)
-    result = ctx.broker.transactions.init_producer_id(
-        txn_id, millis(request.transaction_timeout), expected
-    )
+    try:
+        result = ctx.broker.transactions.init_producer_id(
+            txn_id, millis(request.transaction_timeout), expected
+        )
+    except ProducerIdNotAvailable as exc:  # the coordinator needed a new id: retriable
+        return _init_error(exc.error_code)
     code = result.error_code or await _replicated(ctx.broker, txn_id)
     if code:
         return _init_error(_fenced_for(code, ctx.version, 4))
