@@ -218,6 +218,7 @@ class Broker:
             lambda key: loop.call_soon_threadsafe(self._on_log_dir_failure, key))
         if self.zookeeper:
             await self.store.start()
+        self.producer_ids.start()  # the first block of ids, claimed in the background
         self.log_manager.startup(self._config_for_topic_name)
         self.replicas.load_all()
         if self.zookeeper:
