@@ -284,6 +284,15 @@ class NetLab:
     def cut_zookeeper(self, i: int) -> None:
         self.cut(i, [self.zookeeper_host], "cut from ZooKeeper")
 
+    def drop_listener_replies(self, i: int) -> None:
+        """Drop every packet broker i's listener sends (replies, SYN-ACKs, ACKs): requests
+        still reach it but nobody hears back, while its own outgoing connections (to other
+        brokers' listeners, to ZooKeeper) work both ways."""
+        self.cuts.append(Cut(i, [], "listener replies dropped"))
+        (tc, dev), _ = self._sides(i)
+        run(*tc, "filter", "add", "dev", dev, "parent", "1:", "protocol", "ip", "prio", "1",
+            "u32", "match", "ip", "sport", str(BROKER_PORT), "0xffff", "flowid", DROP_CLASS)
+
     def heal(self) -> None:
         for i in sorted({c.broker for c in self.cuts}):
             for tc, dev in self._sides(i):
