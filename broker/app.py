@@ -81,6 +81,7 @@ class Broker:
             config["transaction.state.log.num.partitions"],
             config["transaction.state.log.replication.factor"],
             config["transaction.state.log.segment.bytes"],
+            min_isr=config["transaction.state.log.min.isr"],
         )
         self.transactions = TransactionCoordinator(self, self.txn_topic, config)
         self.groups = GroupCoordinator(self)

@@ -1,12 +1,14 @@
 """The one way a transaction marker (COMMIT/ABORT control batch) reaches a partition.
 
-`write_txn_markers` is what the transaction coordinator calls; today every partition is local
-(single broker) so it appends directly. In a cluster it sends WriteTxnMarkers to each leader
-and returns the same per-partition error codes. `append_marker` is the leader side, shared
-with the WriteTxnMarkers handler.
+`write_txn_markers` is what the transaction coordinator calls: partitions led here are
+appended directly, the others get one WriteTxnMarkers request per leader broker, with the
+same per-partition error codes. `append_marker_replicated` is the leader side, shared with the
+WriteTxnMarkers handler. Markers are written with acks=all: a marker counts as written once
+the partition's ISR has it.
 
 A marker written to a `__consumer_offsets` partition also settles the pending transactional
-offsets of the producer in the group coordinator (`broker.groups.complete_transaction`).
+offsets of the producer in the group coordinator (`broker.groups.complete_transaction`), once
+the marker is replicated: offsets made visible there must survive a leader change.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ UNKNOWN_SERVER_ERROR = -1
 UNKNOWN_TOPIC_OR_PARTITION = 3
 NOT_LEADER_OR_FOLLOWER = 6
 REQUEST_TIMED_OUT = 7
+NOT_ENOUGH_REPLICAS = 19
 WRITE_TXN_MARKERS = 27
 MARKER_REPLICATION_S = 10.0
 UNAVAILABLE_LOG_INTERVAL_S = 10.0  # the coordinator retries every 100 ms: INFO this often
@@ -47,9 +50,13 @@ def append_marker(
     commit: bool,
     coordinator_epoch: int,
 ) -> int:
-    """Append one marker as this partition's leader; returns a Kafka error code."""
+    """Append one marker to the local log as this partition's leader (acks=all rules: the ISR
+    must have min.insync.replicas members); returns a Kafka error code. The caller waits for
+    replication and then calls `settle_group_offsets`."""
     try:
         leader = broker.replicas.leader_partition(topic, partition)
+        if len(leader.isr) < leader.min_insync_replicas:
+            return NOT_ENOUGH_REPLICAS
         batch = build_control_batch(
             producer_id, producer_epoch, commit, coordinator_epoch, int(time.time() * 1000)
         )
@@ -67,18 +74,46 @@ def append_marker(
             exc,
         )
         return int(exc.error_code)
-    if topic == OFFSETS_TOPIC:
-        groups = getattr(broker, "groups", None)
-        if groups is not None and hasattr(groups, "complete_transaction"):
-            try:
-                groups.complete_transaction(partition, producer_id, commit)
-            except Exception:  # the marker is written; the group side must not undo that
-                log.exception(
-                    "group coordinator failed to complete txn of pid %d on %s-%d",
-                    producer_id,
-                    topic,
-                    partition,
-                )
+    return NONE
+
+
+def settle_group_offsets(
+    broker: Any, topic: str, partition: int, producer_id: int, commit: bool
+) -> None:
+    """A replicated marker on `__consumer_offsets` makes the producer's pending transactional
+    offsets committed (or drops them)."""
+    if topic != OFFSETS_TOPIC:
+        return
+    groups = getattr(broker, "groups", None)
+    if groups is None or not hasattr(groups, "complete_transaction"):
+        return
+    try:
+        groups.complete_transaction(partition, producer_id, commit)
+    except Exception:  # the marker is written; the group side must not undo that
+        log.exception(
+            "group coordinator failed to complete txn of pid %d on %s-%d",
+            producer_id,
+            topic,
+            partition,
+        )
+
+
+async def _await_marker(
+    broker: Any, topic: str, partition: int, producer_id: int, commit: bool
+) -> int:
+    """Wait until the ISR has what the leader appended (the marker just written)."""
+    leader = broker.replicas.get(topic, partition)
+    if leader is None:
+        return NOT_LEADER_OR_FOLLOWER
+    epoch = leader.leader_epoch
+    replicated = await leader.wait_for_high_watermark(
+        leader.log.log_end_offset, MARKER_REPLICATION_S
+    )
+    if not leader.is_leader or leader.leader_epoch != epoch:
+        return NOT_LEADER_OR_FOLLOWER
+    if not replicated:
+        return REQUEST_TIMED_OUT
+    settle_group_offsets(broker, topic, partition, producer_id, commit)
     return NONE
 
 
@@ -98,12 +133,7 @@ async def append_marker_replicated(
     )
     if code != NONE:
         return code
-    leader = broker.replicas.get(topic, partition)
-    if leader is None:
-        return NOT_LEADER_OR_FOLLOWER
-    if not await leader.wait_for_high_watermark(leader.log.log_end_offset, MARKER_REPLICATION_S):
-        return REQUEST_TIMED_OUT if leader.is_leader else NOT_LEADER_OR_FOLLOWER
-    return NONE
+    return await _await_marker(broker, topic, partition, producer_id, commit)
 
 
 async def write_txn_markers(
@@ -114,10 +144,9 @@ async def write_txn_markers(
     coordinator_epoch: int,
     partitions: Iterable[tuple[str, int]],
 ) -> dict[tuple[str, int], int]:
-    """Write the marker to every partition; per-partition error codes (0 = written).
-
-    Partitions led here are appended locally; the others get one WriteTxnMarkers request
-    per leader broker. Unknown leaders and unreachable brokers answer retriable codes."""
+    """Write the marker to every partition; per-partition error codes (0 = written and
+    replicated). Partitions led here are appended locally; the others get one WriteTxnMarkers
+    request per leader broker. Unknown leaders and unreachable brokers answer retriable codes."""
     results: dict[tuple[str, int], int] = {}
     remote: dict[int, list[tuple[str, int]]] = defaultdict(list)
     local: list[tuple[str, int]] = []
@@ -133,34 +162,32 @@ async def write_txn_markers(
             results[(topic, p)] = NOT_LEADER_OR_FOLLOWER
         else:
             remote[pstate.leader].append((topic, p))
-    # Local appends happen now; only replication (if any) and remote leaders are awaited, so a
-    # single broker completes the markers within the EndTxn that prepared them.
-    waits = []
+    appended = []
     for topic, p in local:
         code = append_marker(
             broker, topic, p, producer_id, producer_epoch, commit, coordinator_epoch
         )
         results[(topic, p)] = code
+        if code != NONE:
+            continue
         leader = broker.replicas.get(topic, p)
-        if code == NONE and leader is not None and (
-            leader.log.high_watermark < leader.log.log_end_offset
-        ):
-            waits.append(((topic, p), leader, leader.log.log_end_offset))
-    if not waits and not remote:
+        if leader is not None and leader.log.high_watermark >= leader.log.log_end_offset:
+            # Already replicated (no other ISR member): settled in this same step, so a
+            # single broker finishes the markers before anything else runs.
+            settle_group_offsets(broker, topic, p, producer_id, commit)
+        else:
+            appended.append((topic, p))
+    local_waits = [_await_marker(broker, t, p, producer_id, commit) for t, p in appended]
+    remote_sends = [
+        _send_markers(broker, leader, tps, producer_id, producer_epoch, commit, coordinator_epoch)
+        for leader, tps in remote.items()
+    ]
+    if not local_waits and not remote_sends:
         return results
-    replicated = await asyncio.gather(
-        *(leader.wait_for_high_watermark(end, MARKER_REPLICATION_S) for _, leader, end in waits)
-    )
-    for (tp, leader, _), ok in zip(waits, replicated, strict=True):
-        if not ok:
-            results[tp] = REQUEST_TIMED_OUT if leader.is_leader else NOT_LEADER_OR_FOLLOWER
-    for remote_results in await asyncio.gather(
-        *(
-            _send_markers(broker, leader, tps, producer_id, producer_epoch, commit,
-                          coordinator_epoch)
-            for leader, tps in remote.items()
-        )
-    ):
+    outcomes = await asyncio.gather(*local_waits, *remote_sends)
+    for tp, code in zip(appended, outcomes[: len(appended)], strict=True):
+        results[tp] = code
+    for remote_results in outcomes[len(appended):]:
         results.update(remote_results)
     return results
 

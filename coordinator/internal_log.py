@@ -2,6 +2,11 @@
 
 Coordinators keep their state as key/value records in a partition of an internal topic; the
 leader of that partition is the coordinator. State is rebuilt by replaying the partition.
+
+Coordinator state acts only once replicated: `append_replicated` appends with Kafka's acks=all
+rules (the ISR must have min.insync.replicas members before and after the append) and returns
+only when the high watermark has passed the batch, at the leader epoch it was appended in.
+Callers apply the state change after it returns and leave their state as it was when it raises.
 """
 
 from __future__ import annotations
@@ -23,8 +28,21 @@ log = logging.getLogger(__name__)
 
 _READ_CHUNK = 1 << 20
 TOPIC_ALREADY_EXISTS = 36
-COORDINATOR_NOT_AVAILABLE = 15
-NOT_COORDINATOR = 16
+NOT_LEADER_OR_FOLLOWER = 6
+REQUEST_TIMED_OUT = 7
+NOT_ENOUGH_REPLICAS = 19
+NOT_ENOUGH_REPLICAS_AFTER_APPEND = 20
+# Kafka's offsets.commit.timeout.ms / the transaction log append timeout (both 5 s).
+APPEND_TIMEOUT_S = 5.0
+
+
+class InternalAppendError(Exception):
+    """An append to an internal topic that did not become durable; `error_code` is Kafka's
+    Produce error for it (the coordinators map it to their own answer)."""
+
+    def __init__(self, error_code: int, message: str = "") -> None:
+        super().__init__(error_code, message)
+        self.error_code = error_code
 
 
 def java_string_hash(s: str) -> int:
@@ -67,12 +85,16 @@ class InternalTopic:
         num_partitions: int,
         replication_factor: int,
         segment_bytes: int,
+        min_isr: int | None = None,
     ) -> None:
         self.broker = broker
         self.name = name
         self.num_partitions = num_partitions
         self.replication_factor = replication_factor
         self.segment_bytes = segment_bytes
+        # min.insync.replicas the topic is created with (None: the broker's default applies,
+        # as for Kafka's __consumer_offsets).
+        self.min_isr = min_isr
 
     def partition_for(self, key: str) -> int:
         return partition_for(key, self.num_partitions)
@@ -82,22 +104,23 @@ class InternalTopic:
             return
         brokers = len(self.broker.store.brokers())
         try:
-            await self._create(brokers)
+            await self._create(min(self.replication_factor, brokers))
         except Exception as exc:  # a concurrent creation (another broker) is fine
             if getattr(exc, "error_code", None) != TOPIC_ALREADY_EXISTS:
                 raise
 
-    async def _create(self, brokers: int) -> None:
+    async def _create(self, replication_factor: int) -> None:
+        configs = {
+            "cleanup.policy": "compact",
+            "compression.type": "producer",
+            "segment.bytes": str(self.segment_bytes),
+        }
+        if self.min_isr is not None:
+            # Capped at the replication factor the topic gets: a single broker (factor 1)
+            # would otherwise refuse every coordinator write.
+            configs["min.insync.replicas"] = str(max(1, min(self.min_isr, replication_factor)))
         await self.broker.topics.create(
-            self.name,
-            self.num_partitions,
-            min(self.replication_factor, brokers),
-            configs={
-                "cleanup.policy": "compact",
-                "compression.type": "producer",
-                "segment.bytes": str(self.segment_bytes),
-            },
-            internal=True,
+            self.name, self.num_partitions, replication_factor, configs=configs, internal=True
         )
 
     def append(
@@ -110,26 +133,61 @@ class InternalTopic:
         transactional: bool = False,
         timestamp_ms: int = 0,
     ) -> int:
-        """Append key/value records as one batch; returns the offset of the last one."""
+        """Append key/value records as one batch to the local log, without waiting for the
+        ISR; returns the offset of the last one. Only for state that may be lost with this
+        leader (use `append_replicated` for everything a client is told about)."""
         leader = self.broker.replicas.leader_partition(self.name, partition)
-        batch = build_batch(
-            [(k, v, [], timestamp_ms) for k, v in records],
-            producer_id=producer_id,
-            producer_epoch=producer_epoch,
-            transactional=transactional,
+        info = leader.append_as_leader(
+            _batch(records, producer_id, producer_epoch, transactional, timestamp_ms),
+            origin="coordinator",
         )
-        info = leader.append_as_leader(batch, origin="coordinator")
         return info.last_offset
 
-    async def await_replication(self, partition: int, timeout_s: float = 15.0) -> int:
-        """Wait until the ISR has everything appended to `partition` (Kafka writes coordinator
-        state with acks=all). 0, or the coordinator error the request should answer."""
-        hosted = self.broker.replicas.get(self.name, partition)
-        if hosted is None or not hosted.is_leader:
-            return NOT_COORDINATOR
-        if await hosted.wait_for_high_watermark(hosted.log.log_end_offset, timeout_s):
-            return 0
-        return COORDINATOR_NOT_AVAILABLE if hosted.is_leader else NOT_COORDINATOR
+    async def append_replicated(
+        self,
+        partition: int,
+        records: list[tuple[bytes, bytes | None]],
+        *,
+        leader_epoch: int | None = None,
+        producer_id: int = -1,
+        producer_epoch: int = -1,
+        transactional: bool = False,
+        timestamp_ms: int = 0,
+        timeout_s: float = APPEND_TIMEOUT_S,
+    ) -> int:
+        """Append as one batch with acks=all and wait until the ISR has it; returns the offset
+        of the last record. Raises InternalAppendError (or the partition/storage error of the
+        append) when the batch is not known to be replicated at the leader epoch it was
+        appended in (`leader_epoch`, if given, must also be that epoch): NOT_ENOUGH_REPLICAS
+        before the append, REQUEST_TIMED_OUT, NOT_LEADER_OR_FOLLOWER,
+        NOT_ENOUGH_REPLICAS_AFTER_APPEND."""
+        leader = self.broker.replicas.leader_partition(self.name, partition)
+        epoch = leader.leader_epoch
+        if leader_epoch is not None and leader_epoch != epoch:
+            raise InternalAppendError(NOT_LEADER_OR_FOLLOWER, "leader epoch changed")
+        if len(leader.isr) < leader.min_insync_replicas:
+            raise InternalAppendError(
+                NOT_ENOUGH_REPLICAS,
+                f"ISR {leader.isr} is smaller than min.insync.replicas "
+                f"{leader.min_insync_replicas}",
+            )
+        info = leader.append_as_leader(
+            _batch(records, producer_id, producer_epoch, transactional, timestamp_ms),
+            origin="coordinator",
+        )
+        replicated = await leader.wait_for_high_watermark(info.last_offset + 1, timeout_s)
+        if self.broker.replicas.get(self.name, partition) is not leader:
+            raise InternalAppendError(NOT_LEADER_OR_FOLLOWER, "partition was removed")
+        if not leader.is_leader or leader.leader_epoch != epoch:
+            # A batch appended in an earlier epoch may still be truncated by the new leader.
+            raise InternalAppendError(NOT_LEADER_OR_FOLLOWER, "leadership moved")
+        if not replicated:
+            raise InternalAppendError(REQUEST_TIMED_OUT, "the ISR did not catch up in time")
+        if len(leader.isr) < leader.min_insync_replicas:
+            raise InternalAppendError(
+                NOT_ENOUGH_REPLICAS_AFTER_APPEND, f"ISR shrank to {leader.isr}"
+            )
+        return info.last_offset
 
     def replay(self, partition: int) -> Iterator[ReplayedRecord | ReplayedMarker]:
         """Every record and transaction marker of the partition, from the log start to its end."""
@@ -144,6 +202,21 @@ class InternalTopic:
             for pos, header in iter_batches(records):
                 yield from _batch_entries(records, pos, header, offset)
             offset = max(offset + 1, data.next_offset)
+
+
+def _batch(
+    records: list[tuple[bytes, bytes | None]],
+    producer_id: int,
+    producer_epoch: int,
+    transactional: bool,
+    timestamp_ms: int,
+) -> bytes:
+    return build_batch(
+        [(k, v, [], timestamp_ms) for k, v in records],
+        producer_id=producer_id,
+        producer_epoch=producer_epoch,
+        transactional=transactional,
+    )
 
 
 def _batch_entries(

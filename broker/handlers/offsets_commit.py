@@ -34,7 +34,7 @@ def _topics_result(request: Any, errors: dict[tuple[str, int], int]) -> list[dic
 
 async def handle_offset_commit(ctx: Any, request: Any) -> dict[str, Any]:
     retention = field(request, "retention_time", None)
-    errors = ctx.broker.groups.commit_offsets(
+    errors = await ctx.broker.groups.commit_offsets(
         request.group_id,
         request.generation_id_or_member_epoch,
         request.member_id,
@@ -43,12 +43,11 @@ async def handle_offset_commit(ctx: Any, request: Any) -> dict[str, Any]:
         version=ctx.version,
         retention_ms=millis(retention) if retention is not None else -1,
     )
-    await _replicated(ctx.broker, request.group_id, errors, request)
     return {"throttle_time": 0, "topics": _topics_result(request, errors)}
 
 
 async def handle_txn_offset_commit(ctx: Any, request: Any) -> dict[str, Any]:
-    errors = ctx.broker.groups.commit_offsets(
+    errors = await ctx.broker.groups.commit_offsets(
         request.group_id,
         field(request, "generation_id", -1),
         field(request, "member_id", "") or "",
@@ -58,25 +57,7 @@ async def handle_txn_offset_commit(ctx: Any, request: Any) -> dict[str, Any]:
         producer_id=request.producer_id,
         producer_epoch=request.producer_epoch,
     )
-    await _replicated(ctx.broker, request.group_id, errors, request)
     return {"throttle_time": 0, "topics": _topics_result(request, errors)}
-
-
-async def _replicated(
-    broker: Any, group_id: str, errors: dict[tuple[str, int], int], request: Any
-) -> None:
-    """Commits are answered once the ISR of the group's offsets partition has them."""
-    if all(errors.get((t.name, p.partition_index), 0) for t in request.topics
-           for p in t.partitions):
-        return  # nothing was written
-    groups = broker.groups
-    code = await groups.topic.await_replication(groups.partition_for(group_id))
-    if code:
-        for t in request.topics:
-            for p in t.partitions:
-                errors.setdefault((t.name, p.partition_index), code)
-                if errors[(t.name, p.partition_index)] == 0:
-                    errors[(t.name, p.partition_index)] = code
 
 
 def _fetch_group(coordinator: Any, group_id: str, topics: Any,
@@ -113,7 +94,7 @@ async def handle_offset_fetch(ctx: Any, request: Any) -> dict[str, Any]:
 
 async def handle_offset_delete(ctx: Any, request: Any) -> dict[str, Any]:
     wanted = [(t.name, p.partition_index) for t in request.topics for p in t.partitions]
-    error, results = ctx.broker.groups.delete_offsets(request.group_id, wanted)
+    error, results = await ctx.broker.groups.delete_offsets(request.group_id, wanted)
     topics = []
     if not error:
         topics = [

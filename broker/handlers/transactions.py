@@ -53,10 +53,10 @@ async def handle_init_producer_id(ctx: Any, request: Any) -> dict[str, Any]:
     except Exception:
         log.exception("creating %s failed", ctx.broker.txn_topic.name)
         return _init_error(COORDINATOR_NOT_AVAILABLE)
-    result = ctx.broker.transactions.init_producer_id(
+    result = await ctx.broker.transactions.init_producer_id(
         txn_id, millis(request.transaction_timeout), expected
     )
-    code = result.error_code or await _replicated(ctx.broker, txn_id)
+    code = result.error_code
     if code:
         return _init_error(_fenced_for(code, ctx.version, 4))
     return {
@@ -88,13 +88,12 @@ async def handle_add_partitions_to_txn(ctx: Any, request: Any) -> dict[str, Any]
             for p in ps
         }
     else:
-        code = broker.transactions.add_partitions(
+        code = await broker.transactions.add_partitions(
             request.v3_and_below_transactional_id,
             request.v3_and_below_producer_id,
             request.v3_and_below_producer_epoch,
             [(n, p) for n, ps in topics for p in ps],
         )
-        code = code or await _replicated(broker, request.v3_and_below_transactional_id)
         code = _fenced_for(code, ctx.version, 2)
         codes = {(n, p): code for n, ps in topics for p in ps}
     return {
@@ -115,28 +114,21 @@ async def handle_add_partitions_to_txn(ctx: Any, request: Any) -> dict[str, Any]
 async def handle_add_offsets_to_txn(ctx: Any, request: Any) -> dict[str, Any]:
     coord = ctx.broker.transactions
     tp = coord.offsets_partition(request.group_id)
-    code = coord.add_partitions(
+    code = await coord.add_partitions(
         request.transactional_id, request.producer_id, request.producer_epoch, [tp]
     )
-    code = code or await _replicated(ctx.broker, request.transactional_id)
     return {"throttle_time": 0, "error_code": _fenced_for(code, ctx.version, 2)}
 
 
 # ---------------------------------------------------------------------------- EndTxn
 async def handle_end_txn(ctx: Any, request: Any) -> dict[str, Any]:
-    code = ctx.broker.transactions.end_transaction(
+    code = await ctx.broker.transactions.end_transaction(
         request.transactional_id,
         request.producer_id,
         request.producer_epoch,
         bool(request.committed),
     )
-    code = code or await _replicated(ctx.broker, request.transactional_id)
     return {"throttle_time": 0, "error_code": _fenced_for(code, ctx.version, 2)}
-
-
-async def _replicated(broker: Any, txn_id: str) -> int:
-    """The state change just written for `txn_id` is answered once the ISR has it."""
-    return await broker.txn_topic.await_replication(broker.transactions.partition_of(txn_id))
 
 
 # ---------------------------------------------------------------------------- WriteTxnMarkers

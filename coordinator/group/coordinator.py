@@ -17,7 +17,7 @@ import time
 from collections.abc import Iterable
 from typing import Any
 
-from coordinator.internal_log import InternalTopic, ReplayedMarker
+from coordinator.internal_log import InternalAppendError, InternalTopic, ReplayedMarker
 
 from .classic import ClassicGroup, CommittedOffset, GroupState
 from .common import (
@@ -262,22 +262,22 @@ class GroupCoordinator(GroupMembership, GroupOffsets):
 
     # ------------------------------------------------------------------ persistence
     def _append(self, p: int, records: list[tuple[bytes, bytes | None]], **kw: Any) -> int:
-        """Write records to the offsets partition; returns the last offset. Raises GroupError."""
-        from broker.replica_manager import PartitionError
-
+        """Write records to the offsets partition's local log (not waiting for the ISR);
+        returns the last offset. Raises GroupError."""
         try:
             return self.topic.append(p, records, timestamp_ms=now_ms(), **kw)
-        except PartitionError as exc:
-            code = exc.error_code
-            raise GroupError(NOT_COORDINATOR if code == 6 else COORDINATOR_NOT_AVAILABLE) from exc
         except Exception as exc:
-            code = int(getattr(exc, "error_code", UNKNOWN_SERVER_ERROR))
-            if code in (10, 18):  # MESSAGE_TOO_LARGE, RECORD_LIST_TOO_LARGE
-                raise GroupError(INVALID_COMMIT_OFFSET_SIZE) from exc
-            if code in (47, 90, 45):  # INVALID_PRODUCER_EPOCH, PRODUCER_FENCED, OUT_OF_ORDER
-                raise GroupError(code) from exc
-            log.exception("append to %s-%d failed", OFFSETS_TOPIC, p)
-            raise GroupError(UNKNOWN_SERVER_ERROR) from exc
+            raise _append_error(p, exc) from exc
+
+    async def _append_replicated(self, p: int, records: list[tuple[bytes, bytes | None]],
+                                 **kw: Any) -> int:
+        """`_append` with acks=all: returns once the ISR has the records (the caller applies
+        them then); raises GroupError with Kafka's answer for a write that did not become
+        durable."""
+        try:
+            return await self.topic.append_replicated(p, records, timestamp_ms=now_ms(), **kw)
+        except Exception as exc:
+            raise _append_error(p, exc) from exc
 
     def _store_group(self, group: ClassicGroup) -> None:
         value = group_metadata_value(group.to_value(now_ms()))
@@ -349,3 +349,21 @@ class GroupCoordinator(GroupMembership, GroupOffsets):
         group.offsets.clear()
         del self.groups[group_id]
         return NONE
+
+
+def _append_error(p: int, exc: Exception) -> GroupError:
+    """What a client is told when an append to the offsets partition failed (Kafka's
+    GroupMetadataManager mapping)."""
+    from broker.replica_manager import PartitionError
+
+    code = int(getattr(exc, "error_code", UNKNOWN_SERVER_ERROR))
+    if isinstance(exc, (InternalAppendError, PartitionError)) or code == 56:
+        log.warning("append to %s-%d failed: %r", OFFSETS_TOPIC, p, exc)
+        # NOT_LEADER_OR_FOLLOWER, KAFKA_STORAGE_ERROR: another broker coordinates now
+        return GroupError(NOT_COORDINATOR if code in (6, 56) else COORDINATOR_NOT_AVAILABLE)
+    if code in (10, 18):  # MESSAGE_TOO_LARGE, RECORD_LIST_TOO_LARGE
+        return GroupError(INVALID_COMMIT_OFFSET_SIZE)
+    if code in (47, 90, 45):  # INVALID_PRODUCER_EPOCH, PRODUCER_FENCED, OUT_OF_ORDER
+        return GroupError(code)
+    log.error("append to %s-%d failed", OFFSETS_TOPIC, p, exc_info=exc)
+    return GroupError(UNKNOWN_SERVER_ERROR)

@@ -16,6 +16,7 @@ from .common import (
     ILLEGAL_GENERATION,
     NON_EMPTY_GROUP,
     NONE,
+    NOT_COORDINATOR,
     OFFSET_METADATA_MAX_BYTES,
     OFFSET_METADATA_TOO_LARGE,
     REBALANCE_IN_PROGRESS,
@@ -68,7 +69,7 @@ class GroupOffsets:
             raise GroupError(REBALANCE_IN_PROGRESS)
         return p, group
 
-    def commit_offsets(
+    async def commit_offsets(
         self,
         group_id: str,
         generation: int,
@@ -81,7 +82,8 @@ class GroupOffsets:
         producer_id: int = -1,
         producer_epoch: int = -1,
     ) -> dict[tuple[str, int], int]:
-        """Commit offsets (transactionally when producer_id >= 0); error code per partition."""
+        """Commit offsets (transactionally when producer_id >= 0); error code per partition.
+        Answered, and applied, once the ISR of the group's offsets partition has them."""
         transactional = producer_id >= 0
         try:
             p, group = self._offset_commit_group(group_id, generation, member_id, instance_id,
@@ -105,19 +107,29 @@ class GroupOffsets:
         records = [(offset_commit_key(group_id, t, pn), offset_commit_value(v))
                    for (t, pn), v in to_write]
         try:
-            last = self._append(p, records, producer_id=producer_id,
-                                producer_epoch=producer_epoch, transactional=transactional)
+            last = await self._append_replicated(
+                p, records, producer_id=producer_id, producer_epoch=producer_epoch,
+                transactional=transactional)
         except GroupError as exc:
             for tp, _ in to_write:
                 result[tp] = exc.error_code
             return result
-        self.groups.setdefault(group_id, group)
+        if p not in self.loaded:
+            # The partition moved away while the commit was replicated; its new coordinator
+            # loads the commit from the log. The client retries there.
+            for tp, _ in to_write:
+                result[tp] = NOT_COORDINATOR
+            return result
+        group = self.groups.setdefault(group_id, group)
         first = last - len(records) + 1
         for i, (tp, v) in enumerate(to_write):
             co = CommittedOffset(v, first + i)
             if transactional:
                 group.pending_txn_offsets.setdefault(producer_id, {})[tp] = co
-            else:
+                continue
+            current = group.offsets.get(tp)
+            # Commits replicated out of order: the later record wins, as on replay.
+            if current is None or current.record_offset < co.record_offset:
                 group.offsets[tp] = co
         if transactional:
             self._txn_groups.setdefault(p, {}).setdefault(producer_id, set()).add(group_id)
@@ -155,7 +167,7 @@ class GroupOffsets:
             out.append({"name": name, "partitions": parts})
         return out
 
-    def delete_offsets(self, group_id: str,
+    async def delete_offsets(self, group_id: str,
                        partitions: list[tuple[str, int]]) -> tuple[int, dict[tuple[str, int], int]]:
         try:
             p = self.coordinator_partition(group_id)
@@ -180,10 +192,12 @@ class GroupOffsets:
                 tombstones.append(tp)
         if tombstones:
             try:
-                self._append(p, [(offset_commit_key(group_id, t, pn), None)
-                                 for t, pn in tombstones])
+                await self._append_replicated(
+                    p, [(offset_commit_key(group_id, t, pn), None) for t, pn in tombstones])
             except GroupError as exc:
                 return exc.error_code, {}
+            if p not in self.loaded:
+                return NOT_COORDINATOR, {}
             for tp in tombstones:
                 group.offsets.pop(tp, None)
         return NONE, result

@@ -1,13 +1,16 @@
 """The transaction coordinator (Kafka's TransactionCoordinator + TransactionStateManager, TV1).
 
 State per transactional id lives in `self._txns` and, durably, in `__transaction_state`
-(partition = Java-hash of the id). Every state change is written to that log before it is
-applied in memory. The coordinator epoch stamped into markers is the leader epoch of the
-id's `__transaction_state` partition.
+(partition = Java-hash of the id). The coordinator epoch stamped into markers is the leader
+epoch of the id's `__transaction_state` partition.
 
-All methods run on the event loop. Appends are synchronous, so a request handler never
-interleaves with another one between its checks and its write; the only asynchronous part is
-sending markers after PrepareCommit/PrepareAbort and writing CompleteCommit/CompleteAbort.
+Every transition is prepared (`pending_state` set: other requests for the id answer
+CONCURRENT_TRANSACTIONS), appended with acks=all, and applied only once the ISR has it at the
+same coordinator epoch (Kafka's `appendTransactionToLog`); a failed or timed-out append leaves
+the state as it was. So markers go out only for a PrepareCommit/PrepareAbort that a new
+coordinator would load, and a transaction ends all-committed or all-aborted whoever dies.
+
+All methods run on the event loop.
 """
 
 from __future__ import annotations
@@ -22,7 +25,12 @@ from typing import Any
 from broker import metrics
 from broker.markers import write_txn_markers
 from broker.replica_manager import PartitionError
-from coordinator.internal_log import InternalTopic, ReplayedRecord, partition_for
+from coordinator.internal_log import (
+    InternalAppendError,
+    InternalTopic,
+    ReplayedRecord,
+    partition_for,
+)
 from storage.errors import StorageError
 
 from .log import CorruptTxnLogRecord, decode_key, decode_value, encode_key, encode_value
@@ -74,6 +82,18 @@ _RETRIABLE_MARKER_ERRORS = frozenset(
 )
 _ABANDON_MARKER_ERRORS = frozenset({INVALID_PRODUCER_EPOCH, TRANSACTION_COORDINATOR_FENCED})
 _MARKER_RETRY_S = 0.1
+_LOAD_YIELD_EVERY = 500
+_LOAD_RETRY_S = (0.2, 5.0)  # first and longest wait before loading a partition again
+
+# Kafka's TransactionStateManager: append errors -> what the client is told.
+_APPEND_ERROR_ANSWER = {
+    UNKNOWN_TOPIC_OR_PARTITION: COORDINATOR_NOT_AVAILABLE,
+    NOT_ENOUGH_REPLICAS: COORDINATOR_NOT_AVAILABLE,
+    NOT_ENOUGH_REPLICAS_AFTER_APPEND: COORDINATOR_NOT_AVAILABLE,
+    REQUEST_TIMED_OUT: COORDINATOR_NOT_AVAILABLE,
+    NOT_LEADER_OR_FOLLOWER: NOT_COORDINATOR,
+    KAFKA_STORAGE_ERROR: NOT_COORDINATOR,
+}
 
 OFFSETS_TOPIC = "__consumer_offsets"
 
@@ -110,7 +130,9 @@ class TransactionCoordinator:
         self.offsets_partitions: int = config["offsets.topic.num.partitions"]
         self.verification_enabled: bool = config["transaction.partition.verification.enable"]
         self._txns: dict[str, TxnMetadata] = {}
-        self._loading: set[int] = set()
+        # Partitions being loaded (requests for them answer COORDINATOR_LOAD_IN_PROGRESS),
+        # each with the task that loads it.
+        self._loading: dict[int, asyncio.Task[None] | None] = {}
         self._tasks: set[asyncio.Task[None]] = set()
         self._loops: list[asyncio.Task[None]] = []
         self._stopping = False
@@ -121,8 +143,10 @@ class TransactionCoordinator:
         timeout/expiration scans. Requests for a partition still loading get
         COORDINATOR_LOAD_IN_PROGRESS."""
         if self.broker.store.topic(self.topic.name) is not None:
-            self._loading = set(range(self.topic.num_partitions))
-            self._spawn(self._load_all())
+            for p in range(self.topic.num_partitions):
+                hosted = self.broker.replicas.get(self.topic.name, p)
+                if hosted is not None and hosted.is_leader:
+                    self._start_load(p)
         self._loops.append(
             asyncio.create_task(
                 self._scan_loop(self.abort_interval_ms, self.abort_timed_out_transactions)
@@ -141,10 +165,11 @@ class TransactionCoordinator:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
 
-    def _spawn(self, coro: Any) -> None:
+    def _spawn(self, coro: Any) -> asyncio.Task[None]:
         task = asyncio.create_task(coro)
         self._tasks.add(task)
         task.add_done_callback(self._task_done)
+        return task
 
     def _task_done(self, task: asyncio.Task[None]) -> None:
         self._tasks.discard(task)
@@ -155,39 +180,21 @@ class TransactionCoordinator:
         while True:
             await asyncio.sleep(interval_ms / 1000)
             try:
-                scan()
+                await scan()
             except Exception:
                 log.exception("transaction coordinator scan failed")
 
-    async def _load_all(self) -> None:
-        started = time.monotonic()
-        loaded = 0
-        for p in sorted(self._loading):
-            try:
-                loaded += self._load_partition(p)
-            except PartitionError:
-                pass  # not hosted/led here: not ours to coordinate
-            except Exception:
-                log.exception("loading %s-%d failed", self.topic.name, p)
-            self._loading.discard(p)
-            await asyncio.sleep(0)
-        log.info(
-            "loaded %d transactional ids from %s in %.0f ms",
-            loaded,
-            self.topic.name,
-            (time.monotonic() - started) * 1000,
-        )
-
+    # ================================================================ loading
     def on_leadership(self, p: int, is_leader: bool) -> None:
         """This broker became (or stopped being) the leader of `__transaction_state`-p: load
         its transactions and finish those left prepared, or forget them."""
         if is_leader:
-            if p in self._loading:
-                return
-            self._loading.add(p)
-            self._spawn(self._load_one(p))
+            if p not in self._loading:
+                self._start_load(p)
             return
-        self._loading.discard(p)
+        task = self._loading.pop(p, None)
+        if task is not None:
+            task.cancel()
         gone = [t for t in self._txns if self._partition_of(t) == p]
         for txn_id in gone:
             del self._txns[txn_id]
@@ -195,20 +202,59 @@ class TransactionCoordinator:
             log.info("%s-%d moved away: unloaded %d transactional ids", self.topic.name, p,
                      len(gone))
 
-    async def _load_one(self, p: int) -> None:
-        started = time.monotonic()
-        try:
-            loaded = self._load_partition(p)
-            log.info("loaded %d transactional ids from %s-%d in %.0f ms", loaded,
-                     self.topic.name, p, (time.monotonic() - started) * 1000)
-        except PartitionError:
-            pass
-        finally:
-            self._loading.discard(p)
+    def _start_load(self, p: int) -> None:
+        self._loading[p] = None  # loading from now on, before the task first runs
+        self._loading[p] = self._spawn(self._load(p))
 
-    def _load_partition(self, p: int) -> int:
+    async def _load(self, p: int) -> None:
+        """Load partition p until it succeeds or stops being ours. A failed load is retried
+        (with back-off) and never served: with part of the state missing, InitProducerId
+        would hand out a fresh producer id without fencing the old one and prepared
+        transactions would never be finished."""
+        delay, longest = _LOAD_RETRY_S
+        attempt = 0
+        while True:
+            attempt += 1
+            started = time.monotonic()
+            try:
+                epoch = self._coordinator_epoch(p)
+                found = await self._read_partition(p)
+            except PartitionError:
+                self._loading.pop(p, None)  # not led here (any more): not ours to coordinate
+                return
+            except Exception as exc:
+                log.error(
+                    "loading %s-%d failed (attempt %d), retrying in %.1f s; its transactional "
+                    "ids answer COORDINATOR_LOAD_IN_PROGRESS meanwhile: %r",
+                    self.topic.name, p, attempt, delay, exc,
+                )
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, longest)
+                continue
+            if self._stopping:
+                return
+            try:
+                still_ours = self._coordinator_epoch(p) == epoch
+            except PartitionError:
+                still_ours = False
+            if not still_ours:
+                self._loading.pop(p, None)  # moved while loading; a new load starts with it
+                return
+            self._install(p, found, epoch)
+            self._loading.pop(p, None)
+            log.info(
+                "loaded %d transactional ids from %s-%d in %.0f ms%s",
+                len(found), self.topic.name, p, (time.monotonic() - started) * 1000,
+                f" after {attempt} attempts" if attempt > 1 else "",
+            )
+            return
+
+    async def _read_partition(self, p: int) -> dict[str, TxnMetadata]:
+        """Replay partition p (yielding to the event loop every few hundred records)."""
         found: dict[str, TxnMetadata] = {}
-        for entry in self.topic.replay(p):
+        for count, entry in enumerate(self.topic.replay(p), 1):
+            if count % _LOAD_YIELD_EVERY == 0:
+                await asyncio.sleep(0)
             if not isinstance(entry, ReplayedRecord) or entry.key is None:
                 continue
             try:
@@ -227,7 +273,9 @@ class TransactionCoordinator:
                     entry.offset,
                     exc,
                 )
-        epoch = self._coordinator_epoch(p)
+        return found
+
+    def _install(self, p: int, found: dict[str, TxnMetadata], epoch: int) -> None:
         for txn_id, md in found.items():
             self._txns[txn_id] = md
             if md.state in PREPARED:
@@ -239,7 +287,6 @@ class TransactionCoordinator:
                     md.producer_epoch,
                 )
                 self._spawn(self._send_markers_and_complete(md, epoch))
-        return len(found)
 
     # ================================================================ plumbing
     def _coordinator_epoch(self, p: int) -> int:
@@ -269,42 +316,60 @@ class TransactionCoordinator:
             )
             raise CoordinatorError(code) from None
 
-    def _write(self, md: TxnMetadata, transit: TxnTransit | None) -> None:
-        """Write the transition (None = tombstone) to the log, then apply it. On failure the
-        pending transition is dropped and CoordinatorError carries Kafka's mapped error."""
+    def _next_producer_id(self) -> int:
+        """A fresh producer id; the allocator may not have one ready (a block being claimed),
+        which it says with an error code (COORDINATOR_LOAD_IN_PROGRESS: clients retry)."""
+        try:
+            return int(self.broker.producer_ids.next_id())
+        except Exception as exc:
+            code = getattr(exc, "error_code", None)
+            if isinstance(code, int):
+                raise CoordinatorError(code) from None
+            raise
+
+    async def _write(
+        self, md: TxnMetadata, transit: TxnTransit | None, coordinator_epoch: int
+    ) -> None:
+        """Write the prepared transition (None = tombstone) with acks=all and apply it once the
+        ISR has it, at `coordinator_epoch`. On failure the pending transition is dropped (the
+        state stays as it was) and CoordinatorError carries Kafka's answer for it."""
+        txn_id = md.transactional_id
         now = _now()
         value = None if transit is None else encode_value(transit.log_value())
         try:
-            self.topic.append(
-                self._partition_of(md.transactional_id),
-                [(encode_key(md.transactional_id), value)],
+            await self.topic.append_replicated(
+                self._partition_of(txn_id),
+                [(encode_key(txn_id), value)],
+                leader_epoch=coordinator_epoch,
                 timestamp_ms=now,
             )
-        except (PartitionError, StorageError) as exc:
-            md.abort_transition()
+        except (InternalAppendError, PartitionError, StorageError) as exc:
+            if self._txns.get(txn_id) is md:
+                md.abort_transition()
             code = int(getattr(exc, "error_code", UNKNOWN_SERVER_ERROR))
+            answer = _APPEND_ERROR_ANSWER.get(code, UNKNOWN_SERVER_ERROR)
             log.warning(
-                "writing transaction state of %s failed with error %d", md.transactional_id, code
+                "writing transaction state of %s (%s) failed with error %d (%s); answering %d",
+                txn_id,
+                "tombstone" if transit is None else transit.state.name,
+                code,
+                exc,
+                answer,
             )
-            if code in (
-                UNKNOWN_TOPIC_OR_PARTITION,
-                NOT_ENOUGH_REPLICAS,
-                NOT_ENOUGH_REPLICAS_AFTER_APPEND,
-                REQUEST_TIMED_OUT,
-            ):
-                raise CoordinatorError(COORDINATOR_NOT_AVAILABLE) from None
-            if code in (NOT_LEADER_OR_FOLLOWER, KAFKA_STORAGE_ERROR):
-                raise CoordinatorError(NOT_COORDINATOR) from None
-            raise CoordinatorError(UNKNOWN_SERVER_ERROR) from None
+            raise CoordinatorError(answer) from None
+        if self._txns.get(txn_id) is not md:
+            # Unloaded (and maybe loaded again from the log) while the write was in flight:
+            # the partition's new owner acts on what the log says.
+            raise CoordinatorError(NOT_COORDINATOR)
         if transit is None:
             md.state = TxnState.DEAD
             md.pending_state = None
-            self._txns.pop(md.transactional_id, None)
+            self._txns.pop(txn_id, None)
         else:
             md.complete_transition(transit)
 
     # ================================================================ InitProducerId
-    def init_producer_id(
+    async def init_producer_id(
         self, txn_id: str, timeout_ms: int, expected: tuple[int, int] | None
     ) -> InitResult:
         if txn_id == "":
@@ -313,11 +378,11 @@ class TransactionCoordinator:
             return InitResult(INVALID_TRANSACTION_TIMEOUT)
         try:
             epoch = self._check_coordinator(txn_id)
-            return self._init_producer_id(txn_id, timeout_ms, expected, epoch)
+            return await self._init_producer_id(txn_id, timeout_ms, expected, epoch)
         except CoordinatorError as exc:
             return InitResult(exc.error_code)
 
-    def _init_producer_id(
+    async def _init_producer_id(
         self, txn_id: str, timeout_ms: int, expected: tuple[int, int] | None, coordinator_epoch: int
     ) -> InitResult:
         md = self._txns.get(txn_id)
@@ -325,7 +390,7 @@ class TransactionCoordinator:
         if md is None:
             md = TxnMetadata(
                 txn_id,
-                self.broker.producer_ids.next_id(),
+                self._next_producer_id(),
                 timeout_ms=timeout_ms,
                 last_update_ms=now,
             )
@@ -346,7 +411,7 @@ class TransactionCoordinator:
         if md.state is TxnState.ONGOING:
             # Fence the current producer and abort its transaction; the client retries.
             md.prepare_fence_epoch()
-            code = self._end_transaction(
+            code = await self._end_transaction(
                 md, md.producer_id, md.producer_epoch, False, coordinator_epoch, from_client=False
             )
             return InitResult(code if code != NONE else CONCURRENT_TRANSACTIONS)
@@ -356,7 +421,7 @@ class TransactionCoordinator:
             expected is None or expected[1] == md.producer_epoch
         ):
             transit: TxnTransit | int = md.prepare_producer_id_rotation(
-                self.broker.producer_ids.next_id(), timeout_ms, now, expected is not None
+                self._next_producer_id(), timeout_ms, now, expected is not None
             )
         else:
             transit = md.prepare_increment_epoch(
@@ -364,12 +429,12 @@ class TransactionCoordinator:
             )
         if isinstance(transit, int):
             return InitResult(transit)
-        self._write(md, transit)
+        await self._write(md, transit, coordinator_epoch)
         log.debug("InitProducerId %s: pid %d epoch %d", txn_id, md.producer_id, md.producer_epoch)
         return InitResult(NONE, md.producer_id, md.producer_epoch)
 
     # ================================================================ AddPartitions/Offsets
-    def add_partitions(
+    async def add_partitions(
         self,
         txn_id: str,
         producer_id: int,
@@ -379,7 +444,7 @@ class TransactionCoordinator:
         if not txn_id:
             return INVALID_REQUEST
         try:
-            self._check_coordinator(txn_id)
+            coordinator_epoch = self._check_coordinator(txn_id)
         except CoordinatorError as exc:
             return exc.error_code
         md = self._txns.get(txn_id)
@@ -395,7 +460,7 @@ class TransactionCoordinator:
         if md.state not in COMPLETED and md.state is not TxnState.ONGOING:
             return INVALID_TXN_STATE
         try:
-            self._write(md, md.prepare_add_partitions(added, _now()))
+            await self._write(md, md.prepare_add_partitions(added, _now()), coordinator_epoch)
         except CoordinatorError as exc:
             return exc.error_code
         return NONE
@@ -404,7 +469,7 @@ class TransactionCoordinator:
         return OFFSETS_TOPIC, partition_for(group_id, self.offsets_partitions)
 
     # ================================================================ EndTxn
-    def end_transaction(
+    async def end_transaction(
         self, txn_id: str, producer_id: int, producer_epoch: int, commit: bool
     ) -> int:
         if not txn_id:
@@ -416,11 +481,11 @@ class TransactionCoordinator:
         md = self._txns.get(txn_id)
         if md is None:
             return INVALID_PRODUCER_ID_MAPPING
-        return self._end_transaction(
+        return await self._end_transaction(
             md, producer_id, producer_epoch, commit, epoch, from_client=True
         )
 
-    def _end_transaction(
+    async def _end_transaction(
         self,
         md: TxnMetadata,
         producer_id: int,
@@ -430,13 +495,21 @@ class TransactionCoordinator:
         *,
         from_client: bool,
     ) -> int:
+        fencing = md.pending_state is TxnState.PREPARE_EPOCH_FENCE
+
+        def undo_fence() -> None:
+            if fencing:  # the fence did not happen
+                md.pending_state = None
+                md.producer_epoch -= 1
+
         if md.producer_id != producer_id:
+            undo_fence()
             return INVALID_PRODUCER_ID_MAPPING
         if (
             from_client and producer_epoch != md.producer_epoch
         ) or producer_epoch < md.producer_epoch:
+            undo_fence()
             return PRODUCER_FENCED
-        fencing = md.pending_state is TxnState.PREPARE_EPOCH_FENCE
         if md.pending and not fencing:
             return CONCURRENT_TRANSACTIONS
         state = md.state
@@ -444,16 +517,15 @@ class TransactionCoordinator:
             target = TxnState.PREPARE_COMMIT if commit else TxnState.PREPARE_ABORT
             if fencing:
                 if target is not TxnState.PREPARE_ABORT:
-                    md.pending_state = None
-                    md.producer_epoch -= 1
+                    undo_fence()
                     return INVALID_TXN_STATE
                 md.pending_state = None
                 md.last_producer_epoch = -1
+            transit = md.prepare_abort_or_commit(target, _now())
             try:
-                transit = md.prepare_abort_or_commit(target, _now())
-                self._write(md, transit)
+                await self._write(md, transit, coordinator_epoch)
             except CoordinatorError as exc:
-                if fencing:
+                if fencing and self._txns.get(md.transactional_id) is md:
                     md.producer_epoch -= 1  # the fence did not happen
                 return exc.error_code
             log.debug(  # per transaction: not INFO
@@ -464,11 +536,10 @@ class TransactionCoordinator:
                 md.producer_epoch,
                 len(md.partitions),
             )
+            # The Prepare record is replicated: a new coordinator would finish it the same way.
             self._spawn(self._send_markers_and_complete(md, coordinator_epoch))
             return NONE
-        if fencing:  # only reachable when not Ongoing: undo
-            md.pending_state = None
-            md.producer_epoch -= 1
+        undo_fence()  # only reachable when not Ongoing
         if state is TxnState.COMPLETE_COMMIT:
             return NONE if commit else INVALID_TXN_STATE
         if state is TxnState.COMPLETE_ABORT:
@@ -479,9 +550,22 @@ class TransactionCoordinator:
             return INVALID_TXN_STATE if commit else CONCURRENT_TRANSACTIONS
         return INVALID_TXN_STATE
 
+    def _owns(self, md: TxnMetadata, coordinator_epoch: int) -> bool:
+        """Is `md` still this broker's, at the coordinator epoch it was loaded or written at?"""
+        if self._stopping or self._txns.get(md.transactional_id) is not md:
+            return False
+        try:
+            return self._coordinator_epoch(self._partition_of(md.transactional_id)) == (
+                coordinator_epoch
+            )
+        except PartitionError:
+            return False
+
     async def _send_markers_and_complete(self, md: TxnMetadata, coordinator_epoch: int) -> None:
-        """Write the markers of a prepared transaction to all its partitions, then write
-        CompleteCommit/CompleteAbort."""
+        """Write the markers of a prepared (and replicated) transaction to all its partitions,
+        then write CompleteCommit/CompleteAbort. Stops when the id is no longer coordinated
+        here at `coordinator_epoch`: the new coordinator loads the Prepare record and
+        finishes the transaction itself."""
         if md.state not in PREPARED or md.pending:
             return
         commit = md.state is TxnState.PREPARE_COMMIT
@@ -493,7 +577,7 @@ class TransactionCoordinator:
             return
         remaining = set(md.partitions)
         while remaining:
-            if self._stopping:
+            if not self._owns(md, coordinator_epoch):
                 md.abort_transition()
                 return
             results = await write_txn_markers(
@@ -531,12 +615,14 @@ class TransactionCoordinator:
                 await asyncio.sleep(_MARKER_RETRY_S)
         while True:
             try:
-                self._write(md, transit)
+                await self._write(md, transit, coordinator_epoch)
                 break
             except CoordinatorError as exc:
-                if exc.error_code == NOT_COORDINATOR or self._stopping:
+                if exc.error_code == NOT_COORDINATOR or not self._owns(md, coordinator_epoch):
                     return
                 await asyncio.sleep(_MARKER_RETRY_S)
+                if not self._owns(md, coordinator_epoch) or md.pending:
+                    return
                 md.pending_state = transit.state
         log.debug("%s %s (pid %d epoch %d)", md.state.name, md.transactional_id, pid, epoch)
         metrics.transaction_completed(md.state is TxnState.COMPLETE_COMMIT, md.last_update_ms)
@@ -567,7 +653,7 @@ class TransactionCoordinator:
         return TRANSACTION_ABORTABLE
 
     # ================================================================ timeouts, expiration
-    def abort_timed_out_transactions(self) -> None:
+    async def abort_timed_out_transactions(self) -> None:
         now = _now()
         for md in list(self._txns.values()):
             if md.state is not TxnState.ONGOING or md.pending:
@@ -588,31 +674,42 @@ class TransactionCoordinator:
                 md.producer_epoch,
                 now - md.start_ms,
             )
-            md.prepare_fence_epoch()
-            code = self._end_transaction(
-                md, md.producer_id, md.producer_epoch, False, coordinator_epoch, from_client=False
-            )
-            metrics.transaction_timed_out(code == NONE)
-            if code != NONE:
-                log.warning(
-                    "aborting timed-out transaction of %s failed: %d", md.transactional_id, code
-                )
+            md.prepare_fence_epoch()  # pending from here: no other transition interleaves
+            self._spawn(self._abort_timed_out(md, coordinator_epoch))
 
-    def remove_expired_transactional_ids(self) -> None:
+    async def _abort_timed_out(self, md: TxnMetadata, coordinator_epoch: int) -> None:
+        code = await self._end_transaction(
+            md, md.producer_id, md.producer_epoch, False, coordinator_epoch, from_client=False
+        )
+        metrics.transaction_timed_out(code == NONE)
+        if code != NONE:
+            log.warning(
+                "aborting timed-out transaction of %s failed: %d", md.transactional_id, code
+            )
+
+    async def remove_expired_transactional_ids(self) -> None:
         now = _now()
         for md in list(self._txns.values()):
             if md.state not in COMPLETED or md.pending:
                 continue
             if md.last_update_ms > now - self.expiration_ms:
                 continue
-            if self._partition_of(md.transactional_id) in self._loading:
+            p = self._partition_of(md.transactional_id)
+            if p in self._loading:
                 continue
             try:
+                coordinator_epoch = self._coordinator_epoch(p)
                 md.prepare_dead()
-                self._write(md, None)
-                log.info("transactional id %s expired", md.transactional_id)
-            except (CoordinatorError, IllegalTransition):
-                md.abort_transition()
+            except (PartitionError, IllegalTransition):
+                continue
+            self._spawn(self._expire(md, coordinator_epoch))
+
+    async def _expire(self, md: TxnMetadata, coordinator_epoch: int) -> None:
+        try:
+            await self._write(md, None, coordinator_epoch)
+            log.info("transactional id %s expired", md.transactional_id)
+        except CoordinatorError:
+            pass  # _write logged it and left the id as it was
 
     # ================================================================ describe / list
     def describe(self, txn_id: str) -> tuple[int, TxnMetadata | None]:
