@@ -15,15 +15,18 @@ writes p0 and p1 (and, in the offsets case, consumer offsets through C). Then ev
 C's listener sends is dropped (F's fetches and the client's answers are lost; C's own
 connections, to B for markers and to ZooKeeper, still work), D is paused, EndTxn goes to C, and
 C is killed (or cut from ZooKeeper until its session expires) along with D. F becomes the
-coordinator, B leads p1; the verdict is read once every partition of the transaction has a
-marker. The drop stays until the lab is torn down: a killed broker's kernel still retransmits
-what its sockets held.
+coordinator, B leads p1. With min.isr 2, F can write nothing alone: C comes back (restarted,
+or reconnected to ZooKeeper) and must rejoin as F's follower, dropping what F never had. A
+killed C's sockets are destroyed before its drop is lifted: its kernel would still retransmit
+what they held. The verdict is read once every partition of the transaction has a marker.
 """
 
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
+import shutil
 import signal
 import time
 import uuid
@@ -43,12 +46,13 @@ from tests.protocol.wire import WireClient
 from tests.transactions.txnwire import ADD_OFFSETS, END_TXN, TxnWire, markers, txn_batch
 
 pytestmark = pytest.mark.timeout(240)
+log = logging.getLogger(__name__)
 
 TXN_TOPIC, OFFSETS_TOPIC = "__transaction_state", "__consumer_offsets"
 FIND_COORDINATOR, TXN_OFFSET_COMMIT, OFFSET_FETCH = 10, 28, 9
-PRODUCER_FENCED, INVALID_TXN_STATE, INVALID_PRODUCER_EPOCH = 90, 48, 47
 # Answers after which a client asks again (coordinator moving, loading, or busy).
 RETRIABLE = {6, 7, 14, 15, 16, 51, 88}
+REQUEST_TIMEOUT_S = 15.0  # how long the surviving client waits for an answer to a request
 # Long enough that C never aborts the transaction itself before EndTxn reaches it; F aborts
 # it that long after it started.
 TXN_TIMEOUT_MS = 8000
@@ -75,6 +79,8 @@ SETTINGS: dict[str, object] = {
 @pytest.fixture
 def lab_cluster(tmp_path: Path) -> Iterator[tuple[Cluster, NetLab]]:
     reason = unavailable_reason()
+    if reason is None and shutil.which("ss") is None:
+        reason = "no `ss` binary (iproute2) on PATH"
     if reason:
         pytest.skip(f"the window is opened by dropping one broker's packets: {reason}")
     with partitionable_cluster(tmp_path, size=4, **SETTINGS) as (cluster, lab):
@@ -177,11 +183,12 @@ class Scenario:
         return client, pid, epoch
 
     # ------------------------------------------------------------------ the window
-    def end_in_the_window(self, roles: Roles, client: TxnWire, pid: int, epoch: int) -> None:
-        """EndTxn to a C that nobody hears, with D paused; then C (and D) go."""
+    def end_in_the_window(self, roles: Roles, client: TxnWire, pid: int, epoch: int) -> int:
+        """EndTxn to a C that nobody hears, with D paused; then C (and D) go. Returns the
+        EndTxn's correlation id."""
         self.lab.drop_listener_replies(roles.coordinator)
         self.pause(roles.d)
-        _, request = client.encode_request(END_TXN, 3, {
+        correlation, request = client.encode_request(END_TXN, 3, {
             "transactional_id": self.txn_id, "producer_id": pid, "producer_epoch": epoch,
             "committed": self.commit})
         client.send_raw(request)  # its answer is dropped
@@ -202,6 +209,43 @@ class Scenario:
         wait_until(lambda: (leader_of(self.addr(roles.b), TXN_TOPIC, 0) == roles.follower
                             and leader_of(self.addr(roles.b), self.topic, 1) == roles.b), 60,
                    "F coordinating and B leading p1")
+        return correlation
+
+    def bring_back_coordinator(self, roles: Roles) -> None:
+        """C returns as F's follower: restarted once its old sockets are gone, or reconnected
+        to ZooKeeper (where it finds its session expired). A C that was not killed stays deaf
+        to clients: the surviving client hears nothing and retries after its request
+        timeout, as a Kafka client does."""
+        c = roles.coordinator
+        if self.fault == "kill":
+            wait_until(lambda: self.lab.destroy_listener_sockets(c) == 0, 30,
+                       "the killed C's sockets gone")
+            self.lab.heal()
+            self.cluster.broker(c).start()
+        else:
+            self.lab.heal_addresses(c)
+            self.zombie = None
+
+    def client_answers(self, client: TxnWire, correlation: int, pid: int,
+                       epoch: int) -> list[int]:
+        """What the surviving client hears: the answer to its EndTxn, if C sends one within
+        a request timeout, then, while answers are retriable, the answers of the current
+        coordinator to the same EndTxn (as a Kafka client retries)."""
+        answers: list[int] = []
+        client.sock.settimeout(REQUEST_TIMEOUT_S)
+        with contextlib.suppress(OSError, ConnectionError):
+            answers.append(int(client.read_response(END_TXN, 3, correlation).error_code))
+        client.close()
+        deadline = time.monotonic() + 60
+        while not answers or answers[-1] in RETRIABLE:
+            assert time.monotonic() < deadline, f"EndTxn still answered {answers[-1:]} after 60 s"
+            with contextlib.suppress(OSError, ConnectionError):
+                coordinator = coordinator_of(self.addr(self.live_broker()), TRANSACTION_KEY,
+                                             self.txn_id)
+                with TxnWire(self.addr(coordinator)) as w:
+                    answers.append(w.end_txn(self.txn_id, pid, epoch, self.commit))
+            time.sleep(0.2)
+        return answers
 
     def pause(self, broker_id: int) -> None:
         pid = self.cluster.broker(broker_id).pid
@@ -349,29 +393,6 @@ def poll(cond: Callable[[], bool], seconds: float) -> bool:
     return cond()
 
 
-def end_txn_answer(s: Scenario, client_epoch: tuple[int, int]) -> int:
-    """The surviving client gives up on C and asks the current coordinator again, as a Kafka
-    client does after its request timed out: the final, non-retriable answer."""
-    pid, epoch = client_epoch
-
-    def again() -> Any:
-        coordinator = coordinator_of(s.addr(s.live_broker()), TRANSACTION_KEY, s.txn_id)
-        with TxnWire(s.addr(coordinator)) as w:
-            code = w.end_txn(s.txn_id, pid, epoch, s.commit)
-        return code
-
-    deadline = time.monotonic() + 30
-    while True:
-        try:
-            code = again()
-            if code not in RETRIABLE:
-                return code
-        except (OSError, ConnectionError):
-            pass
-        assert time.monotonic() < deadline, "EndTxn retried for 30 s"
-        time.sleep(0.2)
-
-
 @contextlib.contextmanager
 def supervised(s: Scenario) -> Iterator[None]:
     """Every failure carries the scenario's notes and every broker's log tail."""
@@ -391,7 +412,12 @@ def run_window(cluster: Cluster, lab: NetLab, *, commit: bool, fault: str,
         roles = s.place()
         s.notes.append(roles.describe())
         client, pid, epoch = s.begin(roles)
-        s.end_in_the_window(roles, client, pid, epoch)
+        correlation = s.end_in_the_window(roles, client, pid, epoch)
+        s.bring_back_coordinator(roles)
+        answers = []
+        if fault == "zookeeper":
+            answers = s.client_answers(client, correlation, pid, epoch)
+            s.notes.append(f"the surviving client's EndTxn answers: {answers}")
         outcome = s.outcome(roles, pid)
         s.notes.append(f"markers: {outcome}")
         assert len(set(outcome.values())) == 1, (
@@ -406,16 +432,14 @@ def run_window(cluster: Cluster, lab: NetLab, *, commit: bool, fault: str,
             want = GROUP_OFFSET if committed else -1
             assert got == want, (f"the group's committed offset is {got}, the transaction "
                                  f"{'committed' if committed else 'aborted'}")
-        if fault == "zookeeper":
-            answer = end_txn_answer(s, (pid, epoch))
-            s.notes.append(f"the client's EndTxn(commit), asked again: {answer}")
-            assert (answer == 0) == committed, (
-                f"EndTxn(commit) answered {answer}, the transaction's markers {outcome}")
-            client.close()
+        if answers:  # EndTxn(commit) succeeded exactly when the transaction committed
+            assert (answers[-1] == 0) == committed and (0 not in answers or committed), (
+                f"EndTxn(commit) answered {answers}, the transaction's markers {outcome}")
         # The cluster heals: D comes back and rejoins p1's ISR.
         cluster.broker(roles.d).start()
         wait_until(lambda: roles.d in isr_of(s.addr(roles.b), s.topic, 1), 60,
                    "D back in p1's ISR")
+    log.info("%s", "; ".join(s.notes))
 
 
 # ---------------------------------------------------------------------------- the tests
