@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import signal
 import time
 import uuid
@@ -16,7 +17,8 @@ from coordinator.internal_log import InternalTopic
 from coordinator.producer_ids import ClusterProducerIdAllocator, ProducerIdAllocator
 from coordinator.transaction import TransactionCoordinator
 from storage.config import LogConfig
-from storage.log_manager import LogManager
+from storage.log_dir_failure import dir_key
+from storage.log_dirs import LogDirs
 
 from . import metrics
 from .apis import build_registry
@@ -39,6 +41,7 @@ class Broker:
         self.broker_id: int = config.broker_id
         self.data_dir = Path(config.data_dir)
         self.data_dir.mkdir(parents=True, exist_ok=True)
+        log_dirs = [Path(d) for d in config.log_dirs]
         host, port = config.listen_host, config.listen_port
         advertised = config.advertised_listener
         info = BrokerInfo(self.broker_id, advertised.host, advertised.port)
@@ -50,8 +53,8 @@ class Broker:
             )
         else:
             self.store = LocalMetadataStore(self.data_dir, info)
-        self.log_manager = LogManager(
-            self.data_dir,
+        self.log_manager = LogDirs(
+            log_dirs,
             LogConfig.from_properties({}),
             producer_id_expiration_ms=config["producer.id.expiration.ms"],
             retention_check_interval_ms=config["log.retention.check.interval.ms"],
@@ -59,6 +62,8 @@ class Broker:
         self.replicas = ReplicaManager(
             self.broker_id, self.log_manager, self.store, self._log_config
         )
+        self.replicas.offline_listener = self._on_offline_replicas
+        self._offline_report: asyncio.Task[None] | None = None
         self.topics = TopicAdmin(config, self.store, self.replicas)
         self.replicas.min_isr = lambda topic: int(
             self.topics.effective_properties(topic)["min.insync.replicas"]
@@ -118,6 +123,46 @@ class Broker:
             metrics.isr_changed(partition.isr, isr)
         return ok
 
+    # ---- failed log directories -----------------------------------------------------------
+    def _on_log_dir_failure(self, key: str) -> None:
+        """A log directory had an I/O error (reported on any thread; run on the loop)."""
+        self.replicas.handle_log_dir_failure(key)
+        live = self.log_manager.live_dirs
+        if not live:
+            self._halt(f"Shutdown broker because all log dirs in "
+                       f"{', '.join(self.log_manager.dirs)} have failed")
+        if not self.zookeeper and key == dir_key(self.data_dir):
+            # The single-broker metadata lives there (Kafka halts when its metadata dir fails).
+            self._halt(f"Shutdown broker because the metadata log dir {key} has failed")
+        log.warning("Stopped serving replicas in dir %s", key)
+
+    @staticmethod
+    def _halt(reason: str) -> None:
+        """Kafka's Exit.halt(1): no shutdown (it would write to the failed disks)."""
+        log.critical(reason)
+        logging.shutdown()
+        os._exit(1)
+
+    def _on_offline_replicas(self) -> None:
+        """Tell the controller (ZooKeeper's /log_dir_event_notification) which replicas are
+        offline here, so that it moves their leadership and takes them out of the ISR."""
+        if not self.zookeeper:
+            return
+        if self._offline_report is None or self._offline_report.done():
+            self._offline_report = asyncio.get_running_loop().create_task(self._report_offline())
+
+    async def _report_offline(self) -> None:
+        while True:
+            offline = set(self.replicas.offline)
+            try:
+                await self.store.report_offline_replicas(offline)
+            except Exception as exc:
+                log.warning("reporting offline replicas to ZooKeeper failed (retrying): %r", exc)
+                await asyncio.sleep(1)
+                continue
+            if self.replicas.offline <= offline:
+                return
+
     def _on_leadership(self, partition: Any, is_leader: bool) -> None:
         if partition.topic == self.txn_topic.name:
             self.transactions.on_leadership(partition.index, is_leader)
@@ -168,6 +213,9 @@ class Broker:
 
     async def start(self) -> None:
         started = time.monotonic()
+        loop = asyncio.get_running_loop()
+        self.log_manager.failure_channel.listener = (
+            lambda key: loop.call_soon_threadsafe(self._on_log_dir_failure, key))
         if self.zookeeper:
             await self.store.start()
         self.log_manager.startup(self._config_for_topic_name)
@@ -190,7 +238,7 @@ class Broker:
             self.broker_id,
             self.server.host,
             self.server.port,
-            self.data_dir,
+            ",".join(self.log_manager.dirs),
             len(list(self.replicas.partitions())),
             (time.monotonic() - started) * 1000,
         )

@@ -9,6 +9,7 @@ where `kafka_default` records that Samsa differs (bind address, data directory, 
 from __future__ import annotations
 
 import difflib
+import os
 import re
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -392,8 +393,8 @@ _TABLE: list[PropertyDef] = [
        "num_partitions -1.", at_least(1), group=_G_LOG),
     _p("log.dir", S, "./data", "Data directory, used when log.dirs is not set.",
        kafka="/tmp/kafka-logs", group=_G_LOG),
-    _p("log.dirs", S, None, "Data directory (Samsa supports exactly one); overrides log.dir.",
-       group=_G_LOG),
+    _p("log.dirs", S, None, "Comma-separated data directories; overrides log.dir. A new "
+       "partition goes to the one holding the fewest partitions.", group=_G_LOG),
     _p("log.segment.bytes", I, 1073741824, "Largest size of one segment file.", at_least(14),
        topic="segment.bytes", group=_G_LOG),
     _p("log.roll.ms", L, None, "Roll a new segment after this long; if unset log.roll.hours "
@@ -750,9 +751,17 @@ class BrokerConfig:
         return parse_listener("advertised.listeners", adv, local_only=False, advertised=True)
 
     @property
-    def data_dir(self) -> Path:
+    def log_dirs(self) -> list[Path]:
         dirs = self["log.dirs"]
-        return Path(dirs if dirs is not None else self["log.dir"]).expanduser()
+        if dirs is None:
+            return [Path(self["log.dir"]).expanduser()]
+        return [Path(d.strip()).expanduser() for d in dirs.split(",") if d.strip()]
+
+    @property
+    def data_dir(self) -> Path:
+        """The first log directory: it also holds the single-broker metadata (Kafka's
+        metadata.log.dir defaults to the first of log.dirs too)."""
+        return self.log_dirs[0]
 
     def __repr__(self) -> str:
         return f"BrokerConfig(static={self._static!r}, dynamic={self._dynamic!r})"
@@ -775,8 +784,10 @@ class BrokerConfig:
         self.listener  # noqa: B018 - parse for validation
         self.advertised_listener  # noqa: B018
         dirs = self["log.dirs"]
-        if dirs is not None and len([d for d in dirs.split(",") if d.strip()]) != 1:
-            raise ConfigError.invalid("log.dirs", dirs, "Samsa supports exactly one log directory")
+        if dirs is not None and not self.log_dirs:
+            raise ConfigError.invalid("log.dirs", dirs, "At least one log directory is needed")
+        if len({os.path.abspath(d) for d in self.log_dirs}) != len(self.log_dirs):
+            raise ConfigError.invalid("log.dirs", dirs, "Duplicate log directory found")
         lo, hi = self["group.min.session.timeout.ms"], self["group.max.session.timeout.ms"]
         if lo > hi:
             raise ConfigError.invalid("group.min.session.timeout.ms", lo,

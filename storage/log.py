@@ -6,6 +6,7 @@ shutdown threads each own whole logs). File descriptors come from `storage.fdcac
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import shutil
@@ -14,6 +15,7 @@ import time
 from bisect import bisect_right
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, TypeVar
 
 from protocol.records import (
     CONTROL_ABORT,
@@ -32,12 +34,14 @@ from storage.config import LONG_MAX, LogConfig
 from storage.errors import (
     CorruptRecord,
     InvalidRecord,
+    KafkaStorageError,
     MessageTooLarge,
     OffsetOutOfRange,
     RecordListTooLarge,
 )
 from storage.leader_epoch import FILE_NAME as EPOCH_FILE
 from storage.leader_epoch import LeaderEpochCache
+from storage.log_dir_failure import LogDirFailureChannel, dir_key
 from storage.producer_state import BatchInfo, ProducerStateManager
 from storage.segment import LogSegment
 from storage.txn_index import AbortedTxn
@@ -58,6 +62,31 @@ def parse_topic_partition(dir_name: str) -> tuple[str, int]:
     if not sep or not topic or not part.isdigit():
         raise ValueError(f"not a partition directory name: {dir_name!r}")
     return topic, int(part)
+
+
+F = TypeVar("F")
+
+
+def _io(what: str):  # noqa: ANN202 - a decorator factory
+    """Kafka's maybeHandleIOException: an `OSError` inside takes the log's directory offline
+    (reported to the failure channel) and fails the caller with KAFKA_STORAGE_ERROR; a log
+    whose directory is offline does no I/O at all (a failed append may have left its file
+    longer than the segment says, so nothing may be appended after it)."""
+
+    def decorate(fn: F) -> F:
+        @functools.wraps(fn)  # type: ignore[arg-type]
+        def guarded(self: Log, *args: Any, **kwargs: Any) -> Any:
+            if self.offline:
+                raise KafkaStorageError(f"{self.dir.name}: log directory {self.parent_dir} is "
+                                        "offline")
+            try:
+                return fn(self, *args, **kwargs)  # type: ignore[operator]
+            except OSError as exc:
+                raise self._io_failed(what, exc) from exc
+
+        return guarded  # type: ignore[return-value]
+
+    return decorate
 
 
 @dataclass(slots=True)
@@ -97,6 +126,10 @@ class Log:
         self._last_flush_ms = _now_ms()
         self._lock = threading.RLock()
         self._closed = False
+        # Set by the LogManager: where I/O errors are reported (None: they only raise).
+        self.failure_channel: LogDirFailureChannel | None = None
+        self.parent_dir = dir_key(self.dir.parent)
+        self._failed = False
 
     # =========================================================================================
     # opening and recovery
@@ -296,6 +329,18 @@ class Log:
         del self._bases[i]
 
     @property
+    def offline(self) -> bool:
+        channel = self.failure_channel
+        return self._failed or (channel is not None and self.parent_dir in channel.offline)
+
+    def _io_failed(self, what: str, exc: OSError) -> KafkaStorageError:
+        self._failed = True
+        msg = (f"Error while {what} {self.topic}-{self.partition} in dir {self.parent_dir}")
+        if self.failure_channel is not None:
+            self.failure_channel.maybe_add_offline_log_dir(self.parent_dir, msg, exc)
+        return KafkaStorageError(f"{msg}: {exc}")
+
+    @property
     def active_segment(self) -> LogSegment:
         return self._segments[-1]
 
@@ -361,6 +406,7 @@ class Log:
                 f"record set of {len(buf)} bytes exceeds segment.bytes {self.config.segment_bytes}")
         return batches
 
+    @_io("appending records to")
     def append_as_leader(self, records: bytes | bytearray | memoryview, leader_epoch: int,
                          origin: str = "client", now_ms: int | None = None) -> AppendInfo:
         now = _now_ms() if now_ms is None else now_ms
@@ -397,6 +443,7 @@ class Log:
             max_timestamp=max(h.max_timestamp for _, h in batches),
         )
 
+    @_io("appending records to")
     def append_as_follower(self, records: bytes | bytearray | memoryview,
                            now_ms: int | None = None) -> AppendInfo:
         """Append batches keeping their offsets and leader epochs (replication)."""
@@ -438,6 +485,11 @@ class Log:
                 or (flush_ms < LONG_MAX and now - self._last_flush_ms >= flush_ms)):
             self.flush()
 
+    @_io("assigning a leader epoch in")
+    def assign_leader_epoch(self, epoch: int, start_offset: int) -> None:
+        """A new leader epoch starts at `start_offset` (the leader-epoch-checkpoint is written)."""
+        self.leader_epoch_cache.assign(epoch, start_offset)
+
     def _maybe_assign_epoch(self, epoch: int, start_offset: int, *, flush: bool = True) -> None:
         if epoch >= 0 and epoch != self.leader_epoch_cache.latest_epoch:
             self.leader_epoch_cache.assign(epoch, start_offset, flush=flush)
@@ -452,6 +504,7 @@ class Log:
             return self.roll(first_offset if first_offset > self.log_end_offset else None)
         return seg
 
+    @_io("rolling a segment of")
     def roll(self, expected_next_offset: int | None = None) -> LogSegment:
         """Start a new active segment at the log end; the old one becomes read-only. Its
         fsync is left to the LogManager (Kafka flushes rolled segments asynchronously)."""
@@ -472,6 +525,7 @@ class Log:
     # =========================================================================================
     # read
 
+    @_io("reading")
     def read(self, fetch_offset: int, max_bytes: int, max_offset: int | None = None,
              min_one_message: bool = True) -> FetchDataInfo:
         leo = self.log_end_offset
@@ -489,6 +543,7 @@ class Log:
                 return FetchDataInfo(*r)
         return FetchDataInfo(b"", fetch_offset, fetch_offset)
 
+    @_io("reading the transaction index of")
     def collect_aborted_transactions(self, fetch_offset: int,
                                      upper_bound_offset: int) -> list[AbortedTxn]:
         out: list[AbortedTxn] = []
@@ -499,6 +554,7 @@ class Log:
                 break
         return out
 
+    @_io("searching by timestamp in")
     def fetch_offset_for_timestamp(self, timestamp: int) -> tuple[int, int, int] | None:
         """(offset, timestamp, leader epoch) of the first record with ts >= timestamp."""
         for seg in list(self._segments):
@@ -509,6 +565,7 @@ class Log:
                     return off, ts, self._epoch_for(off)
         return None
 
+    @_io("searching by timestamp in")
     def max_timestamp_and_offset(self) -> tuple[int, int, int] | None:
         """(offset, timestamp, leader epoch) of the first record with the largest timestamp."""
         segs = [s for s in self._segments if s.max_timestamp_so_far >= 0]
@@ -531,6 +588,7 @@ class Log:
     # =========================================================================================
     # deletion, truncation
 
+    @_io("deleting records of")
     def delete_records_before(self, offset: int) -> int:
         """DeleteRecords: advance the log start offset; returns the new log start offset."""
         if offset > self.high_watermark or offset < 0:
@@ -574,6 +632,7 @@ class Log:
             self.producer_state.delete_snapshots_below(first)
         return len(segs)
 
+    @_io("deleting segments of")
     def enforce_retention(self, now_ms: int | None = None) -> int:
         """Delete old segments per retention.ms / retention.bytes (delete policy) and below the
         log start offset (any policy). Returns the number of segments deleted."""
@@ -598,6 +657,7 @@ class Log:
             deleted += self._delete_segments(self._deletable_prefix(over))
         return deleted
 
+    @_io("truncating")
     def truncate_to(self, offset: int) -> bool:
         """Remove everything at and after `offset` (follower truncation). True if anything
         was removed."""
@@ -627,6 +687,7 @@ class Log:
             psm.update_map_end_offset(leo)
         return True
 
+    @_io("truncating")
     def truncate_fully_and_start_at(self, offset: int) -> None:
         with self._lock:
             for seg in list(self._segments):
@@ -640,6 +701,7 @@ class Log:
     # =========================================================================================
     # compaction
 
+    @_io("compacting")
     def compact(self, now_ms: int | None = None) -> cleaner.CleanResult | None:
         """Clean the non-active segments below the LSO (cleanup.policy contains compact)."""
         if not self.config.compact:
@@ -661,6 +723,7 @@ class Log:
     # =========================================================================================
     # flush, snapshots, close
 
+    @_io("flushing")
     def flush(self, up_to: int | None = None) -> None:
         """fsync segments holding offsets in [recovery point, up_to) and advance it."""
         with self._lock:
@@ -689,6 +752,7 @@ class Log:
     def unflushed_ms(self) -> int:
         return _now_ms() - self._last_flush_ms
 
+    @_io("writing a producer snapshot of")
     def take_producer_snapshot(self) -> None:
         leo = self.log_end_offset
         psm = self.producer_state
@@ -718,6 +782,14 @@ class Log:
     @property
     def open_files(self) -> int:
         return sum(seg.open_files for seg in self._segments)
+
+    def close_handlers(self) -> None:
+        """The directory failed: close every fd, write nothing more (Kafka's closeHandlers)."""
+        self._failed = True
+        with self._lock:
+            for seg in self._segments:
+                seg.close_handlers()
+            self._closed = True
 
     def close_without_flush(self) -> None:
         """Release file descriptors only (tests simulating a crash)."""

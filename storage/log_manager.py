@@ -8,6 +8,7 @@ import base64
 import json
 import logging
 import shutil
+import threading
 import time
 import uuid
 from collections.abc import Callable
@@ -17,8 +18,10 @@ from pathlib import Path
 from storage import cleaner
 from storage.checkpoint import OffsetCheckpointFile, write_atomically
 from storage.config import LONG_MAX, LogConfig
+from storage.errors import KafkaStorageError
 from storage.fdcache import FD_CACHE
 from storage.log import Log, parse_topic_partition
+from storage.log_dir_failure import LogDirFailureChannel, dir_key
 
 log = logging.getLogger(__name__)
 
@@ -80,8 +83,12 @@ class LogManager:
         cleaner_enable: bool = True,
         max_open_files: int | None = None,
         io_threads: int = 8,
+        failure_channel: LogDirFailureChannel | None = None,
     ) -> None:
         self.log_dir = Path(log_dir)
+        self.dir_key = dir_key(self.log_dir)
+        # I/O errors in this directory are reported there (None: they only raise).
+        self.failure_channel = failure_channel
         self.default_config = default_config
         self.producer_id_expiration_ms = producer_id_expiration_ms
         self.intervals = {
@@ -155,6 +162,7 @@ class LogManager:
                 producer_id_expiration_ms=self.producer_id_expiration_ms,
             )
             lg.release_files()  # open/close per partition: fds follow use, not partitions
+            lg.failure_channel = self.failure_channel
             return lg
 
         if recover and len(dirs) > 1 and self.io_threads > 1:
@@ -174,8 +182,46 @@ class LogManager:
         self.checkpoint()
         marker.unlink(missing_ok=True)
 
+    @property
+    def offline(self) -> bool:
+        channel = self.failure_channel
+        return channel is not None and self.dir_key in channel.offline
+
+    def report_io_error(self, what: str, exc: OSError) -> KafkaStorageError:
+        """Take this directory offline (an I/O error outside any one log's operations)."""
+        msg = f"Error while {what} in dir {self.dir_key}"
+        if self.failure_channel is not None:
+            self.failure_channel.maybe_add_offline_log_dir(self.dir_key, msg, exc)
+        return KafkaStorageError(f"{msg}: {exc}")
+
+    def handle_dir_failure(self) -> list[TopicPartition]:
+        """The directory is offline: stop all work in it and forget its logs, closing their
+        fds without writing (Kafka's LogManager.handleLogDirFailure). No clean-shutdown marker
+        is written for it, so its logs are recovered at the next start."""
+        self._stopping = True
+        logs, self._logs = self._logs, {}
+
+        def close_all() -> None:
+            for lg in logs.values():
+                lg.close_handlers()
+
+        # On a thread of its own: a log's lock may be held by an fsync hung on the failed disk.
+        threading.Thread(target=close_all, name="log-dir-failure", daemon=True).start()
+        return sorted(logs)
+
     def shutdown(self) -> None:
         self._stopping = True
+        if self.offline:
+            return
+        try:
+            self._shutdown()
+        except (OSError, KafkaStorageError) as exc:
+            if isinstance(exc, OSError):
+                self.report_io_error("closing logs", exc)
+            log.error("log dir %s not shut down cleanly: it will be recovered at the next start",
+                      self.dir_key)
+
+    def _shutdown(self) -> None:
         logs = list(self._logs.values())
         started = time.monotonic()
         # Each close: final time-index entry, fsync of what is unflushed, producer snapshot at
@@ -195,6 +241,10 @@ class LogManager:
 
     # -- logs ----------------------------------------------------------------------------------
 
+    @property
+    def log_count(self) -> int:
+        return len(self._logs)
+
     def get_log(self, topic: str, partition: int) -> Log | None:
         return self._logs.get((topic, partition))
 
@@ -206,14 +256,21 @@ class LogManager:
         existing = self._logs.get((topic, partition))
         if existing is not None:
             return existing
+        if self.offline:
+            raise KafkaStorageError(f"cannot create {topic}-{partition}: log dir {self.dir_key} "
+                                    "is offline")
         d = self.log_dir / f"{topic}-{partition}"
-        d.mkdir(parents=True, exist_ok=True)
-        if topic_id is not None:
-            # Written before any data, as in Kafka, and like Kafka's made durable by the log's
-            # first flush (its fsync was 2 of the 4 per created partition).
-            write_partition_metadata(d, topic_id, fsync=False)
-        lg = Log.open(d, config or self.default_config, recover=False,
-                      producer_id_expiration_ms=self.producer_id_expiration_ms)
+        try:
+            d.mkdir(parents=True, exist_ok=True)
+            if topic_id is not None:
+                # Written before any data, as in Kafka, and like Kafka's made durable by the
+                # log's first flush (its fsync was 2 of the 4 per created partition).
+                write_partition_metadata(d, topic_id, fsync=False)
+            lg = Log.open(d, config or self.default_config, recover=False,
+                          producer_id_expiration_ms=self.producer_id_expiration_ms)
+        except OSError as exc:
+            raise self.report_io_error(f"creating log for {topic}-{partition}", exc) from exc
+        lg.failure_channel = self.failure_channel
         if topic_id is not None:
             lg.sync_on_flush(d / PARTITION_METADATA)
         self._logs[(topic, partition)] = lg
@@ -301,7 +358,7 @@ class LogManager:
         loop = asyncio.get_running_loop()
         last = dict.fromkeys(self.intervals, _now_ms())
         tick = max(0.01, min(1.0, min(self.intervals.values()) / 1000))
-        while not self._stopping:
+        while not self._stopping and not self.offline:
             await asyncio.sleep(tick)
             now = _now_ms()
 
@@ -332,6 +389,10 @@ class LogManager:
                                                self._high_watermarks())
             except asyncio.CancelledError:
                 raise
+            except KafkaStorageError:
+                pass  # reported (logged, directory offline) where it happened
+            except OSError as exc:
+                self.report_io_error("writing checkpoints", exc)
             except Exception:
                 log.exception("log manager background task failed")
 

@@ -229,7 +229,7 @@ def test_unknown_key_named(tmp_path: Path) -> None:
         ("log.message.timestamp.type", "createtime", r"timestamp\.type.*CreateTime"),
         ("listeners", "PLAINTEXT://0.0.0.0:9092", r"listeners.*127"),
         ("listeners", "SSL://127.0.0.1:9093", r"listeners.*PLAINTEXT"),
-        ("log.dirs", "/a,/b", r"log\.dirs.*one log directory"),
+        ("log.dirs", "/a,/b,/a/", r"log\.dirs.*Duplicate log directory"),
         ("metrics.port", "70000", r"metrics\.port.*no more than 65535"),
     ],
 )
