@@ -57,9 +57,9 @@ REQUEST_TIMEOUT_S = 15.0  # how long the surviving client waits for an answer to
 # it that long after it started.
 TXN_TIMEOUT_MS = 8000
 # How long the test lets C send markers after EndTxn when none appear (with the prepare
-# record replicated first, none ever will: F cannot fetch it). A coordinator that is also the
-# leader of one of the transaction's partitions (the group's offsets) may first wait for its
-# own marker there to replicate, up to 10 s (broker/markers.py), before it sends the others.
+# record replicated first, none ever will: F cannot fetch it). A coordinator that also leads
+# one of the transaction's partitions (the group's offsets) may wait for its own marker there
+# to replicate, up to its 10 s marker timeout, before it sends the others (Samsa did).
 MARKER_GRACE_S = 3.0
 MARKER_GRACE_LOCAL_FIRST_S = 12.0
 GROUP_OFFSET = 42  # the consumed position the transaction commits for its group
