@@ -67,12 +67,15 @@ class InternalTopic:
         num_partitions: int,
         replication_factor: int,
         segment_bytes: int,
+        *,
+        compression: int = 0,
     ) -> None:
         self.broker = broker
         self.name = name
         self.num_partitions = num_partitions
         self.replication_factor = replication_factor
         self.segment_bytes = segment_bytes
+        self.compression = compression  # codec id of the batches written (e.g. 1 = gzip)
 
     def partition_for(self, key: str) -> int:
         return partition_for(key, self.num_partitions)
@@ -117,6 +120,7 @@ class InternalTopic:
             producer_id=producer_id,
             producer_epoch=producer_epoch,
             transactional=transactional,
+            compression=self.compression,
         )
         info = leader.append_as_leader(batch, origin="coordinator")
         return info.last_offset

@@ -70,7 +70,8 @@ async def _replicated(
            for p in t.partitions):
         return  # nothing was written
     groups = broker.groups
-    code = await groups.topic.await_replication(groups.partition_for(group_id))
+    code = await groups.topic.await_replication(groups.partition_for(group_id),
+                                                groups.commit_timeout_ms / 1000)
     if code:
         for t in request.topics:
             for p in t.partitions:

@@ -16,7 +16,6 @@ from .common import (
     ILLEGAL_GENERATION,
     NON_EMPTY_GROUP,
     NONE,
-    OFFSET_METADATA_MAX_BYTES,
     OFFSET_METADATA_TOO_LARGE,
     REBALANCE_IN_PROGRESS,
     UNKNOWN_MEMBER_ID,
@@ -95,7 +94,8 @@ class GroupOffsets:
         for e in entries:
             tp = (e.topic, e.partition)
             metadata = e.metadata or ""
-            if len(metadata.encode()) > OFFSET_METADATA_MAX_BYTES:
+            # Kafka compares String.length(): UTF-16 code units, not bytes.
+            if len(metadata.encode("utf-16-le")) // 2 > self.offset_metadata_max_bytes:
                 result[tp] = OFFSET_METADATA_TOO_LARGE
                 continue
             result[tp] = NONE
