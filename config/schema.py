@@ -321,7 +321,6 @@ ZSTD_LEVEL = between(-131072, 22)
 LOG_LEVELS = ("DEBUG", "INFO", "WARN", "WARNING", "ERROR", "CRITICAL")
 # Shared reasons of properties that are accepted but have no effect, or refused.
 _NO_RECOMPRESSION = "batches are stored as the producer compressed them, never recompressed"
-_NO_TIMESTAMP_BOUNDS = "record timestamps are not checked against the broker clock"
 _NO_TIERED_STORAGE = "it applies only to tiered storage, which Samsa does not have"
 _KEY_MAP_GROWS = "the cleaner's key map grows with the data instead of using fixed buffers"
 _FIXED_READS = "internal topics are replayed in 1 MiB reads"
@@ -461,11 +460,11 @@ _TABLE: list[PropertyDef] = [
        "(CreateTime) or the broker's (LogAppendTime).", ValidString(("CreateTime",
        "LogAppendTime")), topic="message.timestamp.type", group=_G_LOG),
     _p("log.message.timestamp.before.max.ms", L, LONG_MAX, "How far a CreateTime timestamp may "
-       "lag the broker clock.", at_least(0), topic="message.timestamp.before.max.ms",
-       group=_G_LOG, refused=_NO_TIMESTAMP_BOUNDS),
+       "lag the broker clock; an older record fails its batch with "
+       "INVALID_TIMESTAMP.", at_least(0), topic="message.timestamp.before.max.ms", group=_G_LOG),
     _p("log.message.timestamp.after.max.ms", L, LONG_MAX, "How far a CreateTime timestamp may "
-       "lead the broker clock.", at_least(0), topic="message.timestamp.after.max.ms",
-       group=_G_LOG, refused=_NO_TIMESTAMP_BOUNDS),
+       "lead the broker clock; a later record fails its batch with "
+       "INVALID_TIMESTAMP.", at_least(0), topic="message.timestamp.after.max.ms", group=_G_LOG),
     _p("log.local.retention.ms", L, -2, "Local retention with tiered storage; -2 follows "
        "retention.ms.", at_least(-2), topic="local.retention.ms", group=_G_LOG,
        ignored=_NO_TIERED_STORAGE),

@@ -209,3 +209,32 @@ def test_log_cleaner_enable_and_backoff(broker_factory, enable, backoff_ms, clea
     # uncleaned active segment).
     count = _count_records(b.bootstrap, topic)
     assert count < 50 if cleaned else count == 200
+
+
+def test_timestamp_bounds_reject_the_batch(broker_factory):
+    from confluent_kafka import KafkaError, Producer
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    # The broker bounds future timestamps; one topic also bounds past ones.
+    b = broker_factory(settings={"log.message.timestamp.after.max.ms": 60_000})
+    admin = AdminClient({"bootstrap.servers": b.bootstrap})
+    for future in admin.create_topics([
+            NewTopic("bounded", 1, 1, config={"message.timestamp.before.max.ms": "60000"}),
+            NewTopic("loose", 1, 1)]).values():
+        future.result(30)
+    now, hour = int(time.time() * 1000), 3_600_000
+    results: list[tuple[str, int, int | None]] = []
+
+    def sent(topic: str, ts: int) -> None:
+        p = Producer({"bootstrap.servers": b.bootstrap, "retries": 0})
+        p.produce(topic, b"v", timestamp=ts, on_delivery=lambda err, msg: results.append(
+            (topic, ts, None if err is None else err.code())))
+        assert p.flush(30) == 0
+
+    for topic, ts in (("bounded", now), ("bounded", now - hour), ("bounded", now + hour),
+                      ("loose", now - hour), ("loose", now + hour)):
+        sent(topic, ts)
+    invalid = KafkaError.INVALID_TIMESTAMP
+    assert results == [("bounded", now, None), ("bounded", now - hour, invalid),
+                       ("bounded", now + hour, invalid), ("loose", now - hour, None),
+                       ("loose", now + hour, invalid)]
