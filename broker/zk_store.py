@@ -29,6 +29,7 @@ from kazoo.exceptions import (
     NoNodeError,
     SessionExpiredError,
 )
+from kazoo.handlers.threading import KazooTimeoutError
 
 from .metadata_store import BrokerInfo, PartitionState, TopicState, new_cluster_id
 
@@ -70,7 +71,14 @@ class ZkMetadataStore:
 
     def _connect(self) -> None:
         _ensure_chroot(self._hosts)
-        self._zk.start(timeout=self._connect_timeout_s)
+        try:
+            self._zk.start(timeout=self._connect_timeout_s)
+        except KazooTimeoutError:
+            self._zk.stop()  # no more retries in the background
+            raise ConnectionError(
+                f"Timed out waiting for a connection to ZooKeeper at {self._hosts} within "
+                f"{self._connect_timeout_s * 1000:.0f} ms (zookeeper.connection.timeout.ms)"
+            ) from None
         self._zk.add_listener(self._on_state)
         for path in ("/brokers/ids", "/brokers/topics", "/config/topics"):
             self._zk.ensure_path(path)

@@ -15,7 +15,7 @@ import pytest
 
 from protocol.records import build_batch, iter_batches
 from tests.protocol.wire import WireClient
-from tests.support.broker import BrokerStartError
+from tests.support.broker import BrokerStartError, free_port
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -238,3 +238,12 @@ def test_timestamp_bounds_reject_the_batch(broker_factory):
     assert results == [("bounded", now, None), ("bounded", now - hour, invalid),
                        ("bounded", now + hour, invalid), ("loose", now - hour, None),
                        ("loose", now + hour, invalid)]
+
+
+def test_zookeeper_connection_timeout(broker_factory):
+    # Nothing listens at that port: start-up gives up after the connection timeout.
+    dead = f"127.0.0.1:{free_port()}"
+    with pytest.raises(BrokerStartError) as e:
+        broker_factory(settings={"zookeeper.connect": dead,
+                                 "zookeeper.connection.timeout.ms": 1000})
+    assert f"ZooKeeper at {dead} within 1000 ms" in str(e.value), str(e.value)
