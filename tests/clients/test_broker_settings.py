@@ -247,3 +247,31 @@ def test_zookeeper_connection_timeout(broker_factory):
         broker_factory(settings={"zookeeper.connect": dead,
                                  "zookeeper.connection.timeout.ms": 1000})
     assert f"ZooKeeper at {dead} within 1000 ms" in str(e.value), str(e.value)
+
+
+def _checkpoint_lines(b, name: str) -> set[str]:
+    try:
+        return set((b.data_dir / name).read_text().splitlines()[2:])
+    except FileNotFoundError:
+        return set()
+
+
+def test_checkpoint_intervals(broker_factory):
+    # Defaults are 5 s and 60 s: written every 100 ms, the files follow within a second.
+    b = broker_factory(settings={"replica.high.watermark.checkpoint.interval.ms": 100,
+                                 "log.flush.start.offset.checkpoint.interval.ms": 100})
+    with WireClient(b.bootstrap) as c:
+        c.call(METADATA, 9, {"topics": [{"name": "cp"}], "allow_auto_topic_creation": True})
+        batch = build_batch([(b"k", b"v", [], 0)] * 5)
+        c.call(PRODUCE, 8, {"acks": -1, "timeout": 5000, "topic_data": [
+            {"name": "cp", "partition_data": [{"index": 0, "records": batch}]}]})
+        r = c.call(21, 2, {"topics": [{"name": "cp", "partitions": [  # DeleteRecords
+            {"partition_index": 0, "offset": 3}]}], "timeout_ms": 5000})
+        assert r.topics[0].partitions[0].low_watermark == 3
+    deadline = time.monotonic() + 3
+    while time.monotonic() < deadline and not (
+            "cp 0 5" in _checkpoint_lines(b, "replication-offset-checkpoint")
+            and "cp 0 3" in _checkpoint_lines(b, "log-start-offset-checkpoint")):
+        time.sleep(0.1)
+    assert "cp 0 5" in _checkpoint_lines(b, "replication-offset-checkpoint")
+    assert "cp 0 3" in _checkpoint_lines(b, "log-start-offset-checkpoint")
