@@ -100,6 +100,7 @@ class Broker:
             config["transaction.state.log.num.partitions"],
             config["transaction.state.log.replication.factor"],
             config["transaction.state.log.segment.bytes"],
+            load_buffer_size=config["transaction.state.log.load.buffer.size"],
         )
         self.transactions = TransactionCoordinator(self, self.txn_topic, config)
         self.groups = GroupCoordinator(self)

@@ -323,7 +323,6 @@ LOG_LEVELS = ("DEBUG", "INFO", "WARN", "WARNING", "ERROR", "CRITICAL")
 _NO_RECOMPRESSION = "batches are stored as the producer compressed them, never recompressed"
 _NO_TIERED_STORAGE = "it applies only to tiered storage, which Samsa does not have"
 _KEY_MAP_GROWS = "the cleaner's key map grows with the data instead of using fixed buffers"
-_FIXED_READS = "internal topics are replayed in 1 MiB reads"
 IGNORED_DOC = " Accepted for compatibility; has no effect in Samsa: {reason}."
 REFUSED_DOC = " Samsa refuses any value other than the default: {reason}."
 
@@ -537,8 +536,8 @@ _TABLE: list[PropertyDef] = [
        at_least(1), group=_G_GROUP),
     _p("offsets.topic.compression.codec", I, 0, "Compression codec id for __consumer_offsets "
        "writes (0 none, 1 gzip, 2 snappy, 3 lz4, 4 zstd).", between(0, 4), group=_G_GROUP),
-    _p("offsets.load.buffer.size", I, 5242880, "Read size when loading offsets.", at_least(1),
-       group=_G_GROUP, ignored=_FIXED_READS),
+    _p("offsets.load.buffer.size", I, 5242880, "Bytes read at a time when loading offsets (a "
+       "larger batch is still read whole).", at_least(1), group=_G_GROUP),
     _p("offsets.retention.minutes", I, 10080, "Committed offsets of an empty group expire after "
        "this.", at_least(1), group=_G_GROUP),
     _p("offsets.retention.check.interval.ms", L, 600000, "How often expired offsets are "
@@ -558,8 +557,9 @@ _TABLE: list[PropertyDef] = [
        "once the whole current ISR has it, however small the ISR"),
     _p("transaction.state.log.segment.bytes", I, 104857600, "Segment size of "
        "__transaction_state.", at_least(1), group=_G_TXN),
-    _p("transaction.state.log.load.buffer.size", I, 5242880, "Read size when loading "
-       "transaction state.", at_least(1), group=_G_TXN, ignored=_FIXED_READS),
+    _p("transaction.state.log.load.buffer.size", I, 5242880, "Bytes read at a time "
+       "when loading transaction state (a larger batch is still read whole).", at_least(1),
+       group=_G_TXN),
     _p("transaction.max.timeout.ms", I, 900000, "Largest transaction timeout a producer may "
        "ask for.", at_least(1), group=_G_TXN),
     _p("transactional.id.expiration.ms", I, 604800000, "A transactional id with no activity "

@@ -69,6 +69,7 @@ class InternalTopic:
         segment_bytes: int,
         *,
         compression: int = 0,
+        load_buffer_size: int = _READ_CHUNK,
     ) -> None:
         self.broker = broker
         self.name = name
@@ -76,6 +77,7 @@ class InternalTopic:
         self.replication_factor = replication_factor
         self.segment_bytes = segment_bytes
         self.compression = compression  # codec id of the batches written (e.g. 1 = gzip)
+        self.load_buffer_size = load_buffer_size  # bytes per read when replaying
 
     def partition_for(self, key: str) -> int:
         return partition_for(key, self.num_partitions)
@@ -141,7 +143,7 @@ class InternalTopic:
         offset = plog.log_start_offset
         end = plog.log_end_offset
         while offset < end:
-            data = plog.read(offset, _READ_CHUNK, end, True)
+            data = plog.read(offset, self.load_buffer_size, end, True)  # >= 1 batch
             if not data.records:
                 break
             records = bytes(data.records)  # keys and values are sliced from it: bytes, not views

@@ -63,6 +63,7 @@ class GroupCoordinator(GroupMembership, GroupOffsets):
             cfg["offsets.topic.replication.factor"],
             cfg["offsets.topic.segment.bytes"],
             compression=cfg["offsets.topic.compression.codec"],
+            load_buffer_size=cfg["offsets.load.buffer.size"],
         )
         self.initial_rebalance_delay_ms: int = cfg["group.initial.rebalance.delay.ms"]
         self.min_session_ms: int = cfg["group.min.session.timeout.ms"]

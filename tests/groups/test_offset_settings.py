@@ -3,16 +3,19 @@ of a commit, offsets.topic.compression.codec compresses what __consumer_offsets 
 
 from __future__ import annotations
 
+import time
 import uuid
 
 import pytest
 
 from protocol.records import iter_batches
 from tests.groups.clients import FAST, create_topic
+from tests.transactions.txnwire import TxnWire
 
 pytestmark = pytest.mark.timeout(120)
 
 GZIP = 1
+COORDINATOR_LOAD_IN_PROGRESS = 14
 
 
 def _commit(bootstrap: str, group: str, topic: str, offset: int, metadata: str) -> None:
@@ -50,3 +53,54 @@ def test_offsets_topic_compression_codec(broker_factory):
                     for p in sorted((broker.data_dir / "__consumer_offsets-0").glob("*.log")))
     codecs = [h.compression for _, h in iter_batches(data)]
     assert codecs and set(codecs) == {GZIP}, codecs
+
+
+def _describe_txn(bootstrap: str, txn_id: str):
+    with TxnWire(bootstrap) as w:
+        deadline = time.monotonic() + 15
+        while True:  # the coordinator may still be loading after a restart
+            state = w.describe_txn(txn_id)
+            if state.error_code != COORDINATOR_LOAD_IN_PROGRESS or time.monotonic() > deadline:
+                assert state.error_code == 0, state
+                return state
+            time.sleep(0.1)
+
+
+def test_state_loads_with_one_byte_reads(broker_factory):
+    """offsets/transaction.state.log.load.buffer.size=1: every read returns one whole batch,
+    and after a restart the committed offsets and the transactional id are all there."""
+    from confluent_kafka import Producer
+    from kafka import KafkaConsumer, TopicPartition
+
+    broker = broker_factory(settings={**FAST, "offsets.load.buffer.size": 1,
+                                      "transaction.state.log.load.buffer.size": 1,
+                                      "transaction.state.log.replication.factor": 1,
+                                      "transaction.state.log.min.isr": 1})
+    topic, group = f"load-{uuid.uuid4().hex[:8]}", f"load-g-{uuid.uuid4().hex[:8]}"
+    create_topic(broker.bootstrap, topic, 1)
+    for offset in range(1, 6):  # five commits: five batches to replay
+        _commit(broker.bootstrap, group, topic, offset, f"m{offset}")
+    producer = Producer({"bootstrap.servers": broker.bootstrap, "transactional.id": group})
+    producer.init_transactions(30)
+    producer.begin_transaction()
+    producer.produce(topic, b"in-txn", partition=0)
+    producer.commit_transaction(30)
+    before = _describe_txn(broker.bootstrap, group)
+    assert before.transaction_state == "CompleteCommit"
+    broker.stop()
+    broker.start()
+    after = _describe_txn(broker.bootstrap, group)  # as loaded from __transaction_state
+    assert (after.transaction_state, after.producer_id, after.producer_epoch) == (
+        "CompleteCommit", before.producer_id, before.producer_epoch)
+
+    c = KafkaConsumer(bootstrap_servers=broker.bootstrap, group_id=group,
+                      enable_auto_commit=False)
+    try:
+        assert c.committed(TopicPartition(topic, 0), metadata=True) == (5, "m5", -1)
+    finally:
+        c.close()
+    again = Producer({"bootstrap.servers": broker.bootstrap, "transactional.id": group})
+    again.init_transactions(30)  # the loaded transactional id gets its next epoch
+    again.begin_transaction()
+    again.produce(topic, b"after-restart", partition=0)
+    again.commit_transaction(30)
