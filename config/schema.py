@@ -485,7 +485,7 @@ _TABLE: list[PropertyDef] = [
     _p("log.cleaner.dedupe.buffer.size", L, 134217728, "Memory for the cleaner's key map.",
        group=_G_CLEANER, ignored=_KEY_MAP_GROWS),
     _p("log.cleaner.io.buffer.size", I, 524288, "Cleaner I/O buffer memory.", at_least(0),
-       group=_G_CLEANER, ignored=_KEY_MAP_GROWS),
+       group=_G_CLEANER, ignored="the cleaner has no fixed-size I/O buffers"),
     _p("log.cleaner.io.buffer.load.factor", D, 0.9, "Load factor of the cleaner's key map.",
        group=_G_CLEANER, ignored=_KEY_MAP_GROWS),
     _p("log.cleaner.io.max.bytes.per.second", D, 1.7976931348623157e308, "Cleaner I/O "
