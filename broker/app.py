@@ -28,7 +28,7 @@ from .malloc_tuning import tune_malloc
 from .metadata_store import BrokerInfo, LocalMetadataStore, TopicState
 from .replica_fetcher import ReplicaFetcherManager
 from .replica_manager import ReplicaManager
-from .server import KafkaServer
+from .server import KafkaServer, ServerLimits
 from .topic_admin import TopicAdmin
 from .zk_store import ZkMetadataStore
 
@@ -40,16 +40,21 @@ class Broker:
         self.config = config
         self.broker_id: int = config.broker_id
         self.data_dir = Path(config.data_dir)
+        for prop in config.ignored_settings():
+            log.warning("%s is set but has no effect in Samsa: %s", prop.name, prop.ignored)
         self.data_dir.mkdir(parents=True, exist_ok=True)
         log_dirs = [Path(d) for d in config.log_dirs]
         host, port = config.listen_host, config.listen_port
         advertised = config.advertised_listener
-        info = BrokerInfo(self.broker_id, advertised.host, advertised.port)
+        info = BrokerInfo(self.broker_id, advertised.host, advertised.port, config["broker.rack"])
         self.zookeeper: str | None = config["zookeeper.connect"]
         self.store: Any
         if self.zookeeper:
             self.store = ZkMetadataStore(
-                self.zookeeper, info, config["zookeeper.session.timeout.ms"]
+                self.zookeeper,
+                info,
+                config["zookeeper.session.timeout.ms"],
+                config["zookeeper.connection.timeout.ms"],
             )
         else:
             self.store = LocalMetadataStore(self.data_dir, info)
@@ -57,7 +62,21 @@ class Broker:
             log_dirs,
             LogConfig.from_properties({}),
             producer_id_expiration_ms=config["producer.id.expiration.ms"],
+            producer_id_expiration_check_interval_ms=config[
+                "producer.id.expiration.check.interval.ms"
+            ],
             retention_check_interval_ms=config["log.retention.check.interval.ms"],
+            flush_offset_checkpoint_interval_ms=config["log.flush.offset.checkpoint.interval.ms"],
+            flush_start_offset_checkpoint_interval_ms=config[
+                "log.flush.start.offset.checkpoint.interval.ms"
+            ],
+            replication_offset_checkpoint_interval_ms=config[
+                "replica.high.watermark.checkpoint.interval.ms"
+            ],
+            # Where the cleaner is scheduled: off entirely, or every backoff ms (Kafka's
+            # log.cleaner.enable / log.cleaner.backoff.ms).
+            cleaner_enable=config["log.cleaner.enable"],
+            cleaner_backoff_ms=config["log.cleaner.backoff.ms"],
         )
         self.replicas = ReplicaManager(
             self.broker_id, self.log_manager, self.store, self._log_config
@@ -87,12 +106,17 @@ class Broker:
             config["transaction.state.log.replication.factor"],
             config["transaction.state.log.segment.bytes"],
             min_isr=config["transaction.state.log.min.isr"],
+            load_buffer_size=config["transaction.state.log.load.buffer.size"],
         )
         self.transactions = TransactionCoordinator(self, self.txn_topic, config)
         self.groups = GroupCoordinator(self)
         self.registry = build_registry()
         self.server = KafkaServer(
-            host, port, Dispatcher(self.registry, self), config["socket.request.max.bytes"]
+            host,
+            port,
+            Dispatcher(self.registry, self),
+            config["socket.request.max.bytes"],
+            ServerLimits.from_config(config),
         )
         self._background: list[asyncio.Task[None]] = []
         # WriteTxnMarkers connections to other brokers, one per leader (broker/markers.py).
@@ -218,6 +242,7 @@ class Broker:
             lambda key: loop.call_soon_threadsafe(self._on_log_dir_failure, key))
         if self.zookeeper:
             await self.store.start()
+        self.producer_ids.start()  # the first block of ids, claimed in the background
         self.log_manager.startup(self._config_for_topic_name)
         self.replicas.load_all()
         if self.zookeeper:

@@ -31,6 +31,7 @@ from kazoo.exceptions import (
     NoNodeError,
     SessionExpiredError,
 )
+from kazoo.handlers.threading import KazooTimeoutError
 
 from .metadata_store import BrokerInfo, PartitionState, TopicState, new_cluster_id
 
@@ -48,9 +49,13 @@ def _dumps(doc: dict[str, Any]) -> bytes:
 
 
 class ZkMetadataStore:
-    def __init__(self, connect: str, broker: BrokerInfo, session_timeout_ms: int = 18000) -> None:
+    def __init__(self, connect: str, broker: BrokerInfo, session_timeout_ms: int = 18000,
+                 connection_timeout_ms: int | None = None) -> None:
         self._hosts = connect
         self._zk = KazooClient(hosts=connect, timeout=session_timeout_ms / 1000)
+        # Kafka's zookeeper.connection.timeout.ms: unset means the session timeout.
+        connect_ms = session_timeout_ms if connection_timeout_ms is None else connection_timeout_ms
+        self._connect_timeout_s = connect_ms / 1000
         self._broker = broker
         self._loop: asyncio.AbstractEventLoop | None = None
         self.cluster_id = ""
@@ -74,7 +79,14 @@ class ZkMetadataStore:
 
     def _connect(self) -> None:
         _ensure_chroot(self._hosts)
-        self._zk.start()
+        try:
+            self._zk.start(timeout=self._connect_timeout_s)
+        except KazooTimeoutError:
+            self._zk.stop()  # no more retries in the background
+            raise ConnectionError(
+                f"Timed out waiting for a connection to ZooKeeper at {self._hosts} within "
+                f"{self._connect_timeout_s * 1000:.0f} ms (zookeeper.connection.timeout.ms)"
+            ) from None
         self._zk.add_listener(self._on_state)
         for path in ("/brokers/ids", "/brokers/topics", "/config/topics", LOG_DIR_EVENTS):
             self._zk.ensure_path(path)

@@ -115,6 +115,8 @@ class LogManager:
         self._replication_cp = OffsetCheckpointFile(self.log_dir / REPLICATION_OFFSET_CHECKPOINT)
         self._cleaner_cp = OffsetCheckpointFile(self.log_dir / CLEANER_OFFSET_CHECKPOINT)
         self._stopping = False
+        self._cleaner_thread: ThreadPoolExecutor | None = None  # Kafka's log cleaner thread
+        self._deletion_thread: ThreadPoolExecutor | None = None  # segment files to delete
         self.had_clean_shutdown = False
         # Called (from an executor thread) with the milliseconds each scheduled flush took.
         self.flush_observer: Callable[[float], None] | None = None
@@ -163,6 +165,7 @@ class LogManager:
             )
             lg.release_files()  # open/close per partition: fds follow use, not partitions
             lg.failure_channel = self.failure_channel
+            lg.run_in_background = self._run_in_background
             return lg
 
         if recover and len(dirs) > 1 and self.io_threads > 1:
@@ -238,6 +241,11 @@ class LogManager:
         log.debug("closed %d logs in %.0f ms", len(logs), (time.monotonic() - started) * 1000)
         write_atomically(self.log_dir / CLEAN_SHUTDOWN_FILE,
                          json.dumps({"version": 0, "brokerEpoch": 0}).encode())
+        if self._cleaner_thread is not None:
+            # A compaction still running saw its log closed and stops at its next batch.
+            self._cleaner_thread.shutdown(wait=False)
+        if self._deletion_thread is not None:
+            self._deletion_thread.shutdown(wait=False)  # close() deleted what was pending
 
     # -- logs ----------------------------------------------------------------------------------
 
@@ -273,6 +281,7 @@ class LogManager:
         lg.failure_channel = self.failure_channel
         if topic_id is not None:
             lg.sync_on_flush(d / PARTITION_METADATA)
+        lg.run_in_background = self._run_in_background
         self._logs[(topic, partition)] = lg
         return lg
 
@@ -288,6 +297,22 @@ class LogManager:
         for (t, _p), lg in self._logs.items():
             if t == topic:
                 lg.config = config
+
+    def _run_in_background(self, fn: Callable[[], None]) -> None:
+        """A log's deferred file work (segment deletions), one thread for all logs."""
+        if self._stopping:
+            fn()  # the thread is gone
+            return
+        if self._deletion_thread is None:
+            self._deletion_thread = ThreadPoolExecutor(1, thread_name_prefix="log-deletion")
+
+        def run() -> None:
+            try:
+                fn()
+            except Exception:
+                log.exception("deleting segment files failed")
+
+        self._deletion_thread.submit(run)
 
     # -- checkpoints ---------------------------------------------------------------------------
 
@@ -311,13 +336,34 @@ class LogManager:
     # -- background work -----------------------------------------------------------------------
 
     def run_retention(self, now_ms: int | None = None) -> int:
+        """Retention of every log, all in the calling thread (tests, tools); the broker runs
+        `_retention_off_loop`."""
         now = _now_ms() if now_ms is None else now_ms
         return sum(lg.enforce_retention(now) for lg in list(self._logs.values()))
 
-    def run_cleaner(self, now_ms: int | None = None, *, force: bool = False) -> int:
-        """Compact logs whose dirty ratio reached min.cleanable.dirty.ratio; returns count."""
-        now = _now_ms() if now_ms is None else now_ms
-        cleaned = 0
+    async def _retention_off_loop(self, now: int) -> int:
+        """Retention with the file deletions in a thread: the loop only takes the expired
+        segments out of the logs (no reader finds them after that), the thread deletes
+        their files under each log's lock."""
+        doomed = [(lg, segs) for lg in list(self._logs.values())
+                  if (segs := lg.detach_expired_segments(now))]
+        if not doomed:
+            return 0
+
+        def delete_all() -> None:
+            for lg, segs in doomed:
+                lg.delete_detached(segs)
+
+        started = time.monotonic()
+        await asyncio.get_running_loop().run_in_executor(None, delete_all)
+        deleted = sum(len(segs) for _lg, segs in doomed)
+        log.debug("retention deleted %d segments of %d logs in %.0f ms", deleted, len(doomed),
+                  (time.monotonic() - started) * 1000)
+        return deleted
+
+    def _to_clean(self, now: int, force: bool) -> list[tuple[TopicPartition, Log]]:
+        """Compacted logs whose dirty ratio reached min.cleanable.dirty.ratio."""
+        due = []
         for tp, lg in list(self._logs.items()):
             if not lg.config.compact:
                 continue
@@ -325,15 +371,53 @@ class LogManager:
             if not force and (cleaner.dirty_ratio(lg, first_dirty, now)
                               < lg.config.min_cleanable_dirty_ratio):
                 continue
-            started = time.monotonic()
+            due.append((tp, lg))
+        return due
+
+    def _cleaned(self, tp: TopicPartition, lg: Log, result: cleaner.CleanResult) -> None:
+        if self._logs.get(tp) is lg:  # not deleted meanwhile
+            self._cleaner_offsets[tp] = result.end_offset
+        log.info("compacted %s-%d offsets %d..%d: %d -> %d bytes, %d records removed, "
+                 "in %.0f ms (thread %s)", tp[0], tp[1], result.start_offset, result.end_offset,
+                 result.bytes_before, result.bytes_after, result.records_removed,
+                 result.duration_ms, result.thread)
+
+    def run_cleaner(self, now_ms: int | None = None, *, force: bool = False) -> int:
+        """Compact due logs in the calling thread (tests, tools); returns how many were. The
+        broker runs `_cleaner_off_loop`."""
+        now = _now_ms() if now_ms is None else now_ms
+        cleaned = 0
+        for tp, lg in self._to_clean(now, force):
             result = lg.compact(now)
             if result is not None:
-                self._cleaner_offsets[tp] = result.end_offset
+                self._cleaned(tp, lg, result)
                 cleaned += 1
-                log.info("compacted %s-%d offsets %d..%d: %d -> %d bytes, %d records removed, "
-                         "in %.0f ms", tp[0], tp[1], result.start_offset, result.end_offset,
-                         result.bytes_before, result.bytes_after, result.records_removed,
-                         (time.monotonic() - started) * 1000)
+        return cleaned
+
+    async def _cleaner_off_loop(self, now: int, *, force: bool = False) -> int:
+        """Compaction with the cleaning in the cleaner thread: the loop picks the segments
+        (they depend on the producer state it owns) and finally renames the swapped-in
+        segments; the thread reads, filters, writes, fsyncs and swaps (Log.swap_in_cleaned)."""
+        loop = asyncio.get_running_loop()
+        if self._cleaner_thread is None:
+            self._cleaner_thread = ThreadPoolExecutor(1, thread_name_prefix="log-cleaner")
+        cleaned = 0
+        for tp, lg in self._to_clean(now, force):
+            segments = cleaner.cleanable_segments(lg, now)
+            if not segments:
+                continue
+            result = await loop.run_in_executor(self._cleaner_thread, cleaner.clean_segments,
+                                                lg, segments, lg.generation, now)
+            if result is None:
+                log.info("compaction of %s-%d aborted: the log changed", tp[0], tp[1])
+                continue
+            # Readers on the loop may have been in the replaced segments until this await
+            # returned; none can be now, so their files can go.
+            await loop.run_in_executor(self._cleaner_thread, lg.delete_detached,
+                                       result.replaced)
+            lg.finish_swaps(result.swapped_in)
+            self._cleaned(tp, lg, result)
+            cleaned += 1
         return cleaned
 
     def _flush_work(self, now: int) -> list[tuple[Log, int | None]]:
@@ -353,8 +437,8 @@ class LogManager:
             self.flush_observer((time.perf_counter() - started) * 1000)
 
     async def run_background(self) -> None:
-        """Periodic tasks until cancelled; fsync and checkpoint writes run in the default
-        executor so the event loop never waits on the disk."""
+        """Periodic tasks until cancelled. Their disk work (fsync, checkpoint writes, segment
+        deletion, compaction) runs in threads so the event loop never waits on the disk."""
         loop = asyncio.get_running_loop()
         last = dict.fromkeys(self.intervals, _now_ms())
         tick = max(0.01, min(1.0, min(self.intervals.values()) / 1000))
@@ -373,9 +457,9 @@ class LogManager:
                     for lg, up_to in self._flush_work(now):
                         await loop.run_in_executor(None, self._timed_flush, lg, up_to)
                 if due("retention"):
-                    self.run_retention(now)
+                    await self._retention_off_loop(now)
                 if self.cleaner_enable and due("cleaner"):
-                    self.run_cleaner(now)
+                    await self._cleaner_off_loop(now)
                 if due("producer_expiration"):
                     for lg in list(self._logs.values()):
                         lg.remove_expired_producers(now)

@@ -165,12 +165,13 @@ def test_roll_and_flush_precedence() -> None:
 
 def test_topic_defaults_follow_broker() -> None:
     cfg = BrokerConfig({"log.retention.minutes": 2, "log.segment.bytes": 4096,
-                        "log.cleanup.policy": "compact,delete", "compression.type": "zstd"})
+                        "log.cleanup.policy": "compact,delete",
+                        "log.message.timestamp.type": "LogAppendTime"})
     d = topic_defaults(cfg)
     assert d["retention.ms"] == 120_000
     assert d["segment.bytes"] == 4096
     assert d["cleanup.policy"] == ["compact", "delete"]
-    assert d["compression.type"] == "zstd"
+    assert d["message.timestamp.type"] == "LogAppendTime"
     assert d["max.message.bytes"] == 1048588
     assert d["flush.ms"] == LONG_MAX
     assert d["remote.storage.enable"] is False  # no broker synonym: Kafka's LogConfig default
