@@ -2,13 +2,14 @@
 
 Two instances of tests/java/src/StreamsCount.java (re-key, repartition, count in a changelog
 store, output every new count; internal topics with replication factor 3) share the input
-while it is being fed. Mid-run instance A's JVM is killed with SIGKILL, its open transactions
-left behind: instance B must take A's tasks over, restoring their counts from the changelogs
-once the coordinator has aborted A's transactions. While B works, the broker that is the
-application group's coordinator is killed with SIGKILL, then restarted, and A is restarted
-on its old state directory (tasks move back to it). The application must finish, and the
-read_committed output of every key must be exactly 1, 2, ..., EVENTS: no record counted
-twice (A's aborted work) nor lost.
+while it is being fed. Mid-run instance A's JVM is killed with SIGKILL while one of its
+transactions holds records in the output topic: instance B must take A's tasks over,
+restoring their counts from the changelogs once the coordinator has aborted A's transaction.
+While B works, a broker is killed with SIGKILL (the application group's coordinator, or B's
+transaction coordinator), then restarted, and A is restarted on its old state directory
+(tasks move back to it). The application must finish, and the read_committed output of
+every key must be exactly 1, 2, ..., n for the n events fed: no record counted twice (A's
+aborted work) nor lost.
 """
 
 from __future__ import annotations
@@ -26,7 +27,13 @@ from pathlib import Path
 import pytest
 
 from broker.zk_process import ZooKeeperProcess
-from tests.cluster.cluster import GROUP_KEY, Cluster, create_topic, find_coordinators
+from tests.cluster.cluster import (
+    GROUP_KEY,
+    TRANSACTION_KEY,
+    Cluster,
+    create_topic,
+    find_coordinators,
+)
 from tests.protocol.wire import WireClient
 from tests.support.java import JavaProcess
 from tests.support.streams_app import (
@@ -177,7 +184,8 @@ def _kill_mid_transaction(app: JavaProcess, cluster: Cluster, prefix: str,
     raise AssertionError(f"no open transaction of {prefix}* with output seen in {STEP_TIMEOUT} s")
 
 
-def test_streams_eos_survives_instance_and_broker_kill9(streams_cluster, tmp_path):
+@pytest.mark.parametrize("victim_role", ["group-coordinator", "b-transaction-coordinator"])
+def test_streams_eos_survives_instance_and_broker_kill9(streams_cluster, tmp_path, victim_role):
     cluster = streams_cluster
     suffix = uuid.uuid4().hex[:6]
     app_id, src, dst = f"count-{suffix}", f"events-{suffix}", f"counts-{suffix}"
@@ -225,9 +233,13 @@ def test_streams_eos_survives_instance_and_broker_kill9(streams_cluster, tmp_pat
                         f"count of {after} events for every key", b_alive)
         step(f"b took over: every key counted {after} events; a's transactions now "
              f"{_transaction_states(cluster, list(open_txns))}")
-        victim = find_coordinators(cluster, GROUP_KEY, [app_id])[app_id]
+        group_coordinator = find_coordinators(cluster, GROUP_KEY, [app_id])[app_id]
+        b_txn = _transactional_prefix(tmp_path / "b", app_id) + "1"
+        b_coordinator = find_coordinators(cluster, TRANSACTION_KEY, [b_txn])[b_txn]
+        victim = group_coordinator if victim_role == "group-coordinator" else b_coordinator
         cluster.broker(victim).kill9()
-        step(f"broker {victim} (the group coordinator) killed (SIGKILL)")
+        step(f"broker {victim} killed (SIGKILL); group coordinator {group_coordinator}, "
+             f"b's transaction coordinator {b_coordinator}")
         progress(5 * KEYS, "progress with a broker down")
         cluster.broker(victim).start()
         step(f"broker {victim} restarted")
