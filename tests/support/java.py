@@ -29,6 +29,8 @@ from typing import NamedTuple
 
 import pytest
 
+from tests.support.broker import _PRCTL, _die_with_parent
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 CACHE_DIR = Path(os.environ.get("SAMSA_CACHE_DIR", REPO_ROOT / ".cache"))
 CLASSPATHS = {
@@ -171,8 +173,6 @@ class JavaProcess:
         self.starts = 0
 
     def start(self) -> JavaProcess:
-        from tests.support.broker import _PRCTL, _die_with_parent
-
         if self.is_running():
             raise RuntimeError(f"{self.name} is already running (pid {self.proc.pid})")
         self.starts += 1

@@ -32,7 +32,8 @@ import org.apache.kafka.streams.kstream.Produced;
  * <p>REPLICATION is the internal topics' replication factor (-1: the broker's default).
  * Runs until SIGTERM (closes cleanly, prints "CLOSED") or SIGKILL. Prints "STATE a->b" on
  * each state change, "PROCESSED n" now and then, and "UNCAUGHT ..." for an exception that
- * killed a stream thread (which is then replaced).
+ * killed a stream thread (which is then replaced). A JVM option -Dstreams.NAME=VALUE sets any
+ * Streams config NAME (e.g. -Dstreams.group.protocol=streams).
  */
 public final class StreamsCount {
     public static void main(String[] args) throws Exception {
@@ -64,6 +65,12 @@ public final class StreamsCount {
         props.put(StreamsConfig.consumerPrefix(ConsumerConfig.SESSION_TIMEOUT_MS_CONFIG), 6000);
         props.put(StreamsConfig.consumerPrefix(ConsumerConfig.HEARTBEAT_INTERVAL_MS_CONFIG), 1000);
         props.put(StreamsConfig.producerPrefix(ProducerConfig.TRANSACTION_TIMEOUT_CONFIG), 10000);
+        // -Dstreams.<config>=<value> adds or overrides any Streams config (for experiments).
+        for (String name : System.getProperties().stringPropertyNames()) {
+            if (name.startsWith("streams.")) {
+                props.put(name.substring("streams.".length()), System.getProperty(name));
+            }
+        }
 
         StreamsBuilder builder = new StreamsBuilder();
         AtomicLong processed = new AtomicLong();
