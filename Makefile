@@ -1,6 +1,8 @@
 # Samsa: everything a fresh machine needs comes from these targets.
-#   make run    one broker on 127.0.0.1:9092, data under ./data
-#   make test   venv + Java client/tool jars + ruff + pytest (what CI runs via .ci/run)
+#   make run    one broker on 127.0.0.1:9092, data under ./data (installs only samsa's runtime
+#               dependencies)
+#   make test   venv + Java client/tool jars + Debian packages + ruff + pytest (what CI runs
+#               via .ci/run)
 
 SHELL := /bin/bash
 .DEFAULT_GOAL := help
@@ -25,12 +27,13 @@ DATA_DIR    ?= data
 CONFIG      ?= config/broker.yaml
 SERVE_ARGS  ?=
 
-.PHONY: help venv java-deps spark-deps zk-deps run test lint unit bench profile chaos clean distclean
+.PHONY: help venv venv-run java-deps spark-deps zk-deps kcat-deps run test lint unit bench profile chaos clean distclean
 
 help:
 	@echo "make run        start one broker on $(LISTEN) (data in ./$(DATA_DIR))"
 	@echo "make test       install everything, lint, run the whole test suite"
 	@echo "make venv       create $(VENV) and install samsa[test] (re-runs when pyproject.toml changes)"
+	@echo "make venv-run   create $(VENV) and install samsa alone (what make run needs)"
 	@echo "make java-deps  fetch Kafka's Java clients/tools from Maven Central into $(CACHE)/"
 	@echo "make spark-deps fetch the Spark Kafka connector jars for the installed pyspark"
 	@echo "make lint       ruff check ."
@@ -40,13 +43,28 @@ help:
 	@echo "make distclean  clean + remove $(VENV) and $(CACHE)"
 
 # ---------------------------------------------------------------- Python
-# The stamp is newer than pyproject.toml once the install succeeded.
+# Each stamp is newer than pyproject.toml once its install succeeded. Two installs share one
+# venv: samsa[test] (every client, PySpark, ruff: what `make test` needs) and samsa alone (its
+# runtime dependencies: all `make run` needs, a fraction of the download). Either can come
+# first; the runtime one is skipped when the [test] install, a superset, is already current.
 $(VENV)/.installed: pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --disable-pip-version-check -e '.[test]'
 	@touch $@
 
+$(VENV)/.installed-run: pyproject.toml
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	@if [ $(VENV)/.installed -nt pyproject.toml ]; then \
+	    echo "$(VENV): samsa[test] is installed and current, which includes the runtime"; \
+	else \
+	    echo "$(BIN)/python -m pip install -q --disable-pip-version-check -e ."; \
+	    $(BIN)/python -m pip install -q --disable-pip-version-check -e .; \
+	fi
+	@touch $@
+
 venv: $(VENV)/.installed
+
+venv-run: $(VENV)/.installed-run
 
 # ---------------------------------------------------------------- Java
 # Each directory is filled in a temporary sibling and renamed only when Maven succeeded,
@@ -97,8 +115,18 @@ $(ZK_JAR):
 
 zk-deps: $(ZK_JAR)
 
+# ---------------------------------------------------------------- kcat (tests/clients/test_kcat.py)
+# Debian's package: the librdkafka-based command-line client.
+KCAT := /usr/bin/kcat
+
+$(KCAT):
+	$(SUDO) apt-get update -qq
+	DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends kcat
+
+kcat-deps: $(KCAT)
+
 # ---------------------------------------------------------------- run / test
-run: venv
+run: $(VENV)/.installed-run
 	mkdir -p $(DATA_DIR)
 	$(BIN)/samsa serve $(if $(wildcard $(CONFIG)),--config $(CONFIG)) \
 	    --listen $(LISTEN) --data-dir $(DATA_DIR) --broker-id 0 $(SERVE_ARGS)
@@ -110,7 +138,7 @@ lint: venv
 
 # Lint and pytest both run even when one fails (more to read from one CI run); either fails
 # the target. pytest exits 5 when it collected no test: that is not a failure of the build.
-test: venv java-deps spark-deps zk-deps
+test: venv java-deps spark-deps zk-deps kcat-deps
 	@lint=0; $(BIN)/ruff check --no-cache . || lint=$$?; \
 	rc=0; $(BIN)/python -m pytest -q -ra --timeout=$(PYTEST_TIMEOUT) tests $(PYTEST_ARGS) || rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "pytest: no tests were collected"; rc=0; fi; \

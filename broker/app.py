@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import signal
 import time
 import uuid
@@ -16,7 +17,8 @@ from coordinator.internal_log import InternalTopic
 from coordinator.producer_ids import ClusterProducerIdAllocator, ProducerIdAllocator
 from coordinator.transaction import TransactionCoordinator
 from storage.config import LogConfig
-from storage.log_manager import LogManager
+from storage.log_dir_failure import dir_key
+from storage.log_dirs import LogDirs
 
 from . import metrics
 from .apis import build_registry
@@ -26,7 +28,7 @@ from .malloc_tuning import tune_malloc
 from .metadata_store import BrokerInfo, LocalMetadataStore, TopicState
 from .replica_fetcher import ReplicaFetcherManager
 from .replica_manager import ReplicaManager
-from .server import KafkaServer
+from .server import KafkaServer, ServerLimits
 from .topic_admin import TopicAdmin
 from .zk_store import ZkMetadataStore
 
@@ -38,27 +40,49 @@ class Broker:
         self.config = config
         self.broker_id: int = config.broker_id
         self.data_dir = Path(config.data_dir)
+        for prop in config.ignored_settings():
+            log.warning("%s is set but has no effect in Samsa: %s", prop.name, prop.ignored)
         self.data_dir.mkdir(parents=True, exist_ok=True)
+        log_dirs = [Path(d) for d in config.log_dirs]
         host, port = config.listen_host, config.listen_port
         advertised = config.advertised_listener
-        info = BrokerInfo(self.broker_id, advertised.host, advertised.port)
+        info = BrokerInfo(self.broker_id, advertised.host, advertised.port, config["broker.rack"])
         self.zookeeper: str | None = config["zookeeper.connect"]
         self.store: Any
         if self.zookeeper:
             self.store = ZkMetadataStore(
-                self.zookeeper, info, config["zookeeper.session.timeout.ms"]
+                self.zookeeper,
+                info,
+                config["zookeeper.session.timeout.ms"],
+                config["zookeeper.connection.timeout.ms"],
             )
         else:
             self.store = LocalMetadataStore(self.data_dir, info)
-        self.log_manager = LogManager(
-            self.data_dir,
+        self.log_manager = LogDirs(
+            log_dirs,
             LogConfig.from_properties({}),
             producer_id_expiration_ms=config["producer.id.expiration.ms"],
+            producer_id_expiration_check_interval_ms=config[
+                "producer.id.expiration.check.interval.ms"
+            ],
             retention_check_interval_ms=config["log.retention.check.interval.ms"],
+            flush_offset_checkpoint_interval_ms=config["log.flush.offset.checkpoint.interval.ms"],
+            flush_start_offset_checkpoint_interval_ms=config[
+                "log.flush.start.offset.checkpoint.interval.ms"
+            ],
+            replication_offset_checkpoint_interval_ms=config[
+                "replica.high.watermark.checkpoint.interval.ms"
+            ],
+            # Where the cleaner is scheduled: off entirely, or every backoff ms (Kafka's
+            # log.cleaner.enable / log.cleaner.backoff.ms).
+            cleaner_enable=config["log.cleaner.enable"],
+            cleaner_backoff_ms=config["log.cleaner.backoff.ms"],
         )
         self.replicas = ReplicaManager(
             self.broker_id, self.log_manager, self.store, self._log_config
         )
+        self.replicas.offline_listener = self._on_offline_replicas
+        self._offline_report: asyncio.Task[None] | None = None
         self.topics = TopicAdmin(config, self.store, self.replicas)
         self.replicas.min_isr = lambda topic: int(
             self.topics.effective_properties(topic)["min.insync.replicas"]
@@ -82,12 +106,17 @@ class Broker:
             config["transaction.state.log.replication.factor"],
             config["transaction.state.log.segment.bytes"],
             min_isr=config["transaction.state.log.min.isr"],
+            load_buffer_size=config["transaction.state.log.load.buffer.size"],
         )
         self.transactions = TransactionCoordinator(self, self.txn_topic, config)
         self.groups = GroupCoordinator(self)
         self.registry = build_registry()
         self.server = KafkaServer(
-            host, port, Dispatcher(self.registry, self), config["socket.request.max.bytes"]
+            host,
+            port,
+            Dispatcher(self.registry, self),
+            config["socket.request.max.bytes"],
+            ServerLimits.from_config(config),
         )
         self._background: list[asyncio.Task[None]] = []
         # WriteTxnMarkers connections to other brokers, one per leader (broker/markers.py).
@@ -119,6 +148,46 @@ class Broker:
             log.info("%s-%d: ISR %s -> %s", partition.topic, partition.index, doc["isr"], isr)
             metrics.isr_changed(doc["isr"], isr)
         return ok
+
+    # ---- failed log directories -----------------------------------------------------------
+    def _on_log_dir_failure(self, key: str) -> None:
+        """A log directory had an I/O error (reported on any thread; run on the loop)."""
+        self.replicas.handle_log_dir_failure(key)
+        live = self.log_manager.live_dirs
+        if not live:
+            self._halt(f"Shutdown broker because all log dirs in "
+                       f"{', '.join(self.log_manager.dirs)} have failed")
+        if not self.zookeeper and key == dir_key(self.data_dir):
+            # The single-broker metadata lives there (Kafka halts when its metadata dir fails).
+            self._halt(f"Shutdown broker because the metadata log dir {key} has failed")
+        log.warning("Stopped serving replicas in dir %s", key)
+
+    @staticmethod
+    def _halt(reason: str) -> None:
+        """Kafka's Exit.halt(1): no shutdown (it would write to the failed disks)."""
+        log.critical(reason)
+        logging.shutdown()
+        os._exit(1)
+
+    def _on_offline_replicas(self) -> None:
+        """Tell the controller (ZooKeeper's /log_dir_event_notification) which replicas are
+        offline here, so that it moves their leadership and takes them out of the ISR."""
+        if not self.zookeeper:
+            return
+        if self._offline_report is None or self._offline_report.done():
+            self._offline_report = asyncio.get_running_loop().create_task(self._report_offline())
+
+    async def _report_offline(self) -> None:
+        while True:
+            offline = set(self.replicas.offline)
+            try:
+                await self.store.report_offline_replicas(offline)
+            except Exception as exc:
+                log.warning("reporting offline replicas to ZooKeeper failed (retrying): %r", exc)
+                await asyncio.sleep(1)
+                continue
+            if self.replicas.offline <= offline:
+                return
 
     def _on_leadership(self, partition: Any, is_leader: bool) -> None:
         if partition.topic == self.txn_topic.name:
@@ -170,8 +239,12 @@ class Broker:
 
     async def start(self) -> None:
         started = time.monotonic()
+        loop = asyncio.get_running_loop()
+        self.log_manager.failure_channel.listener = (
+            lambda key: loop.call_soon_threadsafe(self._on_log_dir_failure, key))
         if self.zookeeper:
             await self.store.start()
+        self.producer_ids.start()  # the first block of ids, claimed in the background
         self.log_manager.startup(self._config_for_topic_name)
         self.replicas.load_all()
         if self.zookeeper:
@@ -192,7 +265,7 @@ class Broker:
             self.broker_id,
             self.server.host,
             self.server.port,
-            self.data_dir,
+            ",".join(self.log_manager.dirs),
             len(list(self.replicas.partitions())),
             (time.monotonic() - started) * 1000,
         )

@@ -5,7 +5,9 @@ multi); every write the controller makes is conditional on the /controller_epoch
 won with, so a controller that was frozen and replaced writes nothing. The controller watches
 broker registrations; when a broker disappears it removes it from every ISR and moves the
 leadership of its partitions to the first live replica in the ISR (leader epoch + 1), and
-when a partition has no leader it elects one as soon as an ISR member is back. With
+when a partition has no leader it elects one as soon as an ISR member is back. A replica in a
+failed log directory (its broker announced it under /log_dir_event_notification) counts as
+dead for its partition only, as Kafka's OfflineReplica state does. With
 `unclean.leader.election.enable=false` (the default) a replica outside the ISR is never
 elected. Brokers learn the new states from their ZooKeeper watches.
 """
@@ -54,7 +56,7 @@ class Controller:
         self._changed.set()
 
     def _on_store_event(self, kind: str, _name: str) -> None:
-        if kind in ("broker", "controller", "topic"):
+        if kind in ("broker", "controller", "topic", "log_dir"):
             self._changed.set()
 
     async def _run(self) -> None:
@@ -85,10 +87,14 @@ class Controller:
 
     async def _reconcile(self) -> None:
         """Elect leaders for partitions whose leader is gone; drop dead brokers from ISRs."""
-        live = {b.broker_id for b in self.store.brokers()}
+        live_brokers = {b.broker_id for b in self.store.brokers()}
+        offline = self.store.offline_replicas()
         updates: list[tuple[str, int, dict[str, Any], int]] = []
         for topic in list(self.store.topics().values()):
             for index, state in topic.partitions.items():
+                live = live_brokers
+                if offline:
+                    live = {b for b in live if (topic.name, index) not in offline.get(b, ())}
                 dead_in_isr = any(r not in live for r in state.isr)
                 leader_gone = state.leader not in live
                 if not dead_in_isr and not leader_gone:

@@ -10,11 +10,16 @@ from __future__ import annotations
 import asyncio
 import logging
 import struct
+import time
 from typing import Any
 
 from protocol.codec import build, encode, reader, request_type, response_type
 
 log = logging.getLogger(__name__)
+
+# Kafka clients' connections.max.idle.ms: below the brokers' 10 minutes, so that we close an
+# idle connection before the peer does and never send into one it has just closed.
+CLIENT_IDLE_CLOSE_S = 540.0
 
 
 class BrokerUnavailable(Exception):
@@ -31,6 +36,7 @@ class BrokerConnection:
         self._writer: asyncio.StreamWriter | None = None
         self._correlation = 0
         self._lock = asyncio.Lock()
+        self._last_used = 0.0
 
     async def _connect(self) -> None:
         target = next((b for b in self.store.brokers() if b.broker_id == self.target_id), None)
@@ -49,6 +55,8 @@ class BrokerConnection:
             return await self._request(api_key, version, body)
 
     async def _request(self, api_key: int, version: int, body: dict[str, Any]) -> Any:
+        if self._writer is not None and time.monotonic() - self._last_used > CLIENT_IDLE_CLOSE_S:
+            self.close()
         if self._writer is None:
             await self._connect()
         assert self._reader is not None and self._writer is not None
@@ -67,6 +75,7 @@ class BrokerConnection:
         except (OSError, TimeoutError, asyncio.IncompleteReadError) as exc:
             self.close()
             raise BrokerUnavailable(f"broker {self.target_id}: {exc!r}") from None
+        self._last_used = time.monotonic()
         (correlation,) = struct.unpack_from(">i", frame, 0)
         if correlation != self._correlation:
             self.close()

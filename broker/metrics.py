@@ -250,7 +250,26 @@ def _log_gauges(broker: Any) -> list[GaugeMetricFamily]:
         "Led partitions whose ISR is smaller than their min.insync.replicas.",
     )
     under_min_g.add_metric([], under_min)
-    return [size, segments, end, start, lso_lag, count, leaders, under_g, under_min_g]
+    return [size, segments, end, start, lso_lag, count, leaders, under_g, under_min_g,
+            *_log_dir_gauges(broker)]
+
+
+def _log_dir_gauges(broker: Any) -> list[GaugeMetricFamily]:
+    """kafka.log:type=LogManager (OfflineLogDirectoryCount, LogDirectoryOffline per dir) and
+    kafka.server:type=ReplicaManager,name=OfflineReplicaCount."""
+    dirs = broker.log_manager
+    offline_dirs = set(dirs.offline_dirs)
+    count = _gauge("kafka_log_logmanager_offlinelogdirectorycount",
+                   "Log directories offline after an I/O error (until the broker restarts).")
+    count.add_metric([], len(offline_dirs))
+    per_dir = _gauge("kafka_log_logmanager_logdirectoryoffline",
+                     "1 if the log directory is offline, else 0.", ["logdirectory"])
+    for d in dirs.dirs:
+        per_dir.add_metric([d], int(d in offline_dirs))
+    replicas = _gauge("kafka_server_replicamanager_offlinereplicacount",
+                      "Partitions assigned here whose log directory has failed.")
+    replicas.add_metric([], len(broker.replicas.offline))
+    return [count, per_dir, replicas]
 
 
 def _controller_gauges(broker: Any) -> list[GaugeMetricFamily]:

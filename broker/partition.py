@@ -74,12 +74,13 @@ class Partition:
 
     # ---- leadership changes (from the metadata store) -------------------------------------
     def make_leader(self, leader_epoch: int, isr: list[int], replicas: list[int]) -> None:
+        # First: a failing disk (KafkaStorageError) leaves the partition as it was.
+        self.log.assign_leader_epoch(leader_epoch, self.log.log_end_offset)
         self.leader_id = self.broker_id
         self.leader_epoch = leader_epoch
         self.replicas = list(replicas)
         self.isr = list(isr)
         self.leader_epoch_start_offset = self.log.log_end_offset
-        self.log.leader_epoch_cache.assign(leader_epoch, self.log.log_end_offset)
         now = time.monotonic()
         self._follower_leo = {}
         self._caught_up_at = {r: now for r in replicas if r != self.broker_id}

@@ -2,7 +2,9 @@
 
 The replica manager turns metadata (topic → partition → replicas, leader epoch) into
 `Partition` objects backed by logs from the `LogManager`, and is the one place a handler asks
-for a partition (answering Kafka's UNKNOWN_TOPIC_OR_PARTITION / NOT_LEADER_OR_FOLLOWER).
+for a partition (answering Kafka's UNKNOWN_TOPIC_OR_PARTITION / NOT_LEADER_OR_FOLLOWER, and
+KAFKA_STORAGE_ERROR for a partition whose log directory has failed: such a partition is offline
+here, neither led nor followed, until the broker restarts).
 """
 
 from __future__ import annotations
@@ -13,7 +15,8 @@ from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
 from storage.config import LogConfig
-from storage.log_manager import LogManager
+from storage.errors import KafkaStorageError
+from storage.log_dirs import LogDirs
 
 from .metadata_store import MetadataStore, TopicState
 from .partition import Partition
@@ -22,6 +25,7 @@ log = logging.getLogger(__name__)
 
 UNKNOWN_TOPIC_OR_PARTITION = 3
 NOT_LEADER_OR_FOLLOWER = 6
+KAFKA_STORAGE_ERROR = 56
 
 
 class PartitionError(Exception):
@@ -32,36 +36,51 @@ class PartitionError(Exception):
 
 class ReplicaManager:
     def __init__(
-        self, broker_id: int, log_manager: LogManager, store: MetadataStore, topic_config
+        self, broker_id: int, log_manager: LogDirs, store: MetadataStore, topic_config
     ) -> None:
         self.broker_id = broker_id
         self.log_manager = log_manager
         self.store = store
         self._topic_config = topic_config  # (TopicState) -> LogConfig
         self._partitions: dict[tuple[str, int], Partition] = {}
+        # Partitions assigned here whose log is (or may be) in a failed log directory.
+        self.offline: set[tuple[str, int]] = set()
+        # fn() when `offline` grew (the broker tells the controller).
+        self.offline_listener: Callable[[], None] | None = None
         # Set by the broker in a cluster: followers fetch, ISR changes are written to ZooKeeper.
         self.fetchers: Any = None
         self.isr_writer: Callable[[Partition, list[int]], Awaitable[bool]] | None = None
         self.min_isr: Callable[[TopicState], int] = lambda _topic: 1
         # fn(partition, is_leader) when this broker gains or loses a partition's leadership
         self.leadership_listeners: list[Callable[[Partition, bool], None]] = []
+        self._handled_dirs: set[str] = set()
 
     def load_all(self) -> None:
+        # At start-up every assigned partition may have data: with a log dir offline, one
+        # whose log is missing is offline too rather than created empty elsewhere.
         for topic in self.store.topics().values():
-            self.materialize(topic)
+            self.materialize(topic, is_new=False)
 
-    def materialize(self, topic: TopicState) -> None:
+    def materialize(self, topic: TopicState, *, is_new: bool = True) -> None:
         """Open (or create) the logs of every partition of `topic` hosted here, and apply the
         leadership the metadata gives them."""
         config: LogConfig = self._topic_config(topic)
+        went_offline = False
         for index, state in topic.partitions.items():
-            if self.broker_id not in state.replicas:
+            if self.broker_id not in state.replicas or (topic.name, index) in self.offline:
                 continue
             partition = self._partitions.get((topic.name, index))
             if partition is None:
                 plog = self.log_manager.get_log(topic.name, index)
                 if plog is None:
-                    plog = self.log_manager.create_log(topic.name, index, config, topic.topic_id)
+                    try:
+                        plog = self.log_manager.create_log(topic.name, index, config,
+                                                           topic.topic_id, is_new=is_new)
+                    except KafkaStorageError as exc:
+                        log.error("%s-%d is offline here: %s", topic.name, index, exc)
+                        self.offline.add((topic.name, index))
+                        went_offline = True
+                        continue
                 else:
                     plog.config = config
                 partition = Partition(
@@ -85,6 +104,33 @@ class ReplicaManager:
                     self._notify_leadership(partition, True)
             else:
                 self._apply_state(partition, state)
+        if went_offline and self.offline_listener is not None:
+            self.offline_listener()
+
+    def handle_log_dir_failure(self, dir_key: str) -> list[tuple[str, int]]:
+        """Stop serving every partition of the failed log directory (Kafka's
+        ReplicaManager.handleLogDirFailure): no fetcher, no leadership, KAFKA_STORAGE_ERROR to
+        requests. Returns the partitions that went offline."""
+        if dir_key not in self.log_manager.dirs or dir_key in self._handled_dirs:
+            return []
+        self._handled_dirs.add(dir_key)
+        log.warning("Stopping serving replicas in dir %s because the log directory has failed.",
+                    dir_key)
+        gone = [key for key, p in self._partitions.items() if p.log.parent_dir == dir_key]
+        for key in gone:
+            partition = self._partitions.pop(key)
+            if self.fetchers is not None:
+                self.fetchers.remove(partition)
+            was_leader = partition.is_leader
+            partition.make_follower(-1, partition.leader_epoch, partition.isr,
+                                    partition.replicas)  # wakes acks=all waits and long polls
+            if was_leader:
+                self._notify_leadership(partition, False)
+        tps = sorted(set(gone) | set(self.log_manager.handle_dir_failure(dir_key)))
+        self.offline.update(tps)
+        if tps and self.offline_listener is not None:
+            self.offline_listener()
+        return tps
 
     def on_metadata_change(self, kind: str, name: str) -> None:
         """Store listener: a topic's assignment or partition state changed (or it is gone)."""
@@ -92,13 +138,19 @@ class ReplicaManager:
             return
         topic = self.store.topic(name)
         if topic is None:
-            if any(key[0] == name for key in self._partitions):
+            if any(key[0] == name for key in (*self._partitions, *self.offline)):
                 self.remove_topic(name)
             return
         self.materialize(topic)
         self.reconfigure(topic)  # topic configs changed by another broker reach us here
 
     def _apply_state(self, partition: Partition, state: Any) -> None:
+        try:
+            self._take_role(partition, state)
+        except KafkaStorageError as exc:  # its dir's failure handler takes it offline next
+            log.error("%s-%d: %s", partition.topic, partition.index, exc)
+
+    def _take_role(self, partition: Partition, state: Any) -> None:
         leader, epoch = state.leader, state.leader_epoch
         if epoch < partition.leader_epoch:
             return  # older news
@@ -161,6 +213,7 @@ class ReplicaManager:
                 partition.min_insync_replicas = self.min_isr(topic)
 
     def remove_topic(self, name: str) -> None:
+        self.offline = {key for key in self.offline if key[0] != name}
         for key in [k for k in self._partitions if k[0] == name]:
             partition = self._partitions.pop(key)
             if self.fetchers is not None:
@@ -180,6 +233,8 @@ class ReplicaManager:
     def leader_partition(self, topic: str, index: int) -> Partition:
         partition = self._partitions.get((topic, index))
         if partition is None:
+            if (topic, index) in self.offline:
+                raise PartitionError(KAFKA_STORAGE_ERROR)
             t = self.store.topic(topic)
             if t is not None and index in t.partitions:
                 raise PartitionError(NOT_LEADER_OR_FOLLOWER)

@@ -10,13 +10,19 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import socket
+import time
+from collections import Counter
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
 
 from protocol.framing import FrameError, frame_size
 
 log = logging.getLogger(__name__)
 
 _HIGH_WATER = 1 << 20
+INT_MAX = 2**31 - 1
 
 
 class CloseConnection(Exception):
@@ -24,11 +30,13 @@ class CloseConnection(Exception):
 
 
 class ConnectionInfo:
-    __slots__ = ("peer", "writer")
+    __slots__ = ("peer", "writer", "busy", "last_active")
 
     def __init__(self, peer: str, writer: asyncio.StreamWriter) -> None:
         self.peer = peer
         self.writer = writer
+        self.busy = False  # a request is being answered
+        self.last_active = time.monotonic()  # when the last request was answered
 
 
 # A response is a list of buffers (the size prefix first), written without joining them.
@@ -67,26 +75,76 @@ class ResponseWriter:
         return self._size + self._writer.transport.get_write_buffer_size()
 
 
+@dataclass(frozen=True, slots=True)
+class ServerLimits:
+    """Kafka's socket-server settings (SocketServerConfigs)."""
+
+    max_connections: int = INT_MAX  # max.connections: more wait in the listen backlog
+    max_connections_per_ip: int = INT_MAX  # max.connections.per.ip: more are closed at once
+    idle_ms: int = 600_000  # connections.max.idle.ms; -1: never close an idle connection
+    send_buffer_bytes: int = -1  # socket.send.buffer.bytes; -1: the OS default
+    receive_buffer_bytes: int = -1  # socket.receive.buffer.bytes
+    backlog: int = 50  # socket.listen.backlog.size
+
+    @classmethod
+    def from_config(cls, config: Any) -> ServerLimits:
+        return cls(
+            config["max.connections"],
+            config["max.connections.per.ip"],
+            config["connections.max.idle.ms"],
+            config["socket.send.buffer.bytes"],
+            config["socket.receive.buffer.bytes"],
+            config["socket.listen.backlog.size"],
+        )
+
+
 class KafkaServer:
-    def __init__(self, host: str, port: int, dispatch: Dispatch, max_request_bytes: int) -> None:
+    def __init__(self, host: str, port: int, dispatch: Dispatch, max_request_bytes: int,
+                 limits: ServerLimits | None = None) -> None:
         self.host = host
         self.port = port
         self._dispatch = dispatch
         self._max_request_bytes = max_request_bytes
-        self._server: asyncio.base_events.Server | None = None
+        self._limits = limits or ServerLimits()
+        self._listeners: list[socket.socket] = []
+        self._tasks: list[asyncio.Task[None]] = []
         self._connections: set[asyncio.Task[None]] = set()
         self._writers: set[asyncio.StreamWriter] = set()
+        self._open: dict[ConnectionInfo, str] = {}  # connection -> its peer's address
+        self._per_ip: Counter[str] = Counter()
+        self._slot_freed = asyncio.Event()
 
     async def start(self) -> None:
-        self._server = await asyncio.start_server(
-            self._serve_connection, self.host, self.port, reuse_address=True, limit=1 << 16
-        )
-        sock = self._server.sockets[0]
-        self.port = sock.getsockname()[1]
+        loop = asyncio.get_running_loop()
+        infos = await loop.getaddrinfo(self.host or None, self.port, type=socket.SOCK_STREAM,
+                                       flags=socket.AI_PASSIVE)
+        for family, kind, proto, _, address in dict.fromkeys(infos):
+            sock = socket.socket(family, kind, proto)
+            try:
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+                if family == socket.AF_INET6:
+                    sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+                # Kafka sets the receive buffer before bind so that the window scale fits it.
+                _set_buffer(sock, socket.SO_RCVBUF, self._limits.receive_buffer_bytes)
+                sock.bind(address)
+                sock.listen(self._limits.backlog)
+                sock.setblocking(False)
+            except OSError:
+                sock.close()
+                raise
+            self._listeners.append(sock)
+        self.port = self._listeners[0].getsockname()[1]
+        for sock in self._listeners:
+            self._tasks.append(asyncio.create_task(self._accept_loop(sock)))
+        if self._limits.idle_ms >= 0:
+            self._tasks.append(asyncio.create_task(self._close_idle_loop()))
 
     async def stop(self) -> None:
-        if self._server is not None:
-            self._server.close()
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        for sock in self._listeners:
+            sock.close()
         # Abort the sockets as well as cancelling: a handler can swallow a cancellation
         # (Python 3.11's wait_for racing a completion) and would then read the next request.
         for writer in list(self._writers):
@@ -95,17 +153,70 @@ class KafkaServer:
             task.cancel()
         if self._connections:
             await asyncio.gather(*self._connections, return_exceptions=True)
-        if self._server is not None:
-            await self._server.wait_closed()
 
+    # -- accepting -----------------------------------------------------------------------------
+    async def _accept_loop(self, listener: socket.socket) -> None:
+        loop = asyncio.get_running_loop()
+        while True:
+            # Kafka's acceptor stops accepting at max.connections: new connections wait in
+            # the listen backlog until one closes.
+            while len(self._open) >= self._limits.max_connections:
+                self._slot_freed.clear()
+                await self._slot_freed.wait()
+            try:
+                sock, address = await loop.sock_accept(listener)
+            except OSError as exc:  # e.g. EMFILE: back off instead of spinning
+                log.warning("accept failed: %s", exc)
+                await asyncio.sleep(0.1)
+                continue
+            ip = address[0]
+            if self._per_ip[ip] >= self._limits.max_connections_per_ip:
+                log.info("Rejected connection from %s, address already has the configured "
+                         "maximum of %d connections.", ip, self._limits.max_connections_per_ip)
+                sock.close()
+                continue
+            try:
+                _set_buffer(sock, socket.SO_SNDBUF, self._limits.send_buffer_bytes)
+                _set_buffer(sock, socket.SO_RCVBUF, self._limits.receive_buffer_bytes)
+                reader, writer = await asyncio.open_connection(sock=sock, limit=1 << 16)
+            except OSError:
+                sock.close()
+                continue
+            peer = f"{ip}:{address[1]}" if len(address) >= 2 else ip
+            conn = ConnectionInfo(peer, writer)
+            self._open[conn] = ip
+            self._per_ip[ip] += 1
+            task = asyncio.create_task(self._serve_connection(reader, writer, conn))
+            self._connections.add(task)
+
+    def _closed(self, conn: ConnectionInfo) -> None:
+        ip = self._open.pop(conn, None)
+        if ip is None:
+            return
+        self._per_ip[ip] -= 1
+        if self._per_ip[ip] <= 0:
+            del self._per_ip[ip]
+        self._slot_freed.set()
+
+    async def _close_idle_loop(self) -> None:
+        """connections.max.idle.ms: close connections that sent no request for that long
+        (one being answered is not idle)."""
+        idle_s = self._limits.idle_ms / 1000
+        while True:
+            await asyncio.sleep(min(max(idle_s / 4, 0.01), 5.0))
+            now = time.monotonic()
+            for conn in list(self._open):
+                if not conn.busy and now - conn.last_active > idle_s:
+                    log.debug("closing the idle connection from %s (idle for %.0f ms)",
+                              conn.peer, (now - conn.last_active) * 1000)
+                    conn.writer.close()
+
+    # -- serving -------------------------------------------------------------------------------
     async def _serve_connection(
-        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, conn: ConnectionInfo
     ) -> None:
         task = asyncio.current_task()
         assert task is not None
-        self._connections.add(task)
-        peername = writer.get_extra_info("peername")
-        conn = ConnectionInfo(f"{peername[0]}:{peername[1]}" if peername else "?", writer)
         self._writers.add(writer)
         responses = ResponseWriter(writer)
         try:
@@ -113,12 +224,15 @@ class KafkaServer:
                 prefix = await reader.readexactly(4)
                 size = frame_size(prefix, self._max_request_bytes)
                 request = await reader.readexactly(size)
+                conn.busy = True
                 response = await self._dispatch(request, conn)
                 if response is not None:
                     responses.add(response)
                     if responses.backlog() > _HIGH_WATER:  # a slow reader: stop reading
                         responses.flush()
                         await writer.drain()
+                conn.busy = False
+                conn.last_active = time.monotonic()
         except (asyncio.IncompleteReadError, ConnectionError):
             pass
         except FrameError as exc:
@@ -130,5 +244,11 @@ class KafkaServer:
         finally:
             self._connections.discard(task)
             self._writers.discard(writer)
+            self._closed(conn)
             responses.flush()  # answers to the requests before a close still go out
             writer.close()
+
+
+def _set_buffer(sock: socket.socket, option: int, size: int) -> None:
+    if size != -1:
+        sock.setsockopt(socket.SOL_SOCKET, option, size)

@@ -6,6 +6,8 @@
     /brokers/topics/<t>/partitions/<p>/state     {"controller_epoch","leader","leader_epoch","isr"}
     /config/topics/<t>                           {"version":1,"config":{...}}
     /latest_producer_id_block                    {"version":1,"broker","block_start","block_end"}
+    /log_dir_event_notification/log_dir_event_<seq>
+                            ephemeral {"version":1,"broker","event":1,"partitions":[[t,p],...]}
 
 kazoo runs its own threads: reads are served from a cache that ZooKeeper watches keep current
 (updates are handed to the event loop), and writes run in a worker thread and are awaited.
@@ -29,12 +31,17 @@ from kazoo.exceptions import (
     NoNodeError,
     SessionExpiredError,
 )
+from kazoo.handlers.threading import KazooTimeoutError
 
 from .metadata_store import BrokerInfo, PartitionState, TopicState, new_cluster_id
 
 log = logging.getLogger(__name__)
 
 INTERNAL = frozenset({"__consumer_offsets", "__transaction_state"})
+# Kafka's broker announces a failed log dir to the controller here. Kafka's controller then asks
+# the broker (LeaderAndIsr) which replicas are offline; with no such round trip, ours carries
+# them, and is ephemeral: the broker's replicas are offline until it restarts (or dies).
+LOG_DIR_EVENTS = "/log_dir_event_notification"
 
 
 def _dumps(doc: dict[str, Any]) -> bytes:
@@ -42,9 +49,13 @@ def _dumps(doc: dict[str, Any]) -> bytes:
 
 
 class ZkMetadataStore:
-    def __init__(self, connect: str, broker: BrokerInfo, session_timeout_ms: int = 18000) -> None:
+    def __init__(self, connect: str, broker: BrokerInfo, session_timeout_ms: int = 18000,
+                 connection_timeout_ms: int | None = None) -> None:
         self._hosts = connect
         self._zk = KazooClient(hosts=connect, timeout=session_timeout_ms / 1000)
+        # Kafka's zookeeper.connection.timeout.ms: unset means the session timeout.
+        connect_ms = session_timeout_ms if connection_timeout_ms is None else connection_timeout_ms
+        self._connect_timeout_s = connect_ms / 1000
         self._broker = broker
         self._loop: asyncio.AbstractEventLoop | None = None
         self.cluster_id = ""
@@ -58,6 +69,8 @@ class ZkMetadataStore:
         self._controller_id = -1
         self.controller_epoch = -1  # ours, while we are the controller
         self._controller_epoch_version = -1  # zkVersion of /controller_epoch: the fencing token
+        self._offline_here: set[tuple[str, int]] = set()  # our replicas in failed log dirs
+        self._offline_replicas: dict[int, set[tuple[str, int]]] = {}  # every broker's
 
     # ---- lifecycle ------------------------------------------------------------------------
     async def start(self) -> None:
@@ -66,9 +79,16 @@ class ZkMetadataStore:
 
     def _connect(self) -> None:
         _ensure_chroot(self._hosts)
-        self._zk.start()
+        try:
+            self._zk.start(timeout=self._connect_timeout_s)
+        except KazooTimeoutError:
+            self._zk.stop()  # no more retries in the background
+            raise ConnectionError(
+                f"Timed out waiting for a connection to ZooKeeper at {self._hosts} within "
+                f"{self._connect_timeout_s * 1000:.0f} ms (zookeeper.connection.timeout.ms)"
+            ) from None
         self._zk.add_listener(self._on_state)
-        for path in ("/brokers/ids", "/brokers/topics", "/config/topics"):
+        for path in ("/brokers/ids", "/brokers/topics", "/config/topics", LOG_DIR_EVENTS):
             self._zk.ensure_path(path)
         try:
             self._zk.create(
@@ -81,6 +101,7 @@ class ZkMetadataStore:
         self._zk.ChildrenWatch("/brokers/ids", self._on_broker_ids)
         self._zk.ChildrenWatch("/brokers/topics", self._on_topic_names)
         self._zk.DataWatch("/controller", self._on_controller)
+        self._zk.ChildrenWatch(LOG_DIR_EVENTS, self._on_log_dir_events)
 
     def _register(self) -> None:
         b = self._broker
@@ -101,6 +122,7 @@ class ZkMetadataStore:
                 self._zk.delete(path)
                 self._zk.create(path, _dumps(doc), ephemeral=True)
         self.broker_epoch = self._zk.exists(path).czxid
+        self._write_log_dir_event()  # a new session: the old one's event went with it
 
     async def reregister(self, timeout_s: float = 30.0) -> None:
         """Register again once kazoo has its new session (LOST comes before CONNECTED)."""
@@ -182,6 +204,22 @@ class ZkMetadataStore:
                 continue
             brokers[int(child)] = BrokerInfo(int(child), doc["host"], doc["port"], doc.get("rack"))
         self._call(self._set_brokers, brokers)
+
+    def _on_log_dir_events(self, children: list[str]) -> None:
+        offline: dict[int, set[tuple[str, int]]] = {}
+        for child in children:
+            try:
+                doc = json.loads(self._zk.get(f"{LOG_DIR_EVENTS}/{child}")[0])
+                broker = int(doc["broker"])
+                parts = {(str(t), int(p)) for t, p in doc.get("partitions", [])}
+            except (NoNodeError, ValueError, KeyError, TypeError):
+                continue
+            offline.setdefault(broker, set()).update(parts)
+        self._call(self._set_offline_replicas, offline)
+
+    def _set_offline_replicas(self, offline: dict[int, set[tuple[str, int]]]) -> None:
+        self._offline_replicas = offline
+        self._emit("log_dir", "")
 
     def _set_brokers(self, brokers: dict[int, BrokerInfo]) -> None:
         self._brokers = brokers
@@ -283,6 +321,10 @@ class ZkMetadataStore:
     def topics(self) -> dict[str, TopicState]:
         return self._topics
 
+    def offline_replicas(self) -> dict[int, set[tuple[str, int]]]:
+        """{broker id: its (topic, partition) replicas in failed log dirs}."""
+        return self._offline_replicas
+
     def topic(self, name: str) -> TopicState | None:
         return self._topics.get(name)
 
@@ -364,6 +406,19 @@ class ZkMetadataStore:
             except BadVersionError:
                 continue
 
+
+    async def report_offline_replicas(self, partitions: set[tuple[str, int]]) -> None:
+        """Announce our replicas in failed log dirs (all of them, each time) to the controller."""
+        self._offline_here = set(partitions)
+        await asyncio.to_thread(self._write_log_dir_event)
+
+    def _write_log_dir_event(self) -> None:
+        if not self._offline_here:
+            return
+        doc = {"version": 1, "broker": self._broker.broker_id, "event": 1,
+               "partitions": [[t, p] for t, p in sorted(self._offline_here)]}
+        self._zk.create(f"{LOG_DIR_EVENTS}/log_dir_event_", _dumps(doc), ephemeral=True,
+                        sequence=True, makepath=True)
 
     # ---- controller ---------------------------------------------------------------------------
     async def elect_controller(self) -> bool:

@@ -9,6 +9,7 @@ where `kafka_default` records that Samsa differs (bind address, data directory, 
 from __future__ import annotations
 
 import difflib
+import os
 import re
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -285,6 +286,11 @@ class PropertyDef:
     # Kafka's default when Samsa's differs; _SAME otherwise.
     kafka_default: Any = field(default=_SAME, compare=False)
     group: str = "server"
+    # Why Samsa accepts this property but it has no effect (the doc says so too); None when
+    # the property works.
+    ignored: str | None = None
+    # Why Samsa refuses any value but the default at start-up; None when it does not.
+    refused: str | None = None
 
     def parse(self, raw: object) -> Any:
         value = parse_value(self.name, self.type, raw)
@@ -314,7 +320,12 @@ GZIP_LEVEL = OneOfOrRange(-1, between(1, 9))
 LZ4_LEVEL = between(1, 17)
 ZSTD_LEVEL = between(-131072, 22)
 LOG_LEVELS = ("DEBUG", "INFO", "WARN", "WARNING", "ERROR", "CRITICAL")
-NOT_USED = " Accepted for compatibility; not used by Samsa."
+# Shared reasons of properties that are accepted but have no effect, or refused.
+_NO_RECOMPRESSION = "batches are stored as the producer compressed them, never recompressed"
+_NO_TIERED_STORAGE = "it applies only to tiered storage, which Samsa does not have"
+_KEY_MAP_GROWS = "the cleaner's key map grows with the data instead of using fixed buffers"
+IGNORED_DOC = " Accepted for compatibility; has no effect in Samsa: {reason}."
+REFUSED_DOC = " Samsa refuses any value other than the default: {reason}."
 
 _G_SERVER, _G_SOCKET, _G_LOG, _G_CLEANER = "server", "socket", "log", "log cleaner"
 _G_REPL, _G_GROUP, _G_TXN, _G_ZK, _G_SAMSA = (
@@ -327,8 +338,14 @@ _G_REPL, _G_GROUP, _G_TXN, _G_ZK, _G_SAMSA = (
 
 
 def _p(name: str, ctype: ConfigType, default: Any, doc: str, validator: Validator | None = None,
-       *, topic: str | None = None, kafka: Any = _SAME, group: str) -> PropertyDef:
-    return PropertyDef(name, ctype, default, doc, validator, False, topic, kafka, group)
+       *, topic: str | None = None, kafka: Any = _SAME, group: str, ignored: str | None = None,
+       refused: str | None = None) -> PropertyDef:
+    if ignored is not None:
+        doc += IGNORED_DOC.format(reason=ignored)
+    if refused is not None:
+        doc += REFUSED_DOC.format(reason=refused)
+    return PropertyDef(name, ctype, default, doc, validator, False, topic, kafka, group, ignored,
+                       refused)
 
 
 _TABLE: list[PropertyDef] = [
@@ -345,23 +362,26 @@ _TABLE: list[PropertyDef] = [
        group=_G_SERVER),
     _p("compression.type", S, "producer", "Final compression of a topic's data; 'producer' "
        "keeps what the producer sent.", ValidString(COMPRESSION_TYPES),
-       topic="compression.type", group=_G_SERVER),
+       topic="compression.type", group=_G_SERVER,
+       refused="batches are stored as the producer compressed them"),
     _p("compression.gzip.level", I, -1, "gzip level when compression.type is gzip.",
-       GZIP_LEVEL, topic="compression.gzip.level", group=_G_SERVER),
+       GZIP_LEVEL, topic="compression.gzip.level", group=_G_SERVER, ignored=_NO_RECOMPRESSION),
     _p("compression.lz4.level", I, 9, "lz4 level when compression.type is lz4.", LZ4_LEVEL,
-       topic="compression.lz4.level", group=_G_SERVER),
+       topic="compression.lz4.level", group=_G_SERVER, ignored=_NO_RECOMPRESSION),
     _p("compression.zstd.level", I, 3, "zstd level when compression.type is zstd.", ZSTD_LEVEL,
-       topic="compression.zstd.level", group=_G_SERVER),
-    _p("num.io.threads", I, 8, "Threads handling requests." + NOT_USED, at_least(1),
-       group=_G_SERVER),
-    _p("num.network.threads", I, 3, "Threads reading and writing sockets." + NOT_USED,
-       at_least(1), group=_G_SERVER),
-    _p("background.threads", I, 10, "Threads for background tasks." + NOT_USED, at_least(1),
-       group=_G_SERVER),
-    _p("fetch.max.bytes", I, 57671680, "Most bytes returned for one fetch request.",
+       topic="compression.zstd.level", group=_G_SERVER, ignored=_NO_RECOMPRESSION),
+    _p("num.io.threads", I, 8, "Threads handling requests.", at_least(1), group=_G_SERVER,
+       ignored="requests are handled on one event loop"),
+    _p("num.network.threads", I, 3, "Threads reading and writing sockets.", at_least(1),
+       group=_G_SERVER, ignored="sockets are served by the same event loop"),
+    _p("background.threads", I, 10, "Threads for background tasks.", at_least(1),
+       group=_G_SERVER, ignored="background tasks run on the event loop"),
+    _p("fetch.max.bytes", I, 57671680, "Most bytes returned for one fetch request (a fetch "
+       "asking for more gets this much; the first batch is returned whatever its size).",
        at_least(1024), group=_G_SERVER),
     _p("max.incremental.fetch.session.cache.slots", I, 1000, "Most incremental fetch sessions "
-       "kept.", at_least(0), group=_G_SERVER),
+       "kept.", at_least(0), group=_G_SERVER,
+       ignored="there are no incremental fetch sessions, every fetch is a full one"),
     _p("controlled.shutdown.enable", B, True, "Move leadership away before shutting down (a "
        "single broker just flushes and closes).", group=_G_SERVER),
     _p("broker.rack", S, None, "Rack of this broker, reported in metadata.", group=_G_SERVER),
@@ -373,27 +393,28 @@ _TABLE: list[PropertyDef] = [
     _p("advertised.listeners", S, None, "Address given to clients in metadata; defaults to "
        "listeners.", group=_G_SOCKET),
     _p("socket.send.buffer.bytes", I, 102400, "SO_SNDBUF of accepted sockets; -1 keeps the OS "
-       "default.", group=_G_SOCKET),
+       "default.", at_least(-1), group=_G_SOCKET),
     _p("socket.receive.buffer.bytes", I, 102400, "SO_RCVBUF of accepted sockets; -1 keeps the "
-       "OS default.", group=_G_SOCKET),
+       "OS default.", at_least(-1), group=_G_SOCKET),
     _p("socket.request.max.bytes", I, 104857600, "Largest request the broker reads; bigger "
        "ones close the connection.", at_least(1), group=_G_SOCKET),
     _p("socket.listen.backlog.size", I, 50, "listen() backlog.", at_least(1), group=_G_SOCKET),
-    _p("max.connections", I, INT_MAX, "Most client connections at once.", at_least(0),
-       group=_G_SOCKET),
-    _p("max.connections.per.ip", I, INT_MAX, "Most connections from one address.",
-       at_least(0), group=_G_SOCKET),
-    _p("connections.max.idle.ms", L, 600000, "Idle connections are closed after this long.",
-       group=_G_SOCKET),
-    _p("queued.max.requests", I, 500, "Requests queued per connection before reading pauses.",
-       at_least(1), group=_G_SOCKET),
+    _p("max.connections", I, INT_MAX, "Most connections at once; further ones wait (not "
+       "accepted) until one closes.", at_least(0), group=_G_SOCKET),
+    _p("max.connections.per.ip", I, INT_MAX, "Most connections from one address; a further "
+       "one is closed as soon as it is accepted.", at_least(0), group=_G_SOCKET),
+    _p("connections.max.idle.ms", L, 600000, "A connection with no request for this long is "
+       "closed; -1 never closes one.", at_least(-1), group=_G_SOCKET),
+    _p("queued.max.requests", I, 500, "Requests queued before reading pauses.", at_least(1),
+       group=_G_SOCKET, ignored="each connection is handled one request at a time and there "
+       "is no shared request queue to bound"),
     # --- log
     _p("num.partitions", I, 1, "Partitions of an auto-created topic, or of CreateTopics with "
        "num_partitions -1.", at_least(1), group=_G_LOG),
     _p("log.dir", S, "./data", "Data directory, used when log.dirs is not set.",
        kafka="/tmp/kafka-logs", group=_G_LOG),
-    _p("log.dirs", S, None, "Data directory (Samsa supports exactly one); overrides log.dir.",
-       group=_G_LOG),
+    _p("log.dirs", S, None, "Comma-separated data directories; overrides log.dir. A new "
+       "partition goes to the one holding the fewest partitions.", group=_G_LOG),
     _p("log.segment.bytes", I, 1073741824, "Largest size of one segment file.", at_least(14),
        topic="segment.bytes", group=_G_LOG),
     _p("log.roll.ms", L, None, "Roll a new segment after this long; if unset log.roll.hours "
@@ -439,34 +460,37 @@ _TABLE: list[PropertyDef] = [
        "(CreateTime) or the broker's (LogAppendTime).", ValidString(("CreateTime",
        "LogAppendTime")), topic="message.timestamp.type", group=_G_LOG),
     _p("log.message.timestamp.before.max.ms", L, LONG_MAX, "How far a CreateTime timestamp may "
-       "lag the broker clock.", at_least(0), topic="message.timestamp.before.max.ms",
-       group=_G_LOG),
+       "lag the broker clock; an older record fails its batch with "
+       "INVALID_TIMESTAMP.", at_least(0), topic="message.timestamp.before.max.ms", group=_G_LOG),
     _p("log.message.timestamp.after.max.ms", L, LONG_MAX, "How far a CreateTime timestamp may "
-       "lead the broker clock.", at_least(0), topic="message.timestamp.after.max.ms",
-       group=_G_LOG),
+       "lead the broker clock; a later record fails its batch with "
+       "INVALID_TIMESTAMP.", at_least(0), topic="message.timestamp.after.max.ms", group=_G_LOG),
     _p("log.local.retention.ms", L, -2, "Local retention with tiered storage; -2 follows "
-       "retention.ms. Samsa has no tiered storage.", at_least(-2), topic="local.retention.ms",
-       group=_G_LOG),
+       "retention.ms.", at_least(-2), topic="local.retention.ms", group=_G_LOG,
+       ignored=_NO_TIERED_STORAGE),
     _p("log.local.retention.bytes", L, -2, "Local retention bytes with tiered storage; -2 "
-       "follows retention.bytes.", at_least(-2), topic="local.retention.bytes", group=_G_LOG),
-    _p("num.recovery.threads.per.data.dir", I, 1, "Threads recovering logs at start-up." +
-       NOT_USED, at_least(1), group=_G_LOG),
+       "follows retention.bytes.", at_least(-2), topic="local.retention.bytes", group=_G_LOG,
+       ignored=_NO_TIERED_STORAGE),
+    _p("num.recovery.threads.per.data.dir", I, 1, "Threads recovering logs at start-up.",
+       at_least(1), group=_G_LOG, ignored="recovery and shutdown flushes use a fixed pool of "
+       "8 threads"),
     _p("min.insync.replicas", I, 1, "Replicas that must acknowledge an acks=all write.",
        at_least(1), topic="min.insync.replicas", group=_G_LOG),
     # --- log cleaner
-    _p("log.cleaner.enable", B, True, "Run the log cleaner (needed for compacted topics).",
-       group=_G_CLEANER),
-    _p("log.cleaner.threads", I, 1, "Cleaner threads.", at_least(0), group=_G_CLEANER),
-    _p("log.cleaner.backoff.ms", L, 15000, "Cleaner sleep when there is nothing to clean.",
+    _p("log.cleaner.enable", B, True, "Run the log cleaner; when false compacted topics are "
+       "not cleaned.", group=_G_CLEANER),
+    _p("log.cleaner.threads", I, 1, "Cleaner threads.", at_least(0), group=_G_CLEANER,
+       ignored="one cleaner compacts one log at a time"),
+    _p("log.cleaner.backoff.ms", L, 15000, "How often the cleaner looks for a log to clean.",
        at_least(0), group=_G_CLEANER),
     _p("log.cleaner.dedupe.buffer.size", L, 134217728, "Memory for the cleaner's key map.",
-       group=_G_CLEANER),
+       group=_G_CLEANER, ignored=_KEY_MAP_GROWS),
     _p("log.cleaner.io.buffer.size", I, 524288, "Cleaner I/O buffer memory.", at_least(0),
-       group=_G_CLEANER),
+       group=_G_CLEANER, ignored="the cleaner has no fixed-size I/O buffers"),
     _p("log.cleaner.io.buffer.load.factor", D, 0.9, "Load factor of the cleaner's key map.",
-       group=_G_CLEANER),
+       group=_G_CLEANER, ignored=_KEY_MAP_GROWS),
     _p("log.cleaner.io.max.bytes.per.second", D, 1.7976931348623157e308, "Cleaner I/O "
-       "throttle.", group=_G_CLEANER),
+       "throttle.", group=_G_CLEANER, ignored="cleaner I/O is not throttled"),
     _p("log.cleaner.min.cleanable.ratio", D, 0.5, "Least dirty/total ratio before a log is "
        "cleaned.", between(0, 1), topic="min.cleanable.dirty.ratio", group=_G_CLEANER),
     _p("log.cleaner.delete.retention.ms", L, 86400000, "How long tombstones are kept in "
@@ -492,9 +516,10 @@ _TABLE: list[PropertyDef] = [
        "response.", at_least(0), group=_G_REPL),
     _p("replica.high.watermark.checkpoint.interval.ms", L, 5000, "How often high watermarks "
        "are checkpointed.", group=_G_REPL),
-    _p("num.replica.fetchers", I, 1, "Follower fetcher threads." + NOT_USED, group=_G_REPL),
+    _p("num.replica.fetchers", I, 1, "Follower fetcher threads.", group=_G_REPL,
+       ignored="a follower runs one fetcher per leader broker"),
     _p("auto.leader.rebalance.enable", B, True, "Move leadership back to preferred replicas.",
-       group=_G_REPL),
+       group=_G_REPL, ignored="not implemented yet: leadership stays where elections put it"),
     # --- group coordinator
     _p("group.initial.rebalance.delay.ms", I, 3000, "Wait for more members before the first "
        "rebalance of an empty group.", group=_G_GROUP),
@@ -511,28 +536,30 @@ _TABLE: list[PropertyDef] = [
     _p("offsets.topic.segment.bytes", I, 104857600, "Segment size of __consumer_offsets.",
        at_least(1), group=_G_GROUP),
     _p("offsets.topic.compression.codec", I, 0, "Compression codec id for __consumer_offsets "
-       "writes.", group=_G_GROUP),
-    _p("offsets.load.buffer.size", I, 5242880, "Read size when loading offsets.", at_least(1),
-       group=_G_GROUP),
+       "writes (0 none, 1 gzip, 2 snappy, 3 lz4, 4 zstd).", between(0, 4), group=_G_GROUP),
+    _p("offsets.load.buffer.size", I, 5242880, "Bytes read at a time when loading offsets (a "
+       "larger batch is still read whole).", at_least(1), group=_G_GROUP),
     _p("offsets.retention.minutes", I, 10080, "Committed offsets of an empty group expire after "
        "this.", at_least(1), group=_G_GROUP),
     _p("offsets.retention.check.interval.ms", L, 600000, "How often expired offsets are "
        "removed.", at_least(1), group=_G_GROUP),
     _p("offsets.commit.timeout.ms", I, 5000, "Most wait for an offset commit to be written.",
        at_least(1), group=_G_GROUP),
-    _p("offset.metadata.max.bytes", I, 4096, "Largest metadata string of an offset commit.",
+    _p("offset.metadata.max.bytes", I, 4096, "Largest metadata string of an offset commit, in "
+       "UTF-16 code units as Kafka counts them; longer ones get OFFSET_METADATA_TOO_LARGE.",
        group=_G_GROUP),
     # --- transactions
     _p("transaction.state.log.num.partitions", I, 50, "Partitions of __transaction_state.",
        at_least(1), group=_G_TXN),
     _p("transaction.state.log.replication.factor", SH, 3, "Replication factor of "
        "__transaction_state.", at_least(1), group=_G_TXN),
-    _p("transaction.state.log.min.isr", I, 2, "min.insync.replicas of __transaction_state.",
-       at_least(1), group=_G_TXN),
+    _p("transaction.state.log.min.isr", I, 2, "min.insync.replicas of __transaction_state "
+       "(capped at the replication factor it is created with).", at_least(1), group=_G_TXN),
     _p("transaction.state.log.segment.bytes", I, 104857600, "Segment size of "
        "__transaction_state.", at_least(1), group=_G_TXN),
-    _p("transaction.state.log.load.buffer.size", I, 5242880, "Read size when loading "
-       "transaction state.", at_least(1), group=_G_TXN),
+    _p("transaction.state.log.load.buffer.size", I, 5242880, "Bytes read at a time "
+       "when loading transaction state (a larger batch is still read whole).", at_least(1),
+       group=_G_TXN),
     _p("transaction.max.timeout.ms", I, 900000, "Largest transaction timeout a producer may "
        "ask for.", at_least(1), group=_G_TXN),
     _p("transactional.id.expiration.ms", I, 604800000, "A transactional id with no activity "
@@ -685,6 +712,11 @@ class BrokerConfig:
     def dynamic_values(self) -> Mapping[str, Any]:
         return dict(self._dynamic)
 
+    def ignored_settings(self) -> list[PropertyDef]:
+        """Properties set here (not left at their default) that have no effect in Samsa."""
+        return [p for p in BROKER_PROPERTIES.values()
+                if p.ignored is not None and not self.is_default(p.name)]
+
     def with_dynamic(self, updates: Mapping[str, object | None]) -> BrokerConfig:
         """A copy with dynamic values set (None deletes a dynamic value)."""
         dynamic: dict[str, object] = dict(self._dynamic)
@@ -750,9 +782,17 @@ class BrokerConfig:
         return parse_listener("advertised.listeners", adv, local_only=False, advertised=True)
 
     @property
-    def data_dir(self) -> Path:
+    def log_dirs(self) -> list[Path]:
         dirs = self["log.dirs"]
-        return Path(dirs if dirs is not None else self["log.dir"]).expanduser()
+        if dirs is None:
+            return [Path(self["log.dir"]).expanduser()]
+        return [Path(d.strip()).expanduser() for d in dirs.split(",") if d.strip()]
+
+    @property
+    def data_dir(self) -> Path:
+        """The first log directory: it also holds the single-broker metadata (Kafka's
+        metadata.log.dir defaults to the first of log.dirs too)."""
+        return self.log_dirs[0]
 
     def __repr__(self) -> str:
         return f"BrokerConfig(static={self._static!r}, dynamic={self._dynamic!r})"
@@ -775,8 +815,10 @@ class BrokerConfig:
         self.listener  # noqa: B018 - parse for validation
         self.advertised_listener  # noqa: B018
         dirs = self["log.dirs"]
-        if dirs is not None and len([d for d in dirs.split(",") if d.strip()]) != 1:
-            raise ConfigError.invalid("log.dirs", dirs, "Samsa supports exactly one log directory")
+        if dirs is not None and not self.log_dirs:
+            raise ConfigError.invalid("log.dirs", dirs, "At least one log directory is needed")
+        if len({os.path.abspath(d) for d in self.log_dirs}) != len(self.log_dirs):
+            raise ConfigError.invalid("log.dirs", dirs, "Duplicate log directory found")
         lo, hi = self["group.min.session.timeout.ms"], self["group.max.session.timeout.ms"]
         if lo > hi:
             raise ConfigError.invalid("group.min.session.timeout.ms", lo,
@@ -787,6 +829,10 @@ class BrokerConfig:
             raise ConfigError.invalid("log.cleaner.min.compaction.lag.ms", lag_lo,
                                       f"Must not exceed log.cleaner.max.compaction.lag.ms "
                                       f"({lag_hi})")
+        for prop in BROKER_PROPERTIES.values():
+            if prop.refused is not None and self[prop.name] != prop.default:
+                raise ConfigError.invalid(prop.name, self[prop.name], "Samsa supports only the "
+                                          f"default ({prop.default_string()}): {prop.refused}")
         if self.log_roll_ms < 1:
             raise ConfigError.invalid("log.roll.ms", self.log_roll_ms, "Value must be at least 1")
         if self.log_roll_jitter_ms < 0:

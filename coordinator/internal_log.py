@@ -86,6 +86,9 @@ class InternalTopic:
         replication_factor: int,
         segment_bytes: int,
         min_isr: int | None = None,
+        *,
+        compression: int = 0,
+        load_buffer_size: int = _READ_CHUNK,
     ) -> None:
         self.broker = broker
         self.name = name
@@ -95,6 +98,8 @@ class InternalTopic:
         # min.insync.replicas the topic is created with (None: the broker's default applies,
         # as for Kafka's __consumer_offsets).
         self.min_isr = min_isr
+        self.compression = compression  # codec id of the batches written (e.g. 1 = gzip)
+        self.load_buffer_size = load_buffer_size  # bytes per read when replaying
 
     def partition_for(self, key: str) -> int:
         return partition_for(key, self.num_partitions)
@@ -138,7 +143,8 @@ class InternalTopic:
         leader (use `append_replicated` for everything a client is told about)."""
         leader = self.broker.replicas.leader_partition(self.name, partition)
         info = leader.append_as_leader(
-            _batch(records, producer_id, producer_epoch, transactional, timestamp_ms),
+            _batch(records, producer_id, producer_epoch, transactional, timestamp_ms,
+                   self.compression),
             origin="coordinator",
         )
         return info.last_offset
@@ -172,7 +178,8 @@ class InternalTopic:
                 f"{leader.min_insync_replicas}",
             )
         info = leader.append_as_leader(
-            _batch(records, producer_id, producer_epoch, transactional, timestamp_ms),
+            _batch(records, producer_id, producer_epoch, transactional, timestamp_ms,
+                   self.compression),
             origin="coordinator",
         )
         replicated = await leader.wait_for_high_watermark(info.last_offset + 1, timeout_s)
@@ -195,7 +202,7 @@ class InternalTopic:
         offset = plog.log_start_offset
         end = plog.log_end_offset
         while offset < end:
-            data = plog.read(offset, _READ_CHUNK, end, True)
+            data = plog.read(offset, self.load_buffer_size, end, True)  # >= 1 batch
             if not data.records:
                 break
             records = bytes(data.records)  # keys and values are sliced from it: bytes, not views
@@ -210,12 +217,14 @@ def _batch(
     producer_epoch: int,
     transactional: bool,
     timestamp_ms: int,
+    compression: int,
 ) -> bytes:
     return build_batch(
         [(k, v, [], timestamp_ms) for k, v in records],
         producer_id=producer_id,
         producer_epoch=producer_epoch,
         transactional=transactional,
+        compression=compression,
     )
 
 

@@ -2,11 +2,20 @@
 
 Simplified relative to Kafka's LogCleaner: the key map covers the whole cleanable range (not
 just the dirty part), tombstones are dropped once their batch's max timestamp is older than
-delete.retention.ms, and transactional/control batches are copied untouched."""
+delete.retention.ms, and transactional/control batches are copied untouched.
+
+Threads: `cleanable_segments` reads the producer state and runs on the event loop; the work,
+`clean_segments`, runs in a thread: it only reads segments that no longer change (below the
+active one) and writes new files, and the swap into the log is one step under the log's lock
+(`Log.swap_in_cleaned`). It gives up, leaving the log as it was, if the log was truncated,
+deleted or closed, or lost a segment it was cleaning, meanwhile (`CleanAborted`)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import shutil
+import threading
+import time
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from protocol.records import (
@@ -26,6 +35,10 @@ if TYPE_CHECKING:
 CLEANED_SUFFIX = ".cleaned"
 
 
+class CleanAborted(Exception):
+    """The log changed under the cleaner (truncated, deleted, closed, segments removed)."""
+
+
 @dataclass(slots=True)
 class CleanResult:
     start_offset: int
@@ -33,6 +46,12 @@ class CleanResult:
     bytes_before: int
     bytes_after: int
     records_removed: int
+    # Swapped out of the log (files still to delete) and in (still named '.swap'): the
+    # caller finishes with Log.delete_detached(replaced), then Log.finish_swaps(swapped_in).
+    replaced: list[LogSegment] = field(default_factory=list)
+    swapped_in: list[LogSegment] = field(default_factory=list)
+    thread: str = ""  # where the cleaning ran (the event loop must not be it)
+    duration_ms: float = 0.0
 
 
 def first_uncleanable_offset(log: Log, now_ms: int) -> int:
@@ -133,31 +152,65 @@ def _filter_batch(h: BatchHeader, data: memoryview, latest: dict[bytes, int],
     return rebuilt, removed
 
 
-def clean_log(log: Log, now_ms: int) -> CleanResult | None:
-    segments = cleanable_segments(log, now_ms)
-    if not segments:
-        return None
-    latest = build_offset_map(segments)
-    horizon = now_ms - log.config.delete_retention_ms
-    before = sum(s.size for s in segments)
-    after = 0
-    removed_total = 0
-    for group in _group(segments, log.config.segment_bytes):
-        cleaned = log._new_segment(group[0].base_offset, CLEANED_SUFFIX)
-        try:
-            for seg in group:
-                for _pos, h, data in seg.batches():
-                    kept, removed = _filter_batch(h, data, latest, horizon)
-                    removed_total += removed
-                    if kept is not None:
-                        cleaned.append(kept, list(iter_batches(kept)))
-                for txn in seg.txn_index.all_entries():
-                    cleaned.txn_index.append(txn)
-            cleaned.on_become_inactive()
-        except BaseException:
-            cleaned.delete()
-            raise
-        after += cleaned.size
-        log.replace_segments(group, cleaned)
-    return CleanResult(segments[0].base_offset, segments[-1].next_offset, before, after,
-                       removed_total)
+def _check(log: Log, generation: int, segments: list[LogSegment]) -> None:
+    if log.generation != generation or not all(log.has_segment(s) for s in segments):
+        raise CleanAborted(f"{log.dir.name} changed while being cleaned")
+
+
+def clean_segments(log: Log, segments: list[LogSegment], generation: int,
+                   now_ms: int) -> CleanResult | None:
+    """Compact `segments` (from `cleanable_segments`, at log generation `generation`) and swap
+    the output in group by group. Thread-safe against the event loop (see the module doc).
+    None if the log changed meanwhile; what was already swapped in stays (it is complete)."""
+    started = time.perf_counter()
+    result = CleanResult(segments[0].base_offset, segments[-1].next_offset,
+                         sum(s.size for s in segments), 0, 0,
+                         thread=threading.current_thread().name)
+    try:
+        _check(log, generation, segments)
+        latest = build_offset_map(segments)
+        horizon = now_ms - log.config.delete_retention_ms
+        for group in _group(segments, log.config.segment_bytes):
+            _check(log, generation, group)
+            cleaned = log._new_segment(group[0].base_offset, CLEANED_SUFFIX)
+            try:
+                removed_total = 0
+                for seg in group:
+                    for _pos, h, data in seg.batches():
+                        if log.generation != generation:  # truncated, closed: stop soon
+                            raise CleanAborted(f"{log.dir.name} changed while being cleaned")
+                        kept, removed = _filter_batch(h, data, latest, horizon)
+                        removed_total += removed
+                        if kept is not None:
+                            cleaned.append(kept, list(iter_batches(kept)))
+                    for txn in seg.txn_index.all_entries():
+                        cleaned.txn_index.append(txn)
+                cleaned.on_become_inactive()
+                cleaned.flush()
+                if not log.swap_in_cleaned(group, cleaned, generation):
+                    raise CleanAborted(f"{log.dir.name} changed while being cleaned")
+            except BaseException:
+                cleaned.delete()
+                raise
+            result.records_removed += removed_total
+            result.bytes_after += cleaned.size
+            result.replaced += group
+            result.swapped_in.append(cleaned)
+    except (CleanAborted, OSError) as exc:
+        if isinstance(exc, OSError):
+            try:
+                _check(log, generation, segments)
+            except CleanAborted:
+                pass  # a file vanished because the log changed: not a disk problem
+            else:
+                raise
+        if log.is_deleted:
+            shutil.rmtree(log.dir, ignore_errors=True)  # in case we wrote into a removed dir
+        if not result.swapped_in:
+            return None
+        # Report what was swapped in, so that the caller finishes it.
+        done = len(result.replaced)
+        if done < len(segments):
+            result.end_offset = segments[done].base_offset
+    result.duration_ms = (time.perf_counter() - started) * 1000
+    return result

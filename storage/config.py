@@ -21,6 +21,9 @@ class LogConfig:
     cleanup_policy: str = "delete"  # "delete" | "compact" | "compact,delete"
     max_message_bytes: int = 1048588
     message_timestamp_type: str = "CreateTime"  # or "LogAppendTime"
+    # How far a CreateTime timestamp may lag / lead the broker clock (LONG_MAX: unchecked).
+    message_timestamp_before_max_ms: int = LONG_MAX
+    message_timestamp_after_max_ms: int = LONG_MAX
     flush_messages: int = LONG_MAX  # LONG_MAX = leave flushing to the OS
     flush_ms: int = LONG_MAX
     delete_retention_ms: int = 86400000
@@ -42,6 +45,8 @@ class LogConfig:
         "cleanup.policy": "cleanup_policy",
         "max.message.bytes": "max_message_bytes",
         "message.timestamp.type": "message_timestamp_type",
+        "message.timestamp.before.max.ms": "message_timestamp_before_max_ms",
+        "message.timestamp.after.max.ms": "message_timestamp_after_max_ms",
         "flush.messages": "flush_messages",
         "flush.ms": "flush_ms",
         "delete.retention.ms": "delete_retention_ms",

@@ -92,6 +92,11 @@ class _IndexFile:
         self.write_pending()
         self._file.close()
 
+    def close_handlers(self) -> None:
+        """Close the fd without writing what is pending (the directory has failed)."""
+        self._pending = bytearray()
+        self._file.close()
+
     def delete(self) -> None:
         self._pending = bytearray()
         self.close()

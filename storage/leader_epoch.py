@@ -8,6 +8,7 @@ recovery re-assigns the epochs of every batch past the recovery point anyway."""
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 
 from storage.checkpoint import fsync_file, read_entries, write_entries
@@ -21,6 +22,7 @@ class LeaderEpochCache:
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
         self._dirty = False  # entries changed since the file was last written
+        self._write_lock = threading.Lock()
         self._unsynced = False  # the file was written since its last fsync
         try:
             self._entries: list[tuple[int, int]] = read_entries(
@@ -42,9 +44,12 @@ class LeaderEpochCache:
         return self._entries[0] if self._entries else None
 
     def _flush(self) -> None:
-        write_entries(self.path, (f"{e} {o}" for e, o in self._entries), fsync=False)
-        self._dirty = False
-        self._unsynced = True
+        # The loop (a new epoch, the log start moving) and the flush thread both write the
+        # file, through the same temporary name: one at a time.
+        with self._write_lock:
+            write_entries(self.path, (f"{e} {o}" for e, o in self._entries), fsync=False)
+            self._dirty = False
+            self._unsynced = True
 
     def assign(self, epoch: int, start_offset: int, *, flush: bool = True) -> bool:
         """Record that `epoch` starts at `start_offset` (no-op unless it is a new, higher

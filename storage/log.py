@@ -1,19 +1,26 @@
 """`Log`: one partition directory `<topic>-<partition>` laid out like Kafka's UnifiedLog/LocalLog.
 
-Synchronous; owned by exactly one Partition. The only cross-thread caller is the LogManager's
-fsync in an executor, so segment removal and fsync are serialised by `_lock` (its start-up and
-shutdown threads each own whole logs). File descriptors come from `storage.fdcache`."""
+Synchronous; owned by exactly one Partition, whose appends and reads run on the event loop
+without a lock. The LogManager's threads touch a log only through the methods that say so:
+flush, the file work of retention, and compaction's cleaning and swap. They serialise among
+themselves (and with truncation and close) on `_lock`. The segment list is copy-on-write: a
+reader takes one `(segments, bases)` snapshot, and every change replaces it whole under
+`_segments_lock`, so a roll on the loop and a swap of cleaned segments in a thread never see,
+or make, a half-changed list. File descriptors come from `storage.fdcache`."""
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import shutil
 import threading
 import time
 from bisect import bisect_right
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, TypeVar
 
 from protocol.records import (
     CONTROL_ABORT,
@@ -32,12 +39,14 @@ from storage.config import LONG_MAX, LogConfig
 from storage.errors import (
     CorruptRecord,
     InvalidRecord,
+    KafkaStorageError,
     MessageTooLarge,
     OffsetOutOfRange,
     RecordListTooLarge,
 )
 from storage.leader_epoch import FILE_NAME as EPOCH_FILE
 from storage.leader_epoch import LeaderEpochCache
+from storage.log_dir_failure import LogDirFailureChannel, dir_key
 from storage.producer_state import BatchInfo, ProducerStateManager
 from storage.segment import LogSegment
 from storage.txn_index import AbortedTxn
@@ -58,6 +67,31 @@ def parse_topic_partition(dir_name: str) -> tuple[str, int]:
     if not sep or not topic or not part.isdigit():
         raise ValueError(f"not a partition directory name: {dir_name!r}")
     return topic, int(part)
+
+
+F = TypeVar("F")
+
+
+def _io(what: str):  # noqa: ANN202 - a decorator factory
+    """Kafka's maybeHandleIOException: an `OSError` inside takes the log's directory offline
+    (reported to the failure channel) and fails the caller with KAFKA_STORAGE_ERROR; a log
+    whose directory is offline does no I/O at all (a failed append may have left its file
+    longer than the segment says, so nothing may be appended after it)."""
+
+    def decorate(fn: F) -> F:
+        @functools.wraps(fn)  # type: ignore[arg-type]
+        def guarded(self: Log, *args: Any, **kwargs: Any) -> Any:
+            if self.offline:
+                raise KafkaStorageError(f"{self.dir.name}: log directory {self.parent_dir} is "
+                                        "offline")
+            try:
+                return fn(self, *args, **kwargs)  # type: ignore[operator]
+            except OSError as exc:
+                raise self._io_failed(what, exc) from exc
+
+        return guarded  # type: ignore[return-value]
+
+    return decorate
 
 
 @dataclass(slots=True)
@@ -86,8 +120,15 @@ class Log:
         self.producer_state = ProducerStateManager(self.dir, producer_id_expiration_ms)
         self.leader_epoch_cache = LeaderEpochCache(self.dir / EPOCH_FILE)
         self._sync_on_flush: list[Path] = []  # files written without fsync, synced by flush
-        self._segments: list[LogSegment] = []
-        self._bases: list[int] = []
+        # (segments, their base offsets): never mutated, only replaced (see the module doc).
+        self._view: tuple[list[LogSegment], list[int]] = ([], [])
+        self._segments_lock = threading.Lock()
+        self._detached: list[LogSegment] = []  # out of the list, files not yet deleted
+        # Set by the LogManager: runs a function in a thread (file deletions).
+        self.run_in_background: Callable[[Callable[[], None]], None] | None = None
+        # Bumped by truncation, deletion and close: a compaction planned before discards its
+        # output (the offset map may name records that are gone).
+        self.generation = 0
         self.log_start_offset = 0
         self.high_watermark = 0
         self.recovery_point = 0
@@ -97,6 +138,11 @@ class Log:
         self._last_flush_ms = _now_ms()
         self._lock = threading.RLock()
         self._closed = False
+        # Set by the LogManager: where I/O errors are reported (None: they only raise).
+        self.failure_channel: LogDirFailureChannel | None = None
+        self.parent_dir = dir_key(self.dir.parent)
+        self._failed = False
+        self._deleted = False
 
     # =========================================================================================
     # opening and recovery
@@ -248,8 +294,8 @@ class Log:
     def _replay(self, start: int, end: int, rebuild_txn_from: int | None) -> None:
         """Feed batches in [start, end) to the producer state (origin "replication")."""
         psm = self.producer_state
-        i = max(bisect_right(self._bases, start) - 1, 0)
-        for seg in self._segments[i:]:
+        segs, bases = self._view
+        for seg in segs[max(bisect_right(bases, start) - 1, 0):]:
             found = seg.translate_offset(start)
             if found is None:
                 continue
@@ -285,15 +331,56 @@ class Log:
     # =========================================================================================
     # properties
 
+    @property
+    def _segments(self) -> list[LogSegment]:
+        return self._view[0]
+
     def _add_segment(self, seg: LogSegment) -> None:
-        i = bisect_right(self._bases, seg.base_offset)
-        self._bases.insert(i, seg.base_offset)
-        self._segments.insert(i, seg)
+        with self._segments_lock:
+            segs, bases = self._view
+            i = bisect_right(bases, seg.base_offset)
+            self._view = ([*segs[:i], seg, *segs[i:]], [*bases[:i], seg.base_offset, *bases[i:]])
+
+    def _replace_in_view(self, old: list[LogSegment], new: LogSegment | None = None, *,
+                         detach: bool = False) -> bool:
+        """Remove `old` and add `new` in one change of the segment list; False (and nothing
+        changed) unless every segment of `old` is still in the log. With detach, `old` is
+        remembered until `delete_detached` deleted its files."""
+        with self._segments_lock:
+            segs, _ = self._view
+            gone = {id(s) for s in old}
+            kept = [s for s in segs if id(s) not in gone]
+            if len(kept) != len(segs) - len(gone):
+                return False
+            if new is not None:
+                kept.append(new)
+                kept.sort(key=lambda s: s.base_offset)
+            self._view = (kept, [s.base_offset for s in kept])
+            if detach:
+                self._detached = [*self._detached, *old]
+            return True
 
     def _remove_segment(self, seg: LogSegment) -> None:
-        i = self._segments.index(seg)
-        del self._segments[i]
-        del self._bases[i]
+        self._replace_in_view([seg])
+
+    @property
+    def is_deleted(self) -> bool:
+        return self._deleted
+
+    def has_segment(self, seg: LogSegment) -> bool:
+        return any(s is seg for s in self._view[0])
+
+    @property
+    def offline(self) -> bool:
+        channel = self.failure_channel
+        return self._failed or (channel is not None and self.parent_dir in channel.offline)
+
+    def _io_failed(self, what: str, exc: OSError) -> KafkaStorageError:
+        self._failed = True
+        msg = (f"Error while {what} {self.topic}-{self.partition} in dir {self.parent_dir}")
+        if self.failure_channel is not None:
+            self.failure_channel.maybe_add_offline_log_dir(self.parent_dir, msg, exc)
+        return KafkaStorageError(f"{msg}: {exc}")
 
     @property
     def active_segment(self) -> LogSegment:
@@ -331,8 +418,9 @@ class Log:
         self.producer_state.on_high_watermark(hw)
         return hw
 
-    def _floor_segment_index(self, offset: int) -> int:
-        return max(bisect_right(self._bases, offset) - 1, 0)
+    @staticmethod
+    def _floor_segment_index(bases: list[int], offset: int) -> int:
+        return max(bisect_right(bases, offset) - 1, 0)
 
     # =========================================================================================
     # append
@@ -361,6 +449,7 @@ class Log:
                 f"record set of {len(buf)} bytes exceeds segment.bytes {self.config.segment_bytes}")
         return batches
 
+    @_io("appending records to")
     def append_as_leader(self, records: bytes | bytearray | memoryview, leader_epoch: int,
                          origin: str = "client", now_ms: int | None = None) -> AppendInfo:
         now = _now_ms() if now_ms is None else now_ms
@@ -397,6 +486,7 @@ class Log:
             max_timestamp=max(h.max_timestamp for _, h in batches),
         )
 
+    @_io("appending records to")
     def append_as_follower(self, records: bytes | bytearray | memoryview,
                            now_ms: int | None = None) -> AppendInfo:
         """Append batches keeping their offsets and leader epochs (replication)."""
@@ -438,6 +528,11 @@ class Log:
                 or (flush_ms < LONG_MAX and now - self._last_flush_ms >= flush_ms)):
             self.flush()
 
+    @_io("assigning a leader epoch in")
+    def assign_leader_epoch(self, epoch: int, start_offset: int) -> None:
+        """A new leader epoch starts at `start_offset` (the leader-epoch-checkpoint is written)."""
+        self.leader_epoch_cache.assign(epoch, start_offset)
+
     def _maybe_assign_epoch(self, epoch: int, start_offset: int, *, flush: bool = True) -> None:
         if epoch >= 0 and epoch != self.leader_epoch_cache.latest_epoch:
             self.leader_epoch_cache.assign(epoch, start_offset, flush=flush)
@@ -452,6 +547,7 @@ class Log:
             return self.roll(first_offset if first_offset > self.log_end_offset else None)
         return seg
 
+    @_io("rolling a segment of")
     def roll(self, expected_next_offset: int | None = None) -> LogSegment:
         """Start a new active segment at the log end; the old one becomes read-only. Its
         fsync is left to the LogManager (Kafka flushes rolled segments asynchronously)."""
@@ -466,12 +562,16 @@ class Log:
         self._add_segment(seg)
         self.producer_state.update_map_end_offset(
             max(self.producer_state.map_end_offset, new_base))
-        self.producer_state.take_snapshot(new_base)
+        # No fsync here (the event loop): the flush that moves the recovery point to new_base
+        # (the LogManager's flush on roll, a thread) syncs the snapshot first, as Kafka's roll
+        # leaves it to its scheduled flushUptoOffsetExclusive.
+        self.producer_state.take_snapshot(new_base, sync=False)
         return seg
 
     # =========================================================================================
     # read
 
+    @_io("reading")
     def read(self, fetch_offset: int, max_bytes: int, max_offset: int | None = None,
              min_one_message: bool = True) -> FetchDataInfo:
         leo = self.log_end_offset
@@ -482,23 +582,26 @@ class Log:
         limit = leo if max_offset is None else min(max_offset, leo)
         if fetch_offset >= limit:
             return FetchDataInfo(b"", fetch_offset, fetch_offset)
-        segments = self._segments
-        for seg in segments[self._floor_segment_index(fetch_offset):]:
+        segments, bases = self._view
+        for seg in segments[self._floor_segment_index(bases, fetch_offset):]:
             r = seg.read(fetch_offset, max_bytes, limit, min_one_message)
             if r is not None:
                 return FetchDataInfo(*r)
         return FetchDataInfo(b"", fetch_offset, fetch_offset)
 
+    @_io("reading the transaction index of")
     def collect_aborted_transactions(self, fetch_offset: int,
                                      upper_bound_offset: int) -> list[AbortedTxn]:
         out: list[AbortedTxn] = []
-        for seg in self._segments[self._floor_segment_index(fetch_offset):]:
+        segments, bases = self._view
+        for seg in segments[self._floor_segment_index(bases, fetch_offset):]:
             found, complete = seg.txn_index.collect_aborted(fetch_offset, upper_bound_offset)
             out.extend(found)
             if complete:
                 break
         return out
 
+    @_io("searching by timestamp in")
     def fetch_offset_for_timestamp(self, timestamp: int) -> tuple[int, int, int] | None:
         """(offset, timestamp, leader epoch) of the first record with ts >= timestamp."""
         for seg in list(self._segments):
@@ -509,6 +612,7 @@ class Log:
                     return off, ts, self._epoch_for(off)
         return None
 
+    @_io("searching by timestamp in")
     def max_timestamp_and_offset(self) -> tuple[int, int, int] | None:
         """(offset, timestamp, leader epoch) of the first record with the largest timestamp."""
         segs = [s for s in self._segments if s.max_timestamp_so_far >= 0]
@@ -531,6 +635,7 @@ class Log:
     # =========================================================================================
     # deletion, truncation
 
+    @_io("deleting records of")
     def delete_records_before(self, offset: int) -> int:
         """DeleteRecords: advance the log start offset; returns the new log start offset."""
         if offset > self.high_watermark or offset < 0:
@@ -561,29 +666,62 @@ class Log:
     def _breached_log_start(self) -> list[LogSegment]:
         return self._deletable_prefix(lambda seg, upper: upper <= self.log_start_offset)
 
-    def _delete_segments(self, segs: list[LogSegment]) -> int:
-        if not segs:
-            return 0
-        with self._lock:
-            for seg in segs:
-                self._remove_segment(seg)
-                seg.delete()
-            first = self._segments[0].base_offset
-            if first > self.log_start_offset:
-                self._set_log_start_offset(first)
-            self.producer_state.delete_snapshots_below(first)
-        return len(segs)
+    def _detach_segments(self, segs: list[LogSegment]) -> list[LogSegment]:
+        """Take leading segments out of the log (in memory only: readers no longer find
+        them) and advance the log start offset; `delete_detached` removes their files."""
+        if not segs or not self._replace_in_view(segs, detach=True):
+            return []
+        first = self._segments[0].base_offset
+        if first > self.log_start_offset:
+            self._set_log_start_offset(first)
+        return segs
 
-    def enforce_retention(self, now_ms: int | None = None) -> int:
-        """Delete old segments per retention.ms / retention.bytes (delete policy) and below the
-        log start offset (any policy). Returns the number of segments deleted."""
+    @_io("deleting segments of")
+    def delete_detached(self, segs: list[LogSegment]) -> None:
+        """Delete the files of detached segments and the producer snapshots below the log.
+        Thread-safe (the retention thread): under `_lock`, so no flush is using them."""
+        if not segs:
+            return
+        with self._lock:
+            with self._segments_lock:
+                # Only those still pending: a truncation meanwhile deleted the others, and
+                # their names may be taken by new segments now.
+                asked = {id(s) for s in segs}
+                doomed = [s for s in self._detached if id(s) in asked]
+                self._detached = [s for s in self._detached if id(s) not in asked]
+            for seg in doomed:
+                seg.delete()
+            self.producer_state.delete_snapshots_below(self._segments[0].base_offset)
+
+    def _delete_all_detached_locked(self) -> None:
+        """Truncation (under `_lock`) may create a segment at the base of one whose files are
+        still to be deleted: delete those first, so neither file is taken for the other."""
+        with self._segments_lock:
+            doomed, self._detached = self._detached, []
+        for seg in doomed:
+            seg.delete()
+
+    def _delete_segments(self, segs: list[LogSegment]) -> int:
+        """Detach now, delete the files in the background where the owner provides one
+        (DeleteRecords, a follower following its leader's log start: both on the loop)."""
+        detached = self._detach_segments(segs)
+        if detached and self.run_in_background is not None:
+            self.run_in_background(lambda: self.delete_detached(detached))
+        else:
+            self.delete_detached(detached)
+        return len(detached)
+
+    def detach_expired_segments(self, now_ms: int | None = None) -> list[LogSegment]:
+        """Retention, the in-memory part (event loop, no file I/O but for the odd stat):
+        detach the segments that retention.ms / retention.bytes (delete policy) or the log
+        start offset (any policy) expire. The caller passes them to `delete_detached`."""
         now = _now_ms() if now_ms is None else now_ms
-        deleted = self._delete_segments(self._breached_log_start())
+        doomed = self._detach_segments(self._breached_log_start())
         if not self.config.delete:
-            return deleted
+            return doomed
         if self.config.retention_ms >= 0:
             ms = self.config.retention_ms
-            deleted += self._delete_segments(
+            doomed += self._detach_segments(
                 self._deletable_prefix(lambda seg, _u: now - seg.largest_timestamp > ms))
         if self.config.retention_bytes >= 0:
             excess = self.size_in_bytes - self.config.retention_bytes
@@ -595,9 +733,16 @@ class Log:
                 excess -= seg.size
                 return True
 
-            deleted += self._delete_segments(self._deletable_prefix(over))
-        return deleted
+            doomed += self._detach_segments(self._deletable_prefix(over))
+        return doomed
 
+    def enforce_retention(self, now_ms: int | None = None) -> int:
+        """Retention in one call (both parts); returns the number of segments deleted."""
+        doomed = self.detach_expired_segments(now_ms)
+        self.delete_detached(doomed)
+        return len(doomed)
+
+    @_io("truncating")
     def truncate_to(self, offset: int) -> bool:
         """Remove everything at and after `offset` (follower truncation). True if anything
         was removed."""
@@ -606,6 +751,8 @@ class Log:
         if offset >= self.log_end_offset:
             return False
         with self._lock:
+            self.generation += 1
+            self._delete_all_detached_locked()
             if self._segments[0].base_offset > offset:
                 self.truncate_fully_and_start_at(offset)
                 return True
@@ -627,12 +774,15 @@ class Log:
             psm.update_map_end_offset(leo)
         return True
 
+    @_io("truncating")
     def truncate_fully_and_start_at(self, offset: int) -> None:
         with self._lock:
-            for seg in list(self._segments):
-                self._remove_segment(seg)
+            self.generation += 1
+            self._delete_all_detached_locked()
+            old = self._segments
+            self._replace_in_view(old, self._new_segment(offset))
+            for seg in old:
                 seg.delete()
-            self._add_segment(self._new_segment(offset))
             self.log_start_offset = self.recovery_point = self.high_watermark = offset
             self.leader_epoch_cache.clear()
             self.producer_state.truncate_fully_and_start_at(offset)
@@ -640,27 +790,53 @@ class Log:
     # =========================================================================================
     # compaction
 
+    @_io("compacting")
     def compact(self, now_ms: int | None = None) -> cleaner.CleanResult | None:
-        """Clean the non-active segments below the LSO (cleanup.policy contains compact)."""
+        """Clean the non-active segments below the LSO (cleanup.policy contains compact), all
+        steps in this thread. The LogManager runs the same steps split between the event
+        loop and a thread (`storage.cleaner`)."""
         if not self.config.compact:
             return None
-        return cleaner.clean_log(self, _now_ms() if now_ms is None else now_ms)
+        now = _now_ms() if now_ms is None else now_ms
+        segments = cleaner.cleanable_segments(self, now)
+        if not segments:
+            return None
+        result = cleaner.clean_segments(self, segments, self.generation, now)
+        if result is not None:
+            self.delete_detached(result.replaced)
+            self.finish_swaps(result.swapped_in)
+        return result
 
-    def replace_segments(self, old: list[LogSegment], new: LogSegment) -> None:
-        """Swap cleaned output in for `old` (new.suffix is '.cleaned'): cleaned -> swap ->
-        delete old -> rename. A crash anywhere leaves either the old or the new data."""
+    def swap_in_cleaned(self, old: list[LogSegment], new: LogSegment, generation: int) -> bool:
+        """Swap cleaned output in for `old` (a thread; `new.suffix` is '.cleaned', its data
+        fsynced): rename it to '.swap', then replace `old` by it in the segment list in one
+        step. False, and nothing done, if the log was truncated, closed or lost one of `old`
+        meanwhile. The old files stay until `delete_detached` (readers on the loop may be
+        in them right now) and the '.swap' names until `finish_swaps`; a crash in between
+        is finished by `Log.open` (`_complete_swaps`): either the old or the new data."""
         with self._lock:
-            new.flush()
+            if self._closed or generation != self.generation:
+                return False
+            if not all(self.has_segment(s) for s in old):
+                return False
             new.change_suffix(SWAP_SUFFIX)
-            for seg in old:
-                self._remove_segment(seg)
-                seg.delete()
-            new.change_suffix("")
-            self._add_segment(new)
+            if not self._replace_in_view(old, new, detach=True):  # pragma: no cover - checked above
+                new.change_suffix(cleaner.CLEANED_SUFFIX)
+                return False
+            return True
+
+    def finish_swaps(self, swapped: list[LogSegment]) -> None:
+        """Give swapped-in segments their final names, once the segments they replaced are
+        deleted. On the event loop (readers there open files by name: a rename must not
+        happen in the middle of one); a few renames per segment."""
+        for seg in swapped:
+            if seg.suffix == SWAP_SUFFIX and self.has_segment(seg) and not self._closed:
+                seg.change_suffix("")
 
     # =========================================================================================
     # flush, snapshots, close
 
+    @_io("flushing")
     def flush(self, up_to: int | None = None) -> None:
         """fsync segments holding offsets in [recovery point, up_to) and advance it."""
         with self._lock:
@@ -675,6 +851,7 @@ class Log:
                 if upper > self.recovery_point and seg.base_offset < target:
                     seg.flush()
             self.leader_epoch_cache.flush()
+            self.producer_state.flush_snapshots(target)
             while self._sync_on_flush:
                 fsync_file(self._sync_on_flush.pop())
             self.recovery_point = max(self.recovery_point, target)
@@ -689,6 +866,7 @@ class Log:
     def unflushed_ms(self) -> int:
         return _now_ms() - self._last_flush_ms
 
+    @_io("writing a producer snapshot of")
     def take_producer_snapshot(self) -> None:
         leo = self.log_end_offset
         psm = self.producer_state
@@ -702,6 +880,8 @@ class Log:
         with self._lock:
             if self._closed:
                 return
+            self.generation += 1
+            self._delete_all_detached_locked()  # a retention or swap cut short by shutdown
             self.active_segment.on_become_inactive()
             self.flush()
             self.take_producer_snapshot()
@@ -719,6 +899,14 @@ class Log:
     def open_files(self) -> int:
         return sum(seg.open_files for seg in self._segments)
 
+    def close_handlers(self) -> None:
+        """The directory failed: close every fd, write nothing more (Kafka's closeHandlers)."""
+        self._failed = True
+        with self._lock:
+            for seg in self._segments:
+                seg.close_handlers()
+            self._closed = True
+
     def close_without_flush(self) -> None:
         """Release file descriptors only (tests simulating a crash)."""
         with self._lock:
@@ -728,9 +916,10 @@ class Log:
 
     def delete(self) -> None:
         with self._lock:
+            self.generation += 1
             for seg in self._segments:
                 seg.close()
-            self._closed = True
+            self._closed = self._deleted = True
             shutil.rmtree(self.dir, ignore_errors=True)
 
     def __repr__(self) -> str:

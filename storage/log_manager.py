@@ -8,6 +8,7 @@ import base64
 import json
 import logging
 import shutil
+import threading
 import time
 import uuid
 from collections.abc import Callable
@@ -17,8 +18,10 @@ from pathlib import Path
 from storage import cleaner
 from storage.checkpoint import OffsetCheckpointFile, write_atomically
 from storage.config import LONG_MAX, LogConfig
+from storage.errors import KafkaStorageError
 from storage.fdcache import FD_CACHE
 from storage.log import Log, parse_topic_partition
+from storage.log_dir_failure import LogDirFailureChannel, dir_key
 
 log = logging.getLogger(__name__)
 
@@ -80,8 +83,12 @@ class LogManager:
         cleaner_enable: bool = True,
         max_open_files: int | None = None,
         io_threads: int = 8,
+        failure_channel: LogDirFailureChannel | None = None,
     ) -> None:
         self.log_dir = Path(log_dir)
+        self.dir_key = dir_key(self.log_dir)
+        # I/O errors in this directory are reported there (None: they only raise).
+        self.failure_channel = failure_channel
         self.default_config = default_config
         self.producer_id_expiration_ms = producer_id_expiration_ms
         self.intervals = {
@@ -108,6 +115,8 @@ class LogManager:
         self._replication_cp = OffsetCheckpointFile(self.log_dir / REPLICATION_OFFSET_CHECKPOINT)
         self._cleaner_cp = OffsetCheckpointFile(self.log_dir / CLEANER_OFFSET_CHECKPOINT)
         self._stopping = False
+        self._cleaner_thread: ThreadPoolExecutor | None = None  # Kafka's log cleaner thread
+        self._deletion_thread: ThreadPoolExecutor | None = None  # segment files to delete
         self.had_clean_shutdown = False
         # Called (from an executor thread) with the milliseconds each scheduled flush took.
         self.flush_observer: Callable[[float], None] | None = None
@@ -155,6 +164,8 @@ class LogManager:
                 producer_id_expiration_ms=self.producer_id_expiration_ms,
             )
             lg.release_files()  # open/close per partition: fds follow use, not partitions
+            lg.failure_channel = self.failure_channel
+            lg.run_in_background = self._run_in_background
             return lg
 
         if recover and len(dirs) > 1 and self.io_threads > 1:
@@ -174,8 +185,46 @@ class LogManager:
         self.checkpoint()
         marker.unlink(missing_ok=True)
 
+    @property
+    def offline(self) -> bool:
+        channel = self.failure_channel
+        return channel is not None and self.dir_key in channel.offline
+
+    def report_io_error(self, what: str, exc: OSError) -> KafkaStorageError:
+        """Take this directory offline (an I/O error outside any one log's operations)."""
+        msg = f"Error while {what} in dir {self.dir_key}"
+        if self.failure_channel is not None:
+            self.failure_channel.maybe_add_offline_log_dir(self.dir_key, msg, exc)
+        return KafkaStorageError(f"{msg}: {exc}")
+
+    def handle_dir_failure(self) -> list[TopicPartition]:
+        """The directory is offline: stop all work in it and forget its logs, closing their
+        fds without writing (Kafka's LogManager.handleLogDirFailure). No clean-shutdown marker
+        is written for it, so its logs are recovered at the next start."""
+        self._stopping = True
+        logs, self._logs = self._logs, {}
+
+        def close_all() -> None:
+            for lg in logs.values():
+                lg.close_handlers()
+
+        # On a thread of its own: a log's lock may be held by an fsync hung on the failed disk.
+        threading.Thread(target=close_all, name="log-dir-failure", daemon=True).start()
+        return sorted(logs)
+
     def shutdown(self) -> None:
         self._stopping = True
+        if self.offline:
+            return
+        try:
+            self._shutdown()
+        except (OSError, KafkaStorageError) as exc:
+            if isinstance(exc, OSError):
+                self.report_io_error("closing logs", exc)
+            log.error("log dir %s not shut down cleanly: it will be recovered at the next start",
+                      self.dir_key)
+
+    def _shutdown(self) -> None:
         logs = list(self._logs.values())
         started = time.monotonic()
         # Each close: final time-index entry, fsync of what is unflushed, producer snapshot at
@@ -192,8 +241,17 @@ class LogManager:
         log.debug("closed %d logs in %.0f ms", len(logs), (time.monotonic() - started) * 1000)
         write_atomically(self.log_dir / CLEAN_SHUTDOWN_FILE,
                          json.dumps({"version": 0, "brokerEpoch": 0}).encode())
+        if self._cleaner_thread is not None:
+            # A compaction still running saw its log closed and stops at its next batch.
+            self._cleaner_thread.shutdown(wait=False)
+        if self._deletion_thread is not None:
+            self._deletion_thread.shutdown(wait=False)  # close() deleted what was pending
 
     # -- logs ----------------------------------------------------------------------------------
+
+    @property
+    def log_count(self) -> int:
+        return len(self._logs)
 
     def get_log(self, topic: str, partition: int) -> Log | None:
         return self._logs.get((topic, partition))
@@ -206,16 +264,24 @@ class LogManager:
         existing = self._logs.get((topic, partition))
         if existing is not None:
             return existing
+        if self.offline:
+            raise KafkaStorageError(f"cannot create {topic}-{partition}: log dir {self.dir_key} "
+                                    "is offline")
         d = self.log_dir / f"{topic}-{partition}"
-        d.mkdir(parents=True, exist_ok=True)
-        if topic_id is not None:
-            # Written before any data, as in Kafka, and like Kafka's made durable by the log's
-            # first flush (its fsync was 2 of the 4 per created partition).
-            write_partition_metadata(d, topic_id, fsync=False)
-        lg = Log.open(d, config or self.default_config, recover=False,
-                      producer_id_expiration_ms=self.producer_id_expiration_ms)
+        try:
+            d.mkdir(parents=True, exist_ok=True)
+            if topic_id is not None:
+                # Written before any data, as in Kafka, and like Kafka's made durable by the
+                # log's first flush (its fsync was 2 of the 4 per created partition).
+                write_partition_metadata(d, topic_id, fsync=False)
+            lg = Log.open(d, config or self.default_config, recover=False,
+                          producer_id_expiration_ms=self.producer_id_expiration_ms)
+        except OSError as exc:
+            raise self.report_io_error(f"creating log for {topic}-{partition}", exc) from exc
+        lg.failure_channel = self.failure_channel
         if topic_id is not None:
             lg.sync_on_flush(d / PARTITION_METADATA)
+        lg.run_in_background = self._run_in_background
         self._logs[(topic, partition)] = lg
         return lg
 
@@ -231,6 +297,22 @@ class LogManager:
         for (t, _p), lg in self._logs.items():
             if t == topic:
                 lg.config = config
+
+    def _run_in_background(self, fn: Callable[[], None]) -> None:
+        """A log's deferred file work (segment deletions), one thread for all logs."""
+        if self._stopping:
+            fn()  # the thread is gone
+            return
+        if self._deletion_thread is None:
+            self._deletion_thread = ThreadPoolExecutor(1, thread_name_prefix="log-deletion")
+
+        def run() -> None:
+            try:
+                fn()
+            except Exception:
+                log.exception("deleting segment files failed")
+
+        self._deletion_thread.submit(run)
 
     # -- checkpoints ---------------------------------------------------------------------------
 
@@ -254,13 +336,34 @@ class LogManager:
     # -- background work -----------------------------------------------------------------------
 
     def run_retention(self, now_ms: int | None = None) -> int:
+        """Retention of every log, all in the calling thread (tests, tools); the broker runs
+        `_retention_off_loop`."""
         now = _now_ms() if now_ms is None else now_ms
         return sum(lg.enforce_retention(now) for lg in list(self._logs.values()))
 
-    def run_cleaner(self, now_ms: int | None = None, *, force: bool = False) -> int:
-        """Compact logs whose dirty ratio reached min.cleanable.dirty.ratio; returns count."""
-        now = _now_ms() if now_ms is None else now_ms
-        cleaned = 0
+    async def _retention_off_loop(self, now: int) -> int:
+        """Retention with the file deletions in a thread: the loop only takes the expired
+        segments out of the logs (no reader finds them after that), the thread deletes
+        their files under each log's lock."""
+        doomed = [(lg, segs) for lg in list(self._logs.values())
+                  if (segs := lg.detach_expired_segments(now))]
+        if not doomed:
+            return 0
+
+        def delete_all() -> None:
+            for lg, segs in doomed:
+                lg.delete_detached(segs)
+
+        started = time.monotonic()
+        await asyncio.get_running_loop().run_in_executor(None, delete_all)
+        deleted = sum(len(segs) for _lg, segs in doomed)
+        log.debug("retention deleted %d segments of %d logs in %.0f ms", deleted, len(doomed),
+                  (time.monotonic() - started) * 1000)
+        return deleted
+
+    def _to_clean(self, now: int, force: bool) -> list[tuple[TopicPartition, Log]]:
+        """Compacted logs whose dirty ratio reached min.cleanable.dirty.ratio."""
+        due = []
         for tp, lg in list(self._logs.items()):
             if not lg.config.compact:
                 continue
@@ -268,15 +371,53 @@ class LogManager:
             if not force and (cleaner.dirty_ratio(lg, first_dirty, now)
                               < lg.config.min_cleanable_dirty_ratio):
                 continue
-            started = time.monotonic()
+            due.append((tp, lg))
+        return due
+
+    def _cleaned(self, tp: TopicPartition, lg: Log, result: cleaner.CleanResult) -> None:
+        if self._logs.get(tp) is lg:  # not deleted meanwhile
+            self._cleaner_offsets[tp] = result.end_offset
+        log.info("compacted %s-%d offsets %d..%d: %d -> %d bytes, %d records removed, "
+                 "in %.0f ms (thread %s)", tp[0], tp[1], result.start_offset, result.end_offset,
+                 result.bytes_before, result.bytes_after, result.records_removed,
+                 result.duration_ms, result.thread)
+
+    def run_cleaner(self, now_ms: int | None = None, *, force: bool = False) -> int:
+        """Compact due logs in the calling thread (tests, tools); returns how many were. The
+        broker runs `_cleaner_off_loop`."""
+        now = _now_ms() if now_ms is None else now_ms
+        cleaned = 0
+        for tp, lg in self._to_clean(now, force):
             result = lg.compact(now)
             if result is not None:
-                self._cleaner_offsets[tp] = result.end_offset
+                self._cleaned(tp, lg, result)
                 cleaned += 1
-                log.info("compacted %s-%d offsets %d..%d: %d -> %d bytes, %d records removed, "
-                         "in %.0f ms", tp[0], tp[1], result.start_offset, result.end_offset,
-                         result.bytes_before, result.bytes_after, result.records_removed,
-                         (time.monotonic() - started) * 1000)
+        return cleaned
+
+    async def _cleaner_off_loop(self, now: int, *, force: bool = False) -> int:
+        """Compaction with the cleaning in the cleaner thread: the loop picks the segments
+        (they depend on the producer state it owns) and finally renames the swapped-in
+        segments; the thread reads, filters, writes, fsyncs and swaps (Log.swap_in_cleaned)."""
+        loop = asyncio.get_running_loop()
+        if self._cleaner_thread is None:
+            self._cleaner_thread = ThreadPoolExecutor(1, thread_name_prefix="log-cleaner")
+        cleaned = 0
+        for tp, lg in self._to_clean(now, force):
+            segments = cleaner.cleanable_segments(lg, now)
+            if not segments:
+                continue
+            result = await loop.run_in_executor(self._cleaner_thread, cleaner.clean_segments,
+                                                lg, segments, lg.generation, now)
+            if result is None:
+                log.info("compaction of %s-%d aborted: the log changed", tp[0], tp[1])
+                continue
+            # Readers on the loop may have been in the replaced segments until this await
+            # returned; none can be now, so their files can go.
+            await loop.run_in_executor(self._cleaner_thread, lg.delete_detached,
+                                       result.replaced)
+            lg.finish_swaps(result.swapped_in)
+            self._cleaned(tp, lg, result)
+            cleaned += 1
         return cleaned
 
     def _flush_work(self, now: int) -> list[tuple[Log, int | None]]:
@@ -296,12 +437,12 @@ class LogManager:
             self.flush_observer((time.perf_counter() - started) * 1000)
 
     async def run_background(self) -> None:
-        """Periodic tasks until cancelled; fsync and checkpoint writes run in the default
-        executor so the event loop never waits on the disk."""
+        """Periodic tasks until cancelled. Their disk work (fsync, checkpoint writes, segment
+        deletion, compaction) runs in threads so the event loop never waits on the disk."""
         loop = asyncio.get_running_loop()
         last = dict.fromkeys(self.intervals, _now_ms())
         tick = max(0.01, min(1.0, min(self.intervals.values()) / 1000))
-        while not self._stopping:
+        while not self._stopping and not self.offline:
             await asyncio.sleep(tick)
             now = _now_ms()
 
@@ -316,9 +457,9 @@ class LogManager:
                     for lg, up_to in self._flush_work(now):
                         await loop.run_in_executor(None, self._timed_flush, lg, up_to)
                 if due("retention"):
-                    self.run_retention(now)
+                    await self._retention_off_loop(now)
                 if self.cleaner_enable and due("cleaner"):
-                    self.run_cleaner(now)
+                    await self._cleaner_off_loop(now)
                 if due("producer_expiration"):
                     for lg in list(self._logs.values()):
                         lg.remove_expired_producers(now)
@@ -332,6 +473,10 @@ class LogManager:
                                                self._high_watermarks())
             except asyncio.CancelledError:
                 raise
+            except KafkaStorageError:
+                pass  # reported (logged, directory offline) where it happened
+            except OSError as exc:
+                self.report_io_error("writing checkpoints", exc)
             except Exception:
                 log.exception("log manager background task failed")
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import os
 import struct
+import threading
 import time
 from collections import deque
 from dataclasses import dataclass, field
@@ -185,6 +186,18 @@ def _fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
+def _fsync_if_exists(path: Path) -> bool:
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except FileNotFoundError:
+        return False
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    return True
+
+
 def encode_snapshot(entries: list[_Entry]) -> bytes:
     """Kafka ProducerSnapshot v1; only the last retained batch of each producer is kept."""
     body = bytearray(struct.pack(">i", len(entries)))
@@ -357,6 +370,11 @@ class ProducerStateManager:
         self._map_end_offset = 0
         self._last_snap_offset = 0
         self._generation = 0
+        # Snapshots written without fsync (at segment roll), made durable by `flush_snapshots`
+        # before the log's recovery point passes them. Appended on the loop, drained by the
+        # flush thread: the lock keeps the two from losing an entry.
+        self._unsynced_snapshots: list[int] = []
+        self._unsynced_lock = threading.Lock()
 
     # -- append path ---------------------------------------------------------------------------
 
@@ -485,7 +503,13 @@ class ProducerStateManager:
         offsets = self.snapshot_offsets()
         return offsets[-1] if offsets else None
 
-    def take_snapshot(self, map_end_offset: int) -> None:
+    def take_snapshot(self, map_end_offset: int, *, sync: bool = True) -> None:
+        """Write the state as of `map_end_offset`. With sync=False (segment roll, on the event
+        loop) neither the file nor the directory is fsynced: that is left to
+        `flush_snapshots`, which the log's flush calls before its recovery point reaches the
+        offset, as Kafka's roll leaves it to its background flush. A crash can then only lose
+        a snapshot above the recovery point, which recovery ignores (and a torn one fails its
+        CRC and is skipped)."""
         if map_end_offset < self._map_end_offset:
             raise ValueError(
                 f"snapshot offset {map_end_offset} is below the state's end {self._map_end_offset}"
@@ -500,12 +524,34 @@ class ProducerStateManager:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
         try:
             os.write(fd, data)
-            os.fsync(fd)
+            if sync:
+                os.fsync(fd)
         finally:
             os.close(fd)
         os.replace(tmp, path)
-        _fsync_dir(self.partition_dir)
+        if sync:
+            _fsync_dir(self.partition_dir)
+        else:
+            with self._unsynced_lock:
+                self._unsynced_snapshots.append(map_end_offset)
         self._last_snap_offset = map_end_offset
+
+    def flush_snapshots(self, up_to: int) -> None:
+        """fsync the snapshots written without it at offsets <= up_to (a thread; a snapshot
+        deleted meanwhile is skipped), then the directory for their renames."""
+        with self._unsynced_lock:
+            due = [o for o in self._unsynced_snapshots if o <= up_to]
+            self._unsynced_snapshots = [o for o in self._unsynced_snapshots if o > up_to]
+        try:
+            synced = False
+            for offset in due:
+                synced |= _fsync_if_exists(self._snapshot_path(offset))
+            if synced:
+                _fsync_dir(self.partition_dir)
+        except BaseException:
+            with self._unsynced_lock:  # all of them again at the next flush
+                self._unsynced_snapshots.extend(due)
+            raise
 
     def _delete_snapshot(self, offset: int) -> None:
         self._snapshot_path(offset).unlink(missing_ok=True)

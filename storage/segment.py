@@ -214,13 +214,26 @@ class LogSegment:
         """Append already-validated batches; `batches` holds (position in data, header)."""
         start = self.size
         view = memoryview(data)
-        self._log.write_all(view)
+        try:
+            self._log.write_all(view)
+        except OSError:
+            self._undo_partial_write(start)
+            raise
         for rel, h in batches:
             self._index_batch(start + rel, h)
         self.size = start + len(view)
         if batches:
             self._next_offset = batches[-1][1].next_offset
         self._dirty = True
+
+    def _undo_partial_write(self, size: int) -> None:
+        """A failed write (ENOSPC, EIO) may have left part of the data in the file: cut it off,
+        so that the file never holds more than `size` says. If even that fails, the log dir goes
+        offline and recovery cuts the torn tail at the next start."""
+        try:
+            self._log.ftruncate(size)
+        except OSError:
+            pass
 
     def can_convert_to_relative_offset(self, offset: int) -> bool:
         return 0 <= offset - self.base_offset <= INT32_MAX
@@ -365,6 +378,13 @@ class LogSegment:
         """Release the open fds; the segment stays usable (files reopen on demand)."""
         self.offset_index.close()
         self.time_index.close()
+        self.txn_index.close()
+        self._log.close()
+
+    def close_handlers(self) -> None:
+        """Close every fd without writing anything more (the directory has failed)."""
+        self.offset_index.close_handlers()
+        self.time_index.close_handlers()
         self.txn_index.close()
         self._log.close()
 

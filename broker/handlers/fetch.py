@@ -27,13 +27,15 @@ async def handle_fetch(ctx: Any, request: Any) -> dict[str, Any]:
     max_wait_s = max(0.0, request.max_wait.total_seconds())
     deadline = time.monotonic() + max_wait_s
     isolation = field(request, "isolation_level", 0)
-    max_bytes = field(request, "max_bytes", 0x7FFFFFFF)
+    # Kafka caps every fetch, a follower's too, at the broker's fetch.max.bytes.
+    max_bytes = min(field(request, "max_bytes", 0x7FFFFFFF), broker.config["fetch.max.bytes"])
+    min_bytes = min(request.min_bytes, max_bytes)
     replica_id = field(request, "replica_id", -1)
     read_one = _follower_reader(replica_id) if replica_id >= 0 else _consumer_reader(isolation)
     while True:
         responses, total, leaders, had_error = _read_all(broker, request, max_bytes, read_one)
         remaining = deadline - time.monotonic()
-        if total >= request.min_bytes or had_error or remaining <= 0 or not leaders:
+        if total >= min_bytes or had_error or remaining <= 0 or not leaders:
             return {"throttle_time": 0, "error_code": 0, "session_id": 0, "responses": responses}
         await broker.replicas.wait_for_data(leaders, remaining)
 

@@ -38,6 +38,13 @@ async def handle_metadata(ctx: Any, request: Any) -> dict[str, Any]:
                     continue
             names.append(name)
     live = {b.broker_id for b in store.brokers()}
+    # Replicas in failed log dirs: every broker's (ZooKeeper), and ours in any case.
+    offline = dict(getattr(store, "offline_replicas", dict)())
+    offline[broker.broker_id] = broker.replicas.offline
+
+    def online(r: int, tp: tuple[str, int]) -> bool:
+        return r in live and tp not in offline.get(r, ())
+
     for name in names:
         topic = store.topic(name)
         if topic is None:
@@ -59,15 +66,18 @@ async def handle_metadata(ctx: Any, request: Any) -> dict[str, Any]:
                 "is_internal": topic.internal,
                 "partitions": [
                     {
-                        "error_code": 0 if state.leader in live else LEADER_NOT_AVAILABLE,
+                        "error_code": 0 if has_leader else LEADER_NOT_AVAILABLE,
                         "partition_index": index,
-                        "leader_id": state.leader if state.leader in live else -1,
+                        "leader_id": state.leader if has_leader else -1,
                         "leader_epoch": state.leader_epoch,
                         "replica_nodes": state.replicas,
                         "isr_nodes": state.isr,
-                        "offline_replicas": [r for r in state.replicas if r not in live],
+                        "offline_replicas": [
+                            r for r in state.replicas if not online(r, (topic.name, index))
+                        ],
                     }
                     for index, state in sorted(topic.partitions.items())
+                    for has_leader in [online(state.leader, (topic.name, index))]
                 ],
             }
         )

@@ -7,9 +7,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from typing import Any
 
-from storage.errors import KafkaStorageError, StorageError
+from protocol.records import decode_records, iter_batches
+from storage.config import LONG_MAX, LogConfig
+from storage.errors import InvalidTimestamp, KafkaStorageError, StorageError
 
 from .. import metrics
 from ..replica_manager import PartitionError
@@ -95,6 +98,7 @@ def _append(
         )
         if code:
             return code, -1, -1, -1, -1
+        check_timestamp_bounds(partition.log.config, pdata.records)
         info = partition.append_as_leader(pdata.records or b"")
     except PartitionError as exc:
         return exc.error_code, -1, -1, -1, -1
@@ -108,3 +112,26 @@ def _append(
     if not info.duplicate:
         metrics.produced(topic, len(pdata.records), info.record_count)
     return 0, info.first_offset, info.log_append_time, info.log_start_offset, info.last_offset
+
+
+def check_timestamp_bounds(config: LogConfig, records: bytes | None) -> None:
+    """message.timestamp.before/after.max.ms: a CreateTime record timestamp too far from the
+    broker clock fails its batch with INVALID_TIMESTAMP (Kafka's LogValidator). Records are
+    decoded only when a bound is set; malformed ones are left to the append's checks."""
+    before = config.message_timestamp_before_max_ms
+    after = config.message_timestamp_after_max_ms
+    if config.log_append_time or not records or (before == after == LONG_MAX):
+        return
+    now = int(time.time() * 1000)
+    try:
+        for pos, header in iter_batches(records):
+            for record in decode_records(records, pos, header):
+                ts = record.timestamp
+                if ts != -1 and (now - ts > before or ts - now > after):
+                    raise InvalidTimestamp(
+                        f"Timestamp {ts} of message with offset {record.offset} is out of "
+                        f"range. The timestamp should be within [{now - before}, {now + after}]")
+    except InvalidTimestamp:
+        raise
+    except StorageError:
+        return

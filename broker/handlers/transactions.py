@@ -12,6 +12,7 @@ import logging
 from collections import defaultdict
 from typing import Any
 
+from coordinator.producer_ids import ProducerIdNotAvailable
 from coordinator.transaction.metadata import TxnState
 from protocol.codec import millis
 from protocol.records import iter_batches
@@ -41,7 +42,10 @@ async def handle_init_producer_id(ctx: Any, request: Any) -> dict[str, Any]:
     txn_id = request.transactional_id
     if txn_id is None:
         # Idempotent producer: a fresh producer id, no timeout validation.
-        pid = ctx.broker.producer_ids.next_id()
+        try:
+            pid = ctx.broker.producer_ids.next_id()
+        except ProducerIdNotAvailable as exc:  # next block still being claimed: retriable
+            return _init_error(exc.error_code)
         return {"throttle_time": 0, "error_code": 0, "producer_id": pid, "producer_epoch": 0}
     pid = field(request, "producer_id", -1)
     epoch = field(request, "producer_epoch", -1)

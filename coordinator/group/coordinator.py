@@ -62,6 +62,8 @@ class GroupCoordinator(GroupMembership, GroupOffsets):
             cfg["offsets.topic.num.partitions"],
             cfg["offsets.topic.replication.factor"],
             cfg["offsets.topic.segment.bytes"],
+            compression=cfg["offsets.topic.compression.codec"],
+            load_buffer_size=cfg["offsets.load.buffer.size"],
         )
         self.initial_rebalance_delay_ms: int = cfg["group.initial.rebalance.delay.ms"]
         self.min_session_ms: int = cfg["group.min.session.timeout.ms"]
@@ -69,6 +71,8 @@ class GroupCoordinator(GroupMembership, GroupOffsets):
         self.max_group_size: int = cfg["group.max.size"]
         self.retention_ms: int = cfg["offsets.retention.minutes"] * 60_000
         self.retention_check_ms: int = cfg["offsets.retention.check.interval.ms"]
+        self.offset_metadata_max_bytes: int = cfg["offset.metadata.max.bytes"]
+        self.commit_timeout_ms: int = cfg["offsets.commit.timeout.ms"]
         self.groups: dict[str, ClassicGroup] = {}
         self.loaded: set[int] = set()
         self.loading: dict[int, asyncio.Task[None]] = {}
@@ -275,7 +279,8 @@ class GroupCoordinator(GroupMembership, GroupOffsets):
         them then); raises GroupError with Kafka's answer for a write that did not become
         durable."""
         try:
-            return await self.topic.append_replicated(p, records, timestamp_ms=now_ms(), **kw)
+            return await self.topic.append_replicated(
+                p, records, timestamp_ms=now_ms(), timeout_s=self.commit_timeout_ms / 1000, **kw)
         except Exception as exc:
             raise _append_error(p, exc) from exc
 

@@ -17,7 +17,6 @@ from .common import (
     NON_EMPTY_GROUP,
     NONE,
     NOT_COORDINATOR,
-    OFFSET_METADATA_MAX_BYTES,
     OFFSET_METADATA_TOO_LARGE,
     REBALANCE_IN_PROGRESS,
     UNKNOWN_MEMBER_ID,
@@ -97,7 +96,8 @@ class GroupOffsets:
         for e in entries:
             tp = (e.topic, e.partition)
             metadata = e.metadata or ""
-            if len(metadata.encode()) > OFFSET_METADATA_MAX_BYTES:
+            # Kafka compares String.length(): UTF-16 code units, not bytes.
+            if len(metadata.encode("utf-16-le")) // 2 > self.offset_metadata_max_bytes:
                 result[tp] = OFFSET_METADATA_TOO_LARGE
                 continue
             result[tp] = NONE

@@ -48,7 +48,7 @@ def start_cluster(zookeeper: ZooKeeperProcess, base: Path, size: int = 3) -> Clu
 
 
 @contextlib.contextmanager
-def partitionable_cluster(base: Path, size: int = 3
+def partitionable_cluster(base: Path, size: int = 3, **settings: object
                           ) -> Iterator[tuple[Cluster, NetLab]]:
     """A NetLab, a ZooKeeper on its bridge and a cluster in its namespaces; all torn down
     in reverse order, whatever happens. Afterwards `lab.leaked_pids` lists processes that
@@ -57,7 +57,8 @@ def partitionable_cluster(base: Path, size: int = 3
         zk = ZooKeeperProcess(base / "zookeeper", free_port(lab.zookeeper_host),
                               host=lab.zookeeper_host).start()
         stack.callback(zk.stop)
-        cluster = Cluster(zk, base / "cluster", size=size, placement=lab.placement)
+        cluster = Cluster(zk, base / "cluster", size=size, placement=lab.placement,
+                          **settings)
         stack.callback(lambda: lab.leaked_pids.extend(lab.pids()))
         stack.callback(cluster.close)
         cluster.start()

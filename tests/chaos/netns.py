@@ -40,6 +40,8 @@ _NS_RE = re.compile(rf"^{PREFIX}-(\d+)-([0-9a-f]{{6}})-b\d+$")
 _ALIAS_RE = re.compile(rf"^{PREFIX}:(\d+):([0-9a-f]{{6}})$")
 BROKER_PORT = 9092  # every broker has an address of its own
 DROP_CLASS = "1:1"
+CUT_PRIO, LISTENER_PRIO = "1", "2"  # tc filter priorities: address cuts, listener drops
+LISTENER_DROP = "listener replies dropped"
 Side = tuple[tuple[str, ...], str]  # a tc command prefix and the device it shapes
 
 
@@ -284,6 +286,32 @@ class NetLab:
     def cut_zookeeper(self, i: int) -> None:
         self.cut(i, [self.zookeeper_host], "cut from ZooKeeper")
 
+    def drop_listener_replies(self, i: int) -> None:
+        """Drop every packet broker i's listener sends (replies, SYN-ACKs, ACKs): requests
+        still reach it but nobody hears back, while its own outgoing connections (to other
+        brokers' listeners, to ZooKeeper) work both ways."""
+        self.cuts.append(Cut(i, [], LISTENER_DROP))
+        (tc, dev), _ = self._sides(i)
+        run(*tc, "filter", "add", "dev", dev, "parent", "1:", "protocol", "ip", "prio",
+            LISTENER_PRIO, "u32", "match", "ip", "sport", str(BROKER_PORT), "0xffff",
+            "flowid", DROP_CLASS)
+
+    def heal_addresses(self, i: int) -> None:
+        """Lift broker i's cuts by address (cut, isolate, cut_zookeeper, ...); a listener drop
+        stays."""
+        for tc, dev in self._sides(i):
+            run(*tc, "filter", "del", "dev", dev, "parent", "1:", "prio", CUT_PRIO)
+        self.cuts = [c for c in self.cuts if c.broker != i or c.what == LISTENER_DROP]
+
+    def destroy_listener_sockets(self, i: int) -> int:
+        """Destroy the TCP sockets of broker i's port in its namespace: those a killed broker
+        leaves to its kernel, which would retransmit what they held once a cut heals. Returns
+        how many are left (TIME-WAIT ones hold nothing and do not count)."""
+        ns, port = self.namespace(i), f"( sport = :{BROKER_PORT} )"
+        run("ip", "netns", "exec", ns, "ss", "-K", "-tan", port)
+        left = run("ip", "netns", "exec", ns, "ss", "-Htan", "exclude", "time-wait", port)
+        return len(left.splitlines())
+
     def heal(self) -> None:
         for i in sorted({c.broker for c in self.cuts}):
             for tc, dev in self._sides(i):
@@ -304,5 +332,5 @@ def _add_drop_class(tc: tuple[str, ...], dev: str) -> None:
 def _drop(side: Side, direction: str, addr: str) -> None:
     tc, dev = side
     cidr = addr if "/" in addr else f"{addr}/32"
-    run(*tc, "filter", "add", "dev", dev, "parent", "1:", "protocol", "ip", "prio", "1",
+    run(*tc, "filter", "add", "dev", dev, "parent", "1:", "protocol", "ip", "prio", CUT_PRIO,
         "u32", "match", "ip", direction, cidr, "flowid", DROP_CLASS)

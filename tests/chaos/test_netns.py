@@ -87,4 +87,12 @@ def test_cuts_are_symmetric_and_heal(lab: NetLab) -> None:
     lab.cut_zookeeper(1)
     assert reachable(lab) == without("1->z", "z->1")
     lab.heal()
+    lab.drop_listener_replies(0)  # nobody hears broker 0's listener; it still reaches out
+    deaf = without("c->0", "z->0", "1->0", "2->0")
+    assert reachable(lab) == deaf
+    lab.cut_zookeeper(0)
+    assert reachable(lab) == deaf - {"0->z"}
+    lab.heal_addresses(0)
+    assert reachable(lab) == deaf
+    lab.heal()
     assert reachable(lab) == everything and not lab.cuts

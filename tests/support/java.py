@@ -5,6 +5,10 @@
     classes = compile_java([Path("tests/java/src/ClientSmoke.java")], classpath="clients39")
     run_java_tool("ClientSmoke", [...], classpath="clients39", extra_classpath=[classes])
 
+    app = JavaProcess("StreamsCount", [...], log_path=tmp_path / "app.log",
+                      extra_classpath=[classes]).start()   # a long-running JVM
+    app.kill9() / app.stop() / app.log_tail()
+
 Class paths:
     kafka4    .cache/kafka-tools-4/lib/*      kafka-tools + kafka-clients 4.x and their deps
     clients39 .cache/kafka-clients-39/lib/*   kafka-clients 3.9.x alone
@@ -14,7 +18,9 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shlex
 import shutil
+import signal
 import subprocess
 import time
 from collections.abc import Iterable, Sequence
@@ -22,6 +28,8 @@ from pathlib import Path
 from typing import NamedTuple
 
 import pytest
+
+from tests.support.broker import _PRCTL, _die_with_parent
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 CACHE_DIR = Path(os.environ.get("SAMSA_CACHE_DIR", REPO_ROOT / ".cache"))
@@ -139,6 +147,78 @@ def run_java_tool(
         err = e.stderr.decode(errors="replace") if isinstance(e.stderr, bytes) else e.stderr or ""
         return JavaResult(-9, out, err, True, shown)
     return JavaResult(proc.returncode, proc.stdout, proc.stderr, False, shown)
+
+
+class JavaProcess:
+    """A long-running JVM (e.g. a Kafka Streams application) whose stdout and stderr go to
+    `log_path`, appended across starts. It dies with the test process (PR_SET_PDEATHSIG)."""
+
+    def __init__(
+        self,
+        main_class: str,
+        args: Sequence[str],
+        *,
+        log_path: os.PathLike[str] | str,
+        classpath: str = "kafka4",
+        extra_classpath: Iterable[os.PathLike[str] | str] = (),
+        jvm_args: Sequence[str] = (),
+        name: str | None = None,
+    ) -> None:
+        self.cmd = [java_executable(), *JVM_ARGS, *jvm_args,
+                    "-cp", _cp(classpath, extra_classpath), main_class, *args]
+        self.shown = " ".join([main_class, *args])
+        self.log_path = Path(log_path)
+        self.name = name or main_class
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.starts = 0
+
+    def start(self) -> JavaProcess:
+        if self.is_running():
+            raise RuntimeError(f"{self.name} is already running (pid {self.proc.pid})")
+        self.starts += 1
+        with open(self.log_path, "ab") as log:
+            log.write(f"\n===== start #{self.starts} at {time.strftime('%H:%M:%S')}: "
+                      f"{shlex.join(self.cmd)}\n".encode())
+            log.flush()
+            self.proc = subprocess.Popen(
+                self.cmd, cwd=REPO_ROOT, stdin=subprocess.DEVNULL, stdout=log,
+                stderr=subprocess.STDOUT, start_new_session=True,
+                preexec_fn=_die_with_parent if _PRCTL is not None else None,
+            )
+        return self
+
+    def is_running(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def kill9(self) -> None:
+        if self.proc is not None:
+            if self.proc.poll() is None:
+                self.proc.kill()
+            self.proc.wait()
+
+    def stop(self, timeout: float = 40) -> int | None:
+        """SIGTERM, then SIGKILL after `timeout` s. The exit code (None: killed on a hang)."""
+        if self.proc is None:
+            return None
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.kill9()
+                return None
+        return self.proc.returncode
+
+    def log_text(self) -> str:
+        try:
+            return self.log_path.read_text(errors="replace")
+        except FileNotFoundError:
+            return ""
+
+    def log_tail(self, lines: int = 80) -> str:
+        text = self.log_text().splitlines()
+        return (f"----- {self.name}: last {min(lines, len(text))} lines of {self.log_path} "
+                f"-----\n" + "\n".join(text[-lines:]))
 
 
 def compile_java(sources: Sequence[os.PathLike[str] | str], classpath: str = "clients39") -> Path:

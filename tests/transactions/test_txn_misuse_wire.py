@@ -14,6 +14,7 @@ from protocol.records import build_batch
 
 from .txnwire import (
     ADD_OFFSETS,
+    INIT_PID,
     INVALID_TXN_STATE,
     PRODUCER_FENCED,
     TxnWire,
@@ -182,3 +183,32 @@ def test_txn_offset_commit_stale_generation_member_and_epoch(broker_factory):
             assert time.monotonic() < deadline
             time.sleep(0.05)
         assert _committed(c, group, topic) == 9
+
+
+def test_idempotent_init_producer_id_across_blocks_is_unique_or_retriable(shared_broker):
+    """1,500 pipelined idempotent InitProducerId requests use up the first block of 1,000
+    ids faster than the next is claimed (in the background, prefetched at 90 %): each answer
+    is a fresh id or COORDINATOR_LOAD_IN_PROGRESS (14), which a client retries; no id twice."""
+    body = {"transactional_id": None, "transaction_timeout": 60000, "producer_id": -1,
+            "producer_epoch": -1}
+    with TxnWire(shared_broker.bootstrap) as w:
+        frames = [w.encode_request(INIT_PID, 4, body) for _ in range(1500)]
+        w.send_raw(b"".join(data for _corr, data in frames))
+        answers = [w.read_response(INIT_PID, 4, corr) for corr, _data in frames]
+        retried = 0
+        for a in answers:
+            assert a.error_code in (0, 14), a
+        pids = [a.producer_id for a in answers if a.error_code == 0]
+        for a in answers:
+            if a.error_code == 14:
+                assert a.producer_id == -1
+                for _ in range(100):
+                    again = w.call(INIT_PID, 4, body)
+                    if again.error_code == 0:
+                        pids.append(again.producer_id)
+                        retried += 1
+                        break
+                    assert again.error_code == 14, again
+                    time.sleep(0.05)
+    assert len(pids) == 1500 and len(set(pids)) == 1500
+    assert retried == sum(a.error_code == 14 for a in answers)

@@ -165,12 +165,13 @@ def test_roll_and_flush_precedence() -> None:
 
 def test_topic_defaults_follow_broker() -> None:
     cfg = BrokerConfig({"log.retention.minutes": 2, "log.segment.bytes": 4096,
-                        "log.cleanup.policy": "compact,delete", "compression.type": "zstd"})
+                        "log.cleanup.policy": "compact,delete",
+                        "log.message.timestamp.type": "LogAppendTime"})
     d = topic_defaults(cfg)
     assert d["retention.ms"] == 120_000
     assert d["segment.bytes"] == 4096
     assert d["cleanup.policy"] == ["compact", "delete"]
-    assert d["compression.type"] == "zstd"
+    assert d["message.timestamp.type"] == "LogAppendTime"
     assert d["max.message.bytes"] == 1048588
     assert d["flush.ms"] == LONG_MAX
     assert d["remote.storage.enable"] is False  # no broker synonym: Kafka's LogConfig default
@@ -229,7 +230,7 @@ def test_unknown_key_named(tmp_path: Path) -> None:
         ("log.message.timestamp.type", "createtime", r"timestamp\.type.*CreateTime"),
         ("listeners", "PLAINTEXT://0.0.0.0:9092", r"listeners.*127"),
         ("listeners", "SSL://127.0.0.1:9093", r"listeners.*PLAINTEXT"),
-        ("log.dirs", "/a,/b", r"log\.dirs.*one log directory"),
+        ("log.dirs", "/a,/b,/a/", r"log\.dirs.*Duplicate log directory"),
         ("metrics.port", "70000", r"metrics\.port.*no more than 65535"),
     ],
 )

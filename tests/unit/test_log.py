@@ -388,3 +388,54 @@ def test_segment_scan_large_batches(tmp_path: Path) -> None:
     assert [h.base_offset for _, h in seg._scan(0)] == [0, 1]
     assert seg.recover() == 0 and seg.next_offset == 2
     seg.close()
+
+
+def test_retention_detaches_on_the_caller_and_deletes_files_later(tmp_path: Path) -> None:
+    """The broker detaches expired segments on the event loop (readers stop finding them at
+    once) and deletes their files in a thread; until then the files are untouched."""
+    size = len(batch(1))
+    log = open_log(tmp_path, segment_bytes=size * 2, retention_ms=10_000)
+    for i in range(6):
+        log.append_as_leader(batch(1, ts=1000 * i), 0)
+    log.update_high_watermark(log.log_end_offset)
+    doomed = log.detach_expired_segments(now_ms=10**9)
+    assert [s.base_offset for s in doomed] == [0, 2]
+    assert [s.base_offset for s in log.segments] == [4] and log.log_start_offset == 4
+    with pytest.raises(OffsetOutOfRange):
+        log.read(0, 100)
+    assert all(s.log_path.exists() for s in doomed)
+    log.delete_detached(doomed)
+    assert not any(s.log_path.exists() for s in doomed)
+    assert sorted(p.name for p in log.dir.glob("*.log")) == ["00000000000000000004.log"]
+
+
+def test_roll_leaves_the_snapshot_fsync_to_the_flush(tmp_path: Path, monkeypatch) -> None:
+    """Kafka's roll: the producer snapshot is written at once but fsynced by the (background)
+    flush that moves the recovery point past it; a crash before that recovers correctly."""
+    import os
+
+    synced: list[str] = []
+    real_fsync = os.fsync
+
+    def recording_fsync(fd: int) -> None:
+        synced.append(os.readlink(f"/proc/self/fd/{fd}"))
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", recording_fsync)
+    log = open_log(tmp_path)
+    idem = dict(producer_id=7, producer_epoch=0)
+    log.append_as_leader(batch(2, base_sequence=0, **idem), 0)
+    synced.clear()
+    log.roll()
+    assert synced == []  # nothing on the caller's (the loop's) thread
+    snapshot = log.dir / "00000000000000000002.snapshot"
+    assert snapshot.exists()
+    log.append_as_leader(batch(1, base_sequence=2, **idem), 0)
+    log.flush(log.active_segment.base_offset)  # what the LogManager's flush on roll does
+    assert str(snapshot) in synced and log.recovery_point == 2
+    # kill -9 now: recovery starts from the snapshot and the segment after it
+    log.close_without_flush()
+    reopened = open_log(tmp_path, recover=True)
+    assert reopened.log_end_offset == 3
+    retry = reopened.append_as_leader(batch(1, base_sequence=2, **idem), 0)
+    assert retry.duplicate and retry.first_offset == 2  # the producer state survived

@@ -135,3 +135,34 @@ def test_created_partition_made_durable_by_first_flush(tmp_path: Path, monkeypat
     lg.flush()  # nothing written since: nothing to sync
     assert not [p for p in synced if p.startswith(str(d) + "/") and "epoch" in p]
     lm.shutdown()
+
+
+def test_delete_records_deletes_files_in_the_deletion_thread(tmp_path: Path) -> None:
+    """DeleteRecords and a follower following its leader's log start run on the event loop:
+    they detach the segments there and leave the files to the LogManager's deletion thread."""
+    import threading
+    import time
+
+    lm = start(tmp_path)
+    lg = lm.create_log("d", 0, LogConfig(segment_bytes=300))
+    for _ in range(6):
+        lg.append_as_leader(batch(1), 0)
+    lg.update_high_watermark(lg.log_end_offset)
+    first = lg.segments[0]
+    deleted_by: list[str] = []
+    real_delete = first.delete
+
+    def recording_delete() -> None:
+        deleted_by.append(threading.current_thread().name)
+        real_delete()
+
+    first.delete = recording_delete  # type: ignore[method-assign]
+    target = lg.segments[1].base_offset
+    assert lg.delete_records_before(target) == target
+    assert first not in lg.segments
+    deadline = time.monotonic() + 10
+    while first.log_path.exists() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert not first.log_path.exists()
+    assert deleted_by and deleted_by[0].startswith("log-deletion")
+    lm.shutdown()
