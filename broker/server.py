@@ -235,6 +235,8 @@ class KafkaServer:
                 conn.last_active = time.monotonic()
         except (asyncio.IncompleteReadError, ConnectionError):
             pass
+        except OSError as exc:  # e.g. ETIMEDOUT from a peer gone behind a network partition
+            log.info("connection from %s failed: %r", conn.peer, exc)
         except FrameError as exc:
             log.warning("closing connection from %s: %s", conn.peer, exc)
         except CloseConnection as exc:

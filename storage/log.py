@@ -749,6 +749,11 @@ class Log:
         if offset < 0:
             raise ValueError("cannot truncate to a negative offset")
         if offset >= self.log_end_offset:
+            # Nothing to cut, but an epoch this broker started as leader and wrote nothing in
+            # may end the cache; the new leader never had it, so it goes (as in Kafka's
+            # truncateTo), or every fetch diverges again at this offset.
+            with self._lock:
+                self.leader_epoch_cache.truncate_from_end(self.log_end_offset)
             return False
         with self._lock:
             self.generation += 1

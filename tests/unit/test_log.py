@@ -439,3 +439,17 @@ def test_roll_leaves_the_snapshot_fsync_to_the_flush(tmp_path: Path, monkeypatch
     assert reopened.log_end_offset == 3
     retry = reopened.append_as_leader(batch(1, base_sequence=2, **idem), 0)
     assert retry.duplicate and retry.first_offset == 2  # the producer state survived
+
+
+def test_truncate_to_the_end_drops_an_epoch_started_there(tmp_path: Path) -> None:
+    """A leader that started epoch 2 at its log end and wrote nothing before losing the
+    leadership follows a leader that never had epoch 2: truncating to its own log end must
+    forget the epoch, or it diverges at the same offset on every fetch."""
+    log = open_log(tmp_path)
+    log.append_as_leader(batch(1), 0)
+    leo = log.log_end_offset
+    log.leader_epoch_cache.assign(2, leo)
+    assert log.latest_epoch == 2
+    assert not log.truncate_to(leo)
+    assert log.latest_epoch == 0
+    log.close()
