@@ -7,9 +7,12 @@ that does not answer makes the call raise, never hang.
 from __future__ import annotations
 
 import asyncio
+import struct
 import time
 import uuid
+from collections import Counter
 from dataclasses import dataclass
+from pathlib import Path
 
 OP_TIMEOUT = 20.0
 CLIENTS = ("kafka-python", "aiokafka", "confluent-kafka")
@@ -389,3 +392,20 @@ def _consume_confluent(bootstrap, topic):
         return len(parts), out
     finally:
         c.close()
+
+def stored_codecs(data_dir: Path, topic: str) -> Counter[int]:
+    """Codec ids (attributes & 7) of the record batches in the topic's segment files."""
+    seen: Counter[int] = Counter()
+    for seg in sorted(data_dir.glob(f"{topic}-*/*.log")):
+        buf = seg.read_bytes()
+        pos = 0
+        while pos + 61 <= len(buf):
+            (length,) = struct.unpack_from(">i", buf, pos + 8)
+            if length <= 0 or pos + 12 + length > len(buf):
+                break
+            magic = buf[pos + 16]
+            assert magic == 2, f"{seg}: batch at byte {pos} has magic {magic}"
+            (attributes,) = struct.unpack_from(">h", buf, pos + 21)
+            seen[attributes & 7] += 1
+            pos += 12 + length
+    return seen

@@ -23,16 +23,14 @@ from __future__ import annotations
 import json
 import shlex
 import shutil
-import struct
 import subprocess
 import time
 from collections import Counter
 from dataclasses import dataclass
-from pathlib import Path
 
 import pytest
 
-from .pyclients import Rec, consume_all, create_topic, produce, unique_name
+from .pyclients import Rec, consume_all, create_topic, produce, stored_codecs, unique_name
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -105,18 +103,6 @@ def admin_create(bootstrap: str, topic: str, partitions: int) -> None:
     create_topic("confluent-kafka", bootstrap, topic, partitions)
 
 
-def stored_codecs(data_dir: Path, topic: str) -> Counter[int]:
-    """Codec ids (attributes & 7) of the record batches in the topic's segment files."""
-    seen: Counter[int] = Counter()
-    for seg in sorted(data_dir.glob(f"{topic}-*/*.log")):
-        buf = seg.read_bytes()
-        pos = 0
-        while pos + 61 <= len(buf):
-            (length,) = struct.unpack_from(">i", buf, pos + 8)
-            (attributes,) = struct.unpack_from(">h", buf, pos + 21)
-            seen[attributes & 7] += 1
-            pos += 12 + length
-    return seen
 
 
 # =========================================================================== metadata

@@ -15,7 +15,6 @@ then report each (client, codec) producer and each consumer separately, so a fai
 
 from __future__ import annotations
 
-import struct
 import time
 import traceback
 from collections import Counter, defaultdict
@@ -33,6 +32,7 @@ from .pyclients import (
     create_topic,
     make_records,
     produce,
+    stored_codecs,
     unique_name,
 )
 
@@ -169,29 +169,13 @@ def test_consume_reads_everything_exactly(roundtrip: Roundtrip, client: str):
 CODEC_IDS = {"none": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
 
 
-def _stored_codecs(data_dir: Path, topic: str) -> Counter[int]:
-    """Codec ids (attributes & 7) of the record batches in the topic's segment files."""
-    seen: Counter[int] = Counter()
-    for seg in sorted(data_dir.glob(f"{topic}-*/*.log")):
-        buf = seg.read_bytes()
-        pos = 0
-        while pos + 61 <= len(buf):
-            (length,) = struct.unpack_from(">i", buf, pos + 8)
-            if length <= 0 or pos + 12 + length > len(buf):
-                break
-            magic = buf[pos + 16]
-            assert magic == 2, f"{seg}: batch at byte {pos} has magic {magic}"
-            (attributes,) = struct.unpack_from(">h", buf, pos + 21)
-            seen[attributes & 7] += 1
-            pos += 12 + length
-    return seen
 
 
 def test_stored_batches_keep_each_codec(roundtrip: Roundtrip):
     """compression.type=producer (the default): batches are stored as the producers sent them."""
     if roundtrip.produce_errors:
         pytest.skip("some producers failed")
-    seen = _stored_codecs(roundtrip.data_dir, roundtrip.topic)
+    seen = stored_codecs(roundtrip.data_dir, roundtrip.topic)
     assert set(seen) == set(CODEC_IDS.values()), f"codec ids of stored batches: {dict(seen)}"
 
 
