@@ -132,7 +132,7 @@ class TransactionCoordinator:
         self._txns: dict[str, TxnMetadata] = {}
         # Partitions being loaded (requests for them answer COORDINATOR_LOAD_IN_PROGRESS),
         # each with the task that loads it.
-        self._loading: dict[int, asyncio.Task[None] | None] = {}
+        self._loading: dict[int, asyncio.Task[None]] = {}
         self._tasks: set[asyncio.Task[None]] = set()
         self._loops: list[asyncio.Task[None]] = []
         self._stopping = False
@@ -203,7 +203,6 @@ class TransactionCoordinator:
                      len(gone))
 
     def _start_load(self, p: int) -> None:
-        self._loading[p] = None  # loading from now on, before the task first runs
         self._loading[p] = self._spawn(self._load(p))
 
     async def _load(self, p: int) -> None:
