@@ -16,10 +16,11 @@ from functools import cache
 from typing import Any
 
 from kio.index import KioIndexError, load_request_schema, load_response_schema
-from kio.schema.errors import ErrorCode
 from kio.serial import entity_reader, entity_writer
-from kio.serial._introspect import EntityField, EntityTupleField, classify_field
 from kio.static.constants import EntityType
+
+from .errors import ErrorCode
+from .kio_adapter import Entity, schema_fields
 
 _EPOCH = datetime.datetime.fromtimestamp(0, tz=datetime.UTC)
 ZERO_UUID = uuid.UUID(int=0)
@@ -30,16 +31,16 @@ class UnknownVersion(Exception):
 
 
 @cache
-def request_type(api_key: int, version: int) -> type:
+def request_type(api_key: int, version: int) -> type[Entity]:
     return _payload_type(api_key, version, EntityType.request)
 
 
 @cache
-def response_type(api_key: int, version: int) -> type:
+def response_type(api_key: int, version: int) -> type[Entity]:
     return _payload_type(api_key, version, EntityType.response)
 
 
-def _payload_type(api_key: int, version: int, kind: EntityType) -> type:
+def _payload_type(api_key: int, version: int, kind: EntityType) -> type[Entity]:
     try:
         if kind is EntityType.request:
             return load_request_schema(api_key, version)
@@ -48,11 +49,13 @@ def _payload_type(api_key: int, version: int, kind: EntityType) -> type:
         raise UnknownVersion(f"api {api_key} v{version}") from exc
 
 
-def reader(entity: type) -> Callable[[Any, int], tuple[Any, int]]:
-    return entity_reader(entity)
+def reader(entity: type[Entity]) -> Callable[[Any, int], tuple[Any, int]]:
+    """kio's reader of `entity`: (buffer, offset) -> (instance, offset after it)."""
+    read: Callable[[Any, int], tuple[Any, int]] = entity_reader(entity)
+    return read
 
 
-def encode(entity: Any) -> bytes:
+def encode(entity: Entity) -> bytes:
     buf = io.BytesIO()
     entity_writer(type(entity))(buf, entity)
     return buf.getvalue()
@@ -62,36 +65,30 @@ def encode(entity: Any) -> bytes:
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
-class _FieldPlan:
+class FieldPlan:
+    """How `build` fills one field of an entity."""
+
     name: str
     kafka_type: str
-    nested: type | None
+    nested: type[Entity] | None
     is_array: bool
-    default: Any
+    default: Any  # dataclasses.MISSING when the field has none
 
 
 @cache
-def _plan(entity: type) -> tuple[_FieldPlan, ...]:
-    plans = []
-    for f in dataclasses.fields(entity):
-        kind = classify_field(f)
-        nested = kind.type_ if isinstance(kind, EntityField | EntityTupleField) else None
+def plans(entity: type[Entity]) -> dict[str, FieldPlan]:
+    """The plan of every field of `entity` by name, in declaration order."""
+    out = {}
+    for s in schema_fields(entity):
+        f = s.field
         if f.default is not dataclasses.MISSING:
             default: Any = f.default
         elif f.default_factory is not dataclasses.MISSING:
             default = f.default_factory()
         else:
             default = dataclasses.MISSING
-        plans.append(
-            _FieldPlan(
-                name=f.name,
-                kafka_type=f.metadata.get("kafka_type", ""),
-                nested=nested,
-                is_array=kind.is_array,
-                default=default,
-            )
-        )
-    return tuple(plans)
+        out[s.name] = FieldPlan(s.name, s.kafka_type, s.entity, s.is_array, default)
+    return out
 
 
 _ZERO: dict[str, Any] = {
@@ -104,12 +101,12 @@ _ZERO: dict[str, Any] = {
 }
 
 
-def build(entity: type, data: Mapping[str, Any]) -> Any:
+def build(entity: type[Entity], data: Mapping[str, Any]) -> Any:
     """Make an instance of kio `entity` from `data` (nested dicts and lists)."""
     kwargs = {}
-    for plan in _plan(entity):
+    for plan in plans(entity).values():
         if plan.name in data:
-            kwargs[plan.name] = _convert(plan, data[plan.name])
+            kwargs[plan.name] = convert(plan, data[plan.name])
         elif plan.default is not dataclasses.MISSING:
             continue
         else:
@@ -117,20 +114,21 @@ def build(entity: type, data: Mapping[str, Any]) -> Any:
     return entity(**kwargs)
 
 
-def absent_value(plan: _FieldPlan) -> Any:
+def absent_value(plan: FieldPlan) -> Any:
     """What an instance made by `build` holds in a field its dict lacks."""
     return plan.default if plan.default is not dataclasses.MISSING else _zero(plan)
 
 
-def _zero(plan: _FieldPlan) -> Any:
+def _zero(plan: FieldPlan) -> Any:
     if plan.is_array:
         return ()
     if plan.nested is not None:
         return build(plan.nested, {})
-    return _convert(plan, _ZERO.get(plan.kafka_type, 0))
+    return convert(plan, _ZERO.get(plan.kafka_type, 0))
 
 
-def _convert(plan: _FieldPlan, value: Any) -> Any:
+def convert(plan: FieldPlan, value: Any) -> Any:
+    """`value` from a handler's dict as the kio type of the field `plan` describes."""
     if value is None:
         return None
     if plan.nested is not None:

@@ -14,7 +14,6 @@ datetime, ErrorCode, dataclass instances, which go through kio's writer unchange
 
 from __future__ import annotations
 
-import dataclasses
 import datetime
 import io
 import struct
@@ -22,21 +21,13 @@ from collections.abc import Callable, Mapping
 from functools import cache
 from typing import Any
 
-from kio.serial._implicit_defaults import get_tagged_field_default
-from kio.serial._introspect import (
-    EntityField,
-    EntityTupleField,
-    classify_field,
-    get_field_tag,
-    is_optional,
-)
-from kio.serial._serialize import entity_writer, get_field_writer
-from kio.serial.writers import write_tagged_field
+from kio.serial import entity_writer
 
-from .codec import _convert, _plan, absent_value
+from .codec import FieldPlan, absent_value, convert, plans
+from .kio_adapter import Entity, SchemaField, TaggedField, schema_fields, tagged_fields
 
-Step = Callable[["_Buffer", Any], None]
-_MISSING = dataclasses.MISSING
+# Writes one value to the buffer; what it returns is ignored (a lambda's `buf.write` count).
+Step = Callable[["_Buffer", Any], object]
 _PACK = {k: struct.Struct(f">{c}").pack for k, c in {
     "int8": "b", "int16": "h", "int32": "i", "int64": "q", "uint8": "B", "uint16": "H",
     "uint32": "I", "uint64": "Q", "float64": "d",
@@ -85,7 +76,7 @@ class _Buffer(io.BytesIO):
 
 
 def encode_response(
-    entity: type, data: Mapping[str, Any]
+    entity: type[Entity], data: Mapping[str, Any]
 ) -> tuple[list[bytes | memoryview], list[int]]:
     """The response as parts to write in order (large values are not copied), and its non-zero
     error codes (top level and nested, in dicts)."""
@@ -96,8 +87,8 @@ def encode_response(
 
 
 @cache
-def entity_step(entity: type) -> Step:
-    steps = [_field_step(entity, f) for f in dataclasses.fields(entity) if get_field_tag(f) is None]
+def entity_step(entity: type[Entity]) -> Step:
+    fixed = [_field_step(entity, s) for s in schema_fields(entity) if s.tag is None]
     tagged = _tagged_step(entity) if entity.__flexible__ else None
     kio_write = entity_writer(entity)
 
@@ -105,7 +96,7 @@ def entity_step(entity: type) -> Step:
         if not isinstance(data, Mapping):  # a kio instance the handler built itself
             kio_write(buf, data)
             return
-        for step in steps:
+        for step in fixed:
             step(buf, data)
         if tagged is not None:
             tagged(buf, data)
@@ -113,10 +104,10 @@ def entity_step(entity: type) -> Step:
     return write_entity
 
 
-def _field_step(entity: type, f: dataclasses.Field[Any]) -> Step:
-    name = f.name
-    default = absent_value(_plans(entity)[name])  # exactly what build() would write
-    write_value = _value_writer(entity, f)
+def _field_step(entity: type[Entity], schema: SchemaField) -> Step:
+    name = schema.name
+    default = absent_value(plans(entity)[name])  # exactly what build() would write
+    write_value = _value_writer(schema, entity.__flexible__)
 
     def step(buf: _Buffer, data: Mapping[str, Any]) -> None:
         write_value(buf, data.get(name, default))
@@ -124,21 +115,14 @@ def _field_step(entity: type, f: dataclasses.Field[Any]) -> Step:
     return step
 
 
-@cache
-def _plans(entity: type) -> dict[str, Any]:
-    return {p.name: p for p in _plan(entity)}
-
-
-def _value_writer(entity: type, f: dataclasses.Field[Any]) -> Step:
-    kind = classify_field(f)
-    flexible = entity.__flexible__
-    if isinstance(kind, EntityField | EntityTupleField):
-        item = entity_step(kind.type_)
-        if not kind.is_array and is_optional(f):
+def _value_writer(schema: SchemaField, flexible: bool) -> Step:
+    if schema.entity is not None:
+        item = entity_step(schema.entity)
+        if not schema.is_array and schema.nullable:
             item = _nullable_entity(item)
     else:
-        item = _primitive(f.metadata.get("kafka_type", ""), flexible, f.name)
-    if kind.is_array:
+        item = _primitive(schema.kafka_type, flexible, schema.name)
+    if schema.is_array:
         return _array(item, flexible)
     return item
 
@@ -177,15 +161,15 @@ def _millis(value: Any) -> int:
 def _primitive(kafka_type: str, flexible: bool, name: str) -> Step:  # noqa: C901 - a type table
     if kafka_type == "error_code":
         return _error_code
-    if (pack := _PACK.get(kafka_type)) is not None:
-        return lambda buf, v: buf.write(pack(v))
+    if (fixed := _PACK.get(kafka_type)) is not None:
+        return lambda buf, v: buf.write(fixed(v))
     if kafka_type == "bool":
         return lambda buf, v: buf.write(b"\x01" if v else b"\x00")
     if kafka_type == "uuid":
         return lambda buf, v: buf.write(v.bytes if v is not None else bytes(16))
     if kafka_type in ("timedelta_i32", "timedelta_i64"):
-        pack = _I32 if kafka_type == "timedelta_i32" else _I64
-        return lambda buf, v: buf.write(pack(_millis(v)))
+        millis = _I32 if kafka_type == "timedelta_i32" else _I64
+        return lambda buf, v: buf.write(millis(_millis(v)))
     if kafka_type == "datetime_i64":
         return lambda buf, v: buf.write(_I64(-1 if v is None else _millis(v)))
     if kafka_type in ("string", "bytes", "records"):
@@ -216,34 +200,28 @@ def _bytes_writer(is_string: bool, flexible: bool) -> Step:
     return step
 
 
-def _tagged_step(entity: type) -> Step:
+def _tagged_step(entity: type[Entity]) -> Step:
     """Tagged fields in tag order, each written only when it differs from its default, as
     kio does. They are rare, so each present one is converted and written by kio itself."""
-    tagged = sorted(
-        (get_field_tag(f), f) for f in dataclasses.fields(entity) if get_field_tag(f) is not None
-    )
-    if not tagged:
-        return lambda buf, data: buf.write(b"\x00")
-    plans = _plans(entity)
-    fields = [
-        (tag, f, plans[f.name], get_field_writer(f, True, False, True)) for tag, f in tagged
+    entity_plans = plans(entity)
+    fields: list[tuple[TaggedField, FieldPlan]] = [
+        (t, entity_plans[t.name]) for t in tagged_fields(entity)
     ]
+    if not fields:
+        return lambda buf, data: buf.write(b"\x00")
 
     def step(buf: _Buffer, data: Mapping[str, Any]) -> None:
         out = io.BytesIO()  # kio's writers: error codes in tagged fields are not counted
         count = 0
-        for tag, f, plan, writer in fields:
-            if f.name not in data:
+        for field, plan in fields:
+            if field.name not in data:
                 continue  # the default, which kio leaves out
-            value = _convert(plan, data[f.name])
-            if value == f.default or (
-                    f.default is _MISSING and value == get_tagged_field_default(f)):
+            value = convert(plan, data[field.name])
+            if field.is_default(value):
                 continue
-            write_tagged_field(buffer=out, tag=tag, writer=writer, value=value)
+            field.write(out, value)
             count += 1
         buf.write(_uv(count))
         buf.write(out.getvalue())
 
     return step
-
-

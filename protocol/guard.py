@@ -9,12 +9,11 @@ whose lengths are plausible.
 
 from __future__ import annotations
 
-import dataclasses
 import struct
 from collections.abc import Callable
 from functools import cache
 
-from kio.serial._introspect import EntityField, EntityTupleField, classify_field
+from .kio_adapter import Entity, SchemaField, schema_fields
 
 _FIXED = {
     "bool": 1,
@@ -40,7 +39,7 @@ class MalformedRequest(ValueError):
     pass
 
 
-def check_request(entity: type, buf: bytes, offset: int) -> None:
+def check_request(entity: type[Entity], buf: bytes, offset: int) -> None:
     """Raise MalformedRequest unless every length in `buf[offset:]` fits in the frame."""
     try:
         _walker(entity)(buf, offset, len(buf))
@@ -77,13 +76,10 @@ def _fits(n: int, pos: int, end: int, unit: int = 1) -> None:
 
 
 @cache
-def _walker(entity: type) -> Step:
+def _walker(entity: type[Entity]) -> Step:
     flexible = bool(getattr(entity, "__flexible__", False))
-    steps: list[Step] = []
-    for f in dataclasses.fields(entity):
-        if "tag" in f.metadata:
-            continue  # tagged fields live in the tagged section, walked below
-        steps.append(_field_step(f, flexible))
+    # tagged fields live in the tagged section, walked below
+    steps = [_field_step(s, flexible) for s in schema_fields(entity) if s.tag is None]
 
     def walk(buf: bytes, pos: int, end: int) -> int:
         for step in steps:
@@ -103,11 +99,10 @@ def _walker(entity: type) -> Step:
     return walk
 
 
-def _field_step(f: dataclasses.Field, flexible: bool) -> Step:
-    kind = classify_field(f)
-    if isinstance(kind, EntityTupleField | EntityField):
-        inner = _walker(kind.type_)
-        if not kind.is_array:
+def _field_step(schema: SchemaField, flexible: bool) -> Step:
+    if schema.entity is not None:
+        inner = _walker(schema.entity)
+        if not schema.is_array:
             return inner
 
         def entity_array(buf: bytes, pos: int, end: int) -> int:
@@ -118,9 +113,9 @@ def _field_step(f: dataclasses.Field, flexible: bool) -> Step:
             return pos
 
         return entity_array
-    kafka_type = f.metadata.get("kafka_type", "")
+    kafka_type = schema.kafka_type
     element = _primitive_step(kafka_type, flexible)
-    if not kind.is_array:
+    if not schema.is_array:
         return element
     unit = _FIXED.get(kafka_type, 1)
 
