@@ -31,7 +31,7 @@ class RequestHeader:
 
 def frame_size(prefix: bytes, max_size: int) -> int:
     """Size from a 4-byte prefix, refusing oversized frames before anything is allocated."""
-    (size,) = _SIZE.unpack(prefix)
+    size: int = _SIZE.unpack(prefix)[0]
     if size < 8:
         raise FrameError(f"frame of {size} bytes is too small for a request header")
     if size > max_size:

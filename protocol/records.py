@@ -322,12 +322,18 @@ def iter_record_timestamps(buf: Buf, pos: int, h: BatchHeader) -> Iterator[tuple
         p = end
 
 
-RecordInput = tuple  # (key, value[, headers[, timestamp]])
+# A record to build: (key, value[, headers[, timestamp]]); a header's key may be str or bytes.
+HeaderInput = tuple[str | bytes, bytes | None]
+RecordInput = (
+    tuple[bytes | None, bytes | None]
+    | tuple[bytes | None, bytes | None, Sequence[HeaderInput] | None]
+    | tuple[bytes | None, bytes | None, Sequence[HeaderInput] | None, int | None]
+)
 
 
 def _encode_record(out: bytearray, offset_delta: int, ts_delta: int, key: bytes | None,
                    value: bytes | None,
-                   headers: Sequence[tuple[str | bytes, bytes | None]]) -> None:
+                   headers: Sequence[HeaderInput]) -> None:
     body = bytearray(b"\x00")
     write_varint(body, ts_delta)
     write_varint(body, offset_delta)
@@ -369,7 +375,7 @@ def build_batch(
     """Encode a v2 batch. Each record is (key, value[, headers[, timestamp]])."""
     from protocol import compression as codecs
 
-    recs = [tuple(r) for r in records]
+    recs = list(records)
     if not recs:
         raise ValueError("a batch needs at least one record")
     timestamps = [r[3] if len(r) > 3 and r[3] is not None else default_timestamp for r in recs]
