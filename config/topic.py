@@ -7,6 +7,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+# kio's enum itself, which protocol/errors.py re-exports: config sits below protocol, so it
+# takes the one ErrorCode from kio directly rather than through the layer above it.
+from kio.schema.errors import ErrorCode
+
 from config.schema import (
     BROKER_PROPERTIES,
     COMPRESSION_TYPES,
@@ -29,13 +33,11 @@ from config.schema import (
     value_to_string,
 )
 
-INVALID_CONFIG = 40  # Kafka error code
-
 
 class InvalidConfigError(ConfigError):
-    """A topic config Kafka would reject with INVALID_CONFIG (40)."""
+    """A topic config Kafka would reject with INVALID_CONFIG."""
 
-    error_code = INVALID_CONFIG
+    error_code: ErrorCode = ErrorCode.invalid_config
 
 
 def _throttled_replicas(key: str, value: Any) -> None:

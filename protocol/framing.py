@@ -9,12 +9,15 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 
+from .errors import ErrorCode
+
 API_VERSIONS_KEY = 18
 
 _SIZE = struct.Struct(">i")
 _KEY_VERSION = struct.Struct(">hh")
 _CORRELATION = struct.Struct(">i")
 _I16 = struct.Struct(">h")
+_API_VERSIONS_V0_ONE_KEY = struct.Struct(">hihhh")
 
 
 class FrameError(Exception):
@@ -96,3 +99,13 @@ def response_header(correlation_id: int, flexible: bool) -> bytes:
 def frame_parts(parts: list[bytes | memoryview]) -> list[bytes | memoryview]:
     """A frame (size prefix, then `parts`) as buffers to write in order, not joined."""
     return [_SIZE.pack(sum(len(p) for p in parts)), *parts]
+
+
+def api_versions_unsupported(max_version: int) -> bytes:
+    """The ApiVersions v0 body answering a version the broker lacks (KIP-511): error
+    UNSUPPORTED_VERSION and one entry, ApiVersions itself with its supported range, so the
+    client can retry with a version it and the broker share. It goes after a v0 response
+    header (`response_header(correlation_id, flexible=False)`)."""
+    return _API_VERSIONS_V0_ONE_KEY.pack(
+        ErrorCode.unsupported_version, 1, API_VERSIONS_KEY, 0, max_version
+    )
