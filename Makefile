@@ -36,7 +36,7 @@ help:
 	@echo "make venv-run   create $(VENV) and install samsa alone (what make run needs)"
 	@echo "make java-deps  fetch Kafka's Java clients/tools from Maven Central into $(CACHE)/"
 	@echo "make spark-deps fetch the Spark Kafka connector jars for the installed pyspark"
-	@echo "make lint       ruff check ."
+	@echo "make lint       ruff, mypy and the layer test (tests/unit/test_layers.py)"
 	@echo "make bench      run bench/run.py"
 	@echo "make profile    py-spy on one broker under ProducerPerformance/ConsumerPerformance"
 	@echo "make clean      remove caches, build output and ./$(DATA_DIR) (keeps $(VENV) and $(CACHE))"
@@ -131,10 +131,19 @@ run: $(VENV)/.installed-run
 	$(BIN)/samsa serve $(if $(wildcard $(CONFIG)),--config $(CONFIG)) \
 	    --listen $(LISTEN) --data-dir $(DATA_DIR) --broker-id 0 $(SERVE_ARGS)
 
+# ruff, then mypy (settings in pyproject.toml's [tool.mypy]: the whole product, strictly for
+# protocol/, storage/ and the handlers), then the layer walls (tests/unit/test_layers.py:
+# config < protocol < storage < coordinator < broker). Each runs even when one before it
+# failed; any failure fails the target.
 # --no-cache: ruff's cache is keyed on file contents, not on which first-party packages exist,
 # so a cached run can pass an import order that a fresh clone (CI) rejects.
 lint: venv
-	$(BIN)/ruff check --no-cache .
+	@rc=0; \
+	$(BIN)/ruff check --no-cache . || { echo "ruff check failed"; rc=1; }; \
+	$(BIN)/mypy || { echo "mypy failed"; rc=1; }; \
+	$(BIN)/python -m pytest -q -p no:cacheprovider tests/unit/test_layers.py \
+	    || { echo "layer test failed"; rc=1; }; \
+	exit $$rc
 
 # Lint and pytest both run even when one fails (more to read from one CI run); either fails
 # the target. pytest exits 5 when it collected no test: that is not a failure of the build.
