@@ -103,7 +103,7 @@ def _field_step(schema: SchemaField, flexible: bool) -> Step:
     if schema.entity is not None:
         inner = _walker(schema.entity)
         if not schema.is_array:
-            return inner
+            return _nullable_entity(inner) if schema.nullable else inner
 
         def entity_array(buf: bytes, pos: int, end: int) -> int:
             n, pos = _length(buf, pos, end, flexible, wide=True)
@@ -127,6 +127,22 @@ def _field_step(schema: SchemaField, flexible: bool) -> Step:
         return pos
 
     return primitive_array
+
+
+def _nullable_entity(inner: Step) -> Step:
+    """A nullable struct (KIP-893): a marker byte, -1 for null or 1, then the struct."""
+
+    def nullable(buf: bytes, pos: int, end: int) -> int:
+        if pos >= end:
+            raise MalformedRequest("request shorter than its fields")
+        marker = buf[pos]
+        if marker == 0xFF:
+            return pos + 1
+        if marker != 0x01:
+            raise MalformedRequest(f"bad nullable struct marker {marker}")
+        return inner(buf, pos + 1, end)
+
+    return nullable
 
 
 def _primitive_step(kafka_type: str, flexible: bool) -> Step:

@@ -1,0 +1,38 @@
+"""protocol/: the ApiVersions fallback body (KIP-511), nullable structs in the request guard."""
+
+from __future__ import annotations
+
+import pytest
+from kio.schema.api_versions.v0.response import ApiVersionsResponse
+from kio.serial import entity_reader
+
+from protocol.codec import build, encode, reader, request_type
+from protocol.errors import ErrorCode
+from protocol.framing import API_VERSIONS_KEY, api_versions_unsupported
+from protocol.guard import MalformedRequest, check_request
+
+
+def test_api_versions_unsupported_is_a_v0_response() -> None:
+    body = api_versions_unsupported(4)
+    response, end = entity_reader(ApiVersionsResponse)(body, 0)
+    assert end == len(body)
+    assert response.error_code == ErrorCode.unsupported_version
+    [api] = response.api_keys
+    assert (api.api_key, api.min_version, api.max_version) == (API_VERSIONS_KEY, 0, 4)
+
+
+@pytest.mark.parametrize("cursor", [None, {"topic_name": "t", "partition_index": 3}])
+def test_guard_walks_a_nullable_struct(cursor: dict[str, object] | None) -> None:
+    # DescribeTopicPartitions v0's cursor: a KIP-893 nullable struct (marker byte, then the
+    # struct), walked as kio reads it.
+    entity = request_type(75, 0)
+    raw = encode(build(entity, {"topics": [{"name": "a"}], "response_partition_limit": 5,
+                                "cursor": cursor}))
+    check_request(entity, raw, 0)
+    assert reader(entity)(raw, 0)[1] == len(raw)
+    with pytest.raises(MalformedRequest):
+        check_request(entity, raw[:-2], 0)
+    bad = bytearray(raw)
+    bad[raw.index(b"\x00\x00\x00\x05") + 4] = 0x02  # neither -1 nor 1
+    with pytest.raises(MalformedRequest):
+        check_request(entity, bytes(bad), 0)
