@@ -11,12 +11,13 @@ import dataclasses
 import datetime
 import io
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from functools import cache
-from typing import Any
+from typing import Any, TypeVar
 
 from kio.index import KioIndexError, load_request_schema, load_response_schema
 from kio.serial import entity_reader, entity_writer
+from kio.serial.readers import Reader
 from kio.static.constants import EntityType
 
 from .errors import ErrorCode
@@ -24,6 +25,8 @@ from .kio_adapter import Entity, schema_fields
 
 _EPOCH = datetime.datetime.fromtimestamp(0, tz=datetime.UTC)
 ZERO_UUID = uuid.UUID(int=0)
+
+E = TypeVar("E", bound=Entity)
 
 
 class UnknownVersion(Exception):
@@ -49,10 +52,9 @@ def _payload_type(api_key: int, version: int, kind: EntityType) -> type[Entity]:
         raise UnknownVersion(f"api {api_key} v{version}") from exc
 
 
-def reader(entity: type[Entity]) -> Callable[[Any, int], tuple[Any, int]]:
+def reader(entity: type[E]) -> Reader[E]:
     """kio's reader of `entity`: (buffer, offset) -> (instance, offset after it)."""
-    read: Callable[[Any, int], tuple[Any, int]] = entity_reader(entity)
-    return read
+    return entity_reader(entity)
 
 
 def encode(entity: Entity) -> bytes:
@@ -101,7 +103,7 @@ _ZERO: dict[str, Any] = {
 }
 
 
-def build(entity: type[Entity], data: Mapping[str, Any]) -> Any:
+def build(entity: type[E], data: Mapping[str, Any]) -> E:
     """Make an instance of kio `entity` from `data` (nested dicts and lists)."""
     kwargs = {}
     for plan in plans(entity).values():
