@@ -78,9 +78,9 @@ class FieldPlan:
 
 
 @cache
-def plans(entity: type[Entity]) -> dict[str, FieldPlan]:
-    """The plan of every field of `entity` by name, in declaration order."""
-    out = {}
+def plans(entity: type[Entity]) -> Mapping[str, FieldPlan]:
+    """The plan of every field of `entity` by name, in declaration order (shared: read only)."""
+    out: dict[str, FieldPlan] = {}
     for s in schema_fields(entity):
         f = s.field
         if f.default is not dataclasses.MISSING:

@@ -168,8 +168,8 @@ def _primitive(kafka_type: str, flexible: bool, name: str) -> Step:  # noqa: C90
     if kafka_type == "uuid":
         return lambda buf, v: buf.write(v.bytes if v is not None else bytes(16))
     if kafka_type in ("timedelta_i32", "timedelta_i64"):
-        millis = _I32 if kafka_type == "timedelta_i32" else _I64
-        return lambda buf, v: buf.write(millis(_millis(v)))
+        pack_ms = _I32 if kafka_type == "timedelta_i32" else _I64
+        return lambda buf, v: buf.write(pack_ms(_millis(v)))
     if kafka_type == "datetime_i64":
         return lambda buf, v: buf.write(_I64(-1 if v is None else _millis(v)))
     if kafka_type in ("string", "bytes", "records"):
