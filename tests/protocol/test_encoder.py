@@ -6,7 +6,6 @@ SAMSA_CHECK_ENCODER=1 in the test suite too (tests/conftest.py), comparing every
 
 from __future__ import annotations
 
-import dataclasses
 import datetime
 import random
 import uuid
@@ -14,11 +13,11 @@ from typing import Any
 
 import pytest
 from kio.schema.errors import ErrorCode
-from kio.serial._introspect import EntityField, EntityTupleField, classify_field, is_optional
 
 from broker.apis import build_registry
 from protocol.codec import build, encode, response_type
 from protocol.encoder import LARGE_VALUE, encode_response
+from protocol.kio_adapter import schema_fields
 
 _SPECS = [(s.key, v) for s in build_registry().all()
           for v in range(s.min_version, s.max_version + 1)]  # fmt: skip
@@ -61,27 +60,26 @@ def _primitive(rng: random.Random, kafka_type: str, optional: bool) -> Any:
 
 def random_dict(rng: random.Random, entity: type, depth: int = 0) -> dict[str, Any]:
     data: dict[str, Any] = {}
-    for f in dataclasses.fields(entity):
+    for field in schema_fields(entity):
         if rng.random() < 0.25:
             continue  # left to its default or zero value
-        kind = classify_field(f)
-        if isinstance(kind, EntityField | EntityTupleField):
-            nested = kind.type_
-            if kind.is_array:
+        if field.entity is not None:
+            nested = field.entity
+            if field.is_array:
                 n = 0 if depth > 2 else rng.randint(0, 3)
                 value: Any = [random_dict(rng, nested, depth + 1) for _ in range(n)]
                 if rng.random() < 0.2:  # a kio instance in the list, as some handlers pass
                     value.append(build(nested, random_dict(rng, nested, depth + 1)))
-            elif is_optional(f) and rng.random() < 0.3:
+            elif field.nullable and rng.random() < 0.3:
                 value = None
             else:
                 value = random_dict(rng, nested, depth + 1)
-        elif kind.is_array:
-            value = [_primitive(rng, f.metadata["kafka_type"], False)
+        elif field.is_array:
+            value = [_primitive(rng, field.kafka_type, False)
                      for _ in range(rng.randint(0, 4))]  # fmt: skip
         else:
-            value = _primitive(rng, f.metadata["kafka_type"], is_optional(f))
-        data[f.name] = value
+            value = _primitive(rng, field.kafka_type, field.nullable)
+        data[field.name] = value
     return data
 
 
