@@ -25,6 +25,7 @@ from kio.schema.find_coordinator.v0.response import FindCoordinatorResponse
 from kio.schema.metadata.v12.response import (
     MetadataResponse,
     MetadataResponseBroker,
+    MetadataResponsePartition,
     MetadataResponseTopic,
 )
 from kio.serial import entity_reader, entity_writer
@@ -71,12 +72,32 @@ def test_private_signatures() -> None:
     assert params(get_tagged_field_default) == ["field"]
 
 
-def test_entity_classes_are_array_or_single() -> None:
-    from kio.serial._introspect import EntityField, EntityTupleField
+def test_classify_field_on_real_schemas() -> None:
+    from kio.serial._introspect import (
+        EntityField,
+        EntityTupleField,
+        PrimitiveField,
+        PrimitiveTupleField,
+        classify_field,
+        get_field_tag,
+        is_optional,
+    )
 
-    assert EntityTupleField.is_array is True
-    assert EntityField.is_array is False
-    assert EntityField(Assignment).type_ is Assignment
+    assert EntityTupleField.is_array is True and EntityField.is_array is False
+    metadata = {f.name: f for f in dataclasses.fields(MetadataResponse)}
+    assert classify_field(metadata["brokers"]) == EntityTupleField(MetadataResponseBroker)
+    assert isinstance(classify_field(metadata["cluster_id"]), PrimitiveField)
+    assert is_optional(metadata["cluster_id"]) and not is_optional(metadata["brokers"])
+    heartbeat = {f.name: f for f in dataclasses.fields(ConsumerGroupHeartbeatResponse)}
+    assert classify_field(heartbeat["assignment"]) == EntityField(Assignment)
+    assert is_optional(heartbeat["assignment"])
+    api_versions = {f.name: f for f in dataclasses.fields(ApiVersionsResponse)}
+    assert get_field_tag(api_versions["zk_migration_ready"]) == 3
+    assert get_field_tag(api_versions["error_code"]) is None
+    partition = {f.name: f for f in dataclasses.fields(MetadataResponsePartition)}
+    replicas = classify_field(partition["replica_nodes"])
+    assert isinstance(replicas, PrimitiveTupleField) and replicas.is_array
+    assert partition["replica_nodes"].metadata["kafka_type"] == "int32"
 
 
 # ---- schema_fields on real schema classes ----------------------------------------------------
@@ -108,7 +129,10 @@ def test_schema_fields_nullable_struct_and_primitive_array() -> None:
     error = _fields(ConsumerGroupHeartbeatResponse)["error_code"]
     assert (error.kafka_type, error.entity) == ("error_code", None)
     topics = _fields(MetadataResponseTopic)
-    assert topics["partitions"].is_array and topics["partitions"].entity is not None
+    assert topics["partitions"].entity is MetadataResponsePartition
+    assert topics["partitions"].is_array
+    replicas = _fields(MetadataResponsePartition)["replica_nodes"]
+    assert (replicas.kafka_type, replicas.entity, replicas.is_array) == ("int32", None, True)
 
 
 def test_schema_fields_tags() -> None:
