@@ -32,6 +32,7 @@ from kio.static.protocol import Entity
 
 __all__ = ["Entity", "SchemaField", "TaggedField", "schema_fields", "tagged_fields"]
 
+
 @dataclasses.dataclass(frozen=True, slots=True)
 class SchemaField:
     """One field of a kio entity, as kio's own reader and writer see it."""
