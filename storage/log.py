@@ -3,10 +3,9 @@
 Synchronous; owned by exactly one Partition, whose appends and reads run on the event loop
 without a lock. The LogManager's threads touch a log only through the methods that say so:
 flush, the file work of retention, and compaction's cleaning and swap. They serialise among
-themselves (and with truncation and close) on `_lock`. The segment list is copy-on-write: a
-reader takes one `(segments, bases)` snapshot, and every change replaces it whole under
-`_segments_lock`, so a roll on the loop and a swap of cleaned segments in a thread never see,
-or make, a half-changed list. File descriptors come from `storage.fdcache`.
+themselves (and with truncation and close) on `_lock`. The segment list is copy-on-write
+(`storage.log_segments`), so a roll on the loop and a swap of cleaned segments in a thread
+never see, or make, a half-changed list. File descriptors come from `storage.fdcache`.
 
 Opening a directory (cleaning up, recovery, rebuilding the producer state and the epoch cache)
 is `storage.log_loader`'s; `Log.open` installs what it loaded.
@@ -52,6 +51,7 @@ from storage.leader_epoch import FILE_NAME as EPOCH_FILE
 from storage.leader_epoch import LeaderEpochCache
 from storage.log_dir_failure import LogDirFailureChannel, dir_key
 from storage.log_loader import SWAP_SUFFIX, LoadedLog, LogLoader, replay_producer_state
+from storage.log_segments import LogSegments
 from storage.producer_state import AppendPlan, BatchInfo, ProducerStateManager
 from storage.segment import LogSegment
 from storage.txn_index import AbortedTxn
@@ -122,10 +122,7 @@ class Log:
         self.producer_state = ProducerStateManager(self.dir, producer_id_expiration_ms)
         self.leader_epoch_cache = LeaderEpochCache(self.dir / EPOCH_FILE)
         self._sync_on_flush: list[Path] = []  # files written without fsync, synced by flush
-        # (segments, their base offsets): never mutated, only replaced (see the module doc).
-        self._view: tuple[list[LogSegment], list[int]] = ([], [])
-        self._segments_lock = threading.Lock()
-        self._detached: list[LogSegment] = []  # out of the list, files not yet deleted
+        self._segs = LogSegments()
         # Set by the LogManager: runs a function in a thread (file deletions).
         self.run_in_background: Callable[[Callable[[], None]], None] | None = None
         # Bumped by truncation, deletion and close: a compaction planned before discards its
@@ -174,8 +171,7 @@ class Log:
     def _start(self, loaded: LoadedLog, high_watermark: int | None) -> None:
         """Install what the loader found (before anyone else sees the log). The HW is the
         checkpointed one (None: the log end), kept within [log start, log end]."""
-        with self._segments_lock:
-            self._view = (loaded.segments, [s.base_offset for s in loaded.segments])
+        self._segs.install(loaded.segments)
         self.recovered_segments = loaded.recovered_segments
         self.recovery_truncated_bytes = loaded.recovery_truncated_bytes
         self._update_recovery_point(loaded.recovery_point)
@@ -191,46 +187,18 @@ class Log:
                           suffix=suffix)
 
     # =========================================================================================
-    # properties
+    # the segment list, state and offsets
 
     @property
     def _segments(self) -> list[LogSegment]:
-        return self._view[0]
-
-    def _add_segment(self, seg: LogSegment) -> None:
-        with self._segments_lock:
-            segs, bases = self._view
-            i = bisect_right(bases, seg.base_offset)
-            self._view = ([*segs[:i], seg, *segs[i:]], [*bases[:i], seg.base_offset, *bases[i:]])
-
-    def _replace_in_view(self, old: list[LogSegment], new: LogSegment | None = None, *,
-                         detach: bool = False) -> bool:
-        """Remove `old` and add `new` in one change of the segment list; False (and nothing
-        changed) unless every segment of `old` is still in the log. With detach, `old` is
-        remembered until `delete_detached` deleted its files."""
-        with self._segments_lock:
-            segs, _ = self._view
-            gone = {id(s) for s in old}
-            kept = [s for s in segs if id(s) not in gone]
-            if len(kept) != len(segs) - len(gone):
-                return False
-            if new is not None:
-                kept.append(new)
-                kept.sort(key=lambda s: s.base_offset)
-            self._view = (kept, [s.base_offset for s in kept])
-            if detach:
-                self._detached = [*self._detached, *old]
-            return True
-
-    def _remove_segment(self, seg: LogSegment) -> None:
-        self._replace_in_view([seg])
+        return self._segs.view[0]
 
     @property
     def is_deleted(self) -> bool:
         return self._deleted
 
     def has_segment(self, seg: LogSegment) -> bool:
-        return any(s is seg for s in self._view[0])
+        return self._segs.contains(seg)
 
     @property
     def offline(self) -> bool:
@@ -460,7 +428,7 @@ class Log:
             raise RuntimeError(f"segment at {new_base} already exists")
         active.on_become_inactive()
         seg = self._new_segment(new_base)
-        self._add_segment(seg)
+        self._segs.add(seg)
         self.producer_state.update_map_end_offset(
             max(self.producer_state.map_end_offset, new_base))
         # No fsync here (the event loop): the flush that moves the recovery point to new_base
@@ -483,7 +451,7 @@ class Log:
         limit = leo if max_offset is None else min(max_offset, leo)
         if fetch_offset >= limit:
             return FetchDataInfo(b"", fetch_offset, fetch_offset)
-        segments, bases = self._view
+        segments, bases = self._segs.view
         for seg in segments[self._floor_segment_index(bases, fetch_offset):]:
             r = seg.read(fetch_offset, max_bytes, limit, min_one_message)
             if r is not None:
@@ -494,7 +462,7 @@ class Log:
     def collect_aborted_transactions(self, fetch_offset: int,
                                      upper_bound_offset: int) -> list[AbortedTxn]:
         out: list[AbortedTxn] = []
-        segments, bases = self._view
+        segments, bases = self._segs.view
         for seg in segments[self._floor_segment_index(bases, fetch_offset):]:
             found, complete = seg.txn_index.collect_aborted(fetch_offset, upper_bound_offset)
             out.extend(found)
@@ -564,7 +532,7 @@ class Log:
     def _detach_segments(self, segs: list[LogSegment]) -> list[LogSegment]:
         """Take leading segments out of the log (in memory only: readers no longer find
         them) and advance the log start offset; `delete_detached` removes their files."""
-        if not segs or not self._replace_in_view(segs, detach=True):
+        if not segs or not self._segs.replace(segs, detach=True):
             return []
         self._maybe_increment_log_start_offset(self._segments[0].base_offset)
         return segs
@@ -576,22 +544,16 @@ class Log:
         if not segs:
             return
         with self._lock:
-            with self._segments_lock:
-                # Only those still pending: a truncation meanwhile deleted the others, and
-                # their names may be taken by new segments now.
-                asked = {id(s) for s in segs}
-                doomed = [s for s in self._detached if id(s) in asked]
-                self._detached = [s for s in self._detached if id(s) not in asked]
-            for seg in doomed:
+            # Only those still pending: a truncation meanwhile deleted the others, and their
+            # names may be taken by new segments now.
+            for seg in self._segs.take_detached(segs):
                 seg.delete()
             self.producer_state.delete_snapshots_below(self._segments[0].base_offset)
 
     def _delete_all_detached_locked(self) -> None:
         """Truncation (under `_lock`) may create a segment at the base of one whose files are
         still to be deleted: delete those first, so neither file is taken for the other."""
-        with self._segments_lock:
-            doomed, self._detached = self._detached, []
-        for seg in doomed:
+        for seg in self._segs.take_detached():
             seg.delete()
 
     def _delete_segments(self, segs: list[LogSegment]) -> int:
@@ -655,7 +617,7 @@ class Log:
                 self.truncate_fully_and_start_at(offset)
                 return True
             for seg in [s for s in self._segments if s.base_offset > offset]:
-                self._remove_segment(seg)
+                self._segs.remove(seg)
                 seg.delete()
             self.active_segment.truncate_to(offset)
             leo = self.log_end_offset
@@ -678,7 +640,7 @@ class Log:
             self.generation += 1
             self._delete_all_detached_locked()
             old = self._segments
-            self._replace_in_view(old, self._new_segment(offset))
+            self._segs.replace(old, self._new_segment(offset))
             for seg in old:
                 seg.delete()
             self._update_log_start_offset(offset)
@@ -720,7 +682,7 @@ class Log:
             if not all(self.has_segment(s) for s in old):
                 return False
             new.change_suffix(SWAP_SUFFIX)
-            if not self._replace_in_view(old, new, detach=True):  # pragma: no cover - checked above
+            if not self._segs.replace(old, new, detach=True):  # pragma: no cover - checked above
                 new.change_suffix(cleaner.CLEANED_SUFFIX)
                 return False
             return True
