@@ -20,8 +20,8 @@ from collections import defaultdict
 from collections.abc import Iterable
 from typing import Any
 
+from protocol.errors import KafkaError
 from protocol.records import build_control_batch
-from storage.errors import StorageError
 
 from .interbroker import BrokerConnection, BrokerUnavailable
 from .replica_manager import PartitionError
@@ -63,7 +63,7 @@ def append_marker(
         leader.append_as_leader(batch, origin="coordinator")
     except PartitionError as exc:
         return exc.error_code
-    except StorageError as exc:
+    except KafkaError as exc:
         log.warning(
             "marker (pid %d epoch %d %s) to %s-%d rejected: %s",
             producer_id,

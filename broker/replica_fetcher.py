@@ -13,7 +13,7 @@ import asyncio
 import logging
 from typing import Any
 
-from storage.errors import StorageError
+from protocol.errors import KafkaError
 
 from .interbroker import BrokerConnection, BrokerUnavailable
 from .partition import Partition
@@ -179,7 +179,7 @@ class ReplicaFetcher:
                                 partition.topic, partition.index, pr.high_watermark)
                     plog.truncate_to(max(pr.high_watermark, plog.high_watermark))
                 return True
-        except StorageError as exc:
+        except KafkaError as exc:  # a StorageError or a record-format error
             log.error("%s-%d: replication append failed: %s", partition.topic, partition.index,
                       exc)
             return False

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import crc32c
 
 from protocol import compression
-from storage.errors import CorruptRecord, InvalidRecord, UnsupportedForMessageFormat
+from protocol.errors import CorruptRecord, InvalidRecord, UnsupportedForMessageFormat
 
 LOG_OVERHEAD = 12  # baseOffset + batchLength
 HEADER_SIZE = 61

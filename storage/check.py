@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from protocol.errors import KafkaError
 from protocol.records import iter_batches, validate_batch
 from storage.errors import StorageError
 from storage.producer_state import CorruptSnapshot, decode_snapshot
@@ -74,7 +75,11 @@ def _check_segment(
     report.bytes += size
     if size == 0:
         return starts
-    with open(seg, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as buf:
+    with (
+        open(seg, "rb") as f,
+        mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mapped,
+        memoryview(mapped) as buf,
+    ):
         end = 0
         previous_next = expected_next
         try:
@@ -96,7 +101,7 @@ def _check_segment(
                     report.first_offset = h.base_offset
                 report.next_offset = h.next_offset
                 end = pos + h.size
-        except StorageError as exc:
+        except KafkaError as exc:  # CorruptRecord, InvalidRecord, UnsupportedForMessageFormat
             report.problems.append(f"{seg.name}@{end}: invalid batch ({type(exc).__name__}: {exc})")
             return starts
         if end != size:

@@ -67,6 +67,12 @@ class LeaderEpochCache:
             self._flush()
         return True
 
+    def maybe_assign(self, epoch: int, start_offset: int, *, flush: bool = True) -> None:
+        """A batch's epoch, as it is appended or recovered: a new entry if it differs from the
+        latest one (a batch without an epoch, -1, starts none)."""
+        if epoch >= 0 and epoch != self.latest_epoch:
+            self.assign(epoch, start_offset, flush=flush)
+
     def epoch_for_offset(self, offset: int) -> int | None:
         """The epoch of the entry with the greatest start offset <= offset."""
         found = None

@@ -3,16 +3,22 @@
 Synchronous; owned by exactly one Partition, whose appends and reads run on the event loop
 without a lock. The LogManager's threads touch a log only through the methods that say so:
 flush, the file work of retention, and compaction's cleaning and swap. They serialise among
-themselves (and with truncation and close) on `_lock`. The segment list is copy-on-write: a
-reader takes one `(segments, bases)` snapshot, and every change replaces it whole under
-`_segments_lock`, so a roll on the loop and a swap of cleaned segments in a thread never see,
-or make, a half-changed list. File descriptors come from `storage.fdcache`."""
+themselves (and with truncation and close) on `_lock`. The segment list is copy-on-write
+(`storage.log_segments`), so a roll on the loop and a swap of cleaned segments in a thread
+never see, or make, a half-changed list. File descriptors come from `storage.fdcache`.
+
+Opening a directory (cleaning up, recovery, rebuilding the producer state and the epoch cache)
+is `storage.log_loader`'s; `Log.open` installs what it loaded.
+
+Offsets, each with one writer that keeps its invariants: the high watermark
+(`update_high_watermark`: log start <= HW <= log end), the log start offset
+(`_update_log_start_offset`; `_maybe_increment_log_start_offset` for an advance, which also
+trims the epoch cache and the producer state) and the recovery point
+(`_update_recovery_point`: log start <= recovery point <= log end)."""
 
 from __future__ import annotations
 
 import functools
-import logging
-import os
 import shutil
 import threading
 import time
@@ -20,15 +26,12 @@ from bisect import bisect_right
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Concatenate, ParamSpec, TypeVar
 
 from protocol.records import (
-    CONTROL_ABORT,
-    CONTROL_COMMIT,
     BatchHeader,
     decode_records,
     iter_batches,
-    parse_control_record,
     set_base_offset_and_epoch,
     set_log_append_time,
     validate_batch,
@@ -47,14 +50,11 @@ from storage.errors import (
 from storage.leader_epoch import FILE_NAME as EPOCH_FILE
 from storage.leader_epoch import LeaderEpochCache
 from storage.log_dir_failure import LogDirFailureChannel, dir_key
-from storage.producer_state import BatchInfo, ProducerStateManager
+from storage.log_loader import SWAP_SUFFIX, LoadedLog, LogLoader, replay_producer_state
+from storage.log_segments import LogSegments
+from storage.producer_state import AppendPlan, BatchInfo, ProducerStateManager
 from storage.segment import LogSegment
 from storage.txn_index import AbortedTxn
-
-logger = logging.getLogger(__name__)
-
-TEMP_SUFFIXES = (".cleaned", ".deleted", ".tmp")
-SWAP_SUFFIX = ".swap"
 
 
 def _now_ms() -> int:
@@ -69,27 +69,29 @@ def parse_topic_partition(dir_name: str) -> tuple[str, int]:
     return topic, int(part)
 
 
-F = TypeVar("F")
+P = ParamSpec("P")
+R = TypeVar("R")
 
 
-def _io(what: str):  # noqa: ANN202 - a decorator factory
+def _io(what: str) -> Callable[[Callable[Concatenate[Log, P], R]],
+                               Callable[Concatenate[Log, P], R]]:
     """Kafka's maybeHandleIOException: an `OSError` inside takes the log's directory offline
     (reported to the failure channel) and fails the caller with KAFKA_STORAGE_ERROR; a log
     whose directory is offline does no I/O at all (a failed append may have left its file
     longer than the segment says, so nothing may be appended after it)."""
 
-    def decorate(fn: F) -> F:
-        @functools.wraps(fn)  # type: ignore[arg-type]
-        def guarded(self: Log, *args: Any, **kwargs: Any) -> Any:
+    def decorate(fn: Callable[Concatenate[Log, P], R]) -> Callable[Concatenate[Log, P], R]:
+        @functools.wraps(fn)
+        def guarded(self: Log, /, *args: P.args, **kwargs: P.kwargs) -> R:
             if self.offline:
                 raise KafkaStorageError(f"{self.dir.name}: log directory {self.parent_dir} is "
                                         "offline")
             try:
-                return fn(self, *args, **kwargs)  # type: ignore[operator]
+                return fn(self, *args, **kwargs)
             except OSError as exc:
                 raise self._io_failed(what, exc) from exc
 
-        return guarded  # type: ignore[return-value]
+        return guarded
 
     return decorate
 
@@ -120,18 +122,15 @@ class Log:
         self.producer_state = ProducerStateManager(self.dir, producer_id_expiration_ms)
         self.leader_epoch_cache = LeaderEpochCache(self.dir / EPOCH_FILE)
         self._sync_on_flush: list[Path] = []  # files written without fsync, synced by flush
-        # (segments, their base offsets): never mutated, only replaced (see the module doc).
-        self._view: tuple[list[LogSegment], list[int]] = ([], [])
-        self._segments_lock = threading.Lock()
-        self._detached: list[LogSegment] = []  # out of the list, files not yet deleted
+        self._segs = LogSegments()
         # Set by the LogManager: runs a function in a thread (file deletions).
         self.run_in_background: Callable[[Callable[[], None]], None] | None = None
         # Bumped by truncation, deletion and close: a compaction planned before discards its
         # output (the offset map may name records that are gone).
         self.generation = 0
-        self.log_start_offset = 0
-        self.high_watermark = 0
-        self.recovery_point = 0
+        self._log_start_offset = 0
+        self._high_watermark = 0
+        self._recovery_point = 0
         self.recovered_segments = 0  # segments scanned by recovery when opened
         self.recovery_truncated_bytes = 0  # bytes recovery cut off (torn or corrupt tail)
         self._unflushed_messages = 0
@@ -163,15 +162,23 @@ class Log:
         dir = Path(dir)
         dir.mkdir(parents=True, exist_ok=True)
         log = cls(dir, config, producer_id_expiration_ms)
-        names = log._file_names()
-        if any(n.endswith((*TEMP_SUFFIXES, SWAP_SUFFIX)) for n in names):
-            log._remove_temp_files(names)
-            log._complete_swaps()
-            names = log._file_names()
-        log._load_segments(names, recover, recovery_point, log_start_offset, now_ms)
-        hw = log.log_end_offset if high_watermark is None else high_watermark
-        log.update_high_watermark(max(log.log_start_offset, min(hw, log.log_end_offset)))
+        loader = LogLoader(log.dir, log._new_segment, log.producer_state, log.leader_epoch_cache)
+        loaded = loader.load(recover=recover, recovery_point=recovery_point,
+                             log_start_offset=log_start_offset, now_ms=now_ms)
+        log._start(loaded, high_watermark)
         return log
+
+    def _start(self, loaded: LoadedLog, high_watermark: int | None) -> None:
+        """Install what the loader found (before anyone else sees the log). The HW is the
+        checkpointed one (None: the log end), kept within [log start, log end]."""
+        self._segs.install(loaded.segments)
+        self.recovered_segments = loaded.recovered_segments
+        self.recovery_truncated_bytes = loaded.recovery_truncated_bytes
+        self._update_recovery_point(loaded.recovery_point)
+        self._update_log_start_offset(loaded.log_start_offset)
+        leo = self.log_end_offset
+        hw = leo if high_watermark is None else high_watermark
+        self.update_high_watermark(max(self._log_start_offset, min(hw, leo)))
 
     def _new_segment(self, base: int, suffix: str = "") -> LogSegment:
         c = self.config
@@ -179,196 +186,19 @@ class Log:
                           max_index_size=c.segment_index_bytes, roll_jitter_ms=c.segment_jitter_ms,
                           suffix=suffix)
 
-    def _file_names(self) -> list[str]:
-        # os.listdir, not Path.glob: start-up lists every partition dir (10,000s of them).
-        return os.listdir(self.dir)
-
-    def _remove_temp_files(self, names: list[str]) -> None:
-        for name in names:
-            if name.endswith(TEMP_SUFFIXES):
-                f = self.dir / name
-                if f.is_file():
-                    f.unlink(missing_ok=True)
-
-    def _complete_swaps(self) -> None:
-        """A `.swap` segment is a finished cleaner output whose swap-in was interrupted:
-        finish it (replace every segment it covers), as Kafka's LogLoader does."""
-        if not any(name.endswith(SWAP_SUFFIX) for name in self._file_names()):
-            return
-        for swap in sorted(self.dir.glob(f"*.log{SWAP_SUFFIX}")):
-            base = int(swap.name.split(".", 1)[0])
-            seg = self._new_segment(base, SWAP_SUFFIX)
-            seg.rebuild_indexes()
-            end = seg.next_offset
-            seg.close()
-            for log_file in self.dir.glob("*.log"):
-                b = int(log_file.name.split(".", 1)[0])
-                if base <= b < end:
-                    old = self._new_segment(b)
-                    old.delete()
-            seg = self._new_segment(base, SWAP_SUFFIX)
-            seg.change_suffix("")
-            seg.close()
-        for f in self.dir.glob(f"*{SWAP_SUFFIX}"):
-            f.unlink(missing_ok=True)  # index swap files whose log was already swapped in
-
-    def _segment_files(self, names: list[str]) -> list[int]:
-        bases = set()
-        for name in names:
-            if name.endswith(".log") and name[:-4].isdigit():
-                bases.add(int(name[:-4]))
-        # Orphaned index files (their .log is gone) are useless.
-        for name in names:
-            stem, _, ext = name.partition(".")
-            if (ext in ("index", "timeindex", "txnindex") and stem.isdigit()
-                    and int(stem) not in bases):
-                (self.dir / name).unlink(missing_ok=True)
-        return sorted(bases)
-
-    def _load_segments(self, names: list[str], recover: bool, recovery_point: int,
-                       log_start_offset: int | None, now_ms: int | None) -> None:
-        bases = self._segment_files(names)
-        recovery_base: int | None = None
-        if recover and bases:
-            i = bisect_right(bases, recovery_point) - 1
-            recovery_base = bases[max(i, 0)]
-        for n, base in enumerate(bases):
-            seg = self._new_segment(base)
-            if recovery_base is None or base < recovery_base:
-                seg.load()
-                self._add_segment(seg)
-                continue
-            truncated = seg.recover(on_batch=self._on_recovered_batch)
-            self.recovered_segments += 1
-            self._add_segment(seg)
-            if truncated:
-                # Everything after the first invalid batch is gone, later segments included.
-                later_bytes = 0
-                for later in bases[n + 1:]:
-                    doomed = self._new_segment(later)
-                    later_bytes += doomed.size
-                    doomed.delete()
-                self.recovery_truncated_bytes = truncated + later_bytes
-                logger.warning(
-                    "%s: recovery truncated %d bytes (segment %d cut at offset %d, %d later "
-                    "segments deleted)", self.dir.name, self.recovery_truncated_bytes, base,
-                    seg.next_offset, len(bases) - n - 1)
-                break
-        if not self._segments:
-            self._add_segment(self._new_segment(log_start_offset or 0))
-        first_base = self._segments[0].base_offset
-        self.log_start_offset = max(log_start_offset or first_base, first_base)
-        leo = self.log_end_offset
-        self.leader_epoch_cache.truncate_from_end(leo)
-        self.leader_epoch_cache.truncate_from_start(self.log_start_offset)
-        if recovery_base is not None:
-            for seg in self._segments:
-                if seg.base_offset >= recovery_base:
-                    seg.flush()
-            self.leader_epoch_cache.flush()
-        self.recovery_point = leo
-        self._load_producer_state(recovery_base, now_ms)
-
-    def _on_recovered_batch(self, pos: int, h: BatchHeader, data: memoryview) -> None:
-        self._maybe_assign_epoch(h.partition_leader_epoch, h.base_offset, flush=False)
-
-    def _load_producer_state(self, rebuild_txn_from: int | None, now_ms: int | None) -> None:
-        psm = self.producer_state
-        leo = self.log_end_offset
-        if rebuild_txn_from is not None:
-            # Forget snapshots taken after the first recovered segment: they may describe data
-            # that recovery just truncated, and the txn indexes are rebuilt from there.
-            psm.truncate(self.log_start_offset, rebuild_txn_from)
-            for seg in self._segments:
-                if seg.base_offset >= rebuild_txn_from:
-                    seg.txn_index.reset()
-        replay_from = max(psm.load(self.log_start_offset, leo, now_ms), self.log_start_offset)
-        if replay_from < leo:
-            self._replay(replay_from, leo, rebuild_txn_from)
-            psm.update_map_end_offset(leo)
-            psm.take_snapshot(leo)
-        elif psm.map_end_offset < leo:
-            psm.update_map_end_offset(leo)
-        psm.remove_stray_snapshots([s.base_offset for s in self._segments])
-
-    def _replay(self, start: int, end: int, rebuild_txn_from: int | None) -> None:
-        """Feed batches in [start, end) to the producer state (origin "replication")."""
-        psm = self.producer_state
-        segs, bases = self._view
-        for seg in segs[max(bisect_right(bases, start) - 1, 0):]:
-            found = seg.translate_offset(start)
-            if found is None:
-                continue
-            for _pos, h, data in seg.batches(found[0]):
-                if h.base_offset >= end:
-                    return
-                if h.last_offset < start or h.producer_id < 0:
-                    continue
-                plan = psm.prepare_append([self._batch_info(h, data, 0)], "replication")
-                for txn in psm.apply(plan):
-                    if (txn.is_aborted and rebuild_txn_from is not None
-                            and txn.last_offset >= rebuild_txn_from):
-                        seg.txn_index.append(AbortedTxn(txn.producer_id, txn.first_offset,
-                                                        txn.last_offset,
-                                                        psm.last_stable_offset(txn)))
-
-    @staticmethod
-    def _batch_info(h: BatchHeader, buf: bytes | bytearray | memoryview, pos: int) -> BatchInfo:
-        commit: bool | None = None
-        coord_epoch = -1
-        if h.is_control:
-            ctype, coord_epoch = parse_control_record(buf, pos, h)
-            if ctype in (CONTROL_ABORT, CONTROL_COMMIT):
-                commit = ctype == CONTROL_COMMIT
-        return BatchInfo(
-            producer_id=h.producer_id, producer_epoch=h.producer_epoch,
-            base_sequence=h.base_sequence, last_sequence=h.last_sequence,
-            first_offset=h.base_offset, last_offset=h.last_offset, max_timestamp=h.max_timestamp,
-            is_transactional=h.is_transactional, is_control=h.is_control,
-            control_commit=commit, coordinator_epoch=coord_epoch,
-        )
-
     # =========================================================================================
-    # properties
+    # the segment list, state and offsets
 
     @property
     def _segments(self) -> list[LogSegment]:
-        return self._view[0]
-
-    def _add_segment(self, seg: LogSegment) -> None:
-        with self._segments_lock:
-            segs, bases = self._view
-            i = bisect_right(bases, seg.base_offset)
-            self._view = ([*segs[:i], seg, *segs[i:]], [*bases[:i], seg.base_offset, *bases[i:]])
-
-    def _replace_in_view(self, old: list[LogSegment], new: LogSegment | None = None, *,
-                         detach: bool = False) -> bool:
-        """Remove `old` and add `new` in one change of the segment list; False (and nothing
-        changed) unless every segment of `old` is still in the log. With detach, `old` is
-        remembered until `delete_detached` deleted its files."""
-        with self._segments_lock:
-            segs, _ = self._view
-            gone = {id(s) for s in old}
-            kept = [s for s in segs if id(s) not in gone]
-            if len(kept) != len(segs) - len(gone):
-                return False
-            if new is not None:
-                kept.append(new)
-                kept.sort(key=lambda s: s.base_offset)
-            self._view = (kept, [s.base_offset for s in kept])
-            if detach:
-                self._detached = [*self._detached, *old]
-            return True
-
-    def _remove_segment(self, seg: LogSegment) -> None:
-        self._replace_in_view([seg])
+        return self._segs.view[0]
 
     @property
     def is_deleted(self) -> bool:
         return self._deleted
 
     def has_segment(self, seg: LogSegment) -> bool:
-        return any(s is seg for s in self._view[0])
+        return self._segs.contains(seg)
 
     @property
     def offline(self) -> bool:
@@ -411,12 +241,55 @@ class Log:
         fuo = self.producer_state.first_unstable_offset()
         return self.high_watermark if fuo is None else min(fuo, self.high_watermark)
 
+    # -- the offsets, one writer each ---------------------------------------------------------
+
+    @property
+    def high_watermark(self) -> int:
+        return self._high_watermark
+
+    @property
+    def log_start_offset(self) -> int:
+        return self._log_start_offset
+
+    @property
+    def recovery_point(self) -> int:
+        """Offsets below it are on disk (flushed); recovery after a crash starts at the
+        segment holding it."""
+        return self._recovery_point
+
     def update_high_watermark(self, offset: int) -> int:
-        """Set HW (clamped to [log start, LEO]); returns the value set."""
-        hw = min(max(offset, self.log_start_offset), self.log_end_offset)
-        self.high_watermark = hw
+        """The one writer of the HW; returns the value set. It is kept within [log start,
+        log end] (never beyond the log end, even when the log start is: a checkpointed start
+        above what recovery kept). The producer state learns every value (it forgets the
+        unreplicated appends below it); the LSO is derived from both, so nothing else changes
+        here. Waking fetches and produces waiting on the HW is the Partition's business."""
+        hw = min(max(offset, self._log_start_offset), self.log_end_offset)
+        self._high_watermark = hw
         self.producer_state.on_high_watermark(hw)
         return hw
+
+    def _update_log_start_offset(self, offset: int) -> None:
+        """The one writer of the log start offset. Callers keep it at or below the HW when
+        moving it up (retention and DeleteRecords never pass the HW) and lower it only with
+        a truncation below it; an advance goes through `_maybe_increment_log_start_offset`."""
+        self._log_start_offset = offset
+
+    def _maybe_increment_log_start_offset(self, offset: int) -> None:
+        """Advance the log start offset (DeleteRecords, retention): the epoch cache and the
+        producer state forget what lies below it, and the recovery point is not left below
+        it (nothing below the log start needs recovering)."""
+        if offset <= self._log_start_offset:
+            return
+        self._update_log_start_offset(offset)
+        self.leader_epoch_cache.truncate_from_start(offset)
+        self.producer_state.on_log_start_offset_incremented(offset)
+        self._update_recovery_point(max(self._recovery_point, offset))
+
+    def _update_recovery_point(self, offset: int) -> None:
+        """The one writer of the recovery point: the log end after loading; up with a flush
+        (to at most the log end) or an advance of the log start (to at most the HW); down with
+        a truncation (to the new log end)."""
+        self._recovery_point = offset
 
     @staticmethod
     def _floor_segment_index(bases: list[int], offset: int) -> int:
@@ -468,7 +341,7 @@ class Log:
                 h.max_timestamp = now
                 h.attributes |= 0x08
             next_offset = h.next_offset
-            infos.append(self._batch_info(h, buf, pos))
+            infos.append(BatchInfo.of_batch(h, buf, pos))
         if origin == "client":
             for info in infos:
                 dup = psm.find_duplicate(info)
@@ -499,7 +372,7 @@ class Log:
                 raise InvalidRecord(
                     f"out of order offsets: batch at {h.base_offset} is below the log end {leo}")
             leo = h.next_offset
-        infos = [self._batch_info(h, buf, pos) for pos, h in batches]
+        infos = [BatchInfo.of_batch(h, buf, pos) for pos, h in batches]
         plan = self.producer_state.prepare_append(infos, "replication")
         self._write(buf, batches, plan, now)
         return AppendInfo(
@@ -509,16 +382,16 @@ class Log:
             max_timestamp=max(h.max_timestamp for _, h in batches),
         )
 
-    def _write(self, buf: bytearray, batches: list[tuple[int, BatchHeader]], plan: object,
+    def _write(self, buf: bytearray, batches: list[tuple[int, BatchHeader]], plan: AppendPlan,
                now: int) -> None:
         first, last = batches[0][1], batches[-1][1]
         seg = self._maybe_roll(len(buf), max(h.max_timestamp for _, h in batches),
                                first.base_offset, last.last_offset, now)
         seg.append(buf, batches)
         for _pos, h in batches:
-            self._maybe_assign_epoch(h.partition_leader_epoch, h.base_offset)
+            self.leader_epoch_cache.maybe_assign(h.partition_leader_epoch, h.base_offset)
         psm = self.producer_state
-        for txn in psm.apply(plan):  # type: ignore[arg-type]
+        for txn in psm.apply(plan):
             if txn.is_aborted:
                 seg.txn_index.append(AbortedTxn(txn.producer_id, txn.first_offset,
                                                 txn.last_offset, psm.last_stable_offset(txn)))
@@ -532,10 +405,6 @@ class Log:
     def assign_leader_epoch(self, epoch: int, start_offset: int) -> None:
         """A new leader epoch starts at `start_offset` (the leader-epoch-checkpoint is written)."""
         self.leader_epoch_cache.assign(epoch, start_offset)
-
-    def _maybe_assign_epoch(self, epoch: int, start_offset: int, *, flush: bool = True) -> None:
-        if epoch >= 0 and epoch != self.leader_epoch_cache.latest_epoch:
-            self.leader_epoch_cache.assign(epoch, start_offset, flush=flush)
 
     def _maybe_roll(self, size: int, max_ts: int, first_offset: int, max_offset: int,
                     now: int) -> LogSegment:
@@ -559,7 +428,7 @@ class Log:
             raise RuntimeError(f"segment at {new_base} already exists")
         active.on_become_inactive()
         seg = self._new_segment(new_base)
-        self._add_segment(seg)
+        self._segs.add(seg)
         self.producer_state.update_map_end_offset(
             max(self.producer_state.map_end_offset, new_base))
         # No fsync here (the event loop): the flush that moves the recovery point to new_base
@@ -582,7 +451,7 @@ class Log:
         limit = leo if max_offset is None else min(max_offset, leo)
         if fetch_offset >= limit:
             return FetchDataInfo(b"", fetch_offset, fetch_offset)
-        segments, bases = self._view
+        segments, bases = self._segs.view
         for seg in segments[self._floor_segment_index(bases, fetch_offset):]:
             r = seg.read(fetch_offset, max_bytes, limit, min_one_message)
             if r is not None:
@@ -593,7 +462,7 @@ class Log:
     def collect_aborted_transactions(self, fetch_offset: int,
                                      upper_bound_offset: int) -> list[AbortedTxn]:
         out: list[AbortedTxn] = []
-        segments, bases = self._view
+        segments, bases = self._segs.view
         for seg in segments[self._floor_segment_index(bases, fetch_offset):]:
             found, complete = seg.txn_index.collect_aborted(fetch_offset, upper_bound_offset)
             out.extend(found)
@@ -642,17 +511,11 @@ class Log:
             raise OffsetOutOfRange(
                 f"cannot delete records before {offset}: high watermark is {self.high_watermark}")
         if offset > self.log_start_offset:
-            self._set_log_start_offset(offset)
+            self._maybe_increment_log_start_offset(offset)
             self._delete_segments(self._breached_log_start())
         return self.log_start_offset
 
-    def _set_log_start_offset(self, offset: int) -> None:
-        self.log_start_offset = offset
-        self.leader_epoch_cache.truncate_from_start(offset)
-        self.producer_state.on_log_start_offset_incremented(offset)
-        self.recovery_point = max(self.recovery_point, offset)
-
-    def _deletable_prefix(self, pred) -> list[LogSegment]:  # noqa: ANN001
+    def _deletable_prefix(self, pred: Callable[[LogSegment, int], bool]) -> list[LogSegment]:
         """Leading non-active segments below the HW for which pred(seg) holds."""
         out: list[LogSegment] = []
         segs = self._segments
@@ -669,11 +532,9 @@ class Log:
     def _detach_segments(self, segs: list[LogSegment]) -> list[LogSegment]:
         """Take leading segments out of the log (in memory only: readers no longer find
         them) and advance the log start offset; `delete_detached` removes their files."""
-        if not segs or not self._replace_in_view(segs, detach=True):
+        if not segs or not self._segs.replace(segs, detach=True):
             return []
-        first = self._segments[0].base_offset
-        if first > self.log_start_offset:
-            self._set_log_start_offset(first)
+        self._maybe_increment_log_start_offset(self._segments[0].base_offset)
         return segs
 
     @_io("deleting segments of")
@@ -683,22 +544,16 @@ class Log:
         if not segs:
             return
         with self._lock:
-            with self._segments_lock:
-                # Only those still pending: a truncation meanwhile deleted the others, and
-                # their names may be taken by new segments now.
-                asked = {id(s) for s in segs}
-                doomed = [s for s in self._detached if id(s) in asked]
-                self._detached = [s for s in self._detached if id(s) not in asked]
-            for seg in doomed:
+            # Only those still pending: a truncation meanwhile deleted the others, and their
+            # names may be taken by new segments now.
+            for seg in self._segs.take_detached(segs):
                 seg.delete()
             self.producer_state.delete_snapshots_below(self._segments[0].base_offset)
 
     def _delete_all_detached_locked(self) -> None:
         """Truncation (under `_lock`) may create a segment at the base of one whose files are
         still to be deleted: delete those first, so neither file is taken for the other."""
-        with self._segments_lock:
-            doomed, self._detached = self._detached, []
-        for seg in doomed:
+        for seg in self._segs.take_detached():
             seg.delete()
 
     def _delete_segments(self, segs: list[LogSegment]) -> int:
@@ -762,20 +617,20 @@ class Log:
                 self.truncate_fully_and_start_at(offset)
                 return True
             for seg in [s for s in self._segments if s.base_offset > offset]:
-                self._remove_segment(seg)
+                self._segs.remove(seg)
                 seg.delete()
             self.active_segment.truncate_to(offset)
             leo = self.log_end_offset
             self.leader_epoch_cache.truncate_from_end(leo)
-            self.recovery_point = min(self.recovery_point, leo)
-            self.high_watermark = min(self.high_watermark, leo)
-            if self.log_start_offset > leo:
-                self.log_start_offset = leo
+            self._update_recovery_point(min(self._recovery_point, leo))
+            if self._log_start_offset > leo:
+                self._update_log_start_offset(leo)
+            self.update_high_watermark(min(self._high_watermark, leo))
             psm = self.producer_state
             psm.truncate(self.log_start_offset, leo)
             replay_from = max(psm.load(self.log_start_offset, leo), self.log_start_offset)
             if replay_from < leo:
-                self._replay(replay_from, leo, None)
+                replay_producer_state(psm, self._segments, replay_from, leo, None)
             psm.update_map_end_offset(leo)
         return True
 
@@ -785,10 +640,12 @@ class Log:
             self.generation += 1
             self._delete_all_detached_locked()
             old = self._segments
-            self._replace_in_view(old, self._new_segment(offset))
+            self._segs.replace(old, self._new_segment(offset))
             for seg in old:
                 seg.delete()
-            self.log_start_offset = self.recovery_point = self.high_watermark = offset
+            self._update_log_start_offset(offset)
+            self._update_recovery_point(offset)
+            self.update_high_watermark(offset)
             self.leader_epoch_cache.clear()
             self.producer_state.truncate_fully_and_start_at(offset)
 
@@ -818,14 +675,14 @@ class Log:
         step. False, and nothing done, if the log was truncated, closed or lost one of `old`
         meanwhile. The old files stay until `delete_detached` (readers on the loop may be
         in them right now) and the '.swap' names until `finish_swaps`; a crash in between
-        is finished by `Log.open` (`_complete_swaps`): either the old or the new data."""
+        is finished by `Log.open` (`LogLoader._complete_swaps`): either the old or the new data."""
         with self._lock:
             if self._closed or generation != self.generation:
                 return False
             if not all(self.has_segment(s) for s in old):
                 return False
             new.change_suffix(SWAP_SUFFIX)
-            if not self._replace_in_view(old, new, detach=True):  # pragma: no cover - checked above
+            if not self._segs.replace(old, new, detach=True):  # pragma: no cover - checked above
                 new.change_suffix(cleaner.CLEANED_SUFFIX)
                 return False
             return True
@@ -859,7 +716,7 @@ class Log:
             self.producer_state.flush_snapshots(target)
             while self._sync_on_flush:
                 fsync_file(self._sync_on_flush.pop())
-            self.recovery_point = max(self.recovery_point, target)
+            self._update_recovery_point(max(self._recovery_point, target))
             self._unflushed_messages = 0
             self._last_flush_ms = _now_ms()
 

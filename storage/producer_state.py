@@ -20,6 +20,13 @@ from typing import Literal, cast
 
 import crc32c
 
+from protocol.records import (
+    CONTROL_ABORT,
+    CONTROL_COMMIT,
+    BatchHeader,
+    Buf,
+    parse_control_record,
+)
 from storage.errors import (
     InvalidProducerEpoch,
     InvalidRecord,
@@ -67,6 +74,24 @@ class BatchInfo:
     is_control: bool
     control_commit: bool | None = None  # control batches: True commit, False abort, None empty
     coordinator_epoch: int = -1  # control batches
+
+    @classmethod
+    def of_batch(cls, h: BatchHeader, buf: Buf, pos: int) -> BatchInfo:
+        """The batch at `pos` of `buf` whose header is `h` (a control batch's record is read
+        for its type and coordinator epoch)."""
+        commit: bool | None = None
+        coord_epoch = -1
+        if h.is_control:
+            ctype, coord_epoch = parse_control_record(buf, pos, h)
+            if ctype in (CONTROL_ABORT, CONTROL_COMMIT):
+                commit = ctype == CONTROL_COMMIT
+        return cls(
+            producer_id=h.producer_id, producer_epoch=h.producer_epoch,
+            base_sequence=h.base_sequence, last_sequence=h.last_sequence,
+            first_offset=h.base_offset, last_offset=h.last_offset, max_timestamp=h.max_timestamp,
+            is_transactional=h.is_transactional, is_control=h.is_control,
+            control_commit=commit, coordinator_epoch=coord_epoch,
+        )
 
 
 @dataclass(frozen=True, slots=True)

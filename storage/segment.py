@@ -11,6 +11,7 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+from protocol.errors import KafkaError
 from protocol.records import (
     HEADER_SIZE,
     BatchHeader,
@@ -19,7 +20,7 @@ from protocol.records import (
     iter_record_timestamps,
     validate_batch,
 )
-from storage.errors import CorruptRecord, InvalidRecord, StorageError
+from storage.errors import CorruptRecord
 from storage.fdcache import CachedFile
 from storage.index import OffsetIndex, TimeIndex
 from storage.txn_index import TransactionIndex
@@ -139,7 +140,7 @@ class LogSegment:
                     on_batch(pos, h, chunk[rel : rel + h.size])
                 valid_end = pos + h.size
                 next_offset = h.next_offset
-        except (CorruptRecord, InvalidRecord, StorageError):
+        except KafkaError:  # a record-format error (CorruptRecord, ...) or a StorageError
             pass  # everything from here on is not part of the log
         truncated = self.size - valid_end
         if truncated > 0:
@@ -292,14 +293,15 @@ class LogSegment:
             if not min_one_message:
                 return b"", first.base_offset, start_offset
             return self._log.pread(first.size, pos), first.base_offset, first.next_offset
-        data = memoryview(self._log.pread(min(max_size, self.size - pos), pos))
+        raw = self._log.pread(min(max_size, self.size - pos), pos)
+        data = memoryview(raw)
         end, next_offset = 0, start_offset
         for rel, h in iter_batches(data):
             if max_offset is not None and h.last_offset >= max_offset:
                 break
             end, next_offset = rel + h.size, h.next_offset
         # A view, not a copy: a fetch of 1 MiB copied here cost ~20 % of the fetch path.
-        records = data.obj if end == len(data) else data[:end]
+        records = raw if end == len(data) else data[:end]
         return records, first.base_offset, next_offset
 
     def read_bytes(self, position: int, size: int) -> bytes:

@@ -13,6 +13,7 @@ import struct
 from dataclasses import dataclass
 from pathlib import Path
 
+from protocol.errors import ErrorCode
 from storage.errors import StorageError
 from storage.fdcache import CachedFile
 
@@ -24,7 +25,7 @@ CURRENT_VERSION = 0
 class CorruptIndex(StorageError):
     """A .txnindex whose contents cannot be trusted; the Log rebuilds it from the segment."""
 
-    error_code = -1  # UNKNOWN_SERVER_ERROR, as Kafka's CorruptIndexException surfaces
+    error_code = ErrorCode.unknown_server_error  # as Kafka's CorruptIndexException surfaces
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,7 +11,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from storage.errors import OffsetOutOfRange, StorageError
+from protocol.errors import KafkaError
+from storage.errors import OffsetOutOfRange
 
 from .. import metrics
 from ..partition import Partition
@@ -71,7 +72,7 @@ def _read_all(
                 out.update(read_one(partition, p, limit, total == 0))
                 total += len(out["records"])
                 had_error |= "diverging_epoch" in out  # answer now: the follower truncates
-            except (PartitionError, StorageError) as exc:
+            except (PartitionError, KafkaError) as exc:
                 had_error = True
                 out.update(error_code=error_code_of(exc), high_watermark=-1, last_stable_offset=-1)
                 if (partition := broker.replicas.get(topic.topic, p.partition)) is not None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from storage.errors import StorageError
+from protocol.errors import KafkaError
 
 from ..partition import READ_COMMITTED
 from ..replica_manager import PartitionError
@@ -51,7 +51,7 @@ async def handle_list_offsets(ctx: Any, request: Any) -> dict[str, Any]:
                 check_leader_epoch(partition, field(p, "current_leader_epoch", -1))
                 offset, timestamp, epoch = _lookup(partition, p.timestamp, isolation)
                 out.update(offset=offset, timestamp=timestamp, leader_epoch=epoch)
-            except (PartitionError, StorageError) as exc:
+            except (PartitionError, KafkaError) as exc:
                 code = error_code_of(exc)
                 if code == OFFSET_NOT_AVAILABLE and ctx.version < 5:
                     code = LEADER_NOT_AVAILABLE  # older clients do not know the code
@@ -122,7 +122,7 @@ async def handle_offset_for_leader_epoch(ctx: Any, request: Any) -> dict[str, An
                 check_leader_epoch(partition, field(p, "current_leader_epoch", -1))
                 epoch, end = partition.log.end_offset_for_epoch(p.leader_epoch)
                 out.update(leader_epoch=epoch, end_offset=end)
-            except (PartitionError, StorageError) as exc:
+            except (PartitionError, KafkaError) as exc:
                 out.update(error_code=error_code_of(exc))
             parts.append(out)
         topics.append({"topic": topic.topic, "partitions": parts})
@@ -141,7 +141,7 @@ async def handle_delete_records(ctx: Any, request: Any) -> dict[str, Any]:
                 # -1 means "up to the high watermark" (Kafka's DeleteRecordsRequest.HIGH_WATERMARK).
                 offset = partition.log.high_watermark if p.offset == -1 else p.offset
                 out["low_watermark"] = partition.log.delete_records_before(offset)
-            except (PartitionError, StorageError) as exc:
+            except (PartitionError, KafkaError) as exc:
                 out.update(error_code=error_code_of(exc), low_watermark=-1)
             parts.append(out)
         topics.append({"name": topic.name, "partitions": parts})

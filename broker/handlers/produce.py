@@ -10,9 +10,10 @@ import logging
 import time
 from typing import Any
 
+from protocol.errors import KafkaError
 from protocol.records import decode_records, iter_batches
 from storage.config import LONG_MAX, LogConfig
-from storage.errors import InvalidTimestamp, KafkaStorageError, StorageError
+from storage.errors import InvalidTimestamp, KafkaStorageError
 
 from .. import metrics
 from ..replica_manager import PartitionError
@@ -102,7 +103,7 @@ def _append(
         info = partition.append_as_leader(pdata.records or b"")
     except PartitionError as exc:
         return exc.error_code, -1, -1, -1, -1
-    except StorageError as exc:
+    except KafkaError as exc:  # a StorageError or a record-format error
         # Per request and usually the client's doing (sequence, epoch, size): DEBUG; a
         # failing disk is the operator's business.
         level = logging.WARNING if isinstance(exc, KafkaStorageError) else logging.DEBUG
@@ -133,5 +134,5 @@ def check_timestamp_bounds(config: LogConfig, records: bytes | None) -> None:
                         f"range. The timestamp should be within [{now - before}, {now + after}]")
     except InvalidTimestamp:
         raise
-    except StorageError:
+    except KafkaError:
         return

@@ -31,7 +31,7 @@ from coordinator.internal_log import (
     ReplayedRecord,
     partition_for,
 )
-from storage.errors import StorageError
+from protocol.errors import KafkaError
 
 from .log import CorruptTxnLogRecord, decode_key, decode_value, encode_key, encode_value
 from .metadata import (
@@ -342,7 +342,7 @@ class TransactionCoordinator:
                 leader_epoch=coordinator_epoch,
                 timestamp_ms=now,
             )
-        except (InternalAppendError, PartitionError, StorageError) as exc:
+        except (InternalAppendError, PartitionError, KafkaError) as exc:
             if self._txns.get(txn_id) is md:
                 md.abort_transition()
             code = int(getattr(exc, "error_code", UNKNOWN_SERVER_ERROR))
