@@ -275,6 +275,32 @@ async def test_a_follower_behind_the_end_but_recently_caught_up_stays(
     assert writer.requests == [] and p.isr == [LEADER, F2]
 
 
+@pytest.mark.xfail(
+    strict=True,
+    reason="Kafka's Replica.updateFetchStateOrThrow also counts a follower as caught up (as of "
+    "its previous fetch) when its fetch offset reaches the leader's log end of that previous "
+    "fetch; Partition only counts a fetch at the current log end, so under a steady produce "
+    "rate a follower that keeps up is shrunk out of the ISR after replica.lag.time.max.ms",
+)
+async def test_a_follower_keeping_up_with_a_steady_produce_rate_stays(
+    logs: dict[str, Log], tmp_path: Path
+) -> None:
+    p = _leader(logs, tmp_path, isr=[LEADER, F2], replicas=[LEADER, F2])
+    writer = RecordingIsrWriter()
+    p.isr_writer = writer
+    started = time.monotonic()
+    fetched_to = 0
+    while time.monotonic() - started < 0.5:
+        _append(p, 1)  # a producer appends between any two fetches
+        p.record_follower_fetch(F2, fetched_to)  # F2 has what the leader had at its last fetch
+        fetched_to = p.log.log_end_offset
+        time.sleep(0.01)
+    assert p.log.high_watermark >= fetched_to - 2  # F2 acknowledges all but the newest
+    p.shrink_isr_if_lagging(lag_ms=200)  # F2 was caught up ~10 ms ago (as of its last fetch)
+    await _settle()
+    assert writer.requests == [] and p.isr == [LEADER, F2]
+
+
 async def test_the_leader_alone_is_never_shrunk(logs: dict[str, Log], tmp_path: Path) -> None:
     p = _leader(logs, tmp_path, isr=[LEADER])
     writer = RecordingIsrWriter()
@@ -386,29 +412,30 @@ def test_without_a_writer_isr_changes_apply_at_once(logs: dict[str, Log],
 # ---- leadership changes ------------------------------------------------------------------
 
 
-async def test_a_new_leader_epoch_forgets_the_followers(logs: dict[str, Log],
-                                                        tmp_path: Path) -> None:
+async def test_a_new_leader_forgets_what_followers_had_under_the_old_one(
+    logs: dict[str, Log], tmp_path: Path
+) -> None:
+    # Kafka's Replica.resetReplicaState for a new leader: follower positions unknown, the lag
+    # clock of ISR members restarted at the election.
     p = _leader(logs, tmp_path)
     writer = RecordingIsrWriter()
     p.isr_writer = writer
-    _append(p, 2)
-    p.record_follower_fetch(F2, 2)
+    _append(p, 3)
+    p.record_follower_fetch(F2, 3)
     p.record_follower_fetch(F3, 2)
     assert p.log.high_watermark == 2
+    p.make_follower(F2, 1, list(REPLICAS), list(REPLICAS))  # another broker leads epoch 1
+    time.sleep(0.3)
 
-    p.make_leader(1, list(REPLICAS), list(REPLICAS))
-    assert p.leader_epoch == 1 and p.log.latest_epoch == 1
-    assert p.leader_epoch_start_offset == 2
-    _append(p, 1)
-    assert p.log.high_watermark == 2  # the followers' old positions do not count
-    p.record_follower_fetch(F2, 3)
-    assert p.log.high_watermark == 2
-    p.record_follower_fetch(F3, 3)
-    assert p.log.high_watermark == 3
-    # The lag clock restarts at the election: nobody is shrunk for the old epoch's lag.
-    p.shrink_isr_if_lagging(lag_ms=5_000)
+    p.make_leader(2, [LEADER, F2], list(REPLICAS))  # and this one again, without F3
+    assert p.leader_epoch == 2 and p.log.latest_epoch == 2
+    assert p.leader_epoch_start_offset == 3
+    assert p.log.high_watermark == 2  # F2's position from epoch 0 does not count
+    p.shrink_isr_if_lagging(lag_ms=150)  # F2 last caught up 0.3 s ago, but under epoch 0
     await _settle()
-    assert writer.requests == []
+    assert writer.requests == [] and p.isr == [LEADER, F2]
+    p.record_follower_fetch(F2, 3)
+    assert p.log.high_watermark == 3
 
 
 def test_leader_appends_carry_the_leader_epoch(logs: dict[str, Log], tmp_path: Path) -> None:
