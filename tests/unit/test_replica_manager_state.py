@@ -427,3 +427,33 @@ async def test_removing_a_topic_forgets_its_offline_partitions(two_dirs: Node) -
     assert node.replicas.offline == set()
     assert node.lead_error("t", 0) == ErrorCode.unknown_topic_or_partition
 
+
+
+async def test_a_leadership_on_a_failed_disk_is_not_taken(cluster: Node) -> None:
+    # The window between an I/O error and its handler (broker/app.py runs the handler on the
+    # loop, later): the new epoch cannot be written to the leader-epoch checkpoint, so the
+    # partition stays as it was instead of leading on a log that cannot be appended to.
+    await _create(cluster, "t", {0: PartitionState([OTHER, ME], OTHER, 0, [OTHER, ME])})
+    p = cluster.replicas.get("t", 0)
+    assert p is not None
+    reported: list[str] = []
+    cluster.dirs.failure_channel.listener = reported.append
+    cluster.dirs.failure_channel.maybe_add_offline_log_dir(cluster.log_dirs[0], "test failure",
+                                                           OSError(5, "EIO"))
+    await cluster.set_state("t", 0, leader=ME, leader_epoch=1, isr=[ME, OTHER])
+    assert not p.is_leader and (p.leader_id, p.leader_epoch) == (OTHER, 0)
+    assert cluster.leadership == []
+    assert cluster.lead_error("t", 0) == ErrorCode.not_leader_or_follower
+
+    assert cluster.replicas.handle_log_dir_failure(reported[0]) == [("t", 0)]
+    assert cluster.lead_error("t", 0) == ErrorCode.kafka_storage_error
+
+
+async def test_a_failing_leadership_listener_does_not_stop_the_others(single: Node) -> None:
+    def broken(_p: Partition, _leads: bool) -> None:
+        raise RuntimeError("listener bug")
+
+    single.replicas.leadership_listeners.insert(0, broken)
+    await _create(single, "t", _solo(2))
+    assert single.leadership == [("t", 0, True), ("t", 1, True)]
+    assert single.lead_error("t", 1) is None
