@@ -13,6 +13,8 @@ import dataclasses
 from collections.abc import Callable
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from coordinator.transaction.log import TxnLogValue
 from coordinator.transaction.metadata import (
@@ -399,3 +401,50 @@ def test_loading_a_written_state_gives_the_metadata_back(state: TxnState) -> Non
     assert loaded.pending_state is None
     # Kafka loads lastProducerEpoch as NO_PRODUCER_EPOCH too (TransactionLog.readTxnRecordValue).
     assert loaded.last_producer_epoch == NO_PRODUCER_EPOCH
+
+
+# ---- any sequence of requests ------------------------------------------------------------
+
+ACTIONS = [how for _tgt, how, _fn in REQUESTS] + ["complete"]
+PREPARE_BY_NAME: dict[str, Prepare] = {how: fn for _tgt, how, fn in REQUESTS}
+PREPARE_BY_NAME["complete"] = lambda md: md.prepare_complete(NOW)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(ACTIONS), st.booleans()), max_size=30))
+def test_any_sequence_of_requests_keeps_kafkas_invariants(
+    steps: list[tuple[str, bool]],
+) -> None:
+    """Each step prepares one transition and then either writes it (complete) or fails the
+    write (abort). Whatever the order, only Kafka's transitions happen, a completed
+    transaction holds no partitions, and a producer id's epoch never goes back."""
+    md = TxnMetadata("txn", 1000, timeout_ms=60_000, last_update_ms=NOW)
+    for how, written in steps:
+        before = md.state
+        pid, epoch = md.producer_id, md.producer_epoch
+        try:
+            transit = PREPARE_BY_NAME[how](md)
+        except IllegalTransition:
+            assert md.pending_state is None and md.state is before
+            continue
+        target = md.pending_state
+        assert target is not None
+        assert before.kafka_name in KAFKA_VALID_PREVIOUS[target.kafka_name]
+        if transit is None:  # fencing: applied in memory; the abort that follows is the
+            md.abort_transition()  # coordinator's (modelled here as a failed write)
+        elif written:
+            assert isinstance(transit, TxnTransit)
+            md.complete_transition(transit)
+            assert md.state is target
+        else:
+            md.abort_transition()
+            assert md.state is before
+        assert md.pending_state is None
+        if md.producer_id == pid:
+            assert md.producer_epoch >= epoch
+        if md.state in (S.EMPTY, S.COMPLETE_COMMIT, S.COMPLETE_ABORT):
+            assert md.partitions == set()
+        if md.state is S.EMPTY:
+            assert md.start_ms == -1
+        if md.state in (S.ONGOING, S.PREPARE_COMMIT, S.PREPARE_ABORT):
+            assert md.partitions and 0 <= md.start_ms <= md.last_update_ms
