@@ -207,6 +207,28 @@ def test_a_follower_hw_is_capped_at_its_own_log_end(logs: dict[str, Log],
     assert f2.log.log_end_offset == 4 and f2.log.high_watermark == 4
 
 
+def test_a_follower_follows_the_leaders_log_start_up_to_its_own_hw(
+    logs: dict[str, Log], tmp_path: Path
+) -> None:
+    # DeleteRecords on the leader reaches the followers with their fetches; a follower never
+    # deletes beyond what it knows is committed.
+    leader = _leader(logs, tmp_path, isr=[LEADER, F2], replicas=[LEADER, F2])
+    f2 = _follower(logs, tmp_path, F2)
+    _append(leader, 4)
+    _replicate(leader, f2)
+    _replicate(leader, f2)
+    assert leader.log.high_watermark == 4 and f2.log.high_watermark == 4
+    _append(leader, 2)
+    _replicate(leader, f2)  # F2 has 6 records, knows HW 4
+    leader.record_follower_fetch(F2, 6)
+    assert leader.log.high_watermark == 6 and f2.log.high_watermark == 4
+    assert leader.log.delete_records_before(5) == 5
+    f2.append_as_follower(b"", 6, leader.log.log_start_offset)  # deletes before taking HW 6
+    assert f2.log.log_start_offset == 4
+    _replicate(leader, f2)
+    assert f2.log.high_watermark == 6 and f2.log.log_start_offset == 5
+
+
 # ---- the ISR ---------------------------------------------------------------------------
 
 
