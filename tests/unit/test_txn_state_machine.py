@@ -96,7 +96,8 @@ def _snapshot(md: TxnMetadata) -> tuple[object, ...]:
 Prepare = Callable[[TxnMetadata], object]
 REQUESTS: list[tuple[str, str, Prepare]] = [
     ("Empty", "init", lambda md: md.prepare_increment_epoch(30_000, None, NOW)),
-    ("Empty", "rotate", lambda md: md.prepare_producer_id_rotation(2000, 30_000, NOW, False)),
+    ("Empty", "rotate",  # to a producer id never used before, as the allocator hands out
+     lambda md: md.prepare_producer_id_rotation(md.producer_id + 1000, 30_000, NOW, False)),
     ("Ongoing", "add", lambda md: md.prepare_add_partitions({TP1}, NOW)),
     ("PrepareCommit", "commit", lambda md: md.prepare_abort_or_commit(S.PREPARE_COMMIT, NOW)),
     ("PrepareAbort", "abort", lambda md: md.prepare_abort_or_commit(S.PREPARE_ABORT, NOW)),
