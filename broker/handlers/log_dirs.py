@@ -56,4 +56,4 @@ async def handle_describe_log_dirs(
                 "usable_bytes": -1 if disk is None else disk.f_bavail * disk.f_frsize,
             }
         )
-    return {"throttle_time": 0, "error_code": 0, "results": results}
+    return {"throttle_time": 0, "error_code": ErrorCode.none, "results": results}

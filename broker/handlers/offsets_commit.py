@@ -110,7 +110,7 @@ async def handle_offset_fetch(ctx: RequestContext, request: OffsetFetchRequest) 
         (t.name, list(t.partition_indexes)) for t in request.topics
     ]
     error, topics = _fetch_group(coordinator, request.group_id, wanted, require_stable)
-    if error and ctx.version < 2:
+    if error != ErrorCode.none and ctx.version < 2:
         # v1 has no top-level error: report it on every requested partition
         topics = [
             {"name": t.name,
@@ -127,7 +127,7 @@ async def handle_offset_delete(ctx: RequestContext, request: OffsetDeleteRequest
     ]
     error, results = await ctx.groups.delete_offsets(request.group_id, wanted)
     topics = []
-    if not error:
+    if error == ErrorCode.none:
         topics = [
             {"name": t.name,
              "partitions": [{"partition_index": p.partition_index,

@@ -74,7 +74,7 @@ async def handle_init_producer_id(
         txn_id, millis(request.transaction_timeout), expected
     )
     code = result.error_code
-    if code:
+    if code != ErrorCode.none:
         return _init_error(_fenced_for(code, ctx.version, 4))
     return {
         "throttle_time": 0,
