@@ -37,7 +37,7 @@ ConfigChange = Callable[[dict[str, str]], dict[str, str]]
 async def handle_describe_configs(
     ctx: RequestContext, request: DescribeConfigsRequest
 ) -> dict[str, Any]:
-    synonyms: bool = field(request, "include_synonyms", False)
+    synonyms = request.include_synonyms
     docs: bool = field(request, "include_documentation", False)
     results = []
     for r in request.resources:

@@ -30,11 +30,11 @@ ReadOne = Callable[[Partition, int, int, int, bool], dict[str, Any]]
 async def handle_fetch(ctx: RequestContext, request: FetchRequest) -> dict[str, Any]:
     max_wait_s = max(0.0, request.max_wait.total_seconds())
     deadline = time.monotonic() + max_wait_s
-    isolation: int = field(request, "isolation_level", 0)
+    isolation = request.isolation_level
     # Kafka caps every fetch, a follower's too, at the broker's fetch.max.bytes.
-    max_bytes: int = min(field(request, "max_bytes", 0x7FFFFFFF), ctx.config["fetch.max.bytes"])
+    max_bytes: int = min(request.max_bytes, ctx.config["fetch.max.bytes"])
     min_bytes = min(request.min_bytes, max_bytes)
-    replica_id: int = field(request, "replica_id", -1)
+    replica_id = request.replica_id
     read_one = _follower_reader(replica_id) if replica_id >= 0 else _consumer_reader(isolation)
     while True:
         responses, total, leaders, had_error = _read_all(ctx, request, max_bytes, read_one)

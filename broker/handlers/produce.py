@@ -21,7 +21,7 @@ from ..partition import Partition
 from ..replica_manager import PartitionError
 from ..server import CloseConnection
 from ..topic_admin import INTERNAL_TOPICS
-from .common import PARTITION_ERRORS, error_code_of, field
+from .common import PARTITION_ERRORS, error_code_of
 from .transactions import verify_transactional_produce
 
 if TYPE_CHECKING:
@@ -41,7 +41,7 @@ def _failed(code: ErrorCode) -> AppendResult:
 
 async def handle_produce(ctx: RequestContext, request: ProduceRequest) -> dict[str, Any] | None:
     acks = request.acks
-    transactional_id: str | None = field(request, "transactional_id", None)
+    transactional_id = request.transactional_id
     responses = []
     failed = False
     waits: list[ReplicationWait] = []
