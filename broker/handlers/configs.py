@@ -124,7 +124,8 @@ async def handle_incremental_alter_configs(
             updated = dict(current)
             for op, name, value in ops:
                 if op == SET:
-                    updated[name] = value  # type: ignore[assignment]  # kio's value is nullable; kept as sent
+                    # kio types the value nullable; a null SET value is passed on as sent
+                    updated[name] = value  # type: ignore[assignment]
                 elif op == DELETE:
                     updated.pop(name, None)
                 elif op in (APPEND, SUBTRACT):
