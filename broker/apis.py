@@ -1,13 +1,16 @@
 """The dispatch table: which APIs and versions this broker serves, and their handlers.
 
-Ranges follow shared/reference/protocol-spec.md §1.3. Only fully implemented versions are
-listed: an API appears here only when its handler exists.
+Each range is the versions this broker implements fully, within what Kafka's own message
+schemas define (clients/src/main/resources/common/message/*.json, which kio is generated
+from); an API appears here only when its handler exists. broker/handlers/requests.py names the
+kio request classes of exactly these versions, for the handlers' types.
 """
 
 from __future__ import annotations
 
 from protocol.registry import ApiRegistry
 
+from .context import RequestContext
 from .handlers import (
     cluster,
     configs,
@@ -25,8 +28,8 @@ from .handlers import (
 from .handlers.api_versions import make_handler
 
 
-def build_registry() -> ApiRegistry:
-    r = ApiRegistry()
+def build_registry() -> ApiRegistry[RequestContext]:
+    r = ApiRegistry[RequestContext]()
     # Produce: accept v3+ (magic 2 only), advertise from v0 like Kafka 4 (KAFKA-18659).
     r.register(0, "Produce", (3, 11), produce.handle_produce, advertised_min=0)
     r.register(1, "Fetch", (4, 12), fetch.handle_fetch)

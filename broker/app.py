@@ -22,6 +22,7 @@ from storage.log_dirs import LogDirs
 
 from . import metrics
 from .apis import build_registry
+from .context import BrokerServices
 from .controller import Controller
 from .dispatch import Dispatcher
 from .malloc_tuning import tune_malloc
@@ -114,13 +115,28 @@ class Broker:
         self.server = KafkaServer(
             host,
             port,
-            Dispatcher(self.registry, self),
+            Dispatcher(self.registry, self._services()),
             config["socket.request.max.bytes"],
             ServerLimits.from_config(config),
         )
         self._background: list[asyncio.Task[None]] = []
         # WriteTxnMarkers connections to other brokers, one per leader (broker/markers.py).
         self.marker_channels: dict[int, Any] = {}
+
+    def _services(self) -> BrokerServices:
+        """What request handlers may use of this broker (broker/context.py)."""
+        return BrokerServices(
+            broker_id=self.broker_id,
+            config=self.config,
+            store=self.store,
+            replicas=self.replicas,
+            topics=self.topics,
+            groups=self.groups,
+            transactions=self.transactions,
+            txn_topic=self.txn_topic,
+            producer_ids=self.producer_ids,
+            log_dirs=self.log_manager,
+        )
 
     def _log_config(self, topic: TopicState) -> LogConfig:
         return self.topics.log_config(topic)

@@ -1,4 +1,5 @@
-"""Thin dispatch: decode the header and body with kio, call the API's handler, encode the answer."""
+"""Thin dispatch: decode the header and body with kio, call the API's handler with a
+`RequestContext` (broker/context.py), encode the answer."""
 
 from __future__ import annotations
 
@@ -7,13 +8,13 @@ import logging
 import os
 import struct
 import time
-from typing import TYPE_CHECKING
+from typing import Any
 
 from protocol.codec import build, encode, reader, request_type, response_type
 from protocol.encoder import encode_response
+from protocol.errors import ErrorCode
 from protocol.framing import (
     API_VERSIONS_KEY,
-    RequestHeader,
     frame_parts,
     peek_key_version,
     read_request_header,
@@ -23,34 +24,19 @@ from protocol.guard import check_request
 from protocol.registry import ApiRegistry
 
 from . import metrics
+from .context import BrokerServices, RequestContext
 from .server import CloseConnection, ConnectionInfo, Response
-
-if TYPE_CHECKING:
-    from .app import Broker
 
 log = logging.getLogger(__name__)
 
 CHECK_ENCODER = os.environ.get("SAMSA_CHECK_ENCODER") == "1"
-UNSUPPORTED_VERSION = 35
-UNKNOWN_SERVER_ERROR = -1
-
-
-@dataclasses.dataclass(slots=True)
-class RequestContext:
-    header: RequestHeader
-    conn: ConnectionInfo
-    broker: Broker
-    received_ms: int
-
-    @property
-    def version(self) -> int:
-        return self.header.api_version
 
 
 class Dispatcher:
-    def __init__(self, registry: ApiRegistry, broker: Broker) -> None:
+    def __init__(self, registry: ApiRegistry[RequestContext], services: BrokerServices) -> None:
         self.registry = registry
-        self.broker = broker
+        self.services = services
+        self.listener = services.config.listener.name
 
     async def __call__(self, raw: bytes, conn: ConnectionInfo) -> Response | None:
         api_key, version, correlation_id = peek_key_version(raw)
@@ -63,12 +49,21 @@ class Dispatcher:
             raise CloseConnection(f"{spec.name} v{version} is not supported")
         req_type = request_type(api_key, version)
         try:
-            header, offset = read_request_header(raw, req_type.__flexible__)
+            header, offset = read_request_header(raw, _flexible(req_type))
             check_request(req_type, raw, offset)  # before kio allocates from client lengths
             request, _ = reader(req_type)(raw, offset)
         except Exception as exc:  # kio raises assorted errors on malformed input
             raise CloseConnection(f"malformed {spec.name} v{version} request: {exc!r}") from None
-        ctx = RequestContext(header, conn, self.broker, int(time.time() * 1000))
+        ctx = RequestContext(
+            api_key,
+            version,
+            correlation_id,
+            header.client_id,
+            self.listener,
+            conn.peer,
+            int(time.time() * 1000),
+            self.services,
+        )
         started = time.perf_counter()
         try:
             result = await spec.handler(ctx, request)
@@ -76,7 +71,7 @@ class Dispatcher:
             raise
         except Exception:
             log.exception("%s v%d from %s failed", spec.name, version, conn.peer)
-            result = {"error_code": UNKNOWN_SERVER_ERROR}
+            result = {"error_code": ErrorCode.unknown_server_error}
             if not _has_top_level_error(response_type(api_key, version)):
                 raise CloseConnection("internal error") from None
         metrics.record_request(spec.name, version, started)
@@ -87,11 +82,11 @@ class Dispatcher:
         metrics.count_errors(spec.name, error_codes)
         if CHECK_ENCODER:
             _check_encoder(resp_type, result, b"".join(body))
-        flexible = resp_type.__flexible__ and api_key != API_VERSIONS_KEY
+        flexible = _flexible(resp_type) and api_key != API_VERSIONS_KEY
         return frame_parts([response_header(correlation_id, flexible), *body])
 
 
-def _check_encoder(resp_type: type, result: dict, body: bytes) -> None:
+def _check_encoder(resp_type: type, result: dict[str, Any], body: bytes) -> None:
     """SAMSA_CHECK_ENCODER=1 (the test suite sets it): every response must be byte for byte
     what kio writes from the same dict."""
     expected = encode(build(resp_type, result))
@@ -101,11 +96,18 @@ def _check_encoder(resp_type: type, result: dict, body: bytes) -> None:
         raise CloseConnection("encoder mismatch")
 
 
+def _flexible(schema: type) -> bool:
+    """Does this kio request/response class use the flexible (tagged fields) encoding?"""
+    return getattr(schema, "__flexible__", False) is True
+
+
 def _has_top_level_error(resp_type: type) -> bool:
     return any(f.name == "error_code" for f in dataclasses.fields(resp_type))
 
 
 def _api_versions_unsupported(correlation_id: int, max_version: int) -> Response:
     # v0 body: error_code, [api_key, min, max] holding only ApiVersions itself (KIP-511).
-    body = struct.pack(">hihhh", UNSUPPORTED_VERSION, 1, API_VERSIONS_KEY, 0, max_version)
+    body = struct.pack(
+        ">hihhh", ErrorCode.unsupported_version, 1, API_VERSIONS_KEY, 0, max_version
+    )
     return frame_parts([response_header(correlation_id, False), body])

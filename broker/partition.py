@@ -1,7 +1,9 @@
 """A partition as this broker sees it: its log plus leadership state (leader epoch, HW, ISR).
 
 All appends and reads of a partition go through this class, so that leadership checks,
-high-watermark movement and waking of long-polling fetches live in one place.
+high-watermark movement and waking of long-polling fetches live in one place. Request
+handlers never touch `partition.log`: what they need of the log (offsets, the leader epoch
+cache, producer state, deleting records) is a method here.
 """
 
 from __future__ import annotations
@@ -12,10 +14,42 @@ import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
-from storage.log import Log
+from protocol.errors import ErrorCode, KafkaError
+from storage.config import LogConfig
+from storage.errors import OffsetOutOfRange
+from storage.log import AppendInfo, Log
+from storage.producer_state import ProducerEntry
 
 READ_UNCOMMITTED = 0
 READ_COMMITTED = 1
+
+# ListOffsets' special timestamps (Kafka's ListOffsetsRequest).
+LATEST_TIMESTAMP = -1
+EARLIEST_TIMESTAMP = -2
+MAX_TIMESTAMP = -3
+EARLIEST_LOCAL_TIMESTAMP = -4
+LATEST_TIERED_TIMESTAMP = -5
+NOT_FOUND = (-1, -1, -1)  # offset, timestamp, leader epoch of an empty ListOffsets answer
+HIGH_WATERMARK = -1  # DeleteRecords: "up to the high watermark" (DeleteRecordsRequest)
+
+
+class FencedLeaderEpoch(KafkaError):
+    """The caller's leader epoch is older than ours."""
+
+    error_code = ErrorCode.fenced_leader_epoch
+
+
+class UnknownLeaderEpoch(KafkaError):
+    """The caller's leader epoch is newer than ours (we have not learned of it yet)."""
+
+    error_code = ErrorCode.unknown_leader_epoch
+
+
+class OffsetNotAvailable(KafkaError):
+    """A new leader whose high watermark has not reached the start of its epoch cannot yet
+    tell where the committed end is."""
+
+    error_code = ErrorCode.offset_not_available
 
 
 @dataclass(slots=True)
@@ -105,8 +139,8 @@ class Partition:
             self._advance_high_watermark()
 
     # ---- leader side -------------------------------------------------------------------
-    def append_as_leader(self, records: bytes, origin: str = "client"):  # -> storage.log.AppendInfo
-        info = self.log.append_as_leader(records, self.leader_epoch, origin=origin)
+    def append_as_leader(self, records: bytes, origin: str = "client") -> AppendInfo:
+        info: AppendInfo = self.log.append_as_leader(records, self.leader_epoch, origin=origin)
         if not info.duplicate:
             self._advance_high_watermark()
             self.notify_waiters()  # followers long-poll on the log end offset
@@ -232,6 +266,19 @@ class Partition:
             data.records, log.high_watermark, log.last_stable_offset, log.log_start_offset, None
         )
 
+    def diverging_epoch(self, last_fetched_epoch: int, fetch_offset: int) -> tuple[int, int] | None:
+        """A follower's fetch from `fetch_offset` after records of `last_fetched_epoch`: None
+        if our log agrees, else (epoch, end offset) of ours it must truncate to first (Kafka's
+        diverging epoch). OffsetOutOfRange if we have no epoch at or below its epoch."""
+        if last_fetched_epoch < 0:
+            return None
+        found_epoch, end = self.end_offset_for_epoch(last_fetched_epoch)
+        if found_epoch < 0 or end < 0:
+            raise OffsetOutOfRange(f"no epoch at or below {last_fetched_epoch} on the leader")
+        if found_epoch < last_fetched_epoch or end < fetch_offset:
+            return found_epoch, end
+        return None
+
     def read(
         self, fetch_offset: int, max_bytes: int, isolation_level: int, min_one_message: bool
     ) -> PartitionRead:
@@ -252,3 +299,106 @@ class Partition:
                 ]
         return PartitionRead(records, hw, lso, log.log_start_offset, aborted)
 
+
+    # ---- the log's state, for requests ----------------------------------------------------
+    @property
+    def high_watermark(self) -> int:
+        return self.log.high_watermark
+
+    @property
+    def last_stable_offset(self) -> int:
+        return self.log.last_stable_offset
+
+    @property
+    def log_start_offset(self) -> int:
+        return self.log.log_start_offset
+
+    @property
+    def log_end_offset(self) -> int:
+        return self.log.log_end_offset
+
+    @property
+    def config(self) -> LogConfig:
+        return self.log.config
+
+    @property
+    def log_dir(self) -> str:
+        """The log directory holding this partition's log."""
+        return self.log.parent_dir
+
+    @property
+    def size_in_bytes(self) -> int:
+        return self.log.size_in_bytes
+
+    def check_leader_epoch(self, current: int) -> None:
+        """Fence a caller whose idea of the leader epoch differs from ours (-1: not checked)."""
+        if current != -1 and current != self.leader_epoch:
+            if current < self.leader_epoch:
+                raise FencedLeaderEpoch(f"epoch {current} < {self.leader_epoch}")
+            raise UnknownLeaderEpoch(f"epoch {current} > {self.leader_epoch}")
+
+    def end_offset_for_epoch(self, epoch: int) -> tuple[int, int]:
+        """(largest epoch <= `epoch`, its end offset), (-1, -1) if there is none (Kafka's
+        OffsetForLeaderEpoch answer)."""
+        return self.log.end_offset_for_epoch(epoch)
+
+    def fetch_offset_for_timestamp(
+        self, timestamp: int, isolation_level: int | None
+    ) -> tuple[int, int, int]:
+        """ListOffsets: (offset, timestamp, leader epoch) for `timestamp` (or one of the special
+        timestamps), as Kafka's Partition.fetchOffsetForTimestamp answers it (no tiered
+        storage here). `isolation_level` None: the caller is no consumer, and sees up to the
+        log end offset."""
+        log = self.log
+        if isolation_level is None:
+            fetchable = log.log_end_offset
+        elif isolation_level == READ_COMMITTED:
+            fetchable = log.last_stable_offset
+        else:
+            fetchable = log.high_watermark
+        # A new leader whose high watermark has not yet reached the start of its epoch cannot
+        # tell a client where the committed end is.
+        lagging = (
+            isolation_level is not None and self.leader_epoch_start_offset > log.high_watermark
+        )
+        if timestamp == LATEST_TIMESTAMP:
+            if lagging:
+                raise OffsetNotAvailable()
+            return fetchable, -1, self.leader_epoch
+        if timestamp in (EARLIEST_TIMESTAMP, EARLIEST_LOCAL_TIMESTAMP):
+            # without tiered storage the local log is all of it
+            first = log.leader_epoch_cache.earliest_entry()
+            epoch = first[0] if first is not None and first[1] <= log.log_start_offset else -1
+            return log.log_start_offset, -1, epoch
+        if timestamp == LATEST_TIERED_TIMESTAMP:
+            return NOT_FOUND  # nothing is tiered
+        found: tuple[int, int, int] | None = (
+            log.max_timestamp_and_offset()
+            if timestamp == MAX_TIMESTAMP
+            else log.fetch_offset_for_timestamp(timestamp)
+        )
+        if found is None:
+            if lagging:
+                raise OffsetNotAvailable()
+            return NOT_FOUND
+        offset, ts, epoch = found
+        if offset >= fetchable:  # not visible to this caller yet
+            if lagging:
+                raise OffsetNotAvailable()
+            return NOT_FOUND
+        return offset, ts, epoch
+
+    def delete_records_before(self, offset: int) -> int:
+        """DeleteRecords on the leader: advance the log start offset to `offset`
+        (HIGH_WATERMARK: to the high watermark); returns the new log start offset."""
+        target = self.log.high_watermark if offset == HIGH_WATERMARK else offset
+        start: int = self.log.delete_records_before(target)
+        return start
+
+    def active_producers(self) -> list[ProducerEntry]:
+        """Producers with state retained in this partition (DescribeProducers)."""
+        return self.log.producer_state.active_producers()
+
+    def last_producer_entry(self, producer_id: int) -> ProducerEntry | None:
+        """What this partition knows of `producer_id`'s last append, if anything."""
+        return self.log.producer_state.last_entry(producer_id)

@@ -9,34 +9,35 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Generic, TypeAlias, TypeVar
 
-Handler = Callable[[Any, Any], Awaitable[dict[str, Any] | None]]
+Ctx = TypeVar("Ctx")
+Handler: TypeAlias = Callable[[Ctx, Any], Awaitable[dict[str, Any] | None]]
 
 
 @dataclass(frozen=True, slots=True)
-class ApiSpec:
+class ApiSpec(Generic[Ctx]):
     key: int
     name: str
     min_version: int
     max_version: int
-    handler: Handler
+    handler: Handler[Ctx]
     advertised_min: int
 
     def accepts(self, version: int) -> bool:
         return self.min_version <= version <= self.max_version
 
 
-class ApiRegistry:
+class ApiRegistry(Generic[Ctx]):
     def __init__(self) -> None:
-        self._apis: dict[int, ApiSpec] = {}
+        self._apis: dict[int, ApiSpec[Ctx]] = {}
 
     def register(
         self,
         key: int,
         name: str,
         versions: tuple[int, int],
-        handler: Handler,
+        handler: Handler[Ctx],
         *,
         advertised_min: int | None = None,
     ) -> None:
@@ -45,8 +46,8 @@ class ApiRegistry:
             key, name, lo, hi, handler, lo if advertised_min is None else advertised_min
         )
 
-    def get(self, key: int) -> ApiSpec | None:
+    def get(self, key: int) -> ApiSpec[Ctx] | None:
         return self._apis.get(key)
 
-    def all(self) -> list[ApiSpec]:
+    def all(self) -> list[ApiSpec[Ctx]]:
         return sorted(self._apis.values(), key=lambda s: s.key)

@@ -2,18 +2,27 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from protocol.errors import ErrorCode
+
+from ..context import RequestContext
+
+if TYPE_CHECKING:
+    from .requests import DescribeClusterRequest
 
 
-async def handle_describe_cluster(ctx: Any, request: Any) -> dict[str, Any]:
-    broker = ctx.broker
+async def handle_describe_cluster(
+    ctx: RequestContext, request: DescribeClusterRequest
+) -> dict[str, Any]:
+    store = ctx.store
     return {
         "throttle_time": 0,
-        "error_code": 0,
-        "cluster_id": broker.store.cluster_id,
-        "controller_id": broker.controller_id(),
+        "error_code": ErrorCode.none,
+        "cluster_id": store.cluster_id,
+        "controller_id": store.controller_id(),
         "brokers": [
             {"broker_id": b.broker_id, "host": b.host, "port": b.port, "rack": b.rack}
-            for b in broker.store.brokers()
+            for b in store.brokers()
         ],
     }

@@ -2,20 +2,35 @@
 
 from __future__ import annotations
 
-from typing import Any
+import uuid
+from typing import TypeVar
 
-NONE = 0
-UNKNOWN_SERVER_ERROR = -1
-UNKNOWN_TOPIC_OR_PARTITION = 3
-INVALID_TOPIC_EXCEPTION = 17
-INVALID_REQUEST = 42
-UNSUPPORTED_VERSION = 35
+from protocol.errors import ErrorCode, KafkaError
+from storage.errors import StorageError
+
+from ..metadata_store import MetadataStore
+from ..replica_manager import PartitionError
+
+T = TypeVar("T")
+
+# What looking up, reading or appending to one partition may raise; each carries the error
+# code that partition's entry of the response answers with.
+PARTITION_ERRORS = (PartitionError, StorageError, KafkaError)
 
 
 def error_code_of(exc: BaseException) -> int:
-    return int(getattr(exc, "error_code", UNKNOWN_SERVER_ERROR))
+    """The Kafka error code an exception carries (UNKNOWN_SERVER_ERROR if none)."""
+    return int(getattr(exc, "error_code", ErrorCode.unknown_server_error))
 
 
-def field(entity: Any, name: str, default: Any = None) -> Any:
+def field(entity: object, name: str, default: T) -> T:
     """A request field that older versions of the schema do not have."""
-    return getattr(entity, name, default)
+    value: T = getattr(entity, name, default)
+    return value
+
+
+def topic_name_by_id(store: MetadataStore, topic_id: uuid.UUID) -> str | None:
+    for topic in store.topics().values():
+        if topic.topic_id == topic_id:
+            return topic.name
+    return None

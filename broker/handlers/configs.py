@@ -6,47 +6,66 @@ command line) in this version, so altering them answers INVALID_REQUEST.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
+from config.schema import ConfigSource
+from config.topic import ConfigEntry, describe_broker_config, describe_topic_config
+from protocol.errors import ErrorCode
+
+from ..context import RequestContext
 from ..topic_admin import TopicError
-from .common import INVALID_REQUEST, UNKNOWN_TOPIC_OR_PARTITION, field
+from .common import field
+
+if TYPE_CHECKING:
+    from .requests import (
+        AlterConfigsRequest,
+        DescribeConfigsRequest,
+        IncrementalAlterConfigsRequest,
+    )
 
 TOPIC = 2
 BROKER = 4
 BROKER_LOGGER = 8
-INVALID_CONFIG = 40
 
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
 
+# A change of a topic's overrides: the current ones -> the new ones (raises TopicError).
+ConfigChange = Callable[[dict[str, str]], dict[str, str]]
 
-async def handle_describe_configs(ctx: Any, request: Any) -> dict[str, Any]:
-    broker = ctx.broker
-    synonyms = field(request, "include_synonyms", False)
-    docs = field(request, "include_documentation", False)
+
+async def handle_describe_configs(
+    ctx: RequestContext, request: DescribeConfigsRequest
+) -> dict[str, Any]:
+    synonyms = request.include_synonyms
+    docs: bool = field(request, "include_documentation", False)
     results = []
     for r in request.resources:
+        entries: list[ConfigEntry] | None
         out: dict[str, Any] = {
-            "error_code": 0,
+            "error_code": ErrorCode.none,
             "error_message": None,
             "resource_type": r.resource_type,
             "resource_name": r.resource_name,
             "configs": [],
         }
         if r.resource_type == TOPIC:
-            topic = broker.store.topic(r.resource_name)
-            entries = broker.describe_topic_configs(topic) if topic else None
+            topic = ctx.store.topic(r.resource_name)
+            entries = (
+                describe_topic_config(topic.name, topic.configs, ctx.config) if topic else None
+            )
             if entries is None:
                 out.update(
-                    error_code=UNKNOWN_TOPIC_OR_PARTITION,
+                    error_code=ErrorCode.unknown_topic_or_partition,
                     error_message=f"Topic {r.resource_name} does not exist",
                 )
-        elif r.resource_type == BROKER and r.resource_name in ("", str(broker.broker_id)):
-            entries = broker.describe_broker_configs()
+        elif r.resource_type == BROKER and r.resource_name in ("", str(ctx.broker_id)):
+            entries = describe_broker_config(ctx.config)
         elif r.resource_type == BROKER_LOGGER:
             entries = []
         else:
             entries = None
-            out.update(error_code=INVALID_REQUEST, error_message="Unknown resource")
+            out.update(error_code=ErrorCode.invalid_request, error_message="Unknown resource")
         keys = set(r.configuration_keys) if r.configuration_keys else None
         for e in entries or []:
             if keys is not None and e.name not in keys:
@@ -59,7 +78,7 @@ async def handle_describe_configs(ctx: Any, request: Any) -> dict[str, Any]:
                     "config_source": e.source,
                     "is_sensitive": e.is_sensitive,
                     # v0 had is_default instead of config_source; kio drops what a version lacks.
-                    "is_default": e.source == 5,
+                    "is_default": e.source == ConfigSource.DEFAULT_CONFIG,
                     "synonyms": [
                         {"name": s.name, "value": s.value, "source": s.source} for s in e.synonyms
                     ]
@@ -73,70 +92,93 @@ async def handle_describe_configs(ctx: Any, request: Any) -> dict[str, Any]:
     return {"throttle_time": 0, "results": results}
 
 
-async def handle_alter_configs(ctx: Any, request: Any) -> dict[str, Any]:
+async def handle_alter_configs(
+    ctx: RequestContext, request: AlterConfigsRequest
+) -> dict[str, Any]:
     responses = []
     for r in request.resources:
         new = {c.name: c.value for c in r.configs if c.value is not None}
+
+        def replace(_current: dict[str, str], new: dict[str, str] = new) -> dict[str, str]:
+            return new
+
         code, message = await _apply(
-            ctx.broker, r, lambda _current, new=new: new, request.validate_only
+            ctx, r.resource_type, r.resource_name, replace, request.validate_only
         )
-        responses.append(_result(r, code, message))
+        responses.append(_result(r.resource_type, r.resource_name, code, message))
     return {"throttle_time": 0, "responses": responses}
 
 
-async def handle_incremental_alter_configs(ctx: Any, request: Any) -> dict[str, Any]:
+async def handle_incremental_alter_configs(
+    ctx: RequestContext, request: IncrementalAlterConfigsRequest
+) -> dict[str, Any]:
     responses = []
     for r in request.resources:
+        ops: list[tuple[int, str, str | None]] = [
+            (c.config_operation, c.name, c.value) for c in r.configs
+        ]
 
-        def change(current: dict[str, str], r: Any = r) -> dict[str, str]:
+        def change(
+            current: dict[str, str], ops: list[tuple[int, str, str | None]] = ops
+        ) -> dict[str, str]:
             updated = dict(current)
-            for c in r.configs:
-                if c.config_operation == SET:
-                    updated[c.name] = c.value
-                elif c.config_operation == DELETE:
-                    updated.pop(c.name, None)
-                elif c.config_operation in (APPEND, SUBTRACT):
-                    items = [x for x in updated.get(c.name, "").split(",") if x]
-                    values = [x for x in (c.value or "").split(",") if x]
-                    if c.config_operation == APPEND:
+            for op, name, value in ops:
+                if op == SET:
+                    # kio types the value nullable; a null SET value is passed on as sent
+                    updated[name] = value  # type: ignore[assignment]
+                elif op == DELETE:
+                    updated.pop(name, None)
+                elif op in (APPEND, SUBTRACT):
+                    items = [x for x in updated.get(name, "").split(",") if x]
+                    values = [x for x in (value or "").split(",") if x]
+                    if op == APPEND:
                         items += [v for v in values if v not in items]
                     else:
                         items = [x for x in items if x not in values]
-                    updated[c.name] = ",".join(items)
+                    updated[name] = ",".join(items)
                 else:
-                    raise TopicError(INVALID_REQUEST, f"Unknown operation {c.config_operation}")
+                    raise TopicError(ErrorCode.invalid_request, f"Unknown operation {op}")
             return updated
 
-        code, message = await _apply(ctx.broker, r, change, request.validate_only)
-        responses.append(_result(r, code, message))
+        code, message = await _apply(
+            ctx, r.resource_type, r.resource_name, change, request.validate_only
+        )
+        responses.append(_result(r.resource_type, r.resource_name, code, message))
     return {"throttle_time": 0, "responses": responses}
 
 
 async def _apply(
-    broker: Any, resource: Any, change: Any, validate_only: bool
+    ctx: RequestContext,
+    resource_type: int,
+    resource_name: str,
+    change: ConfigChange,
+    validate_only: bool,
 ) -> tuple[int, str | None]:
-    if resource.resource_type == BROKER:
-        return INVALID_REQUEST, "Dynamic broker configs are not supported; edit the YAML file"
-    if resource.resource_type != TOPIC:
-        return INVALID_REQUEST, f"Unsupported resource type {resource.resource_type}"
-    topic = broker.store.topic(resource.resource_name)
+    if resource_type == BROKER:
+        return (ErrorCode.invalid_request,
+                "Dynamic broker configs are not supported; edit the YAML file")
+    if resource_type != TOPIC:
+        return ErrorCode.invalid_request, f"Unsupported resource type {resource_type}"
+    topic = ctx.store.topic(resource_name)
     if topic is None:
-        return UNKNOWN_TOPIC_OR_PARTITION, f"Topic {resource.resource_name} does not exist"
+        return ErrorCode.unknown_topic_or_partition, f"Topic {resource_name} does not exist"
     try:
         updated = change(dict(topic.configs))
         if validate_only:
-            broker.topics.validate_configs(updated)
+            ctx.topics.validate_configs(updated)
         else:
-            await broker.topics.set_configs(topic.name, updated)
+            await ctx.topics.set_configs(topic.name, updated)
     except TopicError as exc:
         return exc.error_code, exc.message
-    return 0, None
+    return ErrorCode.none, None
 
 
-def _result(resource: Any, code: int, message: str | None) -> dict[str, Any]:
+def _result(
+    resource_type: int, resource_name: str, code: int, message: str | None
+) -> dict[str, Any]:
     return {
         "error_code": code,
         "error_message": message,
-        "resource_type": resource.resource_type,
-        "resource_name": resource.resource_name,
+        "resource_type": resource_type,
+        "resource_name": resource_name,
     }

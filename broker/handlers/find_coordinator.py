@@ -8,58 +8,68 @@ is created on first use. v4+ batches keys (`coordinator_keys`). Share keys (2) a
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from coordinator.internal_log import partition_for
+from protocol.errors import ErrorCode
 
-from .common import INVALID_REQUEST, field
+from ..context import RequestContext
+from .common import field
+
+if TYPE_CHECKING:
+    from typing_extensions import TypeIs
+
+    from .requests import FindCoordinatorRequest, FindCoordinatorRequestBatched
 
 log = logging.getLogger(__name__)
 
 GROUP, TRANSACTION = 0, 1
-COORDINATOR_NOT_AVAILABLE = 15
 
 
-async def handle_find_coordinator(ctx: Any, request: Any) -> dict[str, Any]:
-    key_type = field(request, "key_type", GROUP)
-    if ctx.version >= 4:
+def _batched(request: FindCoordinatorRequest) -> TypeIs[FindCoordinatorRequestBatched]:
+    """v4+ look up several keys at once (KIP-699)."""
+    return request.__version__ >= 4
+
+
+async def handle_find_coordinator(
+    ctx: RequestContext, request: FindCoordinatorRequest
+) -> dict[str, Any]:
+    key_type: int = field(request, "key_type", GROUP)
+    if _batched(request):
         coordinators = [
-            {"key": key, **await _find(ctx.broker, key_type, key)}
-            for key in request.coordinator_keys
+            {"key": key, **await _find(ctx, key_type, key)} for key in request.coordinator_keys
         ]
         return {"throttle_time": 0, "coordinators": coordinators}
-    return {"throttle_time": 0, **await _find(ctx.broker, key_type, request.key)}
+    return {"throttle_time": 0, **await _find(ctx, key_type, request.key)}
 
 
-def _error(code: int, message: str) -> dict[str, Any]:
+def _error(code: ErrorCode, message: str) -> dict[str, Any]:
     return {"error_code": code, "error_message": message, "node_id": -1, "host": "", "port": -1}
 
 
-async def _find(broker: Any, key_type: int, key: str) -> dict[str, Any]:
+async def _find(ctx: RequestContext, key_type: int, key: str) -> dict[str, Any]:
+    unavailable = ErrorCode.coordinator_not_available
     try:
         if key_type == GROUP:
-            groups = broker.groups
+            groups = ctx.groups
             await groups.ensure_topic()
             topic, partition = groups.topic.name, groups.partition_for(key)
         elif key_type == TRANSACTION:
-            txn_topic = getattr(broker, "txn_topic", None)
-            if txn_topic is None:
-                return _error(COORDINATOR_NOT_AVAILABLE, "transactions are not available")
+            txn_topic = ctx.txn_topic
             await txn_topic.ensure_created()
             topic = txn_topic.name
-            partition = partition_for(key, broker.config["transaction.state.log.num.partitions"])
+            partition = partition_for(key, ctx.config["transaction.state.log.num.partitions"])
         else:
-            return _error(INVALID_REQUEST, f"unsupported coordinator key type {key_type}")
+            return _error(ErrorCode.invalid_request, f"unsupported coordinator key type {key_type}")
     except Exception as exc:
         log.warning("FindCoordinator(%d, %r): %r", key_type, key, exc)
-        return _error(COORDINATOR_NOT_AVAILABLE, "the coordinator topic is not available")
-    state = broker.store.topic(topic)
+        return _error(unavailable, "the coordinator topic is not available")
+    state = ctx.store.topic(topic)
     pstate = state.partitions.get(partition) if state is not None else None
     if pstate is None or pstate.leader < 0:
-        return _error(COORDINATOR_NOT_AVAILABLE, f"{topic}-{partition} has no leader")
-    for b in broker.store.brokers():
+        return _error(unavailable, f"{topic}-{partition} has no leader")
+    for b in ctx.store.brokers():
         if b.broker_id == pstate.leader:
-            return {"error_code": 0, "error_message": None, "node_id": b.broker_id,
+            return {"error_code": ErrorCode.none, "error_message": None, "node_id": b.broker_id,
                     "host": b.host, "port": b.port}
-    return _error(COORDINATOR_NOT_AVAILABLE, f"leader {pstate.leader} of {topic}-{partition} "
-                  "is not alive")
+    return _error(unavailable, f"leader {pstate.leader} of {topic}-{partition} is not alive")

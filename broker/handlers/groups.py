@@ -1,29 +1,47 @@
 """Classic group membership and admin: JoinGroup (11), SyncGroup (14), Heartbeat (12),
 LeaveGroup (13), ListGroups (16), DescribeGroups (15), DeleteGroups (42).
 
-Thin: decode version differences, call `broker.groups` (coordinator/group), shape the answer.
+Thin: decode version differences, call `ctx.groups` (coordinator/group), shape the answer.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any
 
 from protocol.codec import millis
+from protocol.errors import ErrorCode
 
+from ..context import RequestContext
 from .common import field
 
+if TYPE_CHECKING:
+    from typing_extensions import TypeIs
 
-def _client_host(ctx: Any) -> str:
-    return "/" + ctx.conn.peer.rsplit(":", 1)[0]
+    from .requests import (
+        DeleteGroupsRequest,
+        DescribeGroupsRequest,
+        HeartbeatRequest,
+        JoinGroupRequest,
+        LeaveGroupRequest,
+        LeaveGroupRequestBatched,
+        ListGroupsRequest,
+        SyncGroupRequest,
+    )
 
 
-async def handle_join_group(ctx: Any, request: Any) -> dict[str, Any]:
+def _batched(request: LeaveGroupRequest) -> TypeIs[LeaveGroupRequestBatched]:
+    """v3+ remove several members at once (KIP-345)."""
+    return request.__version__ >= 3
+
+
+async def handle_join_group(ctx: RequestContext, request: JoinGroupRequest) -> dict[str, Any]:
     session_ms = millis(request.session_timeout)
-    rebalance = field(request, "rebalance_timeout", None)
+    rebalance: timedelta | None = field(request, "rebalance_timeout", None)
     rebalance_ms = millis(rebalance) if rebalance is not None else -1
     if rebalance_ms < 0:
         rebalance_ms = session_ms  # v0 has no rebalance timeout: Kafka uses the session timeout
-    result = await ctx.broker.groups.join_group(
+    result = await ctx.groups.join_group(
         request.group_id,
         request.member_id,
         field(request, "group_instance_id", None),
@@ -31,8 +49,8 @@ async def handle_join_group(ctx: Any, request: Any) -> dict[str, Any]:
         [(p.name, p.metadata) for p in request.protocols],
         session_ms,
         rebalance_ms,
-        ctx.header.client_id or "",
-        _client_host(ctx),
+        ctx.client_id or "",
+        "/" + ctx.client_host,
         ctx.version,
     )
     result = dict(result, throttle_time=0)
@@ -43,8 +61,8 @@ async def handle_join_group(ctx: Any, request: Any) -> dict[str, Any]:
     return result
 
 
-async def handle_sync_group(ctx: Any, request: Any) -> dict[str, Any]:
-    result = await ctx.broker.groups.sync_group(
+async def handle_sync_group(ctx: RequestContext, request: SyncGroupRequest) -> dict[str, Any]:
+    result = await ctx.groups.sync_group(
         request.group_id,
         request.generation_id,
         request.member_id,
@@ -59,8 +77,8 @@ async def handle_sync_group(ctx: Any, request: Any) -> dict[str, Any]:
             "assignment": result.get("assignment") or b""}
 
 
-async def handle_heartbeat(ctx: Any, request: Any) -> dict[str, Any]:
-    code = ctx.broker.groups.heartbeat(
+async def handle_heartbeat(ctx: RequestContext, request: HeartbeatRequest) -> dict[str, Any]:
+    code = ctx.groups.heartbeat(
         request.group_id,
         request.generation_id,
         request.member_id,
@@ -69,32 +87,35 @@ async def handle_heartbeat(ctx: Any, request: Any) -> dict[str, Any]:
     return {"throttle_time": 0, "error_code": code}
 
 
-async def handle_leave_group(ctx: Any, request: Any) -> dict[str, Any]:
-    if ctx.version >= 3:
+async def handle_leave_group(ctx: RequestContext, request: LeaveGroupRequest) -> dict[str, Any]:
+    members: list[tuple[str, str | None]]
+    if _batched(request):
         members = [(m.member_id, field(m, "group_instance_id", None)) for m in request.members]
     else:
         members = [(request.member_id, None)]
-    error, results = ctx.broker.groups.leave_group(request.group_id, members)
-    if ctx.version < 3 and error == 0 and results:
+    error, results = ctx.groups.leave_group(request.group_id, members)
+    if ctx.version < 3 and error == ErrorCode.none and results:
         error = results[0]["error_code"]
     return {"throttle_time": 0, "error_code": error, "members": results}
 
 
-async def handle_list_groups(ctx: Any, request: Any) -> dict[str, Any]:
-    error, groups = ctx.broker.groups.list_groups(
+async def handle_list_groups(ctx: RequestContext, request: ListGroupsRequest) -> dict[str, Any]:
+    error, groups = ctx.groups.list_groups(
         field(request, "states_filter", ()) or (), field(request, "types_filter", ()) or ()
     )
     return {"throttle_time": 0, "error_code": error, "groups": groups}
 
 
-async def handle_describe_groups(ctx: Any, request: Any) -> dict[str, Any]:
-    coordinator = ctx.broker.groups
+async def handle_describe_groups(
+    ctx: RequestContext, request: DescribeGroupsRequest
+) -> dict[str, Any]:
+    coordinator = ctx.groups
     return {"throttle_time": 0,
             "groups": [coordinator.describe_group(g) for g in request.groups]}
 
 
-async def handle_delete_groups(ctx: Any, request: Any) -> dict[str, Any]:
-    coordinator = ctx.broker.groups
+async def handle_delete_groups(ctx: RequestContext, request: DeleteGroupsRequest) -> dict[str, Any]:
+    coordinator = ctx.groups
     return {"throttle_time": 0,
             "results": [{"group_id": g, "error_code": coordinator.delete_group(g)}
                         for g in request.groups_names]}

@@ -5,25 +5,32 @@ from __future__ import annotations
 
 import os
 from collections import defaultdict
-from typing import Any
+from operator import itemgetter
+from typing import TYPE_CHECKING, Any
 
-KAFKA_STORAGE_ERROR = 56
+from protocol.errors import ErrorCode
+
+from ..context import RequestContext
+
+if TYPE_CHECKING:
+    from .requests import DescribeLogDirsRequest
 
 
-async def handle_describe_log_dirs(ctx: Any, request: Any) -> dict[str, Any]:
-    broker = ctx.broker
-    dirs = broker.log_manager
+async def handle_describe_log_dirs(
+    ctx: RequestContext, request: DescribeLogDirsRequest
+) -> dict[str, Any]:
+    dirs = ctx.log_dirs
     wanted: dict[str, set[int]] | None = None
     if request.topics is not None:
         wanted = {t.topic: set(t.partitions) for t in request.topics}
     by_dir: dict[str, dict[str, list[dict[str, Any]]]] = defaultdict(lambda: defaultdict(list))
-    for p in broker.replicas.partitions():
+    for p in ctx.replicas.partitions():
         if wanted is not None and p.index not in wanted.get(p.topic, ()):
             continue
-        by_dir[p.log.parent_dir][p.topic].append(
+        by_dir[p.log_dir][p.topic].append(
             {
                 "partition_index": p.index,
-                "partition_size": p.log.size_in_bytes,
+                "partition_size": p.size_in_bytes,
                 "offset_lag": 0,
                 "is_future_key": False,
             }
@@ -36,16 +43,17 @@ async def handle_describe_log_dirs(ctx: Any, request: Any) -> dict[str, Any]:
         except OSError:
             disk = None
         topics = by_dir.get(d, {})
+        entries: list[dict[str, Any]] = [
+            {"name": name, "partitions": sorted(parts, key=itemgetter("partition_index"))}
+            for name, parts in sorted(topics.items())
+        ]
         results.append(
             {
-                "error_code": KAFKA_STORAGE_ERROR if d in offline else 0,
+                "error_code": ErrorCode.kafka_storage_error if d in offline else ErrorCode.none,
                 "log_dir": d,
-                "topics": [
-                    {"name": name, "partitions": sorted(parts, key=lambda x: x["partition_index"])}
-                    for name, parts in sorted(topics.items())
-                ],
+                "topics": entries,
                 "total_bytes": -1 if disk is None else disk.f_blocks * disk.f_frsize,
                 "usable_bytes": -1 if disk is None else disk.f_bavail * disk.f_frsize,
             }
         )
-    return {"throttle_time": 0, "error_code": 0, "results": results}
+    return {"throttle_time": 0, "error_code": ErrorCode.none, "results": results}

@@ -1,19 +1,38 @@
 """Committed offsets: OffsetCommit (8), OffsetFetch (9), OffsetDelete (47), TxnOffsetCommit (28).
 
-Thin: decode version differences, call `broker.groups` (coordinator/group), shape the answer.
+Thin: decode version differences, call `ctx.groups` (coordinator/group), shape the answer.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any
 
-from coordinator.group import GroupError, OffsetCommitEntry
+from coordinator.group import GroupCoordinator, GroupError, OffsetCommitEntry
 from protocol.codec import millis
+from protocol.errors import ErrorCode
 
+from ..context import RequestContext
 from .common import field
 
+if TYPE_CHECKING:
+    from typing_extensions import TypeIs
 
-def _entries(request: Any) -> list[OffsetCommitEntry]:
+    from .requests import (
+        OffsetCommitRequest,
+        OffsetDeleteRequest,
+        OffsetFetchRequest,
+        OffsetFetchRequestBatched,
+        TxnOffsetCommitRequest,
+    )
+
+
+def _batched(request: OffsetFetchRequest) -> TypeIs[OffsetFetchRequestBatched]:
+    """v8+ ask for several groups at once."""
+    return request.__version__ >= 8
+
+
+def _entries(request: OffsetCommitRequest | TxnOffsetCommitRequest) -> list[OffsetCommitEntry]:
     return [
         OffsetCommitEntry(t.name, p.partition_index, p.committed_offset,
                           field(p, "committed_leader_epoch", -1), p.committed_metadata)
@@ -22,19 +41,22 @@ def _entries(request: Any) -> list[OffsetCommitEntry]:
     ]
 
 
-def _topics_result(request: Any, errors: dict[tuple[str, int], int]) -> list[dict[str, Any]]:
+def _topics_result(
+    request: OffsetCommitRequest | TxnOffsetCommitRequest, errors: dict[tuple[str, int], int]
+) -> list[dict[str, Any]]:
     return [
         {"name": t.name,
          "partitions": [{"partition_index": p.partition_index,
-                         "error_code": errors.get((t.name, p.partition_index), 0)}
+                         "error_code": errors.get((t.name, p.partition_index),
+                                                     ErrorCode.none)}
                         for p in t.partitions]}
         for t in request.topics
     ]
 
 
-async def handle_offset_commit(ctx: Any, request: Any) -> dict[str, Any]:
-    retention = field(request, "retention_time", None)
-    errors = await ctx.broker.groups.commit_offsets(
+async def handle_offset_commit(ctx: RequestContext, request: OffsetCommitRequest) -> dict[str, Any]:
+    retention: timedelta | None = field(request, "retention_time", None)
+    errors = await ctx.groups.commit_offsets(
         request.group_id,
         request.generation_id_or_member_epoch,
         request.member_id,
@@ -46,8 +68,10 @@ async def handle_offset_commit(ctx: Any, request: Any) -> dict[str, Any]:
     return {"throttle_time": 0, "topics": _topics_result(request, errors)}
 
 
-async def handle_txn_offset_commit(ctx: Any, request: Any) -> dict[str, Any]:
-    errors = await ctx.broker.groups.commit_offsets(
+async def handle_txn_offset_commit(
+    ctx: RequestContext, request: TxnOffsetCommitRequest
+) -> dict[str, Any]:
+    errors = await ctx.groups.commit_offsets(
         request.group_id,
         field(request, "generation_id", -1),
         field(request, "member_id", "") or "",
@@ -60,28 +84,33 @@ async def handle_txn_offset_commit(ctx: Any, request: Any) -> dict[str, Any]:
     return {"throttle_time": 0, "topics": _topics_result(request, errors)}
 
 
-def _fetch_group(coordinator: Any, group_id: str, topics: Any,
+def _fetch_group(coordinator: GroupCoordinator, group_id: str,
+                 topics: list[tuple[str, list[int]]] | None,
                  require_stable: bool) -> tuple[int, list[dict[str, Any]]]:
-    wanted = None
-    if topics is not None:
-        wanted = [(t.name, list(t.partition_indexes)) for t in topics]
     try:
-        return 0, coordinator.fetch_offsets(group_id, wanted, require_stable)
+        return ErrorCode.none, coordinator.fetch_offsets(group_id, topics, require_stable)
     except GroupError as exc:
         return exc.error_code, []
 
 
-async def handle_offset_fetch(ctx: Any, request: Any) -> dict[str, Any]:
-    coordinator = ctx.broker.groups
+async def handle_offset_fetch(ctx: RequestContext, request: OffsetFetchRequest) -> dict[str, Any]:
+    coordinator = ctx.groups
     require_stable = bool(field(request, "require_stable", False))
-    if ctx.version >= 8:
+    wanted: list[tuple[str, list[int]]] | None
+    if _batched(request):
         groups = []
         for g in request.groups:
-            error, topics = _fetch_group(coordinator, g.group_id, g.topics, require_stable)
+            wanted = None if g.topics is None else [
+                (t.name, list(t.partition_indexes)) for t in g.topics
+            ]
+            error, topics = _fetch_group(coordinator, g.group_id, wanted, require_stable)
             groups.append({"group_id": g.group_id, "error_code": error, "topics": topics})
         return {"throttle_time": 0, "groups": groups}
-    error, topics = _fetch_group(coordinator, request.group_id, request.topics, require_stable)
-    if error and ctx.version < 2:
+    wanted = None if request.topics is None else [
+        (t.name, list(t.partition_indexes)) for t in request.topics
+    ]
+    error, topics = _fetch_group(coordinator, request.group_id, wanted, require_stable)
+    if error != ErrorCode.none and ctx.version < 2:
         # v1 has no top-level error: report it on every requested partition
         topics = [
             {"name": t.name,
@@ -92,15 +121,18 @@ async def handle_offset_fetch(ctx: Any, request: Any) -> dict[str, Any]:
     return {"throttle_time": 0, "error_code": error, "topics": topics}
 
 
-async def handle_offset_delete(ctx: Any, request: Any) -> dict[str, Any]:
-    wanted = [(t.name, p.partition_index) for t in request.topics for p in t.partitions]
-    error, results = await ctx.broker.groups.delete_offsets(request.group_id, wanted)
+async def handle_offset_delete(ctx: RequestContext, request: OffsetDeleteRequest) -> dict[str, Any]:
+    wanted: list[tuple[str, int]] = [
+        (t.name, p.partition_index) for t in request.topics for p in t.partitions
+    ]
+    error, results = await ctx.groups.delete_offsets(request.group_id, wanted)
     topics = []
-    if not error:
+    if error == ErrorCode.none:
         topics = [
             {"name": t.name,
              "partitions": [{"partition_index": p.partition_index,
-                             "error_code": results.get((t.name, p.partition_index), 0)}
+                             "error_code": results.get((t.name, p.partition_index),
+                                                      ErrorCode.none)}
                             for p in t.partitions]}
             for t in request.topics
         ]

@@ -8,43 +8,51 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from protocol.errors import KafkaError
+from protocol.errors import ErrorCode, KafkaError
 from protocol.records import decode_records, iter_batches
 from storage.config import LONG_MAX, LogConfig
 from storage.errors import InvalidTimestamp, KafkaStorageError
 
 from .. import metrics
+from ..context import RequestContext
+from ..partition import Partition
 from ..replica_manager import PartitionError
 from ..server import CloseConnection
 from ..topic_admin import INTERNAL_TOPICS
-from .common import INVALID_TOPIC_EXCEPTION, error_code_of, field
+from .common import PARTITION_ERRORS, error_code_of
 from .transactions import verify_transactional_produce
+
+if TYPE_CHECKING:
+    from .requests import ProduceRequest
 
 log = logging.getLogger(__name__)
 
-INVALID_REQUIRED_ACKS = 21
-NOT_LEADER_OR_FOLLOWER = 6
-REQUEST_TIMED_OUT = 7
-NOT_ENOUGH_REPLICAS = 19
-NOT_ENOUGH_REPLICAS_AFTER_APPEND = 20
+# A partition's answer: (error code, base offset, log append time, log start offset, last offset).
+AppendResult = tuple[int, int, int, int, int]
+# acks=all: the partition's response entry, the partition, and the offset the HW must reach.
+ReplicationWait = tuple[dict[str, Any], Partition, int]
 
 
-async def handle_produce(ctx: Any, request: Any) -> dict[str, Any] | None:
-    broker = ctx.broker
+def _failed(code: ErrorCode) -> AppendResult:
+    return code, -1, -1, -1, -1
+
+
+async def handle_produce(ctx: RequestContext, request: ProduceRequest) -> dict[str, Any] | None:
     acks = request.acks
+    transactional_id = request.transactional_id
     responses = []
     failed = False
-    waits: list[tuple[dict[str, Any], Any, int]] = []
+    waits: list[ReplicationWait] = []
     for topic in request.topic_data:
         partitions = []
         for pdata in topic.partition_data:
             code, base_offset, append_time, start, last = _append(
-                broker, acks, topic.name, pdata, field(request, "transactional_id"), ctx.version
+                ctx, acks, topic.name, pdata.index, pdata.records, transactional_id
             )
-            failed |= code != 0
-            out = {
+            failed |= code != ErrorCode.none
+            out: dict[str, Any] = {
                 "index": pdata.index,
                 "error_code": code,
                 "base_offset": base_offset,
@@ -52,9 +60,9 @@ async def handle_produce(ctx: Any, request: Any) -> dict[str, Any] | None:
                 "log_start_offset": start,
             }
             partitions.append(out)
-            if code == 0 and acks == -1:
-                partition = broker.replicas.get(topic.name, pdata.index)
-                if partition is not None and partition.log.high_watermark <= last:
+            if code == ErrorCode.none and acks == -1:
+                partition = ctx.replicas.get(topic.name, pdata.index)
+                if partition is not None and partition.high_watermark <= last:
                     waits.append((out, partition, last + 1))
         responses.append({"name": topic.name, "partition_responses": partitions})
     if waits:
@@ -67,52 +75,61 @@ async def handle_produce(ctx: Any, request: Any) -> dict[str, Any] | None:
     return {"responses": responses, "throttle_time": 0}
 
 
-async def _await_replication(waits: list[tuple[dict[str, Any], Any, int]], timeout_s: float):
+async def _await_replication(waits: list[ReplicationWait], timeout_s: float) -> None:
     """acks=all: answer once the ISR has each partition's batch (Kafka's delayed produce)."""
     done = await asyncio.gather(
         *(partition.wait_for_high_watermark(offset, timeout_s) for _, partition, offset in waits)
     )
     for (out, partition, _), ok in zip(waits, done, strict=True):
         if not ok:
-            code = REQUEST_TIMED_OUT if partition.is_leader else NOT_LEADER_OR_FOLLOWER
+            code = (
+                ErrorCode.request_timed_out
+                if partition.is_leader
+                else ErrorCode.not_leader_or_follower
+            )
         elif len(partition.isr) < partition.min_insync_replicas:
-            code = NOT_ENOUGH_REPLICAS_AFTER_APPEND
+            code = ErrorCode.not_enough_replicas_after_append
         else:
             continue
         out.update(error_code=code, base_offset=-1, log_append_time=None)
 
 
 def _append(
-    broker: Any, acks: int, topic: str, pdata: Any, transactional_id: str | None, version: int
-) -> tuple[int, int, int, int, int]:
-    """(error code, base offset, log append time, log start offset, last offset)."""
+    ctx: RequestContext,
+    acks: int,
+    topic: str,
+    index: int,
+    records: bytes | None,
+    transactional_id: str | None,
+) -> AppendResult:
     if acks not in (-1, 0, 1):
-        return INVALID_REQUIRED_ACKS, -1, -1, -1, -1
+        return _failed(ErrorCode.invalid_required_acks)
     if topic in INTERNAL_TOPICS:
-        return INVALID_TOPIC_EXCEPTION, -1, -1, -1, -1
+        return _failed(ErrorCode.invalid_topic_exception)
     try:
-        partition = broker.replicas.leader_partition(topic, pdata.index)
+        partition = ctx.replicas.leader_partition(topic, index)
         if acks == -1 and len(partition.isr) < partition.min_insync_replicas:
-            return NOT_ENOUGH_REPLICAS, -1, -1, -1, -1
+            return _failed(ErrorCode.not_enough_replicas)
         code = verify_transactional_produce(
-            broker, partition, pdata.records, transactional_id, version
+            ctx.transactions, partition, records, transactional_id, ctx.version
         )
-        if code:
+        if code != ErrorCode.none:
             return code, -1, -1, -1, -1
-        check_timestamp_bounds(partition.log.config, pdata.records)
-        info = partition.append_as_leader(pdata.records or b"")
+        check_timestamp_bounds(partition.config, records)
+        info = partition.append_as_leader(records or b"")
     except PartitionError as exc:
         return exc.error_code, -1, -1, -1, -1
-    except KafkaError as exc:  # a StorageError or a record-format error
+    except PARTITION_ERRORS as exc:
         # Per request and usually the client's doing (sequence, epoch, size): DEBUG; a
         # failing disk is the operator's business.
         level = logging.WARNING if isinstance(exc, KafkaStorageError) else logging.DEBUG
-        log.log(level, "produce to %s-%d rejected: %s (%s)", topic, pdata.index,
+        log.log(level, "produce to %s-%d rejected: %s (%s)", topic, index,
                 type(exc).__name__, exc)
         return error_code_of(exc), -1, -1, -1, -1
     if not info.duplicate:
-        metrics.produced(topic, len(pdata.records), info.record_count)
-    return 0, info.first_offset, info.log_append_time, info.log_start_offset, info.last_offset
+        metrics.produced(topic, len(records or b""), info.record_count)
+    return (ErrorCode.none, info.first_offset, info.log_append_time, info.log_start_offset,
+            info.last_offset)
 
 
 def check_timestamp_bounds(config: LogConfig, records: bytes | None) -> None:
@@ -134,5 +151,5 @@ def check_timestamp_bounds(config: LogConfig, records: bytes | None) -> None:
                         f"range. The timestamp should be within [{now - before}, {now + after}]")
     except InvalidTimestamp:
         raise
-    except KafkaError:
+    except KafkaError:  # malformed records (record-format errors): left to the append's checks
         return

@@ -2,30 +2,52 @@
 
 from __future__ import annotations
 
-from typing import Any
+import uuid
+from typing import TYPE_CHECKING, Any
 
+from config.topic import describe_topic_config
+from protocol.errors import ErrorCode
+
+from ..context import RequestContext
 from ..topic_admin import TopicError
-from .common import UNKNOWN_TOPIC_OR_PARTITION, field
+from .common import topic_name_by_id
 
-UNKNOWN_TOPIC_ID = 100
+if TYPE_CHECKING:
+    from typing_extensions import TypeIs
+
+    from .requests import (
+        CreatePartitionsRequest,
+        CreateTopicsRequest,
+        DeleteTopicsRequest,
+        DeleteTopicsRequestByName,
+    )
 
 
-async def handle_create_topics(ctx: Any, request: Any) -> dict[str, Any]:
-    admin = ctx.broker.topics
-    validate_only = field(request, "validate_only", False)
+def _by_name(request: DeleteTopicsRequest) -> TypeIs[DeleteTopicsRequestByName]:
+    """v1-5 name the topics; v6 gives names or topic ids."""
+    return request.__version__ < 6
+
+
+async def handle_create_topics(ctx: RequestContext, request: CreateTopicsRequest) -> dict[str, Any]:
+    admin = ctx.topics
+    validate_only = request.validate_only
     results = []
     seen: dict[str, int] = {}
     for t in request.topics:
         seen[t.name] = seen.get(t.name, 0) + 1
     for t in request.topics:
-        out: dict[str, Any] = {"name": t.name, "error_code": 0, "error_message": None}
+        out: dict[str, Any] = {"name": t.name, "error_code": ErrorCode.none,
+                               "error_message": None}
         if seen[t.name] > 1:
-            out.update(error_code=42, error_message=f"Duplicate topic name {t.name}")
+            out.update(error_code=ErrorCode.invalid_request,
+                       error_message=f"Duplicate topic name {t.name}")
             results.append(out)
             continue
         try:
-            assignments = {a.partition_index: list(a.broker_ids) for a in t.assignments}
-            configs = {c.name: c.value for c in t.configs}
+            assignments: dict[int, list[int]] = {
+                a.partition_index: list(a.broker_ids) for a in t.assignments
+            }
+            configs: dict[str, str | None] = {c.name: c.value for c in t.configs}
             topic = await admin.create(
                 t.name,
                 t.num_partitions,
@@ -46,7 +68,7 @@ async def handle_create_topics(ctx: Any, request: Any) -> dict[str, Any]:
                         "config_source": e.source,
                         "is_sensitive": e.is_sensitive,
                     }
-                    for e in ctx.broker.describe_topic_configs(topic)
+                    for e in describe_topic_config(topic.name, topic.configs, ctx.config)
                 ],
             )
         except TopicError as exc:
@@ -55,24 +77,24 @@ async def handle_create_topics(ctx: Any, request: Any) -> dict[str, Any]:
     return {"throttle_time": 0, "topics": results}
 
 
-async def handle_delete_topics(ctx: Any, request: Any) -> dict[str, Any]:
-    broker = ctx.broker
+async def handle_delete_topics(ctx: RequestContext, request: DeleteTopicsRequest) -> dict[str, Any]:
     responses = []
-    if ctx.version < 6:
-        entries = [(name, None) for name in field(request, "topic_names", ())]
+    entries: list[tuple[str | None, uuid.UUID | None]]
+    if _by_name(request):
+        entries = [(name, None) for name in request.topic_names]
     else:
         entries = [(t.name, t.topic_id) for t in request.topics]
     for name, topic_id in entries:
-        out: dict[str, Any] = {"name": name, "error_code": 0}
+        out: dict[str, Any] = {"name": name, "error_code": ErrorCode.none}
         if name is None:
-            name = broker.topic_name_by_id(topic_id)
+            name = topic_name_by_id(ctx.store, topic_id) if topic_id is not None else None
             if name is None:
-                out.update(error_code=UNKNOWN_TOPIC_ID, topic_id=topic_id)
+                out.update(error_code=ErrorCode.unknown_topic_id, topic_id=topic_id)
                 responses.append(out)
                 continue
             out["name"] = name
         try:
-            topic = await broker.topics.delete(name)
+            topic = await ctx.topics.delete(name)
             out["topic_id"] = topic.topic_id
         except TopicError as exc:
             out.update(error_code=exc.error_code, error_message=exc.message)
@@ -80,18 +102,20 @@ async def handle_delete_topics(ctx: Any, request: Any) -> dict[str, Any]:
     return {"throttle_time": 0, "responses": responses}
 
 
-async def handle_create_partitions(ctx: Any, request: Any) -> dict[str, Any]:
-    admin = ctx.broker.topics
+async def handle_create_partitions(
+    ctx: RequestContext, request: CreatePartitionsRequest
+) -> dict[str, Any]:
+    admin = ctx.topics
     results = []
     for t in request.topics:
-        out: dict[str, Any] = {"name": t.name, "error_code": 0}
+        out: dict[str, Any] = {"name": t.name, "error_code": ErrorCode.none}
         try:
-            assignments = [list(a.broker_ids) for a in t.assignments] if t.assignments else None
+            assignments: list[list[int]] | None = (
+                [list(a.broker_ids) for a in t.assignments] if t.assignments else None
+            )
             await admin.create_partitions(t.name, t.count, assignments, request.validate_only)
         except TopicError as exc:
             out.update(error_code=exc.error_code, error_message=exc.message)
         results.append(out)
     return {"throttle_time": 0, "results": results}
 
-
-__all__ = ["UNKNOWN_TOPIC_OR_PARTITION"]

@@ -10,62 +10,75 @@ from __future__ import annotations
 
 import logging
 from collections import defaultdict
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from coordinator.producer_ids import ProducerIdNotAvailable
+from coordinator.transaction import TransactionCoordinator
 from coordinator.transaction.metadata import TxnState
 from protocol.codec import millis
+from protocol.errors import ErrorCode
 from protocol.records import iter_batches
 
+from ..context import RequestContext
 from ..markers import append_marker_replicated
+from ..partition import Partition
 from ..replica_manager import PartitionError
-from .common import INVALID_REQUEST, UNKNOWN_TOPIC_OR_PARTITION, field
+from .common import field
+
+if TYPE_CHECKING:
+    from .requests import (
+        AddOffsetsToTxnRequest,
+        AddPartitionsToTxnRequest,
+        DescribeProducersRequest,
+        DescribeTransactionsRequest,
+        EndTxnRequest,
+        InitProducerIdRequest,
+        ListTransactionsRequest,
+        WriteTxnMarkersRequest,
+    )
 
 log = logging.getLogger(__name__)
-
-OPERATION_NOT_ATTEMPTED = 55
-INVALID_PRODUCER_EPOCH = 47
-PRODUCER_FENCED = 90
-COORDINATOR_LOAD_IN_PROGRESS = 14
-COORDINATOR_NOT_AVAILABLE = 15
 
 
 def _fenced_for(code: int, version: int, first_version: int) -> int:
     """PRODUCER_FENCED is only known to clients from `first_version` on."""
-    if code == PRODUCER_FENCED and version < first_version:
-        return INVALID_PRODUCER_EPOCH
+    if code == ErrorCode.producer_fenced and version < first_version:
+        return ErrorCode.invalid_producer_epoch
     return code
 
 
 # ---------------------------------------------------------------------------- InitProducerId
-async def handle_init_producer_id(ctx: Any, request: Any) -> dict[str, Any]:
+async def handle_init_producer_id(
+    ctx: RequestContext, request: InitProducerIdRequest
+) -> dict[str, Any]:
     txn_id = request.transactional_id
     if txn_id is None:
         # Idempotent producer: a fresh producer id, no timeout validation.
         try:
-            pid = ctx.broker.producer_ids.next_id()
+            fresh = ctx.producer_ids.next_id()
         except ProducerIdNotAvailable as exc:  # next block still being claimed: retriable
             return _init_error(exc.error_code)
-        return {"throttle_time": 0, "error_code": 0, "producer_id": pid, "producer_epoch": 0}
-    pid = field(request, "producer_id", -1)
-    epoch = field(request, "producer_epoch", -1)
+        return {"throttle_time": 0, "error_code": ErrorCode.none, "producer_id": fresh,
+                "producer_epoch": 0}
+    pid: int = field(request, "producer_id", -1)
+    epoch: int = field(request, "producer_epoch", -1)
     if (pid == -1) != (epoch == -1):
-        return _init_error(INVALID_REQUEST)
+        return _init_error(ErrorCode.invalid_request)
     expected = None if pid == -1 else (pid, epoch)
     try:
-        await ctx.broker.txn_topic.ensure_created()
+        await ctx.txn_topic.ensure_created()
     except Exception:
-        log.exception("creating %s failed", ctx.broker.txn_topic.name)
-        return _init_error(COORDINATOR_NOT_AVAILABLE)
-    result = await ctx.broker.transactions.init_producer_id(
+        log.exception("creating %s failed", ctx.txn_topic.name)
+        return _init_error(ErrorCode.coordinator_not_available)
+    result = await ctx.transactions.init_producer_id(
         txn_id, millis(request.transaction_timeout), expected
     )
     code = result.error_code
-    if code:
+    if code != ErrorCode.none:
         return _init_error(_fenced_for(code, ctx.version, 4))
     return {
         "throttle_time": 0,
-        "error_code": 0,
+        "error_code": ErrorCode.none,
         "producer_id": result.producer_id,
         "producer_epoch": result.producer_epoch,
     }
@@ -76,23 +89,26 @@ def _init_error(code: int) -> dict[str, Any]:
 
 
 # ---------------------------------------------------------------------------- AddPartitionsToTxn
-async def handle_add_partitions_to_txn(ctx: Any, request: Any) -> dict[str, Any]:
-    broker = ctx.broker
+async def handle_add_partitions_to_txn(
+    ctx: RequestContext, request: AddPartitionsToTxnRequest
+) -> dict[str, Any]:
     topics = [(t.name, list(t.partitions)) for t in request.v3_and_below_topics]
     unknown = set()
     for name, parts in topics:
-        state = broker.store.topic(name)
+        state = ctx.store.topic(name)
         for p in parts:
             if state is None or p not in state.partitions:
                 unknown.add((name, p))
     if unknown:
-        codes = {
-            (n, p): UNKNOWN_TOPIC_OR_PARTITION if (n, p) in unknown else OPERATION_NOT_ATTEMPTED
+        codes: dict[tuple[str, int], int] = {
+            (n, p): ErrorCode.unknown_topic_or_partition
+            if (n, p) in unknown
+            else ErrorCode.operation_not_attempted
             for n, ps in topics
             for p in ps
         }
     else:
-        code = await broker.transactions.add_partitions(
+        code = await ctx.transactions.add_partitions(
             request.v3_and_below_transactional_id,
             request.v3_and_below_producer_id,
             request.v3_and_below_producer_epoch,
@@ -115,8 +131,10 @@ async def handle_add_partitions_to_txn(ctx: Any, request: Any) -> dict[str, Any]
 
 
 # ---------------------------------------------------------------------------- AddOffsetsToTxn
-async def handle_add_offsets_to_txn(ctx: Any, request: Any) -> dict[str, Any]:
-    coord = ctx.broker.transactions
+async def handle_add_offsets_to_txn(
+    ctx: RequestContext, request: AddOffsetsToTxnRequest
+) -> dict[str, Any]:
+    coord = ctx.transactions
     tp = coord.offsets_partition(request.group_id)
     code = await coord.add_partitions(
         request.transactional_id, request.producer_id, request.producer_epoch, [tp]
@@ -125,8 +143,8 @@ async def handle_add_offsets_to_txn(ctx: Any, request: Any) -> dict[str, Any]:
 
 
 # ---------------------------------------------------------------------------- EndTxn
-async def handle_end_txn(ctx: Any, request: Any) -> dict[str, Any]:
-    code = await ctx.broker.transactions.end_transaction(
+async def handle_end_txn(ctx: RequestContext, request: EndTxnRequest) -> dict[str, Any]:
+    code = await ctx.transactions.end_transaction(
         request.transactional_id,
         request.producer_id,
         request.producer_epoch,
@@ -136,8 +154,9 @@ async def handle_end_txn(ctx: Any, request: Any) -> dict[str, Any]:
 
 
 # ---------------------------------------------------------------------------- WriteTxnMarkers
-async def handle_write_txn_markers(ctx: Any, request: Any) -> dict[str, Any]:
-    broker = ctx.broker
+async def handle_write_txn_markers(
+    ctx: RequestContext, request: WriteTxnMarkersRequest
+) -> dict[str, Any]:
     markers = []
     for m in request.markers:
         topics = []
@@ -145,7 +164,7 @@ async def handle_write_txn_markers(ctx: Any, request: Any) -> dict[str, Any]:
             parts = []
             for p in t.partition_indexes:
                 code = await append_marker_replicated(
-                    broker,
+                    ctx.services,
                     t.name,
                     p,
                     m.producer_id,
@@ -160,11 +179,13 @@ async def handle_write_txn_markers(ctx: Any, request: Any) -> dict[str, Any]:
 
 
 # ---------------------------------------------------------------------------- DescribeProducers
-async def handle_describe_producers(ctx: Any, request: Any) -> dict[str, Any]:
-    replicas = ctx.broker.replicas
+async def handle_describe_producers(
+    ctx: RequestContext, request: DescribeProducersRequest
+) -> dict[str, Any]:
+    replicas = ctx.replicas
     topics = []
     for t in request.topics:
-        parts = []
+        parts: list[dict[str, Any]] = []
         for p in t.partition_indexes:
             try:
                 partition = replicas.leader_partition(t.name, p)
@@ -187,12 +208,12 @@ async def handle_describe_producers(ctx: Any, request: Any) -> dict[str, Any]:
                     "coordinator_epoch": e.coordinator_epoch,
                     "current_txn_start_offset": e.current_txn_start_offset,
                 }
-                for e in partition.log.producer_state.active_producers()
+                for e in partition.active_producers()
             ]
             parts.append(
                 {
                     "partition_index": p,
-                    "error_code": 0,
+                    "error_code": ErrorCode.none,
                     "error_message": None,
                     "active_producers": producers,
                 }
@@ -202,8 +223,10 @@ async def handle_describe_producers(ctx: Any, request: Any) -> dict[str, Any]:
 
 
 # ---------------------------------------------------------------------------- DescribeTransactions
-async def handle_describe_transactions(ctx: Any, request: Any) -> dict[str, Any]:
-    coord = ctx.broker.transactions
+async def handle_describe_transactions(
+    ctx: RequestContext, request: DescribeTransactionsRequest
+) -> dict[str, Any]:
+    coord = ctx.transactions
     states = []
     for txn_id in request.transactional_ids:
         code, md = coord.describe(txn_id)
@@ -227,7 +250,7 @@ async def handle_describe_transactions(ctx: Any, request: Any) -> dict[str, Any]
             by_topic[topic].append(p)
         states.append(
             {
-                "error_code": 0,
+                "error_code": ErrorCode.none,
                 "transactional_id": txn_id,
                 "transaction_state": md.state.kafka_name,
                 "transaction_timeout": md.timeout_ms,
@@ -241,7 +264,9 @@ async def handle_describe_transactions(ctx: Any, request: Any) -> dict[str, Any]
 
 
 # ---------------------------------------------------------------------------- ListTransactions
-async def handle_list_transactions(ctx: Any, request: Any) -> dict[str, Any]:
+async def handle_list_transactions(
+    ctx: RequestContext, request: ListTransactionsRequest
+) -> dict[str, Any]:
     states: set[TxnState] = set()
     unknown = []
     for name in request.state_filters:
@@ -250,7 +275,7 @@ async def handle_list_transactions(ctx: Any, request: Any) -> dict[str, Any]:
             unknown.append(name)
         else:
             states.add(state)
-    code, found = ctx.broker.transactions.list_transactions(
+    code, found = ctx.transactions.list_transactions(
         states, set(request.producer_id_filters), field(request, "duration_filter", -1)
     )
     if request.state_filters and not states:
@@ -271,39 +296,36 @@ async def handle_list_transactions(ctx: Any, request: Any) -> dict[str, Any]:
 
 
 # ---------------------------------------------------------------------------- Produce check
-NOT_ENOUGH_REPLICAS = 19
-INVALID_TXN_STATE = 48
-CONCURRENT_TRANSACTIONS = 51
-TRANSACTION_ABORTABLE = 120
-
-
 def verify_transactional_produce(
-    broker: Any, partition: Any, records: bytes | None, transactional_id: str | None, version: int
+    coord: TransactionCoordinator,
+    partition: Partition,
+    records: bytes | None,
+    transactional_id: str | None,
+    version: int,
 ) -> int:
     """KIP-890 part 1 (transaction.partition.verification.enable): before the first
     transactional append of a producer to a partition, the partition must be in its ongoing
-    transaction. Returns 0 or the error code for the Produce response of `version`."""
-    coord = getattr(broker, "transactions", None)
-    if not records or coord is None or not coord.verification_enabled:
-        return 0
+    transaction. Returns NONE or the error code for the Produce response of `version`."""
+    if not records or not coord.verification_enabled:
+        return ErrorCode.none
     try:
         _, header = next(iter_batches(records))
     except (StopIteration, Exception):
-        return 0  # the log's validation answers malformed input
+        return ErrorCode.none  # the log's validation answers malformed input
     if not header.is_transactional or header.is_control or header.producer_id < 0:
-        return 0
-    entry = partition.log.producer_state.last_entry(header.producer_id)
+        return ErrorCode.none
+    entry = partition.last_producer_entry(header.producer_id)
     if (
         entry is not None
         and entry.current_txn_start_offset >= 0
         and entry.producer_epoch == header.producer_epoch
     ):
-        return 0  # already verified: the transaction is open on this partition
+        return ErrorCode.none  # already verified: the transaction is open on this partition
     if transactional_id and not coord.is_local(transactional_id):
         # The coordinator is another broker; Kafka asks it with AddPartitionsToTxn v4
         # (verifyOnly), which is not implemented yet: the append goes unverified, as with
         # transaction.partition.verification.enable=false.
-        return 0
+        return ErrorCode.none
     code = coord.verify_partition(
         transactional_id,
         header.producer_id,
@@ -311,10 +333,10 @@ def verify_transactional_produce(
         partition.topic,
         partition.index,
     )
-    if code == PRODUCER_FENCED:
-        return INVALID_PRODUCER_EPOCH
-    if code == CONCURRENT_TRANSACTIONS:
-        return NOT_ENOUGH_REPLICAS  # retriable for every client
-    if code == TRANSACTION_ABORTABLE and version < 11:
-        return INVALID_TXN_STATE
+    if code == ErrorCode.producer_fenced:
+        return ErrorCode.invalid_producer_epoch
+    if code == ErrorCode.concurrent_transactions:
+        return ErrorCode.not_enough_replicas  # retriable for every client
+    if code == ErrorCode.transaction_abortable and version < 11:
+        return ErrorCode.invalid_txn_state
     return code

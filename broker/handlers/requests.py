@@ -1,0 +1,366 @@
+"""The request types each handler serves: per API, the union of kio's request classes of the
+versions broker/apis.py registers (tests/unit/test_handler_contracts.py keeps the two in step).
+
+Only for the type checker: handlers import these names under `TYPE_CHECKING`, so serving a
+request never loads the schema modules of versions nobody asked for.
+"""
+
+from __future__ import annotations
+
+from typing import TypeAlias
+
+import kio.schema.add_offsets_to_txn.v0.request as add_offsets_to_txn_v0
+import kio.schema.add_offsets_to_txn.v1.request as add_offsets_to_txn_v1
+import kio.schema.add_offsets_to_txn.v2.request as add_offsets_to_txn_v2
+import kio.schema.add_offsets_to_txn.v3.request as add_offsets_to_txn_v3
+import kio.schema.add_offsets_to_txn.v4.request as add_offsets_to_txn_v4
+import kio.schema.add_partitions_to_txn.v0.request as add_partitions_to_txn_v0
+import kio.schema.add_partitions_to_txn.v1.request as add_partitions_to_txn_v1
+import kio.schema.add_partitions_to_txn.v2.request as add_partitions_to_txn_v2
+import kio.schema.add_partitions_to_txn.v3.request as add_partitions_to_txn_v3
+import kio.schema.alter_configs.v0.request as alter_configs_v0
+import kio.schema.alter_configs.v1.request as alter_configs_v1
+import kio.schema.alter_configs.v2.request as alter_configs_v2
+import kio.schema.api_versions.v0.request as api_versions_v0
+import kio.schema.api_versions.v1.request as api_versions_v1
+import kio.schema.api_versions.v2.request as api_versions_v2
+import kio.schema.api_versions.v3.request as api_versions_v3
+import kio.schema.api_versions.v4.request as api_versions_v4
+import kio.schema.create_partitions.v0.request as create_partitions_v0
+import kio.schema.create_partitions.v1.request as create_partitions_v1
+import kio.schema.create_partitions.v2.request as create_partitions_v2
+import kio.schema.create_partitions.v3.request as create_partitions_v3
+import kio.schema.create_topics.v2.request as create_topics_v2
+import kio.schema.create_topics.v3.request as create_topics_v3
+import kio.schema.create_topics.v4.request as create_topics_v4
+import kio.schema.create_topics.v5.request as create_topics_v5
+import kio.schema.create_topics.v6.request as create_topics_v6
+import kio.schema.create_topics.v7.request as create_topics_v7
+import kio.schema.delete_groups.v0.request as delete_groups_v0
+import kio.schema.delete_groups.v1.request as delete_groups_v1
+import kio.schema.delete_groups.v2.request as delete_groups_v2
+import kio.schema.delete_records.v0.request as delete_records_v0
+import kio.schema.delete_records.v1.request as delete_records_v1
+import kio.schema.delete_records.v2.request as delete_records_v2
+import kio.schema.delete_topics.v1.request as delete_topics_v1
+import kio.schema.delete_topics.v2.request as delete_topics_v2
+import kio.schema.delete_topics.v3.request as delete_topics_v3
+import kio.schema.delete_topics.v4.request as delete_topics_v4
+import kio.schema.delete_topics.v5.request as delete_topics_v5
+import kio.schema.delete_topics.v6.request as delete_topics_v6
+import kio.schema.describe_cluster.v0.request as describe_cluster_v0
+import kio.schema.describe_cluster.v1.request as describe_cluster_v1
+import kio.schema.describe_configs.v1.request as describe_configs_v1
+import kio.schema.describe_configs.v2.request as describe_configs_v2
+import kio.schema.describe_configs.v3.request as describe_configs_v3
+import kio.schema.describe_configs.v4.request as describe_configs_v4
+import kio.schema.describe_groups.v0.request as describe_groups_v0
+import kio.schema.describe_groups.v1.request as describe_groups_v1
+import kio.schema.describe_groups.v2.request as describe_groups_v2
+import kio.schema.describe_groups.v3.request as describe_groups_v3
+import kio.schema.describe_groups.v4.request as describe_groups_v4
+import kio.schema.describe_groups.v5.request as describe_groups_v5
+import kio.schema.describe_log_dirs.v1.request as describe_log_dirs_v1
+import kio.schema.describe_log_dirs.v2.request as describe_log_dirs_v2
+import kio.schema.describe_log_dirs.v3.request as describe_log_dirs_v3
+import kio.schema.describe_log_dirs.v4.request as describe_log_dirs_v4
+import kio.schema.describe_producers.v0.request as describe_producers_v0
+import kio.schema.describe_transactions.v0.request as describe_transactions_v0
+import kio.schema.end_txn.v0.request as end_txn_v0
+import kio.schema.end_txn.v1.request as end_txn_v1
+import kio.schema.end_txn.v2.request as end_txn_v2
+import kio.schema.end_txn.v3.request as end_txn_v3
+import kio.schema.end_txn.v4.request as end_txn_v4
+import kio.schema.fetch.v4.request as fetch_v4
+import kio.schema.fetch.v5.request as fetch_v5
+import kio.schema.fetch.v6.request as fetch_v6
+import kio.schema.fetch.v7.request as fetch_v7
+import kio.schema.fetch.v8.request as fetch_v8
+import kio.schema.fetch.v9.request as fetch_v9
+import kio.schema.fetch.v10.request as fetch_v10
+import kio.schema.fetch.v11.request as fetch_v11
+import kio.schema.fetch.v12.request as fetch_v12
+import kio.schema.find_coordinator.v0.request as find_coordinator_v0
+import kio.schema.find_coordinator.v1.request as find_coordinator_v1
+import kio.schema.find_coordinator.v2.request as find_coordinator_v2
+import kio.schema.find_coordinator.v3.request as find_coordinator_v3
+import kio.schema.find_coordinator.v4.request as find_coordinator_v4
+import kio.schema.find_coordinator.v5.request as find_coordinator_v5
+import kio.schema.find_coordinator.v6.request as find_coordinator_v6
+import kio.schema.heartbeat.v0.request as heartbeat_v0
+import kio.schema.heartbeat.v1.request as heartbeat_v1
+import kio.schema.heartbeat.v2.request as heartbeat_v2
+import kio.schema.heartbeat.v3.request as heartbeat_v3
+import kio.schema.heartbeat.v4.request as heartbeat_v4
+import kio.schema.incremental_alter_configs.v0.request as incremental_alter_configs_v0
+import kio.schema.incremental_alter_configs.v1.request as incremental_alter_configs_v1
+import kio.schema.init_producer_id.v0.request as init_producer_id_v0
+import kio.schema.init_producer_id.v1.request as init_producer_id_v1
+import kio.schema.init_producer_id.v2.request as init_producer_id_v2
+import kio.schema.init_producer_id.v3.request as init_producer_id_v3
+import kio.schema.init_producer_id.v4.request as init_producer_id_v4
+import kio.schema.init_producer_id.v5.request as init_producer_id_v5
+import kio.schema.join_group.v0.request as join_group_v0
+import kio.schema.join_group.v1.request as join_group_v1
+import kio.schema.join_group.v2.request as join_group_v2
+import kio.schema.join_group.v3.request as join_group_v3
+import kio.schema.join_group.v4.request as join_group_v4
+import kio.schema.join_group.v5.request as join_group_v5
+import kio.schema.join_group.v6.request as join_group_v6
+import kio.schema.join_group.v7.request as join_group_v7
+import kio.schema.join_group.v8.request as join_group_v8
+import kio.schema.join_group.v9.request as join_group_v9
+import kio.schema.leave_group.v0.request as leave_group_v0
+import kio.schema.leave_group.v1.request as leave_group_v1
+import kio.schema.leave_group.v2.request as leave_group_v2
+import kio.schema.leave_group.v3.request as leave_group_v3
+import kio.schema.leave_group.v4.request as leave_group_v4
+import kio.schema.leave_group.v5.request as leave_group_v5
+import kio.schema.list_groups.v0.request as list_groups_v0
+import kio.schema.list_groups.v1.request as list_groups_v1
+import kio.schema.list_groups.v2.request as list_groups_v2
+import kio.schema.list_groups.v3.request as list_groups_v3
+import kio.schema.list_groups.v4.request as list_groups_v4
+import kio.schema.list_groups.v5.request as list_groups_v5
+import kio.schema.list_offsets.v1.request as list_offsets_v1
+import kio.schema.list_offsets.v2.request as list_offsets_v2
+import kio.schema.list_offsets.v3.request as list_offsets_v3
+import kio.schema.list_offsets.v4.request as list_offsets_v4
+import kio.schema.list_offsets.v5.request as list_offsets_v5
+import kio.schema.list_offsets.v6.request as list_offsets_v6
+import kio.schema.list_offsets.v7.request as list_offsets_v7
+import kio.schema.list_offsets.v8.request as list_offsets_v8
+import kio.schema.list_offsets.v9.request as list_offsets_v9
+import kio.schema.list_transactions.v0.request as list_transactions_v0
+import kio.schema.list_transactions.v1.request as list_transactions_v1
+import kio.schema.metadata.v0.request as metadata_v0
+import kio.schema.metadata.v1.request as metadata_v1
+import kio.schema.metadata.v2.request as metadata_v2
+import kio.schema.metadata.v3.request as metadata_v3
+import kio.schema.metadata.v4.request as metadata_v4
+import kio.schema.metadata.v5.request as metadata_v5
+import kio.schema.metadata.v6.request as metadata_v6
+import kio.schema.metadata.v7.request as metadata_v7
+import kio.schema.metadata.v8.request as metadata_v8
+import kio.schema.metadata.v9.request as metadata_v9
+import kio.schema.metadata.v10.request as metadata_v10
+import kio.schema.metadata.v11.request as metadata_v11
+import kio.schema.metadata.v12.request as metadata_v12
+import kio.schema.offset_commit.v2.request as offset_commit_v2
+import kio.schema.offset_commit.v3.request as offset_commit_v3
+import kio.schema.offset_commit.v4.request as offset_commit_v4
+import kio.schema.offset_commit.v5.request as offset_commit_v5
+import kio.schema.offset_commit.v6.request as offset_commit_v6
+import kio.schema.offset_commit.v7.request as offset_commit_v7
+import kio.schema.offset_commit.v8.request as offset_commit_v8
+import kio.schema.offset_commit.v9.request as offset_commit_v9
+import kio.schema.offset_delete.v0.request as offset_delete_v0
+import kio.schema.offset_fetch.v1.request as offset_fetch_v1
+import kio.schema.offset_fetch.v2.request as offset_fetch_v2
+import kio.schema.offset_fetch.v3.request as offset_fetch_v3
+import kio.schema.offset_fetch.v4.request as offset_fetch_v4
+import kio.schema.offset_fetch.v5.request as offset_fetch_v5
+import kio.schema.offset_fetch.v6.request as offset_fetch_v6
+import kio.schema.offset_fetch.v7.request as offset_fetch_v7
+import kio.schema.offset_fetch.v8.request as offset_fetch_v8
+import kio.schema.offset_fetch.v9.request as offset_fetch_v9
+import kio.schema.offset_for_leader_epoch.v2.request as offset_for_leader_epoch_v2
+import kio.schema.offset_for_leader_epoch.v3.request as offset_for_leader_epoch_v3
+import kio.schema.offset_for_leader_epoch.v4.request as offset_for_leader_epoch_v4
+import kio.schema.produce.v3.request as produce_v3
+import kio.schema.produce.v4.request as produce_v4
+import kio.schema.produce.v5.request as produce_v5
+import kio.schema.produce.v6.request as produce_v6
+import kio.schema.produce.v7.request as produce_v7
+import kio.schema.produce.v8.request as produce_v8
+import kio.schema.produce.v9.request as produce_v9
+import kio.schema.produce.v10.request as produce_v10
+import kio.schema.produce.v11.request as produce_v11
+import kio.schema.sync_group.v0.request as sync_group_v0
+import kio.schema.sync_group.v1.request as sync_group_v1
+import kio.schema.sync_group.v2.request as sync_group_v2
+import kio.schema.sync_group.v3.request as sync_group_v3
+import kio.schema.sync_group.v4.request as sync_group_v4
+import kio.schema.sync_group.v5.request as sync_group_v5
+import kio.schema.txn_offset_commit.v0.request as txn_offset_commit_v0
+import kio.schema.txn_offset_commit.v1.request as txn_offset_commit_v1
+import kio.schema.txn_offset_commit.v2.request as txn_offset_commit_v2
+import kio.schema.txn_offset_commit.v3.request as txn_offset_commit_v3
+import kio.schema.txn_offset_commit.v4.request as txn_offset_commit_v4
+import kio.schema.write_txn_markers.v1.request as write_txn_markers_v1
+
+AddOffsetsToTxnRequest: TypeAlias = (
+    add_offsets_to_txn_v0.AddOffsetsToTxnRequest | add_offsets_to_txn_v1.AddOffsetsToTxnRequest
+    | add_offsets_to_txn_v2.AddOffsetsToTxnRequest | add_offsets_to_txn_v3.AddOffsetsToTxnRequest
+    | add_offsets_to_txn_v4.AddOffsetsToTxnRequest
+)
+AddPartitionsToTxnRequest: TypeAlias = (
+    add_partitions_to_txn_v0.AddPartitionsToTxnRequest
+    | add_partitions_to_txn_v1.AddPartitionsToTxnRequest
+    | add_partitions_to_txn_v2.AddPartitionsToTxnRequest
+    | add_partitions_to_txn_v3.AddPartitionsToTxnRequest
+)
+AlterConfigsRequest: TypeAlias = (
+    alter_configs_v0.AlterConfigsRequest | alter_configs_v1.AlterConfigsRequest
+    | alter_configs_v2.AlterConfigsRequest
+)
+ApiVersionsRequest: TypeAlias = (
+    api_versions_v0.ApiVersionsRequest | api_versions_v1.ApiVersionsRequest
+    | api_versions_v2.ApiVersionsRequest | api_versions_v3.ApiVersionsRequest
+    | api_versions_v4.ApiVersionsRequest
+)
+CreatePartitionsRequest: TypeAlias = (
+    create_partitions_v0.CreatePartitionsRequest | create_partitions_v1.CreatePartitionsRequest
+    | create_partitions_v2.CreatePartitionsRequest | create_partitions_v3.CreatePartitionsRequest
+)
+CreateTopicsRequest: TypeAlias = (
+    create_topics_v2.CreateTopicsRequest | create_topics_v3.CreateTopicsRequest
+    | create_topics_v4.CreateTopicsRequest | create_topics_v5.CreateTopicsRequest
+    | create_topics_v6.CreateTopicsRequest | create_topics_v7.CreateTopicsRequest
+)
+DeleteGroupsRequest: TypeAlias = (
+    delete_groups_v0.DeleteGroupsRequest | delete_groups_v1.DeleteGroupsRequest
+    | delete_groups_v2.DeleteGroupsRequest
+)
+DeleteRecordsRequest: TypeAlias = (
+    delete_records_v0.DeleteRecordsRequest | delete_records_v1.DeleteRecordsRequest
+    | delete_records_v2.DeleteRecordsRequest
+)
+DeleteTopicsRequest: TypeAlias = (
+    delete_topics_v1.DeleteTopicsRequest | delete_topics_v2.DeleteTopicsRequest
+    | delete_topics_v3.DeleteTopicsRequest | delete_topics_v4.DeleteTopicsRequest
+    | delete_topics_v5.DeleteTopicsRequest | delete_topics_v6.DeleteTopicsRequest
+)
+DescribeClusterRequest: TypeAlias = (
+    describe_cluster_v0.DescribeClusterRequest | describe_cluster_v1.DescribeClusterRequest
+)
+DescribeConfigsRequest: TypeAlias = (
+    describe_configs_v1.DescribeConfigsRequest | describe_configs_v2.DescribeConfigsRequest
+    | describe_configs_v3.DescribeConfigsRequest | describe_configs_v4.DescribeConfigsRequest
+)
+DescribeGroupsRequest: TypeAlias = (
+    describe_groups_v0.DescribeGroupsRequest | describe_groups_v1.DescribeGroupsRequest
+    | describe_groups_v2.DescribeGroupsRequest | describe_groups_v3.DescribeGroupsRequest
+    | describe_groups_v4.DescribeGroupsRequest | describe_groups_v5.DescribeGroupsRequest
+)
+DescribeLogDirsRequest: TypeAlias = (
+    describe_log_dirs_v1.DescribeLogDirsRequest | describe_log_dirs_v2.DescribeLogDirsRequest
+    | describe_log_dirs_v3.DescribeLogDirsRequest | describe_log_dirs_v4.DescribeLogDirsRequest
+)
+DescribeProducersRequest: TypeAlias = describe_producers_v0.DescribeProducersRequest
+DescribeTransactionsRequest: TypeAlias = describe_transactions_v0.DescribeTransactionsRequest
+EndTxnRequest: TypeAlias = (
+    end_txn_v0.EndTxnRequest | end_txn_v1.EndTxnRequest | end_txn_v2.EndTxnRequest
+    | end_txn_v3.EndTxnRequest | end_txn_v4.EndTxnRequest
+)
+FetchRequest: TypeAlias = (
+    fetch_v4.FetchRequest | fetch_v5.FetchRequest | fetch_v6.FetchRequest | fetch_v7.FetchRequest
+    | fetch_v8.FetchRequest | fetch_v9.FetchRequest | fetch_v10.FetchRequest
+    | fetch_v11.FetchRequest | fetch_v12.FetchRequest
+)
+FindCoordinatorRequest: TypeAlias = (
+    find_coordinator_v0.FindCoordinatorRequest | find_coordinator_v1.FindCoordinatorRequest
+    | find_coordinator_v2.FindCoordinatorRequest | find_coordinator_v3.FindCoordinatorRequest
+    | find_coordinator_v4.FindCoordinatorRequest | find_coordinator_v5.FindCoordinatorRequest
+    | find_coordinator_v6.FindCoordinatorRequest
+)
+HeartbeatRequest: TypeAlias = (
+    heartbeat_v0.HeartbeatRequest | heartbeat_v1.HeartbeatRequest | heartbeat_v2.HeartbeatRequest
+    | heartbeat_v3.HeartbeatRequest | heartbeat_v4.HeartbeatRequest
+)
+IncrementalAlterConfigsRequest: TypeAlias = (
+    incremental_alter_configs_v0.IncrementalAlterConfigsRequest
+    | incremental_alter_configs_v1.IncrementalAlterConfigsRequest
+)
+InitProducerIdRequest: TypeAlias = (
+    init_producer_id_v0.InitProducerIdRequest | init_producer_id_v1.InitProducerIdRequest
+    | init_producer_id_v2.InitProducerIdRequest | init_producer_id_v3.InitProducerIdRequest
+    | init_producer_id_v4.InitProducerIdRequest | init_producer_id_v5.InitProducerIdRequest
+)
+JoinGroupRequest: TypeAlias = (
+    join_group_v0.JoinGroupRequest | join_group_v1.JoinGroupRequest
+    | join_group_v2.JoinGroupRequest | join_group_v3.JoinGroupRequest
+    | join_group_v4.JoinGroupRequest | join_group_v5.JoinGroupRequest
+    | join_group_v6.JoinGroupRequest | join_group_v7.JoinGroupRequest
+    | join_group_v8.JoinGroupRequest | join_group_v9.JoinGroupRequest
+)
+LeaveGroupRequest: TypeAlias = (
+    leave_group_v0.LeaveGroupRequest | leave_group_v1.LeaveGroupRequest
+    | leave_group_v2.LeaveGroupRequest | leave_group_v3.LeaveGroupRequest
+    | leave_group_v4.LeaveGroupRequest | leave_group_v5.LeaveGroupRequest
+)
+ListGroupsRequest: TypeAlias = (
+    list_groups_v0.ListGroupsRequest | list_groups_v1.ListGroupsRequest
+    | list_groups_v2.ListGroupsRequest | list_groups_v3.ListGroupsRequest
+    | list_groups_v4.ListGroupsRequest | list_groups_v5.ListGroupsRequest
+)
+ListOffsetsRequest: TypeAlias = (
+    list_offsets_v1.ListOffsetsRequest | list_offsets_v2.ListOffsetsRequest
+    | list_offsets_v3.ListOffsetsRequest | list_offsets_v4.ListOffsetsRequest
+    | list_offsets_v5.ListOffsetsRequest | list_offsets_v6.ListOffsetsRequest
+    | list_offsets_v7.ListOffsetsRequest | list_offsets_v8.ListOffsetsRequest
+    | list_offsets_v9.ListOffsetsRequest
+)
+ListTransactionsRequest: TypeAlias = (
+    list_transactions_v0.ListTransactionsRequest | list_transactions_v1.ListTransactionsRequest
+)
+MetadataRequest: TypeAlias = (
+    metadata_v0.MetadataRequest | metadata_v1.MetadataRequest | metadata_v2.MetadataRequest
+    | metadata_v3.MetadataRequest | metadata_v4.MetadataRequest | metadata_v5.MetadataRequest
+    | metadata_v6.MetadataRequest | metadata_v7.MetadataRequest | metadata_v8.MetadataRequest
+    | metadata_v9.MetadataRequest | metadata_v10.MetadataRequest | metadata_v11.MetadataRequest
+    | metadata_v12.MetadataRequest
+)
+OffsetCommitRequest: TypeAlias = (
+    offset_commit_v2.OffsetCommitRequest | offset_commit_v3.OffsetCommitRequest
+    | offset_commit_v4.OffsetCommitRequest | offset_commit_v5.OffsetCommitRequest
+    | offset_commit_v6.OffsetCommitRequest | offset_commit_v7.OffsetCommitRequest
+    | offset_commit_v8.OffsetCommitRequest | offset_commit_v9.OffsetCommitRequest
+)
+OffsetDeleteRequest: TypeAlias = offset_delete_v0.OffsetDeleteRequest
+OffsetFetchRequest: TypeAlias = (
+    offset_fetch_v1.OffsetFetchRequest | offset_fetch_v2.OffsetFetchRequest
+    | offset_fetch_v3.OffsetFetchRequest | offset_fetch_v4.OffsetFetchRequest
+    | offset_fetch_v5.OffsetFetchRequest | offset_fetch_v6.OffsetFetchRequest
+    | offset_fetch_v7.OffsetFetchRequest | offset_fetch_v8.OffsetFetchRequest
+    | offset_fetch_v9.OffsetFetchRequest
+)
+OffsetForLeaderEpochRequest: TypeAlias = (
+    offset_for_leader_epoch_v2.OffsetForLeaderEpochRequest
+    | offset_for_leader_epoch_v3.OffsetForLeaderEpochRequest
+    | offset_for_leader_epoch_v4.OffsetForLeaderEpochRequest
+)
+ProduceRequest: TypeAlias = (
+    produce_v3.ProduceRequest | produce_v4.ProduceRequest | produce_v5.ProduceRequest
+    | produce_v6.ProduceRequest | produce_v7.ProduceRequest | produce_v8.ProduceRequest
+    | produce_v9.ProduceRequest | produce_v10.ProduceRequest | produce_v11.ProduceRequest
+)
+SyncGroupRequest: TypeAlias = (
+    sync_group_v0.SyncGroupRequest | sync_group_v1.SyncGroupRequest
+    | sync_group_v2.SyncGroupRequest | sync_group_v3.SyncGroupRequest
+    | sync_group_v4.SyncGroupRequest | sync_group_v5.SyncGroupRequest
+)
+TxnOffsetCommitRequest: TypeAlias = (
+    txn_offset_commit_v0.TxnOffsetCommitRequest | txn_offset_commit_v1.TxnOffsetCommitRequest
+    | txn_offset_commit_v2.TxnOffsetCommitRequest | txn_offset_commit_v3.TxnOffsetCommitRequest
+    | txn_offset_commit_v4.TxnOffsetCommitRequest
+)
+WriteTxnMarkersRequest: TypeAlias = write_txn_markers_v1.WriteTxnMarkersRequest
+
+# Version families whose fields differ, for the handlers' version guards (`TypeIs`).
+DeleteTopicsRequestByName: TypeAlias = (
+    delete_topics_v1.DeleteTopicsRequest | delete_topics_v2.DeleteTopicsRequest
+    | delete_topics_v3.DeleteTopicsRequest | delete_topics_v4.DeleteTopicsRequest
+    | delete_topics_v5.DeleteTopicsRequest
+)
+FindCoordinatorRequestBatched: TypeAlias = (
+    find_coordinator_v4.FindCoordinatorRequest | find_coordinator_v5.FindCoordinatorRequest
+    | find_coordinator_v6.FindCoordinatorRequest
+)
+LeaveGroupRequestBatched: TypeAlias = (
+    leave_group_v3.LeaveGroupRequest | leave_group_v4.LeaveGroupRequest
+    | leave_group_v5.LeaveGroupRequest
+)
+OffsetFetchRequestBatched: TypeAlias = (
+    offset_fetch_v8.OffsetFetchRequest | offset_fetch_v9.OffsetFetchRequest
+)
