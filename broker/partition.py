@@ -98,6 +98,9 @@ class Partition:
         self.leader_epoch_start_offset = log.log_end_offset
         self._follower_leo: dict[int, int] = {}
         self._caught_up_at: dict[int, float] = {}
+        # Per follower: (leader log end, time) at its previous fetch (Kafka's
+        # lastFetchLeaderLogEndOffset / lastFetchTimeMs).
+        self._last_fetch: dict[int, tuple[int, float]] = {}
         # The ISR being written to ZooKeeper (None: no change in flight).
         self._isr_in_flight: list[int] | None = None
         self._waiters: set[asyncio.Future[None]] = set()
@@ -117,6 +120,7 @@ class Partition:
         self.leader_epoch_start_offset = self.log.log_end_offset
         now = time.monotonic()
         self._follower_leo = {}
+        self._last_fetch = {}
         self._caught_up_at = {r: now for r in replicas if r != self.broker_id}
         self._isr_in_flight = None
         self._advance_high_watermark()
@@ -151,9 +155,18 @@ class Partition:
         if replica_id not in self.replicas:
             return
         leo = self.log.log_end_offset
+        now = time.monotonic()
         self._follower_leo[replica_id] = fetch_offset
+        # Caught up now if at the log end; otherwise caught up as of its previous fetch if it
+        # has reached the log end of that moment (Kafka's Replica.updateFetchStateOrThrow):
+        # under a steady produce rate a follower that keeps up is rarely exactly at the end.
+        previous_leo, previous_at = self._last_fetch.get(replica_id, (-1, 0.0))
         if fetch_offset >= leo:
-            self._caught_up_at[replica_id] = time.monotonic()
+            self._caught_up_at[replica_id] = now
+        elif fetch_offset >= previous_leo >= 0:
+            caught = max(self._caught_up_at.get(replica_id, previous_at), previous_at)
+            self._caught_up_at[replica_id] = caught
+        self._last_fetch[replica_id] = (leo, now)
         if (
             replica_id not in self.isr
             and fetch_offset >= self.log.high_watermark

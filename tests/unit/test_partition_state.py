@@ -297,13 +297,8 @@ async def test_a_follower_behind_the_end_but_recently_caught_up_stays(
     assert writer.requests == [] and p.isr == [LEADER, F2]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="Kafka's Replica.updateFetchStateOrThrow also counts a follower as caught up (as of "
-    "its previous fetch) when its fetch offset reaches the leader's log end of that previous "
-    "fetch; Partition only counts a fetch at the current log end, so under a steady produce "
-    "rate a follower that keeps up is shrunk out of the ISR after replica.lag.time.max.ms",
-)
+# Kafka's Replica.updateFetchStateOrThrow: a follower that reaches the leader's log end of its
+# previous fetch counts as caught up as of that fetch.
 async def test_a_follower_keeping_up_with_a_steady_produce_rate_stays(
     logs: dict[str, Log], tmp_path: Path
 ) -> None:
