@@ -12,7 +12,7 @@ import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
-from storage.log import Log
+from storage.log import FetchDataInfo, Log
 
 READ_UNCOMMITTED = 0
 READ_COMMITTED = 1
@@ -252,3 +252,16 @@ class Partition:
                 ]
         return PartitionRead(records, hw, lso, log.log_start_offset, aborted)
 
+    # ---- the coordinators' view of an internal-topic partition (coordinator.ports) -------
+    @property
+    def log_start_offset(self) -> int:
+        return self.log.log_start_offset
+
+    @property
+    def log_end_offset(self) -> int:
+        return self.log.log_end_offset
+
+    def read_records(self, offset: int, max_bytes: int, max_offset: int) -> FetchDataInfo:
+        """At least one batch from `offset` on, below `max_offset` whatever the high watermark
+        (a coordinator replays its partition up to the log end)."""
+        return self.log.read(offset, max_bytes, max_offset, True)
