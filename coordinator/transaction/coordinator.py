@@ -709,6 +709,10 @@ class TransactionCoordinator:
             pass  # _write logged it and left the id as it was
 
     # ================================================================ describe / list
+    def loaded_transactions(self) -> list[TxnMetadata]:
+        """The state of every transactional id coordinated (and loaded) here."""
+        return list(self._txns.values())
+
     def describe(self, txn_id: str) -> tuple[ErrorCode, TxnMetadata | None]:
         if not txn_id:
             return ErrorCode.invalid_request, None
