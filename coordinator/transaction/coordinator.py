@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Iterable
+from collections.abc import Awaitable, Callable, Coroutine, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -149,7 +149,7 @@ class TransactionCoordinator:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
 
-    def _spawn(self, coro: Any) -> asyncio.Task[None]:
+    def _spawn(self, coro: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
         task = asyncio.create_task(coro)
         self._tasks.add(task)
         task.add_done_callback(self._task_done)
@@ -160,7 +160,7 @@ class TransactionCoordinator:
         if not task.cancelled() and task.exception() is not None:
             log.error("transaction coordinator task failed", exc_info=task.exception())
 
-    async def _scan_loop(self, interval_ms: int, scan: Any) -> None:
+    async def _scan_loop(self, interval_ms: int, scan: Callable[[], Awaitable[None]]) -> None:
         while True:
             await asyncio.sleep(interval_ms / 1000)
             try:
