@@ -14,7 +14,11 @@ from typing import Any
 from config.topic import describe_broker_config, describe_topic_config
 from coordinator.group import GroupCoordinator
 from coordinator.internal_log import InternalTopic
-from coordinator.producer_ids import ClusterProducerIdAllocator, ProducerIdAllocator
+from coordinator.producer_ids import (
+    ClusterProducerIdAllocator,
+    PrefetchingProducerIds,
+    ProducerIdAllocator,
+)
 from coordinator.transaction import TransactionCoordinator
 from storage.config import LogConfig
 from storage.log_dir_failure import dir_key
@@ -24,8 +28,10 @@ from . import metrics
 from .apis import build_registry
 from .context import BrokerServices
 from .controller import Controller
+from .coordinator_host import BrokerLogHost
 from .dispatch import Dispatcher
 from .malloc_tuning import tune_malloc
+from .markers import TxnMarkerChannel
 from .metadata_store import BrokerInfo, LocalMetadataStore, TopicState
 from .replica_fetcher import ReplicaFetcherManager
 from .replica_manager import ReplicaManager
@@ -86,9 +92,9 @@ class Broker:
         self._offline_report: asyncio.Task[None] | None = None
         self.topics = TopicAdmin(config, self.store, self.replicas)
         self.replicas.min_isr = lambda topic: int(
-            self.topics.effective_properties(topic)["min.insync.replicas"]
+            str(self.topics.effective_properties(topic)["min.insync.replicas"])
         )
-        self.producer_ids: Any
+        self.producer_ids: PrefetchingProducerIds
         self.controller: Controller | None = None
         if self.zookeeper:
             self.replicas.fetchers = ReplicaFetcherManager(self.broker_id, self.store, config)
@@ -100,8 +106,10 @@ class Broker:
             self.producer_ids = ClusterProducerIdAllocator(self.store.claim_producer_id_block)
         else:
             self.producer_ids = ProducerIdAllocator(self.data_dir / "producer-id-block")
+        # The coordinators see this broker through the interfaces of coordinator/ports.py.
+        coordinator_host = BrokerLogHost(self.store, self.topics, self.replicas)
         self.txn_topic = InternalTopic(
-            self,
+            coordinator_host,
             "__transaction_state",
             config["transaction.state.log.num.partitions"],
             config["transaction.state.log.replication.factor"],
@@ -109,8 +117,14 @@ class Broker:
             min_isr=config["transaction.state.log.min.isr"],
             load_buffer_size=config["transaction.state.log.load.buffer.size"],
         )
-        self.transactions = TransactionCoordinator(self, self.txn_topic, config)
-        self.groups = GroupCoordinator(self)
+        self.transactions = TransactionCoordinator(
+            self.txn_topic,
+            config,
+            markers=TxnMarkerChannel(self),
+            producer_ids=self.producer_ids,
+            metrics=metrics,
+        )
+        self.groups = GroupCoordinator(coordinator_host, config)
         self.registry = build_registry()
         self.server = KafkaServer(
             host,
@@ -120,8 +134,6 @@ class Broker:
             ServerLimits.from_config(config),
         )
         self._background: list[asyncio.Task[None]] = []
-        # WriteTxnMarkers connections to other brokers, one per leader (broker/markers.py).
-        self.marker_channels: dict[int, Any] = {}
 
     def _services(self) -> BrokerServices:
         """What request handlers may use of this broker (broker/context.py)."""
@@ -256,8 +268,11 @@ class Broker:
     async def start(self) -> None:
         started = time.monotonic()
         loop = asyncio.get_running_loop()
-        self.log_manager.failure_channel.listener = (
-            lambda key: loop.call_soon_threadsafe(self._on_log_dir_failure, key))
+
+        def on_failure(key: str) -> None:  # on the reporting thread
+            loop.call_soon_threadsafe(self._on_log_dir_failure, key)
+
+        self.log_manager.failure_channel.listener = on_failure
         if self.zookeeper:
             await self.store.start()
         self.producer_ids.start()  # the first block of ids, claimed in the background

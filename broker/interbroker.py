@@ -63,7 +63,7 @@ class BrokerConnection:
         self._correlation = (self._correlation + 1) & 0x7FFFFFFF
         req_type = request_type(api_key, version)
         header = struct.pack(">hhih", api_key, version, self._correlation, len(self.client_id))
-        header += self.client_id + (b"\x00" if req_type.__flexible__ else b"")
+        header += self.client_id + (b"\x00" if _flexible(req_type) else b"")
         payload = header + encode(build(req_type, body))
         try:
             self._writer.write(struct.pack(">i", len(payload)) + payload)
@@ -81,7 +81,7 @@ class BrokerConnection:
             self.close()
             raise BrokerUnavailable(f"broker {self.target_id}: correlation id mismatch")
         resp_type = response_type(api_key, version)
-        offset = 5 if resp_type.__flexible__ else 4  # response header v1 has empty tags
+        offset = 5 if _flexible(resp_type) else 4  # response header v1 has empty tags
         value, _ = reader(resp_type)(frame, offset)
         return value
 
@@ -89,3 +89,8 @@ class BrokerConnection:
         if self._writer is not None:
             self._writer.close()
         self._reader = self._writer = None
+
+
+def _flexible(schema: type) -> bool:
+    """Whether a kio request/response class uses the flexible (tagged fields) encoding."""
+    return bool(getattr(schema, "__flexible__", False))

@@ -1,8 +1,9 @@
 """The one way a transaction marker (COMMIT/ABORT control batch) reaches a partition.
 
-`write_txn_markers` is what the transaction coordinator calls: partitions led here are
-appended directly, the others get one WriteTxnMarkers request per leader broker, with the
-same per-partition error codes. `append_marker_replicated` is the leader side, shared with the
+`TxnMarkerChannel` is the transaction coordinator's `coordinator.ports.TxnMarkerSender`
+(Kafka's TransactionMarkerChannelManager): partitions led here are appended directly, the
+others get one WriteTxnMarkers request per leader broker, with the same per-partition error
+codes. `append_marker_replicated` is the leader side, shared with the
 WriteTxnMarkers handler. Markers are written with acks=all: a marker counts as written once
 the partition's ISR has it.
 
@@ -20,7 +21,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 from typing import Any
 
-from protocol.errors import KafkaError
+from protocol.errors import ErrorCode, KafkaError
 from protocol.records import build_control_batch
 
 from .interbroker import BrokerConnection, BrokerUnavailable
@@ -29,13 +30,7 @@ from .replica_manager import PartitionError
 log = logging.getLogger(__name__)
 
 OFFSETS_TOPIC = "__consumer_offsets"
-NONE = 0
-UNKNOWN_SERVER_ERROR = -1
-UNKNOWN_TOPIC_OR_PARTITION = 3
-NOT_LEADER_OR_FOLLOWER = 6
-REQUEST_TIMED_OUT = 7
-NOT_ENOUGH_REPLICAS = 19
-WRITE_TXN_MARKERS = 27
+WRITE_TXN_MARKERS = 27  # the API key
 MARKER_REPLICATION_S = 10.0
 UNAVAILABLE_LOG_INTERVAL_S = 10.0  # the coordinator retries every 100 ms: INFO this often
 _unavailable_logged: dict[int, float] = {}
@@ -56,14 +51,14 @@ def append_marker(
     try:
         leader = broker.replicas.leader_partition(topic, partition)
         if len(leader.isr) < leader.min_insync_replicas:
-            return NOT_ENOUGH_REPLICAS
+            return ErrorCode.not_enough_replicas
         batch = build_control_batch(
             producer_id, producer_epoch, commit, coordinator_epoch, int(time.time() * 1000)
         )
         leader.append_as_leader(batch, origin="coordinator")
     except PartitionError as exc:
         return exc.error_code
-    except KafkaError as exc:
+    except KafkaError as exc:  # a StorageError or a record-format error
         log.warning(
             "marker (pid %d epoch %d %s) to %s-%d rejected: %s",
             producer_id,
@@ -74,7 +69,7 @@ def append_marker(
             exc,
         )
         return int(exc.error_code)
-    return NONE
+    return ErrorCode.none
 
 
 def settle_group_offsets(
@@ -104,17 +99,17 @@ async def _await_marker(
     """Wait until the ISR has what the leader appended (the marker just written)."""
     leader = broker.replicas.get(topic, partition)
     if leader is None:
-        return NOT_LEADER_OR_FOLLOWER
+        return ErrorCode.not_leader_or_follower
     epoch = leader.leader_epoch
     replicated = await leader.wait_for_high_watermark(
         leader.log.log_end_offset, MARKER_REPLICATION_S
     )
     if not leader.is_leader or leader.leader_epoch != epoch:
-        return NOT_LEADER_OR_FOLLOWER
+        return ErrorCode.not_leader_or_follower
     if not replicated:
-        return REQUEST_TIMED_OUT
+        return ErrorCode.request_timed_out
     settle_group_offsets(broker, topic, partition, producer_id, commit)
-    return NONE
+    return ErrorCode.none
 
 
 async def append_marker_replicated(
@@ -131,110 +126,124 @@ async def append_marker_replicated(
     code = append_marker(
         broker, topic, partition, producer_id, producer_epoch, commit, coordinator_epoch
     )
-    if code != NONE:
+    if code != ErrorCode.none:
         return code
     return await _await_marker(broker, topic, partition, producer_id, commit)
 
 
-async def write_txn_markers(
-    broker: Any,
-    producer_id: int,
-    producer_epoch: int,
-    commit: bool,
-    coordinator_epoch: int,
-    partitions: Iterable[tuple[str, int]],
-) -> dict[tuple[str, int], int]:
-    """Write the marker to every partition; per-partition error codes (0 = written and
-    replicated). Partitions led here are appended locally; the others get one WriteTxnMarkers
-    request per leader broker. Unknown leaders and unreachable brokers answer retriable codes."""
-    results: dict[tuple[str, int], int] = {}
-    remote: dict[int, list[tuple[str, int]]] = defaultdict(list)
-    local: list[tuple[str, int]] = []
-    for topic, p in partitions:
-        state = broker.store.topic(topic)
-        pstate = state.partitions.get(p) if state is not None else None
-        hosted = broker.replicas.get(topic, p)
-        if pstate is None:
-            results[(topic, p)] = UNKNOWN_TOPIC_OR_PARTITION
-        elif (hosted is not None and hosted.is_leader) or pstate.leader == broker.broker_id:
-            local.append((topic, p))
-        elif pstate.leader < 0:
-            results[(topic, p)] = NOT_LEADER_OR_FOLLOWER
-        else:
-            remote[pstate.leader].append((topic, p))
-    appended = []
-    for topic, p in local:
-        code = append_marker(
-            broker, topic, p, producer_id, producer_epoch, commit, coordinator_epoch
-        )
-        results[(topic, p)] = code
-        if code != NONE:
-            continue
-        leader = broker.replicas.get(topic, p)
-        if leader is not None and leader.log.high_watermark >= leader.log.log_end_offset:
-            # Already replicated (no other ISR member): settled in this same step, so a
-            # single broker finishes the markers before anything else runs.
-            settle_group_offsets(broker, topic, p, producer_id, commit)
-        else:
-            appended.append((topic, p))
-    local_waits = [_await_marker(broker, t, p, producer_id, commit) for t, p in appended]
-    remote_sends = [
-        _send_markers(broker, leader, tps, producer_id, producer_epoch, commit, coordinator_epoch)
-        for leader, tps in remote.items()
-    ]
-    if not local_waits and not remote_sends:
-        return results
-    outcomes = await asyncio.gather(*local_waits, *remote_sends)
-    for tp, code in zip(appended, outcomes[: len(appended)], strict=True):
-        results[tp] = code
-    for remote_results in outcomes[len(appended):]:
-        results.update(remote_results)
-    return results
+class TxnMarkerChannel:
+    """The transaction coordinator's marker sender (`coordinator.ports.TxnMarkerSender`):
+    partitions led here are appended locally, the others get one WriteTxnMarkers request per
+    leader broker, over a connection kept per leader."""
 
+    def __init__(self, broker: Any) -> None:
+        self.broker = broker
+        self._connections: dict[int, BrokerConnection] = {}
 
-async def _send_markers(
-    broker: Any,
-    leader: int,
-    partitions: list[tuple[str, int]],
-    producer_id: int,
-    producer_epoch: int,
-    commit: bool,
-    coordinator_epoch: int,
-) -> dict[tuple[str, int], int]:
-    by_topic: dict[str, list[int]] = defaultdict(list)
-    for topic, p in partitions:
-        by_topic[topic].append(p)
-    body = {
-        "markers": [
-            {
-                "producer_id": producer_id,
-                "producer_epoch": producer_epoch,
-                "transaction_result": commit,
-                "topics": [{"name": t, "partition_indexes": ps} for t, ps in by_topic.items()],
-                "coordinator_epoch": coordinator_epoch,
-            }
+    async def write_markers(
+        self,
+        producer_id: int,
+        producer_epoch: int,
+        commit: bool,
+        coordinator_epoch: int,
+        partitions: Iterable[tuple[str, int]],
+    ) -> dict[tuple[str, int], int]:
+        """Write the marker to every partition; per-partition error codes (NONE = written and
+        replicated). Unknown leaders and unreachable brokers answer retriable codes."""
+        broker = self.broker
+        results: dict[tuple[str, int], int] = {}
+        remote: dict[int, list[tuple[str, int]]] = defaultdict(list)
+        local: list[tuple[str, int]] = []
+        for topic, p in partitions:
+            state = broker.store.topic(topic)
+            pstate = state.partitions.get(p) if state is not None else None
+            hosted = broker.replicas.get(topic, p)
+            if pstate is None:
+                results[(topic, p)] = ErrorCode.unknown_topic_or_partition
+            elif (hosted is not None and hosted.is_leader) or pstate.leader == broker.broker_id:
+                local.append((topic, p))
+            elif pstate.leader < 0:
+                results[(topic, p)] = ErrorCode.not_leader_or_follower
+            else:
+                remote[pstate.leader].append((topic, p))
+        appended = []
+        for topic, p in local:
+            code = append_marker(
+                broker, topic, p, producer_id, producer_epoch, commit, coordinator_epoch
+            )
+            results[(topic, p)] = code
+            if code != ErrorCode.none:
+                continue
+            leader = broker.replicas.get(topic, p)
+            if leader is not None and leader.log.high_watermark >= leader.log.log_end_offset:
+                # Already replicated (no other ISR member): settled in this same step, so a
+                # single broker finishes the markers before anything else runs.
+                settle_group_offsets(broker, topic, p, producer_id, commit)
+            else:
+                appended.append((topic, p))
+        local_waits = [_await_marker(broker, t, p, producer_id, commit) for t, p in appended]
+        remote_sends = [
+            self._send(leader, tps, producer_id, producer_epoch, commit, coordinator_epoch)
+            for leader, tps in remote.items()
         ]
-    }
-    channels = broker.marker_channels
-    conn = channels.get(leader)
-    if conn is None:
-        conn = channels[leader] = BrokerConnection(
-            broker.store, leader, f"samsa-txn-markers-{broker.broker_id}",
-            timeout_s=MARKER_REPLICATION_S + 5,
+        if not local_waits and not remote_sends:
+            return results
+        local_codes, remote_results = await asyncio.gather(
+            asyncio.gather(*local_waits), asyncio.gather(*remote_sends)
         )
-    try:
-        response = await conn.request(WRITE_TXN_MARKERS, 1, body)
-    except BrokerUnavailable as exc:
-        now = time.monotonic()
-        quiet = now - _unavailable_logged.get(leader, -UNAVAILABLE_LOG_INTERVAL_S)
-        level = logging.INFO if quiet >= UNAVAILABLE_LOG_INTERVAL_S else logging.DEBUG
-        if level == logging.INFO:
-            _unavailable_logged[leader] = now
-        log.log(level, "WriteTxnMarkers to broker %d failed (retrying): %s", leader, exc)
-        return {tp: NOT_LEADER_OR_FOLLOWER for tp in partitions}
-    out: dict[tuple[str, int], int] = {tp: NOT_LEADER_OR_FOLLOWER for tp in partitions}
-    for marker in response.markers:
-        for t in marker.topics:
-            for pr in t.partitions:
-                out[(t.name, pr.partition_index)] = int(pr.error_code)
-    return out
+        results.update(zip(appended, local_codes, strict=True))
+        for answered in remote_results:
+            results.update(answered)
+        return results
+
+    async def _send(
+        self,
+        leader: int,
+        partitions: list[tuple[str, int]],
+        producer_id: int,
+        producer_epoch: int,
+        commit: bool,
+        coordinator_epoch: int,
+    ) -> dict[tuple[str, int], int]:
+        by_topic: dict[str, list[int]] = defaultdict(list)
+        for topic, p in partitions:
+            by_topic[topic].append(p)
+        body = {
+            "markers": [
+                {
+                    "producer_id": producer_id,
+                    "producer_epoch": producer_epoch,
+                    "transaction_result": commit,
+                    "topics": [
+                        {"name": t, "partition_indexes": ps} for t, ps in by_topic.items()
+                    ],
+                    "coordinator_epoch": coordinator_epoch,
+                }
+            ]
+        }
+        conn = self._connections.get(leader)
+        if conn is None:
+            broker = self.broker
+            conn = self._connections[leader] = BrokerConnection(
+                broker.store, leader, f"samsa-txn-markers-{broker.broker_id}",
+                timeout_s=MARKER_REPLICATION_S + 5,
+            )
+        not_sent: dict[tuple[str, int], int] = {
+            tp: ErrorCode.not_leader_or_follower for tp in partitions
+        }
+        try:
+            response = await conn.request(WRITE_TXN_MARKERS, 1, body)
+        except BrokerUnavailable as exc:
+            now = time.monotonic()
+            quiet = now - _unavailable_logged.get(leader, -UNAVAILABLE_LOG_INTERVAL_S)
+            level = logging.INFO if quiet >= UNAVAILABLE_LOG_INTERVAL_S else logging.DEBUG
+            if level == logging.INFO:
+                _unavailable_logged[leader] = now
+            log.log(level, "WriteTxnMarkers to broker %d failed (retrying): %s", leader, exc)
+            return not_sent
+        out = not_sent
+        for marker in response.markers:
+            for t in marker.topics:
+                for pr in t.partitions:
+                    out[(t.name, pr.partition_index)] = int(pr.error_code)
+        return out

@@ -371,7 +371,7 @@ def _group_gauges(broker: Any) -> list[GaugeMetricFamily]:
 def _transaction_gauges(broker: Any) -> list[GaugeMetricFamily]:
     """Transactional ids this broker coordinates, by Kafka's TransactionState name."""
     coordinator = getattr(broker, "transactions", None)
-    txns = list(coordinator._txns.values()) if coordinator is not None else []
+    txns = coordinator.loaded_transactions() if coordinator is not None else []
     by_state = dict.fromkeys(_TXN_STATES, 0)
     for md in txns:
         name = md.state.kafka_name

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from protocol.errors import ErrorCode, KafkaError
 from storage.config import LogConfig
 from storage.errors import OffsetOutOfRange
-from storage.log import AppendInfo, Log
+from storage.log import AppendInfo, FetchDataInfo, Log
 from storage.producer_state import ProducerEntry
 
 READ_UNCOMMITTED = 0
@@ -415,3 +415,8 @@ class Partition:
     def last_producer_entry(self, producer_id: int) -> ProducerEntry | None:
         """What this partition knows of `producer_id`'s last append, if anything."""
         return self.log.producer_state.last_entry(producer_id)
+
+    def read_records(self, offset: int, max_bytes: int, max_offset: int) -> FetchDataInfo:
+        """At least one batch from `offset` on, below `max_offset` whatever the high watermark
+        (a coordinator replays its partition up to the log end)."""
+        return self.log.read(offset, max_bytes, max_offset, True)

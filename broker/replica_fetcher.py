@@ -13,7 +13,7 @@ import asyncio
 import logging
 from typing import Any
 
-from protocol.errors import KafkaError
+from protocol.errors import ErrorCode, KafkaError
 
 from .interbroker import BrokerConnection, BrokerUnavailable
 from .partition import Partition
@@ -21,7 +21,6 @@ from .partition import Partition
 log = logging.getLogger(__name__)
 
 FETCH_KEY, FETCH_VERSION = 1, 12
-NONE, OFFSET_OUT_OF_RANGE = 0, 1
 _BACKOFF_S = 0.2
 
 
@@ -159,7 +158,7 @@ class ReplicaFetcher:
         plog = partition.log
         code = int(pr.error_code)
         try:
-            if code == NONE:
+            if code == ErrorCode.none:
                 diverging = pr.diverging_epoch
                 if diverging is not None and (diverging.epoch >= 0 or diverging.end_offset >= 0):
                     self._truncate_diverging(partition, diverging.epoch, diverging.end_offset)
@@ -168,7 +167,7 @@ class ReplicaFetcher:
                     pr.records or b"", pr.high_watermark, pr.log_start_offset
                 )
                 return True
-            if code == OFFSET_OUT_OF_RANGE:
+            if code == ErrorCode.offset_out_of_range:
                 leader_start = pr.log_start_offset
                 if leader_start > plog.log_end_offset:
                     log.info("%s-%d: behind the leader's log start %d: starting over there",

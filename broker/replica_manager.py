@@ -14,6 +14,7 @@ import logging
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
+from protocol.errors import ErrorCode, KafkaError
 from storage.config import LogConfig
 from storage.errors import KafkaStorageError
 from storage.log_dirs import LogDirs
@@ -23,15 +24,15 @@ from .partition import Partition
 
 log = logging.getLogger(__name__)
 
-UNKNOWN_TOPIC_OR_PARTITION = 3
-NOT_LEADER_OR_FOLLOWER = 6
-KAFKA_STORAGE_ERROR = 56
 
 
-class PartitionError(Exception):
-    def __init__(self, error_code: int) -> None:
-        super().__init__(error_code)
-        self.error_code = error_code
+class PartitionError(KafkaError):
+    """A partition request this broker cannot serve (not hosted, not led, offline, or a
+    handler's per-partition refusal), answered with `error_code`."""
+
+    def __init__(self, error_code: ErrorCode | int, message: str = "") -> None:
+        code = ErrorCode(error_code)
+        super().__init__(message or code.name, code)
 
 
 class ReplicaManager:
@@ -234,13 +235,13 @@ class ReplicaManager:
         partition = self._partitions.get((topic, index))
         if partition is None:
             if (topic, index) in self.offline:
-                raise PartitionError(KAFKA_STORAGE_ERROR)
+                raise PartitionError(ErrorCode.kafka_storage_error)
             t = self.store.topic(topic)
             if t is not None and index in t.partitions:
-                raise PartitionError(NOT_LEADER_OR_FOLLOWER)
-            raise PartitionError(UNKNOWN_TOPIC_OR_PARTITION)
+                raise PartitionError(ErrorCode.not_leader_or_follower)
+            raise PartitionError(ErrorCode.unknown_topic_or_partition)
         if not partition.is_leader:
-            raise PartitionError(NOT_LEADER_OR_FOLLOWER)
+            raise PartitionError(ErrorCode.not_leader_or_follower)
         return partition
 
     async def wait_for_data(self, partitions: list[Partition], timeout_s: float) -> None:

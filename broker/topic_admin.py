@@ -14,6 +14,7 @@ from typing import Any
 from kazoo.exceptions import NodeExistsError
 
 from config.topic import InvalidConfigError, effective_topic_config, validate_topic_configs
+from protocol.errors import ErrorCode, KafkaError
 from storage.config import LogConfig
 
 from .metadata_store import MetadataStore, PartitionState, TopicState
@@ -21,41 +22,35 @@ from .replica_manager import ReplicaManager
 
 log = logging.getLogger(__name__)
 
-INVALID_TOPIC_EXCEPTION = 17
-TOPIC_ALREADY_EXISTS = 36
-INVALID_PARTITIONS = 37
-INVALID_REPLICATION_FACTOR = 38
-INVALID_REPLICA_ASSIGNMENT = 39
-INVALID_CONFIG = 40
-INVALID_REQUEST = 42
-UNKNOWN_TOPIC_OR_PARTITION = 3
-TOPIC_DELETION_DISABLED = 73
-
 INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
 _LEGAL = re.compile(r"^[a-zA-Z0-9._-]+$")
 MAX_NAME_LENGTH = 249
 
 
-class TopicError(Exception):
-    def __init__(self, error_code: int, message: str) -> None:
-        super().__init__(message)
-        self.error_code = error_code
+class TopicError(KafkaError):
+    """A topic change refused with `error_code` and the message Kafka gives for it."""
+
+    def __init__(self, error_code: ErrorCode | int, message: str) -> None:
+        super().__init__(message, ErrorCode(error_code))
         self.message = message
 
 
 def validate_topic_name(name: str | None) -> None:
     if not name:
-        raise TopicError(INVALID_TOPIC_EXCEPTION, "Topic name is illegal, it can't be empty")
+        raise TopicError(
+            ErrorCode.invalid_topic_exception,
+            "Topic name is illegal, it can't be empty",
+        )
     if name in (".", ".."):
-        raise TopicError(INVALID_TOPIC_EXCEPTION, 'Topic name cannot be "." or ".."')
+        raise TopicError(ErrorCode.invalid_topic_exception, 'Topic name cannot be "." or ".."')
     if len(name) > MAX_NAME_LENGTH:
         raise TopicError(
-            INVALID_TOPIC_EXCEPTION,
+            ErrorCode.invalid_topic_exception,
             f"Topic name is illegal, it can't be longer than {MAX_NAME_LENGTH} characters",
         )
     if not _LEGAL.match(name):
         raise TopicError(
-            INVALID_TOPIC_EXCEPTION,
+            ErrorCode.invalid_topic_exception,
             f'Topic name "{name}" is illegal, it contains a character other than ASCII '
             "alphanumerics, '.', '_' and '-'",
         )
@@ -75,7 +70,7 @@ class TopicAdmin:
         try:
             validate_topic_configs(overrides)
         except InvalidConfigError as exc:
-            raise TopicError(INVALID_CONFIG, str(exc)) from None
+            raise TopicError(ErrorCode.invalid_config, str(exc)) from None
 
     def log_config(self, topic: TopicState) -> LogConfig:
         return LogConfig.from_properties(self.effective_properties(topic))
@@ -94,12 +89,12 @@ class TopicAdmin:
     ) -> TopicState:
         validate_topic_name(name)
         if self.store.topic(name) is not None:
-            raise TopicError(TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists.")
+            raise TopicError(ErrorCode.topic_already_exists, f"Topic '{name}' already exists.")
         brokers = sorted(b.broker_id for b in self.store.brokers())
         if assignments:
             if num_partitions != -1 or replication_factor != -1:
                 raise TopicError(
-                    INVALID_REQUEST,
+                    ErrorCode.invalid_request,
                     "Both numPartitions or replicationFactor and replicasAssignments were set. "
                     "Both cannot be used at the same time.",
                 )
@@ -110,14 +105,18 @@ class TopicAdmin:
             if replication_factor == -1:
                 replication_factor = self.config["default.replication.factor"]
             if num_partitions <= 0:
-                raise TopicError(INVALID_PARTITIONS, "Number of partitions must be larger than 0.")
+                raise TopicError(
+                    ErrorCode.invalid_partitions,
+                    "Number of partitions must be larger than 0.",
+                )
             if replication_factor <= 0:
                 raise TopicError(
-                    INVALID_REPLICATION_FACTOR, "Replication factor must be larger than 0."
+                    ErrorCode.invalid_replication_factor,
+                    "Replication factor must be larger than 0."
                 )
             if replication_factor > len(brokers):
                 raise TopicError(
-                    INVALID_REPLICATION_FACTOR,
+                    ErrorCode.invalid_replication_factor,
                     f"Unable to replicate the partition {replication_factor} time(s): The target "
                     f"replication factor of {replication_factor} cannot be reached because only "
                     f"{len(brokers)} broker(s) are registered.",
@@ -127,7 +126,7 @@ class TopicAdmin:
         try:
             validate_topic_configs(overrides)
         except InvalidConfigError as exc:
-            raise TopicError(INVALID_CONFIG, str(exc)) from None
+            raise TopicError(ErrorCode.invalid_config, str(exc)) from None
         topic = TopicState(
             name=name,
             topic_id=uuid.uuid4(),
@@ -143,7 +142,10 @@ class TopicAdmin:
         try:
             await self.store.create_topic(topic)
         except NodeExistsError:  # another broker created it first (ZooKeeper)
-            raise TopicError(TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists.") from None
+            raise TopicError(
+                ErrorCode.topic_already_exists,
+                f"Topic '{name}' already exists.",
+            ) from None
         self.replicas.materialize(topic)
         log.info(
             "created topic %s with %d partitions, replication factor %d",
@@ -157,12 +159,16 @@ class TopicAdmin:
         topic = self.store.topic(name)
         if topic is None:
             raise TopicError(
-                UNKNOWN_TOPIC_OR_PARTITION, "This server does not host this topic-partition."
+                ErrorCode.unknown_topic_or_partition,
+                "This server does not host this topic-partition."
             )
         if not self.config["delete.topic.enable"]:
-            raise TopicError(TOPIC_DELETION_DISABLED, "Topic deletion is disabled.")
+            raise TopicError(ErrorCode.topic_deletion_disabled, "Topic deletion is disabled.")
         if topic.internal:
-            raise TopicError(INVALID_TOPIC_EXCEPTION, f"Cannot delete internal topic {name}")
+            raise TopicError(
+                ErrorCode.invalid_topic_exception,
+                f"Cannot delete internal topic {name}",
+            )
         await self.store.delete_topic(name)
         self.replicas.remove_topic(name)
         log.info("deleted topic %s", name)
@@ -174,23 +180,27 @@ class TopicAdmin:
         topic = self.store.topic(name)
         if topic is None:
             raise TopicError(
-                UNKNOWN_TOPIC_OR_PARTITION, "This server does not host this topic-partition."
+                ErrorCode.unknown_topic_or_partition,
+                "This server does not host this topic-partition."
             )
         current = len(topic.partitions)
         if count < current:
             raise TopicError(
-                INVALID_PARTITIONS,
+                ErrorCode.invalid_partitions,
                 f"Topic currently has {current} partitions, which is higher than the requested "
                 f"{count}.",
             )
         if count == current:
-            raise TopicError(INVALID_PARTITIONS, f"Topic already has {current} partitions.")
+            raise TopicError(
+                ErrorCode.invalid_partitions,
+                f"Topic already has {current} partitions.",
+            )
         brokers = sorted(b.broker_id for b in self.store.brokers())
         rf = len(next(iter(topic.partitions.values())).replicas)
         if assignments:
             if len(assignments) != count - current:
                 raise TopicError(
-                    INVALID_REPLICA_ASSIGNMENT,
+                    ErrorCode.invalid_replica_assignment,
                     f"Increasing the number of partitions by {count - current} but "
                     f"{len(assignments)} assignments provided.",
                 )
@@ -214,12 +224,13 @@ class TopicAdmin:
         topic = self.store.topic(name)
         if topic is None:
             raise TopicError(
-                UNKNOWN_TOPIC_OR_PARTITION, "This server does not host this topic-partition."
+                ErrorCode.unknown_topic_or_partition,
+                "This server does not host this topic-partition."
             )
         try:
             validate_topic_configs(overrides)
         except InvalidConfigError as exc:
-            raise TopicError(INVALID_CONFIG, str(exc)) from None
+            raise TopicError(ErrorCode.invalid_config, str(exc)) from None
         topic.configs = dict(overrides)
         await self.store.update_topic(topic)
         self.replicas.reconfigure(topic)
@@ -231,24 +242,26 @@ class TopicAdmin:
         expected = list(range(first, first + len(assignments)))
         if sorted(assignments) != expected:
             raise TopicError(
-                INVALID_REPLICA_ASSIGNMENT,
+                ErrorCode.invalid_replica_assignment,
                 "Partitions should be a consecutive 0-based integer sequence",
             )
         sizes = {len(r) for r in assignments.values()}
         if len(sizes) != 1 or 0 in sizes:
             raise TopicError(
-                INVALID_REPLICA_ASSIGNMENT, "All partitions should have the same number of replicas"
+                ErrorCode.invalid_replica_assignment,
+                "All partitions should have the same number of replicas"
             )
         for p, replicas in assignments.items():
             if len(set(replicas)) != len(replicas):
                 raise TopicError(
-                    INVALID_REPLICA_ASSIGNMENT,
+                    ErrorCode.invalid_replica_assignment,
                     f"Duplicate brokers not allowed in replica assignment of partition {p}",
                 )
             unknown = [b for b in replicas if b not in brokers]
             if unknown:
                 raise TopicError(
-                    INVALID_REPLICA_ASSIGNMENT, f"Unknown broker(s) {unknown} in replica assignment"
+                    ErrorCode.invalid_replica_assignment,
+                    f"Unknown broker(s) {unknown} in replica assignment"
                 )
         return dict(assignments)
 

@@ -12,10 +12,10 @@ Callers apply the state change after it returns and leave their state as it was 
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass
-from typing import Any
 
+from protocol.errors import ErrorCode, KafkaError
 from protocol.records import (
     BatchHeader,
     build_batch,
@@ -24,25 +24,21 @@ from protocol.records import (
     parse_control_record,
 )
 
+from .ports import CoordinatorReplica, InternalLogHost
+
 log = logging.getLogger(__name__)
 
 _READ_CHUNK = 1 << 20
-TOPIC_ALREADY_EXISTS = 36
-NOT_LEADER_OR_FOLLOWER = 6
-REQUEST_TIMED_OUT = 7
-NOT_ENOUGH_REPLICAS = 19
-NOT_ENOUGH_REPLICAS_AFTER_APPEND = 20
 # Kafka's offsets.commit.timeout.ms / the transaction log append timeout (both 5 s).
 APPEND_TIMEOUT_S = 5.0
 
 
-class InternalAppendError(Exception):
+class InternalAppendError(KafkaError):
     """An append to an internal topic that did not become durable; `error_code` is Kafka's
     Produce error for it (the coordinators map it to their own answer)."""
 
-    def __init__(self, error_code: int, message: str = "") -> None:
-        super().__init__(error_code, message)
-        self.error_code = error_code
+    def __init__(self, error_code: ErrorCode, message: str = "") -> None:
+        super().__init__(message, error_code)
 
 
 def java_string_hash(s: str) -> int:
@@ -80,7 +76,7 @@ class ReplayedMarker:
 class InternalTopic:
     def __init__(
         self,
-        broker: Any,
+        host: InternalLogHost,
         name: str,
         num_partitions: int,
         replication_factor: int,
@@ -90,7 +86,7 @@ class InternalTopic:
         compression: int = 0,
         load_buffer_size: int = _READ_CHUNK,
     ) -> None:
-        self.broker = broker
+        self.host = host
         self.name = name
         self.num_partitions = num_partitions
         self.replication_factor = replication_factor
@@ -104,14 +100,39 @@ class InternalTopic:
     def partition_for(self, key: str) -> int:
         return partition_for(key, self.num_partitions)
 
+    # ---- the topic and its replicas on this broker -------------------------------------
+    def exists(self) -> bool:
+        return self.host.topic_partitions(self.name) is not None
+
+    def partitions(self) -> Collection[int]:
+        """The topic's partition indexes (none before it is created)."""
+        return self.host.topic_partitions(self.name) or ()
+
+    def replica(self, partition: int) -> CoordinatorReplica | None:
+        """The partition's replica on this broker, led or followed (None if not hosted)."""
+        return self.host.replica(self.name, partition)
+
+    def is_led_here(self, partition: int) -> bool:
+        hosted = self.host.replica(self.name, partition)
+        return hosted is not None and hosted.is_leader
+
+    def leader(self, partition: int) -> CoordinatorReplica:
+        """The partition's replica if this broker leads it; raises KafkaError otherwise."""
+        return self.host.leader(self.name, partition)
+
+    def leader_epoch(self, partition: int) -> int:
+        """The leader epoch this broker leads the partition at; raises KafkaError if it does
+        not lead it."""
+        return self.host.leader(self.name, partition).leader_epoch
+
     async def ensure_created(self) -> None:
-        if self.broker.store.topic(self.name) is not None:
+        if self.exists():
             return
-        brokers = len(self.broker.store.brokers())
+        brokers = self.host.broker_count()
         try:
             await self._create(min(self.replication_factor, brokers))
-        except Exception as exc:  # a concurrent creation (another broker) is fine
-            if getattr(exc, "error_code", None) != TOPIC_ALREADY_EXISTS:
+        except KafkaError as exc:  # a concurrent creation (another broker) is fine
+            if exc.error_code != ErrorCode.topic_already_exists:
                 raise
 
     async def _create(self, replication_factor: int) -> None:
@@ -124,9 +145,7 @@ class InternalTopic:
             # Capped at the replication factor the topic gets: a single broker (factor 1)
             # would otherwise refuse every coordinator write.
             configs["min.insync.replicas"] = str(max(1, min(self.min_isr, replication_factor)))
-        await self.broker.topics.create(
-            self.name, self.num_partitions, replication_factor, configs=configs, internal=True
-        )
+        await self.host.create_topic(self.name, self.num_partitions, replication_factor, configs)
 
     def append(
         self,
@@ -141,7 +160,7 @@ class InternalTopic:
         """Append key/value records as one batch to the local log, without waiting for the
         ISR; returns the offset of the last one. Only for state that may be lost with this
         leader (use `append_replicated` for everything a client is told about)."""
-        leader = self.broker.replicas.leader_partition(self.name, partition)
+        leader = self.leader(partition)
         info = leader.append_as_leader(
             _batch(records, producer_id, producer_epoch, transactional, timestamp_ms,
                    self.compression),
@@ -167,13 +186,13 @@ class InternalTopic:
         appended in (`leader_epoch`, if given, must also be that epoch): NOT_ENOUGH_REPLICAS
         before the append, REQUEST_TIMED_OUT, NOT_LEADER_OR_FOLLOWER,
         NOT_ENOUGH_REPLICAS_AFTER_APPEND."""
-        leader = self.broker.replicas.leader_partition(self.name, partition)
+        leader = self.leader(partition)
         epoch = leader.leader_epoch
         if leader_epoch is not None and leader_epoch != epoch:
-            raise InternalAppendError(NOT_LEADER_OR_FOLLOWER, "leader epoch changed")
+            raise InternalAppendError(ErrorCode.not_leader_or_follower, "leader epoch changed")
         if len(leader.isr) < leader.min_insync_replicas:
             raise InternalAppendError(
-                NOT_ENOUGH_REPLICAS,
+                ErrorCode.not_enough_replicas,
                 f"ISR {leader.isr} is smaller than min.insync.replicas "
                 f"{leader.min_insync_replicas}",
             )
@@ -183,26 +202,28 @@ class InternalTopic:
             origin="coordinator",
         )
         replicated = await leader.wait_for_high_watermark(info.last_offset + 1, timeout_s)
-        if self.broker.replicas.get(self.name, partition) is not leader:
-            raise InternalAppendError(NOT_LEADER_OR_FOLLOWER, "partition was removed")
+        if self.replica(partition) is not leader:
+            raise InternalAppendError(ErrorCode.not_leader_or_follower, "partition was removed")
         if not leader.is_leader or leader.leader_epoch != epoch:
             # A batch appended in an earlier epoch may still be truncated by the new leader.
-            raise InternalAppendError(NOT_LEADER_OR_FOLLOWER, "leadership moved")
+            raise InternalAppendError(ErrorCode.not_leader_or_follower, "leadership moved")
         if not replicated:
-            raise InternalAppendError(REQUEST_TIMED_OUT, "the ISR did not catch up in time")
+            raise InternalAppendError(
+                ErrorCode.request_timed_out, "the ISR did not catch up in time"
+            )
         if len(leader.isr) < leader.min_insync_replicas:
             raise InternalAppendError(
-                NOT_ENOUGH_REPLICAS_AFTER_APPEND, f"ISR shrank to {leader.isr}"
+                ErrorCode.not_enough_replicas_after_append, f"ISR shrank to {leader.isr}"
             )
         return info.last_offset
 
     def replay(self, partition: int) -> Iterator[ReplayedRecord | ReplayedMarker]:
         """Every record and transaction marker of the partition, from the log start to its end."""
-        plog = self.broker.replicas.leader_partition(self.name, partition).log
-        offset = plog.log_start_offset
-        end = plog.log_end_offset
+        leader = self.leader(partition)
+        offset = leader.log_start_offset
+        end = leader.log_end_offset
         while offset < end:
-            data = plog.read(offset, self.load_buffer_size, end, True)  # >= 1 batch
+            data = leader.read_records(offset, self.load_buffer_size, end)  # >= 1 batch
             if not data.records:
                 break
             records = bytes(data.records)  # keys and values are sliced from it: bytes, not views

@@ -17,13 +17,15 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+
+from protocol.errors import ErrorCode, KafkaError
+
+from .ports import ProducerIdSource as ProducerIdSource  # the interface the allocators implement
 
 log = logging.getLogger(__name__)
 
 MAX_PRODUCER_ID = 2**63 - 1
 _STATE_VERSION = 0
-COORDINATOR_LOAD_IN_PROGRESS = 14  # Kafka's error code for "no producer id yet, retry"
 PREFETCH_THRESHOLD = 0.90  # Kafka's ProducerIdManager.PidPrefetchThreshold
 RETRY_BACKOFF_MS = 50  # Kafka's RPCProducerIdManager.RetryBackoffMs
 
@@ -34,10 +36,6 @@ class ProducerIdsExhausted(Exception):
 
 class CorruptProducerIdState(Exception):
     """The state file is unreadable; refusing to guess avoids handing out ids twice."""
-
-
-class ProducerIdSource(Protocol):
-    def next_id(self) -> int: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,20 +68,21 @@ def _write_durably(path: Path, data: bytes) -> None:
         os.close(dfd)
 
 
-class ProducerIdNotAvailable(Exception):
+class ProducerIdNotAvailable(KafkaError):
     """No producer id is available right now: the next block is still being claimed. Kafka
     answers InitProducerId with COORDINATOR_LOAD_IN_PROGRESS then (retriable: clients retry
     after their backoff), as its RPCProducerIdManager does."""
 
-    error_code = COORDINATOR_LOAD_IN_PROGRESS
+    error_code = ErrorCode.coordinator_load_in_progress
 
 
 class PrefetchingProducerIds:
     """Hands out ids from blocks claimed in a background thread (Kafka's
-    RPCProducerIdManager): `next_id` never waits for a claim (a ZooKeeper round trip, an
-    fsync), it raises ProducerIdNotAvailable when the current block is used up before the
-    next one arrived. The next block is claimed once 90 % of the current one is handed out;
-    a failed claim is retried no sooner than `retry_backoff_ms` later."""
+    RPCProducerIdManager; a `coordinator.ports.ProducerIdSource`): `next_id` never waits for
+    a claim (a ZooKeeper round trip, an fsync), it raises ProducerIdNotAvailable when the
+    current block is used up before the next one arrived. The next block is claimed once
+    90 % of the current one is handed out; a failed claim is retried no sooner than
+    `retry_backoff_ms` later."""
 
     def __init__(self, claim_block: Callable[[], ProducerIdBlock], *,
                  retry_backoff_ms: int = RETRY_BACKOFF_MS) -> None:

@@ -1,43 +1,28 @@
-"""What the group coordinator's parts share: Kafka's error codes, limits, `GroupError`, the
-offset-commit input, the clock."""
+"""What the group coordinator's parts share: limits, `GroupError`, the offset-commit input,
+the clock, and `GroupCoordinatorParts` (the state and operations each part relies on)."""
 
 from __future__ import annotations
 
 import time
+from collections.abc import Generator
 from dataclasses import dataclass
+from typing import Any
+
+from protocol.errors import ErrorCode, KafkaError
+
+from .classic import ClassicGroup, Member
 
 OFFSETS_TOPIC = "__consumer_offsets"
-
-# Kafka error codes
-NONE = 0
-UNKNOWN_SERVER_ERROR = -1
-OFFSET_METADATA_TOO_LARGE = 12
-COORDINATOR_LOAD_IN_PROGRESS = 14
-COORDINATOR_NOT_AVAILABLE = 15
-NOT_COORDINATOR = 16
-ILLEGAL_GENERATION = 22
-INCONSISTENT_GROUP_PROTOCOL = 23
-INVALID_GROUP_ID = 24
-UNKNOWN_MEMBER_ID = 25
-INVALID_SESSION_TIMEOUT = 26
-REBALANCE_IN_PROGRESS = 27
-INVALID_COMMIT_OFFSET_SIZE = 28
-NON_EMPTY_GROUP = 68
-GROUP_ID_NOT_FOUND = 69
-MEMBER_ID_REQUIRED = 79
-GROUP_MAX_SIZE_REACHED = 81
-FENCED_INSTANCE_ID = 82
-GROUP_SUBSCRIBED_TO_TOPIC = 86
-UNSTABLE_OFFSET_COMMIT = 88
 
 NEW_MEMBER_JOIN_TIMEOUT_MS = 5 * 60 * 1000
 _LOAD_YIELD_EVERY = 500
 
 
-class GroupError(Exception):
-    def __init__(self, error_code: int, message: str | None = None) -> None:
-        super().__init__(message or str(error_code))
-        self.error_code = error_code
+class GroupError(KafkaError):
+    """A group request answered with `error_code`."""
+
+    def __init__(self, error_code: ErrorCode, message: str | None = None) -> None:
+        super().__init__(message or str(int(error_code)), error_code)
 
 
 def now_ms() -> int:
@@ -56,6 +41,52 @@ class OffsetCommitEntry:
 class Done:
     """An already-finished awaitable: lets callers either ignore or `await` a sync call."""
 
-    def __await__(self):  # noqa: ANN204
-        return iter(())
+    def __await__(self) -> Generator[None, None, None]:
+        yield from ()
+
+
+class GroupCoordinatorParts:
+    """What the parts of `GroupCoordinator` (membership.py, offsets.py) use of one another:
+    the coordinator's state and settings, and the operations another part defines. Every
+    method here is overridden by the part that owns it."""
+
+    # settings (from the broker config)
+    initial_rebalance_delay_ms: int
+    min_session_ms: int
+    max_session_ms: int
+    max_group_size: int
+    retention_ms: int
+    retention_check_ms: int
+    offset_metadata_max_bytes: int
+    # state: the groups of the offsets partitions led (and loaded) here
+    groups: dict[str, ClassicGroup]
+    loaded: set[int]
+    # offsets partition -> producer id -> group ids with pending transactional offsets
+    _txn_groups: dict[int, dict[int, set[str]]]
+    _stopped: bool
+
+    # ---- coordinator.py
+    def coordinator_partition(self, group_id: str) -> int:
+        raise NotImplementedError
+
+    def has_pending_txn(self, group: ClassicGroup, tp: tuple[str, int]) -> bool:
+        raise NotImplementedError
+
+    def _append(self, p: int, records: list[tuple[bytes, bytes | None]], **kw: Any) -> int:
+        raise NotImplementedError
+
+    async def _append_replicated(self, p: int, records: list[tuple[bytes, bytes | None]],
+                                 **kw: Any) -> int:
+        raise NotImplementedError
+
+    def _store_group(self, group: ClassicGroup) -> None:
+        raise NotImplementedError
+
+    # ---- membership.py
+    def _validate_member(self, group: ClassicGroup, member_id: str,
+                         instance_id: str | None) -> Member:
+        raise NotImplementedError
+
+    def _schedule_heartbeat(self, group: ClassicGroup, member: Member, timeout_ms: int) -> None:
+        raise NotImplementedError
 

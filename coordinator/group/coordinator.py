@@ -17,20 +17,16 @@ import time
 from collections.abc import Iterable
 from typing import Any
 
-from coordinator.internal_log import InternalAppendError, InternalTopic, ReplayedMarker
+from config.schema import BrokerConfig
+from coordinator.internal_log import InternalTopic, ReplayedMarker
+from coordinator.ports import InternalLogHost
+from protocol.errors import ErrorCode, KafkaError
+from storage.errors import StorageError
 
 from .classic import ClassicGroup, CommittedOffset, GroupState
 from .common import (
     _LOAD_YIELD_EVERY,
-    COORDINATOR_LOAD_IN_PROGRESS,
-    COORDINATOR_NOT_AVAILABLE,
-    GROUP_ID_NOT_FOUND,
-    INVALID_COMMIT_OFFSET_SIZE,
-    NON_EMPTY_GROUP,
-    NONE,
-    NOT_COORDINATOR,
     OFFSETS_TOPIC,
-    UNKNOWN_SERVER_ERROR,
     Done,
     GroupError,
     now_ms,
@@ -53,11 +49,9 @@ log = logging.getLogger(__name__)
 
 
 class GroupCoordinator(GroupMembership, GroupOffsets):
-    def __init__(self, broker: Any) -> None:
-        cfg = broker.config
-        self.broker = broker
+    def __init__(self, host: InternalLogHost, cfg: BrokerConfig) -> None:
         self.topic = InternalTopic(
-            broker,
+            host,
             OFFSETS_TOPIC,
             cfg["offsets.topic.num.partitions"],
             cfg["offsets.topic.replication.factor"],
@@ -85,7 +79,7 @@ class GroupCoordinator(GroupMembership, GroupOffsets):
 
     # ------------------------------------------------------------------ lifecycle
     async def start(self) -> None:
-        if self.broker.store.topic(OFFSETS_TOPIC) is not None:
+        if self.topic.exists():
             self._load_led_partitions()
         self._tasks.append(asyncio.create_task(self._retention_loop()))
 
@@ -99,7 +93,7 @@ class GroupCoordinator(GroupMembership, GroupOffsets):
             for m in group.members.values():
                 for fut in (m.join_future, m.sync_future):
                     if fut is not None and not fut.done():
-                        fut.set_result(error_join(NOT_COORDINATOR, m.member_id))
+                        fut.set_result(error_join(ErrorCode.not_coordinator, m.member_id))
 
     async def ensure_topic(self) -> None:
         """Create __consumer_offsets on first use and load the partitions led here."""
@@ -107,16 +101,13 @@ class GroupCoordinator(GroupMembership, GroupOffsets):
         self._load_led_partitions()
 
     def _load_led_partitions(self) -> None:
-        state = self.broker.store.topic(OFFSETS_TOPIC)
-        if state is None:
-            return
-        for p in state.partitions:
+        for p in self.topic.partitions():
             if p in self.loaded or p in self.loading:
                 continue
-            part = self.broker.replicas.get(OFFSETS_TOPIC, p)
+            part = self.topic.replica(p)
             if part is None or not part.is_leader:
                 continue
-            if part.log.log_end_offset == part.log.log_start_offset:
+            if part.log_end_offset == part.log_start_offset:
                 self.loaded.add(p)  # nothing to replay
                 continue
             self.loading[p] = asyncio.get_running_loop().create_task(self._load(p))
@@ -137,7 +128,7 @@ class GroupCoordinator(GroupMembership, GroupOffsets):
             for m in group.members.values():
                 for fut in (m.join_future, m.sync_future):
                     if fut is not None and not fut.done():
-                        fut.set_result(error_join(NOT_COORDINATOR, m.member_id))
+                        fut.set_result(error_join(ErrorCode.not_coordinator, m.member_id))
             del self.groups[group.group_id]
 
     def partition_for(self, group_id: str) -> int:
@@ -149,14 +140,13 @@ class GroupCoordinator(GroupMembership, GroupOffsets):
         if p in self.loaded:
             return p
         if p in self.loading:
-            raise GroupError(COORDINATOR_LOAD_IN_PROGRESS)
-        part = self.broker.replicas.get(OFFSETS_TOPIC, p)
-        if part is None or not part.is_leader:
-            raise GroupError(NOT_COORDINATOR)
+            raise GroupError(ErrorCode.coordinator_load_in_progress)
+        if not self.topic.is_led_here(p):
+            raise GroupError(ErrorCode.not_coordinator)
         self._load_led_partitions()
         if p in self.loaded:
             return p
-        raise GroupError(COORDINATOR_LOAD_IN_PROGRESS)
+        raise GroupError(ErrorCode.coordinator_load_in_progress)
 
     def is_loading(self) -> bool:
         return bool(self.loading)
@@ -222,10 +212,10 @@ class GroupCoordinator(GroupMembership, GroupOffsets):
                 group.offsets[tp] = CommittedOffset(decode_offset_value(value), offset)
         elif isinstance(k, GroupKey):
             if value is None:
-                group = self.groups.pop(k.group, None)
-                if group is not None:
+                removed = self.groups.pop(k.group, None)
+                if removed is not None:
                     # offsets written after the tombstone start a new (simple) group
-                    group.state = GroupState.DEAD
+                    removed.state = GroupState.DEAD
                 return
             group = self._group_for_replay(k.group, p)
             group.load_value(decode_group_value(value))
@@ -290,11 +280,11 @@ class GroupCoordinator(GroupMembership, GroupOffsets):
 
     # ------------------------------------------------------------------ admin
     def list_groups(self, states: Iterable[str] = (),
-                    types: Iterable[str] = ()) -> tuple[int, list[dict[str, Any]]]:
+                    types: Iterable[str] = ()) -> tuple[ErrorCode, list[dict[str, Any]]]:
         states_l = {s.lower() for s in states}
         types_l = {t.lower() for t in types}
         if types_l and "classic" not in types_l:
-            return NONE, []
+            return ErrorCode.none, []
         out = []
         for group in self.groups.values():
             if group.partition not in self.loaded or group.is_in(GroupState.DEAD):
@@ -303,7 +293,7 @@ class GroupCoordinator(GroupMembership, GroupOffsets):
                 continue
             out.append({"group_id": group.group_id, "protocol_type": group.protocol_type or "",
                         "group_state": group.state.value, "group_type": "classic"})
-        return (COORDINATOR_LOAD_IN_PROGRESS if self.loading else NONE), out
+        return (ErrorCode.coordinator_load_in_progress if self.loading else ErrorCode.none), out
 
     def describe_group(self, group_id: str) -> dict[str, Any]:
         try:
@@ -313,11 +303,11 @@ class GroupCoordinator(GroupMembership, GroupOffsets):
                     "protocol_type": "", "protocol_data": "", "members": []}
         group = self.groups.get(group_id)
         if group is None:
-            return {"error_code": NONE, "group_id": group_id, "group_state": "Dead",
+            return {"error_code": ErrorCode.none, "group_id": group_id, "group_state": "Dead",
                     "protocol_type": "", "protocol_data": "", "members": []}
         stable = group.is_in(GroupState.STABLE)
         return {
-            "error_code": NONE,
+            "error_code": ErrorCode.none,
             "group_id": group_id,
             "group_state": group.state.value,
             "protocol_type": group.protocol_type or "",
@@ -331,16 +321,16 @@ class GroupCoordinator(GroupMembership, GroupOffsets):
             ],
         }
 
-    def delete_group(self, group_id: str) -> int:
+    def delete_group(self, group_id: str) -> ErrorCode:
         try:
             p = self.coordinator_partition(group_id)
         except GroupError as exc:
             return exc.error_code
         group = self.groups.get(group_id)
         if group is None or group.is_in(GroupState.DEAD):
-            return GROUP_ID_NOT_FOUND
+            return ErrorCode.group_id_not_found
         if not group.is_in(GroupState.EMPTY):
-            return NON_EMPTY_GROUP
+            return ErrorCode.non_empty_group
         records: list[tuple[bytes, bytes | None]] = [
             (offset_commit_key(group_id, t, pn), None) for t, pn in group.offsets
         ]
@@ -353,22 +343,43 @@ class GroupCoordinator(GroupMembership, GroupOffsets):
         group.transition(GroupState.DEAD, now_ms())
         group.offsets.clear()
         del self.groups[group_id]
-        return NONE
+        return ErrorCode.none
+
+
+# Kafka's GroupMetadataManager: what a client is told when an append to the offsets partition
+# failed with a partition-level error.
+_APPEND_ERROR_ANSWER: dict[int, ErrorCode] = {
+    # another broker coordinates now
+    ErrorCode.not_leader_or_follower: ErrorCode.not_coordinator,
+    ErrorCode.kafka_storage_error: ErrorCode.not_coordinator,
+    ErrorCode.unknown_topic_or_partition: ErrorCode.coordinator_not_available,
+    ErrorCode.not_enough_replicas: ErrorCode.coordinator_not_available,
+    ErrorCode.not_enough_replicas_after_append: ErrorCode.coordinator_not_available,
+    ErrorCode.request_timed_out: ErrorCode.coordinator_not_available,
+}
+_OFFSET_SIZE_ERRORS = frozenset({ErrorCode.message_too_large, ErrorCode.record_list_too_large})
+# Answered as they are (a transactional commit by a fenced or out-of-order producer).
+_PRODUCER_ERRORS = frozenset({
+    ErrorCode.invalid_producer_epoch,
+    ErrorCode.producer_fenced,
+    ErrorCode.out_of_order_sequence_number,
+})
 
 
 def _append_error(p: int, exc: Exception) -> GroupError:
-    """What a client is told when an append to the offsets partition failed (Kafka's
-    GroupMetadataManager mapping)."""
-    from broker.replica_manager import PartitionError
-
-    code = int(getattr(exc, "error_code", UNKNOWN_SERVER_ERROR))
-    if isinstance(exc, (InternalAppendError, PartitionError)) or code == 56:
+    """What a client is told when an append to the offsets partition failed."""
+    code: int = (
+        exc.error_code
+        if isinstance(exc, (KafkaError, StorageError))
+        else ErrorCode.unknown_server_error
+    )
+    answer = _APPEND_ERROR_ANSWER.get(code)
+    if answer is not None:
         log.warning("append to %s-%d failed: %r", OFFSETS_TOPIC, p, exc)
-        # NOT_LEADER_OR_FOLLOWER, KAFKA_STORAGE_ERROR: another broker coordinates now
-        return GroupError(NOT_COORDINATOR if code in (6, 56) else COORDINATOR_NOT_AVAILABLE)
-    if code in (10, 18):  # MESSAGE_TOO_LARGE, RECORD_LIST_TOO_LARGE
-        return GroupError(INVALID_COMMIT_OFFSET_SIZE)
-    if code in (47, 90, 45):  # INVALID_PRODUCER_EPOCH, PRODUCER_FENCED, OUT_OF_ORDER
-        return GroupError(code)
+        return GroupError(answer)
+    if code in _OFFSET_SIZE_ERRORS:
+        return GroupError(ErrorCode.invalid_commit_offset_size)
+    if code in _PRODUCER_ERRORS:
+        return GroupError(ErrorCode(code))
     log.error("append to %s-%d failed", OFFSETS_TOPIC, p, exc_info=exc)
-    return GroupError(UNKNOWN_SERVER_ERROR)
+    return GroupError(ErrorCode.unknown_server_error)

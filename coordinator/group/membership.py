@@ -9,20 +9,12 @@ import logging
 import uuid
 from typing import Any
 
+from protocol.errors import ErrorCode
+
 from .classic import ClassicGroup, GroupState, Member
 from .common import (
-    COORDINATOR_NOT_AVAILABLE,
-    FENCED_INSTANCE_ID,
-    GROUP_MAX_SIZE_REACHED,
-    ILLEGAL_GENERATION,
-    INCONSISTENT_GROUP_PROTOCOL,
-    INVALID_GROUP_ID,
-    INVALID_SESSION_TIMEOUT,
-    MEMBER_ID_REQUIRED,
     NEW_MEMBER_JOIN_TIMEOUT_MS,
-    NONE,
-    REBALANCE_IN_PROGRESS,
-    UNKNOWN_MEMBER_ID,
+    GroupCoordinatorParts,
     GroupError,
     now_ms,
 )
@@ -31,7 +23,7 @@ from .common import (
 log = logging.getLogger("coordinator.group.coordinator")
 
 
-class GroupMembership:
+class GroupMembership(GroupCoordinatorParts):
     """Join/Sync/Heartbeat/Leave and rebalancing, for `GroupCoordinator`.
     The state (groups, partitions, timers) is the coordinator's."""
 
@@ -86,7 +78,7 @@ class GroupMembership:
         log.info("preparing to rebalance group %s in state %s with old generation %d (%s)",
                  group.group_id, group.state.value, group.generation, reason)
         if group.is_in(GroupState.COMPLETING_REBALANCE):
-            self._reset_and_fail_syncs(group, REBALANCE_IN_PROGRESS)
+            self._reset_and_fail_syncs(group, ErrorCode.rebalance_in_progress)
         timer = group.sync_timer
         if timer is not None:
             timer.cancel()
@@ -186,7 +178,7 @@ class GroupMembership:
     def _join_response(self, group: ClassicGroup, member: Member, with_members: bool,
                        leader: str | None = None, skip: bool = False) -> dict[str, Any]:
         return {
-            "error_code": NONE,
+            "error_code": ErrorCode.none,
             "generation_id": group.generation,
             "protocol_type": group.protocol_type,
             "protocol_name": group.protocol_name,
@@ -200,7 +192,7 @@ class GroupMembership:
             ] if with_members else [],
         }
 
-    def _reset_and_fail_syncs(self, group: ClassicGroup, error: int) -> None:
+    def _reset_and_fail_syncs(self, group: ClassicGroup, error: ErrorCode) -> None:
         for m in group.members.values():
             m.assignment = b""
             fut, m.sync_future = m.sync_future, None
@@ -211,7 +203,7 @@ class GroupMembership:
         group.remove(member.member_id)
         for fut in (member.join_future, member.sync_future):
             if fut is not None and not fut.done():
-                fut.set_result(error_join(UNKNOWN_MEMBER_ID, member.member_id))
+                fut.set_result(error_join(ErrorCode.unknown_member_id, member.member_id))
         if group.is_in(GroupState.PREPARING_REBALANCE):
             self._maybe_complete_join(group)
             if not group.members and not group.pending_members:
@@ -234,26 +226,26 @@ class GroupMembership:
         version: int,
     ) -> dict[str, Any]:
         if not group_id:
-            return error_join(INVALID_GROUP_ID, member_id)
+            return error_join(ErrorCode.invalid_group_id, member_id)
         try:
             p = self.coordinator_partition(group_id)
         except GroupError as exc:
             return error_join(exc.error_code, member_id)
         if not self.min_session_ms <= session_timeout_ms <= self.max_session_ms:
-            return error_join(INVALID_SESSION_TIMEOUT, member_id)
+            return error_join(ErrorCode.invalid_session_timeout, member_id)
         group = self.groups.get(group_id)
         if group is None:
             if member_id:
-                return error_join(UNKNOWN_MEMBER_ID, member_id)
+                return error_join(ErrorCode.unknown_member_id, member_id)
             group = ClassicGroup(group_id, p)
         elif group.is_in(GroupState.DEAD):
-            return error_join(COORDINATOR_NOT_AVAILABLE, member_id)
+            return error_join(ErrorCode.coordinator_not_available, member_id)
         if (
             not group.has_member(member_id)
             and group.static_member_id(instance_id) is None
             and len(group.members) + len(group.pending_members) >= self.max_group_size
         ):
-            return error_join(GROUP_MAX_SIZE_REACHED, member_id)
+            return error_join(ErrorCode.group_max_size_reached, member_id)
         member_args = (instance_id, protocol_type, protocols, session_timeout_ms,
                        rebalance_timeout_ms, client_id, client_host)
         if not member_id:
@@ -265,7 +257,7 @@ class GroupMembership:
                             session_ms: int, rebalance_ms: int, client_id: str,
                             client_host: str) -> dict[str, Any]:
         if not group.supports_protocols(protocol_type, [n for n, _ in protocols]):
-            return error_join(INCONSISTENT_GROUP_PROTOCOL, "")
+            return error_join(ErrorCode.inconsistent_group_protocol, "")
         new_id = f"{client_id}-{uuid.uuid4()}"
         if instance_id is not None:
             old_id = group.static_member_id(instance_id)
@@ -279,7 +271,7 @@ class GroupMembership:
             asyncio.get_running_loop().call_later(
                 session_ms / 1000, self._on_pending_member_expired, group, new_id
             )
-            return error_join(MEMBER_ID_REQUIRED, new_id)
+            return error_join(ErrorCode.member_id_required, new_id)
         member = Member(new_id, instance_id, client_id, client_host, rebalance_ms, session_ms,
                         protocol_type, protocols)
         return await self._add_member_and_rebalance(group, member)
@@ -306,7 +298,7 @@ class GroupMembership:
         member = group.members.pop(old_id)
         for fut in (member.join_future, member.sync_future):
             if fut is not None and not fut.done():
-                fut.set_result(error_join(FENCED_INSTANCE_ID, old_id))
+                fut.set_result(error_join(ErrorCode.fenced_instance_id, old_id))
         member.join_future = member.sync_future = None
         current_leader = group.leader_id
         member.member_id = new_id
@@ -353,7 +345,7 @@ class GroupMembership:
                              client_host: str) -> dict[str, Any]:
         if group.is_pending(member_id):
             if not group.supports_protocols(protocol_type, [n for n, _ in protocols]):
-                return error_join(INCONSISTENT_GROUP_PROTOCOL, member_id)
+                return error_join(ErrorCode.inconsistent_group_protocol, member_id)
             member = Member(member_id, instance_id, client_id, client_host, rebalance_ms,
                             session_ms, protocol_type, protocols)
             return await self._add_member_and_rebalance(group, member)
@@ -362,9 +354,9 @@ class GroupMembership:
         except GroupError as exc:
             return error_join(exc.error_code, member_id)
         if not group.supports_protocols(protocol_type, [n for n, _ in protocols]):
-            return error_join(INCONSISTENT_GROUP_PROTOCOL, member_id)
+            return error_join(ErrorCode.inconsistent_group_protocol, member_id)
         if group.is_in(GroupState.EMPTY, GroupState.DEAD):
-            return error_join(UNKNOWN_MEMBER_ID, member_id)
+            return error_join(ErrorCode.unknown_member_id, member_id)
         if group.is_in(GroupState.COMPLETING_REBALANCE) and member.matches(protocols):
             return self._join_response(group, member, member_id == group.leader_id)
         if (
@@ -376,7 +368,7 @@ class GroupMembership:
             return self._join_response(group, member, False)
         # update the member and (re)join the rebalance
         if member.join_future is not None and not member.join_future.done():
-            member.join_future.set_result(error_join(UNKNOWN_MEMBER_ID, member_id))
+            member.join_future.set_result(error_join(ErrorCode.unknown_member_id, member_id))
         member.protocols = protocols
         member.session_timeout_ms = session_ms
         member.rebalance_timeout_ms = rebalance_ms
@@ -394,12 +386,12 @@ class GroupMembership:
         if instance_id is not None:
             static_id = group.static_member_id(instance_id)
             if static_id is None:
-                raise GroupError(UNKNOWN_MEMBER_ID)
+                raise GroupError(ErrorCode.unknown_member_id)
             if static_id != member_id:
-                raise GroupError(FENCED_INSTANCE_ID)
+                raise GroupError(ErrorCode.fenced_instance_id)
         member = group.members.get(member_id)
         if member is None:
-            raise GroupError(UNKNOWN_MEMBER_ID)
+            raise GroupError(ErrorCode.unknown_member_id)
         return member
 
     # ------------------------------------------------------------------ SyncGroup
@@ -411,18 +403,18 @@ class GroupMembership:
             self.coordinator_partition(group_id)
             group = self.groups.get(group_id)
             if group is None or group.is_in(GroupState.DEAD):
-                raise GroupError(UNKNOWN_MEMBER_ID)
+                raise GroupError(ErrorCode.unknown_member_id)
             member = self._validate_member(group, member_id, instance_id)
             if generation != group.generation:
-                raise GroupError(ILLEGAL_GENERATION)
+                raise GroupError(ErrorCode.illegal_generation)
             if (protocol_type is not None and protocol_type != group.protocol_type) or (
                 protocol_name is not None and protocol_name != group.protocol_name
             ):
-                raise GroupError(INCONSISTENT_GROUP_PROTOCOL)
+                raise GroupError(ErrorCode.inconsistent_group_protocol)
             if group.is_in(GroupState.EMPTY):
-                raise GroupError(UNKNOWN_MEMBER_ID)
+                raise GroupError(ErrorCode.unknown_member_id)
             if group.is_in(GroupState.PREPARING_REBALANCE):
-                raise GroupError(REBALANCE_IN_PROGRESS)
+                raise GroupError(ErrorCode.rebalance_in_progress)
         except GroupError as exc:
             return {"error_code": exc.error_code, "assignment": b""}
         self._schedule_heartbeat(group, member, member.session_timeout_ms)
@@ -431,7 +423,7 @@ class GroupMembership:
         # CompletingRebalance
         fut = asyncio.get_running_loop().create_future()
         if member.sync_future is not None and not member.sync_future.done():
-            member.sync_future.set_result({"error_code": REBALANCE_IN_PROGRESS,
+            member.sync_future.set_result({"error_code": ErrorCode.rebalance_in_progress,
                                            "assignment": b""})
         member.sync_future = fut
         if member_id == group.leader_id:
@@ -457,30 +449,31 @@ class GroupMembership:
 
     @staticmethod
     def _sync_response(group: ClassicGroup, member: Member) -> dict[str, Any]:
-        return {"error_code": NONE, "protocol_type": group.protocol_type,
+        return {"error_code": ErrorCode.none, "protocol_type": group.protocol_type,
                 "protocol_name": group.protocol_name, "assignment": member.assignment}
 
     # ------------------------------------------------------------------ Heartbeat
     def heartbeat(self, group_id: str, generation: int, member_id: str,
-                  instance_id: str | None) -> int:
+                  instance_id: str | None) -> ErrorCode:
         try:
             self.coordinator_partition(group_id)
             group = self.groups.get(group_id)
             if group is None or group.is_in(GroupState.DEAD, GroupState.EMPTY):
-                raise GroupError(UNKNOWN_MEMBER_ID)
+                raise GroupError(ErrorCode.unknown_member_id)
             member = self._validate_member(group, member_id, instance_id)
             if generation != group.generation:
-                raise GroupError(ILLEGAL_GENERATION)
+                raise GroupError(ErrorCode.illegal_generation)
         except GroupError as exc:
             return exc.error_code
         self._schedule_heartbeat(group, member, member.session_timeout_ms)
         if group.is_in(GroupState.PREPARING_REBALANCE):
-            return REBALANCE_IN_PROGRESS
-        return NONE
+            return ErrorCode.rebalance_in_progress
+        return ErrorCode.none
 
     # ------------------------------------------------------------------ LeaveGroup
-    def leave_group(self, group_id: str,
-                    members: list[tuple[str, str | None]]) -> tuple[int, list[dict[str, Any]]]:
+    def leave_group(
+        self, group_id: str, members: list[tuple[str, str | None]]
+    ) -> tuple[ErrorCode, list[dict[str, Any]]]:
         """(top-level error, per-member results) for (member_id, group_instance_id) pairs."""
         try:
             self.coordinator_partition(group_id)
@@ -488,10 +481,11 @@ class GroupMembership:
             return exc.error_code, []
         group = self.groups.get(group_id)
         if group is None or group.is_in(GroupState.DEAD):
-            return UNKNOWN_MEMBER_ID, []
+            return ErrorCode.unknown_member_id, []
         results = []
         for member_id, instance_id in members:
-            out = {"member_id": member_id, "group_instance_id": instance_id, "error_code": NONE}
+            out = {"member_id": member_id, "group_instance_id": instance_id,
+                   "error_code": ErrorCode.none}
             results.append(out)
             if instance_id is None and group.is_pending(member_id):
                 group.pending_members.discard(member_id)
@@ -502,23 +496,23 @@ class GroupMembership:
                 if instance_id is not None:
                     static_id = group.static_member_id(instance_id)
                     if static_id is None:
-                        raise GroupError(UNKNOWN_MEMBER_ID)
+                        raise GroupError(ErrorCode.unknown_member_id)
                     if member_id and member_id != static_id:
-                        raise GroupError(FENCED_INSTANCE_ID)
+                        raise GroupError(ErrorCode.fenced_instance_id)
                     member_id = static_id
                 member = group.members.get(member_id)
                 if member is None:
-                    raise GroupError(UNKNOWN_MEMBER_ID)
+                    raise GroupError(ErrorCode.unknown_member_id)
             except GroupError as exc:
                 out["error_code"] = exc.error_code
                 continue
             log.info("member %s leaves group %s", member_id, group_id)
             self._remove_member_and_update(group, member, "the member left the group")
-        return NONE, results
+        return ErrorCode.none, results
 
 
 
-def error_join(code: int, member_id: str) -> dict[str, Any]:
+def error_join(code: ErrorCode, member_id: str) -> dict[str, Any]:
     return {"error_code": code, "generation_id": -1, "protocol_type": None,
             "protocol_name": None, "leader": "", "member_id": member_id, "members": [],
             "assignment": b""}

@@ -8,19 +8,11 @@ import asyncio
 import logging
 from typing import Any
 
+from protocol.errors import ErrorCode
+
 from .classic import ClassicGroup, CommittedOffset, GroupState
 from .common import (
-    COORDINATOR_NOT_AVAILABLE,
-    GROUP_ID_NOT_FOUND,
-    GROUP_SUBSCRIBED_TO_TOPIC,
-    ILLEGAL_GENERATION,
-    NON_EMPTY_GROUP,
-    NONE,
-    NOT_COORDINATOR,
-    OFFSET_METADATA_TOO_LARGE,
-    REBALANCE_IN_PROGRESS,
-    UNKNOWN_MEMBER_ID,
-    UNSTABLE_OFFSET_COMMIT,
+    GroupCoordinatorParts,
     GroupError,
     OffsetCommitEntry,
     now_ms,
@@ -36,7 +28,7 @@ from .records import (
 log = logging.getLogger("coordinator.group.coordinator")
 
 
-class GroupOffsets:
+class GroupOffsets(GroupCoordinatorParts):
     """Offset commit/fetch/delete and retention, for `GroupCoordinator`.
     The state (groups, partitions, timers) is the coordinator's."""
 
@@ -48,24 +40,24 @@ class GroupOffsets:
         group = self.groups.get(group_id)
         if group is None:
             if generation >= 0:
-                raise GroupError(GROUP_ID_NOT_FOUND if version >= 9 and not transactional
-                                 else ILLEGAL_GENERATION)
+                raise GroupError(ErrorCode.group_id_not_found if version >= 9 and not transactional
+                                 else ErrorCode.illegal_generation)
             group = ClassicGroup(group_id, p)
             return p, group
         if group.is_in(GroupState.DEAD):
-            raise GroupError(COORDINATOR_NOT_AVAILABLE)
+            raise GroupError(ErrorCode.coordinator_not_available)
         if generation < 0 and group.is_in(GroupState.EMPTY):
             return p, group
         if generation >= 0 or member_id or instance_id is not None:
             member = self._validate_member(group, member_id, instance_id)
             if generation != group.generation:
-                raise GroupError(ILLEGAL_GENERATION)
+                raise GroupError(ErrorCode.illegal_generation)
             if not transactional:
                 self._schedule_heartbeat(group, member, member.session_timeout_ms)
         elif not transactional and not group.is_in(GroupState.EMPTY):
-            raise GroupError(UNKNOWN_MEMBER_ID)
+            raise GroupError(ErrorCode.unknown_member_id)
         if not transactional and group.is_in(GroupState.COMPLETING_REBALANCE):
-            raise GroupError(REBALANCE_IN_PROGRESS)
+            raise GroupError(ErrorCode.rebalance_in_progress)
         return p, group
 
     async def commit_offsets(
@@ -98,14 +90,15 @@ class GroupOffsets:
             metadata = e.metadata or ""
             # Kafka compares String.length(): UTF-16 code units, not bytes.
             if len(metadata.encode("utf-16-le")) // 2 > self.offset_metadata_max_bytes:
-                result[tp] = OFFSET_METADATA_TOO_LARGE
+                result[tp] = ErrorCode.offset_metadata_too_large
                 continue
-            result[tp] = NONE
+            result[tp] = ErrorCode.none
             to_write.append((tp, OffsetValue(e.offset, e.leader_epoch, metadata, now, expire)))
         if not to_write:
             return result
-        records = [(offset_commit_key(group_id, t, pn), offset_commit_value(v))
-                   for (t, pn), v in to_write]
+        records: list[tuple[bytes, bytes | None]] = [
+            (offset_commit_key(group_id, t, pn), offset_commit_value(v)) for (t, pn), v in to_write
+        ]
         try:
             last = await self._append_replicated(
                 p, records, producer_id=producer_id, producer_epoch=producer_epoch,
@@ -118,7 +111,7 @@ class GroupOffsets:
             # The partition moved away while the commit was replicated; its new coordinator
             # loads the commit from the log. The client retries there.
             for tp, _ in to_write:
-                result[tp] = NOT_COORDINATOR
+                result[tp] = ErrorCode.not_coordinator
             return result
         group = self.groups.setdefault(group_id, group)
         first = last - len(records) + 1
@@ -153,10 +146,10 @@ class GroupOffsets:
             for pn in partitions:
                 entry: dict[str, Any] = {"partition_index": pn, "committed_offset": -1,
                                          "committed_leader_epoch": -1, "metadata": "",
-                                         "error_code": NONE}
+                                         "error_code": ErrorCode.none}
                 if group is not None and require_stable and self.has_pending_txn(group,
                                                                                  (name, pn)):
-                    entry["error_code"] = UNSTABLE_OFFSET_COMMIT
+                    entry["error_code"] = ErrorCode.unstable_offset_commit
                 else:
                     co = offsets.get((name, pn))
                     if co is not None:
@@ -167,27 +160,28 @@ class GroupOffsets:
             out.append({"name": name, "partitions": parts})
         return out
 
-    async def delete_offsets(self, group_id: str,
-                       partitions: list[tuple[str, int]]) -> tuple[int, dict[tuple[str, int], int]]:
+    async def delete_offsets(
+        self, group_id: str, partitions: list[tuple[str, int]]
+    ) -> tuple[ErrorCode, dict[tuple[str, int], ErrorCode]]:
         try:
             p = self.coordinator_partition(group_id)
             group = self.groups.get(group_id)
             if group is None or group.is_in(GroupState.DEAD):
-                raise GroupError(GROUP_ID_NOT_FOUND)
+                raise GroupError(ErrorCode.group_id_not_found)
             subscribed: set[str] = set()
             if not group.is_in(GroupState.EMPTY):
                 if group.protocol_type != "consumer":
-                    raise GroupError(NON_EMPTY_GROUP)
+                    raise GroupError(ErrorCode.non_empty_group)
                 subscribed = group.subscribed_topics() or set()
         except GroupError as exc:
             return exc.error_code, {}
-        result: dict[tuple[str, int], int] = {}
+        result: dict[tuple[str, int], ErrorCode] = {}
         tombstones = []
         for tp in partitions:
             if tp[0] in subscribed:
-                result[tp] = GROUP_SUBSCRIBED_TO_TOPIC
+                result[tp] = ErrorCode.group_subscribed_to_topic
                 continue
-            result[tp] = NONE
+            result[tp] = ErrorCode.none
             if tp in group.offsets:
                 tombstones.append(tp)
         if tombstones:
@@ -197,10 +191,10 @@ class GroupOffsets:
             except GroupError as exc:
                 return exc.error_code, {}
             if p not in self.loaded:
-                return NOT_COORDINATOR, {}
+                return ErrorCode.not_coordinator, {}
             for tp in tombstones:
                 group.offsets.pop(tp, None)
-        return NONE, result
+        return ErrorCode.none, result
 
 
     # ------------------------------------------------------------------ retention

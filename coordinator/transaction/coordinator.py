@@ -18,20 +18,14 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Iterable
+from collections.abc import Awaitable, Callable, Coroutine, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from broker import metrics
-from broker.markers import write_txn_markers
-from broker.replica_manager import PartitionError
-from coordinator.internal_log import (
-    InternalAppendError,
-    InternalTopic,
-    ReplayedRecord,
-    partition_for,
-)
-from protocol.errors import KafkaError
+from config.schema import BrokerConfig
+from coordinator.internal_log import InternalTopic, ReplayedRecord, partition_for
+from coordinator.ports import ProducerIdSource, TxnMarkerSender, TxnMetrics
+from protocol.errors import ErrorCode, KafkaError
 
 from .log import CorruptTxnLogRecord, decode_key, decode_value, encode_key, encode_value
 from .metadata import (
@@ -46,53 +40,32 @@ from .metadata import (
 
 log = logging.getLogger(__name__)
 
-# Kafka error codes
-NONE = 0
-UNKNOWN_SERVER_ERROR = -1
-UNKNOWN_TOPIC_OR_PARTITION = 3
-NOT_LEADER_OR_FOLLOWER = 6
-REQUEST_TIMED_OUT = 7
-COORDINATOR_LOAD_IN_PROGRESS = 14
-COORDINATOR_NOT_AVAILABLE = 15
-NOT_COORDINATOR = 16
-NOT_ENOUGH_REPLICAS = 19
-NOT_ENOUGH_REPLICAS_AFTER_APPEND = 20
-INVALID_REQUEST = 42
-INVALID_PRODUCER_EPOCH = 47
-INVALID_TXN_STATE = 48
-INVALID_PRODUCER_ID_MAPPING = 49
-INVALID_TRANSACTION_TIMEOUT = 50
-CONCURRENT_TRANSACTIONS = 51
-TRANSACTION_COORDINATOR_FENCED = 52
-KAFKA_STORAGE_ERROR = 56
-PRODUCER_FENCED = 90
-TRANSACTIONAL_ID_NOT_FOUND = 105
-TRANSACTION_ABORTABLE = 120
-
 _RETRIABLE_MARKER_ERRORS = frozenset(
     {
-        UNKNOWN_TOPIC_OR_PARTITION,
-        NOT_LEADER_OR_FOLLOWER,
-        NOT_ENOUGH_REPLICAS,
-        NOT_ENOUGH_REPLICAS_AFTER_APPEND,
-        REQUEST_TIMED_OUT,
-        KAFKA_STORAGE_ERROR,
-        COORDINATOR_LOAD_IN_PROGRESS,
+        ErrorCode.unknown_topic_or_partition,
+        ErrorCode.not_leader_or_follower,
+        ErrorCode.not_enough_replicas,
+        ErrorCode.not_enough_replicas_after_append,
+        ErrorCode.request_timed_out,
+        ErrorCode.kafka_storage_error,
+        ErrorCode.coordinator_load_in_progress,
     }
 )
-_ABANDON_MARKER_ERRORS = frozenset({INVALID_PRODUCER_EPOCH, TRANSACTION_COORDINATOR_FENCED})
+_ABANDON_MARKER_ERRORS = frozenset(
+    {ErrorCode.invalid_producer_epoch, ErrorCode.transaction_coordinator_fenced}
+)
 _MARKER_RETRY_S = 0.1
 _LOAD_YIELD_EVERY = 500
 _LOAD_RETRY_S = (0.2, 5.0)  # first and longest wait before loading a partition again
 
 # Kafka's TransactionStateManager: append errors -> what the client is told.
-_APPEND_ERROR_ANSWER = {
-    UNKNOWN_TOPIC_OR_PARTITION: COORDINATOR_NOT_AVAILABLE,
-    NOT_ENOUGH_REPLICAS: COORDINATOR_NOT_AVAILABLE,
-    NOT_ENOUGH_REPLICAS_AFTER_APPEND: COORDINATOR_NOT_AVAILABLE,
-    REQUEST_TIMED_OUT: COORDINATOR_NOT_AVAILABLE,
-    NOT_LEADER_OR_FOLLOWER: NOT_COORDINATOR,
-    KAFKA_STORAGE_ERROR: NOT_COORDINATOR,
+_APPEND_ERROR_ANSWER: dict[int, ErrorCode] = {
+    ErrorCode.unknown_topic_or_partition: ErrorCode.coordinator_not_available,
+    ErrorCode.not_enough_replicas: ErrorCode.coordinator_not_available,
+    ErrorCode.not_enough_replicas_after_append: ErrorCode.coordinator_not_available,
+    ErrorCode.request_timed_out: ErrorCode.coordinator_not_available,
+    ErrorCode.not_leader_or_follower: ErrorCode.not_coordinator,
+    ErrorCode.kafka_storage_error: ErrorCode.not_coordinator,
 }
 
 OFFSETS_TOPIC = "__consumer_offsets"
@@ -102,23 +75,34 @@ def _now() -> int:
     return int(time.time() * 1000)
 
 
-class CoordinatorError(Exception):
-    def __init__(self, error_code: int) -> None:
-        super().__init__(error_code)
-        self.error_code = error_code
+class CoordinatorError(KafkaError):
+    """A request the coordinator answers with `error_code` (the code is the message too)."""
+
+    def __init__(self, error_code: ErrorCode) -> None:
+        super().__init__(error_code.name, error_code)
 
 
 @dataclass(frozen=True, slots=True)
 class InitResult:
-    error_code: int
+    error_code: ErrorCode
     producer_id: int = -1
     producer_epoch: int = -1
 
 
 class TransactionCoordinator:
-    def __init__(self, broker: Any, topic: InternalTopic, config: Any) -> None:
-        self.broker = broker
+    def __init__(
+        self,
+        topic: InternalTopic,
+        config: BrokerConfig,
+        *,
+        markers: TxnMarkerSender,
+        producer_ids: ProducerIdSource,
+        metrics: TxnMetrics,
+    ) -> None:
         self.topic = topic
+        self.markers = markers
+        self.producer_ids = producer_ids
+        self.metrics = metrics
         self.max_timeout_ms: int = config["transaction.max.timeout.ms"]
         self.expiration_ms: int = config["transactional.id.expiration.ms"]
         self.abort_interval_ms: int = config[
@@ -142,10 +126,9 @@ class TransactionCoordinator:
         """Load every hosted `__transaction_state` partition (in the background) and start the
         timeout/expiration scans. Requests for a partition still loading get
         COORDINATOR_LOAD_IN_PROGRESS."""
-        if self.broker.store.topic(self.topic.name) is not None:
+        if self.topic.exists():
             for p in range(self.topic.num_partitions):
-                hosted = self.broker.replicas.get(self.topic.name, p)
-                if hosted is not None and hosted.is_leader:
+                if self.topic.is_led_here(p):
                     self._start_load(p)
         self._loops.append(
             asyncio.create_task(
@@ -165,7 +148,7 @@ class TransactionCoordinator:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
 
-    def _spawn(self, coro: Any) -> asyncio.Task[None]:
+    def _spawn(self, coro: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
         task = asyncio.create_task(coro)
         self._tasks.add(task)
         task.add_done_callback(self._task_done)
@@ -176,7 +159,7 @@ class TransactionCoordinator:
         if not task.cancelled() and task.exception() is not None:
             log.error("transaction coordinator task failed", exc_info=task.exception())
 
-    async def _scan_loop(self, interval_ms: int, scan: Any) -> None:
+    async def _scan_loop(self, interval_ms: int, scan: Callable[[], Awaitable[None]]) -> None:
         while True:
             await asyncio.sleep(interval_ms / 1000)
             try:
@@ -217,11 +200,15 @@ class TransactionCoordinator:
             started = time.monotonic()
             try:
                 epoch = self._coordinator_epoch(p)
-                found = await self._read_partition(p)
-            except PartitionError:
+            except KafkaError:
                 self._loading.pop(p, None)  # not led here (any more): not ours to coordinate
                 return
+            try:
+                found = await self._read_partition(p)
             except Exception as exc:
+                if not self._leads(p):  # the replay found the partition led elsewhere
+                    self._loading.pop(p, None)
+                    return
                 log.error(
                     "loading %s-%d failed (attempt %d), retrying in %.1f s; its transactional "
                     "ids answer COORDINATOR_LOAD_IN_PROGRESS meanwhile: %r",
@@ -234,7 +221,7 @@ class TransactionCoordinator:
                 return
             try:
                 still_ours = self._coordinator_epoch(p) == epoch
-            except PartitionError:
+            except KafkaError:
                 still_ours = False
             if not still_ours:
                 self._loading.pop(p, None)  # moved while loading; a new load starts with it
@@ -289,7 +276,16 @@ class TransactionCoordinator:
 
     # ================================================================ plumbing
     def _coordinator_epoch(self, p: int) -> int:
-        return self.broker.replicas.leader_partition(self.topic.name, p).leader_epoch
+        """The leader epoch of `__transaction_state`-p; raises KafkaError if this broker does
+        not lead it."""
+        return self.topic.leader_epoch(p)
+
+    def _leads(self, p: int) -> bool:
+        try:
+            self._coordinator_epoch(p)
+        except KafkaError:
+            return False
+        return True
 
     def _partition_of(self, txn_id: str) -> int:
         return partition_for(txn_id, self.topic.num_partitions)
@@ -299,19 +295,19 @@ class TransactionCoordinator:
     def _check_coordinator(self, txn_id: str) -> int:
         """The coordinator epoch for `txn_id`'s partition; raises CoordinatorError if this
         broker cannot coordinate it right now."""
-        if self.broker.store.topic(self.topic.name) is None:
+        if not self.topic.exists():
             # Created by FindCoordinator (and InitProducerId) before any request gets here.
-            raise CoordinatorError(COORDINATOR_NOT_AVAILABLE)
+            raise CoordinatorError(ErrorCode.coordinator_not_available)
         p = self._partition_of(txn_id)
         if p in self._loading:
-            raise CoordinatorError(COORDINATOR_LOAD_IN_PROGRESS)
+            raise CoordinatorError(ErrorCode.coordinator_load_in_progress)
         try:
             return self._coordinator_epoch(p)
-        except PartitionError as exc:
+        except KafkaError as exc:
             code = (
-                COORDINATOR_NOT_AVAILABLE
-                if exc.error_code == UNKNOWN_TOPIC_OR_PARTITION
-                else NOT_COORDINATOR
+                ErrorCode.coordinator_not_available
+                if exc.error_code == ErrorCode.unknown_topic_or_partition
+                else ErrorCode.not_coordinator
             )
             raise CoordinatorError(code) from None
 
@@ -319,12 +315,9 @@ class TransactionCoordinator:
         """A fresh producer id; the allocator may not have one ready (a block being claimed),
         which it says with an error code (COORDINATOR_LOAD_IN_PROGRESS: clients retry)."""
         try:
-            return int(self.broker.producer_ids.next_id())
-        except Exception as exc:
-            code = getattr(exc, "error_code", None)
-            if isinstance(code, int):
-                raise CoordinatorError(code) from None
-            raise
+            return self.producer_ids.next_id()
+        except KafkaError as exc:
+            raise CoordinatorError(exc.error_code) from None
 
     async def _write(
         self, md: TxnMetadata, transit: TxnTransit | None, coordinator_epoch: int
@@ -342,11 +335,11 @@ class TransactionCoordinator:
                 leader_epoch=coordinator_epoch,
                 timestamp_ms=now,
             )
-        except (InternalAppendError, PartitionError, KafkaError) as exc:
+        except KafkaError as exc:  # StorageError is one too
             if self._txns.get(txn_id) is md:
                 md.abort_transition()
-            code = int(getattr(exc, "error_code", UNKNOWN_SERVER_ERROR))
-            answer = _APPEND_ERROR_ANSWER.get(code, UNKNOWN_SERVER_ERROR)
+            code = int(exc.error_code)
+            answer = _APPEND_ERROR_ANSWER.get(code, ErrorCode.unknown_server_error)
             log.warning(
                 "writing transaction state of %s (%s) failed with error %d (%s); answering %d",
                 txn_id,
@@ -359,7 +352,7 @@ class TransactionCoordinator:
         if self._txns.get(txn_id) is not md:
             # Unloaded (and maybe loaded again from the log) while the write was in flight:
             # the partition's new owner acts on what the log says.
-            raise CoordinatorError(NOT_COORDINATOR)
+            raise CoordinatorError(ErrorCode.not_coordinator)
         if transit is None:
             md.state = TxnState.DEAD
             md.pending_state = None
@@ -372,9 +365,9 @@ class TransactionCoordinator:
         self, txn_id: str, timeout_ms: int, expected: tuple[int, int] | None
     ) -> InitResult:
         if txn_id == "":
-            return InitResult(INVALID_REQUEST)
+            return InitResult(ErrorCode.invalid_request)
         if timeout_ms <= 0 or timeout_ms > self.max_timeout_ms:
-            return InitResult(INVALID_TRANSACTION_TIMEOUT)
+            return InitResult(ErrorCode.invalid_transaction_timeout)
         try:
             epoch = self._check_coordinator(txn_id)
             return await self._init_producer_id(txn_id, timeout_ms, expected, epoch)
@@ -402,35 +395,35 @@ class TransactionCoordinator:
                 or (pid == md.last_producer_id and epoch_exhausted(epoch))
             )
             if not valid:
-                return InitResult(PRODUCER_FENCED)
+                return InitResult(ErrorCode.producer_fenced)
         if md.pending:
-            return InitResult(CONCURRENT_TRANSACTIONS)
+            return InitResult(ErrorCode.concurrent_transactions)
         if md.state in PREPARED:
-            return InitResult(CONCURRENT_TRANSACTIONS)
+            return InitResult(ErrorCode.concurrent_transactions)
         if md.state is TxnState.ONGOING:
             # Fence the current producer and abort its transaction; the client retries.
             md.prepare_fence_epoch()
             code = await self._end_transaction(
                 md, md.producer_id, md.producer_epoch, False, coordinator_epoch, from_client=False
             )
-            return InitResult(code if code != NONE else CONCURRENT_TRANSACTIONS)
+            return InitResult(code if code != ErrorCode.none else ErrorCode.concurrent_transactions)
         if md.state not in COMPLETED:
-            return InitResult(UNKNOWN_SERVER_ERROR)
+            return InitResult(ErrorCode.unknown_server_error)
         if epoch_exhausted(md.producer_epoch) and (
             expected is None or expected[1] == md.producer_epoch
         ):
-            transit: TxnTransit | int = md.prepare_producer_id_rotation(
+            transit: TxnTransit | ErrorCode = md.prepare_producer_id_rotation(
                 self._next_producer_id(), timeout_ms, now, expected is not None
             )
         else:
             transit = md.prepare_increment_epoch(
                 timeout_ms, None if expected is None else expected[1], now
             )
-        if isinstance(transit, int):
+        if isinstance(transit, ErrorCode):
             return InitResult(transit)
         await self._write(md, transit, coordinator_epoch)
         log.debug("InitProducerId %s: pid %d epoch %d", txn_id, md.producer_id, md.producer_epoch)
-        return InitResult(NONE, md.producer_id, md.producer_epoch)
+        return InitResult(ErrorCode.none, md.producer_id, md.producer_epoch)
 
     # ================================================================ AddPartitions/Offsets
     async def add_partitions(
@@ -439,9 +432,9 @@ class TransactionCoordinator:
         producer_id: int,
         producer_epoch: int,
         partitions: Iterable[tuple[str, int]],
-    ) -> int:
+    ) -> ErrorCode:
         if not txn_id:
-            return INVALID_REQUEST
+            return ErrorCode.invalid_request
         try:
             coordinator_epoch = self._check_coordinator(txn_id)
         except CoordinatorError as exc:
@@ -449,20 +442,20 @@ class TransactionCoordinator:
         md = self._txns.get(txn_id)
         added = set(partitions)
         if md is None or md.producer_id != producer_id:
-            return INVALID_PRODUCER_ID_MAPPING
+            return ErrorCode.invalid_producer_id_mapping
         if md.producer_epoch != producer_epoch:
-            return PRODUCER_FENCED
+            return ErrorCode.producer_fenced
         if md.pending or md.state in PREPARED:
-            return CONCURRENT_TRANSACTIONS
+            return ErrorCode.concurrent_transactions
         if md.state is TxnState.ONGOING and added <= md.partitions:
-            return NONE
+            return ErrorCode.none
         if md.state not in COMPLETED and md.state is not TxnState.ONGOING:
-            return INVALID_TXN_STATE
+            return ErrorCode.invalid_txn_state
         try:
             await self._write(md, md.prepare_add_partitions(added, _now()), coordinator_epoch)
         except CoordinatorError as exc:
             return exc.error_code
-        return NONE
+        return ErrorCode.none
 
     def offsets_partition(self, group_id: str) -> tuple[str, int]:
         return OFFSETS_TOPIC, partition_for(group_id, self.offsets_partitions)
@@ -470,16 +463,16 @@ class TransactionCoordinator:
     # ================================================================ EndTxn
     async def end_transaction(
         self, txn_id: str, producer_id: int, producer_epoch: int, commit: bool
-    ) -> int:
+    ) -> ErrorCode:
         if not txn_id:
-            return INVALID_REQUEST
+            return ErrorCode.invalid_request
         try:
             epoch = self._check_coordinator(txn_id)
         except CoordinatorError as exc:
             return exc.error_code
         md = self._txns.get(txn_id)
         if md is None:
-            return INVALID_PRODUCER_ID_MAPPING
+            return ErrorCode.invalid_producer_id_mapping
         return await self._end_transaction(
             md, producer_id, producer_epoch, commit, epoch, from_client=True
         )
@@ -493,7 +486,7 @@ class TransactionCoordinator:
         coordinator_epoch: int,
         *,
         from_client: bool,
-    ) -> int:
+    ) -> ErrorCode:
         fencing = md.pending_state is TxnState.PREPARE_EPOCH_FENCE
 
         def undo_fence() -> None:
@@ -503,21 +496,21 @@ class TransactionCoordinator:
 
         if md.producer_id != producer_id:
             undo_fence()
-            return INVALID_PRODUCER_ID_MAPPING
+            return ErrorCode.invalid_producer_id_mapping
         if (
             from_client and producer_epoch != md.producer_epoch
         ) or producer_epoch < md.producer_epoch:
             undo_fence()
-            return PRODUCER_FENCED
+            return ErrorCode.producer_fenced
         if md.pending and not fencing:
-            return CONCURRENT_TRANSACTIONS
+            return ErrorCode.concurrent_transactions
         state = md.state
         if state is TxnState.ONGOING:
             target = TxnState.PREPARE_COMMIT if commit else TxnState.PREPARE_ABORT
             if fencing:
                 if target is not TxnState.PREPARE_ABORT:
                     undo_fence()
-                    return INVALID_TXN_STATE
+                    return ErrorCode.invalid_txn_state
                 md.pending_state = None
                 md.last_producer_epoch = -1
             transit = md.prepare_abort_or_commit(target, _now())
@@ -537,17 +530,17 @@ class TransactionCoordinator:
             )
             # The Prepare record is replicated: a new coordinator would finish it the same way.
             self._spawn(self._send_markers_and_complete(md, coordinator_epoch))
-            return NONE
+            return ErrorCode.none
         undo_fence()  # only reachable when not Ongoing
         if state is TxnState.COMPLETE_COMMIT:
-            return NONE if commit else INVALID_TXN_STATE
+            return ErrorCode.none if commit else ErrorCode.invalid_txn_state
         if state is TxnState.COMPLETE_ABORT:
-            return INVALID_TXN_STATE if commit else NONE
+            return ErrorCode.invalid_txn_state if commit else ErrorCode.none
         if state is TxnState.PREPARE_COMMIT:
-            return CONCURRENT_TRANSACTIONS if commit else INVALID_TXN_STATE
+            return ErrorCode.concurrent_transactions if commit else ErrorCode.invalid_txn_state
         if state is TxnState.PREPARE_ABORT:
-            return INVALID_TXN_STATE if commit else CONCURRENT_TRANSACTIONS
-        return INVALID_TXN_STATE
+            return ErrorCode.invalid_txn_state if commit else ErrorCode.concurrent_transactions
+        return ErrorCode.invalid_txn_state
 
     def _owns(self, md: TxnMetadata, coordinator_epoch: int) -> bool:
         """Is `md` still this broker's, at the coordinator epoch it was loaded or written at?"""
@@ -557,7 +550,7 @@ class TransactionCoordinator:
             return self._coordinator_epoch(self._partition_of(md.transactional_id)) == (
                 coordinator_epoch
             )
-        except PartitionError:
+        except KafkaError:
             return False
 
     async def _send_markers_and_complete(self, md: TxnMetadata, coordinator_epoch: int) -> None:
@@ -579,13 +572,16 @@ class TransactionCoordinator:
             if not self._owns(md, coordinator_epoch):
                 md.abort_transition()
                 return
-            results = await write_txn_markers(
-                self.broker, pid, epoch, commit, coordinator_epoch, sorted(remaining)
+            results = await self.markers.write_markers(
+                pid, epoch, commit, coordinator_epoch, sorted(remaining)
             )
             for tp, code in results.items():
-                if code == NONE:
+                if code == ErrorCode.none:
                     remaining.discard(tp)
-                elif code == UNKNOWN_TOPIC_OR_PARTITION and self.broker.store.topic(tp[0]) is None:
+                elif (
+                    code == ErrorCode.unknown_topic_or_partition
+                    and self.topic.host.topic_partitions(tp[0]) is None
+                ):
                     log.info("dropping marker for deleted partition %s-%d", *tp)
                     remaining.discard(tp)
                 elif code in _ABANDON_MARKER_ERRORS:
@@ -617,39 +613,40 @@ class TransactionCoordinator:
                 await self._write(md, transit, coordinator_epoch)
                 break
             except CoordinatorError as exc:
-                if exc.error_code == NOT_COORDINATOR or not self._owns(md, coordinator_epoch):
+                if exc.error_code == ErrorCode.not_coordinator or not self._owns(
+                    md, coordinator_epoch
+                ):
                     return
                 await asyncio.sleep(_MARKER_RETRY_S)
                 if not self._owns(md, coordinator_epoch) or md.pending:
                     return
                 md.pending_state = transit.state
         log.debug("%s %s (pid %d epoch %d)", md.state.name, md.transactional_id, pid, epoch)
-        metrics.transaction_completed(md.state is TxnState.COMPLETE_COMMIT, md.last_update_ms)
+        self.metrics.transaction_completed(md.state is TxnState.COMPLETE_COMMIT, md.last_update_ms)
 
     # ================================================================ produce verification
     def is_local(self, txn_id: str) -> bool:
         """Is this broker the coordinator of `txn_id` (leader of its partition)?"""
-        hosted = self.broker.replicas.get(self.topic.name, self._partition_of(txn_id))
-        return hosted is not None and hosted.is_leader
+        return self.topic.is_led_here(self._partition_of(txn_id))
 
     def verify_partition(
         self, txn_id: str | None, producer_id: int, producer_epoch: int, topic: str, partition: int
-    ) -> int:
+    ) -> ErrorCode:
         """KIP-890 part 1: is (topic, partition) in the ongoing transaction of this producer?"""
         if not txn_id:
-            return 53  # TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+            return ErrorCode.transactional_id_authorization_failed
         if self._partition_of(txn_id) in self._loading:
-            return NOT_ENOUGH_REPLICAS
+            return ErrorCode.not_enough_replicas
         md = self._txns.get(txn_id)
         if md is None or md.producer_id != producer_id:
-            return INVALID_PRODUCER_ID_MAPPING
+            return ErrorCode.invalid_producer_id_mapping
         if md.producer_epoch != producer_epoch:
-            return INVALID_PRODUCER_EPOCH
+            return ErrorCode.invalid_producer_epoch
         if md.state in PREPARED or (md.pending and md.state is not TxnState.ONGOING):
-            return CONCURRENT_TRANSACTIONS
+            return ErrorCode.concurrent_transactions
         if md.state is TxnState.ONGOING and (topic, partition) in md.partitions:
-            return NONE
-        return TRANSACTION_ABORTABLE
+            return ErrorCode.none
+        return ErrorCode.transaction_abortable
 
     # ================================================================ timeouts, expiration
     async def abort_timed_out_transactions(self) -> None:
@@ -664,7 +661,7 @@ class TransactionCoordinator:
                 continue
             try:
                 coordinator_epoch = self._coordinator_epoch(p)
-            except PartitionError:
+            except KafkaError:
                 continue
             log.info(
                 "aborting timed-out transaction of %s (pid %d epoch %d, started %d ms ago)",
@@ -680,8 +677,8 @@ class TransactionCoordinator:
         code = await self._end_transaction(
             md, md.producer_id, md.producer_epoch, False, coordinator_epoch, from_client=False
         )
-        metrics.transaction_timed_out(code == NONE)
-        if code != NONE:
+        self.metrics.transaction_timed_out(code == ErrorCode.none)
+        if code != ErrorCode.none:
             log.warning(
                 "aborting timed-out transaction of %s failed: %d", md.transactional_id, code
             )
@@ -699,7 +696,7 @@ class TransactionCoordinator:
             try:
                 coordinator_epoch = self._coordinator_epoch(p)
                 md.prepare_dead()
-            except (PartitionError, IllegalTransition):
+            except (KafkaError, IllegalTransition):
                 continue
             self._spawn(self._expire(md, coordinator_epoch))
 
@@ -711,23 +708,27 @@ class TransactionCoordinator:
             pass  # _write logged it and left the id as it was
 
     # ================================================================ describe / list
-    def describe(self, txn_id: str) -> tuple[int, TxnMetadata | None]:
+    def loaded_transactions(self) -> list[TxnMetadata]:
+        """The state of every transactional id coordinated (and loaded) here."""
+        return list(self._txns.values())
+
+    def describe(self, txn_id: str) -> tuple[ErrorCode, TxnMetadata | None]:
         if not txn_id:
-            return INVALID_REQUEST, None
+            return ErrorCode.invalid_request, None
         try:
             self._check_coordinator(txn_id)
         except CoordinatorError as exc:
             return exc.error_code, None
         md = self._txns.get(txn_id)
         if md is None or md.state is TxnState.DEAD:
-            return TRANSACTIONAL_ID_NOT_FOUND, None
-        return NONE, md
+            return ErrorCode.transactional_id_not_found, None
+        return ErrorCode.none, md
 
     def list_transactions(
         self, states: set[TxnState], producer_ids: set[int], duration_ms: int
-    ) -> tuple[int, list[TxnMetadata]]:
+    ) -> tuple[ErrorCode, list[TxnMetadata]]:
         if self._loading:
-            return COORDINATOR_LOAD_IN_PROGRESS, []
+            return ErrorCode.coordinator_load_in_progress, []
         now = _now()
         out = []
         for md in self._txns.values():
@@ -740,4 +741,4 @@ class TransactionCoordinator:
             if duration_ms >= 0 and (md.start_ms < 0 or now - md.start_ms <= duration_ms):
                 continue
             out.append(md)
-        return NONE, out
+        return ErrorCode.none, out

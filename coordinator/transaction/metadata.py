@@ -10,6 +10,8 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass, field, replace
 
+from protocol.errors import ErrorCode
+
 from .log import TxnLogValue
 
 NO_PRODUCER_ID = -1
@@ -141,8 +143,8 @@ class TxnMetadata:
     # ---- transitions (Kafka's prepare* methods) ---------------------------------------------
     def prepare_increment_epoch(
         self, timeout_ms: int, expected_epoch: int | None, now: int
-    ) -> TxnTransit | int:
-        """Bump the epoch (InitProducerId); returns an error code when the caller is fenced."""
+    ) -> TxnTransit | ErrorCode:
+        """Bump the epoch (InitProducerId); returns PRODUCER_FENCED when the caller is fenced."""
         bumped = self.producer_epoch + 1
         if expected_epoch is None:
             epoch, last = bumped, NO_PRODUCER_EPOCH
@@ -151,7 +153,7 @@ class TxnMetadata:
         elif expected_epoch == self.last_producer_epoch:
             epoch, last = self.producer_epoch, self.last_producer_epoch  # retry of a success
         else:
-            return 90  # PRODUCER_FENCED
+            return ErrorCode.producer_fenced
         return self._transit(
             S.EMPTY,
             producer_epoch=epoch,

@@ -1,0 +1,43 @@
+"""The broker side of `coordinator.ports.InternalLogHost`: what the coordinators' internal
+topics (`__consumer_offsets`, `__transaction_state`) see of this broker."""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+
+from .metadata_store import MetadataStore
+from .partition import Partition
+from .replica_manager import ReplicaManager
+from .topic_admin import TopicAdmin
+
+
+class BrokerLogHost:
+    """Metadata from the store, topic creation through `TopicAdmin`, replicas from the
+    replica manager (`broker.partition.Partition` is a `coordinator.ports.CoordinatorReplica`;
+    `PartitionError` and `TopicError` are the `KafkaError`s the interface names)."""
+
+    def __init__(self, store: MetadataStore, topics: TopicAdmin, replicas: ReplicaManager) -> None:
+        self._store = store
+        self._topics = topics
+        self._replicas = replicas
+
+    def topic_partitions(self, topic: str) -> Collection[int] | None:
+        state = self._store.topic(topic)
+        return None if state is None else state.partitions.keys()
+
+    def broker_count(self) -> int:
+        return len(self._store.brokers())
+
+    async def create_topic(
+        self, name: str, partitions: int, replication_factor: int, configs: dict[str, str]
+    ) -> None:
+        wanted: dict[str, str | None] = dict(configs)
+        await self._topics.create(
+            name, partitions, replication_factor, configs=wanted, internal=True
+        )
+
+    def replica(self, topic: str, partition: int) -> Partition | None:
+        return self._replicas.get(topic, partition)
+
+    def leader(self, topic: str, partition: int) -> Partition:
+        return self._replicas.leader_partition(topic, partition)
