@@ -145,13 +145,14 @@ lint: venv
 	    || { echo "layer test failed"; rc=1; }; \
 	exit $$rc
 
-# Lint and pytest both run even when one fails (more to read from one CI run); either fails
-# the target. pytest exits 5 when it collected no test: that is not a failure of the build.
+# Lint (ruff, mypy; the layer test is in tests/unit) and pytest both run even when one fails
+# (more to read from one CI run); either fails the target. pytest exits 5 when it collected no test: that is not a failure of the build.
 test: venv java-deps spark-deps zk-deps kcat-deps
 	@lint=0; $(BIN)/ruff check --no-cache . || lint=$$?; \
+	$(BIN)/mypy || lint=$$?; \
 	rc=0; $(BIN)/python -m pytest -q -ra --timeout=$(PYTEST_TIMEOUT) tests $(PYTEST_ARGS) || rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "pytest: no tests were collected"; rc=0; fi; \
-	if [ $$lint -ne 0 ]; then echo "ruff check failed (exit $$lint)"; fi; \
+	if [ $$lint -ne 0 ]; then echo "ruff check or mypy failed (exit $$lint)"; fi; \
 	if [ $$rc -ne 0 ]; then echo "pytest failed (exit $$rc)"; fi; \
 	[ $$lint -eq 0 ] && [ $$rc -eq 0 ]
 

@@ -40,7 +40,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
-def _fenced_for(code: int, version: int, first_version: int) -> int:
+def _fenced_for(code: ErrorCode, version: int, first_version: int) -> ErrorCode:
     """PRODUCER_FENCED is only known to clients from `first_version` on."""
     if code == ErrorCode.producer_fenced and version < first_version:
         return ErrorCode.invalid_producer_epoch
