@@ -102,7 +102,7 @@ async def _await_marker(
         return ErrorCode.not_leader_or_follower
     epoch = leader.leader_epoch
     replicated = await leader.wait_for_high_watermark(
-        leader.log.log_end_offset, MARKER_REPLICATION_S
+        leader.log_end_offset, MARKER_REPLICATION_S
     )
     if not leader.is_leader or leader.leader_epoch != epoch:
         return ErrorCode.not_leader_or_follower
@@ -175,7 +175,7 @@ class TxnMarkerChannel:
             if code != ErrorCode.none:
                 continue
             leader = broker.replicas.get(topic, p)
-            if leader is not None and leader.log.high_watermark >= leader.log.log_end_offset:
+            if leader is not None and leader.high_watermark >= leader.log_end_offset:
                 # Already replicated (no other ISR member): settled in this same step, so a
                 # single broker finishes the markers before anything else runs.
                 settle_group_offsets(broker, topic, p, producer_id, commit)

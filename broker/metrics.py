@@ -340,7 +340,7 @@ def _group_gauges(broker: Any) -> list[GaugeMetricFamily]:
             partition = broker.replicas.get(topic, index)
             if partition is None:
                 continue
-            behind = max(0, partition.log.high_watermark - committed.value.offset)
+            behind = max(0, partition.high_watermark - committed.value.offset)
             lag.add_metric(key, behind)
             sums[topic] = sums.get(topic, 0) + behind
         for topic, total in sums.items():

@@ -271,6 +271,21 @@ class Partition:
             self.log.update_high_watermark(hw)
             self.notify_waiters()
 
+    def truncate_to(self, offset: int) -> None:
+        """Follower: drop everything from `offset` on (a diverging epoch, or ahead of the
+        leader's high watermark)."""
+        self.log.truncate_to(offset)
+
+    def truncate_fully_and_start_at(self, offset: int) -> None:
+        """Follower behind the leader's log start: empty the log and start at `offset`."""
+        self.log.truncate_fully_and_start_at(offset)
+
+    @property
+    def latest_epoch(self) -> int | None:
+        """The leader epoch of the last batch in the log (None: no epoch yet)."""
+        epoch: int | None = self.log.latest_epoch
+        return epoch
+
     def read_for_follower(self, fetch_offset: int, max_bytes: int) -> PartitionRead:
         """Followers read up to the log end offset, not the high watermark."""
         data = self.log.read(fetch_offset, max_bytes, None, True)
@@ -333,6 +348,11 @@ class Partition:
     @property
     def config(self) -> LogConfig:
         return self.log.config
+
+    def reconfigure(self, config: LogConfig, min_insync_replicas: int) -> None:
+        """A topic config change (AlterConfigs, or seen in the metadata store)."""
+        self.log.config = config
+        self.min_insync_replicas = min_insync_replicas
 
     @property
     def log_dir(self) -> str:

@@ -94,7 +94,7 @@ class ReplicaFetcher:
                 await self._wakeup.wait()
                 continue
             fetched = {
-                key: (p, p.leader_epoch, p.log.log_end_offset)
+                key: (p, p.leader_epoch, p.log_end_offset)
                 for key, p in self._partitions.items()
                 if p.leader_id == self.leader_id
             }
@@ -120,7 +120,7 @@ class ReplicaFetcher:
                     current = self._partitions.get((topic.topic, pr.partition_index))
                     if current is not partition or partition.leader_epoch != epoch:
                         continue  # leadership moved while the fetch was in flight
-                    if partition.log.log_end_offset != offset:
+                    if partition.log_end_offset != offset:
                         continue
                     backoff |= not self._apply(partition, pr)
             if backoff:
@@ -129,14 +129,14 @@ class ReplicaFetcher:
     def _request(self, fetched: dict[tuple[str, int], Any], cfg: Any) -> dict[str, Any]:
         topics: dict[str, list[dict[str, Any]]] = {}
         for (topic, index), (p, epoch, offset) in fetched.items():
-            latest = p.log.latest_epoch
+            latest = p.latest_epoch
             topics.setdefault(topic, []).append(
                 {
                     "partition": index,
                     "current_leader_epoch": epoch,
                     "fetch_offset": offset,
                     "last_fetched_epoch": -1 if latest is None else latest,
-                    "log_start_offset": p.log.log_start_offset,
+                    "log_start_offset": p.log_start_offset,
                     "partition_max_bytes": cfg["replica.fetch.max.bytes"],
                 }
             )
@@ -155,7 +155,6 @@ class ReplicaFetcher:
 
     def _apply(self, partition: Partition, pr: Any) -> bool:
         """Apply one partition's answer; False means back off before fetching it again."""
-        plog = partition.log
         code = int(pr.error_code)
         try:
             if code == ErrorCode.none:
@@ -169,14 +168,14 @@ class ReplicaFetcher:
                 return True
             if code == ErrorCode.offset_out_of_range:
                 leader_start = pr.log_start_offset
-                if leader_start > plog.log_end_offset:
+                if leader_start > partition.log_end_offset:
                     log.info("%s-%d: behind the leader's log start %d: starting over there",
                              partition.topic, partition.index, leader_start)
-                    plog.truncate_fully_and_start_at(leader_start)
-                elif pr.high_watermark >= 0 and pr.high_watermark < plog.log_end_offset:
+                    partition.truncate_fully_and_start_at(leader_start)
+                elif pr.high_watermark >= 0 and pr.high_watermark < partition.log_end_offset:
                     log.warning("%s-%d: ahead of the leader: truncating to its high watermark %d",
                                 partition.topic, partition.index, pr.high_watermark)
-                    plog.truncate_to(max(pr.high_watermark, plog.high_watermark))
+                    partition.truncate_to(max(pr.high_watermark, partition.high_watermark))
                 return True
         except KafkaError as exc:  # a StorageError or a record-format error
             log.error("%s-%d: replication append failed: %s", partition.topic, partition.index,
@@ -187,16 +186,15 @@ class ReplicaFetcher:
         return False
 
     def _truncate_diverging(self, partition: Partition, epoch: int, end_offset: int) -> None:
-        plog = partition.log
         if epoch < 0:
-            target = plog.high_watermark
+            target = partition.high_watermark
         else:
-            local_epoch, local_end = plog.end_offset_for_epoch(epoch)
+            local_epoch, local_end = partition.end_offset_for_epoch(epoch)
             target = min(end_offset, local_end) if local_epoch == epoch else local_end
             if local_epoch < 0:
-                target = plog.high_watermark
-        target = min(target, plog.log_end_offset)
+                target = partition.high_watermark
+        target = min(target, partition.log_end_offset)
         log.info("%s-%d: diverged from leader %d at epoch %d (end %d): truncating %d -> %d",
                  partition.topic, partition.index, self.leader_id, epoch, end_offset,
-                 plog.log_end_offset, target)
-        plog.truncate_to(target)
+                 partition.log_end_offset, target)
+        partition.truncate_to(target)

@@ -117,7 +117,7 @@ class ReplicaManager:
         self._handled_dirs.add(dir_key)
         log.warning("Stopping serving replicas in dir %s because the log directory has failed.",
                     dir_key)
-        gone = [key for key, p in self._partitions.items() if p.log.parent_dir == dir_key]
+        gone = [key for key, p in self._partitions.items() if p.log_dir == dir_key]
         for key in gone:
             partition = self._partitions.pop(key)
             if self.fetchers is not None:
@@ -210,8 +210,7 @@ class ReplicaManager:
         config = self._topic_config(topic)
         for (name, _), partition in self._partitions.items():
             if name == topic.name:
-                partition.log.config = config
-                partition.min_insync_replicas = self.min_isr(topic)
+                partition.reconfigure(config, self.min_isr(topic))
 
     def remove_topic(self, name: str) -> None:
         self.offline = {key for key in self.offline if key[0] != name}
