@@ -140,7 +140,10 @@ class Scenario:
             fut.result(timeout=30)
         expected = {(TXN_TOPIC, 0): c, (OFFSETS_TOPIC, 0): c, (self.topic, 0): roles.b,
                     (self.topic, 1): roles.d}
-        wait_until(lambda: all(leader_of(self.addr(roles.b), t, p) == want
+        # Seen by every broker, not just the controller: C answers AddPartitionsToTxn from its
+        # own metadata cache, which a ZooKeeper watch fills a moment later (Kafka's too).
+        wait_until(lambda: all(leader_of(self.addr(b.broker_id), t, p) == want
+                               for b in self.cluster.brokers
                                for (t, p), want in expected.items()), 30, "leaders in place")
         return roles
 
