@@ -2,6 +2,8 @@
 
 - OffsetCommit / TxnOffsetCommit to a topic or partition that does not exist: each such
   partition is answered UNKNOWN_TOPIC_OR_PARTITION and nothing is committed (KafkaApis)
+- Produce v8+ names the records a batch was refused for in `record_errors` (KIP-467) with
+  INVALID_RECORD / INVALID_TIMESTAMP and an `error_message`; nothing of the batch is appended
 """
 
 from __future__ import annotations
@@ -10,14 +12,16 @@ import time
 
 import pytest
 
+from protocol.records import build_batch
 from tests.protocol.wire import WireClient
 
 from .pyclients import OP_TIMEOUT, create_topic, unique_name
 
 pytestmark = pytest.mark.timeout(120)
 
+PRODUCE, LIST_OFFSETS = 0, 2
 OFFSET_COMMIT, OFFSET_FETCH, FIND_COORDINATOR, TXN_OFFSET_COMMIT = 8, 9, 10, 28
-UNKNOWN_TOPIC_OR_PARTITION = 3
+UNKNOWN_TOPIC_OR_PARTITION, INVALID_TIMESTAMP, INVALID_RECORD = 3, 32, 87
 
 
 def _coordinator_ready(c: WireClient, group: str) -> None:
@@ -90,3 +94,68 @@ def test_admin_alter_group_offsets_of_missing_topic(shared_broker):
         raise RuntimeError(errors) if errors else AssertionError("no error reported")
     text = str(info.value)
     assert "UNKNOWN_TOPIC_OR_PART" in text or str(KafkaError.UNKNOWN_TOPIC_OR_PART) in text, text
+
+
+# --------------------------------------------------------------------------- Produce KIP-467
+def _create_with_config(bootstrap: str, topic: str, config: dict[str, str]) -> None:
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    (future,) = admin.create_topics([NewTopic(topic, 1, 1, config=config)]).values()
+    future.result(timeout=OP_TIMEOUT)
+
+
+def _produce(c: WireClient, topic: str, batch: bytes, version: int = 9):
+    resp = c.call(PRODUCE, version, {
+        "transactional_id": None, "acks": -1, "timeout": 10_000,
+        "topic_data": [{"name": topic, "partition_data": [{"index": 0, "records": batch}]}]})
+    return resp.responses[0].partition_responses[0]
+
+
+def _log_end(c: WireClient, topic: str) -> int:
+    resp = c.call(LIST_OFFSETS, 5, {
+        "replica_id": -1, "isolation_level": 0,
+        "topics": [{"name": topic, "partitions": [
+            {"partition_index": 0, "current_leader_epoch": -1, "timestamp": -1}]}]})
+    return resp.topics[0].partitions[0].offset
+
+
+def test_produce_keyless_records_to_compacted_topic_names_them(shared_broker):
+    topic = unique_name("compat-compacted")
+    _create_with_config(shared_broker.bootstrap, topic, {"cleanup.policy": "compact"})
+    now = int(time.time() * 1000)
+    batch = build_batch([(b"k0", b"v", None, now), (None, b"v", None, now),
+                         (b"k2", b"v", None, now), (None, b"v", None, now)])
+    with WireClient(shared_broker.bootstrap) as c:
+        p = _produce(c, topic, batch)
+        assert p.error_code == INVALID_RECORD
+        assert [e.batch_index for e in p.record_errors] == [1, 3]
+        for e in p.record_errors:
+            assert e.batch_index_error_message == (
+                f"Compacted topic cannot accept message without key in topic partition {topic}-0")
+        assert p.error_message.startswith(
+            "One or more records have been rejected due to 2 record errors in total")
+        assert p.base_offset == -1
+        # before v8 the response has no record errors: the code alone
+        assert _produce(c, topic, batch, version=7).error_code == INVALID_RECORD
+        assert _log_end(c, topic) == 0  # nothing of the batch was appended
+        assert _produce(c, topic, build_batch([(b"k", b"v", None, now)])).error_code == 0
+        assert _log_end(c, topic) == 1
+
+
+def test_produce_out_of_bounds_timestamps_name_the_records(shared_broker):
+    topic = unique_name("compat-ts")
+    _create_with_config(shared_broker.bootstrap, topic,
+                        {"message.timestamp.before.max.ms": "60000"})
+    now = int(time.time() * 1000)
+    old = now - 3_600_000
+    batch = build_batch([(b"a", b"v", None, now), (b"b", b"v", None, old),
+                         (b"c", b"v", None, now), (b"d", b"v", None, old)])
+    with WireClient(shared_broker.bootstrap) as c:
+        p = _produce(c, topic, batch)
+        assert p.error_code == INVALID_TIMESTAMP
+        assert [e.batch_index for e in p.record_errors] == [1, 3]
+        assert p.record_errors[0].batch_index_error_message.startswith(
+            f"Timestamp {old} of message with offset 1 is out of range.")
+        assert p.error_message == "One or more records have been rejected due to invalid timestamp"
+        assert _log_end(c, topic) == 0
