@@ -4,6 +4,9 @@
   partition is answered UNKNOWN_TOPIC_OR_PARTITION and nothing is committed (KafkaApis)
 - Produce v8+ names the records a batch was refused for in `record_errors` (KIP-467) with
   INVALID_RECORD / INVALID_TIMESTAMP and an `error_message`; nothing of the batch is appended
+- Topic configs Kafka 4.x refuses (e.g. segment.bytes under 1 MiB) get INVALID_CONFIG on
+  CreateTopics (validate_only too), AlterConfigs and IncrementalAlterConfigs; Kafka's
+  internal.segment.bytes sets a smaller segment size
 """
 
 from __future__ import annotations
@@ -19,9 +22,11 @@ from .pyclients import OP_TIMEOUT, create_topic, unique_name
 
 pytestmark = pytest.mark.timeout(120)
 
-PRODUCE, LIST_OFFSETS = 0, 2
+PRODUCE, LIST_OFFSETS, CREATE_TOPICS, DESCRIBE_CONFIGS, ALTER_CONFIGS = 0, 2, 19, 32, 33
+INCREMENTAL_ALTER_CONFIGS = 44
+TOPIC_RESOURCE = 2
 OFFSET_COMMIT, OFFSET_FETCH, FIND_COORDINATOR, TXN_OFFSET_COMMIT = 8, 9, 10, 28
-UNKNOWN_TOPIC_OR_PARTITION, INVALID_TIMESTAMP, INVALID_RECORD = 3, 32, 87
+UNKNOWN_TOPIC_OR_PARTITION, INVALID_TIMESTAMP, INVALID_CONFIG, INVALID_RECORD = 3, 32, 40, 87
 
 
 def _coordinator_ready(c: WireClient, group: str) -> None:
@@ -159,3 +164,75 @@ def test_produce_out_of_bounds_timestamps_name_the_records(shared_broker):
             f"Timestamp {old} of message with offset 1 is out of range.")
         assert p.error_message == "One or more records have been rejected due to invalid timestamp"
         assert _log_end(c, topic) == 0
+
+
+# --------------------------------------------------------------------------- topic configs
+REFUSED = [
+    ("segment.bytes", "1048575"),  # Kafka 4.x: at least 1 MiB
+    ("segment.bytes", "2048"),
+    ("segment.ms", "0"),
+    ("min.insync.replicas", "0"),
+    ("cleanup.policy", "compact,remove"),
+    ("compression.type", "brotli"),
+    ("max.message.bytes", "-1"),
+    ("retention.ms", "-2"),
+    ("message.timestamp.type", "NoTime"),
+    ("segment.index.bytes", "3"),
+]
+
+
+def _create_topic_error(c: WireClient, topic: str, configs: dict[str, str],
+                        validate_only: bool) -> int:
+    resp = c.call(CREATE_TOPICS, 5, {
+        "topics": [{"name": topic, "num_partitions": 1, "replication_factor": 1,
+                    "assignments": [],
+                    "configs": [{"name": k, "value": v} for k, v in configs.items()]}],
+        "timeout_ms": 10_000, "validate_only": validate_only})
+    return resp.topics[0].error_code
+
+
+def _alter_errors(c: WireClient, topic: str, key: str, value: str) -> tuple[int, int]:
+    legacy = c.call(ALTER_CONFIGS, 1, {"validate_only": False, "resources": [
+        {"resource_type": TOPIC_RESOURCE, "resource_name": topic,
+         "configs": [{"name": key, "value": value}]}]})
+    incremental = c.call(INCREMENTAL_ALTER_CONFIGS, 1, {"validate_only": False, "resources": [
+        {"resource_type": TOPIC_RESOURCE, "resource_name": topic,
+         "configs": [{"name": key, "config_operation": 0, "value": value}]}]})
+    return legacy.responses[0].error_code, incremental.responses[0].error_code
+
+
+def _described(c: WireClient, topic: str) -> dict[str, str | None]:
+    resp = c.call(DESCRIBE_CONFIGS, 4, {"resources": [
+        {"resource_type": TOPIC_RESOURCE, "resource_name": topic, "configuration_keys": None}],
+        "include_synonyms": False, "include_documentation": False})
+    return {e.name: e.value for e in resp.results[0].configs}
+
+
+def test_topic_configs_kafka_refuses_get_invalid_config(shared_broker):
+    topic = unique_name("compat-cfg")
+    with WireClient(shared_broker.bootstrap) as c:
+        assert _create_topic_error(c, topic, {}, False) == 0
+        for key, value in REFUSED:
+            for validate_only in (True, False):
+                got = _create_topic_error(c, unique_name("compat-cfg"), {key: value},
+                                          validate_only)
+                assert got == INVALID_CONFIG, (key, value, validate_only)
+            assert _alter_errors(c, topic, key, value) == (INVALID_CONFIG, INVALID_CONFIG), key
+        described = _described(c, topic)
+    assert described["segment.bytes"] == "1073741824"  # nothing was changed
+    assert "internal.segment.bytes" not in described
+
+
+def test_internal_segment_bytes_sets_small_segments(shared_broker):
+    topic = unique_name("compat-small-seg")
+    with WireClient(shared_broker.bootstrap) as c:
+        assert _create_topic_error(c, topic, {"internal.segment.bytes": "1024"}, False) == 0
+        described = _described(c, topic)
+        assert described["internal.segment.bytes"] == "1024"
+        assert described["segment.bytes"] == "1073741824"
+        now = int(time.time() * 1000)
+        for i in range(6):
+            p = _produce(c, topic, build_batch([(b"k", b"v" * 300, None, now)] * 2))
+            assert (p.error_code, p.base_offset) == (0, 2 * i)
+    log_dir = shared_broker.data_dir / f"{topic}-0"
+    assert len(list(log_dir.glob("*.log"))) >= 3  # rolled at 1024 bytes, not 1 GiB
