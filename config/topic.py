@@ -222,7 +222,7 @@ class ConfigEntry:
     synonyms: list[ConfigSynonym] = field(default_factory=list)
 
 
-def _broker_layer_synonyms(broker: BrokerConfig, name: str) -> list[ConfigSynonym]:
+def broker_layer_synonyms(broker: BrokerConfig, name: str) -> list[ConfigSynonym]:
     """Kafka's ConfigHelper.configSynonyms: dynamic, then static, then default values of the
     property's alias group, dropping entries before `name` itself."""
     group = broker_synonyms(name)
@@ -256,7 +256,7 @@ def describe_topic_config(name: str, overrides: Mapping[str, object],
         prop = TOPIC_PROPERTIES[key]
         text = value_to_string(prop.type, values[key])
         server_name = TOPIC_SYNONYMS.get(key, ((None, 1),))[0][0]
-        synonyms = _broker_layer_synonyms(broker, server_name) if server_name else []
+        synonyms = broker_layer_synonyms(broker, server_name) if server_name else []
         if overrides.get(key) is not None:
             synonyms.insert(0, ConfigSynonym(key, text, int(ConfigSource.TOPIC_CONFIG)))
         source = synonyms[0].source if synonyms else int(ConfigSource.DEFAULT_CONFIG)
@@ -270,7 +270,7 @@ def describe_broker_config(broker: BrokerConfig) -> list[ConfigEntry]:
     entries = []
     for key, value in broker.items():
         prop = BROKER_PROPERTIES[key]
-        synonyms = _broker_layer_synonyms(broker, key)
+        synonyms = broker_layer_synonyms(broker, key)
         source = synonyms[0].source if synonyms else int(ConfigSource.DEFAULT_CONFIG)
         entries.append(ConfigEntry(key, value_to_string(prop.type, value), source, False,
                                    not prop.dynamic, int(prop.type), prop.doc, synonyms))

@@ -7,6 +7,9 @@
 - Topic configs Kafka 4.x refuses (e.g. segment.bytes under 1 MiB) get INVALID_CONFIG on
   CreateTopics (validate_only too), AlterConfigs and IncrementalAlterConfigs; Kafka's
   internal.segment.bytes sets a smaller segment size
+- Group configs (resource type GROUP, Kafka 4): described with their defaults and sources,
+  altered within the broker's group.consumer.* bounds, stored across a restart, and
+  kafka-configs --entity-type groups works
 """
 
 from __future__ import annotations
@@ -24,7 +27,10 @@ pytestmark = pytest.mark.timeout(120)
 
 PRODUCE, LIST_OFFSETS, CREATE_TOPICS, DESCRIBE_CONFIGS, ALTER_CONFIGS = 0, 2, 19, 32, 33
 INCREMENTAL_ALTER_CONFIGS = 44
-TOPIC_RESOURCE = 2
+TOPIC_RESOURCE, GROUP_RESOURCE = 2, 32
+INVALID_REQUEST = 42
+STATIC_BROKER_CONFIG, DEFAULT_CONFIG, GROUP_CONFIG = 4, 5, 8
+SET, DELETE = 0, 1
 OFFSET_COMMIT, OFFSET_FETCH, FIND_COORDINATOR, TXN_OFFSET_COMMIT = 8, 9, 10, 28
 UNKNOWN_TOPIC_OR_PARTITION, INVALID_TIMESTAMP, INVALID_CONFIG, INVALID_RECORD = 3, 32, 40, 87
 
@@ -236,3 +242,77 @@ def test_internal_segment_bytes_sets_small_segments(shared_broker):
             assert (p.error_code, p.base_offset) == (0, 2 * i)
     log_dir = shared_broker.data_dir / f"{topic}-0"
     assert len(list(log_dir.glob("*.log"))) >= 3  # rolled at 1024 bytes, not 1 GiB
+
+
+# --------------------------------------------------------------------------- group configs
+def _group_entries(c: WireClient, group: str):
+    resp = c.call(DESCRIBE_CONFIGS, 4, {"resources": [
+        {"resource_type": GROUP_RESOURCE, "resource_name": group, "configuration_keys": None}],
+        "include_synonyms": True, "include_documentation": False})
+    result = resp.results[0]
+    return result.error_code, {e.name: (e.value, e.config_source) for e in result.configs}
+
+
+def _alter_group(c: WireClient, group: str, op: int, key: str, value: str | None):
+    resp = c.call(INCREMENTAL_ALTER_CONFIGS, 1, {"validate_only": False, "resources": [
+        {"resource_type": GROUP_RESOURCE, "resource_name": group,
+         "configs": [{"name": key, "config_operation": op, "value": value}]}]})
+    return resp.responses[0].error_code, resp.responses[0].error_message
+
+
+def test_group_configs_describe_alter_and_bounds(broker_factory):
+    b = broker_factory(settings={"group.consumer.session.timeout.ms": 50000,
+                                 "group.consumer.max.session.timeout.ms": 90000})
+    group = unique_name("compat-group")
+    with WireClient(b.bootstrap) as c:
+        code, entries = _group_entries(c, group)  # a group need not exist to be described
+        assert code == 0
+        assert entries == {"consumer.session.timeout.ms": ("50000", STATIC_BROKER_CONFIG),
+                           "consumer.heartbeat.interval.ms": ("5000", DEFAULT_CONFIG),
+                           "consumer.assignment.interval.ms": ("1000", DEFAULT_CONFIG)}
+        assert _alter_group(c, group, SET, "consumer.session.timeout.ms", "80000") == (0, None)
+        refused = [
+            ("consumer.session.timeout.ms", "95000",
+             "consumer.session.timeout.ms must be less than or equal to "
+             "group.consumer.max.session.timeout.ms"),
+            ("consumer.heartbeat.interval.ms", "4000",
+             "consumer.heartbeat.interval.ms must be greater than or equal to "
+             "group.consumer.min.heartbeat.interval.ms"),
+            ("consumer.heartbeat.interval.ms", "0", None),
+            ("consumer.session.timeout.ms", "soon", None),
+            ("consumer.rebalance.timeout.ms", "1000",
+             "Unknown group config name: consumer.rebalance.timeout.ms"),
+        ]
+        for key, value, message in refused:
+            code, got = _alter_group(c, group, SET, key, value)
+            assert code == INVALID_CONFIG, (key, value)
+            assert message is None or got == message, got
+        assert _alter_group(c, "", SET, "consumer.session.timeout.ms", "80000")[0] == (
+            INVALID_REQUEST)
+        assert _group_entries(c, "")[0] == INVALID_REQUEST
+    b.restart()
+    with WireClient(b.bootstrap) as c:
+        entries = _group_entries(c, group)[1]
+        assert entries["consumer.session.timeout.ms"] == ("80000", GROUP_CONFIG)
+        assert _alter_group(c, group, DELETE, "consumer.session.timeout.ms", None) == (0, None)
+        entries = _group_entries(c, group)[1]
+        assert entries["consumer.session.timeout.ms"] == ("50000", STATIC_BROKER_CONFIG)
+
+
+def test_kafka_configs_tool_for_groups(shared_broker):
+    from tests.support.java import run_java_tool
+
+    group = unique_name("compat-tool-group")
+    base = ["--bootstrap-server", shared_broker.bootstrap, "--entity-type", "groups",
+            "--entity-name", group]
+    res = run_java_tool("kafka.admin.ConfigCommand", [
+        *base, "--alter", "--add-config", "consumer.heartbeat.interval.ms=6000"]).check()
+    assert f"Completed updating config for group {group}." in res.stdout, res.describe()
+    res = run_java_tool("kafka.admin.ConfigCommand", [*base, "--describe"]).check()
+    lines = res.stdout.splitlines()
+    assert f"Dynamic configs for group {group} are:" in lines, res.describe()
+    assert any(line.strip().startswith("consumer.heartbeat.interval.ms=6000 ")
+               for line in lines), res.describe()
+    with WireClient(shared_broker.bootstrap) as c:
+        entries = _group_entries(c, group)[1]
+    assert entries["consumer.heartbeat.interval.ms"] == ("6000", GROUP_CONFIG)
