@@ -53,6 +53,9 @@ class MetadataStore(Protocol):
     async def create_topic(self, topic: TopicState) -> None: ...
     async def delete_topic(self, name: str) -> None: ...
     async def update_topic(self, topic: TopicState) -> None: ...
+    # A group's config overrides (Kafka 4's group configs; empty when it has none).
+    async def group_configs(self, group: str) -> dict[str, str]: ...
+    async def set_group_configs(self, group: str, configs: dict[str, str]) -> None: ...
 
 
 def new_cluster_id() -> str:
@@ -71,6 +74,7 @@ class LocalMetadataStore:
         self._path = data_dir / self.FILE
         self._broker = broker
         self._topics: dict[str, TopicState] = {}
+        self._group_configs: dict[str, dict[str, str]] = {}
         self.cluster_id = new_cluster_id()
         if self._path.exists():
             self._load()
@@ -104,6 +108,16 @@ class LocalMetadataStore:
         self._topics[topic.name] = topic
         self._save()
 
+    async def group_configs(self, group: str) -> dict[str, str]:
+        return dict(self._group_configs.get(group, {}))
+
+    async def set_group_configs(self, group: str, configs: dict[str, str]) -> None:
+        if configs:
+            self._group_configs[group] = dict(configs)
+        else:
+            self._group_configs.pop(group, None)
+        self._save()
+
     def _load(self) -> None:
         doc = json.loads(self._path.read_text())
         self.cluster_id = doc["cluster_id"]
@@ -115,6 +129,7 @@ class LocalMetadataStore:
                 configs=t.get("configs", {}),
                 internal=t.get("internal", False),
             )
+        self._group_configs = {g: dict(c) for g, c in doc.get("group_configs", {}).items()}
 
     def _save(self) -> None:
         doc = {
@@ -130,6 +145,7 @@ class LocalMetadataStore:
                 }
                 for t in self._topics.values()
             ],
+            "group_configs": self._group_configs,
         }
         tmp = self._path.with_suffix(".tmp")
         with open(tmp, "w") as f:

@@ -5,6 +5,8 @@
     /brokers/topics/<t>                          {"version":2,"topic_id","partitions":{"0":[1,2]}}
     /brokers/topics/<t>/partitions/<p>/state     {"controller_epoch","leader","leader_epoch","isr"}
     /config/topics/<t>                           {"version":1,"config":{...}}
+    /config/groups/<g>                           {"version":1,"config":{...}} (group configs;
+                                                 <g> percent-encoded: a group id may hold '/')
     /latest_producer_id_block                    {"version":1,"broker","block_start","block_end"}
     /log_dir_event_notification/log_dir_event_<seq>
                             ephemeral {"version":1,"broker","event":1,"partitions":[[t,p],...]}
@@ -22,6 +24,7 @@ import time
 import uuid
 from collections.abc import Callable
 from typing import Any
+from urllib.parse import quote
 
 from kazoo.client import KazooClient, KazooState
 from kazoo.exceptions import (
@@ -384,6 +387,37 @@ class ZkMetadataStore:
                 self._zk.create(f"{base}/partitions/{p}/state", _state_doc(s), makepath=True)
         self._zk.set(base, _dumps(doc))
 
+    # Group configs are read where they are used (DescribeConfigs, alter), not cached.
+    async def group_configs(self, group: str) -> dict[str, str]:
+        return await asyncio.to_thread(self._read_group_configs, group)
+
+    def _read_group_configs(self, group: str) -> dict[str, str]:
+        try:
+            data = self._zk.get(_group_config_path(group))[0]
+        except NoNodeError:
+            return {}
+        return dict(json.loads(data).get("config", {}))
+
+    async def set_group_configs(self, group: str, configs: dict[str, str]) -> None:
+        await asyncio.to_thread(self._write_group_configs, group, configs)
+
+    def _write_group_configs(self, group: str, configs: dict[str, str]) -> None:
+        path = _group_config_path(group)
+        if not configs:
+            try:
+                self._zk.delete(path)
+            except NoNodeError:
+                pass
+            return
+        doc = _dumps({"version": 1, "config": configs})
+        try:
+            self._zk.set(path, doc)
+        except NoNodeError:
+            try:
+                self._zk.create(path, doc, makepath=True)
+            except NodeExistsError:  # created meanwhile by another broker: last write wins
+                self._zk.set(path, doc)
+
     async def allocate_producer_id_block(self, size: int) -> int:
         """Claim the next block of producer ids by compare-and-set; returns its first id."""
         return await asyncio.to_thread(self._allocate_block, size)
@@ -485,6 +519,10 @@ class ZkMetadataStore:
             except NoNodeError:
                 pass
         await asyncio.to_thread(delete)
+
+
+def _group_config_path(group: str) -> str:
+    return f"/config/groups/{quote(group, safe='')}"
 
 
 def _ensure_chroot(connect: str) -> None:

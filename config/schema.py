@@ -46,6 +46,7 @@ class ConfigSource(IntEnum):
     DYNAMIC_DEFAULT_BROKER_CONFIG = 3
     STATIC_BROKER_CONFIG = 4
     DEFAULT_CONFIG = 5
+    GROUP_CONFIG = 8  # a group's own override (Kafka 4's group configs)
 
 
 class ConfigError(ValueError):
@@ -528,6 +529,31 @@ _TABLE: list[PropertyDef] = [
     _p("group.max.session.timeout.ms", I, 1800000, "Largest session timeout a member may ask "
        "for.", group=_G_GROUP),
     _p("group.max.size", I, INT_MAX, "Most members in one classic group.", at_least(1),
+       group=_G_GROUP),
+    # Consumer-protocol (KIP-848) group settings: the defaults of the consumer.* group configs
+    # (DescribeConfigs of a GROUP resource) and the bounds IncrementalAlterConfigs checks
+    # them against. Samsa runs classic groups only, so nothing else reads them.
+    _p("group.consumer.session.timeout.ms", I, 45000, "Default consumer.session.timeout.ms "
+       "of a group.", at_least(1), group=_G_GROUP),
+    _p("group.consumer.min.session.timeout.ms", I, 45000, "Smallest consumer.session.timeout.ms "
+       "a group may be configured with.", at_least(1), group=_G_GROUP),
+    _p("group.consumer.max.session.timeout.ms", I, 60000, "Largest consumer.session.timeout.ms "
+       "a group may be configured with.", at_least(1), group=_G_GROUP),
+    _p("group.consumer.heartbeat.interval.ms", I, 5000, "Default "
+       "consumer.heartbeat.interval.ms of a group.", at_least(1), group=_G_GROUP),
+    _p("group.consumer.min.heartbeat.interval.ms", I, 5000, "Smallest "
+       "consumer.heartbeat.interval.ms a group may be configured with.", at_least(1),
+       group=_G_GROUP),
+    _p("group.consumer.max.heartbeat.interval.ms", I, 15000, "Largest "
+       "consumer.heartbeat.interval.ms a group may be configured with.", at_least(1),
+       group=_G_GROUP),
+    _p("group.consumer.assignment.interval.ms", I, 1000, "Default "
+       "consumer.assignment.interval.ms of a group.", at_least(0), group=_G_GROUP),
+    _p("group.consumer.min.assignment.interval.ms", I, 0, "Smallest "
+       "consumer.assignment.interval.ms a group may be configured with.", at_least(0),
+       group=_G_GROUP),
+    _p("group.consumer.max.assignment.interval.ms", I, 15000, "Largest "
+       "consumer.assignment.interval.ms a group may be configured with.", at_least(0),
        group=_G_GROUP),
     _p("offsets.topic.num.partitions", I, 50, "Partitions of __consumer_offsets (fixed after "
        "creation).", at_least(1), group=_G_GROUP),

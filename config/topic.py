@@ -30,6 +30,7 @@ from config.schema import (
     at_least,
     between,
     broker_synonyms,
+    parse_value,
     value_to_string,
 )
 
@@ -116,7 +117,10 @@ _TABLE: list[PropertyDef] = [
        "-1 means no limit."),
     _t("retention.ms", L, 604800000, "Delete segments older than this; -1 keeps forever.",
        at_least(-1)),
-    _t("segment.bytes", I, 1073741824, "Largest size of one segment file.", at_least(14)),
+    # Kafka 4.x (KIP-1030): at least 1 MiB. `internal.segment.bytes` (below) is Kafka's way
+    # for tests to have smaller segments.
+    _t("segment.bytes", I, 1073741824, "Largest size of one segment file.",
+       at_least(1024 * 1024)),
     _t("segment.index.bytes", I, 10485760, "Largest size of an offset/time index file.",
        at_least(4)),
     _t("segment.jitter.ms", L, 0, "Most random jitter subtracted from segment.ms.",
@@ -124,7 +128,15 @@ _TABLE: list[PropertyDef] = [
     _t("segment.ms", L, 604800000, "Roll a new segment after this long.", at_least(1)),
     _t("unclean.leader.election.enable", B, False, "Allow an out-of-sync replica to become "
        "leader."),
+    # Kafka's internal config (LogConfig.INTERNAL_SEGMENT_BYTES_CONFIG): when set it is the
+    # segment size instead of segment.bytes, with no lower bound. For testing only.
+    _t("internal.segment.bytes", I, None, "The maximum size of a single log file. This should "
+       "be used for testing only."),
 ]
+
+# Kafka's internal topic configs: accepted, but described only where a topic overrides them
+# (DescribeConfigs lists a config's originals plus its non-internal values).
+INTERNAL_TOPIC_PROPERTIES = frozenset({"internal.segment.bytes"})
 
 TOPIC_PROPERTIES: dict[str, PropertyDef] = {p.name: p for p in _TABLE}
 
@@ -174,11 +186,16 @@ def _check_combination(parsed: Mapping[str, object], broker: BrokerConfig) -> No
 
 def effective_topic_config(overrides: Mapping[str, object],
                            broker: BrokerConfig) -> dict[str, object]:
-    """Defaults from the broker, then the topic's overrides (which may be strings or parsed)."""
+    """Defaults from the broker, then the topic's overrides (which may be strings or parsed).
+
+    Overrides are parsed, not range-checked again: they were validated when set, and a value
+    an older version accepted (segment.bytes under 1 MiB before Kafka 4) must not keep a
+    stored topic from loading."""
     out = topic_defaults(broker)
     for key, raw in overrides.items():
         if raw is not None:
-            out[key] = TOPIC_PROPERTIES[key].parse(raw)
+            prop = TOPIC_PROPERTIES[key]
+            out[key] = parse_value(prop.name, prop.type, raw)
     return out
 
 
@@ -205,7 +222,7 @@ class ConfigEntry:
     synonyms: list[ConfigSynonym] = field(default_factory=list)
 
 
-def _broker_layer_synonyms(broker: BrokerConfig, name: str) -> list[ConfigSynonym]:
+def broker_layer_synonyms(broker: BrokerConfig, name: str) -> list[ConfigSynonym]:
     """Kafka's ConfigHelper.configSynonyms: dynamic, then static, then default values of the
     property's alias group, dropping entries before `name` itself."""
     group = broker_synonyms(name)
@@ -234,10 +251,12 @@ def describe_topic_config(name: str, overrides: Mapping[str, object],
     values = effective_topic_config(overrides, broker)
     entries = []
     for key in sorted(TOPIC_PROPERTIES):
+        if key in INTERNAL_TOPIC_PROPERTIES and overrides.get(key) is None:
+            continue
         prop = TOPIC_PROPERTIES[key]
         text = value_to_string(prop.type, values[key])
         server_name = TOPIC_SYNONYMS.get(key, ((None, 1),))[0][0]
-        synonyms = _broker_layer_synonyms(broker, server_name) if server_name else []
+        synonyms = broker_layer_synonyms(broker, server_name) if server_name else []
         if overrides.get(key) is not None:
             synonyms.insert(0, ConfigSynonym(key, text, int(ConfigSource.TOPIC_CONFIG)))
         source = synonyms[0].source if synonyms else int(ConfigSource.DEFAULT_CONFIG)
@@ -251,7 +270,7 @@ def describe_broker_config(broker: BrokerConfig) -> list[ConfigEntry]:
     entries = []
     for key, value in broker.items():
         prop = BROKER_PROPERTIES[key]
-        synonyms = _broker_layer_synonyms(broker, key)
+        synonyms = broker_layer_synonyms(broker, key)
         source = synonyms[0].source if synonyms else int(ConfigSource.DEFAULT_CONFIG)
         entries.append(ConfigEntry(key, value_to_string(prop.type, value), source, False,
                                    not prop.dynamic, int(prop.type), prop.doc, synonyms))

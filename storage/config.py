@@ -69,6 +69,9 @@ class LogConfig:
             if field is None or value is None:
                 continue
             changes[field] = _coerce(types[field], value)
+        internal_segment_bytes = props.get("internal.segment.bytes")
+        if internal_segment_bytes is not None:  # Kafka's testing override of segment.bytes
+            changes["segment_bytes"] = int(internal_segment_bytes)
         if "cleanup_policy" in changes:
             parts = sorted(p.strip().lower() for p in str(changes["cleanup_policy"]).split(","))
             changes["cleanup_policy"] = ",".join(p for p in parts if p)

@@ -25,6 +25,7 @@ __all__ = [
     "OffsetOutOfRange",
     "OutOfOrderSequence",
     "RecordListTooLarge",
+    "RecordValidationError",
     "StorageError",
     "TransactionCoordinatorFenced",
     "UnsupportedForMessageFormat",
@@ -49,6 +50,21 @@ class RecordListTooLarge(StorageError):
 
 class InvalidTimestamp(StorageError):
     error_code = ErrorCode.invalid_timestamp
+
+
+class RecordValidationError(StorageError):
+    """Records of a client's batch broke a per-record rule (Kafka's RecordValidationException):
+    the batch is refused as a whole, and `record_errors` names each bad record by its index
+    in the batch with a message (Produce v8+ `record_errors`). The code is INVALID_RECORD, or
+    INVALID_TIMESTAMP when any record's timestamp was refused."""
+
+    error_code = ErrorCode.invalid_record
+
+    def __init__(
+        self, message: str, record_errors: list[tuple[int, str]], error_code: ErrorCode
+    ) -> None:
+        super().__init__(message, error_code)
+        self.record_errors = record_errors
 
 
 class OutOfOrderSequence(StorageError):

@@ -30,7 +30,6 @@ from typing import Concatenate, ParamSpec, TypeVar
 
 from protocol.records import (
     BatchHeader,
-    decode_records,
     iter_batches,
     set_base_offset_and_epoch,
     set_log_append_time,
@@ -53,6 +52,7 @@ from storage.log_dir_failure import LogDirFailureChannel, dir_key
 from storage.log_loader import SWAP_SUFFIX, LoadedLog, LogLoader, replay_producer_state
 from storage.log_segments import LogSegments
 from storage.producer_state import AppendPlan, BatchInfo, ProducerStateManager
+from storage.record_validation import validate_records
 from storage.segment import LogSegment
 from storage.txn_index import AbortedTxn
 
@@ -298,7 +298,9 @@ class Log:
     # =========================================================================================
     # append
 
-    def _analyze(self, buf: bytearray, client: bool) -> list[tuple[int, BatchHeader]]:
+    def _analyze(
+        self, buf: bytearray, client: bool, now_ms: int | None = None
+    ) -> list[tuple[int, BatchHeader]]:
         if not buf:
             raise InvalidRecord("empty record set")
         try:
@@ -314,9 +316,9 @@ class Log:
                     f"batch of {h.size} bytes exceeds max.message.bytes "
                     f"{self.config.max_message_bytes}")
             validate_batch(buf, pos, h, client=client)
-            if client and self.config.compact:
-                if any(r.key is None for r in decode_records(buf, pos, h)):
-                    raise InvalidRecord("compacted topic cannot accept a record without a key")
+            if client:
+                validate_records(buf, pos, h, self.config, f"{self.topic}-{self.partition}",
+                                 _now_ms() if now_ms is None else now_ms)
         if len(buf) > self.config.segment_bytes:
             raise RecordListTooLarge(
                 f"record set of {len(buf)} bytes exceeds segment.bytes {self.config.segment_bytes}")
@@ -327,7 +329,7 @@ class Log:
                          origin: str = "client", now_ms: int | None = None) -> AppendInfo:
         now = _now_ms() if now_ms is None else now_ms
         buf = bytearray(records)
-        batches = self._analyze(buf, client=origin == "client")
+        batches = self._analyze(buf, client=origin == "client", now_ms=now)
         psm = self.producer_state
         log_append = self.config.log_append_time
         # Assign offsets (and LogAppendTime) in place; the CRC covers neither offset nor epoch.

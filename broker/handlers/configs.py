@@ -1,7 +1,8 @@
 """Configs: DescribeConfigs (32), AlterConfigs (33), IncrementalAlterConfigs (44).
 
-Topic overrides live in the metadata store; broker configs are static (from YAML and the
-command line) in this version, so altering them answers INVALID_REQUEST.
+Topic overrides and group configs (Kafka 4's GROUP resources: consumer.session.timeout.ms...)
+live in the metadata store; broker configs are static (from YAML and the command line) in this
+version, so altering them answers INVALID_REQUEST.
 """
 
 from __future__ import annotations
@@ -9,8 +10,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from config.group import describe_group_config, validate_group_configs
 from config.schema import ConfigSource
-from config.topic import ConfigEntry, describe_broker_config, describe_topic_config
+from config.topic import (
+    ConfigEntry,
+    InvalidConfigError,
+    describe_broker_config,
+    describe_topic_config,
+)
 from protocol.errors import ErrorCode
 
 from ..context import RequestContext
@@ -27,6 +34,7 @@ if TYPE_CHECKING:
 TOPIC = 2
 BROKER = 4
 BROKER_LOGGER = 8
+GROUP = 32
 
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
 
@@ -63,6 +71,14 @@ async def handle_describe_configs(
             entries = describe_broker_config(ctx.config)
         elif r.resource_type == BROKER_LOGGER:
             entries = []
+        elif r.resource_type == GROUP:
+            entries = None
+            if not r.resource_name:
+                out.update(error_code=ErrorCode.invalid_request,
+                           error_message="Group name must not be empty")
+            else:
+                overrides = await ctx.store.group_configs(r.resource_name)
+                entries = describe_group_config(overrides, ctx.config)
         else:
             entries = None
             out.update(error_code=ErrorCode.invalid_request, error_message="Unknown resource")
@@ -157,6 +173,8 @@ async def _apply(
     if resource_type == BROKER:
         return (ErrorCode.invalid_request,
                 "Dynamic broker configs are not supported; edit the YAML file")
+    if resource_type == GROUP:
+        return await _apply_group(ctx, resource_name, change, validate_only)
     if resource_type != TOPIC:
         return ErrorCode.invalid_request, f"Unsupported resource type {resource_type}"
     topic = ctx.store.topic(resource_name)
@@ -170,6 +188,25 @@ async def _apply(
             await ctx.topics.set_configs(topic.name, updated)
     except TopicError as exc:
         return exc.error_code, exc.message
+    return ErrorCode.none, None
+
+
+async def _apply_group(
+    ctx: RequestContext, group: str, change: ConfigChange, validate_only: bool
+) -> tuple[int, str | None]:
+    """A group's configs: the whole new set is validated (Kafka's GroupConfig.validate), then
+    stored; a group need not exist to have configs."""
+    if not group:
+        return ErrorCode.invalid_request, "Default group resources are not allowed."
+    try:
+        updated = change(await ctx.store.group_configs(group))
+        validate_group_configs(updated, ctx.config)
+    except TopicError as exc:
+        return exc.error_code, exc.message
+    except InvalidConfigError as exc:
+        return exc.error_code, str(exc)
+    if not validate_only:
+        await ctx.store.set_group_configs(group, updated)
     return ErrorCode.none, None
 
 

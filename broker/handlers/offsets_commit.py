@@ -32,13 +32,27 @@ def _batched(request: OffsetFetchRequest) -> TypeIs[OffsetFetchRequestBatched]:
     return request.__version__ >= 8
 
 
-def _entries(request: OffsetCommitRequest | TxnOffsetCommitRequest) -> list[OffsetCommitEntry]:
-    return [
-        OffsetCommitEntry(t.name, p.partition_index, p.committed_offset,
-                          field(p, "committed_leader_epoch", -1), p.committed_metadata)
-        for t in request.topics
-        for p in t.partitions
-    ]
+def _entries(
+    ctx: RequestContext, request: OffsetCommitRequest | TxnOffsetCommitRequest
+) -> tuple[list[OffsetCommitEntry], dict[tuple[str, int], int]]:
+    """The entries to commit, and the error of each partition that does not exist.
+
+    As Kafka's KafkaApis (every version of OffsetCommit and TxnOffsetCommit): a partition of
+    an unknown topic, or beyond its topic's partition count, is answered
+    UNKNOWN_TOPIC_OR_PARTITION and not committed.
+    """
+    entries: list[OffsetCommitEntry] = []
+    unknown: dict[tuple[str, int], int] = {}
+    for t in request.topics:
+        state = ctx.store.topic(t.name)
+        for p in t.partitions:
+            if state is None or p.partition_index not in state.partitions:
+                unknown[(t.name, p.partition_index)] = ErrorCode.unknown_topic_or_partition
+                continue
+            entries.append(OffsetCommitEntry(t.name, p.partition_index, p.committed_offset,
+                                             field(p, "committed_leader_epoch", -1),
+                                             p.committed_metadata))
+    return entries, unknown
 
 
 def _topics_result(
@@ -56,32 +70,38 @@ def _topics_result(
 
 async def handle_offset_commit(ctx: RequestContext, request: OffsetCommitRequest) -> dict[str, Any]:
     retention: timedelta | None = field(request, "retention_time", None)
+    entries, unknown = _entries(ctx, request)
+    if not entries:  # Kafka answers without asking the coordinator
+        return {"throttle_time": 0, "topics": _topics_result(request, unknown)}
     errors = await ctx.groups.commit_offsets(
         request.group_id,
         request.generation_id_or_member_epoch,
         request.member_id,
         field(request, "group_instance_id", None),
-        _entries(request),
+        entries,
         version=ctx.version,
         retention_ms=millis(retention) if retention is not None else -1,
     )
-    return {"throttle_time": 0, "topics": _topics_result(request, errors)}
+    return {"throttle_time": 0, "topics": _topics_result(request, {**errors, **unknown})}
 
 
 async def handle_txn_offset_commit(
     ctx: RequestContext, request: TxnOffsetCommitRequest
 ) -> dict[str, Any]:
+    entries, unknown = _entries(ctx, request)
+    if not entries:
+        return {"throttle_time": 0, "topics": _topics_result(request, unknown)}
     errors = await ctx.groups.commit_offsets(
         request.group_id,
         field(request, "generation_id", -1),
         field(request, "member_id", "") or "",
         field(request, "group_instance_id", None),
-        _entries(request),
+        entries,
         version=ctx.version,
         producer_id=request.producer_id,
         producer_epoch=request.producer_epoch,
     )
-    return {"throttle_time": 0, "topics": _topics_result(request, errors)}
+    return {"throttle_time": 0, "topics": _topics_result(request, {**errors, **unknown})}
 
 
 def _fetch_group(coordinator: GroupCoordinator, group_id: str,

@@ -7,13 +7,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from typing import TYPE_CHECKING, Any
 
-from protocol.errors import ErrorCode, KafkaError
-from protocol.records import decode_records, iter_batches
-from storage.config import LONG_MAX, LogConfig
-from storage.errors import InvalidTimestamp, KafkaStorageError
+from protocol.errors import ErrorCode
+from storage.errors import KafkaStorageError, RecordValidationError
 
 from .. import metrics
 from ..context import RequestContext
@@ -31,6 +28,8 @@ log = logging.getLogger(__name__)
 
 # A partition's answer: (error code, base offset, log append time, log start offset, last offset).
 AppendResult = tuple[int, int, int, int, int]
+# Produce v8+ (KIP-467): the records a batch was refused for, and the error message.
+RecordErrors = list[dict[str, Any]]
 # acks=all: the partition's response entry, the partition, and the offset the HW must reach.
 ReplicationWait = tuple[dict[str, Any], Partition, int]
 
@@ -48,8 +47,11 @@ async def handle_produce(ctx: RequestContext, request: ProduceRequest) -> dict[s
     for topic in request.topic_data:
         partitions = []
         for pdata in topic.partition_data:
+            record_errors: RecordErrors = []
+            error_message: list[str] = []
             code, base_offset, append_time, start, last = _append(
-                ctx, acks, topic.name, pdata.index, pdata.records, transactional_id
+                ctx, acks, topic.name, pdata.index, pdata.records, transactional_id,
+                record_errors, error_message,
             )
             failed |= code != ErrorCode.none
             out: dict[str, Any] = {
@@ -58,6 +60,8 @@ async def handle_produce(ctx: RequestContext, request: ProduceRequest) -> dict[s
                 "base_offset": base_offset,
                 "log_append_time": None if append_time < 0 else append_time,
                 "log_start_offset": start,
+                "record_errors": record_errors,
+                "error_message": error_message[0] if error_message else None,
             }
             partitions.append(out)
             if code == ErrorCode.none and acks == -1:
@@ -101,7 +105,11 @@ def _append(
     index: int,
     records: bytes | None,
     transactional_id: str | None,
+    record_errors: RecordErrors,
+    error_message: list[str],
 ) -> AppendResult:
+    """Append to the partition's leader log. A batch refused for some of its records fills
+    `record_errors` and `error_message` (Kafka's RecordValidationException)."""
     if acks not in (-1, 0, 1):
         return _failed(ErrorCode.invalid_required_acks)
     if topic in INTERNAL_TOPICS:
@@ -115,10 +123,15 @@ def _append(
         )
         if code != ErrorCode.none:
             return code, -1, -1, -1, -1
-        check_timestamp_bounds(partition.config, records)
         info = partition.append_as_leader(records or b"")
     except PartitionError as exc:
         return exc.error_code, -1, -1, -1, -1
+    except RecordValidationError as exc:
+        log.debug("produce to %s-%d rejected: %s", topic, index, exc)
+        record_errors.extend({"batch_index": i, "batch_index_error_message": m}
+                             for i, m in exc.record_errors)
+        error_message.append(str(exc))
+        return exc.error_code, -1, -1, partition.log_start_offset, -1
     except PARTITION_ERRORS as exc:
         # Per request and usually the client's doing (sequence, epoch, size): DEBUG; a
         # failing disk is the operator's business.
@@ -130,26 +143,3 @@ def _append(
         metrics.produced(topic, len(records or b""), info.record_count)
     return (ErrorCode.none, info.first_offset, info.log_append_time, info.log_start_offset,
             info.last_offset)
-
-
-def check_timestamp_bounds(config: LogConfig, records: bytes | None) -> None:
-    """message.timestamp.before/after.max.ms: a CreateTime record timestamp too far from the
-    broker clock fails its batch with INVALID_TIMESTAMP (Kafka's LogValidator). Records are
-    decoded only when a bound is set; malformed ones are left to the append's checks."""
-    before = config.message_timestamp_before_max_ms
-    after = config.message_timestamp_after_max_ms
-    if config.log_append_time or not records or (before == after == LONG_MAX):
-        return
-    now = int(time.time() * 1000)
-    try:
-        for pos, header in iter_batches(records):
-            for record in decode_records(records, pos, header):
-                ts = record.timestamp
-                if ts != -1 and (now - ts > before or ts - now > after):
-                    raise InvalidTimestamp(
-                        f"Timestamp {ts} of message with offset {record.offset} is out of "
-                        f"range. The timestamp should be within [{now - before}, {now + after}]")
-    except InvalidTimestamp:
-        raise
-    except KafkaError:  # malformed records (record-format errors): left to the append's checks
-        return

@@ -156,7 +156,7 @@ def _compacted_topic_with_duplicates(bootstrap: str) -> str:
     topic = "compacted"
     admin = AdminClient({"bootstrap.servers": bootstrap})
     admin.create_topics([NewTopic(topic, 1, 1, config={
-        "cleanup.policy": "compact", "segment.bytes": "2048",
+        "cleanup.policy": "compact", "internal.segment.bytes": "2048",
         "min.cleanable.dirty.ratio": "0.01"})])[topic].result(30)
     producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 0})
     for _ in range(40):  # one batch of the 5 keys at a time: segments of a few batches each

@@ -17,10 +17,19 @@ COMMIT, FETCH, DELETE_GROUPS, OFFSET_DELETE = 8, 9, 42, 47
 SUB = b"\x00\x00\x00\x00\x00\x01\x00\x01t\xff\xff\xff\xff"  # ConsumerProtocolSubscription v0 ["t"]
 
 
+def _create_t(w):
+    """Topic "t", whose offsets the tests commit (Kafka refuses offsets of unknown topics)."""
+    r = w.call(19, 5, {"topics": [{"name": "t", "num_partitions": 3, "replication_factor": 1,
+                                   "assignments": [], "configs": []}],
+                       "timeout_ms": 10_000, "validate_only": False})
+    assert r.topics[0].error_code == 0, r
+
+
 @pytest.fixture
 def wire(broker_factory):
     b = broker_factory(settings=dict(FAST, **{"group.min.session.timeout.ms": 1000}))
     with WireClient(b.bootstrap) as w:
+        _create_t(w)
         yield w, b
 
 
@@ -65,6 +74,7 @@ def test_find_coordinator_placement_and_batching(broker):
     # the group's offsets land in abs(javaHash(group)) % 50
     group = "placement-group"
     with WireClient(broker.bootstrap) as w:
+        _create_t(w)
         w.call(COMMIT, 8, {"group_id": group, "generation_id_or_member_epoch": -1,
                            "member_id": "", "topics": [{"name": "t", "partitions": [
                                {"partition_index": 0, "committed_offset": 7,

@@ -276,10 +276,10 @@ def test_listen_localhost_and_port_zero() -> None:
 
 def test_validate_topic_configs_parses() -> None:
     out = validate_topic_configs({"cleanup.policy": "compact", "retention.ms": "-1",
-                                  "segment.bytes": "1024", "min.cleanable.dirty.ratio": "0.1",
+                                  "segment.bytes": "1048576", "min.cleanable.dirty.ratio": "0.1",
                                   "unclean.leader.election.enable": "TRUE",
                                   "compression.type": "lz4", "retention.bytes": None})
-    assert out == {"cleanup.policy": ["compact"], "retention.ms": -1, "segment.bytes": 1024,
+    assert out == {"cleanup.policy": ["compact"], "retention.ms": -1, "segment.bytes": 1048576,
                    "min.cleanable.dirty.ratio": 0.1, "unclean.leader.election.enable": True,
                    "compression.type": "lz4", "retention.bytes": None}
 
