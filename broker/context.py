@@ -27,8 +27,8 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True, slots=True)
 class KafkaPrincipal:
-    """Who sent a request (Kafka's KafkaPrincipal). Without authentication every connection
-    is Kafka's anonymous user."""
+    """Who sent a request (Kafka's KafkaPrincipal): `User:<name>` of a SASL user, `User:<DN>` of
+    a TLS client certificate, else Kafka's anonymous user."""
 
     principal_type: str
     name: str
@@ -64,7 +64,7 @@ class RequestContext:
     api_version: int
     correlation_id: int
     client_id: str | None
-    listener: str  # the listener's name (Samsa has one: PLAINTEXT)
+    listener: str  # the name of the listener the request came in on
     peer: str  # "host:port" of the client
     received_ms: int  # wall clock when the request was decoded
     services: BrokerServices

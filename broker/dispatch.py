@@ -36,7 +36,6 @@ class Dispatcher:
     def __init__(self, registry: ApiRegistry[RequestContext], services: BrokerServices) -> None:
         self.registry = registry
         self.services = services
-        self.listener = services.config.listener.name
 
     async def __call__(self, raw: bytes, conn: ConnectionInfo) -> Response | None:
         api_key, version, correlation_id = peek_key_version(raw)
@@ -59,10 +58,11 @@ class Dispatcher:
             version,
             correlation_id,
             header.client_id,
-            self.listener,
+            conn.listener,
             conn.peer,
             int(time.time() * 1000),
             self.services,
+            conn.principal,
         )
         started = time.perf_counter()
         try:

@@ -35,11 +35,33 @@ class TopicState:
 
 
 @dataclass(frozen=True, slots=True)
-class BrokerInfo:
-    broker_id: int
+class BrokerEndpoint:
+    """One of a broker's advertised listeners."""
+
+    listener: str
     host: str
     port: int
+    security_protocol: str = "PLAINTEXT"
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerInfo:
+    broker_id: int
+    host: str  # the inter-broker listener's address
+    port: int
     rack: str | None = None
+    endpoints: tuple[BrokerEndpoint, ...] = ()  # every advertised listener
+
+    def endpoint(self, listener: str) -> BrokerEndpoint | None:
+        """The broker's address on a listener (Kafka answers Metadata with the brokers'
+        addresses on the listener the request came in on); None when it has no such
+        listener. A broker that registered no endpoints has its one address."""
+        for e in self.endpoints:
+            if e.listener == listener:
+                return e
+        if not self.endpoints:
+            return BrokerEndpoint(listener, self.host, self.port)
+        return None
 
 
 class MetadataStore(Protocol):

@@ -1,7 +1,8 @@
 """Cluster metadata in ZooKeeper, laid out like Kafka 0.8-3.x (see cluster-coordination.md).
 
     /cluster/id                                  {"version":"1","id":...}
-    /brokers/ids/<id>                  ephemeral {"version":5,"host","port","rack"}; epoch = czxid
+    /brokers/ids/<id>                  ephemeral {"version":5,"host","port","rack","endpoints",
+                                                  "listener_security_protocol_map"}; epoch = czxid
     /brokers/topics/<t>                          {"version":2,"topic_id","partitions":{"0":[1,2]}}
     /brokers/topics/<t>/partitions/<p>/state     {"controller_epoch","leader","leader_epoch","isr"}
     /config/topics/<t>                           {"version":1,"config":{...}}
@@ -33,7 +34,7 @@ from kazoo.exceptions import (
 )
 from kazoo.handlers.threading import KazooTimeoutError
 
-from .metadata_store import BrokerInfo, PartitionState, TopicState, new_cluster_id
+from .metadata_store import BrokerEndpoint, BrokerInfo, PartitionState, TopicState, new_cluster_id
 
 log = logging.getLogger(__name__)
 
@@ -110,8 +111,13 @@ class ZkMetadataStore:
             "host": b.host,
             "port": b.port,
             "rack": b.rack,
-            "endpoints": [f"PLAINTEXT://{b.host}:{b.port}"],
+            "endpoints": [f"{e.listener}://{e.host}:{e.port}" for e in b.endpoints]
+            or [f"PLAINTEXT://{b.host}:{b.port}"],
         }
+        if b.endpoints:
+            doc["listener_security_protocol_map"] = {
+                e.listener: e.security_protocol for e in b.endpoints
+            }
         path = f"/brokers/ids/{b.broker_id}"
         try:
             self._zk.create(path, _dumps(doc), ephemeral=True)
@@ -202,7 +208,8 @@ class ZkMetadataStore:
                 doc = json.loads(self._zk.get(f"/brokers/ids/{child}")[0])
             except NoNodeError:
                 continue
-            brokers[int(child)] = BrokerInfo(int(child), doc["host"], doc["port"], doc.get("rack"))
+            brokers[int(child)] = BrokerInfo(int(child), doc["host"], doc["port"], doc.get("rack"),
+                                             _endpoints(doc))
         self._call(self._set_brokers, brokers)
 
     def _on_log_dir_events(self, children: list[str]) -> None:
@@ -511,3 +518,18 @@ def _state_doc(s: PartitionState) -> bytes:
             "isr": s.isr,
         }
     )
+
+
+def _endpoints(doc: dict[str, Any]) -> tuple[BrokerEndpoint, ...]:
+    """A broker znode's "endpoints" (["NAME://HOST:PORT", ...]) with their protocols from
+    "listener_security_protocol_map" (Kafka's BrokerInfo JSON, version 4+)."""
+    protocols = doc.get("listener_security_protocol_map") or {}
+    out = []
+    for text in doc.get("endpoints") or ():
+        name, sep, address = str(text).partition("://")
+        host, _, port = address.rpartition(":")
+        if not sep or not port.isdigit():
+            continue
+        host = host[1:-1] if host.startswith("[") and host.endswith("]") else host
+        out.append(BrokerEndpoint(name, host, int(port), str(protocols.get(name, name))))
+    return tuple(out)

@@ -1,0 +1,131 @@
+"""TLS for SSL and SASL_SSL listeners from Kafka's `ssl.*` properties (each may be overridden
+per listener as `listener.name.<listener>.ssl.*`), and the principal of a client certificate.
+
+Key and trust stores are PEM (ssl.keystore.type=PEM): a file holding the private key and the
+certificate chain (ssl.keystore.location), or both inline (ssl.keystore.key and
+ssl.keystore.certificate.chain). Python's ssl module reads no JKS or PKCS12 store.
+"""
+
+from __future__ import annotations
+
+import os
+import ssl
+import tempfile
+from typing import Any
+
+from config.schema import ConfigError
+
+_VERSIONS = {"TLSv1.2": ssl.TLSVersion.TLSv1_2, "TLSv1.3": ssl.TLSVersion.TLSv1_3}
+_CLIENT_AUTH = {"none": ssl.CERT_NONE, "requested": ssl.CERT_OPTIONAL,
+                "required": ssl.CERT_REQUIRED}
+
+
+def server_context(config: Any, listener: str) -> ssl.SSLContext:
+    """The server-side SSLContext of one listener; ConfigError when the stores are missing
+    or unreadable."""
+
+    def value(name: str) -> Any:
+        return config.listener_value(listener, name)
+
+    def key(name: str) -> str:
+        return f"listener.name.{listener.lower()}.{name}"
+
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    versions = sorted(_VERSIONS[v] for v in value("ssl.enabled.protocols"))
+    if not versions:
+        raise ConfigError.invalid(key("ssl.enabled.protocols"), "", "No TLS version enabled")
+    ctx.minimum_version, ctx.maximum_version = versions[0], versions[-1]
+    if value("ssl.protocol") == "TLSv1.2":
+        ctx.maximum_version = ssl.TLSVersion.TLSv1_2
+    ciphers = value("ssl.cipher.suites")
+    if ciphers:
+        try:
+            ctx.set_ciphers(":".join(ciphers))
+        except ssl.SSLError as exc:
+            raise ConfigError.invalid(key("ssl.cipher.suites"), ",".join(ciphers),
+                                      str(exc)) from None
+    _load_keystore(ctx, value, key)
+    _load_truststore(ctx, value, key)
+    ctx.verify_mode = _CLIENT_AUTH[value("ssl.client.auth")]
+    return ctx
+
+
+def _load_keystore(ctx: ssl.SSLContext, value: Any, key: Any) -> None:
+    location = value("ssl.keystore.location")
+    chain, private_key = value("ssl.keystore.certificate.chain"), value("ssl.keystore.key")
+    password = value("ssl.key.password") or value("ssl.keystore.password")
+    try:
+        if location:
+            ctx.load_cert_chain(location, password=password)
+        elif chain and private_key:
+            # ssl loads a certificate chain only from a file: a private one, gone at once.
+            fd, path = tempfile.mkstemp(prefix="samsa-keystore-", suffix=".pem")
+            try:
+                with os.fdopen(fd, "w") as f:
+                    f.write(f"{private_key.strip()}\n{chain.strip()}\n")
+                ctx.load_cert_chain(path, password=password)
+            finally:
+                os.unlink(path)
+        else:
+            raise ConfigError(key("ssl.keystore.location"), "An SSL listener needs a key store: "
+                              "ssl.keystore.location, or ssl.keystore.key and "
+                              "ssl.keystore.certificate.chain")
+    except (OSError, ssl.SSLError) as exc:
+        raise ConfigError.invalid(key("ssl.keystore.location"), location or "(inline PEM)",
+                                  f"Failed to load the key store: {exc}") from None
+
+
+def _load_truststore(ctx: ssl.SSLContext, value: Any, key: Any) -> None:
+    location, certificates = value("ssl.truststore.location"), value("ssl.truststore.certificates")
+    try:
+        if location:
+            ctx.load_verify_locations(cafile=location)
+        elif certificates:
+            ctx.load_verify_locations(cadata=certificates)
+        else:
+            ctx.load_default_certs(ssl.Purpose.CLIENT_AUTH)
+    except (OSError, ssl.SSLError) as exc:
+        raise ConfigError.invalid(key("ssl.truststore.location"), location or "(inline PEM)",
+                                  f"Failed to load the trust store: {exc}") from None
+
+
+# X500Principal.getName(RFC2253) keyword names; other attributes are written OID=#hex.
+_RFC2253_NAMES = {
+    "commonName": "CN", "countryName": "C", "localityName": "L",
+    "stateOrProvinceName": "ST", "organizationName": "O", "organizationalUnitName": "OU",
+    "streetAddress": "STREET", "domainComponent": "DC", "userId": "UID",
+}
+_OIDS = {"emailAddress": "1.2.840.113549.1.9.1", "serialNumber": "2.5.4.5",
+         "title": "2.5.4.12", "givenName": "2.5.4.42", "surname": "2.5.4.4"}
+
+
+def _escape(text: str) -> str:
+    out = "".join("\\" + c if c in ',+"\\<>;' else c for c in text)
+    if out.startswith((" ", "#")):
+        out = "\\" + out
+    if out.endswith(" ") and not out.endswith("\\ "):
+        out = out[:-1] + "\\ "
+    return out
+
+
+def _attribute(name: str, text: str) -> str:
+    short = _RFC2253_NAMES.get(name)
+    if short is not None:
+        return f"{short}={_escape(text)}"
+    # Java writes other attributes as their OID and the DER value in hex (an IA5String
+    # for emailAddress, a PrintableString otherwise).
+    oid = _OIDS.get(name, name)
+    raw = text.encode()
+    tag = 0x16 if name == "emailAddress" else 0x13
+    return f"{oid}=#{bytes([tag, len(raw)]).hex()}{raw.hex()}" if len(raw) < 128 \
+        else f"{oid}={_escape(text)}"
+
+
+def subject_dn(peercert: dict[str, Any]) -> str:
+    """A verified peer certificate's subject as X500Principal.getName() writes it (RFC 2253:
+    the most specific name first, e.g. CN=alice,OU=eng,O=example,C=US) — the principal name
+    Kafka's DEFAULT ssl.principal.mapping.rules keeps."""
+    rdns = peercert.get("subject", ())
+    return ",".join(
+        "+".join(_attribute(name, text) for name, text in rdn) for rdn in reversed(rdns)
+    )
