@@ -36,6 +36,7 @@ from .metadata_store import BrokerEndpoint, BrokerInfo, LocalMetadataStore, Topi
 from .replica_fetcher import ReplicaFetcherManager
 from .replica_manager import ReplicaManager
 from .security.listeners import listener_endpoints
+from .security.scram import ScramCredential
 from .server import KafkaServer, ServerLimits
 from .topic_admin import TopicAdmin
 from .zk_store import ZkMetadataStore
@@ -130,12 +131,17 @@ class Broker:
         self.groups = GroupCoordinator(coordinator_host, config)
         self.registry = build_registry()
         self.server = KafkaServer(
-            listener_endpoints(config),
+            listener_endpoints(config, self._scram_credential),
             Dispatcher(self.registry, self._services()),
             config["socket.request.max.bytes"],
             ServerLimits.from_config(config),
         )
         self._background: list[asyncio.Task[None]] = []
+
+    def _scram_credential(self, user: str, mechanism: str) -> ScramCredential | None:
+        """A user's SCRAM credential, from the cluster metadata."""
+        credential: ScramCredential | None = self.store.scram_credential(user, mechanism)
+        return credential
 
     def _services(self) -> BrokerServices:
         """What request handlers may use of this broker (broker/context.py)."""

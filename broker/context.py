@@ -22,6 +22,7 @@ if TYPE_CHECKING:
 
     from .metadata_store import MetadataStore
     from .replica_manager import ReplicaManager
+    from .security.sasl import SaslSession
     from .topic_admin import TopicAdmin
 
 
@@ -69,6 +70,8 @@ class RequestContext:
     received_ms: int  # wall clock when the request was decoded
     services: BrokerServices
     principal: KafkaPrincipal = ANONYMOUS
+    # The connection's SASL authentication on a SASL listener (until and after it passes).
+    sasl: SaslSession | None = None
 
     @property
     def version(self) -> int:

@@ -16,6 +16,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Protocol
 
+from .security.scram import MECHANISMS as SCRAM_MECHANISMS
+from .security.scram import ScramCredential
+
 
 @dataclass(slots=True)
 class PartitionState:
@@ -75,6 +78,12 @@ class MetadataStore(Protocol):
     async def create_topic(self, topic: TopicState) -> None: ...
     async def delete_topic(self, name: str) -> None: ...
     async def update_topic(self, topic: TopicState) -> None: ...
+    # SCRAM credentials (ZooKeeper's /config/users/<user>)
+    def scram_credential(self, user: str, mechanism: str) -> ScramCredential | None: ...
+    def scram_users(self) -> dict[str, dict[str, str]]: ...
+    async def alter_scram_credentials(
+        self, changes: list[tuple[str, str, ScramCredential | None]]
+    ) -> None: ...
 
 
 def new_cluster_id() -> str:
@@ -93,6 +102,9 @@ class LocalMetadataStore:
         self._path = data_dir / self.FILE
         self._broker = broker
         self._topics: dict[str, TopicState] = {}
+        # SCRAM credentials: user -> mechanism -> Kafka's credential string (ZooKeeper's
+        # /config/users/<user> "config" in a cluster).
+        self._users: dict[str, dict[str, str]] = {}
         self.cluster_id = new_cluster_id()
         if self._path.exists():
             self._load()
@@ -126,9 +138,32 @@ class LocalMetadataStore:
         self._topics[topic.name] = topic
         self._save()
 
+    def scram_credential(self, user: str, mechanism: str) -> ScramCredential | None:
+        text = self._users.get(user, {}).get(mechanism)
+        return ScramCredential.from_config(text) if text else None
+
+    def scram_users(self) -> dict[str, dict[str, str]]:
+        return {u: {k: v for k, v in m.items() if k in SCRAM_MECHANISMS}
+                for u, m in self._users.items()}
+
+    async def alter_scram_credentials(
+        self, changes: list[tuple[str, str, ScramCredential | None]]
+    ) -> None:
+        """(user, mechanism, credential or None to delete), all at once."""
+        for user, mechanism, credential in changes:
+            mechs = self._users.setdefault(user, {})
+            if credential is None:
+                mechs.pop(mechanism, None)
+            else:
+                mechs[mechanism] = credential.to_config()
+            if not mechs:
+                del self._users[user]
+        self._save()
+
     def _load(self) -> None:
         doc = json.loads(self._path.read_text())
         self.cluster_id = doc["cluster_id"]
+        self._users = {str(u): dict(m) for u, m in doc.get("users", {}).items()}
         for t in doc["topics"]:
             self._topics[t["name"]] = TopicState(
                 name=t["name"],
@@ -152,6 +187,7 @@ class LocalMetadataStore:
                 }
                 for t in self._topics.values()
             ],
+            "users": self._users,
         }
         tmp = self._path.with_suffix(".tmp")
         with open(tmp, "w") as f:

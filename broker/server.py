@@ -21,6 +21,7 @@ from typing import Any
 from protocol.framing import FrameError, frame_size
 
 from .context import ANONYMOUS, KafkaPrincipal
+from .security.sasl import SaslConfig, SaslSession
 from .security.tls import subject_dn
 
 log = logging.getLogger(__name__)
@@ -30,7 +31,14 @@ INT_MAX = 2**31 - 1
 
 
 class CloseConnection(Exception):
-    """Kafka's answer to this request is to close the connection."""
+    """Kafka's answer to this request is to close the connection: after writing `response`
+    if given, and after `delay_s` (a failed authentication's delay)."""
+
+    def __init__(self, reason: str, response: Response | None = None,
+                 delay_s: float = 0.0) -> None:
+        super().__init__(reason)
+        self.response = response
+        self.delay_s = delay_s
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,10 +51,7 @@ class Endpoint:
     port: int
     security_protocol: str = "PLAINTEXT"
     tls: ssl.SSLContext | None = None
-
-    @property
-    def sasl(self) -> bool:
-        return self.security_protocol.startswith("SASL_")
+    sasl: SaslConfig | None = None  # SASL_PLAINTEXT and SASL_SSL
 
 
 class ConnectionInfo:
@@ -65,8 +70,11 @@ class ConnectionInfo:
         # Who the client is: a TLS client certificate's subject, a SASL user once
         # authenticated, else ANONYMOUS.
         self.principal = principal
-        # A SASL listener's authentication state (security/sasl.py) until it succeeds.
-        self.authenticator: Any = None
+        # A SASL listener's authentication (security/sasl.py): nothing else is served before
+        # it completes.
+        self.authenticator: SaslSession | None = None
+        if endpoint is not None and endpoint.sasl is not None:
+            self.authenticator = SaslSession(endpoint.sasl, peer)
 
 
 _HANDSHAKE_TIMEOUT_S = 10.0
@@ -336,7 +344,15 @@ class KafkaServer:
         except FrameError as exc:
             log.warning("closing connection from %s: %s", conn.peer, exc)
         except CloseConnection as exc:
-            log.warning("closing connection from %s: %s", conn.peer, exc)
+            if exc.response is not None:
+                responses.add(exc.response)
+                responses.flush()
+            if exc.delay_s > 0:
+                log.info("closing connection from %s in %.0f ms: %s", conn.peer,
+                         exc.delay_s * 1000, exc)
+                await asyncio.sleep(exc.delay_s)
+            else:
+                log.warning("closing connection from %s: %s", conn.peer, exc)
         except asyncio.CancelledError:
             pass
         finally:

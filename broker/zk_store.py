@@ -35,6 +35,8 @@ from kazoo.exceptions import (
 from kazoo.handlers.threading import KazooTimeoutError
 
 from .metadata_store import BrokerEndpoint, BrokerInfo, PartitionState, TopicState, new_cluster_id
+from .security.scram import MECHANISMS as SCRAM_MECHANISMS
+from .security.scram import ScramCredential
 
 log = logging.getLogger(__name__)
 
@@ -64,6 +66,8 @@ class ZkMetadataStore:
         self._brokers: dict[int, BrokerInfo] = {}
         self._topics: dict[str, TopicState] = {}
         self._watched: set[str] = set()
+        self._users: dict[str, dict[str, str]] = {}  # /config/users/<user> "config"s (SCRAM)
+        self._watched_users: set[str] = set()
         self._watched_states: set[tuple[str, int]] = set()
         self._listeners: list[Callable[[str, str], None]] = []
         self.session_lost = asyncio.Event()
@@ -89,7 +93,8 @@ class ZkMetadataStore:
                 f"{self._connect_timeout_s * 1000:.0f} ms (zookeeper.connection.timeout.ms)"
             ) from None
         self._zk.add_listener(self._on_state)
-        for path in ("/brokers/ids", "/brokers/topics", "/config/topics", LOG_DIR_EVENTS):
+        for path in ("/brokers/ids", "/brokers/topics", "/config/topics", "/config/users",
+                     LOG_DIR_EVENTS):
             self._zk.ensure_path(path)
         try:
             self._zk.create(
@@ -103,6 +108,7 @@ class ZkMetadataStore:
         self._zk.ChildrenWatch("/brokers/topics", self._on_topic_names)
         self._zk.DataWatch("/controller", self._on_controller)
         self._zk.ChildrenWatch(LOG_DIR_EVENTS, self._on_log_dir_events)
+        self._zk.ChildrenWatch("/config/users", self._on_user_names)
 
     def _register(self) -> None:
         b = self._broker
@@ -314,6 +320,35 @@ class ZkMetadataStore:
         if self._topics.pop(name, None) is not None:
             self._emit("topic", name)
 
+    def _on_user_names(self, children: list[str]) -> None:
+        for name in children:
+            if name not in self._watched_users:
+                self._watched_users.add(name)
+                self._zk.DataWatch(f"/config/users/{name}", self._user_watcher(name))
+        for name in self._watched_users - set(children):
+            self._watched_users.discard(name)
+            self._call(self._set_user, name, None)
+
+    def _user_watcher(self, name: str) -> Callable[[bytes | None, Any], bool]:
+        def on_change(data: bytes | None, _stat: Any) -> bool:
+            if data is None:
+                return name in self._watched_users
+            try:
+                config = {str(k): str(v) for k, v in json.loads(data)["config"].items()}
+            except (ValueError, KeyError, TypeError, AttributeError):
+                log.warning("ignoring unreadable /config/users/%s", name)
+                return True
+            self._call(self._set_user, name, config)
+            return True
+
+        return on_change
+
+    def _set_user(self, name: str, config: dict[str, str] | None) -> None:
+        if config:
+            self._users[name] = config
+        else:
+            self._users.pop(name, None)
+
     def _call(self, fn: Callable[..., None], *args: Any) -> None:
         assert self._loop is not None
         self._loop.call_soon_threadsafe(fn, *args)
@@ -335,7 +370,59 @@ class ZkMetadataStore:
     def topic(self, name: str) -> TopicState | None:
         return self._topics.get(name)
 
+    def scram_credential(self, user: str, mechanism: str) -> ScramCredential | None:
+        text = self._users.get(user, {}).get(mechanism)
+        try:
+            return ScramCredential.from_config(text) if text else None
+        except (ValueError, KeyError):
+            log.warning("ignoring the unreadable %s credential of user %s", mechanism, user)
+            return None
+
+    def scram_users(self) -> dict[str, dict[str, str]]:
+        return {u: {m: c for m, c in cfg.items() if m in SCRAM_MECHANISMS}
+                for u, cfg in self._users.items()
+                if any(m in SCRAM_MECHANISMS for m in cfg)}
+
     # ---- writes -----------------------------------------------------------------------------
+    async def alter_scram_credentials(
+        self, changes: list[tuple[str, str, ScramCredential | None]]
+    ) -> None:
+        """(user, mechanism, credential or None to delete), written as Kafka writes them:
+        /config/users/<user> {"version":1,"config":{"SCRAM-SHA-512":"salt=...,..."}} and a
+        /config/changes notification."""
+        users = await asyncio.to_thread(self._alter_scram, changes)
+        for user, config in users.items():
+            self._set_user(user, config)
+
+    def _alter_scram(
+        self, changes: list[tuple[str, str, ScramCredential | None]]
+    ) -> dict[str, dict[str, str]]:
+        out: dict[str, dict[str, str]] = {}
+        for user in dict.fromkeys(u for u, _, _ in changes):
+            path = f"/config/users/{user}"
+            try:
+                data, _ = self._zk.get(path)
+                config = {str(k): str(v) for k, v in json.loads(data)["config"].items()}
+            except NoNodeError:
+                config = {}
+            for u, mechanism, credential in changes:
+                if u != user:
+                    continue
+                if credential is None:
+                    config.pop(mechanism, None)
+                else:
+                    config[mechanism] = credential.to_config()
+            doc = _dumps({"version": 1, "config": config})
+            if self._zk.exists(path):
+                self._zk.set(path, doc)
+            else:
+                self._zk.create(path, doc, makepath=True)
+            self._zk.create("/config/changes/config_change_",
+                            _dumps({"version": 2, "entity_path": f"users/{user}"}),
+                            sequence=True, makepath=True)
+            out[user] = config
+        return out
+
     async def create_topic(self, topic: TopicState) -> None:
         await asyncio.to_thread(self._create_topic, topic)
         self._set_topic(topic)

@@ -120,3 +120,22 @@ def ssl_settings(client: str, ca: str, cert: str | None = None,
     if cert:
         out |= {"ssl.certificate.location": cert, "ssl.key.location": key}
     return out
+
+
+def sasl_settings(client: str, mechanism: str, user: str, password: str,
+                  ca: str | None = None) -> dict[str, Any]:
+    """SASL settings of each client; over TLS (SASL_SSL) when `ca` is given."""
+    protocol = "SASL_SSL" if ca else "SASL_PLAINTEXT"
+    if client == "confluent-kafka":
+        out: dict[str, Any] = {"security.protocol": protocol, "sasl.mechanisms": mechanism,
+                               "sasl.username": user, "sasl.password": password}
+        if ca:
+            out["ssl.ca.location"] = ca
+        return out
+    out = {"security_protocol": protocol, "sasl_mechanism": mechanism,
+           "sasl_plain_username": user, "sasl_plain_password": password}
+    if ca and client == "kafka-python":
+        out["ssl_cafile"] = ca
+    elif ca:
+        out["ssl_context"] = ssl.create_default_context(cafile=ca)
+    return out
