@@ -424,8 +424,8 @@ _TABLE: list[PropertyDef] = [
        kafka="JKS", group=_G_SECURITY),
     _p("ssl.truststore.location", S, None, "Trust store file (PEM certificates) used to verify "
        "client certificates.", group=_G_SECURITY),
-    _p("ssl.truststore.password", PW, None, "Password of the trust store (unused for PEM).",
-       group=_G_SECURITY),
+    _p("ssl.truststore.password", PW, None, "Password of the trust store.", group=_G_SECURITY,
+       ignored="a PEM trust store has no password"),
     _p("ssl.truststore.certificates", S, None, "PEM trusted certificates inline.",
        group=_G_SECURITY),
     _p("ssl.client.auth", S, "none", "Client certificates: none, requested or required.",
@@ -897,6 +897,10 @@ class BrokerConfig:
         name = self.inter_broker_listener_name
         return next(li for li in self.advertised_listeners if li.name == name)
 
+    def for_listener(self, listener: str) -> ListenerConfig:
+        """The properties as one listener sees them (`view["ssl.client.auth"]`)."""
+        return ListenerConfig(self, listener)
+
     def listener_value(self, listener: str, name: str) -> Any:
         """A property as one listener sees it: `listener.name.<listener>.<name>` if set, else
         the property itself (Kafka's per-listener overrides)."""
@@ -981,6 +985,22 @@ class BrokerConfig:
         if self.log_roll_jitter_ms < 0:
             raise ConfigError.invalid("log.roll.jitter.ms", self.log_roll_jitter_ms,
                                       "Value must be at least 0")
+
+
+class ListenerConfig:
+    """A BrokerConfig seen from one listener: `listener.name.<listener>.<name>` overrides
+    `<name>`."""
+
+    def __init__(self, config: BrokerConfig, listener: str) -> None:
+        self.config = config
+        self.listener = listener
+
+    def __getitem__(self, name: str) -> Any:
+        return self.config.listener_value(self.listener, name)
+
+    def key(self, name: str) -> str:
+        """The per-listener property name (for error messages)."""
+        return f"listener.name.{self.listener.lower()}.{name}"
 
 
 def _parse_all(raw: Mapping[str, object]) -> dict[str, Any]:

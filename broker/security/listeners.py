@@ -25,8 +25,9 @@ def listener_endpoints(config: Any, scram: CredentialLookup) -> list[Endpoint]:
 
 
 def sasl_config(config: Any, listener: str, scram: CredentialLookup) -> SaslConfig:
+    opts = config.for_listener(listener)
     prefix = f"listener.name.{listener.lower()}."
-    mechanisms = tuple(config.listener_value(listener, "sasl.enabled.mechanisms"))
+    mechanisms = tuple(opts["sasl.enabled.mechanisms"])
     for m in mechanisms:
         if m not in SUPPORTED_MECHANISMS:
             raise ConfigError.invalid(
@@ -37,7 +38,7 @@ def sasl_config(config: Any, listener: str, scram: CredentialLookup) -> SaslConf
                                   "least one mechanism")
     users: dict[str, str] = {}
     if "PLAIN" in mechanisms:
-        jaas = config.listener_value(listener, "plain.sasl.jaas.config")
+        jaas = opts["plain.sasl.jaas.config"]
         if not jaas or "PlainLoginModule" not in jaas:
             raise ConfigError(f"{prefix}plain.sasl.jaas.config", f"Listener {listener} enables "
                               "SASL/PLAIN: set " + prefix + "plain.sasl.jaas.config to "

@@ -23,37 +23,37 @@ _CLIENT_AUTH = {"none": ssl.CERT_NONE, "requested": ssl.CERT_OPTIONAL,
 def server_context(config: Any, listener: str) -> ssl.SSLContext:
     """The server-side SSLContext of one listener; ConfigError when the stores are missing
     or unreadable."""
-
-    def value(name: str) -> Any:
-        return config.listener_value(listener, name)
-
-    def key(name: str) -> str:
-        return f"listener.name.{listener.lower()}.{name}"
-
+    opts = config.for_listener(listener)
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    versions = sorted(_VERSIONS[v] for v in value("ssl.enabled.protocols"))
+    versions = sorted(_VERSIONS[v] for v in opts["ssl.enabled.protocols"])
     if not versions:
-        raise ConfigError.invalid(key("ssl.enabled.protocols"), "", "No TLS version enabled")
+        raise ConfigError.invalid(opts.key("ssl.enabled.protocols"), "", "No TLS version enabled")
     ctx.minimum_version, ctx.maximum_version = versions[0], versions[-1]
-    if value("ssl.protocol") == "TLSv1.2":
+    if opts["ssl.protocol"] == "TLSv1.2":
         ctx.maximum_version = ssl.TLSVersion.TLSv1_2
-    ciphers = value("ssl.cipher.suites")
+    ciphers = opts["ssl.cipher.suites"]
     if ciphers:
         try:
             ctx.set_ciphers(":".join(ciphers))
         except ssl.SSLError as exc:
-            raise ConfigError.invalid(key("ssl.cipher.suites"), ",".join(ciphers),
+            raise ConfigError.invalid(opts.key("ssl.cipher.suites"), ",".join(ciphers),
                                       str(exc)) from None
-    _load_keystore(ctx, value, key)
-    _load_truststore(ctx, value, key)
-    ctx.verify_mode = _CLIENT_AUTH[value("ssl.client.auth")]
+    if opts["ssl.principal.mapping.rules"] != "DEFAULT":  # the validator allows only DEFAULT
+        raise ConfigError.invalid(opts.key("ssl.principal.mapping.rules"),
+                                  opts["ssl.principal.mapping.rules"], "Only DEFAULT")
+    if opts["ssl.keystore.type"] != "PEM" or opts["ssl.truststore.type"] != "PEM":
+        raise ConfigError.invalid(opts.key("ssl.keystore.type"), opts["ssl.keystore.type"],
+                                  "Samsa reads PEM key and trust stores only")
+    _load_keystore(ctx, opts)
+    _load_truststore(ctx, opts)
+    ctx.verify_mode = _CLIENT_AUTH[opts["ssl.client.auth"]]
     return ctx
 
 
-def _load_keystore(ctx: ssl.SSLContext, value: Any, key: Any) -> None:
-    location = value("ssl.keystore.location")
-    chain, private_key = value("ssl.keystore.certificate.chain"), value("ssl.keystore.key")
-    password = value("ssl.key.password") or value("ssl.keystore.password")
+def _load_keystore(ctx: ssl.SSLContext, opts: Any) -> None:
+    location = opts["ssl.keystore.location"]
+    chain, private_key = opts["ssl.keystore.certificate.chain"], opts["ssl.keystore.key"]
+    password = opts["ssl.key.password"] or opts["ssl.keystore.password"]
     try:
         if location:
             ctx.load_cert_chain(location, password=password)
@@ -67,16 +67,17 @@ def _load_keystore(ctx: ssl.SSLContext, value: Any, key: Any) -> None:
             finally:
                 os.unlink(path)
         else:
-            raise ConfigError(key("ssl.keystore.location"), "An SSL listener needs a key store: "
-                              "ssl.keystore.location, or ssl.keystore.key and "
+            raise ConfigError(opts.key("ssl.keystore.location"), "An SSL listener needs a key "
+                              "store: ssl.keystore.location, or ssl.keystore.key and "
                               "ssl.keystore.certificate.chain")
     except (OSError, ssl.SSLError) as exc:
-        raise ConfigError.invalid(key("ssl.keystore.location"), location or "(inline PEM)",
+        raise ConfigError.invalid(opts.key("ssl.keystore.location"),
+                                  location or "(inline PEM)",
                                   f"Failed to load the key store: {exc}") from None
 
 
-def _load_truststore(ctx: ssl.SSLContext, value: Any, key: Any) -> None:
-    location, certificates = value("ssl.truststore.location"), value("ssl.truststore.certificates")
+def _load_truststore(ctx: ssl.SSLContext, opts: Any) -> None:
+    location, certificates = opts["ssl.truststore.location"], opts["ssl.truststore.certificates"]
     try:
         if location:
             ctx.load_verify_locations(cafile=location)
@@ -85,7 +86,8 @@ def _load_truststore(ctx: ssl.SSLContext, value: Any, key: Any) -> None:
         else:
             ctx.load_default_certs(ssl.Purpose.CLIENT_AUTH)
     except (OSError, ssl.SSLError) as exc:
-        raise ConfigError.invalid(key("ssl.truststore.location"), location or "(inline PEM)",
+        raise ConfigError.invalid(opts.key("ssl.truststore.location"),
+                                  location or "(inline PEM)",
                                   f"Failed to load the trust store: {exc}") from None
 
 
