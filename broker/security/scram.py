@@ -52,10 +52,6 @@ class ScramCredential:
                    base64.b64decode(fields["server_key"]), int(fields["iterations"]))
 
 
-def salted_password(mechanism: str, password: bytes, salt: bytes, iterations: int) -> bytes:
-    return hashlib.pbkdf2_hmac(MECHANISMS[mechanism], password, salt, iterations)
-
-
 def credential_from_salted(mechanism: str, salted: bytes, salt: bytes,
                            iterations: int) -> ScramCredential:
     """From the salted password (what AlterUserScramCredentials carries)."""
@@ -64,12 +60,6 @@ def credential_from_salted(mechanism: str, salted: bytes, salt: bytes,
     stored_key = hashlib.new(algo, client_key).digest()
     server_key = hmac.digest(salted, b"Server Key", algo)
     return ScramCredential(salt, stored_key, server_key, iterations)
-
-
-def new_credential(mechanism: str, password: str, iterations: int = 4096) -> ScramCredential:
-    salt = os.urandom(32)
-    salted = salted_password(mechanism, password.encode(), salt, iterations)
-    return credential_from_salted(mechanism, salted, salt, iterations)
 
 
 def _attributes(message: str) -> dict[str, str]:

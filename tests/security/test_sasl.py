@@ -190,3 +190,44 @@ def test_sasl_requests_after_authentication_or_without_sasl(sasl_broker: BrokerP
                                                             ) -> None:
     with socket.create_connection(("127.0.0.1", sasl_broker.port), timeout=10) as s:
         assert _handshake(s, b"PLAIN") == 34  # ILLEGAL_SASL_STATE on a PLAINTEXT listener
+
+
+def test_scram_credential_alterations_are_checked(sasl_broker: BrokerProcess) -> None:
+    from confluent_kafka import KafkaException
+    from confluent_kafka.admin import (
+        AdminClient,
+        ScramCredentialInfo,
+        ScramMechanism,
+        UserScramCredentialDeletion,
+        UserScramCredentialUpsertion,
+    )
+
+    admin = AdminClient({"bootstrap.servers": sasl_broker.bootstrap})
+
+    def error_of(alteration: object) -> str:
+        (future,) = admin.alter_user_scram_credentials([alteration]).values()
+        with pytest.raises(KafkaException) as e:
+            future.result(timeout=20)
+        return str(e.value)
+
+    sha512 = ScramMechanism.SCRAM_SHA_512
+    assert "Too few iterations" in error_of(
+        UserScramCredentialUpsertion("frank", ScramCredentialInfo(sha512, 1000), b"pw"))
+    assert "Too many iterations" in error_of(
+        UserScramCredentialUpsertion("frank", ScramCredentialInfo(sha512, 20000), b"pw"))
+    assert "Attempt to delete a user credential that does not exist" in error_of(
+        UserScramCredentialDeletion("frank", sha512))
+    (future,) = admin.describe_user_scram_credentials(["frank"]).values()
+    with pytest.raises(KafkaException, match="does not exist"):
+        future.result(timeout=20)
+    # A deleted credential no longer authenticates.
+    (future,) = admin.alter_user_scram_credentials([
+        UserScramCredentialUpsertion("grace", ScramCredentialInfo(sha512, 4096), b"grace-pw")
+    ]).values()
+    future.result(timeout=20)
+    (future,) = admin.alter_user_scram_credentials([
+        UserScramCredentialDeletion("grace", sha512)]).values()
+    future.result(timeout=20)
+    (future,) = admin.describe_user_scram_credentials(["grace"]).values()
+    with pytest.raises(KafkaException, match="does not exist"):
+        future.result(timeout=20)
