@@ -998,6 +998,14 @@ class ListenerConfig:
     def __getitem__(self, name: str) -> Any:
         return self.config.listener_value(self.listener, name)
 
+    def override(self, name: str) -> Any:
+        """`listener.name.<listener>.<name>` alone (None if unset)."""
+        key = self.key(name)
+        for layer in (self.config.dynamic_values, self.config.static_values):
+            if key in layer:
+                return layer[key]
+        return None
+
     def key(self, name: str) -> str:
         """The per-listener property name (for error messages)."""
         return f"listener.name.{self.listener.lower()}.{name}"

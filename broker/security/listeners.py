@@ -17,7 +17,8 @@ def listener_endpoints(config: Any, scram: CredentialLookup) -> list[Endpoint]:
     out = []
     for li in config.listeners:
         protocol = li.security_protocol
-        tls = server_context(config, li.name) if protocol.endswith("SSL") else None
+        tls = (server_context(config, li.name, protocol == "SASL_SSL")
+               if protocol.endswith("SSL") else None)
         sasl = sasl_config(config, li.name, scram) if protocol.startswith("SASL_") else None
         out.append(Endpoint(li.name, li.host, li.port, protocol, tls, sasl))
     out.sort(key=lambda e: e.name != inter_broker)

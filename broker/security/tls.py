@@ -20,9 +20,9 @@ _CLIENT_AUTH = {"none": ssl.CERT_NONE, "requested": ssl.CERT_OPTIONAL,
                 "required": ssl.CERT_REQUIRED}
 
 
-def server_context(config: Any, listener: str) -> ssl.SSLContext:
-    """The server-side SSLContext of one listener; ConfigError when the stores are missing
-    or unreadable."""
+def server_context(config: Any, listener: str, sasl: bool = False) -> ssl.SSLContext:
+    """The server-side SSLContext of one listener (`sasl`: a SASL_SSL one); ConfigError when
+    the stores are missing or unreadable."""
     opts = config.for_listener(listener)
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     versions = sorted(_VERSIONS[v] for v in opts["ssl.enabled.protocols"])
@@ -46,7 +46,11 @@ def server_context(config: Any, listener: str) -> ssl.SSLContext:
                                   "Samsa reads PEM key and trust stores only")
     _load_keystore(ctx, opts)
     _load_truststore(ctx, opts)
-    ctx.verify_mode = _CLIENT_AUTH[opts["ssl.client.auth"]]
+    client_auth = opts["ssl.client.auth"]
+    if sasl:
+        # Kafka (KIP-684): on SASL_SSL only the listener's own ssl.client.auth counts.
+        client_auth = opts.override("ssl.client.auth") or "none"
+    ctx.verify_mode = _CLIENT_AUTH[client_auth]
     return ctx
 
 

@@ -26,18 +26,22 @@ def certs(tmp_path_factory: pytest.TempPathFactory) -> Certs:
 @pytest.fixture(scope="module")
 def tls_broker(tmp_path_factory: pytest.TempPathFactory, certs: Certs
                ) -> Iterator[BrokerProcess]:
-    plain, tls, mtls = free_port(), free_port(), free_port()
+    plain, tls, mtls, inline = free_port(), free_port(), free_port(), free_port()
     b = BrokerProcess(tmp_path_factory.mktemp("tls") / "data", port=plain, name="tls-broker",
                       settings={
         "listeners": f"PLAINTEXT://127.0.0.1:{plain},SSL://127.0.0.1:{tls},"
-                     f"MTLS://127.0.0.1:{mtls}",
-        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,SSL:SSL,MTLS:SSL",
+                     f"MTLS://127.0.0.1:{mtls},INLINE://127.0.0.1:{inline}",
+        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,SSL:SSL,MTLS:SSL,INLINE:SSL",
+        # A listener whose key store is given inline (ssl.keystore.type=PEM).
+        "listener.name.inline.ssl.keystore.location": "",
+        "listener.name.inline.ssl.keystore.key": certs.broker.key.read_text(),
+        "listener.name.inline.ssl.keystore.certificate.chain": certs.broker.cert.read_text(),
         "ssl.keystore.type": "PEM",
         "ssl.keystore.location": str(certs.broker.both),
         "ssl.truststore.location": str(certs.ca),
         "listener.name.mtls.ssl.client.auth": "required",
     })
-    b.tls_port, b.mtls_port = tls, mtls  # type: ignore[attr-defined]
+    b.tls_port, b.mtls_port, b.inline_port = tls, mtls, inline  # type: ignore[attr-defined]
     b.start()
     try:
         yield b
@@ -80,6 +84,15 @@ def test_mutual_tls_refuses_clients_without_a_trusted_certificate(
                 if not s.recv(4):
                     raise ConnectionError("closed")
     _assert_serving(tls_broker, certs)
+
+
+def test_inline_pem_key_store(tls_broker: BrokerProcess, certs: Certs) -> None:
+    ctx = ssl.create_default_context(cafile=str(certs.ca))
+    port = tls_broker.inline_port  # type: ignore[attr-defined]
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as raw:
+        with ctx.wrap_socket(raw, server_hostname="127.0.0.1") as s:
+            s.sendall(_api_versions_request())
+            assert struct.unpack(">ii", _recv_exactly(s, 8))[1] == 7
 
 
 def _api_versions_request() -> bytes:
