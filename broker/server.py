@@ -326,7 +326,11 @@ class KafkaServer:
         try:
             while True:
                 prefix = await reader.readexactly(4)
-                size = frame_size(prefix, self._max_request_bytes)
+                auth = conn.authenticator
+                if auth is not None and not auth.complete:
+                    size = _sasl_frame_size(prefix, auth)
+                else:
+                    size = frame_size(prefix, self._max_request_bytes)
                 request = await reader.readexactly(size)
                 conn.busy = True
                 response = await self._dispatch(request, conn)
@@ -360,6 +364,22 @@ class KafkaServer:
             self._closed(conn)
             responses.flush()  # answers to the requests before a close still go out
             writer.close()
+
+
+def _sasl_frame_size(prefix: bytes, auth: SaslSession) -> int:
+    """Before SASL authentication completes Kafka reads at most sasl.server.max.receive.size
+    bytes; a raw token (after SaslHandshake v0) may be shorter than a request header."""
+    limit = auth.config.max_receive_size
+    if not auth.raw_tokens:
+        size = frame_size(prefix, INT_MAX)
+    else:
+        size = int.from_bytes(prefix, "big", signed=True)
+        if size < 0:
+            raise FrameError(f"invalid SASL token size {size}")
+    if size > limit:
+        raise FrameError(f"frame of {size} bytes before authentication exceeds "
+                         f"sasl.server.max.receive.size={limit}")
+    return size
 
 
 def _set_buffer(sock: socket.socket, option: int, size: int) -> None:

@@ -407,6 +407,9 @@ _TABLE: list[PropertyDef] = [
        ValidString(("PLAINTEXT",)), group=_G_SOCKET),
     _p("connection.failed.authentication.delay.ms", I, 100, "Delay before the connection of a "
        "failed authentication is closed.", at_least(0), group=_G_SECURITY),
+    _p("sasl.server.max.receive.size", I, 524288, "Largest request read from a client before "
+       "its SASL authentication completes; a bigger one closes the connection.", at_least(1),
+       group=_G_SECURITY),
     _p("sasl.enabled.mechanisms", LS, ["PLAIN"], "SASL mechanisms offered on SASL listeners: "
        "PLAIN, SCRAM-SHA-256, SCRAM-SHA-512.", kafka=["GSSAPI"], group=_G_SECURITY),
     _p("ssl.keystore.type", S, "PEM", "Format of the key store: PEM (a file holding the "

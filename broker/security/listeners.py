@@ -47,4 +47,5 @@ def sasl_config(config: Any, listener: str, scram: CredentialLookup) -> SaslConf
                               'required user_<name>="<password>";')
         users = plain_users(jaas)
     return SaslConfig(listener, mechanisms, users, scram,
-                      config["connection.failed.authentication.delay.ms"])
+                      config["connection.failed.authentication.delay.ms"],
+                      opts["sasl.server.max.receive.size"])

@@ -46,6 +46,7 @@ class SaslConfig:
     plain_users: dict[str, str]
     scram: CredentialLookup
     failed_delay_ms: int
+    max_receive_size: int = 524288  # sasl.server.max.receive.size: before authentication
 
 
 class AuthenticationFailed(KafkaError):

@@ -172,8 +172,21 @@ def test_nothing_but_sasl_before_authentication(sasl_broker: BrokerProcess) -> N
         sasl_broker.log_tail(300)
 
 
+def test_big_request_before_authentication_closes(sasl_broker: BrokerProcess) -> None:
+    # sasl.server.max.receive.size (512 KiB): closed at the size prefix, nothing more read.
+    port = sasl_broker.sasl_port  # type: ignore[attr-defined]
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
+        s.sendall(struct.pack(">i", 600_000))
+        assert s.recv(10) == b""
+    assert "exceeds sasl.server.max.receive.size=524288" in sasl_broker.log_tail(100)
+
+
 def test_handshake_v0_then_raw_tokens(sasl_broker: BrokerProcess) -> None:
     port = sasl_broker.sasl_port  # type: ignore[attr-defined]
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
+        assert _handshake(s, b"PLAIN", version=0) == 0
+        s.sendall(_frame(_plain_token("a", "b")))  # a token shorter than a request header
+        assert s.recv(10) == b""  # refused (no such user), then closed
     with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
         assert _handshake(s, b"PLAIN", version=0) == 0
         s.sendall(_frame(_plain_token("admin", "admin-secret")))
