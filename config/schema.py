@@ -414,21 +414,22 @@ _TABLE: list[PropertyDef] = [
        "PLAIN, SCRAM-SHA-256, SCRAM-SHA-512.", kafka=["GSSAPI"], group=_G_SECURITY),
     _p("ssl.keystore.type", S, "PEM", "Format of the key store: PEM (a file holding the "
        "private key and the certificate chain, or ssl.keystore.key and "
-       "ssl.keystore.certificate.chain inline).", ValidString(("PEM",)), kafka="JKS",
-       group=_G_SECURITY),
+       "ssl.keystore.certificate.chain inline) or PKCS12; JKS is not read.",
+       ValidString(("PEM", "PKCS12")), kafka="JKS", group=_G_SECURITY),
     _p("ssl.keystore.location", S, None, "Key store file.", group=_G_SECURITY),
-    _p("ssl.keystore.password", PW, None, "Password of the key store file.", group=_G_SECURITY),
+    _p("ssl.keystore.password", PW, None, "Password of the key store file (PKCS12), or of an "
+       "encrypted PEM key when ssl.key.password is unset.", group=_G_SECURITY),
     _p("ssl.key.password", PW, None, "Password of the private key.", group=_G_SECURITY),
     _p("ssl.keystore.key", PW, None, "PEM private key (with ssl.keystore.type=PEM).",
        group=_G_SECURITY),
     _p("ssl.keystore.certificate.chain", S, None, "PEM certificate chain (with "
        "ssl.keystore.type=PEM).", group=_G_SECURITY),
-    _p("ssl.truststore.type", S, "PEM", "Format of the trust store: PEM.", ValidString(("PEM",)),
-       kafka="JKS", group=_G_SECURITY),
+    _p("ssl.truststore.type", S, "PEM", "Format of the trust store: PEM or PKCS12.",
+       ValidString(("PEM", "PKCS12")), kafka="JKS", group=_G_SECURITY),
     _p("ssl.truststore.location", S, None, "Trust store file (PEM certificates) used to verify "
        "client certificates.", group=_G_SECURITY),
-    _p("ssl.truststore.password", PW, None, "Password of the trust store.", group=_G_SECURITY,
-       ignored="a PEM trust store has no password"),
+    _p("ssl.truststore.password", PW, None, "Password of a PKCS12 trust store.",
+       group=_G_SECURITY),
     _p("ssl.truststore.certificates", S, None, "PEM trusted certificates inline.",
        group=_G_SECURITY),
     _p("ssl.client.auth", S, "none", "Client certificates: none, requested or required.",

@@ -1,9 +1,9 @@
 """TLS for SSL and SASL_SSL listeners from Kafka's `ssl.*` properties (each may be overridden
 per listener as `listener.name.<listener>.ssl.*`), and the principal of a client certificate.
 
-Key and trust stores are PEM (ssl.keystore.type=PEM): a file holding the private key and the
-certificate chain (ssl.keystore.location), or both inline (ssl.keystore.key and
-ssl.keystore.certificate.chain). Python's ssl module reads no JKS or PKCS12 store.
+Key and trust stores are PEM (a file holding the private key and the certificate chain, or both
+inline as ssl.keystore.key and ssl.keystore.certificate.chain) or PKCS12 (read with the
+`cryptography` package and handed to Python's ssl in memory). JKS is not read.
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import ssl
 import tempfile
+from pathlib import Path
 from typing import Any
 
 from config.schema import ConfigError
@@ -41,9 +42,6 @@ def server_context(config: Any, listener: str, sasl: bool = False) -> ssl.SSLCon
     if opts["ssl.principal.mapping.rules"] != "DEFAULT":  # the validator allows only DEFAULT
         raise ConfigError.invalid(opts.key("ssl.principal.mapping.rules"),
                                   opts["ssl.principal.mapping.rules"], "Only DEFAULT")
-    if opts["ssl.keystore.type"] != "PEM" or opts["ssl.truststore.type"] != "PEM":
-        raise ConfigError.invalid(opts.key("ssl.keystore.type"), opts["ssl.keystore.type"],
-                                  "Samsa reads PEM key and trust stores only")
     _load_keystore(ctx, opts)
     _load_truststore(ctx, opts)
     client_auth = opts["ssl.client.auth"]
@@ -59,22 +57,18 @@ def _load_keystore(ctx: ssl.SSLContext, opts: Any) -> None:
     chain, private_key = opts["ssl.keystore.certificate.chain"], opts["ssl.keystore.key"]
     password = opts["ssl.key.password"] or opts["ssl.keystore.password"]
     try:
-        if location:
+        if location and opts["ssl.keystore.type"] == "PKCS12":
+            pem = _pkcs12_key_store(Path(location).read_bytes(), opts["ssl.keystore.password"])
+            _load_pem_chain(ctx, pem, None)
+        elif location:
             ctx.load_cert_chain(location, password=password)
         elif chain and private_key:
-            # ssl loads a certificate chain only from a file: a private one, gone at once.
-            fd, path = tempfile.mkstemp(prefix="samsa-keystore-", suffix=".pem")
-            try:
-                with os.fdopen(fd, "w") as f:
-                    f.write(f"{private_key.strip()}\n{chain.strip()}\n")
-                ctx.load_cert_chain(path, password=password)
-            finally:
-                os.unlink(path)
+            _load_pem_chain(ctx, f"{private_key.strip()}\n{chain.strip()}\n".encode(), password)
         else:
             raise ConfigError(opts.key("ssl.keystore.location"), "An SSL listener needs a key "
                               "store: ssl.keystore.location, or ssl.keystore.key and "
                               "ssl.keystore.certificate.chain")
-    except (OSError, ssl.SSLError) as exc:
+    except (OSError, ssl.SSLError, ValueError) as exc:
         raise ConfigError.invalid(opts.key("ssl.keystore.location"),
                                   location or "(inline PEM)",
                                   f"Failed to load the key store: {exc}") from None
@@ -83,16 +77,68 @@ def _load_keystore(ctx: ssl.SSLContext, opts: Any) -> None:
 def _load_truststore(ctx: ssl.SSLContext, opts: Any) -> None:
     location, certificates = opts["ssl.truststore.location"], opts["ssl.truststore.certificates"]
     try:
-        if location:
+        if location and opts["ssl.truststore.type"] == "PKCS12":
+            ctx.load_verify_locations(cadata=_pkcs12_certificates(
+                Path(location).read_bytes(), opts["ssl.truststore.password"]))
+        elif location:
             ctx.load_verify_locations(cafile=location)
         elif certificates:
             ctx.load_verify_locations(cadata=certificates)
         else:
             ctx.load_default_certs(ssl.Purpose.CLIENT_AUTH)
-    except (OSError, ssl.SSLError) as exc:
+    except (OSError, ssl.SSLError, ValueError) as exc:
         raise ConfigError.invalid(opts.key("ssl.truststore.location"),
                                   location or "(inline PEM)",
                                   f"Failed to load the trust store: {exc}") from None
+
+
+def _load_pem_chain(ctx: ssl.SSLContext, pem: bytes, password: str | None) -> None:
+    """ssl loads a key and chain only from a file: an anonymous in-memory one (memfd) where
+    the system has it, else a private temporary file removed at once."""
+    if hasattr(os, "memfd_create"):
+        fd = os.memfd_create("samsa-keystore", os.MFD_CLOEXEC)
+        try:
+            os.write(fd, pem)
+            ctx.load_cert_chain(f"/proc/self/fd/{fd}", password=password)
+        finally:
+            os.close(fd)
+        return
+    fd, path = tempfile.mkstemp(prefix="samsa-keystore-", suffix=".pem")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(pem)
+        ctx.load_cert_chain(path, password=password)
+    finally:
+        os.unlink(path)
+
+
+def _pkcs12_key_store(data: bytes, password: str | None) -> bytes:
+    """A PKCS12 key store's private key and certificate chain as PEM (in memory)."""
+    from cryptography.hazmat.primitives.serialization import (
+        Encoding,
+        NoEncryption,
+        PrivateFormat,
+        pkcs12,
+    )
+
+    key, cert, extra = pkcs12.load_key_and_certificates(
+        data, password.encode() if password else None)
+    if key is None or cert is None:
+        raise ValueError("the PKCS12 key store holds no private key with its certificate")
+    pem = key.private_bytes(Encoding.PEM, PrivateFormat.PKCS8, NoEncryption())
+    return pem + b"".join(c.public_bytes(Encoding.PEM) for c in [cert, *extra])
+
+
+def _pkcs12_certificates(data: bytes, password: str | None) -> str:
+    """A PKCS12 trust store's certificates as PEM."""
+    from cryptography.hazmat.primitives.serialization import Encoding, pkcs12
+
+    _, cert, extra = pkcs12.load_key_and_certificates(
+        data, password.encode() if password else None)
+    certs = [c for c in [cert, *extra] if c is not None]
+    if not certs:
+        raise ValueError("the PKCS12 trust store holds no certificate")
+    return "".join(c.public_bytes(Encoding.PEM).decode() for c in certs)
 
 
 # X500Principal.getName(RFC2253) keyword names; other attributes are written OID=#hex.

@@ -21,6 +21,9 @@ class Certs:
     broker: Pair
     alice: Pair  # a client certificate signed by the CA
     rogue: Pair  # a client certificate signed by no CA the broker trusts
+    broker_p12: Path  # the broker's key and certificate as a PKCS12 key store
+    ca_p12: Path  # the CA certificate as a PKCS12 trust store
+    p12_password: str
 
 
 def _run(*args: str) -> None:
@@ -59,4 +62,10 @@ def make_certs(d: Path) -> Certs:
                    "subjectAltName=IP:127.0.0.1,DNS:localhost\n")
     alice = _sign(d, "alice", "/C=US/O=Samsa Test/OU=eng/CN=alice", ca_cert, ca_key)
     rogue = _sign(d, "rogue", "/CN=rogue", other_cert, other_key)
-    return Certs(ca_cert, broker, alice, rogue)
+    password = "p12-secret"
+    broker_p12, ca_p12 = d / "broker.p12", d / "ca.p12"
+    _run("pkcs12", "-export", "-in", str(broker.cert), "-inkey", str(broker.key),
+         "-out", str(broker_p12), "-passout", f"pass:{password}")
+    _run("pkcs12", "-export", "-nokeys", "-in", str(ca_cert), "-out", str(ca_p12),
+         "-passout", f"pass:{password}")
+    return Certs(ca_cert, broker, alice, rogue, broker_p12, ca_p12, password)

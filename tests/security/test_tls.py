@@ -26,12 +26,14 @@ def certs(tmp_path_factory: pytest.TempPathFactory) -> Certs:
 @pytest.fixture(scope="module")
 def tls_broker(tmp_path_factory: pytest.TempPathFactory, certs: Certs
                ) -> Iterator[BrokerProcess]:
-    plain, tls, mtls, inline = free_port(), free_port(), free_port(), free_port()
+    plain, tls, mtls, inline, p12 = (free_port() for _ in range(5))
     b = BrokerProcess(tmp_path_factory.mktemp("tls") / "data", port=plain, name="tls-broker",
                       settings={
         "listeners": f"PLAINTEXT://127.0.0.1:{plain},SSL://127.0.0.1:{tls},"
-                     f"MTLS://127.0.0.1:{mtls},INLINE://127.0.0.1:{inline}",
-        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,SSL:SSL,MTLS:SSL,INLINE:SSL",
+                     f"MTLS://127.0.0.1:{mtls},INLINE://127.0.0.1:{inline},"
+                     f"P12://127.0.0.1:{p12}",
+        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,SSL:SSL,MTLS:SSL,INLINE:SSL,"
+                                          "P12:SSL",
         # A listener whose key store is given inline (ssl.keystore.type=PEM).
         "listener.name.inline.ssl.keystore.location": "",
         "listener.name.inline.ssl.keystore.key": certs.broker.key.read_text(),
@@ -40,8 +42,17 @@ def tls_broker(tmp_path_factory: pytest.TempPathFactory, certs: Certs
         "ssl.keystore.location": str(certs.broker.both),
         "ssl.truststore.location": str(certs.ca),
         "listener.name.mtls.ssl.client.auth": "required",
+        # PKCS12 key and trust stores, client certificates required.
+        "listener.name.p12.ssl.keystore.type": "PKCS12",
+        "listener.name.p12.ssl.keystore.location": str(certs.broker_p12),
+        "listener.name.p12.ssl.keystore.password": certs.p12_password,
+        "listener.name.p12.ssl.truststore.type": "PKCS12",
+        "listener.name.p12.ssl.truststore.location": str(certs.ca_p12),
+        "listener.name.p12.ssl.truststore.password": certs.p12_password,
+        "listener.name.p12.ssl.client.auth": "required",
     })
-    b.tls_port, b.mtls_port, b.inline_port = tls, mtls, inline  # type: ignore[attr-defined]
+    b.tls_port, b.mtls_port = tls, mtls  # type: ignore[attr-defined]
+    b.inline_port, b.p12_port = inline, p12  # type: ignore[attr-defined]
     b.start()
     try:
         yield b
@@ -93,6 +104,18 @@ def test_inline_pem_key_store(tls_broker: BrokerProcess, certs: Certs) -> None:
         with ctx.wrap_socket(raw, server_hostname="127.0.0.1") as s:
             s.sendall(_api_versions_request())
             assert struct.unpack(">ii", _recv_exactly(s, 8))[1] == 7
+
+
+def test_pkcs12_key_and_trust_stores(tls_broker: BrokerProcess, certs: Certs) -> None:
+    port = tls_broker.p12_port  # type: ignore[attr-defined]
+    ctx = ssl.create_default_context(cafile=str(certs.ca))
+    ctx.load_cert_chain(str(certs.alice.cert), str(certs.alice.key))
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as raw:
+        with ctx.wrap_socket(raw, server_hostname="127.0.0.1") as s:
+            s.sendall(_api_versions_request())
+            assert struct.unpack(">ii", _recv_exactly(s, 8))[1] == 7
+    assert "on listener P12 authenticated as User:CN=alice,OU=eng,O=Samsa Test,C=US" in \
+        tls_broker.log_tail(100)
 
 
 def _api_versions_request() -> bytes:
