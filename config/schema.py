@@ -943,14 +943,24 @@ class BrokerConfig:
 
     def _check_listeners(self) -> None:
         listeners = self.listeners
-        self.advertised_listeners  # noqa: B018 - parse for validation
+        names = {li.name for li in listeners}
+        adv = self["advertised.listeners"]
+        if adv is not None:
+            given = parse_listeners("advertised.listeners", adv, self.security_protocol_map,
+                                    local_only=False, advertised=True)
+            extra = sorted({li.name for li in given} - names)
+            if extra:
+                raise ConfigError.invalid(
+                    "advertised.listeners", adv, "advertised.listeners listener names must be "
+                    f"equal to or a subset of the ones defined in listeners ({', '.join(extra)} "
+                    "is not)")
         ib = self.inter_broker_listener_name
         if self["inter.broker.listener.name"] is not None \
                 and self["security.inter.broker.protocol"] != "PLAINTEXT":
             raise ConfigError("inter.broker.listener.name", "Only one of "
                               "inter.broker.listener.name and security.inter.broker.protocol "
                               "should be set.")
-        if ib not in {li.name for li in listeners}:
+        if ib not in names:
             raise ConfigError.invalid(
                 "inter.broker.listener.name", ib, "inter.broker.listener.name must be a "
                 "listener name defined in advertised.listeners")
