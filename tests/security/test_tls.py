@@ -41,6 +41,7 @@ def tls_broker(tmp_path_factory: pytest.TempPathFactory, certs: Certs
         "ssl.keystore.type": "PEM",
         "ssl.keystore.location": str(certs.broker.both),
         "ssl.truststore.location": str(certs.ca),
+        "ssl.truststore.password": "never-shown",  # (a PEM trust store ignores it)
         "listener.name.mtls.ssl.client.auth": "required",
         # PKCS12 key and trust stores, client certificates required.
         "listener.name.p12.ssl.keystore.type": "PKCS12",
@@ -192,3 +193,12 @@ def test_metadata_answers_with_the_listener_of_the_request(
         finally:
             admin.close()
         assert [(b["host"], b["port"]) for b in brokers] == [("127.0.0.1", port)]
+
+
+def test_passwords_are_not_described(tls_broker: BrokerProcess) -> None:
+    from confluent_kafka.admin import AdminClient, ConfigResource, ResourceType
+
+    admin = AdminClient({"bootstrap.servers": tls_broker.bootstrap})
+    (future,) = admin.describe_configs([ConfigResource(ResourceType.BROKER, "0")]).values()
+    entry = future.result(timeout=20)["ssl.truststore.password"]
+    assert entry.is_sensitive and entry.value is None
