@@ -22,6 +22,8 @@ from .handlers import (
     offsets,
     offsets_commit,
     produce,
+    sasl,
+    scram_credentials,
     topics,
     transactions,
 )
@@ -36,6 +38,13 @@ def build_registry() -> ApiRegistry[RequestContext]:
     r.register(2, "ListOffsets", (1, 9), offsets.handle_list_offsets)
     r.register(3, "Metadata", (0, 12), metadata.handle_metadata)
     r.register(18, "ApiVersions", (0, 4), make_handler(r))
+    # SASL (broker/security/sasl.py gates a SASL listener's connections until they pass)
+    r.register(17, "SaslHandshake", (0, 1), sasl.handle_sasl_handshake)
+    r.register(36, "SaslAuthenticate", (0, 2), sasl.handle_sasl_authenticate)
+    r.register(50, "DescribeUserScramCredentials", (0, 0),
+               scram_credentials.handle_describe_user_scram_credentials)
+    r.register(51, "AlterUserScramCredentials", (0, 0),
+               scram_credentials.handle_alter_user_scram_credentials)
     # group coordinator (coordinator/group): classic groups and committed offsets
     r.register(8, "OffsetCommit", (2, 9), offsets_commit.handle_offset_commit)
     r.register(9, "OffsetFetch", (1, 9), offsets_commit.handle_offset_fetch)

@@ -32,9 +32,11 @@ from .coordinator_host import BrokerLogHost
 from .dispatch import Dispatcher
 from .malloc_tuning import tune_malloc
 from .markers import TxnMarkerChannel
-from .metadata_store import BrokerInfo, LocalMetadataStore, TopicState
+from .metadata_store import BrokerEndpoint, BrokerInfo, LocalMetadataStore, TopicState
 from .replica_fetcher import ReplicaFetcherManager
 from .replica_manager import ReplicaManager
+from .security.listeners import listener_endpoints
+from .security.scram import ScramCredential
 from .server import KafkaServer, ServerLimits
 from .topic_admin import TopicAdmin
 from .zk_store import ZkMetadataStore
@@ -51,9 +53,11 @@ class Broker:
             log.warning("%s is set but has no effect in Samsa: %s", prop.name, prop.ignored)
         self.data_dir.mkdir(parents=True, exist_ok=True)
         log_dirs = [Path(d) for d in config.log_dirs]
-        host, port = config.listen_host, config.listen_port
         advertised = config.advertised_listener
-        info = BrokerInfo(self.broker_id, advertised.host, advertised.port, config["broker.rack"])
+        endpoints = tuple(BrokerEndpoint(li.name, li.host, li.port, li.security_protocol)
+                          for li in config.advertised_listeners)
+        info = BrokerInfo(self.broker_id, advertised.host, advertised.port, config["broker.rack"],
+                          endpoints)
         self.zookeeper: str | None = config["zookeeper.connect"]
         self.store: Any
         if self.zookeeper:
@@ -127,13 +131,17 @@ class Broker:
         self.groups = GroupCoordinator(coordinator_host, config)
         self.registry = build_registry()
         self.server = KafkaServer(
-            host,
-            port,
+            listener_endpoints(config, self._scram_credential),
             Dispatcher(self.registry, self._services()),
             config["socket.request.max.bytes"],
             ServerLimits.from_config(config),
         )
         self._background: list[asyncio.Task[None]] = []
+
+    def _scram_credential(self, user: str, mechanism: str) -> ScramCredential | None:
+        """A user's SCRAM credential, from the cluster metadata."""
+        credential: ScramCredential | None = self.store.scram_credential(user, mechanism)
+        return credential
 
     def _services(self) -> BrokerServices:
         """What request handlers may use of this broker (broker/context.py)."""

@@ -22,13 +22,14 @@ if TYPE_CHECKING:
 
     from .metadata_store import MetadataStore
     from .replica_manager import ReplicaManager
+    from .security.sasl import SaslSession
     from .topic_admin import TopicAdmin
 
 
 @dataclass(frozen=True, slots=True)
 class KafkaPrincipal:
-    """Who sent a request (Kafka's KafkaPrincipal). Without authentication every connection
-    is Kafka's anonymous user."""
+    """Who sent a request (Kafka's KafkaPrincipal): `User:<name>` of a SASL user, `User:<DN>` of
+    a TLS client certificate, else Kafka's anonymous user."""
 
     principal_type: str
     name: str
@@ -64,11 +65,13 @@ class RequestContext:
     api_version: int
     correlation_id: int
     client_id: str | None
-    listener: str  # the listener's name (Samsa has one: PLAINTEXT)
+    listener: str  # the name of the listener the request came in on
     peer: str  # "host:port" of the client
     received_ms: int  # wall clock when the request was decoded
     services: BrokerServices
     principal: KafkaPrincipal = ANONYMOUS
+    # The connection's SASL authentication on a SASL listener (until and after it passes).
+    sasl: SaslSession | None = None
 
     @property
     def version(self) -> int:

@@ -25,6 +25,7 @@ from protocol.registry import ApiRegistry
 
 from . import metrics
 from .context import BrokerServices, RequestContext
+from .security.sasl import AuthenticationFailed, SaslSession
 from .server import CloseConnection, ConnectionInfo, Response
 
 log = logging.getLogger(__name__)
@@ -36,13 +37,20 @@ class Dispatcher:
     def __init__(self, registry: ApiRegistry[RequestContext], services: BrokerServices) -> None:
         self.registry = registry
         self.services = services
-        self.listener = services.config.listener.name
 
     async def __call__(self, raw: bytes, conn: ConnectionInfo) -> Response | None:
+        auth = conn.authenticator
+        if auth is not None and not auth.complete and auth.raw_tokens:
+            return self._raw_sasl_token(raw, conn, auth)
         api_key, version, correlation_id = peek_key_version(raw)
         spec = self.registry.get(api_key)
         if spec is None:
             raise CloseConnection(f"unknown api key {api_key}")
+        if auth is not None and not auth.complete and not auth.allows(api_key):
+            # Kafka's SaslServerAuthenticator: nothing else before authentication.
+            phase = "handshake" if auth.state == "handshake" else "authentication"
+            raise CloseConnection(f"Unexpected Kafka request of type {spec.name} during SASL "
+                                  f"{phase} (listener {conn.listener})")
         if not spec.accepts(version):
             if api_key == API_VERSIONS_KEY:
                 return _api_versions_unsupported(correlation_id, spec.max_version)
@@ -59,10 +67,12 @@ class Dispatcher:
             version,
             correlation_id,
             header.client_id,
-            self.listener,
+            conn.listener,
             conn.peer,
             int(time.time() * 1000),
             self.services,
+            conn.principal,
+            auth,
         )
         started = time.perf_counter()
         try:
@@ -83,7 +93,30 @@ class Dispatcher:
         if CHECK_ENCODER:
             _check_encoder(resp_type, result, b"".join(body))
         flexible = _flexible(resp_type) and api_key != API_VERSIONS_KEY
-        return frame_parts([response_header(correlation_id, flexible), *body])
+        framed = frame_parts([response_header(correlation_id, flexible), *body])
+        if auth is not None:
+            return self._after_sasl_request(auth, conn, framed)
+        return framed
+
+    def _after_sasl_request(self, auth: SaslSession, conn: ConnectionInfo,
+                            framed: Response) -> Response:
+        if auth.failed:
+            raise CloseConnection(auth.failure or "authentication failed", framed,
+                                  auth.config.failed_delay_ms / 1000)
+        if auth.complete and auth.principal is not None:
+            conn.principal = auth.principal
+        return framed
+
+    def _raw_sasl_token(self, raw: bytes, conn: ConnectionInfo, auth: SaslSession) -> Response:
+        """After SaslHandshake v0 the client sends the mechanism's tokens in bare size-prefixed
+        frames and gets the answers so; a failure just closes the connection."""
+        try:
+            answer = auth.evaluate(raw)
+        except AuthenticationFailed as exc:
+            raise CloseConnection(str(exc), None, auth.config.failed_delay_ms / 1000) from None
+        if auth.complete and auth.principal is not None:
+            conn.principal = auth.principal
+        return frame_parts([answer])
 
 
 def _check_encoder(resp_type: type, result: dict[str, Any], body: bytes) -> None:

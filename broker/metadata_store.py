@@ -16,6 +16,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Protocol
 
+from .security.scram import MECHANISMS as SCRAM_MECHANISMS
+from .security.scram import ScramCredential
+
 
 @dataclass(slots=True)
 class PartitionState:
@@ -35,11 +38,33 @@ class TopicState:
 
 
 @dataclass(frozen=True, slots=True)
-class BrokerInfo:
-    broker_id: int
+class BrokerEndpoint:
+    """One of a broker's advertised listeners."""
+
+    listener: str
     host: str
     port: int
+    security_protocol: str = "PLAINTEXT"
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerInfo:
+    broker_id: int
+    host: str  # the inter-broker listener's address
+    port: int
     rack: str | None = None
+    endpoints: tuple[BrokerEndpoint, ...] = ()  # every advertised listener
+
+    def endpoint(self, listener: str) -> BrokerEndpoint | None:
+        """The broker's address on a listener (Kafka answers Metadata with the brokers'
+        addresses on the listener the request came in on); None when it has no such
+        listener. A broker that registered no endpoints has its one address."""
+        for e in self.endpoints:
+            if e.listener == listener:
+                return e
+        if not self.endpoints:
+            return BrokerEndpoint(listener, self.host, self.port)
+        return None
 
 
 class MetadataStore(Protocol):
@@ -56,6 +81,12 @@ class MetadataStore(Protocol):
     # A group's config overrides (Kafka 4's group configs; empty when it has none).
     async def group_configs(self, group: str) -> dict[str, str]: ...
     async def set_group_configs(self, group: str, configs: dict[str, str]) -> None: ...
+    # SCRAM credentials (ZooKeeper's /config/users/<user>)
+    def scram_credential(self, user: str, mechanism: str) -> ScramCredential | None: ...
+    def scram_users(self) -> dict[str, dict[str, str]]: ...
+    async def alter_scram_credentials(
+        self, changes: list[tuple[str, str, ScramCredential | None]]
+    ) -> None: ...
 
 
 def new_cluster_id() -> str:
@@ -75,6 +106,9 @@ class LocalMetadataStore:
         self._broker = broker
         self._topics: dict[str, TopicState] = {}
         self._group_configs: dict[str, dict[str, str]] = {}
+        # SCRAM credentials: user -> mechanism -> Kafka's credential string (ZooKeeper's
+        # /config/users/<user> "config" in a cluster).
+        self._users: dict[str, dict[str, str]] = {}
         self.cluster_id = new_cluster_id()
         if self._path.exists():
             self._load()
@@ -118,9 +152,32 @@ class LocalMetadataStore:
             self._group_configs.pop(group, None)
         self._save()
 
+    def scram_credential(self, user: str, mechanism: str) -> ScramCredential | None:
+        text = self._users.get(user, {}).get(mechanism)
+        return ScramCredential.from_config(text) if text else None
+
+    def scram_users(self) -> dict[str, dict[str, str]]:
+        return {u: {k: v for k, v in m.items() if k in SCRAM_MECHANISMS}
+                for u, m in self._users.items()}
+
+    async def alter_scram_credentials(
+        self, changes: list[tuple[str, str, ScramCredential | None]]
+    ) -> None:
+        """(user, mechanism, credential or None to delete), all at once."""
+        for user, mechanism, credential in changes:
+            mechs = self._users.setdefault(user, {})
+            if credential is None:
+                mechs.pop(mechanism, None)
+            else:
+                mechs[mechanism] = credential.to_config()
+            if not mechs:
+                del self._users[user]
+        self._save()
+
     def _load(self) -> None:
         doc = json.loads(self._path.read_text())
         self.cluster_id = doc["cluster_id"]
+        self._users = {str(u): dict(m) for u, m in doc.get("users", {}).items()}
         for t in doc["topics"]:
             self._topics[t["name"]] = TopicState(
                 name=t["name"],
@@ -146,6 +203,7 @@ class LocalMetadataStore:
                 for t in self._topics.values()
             ],
             "group_configs": self._group_configs,
+            "users": self._users,
         }
         tmp = self._path.with_suffix(".tmp")
         with open(tmp, "w") as f:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import socket
+import ssl
 import time
 from collections import Counter
 from collections.abc import Awaitable, Callable
@@ -19,6 +20,10 @@ from typing import Any
 
 from protocol.framing import FrameError, frame_size
 
+from .context import ANONYMOUS, KafkaPrincipal
+from .security.sasl import SaslConfig, SaslSession
+from .security.tls import subject_dn
+
 log = logging.getLogger(__name__)
 
 _HIGH_WATER = 1 << 20
@@ -26,18 +31,53 @@ INT_MAX = 2**31 - 1
 
 
 class CloseConnection(Exception):
-    """Kafka's answer to this request is to close the connection."""
+    """Kafka's answer to this request is to close the connection: after writing `response`
+    if given, and after `delay_s` (a failed authentication's delay)."""
+
+    def __init__(self, reason: str, response: Response | None = None,
+                 delay_s: float = 0.0) -> None:
+        super().__init__(reason)
+        self.response = response
+        self.delay_s = delay_s
+
+
+@dataclass(frozen=True, slots=True)
+class Endpoint:
+    """One listener: its name, address, security protocol and, for SSL and SASL_SSL, its TLS
+    context."""
+
+    name: str
+    host: str
+    port: int
+    security_protocol: str = "PLAINTEXT"
+    tls: ssl.SSLContext | None = None
+    sasl: SaslConfig | None = None  # SASL_PLAINTEXT and SASL_SSL
 
 
 class ConnectionInfo:
-    __slots__ = ("peer", "writer", "busy", "last_active")
+    __slots__ = ("peer", "writer", "busy", "last_active", "listener", "security_protocol",
+                 "principal", "authenticator")
 
-    def __init__(self, peer: str, writer: asyncio.StreamWriter) -> None:
+    def __init__(self, peer: str, writer: asyncio.StreamWriter,
+                 endpoint: Endpoint | None = None, principal: KafkaPrincipal = ANONYMOUS
+                 ) -> None:
         self.peer = peer
         self.writer = writer
         self.busy = False  # a request is being answered
         self.last_active = time.monotonic()  # when the last request was answered
+        self.listener = endpoint.name if endpoint else "PLAINTEXT"
+        self.security_protocol = endpoint.security_protocol if endpoint else "PLAINTEXT"
+        # Who the client is: a TLS client certificate's subject, a SASL user once
+        # authenticated, else ANONYMOUS.
+        self.principal = principal
+        # A SASL listener's authentication (security/sasl.py): nothing else is served before
+        # it completes.
+        self.authenticator: SaslSession | None = None
+        if endpoint is not None and endpoint.sasl is not None:
+            self.authenticator = SaslSession(endpoint.sasl, peer)
 
+
+_HANDSHAKE_TIMEOUT_S = 10.0
 
 # A response is a list of buffers (the size prefix first), written without joining them.
 Response = list[bytes | memoryview]
@@ -99,25 +139,40 @@ class ServerLimits:
 
 
 class KafkaServer:
-    def __init__(self, host: str, port: int, dispatch: Dispatch, max_request_bytes: int,
+    """Serves every listener. `endpoints[0]` is the inter-broker listener: `host` and `port`
+    are its address (`ports` has every listener's bound port once started)."""
+
+    def __init__(self, endpoints: list[Endpoint], dispatch: Dispatch, max_request_bytes: int,
                  limits: ServerLimits | None = None) -> None:
-        self.host = host
-        self.port = port
+        self.endpoints = list(endpoints)
+        self.host = self.endpoints[0].host
+        self.port = self.endpoints[0].port
+        self.ports: dict[str, int] = {e.name: e.port for e in self.endpoints}
         self._dispatch = dispatch
         self._max_request_bytes = max_request_bytes
         self._limits = limits or ServerLimits()
-        self._listeners: list[socket.socket] = []
+        self._listeners: list[tuple[socket.socket, Endpoint]] = []
         self._tasks: list[asyncio.Task[None]] = []
         self._connections: set[asyncio.Task[None]] = set()
         self._writers: set[asyncio.StreamWriter] = set()
         self._open: dict[ConnectionInfo, str] = {}  # connection -> its peer's address
         self._per_ip: Counter[str] = Counter()
+        self._count = 0  # connections accepted and not yet closed (handshaking or open)
         self._slot_freed = asyncio.Event()
 
     async def start(self) -> None:
+        for endpoint in self.endpoints:
+            await self._bind(endpoint)
+        for sock, endpoint in self._listeners:
+            self._tasks.append(asyncio.create_task(self._accept_loop(sock, endpoint)))
+        if self._limits.idle_ms >= 0:
+            self._tasks.append(asyncio.create_task(self._close_idle_loop()))
+
+    async def _bind(self, endpoint: Endpoint) -> None:
         loop = asyncio.get_running_loop()
-        infos = await loop.getaddrinfo(self.host or None, self.port, type=socket.SOCK_STREAM,
-                                       flags=socket.AI_PASSIVE)
+        infos = await loop.getaddrinfo(endpoint.host or None, endpoint.port,
+                                       type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+        bound: int | None = None
         for family, kind, proto, _, address in dict.fromkeys(infos):
             sock = socket.socket(family, kind, proto)
             try:
@@ -132,18 +187,21 @@ class KafkaServer:
             except OSError:
                 sock.close()
                 raise
-            self._listeners.append(sock)
-        self.port = self._listeners[0].getsockname()[1]
-        for sock in self._listeners:
-            self._tasks.append(asyncio.create_task(self._accept_loop(sock)))
-        if self._limits.idle_ms >= 0:
-            self._tasks.append(asyncio.create_task(self._close_idle_loop()))
+            self._listeners.append((sock, endpoint))
+            if bound is None:
+                bound = sock.getsockname()[1]
+        if bound is not None:
+            self.ports[endpoint.name] = bound
+            if endpoint is self.endpoints[0]:
+                self.port = bound
+        log.info("listening on %s://%s:%s (%s)", endpoint.name, endpoint.host, bound,
+                 endpoint.security_protocol)
 
     async def stop(self) -> None:
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
-        for sock in self._listeners:
+        for sock, _ in self._listeners:
             sock.close()
         # Abort the sockets as well as cancelling: a handler can swallow a cancellation
         # (Python 3.11's wait_for racing a completion) and would then read the next request.
@@ -155,12 +213,12 @@ class KafkaServer:
             await asyncio.gather(*self._connections, return_exceptions=True)
 
     # -- accepting -----------------------------------------------------------------------------
-    async def _accept_loop(self, listener: socket.socket) -> None:
+    async def _accept_loop(self, listener: socket.socket, endpoint: Endpoint) -> None:
         loop = asyncio.get_running_loop()
         while True:
             # Kafka's acceptor stops accepting at max.connections: new connections wait in
             # the listen backlog until one closes.
-            while len(self._open) >= self._limits.max_connections:
+            while self._count >= self._limits.max_connections:
                 self._slot_freed.clear()
                 await self._slot_freed.wait()
             try:
@@ -178,25 +236,73 @@ class KafkaServer:
             try:
                 _set_buffer(sock, socket.SO_SNDBUF, self._limits.send_buffer_bytes)
                 _set_buffer(sock, socket.SO_RCVBUF, self._limits.receive_buffer_bytes)
-                reader, writer = await asyncio.open_connection(sock=sock, limit=1 << 16)
             except OSError:
                 sock.close()
                 continue
             peer = f"{ip}:{address[1]}" if len(address) >= 2 else ip
-            conn = ConnectionInfo(peer, writer)
-            self._open[conn] = ip
+            self._count += 1
             self._per_ip[ip] += 1
-            task = asyncio.create_task(self._serve_connection(reader, writer, conn))
+            task = asyncio.create_task(self._connection(sock, ip, peer, endpoint))
             self._connections.add(task)
 
+    async def _connection(self, sock: socket.socket, ip: str, peer: str,
+                          endpoint: Endpoint) -> None:
+        """One accepted connection: the TLS handshake (in its own task, so that a slow or
+        bogus client never holds up the acceptor), then its requests."""
+        task = asyncio.current_task()
+        assert task is not None
+        try:
+            opened = await self._open_streams(sock, peer, endpoint)
+            if opened is None:
+                return
+            reader, writer, principal = opened
+            conn = ConnectionInfo(peer, writer, endpoint, principal)
+            self._open[conn] = ip
+            await self._serve_connection(reader, writer, conn)
+        except asyncio.CancelledError:
+            pass
+        finally:
+            self._connections.discard(task)
+            self._count -= 1
+            self._per_ip[ip] -= 1
+            if self._per_ip[ip] <= 0:
+                del self._per_ip[ip]
+            self._slot_freed.set()
+
+    async def _open_streams(
+        self, sock: socket.socket, peer: str, endpoint: Endpoint
+    ) -> tuple[asyncio.StreamReader, asyncio.StreamWriter, KafkaPrincipal] | None:
+        if endpoint.tls is None:
+            try:
+                reader, writer = await asyncio.open_connection(sock=sock, limit=1 << 16)
+            except OSError:
+                sock.close()
+                return None
+            return reader, writer, ANONYMOUS
+        loop = asyncio.get_running_loop()
+        reader = asyncio.StreamReader(limit=1 << 16)
+        protocol = asyncio.StreamReaderProtocol(reader)
+        try:
+            transport, _ = await loop.connect_accepted_socket(
+                lambda: protocol, sock, ssl=endpoint.tls,
+                ssl_handshake_timeout=_HANDSHAKE_TIMEOUT_S)
+        except (TimeoutError, OSError, ssl.SSLError, EOFError) as exc:
+            # Kafka logs a failed handshake and closes: e.g. a plaintext client on a TLS port.
+            log.info("Failed authentication with %s (SSL handshake failed on listener %s: %s)",
+                     peer, endpoint.name, exc)
+            sock.close()
+            return None
+        writer = asyncio.StreamWriter(transport, protocol, reader, loop)
+        principal = ANONYMOUS
+        cert = transport.get_extra_info("peercert")
+        if cert:
+            principal = KafkaPrincipal("User", subject_dn(cert))
+            log.info("TLS client %s on listener %s authenticated as %s", peer, endpoint.name,
+                     principal)
+        return reader, writer, principal
+
     def _closed(self, conn: ConnectionInfo) -> None:
-        ip = self._open.pop(conn, None)
-        if ip is None:
-            return
-        self._per_ip[ip] -= 1
-        if self._per_ip[ip] <= 0:
-            del self._per_ip[ip]
-        self._slot_freed.set()
+        self._open.pop(conn, None)
 
     async def _close_idle_loop(self) -> None:
         """connections.max.idle.ms: close connections that sent no request for that long
@@ -215,14 +321,16 @@ class KafkaServer:
     async def _serve_connection(
         self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, conn: ConnectionInfo
     ) -> None:
-        task = asyncio.current_task()
-        assert task is not None
         self._writers.add(writer)
         responses = ResponseWriter(writer)
         try:
             while True:
                 prefix = await reader.readexactly(4)
-                size = frame_size(prefix, self._max_request_bytes)
+                auth = conn.authenticator
+                if auth is not None and not auth.complete:
+                    size = _sasl_frame_size(prefix, auth)
+                else:
+                    size = frame_size(prefix, self._max_request_bytes)
                 request = await reader.readexactly(size)
                 conn.busy = True
                 response = await self._dispatch(request, conn)
@@ -240,15 +348,38 @@ class KafkaServer:
         except FrameError as exc:
             log.warning("closing connection from %s: %s", conn.peer, exc)
         except CloseConnection as exc:
-            log.warning("closing connection from %s: %s", conn.peer, exc)
+            if exc.response is not None:
+                responses.add(exc.response)
+                responses.flush()
+            if exc.delay_s > 0:
+                log.info("closing connection from %s in %.0f ms: %s", conn.peer,
+                         exc.delay_s * 1000, exc)
+                await asyncio.sleep(exc.delay_s)
+            else:
+                log.warning("closing connection from %s: %s", conn.peer, exc)
         except asyncio.CancelledError:
             pass
         finally:
-            self._connections.discard(task)
             self._writers.discard(writer)
             self._closed(conn)
             responses.flush()  # answers to the requests before a close still go out
             writer.close()
+
+
+def _sasl_frame_size(prefix: bytes, auth: SaslSession) -> int:
+    """Before SASL authentication completes Kafka reads at most sasl.server.max.receive.size
+    bytes; a raw token (after SaslHandshake v0) may be shorter than a request header."""
+    limit = auth.config.max_receive_size
+    if not auth.raw_tokens:
+        size = frame_size(prefix, INT_MAX)
+    else:
+        size = int.from_bytes(prefix, "big", signed=True)
+        if size < 0:
+            raise FrameError(f"invalid SASL token size {size}")
+    if size > limit:
+        raise FrameError(f"frame of {size} bytes before authentication exceeds "
+                         f"sasl.server.max.receive.size={limit}")
+    return size
 
 
 def _set_buffer(sock: socket.socket, option: int, size: int) -> None:

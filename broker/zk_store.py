@@ -1,7 +1,8 @@
 """Cluster metadata in ZooKeeper, laid out like Kafka 0.8-3.x (see cluster-coordination.md).
 
     /cluster/id                                  {"version":"1","id":...}
-    /brokers/ids/<id>                  ephemeral {"version":5,"host","port","rack"}; epoch = czxid
+    /brokers/ids/<id>                  ephemeral {"version":5,"host","port","rack","endpoints",
+                                                  "listener_security_protocol_map"}; epoch = czxid
     /brokers/topics/<t>                          {"version":2,"topic_id","partitions":{"0":[1,2]}}
     /brokers/topics/<t>/partitions/<p>/state     {"controller_epoch","leader","leader_epoch","isr"}
     /config/topics/<t>                           {"version":1,"config":{...}}
@@ -36,7 +37,9 @@ from kazoo.exceptions import (
 )
 from kazoo.handlers.threading import KazooTimeoutError
 
-from .metadata_store import BrokerInfo, PartitionState, TopicState, new_cluster_id
+from .metadata_store import BrokerEndpoint, BrokerInfo, PartitionState, TopicState, new_cluster_id
+from .security.scram import MECHANISMS as SCRAM_MECHANISMS
+from .security.scram import ScramCredential
 
 log = logging.getLogger(__name__)
 
@@ -66,6 +69,8 @@ class ZkMetadataStore:
         self._brokers: dict[int, BrokerInfo] = {}
         self._topics: dict[str, TopicState] = {}
         self._watched: set[str] = set()
+        self._users: dict[str, dict[str, str]] = {}  # /config/users/<user> "config"s (SCRAM)
+        self._watched_users: set[str] = set()
         self._watched_states: set[tuple[str, int]] = set()
         self._listeners: list[Callable[[str, str], None]] = []
         self.session_lost = asyncio.Event()
@@ -91,7 +96,8 @@ class ZkMetadataStore:
                 f"{self._connect_timeout_s * 1000:.0f} ms (zookeeper.connection.timeout.ms)"
             ) from None
         self._zk.add_listener(self._on_state)
-        for path in ("/brokers/ids", "/brokers/topics", "/config/topics", LOG_DIR_EVENTS):
+        for path in ("/brokers/ids", "/brokers/topics", "/config/topics", "/config/users",
+                     LOG_DIR_EVENTS):
             self._zk.ensure_path(path)
         try:
             self._zk.create(
@@ -105,6 +111,7 @@ class ZkMetadataStore:
         self._zk.ChildrenWatch("/brokers/topics", self._on_topic_names)
         self._zk.DataWatch("/controller", self._on_controller)
         self._zk.ChildrenWatch(LOG_DIR_EVENTS, self._on_log_dir_events)
+        self._zk.ChildrenWatch("/config/users", self._on_user_names)
 
     def _register(self) -> None:
         b = self._broker
@@ -113,8 +120,13 @@ class ZkMetadataStore:
             "host": b.host,
             "port": b.port,
             "rack": b.rack,
-            "endpoints": [f"PLAINTEXT://{b.host}:{b.port}"],
+            "endpoints": [f"{e.listener}://{e.host}:{e.port}" for e in b.endpoints]
+            or [f"PLAINTEXT://{b.host}:{b.port}"],
         }
+        if b.endpoints:
+            doc["listener_security_protocol_map"] = {
+                e.listener: e.security_protocol for e in b.endpoints
+            }
         path = f"/brokers/ids/{b.broker_id}"
         try:
             self._zk.create(path, _dumps(doc), ephemeral=True)
@@ -205,7 +217,8 @@ class ZkMetadataStore:
                 doc = json.loads(self._zk.get(f"/brokers/ids/{child}")[0])
             except NoNodeError:
                 continue
-            brokers[int(child)] = BrokerInfo(int(child), doc["host"], doc["port"], doc.get("rack"))
+            brokers[int(child)] = BrokerInfo(int(child), doc["host"], doc["port"], doc.get("rack"),
+                                             _endpoints(doc))
         self._call(self._set_brokers, brokers)
 
     def _on_log_dir_events(self, children: list[str]) -> None:
@@ -310,6 +323,35 @@ class ZkMetadataStore:
         if self._topics.pop(name, None) is not None:
             self._emit("topic", name)
 
+    def _on_user_names(self, children: list[str]) -> None:
+        for name in children:
+            if name not in self._watched_users:
+                self._watched_users.add(name)
+                self._zk.DataWatch(f"/config/users/{name}", self._user_watcher(name))
+        for name in self._watched_users - set(children):
+            self._watched_users.discard(name)
+            self._call(self._set_user, name, None)
+
+    def _user_watcher(self, name: str) -> Callable[[bytes | None, Any], bool]:
+        def on_change(data: bytes | None, _stat: Any) -> bool:
+            if data is None:
+                return name in self._watched_users
+            try:
+                config = {str(k): str(v) for k, v in json.loads(data)["config"].items()}
+            except (ValueError, KeyError, TypeError, AttributeError):
+                log.warning("ignoring unreadable /config/users/%s", name)
+                return True
+            self._call(self._set_user, name, config)
+            return True
+
+        return on_change
+
+    def _set_user(self, name: str, config: dict[str, str] | None) -> None:
+        if config:
+            self._users[name] = config
+        else:
+            self._users.pop(name, None)
+
     def _call(self, fn: Callable[..., None], *args: Any) -> None:
         assert self._loop is not None
         self._loop.call_soon_threadsafe(fn, *args)
@@ -331,7 +373,59 @@ class ZkMetadataStore:
     def topic(self, name: str) -> TopicState | None:
         return self._topics.get(name)
 
+    def scram_credential(self, user: str, mechanism: str) -> ScramCredential | None:
+        text = self._users.get(user, {}).get(mechanism)
+        try:
+            return ScramCredential.from_config(text) if text else None
+        except (ValueError, KeyError):
+            log.warning("ignoring the unreadable %s credential of user %s", mechanism, user)
+            return None
+
+    def scram_users(self) -> dict[str, dict[str, str]]:
+        return {u: {m: c for m, c in cfg.items() if m in SCRAM_MECHANISMS}
+                for u, cfg in self._users.items()
+                if any(m in SCRAM_MECHANISMS for m in cfg)}
+
     # ---- writes -----------------------------------------------------------------------------
+    async def alter_scram_credentials(
+        self, changes: list[tuple[str, str, ScramCredential | None]]
+    ) -> None:
+        """(user, mechanism, credential or None to delete), written as Kafka writes them:
+        /config/users/<user> {"version":1,"config":{"SCRAM-SHA-512":"salt=...,..."}} and a
+        /config/changes notification."""
+        users = await asyncio.to_thread(self._alter_scram, changes)
+        for user, config in users.items():
+            self._set_user(user, config)
+
+    def _alter_scram(
+        self, changes: list[tuple[str, str, ScramCredential | None]]
+    ) -> dict[str, dict[str, str]]:
+        out: dict[str, dict[str, str]] = {}
+        for user in dict.fromkeys(u for u, _, _ in changes):
+            path = f"/config/users/{user}"
+            try:
+                data, _ = self._zk.get(path)
+                config = {str(k): str(v) for k, v in json.loads(data)["config"].items()}
+            except NoNodeError:
+                config = {}
+            for u, mechanism, credential in changes:
+                if u != user:
+                    continue
+                if credential is None:
+                    config.pop(mechanism, None)
+                else:
+                    config[mechanism] = credential.to_config()
+            doc = _dumps({"version": 1, "config": config})
+            if self._zk.exists(path):
+                self._zk.set(path, doc)
+            else:
+                self._zk.create(path, doc, makepath=True)
+            self._zk.create("/config/changes/config_change_",
+                            _dumps({"version": 2, "entity_path": f"users/{user}"}),
+                            sequence=True, makepath=True)
+            out[user] = config
+        return out
+
     async def create_topic(self, topic: TopicState) -> None:
         await asyncio.to_thread(self._create_topic, topic)
         self._set_topic(topic)
@@ -549,3 +643,18 @@ def _state_doc(s: PartitionState) -> bytes:
             "isr": s.isr,
         }
     )
+
+
+def _endpoints(doc: dict[str, Any]) -> tuple[BrokerEndpoint, ...]:
+    """A broker znode's "endpoints" (["NAME://HOST:PORT", ...]) with their protocols from
+    "listener_security_protocol_map" (Kafka's BrokerInfo JSON, version 4+)."""
+    protocols = doc.get("listener_security_protocol_map") or {}
+    out = []
+    for text in doc.get("endpoints") or ():
+        name, sep, address = str(text).partition("://")
+        host, _, port = address.rpartition(":")
+        if not sep or not port.isdigit():
+            continue
+        host = host[1:-1] if host.startswith("[") and host.endswith("]") else host
+        out.append(BrokerEndpoint(name, host, int(port), str(protocols.get(name, name))))
+    return tuple(out)

@@ -316,6 +316,9 @@ B, S, I, SH, L, D, LS = (  # noqa: E741 - terse aliases keep the table readable
     ConfigType.DOUBLE,
     ConfigType.LIST,
 )
+PW = ConfigType.PASSWORD
+SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
+DEFAULT_PROTOCOL_MAP = "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL"
 COMPRESSION_TYPES = ("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer")
 GZIP_LEVEL = OneOfOrRange(-1, between(1, 9))
 LZ4_LEVEL = between(1, 17)
@@ -329,6 +332,7 @@ IGNORED_DOC = " Accepted for compatibility; has no effect in Samsa: {reason}."
 REFUSED_DOC = " Samsa refuses any value other than the default: {reason}."
 
 _G_SERVER, _G_SOCKET, _G_LOG, _G_CLEANER = "server", "socket", "log", "log cleaner"
+_G_SECURITY = "security"
 _G_REPL, _G_GROUP, _G_TXN, _G_ZK, _G_SAMSA = (
     "replication",
     "group coordinator",
@@ -387,12 +391,59 @@ _TABLE: list[PropertyDef] = [
        "single broker just flushes and closes).", group=_G_SERVER),
     _p("broker.rack", S, None, "Rack of this broker, reported in metadata.", group=_G_SERVER),
     # --- socket server
-    _p("listeners", S, "PLAINTEXT://127.0.0.1:9092", "Where the broker listens: one "
-       "PLAINTEXT://HOST:PORT with HOST in 127.0.0.0/8 (any host once advertised.listeners "
-       "is set).", kafka="PLAINTEXT://:9092",
+    _p("listeners", S, "PLAINTEXT://127.0.0.1:9092", "Where the broker listens: a comma "
+       "separated list of NAME://HOST:PORT, each name mapped to a security protocol by "
+       "listener.security.protocol.map, with HOST in 127.0.0.0/8 (any host once "
+       "advertised.listeners is set).", kafka="PLAINTEXT://:9092",
        group=_G_SOCKET),
-    _p("advertised.listeners", S, None, "Address given to clients in metadata; defaults to "
-       "listeners.", group=_G_SOCKET),
+    _p("advertised.listeners", S, None, "Addresses given to clients in metadata, per listener "
+       "name; a listener not named here is advertised as it listens.", group=_G_SOCKET),
+    _p("listener.security.protocol.map", S, DEFAULT_PROTOCOL_MAP, "NAME:PROTOCOL pairs: the "
+       "security protocol (PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL) of each listener name.",
+       group=_G_SOCKET),
+    _p("inter.broker.listener.name", S, None, "The listener brokers use to reach each other; "
+       "unset: the listener of security.inter.broker.protocol.", group=_G_SOCKET),
+    _p("security.inter.broker.protocol", S, "PLAINTEXT", "Security protocol between brokers "
+       "when inter.broker.listener.name is unset (Samsa's brokers talk PLAINTEXT).",
+       ValidString(("PLAINTEXT",)), group=_G_SOCKET),
+    _p("connection.failed.authentication.delay.ms", I, 100, "Delay before the connection of a "
+       "failed authentication is closed.", at_least(0), group=_G_SECURITY),
+    _p("sasl.server.max.receive.size", I, 524288, "Largest request read from a client before "
+       "its SASL authentication completes; a bigger one closes the connection.", at_least(1),
+       group=_G_SECURITY),
+    _p("sasl.enabled.mechanisms", LS, ["PLAIN"], "SASL mechanisms offered on SASL listeners: "
+       "PLAIN, SCRAM-SHA-256, SCRAM-SHA-512.", kafka=["GSSAPI"], group=_G_SECURITY),
+    _p("ssl.keystore.type", S, "PEM", "Format of the key store: PEM (a file holding the "
+       "private key and the certificate chain, or ssl.keystore.key and "
+       "ssl.keystore.certificate.chain inline) or PKCS12; JKS is not read.",
+       ValidString(("PEM", "PKCS12")), kafka="JKS", group=_G_SECURITY),
+    _p("ssl.keystore.location", S, None, "Key store file.", group=_G_SECURITY),
+    _p("ssl.keystore.password", PW, None, "Password of the key store file (PKCS12), or of an "
+       "encrypted PEM key when ssl.key.password is unset.", group=_G_SECURITY),
+    _p("ssl.key.password", PW, None, "Password of the private key.", group=_G_SECURITY),
+    _p("ssl.keystore.key", PW, None, "PEM private key (with ssl.keystore.type=PEM).",
+       group=_G_SECURITY),
+    _p("ssl.keystore.certificate.chain", S, None, "PEM certificate chain (with "
+       "ssl.keystore.type=PEM).", group=_G_SECURITY),
+    _p("ssl.truststore.type", S, "PEM", "Format of the trust store: PEM or PKCS12.",
+       ValidString(("PEM", "PKCS12")), kafka="JKS", group=_G_SECURITY),
+    _p("ssl.truststore.location", S, None, "Trust store file (PEM certificates) used to verify "
+       "client certificates.", group=_G_SECURITY),
+    _p("ssl.truststore.password", PW, None, "Password of a PKCS12 trust store.",
+       group=_G_SECURITY),
+    _p("ssl.truststore.certificates", S, None, "PEM trusted certificates inline.",
+       group=_G_SECURITY),
+    _p("ssl.client.auth", S, "none", "Client certificates: none, requested or required.",
+       ValidString(("none", "requested", "required")), group=_G_SECURITY),
+    _p("ssl.enabled.protocols", LS, ["TLSv1.2", "TLSv1.3"], "TLS versions accepted.",
+       ValidList(("TLSv1.2", "TLSv1.3")), group=_G_SECURITY),
+    _p("ssl.protocol", S, "TLSv1.3", "Newest TLS version offered.",
+       ValidString(("TLSv1.2", "TLSv1.3", "TLS")), group=_G_SECURITY),
+    _p("ssl.cipher.suites", LS, [], "TLS 1.2 cipher suites (OpenSSL names); empty: the "
+       "defaults.", group=_G_SECURITY),
+    _p("ssl.principal.mapping.rules", S, "DEFAULT", "How a client certificate's distinguished "
+       "name becomes a principal: DEFAULT keeps the whole name.", ValidString(("DEFAULT",)),
+       group=_G_SECURITY),
     _p("socket.send.buffer.bytes", I, 102400, "SO_SNDBUF of accepted sockets; -1 keeps the OS "
        "default.", at_least(-1), group=_G_SOCKET),
     _p("socket.receive.buffer.bytes", I, 102400, "SO_RCVBUF of accepted sockets; -1 keeps the "
@@ -657,32 +708,67 @@ class Listener:
     name: str
     host: str
     port: int
+    security_protocol: str = "PLAINTEXT"
 
 
-def parse_listener(
-    key: str, value: str, *, local_only: bool, advertised: bool = False
-) -> Listener:
-    parts = [s for s in value.split(",") if s.strip()]
-    if len(parts) != 1:
-        raise ConfigError.invalid(key, value, "Samsa supports exactly one listener")
-    m = re.fullmatch(r"\s*([A-Za-z0-9_]+)://(\[[^\]]*\]|[^:/]*):(\d+)\s*", parts[0])
-    if not m:
-        raise ConfigError.invalid(key, value, "Expected LISTENER://HOST:PORT")
-    name, host, port = m.group(1).upper(), m.group(2), int(m.group(3))
-    if name != "PLAINTEXT":
-        raise ConfigError.invalid(key, value, "Only the PLAINTEXT listener is supported")
-    if port > 65535:
-        raise ConfigError.invalid(key, value, "Port must be in [0, 65535]")
-    if local_only:
-        if host == "localhost":
-            host = "127.0.0.1"
-        if not re.fullmatch(r"127\.\d{1,3}\.\d{1,3}\.\d{1,3}", host):
-            raise ConfigError.invalid(
-                key, value, "Samsa binds 127.0.0.0/8 addresses only, unless advertised.listeners "
-                "is set (e.g. in a container)")
-    elif advertised and (not host or host == "0.0.0.0"):
-        raise ConfigError.invalid(key, value, "An advertised host must be a real address")
-    return Listener(name, host, port)
+_LISTENER_RE = re.compile(r"\s*([A-Za-z0-9_]+)://(\[[^\]]*\]|[^:/]*):(\d+)\s*")
+_LISTENER_PREFIX = re.compile(r"listener\.name\.([a-z0-9_]+)\.(.+)")
+
+
+def parse_protocol_map(value: str) -> dict[str, str]:
+    """listener.security.protocol.map: NAME:PROTOCOL,... (Kafka's
+    SocketServerConfigs.LISTENER_SECURITY_PROTOCOL_MAP_CONFIG)."""
+    key = "listener.security.protocol.map"
+    out: dict[str, str] = {}
+    for item in (s.strip() for s in value.split(",")):
+        if not item:
+            continue
+        name, sep, protocol = item.partition(":")
+        name, protocol = name.strip().upper(), protocol.strip().upper()
+        if not sep or not re.fullmatch(r"[A-Z0-9_]+", name):
+            raise ConfigError.invalid(key, value, "Expected NAME:PROTOCOL pairs")
+        if protocol not in SECURITY_PROTOCOLS:
+            raise ConfigError.invalid(key, value, f"No enum constant for {protocol!r}; "
+                                      f"expected one of {', '.join(SECURITY_PROTOCOLS)}")
+        if name in out:
+            raise ConfigError.invalid(key, value, f"Duplicate listener name {name}")
+        out[name] = protocol
+    return out
+
+
+def parse_listeners(
+    key: str, value: str, protocols: Mapping[str, str], *, local_only: bool,
+    advertised: bool = False,
+) -> list[Listener]:
+    """`listeners` / `advertised.listeners`: NAME://HOST:PORT,... with distinct names, each
+    in the security protocol map (Kafka's CoreUtils.listenerListToEndPoints)."""
+    out: list[Listener] = []
+    for part in (s for s in value.split(",") if s.strip()):
+        m = _LISTENER_RE.fullmatch(part)
+        if not m:
+            raise ConfigError.invalid(key, value, "Expected LISTENER://HOST:PORT")
+        name, host, port = m.group(1).upper(), m.group(2), int(m.group(3))
+        if name not in protocols:
+            raise ConfigError.invalid(key, value, f"No security protocol defined for listener "
+                                      f"{name} (see listener.security.protocol.map)")
+        if port > 65535:
+            raise ConfigError.invalid(key, value, "Port must be in [0, 65535]")
+        if local_only:
+            if host == "localhost":
+                host = "127.0.0.1"
+            if not re.fullmatch(r"127\.\d{1,3}\.\d{1,3}\.\d{1,3}", host):
+                raise ConfigError.invalid(
+                    key, value, "Samsa binds 127.0.0.0/8 addresses only, unless "
+                    "advertised.listeners is set (e.g. in a container)")
+        elif advertised and (not host or host == "0.0.0.0"):
+            raise ConfigError.invalid(key, value, "An advertised host must be a real address")
+        if any(li.name == name for li in out):
+            raise ConfigError.invalid(key, value, f"Each listener must have a different name, "
+                                      f"{name} is repeated")
+        out.append(Listener(name, host, port, protocols[name]))
+    if not out:
+        raise ConfigError.invalid(key, value, "At least one listener is needed")
+    return out
 
 
 class BrokerConfig:
@@ -787,10 +873,46 @@ class BrokerConfig:
         return int(self["node.id"])
 
     @property
-    def listener(self) -> Listener:
+    def security_protocol_map(self) -> dict[str, str]:
+        return parse_protocol_map(self["listener.security.protocol.map"])
+
+    @property
+    def listeners(self) -> list[Listener]:
+        """Every listener, in the order configured."""
         # Binding beyond loopback is an explicit choice: it needs an address to advertise.
         local_only = self["advertised.listeners"] is None
-        return parse_listener("listeners", self["listeners"], local_only=local_only)
+        return parse_listeners("listeners", self["listeners"], self.security_protocol_map,
+                               local_only=local_only)
+
+    @property
+    def advertised_listeners(self) -> list[Listener]:
+        """What clients are told, per listener name (Kafka's effectiveAdvertisedListeners:
+        a listener missing from advertised.listeners is advertised as it listens)."""
+        adv = self["advertised.listeners"]
+        if adv is None:
+            return self.listeners
+        given = {li.name: li for li in parse_listeners(
+            "advertised.listeners", adv, self.security_protocol_map, local_only=False,
+            advertised=True)}
+        return [given.get(li.name, li) for li in self.listeners]
+
+    @property
+    def inter_broker_listener_name(self) -> str:
+        name = self["inter.broker.listener.name"]
+        if name is not None:
+            return str(name).upper()
+        protocol = self["security.inter.broker.protocol"]
+        for li in self.listeners:
+            if li.security_protocol == protocol:
+                return li.name
+        return str(protocol)
+
+    @property
+    def listener(self) -> Listener:
+        """The inter-broker listener (the one address of a broker in the cluster's own
+        traffic)."""
+        name = self.inter_broker_listener_name
+        return next(li for li in self.listeners if li.name == name)
 
     @property
     def listen_host(self) -> str:
@@ -802,10 +924,23 @@ class BrokerConfig:
 
     @property
     def advertised_listener(self) -> Listener:
-        adv = self["advertised.listeners"]
-        if adv is None:
-            return self.listener
-        return parse_listener("advertised.listeners", adv, local_only=False, advertised=True)
+        name = self.inter_broker_listener_name
+        return next(li for li in self.advertised_listeners if li.name == name)
+
+    def for_listener(self, listener: str) -> ListenerConfig:
+        """The properties as one listener sees them (`view["ssl.client.auth"]`)."""
+        return ListenerConfig(self, listener)
+
+    def listener_value(self, listener: str, name: str) -> Any:
+        """A property as one listener sees it: `listener.name.<listener>.<name>` if set, else
+        the property itself (Kafka's per-listener overrides)."""
+        key = f"listener.name.{listener.lower()}.{name}"
+        for layer in (self._dynamic, self._static):
+            if key in layer:
+                return layer[key]
+        if name in BROKER_PROPERTIES:
+            return self[name]
+        return None
 
     @property
     def log_dirs(self) -> list[Path]:
@@ -832,14 +967,40 @@ class BrokerConfig:
             elif "node.id" in layer and "broker.id" not in layer:
                 layer["broker.id"] = layer["node.id"]
 
+    def _check_listeners(self) -> None:
+        listeners = self.listeners
+        names = {li.name for li in listeners}
+        adv = self["advertised.listeners"]
+        if adv is not None:
+            given = parse_listeners("advertised.listeners", adv, self.security_protocol_map,
+                                    local_only=False, advertised=True)
+            extra = sorted({li.name for li in given} - names)
+            if extra:
+                raise ConfigError.invalid(
+                    "advertised.listeners", adv, "advertised.listeners listener names must be "
+                    f"equal to or a subset of the ones defined in listeners ({', '.join(extra)} "
+                    "is not)")
+        ib = self.inter_broker_listener_name
+        if self["inter.broker.listener.name"] is not None \
+                and self["security.inter.broker.protocol"] != "PLAINTEXT":
+            raise ConfigError("inter.broker.listener.name", "Only one of "
+                              "inter.broker.listener.name and security.inter.broker.protocol "
+                              "should be set.")
+        if ib not in names:
+            raise ConfigError.invalid(
+                "inter.broker.listener.name", ib, "inter.broker.listener.name must be a "
+                "listener name defined in advertised.listeners")
+        if self.listener.security_protocol != "PLAINTEXT":
+            raise ConfigError.invalid("inter.broker.listener.name", ib,
+                                      "Samsa's brokers talk to each other over PLAINTEXT")
+
     def _check(self) -> None:
         if self["node.id"] != self["broker.id"]:
             raise ConfigError("node.id", "You must set `node.id` to the same value as "
                               "`broker.id`.")
         if self["node.id"] < 0:
             raise ConfigError.invalid("node.id", self["node.id"], "Value must be at least 0")
-        self.listener  # noqa: B018 - parse for validation
-        self.advertised_listener  # noqa: B018
+        self._check_listeners()
         dirs = self["log.dirs"]
         if dirs is not None and not self.log_dirs:
             raise ConfigError.invalid("log.dirs", dirs, "At least one log directory is needed")
@@ -866,9 +1027,43 @@ class BrokerConfig:
                                       "Value must be at least 0")
 
 
+class ListenerConfig:
+    """A BrokerConfig seen from one listener: `listener.name.<listener>.<name>` overrides
+    `<name>`."""
+
+    def __init__(self, config: BrokerConfig, listener: str) -> None:
+        self.config = config
+        self.listener = listener
+
+    def __getitem__(self, name: str) -> Any:
+        return self.config.listener_value(self.listener, name)
+
+    def override(self, name: str) -> Any:
+        """`listener.name.<listener>.<name>` alone (None if unset)."""
+        key = self.key(name)
+        for layer in (self.config.dynamic_values, self.config.static_values):
+            if key in layer:
+                return layer[key]
+        return None
+
+    def key(self, name: str) -> str:
+        """The per-listener property name (for error messages)."""
+        return f"listener.name.{self.listener.lower()}.{name}"
+
+
 def _parse_all(raw: Mapping[str, object]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for key, value in raw.items():
+        m = _LISTENER_PREFIX.fullmatch(str(key))
+        if m is not None and value is not None:
+            # listener.name.<listener>.<property>: a per-listener override (also of the
+            # <mechanism>.sasl.jaas.config that exists only in that form).
+            inner = m.group(2)
+            base = BROKER_PROPERTIES.get(inner)
+            if base is None and not inner.endswith(".sasl.jaas.config"):
+                raise ConfigError.unknown(str(key), list(BROKER_PROPERTIES))
+            out[str(key)] = base.parse(value) if base is not None else str(value)
+            continue
         prop = lookup(str(key))
         if value is None:
             continue  # unset: falls back to the next layer

@@ -272,6 +272,10 @@ def describe_broker_config(broker: BrokerConfig) -> list[ConfigEntry]:
         prop = BROKER_PROPERTIES[key]
         synonyms = broker_layer_synonyms(broker, key)
         source = synonyms[0].source if synonyms else int(ConfigSource.DEFAULT_CONFIG)
+        if prop.type is ConfigType.PASSWORD:  # Kafka never returns a password's value
+            entries.append(ConfigEntry(key, None, source, True, not prop.dynamic,
+                                       int(prop.type), prop.doc, []))
+            continue
         entries.append(ConfigEntry(key, value_to_string(prop.type, value), source, False,
                                    not prop.dynamic, int(prop.type), prop.doc, synonyms))
     return entries

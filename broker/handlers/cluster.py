@@ -22,7 +22,9 @@ async def handle_describe_cluster(
         "cluster_id": store.cluster_id,
         "controller_id": store.controller_id(),
         "brokers": [
-            {"broker_id": b.broker_id, "host": b.host, "port": b.port, "rack": b.rack}
+            {"broker_id": b.broker_id, "host": e.host, "port": e.port, "rack": b.rack}
             for b in store.brokers()
+            for e in [b.endpoint(ctx.listener)]  # the addresses on the request's listener
+            if e is not None
         ],
     }

@@ -69,7 +69,8 @@ async def _find(ctx: RequestContext, key_type: int, key: str) -> dict[str, Any]:
     if pstate is None or pstate.leader < 0:
         return _error(unavailable, f"{topic}-{partition} has no leader")
     for b in ctx.store.brokers():
-        if b.broker_id == pstate.leader:
+        e = b.endpoint(ctx.listener)  # its address on the listener the request came in on
+        if b.broker_id == pstate.leader and e is not None:
             return {"error_code": ErrorCode.none, "error_message": None, "node_id": b.broker_id,
-                    "host": b.host, "port": b.port}
+                    "host": e.host, "port": e.port}
     return _error(unavailable, f"leader {pstate.leader} of {topic}-{partition} is not alive")

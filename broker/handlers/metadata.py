@@ -71,9 +71,13 @@ async def handle_metadata(ctx: RequestContext, request: MetadataRequest) -> dict
         topics_out.append(_topic(topic, online))
     return {
         "throttle_time": 0,
+        # Each broker's address on the listener this request came in on; brokers without
+        # that listener are left out (Kafka's MetadataCache.getAliveBrokerNodes).
         "brokers": [
-            {"node_id": b.broker_id, "host": b.host, "port": b.port, "rack": b.rack}
+            {"node_id": b.broker_id, "host": e.host, "port": e.port, "rack": b.rack}
             for b in store.brokers()
+            for e in [b.endpoint(ctx.listener)]
+            if e is not None
         ],
         "cluster_id": store.cluster_id,
         "controller_id": store.controller_id(),

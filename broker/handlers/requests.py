@@ -21,6 +21,7 @@ import kio.schema.add_partitions_to_txn.v3.request as add_partitions_to_txn_v3
 import kio.schema.alter_configs.v0.request as alter_configs_v0
 import kio.schema.alter_configs.v1.request as alter_configs_v1
 import kio.schema.alter_configs.v2.request as alter_configs_v2
+import kio.schema.alter_user_scram_credentials.v0.request as alter_user_scram_credentials_v0
 import kio.schema.api_versions.v0.request as api_versions_v0
 import kio.schema.api_versions.v1.request as api_versions_v1
 import kio.schema.api_versions.v2.request as api_versions_v2
@@ -66,6 +67,7 @@ import kio.schema.describe_log_dirs.v3.request as describe_log_dirs_v3
 import kio.schema.describe_log_dirs.v4.request as describe_log_dirs_v4
 import kio.schema.describe_producers.v0.request as describe_producers_v0
 import kio.schema.describe_transactions.v0.request as describe_transactions_v0
+import kio.schema.describe_user_scram_credentials.v0.request as describe_user_scram_credentials_v0
 import kio.schema.end_txn.v0.request as end_txn_v0
 import kio.schema.end_txn.v1.request as end_txn_v1
 import kio.schema.end_txn.v2.request as end_txn_v2
@@ -176,6 +178,11 @@ import kio.schema.produce.v8.request as produce_v8
 import kio.schema.produce.v9.request as produce_v9
 import kio.schema.produce.v10.request as produce_v10
 import kio.schema.produce.v11.request as produce_v11
+import kio.schema.sasl_authenticate.v0.request as sasl_authenticate_v0
+import kio.schema.sasl_authenticate.v1.request as sasl_authenticate_v1
+import kio.schema.sasl_authenticate.v2.request as sasl_authenticate_v2
+import kio.schema.sasl_handshake.v0.request as sasl_handshake_v0
+import kio.schema.sasl_handshake.v1.request as sasl_handshake_v1
 import kio.schema.sync_group.v0.request as sync_group_v0
 import kio.schema.sync_group.v1.request as sync_group_v1
 import kio.schema.sync_group.v2.request as sync_group_v2
@@ -203,6 +210,9 @@ AddPartitionsToTxnRequest: TypeAlias = (
 AlterConfigsRequest: TypeAlias = (
     alter_configs_v0.AlterConfigsRequest | alter_configs_v1.AlterConfigsRequest
     | alter_configs_v2.AlterConfigsRequest
+)
+AlterUserScramCredentialsRequest: TypeAlias = (
+    alter_user_scram_credentials_v0.AlterUserScramCredentialsRequest
 )
 ApiVersionsRequest: TypeAlias = (
     api_versions_v0.ApiVersionsRequest | api_versions_v1.ApiVersionsRequest
@@ -249,6 +259,9 @@ DescribeLogDirsRequest: TypeAlias = (
 )
 DescribeProducersRequest: TypeAlias = describe_producers_v0.DescribeProducersRequest
 DescribeTransactionsRequest: TypeAlias = describe_transactions_v0.DescribeTransactionsRequest
+DescribeUserScramCredentialsRequest: TypeAlias = (
+    describe_user_scram_credentials_v0.DescribeUserScramCredentialsRequest
+)
 EndTxnRequest: TypeAlias = (
     end_txn_v0.EndTxnRequest | end_txn_v1.EndTxnRequest | end_txn_v2.EndTxnRequest
     | end_txn_v3.EndTxnRequest | end_txn_v4.EndTxnRequest
@@ -334,6 +347,13 @@ ProduceRequest: TypeAlias = (
     produce_v3.ProduceRequest | produce_v4.ProduceRequest | produce_v5.ProduceRequest
     | produce_v6.ProduceRequest | produce_v7.ProduceRequest | produce_v8.ProduceRequest
     | produce_v9.ProduceRequest | produce_v10.ProduceRequest | produce_v11.ProduceRequest
+)
+SaslAuthenticateRequest: TypeAlias = (
+    sasl_authenticate_v0.SaslAuthenticateRequest | sasl_authenticate_v1.SaslAuthenticateRequest
+    | sasl_authenticate_v2.SaslAuthenticateRequest
+)
+SaslHandshakeRequest: TypeAlias = (
+    sasl_handshake_v0.SaslHandshakeRequest | sasl_handshake_v1.SaslHandshakeRequest
 )
 SyncGroupRequest: TypeAlias = (
     sync_group_v0.SyncGroupRequest | sync_group_v1.SyncGroupRequest

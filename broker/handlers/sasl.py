@@ -1,0 +1,38 @@
+"""SaslHandshake (17) and SaslAuthenticate (36).
+
+Before authentication the connection's SaslSession (broker/security/sasl.py) answers them; the
+dispatcher lets nothing else through. Reaching them afterwards, or on a listener without SASL,
+is Kafka's KafkaApis case: ILLEGAL_SASL_STATE.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from protocol.errors import ErrorCode
+
+from ..context import RequestContext
+
+if TYPE_CHECKING:
+    from .requests import SaslAuthenticateRequest, SaslHandshakeRequest
+
+
+async def handle_sasl_handshake(
+    ctx: RequestContext, request: SaslHandshakeRequest
+) -> dict[str, Any]:
+    session = ctx.sasl
+    if session is None or session.complete:
+        return {"error_code": ErrorCode.illegal_sasl_state, "mechanisms": []}
+    return session.handshake(request.mechanism, ctx.version)
+
+
+async def handle_sasl_authenticate(
+    ctx: RequestContext, request: SaslAuthenticateRequest
+) -> dict[str, Any]:
+    session = ctx.sasl
+    if session is None or session.complete:
+        return {"error_code": ErrorCode.illegal_sasl_state,
+                "error_message": "SaslAuthenticate request received after successful "
+                                 "authentication",
+                "auth_bytes": b"", "session_lifetime": 0}
+    return session.authenticate(request.auth_bytes, ctx.version)

@@ -1,0 +1,129 @@
+"""DescribeUserScramCredentials (50) and AlterUserScramCredentials (51): SCRAM users, stored
+as Kafka stores them (ZooKeeper's /config/users/<user>; the single-broker metadata file).
+
+Checks and messages follow Kafka's ZkAdminManager: unknown mechanism, empty user, iterations
+outside [4096, 16384], a user/mechanism altered twice, deleting what does not exist.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter
+from typing import TYPE_CHECKING, Any
+
+from protocol.errors import ErrorCode
+
+from ..context import RequestContext
+from ..security.scram import (
+    MAX_ITERATIONS,
+    MECHANISM_TYPES,
+    MIN_ITERATIONS,
+    ScramCredential,
+    credential_from_salted,
+)
+
+if TYPE_CHECKING:
+    from .requests import AlterUserScramCredentialsRequest, DescribeUserScramCredentialsRequest
+
+log = logging.getLogger(__name__)
+
+_BY_TYPE = {t: name for name, t in MECHANISM_TYPES.items()}
+
+
+async def handle_describe_user_scram_credentials(
+    ctx: RequestContext, request: DescribeUserScramCredentialsRequest
+) -> dict[str, Any]:
+    users = ctx.store.scram_users()
+    wanted = [u.name for u in request.users] if request.users else None
+    results: list[dict[str, Any]] = []
+    if wanted is None:
+        names = sorted(users)
+    else:
+        counts = Counter(wanted)
+        names = list(dict.fromkeys(wanted))
+    for name in names:
+        if wanted is not None and counts[name] > 1:
+            results.append(_describe_error(
+                name, ErrorCode.duplicate_resource,
+                "Cannot describe SCRAM credentials for the same user twice in a single request"))
+            continue
+        infos = []
+        for mechanism, text in sorted(users.get(name, {}).items()):
+            try:
+                iterations = ScramCredential.from_config(text).iterations
+            except (ValueError, KeyError):
+                continue
+            infos.append({"mechanism": MECHANISM_TYPES[mechanism], "iterations": iterations})
+        if not infos:
+            results.append(_describe_error(
+                name, ErrorCode.resource_not_found,
+                "Attempt to describe a user credential that does not exist"))
+            continue
+        results.append({"user": name, "error_code": ErrorCode.none, "error_message": None,
+                        "credential_infos": infos})
+    return {"throttle_time": 0, "error_code": ErrorCode.none, "error_message": None,
+            "results": results}
+
+
+def _describe_error(user: str, code: ErrorCode, message: str) -> dict[str, Any]:
+    return {"user": user, "error_code": code, "error_message": message, "credential_infos": []}
+
+
+async def handle_alter_user_scram_credentials(
+    ctx: RequestContext, request: AlterUserScramCredentialsRequest
+) -> dict[str, Any]:
+    existing = ctx.store.scram_users()
+    errors: dict[str, tuple[ErrorCode, str]] = {}
+    order = list(dict.fromkeys([d.name for d in request.deletions]
+                               + [u.name for u in request.upsertions]))
+    pairs = Counter([(d.name, d.mechanism) for d in request.deletions]
+                    + [(u.name, u.mechanism) for u in request.upsertions])
+
+    def fail(user: str, code: ErrorCode, message: str) -> None:
+        errors.setdefault(user, (code, message))
+
+    changes: list[tuple[str, str, ScramCredential | None]] = []
+    for d in request.deletions:
+        mechanism = _BY_TYPE.get(d.mechanism)
+        if not d.name:
+            fail(d.name, ErrorCode.unacceptable_credential, "Username must not be empty")
+        elif mechanism is None:
+            fail(d.name, ErrorCode.unsupported_sasl_mechanism, "Unknown SCRAM mechanism")
+        elif pairs[(d.name, d.mechanism)] > 1:
+            fail(d.name, ErrorCode.duplicate_resource,
+                 "A user credential cannot be altered twice in the same request")
+        elif mechanism not in existing.get(d.name, {}):
+            fail(d.name, ErrorCode.resource_not_found,
+                 "Attempt to delete a user credential that does not exist")
+        else:
+            changes.append((d.name, mechanism, None))
+    for u in request.upsertions:
+        mechanism = _BY_TYPE.get(u.mechanism)
+        if not u.name:
+            fail(u.name, ErrorCode.unacceptable_credential, "Username must not be empty")
+        elif mechanism is None:
+            fail(u.name, ErrorCode.unsupported_sasl_mechanism, "Unknown SCRAM mechanism")
+        elif pairs[(u.name, u.mechanism)] > 1:
+            fail(u.name, ErrorCode.duplicate_resource,
+                 "A user credential cannot be altered twice in the same request")
+        elif u.iterations < MIN_ITERATIONS:
+            fail(u.name, ErrorCode.unacceptable_credential, "Too few iterations")
+        elif u.iterations > MAX_ITERATIONS:
+            fail(u.name, ErrorCode.unacceptable_credential, "Too many iterations")
+        elif not u.salt or not u.salted_password:
+            fail(u.name, ErrorCode.unacceptable_credential, "Salt and salted password must "
+                 "not be empty")
+        else:
+            changes.append((u.name, mechanism, credential_from_salted(
+                mechanism, u.salted_password, u.salt, u.iterations)))
+    # A user with any failed alteration gets none of them (Kafka's per-user result).
+    changes = [c for c in changes if c[0] not in errors]
+    if changes:
+        await ctx.store.alter_scram_credentials(changes)
+        log.info("SCRAM credentials altered for %s", ", ".join(dict.fromkeys(
+            c[0] for c in changes)))
+    return {"throttle_time": 0, "results": [
+        {"user": user, "error_code": errors.get(user, (ErrorCode.none, None))[0],
+         "error_message": errors.get(user, (ErrorCode.none, None))[1]}
+        for user in order
+    ]}

@@ -1,0 +1,2 @@
+"""Listener security: TLS contexts and principals (tls.py), SASL authentication (sasl.py,
+scram.py)."""

@@ -1,0 +1,153 @@
+"""SCRAM-SHA-256 and SCRAM-SHA-512 (RFC 5802, RFC 7677) as Kafka does them: credentials
+(salt, StoredKey, ServerKey, iterations) and the server side of the exchange.
+
+A credential is kept as Kafka keeps it in ZooKeeper's /config/users/<user>:
+`salt=<base64>,stored_key=<base64>,server_key=<base64>,iterations=<n>`.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import os
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from protocol.errors import ErrorCode, KafkaError
+
+MECHANISMS = {"SCRAM-SHA-256": "sha256", "SCRAM-SHA-512": "sha512"}
+# DescribeUserScramCredentials' mechanism ids (Kafka's ScramMechanism.type()).
+MECHANISM_TYPES = {"SCRAM-SHA-256": 1, "SCRAM-SHA-512": 2}
+MIN_ITERATIONS, MAX_ITERATIONS = 4096, 16384
+
+
+# (user, mechanism) -> the user's credential for it, or None.
+CredentialLookup = Callable[[str, str], "ScramCredential | None"]
+
+
+class ScramError(KafkaError):
+    """The exchange failed; Kafka answers with its generic message, not this one."""
+
+    error_code = ErrorCode.sasl_authentication_failed
+
+
+@dataclass(frozen=True)
+class ScramCredential:
+    salt: bytes
+    stored_key: bytes
+    server_key: bytes
+    iterations: int
+
+    def to_config(self) -> str:
+        b64 = base64.b64encode
+        return (f"salt={b64(self.salt).decode()},stored_key={b64(self.stored_key).decode()},"
+                f"server_key={b64(self.server_key).decode()},iterations={self.iterations}")
+
+    @classmethod
+    def from_config(cls, text: str) -> ScramCredential:
+        fields = dict(part.split("=", 1) for part in text.split(",") if "=" in part)
+        return cls(base64.b64decode(fields["salt"]), base64.b64decode(fields["stored_key"]),
+                   base64.b64decode(fields["server_key"]), int(fields["iterations"]))
+
+
+def credential_from_salted(mechanism: str, salted: bytes, salt: bytes,
+                           iterations: int) -> ScramCredential:
+    """From the salted password (what AlterUserScramCredentials carries)."""
+    algo = MECHANISMS[mechanism]
+    client_key = hmac.digest(salted, b"Client Key", algo)
+    stored_key = hashlib.new(algo, client_key).digest()
+    server_key = hmac.digest(salted, b"Server Key", algo)
+    return ScramCredential(salt, stored_key, server_key, iterations)
+
+
+def _attributes(message: str) -> dict[str, str]:
+    out = {}
+    for part in message.split(","):
+        if len(part) < 2 or part[1] != "=":
+            raise ScramError(f"invalid SCRAM attribute {part!r}")
+        out[part[0]] = part[2:]
+    return out
+
+
+def _username(text: str) -> str:
+    # RFC 5802 saslname: "=2C" is ",", "=3D" is "="; any other "=" is invalid.
+    if re.search(r"=(?!2C|3D)", text):
+        raise ScramError("invalid username encoding")
+    return text.replace("=2C", ",").replace("=3D", "=")
+
+
+class ScramServer:
+    """One exchange: client-first -> server-first, client-final -> server-final."""
+
+    def __init__(self, mechanism: str, lookup: CredentialLookup) -> None:
+        self.mechanism = mechanism
+        self._algo = MECHANISMS[mechanism]
+        self._lookup = lookup
+        self._state = "first"
+        self.username: str | None = None
+        self.complete = False
+
+    def evaluate(self, token: bytes) -> bytes:
+        try:
+            message = token.decode()
+        except UnicodeDecodeError:
+            raise ScramError("SCRAM message is not UTF-8") from None
+        if self._state == "first":
+            return self._first(message)
+        if self._state == "final":
+            return self._final(message)
+        raise ScramError("unexpected SCRAM message")
+
+    def _first(self, message: str) -> bytes:
+        m = re.fullmatch(r"([ny]|p=[^,]*),(a=[^,]*)?,(.*)", message)
+        if m is None or m.group(1).startswith("p="):
+            raise ScramError("invalid client-first message")
+        self._gs2 = f"{m.group(1)},{m.group(2) or ''},"
+        self._client_first_bare = m.group(3)
+        attrs = _attributes(self._client_first_bare)
+        if "n" not in attrs or "r" not in attrs:
+            raise ScramError("client-first message without user or nonce")
+        self.username = _username(attrs["n"])
+        authzid = m.group(2)
+        if authzid and _username(authzid[2:]) != self.username:
+            raise ScramError("authorization id differs from the user name")
+        if attrs.get("tokenauth", "false").lower() == "true":
+            raise ScramError("delegation tokens are not supported")
+        credential = self._lookup(self.username, self.mechanism)
+        if credential is None:
+            raise ScramError(f"no {self.mechanism} credential for user {self.username}")
+        self._credential = credential
+        self._nonce = attrs["r"] + base64.b64encode(os.urandom(18)).decode()
+        self._server_first = (f"r={self._nonce},s={base64.b64encode(credential.salt).decode()},"
+                              f"i={credential.iterations}")
+        self._state = "final"
+        return self._server_first.encode()
+
+    def _final(self, message: str) -> bytes:
+        self._state = "done"
+        without_proof, sep, proof_part = message.rpartition(",p=")
+        if not sep:
+            raise ScramError("client-final message without proof")
+        attrs = _attributes(without_proof)
+        if attrs.get("r") != self._nonce:
+            raise ScramError("nonce mismatch")
+        if base64.b64decode(attrs.get("c", "")) != self._gs2.encode():
+            raise ScramError("channel binding mismatch")
+        try:
+            proof = base64.b64decode(proof_part, validate=True)
+        except ValueError:
+            raise ScramError("invalid proof encoding") from None
+        auth_message = f"{self._client_first_bare},{self._server_first},{without_proof}".encode()
+        cred = self._credential
+        signature = hmac.digest(cred.stored_key, auth_message, self._algo)
+        if len(proof) != len(signature):
+            raise ScramError("invalid proof")
+        client_key = bytes(a ^ b for a, b in zip(proof, signature, strict=True))
+        if not hmac.compare_digest(hashlib.new(self._algo, client_key).digest(),
+                                   cred.stored_key):
+            raise ScramError("invalid client credentials")
+        server_signature = hmac.digest(cred.server_key, auth_message, self._algo)
+        self.complete = True
+        return b"v=" + base64.b64encode(server_signature)

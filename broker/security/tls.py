@@ -1,0 +1,183 @@
+"""TLS for SSL and SASL_SSL listeners from Kafka's `ssl.*` properties (each may be overridden
+per listener as `listener.name.<listener>.ssl.*`), and the principal of a client certificate.
+
+Key and trust stores are PEM (a file holding the private key and the certificate chain, or both
+inline as ssl.keystore.key and ssl.keystore.certificate.chain) or PKCS12 (read with the
+`cryptography` package and handed to Python's ssl in memory). JKS is not read.
+"""
+
+from __future__ import annotations
+
+import os
+import ssl
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from config.schema import ConfigError
+
+_VERSIONS = {"TLSv1.2": ssl.TLSVersion.TLSv1_2, "TLSv1.3": ssl.TLSVersion.TLSv1_3}
+_CLIENT_AUTH = {"none": ssl.CERT_NONE, "requested": ssl.CERT_OPTIONAL,
+                "required": ssl.CERT_REQUIRED}
+
+
+def server_context(config: Any, listener: str, sasl: bool = False) -> ssl.SSLContext:
+    """The server-side SSLContext of one listener (`sasl`: a SASL_SSL one); ConfigError when
+    the stores are missing or unreadable."""
+    opts = config.for_listener(listener)
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    versions = sorted(_VERSIONS[v] for v in opts["ssl.enabled.protocols"])
+    if not versions:
+        raise ConfigError.invalid(opts.key("ssl.enabled.protocols"), "", "No TLS version enabled")
+    ctx.minimum_version, ctx.maximum_version = versions[0], versions[-1]
+    if opts["ssl.protocol"] == "TLSv1.2":
+        ctx.maximum_version = ssl.TLSVersion.TLSv1_2
+    ciphers = opts["ssl.cipher.suites"]
+    if ciphers:
+        try:
+            ctx.set_ciphers(":".join(ciphers))
+        except ssl.SSLError as exc:
+            raise ConfigError.invalid(opts.key("ssl.cipher.suites"), ",".join(ciphers),
+                                      str(exc)) from None
+    if opts["ssl.principal.mapping.rules"] != "DEFAULT":  # the validator allows only DEFAULT
+        raise ConfigError.invalid(opts.key("ssl.principal.mapping.rules"),
+                                  opts["ssl.principal.mapping.rules"], "Only DEFAULT")
+    _load_keystore(ctx, opts)
+    _load_truststore(ctx, opts)
+    client_auth = opts["ssl.client.auth"]
+    if sasl:
+        # Kafka (KIP-684): on SASL_SSL only the listener's own ssl.client.auth counts.
+        client_auth = opts.override("ssl.client.auth") or "none"
+    ctx.verify_mode = _CLIENT_AUTH[client_auth]
+    return ctx
+
+
+def _load_keystore(ctx: ssl.SSLContext, opts: Any) -> None:
+    location = opts["ssl.keystore.location"]
+    chain, private_key = opts["ssl.keystore.certificate.chain"], opts["ssl.keystore.key"]
+    password = opts["ssl.key.password"] or opts["ssl.keystore.password"]
+    try:
+        if location and opts["ssl.keystore.type"] == "PKCS12":
+            pem = _pkcs12_key_store(Path(location).read_bytes(), opts["ssl.keystore.password"])
+            _load_pem_chain(ctx, pem, None)
+        elif location:
+            ctx.load_cert_chain(location, password=password)
+        elif chain and private_key:
+            _load_pem_chain(ctx, f"{private_key.strip()}\n{chain.strip()}\n".encode(), password)
+        else:
+            raise ConfigError(opts.key("ssl.keystore.location"), "An SSL listener needs a key "
+                              "store: ssl.keystore.location, or ssl.keystore.key and "
+                              "ssl.keystore.certificate.chain")
+    except (OSError, ssl.SSLError, ValueError) as exc:
+        raise ConfigError.invalid(opts.key("ssl.keystore.location"),
+                                  location or "(inline PEM)",
+                                  f"Failed to load the key store: {exc}") from None
+
+
+def _load_truststore(ctx: ssl.SSLContext, opts: Any) -> None:
+    location, certificates = opts["ssl.truststore.location"], opts["ssl.truststore.certificates"]
+    try:
+        if location and opts["ssl.truststore.type"] == "PKCS12":
+            ctx.load_verify_locations(cadata=_pkcs12_certificates(
+                Path(location).read_bytes(), opts["ssl.truststore.password"]))
+        elif location:
+            ctx.load_verify_locations(cafile=location)
+        elif certificates:
+            ctx.load_verify_locations(cadata=certificates)
+        else:
+            ctx.load_default_certs(ssl.Purpose.CLIENT_AUTH)
+    except (OSError, ssl.SSLError, ValueError) as exc:
+        raise ConfigError.invalid(opts.key("ssl.truststore.location"),
+                                  location or "(inline PEM)",
+                                  f"Failed to load the trust store: {exc}") from None
+
+
+def _load_pem_chain(ctx: ssl.SSLContext, pem: bytes, password: str | None) -> None:
+    """ssl loads a key and chain only from a file: an anonymous in-memory one (memfd) where
+    the system has it, else a private temporary file removed at once."""
+    if hasattr(os, "memfd_create"):
+        fd = os.memfd_create("samsa-keystore", os.MFD_CLOEXEC)
+        try:
+            os.write(fd, pem)
+            ctx.load_cert_chain(f"/proc/self/fd/{fd}", password=password)
+        finally:
+            os.close(fd)
+        return
+    fd, path = tempfile.mkstemp(prefix="samsa-keystore-", suffix=".pem")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(pem)
+        ctx.load_cert_chain(path, password=password)
+    finally:
+        os.unlink(path)
+
+
+def _pkcs12_key_store(data: bytes, password: str | None) -> bytes:
+    """A PKCS12 key store's private key and certificate chain as PEM (in memory)."""
+    from cryptography.hazmat.primitives.serialization import (
+        Encoding,
+        NoEncryption,
+        PrivateFormat,
+        pkcs12,
+    )
+
+    key, cert, extra = pkcs12.load_key_and_certificates(
+        data, password.encode() if password else None)
+    if key is None or cert is None:
+        raise ValueError("the PKCS12 key store holds no private key with its certificate")
+    pem = key.private_bytes(Encoding.PEM, PrivateFormat.PKCS8, NoEncryption())
+    return pem + b"".join(c.public_bytes(Encoding.PEM) for c in [cert, *extra])
+
+
+def _pkcs12_certificates(data: bytes, password: str | None) -> str:
+    """A PKCS12 trust store's certificates as PEM."""
+    from cryptography.hazmat.primitives.serialization import Encoding, pkcs12
+
+    _, cert, extra = pkcs12.load_key_and_certificates(
+        data, password.encode() if password else None)
+    certs = [c for c in [cert, *extra] if c is not None]
+    if not certs:
+        raise ValueError("the PKCS12 trust store holds no certificate")
+    return "".join(c.public_bytes(Encoding.PEM).decode() for c in certs)
+
+
+# X500Principal.getName(RFC2253) keyword names; other attributes are written OID=#hex.
+_RFC2253_NAMES = {
+    "commonName": "CN", "countryName": "C", "localityName": "L",
+    "stateOrProvinceName": "ST", "organizationName": "O", "organizationalUnitName": "OU",
+    "streetAddress": "STREET", "domainComponent": "DC", "userId": "UID",
+}
+_OIDS = {"emailAddress": "1.2.840.113549.1.9.1", "serialNumber": "2.5.4.5",
+         "title": "2.5.4.12", "givenName": "2.5.4.42", "surname": "2.5.4.4"}
+
+
+def _escape(text: str) -> str:
+    out = "".join("\\" + c if c in ',+"\\<>;' else c for c in text)
+    if out.startswith((" ", "#")):
+        out = "\\" + out
+    if out.endswith(" ") and not out.endswith("\\ "):
+        out = out[:-1] + "\\ "
+    return out
+
+
+def _attribute(name: str, text: str) -> str:
+    short = _RFC2253_NAMES.get(name)
+    if short is not None:
+        return f"{short}={_escape(text)}"
+    # Java writes other attributes as their OID and the DER value in hex (an IA5String
+    # for emailAddress, a PrintableString otherwise).
+    oid = _OIDS.get(name, name)
+    raw = text.encode()
+    tag = 0x16 if name == "emailAddress" else 0x13
+    return f"{oid}=#{bytes([tag, len(raw)]).hex()}{raw.hex()}" if len(raw) < 128 \
+        else f"{oid}={_escape(text)}"
+
+
+def subject_dn(peercert: dict[str, Any]) -> str:
+    """A verified peer certificate's subject as X500Principal.getName() writes it (RFC 2253:
+    the most specific name first, e.g. CN=alice,OU=eng,O=example,C=US) — the principal name
+    Kafka's DEFAULT ssl.principal.mapping.rules keeps."""
+    rdns = peercert.get("subject", ())
+    return ",".join(
+        "+".join(_attribute(name, text) for name, text in rdn) for rdn in reversed(rdns)
+    )
