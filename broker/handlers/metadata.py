@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import uuid
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -10,11 +11,13 @@ from protocol.errors import ErrorCode
 
 from ..context import RequestContext
 from ..metadata_store import TopicState
-from ..topic_admin import TopicError, validate_topic_name
+from ..topic_admin import INTERNAL_TOPICS, TopicError, validate_topic_name
 from .common import field, topic_name_by_id
 
 if TYPE_CHECKING:
     from .requests import MetadataRequest
+
+log = logging.getLogger(__name__)
 
 OfflineReplicas = dict[int, set[tuple[str, int]]]  # broker id -> its replicas in failed dirs
 
@@ -58,16 +61,8 @@ async def handle_metadata(ctx: RequestContext, request: MetadataRequest) -> dict
     for name in names:
         topic = store.topic(name) if name is not None else None
         if topic is None:
-            code: int = ErrorCode.unknown_topic_or_partition
-            if allow_create:
-                try:
-                    validate_topic_name(name)  # refuses None and ""
-                    topic = await ctx.topics.create(name or "")
-                except TopicError as exc:
-                    code = exc.error_code
-            if topic is None:
-                topics_out.append({"error_code": code, "name": name, "partitions": []})
-                continue
+            topics_out.append(await _missing_topic(ctx, name, allow_create))
+            continue
         topics_out.append(_topic(topic, online))
     return {
         "throttle_time": 0,
@@ -79,6 +74,30 @@ async def handle_metadata(ctx: RequestContext, request: MetadataRequest) -> dict
         "controller_id": store.controller_id(),
         "topics": topics_out,
     }
+
+
+async def _missing_topic(ctx: RequestContext, name: str | None, allow_create: bool
+                         ) -> dict[str, Any]:
+    """A requested topic that does not exist. Like Kafka's KafkaApis.getTopicMetadata: an
+    illegal name is INVALID_TOPIC_EXCEPTION; with auto-creation the topic is created and this
+    answer is LEADER_NOT_AVAILABLE with no partitions (AutoTopicCreationManager: the client
+    asks again once the creation went through), whether or not the creation succeeded (a
+    failure is only logged); without it UNKNOWN_TOPIC_OR_PARTITION."""
+    try:
+        validate_topic_name(name)  # refuses None and ""
+    except TopicError as exc:
+        return {"error_code": exc.error_code, "name": name, "partitions": []}
+    assert name is not None
+    if not allow_create:
+        return {"error_code": ErrorCode.unknown_topic_or_partition, "name": name,
+                "partitions": []}
+    try:
+        await ctx.topics.create(name)
+    except TopicError as exc:
+        if exc.error_code != ErrorCode.topic_already_exists:
+            log.warning("auto-creation of topic %s failed: %s", name, exc.message)
+    return {"error_code": ErrorCode.leader_not_available, "name": name,
+            "is_internal": name in INTERNAL_TOPICS, "partitions": []}
 
 
 def _topic(topic: TopicState, online: Callable[[int, tuple[str, int]], bool]) -> dict[str, Any]:
