@@ -64,6 +64,14 @@ def uuid_to_kafka(u: uuid.UUID) -> str:
     return base64.urlsafe_b64encode(u.bytes).rstrip(b"=").decode()
 
 
+def parse_topic_id(text: str) -> uuid.UUID:
+    """A topic id as Kafka writes it (Uuid.toString: 22 characters of URL-safe base64), or in
+    the hex form earlier Samsa versions wrote to ZooKeeper. ValueError if it is neither."""
+    if len(text) == 22:
+        return uuid.UUID(bytes=base64.urlsafe_b64decode(text + "=="))
+    return uuid.UUID(text)
+
+
 class LocalMetadataStore:
     FILE = "samsa-metadata.json"
 

@@ -2,7 +2,7 @@
 
     /cluster/id                                  {"version":"1","id":...}
     /brokers/ids/<id>                  ephemeral {"version":5,"host","port","rack"}; epoch = czxid
-    /brokers/topics/<t>                          {"version":2,"topic_id","partitions":{"0":[1,2]}}
+    /brokers/topics/<t>              {"version":3,"topic_id","partitions":{"0":[1,2]},...}
     /brokers/topics/<t>/partitions/<p>/state     {"controller_epoch","leader","leader_epoch","isr"}
     /config/topics/<t>                           {"version":1,"config":{...}}
     /latest_producer_id_block                    {"version":1,"broker","block_start","block_end"}
@@ -33,7 +33,14 @@ from kazoo.exceptions import (
 )
 from kazoo.handlers.threading import KazooTimeoutError
 
-from .metadata_store import BrokerInfo, PartitionState, TopicState, new_cluster_id
+from .metadata_store import (
+    BrokerInfo,
+    PartitionState,
+    TopicState,
+    new_cluster_id,
+    parse_topic_id,
+    uuid_to_kafka,
+)
 
 log = logging.getLogger(__name__)
 
@@ -279,7 +286,42 @@ class ZkMetadataStore:
                 leader_epoch=state.get("leader_epoch", 0),
                 isr=list(state.get("isr", replicas)),
             )
-        return TopicState(name, uuid.UUID(doc["topic_id"]), partitions, config, name in INTERNAL)
+        topic_id = self._topic_id(name, doc)
+        if topic_id is None:
+            return None
+        return TopicState(name, topic_id, partitions, config, name in INTERNAL)
+
+    def _topic_id(self, name: str, doc: dict[str, Any]) -> uuid.UUID | None:
+        """The topic's id from its znode; a topic created without one (by Kafka before 2.8)
+        gets one, written back as Kafka's controller does (conditional on the znode's version:
+        the first writer's id wins)."""
+        text = doc.get("topic_id")
+        if isinstance(text, str):
+            try:
+                return parse_topic_id(text)
+            except ValueError:
+                log.error("topic %s: unreadable topic id %r in ZooKeeper: ignoring the topic",
+                          name, text)
+                return None
+        path = f"/brokers/topics/{name}"
+        while True:
+            try:
+                data, stat = self._zk.get(path)
+            except NoNodeError:
+                return None
+            current = json.loads(data)
+            if isinstance(current.get("topic_id"), str):
+                return parse_topic_id(current["topic_id"])
+            topic_id = uuid.uuid4()
+            current.update(version=3, topic_id=uuid_to_kafka(topic_id))
+            try:
+                self._zk.set(path, _dumps(current), version=stat.version)
+                log.info("topic %s had no topic id: assigned %s", name, uuid_to_kafka(topic_id))
+                return topic_id
+            except BadVersionError:
+                continue
+            except NoNodeError:
+                return None
 
     def _read_state(self, name: str, index: int) -> dict[str, Any]:
         try:
@@ -340,8 +382,8 @@ class ZkMetadataStore:
             f"/brokers/topics/{topic.name}",
             _dumps(
                 {
-                    "version": 2,
-                    "topic_id": str(topic.topic_id),
+                    "version": 3,  # Kafka's TopicZNode since 2.8: with the topic id
+                    "topic_id": uuid_to_kafka(topic.topic_id),
                     "partitions": {str(p): s.replicas for p, s in topic.partitions.items()},
                     "adding_replicas": {},
                     "removing_replicas": {},
@@ -379,6 +421,7 @@ class ZkMetadataStore:
         )
         doc = json.loads(self._zk.get(base)[0])
         doc["partitions"] = {str(p): s.replicas for p, s in topic.partitions.items()}
+        doc.update(version=3, topic_id=uuid_to_kafka(topic.topic_id))  # Kafka's format
         for p, s in topic.partitions.items():
             if not self._zk.exists(f"{base}/partitions/{p}/state"):
                 self._zk.create(f"{base}/partitions/{p}/state", _state_doc(s), makepath=True)

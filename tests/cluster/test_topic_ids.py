@@ -1,0 +1,85 @@
+"""Topic ids in a cluster: one id per topic, the same in ZooKeeper (as Kafka writes it), on
+every broker and in every replica's partition.metadata; a new id when the name is reused."""
+
+from __future__ import annotations
+
+import base64
+import json
+import uuid
+from pathlib import Path
+
+from confluent_kafka import Consumer, Producer, TopicPartition
+from kazoo.client import KazooClient
+
+from tests.cluster.cluster import Cluster, create_topic, wait_until
+from tests.protocol.wire import WireClient
+
+
+def _kafka_uuid(u: uuid.UUID) -> str:  # Kafka's Uuid.toString
+    return base64.urlsafe_b64encode(u.bytes).rstrip(b"=").decode()
+
+
+def _ids(cluster: Cluster, topic: str) -> dict[int, uuid.UUID]:
+    out = {}
+    for b in cluster.brokers:
+        if b.is_running():
+            with WireClient(b.bootstrap) as w:
+                t = w.call(3, 12, {"topics": [{"name": topic}],
+                                   "allow_auto_topic_creation": False}).topics[0]
+            assert t.error_code == 0, t
+            out[b.broker_id] = t.topic_id
+    return out
+
+
+def _partition_metadata(d: Path) -> str:
+    return (d / "partition.metadata").read_text()
+
+
+def test_topic_id_is_kafkas_everywhere_and_new_for_a_reused_name(zookeeper, tmp_path):
+    cluster = Cluster(zookeeper, tmp_path, size=2).start()
+    try:
+        topic = "ids"
+        create_topic(cluster, topic, 2, rf=2)
+        ids = _ids(cluster, topic)
+        first = ids[0]
+        assert ids == {0: first, 1: first} and first != uuid.UUID(int=0)
+        zk = KazooClient(hosts=f"{zookeeper.connect_string}/{cluster.chroot}")
+        zk.start(timeout=10)
+        try:
+            doc = json.loads(zk.get(f"/brokers/topics/{topic}")[0])
+        finally:
+            zk.stop()
+            zk.close()
+        assert doc["version"] == 3 and doc["topic_id"] == _kafka_uuid(first)
+        for b in cluster.brokers:
+            for p in (0, 1):
+                assert _partition_metadata(b.data_dir / f"{topic}-{p}") == (
+                    f"version: 0\ntopic_id: {_kafka_uuid(first)}")
+
+        # Partition 1 is led by broker 1; it keeps its replica on disk while the topic is
+        # deleted (it is down), and leads partition 1 of the new topic of the same name.
+        p = Producer({"bootstrap.servers": cluster.bootstrap, "acks": "all"})
+        for i in range(3):
+            p.produce(topic, b"old-%d" % i, partition=1)
+        assert p.flush(20) == 0
+        cluster.broker(1).stop()
+        admin = cluster.admin()
+        admin.delete_topics([topic])[topic].result(timeout=20)
+        cluster.broker(1).start()
+        wait_until(lambda: cluster.every_broker_sees({0, 1}), 20, "broker 1 back")
+        create_topic(cluster, topic, 2, rf=2)
+        ids = _ids(cluster, topic)
+        second = ids[0]
+        assert ids == {0: second, 1: second} and second != first
+        assert _partition_metadata(cluster.broker(1).data_dir / f"{topic}-1") == (
+            f"version: 0\ntopic_id: {_kafka_uuid(second)}")
+        assert cluster.leaders(topic)[1] == 1
+        c = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": "g",
+                      "enable.auto.commit": False})
+        try:
+            low, high = c.get_watermark_offsets(TopicPartition(topic, 1), timeout=10)
+        finally:
+            c.close()
+        assert (low, high) == (0, 0)  # nothing of the old topic
+    finally:
+        cluster.close()
