@@ -34,7 +34,7 @@ def build_registry() -> ApiRegistry[RequestContext]:
     r.register(0, "Produce", (3, 11), produce.handle_produce, advertised_min=0)
     r.register(1, "Fetch", (4, 12), fetch.handle_fetch)
     r.register(2, "ListOffsets", (1, 9), offsets.handle_list_offsets)
-    r.register(3, "Metadata", (0, 12), metadata.handle_metadata)
+    r.register(3, "Metadata", (0, 13), metadata.handle_metadata)
     r.register(18, "ApiVersions", (0, 4), make_handler(r))
     # group coordinator (coordinator/group): classic groups and committed offsets
     r.register(8, "OffsetCommit", (2, 9), offsets_commit.handle_offset_commit)

@@ -73,6 +73,7 @@ async def handle_metadata(ctx: RequestContext, request: MetadataRequest) -> dict
         "cluster_id": store.cluster_id,
         "controller_id": store.controller_id(),
         "topics": topics_out,
+        "error_code": ErrorCode.none,  # v13+: a top-level error (none here)
     }
 
 

@@ -146,6 +146,7 @@ import kio.schema.metadata.v9.request as metadata_v9
 import kio.schema.metadata.v10.request as metadata_v10
 import kio.schema.metadata.v11.request as metadata_v11
 import kio.schema.metadata.v12.request as metadata_v12
+import kio.schema.metadata.v13.request as metadata_v13
 import kio.schema.offset_commit.v2.request as offset_commit_v2
 import kio.schema.offset_commit.v3.request as offset_commit_v3
 import kio.schema.offset_commit.v4.request as offset_commit_v4
@@ -309,7 +310,7 @@ MetadataRequest: TypeAlias = (
     | metadata_v3.MetadataRequest | metadata_v4.MetadataRequest | metadata_v5.MetadataRequest
     | metadata_v6.MetadataRequest | metadata_v7.MetadataRequest | metadata_v8.MetadataRequest
     | metadata_v9.MetadataRequest | metadata_v10.MetadataRequest | metadata_v11.MetadataRequest
-    | metadata_v12.MetadataRequest
+    | metadata_v12.MetadataRequest | metadata_v13.MetadataRequest
 )
 OffsetCommitRequest: TypeAlias = (
     offset_commit_v2.OffsetCommitRequest | offset_commit_v3.OffsetCommitRequest

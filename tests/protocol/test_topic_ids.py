@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import uuid
+
 from protocol.errors import ErrorCode
 
 from .wire import WireClient
@@ -36,3 +38,47 @@ def test_metadata_illegal_name_is_invalid_topic_with_or_without_creation(shared_
             assert t.error_code == ErrorCode.invalid_topic_exception, create
             unknown = _metadata(c, ["no-such-topic-here"], create=False).topics[0]
             assert unknown.error_code == ErrorCode.unknown_topic_or_partition
+
+
+def test_metadata_v13_has_a_top_level_error_code_and_ids(shared_broker, unique_topic):
+    with WireClient(shared_broker.bootstrap) as c:
+        _metadata(c, [unique_topic], create=True)
+        resp = c.call(METADATA, 13, {"topics": [{"name": unique_topic, "topic_id": None}],
+                                     "allow_auto_topic_creation": False,
+                                     "include_topic_authorized_operations": False})
+        assert resp.error_code == ErrorCode.none
+        topic = resp.topics[0]
+        assert topic.error_code == ErrorCode.none and topic.topic_id.int != 0
+        by_id = c.call(METADATA, 13, {"topics": [{"name": None, "topic_id": topic.topic_id}],
+                                      "allow_auto_topic_creation": False,
+                                      "include_topic_authorized_operations": False})
+        assert [(t.name, t.topic_id) for t in by_id.topics] == [(unique_topic, topic.topic_id)]
+
+
+DELETE_TOPICS = 20
+
+
+def test_delete_topics_v6_by_id_and_kafkas_refusals(shared_broker, unique_topic):
+    zero = uuid.UUID(int=0)
+    with WireClient(shared_broker.bootstrap) as c:
+        _metadata(c, [unique_topic], create=True)
+        topic_id = _metadata(c, [unique_topic], create=False).topics[0].topic_id
+
+        def delete(*topics: tuple[str | None, uuid.UUID]):
+            resp = c.call(DELETE_TOPICS, 6, {"topics": [{"name": n, "topic_id": i}
+                                                        for n, i in topics],
+                                             "timeout": 10_000})
+            return sorted(((r.name, r.topic_id or zero, r.error_code) for r in resp.responses),
+                          key=str)
+
+        unknown = uuid.uuid4()
+        assert delete((None, unknown)) == [(None, unknown, ErrorCode.unknown_topic_id)]
+        assert delete((None, zero)) == [(None, zero, ErrorCode.invalid_request)]
+        assert delete((unique_topic, topic_id)) == [
+            (unique_topic, topic_id, ErrorCode.invalid_request)]
+        assert delete((None, topic_id), (None, topic_id)) == [
+            (None, topic_id, ErrorCode.invalid_request)]
+        assert _metadata(c, [unique_topic], create=False).topics[0].error_code == 0
+        assert delete((None, topic_id)) == [(unique_topic, topic_id, ErrorCode.none)]
+        gone = _metadata(c, [unique_topic], create=False).topics[0]
+        assert gone.error_code == ErrorCode.unknown_topic_or_partition
