@@ -14,6 +14,7 @@ from .context import RequestContext
 from .handlers import (
     cluster,
     configs,
+    describe_topic_partitions,
     fetch,
     find_coordinator,
     groups,
@@ -67,4 +68,6 @@ def build_registry() -> ApiRegistry[RequestContext]:
     r.register(61, "DescribeProducers", (0, 0), transactions.handle_describe_producers)
     r.register(65, "DescribeTransactions", (0, 0), transactions.handle_describe_transactions)
     r.register(66, "ListTransactions", (0, 1), transactions.handle_list_transactions)
+    r.register(75, "DescribeTopicPartitions", (0, 0),
+               describe_topic_partitions.handle_describe_topic_partitions)
     return r

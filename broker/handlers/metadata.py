@@ -49,15 +49,7 @@ async def handle_metadata(ctx: RequestContext, request: MetadataRequest) -> dict
                     )
                     continue
             names.append(name)
-    live = {b.broker_id for b in store.brokers()}
-    # Replicas in failed log dirs: every broker's (the ZooKeeper store knows), ours in any case.
-    offline_of: Callable[[], OfflineReplicas] | None = getattr(store, "offline_replicas", None)
-    offline: OfflineReplicas = dict(offline_of()) if offline_of is not None else {}
-    offline[ctx.broker_id] = ctx.replicas.offline
-
-    def online(r: int, tp: tuple[str, int]) -> bool:
-        return r in live and tp not in offline.get(r, ())
-
+    online = replica_online(ctx)
     for name in names:
         topic = store.topic(name) if name is not None else None
         if topic is None:
@@ -75,6 +67,22 @@ async def handle_metadata(ctx: RequestContext, request: MetadataRequest) -> dict
         "topics": topics_out,
         "error_code": ErrorCode.none,  # v13+: a top-level error (none here)
     }
+
+
+def replica_online(ctx: RequestContext) -> Callable[[int, tuple[str, int]], bool]:
+    """online(broker id, (topic, partition)): whether that replica is on a live broker and
+    not in one of its failed log dirs."""
+    store = ctx.store
+    live = {b.broker_id for b in store.brokers()}
+    # Replicas in failed log dirs: every broker's (the ZooKeeper store knows), ours in any case.
+    offline_of: Callable[[], OfflineReplicas] | None = getattr(store, "offline_replicas", None)
+    offline: OfflineReplicas = dict(offline_of()) if offline_of is not None else {}
+    offline[ctx.broker_id] = ctx.replicas.offline
+
+    def online(r: int, tp: tuple[str, int]) -> bool:
+        return r in live and tp not in offline.get(r, ())
+
+    return online
 
 
 async def _missing_topic(ctx: RequestContext, name: str | None, allow_create: bool

@@ -65,6 +65,7 @@ import kio.schema.describe_log_dirs.v2.request as describe_log_dirs_v2
 import kio.schema.describe_log_dirs.v3.request as describe_log_dirs_v3
 import kio.schema.describe_log_dirs.v4.request as describe_log_dirs_v4
 import kio.schema.describe_producers.v0.request as describe_producers_v0
+import kio.schema.describe_topic_partitions.v0.request as describe_topic_partitions_v0
 import kio.schema.describe_transactions.v0.request as describe_transactions_v0
 import kio.schema.end_txn.v0.request as end_txn_v0
 import kio.schema.end_txn.v1.request as end_txn_v1
@@ -249,6 +250,9 @@ DescribeLogDirsRequest: TypeAlias = (
     | describe_log_dirs_v3.DescribeLogDirsRequest | describe_log_dirs_v4.DescribeLogDirsRequest
 )
 DescribeProducersRequest: TypeAlias = describe_producers_v0.DescribeProducersRequest
+DescribeTopicPartitionsRequest: TypeAlias = (
+    describe_topic_partitions_v0.DescribeTopicPartitionsRequest
+)
 DescribeTransactionsRequest: TypeAlias = describe_transactions_v0.DescribeTransactionsRequest
 EndTxnRequest: TypeAlias = (
     end_txn_v0.EndTxnRequest | end_txn_v1.EndTxnRequest | end_txn_v2.EndTxnRequest

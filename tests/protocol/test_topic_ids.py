@@ -82,3 +82,53 @@ def test_delete_topics_v6_by_id_and_kafkas_refusals(shared_broker, unique_topic)
         assert delete((None, topic_id)) == [(unique_topic, topic_id, ErrorCode.none)]
         gone = _metadata(c, [unique_topic], create=False).topics[0]
         assert gone.error_code == ErrorCode.unknown_topic_or_partition
+
+
+DESCRIBE_TOPIC_PARTITIONS = 75
+
+
+def _create(c: WireClient, topic: str, partitions: int) -> None:
+    resp = c.call(19, 7, {"topics": [{"name": topic, "num_partitions": partitions,
+                                      "replication_factor": 1, "assignments": [],
+                                      "configs": []}],
+                          "timeout": 10_000, "validate_only": False})
+    assert resp.topics[0].error_code == 0, resp
+
+
+def test_describe_topic_partitions_pages_with_a_cursor(shared_broker, unique_topic):
+    a, b = f"{unique_topic}-a", f"{unique_topic}-b"
+    with WireClient(shared_broker.bootstrap) as c:
+        _create(c, a, 3)
+        _create(c, b, 2)
+        ids = {t.name: t.topic_id for t in _metadata(c, [a, b], create=False).topics}
+
+        def describe(names: list[str], limit: int, cursor: dict | None):
+            return c.call(DESCRIBE_TOPIC_PARTITIONS, 0, {
+                "topics": [{"name": n} for n in names], "response_partition_limit": limit,
+                "cursor": cursor})
+
+        seen: list[tuple[str, int]] = []
+        cursor = None
+        pages = 0
+        while True:
+            resp = describe([b, "no-such-topic-dtp", a], 2, cursor)
+            pages += 1
+            for t in resp.topics:
+                if t.name == "no-such-topic-dtp":
+                    assert t.error_code == ErrorCode.unknown_topic_or_partition
+                    continue
+                assert (t.error_code, t.topic_id) == (ErrorCode.none, ids[t.name])
+                seen += [(t.name, p.partition_index) for p in t.partitions]
+                assert all(p.leader_id == 0 and list(p.replica_nodes) == [0]
+                           for p in t.partitions)
+            if resp.next_cursor is None:
+                break
+            cursor = {"topic_name": resp.next_cursor.topic_name,
+                      "partition_index": resp.next_cursor.partition_index}
+        assert seen == [(a, 0), (a, 1), (a, 2), (b, 0), (b, 1)]
+        assert pages == 3
+        # A cursor naming a topic not asked for, or a negative partition: INVALID_REQUEST.
+        bad = describe([a], 10, {"topic_name": b, "partition_index": 0})
+        assert [t.error_code for t in bad.topics] == [ErrorCode.invalid_request]
+        bad = describe([a], 10, {"topic_name": a, "partition_index": -1})
+        assert [t.error_code for t in bad.topics] == [ErrorCode.invalid_request]
