@@ -31,8 +31,8 @@ async def handle_describe_topic_partitions(
     cursor = request.cursor
     start_topic = cursor.topic_name if cursor is not None else ""
     all_topics = not request.topics
-    names = {t.name for t in (store.topics() if all_topics else request.topics)}
-    names = {n for n in names if n >= start_topic}
+    requested = store.topics().keys() if all_topics else (t.name for t in request.topics)
+    names = {n for n in requested if n >= start_topic}
     refusal = None
     if cursor is not None and not all_topics and cursor.topic_name not in names:
         refusal = ("DescribeTopicPartitionsRequest topic list should contain the cursor topic: "

@@ -15,7 +15,7 @@ def _requests(port: int, api: str) -> float:
     with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as resp:
         text = resp.read().decode()
     return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
-               if line.startswith("kafka_network_requestmetrics_requestspersec")
+               if line.startswith("kafka_network_requestmetrics_requestspersec_total{")
                and f'request="{api}"' in line)
 
 
