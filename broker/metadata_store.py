@@ -48,6 +48,7 @@ class MetadataStore(Protocol):
     def brokers(self) -> list[BrokerInfo]: ...
     def topics(self) -> dict[str, TopicState]: ...
     def topic(self, name: str) -> TopicState | None: ...
+    def topic_name_by_id(self, topic_id: uuid.UUID) -> str | None: ...
     def controller_id(self) -> int: ...
     def add_listener(self, fn: Callable[[str, str], None]) -> None: ...
     async def create_topic(self, topic: TopicState) -> None: ...
@@ -72,6 +73,30 @@ def parse_topic_id(text: str) -> uuid.UUID:
     return uuid.UUID(text)
 
 
+class TopicIdIndex:
+    """Topic id -> name of the topics a store holds (Kafka's MetadataCache.topicIdsToNames):
+    Fetch v13+ and the other by-id requests look names up without scanning every topic."""
+
+    def __init__(self) -> None:
+        self._names: dict[uuid.UUID, str] = {}
+        self._ids: dict[str, uuid.UUID] = {}
+
+    def set(self, topic: TopicState) -> None:
+        old = self._ids.get(topic.name)
+        if old is not None and old != topic.topic_id:
+            self._names.pop(old, None)
+        self._ids[topic.name] = topic.topic_id
+        self._names[topic.topic_id] = topic.name
+
+    def drop(self, name: str) -> None:
+        old = self._ids.pop(name, None)
+        if old is not None:
+            self._names.pop(old, None)
+
+    def name(self, topic_id: uuid.UUID) -> str | None:
+        return self._names.get(topic_id)
+
+
 class LocalMetadataStore:
     FILE = "samsa-metadata.json"
 
@@ -79,6 +104,7 @@ class LocalMetadataStore:
         self._path = data_dir / self.FILE
         self._broker = broker
         self._topics: dict[str, TopicState] = {}
+        self._by_id = TopicIdIndex()
         self.cluster_id = new_cluster_id()
         if self._path.exists():
             self._load()
@@ -94,6 +120,9 @@ class LocalMetadataStore:
     def topic(self, name: str) -> TopicState | None:
         return self._topics.get(name)
 
+    def topic_name_by_id(self, topic_id: uuid.UUID) -> str | None:
+        return self._by_id.name(topic_id)
+
     def controller_id(self) -> int:
         return self._broker.broker_id
 
@@ -102,14 +131,17 @@ class LocalMetadataStore:
 
     async def create_topic(self, topic: TopicState) -> None:
         self._topics[topic.name] = topic
+        self._by_id.set(topic)
         self._save()
 
     async def delete_topic(self, name: str) -> None:
         self._topics.pop(name, None)
+        self._by_id.drop(name)
         self._save()
 
     async def update_topic(self, topic: TopicState) -> None:
         self._topics[topic.name] = topic
+        self._by_id.set(topic)
         self._save()
 
     def _load(self) -> None:
@@ -123,6 +155,7 @@ class LocalMetadataStore:
                 configs=t.get("configs", {}),
                 internal=t.get("internal", False),
             )
+            self._by_id.set(self._topics[t["name"]])
 
     def _save(self) -> None:
         doc = {

@@ -36,6 +36,7 @@ from kazoo.handlers.threading import KazooTimeoutError
 from .metadata_store import (
     BrokerInfo,
     PartitionState,
+    TopicIdIndex,
     TopicState,
     new_cluster_id,
     parse_topic_id,
@@ -69,6 +70,7 @@ class ZkMetadataStore:
         self.broker_epoch = -1
         self._brokers: dict[int, BrokerInfo] = {}
         self._topics: dict[str, TopicState] = {}
+        self._by_id = TopicIdIndex()
         self._watched: set[str] = set()
         self._watched_states: set[tuple[str, int]] = set()
         self._listeners: list[Callable[[str, str], None]] = []
@@ -331,6 +333,7 @@ class ZkMetadataStore:
 
     def _set_topic(self, topic: TopicState) -> None:
         self._topics[topic.name] = topic
+        self._by_id.set(topic)
         self._emit("topic", topic.name)
 
     def _set_state(self, name: str, index: int, doc: dict[str, Any]) -> None:
@@ -346,6 +349,7 @@ class ZkMetadataStore:
         self._emit("topic", name)
 
     def _drop_topic(self, name: str) -> None:
+        self._by_id.drop(name)
         if self._topics.pop(name, None) is not None:
             self._emit("topic", name)
 
@@ -369,6 +373,9 @@ class ZkMetadataStore:
 
     def topic(self, name: str) -> TopicState | None:
         return self._topics.get(name)
+
+    def topic_name_by_id(self, topic_id: uuid.UUID) -> str | None:
+        return self._by_id.name(topic_id)
 
     # ---- writes -----------------------------------------------------------------------------
     async def create_topic(self, topic: TopicState) -> None:

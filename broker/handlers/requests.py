@@ -81,6 +81,11 @@ import kio.schema.fetch.v9.request as fetch_v9
 import kio.schema.fetch.v10.request as fetch_v10
 import kio.schema.fetch.v11.request as fetch_v11
 import kio.schema.fetch.v12.request as fetch_v12
+import kio.schema.fetch.v13.request as fetch_v13
+import kio.schema.fetch.v14.request as fetch_v14
+import kio.schema.fetch.v15.request as fetch_v15
+import kio.schema.fetch.v16.request as fetch_v16
+import kio.schema.fetch.v17.request as fetch_v17
 import kio.schema.find_coordinator.v0.request as find_coordinator_v0
 import kio.schema.find_coordinator.v1.request as find_coordinator_v1
 import kio.schema.find_coordinator.v2.request as find_coordinator_v2
@@ -261,7 +266,9 @@ EndTxnRequest: TypeAlias = (
 FetchRequest: TypeAlias = (
     fetch_v4.FetchRequest | fetch_v5.FetchRequest | fetch_v6.FetchRequest | fetch_v7.FetchRequest
     | fetch_v8.FetchRequest | fetch_v9.FetchRequest | fetch_v10.FetchRequest
-    | fetch_v11.FetchRequest | fetch_v12.FetchRequest
+    | fetch_v11.FetchRequest | fetch_v12.FetchRequest | fetch_v13.FetchRequest
+    | fetch_v14.FetchRequest | fetch_v15.FetchRequest | fetch_v16.FetchRequest
+    | fetch_v17.FetchRequest
 )
 FindCoordinatorRequest: TypeAlias = (
     find_coordinator_v0.FindCoordinatorRequest | find_coordinator_v1.FindCoordinatorRequest
@@ -357,6 +364,9 @@ DeleteTopicsRequestByName: TypeAlias = (
     delete_topics_v1.DeleteTopicsRequest | delete_topics_v2.DeleteTopicsRequest
     | delete_topics_v3.DeleteTopicsRequest | delete_topics_v4.DeleteTopicsRequest
     | delete_topics_v5.DeleteTopicsRequest
+)
+FetchRequestWithReplicaState: TypeAlias = (
+    fetch_v15.FetchRequest | fetch_v16.FetchRequest | fetch_v17.FetchRequest
 )
 FindCoordinatorRequestBatched: TypeAlias = (
     find_coordinator_v4.FindCoordinatorRequest | find_coordinator_v5.FindCoordinatorRequest

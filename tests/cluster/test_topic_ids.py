@@ -11,6 +11,7 @@ from pathlib import Path
 from confluent_kafka import Consumer, Producer, TopicPartition
 from kazoo.client import KazooClient
 
+from protocol.errors import ErrorCode
 from tests.cluster.cluster import Cluster, create_topic, wait_until
 from tests.protocol.wire import WireClient
 
@@ -81,5 +82,28 @@ def test_topic_id_is_kafkas_everywhere_and_new_for_a_reused_name(zookeeper, tmp_
         finally:
             c.close()
         assert (low, high) == (0, 0)  # nothing of the old topic
+
+        # Fetch v16 by id: the old id is unknown everywhere; a broker that does not lead the
+        # partition names its leader and the leader's endpoint (KIP-951).
+        def fetch(broker: int, topic_id: uuid.UUID):
+            with WireClient(cluster.broker(broker).bootstrap) as w:
+                return w.call(1, 16, {
+                    "max_wait": 0, "min_bytes": 0, "max_bytes": 1 << 20, "isolation_level": 0,
+                    "session_id": 0, "session_epoch": -1, "forgotten_topics_data": [],
+                    "rack_id": "", "topics": [{"topic_id": topic_id, "partitions": [
+                        {"partition": 1, "current_leader_epoch": -1, "fetch_offset": 0,
+                         "last_fetched_epoch": -1, "log_start_offset": -1,
+                         "partition_max_bytes": 1 << 20}]}]})
+
+        for broker in (0, 1):
+            stale = fetch(broker, first).responses[0].partitions[0]
+            assert stale.error_code == ErrorCode.unknown_topic_id
+        hinted = fetch(0, second)
+        part = hinted.responses[0].partitions[0]
+        assert part.error_code == ErrorCode.not_leader_or_follower
+        assert part.current_leader.leader_id == 1 and part.current_leader.leader_epoch >= 0
+        b1 = cluster.broker(1)
+        assert [(e.node_id, f"{e.host}:{e.port}") for e in hinted.node_endpoints] == [
+            (1, b1.bootstrap)]
     finally:
         cluster.close()
