@@ -137,6 +137,8 @@ import kio.schema.list_offsets.v6.request as list_offsets_v6
 import kio.schema.list_offsets.v7.request as list_offsets_v7
 import kio.schema.list_offsets.v8.request as list_offsets_v8
 import kio.schema.list_offsets.v9.request as list_offsets_v9
+import kio.schema.list_offsets.v10.request as list_offsets_v10
+import kio.schema.list_offsets.v11.request as list_offsets_v11
 import kio.schema.list_transactions.v0.request as list_transactions_v0
 import kio.schema.list_transactions.v1.request as list_transactions_v1
 import kio.schema.metadata.v0.request as metadata_v0
@@ -311,7 +313,8 @@ ListOffsetsRequest: TypeAlias = (
     | list_offsets_v3.ListOffsetsRequest | list_offsets_v4.ListOffsetsRequest
     | list_offsets_v5.ListOffsetsRequest | list_offsets_v6.ListOffsetsRequest
     | list_offsets_v7.ListOffsetsRequest | list_offsets_v8.ListOffsetsRequest
-    | list_offsets_v9.ListOffsetsRequest
+    | list_offsets_v9.ListOffsetsRequest | list_offsets_v10.ListOffsetsRequest
+    | list_offsets_v11.ListOffsetsRequest
 )
 ListTransactionsRequest: TypeAlias = (
     list_transactions_v0.ListTransactionsRequest | list_transactions_v1.ListTransactionsRequest
