@@ -105,5 +105,13 @@ def test_topic_id_is_kafkas_everywhere_and_new_for_a_reused_name(zookeeper, tmp_
         b1 = cluster.broker(1)
         assert [(e.node_id, f"{e.host}:{e.port}") for e in hinted.node_endpoints] == [
             (1, b1.bootstrap)]
+
+        # The id outlives a restart, and the restarted broker's replicas keep it.
+        cluster.broker(0).restart()
+        wait_until(lambda: cluster.every_broker_sees({0, 1}), 20, "broker 0 back")
+        assert _ids(cluster, topic) == {0: second, 1: second}
+        for p in (0, 1):
+            assert _partition_metadata(cluster.broker(0).data_dir / f"{topic}-{p}") == (
+                f"version: 0\ntopic_id: {_kafka_uuid(second)}")
     finally:
         cluster.close()
