@@ -32,6 +32,16 @@ async def handle_metadata(ctx: RequestContext, request: MetadataRequest) -> dict
         field(request, "allow_auto_topic_creation", True)
         and ctx.config["auto.create.topics.enable"]
     )
+    if version in (10, 11) and requested and any(
+        t.name is None or field(t, "topic_id", None) is not None for t in requested
+    ):
+        # Kafka's KafkaApis: v10-11 have the topic id field but not the lookup by id; such a
+        # request fails whole (MetadataRequest.getErrorResponse).
+        log.info("Metadata v%d from %s names a topic by id: INVALID_REQUEST", version, ctx.peer)
+        return {"throttle_time": 0, "brokers": [], "cluster_id": None, "controller_id": -1,
+                "topics": [{"error_code": ErrorCode.invalid_request, "name": t.name or "",
+                            "topic_id": field(t, "topic_id", None), "partitions": []}
+                           for t in requested]}
     topics_out: list[dict[str, Any]] = []
     names: list[str | None] = []  # None: neither a name nor a topic id
     if all_topics or requested is None:

@@ -132,3 +132,21 @@ def test_describe_topic_partitions_pages_with_a_cursor(shared_broker, unique_top
         assert [t.error_code for t in bad.topics] == [ErrorCode.invalid_request]
         bad = describe([a], 10, {"topic_name": a, "partition_index": -1})
         assert [t.error_code for t in bad.topics] == [ErrorCode.invalid_request]
+
+
+def test_metadata_v10_v11_refuse_topic_ids(shared_broker, unique_topic):
+    """Kafka looks topics up by id from Metadata v12 on; v10-11 carry the field but a request
+    naming a topic by id fails whole with INVALID_REQUEST."""
+    with WireClient(shared_broker.bootstrap) as c:
+        _metadata(c, [unique_topic], create=True)
+        topic_id = _metadata(c, [unique_topic], create=False).topics[0].topic_id
+        for version in (10, 11):
+            body = {"topics": [{"name": None, "topic_id": topic_id}],
+                    "allow_auto_topic_creation": False,
+                    "include_topic_authorized_operations": False}
+            resp = c.call(METADATA, version, body)
+            assert [t.error_code for t in resp.topics] == [ErrorCode.invalid_request]
+            by_name = c.call(METADATA, version, {**body, "topics": [
+                {"name": unique_topic, "topic_id": None}]})
+            assert by_name.topics[0].error_code == ErrorCode.none
+        assert c.call(METADATA, 12, body).topics[0].name == unique_topic
