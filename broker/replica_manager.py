@@ -252,13 +252,16 @@ class ReplicaManager:
         without the file (written before topic ids) gets it."""
         try:
             on_disk = read_partition_metadata(plog.dir)
-            if on_disk is None:
-                write_partition_metadata(plog.dir, topic.topic_id)
-                return True
         except (OSError, ValueError) as exc:
             log.warning("%s-%d: unreadable %s (%s): rewriting it", plog.topic, plog.partition,
                         PARTITION_METADATA, exc)
-            write_partition_metadata(plog.dir, topic.topic_id)
+            on_disk = None
+        if on_disk is None:
+            try:
+                write_partition_metadata(plog.dir, topic.topic_id)
+            except OSError as exc:  # the log's own I/O reports a failing directory
+                log.error("%s-%d: cannot write %s: %s", plog.topic, plog.partition,
+                          PARTITION_METADATA, exc)
             return True
         if on_disk == topic.topic_id:
             return True

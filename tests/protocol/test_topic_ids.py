@@ -150,3 +150,20 @@ def test_metadata_v10_v11_refuse_topic_ids(shared_broker, unique_topic):
                 {"name": unique_topic, "topic_id": None}]})
             assert by_name.topics[0].error_code == ErrorCode.none
         assert c.call(METADATA, 12, body).topics[0].name == unique_topic
+
+
+def test_a_replica_without_partition_metadata_gets_its_topic_id(broker_factory, unique_topic):
+    """A log written before topic ids (or whose partition.metadata is gone) gets the file,
+    with the topic's id, when the broker opens it (Kafka's Partition.checkOrSetTopicId)."""
+    b = broker_factory()
+    with WireClient(b.bootstrap) as c:
+        _metadata(c, [unique_topic], create=True)
+        topic_id = _metadata(c, [unique_topic], create=False).topics[0].topic_id
+    meta = b.data_dir / f"{unique_topic}-0" / "partition.metadata"
+    expected = meta.read_text()
+    b.stop()
+    meta.unlink()
+    b.start()
+    assert meta.read_text() == expected
+    with WireClient(b.bootstrap) as c:
+        assert _metadata(c, [unique_topic], create=False).topics[0].topic_id == topic_id
