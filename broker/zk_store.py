@@ -313,7 +313,7 @@ class ZkMetadataStore:
                 return None
             current = json.loads(data)
             if isinstance(current.get("topic_id"), str):
-                return parse_topic_id(current["topic_id"])
+                return self._topic_id(name, current)  # another broker assigned it first
             topic_id = uuid.uuid4()
             current.update(version=3, topic_id=uuid_to_kafka(topic_id))
             try:

@@ -115,3 +115,43 @@ def test_topic_id_is_kafkas_everywhere_and_new_for_a_reused_name(zookeeper, tmp_
                 f"version: 0\ntopic_id: {_kafka_uuid(second)}")
     finally:
         cluster.close()
+
+
+async def test_a_topic_znode_without_an_id_gets_one(zookeeper):
+    """A topic written to ZooKeeper without a topic id (as Kafka before 2.8 wrote it) gets
+    one, written back in Kafka's format, and every broker reads the same."""
+    import asyncio
+
+    from broker.metadata_store import BrokerInfo
+    from broker.zk_store import ZkMetadataStore
+
+    chroot = f"ids{uuid.uuid4().hex[:8]}"
+    connect = f"{zookeeper.connect_string}/{chroot}"
+    zk = KazooClient(hosts=zookeeper.connect_string)
+    zk.start(timeout=10)
+    znode = f"/{chroot}/brokers/topics/legacy"
+    try:
+        zk.create(f"{znode}/partitions/0/state", json.dumps(
+            {"controller_epoch": 1, "leader": 1, "leader_epoch": 0, "version": 1,
+             "isr": [1]}).encode(), makepath=True)
+        zk.set(znode, json.dumps({"version": 1, "partitions": {"0": [1]}}).encode())
+        stores = [ZkMetadataStore(connect, BrokerInfo(i, "127.0.0.1", 9000 + i),
+                                  session_timeout_ms=4000) for i in (1, 2)]
+        for s in stores:
+            await s.start()
+        try:
+            for _ in range(100):
+                if all(s.topic("legacy") is not None for s in stores):
+                    break
+                await asyncio.sleep(0.05)
+            a, b = (s.topic("legacy") for s in stores)
+            assert a is not None and b is not None and a.topic_id == b.topic_id
+            doc = json.loads(zk.get(znode)[0])
+            assert doc["version"] == 3 and doc["topic_id"] == _kafka_uuid(a.topic_id)
+            assert stores[0].topic_name_by_id(a.topic_id) == "legacy"
+        finally:
+            for s in stores:
+                await s.close()
+    finally:
+        zk.stop()
+        zk.close()
