@@ -14,6 +14,7 @@ from .context import RequestContext
 from .handlers import (
     cluster,
     configs,
+    describe_topic_partitions,
     fetch,
     find_coordinator,
     groups,
@@ -34,9 +35,9 @@ def build_registry() -> ApiRegistry[RequestContext]:
     r = ApiRegistry[RequestContext]()
     # Produce: accept v3+ (magic 2 only), advertise from v0 like Kafka 4 (KAFKA-18659).
     r.register(0, "Produce", (3, 11), produce.handle_produce, advertised_min=0)
-    r.register(1, "Fetch", (4, 12), fetch.handle_fetch)
-    r.register(2, "ListOffsets", (1, 9), offsets.handle_list_offsets)
-    r.register(3, "Metadata", (0, 12), metadata.handle_metadata)
+    r.register(1, "Fetch", (4, 17), fetch.handle_fetch)
+    r.register(2, "ListOffsets", (1, 11), offsets.handle_list_offsets)
+    r.register(3, "Metadata", (0, 13), metadata.handle_metadata)
     r.register(18, "ApiVersions", (0, 4), make_handler(r))
     # SASL (broker/security/sasl.py gates a SASL listener's connections until they pass)
     r.register(17, "SaslHandshake", (0, 1), sasl.handle_sasl_handshake)
@@ -76,4 +77,6 @@ def build_registry() -> ApiRegistry[RequestContext]:
     r.register(61, "DescribeProducers", (0, 0), transactions.handle_describe_producers)
     r.register(65, "DescribeTransactions", (0, 0), transactions.handle_describe_transactions)
     r.register(66, "ListTransactions", (0, 1), transactions.handle_list_transactions)
+    r.register(75, "DescribeTopicPartitions", (0, 0),
+               describe_topic_partitions.handle_describe_topic_partitions)
     return r

@@ -73,6 +73,7 @@ class MetadataStore(Protocol):
     def brokers(self) -> list[BrokerInfo]: ...
     def topics(self) -> dict[str, TopicState]: ...
     def topic(self, name: str) -> TopicState | None: ...
+    def topic_name_by_id(self, topic_id: uuid.UUID) -> str | None: ...
     def controller_id(self) -> int: ...
     def add_listener(self, fn: Callable[[str, str], None]) -> None: ...
     async def create_topic(self, topic: TopicState) -> None: ...
@@ -98,6 +99,38 @@ def uuid_to_kafka(u: uuid.UUID) -> str:
     return base64.urlsafe_b64encode(u.bytes).rstrip(b"=").decode()
 
 
+def parse_topic_id(text: str) -> uuid.UUID:
+    """A topic id as Kafka writes it (Uuid.toString: 22 characters of URL-safe base64), or in
+    the hex form earlier Samsa versions wrote to ZooKeeper. ValueError if it is neither."""
+    if len(text) == 22:
+        return uuid.UUID(bytes=base64.urlsafe_b64decode(text + "=="))
+    return uuid.UUID(text)
+
+
+class TopicIdIndex:
+    """Topic id -> name of the topics a store holds (Kafka's MetadataCache.topicIdsToNames):
+    Fetch v13+ and the other by-id requests look names up without scanning every topic."""
+
+    def __init__(self) -> None:
+        self._names: dict[uuid.UUID, str] = {}
+        self._ids: dict[str, uuid.UUID] = {}
+
+    def set(self, topic: TopicState) -> None:
+        old = self._ids.get(topic.name)
+        if old is not None and old != topic.topic_id:
+            self._names.pop(old, None)
+        self._ids[topic.name] = topic.topic_id
+        self._names[topic.topic_id] = topic.name
+
+    def drop(self, name: str) -> None:
+        old = self._ids.pop(name, None)
+        if old is not None:
+            self._names.pop(old, None)
+
+    def name(self, topic_id: uuid.UUID) -> str | None:
+        return self._names.get(topic_id)
+
+
 class LocalMetadataStore:
     FILE = "samsa-metadata.json"
 
@@ -109,6 +142,7 @@ class LocalMetadataStore:
         # SCRAM credentials: user -> mechanism -> Kafka's credential string (ZooKeeper's
         # /config/users/<user> "config" in a cluster).
         self._users: dict[str, dict[str, str]] = {}
+        self._by_id = TopicIdIndex()
         self.cluster_id = new_cluster_id()
         if self._path.exists():
             self._load()
@@ -124,6 +158,9 @@ class LocalMetadataStore:
     def topic(self, name: str) -> TopicState | None:
         return self._topics.get(name)
 
+    def topic_name_by_id(self, topic_id: uuid.UUID) -> str | None:
+        return self._by_id.name(topic_id)
+
     def controller_id(self) -> int:
         return self._broker.broker_id
 
@@ -132,14 +169,17 @@ class LocalMetadataStore:
 
     async def create_topic(self, topic: TopicState) -> None:
         self._topics[topic.name] = topic
+        self._by_id.set(topic)
         self._save()
 
     async def delete_topic(self, name: str) -> None:
         self._topics.pop(name, None)
+        self._by_id.drop(name)
         self._save()
 
     async def update_topic(self, topic: TopicState) -> None:
         self._topics[topic.name] = topic
+        self._by_id.set(topic)
         self._save()
 
     async def group_configs(self, group: str) -> dict[str, str]:
@@ -186,6 +226,7 @@ class LocalMetadataStore:
                 configs=t.get("configs", {}),
                 internal=t.get("internal", False),
             )
+            self._by_id.set(self._topics[t["name"]])
         self._group_configs = {g: dict(c) for g, c in doc.get("group_configs", {}).items()}
 
     def _save(self) -> None:

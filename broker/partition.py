@@ -29,6 +29,7 @@ EARLIEST_TIMESTAMP = -2
 MAX_TIMESTAMP = -3
 EARLIEST_LOCAL_TIMESTAMP = -4
 LATEST_TIERED_TIMESTAMP = -5
+EARLIEST_PENDING_UPLOAD_TIMESTAMP = -6  # ListOffsets v11 (KIP-1023)
 NOT_FOUND = (-1, -1, -1)  # offset, timestamp, leader epoch of an empty ListOffsets answer
 HIGH_WATERMARK = -1  # DeleteRecords: "up to the high watermark" (DeleteRecordsRequest)
 
@@ -403,8 +404,8 @@ class Partition:
             first = log.leader_epoch_cache.earliest_entry()
             epoch = first[0] if first is not None and first[1] <= log.log_start_offset else -1
             return log.log_start_offset, -1, epoch
-        if timestamp == LATEST_TIERED_TIMESTAMP:
-            return NOT_FOUND  # nothing is tiered
+        if timestamp in (LATEST_TIERED_TIMESTAMP, EARLIEST_PENDING_UPLOAD_TIMESTAMP):
+            return NOT_FOUND  # nothing is tiered, nothing waits for an upload
         found: tuple[int, int, int] | None = (
             log.max_timestamp_and_offset()
             if timestamp == MAX_TIMESTAMP

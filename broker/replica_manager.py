@@ -17,7 +17,13 @@ from typing import Any
 from protocol.errors import ErrorCode, KafkaError
 from storage.config import LogConfig
 from storage.errors import KafkaStorageError
+from storage.log import Log
 from storage.log_dirs import LogDirs
+from storage.log_manager import (
+    PARTITION_METADATA,
+    read_partition_metadata,
+    write_partition_metadata,
+)
 
 from .metadata_store import MetadataStore, TopicState
 from .partition import Partition
@@ -71,8 +77,18 @@ class ReplicaManager:
             if self.broker_id not in state.replicas or (topic.name, index) in self.offline:
                 continue
             partition = self._partitions.get((topic.name, index))
+            if partition is not None and partition.topic_id != topic.topic_id:
+                # The topic was deleted and created again under its name while we were not
+                # looking (a watch coalesced both): the old replica is another topic's.
+                log.info("%s-%d: topic id changed from %s to %s: deleting the old replica",
+                         topic.name, index, partition.topic_id, topic.topic_id)
+                self._remove_partition((topic.name, index))
+                partition = None
             if partition is None:
                 plog = self.log_manager.get_log(topic.name, index)
+                if plog is not None and not self._owned_by(plog, topic):
+                    self.log_manager.delete_log(topic.name, index)
+                    plog = None
                 if plog is None:
                     try:
                         plog = self.log_manager.create_log(topic.name, index, config,
@@ -215,14 +231,43 @@ class ReplicaManager:
     def remove_topic(self, name: str) -> None:
         self.offline = {key for key in self.offline if key[0] != name}
         for key in [k for k in self._partitions if k[0] == name]:
-            partition = self._partitions.pop(key)
-            if self.fetchers is not None:
-                self.fetchers.remove(partition)
-            if partition.is_leader:
-                partition.leader_id = -1
-                self._notify_leadership(partition, False)
-            partition.notify_waiters()
-            self.log_manager.delete_log(*key)
+            self._remove_partition(key)
+
+    def _remove_partition(self, key: tuple[str, int]) -> None:
+        partition = self._partitions.pop(key)
+        if self.fetchers is not None:
+            self.fetchers.remove(partition)
+        if partition.is_leader:
+            partition.leader_id = -1
+            self._notify_leadership(partition, False)
+        partition.notify_waiters()
+        self.log_manager.delete_log(*key)
+
+    @staticmethod
+    def _owned_by(plog: Log, topic: TopicState) -> bool:
+        """Whether the log on disk is a replica of `topic`, by the topic id in its
+        partition.metadata (Kafka's Partition.checkOrSetTopicId): a log of an earlier topic of
+        the same name (deleted while this broker was down) is not, and is deleted; a log
+        without the file (written before topic ids) gets it."""
+        try:
+            on_disk = read_partition_metadata(plog.dir)
+        except (OSError, ValueError) as exc:
+            log.warning("%s-%d: unreadable %s (%s): rewriting it", plog.topic, plog.partition,
+                        PARTITION_METADATA, exc)
+            on_disk = None
+        if on_disk is None:
+            try:
+                write_partition_metadata(plog.dir, topic.topic_id)
+            except OSError as exc:  # the log's own I/O reports a failing directory
+                log.error("%s-%d: cannot write %s: %s", plog.topic, plog.partition,
+                          PARTITION_METADATA, exc)
+            return True
+        if on_disk == topic.topic_id:
+            return True
+        log.warning("%s-%d: the log on disk belongs to topic id %s, not to the topic's id %s "
+                    "(the topic was deleted and created again): deleting it", plog.topic,
+                    plog.partition, on_disk, topic.topic_id)
+        return False
 
     def partitions(self) -> Iterable[Partition]:
         return self._partitions.values()

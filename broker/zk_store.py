@@ -3,7 +3,7 @@
     /cluster/id                                  {"version":"1","id":...}
     /brokers/ids/<id>                  ephemeral {"version":5,"host","port","rack","endpoints",
                                                   "listener_security_protocol_map"}; epoch = czxid
-    /brokers/topics/<t>                          {"version":2,"topic_id","partitions":{"0":[1,2]}}
+    /brokers/topics/<t>              {"version":3,"topic_id","partitions":{"0":[1,2]},...}
     /brokers/topics/<t>/partitions/<p>/state     {"controller_epoch","leader","leader_epoch","isr"}
     /config/topics/<t>                           {"version":1,"config":{...}}
     /config/groups/<g>                           {"version":1,"config":{...}} (group configs;
@@ -37,7 +37,16 @@ from kazoo.exceptions import (
 )
 from kazoo.handlers.threading import KazooTimeoutError
 
-from .metadata_store import BrokerEndpoint, BrokerInfo, PartitionState, TopicState, new_cluster_id
+from .metadata_store import (
+    BrokerEndpoint,
+    BrokerInfo,
+    PartitionState,
+    TopicIdIndex,
+    TopicState,
+    new_cluster_id,
+    parse_topic_id,
+    uuid_to_kafka,
+)
 from .security.scram import MECHANISMS as SCRAM_MECHANISMS
 from .security.scram import ScramCredential
 
@@ -68,6 +77,7 @@ class ZkMetadataStore:
         self.broker_epoch = -1
         self._brokers: dict[int, BrokerInfo] = {}
         self._topics: dict[str, TopicState] = {}
+        self._by_id = TopicIdIndex()
         self._watched: set[str] = set()
         self._users: dict[str, dict[str, str]] = {}  # /config/users/<user> "config"s (SCRAM)
         self._watched_users: set[str] = set()
@@ -295,7 +305,42 @@ class ZkMetadataStore:
                 leader_epoch=state.get("leader_epoch", 0),
                 isr=list(state.get("isr", replicas)),
             )
-        return TopicState(name, uuid.UUID(doc["topic_id"]), partitions, config, name in INTERNAL)
+        topic_id = self._topic_id(name, doc)
+        if topic_id is None:
+            return None
+        return TopicState(name, topic_id, partitions, config, name in INTERNAL)
+
+    def _topic_id(self, name: str, doc: dict[str, Any]) -> uuid.UUID | None:
+        """The topic's id from its znode; a topic created without one (by Kafka before 2.8)
+        gets one, written back as Kafka's controller does (conditional on the znode's version:
+        the first writer's id wins)."""
+        text = doc.get("topic_id")
+        if isinstance(text, str):
+            try:
+                return parse_topic_id(text)
+            except ValueError:
+                log.error("topic %s: unreadable topic id %r in ZooKeeper: ignoring the topic",
+                          name, text)
+                return None
+        path = f"/brokers/topics/{name}"
+        while True:
+            try:
+                data, stat = self._zk.get(path)
+            except NoNodeError:
+                return None
+            current = json.loads(data)
+            if isinstance(current.get("topic_id"), str):
+                return self._topic_id(name, current)  # another broker assigned it first
+            topic_id = uuid.uuid4()
+            current.update(version=3, topic_id=uuid_to_kafka(topic_id))
+            try:
+                self._zk.set(path, _dumps(current), version=stat.version)
+                log.info("topic %s had no topic id: assigned %s", name, uuid_to_kafka(topic_id))
+                return topic_id
+            except BadVersionError:
+                continue
+            except NoNodeError:
+                return None
 
     def _read_state(self, name: str, index: int) -> dict[str, Any]:
         try:
@@ -305,6 +350,7 @@ class ZkMetadataStore:
 
     def _set_topic(self, topic: TopicState) -> None:
         self._topics[topic.name] = topic
+        self._by_id.set(topic)
         self._emit("topic", topic.name)
 
     def _set_state(self, name: str, index: int, doc: dict[str, Any]) -> None:
@@ -320,6 +366,7 @@ class ZkMetadataStore:
         self._emit("topic", name)
 
     def _drop_topic(self, name: str) -> None:
+        self._by_id.drop(name)
         if self._topics.pop(name, None) is not None:
             self._emit("topic", name)
 
@@ -386,6 +433,9 @@ class ZkMetadataStore:
                 for u, cfg in self._users.items()
                 if any(m in SCRAM_MECHANISMS for m in cfg)}
 
+    def topic_name_by_id(self, topic_id: uuid.UUID) -> str | None:
+        return self._by_id.name(topic_id)
+
     # ---- writes -----------------------------------------------------------------------------
     async def alter_scram_credentials(
         self, changes: list[tuple[str, str, ScramCredential | None]]
@@ -437,8 +487,8 @@ class ZkMetadataStore:
             f"/brokers/topics/{topic.name}",
             _dumps(
                 {
-                    "version": 2,
-                    "topic_id": str(topic.topic_id),
+                    "version": 3,  # Kafka's TopicZNode since 2.8: with the topic id
+                    "topic_id": uuid_to_kafka(topic.topic_id),
                     "partitions": {str(p): s.replicas for p, s in topic.partitions.items()},
                     "adding_replicas": {},
                     "removing_replicas": {},
@@ -476,6 +526,7 @@ class ZkMetadataStore:
         )
         doc = json.loads(self._zk.get(base)[0])
         doc["partitions"] = {str(p): s.replicas for p, s in topic.partitions.items()}
+        doc.update(version=3, topic_id=uuid_to_kafka(topic.topic_id))  # Kafka's format
         for p, s in topic.partitions.items():
             if not self._zk.exists(f"{base}/partitions/{p}/state"):
                 self._zk.create(f"{base}/partitions/{p}/state", _state_doc(s), makepath=True)

@@ -384,6 +384,9 @@ _TABLE: list[PropertyDef] = [
     _p("fetch.max.bytes", I, 57671680, "Most bytes returned for one fetch request (a fetch "
        "asking for more gets this much; the first batch is returned whatever its size).",
        at_least(1024), group=_G_SERVER),
+    _p("max.request.partition.size.limit", I, 2000, "Most partitions one "
+       "DescribeTopicPartitions response describes (the client asks for the rest).",
+       at_least(1), group=_G_SERVER),
     _p("max.incremental.fetch.session.cache.slots", I, 1000, "Most incremental fetch sessions "
        "kept.", at_least(0), group=_G_SERVER,
        ignored="there are no incremental fetch sessions, every fetch is a full one"),

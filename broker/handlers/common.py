@@ -30,7 +30,4 @@ def field(entity: object, name: str, default: T) -> T:
 
 
 def topic_name_by_id(store: MetadataStore, topic_id: uuid.UUID) -> str | None:
-    for topic in store.topics().values():
-        if topic.topic_id == topic_id:
-            return topic.name
-    return None
+    return store.topic_name_by_id(topic_id)

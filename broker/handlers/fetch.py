@@ -3,12 +3,19 @@
 Long poll: if fewer than min_bytes are ready, wait until new data arrives on any requested
 partition or max_wait passes. No fetch sessions: answering session_id=0 tells clients to keep
 sending full fetch requests, which Kafka's protocol allows.
+
+v13+ name topics by id (an id this cluster does not know, such as the id of a topic deleted
+and created again under its name, is UNKNOWN_TOPIC_ID); v15+ carry the follower's id in
+replica_state; v16+ answer NOT_LEADER_OR_FOLLOWER and FENCED_LEADER_EPOCH with the current
+leader and its endpoint (KIP-951); v17's replica directory id is for KRaft followers and not
+used here.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+import uuid
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from protocol.errors import ErrorCode
@@ -16,15 +23,28 @@ from protocol.errors import ErrorCode
 from .. import metrics
 from ..context import RequestContext
 from ..partition import Partition
+from ..replica_manager import PartitionError
 from .common import PARTITION_ERRORS, error_code_of, field
 
 if TYPE_CHECKING:
-    from .requests import FetchRequest
+    from typing_extensions import TypeIs
+
+    from .requests import FetchRequest, FetchRequestWithReplicaState
 
 
 # read_one(partition, fetch offset, last fetched epoch (-1: none), byte limit, is the first
 # partition read) -> the partition's response entry
 ReadOne = Callable[[Partition, int, int, int, bool], dict[str, Any]]
+
+
+def _has_replica_state(request: FetchRequest) -> TypeIs[FetchRequestWithReplicaState]:
+    """v15+ carry the fetching replica's id in replica_state, older versions in replica_id."""
+    return request.__version__ >= 15
+
+
+# A requested topic: its name (None: an id this broker does not know), its id (None before
+# v13), and the requested partitions.
+Wanted = tuple[str | None, uuid.UUID | None, Sequence[Any]]
 
 
 async def handle_fetch(ctx: RequestContext, request: FetchRequest) -> dict[str, Any]:
@@ -34,34 +54,87 @@ async def handle_fetch(ctx: RequestContext, request: FetchRequest) -> dict[str, 
     # Kafka caps every fetch, a follower's too, at the broker's fetch.max.bytes.
     max_bytes: int = min(request.max_bytes, ctx.config["fetch.max.bytes"])
     min_bytes = min(request.min_bytes, max_bytes)
-    replica_id = request.replica_id
+    replica_id = (request.replica_state.replica_id if _has_replica_state(request)
+                  else request.replica_id)
     read_one = _follower_reader(replica_id) if replica_id >= 0 else _consumer_reader(isolation)
+    wanted = _wanted_topics(ctx, request)
     while True:
-        responses, total, leaders, had_error = _read_all(ctx, request, max_bytes, read_one)
+        responses, total, leaders, had_error = _read_all(ctx, wanted, max_bytes, read_one)
         remaining = deadline - time.monotonic()
         if total >= min_bytes or had_error or remaining <= 0 or not leaders:
-            return {"throttle_time": 0, "error_code": ErrorCode.none, "session_id": 0,
-                    "responses": responses}
+            out = {"throttle_time": 0, "error_code": ErrorCode.none, "session_id": 0,
+                   "responses": responses}
+            if ctx.version >= 16:
+                out["node_endpoints"] = _leader_hints(ctx, responses)
+            return out
         await ctx.replicas.wait_for_data(leaders, remaining)
 
 
+def _wanted_topics(ctx: RequestContext, request: FetchRequest) -> list[Wanted]:
+    wanted: list[Wanted] = []
+    for topic in request.topics:
+        topic_id: uuid.UUID | None = field(topic, "topic_id", None)
+        if ctx.version >= 13:
+            name = ctx.store.topic_name_by_id(topic_id) if topic_id is not None else None
+        else:
+            name = field(topic, "topic", None)
+        wanted.append((name, topic_id, topic.partitions))
+    return wanted
+
+
+def _leader_hints(ctx: RequestContext, responses: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """v16+ (KIP-951, Kafka's KafkaApis.getCurrentLeader): a partition answered
+    NOT_LEADER_OR_FOLLOWER or FENCED_LEADER_EPOCH names the leader as this broker knows it
+    (its own replica's view, else the metadata), and the response lists that leader's
+    endpoint if it is alive, so the client need not ask Metadata first."""
+    brokers = {b.broker_id: b for b in ctx.store.brokers()}
+    endpoints: dict[int, dict[str, Any]] = {}
+    for topic in responses:
+        name = topic["topic"]
+        for p in topic["partitions"]:
+            if p["error_code"] not in (ErrorCode.not_leader_or_follower,
+                                       ErrorCode.fenced_leader_epoch):
+                continue
+            leader, epoch = -1, -1
+            hosted = ctx.replicas.get(name, p["partition_index"])
+            state = ctx.store.topic(name)
+            if hosted is not None:
+                leader, epoch = hosted.leader_id, hosted.leader_epoch
+            elif state is not None and p["partition_index"] in state.partitions:
+                known = state.partitions[p["partition_index"]]
+                leader, epoch = known.leader, known.leader_epoch
+            p["current_leader"] = {"leader_id": leader, "leader_epoch": epoch}
+            if (b := brokers.get(leader)) is not None:
+                endpoints[leader] = {"node_id": b.broker_id, "host": b.host, "port": b.port,
+                                     "rack": b.rack}
+    return [endpoints[k] for k in sorted(endpoints)]
+
+
 def _read_all(
-    ctx: RequestContext, request: FetchRequest, max_bytes: int, read_one: ReadOne
+    ctx: RequestContext, wanted: list[Wanted], max_bytes: int, read_one: ReadOne
 ) -> tuple[list[dict[str, Any]], int, list[Partition], bool]:
-    """Look up each requested partition as leader (checking the leader epoch the fetcher
-    knows), read it with `read_one`, and
-    turn errors into per-partition error codes."""
+    """Look up each requested partition as leader (checking the topic id and the leader epoch
+    the fetcher knows), read it with `read_one`, and turn errors into per-partition error
+    codes."""
     replicas = ctx.replicas
     total = 0
     leaders: list[Partition] = []
     had_error = False
     responses = []
-    for topic in request.topics:
+    for name, topic_id, partitions in wanted:
         parts = []
-        for p in topic.partitions:
+        for p in partitions:
             out: dict[str, Any] = {"partition_index": p.partition, "records": b""}
+            if name is None:
+                had_error = True
+                out.update(error_code=ErrorCode.unknown_topic_id, high_watermark=-1,
+                           last_stable_offset=-1, log_start_offset=-1)
+                parts.append(out)
+                continue
             try:
-                partition = replicas.leader_partition(topic.topic, p.partition)
+                partition = replicas.leader_partition(name, p.partition)
+                if topic_id is not None and partition.topic_id != topic_id:
+                    raise PartitionError(ErrorCode.inconsistent_topic_id)
                 partition.check_leader_epoch(field(p, "current_leader_epoch", -1))
                 leaders.append(partition)
                 limit = max(min(p.partition_max_bytes, max_bytes - total), 0)
@@ -72,14 +145,14 @@ def _read_all(
             except PARTITION_ERRORS as exc:
                 had_error = True
                 out.update(error_code=error_code_of(exc), high_watermark=-1, last_stable_offset=-1)
-                if (hosted := replicas.get(topic.topic, p.partition)) is not None:
+                if (hosted := replicas.get(name, p.partition)) is not None:
                     out.update(
                         high_watermark=hosted.high_watermark,
                         last_stable_offset=hosted.last_stable_offset,
                         log_start_offset=hosted.log_start_offset,
                     )
             parts.append(out)
-        responses.append({"topic": topic.topic, "partitions": parts})
+        responses.append({"topic": name, "topic_id": topic_id, "partitions": parts})
     return responses, total, leaders, had_error
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import uuid
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -10,11 +11,13 @@ from protocol.errors import ErrorCode
 
 from ..context import RequestContext
 from ..metadata_store import TopicState
-from ..topic_admin import TopicError, validate_topic_name
+from ..topic_admin import INTERNAL_TOPICS, TopicError, validate_topic_name
 from .common import field, topic_name_by_id
 
 if TYPE_CHECKING:
     from .requests import MetadataRequest
+
+log = logging.getLogger(__name__)
 
 OfflineReplicas = dict[int, set[tuple[str, int]]]  # broker id -> its replicas in failed dirs
 
@@ -29,6 +32,16 @@ async def handle_metadata(ctx: RequestContext, request: MetadataRequest) -> dict
         field(request, "allow_auto_topic_creation", True)
         and ctx.config["auto.create.topics.enable"]
     )
+    if version in (10, 11) and requested and any(
+        t.name is None or field(t, "topic_id", None) is not None for t in requested
+    ):
+        # Kafka's KafkaApis: v10-11 have the topic id field but not the lookup by id; such a
+        # request fails whole (MetadataRequest.getErrorResponse).
+        log.info("Metadata v%d from %s names a topic by id: INVALID_REQUEST", version, ctx.peer)
+        return {"throttle_time": 0, "brokers": [], "cluster_id": None, "controller_id": -1,
+                "topics": [{"error_code": ErrorCode.invalid_request, "name": t.name or "",
+                            "topic_id": field(t, "topic_id", None), "partitions": []}
+                           for t in requested]}
     topics_out: list[dict[str, Any]] = []
     names: list[str | None] = []  # None: neither a name nor a topic id
     if all_topics or requested is None:
@@ -46,28 +59,12 @@ async def handle_metadata(ctx: RequestContext, request: MetadataRequest) -> dict
                     )
                     continue
             names.append(name)
-    live = {b.broker_id for b in store.brokers()}
-    # Replicas in failed log dirs: every broker's (the ZooKeeper store knows), ours in any case.
-    offline_of: Callable[[], OfflineReplicas] | None = getattr(store, "offline_replicas", None)
-    offline: OfflineReplicas = dict(offline_of()) if offline_of is not None else {}
-    offline[ctx.broker_id] = ctx.replicas.offline
-
-    def online(r: int, tp: tuple[str, int]) -> bool:
-        return r in live and tp not in offline.get(r, ())
-
+    online = replica_online(ctx)
     for name in names:
         topic = store.topic(name) if name is not None else None
         if topic is None:
-            code: int = ErrorCode.unknown_topic_or_partition
-            if allow_create:
-                try:
-                    validate_topic_name(name)  # refuses None and ""
-                    topic = await ctx.topics.create(name or "")
-                except TopicError as exc:
-                    code = exc.error_code
-            if topic is None:
-                topics_out.append({"error_code": code, "name": name, "partitions": []})
-                continue
+            topics_out.append(await _missing_topic(ctx, name, allow_create))
+            continue
         topics_out.append(_topic(topic, online))
     return {
         "throttle_time": 0,
@@ -82,7 +79,48 @@ async def handle_metadata(ctx: RequestContext, request: MetadataRequest) -> dict
         "cluster_id": store.cluster_id,
         "controller_id": store.controller_id(),
         "topics": topics_out,
+        "error_code": ErrorCode.none,  # v13+: a top-level error (none here)
     }
+
+
+def replica_online(ctx: RequestContext) -> Callable[[int, tuple[str, int]], bool]:
+    """online(broker id, (topic, partition)): whether that replica is on a live broker and
+    not in one of its failed log dirs."""
+    store = ctx.store
+    live = {b.broker_id for b in store.brokers()}
+    # Replicas in failed log dirs: every broker's (the ZooKeeper store knows), ours in any case.
+    offline_of: Callable[[], OfflineReplicas] | None = getattr(store, "offline_replicas", None)
+    offline: OfflineReplicas = dict(offline_of()) if offline_of is not None else {}
+    offline[ctx.broker_id] = ctx.replicas.offline
+
+    def online(r: int, tp: tuple[str, int]) -> bool:
+        return r in live and tp not in offline.get(r, ())
+
+    return online
+
+
+async def _missing_topic(ctx: RequestContext, name: str | None, allow_create: bool
+                         ) -> dict[str, Any]:
+    """A requested topic that does not exist. Like Kafka's KafkaApis.getTopicMetadata: an
+    illegal name is INVALID_TOPIC_EXCEPTION; with auto-creation the topic is created and this
+    answer is LEADER_NOT_AVAILABLE with no partitions (AutoTopicCreationManager: the client
+    asks again once the creation went through), whether or not the creation succeeded (a
+    failure is only logged); without it UNKNOWN_TOPIC_OR_PARTITION."""
+    try:
+        validate_topic_name(name)  # refuses None and ""
+    except TopicError as exc:
+        return {"error_code": exc.error_code, "name": name, "partitions": []}
+    assert name is not None
+    if not allow_create:
+        return {"error_code": ErrorCode.unknown_topic_or_partition, "name": name,
+                "partitions": []}
+    try:
+        await ctx.topics.create(name)
+    except TopicError as exc:
+        if exc.error_code != ErrorCode.topic_already_exists:
+            log.warning("auto-creation of topic %s failed: %s", name, exc.message)
+    return {"error_code": ErrorCode.leader_not_available, "name": name,
+            "is_internal": name in INTERNAL_TOPICS, "partitions": []}
 
 
 def _topic(topic: TopicState, online: Callable[[int, tuple[str, int]], bool]) -> dict[str, Any]:

@@ -66,6 +66,7 @@ import kio.schema.describe_log_dirs.v2.request as describe_log_dirs_v2
 import kio.schema.describe_log_dirs.v3.request as describe_log_dirs_v3
 import kio.schema.describe_log_dirs.v4.request as describe_log_dirs_v4
 import kio.schema.describe_producers.v0.request as describe_producers_v0
+import kio.schema.describe_topic_partitions.v0.request as describe_topic_partitions_v0
 import kio.schema.describe_transactions.v0.request as describe_transactions_v0
 import kio.schema.describe_user_scram_credentials.v0.request as describe_user_scram_credentials_v0
 import kio.schema.end_txn.v0.request as end_txn_v0
@@ -82,6 +83,11 @@ import kio.schema.fetch.v9.request as fetch_v9
 import kio.schema.fetch.v10.request as fetch_v10
 import kio.schema.fetch.v11.request as fetch_v11
 import kio.schema.fetch.v12.request as fetch_v12
+import kio.schema.fetch.v13.request as fetch_v13
+import kio.schema.fetch.v14.request as fetch_v14
+import kio.schema.fetch.v15.request as fetch_v15
+import kio.schema.fetch.v16.request as fetch_v16
+import kio.schema.fetch.v17.request as fetch_v17
 import kio.schema.find_coordinator.v0.request as find_coordinator_v0
 import kio.schema.find_coordinator.v1.request as find_coordinator_v1
 import kio.schema.find_coordinator.v2.request as find_coordinator_v2
@@ -133,6 +139,8 @@ import kio.schema.list_offsets.v6.request as list_offsets_v6
 import kio.schema.list_offsets.v7.request as list_offsets_v7
 import kio.schema.list_offsets.v8.request as list_offsets_v8
 import kio.schema.list_offsets.v9.request as list_offsets_v9
+import kio.schema.list_offsets.v10.request as list_offsets_v10
+import kio.schema.list_offsets.v11.request as list_offsets_v11
 import kio.schema.list_transactions.v0.request as list_transactions_v0
 import kio.schema.list_transactions.v1.request as list_transactions_v1
 import kio.schema.metadata.v0.request as metadata_v0
@@ -148,6 +156,7 @@ import kio.schema.metadata.v9.request as metadata_v9
 import kio.schema.metadata.v10.request as metadata_v10
 import kio.schema.metadata.v11.request as metadata_v11
 import kio.schema.metadata.v12.request as metadata_v12
+import kio.schema.metadata.v13.request as metadata_v13
 import kio.schema.offset_commit.v2.request as offset_commit_v2
 import kio.schema.offset_commit.v3.request as offset_commit_v3
 import kio.schema.offset_commit.v4.request as offset_commit_v4
@@ -258,6 +267,9 @@ DescribeLogDirsRequest: TypeAlias = (
     | describe_log_dirs_v3.DescribeLogDirsRequest | describe_log_dirs_v4.DescribeLogDirsRequest
 )
 DescribeProducersRequest: TypeAlias = describe_producers_v0.DescribeProducersRequest
+DescribeTopicPartitionsRequest: TypeAlias = (
+    describe_topic_partitions_v0.DescribeTopicPartitionsRequest
+)
 DescribeTransactionsRequest: TypeAlias = describe_transactions_v0.DescribeTransactionsRequest
 DescribeUserScramCredentialsRequest: TypeAlias = (
     describe_user_scram_credentials_v0.DescribeUserScramCredentialsRequest
@@ -269,7 +281,9 @@ EndTxnRequest: TypeAlias = (
 FetchRequest: TypeAlias = (
     fetch_v4.FetchRequest | fetch_v5.FetchRequest | fetch_v6.FetchRequest | fetch_v7.FetchRequest
     | fetch_v8.FetchRequest | fetch_v9.FetchRequest | fetch_v10.FetchRequest
-    | fetch_v11.FetchRequest | fetch_v12.FetchRequest
+    | fetch_v11.FetchRequest | fetch_v12.FetchRequest | fetch_v13.FetchRequest
+    | fetch_v14.FetchRequest | fetch_v15.FetchRequest | fetch_v16.FetchRequest
+    | fetch_v17.FetchRequest
 )
 FindCoordinatorRequest: TypeAlias = (
     find_coordinator_v0.FindCoordinatorRequest | find_coordinator_v1.FindCoordinatorRequest
@@ -312,7 +326,8 @@ ListOffsetsRequest: TypeAlias = (
     | list_offsets_v3.ListOffsetsRequest | list_offsets_v4.ListOffsetsRequest
     | list_offsets_v5.ListOffsetsRequest | list_offsets_v6.ListOffsetsRequest
     | list_offsets_v7.ListOffsetsRequest | list_offsets_v8.ListOffsetsRequest
-    | list_offsets_v9.ListOffsetsRequest
+    | list_offsets_v9.ListOffsetsRequest | list_offsets_v10.ListOffsetsRequest
+    | list_offsets_v11.ListOffsetsRequest
 )
 ListTransactionsRequest: TypeAlias = (
     list_transactions_v0.ListTransactionsRequest | list_transactions_v1.ListTransactionsRequest
@@ -322,7 +337,7 @@ MetadataRequest: TypeAlias = (
     | metadata_v3.MetadataRequest | metadata_v4.MetadataRequest | metadata_v5.MetadataRequest
     | metadata_v6.MetadataRequest | metadata_v7.MetadataRequest | metadata_v8.MetadataRequest
     | metadata_v9.MetadataRequest | metadata_v10.MetadataRequest | metadata_v11.MetadataRequest
-    | metadata_v12.MetadataRequest
+    | metadata_v12.MetadataRequest | metadata_v13.MetadataRequest
 )
 OffsetCommitRequest: TypeAlias = (
     offset_commit_v2.OffsetCommitRequest | offset_commit_v3.OffsetCommitRequest
@@ -372,6 +387,9 @@ DeleteTopicsRequestByName: TypeAlias = (
     delete_topics_v1.DeleteTopicsRequest | delete_topics_v2.DeleteTopicsRequest
     | delete_topics_v3.DeleteTopicsRequest | delete_topics_v4.DeleteTopicsRequest
     | delete_topics_v5.DeleteTopicsRequest
+)
+FetchRequestWithReplicaState: TypeAlias = (
+    fetch_v15.FetchRequest | fetch_v16.FetchRequest | fetch_v17.FetchRequest
 )
 FindCoordinatorRequestBatched: TypeAlias = (
     find_coordinator_v4.FindCoordinatorRequest | find_coordinator_v5.FindCoordinatorRequest

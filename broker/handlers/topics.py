@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from collections import Counter
 from typing import TYPE_CHECKING, Any
 
 from config.topic import describe_topic_config
@@ -21,6 +22,9 @@ if TYPE_CHECKING:
         DeleteTopicsRequest,
         DeleteTopicsRequestByName,
     )
+
+
+ZERO_UUID = uuid.UUID(int=0)
 
 
 def _by_name(request: DeleteTopicsRequest) -> TypeIs[DeleteTopicsRequestByName]:
@@ -78,18 +82,38 @@ async def handle_create_topics(ctx: RequestContext, request: CreateTopicsRequest
 
 
 async def handle_delete_topics(ctx: RequestContext, request: DeleteTopicsRequest) -> dict[str, Any]:
-    responses = []
+    responses: list[dict[str, Any]] = []
     entries: list[tuple[str | None, uuid.UUID | None]]
     if _by_name(request):
         entries = [(name, None) for name in request.topic_names]
     else:
-        entries = [(t.name, t.topic_id) for t in request.topics]
+        entries = [(t.name, t.topic_id if t.topic_id != ZERO_UUID else None)
+                   for t in request.topics]
+    # As Kafka's ControllerApis.deleteTopics: a topic named twice (by name or by id), named by
+    # both name and id, or by neither, is refused with INVALID_REQUEST and not deleted.
+    counts = Counter(entries)
+    answered: set[tuple[str | None, uuid.UUID | None]] = set()
     for name, topic_id in entries:
+        refusal = None
+        if name is None and topic_id is None:
+            refusal = "Neither topic name nor id were specified."
+        elif name is not None and topic_id is not None:
+            refusal = "You may not specify both topic name and topic id."
+        elif counts[(name, topic_id)] > 1:
+            if (name, topic_id) in answered:
+                continue  # one answer per duplicated topic
+            answered.add((name, topic_id))
+            refusal = f"Duplicate topic {'name' if topic_id is None else 'id'}."
+        if refusal is not None:
+            responses.append({"name": name, "topic_id": topic_id or ZERO_UUID,
+                              "error_code": ErrorCode.invalid_request, "error_message": refusal})
+            continue
         out: dict[str, Any] = {"name": name, "error_code": ErrorCode.none}
         if name is None:
             name = topic_name_by_id(ctx.store, topic_id) if topic_id is not None else None
             if name is None:
-                out.update(error_code=ErrorCode.unknown_topic_id, topic_id=topic_id)
+                out.update(error_code=ErrorCode.unknown_topic_id, topic_id=topic_id,
+                           error_message="This server does not host this topic ID.")
                 responses.append(out)
                 continue
             out["name"] = name

@@ -126,3 +126,22 @@ def test_special_timestamps_need_their_request_version(shared_broker, shuffled):
         # A partition asked twice in one request is refused, the others answered.
         assert codes(9, [(0, -3), (1, -1), (0, -1)]) == [
             (INVALID_REQUEST, -1), (0, 0), (INVALID_REQUEST, -1)]
+
+
+def test_list_offsets_v10_v11_and_earliest_pending_upload(shared_broker, shuffled):
+    """v10 adds a timeout for tiered reads (none here), v11 EARLIEST_PENDING_UPLOAD (-6,
+    KIP-1023): with nothing tiered there is no such offset (-1), as Kafka answers."""
+    topic, _base = shuffled
+    with WireClient(shared_broker.bootstrap) as c:
+        def codes(version: int, timestamps: list[tuple[int, int]]) -> list[tuple[int, int]]:
+            body = {**_list_offsets(version, topic, timestamps), "timeout": 5000}
+            resp = c.call(LIST_OFFSETS, version, body)
+            return [(p.error_code, p.offset) for p in resp.topics[0].partitions]
+
+        for version in (10, 11):
+            assert codes(version, [(0, -1), (1, -2)]) == [(0, END_OFFSET), (0, 0)]
+            assert codes(version, [(0, -5)]) == [(0, -1)]
+            assert codes(version, [(0, -3)]) == [(0, MAX_OFFSET)]
+        assert codes(10, [(0, -6)]) == [(UNSUPPORTED_VERSION, -1)]
+        assert codes(11, [(0, -6)]) == [(0, -1)]
+        assert codes(11, [(0, -7)]) == [(UNSUPPORTED_VERSION, -1)]
