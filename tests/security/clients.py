@@ -9,6 +9,7 @@ import time
 import uuid
 from typing import Any
 
+CLIENTS = ("kafka-python", "aiokafka", "confluent-kafka")
 TIMEOUT = 30.0
 
 

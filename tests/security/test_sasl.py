@@ -11,19 +11,13 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.security.certs import Certs, make_certs
-from tests.security.clients import roundtrip, sasl_settings
+from tests.security.certs import Certs
+from tests.security.clients import CLIENTS, roundtrip, sasl_settings
 from tests.support.broker import BrokerProcess, free_port
 
-CLIENTS = ("kafka-python", "aiokafka", "confluent-kafka")
 JAAS = ('org.apache.kafka.common.security.plain.PlainLoginModule required '
         'username="admin" password="admin-secret" user_admin="admin-secret" '
         'user_alice="alice-secret";')
-
-
-@pytest.fixture(scope="module")
-def certs(tmp_path_factory: pytest.TempPathFactory) -> Certs:
-    return make_certs(tmp_path_factory.mktemp("certs"))
 
 
 @pytest.fixture(scope="module")

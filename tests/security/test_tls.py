@@ -11,16 +11,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.security.certs import Certs, make_certs
-from tests.security.clients import roundtrip, ssl_settings
+from tests.security.certs import Certs
+from tests.security.clients import CLIENTS, roundtrip, ssl_settings
 from tests.support.broker import BrokerProcess, free_port
-
-CLIENTS = ("kafka-python", "aiokafka", "confluent-kafka")
-
-
-@pytest.fixture(scope="module")
-def certs(tmp_path_factory: pytest.TempPathFactory) -> Certs:
-    return make_certs(tmp_path_factory.mktemp("certs"))
 
 
 @pytest.fixture(scope="module")
