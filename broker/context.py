@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from coordinator.transaction import TransactionCoordinator
     from storage.log_dirs import LogDirs
 
+    from .controller import Controller
     from .metadata_store import MetadataStore
     from .replica_manager import ReplicaManager
     from .topic_admin import TopicAdmin
@@ -54,6 +55,7 @@ class BrokerServices:
     txn_topic: InternalTopic  # __transaction_state
     producer_ids: ProducerIdSource  # ids for idempotent producers
     log_dirs: LogDirs
+    controller: Controller | None = None  # with ZooKeeper: this broker's controller elector
 
 
 @dataclass(slots=True)
@@ -119,3 +121,7 @@ class RequestContext:
     @property
     def log_dirs(self) -> LogDirs:
         return self.services.log_dirs
+
+    @property
+    def controller(self) -> Controller | None:
+        return self.services.controller

@@ -66,6 +66,9 @@ import kio.schema.describe_log_dirs.v3.request as describe_log_dirs_v3
 import kio.schema.describe_log_dirs.v4.request as describe_log_dirs_v4
 import kio.schema.describe_producers.v0.request as describe_producers_v0
 import kio.schema.describe_transactions.v0.request as describe_transactions_v0
+import kio.schema.elect_leaders.v0.request as elect_leaders_v0
+import kio.schema.elect_leaders.v1.request as elect_leaders_v1
+import kio.schema.elect_leaders.v2.request as elect_leaders_v2
 import kio.schema.end_txn.v0.request as end_txn_v0
 import kio.schema.end_txn.v1.request as end_txn_v1
 import kio.schema.end_txn.v2.request as end_txn_v2
@@ -249,6 +252,10 @@ DescribeLogDirsRequest: TypeAlias = (
 )
 DescribeProducersRequest: TypeAlias = describe_producers_v0.DescribeProducersRequest
 DescribeTransactionsRequest: TypeAlias = describe_transactions_v0.DescribeTransactionsRequest
+ElectLeadersRequest: TypeAlias = (
+    elect_leaders_v0.ElectLeadersRequest | elect_leaders_v1.ElectLeadersRequest
+    | elect_leaders_v2.ElectLeadersRequest
+)
 EndTxnRequest: TypeAlias = (
     end_txn_v0.EndTxnRequest | end_txn_v1.EndTxnRequest | end_txn_v2.EndTxnRequest
     | end_txn_v3.EndTxnRequest | end_txn_v4.EndTxnRequest
