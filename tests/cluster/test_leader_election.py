@@ -21,7 +21,7 @@ from tests.support.java import run_java_tool
 pytestmark = pytest.mark.timeout(240)
 
 ELECT_LEADERS = 43
-NONE, UNKNOWN_TOPIC_OR_PARTITION = 0, 3
+NONE, UNKNOWN_TOPIC_OR_PARTITION, INVALID_REQUEST = 0, 3, 42
 PREFERRED_LEADER_NOT_AVAILABLE, ELIGIBLE_LEADERS_NOT_AVAILABLE, ELECTION_NOT_NEEDED = 80, 83, 84
 PREFERRED, UNCLEAN = 0, 1
 
@@ -188,3 +188,24 @@ def test_unclean_election_by_request_and_by_topic_config(zookeeper, tmp_path):
         assert _elect(b0, UNCLEAN, {clean: [0]}) == {(clean, 0): ELECTION_NOT_NEEDED}
     finally:
         cluster.close()
+
+
+def test_single_broker_has_nobody_else_to_elect(shared_broker):
+    """Without ZooKeeper the broker leads every partition it has: no election is needed."""
+    from confluent_kafka.admin import AdminClient
+
+    topic = "single-" + uuid.uuid4().hex[:6]
+    admin = AdminClient({"bootstrap.servers": shared_broker.bootstrap})
+    admin.create_topics([NewTopic(topic, 2, 1)])[topic].result(20)
+    b = shared_broker.bootstrap
+    assert _elect(b, PREFERRED, {topic: [0, 1, 5]}) == {
+        (topic, 0): ELECTION_NOT_NEEDED, (topic, 1): ELECTION_NOT_NEEDED,
+        (topic, 5): UNKNOWN_TOPIC_OR_PARTITION}
+    assert _elect(b, UNCLEAN, {topic: [1]}, version=1) == {(topic, 1): ELECTION_NOT_NEEDED}
+    assert _elect(b, PREFERRED, None) == {}  # all partitions: those not needing one left out
+    with WireClient(b) as w:
+        resp = w.call(ELECT_LEADERS, 2, {"election_type": 7, "timeout": 1000,
+                                         "topic_partitions": [{"topic": topic, "partitions": [0]}]})
+    assert resp.error_code == INVALID_REQUEST
+    assert [p.error_code for r in resp.replica_election_results for p in r.partition_result] == [
+        INVALID_REQUEST]
