@@ -237,14 +237,22 @@ class Controller:
                     results[(topic, index)] = (ErrorCode.unknown_topic_or_partition,
                                                "The partition does not exist.", -1)
                     continue
+                cached = topic_state.partitions[index]
+                replicas = cached.replicas
+                live = live_for(topic, index)
+                if (election_type == PREFERRED and cached.leader == replicas[0]) or (
+                    election_type == UNCLEAN and cached.leader in live
+                ):
+                    # as Kafka's controller decides from its context: no read for the many
+                    # partitions of an all-partitions request that need nothing
+                    results[(topic, index)] = (ErrorCode.election_not_needed, None, -1)
+                    continue
                 try:
                     doc, version = await self.store.read_partition_state(topic, index)
                 except NoNodeError:
                     results[(topic, index)] = (ErrorCode.unknown_topic_or_partition,
                                                "The partition does not exist.", -1)
                     continue
-                replicas = topic_state.partitions[index].replicas
-                live = live_for(topic, index)
                 if (election_type == PREFERRED and doc["leader"] == replicas[0]) or (
                     election_type == UNCLEAN and doc["leader"] in live
                 ):
