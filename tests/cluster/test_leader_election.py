@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from confluent_kafka import Producer
-from confluent_kafka.admin import NewTopic
+from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource, NewTopic
 
 from broker.zk_process import ZooKeeperProcess
 from tests.cluster.cluster import Cluster, create_topic, wait_until
@@ -159,17 +159,19 @@ def test_unclean_election_by_request_and_by_topic_config(zookeeper, tmp_path):
     cluster = _start(zookeeper, tmp_path, **{"auto.leader.rebalance.enable": False})
     try:
         clean, unclean = "clean-" + uuid.uuid4().hex[:6], "unclean-" + uuid.uuid4().hex[:6]
+        later = "later-" + uuid.uuid4().hex[:6]
         admin = cluster.admin()
         fs = admin.create_topics([
             NewTopic(clean, 1, replica_assignment=[[1, 2]]),
+            NewTopic(later, 1, replica_assignment=[[1, 2]]),
             NewTopic(unclean, 1, replica_assignment=[[1, 2]],
                      config={"unclean.leader.election.enable": "true"})])
         for f in fs.values():
             f.result(20)
-        for t in (clean, unclean):
+        for t in (clean, unclean, later):
             wait_until(lambda t=t: cluster.leaders(t) == {0: 1}, 20, f"{t} led by 1")
         cluster.broker(2).stop()
-        wait_until(lambda: cluster.isr(clean) == {0: [1]} and cluster.isr(unclean) == {0: [1]},
+        wait_until(lambda: all(cluster.isr(t) == {0: [1]} for t in (clean, unclean, later)),
                    30, "ISRs without broker 2")
         cluster.broker(1).stop()
         wait_until(lambda: cluster.leaders(clean) == {0: -1} == cluster.leaders(unclean), 30,
@@ -186,6 +188,13 @@ def test_unclean_election_by_request_and_by_topic_config(zookeeper, tmp_path):
         wait_until(lambda: cluster.leaders(clean) == {0: 2}, 5, "the unclean leader in Metadata")
         assert cluster.isr(clean) == {0: [2]}
         assert _elect(b0, UNCLEAN, {clean: [0]}) == {(clean, 0): ELECTION_NOT_NEEDED}
+        # Allowing it later on a topic elects its out-of-sync replica then.
+        assert cluster.leaders(later) == {0: -1}
+        res = ConfigResource("topic", later, incremental_configs=[ConfigEntry(
+            "unclean.leader.election.enable", "true",
+            incremental_operation=AlterConfigOpType.SET)])
+        admin.incremental_alter_configs([res])[res].result(20)
+        wait_until(lambda: cluster.leaders(later) == {0: 2}, 30, "unclean leader after the change")
     finally:
         cluster.close()
 
