@@ -15,6 +15,7 @@ from .handlers import (
     cluster,
     configs,
     describe_topic_partitions,
+    elections,
     fetch,
     find_coordinator,
     groups,
@@ -72,6 +73,7 @@ def build_registry() -> ApiRegistry[RequestContext]:
     r.register(33, "AlterConfigs", (0, 2), configs.handle_alter_configs)
     r.register(35, "DescribeLogDirs", (1, 4), log_dirs.handle_describe_log_dirs)
     r.register(37, "CreatePartitions", (0, 3), topics.handle_create_partitions)
+    r.register(43, "ElectLeaders", (0, 2), elections.handle_elect_leaders)
     r.register(44, "IncrementalAlterConfigs", (0, 1), configs.handle_incremental_alter_configs)
     r.register(60, "DescribeCluster", (0, 1), cluster.handle_describe_cluster)
     r.register(61, "DescribeProducers", (0, 0), transactions.handle_describe_producers)

@@ -105,7 +105,12 @@ class Broker:
             self.replicas.isr_writer = self._write_isr
             self.replicas.leadership_listeners.append(self._on_leadership)
             self.controller = Controller(
-                self.store, self.broker_id, config["unclean.leader.election.enable"]
+                self.store,
+                self.broker_id,
+                self._unclean_election,
+                auto_rebalance=config["auto.leader.rebalance.enable"],
+                imbalance_check_interval_s=config["leader.imbalance.check.interval.seconds"],
+                imbalance_per_broker_percentage=config["leader.imbalance.per.broker.percentage"],
             )
             self.producer_ids = ClusterProducerIdAllocator(self.store.claim_producer_id_block)
         else:
@@ -156,7 +161,15 @@ class Broker:
             txn_topic=self.txn_topic,
             producer_ids=self.producer_ids,
             log_dirs=self.log_manager,
+            controller=self.controller,
         )
+
+    def _unclean_election(self, name: str) -> bool:
+        """The topic's unclean.leader.election.enable (the broker's value by default)."""
+        topic = self.store.topic(name)
+        props = self.topics.effective_properties(topic) if topic is not None else {}
+        return bool(props.get("unclean.leader.election.enable",
+                              self.config["unclean.leader.election.enable"]))
 
     def _log_config(self, topic: TopicState) -> LogConfig:
         return self.topics.log_config(topic)

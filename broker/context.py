@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from coordinator.transaction import TransactionCoordinator
     from storage.log_dirs import LogDirs
 
+    from .controller import Controller
     from .metadata_store import MetadataStore
     from .replica_manager import ReplicaManager
     from .security.sasl import SaslSession
@@ -55,6 +56,7 @@ class BrokerServices:
     txn_topic: InternalTopic  # __transaction_state
     producer_ids: ProducerIdSource  # ids for idempotent producers
     log_dirs: LogDirs
+    controller: Controller | None = None  # with ZooKeeper: this broker's controller elector
 
 
 @dataclass(slots=True)
@@ -122,3 +124,7 @@ class RequestContext:
     @property
     def log_dirs(self) -> LogDirs:
         return self.services.log_dirs
+
+    @property
+    def controller(self) -> Controller | None:
+        return self.services.controller

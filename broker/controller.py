@@ -9,28 +9,66 @@ when a partition has no leader it elects one as soon as an ISR member is back. A
 failed log directory (its broker announced it under /log_dir_event_notification) counts as
 dead for its partition only, as Kafka's OfflineReplica state does. With
 `unclean.leader.election.enable=false` (the default) a replica outside the ISR is never
-elected. Brokers learn the new states from their ZooKeeper watches.
+elected automatically (per topic, as Kafka's topic config of that name; the broker's value is
+the default); a replica outside the ISR is elected only when no ISR member is alive.
+
+Leader elections asked for by an admin client (ElectLeaders, broker/handlers/elections.py)
+run here too, as in Kafka's ZooKeeper-era controller: PREFERRED moves the leadership to the
+first replica of the assignment when it is alive and in the ISR (same ISR, leader epoch + 1);
+UNCLEAN elects a leader for a partition whose leader is gone, out of the ISR if no ISR member
+is alive. With `auto.leader.rebalance.enable` the controller checks every
+`leader.imbalance.check.interval.seconds` (first 5 s after it is elected, as Kafka) and, for
+each broker whose share of partitions it prefers but does not lead exceeds
+`leader.imbalance.per.broker.percentage`, runs a preferred election for those partitions
+(Kafka's checkAndTriggerAutoLeaderRebalance). Elections and the reconciliation run one at a
+time, and each of their writes is fenced as above.
+Brokers learn the new states from their ZooKeeper watches.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from kazoo.exceptions import BadVersionError, NoNodeError
 
+from protocol.errors import ErrorCode
+
 log = logging.getLogger(__name__)
+
+PREFERRED, UNCLEAN = 0, 1  # ElectLeaders' election_type
+FIRST_REBALANCE_DELAY_S = 5.0  # Kafka schedules the first check 5 s after a controller failover
+WRITE_ATTEMPTS = 5  # an election write refused by a concurrent ISR change is recomputed
+
+TopicPartition = tuple[str, int]
+# (error, message, the elected leader or -1) per partition
+ElectionResult = tuple[ErrorCode, str | None, int]
 
 
 class Controller:
-    def __init__(self, store: Any, broker_id: int, unclean_election: bool) -> None:
+    def __init__(
+        self,
+        store: Any,
+        broker_id: int,
+        unclean_election: Callable[[str], bool],
+        *,
+        auto_rebalance: bool = False,
+        imbalance_check_interval_s: float = 300.0,
+        imbalance_per_broker_percentage: int = 10,
+    ) -> None:
         self.store = store
         self.broker_id = broker_id
-        self.unclean_election = unclean_election
+        self.unclean_election = unclean_election  # topic -> unclean.leader.election.enable
+        self.auto_rebalance = auto_rebalance
+        self.imbalance_check_interval_s = imbalance_check_interval_s
+        self.imbalance_per_broker_percentage = imbalance_per_broker_percentage
         self.active = False
         self._changed = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
+        self._rebalancer: asyncio.Task[None] | None = None
+        self._lock = asyncio.Lock()  # one reconciliation or election at a time
 
     def start(self) -> None:
         self.store.add_listener(self._on_store_event)
@@ -38,9 +76,10 @@ class Controller:
         self._task = asyncio.get_running_loop().create_task(self._run())
 
     async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            await asyncio.gather(self._task, return_exceptions=True)
+        for task in (self._task, self._rebalancer):
+            if task is not None:
+                task.cancel()
+                await asyncio.gather(task, return_exceptions=True)
         if self.active:
             self.active = False
             try:
@@ -52,8 +91,16 @@ class Controller:
         """Our session (and so /controller) is gone: stop acting, try to be elected again."""
         if self.active:
             log.info("broker %d resigns as controller (session lost)", self.broker_id)
-        self.active = False
+        self._set_active(False)
         self._changed.set()
+
+    def _set_active(self, active: bool) -> None:
+        self.active = active
+        if active and self.auto_rebalance and self._rebalancer is None:
+            self._rebalancer = asyncio.get_running_loop().create_task(self._auto_rebalance())
+        elif not active and self._rebalancer is not None:
+            self._rebalancer.cancel()
+            self._rebalancer = None
 
     def _on_store_event(self, kind: str, _name: str) -> None:
         if kind in ("broker", "controller", "topic", "log_dir"):
@@ -76,25 +123,36 @@ class Controller:
         # loss of /controller comes with a lost session, see resign; writes are fenced anyway).
         if self.active and current not in (-1, self.broker_id):
             log.info("broker %d is no longer the controller (now %d)", self.broker_id, current)
-            self.active = False
+            self._set_active(False)
         if current == -1 and not self.active:
             if await self.store.elect_controller():
-                self.active = True
+                self._set_active(True)
                 log.info("broker %d elected controller (epoch %d)", self.broker_id,
                          self.store.controller_epoch)
         if self.active:
-            await self._reconcile()
+            async with self._lock:
+                await self._reconcile()
+
+    def _live(self) -> Callable[[str, int], set[int]]:
+        """topic, partition -> the brokers alive for that replica (registered, and not with the
+        partition in a failed log directory)."""
+        live_brokers = {b.broker_id for b in self.store.brokers()}
+        offline = self.store.offline_replicas()
+
+        def live(topic: str, index: int) -> set[int]:
+            if not offline:
+                return live_brokers
+            return {b for b in live_brokers if (topic, index) not in offline.get(b, ())}
+
+        return live
 
     async def _reconcile(self) -> None:
         """Elect leaders for partitions whose leader is gone; drop dead brokers from ISRs."""
-        live_brokers = {b.broker_id for b in self.store.brokers()}
-        offline = self.store.offline_replicas()
+        live_for = self._live()
         updates: list[tuple[str, int, dict[str, Any], int]] = []
         for topic in list(self.store.topics().values()):
             for index, state in topic.partitions.items():
-                live = live_brokers
-                if offline:
-                    live = {b for b in live if (topic.name, index) not in offline.get(b, ())}
+                live = live_for(topic.name, index)
                 dead_in_isr = any(r not in live for r in state.isr)
                 leader_gone = state.leader not in live
                 if not dead_in_isr and not leader_gone:
@@ -103,7 +161,8 @@ class Controller:
                     doc, version = await self.store.read_partition_state(topic.name, index)
                 except NoNodeError:
                     continue
-                new = self._next_state(doc, state.replicas, live)
+                new = self._next_state(doc, state.replicas, live,
+                                       self.unclean_election(topic.name))
                 if new is not None:
                     updates.append((topic.name, index, new, version))
         for i in range(0, len(updates), 200):
@@ -122,7 +181,7 @@ class Controller:
                          doc["leader_epoch"], doc["isr"])
 
     def _next_state(
-        self, doc: dict[str, Any], replicas: list[int], live: set[int]
+        self, doc: dict[str, Any], replicas: list[int], live: set[int], unclean: bool
     ) -> dict[str, Any] | None:
         leader, isr = doc["leader"], list(doc["isr"])
         live_isr = [r for r in isr if r in live]
@@ -130,9 +189,7 @@ class Controller:
             if live_isr == isr:
                 return None
             return {**doc, "isr": live_isr, "controller_epoch": self.store.controller_epoch}
-        candidates = [r for r in replicas if r in live_isr]
-        if not candidates and self.unclean_election:
-            candidates = [r for r in replicas if r in live]
+        candidates = _offline_candidates(doc, replicas, live, unclean)
         if not candidates:
             if leader == -1:
                 return None  # offline until an ISR member returns
@@ -148,3 +205,169 @@ class Controller:
             "isr": new_isr,
             "controller_epoch": self.store.controller_epoch,
         }
+
+    # ---- elections asked for (ElectLeaders) and the auto rebalancer ---------------------------
+    async def elect_leaders(
+        self, election_type: int, partitions: Iterable[TopicPartition] | None
+    ) -> dict[TopicPartition, ElectionResult]:
+        """Kafka's processReplicaLeaderElection for an admin request: every partition asked
+        for (None: all) with its result; NOT_CONTROLLER for all unless we are the controller."""
+        async with self._lock:
+            if partitions is None:
+                partitions = [(t.name, p) for t in list(self.store.topics().values())
+                              for p in sorted(t.partitions)]
+            wanted = list(dict.fromkeys(partitions))
+            if not self.active:
+                return {tp: (ErrorCode.not_controller, None, -1) for tp in wanted}
+            return await self._elect(election_type, wanted, "admin request")
+
+    async def _elect(
+        self, election_type: int, wanted: list[TopicPartition], trigger: str
+    ) -> dict[TopicPartition, ElectionResult]:
+        kind = "PREFERRED" if election_type == PREFERRED else "UNCLEAN"
+        log.info("leader election (%s) of %d partition(s) by %s", kind, len(wanted), trigger)
+        results: dict[TopicPartition, ElectionResult] = {}
+        pending = wanted
+        for attempt in range(WRITE_ATTEMPTS):
+            live_for = self._live()
+            updates: list[tuple[str, int, dict[str, Any], int]] = []
+            for topic, index in pending:
+                topic_state = self.store.topic(topic)
+                if topic_state is None or index not in topic_state.partitions:
+                    results[(topic, index)] = (ErrorCode.unknown_topic_or_partition,
+                                               "The partition does not exist.", -1)
+                    continue
+                cached = topic_state.partitions[index]
+                replicas = cached.replicas
+                live = live_for(topic, index)
+                if (election_type == PREFERRED and cached.leader == replicas[0]) or (
+                    election_type == UNCLEAN and cached.leader in live
+                ):
+                    # as Kafka's controller decides from its context: no read for the many
+                    # partitions of an all-partitions request that need nothing
+                    results[(topic, index)] = (ErrorCode.election_not_needed, None, -1)
+                    continue
+                try:
+                    doc, version = await self.store.read_partition_state(topic, index)
+                except NoNodeError:
+                    results[(topic, index)] = (ErrorCode.unknown_topic_or_partition,
+                                               "The partition does not exist.", -1)
+                    continue
+                if (election_type == PREFERRED and doc["leader"] == replicas[0]) or (
+                    election_type == UNCLEAN and doc["leader"] in live
+                ):
+                    results[(topic, index)] = (ErrorCode.election_not_needed, None, -1)
+                    continue
+                new = self._elected_state(election_type, doc, replicas, live)
+                if new is None:
+                    error = (ErrorCode.preferred_leader_not_available if election_type == PREFERRED
+                             else ErrorCode.eligible_leaders_not_available)
+                    strategy = ("PreferredReplicaPartitionLeaderElectionStrategy"
+                                if election_type == PREFERRED
+                                else "OfflinePartitionLeaderElectionStrategy(true)")
+                    results[(topic, index)] = (
+                        error, f"Failed to elect leader for partition {topic}-{index} under "
+                        f"strategy {strategy}", -1)
+                    continue
+                updates.append((topic, index, new, version))
+            refused: list[TopicPartition] = []
+            for i in range(0, len(updates), 200):
+                chunk = updates[i : i + 200]
+                try:
+                    ok = await self.store.write_partition_states(chunk, as_controller=True)
+                except BadVersionError:
+                    ok = False
+                if not ok:
+                    refused.extend((t, p) for t, p, _, _ in chunk)
+                    continue
+                for topic, index, doc, _ in chunk:
+                    results[(topic, index)] = (ErrorCode.none, None, doc["leader"])
+                    log.info("%s-%d: leader %d epoch %d isr %s (%s election)", topic, index,
+                             doc["leader"], doc["leader_epoch"], doc["isr"], kind)
+            if not refused:
+                break
+            pending = refused
+            if not self.active or attempt == WRITE_ATTEMPTS - 1:
+                for tp in refused:
+                    results[tp] = (ErrorCode.not_controller if not self.active
+                                   else ErrorCode.request_timed_out, None, -1)
+                break
+            log.info("election write refused (stale epoch or concurrent change); retrying")
+            await asyncio.sleep(0.1)
+        return {tp: results[tp] for tp in wanted}
+
+    def _elected_state(
+        self, election_type: int, doc: dict[str, Any], replicas: list[int], live: set[int]
+    ) -> dict[str, Any] | None:
+        if election_type == PREFERRED:
+            # Kafka's preferredReplicaPartitionLeaderElection: the first assigned replica, if
+            # alive and in the ISR; the ISR stays as it is.
+            preferred = replicas[0]
+            if preferred not in live or preferred not in doc["isr"]:
+                return None
+            new_leader, new_isr = preferred, list(doc["isr"])
+        else:
+            # offlinePartitionLeaderElection with unclean allowed (asked for by an admin)
+            candidates = _offline_candidates(doc, replicas, live, True)
+            if not candidates:
+                return None
+            new_leader = candidates[0]
+            live_isr = [r for r in doc["isr"] if r in live]
+            new_isr = live_isr if new_leader in live_isr else [new_leader]
+        return {
+            **doc,
+            "leader": new_leader,
+            "leader_epoch": doc["leader_epoch"] + 1,
+            "isr": new_isr,
+            "controller_epoch": self.store.controller_epoch,
+        }
+
+    async def _auto_rebalance(self) -> None:
+        delay = FIRST_REBALANCE_DELAY_S
+        while self.active:
+            await asyncio.sleep(delay)
+            delay = self.imbalance_check_interval_s
+            if not self.active:
+                return
+            try:
+                async with self._lock:
+                    if self.active:
+                        await self.check_and_rebalance()
+            except Exception:
+                log.exception("automatic preferred replica leader election failed")
+
+    async def check_and_rebalance(self) -> None:
+        """Kafka's checkAndTriggerAutoLeaderRebalance (call with the lock held)."""
+        live_for = self._live()
+        # preferred broker -> its partitions, and those of them it does not lead
+        preferred_of: dict[int, int] = {}
+        not_led: dict[int, list[tuple[TopicPartition, bool]]] = {}
+        for topic in list(self.store.topics().values()):
+            for index, state in topic.partitions.items():
+                if not state.replicas:
+                    continue
+                preferred = state.replicas[0]
+                preferred_of[preferred] = preferred_of.get(preferred, 0) + 1
+                if state.leader != preferred:
+                    movable = preferred in live_for(topic.name, index) and preferred in state.isr
+                    not_led.setdefault(preferred, []).append(((topic.name, index), movable))
+        for broker, entries in sorted(not_led.items()):
+            ratio = len(entries) / preferred_of[broker]
+            if ratio <= self.imbalance_per_broker_percentage / 100:
+                continue
+            candidates = [tp for tp, movable in entries if movable]
+            if candidates:
+                log.info("leader imbalance of broker %d is %.2f: moving %d partition(s) back",
+                         broker, ratio, len(candidates))
+                await self._elect(PREFERRED, candidates, "auto rebalance")
+
+
+def _offline_candidates(
+    doc: dict[str, Any], replicas: list[int], live: set[int], unclean: bool
+) -> list[int]:
+    """Kafka's offlinePartitionLeaderElection: live ISR members in assignment order, or (only
+    when none is alive and unclean election is allowed) any live replica."""
+    candidates = [r for r in replicas if r in live and r in doc["isr"]]
+    if not candidates and unclean:
+        candidates = [r for r in replicas if r in live]
+    return candidates

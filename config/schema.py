@@ -573,8 +573,14 @@ _TABLE: list[PropertyDef] = [
        "are checkpointed.", group=_G_REPL),
     _p("num.replica.fetchers", I, 1, "Follower fetcher threads.", group=_G_REPL,
        ignored="a follower runs one fetcher per leader broker"),
-    _p("auto.leader.rebalance.enable", B, True, "Move leadership back to preferred replicas.",
-       group=_G_REPL, ignored="not implemented yet: leadership stays where elections put it"),
+    _p("auto.leader.rebalance.enable", B, True, "The controller moves leadership back to "
+       "preferred replicas when a broker's leader imbalance exceeds "
+       "leader.imbalance.per.broker.percentage.", group=_G_REPL),
+    _p("leader.imbalance.check.interval.seconds", L, 300, "How often the controller checks "
+       "the leader imbalance.", at_least(1), group=_G_REPL),
+    _p("leader.imbalance.per.broker.percentage", I, 10, "Share (percent) of a broker's "
+       "preferred partitions led elsewhere above which the controller rebalances them.",
+       group=_G_REPL),
     # --- group coordinator
     _p("group.initial.rebalance.delay.ms", I, 3000, "Wait for more members before the first "
        "rebalance of an empty group.", group=_G_GROUP),

@@ -69,6 +69,9 @@ import kio.schema.describe_producers.v0.request as describe_producers_v0
 import kio.schema.describe_topic_partitions.v0.request as describe_topic_partitions_v0
 import kio.schema.describe_transactions.v0.request as describe_transactions_v0
 import kio.schema.describe_user_scram_credentials.v0.request as describe_user_scram_credentials_v0
+import kio.schema.elect_leaders.v0.request as elect_leaders_v0
+import kio.schema.elect_leaders.v1.request as elect_leaders_v1
+import kio.schema.elect_leaders.v2.request as elect_leaders_v2
 import kio.schema.end_txn.v0.request as end_txn_v0
 import kio.schema.end_txn.v1.request as end_txn_v1
 import kio.schema.end_txn.v2.request as end_txn_v2
@@ -273,6 +276,10 @@ DescribeTopicPartitionsRequest: TypeAlias = (
 DescribeTransactionsRequest: TypeAlias = describe_transactions_v0.DescribeTransactionsRequest
 DescribeUserScramCredentialsRequest: TypeAlias = (
     describe_user_scram_credentials_v0.DescribeUserScramCredentialsRequest
+)
+ElectLeadersRequest: TypeAlias = (
+    elect_leaders_v0.ElectLeadersRequest | elect_leaders_v1.ElectLeadersRequest
+    | elect_leaders_v2.ElectLeadersRequest
 )
 EndTxnRequest: TypeAlias = (
     end_txn_v0.EndTxnRequest | end_txn_v1.EndTxnRequest | end_txn_v2.EndTxnRequest

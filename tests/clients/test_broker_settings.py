@@ -144,8 +144,8 @@ def test_refused_property_stops_start_up_naming_it(broker_factory):
 
 
 def test_ignored_property_warns_at_start_up(broker_factory):
-    b = broker_factory(settings={"auto.leader.rebalance.enable": True})
-    assert "auto.leader.rebalance.enable is set but has no effect" in b.log_text()
+    b = broker_factory(settings={"num.replica.fetchers": 2})
+    assert "num.replica.fetchers is set but has no effect" in b.log_text()
 
 
 def _compacted_topic_with_duplicates(bootstrap: str) -> str:

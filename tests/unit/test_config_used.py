@@ -71,7 +71,6 @@ def test_describe_configs_documents_what_has_no_effect() -> None:
             assert "refuses any value other than the default" in docs[name], name
         if p.ignored is None and p.refused is None:
             assert "no effect" not in docs[name], name
-    assert "not implemented" in docs["auto.leader.rebalance.enable"]
 
 
 def _other_value(p: PropertyDef) -> object:
@@ -93,7 +92,7 @@ def test_refused_properties_fail_naming_themselves(prop: PropertyDef) -> None:
 
 def test_ignored_settings_are_the_explicit_ones() -> None:
     assert BrokerConfig().ignored_settings() == []
-    cfg = BrokerConfig({"auto.leader.rebalance.enable": True, "num.io.threads": 8,
-                        "num.partitions": 3})
+    cfg = BrokerConfig({"num.replica.fetchers": 2, "num.io.threads": 8,
+                        "auto.leader.rebalance.enable": True, "num.partitions": 3})
     assert [p.name for p in cfg.ignored_settings()] == ["num.io.threads",
-                                                        "auto.leader.rebalance.enable"]
+                                                        "num.replica.fetchers"]
