@@ -141,6 +141,16 @@ def test_transaction_spanning_three_leaders_commits_atomically(cluster):
     assert len(everything) == 60  # the aborted records are there, just not visible
 
 
+def _all_brokers_see_leaders(cluster: Cluster, topic: str, partitions: int) -> bool:
+    for b in cluster.brokers:
+        with WireClient(b.bootstrap) as w:
+            md = w.call(3, 4, {"topics": [{"name": topic}], "allow_auto_topic_creation": False})
+        led = [p for t in md.topics if t.name == topic for p in t.partitions if p.leader_id >= 0]
+        if len(led) != partitions:
+            return False
+    return True
+
+
 def test_coordinators_spread_across_brokers(cluster):
     from coordinator.internal_log import partition_for
 
@@ -150,6 +160,10 @@ def test_coordinators_spread_across_brokers(cluster):
     nodes = {c.key: c.node_id for c in resp.coordinators if c.error_code == 0}
     assert len(nodes) == len(ids), resp
     assert set(nodes.values()) == {0, 1, 2}
+    # FindCoordinator created __transaction_state through broker 0; the others learn its
+    # partitions from ZooKeeper watches a moment later (Kafka's brokers do too).
+    wait_until(lambda: _all_brokers_see_leaders(cluster, "__transaction_state", 6), 20,
+               "every broker seeing __transaction_state's leaders")
     leaders = cluster.leaders("__transaction_state")
     for key, node in nodes.items():
         assert node == leaders[partition_for(key, 6)]
