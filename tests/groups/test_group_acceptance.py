@@ -113,6 +113,12 @@ def test_offset_fetch_during_load_answers_coordinator_load_in_progress(broker_fa
     group, topic = f"load-{uuid.uuid4().hex[:8]}", "loaded-topic"
     with WireClient(broker.bootstrap) as w:
         w.call(10, 3, {"key": group, "key_type": 0})  # creates __consumer_offsets
+        # the committed topic must exist (Kafka refuses offsets of unknown topics)
+        created = w.call(19, 5, {"topics": [{"name": topic, "num_partitions": 2,
+                                             "replication_factor": 1, "assignments": [],
+                                             "configs": []}],
+                                 "timeout_ms": 10_000, "validate_only": False})
+        assert created.topics[0].error_code == 0, created
         r = w.call(8, 8, {"group_id": group, "generation_id_or_member_epoch": -1,
                           "member_id": "", "topics": [{"name": topic, "partitions": [
                               {"partition_index": 0, "committed_offset": 1,
