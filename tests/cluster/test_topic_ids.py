@@ -21,14 +21,22 @@ def _kafka_uuid(u: uuid.UUID) -> str:  # Kafka's Uuid.toString
 
 
 def _ids(cluster: Cluster, topic: str) -> dict[int, uuid.UUID]:
-    out = {}
-    for b in cluster.brokers:
-        if b.is_running():
-            with WireClient(b.bootstrap) as w:
-                t = w.call(3, 12, {"topics": [{"name": topic}],
-                                   "allow_auto_topic_creation": False}).topics[0]
-            assert t.error_code == 0, t
-            out[b.broker_id] = t.topic_id
+    """The topic's id as every running broker answers it, once each knows the topic (a broker
+    learns a new topic from a ZooKeeper watch a moment after it was created elsewhere)."""
+    out: dict[int, uuid.UUID] = {}
+
+    def every_broker_knows() -> bool:
+        for b in cluster.brokers:
+            if b.is_running():
+                with WireClient(b.bootstrap) as w:
+                    t = w.call(3, 12, {"topics": [{"name": topic}],
+                                       "allow_auto_topic_creation": False}).topics[0]
+                if t.error_code != 0:
+                    return False
+                out[b.broker_id] = t.topic_id
+        return True
+
+    wait_until(every_broker_knows, 20, f"every broker knowing {topic}")
     return out
 
 
