@@ -322,10 +322,20 @@ def test_markers_from_a_replaced_transaction_coordinator_are_refused(cluster):
     coordinator = cluster.leaders("__transaction_state")[partition_for(txn_id, 6)]
 
     def producer_state() -> object:
-        with WireClient(cluster.broker(cluster.leaders(topic)[0]).bootstrap) as w:
-            resp = w.call(61, 0, {"topics": [{"name": topic, "partition_indexes": [0]}]})
-        (state,) = resp.topics[0].partitions[0].active_producers
-        return state
+        # commit_transaction returns once the commit is decided (PrepareCommit replicated);
+        # the coordinator writes the markers after that, so wait until this partition's
+        # marker has landed (no open transaction) before reading its coordinator epoch.
+        seen: list[object] = []
+
+        def settled() -> bool:
+            with WireClient(cluster.broker(cluster.leaders(topic)[0]).bootstrap) as w:
+                resp = w.call(61, 0, {"topics": [{"name": topic, "partition_indexes": [0]}]})
+            (state,) = resp.topics[0].partitions[0].active_producers
+            seen.append(state)
+            return state.current_txn_start_offset == -1
+
+        wait_until(settled, 30, "the commit marker on the partition")
+        return seen[-1]
 
     before = producer_state()
     # The coordinator dies; its __transaction_state partition gets a new leader (epoch + 1).
