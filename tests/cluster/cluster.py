@@ -92,9 +92,25 @@ class Cluster:
         return {p: pm.leader for p, pm in md.topics[topic].partitions.items()}
 
     def has_leaders(self, topic: str, partitions: int) -> bool:
-        """Metadata lists all `partitions` of `topic`, each with a leader."""
+        """Metadata lists all `partitions` of `topic`, each with a leader, on every running
+        broker asked directly: a broker learns of a topic created elsewhere from a ZooKeeper
+        watch a moment later, and a client may ask any of them next."""
+        from tests.protocol.wire import WireClient
+
         leaders = self.leaders(topic)
-        return len(leaders) == partitions and all(v >= 0 for v in leaders.values())
+        if len(leaders) != partitions or any(v < 0 for v in leaders.values()):
+            return False
+        for b in self.brokers:
+            if not b.is_running():
+                continue
+            with WireClient(b.bootstrap) as w:
+                md = w.call(3, 4, {"topics": [{"name": topic}],
+                                   "allow_auto_topic_creation": False})
+            known = [p for t in md.topics if t.name == topic and t.error_code == 0
+                     for p in t.partitions if p.leader_id >= 0]
+            if len(known) != partitions:
+                return False
+        return True
 
     def isr(self, topic: str) -> dict[int, list[int]]:
         md = self.admin().list_topics(topic, timeout=10)
