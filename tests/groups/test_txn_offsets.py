@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 import uuid
 
 from tests.groups.clients import FAST, create_topic
@@ -13,6 +14,16 @@ def _fetch(b: str, group: str, topic: str, stable: bool):
         r = w.call(9, 7, {"group_id": group, "topics": [{"name": topic, "partition_indexes": [0]}],
                           "require_stable": stable})
         return r.topics[0].partitions[0]
+
+
+def _fetch_stable(b: str, group: str, topic: str):
+    """OffsetFetch(require_stable) retried while UNSTABLE_OFFSET_COMMIT, as clients do:
+    EndTxn returns once the outcome is decided and the markers follow a moment later."""
+    deadline = time.monotonic() + 15
+    while (got := _fetch(b, group, topic, True)).error_code == 88:
+        assert time.monotonic() < deadline, "offsets still unstable after the transaction ended"
+        time.sleep(0.05)
+    return got
 
 
 def test_send_offsets_to_transaction_commit_and_abort(broker_factory):
@@ -34,11 +45,11 @@ def test_send_offsets_to_transaction_commit_and_abort(broker_factory):
     assert pending.error_code == 88  # UNSTABLE_OFFSET_COMMIT while the txn is open
     assert _fetch(b, group, topic, False).committed_offset == -1
     p.commit_transaction(20)
-    assert _fetch(b, group, topic, True).committed_offset == 11
+    assert _fetch_stable(b, group, topic).committed_offset == 11
     p.begin_transaction()
     p.send_offsets_to_transaction([TopicPartition(topic, 0, 99)], meta, 20)
     p.abort_transaction(20)
-    got = _fetch(b, group, topic, True)
+    got = _fetch_stable(b, group, topic)
     assert got.error_code == 0 and got.committed_offset == 11
     c.close()
     p.flush()
