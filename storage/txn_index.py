@@ -4,12 +4,22 @@ Byte format is Kafka's (`TransactionIndex`/`AbortedTxn`): 34-byte big-endian ent
 `int16 version(0), int64 producerId, int64 firstOffset, int64 lastOffset, int64 lastStableOffset`,
 appended in strictly increasing lastOffset order. The file is created on first append so that
 segments without aborted transactions have no index file, as in Kafka.
+
+Reads (every read_committed Fetch asks for the aborted transactions of its range) are served
+from the entries kept in memory after the first read: the raw 34-byte entries plus an array of
+their last offsets to bisect on. Writes go through this object to the file and the copy alike.
+What all indexes keep in memory is bounded (`MAX_CACHED_BYTES`, least recently read dropped
+first); a dropped index reads its file again when next asked.
 """
 
 from __future__ import annotations
 
+import bisect
 import os
 import struct
+import threading
+from array import array
+from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -20,6 +30,8 @@ from storage.fdcache import CachedFile
 _ENTRY = struct.Struct(">hqqqq")
 ENTRY_SIZE = _ENTRY.size  # 34
 CURRENT_VERSION = 0
+# Bytes of entries (34 each, plus 8 for the offset array) all indexes may keep in memory.
+MAX_CACHED_BYTES = 64 * 1024 * 1024
 
 
 class CorruptIndex(StorageError):
@@ -52,6 +64,50 @@ class AbortedTxn:
         return cls(pid, first, last, lso)
 
 
+class _Entries:
+    """An index's entries in memory: raw bytes and their last offsets, in file order."""
+
+    __slots__ = ("buf", "lasts")
+
+    def __init__(self, buf: bytes) -> None:
+        self.buf = bytearray(buf[: len(buf) - len(buf) % ENTRY_SIZE])
+        self.lasts = array("q", (e[3] for e in _ENTRY.iter_unpack(self.buf)))
+
+    @property
+    def cost(self) -> int:
+        return len(self.buf) + 8 * len(self.lasts)
+
+    def truncate(self, count: int) -> None:
+        del self.buf[count * ENTRY_SIZE :]
+        del self.lasts[count:]
+
+
+class _Budget:
+    """Which indexes hold their entries in memory, least recently read first."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()  # fetches read from worker threads
+        self._held: OrderedDict[int, TransactionIndex] = OrderedDict()
+        self.total = 0
+
+    def touch(self, index: TransactionIndex, added: int) -> None:
+        with self._lock:
+            self._held[id(index)] = index
+            self._held.move_to_end(id(index))
+            self.total += added
+            while self.total > MAX_CACHED_BYTES and len(self._held) > 1:
+                _, oldest = self._held.popitem(last=False)
+                self.total -= oldest._drop_cache()
+
+    def forget(self, index: TransactionIndex) -> None:
+        with self._lock:
+            if self._held.pop(id(index), None) is not None:
+                self.total -= index._drop_cache()
+
+
+_BUDGET = _Budget()
+
+
 def _base_offset_of(path: Path) -> int | None:
     stem = path.name.split(".", 1)[0]
     return int(stem) if stem.isdigit() else None
@@ -64,11 +120,16 @@ class TransactionIndex:
         self.start_offset = start_offset if start_offset is not None else _base_offset_of(self.path)
         # Opened (and created) on the first append, closed by the fd cache when idle.
         self._file = CachedFile(self.path, os.O_RDWR)
+        self._cache: _Entries | None = None  # loaded on the first read
         self._last_offset: int | None = None
-        if self.path.exists():
-            entries = self.all_entries()
-            if entries:
-                self._last_offset = entries[-1].last_offset
+        try:
+            size = self.path.stat().st_size
+        except FileNotFoundError:
+            size = 0
+        if size >= ENTRY_SIZE:  # only the last whole entry is needed here
+            with open(self.path, "rb") as f:
+                f.seek((size // ENTRY_SIZE - 1) * ENTRY_SIZE)
+                self._last_offset = AbortedTxn.from_bytes(f.read(ENTRY_SIZE)).last_offset
 
     # -- writing -------------------------------------------------------------------------------
 
@@ -90,21 +151,27 @@ class TransactionIndex:
         finally:
             self._file.release()
         self._last_offset = txn.last_offset
+        cache = self._cache
+        if cache is not None:
+            cache.buf += txn.to_bytes()
+            cache.lasts.append(txn.last_offset)
+            _BUDGET.touch(self, ENTRY_SIZE + 8)
 
     def truncate_to(self, offset: int) -> None:
         """Drop entries with last_offset >= offset (log truncation)."""
-        new_last: int | None = None
-        for i, txn in enumerate(self.all_entries()):
-            if txn.last_offset >= offset:
-                self._file.ftruncate(i * ENTRY_SIZE)
-                self._last_offset = new_last
-                return
-            new_last = txn.last_offset
+        cache = self._entries()
+        keep = bisect.bisect_left(cache.lasts, offset)
+        if keep == len(cache.lasts):
+            return
+        self._file.ftruncate(keep * ENTRY_SIZE)
+        self._last_offset = cache.lasts[keep - 1] if keep else None
+        cache.truncate(keep)
 
     def reset(self) -> None:
         if self.path.exists():
             self._file.ftruncate(0)
         self._last_offset = None
+        _BUDGET.forget(self)
 
     def flush(self) -> None:
         self._file.fsync()
@@ -120,6 +187,7 @@ class TransactionIndex:
         self.close()
         self.path.unlink(missing_ok=True)
         self._last_offset = None
+        _BUDGET.forget(self)
 
     def rename_to(self, new_path: Path) -> None:
         """Follow a segment rename (e.g. `.deleted` suffix); the open fd stays valid."""
@@ -137,11 +205,25 @@ class TransactionIndex:
         except FileNotFoundError:
             return b""
 
+    def _entries(self) -> _Entries:
+        """The entries, read from the file once (a torn trailing entry is ignored, like
+        Kafka's iterator) and then kept while the memory budget allows."""
+        cache = self._cache
+        if cache is None:
+            cache = self._cache = _Entries(self._read_all())
+            _BUDGET.touch(self, cache.cost)
+        else:
+            _BUDGET.touch(self, 0)
+        return cache
+
+    def _drop_cache(self) -> int:
+        """Forget the in-memory entries (the budget's call); returns the bytes freed."""
+        cache, self._cache = self._cache, None
+        return cache.cost if cache is not None else 0
+
     def all_entries(self) -> list[AbortedTxn]:
-        buf = self._read_all()
-        # A torn trailing entry is ignored, like Kafka's iterator.
-        n = len(buf) // ENTRY_SIZE
-        return [AbortedTxn.from_bytes(buf, i * ENTRY_SIZE) for i in range(n)]
+        buf = self._entries().buf
+        return [AbortedTxn.from_bytes(buf, i) for i in range(0, len(buf), ENTRY_SIZE)]
 
     def collect_aborted(
         self, fetch_offset: int, upper_bound_offset: int
@@ -152,8 +234,14 @@ class TransactionIndex:
         recorded in a later segment can then start below the bound, so the caller stops scanning.
         """
         found: list[AbortedTxn] = []
-        for txn in self.all_entries():
-            if txn.last_offset >= fetch_offset and txn.first_offset < upper_bound_offset:
+        cache = self._entries()
+        # Entries ending before fetch_offset neither overlap nor can end the scan: an entry's
+        # last stable offset is at most its last offset + 1 <= fetch_offset < the bound.
+        start = bisect.bisect_left(cache.lasts, fetch_offset)
+        buf = bytes(cache.buf[start * ENTRY_SIZE :])  # a copy: appends may follow meanwhile
+        for pos in range(0, len(buf), ENTRY_SIZE):
+            txn = AbortedTxn.from_bytes(buf, pos)
+            if txn.first_offset < upper_bound_offset:
                 found.append(txn)
             if txn.last_stable_offset >= upper_bound_offset:
                 return found, True

@@ -96,3 +96,50 @@ def test_torn_tail_is_overwritten_on_append(tmp_path: Path) -> None:
     assert idx.path.stat().st_size == 68
     assert [t.producer_id for t in idx.all_entries()] == [1, 2]
     idx.close()
+
+
+def test_reads_come_from_memory_after_the_first(tmp_path: Path) -> None:
+    """After the first read the entries are answered from memory, and writes through the
+    index keep that copy equal to the file (append, truncate, reset)."""
+    idx = _index(tmp_path)
+    txns = [AbortedTxn(i, 10 * i, 10 * i + 5, 10 * i + 6) for i in range(1, 6)]
+    for t in txns[:3]:
+        idx.append(t)
+    assert idx.collect_aborted(0, 100) == (txns[:3], False)  # loads the copy
+    for t in txns[3:]:
+        idx.append(t)
+    saved = idx.path.read_bytes()
+    idx.path.rename(tmp_path / "away")  # no file: only the in-memory copy can answer
+    assert idx.collect_aborted(0, 100) == (txns, False)
+    assert idx.collect_aborted(26, 36) == ([txns[2]], True)
+    assert idx.collect_aborted(26, 41) == ([txns[2], txns[3]], True)
+    (tmp_path / "away").rename(idx.path)
+    idx.truncate_to(40)
+    assert idx.all_entries() == txns[:3] and idx.last_offset == 35
+    assert idx.path.read_bytes() == saved[: 3 * 34]
+    idx.append(txns[3])
+    assert _index(tmp_path).all_entries() == idx.all_entries() == txns[:4]
+    idx.reset()
+    assert idx.all_entries() == [] and idx.path.read_bytes() == b""
+    idx.close()
+
+
+def test_memory_budget_drops_least_recently_read(tmp_path: Path,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    import storage.txn_index as txn_index
+
+    monkeypatch.setattr(txn_index, "MAX_CACHED_BYTES", 3 * (34 + 8))
+    first, second = _index(tmp_path, 0), _index(tmp_path, 100)
+    a = [AbortedTxn(1, i, i, i + 1) for i in range(0, 4, 2)]
+    b = [AbortedTxn(2, i, i, i + 1) for i in range(100, 104, 2)]
+    for t in a:
+        first.append(t)
+    for t in b:
+        second.append(t)
+    assert first.all_entries() == a and second.all_entries() == b  # 4 entries > budget of 3
+    assert first._cache is None and second._cache is not None  # the older copy was dropped
+    assert first.all_entries() == a  # read from its file again, which drops the other
+    assert second._cache is None
+    assert second.collect_aborted(0, 200) == (b, False)
+    first.close()
+    second.close()
