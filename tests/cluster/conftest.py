@@ -22,10 +22,24 @@ def zookeeper(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ZooKeeperPro
 
 
 @pytest.fixture
-def cluster(zookeeper: ZooKeeperProcess, tmp_path: Path) -> Iterator[Cluster]:
-    """Three brokers of their own (own ZooKeeper chroot) for one test."""
+def cluster(zookeeper: ZooKeeperProcess, tmp_path: Path,
+            request: pytest.FixtureRequest) -> Iterator[Cluster]:
+    """Three brokers of their own (own ZooKeeper chroot) for one test; a failing test's
+    report carries their log tails."""
     c = Cluster(zookeeper, tmp_path).start()
     try:
         yield c
     finally:
+        rep = getattr(request.node, "rep_call", None)
+        if rep is not None and rep.failed:
+            for b in c.brokers:
+                rep.sections.append((f"{b.name} log", b.log_tail(120)))
         c.close()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):
+    rep = yield
+    if rep.when == "call":
+        item.rep_call = rep  # type: ignore[attr-defined]
+    return rep
