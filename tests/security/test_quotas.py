@@ -272,6 +272,19 @@ def test_inter_broker_listener_is_exempt(broker: BrokerProcess) -> None:
     assert throttle_times["client"][-1] > 0, throttle_times
 
 
+def test_request_percentage_throttles_within_one_window(broker: BrokerProcess) -> None:
+    """request_percentage counts the time spent on the client's requests; its throttle time
+    is capped at one window (quota.window.size.seconds), as Kafka caps it."""
+    assert _alter(broker, [(_entity(client_id="busy"), {"request_percentage": 0.001})]) \
+        == [(ErrorCode.none, None)]
+    with WireClient(_client_bootstrap(broker), client_id=b"busy") as w:
+        answers = [w.call(3, 12, {"topics": None, "allow_auto_topic_creation": False,
+                                  "include_topic_authorized_operations": False})
+                   for _ in range(3)]
+    times = [a.throttle_time.total_seconds() for a in answers]
+    assert max(times) > 0 and all(t <= 1.0 for t in times), times
+
+
 def _record_batch(value: bytes) -> bytes:
     from protocol.records import build_batch
 
