@@ -114,12 +114,14 @@ class Dispatcher:
                 request_throttle = quotas.record_request_time(client, timed.seconds)
             if api_key == PRODUCE_KEY:
                 throttle = max(quotas.record_produce(client, len(raw)), request_throttle)
-            elif api_key == FETCH_KEY and result is not None and client.fetch is not None:
-                encoded = encode_response(resp_type, result)  # its size is what is counted
-                fetch_throttle = quotas.record_fetch(
-                    client, sum(len(b) for b in encoded[0]), request_throttle)
+            elif api_key == FETCH_KEY and result is not None:
+                fetch_throttle = 0
+                if client.fetch is not None:
+                    encoded = encode_response(resp_type, result)  # its size is what counts
+                    fetch_throttle = quotas.record_fetch(
+                        client, sum(len(b) for b in encoded[0]), request_throttle)
                 throttle = max(fetch_throttle, request_throttle)
-                if throttle > 0:
+                if throttle > 0:  # throttled by either quota: no records (Kafka's answer)
                     result, encoded = throttled_fetch_response(result, throttle), None
             else:
                 throttle = request_throttle

@@ -734,7 +734,26 @@ class ZkMetadataStore:
             self._quota_notification_seen = -1
         if updates:
             self._call(self._apply_client_quotas, updates)
+        self._purge_notifications([name for _, name in seqs])
         return True
+
+    def _purge_notifications(self, names: list[str]) -> None:
+        """Kafka's ZkNodeChangeNotificationListener: notifications older than 15 minutes are
+        deleted (by whichever broker sees them first), oldest first."""
+        now_ms = time.time() * 1000
+        for name in names:
+            path = f"/config/changes/{name}"
+            try:
+                stat = self._zk.exists(path)
+                if stat is None:
+                    continue
+                if now_ms - stat.ctime < _NOTIFICATION_EXPIRY_MS:
+                    return
+                self._zk.delete(path)
+            except NoNodeError:
+                continue
+            except (ConnectionLoss, SessionExpiredError):
+                return
 
     def _read_quota_config(self, path: str) -> dict[str, float]:
         try:
@@ -908,6 +927,9 @@ def _quota_path_of_entity(entity: QuotaEntity) -> str:
             path += f"/clients/{zk_name(names[QUOTA_CLIENT_ID])}"
         return path
     return f"clients/{zk_name(names[QUOTA_CLIENT_ID])}"
+
+
+_NOTIFICATION_EXPIRY_MS = 15 * 60 * 1000
 
 
 def _notification_seq(name: str) -> int:
