@@ -386,7 +386,7 @@ class ZkMetadataStore:
                 self._zk.DataWatch(f"/config/users/{name}", self._user_watcher(name))
         for name in self._watched_users - set(children):
             self._watched_users.discard(name)
-            self._call(self._set_user, name, None)
+            self._call(self._set_user, unquote(name), None)
 
     def _user_watcher(self, name: str) -> Callable[[bytes | None, Any], bool]:
         def on_change(data: bytes | None, _stat: Any) -> bool:
@@ -397,7 +397,7 @@ class ZkMetadataStore:
             except (ValueError, KeyError, TypeError, AttributeError):
                 log.warning("ignoring unreadable /config/users/%s", name)
                 return True
-            self._call(self._set_user, name, config)
+            self._call(self._set_user, unquote(name), config)
             return True
 
         return on_change
@@ -461,7 +461,7 @@ class ZkMetadataStore:
     ) -> dict[str, dict[str, str]]:
         out: dict[str, dict[str, str]] = {}
         for user in dict.fromkeys(u for u, _, _ in changes):
-            path = f"/config/users/{user}"
+            path = f"/config/users/{_sanitize(user)}"  # Kafka's Sanitizer, as for quotas
             try:
                 data, _ = self._zk.get(path)
                 config = {str(k): str(v) for k, v in json.loads(data)["config"].items()}
@@ -480,7 +480,7 @@ class ZkMetadataStore:
             else:
                 self._zk.create(path, doc, makepath=True)
             self._zk.create("/config/changes/config_change_",
-                            _dumps({"version": 2, "entity_path": f"users/{user}"}),
+                            _dumps({"version": 2, "entity_path": f"users/{_sanitize(user)}"}),
                             sequence=True, makepath=True)
             out[user] = config
         return out

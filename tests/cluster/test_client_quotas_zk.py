@@ -75,6 +75,14 @@ async def test_client_quotas_are_shared_through_zookeeper(zookeeper):
         assert set(node("/config/users/alice")["config"]) == {"SCRAM-SHA-256", "SCRAM-SHA-512"}
         assert a.scram_credential("alice", "SCRAM-SHA-256") is not None
 
+        # a name Kafka's Sanitizer escapes: one node for both kinds too
+        await a.alter_scram_credentials([("dave@corp", "SCRAM-SHA-256", scram)])
+        await a.alter_client_quotas([((("user", "dave@corp"),), {"producer_byte_rate": 5.0})])
+        assert set(node("/config/users/dave%40corp")["config"]) == {
+            "SCRAM-SHA-256", "producer_byte_rate"}
+        await _until(lambda: b.scram_credential("dave@corp", "SCRAM-SHA-256") is not None
+                     and (("user", "dave@corp"),) in b.client_quotas(), "broker 2 reads dave")
+
         # a broker started later reads what is there
         c = _store(zookeeper, chroot, 3)
         await c.start()
