@@ -93,3 +93,35 @@ async def test_client_quotas_are_shared_through_zookeeper(zookeeper):
     finally:
         await a.close()
         await b.close()
+
+
+def test_a_quota_altered_through_one_broker_holds_on_every_broker(zookeeper, tmp_path):
+    """Two brokers: the quota set through broker 0 is described by broker 1 and throttles a
+    client there."""
+    from tests.cluster.cluster import Cluster, wait_until
+    from tests.protocol.wire import WireClient
+
+    cluster = Cluster(zookeeper, tmp_path, size=2).start()
+    try:
+        first, second = (b.bootstrap for b in cluster.brokers)
+        with WireClient(first) as w:
+            altered = w.call(49, 1, {"validate_only": False, "entries": [{
+                "entity": [{"entity_type": "client-id", "entity_name": "busy"}],
+                "ops": [{"key": "request_percentage", "value": 0.001, "remove": False}]}]})
+        assert altered.entries[0].error_code == 0
+
+        def described() -> bool:
+            with WireClient(second) as w:
+                resp = w.call(48, 1, {"strict": True, "components": [
+                    {"entity_type": "client-id", "match_type": 0, "match": "busy"}]})
+            return [(v.key, v.value) for e in resp.entries for v in e.values] \
+                == [("request_percentage", 0.001)]
+
+        wait_until(described, 10, "broker 1 describes the quota set through broker 0")
+        with WireClient(second, client_id=b"busy") as w:
+            answers = [w.call(3, 12, {"topics": None, "allow_auto_topic_creation": False,
+                                      "include_topic_authorized_operations": False})
+                       for _ in range(3)]
+        assert max(a.throttle_time.total_seconds() for a in answers) > 0
+    finally:
+        cluster.close()
