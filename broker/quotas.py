@@ -159,11 +159,13 @@ class QuotaManager:
             for quota_type in ENFORCED:
                 if quota_type in config:
                     limits[quota_type][key] = config[quota_type]
-        self._limits = limits
+        was_active, self._limits = self.active, limits
         self.active = any(limits.values())
         self._clients.clear()
         # sensors keep their history; their bounds are set again as clients resolve
-        log.info("client quotas: %s", {t: len(v) for t, v in limits.items()})
+        if self.active or was_active:
+            log.info("client quotas in force: %s",
+                     ", ".join(f"{len(v)} {t}" for t, v in limits.items()))
 
     # ---- resolution (Kafka's DefaultQuotaCallback) -------------------------------------------
     def for_client(self, user: str, client_id: str) -> ClientQuotas:
