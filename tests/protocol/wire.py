@@ -11,6 +11,8 @@ from protocol.framing import API_VERSIONS_KEY
 
 
 class WireClient:
+    client_id = b"wire-test"  # the request header's client id (also without __init__)
+
     def __init__(self, bootstrap: str, timeout: float = 10.0,
                  client_id: bytes = b"wire-test") -> None:
         host, port = bootstrap.rsplit(":", 1)
