@@ -12,6 +12,7 @@ from protocol.registry import ApiRegistry
 
 from .context import RequestContext
 from .handlers import (
+    client_quotas,
     cluster,
     configs,
     describe_topic_partitions,
@@ -75,6 +76,8 @@ def build_registry() -> ApiRegistry[RequestContext]:
     r.register(37, "CreatePartitions", (0, 3), topics.handle_create_partitions)
     r.register(43, "ElectLeaders", (0, 2), elections.handle_elect_leaders)
     r.register(44, "IncrementalAlterConfigs", (0, 1), configs.handle_incremental_alter_configs)
+    r.register(48, "DescribeClientQuotas", (0, 1), client_quotas.handle_describe_client_quotas)
+    r.register(49, "AlterClientQuotas", (0, 1), client_quotas.handle_alter_client_quotas)
     r.register(60, "DescribeCluster", (0, 1), cluster.handle_describe_cluster)
     r.register(61, "DescribeProducers", (0, 0), transactions.handle_describe_producers)
     r.register(65, "DescribeTransactions", (0, 0), transactions.handle_describe_transactions)

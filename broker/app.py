@@ -33,6 +33,7 @@ from .dispatch import Dispatcher
 from .malloc_tuning import tune_malloc
 from .markers import TxnMarkerChannel
 from .metadata_store import BrokerEndpoint, BrokerInfo, LocalMetadataStore, TopicState
+from .quotas import QuotaManager
 from .replica_fetcher import ReplicaFetcherManager
 from .replica_manager import ReplicaManager
 from .security.listeners import listener_endpoints
@@ -134,6 +135,13 @@ class Broker:
             metrics=metrics,
         )
         self.groups = GroupCoordinator(coordinator_host, config)
+        # Client quotas hold client listeners only: the inter-broker listener is exempt when
+        # other listeners serve the clients.
+        exempt = (config.inter_broker_listener_name
+                  if len({li.name for li in config.listeners}) > 1 else None)
+        self.quotas = QuotaManager(config["quota.window.num"],
+                                   config["quota.window.size.seconds"], exempt)
+        self.store.add_client_quota_listener(self.quotas.update)
         self.registry = build_registry()
         self.server = KafkaServer(
             listener_endpoints(config, self._scram_credential),
@@ -162,6 +170,7 @@ class Broker:
             producer_ids=self.producer_ids,
             log_dirs=self.log_manager,
             controller=self.controller,
+            quotas=self.quotas,
         )
 
     def _unclean_election(self, name: str) -> bool:

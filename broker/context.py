@@ -22,6 +22,7 @@ if TYPE_CHECKING:
 
     from .controller import Controller
     from .metadata_store import MetadataStore
+    from .quotas import QuotaManager
     from .replica_manager import ReplicaManager
     from .security.sasl import SaslSession
     from .topic_admin import TopicAdmin
@@ -57,6 +58,7 @@ class BrokerServices:
     producer_ids: ProducerIdSource  # ids for idempotent producers
     log_dirs: LogDirs
     controller: Controller | None = None  # with ZooKeeper: this broker's controller elector
+    quotas: QuotaManager | None = None  # client quotas (the dispatcher enforces them)
 
 
 @dataclass(slots=True)
@@ -128,3 +130,7 @@ class RequestContext:
     @property
     def controller(self) -> Controller | None:
         return self.services.controller
+
+    @property
+    def quotas(self) -> QuotaManager | None:
+        return self.services.quotas

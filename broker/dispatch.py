@@ -25,6 +25,14 @@ from protocol.registry import ApiRegistry
 
 from . import metrics
 from .context import BrokerServices, RequestContext
+from .quotas import (
+    FETCH_KEY,
+    PRODUCE_KEY,
+    ClientQuotas,
+    TimedCoroutine,
+    is_follower_fetch,
+    throttled_fetch_response,
+)
 from .security.sasl import AuthenticationFailed, SaslSession
 from .server import CloseConnection, ConnectionInfo, Response
 
@@ -75,8 +83,20 @@ class Dispatcher:
             auth,
         )
         started = time.perf_counter()
+        # Client quotas (broker/quotas.py): with none configured, `active` is all it costs.
+        client: ClientQuotas | None = None
+        quotas = self.services.quotas
+        if (quotas is not None and quotas.active and (auth is None or auth.complete)
+                and quotas.applies(conn.listener, api_key)
+                and not (api_key == FETCH_KEY and is_follower_fetch(request))):
+            client = quotas.for_client(conn.principal.name, header.client_id or "")
+        timed: TimedCoroutine | None = None
         try:
-            result = await spec.handler(ctx, request)
+            if client is not None and client.request is not None:
+                timed = TimedCoroutine(spec.handler(ctx, request))
+                result = await timed
+            else:
+                result = await spec.handler(ctx, request)
         except CloseConnection:
             raise
         except Exception:
@@ -85,10 +105,35 @@ class Dispatcher:
             if not _has_top_level_error(response_type(api_key, version)):
                 raise CloseConnection("internal error") from None
         metrics.record_request(spec.name, version, started)
+        resp_type = response_type(api_key, version)
+        encoded: tuple[Any, Any] | None = None
+        if client is not None:
+            assert quotas is not None
+            request_throttle = 0
+            if timed is not None and not (api_key == PRODUCE_KEY and result is None):
+                request_throttle = quotas.record_request_time(client, timed.seconds)
+            if api_key == PRODUCE_KEY:
+                throttle = max(quotas.record_produce(client, len(raw)), request_throttle)
+            elif api_key == FETCH_KEY and result is not None:
+                fetch_throttle = 0
+                if client.fetch is not None:
+                    encoded = encode_response(resp_type, result)  # its size is what counts
+                    fetch_throttle = quotas.record_fetch(
+                        client, sum(len(b) for b in encoded[0]), request_throttle)
+                throttle = max(fetch_throttle, request_throttle)
+                if throttle > 0:  # throttled by either quota: no records (Kafka's answer)
+                    result, encoded = throttled_fetch_response(result, throttle), None
+            else:
+                throttle = request_throttle
+            if throttle > 0:
+                conn.throttle_ms = throttle
+                if result is not None and "throttle_time" in result:
+                    result["throttle_time"] = throttle
+                log.debug("%s v%d from %s (client %s, %s) throttled for %d ms", spec.name,
+                          version, conn.peer, header.client_id, conn.principal, throttle)
         if result is None:
             return None
-        resp_type = response_type(api_key, version)
-        body, error_codes = encode_response(resp_type, result)
+        body, error_codes = encoded or encode_response(resp_type, result)
         metrics.count_errors(spec.name, error_codes)
         if CHECK_ENCODER:
             _check_encoder(resp_type, result, b"".join(body))

@@ -14,7 +14,7 @@ import uuid
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from .security.scram import MECHANISMS as SCRAM_MECHANISMS
 from .security.scram import ScramCredential
@@ -67,6 +67,26 @@ class BrokerInfo:
         return None
 
 
+# A client quota entity as the protocol names it: its (entity type, name) components sorted by
+# type, a None name being the default: (("user", "alice"),), (("client-id", None),),
+# (("client-id", "app"), ("user", "alice")).
+QuotaEntity = tuple[tuple[str, str | None], ...]
+QUOTA_USER = "user"
+QUOTA_CLIENT_ID = "client-id"
+QUOTA_DEFAULT = "<default>"  # the default entity's name in ZooKeeper paths
+# Kafka's user and client-id quota configs (QuotaConfig), with their ConfigDef types.
+QUOTA_CONFIGS: dict[str, type] = {
+    "producer_byte_rate": int,
+    "consumer_byte_rate": int,
+    "request_percentage": float,
+    "controller_mutation_rate": float,
+}
+
+
+def quota_entity(components: dict[str, str | None]) -> QuotaEntity:
+    return tuple(sorted(components.items()))
+
+
 class MetadataStore(Protocol):
     cluster_id: str
 
@@ -87,6 +107,16 @@ class MetadataStore(Protocol):
     def scram_users(self) -> dict[str, dict[str, str]]: ...
     async def alter_scram_credentials(
         self, changes: list[tuple[str, str, ScramCredential | None]]
+    ) -> None: ...
+
+    # ---- client quotas (ZooKeeper's /config/users/<user>[/clients/<client-id>] and
+    # /config/clients/<client-id>; <default> names the default) -------------------------------
+    def client_quotas(self) -> dict[QuotaEntity, dict[str, float]]: ...
+    def add_client_quota_listener(
+        self, fn: Callable[[dict[QuotaEntity, dict[str, float]]], None]
+    ) -> None: ...
+    async def alter_client_quotas(
+        self, changes: list[tuple[QuotaEntity, dict[str, float | None]]]
     ) -> None: ...
 
 
@@ -143,6 +173,8 @@ class LocalMetadataStore:
         # /config/users/<user> "config" in a cluster).
         self._users: dict[str, dict[str, str]] = {}
         self._by_id = TopicIdIndex()
+        self._quotas: dict[QuotaEntity, dict[str, float]] = {}  # client quotas
+        self._quota_listeners: list[Callable[[dict[QuotaEntity, dict[str, float]]], None]] = []
         self.cluster_id = new_cluster_id()
         if self._path.exists():
             self._load()
@@ -228,6 +260,7 @@ class LocalMetadataStore:
             )
             self._by_id.set(self._topics[t["name"]])
         self._group_configs = {g: dict(c) for g, c in doc.get("group_configs", {}).items()}
+        self._load_client_quotas(doc)
 
     def _save(self) -> None:
         doc = {
@@ -245,6 +278,7 @@ class LocalMetadataStore:
             ],
             "group_configs": self._group_configs,
             "users": self._users,
+            **self._client_quotas_doc(),
         }
         tmp = self._path.with_suffix(".tmp")
         with open(tmp, "w") as f:
@@ -257,3 +291,47 @@ class LocalMetadataStore:
             os.fsync(dir_fd)
         finally:
             os.close(dir_fd)
+
+    # ---- client quotas ----------------------------------------------------------------------
+    # In the file: "client_quotas": [{"entity": [[type, name or null for the default], ...],
+    # "config": {key: value}}, ...].
+    def client_quotas(self) -> dict[QuotaEntity, dict[str, float]]:
+        return self._quotas
+
+    def add_client_quota_listener(
+        self, fn: Callable[[dict[QuotaEntity, dict[str, float]]], None]
+    ) -> None:
+        self._quota_listeners.append(fn)
+        fn(self._quotas)
+
+    async def alter_client_quotas(
+        self, changes: list[tuple[QuotaEntity, dict[str, float | None]]]
+    ) -> None:
+        """Per entity: key -> new value, or None to remove the key."""
+        quotas = {e: dict(c) for e, c in self._quotas.items()}
+        for entity, ops in changes:
+            config = quotas.setdefault(entity, {})
+            for key, value in ops.items():
+                if value is None:
+                    config.pop(key, None)
+                else:
+                    config[key] = float(value)
+            if not config:
+                del quotas[entity]
+        self._quotas = quotas
+        self._save()
+        for fn in self._quota_listeners:
+            fn(quotas)
+
+    def _load_client_quotas(self, doc: dict[str, Any]) -> None:
+        for item in doc.get("client_quotas", []):
+            entity = quota_entity({str(t): None if n is None else str(n)
+                                   for t, n in item["entity"]})
+            self._quotas[entity] = {str(k): float(v) for k, v in item["config"].items()}
+
+    def _client_quotas_doc(self) -> dict[str, Any]:
+        return {"client_quotas": [
+            {"entity": [[t, n] for t, n in entity],
+             "config": config}
+            for entity, config in self._quotas.items()
+        ]}

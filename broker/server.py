@@ -56,7 +56,7 @@ class Endpoint:
 
 class ConnectionInfo:
     __slots__ = ("peer", "writer", "busy", "last_active", "listener", "security_protocol",
-                 "principal", "authenticator")
+                 "principal", "authenticator", "throttle_ms")
 
     def __init__(self, peer: str, writer: asyncio.StreamWriter,
                  endpoint: Endpoint | None = None, principal: KafkaPrincipal = ANONYMOUS
@@ -75,6 +75,9 @@ class ConnectionInfo:
         self.authenticator: SaslSession | None = None
         if endpoint is not None and endpoint.sasl is not None:
             self.authenticator = SaslSession(endpoint.sasl, peer)
+        # Set by the dispatcher when a client quota throttles the request just answered: the
+        # connection is not read for that long once the response is out (broker/quotas.py).
+        self.throttle_ms = 0
 
 
 _HANDSHAKE_TIMEOUT_S = 10.0
@@ -339,6 +342,10 @@ class KafkaServer:
                     if responses.backlog() > _HIGH_WATER:  # a slow reader: stop reading
                         responses.flush()
                         await writer.drain()
+                if conn.throttle_ms:  # Kafka mutes a throttled channel after the response
+                    delay_s, conn.throttle_ms = conn.throttle_ms / 1000, 0
+                    responses.flush()
+                    await asyncio.sleep(delay_s)
                 conn.busy = False
                 conn.last_active = time.monotonic()
         except (asyncio.IncompleteReadError, ConnectionError):

@@ -25,7 +25,7 @@ import time
 import uuid
 from collections.abc import Callable
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, unquote
 
 from kazoo.client import KazooClient, KazooState
 from kazoo.exceptions import (
@@ -38,9 +38,14 @@ from kazoo.exceptions import (
 from kazoo.handlers.threading import KazooTimeoutError
 
 from .metadata_store import (
+    QUOTA_CLIENT_ID,
+    QUOTA_CONFIGS,
+    QUOTA_DEFAULT,
+    QUOTA_USER,
     BrokerEndpoint,
     BrokerInfo,
     PartitionState,
+    QuotaEntity,
     TopicIdIndex,
     TopicState,
     new_cluster_id,
@@ -81,6 +86,9 @@ class ZkMetadataStore:
         self._watched: set[str] = set()
         self._users: dict[str, dict[str, str]] = {}  # /config/users/<user> "config"s (SCRAM)
         self._watched_users: set[str] = set()
+        self._quotas: dict[QuotaEntity, dict[str, float]] = {}  # client quotas (below)
+        self._quota_listeners: list[Callable[[dict[QuotaEntity, dict[str, float]]], None]] = []
+        self._quota_notification_seen: int | None = None
         self._watched_states: set[tuple[str, int]] = set()
         self._listeners: list[Callable[[str, str], None]] = []
         self.session_lost = asyncio.Event()
@@ -122,6 +130,7 @@ class ZkMetadataStore:
         self._zk.DataWatch("/controller", self._on_controller)
         self._zk.ChildrenWatch(LOG_DIR_EVENTS, self._on_log_dir_events)
         self._zk.ChildrenWatch("/config/users", self._on_user_names)
+        self._start_client_quotas()
 
     def _register(self) -> None:
         b = self._broker
@@ -377,7 +386,7 @@ class ZkMetadataStore:
                 self._zk.DataWatch(f"/config/users/{name}", self._user_watcher(name))
         for name in self._watched_users - set(children):
             self._watched_users.discard(name)
-            self._call(self._set_user, name, None)
+            self._call(self._set_user, unquote(name), None)
 
     def _user_watcher(self, name: str) -> Callable[[bytes | None, Any], bool]:
         def on_change(data: bytes | None, _stat: Any) -> bool:
@@ -388,7 +397,7 @@ class ZkMetadataStore:
             except (ValueError, KeyError, TypeError, AttributeError):
                 log.warning("ignoring unreadable /config/users/%s", name)
                 return True
-            self._call(self._set_user, name, config)
+            self._call(self._set_user, unquote(name), config)
             return True
 
         return on_change
@@ -452,7 +461,7 @@ class ZkMetadataStore:
     ) -> dict[str, dict[str, str]]:
         out: dict[str, dict[str, str]] = {}
         for user in dict.fromkeys(u for u, _, _ in changes):
-            path = f"/config/users/{user}"
+            path = f"/config/users/{_sanitize(user)}"  # Kafka's Sanitizer, as for quotas
             try:
                 data, _ = self._zk.get(path)
                 config = {str(k): str(v) for k, v in json.loads(data)["config"].items()}
@@ -471,7 +480,7 @@ class ZkMetadataStore:
             else:
                 self._zk.create(path, doc, makepath=True)
             self._zk.create("/config/changes/config_change_",
-                            _dumps({"version": 2, "entity_path": f"users/{user}"}),
+                            _dumps({"version": 2, "entity_path": f"users/{_sanitize(user)}"}),
                             sequence=True, makepath=True)
             out[user] = config
         return out
@@ -665,6 +674,170 @@ class ZkMetadataStore:
                 pass
         await asyncio.to_thread(delete)
 
+    # ---- client quotas ------------------------------------------------------------------------
+    # Kafka's layout: /config/users/<user>, /config/users/<user>/clients/<client-id>,
+    # /config/clients/<client-id> ({"version":1,"config":{"producer_byte_rate":"1024",...}};
+    # names sanitized as Kafka's Sanitizer does, <default> for the default), each write
+    # announced by a /config/changes/config_change_<seq> node {"version":2,
+    # "entity_path":"users/<user>/clients/<client-id>"}. Every broker watches /config/changes
+    # and re-reads the entities named there. A user's node also holds its SCRAM credentials:
+    # a quota write changes only the quota keys of its "config" (conditional on the version
+    # read, so that a concurrent write is never lost).
+    def client_quotas(self) -> dict[QuotaEntity, dict[str, float]]:
+        return self._quotas
+
+    def add_client_quota_listener(
+        self, fn: Callable[[dict[QuotaEntity, dict[str, float]]], None]
+    ) -> None:
+        self._quota_listeners.append(fn)
+        fn(self._quotas)
+
+    async def alter_client_quotas(
+        self, changes: list[tuple[QuotaEntity, dict[str, float | None]]]
+    ) -> None:
+        """Per entity: key -> new value, or None to remove the key."""
+        updates = await asyncio.to_thread(self._write_client_quotas, changes)
+        self._apply_client_quotas(updates)
+
+    def _start_client_quotas(self) -> None:
+        for path in ("/config/clients", "/config/changes"):
+            self._zk.ensure_path(path)
+        self._zk.ChildrenWatch("/config/changes", self._on_config_changes)
+
+    def _on_config_changes(self, children: list[str]) -> bool:
+        seqs = sorted((_notification_seq(c), c) for c in children
+                      if c.startswith("config_change_"))
+        try:
+            if self._quota_notification_seen is None:  # the first call: read every entity
+                updates = self._read_all_client_quotas()
+            else:
+                paths = []
+                for seq, name in seqs:
+                    if seq <= self._quota_notification_seen:
+                        continue
+                    try:
+                        doc = json.loads(self._zk.get(f"/config/changes/{name}")[0])
+                        paths.append(str(doc["entity_path"]))
+                    except (NoNodeError, ValueError, KeyError, TypeError):
+                        continue
+                updates = {}
+                for path in dict.fromkeys(paths):
+                    entity = _quota_entity_of_path(path)
+                    if entity is not None:
+                        updates[entity] = self._read_quota_config(f"/config/{path}")
+        except (ConnectionLoss, SessionExpiredError) as exc:
+            log.warning("reading client quotas from ZooKeeper failed: %r", exc)
+            return True
+        if seqs:
+            self._quota_notification_seen = max(self._quota_notification_seen or -1, seqs[-1][0])
+        elif self._quota_notification_seen is None:
+            self._quota_notification_seen = -1
+        if updates:
+            self._call(self._apply_client_quotas, updates)
+        self._purge_notifications([name for _, name in seqs])
+        return True
+
+    def _purge_notifications(self, names: list[str]) -> None:
+        """Kafka's ZkNodeChangeNotificationListener: notifications older than 15 minutes are
+        deleted (by whichever broker sees them first), oldest first."""
+        now_ms = time.time() * 1000
+        for name in names:
+            path = f"/config/changes/{name}"
+            try:
+                stat = self._zk.exists(path)
+                if stat is None:
+                    continue
+                if now_ms - stat.ctime < _NOTIFICATION_EXPIRY_MS:
+                    return
+                self._zk.delete(path)
+            except NoNodeError:
+                continue
+            except (ConnectionLoss, SessionExpiredError):
+                return
+
+    def _read_quota_config(self, path: str) -> dict[str, float]:
+        try:
+            data = self._zk.get(path)[0]
+            config = json.loads(data).get("config", {}) if data else {}
+        except NoNodeError:
+            return {}
+        except (ValueError, AttributeError):
+            log.warning("ignoring unreadable %s", path)
+            return {}
+        out = {}
+        for key, value in config.items():
+            if key in QUOTA_CONFIGS:
+                try:
+                    out[str(key)] = float(value)
+                except (TypeError, ValueError):
+                    log.warning("ignoring the unreadable quota %s=%r in %s", key, value, path)
+        return out
+
+    def _read_all_client_quotas(self) -> dict[QuotaEntity, dict[str, float]]:
+        out: dict[QuotaEntity, dict[str, float]] = {}
+        for user in self._zk.get_children("/config/users"):
+            out[_quota_entity_of(user, None)] = self._read_quota_config(f"/config/users/{user}")
+            try:
+                clients = self._zk.get_children(f"/config/users/{user}/clients")
+            except NoNodeError:
+                clients = []
+            for client in clients:
+                out[_quota_entity_of(user, client)] = self._read_quota_config(
+                    f"/config/users/{user}/clients/{client}")
+        for client in self._zk.get_children("/config/clients"):
+            out[_quota_entity_of(None, client)] = self._read_quota_config(
+                f"/config/clients/{client}")
+        return out
+
+    def _apply_client_quotas(self, updates: dict[QuotaEntity, dict[str, float]]) -> None:
+        quotas = dict(self._quotas)
+        for entity, config in updates.items():
+            if config:
+                quotas[entity] = config
+            else:
+                quotas.pop(entity, None)
+        if quotas == self._quotas:
+            return
+        self._quotas = quotas
+        for fn in self._quota_listeners:
+            fn(quotas)
+
+    def _write_client_quotas(
+        self, changes: list[tuple[QuotaEntity, dict[str, float | None]]]
+    ) -> dict[QuotaEntity, dict[str, float]]:
+        out: dict[QuotaEntity, dict[str, float]] = {}
+        for entity, ops in changes:
+            entity_path = _quota_path_of_entity(entity)
+            path = f"/config/{entity_path}"
+            while True:
+                try:
+                    data, stat = self._zk.get(path)
+                    doc = json.loads(data) if data else {}
+                    version: int | None = stat.version
+                except NoNodeError:
+                    doc, version = {}, None
+                config = {str(k): str(v) for k, v in (doc.get("config") or {}).items()}
+                for key, value in ops.items():
+                    if value is None:
+                        config.pop(key, None)
+                    else:
+                        config[key] = (str(int(value)) if QUOTA_CONFIGS.get(key) is int
+                                       else repr(float(value)))
+                new = _dumps({"version": 1, "config": config})
+                try:
+                    if version is None:
+                        self._zk.create(path, new, makepath=True)
+                    else:
+                        self._zk.set(path, new, version=version)
+                    break
+                except (BadVersionError, NodeExistsError, NoNodeError):
+                    continue  # written meanwhile (SCRAM, another broker): read it again
+            self._zk.create("/config/changes/config_change_",
+                            _dumps({"version": 2, "entity_path": entity_path}),
+                            sequence=True, makepath=True)
+            out[entity] = {k: float(v) for k, v in config.items() if k in QUOTA_CONFIGS}
+        return out
+
 
 def _group_config_path(group: str) -> str:
     return f"/config/groups/{quote(group, safe='')}"
@@ -709,3 +882,56 @@ def _endpoints(doc: dict[str, Any]) -> tuple[BrokerEndpoint, ...]:
         host = host[1:-1] if host.startswith("[") and host.endswith("]") else host
         out.append(BrokerEndpoint(name, host, int(port), str(protocols.get(name, name))))
     return tuple(out)
+
+
+# ---- client quotas: ZooKeeper paths -----------------------------------------------------------
+def _sanitize(name: str) -> str:
+    """Kafka's Sanitizer.sanitize (URL encoding, '*' and '~' escaped too)."""
+    return quote(name, safe="").replace("~", "%7E")
+
+
+def _quota_entity_of(user: str | None, client: str | None) -> QuotaEntity:
+    """The entity of sanitized ZooKeeper names (None: the component is absent)."""
+    def name(n: str) -> str | None:
+        return None if n == QUOTA_DEFAULT else unquote(n)
+
+    components: list[tuple[str, str | None]] = []
+    if client is not None:
+        components.append((QUOTA_CLIENT_ID, name(client)))
+    if user is not None:
+        components.append((QUOTA_USER, name(user)))
+    return tuple(components)
+
+
+def _quota_entity_of_path(path: str) -> QuotaEntity | None:
+    """users/<u>, users/<u>/clients/<c> or clients/<c>; None for any other entity path."""
+    parts = path.split("/")
+    if len(parts) == 2 and parts[0] == "users":
+        return _quota_entity_of(parts[1], None)
+    if len(parts) == 4 and parts[0] == "users" and parts[2] == "clients":
+        return _quota_entity_of(parts[1], parts[3])
+    if len(parts) == 2 and parts[0] == "clients":
+        return _quota_entity_of(None, parts[1])
+    return None
+
+
+def _quota_path_of_entity(entity: QuotaEntity) -> str:
+    names = dict(entity)
+
+    def zk_name(n: str | None) -> str:
+        return QUOTA_DEFAULT if n is None else _sanitize(n)
+
+    if QUOTA_USER in names:
+        path = f"users/{zk_name(names[QUOTA_USER])}"
+        if QUOTA_CLIENT_ID in names:
+            path += f"/clients/{zk_name(names[QUOTA_CLIENT_ID])}"
+        return path
+    return f"clients/{zk_name(names[QUOTA_CLIENT_ID])}"
+
+
+_NOTIFICATION_EXPIRY_MS = 15 * 60 * 1000
+
+
+def _notification_seq(name: str) -> int:
+    digits = name[len("config_change_"):]
+    return int(digits) if digits.isdigit() else -1

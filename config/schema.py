@@ -460,6 +460,10 @@ _TABLE: list[PropertyDef] = [
        "one is closed as soon as it is accepted.", at_least(0), group=_G_SOCKET),
     _p("connections.max.idle.ms", L, 600000, "A connection with no request for this long is "
        "closed; -1 never closes one.", at_least(-1), group=_G_SOCKET),
+    _p("quota.window.num", I, 11, "The number of samples to retain in memory for client "
+       "quotas (a client's rate is measured over them).", at_least(1), group=_G_SOCKET),
+    _p("quota.window.size.seconds", I, 1, "The time span of each sample for client quotas.",
+       at_least(1), group=_G_SOCKET),
     _p("queued.max.requests", I, 500, "Requests queued before reading pauses.", at_least(1),
        group=_G_SOCKET, ignored="each connection is handled one request at a time and there "
        "is no shared request queue to bound"),

@@ -53,10 +53,14 @@ async def handle_fetch(ctx: RequestContext, request: FetchRequest) -> dict[str, 
     isolation = request.isolation_level
     # Kafka caps every fetch, a follower's too, at the broker's fetch.max.bytes.
     max_bytes: int = min(request.max_bytes, ctx.config["fetch.max.bytes"])
-    min_bytes = min(request.min_bytes, max_bytes)
     replica_id = (request.replica_state.replica_id if _has_replica_state(request)
                   else request.replica_id)
     read_one = _follower_reader(replica_id) if replica_id >= 0 else _consumer_reader(isolation)
+    if replica_id < 0 and ctx.quotas is not None and ctx.quotas.active:
+        # Kafka caps a consumer's fetch at what its quota allows in one full window
+        max_bytes = min(max_bytes, ctx.quotas.max_fetch_bytes(ctx.listener, ctx.principal.name,
+                                                              ctx.client_id))
+    min_bytes = min(request.min_bytes, max_bytes)
     wanted = _wanted_topics(ctx, request)
     while True:
         responses, total, leaders, had_error = _read_all(ctx, wanted, max_bytes, read_one)

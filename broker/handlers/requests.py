@@ -18,6 +18,8 @@ import kio.schema.add_partitions_to_txn.v0.request as add_partitions_to_txn_v0
 import kio.schema.add_partitions_to_txn.v1.request as add_partitions_to_txn_v1
 import kio.schema.add_partitions_to_txn.v2.request as add_partitions_to_txn_v2
 import kio.schema.add_partitions_to_txn.v3.request as add_partitions_to_txn_v3
+import kio.schema.alter_client_quotas.v0.request as alter_client_quotas_v0
+import kio.schema.alter_client_quotas.v1.request as alter_client_quotas_v1
 import kio.schema.alter_configs.v0.request as alter_configs_v0
 import kio.schema.alter_configs.v1.request as alter_configs_v1
 import kio.schema.alter_configs.v2.request as alter_configs_v2
@@ -49,6 +51,8 @@ import kio.schema.delete_topics.v3.request as delete_topics_v3
 import kio.schema.delete_topics.v4.request as delete_topics_v4
 import kio.schema.delete_topics.v5.request as delete_topics_v5
 import kio.schema.delete_topics.v6.request as delete_topics_v6
+import kio.schema.describe_client_quotas.v0.request as describe_client_quotas_v0
+import kio.schema.describe_client_quotas.v1.request as describe_client_quotas_v1
 import kio.schema.describe_cluster.v0.request as describe_cluster_v0
 import kio.schema.describe_cluster.v1.request as describe_cluster_v1
 import kio.schema.describe_configs.v1.request as describe_configs_v1
@@ -219,6 +223,10 @@ AddPartitionsToTxnRequest: TypeAlias = (
     | add_partitions_to_txn_v2.AddPartitionsToTxnRequest
     | add_partitions_to_txn_v3.AddPartitionsToTxnRequest
 )
+AlterClientQuotasRequest: TypeAlias = (
+    alter_client_quotas_v0.AlterClientQuotasRequest
+    | alter_client_quotas_v1.AlterClientQuotasRequest
+)
 AlterConfigsRequest: TypeAlias = (
     alter_configs_v0.AlterConfigsRequest | alter_configs_v1.AlterConfigsRequest
     | alter_configs_v2.AlterConfigsRequest
@@ -252,6 +260,10 @@ DeleteTopicsRequest: TypeAlias = (
     delete_topics_v1.DeleteTopicsRequest | delete_topics_v2.DeleteTopicsRequest
     | delete_topics_v3.DeleteTopicsRequest | delete_topics_v4.DeleteTopicsRequest
     | delete_topics_v5.DeleteTopicsRequest | delete_topics_v6.DeleteTopicsRequest
+)
+DescribeClientQuotasRequest: TypeAlias = (
+    describe_client_quotas_v0.DescribeClientQuotasRequest
+    | describe_client_quotas_v1.DescribeClientQuotasRequest
 )
 DescribeClusterRequest: TypeAlias = (
     describe_cluster_v0.DescribeClusterRequest | describe_cluster_v1.DescribeClusterRequest

@@ -11,10 +11,14 @@ from protocol.framing import API_VERSIONS_KEY
 
 
 class WireClient:
-    def __init__(self, bootstrap: str, timeout: float = 10.0) -> None:
+    client_id = b"wire-test"  # the request header's client id (also without __init__)
+
+    def __init__(self, bootstrap: str, timeout: float = 10.0,
+                 client_id: bytes = b"wire-test") -> None:
         host, port = bootstrap.rsplit(":", 1)
         self.sock = socket.create_connection((host, int(port)), timeout=timeout)
         self._correlation = 0
+        self.client_id = client_id
 
     def close(self) -> None:
         self.sock.close()
@@ -29,8 +33,7 @@ class WireClient:
         self._correlation += 1
         req_type = request_type(api_key, version)
         header = struct.pack(">hhi", api_key, version, self._correlation)
-        client_id = b"wire-test"
-        header += struct.pack(">h", len(client_id)) + client_id
+        header += struct.pack(">h", len(self.client_id)) + self.client_id
         if req_type.__flexible__:
             header += b"\x00"
         payload = header + encode(build(req_type, body))

@@ -1,0 +1,332 @@
+"""Client quotas as Kafka's ClientQuotaManager enforces them.
+
+Three quota types: `producer_byte_rate` (Produce: the request's bytes, recorded once it is
+appended), `consumer_byte_rate` (Fetch: the response's bytes) and `request_percentage` (the
+time the broker spent on a client's requests, as a percentage of one thread). Quotas are set
+for users, client ids and users' client ids, each by name or as the default (the store's
+`client_quotas()`); a request is held to the most specific one that matches its principal
+and client id, in Kafka's order (user+client-id, user+default client, user, default
+user+client-id, default user+default client, default user, client-id, default client).
+
+A quota is a rate measured as Kafka's `Rate` measures it: over `quota.window.num` samples of
+`quota.window.size.seconds` each (at least `quota.window.num - 1` whole windows count as
+elapsed). A request that takes the rate over its bound gets a throttle time (Kafka's
+QuotaUtils.throttleTime: (observed - bound) / bound x window; the request quota's is capped
+at one window), returned in the response's throttle_time; the server then stops reading the
+connection for that long (KIP-219: the response goes out first). A fetch that would exceed
+the consumer quota is answered without records (Kafka's throttled fetch response) and not
+counted.
+
+Clients sharing a quota share its sensor, keyed as Kafka keys them: a user quota is shared by
+all of the user's clients, a default client-id quota applies to each client id separately.
+Follower fetches and inter-broker requests are exempt, as are requests on the inter-broker
+listener when other listeners serve the clients. With no quota configured the dispatcher's
+cost is one attribute test.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Generator
+from typing import Any
+
+from .metadata_store import QUOTA_CLIENT_ID, QUOTA_USER, QuotaEntity
+
+log = logging.getLogger(__name__)
+
+PRODUCE, FETCH, REQUEST = "producer_byte_rate", "consumer_byte_rate", "request_percentage"
+PRODUCE_KEY, FETCH_KEY = 0, 1
+ENFORCED = (PRODUCE, FETCH, REQUEST)
+INT_MAX = 2**31 - 1
+_SENSOR_EXPIRY_MS = 3_600_000  # Kafka's InactiveSensorExpirationTimeSeconds
+
+# Requests Kafka never throttles (cluster actions; KafkaApis answers them ExemptThrottle).
+EXEMPT_APIS = frozenset({
+    4,  # LeaderAndIsr
+    5,  # StopReplica
+    6,  # UpdateMetadata
+    7,  # ControlledShutdown
+    27,  # WriteTxnMarkers
+    56,  # AlterPartition
+})
+
+
+class Sensor:
+    """Kafka's Sensor with one Rate (over a WindowedSum) and an upper-bound quota."""
+
+    __slots__ = ("bound", "window_ms", "num", "_samples", "_current", "last_record_ms")
+
+    def __init__(self, bound: float, window_ms: int, num: int) -> None:
+        self.bound = bound
+        self.window_ms = window_ms
+        self.num = num
+        # each sample: [start ms, last event ms, value]; num + 1 kept (Kafka's extra one
+        # for the sample overlapping the window's start)
+        self._samples: list[list[float]] = []
+        self._current = 0
+        self.last_record_ms = 0.0
+
+    def record(self, value: float, now_ms: float) -> None:
+        self.last_record_ms = now_ms
+        if not self._samples:
+            self._samples.append([now_ms, now_ms, 0.0])
+        sample = self._samples[self._current]
+        if now_ms - sample[0] >= self.window_ms:
+            self._current = (self._current + 1) % (self.num + 1)
+            if self._current >= len(self._samples):
+                sample = [now_ms, now_ms, 0.0]
+                self._samples.append(sample)
+            else:
+                sample = self._samples[self._current]
+                sample[0], sample[1], sample[2] = now_ms, now_ms, 0.0
+        sample[2] += value
+        sample[1] = now_ms
+
+    def _purge(self, now_ms: float) -> None:
+        expire = self.num * self.window_ms
+        for sample in self._samples:
+            if now_ms - sample[1] >= expire:
+                sample[0], sample[1], sample[2] = now_ms, now_ms, 0.0
+
+    def window_size_ms(self, now_ms: float) -> float:
+        """Rate.windowSize: the time since the oldest sample, at least num - 1 windows."""
+        self._purge(now_ms)
+        oldest = min((s[0] for s in self._samples), default=now_ms)
+        elapsed = now_ms - oldest
+        full = int(elapsed // self.window_ms)
+        if full < self.num - 1:
+            elapsed += (self.num - 1 - full) * self.window_ms
+        return max(elapsed, 1.0)
+
+    def rate(self, now_ms: float) -> float:
+        """Per second."""
+        window = self.window_size_ms(now_ms)
+        return sum(s[2] for s in self._samples) / (window / 1000)
+
+    def record_and_throttle_ms(self, value: float, now_ms: float,
+                               cap_ms: float | None = None) -> int:
+        """Record, then check the quota: the throttle time if the rate is over it, else 0."""
+        self.record(value, now_ms)
+        observed = self.rate(now_ms)
+        if observed <= self.bound:
+            return 0
+        throttle = (observed - self.bound) / self.bound * self.window_size_ms(now_ms)
+        if cap_ms is not None:
+            throttle = min(throttle, cap_ms)
+        return min(round(throttle), INT_MAX)
+
+
+class ClientQuotas:
+    """The sensors one (user, client id) is held to, per quota type (None: no quota)."""
+
+    __slots__ = ("produce", "fetch", "request")
+
+    def __init__(self, produce: Sensor | None, fetch: Sensor | None,
+                 request: Sensor | None) -> None:
+        self.produce = produce
+        self.fetch = fetch
+        self.request = request
+
+
+_NO_QUOTAS = ClientQuotas(None, None, None)
+# A quota's key in one quota type's table: (user, client id), each None when absent from the
+# entity, _DEFAULT_KEY for the default.
+_DEFAULT_KEY = "\0<default>"
+_Key = tuple[str | None, str | None]
+
+
+class QuotaManager:
+    def __init__(self, window_num: int, window_size_s: int,
+                 exempt_listener: str | None = None) -> None:
+        self.window_num = window_num
+        self.window_ms = window_size_s * 1000
+        # the inter-broker listener, when it is not also a client listener
+        self.exempt_listener = exempt_listener
+        self.active = False  # any quota of an enforced type configured
+        self._limits: dict[str, dict[_Key, float]] = {t: {} for t in ENFORCED}
+        self._clients: dict[tuple[str, str], ClientQuotas] = {}
+        self._sensors: dict[tuple[str, str, str], Sensor] = {}
+        self._created = 0
+
+    # ---- configuration ---------------------------------------------------------------------
+    def update(self, quotas: dict[QuotaEntity, dict[str, float]]) -> None:
+        """The store's quotas changed (called with all of them)."""
+        limits: dict[str, dict[_Key, float]] = {t: {} for t in ENFORCED}
+        for entity, config in quotas.items():
+            names = dict(entity)
+            key: _Key = (_key_name(names, QUOTA_USER), _key_name(names, QUOTA_CLIENT_ID))
+            for quota_type in ENFORCED:
+                if quota_type in config:
+                    limits[quota_type][key] = config[quota_type]
+        was_active, self._limits = self.active, limits
+        self.active = any(limits.values())
+        self._clients.clear()
+        # sensors keep their history; their bounds are set again as clients resolve
+        if self.active or was_active:
+            log.info("client quotas in force: %s",
+                     ", ".join(f"{len(v)} {t}" for t, v in limits.items()))
+
+    # ---- resolution (Kafka's DefaultQuotaCallback) -------------------------------------------
+    def for_client(self, user: str, client_id: str) -> ClientQuotas:
+        key = (user, client_id)
+        found = self._clients.get(key)
+        if found is None:
+            now = time.monotonic() * 1000
+            found = ClientQuotas(*(self._sensor(t, user, client_id, now) for t in ENFORCED))
+            if len(self._clients) > 100_000:
+                self._clients.clear()
+            self._clients[key] = found
+        return found
+
+    def _sensor(self, quota_type: str, user: str, client_id: str, now: float) -> Sensor | None:
+        limits = self._limits[quota_type]
+        if not limits:
+            return None
+        tags = _metric_tags(limits, user, client_id)
+        bound = _limit(limits, *tags)
+        if bound is None:
+            return None
+        name = (quota_type, *tags)
+        sensor = self._sensors.get(name)
+        if sensor is None:
+            sensor = self._sensors[name] = Sensor(bound, self.window_ms, self.window_num)
+            self._created += 1
+            if self._created % 1000 == 0:
+                self._expire(now)
+        sensor.bound = bound
+        return sensor
+
+    def _expire(self, now: float) -> None:
+        idle = [n for n, s in self._sensors.items()
+                if s.last_record_ms and now - s.last_record_ms > _SENSOR_EXPIRY_MS]
+        for name in idle:
+            del self._sensors[name]
+        if idle:
+            self._clients.clear()
+
+    # ---- enforcement -----------------------------------------------------------------------
+    def applies(self, listener: str, api_key: int) -> bool:
+        """Are requests of this API on this listener held to client quotas at all?"""
+        return self.active and listener != self.exempt_listener and api_key not in EXEMPT_APIS
+
+    def max_fetch_bytes(self, listener: str, user: str, client_id: str | None) -> int:
+        """The most a consumer's fetch may return without being throttled whatever came before
+        (Kafka's getMaxValueInQuotaWindow: bound x (num - 1) windows)."""
+        if not self.applies(listener, FETCH_KEY):
+            return INT_MAX
+        sensor = self.for_client(user, client_id or "").fetch
+        if sensor is None:
+            return INT_MAX
+        return int(min(sensor.bound * (self.window_num - 1) * self.window_ms / 1000, INT_MAX))
+
+    def record_produce(self, quotas: ClientQuotas, size: int) -> int:
+        if quotas.produce is None:
+            return 0
+        return quotas.produce.record_and_throttle_ms(size, time.monotonic() * 1000)
+
+    def record_fetch(self, quotas: ClientQuotas, size: int, request_throttle_ms: int) -> int:
+        """A throttled fetch (by either quota) is not counted: Kafka unrecords it, its answer
+        has no records."""
+        sensor = quotas.fetch
+        if sensor is None:
+            return 0
+        now = time.monotonic() * 1000
+        throttle = sensor.record_and_throttle_ms(size, now)
+        if throttle > 0 or request_throttle_ms > 0:
+            sensor.record(-size, now)
+        return throttle
+
+    def record_request_time(self, quotas: ClientQuotas, seconds: float) -> int:
+        sensor = quotas.request
+        if sensor is None:
+            return 0
+        return sensor.record_and_throttle_ms(seconds * 100.0, time.monotonic() * 1000,
+                                             cap_ms=self.window_ms)
+
+
+def _key_name(names: dict[str, str | None], entity_type: str) -> str | None:
+    if entity_type not in names:
+        return None
+    name = names[entity_type]
+    return _DEFAULT_KEY if name is None else name
+
+
+def _metric_tags(limits: dict[_Key, float], user: str, client_id: str) -> tuple[str, str]:
+    """Kafka's quotaMetricTags: whose sensor a client's requests count against."""
+    d = _DEFAULT_KEY
+    if (user, client_id) in limits or (user, d) in limits:
+        return user, client_id
+    if (user, None) in limits:
+        return user, ""
+    if (d, client_id) in limits or (d, d) in limits:
+        return user, client_id
+    if (d, None) in limits:
+        return user, ""
+    return "", client_id
+
+
+def _limit(limits: dict[_Key, float], user: str, client_id: str) -> float | None:
+    """Kafka's quotaLimit for a sensor's tags."""
+    d = _DEFAULT_KEY
+    if user and client_id:
+        keys: tuple[_Key, ...] = ((user, client_id), (user, d), (d, client_id), (d, d))
+    elif user:
+        keys = ((user, None), (d, None))
+    elif client_id:
+        keys = ((None, client_id), (None, d))
+    else:
+        return None
+    for key in keys:
+        if key in limits:
+            return limits[key]
+    return None
+
+
+def is_follower_fetch(request: Any) -> bool:
+    """A replica's Fetch (its id in replica_state from v15, in replica_id before)."""
+    state = getattr(request, "replica_state", None)
+    replica_id = state.replica_id if state is not None else getattr(request, "replica_id", -1)
+    return bool(replica_id >= 0)
+
+
+def throttled_fetch_response(result: dict[str, Any], throttle_ms: int) -> dict[str, Any]:
+    """Kafka's FetchContext.getThrottledResponse: no partitions, the session kept."""
+    out = {"throttle_time": throttle_ms, "error_code": result.get("error_code", 0),
+           "session_id": result.get("session_id", 0), "responses": []}
+    if "node_endpoints" in result:
+        out["node_endpoints"] = []
+    return out
+
+
+class TimedCoroutine:
+    """Awaits a coroutine and adds up the time spent running it (not the time it waited):
+    a handler's share of the broker for the request quota."""
+
+    __slots__ = ("_coro", "seconds")
+
+    def __init__(self, coro: Any) -> None:
+        self._coro = coro
+        self.seconds = 0.0
+
+    def __await__(self) -> Generator[Any, Any, Any]:
+        coro = self._coro
+        send: Any = None
+        error: BaseException | None = None
+        while True:
+            started = time.perf_counter()
+            try:
+                if error is not None:
+                    yielded = coro.throw(error)
+                else:
+                    yielded = coro.send(send)
+            except StopIteration as stop:
+                self.seconds += time.perf_counter() - started
+                return stop.value
+            finally:
+                error = None
+            self.seconds += time.perf_counter() - started
+            try:
+                send = yield yielded
+            except BaseException as exc:  # a cancellation: hand it to the handler
+                error = exc
