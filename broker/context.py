@@ -9,8 +9,13 @@ dispatcher through the handler into the replica manager and the coordinators.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
+
+from .security.authorizer import CLUSTER_NAME, AclOperation, ResourceType
+
+T = TypeVar("T")
 
 if TYPE_CHECKING:
     from config.schema import BrokerConfig
@@ -23,6 +28,7 @@ if TYPE_CHECKING:
     from .controller import Controller
     from .metadata_store import MetadataStore
     from .replica_manager import ReplicaManager
+    from .security.authorizer import Authorizer
     from .security.sasl import SaslSession
     from .topic_admin import TopicAdmin
 
@@ -57,6 +63,7 @@ class BrokerServices:
     producer_ids: ProducerIdSource  # ids for idempotent producers
     log_dirs: LogDirs
     controller: Controller | None = None  # with ZooKeeper: this broker's controller elector
+    authorizer: Authorizer | None = None  # authorizer.class.name set: ACLs decide
 
 
 @dataclass(slots=True)
@@ -128,3 +135,41 @@ class RequestContext:
     @property
     def controller(self) -> Controller | None:
         return self.services.controller
+
+    @property
+    def authorizer(self) -> Authorizer | None:
+        return self.services.authorizer
+
+    # ---- authorization (Kafka's AuthHelper) -----------------------------------------------
+    def authorize(self, op: AclOperation, rtype: ResourceType, name: str = CLUSTER_NAME,
+                  log_denied: bool = True) -> bool:
+        """May this request's principal, from its host, do `op` on the resource? Always
+        without an authorizer (authorizer.class.name unset)."""
+        a = self.services.authorizer
+        if a is None:
+            return True
+        return a.authorize(str(self.principal), self.client_host, op, rtype, name, log_denied)
+
+    def authorized(self, op: AclOperation, rtype: ResourceType, items: Iterable[T],
+                   name: Callable[[T], str] = str, log_denied: bool = True) -> list[T]:
+        """The items whose resource (`name(item)`) the principal may do `op` on (each name
+        decided once)."""
+        if self.services.authorizer is None:
+            return list(items)
+        decided: dict[str, bool] = {}
+        out = []
+        for item in items:
+            n = name(item)
+            if n not in decided:
+                decided[n] = self.authorize(op, rtype, n, log_denied)
+            if decided[n]:
+                out.append(item)
+        return out
+
+    def authorize_any(self, op: AclOperation, rtype: ResourceType) -> bool:
+        """May the principal do `op` on at least one resource of the type (Kafka's
+        authorizeByResourceType)?"""
+        a = self.services.authorizer
+        if a is None:
+            return True
+        return a.authorize_by_resource_type(str(self.principal), self.client_host, op, rtype)

@@ -11,6 +11,12 @@
     /latest_producer_id_block                    {"version":1,"broker","block_start","block_end"}
     /log_dir_event_notification/log_dir_event_<seq>
                             ephemeral {"version":1,"broker","event":1,"partitions":[[t,p],...]}
+    /kafka-acl/<ResourceType>/<name>             {"version":1,"acls":[{"principal","host",
+                                                  "operation","permissionType"}]} (LITERAL)
+    /kafka-acl-extended/prefixed/<ResourceType>/<name>      the same, PREFIXED
+    /kafka-acl-changes/acl_changes_<seq>         "TOPIC:<name>": that LITERAL resource changed
+    /kafka-acl-extended-changes/acl_changes_<seq>
+                            {"version":1,"resourceType","name","patternType"} (PREFIXED)
 
 kazoo runs its own threads: reads are served from a cache that ZooKeeper watches keep current
 (updates are handed to the event loop), and writes run in a worker thread and are awaited.
@@ -46,6 +52,19 @@ from .metadata_store import (
     new_cluster_id,
     parse_topic_id,
     uuid_to_kafka,
+)
+from .security.authorizer import (
+    AccessControlEntry,
+    AclBinding,
+    AclBindingFilter,
+    AclCache,
+    PatternType,
+    ResourcePattern,
+    ResourceType,
+    entries_from_json,
+    entries_to_json,
+    from_pascal,
+    pascal,
 )
 from .security.scram import MECHANISMS as SCRAM_MECHANISMS
 from .security.scram import ScramCredential
@@ -89,6 +108,8 @@ class ZkMetadataStore:
         self._controller_epoch_version = -1  # zkVersion of /controller_epoch: the fencing token
         self._offline_here: set[tuple[str, int]] = set()  # our replicas in failed log dirs
         self._offline_replicas: dict[int, set[tuple[str, int]]] = {}  # every broker's
+        self._acl_cache = AclCache()
+        self._acl_changes_seen: dict[str, set[str]] = {}  # change path -> notifications read
 
     # ---- lifecycle ------------------------------------------------------------------------
     async def start(self) -> None:
@@ -122,6 +143,7 @@ class ZkMetadataStore:
         self._zk.DataWatch("/controller", self._on_controller)
         self._zk.ChildrenWatch(LOG_DIR_EVENTS, self._on_log_dir_events)
         self._zk.ChildrenWatch("/config/users", self._on_user_names)
+        self._start_acls()
 
     def _register(self) -> None:
         b = self._broker
@@ -665,6 +687,136 @@ class ZkMetadataStore:
                 pass
         await asyncio.to_thread(delete)
 
+    # ---- ACLs ---------------------------------------------------------------------------------
+    # Kafka's AclAuthorizer layout (see the module doc): every ACL is read at start, then each
+    # change notification (written by the broker that changed a resource's ACLs) makes every
+    # broker re-read that resource's znode.
+    def acls(self) -> AclCache:
+        return self._acl_cache
+
+    async def create_acls(self, bindings: list[AclBinding]) -> list[str | None]:
+        results: list[str | None] = [None] * len(bindings)
+        by_pattern: dict[ResourcePattern, set[AccessControlEntry]] = {}
+        for i, b in enumerate(bindings):
+            if "/" in b.pattern.name:  # a znode name (Kafka's AclAuthorizer refuses it too)
+                results[i] = f"ACL binding contains invalid resource name: {b.pattern.name}"
+            else:
+                by_pattern.setdefault(b.pattern, set()).add(b.entry)
+        for pattern, entries in by_pattern.items():
+            new = await asyncio.to_thread(self._update_acls, pattern,
+                                          lambda cur, e=entries: cur | e)
+            self._acl_cache.set(pattern, new)
+        return results
+
+    async def delete_acls(self, filters: list[AclBindingFilter]) -> list[list[AclBinding]]:
+        out: list[list[AclBinding]] = [[] for _ in filters]
+        for pattern in self._acl_cache.patterns():
+            matching = [(i, f) for i, f in enumerate(filters) if f.matches_pattern(pattern)]
+            if not matching:
+                continue
+            removed: dict[AccessControlEntry, int] = {}
+
+            def drop(cur: frozenset[AccessControlEntry],
+                     matching: list[tuple[int, AclBindingFilter]] = matching,
+                     removed: dict[AccessControlEntry, int] = removed
+                     ) -> frozenset[AccessControlEntry]:
+                removed.clear()
+                for e in cur:
+                    for i, f in matching:
+                        if f.matches_entry(e):
+                            removed.setdefault(e, i)
+                return cur - removed.keys()
+
+            new = await asyncio.to_thread(self._update_acls, pattern, drop)
+            self._acl_cache.set(pattern, new)
+            for e in removed:
+                for i, f in matching:
+                    if f.matches_entry(e):
+                        out[i].append(AclBinding(pattern, e))
+        return out
+
+    def _update_acls(
+        self, pattern: ResourcePattern,
+        change: Callable[[frozenset[AccessControlEntry]], frozenset[AccessControlEntry]],
+    ) -> frozenset[AccessControlEntry]:
+        """Read-modify-write one resource's znode, conditional on its version (retried when
+        another broker wrote it meanwhile), then announce the change."""
+        path = _acl_path(pattern)
+        while True:
+            try:
+                data, stat = self._zk.get(path)
+                current, version = entries_from_json(json.loads(data)), stat.version
+            except NoNodeError:
+                current, version = frozenset(), -1
+            new = change(current)
+            if new == current:
+                return new
+            try:
+                if version < 0:
+                    self._zk.create(path, _dumps(entries_to_json(new)), makepath=True)
+                elif new:
+                    self._zk.set(path, _dumps(entries_to_json(new)), version=version)
+                else:
+                    self._zk.delete(path, version=version)
+            except (BadVersionError, NodeExistsError, NoNodeError):
+                continue
+            break
+        if pattern.pattern_type == PatternType.LITERAL:
+            self._zk.create(f"{ACL_CHANGES}/{ACL_CHANGE_PREFIX}",
+                            f"{pattern.resource_type.name}:{pattern.name}".encode(),
+                            sequence=True, makepath=True)
+        else:
+            self._zk.create(f"{ACL_EXTENDED_CHANGES}/{ACL_CHANGE_PREFIX}", _dumps({
+                "version": 1, "resourceType": pattern.resource_type.name,
+                "name": pattern.name, "patternType": pattern.pattern_type.name}),
+                sequence=True, makepath=True)
+        return new
+
+    def _start_acls(self) -> None:
+        """(kazoo thread, at start) Read every ACL, then follow the change notifications."""
+        for path in (ACL_CHANGES, ACL_EXTENDED_CHANGES, "/kafka-acl", ACL_EXTENDED_PREFIXED):
+            self._zk.ensure_path(path)
+        for path in (ACL_CHANGES, ACL_EXTENDED_CHANGES):  # what the full read below covers
+            self._acl_changes_seen[path] = set(self._zk.get_children(path))
+        for root, ptype in (("/kafka-acl", PatternType.LITERAL),
+                            (ACL_EXTENDED_PREFIXED, PatternType.PREFIXED)):
+            for type_name in self._zk.get_children(root):
+                try:
+                    rtype = ResourceType(from_pascal(ResourceType, type_name))
+                except ValueError:
+                    continue
+                for name in self._zk.get_children(f"{root}/{type_name}"):
+                    pattern = ResourcePattern(rtype, name, ptype)
+                    self._acl_cache.set(pattern, self._read_acls(pattern))
+        self._zk.ChildrenWatch(ACL_CHANGES, lambda c: self._on_acl_changes(ACL_CHANGES, c))
+        self._zk.ChildrenWatch(ACL_EXTENDED_CHANGES,
+                               lambda c: self._on_acl_changes(ACL_EXTENDED_CHANGES, c))
+
+    def _read_acls(self, pattern: ResourcePattern) -> frozenset[AccessControlEntry]:
+        try:
+            return entries_from_json(json.loads(self._zk.get(_acl_path(pattern))[0]))
+        except NoNodeError:
+            return frozenset()
+        except (ValueError, KeyError, TypeError) as exc:
+            log.warning("ignoring the unreadable ACLs of %s: %s", pattern, exc)
+            return frozenset()
+
+    def _on_acl_changes(self, path: str, children: list[str]) -> None:
+        seen = self._acl_changes_seen.setdefault(path, set())
+        for child in sorted(set(children) - seen):
+            seen.add(child)
+            try:
+                data = self._zk.get(f"{path}/{child}")[0]
+                pattern = _acl_change_pattern(path, data)
+            except NoNodeError:
+                continue
+            except (ValueError, KeyError, TypeError, AttributeError) as exc:
+                log.warning("ignoring the unreadable ACL change %s/%s: %s", path, child, exc)
+                continue
+            self._call(self._acl_cache.set, pattern, self._read_acls(pattern))
+        seen.intersection_update(children)
+    # ---- end of ACLs --------------------------------------------------------------------------
+
 
 def _group_config_path(group: str) -> str:
     return f"/config/groups/{quote(group, safe='')}"
@@ -709,3 +861,32 @@ def _endpoints(doc: dict[str, Any]) -> tuple[BrokerEndpoint, ...]:
         host = host[1:-1] if host.startswith("[") and host.endswith("]") else host
         out.append(BrokerEndpoint(name, host, int(port), str(protocols.get(name, name))))
     return tuple(out)
+
+
+# ---- ACLs -------------------------------------------------------------------------------------
+ACL_CHANGES = "/kafka-acl-changes"
+ACL_EXTENDED_CHANGES = "/kafka-acl-extended-changes"
+ACL_EXTENDED_PREFIXED = "/kafka-acl-extended/prefixed"
+ACL_CHANGE_PREFIX = "acl_changes_"
+
+
+def _acl_path(p: ResourcePattern) -> str:
+    root = "/kafka-acl" if p.pattern_type == PatternType.LITERAL else ACL_EXTENDED_PREFIXED
+    return f"{root}/{pascal(p.resource_type.name)}/{p.name}"
+
+
+def _acl_change_pattern(path: str, data: bytes) -> ResourcePattern:
+    """The resource a change notification names (Kafka's Literal/ExtendedAclChangeStore)."""
+    if path == ACL_CHANGES:
+        type_name, sep, name = data.decode().partition(":")
+        if not sep:
+            raise ValueError(f"expected ResourceType:ResourceName, got {data!r}")
+        return ResourcePattern(ResourceType(from_pascal(ResourceType, type_name.upper())), name,
+                               PatternType.LITERAL)
+    doc = json.loads(data)
+    if doc["version"] > 1:
+        raise ValueError(f"unsupported ACL change event version {doc['version']}")
+    return ResourcePattern(ResourceType(from_pascal(ResourceType, doc["resourceType"].upper())),
+                           doc["name"],
+                           PatternType(from_pascal(PatternType, doc["patternType"].upper())))
+# ---- end of ACLs ------------------------------------------------------------------------------

@@ -34,10 +34,6 @@ audit = logging.getLogger("kafka.authorizer.logger")
 WILDCARD = "*"
 WILDCARD_PRINCIPAL = "User:*"
 CLUSTER_NAME = "kafka-cluster"
-STANDARD_AUTHORIZERS = (
-    "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
-    "kafka.security.authorizer.AclAuthorizer",
-)
 
 
 class ResourceType(IntEnum):
@@ -349,3 +345,30 @@ class Authorizer:
                            for i in range(1, len(name) + 1)):
                     return True
         return False
+
+
+# ---- Kafka's JSON of ACL entries (ZooKeeper's /kafka-acl znodes, the local metadata file) ----
+def entries_to_json(entries: Iterable[AccessControlEntry]) -> dict[str, object]:
+    """{"version":1,"acls":[{"principal","permissionType","operation","host"}]} as Kafka's
+    AclEntry.toJsonCompatibleMap writes it."""
+    return {"version": 1, "acls": [
+        {"principal": e.principal, "permissionType": pascal(e.permission_type.name),
+         "operation": pascal(e.operation.name), "host": e.host}
+        for e in sorted(entries, key=lambda e: (e.principal, e.host, e.operation,
+                                                e.permission_type))]}
+
+
+def entries_from_json(doc: object) -> frozenset[AccessControlEntry]:
+    """Kafka's AclEntry.fromBytes (ValueError/KeyError/TypeError on a malformed document)."""
+    if not isinstance(doc, dict) or doc.get("version") != 1:
+        raise ValueError(f"unsupported ACL document {doc!r}")
+    out = set()
+    for item in doc["acls"]:
+        principal = str(item["principal"])
+        if not valid_principal(principal):
+            raise ValueError(f"invalid principal {principal!r}")
+        out.add(AccessControlEntry(
+            principal, str(item["host"]),
+            AclOperation(from_pascal(AclOperation, str(item["operation"]))),
+            PermissionType(from_pascal(PermissionType, str(item["permissionType"])))))
+    return frozenset(out)
