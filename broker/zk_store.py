@@ -703,8 +703,11 @@ class ZkMetadataStore:
             else:
                 by_pattern.setdefault(b.pattern, set()).add(b.entry)
         for pattern, entries in by_pattern.items():
-            new = await asyncio.to_thread(self._update_acls, pattern,
-                                          lambda cur, e=entries: cur | e)
+            def add(cur: frozenset[AccessControlEntry],
+                    entries: set[AccessControlEntry] = entries) -> frozenset[AccessControlEntry]:
+                return cur | entries
+
+            new = await asyncio.to_thread(self._update_acls, pattern, add)
             self._acl_cache.set(pattern, new)
         return results
 

@@ -12,6 +12,7 @@ INVALID_REQUEST (Kafka's AclControlManager checks).
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from protocol.errors import ErrorCode
@@ -86,10 +87,11 @@ async def handle_describe_acls(ctx: RequestContext,
 
 
 async def handle_create_acls(ctx: RequestContext, request: CreateAclsRequest) -> dict[str, Any]:
-    for c in request.creations:
+    creations: Sequence[Any] = request.creations
+    for c in creations:
         _refuse_unknown("CreateAcls", c.resource_type, c.resource_pattern_type, c.operation,
                         c.permission_type)
-    n = len(request.creations)
+    n = len(creations)
 
     def every(code: ErrorCode, message: str) -> dict[str, Any]:
         return {"throttle_time": 0,
@@ -102,7 +104,7 @@ async def handle_create_acls(ctx: RequestContext, request: CreateAclsRequest) ->
     results: list[dict[str, Any]] = [{"error_code": ErrorCode.none, "error_message": None}
                                      for _ in range(n)]
     valid: list[tuple[int, AclBinding]] = []
-    for i, c in enumerate(request.creations):
+    for i, c in enumerate(creations):
         binding = AclBinding(
             ResourcePattern(_enum(ResourceType, c.resource_type), c.resource_name,
                             _enum(PatternType, c.resource_pattern_type)),
@@ -126,10 +128,11 @@ async def handle_create_acls(ctx: RequestContext, request: CreateAclsRequest) ->
 
 
 async def handle_delete_acls(ctx: RequestContext, request: DeleteAclsRequest) -> dict[str, Any]:
-    for f in request.filters:
+    filters: Sequence[Any] = request.filters
+    for f in filters:
         _refuse_unknown("DeleteAcls", f.resource_type_filter, f.pattern_type_filter,
                         f.operation, f.permission_type)
-    n = len(request.filters)
+    n = len(filters)
 
     def every(code: ErrorCode, message: str) -> dict[str, Any]:
         return {"throttle_time": 0, "filter_results": [
@@ -141,7 +144,7 @@ async def handle_delete_acls(ctx: RequestContext, request: DeleteAclsRequest) ->
         return every(ErrorCode.security_disabled, "No Authorizer is configured.")
     results: list[dict[str, Any]] = [{} for _ in range(n)]
     valid: list[tuple[int, AclBindingFilter]] = []
-    for i, f in enumerate(request.filters):
+    for i, f in enumerate(filters):
         flt = _filter(f)
         why = flt.unknown()
         if why is not None:
