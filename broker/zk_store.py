@@ -110,6 +110,7 @@ class ZkMetadataStore:
         self._offline_replicas: dict[int, set[tuple[str, int]]] = {}  # every broker's
         self._acl_cache = AclCache()
         self._acl_changes_seen: dict[str, set[str]] = {}  # change path -> notifications read
+        self._acl_change_ctimes: dict[str, int] = {}  # notification -> its ctime (to purge)
 
     # ---- lifecycle ------------------------------------------------------------------------
     async def start(self) -> None:
@@ -191,6 +192,7 @@ class ZkMetadataStore:
             self._set_topic(topic)
         controller = await asyncio.to_thread(self._read_controller)
         self._set_controller(controller)
+        self._set_all_acls(await asyncio.to_thread(self._read_all_acls))  # changes missed
 
     def _read_all_topics(self) -> list[TopicState]:
         out = []
@@ -781,6 +783,18 @@ class ZkMetadataStore:
             self._zk.ensure_path(path)
         for path in (ACL_CHANGES, ACL_EXTENDED_CHANGES):  # what the full read below covers
             self._acl_changes_seen[path] = set(self._zk.get_children(path))
+            for child in self._acl_changes_seen[path]:
+                stat = self._zk.exists(f"{path}/{child}")
+                if stat is not None:
+                    self._acl_change_ctimes[f"{path}/{child}"] = stat.ctime
+            self._purge_acl_changes()
+        self._set_all_acls(self._read_all_acls())
+        self._zk.ChildrenWatch(ACL_CHANGES, lambda c: self._on_acl_changes(ACL_CHANGES, c))
+        self._zk.ChildrenWatch(ACL_EXTENDED_CHANGES,
+                               lambda c: self._on_acl_changes(ACL_EXTENDED_CHANGES, c))
+
+    def _read_all_acls(self) -> dict[ResourcePattern, frozenset[AccessControlEntry]]:
+        out = {}
         for root, ptype in (("/kafka-acl", PatternType.LITERAL),
                             (ACL_EXTENDED_PREFIXED, PatternType.PREFIXED)):
             for type_name in self._zk.get_children(root):
@@ -788,12 +802,21 @@ class ZkMetadataStore:
                     rtype = ResourceType(from_pascal(ResourceType, type_name))
                 except ValueError:
                     continue
-                for name in self._zk.get_children(f"{root}/{type_name}"):
+                try:
+                    names = self._zk.get_children(f"{root}/{type_name}")
+                except NoNodeError:
+                    continue
+                for name in names:
                     pattern = ResourcePattern(rtype, name, ptype)
-                    self._acl_cache.set(pattern, self._read_acls(pattern))
-        self._zk.ChildrenWatch(ACL_CHANGES, lambda c: self._on_acl_changes(ACL_CHANGES, c))
-        self._zk.ChildrenWatch(ACL_EXTENDED_CHANGES,
-                               lambda c: self._on_acl_changes(ACL_EXTENDED_CHANGES, c))
+                    out[pattern] = self._read_acls(pattern)
+        return out
+
+    def _set_all_acls(self, acls: dict[ResourcePattern, frozenset[AccessControlEntry]]) -> None:
+        for pattern in self._acl_cache.patterns():
+            if pattern not in acls:
+                self._acl_cache.set(pattern, ())
+        for pattern, entries in acls.items():
+            self._acl_cache.set(pattern, entries)
 
     def _read_acls(self, pattern: ResourcePattern) -> frozenset[AccessControlEntry]:
         try:
@@ -809,7 +832,7 @@ class ZkMetadataStore:
         for child in sorted(set(children) - seen):
             seen.add(child)
             try:
-                data = self._zk.get(f"{path}/{child}")[0]
+                data, stat = self._zk.get(f"{path}/{child}")
                 pattern = _acl_change_pattern(path, data)
             except NoNodeError:
                 continue
@@ -817,7 +840,22 @@ class ZkMetadataStore:
                 log.warning("ignoring the unreadable ACL change %s/%s: %s", path, child, exc)
                 continue
             self._call(self._acl_cache.set, pattern, self._read_acls(pattern))
+            self._acl_change_ctimes[f"{path}/{child}"] = stat.ctime
         seen.intersection_update(children)
+        self._purge_acl_changes()
+
+    def _purge_acl_changes(self) -> None:
+        """Delete the change notifications older than Kafka's 15 minutes (every broker has
+        read them by then; Kafka's ZkNodeChangeNotificationListener purges them so)."""
+        expired = time.time() * 1000 - ACL_CHANGE_EXPIRATION_MS
+        for path, ctime in list(self._acl_change_ctimes.items()):
+            if ctime >= expired:
+                continue
+            del self._acl_change_ctimes[path]
+            try:
+                self._zk.delete(path)
+            except NoNodeError:
+                pass  # another broker purged it first
     # ---- end of ACLs --------------------------------------------------------------------------
 
 
@@ -871,6 +909,7 @@ ACL_CHANGES = "/kafka-acl-changes"
 ACL_EXTENDED_CHANGES = "/kafka-acl-extended-changes"
 ACL_EXTENDED_PREFIXED = "/kafka-acl-extended/prefixed"
 ACL_CHANGE_PREFIX = "acl_changes_"
+ACL_CHANGE_EXPIRATION_MS = 15 * 60 * 1000
 
 
 def _acl_path(p: ResourcePattern) -> str:
