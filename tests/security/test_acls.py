@@ -300,3 +300,31 @@ def test_acl_apis_without_an_authorizer_are_security_disabled(
     assert admin_error(f) == KafkaError.SECURITY_DISABLED
     (f,) = a.delete_acls([ANY]).values()
     assert admin_error(f) == KafkaError.SECURITY_DISABLED
+
+
+def test_acl_requests_with_unknown_or_invalid_elements(broker: BrokerProcess) -> None:
+    from tests.protocol.wire import WireClient
+
+    entry = {"principal": "User:bob", "host": "*", "operation": 3, "permission_type": 3}
+    with WireClient(broker.bootstrap) as w:  # PLAINTEXT: ANONYMOUS, a super user here
+        # An out-of-range code: INVALID_REQUEST for that ACL only (Kafka's fromCode: UNKNOWN).
+        resp = w.call(30, 3, {"creations": [
+            {"resource_type": 2, "resource_name": "ok", "resource_pattern_type": 3, **entry},
+            {"resource_type": 99, "resource_name": "bad", "resource_pattern_type": 3, **entry},
+            {"resource_type": 2, "resource_name": "bad", "resource_pattern_type": 2, **entry},
+        ]})
+        assert [r.error_code for r in resp.results] == [0, KafkaError.INVALID_REQUEST,
+                                                        KafkaError.INVALID_REQUEST]
+        resp = w.call(29, 3, {"resource_type_filter": 2, "resource_name_filter": "ok",
+                              "pattern_type_filter": 2, "principal_filter": None,
+                              "host_filter": None, "operation": 1, "permission_type": 1})
+        assert [(r.resource_name, len(r.acls)) for r in resp.resources] == [("ok", 1)]
+    with WireClient(broker.bootstrap) as w:
+        # UNKNOWN (0) does not parse in Kafka: the connection is closed.
+        correlation, data = w.encode_request(31, 3, {"filters": [
+            {"resource_type_filter": 0, "resource_name_filter": None, "pattern_type_filter": 1,
+             "principal_filter": None, "host_filter": None, "operation": 1,
+             "permission_type": 1}]})
+        w.send_raw(data)
+        assert w.sock.recv(1) == b""
+    assert "DeleteAcls request contains UNKNOWN elements" in broker.log_tail(50)
