@@ -61,12 +61,14 @@ async def handle_fetch(ctx: RequestContext, request: FetchRequest) -> dict[str, 
     wanted = _wanted_topics(ctx, request)
     # Kafka's authorization: a follower needs CLUSTER_ACTION on the cluster, a consumer READ
     # on each topic; the others' partitions answer TOPIC_AUTHORIZATION_FAILED.
-    names = {name for name, _, _ in wanted if name is not None}
-    if replica_id >= 0:
-        denied = set() if ctx.authorize(AclOperation.CLUSTER_ACTION, ResourceType.CLUSTER) \
-            else names
-    else:
-        denied = names - set(ctx.authorized(AclOperation.READ, ResourceType.TOPIC, names))
+    denied: set[str] = set()
+    if ctx.authorizer is not None:
+        names = {name for name, _, _ in wanted if name is not None}
+        if replica_id >= 0:
+            if not ctx.authorize(AclOperation.CLUSTER_ACTION, ResourceType.CLUSTER):
+                denied = names
+        else:
+            denied = names - set(ctx.authorized(AclOperation.READ, ResourceType.TOPIC, names))
     while True:
         responses, total, leaders, had_error = _read_all(ctx, wanted, max_bytes, read_one,
                                                          denied)

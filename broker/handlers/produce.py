@@ -51,14 +51,15 @@ async def handle_produce(ctx: RequestContext, request: ProduceRequest) -> dict[s
     txn_denied = ctx.authorizer is not None and _has_transactional_records(request) and not (
         transactional_id is not None
         and ctx.authorize(AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, transactional_id))
-    writable = set(ctx.authorized(AclOperation.WRITE, ResourceType.TOPIC,
-                                  {t.name for t in request.topic_data}))
+    denied_topics = set() if ctx.authorizer is None else {t.name for t in request.topic_data} \
+        - set(ctx.authorized(AclOperation.WRITE, ResourceType.TOPIC,
+                             {t.name for t in request.topic_data}))
     for topic in request.topic_data:
         partitions = []
         for pdata in topic.partition_data:
             record_errors: RecordErrors = []
             error_message: list[str] = []
-            if txn_denied or topic.name not in writable:
+            if txn_denied or topic.name in denied_topics:
                 denied = (ErrorCode.transactional_id_authorization_failed if txn_denied
                           else ErrorCode.topic_authorization_failed)
                 code, base_offset, append_time, start, last = _failed(denied)
