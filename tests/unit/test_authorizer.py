@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from broker.security.authorizer import (
     AccessControlEntry,
     AclBinding,
@@ -144,3 +146,20 @@ def test_new_acl_validation() -> None:
     assert check(ResourceType.ANY, "t", LIT) is not None
     assert check(T, "t", LIT, principal="alice") is not None
     assert check(T, "t", LIT, op=Op.ANY) is not None
+
+
+async def test_local_store_keeps_acls_across_restarts(tmp_path: Path) -> None:
+    from broker.metadata_store import BrokerInfo, LocalMetadataStore
+
+    info = BrokerInfo(0, "127.0.0.1", 9092)
+    store = LocalMetadataStore(tmp_path, info)
+    lit = AclBinding(ResourcePattern(T, "orders", LIT),
+                     AccessControlEntry("User:alice", "*", Op.READ, ALLOW))
+    pre = AclBinding(ResourcePattern(ResourceType.TRANSACTIONAL_ID, "tx-", PRE),
+                     AccessControlEntry("User:*", "10.0.0.1", Op.WRITE, DENY))
+    assert await store.create_acls([lit, pre]) == [None, None]
+    assert set(LocalMetadataStore(tmp_path, info).acls().bindings()) == {lit, pre}
+    every = AclBindingFilter(ResourceType.ANY, None, PatternType.ANY, "User:*", None, Op.ANY,
+                             PermissionType.ANY)
+    assert await store.delete_acls([every]) == [[pre]]
+    assert set(LocalMetadataStore(tmp_path, info).acls().bindings()) == {lit}
