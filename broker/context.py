@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeVar
 
-from .security.authorizer import CLUSTER_NAME, AclOperation, ResourceType
+from .security.authorizer import CLUSTER_NAME, SUPPORTED_OPERATIONS, AclOperation, ResourceType
 
 T = TypeVar("T")
 
@@ -165,6 +165,16 @@ class RequestContext:
             if decided[n]:
                 out.append(item)
         return out
+
+    def authorized_operations(self, rtype: ResourceType, name: str = CLUSTER_NAME) -> int:
+        """KIP-430: the bit field (1 << operation code) of the operations the principal may do
+        on the resource, out of those its type supports (all of them without an
+        authorizer)."""
+        bits = 0
+        for op in SUPPORTED_OPERATIONS[rtype]:
+            if self.authorize(op, rtype, name, log_denied=False):
+                bits |= 1 << op
+        return bits
 
     def authorize_any(self, op: AclOperation, rtype: ResourceType) -> bool:
         """May the principal do `op` on at least one resource of the type (Kafka's

@@ -99,6 +99,8 @@ async def handle_describe_topic_partitions(
                 "offline_replicas": [r for r in state.replicas if not online(r, (name, index))],
             })
         topics_out.append({"error_code": ErrorCode.none, "name": name,
+                           "topic_authorized_operations": ctx.authorized_operations(
+                               ResourceType.TOPIC, name),
                            "topic_id": topic.topic_id, "is_internal": topic.internal,
                            "partitions": partitions})
         if upper < count:

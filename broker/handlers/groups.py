@@ -133,12 +133,20 @@ async def handle_describe_groups(
     ctx: RequestContext, request: DescribeGroupsRequest
 ) -> dict[str, Any]:
     coordinator = ctx.groups
-    return {"throttle_time": 0, "groups": [
-        coordinator.describe_group(g)
-        if ctx.authorize(AclOperation.DESCRIBE, ResourceType.GROUP, g)
-        else {"error_code": ErrorCode.group_authorization_failed, "group_id": g,
-              "group_state": "", "protocol_type": "", "protocol_data": "", "members": []}
-        for g in request.groups]}
+    with_operations = bool(field(request, "include_authorized_operations", False))  # KIP-430
+    groups = []
+    for g in request.groups:
+        if not ctx.authorize(AclOperation.DESCRIBE, ResourceType.GROUP, g):
+            groups.append({"error_code": ErrorCode.group_authorization_failed, "group_id": g,
+                           "group_state": "", "protocol_type": "", "protocol_data": "",
+                           "members": []})
+            continue
+        described = coordinator.describe_group(g)
+        if with_operations and described["error_code"] == ErrorCode.none:
+            described["authorized_operations"] = ctx.authorized_operations(
+                ResourceType.GROUP, g)
+        groups.append(described)
+    return {"throttle_time": 0, "groups": groups}
 
 
 async def handle_delete_groups(ctx: RequestContext, request: DeleteGroupsRequest) -> dict[str, Any]:

@@ -67,6 +67,7 @@ async def handle_metadata(ctx: RequestContext, request: MetadataRequest) -> dict
     describable = set(ctx.authorized(AclOperation.DESCRIBE, ResourceType.TOPIC,
                                      {n for n in names if n is not None}))
     online = replica_online(ctx)
+    with_operations = bool(field(request, "include_topic_authorized_operations", False))
     for name in names:
         if name is not None and name not in describable:
             # Not even whether it exists is told (a topic id is no secret: it is echoed).
@@ -84,8 +85,17 @@ async def handle_metadata(ctx: RequestContext, request: MetadataRequest) -> dict
                 continue
             topics_out.append(await _missing_topic(ctx, name, allow_create))
             continue
-        topics_out.append(_topic(topic, online))
-    return {
+        out = _topic(topic, online)
+        if with_operations:  # KIP-430
+            out["topic_authorized_operations"] = ctx.authorized_operations(ResourceType.TOPIC,
+                                                                           topic.name)
+        topics_out.append(out)
+    cluster: dict[str, Any] = {}
+    if field(request, "include_cluster_authorized_operations", False):  # v8-10 (KIP-430)
+        cluster["cluster_authorized_operations"] = (
+            ctx.authorized_operations(ResourceType.CLUSTER)
+            if ctx.authorize(AclOperation.DESCRIBE, ResourceType.CLUSTER) else 0)
+    return cluster | {
         "throttle_time": 0,
         # Each broker's address on the listener this request came in on; brokers without
         # that listener are left out (Kafka's MetadataCache.getAliveBrokerNodes).

@@ -328,3 +328,22 @@ def test_acl_requests_with_unknown_or_invalid_elements(broker: BrokerProcess) ->
         w.send_raw(data)
         assert w.sock.recv(1) == b""
     assert "DeleteAcls request contains UNKNOWN elements" in broker.log_tail(50)
+
+
+def test_authorized_operations_kip_430(broker: BrokerProcess) -> None:
+    from confluent_kafka import TopicCollection
+
+    topic = new_topic(broker, "ops-")
+    group = f"g-{topic}"
+    grant(broker, allow(ResourceType.TOPIC, topic, "bob", AclOperation.READ),
+          allow(ResourceType.GROUP, group, "bob", AclOperation.DELETE))
+    bob = admin(broker, "bob")
+    (f,) = bob.describe_topics(TopicCollection([topic]),
+                               include_authorized_operations=True).values()
+    assert set(f.result(TIMEOUT).authorized_operations) == {AclOperation.READ,
+                                                             AclOperation.DESCRIBE}
+    cluster = admin(broker).describe_cluster(include_authorized_operations=True)
+    assert AclOperation.CLUSTER_ACTION in cluster.result(TIMEOUT).authorized_operations
+    (f,) = bob.describe_consumer_groups([group], include_authorized_operations=True).values()
+    assert set(f.result(TIMEOUT).authorized_operations) == {AclOperation.DELETE,
+                                                             AclOperation.DESCRIBE}
