@@ -347,3 +347,39 @@ def test_authorized_operations_kip_430(broker: BrokerProcess) -> None:
     (f,) = bob.describe_consumer_groups([group], include_authorized_operations=True).values()
     assert set(f.result(TIMEOUT).authorized_operations) == {AclOperation.DELETE,
                                                              AclOperation.DESCRIBE}
+
+
+def test_fetch_needs_topic_read_and_configs_need_their_acls(broker: BrokerProcess) -> None:
+    from confluent_kafka.admin import ConfigResource
+
+    topic = new_topic(broker, "f-")
+    assert produce(broker, "admin", topic) is None
+    grant(broker, allow(ResourceType.TOPIC, topic, "bob", AclOperation.DESCRIBE),
+          # (librdkafka looks up the coordinator of its group.id anyway)
+          allow(ResourceType.GROUP, f"g-{topic}", "bob", AclOperation.DESCRIBE))
+
+    def fetch() -> KafkaError | bytes:
+        c = Consumer({**sasl(broker, "bob"), "group.id": f"g-{topic}"})
+        try:
+            c.assign([TopicPartition(topic, 0, 0)])  # no group, no committed offset
+            deadline = time.monotonic() + TIMEOUT
+            while time.monotonic() < deadline:
+                m = c.poll(0.5)
+                if m is not None:
+                    return m.error() or m.value()
+            raise AssertionError("no answer")
+        finally:
+            c.close()
+
+    err = fetch()  # Metadata and ListOffsets need DESCRIBE only; Fetch needs READ
+    assert isinstance(err, KafkaError) and err.code() == KafkaError.TOPIC_AUTHORIZATION_FAILED
+    grant(broker, allow(ResourceType.TOPIC, topic, "bob", AclOperation.READ))
+    assert fetch() == b"v"
+    bob = admin(broker, "bob")
+    (f,) = bob.describe_configs([ConfigResource("TOPIC", topic)]).values()
+    assert admin_error(f) == KafkaError.TOPIC_AUTHORIZATION_FAILED
+    (f,) = bob.describe_configs([ConfigResource("BROKER", "0")]).values()
+    assert admin_error(f) == KafkaError.CLUSTER_AUTHORIZATION_FAILED
+    grant(broker, allow(ResourceType.TOPIC, topic, "bob", AclOperation.ALTER_CONFIGS))
+    (f,) = bob.describe_configs([ConfigResource("TOPIC", topic)]).values()
+    assert f.result(TIMEOUT)["retention.ms"].value  # ALTER_CONFIGS implies DESCRIBE_CONFIGS
