@@ -70,8 +70,14 @@ async def handle_create_topics(ctx: RequestContext, request: CreateTopicsRequest
                 configs,
                 validate_only=validate_only,
             )
+            out["topic_id"] = topic.topic_id
+            if not ctx.authorize(AclOperation.DESCRIBE_CONFIGS, ResourceType.TOPIC, t.name,
+                                 log_denied=False):
+                # Kafka: the topic is created, its configs and layout are not told.
+                out["topic_config_error_code"] = ErrorCode.topic_authorization_failed
+                results.append(out)
+                continue
             out.update(
-                topic_id=topic.topic_id,
                 num_partitions=len(topic.partitions),
                 replication_factor=len(topic.partitions[0].replicas),
                 configs=[
