@@ -715,7 +715,13 @@ class ZkMetadataStore:
 
     async def delete_acls(self, filters: list[AclBindingFilter]) -> list[list[AclBinding]]:
         out: list[list[AclBinding]] = [[] for _ in filters]
-        for pattern in self._acl_cache.patterns():
+        patterns = dict.fromkeys(self._acl_cache.patterns())
+        for f in filters:  # an exact pattern is read from ZooKeeper even if not seen yet
+            if (f.name and "/" not in f.name and f.resource_type in CONCRETE_TYPES
+                    and f.pattern_type in (PatternType.LITERAL, PatternType.PREFIXED)):
+                patterns[ResourcePattern(ResourceType(f.resource_type), f.name,
+                                         PatternType(f.pattern_type))] = None
+        for pattern in patterns:
             matching = [(i, f) for i, f in enumerate(filters) if f.matches_pattern(pattern)]
             if not matching:
                 continue
@@ -910,6 +916,8 @@ ACL_EXTENDED_CHANGES = "/kafka-acl-extended-changes"
 ACL_EXTENDED_PREFIXED = "/kafka-acl-extended/prefixed"
 ACL_CHANGE_PREFIX = "acl_changes_"
 ACL_CHANGE_EXPIRATION_MS = 15 * 60 * 1000
+CONCRETE_TYPES = frozenset(t for t in ResourceType
+                           if t not in (ResourceType.ANY, ResourceType.UNKNOWN))
 
 
 def _acl_path(p: ResourcePattern) -> str:

@@ -99,6 +99,15 @@ async def test_acls_in_zookeeper_reach_every_store(zookeeper: ZooKeeperProcess) 
         await _until(lambda: set(a.acls().bindings()) == {lit}, "a sees b's deletion")
         await _until(lambda: set(c.acls().bindings()) == {lit}, "c sees b's deletion")
         assert not zk.exists("/kafka-acl-extended/prefixed/Group/team-")
+        # An ACL this broker has not heard of (written without a notification) is still
+        # deleted by a filter naming its resource exactly, as Kafka's AclAuthorizer does.
+        zk.create("/kafka-acl/Topic/unseen", json.dumps({"version": 1, "acls": [
+            {"principal": "User:carol", "permissionType": "Allow", "operation": "Write",
+             "host": "*"}]}).encode())
+        exact = AclBindingFilter(RT.TOPIC, "unseen", PatternType.LITERAL, None, None, Op.ANY,
+                                 PermissionType.ANY)
+        assert [x.entry.principal for x in (await b.delete_acls([exact]))[0]] == ["User:carol"]
+        assert not zk.exists("/kafka-acl/Topic/unseen")
         # A name that cannot be a znode is refused, as Kafka's AclAuthorizer does.
         bad = Binding(ResourcePattern(RT.TOPIC, "a/b", PatternType.LITERAL), lit.entry)
         assert (await a.create_acls([bad]))[0] is not None
