@@ -176,6 +176,11 @@ class Broker:
         log.info("authorizer: ACLs (%d), super.users=%s, allow.everyone.if.no.acl.found=%s",
                  len(store.acls()), ",".join(sorted(authorizer.super_users)) or "(none)",
                  authorizer.allow_if_no_acl)
+        if self.zookeeper and "User:ANONYMOUS" not in authorizer.super_users:
+            log.warning("authorizer.class.name is set but super.users lacks User:ANONYMOUS, "
+                        "the principal of the brokers' PLAINTEXT connections to each other: "
+                        "follower fetches and transaction markers need CLUSTER_ACTION on the "
+                        "cluster (an ACL), else replication stops")
         return authorizer
 
     def _unclean_election(self, name: str) -> bool:
