@@ -291,6 +291,21 @@ def test_transactions_need_transactional_id_write_and_group_read(broker: BrokerP
     finally:
         c.close()
     assert e.value.args[0].code() == KafkaError.GROUP_AUTHORIZATION_FAILED
+    # With READ on the group and the topic the transaction commits, offsets included.
+    grant(broker, allow(ResourceType.GROUP, group, "alice", AclOperation.READ),
+          allow(ResourceType.TOPIC, topic, "alice", AclOperation.READ))
+    p = Producer(conf)
+    p.init_transactions(TIMEOUT)
+    p.begin_transaction()
+    p.produce(topic, b"committed")
+    c = Consumer({**sasl(broker, "admin"), "group.id": group})
+    try:
+        p.send_offsets_to_transaction([TopicPartition(topic, 0, 1)],
+                                      c.consumer_group_metadata(), TIMEOUT)
+        p.commit_transaction(TIMEOUT)
+        assert c.committed([TopicPartition(topic, 0)], TIMEOUT)[0].offset == 1
+    finally:
+        c.close()
 
 
 def test_acl_apis_without_an_authorizer_are_security_disabled(
