@@ -256,10 +256,15 @@ class AclCache:
         yield from self._acls.get(ResourcePattern(rtype, name, PatternType.LITERAL), ())
         if name != WILDCARD:
             yield from self._acls.get(ResourcePattern(rtype, WILDCARD, PatternType.LITERAL), ())
-        for prefix in self._prefixes.get(rtype, ()):
-            if name.startswith(prefix):
-                yield from self._acls.get(ResourcePattern(rtype, prefix, PatternType.PREFIXED),
-                                          ())
+        prefixes = self._prefixes.get(rtype)
+        if not prefixes:
+            return
+        if len(prefixes) <= len(name):
+            found = [p for p in prefixes if name.startswith(p)]
+        else:  # fewer prefixes of the name than PREFIXED patterns: look each up
+            found = [name[:i] for i in range(1, len(name) + 1) if name[:i] in prefixes]
+        for prefix in found:
+            yield from self._acls.get(ResourcePattern(rtype, prefix, PatternType.PREFIXED), ())
 
 
 def _applies(e: AccessControlEntry, op: AclOperation) -> bool:
