@@ -139,7 +139,9 @@ def _read_all(
         for p in partitions:
             out: dict[str, Any] = {"partition_index": p.partition, "records": b""}
             if name is None or name in denied:
-                had_error = True
+                # (an unauthorized partition does not end a long poll, as in Kafka: the
+                # authorized ones are waited for)
+                had_error |= name is None
                 code = (ErrorCode.unknown_topic_id if name is None
                         else ErrorCode.topic_authorization_failed)
                 out.update(error_code=code, high_watermark=-1, last_stable_offset=-1,
