@@ -12,6 +12,7 @@ from protocol.registry import ApiRegistry
 
 from .context import RequestContext
 from .handlers import (
+    acls,
     client_quotas,
     cluster,
     configs,
@@ -44,6 +45,10 @@ def build_registry() -> ApiRegistry[RequestContext]:
     # SASL (broker/security/sasl.py gates a SASL listener's connections until they pass)
     r.register(17, "SaslHandshake", (0, 1), sasl.handle_sasl_handshake)
     r.register(36, "SaslAuthenticate", (0, 2), sasl.handle_sasl_authenticate)
+    # ACLs (broker/security/authorizer.py; SECURITY_DISABLED without authorizer.class.name)
+    r.register(29, "DescribeAcls", (1, 3), acls.handle_describe_acls)
+    r.register(30, "CreateAcls", (1, 3), acls.handle_create_acls)
+    r.register(31, "DeleteAcls", (1, 3), acls.handle_delete_acls)
     r.register(50, "DescribeUserScramCredentials", (0, 0),
                scram_credentials.handle_describe_user_scram_credentials)
     r.register(51, "AlterUserScramCredentials", (0, 0),

@@ -36,6 +36,7 @@ from .metadata_store import BrokerEndpoint, BrokerInfo, LocalMetadataStore, Topi
 from .quotas import QuotaManager
 from .replica_fetcher import ReplicaFetcherManager
 from .replica_manager import ReplicaManager
+from .security.authorizer import Authorizer, parse_super_users
 from .security.listeners import listener_endpoints
 from .security.scram import ScramCredential
 from .server import KafkaServer, ServerLimits
@@ -171,7 +172,25 @@ class Broker:
             log_dirs=self.log_manager,
             controller=self.controller,
             quotas=self.quotas,
+            authorizer=self._authorizer(),
         )
+
+    def _authorizer(self) -> Authorizer | None:
+        """authorizer.class.name: Kafka's ACL authorizer, or none (everything allowed)."""
+        if not (self.config["authorizer.class.name"] or "").strip():
+            return None
+        store = self.store
+        authorizer = Authorizer(store.acls, parse_super_users(self.config["super.users"]),
+                                self.config["allow.everyone.if.no.acl.found"])
+        log.info("authorizer: ACLs (%d), super.users=%s, allow.everyone.if.no.acl.found=%s",
+                 len(store.acls()), ",".join(sorted(authorizer.super_users)) or "(none)",
+                 authorizer.allow_if_no_acl)
+        if self.zookeeper and "User:ANONYMOUS" not in authorizer.super_users:
+            log.warning("authorizer.class.name is set but super.users lacks User:ANONYMOUS, "
+                        "the principal of the brokers' PLAINTEXT connections to each other: "
+                        "follower fetches and transaction markers need CLUSTER_ACTION on the "
+                        "cluster (an ACL), else replication stops")
+        return authorizer
 
     def _unclean_election(self, name: str) -> bool:
         """The topic's unclean.leader.election.enable (the broker's value by default)."""

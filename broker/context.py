@@ -9,8 +9,13 @@ dispatcher through the handler into the replica manager and the coordinators.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
+
+from .security.authorizer import CLUSTER_NAME, SUPPORTED_OPERATIONS, AclOperation, ResourceType
+
+T = TypeVar("T")
 
 if TYPE_CHECKING:
     from config.schema import BrokerConfig
@@ -24,6 +29,7 @@ if TYPE_CHECKING:
     from .metadata_store import MetadataStore
     from .quotas import QuotaManager
     from .replica_manager import ReplicaManager
+    from .security.authorizer import Authorizer
     from .security.sasl import SaslSession
     from .topic_admin import TopicAdmin
 
@@ -59,6 +65,7 @@ class BrokerServices:
     log_dirs: LogDirs
     controller: Controller | None = None  # with ZooKeeper: this broker's controller elector
     quotas: QuotaManager | None = None  # client quotas (the dispatcher enforces them)
+    authorizer: Authorizer | None = None  # authorizer.class.name set: ACLs decide
 
 
 @dataclass(slots=True)
@@ -134,3 +141,51 @@ class RequestContext:
     @property
     def quotas(self) -> QuotaManager | None:
         return self.services.quotas
+
+    @property
+    def authorizer(self) -> Authorizer | None:
+        return self.services.authorizer
+
+    # ---- authorization (Kafka's AuthHelper) -----------------------------------------------
+    def authorize(self, op: AclOperation, rtype: ResourceType, name: str = CLUSTER_NAME,
+                  log_denied: bool = True) -> bool:
+        """May this request's principal, from its host, do `op` on the resource? Always
+        without an authorizer (authorizer.class.name unset)."""
+        a = self.services.authorizer
+        if a is None:
+            return True
+        return a.authorize(str(self.principal), self.client_host, op, rtype, name, log_denied)
+
+    def authorized(self, op: AclOperation, rtype: ResourceType, items: Iterable[T],
+                   name: Callable[[T], str] = str, log_denied: bool = True) -> list[T]:
+        """The items whose resource (`name(item)`) the principal may do `op` on (each name
+        decided once)."""
+        if self.services.authorizer is None:
+            return list(items)
+        decided: dict[str, bool] = {}
+        out = []
+        for item in items:
+            n = name(item)
+            if n not in decided:
+                decided[n] = self.authorize(op, rtype, n, log_denied)
+            if decided[n]:
+                out.append(item)
+        return out
+
+    def authorized_operations(self, rtype: ResourceType, name: str = CLUSTER_NAME) -> int:
+        """KIP-430: the bit field (1 << operation code) of the operations the principal may do
+        on the resource, out of those its type supports (all of them without an
+        authorizer)."""
+        bits = 0
+        for op in SUPPORTED_OPERATIONS[rtype]:
+            if self.authorize(op, rtype, name, log_denied=False):
+                bits |= 1 << op
+        return bits
+
+    def authorize_any(self, op: AclOperation, rtype: ResourceType) -> bool:
+        """May the principal do `op` on at least one resource of the type (Kafka's
+        authorizeByResourceType)?"""
+        a = self.services.authorizer
+        if a is None:
+            return True
+        return a.authorize_by_resource_type(str(self.principal), self.client_host, op, rtype)

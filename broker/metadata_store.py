@@ -16,6 +16,18 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from .security.authorizer import (
+    AclBinding,
+    AclBindingFilter,
+    AclCache,
+    PatternType,
+    ResourcePattern,
+    ResourceType,
+    entries_from_json,
+    entries_to_json,
+    from_pascal,
+    pascal,
+)
 from .security.scram import MECHANISMS as SCRAM_MECHANISMS
 from .security.scram import ScramCredential
 
@@ -119,6 +131,15 @@ class MetadataStore(Protocol):
         self, changes: list[tuple[QuotaEntity, dict[str, float | None]]]
     ) -> None: ...
 
+    # ---- ACLs (broker/security/authorizer.py) -------------------------------------------
+    # Every broker's view of the cluster's ACLs (kept current from ZooKeeper in a cluster).
+    def acls(self) -> AclCache: ...
+    # Add the ACLs: per binding None, or why it was refused (INVALID_REQUEST).
+    async def create_acls(self, bindings: list[AclBinding]) -> list[str | None]: ...
+    # Remove the ACLs each filter matches; per filter the bindings removed.
+    async def delete_acls(self, filters: list[AclBindingFilter]) -> list[list[AclBinding]]: ...
+    # ---- end of ACLs ----------------------------------------------------------------------
+
 
 def new_cluster_id() -> str:
     # Kafka's Uuid.toString: URL-safe base64 of the 16 bytes, no padding.
@@ -175,6 +196,7 @@ class LocalMetadataStore:
         self._by_id = TopicIdIndex()
         self._quotas: dict[QuotaEntity, dict[str, float]] = {}  # client quotas
         self._quota_listeners: list[Callable[[dict[QuotaEntity, dict[str, float]]], None]] = []
+        self._acl_cache = AclCache()
         self.cluster_id = new_cluster_id()
         if self._path.exists():
             self._load()
@@ -261,6 +283,7 @@ class LocalMetadataStore:
             self._by_id.set(self._topics[t["name"]])
         self._group_configs = {g: dict(c) for g, c in doc.get("group_configs", {}).items()}
         self._load_client_quotas(doc)
+        self._load_acls(doc.get("acls", []))
 
     def _save(self) -> None:
         doc = {
@@ -279,6 +302,7 @@ class LocalMetadataStore:
             "group_configs": self._group_configs,
             "users": self._users,
             **self._client_quotas_doc(),
+            "acls": self._acls_doc(),
         }
         tmp = self._path.with_suffix(".tmp")
         with open(tmp, "w") as f:
@@ -335,3 +359,43 @@ class LocalMetadataStore:
              "config": config}
             for entity, config in self._quotas.items()
         ]}
+
+    # ---- ACLs ---------------------------------------------------------------------------------
+    # In the file: "acls": [{"resource_type": "Topic", "pattern_type": "PREFIXED", "name": ...,
+    # "acls": Kafka's {"version":1,"acls":[...]}}].
+    def acls(self) -> AclCache:
+        return self._acl_cache
+
+    async def create_acls(self, bindings: list[AclBinding]) -> list[str | None]:
+        for b in bindings:
+            self._acl_cache.set(b.pattern, self._acl_cache.get(b.pattern) | {b.entry})
+        self._save()
+        return [None] * len(bindings)
+
+    async def delete_acls(self, filters: list[AclBindingFilter]) -> list[list[AclBinding]]:
+        out: list[list[AclBinding]] = [[] for _ in filters]
+        gone: set[AclBinding] = set()
+        for b in list(self._acl_cache.bindings()):
+            for i, f in enumerate(filters):
+                if f.matches(b):
+                    out[i].append(b)
+                    gone.add(b)
+        for b in gone:
+            self._acl_cache.set(b.pattern, self._acl_cache.get(b.pattern) - {b.entry})
+        if gone:
+            self._save()
+        return out
+
+    def _load_acls(self, docs: list[dict[str, object]]) -> None:
+        for d in docs:
+            pattern = ResourcePattern(
+                ResourceType(from_pascal(ResourceType, str(d["resource_type"]))), str(d["name"]),
+                PatternType(from_pascal(PatternType, str(d["pattern_type"]))))
+            self._acl_cache.set(pattern, entries_from_json(d["acls"]))
+
+    def _acls_doc(self) -> list[dict[str, object]]:
+        return [{"resource_type": pascal(p.resource_type.name),
+                 "pattern_type": p.pattern_type.name, "name": p.name,
+                 "acls": entries_to_json(self._acl_cache.get(p))}
+                for p in self._acl_cache.patterns()]
+    # ---- end of ACLs --------------------------------------------------------------------------

@@ -319,6 +319,9 @@ B, S, I, SH, L, D, LS = (  # noqa: E741 - terse aliases keep the table readable
 PW = ConfigType.PASSWORD
 SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 DEFAULT_PROTOCOL_MAP = "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL"
+# authorizer.class.name values that select the built-in ACL authorizer (Kafka's two names).
+AUTHORIZERS = ("org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+               "kafka.security.authorizer.AclAuthorizer")
 COMPRESSION_TYPES = ("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer")
 GZIP_LEVEL = OneOfOrRange(-1, between(1, 9))
 LZ4_LEVEL = between(1, 17)
@@ -447,6 +450,14 @@ _TABLE: list[PropertyDef] = [
     _p("ssl.principal.mapping.rules", S, "DEFAULT", "How a client certificate's distinguished "
        "name becomes a principal: DEFAULT keeps the whole name.", ValidString(("DEFAULT",)),
        group=_G_SECURITY),
+    _p("authorizer.class.name", S, "", "The authorizer of requests: empty (every principal "
+       "may do everything) or Kafka's built-in ACL authorizer, named "
+       "org.apache.kafka.metadata.authorizer.StandardAuthorizer or "
+       "kafka.security.authorizer.AclAuthorizer; Samsa has no other.", group=_G_SECURITY),
+    _p("super.users", S, None, "Principals the authorizer allows everything, whatever the "
+       "ACLs: a semicolon separated list such as User:admin;User:CN=broker.", group=_G_SECURITY),
+    _p("allow.everyone.if.no.acl.found", B, False, "With an authorizer: allow an action on a "
+       "resource that no ACL names (false: deny it).", group=_G_SECURITY),
     _p("socket.send.buffer.bytes", I, 102400, "SO_SNDBUF of accepted sockets; -1 keeps the OS "
        "default.", at_least(-1), group=_G_SOCKET),
     _p("socket.receive.buffer.bytes", I, 102400, "SO_RCVBUF of accepted sockets; -1 keeps the "
@@ -1033,6 +1044,14 @@ class BrokerConfig:
             if prop.refused is not None and self[prop.name] != prop.default:
                 raise ConfigError.invalid(prop.name, self[prop.name], "Samsa supports only the "
                                           f"default ({prop.default_string()}): {prop.refused}")
+        authorizer = self["authorizer.class.name"] or ""
+        if authorizer.strip() and authorizer.strip() not in AUTHORIZERS:
+            raise ConfigError.invalid("authorizer.class.name", authorizer, "Samsa has only "
+                                      f"Kafka's ACL authorizer: {' or '.join(AUTHORIZERS)}")
+        for part in (self["super.users"] or "").split(";"):
+            if part.strip() and ":" not in part:
+                raise ConfigError.invalid("super.users", self["super.users"], "expected a "
+                                          "semicolon separated list of principalType:name")
         if self.log_roll_ms < 1:
             raise ConfigError.invalid("log.roll.ms", self.log_roll_ms, "Value must be at least 1")
         if self.log_roll_jitter_ms < 0:

@@ -19,6 +19,7 @@ from protocol.errors import ErrorCode
 
 from ..context import RequestContext
 from ..metadata_store import QUOTA_CLIENT_ID, QUOTA_CONFIGS, QUOTA_USER, QuotaEntity
+from ..security.authorizer import AclOperation, ResourceType
 
 if TYPE_CHECKING:
     from .requests import AlterClientQuotasRequest, DescribeClientQuotasRequest
@@ -38,6 +39,9 @@ class _Invalid(Exception):
 async def handle_describe_client_quotas(
     ctx: RequestContext, request: DescribeClientQuotasRequest
 ) -> dict[str, Any]:
+    if not ctx.authorize(AclOperation.DESCRIBE_CONFIGS, ResourceType.CLUSTER):
+        return {"throttle_time": 0, "error_code": ErrorCode.cluster_authorization_failed,
+                "error_message": None, "entries": None}
     try:
         exact, specified = _parse_filter(request)
     except _Invalid as exc:
@@ -115,9 +119,14 @@ async def handle_alter_client_quotas(
     results: list[dict[str, Any]] = []
     changes: list[tuple[QuotaEntity, dict[str, float | None]]] = []
     seen: set[QuotaEntity] = set()
+    allowed = ctx.authorize(AclOperation.ALTER_CONFIGS, ResourceType.CLUSTER)
     for entry in request.entries:
         wire = [{"entity_type": e.entity_type, "entity_name": e.entity_name}
                 for e in entry.entity]
+        if not allowed:
+            results.append({"error_code": ErrorCode.cluster_authorization_failed,
+                            "error_message": None, "entity": wire})
+            continue
         try:
             entity = _validate_entity(entry.entity)
             if entity in seen:

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 from protocol.errors import ErrorCode
 
 from ..context import RequestContext
+from ..security.authorizer import AclOperation, ResourceType
 
 if TYPE_CHECKING:
     from .requests import DescribeClusterRequest
@@ -16,7 +17,12 @@ async def handle_describe_cluster(
     ctx: RequestContext, request: DescribeClusterRequest
 ) -> dict[str, Any]:
     store = ctx.store
-    return {
+    out: dict[str, Any] = {}
+    if getattr(request, "include_cluster_authorized_operations", False):  # KIP-430
+        out["cluster_authorized_operations"] = (
+            ctx.authorized_operations(ResourceType.CLUSTER)
+            if ctx.authorize(AclOperation.DESCRIBE, ResourceType.CLUSTER) else 0)
+    return out | {
         "throttle_time": 0,
         "error_code": ErrorCode.none,
         "cluster_id": store.cluster_id,

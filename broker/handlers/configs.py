@@ -21,6 +21,7 @@ from config.topic import (
 from protocol.errors import ErrorCode
 
 from ..context import RequestContext
+from ..security.authorizer import AclOperation, ResourceType
 from ..topic_admin import TopicError
 from .common import field
 
@@ -37,6 +38,28 @@ BROKER_LOGGER = 8
 GROUP = 32
 
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
+
+# Kafka's ConfigHelper / KafkaApis: what a config resource's authorization is checked on and
+# the error of a refusal.
+_AUTH_RESOURCE = {
+    TOPIC: (ResourceType.TOPIC, ErrorCode.topic_authorization_failed),
+    GROUP: (ResourceType.GROUP, ErrorCode.group_authorization_failed),
+    BROKER: (ResourceType.CLUSTER, ErrorCode.cluster_authorization_failed),
+    BROKER_LOGGER: (ResourceType.CLUSTER, ErrorCode.cluster_authorization_failed),
+}
+
+
+def _denied(ctx: RequestContext, op: AclOperation, resource_type: int,
+            resource_name: str) -> ErrorCode | None:
+    """The authorization error for `op` on the config resource, None when allowed (or of a
+    type the handler refuses anyway)."""
+    if resource_type not in _AUTH_RESOURCE:
+        return None
+    rtype, error = _AUTH_RESOURCE[resource_type]
+    allowed = (ctx.authorize(op, rtype) if rtype == ResourceType.CLUSTER
+               else ctx.authorize(op, rtype, resource_name))
+    return None if allowed else error
+
 
 # A change of a topic's overrides: the current ones -> the new ones (raises TopicError).
 ConfigChange = Callable[[dict[str, str]], dict[str, str]]
@@ -57,7 +80,11 @@ async def handle_describe_configs(
             "resource_name": r.resource_name,
             "configs": [],
         }
-        if r.resource_type == TOPIC:
+        denied = _denied(ctx, AclOperation.DESCRIBE_CONFIGS, r.resource_type, r.resource_name)
+        if denied is not None:
+            entries = None
+            out.update(error_code=denied)
+        elif r.resource_type == TOPIC:
             topic = ctx.store.topic(r.resource_name)
             entries = (
                 describe_topic_config(topic.name, topic.configs, ctx.config) if topic else None
@@ -170,6 +197,9 @@ async def _apply(
     change: ConfigChange,
     validate_only: bool,
 ) -> tuple[int, str | None]:
+    denied = _denied(ctx, AclOperation.ALTER_CONFIGS, resource_type, resource_name)
+    if denied is not None:
+        return denied, None
     if resource_type == BROKER:
         return (ErrorCode.invalid_request,
                 "Dynamic broker configs are not supported; edit the YAML file")

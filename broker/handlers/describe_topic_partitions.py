@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from protocol.errors import ErrorCode
 
 from ..context import RequestContext
+from ..security.authorizer import AclOperation, ResourceType
 from ..topic_admin import INTERNAL_TOPICS, TopicError, validate_topic_name
 from .metadata import replica_online
 
@@ -33,6 +34,12 @@ async def handle_describe_topic_partitions(
     all_topics = not request.topics
     requested = store.topics().keys() if all_topics else (t.name for t in request.topics)
     names = {n for n in requested if n >= start_topic}
+    # Kafka: topics the principal may not describe are left out of "all topics", and answer
+    # TOPIC_AUTHORIZATION_FAILED when named.
+    describable = set(ctx.authorized(AclOperation.DESCRIBE, ResourceType.TOPIC, names,
+                                     log_denied=not all_topics))
+    if all_topics:
+        names = describable
     refusal = None
     if cursor is not None and not all_topics and cursor.topic_name not in names:
         refusal = ("DescribeTopicPartitionsRequest topic list should contain the cursor topic: "
@@ -56,6 +63,10 @@ async def handle_describe_topic_partitions(
         if remaining == 0:
             next_cursor = {"topic_name": name, "partition_index": 0}
             break
+        if name not in describable:
+            topics_out.append({"error_code": ErrorCode.topic_authorization_failed, "name": name,
+                               "topic_id": None, "is_internal": False, "partitions": []})
+            continue
         topic = store.topic(name)
         if topic is None:
             if not all_topics:
@@ -88,6 +99,8 @@ async def handle_describe_topic_partitions(
                 "offline_replicas": [r for r in state.replicas if not online(r, (name, index))],
             })
         topics_out.append({"error_code": ErrorCode.none, "name": name,
+                           "topic_authorized_operations": ctx.authorized_operations(
+                               ResourceType.TOPIC, name),
                            "topic_id": topic.topic_id, "is_internal": topic.internal,
                            "partitions": partitions})
         if upper < count:

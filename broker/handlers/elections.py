@@ -28,6 +28,7 @@ from protocol.errors import ErrorCode
 from ..context import RequestContext
 from ..controller import PREFERRED, UNCLEAN, ElectionResult, TopicPartition
 from ..interbroker import BrokerConnection, BrokerUnavailable
+from ..security.authorizer import AclOperation, ResourceType
 
 if TYPE_CHECKING:
     from .requests import ElectLeadersRequest
@@ -51,6 +52,10 @@ async def handle_elect_leaders(
         return _response(ErrorCode.invalid_request,
                          {tp: (ErrorCode.invalid_request,
                                f"Unknown election type {election_type}", -1)
+                          for tp in wanted or ()})
+    if not ctx.authorize(AclOperation.ALTER, ResourceType.CLUSTER):
+        return _response(ErrorCode.cluster_authorization_failed,
+                         {tp: (ErrorCode.cluster_authorization_failed, None, -1)
                           for tp in wanted or ()})
     timeout_s = max(0.0, request.timeout.total_seconds())
     controller = ctx.controller

@@ -24,6 +24,7 @@ from .. import metrics
 from ..context import RequestContext
 from ..partition import Partition
 from ..replica_manager import PartitionError
+from ..security.authorizer import AclOperation, ResourceType
 from .common import PARTITION_ERRORS, error_code_of, field
 
 if TYPE_CHECKING:
@@ -62,8 +63,19 @@ async def handle_fetch(ctx: RequestContext, request: FetchRequest) -> dict[str, 
                                                               ctx.client_id))
     min_bytes = min(request.min_bytes, max_bytes)
     wanted = _wanted_topics(ctx, request)
+    # Kafka's authorization: a follower needs CLUSTER_ACTION on the cluster, a consumer READ
+    # on each topic; the others' partitions answer TOPIC_AUTHORIZATION_FAILED.
+    denied: set[str] = set()
+    if ctx.authorizer is not None:
+        names = {name for name, _, _ in wanted if name is not None}
+        if replica_id >= 0:
+            if not ctx.authorize(AclOperation.CLUSTER_ACTION, ResourceType.CLUSTER):
+                denied = names
+        else:
+            denied = names - set(ctx.authorized(AclOperation.READ, ResourceType.TOPIC, names))
     while True:
-        responses, total, leaders, had_error = _read_all(ctx, wanted, max_bytes, read_one)
+        responses, total, leaders, had_error = _read_all(ctx, wanted, max_bytes, read_one,
+                                                         denied)
         remaining = deadline - time.monotonic()
         if total >= min_bytes or had_error or remaining <= 0 or not leaders:
             out = {"throttle_time": 0, "error_code": ErrorCode.none, "session_id": 0,
@@ -115,7 +127,8 @@ def _leader_hints(ctx: RequestContext, responses: list[dict[str, Any]]) -> list[
 
 
 def _read_all(
-    ctx: RequestContext, wanted: list[Wanted], max_bytes: int, read_one: ReadOne
+    ctx: RequestContext, wanted: list[Wanted], max_bytes: int, read_one: ReadOne,
+    denied: set[str] | frozenset[str] = frozenset(),
 ) -> tuple[list[dict[str, Any]], int, list[Partition], bool]:
     """Look up each requested partition as leader (checking the topic id and the leader epoch
     the fetcher knows), read it with `read_one`, and turn errors into per-partition error
@@ -129,10 +142,14 @@ def _read_all(
         parts = []
         for p in partitions:
             out: dict[str, Any] = {"partition_index": p.partition, "records": b""}
-            if name is None:
-                had_error = True
-                out.update(error_code=ErrorCode.unknown_topic_id, high_watermark=-1,
-                           last_stable_offset=-1, log_start_offset=-1)
+            if name is None or name in denied:
+                # (an unauthorized partition does not end a long poll, as in Kafka: the
+                # authorized ones are waited for)
+                had_error |= name is None
+                code = (ErrorCode.unknown_topic_id if name is None
+                        else ErrorCode.topic_authorization_failed)
+                out.update(error_code=code, high_watermark=-1, last_stable_offset=-1,
+                           log_start_offset=-1)
                 parts.append(out)
                 continue
             try:

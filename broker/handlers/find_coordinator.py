@@ -14,6 +14,7 @@ from coordinator.internal_log import partition_for
 from protocol.errors import ErrorCode
 
 from ..context import RequestContext
+from ..security.authorizer import AclOperation, ResourceType
 from .common import field
 
 if TYPE_CHECKING:
@@ -49,6 +50,13 @@ def _error(code: ErrorCode, message: str) -> dict[str, Any]:
 
 async def _find(ctx: RequestContext, key_type: int, key: str) -> dict[str, Any]:
     unavailable = ErrorCode.coordinator_not_available
+    # Kafka: DESCRIBE on the group or the transactional id.
+    if key_type == GROUP and not ctx.authorize(AclOperation.DESCRIBE, ResourceType.GROUP, key):
+        return _error(ErrorCode.group_authorization_failed, "Group authorization failed.")
+    if key_type == TRANSACTION and not ctx.authorize(AclOperation.DESCRIBE,
+                                                     ResourceType.TRANSACTIONAL_ID, key):
+        return _error(ErrorCode.transactional_id_authorization_failed,
+                      "Transactional Id authorization failed.")
     try:
         if key_type == GROUP:
             groups = ctx.groups

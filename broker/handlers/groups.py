@@ -13,6 +13,7 @@ from protocol.codec import millis
 from protocol.errors import ErrorCode
 
 from ..context import RequestContext
+from ..security.authorizer import AclOperation, ResourceType
 from .common import field
 
 if TYPE_CHECKING:
@@ -35,7 +36,17 @@ def _batched(request: LeaveGroupRequest) -> TypeIs[LeaveGroupRequestBatched]:
     return request.__version__ >= 3
 
 
+def _may_read(ctx: RequestContext, group: str) -> bool:
+    """Kafka: joining, syncing, heartbeating, leaving need READ on the group."""
+    return ctx.authorize(AclOperation.READ, ResourceType.GROUP, group)
+
+
 async def handle_join_group(ctx: RequestContext, request: JoinGroupRequest) -> dict[str, Any]:
+    if not _may_read(ctx, request.group_id):
+        return {"throttle_time": 0, "error_code": ErrorCode.group_authorization_failed,
+                "generation_id": -1, "protocol_type": None,
+                "protocol_name": "" if ctx.version < 7 else None, "leader": "",
+                "member_id": "", "members": []}
     session_ms = millis(request.session_timeout)
     rebalance: timedelta | None = field(request, "rebalance_timeout", None)
     rebalance_ms = millis(rebalance) if rebalance is not None else -1
@@ -62,6 +73,9 @@ async def handle_join_group(ctx: RequestContext, request: JoinGroupRequest) -> d
 
 
 async def handle_sync_group(ctx: RequestContext, request: SyncGroupRequest) -> dict[str, Any]:
+    if not _may_read(ctx, request.group_id):
+        return {"throttle_time": 0, "error_code": ErrorCode.group_authorization_failed,
+                "protocol_type": None, "protocol_name": None, "assignment": b""}
     result = await ctx.groups.sync_group(
         request.group_id,
         request.generation_id,
@@ -78,6 +92,8 @@ async def handle_sync_group(ctx: RequestContext, request: SyncGroupRequest) -> d
 
 
 async def handle_heartbeat(ctx: RequestContext, request: HeartbeatRequest) -> dict[str, Any]:
+    if not _may_read(ctx, request.group_id):
+        return {"throttle_time": 0, "error_code": ErrorCode.group_authorization_failed}
     code = ctx.groups.heartbeat(
         request.group_id,
         request.generation_id,
@@ -88,6 +104,9 @@ async def handle_heartbeat(ctx: RequestContext, request: HeartbeatRequest) -> di
 
 
 async def handle_leave_group(ctx: RequestContext, request: LeaveGroupRequest) -> dict[str, Any]:
+    if not _may_read(ctx, request.group_id):
+        return {"throttle_time": 0, "error_code": ErrorCode.group_authorization_failed,
+                "members": []}
     members: list[tuple[str, str | None]]
     if _batched(request):
         members = [(m.member_id, field(m, "group_instance_id", None)) for m in request.members]
@@ -103,6 +122,10 @@ async def handle_list_groups(ctx: RequestContext, request: ListGroupsRequest) ->
     error, groups = ctx.groups.list_groups(
         field(request, "states_filter", ()) or (), field(request, "types_filter", ()) or ()
     )
+    # Kafka: every group with DESCRIBE on the cluster, else those the principal may describe.
+    if not ctx.authorize(AclOperation.DESCRIBE, ResourceType.CLUSTER, log_denied=False):
+        groups = ctx.authorized(AclOperation.DESCRIBE, ResourceType.GROUP, groups,
+                                lambda g: str(g["group_id"]), log_denied=False)
     return {"throttle_time": 0, "error_code": error, "groups": groups}
 
 
@@ -110,12 +133,26 @@ async def handle_describe_groups(
     ctx: RequestContext, request: DescribeGroupsRequest
 ) -> dict[str, Any]:
     coordinator = ctx.groups
-    return {"throttle_time": 0,
-            "groups": [coordinator.describe_group(g) for g in request.groups]}
+    with_operations = bool(field(request, "include_authorized_operations", False))  # KIP-430
+    groups = []
+    for g in request.groups:
+        if not ctx.authorize(AclOperation.DESCRIBE, ResourceType.GROUP, g):
+            groups.append({"error_code": ErrorCode.group_authorization_failed, "group_id": g,
+                           "group_state": "", "protocol_type": "", "protocol_data": "",
+                           "members": []})
+            continue
+        described = coordinator.describe_group(g)
+        if with_operations and described["error_code"] == ErrorCode.none:
+            described["authorized_operations"] = ctx.authorized_operations(
+                ResourceType.GROUP, g)
+        groups.append(described)
+    return {"throttle_time": 0, "groups": groups}
 
 
 async def handle_delete_groups(ctx: RequestContext, request: DeleteGroupsRequest) -> dict[str, Any]:
     coordinator = ctx.groups
     return {"throttle_time": 0,
-            "results": [{"group_id": g, "error_code": coordinator.delete_group(g)}
+            "results": [{"group_id": g, "error_code": coordinator.delete_group(g)
+                         if ctx.authorize(AclOperation.DELETE, ResourceType.GROUP, g)
+                         else ErrorCode.group_authorization_failed}
                         for g in request.groups_names]}

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from protocol.errors import ErrorCode
 
 from ..context import RequestContext
+from ..security.authorizer import AclOperation, ResourceType
 
 if TYPE_CHECKING:
     from .requests import DescribeLogDirsRequest
@@ -19,6 +20,9 @@ if TYPE_CHECKING:
 async def handle_describe_log_dirs(
     ctx: RequestContext, request: DescribeLogDirsRequest
 ) -> dict[str, Any]:
+    if not ctx.authorize(AclOperation.DESCRIBE, ResourceType.CLUSTER):
+        return {"throttle_time": 0, "error_code": ErrorCode.cluster_authorization_failed,
+                "results": []}
     dirs = ctx.log_dirs
     wanted: dict[str, set[int]] | None = None
     if request.topics is not None:

@@ -11,6 +11,7 @@ from protocol.errors import ErrorCode
 
 from ..context import RequestContext
 from ..metadata_store import TopicState
+from ..security.authorizer import AclOperation, ResourceType
 from ..topic_admin import INTERNAL_TOPICS, TopicError, validate_topic_name
 from .common import field, topic_name_by_id
 
@@ -44,8 +45,11 @@ async def handle_metadata(ctx: RequestContext, request: MetadataRequest) -> dict
                            for t in requested]}
     topics_out: list[dict[str, Any]] = []
     names: list[str | None] = []  # None: neither a name nor a topic id
+    by_id: dict[str, uuid.UUID] = {}  # the topics asked for by id
     if all_topics or requested is None:
-        names.extend(sorted(store.topics()))
+        # Kafka's authorization: the topics the principal may not describe are left out.
+        names.extend(ctx.authorized(AclOperation.DESCRIBE, ResourceType.TOPIC,
+                                    sorted(store.topics()), log_denied=False))
     else:
         for t in requested:
             name: str | None = t.name
@@ -58,15 +62,40 @@ async def handle_metadata(ctx: RequestContext, request: MetadataRequest) -> dict
                          "topic_id": topic_id, "partitions": []}
                     )
                     continue
+                by_id[name] = topic_id
             names.append(name)
+    describable = set(ctx.authorized(AclOperation.DESCRIBE, ResourceType.TOPIC,
+                                     {n for n in names if n is not None}))
     online = replica_online(ctx)
+    with_operations = bool(field(request, "include_topic_authorized_operations", False))
     for name in names:
+        if name is not None and name not in describable:
+            # Not even whether it exists is told (a topic id is no secret: it is echoed).
+            denied: dict[str, Any] = {"error_code": ErrorCode.topic_authorization_failed,
+                                      "name": name, "partitions": []}
+            if name in by_id:
+                denied.update(name=None, topic_id=by_id[name])
+            topics_out.append(denied)
+            continue
         topic = store.topic(name) if name is not None else None
         if topic is None:
+            if allow_create and name is not None and not _may_create(ctx, name):
+                topics_out.append({"error_code": ErrorCode.topic_authorization_failed,
+                                   "name": name, "partitions": []})
+                continue
             topics_out.append(await _missing_topic(ctx, name, allow_create))
             continue
-        topics_out.append(_topic(topic, online))
-    return {
+        out = _topic(topic, online)
+        if with_operations:  # KIP-430
+            out["topic_authorized_operations"] = ctx.authorized_operations(ResourceType.TOPIC,
+                                                                           topic.name)
+        topics_out.append(out)
+    cluster: dict[str, Any] = {}
+    if field(request, "include_cluster_authorized_operations", False):  # v8-10 (KIP-430)
+        cluster["cluster_authorized_operations"] = (
+            ctx.authorized_operations(ResourceType.CLUSTER)
+            if ctx.authorize(AclOperation.DESCRIBE, ResourceType.CLUSTER) else 0)
+    return cluster | {
         "throttle_time": 0,
         # Each broker's address on the listener this request came in on; brokers without
         # that listener are left out (Kafka's MetadataCache.getAliveBrokerNodes).
@@ -81,6 +110,12 @@ async def handle_metadata(ctx: RequestContext, request: MetadataRequest) -> dict
         "topics": topics_out,
         "error_code": ErrorCode.none,  # v13+: a top-level error (none here)
     }
+
+
+def _may_create(ctx: RequestContext, name: str) -> bool:
+    """Kafka: creating a topic needs CREATE on the cluster or on the topic."""
+    return (ctx.authorize(AclOperation.CREATE, ResourceType.CLUSTER, log_denied=False)
+            or ctx.authorize(AclOperation.CREATE, ResourceType.TOPIC, name))
 
 
 def replica_online(ctx: RequestContext) -> Callable[[int, tuple[str, int]], bool]:

@@ -17,6 +17,7 @@ from ..partition import (
     MAX_TIMESTAMP,
 )
 from ..replica_manager import PartitionError
+from ..security.authorizer import AclOperation, ResourceType
 from .common import PARTITION_ERRORS, error_code_of, field
 
 if TYPE_CHECKING:
@@ -41,6 +42,8 @@ async def handle_list_offsets(ctx: RequestContext, request: ListOffsetsRequest) 
     from_client = request.replica_id == CONSUMER_REPLICA_ID
     isolation: int | None = field(request, "isolation_level", 0) if from_client else None
     asked = Counter((t.name, p.partition_index) for t in request.topics for p in t.partitions)
+    describable = set(ctx.authorized(AclOperation.DESCRIBE, ResourceType.TOPIC,
+                                     {t.name for t in request.topics}))
     topics = []
     for topic in request.topics:
         parts = []
@@ -49,6 +52,8 @@ async def handle_list_offsets(ctx: RequestContext, request: ListOffsetsRequest) 
                                    "error_code": ErrorCode.none,
                                    "offset": -1, "timestamp": -1, "leader_epoch": -1}
             try:
+                if topic.name not in describable:
+                    raise PartitionError(ErrorCode.topic_authorization_failed)
                 if asked[(topic.name, p.partition_index)] > 1:
                     raise PartitionError(ErrorCode.invalid_request)
                 if not timestamp_supported(p.timestamp, ctx.version):
@@ -76,12 +81,19 @@ def timestamp_supported(ts: int, version: int) -> bool:
 async def handle_offset_for_leader_epoch(
     ctx: RequestContext, request: OffsetForLeaderEpochRequest
 ) -> dict[str, Any]:
+    # A follower has CLUSTER_ACTION; a consumer (KIP-320) needs DESCRIBE on the topic.
+    names = {t.topic for t in request.topics}
+    allowed = names if ctx.authorize(AclOperation.CLUSTER_ACTION, ResourceType.CLUSTER,
+                                     log_denied=False) \
+        else set(ctx.authorized(AclOperation.DESCRIBE, ResourceType.TOPIC, names))
     topics = []
     for topic in request.topics:
         parts = []
         for p in topic.partitions:
             out: dict[str, Any] = {"partition": p.partition, "error_code": ErrorCode.none}
             try:
+                if topic.topic not in allowed:
+                    raise PartitionError(ErrorCode.topic_authorization_failed)
                 partition = ctx.replicas.leader_partition(topic.topic, p.partition)
                 partition.check_leader_epoch(field(p, "current_leader_epoch", -1))
                 epoch, end = partition.end_offset_for_epoch(p.leader_epoch)
@@ -96,6 +108,8 @@ async def handle_offset_for_leader_epoch(
 async def handle_delete_records(
     ctx: RequestContext, request: DeleteRecordsRequest
 ) -> dict[str, Any]:
+    deletable = set(ctx.authorized(AclOperation.DELETE, ResourceType.TOPIC,
+                                   {t.name for t in request.topics}))
     topics = []
     for topic in request.topics:
         parts = []
@@ -103,6 +117,8 @@ async def handle_delete_records(
             out: dict[str, Any] = {"partition_index": p.partition_index,
                                    "error_code": ErrorCode.none}
             try:
+                if topic.name not in deletable:
+                    raise PartitionError(ErrorCode.topic_authorization_failed)
                 partition = ctx.replicas.leader_partition(topic.name, p.partition_index)
                 # p.offset -1: up to the high watermark (Partition.HIGH_WATERMARK)
                 out["low_watermark"] = partition.delete_records_before(p.offset)

@@ -13,6 +13,7 @@ from protocol.codec import millis
 from protocol.errors import ErrorCode
 
 from ..context import RequestContext
+from ..security.authorizer import AclOperation, ResourceType
 from .common import field
 
 if TYPE_CHECKING:
@@ -43,9 +44,14 @@ def _entries(
     """
     entries: list[OffsetCommitEntry] = []
     unknown: dict[tuple[str, int], int] = {}
+    readable = set(ctx.authorized(AclOperation.READ, ResourceType.TOPIC,
+                                  {t.name for t in request.topics}))
     for t in request.topics:
         state = ctx.store.topic(t.name)
         for p in t.partitions:
+            if t.name not in readable:  # Kafka: READ on each topic
+                unknown[(t.name, p.partition_index)] = ErrorCode.topic_authorization_failed
+                continue
             if state is None or p.partition_index not in state.partitions:
                 unknown[(t.name, p.partition_index)] = ErrorCode.unknown_topic_or_partition
                 continue
@@ -53,6 +59,14 @@ def _entries(
                                              field(p, "committed_leader_epoch", -1),
                                              p.committed_metadata))
     return entries, unknown
+
+
+def _every_partition(request: OffsetCommitRequest | TxnOffsetCommitRequest,
+                     code: ErrorCode) -> dict[str, Any]:
+    """The answer of a commit refused whole (Kafka's getErrorResponse)."""
+    errors: dict[tuple[str, int], int] = {
+        (t.name, p.partition_index): code for t in request.topics for p in t.partitions}
+    return {"throttle_time": 0, "topics": _topics_result(request, errors)}
 
 
 def _topics_result(
@@ -70,6 +84,8 @@ def _topics_result(
 
 async def handle_offset_commit(ctx: RequestContext, request: OffsetCommitRequest) -> dict[str, Any]:
     retention: timedelta | None = field(request, "retention_time", None)
+    if not ctx.authorize(AclOperation.READ, ResourceType.GROUP, request.group_id):
+        return _every_partition(request, ErrorCode.group_authorization_failed)
     entries, unknown = _entries(ctx, request)
     if not entries:  # Kafka answers without asking the coordinator
         return {"throttle_time": 0, "topics": _topics_result(request, unknown)}
@@ -88,6 +104,12 @@ async def handle_offset_commit(ctx: RequestContext, request: OffsetCommitRequest
 async def handle_txn_offset_commit(
     ctx: RequestContext, request: TxnOffsetCommitRequest
 ) -> dict[str, Any]:
+    # Kafka: WRITE on the transactional id, READ on the group, READ on each topic.
+    if not ctx.authorize(AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID,
+                         request.transactional_id):
+        return _every_partition(request, ErrorCode.transactional_id_authorization_failed)
+    if not ctx.authorize(AclOperation.READ, ResourceType.GROUP, request.group_id):
+        return _every_partition(request, ErrorCode.group_authorization_failed)
     entries, unknown = _entries(ctx, request)
     if not entries:
         return {"throttle_time": 0, "topics": _topics_result(request, unknown)}
@@ -104,17 +126,36 @@ async def handle_txn_offset_commit(
     return {"throttle_time": 0, "topics": _topics_result(request, {**errors, **unknown})}
 
 
-def _fetch_group(coordinator: GroupCoordinator, group_id: str,
+def _fetch_group(ctx: RequestContext, group_id: str,
                  topics: list[tuple[str, list[int]]] | None,
                  require_stable: bool) -> tuple[int, list[dict[str, Any]]]:
+    """One group's committed offsets. Kafka's authorization: DESCRIBE on the group, and only
+    topics the principal may describe (others asked for answer TOPIC_AUTHORIZATION_FAILED,
+    others of the whole group's are left out)."""
+    if not ctx.authorize(AclOperation.DESCRIBE, ResourceType.GROUP, group_id):
+        return ErrorCode.group_authorization_failed, []
+    coordinator: GroupCoordinator = ctx.groups
+    denied: list[tuple[str, list[int]]] = []
+    if topics is not None:
+        allowed = set(ctx.authorized(AclOperation.DESCRIBE, ResourceType.TOPIC,
+                                     {t for t, _ in topics}))
+        denied = [(t, ps) for t, ps in topics if t not in allowed]
+        topics = [(t, ps) for t, ps in topics if t in allowed]
     try:
-        return ErrorCode.none, coordinator.fetch_offsets(group_id, topics, require_stable)
+        out = coordinator.fetch_offsets(group_id, topics, require_stable)
     except GroupError as exc:
         return exc.error_code, []
+    if topics is None:
+        out = ctx.authorized(AclOperation.DESCRIBE, ResourceType.TOPIC, out,
+                             lambda t: str(t["name"]), log_denied=False)
+    out += [{"name": t, "partitions": [
+        {"partition_index": p, "committed_offset": -1, "committed_leader_epoch": -1,
+         "metadata": "", "error_code": ErrorCode.topic_authorization_failed} for p in ps]}
+        for t, ps in denied]
+    return ErrorCode.none, out
 
 
 async def handle_offset_fetch(ctx: RequestContext, request: OffsetFetchRequest) -> dict[str, Any]:
-    coordinator = ctx.groups
     require_stable = bool(field(request, "require_stable", False))
     wanted: list[tuple[str, list[int]]] | None
     if _batched(request):
@@ -123,13 +164,13 @@ async def handle_offset_fetch(ctx: RequestContext, request: OffsetFetchRequest) 
             wanted = None if g.topics is None else [
                 (t.name, list(t.partition_indexes)) for t in g.topics
             ]
-            error, topics = _fetch_group(coordinator, g.group_id, wanted, require_stable)
+            error, topics = _fetch_group(ctx, g.group_id, wanted, require_stable)
             groups.append({"group_id": g.group_id, "error_code": error, "topics": topics})
         return {"throttle_time": 0, "groups": groups}
     wanted = None if request.topics is None else [
         (t.name, list(t.partition_indexes)) for t in request.topics
     ]
-    error, topics = _fetch_group(coordinator, request.group_id, wanted, require_stable)
+    error, topics = _fetch_group(ctx, request.group_id, wanted, require_stable)
     if error != ErrorCode.none and ctx.version < 2:
         # v1 has no top-level error: report it on every requested partition
         topics = [
@@ -142,10 +183,20 @@ async def handle_offset_fetch(ctx: RequestContext, request: OffsetFetchRequest) 
 
 
 async def handle_offset_delete(ctx: RequestContext, request: OffsetDeleteRequest) -> dict[str, Any]:
+    # Kafka: DELETE on the group, READ on each topic.
+    if not ctx.authorize(AclOperation.DELETE, ResourceType.GROUP, request.group_id):
+        return {"throttle_time": 0, "error_code": ErrorCode.group_authorization_failed,
+                "topics": []}
+    readable = set(ctx.authorized(AclOperation.READ, ResourceType.TOPIC,
+                                  {t.name for t in request.topics}))
     wanted: list[tuple[str, int]] = [
         (t.name, p.partition_index) for t in request.topics for p in t.partitions
+        if t.name in readable
     ]
     error, results = await ctx.groups.delete_offsets(request.group_id, wanted)
+    results = {**results, **{(t.name, p.partition_index): ErrorCode.topic_authorization_failed
+                             for t in request.topics for p in t.partitions
+                             if t.name not in readable}}
     topics = []
     if error == ErrorCode.none:
         topics = [

@@ -10,12 +10,14 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 from protocol.errors import ErrorCode
+from protocol.records import iter_batches
 from storage.errors import KafkaStorageError, RecordValidationError
 
 from .. import metrics
 from ..context import RequestContext
 from ..partition import Partition
 from ..replica_manager import PartitionError
+from ..security.authorizer import AclOperation, ResourceType
 from ..server import CloseConnection
 from ..topic_admin import INTERNAL_TOPICS
 from .common import PARTITION_ERRORS, error_code_of
@@ -44,15 +46,28 @@ async def handle_produce(ctx: RequestContext, request: ProduceRequest) -> dict[s
     responses = []
     failed = False
     waits: list[ReplicationWait] = []
+    # Kafka's authorization: transactional records need WRITE on the transactional id (else
+    # every partition fails), each topic WRITE on the topic.
+    txn_denied = ctx.authorizer is not None and _has_transactional_records(request) and not (
+        transactional_id is not None
+        and ctx.authorize(AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, transactional_id))
+    denied_topics = set() if ctx.authorizer is None else {t.name for t in request.topic_data} \
+        - set(ctx.authorized(AclOperation.WRITE, ResourceType.TOPIC,
+                             {t.name for t in request.topic_data}))
     for topic in request.topic_data:
         partitions = []
         for pdata in topic.partition_data:
             record_errors: RecordErrors = []
             error_message: list[str] = []
-            code, base_offset, append_time, start, last = _append(
-                ctx, acks, topic.name, pdata.index, pdata.records, transactional_id,
-                record_errors, error_message,
-            )
+            if txn_denied or topic.name in denied_topics:
+                denied = (ErrorCode.transactional_id_authorization_failed if txn_denied
+                          else ErrorCode.topic_authorization_failed)
+                code, base_offset, append_time, start, last = _failed(denied)
+            else:
+                code, base_offset, append_time, start, last = _append(
+                    ctx, acks, topic.name, pdata.index, pdata.records, transactional_id,
+                    record_errors, error_message,
+                )
             failed |= code != ErrorCode.none
             out: dict[str, Any] = {
                 "index": pdata.index,
@@ -77,6 +92,22 @@ async def handle_produce(ctx: RequestContext, request: ProduceRequest) -> dict[s
             raise CloseConnection("acks=0 produce failed")
         return None
     return {"responses": responses, "throttle_time": 0}
+
+
+def _has_transactional_records(request: ProduceRequest) -> bool:
+    """Kafka's RequestUtils.hasTransactionalRecords: a partition's first batch is
+    transactional."""
+    for topic in request.topic_data:
+        for pdata in topic.partition_data:
+            if not pdata.records:
+                continue
+            try:
+                _, header = next(iter_batches(pdata.records))
+            except Exception:  # malformed: the log's validation answers it
+                continue
+            if header.is_transactional:
+                return True
+    return False
 
 
 async def _await_replication(waits: list[ReplicationWait], timeout_s: float) -> None:

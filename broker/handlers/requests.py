@@ -29,6 +29,9 @@ import kio.schema.api_versions.v1.request as api_versions_v1
 import kio.schema.api_versions.v2.request as api_versions_v2
 import kio.schema.api_versions.v3.request as api_versions_v3
 import kio.schema.api_versions.v4.request as api_versions_v4
+import kio.schema.create_acls.v1.request as create_acls_v1
+import kio.schema.create_acls.v2.request as create_acls_v2
+import kio.schema.create_acls.v3.request as create_acls_v3
 import kio.schema.create_partitions.v0.request as create_partitions_v0
 import kio.schema.create_partitions.v1.request as create_partitions_v1
 import kio.schema.create_partitions.v2.request as create_partitions_v2
@@ -39,6 +42,9 @@ import kio.schema.create_topics.v4.request as create_topics_v4
 import kio.schema.create_topics.v5.request as create_topics_v5
 import kio.schema.create_topics.v6.request as create_topics_v6
 import kio.schema.create_topics.v7.request as create_topics_v7
+import kio.schema.delete_acls.v1.request as delete_acls_v1
+import kio.schema.delete_acls.v2.request as delete_acls_v2
+import kio.schema.delete_acls.v3.request as delete_acls_v3
 import kio.schema.delete_groups.v0.request as delete_groups_v0
 import kio.schema.delete_groups.v1.request as delete_groups_v1
 import kio.schema.delete_groups.v2.request as delete_groups_v2
@@ -51,6 +57,9 @@ import kio.schema.delete_topics.v3.request as delete_topics_v3
 import kio.schema.delete_topics.v4.request as delete_topics_v4
 import kio.schema.delete_topics.v5.request as delete_topics_v5
 import kio.schema.delete_topics.v6.request as delete_topics_v6
+import kio.schema.describe_acls.v1.request as describe_acls_v1
+import kio.schema.describe_acls.v2.request as describe_acls_v2
+import kio.schema.describe_acls.v3.request as describe_acls_v3
 import kio.schema.describe_client_quotas.v0.request as describe_client_quotas_v0
 import kio.schema.describe_client_quotas.v1.request as describe_client_quotas_v1
 import kio.schema.describe_cluster.v0.request as describe_cluster_v0
@@ -239,6 +248,10 @@ ApiVersionsRequest: TypeAlias = (
     | api_versions_v2.ApiVersionsRequest | api_versions_v3.ApiVersionsRequest
     | api_versions_v4.ApiVersionsRequest
 )
+CreateAclsRequest: TypeAlias = (
+    create_acls_v1.CreateAclsRequest | create_acls_v2.CreateAclsRequest
+    | create_acls_v3.CreateAclsRequest
+)
 CreatePartitionsRequest: TypeAlias = (
     create_partitions_v0.CreatePartitionsRequest | create_partitions_v1.CreatePartitionsRequest
     | create_partitions_v2.CreatePartitionsRequest | create_partitions_v3.CreatePartitionsRequest
@@ -247,6 +260,10 @@ CreateTopicsRequest: TypeAlias = (
     create_topics_v2.CreateTopicsRequest | create_topics_v3.CreateTopicsRequest
     | create_topics_v4.CreateTopicsRequest | create_topics_v5.CreateTopicsRequest
     | create_topics_v6.CreateTopicsRequest | create_topics_v7.CreateTopicsRequest
+)
+DeleteAclsRequest: TypeAlias = (
+    delete_acls_v1.DeleteAclsRequest | delete_acls_v2.DeleteAclsRequest
+    | delete_acls_v3.DeleteAclsRequest
 )
 DeleteGroupsRequest: TypeAlias = (
     delete_groups_v0.DeleteGroupsRequest | delete_groups_v1.DeleteGroupsRequest
@@ -264,6 +281,10 @@ DeleteTopicsRequest: TypeAlias = (
 DescribeClientQuotasRequest: TypeAlias = (
     describe_client_quotas_v0.DescribeClientQuotasRequest
     | describe_client_quotas_v1.DescribeClientQuotasRequest
+)
+DescribeAclsRequest: TypeAlias = (
+    describe_acls_v1.DescribeAclsRequest | describe_acls_v2.DescribeAclsRequest
+    | describe_acls_v3.DescribeAclsRequest
 )
 DescribeClusterRequest: TypeAlias = (
     describe_cluster_v0.DescribeClusterRequest | describe_cluster_v1.DescribeClusterRequest

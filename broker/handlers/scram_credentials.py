@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from protocol.errors import ErrorCode
 
 from ..context import RequestContext
+from ..security.authorizer import AclOperation, ResourceType
 from ..security.scram import (
     MAX_ITERATIONS,
     MECHANISM_TYPES,
@@ -33,6 +34,9 @@ _BY_TYPE = {t: name for name, t in MECHANISM_TYPES.items()}
 async def handle_describe_user_scram_credentials(
     ctx: RequestContext, request: DescribeUserScramCredentialsRequest
 ) -> dict[str, Any]:
+    if not ctx.authorize(AclOperation.DESCRIBE, ResourceType.CLUSTER):
+        return {"throttle_time": 0, "error_code": ErrorCode.cluster_authorization_failed,
+                "error_message": None, "results": []}
     users = ctx.store.scram_users()
     wanted = [u.name for u in request.users] if request.users else None
     results: list[dict[str, Any]] = []
@@ -72,6 +76,12 @@ def _describe_error(user: str, code: ErrorCode, message: str) -> dict[str, Any]:
 async def handle_alter_user_scram_credentials(
     ctx: RequestContext, request: AlterUserScramCredentialsRequest
 ) -> dict[str, Any]:
+    if not ctx.authorize(AclOperation.ALTER, ResourceType.CLUSTER):
+        return {"throttle_time": 0, "results": [
+            {"user": u, "error_code": ErrorCode.cluster_authorization_failed,
+             "error_message": None}
+            for u in dict.fromkeys([d.name for d in request.deletions]
+                                   + [u.name for u in request.upsertions])]}
     existing = ctx.store.scram_users()
     errors: dict[str, tuple[ErrorCode, str]] = {}
     order = list(dict.fromkeys([d.name for d in request.deletions]

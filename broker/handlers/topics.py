@@ -10,6 +10,7 @@ from config.topic import describe_topic_config
 from protocol.errors import ErrorCode
 
 from ..context import RequestContext
+from ..security.authorizer import AclOperation, ResourceType
 from ..topic_admin import TopicError
 from .common import topic_name_by_id
 
@@ -39,12 +40,21 @@ async def handle_create_topics(ctx: RequestContext, request: CreateTopicsRequest
     seen: dict[str, int] = {}
     for t in request.topics:
         seen[t.name] = seen.get(t.name, 0) + 1
+    # Kafka: CREATE on the cluster, else on each topic.
+    creatable = set(seen) if ctx.authorize(AclOperation.CREATE, ResourceType.CLUSTER,
+                                           log_denied=False) \
+        else set(ctx.authorized(AclOperation.CREATE, ResourceType.TOPIC, seen))
     for t in request.topics:
         out: dict[str, Any] = {"name": t.name, "error_code": ErrorCode.none,
                                "error_message": None}
         if seen[t.name] > 1:
             out.update(error_code=ErrorCode.invalid_request,
                        error_message=f"Duplicate topic name {t.name}")
+            results.append(out)
+            continue
+        if t.name not in creatable:
+            out.update(error_code=ErrorCode.topic_authorization_failed,
+                       error_message="Authorization failed.")
             results.append(out)
             continue
         try:
@@ -60,8 +70,14 @@ async def handle_create_topics(ctx: RequestContext, request: CreateTopicsRequest
                 configs,
                 validate_only=validate_only,
             )
+            out["topic_id"] = topic.topic_id
+            if not ctx.authorize(AclOperation.DESCRIBE_CONFIGS, ResourceType.TOPIC, t.name,
+                                 log_denied=False):
+                # Kafka: the topic is created, its configs and layout are not told.
+                out["topic_config_error_code"] = ErrorCode.topic_authorization_failed
+                results.append(out)
+                continue
             out.update(
-                topic_id=topic.topic_id,
                 num_partitions=len(topic.partitions),
                 replication_factor=len(topic.partitions[0].replicas),
                 configs=[
@@ -117,6 +133,20 @@ async def handle_delete_topics(ctx: RequestContext, request: DeleteTopicsRequest
                 responses.append(out)
                 continue
             out["name"] = name
+            if not ctx.authorize(AclOperation.DESCRIBE, ResourceType.TOPIC, name):
+                # Kafka: no name for a topic the principal may not describe (the id is no
+                # secret).
+                out.update(name=None, topic_id=topic_id,
+                           error_code=ErrorCode.topic_authorization_failed)
+                responses.append(out)
+                continue
+        if not ctx.authorize(AclOperation.DELETE, ResourceType.TOPIC, name):
+            out.update(error_code=ErrorCode.topic_authorization_failed,
+                       error_message="Authorization failed.")
+            if topic_id is not None:
+                out["topic_id"] = topic_id
+            responses.append(out)
+            continue
         try:
             topic = await ctx.topics.delete(name)
             out["topic_id"] = topic.topic_id
@@ -131,8 +161,15 @@ async def handle_create_partitions(
 ) -> dict[str, Any]:
     admin = ctx.topics
     results = []
+    alterable = set(ctx.authorized(AclOperation.ALTER, ResourceType.TOPIC,
+                                   {t.name for t in request.topics}))
     for t in request.topics:
         out: dict[str, Any] = {"name": t.name, "error_code": ErrorCode.none}
+        if t.name not in alterable:
+            out.update(error_code=ErrorCode.topic_authorization_failed,
+                       error_message="The topic authorization is failed.")
+            results.append(out)
+            continue
         try:
             assignments: list[list[int]] | None = (
                 [list(a.broker_ids) for a in t.assignments] if t.assignments else None

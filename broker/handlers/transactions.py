@@ -23,6 +23,7 @@ from ..context import RequestContext
 from ..markers import append_marker_replicated
 from ..partition import Partition
 from ..replica_manager import PartitionError
+from ..security.authorizer import AclOperation, ResourceType
 from .common import field
 
 if TYPE_CHECKING:
@@ -40,6 +41,11 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
+def _may_write_txn(ctx: RequestContext, transactional_id: str) -> bool:
+    """Kafka: a transactional producer's requests need WRITE on its transactional id."""
+    return ctx.authorize(AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, transactional_id)
+
+
 def _fenced_for(code: ErrorCode, version: int, first_version: int) -> ErrorCode:
     """PRODUCER_FENCED is only known to clients from `first_version` on."""
     if code == ErrorCode.producer_fenced and version < first_version:
@@ -52,6 +58,15 @@ async def handle_init_producer_id(
     ctx: RequestContext, request: InitProducerIdRequest
 ) -> dict[str, Any]:
     txn_id = request.transactional_id
+    if txn_id is not None and not _may_write_txn(ctx, txn_id):
+        return _init_error(ErrorCode.transactional_id_authorization_failed)
+    if txn_id is None and not (
+        ctx.authorize(AclOperation.IDEMPOTENT_WRITE, ResourceType.CLUSTER, log_denied=False)
+        or ctx.authorize_any(AclOperation.WRITE, ResourceType.TOPIC)
+    ):
+        # Kafka 3+: an idempotent producer needs IDEMPOTENT_WRITE on the cluster or WRITE on
+        # some topic.
+        return _init_error(ErrorCode.cluster_authorization_failed)
     if txn_id is None:
         # Idempotent producer: a fresh producer id, no timeout validation.
         try:
@@ -93,17 +108,27 @@ async def handle_add_partitions_to_txn(
     ctx: RequestContext, request: AddPartitionsToTxnRequest
 ) -> dict[str, Any]:
     topics = [(t.name, list(t.partitions)) for t in request.v3_and_below_topics]
-    unknown = set()
+    txn_id = request.v3_and_below_transactional_id
+    if not _may_write_txn(ctx, txn_id):
+        return {"throttle_time": 0, "results_by_topic_v3_and_below": [
+            {"name": name, "results_by_partition": [
+                {"partition_index": p,
+                 "partition_error_code": ErrorCode.transactional_id_authorization_failed}
+                for p in parts]} for name, parts in topics]}
+    writable = set(ctx.authorized(AclOperation.WRITE, ResourceType.TOPIC,
+                                  {n for n, _ in topics}))
+    unknown: dict[tuple[str, int], int] = {}
     for name, parts in topics:
         state = ctx.store.topic(name)
         for p in parts:
-            if state is None or p not in state.partitions:
-                unknown.add((name, p))
+            if name not in writable:
+                unknown[(name, p)] = ErrorCode.topic_authorization_failed
+            elif state is None or p not in state.partitions:
+                unknown[(name, p)] = ErrorCode.unknown_topic_or_partition
     if unknown:
+        # Any refused partition fails the whole request; the others were not attempted.
         codes: dict[tuple[str, int], int] = {
-            (n, p): ErrorCode.unknown_topic_or_partition
-            if (n, p) in unknown
-            else ErrorCode.operation_not_attempted
+            (n, p): unknown.get((n, p), ErrorCode.operation_not_attempted)
             for n, ps in topics
             for p in ps
         }
@@ -135,6 +160,10 @@ async def handle_add_offsets_to_txn(
     ctx: RequestContext, request: AddOffsetsToTxnRequest
 ) -> dict[str, Any]:
     coord = ctx.transactions
+    if not _may_write_txn(ctx, request.transactional_id):
+        return {"throttle_time": 0, "error_code": ErrorCode.transactional_id_authorization_failed}
+    if not ctx.authorize(AclOperation.READ, ResourceType.GROUP, request.group_id):
+        return {"throttle_time": 0, "error_code": ErrorCode.group_authorization_failed}
     tp = coord.offsets_partition(request.group_id)
     code = await coord.add_partitions(
         request.transactional_id, request.producer_id, request.producer_epoch, [tp]
@@ -144,6 +173,8 @@ async def handle_add_offsets_to_txn(
 
 # ---------------------------------------------------------------------------- EndTxn
 async def handle_end_txn(ctx: RequestContext, request: EndTxnRequest) -> dict[str, Any]:
+    if not _may_write_txn(ctx, request.transactional_id):
+        return {"throttle_time": 0, "error_code": ErrorCode.transactional_id_authorization_failed}
     code = await ctx.transactions.end_transaction(
         request.transactional_id,
         request.producer_id,
@@ -158,11 +189,18 @@ async def handle_write_txn_markers(
     ctx: RequestContext, request: WriteTxnMarkersRequest
 ) -> dict[str, Any]:
     markers = []
+    # Kafka: from another broker (ALTER or CLUSTER_ACTION on the cluster) only.
+    allowed = (ctx.authorize(AclOperation.ALTER, ResourceType.CLUSTER, log_denied=False)
+               or ctx.authorize(AclOperation.CLUSTER_ACTION, ResourceType.CLUSTER))
     for m in request.markers:
         topics = []
         for t in m.topics:
             parts = []
             for p in t.partition_indexes:
+                if not allowed:
+                    parts.append({"partition_index": p,
+                                  "error_code": ErrorCode.cluster_authorization_failed})
+                    continue
                 code = await append_marker_replicated(
                     ctx.services,
                     t.name,
@@ -184,10 +222,14 @@ async def handle_describe_producers(
 ) -> dict[str, Any]:
     replicas = ctx.replicas
     topics = []
+    readable = set(ctx.authorized(AclOperation.READ, ResourceType.TOPIC,
+                                  {t.name for t in request.topics}))
     for t in request.topics:
         parts: list[dict[str, Any]] = []
         for p in t.partition_indexes:
             try:
+                if t.name not in readable:  # Kafka: READ on the topic
+                    raise PartitionError(ErrorCode.topic_authorization_failed)
                 partition = replicas.leader_partition(t.name, p)
             except PartitionError as exc:
                 parts.append(
@@ -230,6 +272,8 @@ async def handle_describe_transactions(
     states = []
     for txn_id in request.transactional_ids:
         code, md = coord.describe(txn_id)
+        if not ctx.authorize(AclOperation.DESCRIBE, ResourceType.TRANSACTIONAL_ID, txn_id):
+            code, md = ErrorCode.transactional_id_authorization_failed, None
         if md is None:
             # Kafka leaves the other fields at their schema defaults (0 / "").
             states.append(
@@ -248,6 +292,9 @@ async def handle_describe_transactions(
         by_topic: dict[str, list[int]] = defaultdict(list)
         for topic, p in sorted(md.partitions):
             by_topic[topic].append(p)
+        # Kafka: only the topics the principal may describe.
+        by_topic = {t: ps for t, ps in by_topic.items()
+                    if ctx.authorize(AclOperation.DESCRIBE, ResourceType.TOPIC, t)}
         states.append(
             {
                 "error_code": ErrorCode.none,
@@ -280,6 +327,9 @@ async def handle_list_transactions(
     )
     if request.state_filters and not states:
         found = []  # every filter is unknown: nothing can match
+    # Kafka: only the transactional ids the principal may describe.
+    found = ctx.authorized(AclOperation.DESCRIBE, ResourceType.TRANSACTIONAL_ID, found,
+                           lambda md: md.transactional_id, log_denied=False)
     return {
         "throttle_time": 0,
         "error_code": code,

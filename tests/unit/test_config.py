@@ -185,6 +185,18 @@ def test_node_id_and_broker_id_follow_each_other() -> None:
         BrokerConfig({"node.id": 1, "broker.id": 2})
 
 
+def test_authorizer_class_name_names_kafkas_acl_authorizer_or_nothing() -> None:
+    assert BrokerConfig({})["authorizer.class.name"] == ""
+    assert BrokerConfig({})["allow.everyone.if.no.acl.found"] is False
+    for name in ("org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+                 "kafka.security.authorizer.AclAuthorizer"):
+        BrokerConfig({"authorizer.class.name": name, "super.users": "User:a;User:CN=b,O=c"})
+    with pytest.raises(ConfigError, match="authorizer.class.name"):
+        BrokerConfig({"authorizer.class.name": "com.example.MyAuthorizer"})
+    with pytest.raises(ConfigError, match="super.users"):
+        BrokerConfig({"super.users": "admin"})
+
+
 # --- loading ---------------------------------------------------------------------------------
 
 def test_yaml_then_overrides(tmp_path: Path) -> None:
