@@ -16,6 +16,7 @@ from .handlers import (
     configs,
     describe_topic_partitions,
     elections,
+    features,
     fetch,
     find_coordinator,
     groups,
@@ -75,6 +76,7 @@ def build_registry() -> ApiRegistry[RequestContext]:
     r.register(37, "CreatePartitions", (0, 3), topics.handle_create_partitions)
     r.register(43, "ElectLeaders", (0, 2), elections.handle_elect_leaders)
     r.register(44, "IncrementalAlterConfigs", (0, 1), configs.handle_incremental_alter_configs)
+    r.register(57, "UpdateFeatures", (0, 2), features.handle_update_features)
     r.register(60, "DescribeCluster", (0, 1), cluster.handle_describe_cluster)
     r.register(61, "DescribeProducers", (0, 0), transactions.handle_describe_producers)
     r.register(65, "DescribeTransactions", (0, 0), transactions.handle_describe_transactions)

@@ -30,6 +30,7 @@ from .context import BrokerServices
 from .controller import Controller
 from .coordinator_host import BrokerLogHost
 from .dispatch import Dispatcher
+from .features import TRANSACTION_VERSION
 from .malloc_tuning import tune_malloc
 from .markers import TxnMarkerChannel
 from .metadata_store import BrokerEndpoint, BrokerInfo, LocalMetadataStore, TopicState
@@ -132,6 +133,8 @@ class Broker:
             markers=TxnMarkerChannel(self),
             producer_ids=self.producer_ids,
             metrics=metrics,
+            transaction_version=lambda: self.store.finalized_features().level(
+                TRANSACTION_VERSION),
         )
         self.groups = GroupCoordinator(coordinator_host, config)
         self.registry = build_registry()

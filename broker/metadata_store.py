@@ -16,6 +16,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Protocol
 
+from .features import FinalizedFeatures, default_levels
 from .security.scram import MECHANISMS as SCRAM_MECHANISMS
 from .security.scram import ScramCredential
 
@@ -88,6 +89,12 @@ class MetadataStore(Protocol):
     async def alter_scram_credentials(
         self, changes: list[tuple[str, str, ScramCredential | None]]
     ) -> None: ...
+    # The cluster's finalized feature levels (broker/features.py), and changing them: `apply`
+    # maps the current levels to the new ones (or raises, changing nothing).
+    def finalized_features(self) -> FinalizedFeatures: ...
+    async def update_features(
+        self, apply: Callable[[dict[str, int]], dict[str, int]]
+    ) -> FinalizedFeatures: ...
 
 
 def new_cluster_id() -> str:
@@ -144,6 +151,8 @@ class LocalMetadataStore:
         self._users: dict[str, dict[str, str]] = {}
         self._by_id = TopicIdIndex()
         self.cluster_id = new_cluster_id()
+        # A new cluster finalizes the default levels; a file from before features has none.
+        self._features = FinalizedFeatures(0, default_levels())
         if self._path.exists():
             self._load()
         else:
@@ -214,6 +223,17 @@ class LocalMetadataStore:
                 del self._users[user]
         self._save()
 
+    def finalized_features(self) -> FinalizedFeatures:
+        return self._features
+
+    async def update_features(
+        self, apply: Callable[[dict[str, int]], dict[str, int]]
+    ) -> FinalizedFeatures:
+        levels = apply(dict(self._features.levels))
+        self._features = FinalizedFeatures(self._features.epoch + 1, levels)
+        self._save()
+        return self._features
+
     def _load(self) -> None:
         doc = json.loads(self._path.read_text())
         self.cluster_id = doc["cluster_id"]
@@ -228,6 +248,11 @@ class LocalMetadataStore:
             )
             self._by_id.set(self._topics[t["name"]])
         self._group_configs = {g: dict(c) for g, c in doc.get("group_configs", {}).items()}
+        features = doc.get("features", {})
+        self._features = FinalizedFeatures(
+            int(features.get("epoch", 0)),
+            {str(k): int(v) for k, v in features.get("levels", {}).items() if int(v) > 0},
+        )
 
     def _save(self) -> None:
         doc = {
@@ -245,6 +270,7 @@ class LocalMetadataStore:
             ],
             "group_configs": self._group_configs,
             "users": self._users,
+            "features": {"epoch": self._features.epoch, "levels": self._features.levels},
         }
         tmp = self._path.with_suffix(".tmp")
         with open(tmp, "w") as f:

@@ -9,6 +9,9 @@
     /config/groups/<g>                           {"version":1,"config":{...}} (group configs;
                                                  <g> percent-encoded: a group id may hold '/')
     /latest_producer_id_block                    {"version":1,"broker","block_start","block_end"}
+    /feature                                     {"version":2,"status":1,"features":
+                                                  {"transaction.version":{"max_version_level":2}}}
+                                                 finalized feature levels; epoch = zkVersion
     /log_dir_event_notification/log_dir_event_<seq>
                             ephemeral {"version":1,"broker","event":1,"partitions":[[t,p],...]}
 
@@ -37,6 +40,7 @@ from kazoo.exceptions import (
 )
 from kazoo.handlers.threading import KazooTimeoutError
 
+from .features import FinalizedFeatures, default_levels
 from .metadata_store import (
     BrokerEndpoint,
     BrokerInfo,
@@ -57,6 +61,7 @@ INTERNAL = frozenset({"__consumer_offsets", "__transaction_state"})
 # the broker (LeaderAndIsr) which replicas are offline; with no such round trip, ours carries
 # them, and is ephemeral: the broker's replicas are offline until it restarts (or dies).
 LOG_DIR_EVENTS = "/log_dir_event_notification"
+FEATURE = "/feature"  # the finalized feature levels (Kafka's FeatureZNode)
 
 
 def _dumps(doc: dict[str, Any]) -> bytes:
@@ -89,6 +94,7 @@ class ZkMetadataStore:
         self._controller_epoch_version = -1  # zkVersion of /controller_epoch: the fencing token
         self._offline_here: set[tuple[str, int]] = set()  # our replicas in failed log dirs
         self._offline_replicas: dict[int, set[tuple[str, int]]] = {}  # every broker's
+        self._features = FinalizedFeatures()  # /feature, kept current by a watch
 
     # ---- lifecycle ------------------------------------------------------------------------
     async def start(self) -> None:
@@ -113,6 +119,12 @@ class ZkMetadataStore:
             self._zk.create(
                 "/cluster/id", _dumps({"version": "1", "id": new_cluster_id()}), makepath=True
             )
+            new_cluster = True
+        except NodeExistsError:
+            new_cluster = False
+        # A new cluster finalizes the default feature levels; one from before /feature none.
+        try:
+            self._zk.create(FEATURE, _feature_doc(default_levels() if new_cluster else {}))
         except NodeExistsError:
             pass
         self.cluster_id = json.loads(self._zk.get("/cluster/id")[0])["id"]
@@ -122,6 +134,7 @@ class ZkMetadataStore:
         self._zk.DataWatch("/controller", self._on_controller)
         self._zk.ChildrenWatch(LOG_DIR_EVENTS, self._on_log_dir_events)
         self._zk.ChildrenWatch("/config/users", self._on_user_names)
+        self._zk.DataWatch(FEATURE, self._on_features)
 
     def _register(self) -> None:
         b = self._broker
@@ -399,6 +412,50 @@ class ZkMetadataStore:
         else:
             self._users.pop(name, None)
 
+    def _on_features(self, data: bytes | None, stat: Any) -> bool:
+        if data is not None:
+            try:
+                features = _read_feature_doc(data, stat.version)
+            except (ValueError, KeyError, TypeError, AttributeError):
+                log.warning("ignoring unreadable %s", FEATURE)
+                return True
+            self._call(self._set_features, features)
+        return True
+
+    def _set_features(self, features: FinalizedFeatures) -> None:
+        if features.epoch >= self._features.epoch:
+            self._features = features
+
+    def finalized_features(self) -> FinalizedFeatures:
+        return self._features
+
+    async def update_features(
+        self, apply: Callable[[dict[str, int]], dict[str, int]]
+    ) -> FinalizedFeatures:
+        """Compare-and-set of /feature: `apply` sees the levels as ZooKeeper holds them."""
+        features = await asyncio.to_thread(self._update_features, apply)
+        self._set_features(features)
+        return features
+
+    def _update_features(
+        self, apply: Callable[[dict[str, int]], dict[str, int]]
+    ) -> FinalizedFeatures:
+        while True:
+            try:
+                data, stat = self._zk.get(FEATURE)
+                current = _read_feature_doc(data, stat.version).levels
+            except NoNodeError:
+                current, stat = {}, None
+            levels = apply(current)
+            try:
+                if stat is None:
+                    self._zk.create(FEATURE, _feature_doc(levels))
+                    return FinalizedFeatures(0, levels)
+                stat = self._zk.set(FEATURE, _feature_doc(levels), version=stat.version)
+                return FinalizedFeatures(stat.version, levels)
+            except (BadVersionError, NodeExistsError):
+                continue
+
     def _call(self, fn: Callable[..., None], *args: Any) -> None:
         assert self._loop is not None
         self._loop.call_soon_threadsafe(fn, *args)
@@ -664,6 +721,17 @@ class ZkMetadataStore:
             except NoNodeError:
                 pass
         await asyncio.to_thread(delete)
+
+
+def _feature_doc(levels: dict[str, int]) -> bytes:
+    return _dumps({"version": 2, "status": 1, "features": {
+        name: {"max_version_level": level} for name, level in sorted(levels.items())}})
+
+
+def _read_feature_doc(data: bytes, epoch: int) -> FinalizedFeatures:
+    doc = json.loads(data)
+    levels = {str(name): int(v["max_version_level"]) for name, v in doc["features"].items()}
+    return FinalizedFeatures(epoch, {n: v for n, v in levels.items() if v > 0})
 
 
 def _group_config_path(group: str) -> str:

@@ -206,6 +206,9 @@ import kio.schema.txn_offset_commit.v1.request as txn_offset_commit_v1
 import kio.schema.txn_offset_commit.v2.request as txn_offset_commit_v2
 import kio.schema.txn_offset_commit.v3.request as txn_offset_commit_v3
 import kio.schema.txn_offset_commit.v4.request as txn_offset_commit_v4
+import kio.schema.update_features.v0.request as update_features_v0
+import kio.schema.update_features.v1.request as update_features_v1
+import kio.schema.update_features.v2.request as update_features_v2
 import kio.schema.write_txn_markers.v1.request as write_txn_markers_v1
 
 AddOffsetsToTxnRequest: TypeAlias = (
@@ -386,6 +389,10 @@ TxnOffsetCommitRequest: TypeAlias = (
     txn_offset_commit_v0.TxnOffsetCommitRequest | txn_offset_commit_v1.TxnOffsetCommitRequest
     | txn_offset_commit_v2.TxnOffsetCommitRequest | txn_offset_commit_v3.TxnOffsetCommitRequest
     | txn_offset_commit_v4.TxnOffsetCommitRequest
+)
+UpdateFeaturesRequest: TypeAlias = (
+    update_features_v0.UpdateFeaturesRequest | update_features_v1.UpdateFeaturesRequest
+    | update_features_v2.UpdateFeaturesRequest
 )
 WriteTxnMarkersRequest: TypeAlias = write_txn_markers_v1.WriteTxnMarkersRequest
 

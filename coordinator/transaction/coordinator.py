@@ -98,8 +98,11 @@ class TransactionCoordinator:
         markers: TxnMarkerSender,
         producer_ids: ProducerIdSource,
         metrics: TxnMetrics,
+        transaction_version: Callable[[], int] = lambda: 0,
     ) -> None:
         self.topic = topic
+        # The cluster's finalized transaction.version: >= 1 writes log values in version 1.
+        self.transaction_version = transaction_version
         self.markers = markers
         self.producer_ids = producer_ids
         self.metrics = metrics
@@ -327,7 +330,8 @@ class TransactionCoordinator:
         state stays as it was) and CoordinatorError carries Kafka's answer for it."""
         txn_id = md.transactional_id
         now = _now()
-        value = None if transit is None else encode_value(transit.log_value())
+        value = None if transit is None else encode_value(
+            transit.log_value(), 1 if self.transaction_version() >= 1 else 0)
         try:
             await self.topic.append_replicated(
                 self._partition_of(txn_id),
