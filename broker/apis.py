@@ -66,7 +66,7 @@ def build_registry() -> ApiRegistry[RequestContext]:
     r.register(21, "DeleteRecords", (0, 2), offsets.handle_delete_records)
     r.register(22, "InitProducerId", (0, 5), transactions.handle_init_producer_id)
     r.register(23, "OffsetForLeaderEpoch", (2, 4), offsets.handle_offset_for_leader_epoch)
-    r.register(24, "AddPartitionsToTxn", (0, 3), transactions.handle_add_partitions_to_txn)
+    r.register(24, "AddPartitionsToTxn", (0, 5), transactions.handle_add_partitions_to_txn)
     r.register(25, "AddOffsetsToTxn", (0, 4), transactions.handle_add_offsets_to_txn)
     r.register(26, "EndTxn", (0, 4), transactions.handle_end_txn)
     r.register(27, "WriteTxnMarkers", (1, 1), transactions.handle_write_txn_markers)

@@ -18,6 +18,8 @@ import kio.schema.add_partitions_to_txn.v0.request as add_partitions_to_txn_v0
 import kio.schema.add_partitions_to_txn.v1.request as add_partitions_to_txn_v1
 import kio.schema.add_partitions_to_txn.v2.request as add_partitions_to_txn_v2
 import kio.schema.add_partitions_to_txn.v3.request as add_partitions_to_txn_v3
+import kio.schema.add_partitions_to_txn.v4.request as add_partitions_to_txn_v4
+import kio.schema.add_partitions_to_txn.v5.request as add_partitions_to_txn_v5
 import kio.schema.alter_configs.v0.request as alter_configs_v0
 import kio.schema.alter_configs.v1.request as alter_configs_v1
 import kio.schema.alter_configs.v2.request as alter_configs_v2
@@ -221,6 +223,8 @@ AddPartitionsToTxnRequest: TypeAlias = (
     | add_partitions_to_txn_v1.AddPartitionsToTxnRequest
     | add_partitions_to_txn_v2.AddPartitionsToTxnRequest
     | add_partitions_to_txn_v3.AddPartitionsToTxnRequest
+    | add_partitions_to_txn_v4.AddPartitionsToTxnRequest
+    | add_partitions_to_txn_v5.AddPartitionsToTxnRequest
 )
 AlterConfigsRequest: TypeAlias = (
     alter_configs_v0.AlterConfigsRequest | alter_configs_v1.AlterConfigsRequest
@@ -397,6 +401,16 @@ UpdateFeaturesRequest: TypeAlias = (
 WriteTxnMarkersRequest: TypeAlias = write_txn_markers_v1.WriteTxnMarkersRequest
 
 # Version families whose fields differ, for the handlers' version guards (`TypeIs`).
+AddPartitionsToTxnRequestBatched: TypeAlias = (
+    add_partitions_to_txn_v4.AddPartitionsToTxnRequest
+    | add_partitions_to_txn_v5.AddPartitionsToTxnRequest
+)
+AddPartitionsToTxnRequestClient: TypeAlias = (
+    add_partitions_to_txn_v0.AddPartitionsToTxnRequest
+    | add_partitions_to_txn_v1.AddPartitionsToTxnRequest
+    | add_partitions_to_txn_v2.AddPartitionsToTxnRequest
+    | add_partitions_to_txn_v3.AddPartitionsToTxnRequest
+)
 DeleteTopicsRequestByName: TypeAlias = (
     delete_topics_v1.DeleteTopicsRequest | delete_topics_v2.DeleteTopicsRequest
     | delete_topics_v3.DeleteTopicsRequest | delete_topics_v4.DeleteTopicsRequest

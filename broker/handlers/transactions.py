@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 from collections import defaultdict
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from coordinator.producer_ids import ProducerIdNotAvailable
@@ -26,9 +27,13 @@ from ..replica_manager import PartitionError
 from .common import field
 
 if TYPE_CHECKING:
+    from typing_extensions import TypeIs
+
     from .requests import (
         AddOffsetsToTxnRequest,
         AddPartitionsToTxnRequest,
+        AddPartitionsToTxnRequestBatched,
+        AddPartitionsToTxnRequestClient,
         DescribeProducersRequest,
         DescribeTransactionsRequest,
         EndTxnRequest,
@@ -89,45 +94,71 @@ def _init_error(code: int) -> dict[str, Any]:
 
 
 # ---------------------------------------------------------------------------- AddPartitionsToTxn
-async def handle_add_partitions_to_txn(
-    ctx: RequestContext, request: AddPartitionsToTxnRequest
-) -> dict[str, Any]:
-    topics = [(t.name, list(t.partitions)) for t in request.v3_and_below_topics]
+def _batched(request: AddPartitionsToTxnRequest) -> TypeIs[AddPartitionsToTxnRequestBatched]:
+    """v4+: the broker-to-coordinator form, a batch of transactions, each VerifyOnly or not."""
+    return request.__version__ >= 4
+
+
+async def _add_partitions(
+    ctx: RequestContext, txn_id: str, producer_id: int, producer_epoch: int,
+    topics: Sequence[tuple[str, Sequence[int]]], verify_only: bool,
+) -> dict[tuple[str, int], int]:
+    """One transaction's answer per partition (Kafka's handleAddPartitionsToTxnRequest): an
+    unknown partition fails the whole transaction (the others OPERATION_NOT_ATTEMPTED)."""
     unknown = set()
     for name, parts in topics:
         state = ctx.store.topic(name)
         for p in parts:
             if state is None or p not in state.partitions:
                 unknown.add((name, p))
+    partitions = [(n, p) for n, ps in topics for p in ps]
     if unknown:
-        codes: dict[tuple[str, int], int] = {
-            (n, p): ErrorCode.unknown_topic_or_partition
-            if (n, p) in unknown
-            else ErrorCode.operation_not_attempted
-            for n, ps in topics
-            for p in ps
+        return {tp: ErrorCode.unknown_topic_or_partition if tp in unknown
+                else ErrorCode.operation_not_attempted for tp in partitions}
+    if verify_only:
+        codes: dict[tuple[str, int], int] = dict(ctx.transactions.verify_partitions(
+            txn_id, producer_id, producer_epoch, partitions))
+        if ctx.version < 5:  # TRANSACTION_ABORTABLE is known from v5 on
+            codes = {tp: ErrorCode.invalid_txn_state if c == ErrorCode.transaction_abortable
+                     else c for tp, c in codes.items()}
+        return codes
+    code = await ctx.transactions.add_partitions(txn_id, producer_id, producer_epoch, partitions)
+    return dict.fromkeys(partitions, _fenced_for(code, ctx.version, 2))
+
+
+def _topic_results(
+    topics: Sequence[tuple[str, Sequence[int]]], codes: dict[tuple[str, int], int]
+) -> list[dict[str, Any]]:
+    return [
+        {
+            "name": name,
+            "results_by_partition": [
+                {"partition_index": p, "partition_error_code": codes[(name, p)]} for p in parts
+            ],
         }
-    else:
-        code = await ctx.transactions.add_partitions(
-            request.v3_and_below_transactional_id,
-            request.v3_and_below_producer_id,
-            request.v3_and_below_producer_epoch,
-            [(n, p) for n, ps in topics for p in ps],
-        )
-        code = _fenced_for(code, ctx.version, 2)
-        codes = {(n, p): code for n, ps in topics for p in ps}
-    return {
-        "throttle_time": 0,
-        "results_by_topic_v3_and_below": [
-            {
-                "name": name,
-                "results_by_partition": [
-                    {"partition_index": p, "partition_error_code": codes[(name, p)]} for p in parts
-                ],
-            }
-            for name, parts in topics
-        ],
-    }
+        for name, parts in topics
+    ]
+
+
+async def handle_add_partitions_to_txn(
+    ctx: RequestContext, request: AddPartitionsToTxnRequest
+) -> dict[str, Any]:
+    if _batched(request):
+        results = []
+        for txn in request.transactions:
+            topics = [(t.name, list(dict.fromkeys(t.partitions))) for t in txn.topics]
+            codes = await _add_partitions(ctx, txn.transactional_id, txn.producer_id,
+                                          txn.producer_epoch, topics, txn.verify_only)
+            results.append({"transactional_id": txn.transactional_id,
+                            "topic_results": _topic_results(topics, codes)})
+        return {"throttle_time": 0, "error_code": ErrorCode.none,
+                "results_by_transaction": results}
+    client: AddPartitionsToTxnRequestClient = request
+    topics = [(t.name, list(t.partitions)) for t in client.v3_and_below_topics]
+    codes = await _add_partitions(
+        ctx, client.v3_and_below_transactional_id, client.v3_and_below_producer_id,
+        client.v3_and_below_producer_epoch, topics, verify_only=False)
+    return {"throttle_time": 0, "results_by_topic_v3_and_below": _topic_results(topics, codes)}
 
 
 # ---------------------------------------------------------------------------- AddOffsetsToTxn

@@ -3,7 +3,8 @@
 ApiVersions v3+ lists what the broker supports and what the cluster finalized; UpdateFeatures
 changes the finalized level with Kafka's checks and error; the level survives a restart; and at
 transaction.version 1 the coordinator writes the flexible TransactionLogValue v1, which Kafka's
-own decoder (kafka-dump-log) reads and a restarted coordinator loads.
+own decoder (kafka-dump-log) reads and a restarted coordinator loads. AddPartitionsToTxn v4-v5,
+the broker-to-coordinator batched form: VerifyOnly checks, plain adds.
 """
 
 from __future__ import annotations
@@ -137,3 +138,55 @@ def test_transaction_version_1_writes_log_value_v1(broker, unique_topic):
     with TxnWire(broker.bootstrap) as w:
         d = w.describe_txn("tv1-txn")
         assert (d.error_code, d.transaction_state, d.producer_id) == (NONE, "CompleteCommit", pid)
+
+
+ADD_PARTITIONS = 24
+TRANSACTION_ABORTABLE, INVALID_TXN_STATE, PRODUCER_FENCED = 120, 48, 90
+INVALID_PRODUCER_ID_MAPPING, UNKNOWN_TOPIC_OR_PARTITION, OPERATION_NOT_ATTEMPTED = 49, 3, 55
+
+
+def add_batched(w: TxnWire, version: int, txns: list[tuple[str, int, int, bool, list]]) -> dict:
+    """AddPartitionsToTxn v4+: {(txn id, topic, partition): error} for a batch of
+    (txn id, pid, epoch, verify_only, [(topic, partition)])."""
+    body = {"transactions": [
+        {"transactional_id": txn, "producer_id": pid, "producer_epoch": epoch,
+         "verify_only": verify, "topics": [{"name": t, "partitions": [p]} for t, p in parts]}
+        for txn, pid, epoch, verify, parts in txns]}
+    r = w.call(ADD_PARTITIONS, version, body)
+    assert r.error_code == NONE
+    return {(res.transactional_id, t.name, p.partition_index): int(p.partition_error_code)
+            for res in r.results_by_transaction for t in res.topic_results
+            for p in t.results_by_partition}
+
+
+def test_add_partitions_to_txn_batched_verify_and_add(broker, unique_topic):
+    a, b = unique_topic + "-a", unique_topic + "-b"
+    with TxnWire(broker.bootstrap) as w:
+        w.create_topic(a)
+        w.create_topic(b)
+        r1, r2 = w.init_until_ready("apv-1"), w.init_until_ready("apv-2")
+        p1, e1, p2, e2 = r1.producer_id, r1.producer_epoch, r2.producer_id, r2.producer_epoch
+        # Nothing added yet: verification says abortable; one request carries two transactions,
+        # one verifying and one adding.
+        assert add_batched(w, 5, [("apv-1", p1, e1, True, [(a, 0)]),
+                                  ("apv-2", p2, e2, False, [(a, 0), (b, 0)])]) == {
+            ("apv-1", a, 0): TRANSACTION_ABORTABLE, ("apv-2", a, 0): NONE, ("apv-2", b, 0): NONE}
+        assert w.describe_txn("apv-2").transaction_state == "Ongoing"
+        # Verifying added nothing.
+        assert add_batched(w, 5, [("apv-1", p1, e1, True, [(a, 0)])]) == {
+            ("apv-1", a, 0): TRANSACTION_ABORTABLE}
+        assert add_batched(w, 5, [("apv-1", p1, e1, False, [(a, 0)])]) == {("apv-1", a, 0): NONE}
+        assert add_batched(w, 5, [("apv-1", p1, e1, True, [(a, 0), (b, 0)])]) == {
+            ("apv-1", a, 0): NONE, ("apv-1", b, 0): TRANSACTION_ABORTABLE}
+        # v4 predates TRANSACTION_ABORTABLE.
+        assert add_batched(w, 4, [("apv-1", p1, e1, True, [(b, 0)])]) == {
+            ("apv-1", b, 0): INVALID_TXN_STATE}
+        # The transaction itself is wrong: every partition gets the one answer.
+        assert add_batched(w, 5, [("apv-1", p1, e1 - 1 if e1 else e1 + 1, True, [(a, 0)]),
+                                  ("apv-2", p1, e2, True, [(a, 0)])]) == {
+            ("apv-1", a, 0): PRODUCER_FENCED, ("apv-2", a, 0): INVALID_PRODUCER_ID_MAPPING}
+        assert add_batched(w, 5, [("apv-1", p1, e1, False, [(a, 0), (a, 99)])]) == {
+            ("apv-1", a, 0): OPERATION_NOT_ATTEMPTED, ("apv-1", a, 99): UNKNOWN_TOPIC_OR_PARTITION}
+        # The client form still answers as before.
+        assert w.add_partitions("apv-1", p1, e1, [(b, 0)]) == {(b, 0): NONE}
+        assert add_batched(w, 5, [("apv-1", p1, e1, True, [(b, 0)])]) == {("apv-1", b, 0): NONE}
