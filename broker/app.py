@@ -40,6 +40,7 @@ from .security.listeners import listener_endpoints
 from .security.scram import ScramCredential
 from .server import KafkaServer, ServerLimits
 from .topic_admin import TopicAdmin
+from .txn_verification import TxnPartitionVerifier
 from .zk_store import ZkMetadataStore
 
 log = logging.getLogger(__name__)
@@ -165,6 +166,8 @@ class Broker:
             producer_ids=self.producer_ids,
             log_dirs=self.log_manager,
             controller=self.controller,
+            txn_verifier=TxnPartitionVerifier(
+                self.store, self.broker_id, self.config["transaction.state.log.num.partitions"]),
         )
 
     def _unclean_election(self, name: str) -> bool:

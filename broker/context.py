@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from .replica_manager import ReplicaManager
     from .security.sasl import SaslSession
     from .topic_admin import TopicAdmin
+    from .txn_verification import TxnPartitionVerifier
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,6 +58,8 @@ class BrokerServices:
     producer_ids: ProducerIdSource  # ids for idempotent producers
     log_dirs: LogDirs
     controller: Controller | None = None  # with ZooKeeper: this broker's controller elector
+    # KIP-890 verification with a transaction coordinator on another broker
+    txn_verifier: TxnPartitionVerifier | None = None
 
 
 @dataclass(slots=True)
@@ -128,3 +131,7 @@ class RequestContext:
     @property
     def controller(self) -> Controller | None:
         return self.services.controller
+
+    @property
+    def txn_verifier(self) -> TxnPartitionVerifier | None:
+        return self.services.txn_verifier

@@ -19,7 +19,7 @@ from ..replica_manager import PartitionError
 from ..server import CloseConnection
 from ..topic_admin import INTERNAL_TOPICS
 from .common import PARTITION_ERRORS, error_code_of
-from .transactions import verify_transactional_produce
+from .transactions import verify_transactional_produce, verify_with_remote_coordinator
 
 if TYPE_CHECKING:
     from .requests import ProduceRequest
@@ -44,15 +44,20 @@ async def handle_produce(ctx: RequestContext, request: ProduceRequest) -> dict[s
     responses = []
     failed = False
     waits: list[ReplicationWait] = []
+    verified = await verify_with_remote_coordinator(ctx, transactional_id, [
+        (topic.name, pdata.index, pdata.records)
+        for topic in request.topic_data for pdata in topic.partition_data
+    ]) if transactional_id else {}
     for topic in request.topic_data:
         partitions = []
         for pdata in topic.partition_data:
             record_errors: RecordErrors = []
             error_message: list[str] = []
+            refused = verified.get((topic.name, pdata.index), ErrorCode.none)
             code, base_offset, append_time, start, last = _append(
                 ctx, acks, topic.name, pdata.index, pdata.records, transactional_id,
                 record_errors, error_message,
-            )
+            ) if refused == ErrorCode.none else _failed(ErrorCode(refused))
             failed |= code != ErrorCode.none
             out: dict[str, Any] = {
                 "index": pdata.index,

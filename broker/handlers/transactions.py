@@ -24,6 +24,7 @@ from ..context import RequestContext
 from ..markers import append_marker_replicated
 from ..partition import Partition
 from ..replica_manager import PartitionError
+from ..txn_verification import produce_error
 from .common import field
 
 if TYPE_CHECKING:
@@ -327,6 +328,61 @@ async def handle_list_transactions(
 
 
 # ---------------------------------------------------------------------------- Produce check
+def _needs_verification(
+    coord: TransactionCoordinator, partition: Partition, records: bytes | None
+) -> tuple[int, int] | None:
+    """(producer id, epoch) of a transactional batch whose producer has no transaction open on
+    the partition at that epoch yet, else None."""
+    if not records or not coord.verification_enabled:
+        return None
+    try:
+        _, header = next(iter_batches(records))
+    except (StopIteration, Exception):
+        return None  # the log's validation answers malformed input
+    if not header.is_transactional or header.is_control or header.producer_id < 0:
+        return None
+    entry = partition.last_producer_entry(header.producer_id)
+    if (
+        entry is not None
+        and entry.current_txn_start_offset >= 0
+        and entry.producer_epoch == header.producer_epoch
+    ):
+        return None  # already verified: the transaction is open on this partition
+    return header.producer_id, header.producer_epoch
+
+
+async def verify_with_remote_coordinator(
+    ctx: RequestContext,
+    transactional_id: str | None,
+    partitions: list[tuple[str, int, bytes | None]],
+) -> dict[tuple[str, int], int]:
+    """KIP-890 part 1 when the transaction coordinator is another broker: ask it
+    (AddPartitionsToTxn v5, VerifyOnly) about every partition of this Produce request that needs
+    verifying; the answers as the Produce response carries them, by (topic, partition)."""
+    verifier = ctx.txn_verifier
+    coord = ctx.transactions
+    if not transactional_id or verifier is None or not coord.verification_enabled:
+        return {}
+    coordinator = verifier.coordinator_of(transactional_id)
+    if coordinator < 0 or coordinator == ctx.broker_id:
+        return {}
+    wanted: dict[tuple[int, int], list[tuple[str, int]]] = defaultdict(list)
+    for topic, index, records in partitions:
+        try:
+            partition = ctx.replicas.leader_partition(topic, index)
+        except PartitionError:
+            continue  # the append answers it
+        producer = _needs_verification(coord, partition, records)
+        if producer is not None:
+            wanted[producer].append((topic, index))
+    out: dict[tuple[str, int], int] = {}
+    for (pid, epoch), parts in wanted.items():
+        answers = await verifier.verify(coordinator, transactional_id, pid, epoch, parts)
+        for tp, code in answers.items():
+            out[tp] = produce_error(code, ctx.version)
+    return out
+
+
 def verify_transactional_produce(
     coord: TransactionCoordinator,
     partition: Partition,
@@ -337,37 +393,14 @@ def verify_transactional_produce(
     """KIP-890 part 1 (transaction.partition.verification.enable): before the first
     transactional append of a producer to a partition, the partition must be in its ongoing
     transaction. Returns NONE or the error code for the Produce response of `version`."""
-    if not records or not coord.verification_enabled:
+    producer = _needs_verification(coord, partition, records)
+    if producer is None:
         return ErrorCode.none
-    try:
-        _, header = next(iter_batches(records))
-    except (StopIteration, Exception):
-        return ErrorCode.none  # the log's validation answers malformed input
-    if not header.is_transactional or header.is_control or header.producer_id < 0:
-        return ErrorCode.none
-    entry = partition.last_producer_entry(header.producer_id)
-    if (
-        entry is not None
-        and entry.current_txn_start_offset >= 0
-        and entry.producer_epoch == header.producer_epoch
-    ):
-        return ErrorCode.none  # already verified: the transaction is open on this partition
     if transactional_id and not coord.is_local(transactional_id):
-        # The coordinator is another broker; Kafka asks it with AddPartitionsToTxn v4
-        # (verifyOnly), which is not implemented yet: the append goes unverified, as with
-        # transaction.partition.verification.enable=false.
+        # The coordinator is another broker: verify_with_remote_coordinator asked it before
+        # the append; without one known, the append goes unverified.
         return ErrorCode.none
     code = coord.verify_partition(
-        transactional_id,
-        header.producer_id,
-        header.producer_epoch,
-        partition.topic,
-        partition.index,
+        transactional_id, producer[0], producer[1], partition.topic, partition.index
     )
-    if code == ErrorCode.producer_fenced:
-        return ErrorCode.invalid_producer_epoch
-    if code == ErrorCode.concurrent_transactions:
-        return ErrorCode.not_enough_replicas  # retriable for every client
-    if code == ErrorCode.transaction_abortable and version < 11:
-        return ErrorCode.invalid_txn_state
-    return code
+    return produce_error(code, version)
