@@ -138,6 +138,8 @@ class Broker:
                 TRANSACTION_VERSION),
         )
         self.groups = GroupCoordinator(coordinator_host, config)
+        self.txn_verifier = TxnPartitionVerifier(
+            self.store, self.broker_id, config["transaction.state.log.num.partitions"])
         self.registry = build_registry()
         self.server = KafkaServer(
             listener_endpoints(config, self._scram_credential),
@@ -166,8 +168,7 @@ class Broker:
             producer_ids=self.producer_ids,
             log_dirs=self.log_manager,
             controller=self.controller,
-            txn_verifier=TxnPartitionVerifier(
-                self.store, self.broker_id, self.config["transaction.state.log.num.partitions"]),
+            txn_verifier=self.txn_verifier,
         )
 
     def _unclean_election(self, name: str) -> bool:
@@ -345,6 +346,7 @@ class Broker:
             await self.replicas.fetchers.stop()
             await self.store.close()  # the controller moves what is left at once
         await self.transactions.stop()
+        self.txn_verifier.close()
         await self.groups.stop()
         for task in self._background:
             task.cancel()
