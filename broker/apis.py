@@ -18,6 +18,7 @@ from .handlers import (
     configs,
     describe_topic_partitions,
     elections,
+    features,
     fetch,
     find_coordinator,
     groups,
@@ -71,7 +72,7 @@ def build_registry() -> ApiRegistry[RequestContext]:
     r.register(21, "DeleteRecords", (0, 2), offsets.handle_delete_records)
     r.register(22, "InitProducerId", (0, 5), transactions.handle_init_producer_id)
     r.register(23, "OffsetForLeaderEpoch", (2, 4), offsets.handle_offset_for_leader_epoch)
-    r.register(24, "AddPartitionsToTxn", (0, 3), transactions.handle_add_partitions_to_txn)
+    r.register(24, "AddPartitionsToTxn", (0, 5), transactions.handle_add_partitions_to_txn)
     r.register(25, "AddOffsetsToTxn", (0, 4), transactions.handle_add_offsets_to_txn)
     r.register(26, "EndTxn", (0, 4), transactions.handle_end_txn)
     r.register(27, "WriteTxnMarkers", (1, 1), transactions.handle_write_txn_markers)
@@ -83,6 +84,7 @@ def build_registry() -> ApiRegistry[RequestContext]:
     r.register(44, "IncrementalAlterConfigs", (0, 1), configs.handle_incremental_alter_configs)
     r.register(48, "DescribeClientQuotas", (0, 1), client_quotas.handle_describe_client_quotas)
     r.register(49, "AlterClientQuotas", (0, 1), client_quotas.handle_alter_client_quotas)
+    r.register(57, "UpdateFeatures", (0, 2), features.handle_update_features)
     r.register(60, "DescribeCluster", (0, 1), cluster.handle_describe_cluster)
     r.register(61, "DescribeProducers", (0, 0), transactions.handle_describe_producers)
     r.register(65, "DescribeTransactions", (0, 0), transactions.handle_describe_transactions)

@@ -30,6 +30,7 @@ from .context import BrokerServices
 from .controller import Controller
 from .coordinator_host import BrokerLogHost
 from .dispatch import Dispatcher
+from .features import TRANSACTION_VERSION
 from .malloc_tuning import tune_malloc
 from .markers import TxnMarkerChannel
 from .metadata_store import BrokerEndpoint, BrokerInfo, LocalMetadataStore, TopicState
@@ -41,6 +42,7 @@ from .security.listeners import listener_endpoints
 from .security.scram import ScramCredential
 from .server import KafkaServer, ServerLimits
 from .topic_admin import TopicAdmin
+from .txn_verification import TxnPartitionVerifier
 from .zk_store import ZkMetadataStore
 
 log = logging.getLogger(__name__)
@@ -134,6 +136,8 @@ class Broker:
             markers=TxnMarkerChannel(self),
             producer_ids=self.producer_ids,
             metrics=metrics,
+            transaction_version=lambda: self.store.finalized_features().level(
+                TRANSACTION_VERSION),
         )
         self.groups = GroupCoordinator(coordinator_host, config)
         # Client quotas hold client listeners only: the inter-broker listener is exempt when
@@ -143,6 +147,8 @@ class Broker:
         self.quotas = QuotaManager(config["quota.window.num"],
                                    config["quota.window.size.seconds"], exempt)
         self.store.add_client_quota_listener(self.quotas.update)
+        self.txn_verifier = TxnPartitionVerifier(
+            self.store, self.broker_id, config["transaction.state.log.num.partitions"])
         self.registry = build_registry()
         self.server = KafkaServer(
             listener_endpoints(config, self._scram_credential),
@@ -173,6 +179,7 @@ class Broker:
             controller=self.controller,
             quotas=self.quotas,
             authorizer=self._authorizer(),
+            txn_verifier=self.txn_verifier,
         )
 
     def _authorizer(self) -> Authorizer | None:
@@ -367,6 +374,7 @@ class Broker:
             await self.replicas.fetchers.stop()
             await self.store.close()  # the controller moves what is left at once
         await self.transactions.stop()
+        self.txn_verifier.close()
         await self.groups.stop()
         for task in self._background:
             task.cancel()

@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from .security.authorizer import Authorizer
     from .security.sasl import SaslSession
     from .topic_admin import TopicAdmin
+    from .txn_verification import TxnPartitionVerifier
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,6 +67,8 @@ class BrokerServices:
     controller: Controller | None = None  # with ZooKeeper: this broker's controller elector
     quotas: QuotaManager | None = None  # client quotas (the dispatcher enforces them)
     authorizer: Authorizer | None = None  # authorizer.class.name set: ACLs decide
+    # KIP-890 verification with a transaction coordinator on another broker
+    txn_verifier: TxnPartitionVerifier | None = None
 
 
 @dataclass(slots=True)
@@ -189,3 +192,7 @@ class RequestContext:
         if a is None:
             return True
         return a.authorize_by_resource_type(str(self.principal), self.client_host, op, rtype)
+
+    @property
+    def txn_verifier(self) -> TxnPartitionVerifier | None:
+        return self.services.txn_verifier

@@ -16,6 +16,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from .features import FinalizedFeatures, default_levels
 from .security.authorizer import (
     AclBinding,
     AclBindingFilter,
@@ -120,6 +121,12 @@ class MetadataStore(Protocol):
     async def alter_scram_credentials(
         self, changes: list[tuple[str, str, ScramCredential | None]]
     ) -> None: ...
+    # The cluster's finalized feature levels (broker/features.py), and changing them: `apply`
+    # maps the current levels to the new ones (or raises, changing nothing).
+    def finalized_features(self) -> FinalizedFeatures: ...
+    async def update_features(
+        self, apply: Callable[[dict[str, int]], dict[str, int]]
+    ) -> FinalizedFeatures: ...
 
     # ---- client quotas (ZooKeeper's /config/users/<user>[/clients/<client-id>] and
     # /config/clients/<client-id>; <default> names the default) -------------------------------
@@ -198,6 +205,8 @@ class LocalMetadataStore:
         self._quota_listeners: list[Callable[[dict[QuotaEntity, dict[str, float]]], None]] = []
         self._acl_cache = AclCache()
         self.cluster_id = new_cluster_id()
+        # A new cluster finalizes the default levels; a file from before features has none.
+        self._features = FinalizedFeatures(0, default_levels())
         if self._path.exists():
             self._load()
         else:
@@ -268,6 +277,17 @@ class LocalMetadataStore:
                 del self._users[user]
         self._save()
 
+    def finalized_features(self) -> FinalizedFeatures:
+        return self._features
+
+    async def update_features(
+        self, apply: Callable[[dict[str, int]], dict[str, int]]
+    ) -> FinalizedFeatures:
+        levels = apply(dict(self._features.levels))
+        self._features = FinalizedFeatures(self._features.epoch + 1, levels)
+        self._save()
+        return self._features
+
     def _load(self) -> None:
         doc = json.loads(self._path.read_text())
         self.cluster_id = doc["cluster_id"]
@@ -284,6 +304,11 @@ class LocalMetadataStore:
         self._group_configs = {g: dict(c) for g, c in doc.get("group_configs", {}).items()}
         self._load_client_quotas(doc)
         self._load_acls(doc.get("acls", []))
+        features = doc.get("features", {})
+        self._features = FinalizedFeatures(
+            int(features.get("epoch", 0)),
+            {str(k): int(v) for k, v in features.get("levels", {}).items() if int(v) > 0},
+        )
 
     def _save(self) -> None:
         doc = {
@@ -303,6 +328,7 @@ class LocalMetadataStore:
             "users": self._users,
             **self._client_quotas_doc(),
             "acls": self._acls_doc(),
+            "features": {"epoch": self._features.epoch, "levels": self._features.levels},
         }
         tmp = self._path.with_suffix(".tmp")
         with open(tmp, "w") as f:

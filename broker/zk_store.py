@@ -9,6 +9,9 @@
     /config/groups/<g>                           {"version":1,"config":{...}} (group configs;
                                                  <g> percent-encoded: a group id may hold '/')
     /latest_producer_id_block                    {"version":1,"broker","block_start","block_end"}
+    /feature                                     {"version":2,"status":1,"features":
+                                                  {"transaction.version":{"max_version_level":2}}}
+                                                 finalized feature levels; epoch = zkVersion
     /log_dir_event_notification/log_dir_event_<seq>
                             ephemeral {"version":1,"broker","event":1,"partitions":[[t,p],...]}
     /kafka-acl/<ResourceType>/<name>             {"version":1,"acls":[{"principal","host",
@@ -43,6 +46,7 @@ from kazoo.exceptions import (
 )
 from kazoo.handlers.threading import KazooTimeoutError
 
+from .features import FinalizedFeatures, default_levels
 from .metadata_store import (
     QUOTA_CLIENT_ID,
     QUOTA_CONFIGS,
@@ -81,6 +85,7 @@ INTERNAL = frozenset({"__consumer_offsets", "__transaction_state"})
 # the broker (LeaderAndIsr) which replicas are offline; with no such round trip, ours carries
 # them, and is ephemeral: the broker's replicas are offline until it restarts (or dies).
 LOG_DIR_EVENTS = "/log_dir_event_notification"
+FEATURE = "/feature"  # the finalized feature levels (Kafka's FeatureZNode)
 
 
 def _dumps(doc: dict[str, Any]) -> bytes:
@@ -119,6 +124,7 @@ class ZkMetadataStore:
         self._acl_cache = AclCache()
         self._acl_changes_seen: dict[str, set[str]] = {}  # change path -> notifications read
         self._acl_change_ctimes: dict[str, int] = {}  # notification -> its ctime (to purge)
+        self._features = FinalizedFeatures()  # /feature, kept current by a watch
 
     # ---- lifecycle ------------------------------------------------------------------------
     async def start(self) -> None:
@@ -143,6 +149,12 @@ class ZkMetadataStore:
             self._zk.create(
                 "/cluster/id", _dumps({"version": "1", "id": new_cluster_id()}), makepath=True
             )
+            new_cluster = True
+        except NodeExistsError:
+            new_cluster = False
+        # A new cluster finalizes the default feature levels; one from before /feature none.
+        try:
+            self._zk.create(FEATURE, _feature_doc(default_levels() if new_cluster else {}))
         except NodeExistsError:
             pass
         self.cluster_id = json.loads(self._zk.get("/cluster/id")[0])["id"]
@@ -154,6 +166,7 @@ class ZkMetadataStore:
         self._zk.ChildrenWatch("/config/users", self._on_user_names)
         self._start_client_quotas()
         self._start_acls()
+        self._zk.DataWatch(FEATURE, self._on_features)
 
     def _register(self) -> None:
         b = self._broker
@@ -431,6 +444,50 @@ class ZkMetadataStore:
             self._users[name] = config
         else:
             self._users.pop(name, None)
+
+    def _on_features(self, data: bytes | None, stat: Any) -> bool:
+        if data is not None:
+            try:
+                features = _read_feature_doc(data, stat.version)
+            except (ValueError, KeyError, TypeError, AttributeError):
+                log.warning("ignoring unreadable %s", FEATURE)
+                return True
+            self._call(self._set_features, features)
+        return True
+
+    def _set_features(self, features: FinalizedFeatures) -> None:
+        if features.epoch >= self._features.epoch:
+            self._features = features
+
+    def finalized_features(self) -> FinalizedFeatures:
+        return self._features
+
+    async def update_features(
+        self, apply: Callable[[dict[str, int]], dict[str, int]]
+    ) -> FinalizedFeatures:
+        """Compare-and-set of /feature: `apply` sees the levels as ZooKeeper holds them."""
+        features = await asyncio.to_thread(self._update_features, apply)
+        self._set_features(features)
+        return features
+
+    def _update_features(
+        self, apply: Callable[[dict[str, int]], dict[str, int]]
+    ) -> FinalizedFeatures:
+        while True:
+            try:
+                data, stat = self._zk.get(FEATURE)
+                current = _read_feature_doc(data, stat.version).levels
+            except NoNodeError:
+                current, stat = {}, None
+            levels = apply(current)
+            try:
+                if stat is None:
+                    self._zk.create(FEATURE, _feature_doc(levels))
+                    return FinalizedFeatures(0, levels)
+                stat = self._zk.set(FEATURE, _feature_doc(levels), version=stat.version)
+                return FinalizedFeatures(stat.version, levels)
+            except (BadVersionError, NodeExistsError):
+                continue
 
     def _call(self, fn: Callable[..., None], *args: Any) -> None:
         assert self._loop is not None
@@ -1036,6 +1093,17 @@ class ZkMetadataStore:
             except NoNodeError:
                 pass  # another broker purged it first
     # ---- end of ACLs --------------------------------------------------------------------------
+
+
+def _feature_doc(levels: dict[str, int]) -> bytes:
+    return _dumps({"version": 2, "status": 1, "features": {
+        name: {"max_version_level": level} for name, level in sorted(levels.items())}})
+
+
+def _read_feature_doc(data: bytes, epoch: int) -> FinalizedFeatures:
+    doc = json.loads(data)
+    levels = {str(name): int(v["max_version_level"]) for name, v in doc["features"].items()}
+    return FinalizedFeatures(epoch, {n: v for n, v in levels.items() if v > 0})
 
 
 def _group_config_path(group: str) -> str:

@@ -1,4 +1,6 @@
-"""ApiVersions (18): the API table clients negotiate against."""
+"""ApiVersions (18): the API table clients negotiate against, and from v3 the feature levels
+this broker supports and the cluster finalized (broker/features.py; Admin.describeFeatures and
+the clients' choice of the transaction protocol read them)."""
 
 from __future__ import annotations
 
@@ -8,6 +10,7 @@ from protocol.errors import ErrorCode
 from protocol.registry import ApiRegistry, Handler
 
 from ..context import RequestContext
+from ..features import SUPPORTED
 
 if TYPE_CHECKING:
     from .requests import ApiVersionsRequest
@@ -15,7 +18,7 @@ if TYPE_CHECKING:
 
 def make_handler(registry: ApiRegistry[RequestContext]) -> Handler[RequestContext]:
     async def handle(ctx: RequestContext, request: ApiVersionsRequest) -> dict[str, Any]:
-        return {
+        response: dict[str, Any] = {
             "error_code": ErrorCode.none,
             "api_keys": [
                 {"api_key": s.key, "min_version": s.advertised_min, "max_version": s.max_version}
@@ -23,5 +26,19 @@ def make_handler(registry: ApiRegistry[RequestContext]) -> Handler[RequestContex
             ],
             "throttle_time": 0,
         }
+        if ctx.version >= 3:
+            finalized = ctx.store.finalized_features()
+            response["supported_features"] = [
+                {"name": name, "min_version": low, "max_version": high}
+                for name, (low, high) in sorted(SUPPORTED.items())
+                # v0-v3 clients may reject a minimum of 0, so those omit it (KAFKA-17011).
+                if low > 0 or ctx.version >= 4
+            ]
+            response["finalized_features_epoch"] = finalized.epoch
+            response["finalized_features"] = [
+                {"name": name, "max_version_level": level, "min_version_level": level}
+                for name, level in sorted(finalized.levels.items())
+            ]
+        return response
 
     return handle

@@ -21,7 +21,7 @@ from ..security.authorizer import AclOperation, ResourceType
 from ..server import CloseConnection
 from ..topic_admin import INTERNAL_TOPICS
 from .common import PARTITION_ERRORS, error_code_of
-from .transactions import verify_transactional_produce
+from .transactions import verify_transactional_produce, verify_with_remote_coordinator
 
 if TYPE_CHECKING:
     from .requests import ProduceRequest
@@ -54,15 +54,23 @@ async def handle_produce(ctx: RequestContext, request: ProduceRequest) -> dict[s
     denied_topics = set() if ctx.authorizer is None else {t.name for t in request.topic_data} \
         - set(ctx.authorized(AclOperation.WRITE, ResourceType.TOPIC,
                              {t.name for t in request.topic_data}))
+    verified = await verify_with_remote_coordinator(ctx, transactional_id, [
+        (topic.name, pdata.index, pdata.records)
+        for topic in request.topic_data if topic.name not in denied_topics
+        for pdata in topic.partition_data
+    ]) if transactional_id and not txn_denied else {}
     for topic in request.topic_data:
         partitions = []
         for pdata in topic.partition_data:
             record_errors: RecordErrors = []
             error_message: list[str] = []
+            refused = verified.get((topic.name, pdata.index), ErrorCode.none)
             if txn_denied or topic.name in denied_topics:
                 denied = (ErrorCode.transactional_id_authorization_failed if txn_denied
                           else ErrorCode.topic_authorization_failed)
                 code, base_offset, append_time, start, last = _failed(denied)
+            elif refused != ErrorCode.none:  # the remote coordinator's KIP-890 answer
+                code, base_offset, append_time, start, last = _failed(ErrorCode(refused))
             else:
                 code, base_offset, append_time, start, last = _append(
                     ctx, acks, topic.name, pdata.index, pdata.records, transactional_id,

@@ -18,6 +18,8 @@ import kio.schema.add_partitions_to_txn.v0.request as add_partitions_to_txn_v0
 import kio.schema.add_partitions_to_txn.v1.request as add_partitions_to_txn_v1
 import kio.schema.add_partitions_to_txn.v2.request as add_partitions_to_txn_v2
 import kio.schema.add_partitions_to_txn.v3.request as add_partitions_to_txn_v3
+import kio.schema.add_partitions_to_txn.v4.request as add_partitions_to_txn_v4
+import kio.schema.add_partitions_to_txn.v5.request as add_partitions_to_txn_v5
 import kio.schema.alter_client_quotas.v0.request as alter_client_quotas_v0
 import kio.schema.alter_client_quotas.v1.request as alter_client_quotas_v1
 import kio.schema.alter_configs.v0.request as alter_configs_v0
@@ -219,6 +221,9 @@ import kio.schema.txn_offset_commit.v1.request as txn_offset_commit_v1
 import kio.schema.txn_offset_commit.v2.request as txn_offset_commit_v2
 import kio.schema.txn_offset_commit.v3.request as txn_offset_commit_v3
 import kio.schema.txn_offset_commit.v4.request as txn_offset_commit_v4
+import kio.schema.update_features.v0.request as update_features_v0
+import kio.schema.update_features.v1.request as update_features_v1
+import kio.schema.update_features.v2.request as update_features_v2
 import kio.schema.write_txn_markers.v1.request as write_txn_markers_v1
 
 AddOffsetsToTxnRequest: TypeAlias = (
@@ -231,6 +236,8 @@ AddPartitionsToTxnRequest: TypeAlias = (
     | add_partitions_to_txn_v1.AddPartitionsToTxnRequest
     | add_partitions_to_txn_v2.AddPartitionsToTxnRequest
     | add_partitions_to_txn_v3.AddPartitionsToTxnRequest
+    | add_partitions_to_txn_v4.AddPartitionsToTxnRequest
+    | add_partitions_to_txn_v5.AddPartitionsToTxnRequest
 )
 AlterClientQuotasRequest: TypeAlias = (
     alter_client_quotas_v0.AlterClientQuotasRequest
@@ -420,9 +427,23 @@ TxnOffsetCommitRequest: TypeAlias = (
     | txn_offset_commit_v2.TxnOffsetCommitRequest | txn_offset_commit_v3.TxnOffsetCommitRequest
     | txn_offset_commit_v4.TxnOffsetCommitRequest
 )
+UpdateFeaturesRequest: TypeAlias = (
+    update_features_v0.UpdateFeaturesRequest | update_features_v1.UpdateFeaturesRequest
+    | update_features_v2.UpdateFeaturesRequest
+)
 WriteTxnMarkersRequest: TypeAlias = write_txn_markers_v1.WriteTxnMarkersRequest
 
 # Version families whose fields differ, for the handlers' version guards (`TypeIs`).
+AddPartitionsToTxnRequestBatched: TypeAlias = (
+    add_partitions_to_txn_v4.AddPartitionsToTxnRequest
+    | add_partitions_to_txn_v5.AddPartitionsToTxnRequest
+)
+AddPartitionsToTxnRequestClient: TypeAlias = (
+    add_partitions_to_txn_v0.AddPartitionsToTxnRequest
+    | add_partitions_to_txn_v1.AddPartitionsToTxnRequest
+    | add_partitions_to_txn_v2.AddPartitionsToTxnRequest
+    | add_partitions_to_txn_v3.AddPartitionsToTxnRequest
+)
 DeleteTopicsRequestByName: TypeAlias = (
     delete_topics_v1.DeleteTopicsRequest | delete_topics_v2.DeleteTopicsRequest
     | delete_topics_v3.DeleteTopicsRequest | delete_topics_v4.DeleteTopicsRequest

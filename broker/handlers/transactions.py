@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 from collections import defaultdict
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from coordinator.producer_ids import ProducerIdNotAvailable
@@ -24,12 +25,17 @@ from ..markers import append_marker_replicated
 from ..partition import Partition
 from ..replica_manager import PartitionError
 from ..security.authorizer import AclOperation, ResourceType
+from ..txn_verification import produce_error
 from .common import field
 
 if TYPE_CHECKING:
+    from typing_extensions import TypeIs
+
     from .requests import (
         AddOffsetsToTxnRequest,
         AddPartitionsToTxnRequest,
+        AddPartitionsToTxnRequestBatched,
+        AddPartitionsToTxnRequestClient,
         DescribeProducersRequest,
         DescribeTransactionsRequest,
         EndTxnRequest,
@@ -104,55 +110,85 @@ def _init_error(code: int) -> dict[str, Any]:
 
 
 # ---------------------------------------------------------------------------- AddPartitionsToTxn
-async def handle_add_partitions_to_txn(
-    ctx: RequestContext, request: AddPartitionsToTxnRequest
-) -> dict[str, Any]:
-    topics = [(t.name, list(t.partitions)) for t in request.v3_and_below_topics]
-    txn_id = request.v3_and_below_transactional_id
-    if not _may_write_txn(ctx, txn_id):
-        return {"throttle_time": 0, "results_by_topic_v3_and_below": [
-            {"name": name, "results_by_partition": [
-                {"partition_index": p,
-                 "partition_error_code": ErrorCode.transactional_id_authorization_failed}
-                for p in parts]} for name, parts in topics]}
-    writable = set(ctx.authorized(AclOperation.WRITE, ResourceType.TOPIC,
-                                  {n for n, _ in topics}))
-    unknown: dict[tuple[str, int], int] = {}
+def _batched(request: AddPartitionsToTxnRequest) -> TypeIs[AddPartitionsToTxnRequestBatched]:
+    """v4+: the broker-to-coordinator form, a batch of transactions, each VerifyOnly or not."""
+    return request.__version__ >= 4
+
+
+async def _add_partitions(
+    ctx: RequestContext, txn_id: str, producer_id: int, producer_epoch: int,
+    topics: Sequence[tuple[str, Sequence[int]]], verify_only: bool,
+    writable: set[str] | None = None,
+) -> dict[tuple[str, int], int]:
+    """One transaction's answer per partition (Kafka's handleAddPartitionsToTxnRequest): an
+    unknown partition, or a topic outside `writable` (the client form's ACL check), fails
+    the whole transaction (the others OPERATION_NOT_ATTEMPTED)."""
+    refused: dict[tuple[str, int], int] = {}
     for name, parts in topics:
         state = ctx.store.topic(name)
         for p in parts:
-            if name not in writable:
-                unknown[(name, p)] = ErrorCode.topic_authorization_failed
+            if writable is not None and name not in writable:
+                refused[(name, p)] = ErrorCode.topic_authorization_failed
             elif state is None or p not in state.partitions:
-                unknown[(name, p)] = ErrorCode.unknown_topic_or_partition
-    if unknown:
-        # Any refused partition fails the whole request; the others were not attempted.
-        codes: dict[tuple[str, int], int] = {
-            (n, p): unknown.get((n, p), ErrorCode.operation_not_attempted)
-            for n, ps in topics
-            for p in ps
+                refused[(name, p)] = ErrorCode.unknown_topic_or_partition
+    partitions = [(n, p) for n, ps in topics for p in ps]
+    if refused:
+        return {tp: refused.get(tp, ErrorCode.operation_not_attempted) for tp in partitions}
+    if verify_only:
+        codes: dict[tuple[str, int], int] = dict(ctx.transactions.verify_partitions(
+            txn_id, producer_id, producer_epoch, partitions))
+        if ctx.version < 5:  # TRANSACTION_ABORTABLE is known from v5 on
+            codes = {tp: ErrorCode.invalid_txn_state if c == ErrorCode.transaction_abortable
+                     else c for tp, c in codes.items()}
+        return codes
+    code = await ctx.transactions.add_partitions(txn_id, producer_id, producer_epoch, partitions)
+    return dict.fromkeys(partitions, _fenced_for(code, ctx.version, 2))
+
+
+def _topic_results(
+    topics: Sequence[tuple[str, Sequence[int]]], codes: dict[tuple[str, int], int]
+) -> list[dict[str, Any]]:
+    return [
+        {
+            "name": name,
+            "results_by_partition": [
+                {"partition_index": p, "partition_error_code": codes[(name, p)]} for p in parts
+            ],
         }
+        for name, parts in topics
+    ]
+
+
+async def handle_add_partitions_to_txn(
+    ctx: RequestContext, request: AddPartitionsToTxnRequest
+) -> dict[str, Any]:
+    if _batched(request):
+        # Brokers only (Kafka: CLUSTER_ACTION on the cluster, else a top-level error).
+        if not ctx.authorize(AclOperation.CLUSTER_ACTION, ResourceType.CLUSTER):
+            return {"throttle_time": 0, "error_code": ErrorCode.cluster_authorization_failed,
+                    "results_by_transaction": []}
+        results = []
+        for txn in request.transactions:
+            topics = [(t.name, list(dict.fromkeys(t.partitions))) for t in txn.topics]
+            codes = await _add_partitions(ctx, txn.transactional_id, txn.producer_id,
+                                          txn.producer_epoch, topics, txn.verify_only)
+            results.append({"transactional_id": txn.transactional_id,
+                            "topic_results": _topic_results(topics, codes)})
+        return {"throttle_time": 0, "error_code": ErrorCode.none,
+                "results_by_transaction": results}
+    client: AddPartitionsToTxnRequestClient = request
+    topics = [(t.name, list(t.partitions)) for t in client.v3_and_below_topics]
+    txn_id = client.v3_and_below_transactional_id
+    if not _may_write_txn(ctx, txn_id):
+        codes = {(n, p): ErrorCode.transactional_id_authorization_failed
+                 for n, ps in topics for p in ps}
     else:
-        code = await ctx.transactions.add_partitions(
-            request.v3_and_below_transactional_id,
-            request.v3_and_below_producer_id,
-            request.v3_and_below_producer_epoch,
-            [(n, p) for n, ps in topics for p in ps],
-        )
-        code = _fenced_for(code, ctx.version, 2)
-        codes = {(n, p): code for n, ps in topics for p in ps}
-    return {
-        "throttle_time": 0,
-        "results_by_topic_v3_and_below": [
-            {
-                "name": name,
-                "results_by_partition": [
-                    {"partition_index": p, "partition_error_code": codes[(name, p)]} for p in parts
-                ],
-            }
-            for name, parts in topics
-        ],
-    }
+        writable = {str(n) for n in ctx.authorized(AclOperation.WRITE, ResourceType.TOPIC,
+                                                   {n for n, _ in topics})}
+        codes = await _add_partitions(
+            ctx, txn_id, client.v3_and_below_producer_id, client.v3_and_below_producer_epoch,
+            topics, verify_only=False, writable=writable)
+    return {"throttle_time": 0, "results_by_topic_v3_and_below": _topic_results(topics, codes)}
 
 
 # ---------------------------------------------------------------------------- AddOffsetsToTxn
@@ -346,6 +382,61 @@ async def handle_list_transactions(
 
 
 # ---------------------------------------------------------------------------- Produce check
+def _needs_verification(
+    coord: TransactionCoordinator, partition: Partition, records: bytes | None
+) -> tuple[int, int] | None:
+    """(producer id, epoch) of a transactional batch whose producer has no transaction open on
+    the partition at that epoch yet, else None."""
+    if not records or not coord.verification_enabled:
+        return None
+    try:
+        _, header = next(iter_batches(records))
+    except (StopIteration, Exception):
+        return None  # the log's validation answers malformed input
+    if not header.is_transactional or header.is_control or header.producer_id < 0:
+        return None
+    entry = partition.last_producer_entry(header.producer_id)
+    if (
+        entry is not None
+        and entry.current_txn_start_offset >= 0
+        and entry.producer_epoch == header.producer_epoch
+    ):
+        return None  # already verified: the transaction is open on this partition
+    return header.producer_id, header.producer_epoch
+
+
+async def verify_with_remote_coordinator(
+    ctx: RequestContext,
+    transactional_id: str | None,
+    partitions: list[tuple[str, int, bytes | None]],
+) -> dict[tuple[str, int], int]:
+    """KIP-890 part 1 when the transaction coordinator is another broker: ask it
+    (AddPartitionsToTxn v5, VerifyOnly) about every partition of this Produce request that needs
+    verifying; the answers as the Produce response carries them, by (topic, partition)."""
+    verifier = ctx.txn_verifier
+    coord = ctx.transactions
+    if not transactional_id or verifier is None or not coord.verification_enabled:
+        return {}
+    coordinator = verifier.coordinator_of(transactional_id)
+    if coordinator < 0 or coordinator == ctx.broker_id:
+        return {}
+    wanted: dict[tuple[int, int], list[tuple[str, int]]] = defaultdict(list)
+    for topic, index, records in partitions:
+        try:
+            partition = ctx.replicas.leader_partition(topic, index)
+        except PartitionError:
+            continue  # the append answers it
+        producer = _needs_verification(coord, partition, records)
+        if producer is not None:
+            wanted[producer].append((topic, index))
+    out: dict[tuple[str, int], int] = {}
+    for (pid, epoch), parts in wanted.items():
+        answers = await verifier.verify(coordinator, transactional_id, pid, epoch, parts)
+        for tp, code in answers.items():
+            out[tp] = produce_error(code, ctx.version)
+    return out
+
+
 def verify_transactional_produce(
     coord: TransactionCoordinator,
     partition: Partition,
@@ -356,37 +447,14 @@ def verify_transactional_produce(
     """KIP-890 part 1 (transaction.partition.verification.enable): before the first
     transactional append of a producer to a partition, the partition must be in its ongoing
     transaction. Returns NONE or the error code for the Produce response of `version`."""
-    if not records or not coord.verification_enabled:
+    producer = _needs_verification(coord, partition, records)
+    if producer is None:
         return ErrorCode.none
-    try:
-        _, header = next(iter_batches(records))
-    except (StopIteration, Exception):
-        return ErrorCode.none  # the log's validation answers malformed input
-    if not header.is_transactional or header.is_control or header.producer_id < 0:
-        return ErrorCode.none
-    entry = partition.last_producer_entry(header.producer_id)
-    if (
-        entry is not None
-        and entry.current_txn_start_offset >= 0
-        and entry.producer_epoch == header.producer_epoch
-    ):
-        return ErrorCode.none  # already verified: the transaction is open on this partition
     if transactional_id and not coord.is_local(transactional_id):
-        # The coordinator is another broker; Kafka asks it with AddPartitionsToTxn v4
-        # (verifyOnly), which is not implemented yet: the append goes unverified, as with
-        # transaction.partition.verification.enable=false.
+        # The coordinator is another broker: verify_with_remote_coordinator asked it before
+        # the append; without one known, the append goes unverified.
         return ErrorCode.none
     code = coord.verify_partition(
-        transactional_id,
-        header.producer_id,
-        header.producer_epoch,
-        partition.topic,
-        partition.index,
+        transactional_id, producer[0], producer[1], partition.topic, partition.index
     )
-    if code == ErrorCode.producer_fenced:
-        return ErrorCode.invalid_producer_epoch
-    if code == ErrorCode.concurrent_transactions:
-        return ErrorCode.not_enough_replicas  # retriable for every client
-    if code == ErrorCode.transaction_abortable and version < 11:
-        return ErrorCode.invalid_txn_state
-    return code
+    return produce_error(code, version)

@@ -98,8 +98,11 @@ class TransactionCoordinator:
         markers: TxnMarkerSender,
         producer_ids: ProducerIdSource,
         metrics: TxnMetrics,
+        transaction_version: Callable[[], int] = lambda: 0,
     ) -> None:
         self.topic = topic
+        # The cluster's finalized transaction.version: >= 1 writes log values in version 1.
+        self.transaction_version = transaction_version
         self.markers = markers
         self.producer_ids = producer_ids
         self.metrics = metrics
@@ -327,7 +330,8 @@ class TransactionCoordinator:
         state stays as it was) and CoordinatorError carries Kafka's answer for it."""
         txn_id = md.transactional_id
         now = _now()
-        value = None if transit is None else encode_value(transit.log_value())
+        value = None if transit is None else encode_value(
+            transit.log_value(), 1 if self.transaction_version() >= 1 else 0)
         try:
             await self.topic.append_replicated(
                 self._partition_of(txn_id),
@@ -456,6 +460,31 @@ class TransactionCoordinator:
         except CoordinatorError as exc:
             return exc.error_code
         return ErrorCode.none
+
+    def verify_partitions(
+        self, txn_id: str, producer_id: int, producer_epoch: int,
+        partitions: Iterable[tuple[str, int]],
+    ) -> dict[tuple[str, int], ErrorCode]:
+        """AddPartitionsToTxn v4+ with VerifyOnly (Kafka's handleVerifyPartitionsInTransaction):
+        per partition NONE if it is in the transaction, else TRANSACTION_ABORTABLE; a problem
+        with the transaction itself is every partition's answer. Pending transitions are not
+        checked (the append that follows is validated on its own)."""
+        parts = list(partitions)
+        if not txn_id:
+            return dict.fromkeys(parts, ErrorCode.invalid_request)
+        try:
+            self._check_coordinator(txn_id)
+        except CoordinatorError as exc:
+            return dict.fromkeys(parts, exc.error_code)
+        md = self._txns.get(txn_id)
+        if md is None or md.producer_id != producer_id:
+            return dict.fromkeys(parts, ErrorCode.invalid_producer_id_mapping)
+        if md.producer_epoch != producer_epoch:
+            return dict.fromkeys(parts, ErrorCode.producer_fenced)
+        if md.state in PREPARED:
+            return dict.fromkeys(parts, ErrorCode.concurrent_transactions)
+        return {tp: ErrorCode.none if tp in md.partitions else ErrorCode.transaction_abortable
+                for tp in parts}
 
     def offsets_partition(self, group_id: str) -> tuple[str, int]:
         return OFFSETS_TOPIC, partition_for(group_id, self.offsets_partitions)

@@ -4,7 +4,10 @@ key   = int16 version (0) | TransactionalId string
 value = int16 version (0) | ProducerId int64 | ProducerEpoch int16 | TransactionTimeoutMs int32
         | TransactionStatus int8 | TransactionPartitions [Topic string, PartitionIds [int32]]
         | TransactionLastUpdateTimestampMs int64 | TransactionStartTimestampMs int64
-A null value is a tombstone (the transactional id expired). Value v1 (flexible) is read too.
+A null value is a tombstone (the transactional id expired).
+Value v1 (flexible; written once the cluster finalizes transaction.version >= 1, as Kafka 4.x
+does) adds tagged fields: PreviousProducerId (tag 0, default -1), NextProducerId (tag 1,
+default -1), ClientTransactionVersion (tag 2, int16, default 0); only non-defaults are written.
 """
 
 from __future__ import annotations
@@ -29,6 +32,9 @@ class TxnLogValue:
     partitions: tuple[tuple[str, int], ...]
     last_update_ms: int
     start_ms: int
+    previous_producer_id: int = -1
+    next_producer_id: int = -1
+    client_transaction_version: int = 0
 
 
 def _string(s: str) -> bytes:
@@ -40,21 +46,48 @@ def encode_key(transactional_id: str) -> bytes:
     return struct.pack(">h", KEY_VERSION) + _string(transactional_id)
 
 
-def encode_value(v: TxnLogValue) -> bytes:
+def _uvarint(n: int) -> bytes:
+    out = bytearray()
+    while n >= 0x80:
+        out.append((n & 0x7F) | 0x80)
+        n >>= 7
+    out.append(n)
+    return bytes(out)
+
+
+def encode_value(v: TxnLogValue, version: int = VALUE_VERSION) -> bytes:
+    """The value record in version 0 (non-flexible) or 1 (flexible, with tagged fields)."""
+    if version not in (0, 1):
+        raise ValueError(f"unknown TransactionLogValue version {version}")
+    flexible = version >= 1
     out = bytearray(
-        struct.pack(
-            ">hqhib", VALUE_VERSION, v.producer_id, v.producer_epoch, v.timeout_ms, v.status
-        )
+        struct.pack(">hqhib", version, v.producer_id, v.producer_epoch, v.timeout_ms, v.status)
     )
     by_topic: dict[str, list[int]] = {}
     for topic, p in sorted(v.partitions):
         by_topic.setdefault(topic, []).append(p)
-    out += struct.pack(">i", len(by_topic))
+    out += _uvarint(len(by_topic) + 1) if flexible else struct.pack(">i", len(by_topic))
     for topic, parts in by_topic.items():
-        out += _string(topic)
-        out += struct.pack(">i", len(parts))
+        if flexible:
+            raw = topic.encode()
+            out += _uvarint(len(raw) + 1) + raw + _uvarint(len(parts) + 1)
+        else:
+            out += _string(topic) + struct.pack(">i", len(parts))
         out += b"".join(struct.pack(">i", p) for p in parts)
+        if flexible:
+            out += _uvarint(0)  # the partition entry's tagged fields: none
     out += struct.pack(">qq", v.last_update_ms, v.start_ms)
+    if flexible:
+        tags = []
+        if v.previous_producer_id != -1:
+            tags.append((0, struct.pack(">q", v.previous_producer_id)))
+        if v.next_producer_id != -1:
+            tags.append((1, struct.pack(">q", v.next_producer_id)))
+        if v.client_transaction_version != 0:
+            tags.append((2, struct.pack(">h", v.client_transaction_version)))
+        out += _uvarint(len(tags))
+        for tag, raw in tags:
+            out += _uvarint(tag) + _uvarint(len(raw)) + raw
     return bytes(out)
 
 
@@ -124,4 +157,18 @@ def decode_value(buf: bytes) -> TxnLogValue:
         if flexible:
             r.skip_tags()
     last_update, start = r.unpack(">qq")
-    return TxnLogValue(pid, epoch, timeout, status, tuple(partitions), last_update, start)
+    previous = next_pid = -1
+    client_version = 0
+    if flexible:
+        for _ in range(r.uvarint()):
+            tag, size = r.uvarint(), r.uvarint()
+            end = r.pos + size
+            if tag == 0:
+                (previous,) = r.unpack(">q")
+            elif tag == 1:
+                (next_pid,) = r.unpack(">q")
+            elif tag == 2:
+                (client_version,) = r.unpack(">h")
+            r.pos = end
+    return TxnLogValue(pid, epoch, timeout, status, tuple(partitions), last_update, start,
+                       previous, next_pid, client_version)

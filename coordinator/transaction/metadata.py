@@ -97,6 +97,7 @@ class TxnTransit:
             parts,
             self.last_update_ms,
             self.start_ms,
+            previous_producer_id=self.last_producer_id,
         )
 
 
@@ -227,6 +228,7 @@ class TxnMetadata:
         return cls(
             transactional_id,
             v.producer_id,
+            last_producer_id=v.previous_producer_id,
             producer_epoch=v.producer_epoch,
             timeout_ms=v.timeout_ms,
             state=TxnState(v.status),

@@ -1,0 +1,95 @@
+"""Feature flags (Kafka's KIP-584): the levels this broker supports and the cluster's finalized
+levels, which ApiVersions v3+ reports and UpdateFeatures changes.
+
+`transaction.version` is the one feature Samsa lists. Its levels mean what they mean in Kafka
+4.x: 0 the classic transaction protocol, 1 the flexible transaction-log value, 2 transactions
+v2 (KIP-890 part 2: Produce v12, EndTxn v5, TxnOffsetCommit v5). Samsa implements levels 0
+and 1 (the transaction coordinator writes TransactionLogValue v1 while the finalized level is
+>= 1), so it supports 0..1; clients switch protocol only at a finalized 2, so they keep the
+classic one. A new cluster finalizes nothing (level 0) until level 2 is implemented.
+`group.version` (KIP-848) and `metadata.version` (KRaft) are not listed: Samsa implements
+neither.
+
+Where the finalized levels live: the metadata store (samsa-metadata.json for one broker,
+ZooKeeper's /feature znode for a cluster, as Kafka's ZooKeeper mode kept them). A level of 0
+is "not finalized" and is not stored or reported, as in Kafka.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import IntEnum
+
+from protocol.errors import ErrorCode, KafkaError
+
+TRANSACTION_VERSION = "transaction.version"
+
+# name -> (min, max) level this broker implements.
+SUPPORTED: dict[str, tuple[int, int]] = {TRANSACTION_VERSION: (0, 1)}
+
+# What a new cluster finalizes (Kafka 4.x finalizes transaction.version=2 once it exists here).
+DEFAULT_FINALIZED: dict[str, int] = {}
+
+
+@dataclass(frozen=True, slots=True)
+class FinalizedFeatures:
+    """The cluster's finalized levels (only levels > 0) and their epoch (-1: unknown)."""
+
+    epoch: int = -1
+    levels: dict[str, int] = field(default_factory=dict)
+
+    def level(self, name: str) -> int:
+        return self.levels.get(name, 0)
+
+
+def default_levels() -> dict[str, int]:
+    return {name: level for name, level in DEFAULT_FINALIZED.items() if level > 0}
+
+
+class UpgradeType(IntEnum):
+    """FeatureUpdateKey.UpgradeType (UpdateFeatures v1+; v0's AllowDowngrade maps to 1 or 2)."""
+
+    UNKNOWN = 0
+    UPGRADE = 1
+    SAFE_DOWNGRADE = 2
+    UNSAFE_DOWNGRADE = 3
+
+
+class InvalidUpdateVersion(KafkaError):
+    error_code = ErrorCode.invalid_update_version
+
+
+def apply_updates(
+    broker_id: int, current: dict[str, int], updates: list[tuple[str, int, int]]
+) -> dict[str, int]:
+    """The finalized levels after (feature, level, upgrade type) updates, checked as Kafka's
+    controller checks them (FeatureControlManager.updateFeature); the first bad update raises
+    InvalidUpdateVersion and nothing changes."""
+    levels = dict(current)
+    for name, level, upgrade_type in updates:
+        def invalid(reason: str, name: str = name, level: int = level) -> InvalidUpdateVersion:
+            return InvalidUpdateVersion(
+                f"Invalid update version {level} for feature {name}. {reason}")
+
+        if upgrade_type not in (UpgradeType.UPGRADE, UpgradeType.SAFE_DOWNGRADE,
+                                UpgradeType.UNSAFE_DOWNGRADE):
+            raise invalid("The controller does not support the given upgrade type.")
+        if level < 0:
+            raise invalid("A feature version cannot be less than 0.")
+        supported = SUPPORTED.get(name)
+        if supported is None:
+            raise invalid(f"Local controller {broker_id} does not support this feature.")
+        low, high = supported
+        if not low <= level <= high:
+            raise invalid(f"Local controller {broker_id} only supports versions {low}-{high}")
+        now = current.get(name, 0)
+        if level < now and upgrade_type == UpgradeType.UPGRADE:
+            raise invalid("Can't downgrade the version of this feature without setting the "
+                          "upgrade type to either safe or unsafe downgrade.")
+        if level > now and upgrade_type != UpgradeType.UPGRADE:
+            raise invalid("Can't downgrade to a newer version.")
+        if level > 0:
+            levels[name] = level
+        else:
+            levels.pop(name, None)
+    return levels

@@ -1,0 +1,59 @@
+"""Finalized feature levels in ZooKeeper's /feature znode (Kafka's FeatureZNode): a new cluster
+creates it, a level one broker finalizes every broker reports, the epoch is the znode version,
+and a bad update changes nothing."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import uuid
+
+import pytest
+
+from broker.features import InvalidUpdateVersion, UpgradeType, apply_updates
+from broker.metadata_store import BrokerInfo
+from broker.zk_store import ZkMetadataStore
+
+
+def _store(zookeeper, chroot: str, broker_id: int) -> ZkMetadataStore:
+    info = BrokerInfo(broker_id, "127.0.0.1", 9000 + broker_id)
+    return ZkMetadataStore(f"{zookeeper.connect_string}/{chroot}", info, session_timeout_ms=4000)
+
+
+async def _until(check, timeout: float = 10.0) -> None:
+    deadline = asyncio.get_running_loop().time() + timeout
+    while not check():
+        assert asyncio.get_running_loop().time() < deadline, "timed out"
+        await asyncio.sleep(0.05)
+
+
+async def test_feature_levels_are_shared_through_zookeeper(zookeeper):
+    chroot = f"c{uuid.uuid4().hex[:8]}"
+    a, b = _store(zookeeper, chroot, 1), _store(zookeeper, chroot, 2)
+    await a.start()
+    await b.start()
+    try:
+        await _until(lambda: a.finalized_features().epoch == 0
+                     and b.finalized_features().epoch == 0)
+        assert a.finalized_features().levels == b.finalized_features().levels == {}
+
+        def upgrade(levels: dict[str, int]) -> dict[str, int]:
+            return apply_updates(1, levels, [("transaction.version", 1, UpgradeType.UPGRADE)])
+
+        done = await a.update_features(upgrade)
+        assert (done.epoch, done.levels) == (1, {"transaction.version": 1})
+        await _until(lambda: b.finalized_features().epoch == 1)
+        assert b.finalized_features().levels == {"transaction.version": 1}
+        doc = json.loads(a._zk.get("/feature")[0])
+        assert doc == {"version": 2, "status": 1,
+                       "features": {"transaction.version": {"max_version_level": 1}}}
+
+        def too_far(levels: dict[str, int]) -> dict[str, int]:
+            return apply_updates(2, levels, [("transaction.version", 3, UpgradeType.UPGRADE)])
+
+        with pytest.raises(InvalidUpdateVersion):
+            await b.update_features(too_far)
+        assert a._zk.get("/feature")[1].version == 1
+    finally:
+        await a.close()
+        await b.close()

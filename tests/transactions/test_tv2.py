@@ -1,0 +1,192 @@
+"""Feature levels (KIP-584) and `transaction.version`, over the raw wire.
+
+ApiVersions v3+ lists what the broker supports and what the cluster finalized; UpdateFeatures
+changes the finalized level with Kafka's checks and error; the level survives a restart; and at
+transaction.version 1 the coordinator writes the flexible TransactionLogValue v1, which Kafka's
+own decoder (kafka-dump-log) reads and a restarted coordinator loads. AddPartitionsToTxn v4-v5,
+the broker-to-coordinator batched form: VerifyOnly checks, plain adds.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from protocol.records import build_batch, decode_records, iter_batches
+from tests.support.java import run_java_tool
+from tests.transactions.txnwire import NONE, TxnWire
+
+API_VERSIONS, UPDATE_FEATURES = 18, 57
+INVALID_UPDATE_VERSION = 95
+TV = "transaction.version"
+UPGRADE, SAFE_DOWNGRADE = 1, 2
+
+
+def api_versions(w: TxnWire, version: int = 4) -> Any:
+    body = {"client_software_name": "samsa-tests", "client_software_version": "1.0"}
+    r = w.call(API_VERSIONS, version, body if version >= 3 else {})
+    assert r.error_code == NONE
+    return r
+
+
+def finalized(w: TxnWire) -> dict[str, int]:
+    r = api_versions(w)
+    assert r.finalized_features_epoch >= 0
+    for f in r.finalized_features:
+        assert f.min_version_level == f.max_version_level
+    return {f.name: f.max_version_level for f in r.finalized_features}
+
+
+def update(w: TxnWire, updates: dict[str, tuple[int, int]], version: int = 1,
+           validate_only: bool = False) -> Any:
+    body: dict[str, Any] = {"feature_updates": [
+        {"feature": name, "max_version_level": level, "upgrade_type": kind}
+        for name, (level, kind) in updates.items()
+    ]}
+    if version >= 1:
+        body["validate_only"] = validate_only
+    return w.call(UPDATE_FEATURES, version, body)
+
+
+def test_api_versions_lists_transaction_version(broker):
+    with TxnWire(broker.bootstrap) as w:
+        v4 = api_versions(w, 4)
+        assert [(f.name, f.min_version, f.max_version) for f in v4.supported_features] == [
+            (TV, 0, 1)]
+        # Nothing finalized on a new cluster (level 0 is not listed), but the epoch is known.
+        assert v4.finalized_features == ()
+        assert v4.finalized_features_epoch == 0
+        # v0-v3 omit supported features whose minimum is 0 (KAFKA-17011).
+        assert api_versions(w, 3).supported_features == ()
+        assert 57 in {k.api_key for k in v4.api_keys}
+
+
+def test_update_features_checks_and_persists(broker):
+    with TxnWire(broker.bootstrap) as w:
+        bad = [
+            ({"group.version": (1, UPGRADE)}, "does not support this feature"),
+            ({TV: (2, UPGRADE)}, "only supports versions 0-1"),
+            ({TV: (-1, SAFE_DOWNGRADE)}, "cannot be less than 0"),
+            ({TV: (1, SAFE_DOWNGRADE)}, "Can't downgrade to a newer version"),
+        ]
+        for updates, reason in bad:
+            r = update(w, updates)
+            assert r.error_code == INVALID_UPDATE_VERSION, updates
+            assert reason in r.error_message, r.error_message
+            assert r.results == ()
+        r = update(w, {TV: (1, UPGRADE)}, validate_only=True)
+        assert (r.error_code, [(x.feature, x.error_code) for x in r.results]) == (
+            NONE, [(TV, NONE)])
+        assert finalized(w) == {}
+
+        epoch = api_versions(w).finalized_features_epoch
+        r = update(w, {TV: (1, UPGRADE)}, version=2)
+        assert r.error_code == NONE, r
+        assert finalized(w) == {TV: 1}
+        assert api_versions(w).finalized_features_epoch > epoch
+        r = update(w, {TV: (0, UPGRADE)})
+        assert r.error_code == INVALID_UPDATE_VERSION
+        assert "without setting the upgrade type" in r.error_message
+
+    broker.restart()
+    with TxnWire(broker.bootstrap) as w:
+        assert finalized(w) == {TV: 1}
+        assert update(w, {TV: (0, SAFE_DOWNGRADE)}).error_code == NONE
+        assert finalized(w) == {}
+
+
+def _txn_state_values(data_dir: Path) -> list[bytes]:
+    values = []
+    for seg in sorted(data_dir.glob("__transaction_state-*/*.log")):
+        buf = seg.read_bytes()
+        for pos, h in iter_batches(buf):
+            values += [r.value for r in decode_records(buf, pos, h) if r.value is not None]
+    return values
+
+
+def test_transaction_version_1_writes_log_value_v1(broker, unique_topic):
+    with TxnWire(broker.bootstrap) as w:
+        assert update(w, {TV: (1, UPGRADE)}).error_code == NONE
+        w.create_topic(unique_topic)
+        r = w.init_until_ready("tv1-txn")
+        assert r.error_code == NONE
+        pid, epoch = r.producer_id, r.producer_epoch
+        assert w.add_partitions("tv1-txn", pid, epoch, [(unique_topic, 0)]) == {
+            (unique_topic, 0): NONE}
+        batch = build_batch([(b"k", b"v")], producer_id=pid, producer_epoch=epoch,
+                            base_sequence=0, transactional=True)
+        assert w.produce(unique_topic, 0, batch, txn_id="tv1-txn")[0] == NONE
+        assert w.end_txn("tv1-txn", pid, epoch, commit=True) == NONE
+    broker.stop()
+
+    data_dir = broker.data_dir
+    values = _txn_state_values(data_dir)
+    assert values and {v[:2] for v in values} == {b"\x00\x01"}
+    segs = [str(p) for p in sorted(data_dir.glob("__transaction_state-*/*.log"))
+            if p.stat().st_size]
+    res = run_java_tool("org.apache.kafka.tools.DumpLogSegments",
+                        ["--transaction-log-decoder", "--print-data-log", "--files", *segs])
+    res.check()
+    payloads = [line.split(" payload: ", 1)[1] for line in res.stdout.splitlines()
+                if '"transactionalId":"tv1-txn"' in line]
+    # Kafka's decoder reads every value as v1: Empty, Ongoing, PrepareCommit, CompleteCommit.
+    assert len(payloads) == 4, res.describe()
+    assert all(p.startswith('{"version":"1"') for p in payloads), res.describe()
+    assert '"transactionStatus":4' in payloads[-1], res.describe()
+
+    broker.start()
+    with TxnWire(broker.bootstrap) as w:
+        d = w.describe_txn("tv1-txn")
+        assert (d.error_code, d.transaction_state, d.producer_id) == (NONE, "CompleteCommit", pid)
+
+
+ADD_PARTITIONS = 24
+TRANSACTION_ABORTABLE, INVALID_TXN_STATE, PRODUCER_FENCED = 120, 48, 90
+INVALID_PRODUCER_ID_MAPPING, UNKNOWN_TOPIC_OR_PARTITION, OPERATION_NOT_ATTEMPTED = 49, 3, 55
+
+
+def add_batched(w: TxnWire, version: int, txns: list[tuple[str, int, int, bool, list]]) -> dict:
+    """AddPartitionsToTxn v4+: {(txn id, topic, partition): error} for a batch of
+    (txn id, pid, epoch, verify_only, [(topic, partition)])."""
+    body = {"transactions": [
+        {"transactional_id": txn, "producer_id": pid, "producer_epoch": epoch,
+         "verify_only": verify, "topics": [{"name": t, "partitions": [p]} for t, p in parts]}
+        for txn, pid, epoch, verify, parts in txns]}
+    r = w.call(ADD_PARTITIONS, version, body)
+    assert r.error_code == NONE
+    return {(res.transactional_id, t.name, p.partition_index): int(p.partition_error_code)
+            for res in r.results_by_transaction for t in res.topic_results
+            for p in t.results_by_partition}
+
+
+def test_add_partitions_to_txn_batched_verify_and_add(broker, unique_topic):
+    a, b = unique_topic + "-a", unique_topic + "-b"
+    with TxnWire(broker.bootstrap) as w:
+        w.create_topic(a)
+        w.create_topic(b)
+        r1, r2 = w.init_until_ready("apv-1"), w.init_until_ready("apv-2")
+        p1, e1, p2, e2 = r1.producer_id, r1.producer_epoch, r2.producer_id, r2.producer_epoch
+        # Nothing added yet: verification says abortable; one request carries two transactions,
+        # one verifying and one adding.
+        assert add_batched(w, 5, [("apv-1", p1, e1, True, [(a, 0)]),
+                                  ("apv-2", p2, e2, False, [(a, 0), (b, 0)])]) == {
+            ("apv-1", a, 0): TRANSACTION_ABORTABLE, ("apv-2", a, 0): NONE, ("apv-2", b, 0): NONE}
+        assert w.describe_txn("apv-2").transaction_state == "Ongoing"
+        # Verifying added nothing.
+        assert add_batched(w, 5, [("apv-1", p1, e1, True, [(a, 0)])]) == {
+            ("apv-1", a, 0): TRANSACTION_ABORTABLE}
+        assert add_batched(w, 5, [("apv-1", p1, e1, False, [(a, 0)])]) == {("apv-1", a, 0): NONE}
+        assert add_batched(w, 5, [("apv-1", p1, e1, True, [(a, 0), (b, 0)])]) == {
+            ("apv-1", a, 0): NONE, ("apv-1", b, 0): TRANSACTION_ABORTABLE}
+        # v4 predates TRANSACTION_ABORTABLE.
+        assert add_batched(w, 4, [("apv-1", p1, e1, True, [(b, 0)])]) == {
+            ("apv-1", b, 0): INVALID_TXN_STATE}
+        # The transaction itself is wrong: every partition gets the one answer.
+        assert add_batched(w, 5, [("apv-1", p1, e1 - 1 if e1 else e1 + 1, True, [(a, 0)]),
+                                  ("apv-2", p1, e2, True, [(a, 0)])]) == {
+            ("apv-1", a, 0): PRODUCER_FENCED, ("apv-2", a, 0): INVALID_PRODUCER_ID_MAPPING}
+        assert add_batched(w, 5, [("apv-1", p1, e1, False, [(a, 0), (a, 99)])]) == {
+            ("apv-1", a, 0): OPERATION_NOT_ATTEMPTED, ("apv-1", a, 99): UNKNOWN_TOPIC_OR_PARTITION}
+        # The client form still answers as before.
+        assert w.add_partitions("apv-1", p1, e1, [(b, 0)]) == {(b, 0): NONE}
+        assert add_batched(w, 5, [("apv-1", p1, e1, True, [(b, 0)])]) == {("apv-1", b, 0): NONE}
