@@ -398,3 +398,30 @@ def test_fetch_needs_topic_read_and_configs_need_their_acls(broker: BrokerProces
     grant(broker, allow(ResourceType.TOPIC, topic, "bob", AclOperation.ALTER_CONFIGS))
     (f,) = bob.describe_configs([ConfigResource("TOPIC", topic)]).values()
     assert f.result(TIMEOUT)["retention.ms"].value  # ALTER_CONFIGS implies DESCRIBE_CONFIGS
+
+
+def test_client_quota_apis_need_cluster_config_acls(broker: BrokerProcess, tmp_path: Path
+                                                    ) -> None:
+    """kafka-configs on client quotas: AlterClientQuotas needs ALTER_CONFIGS on the cluster,
+    DescribeClientQuotas DESCRIBE_CONFIGS (bob has neither; admin is a super user)."""
+    def configs(user: str, *args: str) -> Any:
+        props = tmp_path / f"{user}.properties"
+        props.write_text(
+            "security.protocol=SASL_PLAINTEXT\nsasl.mechanism=PLAIN\n"
+            "sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule "
+            f'required username="{user}" password="{user}-secret";\n')
+        return run_java_tool("kafka.admin.ConfigCommand", [
+            "--bootstrap-server", f"127.0.0.1:{broker.sasl_port}",  # type: ignore[attr-defined]
+            "--command-config", str(props), *args])
+
+    alter = ["--alter", "--entity-type", "clients", "--entity-name", "acl-quota-app",
+             "--add-config", "producer_byte_rate=4096"]
+    refused = configs("bob", *alter)
+    assert refused.returncode != 0 and "ClusterAuthorization" in refused.describe(), \
+        refused.describe()
+    done = configs("admin", *alter)
+    assert done.returncode == 0, done.describe()
+    describe = configs("bob", "--describe", "--entity-type", "clients", "--entity-name",
+                       "acl-quota-app")
+    assert describe.returncode != 0 and "ClusterAuthorization" in describe.describe(), \
+        describe.describe()
