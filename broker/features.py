@@ -26,6 +26,12 @@ TRANSACTION_VERSION = "transaction.version"
 
 # name -> (min, max) level this broker implements.
 SUPPORTED: dict[str, tuple[int, int]] = {TRANSACTION_VERSION: (0, 1)}
+# ... and with unstable.feature.versions.enable (levels still being finished).
+UNSTABLE: dict[str, tuple[int, int]] = {TRANSACTION_VERSION: (0, 2)}
+
+
+def supported(unstable: bool = False) -> dict[str, tuple[int, int]]:
+    return UNSTABLE if unstable else SUPPORTED
 
 # What a new cluster finalizes (Kafka 4.x finalizes transaction.version=2 once it exists here).
 DEFAULT_FINALIZED: dict[str, int] = {}
@@ -60,7 +66,8 @@ class InvalidUpdateVersion(KafkaError):
 
 
 def apply_updates(
-    broker_id: int, current: dict[str, int], updates: list[tuple[str, int, int]]
+    broker_id: int, current: dict[str, int], updates: list[tuple[str, int, int]],
+    unstable: bool = False,
 ) -> dict[str, int]:
     """The finalized levels after (feature, level, upgrade type) updates, checked as Kafka's
     controller checks them (FeatureControlManager.updateFeature); the first bad update raises
@@ -76,10 +83,10 @@ def apply_updates(
             raise invalid("The controller does not support the given upgrade type.")
         if level < 0:
             raise invalid("A feature version cannot be less than 0.")
-        supported = SUPPORTED.get(name)
-        if supported is None:
+        levels_here = supported(unstable).get(name)
+        if levels_here is None:
             raise invalid(f"Local controller {broker_id} does not support this feature.")
-        low, high = supported
+        low, high = levels_here
         if not low <= level <= high:
             raise invalid(f"Local controller {broker_id} only supports versions {low}-{high}")
         now = current.get(name, 0)

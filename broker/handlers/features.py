@@ -47,10 +47,12 @@ async def handle_update_features(
     else:
         try:
             if ctx.version >= 1 and getattr(request, "validate_only", False):
-                apply_updates(ctx.broker_id, ctx.store.finalized_features().levels, updates)
+                apply_updates(ctx.broker_id, ctx.store.finalized_features().levels, updates,
+                              ctx.config["unstable.feature.versions.enable"])
             else:
                 def apply(levels: dict[str, int]) -> dict[str, int]:
-                    return apply_updates(ctx.broker_id, levels, updates)
+                    return apply_updates(ctx.broker_id, levels, updates,
+                                         ctx.config["unstable.feature.versions.enable"])
 
                 features = await ctx.store.update_features(apply)
                 log.info("finalized features updated by %s: %s (epoch %d)", ctx.peer,

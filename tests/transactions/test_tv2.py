@@ -9,12 +9,21 @@ the broker-to-coordinator batched form: VerifyOnly checks, plain adds.
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any
 
 from protocol.records import build_batch, decode_records, iter_batches
 from tests.support.java import run_java_tool
-from tests.transactions.txnwire import NONE, TxnWire
+from tests.transactions.txnwire import (
+    CONCURRENT_TRANSACTIONS,
+    END_TXN,
+    NONE,
+    TxnWire,
+    committed_values,
+    markers,
+    txn_batch,
+)
 
 API_VERSIONS, UPDATE_FEATURES = 18, 57
 INVALID_UPDATE_VERSION = 95
@@ -190,3 +199,66 @@ def test_add_partitions_to_txn_batched_verify_and_add(broker, unique_topic):
         # The client form still answers as before.
         assert w.add_partitions("apv-1", p1, e1, [(b, 0)]) == {(b, 0): NONE}
         assert add_batched(w, 5, [("apv-1", p1, e1, True, [(b, 0)])]) == {("apv-1", b, 0): NONE}
+
+
+# ---- transactions v2 (KIP-890 part 2): Produce v12, EndTxn v5, TxnOffsetCommit v5
+TV2_SETTINGS = {"unstable.api.versions.enable": True, "unstable.feature.versions.enable": True}
+NOT_ENOUGH_REPLICAS, INVALID_PRODUCER_EPOCH = 19, 47
+
+
+def end_txn_v5(w: TxnWire, txn: str, pid: int, epoch: int, commit: bool) -> tuple[int, int, int]:
+    """EndTxn v5 (retrying while the previous one completes): (error, producer id, epoch)."""
+    deadline = time.monotonic() + 15
+    while True:
+        r = w.call(END_TXN, 5, {"transactional_id": txn, "producer_id": pid,
+                                "producer_epoch": epoch, "committed": commit})
+        if r.error_code != CONCURRENT_TRANSACTIONS or time.monotonic() > deadline:
+            return int(r.error_code), r.producer_id, r.producer_epoch
+        time.sleep(0.05)
+
+
+def produce_v12(w: TxnWire, txn: str, topic: str, batch: bytes) -> int:
+    """Produce v12 with no AddPartitionsToTxn (retrying NOT_ENOUGH_REPLICAS, which the leader
+    answers while the coordinator finishes the previous transaction)."""
+    deadline = time.monotonic() + 15
+    while True:
+        code, _ = w.produce(topic, 0, batch, txn_id=txn, version=12)
+        if code != NOT_ENOUGH_REPLICAS or time.monotonic() > deadline:
+            return code
+        time.sleep(0.05)
+
+
+def test_tv2_produce_v12_end_txn_v5_bumps_the_epoch(broker_factory, unique_topic):
+    broker = broker_factory(TV2_SETTINGS)
+    txn, topic = "tv2-wire", unique_topic
+    with TxnWire(broker.bootstrap) as w:
+        assert {(k.api_key, k.max_version) for k in api_versions(w).api_keys} >= {
+            (0, 12), (26, 5), (28, 5)}
+        w.create_topic(topic)
+        r = w.init_until_ready(txn)
+        pid, e = r.producer_id, r.producer_epoch
+        # The leader adds the partition itself: no AddPartitionsToTxn.
+        assert produce_v12(w, txn, topic, txn_batch(pid, e, 0, [b"a", b"b"])) == NONE
+        d = w.describe_txn(txn)
+        assert (d.transaction_state, [(t.topic, tuple(t.partitions)) for t in d.topics]) == (
+            "Ongoing", [(topic, (0,))])
+        assert end_txn_v5(w, txn, pid, e, commit=True) == (NONE, pid, e + 1)
+        # A retry with the old epoch is answered with the bumped one.
+        assert end_txn_v5(w, txn, pid, e, commit=True) == (NONE, pid, e + 1)
+        # The next transaction: epoch + 1, sequences from 0; then an abort.
+        assert produce_v12(w, txn, topic, txn_batch(pid, e + 1, 0, [b"x"])) == NONE
+        assert end_txn_v5(w, txn, pid, e + 1, commit=False) == (NONE, pid, e + 2)
+        assert end_txn_v5(w, txn, pid, e + 1, commit=False) == (NONE, pid, e + 2)
+        assert end_txn_v5(w, txn, pid, e + 1, commit=True)[0] == INVALID_TXN_STATE
+        # Abort with the current epoch and nothing open: the epoch is bumped all the same.
+        assert end_txn_v5(w, txn, pid, e + 2, commit=False) == (NONE, pid, e + 3)
+        assert end_txn_v5(w, txn, pid, e + 3, commit=True)[0] == INVALID_TXN_STATE
+        # Older epochs are fenced, at the coordinator and at the partition.
+        assert end_txn_v5(w, txn, pid, e, commit=True)[0] == PRODUCER_FENCED
+        assert produce_v12(w, txn, topic, txn_batch(pid, e + 2, 0, [b"z"])) == (
+            INVALID_PRODUCER_EPOCH)
+        time.sleep(0.5)
+        part = w.fetch(topic, 0, 0, isolation=1)
+        # Markers carry the bumped epochs; read_committed sees the committed batch only.
+        assert markers(part.records) == [(pid, e + 1, True), (pid, e + 2, False)]
+        assert committed_values(part) == [b"a", b"b"]

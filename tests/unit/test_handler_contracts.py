@@ -16,7 +16,8 @@ from broker.handlers import requests
 from protocol.codec import request_type
 from protocol.errors import ErrorCode
 
-SPECS = build_registry().all()
+# Every version the broker can serve (with unstable.api.versions.enable too).
+SPECS = build_registry(unstable=True).all()
 HANDLERS = Path(__file__).resolve().parents[2] / "broker" / "handlers"
 
 
