@@ -262,3 +262,36 @@ def test_tv2_produce_v12_end_txn_v5_bumps_the_epoch(broker_factory, unique_topic
         # Markers carry the bumped epochs; read_committed sees the committed batch only.
         assert markers(part.records) == [(pid, e + 1, True), (pid, e + 2, False)]
         assert committed_values(part) == [b"a", b"b"]
+
+
+def test_java_4_producer_uses_tv2(broker_factory, unique_topic):
+    """Kafka 4.x's transactional producer with transaction.version 2 finalized: no
+    AddPartitionsToTxn/AddOffsetsToTxn, EndTxn v5 bumps the epoch each time."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    from tests.support.java import JAVA_SRC, compile_java, run_java_tool
+    from tests.transactions.clients import consume_all
+
+    broker = broker_factory(TV2_SETTINGS)
+    topic, group, txn = unique_topic, unique_topic + "-g", "tv2-java"
+    with TxnWire(broker.bootstrap) as w:
+        assert update(w, {TV: (2, UPGRADE)}).error_code == NONE
+        w.create_topic(topic)
+    classes = compile_java([JAVA_SRC / "Tv2Transactions.java"], classpath="kafka4")
+    res = run_java_tool("Tv2Transactions", [broker.bootstrap, topic, group, txn, "6"],
+                        extra_classpath=[classes], timeout=120)
+    assert res.returncode == 0 and "DONE" in res.stdout, res.describe()
+    assert consume_all(broker.bootstrap, topic, "read_committed", expect=4) == [
+        b"v0", b"v1", b"v3", b"v4"]
+    c = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": group})
+    try:
+        assert c.committed([TopicPartition(topic, 0)], timeout=10)[0].offset == 5
+    finally:
+        c.close()
+    with TxnWire(broker.bootstrap) as w:
+        d = w.describe_txn(txn)
+        part = w.fetch(topic, 0, 0, isolation=1)
+    # Six EndTxn v5, six epoch bumps; each marker carries its transaction's bumped epoch.
+    assert (d.transaction_state, d.producer_epoch) == ("CompleteAbort", 6)
+    assert [(e, commit) for _, e, commit in markers(part.records)] == [
+        (1, True), (2, True), (3, False), (4, True), (5, True), (6, False)]
