@@ -584,7 +584,11 @@ class TransactionCoordinator:
                     return ErrorCode.invalid_txn_state
                 md.pending_state = None
                 md.last_producer_epoch = -1
-            bump = client_version >= 2 and not fencing
+            # A TV2 transaction's abort bumps the epoch once more when the coordinator fences
+            # it (Kafka's PrepareEpochFence then PrepareAbort): the fenced producer's retry
+            # with its epoch (+1 = the fence) must not pass as a retry of this abort.
+            bump = (client_version >= 2 and not fencing) or (
+                fencing and md.tv2 and md.producer_epoch < MAX_EPOCH)
             next_pid = -1
             if bump and epoch_exhausted(md.producer_epoch):
                 try:
