@@ -149,7 +149,7 @@ class Broker:
         self.store.add_client_quota_listener(self.quotas.update)
         self.txn_verifier = TxnPartitionVerifier(
             self.store, self.broker_id, config["transaction.state.log.num.partitions"])
-        self.registry = build_registry(config["unstable.api.versions.enable"])
+        self.registry = build_registry()
         self.server = KafkaServer(
             listener_endpoints(config, self._scram_credential),
             Dispatcher(self.registry, self._services()),

@@ -669,12 +669,6 @@ _TABLE: list[PropertyDef] = [
        "timed-out transactions are aborted.", at_least(1), group=_G_TXN),
     _p("transaction.remove.expired.transaction.cleanup.interval.ms", I, 3600000, "How often "
        "expired transactional ids are removed.", at_least(1), group=_G_TXN),
-    _p("unstable.api.versions.enable", B, False, "Serve and advertise API versions whose "
-       "implementation is not finished (transactions v2: Produce v12, EndTxn v5, "
-       "TxnOffsetCommit v5). For testing only.", group=_G_TXN),
-    _p("unstable.feature.versions.enable", B, False, "Support feature levels whose "
-       "implementation is not finished (transaction.version 2). For testing only.",
-       group=_G_TXN),
     _p("transaction.partition.verification.enable", B, True, "Check that a partition was added "
        "to the transaction before a transactional write.", group=_G_TXN),
     _p("producer.id.expiration.ms", I, 86400000, "Producer-id state of an idle idempotent "

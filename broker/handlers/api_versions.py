@@ -10,7 +10,7 @@ from protocol.errors import ErrorCode
 from protocol.registry import ApiRegistry, Handler
 
 from ..context import RequestContext
-from ..features import supported
+from ..features import SUPPORTED
 
 if TYPE_CHECKING:
     from .requests import ApiVersionsRequest
@@ -30,8 +30,7 @@ def make_handler(registry: ApiRegistry[RequestContext]) -> Handler[RequestContex
             finalized = ctx.store.finalized_features()
             response["supported_features"] = [
                 {"name": name, "min_version": low, "max_version": high}
-                for name, (low, high) in sorted(
-                    supported(ctx.config["unstable.feature.versions.enable"]).items())
+                for name, (low, high) in sorted(SUPPORTED.items())
                 # v0-v3 clients may reject a minimum of 0, so those omit it (KAFKA-17011).
                 if low > 0 or ctx.version >= 4
             ]

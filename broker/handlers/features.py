@@ -47,12 +47,10 @@ async def handle_update_features(
     else:
         try:
             if ctx.version >= 1 and getattr(request, "validate_only", False):
-                apply_updates(ctx.broker_id, ctx.store.finalized_features().levels, updates,
-                              ctx.config["unstable.feature.versions.enable"])
+                apply_updates(ctx.broker_id, ctx.store.finalized_features().levels, updates)
             else:
                 def apply(levels: dict[str, int]) -> dict[str, int]:
-                    return apply_updates(ctx.broker_id, levels, updates,
-                                         ctx.config["unstable.feature.versions.enable"])
+                    return apply_updates(ctx.broker_id, levels, updates)
 
                 features = await ctx.store.update_features(apply)
                 log.info("finalized features updated by %s: %s (epoch %d)", ctx.peer,

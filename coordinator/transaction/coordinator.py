@@ -85,6 +85,8 @@ class CoordinatorError(KafkaError):
 
 @dataclass(frozen=True, slots=True)
 class InitResult:
+    """InitProducerId's answer, and EndTxn's (v5 carries the producer id and epoch)."""
+
     error_code: ErrorCode
     producer_id: int = -1
     producer_epoch: int = -1

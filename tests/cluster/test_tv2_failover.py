@@ -6,16 +6,11 @@ old epoch as the old one would have (the bumped producer epoch)."""
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
-from pathlib import Path
 
-import pytest
 from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource
 
-from broker.zk_process import ZooKeeperProcess
 from tests.cluster.cluster import (
     TRANSACTION_KEY,
-    Cluster,
     create_topic,
     find_coordinators,
     wait_until,
@@ -31,17 +26,6 @@ from tests.transactions.txnwire import (
     txn_batch,
 )
 
-TV2 = {"unstable.api.versions.enable": True, "unstable.feature.versions.enable": True}
-
-
-@pytest.fixture
-def tv2_cluster(zookeeper: ZooKeeperProcess, tmp_path: Path) -> Iterator[Cluster]:
-    c = Cluster(zookeeper, tmp_path, **TV2).start()
-    try:
-        yield c
-    finally:
-        c.close()
-
 
 def _end_txn(w: TxnWire, txn: str, pid: int, epoch: int) -> tuple[int, int, int]:
     r = w.call(END_TXN, 5, {"transactional_id": txn, "producer_id": pid,
@@ -49,8 +33,8 @@ def _end_txn(w: TxnWire, txn: str, pid: int, epoch: int) -> tuple[int, int, int]
     return int(r.error_code), r.producer_id, r.producer_epoch
 
 
-def test_new_coordinator_finishes_tv2_commit(tv2_cluster, unique_topic):
-    cluster, topic, txn = tv2_cluster, unique_topic, "tv2-failover"
+def test_new_coordinator_finishes_tv2_commit(cluster, unique_topic):
+    topic, txn = unique_topic, "tv2-failover"
     # One replica and min.insync.replicas=2: the markers (acks=all) cannot land until the
     # config changes, which holds the transaction in PrepareCommit across the kill.
     create_topic(cluster, topic, 3, rf=1, **{"min.insync.replicas": "2"})

@@ -61,9 +61,9 @@ def test_api_versions_lists_transaction_version(broker):
     with TxnWire(broker.bootstrap) as w:
         v4 = api_versions(w, 4)
         assert [(f.name, f.min_version, f.max_version) for f in v4.supported_features] == [
-            (TV, 0, 1)]
-        # Nothing finalized on a new cluster (level 0 is not listed), but the epoch is known.
-        assert v4.finalized_features == ()
+            (TV, 0, 2)]
+        # A new cluster finalizes transactions v2, as Kafka 4.x does.
+        assert [(f.name, f.max_version_level) for f in v4.finalized_features] == [(TV, 2)]
         assert v4.finalized_features_epoch == 0
         # v0-v3 omit supported features whose minimum is 0 (KAFKA-17011).
         assert api_versions(w, 3).supported_features == ()
@@ -72,9 +72,10 @@ def test_api_versions_lists_transaction_version(broker):
 
 def test_update_features_checks_and_persists(broker):
     with TxnWire(broker.bootstrap) as w:
+        assert update(w, {TV: (0, SAFE_DOWNGRADE)}).error_code == NONE
         bad = [
             ({"group.version": (1, UPGRADE)}, "does not support this feature"),
-            ({TV: (2, UPGRADE)}, "only supports versions 0-1"),
+            ({TV: (3, UPGRADE)}, "only supports versions 0-2"),
             ({TV: (-1, SAFE_DOWNGRADE)}, "cannot be less than 0"),
             ({TV: (1, SAFE_DOWNGRADE)}, "Can't downgrade to a newer version"),
         ]
@@ -115,7 +116,7 @@ def _txn_state_values(data_dir: Path) -> list[bytes]:
 
 def test_transaction_version_1_writes_log_value_v1(broker, unique_topic):
     with TxnWire(broker.bootstrap) as w:
-        assert update(w, {TV: (1, UPGRADE)}).error_code == NONE
+        assert update(w, {TV: (1, SAFE_DOWNGRADE)}).error_code == NONE
         w.create_topic(unique_topic)
         r = w.init_until_ready("tv1-txn")
         assert r.error_code == NONE
@@ -202,7 +203,6 @@ def test_add_partitions_to_txn_batched_verify_and_add(broker, unique_topic):
 
 
 # ---- transactions v2 (KIP-890 part 2): Produce v12, EndTxn v5, TxnOffsetCommit v5
-TV2_SETTINGS = {"unstable.api.versions.enable": True, "unstable.feature.versions.enable": True}
 NOT_ENOUGH_REPLICAS, INVALID_PRODUCER_EPOCH = 19, 47
 
 
@@ -228,8 +228,7 @@ def produce_v12(w: TxnWire, txn: str, topic: str, batch: bytes) -> int:
         time.sleep(0.05)
 
 
-def test_tv2_produce_v12_end_txn_v5_bumps_the_epoch(broker_factory, unique_topic):
-    broker = broker_factory(TV2_SETTINGS)
+def test_tv2_produce_v12_end_txn_v5_bumps_the_epoch(broker, unique_topic):
     txn, topic = "tv2-wire", unique_topic
     with TxnWire(broker.bootstrap) as w:
         assert {(k.api_key, k.max_version) for k in api_versions(w).api_keys} >= {
@@ -264,18 +263,16 @@ def test_tv2_produce_v12_end_txn_v5_bumps_the_epoch(broker_factory, unique_topic
         assert committed_values(part) == [b"a", b"b"]
 
 
-def test_java_4_producer_uses_tv2(broker_factory, unique_topic):
-    """Kafka 4.x's transactional producer with transaction.version 2 finalized: no
-    AddPartitionsToTxn/AddOffsetsToTxn, EndTxn v5 bumps the epoch each time."""
+def test_java_4_producer_uses_tv2(broker, unique_topic):
+    """Kafka 4.x's transactional producer on a new cluster (transaction.version 2 finalized):
+    no AddPartitionsToTxn/AddOffsetsToTxn, EndTxn v5 bumps the epoch each time."""
     from confluent_kafka import Consumer, TopicPartition
 
     from tests.support.java import JAVA_SRC, compile_java, run_java_tool
     from tests.transactions.clients import consume_all
 
-    broker = broker_factory(TV2_SETTINGS)
     topic, group, txn = unique_topic, unique_topic + "-g", "tv2-java"
     with TxnWire(broker.bootstrap) as w:
-        assert update(w, {TV: (2, UPGRADE)}).error_code == NONE
         w.create_topic(topic)
     classes = compile_java([JAVA_SRC / "Tv2Transactions.java"], classpath="kafka4")
     res = run_java_tool("Tv2Transactions", [broker.bootstrap, topic, group, txn, "6"],

@@ -16,8 +16,7 @@ from broker.handlers import requests
 from protocol.codec import request_type
 from protocol.errors import ErrorCode
 
-# Every version the broker can serve (with unstable.api.versions.enable too).
-SPECS = build_registry(unstable=True).all()
+SPECS = build_registry().all()
 HANDLERS = Path(__file__).resolve().parents[2] / "broker" / "handlers"
 
 
