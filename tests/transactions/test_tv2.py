@@ -4,7 +4,9 @@ ApiVersions v3+ lists what the broker supports and what the cluster finalized; U
 changes the finalized level with Kafka's checks and error; the level survives a restart; and at
 transaction.version 1 the coordinator writes the flexible TransactionLogValue v1, which Kafka's
 own decoder (kafka-dump-log) reads and a restarted coordinator loads. AddPartitionsToTxn v4-v5,
-the broker-to-coordinator batched form: VerifyOnly checks, plain adds.
+the broker-to-coordinator batched form: VerifyOnly checks, plain adds. Transactions v2
+(KIP-890 part 2): Produce v12 without AddPartitionsToTxn, EndTxn v5's epoch bump and retries,
+and a Kafka 4.x producer (with send_offsets: TxnOffsetCommit v5) negotiating it.
 """
 
 from __future__ import annotations
