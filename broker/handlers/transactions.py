@@ -1,6 +1,6 @@
 """Transaction APIs: InitProducerId (22), AddPartitionsToTxn (24, client versions 0-3),
-AddOffsetsToTxn (25), EndTxn (26, TV1), WriteTxnMarkers (27), DescribeProducers (61),
-DescribeTransactions (65), ListTransactions (66).
+AddOffsetsToTxn (25), EndTxn (26; v5 = transactions v2), WriteTxnMarkers (27),
+DescribeProducers (61), DescribeTransactions (65), ListTransactions (66).
 
 The state machine lives in coordinator/transaction/; these handlers translate requests and
 map errors per version like KafkaApis does.

@@ -1,4 +1,9 @@
-"""The transaction coordinator (Kafka's TransactionCoordinator + TransactionStateManager, TV1).
+"""The transaction coordinator (Kafka's TransactionCoordinator + TransactionStateManager).
+
+Transactions v1, and v2 (KIP-890 part 2) for clients that send EndTxn v5: the epoch is bumped
+at every PrepareCommit/PrepareAbort (a new producer id once it is exhausted), the markers carry
+the bumped epoch, and the client's transaction version is written with the state (log value
+v1), so a retry with the epoch before the bump is recognised by this coordinator or the next.
 
 State per transactional id lives in `self._txns` and, durably, in `__transaction_state`
 (partition = Java-hash of the id). The coordinator epoch stamped into markers is the leader
