@@ -591,20 +591,20 @@ class TransactionCoordinator:
                     return ErrorCode.invalid_txn_state
                 md.pending_state = None
                 md.last_producer_epoch = -1
-            # A TV2 transaction's abort bumps the epoch once more when the coordinator fences
-            # it (Kafka's PrepareEpochFence then PrepareAbort): the fenced producer's retry
-            # with its epoch (+1 = the fence) must not pass as a retry of this abort.
-            bump = (client_version >= 2 and not fencing) or (
-                fencing and md.tv2 and md.producer_epoch < MAX_EPOCH)
+            if fencing:
+                # The coordinator's own abort (timeout, InitProducerId) goes by the cluster's
+                # transaction version, as Kafka's: at 2 the epoch is bumped once more after
+                # the fence, so the fenced producer's retry (its epoch + 1 = the fence) does
+                # not pass for a retry of this abort.
+                client_version = self.transaction_version()
+            bump = client_version >= 2 and (not fencing or md.producer_epoch < MAX_EPOCH)
             next_pid = -1
-            if bump and epoch_exhausted(md.producer_epoch):
+            if bump and not fencing and epoch_exhausted(md.producer_epoch):
                 try:
                     next_pid = self._next_producer_id()
                 except CoordinatorError as exc:
                     return exc.error_code
-            transit = md.prepare_abort_or_commit(
-                target, _now(), md.client_transaction_version if fencing else client_version,
-                next_pid, bump)
+            transit = md.prepare_abort_or_commit(target, _now(), client_version, next_pid, bump)
             try:
                 await self._write(md, transit, coordinator_epoch)
             except CoordinatorError as exc:

@@ -294,3 +294,27 @@ def test_java_4_producer_uses_tv2(broker, unique_topic):
     assert (d.transaction_state, d.producer_epoch) == ("CompleteAbort", 6)
     assert [(e, commit) for _, e, commit in markers(part.records)] == [
         (1, True), (2, True), (3, False), (4, True), (5, True), (6, False)]
+
+
+def test_tv2_timed_out_transaction_fences_its_producer(broker_factory, unique_topic):
+    """The coordinator aborts a timed-out TV2 transaction with the epoch fenced and bumped
+    again (Kafka at transaction.version 2): the producer's late EndTxn v5 is fenced, not taken
+    for a retry of that abort."""
+    broker = broker_factory(
+        {"transaction.abort.timed.out.transaction.cleanup.interval.ms": 200})
+    txn, topic = "tv2-timeout", unique_topic
+    with TxnWire(broker.bootstrap) as w:
+        w.create_topic(topic)
+        r = w.init_until_ready(txn, timeout_ms=1000)
+        pid, e = r.producer_id, r.producer_epoch
+        assert produce_v12(w, txn, topic, txn_batch(pid, e, 0, [b"late"])) == NONE
+        deadline = time.monotonic() + 20
+        while w.describe_txn(txn).transaction_state != "CompleteAbort":
+            assert time.monotonic() < deadline, "the timed-out transaction was not aborted"
+            time.sleep(0.1)
+        assert w.describe_txn(txn).producer_epoch == e + 2
+        for commit in (False, True):
+            assert end_txn_v5(w, txn, pid, e, commit)[0] == PRODUCER_FENCED
+        part = w.fetch(topic, 0, 0, isolation=1)
+        assert markers(part.records) == [(pid, e + 2, False)]
+        assert committed_values(part) == []
