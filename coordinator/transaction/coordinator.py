@@ -592,11 +592,12 @@ class TransactionCoordinator:
                 md.pending_state = None
                 md.last_producer_epoch = -1
             if fencing:
-                # The coordinator's own abort (timeout, InitProducerId) goes by the cluster's
-                # transaction version, as Kafka's: at 2 the epoch is bumped once more after
-                # the fence, so the fenced producer's retry (its epoch + 1 = the fence) does
-                # not pass for a retry of this abort.
-                client_version = self.transaction_version()
+                # The coordinator's own abort (timeout, InitProducerId) of a TV2 transaction
+                # bumps the epoch once more after the fence, so the fenced producer's retry
+                # (its epoch + 1 = the fence) does not pass for a retry of this abort. (Kafka
+                # goes by the cluster's level here; by the transaction's, a classic client's
+                # epochs stay exactly what they were before transactions v2.)
+                client_version = md.client_transaction_version
             bump = client_version >= 2 and (not fencing or md.producer_epoch < MAX_EPOCH)
             next_pid = -1
             if bump and not fencing and epoch_exhausted(md.producer_epoch):

@@ -298,8 +298,7 @@ def test_java_4_producer_uses_tv2(broker, unique_topic):
 
 def test_tv2_timed_out_transaction_fences_its_producer(broker_factory, unique_topic):
     """The coordinator aborts a timed-out TV2 transaction with the epoch fenced and bumped
-    again (Kafka at transaction.version 2): the producer's late EndTxn v5 is fenced, not taken
-    for a retry of that abort."""
+    again: the producer's late EndTxn v5 is fenced, not taken for a retry of that abort."""
     broker = broker_factory(
         {"transaction.abort.timed.out.transaction.cleanup.interval.ms": 200})
     txn, topic = "tv2-timeout", unique_topic
