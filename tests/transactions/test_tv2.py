@@ -219,6 +219,14 @@ def end_txn_v5(w: TxnWire, txn: str, pid: int, epoch: int, commit: bool) -> tupl
         time.sleep(0.05)
 
 
+def wait_completed(w: TxnWire, txn: str) -> None:
+    """Until the coordinator has written the markers and Complete* of the last EndTxn."""
+    deadline = time.monotonic() + 15
+    while w.describe_txn(txn).transaction_state not in ("CompleteCommit", "CompleteAbort"):
+        assert time.monotonic() < deadline, "the transaction never completed"
+        time.sleep(0.05)
+
+
 def produce_v12(w: TxnWire, txn: str, topic: str, batch: bytes) -> int:
     """Produce v12 with no AddPartitionsToTxn (retrying NOT_ENOUGH_REPLICAS, which the leader
     answers while the coordinator finishes the previous transaction)."""
@@ -258,7 +266,7 @@ def test_tv2_produce_v12_end_txn_v5_bumps_the_epoch(broker, unique_topic):
         assert end_txn_v5(w, txn, pid, e, commit=True)[0] == PRODUCER_FENCED
         assert produce_v12(w, txn, topic, txn_batch(pid, e + 2, 0, [b"z"])) == (
             INVALID_PRODUCER_EPOCH)
-        time.sleep(0.5)
+        wait_completed(w, txn)
         part = w.fetch(topic, 0, 0, isolation=1)
         # Markers carry the bumped epochs; read_committed sees the committed batch only.
         assert markers(part.records) == [(pid, e + 1, True), (pid, e + 2, False)]
@@ -317,3 +325,30 @@ def test_tv2_timed_out_transaction_fences_its_producer(broker_factory, unique_to
         part = w.fetch(topic, 0, 0, isolation=1)
         assert markers(part.records) == [(pid, e + 2, False)]
         assert committed_values(part) == []
+
+
+def test_tv2_producer_state_survives_restart(broker, unique_topic):
+    """After a kill -9 the partition rebuilds the producer's bumped epoch from the marker (and
+    the coordinator the TV2 state from its log): the next transaction starts at epoch + 1,
+    sequence 0, and an EndTxn v5 retry with the old epoch still gets the bumped one."""
+    txn, topic = "tv2-restart", unique_topic
+    with TxnWire(broker.bootstrap) as w:
+        w.create_topic(topic)
+        r = w.init_until_ready(txn)
+        pid, e = r.producer_id, r.producer_epoch
+        assert produce_v12(w, txn, topic, txn_batch(pid, e, 0, [b"a", b"b"])) == NONE
+        assert end_txn_v5(w, txn, pid, e, commit=True) == (NONE, pid, e + 1)
+        wait_completed(w, txn)
+    broker.kill9()
+    broker.start()
+    with TxnWire(broker.bootstrap) as w:
+        deadline = time.monotonic() + 15
+        while (res := end_txn_v5(w, txn, pid, e, commit=True))[0] in (14, 15, 16):
+            assert time.monotonic() < deadline, res  # the coordinator loading
+            time.sleep(0.1)
+        assert res == (NONE, pid, e + 1)
+        assert produce_v12(w, txn, topic, txn_batch(pid, e + 1, 0, [b"c"])) == NONE
+        assert produce_v12(w, txn, topic, txn_batch(pid, e, 2, [b"z"])) == INVALID_PRODUCER_EPOCH
+        assert end_txn_v5(w, txn, pid, e + 1, commit=True) == (NONE, pid, e + 2)
+        wait_completed(w, txn)
+        assert committed_values(w.fetch(topic, 0, 0, isolation=1)) == [b"a", b"b", b"c"]
