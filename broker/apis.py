@@ -38,7 +38,7 @@ from .handlers.api_versions import make_handler
 def build_registry() -> ApiRegistry[RequestContext]:
     r = ApiRegistry[RequestContext]()
     # Produce: accept v3+ (magic 2 only), advertise from v0 like Kafka 4 (KAFKA-18659).
-    r.register(0, "Produce", (3, 11), produce.handle_produce, advertised_min=0)
+    r.register(0, "Produce", (3, 12), produce.handle_produce, advertised_min=0)
     r.register(1, "Fetch", (4, 17), fetch.handle_fetch)
     r.register(2, "ListOffsets", (1, 11), offsets.handle_list_offsets)
     r.register(3, "Metadata", (0, 13), metadata.handle_metadata)
@@ -64,7 +64,7 @@ def build_registry() -> ApiRegistry[RequestContext]:
     r.register(14, "SyncGroup", (0, 5), groups.handle_sync_group)
     r.register(15, "DescribeGroups", (0, 5), groups.handle_describe_groups)
     r.register(16, "ListGroups", (0, 5), groups.handle_list_groups)
-    r.register(28, "TxnOffsetCommit", (0, 4), offsets_commit.handle_txn_offset_commit)
+    r.register(28, "TxnOffsetCommit", (0, 5), offsets_commit.handle_txn_offset_commit)
     r.register(42, "DeleteGroups", (0, 2), groups.handle_delete_groups)
     r.register(47, "OffsetDelete", (0, 0), offsets_commit.handle_offset_delete)
     r.register(19, "CreateTopics", (2, 7), topics.handle_create_topics)
@@ -74,7 +74,7 @@ def build_registry() -> ApiRegistry[RequestContext]:
     r.register(23, "OffsetForLeaderEpoch", (2, 4), offsets.handle_offset_for_leader_epoch)
     r.register(24, "AddPartitionsToTxn", (0, 5), transactions.handle_add_partitions_to_txn)
     r.register(25, "AddOffsetsToTxn", (0, 4), transactions.handle_add_offsets_to_txn)
-    r.register(26, "EndTxn", (0, 4), transactions.handle_end_txn)
+    r.register(26, "EndTxn", (0, 5), transactions.handle_end_txn)
     r.register(27, "WriteTxnMarkers", (1, 1), transactions.handle_write_txn_markers)
     r.register(32, "DescribeConfigs", (1, 4), configs.handle_describe_configs)
     r.register(33, "AlterConfigs", (0, 2), configs.handle_alter_configs)

@@ -3,10 +3,11 @@ levels, which ApiVersions v3+ reports and UpdateFeatures changes.
 
 `transaction.version` is the one feature Samsa lists. Its levels mean what they mean in Kafka
 4.x: 0 the classic transaction protocol, 1 the flexible transaction-log value, 2 transactions
-v2 (KIP-890 part 2: Produce v12, EndTxn v5, TxnOffsetCommit v5). Samsa implements levels 0
-and 1 (the transaction coordinator writes TransactionLogValue v1 while the finalized level is
->= 1), so it supports 0..1; clients switch protocol only at a finalized 2, so they keep the
-classic one. A new cluster finalizes nothing (level 0) until level 2 is implemented.
+v2 (KIP-890 part 2: Produce v12, EndTxn v5, TxnOffsetCommit v5; clients switch to it at a
+finalized 2). Samsa implements all three (the transaction coordinator writes
+TransactionLogValue v1 while the finalized level is >= 1, and for every TV2 transaction), so it
+supports 0..2, and a new cluster finalizes 2 as Kafka 4.x does; an existing cluster keeps what
+it finalized.
 `group.version` (KIP-848) and `metadata.version` (KRaft) are not listed: Samsa implements
 neither.
 
@@ -25,10 +26,10 @@ from protocol.errors import ErrorCode, KafkaError
 TRANSACTION_VERSION = "transaction.version"
 
 # name -> (min, max) level this broker implements.
-SUPPORTED: dict[str, tuple[int, int]] = {TRANSACTION_VERSION: (0, 1)}
+SUPPORTED: dict[str, tuple[int, int]] = {TRANSACTION_VERSION: (0, 2)}
 
-# What a new cluster finalizes (Kafka 4.x finalizes transaction.version=2 once it exists here).
-DEFAULT_FINALIZED: dict[str, int] = {}
+# What a new cluster finalizes (as Kafka 4.x does).
+DEFAULT_FINALIZED: dict[str, int] = {TRANSACTION_VERSION: 2}
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,10 +77,10 @@ def apply_updates(
             raise invalid("The controller does not support the given upgrade type.")
         if level < 0:
             raise invalid("A feature version cannot be less than 0.")
-        supported = SUPPORTED.get(name)
-        if supported is None:
+        levels_here = SUPPORTED.get(name)
+        if levels_here is None:
             raise invalid(f"Local controller {broker_id} does not support this feature.")
-        low, high = supported
+        low, high = levels_here
         if not low <= level <= high:
             raise invalid(f"Local controller {broker_id} only supports versions {low}-{high}")
         now = current.get(name, 0)

@@ -1,8 +1,9 @@
-"""The partition leader's side of KIP-890 part 1 in a cluster (Kafka's AddPartitionsToTxnManager):
+"""The partition leader's side of KIP-890 in a cluster (Kafka's AddPartitionsToTxnManager):
 before the first transactional append of a producer to a partition, the leader asks the
 transaction coordinator, when that is another broker, whether the partition is in the
 producer's ongoing transaction: AddPartitionsToTxn v5 with VerifyOnly, one request per
-coordinator for all the partitions of a Produce request. (A local coordinator is asked
+coordinator for all the partitions of a Produce request; for Produce v12 (transactions v2)
+without VerifyOnly, which adds them to the transaction. (A local coordinator is asked
 in-process: broker/handlers/transactions.py.)
 
 The coordinator is found as FindCoordinator finds it: the leader of the transactional id's
@@ -74,8 +75,11 @@ class TxnPartitionVerifier:
         producer_id: int,
         producer_epoch: int,
         partitions: list[tuple[str, int]],
+        verify_only: bool = True,
     ) -> dict[tuple[str, int], int]:
-        """The coordinator's answer per partition (Kafka's codes, not yet mapped for Produce)."""
+        """The coordinator's answer per partition (Kafka's codes, not yet mapped for Produce).
+        Without `verify_only` the coordinator adds the partitions to the transaction (a TV2
+        client's Produce v12 or TxnOffsetCommit v5: the client sends no AddPartitionsToTxn)."""
         if coordinator < 0:
             return dict.fromkeys(partitions, ErrorCode.coordinator_not_available)
         topics: dict[str, list[int]] = {}
@@ -85,7 +89,7 @@ class TxnPartitionVerifier:
             "transactional_id": transactional_id,
             "producer_id": producer_id,
             "producer_epoch": producer_epoch,
-            "verify_only": True,
+            "verify_only": verify_only,
             "topics": [{"name": t, "partitions": ps} for t, ps in topics.items()],
         }]}
         conn = self._connections.get(coordinator)

@@ -15,6 +15,7 @@ from protocol.errors import ErrorCode
 from ..context import RequestContext
 from ..security.authorizer import AclOperation, ResourceType
 from .common import field
+from .transactions import add_offsets_partition
 
 if TYPE_CHECKING:
     from typing_extensions import TypeIs
@@ -113,6 +114,11 @@ async def handle_txn_offset_commit(
     entries, unknown = _entries(ctx, request)
     if not entries:
         return {"throttle_time": 0, "topics": _topics_result(request, unknown)}
+    if ctx.version >= 5:
+        code = await add_offsets_partition(ctx, request.transactional_id, request.producer_id,
+                                           request.producer_epoch, request.group_id)
+        if code != ErrorCode.none:
+            return _every_partition(request, ErrorCode(code))
     errors = await ctx.groups.commit_offsets(
         request.group_id,
         field(request, "generation_id", -1),

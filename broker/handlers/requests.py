@@ -92,6 +92,7 @@ import kio.schema.end_txn.v1.request as end_txn_v1
 import kio.schema.end_txn.v2.request as end_txn_v2
 import kio.schema.end_txn.v3.request as end_txn_v3
 import kio.schema.end_txn.v4.request as end_txn_v4
+import kio.schema.end_txn.v5.request as end_txn_v5
 import kio.schema.fetch.v4.request as fetch_v4
 import kio.schema.fetch.v5.request as fetch_v5
 import kio.schema.fetch.v6.request as fetch_v6
@@ -205,6 +206,7 @@ import kio.schema.produce.v8.request as produce_v8
 import kio.schema.produce.v9.request as produce_v9
 import kio.schema.produce.v10.request as produce_v10
 import kio.schema.produce.v11.request as produce_v11
+import kio.schema.produce.v12.request as produce_v12
 import kio.schema.sasl_authenticate.v0.request as sasl_authenticate_v0
 import kio.schema.sasl_authenticate.v1.request as sasl_authenticate_v1
 import kio.schema.sasl_authenticate.v2.request as sasl_authenticate_v2
@@ -221,6 +223,7 @@ import kio.schema.txn_offset_commit.v1.request as txn_offset_commit_v1
 import kio.schema.txn_offset_commit.v2.request as txn_offset_commit_v2
 import kio.schema.txn_offset_commit.v3.request as txn_offset_commit_v3
 import kio.schema.txn_offset_commit.v4.request as txn_offset_commit_v4
+import kio.schema.txn_offset_commit.v5.request as txn_offset_commit_v5
 import kio.schema.update_features.v0.request as update_features_v0
 import kio.schema.update_features.v1.request as update_features_v1
 import kio.schema.update_features.v2.request as update_features_v2
@@ -323,7 +326,7 @@ ElectLeadersRequest: TypeAlias = (
 )
 EndTxnRequest: TypeAlias = (
     end_txn_v0.EndTxnRequest | end_txn_v1.EndTxnRequest | end_txn_v2.EndTxnRequest
-    | end_txn_v3.EndTxnRequest | end_txn_v4.EndTxnRequest
+    | end_txn_v3.EndTxnRequest | end_txn_v4.EndTxnRequest | end_txn_v5.EndTxnRequest
 )
 FetchRequest: TypeAlias = (
     fetch_v4.FetchRequest | fetch_v5.FetchRequest | fetch_v6.FetchRequest | fetch_v7.FetchRequest
@@ -409,6 +412,7 @@ ProduceRequest: TypeAlias = (
     produce_v3.ProduceRequest | produce_v4.ProduceRequest | produce_v5.ProduceRequest
     | produce_v6.ProduceRequest | produce_v7.ProduceRequest | produce_v8.ProduceRequest
     | produce_v9.ProduceRequest | produce_v10.ProduceRequest | produce_v11.ProduceRequest
+    | produce_v12.ProduceRequest
 )
 SaslAuthenticateRequest: TypeAlias = (
     sasl_authenticate_v0.SaslAuthenticateRequest | sasl_authenticate_v1.SaslAuthenticateRequest
@@ -425,7 +429,7 @@ SyncGroupRequest: TypeAlias = (
 TxnOffsetCommitRequest: TypeAlias = (
     txn_offset_commit_v0.TxnOffsetCommitRequest | txn_offset_commit_v1.TxnOffsetCommitRequest
     | txn_offset_commit_v2.TxnOffsetCommitRequest | txn_offset_commit_v3.TxnOffsetCommitRequest
-    | txn_offset_commit_v4.TxnOffsetCommitRequest
+    | txn_offset_commit_v4.TxnOffsetCommitRequest | txn_offset_commit_v5.TxnOffsetCommitRequest
 )
 UpdateFeaturesRequest: TypeAlias = (
     update_features_v0.UpdateFeaturesRequest | update_features_v1.UpdateFeaturesRequest

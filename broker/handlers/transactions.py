@@ -1,6 +1,6 @@
 """Transaction APIs: InitProducerId (22), AddPartitionsToTxn (24, client versions 0-3),
-AddOffsetsToTxn (25), EndTxn (26, TV1), WriteTxnMarkers (27), DescribeProducers (61),
-DescribeTransactions (65), ListTransactions (66).
+AddOffsetsToTxn (25), EndTxn (26; v5 = transactions v2), WriteTxnMarkers (27),
+DescribeProducers (61), DescribeTransactions (65), ListTransactions (66).
 
 The state machine lives in coordinator/transaction/; these handlers translate requests and
 map errors per version like KafkaApis does.
@@ -141,7 +141,10 @@ async def _add_partitions(
             codes = {tp: ErrorCode.invalid_txn_state if c == ErrorCode.transaction_abortable
                      else c for tp, c in codes.items()}
         return codes
-    code = await ctx.transactions.add_partitions(txn_id, producer_id, producer_epoch, partitions)
+    # v4+ without VerifyOnly comes from a leader serving a TV2 client's Produce v12 (or a group
+    # coordinator its TxnOffsetCommit v5): the transaction is a TV2 one.
+    code = await ctx.transactions.add_partitions(
+        txn_id, producer_id, producer_epoch, partitions, 2 if ctx.version >= 4 else 0)
     return dict.fromkeys(partitions, _fenced_for(code, ctx.version, 2))
 
 
@@ -209,15 +212,20 @@ async def handle_add_offsets_to_txn(
 
 # ---------------------------------------------------------------------------- EndTxn
 async def handle_end_txn(ctx: RequestContext, request: EndTxnRequest) -> dict[str, Any]:
+    """EndTxn; v5 is transactions v2 (the coordinator bumps the epoch and answers the producer
+    id and epoch the client goes on with)."""
     if not _may_write_txn(ctx, request.transactional_id):
-        return {"throttle_time": 0, "error_code": ErrorCode.transactional_id_authorization_failed}
-    code = await ctx.transactions.end_transaction(
+        return {"throttle_time": 0, "error_code": ErrorCode.transactional_id_authorization_failed,
+                "producer_id": -1, "producer_epoch": -1}
+    result = await ctx.transactions.end_transaction(
         request.transactional_id,
         request.producer_id,
         request.producer_epoch,
         bool(request.committed),
+        client_version=2 if ctx.version >= 5 else 0,
     )
-    return {"throttle_time": 0, "error_code": _fenced_for(code, ctx.version, 2)}
+    return {"throttle_time": 0, "error_code": _fenced_for(result.error_code, ctx.version, 2),
+            "producer_id": result.producer_id, "producer_epoch": result.producer_epoch}
 
 
 # ---------------------------------------------------------------------------- WriteTxnMarkers
@@ -383,11 +391,13 @@ async def handle_list_transactions(
 
 # ---------------------------------------------------------------------------- Produce check
 def _needs_verification(
-    coord: TransactionCoordinator, partition: Partition, records: bytes | None
+    coord: TransactionCoordinator, partition: Partition, records: bytes | None,
+    always: bool = False,
 ) -> tuple[int, int] | None:
     """(producer id, epoch) of a transactional batch whose producer has no transaction open on
-    the partition at that epoch yet, else None."""
-    if not records or not coord.verification_enabled:
+    the partition at that epoch yet, else None. `always`: whatever
+    transaction.partition.verification.enable says (Produce v12 adds the partition)."""
+    if not records or not (always or coord.verification_enabled):
         return None
     try:
         _, header = next(iter_batches(records))
@@ -410,30 +420,44 @@ async def verify_with_remote_coordinator(
     transactional_id: str | None,
     partitions: list[tuple[str, int, bytes | None]],
 ) -> dict[tuple[str, int], int]:
-    """KIP-890 part 1 when the transaction coordinator is another broker: ask it
-    (AddPartitionsToTxn v5, VerifyOnly) about every partition of this Produce request that needs
-    verifying; the answers as the Produce response carries them, by (topic, partition)."""
+    """Before the appends of a Produce request: KIP-890 part 1 when the transaction coordinator
+    is another broker (AddPartitionsToTxn v5, VerifyOnly), and for Produce v12 (transactions
+    v2) the implicit add of every partition the transaction does not have yet, through the
+    coordinator here or elsewhere (VerifyOnly false). The answers as the Produce response
+    carries them, by (topic, partition); partitions not in it go on to the append."""
     verifier = ctx.txn_verifier
     coord = ctx.transactions
-    if not transactional_id or verifier is None or not coord.verification_enabled:
+    add = ctx.version >= 12
+    if not transactional_id or not (add or coord.verification_enabled):
         return {}
-    coordinator = verifier.coordinator_of(transactional_id)
-    if coordinator < 0 or coordinator == ctx.broker_id:
-        return {}
+    local = coord.is_local(transactional_id)
+    coordinator = ctx.broker_id if local or verifier is None else verifier.coordinator_of(
+        transactional_id)
+    if not add and (verifier is None or coordinator < 0 or coordinator == ctx.broker_id):
+        return {}  # verified in-process at the append (or, with no coordinator known, not)
     wanted: dict[tuple[int, int], list[tuple[str, int]]] = defaultdict(list)
     for topic, index, records in partitions:
         try:
             partition = ctx.replicas.leader_partition(topic, index)
         except PartitionError:
             continue  # the append answers it
-        producer = _needs_verification(coord, partition, records)
+        producer = _needs_verification(coord, partition, records, always=add)
         if producer is not None:
             wanted[producer].append((topic, index))
     out: dict[tuple[str, int], int] = {}
     for (pid, epoch), parts in wanted.items():
-        answers = await verifier.verify(coordinator, transactional_id, pid, epoch, parts)
+        answers: dict[tuple[str, int], int]
+        if local or coordinator == ctx.broker_id:
+            added = await coord.add_partitions(transactional_id, pid, epoch, parts, 2)
+            answers = dict.fromkeys(parts, int(added))
+        elif verifier is None:
+            answers = dict.fromkeys(parts, ErrorCode.coordinator_not_available)
+        else:
+            answers = await verifier.verify(coordinator, transactional_id, pid, epoch, parts,
+                                            verify_only=not add)
         for tp, code in answers.items():
-            out[tp] = produce_error(code, ctx.version)
+            if code != ErrorCode.none or not add:
+                out[tp] = produce_error(code, ctx.version)
     return out
 
 
@@ -458,3 +482,28 @@ def verify_transactional_produce(
         transactional_id, producer[0], producer[1], partition.topic, partition.index
     )
     return produce_error(code, version)
+
+
+async def add_offsets_partition(
+    ctx: RequestContext, transactional_id: str, producer_id: int, producer_epoch: int,
+    group_id: str,
+) -> int:
+    """TxnOffsetCommit v5 (transactions v2: the client sends no AddOffsetsToTxn): the group
+    coordinator has the transaction coordinator add the group's `__consumer_offsets` partition,
+    as Kafka's group coordinator does through its partition writer. NONE, or the error for
+    the TxnOffsetCommit response (retriable ones as COORDINATOR_NOT_AVAILABLE)."""
+    coord = ctx.transactions
+    tp = coord.offsets_partition(group_id)
+    verifier = ctx.txn_verifier
+    if coord.is_local(transactional_id) or verifier is None:
+        code = int(await coord.add_partitions(
+            transactional_id, producer_id, producer_epoch, [tp], 2))
+    else:
+        answers = await verifier.verify(verifier.coordinator_of(transactional_id),
+                                        transactional_id, producer_id, producer_epoch, [tp],
+                                        verify_only=False)
+        code = answers[tp]
+    if code == ErrorCode.none:
+        return code
+    code = produce_error(code, 12)
+    return ErrorCode.coordinator_not_available if code == ErrorCode.not_enough_replicas else code

@@ -1,4 +1,9 @@
-"""The transaction coordinator (Kafka's TransactionCoordinator + TransactionStateManager, TV1).
+"""The transaction coordinator (Kafka's TransactionCoordinator + TransactionStateManager).
+
+Transactions v1, and v2 (KIP-890 part 2) for clients that send EndTxn v5: the epoch is bumped
+at every PrepareCommit/PrepareAbort (a new producer id once it is exhausted), the markers carry
+the bumped epoch, and the client's transaction version is written with the state (log value
+v1), so a retry with the epoch before the bump is recognised by this coordinator or the next.
 
 State per transactional id lives in `self._txns` and, durably, in `__transaction_state`
 (partition = Java-hash of the id). The coordinator epoch stamped into markers is the leader
@@ -30,6 +35,7 @@ from protocol.errors import ErrorCode, KafkaError
 from .log import CorruptTxnLogRecord, decode_key, decode_value, encode_key, encode_value
 from .metadata import (
     COMPLETED,
+    MAX_EPOCH,
     PREPARED,
     IllegalTransition,
     TxnMetadata,
@@ -84,6 +90,8 @@ class CoordinatorError(KafkaError):
 
 @dataclass(frozen=True, slots=True)
 class InitResult:
+    """InitProducerId's answer, and EndTxn's (v5 carries the producer id and epoch)."""
+
     error_code: ErrorCode
     producer_id: int = -1
     producer_epoch: int = -1
@@ -330,8 +338,11 @@ class TransactionCoordinator:
         state stays as it was) and CoordinatorError carries Kafka's answer for it."""
         txn_id = md.transactional_id
         now = _now()
-        value = None if transit is None else encode_value(
-            transit.log_value(), 1 if self.transaction_version() >= 1 else 0)
+        # Value v1 once the cluster finalized transaction.version >= 1, and always for a TV2
+        # transaction (its client version and next producer id live only in v1's fields).
+        flexible = transit is not None and (
+            self.transaction_version() >= 1 or transit.client_transaction_version >= 2)
+        value = None if transit is None else encode_value(transit.log_value(), int(flexible))
         try:
             await self.topic.append_replicated(
                 self._partition_of(txn_id),
@@ -436,7 +447,11 @@ class TransactionCoordinator:
         producer_id: int,
         producer_epoch: int,
         partitions: Iterable[tuple[str, int]],
+        client_version: int = 0,
     ) -> ErrorCode:
+        """AddPartitionsToTxn/AddOffsetsToTxn; `client_version` 2 for the partitions a TV2
+        client's Produce v12 or TxnOffsetCommit v5 adds (through the partition's leader or the
+        group coordinator)."""
         if not txn_id:
             return ErrorCode.invalid_request
         try:
@@ -456,7 +471,8 @@ class TransactionCoordinator:
         if md.state not in COMPLETED and md.state is not TxnState.ONGOING:
             return ErrorCode.invalid_txn_state
         try:
-            await self._write(md, md.prepare_add_partitions(added, _now()), coordinator_epoch)
+            await self._write(md, md.prepare_add_partitions(added, _now(), client_version),
+                              coordinator_epoch)
         except CoordinatorError as exc:
             return exc.error_code
         return ErrorCode.none
@@ -491,20 +507,29 @@ class TransactionCoordinator:
 
     # ================================================================ EndTxn
     async def end_transaction(
-        self, txn_id: str, producer_id: int, producer_epoch: int, commit: bool
-    ) -> ErrorCode:
+        self, txn_id: str, producer_id: int, producer_epoch: int, commit: bool,
+        client_version: int = 0,
+    ) -> InitResult:
+        """EndTxn. `client_version` 2 is EndTxn v5 (transactions v2): the epoch is bumped at
+        Prepare and the answer carries the producer id and epoch to use next."""
         if not txn_id:
-            return ErrorCode.invalid_request
+            return InitResult(ErrorCode.invalid_request)
         try:
             epoch = self._check_coordinator(txn_id)
         except CoordinatorError as exc:
-            return exc.error_code
+            return InitResult(exc.error_code)
         md = self._txns.get(txn_id)
         if md is None:
-            return ErrorCode.invalid_producer_id_mapping
-        return await self._end_transaction(
-            md, producer_id, producer_epoch, commit, epoch, from_client=True
+            return InitResult(ErrorCode.invalid_producer_id_mapping)
+        code = await self._end_transaction(
+            md, producer_id, producer_epoch, commit, epoch, from_client=True,
+            client_version=client_version,
         )
+        if code != ErrorCode.none:
+            return InitResult(code)
+        if md.next_producer_id >= 0:  # exhausted epoch: the producer continues as a new id
+            return InitResult(code, md.next_producer_id, 0)
+        return InitResult(code, md.producer_id, md.producer_epoch)
 
     async def _end_transaction(
         self,
@@ -515,6 +540,7 @@ class TransactionCoordinator:
         coordinator_epoch: int,
         *,
         from_client: bool,
+        client_version: int = 0,
     ) -> ErrorCode:
         fencing = md.pending_state is TxnState.PREPARE_EPOCH_FENCE
 
@@ -523,26 +549,63 @@ class TransactionCoordinator:
                 md.pending_state = None
                 md.producer_epoch -= 1
 
-        if md.producer_id != producer_id:
+        state = md.state
+        # Kafka's endTransaction: a TV2 transaction bumps the epoch at every EndTxn, so a retry
+        # carries the epoch before the bump (or, past an exhausted epoch, the previous id).
+        tv2 = md.tv2 and not fencing
+        retry_on_bump = tv2 and md.producer_epoch == producer_epoch + 1
+        retry_on_overflow = (
+            tv2 and md.last_producer_id == producer_id and md.producer_epoch == 0
+            and producer_epoch == MAX_EPOCH - 1
+        )
+        if tv2:
+            if state in (TxnState.PREPARE_COMMIT, TxnState.PREPARE_ABORT):
+                valid_epoch = retry_on_bump
+            elif state in (TxnState.COMPLETE_COMMIT, TxnState.COMPLETE_ABORT):
+                valid_epoch = (retry_on_bump or retry_on_overflow
+                               or producer_epoch == md.producer_epoch)
+            else:
+                valid_epoch = producer_epoch == md.producer_epoch
+        else:
+            valid_epoch = (
+                not from_client or producer_epoch == md.producer_epoch
+            ) and producer_epoch >= md.producer_epoch
+        if md.producer_id != producer_id and not retry_on_overflow:
             undo_fence()
             return ErrorCode.invalid_producer_id_mapping
-        if (
-            from_client and producer_epoch != md.producer_epoch
-        ) or producer_epoch < md.producer_epoch:
+        if not valid_epoch:
             undo_fence()
             return ErrorCode.producer_fenced
         if md.pending and not fencing:
             return ErrorCode.concurrent_transactions
-        state = md.state
-        if state is TxnState.ONGOING:
-            target = TxnState.PREPARE_COMMIT if commit else TxnState.PREPARE_ABORT
+        is_retry = retry_on_bump or retry_on_overflow
+        target = TxnState.PREPARE_COMMIT if commit else TxnState.PREPARE_ABORT
+        fresh_abort = (  # TV2: an abort with nothing open bumps the epoch all the same
+            client_version >= 2 and not commit and not is_retry
+            and state in (TxnState.EMPTY, TxnState.COMPLETE_COMMIT, TxnState.COMPLETE_ABORT)
+        )
+        if state is TxnState.ONGOING or fresh_abort:
             if fencing:
                 if target is not TxnState.PREPARE_ABORT:
                     undo_fence()
                     return ErrorCode.invalid_txn_state
                 md.pending_state = None
                 md.last_producer_epoch = -1
-            transit = md.prepare_abort_or_commit(target, _now())
+            if fencing:
+                # The coordinator's own abort (timeout, InitProducerId) of a TV2 transaction
+                # bumps the epoch once more after the fence, so the fenced producer's retry
+                # (its epoch + 1 = the fence) does not pass for a retry of this abort. (Kafka
+                # goes by the cluster's level here; by the transaction's, a classic client's
+                # epochs stay exactly what they were before transactions v2.)
+                client_version = md.client_transaction_version
+            bump = client_version >= 2 and (not fencing or md.producer_epoch < MAX_EPOCH)
+            next_pid = -1
+            if bump and not fencing and epoch_exhausted(md.producer_epoch):
+                try:
+                    next_pid = self._next_producer_id()
+                except CoordinatorError as exc:
+                    return exc.error_code
+            transit = md.prepare_abort_or_commit(target, _now(), client_version, next_pid, bump)
             try:
                 await self._write(md, transit, coordinator_epoch)
             except CoordinatorError as exc:
@@ -562,8 +625,12 @@ class TransactionCoordinator:
             return ErrorCode.none
         undo_fence()  # only reachable when not Ongoing
         if state is TxnState.COMPLETE_COMMIT:
+            if tv2 and not is_retry:
+                return ErrorCode.invalid_txn_state  # commit with the current epoch: nothing open
             return ErrorCode.none if commit else ErrorCode.invalid_txn_state
         if state is TxnState.COMPLETE_ABORT:
+            if tv2 and not is_retry:
+                return ErrorCode.invalid_txn_state
             return ErrorCode.invalid_txn_state if commit else ErrorCode.none
         if state is TxnState.PREPARE_COMMIT:
             return ErrorCode.concurrent_transactions if commit else ErrorCode.invalid_txn_state

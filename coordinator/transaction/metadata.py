@@ -59,7 +59,9 @@ VALID_PREVIOUS: dict[TxnState, frozenset[TxnState]] = {
     S.EMPTY: frozenset({S.EMPTY, S.COMPLETE_COMMIT, S.COMPLETE_ABORT}),
     S.ONGOING: frozenset({S.ONGOING, S.EMPTY, S.COMPLETE_COMMIT, S.COMPLETE_ABORT}),
     S.PREPARE_COMMIT: frozenset({S.ONGOING}),
-    S.PREPARE_ABORT: frozenset({S.ONGOING, S.PREPARE_EPOCH_FENCE}),
+    # TV2: an abort with no transaction open bumps the epoch through PrepareAbort.
+    S.PREPARE_ABORT: frozenset({S.ONGOING, S.PREPARE_EPOCH_FENCE, S.EMPTY, S.COMPLETE_COMMIT,
+                                S.COMPLETE_ABORT}),
     S.COMPLETE_COMMIT: frozenset({S.PREPARE_COMMIT}),
     S.COMPLETE_ABORT: frozenset({S.PREPARE_ABORT}),
     S.DEAD: frozenset({S.EMPTY, S.COMPLETE_COMMIT, S.COMPLETE_ABORT}),
@@ -86,6 +88,8 @@ class TxnTransit:
     partitions: frozenset[tuple[str, int]]
     start_ms: int
     last_update_ms: int
+    next_producer_id: int = NO_PRODUCER_ID
+    client_transaction_version: int = 0
 
     def log_value(self) -> TxnLogValue:
         parts = () if self.state is S.EMPTY else tuple(sorted(self.partitions))
@@ -98,6 +102,8 @@ class TxnTransit:
             self.last_update_ms,
             self.start_ms,
             previous_producer_id=self.last_producer_id,
+            next_producer_id=self.next_producer_id,
+            client_transaction_version=self.client_transaction_version,
         )
 
 
@@ -114,6 +120,15 @@ class TxnMetadata:
     start_ms: int = -1
     last_update_ms: int = -1
     pending_state: TxnState | None = None
+    # TV2 (KIP-890 part 2): the producer id a completing transaction moves to when its epoch
+    # is exhausted, and the transaction version of the client's last EndTxn/implicit add.
+    next_producer_id: int = NO_PRODUCER_ID
+    client_transaction_version: int = 0
+
+    @property
+    def tv2(self) -> bool:
+        """Does this transaction bump the epoch at every EndTxn (Kafka's supportsEpochBump)?"""
+        return self.client_transaction_version >= 2
 
     @property
     def pending(self) -> bool:
@@ -137,6 +152,8 @@ class TxnMetadata:
             frozenset(self.partitions),
             self.start_ms,
             self.last_update_ms,
+            self.next_producer_id,
+            self.client_transaction_version,
         )
         self.pending_state = state
         return replace(base, **changes)  # type: ignore[arg-type]
@@ -180,21 +197,46 @@ class TxnMetadata:
             last_update_ms=now,
         )
 
-    def prepare_add_partitions(self, added: set[tuple[str, int]], now: int) -> TxnTransit:
+    def prepare_add_partitions(
+        self, added: set[tuple[str, int]], now: int, client_version: int = 0
+    ) -> TxnTransit:
         start = now if self.state in COMPLETED else self.start_ms
         return self._transit(
             S.ONGOING,
             partitions=frozenset(self.partitions | added),
             start_ms=start,
             last_update_ms=now,
+            client_transaction_version=client_version,
         )
 
-    def prepare_abort_or_commit(self, state: TxnState, now: int) -> TxnTransit:
-        return self._transit(state, last_update_ms=now)
+    def prepare_abort_or_commit(
+        self, state: TxnState, now: int, client_version: int = 0,
+        next_producer_id: int = NO_PRODUCER_ID, bump: bool = False,
+    ) -> TxnTransit:
+        """PrepareCommit/PrepareAbort. TV2 (`bump`, not when fencing) bumps the epoch (markers
+        carry the bumped one); `next_producer_id` is where an exhausted epoch moves on Complete. An
+        abort with no transaction open (TV2 only) starts its empty transaction now."""
+        changes: dict[str, object] = {
+            "last_update_ms": now,
+            "client_transaction_version": client_version,
+            "next_producer_id": next_producer_id,
+        }
+        if bump:
+            changes.update(producer_epoch=self.producer_epoch + 1,
+                           last_producer_epoch=self.producer_epoch)
+        if self.state in COMPLETED:
+            changes.update(start_ms=now, partitions=frozenset())
+        return self._transit(state, **changes)
 
     def prepare_complete(self, now: int) -> TxnTransit:
         state = S.COMPLETE_COMMIT if self.state is S.PREPARE_COMMIT else S.COMPLETE_ABORT
-        return self._transit(state, partitions=frozenset(), last_update_ms=now)
+        changes: dict[str, object] = {}
+        if self.tv2 and self.next_producer_id != NO_PRODUCER_ID:
+            # The epoch was exhausted: the transaction's producer continues as a new id.
+            changes.update(producer_id=self.next_producer_id, last_producer_id=self.producer_id,
+                           producer_epoch=0)
+        return self._transit(state, partitions=frozenset(), last_update_ms=now,
+                             next_producer_id=NO_PRODUCER_ID, **changes)
 
     def prepare_dead(self) -> TxnTransit:
         return self._transit(S.DEAD)
@@ -218,6 +260,8 @@ class TxnMetadata:
         self.partitions = set(t.partitions)
         self.start_ms = t.start_ms
         self.last_update_ms = t.last_update_ms
+        self.next_producer_id = t.next_producer_id
+        self.client_transaction_version = t.client_transaction_version
         self.pending_state = None
 
     def abort_transition(self) -> None:
@@ -235,4 +279,6 @@ class TxnMetadata:
             partitions=set(v.partitions),
             start_ms=v.start_ms,
             last_update_ms=v.last_update_ms,
+            next_producer_id=v.next_producer_id,
+            client_transaction_version=v.client_transaction_version,
         )

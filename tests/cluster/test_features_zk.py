@@ -35,10 +35,13 @@ async def test_feature_levels_are_shared_through_zookeeper(zookeeper):
     try:
         await _until(lambda: a.finalized_features().epoch == 0
                      and b.finalized_features().epoch == 0)
-        assert a.finalized_features().levels == b.finalized_features().levels == {}
+        # A new cluster finalizes transactions v2.
+        assert a.finalized_features().levels == b.finalized_features().levels == {
+            "transaction.version": 2}
 
         def upgrade(levels: dict[str, int]) -> dict[str, int]:
-            return apply_updates(1, levels, [("transaction.version", 1, UpgradeType.UPGRADE)])
+            return apply_updates(1, levels, [("transaction.version", 1,
+                                              UpgradeType.SAFE_DOWNGRADE)])
 
         done = await a.update_features(upgrade)
         assert (done.epoch, done.levels) == (1, {"transaction.version": 1})

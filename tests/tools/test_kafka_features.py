@@ -19,23 +19,23 @@ def _described(res: JavaResult) -> list[str]:
 def test_kafka_features_describe_upgrade_downgrade(broker):
     bootstrap = broker.bootstrap
     res = _features(bootstrap, "describe").check()
-    assert _described(res) == [
-        "Feature: transaction.version SupportedMinVersion: 0 SupportedMaxVersion: 1 "
-        "FinalizedVersionLevel: 0 Epoch: 0"], res.describe()
+    assert _described(res) == [  # a new cluster finalizes transactions v2
+        "Feature: transaction.version SupportedMinVersion: 0 SupportedMaxVersion: 2 "
+        "FinalizedVersionLevel: 2 Epoch: 0"], res.describe()
 
-    res = _features(bootstrap, "upgrade", "--feature", "transaction.version=1").check()
-    assert "transaction.version was upgraded to 1." in res.stdout, res.describe()
+    res = _features(bootstrap, "downgrade", "--feature", "transaction.version=1").check()
+    assert "transaction.version was downgraded to 1." in res.stdout, res.describe()
     res = _features(bootstrap, "describe").check()
     assert _described(res) == [
-        "Feature: transaction.version SupportedMinVersion: 0 SupportedMaxVersion: 1 "
+        "Feature: transaction.version SupportedMinVersion: 0 SupportedMaxVersion: 2 "
         "FinalizedVersionLevel: 1 Epoch: 1"], res.describe()
 
     # Beyond what the broker supports: Kafka's INVALID_UPDATE_VERSION with its reason.
-    res = _features(bootstrap, "upgrade", "--feature", "transaction.version=2")
+    res = _features(bootstrap, "upgrade", "--feature", "transaction.version=3")
     assert res.returncode != 0, res.describe()
-    assert ("Could not upgrade transaction.version to 2. Invalid update version 2 for feature "
-            "transaction.version. Local controller 0 only supports versions 0-1") in res.stdout, (
+    assert ("Could not upgrade transaction.version to 3. Invalid update version 3 for feature "
+            "transaction.version. Local controller 0 only supports versions 0-2") in res.stdout, (
         res.describe())
 
-    res = _features(bootstrap, "downgrade", "--feature", "transaction.version=0").check()
-    assert "transaction.version was downgraded to 0." in res.stdout, res.describe()
+    res = _features(bootstrap, "upgrade", "--feature", "transaction.version=2").check()
+    assert "transaction.version was upgraded to 2." in res.stdout, res.describe()

@@ -4,17 +4,28 @@ ApiVersions v3+ lists what the broker supports and what the cluster finalized; U
 changes the finalized level with Kafka's checks and error; the level survives a restart; and at
 transaction.version 1 the coordinator writes the flexible TransactionLogValue v1, which Kafka's
 own decoder (kafka-dump-log) reads and a restarted coordinator loads. AddPartitionsToTxn v4-v5,
-the broker-to-coordinator batched form: VerifyOnly checks, plain adds.
+the broker-to-coordinator batched form: VerifyOnly checks, plain adds. Transactions v2
+(KIP-890 part 2): Produce v12 without AddPartitionsToTxn, EndTxn v5's epoch bump and retries,
+and a Kafka 4.x producer (with send_offsets: TxnOffsetCommit v5) negotiating it.
 """
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any
 
 from protocol.records import build_batch, decode_records, iter_batches
 from tests.support.java import run_java_tool
-from tests.transactions.txnwire import NONE, TxnWire
+from tests.transactions.txnwire import (
+    CONCURRENT_TRANSACTIONS,
+    END_TXN,
+    NONE,
+    TxnWire,
+    committed_values,
+    markers,
+    txn_batch,
+)
 
 API_VERSIONS, UPDATE_FEATURES = 18, 57
 INVALID_UPDATE_VERSION = 95
@@ -52,9 +63,9 @@ def test_api_versions_lists_transaction_version(broker):
     with TxnWire(broker.bootstrap) as w:
         v4 = api_versions(w, 4)
         assert [(f.name, f.min_version, f.max_version) for f in v4.supported_features] == [
-            (TV, 0, 1)]
-        # Nothing finalized on a new cluster (level 0 is not listed), but the epoch is known.
-        assert v4.finalized_features == ()
+            (TV, 0, 2)]
+        # A new cluster finalizes transactions v2, as Kafka 4.x does.
+        assert [(f.name, f.max_version_level) for f in v4.finalized_features] == [(TV, 2)]
         assert v4.finalized_features_epoch == 0
         # v0-v3 omit supported features whose minimum is 0 (KAFKA-17011).
         assert api_versions(w, 3).supported_features == ()
@@ -63,9 +74,10 @@ def test_api_versions_lists_transaction_version(broker):
 
 def test_update_features_checks_and_persists(broker):
     with TxnWire(broker.bootstrap) as w:
+        assert update(w, {TV: (0, SAFE_DOWNGRADE)}).error_code == NONE
         bad = [
             ({"group.version": (1, UPGRADE)}, "does not support this feature"),
-            ({TV: (2, UPGRADE)}, "only supports versions 0-1"),
+            ({TV: (3, UPGRADE)}, "only supports versions 0-2"),
             ({TV: (-1, SAFE_DOWNGRADE)}, "cannot be less than 0"),
             ({TV: (1, SAFE_DOWNGRADE)}, "Can't downgrade to a newer version"),
         ]
@@ -106,7 +118,7 @@ def _txn_state_values(data_dir: Path) -> list[bytes]:
 
 def test_transaction_version_1_writes_log_value_v1(broker, unique_topic):
     with TxnWire(broker.bootstrap) as w:
-        assert update(w, {TV: (1, UPGRADE)}).error_code == NONE
+        assert update(w, {TV: (1, SAFE_DOWNGRADE)}).error_code == NONE
         w.create_topic(unique_topic)
         r = w.init_until_ready("tv1-txn")
         assert r.error_code == NONE
@@ -190,3 +202,153 @@ def test_add_partitions_to_txn_batched_verify_and_add(broker, unique_topic):
         # The client form still answers as before.
         assert w.add_partitions("apv-1", p1, e1, [(b, 0)]) == {(b, 0): NONE}
         assert add_batched(w, 5, [("apv-1", p1, e1, True, [(b, 0)])]) == {("apv-1", b, 0): NONE}
+
+
+# ---- transactions v2 (KIP-890 part 2): Produce v12, EndTxn v5, TxnOffsetCommit v5
+NOT_ENOUGH_REPLICAS, INVALID_PRODUCER_EPOCH = 19, 47
+
+
+def end_txn_v5(w: TxnWire, txn: str, pid: int, epoch: int, commit: bool) -> tuple[int, int, int]:
+    """EndTxn v5 (retrying while the previous one completes): (error, producer id, epoch)."""
+    deadline = time.monotonic() + 15
+    while True:
+        r = w.call(END_TXN, 5, {"transactional_id": txn, "producer_id": pid,
+                                "producer_epoch": epoch, "committed": commit})
+        if r.error_code != CONCURRENT_TRANSACTIONS or time.monotonic() > deadline:
+            return int(r.error_code), r.producer_id, r.producer_epoch
+        time.sleep(0.05)
+
+
+def wait_completed(w: TxnWire, txn: str) -> None:
+    """Until the coordinator has written the markers and Complete* of the last EndTxn."""
+    deadline = time.monotonic() + 15
+    while w.describe_txn(txn).transaction_state not in ("CompleteCommit", "CompleteAbort"):
+        assert time.monotonic() < deadline, "the transaction never completed"
+        time.sleep(0.05)
+
+
+def produce_v12(w: TxnWire, txn: str, topic: str, batch: bytes) -> int:
+    """Produce v12 with no AddPartitionsToTxn (retrying NOT_ENOUGH_REPLICAS, which the leader
+    answers while the coordinator finishes the previous transaction)."""
+    deadline = time.monotonic() + 15
+    while True:
+        code, _ = w.produce(topic, 0, batch, txn_id=txn, version=12)
+        if code != NOT_ENOUGH_REPLICAS or time.monotonic() > deadline:
+            return code
+        time.sleep(0.05)
+
+
+def test_tv2_produce_v12_end_txn_v5_bumps_the_epoch(broker, unique_topic):
+    txn, topic = "tv2-wire", unique_topic
+    with TxnWire(broker.bootstrap) as w:
+        assert {(k.api_key, k.max_version) for k in api_versions(w).api_keys} >= {
+            (0, 12), (26, 5), (28, 5)}
+        w.create_topic(topic)
+        r = w.init_until_ready(txn)
+        pid, e = r.producer_id, r.producer_epoch
+        # The leader adds the partition itself: no AddPartitionsToTxn.
+        assert produce_v12(w, txn, topic, txn_batch(pid, e, 0, [b"a", b"b"])) == NONE
+        d = w.describe_txn(txn)
+        assert (d.transaction_state, [(t.topic, tuple(t.partitions)) for t in d.topics]) == (
+            "Ongoing", [(topic, (0,))])
+        assert end_txn_v5(w, txn, pid, e, commit=True) == (NONE, pid, e + 1)
+        # A retry with the old epoch is answered with the bumped one.
+        assert end_txn_v5(w, txn, pid, e, commit=True) == (NONE, pid, e + 1)
+        # The next transaction: epoch + 1, sequences from 0; then an abort.
+        assert produce_v12(w, txn, topic, txn_batch(pid, e + 1, 0, [b"x"])) == NONE
+        assert end_txn_v5(w, txn, pid, e + 1, commit=False) == (NONE, pid, e + 2)
+        assert end_txn_v5(w, txn, pid, e + 1, commit=False) == (NONE, pid, e + 2)
+        assert end_txn_v5(w, txn, pid, e + 1, commit=True)[0] == INVALID_TXN_STATE
+        # Abort with the current epoch and nothing open: the epoch is bumped all the same.
+        assert end_txn_v5(w, txn, pid, e + 2, commit=False) == (NONE, pid, e + 3)
+        assert end_txn_v5(w, txn, pid, e + 3, commit=True)[0] == INVALID_TXN_STATE
+        # Older epochs are fenced, at the coordinator and at the partition.
+        assert end_txn_v5(w, txn, pid, e, commit=True)[0] == PRODUCER_FENCED
+        assert produce_v12(w, txn, topic, txn_batch(pid, e + 2, 0, [b"z"])) == (
+            INVALID_PRODUCER_EPOCH)
+        wait_completed(w, txn)
+        part = w.fetch(topic, 0, 0, isolation=1)
+        # Markers carry the bumped epochs; read_committed sees the committed batch only.
+        assert markers(part.records) == [(pid, e + 1, True), (pid, e + 2, False)]
+        assert committed_values(part) == [b"a", b"b"]
+
+
+def test_java_4_producer_uses_tv2(broker, unique_topic):
+    """Kafka 4.x's transactional producer on a new cluster (transaction.version 2 finalized):
+    no AddPartitionsToTxn/AddOffsetsToTxn, EndTxn v5 bumps the epoch each time."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    from tests.support.java import JAVA_SRC, compile_java, run_java_tool
+    from tests.transactions.clients import consume_all
+
+    topic, group, txn = unique_topic, unique_topic + "-g", "tv2-java"
+    with TxnWire(broker.bootstrap) as w:
+        w.create_topic(topic)
+    classes = compile_java([JAVA_SRC / "Tv2Transactions.java"], classpath="kafka4")
+    res = run_java_tool("Tv2Transactions", [broker.bootstrap, topic, group, txn, "6"],
+                        extra_classpath=[classes], timeout=120)
+    assert res.returncode == 0 and "DONE" in res.stdout, res.describe()
+    assert consume_all(broker.bootstrap, topic, "read_committed", expect=4) == [
+        b"v0", b"v1", b"v3", b"v4"]
+    c = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": group})
+    try:
+        assert c.committed([TopicPartition(topic, 0)], timeout=10)[0].offset == 5
+    finally:
+        c.close()
+    with TxnWire(broker.bootstrap) as w:
+        d = w.describe_txn(txn)
+        part = w.fetch(topic, 0, 0, isolation=1)
+    # Six EndTxn v5, six epoch bumps; each marker carries its transaction's bumped epoch.
+    assert (d.transaction_state, d.producer_epoch) == ("CompleteAbort", 6)
+    assert [(e, commit) for _, e, commit in markers(part.records)] == [
+        (1, True), (2, True), (3, False), (4, True), (5, True), (6, False)]
+
+
+def test_tv2_timed_out_transaction_fences_its_producer(broker_factory, unique_topic):
+    """The coordinator aborts a timed-out TV2 transaction with the epoch fenced and bumped
+    again: the producer's late EndTxn v5 is fenced, not taken for a retry of that abort."""
+    broker = broker_factory(
+        {"transaction.abort.timed.out.transaction.cleanup.interval.ms": 200})
+    txn, topic = "tv2-timeout", unique_topic
+    with TxnWire(broker.bootstrap) as w:
+        w.create_topic(topic)
+        r = w.init_until_ready(txn, timeout_ms=1000)
+        pid, e = r.producer_id, r.producer_epoch
+        assert produce_v12(w, txn, topic, txn_batch(pid, e, 0, [b"late"])) == NONE
+        deadline = time.monotonic() + 20
+        while w.describe_txn(txn).transaction_state != "CompleteAbort":
+            assert time.monotonic() < deadline, "the timed-out transaction was not aborted"
+            time.sleep(0.1)
+        assert w.describe_txn(txn).producer_epoch == e + 2
+        for commit in (False, True):
+            assert end_txn_v5(w, txn, pid, e, commit)[0] == PRODUCER_FENCED
+        part = w.fetch(topic, 0, 0, isolation=1)
+        assert markers(part.records) == [(pid, e + 2, False)]
+        assert committed_values(part) == []
+
+
+def test_tv2_producer_state_survives_restart(broker, unique_topic):
+    """After a kill -9 the partition rebuilds the producer's bumped epoch from the marker (and
+    the coordinator the TV2 state from its log): the next transaction starts at epoch + 1,
+    sequence 0, and an EndTxn v5 retry with the old epoch still gets the bumped one."""
+    txn, topic = "tv2-restart", unique_topic
+    with TxnWire(broker.bootstrap) as w:
+        w.create_topic(topic)
+        r = w.init_until_ready(txn)
+        pid, e = r.producer_id, r.producer_epoch
+        assert produce_v12(w, txn, topic, txn_batch(pid, e, 0, [b"a", b"b"])) == NONE
+        assert end_txn_v5(w, txn, pid, e, commit=True) == (NONE, pid, e + 1)
+        wait_completed(w, txn)
+    broker.kill9()
+    broker.start()
+    with TxnWire(broker.bootstrap) as w:
+        deadline = time.monotonic() + 15
+        while (res := end_txn_v5(w, txn, pid, e, commit=True))[0] in (14, 15, 16):
+            assert time.monotonic() < deadline, res  # the coordinator loading
+            time.sleep(0.1)
+        assert res == (NONE, pid, e + 1)
+        assert produce_v12(w, txn, topic, txn_batch(pid, e + 1, 0, [b"c"])) == NONE
+        assert produce_v12(w, txn, topic, txn_batch(pid, e, 2, [b"z"])) == INVALID_PRODUCER_EPOCH
+        assert end_txn_v5(w, txn, pid, e + 1, commit=True) == (NONE, pid, e + 2)
+        wait_completed(w, txn)
+        assert committed_values(w.fetch(topic, 0, 0, isolation=1)) == [b"a", b"b", b"c"]

@@ -215,7 +215,7 @@ async def test_a_transaction_commits_through_the_interfaces(host: FakeHost) -> N
         assert pid >= 1000
         code = await coordinator.add_partitions("t", pid, 0, [("data", 0), ("data", 1)])
         assert code == ErrorCode.none
-        assert await coordinator.end_transaction("t", pid, 0, True) == ErrorCode.none
+        assert (await coordinator.end_transaction("t", pid, 0, True)).error_code == ErrorCode.none
         for _ in range(200):
             if metrics.completed:
                 break

@@ -48,7 +48,8 @@ KAFKA_VALID_PREVIOUS = {
     "Empty": {"Empty", "CompleteCommit", "CompleteAbort"},
     "Ongoing": {"Ongoing", "Empty", "CompleteCommit", "CompleteAbort"},
     "PrepareCommit": {"Ongoing"},
-    "PrepareAbort": {"Ongoing", "PrepareEpochFence"},
+    # Kafka 4.x: a TV2 abort with no transaction open goes through PrepareAbort too.
+    "PrepareAbort": {"Ongoing", "PrepareEpochFence", "Empty", "CompleteCommit", "CompleteAbort"},
     "CompleteCommit": {"PrepareCommit"},
     "CompleteAbort": {"PrepareAbort"},
     "Dead": {"Empty", "CompleteAbort", "CompleteCommit"},
@@ -447,5 +448,25 @@ def test_any_sequence_of_requests_keeps_kafkas_invariants(
             assert md.partitions == set()
         if md.state is S.EMPTY:
             assert md.start_ms == -1
+        if md.state in (S.ONGOING, S.PREPARE_COMMIT):
+            assert md.partitions
         if md.state in (S.ONGOING, S.PREPARE_COMMIT, S.PREPARE_ABORT):
-            assert md.partitions and 0 <= md.start_ms <= md.last_update_ms
+            assert 0 <= md.start_ms <= md.last_update_ms
+
+
+def test_tv2_end_txn_at_an_exhausted_epoch_moves_to_the_next_producer_id() -> None:
+    """EndTxn v5 at epoch 32766: Prepare bumps to 32767 (the markers' epoch) and records the
+    next producer id; Complete moves to it at epoch 0 (the old id becomes the previous one).
+    Log value v1 keeps what a new coordinator needs to answer retries."""
+    from coordinator.transaction.log import decode_value, encode_value
+
+    md = _md(S.ONGOING, epoch=MAX_EPOCH - 1)
+    prepare = md.prepare_abort_or_commit(S.PREPARE_COMMIT, NOW, 2, 2000, bump=True)
+    assert (prepare.producer_id, prepare.producer_epoch, prepare.last_producer_epoch,
+            prepare.next_producer_id) == (1000, MAX_EPOCH, MAX_EPOCH - 1, 2000)
+    loaded = decode_value(encode_value(prepare.log_value(), 1))
+    assert (loaded.next_producer_id, loaded.client_transaction_version) == (2000, 2)
+    md.complete_transition(prepare)
+    done = md.prepare_complete(NOW + 1)
+    assert (done.state, done.producer_id, done.last_producer_id, done.producer_epoch,
+            done.next_producer_id) == (S.COMPLETE_COMMIT, 2000, 1000, 0, NO_PRODUCER_ID)
