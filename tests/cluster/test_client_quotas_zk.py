@@ -118,10 +118,16 @@ def test_a_quota_altered_through_one_broker_holds_on_every_broker(zookeeper, tmp
                 == [("request_percentage", 0.001)]
 
         wait_until(described, 10, "broker 1 describes the quota set through broker 0")
+        # Kafka's default window (11 x 1 s) lets 0.001 % be ~100 us of handler time: ask until
+        # the client is over it (a handful of fast Metadata calls may not be yet).
+        throttled = 0.0
         with WireClient(second, client_id=b"busy") as w:
-            answers = [w.call(3, 12, {"topics": None, "allow_auto_topic_creation": False,
-                                      "include_topic_authorized_operations": False})
-                       for _ in range(3)]
-        assert max(a.throttle_time.total_seconds() for a in answers) > 0
+            for _ in range(200):
+                answer = w.call(3, 12, {"topics": None, "allow_auto_topic_creation": False,
+                                        "include_topic_authorized_operations": False})
+                throttled = answer.throttle_time.total_seconds()
+                if throttled > 0:
+                    break
+        assert throttled > 0
     finally:
         cluster.close()
