@@ -15,6 +15,8 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 
+from protocol.encoder import uvarint
+
 KEY_VERSION = 0
 VALUE_VERSION = 0
 
@@ -46,15 +48,6 @@ def encode_key(transactional_id: str) -> bytes:
     return struct.pack(">h", KEY_VERSION) + _string(transactional_id)
 
 
-def _uvarint(n: int) -> bytes:
-    out = bytearray()
-    while n >= 0x80:
-        out.append((n & 0x7F) | 0x80)
-        n >>= 7
-    out.append(n)
-    return bytes(out)
-
-
 def encode_value(v: TxnLogValue, version: int = VALUE_VERSION) -> bytes:
     """The value record in version 0 (non-flexible) or 1 (flexible, with tagged fields)."""
     if version not in (0, 1):
@@ -66,16 +59,16 @@ def encode_value(v: TxnLogValue, version: int = VALUE_VERSION) -> bytes:
     by_topic: dict[str, list[int]] = {}
     for topic, p in sorted(v.partitions):
         by_topic.setdefault(topic, []).append(p)
-    out += _uvarint(len(by_topic) + 1) if flexible else struct.pack(">i", len(by_topic))
+    out += uvarint(len(by_topic) + 1) if flexible else struct.pack(">i", len(by_topic))
     for topic, parts in by_topic.items():
         if flexible:
             raw = topic.encode()
-            out += _uvarint(len(raw) + 1) + raw + _uvarint(len(parts) + 1)
+            out += uvarint(len(raw) + 1) + raw + uvarint(len(parts) + 1)
         else:
             out += _string(topic) + struct.pack(">i", len(parts))
         out += b"".join(struct.pack(">i", p) for p in parts)
         if flexible:
-            out += _uvarint(0)  # the partition entry's tagged fields: none
+            out += uvarint(0)  # the partition entry's tagged fields: none
     out += struct.pack(">qq", v.last_update_ms, v.start_ms)
     if flexible:
         tags = []
@@ -85,9 +78,9 @@ def encode_value(v: TxnLogValue, version: int = VALUE_VERSION) -> bytes:
             tags.append((1, struct.pack(">q", v.next_producer_id)))
         if v.client_transaction_version != 0:
             tags.append((2, struct.pack(">h", v.client_transaction_version)))
-        out += _uvarint(len(tags))
+        out += uvarint(len(tags))
         for tag, raw in tags:
-            out += _uvarint(tag) + _uvarint(len(raw)) + raw
+            out += uvarint(tag) + uvarint(len(raw)) + raw
     return bytes(out)
 
 
