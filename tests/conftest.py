@@ -126,6 +126,9 @@ def _brokers_of(item: pytest.Item) -> list[BrokerProcess]:
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):
     outcome = yield
     rep = outcome.get_result()
+    if rep.when == "call":
+        # Fixtures that own brokers (cluster, chaos) read it in teardown to attach logs.
+        item.rep_call = rep  # type: ignore[attr-defined]
     if rep.failed and rep.when in ("setup", "call"):
         for b in _brokers_of(item):
             state = "running" if b.is_running() else f"exited ({b.last_returncode})"

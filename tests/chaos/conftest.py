@@ -57,11 +57,3 @@ def _append_logs(request: pytest.FixtureRequest, cluster: Cluster) -> None:
     rep = getattr(request.node, "rep_call", None)
     if rep is not None and rep.failed:
         rep.sections.append(("broker logs", cluster.logs_tail()))
-
-
-@pytest.hookimpl(wrapper=True)
-def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):
-    rep = yield
-    if rep.when == "call":
-        item.rep_call = rep  # type: ignore[attr-defined]
-    return rep

@@ -35,11 +35,3 @@ def cluster(zookeeper: ZooKeeperProcess, tmp_path: Path,
             for b in c.brokers:
                 rep.sections.append((f"{b.name} log", b.log_tail(120)))
         c.close()
-
-
-@pytest.hookimpl(wrapper=True)
-def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):
-    rep = yield
-    if rep.when == "call":
-        item.rep_call = rep  # type: ignore[attr-defined]
-    return rep
