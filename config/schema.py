@@ -605,9 +605,14 @@ _TABLE: list[PropertyDef] = [
        "for.", group=_G_GROUP),
     _p("group.max.size", I, INT_MAX, "Most members in one classic group.", at_least(1),
        group=_G_GROUP),
-    # Consumer-protocol (KIP-848) group settings: the defaults of the consumer.* group configs
-    # (DescribeConfigs of a GROUP resource) and the bounds IncrementalAlterConfigs checks
-    # them against. Samsa runs classic groups only, so nothing else reads them.
+    # Consumer-protocol (KIP-848) group settings: the coordinator's session timeout and
+    # heartbeat interval, the defaults of the consumer.* group configs (DescribeConfigs of a
+    # GROUP resource) and the bounds IncrementalAlterConfigs checks them against.
+    _p("group.consumer.assignors", LS, ["uniform", "range"], "Server-side assignors of "
+       "consumer groups (uniform, range, or Kafka's class names of them); the first is the "
+       "default.", group=_G_GROUP),
+    _p("group.consumer.max.size", I, INT_MAX, "Most members in one consumer group.",
+       at_least(1), group=_G_GROUP),
     _p("group.consumer.session.timeout.ms", I, 45000, "Default consumer.session.timeout.ms "
        "of a group.", at_least(1), group=_G_GROUP),
     _p("group.consumer.min.session.timeout.ms", I, 45000, "Smallest consumer.session.timeout.ms "
