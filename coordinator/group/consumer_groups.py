@@ -283,7 +283,8 @@ class ConsumerGroups(GroupCoordinatorParts):
         )
         if replaced is not None and replaced.member_id != member_id:
             records += _fence_records(group_id, replaced.member_id)
-        bump = is_new or (updated.subscribed_topic_names, updated.subscribed_topic_regex) != \
+        # a static member taking its place back keeps the group epoch (Kafka's replaceMember)
+        bump = (is_new and replaced is None) or (updated.subscribed_topic_names, updated.subscribed_topic_regex) != \
             (member.subscribed_topic_names, member.subscribed_topic_regex)
         if is_new or updated.metadata_key() != member.metadata_key():
             records.append((key(MEMBER_METADATA, group_id, member_id),
@@ -535,7 +536,9 @@ class ConsumerGroups(GroupCoordinatorParts):
         if not transactional and version < 9:
             raise GroupError(ErrorCode.unsupported_version)
         if member_epoch != member.member_epoch:
-            raise GroupError(ErrorCode.stale_member_epoch)
+            # Kafka answers a transactional commit ILLEGAL_GENERATION, as older clients expect
+            raise GroupError(ErrorCode.illegal_generation if transactional
+                             else ErrorCode.stale_member_epoch)
 
     def validate_consumer_offset_fetch(self, group_id: str, member_id: str | None,
                                        member_epoch: int) -> None:

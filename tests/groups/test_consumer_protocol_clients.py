@@ -104,3 +104,44 @@ def test_librdkafka_consumer_protocol_consumes_and_commits(broker_factory):
     assert res.returncode == 0 and "successful" in res.stdout, res.describe()
     res = run_java_tool(GROUPS_CMD, ["--bootstrap-server", b, "--list"])
     assert group not in res.stdout.split(), res.describe()
+
+
+@pytest.mark.timeout(120)
+def test_librdkafka_consumer_protocol_offsets_in_a_transaction(broker_factory):
+    """send_offsets_to_transaction with a consumer-protocol member: TxnOffsetCommit carries its
+    member id and epoch, which the coordinator checks."""
+    from confluent_kafka import Consumer, Producer, TopicPartition
+
+    broker = broker_factory(settings=SETTINGS)
+    b = broker.bootstrap
+    u = uuid.uuid4().hex[:8]
+    topic, group = f"rdtx-{u}", f"rdtx-group-{u}"
+    create_topic(b, topic, 1)
+    produce(b, topic, 1, 5)
+    c = Consumer({"bootstrap.servers": b, "group.id": group, "group.protocol": "consumer",
+                  "auto.offset.reset": "earliest", "enable.auto.commit": False})
+    p = Producer({"bootstrap.servers": b, "transactional.id": f"tid-{u}"})
+    try:
+        c.subscribe([topic])
+        got = 0
+        deadline = time.monotonic() + 30
+        while got < 5 and time.monotonic() < deadline:
+            m = c.poll(0.5)
+            if m is not None and m.error() is None:
+                got += 1
+        assert got == 5
+        p.init_transactions(20)
+        p.begin_transaction()
+        p.send_offsets_to_transaction([TopicPartition(topic, 0, 5)],
+                                      c.consumer_group_metadata(), 20)
+        p.commit_transaction(20)
+        deadline = time.monotonic() + 15
+        while True:
+            [tp] = c.committed([TopicPartition(topic, 0)], timeout=10)
+            if tp.offset == 5 or time.monotonic() > deadline:
+                break
+            time.sleep(0.1)
+        assert tp.offset == 5
+    finally:
+        c.close()
+        p.flush()

@@ -184,3 +184,57 @@ def test_group_version_gates_the_consumer_protocol(wire):
         "validate_only": False})
     assert r.error_code == NONE and {HEARTBEAT, CG_DESCRIBE} <= advertised()
     assert _hb(w, "gated", uuid.uuid4().hex, 0).error_code == NONE
+
+
+def test_new_topics_and_partitions_bump_the_group_epoch(wire):
+    w, _ = wire
+    g = f"cg-{uuid.uuid4().hex[:8]}"
+    later = f"later-{uuid.uuid4().hex[:8]}"
+    m = uuid.uuid4().hex
+    r = _hb(w, g, m, 0, topics=("t", later))
+    assert (r.error_code, r.member_epoch, len(_parts(r))) == (NONE, 1, 4), r
+    r = w.call(19, 5, {"topics": [{"name": later, "num_partitions": 2, "replication_factor": 1,
+                                   "assignments": [], "configs": []}],
+                       "timeout_ms": 10_000, "validate_only": False})
+    assert r.topics[0].error_code == NONE
+    r = _hb(w, g, m, 1, topics=None, owned=[])
+    assert r.member_epoch == 2 and len(r.assignment.topic_partitions) == 2, r
+    r = w.call(37, 3, {"topics": [{"name": later, "count": 3, "assignments": None}],
+                       "timeout_ms": 10_000, "validate_only": False})
+    assert r.results[0].error_code == NONE, r
+    r = _hb(w, g, m, 2, topics=None, owned=[])
+    assert r.member_epoch == 3 and sum(len(tp.partitions) for tp in
+                                       r.assignment.topic_partitions) == 7, r
+
+
+def test_regex_subscription_and_static_members(wire):
+    w, _ = wire
+    g = f"cg-{uuid.uuid4().hex[:8]}"
+    m = uuid.uuid4().hex
+    r = w.call(HEARTBEAT, 1, {
+        "group_id": g, "member_id": m, "member_epoch": 0, "instance_id": "i1",
+        "rebalance_timeout": 30_000, "subscribed_topic_names": None,
+        "subscribed_topic_regex": "[t]", "server_assignor": None, "topic_partitions": []})
+    assert (r.error_code, _parts(r)) == (NONE, {0, 1, 2, 3}), r
+    bad = w.call(HEARTBEAT, 1, {
+        "group_id": g, "member_id": uuid.uuid4().hex, "member_epoch": 0,
+        "rebalance_timeout": 30_000, "subscribed_topic_names": None,
+        "subscribed_topic_regex": "[", "server_assignor": None, "topic_partitions": []})
+    assert bad.error_code == 128  # INVALID_REGULAR_EXPRESSION
+    # another process with the same instance id while the first one is in: refused
+    other = uuid.uuid4().hex
+    assert _hb(w, g, other, 0, instance="i1").error_code == 111  # UNRELEASED_INSTANCE_ID
+    assert _hb(w, g, other, 1, instance="i1", topics=None).error_code == 82  # FENCED_INSTANCE_ID
+    # the static member leaves for a moment (-2) and comes back under a new member id: it
+    # gets its partitions back at once
+    r = _hb(w, g, m, -2, instance="i1", topics=None)
+    assert (r.error_code, r.member_epoch) == (NONE, -2), r
+    r = _hb(w, g, other, 0, instance="i1", topics=None)
+    assert r.error_code == INVALID_REQUEST  # rejoining needs the subscription
+    r = w.call(HEARTBEAT, 1, {
+        "group_id": g, "member_id": other, "member_epoch": 0, "instance_id": "i1",
+        "rebalance_timeout": 30_000, "subscribed_topic_names": None,
+        "subscribed_topic_regex": "[t]", "server_assignor": None, "topic_partitions": []})
+    assert (r.error_code, r.member_epoch, _parts(r)) == (NONE, 1, {0, 1, 2, 3}), r
+    d = w.call(CG_DESCRIBE, 1, {"group_ids": [g], "include_authorized_operations": False})
+    assert [(x.member_id, x.instance_id) for x in d.groups[0].members] == [(other, "i1")]
