@@ -284,7 +284,8 @@ class ConsumerGroups(GroupCoordinatorParts):
         if replaced is not None and replaced.member_id != member_id:
             records += _fence_records(group_id, replaced.member_id)
         # a static member taking its place back keeps the group epoch (Kafka's replaceMember)
-        bump = (is_new and replaced is None) or (updated.subscribed_topic_names, updated.subscribed_topic_regex) != \
+        bump = (is_new and replaced is None) or \
+            (updated.subscribed_topic_names, updated.subscribed_topic_regex) != \
             (member.subscribed_topic_names, member.subscribed_topic_regex)
         if is_new or updated.metadata_key() != member.metadata_key():
             records.append((key(MEMBER_METADATA, group_id, member_id),
