@@ -34,7 +34,7 @@ async def handle_consumer_group_heartbeat(
 ) -> dict[str, Any]:
     def error(code: ErrorCode, message: str | None = None) -> dict[str, Any]:
         return {"throttle_time": 0, "error_code": code, "error_message": message,
-                "member_id": request.member_id or None, "member_epoch": 0,
+                "member_id": None, "member_epoch": 0,
                 "heartbeat_interval": 0, "assignment": None}
 
     if not _enabled(ctx):
@@ -72,8 +72,6 @@ async def handle_consumer_group_heartbeat(
         "/" + ctx.client_host,
         ctx.version,
     )
-    if result["error_code"] != ErrorCode.none:
-        result["member_id"] = result["member_id"] or None
     return dict(result, throttle_time=0)
 
 

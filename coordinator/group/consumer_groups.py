@@ -75,10 +75,10 @@ def _fence_records(group_id: str, member_id: str) -> Records:
             (key(MEMBER_METADATA, group_id, member_id), None)]
 
 
-def _error(code: ErrorCode, message: str | None = None, member_id: str = "",
-           member_epoch: int = 0) -> dict[str, Any]:
-    return {"error_code": code, "error_message": message, "member_id": member_id,
-            "member_epoch": member_epoch, "heartbeat_interval": 0, "assignment": None}
+def _error(code: ErrorCode, message: str | None = None) -> dict[str, Any]:
+    """An error answer: Kafka leaves the member id null and the epoch 0."""
+    return {"error_code": code, "error_message": message, "member_id": None,
+            "member_epoch": 0, "heartbeat_interval": 0, "assignment": None}
 
 
 class ConsumerGroups(GroupCoordinatorParts):
@@ -199,8 +199,12 @@ class ConsumerGroups(GroupCoordinatorParts):
                     raise GroupError(ErrorCode.not_coordinator)
         except GroupError as exc:
             message = str(exc.args[0]) if exc.args else ""
+            if exc.error_code != ErrorCode.coordinator_load_in_progress:
+                log.info("ConsumerGroupHeartbeat of member %r (epoch %d) in group %r: %s %s",
+                         member_id, member_epoch, group_id, exc.error_code.name,
+                         message)
             return _error(exc.error_code, None if message == str(int(exc.error_code))
-                          else message, member_id)
+                          else message)
         return response
 
     def _heartbeat(

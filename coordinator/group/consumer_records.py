@@ -10,9 +10,11 @@ taken from the cluster metadata when the group is loaded.
 
 from __future__ import annotations
 
+import json
 import struct
 import uuid
 from dataclasses import dataclass
+from typing import Any
 
 from protocol.encoder import uvarint
 
@@ -206,3 +208,55 @@ def decode_current_assignment(buf: bytes, member: ConsumerMember) -> None:
     member.state = MemberState(state) if state in (0, 1, 2) else MemberState.UNKNOWN
     member.assigned = _read_assignment(r)
     member.pending_revocation = _read_assignment(r)
+
+
+_NAMES = {GROUP_METADATA: "consumer_group_metadata",
+          PARTITION_METADATA: "consumer_group_partition_metadata",
+          MEMBER_METADATA: "consumer_group_member_metadata",
+          TARGET_ASSIGNMENT_METADATA: "consumer_group_target_assignment_metadata",
+          TARGET_ASSIGNMENT_MEMBER: "consumer_group_target_assignment_member",
+          CURRENT_MEMBER_ASSIGNMENT: "consumer_group_current_member_assignment"}
+
+
+def _assignment_json(a: Assignment) -> list[dict[str, Any]]:
+    return [{"topicId": str(t), "partitions": sorted(ps)} for t, ps in
+            sorted(a.items(), key=lambda kv: str(kv[0]))]
+
+
+def describe_consumer_record(k: bytes, value: bytes | None) -> tuple[str, str] | None:
+    """Readable key and payload of a consumer group record (dump-log); None for other keys."""
+    try:
+        ck = decode_consumer_key(k)
+    except (RecordFormatError, UnicodeDecodeError):
+        return None
+    if ck is None:
+        return None
+    kd: dict[str, Any] = {"type": _NAMES[ck.type], "group": ck.group}
+    if ck.member is not None:
+        kd["member"] = ck.member
+    if value is None:
+        return json.dumps(kd, separators=(",", ":")), "<DELETE>"
+    try:
+        vd: dict[str, Any]
+        if ck.type in (GROUP_METADATA, TARGET_ASSIGNMENT_METADATA):
+            vd = {"epoch": decode_epoch_value(value)}
+        elif ck.type == MEMBER_METADATA:
+            m = ConsumerMember(ck.member or "")
+            decode_member_metadata(value, m)
+            vd = {"instanceId": m.instance_id, "rackId": m.rack_id, "clientId": m.client_id,
+                  "clientHost": m.client_host, "subscribedTopicNames": m.subscribed_topic_names,
+                  "subscribedTopicRegex": m.subscribed_topic_regex,
+                  "rebalanceTimeoutMs": m.rebalance_timeout_ms, "serverAssignor": m.server_assignor}
+        elif ck.type == TARGET_ASSIGNMENT_MEMBER:
+            vd = {"topicPartitions": _assignment_json(decode_target_member(value))}
+        elif ck.type == CURRENT_MEMBER_ASSIGNMENT:
+            m = ConsumerMember(ck.member or "")
+            decode_current_assignment(value, m)
+            vd = {"memberEpoch": m.member_epoch, "previousMemberEpoch": m.previous_member_epoch,
+                  "state": m.state.label, "assignedPartitions": _assignment_json(m.assigned),
+                  "partitionsPendingRevocation": _assignment_json(m.pending_revocation)}
+        else:
+            vd = {"bytes": len(value)}
+    except (RecordFormatError, UnicodeDecodeError, ValueError) as exc:
+        return json.dumps(kd, separators=(",", ":")), f"<undecodable value: {exc}>"
+    return json.dumps(kd, separators=(",", ":")), json.dumps(vd, separators=(",", ":"))

@@ -96,3 +96,36 @@ def test_reconcile_new_member_gets_free_partitions_at_the_target_epoch():
                      [])
     assert (step.state, step.member_epoch, step.assigned) == (MemberState.STABLE, 7,
                                                               {A: {0, 1}, B: {0}})
+
+
+def test_records_round_trip_in_kafkas_layout():
+    from coordinator.group.consumer_records import (
+        CURRENT_MEMBER_ASSIGNMENT,
+        GROUP_METADATA,
+        current_assignment_value,
+        decode_consumer_key,
+        decode_current_assignment,
+        decode_member_metadata,
+        describe_consumer_record,
+        group_metadata_value,
+        key,
+        member_metadata_value,
+    )
+
+    assert key(GROUP_METADATA, "g") == b"\x00\x03\x00\x01g"
+    assert group_metadata_value(5) == b"\x00\x00\x00\x00\x00\x05\x00"  # v0, epoch, no tags
+    k = key(CURRENT_MEMBER_ASSIGNMENT, "g", "m1")
+    assert k == b"\x00\x08\x00\x01g\x00\x02m1"
+    assert decode_consumer_key(k).member == "m1"
+    m = ConsumerMember("m1", instance_id="i", client_id="c", client_host="/h",
+                       subscribed_topic_names=["a", "b"], subscribed_topic_regex=None,
+                       rebalance_timeout_ms=30000, server_assignor="range", member_epoch=4,
+                       previous_member_epoch=3, state=MemberState.UNREVOKED_PARTITIONS,
+                       assigned={A: {0, 2}}, pending_revocation={B: {1}})
+    back = ConsumerMember("m1")
+    decode_member_metadata(member_metadata_value(m), back)
+    decode_current_assignment(current_assignment_value(m), back)
+    assert back.metadata_key() == m.metadata_key()
+    assert back.assignment_key() == m.assignment_key()
+    _, payload = describe_consumer_record(k, current_assignment_value(m))
+    assert '"state":"unrevoked_partitions"' in payload and '"memberEpoch":4' in payload
