@@ -238,3 +238,23 @@ def test_regex_subscription_and_static_members(wire):
     assert (r.error_code, r.member_epoch, _parts(r)) == (NONE, 1, {0, 1, 2, 3}), r
     d = w.call(CG_DESCRIBE, 1, {"group_ids": [g], "include_authorized_operations": False})
     assert [(x.member_id, x.instance_id) for x in d.groups[0].members] == [(other, "i1")]
+
+
+def test_group_max_size_and_an_emptied_group_turning_classic(broker_factory):
+    b = broker_factory(settings=dict(FAST, **{"group.consumer.max.size": 1}))
+    with WireClient(b.bootstrap) as w:
+        w.call(19, 5, {"topics": [{"name": "t", "num_partitions": 1, "replication_factor": 1,
+                                   "assignments": [], "configs": []}],
+                       "timeout_ms": 10_000, "validate_only": False})
+        assert w.call(FIND, 3, {"key": "any", "key_type": 0}).error_code == 0
+        g, m = f"cg-{uuid.uuid4().hex[:8]}", uuid.uuid4().hex
+        assert _hb(w, g, m, 0).error_code == NONE
+        assert _hb(w, g, uuid.uuid4().hex, 0).error_code == 81  # GROUP_MAX_SIZE_REACHED
+        assert _hb(w, g, m, -1, topics=None).error_code == NONE
+        # empty now: a classic member may take the group id over
+        j = w.call(JOIN, 3, {"group_id": g, "session_timeout": 6000, "rebalance_timeout": 5000,
+                             "member_id": "", "protocol_type": "consumer",
+                             "protocols": [{"name": "range", "metadata": SUB}]})
+        assert j.error_code == NONE, j
+        listed = w.call(LIST, 5, {"states_filter": [], "types_filter": []}).groups
+        assert [(x.group_id, x.group_type) for x in listed] == [(g, "classic")]
