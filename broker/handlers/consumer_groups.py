@@ -8,6 +8,7 @@ Kafka (broker/features.py; ApiVersions does not list them otherwise).
 from __future__ import annotations
 
 import logging
+import time
 import uuid
 from typing import TYPE_CHECKING, Any
 
@@ -25,8 +26,35 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
+# How long a group's consumer.* overrides (IncrementalAlterConfigs on the GROUP resource) are
+# used before they are read again from the metadata store (ZooKeeper in a cluster).
+_GROUP_CONFIGS_TTL_S = 5.0
+
+
 def _enabled(ctx: RequestContext) -> bool:
     return ctx.store.finalized_features().level(GROUP_VERSION) >= 1
+
+
+async def _group_timeouts(ctx: RequestContext, group_id: str) -> tuple[int, int]:
+    """The group's session timeout and heartbeat interval: its consumer.* overrides, else
+    the broker's group.consumer.* defaults."""
+    cache = ctx.groups.group_config_cache
+    now = time.monotonic()
+    hit = cache.get(group_id)
+    if hit is None or hit[0] < now:
+        try:
+            configs = await ctx.store.group_configs(group_id)
+        except Exception as exc:  # the store is unreachable: the defaults, and a log line
+            log.warning("reading the configs of group %s failed: %r", group_id, exc)
+            configs = {}
+        if len(cache) > 10_000:
+            cache.clear()
+        hit = cache[group_id] = (now + _GROUP_CONFIGS_TTL_S, configs)
+    configs = hit[1]
+    session = configs.get("consumer.session.timeout.ms")
+    heartbeat = configs.get("consumer.heartbeat.interval.ms")
+    return (int(session) if session is not None else ctx.groups.consumer_session_ms,
+            int(heartbeat) if heartbeat is not None else ctx.groups.consumer_heartbeat_ms)
 
 
 async def handle_consumer_group_heartbeat(
@@ -57,6 +85,7 @@ async def handle_consumer_group_heartbeat(
         owned = [(tp.topic_id or uuid.UUID(int=0), list(tp.partitions))
                  for tp in request.topic_partitions]
     rebalance = millis(request.rebalance_timeout)
+    session_ms, heartbeat_ms = await _group_timeouts(ctx, request.group_id)
     result = await ctx.groups.consumer_group_heartbeat(
         request.group_id,
         request.member_id,
@@ -71,6 +100,8 @@ async def handle_consumer_group_heartbeat(
         ctx.client_id or "",
         "/" + ctx.client_host,
         ctx.version,
+        session_ms=session_ms,
+        heartbeat_ms=heartbeat_ms,
     )
     return dict(result, throttle_time=0)
 

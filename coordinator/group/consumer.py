@@ -117,6 +117,7 @@ class ConsumerGroup:
     partition_epochs: dict[tuple[uuid.UUID, int], int] = field(default_factory=dict)
     # the subscribed topics' metadata the target assignment was computed from
     subscription_metadata: TopicsMetadata | None = None
+    session_ms: int = -1  # the group's session timeout (-1: the broker's default)
     dead: bool = False
 
     # ---- queries ---------------------------------------------------------------------

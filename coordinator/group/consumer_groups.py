@@ -177,8 +177,11 @@ class ConsumerGroups(GroupCoordinatorParts):
         rack_id: str | None, rebalance_timeout_ms: int, names: list[str] | None,
         regex: str | None, assignor: str | None,
         owned: list[tuple[uuid.UUID, list[int]]] | None, client_id: str, client_host: str,
-        version: int,
+        version: int, *, session_ms: int | None = None, heartbeat_ms: int | None = None,
     ) -> dict[str, Any]:
+        """One ConsumerGroupHeartbeat; `session_ms`/`heartbeat_ms` are the group's
+        consumer.session.timeout.ms / consumer.heartbeat.interval.ms (default: the broker's
+        group.consumer.* values)."""
         try:
             self._validate_heartbeat(group_id, member_id, member_epoch, instance_id, rack_id,
                                      rebalance_timeout_ms, names, regex, assignor, owned,
@@ -192,7 +195,9 @@ class ConsumerGroups(GroupCoordinatorParts):
                     member_id = new_member_id()
                 records, response = self._heartbeat(
                     p, group_id, member_id, member_epoch, instance_id, rack_id,
-                    rebalance_timeout_ms, names, regex, assignor, owned, client_id, client_host)
+                    rebalance_timeout_ms, names, regex, assignor, owned, client_id, client_host,
+                    session_ms if session_ms is not None else self.consumer_session_ms,
+                    heartbeat_ms if heartbeat_ms is not None else self.consumer_heartbeat_ms)
             if records:
                 await self._append_replicated(p, records)
                 if p not in self.loaded:
@@ -212,6 +217,7 @@ class ConsumerGroups(GroupCoordinatorParts):
         instance_id: str | None, rack_id: str | None, rebalance_timeout_ms: int,
         names: list[str] | None, regex: str | None, assignor: str | None,
         owned: list[tuple[uuid.UUID, list[int]]] | None, client_id: str, client_host: str,
+        session_ms: int, heartbeat_ms: int,
     ) -> tuple[Records, dict[str, Any]]:
         """Apply one heartbeat to the group state; the records to write and the answer."""
         records: Records = []
@@ -344,6 +350,7 @@ class ConsumerGroups(GroupCoordinatorParts):
         group.assignment_epoch = target_epoch
         old = group.members.get(member_id)
         group.update_member(old, reconciled)
+        group.session_ms = session_ms
         self._schedule_session(group, reconciled)
         if reconciled.state == MemberState.UNREVOKED_PARTITIONS:
             if member.state != MemberState.UNREVOKED_PARTITIONS or \
@@ -355,7 +362,7 @@ class ConsumerGroups(GroupCoordinatorParts):
         response: dict[str, Any] = {
             "error_code": ErrorCode.none, "error_message": None, "member_id": member_id,
             "member_epoch": reconciled.member_epoch,
-            "heartbeat_interval": self.consumer_heartbeat_ms, "assignment": None,
+            "heartbeat_interval": heartbeat_ms, "assignment": None,
         }
         full = member_epoch == 0 or (rebalance_timeout_ms != -1 and names is not None
                                      and owned is not None)
@@ -495,8 +502,9 @@ class ConsumerGroups(GroupCoordinatorParts):
     def _schedule_session(self, group: ConsumerGroup, member: ConsumerMember) -> None:
         if member.session_timer is not None:
             member.session_timer.cancel()
+        session_ms = group.session_ms if group.session_ms > 0 else self.consumer_session_ms
         member.session_timer = asyncio.get_running_loop().call_later(
-            self.consumer_session_ms / 1000, self._on_consumer_timeout, group, member.member_id,
+            session_ms / 1000, self._on_consumer_timeout, group, member.member_id,
             None, "session timeout")
 
     def _schedule_rebalance(self, group: ConsumerGroup, member: ConsumerMember) -> None:

@@ -80,6 +80,8 @@ class GroupCoordinator(GroupMembership, GroupOffsets, ConsumerGroups):
         self.topics_view: TopicsView = topics if topics is not None else _NoTopics()
         self.groups: dict[str, ClassicGroup] = {}
         self.consumer_groups: dict[str, ConsumerGroup] = {}
+        # group id -> (monotonic expiry, its consumer.* configs): kept by the request handler
+        self.group_config_cache: dict[str, tuple[float, dict[str, str]]] = {}
         self.loaded: set[int] = set()
         self.loading: dict[int, asyncio.Task[None]] = {}
         # offsets partition -> producer id -> group ids with pending transactional offsets

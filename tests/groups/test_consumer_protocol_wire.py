@@ -258,3 +258,14 @@ def test_group_max_size_and_an_emptied_group_turning_classic(broker_factory):
         assert j.error_code == NONE, j
         listed = w.call(LIST, 5, {"states_filter": [], "types_filter": []}).groups
         assert [(x.group_id, x.group_type) for x in listed] == [(g, "classic")]
+
+
+def test_group_config_overrides_the_heartbeat_interval(wire):
+    w, _ = wire
+    g = f"cg-{uuid.uuid4().hex[:8]}"
+    r = w.call(44, 1, {"resources": [{"resource_type": 32, "resource_name": g, "configs": [
+        {"name": "consumer.heartbeat.interval.ms", "config_operation": 0, "value": "6000"}]}],
+        "validate_only": False})
+    assert r.responses[0].error_code == NONE, r
+    r = _hb(w, g, uuid.uuid4().hex, 0)
+    assert r.error_code == NONE and r.heartbeat_interval.total_seconds() == 6, r
