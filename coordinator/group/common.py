@@ -99,6 +99,9 @@ class GroupCoordinatorParts:
     def delete_empty_consumer_group(self, group: ConsumerGroup) -> None:
         raise NotImplementedError
 
+    def consumer_subscribed_topics(self, group: ConsumerGroup) -> set[str]:
+        raise NotImplementedError
+
     def validate_consumer_offset_fetch(self, group_id: str, member_id: str | None,
                                        member_epoch: int) -> None:
         raise NotImplementedError

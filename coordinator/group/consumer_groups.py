@@ -103,6 +103,13 @@ class ConsumerGroups(GroupCoordinatorParts):
             names |= self._member_topics(m)
         return self._topics_metadata(names)
 
+    def consumer_subscribed_topics(self, group: ConsumerGroup) -> set[str]:
+        """The topics the group's members subscribe to (names and regex matches)."""
+        topics: set[str] = set()
+        for m in group.members.values():
+            topics |= self._member_topics(m)
+        return topics
+
     def topic_name(self, topic_id: uuid.UUID) -> str | None:
         return self.topics_view.topic_name(topic_id)
 

@@ -179,7 +179,11 @@ class GroupOffsets(GroupCoordinatorParts):
             if group is None or group.is_in(GroupState.DEAD):
                 raise GroupError(ErrorCode.group_id_not_found)
             subscribed: set[str] = set()
-            if not group.is_in(GroupState.EMPTY):
+            consumer_group = self.consumer_groups.get(group_id)
+            if consumer_group is not None:
+                # Kafka: the topics its members subscribe to keep their offsets
+                subscribed = self.consumer_subscribed_topics(consumer_group)
+            elif not group.is_in(GroupState.EMPTY):
                 if group.protocol_type != "consumer":
                     raise GroupError(ErrorCode.non_empty_group)
                 subscribed = group.subscribed_topics() or set()

@@ -94,6 +94,9 @@ def test_heartbeat_epochs_and_errors(wire):
     assert commit(m1, 1) == STALE_MEMBER_EPOCH
     assert commit("nobody", 2) == UNKNOWN_MEMBER_ID
     assert commit(m1, 2) == NONE
+    d = w.call(47, 0, {"group_id": g, "topics": [{"name": "t", "partitions": [
+        {"partition_index": 0}]}]})
+    assert d.topics[0].partitions[0].error_code == 86  # GROUP_SUBSCRIBED_TO_TOPIC
     # a classic member may not join it
     j = w.call(JOIN, 5, {"group_id": g, "session_timeout": 6000, "rebalance_timeout": 5000,
                          "member_id": "", "group_instance_id": None, "protocol_type": "consumer",
