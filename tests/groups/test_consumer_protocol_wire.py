@@ -272,3 +272,41 @@ def test_group_config_overrides_the_heartbeat_interval(wire):
     assert r.responses[0].error_code == NONE, r
     r = _hb(w, g, uuid.uuid4().hex, 0)
     assert r.error_code == NONE and r.heartbeat_interval.total_seconds() == 6, r
+
+
+def test_session_and_rebalance_timeouts_fence_members(broker_factory):
+    import time
+
+    b = broker_factory(settings=dict(FAST, **{"group.consumer.session.timeout.ms": 1500,
+                                              "group.consumer.min.session.timeout.ms": 1000}))
+    with WireClient(b.bootstrap) as w:
+        w.call(19, 5, {"topics": [{"name": "t", "num_partitions": 4, "replication_factor": 1,
+                                   "assignments": [], "configs": []}],
+                       "timeout_ms": 10_000, "validate_only": False})
+        assert w.call(FIND, 3, {"key": "any", "key_type": 0}).error_code == 0
+        g = f"cg-{uuid.uuid4().hex[:8]}"
+        m1, m2 = uuid.uuid4().hex, uuid.uuid4().hex
+        r1 = _hb(w, g, m1, 0, rebalance=1000)
+        _hb(w, g, m2, 0)
+        # m1 is asked to revoke two partitions and never does: fenced after its rebalance
+        # timeout (1 s), while it keeps heartbeating
+        r1 = _hb(w, g, m1, 1, topics=None, owned=_owned(r1))
+        assert r1.member_epoch == 1 and len(_parts(r1)) == 2
+        deadline = time.monotonic() + 10
+        while True:
+            r = _hb(w, g, m1, 1, topics=None, owned=[(t, [0, 1, 2, 3]) for t, _ in _owned(r1)])
+            if r.error_code != NONE:
+                break
+            assert time.monotonic() < deadline, r
+            time.sleep(0.2)
+        assert r.error_code == UNKNOWN_MEMBER_ID
+        # m2 (silent since it joined) is gone after its 1.5 s session: the group is empty
+        deadline = time.monotonic() + 10
+        while True:
+            d = w.call(CG_DESCRIBE, 1, {"group_ids": [g],
+                                        "include_authorized_operations": False}).groups[0]
+            if not d.members:
+                break
+            assert time.monotonic() < deadline, d
+            time.sleep(0.2)
+        assert (d.group_state, d.group_epoch) == ("Empty", 4), d
