@@ -84,7 +84,16 @@ def test_librdkafka_consumer_protocol_consumes_and_commits(broker_factory):
         c.commit(asynchronous=False)
         committed = c.committed([TopicPartition(topic, p) for p in range(4)], timeout=10)
         assert [tp.offset for tp in committed] == [10, 10, 10, 10]
-        # kafka-consumer-groups describes the consumer group and its members
+        # kafka-consumer-groups describes the consumer group: its offsets, members, state
+        res = run_java_tool(GROUPS_CMD, ["--bootstrap-server", b, "--describe", "--group",
+                                         group])
+        assert res.returncode == 0, res.describe()
+        # GROUP TOPIC PARTITION CURRENT-OFFSET LOG-END-OFFSET LAG CONSUMER-ID HOST CLIENT-ID
+        rows = sorted(line.split() for line in res.stdout.splitlines()
+                      if line.startswith(group))
+        assert [(r[2], r[3], r[5]) for r in rows] == [(str(p), "10", "0") for p in range(4)], \
+            res.describe()
+        assert len({r[6] for r in rows}) == 1 and rows[0][6] != "-", res.describe()
         res = run_java_tool(GROUPS_CMD, ["--bootstrap-server", b, "--describe", "--group",
                                          group, "--members", "--verbose"])
         assert res.returncode == 0, res.describe()
