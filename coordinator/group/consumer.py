@@ -85,10 +85,6 @@ class ConsumerMember:
     session_timer: asyncio.TimerHandle | None = field(default=None, compare=False)
     rebalance_timer: asyncio.TimerHandle | None = field(default=None, compare=False)
 
-    def subscription_key(self) -> tuple[Any, ...]:
-        return (sorted(self.subscribed_topic_names), self.subscribed_topic_regex,
-                self.server_assignor)
-
     def metadata_key(self) -> tuple[Any, ...]:
         return (self.instance_id, self.rack_id, self.client_id, self.client_host,
                 self.subscribed_topic_names, self.subscribed_topic_regex,

@@ -638,5 +638,3 @@ def _preferred(members: list[ConsumerMember], default: str) -> str:
         return default
     return max(sorted(votes), key=lambda n: votes[n])
 
-
-__all__ = ["Assignment", "ConsumerGroups", "new_member_id"]
