@@ -16,6 +16,7 @@ from .handlers import (
     client_quotas,
     cluster,
     configs,
+    consumer_groups,
     describe_topic_partitions,
     elections,
     features,
@@ -67,6 +68,11 @@ def build_registry() -> ApiRegistry[RequestContext]:
     r.register(28, "TxnOffsetCommit", (0, 5), offsets_commit.handle_txn_offset_commit)
     r.register(42, "DeleteGroups", (0, 2), groups.handle_delete_groups)
     r.register(47, "OffsetDelete", (0, 0), offsets_commit.handle_offset_delete)
+    # consumer-protocol groups (KIP-848): advertised while group.version >= 1 (features.py)
+    r.register(68, "ConsumerGroupHeartbeat", (0, 1),
+               consumer_groups.handle_consumer_group_heartbeat)
+    r.register(69, "ConsumerGroupDescribe", (0, 1),
+               consumer_groups.handle_consumer_group_describe)
     r.register(19, "CreateTopics", (2, 7), topics.handle_create_topics)
     r.register(20, "DeleteTopics", (1, 6), topics.handle_delete_topics)
     r.register(21, "DeleteRecords", (0, 2), offsets.handle_delete_records)

@@ -139,7 +139,7 @@ class Broker:
             transaction_version=lambda: self.store.finalized_features().level(
                 TRANSACTION_VERSION),
         )
-        self.groups = GroupCoordinator(coordinator_host, config)
+        self.groups = GroupCoordinator(coordinator_host, config, topics=coordinator_host)
         # Client quotas hold client listeners only: the inter-broker listener is exempt when
         # other listeners serve the clients.
         exempt = (config.inter_broker_listener_name

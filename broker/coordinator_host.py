@@ -3,7 +3,8 @@ topics (`__consumer_offsets`, `__transaction_state`) see of this broker."""
 
 from __future__ import annotations
 
-from collections.abc import Collection
+import uuid
+from collections.abc import Collection, Iterable
 
 from .metadata_store import MetadataStore
 from .partition import Partition
@@ -12,7 +13,8 @@ from .topic_admin import TopicAdmin
 
 
 class BrokerLogHost:
-    """Metadata from the store, topic creation through `TopicAdmin`, replicas from the
+    """Metadata from the store (also the group coordinator's `coordinator.ports.TopicsView`),
+    topic creation through `TopicAdmin`, replicas from the
     replica manager (`broker.partition.Partition` is a `coordinator.ports.CoordinatorReplica`;
     `PartitionError` and `TopicError` are the `KafkaError`s the interface names)."""
 
@@ -24,6 +26,16 @@ class BrokerLogHost:
     def topic_partitions(self, topic: str) -> Collection[int] | None:
         state = self._store.topic(topic)
         return None if state is None else state.partitions.keys()
+
+    def topic_info(self, name: str) -> tuple[uuid.UUID, int] | None:
+        state = self._store.topic(name)
+        return None if state is None else (state.topic_id, len(state.partitions))
+
+    def topic_name(self, topic_id: uuid.UUID) -> str | None:
+        return self._store.topic_name_by_id(topic_id)
+
+    def topic_names(self) -> Iterable[str]:
+        return self._store.topics().keys()
 
     def broker_count(self) -> int:
         return len(self._store.brokers())

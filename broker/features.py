@@ -8,8 +8,10 @@ finalized 2). Samsa implements all three (the transaction coordinator writes
 TransactionLogValue v1 while the finalized level is >= 1, and for every TV2 transaction), so it
 supports 0..2, and a new cluster finalizes 2 as Kafka 4.x does; an existing cluster keeps what
 it finalized.
-`group.version` (KIP-848) and `metadata.version` (KRaft) are not listed: Samsa implements
-neither.
+`group.version` (KIP-848): level 1 enables the consumer group protocol
+(ConsumerGroupHeartbeat, ConsumerGroupDescribe: ApiVersions lists them only while it is
+finalized at 1, `API_GATES`); a new cluster finalizes 1 as Kafka 4.x does.
+`metadata.version` (KRaft) is not listed: Samsa does not implement it.
 
 Where the finalized levels live: the metadata store (samsa-metadata.json for one broker,
 ZooKeeper's /feature znode for a cluster, as Kafka's ZooKeeper mode kept them). A level of 0
@@ -24,12 +26,22 @@ from enum import IntEnum
 from protocol.errors import ErrorCode, KafkaError
 
 TRANSACTION_VERSION = "transaction.version"
+GROUP_VERSION = "group.version"
 
 # name -> (min, max) level this broker implements.
-SUPPORTED: dict[str, tuple[int, int]] = {TRANSACTION_VERSION: (0, 2)}
+SUPPORTED: dict[str, tuple[int, int]] = {TRANSACTION_VERSION: (0, 2), GROUP_VERSION: (0, 1)}
 
 # What a new cluster finalizes (as Kafka 4.x does).
-DEFAULT_FINALIZED: dict[str, int] = {TRANSACTION_VERSION: 2}
+DEFAULT_FINALIZED: dict[str, int] = {TRANSACTION_VERSION: 2, GROUP_VERSION: 1}
+
+# api key -> (feature, level): the API is advertised only while the feature is finalized at
+# that level or above (Kafka's GroupVersion gates the consumer group protocol's APIs).
+API_GATES: dict[int, tuple[str, int]] = {68: (GROUP_VERSION, 1), 69: (GROUP_VERSION, 1)}
+
+
+def api_enabled(api_key: int, finalized: FinalizedFeatures) -> bool:
+    gate = API_GATES.get(api_key)
+    return gate is None or finalized.level(gate[0]) >= gate[1]
 
 
 @dataclass(frozen=True, slots=True)

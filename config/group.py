@@ -2,8 +2,10 @@
 settings, their validation against the broker's group.consumer.* bounds, and their
 DescribeConfigs entries (resource type GROUP).
 
-Samsa runs classic groups only: the values are stored, validated and described as Kafka does,
-and used by nothing else yet.
+The consumer-protocol group coordinator applies consumer.session.timeout.ms and
+consumer.heartbeat.interval.ms (read again at most every few seconds);
+consumer.assignment.interval.ms is stored and described only (Samsa computes a target
+assignment at the heartbeat that needs it).
 """
 
 from __future__ import annotations

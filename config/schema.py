@@ -605,9 +605,19 @@ _TABLE: list[PropertyDef] = [
        "for.", group=_G_GROUP),
     _p("group.max.size", I, INT_MAX, "Most members in one classic group.", at_least(1),
        group=_G_GROUP),
-    # Consumer-protocol (KIP-848) group settings: the defaults of the consumer.* group configs
-    # (DescribeConfigs of a GROUP resource) and the bounds IncrementalAlterConfigs checks
-    # them against. Samsa runs classic groups only, so nothing else reads them.
+    # Consumer-protocol (KIP-848) group settings: the coordinator's session timeout and
+    # heartbeat interval, the defaults of the consumer.* group configs (DescribeConfigs of a
+    # GROUP resource) and the bounds IncrementalAlterConfigs checks them against.
+    _p("group.consumer.assignors", LS,
+       ["org.apache.kafka.coordinator.group.assignor.UniformAssignor",
+        "org.apache.kafka.coordinator.group.assignor.RangeAssignor"],
+       "Server-side assignors of consumer groups (Kafka's class names, or their names uniform "
+       "and range); the first is the default.", ValidList(("uniform", "range",
+                              "org.apache.kafka.coordinator.group.assignor.UniformAssignor",
+                              "org.apache.kafka.coordinator.group.assignor.RangeAssignor")),
+       group=_G_GROUP),
+    _p("group.consumer.max.size", I, INT_MAX, "Most members in one consumer group.",
+       at_least(1), group=_G_GROUP),
     _p("group.consumer.session.timeout.ms", I, 45000, "Default consumer.session.timeout.ms "
        "of a group.", at_least(1), group=_G_GROUP),
     _p("group.consumer.min.session.timeout.ms", I, 45000, "Smallest consumer.session.timeout.ms "
@@ -1034,6 +1044,9 @@ class BrokerConfig:
         if lo > hi:
             raise ConfigError.invalid("group.min.session.timeout.ms", lo,
                                       f"Must not exceed group.max.session.timeout.ms ({hi})")
+        if not self["group.consumer.assignors"]:
+            raise ConfigError.invalid("group.consumer.assignors", "",
+                                      "At least one assignor is needed")
         lag_lo = self["log.cleaner.min.compaction.lag.ms"]
         lag_hi = self["log.cleaner.max.compaction.lag.ms"]
         if lag_lo > lag_hi:

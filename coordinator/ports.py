@@ -12,7 +12,8 @@ nothing of KafkaApis:
 - `TxnMarkerSender`: writes a transaction's COMMIT/ABORT markers to its partitions
   (broker.markers.TxnMarkerChannel);
 - `TxnMetrics`: the transaction coordinator's event counters (the broker.metrics module);
-- `ProducerIdSource`: fresh producer ids (coordinator.producer_ids' allocators).
+- `ProducerIdSource`: fresh producer ids (coordinator.producer_ids' allocators);
+- `TopicsView`: the topics' ids and partition counts (the consumer groups' assignors).
 
 Errors cross these interfaces as `protocol.errors.KafkaError`: a replica that is not led here
 is answered with one carrying NOT_LEADER_OR_FOLLOWER, UNKNOWN_TOPIC_OR_PARTITION or
@@ -21,6 +22,7 @@ KAFKA_STORAGE_ERROR; a topic that already exists with TOPIC_ALREADY_EXISTS.
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Collection, Iterable
 from typing import Protocol
 
@@ -126,4 +128,19 @@ class ProducerIdSource(Protocol):
     def next_id(self) -> int:
         """A producer id never handed out before; raises KafkaError (e.g.
         COORDINATOR_LOAD_IN_PROGRESS) when none is available right now."""
+        ...
+
+
+class TopicsView(Protocol):
+    """The cluster's topics as the group coordinator's assignors see them."""
+
+    def topic_info(self, name: str) -> tuple[uuid.UUID, int] | None:
+        """(topic id, partition count) of `name`; None if it does not exist."""
+        ...
+
+    def topic_name(self, topic_id: uuid.UUID) -> str | None:
+        ...
+
+    def topic_names(self) -> Iterable[str]:
+        """Every topic's name."""
         ...

@@ -10,7 +10,7 @@ from protocol.errors import ErrorCode
 from protocol.registry import ApiRegistry, Handler
 
 from ..context import RequestContext
-from ..features import SUPPORTED
+from ..features import SUPPORTED, api_enabled
 
 if TYPE_CHECKING:
     from .requests import ApiVersionsRequest
@@ -18,16 +18,16 @@ if TYPE_CHECKING:
 
 def make_handler(registry: ApiRegistry[RequestContext]) -> Handler[RequestContext]:
     async def handle(ctx: RequestContext, request: ApiVersionsRequest) -> dict[str, Any]:
+        finalized = ctx.store.finalized_features()
         response: dict[str, Any] = {
             "error_code": ErrorCode.none,
             "api_keys": [
                 {"api_key": s.key, "min_version": s.advertised_min, "max_version": s.max_version}
-                for s in registry.all()
+                for s in registry.all() if api_enabled(s.key, finalized)
             ],
             "throttle_time": 0,
         }
         if ctx.version >= 3:
-            finalized = ctx.store.finalized_features()
             response["supported_features"] = [
                 {"name": name, "min_version": low, "max_version": high}
                 for name, (low, high) in sorted(SUPPORTED.items())

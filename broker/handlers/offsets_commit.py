@@ -134,7 +134,8 @@ async def handle_txn_offset_commit(
 
 def _fetch_group(ctx: RequestContext, group_id: str,
                  topics: list[tuple[str, list[int]]] | None,
-                 require_stable: bool) -> tuple[int, list[dict[str, Any]]]:
+                 require_stable: bool, member_id: str | None = None,
+                 member_epoch: int = -1) -> tuple[int, list[dict[str, Any]]]:
     """One group's committed offsets. Kafka's authorization: DESCRIBE on the group, and only
     topics the principal may describe (others asked for answer TOPIC_AUTHORIZATION_FAILED,
     others of the whole group's are left out)."""
@@ -148,7 +149,8 @@ def _fetch_group(ctx: RequestContext, group_id: str,
         denied = [(t, ps) for t, ps in topics if t not in allowed]
         topics = [(t, ps) for t, ps in topics if t in allowed]
     try:
-        out = coordinator.fetch_offsets(group_id, topics, require_stable)
+        out = coordinator.fetch_offsets(group_id, topics, require_stable, member_id,
+                                        member_epoch)
     except GroupError as exc:
         return exc.error_code, []
     if topics is None:
@@ -170,7 +172,10 @@ async def handle_offset_fetch(ctx: RequestContext, request: OffsetFetchRequest) 
             wanted = None if g.topics is None else [
                 (t.name, list(t.partition_indexes)) for t in g.topics
             ]
-            error, topics = _fetch_group(ctx, g.group_id, wanted, require_stable)
+            # v9+: a consumer-protocol member says who it is (KIP-848)
+            error, topics = _fetch_group(ctx, g.group_id, wanted, require_stable,
+                                         field(g, "member_id", None),
+                                         field(g, "member_epoch", -1))
             groups.append({"group_id": g.group_id, "error_code": error, "topics": topics})
         return {"throttle_time": 0, "groups": groups}
     wanted = None if request.topics is None else [

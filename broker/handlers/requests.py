@@ -31,6 +31,10 @@ import kio.schema.api_versions.v1.request as api_versions_v1
 import kio.schema.api_versions.v2.request as api_versions_v2
 import kio.schema.api_versions.v3.request as api_versions_v3
 import kio.schema.api_versions.v4.request as api_versions_v4
+import kio.schema.consumer_group_describe.v0.request as consumer_group_describe_v0
+import kio.schema.consumer_group_describe.v1.request as consumer_group_describe_v1
+import kio.schema.consumer_group_heartbeat.v0.request as consumer_group_heartbeat_v0
+import kio.schema.consumer_group_heartbeat.v1.request as consumer_group_heartbeat_v1
 import kio.schema.create_acls.v1.request as create_acls_v1
 import kio.schema.create_acls.v2.request as create_acls_v2
 import kio.schema.create_acls.v3.request as create_acls_v3
@@ -257,6 +261,14 @@ ApiVersionsRequest: TypeAlias = (
     api_versions_v0.ApiVersionsRequest | api_versions_v1.ApiVersionsRequest
     | api_versions_v2.ApiVersionsRequest | api_versions_v3.ApiVersionsRequest
     | api_versions_v4.ApiVersionsRequest
+)
+ConsumerGroupDescribeRequest: TypeAlias = (
+    consumer_group_describe_v0.ConsumerGroupDescribeRequest
+    | consumer_group_describe_v1.ConsumerGroupDescribeRequest
+)
+ConsumerGroupHeartbeatRequest: TypeAlias = (
+    consumer_group_heartbeat_v0.ConsumerGroupHeartbeatRequest
+    | consumer_group_heartbeat_v1.ConsumerGroupHeartbeatRequest
 )
 CreateAclsRequest: TypeAlias = (
     create_acls_v1.CreateAclsRequest | create_acls_v2.CreateAclsRequest

@@ -8,9 +8,11 @@ from collections.abc import Generator
 from dataclasses import dataclass
 from typing import Any
 
+from coordinator.ports import TopicsView
 from protocol.errors import ErrorCode, KafkaError
 
 from .classic import ClassicGroup, Member
+from .consumer import ConsumerGroup
 
 OFFSETS_TOPIC = "__consumer_offsets"
 
@@ -58,8 +60,14 @@ class GroupCoordinatorParts:
     retention_ms: int
     retention_check_ms: int
     offset_metadata_max_bytes: int
+    consumer_assignors: list[str]  # group.consumer.assignors (short names), the default first
+    consumer_max_size: int
+    consumer_heartbeat_ms: int
+    consumer_session_ms: int
+    topics_view: TopicsView
     # state: the groups of the offsets partitions led (and loaded) here
-    groups: dict[str, ClassicGroup]
+    groups: dict[str, ClassicGroup]  # classic groups, and the offsets of every group
+    consumer_groups: dict[str, ConsumerGroup]  # consumer-protocol (KIP-848) groups
     loaded: set[int]
     # offsets partition -> producer id -> group ids with pending transactional offsets
     _txn_groups: dict[int, dict[int, set[str]]]
@@ -80,6 +88,22 @@ class GroupCoordinatorParts:
         raise NotImplementedError
 
     def _store_group(self, group: ClassicGroup) -> None:
+        raise NotImplementedError
+
+    # ---- consumer_groups.py
+    def validate_consumer_offset_commit(self, group: ConsumerGroup, member_id: str,
+                                        member_epoch: int, transactional: bool,
+                                        version: int) -> None:
+        raise NotImplementedError
+
+    def delete_empty_consumer_group(self, group: ConsumerGroup) -> None:
+        raise NotImplementedError
+
+    def consumer_subscribed_topics(self, group: ConsumerGroup) -> set[str]:
+        raise NotImplementedError
+
+    def validate_consumer_offset_fetch(self, group_id: str, member_id: str | None,
+                                       member_epoch: int) -> None:
         raise NotImplementedError
 
     # ---- membership.py

@@ -14,12 +14,13 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+import uuid
 from collections.abc import Iterable
 from typing import Any
 
 from config.schema import BrokerConfig
 from coordinator.internal_log import InternalTopic, ReplayedMarker
-from coordinator.ports import InternalLogHost
+from coordinator.ports import InternalLogHost, TopicsView
 from protocol.errors import ErrorCode, KafkaError
 from storage.errors import StorageError
 
@@ -31,6 +32,9 @@ from .common import (
     GroupError,
     now_ms,
 )
+from .consumer import ASSIGNOR_CLASSES, ConsumerGroup
+from .consumer_groups import ConsumerGroups
+from .consumer_records import decode_consumer_key
 from .membership import GroupMembership, error_join
 from .offsets import GroupOffsets
 from .records import (
@@ -48,8 +52,9 @@ from .records import (
 log = logging.getLogger(__name__)
 
 
-class GroupCoordinator(GroupMembership, GroupOffsets):
-    def __init__(self, host: InternalLogHost, cfg: BrokerConfig) -> None:
+class GroupCoordinator(GroupMembership, GroupOffsets, ConsumerGroups):
+    def __init__(self, host: InternalLogHost, cfg: BrokerConfig,
+                 topics: TopicsView | None = None) -> None:
         self.topic = InternalTopic(
             host,
             OFFSETS_TOPIC,
@@ -67,7 +72,16 @@ class GroupCoordinator(GroupMembership, GroupOffsets):
         self.retention_check_ms: int = cfg["offsets.retention.check.interval.ms"]
         self.offset_metadata_max_bytes: int = cfg["offset.metadata.max.bytes"]
         self.commit_timeout_ms: int = cfg["offsets.commit.timeout.ms"]
+        self.consumer_assignors: list[str] = [
+            ASSIGNOR_CLASSES.get(a, a) for a in cfg["group.consumer.assignors"]]
+        self.consumer_max_size: int = cfg["group.consumer.max.size"]
+        self.consumer_heartbeat_ms: int = cfg["group.consumer.heartbeat.interval.ms"]
+        self.consumer_session_ms: int = cfg["group.consumer.session.timeout.ms"]
+        self.topics_view: TopicsView = topics if topics is not None else _NoTopics()
         self.groups: dict[str, ClassicGroup] = {}
+        self.consumer_groups: dict[str, ConsumerGroup] = {}
+        # group id -> (monotonic expiry, its consumer.* configs): kept by the request handler
+        self.group_config_cache: dict[str, tuple[float, dict[str, str]]] = {}
         self.loaded: set[int] = set()
         self.loading: dict[int, asyncio.Task[None]] = {}
         # offsets partition -> producer id -> group ids with pending transactional offsets
@@ -94,6 +108,7 @@ class GroupCoordinator(GroupMembership, GroupOffsets):
                 for fut in (m.join_future, m.sync_future):
                     if fut is not None and not fut.done():
                         fut.set_result(error_join(ErrorCode.not_coordinator, m.member_id))
+        self._unload_consumer_groups(None)
 
     async def ensure_topic(self) -> None:
         """Create __consumer_offsets on first use and load the partitions led here."""
@@ -123,6 +138,7 @@ class GroupCoordinator(GroupMembership, GroupOffsets):
         self.loaded.discard(p)
         self._txn_groups.pop(p, None)
         self._deferred.pop(p, None)
+        self._unload_consumer_groups(p)
         for group in [g for g in self.groups.values() if g.partition == p]:
             self._cancel_timers(group)
             for m in group.members.values():
@@ -185,6 +201,7 @@ class GroupCoordinator(GroupMembership, GroupOffsets):
                         self._schedule_heartbeat(group, m, m.session_timeout_ms)
                 elif group.state_timestamp < 0:
                     group.state_timestamp = now
+            self._consumer_groups_loaded(p)
             self.loaded.add(p)
             log.info("loaded %s-%d (%d records) in %.0f ms", OFFSETS_TOPIC, p, count,
                      (time.monotonic() - started) * 1000)
@@ -198,6 +215,11 @@ class GroupCoordinator(GroupMembership, GroupOffsets):
     def _replay_record(self, p: int, offset: int, key: bytes, value: bytes | None,
                        txn_pid: int) -> None:
         k = decode_key(key)
+        if k is None:
+            ck = decode_consumer_key(key)
+            if ck is not None:
+                self._replay_consumer(p, ck, value)
+            return
         if isinstance(k, OffsetKey):
             group = self._group_for_replay(k.group, p)
             tp = (k.topic, k.partition)
@@ -283,12 +305,17 @@ class GroupCoordinator(GroupMembership, GroupOffsets):
                     types: Iterable[str] = ()) -> tuple[ErrorCode, list[dict[str, Any]]]:
         states_l = {s.lower() for s in states}
         types_l = {t.lower() for t in types}
-        if types_l and "classic" not in types_l:
-            return ErrorCode.none, []
         out = []
+        if not types_l or "consumer" in types_l:
+            out += self.list_consumer_groups(states_l)
+        if types_l and "classic" not in types_l:
+            return (ErrorCode.coordinator_load_in_progress if self.loading
+                    else ErrorCode.none), out
         for group in self.groups.values():
             if group.partition not in self.loaded or group.is_in(GroupState.DEAD):
                 continue
+            if group.group_id in self.consumer_groups:
+                continue  # only the offsets of a consumer group
             if states_l and group.state.value.lower() not in states_l:
                 continue
             out.append({"group_id": group.group_id, "protocol_type": group.protocol_type or "",
@@ -302,7 +329,8 @@ class GroupCoordinator(GroupMembership, GroupOffsets):
             return {"error_code": exc.error_code, "group_id": group_id, "group_state": "",
                     "protocol_type": "", "protocol_data": "", "members": []}
         group = self.groups.get(group_id)
-        if group is None:
+        if group is None or group_id in self.consumer_groups:
+            # Kafka (DescribeGroups before v6): a group that is not a classic one is Dead
             return {"error_code": ErrorCode.none, "group_id": group_id, "group_state": "Dead",
                     "protocol_type": "", "protocol_data": "", "members": []}
         stable = group.is_in(GroupState.STABLE)
@@ -327,6 +355,11 @@ class GroupCoordinator(GroupMembership, GroupOffsets):
         except GroupError as exc:
             return exc.error_code
         group = self.groups.get(group_id)
+        consumer_group = self.consumer_groups.get(group_id)
+        if consumer_group is not None:
+            code = self.delete_consumer_group(consumer_group)
+            if code != ErrorCode.none or group is None:
+                return code
         if group is None or group.is_in(GroupState.DEAD):
             return ErrorCode.group_id_not_found
         if not group.is_in(GroupState.EMPTY):
@@ -344,6 +377,19 @@ class GroupCoordinator(GroupMembership, GroupOffsets):
         group.offsets.clear()
         del self.groups[group_id]
         return ErrorCode.none
+
+
+class _NoTopics:
+    """A `TopicsView` without topics (a coordinator built without the broker's metadata)."""
+
+    def topic_info(self, name: str) -> tuple[uuid.UUID, int] | None:
+        return None
+
+    def topic_name(self, topic_id: uuid.UUID) -> str | None:
+        return None
+
+    def topic_names(self) -> Iterable[str]:
+        return ()
 
 
 # Kafka's GroupMetadataManager: what a client is told when an append to the offsets partition

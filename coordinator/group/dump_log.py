@@ -21,6 +21,7 @@ from protocol.records import (
     parse_control_record,
 )
 
+from .consumer_records import describe_consumer_record
 from .records import describe_record
 
 _CONTROL_TYPES = {0: "ABORT", 1: "COMMIT"}
@@ -86,7 +87,9 @@ def _print_records(out: TextIO, data: bytes, pos: int, h: BatchHeader, offsets_t
             ctype, epoch = parse_control_record(data, pos, h)
             line += f" endTxnMarker: {_CONTROL_TYPES.get(ctype, ctype)} coordinatorEpoch: {epoch}"
         elif offsets_topic:
-            key, payload = describe_record(r.key, r.value)
+            described = (describe_consumer_record(r.key, r.value) if r.key is not None
+                         else None)
+            key, payload = described or describe_record(r.key, r.value)
             line += f" key: {key} payload: {payload}"
         elif print_data:
             key = r.key.decode("utf-8", "replace") if r.key is not None else "null"

@@ -231,6 +231,17 @@ class GroupMembership(GroupCoordinatorParts):
             p = self.coordinator_partition(group_id)
         except GroupError as exc:
             return error_join(exc.error_code, member_id)
+        consumer_group = self.consumer_groups.get(group_id)
+        if consumer_group is not None:
+            if consumer_group.members:
+                # Kafka: a classic member may not join a group of the consumer protocol
+                log.info("classic JoinGroup of %s refused: group %s uses the consumer protocol",
+                         member_id or client_id, group_id)
+                return error_join(ErrorCode.inconsistent_group_protocol, member_id)
+            try:
+                self.delete_empty_consumer_group(consumer_group)
+            except GroupError as exc:
+                return error_join(exc.error_code, member_id)
         if not self.min_session_ms <= session_timeout_ms <= self.max_session_ms:
             return error_join(ErrorCode.invalid_session_timeout, member_id)
         group = self.groups.get(group_id)

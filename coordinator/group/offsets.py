@@ -38,6 +38,12 @@ class GroupOffsets(GroupCoordinatorParts):
                              transactional: bool) -> tuple[int, ClassicGroup]:
         p = self.coordinator_partition(group_id)
         group = self.groups.get(group_id)
+        consumer_group = self.consumer_groups.get(group_id)
+        if consumer_group is not None:
+            # the member epoch is in the generation field
+            self.validate_consumer_offset_commit(consumer_group, member_id, generation,
+                                                 transactional, version)
+            return p, group if group is not None else ClassicGroup(group_id, p)
         if group is None:
             if generation >= 0:
                 raise GroupError(ErrorCode.group_id_not_found if version >= 9 and not transactional
@@ -129,10 +135,14 @@ class GroupOffsets(GroupCoordinatorParts):
         return result
 
     def fetch_offsets(
-        self, group_id: str, topics: list[tuple[str, list[int]]] | None, require_stable: bool
+        self, group_id: str, topics: list[tuple[str, list[int]]] | None, require_stable: bool,
+        member_id: str | None = None, member_epoch: int = -1,
     ) -> list[dict[str, Any]]:
-        """Committed offsets as OffsetFetch topic entries. Raises GroupError (group level)."""
+        """Committed offsets as OffsetFetch topic entries. Raises GroupError (group level).
+        A member of a consumer group (OffsetFetch v9+) is checked as Kafka checks it."""
         self.coordinator_partition(group_id)
+        if member_id is not None and group_id in self.consumer_groups:
+            self.validate_consumer_offset_fetch(group_id, member_id, member_epoch)
         group = self.groups.get(group_id)
         offsets = group.offsets if group is not None else {}
         if topics is None:
@@ -169,7 +179,11 @@ class GroupOffsets(GroupCoordinatorParts):
             if group is None or group.is_in(GroupState.DEAD):
                 raise GroupError(ErrorCode.group_id_not_found)
             subscribed: set[str] = set()
-            if not group.is_in(GroupState.EMPTY):
+            consumer_group = self.consumer_groups.get(group_id)
+            if consumer_group is not None:
+                # Kafka: the topics its members subscribe to keep their offsets
+                subscribed = self.consumer_subscribed_topics(consumer_group)
+            elif not group.is_in(GroupState.EMPTY):
                 if group.protocol_type != "consumer":
                     raise GroupError(ErrorCode.non_empty_group)
                 subscribed = group.subscribed_topics() or set()
@@ -212,6 +226,9 @@ class GroupOffsets(GroupCoordinatorParts):
         for group in list(self.groups.values()):
             if group.partition not in self.loaded or not group.is_in(GroupState.EMPTY):
                 continue
+            consumer_group = self.consumer_groups.get(group.group_id)
+            if consumer_group is not None and consumer_group.members:
+                continue  # the offsets of a consumer group expire once it is empty
             expired = []
             for tp, co in group.offsets.items():
                 v = co.value

@@ -35,21 +35,22 @@ async def test_feature_levels_are_shared_through_zookeeper(zookeeper):
     try:
         await _until(lambda: a.finalized_features().epoch == 0
                      and b.finalized_features().epoch == 0)
-        # A new cluster finalizes transactions v2.
+        # A new cluster finalizes transactions v2 and the consumer group protocol.
         assert a.finalized_features().levels == b.finalized_features().levels == {
-            "transaction.version": 2}
+            "group.version": 1, "transaction.version": 2}
 
         def upgrade(levels: dict[str, int]) -> dict[str, int]:
             return apply_updates(1, levels, [("transaction.version", 1,
                                               UpgradeType.SAFE_DOWNGRADE)])
 
         done = await a.update_features(upgrade)
-        assert (done.epoch, done.levels) == (1, {"transaction.version": 1})
+        assert (done.epoch, done.levels) == (1, {"group.version": 1, "transaction.version": 1})
         await _until(lambda: b.finalized_features().epoch == 1)
-        assert b.finalized_features().levels == {"transaction.version": 1}
+        assert b.finalized_features().levels == {"group.version": 1, "transaction.version": 1}
         doc = json.loads(a._zk.get("/feature")[0])
         assert doc == {"version": 2, "status": 1,
-                       "features": {"transaction.version": {"max_version_level": 1}}}
+                       "features": {"group.version": {"max_version_level": 1},
+                                    "transaction.version": {"max_version_level": 1}}}
 
         def too_far(levels: dict[str, int]) -> dict[str, int]:
             return apply_updates(2, levels, [("transaction.version", 3, UpgradeType.UPGRADE)])

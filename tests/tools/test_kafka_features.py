@@ -19,7 +19,9 @@ def _described(res: JavaResult) -> list[str]:
 def test_kafka_features_describe_upgrade_downgrade(broker):
     bootstrap = broker.bootstrap
     res = _features(bootstrap, "describe").check()
-    assert _described(res) == [  # a new cluster finalizes transactions v2
+    assert _described(res) == [  # a new cluster finalizes transactions v2, group.version 1
+        "Feature: group.version SupportedMinVersion: 0 SupportedMaxVersion: 1 "
+        "FinalizedVersionLevel: 1 Epoch: 0",
         "Feature: transaction.version SupportedMinVersion: 0 SupportedMaxVersion: 2 "
         "FinalizedVersionLevel: 2 Epoch: 0"], res.describe()
 
@@ -27,6 +29,8 @@ def test_kafka_features_describe_upgrade_downgrade(broker):
     assert "transaction.version was downgraded to 1." in res.stdout, res.describe()
     res = _features(bootstrap, "describe").check()
     assert _described(res) == [
+        "Feature: group.version SupportedMinVersion: 0 SupportedMaxVersion: 1 "
+        "FinalizedVersionLevel: 1 Epoch: 1",
         "Feature: transaction.version SupportedMinVersion: 0 SupportedMaxVersion: 2 "
         "FinalizedVersionLevel: 1 Epoch: 1"], res.describe()
 

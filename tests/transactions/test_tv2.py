@@ -30,6 +30,7 @@ from tests.transactions.txnwire import (
 API_VERSIONS, UPDATE_FEATURES = 18, 57
 INVALID_UPDATE_VERSION = 95
 TV = "transaction.version"
+GV = "group.version"  # KIP-848, finalized at 1 on a new cluster as well
 UPGRADE, SAFE_DOWNGRADE = 1, 2
 
 
@@ -63,9 +64,10 @@ def test_api_versions_lists_transaction_version(broker):
     with TxnWire(broker.bootstrap) as w:
         v4 = api_versions(w, 4)
         assert [(f.name, f.min_version, f.max_version) for f in v4.supported_features] == [
-            (TV, 0, 2)]
+            (GV, 0, 1), (TV, 0, 2)]
         # A new cluster finalizes transactions v2, as Kafka 4.x does.
-        assert [(f.name, f.max_version_level) for f in v4.finalized_features] == [(TV, 2)]
+        assert [(f.name, f.max_version_level) for f in v4.finalized_features] == [
+            (GV, 1), (TV, 2)]
         assert v4.finalized_features_epoch == 0
         # v0-v3 omit supported features whose minimum is 0 (KAFKA-17011).
         assert api_versions(w, 3).supported_features == ()
@@ -76,7 +78,7 @@ def test_update_features_checks_and_persists(broker):
     with TxnWire(broker.bootstrap) as w:
         assert update(w, {TV: (0, SAFE_DOWNGRADE)}).error_code == NONE
         bad = [
-            ({"group.version": (1, UPGRADE)}, "does not support this feature"),
+            ({"share.version": (1, UPGRADE)}, "does not support this feature"),
             ({TV: (3, UPGRADE)}, "only supports versions 0-2"),
             ({TV: (-1, SAFE_DOWNGRADE)}, "cannot be less than 0"),
             ({TV: (1, SAFE_DOWNGRADE)}, "Can't downgrade to a newer version"),
@@ -89,12 +91,12 @@ def test_update_features_checks_and_persists(broker):
         r = update(w, {TV: (1, UPGRADE)}, validate_only=True)
         assert (r.error_code, [(x.feature, x.error_code) for x in r.results]) == (
             NONE, [(TV, NONE)])
-        assert finalized(w) == {}
+        assert finalized(w) == {GV: 1}
 
         epoch = api_versions(w).finalized_features_epoch
         r = update(w, {TV: (1, UPGRADE)}, version=2)
         assert r.error_code == NONE, r
-        assert finalized(w) == {TV: 1}
+        assert finalized(w) == {GV: 1, TV: 1}
         assert api_versions(w).finalized_features_epoch > epoch
         r = update(w, {TV: (0, UPGRADE)})
         assert r.error_code == INVALID_UPDATE_VERSION
@@ -102,9 +104,9 @@ def test_update_features_checks_and_persists(broker):
 
     broker.restart()
     with TxnWire(broker.bootstrap) as w:
-        assert finalized(w) == {TV: 1}
+        assert finalized(w) == {GV: 1, TV: 1}
         assert update(w, {TV: (0, SAFE_DOWNGRADE)}).error_code == NONE
-        assert finalized(w) == {}
+        assert finalized(w) == {GV: 1}
 
 
 def _txn_state_values(data_dir: Path) -> list[bytes]:

@@ -36,6 +36,7 @@ import org.apache.kafka.common.utils.AppInfoParser;
  * java GroupMembers resume BOOTSTRAP TOPIC GROUP EXPECT
  *     one member reads until EXPECT records arrived, waits 2 s for extras, commits, closes.
  * </pre>
+ * -Dgroup.protocol=consumer makes the members use the consumer group protocol (KIP-848).
  * Prints "ASSIGNMENT i [p, ...]", "VALUES v,v,...", "CHECK name OK|FAIL reason"; exit 1 on failure.
  */
 public final class GroupMembers {
@@ -66,8 +67,14 @@ public final class GroupMembers {
         p.put(ConsumerConfig.GROUP_ID_CONFIG, group);
         p.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest");
         p.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "false");
-        p.put(ConsumerConfig.SESSION_TIMEOUT_MS_CONFIG, "10000");
-        p.put(ConsumerConfig.HEARTBEAT_INTERVAL_MS_CONFIG, "300");
+        String protocol = System.getProperty("group.protocol", "classic");
+        if (protocol.equals("classic")) {
+            p.put(ConsumerConfig.SESSION_TIMEOUT_MS_CONFIG, "10000");
+            p.put(ConsumerConfig.HEARTBEAT_INTERVAL_MS_CONFIG, "300");
+        } else {
+            // KIP-848: the coordinator owns the session and heartbeat settings
+            p.put("group.protocol", protocol);
+        }
         p.put(ConsumerConfig.MAX_POLL_INTERVAL_MS_CONFIG, "30000");
         p.put(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, StringDeserializer.class.getName());
         p.put(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, StringDeserializer.class.getName());

@@ -1,0 +1,129 @@
+"""Consumer-protocol groups (KIP-848): ConsumerGroupHeartbeat (68), ConsumerGroupDescribe (69).
+
+Thin: decode the request, call `ctx.groups` (coordinator/group/consumer_groups.py), shape the
+answer. Both APIs are served only while the cluster's `group.version` is at least 1, as in
+Kafka (broker/features.py; ApiVersions does not list them otherwise).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from typing import TYPE_CHECKING, Any
+
+from protocol.codec import millis
+from protocol.errors import ErrorCode
+
+from ..context import RequestContext
+from ..features import GROUP_VERSION
+from ..security.authorizer import AclOperation, ResourceType
+from .common import field
+
+if TYPE_CHECKING:
+    from .requests import ConsumerGroupDescribeRequest, ConsumerGroupHeartbeatRequest
+
+log = logging.getLogger(__name__)
+
+
+# How long a group's consumer.* overrides (IncrementalAlterConfigs on the GROUP resource) are
+# used before they are read again from the metadata store (ZooKeeper in a cluster).
+_GROUP_CONFIGS_TTL_S = 5.0
+
+
+def _enabled(ctx: RequestContext) -> bool:
+    return ctx.store.finalized_features().level(GROUP_VERSION) >= 1
+
+
+async def _group_timeouts(ctx: RequestContext, group_id: str) -> tuple[int, int]:
+    """The group's session timeout and heartbeat interval: its consumer.* overrides, else
+    the broker's group.consumer.* defaults."""
+    cache = ctx.groups.group_config_cache
+    now = time.monotonic()
+    hit = cache.get(group_id)
+    if hit is None or hit[0] < now:
+        try:
+            configs = await ctx.store.group_configs(group_id)
+        except Exception as exc:  # the store is unreachable: the defaults, and a log line
+            log.warning("reading the configs of group %s failed: %r", group_id, exc)
+            configs = {}
+        if len(cache) > 10_000:
+            cache.clear()
+        hit = cache[group_id] = (now + _GROUP_CONFIGS_TTL_S, configs)
+    configs = hit[1]
+    session = configs.get("consumer.session.timeout.ms")
+    heartbeat = configs.get("consumer.heartbeat.interval.ms")
+    return (int(session) if session is not None else ctx.groups.consumer_session_ms,
+            int(heartbeat) if heartbeat is not None else ctx.groups.consumer_heartbeat_ms)
+
+
+async def handle_consumer_group_heartbeat(
+    ctx: RequestContext, request: ConsumerGroupHeartbeatRequest
+) -> dict[str, Any]:
+    def error(code: ErrorCode, message: str | None = None) -> dict[str, Any]:
+        return {"throttle_time": 0, "error_code": code, "error_message": message,
+                "member_id": None, "member_epoch": 0,
+                "heartbeat_interval": 0, "assignment": None}
+
+    if not _enabled(ctx):
+        log.info("ConsumerGroupHeartbeat from %s refused: group.version is not finalized at 1",
+                 ctx.client_id)
+        return error(ErrorCode.unsupported_version,
+                     "The new group coordinator is not enabled (group.version < 1).")
+    if not ctx.authorize(AclOperation.READ, ResourceType.GROUP, request.group_id):
+        return error(ErrorCode.group_authorization_failed)
+    names = request.subscribed_topic_names
+    if names is not None:
+        # Kafka: DESCRIBE on every subscribed topic, else TOPIC_AUTHORIZATION_FAILED
+        denied = set(names) - set(ctx.authorized(AclOperation.DESCRIBE, ResourceType.TOPIC,
+                                                 set(names), log_denied=False))
+        if denied:
+            return error(ErrorCode.topic_authorization_failed,
+                         f"Unauthorized topics: {', '.join(sorted(denied))}")
+    owned: list[tuple[uuid.UUID, list[int]]] | None = None
+    if request.topic_partitions is not None:
+        owned = [(tp.topic_id or uuid.UUID(int=0), list(tp.partitions))
+                 for tp in request.topic_partitions]
+    rebalance = millis(request.rebalance_timeout)
+    session_ms, heartbeat_ms = await _group_timeouts(ctx, request.group_id)
+    result = await ctx.groups.consumer_group_heartbeat(
+        request.group_id,
+        request.member_id,
+        request.member_epoch,
+        request.instance_id,
+        request.rack_id,
+        rebalance,
+        list(names) if names is not None else None,
+        field(request, "subscribed_topic_regex", None),
+        request.server_assignor,
+        owned,
+        ctx.client_id or "",
+        "/" + ctx.client_host,
+        ctx.version,
+        session_ms=session_ms,
+        heartbeat_ms=heartbeat_ms,
+    )
+    return dict(result, throttle_time=0)
+
+
+async def handle_consumer_group_describe(
+    ctx: RequestContext, request: ConsumerGroupDescribeRequest
+) -> dict[str, Any]:
+    groups = []
+    for g in request.group_ids:
+        if not _enabled(ctx):
+            code = ErrorCode.unsupported_version
+        elif not ctx.authorize(AclOperation.DESCRIBE, ResourceType.GROUP, g):
+            code = ErrorCode.group_authorization_failed
+        else:
+            described = ctx.groups.describe_consumer_group(g)
+            if described["error_code"] == ErrorCode.none and \
+                    request.include_authorized_operations:
+                described["authorized_operations"] = ctx.authorized_operations(
+                    ResourceType.GROUP, g)
+            groups.append(described)
+            continue
+        groups.append({"error_code": code, "error_message": None, "group_id": g,
+                       "group_state": "", "group_epoch": -1, "assignment_epoch": -1,
+                       "assignor_name": "", "members": []})
+    return {"throttle_time": 0, "groups": groups}

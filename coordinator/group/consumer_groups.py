@@ -1,0 +1,640 @@
+"""Consumer-protocol (KIP-848) groups: ConsumerGroupHeartbeat, session and rebalance
+timeouts, the offset-commit/fetch member checks, persistence and loading of the groups'
+records. A part of `GroupCoordinator` (coordinator.py), as Kafka's GroupMetadataManager
+handles them: every change is written to the group's `__consumer_offsets` partition as
+Kafka's records (consumer_records.py) and answered once the ISR has them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import functools
+import logging
+import re
+import uuid
+from dataclasses import replace
+from typing import Any
+
+from protocol.errors import ErrorCode
+
+from .common import GroupCoordinatorParts, GroupError
+from .consumer import (
+    LEAVE_GROUP_MEMBER_EPOCH,
+    LEAVE_GROUP_STATIC_MEMBER_EPOCH,
+    Assignment,
+    ConsumerGroup,
+    ConsumerMember,
+    FencedMemberEpoch,
+    MemberState,
+    TopicsMetadata,
+    assign,
+    reconcile,
+    subscribed_topics,
+)
+from .consumer_records import (
+    CURRENT_MEMBER_ASSIGNMENT,
+    GROUP_METADATA,
+    MEMBER_METADATA,
+    TARGET_ASSIGNMENT_MEMBER,
+    TARGET_ASSIGNMENT_METADATA,
+    ConsumerKey,
+    current_assignment_value,
+    decode_current_assignment,
+    decode_epoch_value,
+    decode_member_metadata,
+    decode_target_member,
+    group_metadata_value,
+    key,
+    member_metadata_value,
+    target_member_value,
+    target_metadata_value,
+)
+
+log = logging.getLogger("coordinator.group.coordinator")
+
+Records = list[tuple[bytes, bytes | None]]
+
+
+@functools.lru_cache(maxsize=256)
+def _compile(regex: str) -> re.Pattern[str] | None:
+    try:
+        return re.compile(regex)
+    except re.error:
+        return None
+
+
+def new_member_id() -> str:
+    """Kafka's Uuid.randomUuid().toString(): URL-safe base64 without padding."""
+    return base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+
+
+def _fence_records(group_id: str, member_id: str) -> Records:
+    return [(key(CURRENT_MEMBER_ASSIGNMENT, group_id, member_id), None),
+            (key(TARGET_ASSIGNMENT_MEMBER, group_id, member_id), None),
+            (key(MEMBER_METADATA, group_id, member_id), None)]
+
+
+def _error(code: ErrorCode, message: str | None = None) -> dict[str, Any]:
+    """An error answer: Kafka leaves the member id null and the epoch 0."""
+    return {"error_code": code, "error_message": message, "member_id": None,
+            "member_epoch": 0, "heartbeat_interval": 0, "assignment": None}
+
+
+class ConsumerGroups(GroupCoordinatorParts):
+    """ConsumerGroupHeartbeat and the consumer groups' state, for `GroupCoordinator`."""
+
+    # ------------------------------------------------------------------ metadata
+    def _topics_metadata(self, names: set[str]) -> TopicsMetadata:
+        out: TopicsMetadata = {}
+        for name in names:
+            info = self.topics_view.topic_info(name)
+            if info is not None and info[1] > 0:
+                out[name] = info
+        return out
+
+    def _member_topics(self, m: ConsumerMember) -> set[str]:
+        all_topics = self.topics_view.topic_names() if m.subscribed_topic_regex else ()
+        return subscribed_topics(m, all_topics, _compile)
+
+    def _subscription_metadata(self, members: list[ConsumerMember]) -> TopicsMetadata:
+        names: set[str] = set()
+        for m in members:
+            names |= self._member_topics(m)
+        return self._topics_metadata(names)
+
+    def consumer_subscribed_topics(self, group: ConsumerGroup) -> set[str]:
+        """The topics the group's members subscribe to (names and regex matches)."""
+        topics: set[str] = set()
+        for m in group.members.values():
+            topics |= self._member_topics(m)
+        return topics
+
+    def topic_name(self, topic_id: uuid.UUID) -> str | None:
+        return self.topics_view.topic_name(topic_id)
+
+    # ------------------------------------------------------------------ validation
+    def _validate_heartbeat(self, group_id: str, member_id: str, member_epoch: int,
+                            instance_id: str | None, rack_id: str | None,
+                            rebalance_timeout_ms: int, names: list[str] | None,
+                            regex: str | None, assignor: str | None,
+                            owned: list[tuple[uuid.UUID, list[int]]] | None,
+                            version: int) -> None:
+        """Kafka's throwIfConsumerGroupHeartbeatRequestIsInvalid."""
+        def invalid(message: str) -> GroupError:
+            return GroupError(ErrorCode.invalid_request, message)
+
+        if not group_id:
+            raise invalid("GroupId can't be empty.")
+        if instance_id == "":
+            raise invalid("InstanceId can't be empty.")
+        if rack_id == "":
+            raise invalid("RackId can't be empty.")
+        if version >= 1 and not member_id:
+            raise invalid("MemberId can't be empty.")
+        if member_epoch > 0 or member_epoch == LEAVE_GROUP_MEMBER_EPOCH:
+            if not member_id:
+                raise invalid("MemberId can't be empty.")
+        elif member_epoch == 0:
+            if rebalance_timeout_ms == -1:
+                raise invalid("RebalanceTimeoutMs must be provided in first request.")
+            if owned is None or owned:
+                raise invalid("TopicPartitions must be empty when (re-)joining.")
+            if names is None and regex is None:
+                raise invalid("Either SubscribedTopicNames or SubscribedTopicRegex must be "
+                              "non-null when (re-)joining.")
+        elif member_epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+            if not member_id:
+                raise invalid("MemberId can't be empty.")
+            if instance_id is None:
+                raise invalid("InstanceId can't be null.")
+        else:
+            raise invalid("MemberEpoch is invalid.")
+        if assignor is not None and assignor not in self.consumer_assignors:
+            raise GroupError(ErrorCode.unsupported_assignor,
+                             f"ServerAssignor {assignor} is not supported. Supported assignors: "
+                             f"{', '.join(self.consumer_assignors)}.")
+        if regex and _compile(regex) is None:
+            raise GroupError(ErrorCode.invalid_regular_expression,
+                             f"SubscribedTopicRegex `{regex}` is not a valid regular expression.")
+
+    @staticmethod
+    def _validate_epoch(member: ConsumerMember, received: int,
+                        owned: list[tuple[uuid.UUID, list[int]]] | None) -> None:
+        """Kafka's throwIfConsumerGroupMemberEpochIsInvalid."""
+        if received > member.member_epoch:
+            raise GroupError(ErrorCode.fenced_member_epoch,
+                             f"The consumer group member has a greater member epoch ({received})"
+                             f" than the one known by the group coordinator "
+                             f"({member.member_epoch}). The member must abandon all its "
+                             "partitions and rejoin.")
+        if received < member.member_epoch:
+            subset = owned is not None and all(
+                p in member.assigned.get(tid, ()) for tid, ps in owned for p in ps)
+            if received != member.previous_member_epoch or not subset:
+                raise GroupError(ErrorCode.fenced_member_epoch,
+                                 f"The consumer group member has a smaller member epoch "
+                                 f"({received}) than the one known by the group coordinator "
+                                 f"({member.member_epoch}). The member must abandon all its "
+                                 "partitions and rejoin.")
+
+    # ------------------------------------------------------------------ heartbeat
+    async def consumer_group_heartbeat(
+        self, group_id: str, member_id: str, member_epoch: int, instance_id: str | None,
+        rack_id: str | None, rebalance_timeout_ms: int, names: list[str] | None,
+        regex: str | None, assignor: str | None,
+        owned: list[tuple[uuid.UUID, list[int]]] | None, client_id: str, client_host: str,
+        version: int, *, session_ms: int | None = None, heartbeat_ms: int | None = None,
+    ) -> dict[str, Any]:
+        """One ConsumerGroupHeartbeat; `session_ms`/`heartbeat_ms` are the group's
+        consumer.session.timeout.ms / consumer.heartbeat.interval.ms (default: the broker's
+        group.consumer.* values)."""
+        try:
+            self._validate_heartbeat(group_id, member_id, member_epoch, instance_id, rack_id,
+                                     rebalance_timeout_ms, names, regex, assignor, owned,
+                                     version)
+            p = self.coordinator_partition(group_id)
+            if member_epoch in (LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH):
+                records, response = self._leave(group_id, member_id, member_epoch,
+                                                       instance_id)
+            else:
+                if not member_id:
+                    member_id = new_member_id()
+                records, response = self._heartbeat(
+                    p, group_id, member_id, member_epoch, instance_id, rack_id,
+                    rebalance_timeout_ms, names, regex, assignor, owned, client_id, client_host,
+                    session_ms if session_ms is not None else self.consumer_session_ms,
+                    heartbeat_ms if heartbeat_ms is not None else self.consumer_heartbeat_ms)
+            if records:
+                await self._append_replicated(p, records)
+                if p not in self.loaded:
+                    raise GroupError(ErrorCode.not_coordinator)
+        except GroupError as exc:
+            message = str(exc.args[0]) if exc.args else ""
+            if exc.error_code != ErrorCode.coordinator_load_in_progress:
+                log.info("ConsumerGroupHeartbeat of member %r (epoch %d) in group %r: %s %s",
+                         member_id, member_epoch, group_id, exc.error_code.name,
+                         message)
+            return _error(exc.error_code, None if message == str(int(exc.error_code))
+                          else message)
+        return response
+
+    def _heartbeat(
+        self, p: int, group_id: str, member_id: str, member_epoch: int,
+        instance_id: str | None, rack_id: str | None, rebalance_timeout_ms: int,
+        names: list[str] | None, regex: str | None, assignor: str | None,
+        owned: list[tuple[uuid.UUID, list[int]]] | None, client_id: str, client_host: str,
+        session_ms: int, heartbeat_ms: int,
+    ) -> tuple[Records, dict[str, Any]]:
+        """Apply one heartbeat to the group state; the records to write and the answer."""
+        records: Records = []
+        classic = self.groups.get(group_id)
+        group = self.consumer_groups.get(group_id)
+        if group is None:
+            if classic is not None and classic.members:
+                raise GroupError(ErrorCode.group_id_not_found,
+                                 f"Group {group_id} is not a consumer group.")
+            if member_epoch != 0:
+                raise GroupError(ErrorCode.unknown_member_id,
+                                 f"Consumer group {group_id} not found.")
+            group = ConsumerGroup(group_id, p)
+        if member_id not in group.members and \
+                (instance_id is None or instance_id not in group.static_members) and \
+                len(group.members) >= self.consumer_max_size:
+            raise GroupError(ErrorCode.group_max_size_reached,
+                             f"The consumer group has reached its maximum capacity of "
+                             f"{self.consumer_max_size} members.")
+        # the member, as the coordinator knows it before this heartbeat
+        replaced: ConsumerMember | None = None
+        if instance_id is None:
+            existing = group.members.get(member_id)
+            if existing is None:
+                if member_epoch != 0:
+                    raise GroupError(ErrorCode.unknown_member_id,
+                                     f"Member {member_id} is not a member of group {group_id}.")
+                member = ConsumerMember(member_id)
+            else:
+                if member_epoch != 0:
+                    self._validate_epoch(existing, member_epoch, owned)
+                member = existing
+        else:
+            static_id = group.static_members.get(instance_id)
+            static = group.members.get(static_id) if static_id is not None else None
+            if member_epoch == 0:
+                if static is None:
+                    member = group.members.get(member_id) or ConsumerMember(member_id)
+                else:
+                    if static.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+                        raise GroupError(ErrorCode.unreleased_instance_id,
+                                         f"Static member {member_id} with instance id "
+                                         f"{instance_id} cannot join the group because the "
+                                         f"instance id is owned by {static.member_id} member.")
+                    replaced = static
+                    member = replace(static, member_id=member_id, member_epoch=0,
+                                     previous_member_epoch=0, session_timer=None,
+                                     rebalance_timer=None)
+            else:
+                if static is None:
+                    raise GroupError(ErrorCode.unknown_member_id,
+                                     f"Instance id {instance_id} is unknown.")
+                if static.member_id != member_id:
+                    raise GroupError(ErrorCode.fenced_instance_id,
+                                     f"Static member {member_id} with instance id {instance_id}"
+                                     f" was fenced by member {static.member_id}.")
+                self._validate_epoch(static, member_epoch, owned)
+                member = static
+        is_new = member_id not in group.members
+        updated = replace(
+            member,
+            instance_id=instance_id if instance_id is not None else member.instance_id,
+            rack_id=rack_id if rack_id is not None else member.rack_id,
+            rebalance_timeout_ms=(rebalance_timeout_ms if rebalance_timeout_ms != -1
+                                  else member.rebalance_timeout_ms),
+            server_assignor=assignor if assignor is not None else member.server_assignor,
+            subscribed_topic_names=(list(names) if names is not None
+                                    else member.subscribed_topic_names),
+            subscribed_topic_regex=((regex or None) if regex is not None
+                                    else member.subscribed_topic_regex),
+            client_id=client_id, client_host=client_host,
+            assigned=dict(member.assigned), pending_revocation=dict(member.pending_revocation),
+        )
+        if replaced is not None and replaced.member_id != member_id:
+            records += _fence_records(group_id, replaced.member_id)
+        # a static member taking its place back keeps the group epoch (Kafka's replaceMember)
+        bump = (is_new and replaced is None) or \
+            (updated.subscribed_topic_names, updated.subscribed_topic_regex) != \
+            (member.subscribed_topic_names, member.subscribed_topic_regex)
+        if is_new or updated.metadata_key() != member.metadata_key():
+            records.append((key(MEMBER_METADATA, group_id, member_id),
+                            member_metadata_value(updated)))
+        members_after = {m.member_id: m for m in group.members.values()
+                         if replaced is None or m.member_id != replaced.member_id}
+        members_after[member_id] = updated
+        sub_meta = self._subscription_metadata(list(members_after.values()))
+        if sub_meta != group.subscription_metadata:
+            bump = True
+        group_epoch = group.group_epoch + 1 if bump else group.group_epoch
+        if bump:
+            records.append((key(GROUP_METADATA, group_id), group_metadata_value(group_epoch)))
+        # target assignment
+        target = group.target
+        target_epoch = group.assignment_epoch
+        if replaced is not None:
+            target = {(member_id if m == replaced.member_id else m): a
+                      for m, a in target.items()}
+            if member_id in target:
+                records.append((key(TARGET_ASSIGNMENT_MEMBER, group_id, member_id),
+                                target_member_value(target[member_id])))
+        if group_epoch > group.assignment_epoch:
+            name = _preferred(list(members_after.values()), self.consumer_assignors[0])
+            subs = {m.member_id: self._member_topics(m) for m in members_after.values()}
+            new_target = assign(name, subs, sub_meta, target)
+            for mid, a in sorted(new_target.items()):
+                if mid not in target or target[mid] != a:
+                    records.append((key(TARGET_ASSIGNMENT_MEMBER, group_id, mid),
+                                    target_member_value(a)))
+            records.append((key(TARGET_ASSIGNMENT_METADATA, group_id),
+                            target_metadata_value(group_epoch)))
+            target, target_epoch = new_target, group_epoch
+            log.info("group %s: epoch %d, target assignment computed by %s for %d members",
+                     group_id, group_epoch, name, len(members_after))
+        # reconciliation
+        if replaced is not None:
+            group.remove_member(replaced.member_id)
+        try:
+            reconciled = reconcile(updated, target_epoch, target.get(member_id, {}),
+                                   group.current_partition_epoch, owned)
+        except FencedMemberEpoch as exc:
+            raise GroupError(ErrorCode.fenced_member_epoch, str(exc)) from exc
+        if is_new or reconciled.assignment_key() != member.assignment_key():
+            records.append((key(CURRENT_MEMBER_ASSIGNMENT, group_id, member_id),
+                            current_assignment_value(reconciled)))
+        # apply
+        self.consumer_groups.setdefault(group_id, group)
+        group.group_epoch = group_epoch
+        group.subscription_metadata = sub_meta
+        group.target = target
+        group.assignment_epoch = target_epoch
+        old = group.members.get(member_id)
+        group.update_member(old, reconciled)
+        group.session_ms = session_ms
+        self._schedule_session(group, reconciled)
+        if reconciled.state == MemberState.UNREVOKED_PARTITIONS:
+            if member.state != MemberState.UNREVOKED_PARTITIONS or \
+                    member.member_epoch != reconciled.member_epoch or is_new:
+                self._schedule_rebalance(group, reconciled)
+        elif reconciled.rebalance_timer is not None:
+            reconciled.rebalance_timer.cancel()
+            reconciled.rebalance_timer = None
+        response: dict[str, Any] = {
+            "error_code": ErrorCode.none, "error_message": None, "member_id": member_id,
+            "member_epoch": reconciled.member_epoch,
+            "heartbeat_interval": heartbeat_ms, "assignment": None,
+        }
+        full = member_epoch == 0 or (rebalance_timeout_ms != -1 and names is not None
+                                     and owned is not None)
+        if full or reconciled.assigned != member.assigned:
+            response["assignment"] = {"topic_partitions": [
+                {"topic_id": tid, "partitions": sorted(ps)}
+                for tid, ps in sorted(reconciled.assigned.items(), key=lambda kv: str(kv[0]))
+            ]}
+        return records, response
+
+    def _leave(self, group_id: str, member_id: str, member_epoch: int,
+               instance_id: str | None) -> tuple[Records, dict[str, Any]]:
+        group = self.consumer_groups.get(group_id)
+        if group is None:
+            raise GroupError(ErrorCode.group_id_not_found, f"Group {group_id} not found.")
+        if instance_id is None:
+            member = group.members.get(member_id)
+            if member is None:
+                raise GroupError(ErrorCode.unknown_member_id,
+                                 f"Member {member_id} is not a member of group {group_id}.")
+        else:
+            static_id = group.static_members.get(instance_id)
+            member = group.members.get(static_id) if static_id is not None else None
+            if member is None:
+                raise GroupError(ErrorCode.unknown_member_id,
+                                 f"Instance id {instance_id} is unknown.")
+            if member.member_id != member_id:
+                raise GroupError(ErrorCode.fenced_instance_id,
+                                 f"Static member {member_id} with instance id {instance_id} "
+                                 f"was fenced by member {member.member_id}.")
+        response = {"error_code": ErrorCode.none, "error_message": None,
+                    "member_id": member_id, "member_epoch": member_epoch,
+                    "heartbeat_interval": 0, "assignment": None}
+        if member_epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+            # The static member will come back: it keeps its partitions until its session
+            # times out.
+            log.info("static member %s (instance %s) of group %s leaves temporarily",
+                     member_id, instance_id, group_id)
+            updated = replace(member, member_epoch=LEAVE_GROUP_STATIC_MEMBER_EPOCH,
+                              previous_member_epoch=member.member_epoch)
+            group.update_member(member, updated)
+            return [(key(CURRENT_MEMBER_ASSIGNMENT, group_id, member_id),
+                            current_assignment_value(updated))], response
+        log.info("member %s leaves consumer group %s", member_id, group_id)
+        response["member_epoch"] = LEAVE_GROUP_MEMBER_EPOCH
+        return self._remove_consumer_member(group, member), response
+
+    def _remove_consumer_member(self, group: ConsumerGroup, member: ConsumerMember) -> Records:
+        """Fence `member` out of the group (state applied); the records that say so."""
+        records = _fence_records(group.group_id, member.member_id)
+        group.remove_member(member.member_id)
+        group.target.pop(member.member_id, None)
+        group.group_epoch += 1
+        records.append((key(GROUP_METADATA, group.group_id),
+                        group_metadata_value(group.group_epoch)))
+        group.subscription_metadata = self._subscription_metadata(list(group.members.values()))
+        return records
+
+    def delete_empty_consumer_group(self, group: ConsumerGroup) -> None:
+        """Remove an empty consumer group (its offsets stay): a classic group of its id
+        takes its place, or DeleteGroups removes it. Raises GroupError."""
+        self._append(group.partition, [(key(TARGET_ASSIGNMENT_METADATA, group.group_id), None),
+                                       (key(GROUP_METADATA, group.group_id), None)])
+        group.dead = True
+        if self.consumer_groups.get(group.group_id) is group:
+            del self.consumer_groups[group.group_id]
+
+    # ------------------------------------------------------------------ admin
+    def _described_assignment(self, a: Assignment) -> dict[str, Any]:
+        parts = []
+        for tid, ps in sorted(a.items(), key=lambda kv: str(kv[0])):
+            name = self.topic_name(tid)
+            if name is not None:
+                parts.append({"topic_id": tid, "topic_name": name, "partitions": sorted(ps)})
+        return {"topic_partitions": parts}
+
+    def describe_consumer_group(self, group_id: str) -> dict[str, Any]:
+        """A ConsumerGroupDescribe group entry, as Kafka's ConsumerGroup.asDescribedGroup."""
+        out: dict[str, Any] = {"error_code": ErrorCode.none, "error_message": None,
+                               "group_id": group_id, "group_state": "", "group_epoch": -1,
+                               "assignment_epoch": -1, "assignor_name": "", "members": []}
+        try:
+            self.coordinator_partition(group_id)
+        except GroupError as exc:
+            out["error_code"] = exc.error_code
+            return out
+        group = self.consumer_groups.get(group_id)
+        if group is None or group.dead:
+            classic = self.groups.get(group_id)
+            out["error_code"] = ErrorCode.group_id_not_found
+            out["error_message"] = (f"Group {group_id} is not a consumer group."
+                                    if classic is not None and classic.protocol_type
+                                    else f"Group {group_id} not found.")
+            return out
+        members = list(group.members.values())
+        out.update(
+            group_state=group.state().value, group_epoch=group.group_epoch,
+            assignment_epoch=group.assignment_epoch,
+            assignor_name=_preferred(members, self.consumer_assignors[0]),
+            members=[{
+                "member_id": m.member_id, "instance_id": m.instance_id, "rack_id": m.rack_id,
+                "member_epoch": m.member_epoch, "client_id": m.client_id,
+                "client_host": m.client_host,
+                "subscribed_topic_names": sorted(m.subscribed_topic_names),
+                "subscribed_topic_regex": m.subscribed_topic_regex,
+                "assignment": self._described_assignment(m.assigned),
+                "target_assignment": self._described_assignment(
+                    group.target.get(m.member_id, {})),
+                "member_type": 1,
+            } for m in members],
+        )
+        return out
+
+    def list_consumer_groups(self, states: set[str]) -> list[dict[str, Any]]:
+        out = []
+        for group in self.consumer_groups.values():
+            if group.partition not in self.loaded or group.dead:
+                continue
+            state = group.state().value
+            if states and state.lower() not in states:
+                continue
+            out.append({"group_id": group.group_id, "protocol_type": "consumer",
+                        "group_state": state, "group_type": "consumer"})
+        return out
+
+    def delete_consumer_group(self, group: ConsumerGroup) -> ErrorCode:
+        """DeleteGroups of a consumer group: only an empty one, with its offsets."""
+        if group.members:
+            return ErrorCode.non_empty_group
+        try:
+            self.delete_empty_consumer_group(group)
+        except GroupError as exc:
+            return exc.error_code
+        return ErrorCode.none
+
+    # ------------------------------------------------------------------ timers
+    def _schedule_session(self, group: ConsumerGroup, member: ConsumerMember) -> None:
+        if member.session_timer is not None:
+            member.session_timer.cancel()
+        session_ms = group.session_ms if group.session_ms > 0 else self.consumer_session_ms
+        member.session_timer = asyncio.get_running_loop().call_later(
+            session_ms / 1000, self._on_consumer_timeout, group, member.member_id,
+            None, "session timeout")
+
+    def _schedule_rebalance(self, group: ConsumerGroup, member: ConsumerMember) -> None:
+        if member.rebalance_timer is not None:
+            member.rebalance_timer.cancel()
+        timeout = member.rebalance_timeout_ms if member.rebalance_timeout_ms > 0 else 300_000
+        member.rebalance_timer = asyncio.get_running_loop().call_later(
+            timeout / 1000, self._on_consumer_timeout, group, member.member_id,
+            member.member_epoch, "rebalance timeout: it did not revoke its partitions in time")
+
+    def _on_consumer_timeout(self, group: ConsumerGroup, member_id: str, epoch: int | None,
+                             reason: str) -> None:
+        if self.consumer_groups.get(group.group_id) is not group:
+            return
+        member = group.members.get(member_id)
+        if member is None:
+            return
+        if epoch is not None:
+            member.rebalance_timer = None
+            if member.state != MemberState.UNREVOKED_PARTITIONS or member.member_epoch != epoch:
+                return
+        else:
+            member.session_timer = None
+        log.info("member %s of consumer group %s fenced (%s)", member_id, group.group_id, reason)
+        records = self._remove_consumer_member(group, member)
+        try:
+            self._append(group.partition, records)
+        except GroupError as exc:
+            log.warning("could not write the removal of member %s of group %s: %d", member_id,
+                        group.group_id, exc.error_code)
+
+    # ------------------------------------------------------------------ offsets checks
+    def validate_consumer_offset_commit(self, group: ConsumerGroup, member_id: str,
+                                        member_epoch: int, transactional: bool,
+                                        version: int) -> None:
+        """Kafka's ConsumerGroup.validateOffsetCommit."""
+        if member_epoch < 0 and not group.members:
+            return
+        member = group.members.get(member_id)
+        if member is None:
+            raise GroupError(ErrorCode.unknown_member_id)
+        if not transactional and version < 9:
+            raise GroupError(ErrorCode.unsupported_version)
+        if member_epoch != member.member_epoch:
+            # Kafka answers a transactional commit ILLEGAL_GENERATION, as older clients expect
+            raise GroupError(ErrorCode.illegal_generation if transactional
+                             else ErrorCode.stale_member_epoch)
+
+    def validate_consumer_offset_fetch(self, group_id: str, member_id: str | None,
+                                       member_epoch: int) -> None:
+        """Kafka's ConsumerGroup.validateOffsetFetch (OffsetFetch v9+ with a member)."""
+        group = self.consumer_groups.get(group_id)
+        if member_id is None or (member_epoch < 0 and not member_id):
+            return
+        if group is None:
+            raise GroupError(ErrorCode.group_id_not_found)
+        member = group.members.get(member_id)
+        if member is None:
+            raise GroupError(ErrorCode.unknown_member_id)
+        if member_epoch != member.member_epoch:
+            raise GroupError(ErrorCode.stale_member_epoch)
+
+    # ------------------------------------------------------------------ loading
+    def _replay_consumer(self, p: int, k: ConsumerKey, value: bytes | None) -> None:
+        group = self.consumer_groups.get(k.group)
+        if value is None:
+            if group is None:
+                return
+            if k.type == GROUP_METADATA:
+                del self.consumer_groups[k.group]
+            elif k.type == MEMBER_METADATA and k.member is not None:
+                group.members.pop(k.member, None)
+            elif k.type == TARGET_ASSIGNMENT_MEMBER and k.member is not None:
+                group.target.pop(k.member, None)
+            return
+        if group is None:
+            group = ConsumerGroup(k.group, p)
+            self.consumer_groups[k.group] = group
+        if k.type == GROUP_METADATA:
+            group.group_epoch = decode_epoch_value(value)
+        elif k.type == TARGET_ASSIGNMENT_METADATA:
+            group.assignment_epoch = decode_epoch_value(value)
+        elif k.type == TARGET_ASSIGNMENT_MEMBER and k.member is not None:
+            group.target[k.member] = decode_target_member(value)
+        elif k.type in (MEMBER_METADATA, CURRENT_MEMBER_ASSIGNMENT) and k.member is not None:
+            member = group.members.get(k.member)
+            if member is None:
+                member = group.members[k.member] = ConsumerMember(k.member)
+            if k.type == MEMBER_METADATA:
+                decode_member_metadata(value, member)
+            else:
+                decode_current_assignment(value, member)
+
+    def _consumer_groups_loaded(self, p: int) -> None:
+        for group in [g for g in self.consumer_groups.values() if g.partition == p]:
+            group.static_members = {m.instance_id: m.member_id for m in group.members.values()
+                                    if m.instance_id is not None}
+            group.rebuild_partition_epochs()
+            group.subscription_metadata = self._subscription_metadata(
+                list(group.members.values()))
+            for m in group.members.values():
+                self._schedule_session(group, m)
+                if m.state == MemberState.UNREVOKED_PARTITIONS:
+                    self._schedule_rebalance(group, m)
+            log.info("loaded consumer group %s: epoch %d, assignment epoch %d, %d members",
+                     group.group_id, group.group_epoch, group.assignment_epoch,
+                     len(group.members))
+
+    def _unload_consumer_groups(self, p: int | None) -> None:
+        for group in [g for g in self.consumer_groups.values()
+                      if p is None or g.partition == p]:
+            for m in group.members.values():
+                m.cancel_timers()
+            del self.consumer_groups[group.group_id]
+
+
+def _preferred(members: list[ConsumerMember], default: str) -> str:
+    """The assignor most members ask for (ties by name); the default when none asks."""
+    votes: dict[str, int] = {}
+    for m in members:
+        if m.server_assignor:
+            votes[m.server_assignor] = votes.get(m.server_assignor, 0) + 1
+    if not votes:
+        return default
+    return max(sorted(votes), key=lambda n: votes[n])
+

@@ -1,0 +1,262 @@
+"""`__consumer_offsets` records of consumer-protocol (KIP-848) groups, as Kafka writes them.
+
+A key is its record type (int16: 3 ConsumerGroupMetadata, 5 ConsumerGroupMemberMetadata,
+6 ConsumerGroupTargetAssignmentMetadata, 7 ConsumerGroupTargetAssignmentMember,
+8 ConsumerGroupCurrentMemberAssignment) followed by the non-flexible key struct; a value is
+int16 version 0 followed by the flexible value struct; a null value is a tombstone. Type 4
+(ConsumerGroupPartitionMetadata) is read and ignored: the subscribed topics' metadata is
+taken from the cluster metadata when the group is loaded.
+"""
+
+from __future__ import annotations
+
+import json
+import struct
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+from protocol.encoder import uvarint
+
+from .consumer import Assignment, ConsumerMember, MemberState
+from .records import RecordFormatError, _Reader
+
+GROUP_METADATA = 3
+PARTITION_METADATA = 4
+MEMBER_METADATA = 5
+TARGET_ASSIGNMENT_METADATA = 6
+TARGET_ASSIGNMENT_MEMBER = 7
+CURRENT_MEMBER_ASSIGNMENT = 8
+_WITH_MEMBER = (MEMBER_METADATA, TARGET_ASSIGNMENT_MEMBER, CURRENT_MEMBER_ASSIGNMENT)
+KEY_TYPES = frozenset({GROUP_METADATA, PARTITION_METADATA, MEMBER_METADATA,
+                       TARGET_ASSIGNMENT_METADATA, TARGET_ASSIGNMENT_MEMBER,
+                       CURRENT_MEMBER_ASSIGNMENT})
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerKey:
+    type: int
+    group: str
+    member: str | None = None
+
+
+class _FlexWriter:
+    """Non-flexible key fields, then flexible (compact) value fields."""
+
+    def __init__(self) -> None:
+        self.out = bytearray()
+
+    def i8(self, v: int) -> None:
+        self.out += struct.pack(">b", v)
+
+    def i16(self, v: int) -> None:
+        self.out += struct.pack(">h", v)
+
+    def i32(self, v: int) -> None:
+        self.out += struct.pack(">i", v)
+
+    def string(self, v: str) -> None:  # non-flexible (keys)
+        b = v.encode()
+        self.i16(len(b))
+        self.out += b
+
+    def cstring(self, v: str | None) -> None:
+        if v is None:
+            self.out += uvarint(0)
+            return
+        b = v.encode()
+        self.out += uvarint(len(b) + 1)
+        self.out += b
+
+    def carray_len(self, n: int) -> None:
+        self.out += uvarint(n + 1)
+
+    def uuid(self, v: uuid.UUID) -> None:
+        self.out += v.bytes
+
+    def no_tags(self) -> None:
+        self.out += uvarint(0)
+
+
+def key(type_: int, group: str, member: str | None = None) -> bytes:
+    w = _FlexWriter()
+    w.i16(type_)
+    w.string(group)
+    if type_ in _WITH_MEMBER:
+        w.string(member or "")
+    return bytes(w.out)
+
+
+def decode_consumer_key(buf: bytes) -> ConsumerKey | None:
+    r = _Reader(buf)
+    type_ = r.i16()
+    if type_ not in KEY_TYPES:
+        return None
+    group = r.string() or ""
+    member = (r.string() or "") if type_ in _WITH_MEMBER else None
+    return ConsumerKey(type_, group, member)
+
+
+def _value() -> _FlexWriter:
+    w = _FlexWriter()
+    w.i16(0)
+    return w
+
+
+def _assignment(w: _FlexWriter, a: Assignment) -> None:
+    items = sorted(a.items(), key=lambda kv: str(kv[0]))
+    w.carray_len(len(items))
+    for tid, ps in items:
+        w.uuid(tid)
+        w.carray_len(len(ps))
+        for p in sorted(ps):
+            w.i32(p)
+        w.no_tags()
+
+
+def group_metadata_value(epoch: int) -> bytes:
+    w = _value()
+    w.i32(epoch)
+    w.no_tags()
+    return bytes(w.out)
+
+
+def member_metadata_value(m: ConsumerMember) -> bytes:
+    w = _value()
+    w.cstring(m.instance_id)
+    w.cstring(m.rack_id)
+    w.cstring(m.client_id)
+    w.cstring(m.client_host)
+    w.carray_len(len(m.subscribed_topic_names))
+    for t in m.subscribed_topic_names:
+        w.cstring(t)
+    w.cstring(m.subscribed_topic_regex)
+    w.i32(m.rebalance_timeout_ms)
+    w.cstring(m.server_assignor)
+    w.no_tags()
+    return bytes(w.out)
+
+
+def target_metadata_value(epoch: int) -> bytes:
+    return group_metadata_value(epoch)  # the same layout: one int32 (AssignmentEpoch)
+
+
+def target_member_value(a: Assignment) -> bytes:
+    w = _value()
+    _assignment(w, a)
+    w.no_tags()
+    return bytes(w.out)
+
+
+def current_assignment_value(m: ConsumerMember) -> bytes:
+    w = _value()
+    w.i32(m.member_epoch)
+    w.i32(m.previous_member_epoch)
+    w.i8(int(m.state))
+    _assignment(w, m.assigned)
+    _assignment(w, m.pending_revocation)
+    w.no_tags()
+    return bytes(w.out)
+
+
+# ---- decoding -------------------------------------------------------------------------------
+def _flex(buf: bytes) -> _Reader:
+    r = _Reader(buf, flexible=True)
+    version = r.i16()
+    if version != 0:
+        raise RecordFormatError(f"unknown consumer group value version {version}")
+    return r
+
+
+def _read_assignment(r: _Reader) -> Assignment:
+    out: Assignment = {}
+    for _ in range(r.array_len()):
+        tid = uuid.UUID(bytes=bytes(r._take(16)))
+        ps = {r.i32() for _ in range(r.array_len())}
+        r.tags()
+        if ps:
+            out[tid] = ps
+    return out
+
+
+def decode_epoch_value(buf: bytes) -> int:
+    r = _flex(buf)
+    return r.i32()
+
+
+def decode_member_metadata(buf: bytes, member: ConsumerMember) -> None:
+    r = _flex(buf)
+    member.instance_id = r.string()
+    member.rack_id = r.string()
+    member.client_id = r.string() or ""
+    member.client_host = r.string() or ""
+    member.subscribed_topic_names = [r.string() or "" for _ in range(r.array_len())]
+    member.subscribed_topic_regex = r.string()
+    member.rebalance_timeout_ms = r.i32()
+    member.server_assignor = r.string()
+
+
+def decode_target_member(buf: bytes) -> Assignment:
+    return _read_assignment(_flex(buf))
+
+
+def decode_current_assignment(buf: bytes, member: ConsumerMember) -> None:
+    r = _flex(buf)
+    member.member_epoch = r.i32()
+    member.previous_member_epoch = r.i32()
+    state = struct.unpack(">b", r._take(1))[0]
+    member.state = MemberState(state) if state in (0, 1, 2) else MemberState.UNKNOWN
+    member.assigned = _read_assignment(r)
+    member.pending_revocation = _read_assignment(r)
+
+
+_NAMES = {GROUP_METADATA: "consumer_group_metadata",
+          PARTITION_METADATA: "consumer_group_partition_metadata",
+          MEMBER_METADATA: "consumer_group_member_metadata",
+          TARGET_ASSIGNMENT_METADATA: "consumer_group_target_assignment_metadata",
+          TARGET_ASSIGNMENT_MEMBER: "consumer_group_target_assignment_member",
+          CURRENT_MEMBER_ASSIGNMENT: "consumer_group_current_member_assignment"}
+
+
+def _assignment_json(a: Assignment) -> list[dict[str, Any]]:
+    return [{"topicId": str(t), "partitions": sorted(ps)} for t, ps in
+            sorted(a.items(), key=lambda kv: str(kv[0]))]
+
+
+def describe_consumer_record(k: bytes, value: bytes | None) -> tuple[str, str] | None:
+    """Readable key and payload of a consumer group record (dump-log); None for other keys."""
+    try:
+        ck = decode_consumer_key(k)
+    except (RecordFormatError, UnicodeDecodeError):
+        return None
+    if ck is None:
+        return None
+    kd: dict[str, Any] = {"type": _NAMES[ck.type], "group": ck.group}
+    if ck.member is not None:
+        kd["member"] = ck.member
+    if value is None:
+        return json.dumps(kd, separators=(",", ":")), "<DELETE>"
+    try:
+        vd: dict[str, Any]
+        if ck.type in (GROUP_METADATA, TARGET_ASSIGNMENT_METADATA):
+            vd = {"epoch": decode_epoch_value(value)}
+        elif ck.type == MEMBER_METADATA:
+            m = ConsumerMember(ck.member or "")
+            decode_member_metadata(value, m)
+            vd = {"instanceId": m.instance_id, "rackId": m.rack_id, "clientId": m.client_id,
+                  "clientHost": m.client_host, "subscribedTopicNames": m.subscribed_topic_names,
+                  "subscribedTopicRegex": m.subscribed_topic_regex,
+                  "rebalanceTimeoutMs": m.rebalance_timeout_ms, "serverAssignor": m.server_assignor}
+        elif ck.type == TARGET_ASSIGNMENT_MEMBER:
+            vd = {"topicPartitions": _assignment_json(decode_target_member(value))}
+        elif ck.type == CURRENT_MEMBER_ASSIGNMENT:
+            m = ConsumerMember(ck.member or "")
+            decode_current_assignment(value, m)
+            vd = {"memberEpoch": m.member_epoch, "previousMemberEpoch": m.previous_member_epoch,
+                  "state": m.state.label, "assignedPartitions": _assignment_json(m.assigned),
+                  "partitionsPendingRevocation": _assignment_json(m.pending_revocation)}
+        else:
+            vd = {"bytes": len(value)}
+    except (RecordFormatError, UnicodeDecodeError, ValueError) as exc:
+        return json.dumps(kd, separators=(",", ":")), f"<undecodable value: {exc}>"
+    return json.dumps(kd, separators=(",", ":")), json.dumps(vd, separators=(",", ":"))
