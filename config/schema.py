@@ -418,7 +418,19 @@ _TABLE: list[PropertyDef] = [
        "its SASL authentication completes; a bigger one closes the connection.", at_least(1),
        group=_G_SECURITY),
     _p("sasl.enabled.mechanisms", LS, ["PLAIN"], "SASL mechanisms offered on SASL listeners: "
-       "PLAIN, SCRAM-SHA-256, SCRAM-SHA-512.", kafka=["GSSAPI"], group=_G_SECURITY),
+       "PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER.", kafka=["GSSAPI"], group=_G_SECURITY),
+    _p("connections.max.reauth.ms", L, 0, "When positive, the most a SASL session may last "
+       "before the client must re-authenticate on its connection (KIP-368; clients are told "
+       "the lifetime, capped by the credential's own expiry); a connection whose session "
+       "expired is closed at its next request. May be prefixed with the listener and the "
+       "mechanism in lower case: listener.name.<listener>.<mechanism>."
+       "connections.max.reauth.ms.", at_least(0), group=_G_SECURITY),
+    _p("sasl.server.callback.handler.class", S, None, "OAUTHBEARER token validation: a Python "
+       "callable named package.module:callable, called with the token and the listener's "
+       "JAAS options, returning the principal and expiry (see the security documentation); "
+       "unset: Kafka's unsecured JWT validator. Usually set per listener as "
+       "listener.name.<listener>.oauthbearer.sasl.server.callback.handler.class.",
+       group=_G_SECURITY),
     _p("ssl.keystore.type", S, "PEM", "Format of the key store: PEM (a file holding the "
        "private key and the certificate chain, or ssl.keystore.key and "
        "ssl.keystore.certificate.chain inline) or PKCS12; JKS is not read.",
@@ -737,6 +749,9 @@ class Listener:
 
 _LISTENER_RE = re.compile(r"\s*([A-Za-z0-9_]+)://(\[[^\]]*\]|[^:/]*):(\d+)\s*")
 _LISTENER_PREFIX = re.compile(r"listener\.name\.([a-z0-9_]+)\.(.+)")
+# What a listener may set per SASL mechanism (the JAAS configuration exists only so).
+_MECHANISM_PREFIX = re.compile(r"([a-z0-9-]+)\.(sasl\.jaas\.config|sasl\.server\.callback"
+                               r"\.handler\.class|connections\.max\.reauth\.ms)")
 
 
 def parse_protocol_map(value: str) -> dict[str, str]:
@@ -1092,7 +1107,11 @@ def _parse_all(raw: Mapping[str, object]) -> dict[str, Any]:
             # <mechanism>.sasl.jaas.config that exists only in that form).
             inner = m.group(2)
             base = BROKER_PROPERTIES.get(inner)
-            if base is None and not inner.endswith(".sasl.jaas.config"):
+            per_mechanism = _MECHANISM_PREFIX.fullmatch(inner)
+            if base is None and per_mechanism is not None:
+                # listener.name.<listener>.<mechanism>.<property>
+                base = BROKER_PROPERTIES.get(per_mechanism.group(2))
+            elif base is None:
                 raise ConfigError.unknown(str(key), list(BROKER_PROPERTIES))
             out[str(key)] = base.parse(value) if base is not None else str(value)
             continue
