@@ -410,8 +410,17 @@ _TABLE: list[PropertyDef] = [
     _p("inter.broker.listener.name", S, None, "The listener brokers use to reach each other; "
        "unset: the listener of security.inter.broker.protocol.", group=_G_SOCKET),
     _p("security.inter.broker.protocol", S, "PLAINTEXT", "Security protocol between brokers "
-       "when inter.broker.listener.name is unset (Samsa's brokers talk PLAINTEXT).",
-       ValidString(("PLAINTEXT",)), group=_G_SOCKET),
+       "when inter.broker.listener.name is unset: the brokers connect to the first listener "
+       "of that protocol.", ValidString(SECURITY_PROTOCOLS), group=_G_SOCKET),
+    _p("sasl.mechanism.inter.broker.protocol", S, "PLAIN", "SASL mechanism brokers log in to "
+       "each other with on a SASL inter-broker listener (one of the listener's "
+       "sasl.enabled.mechanisms), with the username and password of the listener's "
+       "listener.name.<listener>.<mechanism>.sasl.jaas.config.", kafka="GSSAPI",
+       group=_G_SECURITY),
+    _p("ssl.endpoint.identification.algorithm", S, "https", "How a broker checks another's "
+       "certificate when it connects to it over TLS: https (the certificate must name the "
+       "host) or empty (any certificate the trust store accepts).",
+       ValidString(("https", "")), group=_G_SECURITY),
     _p("connection.failed.authentication.delay.ms", I, 100, "Delay before the connection of a "
        "failed authentication is closed.", at_least(0), group=_G_SECURITY),
     _p("sasl.server.max.receive.size", I, 524288, "Largest request read from a client before "
@@ -1029,9 +1038,6 @@ class BrokerConfig:
             raise ConfigError.invalid(
                 "inter.broker.listener.name", ib, "inter.broker.listener.name must be a "
                 "listener name defined in advertised.listeners")
-        if self.listener.security_protocol != "PLAINTEXT":
-            raise ConfigError.invalid("inter.broker.listener.name", ib,
-                                      "Samsa's brokers talk to each other over PLAINTEXT")
 
     def _check(self) -> None:
         if self["node.id"] != self["broker.id"]:
