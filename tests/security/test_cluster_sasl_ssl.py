@@ -1,8 +1,9 @@
-"""A ZooKeeper cluster whose only listener is SASL_SSL: the brokers reach each other over it
-(TLS verified against the trust store, SASL/PLAIN as User:broker from the listener's JAAS
-configuration), so with an authorizer `super.users=User:broker` is all the brokers need.
-Replication (RF 3), a transaction over partitions led by different brokers (markers between
-brokers), Kafka's Java client, and reading on after a leader is killed."""
+"""A ZooKeeper cluster whose only listener is SASL_SSL with client certificates required: the
+brokers reach each other over it (TLS verified against the trust store, their key store
+presented, SASL/PLAIN as User:broker from the listener's JAAS configuration), so with an
+authorizer `super.users=User:broker` is all the brokers need. Replication (RF 3), a transaction
+over partitions led by different brokers (markers between brokers), Kafka's Java client, and
+reading on after a leader is killed."""
 
 from __future__ import annotations
 
@@ -62,6 +63,7 @@ def test_sasl_ssl_only_cluster(tmp_path: Path) -> None:
         "listener.name.sasl_ssl.plain.sasl.jaas.config": JAAS,
         "ssl.keystore.location": str(certs.broker.both),
         "ssl.truststore.location": str(certs.ca),
+        "listener.name.sasl_ssl.ssl.client.auth": "required",
         "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
         "super.users": "User:broker",
         "default.replication.factor": 3,
@@ -72,7 +74,9 @@ def test_sasl_ssl_only_cluster(tmp_path: Path) -> None:
     def security(user: str) -> dict[str, Any]:
         return {"bootstrap.servers": bootstrap, "security.protocol": "SASL_SSL",
                 "sasl.mechanisms": "PLAIN", "sasl.username": user,
-                "sasl.password": f"{user}-secret", "ssl.ca.location": str(certs.ca)}
+                "sasl.password": f"{user}-secret", "ssl.ca.location": str(certs.ca),
+                "ssl.certificate.location": str(certs.alice.cert),
+                "ssl.key.location": str(certs.alice.key)}
 
     try:
         for b in brokers:
@@ -137,7 +141,8 @@ def test_sasl_ssl_only_cluster(tmp_path: Path) -> None:
             "sasl.mechanism=PLAIN\n"
             "sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule "
             'required username="alice" password="alice-secret";\n'
-            f"ssl.truststore.type=PEM\nssl.truststore.location={certs.ca}\n")
+            f"ssl.truststore.type=PEM\nssl.truststore.location={certs.ca}\n"
+            f"ssl.keystore.type=PEM\nssl.keystore.location={certs.alice.both}\n")
         classes = compile_java([SRC], classpath="clients39")
         res = run_java_tool("SecureClient", [str(props), "ib-java", "10", "0"],
                             classpath="clients39", extra_classpath=[classes], timeout=240)
