@@ -139,6 +139,9 @@ class Dispatcher:
                 log.debug("%s v%d from %s (client %s, %s) throttled for %d ms", spec.name,
                           version, conn.peer, header.client_id, conn.principal, throttle)
         if result is None:
+            if auth is not None and auth.failed:  # a failure Kafka answers by closing
+                raise CloseConnection(auth.failure or "authentication failed", None,
+                                      auth.config.failed_delay_ms / 1000)
             return None
         body, error_codes = encoded or encode_response(resp_type, result)
         metrics.count_errors(spec.name, error_codes)

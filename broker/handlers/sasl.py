@@ -30,7 +30,7 @@ async def handle_sasl_handshake(
 
 async def handle_sasl_authenticate(
     ctx: RequestContext, request: SaslAuthenticateRequest
-) -> dict[str, Any]:
+) -> dict[str, Any] | None:
     session = ctx.sasl
     if session is None or session.complete:
         return {"error_code": ErrorCode.illegal_sasl_state,

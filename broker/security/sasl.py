@@ -259,8 +259,12 @@ class SaslSession:
         log.debug("session of %s (%s) expires in %d ms", self.peer, self.principal, lifetime)
         return lifetime
 
-    async def authenticate(self, token: bytes, version: int) -> dict[str, Any]:
-        """A SaslAuthenticate request's answer."""
+    async def authenticate(self, token: bytes, version: int) -> dict[str, Any] | None:
+        """A SaslAuthenticate request's answer; None: fail without one (Kafka's
+        REAUTH_BAD_MECHANISM state, a re-authentication asking for another mechanism)."""
+        if self._bad_mechanism is not None:
+            self._fail(self._bad_mechanism)
+            return None
         try:
             answer = await self.evaluate(token)
         except AuthenticationFailed as exc:

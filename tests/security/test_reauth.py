@@ -31,6 +31,7 @@ def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
         "listeners": f"PLAINTEXT://127.0.0.1:{plain},SASL_PLAINTEXT://127.0.0.1:{sasl}",
         "listener.name.sasl_plaintext.plain.sasl.jaas.config": JAAS,
         "listener.name.sasl_plaintext.plain.connections.max.reauth.ms": LIFETIME_MS,
+        "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256",
         "num.partitions": 1,
     })
     b.sasl_port = sasl  # type: ignore[attr-defined]
@@ -101,3 +102,15 @@ def test_java_client_reauthenticates_over_several_lifetimes(broker: BrokerProces
     log = broker.log_tail(2000)
     assert log.count("re-authenticated as User:alice (PLAIN)") >= 3, log
     assert log.count("expired") == expired_before, log  # no session was left to expire
+
+
+def test_reauthentication_with_another_mechanism_is_refused(broker: BrokerProcess) -> None:
+    with WireClient(f"127.0.0.1:{broker.sasl_port}") as w:  # type: ignore[attr-defined]
+        assert login(w, "alice")[0] == 0
+        # Kafka answers the handshake, then closes at the next token without an answer.
+        assert w.call(17, 1, {"mechanism": "SCRAM-SHA-256"}).error_code == 0
+        _, data = w.encode_request(36, 2, {"auth_bytes": b"n,,n=alice,r=abc"})
+        w.send_raw(data)
+        assert w.is_closed()
+    assert ("SASL mechanism 'SCRAM-SHA-256' requested by client is not supported for "
+            "re-authentication of mechanism 'PLAIN'") in broker.log_tail(100)
