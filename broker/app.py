@@ -31,6 +31,7 @@ from .controller import Controller
 from .coordinator_host import BrokerLogHost
 from .dispatch import Dispatcher
 from .features import TRANSACTION_VERSION
+from .interbroker import set_client_security
 from .malloc_tuning import tune_malloc
 from .markers import TxnMarkerChannel
 from .metadata_store import BrokerEndpoint, BrokerInfo, LocalMetadataStore, TopicState
@@ -38,6 +39,7 @@ from .quotas import QuotaManager
 from .replica_fetcher import ReplicaFetcherManager
 from .replica_manager import ReplicaManager
 from .security.authorizer import Authorizer, parse_super_users
+from .security.client import ClientSecurity
 from .security.listeners import listener_endpoints
 from .security.scram import ScramCredential
 from .server import KafkaServer, ServerLimits
@@ -150,6 +152,8 @@ class Broker:
         self.txn_verifier = TxnPartitionVerifier(
             self.store, self.broker_id, config["transaction.state.log.num.partitions"])
         self.registry = build_registry()
+        # How this broker reaches the others: the inter-broker listener's TLS and SASL login.
+        set_client_security(ClientSecurity.from_config(config))
         self.server = KafkaServer(
             listener_endpoints(config, self._scram_credential),
             Dispatcher(self.registry, self._services()),

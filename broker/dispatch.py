@@ -33,7 +33,7 @@ from .quotas import (
     is_follower_fetch,
     throttled_fetch_response,
 )
-from .security.sasl import AuthenticationFailed, SaslSession
+from .security.sasl import SASL_HANDSHAKE_KEY, AuthenticationFailed, SaslSession
 from .server import CloseConnection, ConnectionInfo, Response
 
 log = logging.getLogger(__name__)
@@ -49,11 +49,18 @@ class Dispatcher:
     async def __call__(self, raw: bytes, conn: ConnectionInfo) -> Response | None:
         auth = conn.authenticator
         if auth is not None and not auth.complete and auth.raw_tokens:
-            return self._raw_sasl_token(raw, conn, auth)
+            return await self._raw_sasl_token(raw, conn, auth)
         api_key, version, correlation_id = peek_key_version(raw)
         spec = self.registry.get(api_key)
         if spec is None:
             raise CloseConnection(f"unknown api key {api_key}")
+        if auth is not None and auth.complete:
+            if api_key == SASL_HANDSHAKE_KEY and auth.begin_reauthentication():
+                log.debug("re-authentication of %s (%s) begins", conn.peer, conn.principal)
+            elif auth.expired():
+                # Kafka's KafkaChannel.serverAuthenticationSessionExpired: closed, no answer.
+                raise CloseConnection(f"the SASL session of {conn.principal} on listener "
+                                      f"{conn.listener} expired")
         if auth is not None and not auth.complete and not auth.allows(api_key):
             # Kafka's SaslServerAuthenticator: nothing else before authentication.
             phase = "handshake" if auth.state == "handshake" else "authentication"
@@ -132,6 +139,9 @@ class Dispatcher:
                 log.debug("%s v%d from %s (client %s, %s) throttled for %d ms", spec.name,
                           version, conn.peer, header.client_id, conn.principal, throttle)
         if result is None:
+            if auth is not None and auth.failed:  # a failure Kafka answers by closing
+                raise CloseConnection(auth.failure or "authentication failed", None,
+                                      auth.config.failed_delay_ms / 1000)
             return None
         body, error_codes = encoded or encode_response(resp_type, result)
         metrics.count_errors(spec.name, error_codes)
@@ -152,14 +162,16 @@ class Dispatcher:
             conn.principal = auth.principal
         return framed
 
-    def _raw_sasl_token(self, raw: bytes, conn: ConnectionInfo, auth: SaslSession) -> Response:
+    async def _raw_sasl_token(self, raw: bytes, conn: ConnectionInfo, auth: SaslSession
+                              ) -> Response:
         """After SaslHandshake v0 the client sends the mechanism's tokens in bare size-prefixed
         frames and gets the answers so; a failure just closes the connection."""
         try:
-            answer = auth.evaluate(raw)
+            answer = await auth.evaluate(raw)
         except AuthenticationFailed as exc:
             raise CloseConnection(str(exc), None, auth.config.failed_delay_ms / 1000) from None
         if auth.complete and auth.principal is not None:
+            auth.session_lifetime_ms()  # not sent, but the session expires all the same
             conn.principal = auth.principal
         return frame_parts([answer])
 

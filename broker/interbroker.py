@@ -2,24 +2,41 @@
 
 One `BrokerConnection` is one TCP connection with one request in flight at a time, which is
 all a fetcher loop or a marker sender needs. Addresses come from the metadata store, so a
-broker that re-registers on a new port is found again on the next connect.
+broker that re-registers on a new port is found again on the next connect. The connection
+goes to the other broker's inter-broker listener with its security (TLS, SASL login: see
+security/client.py), set once for the process by `set_client_security`.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import ssl
 import struct
 import time
 from typing import Any
 
 from protocol.codec import build, encode, reader, request_type, response_type
 
+from .security.client import AuthenticationError, ClientSecurity
+
 log = logging.getLogger(__name__)
 
 # Kafka clients' connections.max.idle.ms: below the brokers' 10 minutes, so that we close an
 # idle connection before the peer does and never send into one it has just closed.
 CLIENT_IDLE_CLOSE_S = 540.0
+
+
+# Re-connect (and so log in again) once this share of a SASL session's lifetime has passed.
+_SESSION_SHARE = 0.8
+
+_security = ClientSecurity.plaintext()
+
+
+def set_client_security(security: ClientSecurity) -> None:
+    """How this broker connects to the others (from its configuration, at start-up)."""
+    global _security
+    _security = security
 
 
 class BrokerUnavailable(Exception):
@@ -37,17 +54,37 @@ class BrokerConnection:
         self._correlation = 0
         self._lock = asyncio.Lock()
         self._last_used = 0.0
+        self._session_ends = 0.0  # monotonic; 0: the session has no lifetime
 
     async def _connect(self) -> None:
         target = next((b for b in self.store.brokers() if b.broker_id == self.target_id), None)
         if target is None:
             raise BrokerUnavailable(f"broker {self.target_id} is not registered")
+        security = _security
+        endpoint = target.endpoint(security.listener)
+        host, port = (endpoint.host, endpoint.port) if endpoint else (target.host, target.port)
+        tls = security.tls
         try:
             self._reader, self._writer = await asyncio.wait_for(
-                asyncio.open_connection(target.host, target.port), 5.0
+                asyncio.open_connection(
+                    host, port, ssl=tls,
+                    server_hostname=(host if tls is not None and tls.check_hostname else
+                                     "" if tls is not None else None)), 10.0
             )
-        except (OSError, TimeoutError) as exc:
+        except (OSError, TimeoutError, ssl.SSLError) as exc:
+            self.close()
             raise BrokerUnavailable(f"broker {self.target_id}: {exc}") from None
+        self._session_ends = 0.0
+        if security.mechanism is None:
+            return
+        try:
+            lifetime_ms = await security.authenticate(self._roundtrip)
+        except AuthenticationError as exc:
+            self.close()
+            log.warning("broker %d refused this broker's login: %s", self.target_id, exc)
+            raise BrokerUnavailable(f"broker {self.target_id}: {exc}") from None
+        if lifetime_ms > 0:
+            self._session_ends = time.monotonic() + lifetime_ms / 1000 * _SESSION_SHARE
 
     async def request(self, api_key: int, version: int, body: dict[str, Any]) -> Any:
         """Send one request and return the decoded response entity."""
@@ -55,10 +92,15 @@ class BrokerConnection:
             return await self._request(api_key, version, body)
 
     async def _request(self, api_key: int, version: int, body: dict[str, Any]) -> Any:
-        if self._writer is not None and time.monotonic() - self._last_used > CLIENT_IDLE_CLOSE_S:
+        now = time.monotonic()
+        if self._writer is not None and (now - self._last_used > CLIENT_IDLE_CLOSE_S or
+                                         0 < self._session_ends < now):
             self.close()
         if self._writer is None:
             await self._connect()
+        return await self._roundtrip(api_key, version, body)
+
+    async def _roundtrip(self, api_key: int, version: int, body: dict[str, Any]) -> Any:
         assert self._reader is not None and self._writer is not None
         self._correlation = (self._correlation + 1) & 0x7FFFFFFF
         req_type = request_type(api_key, version)

@@ -410,15 +410,36 @@ _TABLE: list[PropertyDef] = [
     _p("inter.broker.listener.name", S, None, "The listener brokers use to reach each other; "
        "unset: the listener of security.inter.broker.protocol.", group=_G_SOCKET),
     _p("security.inter.broker.protocol", S, "PLAINTEXT", "Security protocol between brokers "
-       "when inter.broker.listener.name is unset (Samsa's brokers talk PLAINTEXT).",
-       ValidString(("PLAINTEXT",)), group=_G_SOCKET),
+       "when inter.broker.listener.name is unset: the brokers connect to the first listener "
+       "of that protocol.", ValidString(SECURITY_PROTOCOLS), group=_G_SOCKET),
+    _p("sasl.mechanism.inter.broker.protocol", S, "PLAIN", "SASL mechanism brokers log in to "
+       "each other with on a SASL inter-broker listener (one of the listener's "
+       "sasl.enabled.mechanisms), with the username and password of the listener's "
+       "listener.name.<listener>.<mechanism>.sasl.jaas.config.", kafka="GSSAPI",
+       group=_G_SECURITY),
+    _p("ssl.endpoint.identification.algorithm", S, "https", "How a broker checks another's "
+       "certificate when it connects to it over TLS: https (the certificate must name the "
+       "host) or empty (any certificate the trust store accepts).",
+       ValidString(("https", "")), group=_G_SECURITY),
     _p("connection.failed.authentication.delay.ms", I, 100, "Delay before the connection of a "
        "failed authentication is closed.", at_least(0), group=_G_SECURITY),
     _p("sasl.server.max.receive.size", I, 524288, "Largest request read from a client before "
        "its SASL authentication completes; a bigger one closes the connection.", at_least(1),
        group=_G_SECURITY),
     _p("sasl.enabled.mechanisms", LS, ["PLAIN"], "SASL mechanisms offered on SASL listeners: "
-       "PLAIN, SCRAM-SHA-256, SCRAM-SHA-512.", kafka=["GSSAPI"], group=_G_SECURITY),
+       "PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER.", kafka=["GSSAPI"], group=_G_SECURITY),
+    _p("connections.max.reauth.ms", L, 0, "When positive, the most a SASL session may last "
+       "before the client must re-authenticate on its connection (KIP-368; clients are told "
+       "the lifetime, capped by the credential's own expiry); a connection whose session "
+       "expired is closed at its next request. May be prefixed with the listener and the "
+       "mechanism in lower case: listener.name.<listener>.<mechanism>."
+       "connections.max.reauth.ms.", at_least(0), group=_G_SECURITY),
+    _p("sasl.server.callback.handler.class", S, None, "OAUTHBEARER token validation: a Python "
+       "callable named package.module:callable, called with the token and the listener's "
+       "JAAS options, returning the principal and expiry (see the security documentation); "
+       "unset: Kafka's unsecured JWT validator. Usually set per listener as "
+       "listener.name.<listener>.oauthbearer.sasl.server.callback.handler.class.",
+       group=_G_SECURITY),
     _p("ssl.keystore.type", S, "PEM", "Format of the key store: PEM (a file holding the "
        "private key and the certificate chain, or ssl.keystore.key and "
        "ssl.keystore.certificate.chain inline) or PKCS12; JKS is not read.",
@@ -747,6 +768,9 @@ class Listener:
 
 _LISTENER_RE = re.compile(r"\s*([A-Za-z0-9_]+)://(\[[^\]]*\]|[^:/]*):(\d+)\s*")
 _LISTENER_PREFIX = re.compile(r"listener\.name\.([a-z0-9_]+)\.(.+)")
+# What a listener may set per SASL mechanism (the JAAS configuration exists only so).
+_MECHANISM_PREFIX = re.compile(r"([a-z0-9-]+)\.(sasl\.jaas\.config|sasl\.server\.callback"
+                               r"\.handler\.class|connections\.max\.reauth\.ms)")
 
 
 def parse_protocol_map(value: str) -> dict[str, str]:
@@ -1024,9 +1048,6 @@ class BrokerConfig:
             raise ConfigError.invalid(
                 "inter.broker.listener.name", ib, "inter.broker.listener.name must be a "
                 "listener name defined in advertised.listeners")
-        if self.listener.security_protocol != "PLAINTEXT":
-            raise ConfigError.invalid("inter.broker.listener.name", ib,
-                                      "Samsa's brokers talk to each other over PLAINTEXT")
 
     def _check(self) -> None:
         if self["node.id"] != self["broker.id"]:
@@ -1105,7 +1126,11 @@ def _parse_all(raw: Mapping[str, object]) -> dict[str, Any]:
             # <mechanism>.sasl.jaas.config that exists only in that form).
             inner = m.group(2)
             base = BROKER_PROPERTIES.get(inner)
-            if base is None and not inner.endswith(".sasl.jaas.config"):
+            per_mechanism = _MECHANISM_PREFIX.fullmatch(inner)
+            if base is None and per_mechanism is not None:
+                # listener.name.<listener>.<mechanism>.<property>
+                base = BROKER_PROPERTIES.get(per_mechanism.group(2))
+            elif base is None:
                 raise ConfigError.unknown(str(key), list(BROKER_PROPERTIES))
             out[str(key)] = base.parse(value) if base is not None else str(value)
             continue

@@ -17,7 +17,7 @@ from protocol.errors import ErrorCode
 from ..context import RequestContext
 from ..security.authorizer import AclOperation, ResourceType
 from ..topic_admin import INTERNAL_TOPICS, TopicError, validate_topic_name
-from .metadata import replica_online
+from .metadata import listener_brokers, replica_online
 
 if TYPE_CHECKING:
     from .requests import DescribeTopicPartitionsRequest
@@ -56,6 +56,7 @@ async def handle_describe_topic_partitions(
     limit = max(min(ctx.config["max.request.partition.size.limit"],
                     request.response_partition_limit), 1)
     online = replica_online(ctx)
+    reachable = listener_brokers(ctx)  # a leader without the request's listener: no leader
     remaining = limit
     topics_out: list[dict[str, Any]] = []
     next_cursor = None
@@ -86,7 +87,7 @@ async def handle_describe_topic_partitions(
             state = topic.partitions.get(index)
             if state is None:
                 continue
-            has_leader = online(state.leader, (name, index))
+            has_leader = online(state.leader, (name, index)) and state.leader in reachable
             partitions.append({
                 "error_code": ErrorCode.none,
                 "partition_index": index,

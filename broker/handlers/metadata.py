@@ -67,6 +67,11 @@ async def handle_metadata(ctx: RequestContext, request: MetadataRequest) -> dict
     describable = set(ctx.authorized(AclOperation.DESCRIBE, ResourceType.TOPIC,
                                      {n for n in names if n is not None}))
     online = replica_online(ctx)
+    # The brokers with an endpoint on the listener this request came in on.
+    reachable = listener_brokers(ctx)
+    # Kafka (MetadataCache): a live leader without that listener is LISTENER_NOT_FOUND from
+    # v6 on (a configuration error to diagnose), LEADER_NOT_AVAILABLE before.
+    no_listener = ErrorCode.listener_not_found if version >= 6 else ErrorCode.leader_not_available
     with_operations = bool(field(request, "include_topic_authorized_operations", False))
     for name in names:
         if name is not None and name not in describable:
@@ -85,7 +90,7 @@ async def handle_metadata(ctx: RequestContext, request: MetadataRequest) -> dict
                 continue
             topics_out.append(await _missing_topic(ctx, name, allow_create))
             continue
-        out = _topic(topic, online)
+        out = _topic(topic, online, reachable, no_listener)
         if with_operations:  # KIP-430
             out["topic_authorized_operations"] = ctx.authorized_operations(ResourceType.TOPIC,
                                                                            topic.name)
@@ -116,6 +121,11 @@ def _may_create(ctx: RequestContext, name: str) -> bool:
     """Kafka: creating a topic needs CREATE on the cluster or on the topic."""
     return (ctx.authorize(AclOperation.CREATE, ResourceType.CLUSTER, log_denied=False)
             or ctx.authorize(AclOperation.CREATE, ResourceType.TOPIC, name))
+
+
+def listener_brokers(ctx: RequestContext) -> set[int]:
+    """The live brokers that have an endpoint on the request's listener."""
+    return {b.broker_id for b in ctx.store.brokers() if b.endpoint(ctx.listener) is not None}
 
 
 def replica_online(ctx: RequestContext) -> Callable[[int, tuple[str, int]], bool]:
@@ -158,7 +168,8 @@ async def _missing_topic(ctx: RequestContext, name: str | None, allow_create: bo
             "is_internal": name in INTERNAL_TOPICS, "partitions": []}
 
 
-def _topic(topic: TopicState, online: Callable[[int, tuple[str, int]], bool]) -> dict[str, Any]:
+def _topic(topic: TopicState, online: Callable[[int, tuple[str, int]], bool],
+           reachable: set[int], no_listener: ErrorCode) -> dict[str, Any]:
     return {
         "error_code": ErrorCode.none,
         "name": topic.name,
@@ -166,9 +177,11 @@ def _topic(topic: TopicState, online: Callable[[int, tuple[str, int]], bool]) ->
         "is_internal": topic.internal,
         "partitions": [
             {
-                "error_code": ErrorCode.none if has_leader else ErrorCode.leader_not_available,
+                "error_code": (ErrorCode.none if has_leader and state.leader in reachable
+                               else no_listener if has_leader
+                               else ErrorCode.leader_not_available),
                 "partition_index": index,
-                "leader_id": state.leader if has_leader else -1,
+                "leader_id": state.leader if has_leader and state.leader in reachable else -1,
                 "leader_epoch": state.leader_epoch,
                 "replica_nodes": state.replicas,
                 "isr_nodes": state.isr,

@@ -7,7 +7,9 @@ from typing import Any
 from config.schema import ConfigError
 
 from ..server import Endpoint
-from .sasl import SUPPORTED_MECHANISMS, SaslConfig, plain_users
+from .oauthbearer import MECHANISM as OAUTHBEARER
+from .oauthbearer import Validator, load_validator, unsecured_validator
+from .sasl import SUPPORTED_MECHANISMS, SaslConfig, jaas_options, plain_users
 from .scram import CredentialLookup
 from .tls import server_context
 
@@ -46,6 +48,21 @@ def sasl_config(config: Any, listener: str, scram: CredentialLookup) -> SaslConf
                               "org.apache.kafka.common.security.plain.PlainLoginModule "
                               'required user_<name>="<password>";')
         users = plain_users(jaas)
+    max_reauth = {}
+    for m in mechanisms:
+        value = opts[f"{m.lower()}.connections.max.reauth.ms"]
+        max_reauth[m] = int(value if value is not None else opts["connections.max.reauth.ms"])
+    validator: Validator = unsecured_validator
+    options: dict[str, str] = {}
+    if OAUTHBEARER in mechanisms:
+        options = jaas_options(opts["oauthbearer.sasl.jaas.config"])
+        key = "oauthbearer.sasl.server.callback.handler.class"
+        spec = opts[key] or opts["sasl.server.callback.handler.class"]
+        if spec:
+            try:
+                validator = load_validator(spec)
+            except ValueError as exc:
+                raise ConfigError.invalid(opts.key(key), spec, str(exc)) from None
     return SaslConfig(listener, mechanisms, users, scram,
                       config["connection.failed.authentication.delay.ms"],
-                      opts["sasl.server.max.receive.size"])
+                      opts["sasl.server.max.receive.size"], max_reauth, validator, options)

@@ -151,3 +151,45 @@ class ScramServer:
         server_signature = hmac.digest(cred.server_key, auth_message, self._algo)
         self.complete = True
         return b"v=" + base64.b64encode(server_signature)
+
+
+class ScramClient:
+    """The client side (a broker logging in to another): client-first, then client-final from
+    the server-first, then the server-final's signature checked."""
+
+    def __init__(self, mechanism: str, username: str, password: str) -> None:
+        self._algo = MECHANISMS[mechanism]
+        self._username = username.replace("=", "=3D").replace(",", "=2C")
+        self._password = password
+        self._nonce = base64.b64encode(os.urandom(18)).decode()
+        self._client_first_bare = f"n={self._username},r={self._nonce}"
+        self._server_signature = b""
+
+    def first(self) -> bytes:
+        return f"n,,{self._client_first_bare}".encode()
+
+    def final(self, server_first: bytes) -> bytes:
+        text = server_first.decode()
+        attrs = _attributes(text)
+        nonce = attrs.get("r", "")
+        if not nonce.startswith(self._nonce) or "s" not in attrs or "i" not in attrs:
+            raise ScramError("invalid server-first message")
+        salt, iterations = base64.b64decode(attrs["s"]), int(attrs["i"])
+        salted = hashlib.pbkdf2_hmac(self._algo, self._password.encode(), salt, iterations)
+        client_key = hmac.digest(salted, b"Client Key", self._algo)
+        stored_key = hashlib.new(self._algo, client_key).digest()
+        without_proof = f"c=biws,r={nonce}"
+        auth_message = f"{self._client_first_bare},{text},{without_proof}".encode()
+        signature = hmac.digest(stored_key, auth_message, self._algo)
+        proof = bytes(a ^ b for a, b in zip(client_key, signature, strict=True))
+        server_key = hmac.digest(salted, b"Server Key", self._algo)
+        self._server_signature = hmac.digest(server_key, auth_message, self._algo)
+        return f"{without_proof},p={base64.b64encode(proof).decode()}".encode()
+
+    def verify(self, server_final: bytes) -> None:
+        attrs = _attributes(server_final.decode())
+        if "e" in attrs:
+            raise ScramError(f"the server refused: {attrs['e']}")
+        if not hmac.compare_digest(base64.b64decode(attrs.get("v", "")),
+                                   self._server_signature):
+            raise ScramError("invalid server signature")

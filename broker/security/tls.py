@@ -52,6 +52,29 @@ def server_context(config: Any, listener: str, sasl: bool = False) -> ssl.SSLCon
     return ctx
 
 
+def client_context(config: Any, listener: str) -> ssl.SSLContext:
+    """The client-side SSLContext with which this broker connects to another's listener (the
+    inter-broker one): the listener's trust store verifies the peer (and its host name when
+    ssl.endpoint.identification.algorithm is https), the listener's key store, if any, is
+    presented for mutual TLS."""
+    opts = config.for_listener(listener)
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    versions = sorted(_VERSIONS[v] for v in opts["ssl.enabled.protocols"])
+    if versions:
+        ctx.minimum_version, ctx.maximum_version = versions[0], versions[-1]
+    if opts["ssl.protocol"] == "TLSv1.2":
+        ctx.maximum_version = ssl.TLSVersion.TLSv1_2
+    ciphers = opts["ssl.cipher.suites"]
+    if ciphers:
+        ctx.set_ciphers(":".join(ciphers))
+    _load_truststore(ctx, opts, ssl.Purpose.SERVER_AUTH)
+    ctx.check_hostname = (opts["ssl.endpoint.identification.algorithm"] or "").lower() == "https"
+    ctx.verify_mode = ssl.CERT_REQUIRED
+    if opts["ssl.keystore.location"] or opts["ssl.keystore.key"]:
+        _load_keystore(ctx, opts)
+    return ctx
+
+
 def _load_keystore(ctx: ssl.SSLContext, opts: Any) -> None:
     location = opts["ssl.keystore.location"]
     chain, private_key = opts["ssl.keystore.certificate.chain"], opts["ssl.keystore.key"]
@@ -74,7 +97,8 @@ def _load_keystore(ctx: ssl.SSLContext, opts: Any) -> None:
                                   f"Failed to load the key store: {exc}") from None
 
 
-def _load_truststore(ctx: ssl.SSLContext, opts: Any) -> None:
+def _load_truststore(ctx: ssl.SSLContext, opts: Any,
+                     purpose: ssl.Purpose = ssl.Purpose.CLIENT_AUTH) -> None:
     location, certificates = opts["ssl.truststore.location"], opts["ssl.truststore.certificates"]
     try:
         if location and opts["ssl.truststore.type"] == "PKCS12":
@@ -85,7 +109,7 @@ def _load_truststore(ctx: ssl.SSLContext, opts: Any) -> None:
         elif certificates:
             ctx.load_verify_locations(cadata=certificates)
         else:
-            ctx.load_default_certs(ssl.Purpose.CLIENT_AUTH)
+            ctx.load_default_certs(purpose)
     except (OSError, ssl.SSLError, ValueError) as exc:
         raise ConfigError.invalid(opts.key("ssl.truststore.location"),
                                   location or "(inline PEM)",
