@@ -343,6 +343,8 @@ class ZkMetadataStore:
         except NoNodeError:
             config = {}
         partitions = {}
+        adding = doc.get("adding_replicas") or {}
+        removing = doc.get("removing_replicas") or {}
         for p, replicas in doc["partitions"].items():
             state = self._read_state(name, int(p))
             partitions[int(p)] = PartitionState(
@@ -350,6 +352,8 @@ class ZkMetadataStore:
                 leader=state.get("leader", -1),
                 leader_epoch=state.get("leader_epoch", 0),
                 isr=list(state.get("isr", replicas)),
+                adding=[int(r) for r in adding.get(p, ())],
+                removing=[int(r) for r in removing.get(p, ())],
             )
         topic_id = self._topic_id(name, doc)
         if topic_id is None:
@@ -741,6 +745,40 @@ class ZkMetadataStore:
         for topic, index, doc, version in updates:
             tx.set_data(f"/brokers/topics/{topic}/partitions/{index}/state", _dumps(doc),
                         version=version)
+        results = tx.commit()
+        return not any(isinstance(r, Exception) for r in results)
+
+    async def write_assignment(
+        self, topic: str, index: int, replicas: list[int], adding: list[int],
+        removing: list[int], state: dict[str, Any], state_version: int,
+    ) -> bool:
+        """As the controller: set one partition's assignment in the topic znode (replicas and
+        Kafka's adding_replicas/removing_replicas, the durable record of a reassignment) and
+        its state, in one multi conditional on /controller_epoch and the state's zkVersion."""
+        return await asyncio.to_thread(self._write_assignment, topic, index, replicas, adding,
+                                       removing, state, state_version)
+
+    def _write_assignment(
+        self, topic: str, index: int, replicas: list[int], adding: list[int],
+        removing: list[int], state: dict[str, Any], state_version: int,
+    ) -> bool:
+        path = f"/brokers/topics/{topic}"
+        data, stat = self._zk.get(path)
+        doc = json.loads(data)
+        key = str(index)
+        doc["partitions"][key] = list(replicas)
+        for field_name, value in (("adding_replicas", adding), ("removing_replicas", removing)):
+            entries = dict(doc.get(field_name) or {})
+            if value:
+                entries[key] = list(value)
+            else:
+                entries.pop(key, None)
+            doc[field_name] = entries
+        doc["version"] = max(int(doc.get("version", 1)), 2)  # adding/removing came with v2
+        tx = self._zk.transaction()
+        tx.check("/controller_epoch", self._controller_epoch_version)
+        tx.set_data(path, _dumps(doc), version=stat.version)
+        tx.set_data(f"{path}/partitions/{index}/state", _dumps(state), version=state_version)
         results = tx.commit()
         return not any(isinstance(r, Exception) for r in results)
 

@@ -1,0 +1,196 @@
+"""Partition reassignment (AlterPartitionReassignments / ListPartitionReassignments, KIP-455)
+on a three-broker ZooKeeper cluster: replicas move with their data, the replicas left behind
+are deleted, a reassignment in progress is listed and can be cancelled, and a new controller
+finishes one the old controller started."""
+
+from __future__ import annotations
+
+import os
+import signal
+from typing import Any
+
+from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka.admin import NewTopic
+from kafka import KafkaAdminClient
+from kafka import TopicPartition as KTopicPartition
+from kafka.errors import (
+    InvalidReplicationAssignmentError,
+    NoReassignmentInProgressError,
+    UnknownTopicOrPartitionError,
+)
+
+from protocol.errors import ErrorCode
+from tests.cluster.cluster import Cluster, wait_until
+from tests.protocol.wire import WireClient
+
+RECORDS = 200
+
+
+def _create(cluster: Cluster, topic: str, assignment: list[list[int]]) -> None:
+    admin = cluster.admin()
+    fs = admin.create_topics([NewTopic(topic, len(assignment), replica_assignment=assignment)],
+                             operation_timeout=10)
+    fs[topic].result(timeout=20)
+    wait_until(lambda: cluster.has_leaders(topic, len(assignment)), 20, "leaders")
+
+
+def _produce(cluster: Cluster, topic: str, n: int = RECORDS) -> None:
+    p = Producer({"bootstrap.servers": cluster.bootstrap, "acks": "all",
+                  "enable.idempotence": True})
+    for i in range(n):
+        p.produce(topic, key=str(i).encode(), value=f"value-{i}".encode(), partition=0)
+    assert p.flush(30) == 0
+
+
+def _consume(cluster: Cluster, topic: str, n: int = RECORDS) -> list[bytes]:
+    c = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": f"g-{topic}",
+                  "enable.auto.commit": False, "auto.offset.reset": "earliest"})
+    try:
+        c.assign([TopicPartition(topic, 0, 0)])
+        out: list[bytes] = []
+        for _ in range(300):
+            for m in c.consume(500, timeout=0.2):
+                assert m.error() is None, m.error()
+                out.append(m.value())
+            if len(out) >= n:
+                break
+        return out
+    finally:
+        c.close()
+
+
+def _replicas(cluster: Cluster, topic: str) -> list[int]:
+    md = cluster.admin().list_topics(topic, timeout=10)
+    return list(md.topics[topic].partitions[0].replicas)
+
+
+def _kadmin(cluster: Cluster) -> KafkaAdminClient:
+    return KafkaAdminClient(bootstrap_servers=cluster.bootstrap, request_timeout_ms=20000)
+
+
+def _controller(cluster: Cluster) -> int:
+    running = next(b for b in cluster.brokers if b.is_running())
+    with WireClient(running.bootstrap) as w:
+        return int(w.call(3, 1, {"topics": []}).controller_id)
+
+
+def _done(cluster: Cluster, topic: str, target: list[int]) -> bool:
+    """No reassignment listed, and every running broker's Metadata shows the target."""
+    admin = _kadmin(cluster)
+    try:
+        if admin.list_partition_reassignments():
+            return False
+    finally:
+        admin.close()
+    for b in cluster.brokers:
+        if not b.is_running():
+            continue
+        with WireClient(b.bootstrap) as w:
+            md = w.call(3, 4, {"topics": [{"name": topic}], "allow_auto_topic_creation": False})
+        parts = [p for t in md.topics if t.name == topic for p in t.partitions]
+        if [list(p.replica_nodes) for p in parts] != [target] or parts[0].leader_id not in target:
+            return False
+    return True
+
+
+def test_reassign_moves_data_and_deletes_old_replica(cluster: Cluster) -> None:
+    topic = "moved"
+    _create(cluster, topic, [[0]])
+    _produce(cluster, topic)
+    tp = KTopicPartition(topic, 0)
+    admin = _kadmin(cluster)
+    try:
+        # Kafka's validation of a target, and a cancel with nothing in progress
+        assert admin.alter_partition_reassignments({tp: [1, 1]}) == {
+            tp: InvalidReplicationAssignmentError}
+        assert admin.alter_partition_reassignments({tp: [1, 7]}) == {
+            tp: InvalidReplicationAssignmentError}
+        assert admin.alter_partition_reassignments({tp: None}) == {
+            tp: NoReassignmentInProgressError}
+        missing = KTopicPartition(topic, 5)
+        assert admin.alter_partition_reassignments({missing: [1]}) == {
+            missing: UnknownTopicOrPartitionError}
+        assert admin.alter_partition_reassignments({tp: [1, 2]}) == {tp: None}
+    finally:
+        admin.close()
+    wait_until(lambda: _done(cluster, topic, [1, 2]), 30, "reassignment to [1, 2] done")
+    values = _consume(cluster, topic)
+    assert values == [f"value-{i}".encode() for i in range(RECORDS)]
+    wait_until(lambda: not (cluster.broker(0).data_dir / f"{topic}-0").exists(), 10,
+               "broker 0's copy deleted")
+    assert (cluster.broker(1).data_dir / f"{topic}-0").is_dir()
+    assert (cluster.broker(2).data_dir / f"{topic}-0").is_dir()
+
+
+def test_only_the_controller_answers(cluster: Cluster) -> None:
+    topic = "not-here"
+    _create(cluster, topic, [[0]])
+    controller = _controller(cluster)
+    other = next(b for b in cluster.brokers if b.broker_id != controller)
+    body: dict[str, Any] = {"timeout": 10000, "topics": [
+        {"name": topic, "partitions": [{"partition_index": 0, "replicas": [1]}]}]}
+    with WireClient(other.bootstrap) as w:
+        assert w.call(45, 0, body).error_code == ErrorCode.not_controller
+        assert w.call(46, 0, {"timeout": 10000, "topics": None}).error_code == (
+            ErrorCode.not_controller)
+    with WireClient(cluster.broker(controller).bootstrap) as w:
+        # v1 with AllowReplicationFactorChange false: [1] keeps the factor, [1, 2] does not
+        resp = w.call(45, 1, {**body, "allow_replication_factor_change": False, "topics": [
+            {"name": topic, "partitions": [{"partition_index": 0, "replicas": [1, 2]}]}]})
+        assert resp.error_code == 0
+        assert resp.responses[0].partitions[0].error_code == ErrorCode.invalid_replication_factor
+        assert resp.responses[0].partitions[0].error_message == (
+            "The replication factor is changed from 1 to 2")
+        resp = w.call(45, 0, {**body, "topics": [
+            {"name": topic, "partitions": [{"partition_index": 0, "replicas": []}]}]})
+        assert resp.responses[0].partitions[0].error_code == ErrorCode.invalid_replica_assignment
+        resp = w.call(45, 1, {**body, "allow_replication_factor_change": False})
+        assert resp.responses[0].partitions[0].error_code == 0
+    wait_until(lambda: _done(cluster, topic, [1]), 30, "reassignment to [1] done")
+
+
+def test_in_progress_listed_cancelled_and_finished_by_a_new_controller(
+    cluster: Cluster,
+) -> None:
+    """The target broker is frozen (still registered for a moment, so the target is valid):
+    the reassignment stays in progress, is listed with its adding/removing replicas, and a
+    cancel restores the original replicas. Started again, it survives the controller's death
+    and completes under the next controller once the target broker is back."""
+    controller = _controller(cluster)
+    source, target = [b for b in (0, 1, 2) if b != controller]
+    topic = "held"
+    _create(cluster, topic, [[source]])
+    _produce(cluster, topic)
+    tp = KTopicPartition(topic, 0)
+    frozen = cluster.broker(target)
+    assert frozen.pid is not None
+    # connected to the controller before the freeze (a client must not pick the frozen one)
+    admin = KafkaAdminClient(bootstrap_servers=cluster.broker(controller).bootstrap,
+                             request_timeout_ms=20000)
+    os.kill(frozen.pid, signal.SIGSTOP)
+    try:
+        try:
+            assert admin.alter_partition_reassignments({tp: [target]}) == {tp: None}
+            ongoing = admin.list_partition_reassignments()
+            assert ongoing == {tp: {"replicas": [target, source], "adding_replicas": [target],
+                                    "removing_replicas": [source]}}
+            assert admin.list_partition_reassignments([tp]) == ongoing
+            assert admin.list_partition_reassignments([KTopicPartition("other", 0)]) == {}
+            wait_until(lambda: _replicas(cluster, topic) == [target, source], 10,
+                       "Metadata shows the replica set being reassigned")
+            assert admin.alter_partition_reassignments({tp: None}) == {tp: None}
+            assert admin.list_partition_reassignments() == {}
+            wait_until(lambda: _replicas(cluster, topic) == [source], 10,
+                       "Metadata shows the original replicas again")
+            assert admin.alter_partition_reassignments({tp: [target]}) == {tp: None}
+            assert admin.list_partition_reassignments() == {tp: ongoing[tp]}
+        finally:
+            admin.close()
+        cluster.broker(controller).kill9()
+    finally:
+        os.kill(frozen.pid, signal.SIGCONT)
+    wait_until(lambda: _controller(cluster) in (source, target), 20, "a new controller")
+    wait_until(lambda: _done(cluster, topic, [target]), 40, "reassignment completed")
+    assert _consume(cluster, topic) == [f"value-{i}".encode() for i in range(RECORDS)]
+    wait_until(lambda: not (cluster.broker(source).data_dir / f"{topic}-0").exists(), 10,
+               "the source's copy deleted")
