@@ -5,8 +5,11 @@ finishes one the old controller started."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
+import threading
+from pathlib import Path
 from typing import Any
 
 from confluent_kafka import Consumer, Producer, TopicPartition
@@ -19,9 +22,11 @@ from kafka.errors import (
     UnknownTopicOrPartitionError,
 )
 
+from broker.zk_process import ZooKeeperProcess
 from protocol.errors import ErrorCode
-from tests.cluster.cluster import Cluster, wait_until
+from tests.cluster.cluster import TRANSACTION_KEY, Cluster, find_coordinators, wait_until
 from tests.protocol.wire import WireClient
+from tests.support.java import run_java_tool
 
 RECORDS = 200
 
@@ -44,7 +49,8 @@ def _produce(cluster: Cluster, topic: str, n: int = RECORDS) -> None:
 
 def _consume(cluster: Cluster, topic: str, n: int = RECORDS) -> list[bytes]:
     c = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": f"g-{topic}",
-                  "enable.auto.commit": False, "auto.offset.reset": "earliest"})
+                  "enable.auto.commit": False, "auto.offset.reset": "earliest",
+                  "isolation.level": "read_committed"})
     try:
         c.assign([TopicPartition(topic, 0, 0)])
         out: list[bytes] = []
@@ -54,6 +60,8 @@ def _consume(cluster: Cluster, topic: str, n: int = RECORDS) -> list[bytes]:
                 out.append(m.value())
             if len(out) >= n:
                 break
+        # and nothing more (a duplicate would show here)
+        out.extend(m.value() for m in c.consume(500, timeout=1.0) if m.error() is None)
         return out
     finally:
         c.close()
@@ -194,3 +202,97 @@ def test_in_progress_listed_cancelled_and_finished_by_a_new_controller(
     assert _consume(cluster, topic) == [f"value-{i}".encode() for i in range(RECORDS)]
     wait_until(lambda: not (cluster.broker(source).data_dir / f"{topic}-0").exists(), 10,
                "the source's copy deleted")
+
+
+def test_transaction_coordinator_moves_with_its_partition(
+    zookeeper: ZooKeeperProcess, tmp_path: Path
+) -> None:
+    """__transaction_state-0 moves from [0, 1] to [1, 2] while a transactional producer keeps
+    committing: the coordinator leaves broker 0 and is loaded on broker 1, and a read_committed
+    consumer sees every committed transaction exactly once, nothing else."""
+    cluster = Cluster(zookeeper, tmp_path, **{"transaction.state.log.num.partitions": 1})
+    cluster.start()
+    try:
+        admin = cluster.admin()  # must outlive its futures
+        fs = admin.create_topics([
+            NewTopic("__transaction_state", 1, replica_assignment=[[0, 1]],
+                     config={"cleanup.policy": "compact", "min.insync.replicas": "2"}),
+            NewTopic("eos", 1, replica_assignment=[[1, 2]]),
+        ], operation_timeout=20)
+        for fut in fs.values():
+            fut.result(timeout=30)
+        wait_until(lambda: cluster.has_leaders("__transaction_state", 1)
+                   and cluster.has_leaders("eos", 1), 30, "leaders")
+        committed: list[int] = []
+        stop = threading.Event()
+        failure: list[BaseException] = []
+
+        def produce() -> None:
+            p = Producer({"bootstrap.servers": cluster.bootstrap, "transactional.id": "mover",
+                          "transaction.timeout.ms": 30000})
+            try:
+                p.init_transactions(30)
+                n = 0
+                while not stop.is_set():
+                    p.begin_transaction()
+                    for j in range(5):
+                        p.produce("eos", f"{n}-{j}".encode(), partition=0)
+                    p.commit_transaction(30)
+                    committed.append(n)
+                    n += 1
+            except BaseException as exc:
+                failure.append(exc)
+            finally:
+                p.flush(10)
+
+        worker = threading.Thread(target=produce, daemon=True)
+        worker.start()
+        wait_until(lambda: len(committed) >= 5 or bool(failure), 30, "transactions committed")
+        tp = KTopicPartition("__transaction_state", 0)
+        kadmin = _kadmin(cluster)
+        try:
+            assert kadmin.alter_partition_reassignments({tp: [1, 2]}) == {tp: None}
+        finally:
+            kadmin.close()
+        wait_until(lambda: _done(cluster, "__transaction_state", [1, 2]), 30, "moved")
+        moved_at = len(committed)
+        wait_until(lambda: len(committed) >= moved_at + 5 or bool(failure), 30,
+                   "transactions committed after the move")
+        stop.set()
+        worker.join(60)
+        assert not failure, failure
+        assert find_coordinators(cluster, TRANSACTION_KEY, ["mover"]) == {"mover": 1}
+        expected = [f"{n}-{j}".encode() for n in committed for j in range(5)]
+        assert _consume(cluster, "eos", len(expected)) == expected
+        wait_until(lambda: not (cluster.broker(0).data_dir / "__transaction_state-0").exists(),
+                   10, "broker 0's copy deleted")
+    finally:
+        cluster.close()
+
+
+def test_kafka_reassign_partitions_execute_and_verify(cluster: Cluster, tmp_path: Path) -> None:
+    """Kafka's own tool: --execute starts the move, --verify reports it complete (and clears
+    the throttles, which it always does once nothing is moving)."""
+    topic = "tool-moved"
+    _create(cluster, topic, [[0]])
+    _produce(cluster, topic)
+    plan = tmp_path / "plan.json"
+    plan.write_text(json.dumps({"version": 1, "partitions": [
+        {"topic": topic, "partition": 0, "replicas": [2, 1]}]}))
+    tool = "org.apache.kafka.tools.reassign.ReassignPartitionsCommand"
+    args = ["--bootstrap-server", cluster.bootstrap, "--reassignment-json-file", str(plan)]
+    res = run_java_tool(tool, [*args, "--execute"]).check()
+    assert f"Successfully started partition reassignment for {topic}-0" in res.stdout
+    verified: list[str] = []
+
+    def complete() -> bool:
+        out = run_java_tool(tool, [*args, "--verify"]).check().stdout
+        verified.append(out)
+        return f"Reassignment of partition {topic}-0 is completed." in out
+
+    wait_until(complete, 60, "--verify reporting the reassignment complete")
+    assert "Clearing broker-level throttles" in verified[-1], verified[-1]
+    wait_until(lambda: _done(cluster, topic, [2, 1]), 10, "Metadata shows [2, 1]")
+    assert _consume(cluster, topic) == [f"value-{i}".encode() for i in range(RECORDS)]
+    wait_until(lambda: not (cluster.broker(0).data_dir / f"{topic}-0").exists(), 10,
+               "broker 0's copy deleted")
