@@ -618,13 +618,22 @@ class ZkMetadataStore:
         self._zk.set(
             f"/config/topics/{topic.name}", _dumps({"version": 1, "config": topic.configs})
         )
-        doc = json.loads(self._zk.get(base)[0])
-        doc["partitions"] = {str(p): s.replicas for p, s in topic.partitions.items()}
-        doc.update(version=3, topic_id=uuid_to_kafka(topic.topic_id))  # Kafka's format
         for p, s in topic.partitions.items():
             if not self._zk.exists(f"{base}/partitions/{p}/state"):
                 self._zk.create(f"{base}/partitions/{p}/state", _state_doc(s), makepath=True)
-        self._zk.set(base, _dumps(doc))
+        while True:
+            data, stat = self._zk.get(base)
+            doc = json.loads(data)
+            # New partitions only: the existing ones' assignments are the controller's (a
+            # reassignment may have changed them since our cache was filled).
+            for p, s in topic.partitions.items():
+                doc["partitions"].setdefault(str(p), s.replicas)
+            doc.update(version=3, topic_id=uuid_to_kafka(topic.topic_id))  # Kafka's format
+            try:
+                self._zk.set(base, _dumps(doc), version=stat.version)
+                return
+            except BadVersionError:
+                continue
 
     # Group configs are read where they are used (DescribeConfigs, alter), not cached.
     async def group_configs(self, group: str) -> dict[str, str]:

@@ -186,6 +186,21 @@ def test_in_progress_listed_cancelled_and_finished_by_a_new_controller(
             assert admin.list_partition_reassignments([KTopicPartition("other", 0)]) == {}
             wait_until(lambda: _replicas(cluster, topic) == [target, source], 10,
                        "Metadata shows the replica set being reassigned")
+            other = next(b for b in (0, 1, 2) if b not in (controller, target))
+            with WireClient(cluster.broker(other).bootstrap) as w:
+                # no new partitions while one moves (Kafka's ReassignmentInProgressException);
+                # a topic config change leaves the assignment being reassigned alone
+                resp = w.call(37, 1, {"topics": [{"name": topic, "count": 2,
+                                                  "assignments": None}],
+                                      "timeout": 10000, "validate_only": False})
+                assert resp.results[0].error_code == ErrorCode.reassignment_in_progress
+                resp = w.call(44, 0, {"resources": [{
+                    "resource_type": 2, "resource_name": topic, "configs": [
+                        {"name": "retention.ms", "config_operation": 0,
+                         "value": "3600000"}]}], "validate_only": False})
+                assert resp.responses[0].error_code == 0
+            assert admin.list_partition_reassignments() == ongoing
+            assert _replicas(cluster, topic) == [target, source]
             assert admin.alter_partition_reassignments({tp: None}) == {tp: None}
             assert admin.list_partition_reassignments() == {}
             wait_until(lambda: _replicas(cluster, topic) == [source], 10,
