@@ -391,11 +391,6 @@ class Controller:
                 log.info("%s-%d: reassignment to %s: replicas %s adding %s removing %s, leader "
                          "%d epoch %d isr %s", tp[0], tp[1], target, replicas, adding, removing,
                          new["leader"], new["leader_epoch"], new["isr"])
-                # Kafka's updateCurrentReassignment: reflect it in our cache at once, so the
-                # completion check below (and a List right after) sees it.
-                state.replicas, state.adding, state.removing = replicas, adding, removing
-                state.leader, state.leader_epoch = new["leader"], new["leader_epoch"]
-                state.isr = list(new["isr"])
                 await self._complete_reassignments([tp])
                 return ErrorCode.none, None
             if not self.active:
@@ -433,6 +428,7 @@ class Controller:
             if not (state.adding or state.removing):
                 continue
             target = [r for r in state.replicas if r not in state.removing]
+            removed = list(state.removing)
             if not set(target) <= set(state.isr):
                 continue
             try:
@@ -463,9 +459,7 @@ class Controller:
                 continue
             log.info("%s-%d: reassignment complete: replicas %s, leader %d epoch %d isr %s "
                      "(removed %s)", tp[0], tp[1], target, leader, new["leader_epoch"], isr,
-                     state.removing)
-            state.replicas, state.adding, state.removing = target, [], []
-            state.leader, state.leader_epoch, state.isr = leader, new["leader_epoch"], isr
+                     removed)
 
     def list_reassignments(
         self, partitions: Iterable[TopicPartition] | None

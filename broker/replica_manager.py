@@ -27,6 +27,7 @@ from storage.log_manager import (
 
 from .metadata_store import MetadataStore, TopicState
 from .partition import Partition
+from .replication_quota import ReplicationQuota
 
 log = logging.getLogger(__name__)
 
@@ -58,6 +59,8 @@ class ReplicaManager:
         self.fetchers: Any = None
         self.isr_writer: Callable[[Partition, list[int]], Awaitable[bool]] | None = None
         self.min_isr: Callable[[TopicState], int] = lambda _topic: 1
+        # The leader side of replication throttles (a cluster; broker/replication_quota.py).
+        self.leader_quota: ReplicationQuota | None = None
         # fn(partition, is_leader) when this broker gains or loses a partition's leadership
         self.leadership_listeners: list[Callable[[Partition, bool], None]] = []
         self._handled_dirs: set[str] = set()

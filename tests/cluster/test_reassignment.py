@@ -9,11 +9,13 @@ import json
 import os
 import signal
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
+import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
-from confluent_kafka.admin import NewTopic
+from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource, NewTopic
 from kafka import KafkaAdminClient
 from kafka import TopicPartition as KTopicPartition
 from kafka.errors import (
@@ -169,46 +171,60 @@ def test_in_progress_listed_cancelled_and_finished_by_a_new_controller(
     topic = "held"
     _create(cluster, topic, [[source]])
     _produce(cluster, topic)
-    tp = KTopicPartition(topic, 0)
     frozen = cluster.broker(target)
     assert frozen.pid is not None
-    # connected to the controller before the freeze (a client must not pick the frozen one)
-    admin = KafkaAdminClient(bootstrap_servers=cluster.broker(controller).bootstrap,
-                             request_timeout_ms=20000)
+    at_controller = cluster.broker(controller).bootstrap
+    other = next(b for b in (0, 1, 2) if b not in (controller, target))
+    # (raw requests to the controller: a client library might try the frozen broker first)
+
+    def alter(replicas: list[int] | None) -> int:
+        with WireClient(at_controller) as w:
+            resp = w.call(45, 0, {"timeout": 10000, "topics": [{"name": topic, "partitions": [
+                {"partition_index": 0, "replicas": replicas}]}]})
+        assert resp.error_code == 0
+        return int(resp.responses[0].partitions[0].error_code)
+
+    def listed(topics: list[dict[str, Any]] | None = None) -> dict[tuple[str, int], Any]:
+        with WireClient(at_controller) as w:
+            resp = w.call(46, 0, {"timeout": 10000, "topics": topics})
+        assert resp.error_code == 0
+        return {(t.name, p.partition_index): (list(p.replicas), list(p.adding_replicas),
+                                              list(p.removing_replicas))
+                for t in resp.topics for p in t.partitions}
+
+    def replicas() -> list[int]:
+        with WireClient(cluster.broker(other).bootstrap) as w:
+            md = w.call(3, 4, {"topics": [{"name": topic}], "allow_auto_topic_creation": False})
+        return list(md.topics[0].partitions[0].replica_nodes)
+
     os.kill(frozen.pid, signal.SIGSTOP)
     try:
-        try:
-            assert admin.alter_partition_reassignments({tp: [target]}) == {tp: None}
-            ongoing = admin.list_partition_reassignments()
-            assert ongoing == {tp: {"replicas": [target, source], "adding_replicas": [target],
-                                    "removing_replicas": [source]}}
-            assert admin.list_partition_reassignments([tp]) == ongoing
-            assert admin.list_partition_reassignments([KTopicPartition("other", 0)]) == {}
-            wait_until(lambda: _replicas(cluster, topic) == [target, source], 10,
-                       "Metadata shows the replica set being reassigned")
-            other = next(b for b in (0, 1, 2) if b not in (controller, target))
-            with WireClient(cluster.broker(other).bootstrap) as w:
-                # no new partitions while one moves (Kafka's ReassignmentInProgressException);
-                # a topic config change leaves the assignment being reassigned alone
-                resp = w.call(37, 1, {"topics": [{"name": topic, "count": 2,
-                                                  "assignments": None}],
-                                      "timeout": 10000, "validate_only": False})
-                assert resp.results[0].error_code == ErrorCode.reassignment_in_progress
-                resp = w.call(44, 0, {"resources": [{
-                    "resource_type": 2, "resource_name": topic, "configs": [
-                        {"name": "retention.ms", "config_operation": 0,
-                         "value": "3600000"}]}], "validate_only": False})
-                assert resp.responses[0].error_code == 0
-            assert admin.list_partition_reassignments() == ongoing
-            assert _replicas(cluster, topic) == [target, source]
-            assert admin.alter_partition_reassignments({tp: None}) == {tp: None}
-            assert admin.list_partition_reassignments() == {}
-            wait_until(lambda: _replicas(cluster, topic) == [source], 10,
-                       "Metadata shows the original replicas again")
-            assert admin.alter_partition_reassignments({tp: [target]}) == {tp: None}
-            assert admin.list_partition_reassignments() == {tp: ongoing[tp]}
-        finally:
-            admin.close()
+        assert alter([target]) == 0
+        ongoing = {(topic, 0): ([target, source], [target], [source])}
+        assert listed() == ongoing
+        assert listed([{"name": topic, "partition_indexes": [0]}]) == ongoing
+        assert listed([{"name": "other", "partition_indexes": [0]}]) == {}
+        wait_until(lambda: replicas() == [target, source], 10,
+                   "Metadata shows the replica set being reassigned")
+        with WireClient(cluster.broker(other).bootstrap) as w:
+            # no new partitions while one moves (Kafka's ReassignmentInProgressException);
+            # a topic config change leaves the assignment being reassigned alone
+            resp = w.call(37, 1, {"topics": [{"name": topic, "count": 2, "assignments": None}],
+                                  "timeout": 10000, "validate_only": False})
+            assert resp.results[0].error_code == ErrorCode.reassignment_in_progress
+            resp = w.call(44, 0, {"resources": [{
+                "resource_type": 2, "resource_name": topic, "configs": [
+                    {"name": "retention.ms", "config_operation": 0, "value": "3600000"}]}],
+                "validate_only": False})
+            assert resp.responses[0].error_code == 0
+        assert listed() == ongoing
+        assert replicas() == [target, source]
+        assert alter(None) == 0  # cancel: back to the original replicas
+        assert listed() == {}
+        wait_until(lambda: replicas() == [source], 10,
+                   "Metadata shows the original replicas again")
+        assert alter([target]) == 0
+        assert listed() == ongoing
         cluster.broker(controller).kill9()
     finally:
         os.kill(frozen.pid, signal.SIGCONT)
@@ -311,3 +327,73 @@ def test_kafka_reassign_partitions_execute_and_verify(cluster: Cluster, tmp_path
     assert _consume(cluster, topic) == [f"value-{i}".encode() for i in range(RECORDS)]
     wait_until(lambda: not (cluster.broker(0).data_dir / f"{topic}-0").exists(), 10,
                "broker 0's copy deleted")
+
+
+@pytest.mark.parametrize("side", ["leader", "follower"])
+def test_replication_throttle_slows_a_move(
+    zookeeper: ZooKeeperProcess, tmp_path: Path, side: str
+) -> None:
+    """With `<side>.replication.throttled.rate` at 100 kB/s and the topic listing its replicas
+    in `<side>.replication.throttled.replicas`, moving 800 kB takes seconds (unthrottled it
+    takes well under one), and the data arrives whole."""
+    cluster = Cluster(zookeeper, tmp_path, **{
+        f"{side}.replication.throttled.rate": 100_000,
+        "replication.quota.window.num": 2,
+        "replication.quota.window.size.seconds": 1,
+        "replica.fetch.max.bytes": 50_000,
+    })
+    cluster.start()
+    try:
+        topic = "throttled"
+        _create(cluster, topic, [[0]])
+        # small batches: a fetch brings at least one whole batch, whatever its limit
+        p = Producer({"bootstrap.servers": cluster.bootstrap, "acks": "all",
+                      "batch.size": 5000})
+        value = os.urandom(4000)
+        for i in range(200):
+            p.produce(topic, key=str(i).encode(), value=value, partition=0)
+        assert p.flush(30) == 0
+        admin = cluster.admin()
+        # as kafka-reassign-partitions --throttle lists them: the current replica on the
+        # leader side, the one being added on the follower side
+        resource = ConfigResource(ConfigResource.Type.TOPIC, topic, incremental_configs=[
+            ConfigEntry(f"{side}.replication.throttled.replicas",
+                        "0:0" if side == "leader" else "0:1",
+                        incremental_operation=AlterConfigOpType.SET)])
+        admin.incremental_alter_configs([resource])[resource].result(20)
+        wait_until(lambda: all(_topic_config(b.bootstrap, topic).get(
+            f"{side}.replication.throttled.replicas") for b in cluster.brokers), 10,
+            "every broker seeing the throttled replicas")
+        started = time.monotonic()
+        tp = KTopicPartition(topic, 0)
+        kadmin = _kadmin(cluster)
+        try:
+            assert kadmin.alter_partition_reassignments({tp: [1]}) == {tp: None}
+        finally:
+            kadmin.close()
+        wait_until(lambda: _done(cluster, topic, [1]), 40, "the throttled move done")
+        elapsed = time.monotonic() - started
+        assert elapsed > 4.0, f"800 kB at 100 kB/s moved in {elapsed:.1f} s"
+        c = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": "throttle-check",
+                      "auto.offset.reset": "earliest"})
+        try:
+            c.assign([TopicPartition(topic, 0, 0)])
+            got = 0
+            for _ in range(100):
+                got += sum(1 for m in c.consume(500, timeout=0.2)
+                           if m.error() is None and m.value() == value)
+                if got >= 200:
+                    break
+            assert got == 200
+        finally:
+            c.close()
+    finally:
+        cluster.close()
+
+
+def _topic_config(bootstrap: str, topic: str) -> dict[str, str]:
+    with WireClient(bootstrap) as w:
+        resp = w.call(32, 1, {"resources": [{"resource_type": 2, "resource_name": topic,
+                                             "configuration_keys": None}],
+                              "include_synonyms": False})
+    return {c.name: c.value for c in resp.results[0].configs if c.value}
