@@ -109,10 +109,10 @@ class Broker:
         self.controller: Controller | None = None
         if self.zookeeper:
             self.replicas.fetchers = ReplicaFetcherManager(self.broker_id, self.store, config)
-            self.replicas.leader_quota = self._replication_quota(LEADER_THROTTLED,
-                                                                 "leader.replication.throttled.rate")
+            self.replicas.leader_quota = self._replication_quota(
+                LEADER_THROTTLED, config["leader.replication.throttled.rate"])
             self.replicas.fetchers.quota = self._replication_quota(
-                FOLLOWER_THROTTLED, "follower.replication.throttled.rate")
+                FOLLOWER_THROTTLED, config["follower.replication.throttled.rate"])
             self.replicas.isr_writer = self._write_isr
             self.replicas.leadership_listeners.append(self._on_leadership)
             self.controller = Controller(
@@ -206,13 +206,13 @@ class Broker:
                         "cluster (an ACL), else replication stops")
         return authorizer
 
-    def _replication_quota(self, key: str, rate: str) -> ReplicationQuota:
+    def _replication_quota(self, key: str, rate: int) -> ReplicationQuota:
         def topic_config(name: str) -> dict[str, str] | None:
             topic = self.store.topic(name)
             return None if topic is None else topic.configs
 
         return ReplicationQuota(
-            self.broker_id, topic_config, key, self.config[rate],
+            self.broker_id, topic_config, key, rate,
             self.config["replication.quota.window.num"],
             self.config["replication.quota.window.size.seconds"])
 
