@@ -26,7 +26,13 @@ from kafka.errors import (
 
 from broker.zk_process import ZooKeeperProcess
 from protocol.errors import ErrorCode
-from tests.cluster.cluster import TRANSACTION_KEY, Cluster, find_coordinators, wait_until
+from tests.cluster.cluster import (
+    GROUP_KEY,
+    TRANSACTION_KEY,
+    Cluster,
+    find_coordinators,
+    wait_until,
+)
 from tests.protocol.wire import WireClient
 from tests.support.java import run_java_tool
 
@@ -397,3 +403,47 @@ def _topic_config(bootstrap: str, topic: str) -> dict[str, str]:
                                              "configuration_keys": None}],
                               "include_synonyms": False})
     return {c.name: c.value for c in resp.results[0].configs if c.value}
+
+
+def test_group_coordinator_moves_with_its_partition(
+    zookeeper: ZooKeeperProcess, tmp_path: Path
+) -> None:
+    """__consumer_offsets-0 moves from [0, 1] to [1, 2]: the group coordinator moves to
+    broker 1 with the group's committed offsets, and commits go on there."""
+    cluster = Cluster(zookeeper, tmp_path, **{"offsets.topic.num.partitions": 1})
+    cluster.start()
+    try:
+        admin = cluster.admin()  # must outlive its futures
+        fs = admin.create_topics([
+            NewTopic("__consumer_offsets", 1, replica_assignment=[[0, 1]],
+                     config={"cleanup.policy": "compact"}),
+            NewTopic("data", 1, replica_assignment=[[2]]),
+        ], operation_timeout=20)
+        for fut in fs.values():
+            fut.result(timeout=30)
+        wait_until(lambda: cluster.has_leaders("__consumer_offsets", 1)
+                   and cluster.has_leaders("data", 1), 30, "leaders")
+        assert find_coordinators(cluster, GROUP_KEY, ["movers"]) == {"movers": 0}
+        c = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": "movers",
+                      "enable.auto.commit": False})
+        try:
+            c.commit(offsets=[TopicPartition("data", 0, 42)], asynchronous=False)
+            tp = KTopicPartition("__consumer_offsets", 0)
+            kadmin = _kadmin(cluster)
+            try:
+                assert kadmin.alter_partition_reassignments({tp: [1, 2]}) == {tp: None}
+            finally:
+                kadmin.close()
+            wait_until(lambda: _done(cluster, "__consumer_offsets", [1, 2]), 30, "moved")
+            wait_until(lambda: find_coordinators(cluster, GROUP_KEY, ["movers"])
+                       == {"movers": 1}, 10, "the coordinator on broker 1")
+            # (the client learns of the move from a NOT_COORDINATOR answer, and asks again)
+            wait_until(lambda: c.committed([TopicPartition("data", 0)], timeout=5)[0].offset
+                       == 42, 20, "the offset committed before the move")
+            c.commit(offsets=[TopicPartition("data", 0, 43)], asynchronous=False)
+            (got,) = c.committed([TopicPartition("data", 0)], timeout=20)
+            assert got.offset == 43
+        finally:
+            c.close()
+    finally:
+        cluster.close()
