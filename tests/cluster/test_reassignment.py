@@ -284,19 +284,22 @@ def test_transaction_coordinator_moves_with_its_partition(
 
         worker = threading.Thread(target=produce, daemon=True)
         worker.start()
-        wait_until(lambda: len(committed) >= 5 or bool(failure), 30, "transactions committed")
-        tp = KTopicPartition("__transaction_state", 0)
-        kadmin = _kadmin(cluster)
         try:
-            assert kadmin.alter_partition_reassignments({tp: [1, 2]}) == {tp: None}
+            wait_until(lambda: len(committed) >= 5 or bool(failure), 30,
+                       "transactions committed")
+            tp = KTopicPartition("__transaction_state", 0)
+            kadmin = _kadmin(cluster)
+            try:
+                assert kadmin.alter_partition_reassignments({tp: [1, 2]}) == {tp: None}
+            finally:
+                kadmin.close()
+            wait_until(lambda: _done(cluster, "__transaction_state", [1, 2]), 30, "moved")
+            moved_at = len(committed)
+            wait_until(lambda: len(committed) >= moved_at + 5 or bool(failure), 30,
+                       "transactions committed after the move")
         finally:
-            kadmin.close()
-        wait_until(lambda: _done(cluster, "__transaction_state", [1, 2]), 30, "moved")
-        moved_at = len(committed)
-        wait_until(lambda: len(committed) >= moved_at + 5 or bool(failure), 30,
-                   "transactions committed after the move")
-        stop.set()
-        worker.join(60)
+            stop.set()
+            worker.join(60)
         assert not failure, failure
         assert find_coordinators(cluster, TRANSACTION_KEY, ["mover"]) == {"mover": 1}
         expected = [f"{n}-{j}".encode() for n in committed for j in range(5)]
