@@ -20,8 +20,11 @@ is alive. With `auto.leader.rebalance.enable` the controller checks every
 `leader.imbalance.check.interval.seconds` (first 5 s after it is elected, as Kafka) and, for
 each broker whose share of partitions it prefers but does not lead exceeds
 `leader.imbalance.per.broker.percentage`, runs a preferred election for those partitions
-(Kafka's checkAndTriggerAutoLeaderRebalance). Elections and the reconciliation run one at a
-time, and each of their writes is fenced as above.
+(Kafka's checkAndTriggerAutoLeaderRebalance). Partition reassignments
+(AlterPartitionReassignments, broker/handlers/reassignments.py) run here as well, as Kafka's
+ZooKeeper-era controller ran them (see "partition reassignment" below). Elections,
+reassignments and the reconciliation run one at a time, and each of their writes is fenced
+as above.
 Brokers learn the new states from their ZooKeeper watches.
 """
 
@@ -381,7 +384,7 @@ class Controller:
                 doc, version = await self.store.read_partition_state(*tp)
             except NoNodeError:
                 return ErrorCode.unknown_topic_or_partition, "The partition does not exist."
-            new = self._assignment_state(doc, replicas, live, self._live()(*tp))
+            new = self._assignment_state(doc, replicas, self._live()(*tp))
             try:
                 ok = await self.store.write_assignment(tp[0], tp[1], replicas, adding, removing,
                                                        new, version)
@@ -399,7 +402,7 @@ class Controller:
         return ErrorCode.request_timed_out, "The partition state kept changing."
 
     def _assignment_state(
-        self, doc: dict[str, Any], replicas: list[int], live: set[int], live_here: set[int]
+        self, doc: dict[str, Any], replicas: list[int], live_here: set[int]
     ) -> dict[str, Any]:
         """The partition state for a new replica set: leader epoch + 1; replicas leaving the
         set (the adding replicas of a replaced or cancelled reassignment) leave the ISR, and
@@ -409,6 +412,8 @@ class Controller:
         if leader not in replicas:
             candidates = [r for r in replicas if r in isr and r in live_here]
             leader = candidates[0] if candidates else -1
+        # (no ISR member left in the set: the last ISR stays, as Kafka keeps an ISR's last
+        # member when its replica goes offline)
         return {**doc, "leader": leader, "leader_epoch": doc["leader_epoch"] + 1,
                 "isr": isr or list(doc["isr"]),
                 "controller_epoch": self.store.controller_epoch}
