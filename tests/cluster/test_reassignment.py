@@ -126,12 +126,54 @@ def test_reassign_moves_data_and_deletes_old_replica(cluster: Cluster) -> None:
         missing = KTopicPartition(topic, 5)
         assert admin.alter_partition_reassignments({missing: [1]}) == {
             missing: UnknownTopicOrPartitionError}
-        assert admin.alter_partition_reassignments({tp: [1, 2]}) == {tp: None}
+        # an idempotent producer (acks=all) keeps writing while the partition and its
+        # leadership move
+        stop = threading.Event()
+        sent: list[int] = []
+
+        def produce() -> None:
+            p = Producer({"bootstrap.servers": cluster.bootstrap, "acks": "all",
+                          "enable.idempotence": True, "linger.ms": 1})
+            i = RECORDS
+            while not stop.is_set():
+                p.produce(topic, key=str(i).encode(), value=f"value-{i}".encode(),
+                          partition=0)
+                sent.append(i)
+                i += 1
+                if i % 20 == 0:
+                    p.flush(10)
+            assert p.flush(30) == 0
+
+        producing = threading.Thread(target=produce)
+        producing.start()
+        try:
+            wait_until(lambda: len(sent) >= 100, 10, "producing")
+            assert admin.alter_partition_reassignments({tp: [1, 2]}) == {tp: None}
+            wait_until(lambda: _done(cluster, topic, [1, 2]), 30, "reassignment to [1, 2] done")
+            moved_at = len(sent)
+            wait_until(lambda: len(sent) >= moved_at + 100, 10, "producing after the move")
+        finally:
+            stop.set()
+            producing.join(60)
     finally:
         admin.close()
-    wait_until(lambda: _done(cluster, topic, [1, 2]), 30, "reassignment to [1, 2] done")
-    values = _consume(cluster, topic)
-    assert values == [f"value-{i}".encode() for i in range(RECORDS)]
+    c = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": "epochs",
+                  "auto.offset.reset": "earliest"})
+    try:
+        c.assign([TopicPartition(topic, 0, 0)])
+        messages = []
+        for _ in range(300):
+            messages += [m for m in c.consume(500, timeout=0.2) if m.error() is None]
+            if len(messages) >= RECORDS + len(sent):
+                break
+        messages += [m for m in c.consume(500, timeout=1.0) if m.error() is None]
+    finally:
+        c.close()
+    assert [m.value() for m in messages] == [
+        f"value-{i}".encode() for i in range(RECORDS + len(sent))]
+    # written under the old leadership and under the new one (epoch + 2: the move's two steps)
+    epochs = {m.leader_epoch() for m in messages}
+    assert {0, 2} <= epochs, epochs
     wait_until(lambda: not (cluster.broker(0).data_dir / f"{topic}-0").exists(), 10,
                "broker 0's copy deleted")
     assert (cluster.broker(1).data_dir / f"{topic}-0").is_dir()
