@@ -28,6 +28,7 @@ from .handlers import (
     offsets,
     offsets_commit,
     produce,
+    reassignments,
     sasl,
     scram_credentials,
     topics,
@@ -87,6 +88,10 @@ def build_registry() -> ApiRegistry[RequestContext]:
     r.register(35, "DescribeLogDirs", (1, 4), log_dirs.handle_describe_log_dirs)
     r.register(37, "CreatePartitions", (0, 3), topics.handle_create_partitions)
     r.register(43, "ElectLeaders", (0, 2), elections.handle_elect_leaders)
+    r.register(45, "AlterPartitionReassignments", (0, 1),
+               reassignments.handle_alter_partition_reassignments)
+    r.register(46, "ListPartitionReassignments", (0, 0),
+               reassignments.handle_list_partition_reassignments)
     r.register(44, "IncrementalAlterConfigs", (0, 1), configs.handle_incremental_alter_configs)
     r.register(48, "DescribeClientQuotas", (0, 1), client_quotas.handle_describe_client_quotas)
     r.register(49, "AlterClientQuotas", (0, 1), client_quotas.handle_alter_client_quotas)

@@ -38,6 +38,9 @@ from .metadata_store import BrokerEndpoint, BrokerInfo, LocalMetadataStore, Topi
 from .quotas import QuotaManager
 from .replica_fetcher import ReplicaFetcherManager
 from .replica_manager import ReplicaManager
+from .replication_quota import FOLLOWER as FOLLOWER_THROTTLED
+from .replication_quota import LEADER as LEADER_THROTTLED
+from .replication_quota import ReplicationQuota
 from .security.authorizer import Authorizer, parse_super_users
 from .security.client import ClientSecurity
 from .security.listeners import listener_endpoints
@@ -108,6 +111,10 @@ class Broker:
         self.controller: Controller | None = None
         if self.zookeeper:
             self.replicas.fetchers = ReplicaFetcherManager(self.broker_id, self.store, config)
+            self.replicas.leader_quota = self._replication_quota(
+                LEADER_THROTTLED, config["leader.replication.throttled.rate"])
+            self.replicas.fetchers.quota = self._replication_quota(
+                FOLLOWER_THROTTLED, config["follower.replication.throttled.rate"])
             self.replicas.isr_writer = self._write_isr
             self.replicas.leadership_listeners.append(self._on_leadership)
             self.controller = Controller(
@@ -202,6 +209,16 @@ class Broker:
                         "follower fetches and transaction markers need CLUSTER_ACTION on the "
                         "cluster (an ACL), else replication stops")
         return authorizer
+
+    def _replication_quota(self, key: str, rate: int) -> ReplicationQuota:
+        def topic_config(name: str) -> dict[str, str] | None:
+            topic = self.store.topic(name)
+            return None if topic is None else topic.configs
+
+        return ReplicationQuota(
+            self.broker_id, topic_config, key, rate,
+            self.config["replication.quota.window.num"],
+            self.config["replication.quota.window.size.seconds"])
 
     def _unclean_election(self, name: str) -> bool:
         """The topic's unclean.leader.election.enable (the broker's value by default)."""

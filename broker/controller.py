@@ -20,8 +20,11 @@ is alive. With `auto.leader.rebalance.enable` the controller checks every
 `leader.imbalance.check.interval.seconds` (first 5 s after it is elected, as Kafka) and, for
 each broker whose share of partitions it prefers but does not lead exceeds
 `leader.imbalance.per.broker.percentage`, runs a preferred election for those partitions
-(Kafka's checkAndTriggerAutoLeaderRebalance). Elections and the reconciliation run one at a
-time, and each of their writes is fenced as above.
+(Kafka's checkAndTriggerAutoLeaderRebalance). Partition reassignments
+(AlterPartitionReassignments, broker/handlers/reassignments.py) run here as well, as Kafka's
+ZooKeeper-era controller ran them (see "partition reassignment" below). Elections,
+reassignments and the reconciliation run one at a time, and each of their writes is fenced
+as above.
 Brokers learn the new states from their ZooKeeper watches.
 """
 
@@ -45,6 +48,8 @@ WRITE_ATTEMPTS = 5  # an election write refused by a concurrent ISR change is re
 TopicPartition = tuple[str, int]
 # (error, message, the elected leader or -1) per partition
 ElectionResult = tuple[ErrorCode, str | None, int]
+# (error, message) per partition of an AlterPartitionReassignments
+ReassignmentResult = tuple[ErrorCode, str | None]
 
 
 class Controller:
@@ -179,6 +184,7 @@ class Controller:
             for topic, index, doc, _ in chunk:
                 log.info("%s-%d: leader %d epoch %d isr %s", topic, index, doc["leader"],
                          doc["leader_epoch"], doc["isr"])
+        await self._complete_reassignments()
 
     def _next_state(
         self, doc: dict[str, Any], replicas: list[int], live: set[int], unclean: bool
@@ -322,6 +328,164 @@ class Controller:
             "controller_epoch": self.store.controller_epoch,
         }
 
+    # ---- partition reassignment (AlterPartitionReassignments, KIP-455) -----------------------
+    # Kafka's ZooKeeper-era onPartitionReassignment, with ORS the original replicas, TRS the
+    # target: the topic znode gets RS = TRS + (ORS - TRS), adding = TRS - ORS and
+    # removing = ORS - TRS, with the leader epoch bumped in the same multi (the leader learns
+    # the new replica set, the adding replicas start following: brokers act on what ZooKeeper
+    # holds). Once every TRS member is in the ISR, one more multi completes it: RS = TRS, no
+    # adding/removing, the ISR without the removed replicas, the leader moved into TRS if it is
+    # not there, leader epoch + 1. The removed replicas see themselves unassigned, stop and
+    # delete their logs. As both steps are single writes, a new controller resumes a
+    # reassignment from the topic znode alone.
+    async def alter_reassignments(
+        self, reassignments: dict[TopicPartition, list[int] | None], allow_rf_change: bool = True
+    ) -> dict[TopicPartition, ReassignmentResult] | None:
+        """Start (a target list) or cancel (None) reassignments; None unless we are the
+        controller."""
+        async with self._lock:
+            if not self.active:
+                return None
+            live = {b.broker_id for b in self.store.brokers()}
+            results: dict[TopicPartition, ReassignmentResult] = {}
+            for tp, target in reassignments.items():
+                results[tp] = await self._reassign(tp, target, live, allow_rf_change)
+            return results
+
+    async def _reassign(
+        self, tp: TopicPartition, target: list[int] | None, live: set[int], allow_rf_change: bool
+    ) -> ReassignmentResult:
+        topic = self.store.topic(tp[0])
+        if topic is None or tp[1] not in topic.partitions:
+            return ErrorCode.unknown_topic_or_partition, "The partition does not exist."
+        state = topic.partitions[tp[1]]
+        original = [r for r in state.replicas if r not in state.adding]
+        reassigning = bool(state.adding or state.removing)
+        if target is None:
+            if not reassigning:
+                return (ErrorCode.no_reassignment_in_progress,
+                        "No partition reassignment is in progress for this partition.")
+            target = original
+        else:
+            error = _invalid_target(target, original, live)
+            if error is not None:
+                return ErrorCode.invalid_replica_assignment, error
+            if not allow_rf_change:
+                heading = [r for r in state.replicas if r not in state.removing]
+                if len(heading) != len(target):
+                    return (ErrorCode.invalid_replication_factor,
+                            f"The replication factor is changed from {len(heading)} to "
+                            f"{len(target)}")
+        replicas = list(dict.fromkeys([*target, *original]))
+        adding = [r for r in replicas if r not in original]
+        removing = [r for r in original if r not in target]
+        for _ in range(WRITE_ATTEMPTS):
+            try:
+                doc, version = await self.store.read_partition_state(*tp)
+            except NoNodeError:
+                return ErrorCode.unknown_topic_or_partition, "The partition does not exist."
+            new = self._assignment_state(doc, replicas, self._live()(*tp))
+            try:
+                ok = await self.store.write_assignment(tp[0], tp[1], replicas, adding, removing,
+                                                       new, version)
+            except (BadVersionError, NoNodeError):
+                ok = False
+            if ok:
+                log.info("%s-%d: reassignment to %s: replicas %s adding %s removing %s, leader "
+                         "%d epoch %d isr %s", tp[0], tp[1], target, replicas, adding, removing,
+                         new["leader"], new["leader_epoch"], new["isr"])
+                await self._complete_reassignments([tp])
+                return ErrorCode.none, None
+            if not self.active:
+                return ErrorCode.not_controller, None
+            await asyncio.sleep(0.1)
+        return ErrorCode.request_timed_out, "The partition state kept changing."
+
+    def _assignment_state(
+        self, doc: dict[str, Any], replicas: list[int], live_here: set[int]
+    ) -> dict[str, Any]:
+        """The partition state for a new replica set: leader epoch + 1; replicas leaving the
+        set (the adding replicas of a replaced or cancelled reassignment) leave the ISR, and
+        if the leader is one of them the first live ISR member of the set takes over."""
+        isr = [r for r in doc["isr"] if r in replicas]
+        leader = doc["leader"]
+        if leader not in replicas:
+            candidates = [r for r in replicas if r in isr and r in live_here]
+            leader = candidates[0] if candidates else -1
+        # (no ISR member left in the set: the last ISR stays, as Kafka keeps an ISR's last
+        # member when its replica goes offline)
+        return {**doc, "leader": leader, "leader_epoch": doc["leader_epoch"] + 1,
+                "isr": isr or list(doc["isr"]),
+                "controller_epoch": self.store.controller_epoch}
+
+    async def _complete_reassignments(self, wanted: Iterable[TopicPartition] | None = None) -> None:
+        """Kafka's phase B for every reassigning partition whose target replicas are all in
+        the ISR (call with the lock held)."""
+        if wanted is None:
+            wanted = [(t.name, p) for t in list(self.store.topics().values())
+                      for p, s in t.partitions.items() if s.adding or s.removing]
+        live_for = self._live()
+        for tp in wanted:
+            topic = self.store.topic(tp[0])
+            if topic is None or tp[1] not in topic.partitions:
+                continue
+            state = topic.partitions[tp[1]]
+            if not (state.adding or state.removing):
+                continue
+            target = [r for r in state.replicas if r not in state.removing]
+            removed = list(state.removing)
+            if not set(target) <= set(state.isr):
+                continue
+            try:
+                doc, version = await self.store.read_partition_state(*tp)
+            except NoNodeError:
+                continue
+            if not set(target) <= set(doc["isr"]):
+                continue
+            live = live_for(*tp)
+            leader = doc["leader"]
+            isr = [r for r in doc["isr"] if r in target]
+            if leader not in target or leader not in live:
+                # Kafka's ReassignPartitionLeaderElectionStrategy: the first live target
+                # replica in the ISR
+                candidates = [r for r in target if r in isr and r in live]
+                if not candidates:
+                    continue  # completes once one of them is back
+                leader = candidates[0]
+            new = {**doc, "leader": leader, "leader_epoch": doc["leader_epoch"] + 1,
+                   "isr": isr, "controller_epoch": self.store.controller_epoch}
+            try:
+                ok = await self.store.write_assignment(tp[0], tp[1], target, [], [], new,
+                                                       version)
+            except (BadVersionError, NoNodeError):
+                ok = False
+            if not ok:
+                self._changed.set()  # the next step looks again
+                continue
+            log.info("%s-%d: reassignment complete: replicas %s, leader %d epoch %d isr %s "
+                     "(removed %s)", tp[0], tp[1], target, leader, new["leader_epoch"], isr,
+                     removed)
+
+    def list_reassignments(
+        self, partitions: Iterable[TopicPartition] | None
+    ) -> dict[TopicPartition, tuple[list[int], list[int], list[int]]] | None:
+        """(replicas, adding, removing) of the ongoing reassignments among `partitions` (None:
+        all); None unless we are the controller."""
+        if not self.active:
+            return None
+        out: dict[TopicPartition, tuple[list[int], list[int], list[int]]] = {}
+        if partitions is None:
+            partitions = [(t.name, p) for t in list(self.store.topics().values())
+                          for p in sorted(t.partitions)]
+        for name, index in partitions:
+            topic = self.store.topic(name)
+            if topic is None or index not in topic.partitions:
+                continue
+            s = topic.partitions[index]
+            if s.adding or s.removing:
+                out[(name, index)] = (list(s.replicas), list(s.adding), list(s.removing))
+        return out
+
     async def _auto_rebalance(self) -> None:
         delay = FIRST_REBALANCE_DELAY_S
         while self.active:
@@ -360,6 +524,22 @@ class Controller:
                 log.info("leader imbalance of broker %d is %.2f: moving %d partition(s) back",
                          broker, ratio, len(candidates))
                 await self._elect(PREFERRED, candidates, "auto rebalance")
+
+
+def _invalid_target(target: list[int], original: list[int], live: set[int]) -> str | None:
+    """Kafka's validateReplicas of a reassignment's target replicas: the error message, or
+    None when valid (replicas being added must be alive brokers)."""
+    if not target:
+        return "Empty replica list specified in partition reassignment."
+    if len(set(target)) != len(target):
+        return f"Duplicate replica ids in partition reassignment replica list: {target}"
+    if any(r < 0 for r in target):
+        return f"Invalid broker id in replica list: {target}"
+    adding = [r for r in target if r not in original]
+    if not set(adding) <= live:
+        return (f"Replica assignment has brokers that are not alive. Replica list: {adding}, "
+                f"live broker list: {sorted(live)}")
+    return None
 
 
 def _offline_candidates(

@@ -39,6 +39,10 @@ class PartitionState:
     leader: int
     leader_epoch: int = 0
     isr: list[int] = field(default_factory=list)
+    # An ongoing reassignment (KIP-455): `replicas` is then target + original, these the
+    # replicas being added (target - original) and removed (original - target).
+    adding: list[int] = field(default_factory=list)
+    removing: list[int] = field(default_factory=list)
 
 
 @dataclass(slots=True)

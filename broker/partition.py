@@ -137,6 +137,15 @@ class Partition:
         self._follower_leo = {}
         self.notify_waiters()  # long-polls parked here must answer NOT_LEADER_OR_FOLLOWER
 
+    def update_replicas(self, replicas: list[int]) -> None:
+        """The assigned replicas changed under the same leadership (a reassignment); a new
+        follower's lag is measured from now."""
+        now = time.monotonic()
+        for r in replicas:
+            if r != self.broker_id and r not in self.replicas:
+                self._caught_up_at[r] = now
+        self.replicas = list(replicas)
+
     def update_isr(self, isr: list[int]) -> None:
         """The ISR as stored (the controller removes dead brokers)."""
         self.isr = list(isr)

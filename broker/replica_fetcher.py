@@ -17,6 +17,7 @@ from protocol.errors import ErrorCode, KafkaError
 
 from .interbroker import BrokerConnection, BrokerUnavailable
 from .partition import Partition
+from .replication_quota import ReplicationQuota
 
 log = logging.getLogger(__name__)
 
@@ -31,6 +32,7 @@ class ReplicaFetcherManager:
         self.config = config
         self._fetchers: dict[int, ReplicaFetcher] = {}
         self._stopped = False
+        self.quota: ReplicationQuota | None = None  # the follower side of the throttles
 
     def add(self, partition: Partition) -> None:
         self.remove(partition)
@@ -93,11 +95,26 @@ class ReplicaFetcher:
                 self._wakeup.clear()
                 await self._wakeup.wait()
                 continue
+            quota = self.manager.quota
+            throttled: set[tuple[str, int]] = set()
+            if quota is not None and quota.active:
+                throttled = {key for key, p in self._partitions.items()
+                             if self.manager.broker_id not in p.isr
+                             and quota.is_throttled(*key)}
+                if throttled and quota.exceeded():
+                    skip = throttled
+                else:
+                    skip = set()
+            else:
+                skip = set()
             fetched = {
                 key: (p, p.leader_epoch, p.log_end_offset)
                 for key, p in self._partitions.items()
-                if p.leader_id == self.leader_id
+                if p.leader_id == self.leader_id and key not in skip
             }
+            if not fetched:
+                await asyncio.sleep(_BACKOFF_S)  # throttled: wait for the rate to fall
+                continue
             try:
                 response = await self._conn.request(
                     FETCH_KEY, FETCH_VERSION, self._request(fetched, cfg)
@@ -122,6 +139,8 @@ class ReplicaFetcher:
                         continue  # leadership moved while the fetch was in flight
                     if partition.log_end_offset != offset:
                         continue
+                    if quota is not None and (topic.topic, pr.partition_index) in throttled:
+                        quota.record(len(pr.records or b""))
                     backoff |= not self._apply(partition, pr)
             if backoff:
                 await asyncio.sleep(_BACKOFF_S)

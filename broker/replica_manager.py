@@ -27,6 +27,7 @@ from storage.log_manager import (
 
 from .metadata_store import MetadataStore, TopicState
 from .partition import Partition
+from .replication_quota import ReplicationQuota
 
 log = logging.getLogger(__name__)
 
@@ -58,6 +59,8 @@ class ReplicaManager:
         self.fetchers: Any = None
         self.isr_writer: Callable[[Partition, list[int]], Awaitable[bool]] | None = None
         self.min_isr: Callable[[TopicState], int] = lambda _topic: 1
+        # The leader side of replication throttles (a cluster; broker/replication_quota.py).
+        self.leader_quota: ReplicationQuota | None = None
         # fn(partition, is_leader) when this broker gains or loses a partition's leadership
         self.leadership_listeners: list[Callable[[Partition, bool], None]] = []
         self._handled_dirs: set[str] = set()
@@ -74,7 +77,10 @@ class ReplicaManager:
         config: LogConfig = self._topic_config(topic)
         went_offline = False
         for index, state in topic.partitions.items():
-            if self.broker_id not in state.replicas or (topic.name, index) in self.offline:
+            if self.broker_id not in state.replicas:
+                self._drop_unassigned(topic.name, index, is_new)
+                continue
+            if (topic.name, index) in self.offline:
                 continue
             partition = self._partitions.get((topic.name, index))
             if partition is not None and partition.topic_id != topic.topic_id:
@@ -123,6 +129,21 @@ class ReplicaManager:
                 self._apply_state(partition, state)
         if went_offline and self.offline_listener is not None:
             self.offline_listener()
+
+    def _drop_unassigned(self, topic: str, index: int, is_new: bool) -> None:
+        """A replica no longer assigned here (a reassignment moved it away) stops and its log
+        is deleted, as Kafka's StopReplica with delete=true; at start-up (`is_new` false) a
+        copy left on disk by a move completed while this broker was down goes too."""
+        key = (topic, index)
+        if key in self._partitions:
+            log.info("%s-%d: no longer assigned to broker %d: stopping the replica and "
+                     "deleting its log", topic, index, self.broker_id)
+            self._remove_partition(key)
+        elif not is_new and key not in self.offline and (
+                self.log_manager.get_log(topic, index) is not None):
+            log.info("%s-%d: not assigned to broker %d: deleting the log left on disk", topic,
+                     index, self.broker_id)
+            self.log_manager.delete_log(topic, index)
 
     def handle_log_dir_failure(self, dir_key: str) -> list[tuple[str, int]]:
         """Stop serving every partition of the failed log directory (Kafka's
@@ -179,13 +200,17 @@ class ReplicaManager:
                 log.info("%s-%d: leader at epoch %d, isr %s", partition.topic, partition.index,
                          epoch, state.isr)
                 self._notify_leadership(partition, True)
-            elif state.isr != partition.isr:
-                partition.update_isr(state.isr)
+            else:
+                if state.replicas != partition.replicas:
+                    partition.update_replicas(state.replicas)
+                if state.isr != partition.isr:
+                    partition.update_isr(state.isr)
             return
         changed = partition.is_leader or epoch > partition.leader_epoch
         changed = changed or leader != partition.leader_id
         if not changed:
             partition.isr = list(state.isr)
+            partition.replicas = list(state.replicas)
             return
         was_leader = partition.is_leader
         partition.make_follower(leader, epoch, state.isr, state.replicas)

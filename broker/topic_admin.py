@@ -183,6 +183,11 @@ class TopicAdmin:
                 ErrorCode.unknown_topic_or_partition,
                 "This server does not host this topic-partition."
             )
+        if any(s.adding or s.removing for s in topic.partitions.values()):
+            raise TopicError(
+                ErrorCode.reassignment_in_progress,
+                f"A partition reassignment is in progress for the topic '{name}'.",
+            )
         current = len(topic.partitions)
         if count < current:
             raise TopicError(

@@ -106,6 +106,9 @@ class ZkMetadataStore:
         self.broker_epoch = -1
         self._brokers: dict[int, BrokerInfo] = {}
         self._topics: dict[str, TopicState] = {}
+        # zkVersion of each /brokers/topics/<t> the cache holds: a watch delivering an older
+        # version (after a write of ours, reflected at once) is ignored.
+        self._topic_versions: dict[str, int] = {}
         self._by_id = TopicIdIndex()
         self._watched: set[str] = set()
         self._users: dict[str, dict[str, str]] = {}  # /config/users/<user> "config"s (SCRAM)
@@ -210,21 +213,22 @@ class ZkMetadataStore:
         """Re-read every topic and partition state (after a new session): the cache then
         reflects what happened while we were away, whatever the watches delivered."""
         topics = await asyncio.to_thread(self._read_all_topics)
-        for topic in topics:
-            self._set_topic(topic)
+        for topic, version in topics:
+            self._set_topic(topic, version)
         controller = await asyncio.to_thread(self._read_controller)
         self._set_controller(controller)
         self._set_all_acls(await asyncio.to_thread(self._read_all_acls))  # changes missed
 
-    def _read_all_topics(self) -> list[TopicState]:
+    def _read_all_topics(self) -> list[tuple[TopicState, int]]:
         out = []
         for name in self._zk.get_children("/brokers/topics"):
             try:
-                topic = self._read_topic(name, self._zk.get(f"/brokers/topics/{name}")[0])
+                data, stat = self._zk.get(f"/brokers/topics/{name}")
+                topic = self._read_topic(name, data)
             except NoNodeError:
                 continue
             if topic is not None:
-                out.append(topic)
+                out.append((topic, stat.version))
         return out
 
     def _read_controller(self) -> int:
@@ -308,12 +312,12 @@ class ZkMetadataStore:
             self._call(self._drop_topic, name)
 
     def _topic_watcher(self, name: str) -> Callable[[bytes | None, Any], bool]:
-        def on_change(data: bytes | None, _stat: Any) -> bool:
+        def on_change(data: bytes | None, stat: Any) -> bool:
             if data is None:
                 return name in self._watched
             topic = self._read_topic(name, data)
             if topic is not None:
-                self._call(self._set_topic, topic)
+                self._call(self._set_topic, topic, None if stat is None else stat.version)
                 for p in topic.partitions:
                     if (name, p) in self._watched_states:
                         continue  # one watch per state znode, however often the topic changes
@@ -343,6 +347,8 @@ class ZkMetadataStore:
         except NoNodeError:
             config = {}
         partitions = {}
+        adding = doc.get("adding_replicas") or {}
+        removing = doc.get("removing_replicas") or {}
         for p, replicas in doc["partitions"].items():
             state = self._read_state(name, int(p))
             partitions[int(p)] = PartitionState(
@@ -350,6 +356,8 @@ class ZkMetadataStore:
                 leader=state.get("leader", -1),
                 leader_epoch=state.get("leader_epoch", 0),
                 isr=list(state.get("isr", replicas)),
+                adding=[int(r) for r in adding.get(p, ())],
+                removing=[int(r) for r in removing.get(p, ())],
             )
         topic_id = self._topic_id(name, doc)
         if topic_id is None:
@@ -394,7 +402,14 @@ class ZkMetadataStore:
         except NoNodeError:
             return {}
 
-    def _set_topic(self, topic: TopicState) -> None:
+    def _set_topic(self, topic: TopicState, version: int | None = None) -> None:
+        if version is not None:
+            known = self._topic_versions.get(topic.name)
+            current = self._topics.get(topic.name)
+            if (known is not None and version < known and current is not None
+                    and current.topic_id == topic.topic_id):
+                return  # older than what we hold
+            self._topic_versions[topic.name] = version
         self._topics[topic.name] = topic
         self._by_id.set(topic)
         self._emit("topic", topic.name)
@@ -412,6 +427,7 @@ class ZkMetadataStore:
         self._emit("topic", name)
 
     def _drop_topic(self, name: str) -> None:
+        self._topic_versions.pop(name, None)
         self._by_id.drop(name)
         if self._topics.pop(name, None) is not None:
             self._emit("topic", name)
@@ -568,7 +584,8 @@ class ZkMetadataStore:
 
     async def create_topic(self, topic: TopicState) -> None:
         await asyncio.to_thread(self._create_topic, topic)
-        self._set_topic(topic)
+        self._topic_versions.pop(topic.name, None)  # a new znode: its versions start again
+        self._set_topic(topic, 0)
 
     def _create_topic(self, topic: TopicState) -> None:
         tx = self._zk.transaction()
@@ -606,21 +623,29 @@ class ZkMetadataStore:
             pass
 
     async def update_topic(self, topic: TopicState) -> None:
-        await asyncio.to_thread(self._update_topic, topic)
-        self._set_topic(topic)
+        version = await asyncio.to_thread(self._update_topic, topic)
+        self._set_topic(topic, version)
 
-    def _update_topic(self, topic: TopicState) -> None:
+    def _update_topic(self, topic: TopicState) -> int:
         base = f"/brokers/topics/{topic.name}"
         self._zk.set(
             f"/config/topics/{topic.name}", _dumps({"version": 1, "config": topic.configs})
         )
-        doc = json.loads(self._zk.get(base)[0])
-        doc["partitions"] = {str(p): s.replicas for p, s in topic.partitions.items()}
-        doc.update(version=3, topic_id=uuid_to_kafka(topic.topic_id))  # Kafka's format
         for p, s in topic.partitions.items():
             if not self._zk.exists(f"{base}/partitions/{p}/state"):
                 self._zk.create(f"{base}/partitions/{p}/state", _state_doc(s), makepath=True)
-        self._zk.set(base, _dumps(doc))
+        while True:
+            data, stat = self._zk.get(base)
+            doc = json.loads(data)
+            # New partitions only: the existing ones' assignments are the controller's (a
+            # reassignment may have changed them since our cache was filled).
+            for p, s in topic.partitions.items():
+                doc["partitions"].setdefault(str(p), s.replicas)
+            doc.update(version=3, topic_id=uuid_to_kafka(topic.topic_id))  # Kafka's format
+            try:
+                return int(self._zk.set(base, _dumps(doc), version=stat.version).version)
+            except BadVersionError:
+                continue
 
     # Group configs are read where they are used (DescribeConfigs, alter), not cached.
     async def group_configs(self, group: str) -> dict[str, str]:
@@ -743,6 +768,56 @@ class ZkMetadataStore:
                         version=version)
         results = tx.commit()
         return not any(isinstance(r, Exception) for r in results)
+
+    async def write_assignment(
+        self, topic: str, index: int, replicas: list[int], adding: list[int],
+        removing: list[int], state: dict[str, Any], state_version: int,
+    ) -> bool:
+        """As the controller: set one partition's assignment in the topic znode (replicas and
+        Kafka's adding_replicas/removing_replicas, the durable record of a reassignment) and
+        its state, in one multi conditional on /controller_epoch and the state's zkVersion."""
+        version = await asyncio.to_thread(self._write_assignment, topic, index, replicas,
+                                          adding, removing, state, state_version)
+        if version is None:
+            return False
+        # Reflected at once (Kafka's controller updates its context as it writes): a List
+        # or the next step must not see the assignment of a watch still on its way.
+        cached = self._topics.get(topic)
+        if cached is not None and index in cached.partitions:
+            p = cached.partitions[index]
+            p.replicas, p.adding, p.removing = list(replicas), list(adding), list(removing)
+            if state["leader_epoch"] >= p.leader_epoch:
+                p.leader, p.leader_epoch = state["leader"], state["leader_epoch"]
+                p.isr = list(state["isr"])
+            self._topic_versions[topic] = max(version, self._topic_versions.get(topic, -1))
+            self._emit("topic", topic)
+        return True
+
+    def _write_assignment(
+        self, topic: str, index: int, replicas: list[int], adding: list[int],
+        removing: list[int], state: dict[str, Any], state_version: int,
+    ) -> int | None:
+        path = f"/brokers/topics/{topic}"
+        data, stat = self._zk.get(path)
+        doc = json.loads(data)
+        key = str(index)
+        doc["partitions"][key] = list(replicas)
+        for field_name, value in (("adding_replicas", adding), ("removing_replicas", removing)):
+            entries = dict(doc.get(field_name) or {})
+            if value:
+                entries[key] = list(value)
+            else:
+                entries.pop(key, None)
+            doc[field_name] = entries
+        doc["version"] = max(int(doc.get("version", 1)), 2)  # adding/removing came with v2
+        tx = self._zk.transaction()
+        tx.check("/controller_epoch", self._controller_epoch_version)
+        tx.set_data(path, _dumps(doc), version=stat.version)
+        tx.set_data(f"{path}/partitions/{index}/state", _dumps(state), version=state_version)
+        results = tx.commit()
+        if any(isinstance(r, Exception) for r in results):
+            return None
+        return int(results[1].version)
 
     async def delete_controller(self) -> None:
         """Resign (clean shutdown): let another broker take over at once."""

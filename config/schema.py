@@ -609,6 +609,18 @@ _TABLE: list[PropertyDef] = [
        "are checkpointed.", group=_G_REPL),
     _p("num.replica.fetchers", I, 1, "Follower fetcher threads.", group=_G_REPL,
        ignored="a follower runs one fetcher per leader broker"),
+    _p("leader.replication.throttled.rate", L, LONG_MAX, "Bytes per second a leader sends "
+       "to out-of-sync followers of the replicas its topics list in "
+       "leader.replication.throttled.replicas (Kafka sets it as a dynamic broker config; "
+       "Samsa reads it at start).", at_least(0), group=_G_REPL),
+    _p("follower.replication.throttled.rate", L, LONG_MAX, "Bytes per second a follower "
+       "fetches for the out-of-sync replicas its topics list in "
+       "follower.replication.throttled.replicas (Kafka sets it as a dynamic broker config; "
+       "Samsa reads it at start).", at_least(0), group=_G_REPL),
+    _p("replication.quota.window.num", I, 11, "The number of samples a replication "
+       "throttle's rate is measured over.", at_least(1), group=_G_REPL),
+    _p("replication.quota.window.size.seconds", I, 1, "The time span of each sample of a "
+       "replication throttle.", at_least(1), group=_G_REPL),
     _p("auto.leader.rebalance.enable", B, True, "The controller moves leadership back to "
        "preferred replicas when a broker's leader imbalance exceeds "
        "leader.imbalance.per.broker.percentage.", group=_G_REPL),

@@ -2,7 +2,8 @@
 
 Topic overrides and group configs (Kafka 4's GROUP resources: consumer.session.timeout.ms...)
 live in the metadata store; broker configs are static (from YAML and the command line) in this
-version, so altering them answers INVALID_REQUEST.
+version, so setting them answers INVALID_REQUEST (deleting dynamic ones, of which there are none,
+succeeds and changes nothing).
 """
 
 from __future__ import annotations
@@ -201,6 +202,14 @@ async def _apply(
     if denied is not None:
         return denied, None
     if resource_type == BROKER:
+        # No broker has dynamic configs: deleting some (kafka-reassign-partitions --verify
+        # clears its throttles so) changes nothing and succeeds, as in Kafka; setting one
+        # is refused.
+        try:
+            if not change({}):
+                return ErrorCode.none, None
+        except TopicError as exc:
+            return exc.error_code, exc.message
         return (ErrorCode.invalid_request,
                 "Dynamic broker configs are not supported; edit the YAML file")
     if resource_type == GROUP:

@@ -56,7 +56,8 @@ async def handle_fetch(ctx: RequestContext, request: FetchRequest) -> dict[str, 
     max_bytes: int = min(request.max_bytes, ctx.config["fetch.max.bytes"])
     replica_id = (request.replica_state.replica_id if _has_replica_state(request)
                   else request.replica_id)
-    read_one = _follower_reader(replica_id) if replica_id >= 0 else _consumer_reader(isolation)
+    read_one = (_follower_reader(ctx, replica_id) if replica_id >= 0
+                else _consumer_reader(isolation))
     if replica_id < 0 and ctx.quotas is not None and ctx.quotas.active:
         # Kafka caps a consumer's fetch at what its quota allows in one full window
         max_bytes = min(max_bytes, ctx.quotas.max_fetch_bytes(ctx.listener, ctx.principal.name,
@@ -200,9 +201,12 @@ def _consumer_reader(isolation: int) -> ReadOne:
     return read_one
 
 
-def _follower_reader(replica_id: int) -> ReadOne:
+def _follower_reader(ctx: RequestContext, replica_id: int) -> ReadOne:
     """A follower's fetch: its fetch offset acknowledges what it has; read up to our LEO,
-    unless its last fetched epoch ends earlier here (then it must truncate first)."""
+    unless its last fetched epoch ends earlier here (then it must truncate first). A
+    throttled replica (broker/replication_quota.py) of a follower out of the ISR gets no
+    records while the leader's throttle rate is exceeded."""
+    quota = ctx.replicas.leader_quota
 
     def read_one(
         partition: Partition, fetch_offset: int, last_epoch: int, limit: int, _first: bool
@@ -218,7 +222,19 @@ def _follower_reader(replica_id: int) -> ReadOne:
                 "diverging_epoch": {"epoch": epoch, "end_offset": end},
             }
         partition.record_follower_fetch(replica_id, fetch_offset)
+        throttled = (quota is not None and quota.active and replica_id not in partition.isr
+                     and quota.is_throttled(partition.topic, partition.index))
+        if throttled and quota is not None and quota.exceeded():
+            return {
+                "error_code": ErrorCode.none,
+                "high_watermark": partition.high_watermark,
+                "last_stable_offset": partition.last_stable_offset,
+                "log_start_offset": partition.log_start_offset,
+                "records": b"",
+            }
         read = partition.read_for_follower(fetch_offset, limit)
+        if throttled and quota is not None:
+            quota.record(len(read.records))
         return {
             "error_code": ErrorCode.none,
             "high_watermark": read.high_watermark,

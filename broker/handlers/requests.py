@@ -25,6 +25,8 @@ import kio.schema.alter_client_quotas.v1.request as alter_client_quotas_v1
 import kio.schema.alter_configs.v0.request as alter_configs_v0
 import kio.schema.alter_configs.v1.request as alter_configs_v1
 import kio.schema.alter_configs.v2.request as alter_configs_v2
+import kio.schema.alter_partition_reassignments.v0.request as alter_partition_reassignments_v0
+import kio.schema.alter_partition_reassignments.v1.request as alter_partition_reassignments_v1
 import kio.schema.alter_user_scram_credentials.v0.request as alter_user_scram_credentials_v0
 import kio.schema.api_versions.v0.request as api_versions_v0
 import kio.schema.api_versions.v1.request as api_versions_v1
@@ -164,6 +166,7 @@ import kio.schema.list_offsets.v8.request as list_offsets_v8
 import kio.schema.list_offsets.v9.request as list_offsets_v9
 import kio.schema.list_offsets.v10.request as list_offsets_v10
 import kio.schema.list_offsets.v11.request as list_offsets_v11
+import kio.schema.list_partition_reassignments.v0.request as list_partition_reassignments_v0
 import kio.schema.list_transactions.v0.request as list_transactions_v0
 import kio.schema.list_transactions.v1.request as list_transactions_v1
 import kio.schema.metadata.v0.request as metadata_v0
@@ -245,6 +248,10 @@ AddPartitionsToTxnRequest: TypeAlias = (
     | add_partitions_to_txn_v3.AddPartitionsToTxnRequest
     | add_partitions_to_txn_v4.AddPartitionsToTxnRequest
     | add_partitions_to_txn_v5.AddPartitionsToTxnRequest
+)
+AlterPartitionReassignmentsRequest: TypeAlias = (
+    alter_partition_reassignments_v0.AlterPartitionReassignmentsRequest
+    | alter_partition_reassignments_v1.AlterPartitionReassignmentsRequest
 )
 AlterClientQuotasRequest: TypeAlias = (
     alter_client_quotas_v0.AlterClientQuotasRequest
@@ -377,6 +384,9 @@ LeaveGroupRequest: TypeAlias = (
     leave_group_v0.LeaveGroupRequest | leave_group_v1.LeaveGroupRequest
     | leave_group_v2.LeaveGroupRequest | leave_group_v3.LeaveGroupRequest
     | leave_group_v4.LeaveGroupRequest | leave_group_v5.LeaveGroupRequest
+)
+ListPartitionReassignmentsRequest: TypeAlias = (
+    list_partition_reassignments_v0.ListPartitionReassignmentsRequest
 )
 ListGroupsRequest: TypeAlias = (
     list_groups_v0.ListGroupsRequest | list_groups_v1.ListGroupsRequest

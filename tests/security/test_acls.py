@@ -179,6 +179,44 @@ def test_acl_apis_need_cluster_permissions(broker: BrokerProcess) -> None:
     assert admin_error(f) == KafkaError.INVALID_REQUEST
 
 
+def test_reassignment_apis_need_cluster_alter_and_describe(broker: BrokerProcess) -> None:
+    from kafka import KafkaAdminClient
+    from kafka import TopicPartition as KTopicPartition
+    from kafka.errors import (
+        ClusterAuthorizationFailedError,
+        InvalidReplicationAssignmentError,
+        NoReassignmentInProgressError,
+    )
+
+    topic = new_topic(broker, "mv-")
+    tp = KTopicPartition(topic, 0)
+
+    def client(user: str) -> KafkaAdminClient:
+        return KafkaAdminClient(
+            bootstrap_servers=f"127.0.0.1:{broker.sasl_port}",  # type: ignore[attr-defined]
+            security_protocol="SASL_PLAINTEXT", sasl_mechanism="PLAIN",
+            sasl_plain_username=user, sasl_plain_password=f"{user}-secret")
+
+    bob = client("bob")
+    try:
+        with pytest.raises(ClusterAuthorizationFailedError):
+            bob.alter_partition_reassignments({tp: [0]})
+        with pytest.raises(ClusterAuthorizationFailedError):
+            bob.list_partition_reassignments()
+    finally:
+        bob.close()
+    su = client("admin")  # a super user; one broker: the partition is where it can be
+    try:
+        assert su.alter_partition_reassignments({tp: [0]}) == {tp: None}
+        assert su.alter_partition_reassignments({tp: [0, 1]}) == {
+            tp: InvalidReplicationAssignmentError}
+        assert su.alter_partition_reassignments({tp: None}) == {
+            tp: NoReassignmentInProgressError}
+        assert su.list_partition_reassignments() == {}
+    finally:
+        su.close()
+
+
 def test_produce_needs_topic_write_prefixed_allow_and_literal_deny(
         broker: BrokerProcess) -> None:
     one, two = new_topic(broker, "w-"), new_topic(broker, "w-")
