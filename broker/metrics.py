@@ -100,6 +100,28 @@ TXN_MARKER_TIME = Histogram(
     ["result"],
     buckets=(1, 2, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000, 30000, 60000),
 )
+AUTHENTICATIONS = Counter(
+    "kafka_server_socket_server_metrics_successful_authentication",
+    "Connections that completed authentication (a TLS handshake or a SASL exchange), by "
+    "listener (Kafka's successful-authentication-total).",
+    ["listener"],
+)
+FAILED_AUTHENTICATIONS = Counter(
+    "kafka_server_socket_server_metrics_failed_authentication",
+    "Connections that failed authentication (a failed TLS handshake or SASL exchange), by "
+    "listener (Kafka's failed-authentication-total).",
+    ["listener"],
+)
+REAUTHENTICATIONS = Counter(
+    "kafka_server_socket_server_metrics_successful_reauthentication",
+    "Successful SASL re-authentications (KIP-368), by listener.",
+    ["listener"],
+)
+FAILED_REAUTHENTICATIONS = Counter(
+    "kafka_server_socket_server_metrics_failed_reauthentication",
+    "Failed SASL re-authentications (KIP-368), by listener.",
+    ["listener"],
+)
 
 # Kafka's GroupState names, in the order of Kafka's NumGroups<State> gauges.
 _GROUP_STATE_GAUGES = {
@@ -146,6 +168,15 @@ def produced(topic: str, nbytes: int, records: int) -> None:
 
 def fetched(topic: str, nbytes: int) -> None:
     _topic_counters(topic)[2].inc(nbytes)
+
+
+def authentication(listener: str, succeeded: bool, reauthentication: bool = False) -> None:
+    """A connection's authentication (or KIP-368 re-authentication) ended."""
+    if reauthentication:
+        counter = REAUTHENTICATIONS if succeeded else FAILED_REAUTHENTICATIONS
+    else:
+        counter = AUTHENTICATIONS if succeeded else FAILED_AUTHENTICATIONS
+    counter.labels(listener).inc()
 
 
 def record_request(api: str, version: int, started: float) -> None:
