@@ -233,7 +233,28 @@ def broker_gauges(broker: Any) -> list[GaugeMetricFamily]:
     out += _controller_gauges(broker)
     out += _group_gauges(broker)
     out += _transaction_gauges(broker)
+    out += _quota_gauges(broker)
     return out
+
+
+_QUOTA_METRIC_TYPES = {"producer_byte_rate": "produce", "consumer_byte_rate": "fetch",
+                       "request_percentage": "request"}
+
+
+def _quota_gauges(broker: Any) -> list[GaugeMetricFamily]:
+    """kafka.server:type=Produce|Fetch|Request,user=..,client-id=.. throttle-time: per quota
+    sensor, the average throttle time (ms) of its requests throttled in the quota window."""
+    quotas = getattr(broker, "quotas", None)
+    if quotas is None:
+        return []
+    gauges = {kind: _gauge(f"kafka_server_{kind}_throttle_time",
+                           f"Average throttle time (ms) of the {kind} requests throttled in "
+                           "the quota window, per quota sensor (user, client id).",
+                           ["user", "client_id"])
+              for kind in _QUOTA_METRIC_TYPES.values()}
+    for quota_type, user, client_id, value in quotas.throttle_times():
+        gauges[_QUOTA_METRIC_TYPES[quota_type]].add_metric([user, client_id], value)
+    return list(gauges.values())
 
 
 def _log_gauges(broker: Any) -> list[GaugeMetricFamily]:

@@ -28,7 +28,8 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Generator
+from collections import deque
+from collections.abc import Generator, Iterator
 from typing import Any
 
 from .metadata_store import QUOTA_CLIENT_ID, QUOTA_USER, QuotaEntity
@@ -55,12 +56,15 @@ EXEMPT_APIS = frozenset({
 class Sensor:
     """Kafka's Sensor with one Rate (over a WindowedSum) and an upper-bound quota."""
 
-    __slots__ = ("bound", "window_ms", "num", "_samples", "_current", "last_record_ms")
+    __slots__ = ("bound", "window_ms", "num", "_samples", "_current", "last_record_ms",
+                 "_throttles")
 
     def __init__(self, bound: float, window_ms: int, num: int) -> None:
         self.bound = bound
         self.window_ms = window_ms
         self.num = num
+        # Kafka's throttle-time sensor of these tags: (when, ms) of each throttled request
+        self._throttles: deque[tuple[float, int]] = deque()
         # each sample: [start ms, last event ms, value]; num + 1 kept (Kafka's extra one
         # for the sample overlapping the window's start)
         self._samples: list[list[float]] = []
@@ -88,6 +92,24 @@ class Sensor:
         for sample in self._samples:
             if now_ms - sample[1] >= expire:
                 sample[0], sample[1], sample[2] = now_ms, now_ms, 0.0
+
+    def record_throttle(self, throttle_ms: int, now_ms: float | None = None) -> None:
+        """A request held to this quota was throttled for `throttle_ms`."""
+        now_ms = time.monotonic() * 1000 if now_ms is None else now_ms
+        self._throttles.append((now_ms, throttle_ms))
+        self._expire_throttles(now_ms)
+
+    def throttle_time_ms(self, now_ms: float) -> float:
+        """Kafka's throttle-time: the average throttle time of the requests throttled in the
+        quota's window (here 0 when none was)."""
+        self._expire_throttles(now_ms)
+        if not self._throttles:
+            return 0.0
+        return sum(ms for _, ms in self._throttles) / len(self._throttles)
+
+    def _expire_throttles(self, now_ms: float) -> None:
+        while self._throttles and now_ms - self._throttles[0][0] >= self.num * self.window_ms:
+            self._throttles.popleft()
 
     def window_size_ms(self, now_ms: float) -> float:
         """Rate.windowSize: the time since the oldest sample, at least num - 1 windows."""
@@ -204,6 +226,13 @@ class QuotaManager:
             del self._sensors[name]
         if idle:
             self._clients.clear()
+
+    def throttle_times(self) -> Iterator[tuple[str, str, str, float]]:
+        """(quota type, user, client id, throttle-time) of every live sensor, as Kafka's
+        kafka.server:type=Produce|Fetch|Request,user=..,client-id=.. throttle-time."""
+        now = time.monotonic() * 1000
+        for (quota_type, user, client_id), sensor in self._sensors.items():
+            yield quota_type, user, client_id, sensor.throttle_time_ms(now)
 
     # ---- enforcement -----------------------------------------------------------------------
     def applies(self, listener: str, api_key: int) -> bool:

@@ -29,7 +29,7 @@ EXACT, DEFAULT, SPECIFIED = 0, 1, 2
 
 @pytest.fixture(scope="module")
 def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
-    plain, client, sasl = free_port(), free_port(), free_port()
+    plain, client, sasl, metrics = free_port(), free_port(), free_port(), free_port()
     b = BrokerProcess(tmp_path_factory.mktemp("quotas") / "data", port=plain, name="quotas",
                       settings={
         "listeners": f"PLAINTEXT://127.0.0.1:{plain},CLIENT://127.0.0.1:{client},"
@@ -39,8 +39,10 @@ def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
         "sasl.enabled.mechanisms": "PLAIN",
         "listener.name.sasl_plaintext.plain.sasl.jaas.config": JAAS,
         "quota.window.num": 2,
+        "metrics.port": metrics,
     })
     b.client_port, b.sasl_port = client, sasl  # type: ignore[attr-defined]
+    b.metrics_port = metrics  # type: ignore[attr-defined]
     b.start()
     try:
         yield b
@@ -141,7 +143,7 @@ class _Throttles:
         self.times: list[float] = []
 
     def __call__(self, event: Any) -> None:
-        self.times.append(event.throttle_time)
+        self.times.append(event.throttle_time)  # seconds
 
 
 def _producer(bootstrap: str, client_id: str, throttles: _Throttles,
@@ -199,6 +201,25 @@ def test_producer_held_to_its_client_id_quota(broker: BrokerProcess) -> None:
     # a client without a quota is never throttled, and is not held to the other's rate
     assert free_throttles.times == []
     assert sum(n for _, n in free_acked) > 2 * quota * 1.2
+
+
+def test_throttle_time_metric(broker: BrokerProcess) -> None:
+    """kafka.server:type=Produce,user=,client-id=metered throttle-time on /metrics: the
+    average throttle time of the client's throttled requests."""
+    import urllib.request
+
+    assert _alter(broker, [(_entity(client_id="metered"),
+                            {"producer_byte_rate": 20_000.0})]) == [(ErrorCode.none, None)]
+    throttles = _Throttles()
+    _produce_for(_producer(_client_bootstrap(broker), "metered", throttles),
+                 f"quota-{uuid.uuid4().hex[:8]}", 2.0, b"z" * 1000, [])
+    port = broker.metrics_port  # type: ignore[attr-defined]
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as resp:
+        text = resp.read().decode()
+    line = 'kafka_server_produce_throttle_time{client_id="metered",user=""} '
+    (value,) = [float(x[len(line):]) for x in text.splitlines() if x.startswith(line)]
+    most_ms = max(throttles.times) * 1000  # (librdkafka reports seconds)
+    assert throttles.times and 0 < value <= most_ms + 1, (value, throttles.times)
 
 
 def test_consumer_held_to_its_client_id_quota(broker: BrokerProcess) -> None:
