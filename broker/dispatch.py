@@ -26,6 +26,7 @@ from protocol.registry import ApiRegistry
 from . import metrics
 from .context import BrokerServices, RequestContext
 from .quotas import (
+    CONTROLLER_MUTATION_APIS,
     FETCH_KEY,
     PRODUCE_KEY,
     ClientQuotas,
@@ -144,9 +145,12 @@ class Dispatcher:
                     client.request.record_throttle(throttle)
                 conn.throttle_ms = throttle
                 if result is not None and "throttle_time" in result:
-                    result["throttle_time"] = throttle
+                    result["throttle_time"] = max(throttle, result["throttle_time"] or 0)
                 log.debug("%s v%d from %s (client %s, %s) throttled for %d ms", spec.name,
                           version, conn.peer, header.client_id, conn.principal, throttle)
+        if api_key in CONTROLLER_MUTATION_APIS and result is not None:
+            # the controller mutation quota's throttle (topic admin): the channel muted too
+            conn.throttle_ms = max(conn.throttle_ms, result.get("throttle_time") or 0)
         if result is None:
             if auth is not None and auth.failed:  # a failure Kafka answers by closing
                 raise CloseConnection(auth.failure or "authentication failed", None,

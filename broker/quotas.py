@@ -37,7 +37,10 @@ from .metadata_store import QUOTA_CLIENT_ID, QUOTA_USER, QuotaEntity
 log = logging.getLogger(__name__)
 
 PRODUCE, FETCH, REQUEST = "producer_byte_rate", "consumer_byte_rate", "request_percentage"
+CONTROLLER_MUTATION = "controller_mutation_rate"
 PRODUCE_KEY, FETCH_KEY = 0, 1
+# CreateTopics, DeleteTopics, CreatePartitions: held to controller_mutation_rate
+CONTROLLER_MUTATION_APIS = frozenset({19, 20, 37})
 ENFORCED = (PRODUCE, FETCH, REQUEST)
 INT_MAX = 2**31 - 1
 _SENSOR_EXPIRY_MS = 3_600_000  # Kafka's InactiveSensorExpirationTimeSeconds
@@ -158,11 +161,88 @@ _DEFAULT_KEY = "\0<default>"
 _Key = tuple[str | None, str | None]
 
 
+class TokenBucket:
+    """Kafka's TokenBucket stat, the controller mutation quota's: credits refill at `bound`
+    per second up to a burst of (num - 1) windows' worth; a mutation takes its partitions'
+    worth, possibly going below zero. Starts full."""
+
+    __slots__ = ("bound", "burst", "tokens", "last_ms")
+
+    def __init__(self, bound: float, window_ms: int, num: int, now_ms: float) -> None:
+        self.bound = bound
+        self.burst = (num - 1) * window_ms / 1000 * bound
+        self.tokens = self.burst
+        self.last_ms = now_ms
+
+    def measure(self, now_ms: float) -> float:
+        self.tokens = min(self.burst, self.tokens + self.bound * (now_ms - self.last_ms) / 1000)
+        self.last_ms = now_ms
+        return self.tokens
+
+    def record(self, value: float, now_ms: float) -> None:
+        self.tokens = min(self.burst, self.measure(now_ms) - value)
+
+    def throttle_ms(self, now_ms: float) -> int:
+        """Kafka's ControllerMutationQuotaManager.throttleTimeMs: how long until the credits
+        are back to zero (0 when not below)."""
+        tokens = self.measure(now_ms)
+        if tokens >= 0 or self.bound <= 0:
+            return 0 if tokens >= 0 else INT_MAX
+        return min(round(-tokens / self.bound * 1000), INT_MAX)
+
+
+class MutationQuota:
+    """One CreateTopics/CreatePartitions/DeleteTopics request's controller mutation quota
+    (Kafka's Strict- and PermissiveControllerMutationQuota). Strict (CreateTopics v6+,
+    CreatePartitions v3+, DeleteTopics v5+): a topic's mutation is refused with
+    THROTTLING_QUOTA_EXCEEDED while the credits are below zero. Permissive (older versions,
+    whose clients do not know that error): every mutation is done, the response is
+    throttled."""
+
+    __slots__ = ("_bucket", "strict", "_throttle_ms")
+
+    def __init__(self, bucket: TokenBucket | None, strict: bool) -> None:
+        self._bucket = bucket
+        self.strict = strict
+        self._throttle_ms = 0
+
+    def exceeded(self) -> bool:
+        """Before a strict mutation: is the quota already exceeded (then refuse it)?"""
+        if self._bucket is None or not self.strict:
+            return False
+        throttle = self._bucket.throttle_ms(time.monotonic() * 1000)
+        if throttle > 0:
+            self._throttle_ms = throttle
+        return throttle > 0
+
+    def record(self, partitions: int) -> None:
+        """A mutation of this many partitions was done."""
+        if self._bucket is not None and partitions > 0:
+            self._bucket.record(partitions, time.monotonic() * 1000)
+
+    def throttle_ms(self) -> int:
+        """The request's throttle time: strict, that of its last refusal; permissive, how far
+        the quota is over now."""
+        if self._bucket is None:
+            return 0
+        if self.strict:
+            return self._throttle_ms
+        return self._bucket.throttle_ms(time.monotonic() * 1000)
+
+
+_NO_MUTATION_QUOTA = MutationQuota(None, False)
+
+
 class QuotaManager:
     def __init__(self, window_num: int, window_size_s: int,
-                 exempt_listener: str | None = None) -> None:
+                 exempt_listener: str | None = None,
+                 controller_window: tuple[int, int] = (11, 1)) -> None:
         self.window_num = window_num
         self.window_ms = window_size_s * 1000
+        # controller.quota.window.num and .size.seconds (in ms)
+        self.controller_window = (controller_window[0], controller_window[1] * 1000)
+        self._mutation_limits: dict[_Key, float] = {}
+        self._buckets: dict[tuple[str, str], TokenBucket] = {}
         # the inter-broker listener, when it is not also a client listener
         self.exempt_listener = exempt_listener
         self.active = False  # any quota of an enforced type configured
@@ -181,6 +261,13 @@ class QuotaManager:
             for quota_type in ENFORCED:
                 if quota_type in config:
                     limits[quota_type][key] = config[quota_type]
+        mutation_limits: dict[_Key, float] = {}
+        for entity, config in quotas.items():
+            if CONTROLLER_MUTATION in config:
+                names = dict(entity)
+                mutation_limits[(_key_name(names, QUOTA_USER),
+                                 _key_name(names, QUOTA_CLIENT_ID))] = config[CONTROLLER_MUTATION]
+        self._mutation_limits = mutation_limits
         was_active, self._limits = self.active, limits
         self.active = any(limits.values())
         self._clients.clear()
@@ -226,6 +313,30 @@ class QuotaManager:
             del self._sensors[name]
         if idle:
             self._clients.clear()
+
+    def mutation_quota(self, listener: str, user: str, client_id: str | None,
+                       strict: bool) -> MutationQuota:
+        """The controller mutation quota (controller_mutation_rate, partitions per second)
+        one topic admin request is held to, resolved as the other quotas are."""
+        limits = self._mutation_limits
+        if not limits or listener == self.exempt_listener:
+            return _NO_MUTATION_QUOTA
+        tags = _metric_tags(limits, user, client_id or "")
+        bound = _limit(limits, *tags)
+        if bound is None:
+            return _NO_MUTATION_QUOTA
+        bucket = self._buckets.get(tags)
+        num, window_ms = self.controller_window
+        if bucket is None:
+            if len(self._buckets) > 100_000:
+                self._buckets.clear()
+            bucket = self._buckets[tags] = TokenBucket(bound, window_ms, num,
+                                                       time.monotonic() * 1000)
+        elif bucket.bound != bound:  # the quota changed: the credits kept, within the burst
+            bucket.measure(time.monotonic() * 1000)
+            bucket.bound, bucket.burst = bound, (num - 1) * window_ms / 1000 * bound
+            bucket.tokens = min(bucket.tokens, bucket.burst)
+        return MutationQuota(bucket, strict)
 
     def throttle_times(self) -> Iterator[tuple[str, str, str, float]]:
         """(quota type, user, client id, throttle-time) of every live sensor, as Kafka's

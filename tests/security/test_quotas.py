@@ -39,6 +39,7 @@ def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
         "sasl.enabled.mechanisms": "PLAIN",
         "listener.name.sasl_plaintext.plain.sasl.jaas.config": JAAS,
         "quota.window.num": 2,
+        "controller.quota.window.num": 2,  # a burst of one second's worth
         "metrics.port": metrics,
     })
     b.client_port, b.sasl_port = client, sasl  # type: ignore[attr-defined]
@@ -342,3 +343,41 @@ def test_kafka_configs_sets_and_describes_quotas(broker: BrokerProcess) -> None:
             "--delete-config", "request_percentage")
     out = configs("--describe", "--entity-type", "clients", "--entity-default")
     assert "request_percentage" not in out, out
+
+
+def _create(w: WireClient, version: int, topics: dict[str, int]) -> Any:
+    return w.call(19, version, {"timeout": 10000, "topics": [
+        {"name": n, "num_partitions": p, "replication_factor": 1} for n, p in topics.items()]})
+
+
+def test_controller_mutation_rate(broker: BrokerProcess) -> None:
+    """controller_mutation_rate, partitions per second (Kafka's token bucket, burst one window
+    here): CreateTopics v6+, CreatePartitions v3+ and DeleteTopics v5+ refuse a topic with
+    THROTTLING_QUOTA_EXCEEDED while the quota is exceeded; older versions mutate and are
+    throttled. Either way the response's throttle time is how long until the quota is back
+    under, and the connection is muted that long."""
+    throttled = ErrorCode.throttling_quota_exceeded
+    assert _alter(broker, [(_entity(client_id=c), {"controller_mutation_rate": 2.0})
+                           for c in ("mutator", "old-mutator")]) == [(ErrorCode.none, None)] * 2
+    tag = uuid.uuid4().hex[:6]
+    a, b, c = (f"mut-{tag}-{x}" for x in "abc")
+    with WireClient(_client_bootstrap(broker), client_id=b"mutator") as w:
+        resp = _create(w, 7, {a: 1, b: 2, c: 1})  # 2 credits: a (1 left), b (-1 left), c refused
+        assert [(t.name, t.error_code) for t in resp.topics] == [(a, 0), (b, 0), (c, throttled)]
+        assert resp.topics[2].error_message == "The throttling quota has been exceeded."
+        throttle = resp.throttle_time.total_seconds()
+        assert 0.35 <= throttle <= 0.5, throttle  # 1 credit under at 2 per second
+        started = time.monotonic()  # the connection is muted for the throttle time
+        resp = w.call(37, 3, {"timeout": 10000, "topics": [{"name": a, "count": 3}]})
+        assert time.monotonic() - started >= throttle * 0.8
+        assert [r.error_code for r in resp.results] == [0]  # back under: allowed, -1 left
+        resp = w.call(20, 5, {"timeout": 10000, "topic_names": [b]})
+        assert [r.error_code for r in resp.responses] == [throttled]
+        assert resp.throttle_time.total_seconds() > 0
+    with WireClient(_client_bootstrap(broker), client_id=b"old-mutator") as w:
+        resp = _create(w, 5, {f"mut-{tag}-old": 4})  # permissive: done, 2 credits under
+        assert [t.error_code for t in resp.topics] == [0]
+        assert 0.8 <= resp.throttle_time.total_seconds() <= 1.0
+    with WireClient(_client_bootstrap(broker), client_id=b"free") as w:  # no quota
+        resp = _create(w, 7, {f"mut-{tag}-free": 8})
+        assert [t.error_code for t in resp.topics] == [0] and resp.throttle_time.seconds == 0
