@@ -163,14 +163,14 @@ _Key = tuple[str | None, str | None]
 
 class TokenBucket:
     """Kafka's TokenBucket stat, the controller mutation quota's: credits refill at `bound`
-    per second up to a burst of (num - 1) windows' worth; a mutation takes its partitions'
-    worth, possibly going below zero. Starts full."""
+    per second up to a burst of `num` windows' worth; a mutation takes its partitions' worth,
+    possibly going below zero. Starts full."""
 
     __slots__ = ("bound", "burst", "tokens", "last_ms")
 
     def __init__(self, bound: float, window_ms: int, num: int, now_ms: float) -> None:
         self.bound = bound
-        self.burst = (num - 1) * window_ms / 1000 * bound
+        self.burst = num * window_ms / 1000 * bound
         self.tokens = self.burst
         self.last_ms = now_ms
 
@@ -199,20 +199,22 @@ class MutationQuota:
     whose clients do not know that error): every mutation is done, the response is
     throttled."""
 
-    __slots__ = ("_bucket", "strict", "_throttle_ms")
+    __slots__ = ("_bucket", "strict", "_throttle_ms", "_throttled_at")
 
     def __init__(self, bucket: TokenBucket | None, strict: bool) -> None:
         self._bucket = bucket
         self.strict = strict
         self._throttle_ms = 0
+        self._throttled_at = 0.0
 
     def exceeded(self) -> bool:
         """Before a strict mutation: is the quota already exceeded (then refuse it)?"""
         if self._bucket is None or not self.strict:
             return False
-        throttle = self._bucket.throttle_ms(time.monotonic() * 1000)
+        now = time.monotonic() * 1000
+        throttle = self._bucket.throttle_ms(now)
         if throttle > 0:
-            self._throttle_ms = throttle
+            self._throttle_ms, self._throttled_at = throttle, now
         return throttle > 0
 
     def record(self, partitions: int) -> None:
@@ -225,9 +227,10 @@ class MutationQuota:
         the quota is over now."""
         if self._bucket is None:
             return 0
-        if self.strict:
-            return self._throttle_ms
-        return self._bucket.throttle_ms(time.monotonic() * 1000)
+        now = time.monotonic() * 1000
+        if self.strict:  # less the time since (Kafka's AbstractControllerMutationQuota)
+            return max(0, round(self._throttle_ms - (now - self._throttled_at)))
+        return self._bucket.throttle_ms(now)
 
 
 _NO_MUTATION_QUOTA = MutationQuota(None, False)
@@ -334,7 +337,7 @@ class QuotaManager:
                                                        time.monotonic() * 1000)
         elif bucket.bound != bound:  # the quota changed: the credits kept, within the burst
             bucket.measure(time.monotonic() * 1000)
-            bucket.bound, bucket.burst = bound, (num - 1) * window_ms / 1000 * bound
+            bucket.bound, bucket.burst = bound, num * window_ms / 1000 * bound
             bucket.tokens = min(bucket.tokens, bucket.burst)
         return MutationQuota(bucket, strict)
 

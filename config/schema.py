@@ -497,7 +497,7 @@ _TABLE: list[PropertyDef] = [
     _p("quota.window.size.seconds", I, 1, "The time span of each sample for client quotas.",
        at_least(1), group=_G_SOCKET),
     _p("controller.quota.window.num", I, 11, "The number of samples of the controller "
-       "mutation quota (controller_mutation_rate): its burst is (num - 1) x size x rate.",
+       "mutation quota (controller_mutation_rate): its burst is num x size x rate.",
        at_least(1), group=_G_SOCKET),
     _p("controller.quota.window.size.seconds", I, 1, "The time span of each sample of the "
        "controller mutation quota.", at_least(1), group=_G_SOCKET),

@@ -71,7 +71,7 @@ async def handle_create_topics(ctx: RequestContext, request: CreateTopicsRequest
                        error_message="Authorization failed.")
             results.append(out)
             continue
-        if not validate_only and quota.exceeded():
+        if quota.exceeded():
             out.update(error_code=ErrorCode.throttling_quota_exceeded, error_message=THROTTLED)
             results.append(out)
             continue
@@ -88,8 +88,7 @@ async def handle_create_topics(ctx: RequestContext, request: CreateTopicsRequest
                 configs,
                 validate_only=validate_only,
             )
-            if not validate_only:
-                quota.record(len(topic.partitions))
+            quota.record(len(topic.partitions))  # validate_only too, as Kafka's controller
             out["topic_id"] = topic.topic_id
             if not ctx.authorize(AclOperation.DESCRIBE_CONFIGS, ResourceType.TOPIC, t.name,
                                  log_denied=False):
@@ -197,7 +196,7 @@ async def handle_create_partitions(
                        error_message="The topic authorization is failed.")
             results.append(out)
             continue
-        if not request.validate_only and quota.exceeded():
+        if quota.exceeded():
             out.update(error_code=ErrorCode.throttling_quota_exceeded, error_message=THROTTLED)
             results.append(out)
             continue
@@ -208,8 +207,7 @@ async def handle_create_partitions(
             current = ctx.store.topic(t.name)
             before = len(current.partitions) if current is not None else t.count
             await admin.create_partitions(t.name, t.count, assignments, request.validate_only)
-            if not request.validate_only:
-                quota.record(t.count - before)
+            quota.record(t.count - before)
         except TopicError as exc:
             out.update(error_code=exc.error_code, error_message=exc.message)
         results.append(out)

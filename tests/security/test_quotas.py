@@ -39,7 +39,7 @@ def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
         "sasl.enabled.mechanisms": "PLAIN",
         "listener.name.sasl_plaintext.plain.sasl.jaas.config": JAAS,
         "quota.window.num": 2,
-        "controller.quota.window.num": 2,  # a burst of one second's worth
+        "controller.quota.window.num": 1,  # a burst of one second's worth
         "metrics.port": metrics,
     })
     b.client_port, b.sasl_port = client, sasl  # type: ignore[attr-defined]
@@ -351,8 +351,8 @@ def _create(w: WireClient, version: int, topics: dict[str, int]) -> Any:
 
 
 def test_controller_mutation_rate(broker: BrokerProcess) -> None:
-    """controller_mutation_rate, partitions per second (Kafka's token bucket, burst one window
-    here): CreateTopics v6+, CreatePartitions v3+ and DeleteTopics v5+ refuse a topic with
+    """controller_mutation_rate, partitions per second (Kafka's token bucket, a burst of one
+    window here): CreateTopics v6+, CreatePartitions v3+ and DeleteTopics v5+ refuse a topic with
     THROTTLING_QUOTA_EXCEEDED while the quota is exceeded; older versions mutate and are
     throttled. Either way the response's throttle time is how long until the quota is back
     under, and the connection is muted that long."""
