@@ -22,6 +22,10 @@ all of the user's clients, a default client-id quota applies to each client id s
 Follower fetches and inter-broker requests are exempt, as are requests on the inter-broker
 listener when other listeners serve the clients. With no quota configured the dispatcher's
 cost is one attribute test.
+
+`controller_mutation_rate` (partitions created, added or deleted per second) is Kafka's
+ControllerMutationQuotaManager: a token bucket per sensor, checked by the topic admin handlers
+(MutationQuota) rather than the dispatcher.
 """
 
 from __future__ import annotations
