@@ -142,3 +142,15 @@ def test_successes_and_tls_failures_are_counted(broker: BrokerProcess, certs: Ce
             break
         time.sleep(0.1)
     assert delta == want
+
+
+def test_tls_client_hello_on_the_plaintext_port(broker: BrokerProcess, certs: Certs) -> None:
+    """Read as a request size, the ClientHello's first bytes exceed socket.request.max.bytes:
+    closed and logged (Kafka's InvalidReceiveException), others still served."""
+    ctx = ssl.create_default_context(cafile=str(certs.ca))
+    with pytest.raises((ssl.SSLError, ConnectionError, OSError)):
+        with socket.create_connection(("127.0.0.1", broker.port), timeout=10) as raw:
+            ctx.wrap_socket(raw, server_hostname="127.0.0.1")
+    assert re.search(r"closing connection from 127\.0\.0\.1:\d+: frame of \d+ bytes exceeds "
+                     r"socket\.request\.max\.bytes", broker.log_tail(50))
+    assert _served_quickly(broker) < 5
