@@ -378,6 +378,20 @@ def test_controller_mutation_rate(broker: BrokerProcess) -> None:
         resp = _create(w, 5, {f"mut-{tag}-old": 4})  # permissive: done, 2 credits under
         assert [t.error_code for t in resp.topics] == [0]
         assert 0.8 <= resp.throttle_time.total_seconds() <= 1.0
+    # librdkafka (CreateTopics v4: permissive): created, its throttle_cb told the throttle
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    assert _alter(broker, [(_entity(client_id="rdkafka-mutator"),
+                            {"controller_mutation_rate": 2.0})]) == [(ErrorCode.none, None)]
+    throttles = _Throttles()
+    admin = AdminClient({"bootstrap.servers": _client_bootstrap(broker),
+                         "client.id": "rdkafka-mutator", "throttle_cb": throttles})
+    (f,) = admin.create_topics([NewTopic(f"mut-{tag}-rd", 6, 1)]).values()
+    f.result(20)
+    deadline = time.monotonic() + 5
+    while not throttles.times and time.monotonic() < deadline:
+        admin.poll(0.1)
+    assert throttles.times and 1.5 <= max(throttles.times) <= 2.0, throttles.times
     with WireClient(_client_bootstrap(broker), client_id=b"free") as w:  # no quota
         resp = _create(w, 7, {f"mut-{tag}-free": 8})
         assert [t.error_code for t in resp.topics] == [0] and resp.throttle_time.seconds == 0
