@@ -154,7 +154,9 @@ class Broker:
         exempt = (config.inter_broker_listener_name
                   if len({li.name for li in config.listeners}) > 1 else None)
         self.quotas = QuotaManager(config["quota.window.num"],
-                                   config["quota.window.size.seconds"], exempt)
+                                   config["quota.window.size.seconds"], exempt,
+                                   (config["controller.quota.window.num"],
+                                    config["controller.quota.window.size.seconds"]))
         self.store.add_client_quota_listener(self.quotas.update)
         self.txn_verifier = TxnPartitionVerifier(
             self.store, self.broker_id, config["transaction.state.log.num.partitions"])

@@ -26,6 +26,7 @@ from protocol.registry import ApiRegistry
 from . import metrics
 from .context import BrokerServices, RequestContext
 from .quotas import (
+    CONTROLLER_MUTATION_APIS,
     FETCH_KEY,
     PRODUCE_KEY,
     ClientQuotas,
@@ -119,25 +120,37 @@ class Dispatcher:
             request_throttle = 0
             if timed is not None and not (api_key == PRODUCE_KEY and result is None):
                 request_throttle = quotas.record_request_time(client, timed.seconds)
+            # the bandwidth quota's throttle time, if any, and its sensor
+            bandwidth_throttle, bandwidth = 0, None
             if api_key == PRODUCE_KEY:
-                throttle = max(quotas.record_produce(client, len(raw)), request_throttle)
+                bandwidth_throttle = quotas.record_produce(client, len(raw))
+                bandwidth = client.produce
             elif api_key == FETCH_KEY and result is not None:
-                fetch_throttle = 0
                 if client.fetch is not None:
                     encoded = encode_response(resp_type, result)  # its size is what counts
-                    fetch_throttle = quotas.record_fetch(
+                    bandwidth_throttle = quotas.record_fetch(
                         client, sum(len(b) for b in encoded[0]), request_throttle)
-                throttle = max(fetch_throttle, request_throttle)
-                if throttle > 0:  # throttled by either quota: no records (Kafka's answer)
-                    result, encoded = throttled_fetch_response(result, throttle), None
-            else:
-                throttle = request_throttle
+                    bandwidth = client.fetch
+                if max(bandwidth_throttle, request_throttle) > 0:
+                    # throttled by either quota: no records (Kafka's answer)
+                    result = throttled_fetch_response(
+                        result, max(bandwidth_throttle, request_throttle))
+                    encoded = None
+            throttle = max(bandwidth_throttle, request_throttle)
             if throttle > 0:
+                # Kafka's throttle-time metric of the quota that throttled (the larger one)
+                if bandwidth is not None and bandwidth_throttle > request_throttle:
+                    bandwidth.record_throttle(throttle)
+                elif client.request is not None:
+                    client.request.record_throttle(throttle)
                 conn.throttle_ms = throttle
                 if result is not None and "throttle_time" in result:
-                    result["throttle_time"] = throttle
+                    result["throttle_time"] = max(throttle, result["throttle_time"] or 0)
                 log.debug("%s v%d from %s (client %s, %s) throttled for %d ms", spec.name,
                           version, conn.peer, header.client_id, conn.principal, throttle)
+        if api_key in CONTROLLER_MUTATION_APIS and result is not None:
+            # the controller mutation quota's throttle (topic admin): the channel muted too
+            conn.throttle_ms = max(conn.throttle_ms, result.get("throttle_time") or 0)
         if result is None:
             if auth is not None and auth.failed:  # a failure Kafka answers by closing
                 raise CloseConnection(auth.failure or "authentication failed", None,

@@ -100,6 +100,28 @@ TXN_MARKER_TIME = Histogram(
     ["result"],
     buckets=(1, 2, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000, 30000, 60000),
 )
+AUTHENTICATIONS = Counter(
+    "kafka_server_socket_server_metrics_successful_authentication",
+    "Connections that completed authentication (a TLS handshake or a SASL exchange), by "
+    "listener (Kafka's successful-authentication-total).",
+    ["listener"],
+)
+FAILED_AUTHENTICATIONS = Counter(
+    "kafka_server_socket_server_metrics_failed_authentication",
+    "Connections that failed authentication (a failed TLS handshake or SASL exchange), by "
+    "listener (Kafka's failed-authentication-total).",
+    ["listener"],
+)
+REAUTHENTICATIONS = Counter(
+    "kafka_server_socket_server_metrics_successful_reauthentication",
+    "Successful SASL re-authentications (KIP-368), by listener.",
+    ["listener"],
+)
+FAILED_REAUTHENTICATIONS = Counter(
+    "kafka_server_socket_server_metrics_failed_reauthentication",
+    "Failed SASL re-authentications (KIP-368), by listener.",
+    ["listener"],
+)
 
 # Kafka's GroupState names, in the order of Kafka's NumGroups<State> gauges.
 _GROUP_STATE_GAUGES = {
@@ -146,6 +168,15 @@ def produced(topic: str, nbytes: int, records: int) -> None:
 
 def fetched(topic: str, nbytes: int) -> None:
     _topic_counters(topic)[2].inc(nbytes)
+
+
+def authentication(listener: str, succeeded: bool, reauthentication: bool = False) -> None:
+    """A connection's authentication (or KIP-368 re-authentication) ended."""
+    if reauthentication:
+        counter = REAUTHENTICATIONS if succeeded else FAILED_REAUTHENTICATIONS
+    else:
+        counter = AUTHENTICATIONS if succeeded else FAILED_AUTHENTICATIONS
+    counter.labels(listener).inc()
 
 
 def record_request(api: str, version: int, started: float) -> None:
@@ -202,7 +233,28 @@ def broker_gauges(broker: Any) -> list[GaugeMetricFamily]:
     out += _controller_gauges(broker)
     out += _group_gauges(broker)
     out += _transaction_gauges(broker)
+    out += _quota_gauges(broker)
     return out
+
+
+_QUOTA_METRIC_TYPES = {"producer_byte_rate": "produce", "consumer_byte_rate": "fetch",
+                       "request_percentage": "request"}
+
+
+def _quota_gauges(broker: Any) -> list[GaugeMetricFamily]:
+    """kafka.server:type=Produce|Fetch|Request,user=..,client-id=.. throttle-time: per quota
+    sensor, the average throttle time (ms) of its requests throttled in the quota window."""
+    quotas = getattr(broker, "quotas", None)
+    if quotas is None:
+        return []
+    gauges = {kind: _gauge(f"kafka_server_{kind}_throttle_time",
+                           f"Average throttle time (ms) of the {kind} requests throttled in "
+                           "the quota window, per quota sensor (user, client id).",
+                           ["user", "client_id"])
+              for kind in _QUOTA_METRIC_TYPES.values()}
+    for quota_type, user, client_id, value in quotas.throttle_times():
+        gauges[_QUOTA_METRIC_TYPES[quota_type]].add_metric([user, client_id], value)
+    return list(gauges.values())
 
 
 def _log_gauges(broker: Any) -> list[GaugeMetricFamily]:

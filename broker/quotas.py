@@ -22,13 +22,18 @@ all of the user's clients, a default client-id quota applies to each client id s
 Follower fetches and inter-broker requests are exempt, as are requests on the inter-broker
 listener when other listeners serve the clients. With no quota configured the dispatcher's
 cost is one attribute test.
+
+`controller_mutation_rate` (partitions created, added or deleted per second) is Kafka's
+ControllerMutationQuotaManager: a token bucket per sensor, checked by the topic admin handlers
+(MutationQuota) rather than the dispatcher.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Generator
+from collections import deque
+from collections.abc import Generator, Iterator
 from typing import Any
 
 from .metadata_store import QUOTA_CLIENT_ID, QUOTA_USER, QuotaEntity
@@ -36,7 +41,10 @@ from .metadata_store import QUOTA_CLIENT_ID, QUOTA_USER, QuotaEntity
 log = logging.getLogger(__name__)
 
 PRODUCE, FETCH, REQUEST = "producer_byte_rate", "consumer_byte_rate", "request_percentage"
+CONTROLLER_MUTATION = "controller_mutation_rate"
 PRODUCE_KEY, FETCH_KEY = 0, 1
+# CreateTopics, DeleteTopics, CreatePartitions: held to controller_mutation_rate
+CONTROLLER_MUTATION_APIS = frozenset({19, 20, 37})
 ENFORCED = (PRODUCE, FETCH, REQUEST)
 INT_MAX = 2**31 - 1
 _SENSOR_EXPIRY_MS = 3_600_000  # Kafka's InactiveSensorExpirationTimeSeconds
@@ -55,12 +63,15 @@ EXEMPT_APIS = frozenset({
 class Sensor:
     """Kafka's Sensor with one Rate (over a WindowedSum) and an upper-bound quota."""
 
-    __slots__ = ("bound", "window_ms", "num", "_samples", "_current", "last_record_ms")
+    __slots__ = ("bound", "window_ms", "num", "_samples", "_current", "last_record_ms",
+                 "_throttles")
 
     def __init__(self, bound: float, window_ms: int, num: int) -> None:
         self.bound = bound
         self.window_ms = window_ms
         self.num = num
+        # Kafka's throttle-time sensor of these tags: (when, ms) of each throttled request
+        self._throttles: deque[tuple[float, int]] = deque()
         # each sample: [start ms, last event ms, value]; num + 1 kept (Kafka's extra one
         # for the sample overlapping the window's start)
         self._samples: list[list[float]] = []
@@ -88,6 +99,24 @@ class Sensor:
         for sample in self._samples:
             if now_ms - sample[1] >= expire:
                 sample[0], sample[1], sample[2] = now_ms, now_ms, 0.0
+
+    def record_throttle(self, throttle_ms: int, now_ms: float | None = None) -> None:
+        """A request held to this quota was throttled for `throttle_ms`."""
+        now_ms = time.monotonic() * 1000 if now_ms is None else now_ms
+        self._throttles.append((now_ms, throttle_ms))
+        self._expire_throttles(now_ms)
+
+    def throttle_time_ms(self, now_ms: float) -> float:
+        """Kafka's throttle-time: the average throttle time of the requests throttled in the
+        quota's window (here 0 when none was)."""
+        self._expire_throttles(now_ms)
+        if not self._throttles:
+            return 0.0
+        return sum(ms for _, ms in self._throttles) / len(self._throttles)
+
+    def _expire_throttles(self, now_ms: float) -> None:
+        while self._throttles and now_ms - self._throttles[0][0] >= self.num * self.window_ms:
+            self._throttles.popleft()
 
     def window_size_ms(self, now_ms: float) -> float:
         """Rate.windowSize: the time since the oldest sample, at least num - 1 windows."""
@@ -136,11 +165,91 @@ _DEFAULT_KEY = "\0<default>"
 _Key = tuple[str | None, str | None]
 
 
+class TokenBucket:
+    """Kafka's TokenBucket stat, the controller mutation quota's: credits refill at `bound`
+    per second up to a burst of `num` windows' worth; a mutation takes its partitions' worth,
+    possibly going below zero. Starts full."""
+
+    __slots__ = ("bound", "burst", "tokens", "last_ms")
+
+    def __init__(self, bound: float, window_ms: int, num: int, now_ms: float) -> None:
+        self.bound = bound
+        self.burst = num * window_ms / 1000 * bound
+        self.tokens = self.burst
+        self.last_ms = now_ms
+
+    def measure(self, now_ms: float) -> float:
+        self.tokens = min(self.burst, self.tokens + self.bound * (now_ms - self.last_ms) / 1000)
+        self.last_ms = now_ms
+        return self.tokens
+
+    def record(self, value: float, now_ms: float) -> None:
+        self.tokens = min(self.burst, self.measure(now_ms) - value)
+
+    def throttle_ms(self, now_ms: float) -> int:
+        """Kafka's ControllerMutationQuotaManager.throttleTimeMs: how long until the credits
+        are back to zero (0 when not below)."""
+        tokens = self.measure(now_ms)
+        if tokens >= 0 or self.bound <= 0:
+            return 0 if tokens >= 0 else INT_MAX
+        return min(round(-tokens / self.bound * 1000), INT_MAX)
+
+
+class MutationQuota:
+    """One CreateTopics/CreatePartitions/DeleteTopics request's controller mutation quota
+    (Kafka's Strict- and PermissiveControllerMutationQuota). Strict (CreateTopics v6+,
+    CreatePartitions v3+, DeleteTopics v5+): a topic's mutation is refused with
+    THROTTLING_QUOTA_EXCEEDED while the credits are below zero. Permissive (older versions,
+    whose clients do not know that error): every mutation is done, the response is
+    throttled."""
+
+    __slots__ = ("_bucket", "strict", "_throttle_ms", "_throttled_at")
+
+    def __init__(self, bucket: TokenBucket | None, strict: bool) -> None:
+        self._bucket = bucket
+        self.strict = strict
+        self._throttle_ms = 0
+        self._throttled_at = 0.0
+
+    def exceeded(self) -> bool:
+        """Before a strict mutation: is the quota already exceeded (then refuse it)?"""
+        if self._bucket is None or not self.strict:
+            return False
+        now = time.monotonic() * 1000
+        throttle = self._bucket.throttle_ms(now)
+        if throttle > 0:
+            self._throttle_ms, self._throttled_at = throttle, now
+        return throttle > 0
+
+    def record(self, partitions: int) -> None:
+        """A mutation of this many partitions was done."""
+        if self._bucket is not None and partitions > 0:
+            self._bucket.record(partitions, time.monotonic() * 1000)
+
+    def throttle_ms(self) -> int:
+        """The request's throttle time: strict, that of its last refusal; permissive, how far
+        the quota is over now."""
+        if self._bucket is None:
+            return 0
+        now = time.monotonic() * 1000
+        if self.strict:  # less the time since (Kafka's AbstractControllerMutationQuota)
+            return max(0, round(self._throttle_ms - (now - self._throttled_at)))
+        return self._bucket.throttle_ms(now)
+
+
+_NO_MUTATION_QUOTA = MutationQuota(None, False)
+
+
 class QuotaManager:
     def __init__(self, window_num: int, window_size_s: int,
-                 exempt_listener: str | None = None) -> None:
+                 exempt_listener: str | None = None,
+                 controller_window: tuple[int, int] = (11, 1)) -> None:
         self.window_num = window_num
         self.window_ms = window_size_s * 1000
+        # controller.quota.window.num and .size.seconds (in ms)
+        self.controller_window = (controller_window[0], controller_window[1] * 1000)
+        self._mutation_limits: dict[_Key, float] = {}
+        self._buckets: dict[tuple[str, str], TokenBucket] = {}
         # the inter-broker listener, when it is not also a client listener
         self.exempt_listener = exempt_listener
         self.active = False  # any quota of an enforced type configured
@@ -159,6 +268,13 @@ class QuotaManager:
             for quota_type in ENFORCED:
                 if quota_type in config:
                     limits[quota_type][key] = config[quota_type]
+        mutation_limits: dict[_Key, float] = {}
+        for entity, config in quotas.items():
+            if CONTROLLER_MUTATION in config:
+                names = dict(entity)
+                mutation_limits[(_key_name(names, QUOTA_USER),
+                                 _key_name(names, QUOTA_CLIENT_ID))] = config[CONTROLLER_MUTATION]
+        self._mutation_limits = mutation_limits
         was_active, self._limits = self.active, limits
         self.active = any(limits.values())
         self._clients.clear()
@@ -204,6 +320,37 @@ class QuotaManager:
             del self._sensors[name]
         if idle:
             self._clients.clear()
+
+    def mutation_quota(self, listener: str, user: str, client_id: str | None,
+                       strict: bool) -> MutationQuota:
+        """The controller mutation quota (controller_mutation_rate, partitions per second)
+        one topic admin request is held to, resolved as the other quotas are."""
+        limits = self._mutation_limits
+        if not limits or listener == self.exempt_listener:
+            return _NO_MUTATION_QUOTA
+        tags = _metric_tags(limits, user, client_id or "")
+        bound = _limit(limits, *tags)
+        if bound is None:
+            return _NO_MUTATION_QUOTA
+        bucket = self._buckets.get(tags)
+        num, window_ms = self.controller_window
+        if bucket is None:
+            if len(self._buckets) > 100_000:
+                self._buckets.clear()
+            bucket = self._buckets[tags] = TokenBucket(bound, window_ms, num,
+                                                       time.monotonic() * 1000)
+        elif bucket.bound != bound:  # the quota changed: the credits kept, within the burst
+            bucket.measure(time.monotonic() * 1000)
+            bucket.bound, bucket.burst = bound, num * window_ms / 1000 * bound
+            bucket.tokens = min(bucket.tokens, bucket.burst)
+        return MutationQuota(bucket, strict)
+
+    def throttle_times(self) -> Iterator[tuple[str, str, str, float]]:
+        """(quota type, user, client id, throttle-time) of every live sensor, as Kafka's
+        kafka.server:type=Produce|Fetch|Request,user=..,client-id=.. throttle-time."""
+        now = time.monotonic() * 1000
+        for (quota_type, user, client_id), sensor in self._sensors.items():
+            yield quota_type, user, client_id, sensor.throttle_time_ms(now)
 
     # ---- enforcement -----------------------------------------------------------------------
     def applies(self, listener: str, api_key: int) -> bool:

@@ -20,6 +20,7 @@ from typing import Any
 
 from protocol.framing import FrameError, frame_size
 
+from . import metrics
 from .context import ANONYMOUS, KafkaPrincipal
 from .security.sasl import SaslConfig, SaslSession
 from .security.tls import subject_dn
@@ -293,10 +294,13 @@ class KafkaServer:
             # Kafka logs a failed handshake and closes: e.g. a plaintext client on a TLS port.
             log.info("Failed authentication with %s (SSL handshake failed on listener %s: %s)",
                      peer, endpoint.name, exc)
+            metrics.authentication(endpoint.name, succeeded=False)
             sock.close()
             return None
         writer = asyncio.StreamWriter(transport, protocol, reader, loop)
         principal = ANONYMOUS
+        if endpoint.sasl is None:  # SASL_SSL: counted when SASL completes (Kafka's count)
+            metrics.authentication(endpoint.name, succeeded=True)
         cert = transport.get_extra_info("peercert")
         if cert:
             principal = KafkaPrincipal("User", subject_dn(cert))

@@ -496,6 +496,11 @@ _TABLE: list[PropertyDef] = [
        "quotas (a client's rate is measured over them).", at_least(1), group=_G_SOCKET),
     _p("quota.window.size.seconds", I, 1, "The time span of each sample for client quotas.",
        at_least(1), group=_G_SOCKET),
+    _p("controller.quota.window.num", I, 11, "The number of samples of the controller "
+       "mutation quota (controller_mutation_rate): its burst is num x size x rate.",
+       at_least(1), group=_G_SOCKET),
+    _p("controller.quota.window.size.seconds", I, 1, "The time span of each sample of the "
+       "controller mutation quota.", at_least(1), group=_G_SOCKET),
     _p("queued.max.requests", I, 500, "Requests queued before reading pauses.", at_least(1),
        group=_G_SOCKET, ignored="each connection is handled one request at a time and there "
        "is no shared request queue to bound"),

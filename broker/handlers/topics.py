@@ -10,6 +10,7 @@ from config.topic import describe_topic_config
 from protocol.errors import ErrorCode
 
 from ..context import RequestContext
+from ..quotas import MutationQuota
 from ..security.authorizer import AclOperation, ResourceType
 from ..topic_admin import TopicError
 from .common import topic_name_by_id
@@ -28,6 +29,18 @@ if TYPE_CHECKING:
 ZERO_UUID = uuid.UUID(int=0)
 
 
+THROTTLED = "The throttling quota has been exceeded."
+
+
+def _mutation_quota(ctx: RequestContext, strict_since: int) -> MutationQuota:
+    """The request's controller mutation quota (controller_mutation_rate)."""
+    quotas = ctx.quotas
+    if quotas is None:
+        return MutationQuota(None, False)
+    return quotas.mutation_quota(ctx.listener, ctx.principal.name, ctx.client_id,
+                                 ctx.version >= strict_since)
+
+
 def _by_name(request: DeleteTopicsRequest) -> TypeIs[DeleteTopicsRequestByName]:
     """v1-5 name the topics; v6 gives names or topic ids."""
     return request.__version__ < 6
@@ -36,6 +49,7 @@ def _by_name(request: DeleteTopicsRequest) -> TypeIs[DeleteTopicsRequestByName]:
 async def handle_create_topics(ctx: RequestContext, request: CreateTopicsRequest) -> dict[str, Any]:
     admin = ctx.topics
     validate_only = request.validate_only
+    quota = _mutation_quota(ctx, strict_since=6)
     results = []
     seen: dict[str, int] = {}
     for t in request.topics:
@@ -57,6 +71,10 @@ async def handle_create_topics(ctx: RequestContext, request: CreateTopicsRequest
                        error_message="Authorization failed.")
             results.append(out)
             continue
+        if quota.exceeded():
+            out.update(error_code=ErrorCode.throttling_quota_exceeded, error_message=THROTTLED)
+            results.append(out)
+            continue
         try:
             assignments: dict[int, list[int]] = {
                 a.partition_index: list(a.broker_ids) for a in t.assignments
@@ -70,6 +88,7 @@ async def handle_create_topics(ctx: RequestContext, request: CreateTopicsRequest
                 configs,
                 validate_only=validate_only,
             )
+            quota.record(len(topic.partitions))  # validate_only too, as Kafka's controller
             out["topic_id"] = topic.topic_id
             if not ctx.authorize(AclOperation.DESCRIBE_CONFIGS, ResourceType.TOPIC, t.name,
                                  log_denied=False):
@@ -94,7 +113,7 @@ async def handle_create_topics(ctx: RequestContext, request: CreateTopicsRequest
         except TopicError as exc:
             out.update(error_code=exc.error_code, error_message=exc.message)
         results.append(out)
-    return {"throttle_time": 0, "topics": results}
+    return {"throttle_time": quota.throttle_ms(), "topics": results}
 
 
 async def handle_delete_topics(ctx: RequestContext, request: DeleteTopicsRequest) -> dict[str, Any]:
@@ -108,6 +127,7 @@ async def handle_delete_topics(ctx: RequestContext, request: DeleteTopicsRequest
     # As Kafka's ControllerApis.deleteTopics: a topic named twice (by name or by id), named by
     # both name and id, or by neither, is refused with INVALID_REQUEST and not deleted.
     counts = Counter(entries)
+    quota = _mutation_quota(ctx, strict_since=5)
     answered: set[tuple[str | None, uuid.UUID | None]] = set()
     for name, topic_id in entries:
         refusal = None
@@ -147,19 +167,25 @@ async def handle_delete_topics(ctx: RequestContext, request: DeleteTopicsRequest
                 out["topic_id"] = topic_id
             responses.append(out)
             continue
+        if quota.exceeded():
+            out.update(error_code=ErrorCode.throttling_quota_exceeded, error_message=THROTTLED)
+            responses.append(out)
+            continue
         try:
             topic = await ctx.topics.delete(name)
+            quota.record(len(topic.partitions))
             out["topic_id"] = topic.topic_id
         except TopicError as exc:
             out.update(error_code=exc.error_code, error_message=exc.message)
         responses.append(out)
-    return {"throttle_time": 0, "responses": responses}
+    return {"throttle_time": quota.throttle_ms(), "responses": responses}
 
 
 async def handle_create_partitions(
     ctx: RequestContext, request: CreatePartitionsRequest
 ) -> dict[str, Any]:
     admin = ctx.topics
+    quota = _mutation_quota(ctx, strict_since=3)
     results = []
     alterable = set(ctx.authorized(AclOperation.ALTER, ResourceType.TOPIC,
                                    {t.name for t in request.topics}))
@@ -170,13 +196,20 @@ async def handle_create_partitions(
                        error_message="The topic authorization is failed.")
             results.append(out)
             continue
+        if quota.exceeded():
+            out.update(error_code=ErrorCode.throttling_quota_exceeded, error_message=THROTTLED)
+            results.append(out)
+            continue
         try:
             assignments: list[list[int]] | None = (
                 [list(a.broker_ids) for a in t.assignments] if t.assignments else None
             )
+            current = ctx.store.topic(t.name)
+            before = len(current.partitions) if current is not None else t.count
             await admin.create_partitions(t.name, t.count, assignments, request.validate_only)
+            quota.record(t.count - before)
         except TopicError as exc:
             out.update(error_code=exc.error_code, error_message=exc.message)
         results.append(out)
-    return {"throttle_time": 0, "results": results}
+    return {"throttle_time": quota.throttle_ms(), "results": results}
 

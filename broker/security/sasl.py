@@ -26,6 +26,7 @@ from typing import Any
 from protocol.errors import ErrorCode, KafkaError
 from protocol.framing import API_VERSIONS_KEY
 
+from .. import metrics
 from ..context import KafkaPrincipal
 from .oauthbearer import MECHANISM as OAUTHBEARER
 from .oauthbearer import OAuthBearerError, OAuthBearerServer, Validator, unsecured_validator
@@ -178,6 +179,7 @@ class SaslSession:
         if mechanism not in enabled:
             self.state = "failed"
             self.failure = f"Unsupported SASL mechanism {mechanism}"
+            self._count(succeeded=False)
             return {"error_code": ErrorCode.unsupported_sasl_mechanism, "mechanisms": enabled}
         self.raw_tokens = version == 0
         self.state = "authenticate"
@@ -230,6 +232,7 @@ class SaslSession:
                 raise AuthenticationFailed(message)
             self.state = "complete"
             self.principal = principal
+            self._count(succeeded=True)
             log.info("SASL client %s on listener %s %s as %s (%s)", self.peer,
                      self.config.listener,
                      "re-authenticated" if self.reauthenticating else "authenticated",
@@ -277,5 +280,10 @@ class SaslSession:
     def _fail(self, message: str, logged: bool = False) -> None:
         self.state = "failed"
         self.failure = message
+        self._count(succeeded=False)
         if not logged:
             log.info("Failed authentication with %s (%s)", self.peer, message)
+
+    def _count(self, succeeded: bool) -> None:
+        """Kafka's successful-/failed-(re)authentication-total of the listener."""
+        metrics.authentication(self.config.listener, succeeded, self.reauthenticating)

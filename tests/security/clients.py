@@ -140,3 +140,125 @@ def sasl_settings(client: str, mechanism: str, user: str, password: str,
     elif ca:
         out["ssl_context"] = ssl.create_default_context(cafile=ca)
     return out
+
+
+def transactions(client: str, bootstrap: str, security: dict[str, Any]) -> list[bytes]:
+    """On a new topic: a transaction committed (with a group's offset sent to it), one aborted,
+    one committed ("end"); returns what a read_committed consumer of the same client reads
+    (b"committed", b"end" when all is well)."""
+    topic = f"sec-txn-{client}-{uuid.uuid4().hex[:8]}"
+    fn = {"kafka-python": _kafka_python_txn, "aiokafka": _aiokafka_txn,
+          "confluent-kafka": _confluent_txn}[client]
+    return fn(bootstrap, security, topic)
+
+
+def _kafka_python_txn(bootstrap: str, security: dict[str, Any], topic: str) -> list[bytes]:
+    from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+    from kafka.structs import OffsetAndMetadata
+
+    p = KafkaProducer(bootstrap_servers=bootstrap, transactional_id=f"{topic}-txn",
+                      request_timeout_ms=int(TIMEOUT * 1000), **security)
+    try:
+        p.init_transactions()
+        p.begin_transaction()
+        p.send(topic, b"committed", partition=0)
+        p.send_offsets_to_transaction(
+            {TopicPartition(topic, 0): OffsetAndMetadata(1, "", -1)}, f"{topic}-g")
+        p.commit_transaction()
+        p.begin_transaction()
+        p.send(topic, b"aborted", partition=0).get(TIMEOUT)
+        p.abort_transaction()
+        p.begin_transaction()
+        p.send(topic, b"end", partition=0)
+        p.commit_transaction()
+    finally:
+        p.close(timeout=5)
+    c = KafkaConsumer(bootstrap_servers=bootstrap, group_id=f"{topic}-g",
+                      isolation_level="read_committed", enable_auto_commit=False, **security)
+    tp = TopicPartition(topic, 0)
+    try:
+        assert c.committed(tp) == 1, "the transaction's offset"
+        c.assign([tp])
+        c.seek_to_beginning(tp)
+        got: list[bytes] = []
+        deadline = time.monotonic() + TIMEOUT
+        while b"end" not in got and time.monotonic() < deadline:
+            for batch in c.poll(timeout_ms=200).values():
+                got.extend(m.value for m in batch)
+        return got
+    finally:
+        c.close()
+
+
+def _aiokafka_txn(bootstrap: str, security: dict[str, Any], topic: str) -> list[bytes]:
+    from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
+
+    async def run() -> list[bytes]:
+        p = AIOKafkaProducer(bootstrap_servers=bootstrap, transactional_id=f"{topic}-txn",
+                             **security)
+        await p.start()
+        try:
+            async with p.transaction():
+                await p.send_and_wait(topic, b"committed", partition=0)
+                await p.send_offsets_to_transaction({TopicPartition(topic, 0): 1}, f"{topic}-g")
+            await p.begin_transaction()
+            await p.send_and_wait(topic, b"aborted", partition=0)
+            await p.abort_transaction()
+            async with p.transaction():
+                await p.send_and_wait(topic, b"end", partition=0)
+        finally:
+            await p.stop()
+        c = AIOKafkaConsumer(bootstrap_servers=bootstrap, group_id=f"{topic}-g",
+                             isolation_level="read_committed", enable_auto_commit=False,
+                             **security)
+        await c.start()
+        tp = TopicPartition(topic, 0)
+        try:
+            assert await c.committed(tp) == 1, "the transaction's offset"
+            c.assign([tp])
+            await c.seek_to_beginning(tp)
+            got: list[bytes] = []
+            while b"end" not in got:
+                for batch in (await c.getmany(timeout_ms=200)).values():
+                    got.extend(m.value for m in batch)
+            return got
+        finally:
+            await c.stop()
+
+    return asyncio.run(asyncio.wait_for(run(), TIMEOUT))
+
+
+def _confluent_txn(bootstrap: str, security: dict[str, Any], topic: str) -> list[bytes]:
+    from confluent_kafka import Consumer, Producer, TopicPartition
+
+    p = Producer({"bootstrap.servers": bootstrap, "transactional.id": f"{topic}-txn",
+                  **security})
+    p.init_transactions(TIMEOUT)
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"{topic}-g",
+                  "isolation.level": "read_committed", "enable.auto.commit": False,
+                  **security})
+    try:
+        p.begin_transaction()
+        p.produce(topic, b"committed", partition=0)
+        p.send_offsets_to_transaction([TopicPartition(topic, 0, 1)],
+                                      c.consumer_group_metadata(), TIMEOUT)
+        p.commit_transaction(TIMEOUT)
+        p.begin_transaction()
+        p.produce(topic, b"aborted", partition=0)
+        p.flush(TIMEOUT)
+        p.abort_transaction(TIMEOUT)
+        p.begin_transaction()
+        p.produce(topic, b"end", partition=0)
+        p.commit_transaction(TIMEOUT)
+        tp = TopicPartition(topic, 0)
+        assert c.committed([tp], TIMEOUT)[0].offset == 1, "the transaction's offset"
+        c.assign([TopicPartition(topic, 0, 0)])
+        got: list[bytes] = []
+        deadline = time.monotonic() + TIMEOUT
+        while b"end" not in got and time.monotonic() < deadline:
+            m = c.poll(0.2)
+            if m is not None and m.error() is None:
+                got.append(m.value())
+        return got
+    finally:
+        c.close()

@@ -29,7 +29,7 @@ EXACT, DEFAULT, SPECIFIED = 0, 1, 2
 
 @pytest.fixture(scope="module")
 def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
-    plain, client, sasl = free_port(), free_port(), free_port()
+    plain, client, sasl, metrics = free_port(), free_port(), free_port(), free_port()
     b = BrokerProcess(tmp_path_factory.mktemp("quotas") / "data", port=plain, name="quotas",
                       settings={
         "listeners": f"PLAINTEXT://127.0.0.1:{plain},CLIENT://127.0.0.1:{client},"
@@ -39,8 +39,11 @@ def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
         "sasl.enabled.mechanisms": "PLAIN",
         "listener.name.sasl_plaintext.plain.sasl.jaas.config": JAAS,
         "quota.window.num": 2,
+        "controller.quota.window.num": 1,  # a burst of one second's worth
+        "metrics.port": metrics,
     })
     b.client_port, b.sasl_port = client, sasl  # type: ignore[attr-defined]
+    b.metrics_port = metrics  # type: ignore[attr-defined]
     b.start()
     try:
         yield b
@@ -141,7 +144,7 @@ class _Throttles:
         self.times: list[float] = []
 
     def __call__(self, event: Any) -> None:
-        self.times.append(event.throttle_time)
+        self.times.append(event.throttle_time)  # seconds
 
 
 def _producer(bootstrap: str, client_id: str, throttles: _Throttles,
@@ -199,6 +202,25 @@ def test_producer_held_to_its_client_id_quota(broker: BrokerProcess) -> None:
     # a client without a quota is never throttled, and is not held to the other's rate
     assert free_throttles.times == []
     assert sum(n for _, n in free_acked) > 2 * quota * 1.2
+
+
+def test_throttle_time_metric(broker: BrokerProcess) -> None:
+    """kafka.server:type=Produce,user=,client-id=metered throttle-time on /metrics: the
+    average throttle time of the client's throttled requests."""
+    import urllib.request
+
+    assert _alter(broker, [(_entity(client_id="metered"),
+                            {"producer_byte_rate": 20_000.0})]) == [(ErrorCode.none, None)]
+    throttles = _Throttles()
+    _produce_for(_producer(_client_bootstrap(broker), "metered", throttles),
+                 f"quota-{uuid.uuid4().hex[:8]}", 2.0, b"z" * 1000, [])
+    port = broker.metrics_port  # type: ignore[attr-defined]
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as resp:
+        text = resp.read().decode()
+    line = 'kafka_server_produce_throttle_time{client_id="metered",user=""} '
+    (value,) = [float(x[len(line):]) for x in text.splitlines() if x.startswith(line)]
+    most_ms = max(throttles.times) * 1000  # (librdkafka reports seconds)
+    assert throttles.times and 0 < value <= most_ms + 1, (value, throttles.times)
 
 
 def test_consumer_held_to_its_client_id_quota(broker: BrokerProcess) -> None:
@@ -321,3 +343,55 @@ def test_kafka_configs_sets_and_describes_quotas(broker: BrokerProcess) -> None:
             "--delete-config", "request_percentage")
     out = configs("--describe", "--entity-type", "clients", "--entity-default")
     assert "request_percentage" not in out, out
+
+
+def _create(w: WireClient, version: int, topics: dict[str, int]) -> Any:
+    return w.call(19, version, {"timeout": 10000, "topics": [
+        {"name": n, "num_partitions": p, "replication_factor": 1} for n, p in topics.items()]})
+
+
+def test_controller_mutation_rate(broker: BrokerProcess) -> None:
+    """controller_mutation_rate, partitions per second (Kafka's token bucket, a burst of one
+    window here): CreateTopics v6+, CreatePartitions v3+ and DeleteTopics v5+ refuse a topic with
+    THROTTLING_QUOTA_EXCEEDED while the quota is exceeded; older versions mutate and are
+    throttled. Either way the response's throttle time is how long until the quota is back
+    under, and the connection is muted that long."""
+    throttled = ErrorCode.throttling_quota_exceeded
+    assert _alter(broker, [(_entity(client_id=c), {"controller_mutation_rate": 2.0})
+                           for c in ("mutator", "old-mutator")]) == [(ErrorCode.none, None)] * 2
+    tag = uuid.uuid4().hex[:6]
+    a, b, c = (f"mut-{tag}-{x}" for x in "abc")
+    with WireClient(_client_bootstrap(broker), client_id=b"mutator") as w:
+        resp = _create(w, 7, {a: 1, b: 2, c: 1})  # 2 credits: a (1 left), b (-1 left), c refused
+        assert [(t.name, t.error_code) for t in resp.topics] == [(a, 0), (b, 0), (c, throttled)]
+        assert resp.topics[2].error_message == "The throttling quota has been exceeded."
+        throttle = resp.throttle_time.total_seconds()
+        assert 0.35 <= throttle <= 0.5, throttle  # 1 credit under at 2 per second
+        started = time.monotonic()  # the connection is muted for the throttle time
+        resp = w.call(37, 3, {"timeout": 10000, "topics": [{"name": a, "count": 3}]})
+        assert time.monotonic() - started >= throttle * 0.8
+        assert [r.error_code for r in resp.results] == [0]  # back under: allowed, -1 left
+        resp = w.call(20, 5, {"timeout": 10000, "topic_names": [b]})
+        assert [r.error_code for r in resp.responses] == [throttled]
+        assert resp.throttle_time.total_seconds() > 0
+    with WireClient(_client_bootstrap(broker), client_id=b"old-mutator") as w:
+        resp = _create(w, 5, {f"mut-{tag}-old": 4})  # permissive: done, 2 credits under
+        assert [t.error_code for t in resp.topics] == [0]
+        assert 0.8 <= resp.throttle_time.total_seconds() <= 1.0
+    # librdkafka (CreateTopics v4: permissive): created, its throttle_cb told the throttle
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    assert _alter(broker, [(_entity(client_id="rdkafka-mutator"),
+                            {"controller_mutation_rate": 2.0})]) == [(ErrorCode.none, None)]
+    throttles = _Throttles()
+    admin = AdminClient({"bootstrap.servers": _client_bootstrap(broker),
+                         "client.id": "rdkafka-mutator", "throttle_cb": throttles})
+    (f,) = admin.create_topics([NewTopic(f"mut-{tag}-rd", 6, 1)]).values()
+    f.result(20)
+    deadline = time.monotonic() + 5
+    while not throttles.times and time.monotonic() < deadline:
+        admin.poll(0.1)
+    assert throttles.times and 1.5 <= max(throttles.times) <= 2.0, throttles.times
+    with WireClient(_client_bootstrap(broker), client_id=b"free") as w:  # no quota
+        resp = _create(w, 7, {f"mut-{tag}-free": 8})
+        assert [t.error_code for t in resp.topics] == [0] and resp.throttle_time.seconds == 0

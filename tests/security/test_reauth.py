@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.protocol.wire import WireClient
+from tests.security.test_auth_failures import counters
 from tests.support.broker import BrokerProcess, free_port
 from tests.support.java import compile_java, run_java_tool
 
@@ -25,7 +26,7 @@ SRC = Path(__file__).parent / "java" / "SecureClient.java"
 
 @pytest.fixture(scope="module")
 def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
-    plain, sasl = free_port(), free_port()
+    plain, sasl, metrics = free_port(), free_port(), free_port()
     b = BrokerProcess(tmp_path_factory.mktemp("reauth") / "data", port=plain, name="reauth",
                       settings={
         "listeners": f"PLAINTEXT://127.0.0.1:{plain},SASL_PLAINTEXT://127.0.0.1:{sasl}",
@@ -33,8 +34,9 @@ def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
         "listener.name.sasl_plaintext.plain.connections.max.reauth.ms": LIFETIME_MS,
         "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256",
         "num.partitions": 1,
+        "metrics.port": metrics,
     })
-    b.sasl_port = sasl  # type: ignore[attr-defined]
+    b.sasl_port, b.metrics_port = sasl, metrics  # type: ignore[attr-defined]
     b.start()
     try:
         yield b
@@ -55,11 +57,15 @@ def metadata(w: WireClient) -> int:
 
 def test_reauthentication_keeps_the_connection_and_expiry_closes_it(broker: BrokerProcess
                                                                     ) -> None:
+    before = counters(broker)
     with WireClient(f"127.0.0.1:{broker.sasl_port}") as w:  # type: ignore[attr-defined]
         assert login(w, "alice") == (0, None, LIFETIME_MS)
         assert metadata(w) == 1
         time.sleep(1.2)
         assert login(w, "alice") == (0, None, LIFETIME_MS)  # re-authenticated
+        key = "kafka_server_socket_server_metrics_successful_reauthentication_total"
+        assert counters(broker)[f"{key}:SASL_PLAINTEXT"] == \
+            before.get(f"{key}:SASL_PLAINTEXT", 0) + 1
         assert metadata(w) == 1
         # Once a second at most: this handshake is an ordinary (illegal) request.
         assert w.call(17, 1, {"mechanism": "PLAIN"}).error_code == 34  # ILLEGAL_SASL_STATE
