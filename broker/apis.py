@@ -56,8 +56,8 @@ def build_registry() -> ApiRegistry[RequestContext]:
     r.register(51, "AlterUserScramCredentials", (0, 0),
                scram_credentials.handle_alter_user_scram_credentials)
     # group coordinator (coordinator/group): classic groups and committed offsets
-    r.register(8, "OffsetCommit", (2, 9), offsets_commit.handle_offset_commit)
-    r.register(9, "OffsetFetch", (1, 9), offsets_commit.handle_offset_fetch)
+    r.register(8, "OffsetCommit", (2, 10), offsets_commit.handle_offset_commit)
+    r.register(9, "OffsetFetch", (1, 10), offsets_commit.handle_offset_fetch)
     r.register(10, "FindCoordinator", (0, 6), find_coordinator.handle_find_coordinator)
     r.register(11, "JoinGroup", (0, 9), groups.handle_join_group)
     r.register(12, "Heartbeat", (0, 4), groups.handle_heartbeat)

@@ -188,6 +188,7 @@ import kio.schema.offset_commit.v6.request as offset_commit_v6
 import kio.schema.offset_commit.v7.request as offset_commit_v7
 import kio.schema.offset_commit.v8.request as offset_commit_v8
 import kio.schema.offset_commit.v9.request as offset_commit_v9
+import kio.schema.offset_commit.v10.request as offset_commit_v10
 import kio.schema.offset_delete.v0.request as offset_delete_v0
 import kio.schema.offset_fetch.v1.request as offset_fetch_v1
 import kio.schema.offset_fetch.v2.request as offset_fetch_v2
@@ -198,6 +199,7 @@ import kio.schema.offset_fetch.v6.request as offset_fetch_v6
 import kio.schema.offset_fetch.v7.request as offset_fetch_v7
 import kio.schema.offset_fetch.v8.request as offset_fetch_v8
 import kio.schema.offset_fetch.v9.request as offset_fetch_v9
+import kio.schema.offset_fetch.v10.request as offset_fetch_v10
 import kio.schema.offset_for_leader_epoch.v2.request as offset_for_leader_epoch_v2
 import kio.schema.offset_for_leader_epoch.v3.request as offset_for_leader_epoch_v3
 import kio.schema.offset_for_leader_epoch.v4.request as offset_for_leader_epoch_v4
@@ -406,6 +408,7 @@ OffsetCommitRequest: TypeAlias = (
     | offset_commit_v4.OffsetCommitRequest | offset_commit_v5.OffsetCommitRequest
     | offset_commit_v6.OffsetCommitRequest | offset_commit_v7.OffsetCommitRequest
     | offset_commit_v8.OffsetCommitRequest | offset_commit_v9.OffsetCommitRequest
+    | offset_commit_v10.OffsetCommitRequest
 )
 OffsetDeleteRequest: TypeAlias = offset_delete_v0.OffsetDeleteRequest
 OffsetFetchRequest: TypeAlias = (
@@ -413,7 +416,7 @@ OffsetFetchRequest: TypeAlias = (
     | offset_fetch_v3.OffsetFetchRequest | offset_fetch_v4.OffsetFetchRequest
     | offset_fetch_v5.OffsetFetchRequest | offset_fetch_v6.OffsetFetchRequest
     | offset_fetch_v7.OffsetFetchRequest | offset_fetch_v8.OffsetFetchRequest
-    | offset_fetch_v9.OffsetFetchRequest
+    | offset_fetch_v9.OffsetFetchRequest | offset_fetch_v10.OffsetFetchRequest
 )
 OffsetForLeaderEpochRequest: TypeAlias = (
     offset_for_leader_epoch_v2.OffsetForLeaderEpochRequest
@@ -478,4 +481,5 @@ LeaveGroupRequestBatched: TypeAlias = (
 )
 OffsetFetchRequestBatched: TypeAlias = (
     offset_fetch_v8.OffsetFetchRequest | offset_fetch_v9.OffsetFetchRequest
+    | offset_fetch_v10.OffsetFetchRequest
 )
