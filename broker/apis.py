@@ -39,7 +39,7 @@ from .handlers.api_versions import make_handler
 def build_registry() -> ApiRegistry[RequestContext]:
     r = ApiRegistry[RequestContext]()
     # Produce: accept v3+ (magic 2 only), advertise from v0 like Kafka 4 (KAFKA-18659).
-    r.register(0, "Produce", (3, 12), produce.handle_produce, advertised_min=0)
+    r.register(0, "Produce", (3, 13), produce.handle_produce, advertised_min=0)
     r.register(1, "Fetch", (4, 17), fetch.handle_fetch)
     r.register(2, "ListOffsets", (1, 11), offsets.handle_list_offsets)
     r.register(3, "Metadata", (0, 13), metadata.handle_metadata)

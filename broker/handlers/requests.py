@@ -213,6 +213,7 @@ import kio.schema.produce.v9.request as produce_v9
 import kio.schema.produce.v10.request as produce_v10
 import kio.schema.produce.v11.request as produce_v11
 import kio.schema.produce.v12.request as produce_v12
+import kio.schema.produce.v13.request as produce_v13
 import kio.schema.sasl_authenticate.v0.request as sasl_authenticate_v0
 import kio.schema.sasl_authenticate.v1.request as sasl_authenticate_v1
 import kio.schema.sasl_authenticate.v2.request as sasl_authenticate_v2
@@ -427,7 +428,7 @@ ProduceRequest: TypeAlias = (
     produce_v3.ProduceRequest | produce_v4.ProduceRequest | produce_v5.ProduceRequest
     | produce_v6.ProduceRequest | produce_v7.ProduceRequest | produce_v8.ProduceRequest
     | produce_v9.ProduceRequest | produce_v10.ProduceRequest | produce_v11.ProduceRequest
-    | produce_v12.ProduceRequest
+    | produce_v12.ProduceRequest | produce_v13.ProduceRequest
 )
 SaslAuthenticateRequest: TypeAlias = (
     sasl_authenticate_v0.SaslAuthenticateRequest | sasl_authenticate_v1.SaslAuthenticateRequest

@@ -1,6 +1,6 @@
-"""OffsetCommit v10 and OffsetFetch v10 (topics by id, KIP-848): over the wire, and the Java
-4.x consumer with group.protocol=consumer, which uses them once advertised (its classic
-consumer stays on v9, by name)."""
+"""Requests with topics by id: Produce v13 (KIP-516), OffsetCommit v10 and OffsetFetch v10
+(KIP-848). Over the wire, and with the Java 4.x clients, which use them once advertised (the
+producer; the consumer with group.protocol=consumer, its classic consumer stays on v9)."""
 
 from __future__ import annotations
 
@@ -11,13 +11,14 @@ import uuid
 import pytest
 
 from protocol.errors import ErrorCode
+from protocol.records import build_batch
 from tests.groups.clients import FAST, create_topic, produce
 from tests.support.broker import free_port
 from tests.support.java import JAVA_SRC, compile_java, run_java_tool
 
 from .wire import WireClient
 
-COMMIT, OFFSET_FETCH, FIND_COORDINATOR, CREATE_TOPICS, DELETE_TOPICS = 8, 9, 10, 19, 20
+PRODUCE, COMMIT, OFFSET_FETCH, FIND_COORDINATOR, CREATE_TOPICS, DELETE_TOPICS = 0, 8, 9, 10, 19, 20
 
 
 def _coordinator_ready(c: WireClient, group: str) -> None:
@@ -122,3 +123,42 @@ def test_java_consumer_commits_and_resumes_by_topic_id(broker_factory, unique_to
     assert sorted(resume(4)) == [f"v{i}" for i in range(10, 14)]
     commits, fetches = (requests_by_version(port, api) for api in ("OffsetCommit", "OffsetFetch"))
     assert set(commits) == {10} and set(fetches) == {10}, (commits, fetches)
+
+
+def _produce(c: WireClient, version: int, topic: str | uuid.UUID, value: bytes,
+             partition: int = 1):
+    key = "topic_id" if version >= 13 else "name"
+    resp = c.call(PRODUCE, version, {"acks": -1, "timeout": 5000, "transactional_id": None,
+                                     "topic_data": [{key: topic, "partition_data": [
+                                         {"index": partition, "records": build_batch(
+                                             [(None, value, [], 1000)])}]}]})
+    (t,) = resp.responses
+    (p,) = t.partition_responses
+    return getattr(t, key), p.error_code, p.base_offset
+
+
+def test_produce_by_topic_id(shared_broker, unique_topic):
+    stranger = uuid.uuid4()
+    with WireClient(shared_broker.bootstrap) as c:
+        tid = _create(c, unique_topic, 2)
+        assert _produce(c, 13, tid, b"a") == (tid, ErrorCode.none, 0)
+        assert _produce(c, 13, tid, b"b") == (tid, ErrorCode.none, 1)
+        assert _produce(c, 12, unique_topic, b"c") == (unique_topic, ErrorCode.none, 2)
+        assert _produce(c, 13, stranger, b"x") == (stranger, ErrorCode.unknown_topic_id, -1)
+
+
+@pytest.mark.timeout(200)
+def test_java_producer_uses_topic_ids(broker_factory, unique_topic):
+    port = free_port()
+    b = broker_factory(settings={"metrics.port": port}).bootstrap
+    create_topic(b, unique_topic, 2)
+    res = run_java_tool("org.apache.kafka.tools.ProducerPerformance", [
+        "--topic", unique_topic, "--num-records", "200", "--record-size", "50",
+        "--throughput", "-1", "--producer-props", f"bootstrap.servers={b}", "acks=all"],
+        timeout=150)
+    assert not res.timed_out and res.returncode == 0, res.describe()
+    produced = requests_by_version(port, "Produce")
+    assert set(produced) == {13}, produced
+    with WireClient(b) as c:  # all 200 records are in the log
+        ends = [_produce(c, 12, unique_topic, b"end", p)[2] for p in (0, 1)]
+    assert sum(ends) == 200, ends
