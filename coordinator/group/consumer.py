@@ -82,6 +82,10 @@ class ConsumerMember:
     state: MemberState = MemberState.STABLE
     assigned: Assignment = field(default_factory=dict)
     pending_revocation: Assignment = field(default_factory=dict)
+    # a member of the classic protocol (JoinGroup/SyncGroup/Heartbeat) in a consumer group,
+    # after an online upgrade: its session timeout and its (name, metadata) protocols
+    classic_session_ms: int = -1
+    classic_protocols: list[tuple[str, bytes]] | None = None
     session_timer: asyncio.TimerHandle | None = field(default=None, compare=False)
     rebalance_timer: asyncio.TimerHandle | None = field(default=None, compare=False)
 
