@@ -4,6 +4,7 @@ group.protocol=classic to consumer while they consume and commit."""
 
 from __future__ import annotations
 
+import re
 import time
 import uuid
 from collections import Counter
@@ -88,3 +89,70 @@ def test_rolling_upgrade_and_downgrade_while_consuming(broker_factory):
     # (c with a2, c3 with a2) and the members of the classic group again (a3 with c3)
     assert {"a2", "c"} <= readers(2) and {"a2", "c3"} <= readers(4), got
     assert {"a3", "c3"} <= readers(5), got
+
+
+CONSOLE = "org.apache.kafka.tools.consumer.ConsoleConsumer"
+GROUPS_CMD = "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand"
+
+
+@pytest.mark.timeout(280)
+def test_java_rolling_upgrade_and_downgrade(broker_factory, tmp_path):
+    """Java 4.x KafkaConsumers (ConsoleConsumer, auto-commit) restarted one at a time from
+    group.protocol=classic to consumer and back while records keep coming."""
+    from tests.support.java import JavaProcess, run_java_tool
+
+    broker = broker_factory(settings=SETTINGS)
+    b = broker.bootstrap
+    u = uuid.uuid4().hex[:8]
+    topic, group = f"jmig-{u}", f"jmig-group-{u}"
+    create_topic(b, topic, 4)
+    running: dict[str, JavaProcess] = {}
+    stopped: list[JavaProcess] = []
+    produced = 0
+
+    def values(*members: JavaProcess) -> list[str]:
+        return [line for p in (members or [*stopped, *running.values()])
+                for line in p.log_text().splitlines() if re.fullmatch(r"v\d+", line)]
+
+    def restart(old: str | None, new: str, protocol: str) -> None:
+        nonlocal produced
+        if old is not None:
+            p = running.pop(old)
+            assert p.stop() is not None, p.log_tail()  # closed (LeaveGroup), not killed
+            stopped.append(p)
+        props = ["group.protocol=" + protocol, "auto.offset.reset=earliest"]
+        if protocol == "classic":
+            props += ["session.timeout.ms=6000", "heartbeat.interval.ms=500"]
+        running[new] = JavaProcess(CONSOLE, [
+            "--bootstrap-server", b, "--topic", topic, "--group", group,
+            *[x for prop in props for x in ("--command-property", prop)]],
+            log_path=tmp_path / f"{new}.log", name=new).start()
+        # records keep coming until the new member has joined and read some
+        deadline = time.monotonic() + 60
+        while not values(running[new]) and time.monotonic() < deadline:
+            produce(b, topic, 4, 4, start=produced)
+            produced += 4
+            time.sleep(0.5)
+        while len(values()) < produced and time.monotonic() < deadline:
+            time.sleep(0.5)
+        assert len(values()) == produced, (values(), [p.log_tail() for p in running.values()])
+
+    try:
+        restart(None, "a", "classic")
+        restart(None, "c", "classic")
+        restart("a", "a2", "consumer")
+        # mixed: the consumer group lists the classic member and the consumer-protocol one
+        res = run_java_tool(GROUPS_CMD, ["--bootstrap-server", b, "--describe", "--group",
+                                         group, "--members"])
+        rows = [line.split() for line in res.stdout.splitlines() if line.startswith(group)]
+        assert res.returncode == 0 and len(rows) == 2, res.describe()
+        restart("c", "c2", "consumer")
+        restart("c2", "c3", "classic")
+        restart("a2", "a3", "classic")
+    finally:
+        for p in running.values():
+            p.stop()
+    log = broker.log_text()
+    assert "converted to a consumer group" in log and "converted to a classic group" in log
+    # nothing read twice after its commit, nothing skipped
+    assert Counter(values()) == Counter(f"v{i}" for i in range(produced))
