@@ -92,7 +92,8 @@ class ConsumerMember:
     def metadata_key(self) -> tuple[Any, ...]:
         return (self.instance_id, self.rack_id, self.client_id, self.client_host,
                 self.subscribed_topic_names, self.subscribed_topic_regex,
-                self.rebalance_timeout_ms, self.server_assignor)
+                self.rebalance_timeout_ms, self.server_assignor, self.classic_session_ms,
+                self.classic_protocols)
 
     def assignment_key(self) -> tuple[Any, ...]:
         return (self.member_epoch, self.previous_member_epoch, self.state, self.assigned,

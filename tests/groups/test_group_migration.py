@@ -156,3 +156,49 @@ def test_java_rolling_upgrade_and_downgrade(broker_factory, tmp_path):
     assert "converted to a consumer group" in log and "converted to a classic group" in log
     # nothing read twice after its commit, nothing skipped
     assert Counter(values()) == Counter(f"v{i}" for i in range(produced))
+
+
+def test_classic_member_survives_a_coordinator_restart_in_a_consumer_group(broker_factory):
+    """The classic member's protocols and session timeout are in its
+    ConsumerGroupMemberMetadata record (Kafka's ClassicMemberMetadata): reloaded, it is
+    still a classic member of the consumer group."""
+    from tests.groups.test_consumer_protocol_wire import CG_DESCRIBE, FIND, JOIN, SUB, _hb
+    from tests.protocol.wire import WireClient
+
+    heartbeat, sync = 12, 14
+    broker = broker_factory(settings=FAST)
+    group = f"mig-wire-{uuid.uuid4().hex[:8]}"
+    with WireClient(broker.bootstrap) as w:
+        assert w.call(19, 5, {"topics": [{"name": "t", "num_partitions": 4,
+                                          "replication_factor": 1, "assignments": [],
+                                          "configs": []}],
+                              "timeout_ms": 10_000, "validate_only": False}
+                      ).topics[0].error_code == 0
+        assert w.call(FIND, 3, {"key": group, "key_type": 0}).error_code == 0
+        j = w.call(JOIN, 3, {"group_id": group, "session_timeout": 30_000,
+                             "rebalance_timeout": 5000, "member_id": "",
+                             "protocol_type": "consumer",
+                             "protocols": [{"name": "range", "metadata": SUB}]})
+        assert j.error_code == 0, j
+        classic_id, generation = j.member_id, j.generation_id
+        s = w.call(sync, 3, {"group_id": group, "generation_id": generation,
+                             "member_id": classic_id, "assignments": [
+                                 {"member_id": classic_id, "assignment": b""}]})
+        assert s.error_code == 0, s
+        assert _hb(w, group, uuid.uuid4().hex, 0).error_code == 0  # converts the group
+    broker.stop()
+    broker.start()
+    with WireClient(broker.bootstrap) as w:
+        for _ in range(100):
+            d = w.call(CG_DESCRIBE, 1, {"group_ids": [group],
+                                        "include_authorized_operations": False}).groups[0]
+            if d.error_code != 14:  # COORDINATOR_LOAD_IN_PROGRESS
+                break
+            time.sleep(0.1)
+        assert d.error_code == 0, d
+        types = {m.member_id: m.member_type for m in d.members}
+        assert types.pop(classic_id) == 0 and list(types.values()) == [1], d
+        # the classic member goes on with its generation: asked to rejoin, not unknown
+        r = w.call(heartbeat, 3, {"group_id": group, "generation_id": generation,
+                                  "member_id": classic_id, "group_instance_id": None})
+        assert r.error_code == 27, r  # REBALANCE_IN_PROGRESS
