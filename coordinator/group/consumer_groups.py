@@ -611,6 +611,16 @@ class ConsumerGroups(GroupCoordinatorParts):
         try:
             if not member_id:
                 member_id = new_member_id()
+            static_id = group.static_members.get(instance_id) if instance_id else None
+            static = group.members.get(static_id) if static_id is not None else None
+            if static is not None and static.member_id != member_id:
+                # a static member back under a new member id takes the old one's place
+                # (Kafka's replaceMember): the old one counts as having left temporarily
+                group.update_member(static, replace(
+                    static, member_epoch=LEAVE_GROUP_STATIC_MEMBER_EPOCH,
+                    previous_member_epoch=static.member_epoch,
+                    session_timer=static.session_timer,
+                    rebalance_timer=static.rebalance_timer))
             existing = group.members.get(member_id)
             if existing is not None and existing.classic_protocols is None:
                 raise GroupError(ErrorCode.unknown_member_id)

@@ -202,3 +202,35 @@ def test_classic_member_survives_a_coordinator_restart_in_a_consumer_group(broke
         r = w.call(heartbeat, 3, {"group_id": group, "generation_id": generation,
                                   "member_id": classic_id, "group_instance_id": None})
         assert r.error_code == 27, r  # REBALANCE_IN_PROGRESS
+
+
+def test_static_classic_member_rejoins_a_consumer_group_under_a_new_id(broker_factory):
+    from tests.groups.test_consumer_protocol_wire import CG_DESCRIBE, FIND, JOIN, SUB, _hb
+    from tests.protocol.wire import WireClient
+
+    broker = broker_factory(settings=FAST)
+    group = f"mig-static-{uuid.uuid4().hex[:8]}"
+
+    def join(w, member_id=""):
+        return w.call(JOIN, 5, {"group_id": group, "session_timeout": 30_000,
+                                "rebalance_timeout": 5000, "member_id": member_id,
+                                "group_instance_id": "i1", "protocol_type": "consumer",
+                                "protocols": [{"name": "range", "metadata": SUB}]})
+
+    with WireClient(broker.bootstrap) as w:
+        assert w.call(19, 5, {"topics": [{"name": "t", "num_partitions": 4,
+                                          "replication_factor": 1, "assignments": [],
+                                          "configs": []}],
+                              "timeout_ms": 10_000, "validate_only": False}
+                      ).topics[0].error_code == 0
+        assert w.call(FIND, 3, {"key": group, "key_type": 0}).error_code == 0
+        assert _hb(w, group, uuid.uuid4().hex, 0).error_code == 0  # a consumer group
+        first = join(w)
+        assert first.error_code == 0, first
+        again = join(w)  # the same instance restarted: a new member id, the old one replaced
+        assert again.error_code == 0 and again.member_id != first.member_id, again
+        d = w.call(CG_DESCRIBE, 1, {"group_ids": [group],
+                                    "include_authorized_operations": False}).groups[0]
+        assert len(d.members) == 2 and {(m.instance_id, m.member_type) for m in d.members} == {
+            (None, 1), ("i1", 0)}, d
+        assert again.member_id in {m.member_id for m in d.members}, d
