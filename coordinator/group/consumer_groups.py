@@ -545,6 +545,10 @@ class ConsumerGroups(GroupCoordinatorParts):
             del self.consumer_groups[gid]
         log.info("consumer group %s (epoch %d, %d classic members) converted to a classic "
                  "group", gid, group.group_epoch, len(classic.members))
+        try:
+            self._store_group(classic)
+        except GroupError as exc:
+            log.warning("could not write the classic group %s: %s", gid, exc.error_code.name)
         for member in classic.members.values():
             self._schedule_heartbeat(classic, member, member.session_timeout_ms)
         self._prepare_rebalance(classic, "the group was converted to a classic group")

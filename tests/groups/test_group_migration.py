@@ -234,3 +234,49 @@ def test_static_classic_member_rejoins_a_consumer_group_under_a_new_id(broker_fa
         assert len(d.members) == 2 and {(m.instance_id, m.member_type) for m in d.members} == {
             (None, 1), ("i1", 0)}, d
         assert again.member_id in {m.member_id for m in d.members}, d
+
+
+def test_downgrade_is_written_as_a_classic_group(broker_factory):
+    """The last consumer-protocol member leaves: the classic group (its members and
+    assignments) is written at once, and survives a coordinator restart."""
+    from tests.groups.test_consumer_protocol_wire import FIND, JOIN, SUB, _hb
+    from tests.protocol.wire import WireClient
+
+    heartbeat, sync, describe = 12, 14, 15
+    broker = broker_factory(settings=FAST)
+    group = f"mig-down-{uuid.uuid4().hex[:8]}"
+    with WireClient(broker.bootstrap) as w:
+        assert w.call(19, 5, {"topics": [{"name": "t", "num_partitions": 4,
+                                          "replication_factor": 1, "assignments": [],
+                                          "configs": []}],
+                              "timeout_ms": 10_000, "validate_only": False}
+                      ).topics[0].error_code == 0
+        assert w.call(FIND, 3, {"key": group, "key_type": 0}).error_code == 0
+        j = w.call(JOIN, 3, {"group_id": group, "session_timeout": 30_000,
+                             "rebalance_timeout": 5000, "member_id": "",
+                             "protocol_type": "consumer",
+                             "protocols": [{"name": "range", "metadata": SUB}]})
+        classic_id = j.member_id
+        assert w.call(sync, 3, {"group_id": group, "generation_id": j.generation_id,
+                                "member_id": classic_id, "assignments": [
+                                    {"member_id": classic_id, "assignment": b""}]}
+                      ).error_code == 0
+        member = uuid.uuid4().hex
+        r = _hb(w, group, member, 0)
+        assert r.error_code == 0, r
+        assert _hb(w, group, member, -1, topics=None, owned=None).error_code == 0  # leaves
+        # a classic group again, rebalancing: the member is asked to rejoin
+        r = w.call(heartbeat, 3, {"group_id": group, "generation_id": j.generation_id,
+                                  "member_id": classic_id, "group_instance_id": None})
+        assert r.error_code == 27, r  # REBALANCE_IN_PROGRESS
+    broker.stop()
+    broker.start()
+    with WireClient(broker.bootstrap) as w:
+        for _ in range(100):
+            d = w.call(describe, 5, {"groups": [group],
+                                     "include_authorized_operations": False}).groups[0]
+            if d.error_code != 14:  # COORDINATOR_LOAD_IN_PROGRESS
+                break
+            time.sleep(0.1)
+        assert (d.error_code, d.protocol_type, d.protocol_data) == (0, "consumer", "range"), d
+        assert [m.member_id for m in d.members] == [classic_id], d
