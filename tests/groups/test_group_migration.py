@@ -280,3 +280,36 @@ def test_downgrade_is_written_as_a_classic_group(broker_factory):
             time.sleep(0.1)
         assert (d.error_code, d.protocol_type, d.protocol_data) == (0, "consumer", "range"), d
         assert [m.member_id for m in d.members] == [classic_id], d
+
+
+@pytest.mark.parametrize("policy", ["disabled", "downgrade", "upgrade"])
+def test_migration_policy(broker_factory, policy):
+    from tests.groups.test_consumer_protocol_wire import CG_DESCRIBE, FIND, JOIN, SUB, _hb
+    from tests.protocol.wire import WireClient
+
+    broker = broker_factory(settings=dict(FAST, **{"group.consumer.migration.policy": policy}))
+    group = f"mig-policy-{uuid.uuid4().hex[:8]}"
+    with WireClient(broker.bootstrap) as w:
+        assert w.call(19, 5, {"topics": [{"name": "t", "num_partitions": 4,
+                                          "replication_factor": 1, "assignments": [],
+                                          "configs": []}],
+                              "timeout_ms": 10_000, "validate_only": False}
+                      ).topics[0].error_code == 0
+        assert w.call(FIND, 3, {"key": group, "key_type": 0}).error_code == 0
+        j = w.call(JOIN, 3, {"group_id": group, "session_timeout": 30_000,
+                             "rebalance_timeout": 5000, "member_id": "",
+                             "protocol_type": "consumer",
+                             "protocols": [{"name": "range", "metadata": SUB}]})
+        assert j.error_code == 0, j
+        member = uuid.uuid4().hex
+        r = _hb(w, group, member, 0)
+        if policy != "upgrade":
+            assert r.error_code == 69, r  # GROUP_ID_NOT_FOUND: not upgraded
+            return
+        assert r.error_code == 0, r
+        assert _hb(w, group, member, -1, topics=None, owned=None).error_code == 0
+        # no downgrade: a consumer group with its classic member
+        d = w.call(CG_DESCRIBE, 1, {"group_ids": [group],
+                                    "include_authorized_operations": False}).groups[0]
+        assert d.error_code == 0 and [(m.member_id, m.member_type) for m in d.members] == [
+            (j.member_id, 0)], d
