@@ -274,6 +274,11 @@ def describe_consumer_record(k: bytes, value: bytes | None) -> tuple[str, str] |
                   "clientHost": m.client_host, "subscribedTopicNames": m.subscribed_topic_names,
                   "subscribedTopicRegex": m.subscribed_topic_regex,
                   "rebalanceTimeoutMs": m.rebalance_timeout_ms, "serverAssignor": m.server_assignor}
+            if m.classic_protocols is not None:
+                vd["classicMemberMetadata"] = {
+                    "sessionTimeoutMs": m.classic_session_ms,
+                    "supportedProtocols": [{"name": n, "metadata": f"<{len(md)} bytes>"}
+                                           for n, md in m.classic_protocols]}
         elif ck.type == TARGET_ASSIGNMENT_MEMBER:
             vd = {"topicPartitions": _assignment_json(decode_target_member(value))}
         elif ck.type == CURRENT_MEMBER_ASSIGNMENT:

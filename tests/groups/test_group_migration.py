@@ -164,6 +164,7 @@ def test_classic_member_survives_a_coordinator_restart_in_a_consumer_group(broke
     still a classic member of the consumer group."""
     from tests.groups.test_consumer_protocol_wire import CG_DESCRIBE, FIND, JOIN, SUB, _hb
     from tests.protocol.wire import WireClient
+    from tests.support.java import run_java_tool
 
     heartbeat, sync = 12, 14
     broker = broker_factory(settings=FAST)
@@ -187,6 +188,16 @@ def test_classic_member_survives_a_coordinator_restart_in_a_consumer_group(broke
         assert s.error_code == 0, s
         assert _hb(w, group, uuid.uuid4().hex, 0).error_code == 0  # converts the group
     broker.stop()
+    # Kafka's own decoder reads the classic member's metadata from the record
+    segments = [str(p) for p in sorted(broker.data_dir.glob("__consumer_offsets-*/*.log"))
+                if p.stat().st_size]
+    res = run_java_tool("org.apache.kafka.tools.DumpLogSegments",
+                        ["--offsets-decoder", "--print-data-log", "--files", *segments])
+    res.check()
+    members = [line for line in res.stdout.splitlines()
+               if f'"memberId":"{classic_id}"' in line and "classicMemberMetadata" in line]
+    assert members and '"classicMemberMetadata":{"sessionTimeoutMs":30000,' \
+        '"supportedProtocols":[{"name":"range"' in members[-1], res.describe()
     broker.start()
     with WireClient(broker.bootstrap) as w:
         for _ in range(100):
