@@ -40,7 +40,7 @@ from .handlers.api_versions import make_handler
 def build_registry() -> ApiRegistry[RequestContext]:
     r = ApiRegistry[RequestContext]()
     # Produce: accept v3+ (magic 2 only), advertise from v0 like Kafka 4 (KAFKA-18659).
-    r.register(0, "Produce", (3, 12), produce.handle_produce, advertised_min=0)
+    r.register(0, "Produce", (3, 13), produce.handle_produce, advertised_min=0)
     r.register(1, "Fetch", (4, 17), fetch.handle_fetch)
     r.register(2, "ListOffsets", (1, 11), offsets.handle_list_offsets)
     r.register(3, "Metadata", (0, 13), metadata.handle_metadata)
@@ -57,8 +57,8 @@ def build_registry() -> ApiRegistry[RequestContext]:
     r.register(51, "AlterUserScramCredentials", (0, 0),
                scram_credentials.handle_alter_user_scram_credentials)
     # group coordinator (coordinator/group): classic groups and committed offsets
-    r.register(8, "OffsetCommit", (2, 9), offsets_commit.handle_offset_commit)
-    r.register(9, "OffsetFetch", (1, 9), offsets_commit.handle_offset_fetch)
+    r.register(8, "OffsetCommit", (2, 10), offsets_commit.handle_offset_commit)
+    r.register(9, "OffsetFetch", (1, 10), offsets_commit.handle_offset_fetch)
     r.register(10, "FindCoordinator", (0, 6), find_coordinator.handle_find_coordinator)
     r.register(11, "JoinGroup", (0, 9), groups.handle_join_group)
     r.register(12, "Heartbeat", (0, 4), groups.handle_heartbeat)

@@ -654,6 +654,11 @@ _TABLE: list[PropertyDef] = [
                               "org.apache.kafka.coordinator.group.assignor.UniformAssignor",
                               "org.apache.kafka.coordinator.group.assignor.RangeAssignor")),
        group=_G_GROUP),
+    _p("group.consumer.migration.policy", S, "bidirectional",
+       "Online migration of a group with members between the classic and the consumer "
+       "protocol: upgrade (a classic group becomes a consumer group when a consumer-protocol "
+       "member joins), downgrade, bidirectional, or disabled.",
+       ValidString(("disabled", "upgrade", "downgrade", "bidirectional")), group=_G_GROUP),
     _p("group.consumer.max.size", I, INT_MAX, "Most members in one consumer group.",
        at_least(1), group=_G_GROUP),
     _p("group.consumer.session.timeout.ms", I, 45000, "Default consumer.session.timeout.ms "

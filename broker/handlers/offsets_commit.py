@@ -5,6 +5,8 @@ Thin: decode version differences, call `ctx.groups` (coordinator/group), shape t
 
 from __future__ import annotations
 
+import uuid
+from dataclasses import dataclass
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -34,20 +36,47 @@ def _batched(request: OffsetFetchRequest) -> TypeIs[OffsetFetchRequestBatched]:
     return request.__version__ >= 8
 
 
+@dataclass(frozen=True, slots=True)
+class _Topic:
+    """A topic of a commit: by name, or (OffsetCommit v10+) by id, resolved to its name
+    (None: an id this cluster does not know)."""
+
+    name: str | None
+    topic_id: uuid.UUID | None
+    partitions: tuple[Any, ...]
+
+
+def _topics(ctx: RequestContext,
+            request: OffsetCommitRequest | TxnOffsetCommitRequest) -> list[_Topic]:
+    out = []
+    for t in request.topics:
+        name: str | None = field(t, "name", None)
+        if name is not None:
+            out.append(_Topic(name, None, tuple(t.partitions)))
+            continue
+        # v10+ (KIP-848): topics by id only; an unknown (or zero) id has no name
+        topic_id: uuid.UUID | None = field(t, "topic_id", None)
+        out.append(_Topic(None if topic_id is None else ctx.store.topic_name_by_id(topic_id),
+                          topic_id, tuple(t.partitions)))
+    return out
+
+
 def _entries(
-    ctx: RequestContext, request: OffsetCommitRequest | TxnOffsetCommitRequest
+    ctx: RequestContext, topics: list[_Topic]
 ) -> tuple[list[OffsetCommitEntry], dict[tuple[str, int], int]]:
     """The entries to commit, and the error of each partition that does not exist.
 
     As Kafka's KafkaApis (every version of OffsetCommit and TxnOffsetCommit): a partition of
     an unknown topic, or beyond its topic's partition count, is answered
-    UNKNOWN_TOPIC_OR_PARTITION and not committed.
+    UNKNOWN_TOPIC_OR_PARTITION and not committed (UNKNOWN_TOPIC_ID for an unknown id, v10+).
     """
     entries: list[OffsetCommitEntry] = []
     unknown: dict[tuple[str, int], int] = {}
     readable = set(ctx.authorized(AclOperation.READ, ResourceType.TOPIC,
-                                  {t.name for t in request.topics}))
-    for t in request.topics:
+                                  {t.name for t in topics if t.name is not None}))
+    for t in topics:
+        if t.name is None:
+            continue  # answered UNKNOWN_TOPIC_ID by _topics_result
         state = ctx.store.topic(t.name)
         for p in t.partitions:
             if t.name not in readable:  # Kafka: READ on each topic
@@ -62,34 +91,37 @@ def _entries(
     return entries, unknown
 
 
-def _every_partition(request: OffsetCommitRequest | TxnOffsetCommitRequest,
-                     code: ErrorCode) -> dict[str, Any]:
+def _every_partition(topics: list[_Topic], code: ErrorCode) -> dict[str, Any]:
     """The answer of a commit refused whole (Kafka's getErrorResponse)."""
     errors: dict[tuple[str, int], int] = {
-        (t.name, p.partition_index): code for t in request.topics for p in t.partitions}
-    return {"throttle_time": 0, "topics": _topics_result(request, errors)}
+        (t.name, p.partition_index): code
+        for t in topics if t.name is not None for p in t.partitions}
+    return {"throttle_time": 0, "topics": _topics_result(topics, errors)}
 
 
 def _topics_result(
-    request: OffsetCommitRequest | TxnOffsetCommitRequest, errors: dict[tuple[str, int], int]
+    topics: list[_Topic], errors: dict[tuple[str, int], int]
 ) -> list[dict[str, Any]]:
     return [
-        {"name": t.name,
+        {"name": t.name or "",
+         "topic_id": t.topic_id,
          "partitions": [{"partition_index": p.partition_index,
-                         "error_code": errors.get((t.name, p.partition_index),
-                                                     ErrorCode.none)}
+                         "error_code": (ErrorCode.unknown_topic_id if t.name is None else
+                                        errors.get((t.name, p.partition_index),
+                                                   ErrorCode.none))}
                         for p in t.partitions]}
-        for t in request.topics
+        for t in topics
     ]
 
 
 async def handle_offset_commit(ctx: RequestContext, request: OffsetCommitRequest) -> dict[str, Any]:
     retention: timedelta | None = field(request, "retention_time", None)
+    topics = _topics(ctx, request)
     if not ctx.authorize(AclOperation.READ, ResourceType.GROUP, request.group_id):
-        return _every_partition(request, ErrorCode.group_authorization_failed)
-    entries, unknown = _entries(ctx, request)
+        return _every_partition(topics, ErrorCode.group_authorization_failed)
+    entries, unknown = _entries(ctx, topics)
     if not entries:  # Kafka answers without asking the coordinator
-        return {"throttle_time": 0, "topics": _topics_result(request, unknown)}
+        return {"throttle_time": 0, "topics": _topics_result(topics, unknown)}
     errors = await ctx.groups.commit_offsets(
         request.group_id,
         request.generation_id_or_member_epoch,
@@ -99,26 +131,27 @@ async def handle_offset_commit(ctx: RequestContext, request: OffsetCommitRequest
         version=ctx.version,
         retention_ms=millis(retention) if retention is not None else -1,
     )
-    return {"throttle_time": 0, "topics": _topics_result(request, {**errors, **unknown})}
+    return {"throttle_time": 0, "topics": _topics_result(topics, {**errors, **unknown})}
 
 
 async def handle_txn_offset_commit(
     ctx: RequestContext, request: TxnOffsetCommitRequest
 ) -> dict[str, Any]:
     # Kafka: WRITE on the transactional id, READ on the group, READ on each topic.
+    topics = _topics(ctx, request)
     if not ctx.authorize(AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID,
                          request.transactional_id):
-        return _every_partition(request, ErrorCode.transactional_id_authorization_failed)
+        return _every_partition(topics, ErrorCode.transactional_id_authorization_failed)
     if not ctx.authorize(AclOperation.READ, ResourceType.GROUP, request.group_id):
-        return _every_partition(request, ErrorCode.group_authorization_failed)
-    entries, unknown = _entries(ctx, request)
+        return _every_partition(topics, ErrorCode.group_authorization_failed)
+    entries, unknown = _entries(ctx, topics)
     if not entries:
-        return {"throttle_time": 0, "topics": _topics_result(request, unknown)}
+        return {"throttle_time": 0, "topics": _topics_result(topics, unknown)}
     if ctx.version >= 5:
         code = await add_offsets_partition(ctx, request.transactional_id, request.producer_id,
                                            request.producer_epoch, request.group_id)
         if code != ErrorCode.none:
-            return _every_partition(request, ErrorCode(code))
+            return _every_partition(topics, ErrorCode(code))
     errors = await ctx.groups.commit_offsets(
         request.group_id,
         field(request, "generation_id", -1),
@@ -129,7 +162,7 @@ async def handle_txn_offset_commit(
         producer_id=request.producer_id,
         producer_epoch=request.producer_epoch,
     )
-    return {"throttle_time": 0, "topics": _topics_result(request, {**errors, **unknown})}
+    return {"throttle_time": 0, "topics": _topics_result(topics, {**errors, **unknown})}
 
 
 def _fetch_group(ctx: RequestContext, group_id: str,
@@ -163,19 +196,51 @@ def _fetch_group(ctx: RequestContext, group_id: str,
     return ErrorCode.none, out
 
 
+def _with_topic_ids(ctx: RequestContext, topics: list[dict[str, Any]],
+                    unknown_ids: list[tuple[uuid.UUID | None, list[int]]]
+                    ) -> list[dict[str, Any]]:
+    """OffsetFetch v10+: each topic answered by its id (one deleted since its offsets were
+    committed has none and is left out), and each requested id this cluster does not know
+    answered UNKNOWN_TOPIC_ID."""
+    out = []
+    for t in topics:
+        state = ctx.store.topic(str(t["name"]))
+        if state is not None:
+            out.append({**t, "topic_id": state.topic_id})
+    out += [{"topic_id": topic_id, "partitions": [
+        {"partition_index": p, "committed_offset": -1, "committed_leader_epoch": -1,
+         "metadata": "", "error_code": ErrorCode.unknown_topic_id} for p in ps]}
+        for topic_id, ps in unknown_ids]
+    return out
+
+
 async def handle_offset_fetch(ctx: RequestContext, request: OffsetFetchRequest) -> dict[str, Any]:
     require_stable = bool(field(request, "require_stable", False))
     wanted: list[tuple[str, list[int]]] | None
     if _batched(request):
         groups = []
+        by_id = ctx.version >= 10  # KIP-848: topics by id only
         for g in request.groups:
-            wanted = None if g.topics is None else [
-                (t.name, list(t.partition_indexes)) for t in g.topics
-            ]
+            unknown_ids: list[tuple[uuid.UUID | None, list[int]]] = []
+            if g.topics is None:
+                wanted = None
+            elif by_id:
+                wanted = []
+                for t in g.topics:
+                    topic_id: uuid.UUID | None = field(t, "topic_id", None)
+                    name = None if topic_id is None else ctx.store.topic_name_by_id(topic_id)
+                    if name is None:
+                        unknown_ids.append((topic_id, list(t.partition_indexes)))
+                    else:
+                        wanted.append((name, list(t.partition_indexes)))
+            else:
+                wanted = [(field(t, "name", ""), list(t.partition_indexes)) for t in g.topics]
             # v9+: a consumer-protocol member says who it is (KIP-848)
             error, topics = _fetch_group(ctx, g.group_id, wanted, require_stable,
                                          field(g, "member_id", None),
                                          field(g, "member_epoch", -1))
+            if by_id and error == ErrorCode.none:
+                topics = _with_topic_ids(ctx, topics, unknown_ids)
             groups.append({"group_id": g.group_id, "error_code": error, "topics": topics})
         return {"throttle_time": 0, "groups": groups}
     wanted = None if request.topics is None else [

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import uuid
 from typing import TYPE_CHECKING, Any
 
 from protocol.errors import ErrorCode
@@ -20,7 +21,7 @@ from ..replica_manager import PartitionError
 from ..security.authorizer import AclOperation, ResourceType
 from ..server import CloseConnection
 from ..topic_admin import INTERNAL_TOPICS
-from .common import PARTITION_ERRORS, error_code_of
+from .common import PARTITION_ERRORS, error_code_of, field
 from .transactions import verify_transactional_produce, verify_with_remote_coordinator
 
 if TYPE_CHECKING:
@@ -51,21 +52,26 @@ async def handle_produce(ctx: RequestContext, request: ProduceRequest) -> dict[s
     txn_denied = ctx.authorizer is not None and _has_transactional_records(request) and not (
         transactional_id is not None
         and ctx.authorize(AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, transactional_id))
-    denied_topics = set() if ctx.authorizer is None else {t.name for t in request.topic_data} \
-        - set(ctx.authorized(AclOperation.WRITE, ResourceType.TOPIC,
-                             {t.name for t in request.topic_data}))
+    # v13+ (KIP-516): topics by id; an id this cluster does not know has no name
+    named = [(_topic_name(ctx, topic), topic) for topic in request.topic_data]
+    known = {name for name, _ in named if name is not None}
+    denied_topics = set() if ctx.authorizer is None else known \
+        - set(ctx.authorized(AclOperation.WRITE, ResourceType.TOPIC, known))
     verified = await verify_with_remote_coordinator(ctx, transactional_id, [
-        (topic.name, pdata.index, pdata.records)
-        for topic in request.topic_data if topic.name not in denied_topics
+        (name, pdata.index, pdata.records)
+        for name, topic in named if name is not None and name not in denied_topics
         for pdata in topic.partition_data
     ]) if transactional_id and not txn_denied else {}
-    for topic in request.topic_data:
+    for name, topic in named:
         partitions = []
         for pdata in topic.partition_data:
             record_errors: RecordErrors = []
             error_message: list[str] = []
-            refused = verified.get((topic.name, pdata.index), ErrorCode.none)
-            if txn_denied or topic.name in denied_topics:
+            refused = (ErrorCode.none if name is None
+                       else verified.get((name, pdata.index), ErrorCode.none))
+            if name is None:
+                code, base_offset, append_time, start, last = _failed(ErrorCode.unknown_topic_id)
+            elif txn_denied or name in denied_topics:
                 denied = (ErrorCode.transactional_id_authorization_failed if txn_denied
                           else ErrorCode.topic_authorization_failed)
                 code, base_offset, append_time, start, last = _failed(denied)
@@ -73,7 +79,7 @@ async def handle_produce(ctx: RequestContext, request: ProduceRequest) -> dict[s
                 code, base_offset, append_time, start, last = _failed(ErrorCode(refused))
             else:
                 code, base_offset, append_time, start, last = _append(
-                    ctx, acks, topic.name, pdata.index, pdata.records, transactional_id,
+                    ctx, acks, name, pdata.index, pdata.records, transactional_id,
                     record_errors, error_message,
                 )
             failed |= code != ErrorCode.none
@@ -87,11 +93,12 @@ async def handle_produce(ctx: RequestContext, request: ProduceRequest) -> dict[s
                 "error_message": error_message[0] if error_message else None,
             }
             partitions.append(out)
-            if code == ErrorCode.none and acks == -1:
-                partition = ctx.replicas.get(topic.name, pdata.index)
+            if code == ErrorCode.none and acks == -1 and name is not None:
+                partition = ctx.replicas.get(name, pdata.index)
                 if partition is not None and partition.high_watermark <= last:
                     waits.append((out, partition, last + 1))
-        responses.append({"name": topic.name, "partition_responses": partitions})
+        responses.append({"name": name or "", "topic_id": field(topic, "topic_id", None),
+                          "partition_responses": partitions})
     if waits:
         timeout_s = max(0.0, request.timeout.total_seconds())
         await _await_replication(waits, timeout_s)
@@ -100,6 +107,14 @@ async def handle_produce(ctx: RequestContext, request: ProduceRequest) -> dict[s
             raise CloseConnection("acks=0 produce failed")
         return None
     return {"responses": responses, "throttle_time": 0}
+
+
+def _topic_name(ctx: RequestContext, topic: object) -> str | None:
+    name: str | None = field(topic, "name", None)
+    if name is not None:
+        return name
+    topic_id: uuid.UUID | None = field(topic, "topic_id", None)
+    return None if topic_id is None else ctx.store.topic_name_by_id(topic_id)
 
 
 def _has_transactional_records(request: ProduceRequest) -> bool:

@@ -191,6 +191,7 @@ import kio.schema.offset_commit.v6.request as offset_commit_v6
 import kio.schema.offset_commit.v7.request as offset_commit_v7
 import kio.schema.offset_commit.v8.request as offset_commit_v8
 import kio.schema.offset_commit.v9.request as offset_commit_v9
+import kio.schema.offset_commit.v10.request as offset_commit_v10
 import kio.schema.offset_delete.v0.request as offset_delete_v0
 import kio.schema.offset_fetch.v1.request as offset_fetch_v1
 import kio.schema.offset_fetch.v2.request as offset_fetch_v2
@@ -201,6 +202,7 @@ import kio.schema.offset_fetch.v6.request as offset_fetch_v6
 import kio.schema.offset_fetch.v7.request as offset_fetch_v7
 import kio.schema.offset_fetch.v8.request as offset_fetch_v8
 import kio.schema.offset_fetch.v9.request as offset_fetch_v9
+import kio.schema.offset_fetch.v10.request as offset_fetch_v10
 import kio.schema.offset_for_leader_epoch.v2.request as offset_for_leader_epoch_v2
 import kio.schema.offset_for_leader_epoch.v3.request as offset_for_leader_epoch_v3
 import kio.schema.offset_for_leader_epoch.v4.request as offset_for_leader_epoch_v4
@@ -214,6 +216,7 @@ import kio.schema.produce.v9.request as produce_v9
 import kio.schema.produce.v10.request as produce_v10
 import kio.schema.produce.v11.request as produce_v11
 import kio.schema.produce.v12.request as produce_v12
+import kio.schema.produce.v13.request as produce_v13
 import kio.schema.sasl_authenticate.v0.request as sasl_authenticate_v0
 import kio.schema.sasl_authenticate.v1.request as sasl_authenticate_v1
 import kio.schema.sasl_authenticate.v2.request as sasl_authenticate_v2
@@ -416,6 +419,7 @@ OffsetCommitRequest: TypeAlias = (
     | offset_commit_v4.OffsetCommitRequest | offset_commit_v5.OffsetCommitRequest
     | offset_commit_v6.OffsetCommitRequest | offset_commit_v7.OffsetCommitRequest
     | offset_commit_v8.OffsetCommitRequest | offset_commit_v9.OffsetCommitRequest
+    | offset_commit_v10.OffsetCommitRequest
 )
 OffsetDeleteRequest: TypeAlias = offset_delete_v0.OffsetDeleteRequest
 OffsetFetchRequest: TypeAlias = (
@@ -423,7 +427,7 @@ OffsetFetchRequest: TypeAlias = (
     | offset_fetch_v3.OffsetFetchRequest | offset_fetch_v4.OffsetFetchRequest
     | offset_fetch_v5.OffsetFetchRequest | offset_fetch_v6.OffsetFetchRequest
     | offset_fetch_v7.OffsetFetchRequest | offset_fetch_v8.OffsetFetchRequest
-    | offset_fetch_v9.OffsetFetchRequest
+    | offset_fetch_v9.OffsetFetchRequest | offset_fetch_v10.OffsetFetchRequest
 )
 OffsetForLeaderEpochRequest: TypeAlias = (
     offset_for_leader_epoch_v2.OffsetForLeaderEpochRequest
@@ -434,7 +438,7 @@ ProduceRequest: TypeAlias = (
     produce_v3.ProduceRequest | produce_v4.ProduceRequest | produce_v5.ProduceRequest
     | produce_v6.ProduceRequest | produce_v7.ProduceRequest | produce_v8.ProduceRequest
     | produce_v9.ProduceRequest | produce_v10.ProduceRequest | produce_v11.ProduceRequest
-    | produce_v12.ProduceRequest
+    | produce_v12.ProduceRequest | produce_v13.ProduceRequest
 )
 SaslAuthenticateRequest: TypeAlias = (
     sasl_authenticate_v0.SaslAuthenticateRequest | sasl_authenticate_v1.SaslAuthenticateRequest
@@ -488,4 +492,5 @@ LeaveGroupRequestBatched: TypeAlias = (
 )
 OffsetFetchRequestBatched: TypeAlias = (
     offset_fetch_v8.OffsetFetchRequest | offset_fetch_v9.OffsetFetchRequest
+    | offset_fetch_v10.OffsetFetchRequest
 )

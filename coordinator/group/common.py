@@ -64,6 +64,7 @@ class GroupCoordinatorParts:
     consumer_max_size: int
     consumer_heartbeat_ms: int
     consumer_session_ms: int
+    migration_policy: str
     topics_view: TopicsView
     # state: the groups of the offsets partitions led (and loaded) here
     groups: dict[str, ClassicGroup]  # classic groups, and the offsets of every group
@@ -106,7 +107,34 @@ class GroupCoordinatorParts:
                                        member_epoch: int) -> None:
         raise NotImplementedError
 
+    async def classic_join_consumer_group(
+        self, group: ConsumerGroup, member_id: str, instance_id: str | None,
+        protocol_type: str, protocols: list[tuple[str, bytes]], session_timeout_ms: int,
+        rebalance_timeout_ms: int, client_id: str, client_host: str, version: int,
+    ) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def classic_sync_consumer_group(self, group: ConsumerGroup, generation: int,
+                                    member_id: str, instance_id: str | None,
+                                    protocol_type: str | None,
+                                    protocol_name: str | None) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def classic_heartbeat_consumer_group(self, group: ConsumerGroup, generation: int,
+                                         member_id: str, instance_id: str | None) -> ErrorCode:
+        raise NotImplementedError
+
+    def classic_leave_consumer_group(self, group: ConsumerGroup, member_id: str,
+                                     instance_id: str | None) -> ErrorCode:
+        raise NotImplementedError
+
     # ---- membership.py
+    def _cancel_timers(self, group: ClassicGroup) -> None:
+        raise NotImplementedError
+
+    def _prepare_rebalance(self, group: ClassicGroup, reason: str) -> None:
+        raise NotImplementedError
+
     def _validate_member(self, group: ClassicGroup, member_id: str,
                          instance_id: str | None) -> Member:
         raise NotImplementedError

@@ -82,13 +82,18 @@ class ConsumerMember:
     state: MemberState = MemberState.STABLE
     assigned: Assignment = field(default_factory=dict)
     pending_revocation: Assignment = field(default_factory=dict)
+    # a member of the classic protocol (JoinGroup/SyncGroup/Heartbeat) in a consumer group,
+    # after an online upgrade: its session timeout and its (name, metadata) protocols
+    classic_session_ms: int = -1
+    classic_protocols: list[tuple[str, bytes]] | None = None
     session_timer: asyncio.TimerHandle | None = field(default=None, compare=False)
     rebalance_timer: asyncio.TimerHandle | None = field(default=None, compare=False)
 
     def metadata_key(self) -> tuple[Any, ...]:
         return (self.instance_id, self.rack_id, self.client_id, self.client_host,
                 self.subscribed_topic_names, self.subscribed_topic_regex,
-                self.rebalance_timeout_ms, self.server_assignor)
+                self.rebalance_timeout_ms, self.server_assignor, self.classic_session_ms,
+                self.classic_protocols)
 
     def assignment_key(self) -> tuple[Any, ...]:
         return (self.member_epoch, self.previous_member_epoch, self.state, self.assigned,

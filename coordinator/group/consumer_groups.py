@@ -18,7 +18,8 @@ from typing import Any
 
 from protocol.errors import ErrorCode
 
-from .common import GroupCoordinatorParts, GroupError
+from .classic import ClassicGroup, GroupState, Member
+from .common import GroupCoordinatorParts, GroupError, now_ms
 from .consumer import (
     LEAVE_GROUP_MEMBER_EPOCH,
     LEAVE_GROUP_STATIC_MEMBER_EPOCH,
@@ -29,6 +30,7 @@ from .consumer import (
     MemberState,
     TopicsMetadata,
     assign,
+    copy_assignment,
     reconcile,
     subscribed_topics,
 )
@@ -49,6 +51,14 @@ from .consumer_records import (
     member_metadata_value,
     target_member_value,
     target_metadata_value,
+)
+from .records import (
+    decode_consumer_assignment,
+    encode_consumer_assignment,
+    subscription_owned_partitions,
+)
+from .records import (
+    subscribed_topics as classic_subscribed_topics,
 )
 
 log = logging.getLogger("coordinator.group.coordinator")
@@ -225,19 +235,28 @@ class ConsumerGroups(GroupCoordinatorParts):
         names: list[str] | None, regex: str | None, assignor: str | None,
         owned: list[tuple[uuid.UUID, list[int]]] | None, client_id: str, client_host: str,
         session_ms: int, heartbeat_ms: int,
+        classic: tuple[int, list[tuple[str, bytes]]] | None = None,
     ) -> tuple[Records, dict[str, Any]]:
-        """Apply one heartbeat to the group state; the records to write and the answer."""
+        """Apply one heartbeat to the group state; the records to write and the answer.
+        `classic`: the member joins with JoinGroup (session timeout, protocols)."""
         records: Records = []
-        classic = self.groups.get(group_id)
+        classic_group = self.groups.get(group_id)
         group = self.consumer_groups.get(group_id)
+        upgraded: ClassicGroup | None = None
         if group is None:
-            if classic is not None and classic.members:
-                raise GroupError(ErrorCode.group_id_not_found,
-                                 f"Group {group_id} is not a consumer group.")
-            if member_epoch != 0:
+            if classic_group is not None and classic_group.members:
+                if self.migration_policy not in ("upgrade", "bidirectional") or \
+                        classic_group.protocol_type != "consumer" or \
+                        len(classic_group.members) >= self.consumer_max_size:
+                    raise GroupError(ErrorCode.group_id_not_found,
+                                     f"Group {group_id} is not a consumer group.")
+                group, records = self._from_classic(classic_group, p)
+                upgraded = classic_group
+            elif member_epoch != 0:
                 raise GroupError(ErrorCode.unknown_member_id,
                                  f"Consumer group {group_id} not found.")
-            group = ConsumerGroup(group_id, p)
+            else:
+                group = ConsumerGroup(group_id, p)
         if member_id not in group.members and \
                 (instance_id is None or instance_id not in group.static_members) and \
                 len(group.members) >= self.consumer_max_size:
@@ -297,6 +316,9 @@ class ConsumerGroups(GroupCoordinatorParts):
                                     else member.subscribed_topic_regex),
             client_id=client_id, client_host=client_host,
             assigned=dict(member.assigned), pending_revocation=dict(member.pending_revocation),
+            classic_session_ms=classic[0] if classic is not None else member.classic_session_ms,
+            classic_protocols=(list(classic[1]) if classic is not None
+                               else member.classic_protocols),
         )
         if replaced is not None and replaced.member_id != member_id:
             records += _fence_records(group_id, replaced.member_id)
@@ -350,6 +372,8 @@ class ConsumerGroups(GroupCoordinatorParts):
             records.append((key(CURRENT_MEMBER_ASSIGNMENT, group_id, member_id),
                             current_assignment_value(reconciled)))
         # apply
+        if upgraded is not None:
+            self._retire_classic(upgraded)
         self.consumer_groups.setdefault(group_id, group)
         group.group_epoch = group_epoch
         group.subscription_metadata = sub_meta
@@ -357,7 +381,8 @@ class ConsumerGroups(GroupCoordinatorParts):
         group.assignment_epoch = target_epoch
         old = group.members.get(member_id)
         group.update_member(old, reconciled)
-        group.session_ms = session_ms
+        if classic is None:
+            group.session_ms = session_ms
         self._schedule_session(group, reconciled)
         if reconciled.state == MemberState.UNREVOKED_PARTITIONS:
             if member.state != MemberState.UNREVOKED_PARTITIONS or \
@@ -415,7 +440,11 @@ class ConsumerGroups(GroupCoordinatorParts):
                             current_assignment_value(updated))], response
         log.info("member %s leaves consumer group %s", member_id, group_id)
         response["member_epoch"] = LEAVE_GROUP_MEMBER_EPOCH
-        return self._remove_consumer_member(group, member), response
+        records = self._remove_consumer_member(group, member)
+        if self._downgradable(group, member):
+            # the last consumer-protocol member left: the group goes back to classic
+            return records + self._to_classic(group), response
+        return records, response
 
     def _remove_consumer_member(self, group: ConsumerGroup, member: ConsumerMember) -> Records:
         """Fence `member` out of the group (state applied); the records that say so."""
@@ -436,6 +465,250 @@ class ConsumerGroups(GroupCoordinatorParts):
         group.dead = True
         if self.consumer_groups.get(group.group_id) is group:
             del self.consumer_groups[group.group_id]
+
+    # ------------------------------------------------------------------ online migration
+    def _from_classic(self, classic: ClassicGroup, p: int) -> tuple[ConsumerGroup, Records]:
+        """Kafka's ConsumerGroup.fromClassicGroup: the classic group's members, generation
+        and assignment as a consumer group (not installed), and the records that write it."""
+        epoch = classic.generation
+        group = ConsumerGroup(classic.group_id, p, group_epoch=epoch, assignment_epoch=epoch)
+        records: Records = [(key(GROUP_METADATA, group.group_id), group_metadata_value(epoch))]
+        for m in classic.members.values():
+            metadata = (m.metadata(classic.protocol_name) if classic.protocol_name
+                        else m.protocols[0][1] if m.protocols else b"")
+            assigned: Assignment = {}
+            for topic, partitions in decode_consumer_assignment(m.assignment).items():
+                info = self.topics_view.topic_info(topic)
+                if info is not None and partitions:
+                    assigned[info[0]] = set(partitions)
+            member = ConsumerMember(
+                m.member_id, instance_id=m.group_instance_id, client_id=m.client_id,
+                client_host=m.client_host,
+                subscribed_topic_names=sorted(classic_subscribed_topics(metadata)),
+                rebalance_timeout_ms=m.rebalance_timeout_ms, member_epoch=epoch,
+                previous_member_epoch=epoch, assigned=assigned,
+                classic_session_ms=m.session_timeout_ms, classic_protocols=list(m.protocols))
+            group.update_member(None, member)
+            group.target[m.member_id] = copy_assignment(assigned)
+            records += [
+                (key(MEMBER_METADATA, group.group_id, m.member_id),
+                 member_metadata_value(member)),
+                (key(TARGET_ASSIGNMENT_MEMBER, group.group_id, m.member_id),
+                 target_member_value(assigned)),
+                (key(CURRENT_MEMBER_ASSIGNMENT, group.group_id, m.member_id),
+                 current_assignment_value(member)),
+            ]
+        records.append((key(TARGET_ASSIGNMENT_METADATA, group.group_id),
+                        target_metadata_value(epoch)))
+        group.subscription_metadata = self._subscription_metadata(list(group.members.values()))
+        return group, records
+
+    def _downgradable(self, group: ConsumerGroup, removed: ConsumerMember) -> bool:
+        """Kafka's validateOnlineDowngrade: the member removed was the last one of the
+        consumer protocol, members are left (all classic)."""
+        return (removed.classic_protocols is None
+                and self.migration_policy in ("downgrade", "bidirectional") and bool(group.members)
+                and all(m.classic_protocols is not None for m in group.members.values())
+                and len(group.members) <= self.max_group_size)
+
+    def _to_classic(self, group: ConsumerGroup) -> Records:
+        """Kafka's convertToClassicGroup: the consumer group's (classic) members and their
+        assignments as a classic group, which then rebalances; the
+        records that delete the consumer group (the classic group is stored as it is)."""
+        gid = group.group_id
+        classic = self.groups.get(gid)
+        if classic is None or classic.is_in(GroupState.DEAD):
+            classic = self.groups[gid] = ClassicGroup(gid, group.partition)
+        # the members' generation: their epoch (their heartbeats and commits stay valid until
+        # they rejoin)
+        classic.generation = max(m.member_epoch for m in group.members.values())
+        classic.protocol_type = "consumer"
+        records: Records = [(key(TARGET_ASSIGNMENT_METADATA, gid), None),
+                            (key(GROUP_METADATA, gid), None)]
+        for m in group.members.values():
+            m.cancel_timers()
+            records[:0] = _fence_records(gid, m.member_id)
+            assignment: dict[str, list[int]] = {}
+            for tid, partitions in m.assigned.items():
+                name = self.topic_name(tid)
+                if name is not None:
+                    assignment[name] = sorted(partitions)
+            member = Member(m.member_id, m.instance_id, m.client_id, m.client_host,
+                            m.rebalance_timeout_ms, m.classic_session_ms, "consumer",
+                            list(m.classic_protocols or ()),
+                            assignment=encode_consumer_assignment(assignment))
+            classic.add(member)
+        classic.protocol_name = classic.select_protocol()
+        classic.transition(GroupState.STABLE, now_ms())
+        group.dead = True
+        if self.consumer_groups.get(gid) is group:
+            del self.consumer_groups[gid]
+        log.info("consumer group %s (epoch %d, %d classic members) converted to a classic "
+                 "group", gid, group.group_epoch, len(classic.members))
+        try:
+            self._store_group(classic)
+        except GroupError as exc:
+            log.warning("could not write the classic group %s: %s", gid, exc.error_code.name)
+        for member in classic.members.values():
+            self._schedule_heartbeat(classic, member, member.session_timeout_ms)
+        self._prepare_rebalance(classic, "the group was converted to a classic group")
+        return records
+
+    def _retire_classic(self, classic: ClassicGroup) -> None:
+        """The classic group a consumer group took over: its members' pending JoinGroup and
+        SyncGroup are answered REBALANCE_IN_PROGRESS (they rejoin the consumer group); only
+        its committed offsets stay."""
+        self._cancel_timers(classic)
+        for m in classic.members.values():
+            for fut in (m.join_future, m.sync_future):
+                if fut is not None and not fut.done():
+                    fut.set_result({"error_code": ErrorCode.rebalance_in_progress,
+                                    "generation_id": -1, "protocol_type": None,
+                                    "protocol_name": None, "leader": "",
+                                    "member_id": m.member_id, "members": [],
+                                    "assignment": b""})
+        log.info("classic group %s (generation %d, %d members) converted to a consumer group",
+                 classic.group_id, classic.generation, len(classic.members))
+        classic.members.clear()
+        classic.static_members.clear()
+        classic.pending_members.clear()
+        classic.leader_id = classic.protocol_name = None
+        classic.transition(GroupState.EMPTY, now_ms())
+        try:
+            self._store_group(classic)
+        except GroupError as exc:
+            log.warning("could not write the empty classic group %s: %s", classic.group_id,
+                        exc.error_code.name)
+
+    def _classic_member(self, group: ConsumerGroup, member_id: str,
+                        instance_id: str | None) -> ConsumerMember:
+        if instance_id is not None:
+            static_id = group.static_members.get(instance_id)
+            if static_id is None:
+                raise GroupError(ErrorCode.unknown_member_id)
+            if member_id and static_id != member_id:
+                raise GroupError(ErrorCode.fenced_instance_id)
+            member_id = static_id
+        member = group.members.get(member_id)
+        if member is None or member.classic_protocols is None:
+            raise GroupError(ErrorCode.unknown_member_id)
+        return member
+
+    async def classic_join_consumer_group(
+        self, group: ConsumerGroup, member_id: str, instance_id: str | None,
+        protocol_type: str, protocols: list[tuple[str, bytes]], session_timeout_ms: int,
+        rebalance_timeout_ms: int, client_id: str, client_host: str, version: int,
+    ) -> dict[str, Any]:
+        """JoinGroup of a classic member in a consumer group (Kafka's
+        classicGroupJoinToConsumerGroup): its subscription and owned partitions go through the
+        consumer group's assignment and reconciliation; the answer is its member epoch as the
+        generation (a follower: the coordinator assigns)."""
+        def error(code: ErrorCode, mid: str = member_id) -> dict[str, Any]:
+            return {"error_code": code, "generation_id": -1, "protocol_type": None,
+                    "protocol_name": None, "leader": "", "member_id": mid, "members": [],
+                    "assignment": b""}
+
+        if protocol_type != "consumer" or not protocols:
+            return error(ErrorCode.inconsistent_group_protocol)
+        if not member_id and instance_id is None and version >= 4:
+            return error(ErrorCode.member_id_required, new_member_id())
+        try:
+            if not member_id:
+                member_id = new_member_id()
+            static_id = group.static_members.get(instance_id) if instance_id else None
+            static = group.members.get(static_id) if static_id is not None else None
+            if static is not None and static.member_id != member_id:
+                # a static member back under a new member id takes the old one's place
+                # (Kafka's replaceMember): the old one counts as having left temporarily
+                group.update_member(static, replace(
+                    static, member_epoch=LEAVE_GROUP_STATIC_MEMBER_EPOCH,
+                    previous_member_epoch=static.member_epoch,
+                    session_timer=static.session_timer,
+                    rebalance_timer=static.rebalance_timer))
+            existing = group.members.get(member_id)
+            if existing is not None and existing.classic_protocols is None:
+                raise GroupError(ErrorCode.unknown_member_id)
+            metadata = protocols[0][1]
+            owned: list[tuple[uuid.UUID, list[int]]] = []
+            for topic, partitions in subscription_owned_partitions(metadata):
+                info = self.topics_view.topic_info(topic)
+                if info is not None:
+                    owned.append((info[0], partitions))
+            records, _ = self._heartbeat(
+                group.partition, group.group_id, member_id,
+                existing.member_epoch if existing is not None else 0, instance_id, None,
+                rebalance_timeout_ms, sorted(classic_subscribed_topics(metadata)), None, None,
+                owned, client_id, client_host, self.consumer_session_ms,
+                self.consumer_heartbeat_ms, classic=(session_timeout_ms, list(protocols)))
+            if records:
+                await self._append_replicated(group.partition, records)
+                if group.partition not in self.loaded:
+                    raise GroupError(ErrorCode.not_coordinator)
+            member = group.members.get(member_id)
+            if member is None:
+                raise GroupError(ErrorCode.unknown_member_id)
+        except GroupError as exc:
+            log.info("classic JoinGroup of member %r in consumer group %r: %s", member_id,
+                     group.group_id, exc.error_code.name)
+            return error(exc.error_code)
+        return {"error_code": ErrorCode.none, "generation_id": member.member_epoch,
+                "protocol_type": "consumer", "protocol_name": protocols[0][0], "leader": "",
+                "skip_assignment": False, "member_id": member_id, "members": [],
+                "assignment": b""}
+
+    def classic_sync_consumer_group(self, group: ConsumerGroup, generation: int,
+                                    member_id: str, instance_id: str | None,
+                                    protocol_type: str | None,
+                                    protocol_name: str | None) -> dict[str, Any]:
+        """SyncGroup of a classic member in a consumer group: its current assignment."""
+        try:
+            member = self._classic_member(group, member_id, instance_id)
+            if generation != member.member_epoch:
+                raise GroupError(ErrorCode.illegal_generation)
+            names = [n for n, _ in member.classic_protocols or ()]
+            if (protocol_type is not None and protocol_type != "consumer") or \
+                    (protocol_name is not None and protocol_name not in names):
+                raise GroupError(ErrorCode.inconsistent_group_protocol)
+        except GroupError as exc:
+            return {"error_code": exc.error_code, "assignment": b""}
+        self._schedule_session(group, member)
+        assignment: dict[str, list[int]] = {}
+        for tid, partitions in member.assigned.items():
+            name = self.topic_name(tid)
+            if name is not None:
+                assignment[name] = sorted(partitions)
+        return {"error_code": ErrorCode.none, "protocol_type": "consumer",
+                "protocol_name": protocol_name or names[0],
+                "assignment": encode_consumer_assignment(assignment)}
+
+    def classic_heartbeat_consumer_group(self, group: ConsumerGroup, generation: int,
+                                         member_id: str, instance_id: str | None) -> ErrorCode:
+        """Heartbeat of a classic member in a consumer group: REBALANCE_IN_PROGRESS while it
+        is not reconciled to the group epoch, so that it rejoins."""
+        try:
+            member = self._classic_member(group, member_id, instance_id)
+            if generation != member.member_epoch:
+                raise GroupError(ErrorCode.illegal_generation)
+        except GroupError as exc:
+            return exc.error_code
+        self._schedule_session(group, member)
+        if member.state != MemberState.STABLE or member.member_epoch != group.group_epoch:
+            return ErrorCode.rebalance_in_progress
+        return ErrorCode.none
+
+    def classic_leave_consumer_group(self, group: ConsumerGroup, member_id: str,
+                                     instance_id: str | None) -> ErrorCode:
+        """LeaveGroup of a classic member in a consumer group."""
+        try:
+            member = self._classic_member(group, member_id, instance_id)
+        except GroupError as exc:
+            return exc.error_code
+        log.info("classic member %s leaves consumer group %s", member.member_id, group.group_id)
+        try:
+            self._append(group.partition, self._remove_consumer_member(group, member))
+        except GroupError as exc:
+            return exc.error_code
+        return ErrorCode.none
 
     # ------------------------------------------------------------------ admin
     def _described_assignment(self, a: Assignment) -> dict[str, Any]:
@@ -478,7 +751,7 @@ class ConsumerGroups(GroupCoordinatorParts):
                 "assignment": self._described_assignment(m.assigned),
                 "target_assignment": self._described_assignment(
                     group.target.get(m.member_id, {})),
-                "member_type": 1,
+                "member_type": 0 if m.classic_protocols is not None else 1,
             } for m in members],
         )
         return out
@@ -510,6 +783,8 @@ class ConsumerGroups(GroupCoordinatorParts):
         if member.session_timer is not None:
             member.session_timer.cancel()
         session_ms = group.session_ms if group.session_ms > 0 else self.consumer_session_ms
+        if member.classic_protocols is not None and member.classic_session_ms > 0:
+            session_ms = member.classic_session_ms
         member.session_timer = asyncio.get_running_loop().call_later(
             session_ms / 1000, self._on_consumer_timeout, group, member.member_id,
             None, "session timeout")
@@ -537,6 +812,8 @@ class ConsumerGroups(GroupCoordinatorParts):
             member.session_timer = None
         log.info("member %s of consumer group %s fenced (%s)", member_id, group.group_id, reason)
         records = self._remove_consumer_member(group, member)
+        if self._downgradable(group, member):
+            records += self._to_classic(group)
         try:
             self._append(group.partition, records)
         except GroupError as exc:
@@ -553,6 +830,10 @@ class ConsumerGroups(GroupCoordinatorParts):
         member = group.members.get(member_id)
         if member is None:
             raise GroupError(ErrorCode.unknown_member_id)
+        if member.classic_protocols is not None:  # a classic member: its generation
+            if member_epoch != member.member_epoch:
+                raise GroupError(ErrorCode.illegal_generation)
+            return
         if not transactional and version < 9:
             raise GroupError(ErrorCode.unsupported_version)
         if member_epoch != member.member_epoch:

@@ -133,7 +133,21 @@ def member_metadata_value(m: ConsumerMember) -> bytes:
     w.cstring(m.subscribed_topic_regex)
     w.i32(m.rebalance_timeout_ms)
     w.cstring(m.server_assignor)
-    w.no_tags()
+    if m.classic_protocols is None:
+        w.no_tags()
+        return bytes(w.out)
+    # tagged field 0, ClassicMemberMetadata (a nullable struct: a varint 1 marks it present)
+    c = _FlexWriter()
+    c.out += uvarint(1)
+    c.i32(m.classic_session_ms)
+    c.carray_len(len(m.classic_protocols))
+    for name, metadata in m.classic_protocols:
+        c.cstring(name)
+        c.out += uvarint(len(metadata) + 1)
+        c.out += metadata
+        c.no_tags()
+    c.no_tags()
+    w.out += uvarint(1) + uvarint(0) + uvarint(len(c.out)) + c.out
     return bytes(w.out)
 
 
@@ -194,6 +208,19 @@ def decode_member_metadata(buf: bytes, member: ConsumerMember) -> None:
     member.subscribed_topic_regex = r.string()
     member.rebalance_timeout_ms = r.i32()
     member.server_assignor = r.string()
+    member.classic_session_ms, member.classic_protocols = -1, None
+    for _ in range(r.uvarint()):
+        tag, size = r.uvarint(), r.uvarint()
+        end = r.pos + size
+        if tag == 0 and r.uvarint() == 1:  # ClassicMemberMetadata, present
+            member.classic_session_ms = r.i32()
+            protocols = []
+            for _ in range(r.array_len()):
+                name = r.string() or ""
+                protocols.append((name, r.bytes_() or b""))
+                r.tags()
+            member.classic_protocols = protocols
+        r.pos = end
 
 
 def decode_target_member(buf: bytes) -> Assignment:
@@ -247,6 +274,11 @@ def describe_consumer_record(k: bytes, value: bytes | None) -> tuple[str, str] |
                   "clientHost": m.client_host, "subscribedTopicNames": m.subscribed_topic_names,
                   "subscribedTopicRegex": m.subscribed_topic_regex,
                   "rebalanceTimeoutMs": m.rebalance_timeout_ms, "serverAssignor": m.server_assignor}
+            if m.classic_protocols is not None:
+                vd["classicMemberMetadata"] = {
+                    "sessionTimeoutMs": m.classic_session_ms,
+                    "supportedProtocols": [{"name": n, "metadata": f"<{len(md)} bytes>"}
+                                           for n, md in m.classic_protocols]}
         elif ck.type == TARGET_ASSIGNMENT_MEMBER:
             vd = {"topicPartitions": _assignment_json(decode_target_member(value))}
         elif ck.type == CURRENT_MEMBER_ASSIGNMENT:

@@ -77,6 +77,7 @@ class GroupCoordinator(GroupMembership, GroupOffsets, ConsumerGroups):
         self.consumer_max_size: int = cfg["group.consumer.max.size"]
         self.consumer_heartbeat_ms: int = cfg["group.consumer.heartbeat.interval.ms"]
         self.consumer_session_ms: int = cfg["group.consumer.session.timeout.ms"]
+        self.migration_policy: str = cfg["group.consumer.migration.policy"]
         self.topics_view: TopicsView = topics if topics is not None else _NoTopics()
         self.groups: dict[str, ClassicGroup] = {}
         self.consumer_groups: dict[str, ConsumerGroup] = {}

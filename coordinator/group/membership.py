@@ -234,10 +234,13 @@ class GroupMembership(GroupCoordinatorParts):
         consumer_group = self.consumer_groups.get(group_id)
         if consumer_group is not None:
             if consumer_group.members:
-                # Kafka: a classic member may not join a group of the consumer protocol
-                log.info("classic JoinGroup of %s refused: group %s uses the consumer protocol",
-                         member_id or client_id, group_id)
-                return error_join(ErrorCode.inconsistent_group_protocol, member_id)
+                # a classic member in a consumer group (online migration, Kafka's
+                # classicGroupJoinToConsumerGroup)
+                if not self.min_session_ms <= session_timeout_ms <= self.max_session_ms:
+                    return error_join(ErrorCode.invalid_session_timeout, member_id)
+                return await self.classic_join_consumer_group(
+                    consumer_group, member_id, instance_id, protocol_type, protocols,
+                    session_timeout_ms, rebalance_timeout_ms, client_id, client_host, version)
             try:
                 self.delete_empty_consumer_group(consumer_group)
             except GroupError as exc:
@@ -412,6 +415,11 @@ class GroupMembership(GroupCoordinatorParts):
                          assignments: list[tuple[str, bytes]]) -> dict[str, Any]:
         try:
             self.coordinator_partition(group_id)
+            consumer_group = self.consumer_groups.get(group_id)
+            if consumer_group is not None and consumer_group.members:
+                return self.classic_sync_consumer_group(consumer_group, generation, member_id,
+                                                        instance_id, protocol_type,
+                                                        protocol_name)
             group = self.groups.get(group_id)
             if group is None or group.is_in(GroupState.DEAD):
                 raise GroupError(ErrorCode.unknown_member_id)
@@ -468,6 +476,10 @@ class GroupMembership(GroupCoordinatorParts):
                   instance_id: str | None) -> ErrorCode:
         try:
             self.coordinator_partition(group_id)
+            consumer_group = self.consumer_groups.get(group_id)
+            if consumer_group is not None and consumer_group.members:
+                return self.classic_heartbeat_consumer_group(consumer_group, generation,
+                                                             member_id, instance_id)
             group = self.groups.get(group_id)
             if group is None or group.is_in(GroupState.DEAD, GroupState.EMPTY):
                 raise GroupError(ErrorCode.unknown_member_id)
@@ -490,6 +502,13 @@ class GroupMembership(GroupCoordinatorParts):
             self.coordinator_partition(group_id)
         except GroupError as exc:
             return exc.error_code, []
+        consumer_group = self.consumer_groups.get(group_id)
+        if consumer_group is not None and consumer_group.members:
+            return ErrorCode.none, [
+                {"member_id": member_id, "group_instance_id": instance_id,
+                 "error_code": self.classic_leave_consumer_group(consumer_group, member_id,
+                                                                 instance_id)}
+                for member_id, instance_id in members]
         group = self.groups.get(group_id)
         if group is None or group.is_in(GroupState.DEAD):
             return ErrorCode.unknown_member_id, []

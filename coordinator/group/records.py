@@ -269,6 +269,55 @@ def subscribed_topics(subscription: bytes) -> set[str]:
         return set()
 
 
+def subscription_owned_partitions(subscription: bytes) -> list[tuple[str, list[int]]]:
+    """The partitions a ConsumerProtocolSubscription (v1+) says its member owns."""
+    try:
+        r = _Reader(subscription)
+        version = r.i16()
+        for _ in range(r.i32()):
+            r.string()
+        r.bytes_()  # user data
+        if version < 1:
+            return []
+        out = []
+        for _ in range(r.i32()):
+            topic = r.string()
+            partitions = [r.i32() for _ in range(r.i32())]
+            if topic is not None:
+                out.append((topic, partitions))
+        return out
+    except (RecordFormatError, UnicodeDecodeError, struct.error):
+        return []
+
+
+def decode_consumer_assignment(assignment: bytes) -> dict[str, list[int]]:
+    """A ConsumerProtocolAssignment (versions 0-3 share the leading topic array)."""
+    try:
+        r = _Reader(assignment)
+        r.i16()
+        out: dict[str, list[int]] = {}
+        for _ in range(r.i32()):
+            topic = r.string()
+            partitions = [r.i32() for _ in range(r.i32())]
+            if topic is not None:
+                out[topic] = partitions
+        return out
+    except (RecordFormatError, UnicodeDecodeError, struct.error):
+        return {}
+
+
+def encode_consumer_assignment(assignment: dict[str, list[int]]) -> bytes:
+    """A ConsumerProtocolAssignment v0 (no user data), what a classic member of a consumer
+    group gets from SyncGroup."""
+    out = [struct.pack(">hi", 0, len(assignment))]
+    for topic, partitions in sorted(assignment.items()):
+        name = topic.encode()
+        out.append(struct.pack(">h", len(name)) + name)
+        out.append(struct.pack(f">i{len(partitions)}i", len(partitions), *sorted(partitions)))
+    out.append(struct.pack(">i", -1))
+    return b"".join(out)
+
+
 def describe_record(key: bytes | None, value: bytes | None) -> tuple[str, str]:
     """Readable key and payload of one __consumer_offsets record (for dump-log)."""
     if key is None:

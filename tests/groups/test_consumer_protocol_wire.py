@@ -97,9 +97,9 @@ def test_heartbeat_epochs_and_errors(wire):
     d = w.call(47, 0, {"group_id": g, "topics": [{"name": "t", "partitions": [
         {"partition_index": 0}]}]})
     assert d.topics[0].partitions[0].error_code == 86  # GROUP_SUBSCRIBED_TO_TOPIC
-    # a classic member may not join it
+    # a classic member of another protocol type may not join it
     j = w.call(JOIN, 5, {"group_id": g, "session_timeout": 6000, "rebalance_timeout": 5000,
-                         "member_id": "", "group_instance_id": None, "protocol_type": "consumer",
+                         "member_id": "", "group_instance_id": None, "protocol_type": "connect",
                          "protocols": [{"name": "range", "metadata": SUB}]})
     assert j.error_code == INCONSISTENT_GROUP_PROTOCOL
     d = w.call(CG_DESCRIBE, 1, {"group_ids": [g], "include_authorized_operations": False})
@@ -117,15 +117,17 @@ def test_heartbeat_epochs_and_errors(wire):
 def test_classic_and_consumer_groups_coexist(wire):
     w, _ = wire
     classic, consumer = (f"{k}-{uuid.uuid4().hex[:8]}" for k in ("classic", "consumer"))
+    # a classic group of another protocol type than "consumer" is not upgraded (Kafka's
+    # validateOnlineUpgrade)
     j = w.call(JOIN, 3, {"group_id": classic, "session_timeout": 6000, "rebalance_timeout": 5000,
-                         "member_id": "", "protocol_type": "consumer",
+                         "member_id": "", "protocol_type": "connect",
                          "protocols": [{"name": "range", "metadata": SUB}]})
     assert j.error_code == NONE, j
     assert _hb(w, classic, uuid.uuid4().hex, 0).error_code == GROUP_ID_NOT_FOUND
     assert _hb(w, consumer, uuid.uuid4().hex, 0).error_code == NONE
     listed = w.call(LIST, 5, {"states_filter": [], "types_filter": []}).groups
     types = {g.group_id: (g.group_type, g.protocol_type) for g in listed}
-    assert types[classic] == ("classic", "consumer")
+    assert types[classic] == ("classic", "connect")
     assert types[consumer] == ("consumer", "consumer")
     only = w.call(LIST, 5, {"states_filter": [], "types_filter": ["consumer"]}).groups
     assert [g.group_id for g in only] == [consumer]

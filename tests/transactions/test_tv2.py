@@ -244,7 +244,7 @@ def test_tv2_produce_v12_end_txn_v5_bumps_the_epoch(broker, unique_topic):
     txn, topic = "tv2-wire", unique_topic
     with TxnWire(broker.bootstrap) as w:
         assert {(k.api_key, k.max_version) for k in api_versions(w).api_keys} >= {
-            (0, 12), (26, 5), (28, 5)}
+            (0, 13), (26, 5), (28, 5)}
         w.create_topic(topic)
         r = w.init_until_ready(txn)
         pid, e = r.producer_id, r.producer_epoch

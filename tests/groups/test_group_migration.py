@@ -1,0 +1,329 @@
+"""Online upgrade of a classic group with members to a consumer group (KIP-848,
+`group.consumer.migration.policy`): a rolling restart of librdkafka members from
+group.protocol=classic to consumer while they consume and commit."""
+
+from __future__ import annotations
+
+import re
+import time
+import uuid
+from collections import Counter
+
+import pytest
+
+from tests.groups.clients import FAST, create_topic, produce
+
+SETTINGS = dict(FAST, **{"group.consumer.heartbeat.interval.ms": 1000})
+
+
+def _consumer(bootstrap: str, group: str, protocol: str):
+    from confluent_kafka import Consumer
+
+    conf = {"bootstrap.servers": bootstrap, "group.id": group, "group.protocol": protocol,
+            "auto.offset.reset": "earliest", "enable.auto.commit": False}
+    if protocol == "classic":
+        conf.update({"session.timeout.ms": 6000, "heartbeat.interval.ms": 500})
+    return Consumer(conf)
+
+
+def _read(consumers: dict, got: dict[str, list[str]], total: int, timeout: float = 40) -> None:
+    """Poll every member, committing each record, until `total` records were read."""
+    deadline = time.monotonic() + timeout
+    while sum(map(len, got.values())) < total and time.monotonic() < deadline:
+        for name, c in consumers.items():
+            m = c.poll(0.1)
+            if m is not None and m.error() is None:
+                got.setdefault(name, []).append(m.value().decode())
+                c.commit(message=m, asynchronous=False)
+
+
+@pytest.mark.timeout(180)
+def test_rolling_upgrade_and_downgrade_while_consuming(broker_factory):
+    broker = broker_factory(settings=SETTINGS)
+    b = broker.bootstrap
+    u = uuid.uuid4().hex[:8]
+    topic, group = f"mig-{u}", f"mig-group-{u}"
+    create_topic(b, topic, 4)
+    members: dict = {}
+    got: dict[str, list[str]] = {}
+    produced = 0
+    phases: list[range] = []
+
+    def restart(old: str | None, new: str, protocol: str) -> None:
+        """Close member `old`, start `new`; records keep coming until it read some, then
+        every record is read."""
+        nonlocal produced
+        if old is not None:
+            members.pop(old).close()
+        members[new] = _consumer(b, group, protocol)
+        members[new].subscribe([topic])
+        start, deadline = produced, time.monotonic() + 40
+        while not got.get(new) and time.monotonic() < deadline:
+            produce(b, topic, 4, 4, start=produced)
+            produced += 4
+            _read(members, got, produced, timeout=1)
+        _read(members, got, produced)
+        assert sum(map(len, got.values())) == produced, got
+        phases.append(range(start, produced))
+
+    try:
+        restart(None, "a", "classic")
+        restart(None, "c", "classic")
+        # a rolling upgrade: a, then c, restarted with the consumer protocol; c keeps
+        # consuming as a classic member of the consumer group meanwhile
+        restart("a", "a2", "consumer")
+        assert "converted to a consumer group" in broker.log_text()
+        restart("c", "c2", "consumer")
+        # and back: c2, then a2 (the last consumer-protocol member: the group is classic again)
+        restart("c2", "c3", "classic")
+        restart("a2", "a3", "classic")
+        assert "converted to a classic group" in broker.log_text()
+    finally:
+        for x in members.values():
+            x.close()
+    values = [v for vs in got.values() for v in vs]
+    # nothing read twice after its commit, nothing skipped
+    assert Counter(values) == Counter(f"v{i}" for i in range(produced)), got
+
+    def readers(phase: int) -> set[str]:
+        return {name for name, vs in got.items() if any(int(v[1:]) in phases[phase] for v in vs)}
+
+    # each member of a mixed group read its share: the classic member in the consumer group
+    # (c with a2, c3 with a2) and the members of the classic group again (a3 with c3)
+    assert {"a2", "c"} <= readers(2) and {"a2", "c3"} <= readers(4), got
+    assert {"a3", "c3"} <= readers(5), got
+
+
+CONSOLE = "org.apache.kafka.tools.consumer.ConsoleConsumer"
+GROUPS_CMD = "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand"
+
+
+@pytest.mark.timeout(280)
+def test_java_rolling_upgrade_and_downgrade(broker_factory, tmp_path):
+    """Java 4.x KafkaConsumers (ConsoleConsumer, auto-commit) restarted one at a time from
+    group.protocol=classic to consumer and back while records keep coming."""
+    from tests.support.java import JavaProcess, run_java_tool
+
+    broker = broker_factory(settings=SETTINGS)
+    b = broker.bootstrap
+    u = uuid.uuid4().hex[:8]
+    topic, group = f"jmig-{u}", f"jmig-group-{u}"
+    create_topic(b, topic, 4)
+    running: dict[str, JavaProcess] = {}
+    stopped: list[JavaProcess] = []
+    produced = 0
+
+    def values(*members: JavaProcess) -> list[str]:
+        return [line for p in (members or [*stopped, *running.values()])
+                for line in p.log_text().splitlines() if re.fullmatch(r"v\d+", line)]
+
+    def restart(old: str | None, new: str, protocol: str) -> None:
+        nonlocal produced
+        if old is not None:
+            p = running.pop(old)
+            assert p.stop() is not None, p.log_tail()  # closed (LeaveGroup), not killed
+            stopped.append(p)
+        props = ["group.protocol=" + protocol, "auto.offset.reset=earliest"]
+        if protocol == "classic":
+            props += ["session.timeout.ms=6000", "heartbeat.interval.ms=500"]
+        running[new] = JavaProcess(CONSOLE, [
+            "--bootstrap-server", b, "--topic", topic, "--group", group,
+            *[x for prop in props for x in ("--command-property", prop)]],
+            log_path=tmp_path / f"{new}.log", name=new).start()
+        # records keep coming until the new member has joined and read some
+        deadline = time.monotonic() + 60
+        while not values(running[new]) and time.monotonic() < deadline:
+            produce(b, topic, 4, 4, start=produced)
+            produced += 4
+            time.sleep(0.5)
+        while len(values()) < produced and time.monotonic() < deadline:
+            time.sleep(0.5)
+        assert len(values()) == produced, (values(), [p.log_tail() for p in running.values()])
+
+    try:
+        restart(None, "a", "classic")
+        restart(None, "c", "classic")
+        restart("a", "a2", "consumer")
+        # mixed: the consumer group lists the classic member and the consumer-protocol one
+        res = run_java_tool(GROUPS_CMD, ["--bootstrap-server", b, "--describe", "--group",
+                                         group, "--members"])
+        rows = [line.split() for line in res.stdout.splitlines() if line.startswith(group)]
+        assert res.returncode == 0 and len(rows) == 2, res.describe()
+        restart("c", "c2", "consumer")
+        restart("c2", "c3", "classic")
+        restart("a2", "a3", "classic")
+    finally:
+        for p in running.values():
+            p.stop()
+    log = broker.log_text()
+    assert "converted to a consumer group" in log and "converted to a classic group" in log
+    # nothing read twice after its commit, nothing skipped
+    assert Counter(values()) == Counter(f"v{i}" for i in range(produced))
+
+
+def test_classic_member_survives_a_coordinator_restart_in_a_consumer_group(broker_factory):
+    """The classic member's protocols and session timeout are in its
+    ConsumerGroupMemberMetadata record (Kafka's ClassicMemberMetadata): reloaded, it is
+    still a classic member of the consumer group."""
+    from tests.groups.test_consumer_protocol_wire import CG_DESCRIBE, FIND, JOIN, SUB, _hb
+    from tests.protocol.wire import WireClient
+    from tests.support.java import run_java_tool
+
+    heartbeat, sync = 12, 14
+    broker = broker_factory(settings=FAST)
+    group = f"mig-wire-{uuid.uuid4().hex[:8]}"
+    with WireClient(broker.bootstrap) as w:
+        assert w.call(19, 5, {"topics": [{"name": "t", "num_partitions": 4,
+                                          "replication_factor": 1, "assignments": [],
+                                          "configs": []}],
+                              "timeout_ms": 10_000, "validate_only": False}
+                      ).topics[0].error_code == 0
+        assert w.call(FIND, 3, {"key": group, "key_type": 0}).error_code == 0
+        j = w.call(JOIN, 3, {"group_id": group, "session_timeout": 30_000,
+                             "rebalance_timeout": 5000, "member_id": "",
+                             "protocol_type": "consumer",
+                             "protocols": [{"name": "range", "metadata": SUB}]})
+        assert j.error_code == 0, j
+        classic_id, generation = j.member_id, j.generation_id
+        s = w.call(sync, 3, {"group_id": group, "generation_id": generation,
+                             "member_id": classic_id, "assignments": [
+                                 {"member_id": classic_id, "assignment": b""}]})
+        assert s.error_code == 0, s
+        assert _hb(w, group, uuid.uuid4().hex, 0).error_code == 0  # converts the group
+    broker.stop()
+    # Kafka's own decoder reads the classic member's metadata from the record
+    segments = [str(p) for p in sorted(broker.data_dir.glob("__consumer_offsets-*/*.log"))
+                if p.stat().st_size]
+    res = run_java_tool("org.apache.kafka.tools.DumpLogSegments",
+                        ["--offsets-decoder", "--print-data-log", "--files", *segments])
+    res.check()
+    members = [line for line in res.stdout.splitlines()
+               if f'"memberId":"{classic_id}"' in line and "classicMemberMetadata" in line]
+    assert members and '"classicMemberMetadata":{"sessionTimeoutMs":30000,' \
+        '"supportedProtocols":[{"name":"range"' in members[-1], res.describe()
+    broker.start()
+    with WireClient(broker.bootstrap) as w:
+        for _ in range(100):
+            d = w.call(CG_DESCRIBE, 1, {"group_ids": [group],
+                                        "include_authorized_operations": False}).groups[0]
+            if d.error_code != 14:  # COORDINATOR_LOAD_IN_PROGRESS
+                break
+            time.sleep(0.1)
+        assert d.error_code == 0, d
+        types = {m.member_id: m.member_type for m in d.members}
+        assert types.pop(classic_id) == 0 and list(types.values()) == [1], d
+        # the classic member goes on with its generation: asked to rejoin, not unknown
+        r = w.call(heartbeat, 3, {"group_id": group, "generation_id": generation,
+                                  "member_id": classic_id, "group_instance_id": None})
+        assert r.error_code == 27, r  # REBALANCE_IN_PROGRESS
+
+
+def test_static_classic_member_rejoins_a_consumer_group_under_a_new_id(broker_factory):
+    from tests.groups.test_consumer_protocol_wire import CG_DESCRIBE, FIND, JOIN, SUB, _hb
+    from tests.protocol.wire import WireClient
+
+    broker = broker_factory(settings=FAST)
+    group = f"mig-static-{uuid.uuid4().hex[:8]}"
+
+    def join(w, member_id=""):
+        return w.call(JOIN, 5, {"group_id": group, "session_timeout": 30_000,
+                                "rebalance_timeout": 5000, "member_id": member_id,
+                                "group_instance_id": "i1", "protocol_type": "consumer",
+                                "protocols": [{"name": "range", "metadata": SUB}]})
+
+    with WireClient(broker.bootstrap) as w:
+        assert w.call(19, 5, {"topics": [{"name": "t", "num_partitions": 4,
+                                          "replication_factor": 1, "assignments": [],
+                                          "configs": []}],
+                              "timeout_ms": 10_000, "validate_only": False}
+                      ).topics[0].error_code == 0
+        assert w.call(FIND, 3, {"key": group, "key_type": 0}).error_code == 0
+        assert _hb(w, group, uuid.uuid4().hex, 0).error_code == 0  # a consumer group
+        first = join(w)
+        assert first.error_code == 0, first
+        again = join(w)  # the same instance restarted: a new member id, the old one replaced
+        assert again.error_code == 0 and again.member_id != first.member_id, again
+        d = w.call(CG_DESCRIBE, 1, {"group_ids": [group],
+                                    "include_authorized_operations": False}).groups[0]
+        assert len(d.members) == 2 and {(m.instance_id, m.member_type) for m in d.members} == {
+            (None, 1), ("i1", 0)}, d
+        assert again.member_id in {m.member_id for m in d.members}, d
+
+
+def test_downgrade_is_written_as_a_classic_group(broker_factory):
+    """The last consumer-protocol member leaves: the classic group (its members and
+    assignments) is written at once, and survives a coordinator restart."""
+    from tests.groups.test_consumer_protocol_wire import FIND, JOIN, SUB, _hb
+    from tests.protocol.wire import WireClient
+
+    heartbeat, sync, describe = 12, 14, 15
+    broker = broker_factory(settings=FAST)
+    group = f"mig-down-{uuid.uuid4().hex[:8]}"
+    with WireClient(broker.bootstrap) as w:
+        assert w.call(19, 5, {"topics": [{"name": "t", "num_partitions": 4,
+                                          "replication_factor": 1, "assignments": [],
+                                          "configs": []}],
+                              "timeout_ms": 10_000, "validate_only": False}
+                      ).topics[0].error_code == 0
+        assert w.call(FIND, 3, {"key": group, "key_type": 0}).error_code == 0
+        j = w.call(JOIN, 3, {"group_id": group, "session_timeout": 30_000,
+                             "rebalance_timeout": 5000, "member_id": "",
+                             "protocol_type": "consumer",
+                             "protocols": [{"name": "range", "metadata": SUB}]})
+        classic_id = j.member_id
+        assert w.call(sync, 3, {"group_id": group, "generation_id": j.generation_id,
+                                "member_id": classic_id, "assignments": [
+                                    {"member_id": classic_id, "assignment": b""}]}
+                      ).error_code == 0
+        member = uuid.uuid4().hex
+        r = _hb(w, group, member, 0)
+        assert r.error_code == 0, r
+        assert _hb(w, group, member, -1, topics=None, owned=None).error_code == 0  # leaves
+        # a classic group again, rebalancing: the member is asked to rejoin
+        r = w.call(heartbeat, 3, {"group_id": group, "generation_id": j.generation_id,
+                                  "member_id": classic_id, "group_instance_id": None})
+        assert r.error_code == 27, r  # REBALANCE_IN_PROGRESS
+    broker.stop()
+    broker.start()
+    with WireClient(broker.bootstrap) as w:
+        for _ in range(100):
+            d = w.call(describe, 5, {"groups": [group],
+                                     "include_authorized_operations": False}).groups[0]
+            if d.error_code != 14:  # COORDINATOR_LOAD_IN_PROGRESS
+                break
+            time.sleep(0.1)
+        assert (d.error_code, d.protocol_type, d.protocol_data) == (0, "consumer", "range"), d
+        assert [m.member_id for m in d.members] == [classic_id], d
+
+
+@pytest.mark.parametrize("policy", ["disabled", "downgrade", "upgrade"])
+def test_migration_policy(broker_factory, policy):
+    from tests.groups.test_consumer_protocol_wire import CG_DESCRIBE, FIND, JOIN, SUB, _hb
+    from tests.protocol.wire import WireClient
+
+    broker = broker_factory(settings=dict(FAST, **{"group.consumer.migration.policy": policy}))
+    group = f"mig-policy-{uuid.uuid4().hex[:8]}"
+    with WireClient(broker.bootstrap) as w:
+        assert w.call(19, 5, {"topics": [{"name": "t", "num_partitions": 4,
+                                          "replication_factor": 1, "assignments": [],
+                                          "configs": []}],
+                              "timeout_ms": 10_000, "validate_only": False}
+                      ).topics[0].error_code == 0
+        assert w.call(FIND, 3, {"key": group, "key_type": 0}).error_code == 0
+        j = w.call(JOIN, 3, {"group_id": group, "session_timeout": 30_000,
+                             "rebalance_timeout": 5000, "member_id": "",
+                             "protocol_type": "consumer",
+                             "protocols": [{"name": "range", "metadata": SUB}]})
+        assert j.error_code == 0, j
+        member = uuid.uuid4().hex
+        r = _hb(w, group, member, 0)
+        if policy != "upgrade":
+            assert r.error_code == 69, r  # GROUP_ID_NOT_FOUND: not upgraded
+            return
+        assert r.error_code == 0, r
+        assert _hb(w, group, member, -1, topics=None, owned=None).error_code == 0
+        # no downgrade: a consumer group with its classic member
+        d = w.call(CG_DESCRIBE, 1, {"group_ids": [group],
+                                    "include_authorized_operations": False}).groups[0]
+        assert d.error_code == 0 and [(m.member_id, m.member_type) for m in d.members] == [
+            (j.member_id, 0)], d
