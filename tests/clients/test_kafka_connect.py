@@ -162,7 +162,8 @@ def test_exactly_once_source_survives_worker_kill(broker, tmp_path: Path) -> Non
         reader.poll_for(3)  # anything past the last line would be a duplicate
     finally:
         stop_writing.set()
-        writer.join(10)
+        if writer.ident is not None:
+            writer.join(10)
         reader.close()
         rc = worker.stop()
     assert rc is not None, f"the worker hung on SIGTERM\n{worker.log_tail()}"

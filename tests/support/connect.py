@@ -130,7 +130,11 @@ class ConnectWorker:
             time.sleep(0.5)
 
     def create_connector(self, name: str, config: Mapping[str, str]) -> Any:
-        return self.request("PUT", f"/connectors/{name}/config", dict(config))
+        try:
+            return self.request("PUT", f"/connectors/{name}/config", dict(config))
+        except urllib.error.HTTPError as exc:  # Connect explains a 400/409 in the body
+            raise self._fail(f"PUT /connectors/{name}/config: HTTP {exc.code} "
+                             f"{exc.read().decode(errors='replace')}") from exc
 
     def status(self, name: str) -> Any:
         return self.request("GET", f"/connectors/{name}/status")
