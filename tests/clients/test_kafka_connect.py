@@ -26,6 +26,7 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient, ConfigResource
+from kafka.admin import KafkaAdminClient
 
 from tests.support.connect import FILE_SINK, FILE_SOURCE, ConnectWorker
 
@@ -103,6 +104,12 @@ def test_file_source_and_sink_round_trip(broker, tmp_path: Path) -> None:
             time.sleep(0.5)
         listed = worker.request("GET", "/connectors")
         assert sorted(listed) == ["file-sink", "file-source"], listed
+        admin = KafkaAdminClient(bootstrap_servers=broker.bootstrap)
+        try:  # the worker's group, as ListGroups reports it
+            listed_groups = {g["group_id"]: g for g in admin.list_groups()}
+            assert listed_groups[group]["protocol_type"] == "connect", listed_groups[group]
+        finally:
+            admin.close()
     finally:
         rc = worker.stop()
     assert rc is not None, f"the worker hung on SIGTERM\n{worker.log_tail()}"
