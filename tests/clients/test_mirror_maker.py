@@ -112,7 +112,11 @@ def _mm2_properties(tmp_path: Path, a: str, b: str, topic: str,
         "config.storage.replication.factor": 1,
         "emit.heartbeats.interval.seconds": 1,
         "refresh.topics.interval.seconds": 2,
+        # No reflective scan of the class path (its jars all have ServiceLoader manifests):
+        # the driver's own Plugins read the top-level setting, each herder its cluster's.
         "plugin.discovery": "service_load",
+        "A.plugin.discovery": "service_load",
+        "B.plugin.discovery": "service_load",
         **extra,
     })
 
