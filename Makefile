@@ -15,10 +15,12 @@ MVN         ?= mvn
 MVN_FLAGS   ?= -B -q -Dstyle.color=never
 JAVA_POM    := tests/java/pom.xml
 SPARK_POM   := tests/spark/pom.xml
+CONNECT_POM := tests/java/connect-pom.xml
 
 # Maven coordinates (versions live in tests/java/pom.xml; these only name the cache dirs).
 KAFKA4_DIR   := $(CACHE)/kafka-tools-4
 CLIENTS39_DIR := $(CACHE)/kafka-clients-39
+CONNECT4_DIR := $(CACHE)/kafka-connect-4
 
 PYTEST_ARGS ?=
 PYTEST_TIMEOUT ?= 300
@@ -85,7 +87,17 @@ $(CLIENTS39_DIR)/.stamp: $(JAVA_POM)
 	rm -rf $(CLIENTS39_DIR) && mv $(CLIENTS39_DIR).tmp $(CLIENTS39_DIR)
 	@touch $@
 
-java-deps: $(KAFKA4_DIR)/.stamp $(CLIENTS39_DIR)/.stamp
+# Kafka Connect 4.x with connect-file and MirrorMaker 2 (connect-mirror): a class path and a
+# POM of their own, so the two above are not fetched again when it changes.
+$(CONNECT4_DIR)/.stamp: $(CONNECT_POM)
+	@command -v $(MVN) >/dev/null || { echo "mvn not found: install Maven (apt-get install maven)"; exit 1; }
+	rm -rf $(CONNECT4_DIR).tmp && mkdir -p $(CACHE)
+	$(MVN) $(MVN_FLAGS) -f $(CONNECT_POM) dependency:copy-dependencies \
+	    -DoutputDirectory=$(abspath $(CONNECT4_DIR).tmp)/lib
+	rm -rf $(CONNECT4_DIR) && mv $(CONNECT4_DIR).tmp $(CONNECT4_DIR)
+	@touch $@
+
+java-deps: $(KAFKA4_DIR)/.stamp $(CLIENTS39_DIR)/.stamp $(CONNECT4_DIR)/.stamp
 
 # The Spark Kafka connector (spark-sql-kafka-0-10 and the three jars it adds to pyspark/jars)
 # must be the installed pyspark's exact version, which is known only once the venv exists:

@@ -12,6 +12,7 @@
 Class paths:
     kafka4    .cache/kafka-tools-4/lib/*      kafka-tools + kafka-clients 4.x and their deps
     clients39 .cache/kafka-clients-39/lib/*   kafka-clients 3.9.x alone
+    connect4  .cache/kafka-connect-4/lib/*    Kafka Connect 4.x, connect-file, MirrorMaker 2
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ CACHE_DIR = Path(os.environ.get("SAMSA_CACHE_DIR", REPO_ROOT / ".cache"))
 CLASSPATHS = {
     "kafka4": CACHE_DIR / "kafka-tools-4" / "lib",
     "clients39": CACHE_DIR / "kafka-clients-39" / "lib",
+    "connect4": CACHE_DIR / "kafka-connect-4" / "lib",
 }
 JAVA_SRC = REPO_ROOT / "tests" / "java" / "src"
 
