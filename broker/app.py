@@ -11,6 +11,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from config.schema import BROKER_PROPERTIES, TOPIC_SYNONYMS
 from config.topic import describe_broker_config, describe_topic_config
 from coordinator.group import GroupCoordinator
 from coordinator.internal_log import InternalTopic
@@ -30,6 +31,7 @@ from .context import BrokerServices
 from .controller import Controller
 from .coordinator_host import BrokerLogHost
 from .dispatch import Dispatcher
+from .dynamic_config import DynamicBrokerConfig
 from .features import TRANSACTION_VERSION
 from .interbroker import set_client_security
 from .malloc_tuning import tune_malloc
@@ -51,6 +53,9 @@ from .txn_verification import TxnPartitionVerifier
 from .zk_store import ZkMetadataStore
 
 log = logging.getLogger(__name__)
+
+# The broker properties that are topic defaults (Kafka's DynamicLogConfig.ReconfigurableConfigs).
+_LOG_DEFAULTS = frozenset(n for chain in TOPIC_SYNONYMS.values() for n, _ in chain)
 
 
 class Broker:
@@ -160,6 +165,10 @@ class Broker:
         self.store.add_client_quota_listener(self.quotas.update)
         self.txn_verifier = TxnPartitionVerifier(
             self.store, self.broker_id, config["transaction.state.log.num.partitions"])
+        # Dynamic broker configs (kafka-configs --entity-type brokers): applied to `config`
+        # in place; what holds a value of its own is told here.
+        self.dynamic_config = DynamicBrokerConfig(config, self.store, self.broker_id)
+        self.dynamic_config.add_reconfigurable(self._reconfigure)
         self.registry = build_registry()
         # How this broker reaches the others: the inter-broker listener's TLS and SASL login.
         set_client_security(ClientSecurity.from_config(config))
@@ -193,7 +202,34 @@ class Broker:
             quotas=self.quotas,
             authorizer=self._authorizer(),
             txn_verifier=self.txn_verifier,
+            dynamic_config=self.dynamic_config,
         )
+
+    def _reconfigure(self, changed: set[str]) -> None:
+        """Dynamic broker configs changed (Kafka's BrokerReconfigurables): push the new values
+        to what does not read them from the config each time."""
+        config = self.config
+        if changed & _LOG_DEFAULTS:
+            # topic defaults (DynamicLogConfig): every hosted topic without an override
+            for topic in list(self.store.topics().values()):
+                self.replicas.reconfigure(topic)
+        if self.replicas.leader_quota is not None:
+            self.replicas.leader_quota.bound = config["leader.replication.throttled.rate"]
+        if self.replicas.fetchers is not None and self.replicas.fetchers.quota is not None:
+            self.replicas.fetchers.quota.bound = config["follower.replication.throttled.rate"]
+        if changed & {"max.connections", "max.connections.per.ip"}:
+            self.server.set_connection_limits(config["max.connections"],
+                                              config["max.connections.per.ip"])
+        if "log.cleaner.backoff.ms" in changed:
+            self.log_manager.set_cleaner_backoff_ms(config["log.cleaner.backoff.ms"])
+        if "producer.id.expiration.ms" in changed:
+            self.log_manager.set_producer_id_expiration_ms(config["producer.id.expiration.ms"])
+        self.transactions.verification_enabled = config[
+            "transaction.partition.verification.enable"]
+        for name in sorted(changed):
+            prop = BROKER_PROPERTIES[name]
+            if prop.ignored is not None:
+                log.warning("%s changed but has no effect in Samsa: %s", name, prop.ignored)
 
     def _authorizer(self) -> Authorizer | None:
         """authorizer.class.name: Kafka's ACL authorizer, or none (everything allowed)."""
@@ -354,6 +390,7 @@ class Broker:
         self.log_manager.failure_channel.listener = on_failure
         if self.zookeeper:
             await self.store.start()
+        self.dynamic_config.start()  # before the logs load: their defaults may be dynamic
         self.producer_ids.start()  # the first block of ids, claimed in the background
         self.log_manager.startup(self._config_for_topic_name)
         self.replicas.load_all()

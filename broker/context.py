@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from storage.log_dirs import LogDirs
 
     from .controller import Controller
+    from .dynamic_config import DynamicBrokerConfig
     from .metadata_store import MetadataStore
     from .quotas import QuotaManager
     from .replica_manager import ReplicaManager
@@ -69,6 +70,7 @@ class BrokerServices:
     authorizer: Authorizer | None = None  # authorizer.class.name set: ACLs decide
     # KIP-890 verification with a transaction coordinator on another broker
     txn_verifier: TxnPartitionVerifier | None = None
+    dynamic_config: DynamicBrokerConfig | None = None  # dynamic broker configs
 
 
 @dataclass(slots=True)

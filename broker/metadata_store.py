@@ -142,6 +142,16 @@ class MetadataStore(Protocol):
         self, changes: list[tuple[QuotaEntity, dict[str, float | None]]]
     ) -> None: ...
 
+    # ---- dynamic broker configs (ZooKeeper's /config/brokers/<id>, and <default> for the
+    # cluster-wide defaults; config/dynamic.py) ------------------------------------------------
+    # This broker's and the default entity's stored configs, kept current.
+    def broker_configs(self) -> dict[str, dict[str, str]]: ...
+    # Called with (entity, its whole config) when this broker's or the default's changes.
+    def add_broker_config_listener(self, fn: Callable[[str, dict[str, str]], None]) -> None: ...
+    async def read_broker_config(self, entity: str) -> dict[str, str]: ...
+    # Replace an entity's stored config (and tell every broker).
+    async def write_broker_config(self, entity: str, config: dict[str, str]) -> None: ...
+
     # ---- ACLs (broker/security/authorizer.py) -------------------------------------------
     # Every broker's view of the cluster's ACLs (kept current from ZooKeeper in a cluster).
     def acls(self) -> AclCache: ...
@@ -208,6 +218,9 @@ class LocalMetadataStore:
         self._quotas: dict[QuotaEntity, dict[str, float]] = {}  # client quotas
         self._quota_listeners: list[Callable[[dict[QuotaEntity, dict[str, float]]], None]] = []
         self._acl_cache = AclCache()
+        # Dynamic broker configs: entity (this broker's id, or <default>) -> config.
+        self._broker_configs: dict[str, dict[str, str]] = {}
+        self._broker_config_listeners: list[Callable[[str, dict[str, str]], None]] = []
         self.cluster_id = new_cluster_id()
         # A new cluster finalizes the default levels; a file from before features has none.
         self._features = FinalizedFeatures(0, default_levels())
@@ -306,6 +319,8 @@ class LocalMetadataStore:
             )
             self._by_id.set(self._topics[t["name"]])
         self._group_configs = {g: dict(c) for g, c in doc.get("group_configs", {}).items()}
+        self._broker_configs = {str(e): {str(k): str(v) for k, v in c.items()}
+                                for e, c in doc.get("broker_configs", {}).items()}
         self._load_client_quotas(doc)
         self._load_acls(doc.get("acls", []))
         features = doc.get("features", {})
@@ -329,6 +344,7 @@ class LocalMetadataStore:
                 for t in self._topics.values()
             ],
             "group_configs": self._group_configs,
+            "broker_configs": self._broker_configs,
             "users": self._users,
             **self._client_quotas_doc(),
             "acls": self._acls_doc(),
@@ -345,6 +361,26 @@ class LocalMetadataStore:
             os.fsync(dir_fd)
         finally:
             os.close(dir_fd)
+
+    # ---- dynamic broker configs ---------------------------------------------------------------
+    # In the file: "broker_configs": {"<default>": {...}, "<id>": {...}}.
+    def broker_configs(self) -> dict[str, dict[str, str]]:
+        return {e: dict(c) for e, c in self._broker_configs.items()}
+
+    def add_broker_config_listener(self, fn: Callable[[str, dict[str, str]], None]) -> None:
+        self._broker_config_listeners.append(fn)
+
+    async def read_broker_config(self, entity: str) -> dict[str, str]:
+        return dict(self._broker_configs.get(entity, {}))
+
+    async def write_broker_config(self, entity: str, config: dict[str, str]) -> None:
+        if config:
+            self._broker_configs[entity] = dict(config)
+        else:
+            self._broker_configs.pop(entity, None)
+        self._save()
+        for fn in self._broker_config_listeners:
+            fn(entity, dict(config))
 
     # ---- client quotas ----------------------------------------------------------------------
     # In the file: "client_quotas": [{"entity": [[type, name or null for the default], ...],

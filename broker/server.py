@@ -15,7 +15,7 @@ import ssl
 import time
 from collections import Counter
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from protocol.framing import FrameError, frame_size
@@ -163,6 +163,13 @@ class KafkaServer:
         self._per_ip: Counter[str] = Counter()
         self._count = 0  # connections accepted and not yet closed (handshaking or open)
         self._slot_freed = asyncio.Event()
+
+    def set_connection_limits(self, max_connections: int, max_connections_per_ip: int) -> None:
+        """max.connections and max.connections.per.ip changed while running (dynamic broker
+        configs): new limits for connections accepted from now on."""
+        self._limits = replace(self._limits, max_connections=max_connections,
+                               max_connections_per_ip=max_connections_per_ip)
+        self._slot_freed.set()  # an accept loop waiting at the old limit looks again
 
     async def start(self) -> None:
         for endpoint in self.endpoints:

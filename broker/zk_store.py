@@ -6,6 +6,8 @@
     /brokers/topics/<t>              {"version":3,"topic_id","partitions":{"0":[1,2]},...}
     /brokers/topics/<t>/partitions/<p>/state     {"controller_epoch","leader","leader_epoch","isr"}
     /config/topics/<t>                           {"version":1,"config":{...}}
+    /config/brokers/<id>|<default>               {"version":1,"config":{...}} (dynamic broker
+                                                 configs; changes in /config/changes)
     /config/groups/<g>                           {"version":1,"config":{...}} (group configs;
                                                  <g> percent-encoded: a group id may hold '/')
     /latest_producer_id_block                    {"version":1,"broker","block_start","block_end"}
@@ -45,6 +47,8 @@ from kazoo.exceptions import (
     SessionExpiredError,
 )
 from kazoo.handlers.threading import KazooTimeoutError
+
+from config.dynamic import DEFAULT_ENTITY
 
 from .features import FinalizedFeatures, default_levels
 from .metadata_store import (
@@ -128,6 +132,9 @@ class ZkMetadataStore:
         self._acl_changes_seen: dict[str, set[str]] = {}  # change path -> notifications read
         self._acl_change_ctimes: dict[str, int] = {}  # notification -> its ctime (to purge)
         self._features = FinalizedFeatures()  # /feature, kept current by a watch
+        # Dynamic broker configs of this broker and the cluster default (entity -> config).
+        self._broker_configs: dict[str, dict[str, str]] = {}
+        self._broker_config_listeners: list[Callable[[str, dict[str, str]], None]] = []
 
     # ---- lifecycle ------------------------------------------------------------------------
     async def start(self) -> None:
@@ -167,6 +174,9 @@ class ZkMetadataStore:
         self._zk.DataWatch("/controller", self._on_controller)
         self._zk.ChildrenWatch(LOG_DIR_EVENTS, self._on_log_dir_events)
         self._zk.ChildrenWatch("/config/users", self._on_user_names)
+        # Dynamic broker configs are in place before the broker starts serving (Kafka's
+        # DynamicBrokerConfig.initialize); the notifications keep them current.
+        self._broker_configs = {e: self._read_broker_config(e) for e in self._config_entities()}
         self._start_client_quotas()
         self._start_acls()
         self._zk.DataWatch(FEATURE, self._on_features)
@@ -864,8 +874,10 @@ class ZkMetadataStore:
         seqs = sorted((_notification_seq(c), c) for c in children
                       if c.startswith("config_change_"))
         try:
+            brokers: dict[str, dict[str, str]] = {}
             if self._quota_notification_seen is None:  # the first call: read every entity
                 updates = self._read_all_client_quotas()
+                brokers = {e: self._read_broker_config(e) for e in self._config_entities()}
             else:
                 paths = []
                 for seq, name in seqs:
@@ -881,6 +893,9 @@ class ZkMetadataStore:
                     entity = _quota_entity_of_path(path)
                     if entity is not None:
                         updates[entity] = self._read_quota_config(f"/config/{path}")
+                    kind, _, name = path.partition("/")
+                    if kind == "brokers" and name in self._config_entities():
+                        brokers[name] = self._read_broker_config(name)
         except (ConnectionLoss, SessionExpiredError) as exc:
             log.warning("reading client quotas from ZooKeeper failed: %r", exc)
             return True
@@ -890,6 +905,8 @@ class ZkMetadataStore:
             self._quota_notification_seen = -1
         if updates:
             self._call(self._apply_client_quotas, updates)
+        for name, config in brokers.items():
+            self._call(self._set_broker_config, name, config)
         self._purge_notifications([name for _, name in seqs])
         return True
 
@@ -993,6 +1010,61 @@ class ZkMetadataStore:
                             sequence=True, makepath=True)
             out[entity] = {k: float(v) for k, v in config.items() if k in QUOTA_CONFIGS}
         return out
+
+    # ---- dynamic broker configs ---------------------------------------------------------------
+    # Kafka's layout: /config/brokers/<id> and /config/brokers/<default>
+    # ({"version":1,"config":{"log.retention.ms":"1000",...}}), each write announced by a
+    # /config/changes/config_change_<seq> node {"version":2,"entity_path":"brokers/<id>"}.
+    # A broker follows its own entity and the default.
+    def _config_entities(self) -> tuple[str, str]:
+        return str(self._broker.broker_id), DEFAULT_ENTITY
+
+    def _read_broker_config(self, entity: str) -> dict[str, str]:
+        path = f"/config/brokers/{entity}"
+        try:
+            data = self._zk.get(path)[0]
+            config = json.loads(data).get("config", {}) if data else {}
+        except NoNodeError:
+            return {}
+        except (ValueError, AttributeError):
+            log.warning("ignoring unreadable %s", path)
+            return {}
+        return {str(k): str(v) for k, v in (config or {}).items()}
+
+    def _set_broker_config(self, entity: str, config: dict[str, str]) -> None:
+        if self._broker_configs.get(entity, {}) == config:
+            return
+        self._broker_configs[entity] = config
+        for fn in self._broker_config_listeners:
+            fn(entity, dict(config))
+
+    def broker_configs(self) -> dict[str, dict[str, str]]:
+        return {e: dict(c) for e, c in self._broker_configs.items()}
+
+    def add_broker_config_listener(self, fn: Callable[[str, dict[str, str]], None]) -> None:
+        self._broker_config_listeners.append(fn)
+
+    async def read_broker_config(self, entity: str) -> dict[str, str]:
+        return await asyncio.to_thread(self._read_broker_config, entity)
+
+    async def write_broker_config(self, entity: str, config: dict[str, str]) -> None:
+        await asyncio.to_thread(self._write_broker_config, entity, config)
+        if entity in self._config_entities():
+            self._set_broker_config(entity, dict(config))
+
+    def _write_broker_config(self, entity: str, config: dict[str, str]) -> None:
+        path = f"/config/brokers/{entity}"
+        doc = _dumps({"version": 1, "config": config})
+        try:
+            self._zk.set(path, doc)
+        except NoNodeError:
+            try:
+                self._zk.create(path, doc, makepath=True)
+            except NodeExistsError:
+                self._zk.set(path, doc)
+        self._zk.create("/config/changes/config_change_",
+                        _dumps({"version": 2, "entity_path": f"brokers/{entity}"}),
+                        sequence=True, makepath=True)
 
     # ---- ACLs ---------------------------------------------------------------------------------
     # Kafka's AclAuthorizer layout (see the module doc): every ACL is read at start, then each

@@ -12,7 +12,7 @@ import difflib
 import os
 import re
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from enum import IntEnum
 from pathlib import Path
@@ -616,12 +616,15 @@ _TABLE: list[PropertyDef] = [
        ignored="a follower runs one fetcher per leader broker"),
     _p("leader.replication.throttled.rate", L, LONG_MAX, "Bytes per second a leader sends "
        "to out-of-sync followers of the replicas its topics list in "
-       "leader.replication.throttled.replicas (Kafka sets it as a dynamic broker config; "
-       "Samsa reads it at start).", at_least(0), group=_G_REPL),
+       "leader.replication.throttled.replicas (usually set as a dynamic broker config, as "
+       "kafka-reassign-partitions --throttle does).", at_least(0), group=_G_REPL),
     _p("follower.replication.throttled.rate", L, LONG_MAX, "Bytes per second a follower "
        "fetches for the out-of-sync replicas its topics list in "
-       "follower.replication.throttled.replicas (Kafka sets it as a dynamic broker config; "
-       "Samsa reads it at start).", at_least(0), group=_G_REPL),
+       "follower.replication.throttled.replicas (usually set as a dynamic broker config, "
+       "as kafka-reassign-partitions --throttle does).", at_least(0), group=_G_REPL),
+    _p("replica.alter.log.dirs.io.max.bytes.per.second", L, LONG_MAX, "Bytes per second "
+       "moved between the log directories of one broker (AlterReplicaLogDirs).", at_least(0),
+       group=_G_REPL, ignored="replicas are not moved between log directories"),
     _p("replication.quota.window.num", I, 11, "The number of samples a replication "
        "throttle's rate is measured over.", at_least(1), group=_G_REPL),
     _p("replication.quota.window.size.seconds", I, 1, "The time span of each sample of a "
@@ -744,7 +747,27 @@ _TABLE: list[PropertyDef] = [
        LoggerLevels(LOG_LEVELS), group=_G_SAMSA),
 ]
 
-BROKER_PROPERTIES: dict[str, PropertyDef] = {p.name: p for p in _TABLE}
+# Kafka's DynamicBrokerConfig.AllDynamicConfigs (with DynamicConfig.Broker's replication
+# quotas) that Samsa has and can change while it runs: the log defaults (every broker synonym
+# of a topic config), the cleaner's settings, the thread counts, the connection limits, the
+# producer-state settings and the replication throttles. Kafka's other dynamic configs (TLS
+# key stores, listeners, SASL) are static in Samsa.
+_DYNAMIC_NON_LOG = frozenset({
+    "log.cleaner.threads", "log.cleaner.dedupe.buffer.size", "log.cleaner.io.buffer.load.factor",
+    "log.cleaner.io.buffer.size", "log.cleaner.io.max.bytes.per.second",
+    "log.cleaner.backoff.ms",
+    "num.io.threads", "num.replica.fetchers", "num.recovery.threads.per.data.dir",
+    "background.threads", "num.network.threads",
+    "max.connections", "max.connections.per.ip",
+    "producer.id.expiration.ms", "transaction.partition.verification.enable",
+    "leader.replication.throttled.rate", "follower.replication.throttled.rate",
+    "replica.alter.log.dirs.io.max.bytes.per.second",
+})
+# Kafka's DynamicThreadPool.ReconfigurableConfigs (and num.network.threads, checked alike):
+# a new count must be at least half and at most double the current one.
+THREAD_COUNT_CONFIGS = frozenset({"num.io.threads", "num.replica.fetchers",
+                                  "num.recovery.threads.per.data.dir", "background.threads",
+                                  "num.network.threads"})
 
 # Topic property -> broker properties that set its default, highest priority first, each with
 # the factor that converts it to the topic property's unit (Kafka's ServerTopicConfigSynonyms).
@@ -759,14 +782,32 @@ TOPIC_SYNONYMS["retention.ms"] = (
 )
 TOPIC_SYNONYMS["flush.ms"] = (("log.flush.interval.ms", 1), ("log.flush.scheduler.interval.ms", 1))
 
+DYNAMIC_BROKER_CONFIGS: frozenset[str] = _DYNAMIC_NON_LOG | frozenset(
+    n for chain in TOPIC_SYNONYMS.values() for n, _ in chain)
+BROKER_PROPERTIES: dict[str, PropertyDef] = {
+    p.name: replace(p, dynamic=p.name in DYNAMIC_BROKER_CONFIGS) for p in _TABLE}
+
 
 def broker_synonyms(name: str) -> list[str]:
-    """Kafka's DynamicBrokerConfig.brokerConfigSynonyms: a property's group of aliases."""
+    """Kafka's DynamicBrokerConfig.brokerConfigSynonyms: a property's group of aliases
+    (log.flush.scheduler.interval.ms is log.flush.interval.ms's fallback, not its alias)."""
+    if name == "log.flush.scheduler.interval.ms":
+        return [name]
     for chain in TOPIC_SYNONYMS.values():
         names = [n for n, _ in chain]
         if len(names) > 1 and name in names:
             return names
     return [name]
+
+
+# Property -> the other properties whose value in a higher layer hides this one's value in
+# the lower layers (those whose synonyms include it).
+_SYNONYM_GROUPS: dict[str, tuple[str, ...]] = {}
+for _chain in TOPIC_SYNONYMS.values():
+    for _k, _ in _chain:
+        for _x in broker_synonyms(_k):
+            if _x != _k:
+                _SYNONYM_GROUPS[_x] = (*_SYNONYM_GROUPS.get(_x, ()), _k)
 
 
 def lookup(name: str) -> PropertyDef:
@@ -852,25 +893,33 @@ def parse_listeners(
 
 
 class BrokerConfig:
-    """Typed, immutable broker configuration.
+    """Typed broker configuration.
 
-    Values resolve dynamic > static (YAML file, command line) > default, as in Kafka.
+    Values resolve per-broker dynamic > cluster-default dynamic > static (YAML file, command
+    line) > default, as in Kafka. A layer that sets any of a property's synonyms (log.roll.ms
+    and log.roll.hours, ...) hides the lower layers' values of all of them, as Kafka's
+    DynamicBrokerConfig.overrideProps removes them. Only the two dynamic layers ever change
+    (`set_dynamic`, replacing both at once); holders of the object see the new values.
     """
 
     def __init__(self, static: Mapping[str, object] | None = None,
-                 dynamic: Mapping[str, object] | None = None) -> None:
+                 dynamic: Mapping[str, object] | None = None,
+                 dynamic_default: Mapping[str, object] | None = None) -> None:
         self._static = _parse_all(static or {})
         self._dynamic = _parse_all(dynamic or {})
+        self._dynamic_default = _parse_all(dynamic_default or {})
         self._sync_ids()
         self._check()
 
     # -- access
     def __getitem__(self, name: str) -> Any:
         prop = lookup(name)
-        if name in self._dynamic:
-            return self._dynamic[name]
-        if name in self._static:
-            return self._static[name]
+        group = _SYNONYM_GROUPS.get(name)
+        for layer in (self._dynamic, self._dynamic_default, self._static):
+            if name in layer:
+                return layer[name]
+            if group is not None and any(n in layer for n in group):
+                return prop.default
         return prop.default
 
     def __contains__(self, name: object) -> bool:
@@ -889,6 +938,8 @@ class BrokerConfig:
         lookup(name)
         if name in self._dynamic:
             return ConfigSource.DYNAMIC_BROKER_CONFIG.name
+        if name in self._dynamic_default:
+            return ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG.name
         if name in self._static:
             return ConfigSource.STATIC_BROKER_CONFIG.name
         return ConfigSource.DEFAULT_CONFIG.name
@@ -902,7 +953,13 @@ class BrokerConfig:
 
     @property
     def dynamic_values(self) -> Mapping[str, Any]:
+        """This broker's own dynamic values (ZooKeeper's /config/brokers/<id>)."""
         return dict(self._dynamic)
+
+    @property
+    def dynamic_default_values(self) -> Mapping[str, Any]:
+        """The cluster-wide dynamic defaults (ZooKeeper's /config/brokers/<default>)."""
+        return dict(self._dynamic_default)
 
     def ignored_settings(self) -> list[PropertyDef]:
         """Properties set here (not left at their default) that have no effect in Samsa."""
@@ -917,7 +974,19 @@ class BrokerConfig:
                 dynamic.pop(k, None)
             else:
                 dynamic[k] = v
-        return BrokerConfig(self._static, dynamic)
+        return BrokerConfig(self._static, dynamic, self._dynamic_default)
+
+    def with_layers(self, dynamic: Mapping[str, object],
+                    dynamic_default: Mapping[str, object]) -> BrokerConfig:
+        """A copy with both dynamic layers replaced (raises ConfigError, naming the key, if
+        the result is not a valid configuration)."""
+        return BrokerConfig(self._static, dynamic, dynamic_default)
+
+    def set_dynamic(self, dynamic: Mapping[str, object],
+                    dynamic_default: Mapping[str, object]) -> None:
+        """Replace both dynamic layers of this object (validated first, as `with_layers`)."""
+        new = self.with_layers(dynamic, dynamic_default)
+        self._dynamic, self._dynamic_default = new._dynamic, new._dynamic_default
 
     # -- derived values
     def topic_default(self, topic_name: str) -> Any:
@@ -1015,7 +1084,7 @@ class BrokerConfig:
         """A property as one listener sees it: `listener.name.<listener>.<name>` if set, else
         the property itself (Kafka's per-listener overrides)."""
         key = f"listener.name.{listener.lower()}.{name}"
-        for layer in (self._dynamic, self._static):
+        for layer in (self._dynamic, self._dynamic_default, self._static):
             if key in layer:
                 return layer[key]
         if name in BROKER_PROPERTIES:
@@ -1036,12 +1105,13 @@ class BrokerConfig:
         return self.log_dirs[0]
 
     def __repr__(self) -> str:
-        return f"BrokerConfig(static={self._static!r}, dynamic={self._dynamic!r})"
+        return (f"BrokerConfig(static={self._static!r}, dynamic={self._dynamic!r}, "
+                f"dynamic_default={self._dynamic_default!r})")
 
     # -- construction helpers
     def _sync_ids(self) -> None:
         # Kafka's populateSynonyms: setting only one of node.id / broker.id sets both.
-        for layer in (self._static, self._dynamic):
+        for layer in (self._static, self._dynamic, self._dynamic_default):
             if "broker.id" in layer and "node.id" not in layer:
                 layer["node.id"] = layer["broker.id"]
             elif "node.id" in layer and "broker.id" not in layer:

@@ -229,6 +229,7 @@ def broker_layer_synonyms(broker: BrokerConfig, name: str) -> list[ConfigSynonym
     out: list[ConfigSynonym] = []
     layers = (
         (broker.dynamic_values, ConfigSource.DYNAMIC_BROKER_CONFIG),
+        (broker.dynamic_default_values, ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG),
         (broker.static_values, ConfigSource.STATIC_BROKER_CONFIG),
         ({n: BROKER_PROPERTIES[n].default for n in group}, ConfigSource.DEFAULT_CONFIG),
     )
@@ -265,12 +266,19 @@ def describe_topic_config(name: str, overrides: Mapping[str, object],
     return entries
 
 
-def describe_broker_config(broker: BrokerConfig) -> list[ConfigEntry]:
-    """Every broker property, as Kafka's DescribeConfigs reports a BROKER resource."""
+def describe_broker_config(broker: BrokerConfig, per_broker: bool = True) -> list[ConfigEntry]:
+    """Every broker property, as Kafka's DescribeConfigs reports a BROKER resource; for the
+    cluster default resource (`per_broker` False, the empty name) only the dynamic defaults,
+    with their DYNAMIC_DEFAULT_BROKER_CONFIG synonyms."""
     entries = []
-    for key, value in broker.items():
+    items = (broker.items() if per_broker
+             else ((k, v) for k, v in sorted(broker.dynamic_default_values.items())))
+    for key, value in items:
         prop = BROKER_PROPERTIES[key]
         synonyms = broker_layer_synonyms(broker, key)
+        if not per_broker:
+            synonyms = [s for s in synonyms
+                        if s.source == ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG]
         source = synonyms[0].source if synonyms else int(ConfigSource.DEFAULT_CONFIG)
         if prop.type is ConfigType.PASSWORD:  # Kafka never returns a password's value
             entries.append(ConfigEntry(key, None, source, True, not prop.dynamic,

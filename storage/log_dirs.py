@@ -38,6 +38,18 @@ class LogDirs:
             raise ValueError(f"log.dirs names a directory twice: {[str(d) for d in dirs]}")
         self._owner: dict[TopicPartition, LogManager] = {}
 
+    def set_cleaner_backoff_ms(self, ms: int) -> None:
+        """log.cleaner.backoff.ms changed while running."""
+        for m in self.managers:
+            m.intervals["cleaner"] = ms
+
+    def set_producer_id_expiration_ms(self, ms: int) -> None:
+        """producer.id.expiration.ms changed while running: for every log, and those to come."""
+        for m in self.managers:
+            m.producer_id_expiration_ms = ms
+        for plog in self.logs().values():
+            plog.producer_state.producer_id_expiration_ms = ms
+
     # -- directories ---------------------------------------------------------------------------
 
     @property

@@ -1,18 +1,21 @@
 """Configs: DescribeConfigs (32), AlterConfigs (33), IncrementalAlterConfigs (44).
 
 Topic overrides and group configs (Kafka 4's GROUP resources: consumer.session.timeout.ms...)
-live in the metadata store; broker configs are static (from YAML and the command line) in this
-version, so setting them answers INVALID_REQUEST (deleting dynamic ones, of which there are none,
-succeeds and changes nothing).
+live in the metadata store. BROKER resources are Kafka's dynamic broker configs
+(broker/dynamic_config.py): the broker's own id names its per-broker configs, the empty name
+the cluster-wide defaults; another broker's id is INVALID_REQUEST (the Admin client sends
+each broker its own).
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from config.dynamic import DynamicConfigError
 from config.group import describe_group_config, validate_group_configs
-from config.schema import ConfigSource
+from config.schema import BROKER_PROPERTIES, ConfigSource, ConfigType
 from config.topic import (
     ConfigEntry,
     InvalidConfigError,
@@ -32,6 +35,8 @@ if TYPE_CHECKING:
         DescribeConfigsRequest,
         IncrementalAlterConfigsRequest,
     )
+
+log = logging.getLogger(__name__)
 
 TOPIC = 2
 BROKER = 4
@@ -95,8 +100,17 @@ async def handle_describe_configs(
                     error_code=ErrorCode.unknown_topic_or_partition,
                     error_message=f"Topic {r.resource_name} does not exist",
                 )
-        elif r.resource_type == BROKER and r.resource_name in ("", str(ctx.broker_id)):
-            entries = describe_broker_config(ctx.config)
+        elif r.resource_type == BROKER:
+            entries = None
+            if r.resource_name in ("", str(ctx.broker_id)):
+                entries = describe_broker_config(ctx.config, per_broker=r.resource_name != "")
+            elif not r.resource_name.lstrip("-").isdigit():
+                out.update(error_code=ErrorCode.invalid_request, error_message="Broker id must "
+                           f"be an integer, but it is: {r.resource_name}")
+            else:
+                out.update(error_code=ErrorCode.invalid_request, error_message="Unexpected "
+                           f"broker id, expected {ctx.broker_id} or empty string, but received "
+                           f"{r.resource_name}")
         elif r.resource_type == BROKER_LOGGER:
             entries = []
         elif r.resource_type == GROUP:
@@ -142,6 +156,15 @@ async def handle_alter_configs(
     responses = []
     for r in request.resources:
         new = {c.name: c.value for c in r.configs if c.value is not None}
+        if r.resource_type == BROKER:
+            def replace_broker(_current: dict[str, str],
+                               new: dict[str, str] = new) -> dict[str, str]:
+                return new
+
+            code, message = await _apply_broker(ctx, r.resource_name, replace_broker,
+                                                request.validate_only)
+            responses.append(_result(r.resource_type, r.resource_name, code, message))
+            continue
 
         def replace(_current: dict[str, str], new: dict[str, str] = new) -> dict[str, str]:
             return new
@@ -161,6 +184,15 @@ async def handle_incremental_alter_configs(
         ops: list[tuple[int, str, str | None]] = [
             (c.config_operation, c.name, c.value) for c in r.configs
         ]
+        if r.resource_type == BROKER:
+            def change_broker(current: dict[str, str],
+                              ops: list[tuple[int, str, str | None]] = ops) -> dict[str, str]:
+                return _broker_ops(current, ops)
+
+            code, message = await _apply_broker(ctx, r.resource_name, change_broker,
+                                                request.validate_only)
+            responses.append(_result(r.resource_type, r.resource_name, code, message))
+            continue
 
         def change(
             current: dict[str, str], ops: list[tuple[int, str, str | None]] = ops
@@ -201,17 +233,6 @@ async def _apply(
     denied = _denied(ctx, AclOperation.ALTER_CONFIGS, resource_type, resource_name)
     if denied is not None:
         return denied, None
-    if resource_type == BROKER:
-        # No broker has dynamic configs: deleting some (kafka-reassign-partitions --verify
-        # clears its throttles so) changes nothing and succeeds, as in Kafka; setting one
-        # is refused.
-        try:
-            if not change({}):
-                return ErrorCode.none, None
-        except TopicError as exc:
-            return exc.error_code, exc.message
-        return (ErrorCode.invalid_request,
-                "Dynamic broker configs are not supported; edit the YAML file")
     if resource_type == GROUP:
         return await _apply_group(ctx, resource_name, change, validate_only)
     if resource_type != TOPIC:
@@ -227,6 +248,68 @@ async def _apply(
             await ctx.topics.set_configs(topic.name, updated)
     except TopicError as exc:
         return exc.error_code, exc.message
+    return ErrorCode.none, None
+
+
+def _broker_ops(current: dict[str, str],
+                ops: list[tuple[int, str, str | None]]) -> dict[str, str]:
+    """Kafka's prepareIncrementalConfigs on a broker's stored dynamic configs: APPEND and
+    SUBTRACT only on LIST properties (APPEND starting from the default when unset)."""
+    updated = dict(current)
+    for op, name, value in ops:
+        if op == SET:
+            updated[name] = value or ""
+        elif op == DELETE:
+            updated.pop(name, None)
+        elif op in (APPEND, SUBTRACT):
+            verb = "append" if op == APPEND else "subtract"
+            prop = BROKER_PROPERTIES.get(name)
+            if prop is None:
+                raise TopicError(ErrorCode.invalid_config, f"Unknown config name: {name}")
+            if prop.type is not ConfigType.LIST:
+                raise TopicError(ErrorCode.invalid_request,
+                                 f"Config value {verb} is not allowed for config key: {name}")
+            if name in updated:
+                items = updated[name].split(",")
+            elif op == APPEND:
+                items = (prop.default_string() or "").split(",")
+            else:
+                items = []
+            values = (value or "").split(",")
+            if op == APPEND:
+                items = list(dict.fromkeys(x for x in items + values if x))
+            else:
+                items = [x for x in items if x not in values]
+            updated[name] = ",".join(items)
+        else:
+            raise TopicError(ErrorCode.invalid_request, f"Unknown operation {op}")
+    return updated
+
+
+async def _apply_broker(
+    ctx: RequestContext, resource_name: str, change: ConfigChange, validate_only: bool
+) -> tuple[int, str | None]:
+    """Kafka's alterBrokerConfigs: this broker's own id or the cluster default ("")."""
+    denied = _denied(ctx, AclOperation.ALTER_CONFIGS, BROKER, resource_name)
+    if denied is not None:
+        return denied, None
+    if resource_name and not resource_name.lstrip("-").isdigit():
+        return (ErrorCode.invalid_request,
+                f"Broker id must be an integer, but it is: {resource_name}")
+    if resource_name and int(resource_name) != ctx.broker_id:
+        return (ErrorCode.invalid_request, f"Unexpected broker id, expected {ctx.broker_id}, "
+                f"but received {resource_name}")
+    dynamic = ctx.services.dynamic_config
+    if dynamic is None:
+        return ErrorCode.invalid_request, "Dynamic broker configs are not available"
+    resource = f"ConfigResource(type=BROKER, name='{resource_name}')"
+    try:
+        await dynamic.alter(resource_name, change, validate_only)
+    except TopicError as exc:
+        return exc.error_code, exc.message
+    except DynamicConfigError as exc:
+        log.info("Invalid config value for resource %s: %s", resource, exc)
+        return exc.error_code, str(exc)
     return ErrorCode.none, None
 
 
