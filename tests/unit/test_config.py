@@ -410,3 +410,45 @@ def test_java_double_format() -> None:
     assert java_double_str(1.0) == "1.0"
     assert java_double_str(1e7) == "1.0E7"
     assert java_double_str(1.5e-5) == "1.5E-5"
+
+
+def test_dynamic_layers_precedence_and_synonyms() -> None:
+    broker = BrokerConfig({"log.retention.ms": 5000, "num.partitions": 2})
+    broker.set_dynamic({"log.retention.bytes": "20"},
+                       {"log.retention.bytes": "10", "log.retention.hours": "2"})
+    assert broker["log.retention.bytes"] == 20
+    assert broker.source("log.retention.bytes") == "DYNAMIC_BROKER_CONFIG"
+    # a default-layer log.retention.hours hides the static log.retention.ms (Kafka's
+    # overrideProps drops a dynamic value's synonyms from the layers below)
+    assert broker["log.retention.ms"] is None
+    assert broker.log_retention_ms == 2 * 3_600_000
+    e = _by_name(describe_broker_config(broker, per_broker=False))
+    assert set(e) == {"log.retention.bytes", "log.retention.hours"}
+    assert [(s.name, s.source) for s in e["log.retention.bytes"].synonyms] == [
+        ("log.retention.bytes", ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG)]
+    ret = _by_name(describe_topic_config("t", {}, broker))["retention.bytes"]
+    assert ret.value == "20" and [s.source for s in ret.synonyms] == [2, 3, 5]
+    assert not BROKER_PROPERTIES["log.dirs"].dynamic
+    assert BROKER_PROPERTIES["message.max.bytes"].dynamic
+
+
+def test_dynamic_update_validation() -> None:
+    from config.dynamic import DynamicConfigError, validate_update
+    from protocol.errors import ErrorCode
+
+    broker = BrokerConfig({"num.io.threads": 8})
+    for props, code, text in [
+        ({"log.dirs": "/x"}, ErrorCode.invalid_request,
+         "Cannot update these configs dynamically: Set(log.dirs)"),
+        ({"log.retention.ms": "soon"}, ErrorCode.invalid_config, "log.retention.ms"),
+        ({"num.io.threads": "3"}, ErrorCode.invalid_config, "at least half the current value 8"),
+        ({"num.io.threads": "17"}, ErrorCode.invalid_config, "greater than double"),
+        ({"log.cleaner.min.compaction.lag.ms": "10",
+          "log.cleaner.max.compaction.lag.ms": "5"}, ErrorCode.invalid_config, "Must not exceed"),
+        ({"no.such.thing": "1"}, ErrorCode.invalid_config, "Unknown configuration"),
+    ]:
+        with pytest.raises(DynamicConfigError) as info:
+            validate_update(broker, props, per_broker=True)
+        assert info.value.error_code == code and text in str(info.value), (props, info.value)
+    assert validate_update(broker, {"num.io.threads": "16"}, True)["num.io.threads"] == 16
+    assert broker["num.io.threads"] == 8  # validation changes nothing
