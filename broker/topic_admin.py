@@ -121,7 +121,7 @@ class TopicAdmin:
                     f"replication factor of {replication_factor} cannot be reached because only "
                     f"{len(brokers)} broker(s) are registered.",
                 )
-            placement = spread_replicas(brokers, num_partitions, replication_factor, 0)
+            placement = assign_replicas(self._racks(), num_partitions, replication_factor, 0)
         overrides = {k: v for k, v in (configs or {}).items() if v is not None}
         try:
             validate_topic_configs(overrides)
@@ -213,7 +213,7 @@ class TopicAdmin:
                 {current + i: a for i, a in enumerate(assignments)}, brokers, current
             )
         else:
-            placement = spread_replicas(brokers, count - current, rf, current)
+            placement = assign_replicas(self._racks(), count - current, rf, current)
             placement = {current + i: r for i, r in enumerate(placement.values())}
         if validate_only:
             return
@@ -239,6 +239,10 @@ class TopicAdmin:
         topic.configs = dict(overrides)
         await self.store.update_topic(topic)
         self.replicas.reconfigure(topic)
+
+    def _racks(self) -> dict[int, str | None]:
+        """Each registered broker's broker.rack (None: not set)."""
+        return {b.broker_id: b.rack for b in self.store.brokers()}
 
     @staticmethod
     def _check_assignments(
@@ -280,4 +284,67 @@ def spread_replicas(
     for i in range(partitions):
         first = (start + i) % n
         placement[i] = [brokers[(first + j) % n] for j in range(replication_factor)]
+    return placement
+
+
+def assign_replicas(
+    racks: dict[int, str | None], partitions: int, replication_factor: int, start: int
+) -> dict[int, list[int]]:
+    """Replica placement of new partitions `start`.. (keys 0..partitions-1): rack-unaware
+    when no broker has a broker.rack, else Kafka's AdminUtils.assignReplicasToBrokersRackAware
+    (brokers without a rack count as one rack of their own)."""
+    if all(r is None for r in racks.values()):
+        return spread_replicas(sorted(racks), partitions, replication_factor, start)
+    return _rack_aware(racks, partitions, replication_factor, start)
+
+
+def _rack_alternated(racks: dict[int, str | None]) -> list[int]:
+    """Kafka's getRackAlternatedBrokerList: the first broker of each rack (racks sorted), then
+    the second of each, ..."""
+    by_rack: dict[str, list[int]] = {}
+    for broker, rack in sorted(racks.items()):
+        by_rack.setdefault(rack or "", []).append(broker)
+    queues = [by_rack[r] for r in sorted(by_rack)]
+    out: list[int] = []
+    depth = 0
+    while len(out) < len(racks):
+        out.extend(q[depth] for q in queues if depth < len(q))
+        depth += 1
+    return out
+
+
+def _rack_aware(
+    racks: dict[int, str | None], partitions: int, replication_factor: int, start: int
+) -> dict[int, list[int]]:
+    brokers = _rack_alternated(racks)
+    n = len(brokers)
+    num_racks = len({r or "" for r in racks.values()})
+
+    def replica_index(first: int, shift: int, k: int) -> int:
+        return (first + 1 + (shift + k) % (n - 1)) % n if n > 1 else first
+
+    placement: dict[int, list[int]] = {}
+    shift = 0
+    for i in range(partitions):
+        pid = start + i
+        if pid > 0 and pid % n == 0:
+            shift += 1
+        first = pid % n
+        leader = brokers[first]
+        replicas = [leader]
+        used_racks = {racks[leader] or ""}
+        used = {leader}
+        k = 0
+        while len(replicas) < replication_factor:
+            broker = brokers[replica_index(first, shift * num_racks, k)]
+            rack = racks[broker] or ""
+            # skip a rack that has a replica while another has none, and a broker that has
+            # one while another has none
+            if ((rack not in used_racks or len(used_racks) == num_racks)
+                    and (broker not in used or len(used) == n)):
+                replicas.append(broker)
+                used_racks.add(rack)
+                used.add(broker)
+            k += 1
+        placement[i] = replicas
     return placement
