@@ -313,6 +313,14 @@ class ReplicaManager:
             raise PartitionError(ErrorCode.not_leader_or_follower)
         return partition
 
+    def readable_partition(self, topic: str, index: int, follower_ok: bool) -> Partition:
+        """The partition a fetch reads: the leader's, or with `follower_ok` (a consumer's
+        Fetch v11+, KIP-392) a follower's replica too."""
+        partition = self._partitions.get((topic, index))
+        if follower_ok and partition is not None and not partition.is_leader:
+            return partition
+        return self.leader_partition(topic, index)
+
     async def wait_for_data(self, partitions: list[Partition], timeout_s: float) -> None:
         """Sleep until any of `partitions` gets new data, or the timeout."""
         if timeout_s <= 0:

@@ -322,6 +322,9 @@ DEFAULT_PROTOCOL_MAP = "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEX
 # authorizer.class.name values that select the built-in ACL authorizer (Kafka's two names).
 AUTHORIZERS = ("org.apache.kafka.metadata.authorizer.StandardAuthorizer",
                "kafka.security.authorizer.AclAuthorizer")
+# replica.selector.class values (Kafka's two ReplicaSelector implementations).
+RACK_AWARE_SELECTOR = "org.apache.kafka.common.replica.RackAwareReplicaSelector"
+REPLICA_SELECTORS = ("org.apache.kafka.common.replica.LeaderSelector", RACK_AWARE_SELECTOR)
 COMPRESSION_TYPES = ("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer")
 GZIP_LEVEL = OneOfOrRange(-1, between(1, 9))
 LZ4_LEVEL = between(1, 17)
@@ -625,6 +628,13 @@ _TABLE: list[PropertyDef] = [
     _p("replica.alter.log.dirs.io.max.bytes.per.second", L, LONG_MAX, "Bytes per second "
        "moved between the log directories of one broker (AlterReplicaLogDirs).", at_least(0),
        group=_G_REPL, ignored="replicas are not moved between log directories"),
+    _p("replica.selector.class", S, None, "How a partition leader picks the replica a "
+       "consumer should fetch from (KIP-392): unset or "
+       "org.apache.kafka.common.replica.LeaderSelector, the leader; "
+       "org.apache.kafka.common.replica.RackAwareReplicaSelector, an in-sync replica in the "
+       "consumer's rack (its client.rack), told in the Fetch response's preferred read "
+       "replica. While it is set, followers serve consumers' fetches (v11+) up to their "
+       "high watermark.", ValidString(REPLICA_SELECTORS), group=_G_REPL),
     _p("replication.quota.window.num", I, 11, "The number of samples a replication "
        "throttle's rate is measured over.", at_least(1), group=_G_REPL),
     _p("replication.quota.window.size.seconds", I, 1, "The time span of each sample of a "

@@ -18,6 +18,7 @@ import uuid
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from config.schema import RACK_AWARE_SELECTOR
 from protocol.errors import ErrorCode
 
 from .. import metrics
@@ -64,6 +65,15 @@ async def handle_fetch(ctx: RequestContext, request: FetchRequest) -> dict[str, 
                                                               ctx.client_id))
     min_bytes = min(request.min_bytes, max_bytes)
     wanted = _wanted_topics(ctx, request)
+    # KIP-392, with replica.selector.class set: a consumer's fetch (v11+) may be served by a
+    # follower, and a leader with the rack-aware selector points a consumer of a rack at an
+    # in-sync replica there. (Kafka's followers serve v11+ consumers whatever the selector;
+    # without one Samsa's answer NOT_LEADER_OR_FOLLOWER, sending them to the leader.)
+    selector_class = ctx.config["replica.selector.class"]
+    from_consumer = replica_id < 0 and ctx.version >= 11 and selector_class is not None
+    client_rack: str = field(request, "rack_id", "") or ""
+    selector = (_rack_selector(ctx, client_rack) if from_consumer and client_rack
+                and selector_class == RACK_AWARE_SELECTOR else None)
     # Kafka's authorization: a follower needs CLUSTER_ACTION on the cluster, a consumer READ
     # on each topic; the others' partitions answer TOPIC_AUTHORIZATION_FAILED.
     denied: set[str] = set()
@@ -76,7 +86,7 @@ async def handle_fetch(ctx: RequestContext, request: FetchRequest) -> dict[str, 
             denied = names - set(ctx.authorized(AclOperation.READ, ResourceType.TOPIC, names))
     while True:
         responses, total, leaders, had_error = _read_all(ctx, wanted, max_bytes, read_one,
-                                                         denied)
+                                                         denied, from_consumer, selector)
         remaining = deadline - time.monotonic()
         if total >= min_bytes or had_error or remaining <= 0 or not leaders:
             out = {"throttle_time": 0, "error_code": ErrorCode.none, "session_id": 0,
@@ -127,13 +137,33 @@ def _leader_hints(ctx: RequestContext, responses: list[dict[str, Any]]) -> list[
     return [endpoints[k] for k in sorted(endpoints)]
 
 
+def _rack_selector(ctx: RequestContext, rack: str) -> Callable[[Partition], int | None]:
+    """Kafka's RackAwareReplicaSelector: for a partition led here, the replica a consumer in
+    `rack` should read from: None when the leader is in that rack or no live in-sync replica
+    is, else the first such replica in the assignment's order."""
+    racks = {b.broker_id: b.rack for b in ctx.store.brokers()}
+
+    def select(partition: Partition) -> int | None:
+        if racks.get(ctx.broker_id) == rack:
+            return None
+        for replica in partition.replicas:
+            if replica in partition.isr and replica != ctx.broker_id \
+                    and racks.get(replica) == rack:
+                return replica
+        return None
+
+    return select
+
+
 def _read_all(
     ctx: RequestContext, wanted: list[Wanted], max_bytes: int, read_one: ReadOne,
-    denied: set[str] | frozenset[str] = frozenset(),
+    denied: set[str] | frozenset[str] = frozenset(), from_consumer: bool = False,
+    selector: Callable[[Partition], int | None] | None = None,
 ) -> tuple[list[dict[str, Any]], int, list[Partition], bool]:
-    """Look up each requested partition as leader (checking the topic id and the leader epoch
-    the fetcher knows), read it with `read_one`, and turn errors into per-partition error
-    codes."""
+    """Look up each requested partition as leader (or, for a consumer's fetch v11+, as a
+    follower too), checking the topic id and the leader epoch the fetcher knows, read it with
+    `read_one`, and turn errors into per-partition error codes. A partition whose preferred
+    read replica (`selector`) is another broker answers with it and no records, at once."""
     replicas = ctx.replicas
     total = 0
     leaders: list[Partition] = []
@@ -154,10 +184,20 @@ def _read_all(
                 parts.append(out)
                 continue
             try:
-                partition = replicas.leader_partition(name, p.partition)
+                partition = replicas.readable_partition(name, p.partition, from_consumer)
                 if topic_id is not None and partition.topic_id != topic_id:
                     raise PartitionError(ErrorCode.inconsistent_topic_id)
                 partition.check_leader_epoch(field(p, "current_leader_epoch", -1))
+                preferred = (selector(partition) if selector is not None
+                             and partition.is_leader else None)
+                if preferred is not None:
+                    had_error = True  # Kafka answers a redirect at once
+                    out.update(error_code=ErrorCode.none, preferred_read_replica=preferred,
+                               high_watermark=partition.high_watermark,
+                               last_stable_offset=partition.last_stable_offset,
+                               log_start_offset=partition.log_start_offset)
+                    parts.append(out)
+                    continue
                 leaders.append(partition)
                 limit = max(min(p.partition_max_bytes, max_bytes - total), 0)
                 last_epoch: int = field(p, "last_fetched_epoch", -1)
