@@ -213,6 +213,9 @@ class Broker:
             # topic defaults (DynamicLogConfig): every hosted topic without an override
             for topic in list(self.store.topics().values()):
                 self.replicas.reconfigure(topic)
+        if ("unclean.leader.election.enable" in changed and self.controller is not None
+                and config["unclean.leader.election.enable"]):
+            self.controller.reconsider()
         if self.replicas.leader_quota is not None:
             self.replicas.leader_quota.bound = config["leader.replication.throttled.rate"]
         if self.replicas.fetchers is not None and self.replicas.fetchers.quota is not None:

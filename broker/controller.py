@@ -107,6 +107,12 @@ class Controller:
             self._rebalancer.cancel()
             self._rebalancer = None
 
+    def reconsider(self) -> None:
+        """Look at every partition again (Kafka's enableDefaultUncleanLeaderElection, when
+        the broker default unclean.leader.election.enable becomes true): leaderless ones may
+        now get an out-of-sync leader."""
+        self._changed.set()
+
     def _on_store_event(self, kind: str, _name: str) -> None:
         if kind in ("broker", "controller", "topic", "log_dir"):
             self._changed.set()

@@ -6,6 +6,7 @@ after a restart."""
 from __future__ import annotations
 
 import json
+import time
 
 from confluent_kafka import Producer
 from confluent_kafka.admin import ConfigResource, ConfigSource, NewTopic
@@ -80,3 +81,22 @@ def test_default_and_per_broker_configs(cluster: Cluster) -> None:
     cluster.broker(1).start()
     assert _broker_config(cluster, 1, "log.retention.ms") == ("3600000", DYNAMIC)
     assert _broker_config(cluster, 1, "message.max.bytes") == ("2000", DEFAULT)
+
+
+def test_dynamic_unclean_election_default(cluster: Cluster) -> None:
+    """A partition left without an in-sync replica stays leaderless until the cluster default
+    unclean.leader.election.enable turns true; then the controller elects the out-of-sync
+    replica at once (Kafka's enableDefaultUncleanLeaderElection)."""
+    admin = cluster.admin()  # must outlive its futures
+    admin.create_topics([NewTopic("lost", 1, replica_assignment=[[1, 2]])])["lost"].result(30)
+    wait_until(lambda: cluster.has_leaders("lost", 1), 20, "a leader")
+    cluster.broker(2).stop()
+    wait_until(lambda: cluster.isr("lost")[0] == [1], 20, "broker 2 out of the ISR")
+    cluster.broker(1).stop()
+    cluster.broker(2).start()
+    wait_until(lambda: cluster.every_broker_sees({0, 2}), 20, "brokers 0 and 2")
+    time.sleep(2)
+    assert cluster.leaders("lost") == {0: -1}
+    _configs(cluster, "--entity-default", "--alter", "--add-config",
+             "unclean.leader.election.enable=true")
+    wait_until(lambda: cluster.leaders("lost") == {0: 2}, 10, "broker 2 elected")
