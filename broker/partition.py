@@ -160,6 +160,10 @@ class Partition:
             self.notify_waiters()  # followers long-poll on the log end offset
         return info
 
+    def follower_log_end_offset(self, replica_id: int) -> int:
+        """A follower's log end offset as its last fetch told us (-1: not known)."""
+        return self._follower_leo.get(replica_id, -1)
+
     def record_follower_fetch(self, replica_id: int, fetch_offset: int) -> None:
         """A follower fetching from `fetch_offset` has everything before it."""
         if replica_id not in self.replicas:

@@ -137,20 +137,27 @@ def _leader_hints(ctx: RequestContext, responses: list[dict[str, Any]]) -> list[
     return [endpoints[k] for k in sorted(endpoints)]
 
 
-def _rack_selector(ctx: RequestContext, rack: str) -> Callable[[Partition], int | None]:
-    """Kafka's RackAwareReplicaSelector: for a partition led here, the replica a consumer in
-    `rack` should read from: None when the leader is in that rack or no live in-sync replica
-    is, else the first such replica in the assignment's order."""
+Selector = Callable[[Partition, int], "int | None"]
+
+
+def _rack_selector(ctx: RequestContext, rack: str) -> Selector:
+    """Kafka's RackAwareReplicaSelector (with ReplicaManager.findPreferredReadReplica): for a
+    partition led here and a fetch offset, the replica a consumer in `rack` should read from:
+    None when the leader is in that rack, else of the live in-sync replicas in that rack that
+    have the offset, the one with the highest log end offset (None if there is none)."""
     racks = {b.broker_id: b.rack for b in ctx.store.brokers()}
 
-    def select(partition: Partition) -> int | None:
+    def select(partition: Partition, fetch_offset: int) -> int | None:
         if racks.get(ctx.broker_id) == rack:
             return None
+        best: tuple[int, int] | None = None  # (log end offset, replica)
         for replica in partition.replicas:
-            if replica in partition.isr and replica != ctx.broker_id \
-                    and racks.get(replica) == rack:
-                return replica
-        return None
+            leo = partition.follower_log_end_offset(replica)
+            if (replica in partition.isr and replica != ctx.broker_id
+                    and racks.get(replica) == rack and leo >= fetch_offset
+                    and (best is None or leo > best[0])):
+                best = (leo, replica)
+        return None if best is None else best[1]
 
     return select
 
@@ -158,7 +165,7 @@ def _rack_selector(ctx: RequestContext, rack: str) -> Callable[[Partition], int 
 def _read_all(
     ctx: RequestContext, wanted: list[Wanted], max_bytes: int, read_one: ReadOne,
     denied: set[str] | frozenset[str] = frozenset(), from_consumer: bool = False,
-    selector: Callable[[Partition], int | None] | None = None,
+    selector: Selector | None = None,
 ) -> tuple[list[dict[str, Any]], int, list[Partition], bool]:
     """Look up each requested partition as leader (or, for a consumer's fetch v11+, as a
     follower too), checking the topic id and the leader epoch the fetcher knows, read it with
@@ -188,7 +195,7 @@ def _read_all(
                 if topic_id is not None and partition.topic_id != topic_id:
                     raise PartitionError(ErrorCode.inconsistent_topic_id)
                 partition.check_leader_epoch(field(p, "current_leader_epoch", -1))
-                preferred = (selector(partition) if selector is not None
+                preferred = (selector(partition, p.fetch_offset) if selector is not None
                              and partition.is_leader else None)
                 if preferred is not None:
                     had_error = True  # Kafka answers a redirect at once
