@@ -11,6 +11,10 @@ it finalized.
 `group.version` (KIP-848): level 1 enables the consumer group protocol
 (ConsumerGroupHeartbeat, ConsumerGroupDescribe: ApiVersions lists them only while it is
 finalized at 1, `API_GATES`); a new cluster finalizes 1 as Kafka 4.x does.
+`share.version` (KIP-932) gates the share groups' APIs (ShareGroupHeartbeat and
+ShareGroupDescribe so far). It is not in SUPPORTED yet, so no cluster can finalize it and those
+APIs are never listed: share groups lack ShareFetch/ShareAcknowledge and the durable
+share-partition state (`__share_group_state`) that Kafka's share.version 1 stands for.
 `metadata.version` (KRaft) is not listed: Samsa does not implement it.
 
 Where the finalized levels live: the metadata store (samsa-metadata.json for one broker,
@@ -27,6 +31,7 @@ from protocol.errors import ErrorCode, KafkaError
 
 TRANSACTION_VERSION = "transaction.version"
 GROUP_VERSION = "group.version"
+SHARE_VERSION = "share.version"
 
 # name -> (min, max) level this broker implements.
 SUPPORTED: dict[str, tuple[int, int]] = {TRANSACTION_VERSION: (0, 2), GROUP_VERSION: (0, 1)}
@@ -36,7 +41,10 @@ DEFAULT_FINALIZED: dict[str, int] = {TRANSACTION_VERSION: 2, GROUP_VERSION: 1}
 
 # api key -> (feature, level): the API is advertised only while the feature is finalized at
 # that level or above (Kafka's GroupVersion gates the consumer group protocol's APIs).
-API_GATES: dict[int, tuple[str, int]] = {68: (GROUP_VERSION, 1), 69: (GROUP_VERSION, 1)}
+API_GATES: dict[int, tuple[str, int]] = {
+    68: (GROUP_VERSION, 1), 69: (GROUP_VERSION, 1),
+    76: (SHARE_VERSION, 1), 77: (SHARE_VERSION, 1),
+}
 
 
 def api_enabled(api_key: int, finalized: FinalizedFeatures) -> bool:
