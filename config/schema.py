@@ -366,6 +366,9 @@ _TABLE: list[PropertyDef] = [
        "(after compression).", at_least(0), topic="max.message.bytes", group=_G_SERVER),
     _p("auto.create.topics.enable", B, True, "Create a topic when a client asks for metadata "
        "of, or produces to, a topic that does not exist.", group=_G_SERVER),
+    _p("unstable.feature.versions.enable", B, False, "Support the levels of features still "
+       "in development (share.version 1: share groups, KIP-932), so UpdateFeatures may "
+       "finalize them; for testing only.", group=_G_SERVER),
     _p("delete.topic.enable", B, True, "Allow DeleteTopics; when false it is refused.",
        group=_G_SERVER),
     _p("compression.type", S, "producer", "Final compression of a topic's data; 'producer' "
