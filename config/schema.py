@@ -686,6 +686,12 @@ _TABLE: list[PropertyDef] = [
     _p("group.consumer.max.assignment.interval.ms", I, 15000, "Largest "
        "consumer.assignment.interval.ms a group may be configured with.", at_least(0),
        group=_G_GROUP),
+    _p("group.share.max.size", I, 200, "Most members in one share group (KIP-932).",
+       between(1, 1000), group=_G_GROUP),
+    _p("group.share.session.timeout.ms", I, 45000, "A share group member that sends no "
+       "heartbeat for this long is removed from its group.", at_least(1), group=_G_GROUP),
+    _p("group.share.heartbeat.interval.ms", I, 5000, "How often share group members are asked "
+       "to heartbeat.", at_least(1), group=_G_GROUP),
     _p("offsets.topic.num.partitions", I, 50, "Partitions of __consumer_offsets (fixed after "
        "creation).", at_least(1), group=_G_GROUP),
     _p("offsets.topic.replication.factor", SH, 3, "Replication factor of __consumer_offsets.",

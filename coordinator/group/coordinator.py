@@ -80,6 +80,9 @@ class GroupCoordinator(GroupMembership, GroupOffsets, ConsumerGroups, ShareGroup
         self.consumer_heartbeat_ms: int = cfg["group.consumer.heartbeat.interval.ms"]
         self.consumer_session_ms: int = cfg["group.consumer.session.timeout.ms"]
         self.migration_policy: str = cfg["group.consumer.migration.policy"]
+        self.share_max_size: int = cfg["group.share.max.size"]
+        self.share_session_ms: int = cfg["group.share.session.timeout.ms"]
+        self.share_heartbeat_ms: int = cfg["group.share.heartbeat.interval.ms"]
         self.topics_view: TopicsView = topics if topics is not None else _NoTopics()
         self.groups: dict[str, ClassicGroup] = {}
         self.consumer_groups: dict[str, ConsumerGroup] = {}

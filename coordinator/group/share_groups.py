@@ -26,13 +26,6 @@ from .share import (
 
 log = logging.getLogger(__name__)
 
-# Kafka's defaults of group.share.heartbeat.interval.ms, group.share.session.timeout.ms and
-# group.share.max.size.
-SHARE_HEARTBEAT_MS = 5000
-SHARE_SESSION_MS = 45000
-SHARE_MAX_SIZE = 200
-
-
 def _error(code: ErrorCode, message: str | None = None) -> dict[str, Any]:
     return {"error_code": code, "error_message": message, "member_id": None,
             "member_epoch": 0, "heartbeat_interval": 0, "assignment": None}
@@ -47,6 +40,9 @@ class ShareGroups(GroupCoordinatorParts):
     """The share groups' membership state."""
 
     share_groups: dict[str, ShareGroup]
+    share_max_size: int  # group.share.max.size
+    share_session_ms: int  # group.share.session.timeout.ms
+    share_heartbeat_ms: int  # group.share.heartbeat.interval.ms
 
     def _share_topics(self, names: set[str]) -> TopicsMetadata:
         out: TopicsMetadata = {}
@@ -103,10 +99,10 @@ class ShareGroups(GroupCoordinatorParts):
             if member_epoch != 0:
                 raise GroupError(ErrorCode.unknown_member_id,
                                  f"Member {member_id} is not a member of group {group_id}.")
-            if len(group.members) >= SHARE_MAX_SIZE:
+            if len(group.members) >= self.share_max_size:
                 raise GroupError(ErrorCode.group_max_size_reached,
                                  f"The share group has reached its maximum capacity of "
-                                 f"{SHARE_MAX_SIZE} members.")
+                                 f"{self.share_max_size} members.")
             member = group.members[member_id] = ShareMember(member_id)
             group.group_epoch += 1
         elif member_epoch not in (0, member.member_epoch):
@@ -126,7 +122,8 @@ class ShareGroups(GroupCoordinatorParts):
         member.assigned = group.target.get(member_id, {})
         self._schedule_share_session(group, member)
         return {"error_code": ErrorCode.none, "error_message": None, "member_id": member_id,
-                "member_epoch": member.member_epoch, "heartbeat_interval": SHARE_HEARTBEAT_MS,
+                "member_epoch": member.member_epoch,
+                "heartbeat_interval": self.share_heartbeat_ms,
                 "assignment": _wire_assignment(member.assigned) if send_assignment else None}
 
     def _share_reassign(self, group: ShareGroup) -> None:
@@ -161,7 +158,8 @@ class ShareGroups(GroupCoordinatorParts):
         if member.session_timer is not None:
             member.session_timer.cancel()
         member.session_timer = asyncio.get_running_loop().call_later(
-            SHARE_SESSION_MS / 1000, self._on_share_session_timeout, group, member.member_id)
+            self.share_session_ms / 1000, self._on_share_session_timeout, group,
+            member.member_id)
 
     def _on_share_session_timeout(self, group: ShareGroup, member_id: str) -> None:
         member = group.members.get(member_id)

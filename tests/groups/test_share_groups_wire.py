@@ -4,6 +4,7 @@ the simple assignor lets several members share one partition (tests/protocol/wir
 
 from __future__ import annotations
 
+import time
 import uuid
 
 from tests.groups.clients import FAST
@@ -82,3 +83,19 @@ def test_members_share_one_partition(broker_factory):
         assert sorted(m.member_id for m in d.members) == sorted(members[1:])
         listed = w.call(LIST, 5, {"states_filter": [], "types_filter": ["share"]}).groups
         assert [(g.group_id, g.group_type) for g in listed] == [("sg", "share")]
+
+
+def test_silent_member_leaves_after_the_session_timeout(broker_factory):
+    b = broker_factory(settings={**FAST, "unstable.feature.versions.enable": True,
+                                 "group.share.session.timeout.ms": 1500})
+    with WireClient(b.bootstrap) as w:
+        assert w.call(FIND, 3, {"key": "sg", "key_type": 0}).error_code == NONE
+        assert _finalize_share(w).error_code == NONE
+        m = uuid.uuid4().hex
+        assert _hb(w, "sg", m, 0).error_code == NONE
+        describe = {"group_ids": ["sg"], "include_authorized_operations": False}
+        assert w.call(SHARE_DESCRIBE, 1, describe).groups[0].group_state == "Stable"
+        time.sleep(2.5)
+        d = w.call(SHARE_DESCRIBE, 1, describe).groups[0]
+        assert d.group_state == "Empty" and not d.members, d
+        assert _hb(w, "sg", m, 1, topics=None).error_code == UNKNOWN_MEMBER_ID
