@@ -13,6 +13,7 @@ from tests.protocol.wire import WireClient
 FIND, LIST, API_VERSIONS, UPDATE_FEATURES = 10, 16, 18, 57
 SHARE_HEARTBEAT, SHARE_DESCRIBE = 76, 77
 NONE, UNKNOWN_MEMBER_ID, UNSUPPORTED_VERSION, INVALID_UPDATE_VERSION = 0, 25, 35, 95
+INCONSISTENT_GROUP_PROTOCOL, GROUP_ID_NOT_FOUND = 23, 69
 
 
 def _advertised(w):
@@ -67,6 +68,17 @@ def test_members_share_one_partition(broker_factory):
             epochs.append(r.member_epoch)
         assert epochs == sorted(set(epochs)), epochs  # each join moved the group epoch
         assert _hb(w, "sg", "stranger", 5).error_code == UNKNOWN_MEMBER_ID
+        # the id is taken by a share group: no classic or consumer-protocol member joins it
+        r = w.call(11, 5, {"group_id": "sg", "session_timeout": 10_000,
+                           "rebalance_timeout": 10_000, "member_id": "",
+                           "group_instance_id": None, "protocol_type": "consumer",
+                           "protocols": [{"name": "range", "metadata": b""}]})
+        assert r.error_code == INCONSISTENT_GROUP_PROTOCOL, r
+        r = w.call(68, 1, {"group_id": "sg", "member_id": uuid.uuid4().hex, "member_epoch": 0,
+                           "instance_id": None, "rack_id": None, "rebalance_timeout": 30_000,
+                           "subscribed_topic_names": ["t"], "subscribed_topic_regex": None,
+                           "server_assignor": None, "topic_partitions": []})
+        assert r.error_code == GROUP_ID_NOT_FOUND, r
 
         d = w.call(SHARE_DESCRIBE, 1, {"group_ids": ["sg", "nope"],
                                        "include_authorized_operations": False}).groups
