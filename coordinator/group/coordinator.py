@@ -365,6 +365,13 @@ class GroupCoordinator(GroupMembership, GroupOffsets, ConsumerGroups, ShareGroup
             p = self.coordinator_partition(group_id)
         except GroupError as exc:
             return exc.error_code
+        share_group = self.share_groups.get(group_id)
+        if share_group is not None:  # only an empty one (no records of it are kept yet)
+            if share_group.members:
+                return ErrorCode.non_empty_group
+            share_group.dead = True
+            del self.share_groups[group_id]
+            return ErrorCode.none
         group = self.groups.get(group_id)
         consumer_group = self.consumer_groups.get(group_id)
         if consumer_group is not None:

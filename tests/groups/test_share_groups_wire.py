@@ -13,7 +13,8 @@ from tests.protocol.wire import WireClient
 FIND, LIST, API_VERSIONS, UPDATE_FEATURES = 10, 16, 18, 57
 SHARE_HEARTBEAT, SHARE_DESCRIBE = 76, 77
 NONE, UNKNOWN_MEMBER_ID, UNSUPPORTED_VERSION, INVALID_UPDATE_VERSION = 0, 25, 35, 95
-INCONSISTENT_GROUP_PROTOCOL, GROUP_ID_NOT_FOUND = 23, 69
+INCONSISTENT_GROUP_PROTOCOL, NON_EMPTY_GROUP, GROUP_ID_NOT_FOUND = 23, 68, 69
+DELETE_GROUPS = 42
 
 
 def _advertised(w):
@@ -31,6 +32,10 @@ def _hb(w, group, member, epoch, topics=("t",)):
     return w.call(SHARE_HEARTBEAT, 1, {
         "group_id": group, "member_id": member, "member_epoch": epoch, "rack_id": None,
         "subscribed_topic_names": list(topics) if topics is not None else None})
+
+
+def _delete(w, group):
+    return w.call(DELETE_GROUPS, 2, {"groups_names": [group]}).results[0].error_code
 
 
 def _parts(r):
@@ -107,7 +112,10 @@ def test_silent_member_leaves_after_the_session_timeout(broker_factory):
         assert _hb(w, "sg", m, 0).error_code == NONE
         describe = {"group_ids": ["sg"], "include_authorized_operations": False}
         assert w.call(SHARE_DESCRIBE, 1, describe).groups[0].group_state == "Stable"
+        assert _delete(w, "sg") == NON_EMPTY_GROUP
         time.sleep(2.5)
         d = w.call(SHARE_DESCRIBE, 1, describe).groups[0]
         assert d.group_state == "Empty" and not d.members, d
         assert _hb(w, "sg", m, 1, topics=None).error_code == UNKNOWN_MEMBER_ID
+        assert _delete(w, "sg") == NONE
+        assert w.call(SHARE_DESCRIBE, 1, describe).groups[0].error_code == GROUP_ID_NOT_FOUND
