@@ -31,6 +31,7 @@ from .handlers import (
     reassignments,
     sasl,
     scram_credentials,
+    share_groups,
     topics,
     transactions,
 )
@@ -74,6 +75,9 @@ def build_registry() -> ApiRegistry[RequestContext]:
                consumer_groups.handle_consumer_group_heartbeat)
     r.register(69, "ConsumerGroupDescribe", (0, 1),
                consumer_groups.handle_consumer_group_describe)
+    # share groups (KIP-932): advertised while share.version >= 1 (features.py)
+    r.register(76, "ShareGroupHeartbeat", (1, 1), share_groups.handle_share_group_heartbeat)
+    r.register(77, "ShareGroupDescribe", (1, 1), share_groups.handle_share_group_describe)
     r.register(19, "CreateTopics", (2, 7), topics.handle_create_topics)
     r.register(20, "DeleteTopics", (1, 6), topics.handle_delete_topics)
     r.register(21, "DeleteRecords", (0, 2), offsets.handle_delete_records)

@@ -11,6 +11,11 @@ it finalized.
 `group.version` (KIP-848): level 1 enables the consumer group protocol
 (ConsumerGroupHeartbeat, ConsumerGroupDescribe: ApiVersions lists them only while it is
 finalized at 1, `API_GATES`); a new cluster finalizes 1 as Kafka 4.x does.
+`share.version` (KIP-932) gates the share groups' APIs (ShareGroupHeartbeat and
+ShareGroupDescribe so far). Like Kafka's features still in development it is supported (0..1)
+only by a broker with `unstable.feature.versions.enable`, and never finalized by a new cluster:
+share groups still lack ShareFetch/ShareAcknowledge and the durable share-partition state
+(`__share_group_state`) that Kafka's share.version 1 stands for.
 `metadata.version` (KRaft) is not listed: Samsa does not implement it.
 
 Where the finalized levels live: the metadata store (samsa-metadata.json for one broker,
@@ -27,16 +32,29 @@ from protocol.errors import ErrorCode, KafkaError
 
 TRANSACTION_VERSION = "transaction.version"
 GROUP_VERSION = "group.version"
+SHARE_VERSION = "share.version"
 
 # name -> (min, max) level this broker implements.
 SUPPORTED: dict[str, tuple[int, int]] = {TRANSACTION_VERSION: (0, 2), GROUP_VERSION: (0, 1)}
+
+# Features still in development: supported only with unstable.feature.versions.enable.
+UNSTABLE: dict[str, tuple[int, int]] = {SHARE_VERSION: (0, 1)}
+
+
+def supported(unstable: bool) -> dict[str, tuple[int, int]]:
+    """The levels this broker supports; `unstable`: its unstable.feature.versions.enable."""
+    return {**SUPPORTED, **UNSTABLE} if unstable else SUPPORTED
+
 
 # What a new cluster finalizes (as Kafka 4.x does).
 DEFAULT_FINALIZED: dict[str, int] = {TRANSACTION_VERSION: 2, GROUP_VERSION: 1}
 
 # api key -> (feature, level): the API is advertised only while the feature is finalized at
 # that level or above (Kafka's GroupVersion gates the consumer group protocol's APIs).
-API_GATES: dict[int, tuple[str, int]] = {68: (GROUP_VERSION, 1), 69: (GROUP_VERSION, 1)}
+API_GATES: dict[int, tuple[str, int]] = {
+    68: (GROUP_VERSION, 1), 69: (GROUP_VERSION, 1),
+    76: (SHARE_VERSION, 1), 77: (SHARE_VERSION, 1),
+}
 
 
 def api_enabled(api_key: int, finalized: FinalizedFeatures) -> bool:
@@ -73,7 +91,8 @@ class InvalidUpdateVersion(KafkaError):
 
 
 def apply_updates(
-    broker_id: int, current: dict[str, int], updates: list[tuple[str, int, int]]
+    broker_id: int, current: dict[str, int], updates: list[tuple[str, int, int]],
+    supported_levels: dict[str, tuple[int, int]] = SUPPORTED,
 ) -> dict[str, int]:
     """The finalized levels after (feature, level, upgrade type) updates, checked as Kafka's
     controller checks them (FeatureControlManager.updateFeature); the first bad update raises
@@ -89,7 +108,7 @@ def apply_updates(
             raise invalid("The controller does not support the given upgrade type.")
         if level < 0:
             raise invalid("A feature version cannot be less than 0.")
-        levels_here = SUPPORTED.get(name)
+        levels_here = supported_levels.get(name)
         if levels_here is None:
             raise invalid(f"Local controller {broker_id} does not support this feature.")
         low, high = levels_here

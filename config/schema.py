@@ -369,6 +369,9 @@ _TABLE: list[PropertyDef] = [
        "(after compression).", at_least(0), topic="max.message.bytes", group=_G_SERVER),
     _p("auto.create.topics.enable", B, True, "Create a topic when a client asks for metadata "
        "of, or produces to, a topic that does not exist.", group=_G_SERVER),
+    _p("unstable.feature.versions.enable", B, False, "Support the levels of features still "
+       "in development (share.version 1: share groups, KIP-932), so UpdateFeatures may "
+       "finalize them; for testing only.", group=_G_SERVER),
     _p("delete.topic.enable", B, True, "Allow DeleteTopics; when false it is refused.",
        group=_G_SERVER),
     _p("compression.type", S, "producer", "Final compression of a topic's data; 'producer' "
@@ -696,6 +699,12 @@ _TABLE: list[PropertyDef] = [
     _p("group.consumer.max.assignment.interval.ms", I, 15000, "Largest "
        "consumer.assignment.interval.ms a group may be configured with.", at_least(0),
        group=_G_GROUP),
+    _p("group.share.max.size", I, 200, "Most members in one share group (KIP-932).",
+       between(1, 1000), group=_G_GROUP),
+    _p("group.share.session.timeout.ms", I, 45000, "A share group member that sends no "
+       "heartbeat for this long is removed from its group.", at_least(1), group=_G_GROUP),
+    _p("group.share.heartbeat.interval.ms", I, 5000, "How often share group members are asked "
+       "to heartbeat.", at_least(1), group=_G_GROUP),
     _p("offsets.topic.num.partitions", I, 50, "Partitions of __consumer_offsets (fixed after "
        "creation).", at_least(1), group=_G_GROUP),
     _p("offsets.topic.replication.factor", SH, 3, "Replication factor of __consumer_offsets.",

@@ -10,7 +10,7 @@ from protocol.errors import ErrorCode
 from protocol.registry import ApiRegistry, Handler
 
 from ..context import RequestContext
-from ..features import SUPPORTED, api_enabled
+from ..features import api_enabled, supported
 
 if TYPE_CHECKING:
     from .requests import ApiVersionsRequest
@@ -30,7 +30,8 @@ def make_handler(registry: ApiRegistry[RequestContext]) -> Handler[RequestContex
         if ctx.version >= 3:
             response["supported_features"] = [
                 {"name": name, "min_version": low, "max_version": high}
-                for name, (low, high) in sorted(SUPPORTED.items())
+                for name, (low, high) in sorted(
+                    supported(ctx.config["unstable.feature.versions.enable"]).items())
                 # v0-v3 clients may reject a minimum of 0, so those omit it (KAFKA-17011).
                 if low > 0 or ctx.version >= 4
             ]

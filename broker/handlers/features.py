@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from protocol.errors import ErrorCode, KafkaError
 
 from ..context import RequestContext
-from ..features import UpgradeType, apply_updates
+from ..features import UpgradeType, apply_updates, supported
 from ..security.authorizer import AclOperation, ResourceType
 
 if TYPE_CHECKING:
@@ -45,12 +45,14 @@ async def handle_update_features(
         response["error_code"] = ErrorCode.invalid_request
         response["error_message"] = "The request contains multiple updates for the same feature."
     else:
+        supported_levels = supported(ctx.config["unstable.feature.versions.enable"])
         try:
             if ctx.version >= 1 and getattr(request, "validate_only", False):
-                apply_updates(ctx.broker_id, ctx.store.finalized_features().levels, updates)
+                apply_updates(ctx.broker_id, ctx.store.finalized_features().levels, updates,
+                              supported_levels)
             else:
                 def apply(levels: dict[str, int]) -> dict[str, int]:
-                    return apply_updates(ctx.broker_id, levels, updates)
+                    return apply_updates(ctx.broker_id, levels, updates, supported_levels)
 
                 features = await ctx.store.update_features(apply)
                 log.info("finalized features updated by %s: %s (epoch %d)", ctx.peer,

@@ -222,6 +222,8 @@ import kio.schema.sasl_authenticate.v1.request as sasl_authenticate_v1
 import kio.schema.sasl_authenticate.v2.request as sasl_authenticate_v2
 import kio.schema.sasl_handshake.v0.request as sasl_handshake_v0
 import kio.schema.sasl_handshake.v1.request as sasl_handshake_v1
+import kio.schema.share_group_describe.v1.request as share_group_describe_v1
+import kio.schema.share_group_heartbeat.v1.request as share_group_heartbeat_v1
 import kio.schema.sync_group.v0.request as sync_group_v0
 import kio.schema.sync_group.v1.request as sync_group_v1
 import kio.schema.sync_group.v2.request as sync_group_v2
@@ -494,3 +496,5 @@ OffsetFetchRequestBatched: TypeAlias = (
     offset_fetch_v8.OffsetFetchRequest | offset_fetch_v9.OffsetFetchRequest
     | offset_fetch_v10.OffsetFetchRequest
 )
+ShareGroupDescribeRequest: TypeAlias = share_group_describe_v1.ShareGroupDescribeRequest
+ShareGroupHeartbeatRequest: TypeAlias = share_group_heartbeat_v1.ShareGroupHeartbeatRequest

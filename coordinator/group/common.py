@@ -13,6 +13,7 @@ from protocol.errors import ErrorCode, KafkaError
 
 from .classic import ClassicGroup, Member
 from .consumer import ConsumerGroup
+from .share import ShareGroup
 
 OFFSETS_TOPIC = "__consumer_offsets"
 
@@ -69,6 +70,7 @@ class GroupCoordinatorParts:
     # state: the groups of the offsets partitions led (and loaded) here
     groups: dict[str, ClassicGroup]  # classic groups, and the offsets of every group
     consumer_groups: dict[str, ConsumerGroup]  # consumer-protocol (KIP-848) groups
+    share_groups: dict[str, ShareGroup]  # share groups (KIP-932), in memory
     loaded: set[int]
     # offsets partition -> producer id -> group ids with pending transactional offsets
     _txn_groups: dict[int, dict[int, set[str]]]

@@ -204,6 +204,9 @@ class ConsumerGroups(GroupCoordinatorParts):
                                      rebalance_timeout_ms, names, regex, assignor, owned,
                                      version)
             p = self.coordinator_partition(group_id)
+            if group_id in self.share_groups:
+                raise GroupError(ErrorCode.group_id_not_found,
+                                 f"Group {group_id} is not a consumer group.")
             if member_epoch in (LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH):
                 records, response = self._leave(group_id, member_id, member_epoch,
                                                        instance_id)

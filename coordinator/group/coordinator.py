@@ -48,11 +48,13 @@ from .records import (
     group_metadata_value,
     offset_commit_key,
 )
+from .share import ShareGroup
+from .share_groups import ShareGroups
 
 log = logging.getLogger(__name__)
 
 
-class GroupCoordinator(GroupMembership, GroupOffsets, ConsumerGroups):
+class GroupCoordinator(GroupMembership, GroupOffsets, ConsumerGroups, ShareGroups):
     def __init__(self, host: InternalLogHost, cfg: BrokerConfig,
                  topics: TopicsView | None = None) -> None:
         self.topic = InternalTopic(
@@ -78,9 +80,13 @@ class GroupCoordinator(GroupMembership, GroupOffsets, ConsumerGroups):
         self.consumer_heartbeat_ms: int = cfg["group.consumer.heartbeat.interval.ms"]
         self.consumer_session_ms: int = cfg["group.consumer.session.timeout.ms"]
         self.migration_policy: str = cfg["group.consumer.migration.policy"]
+        self.share_max_size: int = cfg["group.share.max.size"]
+        self.share_session_ms: int = cfg["group.share.session.timeout.ms"]
+        self.share_heartbeat_ms: int = cfg["group.share.heartbeat.interval.ms"]
         self.topics_view: TopicsView = topics if topics is not None else _NoTopics()
         self.groups: dict[str, ClassicGroup] = {}
         self.consumer_groups: dict[str, ConsumerGroup] = {}
+        self.share_groups: dict[str, ShareGroup] = {}
         # group id -> (monotonic expiry, its consumer.* configs): kept by the request handler
         self.group_config_cache: dict[str, tuple[float, dict[str, str]]] = {}
         self.loaded: set[int] = set()
@@ -110,6 +116,7 @@ class GroupCoordinator(GroupMembership, GroupOffsets, ConsumerGroups):
                     if fut is not None and not fut.done():
                         fut.set_result(error_join(ErrorCode.not_coordinator, m.member_id))
         self._unload_consumer_groups(None)
+        self._unload_share_groups(None)
 
     async def ensure_topic(self) -> None:
         """Create __consumer_offsets on first use and load the partitions led here."""
@@ -140,6 +147,7 @@ class GroupCoordinator(GroupMembership, GroupOffsets, ConsumerGroups):
         self._txn_groups.pop(p, None)
         self._deferred.pop(p, None)
         self._unload_consumer_groups(p)
+        self._unload_share_groups(p)
         for group in [g for g in self.groups.values() if g.partition == p]:
             self._cancel_timers(group)
             for m in group.members.values():
@@ -309,6 +317,8 @@ class GroupCoordinator(GroupMembership, GroupOffsets, ConsumerGroups):
         out = []
         if not types_l or "consumer" in types_l:
             out += self.list_consumer_groups(states_l)
+        if not types_l or "share" in types_l:
+            out += self.list_share_groups(states_l)
         if types_l and "classic" not in types_l:
             return (ErrorCode.coordinator_load_in_progress if self.loading
                     else ErrorCode.none), out
@@ -355,6 +365,13 @@ class GroupCoordinator(GroupMembership, GroupOffsets, ConsumerGroups):
             p = self.coordinator_partition(group_id)
         except GroupError as exc:
             return exc.error_code
+        share_group = self.share_groups.get(group_id)
+        if share_group is not None:  # only an empty one (no records of it are kept yet)
+            if share_group.members:
+                return ErrorCode.non_empty_group
+            share_group.dead = True
+            del self.share_groups[group_id]
+            return ErrorCode.none
         group = self.groups.get(group_id)
         consumer_group = self.consumer_groups.get(group_id)
         if consumer_group is not None:

@@ -231,6 +231,8 @@ class GroupMembership(GroupCoordinatorParts):
             p = self.coordinator_partition(group_id)
         except GroupError as exc:
             return error_join(exc.error_code, member_id)
+        if group_id in self.share_groups:  # Kafka: a share group takes no classic member
+            return error_join(ErrorCode.inconsistent_group_protocol, "")
         consumer_group = self.consumer_groups.get(group_id)
         if consumer_group is not None:
             if consumer_group.members:

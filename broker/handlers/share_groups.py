@@ -1,0 +1,72 @@
+"""Share groups (KIP-932): ShareGroupHeartbeat (76), ShareGroupDescribe (77).
+
+Thin: check the gate and the ACLs, call `ctx.groups` (coordinator/group/share_groups.py). Both
+are served only while the cluster's `share.version` is at least 1 (broker/features.py), as in
+Kafka; ApiVersions does not list them otherwise.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from protocol.errors import ErrorCode
+
+from ..context import RequestContext
+from ..features import SHARE_VERSION
+from ..security.authorizer import AclOperation, ResourceType
+
+if TYPE_CHECKING:
+    from .requests import ShareGroupDescribeRequest, ShareGroupHeartbeatRequest
+
+
+def _enabled(ctx: RequestContext) -> bool:
+    return ctx.store.finalized_features().level(SHARE_VERSION) >= 1
+
+
+async def handle_share_group_heartbeat(
+    ctx: RequestContext, request: ShareGroupHeartbeatRequest
+) -> dict[str, Any]:
+    def error(code: ErrorCode, message: str | None = None) -> dict[str, Any]:
+        return {"throttle_time": 0, "error_code": code, "error_message": message,
+                "member_id": None, "member_epoch": 0, "heartbeat_interval": 0,
+                "assignment": None}
+
+    if not _enabled(ctx):
+        return error(ErrorCode.unsupported_version, "Share groups are not enabled.")
+    if not ctx.authorize(AclOperation.READ, ResourceType.GROUP, request.group_id):
+        return error(ErrorCode.group_authorization_failed)
+    names = request.subscribed_topic_names
+    if names is not None:
+        denied = set(names) - set(ctx.authorized(AclOperation.DESCRIBE, ResourceType.TOPIC,
+                                                 set(names), log_denied=False))
+        if denied:
+            return error(ErrorCode.topic_authorization_failed,
+                         f"Unauthorized topics: {', '.join(sorted(denied))}")
+    result = ctx.groups.share_group_heartbeat(
+        request.group_id, request.member_id, request.member_epoch, request.rack_id,
+        list(names) if names is not None else None, ctx.client_id or "",
+        "/" + ctx.client_host)
+    return dict(result, throttle_time=0)
+
+
+async def handle_share_group_describe(
+    ctx: RequestContext, request: ShareGroupDescribeRequest
+) -> dict[str, Any]:
+    groups = []
+    for g in request.group_ids:
+        if not _enabled(ctx):
+            code = ErrorCode.unsupported_version
+        elif not ctx.authorize(AclOperation.DESCRIBE, ResourceType.GROUP, g):
+            code = ErrorCode.group_authorization_failed
+        else:
+            described = ctx.groups.describe_share_group(g)
+            if described["error_code"] == ErrorCode.none and \
+                    request.include_authorized_operations:
+                described["authorized_operations"] = ctx.authorized_operations(
+                    ResourceType.GROUP, g)
+            groups.append(described)
+            continue
+        groups.append({"error_code": code, "error_message": None, "group_id": g,
+                       "group_state": "", "group_epoch": -1, "assignment_epoch": -1,
+                       "assignor_name": "", "members": []})
+    return {"throttle_time": 0, "groups": groups}
