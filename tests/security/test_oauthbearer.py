@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,7 +16,7 @@ from typing import Any
 import pytest
 
 from tests.protocol.wire import WireClient
-from tests.support.broker import BrokerProcess, free_port
+from tests.support.broker import REPO_ROOT, BrokerProcess, free_port
 from tests.support.java import compile_java, run_java_tool
 
 pytestmark = pytest.mark.timeout(300)
@@ -23,6 +24,13 @@ pytestmark = pytest.mark.timeout(300)
 JAAS = ('org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required '
         'unsecuredValidatorRequiredScope="kafka";')
 SRC = Path(__file__).parent / "java" / "SecureClient.java"
+
+
+def _with_repo_root(pythonpath: str | None) -> str:
+    """The validator hook is a module of this repository (as a user's would be of theirs):
+    the broker finds it on its PYTHONPATH."""
+    root = str(REPO_ROOT)
+    return root if not pythonpath else f"{root}{os.pathsep}{pythonpath}"
 
 
 @pytest.fixture(scope="module")
@@ -41,7 +49,7 @@ def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
         "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
         "super.users": "User:ANONYMOUS",
         "num.partitions": 1,
-    })
+    }, env={"PYTHONPATH": _with_repo_root(os.environ.get("PYTHONPATH"))})
     b.sasl_port, b.custom_port = sasl, custom  # type: ignore[attr-defined]
     b.start()
     try:

@@ -126,8 +126,10 @@ class BrokerProcess:
         name: str = "broker",
         host: str | None = None,
         command_prefix: Sequence[str] = (),
+        env: Mapping[str, str] | None = None,
     ) -> None:
         self._tmp: tempfile.TemporaryDirectory[str] | None = None
+        self.env = dict(env or {})  # added to the broker process's environment
         if data_dir is None:
             self._tmp = tempfile.TemporaryDirectory(prefix="samsa-test-")
             data_dir = Path(self._tmp.name) / "data"
@@ -192,7 +194,7 @@ class BrokerProcess:
                 f"{shlex.join(cmd)}\n".encode()
             )
             log.flush()
-            env = dict(os.environ, PYTHONUNBUFFERED="1", PYTHONFAULTHANDLER="1")
+            env = dict(os.environ, PYTHONUNBUFFERED="1", PYTHONFAULTHANDLER="1", **self.env)
             self.proc = subprocess.Popen(
                 cmd,
                 cwd=REPO_ROOT,
