@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import time
 import uuid
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from protocol.codec import millis
@@ -109,16 +110,22 @@ async def handle_consumer_group_heartbeat(
 async def handle_consumer_group_describe(
     ctx: RequestContext, request: ConsumerGroupDescribeRequest
 ) -> dict[str, Any]:
+    return describe_groups(ctx, request.group_ids, request.include_authorized_operations,
+                           _enabled(ctx), ctx.groups.describe_consumer_group)
+
+
+def describe_groups(ctx: RequestContext, group_ids: Iterable[str], include_operations: bool,
+                    enabled: bool, describe: Callable[[str], dict[str, Any]]) -> dict[str, Any]:
+    """ConsumerGroupDescribe and ShareGroupDescribe: the same checks and error entry."""
     groups = []
-    for g in request.group_ids:
-        if not _enabled(ctx):
+    for g in group_ids:
+        if not enabled:
             code = ErrorCode.unsupported_version
         elif not ctx.authorize(AclOperation.DESCRIBE, ResourceType.GROUP, g):
             code = ErrorCode.group_authorization_failed
         else:
-            described = ctx.groups.describe_consumer_group(g)
-            if described["error_code"] == ErrorCode.none and \
-                    request.include_authorized_operations:
+            described = describe(g)
+            if described["error_code"] == ErrorCode.none and include_operations:
                 described["authorized_operations"] = ctx.authorized_operations(
                     ResourceType.GROUP, g)
             groups.append(described)

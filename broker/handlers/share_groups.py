@@ -14,6 +14,7 @@ from protocol.errors import ErrorCode
 from ..context import RequestContext
 from ..features import SHARE_VERSION
 from ..security.authorizer import AclOperation, ResourceType
+from .consumer_groups import describe_groups
 
 if TYPE_CHECKING:
     from .requests import ShareGroupDescribeRequest, ShareGroupHeartbeatRequest
@@ -52,21 +53,5 @@ async def handle_share_group_heartbeat(
 async def handle_share_group_describe(
     ctx: RequestContext, request: ShareGroupDescribeRequest
 ) -> dict[str, Any]:
-    groups = []
-    for g in request.group_ids:
-        if not _enabled(ctx):
-            code = ErrorCode.unsupported_version
-        elif not ctx.authorize(AclOperation.DESCRIBE, ResourceType.GROUP, g):
-            code = ErrorCode.group_authorization_failed
-        else:
-            described = ctx.groups.describe_share_group(g)
-            if described["error_code"] == ErrorCode.none and \
-                    request.include_authorized_operations:
-                described["authorized_operations"] = ctx.authorized_operations(
-                    ResourceType.GROUP, g)
-            groups.append(described)
-            continue
-        groups.append({"error_code": code, "error_message": None, "group_id": g,
-                       "group_state": "", "group_epoch": -1, "assignment_epoch": -1,
-                       "assignor_name": "", "members": []})
-    return {"throttle_time": 0, "groups": groups}
+    return describe_groups(ctx, request.group_ids, request.include_authorized_operations,
+                           _enabled(ctx), ctx.groups.describe_share_group)
