@@ -4,7 +4,7 @@ the clock, and `GroupCoordinatorParts` (the state and operations each part relie
 from __future__ import annotations
 
 import time
-from collections.abc import Generator
+from collections.abc import Container, Generator, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -144,3 +144,18 @@ class GroupCoordinatorParts:
     def _schedule_heartbeat(self, group: ClassicGroup, member: Member, timeout_ms: int) -> None:
         raise NotImplementedError
 
+
+
+def listed_groups(groups: Iterable[Any], loaded: Container[int], states: set[str],
+                  kind: str) -> list[dict[str, Any]]:
+    """ListGroups entries for the live groups of one type, on loaded partitions, in `states`."""
+    out = []
+    for group in groups:
+        if group.partition not in loaded or group.dead:
+            continue
+        state = group.state().value
+        if states and state.lower() not in states:
+            continue
+        out.append({"group_id": group.group_id, "protocol_type": kind,
+                    "group_state": state, "group_type": kind})
+    return out

@@ -19,7 +19,7 @@ from typing import Any
 from protocol.errors import ErrorCode
 
 from .classic import ClassicGroup, GroupState, Member
-from .common import GroupCoordinatorParts, GroupError, now_ms
+from .common import GroupCoordinatorParts, GroupError, listed_groups, now_ms
 from .consumer import (
     LEAVE_GROUP_MEMBER_EPOCH,
     LEAVE_GROUP_STATIC_MEMBER_EPOCH,
@@ -760,16 +760,7 @@ class ConsumerGroups(GroupCoordinatorParts):
         return out
 
     def list_consumer_groups(self, states: set[str]) -> list[dict[str, Any]]:
-        out = []
-        for group in self.consumer_groups.values():
-            if group.partition not in self.loaded or group.dead:
-                continue
-            state = group.state().value
-            if states and state.lower() not in states:
-                continue
-            out.append({"group_id": group.group_id, "protocol_type": "consumer",
-                        "group_state": state, "group_type": "consumer"})
-        return out
+        return listed_groups(self.consumer_groups.values(), self.loaded, states, "consumer")
 
     def delete_consumer_group(self, group: ConsumerGroup) -> ErrorCode:
         """DeleteGroups of a consumer group: only an empty one, with its offsets."""

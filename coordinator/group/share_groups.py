@@ -13,7 +13,7 @@ from typing import Any
 
 from protocol.errors import ErrorCode
 
-from .common import GroupCoordinatorParts, GroupError
+from .common import GroupCoordinatorParts, GroupError, listed_groups
 from .share import (
     LEAVE_GROUP_MEMBER_EPOCH,
     SIMPLE,
@@ -198,16 +198,7 @@ class ShareGroups(GroupCoordinatorParts):
         return out
 
     def list_share_groups(self, states: set[str]) -> list[dict[str, Any]]:
-        out = []
-        for group in self.share_groups.values():
-            if group.partition not in self.loaded or group.dead:
-                continue
-            state = group.state().value
-            if states and state.lower() not in states:
-                continue
-            out.append({"group_id": group.group_id, "protocol_type": "share",
-                        "group_state": state, "group_type": "share"})
-        return out
+        return listed_groups(self.share_groups.values(), self.loaded, states, "share")
 
     def _unload_share_groups(self, p: int | None) -> None:
         for group_id, group in list(self.share_groups.items()):
