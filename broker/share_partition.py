@@ -165,6 +165,19 @@ class SharePartitionState:
         self._advance()
         return deadline
 
+    def acquired_count(self) -> int:
+        return sum(1 for r in self.records.values() if r.state == RecordState.ACQUIRED)
+
+    def move_start(self, offset: int) -> None:
+        """The log starts at `offset` now (retention, DeleteRecords): forget what is before."""
+        if offset <= self.start_offset:
+            return
+        for o in [o for o in self.records if o < offset]:
+            del self.records[o]
+        self.start_offset = offset
+        self.end_offset = max(self.end_offset, offset)
+        self._advance()
+
     def _release(self, record: InFlight) -> None:
         if record.delivery_count >= self.delivery_limit:
             self._settle(record, RecordState.ARCHIVED)
