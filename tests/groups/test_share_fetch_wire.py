@@ -19,11 +19,14 @@ ACCEPT, RELEASE, REJECT = 1, 2, 3
 SHARE = {**FAST, "unstable.feature.versions.enable": True}
 
 
-def _setup(w, topic, group, members, configs=()):
+def setup_share_group(w, topic, group, members, configs=()):
+    """A topic of one partition, share.version 1, the group reading from the earliest
+    offset, and `members` joined; returns the topic id."""
     r = w.call(19, 7, {"topics": [{"name": topic, "num_partitions": 1, "replication_factor": 1,
                                    "assignments": [], "configs": []}],
                        "timeout_ms": 10_000, "validate_only": False})
     assert r.topics[0].error_code == NONE, r
+    tid = r.topics[0].topic_id
     assert w.call(57, 1, {"feature_updates": [{"feature": "share.version",
                                                "max_version_level": 1, "upgrade_type": 1}],
                           "validate_only": False}).error_code == NONE
@@ -37,10 +40,10 @@ def _setup(w, topic, group, members, configs=()):
         r = w.call(SHARE_HEARTBEAT, 1, {"group_id": group, "member_id": m, "member_epoch": 0,
                                         "rack_id": None, "subscribed_topic_names": [topic]})
         assert r.error_code == NONE, r
-    return r.assignment.topic_partitions[0].topic_id
+    return tid
 
 
-def _produce(bootstrap, topic, values):
+def produce_values(bootstrap, topic, values):
     from confluent_kafka import Producer
 
     p = Producer({"bootstrap.servers": bootstrap})
@@ -94,8 +97,8 @@ def test_accept_release_reject_and_session_errors(broker_factory):
     b = broker_factory(settings=SHARE)
     group, topic, m = "sg-ack", "share-ack", uuid.uuid4().hex
     with WireClient(b.bootstrap) as w:
-        tid = _setup(w, topic, group, [m])
-        _produce(b.bootstrap, topic, ["v0", "v1", "v2"])
+        tid = setup_share_group(w, topic, group, [m])
+        produce_values(b.bootstrap, topic, ["v0", "v1", "v2"])
         got = _acquired(_fetch(w, group, m, 0, tid, wait_ms=2000))
         assert got == {0: ("v0", 1), 1: ("v1", 1), 2: ("v2", 1)}
         r = _ack(w, group, m, 1, tid, [_batch(0, 2, ACCEPT, RELEASE, REJECT)])
@@ -123,8 +126,8 @@ def test_members_never_hold_one_record_and_closing_releases(broker_factory):
     group, topic = "sg-two", "share-two"
     m1, m2 = uuid.uuid4().hex, uuid.uuid4().hex
     with WireClient(b.bootstrap) as w:
-        tid = _setup(w, topic, group, [m1, m2])
-        _produce(b.bootstrap, topic, [f"v{i}" for i in range(10)])
+        tid = setup_share_group(w, topic, group, [m1, m2])
+        produce_values(b.bootstrap, topic, [f"v{i}" for i in range(10)])
         first = _acquired(_fetch(w, group, m1, 0, tid, max_records=5, wait_ms=2000))
         second = _acquired(_fetch(w, group, m2, 0, tid, max_records=10, wait_ms=2000))
         assert len(first) == 5 and len(second) == 5 and not first.keys() & second.keys()
@@ -143,8 +146,8 @@ def test_lock_timeout_redelivers_until_the_delivery_limit(broker_factory):
                                  "group.share.delivery.count.limit": 2})
     group, topic, m = "sg-lock", "share-lock", uuid.uuid4().hex
     with WireClient(b.bootstrap) as w:
-        tid = _setup(w, topic, group, [m])
-        _produce(b.bootstrap, topic, ["poison"])
+        tid = setup_share_group(w, topic, group, [m])
+        produce_values(b.bootstrap, topic, ["poison"])
         r = _fetch(w, group, m, 0, tid, wait_ms=2000)
         assert r.acquisition_lock_timeout.total_seconds() == 1.0
         assert _acquired(r) == {0: ("poison", 1)}
@@ -163,7 +166,7 @@ def test_read_committed_never_acquires_aborted_records(broker_factory):
     b = broker_factory(settings=SHARE)
     group, topic, m = "sg-txn", "share-txn", uuid.uuid4().hex
     with WireClient(b.bootstrap) as w:
-        tid = _setup(w, topic, group, [m], [("share.isolation.level", "read_committed")])
+        tid = setup_share_group(w, topic, group, [m], [("share.isolation.level", "read_committed")])
         p = Producer({"bootstrap.servers": b.bootstrap, "transactional.id": "share-txn"})
         p.init_transactions(10)
         for value, commit in (("c1", True), ("a1", False), ("a2", False), ("c2", True)):
