@@ -177,3 +177,43 @@ def test_read_committed_never_acquires_aborted_records(broker_factory):
         got = _acquired(_fetch(w, group, m, 0, tid, wait_ms=2000))
         assert sorted(v for v, _ in got.values()) == ["c1", "c2"], got
         assert _acquired(_fetch(w, group, m, 1, tid, wait_ms=300)) == {}
+
+
+def test_librdkafka_share_consumers_explicit_acknowledgement(broker_factory):
+    from confluent_kafka import AcknowledgeType, ShareConsumer
+
+    b = broker_factory(settings=SHARE)
+    group, topic = "sg-rdkafka", "share-rdkafka"
+    with WireClient(b.bootstrap) as w:
+        setup_share_group(w, topic, group, [])
+    produce_values(b.bootstrap, topic, [f"v{i}" for i in range(20)])
+    conf = {"bootstrap.servers": b.bootstrap, "group.id": group,
+            "share.acknowledgement.mode": "explicit"}
+    consumers = [ShareConsumer(conf), ShareConsumer(conf)]
+    accepted, released, rejected = {}, set(), set()
+    try:
+        for c in consumers:
+            c.subscribe([topic])
+        deadline = time.monotonic() + 60
+        while len(accepted) < 16 and time.monotonic() < deadline:
+            for c in consumers:
+                for msg in c.poll(0.5):
+                    assert msg.error() is None, msg.error()
+                    value, i = msg.value().decode(), int(msg.value()[1:])
+                    if i % 5 == 4:
+                        c.acknowledge(msg, AcknowledgeType.REJECT)
+                        rejected.add(value)
+                    elif i % 5 == 2 and msg.delivery_count() == 1:
+                        c.acknowledge(msg, AcknowledgeType.RELEASE)
+                        released.add(value)
+                    else:
+                        c.acknowledge(msg, AcknowledgeType.ACCEPT)
+                        assert value not in accepted
+                        accepted[value] = msg.delivery_count()
+                c.commit_sync(10)
+    finally:
+        for c in consumers:
+            c.close()
+    assert rejected == {f"v{i}" for i in range(4, 20, 5)}
+    assert released == {f"v{i}" for i in range(2, 20, 5)}
+    assert accepted == {f"v{i}": 2 if i % 5 == 2 else 1 for i in range(20) if i % 5 != 4}
