@@ -5,7 +5,9 @@ DescribeConfigs entries (resource type GROUP).
 The consumer-protocol group coordinator applies consumer.session.timeout.ms and
 consumer.heartbeat.interval.ms (read again at most every few seconds);
 consumer.assignment.interval.ms is stored and described only (Samsa computes a target
-assignment at the heartbeat that needs it).
+assignment at the heartbeat that needs it). A share group's share.auto.offset.reset (where a
+share-partition starts) and share.isolation.level are read by the share-partition leader
+(broker/handlers/share_fetch.py).
 """
 
 from __future__ import annotations
