@@ -184,6 +184,7 @@ class Broker:
             config["socket.request.max.bytes"],
             ServerLimits.from_config(config),
         )
+        self.server.disconnect_listeners.append(self.shares.connection_closed)
         self._background: list[asyncio.Task[None]] = []
 
     def _scram_credential(self, user: str, mechanism: str) -> ScramCredential | None:

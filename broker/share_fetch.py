@@ -47,6 +47,7 @@ class ShareSession:
     group_id: str
     member_id: str
     epoch: int = 1  # the epoch the next request must carry
+    connection: str = ""  # the client connection that opened it
     partitions: dict[TopicPartition, None] = field(default_factory=dict)  # ordered set
 
 
@@ -78,16 +79,31 @@ class ShareFetcher:
         self.max_in_flight = max_in_flight
         self.sessions: dict[tuple[str, str], ShareSession] = {}
         self.partitions: dict[tuple[str, str, int], LedSharePartition] = {}
+        self.by_connection: dict[str, set[tuple[str, str]]] = {}
 
     # ------------------------------------------------------------------ sessions
-    def open_session(self, group_id: str, member_id: str,
-                     partitions: Iterable[TopicPartition]) -> ShareSession:
-        """Epoch 0: a new session replaces the member's old one (whose records are kept:
-        Kafka releases them only on close or when their locks expire)."""
-        session = ShareSession(group_id, member_id)
+    def open_session(self, group_id: str, member_id: str, partitions: Iterable[TopicPartition],
+                     connection: str) -> ShareSession:
+        """Epoch 0: a new session, on `connection`, replaces the member's old one (whose
+        records are kept: they are released on close, when the connection that opened the
+        session closes, or when their locks expire)."""
+        key = (group_id, member_id)
+        old = self.sessions.get(key)
+        if old is not None:
+            self.by_connection.get(old.connection, set()).discard(key)
+        session = ShareSession(group_id, member_id, connection=connection)
         session.partitions.update(dict.fromkeys(partitions))
-        self.sessions[(group_id, member_id)] = session
+        self.sessions[key] = session
+        self.by_connection.setdefault(connection, set()).add(key)
         return session
+
+    def connection_closed(self, listener: str, peer: str) -> None:
+        """A client connection closed: as Kafka, the share sessions it opened end and their
+        members' records are released."""
+        for group_id, member_id in self.by_connection.pop(f"{listener} {peer}", ()):
+            log.info("share session of %s in group %s ends with its connection", member_id,
+                     group_id)
+            self.close_session(group_id, member_id)
 
     def session(self, group_id: str, member_id: str, epoch: int) -> ShareSession:
         """The session a request with `epoch` (not 0) continues; -1 matches any epoch."""
@@ -107,7 +123,11 @@ class ShareFetcher:
         released at once."""
         session = self.sessions.pop((group_id, member_id), None)
         if session is not None:
-            log.debug("share session of %s in group %s closed", member_id, group_id)
+            keys = self.by_connection.get(session.connection)
+            if keys is not None:
+                keys.discard((group_id, member_id))
+                if not keys:
+                    del self.by_connection[session.connection]
         for (group, topic, index), led in self.partitions.items():
             if group == group_id and led.state.release_member(member_id):
                 self._wake(topic, index)

@@ -5,7 +5,8 @@ to apply acknowledgements and acquire records. A ShareFetch first applies its pi
 acknowledgements, then acquires records on every partition of the member's share session,
 waiting like Fetch (max wait, min bytes) while nothing is acquired. Epoch -1 (ShareFetch or
 ShareAcknowledge) applies the acknowledgements, then closes the session and releases the
-member's other records. Served only while `share.version` is at least 1.
+member's other records; so does the close of the connection that opened the session (as
+Kafka). Served only while `share.version` is at least 1.
 
 A member must belong to the share group when this broker coordinates the group; with the
 group's coordinator on another broker the leader cannot tell and serves it (as the locks
@@ -169,7 +170,8 @@ async def handle_share_fetch(ctx: RequestContext, request: ShareFetchRequest) ->
             if has_acks:
                 return _top_error(ErrorCode.invalid_request,
                                   "Acknowledgements in the request that opens a session.")
-            session = shares.open_session(group_id, member_id, wanted)
+            session = shares.open_session(group_id, member_id, wanted,
+                                          f"{ctx.listener} {ctx.peer}")
         else:
             if epoch == FINAL_EPOCH and wanted and not has_acks:
                 return _top_error(ErrorCode.invalid_request,

@@ -141,6 +141,18 @@ def test_members_never_hold_one_record_and_closing_releases(broker_factory):
         assert _fetch(w, group, m1, 0, tid).error_code == UNKNOWN_MEMBER_ID
 
 
+def test_closed_connection_releases_its_sessions_records(broker_factory):
+    b = broker_factory(settings=SHARE)  # 30 s locks: only the closed connection frees them
+    group, topic, m1, m2 = "sg-conn", "share-conn", uuid.uuid4().hex, uuid.uuid4().hex
+    with WireClient(b.bootstrap) as w:
+        tid = setup_share_group(w, topic, group, [m1, m2])
+        produce_values(b.bootstrap, topic, ["a", "b"])
+        with WireClient(b.bootstrap) as other:
+            assert len(_acquired(_fetch(other, group, m1, 0, tid, wait_ms=2000))) == 2
+        got = _acquired(_fetch(w, group, m2, 0, tid, wait_ms=3000))
+        assert got == {0: ("a", 2), 1: ("b", 2)}
+
+
 def test_lock_timeout_redelivers_until_the_delivery_limit(broker_factory):
     b = broker_factory(settings={**SHARE, "group.share.record.lock.duration.ms": 1000,
                                  "group.share.delivery.count.limit": 2})
