@@ -19,10 +19,11 @@ ACCEPT, RELEASE, REJECT = 1, 2, 3
 SHARE = {**FAST, "unstable.feature.versions.enable": True}
 
 
-def setup_share_group(w, topic, group, members, configs=()):
+def setup_share_group(w, topic, group, members, configs=(), partitions=1):
     """A topic of one partition, share.version 1, the group reading from the earliest
     offset, and `members` joined; returns the topic id."""
-    r = w.call(19, 7, {"topics": [{"name": topic, "num_partitions": 1, "replication_factor": 1,
+    r = w.call(19, 7, {"topics": [{"name": topic, "num_partitions": partitions,
+                                   "replication_factor": 1,
                                    "assignments": [], "configs": []}],
                        "timeout_ms": 10_000, "validate_only": False})
     assert r.topics[0].error_code == NONE, r
@@ -43,12 +44,12 @@ def setup_share_group(w, topic, group, members, configs=()):
     return tid
 
 
-def produce_values(bootstrap, topic, values):
+def produce_values(bootstrap, topic, values, partition=0):
     from confluent_kafka import Producer
 
     p = Producer({"bootstrap.servers": bootstrap})
     for v in values:
-        p.produce(topic, v.encode(), partition=0)
+        p.produce(topic, v.encode(), partition=partition)
         p.flush(10)
 
 
@@ -63,12 +64,14 @@ def _fetch(w, group, member, epoch, tid, acks=(), max_records=100, wait_ms=0):
     return r
 
 
-def _acquired(r):
+def _acquired(r, partition=0):
     """{offset: (value, delivery count)} of the records the response acquired."""
     assert r.error_code == NONE, r
     out = {}
     for t in r.responses:
         for p in t.partitions:
+            if p.partition_index != partition:
+                continue
             assert p.error_code == NONE, p
             values = {}
             for pos, h in iter_batches(p.records or b""):
@@ -78,6 +81,16 @@ def _acquired(r):
                 for o in range(a.first_offset, a.last_offset + 1):
                     out[o] = (values[o], a.delivery_count)
     return out
+
+
+def _session_fetch(w, group, member, epoch, tid, add=(), forget=()):
+    return w.call(SHARE_FETCH, 1, {
+        "group_id": group, "member_id": member, "share_session_epoch": epoch, "max_wait": 1000,
+        "min_bytes": 1, "max_bytes": 1 << 20, "max_records": 100, "batch_size": 100,
+        "topics": [{"topic_id": tid, "partitions": [
+            {"partition_index": i, "acknowledgement_batches": []} for i in add]}] if add else [],
+        "forgotten_topics_data": [{"topic_id": tid, "partitions": list(forget)}] if forget
+        else []})
 
 
 def _ack(w, group, member, epoch, tid, batches):
@@ -139,6 +152,23 @@ def test_members_never_hold_one_record_and_closing_releases(broker_factory):
         again = _acquired(_fetch(w, group, m2, 2, tid, wait_ms=2000))
         assert again == {o: (v, 2) for o, (v, _) in first.items()}
         assert _fetch(w, group, m1, 0, tid).error_code == UNKNOWN_MEMBER_ID
+
+
+def test_incremental_session_adds_and_forgets_partitions(broker_factory):
+    b = broker_factory(settings=SHARE)
+    group, topic, m = "sg-inc", "share-inc", uuid.uuid4().hex
+    with WireClient(b.bootstrap) as w:
+        tid = setup_share_group(w, topic, group, [m], partitions=2)
+        produce_values(b.bootstrap, topic, ["p0-a"], partition=0)
+        produce_values(b.bootstrap, topic, ["p1-a"], partition=1)
+        r = _session_fetch(w, group, m, 0, tid, add=[0])
+        assert _acquired(r, 0) == {0: ("p0-a", 1)} and _acquired(r, 1) == {}
+        r = _session_fetch(w, group, m, 1, tid, add=[1])  # the session now has both
+        assert _acquired(r, 1) == {0: ("p1-a", 1)}
+        produce_values(b.bootstrap, topic, ["p0-b"], partition=0)
+        produce_values(b.bootstrap, topic, ["p1-b"], partition=1)
+        r = _session_fetch(w, group, m, 2, tid, forget=[1])  # no partition named: all kept
+        assert _acquired(r, 0) == {1: ("p0-b", 1)} and _acquired(r, 1) == {}
 
 
 def test_closed_connection_releases_its_sessions_records(broker_factory):
