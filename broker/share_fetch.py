@@ -207,15 +207,18 @@ class ShareFetcher:
         return b"".join(kept), _ranges(acquired)
 
     def acknowledge(self, led: LedSharePartition, partition: Partition, member_id: str,
-                    batches: Iterable[Any]) -> ErrorCode:
-        """Apply ShareFetch/ShareAcknowledge acknowledgement batches; the first failing
-        one's error (its offsets unchanged)."""
+                    batches: Iterable[Any], renew: bool = False) -> ErrorCode:
+        """Apply ShareFetch/ShareAcknowledge acknowledgement batches (RENEW ones only with
+        `renew`: a v2 request with IsRenewAck); the first failing one's error (its offsets
+        unchanged)."""
         error = ErrorCode.none
+        now = _now_ms()
+        top = AcknowledgeType.RENEW if renew else AcknowledgeType.REJECT
         for b in batches:
             types = list(b.acknowledge_types)
             span = b.last_offset - b.first_offset + 1
             if span <= 0 or not types or (len(types) != 1 and len(types) != span) or \
-                    any(t < 0 or t > AcknowledgeType.REJECT for t in types):
+                    any(t < 0 or t > top for t in types):
                 error = error or ErrorCode.invalid_request
                 continue
             if len(types) == 1:
@@ -229,10 +232,12 @@ class ShareFetcher:
                     else:
                         runs.append((o, o, t))
             for first, last, t in runs:
-                code = led.state.acknowledge(member_id, first, last, AcknowledgeType(t))
+                code = led.state.acknowledge(member_id, first, last, AcknowledgeType(t), now)
                 if code != ErrorCode.none:
                     error = error or code
         self._wake(partition.topic, partition.index)
+        if renew:
+            self._schedule(led, partition)
         return error
 
     def _schedule(self, led: LedSharePartition, partition: Partition) -> None:

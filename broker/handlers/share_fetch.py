@@ -27,7 +27,7 @@ from ..context import RequestContext
 from ..partition import READ_COMMITTED, READ_UNCOMMITTED, Partition
 from ..security.authorizer import AclOperation, ResourceType
 from ..share_fetch import FINAL_EPOCH, INITIAL_EPOCH, ShareFetcher, ShareSessionError
-from .common import PARTITION_ERRORS, error_code_of
+from .common import PARTITION_ERRORS, error_code_of, field
 from .share_groups import _enabled
 
 if TYPE_CHECKING:
@@ -66,13 +66,9 @@ async def _group_settings(ctx: RequestContext, group_id: str) -> tuple[str, int]
     return reset, isolation
 
 
-def _top_error(code: ErrorCode, message: str | None = None,
-               fetch: bool = True) -> dict[str, Any]:
-    out: dict[str, Any] = {"throttle_time": 0, "error_code": code, "error_message": message,
-                           "responses": [], "node_endpoints": []}
-    if fetch:
-        out["acquisition_lock_timeout"] = 0
-    return out
+def _top_error(code: ErrorCode, message: str | None = None) -> dict[str, Any]:
+    return {"throttle_time": 0, "error_code": code, "error_message": message,
+            "acquisition_lock_timeout": 0, "responses": [], "node_endpoints": []}
 
 
 def _precheck(ctx: RequestContext, group_id: str | None, member_id: str | None,
@@ -136,7 +132,7 @@ def _endpoints(ctx: RequestContext, leaders: Iterable[int]) -> list[dict[str, An
 
 def _acknowledge(ctx: RequestContext, shares: ShareFetcher, parts: _Partitions,
                  group_id: str, member_id: str, reset: str, topics: Sequence[Any],
-                 ) -> dict[TopicPartition, tuple[ErrorCode, Partition | ErrorCode]]:
+                 renew: bool) -> dict[TopicPartition, tuple[ErrorCode, Partition | ErrorCode]]:
     out: dict[TopicPartition, tuple[ErrorCode, Partition | ErrorCode]] = {}
     for t in topics:
         for p in t.partitions:
@@ -148,7 +144,8 @@ def _acknowledge(ctx: RequestContext, shares: ShareFetcher, parts: _Partitions,
                 out[tp] = (partition, partition)
                 continue
             led = shares.share_partition(group_id, partition, reset)
-            code = shares.acknowledge(led, partition, member_id, p.acknowledgement_batches)
+            code = shares.acknowledge(led, partition, member_id, p.acknowledgement_batches,
+                                      renew)
             out[tp] = (code, partition)
     return out
 
@@ -165,6 +162,13 @@ async def handle_share_fetch(ctx: RequestContext, request: ShareFetchRequest) ->
     wanted = [_tp(t.topic_id, p.partition_index) for t in request.topics for p in t.partitions]
     forgotten = [_tp(t.topic_id, i) for t in request.forgotten_topics_data for i in t.partitions]
     has_acks = any(p.acknowledgement_batches for t in request.topics for p in t.partitions)
+    # v2 (KIP-1222): a request renewing locks only acknowledges; it must ask for no records
+    renew: bool = field(request, "is_renew_ack", False)
+    if renew and (request.max_wait.total_seconds() or request.min_bytes or request.max_bytes
+                  or request.max_records):
+        return _top_error(ErrorCode.invalid_request,
+                          "MaxWaitMs, MinBytes, MaxBytes and MaxRecords must be 0 with "
+                          "IsRenewAck.")
     try:
         if epoch == INITIAL_EPOCH:
             if has_acks:
@@ -186,13 +190,14 @@ async def handle_share_fetch(ctx: RequestContext, request: ShareFetchRequest) ->
     reset, isolation = await _group_settings(ctx, group_id)
     ack_ids = [t.topic_id for t in request.topics]
     parts = _Partitions(ctx, [*ack_ids, *(tp[0] for tp in session.partitions)])
-    acks = _acknowledge(ctx, shares, parts, group_id, member_id, reset, request.topics)
+    acks = _acknowledge(ctx, shares, parts, group_id, member_id, reset, request.topics, renew)
     results: dict[TopicPartition, dict[str, Any]] = {}
     for tp, (ack_code, p) in acks.items():
         results[tp] = _partition_entry(ctx, tp, p, parts)
         results[tp]["acknowledge_error_code"] = ack_code
     if epoch == FINAL_EPOCH:
         shares.close_session(group_id, member_id)
+    if epoch == FINAL_EPOCH or renew:
         return _fetch_response(ctx, shares, results)
     max_bytes = max(0, min(request.max_bytes, ctx.config["fetch.max.bytes"]))
     max_records = request.max_records if request.max_records > 0 else 500
@@ -257,7 +262,7 @@ async def handle_share_acknowledge(
     shares = ctx.shares
     if code != ErrorCode.none or shares is None or not request.group_id or \
             not request.member_id:
-        return _top_error(code, message, fetch=False)
+        return _top_error(code, message)
     group_id, member_id = request.group_id, request.member_id
     epoch = request.share_session_epoch
     try:
@@ -266,10 +271,11 @@ async def handle_share_acknowledge(
                                     ErrorCode.invalid_share_session_epoch)
         shares.session(group_id, member_id, epoch)
     except ShareSessionError as exc:
-        return _top_error(exc.error_code, str(exc), fetch=False)
+        return _top_error(exc.error_code, str(exc))
     reset, _ = await _group_settings(ctx, group_id)
     parts = _Partitions(ctx, [t.topic_id for t in request.topics])
-    acks = _acknowledge(ctx, shares, parts, group_id, member_id, reset, request.topics)
+    acks = _acknowledge(ctx, shares, parts, group_id, member_id, reset, request.topics,
+                        field(request, "is_renew_ack", False))
     if epoch == FINAL_EPOCH:
         shares.close_session(group_id, member_id)
     topics: dict[uuid.UUID, list[dict[str, Any]]] = {}
@@ -282,5 +288,6 @@ async def handle_share_acknowledge(
             "partition_index": tp[1], "error_code": ack_code, "error_message": None,
             "current_leader": leader})
     return {"throttle_time": 0, "error_code": ErrorCode.none, "error_message": None,
+            "acquisition_lock_timeout": shares.lock_ms,  # (v2+)
             "responses": [{"topic_id": tid, "partitions": ps} for tid, ps in topics.items()],
             "node_endpoints": _endpoints(ctx, moved)}

@@ -13,7 +13,7 @@ from tests.groups.clients import FAST
 from tests.protocol.wire import WireClient
 
 SHARE_HEARTBEAT, SHARE_FETCH, SHARE_ACK, ALTER_CONFIGS = 76, 78, 79, 44
-NONE, UNKNOWN_MEMBER_ID, INVALID_RECORD_STATE = 0, 25, 121
+NONE, UNKNOWN_MEMBER_ID, INVALID_REQUEST, INVALID_RECORD_STATE = 0, 25, 42, 121
 SHARE_SESSION_NOT_FOUND, INVALID_SHARE_SESSION_EPOCH = 122, 123
 ACCEPT, RELEASE, REJECT = 1, 2, 3
 SHARE = {**FAST, "unstable.feature.versions.enable": True}
@@ -259,3 +259,24 @@ def test_librdkafka_share_consumers_explicit_acknowledgement(broker_factory):
     assert rejected == {f"v{i}" for i in range(4, 20, 5)}
     assert released == {f"v{i}" for i in range(2, 20, 5)}
     assert accepted == {f"v{i}": 2 if i % 5 == 2 else 1 for i in range(20) if i % 5 != 4}
+
+
+def test_renew_acknowledgement_extends_the_lock(broker_factory):
+    b = broker_factory(settings={**SHARE, "group.share.record.lock.duration.ms": 1500})
+    group, topic, m = "sg-renew", "share-renew", uuid.uuid4().hex
+    with WireClient(b.bootstrap) as w:
+        tid = setup_share_group(w, topic, group, [m])
+        produce_values(b.bootstrap, topic, ["r"])
+        assert _acquired(_fetch(w, group, m, 0, tid, wait_ms=2000)) == {0: ("r", 1)}
+        renew = {"group_id": group, "member_id": m, "is_renew_ack": True, "topics": [
+            {"topic_id": tid, "partitions": [{"partition_index": 0, "acknowledgement_batches": [
+                _batch(0, 0, 4)]}]}]}
+        assert w.call(SHARE_ACK, 1, {**renew, "share_session_epoch": 1}).responses[0] \
+            .partitions[0].error_code == INVALID_REQUEST  # RENEW needs v2
+        for epoch in (2, 3, 4):  # renewed every second: never released
+            time.sleep(1)
+            r = w.call(SHARE_ACK, 2, {**renew, "share_session_epoch": epoch})
+            assert r.acquisition_lock_timeout.total_seconds() == 1.5
+            assert r.responses[0].partitions[0].error_code == NONE, r
+        r = _ack(w, group, m, 5, tid, [_batch(0, 0, ACCEPT)])
+        assert r.responses[0].partitions[0].error_code == NONE, r
