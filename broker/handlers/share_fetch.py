@@ -203,8 +203,9 @@ async def handle_share_fetch(ctx: RequestContext, request: ShareFetchRequest) ->
     max_records = request.max_records if request.max_records > 0 else 500
     deadline = time.monotonic() + max(0.0, request.max_wait.total_seconds())
     full = epoch == INITIAL_EPOCH
+    total = 0
     while True:
-        total, leaders, errors = 0, [], False
+        leaders, errors = [], False
         for tp in session.partitions:
             p = parts.lookup(tp)
             entry = results.get(tp) or _partition_entry(ctx, tp, p, parts)
@@ -230,6 +231,8 @@ async def handle_share_fetch(ctx: RequestContext, request: ShareFetchRequest) ->
         if total >= max(1, request.min_bytes) or errors or remaining <= 0 or not leaders:
             return _fetch_response(ctx, shares, results)
         await ctx.replicas.wait_for_data(leaders, remaining)
+        if shares.sessions.get((group_id, member_id)) is not session:
+            return _fetch_response(ctx, shares, results)  # closed (or replaced) meanwhile
 
 
 def _partition_entry(ctx: RequestContext, tp: TopicPartition, p: Partition | ErrorCode,
