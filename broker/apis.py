@@ -31,6 +31,7 @@ from .handlers import (
     reassignments,
     sasl,
     scram_credentials,
+    share_fetch,
     share_groups,
     topics,
     transactions,
@@ -78,6 +79,9 @@ def build_registry() -> ApiRegistry[RequestContext]:
     # share groups (KIP-932): advertised while share.version >= 1 (features.py)
     r.register(76, "ShareGroupHeartbeat", (1, 1), share_groups.handle_share_group_heartbeat)
     r.register(77, "ShareGroupDescribe", (1, 1), share_groups.handle_share_group_describe)
+    # v2: renew acknowledgements (KIP-1222); both acquire modes never exceed MaxRecords
+    r.register(78, "ShareFetch", (1, 2), share_fetch.handle_share_fetch)
+    r.register(79, "ShareAcknowledge", (1, 2), share_fetch.handle_share_acknowledge)
     r.register(19, "CreateTopics", (2, 7), topics.handle_create_topics)
     r.register(20, "DeleteTopics", (1, 6), topics.handle_delete_topics)
     r.register(21, "DeleteRecords", (0, 2), offsets.handle_delete_records)

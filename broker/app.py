@@ -48,6 +48,7 @@ from .security.client import ClientSecurity
 from .security.listeners import listener_endpoints
 from .security.scram import ScramCredential
 from .server import KafkaServer, ServerLimits
+from .share_fetch import ShareFetcher
 from .topic_admin import TopicAdmin
 from .txn_verification import TxnPartitionVerifier
 from .zk_store import ZkMetadataStore
@@ -154,6 +155,11 @@ class Broker:
                 TRANSACTION_VERSION),
         )
         self.groups = GroupCoordinator(coordinator_host, config, topics=coordinator_host)
+        # share groups (KIP-932): the share-partitions led here; a member that leaves its group
+        # (coordinated here) has its share session closed and its records released
+        self.shares = ShareFetcher(config["group.share.record.lock.duration.ms"],
+                                   config["group.share.delivery.count.limit"], self._wake_fetches)
+        self.groups.share_member_removed.append(self.shares.close_session)
         # Client quotas hold client listeners only: the inter-broker listener is exempt when
         # other listeners serve the clients.
         exempt = (config.inter_broker_listener_name
@@ -178,6 +184,7 @@ class Broker:
             config["socket.request.max.bytes"],
             ServerLimits.from_config(config),
         )
+        self.server.disconnect_listeners.append(self.shares.connection_closed)
         self._background: list[asyncio.Task[None]] = []
 
     def _scram_credential(self, user: str, mechanism: str) -> ScramCredential | None:
@@ -202,6 +209,7 @@ class Broker:
             quotas=self.quotas,
             authorizer=self._authorizer(),
             txn_verifier=self.txn_verifier,
+            shares=self.shares,
             dynamic_config=self.dynamic_config,
         )
 
@@ -424,6 +432,11 @@ class Broker:
         topic = self.store.topic(name)
         return self._log_config(topic) if topic else LogConfig.from_properties({})
 
+    def _wake_fetches(self, topic: str, index: int) -> None:
+        partition = self.replicas.get(topic, index)
+        if partition is not None:
+            partition.notify_waiters()
+
     async def stop(self) -> None:
         log.info("shutting down")
         if self.controller is not None and self.config["controlled.shutdown.enable"]:
@@ -439,6 +452,7 @@ class Broker:
         await self.transactions.stop()
         self.txn_verifier.close()
         await self.groups.stop()
+        self.shares.stop()
         for task in self._background:
             task.cancel()
         await asyncio.gather(*self._background, return_exceptions=True)

@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from .replica_manager import ReplicaManager
     from .security.authorizer import Authorizer
     from .security.sasl import SaslSession
+    from .share_fetch import ShareFetcher
     from .topic_admin import TopicAdmin
     from .txn_verification import TxnPartitionVerifier
 
@@ -71,6 +72,7 @@ class BrokerServices:
     # KIP-890 verification with a transaction coordinator on another broker
     txn_verifier: TxnPartitionVerifier | None = None
     dynamic_config: DynamicBrokerConfig | None = None  # dynamic broker configs
+    shares: ShareFetcher | None = None  # share groups' sessions and share-partitions led here
 
 
 @dataclass(slots=True)
@@ -146,6 +148,10 @@ class RequestContext:
     @property
     def quotas(self) -> QuotaManager | None:
         return self.services.quotas
+
+    @property
+    def shares(self) -> ShareFetcher | None:
+        return self.services.shares
 
     @property
     def authorizer(self) -> Authorizer | None:

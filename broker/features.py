@@ -53,7 +53,7 @@ DEFAULT_FINALIZED: dict[str, int] = {TRANSACTION_VERSION: 2, GROUP_VERSION: 1}
 # that level or above (Kafka's GroupVersion gates the consumer group protocol's APIs).
 API_GATES: dict[int, tuple[str, int]] = {
     68: (GROUP_VERSION, 1), 69: (GROUP_VERSION, 1),
-    76: (SHARE_VERSION, 1), 77: (SHARE_VERSION, 1),
+    76: (SHARE_VERSION, 1), 77: (SHARE_VERSION, 1), 78: (SHARE_VERSION, 1), 79: (SHARE_VERSION, 1),
 }
 
 

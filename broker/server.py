@@ -163,6 +163,8 @@ class KafkaServer:
         self._per_ip: Counter[str] = Counter()
         self._count = 0  # connections accepted and not yet closed (handshaking or open)
         self._slot_freed = asyncio.Event()
+        # called with (listener name, peer address) once a client connection has closed
+        self.disconnect_listeners: list[Callable[[str, str], None]] = []
 
     def set_connection_limits(self, max_connections: int, max_connections_per_ip: int) -> None:
         """max.connections and max.connections.per.ip changed while running (dynamic broker
@@ -317,6 +319,11 @@ class KafkaServer:
 
     def _closed(self, conn: ConnectionInfo) -> None:
         self._open.pop(conn, None)
+        for listener in self.disconnect_listeners:
+            try:
+                listener(conn.listener, conn.peer)
+            except Exception:  # one listener's bug must not keep the others from running
+                log.exception("disconnect listener failed for %s", conn.peer)
 
     async def _close_idle_loop(self) -> None:
         """connections.max.idle.ms: close connections that sent no request for that long

@@ -35,12 +35,14 @@ class RecordState(enum.IntEnum):
 
 
 class AcknowledgeType(enum.IntEnum):
-    """ShareAcknowledge/ShareFetch AcknowledgeTypes (0 marks a gap: no record there)."""
+    """ShareAcknowledge/ShareFetch AcknowledgeTypes (0 marks a gap: no record there; 4, v2+,
+    renews the acquisition lock, KIP-1222)."""
 
     GAP = 0
     ACCEPT = 1
     RELEASE = 2
     REJECT = 3
+    RENEW = 4
 
 
 @dataclass(slots=True)
@@ -114,10 +116,11 @@ class SharePartitionState:
 
     # ------------------------------------------------------------------ acknowledgement
     def acknowledge(self, member_id: str, first_offset: int, last_offset: int,
-                    ack_type: AcknowledgeType) -> ErrorCode:
+                    ack_type: AcknowledgeType, now_ms: int = 0) -> ErrorCode:
         """Acknowledge `first_offset..last_offset` for `member_id`: every record must be
         acquired by it (a GAP acknowledgement may also name offsets with no record), else
-        INVALID_RECORD_STATE and nothing changes."""
+        INVALID_RECORD_STATE and nothing changes. RENEW keeps the records acquired, locked
+        for another lock duration from `now_ms`."""
         if first_offset > last_offset:
             return ErrorCode.invalid_request
         span = range(first_offset, last_offset + 1)
@@ -133,7 +136,9 @@ class SharePartitionState:
             record = self.records.get(offset)
             if record is None or record.state != RecordState.ACQUIRED:
                 continue
-            if ack_type == AcknowledgeType.ACCEPT:
+            if ack_type == AcknowledgeType.RENEW:
+                record.lock_deadline_ms = now_ms + self.lock_ms
+            elif ack_type == AcknowledgeType.ACCEPT:
                 self._settle(record, RecordState.ACKNOWLEDGED)
             elif ack_type == AcknowledgeType.RELEASE:
                 self._release(record)
@@ -164,6 +169,19 @@ class SharePartitionState:
                 deadline = record.lock_deadline_ms
         self._advance()
         return deadline
+
+    def acquired_count(self) -> int:
+        return sum(1 for r in self.records.values() if r.state == RecordState.ACQUIRED)
+
+    def move_start(self, offset: int) -> None:
+        """The log starts at `offset` now (retention, DeleteRecords): forget what is before."""
+        if offset <= self.start_offset:
+            return
+        for o in [o for o in self.records if o < offset]:
+            del self.records[o]
+        self.start_offset = offset
+        self.end_offset = max(self.end_offset, offset)
+        self._advance()
 
     def _release(self, record: InFlight) -> None:
         if record.delivery_count >= self.delivery_limit:

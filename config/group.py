@@ -5,7 +5,9 @@ DescribeConfigs entries (resource type GROUP).
 The consumer-protocol group coordinator applies consumer.session.timeout.ms and
 consumer.heartbeat.interval.ms (read again at most every few seconds);
 consumer.assignment.interval.ms is stored and described only (Samsa computes a target
-assignment at the heartbeat that needs it).
+assignment at the heartbeat that needs it). A share group's share.auto.offset.reset (where a
+share-partition starts) and share.isolation.level are read by the share-partition leader
+(broker/handlers/share_fetch.py).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from config.schema import (
     ConfigSource,
     ConfigType,
     PropertyDef,
+    ValidString,
     at_least,
     value_to_string,
 )
@@ -37,6 +40,13 @@ GROUP_PROPERTIES: dict[str, PropertyDef] = {p.name: p for p in [
        "The heartbeat interval given to the members of a consumer group.", 1),
     _g("consumer.assignment.interval.ms", 1000,
        "The interval between assignment updates for a consumer group.", 0),
+    PropertyDef("share.auto.offset.reset", ConfigType.STRING, "latest",
+                "Where a share group starts reading a partition it has no state for.",
+                ValidString(("earliest", "latest")), group="group"),
+    PropertyDef("share.isolation.level", ConfigType.STRING, "read_uncommitted",
+                "Whether a share group is delivered records of open or aborted "
+                "transactions (read_uncommitted) or only committed ones (read_committed).",
+                ValidString(("read_committed", "read_uncommitted")), group="group"),
 ]}
 
 # The broker property each group config defaults to (Kafka's GroupConfig.brokerSynonym).
@@ -44,12 +54,15 @@ GROUP_SYNONYMS = {
     "consumer.session.timeout.ms": "group.consumer.session.timeout.ms",
     "consumer.heartbeat.interval.ms": "group.consumer.heartbeat.interval.ms",
     "consumer.assignment.interval.ms": "group.consumer.assignment.interval.ms",
-}
+}  # (share.auto.offset.reset and share.isolation.level have none)
 
 
-def group_defaults(broker: BrokerConfig) -> dict[str, int]:
-    """Each group config's effective default: the broker's group.consumer.* value."""
+def group_defaults(broker: BrokerConfig) -> dict[str, Any]:
+    """Each group config's effective default: the broker's group.consumer.* value, else the
+    config's own default."""
     return {
+        "share.auto.offset.reset": GROUP_PROPERTIES["share.auto.offset.reset"].default,
+        "share.isolation.level": GROUP_PROPERTIES["share.isolation.level"].default,
         "consumer.session.timeout.ms": broker["group.consumer.session.timeout.ms"],
         "consumer.heartbeat.interval.ms": broker["group.consumer.heartbeat.interval.ms"],
         "consumer.assignment.interval.ms": broker["group.consumer.assignment.interval.ms"],
@@ -64,7 +77,7 @@ def _bounded(key: str, value: int, lo_name: str, lo: int, hi_name: str, hi: int)
 
 
 def validate_group_configs(configs: Mapping[str, str | None],
-                           broker: BrokerConfig) -> dict[str, int]:
+                           broker: BrokerConfig) -> dict[str, Any]:
     """Validate a group's complete set of overrides as Kafka's GroupConfig.validate does:
     known names, parseable values within each config's range (missing ones take the static
     defaults), each within the broker's group.consumer.min/max bounds, and the session
@@ -74,7 +87,7 @@ def validate_group_configs(configs: Mapping[str, str | None],
     if nulls:
         raise InvalidConfigError(nulls[0], "Null value not supported for group configs: "
                                  + ",".join(nulls))
-    parsed: dict[str, int] = {}
+    parsed: dict[str, Any] = {}
     for key, raw in configs.items():
         prop = GROUP_PROPERTIES.get(key)
         if prop is None:
@@ -122,7 +135,8 @@ def describe_group_config(overrides: Mapping[str, str],
     for key in GROUP_PROPERTIES:
         prop = GROUP_PROPERTIES[key]
         text = value_to_string(prop.type, values[key])
-        synonyms = broker_layer_synonyms(broker, GROUP_SYNONYMS[key])
+        synonym = GROUP_SYNONYMS.get(key)
+        synonyms = broker_layer_synonyms(broker, synonym) if synonym is not None else []
         if key in overrides:
             synonyms.insert(0, ConfigSynonym(key, text, int(ConfigSource.GROUP_CONFIG)))
         source = synonyms[0].source if synonyms else int(ConfigSource.DEFAULT_CONFIG)

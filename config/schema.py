@@ -705,6 +705,12 @@ _TABLE: list[PropertyDef] = [
        "heartbeat for this long is removed from its group.", at_least(1), group=_G_GROUP),
     _p("group.share.heartbeat.interval.ms", I, 5000, "How often share group members are asked "
        "to heartbeat.", at_least(1), group=_G_GROUP),
+    _p("group.share.record.lock.duration.ms", I, 30000, "How long a share group member holds "
+       "the records it acquired before they are released for redelivery.",
+       between(1000, 3600000), group=_G_GROUP),
+    _p("group.share.delivery.count.limit", I, 5, "Deliveries after which a share group's "
+       "record that was released or whose lock expired is archived.", between(2, 10),
+       group=_G_GROUP),
     _p("offsets.topic.num.partitions", I, 50, "Partitions of __consumer_offsets (fixed after "
        "creation).", at_least(1), group=_G_GROUP),
     _p("offsets.topic.replication.factor", SH, 3, "Replication factor of __consumer_offsets.",

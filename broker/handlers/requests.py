@@ -222,6 +222,10 @@ import kio.schema.sasl_authenticate.v1.request as sasl_authenticate_v1
 import kio.schema.sasl_authenticate.v2.request as sasl_authenticate_v2
 import kio.schema.sasl_handshake.v0.request as sasl_handshake_v0
 import kio.schema.sasl_handshake.v1.request as sasl_handshake_v1
+import kio.schema.share_acknowledge.v1.request as share_acknowledge_v1
+import kio.schema.share_acknowledge.v2.request as share_acknowledge_v2
+import kio.schema.share_fetch.v1.request as share_fetch_v1
+import kio.schema.share_fetch.v2.request as share_fetch_v2
 import kio.schema.share_group_describe.v1.request as share_group_describe_v1
 import kio.schema.share_group_heartbeat.v1.request as share_group_heartbeat_v1
 import kio.schema.sync_group.v0.request as sync_group_v0
@@ -496,5 +500,9 @@ OffsetFetchRequestBatched: TypeAlias = (
     offset_fetch_v8.OffsetFetchRequest | offset_fetch_v9.OffsetFetchRequest
     | offset_fetch_v10.OffsetFetchRequest
 )
+ShareAcknowledgeRequest: TypeAlias = (
+    share_acknowledge_v1.ShareAcknowledgeRequest | share_acknowledge_v2.ShareAcknowledgeRequest
+)
+ShareFetchRequest: TypeAlias = share_fetch_v1.ShareFetchRequest | share_fetch_v2.ShareFetchRequest
 ShareGroupDescribeRequest: TypeAlias = share_group_describe_v1.ShareGroupDescribeRequest
 ShareGroupHeartbeatRequest: TypeAlias = share_group_heartbeat_v1.ShareGroupHeartbeatRequest

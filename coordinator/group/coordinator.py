@@ -15,7 +15,7 @@ import asyncio
 import logging
 import time
 import uuid
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from config.schema import BrokerConfig
@@ -87,6 +87,7 @@ class GroupCoordinator(GroupMembership, GroupOffsets, ConsumerGroups, ShareGroup
         self.groups: dict[str, ClassicGroup] = {}
         self.consumer_groups: dict[str, ConsumerGroup] = {}
         self.share_groups: dict[str, ShareGroup] = {}
+        self.share_member_removed: list[Callable[[str, str], None]] = []
         # group id -> (monotonic expiry, its consumer.* configs): kept by the request handler
         self.group_config_cache: dict[str, tuple[float, dict[str, str]]] = {}
         self.loaded: set[int] = set()

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 from typing import Any
 
 from protocol.errors import ErrorCode
@@ -43,6 +44,19 @@ class ShareGroups(GroupCoordinatorParts):
     share_max_size: int  # group.share.max.size
     share_session_ms: int  # group.share.session.timeout.ms
     share_heartbeat_ms: int  # group.share.heartbeat.interval.ms
+    # called with (group id, member id) when a member leaves or is fenced: the share-partition
+    # leader here closes its share session and releases its records
+    share_member_removed: list[Callable[[str, str], None]]
+
+    def share_member_known(self, group_id: str, member_id: str) -> bool | None:
+        """Is `member_id` a member of share group `group_id`? None when this broker is not
+        the group's coordinator (it cannot tell)."""
+        try:
+            self.coordinator_partition(group_id)
+        except GroupError:
+            return None
+        group = self.share_groups.get(group_id)
+        return group is not None and not group.dead and member_id in group.members
 
     def _share_topics(self, names: set[str]) -> TopicsMetadata:
         out: TopicsMetadata = {}
@@ -153,6 +167,8 @@ class ShareGroups(GroupCoordinatorParts):
         del group.members[member.member_id]
         group.group_epoch += 1
         self._share_reassign(group)
+        for listener in self.share_member_removed:
+            listener(group.group_id, member.member_id)
 
     def _schedule_share_session(self, group: ShareGroup, member: ShareMember) -> None:
         if member.session_timer is not None:

@@ -269,7 +269,9 @@ def test_group_configs_describe_alter_and_bounds(broker_factory):
         assert code == 0
         assert entries == {"consumer.session.timeout.ms": ("50000", STATIC_BROKER_CONFIG),
                            "consumer.heartbeat.interval.ms": ("5000", DEFAULT_CONFIG),
-                           "consumer.assignment.interval.ms": ("1000", DEFAULT_CONFIG)}
+                           "consumer.assignment.interval.ms": ("1000", DEFAULT_CONFIG),
+                           "share.auto.offset.reset": ("latest", DEFAULT_CONFIG),
+                           "share.isolation.level": ("read_uncommitted", DEFAULT_CONFIG)}
         assert _alter_group(c, group, SET, "consumer.session.timeout.ms", "80000") == (0, None)
         refused = [
             ("consumer.session.timeout.ms", "95000",

@@ -12,6 +12,7 @@ from tests.protocol.wire import WireClient
 
 FIND, LIST, API_VERSIONS, UPDATE_FEATURES = 10, 16, 18, 57
 SHARE_HEARTBEAT, SHARE_DESCRIBE = 76, 77
+SHARE_APIS = {76, 77, 78, 79}  # ShareGroupHeartbeat/Describe, ShareFetch, ShareAcknowledge
 NONE, UNKNOWN_MEMBER_ID, UNSUPPORTED_VERSION, INVALID_UPDATE_VERSION = 0, 25, 35, 95
 INCONSISTENT_GROUP_PROTOCOL, NON_EMPTY_GROUP, GROUP_ID_NOT_FOUND = 23, 68, 69
 DELETE_GROUPS = 42
@@ -45,7 +46,7 @@ def _parts(r):
 def test_share_version_cannot_be_finalized_by_default(broker_factory):
     b = broker_factory(settings=FAST)
     with WireClient(b.bootstrap) as w:
-        assert not {SHARE_HEARTBEAT, SHARE_DESCRIBE} & _advertised(w)
+        assert not SHARE_APIS & _advertised(w)
         assert _finalize_share(w).error_code == INVALID_UPDATE_VERSION
         assert _hb(w, "g", uuid.uuid4().hex, 0).error_code == UNSUPPORTED_VERSION
 
@@ -60,9 +61,9 @@ def test_members_share_one_partition(broker_factory):
         assert r.topics[0].error_code == NONE, r
         tid = r.topics[0].topic_id
         assert w.call(FIND, 3, {"key": "sg", "key_type": 0}).error_code == NONE
-        assert not {SHARE_HEARTBEAT, SHARE_DESCRIBE} & _advertised(w)
+        assert not SHARE_APIS & _advertised(w)
         assert _finalize_share(w).error_code == NONE
-        assert {SHARE_HEARTBEAT, SHARE_DESCRIBE} <= _advertised(w)
+        assert SHARE_APIS <= _advertised(w)
 
         members = [uuid.uuid4().hex for _ in range(3)]
         epochs = []

@@ -79,3 +79,16 @@ def test_state_batches_round_trip_and_redeliver_acquired_records():
                        StateBatch(3, 4, RecordState.AVAILABLE, 1)]
     again = SharePartitionState.from_state_batches(sp.start_offset, batches)
     assert again.acquire("b", range(0, 6), 10, now_ms=0) == [(0, 2), (3, 2), (4, 2), (5, 1)]
+
+
+def test_renew_extends_the_lock_and_move_start_forgets_earlier_records():
+    sp = SharePartitionState(0, lock_ms=1000)
+    sp.acquire("a", [0, 1], 10, now_ms=0)
+    assert sp.acknowledge("b", 0, 0, AcknowledgeType.RENEW, now_ms=900) == \
+        ErrorCode.invalid_record_state
+    assert sp.acknowledge("a", 0, 0, AcknowledgeType.RENEW, now_ms=900) == ErrorCode.none
+    assert sp.expire_locks(1000) == 1900  # 1 released, 0 still held until 1900
+    assert sp.records[0].state == RecordState.ACQUIRED
+    assert sp.records[1].state == RecordState.AVAILABLE
+    sp.move_start(1)
+    assert sp.start_offset == 1 and 0 not in sp.records and sp.fetch_offset() == 1
