@@ -768,7 +768,8 @@ _TABLE: list[PropertyDef] = [
     _p("samsa.log.level", S, "INFO", "Level of Samsa's own log on stderr.",
        ValidString(LOG_LEVELS), group=_G_SAMSA),
     _p("samsa.log.loggers", S, None, "Per-module levels overriding samsa.log.level, e.g. "
-       "'coordinator.transaction=DEBUG,broker.handlers=DEBUG' (logger names are module paths).",
+       "'coordinator.transaction=DEBUG,broker.handlers=DEBUG' "
+       "(logger names are module paths).",
        LoggerLevels(LOG_LEVELS), group=_G_SAMSA),
 ]
 

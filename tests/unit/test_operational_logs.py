@@ -87,13 +87,15 @@ def test_compaction_is_logged(tmp_path: Path, caplog) -> None:
 def test_per_module_levels(monkeypatch) -> None:
     config = BrokerConfig(
         {"samsa.log.level": "WARN",
-         "samsa.log.loggers": "coordinator.transaction=DEBUG, broker.handlers.produce=error"}
+         "samsa.log.loggers":
+             "coordinator.transaction=DEBUG, broker.handlers.produce=error"}
     )
     try:
         cli.setup_logging(config)
         assert logging.getLogger().level == logging.WARNING
         assert logging.getLogger("coordinator.transaction").level == logging.DEBUG
-        assert logging.getLogger("coordinator.transaction.coordinator").isEnabledFor(logging.DEBUG)
+        txn_coordinator = logging.getLogger("coordinator.transaction.coordinator")
+        assert txn_coordinator.isEnabledFor(logging.DEBUG)
         assert logging.getLogger("broker.handlers.produce").level == logging.ERROR
     finally:
         for name in ("coordinator.transaction", "broker.handlers.produce"):
