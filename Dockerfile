@@ -14,6 +14,8 @@ COPY storage /src/storage
 COPY broker /src/broker
 COPY coordinator /src/coordinator
 COPY config /src/config
+# samsa/: the import name; its broker, config, ... are symbolic links to the folders above
+COPY samsa /src/samsa
 RUN pip install /src && rm -rf /src \
     && useradd --system --home-dir /var/lib/samsa --shell /usr/sbin/nologin samsa \
     && mkdir -p /var/lib/samsa && chown samsa:samsa /var/lib/samsa

@@ -17,6 +17,12 @@ ROOT = Path(__file__).resolve().parents[2]
 LAYERS = ("config", "protocol", "storage", "coordinator", "broker")
 RANK = {name: i for i, name in enumerate(LAYERS)}
 FORBIDDEN_EVERYWHERE = ("tests",)
+PREFIX = "samsa."  # the layers are imported as samsa.<layer> (the folders stay at the top)
+
+
+def _top(module: str) -> str:
+    """The layer (or other top-level name) an absolute module name belongs to."""
+    return module.removeprefix(PREFIX).split(".")[0]
 
 
 def _modules(layer: str) -> list[Path]:
@@ -49,7 +55,7 @@ def violations(layer: str) -> list[str]:
     out = []
     for path in _modules(layer):
         for line, module in imported_modules(path):
-            top = module.split(".")[0]
+            top = _top(module)
             where = f"{path.relative_to(ROOT)}:{line}"
             if top in RANK and RANK[top] > RANK[layer]:
                 out.append(f"{where} imports {module} ({top} is above {layer})")
@@ -75,7 +81,7 @@ def _check(tmp_path: Path, rel: str, source: str) -> list[str]:
     found = []
     layer = Path(rel).parts[0]
     for line, module in imported_modules(path, tmp_path):
-        top = module.split(".")[0]
+        top = _top(module)
         if (top in RANK and RANK[top] > RANK[layer]) or top in FORBIDDEN_EVERYWHERE:
             found.append(f"{line}:{module}")
     return found

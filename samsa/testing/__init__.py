@@ -1,0 +1,379 @@
+"""A real Samsa broker for the tests of code that talks Kafka.
+
+Any test runner:
+
+    import samsa.testing
+
+    with samsa.testing.broker(**{"auto.create.topics.enable": False}) as b:
+        b.create_topic("orders", partitions=3)
+        produce_and_consume(b.bootstrap)     # "127.0.0.1:PORT"
+        b.restart()                          # clean stop, same port and data
+        b.kill()                             # SIGKILL: a crash; b.start() brings it back
+
+pytest (opt-in: `-p samsa.testing` on the command line, `addopts = "-p samsa.testing"` or
+`samsa = true` in the project's pytest settings, or `pytest_plugins = ["samsa.testing"]` in its
+top conftest.py):
+
+    def test_orders(samsa_broker):           # a broker for this test alone
+        ...
+    def test_many(samsa_session_broker):     # one broker for the whole session
+        ...
+    def test_replicas(samsa_cluster):        # samsa_cluster(3): ZooKeeper and 3 brokers
+        ...                                  # (skipped where ZooKeeper is not installed)
+
+Each broker is a `samsa serve` process (the interpreter running the tests, `-m samsa`) on a
+free loopback port with a temporary data directory, removed when the broker is closed. Keyword
+arguments are broker properties (`--set key=value`); a dict works for dotted names:
+broker({"num.partitions": 3}). Start-up time is measured (`b.startup_seconds`) and the pytest
+plugin prints it in its summary.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import random
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+__all__ = ["SamsaBroker", "SamsaCluster", "BrokerStartError", "broker", "cluster", "free_port",
+           "zookeeper_available", "startup_times"]
+
+START_TIMEOUT = float(os.environ.get("SAMSA_TESTING_START_TIMEOUT", "30"))
+STOP_TIMEOUT = float(os.environ.get("SAMSA_TESTING_STOP_TIMEOUT", "30"))
+ZOOKEEPER_JAR = Path(os.environ.get("SAMSA_ZOOKEEPER_JAR", "/usr/share/java/zookeeper.jar"))
+
+# Every broker start in this process: (what, seconds). The pytest plugin summarises them.
+startup_times: list[tuple[str, float]] = []
+
+
+class BrokerStartError(RuntimeError):
+    """The broker exited, or did not accept connections in time; the message has its log."""
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    """A port free now, chosen below the kernel's ephemeral range, so that no outgoing
+    connection (which takes its local port from that range) takes it before the broker binds."""
+    try:
+        low = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        low = 32768
+    for _ in range(200 if low > 2048 else 0):
+        port = random.randint(max(1024, low - 12_000), low - 1)
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            try:
+                s.bind((host, port))
+            except OSError:
+                continue
+            return port
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind((host, 0))
+        return int(s.getsockname()[1])
+
+
+def _accepts(host: str, port: int) -> bool:
+    try:
+        with socket.create_connection((host, port), timeout=0.5):
+            return True
+    except OSError:
+        return False
+
+
+def _settings(settings: Mapping[str, Any] | None, kwargs: Mapping[str, Any]) -> dict[str, Any]:
+    out = dict(settings or {})
+    # keyword arguments spell dots as underscores: auto_create_topics_enable=False
+    out.update({k.replace("_", ".") if "." not in k else k: v for k, v in kwargs.items()})
+    return out
+
+
+def _set_args(settings: Mapping[str, Any]) -> list[str]:
+    args = []
+    for key, value in settings.items():
+        if isinstance(value, bool):
+            value = "true" if value else "false"
+        args += ["--set", f"{key}={value}"]
+    return args
+
+
+def samsa_command() -> list[str]:
+    """How a broker is started: SAMSA_BROKER_CMD (a shell-style string) or this interpreter's
+    `-m samsa`."""
+    override = os.environ.get("SAMSA_BROKER_CMD")
+    if override:
+        import shlex
+
+        return shlex.split(override)
+    return [sys.executable, "-m", "samsa"]
+
+
+def _popen(cmd: list[str], log_path: Path) -> subprocess.Popen[bytes]:
+    with open(log_path, "ab") as log:
+        log.write(f"\n===== {' '.join(cmd)}\n".encode())
+        log.flush()
+        return subprocess.Popen(
+            cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+            env=dict(os.environ, PYTHONUNBUFFERED="1"),
+            start_new_session=True,  # a ^C in the terminal goes to the test runner
+        )
+
+
+def _tail(path: Path, lines: int = 40) -> str:
+    try:
+        text = path.read_text(errors="replace").splitlines()
+    except FileNotFoundError:
+        return ""
+    return f"----- last lines of {path} -----\n" + "\n".join(text[-lines:])
+
+
+class SamsaBroker:
+    """One `samsa serve` process on loopback. Use `broker(...)` or the pytest fixtures."""
+
+    host = "127.0.0.1"
+
+    def __init__(self, settings: Mapping[str, Any] | None = None, *,
+                 data_dir: str | os.PathLike[str] | None = None, port: int | None = None,
+                 broker_id: int = 0, name: str = "samsa") -> None:
+        self._tmp: tempfile.TemporaryDirectory[str] | None = None
+        if data_dir is None:
+            self._tmp = tempfile.TemporaryDirectory(prefix="samsa-testing-")
+            data_dir = Path(self._tmp.name) / "data"
+        self.data_dir = Path(data_dir)
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        self.port = port or free_port(self.host)
+        self.broker_id = broker_id
+        self.name = name
+        self.settings: dict[str, Any] = dict(settings or {})
+        self.log_path = self.data_dir.parent / f"{name}.log"
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.startup_seconds: float | None = None
+
+    @property
+    def bootstrap(self) -> str:
+        """"127.0.0.1:PORT", the bootstrap.servers of every client."""
+        return f"{self.host}:{self.port}"
+
+    def command(self) -> list[str]:
+        return samsa_command() + [
+            "serve", "--listen", self.bootstrap, "--data-dir", str(self.data_dir),
+            "--broker-id", str(self.broker_id), *_set_args(self.settings)]
+
+    def is_running(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def start(self, timeout: float = START_TIMEOUT) -> SamsaBroker:
+        """Start (again: same port, same data) and wait until it accepts connections."""
+        if self.is_running():
+            raise RuntimeError(f"{self.name} is already running")
+        t0 = time.perf_counter()
+        self.proc = _popen(self.command(), self.log_path)
+        deadline = time.monotonic() + timeout
+        while not _accepts(self.host, self.port):
+            rc = self.proc.poll()
+            if rc is not None:
+                self.proc = None
+                raise BrokerStartError(f"{self.name} exited with code {rc} before accepting "
+                                       f"connections on {self.bootstrap}\n{_tail(self.log_path)}")
+            if time.monotonic() > deadline:
+                self.kill()
+                raise BrokerStartError(f"{self.name} did not accept connections on "
+                                       f"{self.bootstrap} within {timeout:.0f}s\n"
+                                       f"{_tail(self.log_path)}")
+            time.sleep(0.01)
+        self.startup_seconds = time.perf_counter() - t0
+        startup_times.append((self.name, self.startup_seconds))
+        return self
+
+    def stop(self, timeout: float = STOP_TIMEOUT) -> int | None:
+        """SIGTERM (a clean shutdown), then wait; the exit code, None if it was not running."""
+        proc, self.proc = self.proc, None
+        if proc is None:
+            return None
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        return proc.returncode
+
+    def kill(self) -> None:
+        """SIGKILL: the broker crashes, nothing flushed; start() recovers the same data."""
+        proc, self.proc = self.proc, None
+        if proc is not None:
+            if proc.poll() is None:
+                proc.kill()
+            proc.wait()
+
+    def restart(self, timeout: float = START_TIMEOUT) -> SamsaBroker:
+        """Clean stop, then start on the same port with the same data."""
+        self.stop()
+        return self.start(timeout)
+
+    def close(self) -> None:
+        """Stop and remove the temporary data directory (if this object made it)."""
+        try:
+            self.stop()
+        finally:
+            if self._tmp is not None:
+                self._tmp.cleanup()
+                self._tmp = None
+
+    def create_topic(self, name: str, partitions: int = 1, replication_factor: int = 1,
+                     config: Mapping[str, Any] | None = None, timeout: float = 30.0) -> None:
+        """CreateTopics on this broker; waits until the topic's leaders are known."""
+        create_topic(self.bootstrap, name, partitions, replication_factor, config, timeout)
+
+    def log_text(self) -> str:
+        """All the broker's output so far (every start)."""
+        try:
+            return self.log_path.read_text(errors="replace")
+        except FileNotFoundError:
+            return ""
+
+    def __enter__(self) -> SamsaBroker:
+        return self.start() if not self.is_running() else self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        state = "running" if self.is_running() else "stopped"
+        return f"<SamsaBroker {self.bootstrap} {state} data={self.data_dir}>"
+
+
+def create_topic(bootstrap: str, name: str, partitions: int = 1, replication_factor: int = 1,
+                 config: Mapping[str, Any] | None = None, timeout: float = 30.0) -> None:
+    """CreateTopics through the broker's own wire protocol (no Kafka client needed)."""
+    from samsa.testing._wire import create_topic as _create
+
+    _create(bootstrap, name, partitions, replication_factor,
+            {k: str(v).lower() if isinstance(v, bool) else str(v)
+             for k, v in (config or {}).items()}, timeout)
+
+
+@contextlib.contextmanager
+def broker(settings: Mapping[str, Any] | None = None, /, **kwargs: Any) -> Iterator[SamsaBroker]:
+    """A started broker, stopped and removed on leaving the block. Settings are broker
+    properties: broker({"num.partitions": 3}) or broker(num_partitions=3)."""
+    b = SamsaBroker(_settings(settings, kwargs))
+    try:
+        yield b.start()
+    finally:
+        b.close()
+
+
+def zookeeper_available() -> bool:
+    return ZOOKEEPER_JAR.is_file() and shutil.which("java") is not None
+
+
+class SamsaCluster:
+    """`samsa cluster --brokers N`: a local ZooKeeper and N brokers on loopback."""
+
+    host = "127.0.0.1"
+
+    def __init__(self, brokers: int, settings: Mapping[str, Any] | None = None) -> None:
+        self.size = brokers
+        self._tmp = tempfile.TemporaryDirectory(prefix="samsa-testing-cluster-")
+        self.data_dir = Path(self._tmp.name)
+        self.zk_port = free_port(self.host)
+        # brokers on PORT..PORT+N-1: pick a base whose whole range is free now
+        while True:
+            base = free_port(self.host)
+            if all(_free(self.host, base + i) for i in range(brokers)):
+                break
+        self.ports = [base + i for i in range(brokers)]
+        self.settings = dict(settings or {})
+        self.log_path = self.data_dir / "cluster.log"
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.startup_seconds: float | None = None
+
+    @property
+    def bootstrap(self) -> str:
+        return ",".join(f"{self.host}:{p}" for p in self.ports)
+
+    def start(self, timeout: float = 90.0) -> SamsaCluster:
+        cmd = samsa_command() + [
+            "cluster", "--brokers", str(self.size), "--data-dir", str(self.data_dir / "c"),
+            "--base-port", str(self.ports[0]), "--zk-port", str(self.zk_port),
+            "--host", self.host]
+        for key, value in self.settings.items():
+            cmd += ["--set", f"{key}={str(value).lower() if isinstance(value, bool) else value}"]
+        t0 = time.perf_counter()
+        self.proc = _popen(cmd, self.log_path)
+        deadline = time.monotonic() + timeout
+        while not (all(_accepts(self.host, p) for p in self.ports)
+                   and "bootstrap" in _tail(self.log_path, 1000).lower()):
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                self.close()
+                raise BrokerStartError(f"samsa cluster did not start\n{_tail(self.log_path)}")
+            time.sleep(0.05)
+        self.startup_seconds = time.perf_counter() - t0
+        startup_times.append((f"cluster of {self.size}", self.startup_seconds))
+        return self
+
+    def create_topic(self, name: str, partitions: int = 1, replication_factor: int = 1,
+                     config: Mapping[str, Any] | None = None, timeout: float = 30.0) -> None:
+        create_topic(self.bootstrap, name, partitions, replication_factor, config, timeout)
+
+    def close(self) -> None:
+        proc, self.proc = self.proc, None
+        try:
+            if proc is not None and proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)
+                try:
+                    proc.wait(STOP_TIMEOUT + 15)
+                except subprocess.TimeoutExpired:
+                    os.killpg(proc.pid, signal.SIGKILL)
+                    proc.wait()
+        finally:
+            self._tmp.cleanup()
+
+    def __enter__(self) -> SamsaCluster:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _free(host: str, port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        try:
+            s.bind((host, port))
+        except OSError:
+            return False
+        return True
+
+
+@contextlib.contextmanager
+def cluster(brokers: int = 3, settings: Mapping[str, Any] | None = None,
+            **kwargs: Any) -> Iterator[SamsaCluster]:
+    """ZooKeeper and `brokers` brokers, stopped and removed on leaving the block."""
+    c = SamsaCluster(brokers, _settings(settings, kwargs))
+    try:
+        yield c.start()
+    finally:
+        c.close()
+
+
+# pytest: `-p samsa.testing` registers this module as a plugin; its fixtures live in _pytest.
+try:
+    import pytest as _pytest_module  # noqa: F401
+except ImportError:  # another test runner: the context managers above are all there is
+    pass
+else:
+    from samsa.testing._pytest import (  # noqa: F401
+        pytest_configure,
+        pytest_terminal_summary,
+        samsa_broker,
+        samsa_cluster,
+        samsa_session_broker,
+    )
