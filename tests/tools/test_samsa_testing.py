@@ -1,0 +1,131 @@
+"""samsa.testing: the context manager, and the pytest plugin as a user's project runs it
+(opt-in, both fixture scopes, under pytest-xdist)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+import samsa.testing
+from samsa.testing import _wire
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _topic_ready(bootstrap: str, topic: str, partitions: int) -> bool:
+    return _wire._has_leaders(bootstrap, topic, partitions, 10.0)
+
+
+def test_context_manager_create_restart_kill(tmp_path: Path) -> None:
+    with samsa.testing.broker({"num.partitions": 2}, auto_create_topics_enable=False) as b:
+        assert b.bootstrap.startswith("127.0.0.1:") and b.is_running()
+        assert b.startup_seconds is not None
+        print(f"\nsamsa.testing.broker ready after {b.startup_seconds:.3f} s")
+        assert "--set" in b.command() and "auto.create.topics.enable=false" in b.command()
+        b.create_topic("orders", partitions=3, config={"cleanup.policy": "compact"})
+        assert _topic_ready(b.bootstrap, "orders", 3)
+        with pytest.raises(RuntimeError, match="error 36"):  # TOPIC_ALREADY_EXISTS
+            b.create_topic("orders")
+        port, data = b.port, b.data_dir
+        b.restart()
+        assert (b.port, b.data_dir) == (port, data)
+        assert _topic_ready(b.bootstrap, "orders", 3)
+        b.kill()
+        assert not b.is_running()
+        b.start()
+        assert _topic_ready(b.bootstrap, "orders", 3)
+    assert not b.is_running() and not data.exists()
+
+
+def _user_project(tmp_path: Path, conftest: str = "", ini: str = "") -> Path:
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "pytest.ini").write_text(f"[pytest]\n{ini}\n")
+    if conftest:
+        (project / "conftest.py").write_text(conftest)
+    (project / "test_user.py").write_text(textwrap.dedent("""
+        import os, socket
+
+        import pytest
+
+        def _ok(bootstrap):
+            host, port = bootstrap.split(":")
+            socket.create_connection((host, int(port)), timeout=5).close()
+
+        def test_function_scope(samsa_broker):
+            _ok(samsa_broker.bootstrap)
+            samsa_broker.create_topic("t")
+
+        def test_function_scope_is_fresh(samsa_broker):
+            samsa_broker.create_topic("t")  # would fail (exists) on the broker of another test
+
+        @pytest.mark.samsa_settings(**{"num.partitions": 4})
+        def test_settings_marker(samsa_broker):
+            assert "num.partitions=4" in samsa_broker.command()
+
+        def test_session_a(samsa_session_broker, tmp_path_factory):
+            _ok(samsa_session_broker.bootstrap)
+            os.environ["SEEN"] = samsa_session_broker.bootstrap
+
+        def test_session_b(samsa_session_broker):
+            if "SEEN" in os.environ:  # same worker: the same broker
+                assert os.environ["SEEN"] == samsa_session_broker.bootstrap
+    """))
+    return project
+
+
+def _pytest(project: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    env.pop("PYTEST_ADDOPTS", None)
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-rs", *args],
+        cwd=project, env=env, capture_output=True, text=True, timeout=280)
+
+
+def test_plugin_is_off_unless_the_project_opts_in(tmp_path: Path) -> None:
+    res = _pytest(_user_project(tmp_path), "test_user.py::test_function_scope")
+    assert res.returncode == 1, res.stdout + res.stderr
+    assert "fixture 'samsa_broker' not found" in res.stdout
+
+
+def test_plugin_with_dash_p(tmp_path: Path) -> None:
+    res = _pytest(_user_project(tmp_path), "-p", "samsa.testing")
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "5 passed" in res.stdout
+    assert "samsa.testing: 4 broker start(s), start-up median" in res.stdout, res.stdout
+    print("\n" + next(line for line in res.stdout.splitlines() if "samsa.testing:" in line))
+
+
+def test_plugin_from_conftest(tmp_path: Path) -> None:
+    project = _user_project(tmp_path, conftest='pytest_plugins = ["samsa.testing"]\n')
+    res = _pytest(project, "-k", "function_scope")
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "2 passed" in res.stdout
+
+
+def test_plugin_under_xdist(tmp_path: Path) -> None:
+    pytest.importorskip("xdist", reason="pytest-xdist (the [test] extra) is not installed yet")
+    res = _pytest(_user_project(tmp_path), "-p", "samsa.testing", "-n", "2")
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "5 passed" in res.stdout
+
+
+def test_cluster_fixture(tmp_path: Path) -> None:
+    if not samsa.testing.zookeeper_available():
+        pytest.skip("ZooKeeper is not installed")
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "test_cluster.py").write_text(textwrap.dedent("""
+        def test_three(samsa_cluster):
+            c = samsa_cluster(3)
+            assert len(c.bootstrap.split(",")) == 3
+            c.create_topic("replicated", partitions=2, replication_factor=3)
+    """))
+    res = _pytest(project, "-p", "samsa.testing")
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "1 passed" in res.stdout
