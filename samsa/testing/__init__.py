@@ -21,16 +21,21 @@ top conftest.py):
     def test_replicas(samsa_cluster):        # samsa_cluster(3): ZooKeeper and 3 brokers
         ...                                  # (skipped where ZooKeeper is not installed)
 
-Each broker is a `samsa serve` process (the interpreter running the tests, `-m samsa`) on a
-free loopback port with a temporary data directory, removed when the broker is closed. Keyword
-arguments are broker properties (`--set key=value`); a dict works for dotted names:
-broker({"num.partitions": 3}). Start-up time is measured (`b.startup_seconds`) and the pytest
-plugin prints it in its summary.
+Each broker is a `samsa serve` process on a free loopback port with a temporary data
+directory, removed when the broker is closed. Keyword arguments are broker properties (`--set
+key=value`, underscores for dots); a dict works too: broker({"num.partitions": 3}). Start-up
+time is measured (`b.startup_seconds`) and the pytest plugin prints it in its summary.
+
+The brokers are forked from one process that has imported Samsa once (samsa.testing._zygote),
+so a broker is ready in a fraction of a second; SAMSA_TESTING_FORK=0 starts each as `python -m
+samsa serve` instead, and SAMSA_BROKER_CMD (a shell-style command) replaces `python -m samsa`.
 """
 
 from __future__ import annotations
 
+import atexit
 import contextlib
+import json
 import os
 import random
 import shutil
@@ -39,13 +44,14 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 __all__ = ["SamsaBroker", "SamsaCluster", "BrokerStartError", "broker", "cluster", "free_port",
-           "zookeeper_available", "startup_times"]
+           "zookeeper_available", "startup_times", "warm_up"]
 
 START_TIMEOUT = float(os.environ.get("SAMSA_TESTING_START_TIMEOUT", "30"))
 STOP_TIMEOUT = float(os.environ.get("SAMSA_TESTING_STOP_TIMEOUT", "30"))
@@ -125,6 +131,114 @@ def _popen(cmd: list[str], log_path: Path) -> subprocess.Popen[bytes]:
         )
 
 
+def _use_zygote() -> bool:
+    return (not os.environ.get("SAMSA_BROKER_CMD")
+            and os.environ.get("SAMSA_TESTING_FORK", "1") != "0" and hasattr(os, "fork"))
+
+
+class _Forked:
+    """A broker forked by the zygote: the subset of Popen that SamsaBroker uses. The kernel
+    reaps it, so its exit code is not known (None while it runs, 0 once gone)."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+
+    def poll(self) -> int | None:
+        try:
+            os.kill(self.pid, 0)
+        except ProcessLookupError:
+            return 0
+        # a zombie still answers signal 0: look at its state
+        try:
+            state = Path(f"/proc/{self.pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            return None
+        return 0 if state in ("Z", "X") else None
+
+    def send_signal(self, sig: int) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(self.pid, sig)
+
+    def kill(self) -> None:
+        self.send_signal(signal.SIGKILL)
+
+    def wait(self, timeout: float | None = None) -> int:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while self.poll() is None:
+            if deadline is not None and time.monotonic() > deadline:
+                raise subprocess.TimeoutExpired(f"pid {self.pid}", timeout or 0)
+            time.sleep(0.005)
+        return 0
+
+    @property
+    def returncode(self) -> int | None:
+        return self.poll()
+
+
+class _Zygote:
+    """samsa.testing._zygote, started once per test process (warm() starts it early)."""
+
+    def __init__(self) -> None:
+        self.proc: subprocess.Popen[str] | None = None
+        self.lock = threading.Lock()
+        self.ready = False
+        self.waited = 0.0  # seconds a broker start spent waiting for the launcher's imports
+
+    def warm(self) -> None:
+        with self.lock:
+            if self.proc is None or self.proc.poll() is not None:
+                self.ready = False
+                self.proc = subprocess.Popen(
+                    [sys.executable, "-m", "samsa.testing._zygote"], stdin=subprocess.PIPE,
+                    stdout=subprocess.PIPE, text=True, bufsize=1,
+                    env=dict(os.environ, PYTHONUNBUFFERED="1"), start_new_session=True)
+                atexit.register(self.close)
+
+    def spawn(self, argv: list[str], log_path: Path) -> _Forked:
+        self.warm()
+        with self.lock:
+            proc = self.proc
+            assert proc is not None and proc.stdin is not None and proc.stdout is not None
+            if not self.ready:
+                t0 = time.perf_counter()
+                line = proc.stdout.readline()
+                self.waited += time.perf_counter() - t0
+                if not line:
+                    raise BrokerStartError("samsa.testing's broker launcher exited at start-up")
+                self.ready = True
+            with open(log_path, "ab") as log:
+                log.write(f"\n===== samsa {' '.join(argv)}\n".encode())
+            proc.stdin.write(json.dumps({"argv": argv, "log": str(log_path),
+                                         "env": dict(os.environ), "cwd": os.getcwd()}) + "\n")
+            proc.stdin.flush()
+            answer = proc.stdout.readline()
+            if not answer:
+                raise BrokerStartError("samsa.testing's broker launcher exited")
+            return _Forked(int(json.loads(answer)["pid"]))
+
+    def close(self) -> None:
+        proc, self.proc = self.proc, None
+        if proc is not None and proc.poll() is None:
+            assert proc.stdin is not None
+            with contextlib.suppress(OSError):
+                proc.stdin.close()
+            try:
+                proc.wait(5)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+
+_zygote = _Zygote()
+
+
+def warm_up() -> None:
+    """Start the process that brokers are forked from now, so that the first broker does not
+    wait for its imports (the pytest plugin calls this at session start)."""
+    if _use_zygote():
+        _zygote.warm()
+
+
 def _tail(path: Path, lines: int = 40) -> str:
     try:
         text = path.read_text(errors="replace").splitlines()
@@ -152,7 +266,7 @@ class SamsaBroker:
         self.name = name
         self.settings: dict[str, Any] = dict(settings or {})
         self.log_path = self.data_dir.parent / f"{name}.log"
-        self.proc: subprocess.Popen[bytes] | None = None
+        self.proc: subprocess.Popen[bytes] | _Forked | None = None
         self.startup_seconds: float | None = None
 
     @property
@@ -160,10 +274,13 @@ class SamsaBroker:
         """"127.0.0.1:PORT", the bootstrap.servers of every client."""
         return f"{self.host}:{self.port}"
 
+    def serve_args(self) -> list[str]:
+        return ["serve", "--listen", self.bootstrap, "--data-dir", str(self.data_dir),
+                "--broker-id", str(self.broker_id), *_set_args(self.settings)]
+
     def command(self) -> list[str]:
-        return samsa_command() + [
-            "serve", "--listen", self.bootstrap, "--data-dir", str(self.data_dir),
-            "--broker-id", str(self.broker_id), *_set_args(self.settings)]
+        """The command line of this broker (run as such where forking is off)."""
+        return samsa_command() + self.serve_args()
 
     def is_running(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
@@ -173,7 +290,12 @@ class SamsaBroker:
         if self.is_running():
             raise RuntimeError(f"{self.name} is already running")
         t0 = time.perf_counter()
-        self.proc = _popen(self.command(), self.log_path)
+        if _use_zygote():
+            waited = _zygote.waited
+            self.proc = _zygote.spawn(self.serve_args(), self.log_path)
+            t0 += _zygote.waited - waited  # the launcher's imports: once, not this broker's
+        else:
+            self.proc = _popen(self.command(), self.log_path)
         deadline = time.monotonic() + timeout
         while not _accepts(self.host, self.port):
             rc = self.proc.poll()
@@ -372,6 +494,7 @@ except ImportError:  # another test runner: the context managers above are all t
 else:
     from samsa.testing._pytest import (  # noqa: F401
         pytest_configure,
+        pytest_sessionstart,
         pytest_terminal_summary,
         samsa_broker,
         samsa_cluster,

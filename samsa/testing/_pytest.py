@@ -55,10 +55,16 @@ def pytest_configure(config: pytest.Config) -> None:
         "markers", "samsa_settings(**props): broker properties for the samsa_broker fixture")
 
 
+def pytest_sessionstart(session: pytest.Session) -> None:
+    st.warm_up()  # the brokers' launcher imports Samsa while pytest collects
+
+
 def pytest_terminal_summary(terminalreporter: Any) -> None:
     if not st.startup_times:
         return
     times = sorted(t for _, t in st.startup_times)
     terminalreporter.write_line(
         f"samsa.testing: {len(times)} broker start(s), start-up median "
-        f"{times[len(times) // 2]:.3f} s, min {times[0]:.3f} s, max {times[-1]:.3f} s")
+        f"{times[len(times) // 2]:.3f} s, min {times[0]:.3f} s, max {times[-1]:.3f} s"
+        + (f" (and {st._zygote.waited:.3f} s once, waiting for the launcher's imports)"
+           if st._zygote.waited else ""))
