@@ -66,8 +66,10 @@ class BrokerStartError(RuntimeError):
 
 
 def free_port(host: str = "127.0.0.1") -> int:
-    """A port free now, chosen below the kernel's ephemeral range, so that no outgoing
-    connection (which takes its local port from that range) takes it before the broker binds."""
+    """A port free now, chosen below the kernel's ephemeral range: outgoing connections
+    (ZooKeeper sessions, clients, replica fetchers) take their local ports from that range, so
+    a port picked there (as `bind(0)` does) can be taken by one of them before the server that
+    was meant to listen on it binds (seen: a broker's metrics.port, EADDRINUSE at start-up)."""
     try:
         low = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
     except (OSError, ValueError, IndexError):

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import random
 import shlex
 import signal
 import socket
@@ -34,6 +33,10 @@ import weakref
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
+# A port free now, below the kernel's ephemeral range (samsa.testing explains why); re-exported
+# for the tests that import it from here.
+from samsa.testing import free_port as free_port
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 START_TIMEOUT = float(os.environ.get("SAMSA_BROKER_START_TIMEOUT", "30"))
 STOP_TIMEOUT = float(os.environ.get("SAMSA_BROKER_STOP_TIMEOUT", "30"))
@@ -44,32 +47,6 @@ _LIVE: weakref.WeakSet[BrokerProcess] = weakref.WeakSet()
 
 class BrokerStartError(RuntimeError):
     pass
-
-
-def free_port(host: str = "127.0.0.1") -> int:
-    """A port free now, chosen below the kernel's ephemeral range: outgoing connections
-    (ZooKeeper sessions, clients, replica fetchers) take their local ports from that range, so
-    a port picked there (as `bind(0)` does) can be taken by one of them before the server that
-    was meant to listen on it binds (seen: a broker's metrics.port, EADDRINUSE at start-up)."""
-    low = _ephemeral_low()
-    for _ in range(200 if low > 2048 else 0):
-        port = random.randint(max(1024, low - 12_000), low - 1)
-        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-            try:
-                s.bind((host, port))
-            except OSError:
-                continue
-            return port
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind((host, 0))
-        return s.getsockname()[1]
-
-
-def _ephemeral_low() -> int:
-    try:
-        return int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
-    except (OSError, ValueError, IndexError):
-        return 32768  # Linux's default
 
 
 def samsa_command() -> list[str]:
