@@ -143,3 +143,21 @@ def test_samsa_serve_runs_from_the_wheel(installed: tuple[Path, Path], tmp_path:
     text = log.read_text()
     assert "samsa.broker.app" in text  # logger names are the installed module paths
     assert str(ROOT) not in text.replace(str(tmp_path), "")
+
+
+def test_installed_plugin_is_opt_in(installed: tuple[Path, Path], tmp_path: Path) -> None:
+    """Installed, the pytest11 entry point loads nothing by itself; `samsa = true` in the
+    project's pytest settings turns the fixtures on."""
+    _, env_dir = installed
+    (tmp_path / "test_user.py").write_text(
+        "def test_broker(samsa_broker):\n"
+        "    samsa_broker.create_topic('t')\n")
+    ini = tmp_path / "pytest.ini"
+    cmd = [str(env_dir / "bin" / "python"), "-m", "pytest", "-q", "-p", "no:cacheprovider"]
+    ini.write_text("[pytest]\n")
+    off = subprocess.run(cmd, cwd=tmp_path, env=_clean_env(), capture_output=True, text=True)
+    assert off.returncode == 1 and "fixture 'samsa_broker' not found" in off.stdout, off.stdout
+    ini.write_text("[pytest]\nsamsa = true\n")
+    on = subprocess.run(cmd, cwd=tmp_path, env=_clean_env(), capture_output=True, text=True)
+    assert on.returncode == 0 and "1 passed" in on.stdout, on.stdout + on.stderr
+    assert "samsa.testing: 1 broker start(s)" in on.stdout
