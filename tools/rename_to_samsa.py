@@ -26,6 +26,8 @@ comments and docstrings only where the line stays within 100 characters; dotted 
 only for packages the file binds with `import pkg.sub` (elsewhere `broker.server` may be an
 attribute of a variable named broker).
 
+Folders with a pyproject.toml of their own (sample user projects) are left alone.
+
 It is deterministic and idempotent: names already under samsa. are never touched, so a second
 run changes nothing. Finally, unless --no-ruff, it lets ruff re-sort the imports of the Python
 files it changed (ruff check --fix --select I), as the new import forms sort differently.
@@ -213,10 +215,16 @@ def rewrite(path: Path, text: str, modules: Modules) -> str:
 def tracked_files(root: Path) -> list[Path]:
     out = subprocess.run(["git", "ls-files", "-z"], cwd=root, check=True,
                          capture_output=True).stdout.decode()
+    tracked = sorted(filter(None, out.split("\0")))
+    # a folder with a pyproject.toml of its own (examples/orders-app) is another project: its
+    # `config` is its own module, not Samsa's
+    projects = tuple(rel.removesuffix("pyproject.toml") for rel in tracked
+                     if rel.endswith("/pyproject.toml"))
     files = []
-    for rel in sorted(filter(None, out.split("\0"))):
+    for rel in tracked:
         p = root / rel
-        if rel in SKIP or rel.startswith(SKIP_DIRS) or p.is_symlink() or not p.is_file():
+        if (rel in SKIP or rel.startswith(SKIP_DIRS) or rel.startswith(projects)
+                or p.is_symlink() or not p.is_file()):
             continue
         if p.suffix in TEXT_SUFFIXES or p.name in TEXT_NAMES:
             files.append(p)
