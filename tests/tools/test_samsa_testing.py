@@ -102,8 +102,10 @@ def test_plugin_with_dash_p(tmp_path: Path) -> None:
     summary = next(line for line in res.stdout.splitlines() if "samsa.testing:" in line)
     print("\n" + summary)
     # forked from a launcher that has imported Samsa: well under half a second (the minimum,
-    # so that one start slowed by a busy machine does not fail the test)
-    assert float(re.search(r"min ([0-9.]+) s", summary)[1]) < 0.5, summary
+    # so that one start slowed by a busy machine does not fail the test); without forking
+    # (SAMSA_TESTING_FORK=0, SAMSA_BROKER_CMD) each start pays Python's start-up and imports
+    if samsa.testing._use_zygote():
+        assert float(re.search(r"min ([0-9.]+) s", summary)[1]) < 0.5, summary
 
 
 def test_plugin_from_conftest(tmp_path: Path) -> None:

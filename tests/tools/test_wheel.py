@@ -35,9 +35,10 @@ def _build_wheel(out: Path) -> Path:
             "-w", str(out), str(ROOT)]
     # without build isolation where the venv can build wheels itself (no download); else pip
     # fetches setuptools and wheel for an isolated build
-    res = subprocess.run([*base, "--no-build-isolation"], capture_output=True, text=True)
+    res = subprocess.run([*base, "--no-build-isolation"], capture_output=True, text=True,
+                         env=_clean_env())
     if res.returncode != 0:
-        res = subprocess.run(base, capture_output=True, text=True)
+        res = subprocess.run(base, capture_output=True, text=True, env=_clean_env())
     assert res.returncode == 0, res.stdout + res.stderr
     (wheel,) = out.glob("samsa-*.whl")
     return wheel
@@ -52,11 +53,12 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     py = env_dir / "bin" / "python"
     res = subprocess.run(
         [sys.executable, "-m", "pip", "--python", str(py), "install", "--no-deps", "--no-index",
-         "-q", "--disable-pip-version-check", str(wheel)], capture_output=True, text=True)
+         "-q", "--disable-pip-version-check", str(wheel)], capture_output=True, text=True,
+        env=_clean_env())  # a checkout on PYTHONPATH (its samsa.egg-info) is no install
     assert res.returncode == 0, res.stdout + res.stderr
     site = Path(subprocess.check_output(
         [str(py), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-        text=True).strip())
+        text=True, env=_clean_env()).strip())
     (site / "zz_test_runtime_deps.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
     return wheel, env_dir
 
