@@ -1,16 +1,17 @@
 """The wheel installs one import name, `samsa`, and `samsa serve` runs from it.
 
-The wheel is built from this checkout (`pip wheel --no-deps`) and installed with `--no-deps`
-into a fresh venv under tmp_path. The runtime dependencies are not downloaded again: a `.pth`
-file puts the site-packages of the interpreter running the tests on the new venv's path as a
-plain directory (its own .pth files, such as an editable install's finder, are not run), so
-the new venv sees kio, uvloop, ... but not this checkout. The broker then runs from the
-venv's `bin/samsa` in an empty working directory, without PYTHONPATH.
+The wheel is built from a copy of this checkout's packaged files (`pip wheel --no-deps`) and
+installed with `--no-deps` into a fresh venv under tmp_path. The runtime dependencies are not
+downloaded again: a `.pth` file puts the site-packages of the interpreter running the tests on
+the new venv's path as a plain directory (its own .pth files, such as an editable install's
+finder, are not run), so the new venv sees kio, uvloop, ... but not this checkout. The broker
+then runs from the venv's `bin/samsa` in an empty working directory, without PYTHONPATH.
 """
 
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import socket
 import struct
@@ -30,9 +31,23 @@ ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("broker", "config", "coordinator", "protocol", "storage")
 
 
+def _source_copy(dest: Path) -> Path:
+    """What the Dockerfile copies: pyproject.toml, README.md, samsa/ (its links kept as links)
+    and the five folders. Building from a copy leaves no build/ or samsa.egg-info in the
+    checkout (where the egg-info would pass for an installed samsa on PYTHONPATH)."""
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
+    dest.mkdir()
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy2(ROOT / name, dest / name)
+    for name in ("samsa", *PACKAGES):
+        shutil.copytree(ROOT / name, dest / name, symlinks=True, ignore=ignore)
+    return dest
+
+
 def _build_wheel(out: Path) -> Path:
+    src = _source_copy(out.parent / "src")
     base = [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "--disable-pip-version-check",
-            "-w", str(out), str(ROOT)]
+            "-w", str(out), str(src)]
     # without build isolation where the venv can build wheels itself (no download); else pip
     # fetches setuptools and wheel for an isolated build
     res = subprocess.run([*base, "--no-build-isolation"], capture_output=True, text=True,
