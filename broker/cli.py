@@ -161,7 +161,16 @@ def setup_logging(config: BrokerConfig) -> None:
     loggers = config["samsa.log.loggers"]
     if loggers:
         for name, level in parse_logger_levels(loggers, LOG_LEVELS).items():
-            logging.getLogger(name).setLevel(_level(level))
+            logging.getLogger(_logger_name(name)).setLevel(_level(level))
+
+
+# Logger names are module paths, under samsa. since the packages are installed under that one
+# name; a name of before, without the samsa. prefix, still means the same module.
+_PACKAGES = ("broker", "config", "coordinator", "protocol", "storage")
+
+
+def _logger_name(name: str) -> str:
+    return f"samsa.{name}" if name.split(".")[0] in _PACKAGES else name
 
 
 def _serve(args: argparse.Namespace) -> int:
