@@ -26,9 +26,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from protocol.records import build_batch  # noqa: E402
-from storage.config import LogConfig  # noqa: E402
-from storage.log import Log  # noqa: E402
+from samsa.protocol.records import build_batch  # noqa: E402
+from samsa.storage.config import LogConfig  # noqa: E402
+from samsa.storage.log import Log  # noqa: E402
 from tests.support.broker import BrokerProcess  # noqa: E402
 from tests.support.loop_stall import measure_compaction_stall  # noqa: E402
 

@@ -8,7 +8,7 @@ kio request classes of exactly these versions, for the handlers' types.
 
 from __future__ import annotations
 
-from protocol.registry import ApiRegistry
+from samsa.protocol.registry import ApiRegistry
 
 from .context import RequestContext
 from .handlers import (

@@ -11,19 +11,19 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from config.schema import BROKER_PROPERTIES, TOPIC_SYNONYMS
-from config.topic import describe_broker_config, describe_topic_config
-from coordinator.group import GroupCoordinator
-from coordinator.internal_log import InternalTopic
-from coordinator.producer_ids import (
+from samsa.config.schema import BROKER_PROPERTIES, TOPIC_SYNONYMS
+from samsa.config.topic import describe_broker_config, describe_topic_config
+from samsa.coordinator.group import GroupCoordinator
+from samsa.coordinator.internal_log import InternalTopic
+from samsa.coordinator.producer_ids import (
     ClusterProducerIdAllocator,
     PrefetchingProducerIds,
     ProducerIdAllocator,
 )
-from coordinator.transaction import TransactionCoordinator
-from storage.config import LogConfig
-from storage.log_dir_failure import dir_key
-from storage.log_dirs import LogDirs
+from samsa.coordinator.transaction import TransactionCoordinator
+from samsa.storage.config import LogConfig
+from samsa.storage.log_dir_failure import dir_key
+from samsa.storage.log_dirs import LogDirs
 
 from . import metrics
 from .apis import build_registry

@@ -9,8 +9,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from config.loader import load_config, parse_override
-from config.schema import LOG_LEVELS, BrokerConfig, ConfigError, parse_logger_levels
+from samsa.config.loader import load_config, parse_override
+from samsa.config.schema import LOG_LEVELS, BrokerConfig, ConfigError, parse_logger_levels
 
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 
@@ -73,7 +73,7 @@ def _add_cluster(sub: argparse._SubParsersAction) -> None:
 
 
 def _cluster(args: argparse.Namespace) -> int:
-    from broker.local_cluster import run_cluster
+    from samsa.broker.local_cluster import run_cluster
 
     logging.basicConfig(stream=sys.stderr, format=LOG_FORMAT, level=logging.INFO, force=True)
     return run_cluster(args.brokers, args.data_dir, base_port=args.base_port,
@@ -92,8 +92,8 @@ def _add_dump_log(sub: argparse._SubParsersAction) -> None:
 
 
 def _dump_log(args: argparse.Namespace) -> int:
-    from coordinator.group.dump_log import dump_segment
-    from storage.dump import SUFFIXES, dump_file
+    from samsa.coordinator.group.dump_log import dump_segment
+    from samsa.storage.dump import SUFFIXES, dump_file
 
     for path in args.paths:
         try:
@@ -116,7 +116,7 @@ def _add_check_log(sub: argparse._SubParsersAction) -> None:
 
 
 def _check_log(args: argparse.Namespace) -> int:
-    from storage.check import check_data_dir
+    from samsa.storage.check import check_data_dir
 
     if not args.data_dir.is_dir():
         print(f"samsa: {args.data_dir} is not a directory", file=sys.stderr)
@@ -180,7 +180,7 @@ def _serve(args: argparse.Namespace) -> int:
         print(f"samsa: config error: {e}", file=sys.stderr)
         return 2
     setup_logging(config)
-    from broker import app  # lazy: the CLI must load even where the broker cannot
+    from samsa.broker import app  # lazy: the CLI must load even where the broker cannot
 
     return app.run(config)
 

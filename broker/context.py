@@ -18,12 +18,12 @@ from .security.authorizer import CLUSTER_NAME, SUPPORTED_OPERATIONS, AclOperatio
 T = TypeVar("T")
 
 if TYPE_CHECKING:
-    from config.schema import BrokerConfig
-    from coordinator.group import GroupCoordinator
-    from coordinator.internal_log import InternalTopic
-    from coordinator.producer_ids import ProducerIdSource
-    from coordinator.transaction import TransactionCoordinator
-    from storage.log_dirs import LogDirs
+    from samsa.config.schema import BrokerConfig
+    from samsa.coordinator.group import GroupCoordinator
+    from samsa.coordinator.internal_log import InternalTopic
+    from samsa.coordinator.producer_ids import ProducerIdSource
+    from samsa.coordinator.transaction import TransactionCoordinator
+    from samsa.storage.log_dirs import LogDirs
 
     from .controller import Controller
     from .dynamic_config import DynamicBrokerConfig

@@ -37,7 +37,7 @@ from typing import Any
 
 from kazoo.exceptions import BadVersionError, NoNodeError
 
-from protocol.errors import ErrorCode
+from samsa.protocol.errors import ErrorCode
 
 log = logging.getLogger(__name__)
 

@@ -1,4 +1,4 @@
-"""The broker side of `coordinator.ports.InternalLogHost`: what the coordinators' internal
+"""The broker side of `samsa.coordinator.ports.InternalLogHost`: what the coordinators' internal
 topics (`__consumer_offsets`, `__transaction_state`) see of this broker."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from .topic_admin import TopicAdmin
 
 
 class BrokerLogHost:
-    """Metadata from the store (also the group coordinator's `coordinator.ports.TopicsView`),
+    """Metadata from the store (also the group coordinator's `samsa.coordinator.ports.TopicsView`),
     topic creation through `TopicAdmin`, replicas from the
     replica manager (`broker.partition.Partition` is a `coordinator.ports.CoordinatorReplica`;
     `PartitionError` and `TopicError` are the `KafkaError`s the interface names)."""

@@ -10,18 +10,18 @@ import struct
 import time
 from typing import Any
 
-from protocol.codec import build, encode, reader, request_type, response_type
-from protocol.encoder import encode_response
-from protocol.errors import ErrorCode
-from protocol.framing import (
+from samsa.protocol.codec import build, encode, reader, request_type, response_type
+from samsa.protocol.encoder import encode_response
+from samsa.protocol.errors import ErrorCode
+from samsa.protocol.framing import (
     API_VERSIONS_KEY,
     frame_parts,
     peek_key_version,
     read_request_header,
     response_header,
 )
-from protocol.guard import check_request
-from protocol.registry import ApiRegistry
+from samsa.protocol.guard import check_request
+from samsa.protocol.registry import ApiRegistry
 
 from . import metrics
 from .context import BrokerServices, RequestContext

@@ -15,8 +15,8 @@ import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from config.dynamic import DEFAULT_ENTITY, usable, validate_update
-from config.schema import DYNAMIC_BROKER_CONFIGS, BrokerConfig, ConfigError
+from samsa.config.dynamic import DEFAULT_ENTITY, usable, validate_update
+from samsa.config.schema import DYNAMIC_BROKER_CONFIGS, BrokerConfig, ConfigError
 
 if TYPE_CHECKING:
     from .metadata_store import MetadataStore

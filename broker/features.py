@@ -28,7 +28,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import IntEnum
 
-from protocol.errors import ErrorCode, KafkaError
+from samsa.protocol.errors import ErrorCode, KafkaError
 
 TRANSACTION_VERSION = "transaction.version"
 GROUP_VERSION = "group.version"

@@ -16,7 +16,7 @@ import struct
 import time
 from typing import Any
 
-from protocol.codec import build, encode, reader, request_type, response_type
+from samsa.protocol.codec import build, encode, reader, request_type, response_type
 
 from .security.client import AuthenticationError, ClientSecurity
 

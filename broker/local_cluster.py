@@ -28,8 +28,8 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from config.loader import load_config, parse_override
-from config.schema import ConfigError
+from samsa.config.loader import load_config, parse_override
+from samsa.config.schema import ConfigError
 
 from .zk_process import ZooKeeperProcess, ZooKeeperUnavailable
 
@@ -83,7 +83,7 @@ def default_serve_command() -> list[str]:
     script = Path(sys.executable).parent / "samsa"
     if script.exists():
         return [str(script), "serve"]
-    return [sys.executable, "-m", "broker.cli", "serve"]
+    return [sys.executable, "-m", "samsa.broker.cli", "serve"]
 
 
 def describe_exit(returncode: int) -> str:

@@ -1,6 +1,6 @@
 """The one way a transaction marker (COMMIT/ABORT control batch) reaches a partition.
 
-`TxnMarkerChannel` is the transaction coordinator's `coordinator.ports.TxnMarkerSender`
+`TxnMarkerChannel` is the transaction coordinator's `samsa.coordinator.ports.TxnMarkerSender`
 (Kafka's TransactionMarkerChannelManager): partitions led here are appended directly, the
 others get one WriteTxnMarkers request per leader broker, with the same per-partition error
 codes. `append_marker_replicated` is the leader side, shared with the
@@ -21,8 +21,8 @@ from collections import defaultdict
 from collections.abc import Iterable
 from typing import Any
 
-from protocol.errors import ErrorCode, KafkaError
-from protocol.records import build_control_batch
+from samsa.protocol.errors import ErrorCode, KafkaError
+from samsa.protocol.records import build_control_batch
 
 from .interbroker import BrokerConnection, BrokerUnavailable
 from .replica_manager import PartitionError
@@ -132,7 +132,7 @@ async def append_marker_replicated(
 
 
 class TxnMarkerChannel:
-    """The transaction coordinator's marker sender (`coordinator.ports.TxnMarkerSender`):
+    """The transaction coordinator's marker sender (`samsa.coordinator.ports.TxnMarkerSender`):
     partitions led here are appended locally, the others get one WriteTxnMarkers request per
     leader broker, over a connection kept per leader."""
 

@@ -14,11 +14,11 @@ import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
-from protocol.errors import ErrorCode, KafkaError
-from storage.config import LogConfig
-from storage.errors import OffsetOutOfRange
-from storage.log import AppendInfo, FetchDataInfo, Log
-from storage.producer_state import ProducerEntry
+from samsa.protocol.errors import ErrorCode, KafkaError
+from samsa.storage.config import LogConfig
+from samsa.storage.errors import OffsetOutOfRange
+from samsa.storage.log import AppendInfo, FetchDataInfo, Log
+from samsa.storage.producer_state import ProducerEntry
 
 READ_UNCOMMITTED = 0
 READ_COMMITTED = 1

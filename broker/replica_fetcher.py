@@ -13,7 +13,7 @@ import asyncio
 import logging
 from typing import Any
 
-from protocol.errors import ErrorCode, KafkaError
+from samsa.protocol.errors import ErrorCode, KafkaError
 
 from .interbroker import BrokerConnection, BrokerUnavailable
 from .partition import Partition

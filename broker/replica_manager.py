@@ -14,12 +14,12 @@ import logging
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
-from protocol.errors import ErrorCode, KafkaError
-from storage.config import LogConfig
-from storage.errors import KafkaStorageError
-from storage.log import Log
-from storage.log_dirs import LogDirs
-from storage.log_manager import (
+from samsa.protocol.errors import ErrorCode, KafkaError
+from samsa.storage.config import LogConfig
+from samsa.storage.errors import KafkaStorageError
+from samsa.storage.log import Log
+from samsa.storage.log_dirs import LogDirs
+from samsa.storage.log_manager import (
     PARTITION_METADATA,
     read_partition_metadata,
     write_partition_metadata,

@@ -18,7 +18,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
-from protocol.framing import FrameError, frame_size
+from samsa.protocol.framing import FrameError, frame_size
 
 from . import metrics
 from .context import ANONYMOUS, KafkaPrincipal

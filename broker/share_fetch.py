@@ -23,8 +23,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from protocol.errors import ErrorCode, KafkaError
-from protocol.records import CONTROL_ABORT, iter_batches, parse_control_record
+from samsa.protocol.errors import ErrorCode, KafkaError
+from samsa.protocol.records import CONTROL_ABORT, iter_batches, parse_control_record
 
 from .partition import READ_COMMITTED, Partition
 from .share_partition import AcknowledgeType, SharePartitionState

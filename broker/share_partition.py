@@ -22,7 +22,7 @@ import enum
 from collections.abc import Container, Iterable
 from dataclasses import dataclass
 
-from protocol.errors import ErrorCode
+from samsa.protocol.errors import ErrorCode
 
 
 class RecordState(enum.IntEnum):

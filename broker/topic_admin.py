@@ -13,9 +13,9 @@ from typing import Any
 
 from kazoo.exceptions import NodeExistsError
 
-from config.topic import InvalidConfigError, effective_topic_config, validate_topic_configs
-from protocol.errors import ErrorCode, KafkaError
-from storage.config import LogConfig
+from samsa.config.topic import InvalidConfigError, effective_topic_config, validate_topic_configs
+from samsa.protocol.errors import ErrorCode, KafkaError
+from samsa.storage.config import LogConfig
 
 from .metadata_store import MetadataStore, PartitionState, TopicState
 from .replica_manager import ReplicaManager

@@ -15,8 +15,8 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
-from coordinator.internal_log import partition_for
-from protocol.errors import ErrorCode
+from samsa.coordinator.internal_log import partition_for
+from samsa.protocol.errors import ErrorCode
 
 from .interbroker import BrokerConnection, BrokerUnavailable
 

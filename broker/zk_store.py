@@ -48,7 +48,7 @@ from kazoo.exceptions import (
 )
 from kazoo.handlers.threading import KazooTimeoutError
 
-from config.dynamic import DEFAULT_ENTITY
+from samsa.config.dynamic import DEFAULT_ENTITY
 
 from .features import FinalizedFeatures, default_levels
 from .metadata_store import (

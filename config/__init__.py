@@ -1,7 +1,7 @@
 """Broker and topic configuration with Kafka's property names, types and defaults."""
 
-from config.loader import load_config
-from config.schema import (
+from samsa.config.loader import load_config
+from samsa.config.schema import (
     BROKER_PROPERTIES,
     BrokerConfig,
     ConfigError,
@@ -9,7 +9,7 @@ from config.schema import (
     ConfigType,
     PropertyDef,
 )
-from config.topic import (
+from samsa.config.topic import (
     TOPIC_PROPERTIES,
     ConfigEntry,
     ConfigSynonym,

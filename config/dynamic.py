@@ -16,7 +16,7 @@ from collections.abc import Mapping
 
 from kio.schema.errors import ErrorCode
 
-from config.schema import (
+from samsa.config.schema import (
     BROKER_PROPERTIES,
     DYNAMIC_BROKER_CONFIGS,
     THREAD_COUNT_CONFIGS,

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from config.schema import (
+from samsa.config.schema import (
     BrokerConfig,
     ConfigError,
     ConfigSource,
@@ -25,7 +25,7 @@ from config.schema import (
     at_least,
     value_to_string,
 )
-from config.topic import ConfigEntry, ConfigSynonym, InvalidConfigError, broker_layer_synonyms
+from samsa.config.topic import ConfigEntry, ConfigSynonym, InvalidConfigError, broker_layer_synonyms
 
 
 def _g(name: str, default: int, doc: str, least: int) -> PropertyDef:

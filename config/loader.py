@@ -7,7 +7,7 @@ from pathlib import Path
 
 import yaml
 
-from config.schema import BrokerConfig, ConfigError
+from samsa.config.schema import BrokerConfig, ConfigError
 
 DEFAULT_CONFIG_FILE = Path(__file__).with_name("broker.yaml")
 

@@ -150,7 +150,7 @@ class LoggerLevels:
 
 
 def parse_logger_levels(value: str, levels: tuple[str, ...]) -> dict[str, str]:
-    """'coordinator.transaction=DEBUG, broker=WARN' -> {logger: level}."""
+    """'samsa.coordinator.transaction=DEBUG, broker=WARN' -> {logger: level}."""
     out: dict[str, str] = {}
     for item in value.split(","):
         if not item.strip():
@@ -768,7 +768,7 @@ _TABLE: list[PropertyDef] = [
     _p("samsa.log.level", S, "INFO", "Level of Samsa's own log on stderr.",
        ValidString(LOG_LEVELS), group=_G_SAMSA),
     _p("samsa.log.loggers", S, None, "Per-module levels overriding samsa.log.level, e.g. "
-       "'coordinator.transaction=DEBUG,broker.handlers=DEBUG' "
+       "'samsa.coordinator.transaction=DEBUG,samsa.broker.handlers=DEBUG' "
        "(logger names are module paths).",
        LoggerLevels(LOG_LEVELS), group=_G_SAMSA),
 ]

@@ -11,7 +11,7 @@ from typing import Any
 # takes the one ErrorCode from kio directly rather than through the layer above it.
 from kio.schema.errors import ErrorCode
 
-from config.schema import (
+from samsa.config.schema import (
     BROKER_PROPERTIES,
     COMPRESSION_TYPES,
     GZIP_LEVEL,

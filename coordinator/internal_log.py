@@ -15,8 +15,8 @@ import logging
 from collections.abc import Collection, Iterator
 from dataclasses import dataclass
 
-from protocol.errors import ErrorCode, KafkaError
-from protocol.records import (
+from samsa.protocol.errors import ErrorCode, KafkaError
+from samsa.protocol.records import (
     BatchHeader,
     build_batch,
     decode_records,

@@ -6,16 +6,16 @@ that needs it, as Kafka's transaction-coordinator module owns its marker channel
 nothing of KafkaApis:
 
 - `InternalLogHost`: the cluster metadata and the replicas an `InternalTopic` lives on
-  (broker.coordinator_host.BrokerLogHost);
+  (samsa.broker.coordinator_host.BrokerLogHost);
 - `CoordinatorReplica`: one replica of an internal-topic partition hosted by this broker
-  (broker.partition.Partition);
+  (samsa.broker.partition.Partition);
 - `TxnMarkerSender`: writes a transaction's COMMIT/ABORT markers to its partitions
-  (broker.markers.TxnMarkerChannel);
-- `TxnMetrics`: the transaction coordinator's event counters (the broker.metrics module);
-- `ProducerIdSource`: fresh producer ids (coordinator.producer_ids' allocators);
+  (samsa.broker.markers.TxnMarkerChannel);
+- `TxnMetrics`: the transaction coordinator's event counters (the samsa.broker.metrics module);
+- `ProducerIdSource`: fresh producer ids (samsa.coordinator.producer_ids' allocators);
 - `TopicsView`: the topics' ids and partition counts (the consumer groups' assignors).
 
-Errors cross these interfaces as `protocol.errors.KafkaError`: a replica that is not led here
+Errors cross these interfaces as `samsa.protocol.errors.KafkaError`: a replica that is not led here
 is answered with one carrying NOT_LEADER_OR_FOLLOWER, UNKNOWN_TOPIC_OR_PARTITION or
 KAFKA_STORAGE_ERROR; a topic that already exists with TOPIC_ALREADY_EXISTS.
 """
@@ -26,7 +26,7 @@ import uuid
 from collections.abc import Collection, Iterable
 from typing import Protocol
 
-from storage.log import AppendInfo, FetchDataInfo
+from samsa.storage.log import AppendInfo, FetchDataInfo
 
 
 class CoordinatorReplica(Protocol):

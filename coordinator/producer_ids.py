@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from protocol.errors import ErrorCode, KafkaError
+from samsa.protocol.errors import ErrorCode, KafkaError
 
 from .ports import ProducerIdSource as ProducerIdSource  # the interface the allocators implement
 
@@ -78,7 +78,7 @@ class ProducerIdNotAvailable(KafkaError):
 
 class PrefetchingProducerIds:
     """Hands out ids from blocks claimed in a background thread (Kafka's
-    RPCProducerIdManager; a `coordinator.ports.ProducerIdSource`): `next_id` never waits for
+    RPCProducerIdManager; a `samsa.coordinator.ports.ProducerIdSource`): `next_id` never waits for
     a claim (a ZooKeeper round trip, an fsync), it raises ProducerIdNotAvailable when the
     current block is used up before the next one arrived. The next block is claimed once
     90 % of the current one is handed out; a failed claim is retried no sooner than

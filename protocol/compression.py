@@ -6,7 +6,7 @@ import struct
 
 import cramjam
 
-from protocol.errors import CorruptRecord, InvalidRecord
+from samsa.protocol.errors import CorruptRecord, InvalidRecord
 
 NONE, GZIP, SNAPPY, LZ4, ZSTD = 0, 1, 2, 3, 4
 CODEC_NAMES = {NONE: "none", GZIP: "gzip", SNAPPY: "snappy", LZ4: "lz4", ZSTD: "zstd"}

@@ -9,8 +9,8 @@ from dataclasses import dataclass
 
 import crc32c
 
-from protocol import compression
-from protocol.errors import CorruptRecord, InvalidRecord, UnsupportedForMessageFormat
+from samsa.protocol import compression
+from samsa.protocol.errors import CorruptRecord, InvalidRecord, UnsupportedForMessageFormat
 
 LOG_OVERHEAD = 12  # baseOffset + batchLength
 HEADER_SIZE = 61
@@ -373,7 +373,7 @@ def build_batch(
     offset_deltas: Sequence[int] | None = None,
 ) -> bytes:
     """Encode a v2 batch. Each record is (key, value[, headers[, timestamp]])."""
-    from protocol import compression as codecs
+    from samsa.protocol import compression as codecs
 
     recs = list(records)
     if not recs:

@@ -14,11 +14,11 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from protocol.errors import KafkaError
-from protocol.records import iter_batches, validate_batch
-from storage.errors import StorageError
-from storage.producer_state import CorruptSnapshot, decode_snapshot
-from storage.txn_index import TransactionIndex
+from samsa.protocol.errors import KafkaError
+from samsa.protocol.records import iter_batches, validate_batch
+from samsa.storage.errors import StorageError
+from samsa.storage.producer_state import CorruptSnapshot, decode_snapshot
+from samsa.storage.txn_index import TransactionIndex
 
 _INDEX_ENTRY = struct.Struct(">ii")
 

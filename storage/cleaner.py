@@ -18,7 +18,7 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from protocol.records import (
+from samsa.protocol.records import (
     LOG_APPEND_TIME,
     BatchHeader,
     Record,
@@ -27,10 +27,10 @@ from protocol.records import (
     iter_batches,
     set_log_append_time,
 )
-from storage.segment import INT32_MAX, LogSegment
+from samsa.storage.segment import INT32_MAX, LogSegment
 
 if TYPE_CHECKING:
-    from storage.log import Log
+    from samsa.storage.log import Log
 
 CLEANED_SUFFIX = ".cleaned"
 

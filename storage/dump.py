@@ -14,8 +14,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TextIO
 
-from storage.producer_state import CorruptSnapshot, decode_snapshot
-from storage.txn_index import AbortedTxn, CorruptIndex
+from samsa.storage.producer_state import CorruptSnapshot, decode_snapshot
+from samsa.storage.txn_index import AbortedTxn, CorruptIndex
 
 _OFFSET_ENTRY = struct.Struct(">ii")  # relative offset, position
 _TIME_ENTRY = struct.Struct(">qi")  # timestamp, relative offset

@@ -6,7 +6,7 @@ decoded; they are re-exported here for the storage code that raises and catches 
 are not `StorageError`s: code that means "anything a log operation raises with a code" catches
 `KafkaError`."""
 
-from protocol.errors import (
+from samsa.protocol.errors import (
     CorruptRecord,
     ErrorCode,
     InvalidRecord,

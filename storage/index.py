@@ -3,7 +3,7 @@
 Entries are held in memory (arrays) and appended to the file 8 KiB at a time, on flush and on
 close (`write_pending`); the files are not checksummed and are rebuilt from the log on unclean
 recovery, so their durability is a convenience only. No preallocation: the file length is always
-entries x entry size. The fd is a `storage.fdcache.CachedFile`: opened on first write, closed
+entries x entry size. The fd is a `samsa.storage.fdcache.CachedFile`: opened on first write, closed
 again when idle."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from array import array
 from bisect import bisect_right
 from pathlib import Path
 
-from storage.fdcache import CachedFile
+from samsa.storage.fdcache import CachedFile
 
 _OFFSET_ENTRY = struct.Struct(">ii")
 _TIME_ENTRY = struct.Struct(">qi")

@@ -11,7 +11,7 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
-from storage.checkpoint import fsync_file, read_entries, write_entries
+from samsa.storage.checkpoint import fsync_file, read_entries, write_entries
 
 UNDEFINED_EPOCH = -1
 UNDEFINED_EPOCH_OFFSET = -1

@@ -4,11 +4,11 @@ Synchronous; owned by exactly one Partition, whose appends and reads run on the 
 without a lock. The LogManager's threads touch a log only through the methods that say so:
 flush, the file work of retention, and compaction's cleaning and swap. They serialise among
 themselves (and with truncation and close) on `_lock`. The segment list is copy-on-write
-(`storage.log_segments`), so a roll on the loop and a swap of cleaned segments in a thread
-never see, or make, a half-changed list. File descriptors come from `storage.fdcache`.
+(`samsa.storage.log_segments`), so a roll on the loop and a swap of cleaned segments in a thread
+never see, or make, a half-changed list. File descriptors come from `samsa.storage.fdcache`.
 
 Opening a directory (cleaning up, recovery, rebuilding the producer state and the epoch cache)
-is `storage.log_loader`'s; `Log.open` installs what it loaded.
+is `samsa.storage.log_loader`'s; `Log.open` installs what it loaded.
 
 Offsets, each with one writer that keeps its invariants: the high watermark
 (`update_high_watermark`: log start <= HW <= log end), the log start offset
@@ -28,17 +28,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Concatenate, ParamSpec, TypeVar
 
-from protocol.records import (
+from samsa.protocol.records import (
     BatchHeader,
     iter_batches,
     set_base_offset_and_epoch,
     set_log_append_time,
     validate_batch,
 )
-from storage import cleaner
-from storage.checkpoint import fsync_file
-from storage.config import LONG_MAX, LogConfig
-from storage.errors import (
+from samsa.storage import cleaner
+from samsa.storage.checkpoint import fsync_file
+from samsa.storage.config import LONG_MAX, LogConfig
+from samsa.storage.errors import (
     CorruptRecord,
     InvalidRecord,
     KafkaStorageError,
@@ -46,15 +46,15 @@ from storage.errors import (
     OffsetOutOfRange,
     RecordListTooLarge,
 )
-from storage.leader_epoch import FILE_NAME as EPOCH_FILE
-from storage.leader_epoch import LeaderEpochCache
-from storage.log_dir_failure import LogDirFailureChannel, dir_key
-from storage.log_loader import SWAP_SUFFIX, LoadedLog, LogLoader, replay_producer_state
-from storage.log_segments import LogSegments
-from storage.producer_state import AppendPlan, BatchInfo, ProducerStateManager
-from storage.record_validation import validate_records
-from storage.segment import LogSegment
-from storage.txn_index import AbortedTxn
+from samsa.storage.leader_epoch import FILE_NAME as EPOCH_FILE
+from samsa.storage.leader_epoch import LeaderEpochCache
+from samsa.storage.log_dir_failure import LogDirFailureChannel, dir_key
+from samsa.storage.log_loader import SWAP_SUFFIX, LoadedLog, LogLoader, replay_producer_state
+from samsa.storage.log_segments import LogSegments
+from samsa.storage.producer_state import AppendPlan, BatchInfo, ProducerStateManager
+from samsa.storage.record_validation import validate_records
+from samsa.storage.segment import LogSegment
+from samsa.storage.txn_index import AbortedTxn
 
 
 def _now_ms() -> int:
@@ -658,7 +658,7 @@ class Log:
     def compact(self, now_ms: int | None = None) -> cleaner.CleanResult | None:
         """Clean the non-active segments below the LSO (cleanup.policy contains compact), all
         steps in this thread. The LogManager runs the same steps split between the event
-        loop and a thread (`storage.cleaner`)."""
+        loop and a thread (`samsa.storage.cleaner`)."""
         if not self.config.compact:
             return None
         now = _now_ms() if now_ms is None else now_ms

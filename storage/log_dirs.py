@@ -3,7 +3,7 @@ Kafka's LogManager is over its `logDirs`).
 
 A new partition goes to the online directory holding the fewest partitions (ties: the first in
 `log.dirs`), as in Kafka. A directory with an I/O error is offline until the broker restarts
-(`storage.log_dir_failure`): its logs are dropped here and their partitions are served by no
+(`samsa.storage.log_dir_failure`): its logs are dropped here and their partitions are served by no
 one on this broker; the other directories go on. While a directory is offline, a log that is
 not found is not created elsewhere unless its partition is new (Kafka's `isNew`): it may hold
 the partition's data, and an empty replica in its place could be elected and lose it."""
@@ -17,11 +17,11 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from storage.config import LogConfig
-from storage.errors import KafkaStorageError
-from storage.log import Log
-from storage.log_dir_failure import LogDirFailureChannel
-from storage.log_manager import LogManager, TopicPartition
+from samsa.storage.config import LogConfig
+from samsa.storage.errors import KafkaStorageError
+from samsa.storage.log import Log
+from samsa.storage.log_dir_failure import LogDirFailureChannel
+from samsa.storage.log_manager import LogManager, TopicPartition
 
 log = logging.getLogger(__name__)
 

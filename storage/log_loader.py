@@ -10,7 +10,7 @@ its newest usable snapshot plus a replay of the log after it (rebuilding the tra
 indexes of the recovered segments on the way).
 
 The result is a `LoadedLog`: the segments and the offsets the log starts with. `Log.open`
-installs them; the running log (`storage.log`) shares only `replay_producer_state`, which its
+installs them; the running log (`samsa.storage.log`) shares only `replay_producer_state`, which its
 truncation uses too."""
 
 from __future__ import annotations
@@ -22,11 +22,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from protocol.records import BatchHeader
-from storage.leader_epoch import LeaderEpochCache
-from storage.producer_state import BatchInfo, ProducerStateManager
-from storage.segment import LogSegment
-from storage.txn_index import AbortedTxn
+from samsa.protocol.records import BatchHeader
+from samsa.storage.leader_epoch import LeaderEpochCache
+from samsa.storage.producer_state import BatchInfo, ProducerStateManager
+from samsa.storage.segment import LogSegment
+from samsa.storage.txn_index import AbortedTxn
 
 logger = logging.getLogger(__name__)
 

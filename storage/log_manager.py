@@ -15,13 +15,13 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from storage import cleaner
-from storage.checkpoint import OffsetCheckpointFile, write_atomically
-from storage.config import LONG_MAX, LogConfig
-from storage.errors import KafkaStorageError
-from storage.fdcache import FD_CACHE
-from storage.log import Log, parse_topic_partition
-from storage.log_dir_failure import LogDirFailureChannel, dir_key
+from samsa.storage import cleaner
+from samsa.storage.checkpoint import OffsetCheckpointFile, write_atomically
+from samsa.storage.config import LONG_MAX, LogConfig
+from samsa.storage.errors import KafkaStorageError
+from samsa.storage.fdcache import FD_CACHE
+from samsa.storage.log import Log, parse_topic_partition
+from samsa.storage.log_dir_failure import LogDirFailureChannel, dir_key
 
 log = logging.getLogger(__name__)
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import threading
 from bisect import bisect_right
 
-from storage.segment import LogSegment
+from samsa.storage.segment import LogSegment
 
 View = tuple[list[LogSegment], list[int]]  # (segments, their base offsets), both sorted
 

@@ -20,14 +20,14 @@ from typing import Literal, cast
 
 import crc32c
 
-from protocol.records import (
+from samsa.protocol.records import (
     CONTROL_ABORT,
     CONTROL_COMMIT,
     BatchHeader,
     Buf,
     parse_control_record,
 )
-from storage.errors import (
+from samsa.storage.errors import (
     InvalidProducerEpoch,
     InvalidRecord,
     InvalidTxnState,

@@ -12,10 +12,10 @@ error so that Produce v8+ can answer them in `record_errors` (KIP-467):
 
 from __future__ import annotations
 
-from protocol.errors import ErrorCode
-from protocol.records import LOG_APPEND_TIME, BatchHeader, Buf, Record, decode_records
-from storage.config import LONG_MAX, LogConfig
-from storage.errors import RecordValidationError
+from samsa.protocol.errors import ErrorCode
+from samsa.protocol.records import LOG_APPEND_TIME, BatchHeader, Buf, Record, decode_records
+from samsa.storage.config import LONG_MAX, LogConfig
+from samsa.storage.errors import RecordValidationError
 
 NO_TIMESTAMP = -1
 

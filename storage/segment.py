@@ -11,8 +11,8 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from protocol.errors import KafkaError
-from protocol.records import (
+from samsa.protocol.errors import KafkaError
+from samsa.protocol.records import (
     HEADER_SIZE,
     BatchHeader,
     Buf,
@@ -20,10 +20,10 @@ from protocol.records import (
     iter_record_timestamps,
     validate_batch,
 )
-from storage.errors import CorruptRecord
-from storage.fdcache import CachedFile
-from storage.index import OffsetIndex, TimeIndex
-from storage.txn_index import TransactionIndex
+from samsa.storage.errors import CorruptRecord
+from samsa.storage.fdcache import CachedFile
+from samsa.storage.index import OffsetIndex, TimeIndex
+from samsa.storage.txn_index import TransactionIndex
 
 INT32_MAX = 0x7FFFFFFF
 _SCAN_CHUNK = 1 << 20

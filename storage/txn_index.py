@@ -23,9 +23,9 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
 
-from protocol.errors import ErrorCode
-from storage.errors import StorageError
-from storage.fdcache import CachedFile
+from samsa.protocol.errors import ErrorCode
+from samsa.storage.errors import StorageError
+from samsa.storage.fdcache import CachedFile
 
 _ENTRY = struct.Struct(">hqqqq")
 ENTRY_SIZE = _ENTRY.size  # 34

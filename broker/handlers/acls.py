@@ -15,7 +15,7 @@ import logging
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from protocol.errors import ErrorCode
+from samsa.protocol.errors import ErrorCode
 
 from ..context import RequestContext
 from ..security.authorizer import (

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from protocol.errors import ErrorCode
-from protocol.registry import ApiRegistry, Handler
+from samsa.protocol.errors import ErrorCode
+from samsa.protocol.registry import ApiRegistry, Handler
 
 from ..context import RequestContext
 from ..features import api_enabled, supported

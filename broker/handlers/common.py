@@ -5,8 +5,8 @@ from __future__ import annotations
 import uuid
 from typing import TypeVar
 
-from protocol.errors import ErrorCode, KafkaError
-from storage.errors import StorageError
+from samsa.protocol.errors import ErrorCode, KafkaError
+from samsa.storage.errors import StorageError
 
 from ..metadata_store import MetadataStore
 from ..replica_manager import PartitionError

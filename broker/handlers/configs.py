@@ -13,16 +13,16 @@ import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from config.dynamic import DynamicConfigError
-from config.group import describe_group_config, validate_group_configs
-from config.schema import BROKER_PROPERTIES, ConfigSource, ConfigType
-from config.topic import (
+from samsa.config.dynamic import DynamicConfigError
+from samsa.config.group import describe_group_config, validate_group_configs
+from samsa.config.schema import BROKER_PROPERTIES, ConfigSource, ConfigType
+from samsa.config.topic import (
     ConfigEntry,
     InvalidConfigError,
     describe_broker_config,
     describe_topic_config,
 )
-from protocol.errors import ErrorCode
+from samsa.protocol.errors import ErrorCode
 
 from ..context import RequestContext
 from ..security.authorizer import AclOperation, ResourceType

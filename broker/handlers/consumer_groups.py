@@ -13,8 +13,8 @@ import uuid
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
-from protocol.codec import millis
-from protocol.errors import ErrorCode
+from samsa.protocol.codec import millis
+from samsa.protocol.errors import ErrorCode
 
 from ..context import RequestContext
 from ..features import GROUP_VERSION

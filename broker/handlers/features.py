@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
-from protocol.errors import ErrorCode, KafkaError
+from samsa.protocol.errors import ErrorCode, KafkaError
 
 from ..context import RequestContext
 from ..features import UpgradeType, apply_updates, supported

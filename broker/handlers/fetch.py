@@ -18,8 +18,8 @@ import uuid
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from config.schema import RACK_AWARE_SELECTOR
-from protocol.errors import ErrorCode
+from samsa.config.schema import RACK_AWARE_SELECTOR
+from samsa.protocol.errors import ErrorCode
 
 from .. import metrics
 from ..context import RequestContext

@@ -9,8 +9,8 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
-from protocol.codec import millis
-from protocol.errors import ErrorCode
+from samsa.protocol.codec import millis
+from samsa.protocol.errors import ErrorCode
 
 from ..context import RequestContext
 from ..security.authorizer import AclOperation, ResourceType

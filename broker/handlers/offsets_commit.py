@@ -10,9 +10,9 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
-from coordinator.group import GroupCoordinator, GroupError, OffsetCommitEntry
-from protocol.codec import millis
-from protocol.errors import ErrorCode
+from samsa.coordinator.group import GroupCoordinator, GroupError, OffsetCommitEntry
+from samsa.protocol.codec import millis
+from samsa.protocol.errors import ErrorCode
 
 from ..context import RequestContext
 from ..security.authorizer import AclOperation, ResourceType

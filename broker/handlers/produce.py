@@ -10,9 +10,9 @@ import logging
 import uuid
 from typing import TYPE_CHECKING, Any
 
-from protocol.errors import ErrorCode
-from protocol.records import iter_batches
-from storage.errors import KafkaStorageError, RecordValidationError
+from samsa.protocol.errors import ErrorCode
+from samsa.protocol.records import iter_batches
+from samsa.storage.errors import KafkaStorageError, RecordValidationError
 
 from .. import metrics
 from ..context import RequestContext

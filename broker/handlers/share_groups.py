@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from protocol.errors import ErrorCode
+from samsa.protocol.errors import ErrorCode
 
 from ..context import RequestContext
 from ..features import SHARE_VERSION

@@ -6,8 +6,8 @@ import uuid
 from collections import Counter
 from typing import TYPE_CHECKING, Any
 
-from config.topic import describe_topic_config
-from protocol.errors import ErrorCode
+from samsa.config.topic import describe_topic_config
+from samsa.protocol.errors import ErrorCode
 
 from ..context import RequestContext
 from ..quotas import MutationQuota

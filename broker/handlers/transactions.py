@@ -13,12 +13,12 @@ from collections import defaultdict
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from coordinator.producer_ids import ProducerIdNotAvailable
-from coordinator.transaction import TransactionCoordinator
-from coordinator.transaction.metadata import TxnState
-from protocol.codec import millis
-from protocol.errors import ErrorCode
-from protocol.records import iter_batches
+from samsa.coordinator.producer_ids import ProducerIdNotAvailable
+from samsa.coordinator.transaction import TransactionCoordinator
+from samsa.coordinator.transaction.metadata import TxnState
+from samsa.protocol.codec import millis
+from samsa.protocol.errors import ErrorCode
+from samsa.protocol.records import iter_batches
 
 from ..context import RequestContext
 from ..markers import append_marker_replicated

@@ -22,7 +22,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from config.schema import ConfigError
+from samsa.config.schema import ConfigError
 
 from .oauthbearer import MECHANISM as OAUTHBEARER
 from .oauthbearer import client_initial_response, unsecured_token

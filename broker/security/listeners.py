@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from config.schema import ConfigError
+from samsa.config.schema import ConfigError
 
 from ..server import Endpoint
 from .oauthbearer import MECHANISM as OAUTHBEARER

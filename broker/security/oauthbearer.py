@@ -37,7 +37,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from protocol.errors import ErrorCode, KafkaError
+from samsa.protocol.errors import ErrorCode, KafkaError
 
 log = logging.getLogger(__name__)
 

@@ -23,8 +23,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from protocol.errors import ErrorCode, KafkaError
-from protocol.framing import API_VERSIONS_KEY
+from samsa.protocol.errors import ErrorCode, KafkaError
+from samsa.protocol.framing import API_VERSIONS_KEY
 
 from .. import metrics
 from ..context import KafkaPrincipal

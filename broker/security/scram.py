@@ -15,7 +15,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from protocol.errors import ErrorCode, KafkaError
+from samsa.protocol.errors import ErrorCode, KafkaError
 
 MECHANISMS = {"SCRAM-SHA-256": "sha256", "SCRAM-SHA-512": "sha512"}
 # DescribeUserScramCredentials' mechanism ids (Kafka's ScramMechanism.type()).

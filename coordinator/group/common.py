@@ -8,8 +8,8 @@ from collections.abc import Container, Generator, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from coordinator.ports import TopicsView
-from protocol.errors import ErrorCode, KafkaError
+from samsa.coordinator.ports import TopicsView
+from samsa.protocol.errors import ErrorCode, KafkaError
 
 from .classic import ClassicGroup, Member
 from .consumer import ConsumerGroup

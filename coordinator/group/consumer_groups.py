@@ -16,7 +16,7 @@ import uuid
 from dataclasses import replace
 from typing import Any
 
-from protocol.errors import ErrorCode
+from samsa.protocol.errors import ErrorCode
 
 from .classic import ClassicGroup, GroupState, Member
 from .common import GroupCoordinatorParts, GroupError, listed_groups, now_ms
@@ -61,7 +61,7 @@ from .records import (
     subscribed_topics as classic_subscribed_topics,
 )
 
-log = logging.getLogger("coordinator.group.coordinator")
+log = logging.getLogger("samsa.coordinator.group.coordinator")
 
 Records = list[tuple[bytes, bytes | None]]
 

@@ -16,7 +16,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
-from protocol.encoder import uvarint
+from samsa.protocol.encoder import uvarint
 
 from .consumer import Assignment, ConsumerMember, MemberState
 from .records import RecordFormatError, _Reader

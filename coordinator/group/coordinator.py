@@ -18,11 +18,11 @@ import uuid
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from config.schema import BrokerConfig
-from coordinator.internal_log import InternalTopic, ReplayedMarker
-from coordinator.ports import InternalLogHost, TopicsView
-from protocol.errors import ErrorCode, KafkaError
-from storage.errors import StorageError
+from samsa.config.schema import BrokerConfig
+from samsa.coordinator.internal_log import InternalTopic, ReplayedMarker
+from samsa.coordinator.ports import InternalLogHost, TopicsView
+from samsa.protocol.errors import ErrorCode, KafkaError
+from samsa.storage.errors import StorageError
 
 from .classic import ClassicGroup, CommittedOffset, GroupState
 from .common import (

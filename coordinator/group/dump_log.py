@@ -12,8 +12,8 @@ import sys
 from pathlib import Path
 from typing import TextIO
 
-from protocol.compression import CODEC_NAMES
-from protocol.records import (
+from samsa.protocol.compression import CODEC_NAMES
+from samsa.protocol.records import (
     BatchHeader,
     compute_crc,
     decode_records,

@@ -9,7 +9,7 @@ import logging
 import uuid
 from typing import Any
 
-from protocol.errors import ErrorCode
+from samsa.protocol.errors import ErrorCode
 
 from .classic import ClassicGroup, GroupState, Member
 from .common import (
@@ -20,7 +20,7 @@ from .common import (
 )
 
 # The coordinator's logger: one name for all of its parts (log configs select by it).
-log = logging.getLogger("coordinator.group.coordinator")
+log = logging.getLogger("samsa.coordinator.group.coordinator")
 
 
 class GroupMembership(GroupCoordinatorParts):

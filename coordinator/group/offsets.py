@@ -8,7 +8,7 @@ import asyncio
 import logging
 from typing import Any
 
-from protocol.errors import ErrorCode
+from samsa.protocol.errors import ErrorCode
 
 from .classic import ClassicGroup, CommittedOffset, GroupState
 from .common import (
@@ -25,7 +25,7 @@ from .records import (
 )
 
 # The coordinator's logger: one name for all of its parts (log configs select by it).
-log = logging.getLogger("coordinator.group.coordinator")
+log = logging.getLogger("samsa.coordinator.group.coordinator")
 
 
 class GroupOffsets(GroupCoordinatorParts):

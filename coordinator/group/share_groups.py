@@ -12,7 +12,7 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from protocol.errors import ErrorCode
+from samsa.protocol.errors import ErrorCode
 
 from .common import GroupCoordinatorParts, GroupError, listed_groups
 from .share import (

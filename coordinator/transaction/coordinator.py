@@ -27,10 +27,10 @@ from collections.abc import Awaitable, Callable, Coroutine, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from config.schema import BrokerConfig
-from coordinator.internal_log import InternalTopic, ReplayedRecord, partition_for
-from coordinator.ports import ProducerIdSource, TxnMarkerSender, TxnMetrics
-from protocol.errors import ErrorCode, KafkaError
+from samsa.config.schema import BrokerConfig
+from samsa.coordinator.internal_log import InternalTopic, ReplayedRecord, partition_for
+from samsa.coordinator.ports import ProducerIdSource, TxnMarkerSender, TxnMetrics
+from samsa.protocol.errors import ErrorCode, KafkaError
 
 from .log import CorruptTxnLogRecord, decode_key, decode_value, encode_key, encode_value
 from .metadata import (

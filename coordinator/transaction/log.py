@@ -15,7 +15,7 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 
-from protocol.encoder import uvarint
+from samsa.protocol.encoder import uvarint
 
 KEY_VERSION = 0
 VALUE_VERSION = 0

@@ -10,7 +10,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass, field, replace
 
-from protocol.errors import ErrorCode
+from samsa.protocol.errors import ErrorCode
 
 from .log import TxnLogValue
 

@@ -11,7 +11,7 @@ import contextlib
 import time
 from dataclasses import dataclass
 
-from coordinator.internal_log import partition_for
+from samsa.coordinator.internal_log import partition_for
 from tests.cluster.cluster import GROUP_KEY, TRANSACTION_KEY, Cluster
 from tests.protocol.wire import WireClient
 

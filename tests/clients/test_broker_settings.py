@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from protocol.records import build_batch, iter_batches
+from samsa.protocol.records import build_batch, iter_batches
 from tests.protocol.wire import WireClient
 from tests.support.broker import BrokerStartError, free_port
 

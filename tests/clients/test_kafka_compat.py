@@ -18,7 +18,7 @@ import time
 
 import pytest
 
-from protocol.records import build_batch
+from samsa.protocol.records import build_batch
 from tests.protocol.wire import WireClient
 
 from .pyclients import OP_TIMEOUT, create_topic, unique_name

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from broker import cli
-from broker.local_cluster import ClusterError, LocalCluster, describe_exit, run_cluster
-from config.schema import ConfigError
+from samsa.broker import cli
+from samsa.broker.local_cluster import ClusterError, LocalCluster, describe_exit, run_cluster
+from samsa.config.schema import ConfigError
 
 
 def test_serve_zookeeper_sets_zookeeper_connect(tmp_path: Path) -> None:

@@ -27,7 +27,7 @@ from collections.abc import Iterator
 import pytest
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Producer, TopicPartition
 
-from coordinator.internal_log import partition_for
+from samsa.coordinator.internal_log import partition_for
 from tests.clients import pyclients
 from tests.cluster.cluster import (
     CLUSTER_SETTINGS,

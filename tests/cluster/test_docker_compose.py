@@ -18,8 +18,8 @@ from typing import Any
 import pytest
 import yaml
 
-from broker import cli
-from broker.local_cluster import port_is_free
+from samsa.broker import cli
+from samsa.broker.local_cluster import port_is_free
 from tests.support.broker import REPO_ROOT
 
 COMPOSE_FILE = REPO_ROOT / "docker-compose.yml"

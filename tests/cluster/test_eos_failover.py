@@ -24,7 +24,7 @@ import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import NewTopic
 
-from coordinator.internal_log import partition_for
+from samsa.coordinator.internal_log import partition_for
 from tests.cluster.cluster import Cluster, wait_until
 from tests.support.supervised import Supervised
 

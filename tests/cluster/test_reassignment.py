@@ -24,8 +24,8 @@ from kafka.errors import (
     UnknownTopicOrPartitionError,
 )
 
-from broker.zk_process import ZooKeeperProcess
-from protocol.errors import ErrorCode
+from samsa.broker.zk_process import ZooKeeperProcess
+from samsa.protocol.errors import ErrorCode
 from tests.cluster.cluster import (
     GROUP_KEY,
     TRANSACTION_KEY,

@@ -108,7 +108,7 @@ def test_min_insync_replicas_refuses_writes_it_cannot_replicate(cluster):
     _produce(cluster.bootstrap, topic, [b"one-down"], 1)
     cluster.broker(others[1]).kill9()
     wait_until(lambda: cluster.isr(topic)[0] == [leader], 30, "ISR of the leader alone")
-    from protocol.records import build_batch
+    from samsa.protocol.records import build_batch
 
     with WireClient(cluster.broker(leader).bootstrap) as w:
         resp = w.call(0, 9, {"acks": -1, "timeout": 5000, "topic_data": [
@@ -152,7 +152,7 @@ def _all_brokers_see_leaders(cluster: Cluster, topic: str, partitions: int) -> b
 
 
 def test_coordinators_spread_across_brokers(cluster):
-    from coordinator.internal_log import partition_for
+    from samsa.coordinator.internal_log import partition_for
 
     ids = [f"txn-{i}" for i in range(40)]
     with WireClient(cluster.brokers[0].bootstrap) as w:
@@ -185,7 +185,7 @@ def test_frozen_leader_is_fenced_and_its_stale_write_is_never_visible(cluster):
         live = ",".join(b.bootstrap for b in cluster.brokers if b.broker_id != zombie)
         _produce(live, topic, [f"b{i}".encode() for i in range(50)], 1)
         # A write queued on the frozen broker's socket is handled when it wakes up.
-        from protocol.records import build_batch
+        from samsa.protocol.records import build_batch
 
         w = WireClient(zb.bootstrap)
         correlation, frame = w.encode_request(0, 9, {"acks": -1, "timeout": 5000, "topic_data": [
@@ -250,7 +250,7 @@ def test_topic_config_and_deletion_reach_every_broker(cluster):
         ConfigEntry("max.message.bytes", "2000", incremental_operation=AlterConfigOpType.SET)])
     admin.incremental_alter_configs([res])[res].result(timeout=20)
     # Every partition leader (one per broker) now refuses a record over the new limit.
-    from protocol.records import build_batch
+    from samsa.protocol.records import build_batch
 
     for partition, leader in cluster.leaders(topic).items():
         def too_large(partition=partition, leader=leader) -> bool:
@@ -308,7 +308,7 @@ def test_clean_stop_hands_leadership_over_without_losing_acknowledged_writes(clu
 
 
 def test_markers_from_a_replaced_transaction_coordinator_are_refused(cluster):
-    from coordinator.internal_log import partition_for
+    from samsa.coordinator.internal_log import partition_for
 
     topic = "mk-" + uuid.uuid4().hex[:6]
     _create(cluster, topic, 1)

@@ -11,7 +11,7 @@ from pathlib import Path
 from confluent_kafka import Consumer, Producer, TopicPartition
 from kazoo.client import KazooClient
 
-from protocol.errors import ErrorCode
+from samsa.protocol.errors import ErrorCode
 from tests.cluster.cluster import Cluster, create_topic, wait_until
 from tests.protocol.wire import WireClient
 
@@ -130,8 +130,8 @@ async def test_a_topic_znode_without_an_id_gets_one(zookeeper):
     one, written back in Kafka's format, and every broker reads the same."""
     import asyncio
 
-    from broker.metadata_store import BrokerInfo
-    from broker.zk_store import ZkMetadataStore
+    from samsa.broker.metadata_store import BrokerInfo
+    from samsa.broker.zk_store import ZkMetadataStore
 
     chroot = f"ids{uuid.uuid4().hex[:8]}"
     connect = f"{zookeeper.connect_string}/{chroot}"

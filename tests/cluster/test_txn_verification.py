@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import time
 
-from protocol.records import build_batch
+from samsa.protocol.records import build_batch
 from tests.cluster.cluster import (
     TRANSACTION_KEY,
     create_topic,

@@ -5,8 +5,8 @@ from __future__ import annotations
 import asyncio
 import uuid
 
-from broker.metadata_store import BrokerInfo, PartitionState, TopicState
-from broker.zk_store import ZkMetadataStore
+from samsa.broker.metadata_store import BrokerInfo, PartitionState, TopicState
+from samsa.broker.zk_store import ZkMetadataStore
 
 
 async def _until(predicate, timeout: float = 10.0) -> None:

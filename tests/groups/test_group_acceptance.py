@@ -102,11 +102,11 @@ def test_offset_fetch_during_load_answers_coordinator_load_in_progress(broker_fa
     coordinator starts before the server) and the replay of LOAD_RECORDS records takes seconds,
     far longer than the first request needs to arrive; the broker log's own "loaded ..." line
     is checked to count every record."""
-    from coordinator.group.records import OffsetValue, offset_commit_key, offset_commit_value
-    from coordinator.internal_log import partition_for
-    from protocol.records import build_batch
-    from storage.config import LogConfig
-    from storage.log import Log
+    from samsa.coordinator.group.records import OffsetValue, offset_commit_key, offset_commit_value
+    from samsa.coordinator.internal_log import partition_for
+    from samsa.protocol.records import build_batch
+    from samsa.storage.config import LogConfig
+    from samsa.storage.log import Log
     from tests.protocol.wire import WireClient
 
     broker = broker_factory(settings=FAST)

@@ -8,7 +8,7 @@ import uuid
 
 import pytest
 
-from protocol.records import iter_batches
+from samsa.protocol.records import iter_batches
 from tests.groups.clients import FAST, create_topic
 from tests.transactions.txnwire import TxnWire
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import time
 import uuid
 
-from protocol.records import decode_records, iter_batches
+from samsa.protocol.records import decode_records, iter_batches
 from tests.groups.clients import FAST
 from tests.protocol.wire import WireClient
 

@@ -8,7 +8,7 @@ import uuid
 
 import pytest
 
-from coordinator.internal_log import partition_for
+from samsa.coordinator.internal_log import partition_for
 from tests.groups.clients import FAST
 from tests.protocol.wire import WireClient
 
@@ -84,7 +84,7 @@ def test_find_coordinator_placement_and_batching(broker):
                     % (1 << 32) - ((1 << 32) if sum(ord(c) * 31 ** (len(group) - 1 - i)
                     for i, c in enumerate(group)) % (1 << 32) >= (1 << 31) else 0)) % 50
     seg = broker.data_dir / f"__consumer_offsets-{p}" / "00000000000000000000.log"
-    out = subprocess.run([sys.executable, "-m", "broker.cli", "dump-log", str(seg)],
+    out = subprocess.run([sys.executable, "-m", "samsa.broker.cli", "dump-log", str(seg)],
                          capture_output=True, text=True, check=True).stdout
     assert "baseOffset: 0 lastOffset: 0 count: 1" in out
     assert '"group":"placement-group","topic":"t","partition":0' in out

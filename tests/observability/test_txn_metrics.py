@@ -12,7 +12,7 @@ from collections.abc import Callable
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 
-from broker import metrics
+from samsa.broker import metrics
 from tests.support.broker import REPO_ROOT, free_port
 from tests.transactions.clients import create_topic, txn_producer, unique
 

@@ -14,10 +14,10 @@ from typing import Any
 import pytest
 from kio.schema.errors import ErrorCode
 
-from broker.apis import build_registry
-from protocol.codec import build, encode, response_type
-from protocol.encoder import LARGE_VALUE, encode_response
-from protocol.kio_adapter import schema_fields
+from samsa.broker.apis import build_registry
+from samsa.protocol.codec import build, encode, response_type
+from samsa.protocol.encoder import LARGE_VALUE, encode_response
+from samsa.protocol.kio_adapter import schema_fields
 
 _SPECS = [(s.key, v) for s in build_registry().all()
           for v in range(s.min_version, s.max_version + 1)]  # fmt: skip

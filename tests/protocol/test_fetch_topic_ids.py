@@ -7,8 +7,8 @@ import uuid
 
 from confluent_kafka import Consumer, Producer
 
-from protocol.errors import ErrorCode
-from protocol.records import decode_records, iter_batches
+from samsa.protocol.errors import ErrorCode
+from samsa.protocol.records import decode_records, iter_batches
 from tests.support.broker import free_port
 
 from .wire import WireClient

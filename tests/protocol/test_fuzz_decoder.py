@@ -13,9 +13,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from broker.app import Broker
-from broker.server import CloseConnection, ConnectionInfo
-from config.loader import load_config
+from samsa.broker.app import Broker
+from samsa.broker.server import CloseConnection, ConnectionInfo
+from samsa.config.loader import load_config
 
 from .wire import WireClient
 

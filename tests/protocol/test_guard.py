@@ -8,10 +8,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from broker.apis import build_registry
-from protocol.codec import request_type
-from protocol.framing import read_request_header
-from protocol.guard import MalformedRequest, check_request
+from samsa.broker.apis import build_registry
+from samsa.protocol.codec import request_type
+from samsa.protocol.framing import read_request_header
+from samsa.protocol.guard import MalformedRequest, check_request
 
 from .wire import WireClient
 

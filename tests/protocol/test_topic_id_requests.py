@@ -10,8 +10,8 @@ import uuid
 
 import pytest
 
-from protocol.errors import ErrorCode
-from protocol.records import build_batch
+from samsa.protocol.errors import ErrorCode
+from samsa.protocol.records import build_batch
 from tests.groups.clients import FAST, create_topic, produce
 from tests.support.broker import free_port
 from tests.support.java import JAVA_SRC, compile_java, run_java_tool

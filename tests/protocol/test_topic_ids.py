@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import uuid
 
-from protocol.errors import ErrorCode
+from samsa.protocol.errors import ErrorCode
 
 from .wire import WireClient
 

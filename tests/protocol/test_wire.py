@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import struct
 
-from protocol.records import build_batch
+from samsa.protocol.records import build_batch
 
 from .wire import WireClient
 

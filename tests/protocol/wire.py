@@ -6,8 +6,8 @@ import socket
 import struct
 from typing import Any
 
-from protocol.codec import build, encode, reader, request_type, response_type
-from protocol.framing import API_VERSIONS_KEY
+from samsa.protocol.codec import build, encode, reader, request_type, response_type
+from samsa.protocol.framing import API_VERSIONS_KEY
 
 
 class WireClient:

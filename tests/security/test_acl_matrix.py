@@ -23,7 +23,7 @@ from confluent_kafka.admin import (
     ResourceType,
 )
 
-from protocol.errors import ErrorCode
+from samsa.protocol.errors import ErrorCode
 from tests.protocol.wire import WireClient
 from tests.support.broker import BrokerProcess, free_port
 

@@ -25,19 +25,19 @@ from confluent_kafka.admin import (
 )
 from kazoo.client import KazooClient
 
-from broker.metadata_store import BrokerInfo
-from broker.security.authorizer import (
+from samsa.broker.metadata_store import BrokerInfo
+from samsa.broker.security.authorizer import (
     AccessControlEntry,
     AclBindingFilter,
     PatternType,
     PermissionType,
     ResourcePattern,
 )
-from broker.security.authorizer import AclBinding as Binding
-from broker.security.authorizer import AclOperation as Op
-from broker.security.authorizer import ResourceType as RT
-from broker.zk_process import ZooKeeperProcess
-from broker.zk_store import ZkMetadataStore
+from samsa.broker.security.authorizer import AclBinding as Binding
+from samsa.broker.security.authorizer import AclOperation as Op
+from samsa.broker.security.authorizer import ResourceType as RT
+from samsa.broker.zk_process import ZooKeeperProcess
+from samsa.broker.zk_store import ZkMetadataStore
 from tests.cluster.cluster import CLUSTER_SETTINGS
 from tests.support.broker import BrokerProcess, free_port
 

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from protocol.errors import ErrorCode
+from samsa.protocol.errors import ErrorCode
 from tests.protocol.wire import WireClient
 from tests.support.broker import BrokerProcess, free_port
 
@@ -312,7 +312,7 @@ def test_request_percentage_throttles_within_one_window(broker: BrokerProcess) -
 
 
 def _record_batch(value: bytes) -> bytes:
-    from protocol.records import build_batch
+    from samsa.protocol.records import build_batch
 
     return build_batch([(None, value)], default_timestamp=int(time.time() * 1000))
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping
 
-from broker.security.oauthbearer import OAuthBearerToken, OAuthBearerValidationError
+from samsa.broker.security.oauthbearer import OAuthBearerToken, OAuthBearerValidationError
 
 
 async def validate(token: str, options: Mapping[str, str]) -> OAuthBearerToken:

@@ -56,7 +56,7 @@ def samsa_command() -> list[str]:
     script = Path(sys.executable).parent / "samsa"
     if script.exists():
         return [str(script)]
-    return [sys.executable, "-m", "broker.cli"]
+    return [sys.executable, "-m", "samsa.broker.cli"]
 
 
 def _load_prctl():

@@ -23,7 +23,7 @@ from tests.protocol.wire import WireClient
 from tests.support.broker import BrokerProcess
 
 API_VERSIONS = 18
-# "2026-11-23 21:40:00,123 INFO storage.log_manager: compacted T-0 offsets 0..N: A -> B bytes,
+# "2026-11-23 21:40:00,123 INFO samsa.storage.log_manager: compacted T-0 offsets 0..N: A -> B bytes,
 # R records removed, in D ms (thread X)"; the thread part is absent in older brokers.
 _COMPACTED = re.compile(
     r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}) \S+ \S+ compacted (\S+)-0 offsets \d+\.\.\d+: "

@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from protocol.records import build_batch
+from samsa.protocol.records import build_batch
 from tests.support.java import run_java_tool
 from tests.transactions.clients import create_topic, txn_producer, unique
 from tests.transactions.txnwire import TxnWire

@@ -160,11 +160,11 @@ def test_state_survives_restart(broker_factory, crash):
 def test_prepared_transaction_is_completed_on_restart(broker_factory):
     """A crash between PrepareCommit and the markers: the restarted coordinator finds the
     PrepareCommit in __transaction_state and finishes the commit (writes the markers)."""
-    from coordinator.internal_log import partition_for
-    from coordinator.transaction.log import TxnLogValue, encode_key, encode_value
-    from protocol.records import build_batch
-    from storage.config import LogConfig
-    from storage.log import Log
+    from samsa.coordinator.internal_log import partition_for
+    from samsa.coordinator.transaction.log import TxnLogValue, encode_key, encode_value
+    from samsa.protocol.records import build_batch
+    from samsa.storage.config import LogConfig
+    from samsa.storage.log import Log
 
     b = broker_factory()
     topic, txn = unique("cf-prepared")

@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from protocol.records import build_batch, decode_records, iter_batches
+from samsa.protocol.records import build_batch, decode_records, iter_batches
 from tests.support.java import run_java_tool
 from tests.transactions.txnwire import (
     CONCURRENT_TRANSACTIONS,

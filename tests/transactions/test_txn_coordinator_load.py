@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from coordinator.internal_log import partition_for
+from samsa.coordinator.internal_log import partition_for
 from tests.support.broker import BrokerProcess
 
 from .txnwire import TxnWire

@@ -31,11 +31,11 @@ FINAL = {"ongoing": "CompleteAbort", "prepare_commit": "CompleteCommit",
 
 def _append_txn_state(b, txn: str, d, status: int, partitions: list[tuple[str, int]]) -> None:
     """Append a __transaction_state record for `txn` (the broker must be down)."""
-    from coordinator.internal_log import partition_for
-    from coordinator.transaction.log import TxnLogValue, encode_key, encode_value
-    from protocol.records import build_batch
-    from storage.config import LogConfig
-    from storage.log import Log
+    from samsa.coordinator.internal_log import partition_for
+    from samsa.coordinator.transaction.log import TxnLogValue, encode_key, encode_value
+    from samsa.protocol.records import build_batch
+    from samsa.storage.config import LogConfig
+    from samsa.storage.log import Log
 
     now = int(time.time() * 1000)
     timeout_ms = int(d.transaction_timeout.total_seconds() * 1000)

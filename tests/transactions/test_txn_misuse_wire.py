@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 import uuid
 
-from protocol.records import build_batch
+from samsa.protocol.records import build_batch
 
 from .txnwire import (
     ADD_OFFSETS,

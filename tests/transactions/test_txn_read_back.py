@@ -63,7 +63,7 @@ def _build_mixed_partition(bs: str, topic: str, txn: str) -> None:
 
 def _expected(bs: str, topic: str) -> tuple[int, dict[str, list[tuple[int, bytes]]]]:
     """(end offset, {isolation: [(offset, value)]}) from a raw fetch of the partition."""
-    from protocol.records import decode_records, iter_batches
+    from samsa.protocol.records import decode_records, iter_batches
 
     with TxnWire(bs) as c:
         deadline = time.monotonic() + 15

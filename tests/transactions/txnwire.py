@@ -6,7 +6,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from protocol.records import build_batch, iter_batches, parse_control_record
+from samsa.protocol.records import build_batch, iter_batches, parse_control_record
 from tests.protocol.wire import WireClient
 
 PRODUCE, FETCH, LIST_OFFSETS, METADATA = 0, 1, 2, 3
@@ -187,7 +187,7 @@ def txn_batch(pid: int, epoch: int, seq: int, values: list[bytes]) -> bytes:
 
 def data_values(records: bytes | None) -> list[bytes]:
     """Values of the data (non-control) records."""
-    from protocol.records import decode_records
+    from samsa.protocol.records import decode_records
 
     out = []
     for pos, h in iter_batches(records or b""):
@@ -209,7 +209,7 @@ def markers(records: bytes | None) -> list[tuple[int, int, bool]]:
 def committed_values(fetched: Any) -> list[bytes]:
     """What a read_committed consumer returns: data minus aborted transactions (the Java
     consumer's algorithm over AbortedTransactions and ABORT markers)."""
-    from protocol.records import decode_records
+    from samsa.protocol.records import decode_records
 
     records = fetched.records or b""
     pending = sorted((a.first_offset, a.producer_id) for a in fetched.aborted_transactions or [])

@@ -1,9 +1,9 @@
 from pathlib import Path
 
-from protocol.records import build_batch
-from storage.check import check_data_dir
-from storage.config import LogConfig
-from storage.log import Log
+from samsa.protocol.records import build_batch
+from samsa.storage.check import check_data_dir
+from samsa.storage.config import LogConfig
+from samsa.storage.log import Log
 
 
 def _write_log(data_dir: Path, batches: int = 20) -> Path:
@@ -55,7 +55,7 @@ def test_torn_tail_is_reported(tmp_path):
 
 
 def test_cli_check_log_exit_codes(tmp_path, capsys):
-    from broker.cli import main
+    from samsa.broker.cli import main
 
     pdir = _write_log(tmp_path)
     assert main(["check-log", "--quiet", str(tmp_path)]) == 0

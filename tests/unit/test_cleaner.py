@@ -2,9 +2,9 @@
 
 from pathlib import Path
 
-from protocol.records import build_batch, build_control_batch, decode_records, iter_batches
-from storage.config import LogConfig
-from storage.log import Log
+from samsa.protocol.records import build_batch, build_control_batch, decode_records, iter_batches
+from samsa.storage.config import LogConfig
+from samsa.storage.log import Log
 
 
 def values(log: Log) -> list[tuple[int, bytes | None, bytes | None]]:
@@ -119,7 +119,7 @@ async def test_cleaner_thread_while_the_loop_appends_and_reads(tmp_path: Path) -
     import asyncio
     import threading
 
-    from storage.log_manager import LogManager
+    from samsa.storage.log_manager import LogManager
 
     cfg = LogConfig(cleanup_policy="compact", segment_bytes=20_000)
     lm = LogManager(tmp_path, cfg)
@@ -177,7 +177,7 @@ async def test_cleaner_thread_while_the_loop_appends_and_reads(tmp_path: Path) -
 def test_cleaning_gives_up_when_the_log_is_truncated_meanwhile(tmp_path: Path) -> None:
     """A truncation between planning and swapping (a follower's, on the loop) aborts the
     clean: its key map may name records that are gone."""
-    from storage import cleaner
+    from samsa.storage import cleaner
 
     log = make_log(tmp_path, segment_bytes=10_000)
     for i in range(4):

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from broker import cli
-from config import BrokerConfig
+from samsa.broker import cli
+from samsa.config import BrokerConfig
 
 
 def _args(*argv: str):
@@ -81,10 +81,10 @@ def test_serve_runs_app_with_config(monkeypatch: pytest.MonkeyPatch, tmp_path: P
         seen.append(config)
         return 0
 
-    fake = types.ModuleType("broker.app")
+    fake = types.ModuleType("samsa.broker.app")
     fake.run = run  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "broker.app", fake)
-    import broker
+    monkeypatch.setitem(sys.modules, "samsa.broker.app", fake)
+    from samsa import broker
 
     monkeypatch.setattr(broker, "app", fake, raising=False)
     assert cli.main(["serve", "--data-dir", str(tmp_path), "--set",

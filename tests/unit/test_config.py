@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from config import (
+from samsa.config import (
     BROKER_PROPERTIES,
     TOPIC_PROPERTIES,
     BrokerConfig,
@@ -21,8 +21,8 @@ from config import (
     topic_defaults,
     validate_topic_configs,
 )
-from config.loader import DEFAULT_CONFIG_FILE
-from config.schema import java_double_str
+from samsa.config.loader import DEFAULT_CONFIG_FILE
+from samsa.config.schema import java_double_str
 
 LONG_MAX = 9223372036854775807
 
@@ -433,8 +433,8 @@ def test_dynamic_layers_precedence_and_synonyms() -> None:
 
 
 def test_dynamic_update_validation() -> None:
-    from config.dynamic import DynamicConfigError, validate_update
-    from protocol.errors import ErrorCode
+    from samsa.config.dynamic import DynamicConfigError, validate_update
+    from samsa.protocol.errors import ErrorCode
 
     broker = BrokerConfig({"num.io.threads": 8})
     for props, code, text in [

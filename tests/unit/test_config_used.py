@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from config import BROKER_PROPERTIES, BrokerConfig, ConfigError, describe_broker_config
-from config.schema import TOPIC_SYNONYMS, ConfigType, PropertyDef, ValidString
-from storage.config import LogConfig
+from samsa.config import BROKER_PROPERTIES, BrokerConfig, ConfigError, describe_broker_config
+from samsa.config.schema import TOPIC_SYNONYMS, ConfigType, PropertyDef, ValidString
+from samsa.storage.config import LogConfig
 
 REPO = Path(__file__).resolve().parents[2]
 LAYERS = ("config", "protocol", "storage", "coordinator", "broker")

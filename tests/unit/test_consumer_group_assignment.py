@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import uuid
 
-from coordinator.group.consumer import (
+from samsa.coordinator.group.consumer import (
     ConsumerGroup,
     ConsumerMember,
     MemberState,
@@ -99,7 +99,7 @@ def test_reconcile_new_member_gets_free_partitions_at_the_target_epoch():
 
 
 def test_records_round_trip_in_kafkas_layout():
-    from coordinator.group.consumer_records import (
+    from samsa.coordinator.group.consumer_records import (
         CURRENT_MEMBER_ASSIGNMENT,
         GROUP_METADATA,
         current_assignment_value,

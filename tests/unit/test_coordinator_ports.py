@@ -11,21 +11,21 @@ from pathlib import Path
 
 import pytest
 
-from broker.partition import Partition
-from config.schema import BrokerConfig
-from coordinator.internal_log import InternalAppendError, InternalTopic, ReplayedRecord
-from coordinator.ports import (
+from samsa.broker.partition import Partition
+from samsa.config.schema import BrokerConfig
+from samsa.coordinator.internal_log import InternalAppendError, InternalTopic, ReplayedRecord
+from samsa.coordinator.ports import (
     CoordinatorReplica,
     InternalLogHost,
     ProducerIdSource,
     TxnMarkerSender,
     TxnMetrics,
 )
-from coordinator.producer_ids import ProducerIdNotAvailable
-from coordinator.transaction import TransactionCoordinator, TxnState
-from protocol.errors import ErrorCode, KafkaError
-from storage.config import LogConfig
-from storage.log import Log
+from samsa.coordinator.producer_ids import ProducerIdNotAvailable
+from samsa.coordinator.transaction import TransactionCoordinator, TxnState
+from samsa.protocol.errors import ErrorCode, KafkaError
+from samsa.storage.config import LogConfig
+from samsa.storage.log import Log
 
 BROKER_ID = 1
 

@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from broker import cli
-from protocol.records import build_batch, build_control_batch
-from storage.config import LogConfig
-from storage.dump import dump_file
-from storage.log import Log
+from samsa.broker import cli
+from samsa.protocol.records import build_batch, build_control_batch
+from samsa.storage.config import LogConfig
+from samsa.storage.dump import dump_file
+from samsa.storage.log import Log
 
 
 def batch(n: int, ts: int, **kw) -> bytes:

@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from protocol.records import build_batch
-from storage.config import LogConfig
-from storage.fdcache import FD_CACHE, CachedFile, FdCache
-from storage.log import Log
-from storage.log_manager import CLEAN_SHUTDOWN_FILE, LogManager
+from samsa.protocol.records import build_batch
+from samsa.storage.config import LogConfig
+from samsa.storage.fdcache import FD_CACHE, CachedFile, FdCache
+from samsa.storage.log import Log
+from samsa.storage.log_manager import CLEAN_SHUTDOWN_FILE, LogManager
 
 
 def batch(i: int, ts: int = 1000) -> bytes:
@@ -49,7 +49,7 @@ def cap() -> Iterator[int]:
 
 
 def values(log: Log) -> list[bytes]:
-    from protocol.records import decode_records, iter_batches
+    from samsa.protocol.records import decode_records, iter_batches
 
     out: list[bytes] = []
     offset = log.log_start_offset

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from broker.apis import build_registry
-from broker.handlers import requests
-from protocol.codec import request_type
-from protocol.errors import ErrorCode
+from samsa.broker.apis import build_registry
+from samsa.broker.handlers import requests
+from samsa.protocol.codec import request_type
+from samsa.protocol.errors import ErrorCode
 
 SPECS = build_registry().all()
 HANDLERS = Path(__file__).resolve().parents[2] / "broker" / "handlers"

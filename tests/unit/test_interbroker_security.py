@@ -6,15 +6,15 @@ from __future__ import annotations
 
 import pytest
 
-from broker.security.client import ClientSecurity
-from broker.security.oauthbearer import (
+from samsa.broker.security.client import ClientSecurity
+from samsa.broker.security.oauthbearer import (
     OAuthBearerValidationError,
     unsecured_token,
     unsecured_validator,
 )
-from broker.security.sasl import jaas_options
-from config import ConfigError
-from config.loader import load_config
+from samsa.broker.security.sasl import jaas_options
+from samsa.config import ConfigError
+from samsa.config.loader import load_config
 
 LOGIN = ('org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required '
          'unsecuredLoginStringClaim_sub="broker" unsecuredLoginListClaim_scope=",kafka,x" '

@@ -1,4 +1,4 @@
-from coordinator.internal_log import java_string_hash, partition_for
+from samsa.coordinator.internal_log import java_string_hash, partition_for
 
 
 def test_java_string_hash_vectors():

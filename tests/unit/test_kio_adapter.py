@@ -30,8 +30,8 @@ from kio.schema.metadata.v12.response import (
 )
 from kio.serial import entity_reader, entity_writer
 
-from protocol.errors import ErrorCode
-from protocol.kio_adapter import SchemaField, schema_fields, tagged_fields
+from samsa.protocol.errors import ErrorCode
+from samsa.protocol.kio_adapter import SchemaField, schema_fields, tagged_fields
 
 ROOT = Path(__file__).resolve().parents[2]
 SCANNED = ("config", "protocol", "storage", "coordinator", "broker", "tests", "bench")

@@ -91,10 +91,10 @@ def test_checker_sees_every_kind_of_import(tmp_path: Path) -> None:
     source = (
         "from __future__ import annotations\n"
         "from typing import TYPE_CHECKING\n"
-        "import storage.log\n"  # 3: absolute
+        "import samsa.storage.log\n"  # 3: absolute
         "from coordinator import x\n"  # 4: from-import
         "if TYPE_CHECKING:\n"
-        "    from broker.app import Broker\n"  # 6: type-only
+        "    from samsa.broker.app import Broker\n"  # 6: type-only
         "def f():\n"
         "    import tests.support\n"  # 8: inside a function, and the tests
         "from protocol import records\n"  # 9: same layer: fine
@@ -102,7 +102,7 @@ def test_checker_sees_every_kind_of_import(tmp_path: Path) -> None:
         "import kio.schema\n"  # 11: a library: fine
     )
     assert _check(tmp_path, "protocol/m.py", source) == [
-        "3:storage.log", "4:coordinator", "6:broker.app", "8:tests.support",
+        "3:samsa.storage.log", "4:coordinator", "6:samsa.broker.app", "8:tests.support",
     ]  # fmt: skip
 
 

@@ -4,15 +4,15 @@ from pathlib import Path
 
 import pytest
 
-from protocol.records import (
+from samsa.protocol.records import (
     BatchHeader,
     build_batch,
     build_control_batch,
     decode_records,
     iter_batches,
 )
-from storage.config import LogConfig
-from storage.errors import (
+from samsa.storage.config import LogConfig
+from samsa.storage.errors import (
     CorruptRecord,
     InvalidProducerEpoch,
     InvalidRecord,
@@ -20,8 +20,8 @@ from storage.errors import (
     OffsetOutOfRange,
     RecordListTooLarge,
 )
-from storage.log import Log, parse_topic_partition
-from storage.segment import LogSegment
+from samsa.storage.log import Log, parse_topic_partition
+from samsa.storage.segment import LogSegment
 
 
 def batch(n: int = 1, ts: int = 1000, value: bytes = b"v" * 100, **kw) -> bytes:

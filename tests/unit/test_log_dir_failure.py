@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from protocol.records import build_batch
-from storage.config import LogConfig
-from storage.errors import KafkaStorageError
-from storage.log import Log
-from storage.log_dir_failure import LogDirFailureChannel, dir_key
-from storage.log_dirs import LogDirs
+from samsa.protocol.records import build_batch
+from samsa.storage.config import LogConfig
+from samsa.storage.errors import KafkaStorageError
+from samsa.storage.log import Log
+from samsa.storage.log_dir_failure import LogDirFailureChannel, dir_key
+from samsa.storage.log_dirs import LogDirs
 from tests.support.tmpfs import grow, small_tmpfs
 
 

@@ -6,10 +6,10 @@ import os
 import uuid
 from pathlib import Path
 
-from protocol.records import build_batch
-from storage.checkpoint import OffsetCheckpointFile
-from storage.config import LogConfig
-from storage.log_manager import (
+from samsa.protocol.records import build_batch
+from samsa.storage.checkpoint import OffsetCheckpointFile
+from samsa.storage.config import LogConfig
+from samsa.storage.log_manager import (
     CLEAN_SHUTDOWN_FILE,
     LogManager,
     read_partition_metadata,

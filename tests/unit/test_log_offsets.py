@@ -7,16 +7,16 @@ from typing import Any
 
 import pytest
 
-import protocol.errors
-import storage.errors
-from protocol.errors import ErrorCode, KafkaError
-from protocol.records import build_batch
-from storage.config import LogConfig
-from storage.errors import StorageError
-from storage.log import Log
-from storage.log_loader import LogLoader
-from storage.log_segments import LogSegments
-from storage.segment import LogSegment
+import samsa.protocol.errors
+import samsa.storage.errors
+from samsa.protocol.errors import ErrorCode, KafkaError
+from samsa.protocol.records import build_batch
+from samsa.storage.config import LogConfig
+from samsa.storage.errors import StorageError
+from samsa.storage.log import Log
+from samsa.storage.log_loader import LogLoader
+from samsa.storage.log_segments import LogSegments
+from samsa.storage.segment import LogSegment
 
 
 def batch(n: int = 1) -> bytes:
@@ -28,7 +28,7 @@ def open_log(tmp_path: Path, **kw: Any) -> Log:
 
 
 def test_every_storage_error_carries_an_error_code_member() -> None:
-    classes = [c for _, c in inspect.getmembers(storage.errors, inspect.isclass)
+    classes = [c for _, c in inspect.getmembers(samsa.storage.errors, inspect.isclass)
                if issubclass(c, KafkaError)]
     assert StorageError in classes
     for cls in classes:
@@ -38,9 +38,9 @@ def test_every_storage_error_carries_an_error_code_member() -> None:
 
 def test_record_format_errors_are_the_protocol_ones() -> None:
     for name in ("CorruptRecord", "InvalidRecord", "UnsupportedForMessageFormat"):
-        cls = getattr(storage.errors, name)
-        assert cls is getattr(protocol.errors, name)
-        assert name in storage.errors.__all__
+        cls = getattr(samsa.storage.errors, name)
+        assert cls is getattr(samsa.protocol.errors, name)
+        assert name in samsa.storage.errors.__all__
         assert not issubclass(cls, StorageError)
 
 

@@ -4,7 +4,7 @@ import platform
 
 import pytest
 
-from broker.malloc_tuning import tune_malloc
+from samsa.broker.malloc_tuning import tune_malloc
 
 
 def test_thresholds_are_set_on_glibc(monkeypatch: pytest.MonkeyPatch) -> None:

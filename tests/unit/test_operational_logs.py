@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from broker import cli
-from config.schema import BrokerConfig, ConfigError
-from protocol.records import build_batch
-from storage import log_manager
-from storage.config import LogConfig
-from storage.log_manager import LogManager
+from samsa.broker import cli
+from samsa.config.schema import BrokerConfig, ConfigError
+from samsa.protocol.records import build_batch
+from samsa.storage import log_manager
+from samsa.storage.config import LogConfig
+from samsa.storage.log_manager import LogManager
 
 
 def batch(n: int = 1) -> bytes:
@@ -55,7 +55,7 @@ def test_recovery_logs_truncation_and_summary(tmp_path: Path, caplog) -> None:
 
     caplog.clear()
     start(tmp_path).shutdown()  # clean start: nothing recovered, nothing said at INFO
-    assert not [r for r in caplog.records if r.name == "storage.log_manager"
+    assert not [r for r in caplog.records if r.name == "samsa.storage.log_manager"
                 and r.levelno >= logging.INFO]
 
 
@@ -88,17 +88,17 @@ def test_per_module_levels(monkeypatch) -> None:
     config = BrokerConfig(
         {"samsa.log.level": "WARN",
          "samsa.log.loggers":
-             "coordinator.transaction=DEBUG, broker.handlers.produce=error"}
+             "samsa.coordinator.transaction=DEBUG, samsa.broker.handlers.produce=error"}
     )
     try:
         cli.setup_logging(config)
         assert logging.getLogger().level == logging.WARNING
-        assert logging.getLogger("coordinator.transaction").level == logging.DEBUG
-        txn_coordinator = logging.getLogger("coordinator.transaction.coordinator")
+        assert logging.getLogger("samsa.coordinator.transaction").level == logging.DEBUG
+        txn_coordinator = logging.getLogger("samsa.coordinator.transaction.coordinator")
         assert txn_coordinator.isEnabledFor(logging.DEBUG)
-        assert logging.getLogger("broker.handlers.produce").level == logging.ERROR
+        assert logging.getLogger("samsa.broker.handlers.produce").level == logging.ERROR
     finally:
-        for name in ("coordinator.transaction", "broker.handlers.produce"):
+        for name in ("samsa.coordinator.transaction", "samsa.broker.handlers.produce"):
             logging.getLogger(name).setLevel(logging.NOTSET)
     with pytest.raises(ConfigError, match="samsa.log.loggers"):
         BrokerConfig({"samsa.log.loggers": "broker=LOUD"})

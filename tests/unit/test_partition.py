@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from broker.partition import (
+from samsa.broker.partition import (
     EARLIEST_TIMESTAMP,
     HIGH_WATERMARK,
     LATEST_TIERED_TIMESTAMP,
@@ -18,11 +18,11 @@ from broker.partition import (
     Partition,
     UnknownLeaderEpoch,
 )
-from protocol.errors import ErrorCode
-from protocol.records import build_batch
-from storage.config import LogConfig
-from storage.errors import OffsetOutOfRange
-from storage.log import Log
+from samsa.protocol.errors import ErrorCode
+from samsa.protocol.records import build_batch
+from samsa.storage.config import LogConfig
+from samsa.storage.errors import OffsetOutOfRange
+from samsa.storage.log import Log
 
 
 def batch(n: int, ts: int) -> bytes:

@@ -18,10 +18,10 @@ from pathlib import Path
 
 import pytest
 
-from broker.partition import READ_COMMITTED, READ_UNCOMMITTED, Partition
-from protocol.records import build_batch
-from storage.config import LogConfig
-from storage.log import Log
+from samsa.broker.partition import READ_COMMITTED, READ_UNCOMMITTED, Partition
+from samsa.protocol.records import build_batch
+from samsa.storage.config import LogConfig
+from samsa.storage.log import Log
 
 LEADER, F2, F3 = 1, 2, 3
 REPLICAS = [LEADER, F2, F3]

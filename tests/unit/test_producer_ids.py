@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from coordinator.producer_ids import (
+from samsa.coordinator.producer_ids import (
     ClusterProducerIdAllocator,
     CorruptProducerIdState,
     PrefetchingProducerIds,
@@ -61,7 +61,7 @@ def test_never_reused_after_kill_9(tmp_path: Path) -> None:
     state = tmp_path / "pid"
     script = (
         "import os, sys\n"
-        "from coordinator.producer_ids import ProducerIdAllocator\n"
+        "from samsa.coordinator.producer_ids import ProducerIdAllocator\n"
         f"a = ProducerIdAllocator({str(state)!r}, block_size=4)\n"
         "for _ in range(6):\n"
         "    assert a.wait_for_block(10)\n"

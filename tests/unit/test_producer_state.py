@@ -8,14 +8,14 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from storage.errors import (
+from samsa.storage.errors import (
     InvalidProducerEpoch,
     InvalidRecord,
     InvalidTxnState,
     OutOfOrderSequence,
     TransactionCoordinatorFenced,
 )
-from storage.producer_state import (
+from samsa.storage.producer_state import (
     SNAPSHOT_ENTRY_SIZE,
     BatchInfo,
     CompletedTxn,

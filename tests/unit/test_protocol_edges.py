@@ -6,10 +6,10 @@ import pytest
 from kio.schema.api_versions.v0.response import ApiVersionsResponse
 from kio.serial import entity_reader
 
-from protocol.codec import build, encode, reader, request_type
-from protocol.errors import ErrorCode
-from protocol.framing import API_VERSIONS_KEY, api_versions_unsupported
-from protocol.guard import MalformedRequest, check_request
+from samsa.protocol.codec import build, encode, reader, request_type
+from samsa.protocol.errors import ErrorCode
+from samsa.protocol.framing import API_VERSIONS_KEY, api_versions_unsupported
+from samsa.protocol.guard import MalformedRequest, check_request
 
 
 def test_api_versions_unsupported_is_a_v0_response() -> None:

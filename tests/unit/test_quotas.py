@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from broker.metadata_store import BrokerInfo, LocalMetadataStore, QuotaEntity
-from broker.quotas import QuotaManager, Sensor
+from samsa.broker.metadata_store import BrokerInfo, LocalMetadataStore, QuotaEntity
+from samsa.broker.quotas import QuotaManager, Sensor
 
 U, C = "user", "client-id"
 LEVELS: list[QuotaEntity] = [  # Kafka's order, most specific first

@@ -4,8 +4,8 @@ import struct
 
 import pytest
 
-from protocol import compression
-from protocol.records import (
+from samsa.protocol import compression
+from samsa.protocol.records import (
     CONTROL_ABORT,
     CONTROL_COMMIT,
     HEADER_SIZE,
@@ -21,7 +21,7 @@ from protocol.records import (
     validate_batch,
     write_varint,
 )
-from storage.errors import CorruptRecord, InvalidRecord, UnsupportedForMessageFormat
+from samsa.storage.errors import CorruptRecord, InvalidRecord, UnsupportedForMessageFormat
 
 
 def _records(n: int) -> list:

@@ -20,14 +20,14 @@ from pathlib import Path
 
 import pytest
 
-from broker.metadata_store import BrokerInfo, LocalMetadataStore, PartitionState, TopicState
-from broker.partition import Partition
-from broker.replica_manager import ReplicaManager
-from protocol.errors import ErrorCode
-from protocol.records import build_batch
-from storage.config import LogConfig
-from storage.log_dir_failure import dir_key
-from storage.log_dirs import LogDirs
+from samsa.broker.metadata_store import BrokerInfo, LocalMetadataStore, PartitionState, TopicState
+from samsa.broker.partition import Partition
+from samsa.broker.replica_manager import ReplicaManager
+from samsa.protocol.errors import ErrorCode
+from samsa.protocol.records import build_batch
+from samsa.storage.config import LogConfig
+from samsa.storage.log_dir_failure import dir_key
+from samsa.storage.log_dirs import LogDirs
 
 ME, OTHER, THIRD = 1, 2, 3
 

@@ -8,7 +8,7 @@ import os
 
 import pytest
 
-from broker.security.scram import (
+from samsa.broker.security.scram import (
     MECHANISMS,
     ScramClient,
     ScramCredential,

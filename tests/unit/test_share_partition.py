@@ -4,13 +4,13 @@ and the state batches a persister keeps."""
 
 from __future__ import annotations
 
-from broker.share_partition import (
+from samsa.broker.share_partition import (
     AcknowledgeType,
     RecordState,
     SharePartitionState,
     StateBatch,
 )
-from protocol.errors import ErrorCode
+from samsa.protocol.errors import ErrorCode
 
 ACCEPT, RELEASE, REJECT, GAP = (AcknowledgeType.ACCEPT, AcknowledgeType.RELEASE,
                                 AcknowledgeType.REJECT, AcknowledgeType.GAP)

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from storage.txn_index import AbortedTxn, CorruptIndex, TransactionIndex
+from samsa.storage.txn_index import AbortedTxn, CorruptIndex, TransactionIndex
 
 
 def _index(tmp_path: Path, base: int = 0) -> TransactionIndex:
@@ -126,7 +126,7 @@ def test_reads_come_from_memory_after_the_first(tmp_path: Path) -> None:
 
 def test_memory_budget_drops_least_recently_read(tmp_path: Path,
                                                 monkeypatch: pytest.MonkeyPatch) -> None:
-    import storage.txn_index as txn_index
+    import samsa.storage.txn_index as txn_index
 
     monkeypatch.setattr(txn_index, "MAX_CACHED_BYTES", 3 * (34 + 8))
     first, second = _index(tmp_path, 0), _index(tmp_path, 100)

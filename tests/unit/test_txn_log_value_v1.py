@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import struct
 
-from coordinator.transaction.log import TxnLogValue, decode_value, encode_value
+from samsa.coordinator.transaction.log import TxnLogValue, decode_value, encode_value
 
 
 def test_value_v1_round_trip_with_tagged_fields():

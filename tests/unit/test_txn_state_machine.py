@@ -16,8 +16,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from coordinator.transaction.log import TxnLogValue
-from coordinator.transaction.metadata import (
+from samsa.coordinator.transaction.log import TxnLogValue
+from samsa.coordinator.transaction.metadata import (
     MAX_EPOCH,
     NO_PRODUCER_EPOCH,
     NO_PRODUCER_ID,
@@ -27,7 +27,7 @@ from coordinator.transaction.metadata import (
     TxnTransit,
     epoch_exhausted,
 )
-from protocol.errors import ErrorCode
+from samsa.protocol.errors import ErrorCode
 
 S = TxnState
 NOW = 1_700_000_000_000
@@ -166,7 +166,7 @@ def test_completion_follows_the_prepare_and_nothing_else(source: str) -> None:
 def test_the_table_the_metadata_checks_is_kafkas() -> None:
     # Checked above through every prepare call; also read back through the exported table,
     # so that a state added on one side only shows up here.
-    from coordinator.transaction.metadata import VALID_PREVIOUS
+    from samsa.coordinator.transaction.metadata import VALID_PREVIOUS
 
     assert {
         target.kafka_name: {s.kafka_name for s in sources}
@@ -458,7 +458,7 @@ def test_tv2_end_txn_at_an_exhausted_epoch_moves_to_the_next_producer_id() -> No
     """EndTxn v5 at epoch 32766: Prepare bumps to 32767 (the markers' epoch) and records the
     next producer id; Complete moves to it at epoch 0 (the old id becomes the previous one).
     Log value v1 keeps what a new coordinator needs to answer retries."""
-    from coordinator.transaction.log import decode_value, encode_value
+    from samsa.coordinator.transaction.log import decode_value, encode_value
 
     md = _md(S.ONGOING, epoch=MAX_EPOCH - 1)
     prepare = md.prepare_abort_or_commit(S.PREPARE_COMMIT, NOW, 2, 2000, bump=True)
