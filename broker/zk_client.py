@@ -38,24 +38,30 @@ class _StoreOptions:
     (its errors then name the zookeeper property)."""
 
     def __init__(self, config: Mapping[str, Any]) -> None:
-        self._config = config
+        self._values = {
+            "ssl.keystore.location": config["zookeeper.ssl.keystore.location"],
+            "ssl.keystore.password": config["zookeeper.ssl.keystore.password"],
+            "ssl.keystore.type": config["zookeeper.ssl.keystore.type"],
+            "ssl.truststore.location": config["zookeeper.ssl.truststore.location"],
+            "ssl.truststore.password": config["zookeeper.ssl.truststore.password"],
+            "ssl.truststore.type": config["zookeeper.ssl.truststore.type"],
+        }
+        for store in ("keystore", "truststore"):
+            # ZooKeeper's rule: an unset type follows the file's extension
+            location = self._values[f"ssl.{store}.location"] or ""
+            if location.lower().endswith(".jks"):
+                raise ConfigError.invalid(self.key(f"ssl.{store}.location"), location,
+                                          "JKS stores are not read: use PEM or PKCS12")
+            if self._values[f"ssl.{store}.type"] is None:
+                self._values[f"ssl.{store}.type"] = (
+                    "PKCS12" if location.lower().endswith((".p12", ".pfx")) else "PEM")
 
     def key(self, name: str) -> str:
         return "zookeeper." + name
 
     def __getitem__(self, name: str) -> Any:
-        if name in ("ssl.keystore.key", "ssl.keystore.certificate.chain",
-                    "ssl.truststore.certificates", "ssl.key.password"):
-            return None  # inline PEM has no zookeeper.* property
-        value = self._config[self.key(name)]
-        if name in ("ssl.keystore.type", "ssl.truststore.type") and value is None:
-            # ZooKeeper's rule: the type follows the file's extension
-            location = self._config[self.key(name.replace(".type", ".location"))] or ""
-            if location.lower().endswith(".jks"):
-                raise ConfigError.invalid(self.key(name.replace(".type", ".location")),
-                                          location, "JKS stores are not read: use PEM or PKCS12")
-            value = "PKCS12" if location.lower().endswith((".p12", ".pfx")) else "PEM"
-        return value
+        # inline PEM (ssl.keystore.key, ...) has no zookeeper.* property
+        return self._values.get(name)
 
 
 def tls_context(config: Mapping[str, Any]) -> ssl.SSLContext | None:

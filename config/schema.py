@@ -768,9 +768,9 @@ _TABLE: list[PropertyDef] = [
        "zookeeper.ssl.client.enable and a client key store.", group=_G_ZK),
     _p("zookeeper.ssl.client.enable", B, False, "Connect to ZooKeeper over TLS (its "
        "secureClientPort).", group=_G_ZK),
-    _p("zookeeper.clientCnxnSocket", S, None, "Accepted for Kafka's configurations (which "
-       "set org.apache.zookeeper.ClientCnxnSocketNetty for TLS); Samsa's ZooKeeper client "
-       "(kazoo) speaks TLS without it.", group=_G_ZK),
+    _p("zookeeper.clientCnxnSocket", S, None, "ZooKeeper's Java client socket "
+       "(org.apache.zookeeper.ClientCnxnSocketNetty for TLS).", group=_G_ZK,
+       ignored="Samsa's ZooKeeper client speaks TLS without it"),
     _p("zookeeper.ssl.keystore.location", S, None, "Key store presented to ZooKeeper (mutual "
        "TLS): PEM (the private key and certificate chain in one file) or PKCS12.",
        group=_G_ZK),

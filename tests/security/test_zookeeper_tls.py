@@ -109,3 +109,13 @@ def test_broker_that_does_not_trust_zookeeper_fails_to_start(
     log = b.log_text()
     assert "Timed out waiting for a connection to ZooKeeper" in log
     assert "CERTIFICATE_VERIFY_FAILED" in log, log
+
+
+def test_secure_acls_need_a_client_identity(certs: Certs) -> None:
+    from samsa.config.schema import ConfigError
+
+    with pytest.raises(ConfigError, match="zookeeper.set.acl is true"):
+        ZkClientSettings(BrokerConfig({"zookeeper.set.acl": True}))
+    with pytest.raises(ConfigError, match="JKS"):
+        ZkClientSettings(BrokerConfig({"zookeeper.ssl.client.enable": True,
+                                       "zookeeper.ssl.truststore.location": "/x/trust.jks"}))
