@@ -111,9 +111,23 @@ def test_broker_that_does_not_trust_zookeeper_fails_to_start(
     assert "CERTIFICATE_VERIFY_FAILED" in log, log
 
 
-def test_secure_acls_need_a_client_identity(certs: Certs) -> None:
+def test_client_settings(certs: Certs) -> None:
+    from samsa.broker.zk_client import tls_context
     from samsa.config.schema import ConfigError
 
+    def ctx(**props: Any) -> ssl.SSLContext:
+        made = tls_context(BrokerConfig(zk_tls(certs, certs.broker.both, **props)))
+        assert made is not None
+        return made
+
+    assert tls_context(BrokerConfig({})) is None
+    tls12 = ctx()  # Kafka's zookeeper.ssl.protocol default: TLSv1.2
+    assert (tls12.maximum_version, tls12.check_hostname) == (ssl.TLSVersion.TLSv1_2, True)
+    tls13 = ctx(**{"zookeeper.ssl.enabled.protocols": "TLSv1.3",
+                   "zookeeper.ssl.endpoint.identification.algorithm": ""})
+    assert (tls13.minimum_version, tls13.check_hostname) == (ssl.TLSVersion.TLSv1_3, False)
+    with pytest.raises(ConfigError, match="zookeeper.ssl.keystore.location"):
+        ctx(**{"zookeeper.ssl.keystore.location": str(certs.ca)})  # no private key
     with pytest.raises(ConfigError, match="zookeeper.set.acl is true"):
         ZkClientSettings(BrokerConfig({"zookeeper.set.acl": True}))
     with pytest.raises(ConfigError, match="JKS"):
