@@ -282,11 +282,11 @@ class SamsaBroker:
     Besides the broker properties: `data_dir` (default: a temporary directory, removed by
     close()), `port`, `broker_id`, `name` (of its log file, beside the data directory),
     `host` (another loopback address; one outside 127.0.0.0/8 is advertised), `env` (added to
-    the broker's environment), `extra_args` (after `samsa serve ...`), `command_prefix` (run
-    the broker through another command, e.g. `ip netns exec NS`: it needs a `port`), `cwd`,
-    `log_path`, `fork` (False: always a new `samsa serve` process, whose exit code is then
-    known as `last_returncode`; None: forked from the launcher where SAMSA_TESTING_FORK
-    allows)."""
+    the environment of a broker then started as a new process), `extra_args` (after `samsa
+    serve ...`), `command_prefix` (run the broker through another command, e.g. `ip netns
+    exec NS`: it needs a `port`), `cwd`, `log_path`, `fork` (False: always a new `samsa
+    serve` process, whose exit code is then known as `last_returncode`; None: forked from
+    the launcher where SAMSA_TESTING_FORK allows)."""
 
     host = "127.0.0.1"
     # a broker that does not exit within stop()'s timeout of SIGTERM is killed; when this is
@@ -350,7 +350,9 @@ class SamsaBroker:
         return self.proc is not None and self.proc.poll() is None
 
     def _forked(self) -> bool:
-        return self.fork is not False and not self.command_prefix and _use_zygote()
+        # an added environment may be read at import (PYTHONPATH, ...): only a new process has it
+        return (self.fork is not False and not self.command_prefix and not self.env
+                and _use_zygote())
 
     def start(self, timeout: float = START_TIMEOUT) -> SamsaBroker:
         """Start (again: same port, same data) and wait until it accepts connections."""
