@@ -51,6 +51,7 @@ from .server import KafkaServer, ServerLimits
 from .share_fetch import ShareFetcher
 from .topic_admin import TopicAdmin
 from .txn_verification import TxnPartitionVerifier
+from .zk_client import ZkClientSettings
 from .zk_store import ZkMetadataStore
 
 log = logging.getLogger(__name__)
@@ -81,6 +82,7 @@ class Broker:
                 info,
                 config["zookeeper.session.timeout.ms"],
                 config["zookeeper.connection.timeout.ms"],
+                ZkClientSettings(config),
             )
         else:
             self.store = LocalMetadataStore(self.data_dir, info)

@@ -10,8 +10,10 @@ import os
 import shutil
 import signal
 import socket
+import ssl
 import subprocess
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 ZK_JARS = Path(os.environ.get("SAMSA_ZK_JARS", "/usr/share/java"))
@@ -21,6 +23,15 @@ _CLASSPATH = (
     "slf4j-api.jar",
     "slf4j-simple.jar",
     "netty-all.jar",
+    # Debian's netty-all.jar is empty (its pom names the parts): the Netty server of a TLS
+    # port needs these
+    "netty-buffer.jar",
+    "netty-codec.jar",
+    "netty-common.jar",
+    "netty-handler.jar",
+    "netty-resolver.jar",
+    "netty-transport.jar",
+    "netty-transport-native-unix-common.jar",
 )
 
 
@@ -32,14 +43,47 @@ def zookeeper_installed() -> bool:
     return (ZK_JARS / "zookeeper.jar").exists() and shutil.which("java") is not None
 
 
+@dataclass(frozen=True)
+class ServerTls:
+    """A ZooKeeper served on its secureClientPort only (Netty): the server's key store
+    (PKCS12 or PEM, by extension), the trust store of client certificates (PEM), and
+    ssl.clientAuth (need, want or none). `client` is the SSLContext the readiness check
+    connects with (a client certificate where one is needed)."""
+
+    keystore: Path
+    keystore_password: str
+    truststore: Path
+    client: ssl.SSLContext
+    client_auth: str = "need"
+
+    def config_lines(self) -> list[str]:
+        def kind(p: Path) -> str:
+            return "PKCS12" if p.suffix.lower() in (".p12", ".pfx") else "PEM"
+
+        return [
+            "serverCnxnFactory=org.apache.zookeeper.server.NettyServerCnxnFactory",
+            f"ssl.keyStore.location={self.keystore}",
+            f"ssl.keyStore.password={self.keystore_password}",
+            f"ssl.keyStore.type={kind(self.keystore)}",
+            f"ssl.trustStore.location={self.truststore}",
+            f"ssl.trustStore.type={kind(self.truststore)}",
+            f"ssl.clientAuth={self.client_auth}",
+            # the clients' certificates name no host (a broker's names its listener)
+            "ssl.clientHostnameVerification=false",
+        ]
+
+
 class ZooKeeperProcess:
     def __init__(
-        self, data_dir: Path, port: int, host: str = "127.0.0.1", tick_ms: int = 200
+        self, data_dir: Path, port: int, host: str = "127.0.0.1", tick_ms: int = 200,
+        tls: ServerTls | None = None,
     ) -> None:
+        """`tls`: serve on `port` as the secureClientPort only (no plaintext port)."""
         self.data_dir = Path(data_dir)
         self.host = host
         self.port = port
         self.tick_ms = tick_ms
+        self.tls = tls
         self._proc: subprocess.Popen[bytes] | None = None
 
     @property
@@ -56,8 +100,9 @@ class ZooKeeperProcess:
                     "initLimit=20",
                     "syncLimit=10",
                     f"dataDir={self.data_dir / 'data'}",
-                    f"clientPort={self.port}",
-                    f"clientPortAddress={self.host}",
+                    *([f"secureClientPort={self.port}", f"secureClientPortAddress={self.host}",
+                       *self.tls.config_lines()] if self.tls else
+                      [f"clientPort={self.port}", f"clientPortAddress={self.host}"]),
                     "admin.enableServer=false",  # its Jetty would grab :8080
                     "4lw.commands.whitelist=srvr,ruok,mntr",
                     "maxSessionTimeout=60000",
@@ -73,7 +118,8 @@ class ZooKeeperProcess:
                 f"ZooKeeper jars not found in {ZK_JARS} (apt-get install zookeeper) or no java"
             )
         cfg = self.write_config()
-        classpath = os.pathsep.join(str(ZK_JARS / j) for j in _CLASSPATH)
+        classpath = os.pathsep.join(str(ZK_JARS / j) for j in _CLASSPATH
+                                    if (ZK_JARS / j).exists())
         log = open(self.data_dir / "zookeeper.log", "ab")
         self._proc = subprocess.Popen(
             [
@@ -93,7 +139,8 @@ class ZooKeeperProcess:
         while time.monotonic() < deadline:
             if self._proc.poll() is not None:
                 raise ZooKeeperUnavailable(f"zookeeper exited with {self._proc.returncode}")
-            if "Mode:" in four_letter_word(self.host, self.port, "srvr"):
+            if "Mode:" in four_letter_word(self.host, self.port, "srvr",
+                                           self.tls.client if self.tls else None):
                 return self
             time.sleep(0.1)
         self.stop()
@@ -118,9 +165,11 @@ class ZooKeeperProcess:
             self._proc.wait(10)
 
 
-def four_letter_word(host: str, port: int, word: str) -> str:
+def four_letter_word(host: str, port: int, word: str,
+                     tls: ssl.SSLContext | None = None) -> str:
     try:
-        with socket.create_connection((host, port), timeout=1) as s:
+        with socket.create_connection((host, port), timeout=1) as plain:
+            s = tls.wrap_socket(plain, server_hostname=host) if tls else plain
             s.sendall(word.encode())
             chunks = []
             while chunk := s.recv(4096):

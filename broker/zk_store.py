@@ -38,7 +38,7 @@ from collections.abc import Callable
 from typing import Any
 from urllib.parse import quote, unquote
 
-from kazoo.client import KazooClient, KazooState
+from kazoo.client import KazooState
 from kazoo.exceptions import (
     BadVersionError,
     ConnectionLoss,
@@ -81,6 +81,7 @@ from .security.authorizer import (
 )
 from .security.scram import MECHANISMS as SCRAM_MECHANISMS
 from .security.scram import ScramCredential
+from .zk_client import ZkClientSettings
 
 log = logging.getLogger(__name__)
 
@@ -98,9 +99,12 @@ def _dumps(doc: dict[str, Any]) -> bytes:
 
 class ZkMetadataStore:
     def __init__(self, connect: str, broker: BrokerInfo, session_timeout_ms: int = 18000,
-                 connection_timeout_ms: int | None = None) -> None:
+                 connection_timeout_ms: int | None = None,
+                 client: ZkClientSettings | None = None) -> None:
         self._hosts = connect
-        self._zk = KazooClient(hosts=connect, timeout=session_timeout_ms / 1000)
+        # TLS and ACLs from the zookeeper.* properties (zk_client.py)
+        self._client = client or ZkClientSettings()
+        self._zk = self._client.client(connect, timeout=session_timeout_ms / 1000)
         # Kafka's zookeeper.connection.timeout.ms: unset means the session timeout.
         connect_ms = session_timeout_ms if connection_timeout_ms is None else connection_timeout_ms
         self._connect_timeout_s = connect_ms / 1000
@@ -142,14 +146,16 @@ class ZkMetadataStore:
         await asyncio.to_thread(self._connect)
 
     def _connect(self) -> None:
-        _ensure_chroot(self._hosts)
         try:
+            _ensure_chroot(self._hosts, self._client, self._connect_timeout_s)
             self._zk.start(timeout=self._connect_timeout_s)
         except KazooTimeoutError:
             self._zk.stop()  # no more retries in the background
+            why = self._client.last_error()
             raise ConnectionError(
                 f"Timed out waiting for a connection to ZooKeeper at {self._hosts} within "
                 f"{self._connect_timeout_s * 1000:.0f} ms (zookeeper.connection.timeout.ms)"
+                + (f"; {why}" if why else "")
             ) from None
         self._zk.add_listener(self._on_state)
         for path in ("/brokers/ids", "/brokers/topics", "/config/topics", "/config/users",
@@ -1257,13 +1263,17 @@ def _group_config_path(group: str) -> str:
     return f"/config/groups/{quote(group, safe='')}"
 
 
-def _ensure_chroot(connect: str) -> None:
+def _ensure_chroot(connect: str, client: ZkClientSettings, timeout: float) -> None:
     """Create the chroot (`host:port/samsa`) first, as Kafka's zookeeper.connect allows."""
     hosts, _, chroot = connect.partition("/")
     if not chroot:
         return
-    bare = KazooClient(hosts=hosts)
-    bare.start()
+    bare = client.client(hosts)
+    try:
+        bare.start(timeout=timeout)
+    except KazooTimeoutError:
+        bare.stop()
+        raise
     try:
         bare.ensure_path("/" + chroot)
     finally:

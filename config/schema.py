@@ -762,6 +762,44 @@ _TABLE: list[PropertyDef] = [
     _p("zookeeper.session.timeout.ms", I, 18000, "ZooKeeper session timeout.", group=_G_ZK),
     _p("zookeeper.connection.timeout.ms", I, None, "ZooKeeper connect timeout; unset uses the "
        "session timeout.", group=_G_ZK),
+    _p("zookeeper.set.acl", B, False, "Create znodes with secure ACLs: all rights for the "
+       "creating identity (the client certificate's distinguished name over mutual TLS), "
+       "read for everyone else except under /config/users and /config/brokers; needs "
+       "zookeeper.ssl.client.enable and a client key store.", group=_G_ZK),
+    _p("zookeeper.ssl.client.enable", B, False, "Connect to ZooKeeper over TLS (its "
+       "secureClientPort).", group=_G_ZK),
+    _p("zookeeper.clientCnxnSocket", S, None, "ZooKeeper's Java client socket "
+       "(org.apache.zookeeper.ClientCnxnSocketNetty for TLS).", group=_G_ZK,
+       ignored="Samsa's ZooKeeper client speaks TLS without it"),
+    _p("zookeeper.ssl.keystore.location", S, None, "Key store presented to ZooKeeper (mutual "
+       "TLS): PEM (the private key and certificate chain in one file) or PKCS12.",
+       group=_G_ZK),
+    _p("zookeeper.ssl.keystore.password", PW, None, "Password of the key store (PKCS12) or "
+       "of the encrypted PEM key.", group=_G_ZK),
+    _p("zookeeper.ssl.keystore.type", S, None, "PEM or PKCS12; unset: from the file's "
+       "extension (.p12 and .pfx are PKCS12, others PEM), as ZooKeeper does; JKS is not read.",
+       ValidString(("PEM", "PKCS12")), group=_G_ZK),
+    _p("zookeeper.ssl.truststore.location", S, None, "Trust store that verifies ZooKeeper's "
+       "certificate: PEM certificates or PKCS12; unset: the system's default CAs.",
+       group=_G_ZK),
+    _p("zookeeper.ssl.truststore.password", PW, None, "Password of a PKCS12 trust store.",
+       group=_G_ZK),
+    _p("zookeeper.ssl.truststore.type", S, None, "PEM or PKCS12; unset: from the file's "
+       "extension.", ValidString(("PEM", "PKCS12")), group=_G_ZK),
+    _p("zookeeper.ssl.protocol", S, "TLSv1.2", "Newest TLS version offered to ZooKeeper "
+       "(TLSv1.2, or TLSv1.3 where both sides have it).",
+       ValidString(("TLSv1.2", "TLSv1.3", "TLS")), group=_G_ZK),
+    _p("zookeeper.ssl.enabled.protocols", LS, None, "TLS versions allowed; unset: up to "
+       "zookeeper.ssl.protocol.", ValidList(("TLSv1.2", "TLSv1.3")), group=_G_ZK),
+    _p("zookeeper.ssl.cipher.suites", LS, None, "TLS 1.2 cipher suites (OpenSSL names); "
+       "unset: the defaults.", group=_G_ZK),
+    _p("zookeeper.ssl.endpoint.identification.algorithm", S, "HTTPS", "HTTPS: ZooKeeper's "
+       "certificate must name the host of zookeeper.connect; empty: any certificate the "
+       "trust store accepts.", group=_G_ZK),
+    _p("zookeeper.ssl.crl.enable", B, False, "Certificate revocation lists.", group=_G_ZK,
+       ignored="revocation is not checked; a revoked certificate must leave the trust store"),
+    _p("zookeeper.ssl.ocsp.enable", B, False, "Online certificate status checks.",
+       group=_G_ZK, ignored="revocation is not checked"),
     # --- Samsa's own
     _p("metrics.port", I, None, "Port of the Prometheus /metrics endpoint on the listener's "
        "host; unset disables it.", between(0, 65535), group=_G_SAMSA),

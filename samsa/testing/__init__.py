@@ -38,6 +38,7 @@ import contextlib
 import json
 import os
 import random
+import shlex
 import shutil
 import signal
 import socket
@@ -46,7 +47,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -116,20 +117,42 @@ def samsa_command() -> list[str]:
     `-m samsa`."""
     override = os.environ.get("SAMSA_BROKER_CMD")
     if override:
-        import shlex
-
         return shlex.split(override)
     return [sys.executable, "-m", "samsa"]
 
 
-def _popen(cmd: list[str], log_path: Path) -> subprocess.Popen[bytes]:
+def _load_prctl() -> Any:
+    if sys.platform != "linux":
+        return None
+    try:
+        import ctypes
+
+        return ctypes.CDLL(None, use_errno=True).prctl
+    except Exception:
+        return None
+
+
+_PRCTL = _load_prctl()  # resolved here: the child between fork and exec must not import
+
+
+def _die_with_parent() -> None:  # pragma: no cover - runs in the child before exec
+    """Linux: SIGKILL the broker if the test process dies (even by SIGKILL), so a crashed
+    test run never leaves brokers behind holding ports and temporary directories."""
+    if _PRCTL is not None:
+        _PRCTL(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+
+
+def _popen(cmd: list[str], log_path: Path, env: Mapping[str, str] | None = None,
+           cwd: str | os.PathLike[str] | None = None,
+           header: str | None = None) -> subprocess.Popen[bytes]:
     with open(log_path, "ab") as log:
-        log.write(f"\n===== {' '.join(cmd)}\n".encode())
+        log.write(f"\n===== {header or ' '.join(cmd)}\n".encode())
         log.flush()
         return subprocess.Popen(
-            cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-            env=dict(os.environ, PYTHONUNBUFFERED="1"),
+            cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, cwd=cwd,
+            env=dict(os.environ, PYTHONUNBUFFERED="1", PYTHONFAULTHANDLER="1", **(env or {})),
             start_new_session=True,  # a ^C in the terminal goes to the test runner
+            preexec_fn=_die_with_parent if _PRCTL is not None else None,
         )
 
 
@@ -196,7 +219,9 @@ class _Zygote:
                     env=dict(os.environ, PYTHONUNBUFFERED="1"), start_new_session=True)
                 atexit.register(self.close)
 
-    def spawn(self, argv: list[str], log_path: Path) -> _Forked:
+    def spawn(self, argv: list[str], log_path: Path, env: Mapping[str, str] | None = None,
+              cwd: str | os.PathLike[str] | None = None,
+              header: str | None = None) -> _Forked:
         self.warm()
         with self.lock:
             proc = self.proc
@@ -209,9 +234,10 @@ class _Zygote:
                     raise BrokerStartError("samsa.testing's broker launcher exited at start-up")
                 self.ready = True
             with open(log_path, "ab") as log:
-                log.write(f"\n===== samsa {' '.join(argv)}\n".encode())
+                log.write(f"\n===== {header or 'samsa ' + ' '.join(argv)}\n".encode())
             proc.stdin.write(json.dumps({"argv": argv, "log": str(log_path),
-                                         "env": dict(os.environ), "cwd": os.getcwd()}) + "\n")
+                                         "env": dict(os.environ, **(env or {})),
+                                         "cwd": str(cwd or os.getcwd())}) + "\n")
             proc.stdin.flush()
             answer = proc.stdout.readline()
             if not answer:
@@ -246,70 +272,115 @@ def _tail(path: Path, lines: int = 40) -> str:
         text = path.read_text(errors="replace").splitlines()
     except FileNotFoundError:
         return ""
-    return f"----- last lines of {path} -----\n" + "\n".join(text[-lines:])
+    return (f"----- last {min(lines, len(text))} lines of {path} -----\n"
+            + "\n".join(text[-lines:]))
 
 
 class SamsaBroker:
-    """One `samsa serve` process on loopback. Use `broker(...)` or the pytest fixtures."""
+    """One `samsa serve` process. Use `broker(...)` or the pytest fixtures.
+
+    Besides the broker properties: `data_dir` (default: a temporary directory, removed by
+    close()), `port`, `broker_id`, `name` (of its log file, beside the data directory),
+    `host` (another loopback address; one outside 127.0.0.0/8 is advertised), `env` (added to
+    the environment of a broker then started as a new process), `extra_args` (after `samsa
+    serve ...`), `command_prefix` (run the broker through another command, e.g. `ip netns
+    exec NS`: it needs a `port`), `cwd`, `log_path`, `fork` (False: always a new `samsa
+    serve` process, whose exit code is then known as `last_returncode`; None: forked from
+    the launcher where SAMSA_TESTING_FORK allows)."""
 
     host = "127.0.0.1"
+    # a broker that does not exit within stop()'s timeout of SIGTERM is killed; when this is
+    # true stop() then fails (AssertionError): a clean shutdown is part of the contract
+    clean_stop_required = False
 
     def __init__(self, settings: Mapping[str, Any] | None = None, *,
                  data_dir: str | os.PathLike[str] | None = None, port: int | None = None,
-                 broker_id: int = 0, name: str = "samsa") -> None:
+                 broker_id: int = 0, name: str = "samsa", host: str | None = None,
+                 env: Mapping[str, str] | None = None, extra_args: Iterable[str] = (),
+                 command_prefix: Sequence[str] = (), cwd: str | os.PathLike[str] | None = None,
+                 log_path: str | os.PathLike[str] | None = None,
+                 fork: bool | None = None) -> None:
         self._tmp: tempfile.TemporaryDirectory[str] | None = None
         if data_dir is None:
             self._tmp = tempfile.TemporaryDirectory(prefix="samsa-testing-")
             data_dir = Path(self._tmp.name) / "data"
         self.data_dir = Path(data_dir)
         self.data_dir.mkdir(parents=True, exist_ok=True)
+        if host is not None:
+            self.host = host
+        self.command_prefix = list(command_prefix)
+        if port is None and self.command_prefix:
+            raise ValueError("a broker run through a command prefix needs an explicit port "
+                             "(its host may not be bindable here to find a free one)")
         self.port = port or free_port(self.host)
         self.broker_id = broker_id
         self.name = name
         self.settings: dict[str, Any] = dict(settings or {})
-        self.log_path = self.data_dir.parent / f"{name}.log"
+        self.env = dict(env or {})
+        self.extra_args = list(extra_args)
+        self.cwd = cwd
+        self.fork = fork
+        self.log_path = Path(log_path) if log_path else self.data_dir.parent / f"{name}.log"
         self.proc: subprocess.Popen[bytes] | _Forked | None = None
         self.startup_seconds: float | None = None
+        self.starts = 0  # start() calls
+        self.last_returncode: int | None = None  # of the last process that exited
 
     @property
     def bootstrap(self) -> str:
         """"127.0.0.1:PORT", the bootstrap.servers of every client."""
         return f"{self.host}:{self.port}"
 
+    @property
+    def pid(self) -> int | None:
+        return self.proc.pid if self.proc is not None else None
+
     def serve_args(self) -> list[str]:
+        settings = dict(self.settings)
+        if not self.host.startswith("127.") and "advertised.listeners" not in settings:
+            settings["advertised.listeners"] = f"PLAINTEXT://{self.bootstrap}"
         return ["serve", "--listen", self.bootstrap, "--data-dir", str(self.data_dir),
-                "--broker-id", str(self.broker_id), *_set_args(self.settings)]
+                "--broker-id", str(self.broker_id), *_set_args(settings), *self.extra_args]
 
     def command(self) -> list[str]:
-        """The command line of this broker (run as such where forking is off)."""
-        return samsa_command() + self.serve_args()
+        """The command line of this broker (run as such where it is not forked)."""
+        return self.command_prefix + samsa_command() + self.serve_args()
 
     def is_running(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
 
+    def _forked(self) -> bool:
+        # an added environment may be read at import (PYTHONPATH, ...): only a new process has it
+        return (self.fork is not False and not self.command_prefix and not self.env
+                and _use_zygote())
+
     def start(self, timeout: float = START_TIMEOUT) -> SamsaBroker:
         """Start (again: same port, same data) and wait until it accepts connections."""
         if self.is_running():
-            raise RuntimeError(f"{self.name} is already running")
+            raise RuntimeError(f"{self.name} is already running (pid {self.pid})")
+        self.starts += 1
+        cmd = self.command()
+        header = f"start #{self.starts} at {time.strftime('%H:%M:%S')}: {shlex.join(cmd)}"
         t0 = time.perf_counter()
-        if _use_zygote():
+        if self._forked():
             waited = _zygote.waited
-            self.proc = _zygote.spawn(self.serve_args(), self.log_path)
+            self.proc = _zygote.spawn(self.serve_args(), self.log_path, self.env, self.cwd,
+                                      header)
             t0 += _zygote.waited - waited  # the launcher's imports: once, not this broker's
         else:
-            self.proc = _popen(self.command(), self.log_path)
+            self.proc = _popen(cmd, self.log_path, self.env, self.cwd, header)
         deadline = time.monotonic() + timeout
         while not _accepts(self.host, self.port):
             rc = self.proc.poll()
             if rc is not None:
-                self.proc = None
+                self.proc, self.last_returncode = None, rc
                 raise BrokerStartError(f"{self.name} exited with code {rc} before accepting "
-                                       f"connections on {self.bootstrap}\n{_tail(self.log_path)}")
+                                       f"connections on {self.bootstrap}\n{self.log_tail()}")
             if time.monotonic() > deadline:
                 self.kill()
                 raise BrokerStartError(f"{self.name} did not accept connections on "
                                        f"{self.bootstrap} within {timeout:.0f}s\n"
-                                       f"{_tail(self.log_path)}")
+                                       f"{self.log_tail()}")
             time.sleep(0.01)
         self.startup_seconds = time.perf_counter() - t0
         startup_times.append((self.name, self.startup_seconds))
@@ -327,6 +398,11 @@ class SamsaBroker:
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
+                self.last_returncode = proc.returncode
+                if self.clean_stop_required:
+                    raise AssertionError(f"{self.name} did not exit within {timeout:.0f}s of "
+                                         f"SIGTERM\n{self.log_tail()}") from None
+        self.last_returncode = proc.returncode
         return proc.returncode
 
     def kill(self) -> None:
@@ -336,6 +412,7 @@ class SamsaBroker:
             if proc.poll() is None:
                 proc.kill()
             proc.wait()
+            self.last_returncode = proc.returncode
 
     def restart(self, timeout: float = START_TIMEOUT) -> SamsaBroker:
         """Clean stop, then start on the same port with the same data."""
@@ -345,7 +422,10 @@ class SamsaBroker:
     def close(self) -> None:
         """Stop and remove the temporary data directory (if this object made it)."""
         try:
-            self.stop()
+            try:
+                self.stop()
+            except AssertionError:
+                pass  # killed: close() is for clean-up
         finally:
             if self._tmp is not None:
                 self._tmp.cleanup()
@@ -363,6 +443,10 @@ class SamsaBroker:
         except FileNotFoundError:
             return ""
 
+    def log_tail(self, lines: int = 60) -> str:
+        """The last lines of the broker's output, headed by the log's path."""
+        return _tail(self.log_path, lines)
+
     def __enter__(self) -> SamsaBroker:
         return self.start() if not self.is_running() else self
 
@@ -370,8 +454,8 @@ class SamsaBroker:
         self.close()
 
     def __repr__(self) -> str:
-        state = "running" if self.is_running() else "stopped"
-        return f"<SamsaBroker {self.bootstrap} {state} data={self.data_dir}>"
+        state = f"pid {self.pid}" if self.is_running() else "stopped"
+        return f"<{type(self).__name__} {self.name} {self.bootstrap} {state} data={self.data_dir}>"
 
 
 def create_topic(bootstrap: str, name: str, partitions: int = 1, replication_factor: int = 1,

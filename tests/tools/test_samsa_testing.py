@@ -43,6 +43,26 @@ def test_context_manager_create_restart_kill(tmp_path: Path) -> None:
     assert not b.is_running() and not data.exists()
 
 
+def test_own_process_exit_code_environment_and_log(tmp_path: Path) -> None:
+    """What the project's own tests (tests/support/broker.py) take from samsa.testing: a
+    process of its own whose exit code is kept, an added environment, and each start headed
+    in the log."""
+    b = samsa.testing.SamsaBroker({"no.such.property": 1}, data_dir=tmp_path / "d",
+                                  fork=False, env={"SAMSA_TEST_MARK": "x"})
+    with pytest.raises(samsa.testing.BrokerStartError, match="exited with code 2"):
+        b.start()
+    assert b.last_returncode == 2 and b.starts == 1 and not b.is_running()
+    assert "===== start #1 at " in b.log_tail() and "no.such.property" in b.log_tail()
+    b.settings.clear()
+    b.start()
+    try:
+        environ = Path(f"/proc/{b.pid}/environ").read_bytes().split(b"\0")
+        assert b"SAMSA_TEST_MARK=x" in environ
+    finally:
+        assert b.stop() == 0 and b.last_returncode == 0
+    assert "===== start #2 at " in b.log_text()
+
+
 def _user_project(tmp_path: Path, conftest: str = "", ini: str = "") -> Path:
     project = tmp_path / "project"
     project.mkdir()

@@ -266,7 +266,7 @@ def test_nested_yaml_rejected(tmp_path: Path) -> None:
 
 def test_shipped_yaml_lists_every_property_with_its_default() -> None:
     text = DEFAULT_CONFIG_FILE.read_text()
-    lines = re.findall(r"^#?([a-z][a-z0-9._]+): (.*)$", text, re.M)
+    lines = re.findall(r"^#?([a-z][a-zA-Z0-9._]+): (.*)$", text, re.M)
     assert {k for k, _ in lines} == set(BROKER_PROPERTIES)
     # Uncommenting everything yields the defaults (null = unset).
     tmp = {k: v for k, v in lines}
