@@ -2,6 +2,8 @@
 
 Debian's zkServer.sh is wired to /etc and /var; we start the server class directly with our
 own zoo.cfg on loopback, and call it ready when the `srvr` four-letter word reports a mode.
+`ServerTls` serves it on a TLS port only, `ServerSasl` makes every session authenticate with
+SASL (DIGEST-MD5) first.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import socket
 import ssl
 import subprocess
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -73,17 +76,43 @@ class ServerTls:
         ]
 
 
+@dataclass(frozen=True)
+class ServerSasl:
+    """A ZooKeeper that serves only sessions authenticated with SASL: DIGEST-MD5 with the
+    users (name -> password) of its JAAS `Server` section."""
+
+    users: Mapping[str, str]
+
+    def jaas(self) -> str:
+        def quoted(v: str) -> str:
+            return '"' + v.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+        options = "".join(f"\n  user_{name}={quoted(password)}"
+                          for name, password in self.users.items())
+        return f"Server {{\n  org.apache.zookeeper.server.auth.DigestLoginModule required" \
+               f"{options};\n}};\n"
+
+    def config_lines(self) -> list[str]:
+        return [
+            "authProvider.1=org.apache.zookeeper.server.auth.SASLAuthenticationProvider",
+            # 3.6+: a session that has not authenticated with SASL is closed (error -124)
+            "sessionRequireClientSASLAuth=true",
+        ]
+
+
 class ZooKeeperProcess:
     def __init__(
         self, data_dir: Path, port: int, host: str = "127.0.0.1", tick_ms: int = 200,
-        tls: ServerTls | None = None,
+        tls: ServerTls | None = None, sasl: ServerSasl | None = None,
     ) -> None:
-        """`tls`: serve on `port` as the secureClientPort only (no plaintext port)."""
+        """`tls`: serve on `port` as the secureClientPort only (no plaintext port); `sasl`:
+        require SASL of every session."""
         self.data_dir = Path(data_dir)
         self.host = host
         self.port = port
         self.tick_ms = tick_ms
         self.tls = tls
+        self.sasl = sasl
         self._proc: subprocess.Popen[bytes] | None = None
 
     @property
@@ -106,6 +135,7 @@ class ZooKeeperProcess:
                     "admin.enableServer=false",  # its Jetty would grab :8080
                     "4lw.commands.whitelist=srvr,ruok,mntr",
                     "maxSessionTimeout=60000",
+                    *(self.sasl.config_lines() if self.sasl else []),
                     "",
                 ]
             )
@@ -120,12 +150,18 @@ class ZooKeeperProcess:
         cfg = self.write_config()
         classpath = os.pathsep.join(str(ZK_JARS / j) for j in _CLASSPATH
                                     if (ZK_JARS / j).exists())
+        jvm_options = []
+        if self.sasl is not None:
+            jaas = self.data_dir / "jaas.conf"
+            jaas.write_text(self.sasl.jaas())
+            jvm_options.append(f"-Djava.security.auth.login.config={jaas}")
         log = open(self.data_dir / "zookeeper.log", "ab")
         self._proc = subprocess.Popen(
             [
                 "java",
                 "-Xmx256m",
                 "-XX:TieredStopAtLevel=1",
+                *jvm_options,
                 "-cp",
                 classpath,
                 "org.apache.zookeeper.server.ZooKeeperServerMain",
