@@ -40,10 +40,12 @@ from urllib.parse import quote, unquote
 
 from kazoo.client import KazooState
 from kazoo.exceptions import (
+    AuthFailedError,
     BadVersionError,
     ConnectionLoss,
     NodeExistsError,
     NoNodeError,
+    SessionClosedRequireSaslError,
     SessionExpiredError,
 )
 from kazoo.handlers.threading import KazooTimeoutError
@@ -149,8 +151,18 @@ class ZkMetadataStore:
         try:
             _ensure_chroot(self._hosts, self._client, self._connect_timeout_s)
             self._zk.start(timeout=self._connect_timeout_s)
-        except KazooTimeoutError:
+            # kazoo calls a session connected before its SASL login: the first request
+            # waits for the login and fails if ZooKeeper refused it
+            self._zk.exists("/")
+        except (AuthFailedError, SessionClosedRequireSaslError, KazooTimeoutError) as exc:
             self._zk.stop()  # no more retries in the background
+            # a refused login can also end start() at once, as a time-out
+            if self._client.sasl_error or not isinstance(exc, KazooTimeoutError):
+                # Kafka's ZooKeeperClientAuthFailedException
+                raise ConnectionError(
+                    f"Auth failed either before or while waiting for connection to ZooKeeper "
+                    f"at {self._hosts}: {self._client.auth_failure(exc)}"
+                ) from None
             why = self._client.last_error()
             raise ConnectionError(
                 f"Timed out waiting for a connection to ZooKeeper at {self._hosts} within "

@@ -763,9 +763,23 @@ _TABLE: list[PropertyDef] = [
     _p("zookeeper.connection.timeout.ms", I, None, "ZooKeeper connect timeout; unset uses the "
        "session timeout.", group=_G_ZK),
     _p("zookeeper.set.acl", B, False, "Create znodes with secure ACLs: all rights for the "
-       "creating identity (the client certificate's distinguished name over mutual TLS), "
-       "read for everyone else except under /config/users and /config/brokers; needs "
+       "creating identity (sasl:<username> with ZooKeeper SASL, the client certificate's "
+       "distinguished name over mutual TLS), read for everyone else except under "
+       "/config/users and /config/brokers; needs ZooKeeper SASL (a JAAS Client section) or "
        "zookeeper.ssl.client.enable and a client key store.", group=_G_ZK),
+    _p("java.security.auth.login.config", S, None, "JAAS file whose zookeeper.sasl.clientconfig "
+       "section (Client) is the broker's login to ZooKeeper: "
+       "org.apache.zookeeper.server.auth.DigestLoginModule required username=\"...\" "
+       "password=\"...\"; (SASL DIGEST-MD5). A JVM system property in Kafka: unset, Samsa "
+       "reads -Djava.security.auth.login.config=... from the KAFKA_OPTS environment variable.",
+       group=_G_ZK),
+    _p("zookeeper.sasl.client", B, True, "Authenticate to ZooKeeper with SASL when the JAAS "
+       "file has the zookeeper.sasl.clientconfig section; false while it has one is refused, "
+       "as Kafka does. A JVM system property in Kafka: unset, -Dzookeeper.sasl.client of "
+       "KAFKA_OPTS.", group=_G_ZK),
+    _p("zookeeper.sasl.clientconfig", S, "Client", "The JAAS login context (section) with the "
+       "broker's ZooKeeper login. A JVM system property in Kafka: unset, "
+       "-Dzookeeper.sasl.clientconfig of KAFKA_OPTS.", group=_G_ZK),
     _p("zookeeper.ssl.client.enable", B, False, "Connect to ZooKeeper over TLS (its "
        "secureClientPort).", group=_G_ZK),
     _p("zookeeper.clientCnxnSocket", S, None, "ZooKeeper's Java client socket "
