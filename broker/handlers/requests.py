@@ -59,6 +59,7 @@ import kio.schema.delete_groups.v2.request as delete_groups_v2
 import kio.schema.delete_records.v0.request as delete_records_v0
 import kio.schema.delete_records.v1.request as delete_records_v1
 import kio.schema.delete_records.v2.request as delete_records_v2
+import kio.schema.delete_share_group_state.v0.request as delete_share_group_state_v0
 import kio.schema.delete_topics.v1.request as delete_topics_v1
 import kio.schema.delete_topics.v2.request as delete_topics_v2
 import kio.schema.delete_topics.v3.request as delete_topics_v3
@@ -133,6 +134,7 @@ import kio.schema.init_producer_id.v2.request as init_producer_id_v2
 import kio.schema.init_producer_id.v3.request as init_producer_id_v3
 import kio.schema.init_producer_id.v4.request as init_producer_id_v4
 import kio.schema.init_producer_id.v5.request as init_producer_id_v5
+import kio.schema.initialize_share_group_state.v0.request as initialize_share_group_state_v0
 import kio.schema.join_group.v0.request as join_group_v0
 import kio.schema.join_group.v1.request as join_group_v1
 import kio.schema.join_group.v2.request as join_group_v2
@@ -217,6 +219,8 @@ import kio.schema.produce.v10.request as produce_v10
 import kio.schema.produce.v11.request as produce_v11
 import kio.schema.produce.v12.request as produce_v12
 import kio.schema.produce.v13.request as produce_v13
+import kio.schema.read_share_group_state.v0.request as read_share_group_state_v0
+import kio.schema.read_share_group_state_summary.v0.request as read_share_group_state_summary_v0
 import kio.schema.sasl_authenticate.v0.request as sasl_authenticate_v0
 import kio.schema.sasl_authenticate.v1.request as sasl_authenticate_v1
 import kio.schema.sasl_authenticate.v2.request as sasl_authenticate_v2
@@ -243,6 +247,7 @@ import kio.schema.txn_offset_commit.v5.request as txn_offset_commit_v5
 import kio.schema.update_features.v0.request as update_features_v0
 import kio.schema.update_features.v1.request as update_features_v1
 import kio.schema.update_features.v2.request as update_features_v2
+import kio.schema.write_share_group_state.v0.request as write_share_group_state_v0
 import kio.schema.write_txn_markers.v1.request as write_txn_markers_v1
 
 AddOffsetsToTxnRequest: TypeAlias = (
@@ -506,3 +511,12 @@ ShareAcknowledgeRequest: TypeAlias = (
 ShareFetchRequest: TypeAlias = share_fetch_v1.ShareFetchRequest | share_fetch_v2.ShareFetchRequest
 ShareGroupDescribeRequest: TypeAlias = share_group_describe_v1.ShareGroupDescribeRequest
 ShareGroupHeartbeatRequest: TypeAlias = share_group_heartbeat_v1.ShareGroupHeartbeatRequest
+InitializeShareGroupStateRequest: TypeAlias = (
+    initialize_share_group_state_v0.InitializeShareGroupStateRequest
+)
+ReadShareGroupStateRequest: TypeAlias = read_share_group_state_v0.ReadShareGroupStateRequest
+WriteShareGroupStateRequest: TypeAlias = write_share_group_state_v0.WriteShareGroupStateRequest
+DeleteShareGroupStateRequest: TypeAlias = delete_share_group_state_v0.DeleteShareGroupStateRequest
+ReadShareGroupStateSummaryRequest: TypeAlias = (
+    read_share_group_state_summary_v0.ReadShareGroupStateSummaryRequest
+)
