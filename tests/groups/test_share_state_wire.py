@@ -1,0 +1,118 @@
+"""The share coordinator (KIP-932) at the wire level: FindCoordinator's share keys, and the
+persister APIs brokers send each other (Initialize/Read/Write/DeleteShareGroupState,
+ReadShareGroupStateSummary) with Kafka's semantics: uninitialized share-partitions refused,
+written state batches combined over the earlier ones, writes of an older leader fenced once a
+newer one read, the state replayed from `__share_group_state` after a restart, deleted by a
+tombstone; and Kafka's DumpLogSegments decodes the records written."""
+
+from __future__ import annotations
+
+import base64
+import time
+import uuid
+
+from samsa.coordinator.share.coordinator import coordinator_key
+from tests.groups.test_share_fetch_wire import SHARE, setup_share_group
+from tests.protocol.wire import WireClient
+from tests.support.java import run_java_tool
+
+INITIALIZE, READ, WRITE, DELETE, SUMMARY, FIND_COORDINATOR = 83, 84, 85, 86, 87, 10
+NONE, INVALID_REQUEST, UNKNOWN_TOPIC_OR_PARTITION, FENCED_LEADER_EPOCH = 0, 42, 3, 74
+AVAILABLE, ACKED, ARCHIVED = 0, 2, 4
+LOADING = {14, 15, 16}  # COORDINATOR_LOAD_IN_PROGRESS, _NOT_AVAILABLE, NOT_COORDINATOR
+
+
+def _part(r):
+    return r.results[0].partitions[0]
+
+
+def _call(w, api, body):
+    """The answer once the state partition is loaded (it is created on first use)."""
+    deadline = time.monotonic() + 10
+    while True:
+        r = w.call(api, 0, body)
+        if _part(r).error_code not in LOADING or time.monotonic() > deadline:
+            return r
+        time.sleep(0.05)
+
+
+def _body(group, tid, **partition):
+    return {"group_id": group, "topics": [{"topic_id": tid, "partitions": [
+        {"partition": 0, **partition}]}]}
+
+
+def _read(w, group, tid, leader_epoch):
+    return _part(_call(w, READ, _body(group, tid, leader_epoch=leader_epoch)))
+
+
+def _write(w, group, tid, leader_epoch, start, batches):
+    return _part(_call(w, WRITE, _body(group, tid, state_epoch=0, leader_epoch=leader_epoch,
+                                        start_offset=start, state_batches=[
+                                            {"first_offset": f, "last_offset": la,
+                                             "delivery_state": s, "delivery_count": c}
+                                            for f, la, s, c in batches])))
+
+
+def _batches(p):
+    return [(b.first_offset, b.last_offset, b.delivery_state, b.delivery_count)
+            for b in p.state_batches]
+
+
+def test_persister_apis_and_the_state_topic(broker_factory):
+    b = broker_factory(settings={**SHARE, "share.coordinator.state.topic.num.partitions": 3})
+    group = "sg-state"
+    with WireClient(b.bootstrap) as w:
+        tid = setup_share_group(w, "share-state", group, [])
+        key = coordinator_key(group, tid, 0)
+        assert key == f"{group}:{base64.urlsafe_b64encode(tid.bytes).decode().rstrip('=')}:0"
+        found = w.call(FIND_COORDINATOR, 4, {"key_type": 2, "coordinator_keys": [key, "x:y"]})
+        by_key = {c.key: c for c in found.coordinators}
+        assert by_key[key].error_code == NONE and by_key[key].node_id == 0, found
+        assert by_key["x:y"].error_code == INVALID_REQUEST, found
+
+        assert _read(w, group, tid, 1).error_code == INVALID_REQUEST  # never initialized
+        assert _part(_call(w, SUMMARY, _body(group, tid, leader_epoch=-1))).start_offset == -1
+        r = _call(w, INITIALIZE, _body(group, tid, state_epoch=0, start_offset=5))
+        assert _part(r).error_code == NONE, r
+        p = _read(w, group, tid, 3)
+        assert (p.error_code, p.start_offset, _batches(p)) == (NONE, 5, [])
+        assert _write(w, group, tid, 3, 5, [(5, 9, ACKED, 1), (10, 12, AVAILABLE, 2)]) \
+            .error_code == NONE
+        # a later write overrides the offsets it names; the start offset drops what is before
+        assert _write(w, group, tid, 3, 8, [(10, 10, ARCHIVED, 2)]).error_code == NONE
+        expected = [(8, 9, ACKED, 1), (10, 10, ARCHIVED, 2), (11, 12, AVAILABLE, 2)]
+        p = _read(w, group, tid, 3)
+        assert (p.start_offset, _batches(p)) == (8, expected)
+        # a newer leader read the state: the older one's writes are fenced
+        assert _read(w, group, tid, 4).error_code == NONE
+        assert _write(w, group, tid, 3, 9, []).error_code == FENCED_LEADER_EPOCH
+        assert _read(w, group, tid, 3).error_code == FENCED_LEADER_EPOCH
+        unknown = _part(_call(w, INITIALIZE, _body(group, uuid.uuid4(), state_epoch=0,
+                                                    start_offset=0)))
+        assert unknown.error_code == UNKNOWN_TOPIC_OR_PARTITION
+
+    b.stop()
+    b.start()
+    with WireClient(b.bootstrap) as w:
+        p = _read(w, group, tid, 4)
+        assert (p.error_code, p.start_offset, _batches(p)) == (NONE, 8, expected)
+        summary = _part(_call(w, SUMMARY, _body(group, tid, leader_epoch=-1)))
+        assert (summary.start_offset, summary.leader_epoch) == (8, 4)
+        assert _part(_call(w, DELETE, _body(group, tid))).error_code == NONE
+        assert _read(w, group, tid, 4).error_code == INVALID_REQUEST
+
+    # Kafka's own tool reads the records (keys and values) written to the state topic
+    state_dir = next(d for d in b.data_dir.glob("__share_group_state-*")
+                     if any(f.stat().st_size for f in d.glob("*.log")))
+    res = run_java_tool("org.apache.kafka.tools.DumpLogSegments", [
+        "--share-group-state-decoder", "--files", str(state_dir / "00000000000000000000.log")])
+    assert res.returncode == 0, res.stderr
+    out = res.stdout
+    kid = base64.urlsafe_b64encode(tid.bytes).decode().rstrip("=")
+    key_json = f'"data":{{"groupId":"{group}","topicId":"{kid}","partition":0}}}}'
+    assert f'key: {{"type":"0",{key_json} payload: {{"version":"0","data":{{"snapshotEpoch":0,' \
+        '"stateEpoch":0,"leaderEpoch":-1,"startOffset":5,' in out, out  # Initialize
+    assert f'key: {{"type":"1",{key_json} payload: {{"version":"0","data":{{"snapshotEpoch":0,' \
+        '"leaderEpoch":3,"startOffset":8,"stateBatches":[{"firstOffset":10,"lastOffset":10,' \
+        '"deliveryState":4,"deliveryCount":2}]}}' in out, out  # the second write
+    assert f'key: {{"type":"0",{key_json} payload: <DELETE>' in out, out
