@@ -169,11 +169,17 @@ class Broker:
             min_isr=config["share.coordinator.state.topic.min.isr"],
             compression=config["share.coordinator.state.topic.compression.codec"],
             load_buffer_size=config["share.coordinator.load.buffer.size"],
+            # as Kafka: deleted by the share coordinator's pruning, not compacted (a
+            # compaction would keep only the last update record of a share-partition)
+            configs={"cleanup.policy": "delete", "retention.ms": "-1"},
         )
         self.share_state = ShareStateCoordinator(
             self.share_state_topic, coordinator_host,
             updates_per_snapshot=config["share.coordinator.snapshot.update.records.per.snapshot"],
-            write_timeout_ms=config["share.coordinator.write.timeout.ms"])
+            write_timeout_ms=config["share.coordinator.write.timeout.ms"],
+            prune_interval_ms=config["share.coordinator.state.topic.prune.interval.ms"],
+            cold_snapshot_interval_ms=config[
+                "share.coordinator.cold.partition.snapshot.interval.ms"])
         self.share_persister = SharePersister(self.share_state, self.store, self.broker_id)
         # the share-partitions led here; a member that leaves its group (coordinated here) has
         # its share session closed and its records released
@@ -367,6 +373,8 @@ class Broker:
                 return
 
     def _on_leadership(self, partition: Any, is_leader: bool) -> None:
+        if not is_leader:
+            self.shares.leadership_lost(partition.topic, partition.index)
         if partition.topic == self.txn_topic.name:
             self.transactions.on_leadership(partition.index, is_leader)
         elif partition.topic == self.groups.topic.name:

@@ -247,6 +247,13 @@ class ShareFetcher:
                  len(state.records))
         return led
 
+    def leadership_lost(self, topic: str, index: int) -> None:
+        """The partition is no longer led here: its share-partitions are forgotten (a new
+        leadership reads them back from the persister)."""
+        for key, led in list(self.partitions.items()):
+            if key[1] == topic and key[2] == index:
+                self._drop(key, led)
+
     def _drop(self, key: tuple[str, str, int], led: LedSharePartition) -> None:
         if led.timer is not None:
             led.timer.cancel()
@@ -391,6 +398,9 @@ class ShareFetcher:
 
     def _expire(self, led: LedSharePartition, partition: Partition) -> None:
         led.timer = None
+        if not partition.is_leader or partition.leader_epoch != led.leader_epoch:
+            self._drop((led.group_id, partition.topic, partition.index), led)
+            return  # led elsewhere now: the new leader owns (and writes) the state
         held = led.state.acquired_count()
         nxt = led.state.expire_locks(_now_ms())
         if led.state.acquired_count() != held:

@@ -749,6 +749,12 @@ _TABLE: list[PropertyDef] = [
     _p("share.coordinator.snapshot.update.records.per.snapshot", I, 500, "Update records the "
        "share coordinator writes for a share-partition between two snapshot records.",
        between(0, 500), group=_G_GROUP),
+    _p("share.coordinator.state.topic.prune.interval.ms", I, 300000, "How often the share "
+       "coordinator deletes the records of __share_group_state that no share-partition's state "
+       "needs any more.", at_least(1), group=_G_GROUP),
+    _p("share.coordinator.cold.partition.snapshot.interval.ms", I, 300000, "A share-partition "
+       "whose last snapshot record is older than this gets a new one (so its old records can be "
+       "pruned).", at_least(1), group=_G_GROUP),
     _p("share.coordinator.write.timeout.ms", I, 5000, "How long the share coordinator waits for "
        "the replicas of __share_group_state to receive a write.", at_least(1), group=_G_GROUP),
     # --- transactions

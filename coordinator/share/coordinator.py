@@ -18,6 +18,13 @@ from then on; a write or initialize with an older state epoch is FENCED_STATE_EP
 Every change is appended with acks=all and applied (and answered) only once the state
 partition's ISR has it; the state of a partition is loaded by replaying it when this broker
 becomes its leader (requests meanwhile answer COORDINATOR_LOAD_IN_PROGRESS).
+
+As in Kafka the topic is not compacted (a compaction would keep only the last update record of a
+share-partition) but pruned: every `share.coordinator.state.topic.prune.interval.ms` the records
+before the oldest latest snapshot of the partition's share-partitions are deleted, and a
+share-partition whose last snapshot is older than
+`share.coordinator.cold.partition.snapshot.interval.ms` is snapshotted again first so that it
+does not hold the log back (Kafka's ShareCoordinatorOffsetsManager and cold snapshots).
 """
 
 from __future__ import annotations
@@ -124,12 +131,20 @@ def _now() -> int:
 
 class ShareStateCoordinator:
     def __init__(self, topic: InternalTopic, topics: TopicsView, *,
-                 updates_per_snapshot: int = 500, write_timeout_ms: int = 5000) -> None:
+                 updates_per_snapshot: int = 500, write_timeout_ms: int = 5000,
+                 prune_interval_ms: int = 300_000,
+                 cold_snapshot_interval_ms: int = 300_000) -> None:
         self.topic = topic
         self.topics = topics
         self.updates_per_snapshot = updates_per_snapshot
         self.write_timeout_s = write_timeout_ms / 1000
+        self.prune_interval_s = prune_interval_ms / 1000
+        self.cold_snapshot_interval_ms = cold_snapshot_interval_ms
         self.states: dict[Key, ShareState] = {}
+        # per state partition: the offset of each share-partition's latest snapshot, and the
+        # offset after the last record replayed or written
+        self.snapshot_offsets: dict[int, dict[Key, int]] = {}
+        self.end_offsets: dict[int, int] = {}
         self.loaded: dict[int, int] = {}  # state partition -> leader epoch it was loaded at
         self.loading: dict[int, asyncio.Task[None]] = {}
         self._locks: dict[Key, asyncio.Lock] = {}
@@ -150,6 +165,7 @@ class ShareStateCoordinator:
             for p in self.topic.partitions():
                 if self.topic.is_led_here(p):
                     self._start_load(p)
+        self._spawn(self._maintenance_loop())
 
     async def stop(self) -> None:
         self._stopping = True
@@ -164,6 +180,8 @@ class ShareStateCoordinator:
         if task is not None:
             task.cancel()
         self.loaded.pop(p, None)
+        self.snapshot_offsets.pop(p, None)
+        self.end_offsets.pop(p, None)
         gone = [k for k in self.states if self.partition_for(*k) == p]
         for k in gone:
             del self.states[k]
@@ -192,7 +210,7 @@ class ShareStateCoordinator:
                 self.loading.pop(p, None)
                 return
             try:
-                found = await self._replay(p)
+                found, snapshots, end = await self._replay(p)
             except Exception as exc:
                 log.error("loading %s-%d failed, retrying in %.1f s: %r", self.topic.name, p,
                           delay, exc)
@@ -209,24 +227,29 @@ class ShareStateCoordinator:
             for k in [k for k in self.states if self.partition_for(*k) == p]:
                 del self.states[k]
             self.states.update(found)
+            self.snapshot_offsets[p] = snapshots
+            self.end_offsets[p] = end
             self.loaded[p] = epoch
             log.info("loaded %d share-partitions from %s-%d in %.0f ms", len(found),
                      self.topic.name, p, (time.monotonic() - started) * 1000)
             return
 
-    async def _replay(self, p: int) -> dict[Key, ShareState]:
+    async def _replay(self, p: int) -> tuple[dict[Key, ShareState], dict[Key, int], int]:
         found: dict[Key, ShareState] = {}
+        snapshots: dict[Key, int] = {}
+        end = 0
         for count, entry in enumerate(self.topic.replay(p), 1):
             if count % _LOAD_YIELD_EVERY == 0:
                 await asyncio.sleep(0)
+            end = max(end, entry.offset + 1)
             if not isinstance(entry, ReplayedRecord) or entry.key is None:
                 continue
             try:
-                replay(found, entry.key, entry.value)
+                replay(found, entry.key, entry.value, snapshots, entry.offset)
             except (CorruptShareRecord, ValueError) as exc:
                 log.warning("skipping unreadable record at %s-%d offset %d: %s",
                             self.topic.name, p, entry.offset, exc)
-        return found
+        return found, snapshots, end
 
     def _check(self, key: Key) -> int:
         """The state partition's leader epoch if this broker serves `key` now; raises
@@ -261,19 +284,21 @@ class ShareStateCoordinator:
     async def _append(self, key: Key, epoch: int, record_type: int,
                       value: bytes | None) -> None:
         group_id, topic_id, partition = key
+        p = self.partition_for(*key)
+        raw_key = encode_key(record_type, group_id, topic_id, partition)
         try:
-            await self.topic.append_replicated(
-                self.partition_for(*key),
-                [(encode_key(record_type, group_id, topic_id, partition), value)],
-                leader_epoch=epoch, timestamp_ms=_now(), timeout_s=self.write_timeout_s)
+            offset = await self.topic.append_replicated(
+                p, [(raw_key, value)], leader_epoch=epoch, timestamp_ms=_now(),
+                timeout_s=self.write_timeout_s)
         except KafkaError as exc:
             answer = _APPEND_ERROR_ANSWER.get(int(exc.error_code), ErrorCode.unknown_server_error)
             log.warning("writing the share state of %s failed (%r): answering %s", key, exc,
                         answer.name)
             raise ShareStateError(answer) from None
-        if self.loaded.get(self.partition_for(*key)) != epoch:
+        if self.loaded.get(p) != epoch:
             raise ShareStateError(ErrorCode.not_coordinator)
-        replay(self.states, encode_key(record_type, group_id, topic_id, partition), value)
+        replay(self.states, raw_key, value, self.snapshot_offsets.setdefault(p, {}), offset)
+        self.end_offsets[p] = max(self.end_offsets.get(p, 0), offset + 1)
 
     def _lock(self, key: Key) -> asyncio.Lock:
         lock = self._locks.get(key)
@@ -282,6 +307,61 @@ class ShareStateCoordinator:
                 self._locks = {k: v for k, v in self._locks.items() if v.locked()}
             lock = self._locks[key] = asyncio.Lock()
         return lock
+
+    # ================================================================ pruning
+    async def _maintenance_loop(self) -> None:
+        while True:
+            await asyncio.sleep(self.prune_interval_s)
+            try:
+                await self.maintain()
+            except Exception:
+                log.exception("pruning %s failed", self.topic.name)
+
+    async def maintain(self) -> None:
+        """Snapshot the cold share-partitions, then delete what no state needs any more."""
+        for p, epoch in list(self.loaded.items()):
+            await self._snapshot_cold(p, epoch)
+            if self.loaded.get(p) != epoch:
+                continue
+            redundant = self.redundant_offset(p)
+            try:
+                replica = self.topic.replica(p)
+                if replica is None or redundant <= replica.log_start_offset:
+                    continue
+                start = self.topic.prune(p, redundant)
+            except KafkaError as exc:
+                log.info("pruning %s-%d skipped: %r", self.topic.name, p, exc)
+                continue
+            log.info("pruned %s-%d: its log starts at offset %d", self.topic.name, p, start)
+
+    def redundant_offset(self, p: int) -> int:
+        """The offset before which partition p holds nothing a share-partition's state needs
+        (Kafka's lastRedundantOffset): its oldest latest snapshot, else its end."""
+        snapshots = self.snapshot_offsets.get(p)
+        if snapshots:
+            return min(snapshots.values())
+        return self.end_offsets.get(p, 0)
+
+    async def _snapshot_cold(self, p: int, epoch: int) -> None:
+        now = _now()
+        keys = [k for k in self.states if self.partition_for(*k) == p]
+        if all(self.states[k].create_timestamp != self.states[k].write_timestamp for k in keys):
+            return  # all snapshotted cold already: nothing is being written
+        for key in keys:
+            async with self._lock(key):
+                current = self.states.get(key)
+                if current is None or self.loaded.get(p) != epoch or \
+                        now - current.write_timestamp < self.cold_snapshot_interval_ms:
+                    continue
+                snapshot = current.snapshot(now)
+                cold = ShareSnapshot(snapshot.snapshot_epoch, snapshot.state_epoch,
+                                     snapshot.leader_epoch, snapshot.start_offset,
+                                     current.create_timestamp, now, snapshot.batches)
+                try:
+                    await self._append(key, epoch, SNAPSHOT, encode_snapshot(cold))
+                except ShareStateError as exc:
+                    log.info("snapshotting share-partition %s failed: %r", key, exc)
+                    return
 
     # ================================================================ the persister APIs
     async def initialize(self, key: Key, state_epoch: int, start_offset: int) -> None:
@@ -368,9 +448,11 @@ class ShareStateCoordinator:
         return SummaryResult(current.state_epoch, current.leader_epoch, current.start_offset)
 
 
-def replay(states: dict[Key, ShareState], raw_key: bytes, raw_value: bytes | None) -> None:
+def replay(states: dict[Key, ShareState], raw_key: bytes, raw_value: bytes | None,
+           snapshots: dict[Key, int] | None = None, offset: int = -1) -> None:
     """Apply one record of the state topic to `states` (Kafka's ShareCoordinatorShard.replay):
-    a snapshot replaces the state, an update is combined with it, a tombstone deletes it."""
+    a snapshot replaces the state, an update is combined with it, a tombstone deletes it.
+    `snapshots`, if given, keeps the offset of each share-partition's latest snapshot."""
     k = decode_key(raw_key)
     if k is None:
         return
@@ -378,17 +460,23 @@ def replay(states: dict[Key, ShareState], raw_key: bytes, raw_value: bytes | Non
     current = states.get(key)
     if raw_value is None:
         states.pop(key, None)
+        if snapshots is not None:
+            snapshots.pop(key, None)
     elif k.record_type == SNAPSHOT:
         snapshot = decode_snapshot(raw_value)
         if current is None:
             states[key] = ShareState.from_snapshot(snapshot)
         else:
             current.apply_snapshot(snapshot)
+        if snapshots is not None:
+            snapshots[key] = offset
     else:
         update = decode_update(raw_value)
         if current is None:  # an update with no snapshot before it (Kafka keeps it as state)
             states[key] = ShareState(update.snapshot_epoch, 0, update.leader_epoch,
                                      update.start_offset, 0, 0,
                                      combine((), update.batches, update.start_offset))
+            if snapshots is not None:
+                snapshots[key] = offset
         else:
             current.apply_update(update)

@@ -116,3 +116,49 @@ def test_persister_apis_and_the_state_topic(broker_factory):
         '"leaderEpoch":3,"startOffset":8,"stateBatches":[{"firstOffset":10,"lastOffset":10,' \
         '"deliveryState":4,"deliveryCount":2}]}}' in out, out  # the second write
     assert f'key: {{"type":"0",{key_json} payload: <DELETE>' in out, out
+
+
+def _log_start(w, partition):
+    r = w.call(2, 7, {"replica_id": -1, "isolation_level": 0, "topics": [
+        {"name": "__share_group_state", "partitions": [
+            {"partition_index": partition, "current_leader_epoch": -1, "timestamp": -2}]}]})
+    return r.topics[0].partitions[0].offset
+
+
+def test_state_topic_is_pruned_not_compacted(broker_factory):
+    """Updates every write, a snapshot every second update: the records before the latest
+    snapshot are deleted (the state topic's cleanup.policy is delete, as in Kafka), and the
+    state read back after a restart is the same."""
+    b = broker_factory(settings={**SHARE, "share.coordinator.state.topic.num.partitions": 1,
+                                 "share.coordinator.snapshot.update.records.per.snapshot": 2,
+                                 "share.coordinator.state.topic.prune.interval.ms": 300})
+    group = "sg-prune"
+    with WireClient(b.bootstrap) as w:
+        tid = setup_share_group(w, "share-prune", group, [])
+        found = w.call(FIND_COORDINATOR, 4, {"key_type": 2, "coordinator_keys": [
+            coordinator_key(group, tid, 0)]})  # creates the state topic
+        assert found.coordinators[0].error_code == NONE, found
+        r = _call(w, INITIALIZE, _body(group, tid, state_epoch=0, start_offset=0))
+        assert _part(r).error_code == NONE, r
+        for i in range(7):
+            assert _write(w, group, tid, -1, i, [(i, i, ACKED, 1), (i + 1, i + 3, AVAILABLE, i)]) \
+                .error_code == NONE
+        expected = [(6, 6, ACKED, 1), (7, 9, AVAILABLE, 6)]
+        p = _read(w, group, tid, -1)
+        assert (p.start_offset, _batches(p)) == (6, expected)
+        deadline = time.monotonic() + 10
+        while _log_start(w, 0) == 0:
+            assert time.monotonic() < deadline, "the state topic was never pruned"
+            time.sleep(0.1)
+        # offsets 0..7: the snapshot, 7 writes (a snapshot at 3 and at 6); pruned up to 6
+        assert _log_start(w, 0) == 6
+        configs = w.call(32, 4, {"resources": [{"resource_type": 2,
+                                                "resource_name": "__share_group_state",
+                                                "configuration_keys": ["cleanup.policy"]}],
+                                 "include_synonyms": False, "include_documentation": False})
+        assert configs.results[0].configs[0].value == "delete"
+    b.stop()
+    b.start()
+    with WireClient(b.bootstrap) as w:
+        p = _read(w, group, tid, -1)
+        assert (p.error_code, p.start_offset, _batches(p)) == (NONE, 6, expected)
