@@ -33,6 +33,7 @@ from .handlers import (
     scram_credentials,
     share_fetch,
     share_groups,
+    share_offsets,
     share_state,
     topics,
     transactions,
@@ -83,6 +84,12 @@ def build_registry() -> ApiRegistry[RequestContext]:
     # v2: renew acknowledgements (KIP-1222); both acquire modes never exceed MaxRecords
     r.register(78, "ShareFetch", (1, 2), share_fetch.handle_share_fetch)
     r.register(79, "ShareAcknowledge", (1, 2), share_fetch.handle_share_acknowledge)
+    r.register(90, "DescribeShareGroupOffsets", (0, 0),
+               share_offsets.handle_describe_share_group_offsets)
+    r.register(91, "AlterShareGroupOffsets", (0, 0),
+               share_offsets.handle_alter_share_group_offsets)
+    r.register(92, "DeleteShareGroupOffsets", (0, 0),
+               share_offsets.handle_delete_share_group_offsets)
     # the share coordinator's persister APIs, between brokers (CLUSTER_ACTION), same gate
     r.register(83, "InitializeShareGroupState", (0, 0),
                share_state.handle_initialize_share_group_state)

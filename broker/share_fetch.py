@@ -174,6 +174,24 @@ class ShareFetcher:
                 led.version += 1
                 self._persist_later(led)
                 self._wake(topic, index)
+        if self.persister is not None and not any(g == group_id for g, _ in self.sessions):
+            task = asyncio.get_running_loop().create_task(self._unload_idle(group_id))
+            self._background.add(task)
+            task.add_done_callback(self._background.discard)
+
+    async def _unload_idle(self, group_id: str) -> ErrorCode:
+        """The group's last share session here closed: once written, its share-partitions are
+        forgotten, so the next session reads them back (and sees what an admin changed
+        meanwhile: AlterShareGroupOffsets, DeleteShareGroupOffsets)."""
+        for key, led in list(self.partitions.items()):
+            if key[0] != group_id or await self.persist(led, key[1]) != ErrorCode.none:
+                continue
+            if any(g == group_id for g, _ in self.sessions):
+                break
+            if self.partitions.get(key) is led and not led.state.acquired_count() and \
+                    led.persisted >= led.version:
+                self._drop(key, led)
+        return ErrorCode.none
 
     # ------------------------------------------------------------------ share-partitions
     async def share_partition(self, group_id: str, partition: Partition,

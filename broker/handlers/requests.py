@@ -27,6 +27,7 @@ import kio.schema.alter_configs.v1.request as alter_configs_v1
 import kio.schema.alter_configs.v2.request as alter_configs_v2
 import kio.schema.alter_partition_reassignments.v0.request as alter_partition_reassignments_v0
 import kio.schema.alter_partition_reassignments.v1.request as alter_partition_reassignments_v1
+import kio.schema.alter_share_group_offsets.v0.request as alter_share_group_offsets_v0
 import kio.schema.alter_user_scram_credentials.v0.request as alter_user_scram_credentials_v0
 import kio.schema.api_versions.v0.request as api_versions_v0
 import kio.schema.api_versions.v1.request as api_versions_v1
@@ -59,6 +60,7 @@ import kio.schema.delete_groups.v2.request as delete_groups_v2
 import kio.schema.delete_records.v0.request as delete_records_v0
 import kio.schema.delete_records.v1.request as delete_records_v1
 import kio.schema.delete_records.v2.request as delete_records_v2
+import kio.schema.delete_share_group_offsets.v0.request as delete_share_group_offsets_v0
 import kio.schema.delete_share_group_state.v0.request as delete_share_group_state_v0
 import kio.schema.delete_topics.v1.request as delete_topics_v1
 import kio.schema.delete_topics.v2.request as delete_topics_v2
@@ -88,6 +90,7 @@ import kio.schema.describe_log_dirs.v2.request as describe_log_dirs_v2
 import kio.schema.describe_log_dirs.v3.request as describe_log_dirs_v3
 import kio.schema.describe_log_dirs.v4.request as describe_log_dirs_v4
 import kio.schema.describe_producers.v0.request as describe_producers_v0
+import kio.schema.describe_share_group_offsets.v0.request as describe_share_group_offsets_v0
 import kio.schema.describe_topic_partitions.v0.request as describe_topic_partitions_v0
 import kio.schema.describe_transactions.v0.request as describe_transactions_v0
 import kio.schema.describe_user_scram_credentials.v0.request as describe_user_scram_credentials_v0
@@ -519,4 +522,13 @@ WriteShareGroupStateRequest: TypeAlias = write_share_group_state_v0.WriteShareGr
 DeleteShareGroupStateRequest: TypeAlias = delete_share_group_state_v0.DeleteShareGroupStateRequest
 ReadShareGroupStateSummaryRequest: TypeAlias = (
     read_share_group_state_summary_v0.ReadShareGroupStateSummaryRequest
+)
+DescribeShareGroupOffsetsRequest: TypeAlias = (
+    describe_share_group_offsets_v0.DescribeShareGroupOffsetsRequest
+)
+AlterShareGroupOffsetsRequest: TypeAlias = (
+    alter_share_group_offsets_v0.AlterShareGroupOffsetsRequest
+)
+DeleteShareGroupOffsetsRequest: TypeAlias = (
+    delete_share_group_offsets_v0.DeleteShareGroupOffsetsRequest
 )

@@ -162,3 +162,62 @@ def test_state_topic_is_pruned_not_compacted(broker_factory):
     with WireClient(b.bootstrap) as w:
         p = _read(w, group, tid, -1)
         assert (p.error_code, p.start_offset, _batches(p)) == (NONE, 6, expected)
+
+
+def _describe_offsets(w, group, topic):
+    r = w.call(90, 0, {"groups": [{"group_id": group, "topics": [
+        {"topic_name": topic, "partitions": [0]}]}]})
+    g = r.groups[0]
+    assert g.error_code == NONE, r
+    p = g.topics[0].partitions[0]
+    assert p.error_code == NONE, r
+    return p.start_offset
+
+
+def test_share_group_offsets_describe_alter_delete(broker_factory):
+    """The offsets admin APIs read and change the persisted start offset; the leader reads the
+    altered state when its next session starts; kafka-share-groups resets and shows it."""
+    from tests.groups.test_share_fetch_wire import _acquired, _batch, _fetch, produce_values
+
+    b = broker_factory(settings=SHARE)
+    group, topic, m = "sg-offsets", "share-offsets", uuid.uuid4().hex
+    with WireClient(b.bootstrap) as w:
+        tid = setup_share_group(w, topic, group, [m])
+        produce_values(b.bootstrap, topic, [f"v{i}" for i in range(5)])
+        assert len(_acquired(_fetch(w, group, m, 0, tid, max_records=3, wait_ms=2000))) == 3
+        r = _fetch(w, group, m, 1, tid, acks=[_batch(0, 2, 1)], max_records=1)
+        assert r.responses[0].partitions[0].acknowledge_error_code == NONE, r
+        assert _describe_offsets(w, group, topic) == 3
+        alter = {"group_id": group, "topics": [{"topic_name": topic, "partitions": [
+            {"partition_index": 0, "start_offset": 1}]}]}
+        assert w.call(91, 0, alter).error_code == 68  # NON_EMPTY_GROUP: a member is in it
+        assert _fetch(w, group, m, -1, None).error_code == NONE  # closes the session
+        r = w.call(76, 1, {"group_id": group, "member_id": m, "member_epoch": -1,
+                           "rack_id": None, "subscribed_topic_names": None})
+        assert r.error_code == NONE, r
+
+    res = run_java_tool("org.apache.kafka.tools.consumer.group.ShareGroupCommand", [
+        "--bootstrap-server", b.bootstrap, "--reset-offsets", "--to-earliest", "--execute",
+        "--group", group, "--topic", topic])
+    assert res.returncode == 0, res.stderr + res.stdout
+    with WireClient(b.bootstrap) as w:
+        assert _describe_offsets(w, group, topic) == 0
+    res = run_java_tool("org.apache.kafka.tools.consumer.group.ShareGroupCommand", [
+        "--bootstrap-server", b.bootstrap, "--describe", "--offsets", "--group", group])
+    assert res.returncode == 0, res.stderr
+    rows = [line.split() for line in res.stdout.splitlines() if topic in line]
+    assert rows and rows[0][:4] == [group, topic, "0", "0"], res.stdout
+
+    with WireClient(b.bootstrap) as w:
+        r = w.call(76, 1, {"group_id": group, "member_id": m, "member_epoch": 0,
+                           "rack_id": None, "subscribed_topic_names": [topic]})
+        assert r.error_code == NONE, r
+        # the new session reads the reset state: from offset 0 on, 0..2 delivered again
+        got = _acquired(_fetch(w, group, m, 0, tid, wait_ms=2000))
+        assert sorted(got) == [0, 1, 2, 3, 4], got
+        assert _fetch(w, group, m, -1, None).error_code == NONE
+        r = w.call(76, 1, {"group_id": group, "member_id": m, "member_epoch": -1,
+                           "rack_id": None, "subscribed_topic_names": None})
+        r = w.call(92, 0, {"group_id": group, "topics": [{"topic_name": topic}]})
+        assert r.error_code == NONE and r.responses[0].error_code == NONE, r
+        assert _describe_offsets(w, group, topic) == -1
