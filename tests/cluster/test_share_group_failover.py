@@ -30,8 +30,15 @@ from typing import Any
 import pytest
 
 from samsa.protocol.records import decode_records, iter_batches
-from tests.cluster.cluster import Cluster, create_topic, wait_until
+from tests.cluster.cluster import (
+    GROUP_KEY,
+    Cluster,
+    create_topic,
+    find_coordinators,
+    wait_until,
+)
 from tests.protocol.wire import WireClient
+from tests.support.java import JAVA_SRC, JavaProcess, compile_java
 
 pytestmark = pytest.mark.timeout(120)
 log = logging.getLogger(__name__)
@@ -40,6 +47,7 @@ SHARE_HEARTBEAT, SHARE_FETCH, FIND_COORDINATOR = 76, 78, 10
 NONE, UNKNOWN_MEMBER_ID, INVALID_RECORD_STATE = 0, 25, 121
 ACCEPT = 1
 RECORDS = 240
+JAVA_RECORDS = 150
 SETTINGS: dict[str, object] = {
     "unstable.feature.versions.enable": True,
     "share.coordinator.state.topic.num.partitions": 3,
@@ -166,7 +174,73 @@ def test_kill9_of_share_partition_leader_loses_and_repeats_no_acknowledgement(
         cluster.close()
 
 
-def _run(cluster: Cluster) -> None:
+def test_java_share_consumers_survive_a_kill9_of_the_leader(zookeeper, tmp_path, request):
+    """The same with Kafka's Java KafkaShareConsumer (4.3): three consumers accept every
+    record with commitSync, whose per-partition results tell which acknowledgements the leader
+    confirmed; the leader is killed mid-stream."""
+    cluster = Cluster(zookeeper, tmp_path, **SETTINGS).start()
+    app = None
+    try:
+        topic, group, _ = _setup(cluster, JAVA_RECORDS)
+        # The group's coordinator must survive: share groups' membership is not durable yet
+        # (a new coordinator does not know the group, and the Java client gives up on
+        # GROUP_ID_NOT_FOUND), which is not what this test is about.
+        victim = cluster.leaders(topic)[0]
+        while find_coordinators(cluster, GROUP_KEY, [group])[group] == victim:
+            group = f"sg-{uuid.uuid4().hex[:6]}"
+            _configure_group(cluster, group)
+        classes = compile_java([JAVA_SRC / "ShareConsumers.java"], classpath="kafka4")
+        app = JavaProcess("ShareConsumers", ["checked", cluster.bootstrap, topic, group, "3",
+                                             str(JAVA_RECORDS)],
+                          log_path=tmp_path / "consumers.log", extra_classpath=[classes]).start()
+        wait_until(lambda: app.log_text().count("CONFIRMED ") >= JAVA_RECORDS // 3, 60,
+                   "a third of the records accepted")
+        assert cluster.leaders(topic)[0] == victim
+        killed_at = len(app.log_text().splitlines())
+        cluster.broker(victim).kill9()
+        log.info("killed broker %d, leader of %s-0", victim, topic)
+        wait_until(lambda: not app.is_running(), 100, "the consumers to finish")
+        text = app.log_text()
+        assert app.proc is not None and app.proc.returncode == 0, app.log_tail()
+        _check_java(text.splitlines(), killed_at)
+    except BaseException:
+        for b in cluster.brokers:
+            request.node.add_report_section("call", f"{b.name} log", b.log_tail(80))
+        if app is not None:
+            request.node.add_report_section("call", "consumers", app.log_tail(120))
+        raise
+    finally:
+        if app is not None:
+            app.kill9()
+        cluster.close()
+
+
+def _check_java(lines: list[str], killed_at: int) -> None:
+    confirmed: dict[str, int] = {}
+    failed: set[str] = set()
+    repeated, deliveries_after = [], 0
+    for i, line in enumerate(lines):
+        kind, _, rest = line.partition(" ")
+        if kind == "DELIVERED":
+            value = rest.split()[0]
+            deliveries_after += i > killed_at
+            if value in confirmed:
+                repeated.append(line)
+        elif kind == "CONFIRMED":
+            confirmed.setdefault(rest, i)
+        elif kind == "FAILED":
+            failed.add(rest)
+    assert repeated == [], f"accepted records delivered again: {repeated[:10]}"
+    missing = sorted({f"v{i}" for i in range(JAVA_RECORDS)} - set(confirmed) - failed)
+    assert missing == [], f"records never accepted: {missing[:20]}"
+    assert deliveries_after, "the consumers read on after the kill"
+    log.info("%d confirmed, %d failed acknowledgements; %d deliveries after the kill",
+             len(confirmed), len(failed), deliveries_after)
+
+
+def _setup(cluster: Cluster, records: int) -> tuple[str, str, uuid.UUID]:
+    """A topic of replication factor 3 holding `records` values v0.., share.version 1, a share
+    group reading from the earliest offset: (topic, group, topic id)."""
     from confluent_kafka import Producer
 
     topic, group = f"sq-{uuid.uuid4().hex[:6]}", f"sg-{uuid.uuid4().hex[:6]}"
@@ -177,22 +251,32 @@ def _run(cluster: Cluster) -> None:
                                                 "max_version_level": 1, "upgrade_type": 1}],
                            "validate_only": False})
         assert r.error_code == NONE, r
+        md = w.call(3, 12, {"topics": [{"name": topic, "topic_id": None}],
+                            "allow_auto_topic_creation": False,
+                            "include_topic_authorized_operations": False})
+        tid = md.topics[0].topic_id
+    _configure_group(cluster, group)
+    wait_until(lambda: all(_supports_share(b.bootstrap) for b in cluster.brokers), 20,
+               "share.version finalized on every broker")
+    producer = Producer({"bootstrap.servers": cluster.bootstrap, "acks": "all"})
+    for i in range(records):
+        producer.produce(topic, f"v{i}".encode(), partition=0)
+    assert producer.flush(30) == 0
+    return topic, group, tid
+
+
+def _configure_group(cluster: Cluster, group: str) -> None:
+    with WireClient(cluster.bootstrap.split(",")[0]) as w:
         r = w.call(44, 1, {"validate_only": False, "resources": [
             {"resource_type": 32, "resource_name": group, "configs": [
                 {"name": "share.auto.offset.reset", "config_operation": 0,
                  "value": "earliest"}]}]})
         assert r.responses[0].error_code == NONE, r
-        md = w.call(3, 12, {"topics": [{"name": topic, "topic_id": None}],
-                            "allow_auto_topic_creation": False,
-                            "include_topic_authorized_operations": False})
-        tid = md.topics[0].topic_id
-    wait_until(lambda: all(_supports_share(b.bootstrap) for b in cluster.brokers), 20,
-               "share.version finalized on every broker")
-    producer = Producer({"bootstrap.servers": cluster.bootstrap, "acks": "all"})
-    for i in range(RECORDS):
-        producer.produce(topic, f"v{i}".encode(), partition=0)
-    assert producer.flush(30) == 0
 
+
+def _run(cluster: Cluster) -> None:
+    topic, group, tid = _setup(cluster, RECORDS)
+    bootstrap = cluster.bootstrap.split(",")[0]
     members = [Member(uuid.uuid4().hex), Member(uuid.uuid4().hex)]
     for m in members:
         _join(cluster, group, topic, m.member_id)
