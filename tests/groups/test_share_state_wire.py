@@ -221,3 +221,28 @@ def test_share_group_offsets_describe_alter_delete(broker_factory):
         r = w.call(92, 0, {"group_id": group, "topics": [{"topic_name": topic}]})
         assert r.error_code == NONE and r.responses[0].error_code == NONE, r
         assert _describe_offsets(w, group, topic) == -1
+
+
+def test_delete_groups_deletes_the_share_state(broker_factory):
+    """DeleteGroups of an empty share group deletes its share-partitions' state first: the
+    group created again under its name reads from share.auto.offset.reset."""
+    from tests.groups.test_share_fetch_wire import _acquired, _batch, _fetch, produce_values
+
+    b = broker_factory(settings=SHARE)
+    group, topic, m = "sg-delete", "share-delete", uuid.uuid4().hex
+    with WireClient(b.bootstrap) as w:
+        tid = setup_share_group(w, topic, group, [m])
+        produce_values(b.bootstrap, topic, ["a", "b"])
+        assert len(_acquired(_fetch(w, group, m, 0, tid, wait_ms=2000))) == 2
+        r = _fetch(w, group, m, -1, tid, acks=[_batch(0, 1, 1)])
+        assert r.error_code == NONE, r
+        assert _describe_offsets(w, group, topic) == 2
+        leave = {"group_id": group, "member_id": m, "member_epoch": -1, "rack_id": None,
+                 "subscribed_topic_names": None}
+        assert w.call(76, 1, leave).error_code == NONE
+        r = w.call(42, 2, {"groups_names": [group]})
+        assert r.results[0].error_code == NONE, r
+        join = {**leave, "member_epoch": 0, "subscribed_topic_names": [topic]}
+        assert w.call(76, 1, join).error_code == NONE
+        assert _describe_offsets(w, group, topic) == -1
+        assert sorted(_acquired(_fetch(w, group, m, 0, tid, wait_ms=2000))) == [0, 1]
