@@ -13,12 +13,14 @@ The state is durable through the persister (broker/share_persister.py, the share
 of `__share_group_state`): on first use at a leader epoch the share-partition is read back
 (ReadShareGroupState, which also fences the writes of earlier leaders; one never initialized is
 initialized at `share.auto.offset.reset` first), and every acknowledgement is written
-(WriteShareGroupState: the start offset and the in-flight records' states and delivery counts,
-an acquired record as available) before it is answered. So after a leader change or a crash
-acknowledged records are never delivered again and records that were in flight are delivered
-again, their delivery counts kept. A write that fails drops the share-partition from memory
-(the acknowledgement is answered with the error): the next use reads the persisted state.
-Lock expiries and released members' records are written in the background.
+(WriteShareGroupState: the start offset and the in-flight records whose state or delivery
+count changed since the last write, an acquired record as available) before it is answered.
+So after a leader change or a crash acknowledged records are never delivered again and records
+that were in flight are delivered again, their delivery counts kept. A write that fails drops
+the share-partition from memory (the acknowledgement is answered with the error): the next use
+reads the persisted state. Lock expiries and released members' records are written in the
+background; the share-partitions of a group whose last share session here closed are
+forgotten once written (the next session reads them back, with what an admin changed).
 """
 
 from __future__ import annotations
@@ -79,6 +81,8 @@ class LedSharePartition:
     persisted: int = 0  # the version the persister has
     failed: ErrorCode | None = None  # a write failed: this state is no longer used
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    # what the persister has of each in-flight offset: (delivery state, delivery count)
+    written: dict[int, tuple[int, int]] = field(default_factory=dict)
 
 
 class SharePartitionUnavailable(KafkaError):
@@ -259,6 +263,7 @@ class ShareFetcher:
             start, batches, lock_ms=self.lock_ms, delivery_limit=self.delivery_limit,
             max_in_flight=self.max_in_flight)
         led = LedSharePartition(state, topic_id, epoch, group_id, partition.index, state_epoch)
+        led.written = _persisted_view(state)
         self.partitions[key] = led
         log.info("share-partition %s-%d of group %s starts at offset %d (%d in flight)",
                  partition.topic, partition.index, group_id, state.start_offset,
@@ -292,8 +297,8 @@ class ShareFetcher:
             if led.persisted >= target:
                 return ErrorCode.none
             version = led.version
-            batches = [PersistedBatch(b.first_offset, b.last_offset, int(b.state),
-                                      b.delivery_count) for b in led.state.state_batches()]
+            view = _persisted_view(led.state)
+            batches = _changed_batches(view, led.written)
             try:
                 await self.persister.write(led.group_id, led.topic_id, led.index,
                                            led.state_epoch, led.leader_epoch,
@@ -307,6 +312,7 @@ class ShareFetcher:
                 self._wake(topic, led.index)
                 return led.failed
             led.persisted = max(led.persisted, version)
+            led.written = view
             return ErrorCode.none
 
     def _persist_later(self, led: LedSharePartition) -> None:
@@ -436,6 +442,30 @@ class ShareFetcher:
                 led.timer.cancel()
         self.partitions.clear()
         self.sessions.clear()
+
+
+def _persisted_view(state: SharePartitionState) -> dict[int, tuple[int, int]]:
+    """Each in-flight offset as the persister keeps it: (delivery state, delivery count), an
+    acquired record as available."""
+    return {o: (int(RecordState.AVAILABLE if r.state == RecordState.ACQUIRED else r.state),
+                r.delivery_count) for o, r in state.records.items()}
+
+
+def _changed_batches(view: dict[int, tuple[int, int]],
+                     written: dict[int, tuple[int, int]]) -> list[PersistedBatch]:
+    """The state batches a write needs: the offsets whose persisted state changed since the
+    last write (the share coordinator combines them over what it has, as Kafka's writes of
+    only the batches that changed)."""
+    out: list[PersistedBatch] = []
+    for o in sorted(o for o, v in view.items() if written.get(o) != v):
+        state, count = view[o]
+        last = out[-1] if out else None
+        if last is not None and last.last_offset == o - 1 and \
+                (last.delivery_state, last.delivery_count) == (state, count):
+            out[-1] = PersistedBatch(last.first_offset, o, state, count)
+        else:
+            out.append(PersistedBatch(o, o, state, count))
+    return out
 
 
 def _ranges(acquired: list[tuple[int, int]]) -> list[dict[str, int]]:

@@ -122,3 +122,19 @@ def test_leader_state_round_trips_through_persisted_batches():
     got = again.acquire("m2", range(2, 8), 10, now_ms=0)
     # the accepted and rejected records never come back; those in flight do, counted again
     assert got == [(2, 2), (5, 2), (6, 1), (7, 1)]
+
+
+def test_leader_writes_only_what_changed_and_the_coordinator_combines_it():
+    from samsa.broker.share_fetch import _changed_batches, _persisted_view
+
+    sp = SharePartitionState(0)
+    sp.acquire("m", range(0, 6), 6, now_ms=0)
+    written = _persisted_view(sp)  # as if written now
+    persisted = combine((), [StateBatch(o, o, s, c) for o, (s, c) in written.items()], 0)
+    sp.acknowledge("m", 3, 4, 1)  # accept 3..4: only they change
+    delta = _changed_batches(_persisted_view(sp), written)
+    assert delta == [StateBatch(3, 4, 2, 1)]
+    # the coordinator's combination of the delta equals the leader's whole state
+    whole = [StateBatch(b.first_offset, b.last_offset, int(b.state), b.delivery_count)
+             for b in sp.state_batches()]
+    assert combine(persisted, delta, sp.start_offset) == combine((), whole, sp.start_offset)
