@@ -121,6 +121,9 @@ class SharePersister:
                 last = exc
             except BrokerUnavailable as exc:
                 last = ShareStateError(ErrorCode.coordinator_not_available, str(exc))
+            except Exception as exc:  # a malformed answer, a bug: an error, not a crash
+                log.exception("share persister call %d for %s failed", api_key, key)
+                raise ShareStateError(ErrorCode.unknown_server_error, repr(exc)) from None
             if time.monotonic() + delay > deadline:
                 raise last
             await asyncio.sleep(delay)
