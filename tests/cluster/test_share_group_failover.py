@@ -195,7 +195,7 @@ def test_java_share_consumers_survive_a_kill9_of_the_leader(zookeeper, tmp_path,
         # (a new coordinator does not know the group, and the Java client gives up on
         # GROUP_ID_NOT_FOUND), which is not what this test is about.
         victim = cluster.leaders(topic)[0]
-        while find_coordinators(cluster, GROUP_KEY, [group])[group] == victim:
+        while _coordinator(cluster, GROUP_KEY, group) == victim:
             group = f"sg-{uuid.uuid4().hex[:6]}"
             _configure_group(cluster, group)
         classes = compile_java([JAVA_SRC / "ShareConsumers.java"], classpath="kafka4")
@@ -283,9 +283,16 @@ def _configure_group(cluster: Cluster, group: str) -> None:
         assert r.responses[0].error_code == NONE, r
 
 
+def _coordinator(cluster: Cluster, key_type: int, key: str) -> int:
+    """FindCoordinator's node for `key`, once it has one (its topic may be just created)."""
+    found: list[int] = []
+    wait_until(lambda: found.append(find_coordinators(cluster, key_type, [key])[key]) is None,
+               20, f"a coordinator for {key}")
+    return found[-1]
+
+
 def _share_coordinator(cluster: Cluster, group: str, tid: uuid.UUID) -> int:
-    key = f"{group}:{_kafka_uuid(tid)}:0"
-    return find_coordinators(cluster, SHARE_KEY, [key])[key]
+    return _coordinator(cluster, SHARE_KEY, f"{group}:{_kafka_uuid(tid)}:0")
 
 
 def _run(cluster: Cluster, kill: str) -> None:
