@@ -33,6 +33,8 @@ from .handlers import (
     scram_credentials,
     share_fetch,
     share_groups,
+    share_offsets,
+    share_state,
     topics,
     transactions,
 )
@@ -82,6 +84,21 @@ def build_registry() -> ApiRegistry[RequestContext]:
     # v2: renew acknowledgements (KIP-1222); both acquire modes never exceed MaxRecords
     r.register(78, "ShareFetch", (1, 2), share_fetch.handle_share_fetch)
     r.register(79, "ShareAcknowledge", (1, 2), share_fetch.handle_share_acknowledge)
+    r.register(90, "DescribeShareGroupOffsets", (0, 0),
+               share_offsets.handle_describe_share_group_offsets)
+    r.register(91, "AlterShareGroupOffsets", (0, 0),
+               share_offsets.handle_alter_share_group_offsets)
+    r.register(92, "DeleteShareGroupOffsets", (0, 0),
+               share_offsets.handle_delete_share_group_offsets)
+    # the share coordinator's persister APIs, between brokers (CLUSTER_ACTION), same gate
+    r.register(83, "InitializeShareGroupState", (0, 0),
+               share_state.handle_initialize_share_group_state)
+    r.register(84, "ReadShareGroupState", (0, 0), share_state.handle_read_share_group_state)
+    r.register(85, "WriteShareGroupState", (0, 0), share_state.handle_write_share_group_state)
+    r.register(86, "DeleteShareGroupState", (0, 0),
+               share_state.handle_delete_share_group_state)
+    r.register(87, "ReadShareGroupStateSummary", (0, 0),
+               share_state.handle_read_share_group_state_summary)
     r.register(19, "CreateTopics", (2, 7), topics.handle_create_topics)
     r.register(20, "DeleteTopics", (1, 6), topics.handle_delete_topics)
     r.register(21, "DeleteRecords", (0, 2), offsets.handle_delete_records)

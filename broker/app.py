@@ -20,6 +20,7 @@ from samsa.coordinator.producer_ids import (
     PrefetchingProducerIds,
     ProducerIdAllocator,
 )
+from samsa.coordinator.share import ShareStateCoordinator
 from samsa.coordinator.transaction import TransactionCoordinator
 from samsa.storage.config import LogConfig
 from samsa.storage.log_dir_failure import dir_key
@@ -49,6 +50,7 @@ from .security.listeners import listener_endpoints
 from .security.scram import ScramCredential
 from .server import KafkaServer, ServerLimits
 from .share_fetch import ShareFetcher
+from .share_persister import SHARE_STATE_TOPIC, SharePersister
 from .topic_admin import TopicAdmin
 from .txn_verification import TxnPartitionVerifier
 from .zk_client import ZkClientSettings
@@ -157,10 +159,35 @@ class Broker:
                 TRANSACTION_VERSION),
         )
         self.groups = GroupCoordinator(coordinator_host, config, topics=coordinator_host)
-        # share groups (KIP-932): the share-partitions led here; a member that leaves its group
-        # (coordinated here) has its share session closed and its records released
+        # share groups (KIP-932): the share coordinator keeps the share-partitions' state in
+        # __share_group_state; the persister reaches it here or on the broker leading the
+        # state partition
+        self.share_state_topic = InternalTopic(
+            coordinator_host,
+            SHARE_STATE_TOPIC,
+            config["share.coordinator.state.topic.num.partitions"],
+            config["share.coordinator.state.topic.replication.factor"],
+            config["share.coordinator.state.topic.segment.bytes"],
+            min_isr=config["share.coordinator.state.topic.min.isr"],
+            compression=config["share.coordinator.state.topic.compression.codec"],
+            load_buffer_size=config["share.coordinator.load.buffer.size"],
+            # as Kafka: deleted by the share coordinator's pruning, not compacted (a
+            # compaction would keep only the last update record of a share-partition)
+            configs={"cleanup.policy": "delete", "retention.ms": "-1"},
+        )
+        self.share_state = ShareStateCoordinator(
+            self.share_state_topic, coordinator_host,
+            updates_per_snapshot=config["share.coordinator.snapshot.update.records.per.snapshot"],
+            write_timeout_ms=config["share.coordinator.write.timeout.ms"],
+            prune_interval_ms=config["share.coordinator.state.topic.prune.interval.ms"],
+            cold_snapshot_interval_ms=config[
+                "share.coordinator.cold.partition.snapshot.interval.ms"])
+        self.share_persister = SharePersister(self.share_state, self.store, self.broker_id)
+        # the share-partitions led here; a member that leaves its group (coordinated here) has
+        # its share session closed and its records released
         self.shares = ShareFetcher(config["group.share.record.lock.duration.ms"],
-                                   config["group.share.delivery.count.limit"], self._wake_fetches)
+                                   config["group.share.delivery.count.limit"], self._wake_fetches,
+                                   persister=self.share_persister)
         self.groups.share_member_removed.append(self.shares.close_session)
         # Client quotas hold client listeners only: the inter-broker listener is exempt when
         # other listeners serve the clients.
@@ -212,6 +239,8 @@ class Broker:
             authorizer=self._authorizer(),
             txn_verifier=self.txn_verifier,
             shares=self.shares,
+            share_state=self.share_state,
+            share_persister=self.share_persister,
             dynamic_config=self.dynamic_config,
         )
 
@@ -346,10 +375,14 @@ class Broker:
                 return
 
     def _on_leadership(self, partition: Any, is_leader: bool) -> None:
+        if not is_leader:
+            self.shares.leadership_lost(partition.topic, partition.index)
         if partition.topic == self.txn_topic.name:
             self.transactions.on_leadership(partition.index, is_leader)
         elif partition.topic == self.groups.topic.name:
             self.groups.on_leadership(partition.index, is_leader)
+        elif partition.topic == self.share_state_topic.name:
+            self.share_state.on_leadership(partition.index, is_leader)
 
     async def _isr_shrink_loop(self) -> None:
         lag_ms = self.config["replica.lag.time.max.ms"]
@@ -411,6 +444,7 @@ class Broker:
             self.store.add_listener(self.replicas.on_metadata_change)
         await self.transactions.start()
         await self.groups.start()
+        await self.share_state.start()
         await self.server.start()
         self._background.append(asyncio.create_task(self.log_manager.run_background()))
         self._background.append(asyncio.create_task(metrics.watch_loop_lag()))
@@ -455,6 +489,8 @@ class Broker:
         self.txn_verifier.close()
         await self.groups.stop()
         self.shares.stop()
+        await self.share_state.stop()
+        self.share_persister.close()
         for task in self._background:
             task.cancel()
         await asyncio.gather(*self._background, return_exceptions=True)

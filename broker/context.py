@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from samsa.coordinator.group import GroupCoordinator
     from samsa.coordinator.internal_log import InternalTopic
     from samsa.coordinator.producer_ids import ProducerIdSource
+    from samsa.coordinator.share import ShareStateCoordinator
     from samsa.coordinator.transaction import TransactionCoordinator
     from samsa.storage.log_dirs import LogDirs
 
@@ -33,6 +34,7 @@ if TYPE_CHECKING:
     from .security.authorizer import Authorizer
     from .security.sasl import SaslSession
     from .share_fetch import ShareFetcher
+    from .share_persister import SharePersister
     from .topic_admin import TopicAdmin
     from .txn_verification import TxnPartitionVerifier
 
@@ -73,6 +75,8 @@ class BrokerServices:
     txn_verifier: TxnPartitionVerifier | None = None
     dynamic_config: DynamicBrokerConfig | None = None  # dynamic broker configs
     shares: ShareFetcher | None = None  # share groups' sessions and share-partitions led here
+    share_state: ShareStateCoordinator | None = None  # the share coordinator (__share_group_state)
+    share_persister: SharePersister | None = None  # its state, wherever it is coordinated
 
 
 @dataclass(slots=True)
@@ -152,6 +156,14 @@ class RequestContext:
     @property
     def shares(self) -> ShareFetcher | None:
         return self.services.shares
+
+    @property
+    def share_state(self) -> ShareStateCoordinator | None:
+        return self.services.share_state
+
+    @property
+    def share_persister(self) -> SharePersister | None:
+        return self.services.share_persister
 
     @property
     def authorizer(self) -> Authorizer | None:

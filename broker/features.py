@@ -11,11 +11,11 @@ it finalized.
 `group.version` (KIP-848): level 1 enables the consumer group protocol
 (ConsumerGroupHeartbeat, ConsumerGroupDescribe: ApiVersions lists them only while it is
 finalized at 1, `API_GATES`); a new cluster finalizes 1 as Kafka 4.x does.
-`share.version` (KIP-932) gates the share groups' APIs (ShareGroupHeartbeat and
-ShareGroupDescribe so far). Like Kafka's features still in development it is supported (0..1)
-only by a broker with `unstable.feature.versions.enable`, and never finalized by a new cluster:
-share groups still lack ShareFetch/ShareAcknowledge and the durable share-partition state
-(`__share_group_state`) that Kafka's share.version 1 stands for.
+`share.version` (KIP-932) gates the share groups' APIs (ShareGroupHeartbeat/Describe,
+ShareFetch/ShareAcknowledge, the share coordinator's persister APIs and the share-group offsets
+APIs). Like Kafka's features still in development it is supported (0..1) only by a broker with
+`unstable.feature.versions.enable`, and never finalized by a new cluster: the share groups'
+membership still lives only in the group coordinator's memory.
 `metadata.version` (KRaft) is not listed: Samsa does not implement it.
 
 Where the finalized levels live: the metadata store (samsa-metadata.json for one broker,
@@ -54,6 +54,8 @@ DEFAULT_FINALIZED: dict[str, int] = {TRANSACTION_VERSION: 2, GROUP_VERSION: 1}
 API_GATES: dict[int, tuple[str, int]] = {
     68: (GROUP_VERSION, 1), 69: (GROUP_VERSION, 1),
     76: (SHARE_VERSION, 1), 77: (SHARE_VERSION, 1), 78: (SHARE_VERSION, 1), 79: (SHARE_VERSION, 1),
+    83: (SHARE_VERSION, 1), 84: (SHARE_VERSION, 1), 85: (SHARE_VERSION, 1), 86: (SHARE_VERSION, 1),
+    87: (SHARE_VERSION, 1), 90: (SHARE_VERSION, 1), 91: (SHARE_VERSION, 1), 92: (SHARE_VERSION, 1),
 }
 
 

@@ -730,6 +730,33 @@ _TABLE: list[PropertyDef] = [
     _p("offset.metadata.max.bytes", I, 4096, "Largest metadata string of an offset commit, in "
        "UTF-16 code units as Kafka counts them; longer ones get OFFSET_METADATA_TOO_LARGE.",
        group=_G_GROUP),
+    _p("share.coordinator.state.topic.num.partitions", I, 50, "Partitions of "
+       "__share_group_state, the share-group state topic (fixed after creation).",
+       at_least(1), group=_G_GROUP),
+    _p("share.coordinator.state.topic.replication.factor", SH, 3, "Replication factor of "
+       "__share_group_state (capped at the live brokers when it is created).", at_least(1),
+       group=_G_GROUP),
+    _p("share.coordinator.state.topic.min.isr", SH, 2, "min.insync.replicas of "
+       "__share_group_state (capped at the replication factor it is created with).",
+       at_least(1), group=_G_GROUP),
+    _p("share.coordinator.state.topic.segment.bytes", I, 104857600, "Segment size of "
+       "__share_group_state.", at_least(1), group=_G_GROUP),
+    _p("share.coordinator.state.topic.compression.codec", I, 0, "Compression codec id of "
+       "__share_group_state writes (0 none, 1 gzip, 2 snappy, 3 lz4, 4 zstd).", between(0, 4),
+       group=_G_GROUP),
+    _p("share.coordinator.load.buffer.size", I, 5242880, "Bytes read at a time when loading "
+       "share-group state (a larger batch is still read whole).", at_least(1), group=_G_GROUP),
+    _p("share.coordinator.snapshot.update.records.per.snapshot", I, 500, "Update records the "
+       "share coordinator writes for a share-partition between two snapshot records.",
+       between(0, 500), group=_G_GROUP),
+    _p("share.coordinator.state.topic.prune.interval.ms", I, 300000, "How often the share "
+       "coordinator deletes the records of __share_group_state that no share-partition's state "
+       "needs any more.", at_least(1), group=_G_GROUP),
+    _p("share.coordinator.cold.partition.snapshot.interval.ms", I, 300000, "A share-partition "
+       "whose last snapshot record is older than this gets a new one (so its old records can be "
+       "pruned).", at_least(1), group=_G_GROUP),
+    _p("share.coordinator.write.timeout.ms", I, 5000, "How long the share coordinator waits for "
+       "the replicas of __share_group_state to receive a write.", at_least(1), group=_G_GROUP),
     # --- transactions
     _p("transaction.state.log.num.partitions", I, 50, "Partitions of __transaction_state.",
        at_least(1), group=_G_TXN),

@@ -1,7 +1,10 @@
-"""Internal compacted topics (__consumer_offsets, __transaction_state): placement, append, replay.
+"""Internal topics (__consumer_offsets, __transaction_state, __share_group_state): placement,
+append, replay.
 
 Coordinators keep their state as key/value records in a partition of an internal topic; the
-leader of that partition is the coordinator. State is rebuilt by replaying the partition.
+leader of that partition is the coordinator. State is rebuilt by replaying the partition. The
+topics are compacted, except where the coordinator says otherwise (`__share_group_state`, as in
+Kafka, deletes what its coordinator prunes: `prune`).
 
 Coordinator state acts only once replicated: `append_replicated` appends with Kafka's acks=all
 rules (the ISR must have min.insync.replicas members before and after the append) and returns
@@ -85,6 +88,7 @@ class InternalTopic:
         *,
         compression: int = 0,
         load_buffer_size: int = _READ_CHUNK,
+        configs: dict[str, str] | None = None,
     ) -> None:
         self.host = host
         self.name = name
@@ -96,6 +100,9 @@ class InternalTopic:
         self.min_isr = min_isr
         self.compression = compression  # codec id of the batches written (e.g. 1 = gzip)
         self.load_buffer_size = load_buffer_size  # bytes per read when replaying
+        # topic configs that replace the defaults below (e.g. a cleanup.policy other than
+        # compact)
+        self.configs = dict(configs or {})
 
     def partition_for(self, key: str) -> int:
         return partition_for(key, self.num_partitions)
@@ -140,6 +147,7 @@ class InternalTopic:
             "cleanup.policy": "compact",
             "compression.type": "producer",
             "segment.bytes": str(self.segment_bytes),
+            **self.configs,
         }
         if self.min_isr is not None:
             # Capped at the replication factor the topic gets: a single broker (factor 1)
@@ -216,6 +224,11 @@ class InternalTopic:
                 ErrorCode.not_enough_replicas_after_append, f"ISR shrank to {leader.isr}"
             )
         return info.last_offset
+
+    def prune(self, partition: int, offset: int) -> int:
+        """Delete the partition's records before `offset` (its leader's DeleteRecords); returns
+        the new log start offset. Raises KafkaError if this broker does not lead it."""
+        return self.leader(partition).delete_records_before(offset)
 
     def replay(self, partition: int) -> Iterator[ReplayedRecord | ReplayedMarker]:
         """Every record and transaction marker of the partition, from the log start to its end."""

@@ -59,6 +59,11 @@ class CoordinatorReplica(Protocol):
         timeout passed or leadership was lost first."""
         ...
 
+    def delete_records_before(self, offset: int) -> int:
+        """Advance the log start offset to `offset` (at most the high watermark); returns the
+        new log start offset."""
+        ...
+
     def read_records(self, offset: int, max_bytes: int, max_offset: int) -> FetchDataInfo:
         """At least one batch from `offset` on, none at or past `max_offset` (which may be
         above the high watermark: coordinators replay up to the log end)."""

@@ -1,8 +1,11 @@
-"""FindCoordinator (10): which broker coordinates a group (key_type 0) or transactional id (1).
+"""FindCoordinator (10): which broker coordinates a group (key_type 0), a transactional id (1)
+or a share-partition (2, "groupId:topicId:partition": its share coordinator, KIP-932).
 
 The coordinator of a key is the leader of its partition of the internal topic
-(`__consumer_offsets` / `__transaction_state`), `abs(javaHash(key)) % partitions`. The topic
-is created on first use. v4+ batches keys (`coordinator_keys`). Share keys (2) are refused.
+(`__consumer_offsets` / `__transaction_state` / `__share_group_state`),
+`abs(javaHash(key)) % partitions`. The topic is created on first use. v4+ batches keys
+(`coordinator_keys`). Share keys are for brokers (CLUSTER_ACTION on the cluster, as in Kafka) and
+answered only while `share.version` is at least 1 (INVALID_REQUEST otherwise).
 """
 
 from __future__ import annotations
@@ -11,11 +14,13 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 from samsa.coordinator.internal_log import partition_for
+from samsa.coordinator.share.coordinator import parse_coordinator_key
 from samsa.protocol.errors import ErrorCode
 
 from ..context import RequestContext
 from ..security.authorizer import AclOperation, ResourceType
 from .common import field
+from .share_groups import _enabled
 
 if TYPE_CHECKING:
     from typing_extensions import TypeIs
@@ -24,7 +29,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-GROUP, TRANSACTION = 0, 1
+GROUP, TRANSACTION, SHARE = 0, 1, 2
 
 
 def _batched(request: FindCoordinatorRequest) -> TypeIs[FindCoordinatorRequestBatched]:
@@ -57,11 +62,23 @@ async def _find(ctx: RequestContext, key_type: int, key: str) -> dict[str, Any]:
                                                      ResourceType.TRANSACTIONAL_ID, key):
         return _error(ErrorCode.transactional_id_authorization_failed,
                       "Transactional Id authorization failed.")
+    if key_type == SHARE and not ctx.authorize(AclOperation.CLUSTER_ACTION,
+                                                ResourceType.CLUSTER):
+        return _error(ErrorCode.cluster_authorization_failed, "Cluster authorization failed.")
     try:
         if key_type == GROUP:
             groups = ctx.groups
             await groups.ensure_topic()
             topic, partition = groups.topic.name, groups.partition_for(key)
+        elif key_type == SHARE:
+            share_state = ctx.share_state
+            parsed = parse_coordinator_key(key)
+            if share_state is None or not _enabled(ctx):
+                return _error(ErrorCode.invalid_request, "Share groups are not enabled.")
+            if parsed is None:
+                return _error(ErrorCode.invalid_request, f"Invalid share coordinator key {key!r}")
+            await share_state.ensure_topic()
+            topic, partition = share_state.topic.name, share_state.partition_for(*parsed)
         elif key_type == TRANSACTION:
             txn_topic = ctx.txn_topic
             await txn_topic.ensure_created()

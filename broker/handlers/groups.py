@@ -6,15 +6,19 @@ Thin: decode version differences, call `ctx.groups` (coordinator/group), shape t
 
 from __future__ import annotations
 
+import logging
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
+from samsa.coordinator.share.coordinator import ShareStateError
 from samsa.protocol.codec import millis
 from samsa.protocol.errors import ErrorCode
 
 from ..context import RequestContext
 from ..security.authorizer import AclOperation, ResourceType
 from .common import field
+
+log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
     from typing_extensions import TypeIs
@@ -151,8 +155,34 @@ async def handle_describe_groups(
 
 async def handle_delete_groups(ctx: RequestContext, request: DeleteGroupsRequest) -> dict[str, Any]:
     coordinator = ctx.groups
-    return {"throttle_time": 0,
-            "results": [{"group_id": g, "error_code": coordinator.delete_group(g)
-                         if ctx.authorize(AclOperation.DELETE, ResourceType.GROUP, g)
-                         else ErrorCode.group_authorization_failed}
-                        for g in request.groups_names]}
+    results = []
+    for g in request.groups_names:
+        if not ctx.authorize(AclOperation.DELETE, ResourceType.GROUP, g):
+            code = ErrorCode.group_authorization_failed
+        else:
+            code = await _delete_share_state(ctx, g)
+            if code == ErrorCode.none:
+                code = coordinator.delete_group(g)
+        results.append({"group_id": g, "error_code": code})
+    return {"throttle_time": 0, "results": results}
+
+
+async def _delete_share_state(ctx: RequestContext, group_id: str) -> ErrorCode:
+    """An empty share group's persisted share-partition state goes before the group does (as
+    Kafka's DeleteGroups): a group created again under its name starts afresh."""
+    group = ctx.groups.share_groups.get(group_id)
+    persister = ctx.share_persister
+    if group is None or group.members or persister is None:
+        return ErrorCode.none
+    for name in sorted(group.offsets_topics):
+        state = ctx.store.topic(name)
+        if state is None:
+            continue
+        for p in sorted(state.partitions):
+            try:
+                await persister.delete(group_id, state.topic_id, p)
+            except ShareStateError as exc:
+                log.warning("deleting the state of share group %s on %s-%d failed: %r",
+                            group_id, name, p, exc)
+                return exc.error_code
+    return ErrorCode.none

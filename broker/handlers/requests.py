@@ -27,6 +27,7 @@ import kio.schema.alter_configs.v1.request as alter_configs_v1
 import kio.schema.alter_configs.v2.request as alter_configs_v2
 import kio.schema.alter_partition_reassignments.v0.request as alter_partition_reassignments_v0
 import kio.schema.alter_partition_reassignments.v1.request as alter_partition_reassignments_v1
+import kio.schema.alter_share_group_offsets.v0.request as alter_share_group_offsets_v0
 import kio.schema.alter_user_scram_credentials.v0.request as alter_user_scram_credentials_v0
 import kio.schema.api_versions.v0.request as api_versions_v0
 import kio.schema.api_versions.v1.request as api_versions_v1
@@ -59,6 +60,8 @@ import kio.schema.delete_groups.v2.request as delete_groups_v2
 import kio.schema.delete_records.v0.request as delete_records_v0
 import kio.schema.delete_records.v1.request as delete_records_v1
 import kio.schema.delete_records.v2.request as delete_records_v2
+import kio.schema.delete_share_group_offsets.v0.request as delete_share_group_offsets_v0
+import kio.schema.delete_share_group_state.v0.request as delete_share_group_state_v0
 import kio.schema.delete_topics.v1.request as delete_topics_v1
 import kio.schema.delete_topics.v2.request as delete_topics_v2
 import kio.schema.delete_topics.v3.request as delete_topics_v3
@@ -87,6 +90,7 @@ import kio.schema.describe_log_dirs.v2.request as describe_log_dirs_v2
 import kio.schema.describe_log_dirs.v3.request as describe_log_dirs_v3
 import kio.schema.describe_log_dirs.v4.request as describe_log_dirs_v4
 import kio.schema.describe_producers.v0.request as describe_producers_v0
+import kio.schema.describe_share_group_offsets.v0.request as describe_share_group_offsets_v0
 import kio.schema.describe_topic_partitions.v0.request as describe_topic_partitions_v0
 import kio.schema.describe_transactions.v0.request as describe_transactions_v0
 import kio.schema.describe_user_scram_credentials.v0.request as describe_user_scram_credentials_v0
@@ -133,6 +137,7 @@ import kio.schema.init_producer_id.v2.request as init_producer_id_v2
 import kio.schema.init_producer_id.v3.request as init_producer_id_v3
 import kio.schema.init_producer_id.v4.request as init_producer_id_v4
 import kio.schema.init_producer_id.v5.request as init_producer_id_v5
+import kio.schema.initialize_share_group_state.v0.request as initialize_share_group_state_v0
 import kio.schema.join_group.v0.request as join_group_v0
 import kio.schema.join_group.v1.request as join_group_v1
 import kio.schema.join_group.v2.request as join_group_v2
@@ -217,6 +222,8 @@ import kio.schema.produce.v10.request as produce_v10
 import kio.schema.produce.v11.request as produce_v11
 import kio.schema.produce.v12.request as produce_v12
 import kio.schema.produce.v13.request as produce_v13
+import kio.schema.read_share_group_state.v0.request as read_share_group_state_v0
+import kio.schema.read_share_group_state_summary.v0.request as read_share_group_state_summary_v0
 import kio.schema.sasl_authenticate.v0.request as sasl_authenticate_v0
 import kio.schema.sasl_authenticate.v1.request as sasl_authenticate_v1
 import kio.schema.sasl_authenticate.v2.request as sasl_authenticate_v2
@@ -243,6 +250,7 @@ import kio.schema.txn_offset_commit.v5.request as txn_offset_commit_v5
 import kio.schema.update_features.v0.request as update_features_v0
 import kio.schema.update_features.v1.request as update_features_v1
 import kio.schema.update_features.v2.request as update_features_v2
+import kio.schema.write_share_group_state.v0.request as write_share_group_state_v0
 import kio.schema.write_txn_markers.v1.request as write_txn_markers_v1
 
 AddOffsetsToTxnRequest: TypeAlias = (
@@ -506,3 +514,21 @@ ShareAcknowledgeRequest: TypeAlias = (
 ShareFetchRequest: TypeAlias = share_fetch_v1.ShareFetchRequest | share_fetch_v2.ShareFetchRequest
 ShareGroupDescribeRequest: TypeAlias = share_group_describe_v1.ShareGroupDescribeRequest
 ShareGroupHeartbeatRequest: TypeAlias = share_group_heartbeat_v1.ShareGroupHeartbeatRequest
+InitializeShareGroupStateRequest: TypeAlias = (
+    initialize_share_group_state_v0.InitializeShareGroupStateRequest
+)
+ReadShareGroupStateRequest: TypeAlias = read_share_group_state_v0.ReadShareGroupStateRequest
+WriteShareGroupStateRequest: TypeAlias = write_share_group_state_v0.WriteShareGroupStateRequest
+DeleteShareGroupStateRequest: TypeAlias = delete_share_group_state_v0.DeleteShareGroupStateRequest
+ReadShareGroupStateSummaryRequest: TypeAlias = (
+    read_share_group_state_summary_v0.ReadShareGroupStateSummaryRequest
+)
+DescribeShareGroupOffsetsRequest: TypeAlias = (
+    describe_share_group_offsets_v0.DescribeShareGroupOffsetsRequest
+)
+AlterShareGroupOffsetsRequest: TypeAlias = (
+    alter_share_group_offsets_v0.AlterShareGroupOffsetsRequest
+)
+DeleteShareGroupOffsetsRequest: TypeAlias = (
+    delete_share_group_offsets_v0.DeleteShareGroupOffsetsRequest
+)

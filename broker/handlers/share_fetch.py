@@ -15,6 +15,7 @@ still bound what a stranger can hold).
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 import uuid
@@ -26,7 +27,14 @@ from samsa.protocol.errors import ErrorCode
 from ..context import RequestContext
 from ..partition import READ_COMMITTED, READ_UNCOMMITTED, Partition
 from ..security.authorizer import AclOperation, ResourceType
-from ..share_fetch import FINAL_EPOCH, INITIAL_EPOCH, ShareFetcher, ShareSessionError
+from ..share_fetch import (
+    FINAL_EPOCH,
+    INITIAL_EPOCH,
+    LedSharePartition,
+    ShareFetcher,
+    SharePartitionUnavailable,
+    ShareSessionError,
+)
 from .common import PARTITION_ERRORS, error_code_of, field
 from .share_groups import _enabled
 
@@ -130,10 +138,14 @@ def _endpoints(ctx: RequestContext, leaders: Iterable[int]) -> list[dict[str, An
             for i in sorted(set(leaders)) if (b := brokers.get(i)) is not None]
 
 
-def _acknowledge(ctx: RequestContext, shares: ShareFetcher, parts: _Partitions,
-                 group_id: str, member_id: str, reset: str, topics: Sequence[Any],
-                 renew: bool) -> dict[TopicPartition, tuple[ErrorCode, Partition | ErrorCode]]:
+async def _acknowledge(ctx: RequestContext, shares: ShareFetcher, parts: _Partitions,
+                       group_id: str, member_id: str, reset: str, topics: Sequence[Any],
+                       renew: bool,
+                       ) -> dict[TopicPartition, tuple[ErrorCode, Partition | ErrorCode]]:
+    """Apply the acknowledgements, then have the persister write every share-partition they
+    changed (at once): each is answered only once its state is durable."""
     out: dict[TopicPartition, tuple[ErrorCode, Partition | ErrorCode]] = {}
+    written: list[tuple[TopicPartition, Partition, LedSharePartition]] = []
     for t in topics:
         for p in t.partitions:
             if not p.acknowledgement_batches:
@@ -143,9 +155,19 @@ def _acknowledge(ctx: RequestContext, shares: ShareFetcher, parts: _Partitions,
             if not isinstance(partition, Partition):
                 out[tp] = (partition, partition)
                 continue
-            led = shares.share_partition(group_id, partition, reset)
+            try:
+                led = await shares.share_partition(group_id, partition, reset)
+            except SharePartitionUnavailable as exc:
+                out[tp] = (exc.error_code, partition)
+                continue
             code = shares.acknowledge(led, partition, member_id, p.acknowledgement_batches,
                                       renew)
+            out[tp] = (code, partition)
+            written.append((tp, partition, led))
+    codes = await asyncio.gather(*(shares.persist(led, partition.topic)
+                                   for _, partition, led in written))
+    for (tp, partition, _), code in zip(written, codes, strict=True):
+        if code != ErrorCode.none:
             out[tp] = (code, partition)
     return out
 
@@ -190,7 +212,8 @@ async def handle_share_fetch(ctx: RequestContext, request: ShareFetchRequest) ->
     reset, isolation = await _group_settings(ctx, group_id)
     ack_ids = [t.topic_id for t in request.topics]
     parts = _Partitions(ctx, [*ack_ids, *(tp[0] for tp in session.partitions)])
-    acks = _acknowledge(ctx, shares, parts, group_id, member_id, reset, request.topics, renew)
+    acks = await _acknowledge(ctx, shares, parts, group_id, member_id, reset, request.topics,
+                              renew)
     results: dict[TopicPartition, dict[str, Any]] = {}
     for tp, (ack_code, p) in acks.items():
         results[tp] = _partition_entry(ctx, tp, p, parts)
@@ -216,7 +239,13 @@ async def handle_share_fetch(ctx: RequestContext, request: ShareFetchRequest) ->
             leaders.append(p)
             if total >= max_bytes or max_records <= 0:
                 continue
-            led = shares.share_partition(group_id, p, reset)
+            try:
+                led = await shares.share_partition(group_id, p, reset)
+            except SharePartitionUnavailable as exc:
+                entry["error_code"] = exc.error_code
+                results[tp] = entry
+                errors = True
+                continue
             records, ranges = shares.acquire(led, p, member_id, max_records,
                                              max_bytes - total, isolation)
             if ranges:
@@ -277,8 +306,8 @@ async def handle_share_acknowledge(
         return _top_error(exc.error_code, str(exc))
     reset, _ = await _group_settings(ctx, group_id)
     parts = _Partitions(ctx, [t.topic_id for t in request.topics])
-    acks = _acknowledge(ctx, shares, parts, group_id, member_id, reset, request.topics,
-                        field(request, "is_renew_ack", False))
+    acks = await _acknowledge(ctx, shares, parts, group_id, member_id, reset, request.topics,
+                              field(request, "is_renew_ack", False))
     if epoch == FINAL_EPOCH:
         shares.close_session(group_id, member_id)
     topics: dict[uuid.UUID, list[dict[str, Any]]] = {}

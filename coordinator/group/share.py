@@ -50,6 +50,9 @@ class ShareGroup:
     members: dict[str, ShareMember] = field(default_factory=dict)
     target: dict[str, Assignment] = field(default_factory=dict)
     dead: bool = False
+    # the topics whose share-partitions the group may have state of (subscribed to since it
+    # was created here, or given offsets): DescribeShareGroupOffsets without topics lists them
+    offsets_topics: set[str] = field(default_factory=set)
 
     def state(self) -> ShareGroupState:
         if self.dead:

@@ -58,6 +58,17 @@ class ShareGroups(GroupCoordinatorParts):
         group = self.share_groups.get(group_id)
         return group is not None and not group.dead and member_id in group.members
 
+    def share_group_of(self, group_id: str) -> ShareGroup | None:
+        """The share group `group_id` for its offsets' admin APIs (None if it has no state
+        here); raises GroupError when this broker does not coordinate it now, or when it is a
+        group of another type (GROUP_ID_NOT_FOUND)."""
+        self.coordinator_partition(group_id)
+        if group_id in self.consumer_groups or group_id in self.groups:
+            raise GroupError(ErrorCode.group_id_not_found,
+                             f"Group {group_id} is not a share group.")
+        group = self.share_groups.get(group_id)
+        return None if group is None or group.dead else group
+
     def _share_topics(self, names: set[str]) -> TopicsMetadata:
         out: TopicsMetadata = {}
         for name in names:
@@ -129,6 +140,7 @@ class ShareGroups(GroupCoordinatorParts):
             member.rack_id = rack_id
         if names is not None and sorted(names) != sorted(member.subscribed_topic_names):
             member.subscribed_topic_names = sorted(set(names))
+            group.offsets_topics.update(names)
             group.group_epoch += 1
         self._share_reassign(group)
         send_assignment = member_epoch == 0 or member.member_epoch != group.assignment_epoch

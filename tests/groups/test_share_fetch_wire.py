@@ -16,7 +16,8 @@ SHARE_HEARTBEAT, SHARE_FETCH, SHARE_ACK, ALTER_CONFIGS = 76, 78, 79, 44
 NONE, UNKNOWN_MEMBER_ID, INVALID_REQUEST, INVALID_RECORD_STATE = 0, 25, 42, 121
 SHARE_SESSION_NOT_FOUND, INVALID_SHARE_SESSION_EPOCH = 122, 123
 ACCEPT, RELEASE, REJECT = 1, 2, 3
-SHARE = {**FAST, "unstable.feature.versions.enable": True}
+SHARE = {**FAST, "unstable.feature.versions.enable": True,
+         "share.coordinator.state.topic.num.partitions": 5}
 
 
 def setup_share_group(w, topic, group, members, configs=(), partitions=1):

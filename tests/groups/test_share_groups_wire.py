@@ -12,7 +12,8 @@ from tests.protocol.wire import WireClient
 
 FIND, LIST, API_VERSIONS, UPDATE_FEATURES = 10, 16, 18, 57
 SHARE_HEARTBEAT, SHARE_DESCRIBE = 76, 77
-SHARE_APIS = {76, 77, 78, 79}  # ShareGroupHeartbeat/Describe, ShareFetch, ShareAcknowledge
+# ShareGroupHeartbeat/Describe, ShareFetch, ShareAcknowledge, the persister APIs, the offsets
+SHARE_APIS = {76, 77, 78, 79, 83, 84, 85, 86, 87, 90, 91, 92}
 NONE, UNKNOWN_MEMBER_ID, UNSUPPORTED_VERSION, INVALID_UPDATE_VERSION = 0, 25, 35, 95
 INCONSISTENT_GROUP_PROTOCOL, NON_EMPTY_GROUP, GROUP_ID_NOT_FOUND = 23, 68, 69
 DELETE_GROUPS = 42

@@ -1,10 +1,14 @@
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.Properties;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicLong;
 
 import org.apache.kafka.clients.consumer.AcknowledgeType;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
@@ -24,6 +28,12 @@ import org.apache.kafka.common.serialization.StringDeserializer;
  *     polls until it has records, prints "HELD n", then keeps them without acknowledging.
  * java ShareConsumers drain BOOTSTRAP TOPIC GROUP EXPECT
  *     accepts records until EXPECT were accepted.
+ * java ShareConsumers checked BOOTSTRAP TOPIC GROUP CONSUMERS RECORDS
+ *     CONSUMERS consumers in threads accept every record, slowly, and commitSync after every
+ *     poll; each record received prints "DELIVERED value deliveryCount consumer", and once the
+ *     commit answered "CONFIRMED value" (its partition's acknowledgement succeeded) or
+ *     "FAILED value" (it failed, or the commit threw: it may still have taken effect). Ends
+ *     once every record was confirmed or failed and nothing was delivered for 5 s.
  * </pre>
  * Prints "ACCEPTED value deliveryCount consumer", "RELEASED value", "REJECTED value".
  */
@@ -48,7 +58,9 @@ public final class ShareConsumers {
 
     public static void main(String[] args) throws Exception {
         String mode = args[0], bootstrap = args[1], topic = args[2], group = args[3];
-        if (mode.equals("explicit")) {
+        if (mode.equals("checked")) {
+            checked(bootstrap, topic, group, Integer.parseInt(args[4]), Integer.parseInt(args[5]));
+        } else if (mode.equals("explicit")) {
             explicit(bootstrap, topic, group, Integer.parseInt(args[4]), Integer.parseInt(args[5]));
         } else if (mode.equals("hold")) {
             try (KafkaShareConsumer<String, String> c = consumer(bootstrap, group)) {
@@ -69,6 +81,62 @@ public final class ShareConsumers {
             read(0, consumer(bootstrap, group), topic, accepted, expect, false);
             System.exit(accepted.size() == expect ? 0 : 1);
         }
+    }
+
+    static void checked(String bootstrap, String topic, String group, int consumers, int records)
+            throws Exception {
+        Set<String> settled = ConcurrentHashMap.newKeySet();
+        AtomicLong lastDelivery = new AtomicLong(System.currentTimeMillis());
+        AtomicBoolean stop = new AtomicBoolean();
+        List<Thread> threads = new CopyOnWriteArrayList<>();
+        for (int i = 0; i < consumers; i++) {
+            final int id = i;
+            Thread t = new Thread(() -> {
+                try (KafkaShareConsumer<String, String> c = consumer(bootstrap, group)) {
+                    c.subscribe(List.of(topic));
+                    while (!stop.get()) {
+                        List<String> acked = new ArrayList<>();
+                        for (ConsumerRecord<String, String> r : c.poll(Duration.ofMillis(300))) {
+                            say("DELIVERED " + r.value() + " " + r.deliveryCount().orElse((short) -1)
+                                + " " + id);
+                            lastDelivery.set(System.currentTimeMillis());
+                            c.acknowledge(r, AcknowledgeType.ACCEPT);
+                            acked.add(r.value());
+                            Thread.sleep(20);
+                        }
+                        if (acked.isEmpty()) {
+                            continue;
+                        }
+                        boolean ok;
+                        try {
+                            ok = c.commitSync().values().stream().allMatch(Optional::isEmpty);
+                        } catch (Exception e) {
+                            say("COMMIT " + e);
+                            ok = false;
+                        }
+                        for (String v : acked) {
+                            say((ok ? "CONFIRMED " : "FAILED ") + v);
+                            settled.add(v);
+                        }
+                    }
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
+            });
+            threads.add(t);
+            t.start();
+        }
+        long deadline = System.currentTimeMillis() + TIMEOUT_MS;
+        while (System.currentTimeMillis() < deadline
+               && (settled.size() < records || System.currentTimeMillis() - lastDelivery.get() < 5000)) {
+            Thread.sleep(100);
+        }
+        stop.set(true);
+        for (Thread t : threads) {
+            t.join();
+        }
+        say("DONE " + settled.size());
+        System.exit(settled.size() == records ? 0 : 1);
     }
 
     static void explicit(String bootstrap, String topic, String group, int consumers, int records)

@@ -1,0 +1,194 @@
+"""Share groups' offsets (KIP-932): DescribeShareGroupOffsets (90), AlterShareGroupOffsets (91),
+DeleteShareGroupOffsets (92), answered by the group's coordinator from the share-partitions'
+persisted state (the persister: broker/share_persister.py).
+
+A share-partition's offset is its start offset in `__share_group_state` (-1: never initialized).
+Describe names the given partitions, or, without topics, every partition of the topics the
+group's members subscribed to since the group was created on this coordinator (Kafka keeps the
+group's initialized share-partitions in `__consumer_offsets`; Samsa's share groups live in the
+coordinator's memory, so after a coordinator change only named topics are described).
+Alter and Delete need an empty group (NON_EMPTY_GROUP otherwise): Alter initializes the
+share-partitions again at the given start offsets with the next state epoch (so a leader holding
+the old state is fenced and reads the new one), Delete removes their state. ACLs as Kafka:
+DESCRIBE (Describe), READ (Alter) or DELETE (Delete) on the group, READ (Alter, Delete) or
+DESCRIBE (Describe) on each topic. Served while `share.version` >= 1.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from typing import TYPE_CHECKING, Any
+
+from samsa.coordinator.group.common import GroupError
+from samsa.coordinator.share.coordinator import ShareStateError
+from samsa.protocol.errors import ErrorCode
+
+from ..context import RequestContext
+from ..security.authorizer import AclOperation, ResourceType
+from .share_groups import _enabled
+
+if TYPE_CHECKING:
+    from .requests import (
+        AlterShareGroupOffsetsRequest,
+        DeleteShareGroupOffsetsRequest,
+        DescribeShareGroupOffsetsRequest,
+    )
+
+log = logging.getLogger(__name__)
+
+
+def _group_check(ctx: RequestContext, group_id: str, op: AclOperation,
+                 empty: bool) -> tuple[ErrorCode, str | None]:
+    """NONE if the request may go on for the group; else its group-level error."""
+    if not _enabled(ctx) or ctx.share_persister is None:
+        return ErrorCode.unsupported_version, "Share groups are not enabled."
+    if not ctx.authorize(op, ResourceType.GROUP, group_id):
+        return ErrorCode.group_authorization_failed, None
+    try:
+        group = ctx.groups.share_group_of(group_id)
+    except GroupError as exc:
+        return exc.error_code, str(exc.args[0]) if exc.args else None
+    if empty and group is not None and group.members:
+        return ErrorCode.non_empty_group, "The group has active members."
+    return ErrorCode.none, None
+
+
+def _topic(ctx: RequestContext, name: str) -> tuple[uuid.UUID, int] | None:
+    state = ctx.store.topic(name)
+    return None if state is None else (state.topic_id, len(state.partitions))
+
+
+async def handle_describe_share_group_offsets(
+    ctx: RequestContext, request: DescribeShareGroupOffsetsRequest
+) -> dict[str, Any]:
+    groups = []
+    persister = ctx.share_persister
+    for g in request.groups:
+        code, message = _group_check(ctx, g.group_id, AclOperation.DESCRIBE, empty=False)
+        entry: dict[str, Any] = {"group_id": g.group_id, "topics": [], "error_code": code,
+                                 "error_message": message}
+        groups.append(entry)
+        if code != ErrorCode.none or persister is None:
+            continue
+        if g.topics is None:
+            group = ctx.groups.share_group_of(g.group_id)
+            names = sorted(group.offsets_topics) if group is not None else []
+            wanted: list[tuple[str, list[int] | None]] = [(n, None) for n in names]
+        else:
+            wanted = [(t.topic_name, list(t.partitions)) for t in g.topics]
+        allowed = set(ctx.authorized(AclOperation.DESCRIBE, ResourceType.TOPIC,
+                                     {n for n, _ in wanted}))
+        for name, partitions in wanted:
+            info = _topic(ctx, name)
+            if info is None or name not in allowed:
+                if g.topics is None:
+                    continue
+                error = (ErrorCode.topic_authorization_failed if name not in allowed
+                         else ErrorCode.unknown_topic_or_partition)
+                entry["topics"].append({"topic_name": name, "topic_id": None, "partitions": [
+                    {"partition_index": p, "start_offset": -1, "leader_epoch": -1,
+                     "error_code": error, "error_message": None} for p in partitions or []]})
+                continue
+            topic_id, count = info
+            out = []
+            for p in (partitions if partitions is not None else range(count)):
+                item: dict[str, Any] = {"partition_index": p, "start_offset": -1,
+                                        "leader_epoch": -1, "error_code": ErrorCode.none,
+                                        "error_message": None}
+                if not 0 <= p < count:
+                    item["error_code"] = ErrorCode.unknown_topic_or_partition
+                else:
+                    try:
+                        summary = await persister.summary(g.group_id, topic_id, p)
+                        item["start_offset"] = summary.start_offset
+                        item["leader_epoch"] = summary.leader_epoch
+                    except ShareStateError as exc:
+                        item["error_code"], item["error_message"] = exc.error_code, exc.message
+                out.append(item)
+            entry["topics"].append({"topic_name": name, "topic_id": topic_id,
+                                    "partitions": out})
+    return {"throttle_time": 0, "groups": groups}
+
+
+async def handle_alter_share_group_offsets(
+    ctx: RequestContext, request: AlterShareGroupOffsetsRequest
+) -> dict[str, Any]:
+    code, message = _group_check(ctx, request.group_id, AclOperation.READ, empty=True)
+    if code != ErrorCode.none:
+        return {"throttle_time": 0, "error_code": code, "error_message": message,
+                "responses": []}
+    persister = ctx.share_persister
+    assert persister is not None
+    allowed = set(ctx.authorized(AclOperation.READ, ResourceType.TOPIC,
+                                 {t.topic_name for t in request.topics}))
+    responses = []
+    for t in request.topics:
+        info = _topic(ctx, t.topic_name)
+        out = []
+        for p in t.partitions:
+            item: dict[str, Any] = {"partition_index": p.partition_index,
+                                    "error_code": ErrorCode.none, "error_message": None}
+            out.append(item)
+            if t.topic_name not in allowed:
+                item["error_code"] = ErrorCode.topic_authorization_failed
+            elif info is None or not 0 <= p.partition_index < info[1]:
+                item["error_code"] = ErrorCode.unknown_topic_or_partition
+            elif p.start_offset < 0:
+                item["error_code"], item["error_message"] = (ErrorCode.invalid_request,
+                                                             "The start offset is negative.")
+            else:
+                try:
+                    summary = await persister.summary(request.group_id, info[0],
+                                                      p.partition_index)
+                    await persister.initialize(request.group_id, info[0], p.partition_index,
+                                               summary.state_epoch + 1, p.start_offset)
+                    group = ctx.groups.share_group_of(request.group_id)
+                    if group is not None:
+                        group.offsets_topics.add(t.topic_name)
+                    log.info("share group %s: %s-%d starts at offset %d now",
+                             request.group_id, t.topic_name, p.partition_index, p.start_offset)
+                except (ShareStateError, GroupError) as exc:
+                    item["error_code"] = exc.error_code
+                    item["error_message"] = getattr(exc, "message", None)
+        responses.append({"topic_name": t.topic_name,
+                          "topic_id": info[0] if info is not None else None, "partitions": out})
+    return {"throttle_time": 0, "error_code": ErrorCode.none, "error_message": None,
+            "responses": responses}
+
+
+async def handle_delete_share_group_offsets(
+    ctx: RequestContext, request: DeleteShareGroupOffsetsRequest
+) -> dict[str, Any]:
+    code, message = _group_check(ctx, request.group_id, AclOperation.DELETE, empty=True)
+    if code != ErrorCode.none:
+        return {"throttle_time": 0, "error_code": code, "error_message": message,
+                "responses": []}
+    persister = ctx.share_persister
+    assert persister is not None
+    allowed = set(ctx.authorized(AclOperation.READ, ResourceType.TOPIC,
+                                 {t.topic_name for t in request.topics}))
+    responses = []
+    for t in request.topics:
+        info = _topic(ctx, t.topic_name)
+        item: dict[str, Any] = {"topic_name": t.topic_name,
+                                "topic_id": info[0] if info is not None else None,
+                                "error_code": ErrorCode.none, "error_message": None}
+        responses.append(item)
+        if t.topic_name not in allowed:
+            item["error_code"] = ErrorCode.topic_authorization_failed
+            continue
+        if info is None:
+            item["error_code"] = ErrorCode.unknown_topic_or_partition
+            continue
+        try:
+            for p in range(info[1]):
+                await persister.delete(request.group_id, info[0], p)
+            group = ctx.groups.share_group_of(request.group_id)
+            if group is not None:
+                group.offsets_topics.discard(t.topic_name)
+        except (ShareStateError, GroupError) as exc:
+            item["error_code"] = exc.error_code
+            item["error_message"] = getattr(exc, "message", None)
+    return {"throttle_time": 0, "error_code": ErrorCode.none, "error_message": None,
+            "responses": responses}

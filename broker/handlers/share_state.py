@@ -1,0 +1,139 @@
+"""The share coordinator's persister APIs (KIP-932), between brokers: InitializeShareGroupState
+(83), ReadShareGroupState (84), WriteShareGroupState (85), DeleteShareGroupState (86) and
+ReadShareGroupStateSummary (87).
+
+Thin: a share-partition leader on another broker sends them here when this broker leads the
+share-partition's `__share_group_state` partition; `ctx.share_state`
+(coordinator/share/coordinator.py) answers. As in Kafka, they are cluster actions (CLUSTER_ACTION
+on the cluster), one share-partition per request is what the persister sends (each partition
+named is answered on its own), and they are served while `share.version` is at least 1.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Awaitable, Callable, Iterable
+from typing import TYPE_CHECKING, Any
+
+from samsa.coordinator.share.coordinator import ShareStateError
+from samsa.coordinator.share.records import StateBatch
+from samsa.protocol.errors import ErrorCode
+
+from ..context import RequestContext
+from ..security.authorizer import AclOperation, ResourceType
+from .share_groups import _enabled
+
+if TYPE_CHECKING:
+    from .requests import (
+        DeleteShareGroupStateRequest,
+        InitializeShareGroupStateRequest,
+        ReadShareGroupStateRequest,
+        ReadShareGroupStateSummaryRequest,
+        WriteShareGroupStateRequest,
+    )
+
+log = logging.getLogger(__name__)
+
+
+def _refused(ctx: RequestContext) -> ErrorCode | None:
+    if not _enabled(ctx) or ctx.share_state is None:
+        return ErrorCode.unsupported_version
+    if not ctx.authorize(AclOperation.CLUSTER_ACTION, ResourceType.CLUSTER):
+        return ErrorCode.cluster_authorization_failed
+    return None
+
+
+async def _each(ctx: RequestContext, group_id: str, topics: Iterable[Any],
+                run: Callable[[tuple[str, uuid.UUID, int], Any], Awaitable[dict[str, Any]]],
+                error_fields: dict[str, Any]) -> dict[str, Any]:
+    refused = _refused(ctx)
+    results = []
+    for t in topics:
+        partitions = []
+        for p in t.partitions:
+            entry: dict[str, Any] = {"partition": p.partition}
+            if refused is not None:
+                code: ErrorCode = refused
+                message: str | None = None
+            elif t.topic_id is None:
+                code, message = ErrorCode.invalid_request, "The topic id cannot be null."
+            else:
+                try:
+                    entry.update(await run((group_id, t.topic_id, p.partition), p))
+                    code, message = ErrorCode.none, None
+                except ShareStateError as exc:
+                    code, message = exc.error_code, exc.message
+            if code != ErrorCode.none:
+                entry.update(error_fields)
+            entry.update(error_code=code, error_message=message)
+            partitions.append(entry)
+        results.append({"topic_id": t.topic_id, "partitions": partitions})
+    return {"results": results}
+
+
+async def handle_initialize_share_group_state(
+    ctx: RequestContext, request: InitializeShareGroupStateRequest
+) -> dict[str, Any]:
+    async def run(key: tuple[str, uuid.UUID, int], p: Any) -> dict[str, Any]:
+        assert ctx.share_state is not None
+        await ctx.share_state.initialize(key, p.state_epoch, p.start_offset)
+        return {}
+
+    return await _each(ctx, request.group_id, request.topics, run, {})
+
+
+async def handle_read_share_group_state(
+    ctx: RequestContext, request: ReadShareGroupStateRequest
+) -> dict[str, Any]:
+    async def run(key: tuple[str, uuid.UUID, int], p: Any) -> dict[str, Any]:
+        assert ctx.share_state is not None
+        r = await ctx.share_state.read(key, p.leader_epoch)
+        return {"state_epoch": r.state_epoch, "start_offset": r.start_offset,
+                "state_batches": [_batch(b) for b in r.batches]}
+
+    return await _each(ctx, request.group_id, request.topics, run,
+                       {"state_epoch": 0, "start_offset": -1, "state_batches": []})
+
+
+async def handle_write_share_group_state(
+    ctx: RequestContext, request: WriteShareGroupStateRequest
+) -> dict[str, Any]:
+    async def run(key: tuple[str, uuid.UUID, int], p: Any) -> dict[str, Any]:
+        assert ctx.share_state is not None
+        batches = [StateBatch(b.first_offset, b.last_offset, b.delivery_state, b.delivery_count)
+                   for b in p.state_batches]
+        await ctx.share_state.write(key, p.state_epoch, p.leader_epoch, p.start_offset,
+                                    batches)
+        return {}
+
+    return await _each(ctx, request.group_id, request.topics, run, {})
+
+
+async def handle_delete_share_group_state(
+    ctx: RequestContext, request: DeleteShareGroupStateRequest
+) -> dict[str, Any]:
+    async def run(key: tuple[str, uuid.UUID, int], p: Any) -> dict[str, Any]:
+        assert ctx.share_state is not None
+        await ctx.share_state.delete(key)
+        return {}
+
+    return await _each(ctx, request.group_id, request.topics, run, {})
+
+
+async def handle_read_share_group_state_summary(
+    ctx: RequestContext, request: ReadShareGroupStateSummaryRequest
+) -> dict[str, Any]:
+    async def run(key: tuple[str, uuid.UUID, int], p: Any) -> dict[str, Any]:
+        assert ctx.share_state is not None
+        r = ctx.share_state.summary(key)
+        return {"state_epoch": r.state_epoch, "leader_epoch": r.leader_epoch,
+                "start_offset": r.start_offset}
+
+    return await _each(ctx, request.group_id, request.topics, run,
+                       {"state_epoch": 0, "leader_epoch": -1, "start_offset": -1})
+
+
+def _batch(b: StateBatch) -> dict[str, int]:
+    return {"first_offset": b.first_offset, "last_offset": b.last_offset,
+            "delivery_state": b.delivery_state, "delivery_count": b.delivery_count}

@@ -1,0 +1,140 @@
+"""`__share_group_state` records (Kafka's ShareSnapshot/ShareUpdate key and value, share-coordinator
+module), the combination of state batches, the replay of a state partition, and a
+share-partition read back from its persisted state."""
+
+from __future__ import annotations
+
+import struct
+import uuid
+
+import pytest
+
+from samsa.broker.share_partition import RecordState, SharePartitionState
+from samsa.broker.share_partition import StateBatch as LeaderBatch
+from samsa.coordinator.share.coordinator import coordinator_key, parse_coordinator_key, replay
+from samsa.coordinator.share.records import (
+    SNAPSHOT,
+    UPDATE,
+    CorruptShareRecord,
+    ShareKey,
+    ShareSnapshot,
+    ShareUpdate,
+    StateBatch,
+    decode_key,
+    decode_snapshot,
+    decode_update,
+    encode_key,
+    encode_snapshot,
+    encode_update,
+)
+from samsa.coordinator.share.state import combine
+
+TID = uuid.UUID("0123456789abcdef0123456789abcdef")
+
+
+def test_key_layout_is_kafkas():
+    raw = encode_key(UPDATE, "g1", TID, 7)
+    # int16 record type, GroupId (int16 length + UTF-8), TopicId (16 bytes), Partition int32
+    assert raw == b"\x00\x01" + b"\x00\x02g1" + TID.bytes + b"\x00\x00\x00\x07"
+    assert decode_key(raw) == ShareKey(UPDATE, "g1", TID, 7)
+    assert decode_key(b"\x00\x05\x00\x00") is None  # another record type: not ours
+    with pytest.raises(CorruptShareRecord):
+        decode_key(b"\x00\x00\x00\x09g1")
+
+
+def test_snapshot_value_layout_is_kafkas():
+    v = ShareSnapshot(3, 1, 5, 100, 1000, 2000, (StateBatch(100, 104, 2, 1),))
+    raw = encode_snapshot(v)
+    expected = (struct.pack(">hiiiqqq", 0, 3, 1, 5, 100, 1000, 2000)
+                + b"\x02" + struct.pack(">qqbh", 100, 104, 2, 1) + b"\x00" + b"\x00")
+    assert raw == expected
+    assert decode_snapshot(raw) == v
+    # Kafka 4.3 writes DeliveryCompleteCount as tagged field 0 when it is set: skipped
+    tagged = raw[:-1] + b"\x01" + b"\x00" + b"\x04" + struct.pack(">i", 5)
+    assert decode_snapshot(tagged) == v
+
+
+def test_update_value_layout_is_kafkas():
+    v = ShareUpdate(3, 5, -1, (StateBatch(7, 7, 4, 5), StateBatch(8, 9, 0, 2)))
+    raw = encode_update(v)
+    assert raw[:18] == struct.pack(">hiiq", 0, 3, 5, -1)
+    assert raw[18] == 3  # compact array of two batches
+    assert decode_update(raw) == v
+    with pytest.raises(CorruptShareRecord):
+        decode_update(raw[:-5])
+
+
+def test_combine_overrides_prunes_and_joins():
+    base = [StateBatch(10, 19, 0, 1), StateBatch(20, 29, 2, 1)]
+    new = [StateBatch(15, 22, 2, 1), StateBatch(25, 25, 4, 3)]
+    assert combine(base, new, 12) == (
+        StateBatch(12, 14, 0, 1), StateBatch(15, 24, 2, 1), StateBatch(25, 25, 4, 3),
+        StateBatch(26, 29, 2, 1))
+    # overlapping batches within one write: the later one wins
+    assert combine((), [StateBatch(0, 9, 0, 1), StateBatch(5, 6, 2, 1)], 0) == (
+        StateBatch(0, 4, 0, 1), StateBatch(5, 6, 2, 1), StateBatch(7, 9, 0, 1))
+    assert combine(base, (), 30) == ()
+
+
+def test_replay_snapshot_updates_and_tombstone():
+    states: dict = {}
+    key = ("g", TID, 0)
+    replay(states, encode_key(SNAPSHOT, "g", TID, 0),
+           encode_snapshot(ShareSnapshot(0, 2, 4, 10, 1, 1, (StateBatch(10, 14, 0, 1),))))
+    replay(states, encode_key(UPDATE, "g", TID, 0),
+           encode_update(ShareUpdate(0, -1, -1, (StateBatch(11, 12, 2, 1),))))
+    replay(states, encode_key(UPDATE, "g", TID, 0),
+           encode_update(ShareUpdate(0, 6, 12, (StateBatch(14, 14, 4, 3),))))
+    s = states[key]
+    assert (s.state_epoch, s.leader_epoch, s.start_offset, s.updates) == (2, 6, 12, 2)
+    assert s.batches == (StateBatch(12, 12, 2, 1), StateBatch(13, 13, 0, 1),
+                         StateBatch(14, 14, 4, 3))
+    # a snapshot replaces the state (leader epoch never goes back)
+    replay(states, encode_key(SNAPSHOT, "g", TID, 0),
+           encode_snapshot(ShareSnapshot(1, 2, 5, 20, 2, 2, ())))
+    assert (states[key].start_offset, states[key].batches, states[key].leader_epoch,
+            states[key].updates) == (20, (), 6, 0)
+    replay(states, encode_key(SNAPSHOT, "g", TID, 0), None)
+    assert key not in states
+
+
+def test_coordinator_key_is_kafkas_share_partition_key():
+    key = coordinator_key("grp", TID, 3)
+    assert key == "grp:ASNFZ4mrze8BI0VniavN7w:3"  # Kafka's base64 Uuid.toString()
+    assert parse_coordinator_key(key) == ("grp", TID, 3)
+    assert parse_coordinator_key("a:b:c") is None and parse_coordinator_key("x") is None
+
+
+def test_leader_state_round_trips_through_persisted_batches():
+    sp = SharePartitionState(0, lock_ms=1000, delivery_limit=5)
+    sp.acquire("m1", range(0, 6), 6, now_ms=0)
+    sp.acknowledge("m1", 0, 1, 1)  # accept 0..1: the start offset moves to 2
+    sp.acknowledge("m1", 3, 3, 1)  # accept 3
+    sp.acknowledge("m1", 4, 4, 3)  # reject 4
+    batches = sp.state_batches()
+    # 2 and 5 are acquired: persisted as available with their delivery count
+    assert [(b.first_offset, b.last_offset, b.state, b.delivery_count) for b in batches] == [
+        (2, 2, RecordState.AVAILABLE, 1), (3, 3, RecordState.ACKNOWLEDGED, 1),
+        (4, 4, RecordState.ARCHIVED, 1), (5, 5, RecordState.AVAILABLE, 1)]
+    again = SharePartitionState.from_state_batches(
+        sp.start_offset, [LeaderBatch(b.first_offset, b.last_offset, b.state, b.delivery_count)
+                          for b in batches])
+    got = again.acquire("m2", range(2, 8), 10, now_ms=0)
+    # the accepted and rejected records never come back; those in flight do, counted again
+    assert got == [(2, 2), (5, 2), (6, 1), (7, 1)]
+
+
+def test_leader_writes_only_what_changed_and_the_coordinator_combines_it():
+    from samsa.broker.share_fetch import _changed_batches, _persisted_view
+
+    sp = SharePartitionState(0)
+    sp.acquire("m", range(0, 6), 6, now_ms=0)
+    written = _persisted_view(sp)  # as if written now
+    persisted = combine((), [StateBatch(o, o, s, c) for o, (s, c) in written.items()], 0)
+    sp.acknowledge("m", 3, 4, 1)  # accept 3..4: only they change
+    delta = _changed_batches(_persisted_view(sp), written)
+    assert delta == [StateBatch(3, 4, 2, 1)]
+    # the coordinator's combination of the delta equals the leader's whole state
+    whole = [StateBatch(b.first_offset, b.last_offset, int(b.state), b.delivery_count)
+             for b in sp.state_batches()]
+    assert combine(persisted, delta, sp.start_offset) == combine((), whole, sp.start_offset)
