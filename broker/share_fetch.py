@@ -25,6 +25,7 @@ from typing import Any
 
 from samsa.protocol.errors import ErrorCode, KafkaError
 from samsa.protocol.records import CONTROL_ABORT, iter_batches, parse_control_record
+from samsa.storage.file_region import FileRegion
 
 from .partition import READ_COMMITTED, Partition
 from .share_partition import AcknowledgeType, SharePartitionState
@@ -171,6 +172,7 @@ class ShareFetcher:
         for _ in range(MAX_READS):
             read = partition.read(offset, max_bytes, isolation, True)
             buf = read.records
+            assert not isinstance(buf, FileRegion)  # read without zero_copy: the bytes
             batches = list(iter_batches(buf))
             if not batches:
                 break
