@@ -10,15 +10,17 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import socket
 import ssl
 import time
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
-from samsa.protocol.framing import FrameError, frame_size
+from samsa.protocol.framing import FrameError, Part, frame_size
+from samsa.storage.file_region import FileRegion, RegionTruncated
 
 from . import metrics
 from .context import ANONYMOUS, KafkaPrincipal
@@ -28,6 +30,8 @@ from .security.tls import subject_dn
 log = logging.getLogger(__name__)
 
 _HIGH_WATER = 1 << 20
+_HAS_SENDFILE = hasattr(os, "sendfile")
+_TCP_CORK: int | None = getattr(socket, "TCP_CORK", None)  # Linux
 INT_MAX = 2**31 - 1
 
 
@@ -57,7 +61,7 @@ class Endpoint:
 
 class ConnectionInfo:
     __slots__ = ("peer", "writer", "busy", "last_active", "listener", "security_protocol",
-                 "principal", "authenticator", "throttle_ms")
+                 "principal", "authenticator", "throttle_ms", "zero_copy")
 
     def __init__(self, peer: str, writer: asyncio.StreamWriter,
                  endpoint: Endpoint | None = None, principal: KafkaPrincipal = ANONYMOUS
@@ -79,30 +83,74 @@ class ConnectionInfo:
         # Set by the dispatcher when a client quota throttles the request just answered: the
         # connection is not read for that long once the response is out (broker/quotas.py).
         self.throttle_ms = 0
+        # Fetch records are sent from the segment files (sendfile): a plaintext listener with
+        # samsa.fetch.sendfile.enable (TLS needs the bytes in memory to encrypt them).
+        self.zero_copy = False
 
 
 _HANDSHAKE_TIMEOUT_S = 10.0
 
-# A response is a list of buffers (the size prefix first), written without joining them.
-Response = list[bytes | memoryview]
+# A response is a list of parts (the size prefix first), written without joining them: bytes,
+# or a FileRegion of a segment (Fetch records read with zero_copy), sent from the file.
+Response = list[Part]
 Dispatch = Callable[[bytes, ConnectionInfo], Awaitable[Response | None]]
+
+# When the socket is full in the middle of a region, this much of it is handed to the transport
+# (read from the file), which waits for room as it does for any write; the rest follows by
+# sendfile once the transport has written it (ResponseWriter._bridge).
+_BRIDGE_BYTES = 8 * 1024
 
 
 class ResponseWriter:
     """Collects a connection's responses and writes them in one writev at the end of the
     current event-loop pass (loop.call_soon): at most one pass of delay, and a client's
-    pipelined requests answered in that pass cost one system call."""
+    pipelined requests answered in that pass cost one system call.
 
-    __slots__ = ("_writer", "_parts", "_size", "_scheduled")
+    Zero-copy (`sendfile`: a plaintext connection with samsa.fetch.sendfile.enable): a
+    FileRegion in a response is sent with os.sendfile from the segment file to the socket
+    instead of being read into memory. The event loop's transport owns the socket, so a region
+    is sent only while the transport holds nothing (everything before it is out, so the bytes
+    stay in order), and the transport does every wait for room: the buffers before a region go
+    through it as usual, and a region the socket cannot take whole is finished by a task
+    (`_drive`) that waits for the transport to empty (its write-buffer high water is 0, so
+    `drain` returns only then) and, when the socket itself is full, first hands the transport
+    a few KiB of the region to write when there is room. Later responses queue behind. A file
+    that ends before its region does (truncated since the read) cannot keep the length
+    already announced: the connection is closed, as Kafka does (FileRecords.writeTo throws).
+    Without sendfile a region is read and written like bytes."""
 
-    def __init__(self, writer: asyncio.StreamWriter) -> None:
+    __slots__ = ("_writer", "_transport", "_queue", "_size", "_scheduled", "_sendfile",
+                 "_sock", "_sock_fd", "_corked", "_current", "_offset", "_task",
+                 "_close_when_done", "_listener")
+
+    def __init__(self, writer: asyncio.StreamWriter, sendfile: bool = False,
+                 listener: str = "PLAINTEXT") -> None:
         self._writer = writer
-        self._parts: Response = []
-        self._size = 0
+        self._listener = listener
+        self._transport = writer.transport
+        self._queue: deque[Part] = deque()
+        self._size = 0  # bytes in _queue
         self._scheduled = False
+        self._sock_fd = -1
+        self._sock: Any = None
+        self._corked = False
+        if sendfile:
+            self._sock = self._transport.get_extra_info("socket")
+            self._sock_fd = self._sock.fileno() if self._sock is not None else -1
+            if self._sock_fd >= 0:
+                self._transport.set_write_buffer_limits(high=0)
+        self._sendfile = self._sock_fd >= 0
+        self._current: FileRegion | None = None  # the region being sent, from _offset
+        self._offset = 0
+        self._task: asyncio.Task[None] | None = None  # _drive, while a region waits
+        self._close_when_done = False
+
+    @property
+    def sendfile(self) -> bool:
+        return self._sendfile
 
     def add(self, parts: Response) -> None:
-        self._parts.extend(parts)
+        self._queue.extend(parts)
         self._size += sum(len(p) for p in parts)
         if not self._scheduled:
             self._scheduled = True
@@ -110,13 +158,162 @@ class ResponseWriter:
 
     def flush(self) -> None:
         self._scheduled = False
-        parts, self._parts, self._size = self._parts, [], 0
-        if parts and not self._writer.is_closing():
-            self._writer.writelines(parts)
+        if self._task is not None or not self._queue:
+            return  # the task sends what is queued once the region ahead is out
+        if self._transport.is_closing():
+            self._discard()
+            return
+        try:
+            done = self._pump()
+        except (OSError, ValueError) as exc:
+            self._fail(exc)
+            return
+        if not done:
+            self._task = asyncio.get_running_loop().create_task(self._drive())
 
     def backlog(self) -> int:
         """Bytes not yet handed to the kernel: collected here or buffered by the transport."""
-        return self._size + self._writer.transport.get_write_buffer_size()
+        current = len(self._current) - self._offset if self._current is not None else 0
+        return self._size + current + self._transport.get_write_buffer_size()
+
+    async def drain(self) -> None:
+        """Wait until everything added so far is handed to the kernel, but for what the
+        transport buffers below its low water (a slow reader's back pressure)."""
+        self.flush()
+        if self._task is not None:
+            await asyncio.shield(self._task)
+        await self._writer.drain()
+
+    def close(self) -> None:
+        """Close the connection once everything added is sent."""
+        self.flush()
+        if self._task is not None:
+            self._close_when_done = True
+        else:
+            self._writer.close()
+
+    def abort(self) -> None:
+        """Close the connection now, dropping what is not sent."""
+        if self._task is not None:
+            self._task.cancel()
+        self._discard()
+        self._transport.abort()
+
+    # -- sending -------------------------------------------------------------------------------
+    def _pump(self) -> bool:
+        """Write what is queued, in order, as far as the socket takes it without waiting:
+        True when all of it is handed over, False when a region waits (in _current)."""
+        buffers: list[bytes | memoryview] = []
+        queue = self._queue
+        while True:
+            if self._current is None:
+                if not queue:
+                    break
+                part = queue.popleft()
+                self._size -= len(part)
+                if not isinstance(part, FileRegion):
+                    buffers.append(part)  # type: ignore[arg-type]  # bytes or a view
+                    continue
+                if not self._sendfile:
+                    try:
+                        buffers.append(part.read())
+                    finally:
+                        part.release()
+                    continue
+                self._current, self._offset = part, 0
+                if not self._corked:
+                    self._cork(True)
+            if buffers:
+                self._transport.writelines(buffers)
+                buffers = []
+            if not self._send_current():
+                return False
+        if buffers:
+            self._transport.writelines(buffers)
+        if self._corked:
+            self._cork(False)
+        return True
+
+    def _cork(self, on: bool) -> None:
+        """TCP_CORK around responses with regions: the framing written before a region and
+        the bytes after it would otherwise each leave as a small segment of their own (the
+        socket has TCP_NODELAY), and the client wakes up for each; corked, they go out with
+        the region's data, and uncorking pushes out what is left."""
+        if _TCP_CORK is None:
+            return
+        self._corked = on
+        self._sock.setsockopt(socket.IPPROTO_TCP, _TCP_CORK, int(on))
+
+    def _send_current(self) -> bool:
+        """sendfile the current region while the transport is empty and the socket takes it:
+        True once it is all sent."""
+        region = self._current
+        assert region is not None
+        size = len(region)
+        while self._offset < size:
+            if self._transport.is_closing():
+                raise ConnectionResetError("the connection is closing")
+            if self._transport.get_write_buffer_size():
+                return False  # what the transport holds goes first
+            want = size - self._offset
+            try:
+                sent = os.sendfile(self._sock_fd, region.fd, region.position + self._offset, want)
+            except (BlockingIOError, InterruptedError):
+                return False
+            if sent == 0:
+                raise RegionTruncated(f"{region!r} was truncated after the read")
+            self._offset += sent
+            if sent < want:
+                return False  # the socket is full: no use asking again before there is room
+        metrics.sent_from_file(self._listener, size)
+        region.release()
+        self._current = None
+        return True
+
+    def _bridge(self) -> None:
+        """The socket is full and the transport empty: give the transport the next few KiB
+        of the region, which it writes once there is room again."""
+        region = self._current
+        assert region is not None
+        n = min(_BRIDGE_BYTES, len(region) - self._offset)
+        data = region.read_at(self._offset, n)
+        self._offset += n
+        self._transport.write(data)
+
+    async def _drive(self) -> None:
+        try:
+            while not self._pump():
+                if self._current is not None and not self._transport.get_write_buffer_size():
+                    self._bridge()
+                await self._writer.drain()  # returns once the transport is empty
+        except asyncio.CancelledError:
+            self._discard()
+            raise
+        except (OSError, ValueError) as exc:
+            self._fail(exc)
+        finally:
+            self._task = None
+        if self._close_when_done:
+            self.close()
+
+    def _fail(self, exc: BaseException) -> None:
+        if isinstance(exc, RegionTruncated):
+            log.warning("closing the connection: %s", exc)
+        else:
+            log.debug("sending failed: %r", exc)
+        self._discard()
+        self._transport.abort()
+
+    def _discard(self) -> None:
+        """Drop what is not sent, unpinning the regions' files."""
+        if self._current is not None:
+            self._current.release()
+            self._current = None
+        for part in self._queue:
+            if isinstance(part, FileRegion):
+                part.release()
+        self._queue.clear()
+        self._size = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,6 +326,7 @@ class ServerLimits:
     send_buffer_bytes: int = -1  # socket.send.buffer.bytes; -1: the OS default
     receive_buffer_bytes: int = -1  # socket.receive.buffer.bytes
     backlog: int = 50  # socket.listen.backlog.size
+    sendfile: bool = True  # samsa.fetch.sendfile.enable: zero-copy Fetch on plaintext listeners
 
     @classmethod
     def from_config(cls, config: Any) -> ServerLimits:
@@ -139,6 +337,7 @@ class ServerLimits:
             config["socket.send.buffer.bytes"],
             config["socket.receive.buffer.bytes"],
             config["socket.listen.backlog.size"],
+            config["samsa.fetch.sendfile.enable"],
         )
 
 
@@ -270,6 +469,7 @@ class KafkaServer:
                 return
             reader, writer, principal = opened
             conn = ConnectionInfo(peer, writer, endpoint, principal)
+            conn.zero_copy = endpoint.tls is None and self._limits.sendfile and _HAS_SENDFILE
             self._open[conn] = ip
             await self._serve_connection(reader, writer, conn)
         except asyncio.CancelledError:
@@ -343,7 +543,9 @@ class KafkaServer:
         self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, conn: ConnectionInfo
     ) -> None:
         self._writers.add(writer)
-        responses = ResponseWriter(writer)
+        responses = ResponseWriter(writer, conn.zero_copy, conn.listener)
+        conn.zero_copy = responses.sendfile
+        cancelled = False
         try:
             while True:
                 prefix = await reader.readexactly(4)
@@ -358,8 +560,7 @@ class KafkaServer:
                 if response is not None:
                     responses.add(response)
                     if responses.backlog() > _HIGH_WATER:  # a slow reader: stop reading
-                        responses.flush()
-                        await writer.drain()
+                        await responses.drain()
                 if conn.throttle_ms:  # Kafka mutes a throttled channel after the response
                     delay_s, conn.throttle_ms = conn.throttle_ms / 1000, 0
                     responses.flush()
@@ -383,12 +584,14 @@ class KafkaServer:
             else:
                 log.warning("closing connection from %s: %s", conn.peer, exc)
         except asyncio.CancelledError:
-            pass
+            cancelled = True
         finally:
             self._writers.discard(writer)
             self._closed(conn)
-            responses.flush()  # answers to the requests before a close still go out
-            writer.close()
+            if cancelled:  # the server stops
+                responses.abort()
+            else:  # answers to the requests before a close still go out
+                responses.close()
 
 
 def _sasl_frame_size(prefix: bytes, auth: SaslSession) -> int:
