@@ -95,10 +95,8 @@ _HANDSHAKE_TIMEOUT_S = 10.0
 Response = list[Part]
 Dispatch = Callable[[bytes, ConnectionInfo], Awaitable[Response | None]]
 
-# When the socket is full in the middle of a region, this much of it is handed to the transport
-# (read from the file), which waits for room as it does for any write; the rest follows by
-# sendfile once the transport has written it (ResponseWriter._bridge).
-_BRIDGE_BYTES = 8 * 1024
+# Why a zero-copy send stopped (ResponseWriter._pump).
+_DONE, _SOCKET_FULL, _TRANSPORT_BUSY = 0, 1, 2
 
 
 class ResponseWriter:
@@ -108,20 +106,25 @@ class ResponseWriter:
 
     Zero-copy (`sendfile`: a plaintext connection with samsa.fetch.sendfile.enable): a
     FileRegion in a response is sent with os.sendfile from the segment file to the socket
-    instead of being read into memory. The event loop's transport owns the socket, so a region
-    is sent only while the transport holds nothing (everything before it is out, so the bytes
-    stay in order), and the transport does every wait for room: the buffers before a region go
-    through it as usual, and a region the socket cannot take whole is finished by a task
-    (`_drive`) that waits for the transport to empty (its write-buffer high water is 0, so
-    `drain` returns only then) and, when the socket itself is full, first hands the transport
-    a few KiB of the region to write when there is room. Later responses queue behind. A file
-    that ends before its region does (truncated since the read) cannot keep the length
-    already announced: the connection is closed, as Kafka does (FileRecords.writeTo throws).
-    Without sendfile a region is read and written like bytes."""
+    instead of being read into memory. The event loop's transport owns the socket (uvloop
+    refuses add_writer on it), so a region is sent only while the transport holds nothing:
+    everything before it is out, and the bytes stay in order. The buffers around a region go
+    through the transport as usual; the socket is corked meanwhile, so that they leave in the
+    region's segments. Two waits:
+    - the transport holds data (the socket was full when the framing before a region was
+      written): a task waits until it is empty (the transport's write-buffer high water is 0,
+      so `drain` returns only then) and goes on;
+    - the socket is full in the middle of a region: a duplicate of the socket's fd (the
+      transport's own is left alone) is watched for room with add_writer, and the region goes
+      on from the callback.
+    Responses added meanwhile queue behind. A file that ends before its region does (truncated
+    since the read) cannot keep the length already announced: the connection is closed, as
+    Kafka does (FileRecords.writeTo throws). Without sendfile a region is read and written
+    like bytes."""
 
     __slots__ = ("_writer", "_transport", "_queue", "_size", "_scheduled", "_sendfile",
-                 "_sock", "_sock_fd", "_corked", "_current", "_offset", "_task",
-                 "_close_when_done", "_listener")
+                 "_sock", "_sock_fd", "_wait_fd", "_watching", "_corked", "_current",
+                 "_offset", "_task", "_idle", "_close_when_done", "_listener")
 
     def __init__(self, writer: asyncio.StreamWriter, sendfile: bool = False,
                  listener: str = "PLAINTEXT") -> None:
@@ -133,6 +136,8 @@ class ResponseWriter:
         self._scheduled = False
         self._sock_fd = -1
         self._sock: Any = None
+        self._wait_fd = -1  # the socket's fd duplicated, once a region has waited for room
+        self._watching = False  # add_writer on _wait_fd
         self._corked = False
         if sendfile:
             self._sock = self._transport.get_extra_info("socket")
@@ -142,12 +147,17 @@ class ResponseWriter:
         self._sendfile = self._sock_fd >= 0
         self._current: FileRegion | None = None  # the region being sent, from _offset
         self._offset = 0
-        self._task: asyncio.Task[None] | None = None  # _drive, while a region waits
+        self._task: asyncio.Task[None] | None = None  # waiting for the transport to empty
+        self._idle: list[asyncio.Future[None]] = []  # drain() callers waiting for the end
         self._close_when_done = False
 
     @property
     def sendfile(self) -> bool:
         return self._sendfile
+
+    @property
+    def _busy(self) -> bool:
+        return self._task is not None or self._watching
 
     def add(self, parts: Response) -> None:
         self._queue.extend(parts)
@@ -158,18 +168,12 @@ class ResponseWriter:
 
     def flush(self) -> None:
         self._scheduled = False
-        if self._task is not None or not self._queue:
-            return  # the task sends what is queued once the region ahead is out
+        if self._busy or not self._queue:
+            return  # what is queued goes once the region ahead of it is out
         if self._transport.is_closing():
             self._discard()
             return
-        try:
-            done = self._pump()
-        except (OSError, ValueError) as exc:
-            self._fail(exc)
-            return
-        if not done:
-            self._task = asyncio.get_running_loop().create_task(self._drive())
+        self._send()
 
     def backlog(self) -> int:
         """Bytes not yet handed to the kernel: collected here or buffered by the transport."""
@@ -177,32 +181,71 @@ class ResponseWriter:
         return self._size + current + self._transport.get_write_buffer_size()
 
     async def drain(self) -> None:
-        """Wait until everything added so far is handed to the kernel, but for what the
-        transport buffers below its low water (a slow reader's back pressure)."""
+        """Wait until everything added so far is handed to the kernel (a slow reader's back
+        pressure)."""
         self.flush()
-        if self._task is not None:
-            await asyncio.shield(self._task)
+        if self._busy:
+            idle = asyncio.get_running_loop().create_future()
+            self._idle.append(idle)
+            await idle
         await self._writer.drain()
 
     def close(self) -> None:
-        """Close the connection once everything added is sent."""
+        """Close the connection once everything added is sent (now if it is closing)."""
         self.flush()
-        if self._task is not None:
+        if self._busy and not self._transport.is_closing():
             self._close_when_done = True
-        else:
-            self._writer.close()
+            return
+        self._stop()
+        self._writer.close()
 
     def abort(self) -> None:
         """Close the connection now, dropping what is not sent."""
-        if self._task is not None:
-            self._task.cancel()
-        self._discard()
+        self._stop()
         self._transport.abort()
 
     # -- sending -------------------------------------------------------------------------------
-    def _pump(self) -> bool:
+    def _send(self) -> None:
+        """Send what is queued as far as possible now, then wait as needed for the rest."""
+        try:
+            state = self._pump()
+        except (OSError, ValueError) as exc:
+            self._fail(exc)
+            return
+        if state == _SOCKET_FULL:
+            if not self._watching:
+                if self._wait_fd < 0:
+                    self._wait_fd = os.dup(self._sock_fd)
+                asyncio.get_running_loop().add_writer(self._wait_fd, self._writable)
+                self._watching = True
+            return
+        self._unwatch()
+        if state == _TRANSPORT_BUSY:
+            self._task = asyncio.get_running_loop().create_task(self._await_transport())
+            return
+        for idle in self._idle:
+            if not idle.done():
+                idle.set_result(None)
+        self._idle.clear()
+        if self._close_when_done:
+            self.close()
+
+    def _writable(self) -> None:
+        self._send()
+
+    async def _await_transport(self) -> None:
+        try:
+            await self._writer.drain()  # returns once the transport is empty
+        except (OSError, ValueError) as exc:
+            self._task = None
+            self._fail(exc)
+            return
+        self._task = None
+        self._send()
+
+    def _pump(self) -> int:
         """Write what is queued, in order, as far as the socket takes it without waiting:
-        True when all of it is handed over, False when a region waits (in _current)."""
+        _DONE when all of it is handed over, else why a region waits (in _current)."""
         buffers: list[bytes | memoryview] = []
         queue = self._queue
         while True:
@@ -226,13 +269,39 @@ class ResponseWriter:
             if buffers:
                 self._transport.writelines(buffers)
                 buffers = []
-            if not self._send_current():
-                return False
+            state = self._send_current()
+            if state != _DONE:
+                return state
         if buffers:
             self._transport.writelines(buffers)
         if self._corked:
             self._cork(False)
-        return True
+        return _DONE
+
+    def _send_current(self) -> int:
+        """sendfile the current region while the transport is empty and the socket takes it."""
+        region = self._current
+        assert region is not None
+        size = len(region)
+        while self._offset < size:
+            if self._transport.is_closing():
+                raise ConnectionResetError("the connection is closing")
+            if self._transport.get_write_buffer_size():
+                return _TRANSPORT_BUSY  # what the transport holds goes first
+            want = size - self._offset
+            try:
+                sent = os.sendfile(self._sock_fd, region.fd, region.position + self._offset, want)
+            except (BlockingIOError, InterruptedError):
+                return _SOCKET_FULL
+            if sent == 0:
+                raise RegionTruncated(f"{region!r} was truncated after the read")
+            self._offset += sent
+            if sent < want:
+                return _SOCKET_FULL  # no use asking again before there is room
+        metrics.sent_from_file(self._listener, size)
+        region.release()
+        self._current = None
+        return _DONE
 
     def _cork(self, on: bool) -> None:
         """TCP_CORK around responses with regions: the framing written before a region and
@@ -244,68 +313,35 @@ class ResponseWriter:
         self._corked = on
         self._sock.setsockopt(socket.IPPROTO_TCP, _TCP_CORK, int(on))
 
-    def _send_current(self) -> bool:
-        """sendfile the current region while the transport is empty and the socket takes it:
-        True once it is all sent."""
-        region = self._current
-        assert region is not None
-        size = len(region)
-        while self._offset < size:
-            if self._transport.is_closing():
-                raise ConnectionResetError("the connection is closing")
-            if self._transport.get_write_buffer_size():
-                return False  # what the transport holds goes first
-            want = size - self._offset
-            try:
-                sent = os.sendfile(self._sock_fd, region.fd, region.position + self._offset, want)
-            except (BlockingIOError, InterruptedError):
-                return False
-            if sent == 0:
-                raise RegionTruncated(f"{region!r} was truncated after the read")
-            self._offset += sent
-            if sent < want:
-                return False  # the socket is full: no use asking again before there is room
-        metrics.sent_from_file(self._listener, size)
-        region.release()
-        self._current = None
-        return True
-
-    def _bridge(self) -> None:
-        """The socket is full and the transport empty: give the transport the next few KiB
-        of the region, which it writes once there is room again."""
-        region = self._current
-        assert region is not None
-        n = min(_BRIDGE_BYTES, len(region) - self._offset)
-        data = region.read_at(self._offset, n)
-        self._offset += n
-        self._transport.write(data)
-
-    async def _drive(self) -> None:
-        try:
-            while not self._pump():
-                if self._current is not None and not self._transport.get_write_buffer_size():
-                    self._bridge()
-                await self._writer.drain()  # returns once the transport is empty
-        except asyncio.CancelledError:
-            self._discard()
-            raise
-        except (OSError, ValueError) as exc:
-            self._fail(exc)
-        finally:
-            self._task = None
-        if self._close_when_done:
-            self.close()
+    def _unwatch(self) -> None:
+        if self._watching:
+            self._watching = False
+            asyncio.get_running_loop().remove_writer(self._wait_fd)
 
     def _fail(self, exc: BaseException) -> None:
         if isinstance(exc, RegionTruncated):
             log.warning("closing the connection: %s", exc)
         else:
             log.debug("sending failed: %r", exc)
+        self.abort()
+
+    def _stop(self) -> None:
+        """No more sending: stop waiting, drop what is not sent (unpinning the regions'
+        files), close the duplicate fd."""
+        if self._task is not None:
+            self._task.cancel()
+            self._task = None
+        self._unwatch()
+        if self._wait_fd >= 0:
+            os.close(self._wait_fd)
+            self._wait_fd = -1
         self._discard()
-        self._transport.abort()
+        for idle in self._idle:
+            if not idle.done():
+                idle.set_exception(ConnectionResetError("the connection was closed"))
+        self._idle.clear()
 
     def _discard(self) -> None:
-        """Drop what is not sent, unpinning the regions' files."""
         if self._current is not None:
             self._current.release()
             self._current = None
