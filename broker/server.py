@@ -362,7 +362,7 @@ class ServerLimits:
     send_buffer_bytes: int = -1  # socket.send.buffer.bytes; -1: the OS default
     receive_buffer_bytes: int = -1  # socket.receive.buffer.bytes
     backlog: int = 50  # socket.listen.backlog.size
-    sendfile: bool = True  # samsa.fetch.sendfile.enable: zero-copy Fetch on plaintext listeners
+    sendfile: bool = False  # samsa.fetch.sendfile.enable: zero-copy Fetch on plaintext listeners
 
     @classmethod
     def from_config(cls, config: Any) -> ServerLimits:

@@ -14,6 +14,7 @@ from pathlib import Path
 from samsa.protocol.errors import KafkaError
 from samsa.protocol.records import (
     HEADER_SIZE,
+    LOG_OVERHEAD,
     BatchHeader,
     Buf,
     iter_batches,
@@ -28,6 +29,7 @@ from samsa.storage.txn_index import TransactionIndex
 
 INT32_MAX = 0x7FFFFFFF
 _SCAN_CHUNK = 1 << 20
+_HEADER_WALK_CHUNK = 16 * 1024
 # Records at least this big are sent from the file by a zero-copy read (smaller ones cost less
 # copied into the response than sent by a system call of their own); as the encoder's
 # LARGE_VALUE, above which values are written as parts of their own.
@@ -183,6 +185,27 @@ class LogSegment:
             yield pos, h, chunk, 0
             pos += h.size
 
+    def _headers(self, start: int, end: int) -> Iterator[tuple[int, BatchHeader]]:
+        """(position, header) of the whole batches in [start, end), reading 16 KiB at a
+        time and skipping the body of a batch that does not fit in it: finding a position
+        among 1 MiB batches reads their headers, not their bytes."""
+        pos = start
+        while pos + HEADER_SIZE <= end:
+            chunk = self._log.pread(min(_HEADER_WALK_CHUNK, end - pos), pos)
+            rel, n = 0, len(chunk)
+            if n < HEADER_SIZE:
+                return
+            while rel + HEADER_SIZE <= n:
+                h = BatchHeader.parse(chunk, rel)
+                if h.batch_length < HEADER_SIZE - LOG_OVERHEAD:
+                    raise CorruptRecord(f"batch at position {pos + rel} has invalid length "
+                                        f"{h.batch_length}")
+                if pos + rel + h.size > end:
+                    return
+                yield pos + rel, h
+                rel += h.size
+            pos += rel
+
     def _scan(self, start: int, end: int | None = None,
               chunk_size: int = _SCAN_CHUNK) -> Iterator[tuple[int, BatchHeader]]:
         for pos, h, _chunk, _rel in self._scan_data(start, end, chunk_size):
@@ -277,7 +300,7 @@ class LogSegment:
         """The first batch whose last offset >= `offset` (position, header), or None."""
         _, pos = self.offset_index.lookup(offset)
         pos = max(pos, start_position)
-        for p, h in self._scan(pos, chunk_size=16384):
+        for p, h in self._headers(pos, self.size):
             if h.last_offset >= offset:
                 return p, h
         return None
@@ -312,17 +335,16 @@ class LogSegment:
                     max_offset: int | None) -> tuple[int, int]:
         """(end position, next offset) of the whole batches from `first` (at `pos`, within
         max_size and max_offset itself) that fit in max_size bytes and end below max_offset.
-        The offset index tells where to look for the last one (OffsetIndex.scan_bounds), so a
-        1 MiB read parses a few KiB of batch headers, not a thousand of them."""
+        The offset index tells where to look for the last one (OffsetIndex.scan_bounds), and
+        only batch headers are read there: a 1 MiB read parses a few KiB of headers, not a
+        thousand of them, nor the bytes of a 1 MiB batch."""
         limit = min(pos + max_size, self.size)
         end, next_offset = pos + first.size, first.next_offset  # the first batch is in
         scan_from, scan_to = self.offset_index.scan_bounds(pos, limit, max_offset)
-        if scan_to > scan_from:
-            chunk = self._log.pread(scan_to - scan_from, scan_from)
-            for rel, h in iter_batches(chunk):
-                if max_offset is not None and h.last_offset >= max_offset:
-                    break
-                end, next_offset = scan_from + rel + h.size, h.next_offset
+        for p, h in self._headers(scan_from, scan_to):
+            if max_offset is not None and h.last_offset >= max_offset:
+                break
+            end, next_offset = p + h.size, h.next_offset
         return end, next_offset
 
     def read_bytes(self, position: int, size: int) -> bytes:

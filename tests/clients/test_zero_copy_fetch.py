@@ -57,6 +57,7 @@ def broker(tmp_path_factory: pytest.TempPathFactory, certs: Certs) -> Iterator[B
                       name="zero-copy-broker", settings={
         "listeners": f"PLAINTEXT://127.0.0.1:{plain},SSL://127.0.0.1:{tls}",
         "ssl.keystore.location": str(certs.broker.both),
+        "samsa.fetch.sendfile.enable": True,
         "log.segment.bytes": 200_000,  # a few hundred KB of data spans several segments
         "metrics.port": metrics,
     })
