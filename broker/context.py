@@ -94,6 +94,9 @@ class RequestContext:
     principal: KafkaPrincipal = ANONYMOUS
     # The connection's SASL authentication on a SASL listener (until and after it passes).
     sasl: SaslSession | None = None
+    # The connection sends records from segment files (sendfile; not over TLS): Fetch may
+    # answer with FileRegions of the log instead of the bytes (broker/server.py).
+    zero_copy: bool = False
 
     @property
     def version(self) -> int:

@@ -15,6 +15,7 @@ from samsa.protocol.encoder import encode_response
 from samsa.protocol.errors import ErrorCode
 from samsa.protocol.framing import (
     API_VERSIONS_KEY,
+    Region,
     frame_parts,
     peek_key_version,
     read_request_header,
@@ -22,6 +23,7 @@ from samsa.protocol.framing import (
 )
 from samsa.protocol.guard import check_request
 from samsa.protocol.registry import ApiRegistry
+from samsa.storage.file_region import FileRegion
 
 from . import metrics
 from .context import BrokerServices, RequestContext
@@ -89,6 +91,7 @@ class Dispatcher:
             self.services,
             conn.principal,
             auth,
+            conn.zero_copy,
         )
         started = time.perf_counter()
         # Client quotas (broker/quotas.py): with none configured, `active` is all it costs.
@@ -159,7 +162,9 @@ class Dispatcher:
         body, error_codes = encoded or encode_response(resp_type, result)
         metrics.count_errors(spec.name, error_codes)
         if CHECK_ENCODER:
-            _check_encoder(resp_type, result, b"".join(body))
+            _check_encoder(resp_type, _read_regions(result),
+                           b"".join(p if isinstance(p, (bytes, memoryview)) else _read(p)
+                                    for p in body))
         flexible = _flexible(resp_type) and api_key != API_VERSIONS_KEY
         framed = frame_parts([response_header(correlation_id, flexible), *body])
         if auth is not None:
@@ -197,6 +202,23 @@ def _check_encoder(resp_type: type, result: dict[str, Any], body: bytes) -> None
         log.error("encoder mismatch for %s: %r != kio %r (from %r)",
                   resp_type.__qualname__, body[:200], expected[:200], result)
         raise CloseConnection("encoder mismatch")
+
+
+def _read(region: Region) -> bytes:
+    assert isinstance(region, FileRegion)
+    return region.read()
+
+
+def _read_regions(value: Any) -> Any:
+    """`value` with every FileRegion (zero-copy Fetch records) replaced by its bytes, for
+    kio, which knows only bytes (the regions themselves stay as they are, to be sent)."""
+    if isinstance(value, FileRegion):
+        return value.read()
+    if isinstance(value, dict):
+        return {k: _read_regions(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_read_regions(v) for v in value]
+    return value
 
 
 def _flexible(schema: type) -> bool:

@@ -60,6 +60,11 @@ BYTES_OUT = Counter(
     "Bytes returned to fetchers, by topic.",
     ["topic"],
 )
+SENDFILE_BYTES = Counter(
+    "samsa_network_sendfile_bytes",
+    "Fetch record bytes sent from segment files with sendfile (zero-copy), by listener.",
+    ["listener"],
+)
 LOOP_LAG = Histogram(
     "samsa_event_loop_lag_seconds",
     "How late the event loop runs a timer scheduled every 0.5 s.",
@@ -164,6 +169,10 @@ def produced(topic: str, nbytes: int, records: int) -> None:
     bytes_in, messages_in, _ = _topic_counters(topic)
     bytes_in.inc(nbytes)
     messages_in.inc(records)
+
+
+def sent_from_file(listener: str, nbytes: int) -> None:
+    SENDFILE_BYTES.labels(listener).inc(nbytes)
 
 
 def fetched(topic: str, nbytes: int) -> None:

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from samsa.protocol.errors import ErrorCode, KafkaError
 from samsa.storage.config import LogConfig
 from samsa.storage.errors import OffsetOutOfRange
+from samsa.storage.file_region import FileRegion
 from samsa.storage.log import AppendInfo, FetchDataInfo, Log
 from samsa.storage.producer_state import ProducerEntry
 
@@ -55,7 +56,7 @@ class OffsetNotAvailable(KafkaError):
 
 @dataclass(slots=True)
 class PartitionRead:
-    records: bytes | memoryview
+    records: bytes | memoryview | FileRegion  # a FileRegion: read with zero_copy
     high_watermark: int
     last_stable_offset: int
     log_start_offset: int
@@ -300,9 +301,10 @@ class Partition:
         epoch: int | None = self.log.latest_epoch
         return epoch
 
-    def read_for_follower(self, fetch_offset: int, max_bytes: int) -> PartitionRead:
+    def read_for_follower(self, fetch_offset: int, max_bytes: int,
+                          zero_copy: bool = False) -> PartitionRead:
         """Followers read up to the log end offset, not the high watermark."""
-        data = self.log.read(fetch_offset, max_bytes, None, True)
+        data = self.log.read(fetch_offset, max_bytes, None, True, zero_copy)
         log = self.log
         return PartitionRead(
             data.records, log.high_watermark, log.last_stable_offset, log.log_start_offset, None
@@ -322,13 +324,17 @@ class Partition:
         return None
 
     def read(
-        self, fetch_offset: int, max_bytes: int, isolation_level: int, min_one_message: bool
+        self, fetch_offset: int, max_bytes: int, isolation_level: int, min_one_message: bool,
+        zero_copy: bool = False,
     ) -> PartitionRead:
+        """Records for a consumer, up to the high watermark (the last stable offset with
+        read_committed). With `zero_copy` large records are a FileRegion of the segment for the
+        socket layer to send from the file (storage/file_region.py)."""
         log = self.log
         hw = log.high_watermark
         lso = log.last_stable_offset
         max_offset = lso if isolation_level == READ_COMMITTED else hw
-        data = log.read(fetch_offset, max_bytes, max_offset, min_one_message)
+        data = log.read(fetch_offset, max_bytes, max_offset, min_one_message, zero_copy)
         records = data.records
         aborted: list[tuple[int, int]] | None = None
         if isolation_level == READ_COMMITTED:

@@ -10,15 +10,17 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import socket
 import ssl
 import time
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
-from samsa.protocol.framing import FrameError, frame_size
+from samsa.protocol.framing import FrameError, Part, frame_size
+from samsa.storage.file_region import FileRegion, RegionTruncated
 
 from . import metrics
 from .context import ANONYMOUS, KafkaPrincipal
@@ -28,6 +30,8 @@ from .security.tls import subject_dn
 log = logging.getLogger(__name__)
 
 _HIGH_WATER = 1 << 20
+_HAS_SENDFILE = hasattr(os, "sendfile")
+_TCP_CORK: int | None = getattr(socket, "TCP_CORK", None)  # Linux
 INT_MAX = 2**31 - 1
 
 
@@ -57,7 +61,7 @@ class Endpoint:
 
 class ConnectionInfo:
     __slots__ = ("peer", "writer", "busy", "last_active", "listener", "security_protocol",
-                 "principal", "authenticator", "throttle_ms")
+                 "principal", "authenticator", "throttle_ms", "zero_copy")
 
     def __init__(self, peer: str, writer: asyncio.StreamWriter,
                  endpoint: Endpoint | None = None, principal: KafkaPrincipal = ANONYMOUS
@@ -79,30 +83,84 @@ class ConnectionInfo:
         # Set by the dispatcher when a client quota throttles the request just answered: the
         # connection is not read for that long once the response is out (broker/quotas.py).
         self.throttle_ms = 0
+        # Fetch records are sent from the segment files (sendfile): a plaintext listener with
+        # samsa.fetch.sendfile.enable (TLS needs the bytes in memory to encrypt them).
+        self.zero_copy = False
 
 
 _HANDSHAKE_TIMEOUT_S = 10.0
 
-# A response is a list of buffers (the size prefix first), written without joining them.
-Response = list[bytes | memoryview]
+# A response is a list of parts (the size prefix first), written without joining them: bytes,
+# or a FileRegion of a segment (Fetch records read with zero_copy), sent from the file.
+Response = list[Part]
 Dispatch = Callable[[bytes, ConnectionInfo], Awaitable[Response | None]]
+
+# Why a zero-copy send stopped (ResponseWriter._pump).
+_DONE, _SOCKET_FULL, _TRANSPORT_BUSY = 0, 1, 2
 
 
 class ResponseWriter:
     """Collects a connection's responses and writes them in one writev at the end of the
     current event-loop pass (loop.call_soon): at most one pass of delay, and a client's
-    pipelined requests answered in that pass cost one system call."""
+    pipelined requests answered in that pass cost one system call.
 
-    __slots__ = ("_writer", "_parts", "_size", "_scheduled")
+    Zero-copy (`sendfile`: a plaintext connection with samsa.fetch.sendfile.enable): a
+    FileRegion in a response is sent with os.sendfile from the segment file to the socket
+    instead of being read into memory. The event loop's transport owns the socket (uvloop
+    refuses add_writer on it), so a region is sent only while the transport holds nothing:
+    everything before it is out, and the bytes stay in order. The buffers around a region go
+    through the transport as usual; the socket is corked meanwhile, so that they leave in the
+    region's segments. Two waits:
+    - the transport holds data (the socket was full when the framing before a region was
+      written): a task waits until it is empty (the transport's write-buffer high water is 0,
+      so `drain` returns only then) and goes on;
+    - the socket is full in the middle of a region: a duplicate of the socket's fd (the
+      transport's own is left alone) is watched for room with add_writer, and the region goes
+      on from the callback.
+    Responses added meanwhile queue behind. A file that ends before its region does (truncated
+    since the read) cannot keep the length already announced: the connection is closed, as
+    Kafka does (FileRecords.writeTo throws). Without sendfile a region is read and written
+    like bytes."""
 
-    def __init__(self, writer: asyncio.StreamWriter) -> None:
+    __slots__ = ("_writer", "_transport", "_queue", "_size", "_scheduled", "_sendfile",
+                 "_sock", "_sock_fd", "_wait_fd", "_watching", "_corked", "_current",
+                 "_offset", "_task", "_idle", "_close_when_done", "_listener")
+
+    def __init__(self, writer: asyncio.StreamWriter, sendfile: bool = False,
+                 listener: str = "PLAINTEXT") -> None:
         self._writer = writer
-        self._parts: Response = []
-        self._size = 0
+        self._listener = listener
+        self._transport = writer.transport
+        self._queue: deque[Part] = deque()
+        self._size = 0  # bytes in _queue
         self._scheduled = False
+        self._sock_fd = -1
+        self._sock: Any = None
+        self._wait_fd = -1  # the socket's fd duplicated, once a region has waited for room
+        self._watching = False  # add_writer on _wait_fd
+        self._corked = False
+        if sendfile:
+            self._sock = self._transport.get_extra_info("socket")
+            self._sock_fd = self._sock.fileno() if self._sock is not None else -1
+            if self._sock_fd >= 0:
+                self._transport.set_write_buffer_limits(high=0)
+        self._sendfile = self._sock_fd >= 0
+        self._current: FileRegion | None = None  # the region being sent, from _offset
+        self._offset = 0
+        self._task: asyncio.Task[None] | None = None  # waiting for the transport to empty
+        self._idle: list[asyncio.Future[None]] = []  # drain() callers waiting for the end
+        self._close_when_done = False
+
+    @property
+    def sendfile(self) -> bool:
+        return self._sendfile
+
+    @property
+    def _busy(self) -> bool:
+        return self._task is not None or self._watching
 
     def add(self, parts: Response) -> None:
-        self._parts.extend(parts)
+        self._queue.extend(parts)
         self._size += sum(len(p) for p in parts)
         if not self._scheduled:
             self._scheduled = True
@@ -110,13 +168,188 @@ class ResponseWriter:
 
     def flush(self) -> None:
         self._scheduled = False
-        parts, self._parts, self._size = self._parts, [], 0
-        if parts and not self._writer.is_closing():
-            self._writer.writelines(parts)
+        if self._busy or not self._queue:
+            return  # what is queued goes once the region ahead of it is out
+        if self._transport.is_closing():
+            self._discard()
+            return
+        self._send()
 
     def backlog(self) -> int:
         """Bytes not yet handed to the kernel: collected here or buffered by the transport."""
-        return self._size + self._writer.transport.get_write_buffer_size()
+        current = len(self._current) - self._offset if self._current is not None else 0
+        return self._size + current + self._transport.get_write_buffer_size()
+
+    async def drain(self) -> None:
+        """Wait until everything added so far is handed to the kernel (a slow reader's back
+        pressure)."""
+        self.flush()
+        if self._busy:
+            idle = asyncio.get_running_loop().create_future()
+            self._idle.append(idle)
+            await idle
+        await self._writer.drain()
+
+    def close(self) -> None:
+        """Close the connection once everything added is sent (now if it is closing)."""
+        self.flush()
+        if self._busy and not self._transport.is_closing():
+            self._close_when_done = True
+            return
+        self._stop()
+        self._writer.close()
+
+    def abort(self) -> None:
+        """Close the connection now, dropping what is not sent."""
+        self._stop()
+        self._transport.abort()
+
+    # -- sending -------------------------------------------------------------------------------
+    def _send(self) -> None:
+        """Send what is queued as far as possible now, then wait as needed for the rest."""
+        try:
+            state = self._pump()
+        except (OSError, ValueError) as exc:
+            self._fail(exc)
+            return
+        if state == _SOCKET_FULL:
+            if not self._watching:
+                if self._wait_fd < 0:
+                    self._wait_fd = os.dup(self._sock_fd)
+                asyncio.get_running_loop().add_writer(self._wait_fd, self._writable)
+                self._watching = True
+            return
+        self._unwatch()
+        if state == _TRANSPORT_BUSY:
+            self._task = asyncio.get_running_loop().create_task(self._await_transport())
+            return
+        for idle in self._idle:
+            if not idle.done():
+                idle.set_result(None)
+        self._idle.clear()
+        if self._close_when_done:
+            self.close()
+
+    def _writable(self) -> None:
+        self._send()
+
+    async def _await_transport(self) -> None:
+        try:
+            await self._writer.drain()  # returns once the transport is empty
+        except (OSError, ValueError) as exc:
+            self._task = None
+            self._fail(exc)
+            return
+        self._task = None
+        self._send()
+
+    def _pump(self) -> int:
+        """Write what is queued, in order, as far as the socket takes it without waiting:
+        _DONE when all of it is handed over, else why a region waits (in _current)."""
+        buffers: list[bytes | memoryview] = []
+        queue = self._queue
+        while True:
+            if self._current is None:
+                if not queue:
+                    break
+                part = queue.popleft()
+                self._size -= len(part)
+                if not isinstance(part, FileRegion):
+                    buffers.append(part)  # type: ignore[arg-type]  # bytes or a view
+                    continue
+                if not self._sendfile:
+                    try:
+                        buffers.append(part.read())
+                    finally:
+                        part.release()
+                    continue
+                self._current, self._offset = part, 0
+                if not self._corked:
+                    self._cork(True)
+            if buffers:
+                self._transport.writelines(buffers)
+                buffers = []
+            state = self._send_current()
+            if state != _DONE:
+                return state
+        if buffers:
+            self._transport.writelines(buffers)
+        if self._corked:
+            self._cork(False)
+        return _DONE
+
+    def _send_current(self) -> int:
+        """sendfile the current region while the transport is empty and the socket takes it."""
+        region = self._current
+        assert region is not None
+        size = len(region)
+        while self._offset < size:
+            if self._transport.is_closing():
+                raise ConnectionResetError("the connection is closing")
+            if self._transport.get_write_buffer_size():
+                return _TRANSPORT_BUSY  # what the transport holds goes first
+            want = size - self._offset
+            try:
+                sent = os.sendfile(self._sock_fd, region.fd, region.position + self._offset, want)
+            except (BlockingIOError, InterruptedError):
+                return _SOCKET_FULL
+            if sent == 0:
+                raise RegionTruncated(f"{region!r} was truncated after the read")
+            self._offset += sent
+            if sent < want:
+                return _SOCKET_FULL  # no use asking again before there is room
+        metrics.sent_from_file(self._listener, size)
+        region.release()
+        self._current = None
+        return _DONE
+
+    def _cork(self, on: bool) -> None:
+        """TCP_CORK around responses with regions: the framing written before a region and
+        the bytes after it would otherwise each leave as a small segment of their own (the
+        socket has TCP_NODELAY), and the client wakes up for each; corked, they go out with
+        the region's data, and uncorking pushes out what is left."""
+        if _TCP_CORK is None:
+            return
+        self._corked = on
+        self._sock.setsockopt(socket.IPPROTO_TCP, _TCP_CORK, int(on))
+
+    def _unwatch(self) -> None:
+        if self._watching:
+            self._watching = False
+            asyncio.get_running_loop().remove_writer(self._wait_fd)
+
+    def _fail(self, exc: BaseException) -> None:
+        if isinstance(exc, RegionTruncated):
+            log.warning("closing the connection: %s", exc)
+        else:
+            log.debug("sending failed: %r", exc)
+        self.abort()
+
+    def _stop(self) -> None:
+        """No more sending: stop waiting, drop what is not sent (unpinning the regions'
+        files), close the duplicate fd."""
+        if self._task is not None:
+            self._task.cancel()
+            self._task = None
+        self._unwatch()
+        if self._wait_fd >= 0:
+            os.close(self._wait_fd)
+            self._wait_fd = -1
+        self._discard()
+        for idle in self._idle:
+            if not idle.done():
+                idle.set_exception(ConnectionResetError("the connection was closed"))
+        self._idle.clear()
+
+    def _discard(self) -> None:
+        if self._current is not None:
+            self._current.release()
+            self._current = None
+        for part in self._queue:
+            if isinstance(part, FileRegion):
+                part.release()
+        self._queue.clear()
+        self._size = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,6 +362,7 @@ class ServerLimits:
     send_buffer_bytes: int = -1  # socket.send.buffer.bytes; -1: the OS default
     receive_buffer_bytes: int = -1  # socket.receive.buffer.bytes
     backlog: int = 50  # socket.listen.backlog.size
+    sendfile: bool = False  # samsa.fetch.sendfile.enable: zero-copy Fetch on plaintext listeners
 
     @classmethod
     def from_config(cls, config: Any) -> ServerLimits:
@@ -139,6 +373,7 @@ class ServerLimits:
             config["socket.send.buffer.bytes"],
             config["socket.receive.buffer.bytes"],
             config["socket.listen.backlog.size"],
+            config["samsa.fetch.sendfile.enable"],
         )
 
 
@@ -270,6 +505,7 @@ class KafkaServer:
                 return
             reader, writer, principal = opened
             conn = ConnectionInfo(peer, writer, endpoint, principal)
+            conn.zero_copy = endpoint.tls is None and self._limits.sendfile and _HAS_SENDFILE
             self._open[conn] = ip
             await self._serve_connection(reader, writer, conn)
         except asyncio.CancelledError:
@@ -343,7 +579,9 @@ class KafkaServer:
         self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, conn: ConnectionInfo
     ) -> None:
         self._writers.add(writer)
-        responses = ResponseWriter(writer)
+        responses = ResponseWriter(writer, conn.zero_copy, conn.listener)
+        conn.zero_copy = responses.sendfile
+        cancelled = False
         try:
             while True:
                 prefix = await reader.readexactly(4)
@@ -358,8 +596,7 @@ class KafkaServer:
                 if response is not None:
                     responses.add(response)
                     if responses.backlog() > _HIGH_WATER:  # a slow reader: stop reading
-                        responses.flush()
-                        await writer.drain()
+                        await responses.drain()
                 if conn.throttle_ms:  # Kafka mutes a throttled channel after the response
                     delay_s, conn.throttle_ms = conn.throttle_ms / 1000, 0
                     responses.flush()
@@ -383,12 +620,14 @@ class KafkaServer:
             else:
                 log.warning("closing connection from %s: %s", conn.peer, exc)
         except asyncio.CancelledError:
-            pass
+            cancelled = True
         finally:
             self._writers.discard(writer)
             self._closed(conn)
-            responses.flush()  # answers to the requests before a close still go out
-            writer.close()
+            if cancelled:  # the server stops
+                responses.abort()
+            else:  # answers to the requests before a close still go out
+                responses.close()
 
 
 def _sasl_frame_size(prefix: bytes, auth: SaslSession) -> int:

@@ -38,6 +38,7 @@ from samsa.coordinator.share.coordinator import ShareStateError
 from samsa.coordinator.share.records import StateBatch as PersistedBatch
 from samsa.protocol.errors import ErrorCode, KafkaError
 from samsa.protocol.records import CONTROL_ABORT, iter_batches, parse_control_record
+from samsa.storage.file_region import FileRegion
 
 from .partition import READ_COMMITTED, Partition
 from .share_partition import AcknowledgeType, RecordState, SharePartitionState, StateBatch
@@ -338,6 +339,7 @@ class ShareFetcher:
         for _ in range(MAX_READS):
             read = partition.read(offset, max_bytes, isolation, True)
             buf = read.records
+            assert not isinstance(buf, FileRegion)  # read without zero_copy: the bytes
             batches = list(iter_batches(buf))
             if not batches:
                 break

@@ -844,6 +844,11 @@ _TABLE: list[PropertyDef] = [
     # --- Samsa's own
     _p("metrics.port", I, None, "Port of the Prometheus /metrics endpoint on the listener's "
        "host; unset disables it.", between(0, 65535), group=_G_SAMSA),
+    _p("samsa.fetch.sendfile.enable", B, False, "Send Fetch records from the segment files "
+       "to the socket with sendfile (zero-copy, as Kafka does) on plaintext listeners "
+       "(PLAINTEXT, SASL_PLAINTEXT); TLS listeners always read them into memory to encrypt "
+       "them. Off by default: on loopback on the 2-core test machine it cost more broker CPU "
+       "per GB than reading and writing (docs/performance.md).", group=_G_SAMSA),
     _p("samsa.log.level", S, "INFO", "Level of Samsa's own log on stderr.",
        ValidString(LOG_LEVELS), group=_G_SAMSA),
     _p("samsa.log.loggers", S, None, "Per-module levels overriding samsa.log.level, e.g. "

@@ -26,6 +26,7 @@ from samsa.protocol.records import (
     iter_batches,
     parse_control_record,
 )
+from samsa.storage.file_region import FileRegion
 
 from .ports import CoordinatorReplica, InternalLogHost
 
@@ -239,6 +240,7 @@ class InternalTopic:
             data = leader.read_records(offset, self.load_buffer_size, end)  # >= 1 batch
             if not data.records:
                 break
+            assert not isinstance(data.records, FileRegion)  # read without zero_copy
             records = bytes(data.records)  # keys and values are sliced from it: bytes, not views
             for pos, header in iter_batches(records):
                 yield from _batch_entries(records, pos, header, offset)

@@ -24,6 +24,7 @@ from typing import Any
 from kio.serial import entity_writer
 
 from .codec import FieldPlan, absent_value, convert, plans
+from .framing import Part
 from .kio_adapter import Entity, SchemaField, TaggedField, schema_fields, tagged_fields
 
 # Writes one value to the buffer; what it returns is ignored (a lambda's `buf.write` count).
@@ -65,10 +66,10 @@ class _Buffer(io.BytesIO):
 
     def __init__(self) -> None:
         super().__init__()
-        self.parts: list[bytes | memoryview] = []
+        self.parts: list[Part] = []
         self.errors: list[int] = []
 
-    def write_large(self, value: bytes | memoryview) -> None:
+    def write_large(self, value: Part) -> None:
         self.parts.append(self.getvalue())
         self.parts.append(value)
         self.seek(0)
@@ -77,9 +78,10 @@ class _Buffer(io.BytesIO):
 
 def encode_response(
     entity: type[Entity], data: Mapping[str, Any]
-) -> tuple[list[bytes | memoryview], list[int]]:
-    """The response as parts to write in order (large values are not copied), and its non-zero
-    error codes (top level and nested, in dicts)."""
+) -> tuple[list[Part], list[int]]:
+    """The response as parts to write in order (large values are not copied, and a Region,
+    records sent from a file, stays one), and its non-zero error codes (top level and nested,
+    in dicts)."""
     buf = _Buffer()
     entity_step(entity)(buf, data)
     buf.parts.append(buf.getvalue())
@@ -192,7 +194,7 @@ def _bytes_writer(is_string: bool, flexible: bool) -> Step:
             v = v.encode()
         n = len(v)
         buf.write(_uv(n + 1) if flexible else _I16(n) if is_string else _I32(n))
-        if n >= LARGE_VALUE:
+        if n >= LARGE_VALUE or not isinstance(v, (bytes, bytearray, memoryview)):
             buf.write_large(v)
         else:
             buf.write(v)

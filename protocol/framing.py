@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass
+from typing import Protocol
 
 from .errors import ErrorCode
 
@@ -18,6 +19,18 @@ _KEY_VERSION = struct.Struct(">hh")
 _CORRELATION = struct.Struct(">i")
 _I16 = struct.Struct(">h")
 _API_VERSIONS_V0_ONE_KEY = struct.Struct(">hihhh")
+
+
+class Region(Protocol):
+    """A value whose bytes are not in memory: records a Fetch response sends from a segment
+    file (storage/file_region.py's FileRegion), which the socket layer writes. Framing and
+    encoding need only its length."""
+
+    def __len__(self) -> int: ...
+
+
+# A piece of a response to write in order: bytes, or a Region written by the socket layer.
+Part = bytes | memoryview | Region
 
 
 class FrameError(Exception):
@@ -96,7 +109,7 @@ def response_header(correlation_id: int, flexible: bool) -> bytes:
     return _CORRELATION.pack(correlation_id) + (b"\x00" if flexible else b"")
 
 
-def frame_parts(parts: list[bytes | memoryview]) -> list[bytes | memoryview]:
+def frame_parts(parts: list[Part]) -> list[Part]:
     """A frame (size prefix, then `parts`) as buffers to write in order, not joined."""
     return [_SIZE.pack(sum(len(p) for p in parts)), *parts]
 

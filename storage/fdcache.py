@@ -47,7 +47,9 @@ class FdCache:
     """LRU of open `CachedFile` fds, at most `capacity` unpinned ones open at a time."""
 
     def __init__(self, capacity: int | None = None) -> None:
-        self._lock = threading.Lock()
+        # Reentrant: a FileRegion (storage/file_region.py) unpins its fd when garbage, which
+        # may happen while this thread holds the lock (a garbage collection in acquire()).
+        self._lock = threading.RLock()
         self._open: OrderedDict[CachedFile, None] = OrderedDict()
         self._capacity = default_capacity() if capacity is None else max(1, capacity)
         self.opens = 0  # fds opened over the cache's life (tests, diagnostics)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import struct
 from array import array
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from pathlib import Path
 
 from samsa.storage.fdcache import CachedFile
@@ -160,6 +160,27 @@ class OffsetIndex(_IndexFile):
         if i < 0:
             return self.base_offset, 0
         return self._offsets[i], self._positions[i]
+
+    def scan_bounds(self, start: int, limit: int, max_offset: int | None) -> tuple[int, int]:
+        """Where a read of whole batches from the batch at position `start`, ending at or
+        before position `limit` and before the first batch with last offset >= `max_offset`,
+        must look for its last batch: (from, to) positions, both batch boundaries or `limit`,
+        with every batch before `from` in the answer and none at or after `to`.
+
+        Entries are batch starts (position, last offset of that batch). Of the entries at or
+        after `start` whose batch starts at or before `limit` and ends below `max_offset`, the
+        last but one starts a batch that ends at or before the last one, so it is in the
+        answer: scanning from it reads about two index intervals, not the whole answer. The
+        first entry after those is a batch the answer cannot reach."""
+        positions = self._positions
+        lo = bisect_left(positions, start)
+        hi = bisect_right(positions, limit)
+        if max_offset is not None:
+            hi = min(hi, bisect_left(self._offsets, max_offset))
+        scan_from = positions[hi - 2] if hi - lo >= 2 else start
+        after = max(hi, lo)  # the first entry at or after `start` not in the answer
+        scan_to = min(positions[after], limit) if after < len(positions) else limit
+        return scan_from, scan_to
 
     def truncate_to(self, offset: int) -> None:
         """Drop entries with offset >= `offset`."""

@@ -46,6 +46,7 @@ from samsa.storage.errors import (
     OffsetOutOfRange,
     RecordListTooLarge,
 )
+from samsa.storage.file_region import FileRegion
 from samsa.storage.leader_epoch import FILE_NAME as EPOCH_FILE
 from samsa.storage.leader_epoch import LeaderEpochCache
 from samsa.storage.log_dir_failure import LogDirFailureChannel, dir_key
@@ -109,7 +110,8 @@ class AppendInfo:
 
 @dataclass(slots=True)
 class FetchDataInfo:
-    records: bytes | memoryview  # a view into what was read from the segment (not copied)
+    # what was read from the segment, or with zero_copy a FileRegion of it (not read)
+    records: bytes | memoryview | FileRegion
     first_batch_offset: int  # base offset of the first returned batch (fetch offset if none)
     next_offset: int = -1  # offset just after the returned data (upper bound for aborted txns)
 
@@ -444,7 +446,7 @@ class Log:
 
     @_io("reading")
     def read(self, fetch_offset: int, max_bytes: int, max_offset: int | None = None,
-             min_one_message: bool = True) -> FetchDataInfo:
+             min_one_message: bool = True, zero_copy: bool = False) -> FetchDataInfo:
         leo = self.log_end_offset
         if fetch_offset < self.log_start_offset or fetch_offset > leo:
             raise OffsetOutOfRange(
@@ -455,7 +457,7 @@ class Log:
             return FetchDataInfo(b"", fetch_offset, fetch_offset)
         segments, bases = self._segs.view
         for seg in segments[self._floor_segment_index(bases, fetch_offset):]:
-            r = seg.read(fetch_offset, max_bytes, limit, min_one_message)
+            r = seg.read(fetch_offset, max_bytes, limit, min_one_message, zero_copy)
             if r is not None:
                 return FetchDataInfo(*r)
         return FetchDataInfo(b"", fetch_offset, fetch_offset)

@@ -58,7 +58,7 @@ async def handle_fetch(ctx: RequestContext, request: FetchRequest) -> dict[str, 
     replica_id = (request.replica_state.replica_id if _has_replica_state(request)
                   else request.replica_id)
     read_one = (_follower_reader(ctx, replica_id) if replica_id >= 0
-                else _consumer_reader(isolation))
+                else _consumer_reader(isolation, ctx.zero_copy))
     if replica_id < 0 and ctx.quotas is not None and ctx.quotas.active:
         # Kafka caps a consumer's fetch at what its quota allows in one full window
         max_bytes = min(max_bytes, ctx.quotas.max_fetch_bytes(ctx.listener, ctx.principal.name,
@@ -225,11 +225,14 @@ def _read_all(
     return responses, total, leaders, had_error
 
 
-def _consumer_reader(isolation: int) -> ReadOne:
+def _consumer_reader(isolation: int, zero_copy: bool) -> ReadOne:
+    """A consumer's fetch; `zero_copy`: large records as FileRegions of the log, which the
+    socket layer sends from the file (the connection can: plaintext, sendfile enabled)."""
+
     def read_one(
         partition: Partition, fetch_offset: int, _last_epoch: int, limit: int, first: bool
     ) -> dict[str, Any]:
-        read = partition.read(fetch_offset, limit, isolation, first)
+        read = partition.read(fetch_offset, limit, isolation, first, zero_copy)
         if read.records:
             metrics.fetched(partition.topic, len(read.records))
         return {
@@ -279,7 +282,7 @@ def _follower_reader(ctx: RequestContext, replica_id: int) -> ReadOne:
                 "log_start_offset": partition.log_start_offset,
                 "records": b"",
             }
-        read = partition.read_for_follower(fetch_offset, limit)
+        read = partition.read_for_follower(fetch_offset, limit, ctx.zero_copy)
         if throttled and quota is not None:
             quota.record(len(read.records))
         return {

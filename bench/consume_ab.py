@@ -1,0 +1,110 @@
+"""Samsa's librdkafka consume phase under alternating broker settings (or source trees).
+
+For A/B questions such as samsa.fetch.sendfile.enable: each variant is a Samsa broker started
+with its own `--set` options (and, optionally, another source tree on PYTHONPATH), given
+--records records of --size bytes once (librdkafka, as bench/run.py's produce phase), then
+consumed --runs times from offset 0 by bench/run.py's librdkafka consumer; one consume with a
+group before the measured ones creates __consumer_offsets, which would otherwise land in the
+first measurement. Variants alternate --rounds times, so drift in the machine's load spreads
+over all of them. Prints each run and, per variant, the median and range of the consume rate
+and of the broker's CPU per GB read. No assertions: this measures.
+
+    .venv/bin/python bench/consume_ab.py \\
+        --variant 'copy=samsa.fetch.sendfile.enable=false' \\
+        --variant 'sendfile=samsa.fetch.sendfile.enable=true' \\
+        --variant 'base@/tmp/base-tree='  # another tree: NAME@PATH=SETTINGS
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import run as bench  # noqa: E402  (bench/ is a directory of scripts, not a package)
+from confluent_kafka import Consumer, TopicPartition  # noqa: E402
+
+
+@dataclass
+class Variant:
+    name: str
+    tree: Path
+    settings: list[str]
+    mbps: list[float] = field(default_factory=list)
+    cpu_per_gb: list[float] = field(default_factory=list)
+
+
+def parse_variant(spec: str) -> Variant:
+    """NAME[@TREE]=K=V,K=V (settings may be empty)."""
+    head, _, settings = spec.partition("=")
+    name, _, tree = head.partition("@")
+    return Variant(name, Path(tree) if tree else bench.REPO,
+                   [s for s in settings.split(",") if s])
+
+
+def one_round(v: Variant, records: int, size: int, runs: int) -> None:
+    work = Path(tempfile.mkdtemp(prefix=f"samsa-ab-{v.name}-"))
+    port = bench.free_port()
+    cmd = [sys.executable, "-m", "samsa", "serve", "--listen", f"127.0.0.1:{port}",
+           "--data-dir", str(work / "data")]
+    for s in v.settings:
+        cmd += ["--set", s]
+    log = work / "samsa.log"
+    proc = bench.spawn(cmd, log, cwd=v.tree)  # samsa is imported from the tree's samsa/
+    try:
+        bench.wait_first_answer(proc, port, time.monotonic(), log)
+        b = f"127.0.0.1:{port}"
+        bench.create_topic(b, "ab")
+        out = bench.rdkafka_produce(b, "ab", records, size, "1")
+        if out.error:
+            raise RuntimeError(out.error)
+        warm = Consumer({"bootstrap.servers": b, "group.id": "ab-warm"})
+        warm.assign([TopicPartition("ab", 0, 0)])
+        warm.consume(1000, timeout=10)
+        warm.close()
+        for _ in range(runs):
+            cpu0 = bench.cpu_seconds(proc.pid)
+            out = bench.rdkafka_consume(b, "ab", records, size)
+            cpu = bench.cpu_seconds(proc.pid) - cpu0
+            if out.error:
+                raise RuntimeError(out.error)
+            v.mbps.append(out.figures["mbps"])
+            v.cpu_per_gb.append(cpu / (records * size / 1e9))
+            print(f"  {v.name:12} {out.figures['mbps']:8.1f} MB/s  "
+                  f"{v.cpu_per_gb[-1]:.3f} s CPU/GB", flush=True)
+    finally:
+        bench.stop(proc)
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--variant", action="append", required=True, type=parse_variant,
+                    help="NAME[@TREE]=K=V,K=V: a broker's --set options (and source tree)")
+    ap.add_argument("--records", type=int, default=400_000)
+    ap.add_argument("--size", type=int, default=1024)
+    ap.add_argument("--runs", type=int, default=3, help="consumes per broker start")
+    ap.add_argument("--rounds", type=int, default=3, help="times the variants alternate")
+    args = ap.parse_args()
+    try:
+        for _ in range(args.rounds):
+            for v in args.variant:
+                one_round(v, args.records, args.size, args.runs)
+    finally:
+        bench.cleanup()
+    print(f"\n{args.records:,} x {args.size} B, {args.rounds} rounds x {args.runs} runs")
+    for v in args.variant:
+        print(f"  {v.name:12} {statistics.median(v.mbps):8.1f} MB/s "
+              f"({min(v.mbps):.0f}-{max(v.mbps):.0f})  "
+              f"{statistics.median(v.cpu_per_gb):.3f} s CPU/GB "
+              f"({min(v.cpu_per_gb):.3f}-{max(v.cpu_per_gb):.3f})")
+
+
+if __name__ == "__main__":
+    main()
