@@ -74,6 +74,18 @@ def test_api_versions_lists_transaction_version(broker):
         assert 57 in {k.api_key for k in v4.api_keys}
 
 
+def test_initial_feature_levels_choose_a_new_clusters_levels(broker_factory):
+    """initial.feature.levels: transactions v1 and the classic group protocol only."""
+    b = broker_factory({"initial.feature.levels": "transaction.version=1,group.version=0"})
+    with TxnWire(b.bootstrap) as w:
+        assert finalized(w) == {"transaction.version": 1}
+        assert 68 not in {k.api_key for k in api_versions(w).api_keys}  # group.version 0
+    b.stop()
+    b.start()  # the levels are the cluster's now: read once, when it was created
+    with TxnWire(b.bootstrap) as w:
+        assert finalized(w) == {"transaction.version": 1}
+
+
 def test_update_features_checks_and_persists(broker):
     with TxnWire(broker.bootstrap) as w:
         assert update(w, {TV: (0, SAFE_DOWNGRADE)}).error_code == NONE
