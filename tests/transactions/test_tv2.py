@@ -366,3 +366,36 @@ def test_tv2_producer_state_survives_restart(broker, unique_topic):
         assert end_txn_v5(w, txn, pid, e + 1, commit=True) == (NONE, pid, e + 2)
         wait_completed(w, txn)
         assert committed_values(w.fetch(topic, 0, 0, isolation=1)) == [b"a", b"b", b"c"]
+
+
+def test_tv2_exhausted_epoch_continues_as_a_new_producer_id(broker, unique_topic):
+    """EndTxn v5 bumps the epoch at every transaction: at Kafka's limit (32766, one short of
+    Short.MAX_VALUE) the next EndTxn answers a new producer id at epoch 0, the markers of the
+    old id carry the last epoch, a retry with the exhausted epoch gets the same answer, and
+    the new id goes on."""
+    txn, topic = "tv2-exhausted", unique_topic
+    with TxnWire(broker.bootstrap) as w:
+        w.create_topic(topic)
+        r = w.init_until_ready(txn)
+        pid, epoch = r.producer_id, r.producer_epoch
+        while epoch < 32765:  # empty aborts: one epoch each (~0.5 ms a round trip)
+            code, pid2, epoch = end_txn_v5(w, txn, pid, epoch, False)
+            assert (code, pid2) == (NONE, pid), (code, epoch)
+        assert produce_v12(w, txn, topic, txn_batch(pid, epoch, 0, [b"a"])) == NONE
+        assert end_txn_v5(w, txn, pid, 32765, True) == (NONE, pid, 32766)
+        wait_completed(w, txn)
+        assert produce_v12(w, txn, topic, txn_batch(pid, 32766, 0, [b"b"])) == NONE
+        code, new_pid, new_epoch = end_txn_v5(w, txn, pid, 32766, True)
+        assert (code, new_epoch) == (NONE, 0) and new_pid != pid
+        wait_completed(w, txn)
+        # a retry of that EndTxn (its answer lost) is recognised, not fenced
+        assert end_txn_v5(w, txn, pid, 32766, True) == (NONE, new_pid, 0)
+        assert produce_v12(w, txn, topic, txn_batch(new_pid, 0, 0, [b"c"])) == NONE
+        assert end_txn_v5(w, txn, new_pid, 0, True) == (NONE, new_pid, 1)
+        wait_completed(w, txn)
+        d = w.describe_txn(txn)
+        assert (d.producer_id, d.producer_epoch) == (new_pid, 1)
+        part = w.fetch(topic, 0, 0, isolation=1)
+    assert markers(part.records) == [(pid, 32766, True), (pid, 32767, True),
+                                     (new_pid, 1, True)]
+    assert committed_values(part) == [b"a", b"b", b"c"]
