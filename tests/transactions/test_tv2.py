@@ -399,3 +399,36 @@ def test_tv2_exhausted_epoch_continues_as_a_new_producer_id(broker, unique_topic
     assert markers(part.records) == [(pid, 32766, True), (pid, 32767, True),
                                      (new_pid, 1, True)]
     assert committed_values(part) == [b"a", b"b", b"c"]
+
+
+def test_write_txn_markers_v2_refuses_a_late_marker_of_an_earlier_transaction(broker,
+                                                                               unique_topic):
+    """WriteTxnMarkers v2 carries the transaction's version. At 2 a transaction ends with its
+    epoch bumped, so a marker at the epoch of the producer's open transaction is a late one
+    of the transaction before: refused (INVALID_PRODUCER_EPOCH), where transaction version 1
+    takes it; at the same epoch with nothing open it is a retry, accepted (Kafka 4.2+)."""
+    topic = unique_topic
+
+    def marker(w: TxnWire, pid: int, epoch: int, tv: int) -> int:
+        r = w.call(27, 2, {"markers": [{
+            "producer_id": pid, "producer_epoch": epoch, "transaction_result": True,
+            "topics": [{"name": topic, "partition_indexes": [0]}], "coordinator_epoch": 0,
+            "transaction_version": tv}]})
+        return int(r.markers[0].topics[0].partitions[0].error_code)
+
+    with TxnWire(broker.bootstrap) as w:
+        w.create_topic(topic)
+        opened = []
+        for txn, value in (("wtm-a", b"a"), ("wtm-b", b"b")):
+            r = w.init_until_ready(txn)
+            pid, e = r.producer_id, r.producer_epoch
+            assert produce_v12(w, txn, topic, txn_batch(pid, e, 0, [value])) == NONE
+            opened.append((pid, e))
+        (pa, ea), (pb, eb) = opened
+        assert marker(w, pa, ea, 2) == INVALID_PRODUCER_EPOCH
+        assert marker(w, pb, eb, 1) == NONE
+        assert marker(w, pa, ea + 1, 2) == NONE
+        assert marker(w, pa, ea + 1, 2) == NONE  # a retry: nothing open at that epoch
+        part = w.fetch(topic, 0, 0, isolation=1)
+    assert markers(part.records) == [(pb, eb, True), (pa, ea + 1, True), (pa, ea + 1, True)]
+    assert sorted(committed_values(part)) == [b"a", b"b"]
