@@ -107,7 +107,7 @@ def build_registry() -> ApiRegistry[RequestContext]:
     r.register(24, "AddPartitionsToTxn", (0, 5), transactions.handle_add_partitions_to_txn)
     r.register(25, "AddOffsetsToTxn", (0, 4), transactions.handle_add_offsets_to_txn)
     r.register(26, "EndTxn", (0, 5), transactions.handle_end_txn)
-    r.register(27, "WriteTxnMarkers", (1, 1), transactions.handle_write_txn_markers)
+    r.register(27, "WriteTxnMarkers", (1, 2), transactions.handle_write_txn_markers)
     r.register(32, "DescribeConfigs", (1, 4), configs.handle_describe_configs)
     r.register(33, "AlterConfigs", (0, 2), configs.handle_alter_configs)
     r.register(35, "DescribeLogDirs", (1, 4), log_dirs.handle_describe_log_dirs)

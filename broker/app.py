@@ -33,7 +33,7 @@ from .controller import Controller
 from .coordinator_host import BrokerLogHost
 from .dispatch import Dispatcher
 from .dynamic_config import DynamicBrokerConfig
-from .features import TRANSACTION_VERSION
+from .features import TRANSACTION_VERSION, initial_levels
 from .interbroker import set_client_security
 from .malloc_tuning import tune_malloc
 from .markers import TxnMarkerChannel
@@ -77,6 +77,7 @@ class Broker:
         info = BrokerInfo(self.broker_id, advertised.host, advertised.port, config["broker.rack"],
                           endpoints)
         self.zookeeper: str | None = config["zookeeper.connect"]
+        initial = initial_levels(config)  # a new cluster's feature levels
         self.store: Any
         if self.zookeeper:
             self.store = ZkMetadataStore(
@@ -85,9 +86,10 @@ class Broker:
                 config["zookeeper.session.timeout.ms"],
                 config["zookeeper.connection.timeout.ms"],
                 ZkClientSettings(config),
+                initial_levels=initial,
             )
         else:
-            self.store = LocalMetadataStore(self.data_dir, info)
+            self.store = LocalMetadataStore(self.data_dir, info, initial_levels=initial)
         self.log_manager = LogDirs(
             log_dirs,
             LogConfig.from_properties({}),

@@ -12,6 +12,8 @@ from typing import Any
 from samsa.config.loader import load_config, parse_override
 from samsa.config.schema import LOG_LEVELS, BrokerConfig, ConfigError, parse_logger_levels
 
+from .features import initial_levels
+
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 
 
@@ -147,7 +149,9 @@ def build_config(args: argparse.Namespace) -> BrokerConfig:
             prop, value = parse_override(value)
         overrides.pop(prop, None)  # re-insert so the last flag is last
         overrides[prop] = value
-    return load_config(args.config, overrides)
+    config = load_config(args.config, overrides)
+    initial_levels(config)  # checked against the features this broker supports
+    return config
 
 
 def _level(name: str) -> int:

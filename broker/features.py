@@ -28,6 +28,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import IntEnum
 
+from samsa.config.schema import BrokerConfig, ConfigError
 from samsa.protocol.errors import ErrorCode, KafkaError
 
 TRANSACTION_VERSION = "transaction.version"
@@ -75,8 +76,44 @@ class FinalizedFeatures:
         return self.levels.get(name, 0)
 
 
-def default_levels() -> dict[str, int]:
-    return {name: level for name, level in DEFAULT_FINALIZED.items() if level > 0}
+def default_levels(initial: dict[str, int] | None = None) -> dict[str, int]:
+    """What a new cluster finalizes: Kafka 4.x's levels, `initial` (initial.feature.levels)
+    overriding them."""
+    levels = {**DEFAULT_FINALIZED, **(initial or {})}
+    return {name: level for name, level in levels.items() if level > 0}
+
+
+def parse_initial_levels(entries: list[str], unstable: bool) -> dict[str, int]:
+    """initial.feature.levels (name=level, ...) checked against the levels this broker
+    supports; raises ValueError naming the bad entry."""
+    levels: dict[str, int] = {}
+    known = supported(unstable)
+    for entry in entries:
+        name, sep, value = entry.partition("=")
+        name = name.strip()
+        try:
+            level = int(value)
+        except ValueError:
+            level = -1
+        if not sep or level < 0:
+            raise ValueError(f"{entry!r} is not name=level")
+        if name not in known:
+            raise ValueError(f"unknown feature {name!r} (known: {', '.join(sorted(known))})")
+        lo, hi = known[name]
+        if level != 0 and not lo <= level <= hi:
+            raise ValueError(f"{name} supports levels {lo} to {hi}, not {level}")
+        levels[name] = level
+    return levels
+
+
+def initial_levels(config: BrokerConfig) -> dict[str, int]:
+    """The broker's initial.feature.levels, checked; raises ConfigError."""
+    entries = config["initial.feature.levels"]
+    try:
+        return parse_initial_levels(entries, config["unstable.feature.versions.enable"])
+    except ValueError as exc:
+        raise ConfigError.invalid("initial.feature.levels", ",".join(entries),
+                                  str(exc)) from None
 
 
 class UpgradeType(IntEnum):

@@ -44,10 +44,12 @@ def append_marker(
     producer_epoch: int,
     commit: bool,
     coordinator_epoch: int,
+    transaction_version: int = 0,
 ) -> int:
     """Append one marker to the local log as this partition's leader (acks=all rules: the ISR
     must have min.insync.replicas members); returns a Kafka error code. The caller waits for
-    replication and then calls `settle_group_offsets`."""
+    replication and then calls `settle_group_offsets`. `transaction_version` (WriteTxnMarkers
+    v2) 2 checks the epoch as Kafka does for transactions v2 (storage/producer_state.py)."""
     try:
         leader = broker.replicas.leader_partition(topic, partition)
         if len(leader.isr) < leader.min_insync_replicas:
@@ -55,7 +57,8 @@ def append_marker(
         batch = build_control_batch(
             producer_id, producer_epoch, commit, coordinator_epoch, int(time.time() * 1000)
         )
-        leader.append_as_leader(batch, origin="coordinator")
+        leader.append_as_leader(batch, origin="coordinator",
+                                transaction_version=transaction_version)
     except PartitionError as exc:
         return exc.error_code
     except KafkaError as exc:  # a StorageError or a record-format error
@@ -120,11 +123,13 @@ async def append_marker_replicated(
     producer_epoch: int,
     commit: bool,
     coordinator_epoch: int,
+    transaction_version: int = 0,
 ) -> int:
     """`append_marker`, answered once the ISR has the marker (Kafka appends markers with
     acks=all), so a leader change cannot lose a marker the coordinator counted as written."""
     code = append_marker(
-        broker, topic, partition, producer_id, producer_epoch, commit, coordinator_epoch
+        broker, topic, partition, producer_id, producer_epoch, commit, coordinator_epoch,
+        transaction_version,
     )
     if code != ErrorCode.none:
         return code
@@ -147,9 +152,11 @@ class TxnMarkerChannel:
         commit: bool,
         coordinator_epoch: int,
         partitions: Iterable[tuple[str, int]],
+        transaction_version: int = 0,
     ) -> dict[tuple[str, int], int]:
         """Write the marker to every partition; per-partition error codes (NONE = written and
-        replicated). Unknown leaders and unreachable brokers answer retriable codes."""
+        replicated). Unknown leaders and unreachable brokers answer retriable codes. A
+        transactions v2 marker goes as WriteTxnMarkers v2 with its transaction version."""
         broker = self.broker
         results: dict[tuple[str, int], int] = {}
         remote: dict[int, list[tuple[str, int]]] = defaultdict(list)
@@ -169,7 +176,8 @@ class TxnMarkerChannel:
         appended = []
         for topic, p in local:
             code = append_marker(
-                broker, topic, p, producer_id, producer_epoch, commit, coordinator_epoch
+                broker, topic, p, producer_id, producer_epoch, commit, coordinator_epoch,
+                transaction_version,
             )
             results[(topic, p)] = code
             if code != ErrorCode.none:
@@ -183,7 +191,8 @@ class TxnMarkerChannel:
                 appended.append((topic, p))
         local_waits = [_await_marker(broker, t, p, producer_id, commit) for t, p in appended]
         remote_sends = [
-            self._send(leader, tps, producer_id, producer_epoch, commit, coordinator_epoch)
+            self._send(leader, tps, producer_id, producer_epoch, commit, coordinator_epoch,
+                       transaction_version)
             for leader, tps in remote.items()
         ]
         if not local_waits and not remote_sends:
@@ -204,6 +213,7 @@ class TxnMarkerChannel:
         producer_epoch: int,
         commit: bool,
         coordinator_epoch: int,
+        transaction_version: int = 0,
     ) -> dict[tuple[str, int], int]:
         by_topic: dict[str, list[int]] = defaultdict(list)
         for topic, p in partitions:
@@ -221,6 +231,10 @@ class TxnMarkerChannel:
                 }
             ]
         }
+        # v2 carries the transaction version (Kafka 4.2+); v1 is enough for the others
+        version = 2 if transaction_version >= 2 else 1
+        if version == 2:
+            body["markers"][0]["transaction_version"] = transaction_version
         conn = self._connections.get(leader)
         if conn is None:
             broker = self.broker
@@ -232,7 +246,7 @@ class TxnMarkerChannel:
             tp: ErrorCode.not_leader_or_follower for tp in partitions
         }
         try:
-            response = await conn.request(WRITE_TXN_MARKERS, 1, body)
+            response = await conn.request(WRITE_TXN_MARKERS, version, body)
         except BrokerUnavailable as exc:
             now = time.monotonic()
             quiet = now - _unavailable_logged.get(leader, -UNAVAILABLE_LOG_INTERVAL_S)

@@ -206,7 +206,8 @@ class TopicIdIndex:
 class LocalMetadataStore:
     FILE = "samsa-metadata.json"
 
-    def __init__(self, data_dir: Path, broker: BrokerInfo) -> None:
+    def __init__(self, data_dir: Path, broker: BrokerInfo, *,
+                 initial_levels: dict[str, int] | None = None) -> None:
         self._path = data_dir / self.FILE
         self._broker = broker
         self._topics: dict[str, TopicState] = {}
@@ -223,7 +224,7 @@ class LocalMetadataStore:
         self._broker_config_listeners: list[Callable[[str, dict[str, str]], None]] = []
         self.cluster_id = new_cluster_id()
         # A new cluster finalizes the default levels; a file from before features has none.
-        self._features = FinalizedFeatures(0, default_levels())
+        self._features = FinalizedFeatures(0, default_levels(initial_levels))
         if self._path.exists():
             self._load()
         else:

@@ -154,8 +154,10 @@ class Partition:
             self._advance_high_watermark()
 
     # ---- leader side -------------------------------------------------------------------
-    def append_as_leader(self, records: bytes, origin: str = "client") -> AppendInfo:
-        info: AppendInfo = self.log.append_as_leader(records, self.leader_epoch, origin=origin)
+    def append_as_leader(self, records: bytes, origin: str = "client",
+                         transaction_version: int = 0) -> AppendInfo:
+        info: AppendInfo = self.log.append_as_leader(records, self.leader_epoch, origin=origin,
+                                                     transaction_version=transaction_version)
         if not info.duplicate:
             self._advance_high_watermark()
             self.notify_waiters()  # followers long-poll on the log end offset

@@ -102,8 +102,10 @@ def _dumps(doc: dict[str, Any]) -> bytes:
 class ZkMetadataStore:
     def __init__(self, connect: str, broker: BrokerInfo, session_timeout_ms: int = 18000,
                  connection_timeout_ms: int | None = None,
-                 client: ZkClientSettings | None = None) -> None:
+                 client: ZkClientSettings | None = None, *,
+                 initial_levels: dict[str, int] | None = None) -> None:
         self._hosts = connect
+        self._initial_levels = initial_levels or {}
         # TLS and ACLs from the zookeeper.* properties (zk_client.py)
         self._client = client or ZkClientSettings()
         self._zk = self._client.client(connect, timeout=session_timeout_ms / 1000)
@@ -182,7 +184,8 @@ class ZkMetadataStore:
             new_cluster = False
         # A new cluster finalizes the default feature levels; one from before /feature none.
         try:
-            self._zk.create(FEATURE, _feature_doc(default_levels() if new_cluster else {}))
+            self._zk.create(FEATURE, _feature_doc(default_levels(self._initial_levels)
+                                                  if new_cluster else {}))
         except NodeExistsError:
             pass
         self.cluster_id = json.loads(self._zk.get("/cluster/id")[0])["id"]

@@ -372,6 +372,12 @@ _TABLE: list[PropertyDef] = [
     _p("unstable.feature.versions.enable", B, False, "Support the levels of features still "
        "in development (share.version 1: share groups, KIP-932), so UpdateFeatures may "
        "finalize them; for testing only.", group=_G_SERVER),
+    _p("initial.feature.levels", LS, [], "Feature levels a new cluster finalizes, as "
+       "name=level (what kafka-storage format --feature gives a KRaft cluster), e.g. "
+       "'transaction.version=1,group.version=0'; a feature not named gets Kafka 4.x's level "
+       "for a new cluster (transaction.version 2, group.version 1). Read once, when the "
+       "cluster's metadata is created; later, kafka-features changes the levels.",
+       group=_G_SERVER),
     _p("delete.topic.enable", B, True, "Allow DeleteTopics; when false it is refused.",
        group=_G_SERVER),
     _p("compression.type", S, "producer", "Final compression of a topic's data; 'producer' "

@@ -15,8 +15,9 @@ Callers apply the state change after it returns and leave their state as it was 
 from __future__ import annotations
 
 import logging
-from collections.abc import Collection, Iterator
+from collections.abc import Collection, Coroutine, Iterator
 from dataclasses import dataclass
+from typing import Any
 
 from samsa.protocol.errors import ErrorCode, KafkaError
 from samsa.protocol.records import (
@@ -195,6 +196,28 @@ class InternalTopic:
         appended in (`leader_epoch`, if given, must also be that epoch): NOT_ENOUGH_REPLICAS
         before the append, REQUEST_TIMED_OUT, NOT_LEADER_OR_FOLLOWER,
         NOT_ENOUGH_REPLICAS_AFTER_APPEND."""
+        return await self.begin_append_replicated(
+            partition, records, leader_epoch=leader_epoch, producer_id=producer_id,
+            producer_epoch=producer_epoch, transactional=transactional,
+            timestamp_ms=timestamp_ms, timeout_s=timeout_s)
+
+    def begin_append_replicated(
+        self,
+        partition: int,
+        records: list[tuple[bytes, bytes | None]],
+        *,
+        leader_epoch: int | None = None,
+        producer_id: int = -1,
+        producer_epoch: int = -1,
+        transactional: bool = False,
+        timestamp_ms: int = 0,
+        timeout_s: float = APPEND_TIMEOUT_S,
+    ) -> Coroutine[Any, Any, int]:
+        """`append_replicated` in two halves: the checks and the append to the local log
+        happen now (raising what `append_replicated` raises before its append), and the wait
+        for the ISR is the coroutine returned, which the caller must await. Lets a caller
+        change its in-memory state only once the records are in the log, with nothing else
+        running in between."""
         leader = self.leader(partition)
         epoch = leader.leader_epoch
         if leader_epoch is not None and leader_epoch != epoch:
@@ -210,7 +233,11 @@ class InternalTopic:
                    self.compression),
             origin="coordinator",
         )
-        replicated = await leader.wait_for_high_watermark(info.last_offset + 1, timeout_s)
+        return self._replicated(partition, leader, epoch, info.last_offset, timeout_s)
+
+    async def _replicated(self, partition: int, leader: CoordinatorReplica, epoch: int,
+                          last_offset: int, timeout_s: float) -> int:
+        replicated = await leader.wait_for_high_watermark(last_offset + 1, timeout_s)
         if self.replica(partition) is not leader:
             raise InternalAppendError(ErrorCode.not_leader_or_follower, "partition was removed")
         if not leader.is_leader or leader.leader_epoch != epoch:
@@ -224,7 +251,7 @@ class InternalTopic:
             raise InternalAppendError(
                 ErrorCode.not_enough_replicas_after_append, f"ISR shrank to {leader.isr}"
             )
-        return info.last_offset
+        return last_offset
 
     def prune(self, partition: int, offset: int) -> int:
         """Delete the partition's records before `offset` (its leader's DeleteRecords); returns

@@ -110,9 +110,11 @@ class TxnMarkerSender(Protocol):
         commit: bool,
         coordinator_epoch: int,
         partitions: Iterable[tuple[str, int]],
+        transaction_version: int = 0,
     ) -> dict[tuple[str, int], int]:
         """Write the marker to every partition; an error code per partition (NONE once the
-        partition's ISR has it)."""
+        partition's ISR has it). `transaction_version`: the transaction's (WriteTxnMarkers
+        v2; at 2 the leaders check the marker's epoch as transactions v2 has it)."""
         ...
 
 

@@ -328,7 +328,9 @@ class Log:
 
     @_io("appending records to")
     def append_as_leader(self, records: bytes | bytearray | memoryview, leader_epoch: int,
-                         origin: str = "client", now_ms: int | None = None) -> AppendInfo:
+                         origin: str = "client", now_ms: int | None = None,
+                         transaction_version: int = 0) -> AppendInfo:
+        """`transaction_version`: of the markers appended (2: KIP-890's epoch rule)."""
         now = _now_ms() if now_ms is None else now_ms
         buf = bytearray(records)
         batches = self._analyze(buf, client=origin == "client", now_ms=now)
@@ -354,7 +356,7 @@ class Log:
                     return AppendInfo(first, last, ts if log_append else -1,
                                       self.log_start_offset,
                                       last - first + 1, duplicate=True)
-        plan = psm.prepare_append(infos, origin)
+        plan = psm.prepare_append(infos, origin, transaction_version)
         self._write(buf, batches, plan, now)
         return AppendInfo(
             first_offset=batches[0][1].base_offset, last_offset=batches[-1][1].last_offset,

@@ -268,9 +268,11 @@ def decode_snapshot(buf: bytes) -> list[_Entry]:
 class _Validator:
     """Validates the batches of one append against working copies (Kafka's ProducerAppendInfo)."""
 
-    def __init__(self, producers: dict[int, _Entry], origin: Origin) -> None:
+    def __init__(self, producers: dict[int, _Entry], origin: Origin,
+                 transaction_version: int = 0) -> None:
         self._producers = producers
         self._origin = origin
+        self._transaction_version = transaction_version  # of the markers (WriteTxnMarkers v2)
         self.entries: dict[int, _Entry] = {}
         # Kafka's sequence check compares against this append's own batches (those still
         # retained in the current epoch) and, before there are any, against the stored entry.
@@ -362,6 +364,18 @@ class _Validator:
             return  # an empty control batch: its transaction was cleaned from the log
         e = self._entry(b.producer_id)
         self._check_epoch(e, b.producer_epoch, b.first_offset)
+        if self._transaction_version >= 2 and b.producer_epoch == e.epoch and \
+                e.txn_first_offset is not None:
+            # Kafka's checkProducerEpoch for transactions v2: a transaction ends with the epoch
+            # bumped, so a marker at the epoch of an open transaction is a late one of the
+            # transaction before it. The same epoch with nothing open is a retry of the marker
+            # just written (KAFKA-19999).
+            msg = (f"marker epoch {b.producer_epoch} of producer {b.producer_id} at offset "
+                   f"{b.first_offset} is the epoch of its open transaction (transactions v2)")
+            if self._origin == "replication":
+                log.warning(msg)
+            else:
+                raise InvalidProducerEpoch(msg)
         if b.coordinator_epoch < e.coordinator_epoch:
             msg = (
                 f"coordinator epoch {b.coordinator_epoch} for producer {b.producer_id} at offset "
@@ -415,10 +429,11 @@ class ProducerStateManager:
                 return m.first_offset, m.last_offset, m.timestamp
         return None
 
-    def prepare_append(self, batches: list[BatchInfo], origin: str) -> AppendPlan:
+    def prepare_append(self, batches: list[BatchInfo], origin: str,
+                       transaction_version: int = 0) -> AppendPlan:
         if origin not in _ORIGINS:
             raise ValueError(f"unknown append origin {origin!r}")
-        v = _Validator(self._producers, cast(Origin, origin))
+        v = _Validator(self._producers, cast(Origin, origin), transaction_version)
         end_offset: int | None = None
         for b in batches:
             end_offset = max(end_offset or 0, b.last_offset + 1)

@@ -252,6 +252,7 @@ import kio.schema.update_features.v1.request as update_features_v1
 import kio.schema.update_features.v2.request as update_features_v2
 import kio.schema.write_share_group_state.v0.request as write_share_group_state_v0
 import kio.schema.write_txn_markers.v1.request as write_txn_markers_v1
+import kio.schema.write_txn_markers.v2.request as write_txn_markers_v2
 
 AddOffsetsToTxnRequest: TypeAlias = (
     add_offsets_to_txn_v0.AddOffsetsToTxnRequest | add_offsets_to_txn_v1.AddOffsetsToTxnRequest
@@ -475,7 +476,9 @@ UpdateFeaturesRequest: TypeAlias = (
     update_features_v0.UpdateFeaturesRequest | update_features_v1.UpdateFeaturesRequest
     | update_features_v2.UpdateFeaturesRequest
 )
-WriteTxnMarkersRequest: TypeAlias = write_txn_markers_v1.WriteTxnMarkersRequest
+WriteTxnMarkersRequest: TypeAlias = (
+    write_txn_markers_v1.WriteTxnMarkersRequest | write_txn_markers_v2.WriteTxnMarkersRequest
+)
 
 # Version families whose fields differ, for the handlers' version guards (`TypeIs`).
 AddPartitionsToTxnRequestBatched: TypeAlias = (

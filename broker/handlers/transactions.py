@@ -253,6 +253,8 @@ async def handle_write_txn_markers(
                     m.producer_epoch,
                     bool(m.transaction_result),
                     m.coordinator_epoch,
+                    # v2: the transaction's version (2: KIP-890's strict epoch rule)
+                    getattr(m, "transaction_version", 0),
                 )
                 parts.append({"partition_index": p, "error_code": code})
             topics.append({"name": t.name, "partitions": parts})

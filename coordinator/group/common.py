@@ -4,7 +4,7 @@ the clock, and `GroupCoordinatorParts` (the state and operations each part relie
 from __future__ import annotations
 
 import time
-from collections.abc import Container, Generator, Iterable
+from collections.abc import Awaitable, Container, Generator, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -88,6 +88,10 @@ class GroupCoordinatorParts:
 
     async def _append_replicated(self, p: int, records: list[tuple[bytes, bytes | None]],
                                  **kw: Any) -> int:
+        raise NotImplementedError
+
+    def _begin_append_replicated(self, p: int, records: list[tuple[bytes, bytes | None]],
+                                 **kw: Any) -> Awaitable[int]:
         raise NotImplementedError
 
     def _store_group(self, group: ClassicGroup) -> None:

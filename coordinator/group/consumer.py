@@ -88,6 +88,9 @@ class ConsumerMember:
     classic_protocols: list[tuple[str, bytes]] | None = None
     session_timer: asyncio.TimerHandle | None = field(default=None, compare=False)
     rebalance_timer: asyncio.TimerHandle | None = field(default=None, compare=False)
+    # a classic member's JoinGroup and SyncGroup deadlines (its rebalance timeout)
+    join_timer: asyncio.TimerHandle | None = field(default=None, compare=False)
+    sync_timer: asyncio.TimerHandle | None = field(default=None, compare=False)
 
     def metadata_key(self) -> tuple[Any, ...]:
         return (self.instance_id, self.rack_id, self.client_id, self.client_host,
@@ -99,11 +102,14 @@ class ConsumerMember:
         return (self.member_epoch, self.previous_member_epoch, self.state, self.assigned,
                 self.pending_revocation)
 
+    def timers(self) -> tuple[asyncio.TimerHandle | None, ...]:
+        return self.session_timer, self.rebalance_timer, self.join_timer, self.sync_timer
+
     def cancel_timers(self) -> None:
-        for t in (self.session_timer, self.rebalance_timer):
+        for t in self.timers():
             if t is not None:
                 t.cancel()
-        self.session_timer = self.rebalance_timer = None
+        self.session_timer = self.rebalance_timer = self.join_timer = self.sync_timer = None
 
 
 @dataclass(eq=False)
@@ -121,6 +127,20 @@ class ConsumerGroup:
     session_ms: int = -1  # the group's session timeout (-1: the broker's default)
     dead: bool = False
 
+    # ---- snapshots (Kafka's timeline: a change whose records are not written is undone) --
+    def save(self) -> dict[str, Any]:
+        """The group's state, to `restore` it. Members are replaced on change, never changed
+        in place (but for their timers), so shallow copies suffice."""
+        return {"group_epoch": self.group_epoch, "assignment_epoch": self.assignment_epoch,
+                "members": dict(self.members), "static_members": dict(self.static_members),
+                "target": dict(self.target), "partition_epochs": dict(self.partition_epochs),
+                "subscription_metadata": self.subscription_metadata,
+                "session_ms": self.session_ms, "dead": self.dead}
+
+    def restore(self, saved: dict[str, Any]) -> None:
+        for name, value in saved.items():
+            setattr(self, name, value)
+
     # ---- queries ---------------------------------------------------------------------
     def state(self) -> ConsumerGroupState:
         if self.dead:
@@ -136,6 +156,17 @@ class ConsumerGroup:
 
     def current_partition_epoch(self, topic_id: uuid.UUID, partition: int) -> int:
         return self.partition_epochs.get((topic_id, partition), -1)
+
+    def waiting_on_unreleased_partition(self, member: ConsumerMember) -> bool:
+        """Kafka's ConsumerGroup.waitingOnUnreleasedPartition: a partition of the member's
+        target that it does not have yet is still owned by another member."""
+        if member.state != MemberState.UNRELEASED_PARTITIONS:
+            return False
+        for tid, ps in self.target.get(member.member_id, {}).items():
+            have = member.assigned.get(tid, set())
+            if any(p not in have and self.current_partition_epoch(tid, p) != -1 for p in ps):
+                return True
+        return False
 
     # ---- partition epochs ------------------------------------------------------------
     def remove_partition_epochs(self, member: ConsumerMember) -> None:

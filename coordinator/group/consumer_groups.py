@@ -13,7 +13,8 @@ import functools
 import logging
 import re
 import uuid
-from dataclasses import replace
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 from typing import Any
 
 from samsa.protocol.errors import ErrorCode
@@ -64,6 +65,13 @@ from .records import (
 log = logging.getLogger("samsa.coordinator.group.coordinator")
 
 Records = list[tuple[bytes, bytes | None]]
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerSnapshot:
+    group_id: str
+    group: ConsumerGroup | None  # None: the group did not exist
+    saved: dict[str, Any] | None
 
 
 @functools.lru_cache(maxsize=256)
@@ -207,19 +215,29 @@ class ConsumerGroups(GroupCoordinatorParts):
             if group_id in self.share_groups:
                 raise GroupError(ErrorCode.group_id_not_found,
                                  f"Group {group_id} is not a consumer group.")
-            if member_epoch in (LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH):
-                records, response = self._leave(group_id, member_id, member_epoch,
-                                                       instance_id)
-            else:
-                if not member_id:
-                    member_id = new_member_id()
-                records, response = self._heartbeat(
-                    p, group_id, member_id, member_epoch, instance_id, rack_id,
-                    rebalance_timeout_ms, names, regex, assignor, owned, client_id, client_host,
-                    session_ms if session_ms is not None else self.consumer_session_ms,
-                    heartbeat_ms if heartbeat_ms is not None else self.consumer_heartbeat_ms)
-            if records:
-                await self._append_replicated(p, records)
+            if not member_id:
+                member_id = new_member_id()
+            snapshot = self._consumer_snapshot(group_id)
+            try:
+                if member_epoch in (LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH):
+                    records, response, after = self._leave(group_id, member_id, member_epoch,
+                                                           instance_id)
+                else:
+                    records, response, after = self._heartbeat(
+                        p, group_id, member_id, member_epoch, instance_id, rack_id,
+                        rebalance_timeout_ms, names, regex, assignor, owned, client_id,
+                        client_host,
+                        session_ms if session_ms is not None else self.consumer_session_ms,
+                        heartbeat_ms if heartbeat_ms is not None
+                        else self.consumer_heartbeat_ms)
+                replicated = self._begin_append_replicated(p, records) if records else None
+            except GroupError:
+                self._consumer_restore(snapshot)
+                raise
+            for action in after:
+                action()
+            if replicated is not None:
+                await replicated
                 if p not in self.loaded:
                     raise GroupError(ErrorCode.not_coordinator)
         except GroupError as exc:
@@ -239,8 +257,10 @@ class ConsumerGroups(GroupCoordinatorParts):
         owned: list[tuple[uuid.UUID, list[int]]] | None, client_id: str, client_host: str,
         session_ms: int, heartbeat_ms: int,
         classic: tuple[int, list[tuple[str, bytes]]] | None = None,
-    ) -> tuple[Records, dict[str, Any]]:
-        """Apply one heartbeat to the group state; the records to write and the answer.
+    ) -> tuple[Records, dict[str, Any], list[Callable[[], None]]]:
+        """Apply one heartbeat to the group state; the records to write, the answer, and
+        what to do once the records are in the log (timers, the classic group an upgrade
+        replaces). The caller undoes the change if the records cannot be written.
         `classic`: the member joins with JoinGroup (session timeout, protocols)."""
         records: Records = []
         classic_group = self.groups.get(group_id)
@@ -294,7 +314,7 @@ class ConsumerGroups(GroupCoordinatorParts):
                     replaced = static
                     member = replace(static, member_id=member_id, member_epoch=0,
                                      previous_member_epoch=0, session_timer=None,
-                                     rebalance_timer=None)
+                                     rebalance_timer=None, join_timer=None, sync_timer=None)
             else:
                 if static is None:
                     raise GroupError(ErrorCode.unknown_member_id,
@@ -375,8 +395,6 @@ class ConsumerGroups(GroupCoordinatorParts):
             records.append((key(CURRENT_MEMBER_ASSIGNMENT, group_id, member_id),
                             current_assignment_value(reconciled)))
         # apply
-        if upgraded is not None:
-            self._retire_classic(upgraded)
         self.consumer_groups.setdefault(group_id, group)
         group.group_epoch = group_epoch
         group.subscription_metadata = sub_meta
@@ -386,14 +404,24 @@ class ConsumerGroups(GroupCoordinatorParts):
         group.update_member(old, reconciled)
         if classic is None:
             group.session_ms = session_ms
-        self._schedule_session(group, reconciled)
-        if reconciled.state == MemberState.UNREVOKED_PARTITIONS:
-            if member.state != MemberState.UNREVOKED_PARTITIONS or \
-                    member.member_epoch != reconciled.member_epoch or is_new:
-                self._schedule_rebalance(group, reconciled)
-        elif reconciled.rebalance_timer is not None:
-            reconciled.rebalance_timer.cancel()
-            reconciled.rebalance_timer = None
+
+        def written() -> None:
+            if upgraded is not None:
+                self._retire_classic(upgraded)
+                # the classic members taken over: their sessions run on in the new group
+                for m in group.members.values():
+                    if m.member_id != member_id:
+                        self._schedule_session(group, m)
+            self._schedule_session(group, reconciled)
+            if classic is not None:
+                return  # a classic member revokes by rejoining (its join timeout)
+            if reconciled.state == MemberState.UNREVOKED_PARTITIONS:
+                if member.state != MemberState.UNREVOKED_PARTITIONS or \
+                        member.member_epoch != reconciled.member_epoch or is_new:
+                    self._schedule_rebalance(group, reconciled)
+            elif reconciled.rebalance_timer is not None:
+                reconciled.rebalance_timer.cancel()
+                reconciled.rebalance_timer = None
         response: dict[str, Any] = {
             "error_code": ErrorCode.none, "error_message": None, "member_id": member_id,
             "member_epoch": reconciled.member_epoch,
@@ -406,10 +434,11 @@ class ConsumerGroups(GroupCoordinatorParts):
                 {"topic_id": tid, "partitions": sorted(ps)}
                 for tid, ps in sorted(reconciled.assigned.items(), key=lambda kv: str(kv[0]))
             ]}
-        return records, response
+        return records, response, [written]
 
     def _leave(self, group_id: str, member_id: str, member_epoch: int,
-               instance_id: str | None) -> tuple[Records, dict[str, Any]]:
+               instance_id: str | None
+               ) -> tuple[Records, dict[str, Any], list[Callable[[], None]]]:
         group = self.consumer_groups.get(group_id)
         if group is None:
             raise GroupError(ErrorCode.group_id_not_found, f"Group {group_id} not found.")
@@ -440,14 +469,15 @@ class ConsumerGroups(GroupCoordinatorParts):
                               previous_member_epoch=member.member_epoch)
             group.update_member(member, updated)
             return [(key(CURRENT_MEMBER_ASSIGNMENT, group_id, member_id),
-                            current_assignment_value(updated))], response
+                     current_assignment_value(updated))], response, []
         log.info("member %s leaves consumer group %s", member_id, group_id)
         response["member_epoch"] = LEAVE_GROUP_MEMBER_EPOCH
         records = self._remove_consumer_member(group, member)
         if self._downgradable(group, member):
             # the last consumer-protocol member left: the group goes back to classic
-            return records + self._to_classic(group), response
-        return records, response
+            downgrade, install = self._to_classic(group)
+            return records + downgrade, response, [install]
+        return records, response, []
 
     def _remove_consumer_member(self, group: ConsumerGroup, member: ConsumerMember) -> Records:
         """Fence `member` out of the group (state applied); the records that say so."""
@@ -514,10 +544,18 @@ class ConsumerGroups(GroupCoordinatorParts):
                 and all(m.classic_protocols is not None for m in group.members.values())
                 and len(group.members) <= self.max_group_size)
 
-    def _to_classic(self, group: ConsumerGroup) -> Records:
-        """Kafka's convertToClassicGroup: the consumer group's (classic) members and their
-        assignments as a classic group, which then rebalances; the
-        records that delete the consumer group (the classic group is stored as it is)."""
+    def _to_classic(self, group: ConsumerGroup) -> tuple[Records, Callable[[], None]]:
+        """Kafka's convertToClassicGroup: the records that delete the consumer group, and
+        what installs its (classic) members and their assignments as a classic group, which
+        then rebalances (the classic group is stored as it is), once they are written."""
+        gid = group.group_id
+        records: Records = [(key(TARGET_ASSIGNMENT_METADATA, gid), None),
+                            (key(GROUP_METADATA, gid), None)]
+        for m in group.members.values():
+            records[:0] = _fence_records(gid, m.member_id)
+        return records, functools.partial(self._install_classic, group)
+
+    def _install_classic(self, group: ConsumerGroup) -> None:
         gid = group.group_id
         classic = self.groups.get(gid)
         if classic is None or classic.is_in(GroupState.DEAD):
@@ -526,11 +564,8 @@ class ConsumerGroups(GroupCoordinatorParts):
         # they rejoin)
         classic.generation = max(m.member_epoch for m in group.members.values())
         classic.protocol_type = "consumer"
-        records: Records = [(key(TARGET_ASSIGNMENT_METADATA, gid), None),
-                            (key(GROUP_METADATA, gid), None)]
         for m in group.members.values():
             m.cancel_timers()
-            records[:0] = _fence_records(gid, m.member_id)
             assignment: dict[str, list[int]] = {}
             for tid, partitions in m.assigned.items():
                 name = self.topic_name(tid)
@@ -555,7 +590,6 @@ class ConsumerGroups(GroupCoordinatorParts):
         for member in classic.members.values():
             self._schedule_heartbeat(classic, member, member.session_timeout_ms)
         self._prepare_rebalance(classic, "the group was converted to a classic group")
-        return records
 
     def _retire_classic(self, classic: ClassicGroup) -> None:
         """The classic group a consumer group took over: its members' pending JoinGroup and
@@ -615,36 +649,23 @@ class ConsumerGroups(GroupCoordinatorParts):
             return error(ErrorCode.inconsistent_group_protocol)
         if not member_id and instance_id is None and version >= 4:
             return error(ErrorCode.member_id_required, new_member_id())
+        if not member_id:
+            member_id = new_member_id()
+        snapshot = self._consumer_snapshot(group.group_id)
         try:
-            if not member_id:
-                member_id = new_member_id()
-            static_id = group.static_members.get(instance_id) if instance_id else None
-            static = group.members.get(static_id) if static_id is not None else None
-            if static is not None and static.member_id != member_id:
-                # a static member back under a new member id takes the old one's place
-                # (Kafka's replaceMember): the old one counts as having left temporarily
-                group.update_member(static, replace(
-                    static, member_epoch=LEAVE_GROUP_STATIC_MEMBER_EPOCH,
-                    previous_member_epoch=static.member_epoch,
-                    session_timer=static.session_timer,
-                    rebalance_timer=static.rebalance_timer))
-            existing = group.members.get(member_id)
-            if existing is not None and existing.classic_protocols is None:
-                raise GroupError(ErrorCode.unknown_member_id)
-            metadata = protocols[0][1]
-            owned: list[tuple[uuid.UUID, list[int]]] = []
-            for topic, partitions in subscription_owned_partitions(metadata):
-                info = self.topics_view.topic_info(topic)
-                if info is not None:
-                    owned.append((info[0], partitions))
-            records, _ = self._heartbeat(
-                group.partition, group.group_id, member_id,
-                existing.member_epoch if existing is not None else 0, instance_id, None,
-                rebalance_timeout_ms, sorted(classic_subscribed_topics(metadata)), None, None,
-                owned, client_id, client_host, self.consumer_session_ms,
-                self.consumer_heartbeat_ms, classic=(session_timeout_ms, list(protocols)))
-            if records:
-                await self._append_replicated(group.partition, records)
+            try:
+                records, after = self._classic_join(
+                    group, member_id, instance_id, protocols, session_timeout_ms,
+                    rebalance_timeout_ms, client_id, client_host)
+                replicated = (self._begin_append_replicated(group.partition, records)
+                              if records else None)
+            except GroupError:
+                self._consumer_restore(snapshot)
+                raise
+            for action in after:
+                action()
+            if replicated is not None:
+                await replicated
                 if group.partition not in self.loaded:
                     raise GroupError(ErrorCode.not_coordinator)
             member = group.members.get(member_id)
@@ -654,10 +675,48 @@ class ConsumerGroups(GroupCoordinatorParts):
             log.info("classic JoinGroup of member %r in consumer group %r: %s", member_id,
                      group.group_id, exc.error_code.name)
             return error(exc.error_code)
+        # Kafka's classicGroupJoinToConsumerGroup once written: no more join deadline; the
+        # session of the JoinGroup runs, and the SyncGroup is due within its rebalance timeout
+        if member.join_timer is not None:
+            member.join_timer.cancel()
+            member.join_timer = None
+        self._schedule_session(group, member)
+        self._schedule_classic(group, member, "sync", rebalance_timeout_ms)
         return {"error_code": ErrorCode.none, "generation_id": member.member_epoch,
                 "protocol_type": "consumer", "protocol_name": protocols[0][0], "leader": "",
                 "skip_assignment": False, "member_id": member_id, "members": [],
                 "assignment": b""}
+
+    def _classic_join(
+        self, group: ConsumerGroup, member_id: str, instance_id: str | None,
+        protocols: list[tuple[str, bytes]], session_timeout_ms: int, rebalance_timeout_ms: int,
+        client_id: str, client_host: str,
+    ) -> tuple[Records, list[Callable[[], None]]]:
+        """The state change of a classic JoinGroup (as `_heartbeat`'s)."""
+        static_id = group.static_members.get(instance_id) if instance_id else None
+        static = group.members.get(static_id) if static_id is not None else None
+        if static is not None and static.member_id != member_id:
+            # a static member back under a new member id takes the old one's place
+            # (Kafka's replaceMember): the old one counts as having left temporarily
+            group.update_member(static, replace(
+                static, member_epoch=LEAVE_GROUP_STATIC_MEMBER_EPOCH,
+                previous_member_epoch=static.member_epoch))
+        existing = group.members.get(member_id)
+        if existing is not None and existing.classic_protocols is None:
+            raise GroupError(ErrorCode.unknown_member_id)
+        metadata = protocols[0][1]
+        owned: list[tuple[uuid.UUID, list[int]]] = []
+        for topic, partitions in subscription_owned_partitions(metadata):
+            info = self.topics_view.topic_info(topic)
+            if info is not None:
+                owned.append((info[0], partitions))
+        records, _, after = self._heartbeat(
+            group.partition, group.group_id, member_id,
+            existing.member_epoch if existing is not None else 0, instance_id, None,
+            rebalance_timeout_ms, sorted(classic_subscribed_topics(metadata)), None, None,
+            owned, client_id, client_host, self.consumer_session_ms,
+            self.consumer_heartbeat_ms, classic=(session_timeout_ms, list(protocols)))
+        return records, after
 
     def classic_sync_consumer_group(self, group: ConsumerGroup, generation: int,
                                     member_id: str, instance_id: str | None,
@@ -672,8 +731,16 @@ class ConsumerGroups(GroupCoordinatorParts):
             if (protocol_type is not None and protocol_type != "consumer") or \
                     (protocol_name is not None and protocol_name not in names):
                 raise GroupError(ErrorCode.inconsistent_group_protocol)
+            if group.group_epoch > member.member_epoch and \
+                    member.state != MemberState.UNREVOKED_PARTITIONS:
+                # a new rebalance: the member must rejoin (Kafka's throwIfRebalanceInProgress)
+                self._schedule_classic(group, member, "join")
+                raise GroupError(ErrorCode.rebalance_in_progress)
         except GroupError as exc:
             return {"error_code": exc.error_code, "assignment": b""}
+        if member.sync_timer is not None:
+            member.sync_timer.cancel()
+            member.sync_timer = None
         self._schedule_session(group, member)
         assignment: dict[str, list[int]] = {}
         for tid, partitions in member.assigned.items():
@@ -695,7 +762,14 @@ class ConsumerGroups(GroupCoordinatorParts):
         except GroupError as exc:
             return exc.error_code
         self._schedule_session(group, member)
-        if member.state != MemberState.STABLE or member.member_epoch != group.group_epoch:
+        # Kafka's classicGroupHeartbeatToConsumerGroup: rejoin to catch up with the group
+        # epoch, to revoke, or to get partitions that were released meanwhile; within the
+        # rebalance timeout
+        if member.member_epoch < group.group_epoch or \
+                member.state == MemberState.UNREVOKED_PARTITIONS or \
+                (member.state == MemberState.UNRELEASED_PARTITIONS
+                 and not group.waiting_on_unreleased_partition(member)):
+            self._schedule_classic(group, member, "join")
             return ErrorCode.rebalance_in_progress
         return ErrorCode.none
 
@@ -707,9 +781,11 @@ class ConsumerGroups(GroupCoordinatorParts):
         except GroupError as exc:
             return exc.error_code
         log.info("classic member %s leaves consumer group %s", member.member_id, group.group_id)
+        snapshot = self._consumer_snapshot(group.group_id)
         try:
             self._append(group.partition, self._remove_consumer_member(group, member))
         except GroupError as exc:
+            self._consumer_restore(snapshot)
             return exc.error_code
         return ErrorCode.none
 
@@ -791,8 +867,31 @@ class ConsumerGroups(GroupCoordinatorParts):
             timeout / 1000, self._on_consumer_timeout, group, member.member_id,
             member.member_epoch, "rebalance timeout: it did not revoke its partitions in time")
 
+    def _schedule_classic(self, group: ConsumerGroup, member: ConsumerMember, which: str,
+                          timeout_ms: int | None = None) -> None:
+        """A classic member's deadline (Kafka's consumer-group join and sync timeouts, of its
+        rebalance timeout): "join" to rejoin once asked to (kept if already running), "sync"
+        to send SyncGroup after its JoinGroup (restarted)."""
+        if which == "join" and member.join_timer is not None and \
+                not member.join_timer.cancelled():
+            return
+        if which == "sync" and member.sync_timer is not None:
+            member.sync_timer.cancel()
+        if timeout_ms is None:
+            timeout_ms = member.rebalance_timeout_ms if member.rebalance_timeout_ms > 0 \
+                else 300_000
+        reason = ("the classic member failed to join within the rebalance timeout"
+                  if which == "join" else "the member failed to sync within timeout")
+        handle = asyncio.get_running_loop().call_later(
+            timeout_ms / 1000, self._on_consumer_timeout, group, member.member_id, None,
+            reason, which)
+        if which == "join":
+            member.join_timer = handle
+        else:
+            member.sync_timer = handle
+
     def _on_consumer_timeout(self, group: ConsumerGroup, member_id: str, epoch: int | None,
-                             reason: str) -> None:
+                             reason: str, which: str = "session") -> None:
         if self.consumer_groups.get(group.group_id) is not group:
             return
         member = group.members.get(member_id)
@@ -802,17 +901,60 @@ class ConsumerGroups(GroupCoordinatorParts):
             member.rebalance_timer = None
             if member.state != MemberState.UNREVOKED_PARTITIONS or member.member_epoch != epoch:
                 return
+        elif which == "join":
+            member.join_timer = None
+        elif which == "sync":
+            member.sync_timer = None
         else:
             member.session_timer = None
         log.info("member %s of consumer group %s fenced (%s)", member_id, group.group_id, reason)
+        snapshot = self._consumer_snapshot(group.group_id)
         records = self._remove_consumer_member(group, member)
+        install: Callable[[], None] | None = None
         if self._downgradable(group, member):
-            records += self._to_classic(group)
+            downgrade, install = self._to_classic(group)
+            records += downgrade
         try:
             self._append(group.partition, records)
         except GroupError as exc:
+            self._consumer_restore(snapshot)  # the member stays; its session runs again
             log.warning("could not write the removal of member %s of group %s: %d", member_id,
                         group.group_id, exc.error_code)
+            return
+        if install is not None:
+            install()
+
+    # ------------------------------------------------------------------ snapshots
+    def _consumer_snapshot(self, group_id: str) -> ConsumerSnapshot:
+        """The consumer group's state before a change, to undo the change if its records
+        cannot be written (Kafka's timeline snapshots: the state is the log's)."""
+        group = self.consumer_groups.get(group_id)
+        return ConsumerSnapshot(group_id, group, group.save() if group is not None else None)
+
+    def _consumer_restore(self, snapshot: ConsumerSnapshot) -> None:
+        """Undo a change whose records were not written: the group as it was, and the timers
+        of the members as they were (one the change cancelled runs again, in full)."""
+        current = self.consumer_groups.get(snapshot.group_id)
+        saved = snapshot.saved or {}
+        members: dict[str, ConsumerMember] = saved.get("members", {})
+        kept = {id(t) for m in members.values() for t in m.timers() if t is not None}
+        if current is not None:
+            for m in current.members.values():
+                for t in m.timers():
+                    if t is not None and id(t) not in kept:
+                        t.cancel()
+        group = snapshot.group
+        if group is None:
+            self.consumer_groups.pop(snapshot.group_id, None)
+            return
+        group.restore(saved)
+        self.consumer_groups[snapshot.group_id] = group
+        for m in group.members.values():
+            if m.session_timer is None or m.session_timer.cancelled():
+                self._schedule_session(group, m)
+            if m.classic_protocols is None and m.state == MemberState.UNREVOKED_PARTITIONS \
+                    and (m.rebalance_timer is None or m.rebalance_timer.cancelled()):
+                self._schedule_rebalance(group, m)
 
     # ------------------------------------------------------------------ offsets checks
     def validate_consumer_offset_commit(self, group: ConsumerGroup, member_id: str,

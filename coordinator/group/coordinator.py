@@ -15,7 +15,7 @@ import asyncio
 import logging
 import time
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
 from samsa.config.schema import BrokerConfig
@@ -300,9 +300,22 @@ class GroupCoordinator(GroupMembership, GroupOffsets, ConsumerGroups, ShareGroup
         """`_append` with acks=all: returns once the ISR has the records (the caller applies
         them then); raises GroupError with Kafka's answer for a write that did not become
         durable."""
+        return await self._begin_append_replicated(p, records, **kw)
+
+    def _begin_append_replicated(self, p: int, records: list[tuple[bytes, bytes | None]],
+                                 **kw: Any) -> Awaitable[int]:
+        """`_append_replicated` in two halves: appends to the local log now (raising
+        GroupError if it cannot), and returns the wait for the ISR (raising GroupError too)."""
         try:
-            return await self.topic.append_replicated(
+            waiting = self.topic.begin_append_replicated(
                 p, records, timestamp_ms=now_ms(), timeout_s=self.commit_timeout_ms / 1000, **kw)
+        except Exception as exc:
+            raise _append_error(p, exc) from exc
+        return self._replicated(p, waiting)
+
+    async def _replicated(self, p: int, waiting: Awaitable[int]) -> int:
+        try:
+            return await waiting
         except Exception as exc:
             raise _append_error(p, exc) from exc
 

@@ -669,7 +669,8 @@ class TransactionCoordinator:
                 md.abort_transition()
                 return
             results = await self.markers.write_markers(
-                pid, epoch, commit, coordinator_epoch, sorted(remaining)
+                pid, epoch, commit, coordinator_epoch, sorted(remaining),
+                md.client_transaction_version,
             )
             for tp, code in results.items():
                 if code == ErrorCode.none:

@@ -15,9 +15,26 @@ from samsa.broker.metadata_store import BrokerInfo
 from samsa.broker.zk_store import ZkMetadataStore
 
 
-def _store(zookeeper, chroot: str, broker_id: int) -> ZkMetadataStore:
+def _store(zookeeper, chroot: str, broker_id: int, **kw) -> ZkMetadataStore:
     info = BrokerInfo(broker_id, "127.0.0.1", 9000 + broker_id)
-    return ZkMetadataStore(f"{zookeeper.connect_string}/{chroot}", info, session_timeout_ms=4000)
+    return ZkMetadataStore(f"{zookeeper.connect_string}/{chroot}", info, session_timeout_ms=4000,
+                           **kw)
+
+
+async def test_initial_feature_levels_apply_to_a_new_cluster_only(zookeeper):
+    chroot = f"c{uuid.uuid4().hex[:8]}"
+    a = _store(zookeeper, chroot, 1, initial_levels={"transaction.version": 0})
+    await a.start()
+    b = _store(zookeeper, chroot, 2, initial_levels={"group.version": 0})
+    await b.start()
+    try:
+        await _until(lambda: b.finalized_features().epoch == 0)
+        # the first broker created the cluster: its levels; the second's are not read
+        assert a.finalized_features().levels == b.finalized_features().levels == {
+            "group.version": 1}
+    finally:
+        await a.close()
+        await b.close()
 
 
 async def _until(check, timeout: float = 10.0) -> None:

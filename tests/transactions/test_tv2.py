@@ -74,6 +74,18 @@ def test_api_versions_lists_transaction_version(broker):
         assert 57 in {k.api_key for k in v4.api_keys}
 
 
+def test_initial_feature_levels_choose_a_new_clusters_levels(broker_factory):
+    """initial.feature.levels: transactions v1 and the classic group protocol only."""
+    b = broker_factory({"initial.feature.levels": "transaction.version=1,group.version=0"})
+    with TxnWire(b.bootstrap) as w:
+        assert finalized(w) == {"transaction.version": 1}
+        assert 68 not in {k.api_key for k in api_versions(w).api_keys}  # group.version 0
+    b.stop()
+    b.start()  # the levels are the cluster's now: read once, when it was created
+    with TxnWire(b.bootstrap) as w:
+        assert finalized(w) == {"transaction.version": 1}
+
+
 def test_update_features_checks_and_persists(broker):
     with TxnWire(broker.bootstrap) as w:
         assert update(w, {TV: (0, SAFE_DOWNGRADE)}).error_code == NONE
@@ -354,3 +366,69 @@ def test_tv2_producer_state_survives_restart(broker, unique_topic):
         assert end_txn_v5(w, txn, pid, e + 1, commit=True) == (NONE, pid, e + 2)
         wait_completed(w, txn)
         assert committed_values(w.fetch(topic, 0, 0, isolation=1)) == [b"a", b"b", b"c"]
+
+
+def test_tv2_exhausted_epoch_continues_as_a_new_producer_id(broker, unique_topic):
+    """EndTxn v5 bumps the epoch at every transaction: at Kafka's limit (32766, one short of
+    Short.MAX_VALUE) the next EndTxn answers a new producer id at epoch 0, the markers of the
+    old id carry the last epoch, a retry with the exhausted epoch gets the same answer, and
+    the new id goes on."""
+    txn, topic = "tv2-exhausted", unique_topic
+    with TxnWire(broker.bootstrap) as w:
+        w.create_topic(topic)
+        r = w.init_until_ready(txn)
+        pid, epoch = r.producer_id, r.producer_epoch
+        while epoch < 32765:  # empty aborts: one epoch each (~0.5 ms a round trip)
+            code, pid2, epoch = end_txn_v5(w, txn, pid, epoch, False)
+            assert (code, pid2) == (NONE, pid), (code, epoch)
+        assert produce_v12(w, txn, topic, txn_batch(pid, epoch, 0, [b"a"])) == NONE
+        assert end_txn_v5(w, txn, pid, 32765, True) == (NONE, pid, 32766)
+        wait_completed(w, txn)
+        assert produce_v12(w, txn, topic, txn_batch(pid, 32766, 0, [b"b"])) == NONE
+        code, new_pid, new_epoch = end_txn_v5(w, txn, pid, 32766, True)
+        assert (code, new_epoch) == (NONE, 0) and new_pid != pid
+        wait_completed(w, txn)
+        # a retry of that EndTxn (its answer lost) is recognised, not fenced
+        assert end_txn_v5(w, txn, pid, 32766, True) == (NONE, new_pid, 0)
+        assert produce_v12(w, txn, topic, txn_batch(new_pid, 0, 0, [b"c"])) == NONE
+        assert end_txn_v5(w, txn, new_pid, 0, True) == (NONE, new_pid, 1)
+        wait_completed(w, txn)
+        d = w.describe_txn(txn)
+        assert (d.producer_id, d.producer_epoch) == (new_pid, 1)
+        part = w.fetch(topic, 0, 0, isolation=1)
+    assert markers(part.records) == [(pid, 32766, True), (pid, 32767, True),
+                                     (new_pid, 1, True)]
+    assert committed_values(part) == [b"a", b"b", b"c"]
+
+
+def test_write_txn_markers_v2_refuses_a_late_marker_of_an_earlier_transaction(broker,
+                                                                               unique_topic):
+    """WriteTxnMarkers v2 carries the transaction's version. At 2 a transaction ends with its
+    epoch bumped, so a marker at the epoch of the producer's open transaction is a late one
+    of the transaction before: refused (INVALID_PRODUCER_EPOCH), where transaction version 1
+    takes it; at the same epoch with nothing open it is a retry, accepted (Kafka 4.2+)."""
+    topic = unique_topic
+
+    def marker(w: TxnWire, pid: int, epoch: int, tv: int) -> int:
+        r = w.call(27, 2, {"markers": [{
+            "producer_id": pid, "producer_epoch": epoch, "transaction_result": True,
+            "topics": [{"name": topic, "partition_indexes": [0]}], "coordinator_epoch": 0,
+            "transaction_version": tv}]})
+        return int(r.markers[0].topics[0].partitions[0].error_code)
+
+    with TxnWire(broker.bootstrap) as w:
+        w.create_topic(topic)
+        opened = []
+        for txn, value in (("wtm-a", b"a"), ("wtm-b", b"b")):
+            r = w.init_until_ready(txn)
+            pid, e = r.producer_id, r.producer_epoch
+            assert produce_v12(w, txn, topic, txn_batch(pid, e, 0, [value])) == NONE
+            opened.append((pid, e))
+        (pa, ea), (pb, eb) = opened
+        assert marker(w, pa, ea, 2) == INVALID_PRODUCER_EPOCH
+        assert marker(w, pb, eb, 1) == NONE
+        assert marker(w, pa, ea + 1, 2) == NONE
+        assert marker(w, pa, ea + 1, 2) == NONE  # a retry: nothing open at that epoch
+        part = w.fetch(topic, 0, 0, isolation=1)
+    assert markers(part.records) == [(pb, eb, True), (pa, ea + 1, True), (pa, ea + 1, True)]
+    assert sorted(committed_values(part)) == [b"a", b"b"]

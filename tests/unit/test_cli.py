@@ -51,6 +51,11 @@ def test_set_value_may_contain_equals() -> None:
         (["--set", "novalue"], "key=value"),
         (["--listen", "10.0.0.1:9092"], "listeners"),
         (["--broker-id", "x"], "node.id"),
+        (["--set", "initial.feature.levels=no.version=1"],
+         "initial.feature.levels: unknown feature 'no.version'"),
+        (["--set", "initial.feature.levels=transaction.version=3"],
+         "transaction.version supports levels 0 to 2, not 3"),
+        (["--set", "initial.feature.levels=share.version=1"], "unknown feature 'share.version'"),
     ],
 )
 def test_config_error_exits_2(argv: list[str], needle: str,

@@ -87,6 +87,7 @@ class FakeMarkers:
         commit: bool,
         coordinator_epoch: int,
         partitions: Iterable[tuple[str, int]],
+        transaction_version: int = 0,
     ) -> dict[tuple[str, int], int]:
         tps = list(partitions)
         self.sent.append((producer_id, producer_epoch, commit, coordinator_epoch, tps))
