@@ -1,0 +1,149 @@
+"""A broker bounced faster than its ZooKeeper session timeout (KIP-380).
+
+A broker is killed (-9) and started again at once, well inside zookeeper.session.timeout.ms,
+while transactional producers and read_committed consumers run (tests/chaos's queue workload
+and its checker). Its new life registers with a new broker epoch (the czxid of its znode) and
+the controller handles it as a failure and a start-up: every partition it led gets a higher
+leader epoch (moved, or re-established), no two brokers ever claim leadership at the same
+leader epoch, the metadata of every broker converges, and the checker finds nothing
+acknowledged lost. A ControlledShutdown carrying the broker epoch of its previous life is
+fenced with STALE_BROKER_EPOCH.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from pathlib import Path
+
+from kazoo.client import KazooClient
+
+from samsa.broker.zk_process import ZooKeeperProcess
+from samsa.protocol.errors import ErrorCode
+from tests.chaos.checker import Recorder, check
+from tests.chaos.nemesis import create_topics, fully_replicated
+from tests.chaos.queue_workload import ConsumerWorker, Errors, ProducerWorker, QueueParams
+from tests.cluster.cluster import Cluster, wait_until
+from tests.protocol.wire import WireClient
+
+PARTITIONS = 3
+
+
+def _views(cluster: Cluster, topic: str) -> dict[int, dict[int, tuple[int, int]]]:
+    """Each running broker's own metadata: broker -> partition -> (leader, leader epoch)."""
+    views = {}
+    for b in cluster.brokers:
+        if not b.is_running():
+            continue
+        try:
+            with WireClient(b.bootstrap, timeout=2) as w:
+                md = w.call(3, 12, {"topics": [{"name": topic}],
+                                    "allow_auto_topic_creation": False})
+        except Exception:
+            continue  # starting or stopping
+        views[b.broker_id] = {p.partition_index: (p.leader_id, p.leader_epoch)
+                              for t in md.topics if t.name == topic for p in t.partitions}
+    return views
+
+
+def _converged(cluster: Cluster, topic: str) -> dict[int, tuple[int, int]] | None:
+    views = _views(cluster, topic)
+    distinct = {tuple(sorted(v.items())) for v in views.values()}
+    if len(views) != len(cluster.brokers) or len(distinct) != 1:
+        return None
+    view = next(iter(views.values()))
+    if len(view) != PARTITIONS or any(leader < 0 for leader, _ in view.values()):
+        return None
+    return view
+
+
+def test_broker_bounced_within_its_session_timeout(
+    zookeeper: ZooKeeperProcess, tmp_path: Path
+) -> None:
+    cluster = Cluster(zookeeper, tmp_path)  # zookeeper.session.timeout.ms=3000
+    zk = KazooClient(hosts=zookeeper.connect_string)
+    stop, watching = threading.Event(), threading.Event()
+    # (topic partition, leader epoch) -> the brokers that said they lead it at that epoch
+    claims: dict[tuple[int, int], set[int]] = {}
+    try:
+        cluster.start()
+        zk.start()
+        run_id = uuid.uuid4().hex[:6]
+        topic = f"bounce-{run_id}"
+        create_topics(cluster, {topic: PARTITIONS})
+        bootstrap = ",".join(b.bootstrap for b in cluster.brokers)
+
+        def watch() -> None:
+            while not watching.is_set():
+                for broker_id, view in _views(cluster, topic).items():
+                    for p, (leader, epoch) in view.items():
+                        if leader == broker_id:
+                            claims.setdefault((p, epoch), set()).add(broker_id)
+                time.sleep(0.05)
+
+        params = QueueParams(partitions=PARTITIONS)
+        rec, errors = Recorder(), Errors()
+        workers: list[threading.Thread] = [
+            ProducerWorker(i, bootstrap, topic, params, rec, errors, stop, run_id)
+            for i in range(2)]
+        workers.append(ConsumerWorker("c0", bootstrap, topic, PARTITIONS, rec, errors, stop))
+        workers.append(threading.Thread(target=watch, daemon=True))
+        for w in workers:
+            w.start()
+        wait_until(lambda: rec.history() and len(rec.history()) > 20, 30, "some transactions")
+
+        for victim_id in (1, 2):  # not broker 0: the first one up, the controller
+            victim = cluster.broker(victim_id)
+            before = _converged(cluster, topic)
+            assert before is not None, _views(cluster, topic)
+            led = {p: epoch for p, (leader, epoch) in before.items() if leader == victim_id}
+            path = f"/{cluster.chroot}/brokers/ids/{victim_id}"
+            old_epoch = zk.exists(path).czxid
+            victim.kill9()
+            victim.start()  # its old session is still alive in ZooKeeper
+            wait_until(lambda: zk.exists(path) is not None and  # noqa: B023
+                       zk.exists(path).czxid != old_epoch, 15, "the new registration")  # noqa: B023
+            wait_until(lambda: fully_replicated(cluster, [topic]), 60, "full ISRs again")
+            wait_until(lambda: _converged(cluster, topic) is not None, 30, "metadata converging")
+            after = _converged(cluster, topic)
+            assert after is not None
+            # every leadership of its previous life was moved or re-established at a new epoch
+            for p, epoch in led.items():
+                assert after[p][1] > epoch, (victim_id, p, before, after)
+            # a request of its previous life is fenced by the controller
+            controller = cluster.broker(int(_controller_id(zk, cluster.chroot)))
+            with WireClient(controller.bootstrap) as w:
+                resp = w.call(7, 3, {"broker_id": victim_id, "broker_epoch": old_epoch})
+            assert resp.error_code == ErrorCode.stale_broker_epoch, resp
+            time.sleep(2)
+
+        stop.set()
+        for w in workers[:2]:
+            w.join(120)
+        watching.set()
+        final = ConsumerWorker("final", bootstrap, topic, PARTITIONS, rec, errors,
+                               threading.Event())
+        final.start()
+        deadline = time.monotonic() + 90
+        while time.monotonic() < deadline and time.monotonic() - final.last_record < 6:
+            time.sleep(0.5)
+        final.stop_event.set()
+        final.join(30)
+        report = check(rec.history())
+        assert report.sends.get("ok", 0) > 0, report.text()
+        assert report.ok, report.text()
+        doubled = {k: v for k, v in claims.items() if len(v) > 1}
+        assert not doubled, f"two leaders at one leader epoch: {doubled}"
+    finally:
+        stop.set()
+        watching.set()
+        zk.stop()
+        zk.close()
+        cluster.close()
+
+
+def _controller_id(zk: KazooClient, chroot: str) -> int:
+    import json
+
+    return int(json.loads(zk.get(f"/{chroot}/controller")[0])["brokerid"])
