@@ -50,7 +50,7 @@ def _payload_type(api_key: int, version: int, kind: EntityType) -> type[Entity]:
                else controlled_shutdown.response_schema(version))
         if own is None:
             raise UnknownVersion(f"api {api_key} v{version}")
-        return own  # type: ignore[no-any-return]
+        return own
     try:
         if kind is EntityType.request:
             return load_request_schema(api_key, version)
