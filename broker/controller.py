@@ -279,8 +279,10 @@ class Controller:
                 log.info("controlled shutdown of broker %d refused: its broker epoch %d is "
                          "older than the registered %d", broker_id, broker_epoch, registered)
                 return ErrorCode.stale_broker_epoch, []
-            self.shutting_down[broker_id] = registered
-            log.info("Shutting down broker %d (broker epoch %d)", broker_id, registered)
+            # (a newer epoch than registered: our watch has not yet brought its registration)
+            epoch = max(registered, broker_epoch)
+            self.shutting_down[broker_id] = epoch
+            log.info("Shutting down broker %d (broker epoch %d)", broker_id, epoch)
             for attempt in range(WRITE_ATTEMPTS):
                 if not await self._shutdown_moves(broker_id):
                     break

@@ -129,3 +129,22 @@ def test_drain_a_broker_then_stop_it(zookeeper: ZooKeeperProcess, tmp_path: Path
     finally:
         stop.set()
         cluster.close()
+
+
+def test_the_last_broker_retries_its_controlled_shutdown_then_goes(cluster: Cluster) -> None:
+    """The last broker leads partitions no one can take over: the controller answers them as
+    remaining, the broker asks again `controlled.shutdown.max.retries` times, every
+    `controlled.shutdown.retry.backoff.ms` (0.5 s in the test clusters), then shuts down
+    anyway, as Kafka's does."""
+    create_topic(cluster, "last", 2, rf=3)
+    for b in cluster.brokers[:2]:
+        assert b.stop() == 0
+    last = cluster.brokers[2]
+    started = time.monotonic()
+    assert last.stop() == 0
+    took = time.monotonic() - started
+    log_text = last.log_text()
+    assert log_text.count("Remaining partitions to move: ") == 3, log_text[-3000:]
+    assert "Proceeding to do an unclean shutdown as all the controlled shutdown attempts " \
+           "failed" in log_text
+    assert 1.0 <= took < 10, took
