@@ -81,6 +81,9 @@ class Controller:
         # Kafka's shuttingDownBrokerIds: brokers in a controlled shutdown (id -> broker epoch);
         # never elected leader, until they are gone or registered again.
         self.shutting_down: dict[int, int] = {}
+        # Once elected, look for leaderships and ISR places of previous lives the former
+        # controller may have missed (a broker that restarted around the failover).
+        self._scan_previous_lives = False
 
     def start(self) -> None:
         self.store.add_listener(self._on_store_event)
@@ -112,6 +115,7 @@ class Controller:
             # registered now; a restart from here on shows as a higher epoch.
             self._epochs = dict(self.store.broker_epochs())
             self.shutting_down = {}
+            self._scan_previous_lives = True
         self.active = active
         if active and self.auto_rebalance and self._rebalancer is None:
             self._rebalancer = asyncio.get_running_loop().create_task(self._auto_rebalance())
@@ -194,10 +198,11 @@ class Controller:
             if current.get(b) != epoch:
                 del self.shutting_down[b]  # gone, or a new life: its shutdown is over
         live_for = self._live(bounced, shutting_down=True)
+        previous_lives = await self._previous_lives(current) if self._scan_previous_lives else {}
         updates: list[tuple[str, int, dict[str, Any], int]] = []
         for topic in list(self.store.topics().values()):
             for index, state in topic.partitions.items():
-                live = live_for(topic.name, index)
+                live = live_for(topic.name, index) - previous_lives.get((topic.name, index), set())
                 dead_in_isr = any(r not in live for r in state.isr)
                 leader_gone = state.leader not in live
                 if not dead_in_isr and not leader_gone:
@@ -226,9 +231,27 @@ class Controller:
                 log.info("%s-%d: leader %d epoch %d isr %s", topic, index, doc["leader"],
                          doc["leader_epoch"], doc["isr"])
         self._epochs = current
-        if bounced:
+        self._scan_previous_lives = False
+        if bounced or previous_lives:
             self._changed.set()  # now as started: partitions left offline may elect them
         await self._complete_reassignments()
+
+    async def _previous_lives(self, epochs: dict[int, int]) -> dict[TopicPartition, set[int]]:
+        """The brokers each partition's state names (leader, ISR) in a life before their
+        current registration: the state was last written before the broker registered again
+        (its mzxid below the broker epoch), so no controller has handled that broker's restart
+        for it. Kafka's new controller learns the same from the broker epochs it reads."""
+        wanted = [(t.name, p) for t in list(self.store.topics().values()) for p in t.partitions]
+        found: dict[TopicPartition, set[int]] = {}
+        for tp, (doc, zxid) in (await self.store.partition_state_zxids(wanted)).items():
+            stale = {b for b in {doc["leader"], *doc["isr"]} if epochs.get(b, -1) > zxid}
+            if stale:
+                found[tp] = stale
+        if found:
+            log.info("partition states naming brokers in a previous life (before their current "
+                     "broker epoch): %s", ", ".join(f"{t}-{p}: {sorted(b)}"
+                                                    for (t, p), b in sorted(found.items())[:20]))
+        return found
 
     def _next_state(
         self, doc: dict[str, Any], replicas: list[int], live: set[int], unclean: bool,

@@ -813,6 +813,26 @@ class ZkMetadataStore:
         data, stat = self._zk.get(f"/brokers/topics/{topic}/partitions/{index}/state")
         return json.loads(data), stat.version
 
+    async def partition_state_zxids(
+        self, partitions: list[tuple[str, int]]
+    ) -> dict[tuple[str, int], tuple[dict[str, Any], int]]:
+        """Each partition's state and the zxid of its last write (mzxid), read in one go:
+        a state written before a broker's registration (czxid) comes from that broker's
+        previous life."""
+        return await asyncio.to_thread(self._read_state_zxids, partitions)
+
+    def _read_state_zxids(
+        self, partitions: list[tuple[str, int]]
+    ) -> dict[tuple[str, int], tuple[dict[str, Any], int]]:
+        out = {}
+        for topic, index in partitions:
+            try:
+                data, stat = self._zk.get(f"/brokers/topics/{topic}/partitions/{index}/state")
+            except NoNodeError:
+                continue
+            out[(topic, index)] = (json.loads(data), stat.mzxid)
+        return out
+
     async def write_partition_states(
         self, updates: list[tuple[str, int, dict[str, Any], int]], as_controller: bool
     ) -> bool:

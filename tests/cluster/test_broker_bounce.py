@@ -29,6 +29,7 @@ from tests.chaos.nemesis import create_topics, fully_replicated
 from tests.chaos.queue_workload import ConsumerWorker, Errors, ProducerWorker, QueueParams
 from tests.cluster.cluster import Cluster, wait_until
 from tests.protocol.wire import WireClient
+from tests.support.broker import BrokerProcess
 
 PARTITIONS = 3
 
@@ -160,6 +161,7 @@ def test_controller_takes_a_new_registration_for_a_new_life(
     and takes it out of the ISRs. ControlledShutdown is served between brokers only."""
     cluster = Cluster(zookeeper, tmp_path)
     zk = KazooClient(hosts=f"{zookeeper.connect_string}/{cluster.chroot}")
+    frozen: list[BrokerProcess] = []
     try:
         cluster.start()
         zk.start()
@@ -188,6 +190,7 @@ def test_controller_takes_a_new_registration_for_a_new_life(
         data, stat = zk.get(path)
         assert victim.pid is not None
         os.kill(victim.pid, signal.SIGSTOP)  # its session lives on for the session timeout
+        frozen.append(victim)
         tx = zk.transaction()
         tx.delete(path, version=stat.version)
         tx.create(path, data, ephemeral=True)
@@ -202,8 +205,58 @@ def test_controller_takes_a_new_registration_for_a_new_life(
         with WireClient(cluster.broker(controller_id).bootstrap) as w:
             resp = w.call(7, 3, {"broker_id": 2, "broker_epoch": stat.czxid})
             assert resp.error_code == ErrorCode.stale_broker_epoch, resp
-        victim.kill9()
     finally:
+        for b in frozen:
+            b.kill9()
+        zk.stop()
+        zk.close()
+        cluster.close()
+
+
+def test_a_new_controller_finds_leaderships_of_a_previous_life(
+    zookeeper: ZooKeeperProcess, tmp_path: Path
+) -> None:
+    """The same re-registration while the controller is frozen (SIGSTOP): its successor,
+    elected once the frozen one's session expires, never saw the old broker epoch, yet finds
+    the states written before the broker's current registration and moves those leaderships."""
+    cluster = Cluster(zookeeper, tmp_path)
+    zk = KazooClient(hosts=f"{zookeeper.connect_string}/{cluster.chroot}")
+    frozen: list[BrokerProcess] = []
+    try:
+        cluster.start()
+        zk.start()
+        create_topics(cluster, {"lives": PARTITIONS})
+        controller = _controller_id(zk, "")
+        victim_id = next(b for b in (1, 2) if b != controller)
+
+        def state(p: int) -> dict[str, object]:
+            data, _ = zk.get(f"/brokers/topics/lives/partitions/{p}/state")
+            return dict(json.loads(data))
+
+        led = {p: state(p)["leader_epoch"] for p in range(PARTITIONS)
+               if state(p)["leader"] == victim_id}
+        assert led, [state(p) for p in range(PARTITIONS)]
+        frozen += [cluster.broker(controller), cluster.broker(victim_id)]
+        for b in frozen:
+            assert b.pid is not None
+            os.kill(b.pid, signal.SIGSTOP)
+        path = f"/brokers/ids/{victim_id}"
+        data, stat = zk.get(path)
+        tx = zk.transaction()
+        tx.delete(path, version=stat.version)
+        tx.create(path, data, ephemeral=True)
+        assert not any(isinstance(r, Exception) for r in tx.commit())
+
+        def moved() -> bool:
+            if _controller_id(zk, "") in (controller, victim_id):
+                return False
+            states = {p: state(p) for p in led}
+            return all(s["leader"] not in (victim_id, controller) for s in states.values())
+
+        wait_until(moved, 20, "the new controller moving the old life's leaderships")
+    finally:
+        for b in frozen:
+            b.kill9()
         zk.stop()
         zk.close()
         cluster.close()
