@@ -17,6 +17,7 @@ from .handlers import (
     cluster,
     configs,
     consumer_groups,
+    controlled_shutdown,
     describe_topic_partitions,
     elections,
     features,
@@ -117,6 +118,9 @@ def build_registry() -> ApiRegistry[RequestContext]:
                reassignments.handle_alter_partition_reassignments)
     r.register(46, "ListPartitionReassignments", (0, 0),
                reassignments.handle_list_partition_reassignments)
+    # between brokers only: served, not advertised (Kafka 4 has no such API)
+    r.register(7, "ControlledShutdown", (1, 3), controlled_shutdown.handle_controlled_shutdown,
+               advertised=False)
     r.register(44, "IncrementalAlterConfigs", (0, 1), configs.handle_incremental_alter_configs)
     r.register(48, "DescribeClientQuotas", (0, 1), client_quotas.handle_describe_client_quotas)
     r.register(49, "AlterClientQuotas", (0, 1), client_quotas.handle_alter_client_quotas)

@@ -22,6 +22,8 @@ from samsa.coordinator.producer_ids import (
 )
 from samsa.coordinator.share import ShareStateCoordinator
 from samsa.coordinator.transaction import TransactionCoordinator
+from samsa.protocol.controlled_shutdown import API_KEY as CONTROLLED_SHUTDOWN_KEY
+from samsa.protocol.errors import ErrorCode
 from samsa.storage.config import LogConfig
 from samsa.storage.log_dir_failure import dir_key
 from samsa.storage.log_dirs import LogDirs
@@ -34,7 +36,7 @@ from .coordinator_host import BrokerLogHost
 from .dispatch import Dispatcher
 from .dynamic_config import DynamicBrokerConfig
 from .features import TRANSACTION_VERSION, initial_levels
-from .interbroker import set_client_security
+from .interbroker import BrokerConnection, BrokerUnavailable, set_client_security
 from .malloc_tuning import tune_malloc
 from .markers import TxnMarkerChannel
 from .metadata_store import BrokerEndpoint, BrokerInfo, LocalMetadataStore, TopicState
@@ -57,6 +59,10 @@ from .zk_client import ZkClientSettings
 from .zk_store import ZkMetadataStore
 
 log = logging.getLogger(__name__)
+
+CONTROLLED_SHUTDOWN_VERSION = 3  # the last Kafka defined (v2+ carry the broker epoch)
+CONTROLLED_SHUTDOWN_CLIENT_ID = "samsa-controlled-shutdown"
+CONTROLLED_SHUTDOWN_TIMEOUT_S = 30.0  # Kafka's controller.socket.timeout.ms default
 
 # The broker properties that are topic defaults (Kafka's DynamicLogConfig.ReconfigurableConfigs).
 _LOG_DEFAULTS = frozenset(n for chain in TOPIC_SYNONYMS.values() for n, _ in chain)
@@ -479,9 +485,12 @@ class Broker:
         log.info("shutting down")
         if self.controller is not None and self.config["controlled.shutdown.enable"]:
             try:
-                await asyncio.wait_for(self._controlled_shutdown(), 15)
-            except Exception as exc:  # a plain shutdown still moves leaderships, later
-                log.warning("controlled shutdown incomplete: %r", exc)
+                if await self._controlled_shutdown():
+                    # Kafka's controller then stops the replicas this broker follows
+                    # (StopReplica): it is out of their ISRs and must not rejoin them.
+                    await self.replicas.fetchers.stop()
+            except Exception:  # a plain shutdown still moves leaderships, later
+                log.exception("controlled shutdown failed")
         await self.server.stop()
         if self.controller is not None:
             await self.controller.stop()
@@ -499,32 +508,59 @@ class Broker:
         self.log_manager.shutdown()
         log.info("shut down cleanly")
 
-    async def _controlled_shutdown(self) -> None:
-        """Kafka's controlled shutdown: before going away, hand the leadership of every
-        partition led here to a live ISR member (leader epoch + 1) and leave its ISR, each
-        write conditional on the partition state read, so clients move over without waiting
-        for our ZooKeeper session to end."""
-        live = {b.broker_id for b in self.store.brokers()} - {self.broker_id}
-        updates = []
-        for partition in list(self.replicas.partitions()):
-            if not partition.is_leader:
-                continue
-            doc, version = await self.store.read_partition_state(partition.topic, partition.index)
-            if doc["leader"] != self.broker_id:
-                continue
-            isr = [r for r in doc["isr"] if r != self.broker_id]
-            successors = [r for r in partition.replicas if r in isr and r in live]
-            if not successors:
-                continue
-            new = {**doc, "leader": successors[0], "leader_epoch": doc["leader_epoch"] + 1,
-                   "isr": isr}
-            updates.append((partition.topic, partition.index, new, version))
-        moved = 0
-        for i in range(0, len(updates), 200):
-            chunk = updates[i : i + 200]
-            if await self.store.write_partition_states(chunk, as_controller=False):
-                moved += len(chunk)
-        log.info("controlled shutdown: handed over %d of %d leaderships", moved, len(updates))
+    async def _controlled_shutdown(self) -> bool:
+        """Kafka's KafkaServer.controlledShutdown: ask the controller (ControlledShutdown v3,
+        with this broker's epoch) to move the leadership of every partition led here to
+        another in-sync replica and to take this broker out of the ISRs, so that clients move
+        over before our ZooKeeper session ends. Retried (`controlled.shutdown.max.retries`,
+        `controlled.shutdown.retry.backoff.ms`, finding the controller again each time) while
+        the controller is unreachable or answers an error or partitions still led here; then,
+        as Kafka, the broker shuts down anyway and the controller moves what is left once our
+        registration is gone. True if it succeeded."""
+        retries = self.config["controlled.shutdown.max.retries"]
+        backoff_s = self.config["controlled.shutdown.retry.backoff.ms"] / 1000
+        log.info("Starting controlled shutdown")
+        for attempt in range(1, retries + 1):
+            try:
+                error, remaining = await self._request_controlled_shutdown()
+            except (BrokerUnavailable, OSError, TimeoutError) as exc:
+                log.warning("Error during controlled shutdown, possibly because leader "
+                            "movement took longer than the configured socket timeout: %s", exc)
+            else:
+                if error == ErrorCode.none and not remaining:
+                    log.info("Controlled shutdown request returned successfully")
+                    return True
+                if error == ErrorCode.none:
+                    log.info("Remaining partitions to move: %s", ",".join(
+                        f"{t}-{p}" for t, p in remaining[:20]))
+                else:
+                    log.info("Controlled shutdown request returned with error %s", error.name)
+            if attempt < retries:
+                log.info("Retrying controlled shutdown after the previous attempt failed "
+                         "(%d of %d)", attempt, retries)
+                await asyncio.sleep(backoff_s)
+        log.warning("Proceeding to do an unclean shutdown as all the controlled shutdown "
+                    "attempts failed")
+        return False
+
+    async def _request_controlled_shutdown(self) -> tuple[ErrorCode, list[tuple[str, int]]]:
+        controller_id = self.store.controller_id()
+        epoch = self.store.broker_epoch
+        if controller_id == -1:
+            raise BrokerUnavailable("no controller is elected")
+        if controller_id == self.broker_id and self.controller is not None:
+            # This broker is the controller: no need to go through its own socket.
+            return await self.controller.controlled_shutdown(self.broker_id, epoch)
+        conn = BrokerConnection(self.store, controller_id, CONTROLLED_SHUTDOWN_CLIENT_ID,
+                                timeout_s=CONTROLLED_SHUTDOWN_TIMEOUT_S)
+        try:
+            response = await conn.request(CONTROLLED_SHUTDOWN_KEY, CONTROLLED_SHUTDOWN_VERSION,
+                                          {"broker_id": self.broker_id, "broker_epoch": epoch})
+        finally:
+            conn.close()
+        remaining = [(str(r.topic_name), int(r.partition_index))
+                     for r in response.remaining_partitions]
+        return ErrorCode(response.error_code), remaining
 
 
 async def _main(config: Any) -> int:

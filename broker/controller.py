@@ -74,6 +74,16 @@ class Controller:
         self._task: asyncio.Task[None] | None = None
         self._rebalancer: asyncio.Task[None] | None = None
         self._lock = asyncio.Lock()  # one reconciliation or election at a time
+        # Kafka's liveBrokerIdAndEpochs: the broker epoch (registration czxid) of each live
+        # broker as the controller last handled it; a higher one in ZooKeeper is a broker that
+        # restarted (KIP-380), handled as a failure and a start-up.
+        self._epochs: dict[int, int] = {}
+        # Kafka's shuttingDownBrokerIds: brokers in a controlled shutdown (id -> broker epoch);
+        # never elected leader, until they are gone or registered again.
+        self.shutting_down: dict[int, int] = {}
+        # Once elected, look for leaderships and ISR places of previous lives the former
+        # controller may have missed (a broker that restarted around the failover).
+        self._scan_previous_lives = False
 
     def start(self) -> None:
         self.store.add_listener(self._on_store_event)
@@ -100,6 +110,12 @@ class Controller:
         self._changed.set()
 
     def _set_active(self, active: bool) -> None:
+        if active and not self.active:
+            # Kafka's initializeControllerContext: the live brokers and their epochs as
+            # registered now; a restart from here on shows as a higher epoch.
+            self._epochs = dict(self.store.broker_epochs())
+            self.shutting_down = {}
+            self._scan_previous_lives = True
         self.active = active
         if active and self.auto_rebalance and self._rebalancer is None:
             self._rebalancer = asyncio.get_running_loop().create_task(self._auto_rebalance())
@@ -144,10 +160,15 @@ class Controller:
             async with self._lock:
                 await self._reconcile()
 
-    def _live(self) -> Callable[[str, int], set[int]]:
+    def _live(
+        self, excluded: Iterable[int] = (), shutting_down: bool = False
+    ) -> Callable[[str, int], set[int]]:
         """topic, partition -> the brokers alive for that replica (registered, and not with the
-        partition in a failed log directory)."""
-        live_brokers = {b.broker_id for b in self.store.brokers()}
+        partition in a failed log directory); `excluded` brokers count as dead, and so do
+        brokers in a controlled shutdown unless `shutting_down` (Kafka's isReplicaOnline)."""
+        live_brokers = {b.broker_id for b in self.store.brokers()} - set(excluded)
+        if not shutting_down:
+            live_brokers -= set(self.shutting_down)
         offline = self.store.offline_replicas()
 
         def live(topic: str, index: int) -> set[int]:
@@ -158,12 +179,30 @@ class Controller:
         return live
 
     async def _reconcile(self) -> None:
-        """Elect leaders for partitions whose leader is gone; drop dead brokers from ISRs."""
-        live_for = self._live()
+        """Elect leaders for partitions whose leader is gone; drop dead brokers from ISRs.
+
+        A broker registered with a higher epoch than the one last handled restarted since
+        (KIP-380; quicker than its old session expired, so its id never left /brokers/ids):
+        it is first handled as a failure (its leaderships move to another ISR member, or the
+        partition goes offline keeping its ISR, and it leaves every ISR), then, on the next
+        pass, as a broker starting: offline partitions it is the ISR of get it back as leader
+        at a new leader epoch, and it rejoins ISRs by catching up as any follower does."""
+        current = dict(self.store.broker_epochs())
+        bounced = {b for b, epoch in current.items()
+                   if b in self._epochs and epoch > self._epochs[b]}
+        if bounced:
+            log.info("brokers %s registered again with a new broker epoch (%s): handling "
+                     "them as failed, then started", sorted(bounced),
+                     ", ".join(f"{b}: {self._epochs[b]} -> {current[b]}" for b in sorted(bounced)))
+        for b, epoch in list(self.shutting_down.items()):
+            if current.get(b) != epoch:
+                del self.shutting_down[b]  # gone, or a new life: its shutdown is over
+        live_for = self._live(bounced, shutting_down=True)
+        previous_lives = await self._previous_lives(current) if self._scan_previous_lives else {}
         updates: list[tuple[str, int, dict[str, Any], int]] = []
         for topic in list(self.store.topics().values()):
             for index, state in topic.partitions.items():
-                live = live_for(topic.name, index)
+                live = live_for(topic.name, index) - previous_lives.get((topic.name, index), set())
                 dead_in_isr = any(r not in live for r in state.isr)
                 leader_gone = state.leader not in live
                 if not dead_in_isr and not leader_gone:
@@ -173,7 +212,8 @@ class Controller:
                 except NoNodeError:
                     continue
                 new = self._next_state(doc, state.replicas, live,
-                                       self.unclean_election(topic.name))
+                                       self.unclean_election(topic.name),
+                                       live - set(self.shutting_down))
                 if new is not None:
                     updates.append((topic.name, index, new, version))
         for i in range(0, len(updates), 200):
@@ -190,18 +230,42 @@ class Controller:
             for topic, index, doc, _ in chunk:
                 log.info("%s-%d: leader %d epoch %d isr %s", topic, index, doc["leader"],
                          doc["leader_epoch"], doc["isr"])
+        self._epochs = current
+        self._scan_previous_lives = False
+        if bounced or previous_lives:
+            self._changed.set()  # now as started: partitions left offline may elect them
         await self._complete_reassignments()
 
+    async def _previous_lives(self, epochs: dict[int, int]) -> dict[TopicPartition, set[int]]:
+        """The brokers each partition's state names (leader, ISR) in a life before their
+        current registration: the state was last written before the broker registered again
+        (its mzxid below the broker epoch), so no controller has handled that broker's restart
+        for it. Kafka's new controller learns the same from the broker epochs it reads."""
+        wanted = [(t.name, p) for t in list(self.store.topics().values()) for p in t.partitions]
+        found: dict[TopicPartition, set[int]] = {}
+        for tp, (doc, zxid) in (await self.store.partition_state_zxids(wanted)).items():
+            stale = {b for b in {doc["leader"], *doc["isr"]} if epochs.get(b, -1) > zxid}
+            if stale:
+                found[tp] = stale
+        if found:
+            log.info("partition states naming brokers in a previous life (before their current "
+                     "broker epoch): %s", ", ".join(f"{t}-{p}: {sorted(b)}"
+                                                    for (t, p), b in sorted(found.items())[:20]))
+        return found
+
     def _next_state(
-        self, doc: dict[str, Any], replicas: list[int], live: set[int], unclean: bool
+        self, doc: dict[str, Any], replicas: list[int], live: set[int], unclean: bool,
+        eligible: set[int] | None = None,
     ) -> dict[str, Any] | None:
+        """`eligible`: the live brokers that may be elected (not shutting down)."""
         leader, isr = doc["leader"], list(doc["isr"])
         live_isr = [r for r in isr if r in live]
         if leader in live:
             if live_isr == isr:
                 return None
             return {**doc, "isr": live_isr, "controller_epoch": self.store.controller_epoch}
-        candidates = _offline_candidates(doc, replicas, live, unclean)
+        candidates = _offline_candidates(doc, replicas, live if eligible is None else eligible,
+                                         unclean)
         if not candidates:
             if leader == -1:
                 return None  # offline until an ISR member returns
@@ -217,6 +281,92 @@ class Controller:
             "isr": new_isr,
             "controller_epoch": self.store.controller_epoch,
         }
+
+    # ---- controlled shutdown (ControlledShutdown, broker/handlers/controlled_shutdown.py) ------
+    async def controlled_shutdown(
+        self, broker_id: int, broker_epoch: int
+    ) -> tuple[ErrorCode, list[TopicPartition]]:
+        """Kafka's KafkaController.doControlledShutdown: mark the broker as shutting down (it
+        is elected nowhere from now on), move the leadership of every partition it leads with
+        more than one replica to a live ISR member not shutting down (leader epoch + 1, the
+        ISR without it), take it out of the ISR of the partitions it follows, and answer the
+        partitions it still leads. Every write is fenced by the controller epoch."""
+        async with self._lock:
+            if not self.active:
+                return ErrorCode.not_controller, []
+            registered = self.store.broker_epochs().get(broker_id)
+            if registered is None:
+                log.info("controlled shutdown of broker %d refused: not registered", broker_id)
+                return ErrorCode.broker_not_available, []
+            if broker_epoch != -1 and broker_epoch < registered:
+                log.info("controlled shutdown of broker %d refused: its broker epoch %d is "
+                         "older than the registered %d", broker_id, broker_epoch, registered)
+                return ErrorCode.stale_broker_epoch, []
+            # (a newer epoch than registered: our watch has not yet brought its registration)
+            epoch = max(registered, broker_epoch)
+            self.shutting_down[broker_id] = epoch
+            log.info("Shutting down broker %d (broker epoch %d)", broker_id, epoch)
+            for attempt in range(WRITE_ATTEMPTS):
+                if not await self._shutdown_moves(broker_id):
+                    break
+                if not self.active:
+                    return ErrorCode.not_controller, []
+                log.info("controlled shutdown write refused (stale epoch or concurrent "
+                         "change); retrying")
+                await asyncio.sleep(0.1 * (attempt + 1))
+            remaining = [(t.name, p) for t in list(self.store.topics().values())
+                         for p, st in sorted(t.partitions.items())
+                         if st.leader == broker_id and len(st.replicas) > 1]
+            log.info("controlled shutdown of broker %d: %d partition(s) still led there",
+                     broker_id, len(remaining))
+            return ErrorCode.none, remaining
+
+    async def _shutdown_moves(self, broker_id: int) -> bool:
+        """One pass of a controlled shutdown's writes; True if some were refused."""
+        live_for = self._live()  # without the shutting-down brokers
+        updates: list[tuple[str, int, dict[str, Any], int]] = []
+        for topic in list(self.store.topics().values()):
+            for index, state in topic.partitions.items():
+                if broker_id not in state.isr and state.leader != broker_id:
+                    continue
+                if len(state.replicas) <= 1:
+                    continue  # Kafka leaves a single replica's leadership where it is
+                try:
+                    doc, version = await self.store.read_partition_state(topic.name, index)
+                except NoNodeError:
+                    continue
+                isr = [r for r in doc["isr"] if r not in self.shutting_down]
+                if doc["leader"] == broker_id:
+                    # ControlledShutdownPartitionLeaderElectionStrategy
+                    live = live_for(topic.name, index)
+                    candidates = [r for r in state.replicas if r in isr and r in live]
+                    if not candidates:
+                        continue  # stays; reported as remaining
+                    new = {**doc, "leader": candidates[0],
+                           "leader_epoch": doc["leader_epoch"] + 1, "isr": isr,
+                           "controller_epoch": self.store.controller_epoch}
+                elif broker_id in doc["isr"] and isr:
+                    # a follower leaves the ISR (Kafka's OfflineReplica), the leader stays
+                    new = {**doc, "isr": isr, "controller_epoch": self.store.controller_epoch}
+                else:
+                    continue
+                updates.append((topic.name, index, new, version))
+        refused = False
+        for i in range(0, len(updates), 200):
+            chunk = updates[i : i + 200]
+            try:
+                ok = await self.store.write_partition_states(chunk, as_controller=True)
+            except BadVersionError:
+                ok = False
+            if not ok:
+                refused = True
+                continue
+            for topic_name, index, doc, _ in chunk:
+                self.store.reflect_partition_state(topic_name, index, doc)
+                log.info("%s-%d: leader %d epoch %d isr %s (controlled shutdown of %d)",
+                         topic_name, index, doc["leader"], doc["leader_epoch"], doc["isr"],
+                         broker_id)
+        return refused
 
     # ---- elections asked for (ElectLeaders) and the auto rebalancer ---------------------------
     async def elect_leaders(

@@ -30,6 +30,7 @@ kazoo runs its own threads: reads are served from a cache that ZooKeeper watches
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import time
@@ -109,6 +110,8 @@ class ZkMetadataStore:
         # TLS and ACLs from the zookeeper.* properties (zk_client.py)
         self._client = client or ZkClientSettings()
         self._zk = self._client.client(connect, timeout=session_timeout_ms / 1000)
+        self._session_timeout_s = session_timeout_ms / 1000
+        self._own_sessions: set[int] = set()  # every session this process registered with
         # Kafka's zookeeper.connection.timeout.ms: unset means the session timeout.
         connect_ms = session_timeout_ms if connection_timeout_ms is None else connection_timeout_ms
         self._connect_timeout_s = connect_ms / 1000
@@ -117,6 +120,7 @@ class ZkMetadataStore:
         self.cluster_id = ""
         self.broker_epoch = -1
         self._brokers: dict[int, BrokerInfo] = {}
+        self._broker_epochs: dict[int, int] = {}  # czxid of each registration (KIP-380)
         self._topics: dict[str, TopicState] = {}
         # zkVersion of each /brokers/topics/<t> the cache holds: a watch delivering an older
         # version (after a write of ours, reflected at once) is ignored.
@@ -217,15 +221,50 @@ class ZkMetadataStore:
                 e.listener: e.security_protocol for e in b.endpoints
             }
         path = f"/brokers/ids/{b.broker_id}"
-        try:
-            self._zk.create(path, _dumps(doc), ephemeral=True)
-        except NodeExistsError:
-            # Most likely our own previous session after a quick restart: replace it if so.
-            _, stat = self._zk.get(path)
-            if stat.owner_session_id != self._zk.client_id[0]:
-                self._zk.delete(path)
+        session = self._zk.client_id[0]
+        deadline = time.monotonic() + 2 * self._session_timeout_s
+        waited_for: set[int] = set()
+        while True:
+            try:
                 self._zk.create(path, _dumps(doc), ephemeral=True)
+                break
+            except NodeExistsError:
+                pass
+            try:
+                _, stat = self._zk.get(path)
+            except NoNodeError:
+                continue  # went away while we looked: create again
+            owner = stat.owner_session_id
+            if owner == session:
+                break  # ours already (a create retried after a connection loss)
+            if owner in self._own_sessions:
+                # A session of this process that expired, its znode left behind
+                # (ZOOKEEPER-2985): Kafka's KAFKA-7165 deletes and re-creates it.
+                log.info("Was not possible to create the ephemeral at %s, node already exists "
+                         "and owner '0x%x' does not match current session '0x%x', trying to "
+                         "delete and re-create it with the newest Zookeeper session", path,
+                         owner, session)
+                with contextlib.suppress(NoNodeError):
+                    self._zk.delete(path, version=stat.version)
+                continue
+            # Another session's: most likely this broker's previous life, killed less than a
+            # session timeout ago, whose session ZooKeeper has not yet expired. Wait for it
+            # (never delete it: it may be a live broker configured with our id); if it is
+            # still there after twice the session timeout, fail as Kafka does.
+            if time.monotonic() > deadline:
+                log.error("Error while creating ephemeral at %s, node already exists and owner "
+                          "'0x%x' does not match current session '0x%x'", path, owner, session)
+                raise NodeExistsError(f"{path} is held by session 0x{owner:x}: is another "
+                                      f"broker running with node.id {b.broker_id}?")
+            if owner not in waited_for:
+                waited_for.add(owner)
+                log.info("%s is still held by session 0x%x (a previous life of this broker?): "
+                         "waiting for ZooKeeper to expire it", path, owner)
+            time.sleep(0.1)
+        self._own_sessions.add(session)
         self.broker_epoch = self._zk.exists(path).czxid
+        log.info("Registered broker %d at path %s, czxid (broker epoch): %d", b.broker_id, path,
+                 self.broker_epoch)
         self._write_log_dir_event()  # a new session: the old one's event went with it
 
     async def reregister(self, timeout_s: float = 30.0) -> None:
@@ -302,15 +341,19 @@ class ZkMetadataStore:
         self._emit("controller", "")
 
     def _on_broker_ids(self, children: list[str]) -> None:
-        brokers = {}
+        # Called for every change of the children, even when the list reads the same: a
+        # broker that re-registered (deleted and created again) shows a new czxid.
+        brokers, epochs = {}, {}
         for child in children:
             try:
-                doc = json.loads(self._zk.get(f"/brokers/ids/{child}")[0])
+                data, stat = self._zk.get(f"/brokers/ids/{child}")
             except NoNodeError:
                 continue
+            doc = json.loads(data)
             brokers[int(child)] = BrokerInfo(int(child), doc["host"], doc["port"], doc.get("rack"),
                                              _endpoints(doc))
-        self._call(self._set_brokers, brokers)
+            epochs[int(child)] = stat.czxid
+        self._call(self._set_brokers, brokers, epochs)
 
     def _on_log_dir_events(self, children: list[str]) -> None:
         offline: dict[int, set[tuple[str, int]]] = {}
@@ -328,8 +371,9 @@ class ZkMetadataStore:
         self._offline_replicas = offline
         self._emit("log_dir", "")
 
-    def _set_brokers(self, brokers: dict[int, BrokerInfo]) -> None:
+    def _set_brokers(self, brokers: dict[int, BrokerInfo], epochs: dict[int, int]) -> None:
         self._brokers = brokers
+        self._broker_epochs = epochs
         self._emit("broker", "")
 
     def _on_topic_names(self, children: list[str]) -> None:
@@ -445,6 +489,11 @@ class ZkMetadataStore:
         self._by_id.set(topic)
         self._emit("topic", topic.name)
 
+    def reflect_partition_state(self, name: str, index: int, doc: dict[str, Any]) -> None:
+        """A partition state the controller just wrote, in the cache at once (Kafka's
+        controller updates its context as it writes); the watch brings the same later."""
+        self._set_state(name, index, doc)
+
     def _set_state(self, name: str, index: int, doc: dict[str, Any]) -> None:
         topic = self._topics.get(name)
         if topic is None or index not in topic.partitions:
@@ -543,6 +592,10 @@ class ZkMetadataStore:
     # ---- reads (cache) --------------------------------------------------------------------
     def controller_id(self) -> int:
         return self._controller_id
+
+    def broker_epochs(self) -> dict[int, int]:
+        """Each registered broker's epoch (the czxid of its /brokers/ids znode)."""
+        return self._broker_epochs
 
     def brokers(self) -> list[BrokerInfo]:
         return sorted(self._brokers.values(), key=lambda b: b.broker_id)
@@ -780,6 +833,26 @@ class ZkMetadataStore:
     def _read_state_versioned(self, topic: str, index: int) -> tuple[dict[str, Any], int]:
         data, stat = self._zk.get(f"/brokers/topics/{topic}/partitions/{index}/state")
         return json.loads(data), stat.version
+
+    async def partition_state_zxids(
+        self, partitions: list[tuple[str, int]]
+    ) -> dict[tuple[str, int], tuple[dict[str, Any], int]]:
+        """Each partition's state and the zxid of its last write (mzxid), read in one go:
+        a state written before a broker's registration (czxid) comes from that broker's
+        previous life."""
+        return await asyncio.to_thread(self._read_state_zxids, partitions)
+
+    def _read_state_zxids(
+        self, partitions: list[tuple[str, int]]
+    ) -> dict[tuple[str, int], tuple[dict[str, Any], int]]:
+        out = {}
+        for topic, index in partitions:
+            try:
+                data, stat = self._zk.get(f"/brokers/topics/{topic}/partitions/{index}/state")
+            except NoNodeError:
+                continue
+            out[(topic, index)] = (json.loads(data), stat.mzxid)
+        return out
 
     async def write_partition_states(
         self, updates: list[tuple[str, int, dict[str, Any], int]], as_controller: bool

@@ -405,8 +405,16 @@ _TABLE: list[PropertyDef] = [
     _p("max.incremental.fetch.session.cache.slots", I, 1000, "Most incremental fetch sessions "
        "kept.", at_least(0), group=_G_SERVER,
        ignored="there are no incremental fetch sessions, every fetch is a full one"),
-    _p("controlled.shutdown.enable", B, True, "Move leadership away before shutting down (a "
-       "single broker just flushes and closes).", group=_G_SERVER),
+    _p("controlled.shutdown.enable", B, True, "Before shutting down, ask the controller "
+       "(ControlledShutdown) to move the leadership of this broker's partitions to other "
+       "in-sync replicas and take it out of their ISRs (a single broker just flushes and "
+       "closes).", group=_G_SERVER),
+    _p("controlled.shutdown.max.retries", I, 3, "Attempts of a controlled shutdown (the "
+       "controller unreachable, or partitions still led here) before the broker shuts down "
+       "anyway, leaving the rest to the controller once its registration is gone.",
+       at_least(1), group=_G_SERVER),
+    _p("controlled.shutdown.retry.backoff.ms", L, 5000, "Wait between attempts of a "
+       "controlled shutdown.", at_least(0), group=_G_SERVER),
     _p("broker.rack", S, None, "Rack of this broker, reported in metadata.", group=_G_SERVER),
     # --- socket server
     _p("listeners", S, "PLAINTEXT://127.0.0.1:9092", "Where the broker listens: a comma "

@@ -20,6 +20,7 @@ from kio.serial import entity_reader, entity_writer
 from kio.serial.readers import Reader
 from kio.static.constants import EntityType
 
+from . import controlled_shutdown
 from .errors import ErrorCode
 from .kio_adapter import Entity, schema_fields
 
@@ -44,6 +45,12 @@ def response_type(api_key: int, version: int) -> type[Entity]:
 
 
 def _payload_type(api_key: int, version: int, kind: EntityType) -> type[Entity]:
+    if api_key == controlled_shutdown.API_KEY:  # gone from Kafka 4, so from kio too
+        own = (controlled_shutdown.request_schema(version) if kind is EntityType.request
+               else controlled_shutdown.response_schema(version))
+        if own is None:
+            raise UnknownVersion(f"api {api_key} v{version}")
+        return own
     try:
         if kind is EntityType.request:
             return load_request_schema(api_key, version)

@@ -2,7 +2,8 @@
 
 `min_version`/`max_version` are what the broker accepts. `advertised_min` exists for Produce:
 Kafka 4 advertises Produce v0 (librdkafka checks it before enabling compression) while it only
-accepts v3+ (KAFKA-18659).
+accepts v3+ (KAFKA-18659). `advertised=False` serves an API without listing it in
+ApiVersions: ControlledShutdown, which only brokers send one another (Kafka 4 lists no such API).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ class ApiSpec(Generic[Ctx]):
     max_version: int
     handler: Handler[Ctx]
     advertised_min: int
+    advertised: bool = True
 
     def accepts(self, version: int) -> bool:
         return self.min_version <= version <= self.max_version
@@ -40,10 +42,12 @@ class ApiRegistry(Generic[Ctx]):
         handler: Handler[Ctx],
         *,
         advertised_min: int | None = None,
+        advertised: bool = True,
     ) -> None:
         lo, hi = versions
         self._apis[key] = ApiSpec(
-            key, name, lo, hi, handler, lo if advertised_min is None else advertised_min
+            key, name, lo, hi, handler, lo if advertised_min is None else advertised_min,
+            advertised,
         )
 
     def get(self, key: int) -> ApiSpec[Ctx] | None:

@@ -23,7 +23,7 @@ def make_handler(registry: ApiRegistry[RequestContext]) -> Handler[RequestContex
             "error_code": ErrorCode.none,
             "api_keys": [
                 {"api_key": s.key, "min_version": s.advertised_min, "max_version": s.max_version}
-                for s in registry.all() if api_enabled(s.key, finalized)
+                for s in registry.all() if s.advertised and api_enabled(s.key, finalized)
             ],
             "throttle_time": 0,
         }

@@ -254,6 +254,12 @@ import kio.schema.write_share_group_state.v0.request as write_share_group_state_
 import kio.schema.write_txn_markers.v1.request as write_txn_markers_v1
 import kio.schema.write_txn_markers.v2.request as write_txn_markers_v2
 
+from samsa.protocol.controlled_shutdown import (
+    ControlledShutdownRequestV1,
+    ControlledShutdownRequestV2,
+    ControlledShutdownRequestV3,
+)
+
 AddOffsetsToTxnRequest: TypeAlias = (
     add_offsets_to_txn_v0.AddOffsetsToTxnRequest | add_offsets_to_txn_v1.AddOffsetsToTxnRequest
     | add_offsets_to_txn_v2.AddOffsetsToTxnRequest | add_offsets_to_txn_v3.AddOffsetsToTxnRequest
@@ -286,6 +292,9 @@ ApiVersionsRequest: TypeAlias = (
     api_versions_v0.ApiVersionsRequest | api_versions_v1.ApiVersionsRequest
     | api_versions_v2.ApiVersionsRequest | api_versions_v3.ApiVersionsRequest
     | api_versions_v4.ApiVersionsRequest
+)
+ControlledShutdownRequest: TypeAlias = (
+    ControlledShutdownRequestV1 | ControlledShutdownRequestV2 | ControlledShutdownRequestV3
 )
 ConsumerGroupDescribeRequest: TypeAlias = (
     consumer_group_describe_v0.ConsumerGroupDescribeRequest

@@ -1,0 +1,262 @@
+"""A broker bounced faster than its ZooKeeper session timeout (KIP-380).
+
+A broker is killed (-9) and started again at once, well inside zookeeper.session.timeout.ms,
+while transactional producers and read_committed consumers run (tests/chaos's queue workload
+and its checker). Its new life registers with a new broker epoch (the czxid of its znode) and
+the controller handles it as a failure and a start-up: every partition it led gets a higher
+leader epoch (moved, or re-established), no two brokers ever claim leadership at the same
+leader epoch, the metadata of every broker converges, and the checker finds nothing
+acknowledged lost. A ControlledShutdown carrying the broker epoch of its previous life is
+fenced with STALE_BROKER_EPOCH.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import threading
+import time
+import uuid
+from pathlib import Path
+
+from kazoo.client import KazooClient
+
+from samsa.broker.zk_process import ZooKeeperProcess
+from samsa.protocol.errors import ErrorCode
+from tests.chaos.checker import Recorder, check
+from tests.chaos.nemesis import create_topics, fully_replicated
+from tests.chaos.queue_workload import ConsumerWorker, Errors, ProducerWorker, QueueParams
+from tests.cluster.cluster import Cluster, wait_until
+from tests.protocol.wire import WireClient
+from tests.support.broker import BrokerProcess
+
+PARTITIONS = 3
+
+
+def _views(cluster: Cluster, topic: str) -> dict[int, dict[int, tuple[int, int]]]:
+    """Each running broker's own metadata: broker -> partition -> (leader, leader epoch)."""
+    views = {}
+    for b in cluster.brokers:
+        if not b.is_running():
+            continue
+        try:
+            with WireClient(b.bootstrap, timeout=2) as w:
+                md = w.call(3, 12, {"topics": [{"name": topic}],
+                                    "allow_auto_topic_creation": False})
+        except Exception:
+            continue  # starting or stopping
+        views[b.broker_id] = {p.partition_index: (p.leader_id, p.leader_epoch)
+                              for t in md.topics if t.name == topic for p in t.partitions}
+    return views
+
+
+def _converged(cluster: Cluster, topic: str) -> dict[int, tuple[int, int]] | None:
+    views = _views(cluster, topic)
+    distinct = {tuple(sorted(v.items())) for v in views.values()}
+    if len(views) != len(cluster.brokers) or len(distinct) != 1:
+        return None
+    view = next(iter(views.values()))
+    if len(view) != PARTITIONS or any(leader < 0 for leader, _ in view.values()):
+        return None
+    return view
+
+
+def test_broker_bounced_within_its_session_timeout(
+    zookeeper: ZooKeeperProcess, tmp_path: Path
+) -> None:
+    cluster = Cluster(zookeeper, tmp_path)  # zookeeper.session.timeout.ms=3000
+    zk = KazooClient(hosts=zookeeper.connect_string)
+    stop, watching = threading.Event(), threading.Event()
+    # (topic partition, leader epoch) -> the brokers that said they lead it at that epoch
+    claims: dict[tuple[int, int], set[int]] = {}
+    try:
+        cluster.start()
+        zk.start()
+        run_id = uuid.uuid4().hex[:6]
+        topic = f"bounce-{run_id}"
+        create_topics(cluster, {topic: PARTITIONS})
+        bootstrap = ",".join(b.bootstrap for b in cluster.brokers)
+
+        def watch() -> None:
+            while not watching.is_set():
+                for broker_id, view in _views(cluster, topic).items():
+                    for p, (leader, epoch) in view.items():
+                        if leader == broker_id:
+                            claims.setdefault((p, epoch), set()).add(broker_id)
+                time.sleep(0.05)
+
+        params = QueueParams(partitions=PARTITIONS)
+        rec, errors = Recorder(), Errors()
+        workers: list[threading.Thread] = [
+            ProducerWorker(i, bootstrap, topic, params, rec, errors, stop, run_id)
+            for i in range(2)]
+        workers.append(ConsumerWorker("c0", bootstrap, topic, PARTITIONS, rec, errors, stop))
+        workers.append(threading.Thread(target=watch, daemon=True))
+        for w in workers:
+            w.start()
+        wait_until(lambda: rec.history() and len(rec.history()) > 20, 30, "some transactions")
+
+        for victim_id in (1, 2):  # not broker 0: the first one up, the controller
+            victim = cluster.broker(victim_id)
+            before = _converged(cluster, topic)
+            assert before is not None, _views(cluster, topic)
+            led = {p: epoch for p, (leader, epoch) in before.items() if leader == victim_id}
+            path = f"/{cluster.chroot}/brokers/ids/{victim_id}"
+            old_epoch = zk.exists(path).czxid
+            victim.kill9()
+            victim.start()  # its old session is still alive in ZooKeeper
+            wait_until(lambda: zk.exists(path) is not None and  # noqa: B023
+                       zk.exists(path).czxid != old_epoch, 15, "the new registration")  # noqa: B023
+            wait_until(lambda: fully_replicated(cluster, [topic]), 60, "full ISRs again")
+            wait_until(lambda: _converged(cluster, topic) is not None, 30, "metadata converging")
+            after = _converged(cluster, topic)
+            assert after is not None
+            # every leadership of its previous life was moved or re-established at a new epoch
+            for p, epoch in led.items():
+                assert after[p][1] > epoch, (victim_id, p, before, after)
+            # a request of its previous life is fenced by the controller
+            controller = cluster.broker(int(_controller_id(zk, cluster.chroot)))
+            with WireClient(controller.bootstrap) as w:
+                resp = w.call(7, 3, {"broker_id": victim_id, "broker_epoch": old_epoch})
+            assert resp.error_code == ErrorCode.stale_broker_epoch, resp
+            time.sleep(2)
+
+        stop.set()
+        for w in workers[:2]:
+            w.join(120)
+        watching.set()
+        final = ConsumerWorker("final", bootstrap, topic, PARTITIONS, rec, errors,
+                               threading.Event())
+        final.start()
+        deadline = time.monotonic() + 90
+        while time.monotonic() < deadline and time.monotonic() - final.last_record < 6:
+            time.sleep(0.5)
+        final.stop_event.set()
+        final.join(30)
+        report = check(rec.history())
+        assert report.sends.get("ok", 0) > 0, report.text()
+        assert report.ok, report.text()
+        doubled = {k: v for k, v in claims.items() if len(v) > 1}
+        assert not doubled, f"two leaders at one leader epoch: {doubled}"
+    finally:
+        stop.set()
+        watching.set()
+        zk.stop()
+        zk.close()
+        cluster.close()
+
+
+def _controller_id(zk: KazooClient, chroot: str) -> int:
+    path = f"/{chroot}/controller" if chroot else "/controller"
+    return int(json.loads(zk.get(path)[0])["brokerid"])
+
+
+def test_controller_takes_a_new_registration_for_a_new_life(
+    zookeeper: ZooKeeperProcess, tmp_path: Path
+) -> None:
+    """The race the test above leaves to chance, made certain: a broker's znode replaced in
+    one ZooKeeper multi (its id never leaves /brokers/ids, only the czxid changes) is a new
+    incarnation to the controller, which moves the leaderships of the old one (here paused)
+    and takes it out of the ISRs. ControlledShutdown is served between brokers only."""
+    cluster = Cluster(zookeeper, tmp_path)
+    zk = KazooClient(hosts=f"{zookeeper.connect_string}/{cluster.chroot}")
+    frozen: list[BrokerProcess] = []
+    try:
+        cluster.start()
+        zk.start()
+        create_topics(cluster, {"lives": PARTITIONS})
+        victim = cluster.broker(2)
+        controller_id = _controller_id(zk, "")
+        assert controller_id != 2
+        with WireClient(cluster.broker(controller_id).bootstrap) as w:
+            versions = w.call(18, 3, {"client_software_name": "t",
+                                      "client_software_version": "1"})
+            assert 7 not in {k.api_key for k in versions.api_keys}  # as Kafka 4: not listed
+            resp = w.call(7, 3, {"broker_id": 99, "broker_epoch": 1})
+            assert resp.error_code == ErrorCode.broker_not_available, resp
+        other = next(b for b in (0, 1) if b != controller_id)
+        with WireClient(cluster.broker(other).bootstrap) as w:
+            resp = w.call(7, 2, {"broker_id": 2, "broker_epoch": -1})
+            assert resp.error_code == ErrorCode.not_controller, resp
+
+        def state(p: int) -> dict[str, object]:
+            data, _ = zk.get(f"/brokers/topics/lives/partitions/{p}/state")
+            return dict(json.loads(data))
+
+        led = {p: state(p)["leader_epoch"] for p in range(PARTITIONS) if state(p)["leader"] == 2}
+        assert led, [state(p) for p in range(PARTITIONS)]
+        path = "/brokers/ids/2"
+        data, stat = zk.get(path)
+        assert victim.pid is not None
+        os.kill(victim.pid, signal.SIGSTOP)  # its session lives on for the session timeout
+        frozen.append(victim)
+        tx = zk.transaction()
+        tx.delete(path, version=stat.version)
+        tx.create(path, data, ephemeral=True)
+        assert not any(isinstance(r, Exception) for r in tx.commit())
+
+        def moved() -> bool:
+            states = [state(p) for p in range(PARTITIONS)]
+            return all(s["leader"] != 2 and 2 not in s["isr"] for s in states) and all(
+                states[p]["leader_epoch"] > epoch for p, epoch in led.items())
+
+        wait_until(moved, 10, "the old life's leaderships moved and its ISR places taken")
+        with WireClient(cluster.broker(controller_id).bootstrap) as w:
+            resp = w.call(7, 3, {"broker_id": 2, "broker_epoch": stat.czxid})
+            assert resp.error_code == ErrorCode.stale_broker_epoch, resp
+    finally:
+        for b in frozen:
+            b.kill9()
+        zk.stop()
+        zk.close()
+        cluster.close()
+
+
+def test_a_new_controller_finds_leaderships_of_a_previous_life(
+    zookeeper: ZooKeeperProcess, tmp_path: Path
+) -> None:
+    """The same re-registration while the controller is frozen (SIGSTOP): its successor,
+    elected once the frozen one's session expires, never saw the old broker epoch, yet finds
+    the states written before the broker's current registration and moves those leaderships."""
+    cluster = Cluster(zookeeper, tmp_path)
+    zk = KazooClient(hosts=f"{zookeeper.connect_string}/{cluster.chroot}")
+    frozen: list[BrokerProcess] = []
+    try:
+        cluster.start()
+        zk.start()
+        create_topics(cluster, {"lives": PARTITIONS})
+        controller = _controller_id(zk, "")
+        victim_id = next(b for b in (1, 2) if b != controller)
+
+        def state(p: int) -> dict[str, object]:
+            data, _ = zk.get(f"/brokers/topics/lives/partitions/{p}/state")
+            return dict(json.loads(data))
+
+        led = {p: state(p)["leader_epoch"] for p in range(PARTITIONS)
+               if state(p)["leader"] == victim_id}
+        assert led, [state(p) for p in range(PARTITIONS)]
+        frozen += [cluster.broker(controller), cluster.broker(victim_id)]
+        for b in frozen:
+            assert b.pid is not None
+            os.kill(b.pid, signal.SIGSTOP)
+        path = f"/brokers/ids/{victim_id}"
+        data, stat = zk.get(path)
+        tx = zk.transaction()
+        tx.delete(path, version=stat.version)
+        tx.create(path, data, ephemeral=True)
+        assert not any(isinstance(r, Exception) for r in tx.commit())
+
+        def moved() -> bool:
+            if _controller_id(zk, "") in (controller, victim_id):
+                return False
+            states = {p: state(p) for p in led}
+            return all(s["leader"] not in (victim_id, controller) for s in states.values())
+
+        wait_until(moved, 20, "the new controller moving the old life's leaderships")
+    finally:
+        for b in frozen:
+            b.kill9()
+        zk.stop()
+        zk.close()
+        cluster.close()
