@@ -28,6 +28,7 @@ import json
 import os
 import re
 import secrets
+import shlex
 import shutil
 import subprocess
 import sys
@@ -112,6 +113,24 @@ def cleanup_stale() -> list[str]:
             with contextlib.suppress(NetnsError):
                 run("ip", "link", "delete", link["ifname"])
                 removed.append(f"bridge {link['ifname']}")
+    removed += _remove_stale_rules()
+    return removed
+
+
+def _remove_stale_rules() -> list[str]:
+    """FORWARD rules of labs whose process is gone (see NetLab._accept_bridged_traffic)."""
+    if shutil.which("iptables") is None:
+        return []
+    removed = []
+    with contextlib.suppress(NetnsError):
+        for line in run("iptables", "-w", "-S", "FORWARD").splitlines():
+            args = shlex.split(line)
+            if args[:1] != ["-A"] or "--comment" not in args:
+                continue
+            m = _ALIAS_RE.match(args[args.index("--comment") + 1])
+            if m and not _pid_alive(int(m.group(1))):
+                run("iptables", "-w", "-D", *args[1:])
+                removed.append(f"iptables rule {m.group(0)}")
     return removed
 
 
@@ -213,9 +232,21 @@ class NetLab:
         run("ip", "addr", "add", f"{self.client_host}/{prefix}", "dev", self.bridge)
         run("ip", "addr", "add", f"{self.zookeeper_host}/{prefix}", "dev", self.bridge)
         run("ip", "link", "set", self.bridge, "up")
+        self._accept_bridged_traffic()
         for i in range(self.size):
             self._add_broker(i, prefix)
         return self
+
+    def _accept_bridged_traffic(self) -> None:
+        """Let broker-to-broker packets cross the bridge whatever the host's firewall says.
+        With br_netfilter loaded, bridged frames go through iptables' FORWARD chain, and a
+        Docker engine on the machine sets its policy to DROP: followers then never reach
+        their leaders. The rule names this lab, so cleanup_stale can remove it."""
+        if shutil.which("iptables") is None:
+            return
+        rule = ("FORWARD", "-i", self.bridge, "-o", self.bridge, "-m", "comment",
+                "--comment", f"{PREFIX}:{os.getpid()}:{self.suffix}", "-j", "ACCEPT")
+        self._do(("iptables", "-w", "-I", *rule), ("iptables", "-w", "-D", *rule))
 
     def _add_broker(self, i: int, prefix: int) -> None:
         ns, veth = self.namespace(i), self.veth(i)
