@@ -36,6 +36,7 @@ from .features import TRANSACTION_VERSION
 from .interbroker import set_client_security
 from .malloc_tuning import tune_malloc
 from .markers import TxnMarkerChannel
+from .metadata_cache import TopicMetadataCache
 from .metadata_store import BrokerEndpoint, BrokerInfo, LocalMetadataStore, TopicState
 from .quotas import QuotaManager
 from .replica_fetcher import ReplicaFetcherManager
@@ -84,6 +85,9 @@ class Broker:
             )
         else:
             self.store = LocalMetadataStore(self.data_dir, info)
+        # Metadata responses' encoded topic entries, dropped as the metadata changes.
+        self.metadata_cache = TopicMetadataCache()
+        self.store.add_listener(self.metadata_cache.on_change)
         self.log_manager = LogDirs(
             log_dirs,
             LogConfig.from_properties({}),
@@ -211,6 +215,7 @@ class Broker:
             txn_verifier=self.txn_verifier,
             shares=self.shares,
             dynamic_config=self.dynamic_config,
+            metadata_cache=self.metadata_cache,
         )
 
     def _reconfigure(self, changed: set[str]) -> None:

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
 
     from .controller import Controller
     from .dynamic_config import DynamicBrokerConfig
+    from .metadata_cache import TopicMetadataCache
     from .metadata_store import MetadataStore
     from .quotas import QuotaManager
     from .replica_manager import ReplicaManager
@@ -73,6 +74,8 @@ class BrokerServices:
     txn_verifier: TxnPartitionVerifier | None = None
     dynamic_config: DynamicBrokerConfig | None = None  # dynamic broker configs
     shares: ShareFetcher | None = None  # share groups' sessions and share-partitions led here
+    # Metadata responses' encoded topic entries (None: every response built afresh).
+    metadata_cache: TopicMetadataCache | None = None
 
 
 @dataclass(slots=True)
