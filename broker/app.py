@@ -450,6 +450,8 @@ class Broker:
             except Exception as exc:  # a plain shutdown still moves leaderships, later
                 log.warning("controlled shutdown incomplete: %r", exc)
         await self.server.stop()
+        # Logs not created yet stay so until the restart creates them (the store has them).
+        await self.replicas.stop_creating()
         if self.controller is not None:
             await self.controller.stop()
             await self.replicas.fetchers.stop()

@@ -10,6 +10,7 @@ here, neither led nor followed, until the broker restarts).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 import uuid
@@ -73,6 +74,7 @@ class ReplicaManager:
         self._pending: dict[tuple[str, int], uuid.UUID] = {}
         self._pending_configs: dict[str, tuple[TopicState, LogConfig]] = {}
         self._pending_task: asyncio.Task[None] | None = None
+        self._stopped = False  # shutting down: nothing more created in the background
 
     def load_all(self) -> None:
         # At start-up every assigned partition may have data: with a log dir offline, one
@@ -170,6 +172,8 @@ class ReplicaManager:
         return True
 
     def _start_pending_creation(self) -> None:
+        if self._stopped:
+            return
         if self._pending_task is None or self._pending_task.done():
             self._pending_task = asyncio.get_running_loop().create_task(
                 self._create_pending())
@@ -183,10 +187,23 @@ class ReplicaManager:
             went_offline = False
             while self._pending and time.monotonic() < deadline:
                 key = next(iter(self._pending))
-                went_offline |= self._create_one_pending(key)
+                try:
+                    went_offline |= self._create_one_pending(key)
+                except Exception:  # that one stays without a log; the others go on
+                    log.exception("%s-%d: creating its log failed", *key)
             if went_offline and self.offline_listener is not None:
                 self.offline_listener()
             await asyncio.sleep(0)
+
+    async def stop_creating(self) -> None:
+        """Shutdown: no more logs created in the background (those still pending are created
+        at the next start-up, which materializes every partition the metadata assigns)."""
+        task, self._pending_task = self._pending_task, None
+        self._stopped = True
+        if task is not None and not task.done():
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
 
     def _create_one_pending(self, key: tuple[str, int]) -> bool:
         topic_id = self._pending.pop(key, None)
@@ -203,21 +220,20 @@ class ReplicaManager:
 
     def _create_now(self, key: tuple[str, int]) -> Partition | None:
         """A request wants a partition whose log is still pending: create it now."""
+        if self._stopped:
+            return None
         if self._create_one_pending(key) and self.offline_listener is not None:
             self.offline_listener()
         return self._partitions.get(key)
 
     def _create_all_pending(self) -> None:
+        if self._stopped:
+            return
         went_offline = False
         while self._pending:
             went_offline |= self._create_one_pending(next(iter(self._pending)))
         if went_offline and self.offline_listener is not None:
             self.offline_listener()
-
-    @property
-    def pending_count(self) -> int:
-        """Partitions assigned here whose log is yet to be created."""
-        return len(self._pending)
 
     def _drop_unassigned(self, topic: str, index: int, is_new: bool) -> None:
         """A replica no longer assigned here (a reassignment moved it away) stops and its log
