@@ -8,6 +8,7 @@ what it had kept would never get there)."""
 from __future__ import annotations
 
 import uuid
+from pathlib import Path
 
 import pytest
 from confluent_kafka.admin import AdminClient
@@ -56,7 +57,7 @@ def _every_broker_says(cluster: Cluster, topic: str, leader: int,
 
 
 def test_leader_changes_and_broker_departures_reach_every_brokers_metadata(
-        zookeeper: ZooKeeperProcess, tmp_path) -> None:  # type: ignore[no-untyped-def]
+        zookeeper: ZooKeeperProcess, tmp_path: Path) -> None:
     cluster = _start(zookeeper, tmp_path, **{"auto.leader.rebalance.enable": False})
     try:
         topic = "mc-" + uuid.uuid4().hex[:6]
