@@ -4,8 +4,10 @@ Fetches a Kafka broker from Maven Central (bench/pom.xml, cached in .cache/bench
 each run starts Kafka, benchmarks it, stops it, and does the same for Samsa, with the same load
 generators: Kafka's ProducerPerformance / ConsumerPerformance and librdkafka (confluent-kafka).
 Besides produce/consume throughput: transactional produce (100 ms and one-record
-transactions), produce→consume latency at a fixed rate, recovery after kill -9 with --recovery-mib
-of log, and scale to --partitions (see docs/performance.md, Methodology).
+transactions), produce→consume latency at a fixed rate, 8 producers + 8 consumers on 64
+partitions (--many-clients), read_committed consumption of transactional data (--rc-records),
+recovery after kill -9 with --recovery-mib of log, and scale to --partitions (see
+docs/performance.md, Methodology).
 Prints one table of medians (Samsa, Kafka, Samsa/Kafka) and writes it to docs/performance.md.
 No assertions on speed anywhere: this measures, it does not judge.
 
