@@ -4,8 +4,10 @@ Fetches a Kafka broker from Maven Central (bench/pom.xml, cached in .cache/bench
 each run starts Kafka, benchmarks it, stops it, and does the same for Samsa, with the same load
 generators: Kafka's ProducerPerformance / ConsumerPerformance and librdkafka (confluent-kafka).
 Besides produce/consume throughput: transactional produce (100 ms and one-record
-transactions), produce→consume latency at a fixed rate, recovery after kill -9 with --recovery-mib
-of log, and scale to --partitions (see docs/performance.md, Methodology).
+transactions), produce→consume latency at a fixed rate, 8 producers + 8 consumers on 64
+partitions (--many-clients), read_committed consumption of transactional data (--rc-records),
+recovery after kill -9 with --recovery-mib of log, and scale to --partitions (see
+docs/performance.md, Methodology).
 Prints one table of medians (Samsa, Kafka, Samsa/Kafka) and writes it to docs/performance.md.
 No assertions on speed anywhere: this measures, it does not judge.
 
@@ -386,17 +388,19 @@ def running(name: str, kafka_lib: Path | None) -> Iterator[Broker]:
         shutil.rmtree(work, ignore_errors=True)
 
 
-def create_topic(bootstrap: str, topic: str) -> None:
+def create_topic(bootstrap: str, topic: str, partitions: int = 1) -> None:
     admin = AdminClient({"bootstrap.servers": bootstrap})
-    admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(60)
-    # Wait until the partition has a leader: Kafka answers create before metadata propagates.
+    admin.create_topics([NewTopic(topic, partitions, 1)])[topic].result(60)
+    # Wait until every partition has a leader: Kafka answers create before metadata
+    # propagates.
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         md = admin.list_topics(topic, timeout=10).topics.get(topic)
-        if md is not None and md.error is None and md.partitions and md.partitions[0].leader >= 0:
+        if (md is not None and md.error is None and len(md.partitions) == partitions
+                and all(p.leader >= 0 for p in md.partitions.values())):
             return
         time.sleep(0.1)
-    raise RuntimeError(f"topic {topic} has no leader after 60 s")
+    raise RuntimeError(f"topic {topic} has partitions without a leader after 60 s")
 
 
 # ------------------------------------------------------------------ load generators
@@ -437,9 +441,10 @@ def java_produce(tools: Path, bootstrap: str, topic: str, n: int, size: int, ack
                     "p50_ms": float(p50), "p99_ms": float(p99)})  # fmt: skip
 
 
-def java_consume(tools: Path, bootstrap: str, topic: str, n: int) -> Outcome:
+def java_consume(tools: Path, bootstrap: str, topic: str, n: int,
+                 extra: tuple[str, ...] = ()) -> Outcome:  # fmt: skip
     args = ["--bootstrap-server", bootstrap, "--topic", topic, "--num-records", str(n),
-            "--timeout", "60000", "--group", f"bench-{topic}"]  # fmt: skip
+            "--timeout", "60000", "--group", f"bench-{topic}", *extra]  # fmt: skip
     cmd = java_cmd(tools, "org.apache.kafka.tools.ConsumerPerformance", args)
     rc, out = run_tool(cmd, timeout=900)
     row = _consumer_row(out)
@@ -486,10 +491,12 @@ def rdkafka_produce(bootstrap: str, topic: str, n: int, size: int, acks: str) ->
     return Outcome({"rps": n / elapsed, "mbps": n * size / elapsed / MIB})
 
 
-def rdkafka_consume(bootstrap: str, topic: str, n: int, size: int) -> Outcome:
+def rdkafka_consume(bootstrap: str, topic: str, n: int, size: int,
+                    extra: dict[str, object] | None = None) -> Outcome:
     # assign() without subscribe(): no group protocol, the plain fetch path.
     conf = {"bootstrap.servers": bootstrap, "group.id": f"bench-rdk-{topic}",
-            "enable.auto.commit": False, "fetch.max.bytes": 52_428_800}  # fmt: skip
+            "enable.auto.commit": False, "fetch.max.bytes": 52_428_800,
+            **(extra or {})}  # fmt: skip
     shown = f"confluent_kafka.Consumer({conf}).assign([{topic}/0@0]) x{n}"
     c = Consumer(conf)
     seen, errors = 0, []
@@ -591,6 +598,97 @@ def rdkafka_latency(bootstrap: str, topic: str, rate: int, seconds: float, size:
                     "max_ms": max(lat_ns) / 1e6})  # fmt: skip
 
 
+MANY_CLIENTS, MANY_PARTITIONS = 8, 64  # producers, and as many consumers; partitions
+WORKER = Path(__file__).resolve().parent / "load_worker.py"
+
+
+def many_clients(bootstrap: str, topic: str, per_client: int, size: int) -> Outcome:
+    """8 producer and 8 consumer processes (librdkafka, bench/load_worker.py) at once on a
+    64-partition topic: each producer writes `per_client` records spread evenly over every
+    partition (acks=all), each consumer reads 8 partitions (assign(), from offset 0) until it
+    has its share. Figures: the producers' aggregate rate (all records over the time from
+    the first producer's start to the last one's end) and the consumers' (the same for them,
+    so it includes waiting for the producers: records reach them as they are written)."""
+    n = per_client - per_client % MANY_PARTITIONS  # every partition gets the same count
+    share = MANY_PARTITIONS // MANY_CLIENTS
+    cmds = [[sys.executable, str(WORKER), "produce", bootstrap, topic, str(n), str(size),
+             str(MANY_PARTITIONS)] for _ in range(MANY_CLIENTS)]
+    cmds += [[sys.executable, str(WORKER), "consume", bootstrap, topic, str(n),
+              ",".join(str(k * share + j) for j in range(share))]
+             for k in range(MANY_CLIENTS)]  # fmt: skip
+    shown = (f"{MANY_CLIENTS} × load_worker.py produce ({n:,} × {size} B each, acks=all, "
+             f"round-robin over {MANY_PARTITIONS} partitions) + {MANY_CLIENTS} × load_worker.py "
+             f"consume ({share} partitions each, assign())")
+    procs = [subprocess.Popen(c, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True) for c in cmds]  # fmt: skip
+    try:
+        for p in procs:  # every client connected and has the topic's metadata ...
+            assert p.stdout is not None
+            if p.stdout.readline().strip() != "ready":
+                err = p.stderr.read() if p.stderr else ""
+                return Outcome(error=f"a client did not start: {_tail(err)}", command=shown)
+        for p in procs:  # ... then all start together
+            assert p.stdin is not None
+            p.stdin.write("go\n")
+            p.stdin.flush()
+        outs = []
+        for p in procs:
+            out, err = p.communicate(timeout=900)
+            lines = out.strip().splitlines()
+            if p.returncode != 0 or not lines:
+                return Outcome(error=f"exit {p.returncode}\n{_tail(err)}", command=shown)
+            outs.append(json.loads(lines[-1]))
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+    prod, cons = outs[:MANY_CLIENTS], outs[MANY_CLIENTS:]
+    short = [o for o in outs if o["records"] < n or o["errors"]]
+    if short:
+        return Outcome(error=f"{len(short)} client(s) short of {n:,} records or with errors: "
+                             f"{short[:2]}", command=shown)  # fmt: skip
+    total = n * MANY_CLIENTS
+
+    def rate(group: list[dict[str, float]]) -> float:
+        return total / (max(o["end"] for o in group) - min(o["start"] for o in group))
+
+    p_rate, c_rate = rate(prod), rate(cons)
+    return Outcome({"rps": p_rate, "mbps": p_rate * size / MIB,
+                    "consume_rps": c_rate, "consume_mbps": c_rate * size / MIB})
+
+
+def rdkafka_transactional_data(bootstrap: str, topic: str, n: int, size: int,
+                               per_txn: int = 1000, abort_every: int = 10) -> Outcome:
+    """Fill `topic` (one partition) for the read_committed phase: transactions of `per_txn`
+    records, every `abort_every`-th aborted (so consumers skip aborted data, as Kafka's
+    read_committed fetch path has them do). Records: how many were committed."""
+    p = Producer({"bootstrap.servers": bootstrap, "transactional.id": f"bench-rc-{topic}",
+                  "linger.ms": 5, "batch.size": 1_000_000})  # fmt: skip
+    payload = os.urandom(size)
+    committed = 0
+    try:
+        p.init_transactions(60)
+        for t in range(n // per_txn):
+            p.begin_transaction()
+            for _ in range(per_txn):
+                while True:
+                    try:
+                        p.produce(topic, payload, partition=0)
+                        break
+                    except BufferError:
+                        p.poll(0.01)
+            if (t + 1) % abort_every == 0:
+                p.abort_transaction(60)
+            else:
+                p.commit_transaction(60)
+                committed += per_txn
+    except KafkaException as e:
+        return Outcome(error=f"writing transactional data: {e}",
+                       command=f"confluent_kafka transactional Producer to {topic}")
+    return Outcome({"committed": float(committed)})
+
+
 def end_offset_served(bootstrap: str, topic: str, expected: int, deadline: float) -> bool:
     """Poll ListOffsets (latest) until the partition reports `expected`; False at deadline."""
     c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"bench-rec-{topic}",
@@ -635,6 +733,8 @@ class Plan:
     latency_seconds: float = 0  # ... for this long
     recovery_mib: int = 0  # MiB written before kill -9 and restart (0: skip)
     partitions: tuple[int, ...] = ()  # scale steps: partitions on the broker in total
+    many_clients: int = 0  # records per producer in the many-clients phase (0: skip)
+    rc_records: int = 0  # transactional records for the read_committed phase (0: skip)
 
 
 def measured(
@@ -699,6 +799,7 @@ def bench_broker(broker: Broker, plan: Plan, results: Results, failures: Failure
             job = consume_job(client, tools, b, topics["1"], n, size)
             measured(broker, f"consume {client} {size}B", n * size, job, results, failures)
     bench_transactions_and_latency(broker, plan, results, failures)
+    bench_many_clients_and_read_committed(broker, plan, results, failures)
     results.setdefault("peak_rss_mib", []).append(peak_rss_mib(broker.proc.pid))
     # CPU that neither the broker nor our load generators used: other work on the machine.
     other = (machine_busy_seconds() - busy0) - (own_seconds() - own0) \
@@ -731,6 +832,33 @@ def bench_transactions_and_latency(broker: Broker, plan: Plan, results: Results,
         create_topic(b, topic)
         job = lambda: rdkafka_latency(b, topic, plan.latency_rate, plan.latency_seconds, 100)  # noqa: E731
         measured(broker, "latency rdkafka", 0, job, results, failures)
+
+
+def bench_many_clients_and_read_committed(broker: Broker, plan: Plan, results: Results,
+                                          failures: Failures) -> None:  # fmt: skip
+    tools, b = plan.tools_lib, broker.bootstrap
+    if plan.many_clients:
+        topic = f"bench-many-{time.time_ns()}"
+        create_topic(b, topic, MANY_PARTITIONS)
+        n = plan.many_clients - plan.many_clients % MANY_PARTITIONS
+        job = lambda: many_clients(b, topic, n, 100)  # noqa: E731
+        measured(broker, "many clients 100B", n * MANY_CLIENTS * 100, job, results, failures)
+    if plan.rc_records:
+        topic = f"bench-rc-{time.time_ns()}"
+        create_topic(b, topic)
+        filled = rdkafka_transactional_data(b, topic, plan.rc_records, 100)
+        if filled.error:
+            failures.append({"broker": broker.name, "phase": "read_committed data",
+                             "command": filled.command, "error": filled.error})  # fmt: skip
+            print(f"  {broker.name:5} read_committed data: FAILED")
+            return
+        n = int(filled.figures["committed"])
+        rc = ("--command-property", "isolation.level=read_committed")
+        job = lambda: java_consume(tools, b, topic, n, rc)  # noqa: E731
+        measured(broker, "consume java 100B read_committed", n * 100, job, results, failures)
+        extra: dict[str, object] = {"isolation.level": "read_committed"}
+        job = lambda: rdkafka_consume(b, topic, n, 100, extra)  # noqa: E731
+        measured(broker, "consume rdkafka 100B read_committed", n * 100, job, results, failures)
 
 
 def bench_recovery(broker: Broker, mib: int, results: Results, failures: Failures) -> None:
@@ -960,6 +1088,20 @@ def table_rows(plan: Plan) -> list[tuple[str, str, str, bool]]:
         lat = f"produce→consume latency at {plan.latency_rate:,} rec/s (librdkafka, acks=all)"
         rows += [(f"{lat} p50", "latency rdkafka|p50_ms", "ms", False),
                  ("  … p99", "latency rdkafka|p99_ms", "ms", False)]
+    if plan.many_clients:
+        m = "many clients 100B"
+        rows += [(f"{MANY_CLIENTS} librdkafka producers + {MANY_CLIENTS} consumers, "
+                  f"{MANY_PARTITIONS} partitions, 100 B acks=all: produce", f"{m}|rps", "rec/s",
+                  True),
+                 ("  … consume (alongside)", f"{m}|consume_rps", "rec/s", True),
+                 ("  … broker CPU per GB written (and read)", f"{m}|cpu_s_per_gb", "s/GB",
+                  False)]  # fmt: skip
+    if plan.rc_records:
+        for client, name in (("java", "ConsumerPerformance"), ("rdkafka", "librdkafka")):
+            c = f"consume {client} 100B read_committed"
+            rows += [(f"{name} consume read_committed, transactional 100 B (1 in 10 "
+                      "transactions aborted)", f"{c}|rps", "rec/s", True),
+                     ("  … broker CPU per GB read", f"{c}|cpu_s_per_gb", "s/GB", False)]
     if plan.recovery_mib:
         rec = f"kill -9 with {plan.recovery_mib:,} MiB of log, restart →"
         rows += [(f"{rec} first ApiVersions answer", "recovery|first_s", "s", False),
@@ -1051,6 +1193,9 @@ def environment(args: argparse.Namespace, plan: Plan, kafka_note: str) -> list[s
         f"- Extra phases: {plan.txn_records:,} records in 100 ms transactions; "
         f"{plan.txn_seconds:g} s of one-record transactions; latency at "
         f"{plan.latency_rate:,} rec/s for {plan.latency_seconds:g} s (100 B); "
+        f"{MANY_CLIENTS}+{MANY_CLIENTS} clients × {plan.many_clients:,} records on "
+        f"{MANY_PARTITIONS} partitions; {plan.rc_records:,} transactional records read with "
+        f"read_committed; "
         f"kill -9 after {plan.recovery_mib:,} MiB (1 KiB records, acks=all); partition scale "
         f"steps {', '.join(f'{p:,}' for p in plan.partitions) or 'none'}",
     ]
@@ -1118,7 +1263,8 @@ def parse_args() -> argparse.Namespace:
     ap.add_argument("--quick", action="store_true",
                     help="smoke run: 1 run, few records, small extra phases, docs untouched")
     ap.add_argument("--only", choices=("samsa", "kafka"), help="benchmark one broker")
-    ap.add_argument("--clients", default="java,rdkafka", help="load generators to use")
+    ap.add_argument("--clients", default="java,rdkafka",
+                    help="load generators of the produce/consume phases ('': skip them)")
     ap.add_argument("--no-docs", action="store_true", help="don't write docs/performance.md")
     ap.add_argument("--max-wait-quiet", type=float, default=60,
                     help="seconds to wait for other CPU load to settle before each broker run")
@@ -1132,6 +1278,12 @@ def parse_args() -> argparse.Namespace:
                     help="length of the latency phase")
     ap.add_argument("--recovery-mib", type=int, default=1024,
                     help="MiB of log written before kill -9 + restart (0: skip)")
+    ap.add_argument("--many-clients", type=int, default=200_000,
+                    help=f"records per producer, {MANY_CLIENTS} producers and {MANY_CLIENTS} "
+                         f"consumers on {MANY_PARTITIONS} partitions (0: skip)")
+    ap.add_argument("--rc-records", type=int, default=1_000_000,
+                    help="100 B records in transactions (1 in 10 aborted) read back with "
+                         "read_committed (0: skip)")
     ap.add_argument("--partitions", default="1000,10000",
                     help="scale steps: total partitions on the broker, comma-separated ('': skip)")
     args = ap.parse_args()
@@ -1140,6 +1292,7 @@ def parse_args() -> argparse.Namespace:
         args.txn_records, args.txn_seconds = 20_000, 3
         args.latency_rate, args.latency_seconds, args.recovery_mib = 500, 5, 64
         args.partitions = "100"
+        args.many_clients, args.rc_records = 6_400, 20_000
     return args
 
 
@@ -1148,12 +1301,13 @@ def make_plan(args: argparse.Namespace, kafka_lib: Path | None) -> Plan:
     tools = kafka_lib if kafka_lib else TESTS_TOOLS_LIB
     if not any(tools.glob("kafka-tools-*.jar")):
         raise SystemExit(f"no Kafka tools in {tools}: run `make java-deps`")
-    clients = tuple(c.strip() for c in args.clients.split(","))
+    clients = tuple(c.strip() for c in args.clients.split(",") if c.strip())  # '': none
     # Kafka's first phase after a 200k warm-up still paid for C2 compilation: warm up longer.
     return Plan(sizes, clients, 20_000 if args.quick else 1_000_000, tools,
                 txn_records=args.txn_records, txn_seconds=args.txn_seconds,
                 latency_rate=args.latency_rate, latency_seconds=args.latency_seconds,
                 recovery_mib=args.recovery_mib,
+                many_clients=args.many_clients, rc_records=args.rc_records,
                 partitions=tuple(int(x) for x in args.partitions.split(",") if x.strip()),
                 )  # fmt: skip
 

@@ -39,6 +39,7 @@ from .features import TRANSACTION_VERSION, initial_levels
 from .interbroker import BrokerConnection, BrokerUnavailable, set_client_security
 from .malloc_tuning import tune_malloc
 from .markers import TxnMarkerChannel
+from .metadata_cache import TopicMetadataCache
 from .metadata_store import BrokerEndpoint, BrokerInfo, LocalMetadataStore, TopicState
 from .quotas import QuotaManager
 from .replica_fetcher import ReplicaFetcherManager
@@ -96,6 +97,9 @@ class Broker:
             )
         else:
             self.store = LocalMetadataStore(self.data_dir, info, initial_levels=initial)
+        # Metadata responses' encoded topic entries, dropped as the metadata changes.
+        self.metadata_cache = TopicMetadataCache()
+        self.store.add_listener(self.metadata_cache.on_change)
         self.log_manager = LogDirs(
             log_dirs,
             LogConfig.from_properties({}),
@@ -250,6 +254,7 @@ class Broker:
             share_state=self.share_state,
             share_persister=self.share_persister,
             dynamic_config=self.dynamic_config,
+            metadata_cache=self.metadata_cache,
         )
 
     def _reconfigure(self, changed: set[str]) -> None:
@@ -492,6 +497,8 @@ class Broker:
             except Exception:  # a plain shutdown still moves leaderships, later
                 log.exception("controlled shutdown failed")
         await self.server.stop()
+        # Logs not created yet stay so until the restart creates them (the store has them).
+        await self.replicas.stop_creating()
         if self.controller is not None:
             await self.controller.stop()
             await self.replicas.fetchers.stop()

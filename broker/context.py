@@ -28,6 +28,7 @@ if TYPE_CHECKING:
 
     from .controller import Controller
     from .dynamic_config import DynamicBrokerConfig
+    from .metadata_cache import TopicMetadataCache
     from .metadata_store import MetadataStore
     from .quotas import QuotaManager
     from .replica_manager import ReplicaManager
@@ -77,6 +78,8 @@ class BrokerServices:
     shares: ShareFetcher | None = None  # share groups' sessions and share-partitions led here
     share_state: ShareStateCoordinator | None = None  # the share coordinator (__share_group_state)
     share_persister: SharePersister | None = None  # its state, wherever it is coordinated
+    # Metadata responses' encoded topic entries (None: every response built afresh).
+    metadata_cache: TopicMetadataCache | None = None
 
 
 @dataclass(slots=True)

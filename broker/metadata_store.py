@@ -216,6 +216,7 @@ class LocalMetadataStore:
         # /config/users/<user> "config" in a cluster).
         self._users: dict[str, dict[str, str]] = {}
         self._by_id = TopicIdIndex()
+        self._listeners: list[Callable[[str, str], None]] = []
         self._quotas: dict[QuotaEntity, dict[str, float]] = {}  # client quotas
         self._quota_listeners: list[Callable[[dict[QuotaEntity, dict[str, float]]], None]] = []
         self._acl_cache = AclCache()
@@ -246,22 +247,30 @@ class LocalMetadataStore:
         return self._broker.broker_id
 
     def add_listener(self, fn: Callable[[str, str], None]) -> None:
-        pass  # nothing changes behind this broker's back
+        """fn(kind, name) after a change (here only this broker changes anything: "topic")."""
+        self._listeners.append(fn)
+
+    def _emit(self, kind: str, name: str) -> None:
+        for fn in self._listeners:
+            fn(kind, name)
 
     async def create_topic(self, topic: TopicState) -> None:
         self._topics[topic.name] = topic
         self._by_id.set(topic)
         self._save()
+        self._emit("topic", topic.name)
 
     async def delete_topic(self, name: str) -> None:
         self._topics.pop(name, None)
         self._by_id.drop(name)
         self._save()
+        self._emit("topic", name)
 
     async def update_topic(self, topic: TopicState) -> None:
         self._topics[topic.name] = topic
         self._by_id.set(topic)
         self._save()
+        self._emit("topic", topic.name)
 
     async def group_configs(self, group: str) -> dict[str, str]:
         return dict(self._group_configs.get(group, {}))

@@ -10,7 +10,10 @@ here, neither led nor followed, until the broker restarts).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
+import time
+import uuid
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
@@ -31,6 +34,8 @@ from .replication_quota import ReplicationQuota
 
 log = logging.getLogger(__name__)
 
+# The longest the event loop spends creating pending logs before it lets requests in.
+PENDING_SLICE_S = 0.005
 
 
 class PartitionError(KafkaError):
@@ -64,6 +69,12 @@ class ReplicaManager:
         # fn(partition, is_leader) when this broker gains or loses a partition's leadership
         self.leadership_listeners: list[Callable[[Partition, bool], None]] = []
         self._handled_dirs: set[str] = set()
+        # Partitions of topics just created whose log is still to be created (materialize
+        # with defer): (topic, index) -> topic id, in creation order.
+        self._pending: dict[tuple[str, int], uuid.UUID] = {}
+        self._pending_configs: dict[str, tuple[TopicState, LogConfig]] = {}
+        self._pending_task: asyncio.Task[None] | None = None
+        self._stopped = False  # shutting down: nothing more created in the background
 
     def load_all(self) -> None:
         # At start-up every assigned partition may have data: with a log dir offline, one
@@ -71,62 +82,156 @@ class ReplicaManager:
         for topic in self.store.topics().values():
             self.materialize(topic, is_new=False)
 
-    def materialize(self, topic: TopicState, *, is_new: bool = True) -> None:
+    def materialize(self, topic: TopicState, *, is_new: bool = True, defer: bool = False
+                    ) -> None:
         """Open (or create) the logs of every partition of `topic` hosted here, and apply the
-        leadership the metadata gives them."""
+        leadership the metadata gives them. With `defer` (a topic just created), the logs that
+        do not exist yet are created after this returns, in the background on the event loop,
+        as Kafka's broker creates them after the controller committed the topic: the metadata
+        already shows the partitions led; a request for one of them creates its log at once
+        (`get`), so no client sees the difference, only the time a CreateTopics of
+        thousands of partitions takes (a directory and files per partition)."""
         config: LogConfig = self._topic_config(topic)
         went_offline = False
+        defer = defer and not topic.internal and self._loop_running()
         for index, state in topic.partitions.items():
-            if self.broker_id not in state.replicas:
-                self._drop_unassigned(topic.name, index, is_new)
+            key = (topic.name, index)
+            if (defer and key not in self._partitions and self.broker_id in state.replicas
+                    and key not in self.offline
+                    and self.log_manager.get_log(topic.name, index) is None):
+                self._pending[key] = topic.topic_id
                 continue
-            if (topic.name, index) in self.offline:
-                continue
-            partition = self._partitions.get((topic.name, index))
-            if partition is not None and partition.topic_id != topic.topic_id:
-                # The topic was deleted and created again under its name while we were not
-                # looking (a watch coalesced both): the old replica is another topic's.
-                log.info("%s-%d: topic id changed from %s to %s: deleting the old replica",
-                         topic.name, index, partition.topic_id, topic.topic_id)
-                self._remove_partition((topic.name, index))
-                partition = None
-            if partition is None:
-                plog = self.log_manager.get_log(topic.name, index)
-                if plog is not None and not self._owned_by(plog, topic):
-                    self.log_manager.delete_log(topic.name, index)
-                    plog = None
-                if plog is None:
-                    try:
-                        plog = self.log_manager.create_log(topic.name, index, config,
-                                                           topic.topic_id, is_new=is_new)
-                    except KafkaStorageError as exc:
-                        log.error("%s-%d is offline here: %s", topic.name, index, exc)
-                        self.offline.add((topic.name, index))
-                        went_offline = True
-                        continue
-                else:
-                    plog.config = config
-                partition = Partition(
-                    topic.name,
-                    index,
-                    topic.topic_id,
-                    plog,
-                    state.leader_epoch,
-                    state.replicas,
-                    self.broker_id,
-                    leader_id=state.leader,
-                    isr=state.isr or state.replicas,
-                )
-                partition.isr_writer = self.isr_writer
-                partition.min_insync_replicas = self.min_isr(topic)
-                self._partitions[(topic.name, index)] = partition
-                if self.fetchers is not None:  # a cluster: take up the role for real
-                    partition.leader_id = -1
-                    self._apply_state(partition, state)
-                elif partition.is_leader:
-                    self._notify_leadership(partition, True)
-            else:
-                self._apply_state(partition, state)
+            self._pending.pop(key, None)
+            went_offline |= self._materialize_one(topic, index, state, config, is_new)
+        if self._pending:
+            self._start_pending_creation()
+        if went_offline and self.offline_listener is not None:
+            self.offline_listener()
+
+    def _materialize_one(self, topic: TopicState, index: int, state: Any, config: LogConfig,
+                         is_new: bool) -> bool:
+        """One partition of `materialize`; True if its log went offline."""
+        if self.broker_id not in state.replicas:
+            self._drop_unassigned(topic.name, index, is_new)
+            return False
+        if (topic.name, index) in self.offline:
+            return False
+        partition = self._partitions.get((topic.name, index))
+        if partition is not None and partition.topic_id != topic.topic_id:
+            # The topic was deleted and created again under its name while we were not
+            # looking (a watch coalesced both): the old replica is another topic's.
+            log.info("%s-%d: topic id changed from %s to %s: deleting the old replica",
+                     topic.name, index, partition.topic_id, topic.topic_id)
+            self._remove_partition((topic.name, index))
+            partition = None
+        if partition is not None:
+            self._apply_state(partition, state)
+            return False
+        plog = self.log_manager.get_log(topic.name, index)
+        if plog is not None and not self._owned_by(plog, topic):
+            self.log_manager.delete_log(topic.name, index)
+            plog = None
+        if plog is None:
+            try:
+                plog = self.log_manager.create_log(topic.name, index, config,
+                                                   topic.topic_id, is_new=is_new)
+            except KafkaStorageError as exc:
+                log.error("%s-%d is offline here: %s", topic.name, index, exc)
+                self.offline.add((topic.name, index))
+                return True
+        else:
+            plog.config = config
+        partition = Partition(
+            topic.name,
+            index,
+            topic.topic_id,
+            plog,
+            state.leader_epoch,
+            state.replicas,
+            self.broker_id,
+            leader_id=state.leader,
+            isr=state.isr or state.replicas,
+        )
+        partition.isr_writer = self.isr_writer
+        partition.min_insync_replicas = self.min_isr(topic)
+        self._partitions[(topic.name, index)] = partition
+        if self.fetchers is not None:  # a cluster: take up the role for real
+            partition.leader_id = -1
+            self._apply_state(partition, state)
+        elif partition.is_leader:
+            self._notify_leadership(partition, True)
+        return False
+
+    # -- partitions whose log is still to be created (materialize(defer=True)) ---------------
+    @staticmethod
+    def _loop_running() -> bool:
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return False
+        return True
+
+    def _start_pending_creation(self) -> None:
+        if self._stopped:
+            return
+        if self._pending_task is None or self._pending_task.done():
+            self._pending_task = asyncio.get_running_loop().create_task(
+                self._create_pending())
+
+    async def _create_pending(self) -> None:
+        """Create the pending partitions' logs a slice at a time, letting requests in between
+        (a slice is bounded in time: each log is a directory and files, and their cost is the
+        file system's)."""
+        while self._pending:
+            deadline = time.monotonic() + PENDING_SLICE_S
+            went_offline = False
+            while self._pending and time.monotonic() < deadline:
+                key = next(iter(self._pending))
+                try:
+                    went_offline |= self._create_one_pending(key)
+                except Exception:  # that one stays without a log; the others go on
+                    log.exception("%s-%d: creating its log failed", *key)
+            if went_offline and self.offline_listener is not None:
+                self.offline_listener()
+            await asyncio.sleep(0)
+
+    async def stop_creating(self) -> None:
+        """Shutdown: no more logs created in the background (those still pending are created
+        at the next start-up, which materializes every partition the metadata assigns)."""
+        task, self._pending_task = self._pending_task, None
+        self._stopped = True
+        if task is not None and not task.done():
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+    def _create_one_pending(self, key: tuple[str, int]) -> bool:
+        topic_id = self._pending.pop(key, None)
+        topic = self.store.topic(key[0])
+        if topic is None or topic.topic_id != topic_id or key[1] not in topic.partitions:
+            return False  # deleted (or deleted and created again: that one has its own entry)
+        config = self._pending_configs.get(key[0])
+        if config is None or config[0] is not topic:
+            config = (topic, self._topic_config(topic))
+            self._pending_configs[key[0]] = config
+        if not self._pending:
+            self._pending_configs.clear()
+        return self._materialize_one(topic, key[1], topic.partitions[key[1]], config[1], True)
+
+    def _create_now(self, key: tuple[str, int]) -> Partition | None:
+        """A request wants a partition whose log is still pending: create it now."""
+        if self._stopped:
+            return None
+        if self._create_one_pending(key) and self.offline_listener is not None:
+            self.offline_listener()
+        return self._partitions.get(key)
+
+    def _create_all_pending(self) -> None:
+        if self._stopped:
+            return
+        went_offline = False
+        while self._pending:
+            went_offline |= self._create_one_pending(next(iter(self._pending)))
         if went_offline and self.offline_listener is not None:
             self.offline_listener()
 
@@ -135,6 +240,7 @@ class ReplicaManager:
         is deleted, as Kafka's StopReplica with delete=true; at start-up (`is_new` false) a
         copy left on disk by a move completed while this broker was down goes too."""
         key = (topic, index)
+        self._pending.pop(key, None)
         if key in self._partitions:
             log.info("%s-%d: no longer assigned to broker %d: stopping the replica and "
                      "deleting its log", topic, index, self.broker_id)
@@ -176,10 +282,10 @@ class ReplicaManager:
             return
         topic = self.store.topic(name)
         if topic is None:
-            if any(key[0] == name for key in (*self._partitions, *self.offline)):
+            if any(key[0] == name for key in (*self._partitions, *self.offline, *self._pending)):
                 self.remove_topic(name)
             return
-        self.materialize(topic)
+        self.materialize(topic, defer=True)
         self.reconfigure(topic)  # topic configs changed by another broker reach us here
 
     def _apply_state(self, partition: Partition, state: Any) -> None:
@@ -255,6 +361,8 @@ class ReplicaManager:
 
     def remove_topic(self, name: str) -> None:
         self.offline = {key for key in self.offline if key[0] != name}
+        for key in [k for k in self._pending if k[0] == name]:
+            del self._pending[key]
         for key in [k for k in self._partitions if k[0] == name]:
             self._remove_partition(key)
 
@@ -295,13 +403,21 @@ class ReplicaManager:
         return False
 
     def partitions(self) -> Iterable[Partition]:
+        """Every partition hosted here (the pending ones' logs are created first)."""
+        if self._pending:
+            self._create_all_pending()
         return self._partitions.values()
 
     def get(self, topic: str, index: int) -> Partition | None:
-        return self._partitions.get((topic, index))
+        partition = self._partitions.get((topic, index))
+        if partition is None and self._pending:
+            key = (topic, index)
+            if key in self._pending:
+                return self._create_now(key)
+        return partition
 
     def leader_partition(self, topic: str, index: int) -> Partition:
-        partition = self._partitions.get((topic, index))
+        partition = self.get(topic, index)
         if partition is None:
             if (topic, index) in self.offline:
                 raise PartitionError(ErrorCode.kafka_storage_error)
@@ -316,7 +432,7 @@ class ReplicaManager:
     def readable_partition(self, topic: str, index: int, follower_ok: bool) -> Partition:
         """The partition a fetch reads: the leader's, or with `follower_ok` (a consumer's
         Fetch v11+, KIP-392) a follower's replica too."""
-        partition = self._partitions.get((topic, index))
+        partition = self.get(topic, index)
         if follower_ok and partition is not None and not partition.is_leader:
             return partition
         return self.leader_partition(topic, index)

@@ -146,7 +146,7 @@ class TopicAdmin:
                 ErrorCode.topic_already_exists,
                 f"Topic '{name}' already exists.",
             ) from None
-        self.replicas.materialize(topic)
+        self.replicas.materialize(topic, defer=True)
         log.info(
             "created topic %s with %d partitions, replication factor %d",
             name,
@@ -222,7 +222,7 @@ class TopicAdmin:
                 replicas=r, leader=r[0], leader_epoch=0, isr=list(r)
             )
         await self.store.update_topic(topic)
-        self.replicas.materialize(topic)
+        self.replicas.materialize(topic, defer=True)
         log.info("topic %s now has %d partitions", name, count)
 
     async def set_configs(self, name: str, overrides: dict[str, str]) -> None:

@@ -424,8 +424,9 @@ class ZkMetadataStore:
         partitions = {}
         adding = doc.get("adding_replicas") or {}
         removing = doc.get("removing_replicas") or {}
+        states = self._read_states(name, [int(p) for p in doc["partitions"]])
         for p, replicas in doc["partitions"].items():
-            state = self._read_state(name, int(p))
+            state = states[int(p)]
             partitions[int(p)] = PartitionState(
                 replicas=list(replicas),
                 leader=state.get("leader", -1),
@@ -471,11 +472,19 @@ class ZkMetadataStore:
             except NoNodeError:
                 return None
 
-    def _read_state(self, name: str, index: int) -> dict[str, Any]:
-        try:
-            return json.loads(self._zk.get(f"/brokers/topics/{name}/partitions/{index}/state")[0])
-        except NoNodeError:
-            return {}
+    def _read_states(self, name: str, indexes: list[int]) -> dict[int, dict[str, Any]]:
+        """The state znodes of a topic's partitions, read pipelined (all requests sent, then
+        the answers collected): one round trip per partition made reading a topic of
+        thousands of partitions take seconds."""
+        pending = [(i, self._zk.get_async(f"/brokers/topics/{name}/partitions/{i}/state"))
+                   for i in indexes]
+        out: dict[int, dict[str, Any]] = {}
+        for i, result in pending:
+            try:
+                out[i] = json.loads(result.get()[0])
+            except NoNodeError:
+                out[i] = {}
+        return out
 
     def _set_topic(self, topic: TopicState, version: int | None = None) -> None:
         if version is not None:
@@ -501,6 +510,11 @@ class ZkMetadataStore:
         state = topic.partitions[index]
         if doc.get("leader_epoch", 0) < state.leader_epoch:
             return  # never go back to an older leadership
+        if (doc["leader"], doc["leader_epoch"], doc["isr"]) == (
+                state.leader, state.leader_epoch, state.isr):
+            # Nothing new (the watch's first reading, of what the topic read already held):
+            # telling the listeners would re-apply the whole topic once per partition.
+            return
         state.leader = doc["leader"]
         state.leader_epoch = doc["leader_epoch"]
         state.isr = list(doc["isr"])
@@ -715,8 +729,10 @@ class ZkMetadataStore:
         self._zk.set(
             f"/config/topics/{topic.name}", _dumps({"version": 1, "config": topic.configs})
         )
-        for p, s in topic.partitions.items():
-            if not self._zk.exists(f"{base}/partitions/{p}/state"):
+        exists = [(p, s, self._zk.exists_async(f"{base}/partitions/{p}/state"))
+                  for p, s in topic.partitions.items()]  # pipelined, not a round trip each
+        for p, s, found in exists:
+            if not found.get():
                 self._zk.create(f"{base}/partitions/{p}/state", _state_doc(s), makepath=True)
         while True:
             data, stat = self._zk.get(base)

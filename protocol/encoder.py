@@ -76,6 +76,27 @@ class _Buffer(io.BytesIO):
         self.truncate()
 
 
+class Encoded(dict[str, Any]):
+    """A nested entity's dict together with its bytes, encoded once for reuse (a handler's
+    cached response piece: Metadata's topics). The encoder writes the bytes as they are; to
+    everything else (kio's `build`, the encoder check) it is the dict it was made from."""
+
+    __slots__ = ("data", "errors")
+
+    def __init__(self, fields: Mapping[str, Any], data: bytes, errors: list[int]) -> None:
+        super().__init__(fields)
+        self.data = data
+        self.errors = errors
+
+
+def encode_entity(entity: type[Entity], fields: Mapping[str, Any]) -> Encoded:
+    """`fields` as an `Encoded` of `entity` (a nested entity of some response version)."""
+    buf = _Buffer()
+    entity_step(entity)(buf, fields)
+    buf.parts.append(buf.getvalue())
+    return Encoded(fields, b"".join(buf.parts), buf.errors)
+
+
 def encode_response(
     entity: type[Entity], data: Mapping[str, Any]
 ) -> tuple[list[Part], list[int]]:
@@ -95,6 +116,10 @@ def entity_step(entity: type[Entity]) -> Step:
     kio_write = entity_writer(entity)
 
     def write_entity(buf: _Buffer, data: Any) -> None:
+        if type(data) is Encoded:  # written before: its bytes
+            buf.write(data.data)
+            buf.errors.extend(data.errors)
+            return
         if not isinstance(data, Mapping):  # a kio instance the handler built itself
             kio_write(buf, data)
             return

@@ -5,9 +5,14 @@ from __future__ import annotations
 import logging
 import uuid
 from collections.abc import Callable
+from functools import cache as memoize
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
+from samsa.protocol.codec import response_type
+from samsa.protocol.encoder import Encoded, encode_entity
 from samsa.protocol.errors import ErrorCode
+from samsa.protocol.kio_adapter import Entity, schema_fields
 
 from ..context import RequestContext
 from ..metadata_store import TopicState
@@ -20,6 +25,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+METADATA_KEY = 3
 OfflineReplicas = dict[int, set[tuple[str, int]]]  # broker id -> its replicas in failed dirs
 
 
@@ -73,6 +79,11 @@ async def handle_metadata(ctx: RequestContext, request: MetadataRequest) -> dict
     # v6 on (a configuration error to diagnose), LEADER_NOT_AVAILABLE before.
     no_listener = ErrorCode.listener_not_found if version >= 6 else ErrorCode.leader_not_available
     with_operations = bool(field(request, "include_topic_authorized_operations", False))
+    # Topic entries encoded before, for this version and listener (broker/metadata_cache.py).
+    cache = ctx.services.metadata_cache
+    if cache is not None:
+        cache.check_offline(ctx.replicas.offline)
+    topic_entity = _topic_entity(version)
     for name in names:
         if name is not None and name not in describable:
             # Not even whether it exists is told (a topic id is no secret: it is echoed).
@@ -90,11 +101,17 @@ async def handle_metadata(ctx: RequestContext, request: MetadataRequest) -> dict
                 continue
             topics_out.append(await _missing_topic(ctx, name, allow_create))
             continue
-        out = _topic(topic, online, reachable, no_listener)
-        if with_operations:  # KIP-430
+        if with_operations:  # KIP-430: the principal's own, so not from the cache
+            out = _topic(topic, online, reachable, no_listener)
             out["topic_authorized_operations"] = ctx.authorized_operations(ResourceType.TOPIC,
                                                                            topic.name)
-        topics_out.append(out)
+            topics_out.append(out)
+            continue
+        if cache is None:
+            topics_out.append(_topic(topic, online, reachable, no_listener))
+            continue
+        topics_out.append(cache.entry(topic.name, version, ctx.listener, partial(
+            _encoded_topic, topic_entity, topic, online, reachable, no_listener)))
     cluster: dict[str, Any] = {}
     if field(request, "include_cluster_authorized_operations", False):  # v8-10 (KIP-430)
         cluster["cluster_authorized_operations"] = (
@@ -115,6 +132,15 @@ async def handle_metadata(ctx: RequestContext, request: MetadataRequest) -> dict
         "topics": topics_out,
         "error_code": ErrorCode.none,  # v13+: a top-level error (none here)
     }
+
+
+@memoize
+def _topic_entity(version: int) -> type[Entity]:
+    """The Metadata response's topic entity at `version`."""
+    for f in schema_fields(response_type(METADATA_KEY, version)):
+        if f.name == "topics" and f.entity is not None:
+            return f.entity
+    raise LookupError(f"Metadata v{version} has no topics")
 
 
 def _may_create(ctx: RequestContext, name: str) -> bool:
@@ -166,6 +192,12 @@ async def _missing_topic(ctx: RequestContext, name: str | None, allow_create: bo
             log.warning("auto-creation of topic %s failed: %s", name, exc.message)
     return {"error_code": ErrorCode.leader_not_available, "name": name,
             "is_internal": name in INTERNAL_TOPICS, "partitions": []}
+
+
+def _encoded_topic(entity: type[Entity], topic: TopicState,
+                   online: Callable[[int, tuple[str, int]], bool], reachable: set[int],
+                   no_listener: ErrorCode) -> Encoded:
+    return encode_entity(entity, _topic(topic, online, reachable, no_listener))
 
 
 def _topic(topic: TopicState, online: Callable[[int, tuple[str, int]], bool],
