@@ -94,7 +94,12 @@ def encode_entity(entity: type[Entity], fields: Mapping[str, Any]) -> Encoded:
     buf = _Buffer()
     entity_step(entity)(buf, fields)
     buf.parts.append(buf.getvalue())
-    return Encoded(fields, b"".join(buf.parts), buf.errors)
+    data = bytearray()
+    for part in buf.parts:
+        if not isinstance(part, bytes | memoryview):  # a Region is sent from its file
+            raise TypeError("an encoded entity cannot hold records sent from a file")
+        data += part
+    return Encoded(fields, bytes(data), buf.errors)
 
 
 def encode_response(
