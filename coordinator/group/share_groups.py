@@ -132,6 +132,8 @@ class ShareGroups(GroupCoordinatorParts):
             return response
         except GroupError as exc:
             message = str(exc.args[0]) if exc.args else None
+            if message == str(int(exc.error_code)):
+                message = None
             log.info("ShareGroupHeartbeat of member %r (epoch %d) in group %r: %s %s",
                      member_id, member_epoch, group_id, exc.error_code.name, message or "")
             return _error(exc.error_code, message)
@@ -150,7 +152,6 @@ class ShareGroups(GroupCoordinatorParts):
                                  f"The share group has reached its maximum capacity of "
                                  f"{self.share_max_size} members.")
             member = group.members[member_id] = ShareMember(member_id)
-            group.group_epoch += 1
         elif member_epoch not in (0, member.member_epoch, member.previous_member_epoch):
             # Kafka: a member may be one epoch behind (the answer that bumped it was lost)
             raise GroupError(ErrorCode.fenced_member_epoch,
@@ -162,7 +163,7 @@ class ShareGroups(GroupCoordinatorParts):
         if names is not None and sorted(names) != sorted(member.subscribed_topic_names):
             member.subscribed_topic_names = sorted(set(names))
             group.offsets_topics.update(names)
-            group.group_epoch += 1
+            group.group_epoch += 1  # once for a member joining with its subscription
         self._share_reassign(group)
         send_assignment = member_epoch == 0 or member.member_epoch != group.assignment_epoch
         if member.member_epoch != group.assignment_epoch:
