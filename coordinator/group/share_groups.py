@@ -272,9 +272,9 @@ class ShareGroups(GroupCoordinatorParts):
     def _share_records(self, group: ShareGroup) -> dict[bytes, bytes]:
         """All of the group's records as they should be in `__consumer_offsets` now."""
         gid = group.group_id
-        out = {sr.share_key(sr.GROUP_METADATA, gid): sr.epoch_value(group.group_epoch),
+        out = {sr.share_key(sr.GROUP_METADATA, gid): sr.group_metadata_value(group.group_epoch),
                sr.share_key(sr.TARGET_ASSIGNMENT_METADATA, gid):
-                   sr.epoch_value(group.assignment_epoch)}
+                   sr.target_metadata_value(group.assignment_epoch)}
         for m in group.members.values():
             mid = m.member_id
             out[sr.share_key(sr.MEMBER_METADATA, gid, mid)] = sr.member_metadata_value(m)

@@ -4,8 +4,10 @@ A key is its record type (int16: 10 ShareGroupMemberMetadata, 11 ShareGroupMetad
 12 ShareGroupTargetAssignmentMetadata, 13 ShareGroupTargetAssignmentMember,
 14 ShareGroupCurrentMemberAssignment, 15 ShareGroupStatePartitionMetadata) followed by the
 non-flexible key struct; a value is int16 version 0 followed by the flexible value struct; a
-null value is a tombstone. Type 9 (ShareGroupPartitionMetadata, no longer written by Kafka) is
-read and ignored, as are tagged fields (ShareGroupMetadata's metadata hash).
+null value is a tombstone. Type 9 (ShareGroupPartitionMetadata, gone from Kafka 4.3) is read
+and ignored, as are tagged fields; ShareGroupMetadata's MetadataHash (Kafka's hash of the
+subscribed topics' metadata, to see them change) is written 0: the topics' metadata is taken
+from the cluster's when the group is loaded.
 """
 
 from __future__ import annotations
@@ -75,9 +77,17 @@ def _assignment(w: _FlexWriter, a: Assignment) -> None:
         w.no_tags()
 
 
-def epoch_value(epoch: int) -> bytes:
-    """ShareGroupMetadataValue (Epoch) or ShareGroupTargetAssignmentMetadataValue
-    (AssignmentEpoch): one int32."""
+def group_metadata_value(epoch: int) -> bytes:
+    """ShareGroupMetadataValue: Epoch, MetadataHash."""
+    w = _value()
+    w.i32(epoch)
+    w.out += bytes(8)
+    w.no_tags()
+    return bytes(w.out)
+
+
+def target_metadata_value(epoch: int) -> bytes:
+    """ShareGroupTargetAssignmentMetadataValue: AssignmentEpoch."""
     w = _value()
     w.i32(epoch)
     w.no_tags()
