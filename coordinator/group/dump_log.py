@@ -23,6 +23,7 @@ from samsa.protocol.records import (
 
 from .consumer_records import describe_consumer_record
 from .records import describe_record
+from .share_records import describe_share_record
 
 _CONTROL_TYPES = {0: "ABORT", 1: "COMMIT"}
 
@@ -87,7 +88,8 @@ def _print_records(out: TextIO, data: bytes, pos: int, h: BatchHeader, offsets_t
             ctype, epoch = parse_control_record(data, pos, h)
             line += f" endTxnMarker: {_CONTROL_TYPES.get(ctype, ctype)} coordinatorEpoch: {epoch}"
         elif offsets_topic:
-            described = (describe_consumer_record(r.key, r.value) if r.key is not None
+            described = (describe_consumer_record(r.key, r.value)
+                         or describe_share_record(r.key, r.value) if r.key is not None
                          else None)
             key, payload = described or describe_record(r.key, r.value)
             line += f" key: {key} payload: {payload}"

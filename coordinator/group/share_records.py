@@ -12,11 +12,13 @@ from the cluster's when the group is loaded.
 
 from __future__ import annotations
 
+import json
 import uuid
 from dataclasses import dataclass
+from typing import Any
 
 from .consumer_records import _flex, _FlexWriter, _read_assignment
-from .records import _Reader
+from .records import RecordFormatError, _Reader
 from .share import Assignment, ShareMember
 
 PARTITION_METADATA = 9
@@ -179,3 +181,57 @@ def decode_state_partition_metadata(buf: bytes) -> TopicPartitions:
             known = out.setdefault(tid, (name, set()))
             known[1].update(ps)
     return out
+
+
+_NAMES = {PARTITION_METADATA: "share_group_partition_metadata",
+          MEMBER_METADATA: "share_group_member_metadata",
+          GROUP_METADATA: "share_group_metadata",
+          TARGET_ASSIGNMENT_METADATA: "share_group_target_assignment_metadata",
+          TARGET_ASSIGNMENT_MEMBER: "share_group_target_assignment_member",
+          CURRENT_MEMBER_ASSIGNMENT: "share_group_current_member_assignment",
+          STATE_PARTITION_METADATA: "share_group_state_partition_metadata"}
+
+
+def _assignment_json(a: Assignment) -> list[dict[str, Any]]:
+    return [{"topicId": str(t), "partitions": sorted(ps)} for t, ps in
+            sorted(a.items(), key=lambda kv: str(kv[0]))]
+
+
+def describe_share_record(k: bytes, value: bytes | None) -> tuple[str, str] | None:
+    """Readable key and payload of a share group record (dump-log); None for other keys."""
+    try:
+        sk = decode_share_key(k)
+    except (RecordFormatError, UnicodeDecodeError):
+        return None
+    if sk is None:
+        return None
+    kd: dict[str, Any] = {"type": _NAMES[sk.type], "group": sk.group}
+    if sk.member is not None:
+        kd["member"] = sk.member
+    if value is None:
+        return json.dumps(kd, separators=(",", ":")), "<DELETE>"
+    try:
+        vd: dict[str, Any]
+        m = ShareMember(sk.member or "")
+        if sk.type in (GROUP_METADATA, TARGET_ASSIGNMENT_METADATA):
+            vd = {"epoch": decode_epoch(value)}
+        elif sk.type == MEMBER_METADATA:
+            decode_member_metadata(value, m)
+            vd = {"rackId": m.rack_id, "clientId": m.client_id, "clientHost": m.client_host,
+                  "subscribedTopicNames": m.subscribed_topic_names}
+        elif sk.type == TARGET_ASSIGNMENT_MEMBER:
+            vd = {"topicPartitions": _assignment_json(decode_target_member(value))}
+        elif sk.type == CURRENT_MEMBER_ASSIGNMENT:
+            decode_current_assignment(value, m)
+            vd = {"memberEpoch": m.member_epoch, "previousMemberEpoch": m.previous_member_epoch,
+                  "assignedPartitions": _assignment_json(m.assigned)}
+        elif sk.type == STATE_PARTITION_METADATA:
+            vd = {"initializedTopics": [
+                {"topicId": str(t), "topicName": n, "partitions": sorted(ps)}
+                for t, (n, ps) in sorted(decode_state_partition_metadata(value).items(),
+                                         key=lambda kv: kv[1][0])]}
+        else:
+            vd = {"bytes": len(value)}
+    except (RecordFormatError, UnicodeDecodeError, ValueError) as exc:
+        return json.dumps(kd, separators=(",", ":")), f"<undecodable value: {exc}>"
+    return json.dumps(kd, separators=(",", ":")), json.dumps(vd, separators=(",", ":"))

@@ -9,9 +9,12 @@ records in `__consumer_offsets` are replayed after a restart too."""
 from __future__ import annotations
 
 import base64
+import io
 import time
 import uuid
+from pathlib import Path
 
+from samsa.coordinator.group.dump_log import dump_segment
 from samsa.coordinator.share.coordinator import coordinator_key
 from tests.groups.test_share_fetch_wire import SHARE, setup_share_group
 from tests.protocol.wire import WireClient
@@ -288,6 +291,11 @@ def test_share_group_records_survive_a_restart(broker_factory):
             f'"{topic}","partitions":[0]}}],"deletingTopics":[]}}}}',
             f'{{"type":"11","data":{{"groupId":"{group}"}}}} payload: <DELETE>'):
         assert record in res.stdout, res.stdout
+    out = io.StringIO()  # and `samsa dump-log`
+    dump_segment(Path(segment), out)
+    assert f'"type":"share_group_current_member_assignment","group":"{group}","member":' \
+        f'"{m1}"}} payload: {{"memberEpoch":2,"previousMemberEpoch":1,' in out.getvalue()
+    assert f'"initializedTopics":[{{"topicId":"{tid}","topicName":"{topic}"' in out.getvalue()
     b.kill9()
     b.start()
     with WireClient(b.bootstrap) as w:
