@@ -28,9 +28,11 @@ from .share_records import describe_share_record
 _CONTROL_TYPES = {0: "ABORT", 1: "COMMIT"}
 
 
-def dump_segment(path: Path, out: TextIO = sys.stdout, *, deep: bool = False,
+def dump_segment(path: Path, out: TextIO | None = None, *, deep: bool = False,
                  print_data: bool = False) -> int:
-    """Print one segment; returns the number of batches."""
+    """Print one segment (to `out`, by default the current sys.stdout); returns the number of
+    batches."""
+    out = sys.stdout if out is None else out
     data = path.read_bytes()
     offsets_topic = re.fullmatch(r"__consumer_offsets-\d+", path.resolve().parent.name) is not None
     deep = deep or print_data or offsets_topic
