@@ -162,7 +162,7 @@ async def handle_delete_groups(ctx: RequestContext, request: DeleteGroupsRequest
         else:
             code = await _delete_share_state(ctx, g)
             if code == ErrorCode.none:
-                code = coordinator.delete_group(g)
+                code = await coordinator.delete_group(g)
         results.append({"group_id": g, "error_code": code})
     return {"throttle_time": 0, "results": results}
 

@@ -43,7 +43,7 @@ async def handle_share_group_heartbeat(
         if denied:
             return error(ErrorCode.topic_authorization_failed,
                          f"Unauthorized topics: {', '.join(sorted(denied))}")
-    result = ctx.groups.share_group_heartbeat(
+    result = await ctx.groups.share_group_heartbeat(
         request.group_id, request.member_id, request.member_epoch, request.rack_id,
         list(names) if names is not None else None, ctx.client_id or "",
         "/" + ctx.client_host)

@@ -145,7 +145,8 @@ async def handle_alter_share_group_offsets(
                                                summary.state_epoch + 1, p.start_offset)
                     group = ctx.groups.share_group_of(request.group_id)
                     if group is not None:
-                        group.offsets_topics.add(t.topic_name)
+                        await ctx.groups.update_share_offsets_topics(group, {t.topic_name},
+                                                                     set())
                     log.info("share group %s: %s-%d starts at offset %d now",
                              request.group_id, t.topic_name, p.partition_index, p.start_offset)
                 except (ShareStateError, GroupError) as exc:
@@ -186,7 +187,7 @@ async def handle_delete_share_group_offsets(
                 await persister.delete(request.group_id, info[0], p)
             group = ctx.groups.share_group_of(request.group_id)
             if group is not None:
-                group.offsets_topics.discard(t.topic_name)
+                await ctx.groups.update_share_offsets_topics(group, set(), {t.topic_name})
         except (ShareStateError, GroupError) as exc:
             item["error_code"] = exc.error_code
             item["error_message"] = getattr(exc, "message", None)

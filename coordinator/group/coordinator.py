@@ -50,6 +50,7 @@ from .records import (
 )
 from .share import ShareGroup
 from .share_groups import ShareGroups
+from .share_records import decode_share_key
 
 log = logging.getLogger(__name__)
 
@@ -212,6 +213,7 @@ class GroupCoordinator(GroupMembership, GroupOffsets, ConsumerGroups, ShareGroup
                 elif group.state_timestamp < 0:
                     group.state_timestamp = now
             self._consumer_groups_loaded(p)
+            self._share_groups_loaded(p)
             self.loaded.add(p)
             log.info("loaded %s-%d (%d records) in %.0f ms", OFFSETS_TOPIC, p, count,
                      (time.monotonic() - started) * 1000)
@@ -229,6 +231,10 @@ class GroupCoordinator(GroupMembership, GroupOffsets, ConsumerGroups, ShareGroup
             ck = decode_consumer_key(key)
             if ck is not None:
                 self._replay_consumer(p, ck, value)
+                return
+            sk = decode_share_key(key)
+            if sk is not None:
+                self._replay_share(p, sk, value)
             return
         if isinstance(k, OffsetKey):
             group = self._group_for_replay(k.group, p)
@@ -374,18 +380,14 @@ class GroupCoordinator(GroupMembership, GroupOffsets, ConsumerGroups, ShareGroup
             ],
         }
 
-    def delete_group(self, group_id: str) -> ErrorCode:
+    async def delete_group(self, group_id: str) -> ErrorCode:
         try:
             p = self.coordinator_partition(group_id)
         except GroupError as exc:
             return exc.error_code
         share_group = self.share_groups.get(group_id)
-        if share_group is not None:  # only an empty one (no records of it are kept yet)
-            if share_group.members:
-                return ErrorCode.non_empty_group
-            share_group.dead = True
-            del self.share_groups[group_id]
-            return ErrorCode.none
+        if share_group is not None:
+            return await self.delete_share_group(share_group)
         group = self.groups.get(group_id)
         consumer_group = self.consumer_groups.get(group_id)
         if consumer_group is not None:

@@ -23,13 +23,16 @@ from samsa.protocol.records import (
 
 from .consumer_records import describe_consumer_record
 from .records import describe_record
+from .share_records import describe_share_record
 
 _CONTROL_TYPES = {0: "ABORT", 1: "COMMIT"}
 
 
-def dump_segment(path: Path, out: TextIO = sys.stdout, *, deep: bool = False,
+def dump_segment(path: Path, out: TextIO | None = None, *, deep: bool = False,
                  print_data: bool = False) -> int:
-    """Print one segment; returns the number of batches."""
+    """Print one segment (to `out`, by default the current sys.stdout); returns the number of
+    batches."""
+    out = sys.stdout if out is None else out
     data = path.read_bytes()
     offsets_topic = re.fullmatch(r"__consumer_offsets-\d+", path.resolve().parent.name) is not None
     deep = deep or print_data or offsets_topic
@@ -87,7 +90,8 @@ def _print_records(out: TextIO, data: bytes, pos: int, h: BatchHeader, offsets_t
             ctype, epoch = parse_control_record(data, pos, h)
             line += f" endTxnMarker: {_CONTROL_TYPES.get(ctype, ctype)} coordinatorEpoch: {epoch}"
         elif offsets_topic:
-            described = (describe_consumer_record(r.key, r.value) if r.key is not None
+            described = (describe_consumer_record(r.key, r.value)
+                         or describe_share_record(r.key, r.value) if r.key is not None
                          else None)
             key, payload = described or describe_record(r.key, r.value)
             line += f" key: {key} payload: {payload}"

@@ -37,6 +37,7 @@ class ShareMember:
     client_host: str = ""
     subscribed_topic_names: list[str] = field(default_factory=list)
     member_epoch: int = 0
+    previous_member_epoch: int = 0
     assigned: Assignment = field(default_factory=dict)
     session_timer: asyncio.TimerHandle | None = None
 
@@ -53,6 +54,9 @@ class ShareGroup:
     # the topics whose share-partitions the group may have state of (subscribed to since it
     # was created here, or given offsets): DescribeShareGroupOffsets without topics lists them
     offsets_topics: set[str] = field(default_factory=set)
+    # the group's records as last written to `__consumer_offsets` (key -> value): a change
+    # writes what differs from them
+    persisted: dict[bytes, bytes] = field(default_factory=dict)
 
     def state(self) -> ShareGroupState:
         if self.dead:

@@ -1,8 +1,10 @@
 """Share groups (KIP-932): ShareGroupHeartbeat and ShareGroupDescribe, for `GroupCoordinator`.
 
-Membership only, kept in memory by the coordinator of the group's `__consumer_offsets`
-partition (its records are not written yet: a coordinator move forgets the members, which
-re-join with epoch 0 after their heartbeat is answered with an unknown member id).
+Kept by the coordinator of the group's `__consumer_offsets` partition and written there as
+Kafka's share-group records (share_records.py): a change is answered once the ISR has its
+records, and the next coordinator of the partition replays them (members, epochs,
+assignments and the topics the group has share-partition state of), so the members heartbeat
+on to it.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from typing import Any
 
 from samsa.protocol.errors import ErrorCode
 
+from . import share_records as sr
 from .common import GroupCoordinatorParts, GroupError, listed_groups
 from .share import (
     LEAVE_GROUP_MEMBER_EPOCH,
@@ -26,6 +29,20 @@ from .share import (
 )
 
 log = logging.getLogger(__name__)
+
+Records = list[tuple[bytes, bytes | None]]
+# the order a change's records are written in: a member's tombstones first, the group's last
+_UPSERT_ORDER = {t: i for i, t in enumerate((
+    sr.MEMBER_METADATA, sr.GROUP_METADATA, sr.TARGET_ASSIGNMENT_MEMBER,
+    sr.TARGET_ASSIGNMENT_METADATA, sr.CURRENT_MEMBER_ASSIGNMENT, sr.STATE_PARTITION_METADATA))}
+_TOMBSTONE_ORDER = {t: i for i, t in enumerate((
+    sr.CURRENT_MEMBER_ASSIGNMENT, sr.TARGET_ASSIGNMENT_MEMBER, sr.MEMBER_METADATA,
+    sr.STATE_PARTITION_METADATA, sr.TARGET_ASSIGNMENT_METADATA, sr.GROUP_METADATA))}
+
+
+def _key_type(k: bytes) -> int:
+    return int.from_bytes(k[:2], "big", signed=True)
+
 
 def _error(code: ErrorCode, message: str | None = None) -> dict[str, Any]:
     return {"error_code": code, "error_message": message, "member_id": None,
@@ -89,10 +106,11 @@ class ShareGroups(GroupCoordinatorParts):
         group = self.share_groups[group_id] = ShareGroup(group_id, p)
         return group
 
-    def share_group_heartbeat(self, group_id: str, member_id: str, member_epoch: int,
-                              rack_id: str | None, names: list[str] | None, client_id: str,
-                              client_host: str) -> dict[str, Any]:
-        """One ShareGroupHeartbeat, as Kafka's GroupMetadataManager.shareGroupHeartbeat."""
+    async def share_group_heartbeat(self, group_id: str, member_id: str, member_epoch: int,
+                                    rack_id: str | None, names: list[str] | None,
+                                    client_id: str, client_host: str) -> dict[str, Any]:
+        """One ShareGroupHeartbeat, as Kafka's GroupMetadataManager.shareGroupHeartbeat:
+        answered once the records of what it changed are replicated."""
         try:
             if not group_id:
                 raise GroupError(ErrorCode.invalid_request, "GroupId can't be empty.")
@@ -106,18 +124,23 @@ class ShareGroups(GroupCoordinatorParts):
                                  f"MemberEpoch is invalid: {member_epoch}.")
             p = self.coordinator_partition(group_id)
             if member_epoch == LEAVE_GROUP_MEMBER_EPOCH:
-                return self._share_leave(group_id, member_id)
-            return self._share_heartbeat(p, group_id, member_id, member_epoch, rack_id, names,
-                                         client_id, client_host)
+                group, response = self._share_leave(group_id, member_id)
+            else:
+                group, response = self._share_heartbeat(p, group_id, member_id, member_epoch,
+                                                        rack_id, names, client_id, client_host)
+            await self._write_share_group(group)
+            return response
         except GroupError as exc:
             message = str(exc.args[0]) if exc.args else None
+            if message == str(int(exc.error_code)):
+                message = None
             log.info("ShareGroupHeartbeat of member %r (epoch %d) in group %r: %s %s",
                      member_id, member_epoch, group_id, exc.error_code.name, message or "")
             return _error(exc.error_code, message)
 
     def _share_heartbeat(self, p: int, group_id: str, member_id: str, member_epoch: int,
                          rack_id: str | None, names: list[str] | None, client_id: str,
-                         client_host: str) -> dict[str, Any]:
+                         client_host: str) -> tuple[ShareGroup, dict[str, Any]]:
         group = self._share_group(group_id, p, create=member_epoch == 0)
         member = group.members.get(member_id)
         if member is None:
@@ -129,9 +152,8 @@ class ShareGroups(GroupCoordinatorParts):
                                  f"The share group has reached its maximum capacity of "
                                  f"{self.share_max_size} members.")
             member = group.members[member_id] = ShareMember(member_id)
-            group.group_epoch += 1
-        elif member_epoch not in (0, member.member_epoch):
-            # Kafka: a share member's epoch may be behind only by what the group moved since
+        elif member_epoch not in (0, member.member_epoch, member.previous_member_epoch):
+            # Kafka: a member may be one epoch behind (the answer that bumped it was lost)
             raise GroupError(ErrorCode.fenced_member_epoch,
                              f"The share group member has an epoch {member_epoch} that is not "
                              f"its current epoch {member.member_epoch}.")
@@ -141,13 +163,15 @@ class ShareGroups(GroupCoordinatorParts):
         if names is not None and sorted(names) != sorted(member.subscribed_topic_names):
             member.subscribed_topic_names = sorted(set(names))
             group.offsets_topics.update(names)
-            group.group_epoch += 1
+            group.group_epoch += 1  # once for a member joining with its subscription
         self._share_reassign(group)
         send_assignment = member_epoch == 0 or member.member_epoch != group.assignment_epoch
-        member.member_epoch = group.assignment_epoch
+        if member.member_epoch != group.assignment_epoch:
+            member.previous_member_epoch = member.member_epoch
+            member.member_epoch = group.assignment_epoch
         member.assigned = group.target.get(member_id, {})
         self._schedule_share_session(group, member)
-        return {"error_code": ErrorCode.none, "error_message": None, "member_id": member_id,
+        return group, {"error_code": ErrorCode.none, "error_message": None, "member_id": member_id,
                 "member_epoch": member.member_epoch,
                 "heartbeat_interval": self.share_heartbeat_ms,
                 "assignment": _wire_assignment(member.assigned) if send_assignment else None}
@@ -162,14 +186,15 @@ class ShareGroups(GroupCoordinatorParts):
             group.target = target
             group.assignment_epoch = group.group_epoch
 
-    def _share_leave(self, group_id: str, member_id: str) -> dict[str, Any]:
+    def _share_leave(self, group_id: str,
+                     member_id: str) -> tuple[ShareGroup, dict[str, Any]]:
         group = self.share_groups.get(group_id)
         member = group.members.get(member_id) if group is not None else None
         if group is None or member is None:
             raise GroupError(ErrorCode.unknown_member_id,
                              f"Member {member_id} is not a member of group {group_id}.")
         self._remove_share_member(group, member)
-        return {"error_code": ErrorCode.none, "error_message": None, "member_id": member_id,
+        return group, {"error_code": ErrorCode.none, "error_message": None, "member_id": member_id,
                 "member_epoch": LEAVE_GROUP_MEMBER_EPOCH, "heartbeat_interval": 0,
                 "assignment": None}
 
@@ -197,6 +222,12 @@ class ShareGroups(GroupCoordinatorParts):
         log.info("member %s of share group %s fenced (session timeout)", member_id,
                  group.group_id)
         self._remove_share_member(group, member)
+        try:
+            self._append(group.partition, self._share_changes(group))
+        except GroupError as exc:
+            group.persisted.clear()  # written whole next time
+            log.warning("could not write the removal of member %s of share group %s: %d",
+                        member_id, group.group_id, exc.error_code)
 
     def describe_share_group(self, group_id: str) -> dict[str, Any]:
         """A ShareGroupDescribe group entry, as Kafka's ShareGroup.asDescribedGroup."""
@@ -236,3 +267,124 @@ class ShareGroups(GroupCoordinatorParts):
                         m.session_timer.cancel()
                 group.dead = True
                 del self.share_groups[group_id]
+
+    # ------------------------------------------------------------------ records
+    def _share_records(self, group: ShareGroup) -> dict[bytes, bytes]:
+        """All of the group's records as they should be in `__consumer_offsets` now."""
+        gid = group.group_id
+        out = {sr.share_key(sr.GROUP_METADATA, gid): sr.group_metadata_value(group.group_epoch),
+               sr.share_key(sr.TARGET_ASSIGNMENT_METADATA, gid):
+                   sr.target_metadata_value(group.assignment_epoch)}
+        for m in group.members.values():
+            mid = m.member_id
+            out[sr.share_key(sr.MEMBER_METADATA, gid, mid)] = sr.member_metadata_value(m)
+            out[sr.share_key(sr.CURRENT_MEMBER_ASSIGNMENT, gid, mid)] = \
+                sr.current_assignment_value(m)
+        for mid, a in group.target.items():
+            out[sr.share_key(sr.TARGET_ASSIGNMENT_MEMBER, gid, mid)] = sr.target_member_value(a)
+        initialized: sr.TopicPartitions = {}
+        for name in group.offsets_topics:
+            info = self.topics_view.topic_info(name)
+            if info is not None:
+                initialized[info[0]] = (name, set(range(info[1])))
+        if initialized:
+            out[sr.share_key(sr.STATE_PARTITION_METADATA, gid)] = \
+                sr.state_partition_metadata_value(initialized)
+        return out
+
+    def _share_changes(self, group: ShareGroup, deleted: bool = False) -> Records:
+        """The records that take `__consumer_offsets` from what was last written of the group
+        to its state now (to nothing when `deleted`); that state counts as written from now."""
+        now = {} if deleted else self._share_records(group)
+        old = group.persisted
+        upserts = sorted((k for k, v in now.items() if old.get(k) != v),
+                         key=lambda k: _UPSERT_ORDER[_key_type(k)])
+        tombstones = sorted((k for k in old if k not in now),
+                            key=lambda k: _TOMBSTONE_ORDER[_key_type(k)])
+        group.persisted = now
+        member_tombstones = [k for k in tombstones if _key_type(k) in sr._WITH_MEMBER]
+        group_tombstones = [k for k in tombstones if _key_type(k) not in sr._WITH_MEMBER]
+        out: Records = [(k, None) for k in member_tombstones]
+        out += [(k, now[k]) for k in upserts]
+        out += [(k, None) for k in group_tombstones]
+        return out
+
+    async def _write_share_group(self, group: ShareGroup, deleted: bool = False) -> None:
+        """Write what changed in the group, replicated; GroupError when it was not."""
+        records = self._share_changes(group, deleted)
+        if not records:
+            return
+        try:
+            await self._append_replicated(group.partition, records)
+        except GroupError:
+            group.persisted.clear()  # unknown what holds: written whole next time
+            raise
+        if group.partition not in self.loaded:
+            raise GroupError(ErrorCode.not_coordinator)
+
+    async def update_share_offsets_topics(self, group: ShareGroup, added: set[str],
+                                          removed: set[str]) -> None:
+        """The topics the group has share-partition state of changed (AlterShareGroupOffsets,
+        DeleteShareGroupOffsets): written as its ShareGroupStatePartitionMetadata."""
+        group.offsets_topics.update(added)
+        group.offsets_topics.difference_update(removed)
+        await self._write_share_group(group)
+
+    async def delete_share_group(self, group: ShareGroup) -> ErrorCode:
+        """DeleteGroups of an empty share group: tombstones of all its records."""
+        if group.members:
+            return ErrorCode.non_empty_group
+        try:
+            await self._write_share_group(group, deleted=True)
+        except GroupError as exc:
+            return exc.error_code
+        group.dead = True
+        if self.share_groups.get(group.group_id) is group:
+            del self.share_groups[group.group_id]
+        return ErrorCode.none
+
+    # ------------------------------------------------------------------ loading
+    def _replay_share(self, p: int, k: sr.ShareKey, value: bytes | None) -> None:
+        group = self.share_groups.get(k.group)
+        if value is None:
+            if group is None:
+                return
+            if k.type == sr.GROUP_METADATA:
+                del self.share_groups[k.group]
+            elif k.type == sr.MEMBER_METADATA and k.member is not None:
+                group.members.pop(k.member, None)
+            elif k.type == sr.TARGET_ASSIGNMENT_MEMBER and k.member is not None:
+                group.target.pop(k.member, None)
+            elif k.type == sr.STATE_PARTITION_METADATA:
+                group.offsets_topics.clear()
+            return
+        if k.type == sr.PARTITION_METADATA:
+            return
+        if group is None:
+            group = self.share_groups[k.group] = ShareGroup(k.group, p)
+        if k.type == sr.GROUP_METADATA:
+            group.group_epoch = sr.decode_epoch(value)
+        elif k.type == sr.TARGET_ASSIGNMENT_METADATA:
+            group.assignment_epoch = sr.decode_epoch(value)
+        elif k.type == sr.TARGET_ASSIGNMENT_MEMBER and k.member is not None:
+            group.target[k.member] = sr.decode_target_member(value)
+        elif k.type == sr.STATE_PARTITION_METADATA:
+            group.offsets_topics = {n for n, _ in sr.decode_state_partition_metadata(value)
+                                    .values()}
+        elif k.member is not None:
+            member = group.members.get(k.member)
+            if member is None:
+                member = group.members[k.member] = ShareMember(k.member)
+            if k.type == sr.MEMBER_METADATA:
+                sr.decode_member_metadata(value, member)
+            else:
+                sr.decode_current_assignment(value, member)
+
+    def _share_groups_loaded(self, p: int) -> None:
+        for group in [g for g in self.share_groups.values() if g.partition == p]:
+            group.persisted = self._share_records(group)
+            for m in group.members.values():
+                self._schedule_share_session(group, m)
+            log.info("loaded share group %s: epoch %d, assignment epoch %d, %d members",
+                     group.group_id, group.group_epoch, group.assignment_epoch,
+                     len(group.members))

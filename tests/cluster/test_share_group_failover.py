@@ -186,16 +186,16 @@ def test_kill9_of_leader_or_share_coordinator_loses_and_repeats_no_acknowledgeme
 def test_java_share_consumers_survive_a_kill9_of_the_leader(zookeeper, tmp_path, request):
     """The same with Kafka's Java KafkaShareConsumer (4.3): three consumers accept every
     record with commitSync, whose per-partition results tell which acknowledgements the leader
-    confirmed; the leader is killed mid-stream."""
+    confirmed; the leader, also the group's coordinator, is killed mid-stream."""
     cluster = Cluster(zookeeper, tmp_path, **SETTINGS).start()
     app = None
     try:
         topic, group, _ = _setup(cluster, JAVA_RECORDS)
-        # The group's coordinator must survive: share groups' membership is not durable yet
-        # (a new coordinator does not know the group, and the Java client gives up on
-        # GROUP_ID_NOT_FOUND), which is not what this test is about.
+        # The group's coordinator dies with the leader: the consumers heartbeat on to the next
+        # one, which replays the group from `__consumer_offsets` (GROUP_ID_NOT_FOUND would be
+        # fatal to them).
         victim = cluster.leaders(topic)[0]
-        while _coordinator(cluster, GROUP_KEY, group) == victim:
+        while _coordinator(cluster, GROUP_KEY, group) != victim:
             group = f"sg-{uuid.uuid4().hex[:6]}"
             _configure_group(cluster, group)
         classes = compile_java([JAVA_SRC / "ShareConsumers.java"], classpath="kafka4")

@@ -3,14 +3,18 @@ persister APIs brokers send each other (Initialize/Read/Write/DeleteShareGroupSt
 ReadShareGroupStateSummary) with Kafka's semantics: uninitialized share-partitions refused,
 written state batches combined over the earlier ones, writes of an older leader fenced once a
 newer one read, the state replayed from `__share_group_state` after a restart, deleted by a
-tombstone; and Kafka's DumpLogSegments decodes the records written."""
+tombstone; and Kafka's DumpLogSegments decodes the records written. The share groups' own
+records in `__consumer_offsets` are replayed after a restart too."""
 
 from __future__ import annotations
 
 import base64
+import io
 import time
 import uuid
+from pathlib import Path
 
+from samsa.coordinator.group.dump_log import dump_segment
 from samsa.coordinator.share.coordinator import coordinator_key
 from tests.groups.test_share_fetch_wire import SHARE, setup_share_group
 from tests.protocol.wire import WireClient
@@ -246,3 +250,61 @@ def test_delete_groups_deletes_the_share_state(broker_factory):
         assert w.call(76, 1, join).error_code == NONE
         assert _describe_offsets(w, group, topic) == -1
         assert sorted(_acquired(_fetch(w, group, m, 0, tid, wait_ms=2000))) == [0, 1]
+
+
+def test_share_group_records_survive_a_restart(broker_factory):
+    """The group's records in `__consumer_offsets` (Kafka's share-group record types, which
+    Kafka's DumpLogSegments decodes) are replayed after a kill -9: the members heartbeat on at
+    their epochs, DescribeShareGroupOffsets lists the group's topic (its
+    ShareGroupStatePartitionMetadata); DeleteGroups' tombstones delete it for good."""
+    b = broker_factory(settings={**SHARE, "offsets.topic.num.partitions": 1})
+    group, topic, m1, m2 = "sg-durable", "share-durable", uuid.uuid4().hex, uuid.uuid4().hex
+    hb = {"group_id": group, "rack_id": None, "subscribed_topic_names": None}
+    with WireClient(b.bootstrap) as w:
+        tid = setup_share_group(w, topic, group, [m1, m2])
+        r = w.call(76, 1, {**hb, "member_id": m1, "member_epoch": 1})
+        assert (r.error_code, r.member_epoch) == (NONE, 2), r
+    b.kill9()
+    b.start()
+    with WireClient(b.bootstrap) as w:
+        for m in (m1, m2):
+            r = _until_loaded(lambda m=m: w.call(76, 1, {**hb, "member_id": m, "member_epoch": 2}))
+            assert (r.error_code, r.member_epoch, r.assignment) == (NONE, 2, None), r
+        r = w.call(90, 0, {"groups": [{"group_id": group, "topics": None}]})
+        assert [t.topic_name for t in r.groups[0].topics] == [topic], r
+        for m in (m1, m2):
+            assert w.call(76, 1, {**hb, "member_id": m, "member_epoch": -1}).error_code == NONE
+        assert w.call(42, 2, {"groups_names": [group]}).results[0].error_code == NONE
+    segment = str(b.data_dir / "__consumer_offsets-0" / "00000000000000000000.log")
+    res = run_java_tool("org.apache.kafka.tools.DumpLogSegments",
+                        ["--offsets-decoder", "--files", segment])
+    assert res.returncode == 0 and "Error" not in res.stdout, res.stdout + res.stderr
+    kid = base64.urlsafe_b64encode(tid.bytes).decode().rstrip("=")
+    for record in (
+            f'{{"type":"11","data":{{"groupId":"{group}"}}}} payload: {{"version":"0",'
+            '"data":{"epoch":2,"metadataHash":0}}',
+            f'{{"type":"14","data":{{"groupId":"{group}","memberId":"{m1}"}}}} payload: '
+            '{"version":"0","data":{"memberEpoch":2,"previousMemberEpoch":1,"state":0,'
+            f'"assignedPartitions":[{{"topicId":"{kid}","partitions":[0]}}]}}}}',
+            f'{{"type":"15","data":{{"groupId":"{group}"}}}} payload: {{"version":"0","data":'
+            f'{{"initializingTopics":[],"initializedTopics":[{{"topicId":"{kid}","topicName":'
+            f'"{topic}","partitions":[0]}}],"deletingTopics":[]}}}}',
+            f'{{"type":"11","data":{{"groupId":"{group}"}}}} payload: <DELETE>'):
+        assert record in res.stdout, res.stdout
+    out = io.StringIO()  # and `samsa dump-log`
+    dump_segment(Path(segment), out)
+    assert f'"type":"share_group_current_member_assignment","group":"{group}","member":' \
+        f'"{m1}"}} payload: {{"memberEpoch":2,"previousMemberEpoch":1,' in out.getvalue()
+    assert f'"initializedTopics":[{{"topicId":"{tid}","topicName":"{topic}"' in out.getvalue()
+    b.kill9()
+    b.start()
+    with WireClient(b.bootstrap) as w:
+        r = _until_loaded(lambda: w.call(76, 1, {**hb, "member_id": m1, "member_epoch": 2}))
+        assert r.error_code == 69, r  # GROUP_ID_NOT_FOUND
+
+
+def _until_loaded(call):
+    deadline = time.monotonic() + 10
+    while (r := call()).error_code in LOADING and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return r

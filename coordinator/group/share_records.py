@@ -1,0 +1,237 @@
+"""`__consumer_offsets` records of share groups (KIP-932), as Kafka 4.3 writes them.
+
+A key is its record type (int16: 10 ShareGroupMemberMetadata, 11 ShareGroupMetadata,
+12 ShareGroupTargetAssignmentMetadata, 13 ShareGroupTargetAssignmentMember,
+14 ShareGroupCurrentMemberAssignment, 15 ShareGroupStatePartitionMetadata) followed by the
+non-flexible key struct; a value is int16 version 0 followed by the flexible value struct; a
+null value is a tombstone. Type 9 (ShareGroupPartitionMetadata, gone from Kafka 4.3) is read
+and ignored, as are tagged fields; ShareGroupMetadata's MetadataHash (Kafka's hash of the
+subscribed topics' metadata, to see them change) is written 0: the topics' metadata is taken
+from the cluster's when the group is loaded.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+from .consumer_records import _flex, _FlexWriter, _read_assignment
+from .records import RecordFormatError, _Reader
+from .share import Assignment, ShareMember
+
+PARTITION_METADATA = 9
+MEMBER_METADATA = 10
+GROUP_METADATA = 11
+TARGET_ASSIGNMENT_METADATA = 12
+TARGET_ASSIGNMENT_MEMBER = 13
+CURRENT_MEMBER_ASSIGNMENT = 14
+STATE_PARTITION_METADATA = 15
+_WITH_MEMBER = (MEMBER_METADATA, TARGET_ASSIGNMENT_MEMBER, CURRENT_MEMBER_ASSIGNMENT)
+KEY_TYPES = frozenset(range(PARTITION_METADATA, STATE_PARTITION_METADATA + 1))
+STABLE = 0  # MemberState: a share member is always stable (nothing to revoke)
+
+# topic id -> (topic name, partitions)
+TopicPartitions = dict[uuid.UUID, tuple[str, set[int]]]
+
+
+@dataclass(frozen=True, slots=True)
+class ShareKey:
+    type: int
+    group: str
+    member: str | None = None
+
+
+def share_key(type_: int, group: str, member: str | None = None) -> bytes:
+    w = _FlexWriter()
+    w.i16(type_)
+    w.string(group)
+    if type_ in _WITH_MEMBER:
+        w.string(member or "")
+    return bytes(w.out)
+
+
+def decode_share_key(buf: bytes) -> ShareKey | None:
+    r = _Reader(buf)
+    type_ = r.i16()
+    if type_ not in KEY_TYPES:
+        return None
+    group = r.string() or ""
+    member = (r.string() or "") if type_ in _WITH_MEMBER else None
+    return ShareKey(type_, group, member)
+
+
+def _value() -> _FlexWriter:
+    w = _FlexWriter()
+    w.i16(0)
+    return w
+
+
+def _assignment(w: _FlexWriter, a: Assignment) -> None:
+    items = sorted(a.items(), key=lambda kv: str(kv[0]))
+    w.carray_len(len(items))
+    for tid, ps in items:
+        w.uuid(tid)
+        w.carray_len(len(ps))
+        for p in sorted(ps):
+            w.i32(p)
+        w.no_tags()
+
+
+def group_metadata_value(epoch: int) -> bytes:
+    """ShareGroupMetadataValue: Epoch, MetadataHash."""
+    w = _value()
+    w.i32(epoch)
+    w.out += bytes(8)
+    w.no_tags()
+    return bytes(w.out)
+
+
+def target_metadata_value(epoch: int) -> bytes:
+    """ShareGroupTargetAssignmentMetadataValue: AssignmentEpoch."""
+    w = _value()
+    w.i32(epoch)
+    w.no_tags()
+    return bytes(w.out)
+
+
+def member_metadata_value(m: ShareMember) -> bytes:
+    w = _value()
+    w.cstring(m.rack_id)
+    w.cstring(m.client_id)
+    w.cstring(m.client_host)
+    w.carray_len(len(m.subscribed_topic_names))
+    for t in m.subscribed_topic_names:
+        w.cstring(t)
+    w.no_tags()
+    return bytes(w.out)
+
+
+def target_member_value(a: Assignment) -> bytes:
+    w = _value()
+    _assignment(w, a)
+    w.no_tags()
+    return bytes(w.out)
+
+
+def current_assignment_value(m: ShareMember) -> bytes:
+    w = _value()
+    w.i32(m.member_epoch)
+    w.i32(m.previous_member_epoch)
+    w.i8(STABLE)
+    _assignment(w, m.assigned)
+    w.no_tags()
+    return bytes(w.out)
+
+
+def state_partition_metadata_value(initialized: TopicPartitions) -> bytes:
+    """ShareGroupStatePartitionMetadataValue: no initializing topics, the initialized ones,
+    no deleting topics."""
+    w = _value()
+    w.carray_len(0)
+    w.carray_len(len(initialized))
+    for tid, (name, ps) in sorted(initialized.items(), key=lambda kv: kv[1][0]):
+        w.uuid(tid)
+        w.cstring(name)
+        w.carray_len(len(ps))
+        for p in sorted(ps):
+            w.i32(p)
+        w.no_tags()
+    w.carray_len(0)
+    w.no_tags()
+    return bytes(w.out)
+
+
+# ---- decoding -------------------------------------------------------------------------------
+def decode_epoch(buf: bytes) -> int:
+    return _flex(buf).i32()
+
+
+def decode_member_metadata(buf: bytes, m: ShareMember) -> None:
+    r = _flex(buf)
+    m.rack_id = r.string()
+    m.client_id = r.string() or ""
+    m.client_host = r.string() or ""
+    m.subscribed_topic_names = [r.string() or "" for _ in range(r.array_len())]
+
+
+def decode_target_member(buf: bytes) -> Assignment:
+    return _read_assignment(_flex(buf))
+
+
+def decode_current_assignment(buf: bytes, m: ShareMember) -> None:
+    r = _flex(buf)
+    m.member_epoch = r.i32()
+    m.previous_member_epoch = r.i32()
+    r._take(1)  # state
+    m.assigned = _read_assignment(r)
+
+
+def decode_state_partition_metadata(buf: bytes) -> TopicPartitions:
+    """The initialized topics (initializing ones count too: their state may exist)."""
+    r = _flex(buf)
+    out: TopicPartitions = {}
+    for _ in range(2):  # InitializingTopics, InitializedTopics
+        for _ in range(r.array_len()):
+            tid = uuid.UUID(bytes=bytes(r._take(16)))
+            name = r.string() or ""
+            ps = {r.i32() for _ in range(r.array_len())}
+            r.tags()
+            known = out.setdefault(tid, (name, set()))
+            known[1].update(ps)
+    return out
+
+
+_NAMES = {PARTITION_METADATA: "share_group_partition_metadata",
+          MEMBER_METADATA: "share_group_member_metadata",
+          GROUP_METADATA: "share_group_metadata",
+          TARGET_ASSIGNMENT_METADATA: "share_group_target_assignment_metadata",
+          TARGET_ASSIGNMENT_MEMBER: "share_group_target_assignment_member",
+          CURRENT_MEMBER_ASSIGNMENT: "share_group_current_member_assignment",
+          STATE_PARTITION_METADATA: "share_group_state_partition_metadata"}
+
+
+def _assignment_json(a: Assignment) -> list[dict[str, Any]]:
+    return [{"topicId": str(t), "partitions": sorted(ps)} for t, ps in
+            sorted(a.items(), key=lambda kv: str(kv[0]))]
+
+
+def describe_share_record(k: bytes, value: bytes | None) -> tuple[str, str] | None:
+    """Readable key and payload of a share group record (dump-log); None for other keys."""
+    try:
+        sk = decode_share_key(k)
+    except (RecordFormatError, UnicodeDecodeError):
+        return None
+    if sk is None:
+        return None
+    kd: dict[str, Any] = {"type": _NAMES[sk.type], "group": sk.group}
+    if sk.member is not None:
+        kd["member"] = sk.member
+    if value is None:
+        return json.dumps(kd, separators=(",", ":")), "<DELETE>"
+    try:
+        vd: dict[str, Any]
+        m = ShareMember(sk.member or "")
+        if sk.type in (GROUP_METADATA, TARGET_ASSIGNMENT_METADATA):
+            vd = {"epoch": decode_epoch(value)}
+        elif sk.type == MEMBER_METADATA:
+            decode_member_metadata(value, m)
+            vd = {"rackId": m.rack_id, "clientId": m.client_id, "clientHost": m.client_host,
+                  "subscribedTopicNames": m.subscribed_topic_names}
+        elif sk.type == TARGET_ASSIGNMENT_MEMBER:
+            vd = {"topicPartitions": _assignment_json(decode_target_member(value))}
+        elif sk.type == CURRENT_MEMBER_ASSIGNMENT:
+            decode_current_assignment(value, m)
+            vd = {"memberEpoch": m.member_epoch, "previousMemberEpoch": m.previous_member_epoch,
+                  "assignedPartitions": _assignment_json(m.assigned)}
+        elif sk.type == STATE_PARTITION_METADATA:
+            vd = {"initializedTopics": [
+                {"topicId": str(t), "topicName": n, "partitions": sorted(ps)}
+                for t, (n, ps) in sorted(decode_state_partition_metadata(value).items(),
+                                         key=lambda kv: kv[1][0])]}
+        else:
+            vd = {"bytes": len(value)}
+    except (RecordFormatError, UnicodeDecodeError, ValueError) as exc:
+        return json.dumps(kd, separators=(",", ":")), f"<undecodable value: {exc}>"
+    return json.dumps(kd, separators=(",", ":")), json.dumps(vd, separators=(",", ":"))
