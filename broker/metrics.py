@@ -127,6 +127,43 @@ FAILED_REAUTHENTICATIONS = Counter(
     "Failed SASL re-authentications (KIP-368), by listener.",
     ["listener"],
 )
+_SHARE_PARTITION = ["group", "topic", "partition"]
+SHARE_ACQUIRED_RECORDS = Counter(
+    "samsa_share_records_acquired",
+    "Records this share-partition leader handed to share-group members (every delivery).",
+    _SHARE_PARTITION,
+)
+SHARE_ACQUIRED_BATCHES = Counter(
+    "samsa_share_batches_acquired",
+    "Acquired-record ranges (first offset, last offset, delivery count) this share-partition "
+    "leader returned in ShareFetch responses.",
+    _SHARE_PARTITION,
+)
+SHARE_REDELIVERED = Counter(
+    "samsa_share_records_redelivered",
+    "Records acquired again after a release, a lock timeout or a member leaving (delivery "
+    "count above 1).",
+    _SHARE_PARTITION,
+)
+SHARE_ARCHIVED_AT_LIMIT = Counter(
+    "samsa_share_records_archived_delivery_limit",
+    "Records archived instead of made available again because they reached "
+    "group.share.delivery.count.limit.",
+    _SHARE_PARTITION,
+)
+SHARE_LOCK_TIMEOUTS = Counter(
+    "kafka_server_sharepartitionmetrics_acquisitionlocktimeout",
+    "Acquired records whose acquisition lock expired before they were acknowledged "
+    "(Kafka's SharePartitionMetrics AcquisitionLockTimeoutPerSec).",
+    _SHARE_PARTITION,
+)
+SHARE_ACKNOWLEDGEMENTS = Counter(
+    "kafka_server_sharegroupmetrics_recordacknowledgements",
+    "Records acknowledged by share-group members on the partitions led here, by type "
+    "(Kafka's ShareGroupMetrics RecordAcknowledgementsPerSec).",
+    ["group", "ackType"],
+)
+_ACK_TYPES = {1: "Accept", 2: "Release", 3: "Reject"}
 
 # Kafka's GroupState names, in the order of Kafka's NumGroups<State> gauges.
 _GROUP_STATE_GAUGES = {
@@ -200,6 +237,39 @@ def count_errors(api: str, codes: Iterable[int]) -> None:
         _error_counter(api, code).inc()
 
 
+def share_acquired(group: str, topic: str, partition: int,
+                   ranges: list[dict[str, int]]) -> None:
+    """A ShareFetch acquired `ranges` (AcquiredRecords) of one share-partition."""
+    labels = (group, topic, str(partition))
+    records = redelivered = 0
+    for r in ranges:
+        n = r["last_offset"] - r["first_offset"] + 1
+        records += n
+        if r["delivery_count"] > 1:
+            redelivered += n
+    SHARE_ACQUIRED_RECORDS.labels(*labels).inc(records)
+    SHARE_ACQUIRED_BATCHES.labels(*labels).inc(len(ranges))
+    if redelivered:
+        SHARE_REDELIVERED.labels(*labels).inc(redelivered)
+
+
+def share_acknowledged(group: str, ack_type: int, records: int) -> None:
+    """`records` records acknowledged with AcknowledgeType `ack_type` (gaps and lock renewals
+    are not counted, as in Kafka)."""
+    name = _ACK_TYPES.get(ack_type)
+    if name is not None:
+        SHARE_ACKNOWLEDGEMENTS.labels(group, name).inc(records)
+
+
+def share_released(group: str, topic: str, partition: int, lock_timeouts: int,
+                   archived_at_limit: int) -> None:
+    labels = (group, topic, str(partition))
+    if lock_timeouts:
+        SHARE_LOCK_TIMEOUTS.labels(*labels).inc(lock_timeouts)
+    if archived_at_limit:
+        SHARE_ARCHIVED_AT_LIMIT.labels(*labels).inc(archived_at_limit)
+
+
 def isr_changed(old: Iterable[int], new: Iterable[int]) -> None:
     """A leader's ISR change was written: count it as a shrink and/or an expand."""
     before, after = set(old), set(new)
@@ -241,6 +311,7 @@ def broker_gauges(broker: Any) -> list[GaugeMetricFamily]:
     out += _log_gauges(broker)
     out += _controller_gauges(broker)
     out += _group_gauges(broker)
+    out += _share_gauges(broker)
     out += _transaction_gauges(broker)
     out += _quota_gauges(broker)
     return out
@@ -427,6 +498,42 @@ def _group_gauges(broker: Any) -> list[GaugeMetricFamily]:
     num_offsets.add_metric([], offsets)
     out += [num_offsets, current, lag, lag_sum]
     return out
+
+
+_SHARE_GROUP_STATES = ("Empty", "Stable", "Dead")
+
+
+def _share_gauges(broker: Any) -> list[GaugeMetricFamily]:
+    """Kafka's SharePartitionMetrics InFlightMessageCount / InFlightBatchCount for the
+    share-partitions led here, and group-coordinator-metrics share-group-count by state (with
+    each share group's member count) for the share groups coordinated here."""
+    labels = ["group", "topic", "partition"]
+    messages = _gauge("kafka_server_sharepartitionmetrics_inflightmessagecount",
+                      "Records in flight in the share-partition (share-partition start offset "
+                      "to end offset, not yet past the start offset).", labels)
+    batches = _gauge("kafka_server_sharepartitionmetrics_inflightbatchcount",
+                     "In-flight batches of the share-partition (runs of consecutive records "
+                     "in one state and delivery count).", labels)
+    shares = getattr(broker, "shares", None)
+    for (group, topic, index), led in list(shares.partitions.items()) if shares else []:
+        key = [group, topic, str(index)]
+        messages.add_metric(key, len(led.state.records))
+        batches.add_metric(key, led.state.batch_count())
+    coordinator = getattr(broker, "groups", None)
+    groups = [g for g in list(coordinator.share_groups.values())
+              if g.partition in coordinator.loaded] if coordinator is not None else []
+    by_state = dict.fromkeys(_SHARE_GROUP_STATES, 0)
+    members = _gauge("samsa_share_group_members", "Members of each share group coordinated "
+                     "here.", ["group"])
+    for g in groups:
+        state = g.state().value
+        by_state[state] = by_state.get(state, 0) + 1
+        members.add_metric([g.group_id], len(g.members))
+    count = _gauge("kafka_server_group_coordinator_metrics_share_group_count",
+                   "Share groups this broker coordinates, by state.", ["state"])
+    for state, n in by_state.items():
+        count.add_metric([state], n)
+    return [messages, batches, count, members]
 
 
 def _transaction_gauges(broker: Any) -> list[GaugeMetricFamily]:

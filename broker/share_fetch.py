@@ -40,6 +40,7 @@ from samsa.protocol.errors import ErrorCode, KafkaError
 from samsa.protocol.records import CONTROL_ABORT, iter_batches, parse_control_record
 from samsa.storage.file_region import FileRegion
 
+from . import metrics
 from .partition import READ_COMMITTED, Partition
 from .share_partition import AcknowledgeType, RecordState, SharePartitionState, StateBatch
 
@@ -84,6 +85,8 @@ class LedSharePartition:
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     # what the persister has of each in-flight offset: (delivery state, delivery count)
     written: dict[int, tuple[int, int]] = field(default_factory=dict)
+    # the state's lock timeouts and archivals at the limit already counted in the metrics
+    reported: tuple[int, int] = (0, 0)
 
 
 class SharePartitionUnavailable(KafkaError):
@@ -176,6 +179,7 @@ class ShareFetcher:
                     del self.by_connection[session.connection]
         for (group, topic, index), led in self.partitions.items():
             if group == group_id and led.state.release_member(member_id):
+                self._report(led, topic)
                 led.version += 1
                 self._persist_later(led)
                 self._wake(topic, index)
@@ -371,9 +375,11 @@ class ShareFetcher:
             if acquired or len(acquired) >= max_records:
                 break
             offset = max(batches[-1][1].next_offset, sp.fetch_offset())
+        ranges = _ranges(acquired)
         if acquired:
             self._schedule(led, partition)
-        return b"".join(kept), _ranges(acquired)
+            metrics.share_acquired(led.group_id, partition.topic, partition.index, ranges)
+        return b"".join(kept), ranges
 
     def acknowledge(self, led: LedSharePartition, partition: Partition, member_id: str,
                     batches: Iterable[Any], renew: bool = False) -> ErrorCode:
@@ -406,10 +412,21 @@ class ShareFetcher:
                     error = error or code
                 elif t != AcknowledgeType.RENEW:
                     led.version += 1
+                    metrics.share_acknowledged(led.group_id, t, last - first + 1)
+        self._report(led, partition.topic)
         self._wake(partition.topic, partition.index)
         if renew:
             self._schedule(led, partition)
         return error
+
+    @staticmethod
+    def _report(led: LedSharePartition, topic: str) -> None:
+        """Count the state's lock timeouts and archivals at the limit since the last report."""
+        now = (led.state.lock_timeouts, led.state.archived_at_limit)
+        if now != led.reported:
+            metrics.share_released(led.group_id, topic, led.index, now[0] - led.reported[0],
+                                   now[1] - led.reported[1])
+            led.reported = now
 
     def _schedule(self, led: LedSharePartition, partition: Partition) -> None:
         deadline = min((r.lock_deadline_ms for r in led.state.records.values()
@@ -429,6 +446,7 @@ class ShareFetcher:
             return  # led elsewhere now: the new leader owns (and writes) the state
         held = led.state.acquired_count()
         nxt = led.state.expire_locks(_now_ms())
+        self._report(led, partition.topic)
         if led.state.acquired_count() != held:
             led.version += 1
             self._persist_later(led)

@@ -70,6 +70,10 @@ class SharePartitionState:
         self.delivery_limit = delivery_limit
         self.max_in_flight = max_in_flight
         self.records: dict[int, InFlight] = {}
+        # events since this state was created or read back (metrics): records released
+        # because their acquisition lock expired, and records archived at the limit
+        self.lock_timeouts = 0
+        self.archived_at_limit = 0
 
     # ------------------------------------------------------------------ delivery
     def fetch_offset(self) -> int:
@@ -164,6 +168,7 @@ class SharePartitionState:
             if record.state != RecordState.ACQUIRED:
                 continue
             if record.lock_deadline_ms <= now_ms:
+                self.lock_timeouts += 1
                 self._release(record)
             elif deadline is None or record.lock_deadline_ms < deadline:
                 deadline = record.lock_deadline_ms
@@ -172,6 +177,18 @@ class SharePartitionState:
 
     def acquired_count(self) -> int:
         return sum(1 for r in self.records.values() if r.state == RecordState.ACQUIRED)
+
+    def batch_count(self) -> int:
+        """The in-flight records as batches: runs of consecutive offsets in one state, with
+        one delivery count (and, acquired, one holder)."""
+        count, last, key = 0, -2, None
+        for offset in sorted(self.records):
+            r = self.records[offset]
+            k = (r.state, r.delivery_count, r.member_id)
+            if offset != last + 1 or k != key:
+                count += 1
+            last, key = offset, k
+        return count
 
     def move_start(self, offset: int) -> None:
         """The log starts at `offset` now (retention, DeleteRecords): forget what is before."""
@@ -185,6 +202,7 @@ class SharePartitionState:
 
     def _release(self, record: InFlight) -> None:
         if record.delivery_count >= self.delivery_limit:
+            self.archived_at_limit += 1
             self._settle(record, RecordState.ARCHIVED)
         else:
             self._settle(record, RecordState.AVAILABLE)
