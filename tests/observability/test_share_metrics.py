@@ -62,25 +62,25 @@ def test_share_metrics_follow_acquisitions_acknowledgements_and_lock_timeouts(br
         assert value(s, GROUP_COUNT, state="Stable") == 1
         assert value(s, GROUP_COUNT, state="Empty") == 0
         assert value(s, MEMBERS, group=group) == 1
-        produce_values(b.bootstrap, topic, ["v0", "v1", "v2", "v3"])
+        produce_values(b.bootstrap, topic, [f"v{o}" for o in range(5)])
 
         got = _acquired(_fetch(w, group, m, 0, tid, wait_ms=2000))
-        assert got == {o: (f"v{o}", 1) for o in range(4)}
+        assert got == {o: (f"v{o}", 1) for o in range(5)}
         s = scrape(port)
-        assert value(s, IN_FLIGHT, **sp) == 4
+        assert value(s, IN_FLIGHT, **sp) == 5
         assert value(s, BATCHES, **sp) == 1  # one run, all acquired by the member
-        assert counter(s, ACQUIRED, **sp) == 4
+        assert counter(s, ACQUIRED, **sp) == 5
         assert counter(s, ACQUIRED_BATCHES, **sp) == 1
         assert counter(s, REDELIVERED, **sp) == 0
 
-        r = _ack(w, group, m, 1, tid, [_batch(0, 3, ACCEPT, RELEASE, REJECT, ACCEPT)])
+        r = _ack(w, group, m, 1, tid, [_batch(0, 4, ACCEPT, ACCEPT, RELEASE, REJECT, ACCEPT)])
         assert r.error_code == NONE and r.responses[0].partitions[0].error_code == NONE, r
         s = scrape(port)
-        assert counter(s, ACKS, group=group, ackType="Accept") == 2
+        assert counter(s, ACKS, group=group, ackType="Accept") == 3  # records, not runs
         assert counter(s, ACKS, group=group, ackType="Release") == 1
         assert counter(s, ACKS, group=group, ackType="Reject") == 1
-        # offset 0 accepted: the start offset moved past it; 1 available, 2 archived,
-        # 3 acknowledged stay in flight, one batch each
+        # offsets 0-1 accepted: the start offset moved past them; 2 available, 3 archived,
+        # 4 acknowledged stay in flight, one batch each
         assert value(s, IN_FLIGHT, **sp) == 3
         assert value(s, BATCHES, **sp) == 3
         assert counter(s, LOCK_TIMEOUTS, **sp) == 0
@@ -89,9 +89,9 @@ def test_share_metrics_follow_acquisitions_acknowledgements_and_lock_timeouts(br
         # the released record comes back (its second delivery) and its lock expires: at the
         # delivery-count limit it is archived, and nothing is in flight any more
         started = time.monotonic()
-        assert _acquired(_fetch(w, group, m, 2, tid, wait_ms=2000)) == {1: ("v1", 2)}
+        assert _acquired(_fetch(w, group, m, 2, tid, wait_ms=2000)) == {2: ("v2", 2)}
         s = scrape(port)
-        assert counter(s, ACQUIRED, **sp) == 5
+        assert counter(s, ACQUIRED, **sp) == 6
         assert counter(s, ACQUIRED_BATCHES, **sp) == 2
         assert counter(s, REDELIVERED, **sp) == 1
         s = wait_for(port, lambda s: counter(s, LOCK_TIMEOUTS, **sp) == 1, timeout=10)
@@ -101,7 +101,7 @@ def test_share_metrics_follow_acquisitions_acknowledgements_and_lock_timeouts(br
         assert value(s, BATCHES, **sp) == 0
         # acknowledgements counted once, never by the lock timeout
         assert counter(s, ACKS, group=group, ackType="Release") == 1
-        assert counter(s, ACKS, group=group, ackType="Accept") == 2
+        assert counter(s, ACKS, group=group, ackType="Accept") == 3
 
         # the member leaves: the group is empty
         r = w.call(76, 1, {"group_id": group, "member_id": m, "member_epoch": -1,
