@@ -92,3 +92,19 @@ def test_renew_extends_the_lock_and_move_start_forgets_earlier_records():
     assert sp.records[1].state == RecordState.AVAILABLE
     sp.move_start(1)
     assert sp.start_offset == 1 and 0 not in sp.records and sp.fetch_offset() == 1
+
+
+def test_counts_lock_timeouts_archivals_at_the_limit_and_batches():
+    sp = SharePartitionState(0, lock_ms=1000, delivery_limit=2)
+    sp.acquire("a", range(0, 4), 10, now_ms=0)
+    assert sp.batch_count() == 1  # one run held by "a"
+    assert sp.acknowledge("a", 1, 1, RELEASE) == ErrorCode.none
+    assert sp.acknowledge("a", 2, 2, REJECT) == ErrorCode.none  # rejected: not at the limit
+    assert sp.batch_count() == 4  # acquired, available, archived, acquired
+    assert sp.expire_locks(1000) is None  # 0 and 3 time out (first delivery): available
+    assert (sp.lock_timeouts, sp.archived_at_limit) == (2, 0)
+    assert sp.batch_count() == 3  # 0-1 available once, 2 archived, 3 available
+    assert sp.acquire("b", range(0, 4), 10, now_ms=2000) == [(0, 2), (1, 2), (3, 2)]
+    assert sp.release_member("b") == 3  # second deliveries: archived at the limit
+    assert (sp.lock_timeouts, sp.archived_at_limit) == (2, 3)
+    assert sp.batch_count() == 0 and sp.start_offset == 4
