@@ -233,6 +233,9 @@ def wait_leaders(hosts: Path | None, topic: str, *, alive: set[int], isr: set[in
         time.sleep(1)
 
 
+# The first run on a machine builds the images in the fixture (~5 min on 2 cores, see
+# tests/support/docker_env.py); later runs take ~70 s and ~20 s.
+@pytest.mark.timeout(1200)
 def test_compose_cluster_clients_and_broker_kill(docker: dict[str, str], tmp_path: Path) -> None:
     """Debian's docker-compose (else the plugin): up --build, every client produces (acks=all)
     and consumes through the published ports, a partition leader is killed, more is produced,
@@ -276,6 +279,7 @@ def test_compose_cluster_clients_and_broker_kill(docker: dict[str, str], tmp_pat
     assert compose.volumes() == []
 
 
+@pytest.mark.timeout(1200)
 def test_compose_cluster_with_testcontainers(docker: dict[str, str],
                                              monkeypatch: pytest.MonkeyPatch) -> None:
     from testcontainers.compose import DockerCompose

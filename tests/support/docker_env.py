@@ -84,6 +84,8 @@ class Engine:
     def __init__(self) -> None:
         self.proc: subprocess.Popen[bytes] | None = None
         self.log_path = CACHE / "dockerd.log"
+        self.host_state: dict[Path, str] = {}
+        self.forward_policy: str | None = None
 
     def start(self) -> Engine:
         first = engine_error()
@@ -106,6 +108,7 @@ class Engine:
                                     f"and containers need {MIN_FREE_GIB} GiB")
         CACHE.mkdir(parents=True, exist_ok=True)
         log(f"starting dockerd (data root {DATA_ROOT}, log {self.log_path})")
+        self.save_host_network()
         with open(self.log_path, "ab") as out:
             self.proc = subprocess.Popen([dockerd, "--data-root", str(DATA_ROOT)],
                                          stdout=out, stderr=subprocess.STDOUT,
@@ -131,6 +134,34 @@ class Engine:
                 self.proc.kill()
                 self.proc.wait(10)
         self.proc = None
+        self.restore_host_network()
+
+    # dockerd turns on IP forwarding and bridge netfilter (bridged frames then pass iptables'
+    # FORWARD chain) and sets that chain's policy to DROP; all three outlive it and would drop
+    # the traffic of other bridges, such as the chaos tests' (tests/chaos/netns.py). What it
+    # changed is put back when it has stopped.
+    SYSCTLS = ("net/ipv4/ip_forward", "net/bridge/bridge-nf-call-iptables",
+               "net/bridge/bridge-nf-call-ip6tables")
+
+    def save_host_network(self) -> None:
+        for name in self.SYSCTLS:
+            path = Path("/proc/sys") / name
+            # bridge/ appears with the br_netfilter module: absent means no bridge filtering.
+            self.host_state[path] = path.read_text().strip() if path.exists() else "0"
+        if shutil.which("iptables"):
+            r = run(["iptables", "-S", "FORWARD"], check=False, timeout=30)
+            first = r.stdout.split("\n", 1)[0].split()
+            if r.returncode == 0 and first[:2] == ["-P", "FORWARD"]:
+                self.forward_policy = first[2]
+
+    def restore_host_network(self) -> None:
+        if self.forward_policy is not None:
+            run(["iptables", "-P", "FORWARD", self.forward_policy], check=False, timeout=30)
+        for path, value in self.host_state.items():
+            if path.exists() and path.read_text().strip() != value:
+                path.write_text(value + "\n")
+        self.host_state.clear()
+        self.forward_policy = None
 
 
 # ---------------------------------------------------------------- docker compose
