@@ -166,9 +166,9 @@ class Engine:
         self.restore_host_network()
 
     # dockerd turns on IP forwarding and bridge netfilter (bridged frames then pass iptables'
-    # FORWARD chain) and sets that chain's policy to DROP; all three outlive it and would drop
-    # the traffic of other bridges, such as the chaos tests' (tests/chaos/netns.py). What it
-    # changed is put back when it has stopped.
+    # FORWARD chain) and sets that chain's policy to DROP; all three outlive it and change how
+    # the host treats other bridges and namespaces (the chaos tests' in tests/chaos/netns.py,
+    # a colleague's own). What it changed is put back when it has stopped.
     SYSCTLS = ("net/ipv4/ip_forward", "net/bridge/bridge-nf-call-iptables",
                "net/bridge/bridge-nf-call-ip6tables")
 
