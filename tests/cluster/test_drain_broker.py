@@ -37,6 +37,7 @@ def _replicas_on(cluster: Cluster, broker_id: int, topics: list[str]) -> list[st
 def test_drain_a_broker_then_stop_it(zookeeper: ZooKeeperProcess, tmp_path: Path) -> None:
     cluster = Cluster(zookeeper, tmp_path, size=4)
     stop = threading.Event()
+    produced = threading.Event()
     acked: list[str] = []
     failed: list[str] = []
     seen: set[str] = set()
@@ -57,13 +58,16 @@ def test_drain_a_broker_then_stop_it(zookeeper: ZooKeeperProcess, tmp_path: Path
                     failed.append(f"{msg.value().decode()}: {err.name()}")
 
             n = 0
-            while not stop.is_set():
-                p.produce(TOPIC, str(n).encode(), partition=n % PARTITIONS,
-                          on_delivery=on_delivery)
-                p.poll(0.01)
-                n += 1
-            if p.flush(60):
-                failed.append("records still unacknowledged after 60 s")
+            try:
+                while not stop.is_set():
+                    p.produce(TOPIC, str(n).encode(), partition=n % PARTITIONS,
+                              on_delivery=on_delivery)
+                    p.poll(0.01)
+                    n += 1
+                if p.flush(60):
+                    failed.append("records still unacknowledged after 60 s")
+            finally:
+                produced.set()  # `acked` is final: the consumer may compare against it now
 
         def consume() -> None:
             c = Consumer({"bootstrap.servers": bootstrap, "group.id": "drain-readers",
@@ -71,14 +75,16 @@ def test_drain_a_broker_then_stop_it(zookeeper: ZooKeeperProcess, tmp_path: Path
                           "auto.commit.interval.ms": 500})
             c.subscribe([TOPIC])
             try:
-                while not stop.is_set() or not set(acked) <= seen:
+                # Until the producer has flushed: records in flight at `stop` are acknowledged
+                # later, and an `acked` read before then is no proof that nothing is missing.
+                while not produced.is_set() or not set(acked) <= seen:
                     for m in c.consume(500, 0.2):
                         if m.error() is not None:
                             if m.error().fatal() or m.error().name() not in TRANSIENT:
                                 errors.append(m.error().name())
                         else:
                             seen.add(m.value().decode())
-                    if stop.is_set() and time.monotonic() > deadline[0]:
+                    if produced.is_set() and time.monotonic() > deadline[0]:
                         break
             finally:
                 c.close()
@@ -119,9 +125,10 @@ def test_drain_a_broker_then_stop_it(zookeeper: ZooKeeperProcess, tmp_path: Path
         wait_until(lambda: len(acked) > at + 200, 30, "records acknowledged after the stop")
 
         stop.set()
+        threads[0].join(90)  # its flush may take up to 60 s
         deadline[0] = time.monotonic() + 30
-        for t in threads:
-            t.join(60)
+        threads[1].join(60)
+        assert not any(t.is_alive() for t in threads), "the clients did not finish"
         assert not failed, failed[:10]
         assert not errors, errors[:10]
         missing = set(acked) - seen
