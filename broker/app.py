@@ -458,6 +458,11 @@ class Broker:
         await self.transactions.start()
         await self.groups.start()
         await self.share_state.start()
+        # The metrics endpoint before the listeners: once a client (or a readiness probe) can
+        # connect, a scrape finds it, and a metrics.port already taken stops the start-up
+        # before the broker has accepted anyone.
+        if self.config["metrics.port"] is not None:
+            metrics.start_endpoint(self, self.server.host, self.config["metrics.port"])
         await self.server.start()
         self._background.append(asyncio.create_task(self.log_manager.run_background()))
         self._background.append(asyncio.create_task(metrics.watch_loop_lag()))
@@ -465,8 +470,6 @@ class Broker:
             self.controller.start()
             self._background.append(asyncio.create_task(self._isr_shrink_loop()))
             self._background.append(asyncio.create_task(self._session_watch()))
-        if self.config["metrics.port"] is not None:
-            metrics.start_endpoint(self, self.server.host, self.config["metrics.port"])
         log.info(
             "Samsa broker %d serving on %s:%d (data in %s; %d partitions loaded in %.0f ms)",
             self.broker_id,
