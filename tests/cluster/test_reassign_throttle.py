@@ -174,9 +174,14 @@ def test_throttled_move_onto_a_new_broker_under_transactions(
         wait_until(lambda: len(committed) >= at + 10 or bool(failures), 30,
                    "transactions after the move")
         stop.set()
+        # The producers first: a commit in flight at `stop` may end well after it, and the
+        # consumer compares against `committed` only once that list is final.
+        *producers, consumer = threads
+        for t in producers:
+            t.join(160)  # a commit retried 5 times with a 30 s timeout each
         stop_deadline[0] = time.monotonic() + 30
-        for t in threads:
-            t.join(60)
+        consumer.join(60)
+        assert not any(t.is_alive() for t in threads), "a client thread did not finish"
         assert not failures, failures
         assert sorted(seen) == sorted(committed), (len(seen), len(committed))
         assert not set(seen) & set(aborted)
