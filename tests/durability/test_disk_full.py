@@ -12,6 +12,7 @@ from pathlib import Path
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from tests.cluster.cluster import wait_until
 from tests.protocol.wire import WireClient
 from tests.support.broker import BrokerProcess, free_port
 from tests.support.tmpfs import grow, small_tmpfs
@@ -82,6 +83,10 @@ def test_full_log_dir_goes_offline_and_nothing_acknowledged_is_lost(tmp_path: Pa
         try:
             admin = AdminClient({"bootstrap.servers": b.bootstrap})
             admin.create_topics([NewTopic(TOPIC, 2, 1)])[TOPIC].result(20)
+            # The logs are created after CreateTopics answers (as Kafka's are).
+            wait_until(lambda: all((data / f"{TOPIC}-{p}").is_dir()
+                                   or (small / f"{TOPIC}-{p}").is_dir() for p in (0, 1)),
+                       20, "both partitions' logs")
             # A new partition goes to the dir with the fewest: one lands in each.
             (on_small,) = [p for p in (0, 1) if (small / f"{TOPIC}-{p}").is_dir()]
             on_data = 1 - on_small
