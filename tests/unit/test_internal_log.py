@@ -2,7 +2,7 @@ from samsa.coordinator.internal_log import java_string_hash, partition_for
 
 
 def test_java_string_hash_vectors():
-    # Verified against real Java (shared/reference/protocol-spec.md §4.1).
+    # Values of Java's String.hashCode for these strings.
     assert java_string_hash("") == 0
     assert java_string_hash("test-group") == 627841412
     assert java_string_hash("my-transactional-id") == -959806496
