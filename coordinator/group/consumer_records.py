@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import struct
 import uuid
+from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
 
@@ -78,23 +79,37 @@ class _FlexWriter:
         self.out += uvarint(0)
 
 
-def key(type_: int, group: str, member: str | None = None) -> bytes:
+def group_record_key(type_: int, group: str, member: str | None,
+                     with_member: Collection[int]) -> bytes:
+    """A group record's key: its type, the group id, and the member id for the types in
+    `with_member` (the layout of consumer and share group records alike)."""
     w = _FlexWriter()
     w.i16(type_)
     w.string(group)
-    if type_ in _WITH_MEMBER:
+    if type_ in with_member:
         w.string(member or "")
     return bytes(w.out)
 
 
-def decode_consumer_key(buf: bytes) -> ConsumerKey | None:
+def decode_group_record_key(buf: bytes, key_types: Collection[int],
+                            with_member: Collection[int]) -> tuple[int, str, str | None] | None:
+    """(type, group, member) of a key of one of `key_types`; None for other keys."""
     r = _Reader(buf)
     type_ = r.i16()
-    if type_ not in KEY_TYPES:
+    if type_ not in key_types:
         return None
     group = r.string() or ""
-    member = (r.string() or "") if type_ in _WITH_MEMBER else None
-    return ConsumerKey(type_, group, member)
+    member = (r.string() or "") if type_ in with_member else None
+    return type_, group, member
+
+
+def key(type_: int, group: str, member: str | None = None) -> bytes:
+    return group_record_key(type_, group, member, _WITH_MEMBER)
+
+
+def decode_consumer_key(buf: bytes) -> ConsumerKey | None:
+    decoded = decode_group_record_key(buf, KEY_TYPES, _WITH_MEMBER)
+    return None if decoded is None else ConsumerKey(*decoded)
 
 
 def _value() -> _FlexWriter:

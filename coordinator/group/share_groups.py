@@ -18,6 +18,7 @@ from samsa.protocol.errors import ErrorCode
 
 from . import share_records as sr
 from .common import GroupCoordinatorParts, GroupError, listed_groups
+from .consumer_records import decode_epoch_value, decode_target_member, target_member_value
 from .share import (
     LEAVE_GROUP_MEMBER_EPOCH,
     SIMPLE,
@@ -281,7 +282,7 @@ class ShareGroups(GroupCoordinatorParts):
             out[sr.share_key(sr.CURRENT_MEMBER_ASSIGNMENT, gid, mid)] = \
                 sr.current_assignment_value(m)
         for mid, a in group.target.items():
-            out[sr.share_key(sr.TARGET_ASSIGNMENT_MEMBER, gid, mid)] = sr.target_member_value(a)
+            out[sr.share_key(sr.TARGET_ASSIGNMENT_MEMBER, gid, mid)] = target_member_value(a)
         initialized: sr.TopicPartitions = {}
         for name in group.offsets_topics:
             info = self.topics_view.topic_info(name)
@@ -363,11 +364,11 @@ class ShareGroups(GroupCoordinatorParts):
         if group is None:
             group = self.share_groups[k.group] = ShareGroup(k.group, p)
         if k.type == sr.GROUP_METADATA:
-            group.group_epoch = sr.decode_epoch(value)
+            group.group_epoch = decode_epoch_value(value)
         elif k.type == sr.TARGET_ASSIGNMENT_METADATA:
-            group.assignment_epoch = sr.decode_epoch(value)
+            group.assignment_epoch = decode_epoch_value(value)
         elif k.type == sr.TARGET_ASSIGNMENT_MEMBER and k.member is not None:
-            group.target[k.member] = sr.decode_target_member(value)
+            group.target[k.member] = decode_target_member(value)
         elif k.type == sr.STATE_PARTITION_METADATA:
             group.offsets_topics = {n for n, _ in sr.decode_state_partition_metadata(value)
                                     .values()}

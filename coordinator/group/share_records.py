@@ -17,9 +17,19 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
-from .consumer_records import _flex, _FlexWriter, _read_assignment
-from .records import RecordFormatError, _Reader
-from .share import Assignment, ShareMember
+from .consumer_records import (
+    _assignment,
+    _assignment_json,
+    _flex,
+    _read_assignment,
+    _value,
+    decode_group_record_key,
+    decode_target_member,
+    group_record_key,
+)
+from .consumer_records import decode_epoch_value as decode_epoch
+from .records import RecordFormatError
+from .share import ShareMember
 
 PARTITION_METADATA = 9
 MEMBER_METADATA = 10
@@ -44,39 +54,12 @@ class ShareKey:
 
 
 def share_key(type_: int, group: str, member: str | None = None) -> bytes:
-    w = _FlexWriter()
-    w.i16(type_)
-    w.string(group)
-    if type_ in _WITH_MEMBER:
-        w.string(member or "")
-    return bytes(w.out)
+    return group_record_key(type_, group, member, _WITH_MEMBER)
 
 
 def decode_share_key(buf: bytes) -> ShareKey | None:
-    r = _Reader(buf)
-    type_ = r.i16()
-    if type_ not in KEY_TYPES:
-        return None
-    group = r.string() or ""
-    member = (r.string() or "") if type_ in _WITH_MEMBER else None
-    return ShareKey(type_, group, member)
-
-
-def _value() -> _FlexWriter:
-    w = _FlexWriter()
-    w.i16(0)
-    return w
-
-
-def _assignment(w: _FlexWriter, a: Assignment) -> None:
-    items = sorted(a.items(), key=lambda kv: str(kv[0]))
-    w.carray_len(len(items))
-    for tid, ps in items:
-        w.uuid(tid)
-        w.carray_len(len(ps))
-        for p in sorted(ps):
-            w.i32(p)
-        w.no_tags()
+    decoded = decode_group_record_key(buf, KEY_TYPES, _WITH_MEMBER)
+    return None if decoded is None else ShareKey(*decoded)
 
 
 def group_metadata_value(epoch: int) -> bytes:
@@ -104,13 +87,6 @@ def member_metadata_value(m: ShareMember) -> bytes:
     w.carray_len(len(m.subscribed_topic_names))
     for t in m.subscribed_topic_names:
         w.cstring(t)
-    w.no_tags()
-    return bytes(w.out)
-
-
-def target_member_value(a: Assignment) -> bytes:
-    w = _value()
-    _assignment(w, a)
     w.no_tags()
     return bytes(w.out)
 
@@ -144,20 +120,12 @@ def state_partition_metadata_value(initialized: TopicPartitions) -> bytes:
 
 
 # ---- decoding -------------------------------------------------------------------------------
-def decode_epoch(buf: bytes) -> int:
-    return _flex(buf).i32()
-
-
 def decode_member_metadata(buf: bytes, m: ShareMember) -> None:
     r = _flex(buf)
     m.rack_id = r.string()
     m.client_id = r.string() or ""
     m.client_host = r.string() or ""
     m.subscribed_topic_names = [r.string() or "" for _ in range(r.array_len())]
-
-
-def decode_target_member(buf: bytes) -> Assignment:
-    return _read_assignment(_flex(buf))
 
 
 def decode_current_assignment(buf: bytes, m: ShareMember) -> None:
@@ -190,11 +158,6 @@ _NAMES = {PARTITION_METADATA: "share_group_partition_metadata",
           TARGET_ASSIGNMENT_MEMBER: "share_group_target_assignment_member",
           CURRENT_MEMBER_ASSIGNMENT: "share_group_current_member_assignment",
           STATE_PARTITION_METADATA: "share_group_state_partition_metadata"}
-
-
-def _assignment_json(a: Assignment) -> list[dict[str, Any]]:
-    return [{"topicId": str(t), "partitions": sorted(ps)} for t, ps in
-            sorted(a.items(), key=lambda kv: str(kv[0]))]
 
 
 def describe_share_record(k: bytes, value: bytes | None) -> tuple[str, str] | None:
