@@ -36,22 +36,28 @@ def _enabled(ctx: RequestContext) -> bool:
     return ctx.store.finalized_features().level(GROUP_VERSION) >= 1
 
 
-async def _group_timeouts(ctx: RequestContext, group_id: str) -> tuple[int, int]:
-    """The group's session timeout and heartbeat interval: its consumer.* overrides, else
-    the broker's group.consumer.* defaults."""
+async def cached_group_configs(ctx: RequestContext, group_id: str) -> dict[str, Any]:
+    """The group's dynamic configs, read from the store again at most every few seconds;
+    none (the defaults, and a log line) while the store is unreachable."""
     cache = ctx.groups.group_config_cache
     now = time.monotonic()
     hit = cache.get(group_id)
     if hit is None or hit[0] < now:
         try:
             configs = await ctx.store.group_configs(group_id)
-        except Exception as exc:  # the store is unreachable: the defaults, and a log line
+        except Exception as exc:
             log.warning("reading the configs of group %s failed: %r", group_id, exc)
             configs = {}
         if len(cache) > 10_000:
             cache.clear()
         hit = cache[group_id] = (now + _GROUP_CONFIGS_TTL_S, configs)
-    configs = hit[1]
+    return hit[1]
+
+
+async def _group_timeouts(ctx: RequestContext, group_id: str) -> tuple[int, int]:
+    """The group's session timeout and heartbeat interval: its consumer.* overrides, else
+    the broker's group.consumer.* defaults."""
+    configs = await cached_group_configs(ctx, group_id)
     session = configs.get("consumer.session.timeout.ms")
     heartbeat = configs.get("consumer.heartbeat.interval.ms")
     return (int(session) if session is not None else ctx.groups.consumer_session_ms,

@@ -36,6 +36,7 @@ from ..share_fetch import (
     ShareSessionError,
 )
 from .common import PARTITION_ERRORS, error_code_of, field
+from .consumer_groups import cached_group_configs
 from .share_groups import _enabled
 
 if TYPE_CHECKING:
@@ -43,7 +44,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-_GROUP_CONFIGS_TTL_S = 5.0
 
 TopicPartition = tuple[uuid.UUID, int]
 _NO_TOPIC = uuid.UUID(int=0)
@@ -54,22 +54,10 @@ def _tp(topic_id: uuid.UUID | None, index: int) -> TopicPartition:
 
 
 async def _group_settings(ctx: RequestContext, group_id: str) -> tuple[str, int]:
-    """The group's share.auto.offset.reset and isolation level (its group configs, read
-    again at most every few seconds)."""
-    cache = ctx.groups.group_config_cache
-    now = time.monotonic()
-    hit = cache.get(group_id)
-    if hit is None or hit[0] < now:
-        try:
-            configs = await ctx.store.group_configs(group_id)
-        except Exception as exc:  # the store is unreachable: the defaults, and a log line
-            log.warning("reading the configs of group %s failed: %r", group_id, exc)
-            configs = {}
-        if len(cache) > 10_000:
-            cache.clear()
-        hit = cache[group_id] = (now + _GROUP_CONFIGS_TTL_S, configs)
-    reset = hit[1].get("share.auto.offset.reset", "latest")
-    isolation = (READ_COMMITTED if hit[1].get("share.isolation.level") == "read_committed"
+    """The group's share.auto.offset.reset and isolation level (its group configs)."""
+    configs = await cached_group_configs(ctx, group_id)
+    reset = configs.get("share.auto.offset.reset", "latest")
+    isolation = (READ_COMMITTED if configs.get("share.isolation.level") == "read_committed"
                  else READ_UNCOMMITTED)
     return reset, isolation
 
