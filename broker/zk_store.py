@@ -135,6 +135,7 @@ class ZkMetadataStore:
         self._watched_states: set[tuple[str, int]] = set()
         self._listeners: list[Callable[[str, str], None]] = []
         self.session_lost = asyncio.Event()
+        self._closing = False  # our own close ends the session: no loss to recover from
         self._controller_id = -1
         self.controller_epoch = -1  # ours, while we are the controller
         self._controller_epoch_version = -1  # zkVersion of /controller_epoch: the fencing token
@@ -312,6 +313,7 @@ class ZkMetadataStore:
         return self._allocate_block(size)
 
     async def close(self) -> None:
+        self._closing = True
         await asyncio.to_thread(self._close)
 
     def _close(self) -> None:
@@ -319,7 +321,7 @@ class ZkMetadataStore:
         self._zk.close()
 
     def _on_state(self, state: str) -> None:
-        if state == KazooState.LOST and self._loop is not None:
+        if state == KazooState.LOST and self._loop is not None and not self._closing:
             self._loop.call_soon_threadsafe(self.session_lost.set)
 
     def add_listener(self, fn: Callable[[str, str], None]) -> None:
