@@ -19,6 +19,7 @@ import threading
 import time
 import uuid
 from pathlib import Path
+from typing import Any
 
 from kazoo.client import KazooClient
 
@@ -257,6 +258,146 @@ def test_a_new_controller_finds_leaderships_of_a_previous_life(
     finally:
         for b in frozen:
             b.kill9()
+        zk.stop()
+        zk.close()
+        cluster.close()
+
+
+def test_a_restarted_broker_leads_only_once_the_controller_says_so(
+    zookeeper: ZooKeeperProcess, tmp_path: Path
+) -> None:
+    """A broker restarted while the controller cannot act (frozen, its session kept by a
+    long session timeout; the old registration deleted as an expired session's would be)
+    reads partition states naming it leader, written in its previous life. It must not lead
+    them at that old leader epoch (Kafka's broker waits for the controller's LeaderAndIsr):
+    Produce and Fetch answer NOT_LEADER_OR_FOLLOWER until the controller writes the states
+    again. Then leaderships move to an in-sync replica, or, for a partition it alone holds,
+    come back to it one leader epoch higher (not offline first and two higher); nothing
+    acknowledged before is lost."""
+    from confluent_kafka import Consumer, Producer
+    from confluent_kafka import TopicPartition as TP
+    from confluent_kafka.admin import NewTopic
+
+    from samsa.protocol.records import build_batch
+
+    cluster = Cluster(zookeeper, tmp_path, **{"zookeeper.session.timeout.ms": 20000})
+    zk = KazooClient(hosts=f"{zookeeper.connect_string}/{cluster.chroot}")
+    frozen: list[BrokerProcess] = []
+    try:
+        cluster.start()
+        zk.start()
+        controller_id = _controller_id(zk, "")
+        victim_id = next(b for b in (1, 2) if b != controller_id)
+        victim = cluster.broker(victim_id)
+        create_topics(cluster, {"lives": PARTITIONS})
+        admin = cluster.admin()
+        admin.create_topics([NewTopic("alone", 1, replica_assignment=[[victim_id]])])[
+            "alone"].result(20)
+        wait_until(lambda: cluster.has_leaders("alone", 1), 20, "a leader of alone")
+
+        def state(topic: str, p: int) -> dict[str, Any]:
+            data, _ = zk.get(f"/brokers/topics/{topic}/partitions/{p}/state")
+            return dict(json.loads(data))
+
+        led = {(t, p): state(t, p)["leader_epoch"]
+               for t, n in (("lives", PARTITIONS), ("alone", 1)) for p in range(n)
+               if state(t, p)["leader"] == victim_id}
+        assert ("alone", 0) in led and len(led) > 1, led
+        acked: dict[tuple[str, int], list[bytes]] = {tp: [] for tp in
+                                                     [("lives", p) for p in range(PARTITIONS)]
+                                                     + [("alone", 0)]}
+        producer = Producer({"bootstrap.servers": cluster.bootstrap, "acks": "all",
+                             "enable.idempotence": True, "linger.ms": 5})
+
+        def produce(tag: str) -> None:
+            def done(err: Any, msg: Any) -> None:
+                if err is None:
+                    acked[(msg.topic(), msg.partition())].append(msg.value())
+            for (t, p) in acked:
+                for i in range(20):
+                    producer.produce(t, f"{tag}-{t}-{p}-{i}".encode(), partition=p,
+                                     on_delivery=done)
+            assert producer.flush(60) == 0
+
+        produce("before")
+        assert all(len(v) == 20 for v in acked.values()), acked
+
+        controller = cluster.broker(controller_id)
+        assert controller.pid is not None
+        os.kill(controller.pid, signal.SIGSTOP)  # the session (20 s) outlives the freeze
+        frozen.append(controller)
+        victim.kill9()
+        zk.delete(f"/brokers/ids/{victim_id}")  # as its old session's expiry would
+        victim.start()
+
+        def victim_sees_itself_leading() -> bool:
+            with WireClient(victim.bootstrap, timeout=2) as w:
+                md = w.call(3, 12, {"topics": [{"name": "lives"}, {"name": "alone"}],
+                                    "allow_auto_topic_creation": False})
+            seen = {(t.name, p.partition_index): (p.leader_id, p.leader_epoch)
+                    for t in md.topics for p in t.partitions}
+            return all(seen.get(tp) == (victim_id, epoch) for tp, epoch in led.items())
+
+        wait_until(victim_sees_itself_leading, 15, "the restarted broker's metadata")
+        probe_until = time.monotonic() + 2
+        answers: list[tuple[str, tuple[str, int], int]] = []
+        with WireClient(victim.bootstrap) as w:
+            while time.monotonic() < probe_until:
+                for (t, p), epoch in led.items():
+                    produced = w.call(0, 9, {"acks": 1, "timeout": 5000, "topic_data": [
+                        {"name": t, "partition_data": [
+                            {"index": p, "records": build_batch([(None, b"stale", [], 0)])}]}]})
+                    answers.append(("produce", (t, p),
+                                    produced.responses[0].partition_responses[0].error_code))
+                    fetched = w.call(1, 11, {
+                        "replica_id": -1, "max_wait": 0, "min_bytes": 0, "max_bytes": 1 << 20,
+                        "isolation_level": 0, "session_id": 0, "session_epoch": -1,
+                        "forgotten_topics_data": [], "rack_id": "",
+                        "topics": [{"topic": t, "partitions": [
+                            {"partition": p, "current_leader_epoch": epoch, "fetch_offset": 0,
+                             "log_start_offset": -1, "partition_max_bytes": 1 << 20}]}]})
+                    answers.append(("fetch", (t, p),
+                                    fetched.responses[0].partitions[0].error_code))
+                time.sleep(0.1)
+        # the controller was frozen all along: the states are still the previous life's
+        assert {tp: state(*tp)["leader_epoch"] for tp in led} == led
+        wrong = [a for a in answers if a[2] != ErrorCode.not_leader_or_follower]
+        assert not wrong, wrong
+
+        os.kill(controller.pid, signal.SIGCONT)
+        frozen.clear()
+
+        def rewritten() -> bool:
+            states = {tp: state(*tp) for tp in led}
+            return all(s["leader_epoch"] > led[tp] for tp, s in states.items())
+
+        wait_until(rewritten, 15, "the controller writing the states again")
+        alone = state("alone", 0)
+        assert (alone["leader"], alone["leader_epoch"]) == (victim_id, led[("alone", 0)] + 1)
+        wait_until(lambda: fully_replicated(cluster, ["lives"]), 30, "full ISRs again")
+        produce("after")
+        producer.flush(10)
+        consumer = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": "check",
+                             "enable.auto.commit": False})
+        got: dict[tuple[str, int], list[bytes]] = {tp: [] for tp in acked}
+        try:
+            consumer.assign([TP(t, p, 0) for t, p in acked])
+            deadline = time.monotonic() + 30
+            while (time.monotonic() < deadline
+                   and any(len(got[tp]) < len(acked[tp]) for tp in acked)):
+                for m in consumer.consume(1000, 0.5):
+                    if m.error() is None:
+                        got[(m.topic(), m.partition())].append(m.value())
+        finally:
+            consumer.close()
+        for tp, values in acked.items():
+            assert len(values) == 40, (tp, len(values))
+            assert set(values) <= set(got[tp]), (tp, set(values) - set(got[tp]))
+            assert b"stale" not in got[tp], tp
+    finally:
+        for b in frozen:
+            assert b.pid is not None
+            os.kill(b.pid, signal.SIGCONT)
         zk.stop()
         zk.close()
         cluster.close()
