@@ -277,6 +277,8 @@ class Controller:
         candidates = _offline_candidates(doc, replicas, eligible, False)
         if not candidates and restarted:
             candidates = _offline_candidates(doc, replicas, eligible | restarted, False)
+            if leader in candidates:  # re-established where it was, as Kafka's LeaderAndIsr
+                candidates = [leader]  # to a starting broker keeps it
             if candidates:
                 live = live | restarted
                 live_isr = [r for r in isr if r in live]
