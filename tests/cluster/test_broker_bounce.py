@@ -474,6 +474,7 @@ def test_a_cold_cluster_restart_keeps_leaders_one_epoch_higher(
         for tp, values in acked.items():
             assert len(values) == 40, (tp, len(values))
             assert set(values) <= set(got[tp]), (tp, set(values) - set(got[tp]))
+            assert b"stale" not in got[tp], tp
     finally:
         zk.stop()
         zk.close()
