@@ -138,6 +138,7 @@ class Broker:
             self.replicas.fetchers.quota = self._replication_quota(
                 FOLLOWER_THROTTLED, config["follower.replication.throttled.rate"])
             self.replicas.isr_writer = self._write_isr
+            self.replicas.broker_epoch = lambda: int(self.store.broker_epoch)
             self.replicas.leadership_listeners.append(self._on_leadership)
             self.controller = Controller(
                 self.store,

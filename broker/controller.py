@@ -183,10 +183,12 @@ class Controller:
 
         A broker registered with a higher epoch than the one last handled restarted since
         (KIP-380; quicker than its old session expired, so its id never left /brokers/ids):
-        it is first handled as a failure (its leaderships move to another ISR member, or the
-        partition goes offline keeping its ISR, and it leaves every ISR), then, on the next
-        pass, as a broker starting: offline partitions it is the ISR of get it back as leader
-        at a new leader epoch, and it rejoins ISRs by catching up as any follower does."""
+        it is handled as a failure (its leaderships move to another ISR member, and it leaves
+        every ISR) and a start-up: a partition with no other live ISR member gets it back as
+        leader in the same write, at a new leader epoch (Kafka's controller goes through
+        offline to online, one epoch more), and it rejoins ISRs by catching up as any
+        follower does. Until a state naming it leader is written again after its new
+        registration, the broker does not take up that leadership (ReplicaManager)."""
         current = dict(self.store.broker_epochs())
         bounced = {b for b, epoch in current.items()
                    if b in self._epochs and epoch > self._epochs[b]}
@@ -198,11 +200,15 @@ class Controller:
             if current.get(b) != epoch:
                 del self.shutting_down[b]  # gone, or a new life: its shutdown is over
         live_for = self._live(bounced, shutting_down=True)
+        registered_for = self._live(shutting_down=True)
         previous_lives = await self._previous_lives(current) if self._scan_previous_lives else {}
         updates: list[tuple[str, int, dict[str, Any], int]] = []
         for topic in list(self.store.topics().values()):
             for index, state in topic.partitions.items():
-                live = live_for(topic.name, index) - previous_lives.get((topic.name, index), set())
+                previous = previous_lives.get((topic.name, index), set())
+                live = live_for(topic.name, index) - previous
+                # brokers of a previous life registered again: failed, then started
+                restarted = (bounced | previous) & registered_for(topic.name, index)
                 dead_in_isr = any(r not in live for r in state.isr)
                 leader_gone = state.leader not in live
                 if not dead_in_isr and not leader_gone:
@@ -213,7 +219,7 @@ class Controller:
                     continue
                 new = self._next_state(doc, state.replicas, live,
                                        self.unclean_election(topic.name),
-                                       live - set(self.shutting_down))
+                                       live - set(self.shutting_down), restarted)
                 if new is not None:
                     updates.append((topic.name, index, new, version))
         for i in range(0, len(updates), 200):
@@ -255,17 +261,29 @@ class Controller:
 
     def _next_state(
         self, doc: dict[str, Any], replicas: list[int], live: set[int], unclean: bool,
-        eligible: set[int] | None = None,
+        eligible: set[int] | None = None, restarted: set[int] | frozenset[int] = frozenset(),
     ) -> dict[str, Any] | None:
-        """`eligible`: the live brokers that may be elected (not shutting down)."""
+        """`eligible`: the live brokers that may be elected (not shutting down). `restarted`:
+        brokers registered again in a new life, not in `live` (their previous life failed):
+        when no live ISR member is left, one of them is elected at once (the failure and the
+        start-up in one write: one leader epoch, no time offline) before any unclean choice."""
         leader, isr = doc["leader"], list(doc["isr"])
         live_isr = [r for r in isr if r in live]
         if leader in live:
             if live_isr == isr:
                 return None
             return {**doc, "isr": live_isr, "controller_epoch": self.store.controller_epoch}
-        candidates = _offline_candidates(doc, replicas, live if eligible is None else eligible,
-                                         unclean)
+        eligible = live if eligible is None else eligible
+        candidates = _offline_candidates(doc, replicas, eligible, False)
+        if not candidates and restarted:
+            candidates = _offline_candidates(doc, replicas, eligible | restarted, False)
+            if leader in candidates:  # re-established where it was, as Kafka's LeaderAndIsr
+                candidates = [leader]  # to a starting broker keeps it
+            if candidates:
+                live = live | restarted
+                live_isr = [r for r in isr if r in live]
+        if not candidates and unclean:
+            candidates = _offline_candidates(doc, replicas, eligible, True)
         if not candidates:
             if leader == -1:
                 return None  # offline until an ISR member returns

@@ -43,6 +43,10 @@ class PartitionState:
     # replicas being added (target - original) and removed (original - target).
     adding: list[int] = field(default_factory=list)
     removing: list[int] = field(default_factory=list)
+    # In a ZooKeeper cluster: the zxid of the state znode's last write (mzxid), -1 unknown. A
+    # leadership in a state written before this broker's registration (its broker epoch, the
+    # czxid) is its previous life's, never taken up (ReplicaManager._take_role).
+    zxid: int = -1
 
 
 @dataclass(slots=True)

@@ -63,6 +63,10 @@ class ReplicaManager:
         # Set by the broker in a cluster: followers fetch, ISR changes are written to ZooKeeper.
         self.fetchers: Any = None
         self.isr_writer: Callable[[Partition, list[int]], Awaitable[bool]] | None = None
+        # In a cluster: this broker's epoch (its registration's czxid, KIP-380), -1 none.
+        self.broker_epoch: Callable[[], int] = lambda: -1
+        # Partitions whose state names us leader in a previous life -> that leader epoch
+        self._waiting: dict[tuple[str, int], int] = {}
         self.min_isr: Callable[[TopicState], int] = lambda _topic: 1
         # The leader side of replication throttles (a cluster; broker/replication_quota.py).
         self.leader_quota: ReplicationQuota | None = None
@@ -294,10 +298,29 @@ class ReplicaManager:
         except KafkaStorageError as exc:  # its dir's failure handler takes it offline next
             log.error("%s-%d: %s", partition.topic, partition.index, exc)
 
+    def _previous_life(self, state: Any) -> bool:
+        """A state naming this broker leader, written before its current registration: that
+        leadership is a previous life's (a broker restarted within its session timeout, or
+        after its session expired). As Kafka's broker waits for the controller's LeaderAndIsr
+        carrying its new broker epoch, it waits for the controller to write the state again
+        (a new leader epoch), answering NOT_LEADER_OR_FOLLOWER meanwhile."""
+        return state.leader == self.broker_id and 0 <= state.zxid < self.broker_epoch()
+
     def _take_role(self, partition: Partition, state: Any) -> None:
         leader, epoch = state.leader, state.leader_epoch
         if epoch < partition.leader_epoch:
             return  # older news
+        key = (partition.topic, partition.index)
+        if self._previous_life(state):
+            if self._waiting.get(key) != epoch:
+                self._waiting[key] = epoch
+                log.info("%s-%d: the state naming this broker leader at epoch %d was written "
+                         "before its registration (broker epoch %d): waiting for the "
+                         "controller to write it again", partition.topic, partition.index,
+                         epoch, self.broker_epoch())
+            leader = -1  # as a follower with no leader to fetch from
+        else:
+            self._waiting.pop(key, None)
         if leader == self.broker_id:
             if not partition.is_leader or epoch > partition.leader_epoch:
                 if self.fetchers is not None:
@@ -368,6 +391,7 @@ class ReplicaManager:
 
     def _remove_partition(self, key: tuple[str, int]) -> None:
         partition = self._partitions.pop(key)
+        self._waiting.pop(key, None)
         if self.fetchers is not None:
             self.fetchers.remove(partition)
         if partition.is_leader:

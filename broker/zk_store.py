@@ -407,9 +407,9 @@ class ZkMetadataStore:
         return on_change
 
     def _state_watcher(self, name: str, index: int) -> Callable[[bytes | None, Any], bool]:
-        def on_change(data: bytes | None, _stat: Any) -> bool:
+        def on_change(data: bytes | None, stat: Any) -> bool:
             if data is not None:
-                self._call(self._set_state, name, index, json.loads(data))
+                self._call(self._set_state, name, index, json.loads(data), stat.mzxid)
             if name in self._watched:
                 return True
             self._watched_states.discard((name, index))
@@ -428,7 +428,7 @@ class ZkMetadataStore:
         removing = doc.get("removing_replicas") or {}
         states = self._read_states(name, [int(p) for p in doc["partitions"]])
         for p, replicas in doc["partitions"].items():
-            state = states[int(p)]
+            state, zxid = states[int(p)]
             partitions[int(p)] = PartitionState(
                 replicas=list(replicas),
                 leader=state.get("leader", -1),
@@ -436,6 +436,7 @@ class ZkMetadataStore:
                 isr=list(state.get("isr", replicas)),
                 adding=[int(r) for r in adding.get(p, ())],
                 removing=[int(r) for r in removing.get(p, ())],
+                zxid=zxid,
             )
         topic_id = self._topic_id(name, doc)
         if topic_id is None:
@@ -474,18 +475,22 @@ class ZkMetadataStore:
             except NoNodeError:
                 return None
 
-    def _read_states(self, name: str, indexes: list[int]) -> dict[int, dict[str, Any]]:
-        """The state znodes of a topic's partitions, read pipelined (all requests sent, then
-        the answers collected): one round trip per partition made reading a topic of
-        thousands of partitions take seconds."""
+    def _read_states(
+        self, name: str, indexes: list[int]
+    ) -> dict[int, tuple[dict[str, Any], int]]:
+        """The state znodes of a topic's partitions and their mzxids, read pipelined (all
+        requests sent, then the answers collected): one round trip per partition made reading
+        a topic of thousands of partitions take seconds."""
         pending = [(i, self._zk.get_async(f"/brokers/topics/{name}/partitions/{i}/state"))
                    for i in indexes]
-        out: dict[int, dict[str, Any]] = {}
+        out: dict[int, tuple[dict[str, Any], int]] = {}
         for i, result in pending:
             try:
-                out[i] = json.loads(result.get()[0])
+                data, stat = result.get()
             except NoNodeError:
-                out[i] = {}
+                out[i] = ({}, -1)
+                continue
+            out[i] = (json.loads(data), stat.mzxid)
         return out
 
     def _set_topic(self, topic: TopicState, version: int | None = None) -> None:
@@ -502,10 +507,11 @@ class ZkMetadataStore:
 
     def reflect_partition_state(self, name: str, index: int, doc: dict[str, Any]) -> None:
         """A partition state the controller just wrote, in the cache at once (Kafka's
-        controller updates its context as it writes); the watch brings the same later."""
-        self._set_state(name, index, doc)
+        controller updates its context as it writes); the watch brings the same later. Its
+        zxid is not known here, only that it was written in this broker's current life."""
+        self._set_state(name, index, doc, self.broker_epoch)
 
-    def _set_state(self, name: str, index: int, doc: dict[str, Any]) -> None:
+    def _set_state(self, name: str, index: int, doc: dict[str, Any], zxid: int) -> None:
         topic = self._topics.get(name)
         if topic is None or index not in topic.partitions:
             return
@@ -515,11 +521,17 @@ class ZkMetadataStore:
         if (doc["leader"], doc["leader_epoch"], doc["isr"]) == (
                 state.leader, state.leader_epoch, state.isr):
             # Nothing new (the watch's first reading, of what the topic read already held):
-            # telling the listeners would re-apply the whole topic once per partition.
-            return
+            # telling the listeners would re-apply the whole topic once per partition; unless
+            # it is our leadership written again in our current life (a previous life's is
+            # not taken up until then).
+            before, state.zxid = state.zxid, max(state.zxid, zxid)
+            if not (state.leader == self._broker.broker_id
+                    and before < self.broker_epoch <= state.zxid):
+                return
         state.leader = doc["leader"]
         state.leader_epoch = doc["leader_epoch"]
         state.isr = list(doc["isr"])
+        state.zxid = max(state.zxid, zxid)
         self._emit("topic", name)
 
     def _drop_topic(self, name: str) -> None:
@@ -911,6 +923,7 @@ class ZkMetadataStore:
             if state["leader_epoch"] >= p.leader_epoch:
                 p.leader, p.leader_epoch = state["leader"], state["leader_epoch"]
                 p.isr = list(state["isr"])
+                p.zxid = max(p.zxid, self.broker_epoch)  # written in our current life
             self._topic_versions[topic] = max(version, self._topic_versions.get(topic, -1))
             self._emit("topic", topic)
         return True

@@ -19,6 +19,7 @@ import threading
 import time
 import uuid
 from pathlib import Path
+from typing import Any
 
 from kazoo.client import KazooClient
 
@@ -257,6 +258,224 @@ def test_a_new_controller_finds_leaderships_of_a_previous_life(
     finally:
         for b in frozen:
             b.kill9()
+        zk.stop()
+        zk.close()
+        cluster.close()
+
+
+TopicPartitions = list[tuple[str, int]]
+
+
+def _produce(bootstrap: str, tps: TopicPartitions, tag: str) -> dict[tuple[str, int], list[bytes]]:
+    """20 records to each partition (acks=all): those acknowledged."""
+    from confluent_kafka import Producer
+
+    acked: dict[tuple[str, int], list[bytes]] = {tp: [] for tp in tps}
+    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all",
+                         "enable.idempotence": True, "linger.ms": 5})
+
+    def done(err: Any, msg: Any) -> None:
+        if err is None:
+            acked[(msg.topic(), msg.partition())].append(msg.value())
+
+    for t, p in tps:
+        for i in range(20):
+            producer.produce(t, f"{tag}-{t}-{p}-{i}".encode(), partition=p, on_delivery=done)
+    assert producer.flush(60) == 0
+    return acked
+
+
+def _read(bootstrap: str, expected: dict[tuple[str, int], list[bytes]]
+          ) -> dict[tuple[str, int], list[bytes]]:
+    from confluent_kafka import Consumer
+    from confluent_kafka import TopicPartition as TP
+
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "check",
+                         "enable.auto.commit": False})
+    got: dict[tuple[str, int], list[bytes]] = {tp: [] for tp in expected}
+    try:
+        consumer.assign([TP(t, p, 0) for t, p in expected])
+        deadline = time.monotonic() + 30
+        while (time.monotonic() < deadline
+               and any(len(got[tp]) < len(expected[tp]) for tp in expected)):
+            for m in consumer.consume(1000, 0.5):
+                if m.error() is None:
+                    got[(m.topic(), m.partition())].append(m.value())
+    finally:
+        consumer.close()
+    return got
+
+
+def _probe_as_leader(bootstrap: str, led: dict[tuple[str, int], int], seconds: float
+                     ) -> list[tuple[str, tuple[str, int], int]]:
+    """Produce (acks=1) and Fetch (at the leader epoch of `led`) sent to `bootstrap` for each
+    of its partitions, again and again for `seconds`: the answers' error codes."""
+    from samsa.protocol.records import build_batch
+
+    answers: list[tuple[str, tuple[str, int], int]] = []
+    until = time.monotonic() + seconds
+    with WireClient(bootstrap) as w:
+        while time.monotonic() < until:
+            for (t, p), epoch in led.items():
+                produced = w.call(0, 9, {"acks": 1, "timeout": 5000, "topic_data": [
+                    {"name": t, "partition_data": [
+                        {"index": p, "records": build_batch([(None, b"stale", [], 0)])}]}]})
+                answers.append(("produce", (t, p),
+                                produced.responses[0].partition_responses[0].error_code))
+                fetched = w.call(1, 11, {
+                    "replica_id": -1, "max_wait": 0, "min_bytes": 0, "max_bytes": 1 << 20,
+                    "isolation_level": 0, "session_id": 0, "session_epoch": -1,
+                    "forgotten_topics_data": [], "rack_id": "",
+                    "topics": [{"topic": t, "partitions": [
+                        {"partition": p, "current_leader_epoch": epoch, "fetch_offset": 0,
+                         "log_start_offset": -1, "partition_max_bytes": 1 << 20}]}]})
+                answers.append(("fetch", (t, p), fetched.responses[0].partitions[0].error_code))
+            time.sleep(0.1)
+    return answers
+
+
+def _own_view(bootstrap: str, topics: list[str]) -> dict[tuple[str, int], tuple[int, int]]:
+    """A broker's own metadata: partition -> (leader, leader epoch)."""
+    with WireClient(bootstrap, timeout=2) as w:
+        md = w.call(3, 12, {"topics": [{"name": t} for t in topics],
+                            "allow_auto_topic_creation": False})
+    return {(t.name, p.partition_index): (p.leader_id, p.leader_epoch)
+            for t in md.topics for p in t.partitions}
+
+
+def test_a_restarted_broker_leads_only_once_the_controller_says_so(
+    zookeeper: ZooKeeperProcess, tmp_path: Path
+) -> None:
+    """A broker restarted while the controller cannot act (frozen, its session kept by a
+    long session timeout; the old registration deleted as an expired session's would be)
+    reads partition states naming it leader, written in its previous life. It must not lead
+    them at that old leader epoch (Kafka's broker waits for the controller's LeaderAndIsr):
+    Produce and Fetch answer NOT_LEADER_OR_FOLLOWER until the controller writes the states
+    again. Then leaderships move to an in-sync replica, or, for a partition it alone holds,
+    come back to it one leader epoch higher (not offline first and two higher); nothing
+    acknowledged before is lost."""
+    from confluent_kafka.admin import NewTopic
+
+    cluster = Cluster(zookeeper, tmp_path, **{"zookeeper.session.timeout.ms": 20000})
+    zk = KazooClient(hosts=f"{zookeeper.connect_string}/{cluster.chroot}")
+    frozen: list[BrokerProcess] = []
+    try:
+        cluster.start()
+        zk.start()
+        controller_id = _controller_id(zk, "")
+        victim_id = next(b for b in (1, 2) if b != controller_id)
+        victim = cluster.broker(victim_id)
+        create_topics(cluster, {"lives": PARTITIONS})
+        admin = cluster.admin()
+        admin.create_topics([NewTopic("alone", 1, replica_assignment=[[victim_id]])])[
+            "alone"].result(20)
+        wait_until(lambda: cluster.has_leaders("alone", 1), 20, "a leader of alone")
+        tps = [("lives", p) for p in range(PARTITIONS)] + [("alone", 0)]
+        led = {tp: _state(zk, tp)["leader_epoch"] for tp in tps
+               if _state(zk, tp)["leader"] == victim_id}
+        assert ("alone", 0) in led and len(led) > 1, led
+        acked = _produce(cluster.bootstrap, tps, "before")
+        assert all(len(v) == 20 for v in acked.values()), acked
+
+        controller = cluster.broker(controller_id)
+        assert controller.pid is not None
+        os.kill(controller.pid, signal.SIGSTOP)  # the session (20 s) outlives the freeze
+        frozen.append(controller)
+        victim.kill9()
+        zk.delete(f"/brokers/ids/{victim_id}")  # as its old session's expiry would
+        victim.start()
+        wait_until(lambda: all(_own_view(victim.bootstrap, ["lives", "alone"]).get(tp)
+                               == (victim_id, epoch) for tp, epoch in led.items()),
+                   15, "the restarted broker's metadata")
+        answers = _probe_as_leader(victim.bootstrap, led, 2)
+        # the controller was frozen all along: the states are still the previous life's
+        assert {tp: _state(zk, tp)["leader_epoch"] for tp in led} == led
+        wrong = [a for a in answers if a[2] != ErrorCode.not_leader_or_follower]
+        assert not wrong, wrong
+
+        os.kill(controller.pid, signal.SIGCONT)
+        frozen.clear()
+        wait_until(lambda: all(_state(zk, tp)["leader_epoch"] > led[tp] for tp in led),
+                   15, "the controller writing the states again")
+        alone = _state(zk, ("alone", 0))
+        assert (alone["leader"], alone["leader_epoch"]) == (victim_id, led[("alone", 0)] + 1)
+        wait_until(lambda: fully_replicated(cluster, ["lives"]), 30, "full ISRs again")
+        for tp, values in _produce(cluster.bootstrap, tps, "after").items():
+            acked[tp] += values
+        got = _read(cluster.bootstrap, acked)
+        for tp, values in acked.items():
+            assert len(values) == 40, (tp, len(values))
+            assert set(values) <= set(got[tp]), (tp, set(values) - set(got[tp]))
+            assert b"stale" not in got[tp], tp
+    finally:
+        for b in frozen:
+            assert b.pid is not None
+            os.kill(b.pid, signal.SIGCONT)
+        zk.stop()
+        zk.close()
+        cluster.close()
+
+
+def _state(zk: KazooClient, tp: tuple[str, int]) -> dict[str, Any]:
+    data, _ = zk.get(f"/brokers/topics/{tp[0]}/partitions/{tp[1]}/state")
+    return dict(json.loads(data))
+
+
+def test_a_cold_cluster_restart_keeps_leaders_one_epoch_higher(
+    zookeeper: ZooKeeperProcess, tmp_path: Path
+) -> None:
+    """Every broker killed and started again once their sessions have expired, all
+    registered before any of them is controller (a placeholder /controller holds the
+    election back): none leads on the states of its previous life, and the controller then
+    elected re-establishes each leader where it was, one leader epoch higher (Kafka's
+    controller sends LeaderAndIsr to the brokers starting; not offline first, two higher),
+    the in-sync replicas kept; nothing acknowledged is lost."""
+    cluster = Cluster(zookeeper, tmp_path)
+    zk = KazooClient(hosts=f"{zookeeper.connect_string}/{cluster.chroot}")
+    try:
+        cluster.start()
+        zk.start()
+        create_topics(cluster, {"lives": PARTITIONS})
+        tps = [("lives", p) for p in range(PARTITIONS)]
+        wait_until(lambda: fully_replicated(cluster, ["lives"]), 30, "full ISRs")
+        acked = _produce(cluster.bootstrap, tps, "before")
+        before = {tp: _state(zk, tp) for tp in tps}
+        for b in cluster.brokers:
+            b.kill9()
+        wait_until(lambda: not zk.get_children("/brokers/ids") and not zk.exists("/controller"),
+                   15, "the old sessions expired")
+        zk.create("/controller", json.dumps({"version": 1, "brokerid": 99,
+                                             "timestamp": "0"}).encode(), ephemeral=True)
+        for b in cluster.brokers:
+            b.start()
+        wait_until(lambda: cluster.every_broker_sees({0, 1, 2}), 20, "every broker registered")
+        for b in cluster.brokers:
+            led = {tp: s["leader_epoch"] for tp, s in before.items()
+                   if s["leader"] == b.broker_id}
+            wait_until(lambda b=b, led=led: all(
+                _own_view(b.bootstrap, ["lives"]).get(tp) == (b.broker_id, e)
+                for tp, e in led.items()), 15, "the restarted brokers' metadata")
+            wrong = [a for a in _probe_as_leader(b.bootstrap, led, 0.5)
+                     if a[2] != ErrorCode.not_leader_or_follower]
+            assert not wrong, (b.broker_id, wrong)
+        assert {tp: _state(zk, tp) for tp in tps} == before  # no controller yet
+        zk.delete("/controller")
+        wait_until(lambda: all(_state(zk, tp)["leader_epoch"] > before[tp]["leader_epoch"]
+                               for tp in tps), 15, "the new controller's writes")
+        time.sleep(1)  # and nothing more after them
+        for tp in tps:
+            s = _state(zk, tp)
+            assert (s["leader"], s["leader_epoch"], sorted(s["isr"])) == (
+                before[tp]["leader"], before[tp]["leader_epoch"] + 1,
+                sorted(before[tp]["isr"])), (tp, before[tp], s)
+        for tp, values in _produce(cluster.bootstrap, tps, "after").items():
+            acked[tp] += values
+        got = _read(cluster.bootstrap, acked)
+        for tp, values in acked.items():
+            assert len(values) == 40, (tp, len(values))
+            assert set(values) <= set(got[tp]), (tp, set(values) - set(got[tp]))
+            assert b"stale" not in got[tp], tp
+    finally:
         zk.stop()
         zk.close()
         cluster.close()
