@@ -116,9 +116,10 @@ class LogDirMover:
             await self._copy(*tp)
         except asyncio.CancelledError:
             raise
-        except KafkaStorageError as exc:  # the failed directory is taken offline elsewhere
+        except KafkaStorageError as exc:
+            # The failed directory's handler ends the move (LogDirs.handle_dir_failure), with
+            # no more I/O in that directory.
             log.error("%s-%d: the move to another log dir failed: %s", tp[0], tp[1], exc)
-            self.dirs.remove_future_log(*tp)
         except Exception:
             log.exception("%s-%d: the move to another log dir failed", *tp)
             self.dirs.remove_future_log(*tp)

@@ -21,9 +21,10 @@ from tests.cluster.cluster import wait_until
 from tests.protocol.wire import WireClient
 from tests.support.broker import BrokerProcess
 from tests.support.java import run_java_tool
+from tests.support.tmpfs import small_tmpfs
 
 ALTER_REPLICA_LOG_DIRS, DESCRIBE_LOG_DIRS = 34, 35
-NONE, UNKNOWN_TOPIC_OR_PARTITION, LOG_DIR_NOT_FOUND = 0, 3, 57
+NONE, UNKNOWN_TOPIC_OR_PARTITION, KAFKA_STORAGE_ERROR, LOG_DIR_NOT_FOUND = 0, 3, 56, 57
 TOPIC = "moving"
 RATE = 300_000  # replica.alter.log.dirs.io.max.bytes.per.second: the move takes seconds
 
@@ -222,3 +223,49 @@ def test_kafka_log_dirs_and_reassign_partitions_move_a_replica(tmp_path: Path) -
         where = {d["logDir"]: [p["partition"] for p in d["partitions"]]
                  for br in described["brokers"] for d in br["logDirs"]}
         assert where[target] == [f"{TOPIC}-0"] and where[source] == [], res.stdout
+
+
+def test_move_into_a_failing_dir_takes_that_dir_offline_alone(tmp_path: Path) -> None:
+    """The target directory fills up (a 1 MiB tmpfs) in the middle of a move: it goes
+    offline with the partition that lived there (KAFKA_STORAGE_ERROR), the moved replica
+    stays served from where it was, losing nothing, and a move to the offline directory is
+    refused with KAFKA_STORAGE_ERROR."""
+    data = tmp_path / "data"
+    with small_tmpfs(tmp_path / "small", "1m") as small:
+        b = BrokerProcess(data, settings={"log.dirs": f"{data},{small}"})
+        with b:
+            _create(b.bootstrap, TOPIC, 1)  # the first directory (both empty)
+            wait_until(lambda: _dir_of(b.bootstrap, TOPIC, 0)[0], 10, "the log is created")
+            _create(b.bootstrap, "other", 1)  # the one with fewer partitions: the tmpfs
+            wait_until(lambda: _dir_of(b.bootstrap, "other", 0)[0] == str(small), 10,
+                       "the other log is created in the small directory")
+            assert _dir_of(b.bootstrap, TOPIC, 0)[0] == str(data)
+            p = Producer({"bootstrap.servers": b.bootstrap, "linger.ms": 20})
+            values = {f"rec-{i:06d}".ljust(1024, "x") for i in range(2000)}  # 2 MB
+            for v in values:
+                p.produce(TOPIC, v.encode())
+            assert p.flush(30) == 0
+            assert _alter(b.bootstrap, str(small), TOPIC, 0) == NONE
+            wait_until(lambda: _describe_errors(b.bootstrap)[str(small)] == KAFKA_STORAGE_ERROR,
+                       30, "the small directory goes offline")
+            assert b.is_running()
+            assert _describe_errors(b.bootstrap)[str(data)] == NONE
+            assert _dir_of(b.bootstrap, TOPIC, 0) == (str(data), None)
+            assert _alter(b.bootstrap, str(small), TOPIC, 0) == KAFKA_STORAGE_ERROR
+            with WireClient(b.bootstrap) as w:  # the small directory's partition is offline
+                res = w.call(2, 1, {"replica_id": -1, "topics": [
+                    {"name": "other", "partitions": [{"partition_index": 0,
+                                                      "timestamp": -1}]}]})
+            assert res.topics[0].partitions[0].error_code == KAFKA_STORAGE_ERROR
+            for i in range(10):  # the moved partition takes writes and reads them back
+                p.produce(TOPIC, f"after-{i}".encode())
+                values.add(f"after-{i}")
+            assert p.flush(30) == 0
+            got = _read_committed(b.bootstrap, len(values))
+            assert len(got) == len(set(got)) and set(got) == values
+
+
+def _describe_errors(bootstrap: str) -> dict[str, int]:
+    with WireClient(bootstrap) as w:
+        res = w.call(DESCRIBE_LOG_DIRS, 4, {"topics": None})
+    return {d.log_dir: int(d.error_code) for d in res.results}
