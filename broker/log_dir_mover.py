@@ -169,9 +169,14 @@ class LogDirMover:
 
     def _swap(self, partition: Partition, cur: Log, fut: Log) -> None:
         """The future log has caught up: it becomes the partition's log (no await here)."""
-        for epoch, start in cur.leader_epoch_cache.entries:
-            if start >= fut.log_start_offset:  # an epoch begun with no batch yet is kept too
-                fut.leader_epoch_cache.assign(epoch, start)
+        # The batches brought their epochs; an epoch begun with no batch yet (a leader that
+        # has not written), or the one in force at the log start, comes from the cache.
+        entries = cur.leader_epoch_cache.entries
+        first = fut.log_start_offset
+        for i, (epoch, start) in enumerate(entries):
+            if i + 1 < len(entries) and entries[i + 1][1] <= first:
+                continue  # ended before the log starts
+            fut.leader_epoch_cache.assign(epoch, max(start, first))
         partition.log = self.dirs.replace_current_with_future(
             partition.topic, partition.index, cur.high_watermark)
 
