@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Callable
 
 from samsa.protocol.errors import ErrorCode
@@ -39,6 +40,7 @@ class LogDirMover:
         self.rate = rate  # bytes per second (LONG_MAX: unthrottled)
         self._tasks: dict[tuple[str, int], asyncio.Task[None]] = {}
         self._background: set[asyncio.Task[None]] = set()
+        self._quota_free_at = 0.0  # when the bytes copied so far are paid for (monotonic)
 
     def alter(self, topic: str, index: int, path: str) -> ErrorCode:
         """Move the replica of `topic`-`index` to the log directory `path`; Kafka's errors."""
@@ -156,16 +158,21 @@ class LogDirMover:
                 chunk = CHUNK_BYTES if rate >= LONG_MAX else max(1, min(CHUNK_BYTES, rate))
                 data = cur.read(position, chunk).records
                 assert not isinstance(data, FileRegion)  # read without zero_copy
-                size = len(data)
-                if size:
-                    fut.append_as_follower(data)
-                if rate < LONG_MAX:
-                    await asyncio.sleep(size / rate)
-                else:
-                    await asyncio.sleep(0 if size else 0.01)
+                if not data:  # nothing readable there yet: not expected, but no busy loop
+                    await asyncio.sleep(0.01)
+                    continue
+                fut.append_as_follower(data)
+                await asyncio.sleep(self._throttle(len(data), rate) if rate < LONG_MAX else 0)
                 continue
             self._swap(partition, cur, fut)
             return
+
+    def _throttle(self, size: int, rate: int) -> float:
+        """Seconds to wait after copying `size` bytes: the rate bounds all moves together
+        (one quota, as Kafka's for its ReplicaAlterLogDirs threads)."""
+        now = time.monotonic()
+        self._quota_free_at = max(now, self._quota_free_at) + size / rate
+        return self._quota_free_at - now
 
     def _swap(self, partition: Partition, cur: Log, fut: Log) -> None:
         """The future log has caught up: it becomes the partition's log (no await here)."""
