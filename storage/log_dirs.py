@@ -127,6 +127,12 @@ class LogDirs:
                 shutil.rmtree(d)
                 self.resumed_moves[tp] = m.dir_key
                 continue
+            if self.offline_dirs:
+                # Its current log may be in the offline directory: the future one, perhaps
+                # partial, is left alone (the partition is offline here until then).
+                log.warning("%s-%d: future log %s left as it is: log directories %s are "
+                            "offline", tp[0], tp[1], d, ",".join(self.offline_dirs))
+                continue
             log.info("%s-%d: its future log in %s replaces the current one, deleted before the "
                      "broker stopped", tp[0], tp[1], m.dir_key)
             target = d.with_name(f"{tp[0]}-{tp[1]}")

@@ -69,3 +69,18 @@ def test_future_log_whose_replica_was_renamed_for_deletion_becomes_current(
     assert (b / "t-0").is_dir() and not [p for p in a.iterdir() if p.name.startswith("t-0")]
     assert lg.leader_epoch_cache.entries == [(3, 0)]
     again.shutdown()
+
+
+def test_future_log_is_left_alone_while_a_log_dir_is_offline(tmp_path: Path) -> None:
+    """Its current replica may be in the offline directory: the future log, perhaps partial,
+    neither becomes the replica nor is deleted."""
+    a, b = tmp_path / "a", tmp_path / "b"
+    dirs, _ = _filled(a, b)
+    dirs.shutdown()
+    # A directory where a checkpoint file must be written: `a` fails as it loads.
+    (a / "recovery-point-offset-checkpoint").unlink()
+    (a / "recovery-point-offset-checkpoint").mkdir()
+    again = _dirs(a, b)
+    assert again.offline_dirs == [dir_key(a)]
+    assert again.get_log("t", 0) is None and again.resumed_moves == {}
+    assert [p for p in b.iterdir() if p.name.endswith("-future")]
