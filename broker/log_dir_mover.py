@@ -132,6 +132,7 @@ class LogDirMover:
     async def _copy(self, topic: str, index: int) -> None:
         generation: int | None = None
         source: Log | None = None
+        synced = False
         while True:
             partition = self.replicas.get(topic, index)
             fut = self.dirs.future_log(topic, index)
@@ -151,7 +152,7 @@ class LogDirMover:
                                                       cur.config, partition.topic_id)
                 if start != fut.log_end_offset:
                     fut.truncate_fully_and_start_at(start)
-                source, generation = cur, cur.generation
+                source, generation, synced = cur, cur.generation, False
             position = fut.log_end_offset
             if position < cur.log_end_offset:
                 rate = max(1, self.rate())
@@ -163,6 +164,12 @@ class LogDirMover:
                     continue
                 fut.append_as_follower(data)
                 await asyncio.sleep(self._throttle(len(data), rate) if rate < LONG_MAX else 0)
+                continue
+            if not synced:
+                # Caught up: fsync what was copied in a thread, once, so that the swap (which
+                # flushes on the loop) has only what came in meanwhile left to sync.
+                synced = True
+                await asyncio.get_running_loop().run_in_executor(None, fut.flush)
                 continue
             self._swap(partition, cur, fut)
             return
