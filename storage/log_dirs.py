@@ -253,11 +253,12 @@ class LogDirs:
         complete, which start-up makes current. Files go after file.delete.delay.ms."""
         tp = (topic, partition)
         src = self._owner[tp]
-        dst, fut = self._futures.pop(tp)
+        dst, fut = self._futures[tp]
+        fut.close()  # first: a failure here leaves the current log as it was
+        del self._futures[tp]
         cur = src.release(topic, partition)
         if cur is None:
             raise KafkaStorageError(f"{topic}-{partition} has no current log in {src.dir_key}")
-        fut.close()
         leo = fut.log_end_offset
         start = max(fut.log_start_offset, cur.log_start_offset)
         config = cur.config
