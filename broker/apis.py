@@ -111,6 +111,7 @@ def build_registry() -> ApiRegistry[RequestContext]:
     r.register(27, "WriteTxnMarkers", (1, 2), transactions.handle_write_txn_markers)
     r.register(32, "DescribeConfigs", (1, 4), configs.handle_describe_configs)
     r.register(33, "AlterConfigs", (0, 2), configs.handle_alter_configs)
+    r.register(34, "AlterReplicaLogDirs", (1, 2), log_dirs.handle_alter_replica_log_dirs)
     r.register(35, "DescribeLogDirs", (1, 4), log_dirs.handle_describe_log_dirs)
     r.register(37, "CreatePartitions", (0, 3), topics.handle_create_partitions)
     r.register(43, "ElectLeaders", (0, 2), elections.handle_elect_leaders)

@@ -37,6 +37,7 @@ from .dispatch import Dispatcher
 from .dynamic_config import DynamicBrokerConfig
 from .features import TRANSACTION_VERSION, initial_levels
 from .interbroker import BrokerConnection, BrokerUnavailable, set_client_security
+from .log_dir_mover import LogDirMover
 from .malloc_tuning import tune_malloc
 from .markers import TxnMarkerChannel
 from .metadata_cache import TopicMetadataCache
@@ -124,6 +125,9 @@ class Broker:
             self.broker_id, self.log_manager, self.store, self._log_config
         )
         self.replicas.offline_listener = self._on_offline_replicas
+        self.log_dir_mover = LogDirMover(
+            self.replicas, lambda: config["replica.alter.log.dirs.io.max.bytes.per.second"])
+        self.replicas.log_dir_mover = self.log_dir_mover
         self._offline_report: asyncio.Task[None] | None = None
         self.topics = TopicAdmin(config, self.store, self.replicas)
         self.replicas.min_isr = lambda topic: int(
@@ -454,6 +458,7 @@ class Broker:
         self.producer_ids.start()  # the first block of ids, claimed in the background
         self.log_manager.startup(self._config_for_topic_name)
         self.replicas.load_all()
+        self.log_dir_mover.resume()
         if self.zookeeper:
             self.store.add_listener(self.replicas.on_metadata_change)
         await self.transactions.start()
@@ -503,6 +508,7 @@ class Broker:
         await self.server.stop()
         # Logs not created yet stay so until the restart creates them (the store has them).
         await self.replicas.stop_creating()
+        await self.log_dir_mover.stop()
         if self.controller is not None:
             await self.controller.stop()
             await self.replicas.fetchers.stop()

@@ -15,7 +15,7 @@ import logging
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from samsa.protocol.errors import ErrorCode, KafkaError
 from samsa.storage.config import LogConfig
@@ -31,6 +31,9 @@ from samsa.storage.log_manager import (
 from .metadata_store import MetadataStore, TopicState
 from .partition import Partition
 from .replication_quota import ReplicationQuota
+
+if TYPE_CHECKING:
+    from .log_dir_mover import LogDirMover
 
 log = logging.getLogger(__name__)
 
@@ -79,6 +82,8 @@ class ReplicaManager:
         self._pending_configs: dict[str, tuple[TopicState, LogConfig]] = {}
         self._pending_task: asyncio.Task[None] | None = None
         self._stopped = False  # shutting down: nothing more created in the background
+        # Moves replicas between this broker's log directories (AlterReplicaLogDirs).
+        self.log_dir_mover: LogDirMover | None = None
 
     def load_all(self) -> None:
         # At start-up every assigned partition may have data: with a log dir offline, one

@@ -644,7 +644,7 @@ _TABLE: list[PropertyDef] = [
        "as kafka-reassign-partitions --throttle does).", at_least(0), group=_G_REPL),
     _p("replica.alter.log.dirs.io.max.bytes.per.second", L, LONG_MAX, "Bytes per second "
        "moved between the log directories of one broker (AlterReplicaLogDirs).", at_least(0),
-       group=_G_REPL, ignored="replicas are not moved between log directories"),
+       group=_G_REPL),
     _p("replica.selector.class", S, None, "How a partition leader picks the replica a "
        "consumer should fetch from (KIP-392): unset or "
        "org.apache.kafka.common.replica.LeaderSelector, the leader; "

@@ -22,6 +22,7 @@ import functools
 import shutil
 import threading
 import time
+import uuid
 from bisect import bisect_right
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -62,8 +63,22 @@ def _now_ms() -> int:
     return int(time.time() * 1000)
 
 
+FUTURE_DIR_SUFFIX = "-future"
+
+
+def future_dir_name(topic: str, partition: int) -> str:
+    """A replica being moved to another log directory: `<topic>-<partition>.<uuid>-future`
+    (Kafka's UnifiedLog.logFutureDirName)."""
+    return f"{topic}-{partition}.{uuid.uuid4().hex}{FUTURE_DIR_SUFFIX}"
+
+
 def parse_topic_partition(dir_name: str) -> tuple[str, int]:
-    """`<topic>-<partition>`; topics may contain '-', so split at the last one."""
+    """`<topic>-<partition>`, or a future replica's `<topic>-<partition>.<uuid>-future`;
+    topics may contain '-', so split at the last one."""
+    if dir_name.endswith(FUTURE_DIR_SUFFIX):
+        base, dot, uid = dir_name[: -len(FUTURE_DIR_SUFFIX)].rpartition(".")
+        if dot and len(uid) == 32 and all(c in "0123456789abcdef" for c in uid):
+            dir_name = base
     topic, sep, part = dir_name.rpartition("-")
     if not sep or not topic or not part.isdigit():
         raise ValueError(f"not a partition directory name: {dir_name!r}")
@@ -795,4 +810,5 @@ class Log:
                 f"end={self.log_end_offset}, segments={len(self._segments)})")
 
 
-__all__ = ["AppendInfo", "FetchDataInfo", "Log", "parse_topic_partition"]
+__all__ = ["FUTURE_DIR_SUFFIX", "AppendInfo", "FetchDataInfo", "Log", "future_dir_name",
+           "parse_topic_partition"]

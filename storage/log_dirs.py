@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import shutil
+import threading
 import uuid
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -37,6 +39,12 @@ class LogDirs:
         if len(self._by_key) != len(self.managers):
             raise ValueError(f"log.dirs names a directory twice: {[str(d) for d in dirs]}")
         self._owner: dict[TopicPartition, LogManager] = {}
+        # Replicas being moved to another directory (AlterReplicaLogDirs): their future log.
+        self._futures: dict[TopicPartition, tuple[LogManager, Log]] = {}
+        # Where a partition not hosted yet is to be created (an AlterReplicaLogDirs before it).
+        self.preferred: dict[TopicPartition, str] = {}
+        # Moves cut short by a restart (their future log was found): partition -> target dir.
+        self.resumed_moves: dict[TopicPartition, str] = {}
 
     def set_cleaner_backoff_ms(self, ms: int) -> None:
         """log.cleaner.backoff.ms changed while running."""
@@ -74,9 +82,14 @@ class LogDirs:
         if m is None:
             return []
         tps = m.handle_dir_failure()
+        for tp, (fm, flog) in list(self._futures.items()):
+            if fm is m:  # a move to the failed directory ends; its replica stays where it is
+                del self._futures[tp]
+                flog.close_handlers()
         for tp in tps:
             if self._owner.get(tp) is m:
                 del self._owner[tp]
+            self.remove_future_log(*tp)  # a move of a replica that is lost ends
         log.warning("Logs for partitions %s are offline due to failure on log directory %s",
                     ",".join(f"{t}-{p}" for t, p in tps) or "(none)", key)
         return tps
@@ -95,10 +108,44 @@ class LogDirs:
                 continue  # reported where it happened
             for tp in m.logs():
                 self._owner[tp] = m
+        for m in self.managers:
+            if not m.offline:
+                try:
+                    self._load_futures(m, config_for)
+                except OSError as exc:
+                    m.report_io_error("loading future logs", exc)
+
+    def _load_futures(self, m: LogManager, config_for: Callable[[str], LogConfig]) -> None:
+        """A future log left by a restart: with its replica still current elsewhere the move
+        starts again (its copy is discarded: the current log is what was acknowledged); with
+        none (the current one was already renamed for deletion when the broker stopped) it is
+        the replica, complete (it was flushed before that rename)."""
+        futures, m.future_dirs = m.future_dirs, []
+        for tp, d in futures:
+            if tp in self._owner:
+                log.info("%s-%d: resuming its move to log dir %s", tp[0], tp[1], m.dir_key)
+                shutil.rmtree(d)
+                self.resumed_moves[tp] = m.dir_key
+                continue
+            if self.offline_dirs:
+                # Its current log may be in the offline directory: the future one, perhaps
+                # partial, is left alone (the partition is offline here until then).
+                log.warning("%s-%d: future log %s left as it is: log directories %s are "
+                            "offline", tp[0], tp[1], d, ",".join(self.offline_dirs))
+                continue
+            log.info("%s-%d: its future log in %s replaces the current one, deleted before the "
+                     "broker stopped", tp[0], tp[1], m.dir_key)
+            target = d.with_name(f"{tp[0]}-{tp[1]}")
+            d.rename(target)
+            m.adopt(tp[0], tp[1], m.open_log(target, config_for(tp[0]), recover=True))
+            self._owner[tp] = m
 
     def shutdown(self) -> None:
         for m in self.managers:
             m.shutdown()
+        for _m, fut in self._futures.values():  # kept: the next start resumes their moves
+            if not fut.offline:
+                fut.close_without_flush()
 
     async def run_background(self) -> None:
         await asyncio.gather(*(m.run_background() for m in self.managers))
@@ -141,17 +188,103 @@ class LogDirs:
             raise KafkaStorageError(f"Can not create log for {topic}-{partition}: every log "
                                     "directory is offline")
         m = min(live, key=lambda m: m.log_count)  # min() keeps the first of equals
+        wanted = self._by_key.get(self.preferred.pop((topic, partition), ""))
+        if wanted is not None and not wanted.offline:
+            m = wanted
         lg = m.create_log(topic, partition, config, topic_id)
         self._owner[(topic, partition)] = m
         return lg
 
     def delete_log(self, topic: str, partition: int) -> bool:
+        self.remove_future_log(topic, partition)
+        self.preferred.pop((topic, partition), None)
         m = self._owner.pop((topic, partition), None)
         return m is not None and m.delete_log(topic, partition)
 
     def update_config(self, topic: str, config: LogConfig) -> None:
         for m in self.managers:
             m.update_config(topic, config)
+
+    # -- moving a replica to another directory (AlterReplicaLogDirs) ---------------------------
+
+    def is_online(self, key: str) -> bool:
+        m = self._by_key.get(key)
+        return m is not None and not m.offline
+
+    def future_log(self, topic: str, partition: int) -> Log | None:
+        entry = self._futures.get((topic, partition))
+        return None if entry is None else entry[1]
+
+    def future_dir_of(self, topic: str, partition: int) -> str | None:
+        entry = self._futures.get((topic, partition))
+        return None if entry is None else entry[0].dir_key
+
+    def future_logs(self) -> dict[TopicPartition, Log]:
+        return {tp: lg for tp, (_m, lg) in self._futures.items()}
+
+    def create_future_log(self, topic: str, partition: int, key: str, config: LogConfig,
+                          topic_id: uuid.UUID | None) -> Log:
+        """An empty future log for the partition in directory `key` (any previous one goes).
+        Refused while a directory is offline, as Kafka does: a future log could be left in
+        each of two directories."""
+        self.remove_future_log(topic, partition)
+        offline = self.offline_dirs
+        if offline:
+            raise KafkaStorageError(f"Can not create a future log for {topic}-{partition} "
+                                    f"because log directories {','.join(offline)} are offline")
+        m = self._by_key[key]
+        lg = m.create_future_log(topic, partition, config, topic_id)
+        self._futures[(topic, partition)] = (m, lg)
+        return lg
+
+    def remove_future_log(self, topic: str, partition: int) -> bool:
+        entry = self._futures.pop((topic, partition), None)
+        if entry is None:
+            return False
+        entry[1].delete()
+        return True
+
+    def replace_current_with_future(self, topic: str, partition: int,
+                                    high_watermark: int) -> Log:
+        """The future log has everything the current one has: it becomes the partition's log
+        (Kafka's replaceCurrentWithFutureLog). Both are closed (flushed, producer snapshot at
+        their end); the current directory is renamed for deletion, then the future one takes
+        the partition's name. A crash between the two renames leaves only the future log,
+        complete, which start-up makes current. Files go after file.delete.delay.ms."""
+        tp = (topic, partition)
+        src = self._owner[tp]
+        dst, fut = self._futures[tp]
+        fut.close()  # first: a failure here leaves the current log as it was
+        del self._futures[tp]
+        cur = src.release(topic, partition)
+        if cur is None:
+            raise KafkaStorageError(f"{topic}-{partition} has no current log in {src.dir_key}")
+        leo = fut.log_end_offset
+        start = max(fut.log_start_offset, cur.log_start_offset)
+        config = cur.config
+        cur.close()
+        doomed = cur.dir.with_name(f"{topic}-{partition}.{uuid.uuid4().hex}-delete")
+        try:
+            cur.dir.rename(doomed)
+        except OSError as exc:
+            raise src.report_io_error(f"renaming the log of {topic}-{partition}", exc) from exc
+        target = dst.log_dir / f"{topic}-{partition}"
+        try:
+            fut.dir.rename(target)
+        except OSError as exc:
+            raise dst.report_io_error(f"renaming the future log of {topic}-{partition}",
+                                      exc) from exc
+        new = dst.open_log(target, config, recover=False, recovery_point=leo,
+                           log_start_offset=start, high_watermark=high_watermark)
+        dst.adopt(topic, partition, new)
+        self._owner[tp] = dst
+        timer = threading.Timer(config.file_delete_delay_ms / 1000, shutil.rmtree, (doomed,),
+                                {"ignore_errors": True})
+        timer.daemon = True  # left for the next start-up if the broker stops first
+        timer.start()
+        log.info("%s-%d: moved from log dir %s to %s", topic, partition, src.dir_key,
+                 dst.dir_key)
+        return new
 
     def checkpoint(self) -> None:
         for m in self.managers:

@@ -14,13 +14,14 @@ import uuid
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 from samsa.storage import cleaner
 from samsa.storage.checkpoint import OffsetCheckpointFile, write_atomically
 from samsa.storage.config import LONG_MAX, LogConfig
 from samsa.storage.errors import KafkaStorageError
 from samsa.storage.fdcache import FD_CACHE
-from samsa.storage.log import Log, parse_topic_partition
+from samsa.storage.log import FUTURE_DIR_SUFFIX, Log, future_dir_name, parse_topic_partition
 from samsa.storage.log_dir_failure import LogDirFailureChannel, dir_key
 
 log = logging.getLogger(__name__)
@@ -118,6 +119,8 @@ class LogManager:
         self._cleaner_thread: ThreadPoolExecutor | None = None  # Kafka's log cleaner thread
         self._deletion_thread: ThreadPoolExecutor | None = None  # segment files to delete
         self.had_clean_shutdown = False
+        # Future replicas found at start-up (a move to this directory cut short).
+        self.future_dirs: list[tuple[TopicPartition, Path]] = []
         # Called (from an executor thread) with the milliseconds each scheduled flush took.
         self.flush_observer: Callable[[float], None] | None = None
 
@@ -145,6 +148,12 @@ class LogManager:
             if d.name.endswith(("-delete", "-stray")):
                 shutil.rmtree(d, ignore_errors=True)  # deletion interrupted by a crash
                 continue
+            if d.name.endswith(FUTURE_DIR_SUFFIX):
+                try:  # a move to this directory cut short: LogDirs decides its fate
+                    self.future_dirs.append((parse_topic_partition(d.name), d))
+                except ValueError:
+                    pass
+                continue
             try:
                 dirs.append((parse_topic_partition(d.name), d))
             except ValueError:
@@ -164,8 +173,7 @@ class LogManager:
                 producer_id_expiration_ms=self.producer_id_expiration_ms,
             )
             lg.release_files()  # open/close per partition: fds follow use, not partitions
-            lg.failure_channel = self.failure_channel
-            lg.run_in_background = self._run_in_background
+            self._attach(lg)
             return lg
 
         if recover and len(dirs) > 1 and self.io_threads > 1:
@@ -283,6 +291,48 @@ class LogManager:
             lg.sync_on_flush(d / PARTITION_METADATA)
         lg.run_in_background = self._run_in_background
         self._logs[(topic, partition)] = lg
+        return lg
+
+    def _attach(self, lg: Log) -> None:
+        lg.failure_channel = self.failure_channel
+        lg.run_in_background = self._run_in_background
+
+    def open_log(self, d: Path, config: LogConfig, **options: Any) -> Log:
+        """A log of this directory opened outside start-up (a future replica promoted, a
+        moved replica made current); not one of its logs until `adopt`."""
+        try:
+            lg = Log.open(d, config, producer_id_expiration_ms=self.producer_id_expiration_ms,
+                          **options)
+        except OSError as exc:
+            raise self.report_io_error(f"opening log {d.name}", exc) from exc
+        self._attach(lg)
+        return lg
+
+    def adopt(self, topic: str, partition: int, lg: Log) -> None:
+        self._logs[(topic, partition)] = lg
+
+    def release(self, topic: str, partition: int) -> Log | None:
+        """Forget the log without closing it (its replica moved to another directory)."""
+        self._cleaner_offsets.pop((topic, partition), None)
+        return self._logs.pop((topic, partition), None)
+
+    def create_future_log(self, topic: str, partition: int, config: LogConfig,
+                          topic_id: uuid.UUID | None) -> Log:
+        """An empty `<topic>-<partition>.<uuid>-future` log: the replica being moved here."""
+        if self.offline:
+            raise KafkaStorageError(f"cannot create a future log for {topic}-{partition}: log "
+                                    f"dir {self.dir_key} is offline")
+        d = self.log_dir / future_dir_name(topic, partition)
+        try:
+            d.mkdir(parents=True)
+            if topic_id is not None:
+                write_partition_metadata(d, topic_id, fsync=False)
+        except OSError as exc:
+            raise self.report_io_error(f"creating future log for {topic}-{partition}",
+                                       exc) from exc
+        lg = self.open_log(d, config, recover=False)
+        if topic_id is not None:
+            lg.sync_on_flush(d / PARTITION_METADATA)
         return lg
 
     def delete_log(self, topic: str, partition: int) -> bool:

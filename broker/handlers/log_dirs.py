@@ -1,5 +1,7 @@
-"""DescribeLogDirs (35): each log directory, its partitions' sizes and the disk's capacity;
-an offline directory (failed I/O) answers KAFKA_STORAGE_ERROR, as in Kafka."""
+"""AlterReplicaLogDirs (34): move replicas to other log directories of this broker
+(broker/log_dir_mover.py). DescribeLogDirs (35): each log directory, its partitions' sizes (a
+replica being moved there: its future log, `is_future_key`, with its lag) and the disk's
+capacity; an offline directory (failed I/O) answers KAFKA_STORAGE_ERROR, as in Kafka."""
 
 from __future__ import annotations
 
@@ -14,7 +16,30 @@ from ..context import RequestContext
 from ..security.authorizer import AclOperation, ResourceType
 
 if TYPE_CHECKING:
-    from .requests import DescribeLogDirsRequest
+    from .requests import AlterReplicaLogDirsRequest, DescribeLogDirsRequest
+
+
+async def handle_alter_replica_log_dirs(
+    ctx: RequestContext, request: AlterReplicaLogDirsRequest
+) -> dict[str, Any]:
+    allowed = ctx.authorize(AclOperation.ALTER, ResourceType.CLUSTER)
+    mover = ctx.replicas.log_dir_mover
+    results: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for d in request.dirs:
+        for t in d.topics:
+            for index in t.partitions:
+                if not allowed:
+                    code = ErrorCode.cluster_authorization_failed
+                elif mover is None:
+                    code = ErrorCode.kafka_storage_error
+                else:
+                    code = mover.alter(t.name, index, d.path)
+                results[t.name].append({"partition_index": index, "error_code": code})
+    return {
+        "throttle_time": 0,
+        "results": [{"topic_name": name, "partitions": parts}
+                    for name, parts in results.items()],
+    }
 
 
 async def handle_describe_log_dirs(
@@ -37,6 +62,19 @@ async def handle_describe_log_dirs(
                 "partition_size": p.size_in_bytes,
                 "offset_lag": 0,
                 "is_future_key": False,
+            }
+        )
+    for (topic, index), fut in dirs.future_logs().items():
+        if wanted is not None and index not in wanted.get(topic, ()):
+            continue
+        current = dirs.get_log(topic, index)
+        by_dir[fut.parent_dir][topic].append(
+            {
+                "partition_index": index,
+                "partition_size": fut.size_in_bytes,
+                "offset_lag": (0 if current is None
+                               else max(0, current.log_end_offset - fut.log_end_offset)),
+                "is_future_key": True,
             }
         )
     offline = set(dirs.offline_dirs)

@@ -27,6 +27,8 @@ import kio.schema.alter_configs.v1.request as alter_configs_v1
 import kio.schema.alter_configs.v2.request as alter_configs_v2
 import kio.schema.alter_partition_reassignments.v0.request as alter_partition_reassignments_v0
 import kio.schema.alter_partition_reassignments.v1.request as alter_partition_reassignments_v1
+import kio.schema.alter_replica_log_dirs.v1.request as alter_replica_log_dirs_v1
+import kio.schema.alter_replica_log_dirs.v2.request as alter_replica_log_dirs_v2
 import kio.schema.alter_share_group_offsets.v0.request as alter_share_group_offsets_v0
 import kio.schema.alter_user_scram_credentials.v0.request as alter_user_scram_credentials_v0
 import kio.schema.api_versions.v0.request as api_versions_v0
@@ -284,6 +286,10 @@ AlterClientQuotasRequest: TypeAlias = (
 AlterConfigsRequest: TypeAlias = (
     alter_configs_v0.AlterConfigsRequest | alter_configs_v1.AlterConfigsRequest
     | alter_configs_v2.AlterConfigsRequest
+)
+AlterReplicaLogDirsRequest: TypeAlias = (
+    alter_replica_log_dirs_v1.AlterReplicaLogDirsRequest
+    | alter_replica_log_dirs_v2.AlterReplicaLogDirsRequest
 )
 AlterUserScramCredentialsRequest: TypeAlias = (
     alter_user_scram_credentials_v0.AlterUserScramCredentialsRequest

@@ -120,6 +120,11 @@ CASES = [
          {ErrorCode.transactional_id_not_found}),
     Case("DescribeLogDirs", 35, 4, lambda n: {"topics": None},
          ((ResourceType.BROKER, AclOperation.DESCRIBE),), CLUSTER_DENIED, set()),
+    Case("AlterReplicaLogDirs", 34, 2,
+         lambda n: {"dirs": [{"path": "/not-a-log-dir", "topics": [
+             {"name": n.topic, "partitions": [0]}]}]},
+         ((ResourceType.BROKER, AclOperation.ALTER),), CLUSTER_DENIED,
+         {ErrorCode.log_dir_not_found}),
     Case("ElectLeaders", 43, 2,
          lambda n: {"election_type": 0, "timeout": 5000,
                     "topic_partitions": [{"topic": n.topic, "partitions": [0]}]},
