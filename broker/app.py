@@ -221,7 +221,8 @@ class Broker:
             self.store, self.broker_id, config["transaction.state.log.num.partitions"])
         # Dynamic broker configs (kafka-configs --entity-type brokers): applied to `config`
         # in place; what holds a value of its own is told here.
-        self.dynamic_config = DynamicBrokerConfig(config, self.store, self.broker_id)
+        self.dynamic_config = DynamicBrokerConfig(config, self.store, self.broker_id,
+                                                  encrypt_passwords=bool(self.zookeeper))
         self.dynamic_config.add_reconfigurable(self._reconfigure)
         self.registry = build_registry()
         # How this broker reaches the others: the inter-broker listener's TLS and SASL login.

@@ -16,9 +16,11 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from samsa.config.dynamic import DEFAULT_ENTITY, DynamicConfigError, usable, validate_update
+from samsa.config.password_encoder import DEFAULT_KEY_FACTORY, decode, encode
 from samsa.config.schema import (
     BROKER_PROPERTIES,
     DYNAMIC_BROKER_CONFIGS,
+    DYNAMIC_SECURITY_CONFIGS,
     BrokerConfig,
     ConfigError,
     ConfigType,
@@ -45,11 +47,27 @@ def _loggable(name: str, value: object) -> object:
     return value
 
 
+def is_password_config(name: str) -> bool:
+    """Kafka's DynamicBrokerConfig.isPasswordConfig: a name ending in a dynamic password
+    config's."""
+    return any(name.endswith(p) for p in _DYNAMIC_PASSWORDS)
+
+
+_DYNAMIC_PASSWORDS = tuple(sorted(
+    n for n in DYNAMIC_SECURITY_CONFIGS | DYNAMIC_BROKER_CONFIGS
+    if BROKER_PROPERTIES[n].type is ConfigType.PASSWORD))
+
+
 class DynamicBrokerConfig:
-    def __init__(self, config: BrokerConfig, store: MetadataStore, broker_id: int) -> None:
+    def __init__(self, config: BrokerConfig, store: MetadataStore, broker_id: int,
+                 encrypt_passwords: bool = False) -> None:
         self.config = config
         self.store = store
         self.broker_id = broker_id
+        # ZooKeeper keeps dynamic passwords encrypted with password.encoder.secret (Kafka's
+        # ZooKeeper-era brokers); the single broker's metadata file keeps them as they are
+        # (Kafka's KRaft brokers: PasswordEncoder.NOOP).
+        self.encrypt_passwords = encrypt_passwords
         self._reconfigurables: list[Reconfigurable] = []
         self._validators: list[Callable[[BrokerConfig], None]] = []
         self._reloaders: list[Callable[[BrokerConfig], None]] = []
@@ -84,7 +102,7 @@ class DynamicBrokerConfig:
         whole. Raises DynamicConfigError (or what `change` raises)."""
         per_broker = resource_name != ""
         entity = self.entity(resource_name)
-        new = change(await self.store.read_broker_config(entity))
+        new = change(self._decoded(await self.store.read_broker_config(entity), entity))
         candidate = validate_update(self.config, new, per_broker)
         for validate in self._validators:
             try:
@@ -96,13 +114,52 @@ class DynamicBrokerConfig:
                                          "Invalid dynamic configuration") from None
         if validate_only:
             return
+        persistent = self._encoded(new)
         if per_broker:
             for reload in self._reloaders:
                 reload(candidate)
         what = f"broker {self.broker_id}" if per_broker else "brokers"
         log.info("Updating %s with new configuration : %s", what,
                  ",".join(f"{k} -> {_loggable(k, v)}" for k, v in sorted(new.items())))
-        await self.store.write_broker_config(entity, new)
+        await self.store.write_broker_config(entity, persistent)
+
+    def _encoded(self, props: dict[str, str]) -> dict[str, str]:
+        """Kafka's toPersistentProps: the passwords encrypted (ZooKeeper only)."""
+        if not self.encrypt_passwords or not any(is_password_config(k) for k in props):
+            return props
+        secret = self.config["password.encoder.secret"]
+        if not secret:
+            key = next(k for k in props if is_password_config(k))
+            raise DynamicConfigError(ErrorCode.invalid_config, key,
+                                     "Password encoder secret not configured")
+        factory = self.config["password.encoder.keyfactory.algorithm"] or DEFAULT_KEY_FACTORY
+        try:
+            return {k: encode(secret, v, factory, self.config["password.encoder.key.length"],
+                              self.config["password.encoder.iterations"])
+                    if is_password_config(k) else v for k, v in props.items()}
+        except ValueError as exc:  # a key length AES does not have
+            raise DynamicConfigError(ErrorCode.invalid_config, "password.encoder.key.length",
+                                     str(exc)) from None
+
+    def _decoded(self, props: dict[str, str], entity: str) -> dict[str, str]:
+        """Kafka's fromPersistentProps for the passwords: decrypted, or left out (with an
+        error in the log) when they cannot be."""
+        if not self.encrypt_passwords:
+            return props
+        secret = self.config["password.encoder.secret"]
+        out = {}
+        for key, value in props.items():
+            if is_password_config(key):
+                try:
+                    if not secret:
+                        raise ValueError("Password encoder secret not configured")
+                    value = decode(secret, value)
+                except ValueError as exc:
+                    log.error("Dynamic password config %s of %s could not be decoded, "
+                              "ignoring: %s", key, entity, exc)
+                    continue
+            out[key] = value
+        return out
 
     def _value(self, name: str) -> object:
         if split_listener_key(name) is None:
@@ -120,7 +177,7 @@ class DynamicBrokerConfig:
 
     def _apply(self) -> None:
         stored = self.store.broker_configs()
-        own = usable(stored.get(str(self.broker_id), {}),
+        own = usable(self._decoded(stored.get(str(self.broker_id), {}), str(self.broker_id)),
                      f"dynamic configs of broker {self.broker_id}")
         default = usable(stored.get(DEFAULT_ENTITY, {}), "dynamic default broker configs",
                          per_broker=False)

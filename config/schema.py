@@ -493,6 +493,18 @@ _TABLE: list[PropertyDef] = [
        "distinguished name than the current one.", group=_G_SECURITY),
     _p("ssl.allow.san.changes", B, False, "Whether a key store changed while the broker runs "
        "may drop subject alternative names of the current one.", group=_G_SECURITY),
+    _p("password.encoder.secret", PW, None, "The secret that encrypts the dynamic password "
+       "configs (listener.name.<listener>.ssl.keystore.password...) stored in ZooKeeper; "
+       "without it they cannot be set. (The single broker keeps them in its metadata file "
+       "unencrypted, as Kafka's KRaft brokers keep them in the metadata log.)",
+       group=_G_SECURITY),
+    _p("password.encoder.keyfactory.algorithm", S, None, "The key derivation of the password "
+       "encoder; unset: PBKDF2WithHmacSHA512.",
+       ValidString(("PBKDF2WithHmacSHA512", "PBKDF2WithHmacSHA1")), group=_G_SECURITY),
+    _p("password.encoder.key.length", I, 128, "The password encoder's key length in bits.",
+       at_least(8), group=_G_SECURITY),
+    _p("password.encoder.iterations", I, 4096, "The password encoder's key derivation "
+       "iterations.", at_least(1024), group=_G_SECURITY),
     _p("ssl.principal.mapping.rules", S, "DEFAULT", "How a client certificate's distinguished "
        "name becomes a principal: DEFAULT keeps the whole name.", ValidString(("DEFAULT",)),
        group=_G_SECURITY),
