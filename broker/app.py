@@ -319,6 +319,12 @@ class Broker:
             self.server.set_tls(tls.listener, rebuilt.context)
             log.info("listener %s: new TLS key and trust stores for new connections",
                      tls.listener)
+            if tls.listener == config.inter_broker_listener_name:
+                # this broker's own connections to the others use the listener's stores too
+                try:
+                    set_client_security(ClientSecurity.from_config(config))
+                except ConfigError as exc:
+                    log.error("inter-broker connections keep their TLS stores: %s", exc)
 
     def _authorizer(self) -> Authorizer | None:
         """authorizer.class.name: Kafka's ACL authorizer, or none (everything allowed)."""

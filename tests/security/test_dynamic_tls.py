@@ -144,6 +144,10 @@ def test_refused_key_stores_change_nothing(broker: BrokerProcess, certs: Certs,
         == "INVALID_REQUEST: Invalid dynamic configuration"
     assert "Configs cannot be updated dynamically for existing listener ListenerName(MTLS)" \
         in broker.log_tail(50)
+    # Nor does Kafka change a listener's SASL settings live.
+    jaas = 'org.apache.kafka.common.security.plain.PlainLoginModule required user_a="b";'
+    assert _alter(broker, {"listener.name.ssl.plain.sasl.jaas.config": jaas}) \
+        == "INVALID_REQUEST: Invalid dynamic configuration"
     assert _new_serial(broker, certs) == before
     admin = AdminClient({"bootstrap.servers": broker.bootstrap})
     resource = ConfigResource(ConfigResource.Type.BROKER, "0")
