@@ -99,8 +99,14 @@ def _check_existing_listeners(current: BrokerConfig, props: Mapping[str, str],
     the key and trust stores change; its other per-listener configs (ssl.client.auth, the
     SASL mechanisms' JAAS configurations...) need a restart. Kafka answers only "Invalid
     dynamic configuration" and says why in its log."""
-    old = {k: str(v) for k, v in current.dynamic_values.items()
-           if split_listener_key(k) is not None}
+    def parsed(key: str, value: object) -> object:
+        split = split_listener_key(key)
+        base = BROKER_PROPERTIES.get(split[1]) if split is not None else None
+        try:
+            return base.parse(value) if base is not None and isinstance(value, str) else value
+        except ConfigError:
+            return value
+
     for listener in sorted({li.name.lower() for li in current.listeners}):
         def fixed(entries: Mapping[str, object], listener: str = listener) -> dict[str, str]:
             out = {}
@@ -108,10 +114,11 @@ def _check_existing_listeners(current: BrokerConfig, props: Mapping[str, str],
                 split = split_listener_key(key)
                 if split is not None and split[0] == listener \
                         and split[1] not in DYNAMIC_SECURITY_CONFIGS:
-                    out[key] = str(value)
+                    out[key] = repr(parsed(key, value))
             return out
-        if fixed(props) != fixed(old):
-            changed = sorted(set(fixed(props).items()) ^ set(fixed(old).items()))
+        new, old = fixed(props), fixed(current.dynamic_values)
+        if new != old:
+            changed = sorted(set(new.items()) ^ set(old.items()))
             log.info("Invalid dynamic configuration: Configs cannot be updated dynamically for "
                      "existing listener ListenerName(%s), restart broker or create a new "
                      "listener for update", listener.upper())
