@@ -235,8 +235,10 @@ class Broker:
         )
         self.server.disconnect_listeners.append(self.shares.connection_closed)
         # The TLS listeners' key and trust stores, changed live per listener (SslFactory).
-        self.listener_tls = [ListenerTls(config, e.name, e.security_protocol == "SASL_SSL", e.tls)
-                             for e in self.server.endpoints if e.tls is not None]
+        self.listener_tls = [
+            ListenerTls(config, e.name, e.security_protocol == "SASL_SSL", e.tls,
+                        e.name == config.inter_broker_listener_name)
+            for e in self.server.endpoints if e.tls is not None]
         self.dynamic_config.add_validator(self._validate_listener_tls, self._reload_listener_tls)
         self._background: list[asyncio.Task[None]] = []
 

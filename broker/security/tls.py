@@ -86,11 +86,15 @@ class ListenerTls:
     distinguished name (unless ssl.allow.dn.changes) and subject alternative names (unless
     ssl.allow.san.changes), and a store cannot be added to or removed from the listener."""
 
-    def __init__(self, config: Any, listener: str, sasl: bool,
-                 context: ssl.SSLContext) -> None:
+    def __init__(self, config: Any, listener: str, sasl: bool, context: ssl.SSLContext,
+                 inter_broker: bool = False) -> None:
         self.listener = listener
         self.sasl = sasl
         self.context = context
+        # Kafka's keystoreVerifiableUsingTruststore: on the inter-broker listener a new key
+        # store must be trusted by the current trust store and the other way round (checked
+        # by TLS handshakes in memory), lest the brokers stop reaching each other.
+        self._client = _validation_client(config, listener) if inter_broker else None
         opts = config.for_listener(listener)
         self._signature = _store_signature(opts)
         self._leaf = _keystore_leaf(opts)
@@ -123,10 +127,21 @@ class ListenerTls:
             raise ConfigError(opts.key("ssl.truststore.location"), f"{prefix}Cannot add SSL "
                               "truststore to an existing listener for which no truststore was "
                               "configured.")
-        return _Rebuilt(context, signature, leaf, has_truststore)
+        client = None
+        if self._client is not None:
+            client = _validation_client(config, self.listener)
+            try:
+                _handshake(self.context, client)
+                _handshake(context, self._client)
+            except ssl.SSLError as exc:
+                raise ConfigError(key, "Validation of dynamic config update of SSLFactory "
+                                  f"failed: javax.net.ssl.SSLHandshakeException: {exc}") from None
+        return _Rebuilt(context, signature, leaf, has_truststore, client)
 
     def apply(self, rebuilt: _Rebuilt) -> None:
         self.context = rebuilt.context
+        if rebuilt.client is not None:
+            self._client = rebuilt.client
         self._signature, self._leaf = rebuilt.signature, rebuilt.leaf
         self._has_truststore = rebuilt.has_truststore
 
@@ -137,6 +152,47 @@ class _Rebuilt:
     signature: tuple[object, ...]
     leaf: Any
     has_truststore: bool
+    client: ssl.SSLContext | None = None
+
+
+def _validation_client(config: Any, listener: str) -> ssl.SSLContext:
+    """The listener's client side (its trust store, its key store for mutual TLS) without
+    the host name check, as Kafka's validation engines are made."""
+    ctx = client_context(config, listener)
+    ctx.check_hostname = False
+    return ctx
+
+
+def _handshake(server: ssl.SSLContext, client: ssl.SSLContext) -> None:
+    """A TLS handshake between two contexts in memory; ssl.SSLError if it fails."""
+    c_in, c_out, s_in, s_out = (ssl.MemoryBIO() for _ in range(4))
+    c = client.wrap_bio(c_in, c_out, server_side=False)
+    s = server.wrap_bio(s_in, s_out, server_side=True)
+    done_c = done_s = False
+    for _ in range(16):
+        if not done_c:
+            try:
+                c.do_handshake()
+                done_c = True
+            except ssl.SSLWantReadError:
+                pass
+        s_in.write(c_out.read())
+        if not done_s:
+            try:
+                s.do_handshake()
+                done_s = True
+            except ssl.SSLWantReadError:
+                pass
+        c_in.write(s_out.read())
+        if done_c and done_s:
+            # TLS 1.3: the client learns of a refused certificate only on its next read
+            c_in.write(s_out.read())
+            try:
+                c.read(1)
+            except (ssl.SSLWantReadError, ssl.SSLZeroReturnError):
+                pass
+            return
+    raise ssl.SSLError("the validation handshake did not complete")
 
 
 _ALIAS = "kafka"  # the alias of the one entry of Kafka's PEM key stores

@@ -73,9 +73,12 @@ def make_certs(d: Path) -> Certs:
 
 
 
-def issue(certs: Certs, name: str, subject: str, ext: str | None = BROKER_EXT) -> Pair:
-    """Another certificate signed by the test CA (in the same directory)."""
-    return _sign(certs.ca.parent, name, subject, certs.ca, certs.ca.with_suffix(".key"), ext)
+def issue(certs: Certs, name: str, subject: str, ext: str | None = BROKER_EXT,
+          by_other_ca: bool = False) -> Pair:
+    """Another certificate signed by the test CA (or by the CA of `rogue`), in the same
+    directory."""
+    ca = other_ca(certs) if by_other_ca else certs.ca
+    return _sign(certs.ca.parent, name, subject, ca, ca.with_suffix(".key"), ext)
 
 
 def other_ca(certs: Certs) -> Path:

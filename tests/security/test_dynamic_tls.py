@@ -42,6 +42,7 @@ def broker(tmp_path_factory: pytest.TempPathFactory, certs: Certs) -> Iterator[B
         "ssl.keystore.location": str(certs.broker.both),
         "ssl.truststore.location": str(certs.ca),
         "listener.name.mtls.ssl.client.auth": "required",
+        "inter.broker.listener.name": "SSL",
     })
     b.tls_port, b.mtls_port = tls, mtls  # type: ignore[attr-defined]
     b.start()
@@ -235,3 +236,16 @@ def test_trust_store_change_accepts_a_new_client_ca(broker: BrokerProcess, certs
             time.sleep(0.2)
         assert _accepted(port, certs, certs.alice)
         assert _answers(kept)
+
+
+def test_inter_broker_key_store_must_be_trusted(broker: BrokerProcess, certs: Certs) -> None:
+    """On the inter-broker listener (SSL here) Kafka also checks that the new key store and
+    the trust store still accept each other; another listener takes such a key store."""
+    untrusted = issue(certs, "untrusted", "/CN=localhost", by_other_ca=True)
+    before = _new_serial(broker, certs)
+    assert _alter(broker, {"listener.name.ssl.ssl.keystore.location": str(untrusted.both)}) \
+        == "INVALID_REQUEST: Invalid dynamic configuration"
+    assert "SSLHandshakeException" in broker.log_tail(50)
+    assert _new_serial(broker, certs) == before
+    assert _alter(broker, {"listener.name.mtls.ssl.keystore.location": str(untrusted.both)}) \
+        is None
