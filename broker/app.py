@@ -11,7 +11,13 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from samsa.config.schema import BROKER_PROPERTIES, TOPIC_SYNONYMS
+from samsa.config.schema import (
+    BROKER_PROPERTIES,
+    TOPIC_SYNONYMS,
+    BrokerConfig,
+    ConfigError,
+    split_listener_key,
+)
 from samsa.config.topic import describe_broker_config, describe_topic_config
 from samsa.coordinator.group import GroupCoordinator
 from samsa.coordinator.internal_log import InternalTopic
@@ -52,6 +58,7 @@ from .security.authorizer import Authorizer, parse_super_users
 from .security.client import ClientSecurity
 from .security.listeners import listener_endpoints
 from .security.scram import ScramCredential
+from .security.tls import ListenerTls
 from .server import KafkaServer, ServerLimits
 from .share_fetch import ShareFetcher
 from .share_persister import SHARE_STATE_TOPIC, SharePersister
@@ -219,7 +226,8 @@ class Broker:
             self.store, self.broker_id, config["transaction.state.log.num.partitions"])
         # Dynamic broker configs (kafka-configs --entity-type brokers): applied to `config`
         # in place; what holds a value of its own is told here.
-        self.dynamic_config = DynamicBrokerConfig(config, self.store, self.broker_id)
+        self.dynamic_config = DynamicBrokerConfig(config, self.store, self.broker_id,
+                                                  encrypt_passwords=bool(self.zookeeper))
         self.dynamic_config.add_reconfigurable(self._reconfigure)
         self.registry = build_registry()
         # How this broker reaches the others: the inter-broker listener's TLS and SASL login.
@@ -231,6 +239,12 @@ class Broker:
             ServerLimits.from_config(config),
         )
         self.server.disconnect_listeners.append(self.shares.connection_closed)
+        # The TLS listeners' key and trust stores, changed live per listener (SslFactory).
+        self.listener_tls = [
+            ListenerTls(config, e.name, e.security_protocol == "SASL_SSL", e.tls,
+                        e.name == config.inter_broker_listener_name)
+            for e in self.server.endpoints if e.tls is not None]
+        self.dynamic_config.add_validator(self._validate_listener_tls, self._reload_listener_tls)
         self._background: list[asyncio.Task[None]] = []
 
     def _scram_credential(self, user: str, mechanism: str) -> ScramCredential | None:
@@ -286,10 +300,38 @@ class Broker:
             self.log_manager.set_producer_id_expiration_ms(config["producer.id.expiration.ms"])
         self.transactions.verification_enabled = config[
             "transaction.partition.verification.enable"]
+        if any(split_listener_key(name) is not None for name in changed):
+            self._reload_listener_tls(config)
         for name in sorted(changed):
-            prop = BROKER_PROPERTIES[name]
-            if prop.ignored is not None:
+            prop = BROKER_PROPERTIES.get(name)
+            if prop is not None and prop.ignored is not None:
                 log.warning("%s changed but has no effect in Samsa: %s", name, prop.ignored)
+
+    def _validate_listener_tls(self, candidate: BrokerConfig) -> None:
+        for tls in self.listener_tls:
+            tls.prepare(candidate)
+
+    def _reload_listener_tls(self, config: BrokerConfig) -> None:
+        """New connections of each TLS listener whose stores changed (configs or files) get
+        the new ones; a store that no longer loads or fits leaves the listener as it was."""
+        for tls in self.listener_tls:
+            try:
+                rebuilt = tls.prepare(config)
+            except ConfigError as exc:
+                log.error("listener %s keeps its TLS key and trust stores: %s", tls.listener, exc)
+                continue
+            if rebuilt is None:
+                continue
+            tls.apply(rebuilt)
+            self.server.set_tls(tls.listener, rebuilt.context)
+            log.info("listener %s: new TLS key and trust stores for new connections",
+                     tls.listener)
+            if tls.listener == config.inter_broker_listener_name:
+                # this broker's own connections to the others use the listener's stores too
+                try:
+                    set_client_security(ClientSecurity.from_config(config))
+                except ConfigError as exc:
+                    log.error("inter-broker connections keep their TLS stores: %s", exc)
 
     def _authorizer(self) -> Authorizer | None:
         """authorizer.class.name: Kafka's ACL authorizer, or none (everything allowed)."""

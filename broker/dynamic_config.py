@@ -15,8 +15,18 @@ import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from samsa.config.dynamic import DEFAULT_ENTITY, usable, validate_update
-from samsa.config.schema import DYNAMIC_BROKER_CONFIGS, BrokerConfig, ConfigError
+from samsa.config.dynamic import DEFAULT_ENTITY, DynamicConfigError, usable, validate_update
+from samsa.config.password_encoder import DEFAULT_KEY_FACTORY, decode, encode
+from samsa.config.schema import (
+    BROKER_PROPERTIES,
+    DYNAMIC_BROKER_CONFIGS,
+    DYNAMIC_SECURITY_CONFIGS,
+    BrokerConfig,
+    ConfigError,
+    ConfigType,
+    split_listener_key,
+)
+from samsa.protocol.errors import ErrorCode
 
 if TYPE_CHECKING:
     from .metadata_store import MetadataStore
@@ -27,15 +37,53 @@ log = logging.getLogger(__name__)
 Reconfigurable = Callable[[set[str]], None]
 
 
+def _loggable(name: str, value: object) -> object:
+    """Kafka's toLoggableProps: a password (or what has no known type, such as a
+    listener's JAAS configuration) is logged as [hidden]."""
+    split = split_listener_key(name)
+    prop = BROKER_PROPERTIES.get(split[1] if split is not None else name)
+    if prop is None or prop.type is ConfigType.PASSWORD:
+        return "[hidden]"
+    return value
+
+
+def is_password_config(name: str) -> bool:
+    """Kafka's DynamicBrokerConfig.isPasswordConfig: a name ending in a dynamic password
+    config's."""
+    return any(name.endswith(p) for p in _DYNAMIC_PASSWORDS)
+
+
+_DYNAMIC_PASSWORDS = tuple(sorted(
+    n for n in DYNAMIC_SECURITY_CONFIGS | DYNAMIC_BROKER_CONFIGS
+    if BROKER_PROPERTIES[n].type is ConfigType.PASSWORD))
+
+
 class DynamicBrokerConfig:
-    def __init__(self, config: BrokerConfig, store: MetadataStore, broker_id: int) -> None:
+    def __init__(self, config: BrokerConfig, store: MetadataStore, broker_id: int,
+                 encrypt_passwords: bool = False) -> None:
         self.config = config
         self.store = store
         self.broker_id = broker_id
+        # ZooKeeper keeps dynamic passwords encrypted with password.encoder.secret (Kafka's
+        # ZooKeeper-era brokers); the single broker's metadata file keeps them as they are
+        # (Kafka's KRaft brokers: PasswordEncoder.NOOP).
+        self.encrypt_passwords = encrypt_passwords
         self._reconfigurables: list[Reconfigurable] = []
+        self._validators: list[Callable[[BrokerConfig], None]] = []
+        self._reloaders: list[Callable[[BrokerConfig], None]] = []
 
     def add_reconfigurable(self, fn: Reconfigurable) -> None:
         self._reconfigurables.append(fn)
+
+    def add_validator(self, validate: Callable[[BrokerConfig], None],
+                      reload: Callable[[BrokerConfig], None] | None = None) -> None:
+        """`validate` checks the configuration an alter would give this broker (Kafka's
+        validateReconfiguration; raises ConfigError); `reload` applies one at once when this
+        broker is altered (Kafka's reloadUpdatedFilesWithoutConfigChange: a key store file
+        rewritten in place is re-read even if no config changed)."""
+        self._validators.append(validate)
+        if reload is not None:
+            self._reloaders.append(reload)
 
     def start(self) -> None:
         """Apply what the store holds now, and follow its changes."""
@@ -54,14 +102,74 @@ class DynamicBrokerConfig:
         whole. Raises DynamicConfigError (or what `change` raises)."""
         per_broker = resource_name != ""
         entity = self.entity(resource_name)
-        new = change(await self.store.read_broker_config(entity))
-        validate_update(self.config, new, per_broker)
+        new = change(self._decoded(await self.store.read_broker_config(entity), entity))
+        candidate = validate_update(self.config, new, per_broker)
+        for validate in self._validators:
+            try:
+                validate(candidate)
+            except ConfigError as exc:
+                # Kafka answers only this; the reason is in its log.
+                log.info("Invalid dynamic configuration of broker %s: %s", self.broker_id, exc)
+                raise DynamicConfigError(ErrorCode.invalid_request, exc.key,
+                                         "Invalid dynamic configuration") from None
         if validate_only:
             return
+        persistent = self._encoded(new)
+        if per_broker:
+            for reload in self._reloaders:
+                reload(candidate)
         what = f"broker {self.broker_id}" if per_broker else "brokers"
         log.info("Updating %s with new configuration : %s", what,
-                 ",".join(f"{k} -> {v}" for k, v in sorted(new.items())))
-        await self.store.write_broker_config(entity, new)
+                 ",".join(f"{k} -> {_loggable(k, v)}" for k, v in sorted(new.items())))
+        await self.store.write_broker_config(entity, persistent)
+
+    def _encoded(self, props: dict[str, str]) -> dict[str, str]:
+        """Kafka's toPersistentProps: the passwords encrypted (ZooKeeper only)."""
+        if not self.encrypt_passwords or not any(is_password_config(k) for k in props):
+            return props
+        secret = self.config["password.encoder.secret"]
+        if not secret:
+            key = next(k for k in props if is_password_config(k))
+            raise DynamicConfigError(ErrorCode.invalid_config, key,
+                                     "Password encoder secret not configured")
+        factory = self.config["password.encoder.keyfactory.algorithm"] or DEFAULT_KEY_FACTORY
+        try:
+            return {k: encode(secret, v, factory, self.config["password.encoder.key.length"],
+                              self.config["password.encoder.iterations"])
+                    if is_password_config(k) else v for k, v in props.items()}
+        except ValueError as exc:  # a key length AES does not have
+            raise DynamicConfigError(ErrorCode.invalid_config, "password.encoder.key.length",
+                                     str(exc)) from None
+
+    def _decoded(self, props: dict[str, str], entity: str) -> dict[str, str]:
+        """Kafka's fromPersistentProps for the passwords: decrypted, or left out (with an
+        error in the log) when they cannot be."""
+        if not self.encrypt_passwords:
+            return props
+        secret = self.config["password.encoder.secret"]
+        out = {}
+        for key, value in props.items():
+            if is_password_config(key):
+                try:
+                    if not secret:
+                        raise ValueError("Password encoder secret not configured")
+                    value = decode(secret, value)
+                except ValueError as exc:
+                    log.error("Dynamic password config %s of %s could not be decoded, "
+                              "ignoring: %s", key, entity, exc)
+                    continue
+            out[key] = value
+        return out
+
+    def _value(self, name: str) -> object:
+        if split_listener_key(name) is None:
+            return self.config[name]
+        return self.config.dynamic_values.get(name)
+
+    def _listener_values(self) -> dict[str, object]:
+        """The per-listener (listener.name.<listener>.*) dynamic values."""
+        return {k: v for k, v in self.config.dynamic_values.items()
+                if split_listener_key(k) is not None}
 
     def _on_change(self, entity: str, _config: dict[str, str]) -> None:
         if entity in (DEFAULT_ENTITY, str(self.broker_id)):
@@ -69,10 +177,12 @@ class DynamicBrokerConfig:
 
     def _apply(self) -> None:
         stored = self.store.broker_configs()
-        own = usable(stored.get(str(self.broker_id), {}),
+        own = usable(self._decoded(stored.get(str(self.broker_id), {}), str(self.broker_id)),
                      f"dynamic configs of broker {self.broker_id}")
-        default = usable(stored.get(DEFAULT_ENTITY, {}), "dynamic default broker configs")
+        default = usable(stored.get(DEFAULT_ENTITY, {}), "dynamic default broker configs",
+                         per_broker=False)
         before = {name: self.config[name] for name in DYNAMIC_BROKER_CONFIGS}
+        before_prefixed = self._listener_values()
         try:
             self.config.set_dynamic(own, default)
         except ConfigError as exc:
@@ -80,10 +190,13 @@ class DynamicBrokerConfig:
                       sorted(own), sorted(default), exc)
             return
         changed = {n for n in DYNAMIC_BROKER_CONFIGS if self.config[n] != before[n]}
+        after_prefixed = self._listener_values()
+        changed |= {k for k in before_prefixed.keys() | after_prefixed.keys()
+                    if before_prefixed.get(k) != after_prefixed.get(k)}
         if not changed:
             return
-        log.info("dynamic broker configs applied: %s",
-                 ", ".join(f"{n}={self.config[n]}" for n in sorted(changed)))
+        log.info("dynamic broker configs applied: %s", ", ".join(
+            f"{n}={_loggable(n, self._value(n))}" for n in sorted(changed)))
         for fn in self._reconfigurables:
             try:
                 fn(changed)

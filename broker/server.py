@@ -387,6 +387,9 @@ class KafkaServer:
         self.host = self.endpoints[0].host
         self.port = self.endpoints[0].port
         self.ports: dict[str, int] = {e.name: e.port for e in self.endpoints}
+        # Each TLS listener's context for new connections (changed by set_tls).
+        self._tls: dict[str, ssl.SSLContext] = {
+            e.name: e.tls for e in self.endpoints if e.tls is not None}
         self._dispatch = dispatch
         self._max_request_bytes = max_request_bytes
         self._limits = limits or ServerLimits()
@@ -415,6 +418,11 @@ class KafkaServer:
             self._tasks.append(asyncio.create_task(self._accept_loop(sock, endpoint)))
         if self._limits.idle_ms >= 0:
             self._tasks.append(asyncio.create_task(self._close_idle_loop()))
+
+    def set_tls(self, listener: str, context: ssl.SSLContext) -> None:
+        """A TLS listener's new context (new key or trust store): for the connections it
+        accepts from now on; those open keep theirs."""
+        self._tls[listener] = context
 
     async def _bind(self, endpoint: Endpoint) -> None:
         loop = asyncio.get_running_loop()
@@ -533,7 +541,7 @@ class KafkaServer:
         protocol = asyncio.StreamReaderProtocol(reader)
         try:
             transport, _ = await loop.connect_accepted_socket(
-                lambda: protocol, sock, ssl=endpoint.tls,
+                lambda: protocol, sock, ssl=self._tls.get(endpoint.name, endpoint.tls),
                 ssl_handshake_timeout=_HANDSHAKE_TIMEOUT_S)
         except (TimeoutError, OSError, ssl.SSLError, EOFError) as exc:
             # Kafka logs a failed handshake and closes: e.g. a plaintext client on a TLS port.

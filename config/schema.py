@@ -488,6 +488,23 @@ _TABLE: list[PropertyDef] = [
        ValidString(("TLSv1.2", "TLSv1.3", "TLS")), group=_G_SECURITY),
     _p("ssl.cipher.suites", LS, [], "TLS 1.2 cipher suites (OpenSSL names); empty: the "
        "defaults.", group=_G_SECURITY),
+    _p("ssl.allow.dn.changes", B, False, "Whether a key store changed while the broker runs "
+       "(listener.name.<listener>.ssl.keystore.*) may have a different subject "
+       "distinguished name than the current one.", group=_G_SECURITY),
+    _p("ssl.allow.san.changes", B, False, "Whether a key store changed while the broker runs "
+       "may drop subject alternative names of the current one.", group=_G_SECURITY),
+    _p("password.encoder.secret", PW, None, "The secret that encrypts the dynamic password "
+       "configs (listener.name.<listener>.ssl.keystore.password...) stored in ZooKeeper; "
+       "without it they cannot be set. (The single broker keeps them in its metadata file "
+       "unencrypted, as Kafka's KRaft brokers keep them in the metadata log.)",
+       group=_G_SECURITY),
+    _p("password.encoder.keyfactory.algorithm", S, None, "The key derivation of the password "
+       "encoder; unset: PBKDF2WithHmacSHA512.",
+       ValidString(("PBKDF2WithHmacSHA512", "PBKDF2WithHmacSHA1")), group=_G_SECURITY),
+    _p("password.encoder.key.length", I, 128, "The password encoder's key length in bits.",
+       at_least(8), group=_G_SECURITY),
+    _p("password.encoder.iterations", I, 4096, "The password encoder's key derivation "
+       "iterations.", at_least(1024), group=_G_SECURITY),
     _p("ssl.principal.mapping.rules", S, "DEFAULT", "How a client certificate's distinguished "
        "name becomes a principal: DEFAULT keeps the whole name.", ValidString(("DEFAULT",)),
        group=_G_SECURITY),
@@ -874,8 +891,9 @@ _TABLE: list[PropertyDef] = [
 # Kafka's DynamicBrokerConfig.AllDynamicConfigs (with DynamicConfig.Broker's replication
 # quotas) that Samsa has and can change while it runs: the log defaults (every broker synonym
 # of a topic config), the cleaner's settings, the thread counts, the connection limits, the
-# producer-state settings and the replication throttles. Kafka's other dynamic configs (TLS
-# key stores, listeners, SASL) are static in Samsa.
+# producer-state settings and the replication throttles. The listeners' key and trust stores
+# change too, per listener and per broker only (DYNAMIC_SECURITY_CONFIGS). Kafka's other
+# dynamic configs (listeners, SASL) are static in Samsa.
 _DYNAMIC_NON_LOG = frozenset({
     "log.cleaner.threads", "log.cleaner.dedupe.buffer.size", "log.cleaner.io.buffer.load.factor",
     "log.cleaner.io.buffer.size", "log.cleaner.io.max.bytes.per.second",
@@ -886,6 +904,13 @@ _DYNAMIC_NON_LOG = frozenset({
     "producer.id.expiration.ms", "transaction.partition.verification.enable",
     "leader.replication.throttled.rate", "follower.replication.throttled.rate",
     "replica.alter.log.dirs.io.max.bytes.per.second",
+})
+# Kafka's SslConfigs.RECONFIGURABLE_CONFIGS: dynamic only with a listener prefix
+# (listener.name.<listener>.ssl.keystore.location), only per broker.
+DYNAMIC_SECURITY_CONFIGS = frozenset({
+    "ssl.keystore.type", "ssl.keystore.location", "ssl.keystore.password", "ssl.key.password",
+    "ssl.truststore.type", "ssl.truststore.location", "ssl.truststore.password",
+    "ssl.keystore.certificate.chain", "ssl.keystore.key", "ssl.truststore.certificates",
 })
 # Kafka's DynamicThreadPool.ReconfigurableConfigs (and num.network.threads, checked alike):
 # a new count must be at least half and at most double the current one.
@@ -958,6 +983,13 @@ _LISTENER_PREFIX = re.compile(r"listener\.name\.([a-z0-9_]+)\.(.+)")
 # What a listener may set per SASL mechanism (the JAAS configuration exists only so).
 _MECHANISM_PREFIX = re.compile(r"([a-z0-9-]+)\.(sasl\.jaas\.config|sasl\.server\.callback"
                                r"\.handler\.class|connections\.max\.reauth\.ms)")
+
+
+def split_listener_key(key: str) -> tuple[str, str] | None:
+    """(listener, property) of a per-listener name `listener.name.<listener>.<property>`
+    (the property may be `<mechanism>.sasl.jaas.config` and the like), None for others."""
+    m = _LISTENER_PREFIX.fullmatch(key)
+    return None if m is None else (m.group(1), m.group(2))
 
 
 def parse_protocol_map(value: str) -> dict[str, str]:

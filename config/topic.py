@@ -31,6 +31,7 @@ from samsa.config.schema import (
     between,
     broker_synonyms,
     parse_value,
+    split_listener_key,
     value_to_string,
 )
 
@@ -286,4 +287,31 @@ def describe_broker_config(broker: BrokerConfig, per_broker: bool = True) -> lis
             continue
         entries.append(ConfigEntry(key, value_to_string(prop.type, value), source, False,
                                    not prop.dynamic, int(prop.type), prop.doc, synonyms))
+    if per_broker:
+        entries.extend(_listener_entries(broker))
+    return entries
+
+
+def _listener_entries(broker: BrokerConfig) -> list[ConfigEntry]:
+    """The per-listener properties set (listener.name.<listener>.<property>), as Kafka lists
+    them among a broker's configs: passwords (and what has no known type, such as a JAAS
+    configuration) without their value."""
+    layers = ((broker.dynamic_values, ConfigSource.DYNAMIC_BROKER_CONFIG),
+              (broker.static_values, ConfigSource.STATIC_BROKER_CONFIG))
+    names = sorted({k for values, _ in layers for k in values
+                    if split_listener_key(k) is not None})
+    entries = []
+    for key in names:
+        split = split_listener_key(key)
+        assert split is not None
+        prop = BROKER_PROPERTIES.get(split[1])
+        sensitive = prop is None or prop.type is ConfigType.PASSWORD
+        ctype = ConfigType.PASSWORD if prop is None else prop.type
+        synonyms = [ConfigSynonym(key, None if sensitive else value_to_string(ctype, v[key]),
+                                  int(source))
+                    for v, source in layers if v.get(key) is not None]
+        if not synonyms:
+            continue
+        entries.append(ConfigEntry(key, synonyms[0].value, synonyms[0].source, sensitive,
+                                   False, int(ctype), None, synonyms))
     return entries

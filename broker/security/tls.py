@@ -9,8 +9,10 @@ inline as ssl.keystore.key and ssl.keystore.certificate.chain) or PKCS12 (read w
 from __future__ import annotations
 
 import os
+import re
 import ssl
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -73,6 +75,196 @@ def client_context(config: Any, listener: str) -> ssl.SSLContext:
     if opts["ssl.keystore.location"] or opts["ssl.keystore.key"]:
         _load_keystore(ctx, opts)
     return ctx
+
+
+class ListenerTls:
+    """The TLS context of one SSL or SASL_SSL listener as it changes while the broker runs
+    (Kafka's SslFactory): the key and trust stores (listener.name.<listener>.ssl.keystore.*,
+    ssl.truststore.*) are re-read when their configs change or their files were modified, and
+    the new context serves new connections only. `prepare` checks a configuration as Kafka's
+    validateReconfiguration does: the stores must load, a key store must keep its subject
+    distinguished name (unless ssl.allow.dn.changes) and subject alternative names (unless
+    ssl.allow.san.changes), and a store cannot be added to or removed from the listener."""
+
+    def __init__(self, config: Any, listener: str, sasl: bool, context: ssl.SSLContext,
+                 inter_broker: bool = False) -> None:
+        self.listener = listener
+        self.sasl = sasl
+        self.context = context
+        # Kafka's keystoreVerifiableUsingTruststore: on the inter-broker listener a new key
+        # store must be trusted by the current trust store and the other way round (checked
+        # by TLS handshakes in memory), lest the brokers stop reaching each other.
+        self._client = _validation_client(config, listener) if inter_broker else None
+        opts = config.for_listener(listener)
+        self._signature = _store_signature(opts)
+        self._leaf = _keystore_leaf(opts)
+        self._has_truststore = _has_truststore(opts)
+
+    def prepare(self, config: Any) -> _Rebuilt | None:
+        """The new context `config` gives this listener (None: nothing to rebuild); raises
+        ConfigError with Kafka's reason."""
+        opts = config.for_listener(self.listener)
+        signature = _store_signature(opts)
+        if signature == self._signature:
+            return None
+        context = server_context(config, self.listener, self.sasl)
+        leaf = _keystore_leaf(opts)
+        prefix = "Validation of dynamic config update of SSLFactory failed: " \
+                 "org.apache.kafka.common.config.ConfigException: "
+        key = opts.key("ssl.keystore.location")
+        if self._leaf is not None and leaf is not None:
+            if not opts["ssl.allow.dn.changes"] and not _same_dn(leaf, self._leaf):
+                raise ConfigError(key, f"{prefix}Keystore DistinguishedName does not match:  "
+                                  f"existing={{alias={_ALIAS}, DN={_dn(self._leaf)}}}, "
+                                  f"new={{alias={_ALIAS}, DN={_dn(leaf)}}}")
+            old_sans, new_sans = _sans(self._leaf), _sans(leaf)
+            if not opts["ssl.allow.san.changes"] and not old_sans <= new_sans:
+                raise ConfigError(key, f"{prefix}Keystore SubjectAltNames do not match:  "
+                                  f"existing={{alias={_ALIAS}, SAN={_show(old_sans)}}}, "
+                                  f"new={{alias={_ALIAS}, SAN={_show(new_sans)}}}")
+        has_truststore = _has_truststore(opts)
+        if not self._has_truststore and has_truststore:
+            raise ConfigError(opts.key("ssl.truststore.location"), f"{prefix}Cannot add SSL "
+                              "truststore to an existing listener for which no truststore was "
+                              "configured.")
+        client = None
+        if self._client is not None:
+            client = _validation_client(config, self.listener)
+            try:
+                _handshake(self.context, client)
+                _handshake(context, self._client)
+            except ssl.SSLError as exc:
+                raise ConfigError(key, "Validation of dynamic config update of SSLFactory "
+                                  f"failed: javax.net.ssl.SSLHandshakeException: {exc}") from None
+        return _Rebuilt(context, signature, leaf, has_truststore, client)
+
+    def apply(self, rebuilt: _Rebuilt) -> None:
+        self.context = rebuilt.context
+        if rebuilt.client is not None:
+            self._client = rebuilt.client
+        self._signature, self._leaf = rebuilt.signature, rebuilt.leaf
+        self._has_truststore = rebuilt.has_truststore
+
+
+@dataclass(frozen=True)
+class _Rebuilt:
+    context: ssl.SSLContext
+    signature: tuple[object, ...]
+    leaf: Any
+    has_truststore: bool
+    client: ssl.SSLContext | None = None
+
+
+def _validation_client(config: Any, listener: str) -> ssl.SSLContext:
+    """The listener's client side (its trust store, its key store for mutual TLS) without
+    the host name check, as Kafka's validation engines are made."""
+    ctx = client_context(config, listener)
+    ctx.check_hostname = False
+    return ctx
+
+
+def _handshake(server: ssl.SSLContext, client: ssl.SSLContext) -> None:
+    """A TLS handshake between two contexts in memory; ssl.SSLError if it fails."""
+    c_in, c_out, s_in, s_out = (ssl.MemoryBIO() for _ in range(4))
+    c = client.wrap_bio(c_in, c_out, server_side=False)
+    s = server.wrap_bio(s_in, s_out, server_side=True)
+    done_c = done_s = False
+    for _ in range(16):
+        if not done_c:
+            try:
+                c.do_handshake()
+                done_c = True
+            except ssl.SSLWantReadError:
+                pass
+        s_in.write(c_out.read())
+        if not done_s:
+            try:
+                s.do_handshake()
+                done_s = True
+            except ssl.SSLWantReadError:
+                pass
+        c_in.write(s_out.read())
+        if done_c and done_s:
+            # TLS 1.3: the client learns of a refused certificate only on its next read
+            c_in.write(s_out.read())
+            try:
+                c.read(1)
+            except (ssl.SSLWantReadError, ssl.SSLZeroReturnError):
+                pass
+            return
+    raise ssl.SSLError("the validation handshake did not complete")
+
+
+_ALIAS = "kafka"  # the alias of the one entry of Kafka's PEM key stores
+_STORE_CONFIGS = ("ssl.keystore.type", "ssl.keystore.location", "ssl.keystore.password",
+                  "ssl.key.password", "ssl.keystore.certificate.chain", "ssl.keystore.key",
+                  "ssl.truststore.type", "ssl.truststore.location", "ssl.truststore.password",
+                  "ssl.truststore.certificates")
+_PEM_CERT = re.compile(rb"-----BEGIN CERTIFICATE-----.+?-----END CERTIFICATE-----", re.DOTALL)
+
+
+def _store_signature(opts: Any) -> tuple[object, ...]:
+    """What the context is built from: the store configs and the files' modification times
+    (Kafka's SslEngineFactory.shouldBeRebuilt)."""
+    def mtime(location: str | None) -> int | None:
+        try:
+            return os.stat(location).st_mtime_ns if location else None
+        except OSError:
+            return None
+    return (*(opts[n] for n in _STORE_CONFIGS), mtime(opts["ssl.keystore.location"]),
+            mtime(opts["ssl.truststore.location"]))
+
+
+def _has_truststore(opts: Any) -> bool:
+    return bool(opts["ssl.truststore.location"] or opts["ssl.truststore.certificates"])
+
+
+def _keystore_leaf(opts: Any) -> Any:
+    """The certificate of the key store's key (a cryptography x509.Certificate), None without
+    a key store."""
+    from cryptography import x509
+
+    location = opts["ssl.keystore.location"]
+    try:
+        if location and opts["ssl.keystore.type"] == "PKCS12":
+            from cryptography.hazmat.primitives.serialization import pkcs12
+            password = opts["ssl.keystore.password"]
+            _, cert, _ = pkcs12.load_key_and_certificates(
+                Path(location).read_bytes(), password.encode() if password else None)
+            return cert
+        if location:
+            data = Path(location).read_bytes()
+        elif opts["ssl.keystore.certificate.chain"]:
+            data = opts["ssl.keystore.certificate.chain"].encode()
+        else:
+            return None
+        m = _PEM_CERT.search(data)
+        return None if m is None else x509.load_pem_x509_certificate(m.group(0))
+    except (OSError, ValueError) as exc:
+        raise ConfigError.invalid(opts.key("ssl.keystore.location"), location or "(inline PEM)",
+                                  f"Failed to load the key store: {exc}") from None
+
+
+def _dn(cert: Any) -> str:
+    return str(cert.subject.rfc4514_string())
+
+
+def _same_dn(a: Any, b: Any) -> bool:
+    return bool(a.subject == b.subject or _dn(a).lower() == _dn(b).lower())
+
+
+def _sans(cert: Any) -> set[Any]:
+    from cryptography import x509
+
+    try:
+        ext = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName)
+    except x509.ExtensionNotFound:
+        return set()
+    return set(ext.value)
+
+
+def _show(sans: set[Any]) -> str:
+    return "[" + ", ".join(sorted(str(getattr(n, "value", n)) for n in sans)) + "]"
 
 
 def _load_keystore(ctx: ssl.SSLContext, opts: Any) -> None:

@@ -7,6 +7,8 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+BROKER_EXT = "subjectAltName=IP:127.0.0.1,DNS:localhost\n"  # the broker certificates' names
+
 
 @dataclass(frozen=True)
 class Pair:
@@ -58,8 +60,7 @@ def make_certs(d: Path) -> Certs:
     d.mkdir(parents=True, exist_ok=True)
     ca_cert, ca_key = _ca(d, "samsa-test-ca")
     other_cert, other_key = _ca(d, "other-ca")
-    broker = _sign(d, "broker", "/CN=localhost", ca_cert, ca_key,
-                   "subjectAltName=IP:127.0.0.1,DNS:localhost\n")
+    broker = _sign(d, "broker", "/CN=localhost", ca_cert, ca_key, BROKER_EXT)
     alice = _sign(d, "alice", "/C=US/O=Samsa Test/OU=eng/CN=alice", ca_cert, ca_key)
     rogue = _sign(d, "rogue", "/CN=rogue", other_cert, other_key)
     password = "p12-secret"
@@ -69,3 +70,17 @@ def make_certs(d: Path) -> Certs:
     _run("pkcs12", "-export", "-nokeys", "-in", str(ca_cert), "-out", str(ca_p12),
          "-passout", f"pass:{password}")
     return Certs(ca_cert, broker, alice, rogue, broker_p12, ca_p12, password)
+
+
+
+def issue(certs: Certs, name: str, subject: str, ext: str | None = BROKER_EXT,
+          by_other_ca: bool = False) -> Pair:
+    """Another certificate signed by the test CA (or by the CA of `rogue`), in the same
+    directory."""
+    ca = other_ca(certs) if by_other_ca else certs.ca
+    return _sign(certs.ca.parent, name, subject, ca, ca.with_suffix(".key"), ext)
+
+
+def other_ca(certs: Certs) -> Path:
+    """The certificate of the CA that signed `rogue` (trusted by no broker by default)."""
+    return certs.ca.parent / "other-ca.crt"
