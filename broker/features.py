@@ -16,7 +16,7 @@ finalized at 1, `API_GATES`); a new cluster finalizes 1 as Kafka 4.x does.
 ShareFetch/ShareAcknowledge, the share coordinator's persister APIs and the share-group offsets
 APIs: ApiVersions lists them only while it is finalized at 1). Share groups are production-ready
 since Kafka 4.2, so as in Kafka 4.3 every broker supports 0..1 and a new cluster finalizes 1
-(there is no other switch: Kafka 4.x has no `group.share.enable`); `kafka-features downgrade
+(there is no other switch: Kafka 4.3 has no `group.share.enable`); `kafka-features downgrade
 --feature share.version=0` turns the share groups' APIs off and `upgrade` back on.
 `unstable.feature.versions.enable` (Kafka's switch for the levels of features still in
 development, `UNSTABLE`) adds no level today.
