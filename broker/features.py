@@ -1,7 +1,8 @@
 """Feature flags (Kafka's KIP-584): the levels this broker supports and the cluster's finalized
 levels, which ApiVersions v3+ reports and UpdateFeatures changes.
 
-`transaction.version` is the one feature Samsa lists. Its levels mean what they mean in Kafka
+Samsa lists three features, which every broker supports without any switch.
+`transaction.version`: its levels mean what they mean in Kafka
 4.x: 0 the classic transaction protocol, 1 the flexible transaction-log value, 2 transactions
 v2 (KIP-890 part 2: Produce v12, EndTxn v5, TxnOffsetCommit v5; clients switch to it at a
 finalized 2). Samsa implements all three (the transaction coordinator writes
@@ -13,9 +14,12 @@ it finalized.
 finalized at 1, `API_GATES`); a new cluster finalizes 1 as Kafka 4.x does.
 `share.version` (KIP-932) gates the share groups' APIs (ShareGroupHeartbeat/Describe,
 ShareFetch/ShareAcknowledge, the share coordinator's persister APIs and the share-group offsets
-APIs). Like Kafka's features still in development it is supported (0..1) only by a broker with
-`unstable.feature.versions.enable`, and never finalized by a new cluster: the share groups'
-membership still lives only in the group coordinator's memory.
+APIs: ApiVersions lists them only while it is finalized at 1). Share groups are production-ready
+since Kafka 4.2, so as in Kafka 4.3 every broker supports 0..1 and a new cluster finalizes 1
+(there is no other switch: Kafka 4.3 has no `group.share.enable`); `kafka-features downgrade
+--feature share.version=0` turns the share groups' APIs off and `upgrade` back on.
+`unstable.feature.versions.enable` (Kafka's switch for the levels of features still in
+development, `UNSTABLE`) adds no level today.
 `metadata.version` (KRaft) is not listed: Samsa does not implement it.
 
 Where the finalized levels live: the metadata store (samsa-metadata.json for one broker,
@@ -36,10 +40,13 @@ GROUP_VERSION = "group.version"
 SHARE_VERSION = "share.version"
 
 # name -> (min, max) level this broker implements.
-SUPPORTED: dict[str, tuple[int, int]] = {TRANSACTION_VERSION: (0, 2), GROUP_VERSION: (0, 1)}
+SUPPORTED: dict[str, tuple[int, int]] = {
+    TRANSACTION_VERSION: (0, 2), GROUP_VERSION: (0, 1), SHARE_VERSION: (0, 1),
+}
 
-# Features still in development: supported only with unstable.feature.versions.enable.
-UNSTABLE: dict[str, tuple[int, int]] = {SHARE_VERSION: (0, 1)}
+# Levels of features still in development: supported only with
+# unstable.feature.versions.enable (none today).
+UNSTABLE: dict[str, tuple[int, int]] = {}
 
 
 def supported(unstable: bool) -> dict[str, tuple[int, int]]:
@@ -47,8 +54,8 @@ def supported(unstable: bool) -> dict[str, tuple[int, int]]:
     return {**SUPPORTED, **UNSTABLE} if unstable else SUPPORTED
 
 
-# What a new cluster finalizes (as Kafka 4.x does).
-DEFAULT_FINALIZED: dict[str, int] = {TRANSACTION_VERSION: 2, GROUP_VERSION: 1}
+# What a new cluster finalizes (as Kafka 4.3's `kafka-storage format` does).
+DEFAULT_FINALIZED: dict[str, int] = {TRANSACTION_VERSION: 2, GROUP_VERSION: 1, SHARE_VERSION: 1}
 
 # api key -> (feature, level): the API is advertised only while the feature is finalized at
 # that level or above (Kafka's GroupVersion gates the consumer group protocol's APIs).

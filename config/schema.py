@@ -370,13 +370,14 @@ _TABLE: list[PropertyDef] = [
     _p("auto.create.topics.enable", B, True, "Create a topic when a client asks for metadata "
        "of, or produces to, a topic that does not exist.", group=_G_SERVER),
     _p("unstable.feature.versions.enable", B, False, "Support the levels of features still "
-       "in development (share.version 1: share groups, KIP-932), so UpdateFeatures may "
-       "finalize them; for testing only.", group=_G_SERVER),
+       "in development, so UpdateFeatures may finalize them (none today: share.version 1 is "
+       "production-ready, as in Kafka 4.2+); for testing only.", group=_G_SERVER),
     _p("initial.feature.levels", LS, [], "Feature levels a new cluster finalizes, as "
        "name=level (what kafka-storage format --feature gives a KRaft cluster), e.g. "
-       "'transaction.version=1,group.version=0'; a feature not named gets Kafka 4.x's level "
-       "for a new cluster (transaction.version 2, group.version 1). Read once, when the "
-       "cluster's metadata is created; later, kafka-features changes the levels.",
+       "'transaction.version=1,group.version=0'; a feature not named gets Kafka 4.3's level "
+       "for a new cluster (transaction.version 2, group.version 1, share.version 1). Read "
+       "once, when the cluster's metadata is created; later, kafka-features changes the "
+       "levels.",
        group=_G_SERVER),
     _p("delete.topic.enable", B, True, "Allow DeleteTopics; when false it is refused.",
        group=_G_SERVER),

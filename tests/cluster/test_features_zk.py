@@ -23,7 +23,8 @@ def _store(zookeeper, chroot: str, broker_id: int, **kw) -> ZkMetadataStore:
 
 async def test_initial_feature_levels_apply_to_a_new_cluster_only(zookeeper):
     chroot = f"c{uuid.uuid4().hex[:8]}"
-    a = _store(zookeeper, chroot, 1, initial_levels={"transaction.version": 0})
+    a = _store(zookeeper, chroot, 1, initial_levels={"transaction.version": 0,
+                                                     "share.version": 0})
     await a.start()
     b = _store(zookeeper, chroot, 2, initial_levels={"group.version": 0})
     await b.start()
@@ -52,22 +53,23 @@ async def test_feature_levels_are_shared_through_zookeeper(zookeeper):
     try:
         await _until(lambda: a.finalized_features().epoch == 0
                      and b.finalized_features().epoch == 0)
-        # A new cluster finalizes transactions v2 and the consumer group protocol.
+        # A new cluster finalizes transactions v2, the consumer group protocol and share
+        # groups (Kafka 4.3's defaults).
         assert a.finalized_features().levels == b.finalized_features().levels == {
-            "group.version": 1, "transaction.version": 2}
+            "group.version": 1, "share.version": 1, "transaction.version": 2}
 
         def upgrade(levels: dict[str, int]) -> dict[str, int]:
             return apply_updates(1, levels, [("transaction.version", 1,
                                               UpgradeType.SAFE_DOWNGRADE)])
 
         done = await a.update_features(upgrade)
-        assert (done.epoch, done.levels) == (1, {"group.version": 1, "transaction.version": 1})
+        levels = {"group.version": 1, "share.version": 1, "transaction.version": 1}
+        assert (done.epoch, done.levels) == (1, levels)
         await _until(lambda: b.finalized_features().epoch == 1)
-        assert b.finalized_features().levels == {"group.version": 1, "transaction.version": 1}
+        assert b.finalized_features().levels == levels
         doc = json.loads(a._zk.get("/feature")[0])
-        assert doc == {"version": 2, "status": 1,
-                       "features": {"group.version": {"max_version_level": 1},
-                                    "transaction.version": {"max_version_level": 1}}}
+        assert doc == {"version": 2, "status": 1, "features": {
+            name: {"max_version_level": level} for name, level in levels.items()}}
 
         def too_far(levels: dict[str, int]) -> dict[str, int]:
             return apply_updates(2, levels, [("transaction.version", 3, UpgradeType.UPGRADE)])

@@ -54,7 +54,6 @@ ACCEPT = 1
 RECORDS = 240
 JAVA_RECORDS = 150
 SETTINGS: dict[str, object] = {
-    "unstable.feature.versions.enable": True,
     "share.coordinator.state.topic.num.partitions": 3,
     "group.share.heartbeat.interval.ms": 1000,
 }
@@ -248,18 +247,15 @@ def _check_java(lines: list[str], killed_at: int) -> None:
 
 
 def _setup(cluster: Cluster, records: int) -> tuple[str, str, uuid.UUID]:
-    """A topic of replication factor 3 holding `records` values v0.., share.version 1, a share
-    group reading from the earliest offset: (topic, group, topic id)."""
+    """A topic of replication factor 3 holding `records` values v0.., a share group reading
+    from the earliest offset (share.version 1: the new cluster's level, which every broker
+    reports): (topic, group, topic id)."""
     from confluent_kafka import Producer
 
     topic, group = f"sq-{uuid.uuid4().hex[:6]}", f"sg-{uuid.uuid4().hex[:6]}"
     create_topic(cluster, topic, 1, 3, **{"min.insync.replicas": "2"})
     bootstrap = cluster.bootstrap.split(",")[0]
     with WireClient(bootstrap) as w:
-        r = w.call(57, 1, {"feature_updates": [{"feature": "share.version",
-                                                "max_version_level": 1, "upgrade_type": 1}],
-                           "validate_only": False})
-        assert r.error_code == NONE, r
         md = w.call(3, 12, {"topics": [{"name": topic, "topic_id": None}],
                             "allow_auto_topic_creation": False,
                             "include_topic_authorized_operations": False})

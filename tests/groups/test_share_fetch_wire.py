@@ -16,22 +16,18 @@ SHARE_HEARTBEAT, SHARE_FETCH, SHARE_ACK, ALTER_CONFIGS = 76, 78, 79, 44
 NONE, UNKNOWN_MEMBER_ID, INVALID_REQUEST, INVALID_RECORD_STATE = 0, 25, 42, 121
 SHARE_SESSION_NOT_FOUND, INVALID_SHARE_SESSION_EPOCH = 122, 123
 ACCEPT, RELEASE, REJECT = 1, 2, 3
-SHARE = {**FAST, "unstable.feature.versions.enable": True,
-         "share.coordinator.state.topic.num.partitions": 5}
+SHARE = {**FAST, "share.coordinator.state.topic.num.partitions": 5}
 
 
 def setup_share_group(w, topic, group, members, configs=(), partitions=1):
-    """A topic of one partition, share.version 1, the group reading from the earliest
-    offset, and `members` joined; returns the topic id."""
+    """A topic of one partition, the group reading from the earliest offset, and `members`
+    joined (share.version 1 is a new cluster's level); returns the topic id."""
     r = w.call(19, 7, {"topics": [{"name": topic, "num_partitions": partitions,
                                    "replication_factor": 1,
                                    "assignments": [], "configs": []}],
                        "timeout_ms": 10_000, "validate_only": False})
     assert r.topics[0].error_code == NONE, r
     tid = r.topics[0].topic_id
-    assert w.call(57, 1, {"feature_updates": [{"feature": "share.version",
-                                               "max_version_level": 1, "upgrade_type": 1}],
-                          "validate_only": False}).error_code == NONE
     configs = [("share.auto.offset.reset", "earliest"), *configs]
     r = w.call(ALTER_CONFIGS, 1, {"validate_only": False, "resources": [
         {"resource_type": 32, "resource_name": group, "configs": [

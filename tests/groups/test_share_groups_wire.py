@@ -1,6 +1,7 @@
-"""Share groups (KIP-932) at the wire level: share.version gates ShareGroupHeartbeat and
-ShareGroupDescribe, only a broker with unstable.feature.versions.enable may finalize it, and
-the simple assignor lets several members share one partition (tests/protocol/wire.py)."""
+"""Share groups (KIP-932) at the wire level: a new cluster finalizes share.version 1 (as Kafka
+4.3 does), which gates ShareGroupHeartbeat, ShareGroupDescribe and the other share APIs, a
+downgrade to 0 turns them off, and the simple assignor lets several members share one
+partition (tests/protocol/wire.py)."""
 
 from __future__ import annotations
 
@@ -15,19 +16,23 @@ SHARE_HEARTBEAT, SHARE_DESCRIBE = 76, 77
 # ShareGroupHeartbeat/Describe, ShareFetch, ShareAcknowledge, the persister APIs, the offsets
 SHARE_APIS = {76, 77, 78, 79, 83, 84, 85, 86, 87, 90, 91, 92}
 NONE, UNKNOWN_MEMBER_ID, UNSUPPORTED_VERSION, INVALID_UPDATE_VERSION = 0, 25, 35, 95
+UPGRADE, SAFE_DOWNGRADE = 1, 2
 INCONSISTENT_GROUP_PROTOCOL, NON_EMPTY_GROUP, GROUP_ID_NOT_FOUND = 23, 68, 69
 DELETE_GROUPS = 42
 
 
+def _api_versions(w):
+    return w.call(API_VERSIONS, 4, {"client_software_name": "t", "client_software_version": "1"})
+
+
 def _advertised(w):
-    return {k.api_key for k in w.call(API_VERSIONS, 3, {
-        "client_software_name": "t", "client_software_version": "1"}).api_keys}
+    return {k.api_key for k in _api_versions(w).api_keys}
 
 
-def _finalize_share(w, level=1):
+def _finalize_share(w, level, upgrade_type=UPGRADE):
     return w.call(UPDATE_FEATURES, 1, {"feature_updates": [
-        {"feature": "share.version", "max_version_level": level, "upgrade_type": 1}],
-        "validate_only": False})
+        {"feature": "share.version", "max_version_level": level,
+         "upgrade_type": upgrade_type}], "validate_only": False})
 
 
 def _hb(w, group, member, epoch, topics=("t",)):
@@ -44,16 +49,41 @@ def _parts(r):
     return {(tp.topic_id, p) for tp in r.assignment.topic_partitions for p in tp.partitions}
 
 
-def test_share_version_cannot_be_finalized_by_default(broker_factory):
+def test_a_new_broker_serves_share_groups_until_share_version_is_downgraded(broker_factory):
+    """No setting needed: share.version 0-1 supported and 1 finalized (Kafka 4.3's default);
+    `kafka-features downgrade --feature share.version=0` turns the share APIs off, `upgrade`
+    back on."""
     b = broker_factory(settings=FAST)
     with WireClient(b.bootstrap) as w:
-        assert not SHARE_APIS & _advertised(w)
-        assert _finalize_share(w).error_code == INVALID_UPDATE_VERSION
-        assert _hb(w, "g", uuid.uuid4().hex, 0).error_code == UNSUPPORTED_VERSION
+        r = _api_versions(w)
+        assert ("share.version", 0, 1) in {
+            (f.name, f.min_version, f.max_version) for f in r.supported_features}
+        assert ("share.version", 1) in {
+            (f.name, f.max_version_level) for f in r.finalized_features}
+        assert SHARE_APIS <= {k.api_key for k in r.api_keys}
+        assert w.call(FIND, 3, {"key": "sg", "key_type": 0}).error_code == NONE
+        m = uuid.uuid4().hex
+        r = _hb(w, "sg", m, 0)
+        assert r.error_code == NONE and r.member_id == m, r
+
+        assert _finalize_share(w, 2).error_code == INVALID_UPDATE_VERSION
+        assert _finalize_share(w, 0).error_code == INVALID_UPDATE_VERSION  # not an UPGRADE
+        assert _finalize_share(w, 0, SAFE_DOWNGRADE).error_code == NONE
+        r = _api_versions(w)
+        assert not SHARE_APIS & {k.api_key for k in r.api_keys}
+        assert "share.version" not in {f.name for f in r.finalized_features}
+        assert _hb(w, "sg", uuid.uuid4().hex, 0).error_code == UNSUPPORTED_VERSION
+        describe = {"group_ids": ["sg"], "include_authorized_operations": False}
+        assert w.call(SHARE_DESCRIBE, 1, describe).groups[0].error_code == UNSUPPORTED_VERSION
+
+        assert _finalize_share(w, 1).error_code == NONE
+        assert SHARE_APIS <= _advertised(w)
+        r = _hb(w, "sg", uuid.uuid4().hex, 0)
+        assert r.error_code == NONE, r
 
 
 def test_members_share_one_partition(broker_factory):
-    b = broker_factory(settings={**FAST, "unstable.feature.versions.enable": True})
+    b = broker_factory(settings=FAST)
     with WireClient(b.bootstrap) as w:
         r = w.call(19, 7, {"topics": [{"name": "t", "num_partitions": 1,
                                        "replication_factor": 1, "assignments": [],
@@ -62,9 +92,6 @@ def test_members_share_one_partition(broker_factory):
         assert r.topics[0].error_code == NONE, r
         tid = r.topics[0].topic_id
         assert w.call(FIND, 3, {"key": "sg", "key_type": 0}).error_code == NONE
-        assert not SHARE_APIS & _advertised(w)
-        assert _finalize_share(w).error_code == NONE
-        assert SHARE_APIS <= _advertised(w)
 
         members = [uuid.uuid4().hex for _ in range(3)]
         epochs = []
@@ -105,11 +132,9 @@ def test_members_share_one_partition(broker_factory):
 
 
 def test_silent_member_leaves_after_the_session_timeout(broker_factory):
-    b = broker_factory(settings={**FAST, "unstable.feature.versions.enable": True,
-                                 "group.share.session.timeout.ms": 1500})
+    b = broker_factory(settings={**FAST, "group.share.session.timeout.ms": 1500})
     with WireClient(b.bootstrap) as w:
         assert w.call(FIND, 3, {"key": "sg", "key_type": 0}).error_code == NONE
-        assert _finalize_share(w).error_code == NONE
         m = uuid.uuid4().hex
         assert _hb(w, "sg", m, 0).error_code == NONE
         describe = {"group_ids": ["sg"], "include_authorized_operations": False}

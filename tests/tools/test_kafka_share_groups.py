@@ -5,7 +5,7 @@ ShareGroupDescribe (members joined over the wire, tests/groups/test_share_groups
 from __future__ import annotations
 
 from tests.groups.clients import FAST
-from tests.groups.test_share_groups_wire import _finalize_share, _hb
+from tests.groups.test_share_groups_wire import _hb
 from tests.protocol.wire import WireClient
 from tests.support.java import run_java_tool
 
@@ -17,7 +17,7 @@ def _rows(stdout: str) -> list[list[str]]:
 
 
 def test_kafka_share_groups_list_and_describe_members(broker_factory):
-    b = broker_factory(settings={**FAST, "unstable.feature.versions.enable": True})
+    b = broker_factory(settings=FAST)
     with WireClient(b.bootstrap) as w:
         r = w.call(19, 7, {"topics": [{"name": "t", "num_partitions": 2,
                                        "replication_factor": 1, "assignments": [],
@@ -25,7 +25,6 @@ def test_kafka_share_groups_list_and_describe_members(broker_factory):
                            "timeout_ms": 10_000, "validate_only": False})
         assert r.topics[0].error_code == 0, r
         assert w.call(10, 3, {"key": "sg", "key_type": 0}).error_code == 0
-        assert _finalize_share(w).error_code == 0
         one = _hb(w, "sg", "member-one", 0)
         assert _hb(w, "sg", "member-two", 0).error_code == 0
         assert _hb(w, "sg", "member-one", one.member_epoch, topics=None).error_code == 0

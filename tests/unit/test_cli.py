@@ -55,7 +55,8 @@ def test_set_value_may_contain_equals() -> None:
          "initial.feature.levels: unknown feature 'no.version'"),
         (["--set", "initial.feature.levels=transaction.version=3"],
          "transaction.version supports levels 0 to 2, not 3"),
-        (["--set", "initial.feature.levels=share.version=1"], "unknown feature 'share.version'"),
+        (["--set", "initial.feature.levels=share.version=2"],
+         "share.version supports levels 0 to 1, not 2"),
     ],
 )
 def test_config_error_exits_2(argv: list[str], needle: str,
