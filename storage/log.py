@@ -661,9 +661,9 @@ class Log:
             self.generation += 1
             self._delete_all_detached_locked()
             old = self._segments
-            self._segs.replace(old, self._new_segment(offset))
-            for seg in old:
+            for seg in old:  # first: the new segment may take the name of one of them
                 seg.delete()
+            self._segs.replace(old, self._new_segment(offset))
             self._update_log_start_offset(offset)
             self._update_recovery_point(offset)
             self.update_high_watermark(offset)

@@ -314,6 +314,22 @@ def test_truncate_to_and_fully(tmp_path: Path) -> None:
     assert log.append_as_leader(batch(1), 0).first_offset == 100
 
 
+def test_truncate_fully_at_an_existing_segments_base(tmp_path: Path) -> None:
+    """Starting over at the base offset of a segment the log has: the old segment's files
+    are gone and the new one's are there (it used to delete the new files with the old)."""
+    size = len(batch(1))
+    log = open_log(tmp_path, segment_bytes=size * 2)
+    for _ in range(5):
+        log.append_as_leader(batch(1), 0)
+    bases = [s.base_offset for s in log._segments]
+    assert 2 in bases
+    log.truncate_fully_and_start_at(2)
+    assert (log.log_start_offset, log.log_end_offset, log.num_segments) == (2, 2, 1)
+    assert log.append_as_leader(batch(1), 0).first_offset == 2
+    assert all_offsets(log, 2) == [2]
+    assert sorted(p.name for p in log.dir.glob("*.log")) == ["00000000000000000002.log"]
+
+
 def test_idempotent_duplicate_and_fencing(tmp_path: Path) -> None:
     log = open_log(tmp_path)
     b0 = batch(2, producer_id=5, producer_epoch=0, base_sequence=0)
