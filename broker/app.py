@@ -624,11 +624,13 @@ class Broker:
 
 async def _main(config: Any) -> int:
     broker = Broker(config)
-    await broker.start()
+    # Before the start: a SIGTERM that comes once the listeners accept (a supervisor's readiness
+    # probe can see that before the start has returned) must still be a clean shutdown.
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
+    await broker.start()
     await stop.wait()
     await broker.stop()
     return 0

@@ -37,6 +37,7 @@ import atexit
 import contextlib
 import json
 import os
+import queue
 import random
 import shlex
 import shutil
@@ -162,38 +163,29 @@ def _use_zygote() -> bool:
 
 
 class _Forked:
-    """A broker forked by the zygote: the subset of Popen that SamsaBroker uses. The kernel
-    reaps it, so its exit code is not known (None while it runs, 0 once gone)."""
+    """A broker forked by the zygote: the subset of Popen that SamsaBroker uses. The zygote
+    reaps it and reports its exit status, which is its returncode as for a process of its own."""
 
-    def __init__(self, pid: int) -> None:
+    def __init__(self, pid: int, zygote: _Zygote) -> None:
         self.pid = pid
+        self._zygote = zygote
 
     def poll(self) -> int | None:
-        try:
-            os.kill(self.pid, 0)
-        except ProcessLookupError:
-            return 0
-        # a zombie still answers signal 0: look at its state
-        try:
-            state = Path(f"/proc/{self.pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-        except (OSError, IndexError):
-            return None
-        return 0 if state in ("Z", "X") else None
+        return self._zygote.exit_code(self.pid)
 
     def send_signal(self, sig: int) -> None:
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(self.pid, sig)
+        if self.poll() is None:  # once reaped, the pid may be another process's
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.pid, sig)
 
     def kill(self) -> None:
         self.send_signal(signal.SIGKILL)
 
     def wait(self, timeout: float | None = None) -> int:
-        deadline = None if timeout is None else time.monotonic() + timeout
-        while self.poll() is None:
-            if deadline is not None and time.monotonic() > deadline:
-                raise subprocess.TimeoutExpired(f"pid {self.pid}", timeout or 0)
-            time.sleep(0.005)
-        return 0
+        code = self._zygote.wait_exit(self.pid, timeout)
+        if code is None:
+            raise subprocess.TimeoutExpired(f"pid {self.pid}", timeout or 0)
+        return code
 
     @property
     def returncode(self) -> int | None:
@@ -201,23 +193,62 @@ class _Forked:
 
 
 class _Zygote:
-    """samsa.testing._zygote, started once per test process (warm() starts it early)."""
+    """samsa.testing._zygote, started once per test process (warm() starts it early). A thread
+    reads what it writes: answers to spawn requests, and its children's exit statuses."""
 
     def __init__(self) -> None:
         self.proc: subprocess.Popen[str] | None = None
-        self.lock = threading.Lock()
-        self.ready = False
+        self.lock = threading.Lock()  # one spawn request at a time
+        self.ready = threading.Event()
+        self.pids: queue.Queue[int | None] = queue.Queue()  # answers; None: the zygote ended
+        self.exits: dict[int, int] = {}
+        self.exited = threading.Condition()
         self.waited = 0.0  # seconds a broker start spent waiting for the launcher's imports
 
     def warm(self) -> None:
         with self.lock:
             if self.proc is None or self.proc.poll() is not None:
-                self.ready = False
+                self.ready = threading.Event()
+                self.pids = queue.Queue()
                 self.proc = subprocess.Popen(
                     [sys.executable, "-m", "samsa.testing._zygote"], stdin=subprocess.PIPE,
                     stdout=subprocess.PIPE, text=True, bufsize=1,
                     env=dict(os.environ, PYTHONUNBUFFERED="1"), start_new_session=True)
+                threading.Thread(target=self._read, args=(self.proc, self.ready, self.pids),
+                                 name="samsa-zygote-reader", daemon=True).start()
                 atexit.register(self.close)
+
+    def _read(self, proc: subprocess.Popen[str], ready: threading.Event,
+              pids: queue.Queue[int | None]) -> None:
+        assert proc.stdout is not None
+        children: set[int] = set()
+        for line in proc.stdout:
+            message = json.loads(line)
+            if "exit" in message:
+                with self.exited:
+                    self.exits[int(message["exit"])] = int(message["code"])
+                    self.exited.notify_all()
+            elif "pid" in message:
+                children.add(int(message["pid"]))
+                pids.put(int(message["pid"]))
+            elif message.get("ready"):
+                ready.set()
+        ready.set()
+        pids.put(None)
+        # the zygote is gone and its children with it (SIGKILL on its death)
+        with self.exited:
+            for pid in children - self.exits.keys():
+                self.exits[pid] = -signal.SIGKILL
+            self.exited.notify_all()
+
+    def exit_code(self, pid: int) -> int | None:
+        with self.exited:
+            return self.exits.get(pid)
+
+    def wait_exit(self, pid: int, timeout: float | None) -> int | None:
+        with self.exited:
+            self.exited.wait_for(lambda: pid in self.exits, timeout)
+            return self.exits.get(pid)
 
     def spawn(self, argv: list[str], log_path: Path, env: Mapping[str, str] | None = None,
               cwd: str | os.PathLike[str] | None = None,
@@ -225,24 +256,23 @@ class _Zygote:
         self.warm()
         with self.lock:
             proc = self.proc
-            assert proc is not None and proc.stdin is not None and proc.stdout is not None
-            if not self.ready:
+            assert proc is not None and proc.stdin is not None
+            if not self.ready.is_set():
                 t0 = time.perf_counter()
-                line = proc.stdout.readline()
+                self.ready.wait()
                 self.waited += time.perf_counter() - t0
-                if not line:
-                    raise BrokerStartError("samsa.testing's broker launcher exited at start-up")
-                self.ready = True
+            if proc.poll() is not None:
+                raise BrokerStartError("samsa.testing's broker launcher exited at start-up")
             with open(log_path, "ab") as log:
                 log.write(f"\n===== {header or 'samsa ' + ' '.join(argv)}\n".encode())
             proc.stdin.write(json.dumps({"argv": argv, "log": str(log_path),
                                          "env": dict(os.environ, **(env or {})),
                                          "cwd": str(cwd or os.getcwd())}) + "\n")
             proc.stdin.flush()
-            answer = proc.stdout.readline()
-            if not answer:
+            pid = self.pids.get()
+            if pid is None:
                 raise BrokerStartError("samsa.testing's broker launcher exited")
-            return _Forked(int(json.loads(answer)["pid"]))
+            return _Forked(pid, self)
 
     def close(self) -> None:
         proc, self.proc = self.proc, None
@@ -285,8 +315,8 @@ class SamsaBroker:
     the environment of a broker then started as a new process), `extra_args` (after `samsa
     serve ...`), `command_prefix` (run the broker through another command, e.g. `ip netns
     exec NS`: it needs a `port`), `cwd`, `log_path`, `fork` (False: always a new `samsa
-    serve` process, whose exit code is then known as `last_returncode`; None: forked from
-    the launcher where SAMSA_TESTING_FORK allows)."""
+    serve` process; None: forked from the launcher where SAMSA_TESTING_FORK allows). Either
+    way the exit code of the last process that ended is `last_returncode`."""
 
     host = "127.0.0.1"
     # a broker that does not exit within stop()'s timeout of SIGTERM is killed; when this is

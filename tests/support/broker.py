@@ -10,8 +10,10 @@ use it.
     b.log_tail()             # last lines of the broker's output (all starts, appended)
 
 The command is `python -m samsa serve --listen 127.0.0.1:PORT --data-dir DIR --broker-id N
-[--set key=value ...]`, always a process of its own (so its exit code is known, as
-`last_returncode`); SAMSA_BROKER_CMD (a shell-style string) replaces `python -m samsa`.
+[--set key=value ...]`, forked from samsa.testing's launcher (which has imported Samsa once)
+or, with `env` or `command_prefix`, a process of its own; either way its real exit code is kept
+as `last_returncode`. SAMSA_BROKER_CMD (a shell-style string) replaces `python -m samsa` and
+always starts a process of its own.
 
 `host` and `command_prefix` place a broker elsewhere, e.g. in a network namespace (the chaos
 tests' partitions): BrokerProcess(dir, host="10.213.7.10", port=9092,
@@ -63,8 +65,7 @@ class BrokerProcess(SamsaBroker):
     ) -> None:
         super().__init__(settings, data_dir=data_dir, port=port, broker_id=broker_id, name=name,
                          host=host, env=env, extra_args=extra_args,
-                         command_prefix=command_prefix, cwd=REPO_ROOT, log_path=log_path,
-                         fork=False)
+                         command_prefix=command_prefix, cwd=REPO_ROOT, log_path=log_path)
 
     def start(self, timeout: float = START_TIMEOUT) -> BrokerProcess:
         _LIVE.add(self)

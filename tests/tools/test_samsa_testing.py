@@ -63,6 +63,29 @@ def test_own_process_exit_code_environment_and_log(tmp_path: Path) -> None:
     assert "===== start #2 at " in b.log_text()
 
 
+def test_forked_broker_exit_status_is_real(tmp_path: Path) -> None:
+    """A broker forked from the launcher reports the exit status it really had, as a process
+    of its own does: the refused start-up's 2, a clean stop's 0, SIGKILL's -9."""
+    if not samsa.testing._use_zygote():
+        pytest.skip("brokers are not forked here (SAMSA_BROKER_CMD or SAMSA_TESTING_FORK=0)")
+    b = samsa.testing.SamsaBroker({"no.such.property": 1}, data_dir=tmp_path / "d")
+    assert b._forked()
+    with pytest.raises(samsa.testing.BrokerStartError, match="exited with code 2"):
+        b.start()
+    assert b.last_returncode == 2 and not b.is_running()
+    b.settings.clear()
+    b.start()
+    assert b.stop() == 0 and b.last_returncode == 0
+    b.start()
+    b.kill()
+    assert b.last_returncode == -9
+    b.start()
+    pid = b.pid
+    assert pid is not None
+    os.kill(pid, 15)  # a SIGTERM from outside: the broker still shuts down cleanly
+    assert b.proc is not None and b.proc.wait(30) == 0
+
+
 def _user_project(tmp_path: Path, conftest: str = "", ini: str = "") -> Path:
     project = tmp_path / "project"
     project.mkdir()
