@@ -39,6 +39,7 @@ from .consumer_records import (
     CURRENT_MEMBER_ASSIGNMENT,
     GROUP_METADATA,
     MEMBER_METADATA,
+    PARTITION_METADATA,
     TARGET_ASSIGNMENT_MEMBER,
     TARGET_ASSIGNMENT_METADATA,
     ConsumerKey,
@@ -56,7 +57,11 @@ from .consumer_records import (
 from .records import (
     decode_consumer_assignment,
     encode_consumer_assignment,
+    group_metadata_key,
     subscription_owned_partitions,
+)
+from .records import (
+    group_metadata_value as classic_group_value,
 )
 from .records import (
     subscribed_topics as classic_subscribed_topics,
@@ -472,12 +477,12 @@ class ConsumerGroups(GroupCoordinatorParts):
                      current_assignment_value(updated))], response, []
         log.info("member %s leaves consumer group %s", member_id, group_id)
         response["member_epoch"] = LEAVE_GROUP_MEMBER_EPOCH
-        records = self._remove_consumer_member(group, member)
-        if self._downgradable(group, member):
-            # the last consumer-protocol member left: the group goes back to classic
-            downgrade, install = self._to_classic(group)
-            return records + downgrade, response, [install]
-        return records, response, []
+        if self._downgradable(group, member.member_id):
+            # the last consumer-protocol member leaves: the group goes back to classic
+            # instead (Kafka's consumerGroupFenceMember writes only the conversion)
+            records, install = self._to_classic(group, member.member_id)
+            return records, response, [install]
+        return self._remove_consumer_member(group, member), response, []
 
     def _remove_consumer_member(self, group: ConsumerGroup, member: ConsumerMember) -> Records:
         """Fence `member` out of the group (state applied); the records that say so."""
@@ -536,60 +541,110 @@ class ConsumerGroups(GroupCoordinatorParts):
         group.subscription_metadata = self._subscription_metadata(list(group.members.values()))
         return group, records
 
-    def _downgradable(self, group: ConsumerGroup, removed: ConsumerMember) -> bool:
-        """Kafka's validateOnlineDowngrade: the member removed was the last one of the
-        consumer protocol, members are left (all classic)."""
-        return (removed.classic_protocols is None
-                and self.migration_policy in ("downgrade", "bidirectional") and bool(group.members)
-                and all(m.classic_protocols is not None for m in group.members.values())
-                and len(group.members) <= self.max_group_size)
+    def _downgradable(self, group: ConsumerGroup, leaving_id: str) -> bool:
+        """Kafka's validateOnlineDowngradeWithFencedMembers, before the member is removed:
+        it is the group's last consumer-protocol member, members are left (all classic), the
+        policy allows a downgrade and they fit in a classic group."""
+        leaving = group.members.get(leaving_id)
+        others = [m for m in group.members.values() if m.member_id != leaving_id]
+        if leaving is None or leaving.classic_protocols is not None or not others or \
+                any(m.classic_protocols is None for m in others):
+            return False
+        if self.migration_policy not in ("downgrade", "bidirectional"):
+            log.info("cannot downgrade consumer group %s to a classic group: the online "
+                     "downgrade is disabled", group.group_id)
+            return False
+        if len(others) > self.max_group_size:
+            log.info("cannot downgrade consumer group %s to a classic group: its size is "
+                     "greater than the classic group max size", group.group_id)
+            return False
+        return True
 
-    def _to_classic(self, group: ConsumerGroup) -> tuple[Records, Callable[[], None]]:
-        """Kafka's convertToClassicGroup: the records that delete the consumer group, and
-        what installs its (classic) members and their assignments as a classic group, which
-        then rebalances (the classic group is stored as it is), once they are written."""
+    def _replace_downgradable(self, group: ConsumerGroup, replaced_id: str) -> bool:
+        """Kafka's validateOnlineDowngradeWithReplacedMemberId: a classic static member
+        takes the place of the group's last consumer-protocol member (the others all use
+        the classic protocol), the policy allows a downgrade and the group fits in a
+        classic group."""
+        replaced = group.members.get(replaced_id)
+        if replaced is None or replaced.classic_protocols is not None or \
+                any(m.classic_protocols is None for m in group.members.values()
+                    if m.member_id != replaced_id):
+            return False
+        if self.migration_policy not in ("downgrade", "bidirectional"):
+            log.info("cannot downgrade consumer group %s to a classic group: the online "
+                     "downgrade is disabled", group.group_id)
+            return False
+        if len(group.members) > self.max_group_size:
+            log.info("cannot downgrade consumer group %s to a classic group: its size is "
+                     "greater than the classic group max size", group.group_id)
+            return False
+        return True
+
+    def _to_classic(self, group: ConsumerGroup, leaving_id: str | None,
+                    rebalance: bool = True) -> tuple[Records, Callable[[], None]]:
+        """Kafka's convertToClassicGroup: the records that delete the consumer group (every
+        member's, the leaving one's too) and write the classic group of its other members
+        (their target assignments, the group epoch as the generation), in Kafka's order; and
+        what installs that classic group once they are written, which then rebalances unless
+        the conversion is a static member's replacement (`rebalance` False)."""
         gid = group.group_id
-        records: Records = [(key(TARGET_ASSIGNMENT_METADATA, gid), None),
-                            (key(GROUP_METADATA, gid), None)]
-        for m in group.members.values():
-            records[:0] = _fence_records(gid, m.member_id)
-        return records, functools.partial(self._install_classic, group)
+        ids = list(group.members)
+        records: Records = [(key(CURRENT_MEMBER_ASSIGNMENT, gid, m), None) for m in ids]
+        records += [(key(TARGET_ASSIGNMENT_MEMBER, gid, m), None) for m in ids]
+        records.append((key(TARGET_ASSIGNMENT_METADATA, gid), None))
+        records += [(key(MEMBER_METADATA, gid, m), None) for m in ids]
+        records += [(key(PARTITION_METADATA, gid), None), (key(GROUP_METADATA, gid), None)]
+        converted = self._fill_classic(ClassicGroup(gid, group.partition), group, leaving_id)
+        records.append((group_metadata_key(gid),
+                        classic_group_value(converted.to_value(now_ms()))))
+        return records, functools.partial(self._install_classic, group, leaving_id, rebalance)
 
-    def _install_classic(self, group: ConsumerGroup) -> None:
+    def _fill_classic(self, classic: ClassicGroup, group: ConsumerGroup,
+                      leaving_id: str | None) -> ClassicGroup:
+        """Kafka's ClassicGroup.fromConsumerGroup: `classic` holds the consumer group's
+        members but `leaving_id`, each with its target assignment, stable at the group
+        epoch."""
+        classic.members.clear()
+        classic.static_members.clear()
+        classic.pending_members.clear()
+        classic.leader_id = None
+        classic.generation = group.group_epoch
+        classic.protocol_type = "consumer"
+        for m in group.members.values():
+            if m.member_id == leaving_id:
+                continue
+            assignment: dict[str, list[int]] = {}
+            for tid, partitions in sorted(group.target.get(m.member_id, {}).items(),
+                                          key=lambda kv: str(kv[0])):
+                name = self.topic_name(tid)
+                if name is not None and partitions:
+                    assignment[name] = sorted(partitions)
+            classic.add(Member(m.member_id, m.instance_id, m.client_id, m.client_host,
+                               m.rebalance_timeout_ms, m.classic_session_ms, "consumer",
+                               list(m.classic_protocols or ()),
+                               assignment=encode_consumer_assignment(assignment)))
+        classic.protocol_name = classic.select_protocol()
+        classic.transition(GroupState.STABLE, now_ms())
+        return classic
+
+    def _install_classic(self, group: ConsumerGroup, leaving_id: str | None,
+                         rebalance: bool) -> None:
         gid = group.group_id
         classic = self.groups.get(gid)
         if classic is None or classic.is_in(GroupState.DEAD):
             classic = self.groups[gid] = ClassicGroup(gid, group.partition)
-        # the members' generation: their epoch (their heartbeats and commits stay valid until
-        # they rejoin)
-        classic.generation = max(m.member_epoch for m in group.members.values())
-        classic.protocol_type = "consumer"
         for m in group.members.values():
             m.cancel_timers()
-            assignment: dict[str, list[int]] = {}
-            for tid, partitions in m.assigned.items():
-                name = self.topic_name(tid)
-                if name is not None:
-                    assignment[name] = sorted(partitions)
-            member = Member(m.member_id, m.instance_id, m.client_id, m.client_host,
-                            m.rebalance_timeout_ms, m.classic_session_ms, "consumer",
-                            list(m.classic_protocols or ()),
-                            assignment=encode_consumer_assignment(assignment))
-            classic.add(member)
-        classic.protocol_name = classic.select_protocol()
-        classic.transition(GroupState.STABLE, now_ms())
+        self._fill_classic(classic, group, leaving_id)
         group.dead = True
         if self.consumer_groups.get(gid) is group:
             del self.consumer_groups[gid]
         log.info("consumer group %s (epoch %d, %d classic members) converted to a classic "
                  "group", gid, group.group_epoch, len(classic.members))
-        try:
-            self._store_group(classic)
-        except GroupError as exc:
-            log.warning("could not write the classic group %s: %s", gid, exc.error_code.name)
         for member in classic.members.values():
             self._schedule_heartbeat(classic, member, member.session_timeout_ms)
-        self._prepare_rebalance(classic, "the group was converted to a classic group")
+        if rebalance:
+            self._prepare_rebalance(classic, f"Downgrade group {gid} from consumer to classic.")
 
     def _retire_classic(self, classic: ClassicGroup) -> None:
         """The classic group a consumer group took over: its members' pending JoinGroup and
@@ -675,6 +730,12 @@ class ConsumerGroups(GroupCoordinatorParts):
             log.info("classic JoinGroup of member %r in consumer group %r: %s", member_id,
                      group.group_id, exc.error_code.name)
             return error(exc.error_code)
+        if group.dead:
+            # converted to a classic group by this join (its timers are the classic group's)
+            return {"error_code": ErrorCode.none, "generation_id": member.member_epoch,
+                    "protocol_type": "consumer", "protocol_name": protocols[0][0],
+                    "leader": "", "skip_assignment": False, "member_id": member_id,
+                    "members": [], "assignment": b""}
         # Kafka's classicGroupJoinToConsumerGroup once written: no more join deadline; the
         # session of the JoinGroup runs, and the SyncGroup is due within its rebalance timeout
         if member.join_timer is not None:
@@ -695,6 +756,9 @@ class ConsumerGroups(GroupCoordinatorParts):
         """The state change of a classic JoinGroup (as `_heartbeat`'s)."""
         static_id = group.static_members.get(instance_id) if instance_id else None
         static = group.members.get(static_id) if static_id is not None else None
+        # Kafka's step 4: the joining static member replaces the group's last
+        # consumer-protocol member, so the group goes back to classic
+        downgrade = static is not None and self._replace_downgradable(group, static.member_id)
         if static is not None and static.member_id != member_id:
             # a static member back under a new member id takes the old one's place
             # (Kafka's replaceMember): the old one counts as having left temporarily
@@ -716,6 +780,11 @@ class ConsumerGroups(GroupCoordinatorParts):
             rebalance_timeout_ms, sorted(classic_subscribed_topics(metadata)), None, None,
             owned, client_id, client_host, self.consumer_session_ms,
             self.consumer_heartbeat_ms, classic=(session_timeout_ms, list(protocols)))
+        if downgrade:
+            # the joining member takes the replaced one's place and target assignment in a
+            # stable classic group: no rebalance, and no consumer-group timers for it
+            conversion, install = self._to_classic(group, None, rebalance=False)
+            return records + conversion, [install]
         return records, after
 
     def classic_sync_consumer_group(self, group: ConsumerGroup, generation: int,
@@ -909,11 +978,11 @@ class ConsumerGroups(GroupCoordinatorParts):
             member.session_timer = None
         log.info("member %s of consumer group %s fenced (%s)", member_id, group.group_id, reason)
         snapshot = self._consumer_snapshot(group.group_id)
-        records = self._remove_consumer_member(group, member)
         install: Callable[[], None] | None = None
-        if self._downgradable(group, member):
-            downgrade, install = self._to_classic(group)
-            records += downgrade
+        if self._downgradable(group, member_id):
+            records, install = self._to_classic(group, member_id)
+        else:
+            records = self._remove_consumer_member(group, member)
         try:
             self._append(group.partition, records)
         except GroupError as exc:

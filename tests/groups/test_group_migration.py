@@ -279,8 +279,13 @@ def test_downgrade_is_written_as_a_classic_group(broker_factory):
         r = _hb(w, group, member, 0)
         assert r.error_code == 0, r
         assert _hb(w, group, member, -1, topics=None, owned=None).error_code == 0  # leaves
-        # a classic group again, rebalancing: the member is asked to rejoin
+        # a classic group again, rebalancing, at the consumer group's epoch (Kafka's
+        # ClassicGroup.fromConsumerGroup): 2, the consumer member's join bumped it, which
+        # the classic member never caught up with; asked to rejoin either way
         r = w.call(heartbeat, 3, {"group_id": group, "generation_id": j.generation_id,
+                                  "member_id": classic_id, "group_instance_id": None})
+        assert r.error_code == 22, r  # ILLEGAL_GENERATION
+        r = w.call(heartbeat, 3, {"group_id": group, "generation_id": j.generation_id + 1,
                                   "member_id": classic_id, "group_instance_id": None})
         assert r.error_code == 27, r  # REBALANCE_IN_PROGRESS
     broker.stop()
@@ -327,3 +332,96 @@ def test_migration_policy(broker_factory, policy):
                                     "include_authorized_operations": False}).groups[0]
         assert d.error_code == 0 and [(m.member_id, m.member_type) for m in d.members] == [
             (j.member_id, 0)], d
+
+
+def test_static_classic_member_replacing_the_last_consumer_member_downgrades(broker_factory):
+    """Kafka's classicGroupJoinToConsumerGroup step 4: a classic static member joining with
+    the instance id of the group's last consumer-protocol member replaces it and turns the
+    group classic at once (stable, no rebalance), the joining member holding the replaced
+    one's assignment; written as a classic group, as a coordinator restart shows."""
+    from samsa.coordinator.group.records import decode_consumer_assignment
+    from tests.groups.test_consumer_protocol_wire import (
+        CG_DESCRIBE,
+        FIND,
+        JOIN,
+        SUB,
+        _hb,
+        _owned,
+        _parts,
+    )
+    from tests.protocol.wire import WireClient
+
+    sync, list_groups, describe = 14, 16, 15
+    broker = broker_factory(settings=FAST)
+    group = f"mig-replace-{uuid.uuid4().hex[:8]}"
+
+    def join(w, member_id: str, instance: str | None):
+        return w.call(JOIN, 5, {"group_id": group, "session_timeout": 30_000,
+                                "rebalance_timeout": 5000, "member_id": member_id,
+                                "group_instance_id": instance, "protocol_type": "consumer",
+                                "protocols": [{"name": "range", "metadata": SUB}]})
+
+    def group_type(w) -> str:
+        r = w.call(list_groups, 5, {"states_filter": [], "types_filter": []})
+        return {g.group_id: g.group_type for g in r.groups}[group]
+
+    def described(w):
+        for _ in range(100):
+            d = w.call(describe, 5, {"groups": [group],
+                                     "include_authorized_operations": False}).groups[0]
+            if d.error_code != 14:  # COORDINATOR_LOAD_IN_PROGRESS
+                return d
+            time.sleep(0.1)
+        raise AssertionError("group never loaded")
+
+    with WireClient(broker.bootstrap) as w:
+        assert w.call(19, 5, {"topics": [{"name": "t", "num_partitions": 4,
+                                          "replication_factor": 1, "assignments": [],
+                                          "configs": []}],
+                              "timeout_ms": 10_000, "validate_only": False}
+                      ).topics[0].error_code == 0
+        assert w.call(FIND, 3, {"key": group, "key_type": 0}).error_code == 0
+        s = uuid.uuid4().hex
+        r = _hb(w, group, s, 0, instance="s1")  # the static consumer-protocol member
+        assert r.error_code == 0 and len(_parts(r)) == 4, r
+        c = join(w, "", None)
+        assert c.error_code == 79, c  # MEMBER_ID_REQUIRED
+        c = join(w, c.member_id, None)  # a classic member of the consumer group
+        assert c.error_code == 0, c
+        # s gives c its share, keeping two partitions
+        owned = _owned(r)
+        for _ in range(10):
+            r = _hb(w, group, s, r.member_epoch, topics=None, owned=owned)
+            assert r.error_code == 0, r
+            owned = _owned(r) if r.assignment else owned
+            if r.member_epoch == c.generation_id:
+                break
+        kept = sorted(p for _, ps in owned for p in ps)
+        assert r.member_epoch == c.generation_id and len(kept) == 2, r
+        assert _hb(w, group, s, -2, topics=None, owned=None, instance="s1").error_code == 0
+        assert group_type(w) == "consumer"
+        # the instance comes back with the classic protocol
+        j = join(w, "", "s1")
+        assert j.error_code == 0 and j.member_id not in (s, c.member_id), j
+        assert group_type(w) == "classic"
+        d = described(w)
+        assert (d.error_code, d.group_state, d.protocol_type, d.protocol_data) == (
+            0, "Stable", "consumer", "range"), d
+        assert {(m.member_id, m.group_instance_id) for m in d.members} == {
+            (c.member_id, None), (j.member_id, "s1")}, d
+        cg = w.call(CG_DESCRIBE, 1, {"group_ids": [group],
+                                     "include_authorized_operations": False}).groups[0]
+        assert cg.error_code == 69, cg  # GROUP_ID_NOT_FOUND: no consumer group any more
+        # stable: the joining member syncs at once and gets the partitions s held
+        a = w.call(sync, 3, {"group_id": group, "generation_id": j.generation_id,
+                             "member_id": j.member_id, "group_instance_id": "s1",
+                             "assignments": []})
+        assert a.error_code == 0 and decode_consumer_assignment(a.assignment) == {
+            "t": kept}, a
+    broker.stop()
+    broker.start()
+    with WireClient(broker.bootstrap) as w:
+        d = described(w)
+        assert (d.error_code, d.protocol_type, d.protocol_data) == (0, "consumer", "range"), d
+        assert {m.member_id for m in d.members} == {c.member_id, j.member_id}, d
+        assert group_type(w) == "classic"
