@@ -781,6 +781,9 @@ class ConsumerGroups(GroupCoordinatorParts):
             owned, client_id, client_host, self.consumer_session_ms,
             self.consumer_heartbeat_ms, classic=(session_timeout_ms, list(protocols)))
         if downgrade:
+            log.info("static member %s (instance %s) replaces %s, the last consumer-protocol "
+                     "member of group %s: the group goes back to classic", member_id,
+                     instance_id, static_id, group.group_id)
             # the joining member takes the replaced one's place and target assignment in a
             # stable classic group: no rebalance, and no consumer-group timers for it
             conversion, install = self._to_classic(group, None, rebalance=False)

@@ -16,11 +16,13 @@ from tests.groups.clients import FAST, create_topic, produce
 SETTINGS = dict(FAST, **{"group.consumer.heartbeat.interval.ms": 1000})
 
 
-def _consumer(bootstrap: str, group: str, protocol: str):
+def _consumer(bootstrap: str, group: str, protocol: str, instance: str | None = None):
     from confluent_kafka import Consumer
 
     conf = {"bootstrap.servers": bootstrap, "group.id": group, "group.protocol": protocol,
             "auto.offset.reset": "earliest", "enable.auto.commit": False}
+    if instance is not None:
+        conf["group.instance.id"] = instance
     if protocol == "classic":
         conf.update({"session.timeout.ms": 6000, "heartbeat.interval.ms": 500})
     return Consumer(conf)
@@ -425,3 +427,79 @@ def test_static_classic_member_replacing_the_last_consumer_member_downgrades(bro
         assert (d.error_code, d.protocol_type, d.protocol_data) == (0, "consumer", "range"), d
         assert {m.member_id for m in d.members} == {c.member_id, j.member_id}, d
         assert group_type(w) == "classic"
+
+
+@pytest.mark.timeout(240)
+def test_java_static_member_replaced_by_a_classic_one(broker_factory, tmp_path):
+    """A Java 4.x static consumer-protocol member (the group's last) is stopped and a
+    librdkafka classic member with its group.instance.id takes its place: the group is
+    classic again at once (well within the stopped member's session), and consumption goes
+    on, nothing read twice after its commit, nothing skipped."""
+    from tests.groups.test_consumer_protocol_wire import CG_DESCRIBE
+    from tests.protocol.wire import WireClient
+    from tests.support.java import JavaProcess
+
+    broker = broker_factory(settings=SETTINGS)
+    b = broker.bootstrap
+    u = uuid.uuid4().hex[:8]
+    topic, group = f"jrep-{u}", f"jrep-group-{u}"
+    create_topic(b, topic, 4)
+    produced = 0
+    got: dict[str, list[str]] = {}
+    members: dict = {"c": _consumer(b, group, "classic")}
+    members["c"].subscribe([topic])
+
+    def java_values() -> list[str]:
+        return [line for line in java.log_text().splitlines() if re.fullmatch(r"v\d+", line)]
+
+    def feed_until(done, more: bool = True, timeout: float = 60) -> None:
+        """Poll the Python members (producing more records first if `more`) until
+        `done()`."""
+        nonlocal produced
+        deadline = time.monotonic() + timeout
+        while not done() and time.monotonic() < deadline:
+            if more:
+                produce(b, topic, 4, 4, start=produced)
+                produced += 4
+            _read(members, got, produced - len(java_values()), timeout=1)
+        assert done(), (got, java.log_tail())
+
+    def all_read() -> bool:
+        return sum(map(len, got.values())) + len(java_values()) == produced
+
+    def group_type(w) -> str:
+        r = w.call(16, 5, {"states_filter": [], "types_filter": []})
+        return {g.group_id: g.group_type for g in r.groups}.get(group, "")
+
+    java = JavaProcess(CONSOLE, [
+        "--bootstrap-server", b, "--topic", topic, "--group", group,
+        *[x for prop in ["group.protocol=consumer", "group.instance.id=i1",
+                         "auto.offset.reset=earliest"] for x in ("--command-property", prop)]],
+        log_path=tmp_path / "java.log", name="java")
+    try:
+        feed_until(lambda: bool(got.get("c")))
+        java.start()  # upgrades the group; c goes on as a classic member of it
+        feed_until(lambda: bool(java_values()))
+        feed_until(all_read, more=False)
+        with WireClient(b) as w:
+            d = w.call(CG_DESCRIBE, 1, {"group_ids": [group],
+                                        "include_authorized_operations": False}).groups[0]
+            assert ("i1", 1) in {(m.instance_id, m.member_type) for m in d.members}, d
+            assert java.stop() is not None, java.log_tail()  # closed, not killed
+            assert group_type(w) == "consumer"
+            members["s"] = _consumer(b, group, "classic", instance="i1")
+            members["s"].subscribe([topic])
+            start = time.monotonic()
+            while group_type(w) != "classic" and time.monotonic() - start < 15:
+                _read(members, got, produced, timeout=0.5)
+            assert group_type(w) == "classic", broker.log_text()[-3000:]
+        feed_until(lambda: bool(got.get("s")))
+        feed_until(all_read, more=False)
+    finally:
+        java.stop()
+        for c in members.values():
+            c.close()
+    assert "replaces" in broker.log_text()
+    values = [v for vs in got.values() for v in vs] + java_values()
+    # nothing read twice after its commit, nothing skipped
+    assert Counter(values) == Counter(f"v{i}" for i in range(produced)), got
