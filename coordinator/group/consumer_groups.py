@@ -262,11 +262,15 @@ class ConsumerGroups(GroupCoordinatorParts):
         owned: list[tuple[uuid.UUID, list[int]]] | None, client_id: str, client_host: str,
         session_ms: int, heartbeat_ms: int,
         classic: tuple[int, list[tuple[str, bytes]]] | None = None,
+        downgrading: bool = False, resubscribed: bool = False,
     ) -> tuple[Records, dict[str, Any], list[Callable[[], None]]]:
         """Apply one heartbeat to the group state; the records to write, the answer, and
         what to do once the records are in the log (timers, the classic group an upgrade
         replaces). The caller undoes the change if the records cannot be written.
-        `classic`: the member joins with JoinGroup (session timeout, protocols)."""
+        `classic`: the member joins with JoinGroup (session timeout, protocols).
+        `downgrading`: the joining member turns the group classic (Kafka computes no new
+        target assignment then, and reconciles the member only if not `resubscribed`, as
+        the classic group rebalances then)."""
         records: Records = []
         classic_group = self.groups.get(group_id)
         group = self.consumer_groups.get(group_id)
@@ -375,7 +379,7 @@ class ConsumerGroups(GroupCoordinatorParts):
             if member_id in target:
                 records.append((key(TARGET_ASSIGNMENT_MEMBER, group_id, member_id),
                                 target_member_value(target[member_id])))
-        if group_epoch > group.assignment_epoch:
+        if group_epoch > group.assignment_epoch and not downgrading:
             name = _preferred(list(members_after.values()), self.consumer_assignors[0])
             subs = {m.member_id: self._member_topics(m) for m in members_after.values()}
             new_target = assign(name, subs, sub_meta, target)
@@ -392,8 +396,9 @@ class ConsumerGroups(GroupCoordinatorParts):
         if replaced is not None:
             group.remove_member(replaced.member_id)
         try:
-            reconciled = reconcile(updated, target_epoch, target.get(member_id, {}),
-                                   group.current_partition_epoch, owned)
+            reconciled = updated if downgrading and resubscribed else reconcile(
+                updated, target_epoch, target.get(member_id, {}),
+                group.current_partition_epoch, owned)
         except FencedMemberEpoch as exc:
             raise GroupError(ErrorCode.fenced_member_epoch, str(exc)) from exc
         if is_new or reconciled.assignment_key() != member.assignment_key():
@@ -542,13 +547,11 @@ class ConsumerGroups(GroupCoordinatorParts):
         return group, records
 
     def _downgradable(self, group: ConsumerGroup, leaving_id: str) -> bool:
-        """Kafka's validateOnlineDowngradeWithFencedMembers, before the member is removed:
-        it is the group's last consumer-protocol member, members are left (all classic), the
-        policy allows a downgrade and they fit in a classic group."""
-        leaving = group.members.get(leaving_id)
+        """Kafka's validateOnlineDowngradeWithFencedMembers, before the member is removed
+        (whatever its protocol): members are left, all of the classic protocol, the policy
+        allows a downgrade and they fit in a classic group."""
         others = [m for m in group.members.values() if m.member_id != leaving_id]
-        if leaving is None or leaving.classic_protocols is not None or not others or \
-                any(m.classic_protocols is None for m in others):
+        if not others or any(m.classic_protocols is None for m in others):
             return False
         if self.migration_policy not in ("downgrade", "bidirectional"):
             log.info("cannot downgrade consumer group %s to a classic group: the online "
@@ -581,34 +584,40 @@ class ConsumerGroups(GroupCoordinatorParts):
         return True
 
     def _to_classic(self, group: ConsumerGroup, leaving_id: str | None,
-                    rebalance: bool = True) -> tuple[Records, Callable[[], None]]:
+                    rebalance: bool = True, generation: int | None = None,
+                    ) -> tuple[Records, Callable[[], None]]:
         """Kafka's convertToClassicGroup: the records that delete the consumer group (every
         member's, the leaving one's too) and write the classic group of its other members
         (their target assignments, the group epoch as the generation), in Kafka's order; and
         what installs that classic group once they are written, which then rebalances unless
-        the conversion is a static member's replacement (`rebalance` False)."""
+        the conversion is a static member's replacement (`rebalance` False). `generation`:
+        the group epoch before the change (default: the group's)."""
         gid = group.group_id
+        if generation is None:
+            generation = group.group_epoch
         ids = list(group.members)
         records: Records = [(key(CURRENT_MEMBER_ASSIGNMENT, gid, m), None) for m in ids]
         records += [(key(TARGET_ASSIGNMENT_MEMBER, gid, m), None) for m in ids]
         records.append((key(TARGET_ASSIGNMENT_METADATA, gid), None))
         records += [(key(MEMBER_METADATA, gid, m), None) for m in ids]
         records += [(key(PARTITION_METADATA, gid), None), (key(GROUP_METADATA, gid), None)]
-        converted = self._fill_classic(ClassicGroup(gid, group.partition), group, leaving_id)
+        converted = self._fill_classic(ClassicGroup(gid, group.partition), group, leaving_id,
+                                       generation)
         records.append((group_metadata_key(gid),
                         classic_group_value(converted.to_value(now_ms()))))
-        return records, functools.partial(self._install_classic, group, leaving_id, rebalance)
+        return records, functools.partial(self._install_classic, group, leaving_id, rebalance,
+                                          generation)
 
     def _fill_classic(self, classic: ClassicGroup, group: ConsumerGroup,
-                      leaving_id: str | None) -> ClassicGroup:
+                      leaving_id: str | None, generation: int) -> ClassicGroup:
         """Kafka's ClassicGroup.fromConsumerGroup: `classic` holds the consumer group's
-        members but `leaving_id`, each with its target assignment, stable at the group
-        epoch."""
+        members but `leaving_id`, each with its target assignment, stable at
+        `generation`."""
         classic.members.clear()
         classic.static_members.clear()
         classic.pending_members.clear()
         classic.leader_id = None
-        classic.generation = group.group_epoch
+        classic.generation = generation
         classic.protocol_type = "consumer"
         for m in group.members.values():
             if m.member_id == leaving_id:
@@ -628,14 +637,14 @@ class ConsumerGroups(GroupCoordinatorParts):
         return classic
 
     def _install_classic(self, group: ConsumerGroup, leaving_id: str | None,
-                         rebalance: bool) -> None:
+                         rebalance: bool, generation: int) -> None:
         gid = group.group_id
         classic = self.groups.get(gid)
         if classic is None or classic.is_in(GroupState.DEAD):
             classic = self.groups[gid] = ClassicGroup(gid, group.partition)
         for m in group.members.values():
             m.cancel_timers()
-        self._fill_classic(classic, group, leaving_id)
+        self._fill_classic(classic, group, leaving_id, generation)
         group.dead = True
         if self.consumer_groups.get(gid) is group:
             del self.consumer_groups[gid]
@@ -759,6 +768,10 @@ class ConsumerGroups(GroupCoordinatorParts):
         # Kafka's step 4: the joining static member replaces the group's last
         # consumer-protocol member, so the group goes back to classic
         downgrade = static is not None and self._replace_downgradable(group, static.member_id)
+        metadata = protocols[0][1]
+        names = sorted(classic_subscribed_topics(metadata))
+        resubscribed = static is not None and set(names) != set(static.subscribed_topic_names)
+        generation = group.group_epoch
         if static is not None and static.member_id != member_id:
             # a static member back under a new member id takes the old one's place
             # (Kafka's replaceMember): the old one counts as having left temporarily
@@ -768,7 +781,6 @@ class ConsumerGroups(GroupCoordinatorParts):
         existing = group.members.get(member_id)
         if existing is not None and existing.classic_protocols is None:
             raise GroupError(ErrorCode.unknown_member_id)
-        metadata = protocols[0][1]
         owned: list[tuple[uuid.UUID, list[int]]] = []
         for topic, partitions in subscription_owned_partitions(metadata):
             info = self.topics_view.topic_info(topic)
@@ -777,16 +789,19 @@ class ConsumerGroups(GroupCoordinatorParts):
         records, _, after = self._heartbeat(
             group.partition, group.group_id, member_id,
             existing.member_epoch if existing is not None else 0, instance_id, None,
-            rebalance_timeout_ms, sorted(classic_subscribed_topics(metadata)), None, None,
+            rebalance_timeout_ms, names, None, None,
             owned, client_id, client_host, self.consumer_session_ms,
-            self.consumer_heartbeat_ms, classic=(session_timeout_ms, list(protocols)))
+            self.consumer_heartbeat_ms, classic=(session_timeout_ms, list(protocols)),
+            downgrading=downgrade, resubscribed=resubscribed)
         if downgrade:
             log.info("static member %s (instance %s) replaces %s, the last consumer-protocol "
                      "member of group %s: the group goes back to classic", member_id,
                      instance_id, static_id, group.group_id)
             # the joining member takes the replaced one's place and target assignment in a
-            # stable classic group: no rebalance, and no consumer-group timers for it
-            conversion, install = self._to_classic(group, None, rebalance=False)
+            # classic group at the group's epoch, stable unless it subscribes to other
+            # topics; no consumer-group timers for it
+            conversion, install = self._to_classic(group, None, rebalance=resubscribed,
+                                                   generation=generation)
             return records + conversion, [install]
         return records, after
 
@@ -854,11 +869,19 @@ class ConsumerGroups(GroupCoordinatorParts):
             return exc.error_code
         log.info("classic member %s leaves consumer group %s", member.member_id, group.group_id)
         snapshot = self._consumer_snapshot(group.group_id)
+        install: Callable[[], None] | None = None
         try:
-            self._append(group.partition, self._remove_consumer_member(group, member))
+            if self._downgradable(group, member.member_id):
+                # only classic members stay (Kafka's consumerGroupFenceMembers)
+                records, install = self._to_classic(group, member.member_id)
+            else:
+                records = self._remove_consumer_member(group, member)
+            self._append(group.partition, records)
         except GroupError as exc:
             self._consumer_restore(snapshot)
             return exc.error_code
+        if install is not None:
+            install()
         return ErrorCode.none
 
     # ------------------------------------------------------------------ admin

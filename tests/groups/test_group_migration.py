@@ -503,3 +503,93 @@ def test_java_static_member_replaced_by_a_classic_one(broker_factory, tmp_path):
     values = [v for vs in got.values() for v in vs] + java_values()
     # nothing read twice after its commit, nothing skipped
     assert Counter(values) == Counter(f"v{i}" for i in range(produced)), got
+
+
+def _wire_group(broker, group: str, *topics: str):
+    """A wire client to `broker`, `topics` (4 partitions each) created and `group`'s
+    coordinator found."""
+    from tests.groups.test_consumer_protocol_wire import FIND
+    from tests.protocol.wire import WireClient
+
+    w = WireClient(broker.bootstrap)
+    for topic in topics:
+        assert w.call(19, 5, {"topics": [{"name": topic, "num_partitions": 4,
+                                          "replication_factor": 1, "assignments": [],
+                                          "configs": []}],
+                              "timeout_ms": 10_000, "validate_only": False}
+                      ).topics[0].error_code == 0
+    assert w.call(FIND, 3, {"key": group, "key_type": 0}).error_code == 0
+    return w
+
+
+def _classic_join(w, group: str, instance: str | None, topic: str = "t"):
+    """A classic member's JoinGroup (v5) subscribing to `topic`, with the member id the
+    coordinator asks for if dynamic."""
+    from tests.groups.test_consumer_protocol_wire import JOIN
+
+    sub = b"\x00\x00\x00\x00\x00\x01" + len(topic).to_bytes(2, "big") + topic.encode() + \
+        b"\xff\xff\xff\xff"  # ConsumerProtocolSubscription v0
+    args = {"group_id": group, "session_timeout": 30_000, "rebalance_timeout": 5000,
+            "member_id": "", "group_instance_id": instance, "protocol_type": "consumer",
+            "protocols": [{"name": "range", "metadata": sub}]}
+    j = w.call(JOIN, 5, args)
+    if j.error_code == 79:  # MEMBER_ID_REQUIRED
+        j = w.call(JOIN, 5, dict(args, member_id=j.member_id))
+    return j
+
+
+def _group_state(w, group: str) -> tuple[str, str]:
+    """(type, state) of `group` as ListGroups v5 lists it."""
+    r = w.call(16, 5, {"states_filter": [], "types_filter": []})
+    return {g.group_id: (g.group_type, g.group_state) for g in r.groups}[group]
+
+
+def test_static_replacement_with_another_subscription_downgrades_and_rebalances(
+        broker_factory):
+    """The classic static member replacing the last consumer-protocol member subscribes to
+    other topics: the group turns classic and rebalances (Kafka's convertToClassicGroup with
+    hasSubscriptionChanged)."""
+    from tests.groups.test_consumer_protocol_wire import _hb
+
+    broker = broker_factory(settings=FAST)
+    group = f"mig-resub-{uuid.uuid4().hex[:8]}"
+    with _wire_group(broker, group, "t", "u") as w:
+        assert _hb(w, group, uuid.uuid4().hex, 0, instance="s1").error_code == 0
+        c = _classic_join(w, group, None)
+        assert c.error_code == 0, c
+        s = _hb(w, group, uuid.uuid4().hex, 0, instance="s2")  # another consumer member
+        assert s.error_code == 0, s
+        assert _hb(w, group, s.member_id, -1, topics=None, owned=None,
+                   instance="s2").error_code == 0  # leaves for good: no downgrade yet
+        assert _group_state(w, group)[0] == "consumer"
+        j = _classic_join(w, group, "s1", topic="u")
+        assert j.error_code == 0, j
+        assert _group_state(w, group) == ("classic", "PreparingRebalance")
+        r = w.call(12, 3, {"group_id": group, "generation_id": j.generation_id,
+                           "member_id": j.member_id, "group_instance_id": "s1"})
+        assert r.error_code in (22, 27), r  # asked to rejoin
+
+
+def test_classic_member_leaving_a_consumer_group_of_classic_members_downgrades(
+        broker_factory):
+    """A consumer group too big for a classic group (group.max.size 1) keeps its two
+    classic members when its consumer-protocol member leaves; once one of them leaves too
+    (LeaveGroup), the group is classic again (Kafka's validateOnlineDowngradeWithFencedMembers
+    counts the members left, whatever the protocol of the leaving one)."""
+    from tests.groups.test_consumer_protocol_wire import _hb
+
+    broker = broker_factory(settings=dict(FAST, **{"group.max.size": 1}))
+    group = f"mig-leave-{uuid.uuid4().hex[:8]}"
+    with _wire_group(broker, group, "t") as w:
+        member = uuid.uuid4().hex
+        assert _hb(w, group, member, 0).error_code == 0
+        c1, c2 = _classic_join(w, group, None), _classic_join(w, group, None)
+        assert c1.error_code == 0 and c2.error_code == 0, (c1, c2)
+        assert _hb(w, group, member, -1, topics=None, owned=None).error_code == 0
+        assert _group_state(w, group)[0] == "consumer"  # two classic members: too many
+        r = w.call(13, 3, {"group_id": group, "members": [
+            {"member_id": c1.member_id, "group_instance_id": None}]})
+        assert r.error_code == 0 and r.members[0].error_code == 0, r
+        assert _group_state(w, group) == ("classic", "PreparingRebalance")
+        d = w.call(15, 5, {"groups": [group], "include_authorized_operations": False}).groups[0]
+        assert [m.member_id for m in d.members] == [c2.member_id], d
