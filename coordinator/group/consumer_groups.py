@@ -352,13 +352,23 @@ class ConsumerGroups(GroupCoordinatorParts):
             classic_protocols=(list(classic[1]) if classic is not None
                                else member.classic_protocols),
         )
-        if replaced is not None and replaced.member_id != member_id:
+        swapped = replaced is not None and replaced.member_id != member_id
+        if swapped and replaced is not None:
+            # Kafka's replaceMember: the old member's tombstones, then the new one as a copy
+            # of it (its target assignment, epoch 0), before this heartbeat's changes
             records += _fence_records(group_id, replaced.member_id)
+            records += [
+                (key(MEMBER_METADATA, group_id, member_id), member_metadata_value(member)),
+                (key(TARGET_ASSIGNMENT_MEMBER, group_id, member_id),
+                 target_member_value(group.target.get(replaced.member_id, {}))),
+                (key(CURRENT_MEMBER_ASSIGNMENT, group_id, member_id),
+                 current_assignment_value(member)),
+            ]
         # a static member taking its place back keeps the group epoch (Kafka's replaceMember)
         bump = (is_new and replaced is None) or \
             (updated.subscribed_topic_names, updated.subscribed_topic_regex) != \
             (member.subscribed_topic_names, member.subscribed_topic_regex)
-        if is_new or updated.metadata_key() != member.metadata_key():
+        if (is_new and not swapped) or updated.metadata_key() != member.metadata_key():
             records.append((key(MEMBER_METADATA, group_id, member_id),
                             member_metadata_value(updated)))
         members_after = {m.member_id: m for m in group.members.values()
@@ -376,7 +386,7 @@ class ConsumerGroups(GroupCoordinatorParts):
         if replaced is not None:
             target = {(member_id if m == replaced.member_id else m): a
                       for m, a in target.items()}
-            if member_id in target:
+            if member_id in target and not swapped:
                 records.append((key(TARGET_ASSIGNMENT_MEMBER, group_id, member_id),
                                 target_member_value(target[member_id])))
         if group_epoch > group.assignment_epoch and not downgrading:
@@ -401,7 +411,7 @@ class ConsumerGroups(GroupCoordinatorParts):
                 group.current_partition_epoch, owned)
         except FencedMemberEpoch as exc:
             raise GroupError(ErrorCode.fenced_member_epoch, str(exc)) from exc
-        if is_new or reconciled.assignment_key() != member.assignment_key():
+        if (is_new and not swapped) or reconciled.assignment_key() != member.assignment_key():
             records.append((key(CURRENT_MEMBER_ASSIGNMENT, group_id, member_id),
                             current_assignment_value(reconciled)))
         # apply

@@ -290,6 +290,13 @@ def test_downgrade_is_written_as_a_classic_group(broker_factory):
         r = w.call(heartbeat, 3, {"group_id": group, "generation_id": j.generation_id + 1,
                                   "member_id": classic_id, "group_instance_id": None})
         assert r.error_code == 27, r  # REBALANCE_IN_PROGRESS
+    # the leave wrote only the conversion (no removal of the member, no epoch bump), in
+    # Kafka's order (convertToClassicGroup): both members' assignments, target assignments
+    # and subscriptions, then the group's records deleted, then the classic group
+    records = [(t, d) for t, _, d in _group_records(broker.bootstrap, group)]
+    assert records[-10:] == [(8, True), (8, True), (7, True), (7, True), (6, True),
+                             (5, True), (5, True), (4, True), (3, True), (2, False)], records
+    assert records[-11] != (3, False), records
     broker.stop()
     broker.start()
     with WireClient(broker.bootstrap) as w:
@@ -334,6 +341,36 @@ def test_migration_policy(broker_factory, policy):
                                     "include_authorized_operations": False}).groups[0]
         assert d.error_code == 0 and [(m.member_id, m.member_type) for m in d.members] == [
             (j.member_id, 0)], d
+
+
+def _group_records(bootstrap: str, group: str) -> list[tuple[int, str | None, bool]]:
+    """The records of `group` in its __consumer_offsets partition, in order: (record type,
+    member id, tombstone)."""
+    from kafka import KafkaConsumer, TopicPartition
+
+    from samsa.coordinator.group.consumer_records import decode_consumer_key
+    from samsa.coordinator.group.records import GroupKey, decode_key
+    from samsa.coordinator.internal_log import partition_for
+
+    tp = TopicPartition("__consumer_offsets",
+                        partition_for(group, FAST["offsets.topic.num.partitions"]))
+    c = KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False)
+    try:
+        c.assign([tp])
+        c.seek_to_beginning(tp)
+        end = c.end_offsets([tp])[tp]
+        out = []
+        while c.position(tp) < end:
+            for r in c.poll(1000).get(tp, []):
+                k = decode_consumer_key(r.key)
+                if k is not None and k.group == group:
+                    out.append((k.type, k.member, r.value is None))
+                elif k is None and isinstance(g := decode_key(r.key), GroupKey) and \
+                        g.group == group:
+                    out.append((2, None, r.value is None))
+        return out
+    finally:
+        c.close()
 
 
 def test_static_classic_member_replacing_the_last_consumer_member_downgrades(broker_factory):
@@ -420,6 +457,21 @@ def test_static_classic_member_replacing_the_last_consumer_member_downgrades(bro
                              "assignments": []})
         assert a.error_code == 0 and decode_consumer_assignment(a.assignment) == {
             "t": kept}, a
+    # what the JoinGroup wrote, in Kafka's order: the replacement (replaceMember, then the
+    # member's own changes), then the conversion (convertToClassicGroup) with the joining
+    # member's tombstones in place of the replaced one's, the classic group last
+    records = _group_records(broker.bootstrap, group)
+    tail = records[-18:]
+    assert tail[:8] == [(8, s, True), (7, s, True), (5, s, True),
+                        (5, j.member_id, False), (7, j.member_id, False),
+                        (8, j.member_id, False), (5, j.member_id, False),
+                        (8, j.member_id, False)], records
+    members = {c.member_id, j.member_id}
+    assert [(t, d) for t, _, d in tail[8:]] == [
+        (8, True), (8, True), (7, True), (7, True), (6, True), (5, True), (5, True),
+        (4, True), (3, True), (2, False)], records
+    assert {m for _, m, _ in tail[8:10]} == {m for _, m, _ in tail[10:12]} == \
+        {m for _, m, _ in tail[13:15]} == members, records
     broker.stop()
     broker.start()
     with WireClient(broker.bootstrap) as w:
