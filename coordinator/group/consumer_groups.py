@@ -39,6 +39,7 @@ from .consumer_records import (
     CURRENT_MEMBER_ASSIGNMENT,
     GROUP_METADATA,
     MEMBER_METADATA,
+    PARTITION_METADATA,
     TARGET_ASSIGNMENT_MEMBER,
     TARGET_ASSIGNMENT_METADATA,
     ConsumerKey,
@@ -56,7 +57,11 @@ from .consumer_records import (
 from .records import (
     decode_consumer_assignment,
     encode_consumer_assignment,
+    group_metadata_key,
     subscription_owned_partitions,
+)
+from .records import (
+    group_metadata_value as classic_group_value,
 )
 from .records import (
     subscribed_topics as classic_subscribed_topics,
@@ -257,11 +262,15 @@ class ConsumerGroups(GroupCoordinatorParts):
         owned: list[tuple[uuid.UUID, list[int]]] | None, client_id: str, client_host: str,
         session_ms: int, heartbeat_ms: int,
         classic: tuple[int, list[tuple[str, bytes]]] | None = None,
+        downgrading: bool = False, resubscribed: bool = False,
     ) -> tuple[Records, dict[str, Any], list[Callable[[], None]]]:
         """Apply one heartbeat to the group state; the records to write, the answer, and
         what to do once the records are in the log (timers, the classic group an upgrade
         replaces). The caller undoes the change if the records cannot be written.
-        `classic`: the member joins with JoinGroup (session timeout, protocols)."""
+        `classic`: the member joins with JoinGroup (session timeout, protocols).
+        `downgrading`: the joining member turns the group classic (Kafka computes no new
+        target assignment then, and reconciles the member only if not `resubscribed`, as
+        the classic group rebalances then)."""
         records: Records = []
         classic_group = self.groups.get(group_id)
         group = self.consumer_groups.get(group_id)
@@ -343,13 +352,23 @@ class ConsumerGroups(GroupCoordinatorParts):
             classic_protocols=(list(classic[1]) if classic is not None
                                else member.classic_protocols),
         )
-        if replaced is not None and replaced.member_id != member_id:
+        swapped = replaced is not None and replaced.member_id != member_id
+        if swapped and replaced is not None:
+            # Kafka's replaceMember: the old member's tombstones, then the new one as a copy
+            # of it (its target assignment, epoch 0), before this heartbeat's changes
             records += _fence_records(group_id, replaced.member_id)
+            records += [
+                (key(MEMBER_METADATA, group_id, member_id), member_metadata_value(member)),
+                (key(TARGET_ASSIGNMENT_MEMBER, group_id, member_id),
+                 target_member_value(group.target.get(replaced.member_id, {}))),
+                (key(CURRENT_MEMBER_ASSIGNMENT, group_id, member_id),
+                 current_assignment_value(member)),
+            ]
         # a static member taking its place back keeps the group epoch (Kafka's replaceMember)
         bump = (is_new and replaced is None) or \
             (updated.subscribed_topic_names, updated.subscribed_topic_regex) != \
             (member.subscribed_topic_names, member.subscribed_topic_regex)
-        if is_new or updated.metadata_key() != member.metadata_key():
+        if (is_new and not swapped) or updated.metadata_key() != member.metadata_key():
             records.append((key(MEMBER_METADATA, group_id, member_id),
                             member_metadata_value(updated)))
         members_after = {m.member_id: m for m in group.members.values()
@@ -367,10 +386,10 @@ class ConsumerGroups(GroupCoordinatorParts):
         if replaced is not None:
             target = {(member_id if m == replaced.member_id else m): a
                       for m, a in target.items()}
-            if member_id in target:
+            if member_id in target and not swapped:
                 records.append((key(TARGET_ASSIGNMENT_MEMBER, group_id, member_id),
                                 target_member_value(target[member_id])))
-        if group_epoch > group.assignment_epoch:
+        if group_epoch > group.assignment_epoch and not downgrading:
             name = _preferred(list(members_after.values()), self.consumer_assignors[0])
             subs = {m.member_id: self._member_topics(m) for m in members_after.values()}
             new_target = assign(name, subs, sub_meta, target)
@@ -387,11 +406,12 @@ class ConsumerGroups(GroupCoordinatorParts):
         if replaced is not None:
             group.remove_member(replaced.member_id)
         try:
-            reconciled = reconcile(updated, target_epoch, target.get(member_id, {}),
-                                   group.current_partition_epoch, owned)
+            reconciled = updated if downgrading and resubscribed else reconcile(
+                updated, target_epoch, target.get(member_id, {}),
+                group.current_partition_epoch, owned)
         except FencedMemberEpoch as exc:
             raise GroupError(ErrorCode.fenced_member_epoch, str(exc)) from exc
-        if is_new or reconciled.assignment_key() != member.assignment_key():
+        if (is_new and not swapped) or reconciled.assignment_key() != member.assignment_key():
             records.append((key(CURRENT_MEMBER_ASSIGNMENT, group_id, member_id),
                             current_assignment_value(reconciled)))
         # apply
@@ -472,12 +492,12 @@ class ConsumerGroups(GroupCoordinatorParts):
                      current_assignment_value(updated))], response, []
         log.info("member %s leaves consumer group %s", member_id, group_id)
         response["member_epoch"] = LEAVE_GROUP_MEMBER_EPOCH
-        records = self._remove_consumer_member(group, member)
-        if self._downgradable(group, member):
-            # the last consumer-protocol member left: the group goes back to classic
-            downgrade, install = self._to_classic(group)
-            return records + downgrade, response, [install]
-        return records, response, []
+        if self._downgradable(group, member.member_id):
+            # the last consumer-protocol member leaves: the group goes back to classic
+            # instead (Kafka's consumerGroupFenceMember writes only the conversion)
+            records, install = self._to_classic(group, member.member_id)
+            return records, response, [install]
+        return self._remove_consumer_member(group, member), response, []
 
     def _remove_consumer_member(self, group: ConsumerGroup, member: ConsumerMember) -> Records:
         """Fence `member` out of the group (state applied); the records that say so."""
@@ -536,60 +556,114 @@ class ConsumerGroups(GroupCoordinatorParts):
         group.subscription_metadata = self._subscription_metadata(list(group.members.values()))
         return group, records
 
-    def _downgradable(self, group: ConsumerGroup, removed: ConsumerMember) -> bool:
-        """Kafka's validateOnlineDowngrade: the member removed was the last one of the
-        consumer protocol, members are left (all classic)."""
-        return (removed.classic_protocols is None
-                and self.migration_policy in ("downgrade", "bidirectional") and bool(group.members)
-                and all(m.classic_protocols is not None for m in group.members.values())
-                and len(group.members) <= self.max_group_size)
+    def _downgradable(self, group: ConsumerGroup, leaving_id: str) -> bool:
+        """Kafka's validateOnlineDowngradeWithFencedMembers, before the member is removed
+        (whatever its protocol): members are left, all of the classic protocol, the policy
+        allows a downgrade and they fit in a classic group."""
+        others = [m for m in group.members.values() if m.member_id != leaving_id]
+        if not others or any(m.classic_protocols is None for m in others):
+            return False
+        if self.migration_policy not in ("downgrade", "bidirectional"):
+            log.info("cannot downgrade consumer group %s to a classic group: the online "
+                     "downgrade is disabled", group.group_id)
+            return False
+        if len(others) > self.max_group_size:
+            log.info("cannot downgrade consumer group %s to a classic group: its size is "
+                     "greater than the classic group max size", group.group_id)
+            return False
+        return True
 
-    def _to_classic(self, group: ConsumerGroup) -> tuple[Records, Callable[[], None]]:
-        """Kafka's convertToClassicGroup: the records that delete the consumer group, and
-        what installs its (classic) members and their assignments as a classic group, which
-        then rebalances (the classic group is stored as it is), once they are written."""
+    def _replace_downgradable(self, group: ConsumerGroup, replaced_id: str) -> bool:
+        """Kafka's validateOnlineDowngradeWithReplacedMemberId: a classic static member
+        takes the place of the group's last consumer-protocol member (the others all use
+        the classic protocol), the policy allows a downgrade and the group fits in a
+        classic group."""
+        replaced = group.members.get(replaced_id)
+        if replaced is None or replaced.classic_protocols is not None or \
+                any(m.classic_protocols is None for m in group.members.values()
+                    if m.member_id != replaced_id):
+            return False
+        if self.migration_policy not in ("downgrade", "bidirectional"):
+            log.info("cannot downgrade consumer group %s to a classic group: the online "
+                     "downgrade is disabled", group.group_id)
+            return False
+        if len(group.members) > self.max_group_size:
+            log.info("cannot downgrade consumer group %s to a classic group: its size is "
+                     "greater than the classic group max size", group.group_id)
+            return False
+        return True
+
+    def _to_classic(self, group: ConsumerGroup, leaving_id: str | None,
+                    rebalance: bool = True, generation: int | None = None,
+                    ) -> tuple[Records, Callable[[], None]]:
+        """Kafka's convertToClassicGroup: the records that delete the consumer group (every
+        member's, the leaving one's too) and write the classic group of its other members
+        (their target assignments, the group epoch as the generation), in Kafka's order; and
+        what installs that classic group once they are written, which then rebalances unless
+        the conversion is a static member's replacement (`rebalance` False). `generation`:
+        the group epoch before the change (default: the group's)."""
         gid = group.group_id
-        records: Records = [(key(TARGET_ASSIGNMENT_METADATA, gid), None),
-                            (key(GROUP_METADATA, gid), None)]
-        for m in group.members.values():
-            records[:0] = _fence_records(gid, m.member_id)
-        return records, functools.partial(self._install_classic, group)
+        if generation is None:
+            generation = group.group_epoch
+        ids = list(group.members)
+        records: Records = [(key(CURRENT_MEMBER_ASSIGNMENT, gid, m), None) for m in ids]
+        records += [(key(TARGET_ASSIGNMENT_MEMBER, gid, m), None) for m in ids]
+        records.append((key(TARGET_ASSIGNMENT_METADATA, gid), None))
+        records += [(key(MEMBER_METADATA, gid, m), None) for m in ids]
+        records += [(key(PARTITION_METADATA, gid), None), (key(GROUP_METADATA, gid), None)]
+        converted = self._fill_classic(ClassicGroup(gid, group.partition), group, leaving_id,
+                                       generation)
+        records.append((group_metadata_key(gid),
+                        classic_group_value(converted.to_value(now_ms()))))
+        return records, functools.partial(self._install_classic, group, leaving_id, rebalance,
+                                          generation)
 
-    def _install_classic(self, group: ConsumerGroup) -> None:
+    def _fill_classic(self, classic: ClassicGroup, group: ConsumerGroup,
+                      leaving_id: str | None, generation: int) -> ClassicGroup:
+        """Kafka's ClassicGroup.fromConsumerGroup: `classic` holds the consumer group's
+        members but `leaving_id`, each with its target assignment, stable at
+        `generation`."""
+        classic.members.clear()
+        classic.static_members.clear()
+        classic.pending_members.clear()
+        classic.leader_id = None
+        classic.generation = generation
+        classic.protocol_type = "consumer"
+        for m in group.members.values():
+            if m.member_id == leaving_id:
+                continue
+            assignment: dict[str, list[int]] = {}
+            for tid, partitions in sorted(group.target.get(m.member_id, {}).items(),
+                                          key=lambda kv: str(kv[0])):
+                name = self.topic_name(tid)
+                if name is not None and partitions:
+                    assignment[name] = sorted(partitions)
+            classic.add(Member(m.member_id, m.instance_id, m.client_id, m.client_host,
+                               m.rebalance_timeout_ms, m.classic_session_ms, "consumer",
+                               list(m.classic_protocols or ()),
+                               assignment=encode_consumer_assignment(assignment)))
+        classic.protocol_name = classic.select_protocol()
+        classic.transition(GroupState.STABLE, now_ms())
+        return classic
+
+    def _install_classic(self, group: ConsumerGroup, leaving_id: str | None,
+                         rebalance: bool, generation: int) -> None:
         gid = group.group_id
         classic = self.groups.get(gid)
         if classic is None or classic.is_in(GroupState.DEAD):
             classic = self.groups[gid] = ClassicGroup(gid, group.partition)
-        # the members' generation: their epoch (their heartbeats and commits stay valid until
-        # they rejoin)
-        classic.generation = max(m.member_epoch for m in group.members.values())
-        classic.protocol_type = "consumer"
         for m in group.members.values():
             m.cancel_timers()
-            assignment: dict[str, list[int]] = {}
-            for tid, partitions in m.assigned.items():
-                name = self.topic_name(tid)
-                if name is not None:
-                    assignment[name] = sorted(partitions)
-            member = Member(m.member_id, m.instance_id, m.client_id, m.client_host,
-                            m.rebalance_timeout_ms, m.classic_session_ms, "consumer",
-                            list(m.classic_protocols or ()),
-                            assignment=encode_consumer_assignment(assignment))
-            classic.add(member)
-        classic.protocol_name = classic.select_protocol()
-        classic.transition(GroupState.STABLE, now_ms())
+        self._fill_classic(classic, group, leaving_id, generation)
         group.dead = True
         if self.consumer_groups.get(gid) is group:
             del self.consumer_groups[gid]
         log.info("consumer group %s (epoch %d, %d classic members) converted to a classic "
                  "group", gid, group.group_epoch, len(classic.members))
-        try:
-            self._store_group(classic)
-        except GroupError as exc:
-            log.warning("could not write the classic group %s: %s", gid, exc.error_code.name)
         for member in classic.members.values():
             self._schedule_heartbeat(classic, member, member.session_timeout_ms)
-        self._prepare_rebalance(classic, "the group was converted to a classic group")
+        if rebalance:
+            self._prepare_rebalance(classic, f"Downgrade group {gid} from consumer to classic.")
 
     def _retire_classic(self, classic: ClassicGroup) -> None:
         """The classic group a consumer group took over: its members' pending JoinGroup and
@@ -675,6 +749,12 @@ class ConsumerGroups(GroupCoordinatorParts):
             log.info("classic JoinGroup of member %r in consumer group %r: %s", member_id,
                      group.group_id, exc.error_code.name)
             return error(exc.error_code)
+        if group.dead:
+            # converted to a classic group by this join (its timers are the classic group's)
+            return {"error_code": ErrorCode.none, "generation_id": member.member_epoch,
+                    "protocol_type": "consumer", "protocol_name": protocols[0][0],
+                    "leader": "", "skip_assignment": False, "member_id": member_id,
+                    "members": [], "assignment": b""}
         # Kafka's classicGroupJoinToConsumerGroup once written: no more join deadline; the
         # session of the JoinGroup runs, and the SyncGroup is due within its rebalance timeout
         if member.join_timer is not None:
@@ -695,6 +775,13 @@ class ConsumerGroups(GroupCoordinatorParts):
         """The state change of a classic JoinGroup (as `_heartbeat`'s)."""
         static_id = group.static_members.get(instance_id) if instance_id else None
         static = group.members.get(static_id) if static_id is not None else None
+        # Kafka's step 4: the joining static member replaces the group's last
+        # consumer-protocol member, so the group goes back to classic
+        downgrade = static is not None and self._replace_downgradable(group, static.member_id)
+        metadata = protocols[0][1]
+        names = sorted(classic_subscribed_topics(metadata))
+        resubscribed = static is not None and set(names) != set(static.subscribed_topic_names)
+        generation = group.group_epoch
         if static is not None and static.member_id != member_id:
             # a static member back under a new member id takes the old one's place
             # (Kafka's replaceMember): the old one counts as having left temporarily
@@ -704,7 +791,6 @@ class ConsumerGroups(GroupCoordinatorParts):
         existing = group.members.get(member_id)
         if existing is not None and existing.classic_protocols is None:
             raise GroupError(ErrorCode.unknown_member_id)
-        metadata = protocols[0][1]
         owned: list[tuple[uuid.UUID, list[int]]] = []
         for topic, partitions in subscription_owned_partitions(metadata):
             info = self.topics_view.topic_info(topic)
@@ -713,9 +799,20 @@ class ConsumerGroups(GroupCoordinatorParts):
         records, _, after = self._heartbeat(
             group.partition, group.group_id, member_id,
             existing.member_epoch if existing is not None else 0, instance_id, None,
-            rebalance_timeout_ms, sorted(classic_subscribed_topics(metadata)), None, None,
+            rebalance_timeout_ms, names, None, None,
             owned, client_id, client_host, self.consumer_session_ms,
-            self.consumer_heartbeat_ms, classic=(session_timeout_ms, list(protocols)))
+            self.consumer_heartbeat_ms, classic=(session_timeout_ms, list(protocols)),
+            downgrading=downgrade, resubscribed=resubscribed)
+        if downgrade:
+            log.info("static member %s (instance %s) replaces %s, the last consumer-protocol "
+                     "member of group %s: the group goes back to classic", member_id,
+                     instance_id, static_id, group.group_id)
+            # the joining member takes the replaced one's place and target assignment in a
+            # classic group at the group's epoch, stable unless it subscribes to other
+            # topics; no consumer-group timers for it
+            conversion, install = self._to_classic(group, None, rebalance=resubscribed,
+                                                   generation=generation)
+            return records + conversion, [install]
         return records, after
 
     def classic_sync_consumer_group(self, group: ConsumerGroup, generation: int,
@@ -782,11 +879,19 @@ class ConsumerGroups(GroupCoordinatorParts):
             return exc.error_code
         log.info("classic member %s leaves consumer group %s", member.member_id, group.group_id)
         snapshot = self._consumer_snapshot(group.group_id)
+        install: Callable[[], None] | None = None
         try:
-            self._append(group.partition, self._remove_consumer_member(group, member))
+            if self._downgradable(group, member.member_id):
+                # only classic members stay (Kafka's consumerGroupFenceMembers)
+                records, install = self._to_classic(group, member.member_id)
+            else:
+                records = self._remove_consumer_member(group, member)
+            self._append(group.partition, records)
         except GroupError as exc:
             self._consumer_restore(snapshot)
             return exc.error_code
+        if install is not None:
+            install()
         return ErrorCode.none
 
     # ------------------------------------------------------------------ admin
@@ -909,11 +1014,11 @@ class ConsumerGroups(GroupCoordinatorParts):
             member.session_timer = None
         log.info("member %s of consumer group %s fenced (%s)", member_id, group.group_id, reason)
         snapshot = self._consumer_snapshot(group.group_id)
-        records = self._remove_consumer_member(group, member)
         install: Callable[[], None] | None = None
-        if self._downgradable(group, member):
-            downgrade, install = self._to_classic(group)
-            records += downgrade
+        if self._downgradable(group, member_id):
+            records, install = self._to_classic(group, member_id)
+        else:
+            records = self._remove_consumer_member(group, member)
         try:
             self._append(group.partition, records)
         except GroupError as exc:
