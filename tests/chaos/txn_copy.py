@@ -71,13 +71,29 @@ class CopyParams:
     copier_stall_s: float = 120.0  # no progress for this long: kill and restart the copier
     seed: int = 0
     copy_timeout: float = 600.0
+    # The copier's client library: "kafka4" (kafka-clients 4.x: transactions v2 on a TV2
+    # cluster) or "clients39" (kafka-tools 4.x's copier on kafka-clients 3.9: transactions v1).
+    copier_clients: str = "kafka4"
+
+
+def tools_classpath(clients: str = "kafka4") -> str:
+    """kafka-tools 4.x's class path, its kafka-clients jar swapped for `clients`' (clients39:
+    the tools' TransactionalMessageCopier calls only client APIs that 3.9 has, unchanged)."""
+    tools = classpath_dir("kafka4")
+    if clients == "kafka4":
+        return str(tools / "*")
+    jars = sorted(classpath_dir(clients).glob("*.jar"))
+    jars += sorted(j for j in tools.glob("*.jar") if not j.name.startswith("kafka-clients-"))
+    return os.pathsep.join(map(str, jars))
 
 
 class JavaProcess:
     """A Kafka tool as a background process; each run's stdout/stderr in its own files."""
 
-    def __init__(self, name: str, main_class: str, args: list[str], out_dir: Path) -> None:
+    def __init__(self, name: str, main_class: str, args: list[str], out_dir: Path,
+                 clients: str = "kafka4") -> None:
         self.name, self.main_class, self.args, self.out_dir = name, main_class, args, out_dir
+        self.clients = clients
         self.proc: subprocess.Popen[bytes] | None = None
         self.runs = 0
         self.exits: list[int] = []
@@ -93,7 +109,7 @@ class JavaProcess:
 
     def start(self) -> JavaProcess:
         self.runs += 1
-        cmd = [java_executable(), *JVM_ARGS, "-cp", str(classpath_dir("kafka4") / "*"),
+        cmd = [java_executable(), *JVM_ARGS, "-cp", tools_classpath(self.clients),
                TOOLS + self.main_class, *self.args]
         with open(self.stdout, "wb") as out, open(self.stderr, "wb") as err:
             err.write(("$ " + " ".join(cmd[-len(self.args) - 1:]) + "\n").encode())
@@ -178,7 +194,7 @@ class Copier(JavaProcess):
             "--input-partition", str(idx), "--transaction-size", str(p.transaction_size),
             "--transaction-timeout", str(p.transaction_timeout_ms), "--enable-random-aborts",
             "--use-group-metadata",
-        ], out_dir)
+        ], out_dir, clients=p.copier_clients)
         self.done = False
         self.crashes: list[str] = []
         self.stalls: list[str] = []
@@ -250,6 +266,7 @@ class CopyResult:
     notes: list[str] = field(default_factory=list)
     text: str = ""
     supervision: str = "no copier restarts"
+    output_topic: str = ""
 
     @property
     def ok(self) -> bool:
@@ -504,7 +521,8 @@ def run_copy(cluster: Cluster, p: CopyParams, out_dir: Path) -> CopyResult:
                 c.stop(hard=True)
     concurrent_records = _records(concurrent)
     output = _read_all(bootstrap, dst, out_parts, len(input_values))
-    res = CopyResult(p, input_values, output, concurrent_records, faults, notes=notes)
+    res = CopyResult(p, input_values, output, concurrent_records, faults, notes=notes,
+                     output_topic=dst)
 
     # ------------------------------------------------------------------ the recipe's checks
     fail = res.failures

@@ -295,21 +295,54 @@ def test_tv2_produce_v12_end_txn_v5_bumps_the_epoch(broker, unique_topic):
         assert committed_values(part) == [b"a", b"b"]
 
 
-def test_java_4_producer_uses_tv2(broker, unique_topic):
+def _requests_seen(port: int) -> dict[tuple[str, int], float]:
+    """(API name, version) -> requests received, from the broker's Prometheus endpoint."""
+    import re
+    import urllib.request
+
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as resp:
+        text = resp.read().decode()
+    pat = re.compile(r'^kafka_network_requestmetrics_requestspersec_total'
+                     r'\{request="(\w+)",version="(\d+)"\} (\S+)$', re.M)
+    return {(m[1], int(m[2])): float(m[3]) for m in pat.finditer(text)}
+
+
+def _versions(before: dict[tuple[str, int], float], after: dict[tuple[str, int], float],
+              api: str) -> set[int]:
+    """The versions of `api` received between the two scrapes."""
+    return {v for (name, v), n in after.items() if name == api and n > before.get((name, v), 0)}
+
+
+def test_java_4_producer_uses_tv2(broker_factory, unique_topic):
     """Kafka 4.x's transactional producer on a new cluster (transaction.version 2 finalized):
-    no AddPartitionsToTxn/AddOffsetsToTxn, EndTxn v5 bumps the epoch each time."""
+    no AddPartitionsToTxn/AddOffsetsToTxn, EndTxn v5 bumps the epoch each time; the broker's
+    request metrics show Produce v12+ and EndTxn v5. Then, on the same cluster, kafka-clients
+    3.9 runs the same program with transactions v1: AddPartitionsToTxn/AddOffsetsToTxn, EndTxn
+    below v5, no epoch bump."""
     from confluent_kafka import Consumer, TopicPartition
 
+    from tests.support.broker import free_port
     from tests.support.java import JAVA_SRC, compile_java, run_java_tool
     from tests.transactions.clients import consume_all
 
+    port = free_port()
+    broker = broker_factory({"metrics.port": port})
     topic, group, txn = unique_topic, unique_topic + "-g", "tv2-java"
     with TxnWire(broker.bootstrap) as w:
         w.create_topic(topic)
+        w.create_topic(topic + "-tv1")
+    seen0 = _requests_seen(port)
     classes = compile_java([JAVA_SRC / "Tv2Transactions.java"], classpath="kafka4")
     res = run_java_tool("Tv2Transactions", [broker.bootstrap, topic, group, txn, "6"],
                         extra_classpath=[classes], timeout=120)
     assert res.returncode == 0 and "DONE" in res.stdout, res.describe()
+    seen1 = _requests_seen(port)
+    assert max(_versions(seen0, seen1, "Produce")) >= 12
+    assert _versions(seen0, seen1, "EndTxn") == {5}
+    assert _versions(seen0, seen1, "TxnOffsetCommit") == {5}
+    assert _versions(seen0, seen1, "AddOffsetsToTxn") == set()
+    # Versions 0-3 are the client's; 4+ the brokers' verification requests.
+    assert {v for v in _versions(seen0, seen1, "AddPartitionsToTxn") if v <= 3} == set()
     assert consume_all(broker.bootstrap, topic, "read_committed", expect=4) == [
         b"v0", b"v1", b"v3", b"v4"]
     c = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": group})
@@ -324,6 +357,26 @@ def test_java_4_producer_uses_tv2(broker, unique_topic):
     assert (d.transaction_state, d.producer_epoch) == ("CompleteAbort", 6)
     assert [(e, commit) for _, e, commit in markers(part.records)] == [
         (1, True), (2, True), (3, False), (4, True), (5, True), (6, False)]
+
+    # kafka-clients 3.9 on the same (TV2-finalized) cluster speaks transactions v1.
+    classes39 = compile_java([JAVA_SRC / "Tv2Transactions.java"], classpath="clients39")
+    res = run_java_tool("Tv2Transactions", [broker.bootstrap, topic + "-tv1", group + "-tv1",
+                                            txn + "-tv1", "3"],
+                        classpath="clients39", extra_classpath=[classes39], timeout=120)
+    assert res.returncode == 0 and "DONE" in res.stdout, res.describe()
+    seen2 = _requests_seen(port)
+    assert max(_versions(seen1, seen2, "Produce")) < 12
+    assert _versions(seen1, seen2, "EndTxn")
+    assert max(_versions(seen1, seen2, "EndTxn")) < 5
+    assert {v for v in _versions(seen1, seen2, "AddPartitionsToTxn") if v <= 3}
+    assert _versions(seen1, seen2, "AddOffsetsToTxn")
+    with TxnWire(broker.bootstrap) as w:
+        d = w.describe_txn(txn + "-tv1")
+        part = w.fetch(topic + "-tv1", 0, 0, isolation=1)
+    assert (d.transaction_state, d.producer_epoch) == ("CompleteAbort", 0)
+    assert [(e, commit) for _, e, commit in markers(part.records)] == [
+        (0, True), (0, True), (0, False)]
+    assert committed_values(part) == [b"v0", b"v1"]
 
 
 def test_tv2_timed_out_transaction_fences_its_producer(broker_factory, unique_topic):
