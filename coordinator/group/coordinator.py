@@ -222,7 +222,11 @@ class GroupCoordinator(GroupMembership, GroupOffsets, ConsumerGroups, ShareGroup
         except Exception:
             log.exception("loading %s-%d failed", OFFSETS_TOPIC, p)
         finally:
-            self.loading.pop(p, None)
+            # Only this load's own entry: a load cancelled by a move away ends after the
+            # move back may have started the next one, which must stay tracked (and be
+            # cancelled by the next move away).
+            if self.loading.get(p) is asyncio.current_task():
+                del self.loading[p]
 
     def _replay_record(self, p: int, offset: int, key: bytes, value: bytes | None,
                        txn_pid: int) -> None:
