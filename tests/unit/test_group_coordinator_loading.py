@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from samsa.broker.partition import Partition
 from samsa.config.schema import BrokerConfig
 from samsa.coordinator.group import GroupCoordinator
 from samsa.coordinator.group.common import GroupError
@@ -42,14 +43,13 @@ async def _coordinator_with_a_long_partition(host: FakeHost) -> GroupCoordinator
 def _move(coord: GroupCoordinator, host: FakeHost, *, here: bool) -> None:
     """The leadership of __consumer_offsets-0 moves here or to another broker, as the
     replica manager does it: the partition changes role, then the listener is told."""
-    part = host.leader("__consumer_offsets", 0) if not here else \
-        host.replica("__consumer_offsets", 0)
-    assert part is not None
+    part = host.replica("__consumer_offsets", 0)
+    assert isinstance(part, Partition)
     epoch = part.leader_epoch + 1
     if here:
-        part.make_leader(epoch, [BROKER_ID], [BROKER_ID])  # type: ignore[attr-defined]
+        part.make_leader(epoch, [BROKER_ID], [BROKER_ID])
     else:
-        part.make_follower(2, epoch, [BROKER_ID, 2], [BROKER_ID, 2])  # type: ignore[attr-defined]
+        part.make_follower(2, epoch, [BROKER_ID, 2], [BROKER_ID, 2])
     coord.on_leadership(0, here)
 
 
