@@ -134,6 +134,8 @@ class GroupCoordinator(GroupMembership, GroupOffsets, ConsumerGroups, ShareGroup
                 continue
             if part.log_end_offset == part.log_start_offset:
                 self.loaded.add(p)  # nothing to replay
+                # said as for the others: a partition missing from the log was not loaded
+                log.info("loaded %s-%d (empty)", OFFSETS_TOPIC, p)
                 continue
             self.loading[p] = asyncio.get_running_loop().create_task(self._load(p))
 
