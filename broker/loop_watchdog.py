@@ -2,7 +2,8 @@
 (a ZooKeeper call, a long load, a sleep) answers nobody and logs nothing, which from outside
 looks like a broker that went quiet. A thread watches a heartbeat the loop updates; once it
 is older than `threshold_s`, it logs where the loop's thread is (its stack), once per stall,
-and the loop logs how long it was blocked when it runs again. Costs one wake-up per
+and the loop logs how long it did not run when it runs again (a process stopped as a whole,
+SIGSTOP, gets only that line: the watching thread did not run either). Costs one wake-up per
 `interval_s` on each side.
 """
 
@@ -53,13 +54,18 @@ class LoopWatchdog:
             gap = now - self._beat
             self._beat = now
             if gap > self.threshold_s:
-                log.warning("the event loop was blocked for %.1f s", gap)
+                log.warning("the event loop did not run for %.1f s", gap)
 
     def _watch(self) -> None:
         reported = -1.0  # the heartbeat already reported on (one stack per stall)
+        woke = time.monotonic()
         while not self._stop.wait(self.interval_s):
+            now, last_woke = time.monotonic(), woke
+            woke = now
+            if now - last_woke > self.threshold_s:
+                continue  # this thread did not run either: the whole process was stopped
             beat = self._beat
-            if beat == reported or time.monotonic() - beat <= self.threshold_s:
+            if beat == reported or now - beat <= self.threshold_s:
                 continue
             reported = beat
             frame = sys._current_frames().get(self._loop_thread or -1)
