@@ -44,6 +44,7 @@ from .dynamic_config import DynamicBrokerConfig
 from .features import TRANSACTION_VERSION, initial_levels
 from .interbroker import BrokerConnection, BrokerUnavailable, set_client_security
 from .log_dir_mover import LogDirMover
+from .loop_watchdog import LoopWatchdog
 from .malloc_tuning import tune_malloc
 from .markers import TxnMarkerChannel
 from .metadata_cache import TopicMetadataCache
@@ -246,6 +247,7 @@ class Broker:
             for e in self.server.endpoints if e.tls is not None]
         self.dynamic_config.add_validator(self._validate_listener_tls, self._reload_listener_tls)
         self._background: list[asyncio.Task[None]] = []
+        self.loop_watchdog = LoopWatchdog()  # logs where a blocked event loop is stuck
 
     def _scram_credential(self, user: str, mechanism: str) -> ScramCredential | None:
         """A user's SCRAM credential, from the cluster metadata."""
@@ -514,6 +516,7 @@ class Broker:
         await self.server.start()
         self._background.append(asyncio.create_task(self.log_manager.run_background()))
         self._background.append(asyncio.create_task(metrics.watch_loop_lag()))
+        self.loop_watchdog.start()
         if self.controller is not None:
             self.controller.start()
             self._background.append(asyncio.create_task(self._isr_shrink_loop()))
@@ -564,6 +567,7 @@ class Broker:
         for task in self._background:
             task.cancel()
         await asyncio.gather(*self._background, return_exceptions=True)
+        await self.loop_watchdog.stop()
         self.log_manager.shutdown()
         log.info("shut down cleanly")
 

@@ -134,6 +134,8 @@ class GroupCoordinator(GroupMembership, GroupOffsets, ConsumerGroups, ShareGroup
                 continue
             if part.log_end_offset == part.log_start_offset:
                 self.loaded.add(p)  # nothing to replay
+                # said as for the others: a partition missing from the log was not loaded
+                log.info("loaded %s-%d (empty)", OFFSETS_TOPIC, p)
                 continue
             self.loading[p] = asyncio.get_running_loop().create_task(self._load(p))
 
@@ -222,7 +224,11 @@ class GroupCoordinator(GroupMembership, GroupOffsets, ConsumerGroups, ShareGroup
         except Exception:
             log.exception("loading %s-%d failed", OFFSETS_TOPIC, p)
         finally:
-            self.loading.pop(p, None)
+            # Only this load's own entry: a load cancelled by a move away ends after the
+            # move back may have started the next one, which must stay tracked (and be
+            # cancelled by the next move away).
+            if self.loading.get(p) is asyncio.current_task():
+                del self.loading[p]
 
     def _replay_record(self, p: int, offset: int, key: bytes, value: bytes | None,
                        txn_pid: int) -> None:

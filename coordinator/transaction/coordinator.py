@@ -235,6 +235,10 @@ class TransactionCoordinator:
             except KafkaError:
                 still_ours = False
             if not still_ours:
+                if self._leads(p):
+                    # A new leader epoch, still led here: on_leadership left this load
+                    # running (it is in _loading), so it reads the partition again itself.
+                    continue
                 self._loading.pop(p, None)  # moved while loading; a new load starts with it
                 return
             self._install(p, found, epoch)
