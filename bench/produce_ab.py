@@ -8,6 +8,10 @@ drift in the machine's load spreads over all of them. Prints each run and, per v
 median and range of the rate, the p99 latency ProducerPerformance reports and the broker's CPU
 seconds per GB written (/proc/<pid>/stat of the broker). No assertions: this measures.
 
+--cluster N runs `samsa cluster` (ZooKeeper and N brokers) instead, the topics with N
+replicas, so acks=all waits for the followers; the CPU is that of the N broker processes
+(ZooKeeper's is left out).
+
     git worktree add /tmp/base-tree <old commit>
     .venv/bin/python bench/produce_ab.py --variant 'base@/tmp/base-tree=' --variant 'new='
 """
@@ -15,8 +19,11 @@ seconds per GB written (/proc/<pid>/stat of the broker). No assertions: this mea
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -25,6 +32,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import run as bench  # noqa: E402  (bench/ is a directory of scripts, not a package)
+from confluent_kafka import KafkaException  # noqa: E402
+from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
 
 
 @dataclass
@@ -45,28 +54,80 @@ def parse_variant(spec: str) -> Variant:
                    [s for s in settings.split(",") if s])
 
 
+def broker_pids(proc: subprocess.Popen[bytes], cluster: int) -> list[int]:
+    """The broker processes: the one started, or the brokers `samsa cluster` started."""
+    if not cluster:
+        return [proc.pid]
+    pids = []
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            with contextlib.suppress(OSError):
+                stat = (d / "stat").read_text()
+                cmdline = (d / "cmdline").read_bytes()
+                if (int(stat[stat.rindex(")") + 2:].split()[1]) == proc.pid
+                        and b"serve" in cmdline.split(b"\0")):
+                    pids.append(int(d.name))
+    return pids
+
+
+def broker_cpu(pids: list[int]) -> float:
+    return sum(bench.cpu_seconds(pid) for pid in pids)
+
+
+def create_topic(bootstrap: str, topic: str, replicas: int) -> None:
+    if replicas <= 1:
+        bench.create_topic(bootstrap, topic)
+        return
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    deadline = time.monotonic() + 60
+    while True:  # the brokers register one after the other after the first answers
+        try:
+            admin.create_topics([NewTopic(topic, 1, replicas)])[topic].result(60)
+            break
+        except KafkaException:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.5)
+    while time.monotonic() < deadline:  # every replica in the ISR before measuring
+        md = admin.list_topics(topic, timeout=10).topics.get(topic)
+        if md is not None and md.error is None and md.partitions and all(
+                p.leader >= 0 and len(p.isrs) == replicas for p in md.partitions.values()):
+            return
+        time.sleep(0.2)
+    raise RuntimeError(f"topic {topic} did not get a full ISR in 60 s")
+
+
 def one_round(v: Variant, tools: Path, args: argparse.Namespace) -> None:
     work = Path(tempfile.mkdtemp(prefix=f"samsa-pab-{v.name}-"))
     port = bench.free_port()
-    cmd = [sys.executable, "-m", "samsa", "serve", "--listen", f"127.0.0.1:{port}",
-           "--data-dir", str(work / "data")]
+    if args.cluster:
+        cmd = [sys.executable, "-m", "samsa", "cluster", "--brokers", str(args.cluster),
+               "--data-dir", str(work / "data"), "--base-port", str(port),
+               "--zk-port", str(bench.free_port())]
+    else:
+        cmd = [sys.executable, "-m", "samsa", "serve", "--listen", f"127.0.0.1:{port}",
+               "--data-dir", str(work / "data")]
     for s in v.settings:
         cmd += ["--set", s]
     log = work / "samsa.log"
-    proc = bench.spawn(cmd, log, cwd=v.tree)  # samsa is imported from the tree's samsa/
+    # samsa is imported from the tree's samsa/: `python -m` looks in the working directory
+    # first, the brokers `samsa cluster` starts (the console script) in PYTHONPATH
+    os.environ["PYTHONPATH"] = str(v.tree)
+    proc = bench.spawn(cmd, log, cwd=v.tree)
     try:
         bench.wait_first_answer(proc, port, time.monotonic(), log)
         b = f"127.0.0.1:{port}"
-        bench.create_topic(b, "warm")
+        create_topic(b, "warm", args.cluster)
         out = bench.java_produce(tools, b, "warm", args.warmup, args.size, args.acks)
         if out.error:
             raise RuntimeError(out.error)
         for i in range(args.runs):
             topic = f"ab-{i}"
-            bench.create_topic(b, topic)
-            cpu0 = bench.cpu_seconds(proc.pid)
+            create_topic(b, topic, args.cluster)
+            pids = broker_pids(proc, args.cluster)
+            cpu0 = broker_cpu(pids)
             out = bench.java_produce(tools, b, topic, args.records, args.size, args.acks)
-            cpu = bench.cpu_seconds(proc.pid) - cpu0
+            cpu = broker_cpu(pids) - cpu0
             if out.error:
                 raise RuntimeError(out.error)
             v.mbps.append(out.figures["mbps"])
@@ -89,6 +150,8 @@ def main() -> None:
     ap.add_argument("--acks", default="all")
     ap.add_argument("--runs", type=int, default=2, help="measured runs per broker start")
     ap.add_argument("--rounds", type=int, default=3, help="times the variants alternate")
+    ap.add_argument("--cluster", type=int, default=0, metavar="N",
+                    help="a ZooKeeper cluster of N brokers, topics with N replicas")
     args = ap.parse_args()
     tools, why = bench.ensure_kafka_lib()
     if tools is None:
@@ -103,6 +166,7 @@ def main() -> None:
     finally:
         bench.cleanup()
     print(f"\n{args.records:,} x {args.size} B acks={args.acks}, "
+          f"{f'{args.cluster} brokers, ' if args.cluster else ''}"
           f"{args.rounds} rounds x {args.runs} runs")
     for v in args.variant:
         print(f"  {v.name:12} {statistics.median(v.mbps):8.1f} MB/s "
