@@ -9,6 +9,8 @@ cache, producer state, deleting records) is a method here.
 from __future__ import annotations
 
 import asyncio
+import heapq
+import itertools
 import time
 import uuid
 from collections.abc import Awaitable, Callable
@@ -106,6 +108,10 @@ class Partition:
         # The ISR being written to ZooKeeper (None: no change in flight).
         self._isr_in_flight: list[int] | None = None
         self._waiters: set[asyncio.Future[None]] = set()
+        # acks=all waits: a heap of (offset the HW must reach, sequence, future). An advance
+        # of the HW wakes only the waits it satisfies; an append does not wake them at all.
+        self._hw_waiters: list[tuple[int, int, asyncio.Future[bool]]] = []
+        self._hw_sequence = itertools.count()
 
     @property
     def is_leader(self) -> bool:
@@ -160,7 +166,7 @@ class Partition:
                                                      transaction_version=transaction_version)
         if not info.duplicate:
             self._advance_high_watermark()
-            self.notify_waiters()  # followers long-poll on the log end offset
+            self._notify_fetches()  # followers long-poll on the log end offset
         return info
 
     def follower_log_end_offset(self, replica_id: int) -> int:
@@ -242,27 +248,61 @@ class Partition:
                 new_hw = min(new_hw, self._follower_leo.get(r, -1))
         if new_hw > self.log.high_watermark:
             self.log.update_high_watermark(new_hw)
-            self.notify_waiters()
+            self._notify_fetches()
+            self._wake_replicated(new_hw)
 
     async def wait_for_high_watermark(self, offset: int, timeout_s: float) -> bool:
-        """acks=all: wait until everything before `offset` is replicated to the ISR."""
-        deadline = time.monotonic() + timeout_s
+        """acks=all: wait until everything before `offset` is replicated to the ISR.
+
+        One future and one timer per wait (not asyncio.wait_for around a shield), woken by
+        the HW advance that reaches `offset` or by a change of leadership (notify_waiters),
+        not by every append or HW step before it: with several produce requests in flight
+        to a replicated partition, each used to wake up, look and park again on each."""
+        if self.log.high_watermark >= offset:
+            return True
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout_s
         while self.log.high_watermark < offset:
-            remaining = deadline - time.monotonic()
+            remaining = deadline - loop.time()
             if remaining <= 0 or not self.is_leader:
                 return False
-            fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-            self._waiters.add(fut)
+            fut: asyncio.Future[bool] = loop.create_future()
+            entry = (offset, next(self._hw_sequence), fut)
+            heapq.heappush(self._hw_waiters, entry)
+            timer = loop.call_later(remaining, _time_out, fut)
             try:
-                await asyncio.wait_for(asyncio.shield(fut), remaining)
-            except TimeoutError:
-                pass
+                await fut
             finally:
-                self._waiters.discard(fut)
+                timer.cancel()
+                if fut.cancelled() or not fut.result():  # not woken: still in the heap
+                    self._forget_hw_waiter(entry)
         return True
+
+    def _wake_replicated(self, hw: int) -> None:
+        heap = self._hw_waiters
+        while heap and heap[0][0] <= hw:
+            fut = heapq.heappop(heap)[2]
+            if not fut.done():
+                fut.set_result(True)
+
+    def _forget_hw_waiter(self, entry: tuple[int, int, asyncio.Future[bool]]) -> None:
+        try:
+            self._hw_waiters.remove(entry)
+        except ValueError:
+            return
+        heapq.heapify(self._hw_waiters)
 
     # ---- waiters (fetch long-polls, acks=all) ------------------------------------------
     def notify_waiters(self) -> None:
+        """Wake every waiter: fetch long-polls and acks=all waits (which look again at the
+        HW and the leadership)."""
+        self._notify_fetches()
+        heap, self._hw_waiters = self._hw_waiters, []
+        for _, _, fut in heap:
+            if not fut.done():
+                fut.set_result(True)
+
+    def _notify_fetches(self) -> None:
         for fut in self._waiters:
             if not fut.done():
                 fut.set_result(None)
@@ -462,3 +502,8 @@ class Partition:
         """At least one batch from `offset` on, below `max_offset` whatever the high watermark
         (a coordinator replays its partition up to the log end)."""
         return self.log.read(offset, max_bytes, max_offset, True)
+
+
+def _time_out(fut: asyncio.Future[bool]) -> None:
+    if not fut.done():
+        fut.set_result(False)

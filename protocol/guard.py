@@ -79,7 +79,20 @@ def _fits(n: int, pos: int, end: int, unit: int = 1) -> None:
 def _walker(entity: type[Entity]) -> Step:
     flexible = bool(getattr(entity, "__flexible__", False))
     # tagged fields live in the tagged section, walked below
-    steps = [_field_step(s, flexible) for s in schema_fields(entity) if s.tag is None]
+    steps: list[Step] = []
+    fixed = 0  # bytes of the fixed-size fields since the last other step: one step for them
+    for s in schema_fields(entity):
+        if s.tag is not None:
+            continue
+        if s.entity is None and not s.is_array and s.kafka_type in _FIXED:
+            fixed += _FIXED[s.kafka_type]
+            continue
+        if fixed:
+            steps.append(_skip(fixed))
+            fixed = 0
+        steps.append(_field_step(s, flexible))
+    if fixed:
+        steps.append(_skip(fixed))
 
     def walk(buf: bytes, pos: int, end: int) -> int:
         for step in steps:
@@ -97,6 +110,10 @@ def _walker(entity: type[Entity]) -> Step:
         return pos
 
     return walk
+
+
+def _skip(size: int) -> Step:
+    return lambda buf, pos, end: pos + size
 
 
 def _field_step(schema: SchemaField, flexible: bool) -> Step:

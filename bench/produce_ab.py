@@ -1,0 +1,180 @@
+"""Samsa's ProducerPerformance phase under alternating source trees (or broker settings).
+
+The produce-side twin of bench/consume_ab.py: each variant is a Samsa broker started from its
+own source tree (NAME@PATH) with its own `--set` options; on each start one warm-up run, then
+--runs measured runs of Kafka's ProducerPerformance (--records × --size, --acks, as
+bench/run.py's produce phase), each to a fresh topic. Variants alternate --rounds times so
+drift in the machine's load spreads over all of them. Prints each run and, per variant, the
+median and range of the rate, the p99 latency ProducerPerformance reports and the broker's CPU
+seconds per GB written (/proc/<pid>/stat of the broker). No assertions: this measures.
+
+--cluster N runs `samsa cluster` (ZooKeeper and N brokers) instead, the topics with N
+replicas, so acks=all waits for the followers; the CPU is that of the N broker processes
+(ZooKeeper's is left out).
+
+    git worktree add /tmp/base-tree <old commit>
+    .venv/bin/python bench/produce_ab.py --variant 'base@/tmp/base-tree=' --variant 'new='
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import run as bench  # noqa: E402  (bench/ is a directory of scripts, not a package)
+from confluent_kafka import KafkaException  # noqa: E402
+from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
+
+
+@dataclass
+class Variant:
+    name: str
+    tree: Path
+    settings: list[str]
+    mbps: list[float] = field(default_factory=list)
+    p99: list[float] = field(default_factory=list)
+    cpu_per_gb: list[float] = field(default_factory=list)
+
+
+def parse_variant(spec: str) -> Variant:
+    """NAME[@TREE]=K=V,K=V (settings may be empty)."""
+    head, _, settings = spec.partition("=")
+    name, _, tree = head.partition("@")
+    return Variant(name, Path(tree) if tree else bench.REPO,
+                   [s for s in settings.split(",") if s])
+
+
+def broker_pids(proc: subprocess.Popen[bytes], cluster: int) -> list[int]:
+    """The broker processes: the one started, or the brokers `samsa cluster` started."""
+    if not cluster:
+        return [proc.pid]
+    pids = []
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            with contextlib.suppress(OSError):
+                stat = (d / "stat").read_text()
+                cmdline = (d / "cmdline").read_bytes()
+                if (int(stat[stat.rindex(")") + 2:].split()[1]) == proc.pid
+                        and b"serve" in cmdline.split(b"\0")):
+                    pids.append(int(d.name))
+    return pids
+
+
+def broker_cpu(pids: list[int]) -> float:
+    return sum(bench.cpu_seconds(pid) for pid in pids)
+
+
+def create_topic(bootstrap: str, topic: str, replicas: int) -> None:
+    if replicas <= 1:
+        bench.create_topic(bootstrap, topic)
+        return
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    deadline = time.monotonic() + 60
+    while True:  # the brokers register one after the other after the first answers
+        try:
+            admin.create_topics([NewTopic(topic, 1, replicas)])[topic].result(60)
+            break
+        except KafkaException:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.5)
+    while time.monotonic() < deadline:  # every replica in the ISR before measuring
+        md = admin.list_topics(topic, timeout=10).topics.get(topic)
+        if md is not None and md.error is None and md.partitions and all(
+                p.leader >= 0 and len(p.isrs) == replicas for p in md.partitions.values()):
+            return
+        time.sleep(0.2)
+    raise RuntimeError(f"topic {topic} did not get a full ISR in 60 s")
+
+
+def one_round(v: Variant, tools: Path, args: argparse.Namespace) -> None:
+    work = Path(tempfile.mkdtemp(prefix=f"samsa-pab-{v.name}-"))
+    port = bench.free_port()
+    if args.cluster:
+        cmd = [sys.executable, "-m", "samsa", "cluster", "--brokers", str(args.cluster),
+               "--data-dir", str(work / "data"), "--base-port", str(port),
+               "--zk-port", str(bench.free_port())]
+    else:
+        cmd = [sys.executable, "-m", "samsa", "serve", "--listen", f"127.0.0.1:{port}",
+               "--data-dir", str(work / "data")]
+    for s in v.settings:
+        cmd += ["--set", s]
+    log = work / "samsa.log"
+    # samsa is imported from the tree's samsa/: `python -m` looks in the working directory
+    # first, the brokers `samsa cluster` starts (the console script) in PYTHONPATH
+    os.environ["PYTHONPATH"] = str(v.tree)
+    proc = bench.spawn(cmd, log, cwd=v.tree)
+    try:
+        bench.wait_first_answer(proc, port, time.monotonic(), log)
+        b = f"127.0.0.1:{port}"
+        create_topic(b, "warm", args.cluster)
+        out = bench.java_produce(tools, b, "warm", args.warmup, args.size, args.acks)
+        if out.error:
+            raise RuntimeError(out.error)
+        for i in range(args.runs):
+            topic = f"ab-{i}"
+            create_topic(b, topic, args.cluster)
+            pids = broker_pids(proc, args.cluster)
+            cpu0 = broker_cpu(pids)
+            out = bench.java_produce(tools, b, topic, args.records, args.size, args.acks)
+            cpu = broker_cpu(pids) - cpu0
+            if out.error:
+                raise RuntimeError(out.error)
+            v.mbps.append(out.figures["mbps"])
+            v.p99.append(out.figures["p99_ms"])
+            v.cpu_per_gb.append(cpu / (args.records * args.size / 1e9))
+            print(f"  {v.name:12} {out.figures['mbps']:8.1f} MB/s  p99 {v.p99[-1]:6.0f} ms  "
+                  f"{v.cpu_per_gb[-1]:.2f} s CPU/GB", flush=True)
+    finally:
+        bench.stop(proc)
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--variant", action="append", required=True, type=parse_variant,
+                    help="NAME[@TREE]=K=V,K=V: a broker's source tree (and --set options)")
+    ap.add_argument("--records", type=int, default=300_000)
+    ap.add_argument("--warmup", type=int, default=100_000, help="records before measuring")
+    ap.add_argument("--size", type=int, default=1024)
+    ap.add_argument("--acks", default="all")
+    ap.add_argument("--runs", type=int, default=2, help="measured runs per broker start")
+    ap.add_argument("--rounds", type=int, default=3, help="times the variants alternate")
+    ap.add_argument("--cluster", type=int, default=0, metavar="N",
+                    help="a ZooKeeper cluster of N brokers, topics with N replicas")
+    args = ap.parse_args()
+    tools, why = bench.ensure_kafka_lib()
+    if tools is None:
+        sys.exit(f"Kafka's tools are unavailable: {why}")
+    bench.CACHE.mkdir(parents=True, exist_ok=True)
+    (bench.CACHE / "log4j2-tools.properties").write_text(
+        bench.LOG4J2.format(target="SYSTEM_ERR", level="warn"))
+    try:
+        for _ in range(args.rounds):
+            for v in args.variant:
+                one_round(v, tools, args)
+    finally:
+        bench.cleanup()
+    print(f"\n{args.records:,} x {args.size} B acks={args.acks}, "
+          f"{f'{args.cluster} brokers, ' if args.cluster else ''}"
+          f"{args.rounds} rounds x {args.runs} runs")
+    for v in args.variant:
+        print(f"  {v.name:12} {statistics.median(v.mbps):8.1f} MB/s "
+              f"({min(v.mbps):.0f}-{max(v.mbps):.0f})  "
+              f"p99 {statistics.median(v.p99):.0f} ms ({min(v.p99):.0f}-{max(v.p99):.0f})  "
+              f"{statistics.median(v.cpu_per_gb):.2f} s CPU/GB "
+              f"({min(v.cpu_per_gb):.2f}-{max(v.cpu_per_gb):.2f})")
+
+
+if __name__ == "__main__":
+    main()
