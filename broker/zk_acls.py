@@ -30,6 +30,7 @@ from .zk_common import dumps as _dumps
 # The store's own logger, as before these methods left zk_store.py (samsa.log.loggers).
 log = logging.getLogger("samsa.broker.zk_store")
 
+
 ACL_CHANGES = "/kafka-acl-changes"
 ACL_EXTENDED_CHANGES = "/kafka-acl-extended-changes"
 ACL_EXTENDED_PREFIXED = "/kafka-acl-extended/prefixed"

@@ -37,7 +37,7 @@ import time
 import uuid
 from collections.abc import Callable
 from typing import Any
-from urllib.parse import quote, unquote
+from urllib.parse import quote
 
 from kazoo.client import KazooState
 from kazoo.exceptions import (
@@ -66,14 +66,12 @@ from .metadata_store import (
 from .security.authorizer import (
     AclCache,
 )
-from .security.scram import MECHANISMS as SCRAM_MECHANISMS
-from .security.scram import ScramCredential
 from .zk_acls import ZkAclsMixin
 from .zk_client import ZkClientSettings
 from .zk_common import dumps as _dumps
-from .zk_common import sanitize as _sanitize
 from .zk_configs import ZkConfigsMixin
 from .zk_controller import ZkControllerMixin
+from .zk_users import ZkUsersMixin
 
 log = logging.getLogger(__name__)
 
@@ -85,7 +83,7 @@ LOG_DIR_EVENTS = "/log_dir_event_notification"
 FEATURE = "/feature"  # the finalized feature levels (Kafka's FeatureZNode)
 
 
-class ZkMetadataStore(ZkControllerMixin, ZkConfigsMixin, ZkAclsMixin):
+class ZkMetadataStore(ZkControllerMixin, ZkConfigsMixin, ZkUsersMixin, ZkAclsMixin):
     def __init__(self, connect: str, broker: BrokerInfo, session_timeout_ms: int = 18000,
                  connection_timeout_ms: int | None = None,
                  client: ZkClientSettings | None = None, *,
@@ -525,35 +523,6 @@ class ZkMetadataStore(ZkControllerMixin, ZkConfigsMixin, ZkAclsMixin):
         if self._topics.pop(name, None) is not None:
             self._emit("topic", name)
 
-    def _on_user_names(self, children: list[str]) -> None:
-        for name in children:
-            if name not in self._watched_users:
-                self._watched_users.add(name)
-                self._zk.DataWatch(f"/config/users/{name}", self._user_watcher(name))
-        for name in self._watched_users - set(children):
-            self._watched_users.discard(name)
-            self._call(self._set_user, unquote(name), None)
-
-    def _user_watcher(self, name: str) -> Callable[[bytes | None, Any], bool]:
-        def on_change(data: bytes | None, _stat: Any) -> bool:
-            if data is None:
-                return name in self._watched_users
-            try:
-                config = {str(k): str(v) for k, v in json.loads(data)["config"].items()}
-            except (ValueError, KeyError, TypeError, AttributeError):
-                log.warning("ignoring unreadable /config/users/%s", name)
-                return True
-            self._call(self._set_user, unquote(name), config)
-            return True
-
-        return on_change
-
-    def _set_user(self, name: str, config: dict[str, str] | None) -> None:
-        if config:
-            self._users[name] = config
-        else:
-            self._users.pop(name, None)
-
     def _on_features(self, data: bytes | None, stat: Any) -> bool:
         if data is not None:
             try:
@@ -623,62 +592,10 @@ class ZkMetadataStore(ZkControllerMixin, ZkConfigsMixin, ZkAclsMixin):
     def topic(self, name: str) -> TopicState | None:
         return self._topics.get(name)
 
-    def scram_credential(self, user: str, mechanism: str) -> ScramCredential | None:
-        text = self._users.get(user, {}).get(mechanism)
-        try:
-            return ScramCredential.from_config(text) if text else None
-        except (ValueError, KeyError):
-            log.warning("ignoring the unreadable %s credential of user %s", mechanism, user)
-            return None
-
-    def scram_users(self) -> dict[str, dict[str, str]]:
-        return {u: {m: c for m, c in cfg.items() if m in SCRAM_MECHANISMS}
-                for u, cfg in self._users.items()
-                if any(m in SCRAM_MECHANISMS for m in cfg)}
-
     def topic_name_by_id(self, topic_id: uuid.UUID) -> str | None:
         return self._by_id.name(topic_id)
 
     # ---- writes -----------------------------------------------------------------------------
-    async def alter_scram_credentials(
-        self, changes: list[tuple[str, str, ScramCredential | None]]
-    ) -> None:
-        """(user, mechanism, credential or None to delete), written as Kafka writes them:
-        /config/users/<user> {"version":1,"config":{"SCRAM-SHA-512":"salt=...,..."}} and a
-        /config/changes notification."""
-        users = await asyncio.to_thread(self._alter_scram, changes)
-        for user, config in users.items():
-            self._set_user(user, config)
-
-    def _alter_scram(
-        self, changes: list[tuple[str, str, ScramCredential | None]]
-    ) -> dict[str, dict[str, str]]:
-        out: dict[str, dict[str, str]] = {}
-        for user in dict.fromkeys(u for u, _, _ in changes):
-            path = f"/config/users/{_sanitize(user)}"  # Kafka's Sanitizer, as for quotas
-            try:
-                data, _ = self._zk.get(path)
-                config = {str(k): str(v) for k, v in json.loads(data)["config"].items()}
-            except NoNodeError:
-                config = {}
-            for u, mechanism, credential in changes:
-                if u != user:
-                    continue
-                if credential is None:
-                    config.pop(mechanism, None)
-                else:
-                    config[mechanism] = credential.to_config()
-            doc = _dumps({"version": 1, "config": config})
-            if self._zk.exists(path):
-                self._zk.set(path, doc)
-            else:
-                self._zk.create(path, doc, makepath=True)
-            self._zk.create("/config/changes/config_change_",
-                            _dumps({"version": 2, "entity_path": f"users/{_sanitize(user)}"}),
-                            sequence=True, makepath=True)
-            out[user] = config
-        return out
-
     async def create_topic(self, topic: TopicState) -> None:
         await asyncio.to_thread(self._create_topic, topic)
         self._topic_versions.pop(topic.name, None)  # a new znode: its versions start again
