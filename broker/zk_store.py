@@ -71,6 +71,8 @@ from .zk_client import ZkClientSettings
 from .zk_common import dumps as _dumps
 from .zk_configs import ZkConfigsMixin
 from .zk_controller import ZkControllerMixin
+from .zk_features import FEATURE, ZkFeaturesMixin
+from .zk_features import feature_doc as _feature_doc
 from .zk_users import ZkUsersMixin
 
 log = logging.getLogger(__name__)
@@ -80,10 +82,10 @@ INTERNAL = frozenset({"__consumer_offsets", "__transaction_state"})
 # the broker (LeaderAndIsr) which replicas are offline; with no such round trip, ours carries
 # them, and is ephemeral: the broker's replicas are offline until it restarts (or dies).
 LOG_DIR_EVENTS = "/log_dir_event_notification"
-FEATURE = "/feature"  # the finalized feature levels (Kafka's FeatureZNode)
 
 
-class ZkMetadataStore(ZkControllerMixin, ZkConfigsMixin, ZkUsersMixin, ZkAclsMixin):
+class ZkMetadataStore(ZkControllerMixin, ZkConfigsMixin, ZkUsersMixin, ZkFeaturesMixin,
+                      ZkAclsMixin):
     def __init__(self, connect: str, broker: BrokerInfo, session_timeout_ms: int = 18000,
                  connection_timeout_ms: int | None = None,
                  client: ZkClientSettings | None = None, *,
@@ -523,50 +525,6 @@ class ZkMetadataStore(ZkControllerMixin, ZkConfigsMixin, ZkUsersMixin, ZkAclsMix
         if self._topics.pop(name, None) is not None:
             self._emit("topic", name)
 
-    def _on_features(self, data: bytes | None, stat: Any) -> bool:
-        if data is not None:
-            try:
-                features = _read_feature_doc(data, stat.version)
-            except (ValueError, KeyError, TypeError, AttributeError):
-                log.warning("ignoring unreadable %s", FEATURE)
-                return True
-            self._call(self._set_features, features)
-        return True
-
-    def _set_features(self, features: FinalizedFeatures) -> None:
-        if features.epoch >= self._features.epoch:
-            self._features = features
-
-    def finalized_features(self) -> FinalizedFeatures:
-        return self._features
-
-    async def update_features(
-        self, apply: Callable[[dict[str, int]], dict[str, int]]
-    ) -> FinalizedFeatures:
-        """Compare-and-set of /feature: `apply` sees the levels as ZooKeeper holds them."""
-        features = await asyncio.to_thread(self._update_features, apply)
-        self._set_features(features)
-        return features
-
-    def _update_features(
-        self, apply: Callable[[dict[str, int]], dict[str, int]]
-    ) -> FinalizedFeatures:
-        while True:
-            try:
-                data, stat = self._zk.get(FEATURE)
-                current = _read_feature_doc(data, stat.version).levels
-            except NoNodeError:
-                current, stat = {}, None
-            levels = apply(current)
-            try:
-                if stat is None:
-                    self._zk.create(FEATURE, _feature_doc(levels))
-                    return FinalizedFeatures(0, levels)
-                stat = self._zk.set(FEATURE, _feature_doc(levels), version=stat.version)
-                return FinalizedFeatures(stat.version, levels)
-            except (BadVersionError, NodeExistsError):
-                continue
-
     def _call(self, fn: Callable[..., None], *args: Any) -> None:
         assert self._loop is not None
         self._loop.call_soon_threadsafe(fn, *args)
@@ -729,17 +687,6 @@ class ZkMetadataStore(ZkControllerMixin, ZkConfigsMixin, ZkUsersMixin, ZkAclsMix
                "partitions": [[t, p] for t, p in sorted(self._offline_here)]}
         self._zk.create(f"{LOG_DIR_EVENTS}/log_dir_event_", _dumps(doc), ephemeral=True,
                         sequence=True, makepath=True)
-
-
-def _feature_doc(levels: dict[str, int]) -> bytes:
-    return _dumps({"version": 2, "status": 1, "features": {
-        name: {"max_version_level": level} for name, level in sorted(levels.items())}})
-
-
-def _read_feature_doc(data: bytes, epoch: int) -> FinalizedFeatures:
-    doc = json.loads(data)
-    levels = {str(name): int(v["max_version_level"]) for name, v in doc["features"].items()}
-    return FinalizedFeatures(epoch, {n: v for n, v in levels.items() if v > 0})
 
 
 def _group_config_path(group: str) -> str:
