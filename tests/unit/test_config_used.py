@@ -1,6 +1,6 @@
 """No broker property is accepted and then silently ignored.
 
-Each property of config/schema.py either works (the broker's code looks it up, or it is the
+Each property of config/schema/ either works (the broker's code looks it up, or it is the
 default of a topic property the code reads), or is marked as accepted-without-effect (and its
 documentation, as DescribeConfigs returns it, says so), or is refused at start-up.
 """

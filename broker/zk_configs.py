@@ -1,0 +1,326 @@
+"""The ZooKeeper metadata store's /config entities: client quotas, dynamic broker configs, and
+the /config/changes notifications that announce them."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+from urllib.parse import unquote
+
+from kazoo.client import KazooClient
+from kazoo.exceptions import (
+    BadVersionError,
+    ConnectionLoss,
+    NodeExistsError,
+    NoNodeError,
+    SessionExpiredError,
+)
+
+from samsa.config.dynamic import DEFAULT_ENTITY
+
+from .metadata_store import (
+    QUOTA_CLIENT_ID,
+    QUOTA_CONFIGS,
+    QUOTA_DEFAULT,
+    QUOTA_USER,
+    BrokerInfo,
+    QuotaEntity,
+)
+from .zk_common import dumps as _dumps
+from .zk_common import sanitize as _sanitize
+
+# The store's own logger, as before these methods left zk_store.py (samsa.log.loggers).
+log = logging.getLogger("samsa.broker.zk_store")
+
+
+def _quota_entity_of(user: str | None, client: str | None) -> QuotaEntity:
+    """The entity of sanitized ZooKeeper names (None: the component is absent)."""
+    def name(n: str) -> str | None:
+        return None if n == QUOTA_DEFAULT else unquote(n)
+
+    components: list[tuple[str, str | None]] = []
+    if client is not None:
+        components.append((QUOTA_CLIENT_ID, name(client)))
+    if user is not None:
+        components.append((QUOTA_USER, name(user)))
+    return tuple(components)
+
+
+def _quota_entity_of_path(path: str) -> QuotaEntity | None:
+    """users/<u>, users/<u>/clients/<c> or clients/<c>; None for any other entity path."""
+    parts = path.split("/")
+    if len(parts) == 2 and parts[0] == "users":
+        return _quota_entity_of(parts[1], None)
+    if len(parts) == 4 and parts[0] == "users" and parts[2] == "clients":
+        return _quota_entity_of(parts[1], parts[3])
+    if len(parts) == 2 and parts[0] == "clients":
+        return _quota_entity_of(None, parts[1])
+    return None
+
+
+def _quota_path_of_entity(entity: QuotaEntity) -> str:
+    names = dict(entity)
+
+    def zk_name(n: str | None) -> str:
+        return QUOTA_DEFAULT if n is None else _sanitize(n)
+
+    if QUOTA_USER in names:
+        path = f"users/{zk_name(names[QUOTA_USER])}"
+        if QUOTA_CLIENT_ID in names:
+            path += f"/clients/{zk_name(names[QUOTA_CLIENT_ID])}"
+        return path
+    return f"clients/{zk_name(names[QUOTA_CLIENT_ID])}"
+
+
+_NOTIFICATION_EXPIRY_MS = 15 * 60 * 1000
+
+
+def _notification_seq(name: str) -> int:
+    digits = name[len("config_change_"):]
+    return int(digits) if digits.isdigit() else -1
+
+
+class ZkConfigsMixin:
+    """ZkMetadataStore's client quota and dynamic broker config methods (ZkMetadataStore owns
+    the state they use)."""
+
+    _zk: KazooClient
+    _broker: BrokerInfo
+    _quotas: dict[QuotaEntity, dict[str, float]]
+    _quota_listeners: list[Callable[[dict[QuotaEntity, dict[str, float]]], None]]
+    _quota_notification_seen: int | None
+    _broker_configs: dict[str, dict[str, str]]
+    _broker_config_listeners: list[Callable[[str, dict[str, str]], None]]
+
+    if TYPE_CHECKING:
+        def _call(self, fn: Callable[..., None], *args: Any) -> None: ...
+
+    # ---- client quotas ------------------------------------------------------------------------
+    # Kafka's layout: /config/users/<user>, /config/users/<user>/clients/<client-id>,
+    # /config/clients/<client-id> ({"version":1,"config":{"producer_byte_rate":"1024",...}};
+    # names sanitized as Kafka's Sanitizer does, <default> for the default), each write
+    # announced by a /config/changes/config_change_<seq> node {"version":2,
+    # "entity_path":"users/<user>/clients/<client-id>"}. Every broker watches /config/changes
+    # and re-reads the entities named there. A user's node also holds its SCRAM credentials:
+    # a quota write changes only the quota keys of its "config" (conditional on the version
+    # read, so that a concurrent write is never lost).
+    def client_quotas(self) -> dict[QuotaEntity, dict[str, float]]:
+        return self._quotas
+
+    def add_client_quota_listener(
+        self, fn: Callable[[dict[QuotaEntity, dict[str, float]]], None]
+    ) -> None:
+        self._quota_listeners.append(fn)
+        fn(self._quotas)
+
+    async def alter_client_quotas(
+        self, changes: list[tuple[QuotaEntity, dict[str, float | None]]]
+    ) -> None:
+        """Per entity: key -> new value, or None to remove the key."""
+        updates = await asyncio.to_thread(self._write_client_quotas, changes)
+        self._apply_client_quotas(updates)
+
+    def _start_client_quotas(self) -> None:
+        for path in ("/config/clients", "/config/changes"):
+            self._zk.ensure_path(path)
+        self._zk.ChildrenWatch("/config/changes", self._on_config_changes)
+
+    def _on_config_changes(self, children: list[str]) -> bool:
+        seqs = sorted((_notification_seq(c), c) for c in children
+                      if c.startswith("config_change_"))
+        try:
+            brokers: dict[str, dict[str, str]] = {}
+            if self._quota_notification_seen is None:  # the first call: read every entity
+                updates = self._read_all_client_quotas()
+                brokers = {e: self._read_broker_config(e) for e in self._config_entities()}
+            else:
+                paths = []
+                for seq, name in seqs:
+                    if seq <= self._quota_notification_seen:
+                        continue
+                    try:
+                        doc = json.loads(self._zk.get(f"/config/changes/{name}")[0])
+                        paths.append(str(doc["entity_path"]))
+                    except (NoNodeError, ValueError, KeyError, TypeError):
+                        continue
+                updates = {}
+                for path in dict.fromkeys(paths):
+                    entity = _quota_entity_of_path(path)
+                    if entity is not None:
+                        updates[entity] = self._read_quota_config(f"/config/{path}")
+                    kind, _, name = path.partition("/")
+                    if kind == "brokers" and name in self._config_entities():
+                        brokers[name] = self._read_broker_config(name)
+        except (ConnectionLoss, SessionExpiredError) as exc:
+            log.warning("reading client quotas from ZooKeeper failed: %r", exc)
+            return True
+        if seqs:
+            self._quota_notification_seen = max(self._quota_notification_seen or -1, seqs[-1][0])
+        elif self._quota_notification_seen is None:
+            self._quota_notification_seen = -1
+        if updates:
+            self._call(self._apply_client_quotas, updates)
+        for name, config in brokers.items():
+            self._call(self._set_broker_config, name, config)
+        self._purge_notifications([name for _, name in seqs])
+        return True
+
+    def _purge_notifications(self, names: list[str]) -> None:
+        """Kafka's ZkNodeChangeNotificationListener: notifications older than 15 minutes are
+        deleted (by whichever broker sees them first), oldest first."""
+        now_ms = time.time() * 1000
+        for name in names:
+            path = f"/config/changes/{name}"
+            try:
+                stat = self._zk.exists(path)
+                if stat is None:
+                    continue
+                if now_ms - stat.ctime < _NOTIFICATION_EXPIRY_MS:
+                    return
+                self._zk.delete(path)
+            except NoNodeError:
+                continue
+            except (ConnectionLoss, SessionExpiredError):
+                return
+
+    def _read_quota_config(self, path: str) -> dict[str, float]:
+        try:
+            data = self._zk.get(path)[0]
+            config = json.loads(data).get("config", {}) if data else {}
+        except NoNodeError:
+            return {}
+        except (ValueError, AttributeError):
+            log.warning("ignoring unreadable %s", path)
+            return {}
+        out = {}
+        for key, value in config.items():
+            if key in QUOTA_CONFIGS:
+                try:
+                    out[str(key)] = float(value)
+                except (TypeError, ValueError):
+                    log.warning("ignoring the unreadable quota %s=%r in %s", key, value, path)
+        return out
+
+    def _read_all_client_quotas(self) -> dict[QuotaEntity, dict[str, float]]:
+        out: dict[QuotaEntity, dict[str, float]] = {}
+        for user in self._zk.get_children("/config/users"):
+            out[_quota_entity_of(user, None)] = self._read_quota_config(f"/config/users/{user}")
+            try:
+                clients = self._zk.get_children(f"/config/users/{user}/clients")
+            except NoNodeError:
+                clients = []
+            for client in clients:
+                out[_quota_entity_of(user, client)] = self._read_quota_config(
+                    f"/config/users/{user}/clients/{client}")
+        for client in self._zk.get_children("/config/clients"):
+            out[_quota_entity_of(None, client)] = self._read_quota_config(
+                f"/config/clients/{client}")
+        return out
+
+    def _apply_client_quotas(self, updates: dict[QuotaEntity, dict[str, float]]) -> None:
+        quotas = dict(self._quotas)
+        for entity, config in updates.items():
+            if config:
+                quotas[entity] = config
+            else:
+                quotas.pop(entity, None)
+        if quotas == self._quotas:
+            return
+        self._quotas = quotas
+        for fn in self._quota_listeners:
+            fn(quotas)
+
+    def _write_client_quotas(
+        self, changes: list[tuple[QuotaEntity, dict[str, float | None]]]
+    ) -> dict[QuotaEntity, dict[str, float]]:
+        out: dict[QuotaEntity, dict[str, float]] = {}
+        for entity, ops in changes:
+            entity_path = _quota_path_of_entity(entity)
+            path = f"/config/{entity_path}"
+            while True:
+                try:
+                    data, stat = self._zk.get(path)
+                    doc = json.loads(data) if data else {}
+                    version: int | None = stat.version
+                except NoNodeError:
+                    doc, version = {}, None
+                config = {str(k): str(v) for k, v in (doc.get("config") or {}).items()}
+                for key, value in ops.items():
+                    if value is None:
+                        config.pop(key, None)
+                    else:
+                        config[key] = (str(int(value)) if QUOTA_CONFIGS.get(key) is int
+                                       else repr(float(value)))
+                new = _dumps({"version": 1, "config": config})
+                try:
+                    if version is None:
+                        self._zk.create(path, new, makepath=True)
+                    else:
+                        self._zk.set(path, new, version=version)
+                    break
+                except (BadVersionError, NodeExistsError, NoNodeError):
+                    continue  # written meanwhile (SCRAM, another broker): read it again
+            self._zk.create("/config/changes/config_change_",
+                            _dumps({"version": 2, "entity_path": entity_path}),
+                            sequence=True, makepath=True)
+            out[entity] = {k: float(v) for k, v in config.items() if k in QUOTA_CONFIGS}
+        return out
+
+    # ---- dynamic broker configs ---------------------------------------------------------------
+    # Kafka's layout: /config/brokers/<id> and /config/brokers/<default>
+    # ({"version":1,"config":{"log.retention.ms":"1000",...}}), each write announced by a
+    # /config/changes/config_change_<seq> node {"version":2,"entity_path":"brokers/<id>"}.
+    # A broker follows its own entity and the default.
+    def _config_entities(self) -> tuple[str, str]:
+        return str(self._broker.broker_id), DEFAULT_ENTITY
+
+    def _read_broker_config(self, entity: str) -> dict[str, str]:
+        path = f"/config/brokers/{entity}"
+        try:
+            data = self._zk.get(path)[0]
+            config = json.loads(data).get("config", {}) if data else {}
+        except NoNodeError:
+            return {}
+        except (ValueError, AttributeError):
+            log.warning("ignoring unreadable %s", path)
+            return {}
+        return {str(k): str(v) for k, v in (config or {}).items()}
+
+    def _set_broker_config(self, entity: str, config: dict[str, str]) -> None:
+        if self._broker_configs.get(entity, {}) == config:
+            return
+        self._broker_configs[entity] = config
+        for fn in self._broker_config_listeners:
+            fn(entity, dict(config))
+
+    def broker_configs(self) -> dict[str, dict[str, str]]:
+        return {e: dict(c) for e, c in self._broker_configs.items()}
+
+    def add_broker_config_listener(self, fn: Callable[[str, dict[str, str]], None]) -> None:
+        self._broker_config_listeners.append(fn)
+
+    async def read_broker_config(self, entity: str) -> dict[str, str]:
+        return await asyncio.to_thread(self._read_broker_config, entity)
+
+    async def write_broker_config(self, entity: str, config: dict[str, str]) -> None:
+        await asyncio.to_thread(self._write_broker_config, entity, config)
+        if entity in self._config_entities():
+            self._set_broker_config(entity, dict(config))
+
+    def _write_broker_config(self, entity: str, config: dict[str, str]) -> None:
+        path = f"/config/brokers/{entity}"
+        doc = _dumps({"version": 1, "config": config})
+        try:
+            self._zk.set(path, doc)
+        except NoNodeError:
+            try:
+                self._zk.create(path, doc, makepath=True)
+            except NodeExistsError:
+                self._zk.set(path, doc)
+        self._zk.create("/config/changes/config_change_",
+                        _dumps({"version": 2, "entity_path": f"brokers/{entity}"}),
+                        sequence=True, makepath=True)

@@ -1,0 +1,113 @@
+"""The ZooKeeper metadata store's users: SCRAM credentials in /config/users/<user>."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+from urllib.parse import unquote
+
+from kazoo.client import KazooClient
+from kazoo.exceptions import NoNodeError
+
+from .security.scram import MECHANISMS as SCRAM_MECHANISMS
+from .security.scram import ScramCredential
+from .zk_common import dumps as _dumps
+from .zk_common import sanitize as _sanitize
+
+# The store's own logger, as before these methods left zk_store.py (samsa.log.loggers).
+log = logging.getLogger("samsa.broker.zk_store")
+
+
+class ZkUsersMixin:
+    """ZkMetadataStore's SCRAM user methods (ZkMetadataStore owns the state they use)."""
+
+    _zk: KazooClient
+    _users: dict[str, dict[str, str]]
+    _watched_users: set[str]
+
+    if TYPE_CHECKING:
+        def _call(self, fn: Callable[..., None], *args: Any) -> None: ...
+
+    def _on_user_names(self, children: list[str]) -> None:
+        for name in children:
+            if name not in self._watched_users:
+                self._watched_users.add(name)
+                self._zk.DataWatch(f"/config/users/{name}", self._user_watcher(name))
+        for name in self._watched_users - set(children):
+            self._watched_users.discard(name)
+            self._call(self._set_user, unquote(name), None)
+
+    def _user_watcher(self, name: str) -> Callable[[bytes | None, Any], bool]:
+        def on_change(data: bytes | None, _stat: Any) -> bool:
+            if data is None:
+                return name in self._watched_users
+            try:
+                config = {str(k): str(v) for k, v in json.loads(data)["config"].items()}
+            except (ValueError, KeyError, TypeError, AttributeError):
+                log.warning("ignoring unreadable /config/users/%s", name)
+                return True
+            self._call(self._set_user, unquote(name), config)
+            return True
+
+        return on_change
+
+    def _set_user(self, name: str, config: dict[str, str] | None) -> None:
+        if config:
+            self._users[name] = config
+        else:
+            self._users.pop(name, None)
+
+    def scram_credential(self, user: str, mechanism: str) -> ScramCredential | None:
+        text = self._users.get(user, {}).get(mechanism)
+        try:
+            return ScramCredential.from_config(text) if text else None
+        except (ValueError, KeyError):
+            log.warning("ignoring the unreadable %s credential of user %s", mechanism, user)
+            return None
+
+    def scram_users(self) -> dict[str, dict[str, str]]:
+        return {u: {m: c for m, c in cfg.items() if m in SCRAM_MECHANISMS}
+                for u, cfg in self._users.items()
+                if any(m in SCRAM_MECHANISMS for m in cfg)}
+
+    async def alter_scram_credentials(
+        self, changes: list[tuple[str, str, ScramCredential | None]]
+    ) -> None:
+        """(user, mechanism, credential or None to delete), written as Kafka writes them:
+        /config/users/<user> {"version":1,"config":{"SCRAM-SHA-512":"salt=...,..."}} and a
+        /config/changes notification."""
+        users = await asyncio.to_thread(self._alter_scram, changes)
+        for user, config in users.items():
+            self._set_user(user, config)
+
+    def _alter_scram(
+        self, changes: list[tuple[str, str, ScramCredential | None]]
+    ) -> dict[str, dict[str, str]]:
+        out: dict[str, dict[str, str]] = {}
+        for user in dict.fromkeys(u for u, _, _ in changes):
+            path = f"/config/users/{_sanitize(user)}"  # Kafka's Sanitizer, as for quotas
+            try:
+                data, _ = self._zk.get(path)
+                config = {str(k): str(v) for k, v in json.loads(data)["config"].items()}
+            except NoNodeError:
+                config = {}
+            for u, mechanism, credential in changes:
+                if u != user:
+                    continue
+                if credential is None:
+                    config.pop(mechanism, None)
+                else:
+                    config[mechanism] = credential.to_config()
+            doc = _dumps({"version": 1, "config": config})
+            if self._zk.exists(path):
+                self._zk.set(path, doc)
+            else:
+                self._zk.create(path, doc, makepath=True)
+            self._zk.create("/config/changes/config_change_",
+                            _dumps({"version": 2, "entity_path": f"users/{_sanitize(user)}"}),
+                            sequence=True, makepath=True)
+            out[user] = config
+        return out

@@ -1,0 +1,35 @@
+"""Socket server properties: buffers, connection limits and quota windows."""
+
+from __future__ import annotations
+
+from samsa.config.schema.property_def import G_SOCKET, I, L, PropertyDef, prop
+from samsa.config.schema.validators import at_least
+from samsa.config.schema.values import INT_MAX
+
+SOCKET: list[PropertyDef] = [
+    prop("socket.send.buffer.bytes", I, 102400, "SO_SNDBUF of accepted sockets; -1 keeps the OS "
+         "default.", at_least(-1), group=G_SOCKET),
+    prop("socket.receive.buffer.bytes", I, 102400, "SO_RCVBUF of accepted sockets; -1 keeps the "
+         "OS default.", at_least(-1), group=G_SOCKET),
+    prop("socket.request.max.bytes", I, 104857600, "Largest request the broker reads; bigger "
+         "ones close the connection.", at_least(1), group=G_SOCKET),
+    prop("socket.listen.backlog.size", I, 50, "listen() backlog.", at_least(1), group=G_SOCKET),
+    prop("max.connections", I, INT_MAX, "Most connections at once; further ones wait (not "
+         "accepted) until one closes.", at_least(0), group=G_SOCKET),
+    prop("max.connections.per.ip", I, INT_MAX, "Most connections from one address; a further "
+         "one is closed as soon as it is accepted.", at_least(0), group=G_SOCKET),
+    prop("connections.max.idle.ms", L, 600000, "A connection with no request for this long is "
+         "closed; -1 never closes one.", at_least(-1), group=G_SOCKET),
+    prop("quota.window.num", I, 11, "The number of samples to retain in memory for client "
+         "quotas (a client's rate is measured over them).", at_least(1), group=G_SOCKET),
+    prop("quota.window.size.seconds", I, 1, "The time span of each sample for client quotas.",
+         at_least(1), group=G_SOCKET),
+    prop("controller.quota.window.num", I, 11, "The number of samples of the controller "
+         "mutation quota (controller_mutation_rate): its burst is num x size x rate.",
+         at_least(1), group=G_SOCKET),
+    prop("controller.quota.window.size.seconds", I, 1, "The time span of each sample of the "
+         "controller mutation quota.", at_least(1), group=G_SOCKET),
+    prop("queued.max.requests", I, 500, "Requests queued before reading pauses.", at_least(1),
+         group=G_SOCKET, ignored="each connection is handled one request at a time and there "
+         "is no shared request queue to bound"),
+]
