@@ -23,29 +23,12 @@ import statistics
 import sys
 import tempfile
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import run as bench  # noqa: E402  (bench/ is a directory of scripts, not a package)
+from ab import Variant, parse_variant  # noqa: E402
 from confluent_kafka import Consumer, TopicPartition  # noqa: E402
-
-
-@dataclass
-class Variant:
-    name: str
-    tree: Path
-    settings: list[str]
-    mbps: list[float] = field(default_factory=list)
-    cpu_per_gb: list[float] = field(default_factory=list)
-
-
-def parse_variant(spec: str) -> Variant:
-    """NAME[@TREE]=K=V,K=V (settings may be empty)."""
-    head, _, settings = spec.partition("=")
-    name, _, tree = head.partition("@")
-    return Variant(name, Path(tree) if tree else bench.REPO,
-                   [s for s in settings.split(",") if s])
 
 
 def one_round(v: Variant, records: int, size: int, runs: int) -> None:

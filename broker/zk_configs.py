@@ -187,7 +187,8 @@ class ZkConfigsMixin:
             except (ConnectionLoss, SessionExpiredError):
                 return
 
-    def _read_quota_config(self, path: str) -> dict[str, float]:
+    def _read_config_znode(self, path: str) -> dict[str, Any]:
+        """The "config" object of a /config/... znode ({} if it is missing or unreadable)."""
         try:
             data = self._zk.get(path)[0]
             config = json.loads(data).get("config", {}) if data else {}
@@ -196,6 +197,10 @@ class ZkConfigsMixin:
         except (ValueError, AttributeError):
             log.warning("ignoring unreadable %s", path)
             return {}
+        return config or {}
+
+    def _read_quota_config(self, path: str) -> dict[str, float]:
+        config = self._read_config_znode(path)
         out = {}
         for key, value in config.items():
             if key in QUOTA_CONFIGS:
@@ -279,16 +284,8 @@ class ZkConfigsMixin:
         return str(self._broker.broker_id), DEFAULT_ENTITY
 
     def _read_broker_config(self, entity: str) -> dict[str, str]:
-        path = f"/config/brokers/{entity}"
-        try:
-            data = self._zk.get(path)[0]
-            config = json.loads(data).get("config", {}) if data else {}
-        except NoNodeError:
-            return {}
-        except (ValueError, AttributeError):
-            log.warning("ignoring unreadable %s", path)
-            return {}
-        return {str(k): str(v) for k, v in (config or {}).items()}
+        config = self._read_config_znode(f"/config/brokers/{entity}")
+        return {str(k): str(v) for k, v in config.items()}
 
     def _set_broker_config(self, entity: str, config: dict[str, str]) -> None:
         if self._broker_configs.get(entity, {}) == config:

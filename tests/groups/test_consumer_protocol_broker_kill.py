@@ -21,6 +21,7 @@ from tests.groups.test_consumer_protocol_kill import (
     SETTINGS,
     Feeder,
     Member,
+    read_history,
     wait_for,
 )
 from tests.protocol.wire import WireClient
@@ -91,21 +92,7 @@ def test_consumer_protocol_members_survive_coordinator_kill9(broker_factory, tmp
         changes = [e["assigned"] for e in m.events() if "assigned" in e and e["t"] >= t_kill]
         assert all(set(a) == mine for a in changes), (m.name, mine, changes)
 
-    reads = sorted((e["t"], m.name, p, o, v) for m in members for e in m.events()
-                   for p, o, v in e.get("read", []))
-    commits = sorted((e["t"], p, o) for m in members for e in m.events()
-                     for p, o in e.get("committed", []))
-    read_by: dict[tuple[int, int], list[str]] = {}
-    problems = []
-    for t, name, p, o, v in reads:
-        if feeder.acked.get(v) != p:
-            problems.append(f"{v} read at {p}@{o} but produced to {feeder.acked.get(v)}")
-        committed = max((c for tc, cp, c in commits if cp == p and tc < t), default=0)
-        prior = read_by.setdefault((p, o), [])
-        if prior and o < committed:
-            problems.append(f"{v} at {p}@{o} read by {prior} and again by {name} after "
-                            f"offset {committed} was committed")
-        prior.append(name)
+    reads, _, read_by, problems = read_history(members, feeder)
     twice = {k: n for k, n in read_by.items() if len(n) > 1}
     print(f"group epoch {before[0]} before the kill, {after[0]} after; {len(reads)} reads of "
           f"{len(feeder.acked)} records, {len(twice)} read twice")

@@ -101,6 +101,30 @@ def wait_for(cond, timeout: float, what: str, members: list[Member]) -> None:  #
         time.sleep(0.2)
 
 
+def read_history(members: list[Member], feeder: Feeder) -> tuple[
+        list[tuple[float, str, int, int, str]], list[tuple[float, int, int]],
+        dict[tuple[int, int], list[str]], list[str]]:
+    """Reads and successful commits of every member, in time order; who read each offset; and
+    the problems: a record read from another partition than it was produced to, or read again
+    after its offset had been committed."""
+    reads = sorted((e["t"], m.name, p, o, v) for m in members for e in m.events()
+                   for p, o, v in e.get("read", []))
+    commits = sorted((e["t"], p, o) for m in members for e in m.events()
+                     for p, o in e.get("committed", []))
+    read_by: dict[tuple[int, int], list[str]] = {}
+    problems = []
+    for t, name, p, o, v in reads:
+        if feeder.acked.get(v) != p:
+            problems.append(f"{v} read at {p}@{o} but produced to {feeder.acked.get(v)}")
+        committed = max((c for tc, cp, c in commits if cp == p and tc < t), default=0)
+        prior = read_by.setdefault((p, o), [])
+        if prior and o < committed:
+            problems.append(f"{v} at {p}@{o} read by {prior} and again by {name} after "
+                            f"offset {committed} was committed")
+        prior.append(name)
+    return reads, commits, read_by, problems
+
+
 @pytest.mark.timeout(240)
 @pytest.mark.parametrize("victim", ["java-a", "librdkafka"])
 def test_killed_consumer_protocol_member(broker_factory, tmp_path, victim):
@@ -158,22 +182,7 @@ def test_killed_consumer_protocol_member(broker_factory, tmp_path, victim):
     final = [m.assignment() for m in survivors]
     assert final[0].isdisjoint(final[1]) and final[0] | final[1] == set(range(PARTITIONS))
 
-    # Reads and successful commits of everyone, in time order.
-    reads = sorted((e["t"], m.name, p, o, v) for m in everyone for e in m.events()
-                   for p, o, v in e.get("read", []))
-    commits = sorted((e["t"], p, o) for m in everyone for e in m.events()
-                     for p, o in e.get("committed", []))
-    read_by: dict[tuple[int, int], list[str]] = {}
-    problems = []
-    for t, name, p, o, v in reads:
-        if feeder.acked.get(v) != p:
-            problems.append(f"{v} read at {p}@{o} but produced to {feeder.acked.get(v)}")
-        committed = max((c for tc, cp, c in commits if cp == p and tc < t), default=0)
-        prior = read_by.setdefault((p, o), [])
-        if prior and o < committed:
-            problems.append(f"{v} at {p}@{o} read by {prior} and again by {name} after "
-                            f"offset {committed} was committed")
-        prior.append(name)
+    reads, commits, read_by, problems = read_history(everyone, feeder)
     # Each partition that moved resumed at the offset committed before the kill (or at the
     # end of what the killed member read, had it committed that before it could say so).
     for p in lost:
