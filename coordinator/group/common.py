@@ -1,9 +1,12 @@
 """What the group coordinator's parts share: limits, `GroupError`, the offset-commit input,
-the clock, and `GroupCoordinatorParts` (the state and operations each part relies on)."""
+the clock, new member ids, and `GroupCoordinatorParts` (the state and operations each part
+relies on)."""
 
 from __future__ import annotations
 
+import base64
 import time
+import uuid
 from collections.abc import Awaitable, Container, Generator, Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -30,6 +33,11 @@ class GroupError(KafkaError):
 
 def now_ms() -> int:
     return int(time.time() * 1000)
+
+
+def new_member_id() -> str:
+    """Kafka's Uuid.randomUuid().toString(): URL-safe base64 without padding."""
+    return base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
 
 
 @dataclass(slots=True)
@@ -97,7 +105,7 @@ class GroupCoordinatorParts:
     def _store_group(self, group: ClassicGroup) -> None:
         raise NotImplementedError
 
-    # ---- consumer_groups.py
+    # ---- consumer_groups.py (the classic_* methods: consumer_migration.py)
     def validate_consumer_offset_commit(self, group: ConsumerGroup, member_id: str,
                                         member_epoch: int, transactional: bool,
                                         version: int) -> None:
