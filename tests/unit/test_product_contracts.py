@@ -74,16 +74,29 @@ def test_exceptions_carrying_a_code_are_kafka_errors() -> None:
     assert not found, found
 
 
-def test_only_partition_replaces_a_partitions_log() -> None:
-    """`x.log = ...` outside the object itself: a second writer of the Partition's log."""
-    found = []
+def _assigned_from_outside(attr: str) -> Iterator[tuple[Path, str]]:
+    """(module, `x.<attr>`) for every assignment to an attribute `attr` of another object
+    than `self`."""
     for path, tree in _modules():
         for node in ast.walk(tree):
             targets = (node.targets if isinstance(node, ast.Assign)
                        else [node.target] if isinstance(node, ast.AnnAssign | ast.AugAssign)
                        else [])
             for t in targets:
-                if (isinstance(t, ast.Attribute) and t.attr == "log"
+                if (isinstance(t, ast.Attribute) and t.attr == attr
                         and not (isinstance(t.value, ast.Name) and t.value.id == "self")):
-                    found.append(f"{_where(path, node)} {ast.unparse(t)}")
+                    yield path, f"{_where(path, node)} {ast.unparse(t)}"
+
+
+def test_only_partition_replaces_a_partitions_log() -> None:
+    """`x.log = ...` outside the object itself: a second writer of the Partition's log."""
+    found = [where for _path, where in _assigned_from_outside("log")]
+    assert not found, found
+
+
+def test_only_partition_reconfigures_a_log() -> None:
+    """A log's config changes through `Partition.reconfigure` alone (the Log sets its own at
+    construction)."""
+    partition = ROOT / "broker" / "partition.py"
+    found = [where for path, where in _assigned_from_outside("config") if path != partition]
     assert not found, found
