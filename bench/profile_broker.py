@@ -23,6 +23,7 @@ import sys
 import time
 from pathlib import Path
 
+REPO = Path(__file__).resolve().parents[1]  # frames of this checkout are named from here
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import run as bench  # noqa: E402  (bench/ is a directory of scripts, not a package)
 
@@ -56,7 +57,7 @@ def frame_name(frame: str) -> str:
     """'handle_fetch (broker/handlers/fetch.py:33)' → 'handle_fetch (broker/handlers/fetch.py)'"""
     name, _, where = frame.partition(" (")
     path = where.rstrip(")").rsplit(":", 1)[0]
-    for marker in ("site-packages/", "/lib/python3.11/", "/work/main/"):
+    for marker in ("site-packages/", "/lib/python3.11/", f"{REPO}/"):
         if marker in path:
             path = path.split(marker, 1)[1]
     return f"{name} ({path})"

@@ -1,5 +1,5 @@
 """The broker side of `samsa.coordinator.ports.InternalLogHost`: what the coordinators' internal
-topics (`__consumer_offsets`, `__transaction_state`) see of this broker."""
+topics (`__consumer_offsets`, `__transaction_state`, `__share_group_state`) see of this broker."""
 
 from __future__ import annotations
 
@@ -13,9 +13,9 @@ from .topic_admin import TopicAdmin
 
 
 class BrokerLogHost:
-    """Metadata from the store (also the group coordinator's `samsa.coordinator.ports.TopicsView`),
-    topic creation through `TopicAdmin`, replicas from the
-    replica manager (`broker.partition.Partition` is a `coordinator.ports.CoordinatorReplica`;
+    """Metadata from the store (also the group and share coordinators'
+    `samsa.coordinator.ports.TopicsView`), topic creation through `TopicAdmin`, replicas from
+    the replica manager (`broker.partition.Partition` is a `coordinator.ports.CoordinatorReplica`;
     `PartitionError` and `TopicError` are the `KafkaError`s the interface names)."""
 
     def __init__(self, store: MetadataStore, topics: TopicAdmin, replicas: ReplicaManager) -> None:

@@ -69,7 +69,7 @@ class LogDirMover:
         if partition.log_dir == key:
             return ErrorCode.none
         try:
-            self.dirs.create_future_log(topic, index, key, partition.log.config,
+            self.dirs.create_future_log(topic, index, key, partition.config,
                                         partition.topic_id)
         except KafkaStorageError as exc:
             log.warning("Unable to alter log dirs for %s-%d: %s", topic, index, exc)
@@ -191,8 +191,8 @@ class LogDirMover:
             if i + 1 < len(entries) and entries[i + 1][1] <= first:
                 continue  # ended before the log starts
             fut.leader_epoch_cache.assign(epoch, max(start, first))
-        partition.log = self.dirs.replace_current_with_future(
-            partition.topic, partition.index, cur.high_watermark)
+        partition.replace_log(self.dirs.replace_current_with_future(
+            partition.topic, partition.index, cur.high_watermark))
 
 
 __all__ = ["LogDirMover"]

@@ -19,13 +19,18 @@ import logging
 import time
 from collections import defaultdict
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Protocol
 
 from samsa.protocol.errors import ErrorCode, KafkaError
 from samsa.protocol.records import build_control_batch
 
 from .interbroker import BrokerConnection, BrokerUnavailable
-from .replica_manager import PartitionError
+from .replica_manager import PartitionError, ReplicaManager
+
+if TYPE_CHECKING:
+    from samsa.coordinator.group import GroupCoordinator
+
+    from .metadata_store import MetadataStore
 
 log = logging.getLogger(__name__)
 
@@ -36,8 +41,25 @@ UNAVAILABLE_LOG_INTERVAL_S = 10.0  # the coordinator retries every 100 ms: INFO 
 _unavailable_logged: dict[int, float] = {}
 
 
+class MarkerHost(Protocol):
+    """What writing markers uses of the broker: the handlers' `BrokerServices`
+    (WriteTxnMarkers) or the broker itself (the transaction coordinator's channel)."""
+
+    @property
+    def broker_id(self) -> int: ...
+
+    @property
+    def store(self) -> MetadataStore: ...
+
+    @property
+    def replicas(self) -> ReplicaManager: ...
+
+    @property
+    def groups(self) -> GroupCoordinator: ...
+
+
 def append_marker(
-    broker: Any,
+    broker: MarkerHost,
     topic: str,
     partition: int,
     producer_id: int,
@@ -76,7 +98,7 @@ def append_marker(
 
 
 def settle_group_offsets(
-    broker: Any, topic: str, partition: int, producer_id: int, commit: bool
+    broker: MarkerHost, topic: str, partition: int, producer_id: int, commit: bool
 ) -> None:
     """A replicated marker on `__consumer_offsets` makes the producer's pending transactional
     offsets committed (or drops them)."""
@@ -97,7 +119,7 @@ def settle_group_offsets(
 
 
 async def _await_marker(
-    broker: Any, topic: str, partition: int, producer_id: int, commit: bool
+    broker: MarkerHost, topic: str, partition: int, producer_id: int, commit: bool
 ) -> int:
     """Wait until the ISR has what the leader appended (the marker just written)."""
     leader = broker.replicas.get(topic, partition)
@@ -116,7 +138,7 @@ async def _await_marker(
 
 
 async def append_marker_replicated(
-    broker: Any,
+    broker: MarkerHost,
     topic: str,
     partition: int,
     producer_id: int,
@@ -141,7 +163,7 @@ class TxnMarkerChannel:
     partitions led here are appended locally, the others get one WriteTxnMarkers request per
     leader broker, over a connection kept per leader."""
 
-    def __init__(self, broker: Any) -> None:
+    def __init__(self, broker: MarkerHost) -> None:
         self.broker = broker
         self._connections: dict[int, BrokerConnection] = {}
 

@@ -21,11 +21,14 @@ import logging
 import threading
 import time
 from collections.abc import Iterable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from prometheus_client import REGISTRY, CollectorRegistry, Counter, Histogram, start_http_server
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
+
+if TYPE_CHECKING:
+    from .app import Broker
 
 log = logging.getLogger(__name__)
 
@@ -305,7 +308,7 @@ def _gauge(name: str, doc: str, labels: list[str] | None = None) -> GaugeMetricF
     return GaugeMetricFamily(name, doc, labels=labels)
 
 
-def broker_gauges(broker: Any) -> list[GaugeMetricFamily]:
+def broker_gauges(broker: Broker) -> list[GaugeMetricFamily]:
     """Every state gauge, read from the broker's structures. Runs on the event loop."""
     out: list[GaugeMetricFamily] = []
     out += _log_gauges(broker)
@@ -321,7 +324,7 @@ _QUOTA_METRIC_TYPES = {"producer_byte_rate": "produce", "consumer_byte_rate": "f
                        "request_percentage": "request"}
 
 
-def _quota_gauges(broker: Any) -> list[GaugeMetricFamily]:
+def _quota_gauges(broker: Broker) -> list[GaugeMetricFamily]:
     """kafka.server:type=Produce|Fetch|Request,user=..,client-id=.. throttle-time: per quota
     sensor, the average throttle time (ms) of its requests throttled in the quota window."""
     quotas = getattr(broker, "quotas", None)
@@ -337,7 +340,7 @@ def _quota_gauges(broker: Any) -> list[GaugeMetricFamily]:
     return list(gauges.values())
 
 
-def _log_gauges(broker: Any) -> list[GaugeMetricFamily]:
+def _log_gauges(broker: Broker) -> list[GaugeMetricFamily]:
     """kafka.log:type=Log (Size, NumLogSegments, LogEndOffset, LogStartOffset), the last
     stable offset lag, and kafka.server:type=ReplicaManager partition counts."""
     labels = ["topic", "partition"]
@@ -362,10 +365,7 @@ def _log_gauges(broker: Any) -> list[GaugeMetricFamily]:
         lso_lag.add_metric(key, plog.high_watermark - plog.last_stable_offset)
         if p.is_leader:
             under += len(p.isr) < len(p.replicas)
-            try:
-                under_min += len(p.isr) < broker.replicas.min_isr(p.topic)
-            except Exception:  # a topic being deleted: no config any more
-                pass
+            under_min += len(p.isr) < p.min_insync_replicas
     count = _gauge(
         "kafka_server_replicamanager_partitioncount", "Partitions hosted by this broker."
     )
@@ -386,7 +386,7 @@ def _log_gauges(broker: Any) -> list[GaugeMetricFamily]:
             *_log_dir_gauges(broker)]
 
 
-def _log_dir_gauges(broker: Any) -> list[GaugeMetricFamily]:
+def _log_dir_gauges(broker: Broker) -> list[GaugeMetricFamily]:
     """kafka.log:type=LogManager (OfflineLogDirectoryCount, LogDirectoryOffline per dir) and
     kafka.server:type=ReplicaManager,name=OfflineReplicaCount."""
     dirs = broker.log_manager
@@ -404,7 +404,7 @@ def _log_dir_gauges(broker: Any) -> list[GaugeMetricFamily]:
     return [count, per_dir, replicas]
 
 
-def _controller_gauges(broker: Any) -> list[GaugeMetricFamily]:
+def _controller_gauges(broker: Broker) -> list[GaugeMetricFamily]:
     """kafka.controller:type=KafkaController gauges. Like Kafka, only the active controller
     reports non-zero counts; a broker without ZooKeeper is its own controller."""
     controller = getattr(broker, "controller", None)
@@ -437,7 +437,7 @@ def _controller_gauges(broker: Any) -> list[GaugeMetricFamily]:
     return [active_g, offline_g, topics_g, parts_g]
 
 
-def _group_gauges(broker: Any) -> list[GaugeMetricFamily]:
+def _group_gauges(broker: Broker) -> list[GaugeMetricFamily]:
     """kafka.coordinator.group:type=GroupMetadataManager NumGroups* and NumOffsets for the
     groups this broker coordinates, plus each group's lag on the partitions hosted here."""
     coordinator = getattr(broker, "groups", None)
@@ -503,7 +503,7 @@ def _group_gauges(broker: Any) -> list[GaugeMetricFamily]:
 _SHARE_GROUP_STATES = ("Empty", "Stable", "Dead")
 
 
-def _share_gauges(broker: Any) -> list[GaugeMetricFamily]:
+def _share_gauges(broker: Broker) -> list[GaugeMetricFamily]:
     """Kafka's SharePartitionMetrics InFlightMessageCount / InFlightBatchCount for the
     share-partitions led here, and group-coordinator-metrics share-group-count by state (with
     each share group's member count) for the share groups coordinated here."""
@@ -536,7 +536,7 @@ def _share_gauges(broker: Any) -> list[GaugeMetricFamily]:
     return [messages, batches, count, members]
 
 
-def _transaction_gauges(broker: Any) -> list[GaugeMetricFamily]:
+def _transaction_gauges(broker: Broker) -> list[GaugeMetricFamily]:
     """Transactional ids this broker coordinates, by Kafka's TransactionState name."""
     coordinator = getattr(broker, "transactions", None)
     txns = coordinator.loaded_transactions() if coordinator is not None else []
@@ -558,7 +558,7 @@ class BrokerCollector(Collector):
     """Reads `broker_gauges` on the broker's event loop (the scrape runs in the HTTP server's
     thread); a loop too busy to answer within `timeout_s` costs the scrape these gauges only."""
 
-    def __init__(self, broker: Any, loop: asyncio.AbstractEventLoop, timeout_s: float = 5.0):
+    def __init__(self, broker: Broker, loop: asyncio.AbstractEventLoop, timeout_s: float = 5.0):
         self.broker = broker
         self.loop = loop
         self.timeout_s = timeout_s
@@ -591,7 +591,7 @@ class BrokerCollector(Collector):
 
 
 def start_endpoint(
-    broker: Any, host: str, port: int, registry: CollectorRegistry = REGISTRY
+    broker: Broker, host: str, port: int, registry: CollectorRegistry = REGISTRY
 ) -> None:
     registry.register(BrokerCollector(broker, asyncio.get_running_loop()))
     broker.log_manager.flush_observer = LOG_FLUSH_TIME.observe

@@ -63,7 +63,6 @@ class PartitionRead:
     last_stable_offset: int
     log_start_offset: int
     aborted: list[tuple[int, int]] | None  # (producer_id, first_offset); None for read_uncommitted
-    error_code: int = 0
 
 
 class Partition:
@@ -420,6 +419,12 @@ class Partition:
     def log_dir(self) -> str:
         """The log directory holding this partition's log."""
         return self.log.parent_dir
+
+    def replace_log(self, log: Log) -> None:
+        """The replica moved to another log directory (broker/log_dir_mover.py): `log`, the
+        future log reopened as current with the same offsets, epochs and producer state,
+        serves the partition from now on (Kafka's maybeReplaceCurrentWithFutureReplica)."""
+        self.log = log
 
     @property
     def size_in_bytes(self) -> int:

@@ -148,8 +148,6 @@ class ReplicaManager:
                 log.error("%s-%d is offline here: %s", topic.name, index, exc)
                 self.offline.add((topic.name, index))
                 return True
-        else:
-            plog.config = config
         partition = Partition(
             topic.name,
             index,
@@ -162,7 +160,8 @@ class ReplicaManager:
             isr=state.isr or state.replicas,
         )
         partition.isr_writer = self.isr_writer
-        partition.min_insync_replicas = self.min_isr(topic)
+        # an existing log takes the topic's current config (Partition is the one writer)
+        partition.reconfigure(config, self.min_isr(topic))
         self._partitions[(topic.name, index)] = partition
         if self.fetchers is not None:  # a cluster: take up the role for real
             partition.leader_id = -1

@@ -13,7 +13,8 @@ nothing of KafkaApis:
   (samsa.broker.markers.TxnMarkerChannel);
 - `TxnMetrics`: the transaction coordinator's event counters (the samsa.broker.metrics module);
 - `ProducerIdSource`: fresh producer ids (samsa.coordinator.producer_ids' allocators);
-- `TopicsView`: the topics' ids and partition counts (the consumer groups' assignors).
+- `TopicsView`: the topics' ids and partition counts (the consumer groups' assignors, the
+  share coordinator's check of a share-partition's topic).
 
 Errors cross these interfaces as `samsa.protocol.errors.KafkaError`: a replica that is not led here
 is answered with one carrying NOT_LEADER_OR_FOLLOWER, UNKNOWN_TOPIC_OR_PARTITION or
@@ -139,7 +140,8 @@ class ProducerIdSource(Protocol):
 
 
 class TopicsView(Protocol):
-    """The cluster's topics as the group coordinator's assignors see them."""
+    """The cluster's topics as the group coordinator's assignors and the share coordinator see
+    them."""
 
     def topic_info(self, name: str) -> tuple[uuid.UUID, int] | None:
         """(topic id, partition count) of `name`; None if it does not exist."""

@@ -11,7 +11,6 @@ client id) is not defined: brokers have sent v1+ since Kafka 0.9. v2 added Broke
 from dataclasses import dataclass, field
 from typing import ClassVar
 
-from kio.schema.errors import ErrorCode
 from kio.schema.request_header.v1.header import RequestHeader as RequestHeaderV1
 from kio.schema.request_header.v2.header import RequestHeader as RequestHeaderV2
 from kio.schema.response_header.v0.header import ResponseHeader as ResponseHeaderV0
@@ -19,6 +18,8 @@ from kio.schema.response_header.v1.header import ResponseHeader as ResponseHeade
 from kio.schema.types import BrokerId, TopicName
 from kio.static.constants import EntityType
 from kio.static.primitive import i16, i32, i64
+
+from .errors import ErrorCode
 
 API_KEY = 7
 VERSIONS = (1, 3)

@@ -201,10 +201,6 @@ class LogDirs:
         m = self._owner.pop((topic, partition), None)
         return m is not None and m.delete_log(topic, partition)
 
-    def update_config(self, topic: str, config: LogConfig) -> None:
-        for m in self.managers:
-            m.update_config(topic, config)
-
     # -- moving a replica to another directory (AlterReplicaLogDirs) ---------------------------
 
     def is_online(self, key: str) -> bool:

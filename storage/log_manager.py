@@ -343,11 +343,6 @@ class LogManager:
         lg.delete()
         return True
 
-    def update_config(self, topic: str, config: LogConfig) -> None:
-        for (t, _p), lg in self._logs.items():
-            if t == topic:
-                lg.config = config
-
     def _run_in_background(self, fn: Callable[[], None]) -> None:
         """A log's deferred file work (segment deletions), one thread for all logs."""
         if self._stopping:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
-from samsa.protocol.errors import ErrorCode
+from samsa.protocol.errors import ErrorCode, KafkaError
 
 from ..context import RequestContext
 from ..metadata_store import QUOTA_CLIENT_ID, QUOTA_CONFIGS, QUOTA_USER, QuotaEntity
@@ -30,10 +30,11 @@ QUOTA_IP = "ip"
 MATCH_EXACT, MATCH_DEFAULT, MATCH_SPECIFIED = 0, 1, 2
 
 
-class _Invalid(Exception):
+class _Invalid(KafkaError):
+    """A filter or an alteration Kafka refuses: answered with its code and message."""
+
     def __init__(self, code: ErrorCode, message: str) -> None:
-        super().__init__(message)
-        self.code = code
+        super().__init__(message, code)
 
 
 async def handle_describe_client_quotas(
@@ -45,7 +46,7 @@ async def handle_describe_client_quotas(
     try:
         exact, specified = _parse_filter(request)
     except _Invalid as exc:
-        return {"throttle_time": 0, "error_code": exc.code, "error_message": str(exc),
+        return {"throttle_time": 0, "error_code": exc.error_code, "error_message": str(exc),
                 "entries": None}
     entries = []
     if QUOTA_IP not in exact and QUOTA_IP not in specified:
@@ -135,7 +136,8 @@ async def handle_alter_client_quotas(
             ops = _validate_ops(entry.ops, entity)
         except _Invalid as exc:
             log.info("AlterClientQuotas from %s refused: %s", ctx.peer, exc)
-            results.append({"error_code": exc.code, "error_message": str(exc), "entity": wire})
+            results.append({"error_code": exc.error_code, "error_message": str(exc),
+                            "entity": wire})
             continue
         changes.append((entity, ops))
         results.append({"error_code": ErrorCode.none, "error_message": None, "entity": wire})

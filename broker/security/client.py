@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from samsa.config.schema import ConfigError
+from samsa.protocol.errors import ErrorCode
 
 from .oauthbearer import MECHANISM as OAUTHBEARER
 from .oauthbearer import client_initial_response, unsecured_token
@@ -94,14 +95,14 @@ class ClientSecurity:
         v2); the session lifetime in ms (0: none). AuthenticationError if refused."""
         assert self.mechanism is not None
         r = await exchange(SASL_HANDSHAKE_KEY, 1, {"mechanism": self.mechanism})
-        if r.error_code != 0:
+        if r.error_code != ErrorCode.none:
             raise AuthenticationError(f"SASL handshake for {self.mechanism} failed: error "
                                       f"{r.error_code} (the broker offers {r.mechanisms})")
         lifetime = 0
 
         async def step(token: bytes) -> bytes:
             a = await exchange(SASL_AUTHENTICATE_KEY, 2, {"auth_bytes": token})
-            if a.error_code != 0:
+            if a.error_code != ErrorCode.none:
                 raise AuthenticationError(f"SASL/{self.mechanism} authentication failed: "
                                           f"{a.error_message}")
             nonlocal lifetime

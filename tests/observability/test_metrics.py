@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import re
+import time
 import urllib.request
 
 from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
 
 from tests.support.broker import free_port
 
@@ -57,3 +59,19 @@ def test_metrics_follow_produce_and_fetch(broker_factory, unique_topic):
     )
     assert out >= 100_000
     assert re.search(r"samsa_event_loop_lag_seconds_count \d", _scrape(port))
+
+
+def test_under_min_isr_partition_count(broker_factory, unique_topic):
+    """Kafka's UnderMinIsrPartitionCount: led partitions whose ISR is smaller than the topic's
+    min.insync.replicas (here one replica each, two wanted)."""
+    port = free_port()
+    b = broker_factory({"metrics.port": port})
+    admin = AdminClient({"bootstrap.servers": b.bootstrap})
+    new = NewTopic(unique_topic, 2, 1, config={"min.insync.replicas": "2"})
+    admin.create_topics([new])[unique_topic].result(30)
+    name = "kafka_server_replicamanager_underminisrpartitioncount"
+    deadline = time.monotonic() + 10
+    while _value(_scrape(port), name) != 2 and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert _value(_scrape(port), name) == 2
+    assert _value(_scrape(port), "kafka_server_replicamanager_underreplicatedpartitions") == 0
