@@ -519,9 +519,10 @@ class Broker:
         self.log_manager.failure_channel.listener = on_failure
         if self.zookeeper:
             await self.store.start()
-        self.dynamic_config.start()  # before the logs load: their defaults may be dynamic
         try:
-            self._create_listeners()  # with the dynamic listener configs
+            # before the logs load (their defaults may be dynamic) and the listeners are made
+            await self.dynamic_config.start()
+            self._create_listeners()
         except ConfigError:
             if self.zookeeper:
                 await self.store.close()  # the registration goes at once

@@ -149,3 +149,41 @@ def test_starts_on_dynamic_key_store_without_the_static_one(
     finally:
         b.close()
 
+
+def test_old_encoder_secret_re_encodes_the_stored_passwords(
+        zookeeper: ZooKeeperProcess, certs: Certs, tmp_path: Path) -> None:
+    """password.encoder.old.secret: at start-up the broker decodes its stored passwords with
+    the old secret and writes them back to ZooKeeper encoded with the new one (and the
+    encoder's cipher now configured)."""
+    chroot = f"samsa-{uuid.uuid4().hex[:8]}"
+    static = tmp_path / "static.pem"
+    static.write_bytes(certs.broker.both.read_bytes())
+    b = _broker(zookeeper, chroot, tmp_path, certs, 0, **{"password.encoder.secret": "old"})
+    b.settings["ssl.keystore.location"] = str(static)
+    p12, want = _renewed_p12(certs, tmp_path, "renewed-again")
+    key = "listener.name.ssl.ssl.keystore.password"
+    zk = KazooClient(hosts=f"{zookeeper.connect_string}/{chroot}")
+    try:
+        b.start()
+        _rotated_live(b, certs, p12, want)
+        zk.start(10)
+        before = json.loads(zk.get("/config/brokers/0")[0])["config"]
+        b.stop()
+        static.unlink()  # the broker starts only if it can read the dynamic key store
+        b.settings.update({"password.encoder.secret": "new", "password.encoder.old.secret": "old",
+                           "password.encoder.cipher.algorithm": "AES/GCM/NoPadding"})
+        b.start()
+        assert _serial(b, certs) == want
+        after = json.loads(zk.get("/config/brokers/0")[0])["config"]
+        assert "cipherAlgorithm:AES/CBC/PKCS5Padding" in before[key]
+        assert "cipherAlgorithm:AES/GCM/NoPadding" in after[key]
+        assert P12_PASSWORD not in after[key]
+        assert {k: v for k, v in after.items() if k != key} == \
+            {k: v for k, v in before.items() if k != key}
+        b.stop()
+        del b.settings["password.encoder.old.secret"]
+        b.start()  # the new secret alone reads what ZooKeeper holds now
+        assert _serial(b, certs) == want
+    finally:
+        zk.stop()
+        b.close()
