@@ -231,23 +231,44 @@ class Broker:
                                                   encrypt_passwords=bool(self.zookeeper))
         self.dynamic_config.add_reconfigurable(self._reconfigure)
         self.registry = build_registry()
-        # How this broker reaches the others: the inter-broker listener's TLS and SASL login.
-        set_client_security(ClientSecurity.from_config(config))
-        self.server = KafkaServer(
-            listener_endpoints(config, self._scram_credential),
-            Dispatcher(self.registry, self._services()),
-            config["socket.request.max.bytes"],
-            ServerLimits.from_config(config),
-        )
-        self.server.disconnect_listeners.append(self.shares.connection_closed)
+        self.dispatcher = Dispatcher(self.registry, self._services())
+        # The listeners (TLS contexts, SASL logins) and this broker's security towards the
+        # others are made by start() once the dynamic broker configs are in (Kafka's
+        # KafkaServer.startup: DynamicBrokerConfig.initialize before the SocketServer), so a
+        # key store altered live (listener.name.<l>.ssl.keystore.*) serves from the first
+        # accept and the static one it replaced need not load any more.
+        self._server: KafkaServer | None = None
         # The TLS listeners' key and trust stores, changed live per listener (SslFactory).
-        self.listener_tls = [
-            ListenerTls(config, e.name, e.security_protocol == "SASL_SSL", e.tls,
-                        e.name == config.inter_broker_listener_name)
-            for e in self.server.endpoints if e.tls is not None]
+        self.listener_tls: list[ListenerTls] = []
         self.dynamic_config.add_validator(self._validate_listener_tls, self._reload_listener_tls)
         self._background: list[asyncio.Task[None]] = []
         self.loop_watchdog = LoopWatchdog()  # logs where a blocked event loop is stuck
+
+    @property
+    def server(self) -> KafkaServer:
+        """The socket server (made by start())."""
+        if self._server is None:
+            raise RuntimeError("the listeners are made when the broker starts")
+        return self._server
+
+    def _create_listeners(self) -> None:
+        """The socket server's listeners and the inter-broker client security, from the
+        configuration with its dynamic layers; ConfigError when a store does not load."""
+        config = self.config
+        # How this broker reaches the others: the inter-broker listener's TLS and SASL login.
+        set_client_security(ClientSecurity.from_config(config))
+        server = KafkaServer(
+            listener_endpoints(config, self._scram_credential),
+            self.dispatcher,
+            config["socket.request.max.bytes"],
+            ServerLimits.from_config(config),
+        )
+        server.disconnect_listeners.append(self.shares.connection_closed)
+        self.listener_tls = [
+            ListenerTls(config, e.name, e.security_protocol == "SASL_SSL", e.tls,
+                        e.name == config.inter_broker_listener_name)
+            for e in server.endpoints if e.tls is not None]
+        self._server = server
 
     def _scram_credential(self, user: str, mechanism: str) -> ScramCredential | None:
         """A user's SCRAM credential, from the cluster metadata."""
@@ -293,8 +314,8 @@ class Broker:
             self.replicas.leader_quota.bound = config["leader.replication.throttled.rate"]
         if self.replicas.fetchers is not None and self.replicas.fetchers.quota is not None:
             self.replicas.fetchers.quota.bound = config["follower.replication.throttled.rate"]
-        if changed & {"max.connections", "max.connections.per.ip"}:
-            self.server.set_connection_limits(config["max.connections"],
+        if changed & {"max.connections", "max.connections.per.ip"} and self._server is not None:
+            self._server.set_connection_limits(config["max.connections"],
                                               config["max.connections.per.ip"])
         if "log.cleaner.backoff.ms" in changed:
             self.log_manager.set_cleaner_backoff_ms(config["log.cleaner.backoff.ms"])
@@ -498,7 +519,14 @@ class Broker:
         self.log_manager.failure_channel.listener = on_failure
         if self.zookeeper:
             await self.store.start()
-        self.dynamic_config.start()  # before the logs load: their defaults may be dynamic
+        try:
+            # before the logs load (their defaults may be dynamic) and the listeners are made
+            await self.dynamic_config.start()
+            self._create_listeners()
+        except ConfigError:
+            if self.zookeeper:
+                await self.store.close()  # the registration goes at once
+            raise
         self.producer_ids.start()  # the first block of ids, claimed in the background
         self.log_manager.startup(self._config_for_topic_name)
         self.replicas.load_all()
@@ -550,7 +578,8 @@ class Broker:
                     await self.replicas.fetchers.stop()
             except Exception:  # a plain shutdown still moves leaderships, later
                 log.exception("controlled shutdown failed")
-        await self.server.stop()
+        if self._server is not None:
+            await self._server.stop()
         # Logs not created yet stay so until the restart creates them (the store has them).
         await self.replicas.stop_creating()
         await self.log_dir_mover.stop()

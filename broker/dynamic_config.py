@@ -85,10 +85,40 @@ class DynamicBrokerConfig:
         if reload is not None:
             self._reloaders.append(reload)
 
-    def start(self) -> None:
-        """Apply what the store holds now, and follow its changes."""
+    async def start(self) -> None:
+        """Apply what the store holds now (its passwords re-encoded first if
+        password.encoder.old.secret is set), and follow its changes."""
+        if self.encrypt_passwords and self.config["password.encoder.old.secret"]:
+            await self._re_encode_passwords()
         self.store.add_broker_config_listener(self._on_change)
         self._apply()
+
+    async def _re_encode_passwords(self) -> None:
+        """Kafka's maybeReEncodePasswords: the secret changed, password.encoder.old.secret
+        is the one this broker's stored passwords were encrypted with; those it decodes are
+        written back encrypted with password.encoder.secret (the others are taken to be so
+        already: the old secret may stay set across restarts). ConfigError when a password
+        must be re-encoded but password.encoder.secret is not set (Kafka's start-up fails
+        so too)."""
+        entity = str(self.broker_id)
+        stored = self.store.broker_configs().get(entity, {})
+        old_secret = self.config["password.encoder.old.secret"]
+        props = dict(stored)
+        for key, value in stored.items():
+            if not is_password_config(key):
+                continue
+            try:
+                password = decode(old_secret, value)
+            except ValueError:
+                log.debug("Dynamic password config %s could not be decoded using old secret, "
+                          "new secret will be used.", key)
+                continue
+            props[key] = self._encode(password, key)
+        if props != stored:
+            log.info("Re-encoding the dynamic password configs of broker %s with "
+                     "password.encoder.secret: %s", entity,
+                     ", ".join(sorted(k for k in props if props[k] != stored[k])))
+            await self.store.write_broker_config(entity, props)
 
     def entity(self, resource_name: str) -> str:
         """The store's entity of a BROKER resource name ("" is the cluster default)."""
@@ -125,18 +155,22 @@ class DynamicBrokerConfig:
 
     def _encoded(self, props: dict[str, str]) -> dict[str, str]:
         """Kafka's toPersistentProps: the passwords encrypted (ZooKeeper only)."""
-        if not self.encrypt_passwords or not any(is_password_config(k) for k in props):
+        if not self.encrypt_passwords:
             return props
+        return {k: self._encode(v, k) if is_password_config(k) else v for k, v in props.items()}
+
+    def _encode(self, password: str, key: str) -> str:
+        """A password encrypted with password.encoder.secret and the encoder's settings;
+        DynamicConfigError (naming `key`) without the secret."""
         secret = self.config["password.encoder.secret"]
         if not secret:
-            key = next(k for k in props if is_password_config(k))
             raise DynamicConfigError(ErrorCode.invalid_config, key,
                                      "Password encoder secret not configured")
         factory = self.config["password.encoder.keyfactory.algorithm"] or DEFAULT_KEY_FACTORY
         try:
-            return {k: encode(secret, v, factory, self.config["password.encoder.key.length"],
-                              self.config["password.encoder.iterations"])
-                    if is_password_config(k) else v for k, v in props.items()}
+            return encode(secret, password, factory, self.config["password.encoder.key.length"],
+                          self.config["password.encoder.iterations"],
+                          self.config["password.encoder.cipher.algorithm"])
         except ValueError as exc:  # a key length AES does not have
             raise DynamicConfigError(ErrorCode.invalid_config, "password.encoder.key.length",
                                      str(exc)) from None
@@ -146,20 +180,32 @@ class DynamicBrokerConfig:
         error in the log) when they cannot be."""
         if not self.encrypt_passwords:
             return props
-        secret = self.config["password.encoder.secret"]
+        secrets = [s for s in (self.config["password.encoder.secret"],
+                               self.config["password.encoder.old.secret"]) if s]
         out = {}
         for key, value in props.items():
             if is_password_config(key):
                 try:
-                    if not secret:
-                        raise ValueError("Password encoder secret not configured")
-                    value = decode(secret, value)
+                    value = self._decode(secrets, value)
                 except ValueError as exc:
                     log.error("Dynamic password config %s of %s could not be decoded, "
                               "ignoring: %s", key, entity, exc)
                     continue
             out[key] = value
         return out
+
+    @staticmethod
+    def _decode(secrets: list[str], encoded: str) -> str:
+        """Decoded with the current secret, else the old one (a value stored with the old
+        secret after the start-up's re-encoding, e.g. by a tool still given it)."""
+        if not secrets:
+            raise ValueError("Password encoder secret not configured")
+        for secret in secrets[:-1]:
+            try:
+                return decode(secret, encoded)
+            except ValueError:
+                pass
+        return decode(secrets[-1], encoded)
 
     def _value(self, name: str) -> object:
         if split_listener_key(name) is None:

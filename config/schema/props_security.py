@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from samsa.config.password_encoder import CIPHERS, DEFAULT_CIPHER, KEY_FACTORIES
 from samsa.config.schema.property_def import G_SECURITY, LS, PW, B, I, L, PropertyDef, S, prop
 from samsa.config.schema.validators import ValidList, ValidString, at_least
 
@@ -67,9 +68,15 @@ SECURITY: list[PropertyDef] = [
          "without it they cannot be set. (The single broker keeps them in its metadata file "
          "unencrypted, as Kafka's KRaft brokers keep them in the metadata log.)",
          group=G_SECURITY),
+    prop("password.encoder.old.secret", PW, None, "The secret the dynamic password configs were "
+         "encrypted with before password.encoder.secret: at start-up the broker decodes its "
+         "stored passwords with it and writes them back to ZooKeeper encrypted with "
+         "password.encoder.secret.", group=G_SECURITY),
     prop("password.encoder.keyfactory.algorithm", S, None, "The key derivation of the password "
-         "encoder; unset: PBKDF2WithHmacSHA512.",
-         ValidString(("PBKDF2WithHmacSHA512", "PBKDF2WithHmacSHA1")), group=G_SECURITY),
+         "encoder; unset: PBKDF2WithHmacSHA512.", ValidString(KEY_FACTORIES), group=G_SECURITY),
+    prop("password.encoder.cipher.algorithm", S, DEFAULT_CIPHER, "The cipher that encrypts the "
+         "dynamic password configs (a password keeps the cipher it was stored with).",
+         ValidString(CIPHERS), group=G_SECURITY),
     prop("password.encoder.key.length", I, 128, "The password encoder's key length in bits.",
          at_least(8), group=G_SECURITY),
     prop("password.encoder.iterations", I, 4096, "The password encoder's key derivation "

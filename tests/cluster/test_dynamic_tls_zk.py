@@ -106,3 +106,84 @@ def test_key_store_password_encrypted_in_zookeeper(zookeeper: ZooKeeperProcess, 
         zk.stop()
         b0.close()
         b1.close()
+
+
+def _renewed_p12(certs: Certs, tmp_path: Path, name: str) -> tuple[Path, int]:
+    """A new PKCS12 key store for the broker (same subject) and its certificate's serial."""
+    renewed = issue(certs, name, "/CN=localhost")
+    p12 = tmp_path / f"{name}.p12"
+    subprocess.run(["openssl", "pkcs12", "-export", "-in", str(renewed.cert), "-inkey",
+                    str(renewed.key), "-out", str(p12), "-passout", f"pass:{P12_PASSWORD}"],
+                   check=True, capture_output=True, timeout=60)
+    return p12, int(x509.load_pem_x509_certificate(renewed.cert.read_bytes()).serial_number)
+
+
+def _rotated_live(b: BrokerProcess, certs: Certs, p12: Path, want: int) -> None:
+    assert _alter(b, {"listener.name.ssl.ssl.keystore.type": "PKCS12",
+                      "listener.name.ssl.ssl.keystore.location": str(p12),
+                      "listener.name.ssl.ssl.keystore.password": P12_PASSWORD}) is None
+    deadline = time.monotonic() + 10
+    while _serial(b, certs) != want:
+        assert time.monotonic() < deadline, "the new key store was never served"
+        time.sleep(0.2)
+
+
+def test_starts_on_dynamic_key_store_without_the_static_one(
+        zookeeper: ZooKeeperProcess, certs: Certs, tmp_path: Path) -> None:
+    """Kafka reads /config/brokers/<id> before it makes its listeners: a key store altered
+    live serves from the first accept after a restart, and the static one it replaced may
+    be gone."""
+    static = tmp_path / "static.pem"
+    static.write_bytes(certs.broker.both.read_bytes())
+    b = _broker(zookeeper, f"samsa-{uuid.uuid4().hex[:8]}", tmp_path, certs, 0,
+                **{"password.encoder.secret": "encoder-secret"})
+    b.settings["ssl.keystore.location"] = str(static)
+    p12, want = _renewed_p12(certs, tmp_path, "renewed")
+    try:
+        b.start()
+        _rotated_live(b, certs, p12, want)
+        b.stop()
+        static.unlink()
+        b.start()
+        assert _serial(b, certs) == want
+    finally:
+        b.close()
+
+
+def test_old_encoder_secret_re_encodes_the_stored_passwords(
+        zookeeper: ZooKeeperProcess, certs: Certs, tmp_path: Path) -> None:
+    """password.encoder.old.secret: at start-up the broker decodes its stored passwords with
+    the old secret and writes them back to ZooKeeper encoded with the new one (and the
+    encoder's cipher now configured)."""
+    chroot = f"samsa-{uuid.uuid4().hex[:8]}"
+    static = tmp_path / "static.pem"
+    static.write_bytes(certs.broker.both.read_bytes())
+    b = _broker(zookeeper, chroot, tmp_path, certs, 0, **{"password.encoder.secret": "old"})
+    b.settings["ssl.keystore.location"] = str(static)
+    p12, want = _renewed_p12(certs, tmp_path, "renewed-again")
+    key = "listener.name.ssl.ssl.keystore.password"
+    zk = KazooClient(hosts=f"{zookeeper.connect_string}/{chroot}")
+    try:
+        b.start()
+        _rotated_live(b, certs, p12, want)
+        zk.start(10)
+        before = json.loads(zk.get("/config/brokers/0")[0])["config"]
+        b.stop()
+        static.unlink()  # the broker starts only if it can read the dynamic key store
+        b.settings.update({"password.encoder.secret": "new", "password.encoder.old.secret": "old",
+                           "password.encoder.cipher.algorithm": "AES/GCM/NoPadding"})
+        b.start()
+        assert _serial(b, certs) == want
+        after = json.loads(zk.get("/config/brokers/0")[0])["config"]
+        assert "cipherAlgorithm:AES/CBC/PKCS5Padding" in before[key]
+        assert "cipherAlgorithm:AES/GCM/NoPadding" in after[key]
+        assert P12_PASSWORD not in after[key]
+        assert {k: v for k, v in after.items() if k != key} == \
+            {k: v for k, v in before.items() if k != key}
+        b.stop()
+        del b.settings["password.encoder.old.secret"]
+        b.start()  # the new secret alone reads what ZooKeeper holds now
+        assert _serial(b, certs) == want
+    finally:
+        zk.stop()
+        b.close()

@@ -28,7 +28,7 @@ def harness(tmp_path_factory):
     broker = Broker(config)
     broker.log_manager.startup(broker._config_for_topic_name)
     broker.replicas.load_all()
-    dispatch = broker.server._dispatch
+    dispatch = broker.dispatcher
     conn = ConnectionInfo("fuzz:0", None)  # type: ignore[arg-type]
     specs = [
         (s.key, v) for s in broker.registry.all() for v in range(s.min_version, s.max_version + 1)
