@@ -28,6 +28,10 @@ log = logging.getLogger(__name__)
 ADD_PARTITIONS_TO_TXN = 24
 TXN_TOPIC = "__transaction_state"
 
+# Kafka's request.timeout.ms default, which also bounds add.partitions.to.txn.retry.backoff.max.ms
+# (Samsa has no broker-side request timeout property).
+KAFKA_REQUEST_TIMEOUT_MS = 30_000
+
 # Coordinator answers that only mean "not now" (Kafka's ReplicaManager turns them into
 # NOT_ENOUGH_REPLICAS, which every client retries).
 _RETRIABLE = frozenset({
@@ -41,9 +45,12 @@ _RETRIABLE = frozenset({
 
 def produce_error(code: int, produce_version: int) -> int:
     """A coordinator's verification answer as the Produce response of `produce_version`
-    carries it (Kafka's AddPartitionsToTxnManager and ReplicaManager)."""
+    carries it (Kafka's AddPartitionsToTxnManager and ReplicaManager). Transactions v2
+    (Produce v12+) gets CONCURRENT_TRANSACTIONS as it is: a client of that version knows it."""
     if code == ErrorCode.producer_fenced:
         return ErrorCode.invalid_producer_epoch
+    if code == ErrorCode.concurrent_transactions and produce_version >= 12:
+        return code
     if code in _RETRIABLE or code == ErrorCode.not_enough_replicas:
         return ErrorCode.not_enough_replicas
     if code == ErrorCode.transaction_abortable and produce_version < 11:

@@ -8,7 +8,9 @@ map errors per version like KafkaApis does.
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import time
 from collections import defaultdict
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
@@ -25,7 +27,7 @@ from ..markers import append_marker_replicated
 from ..partition import Partition
 from ..replica_manager import PartitionError
 from ..security.authorizer import AclOperation, ResourceType
-from ..txn_verification import produce_error
+from ..txn_verification import KAFKA_REQUEST_TIMEOUT_MS, produce_error
 from .common import field
 
 if TYPE_CHECKING:
@@ -426,12 +428,41 @@ async def verify_with_remote_coordinator(
     is another broker (AddPartitionsToTxn v5, VerifyOnly), and for Produce v12 (transactions
     v2) the implicit add of every partition the transaction does not have yet, through the
     coordinator here or elsewhere (VerifyOnly false). The answers as the Produce response
-    carries them, by (topic, partition); partitions not in it go on to the append."""
-    verifier = ctx.txn_verifier
+    carries them, by (topic, partition); partitions not in it go on to the append.
+
+    An add the coordinator answers CONCURRENT_TRANSACTIONS (it is still writing the markers
+    of the producer's previous transaction) is retried here every
+    add.partitions.to.txn.retry.backoff.ms for up to add.partitions.to.txn.retry.backoff.max.ms
+    (Kafka's ReplicaManager.handleProduceAppend): a client would wait its own retry.backoff.ms
+    (100 ms) before sending the Produce again. Verification (v11 and older) is not retried."""
     coord = ctx.transactions
     add = ctx.version >= 12
     if not transactional_id or not (add or coord.verification_enabled):
         return {}
+    if not add:
+        return await _add_or_verify(ctx, transactional_id, partitions, add)
+    backoff_s = ctx.config["add.partitions.to.txn.retry.backoff.ms"] / 1000
+    bound_s = min(ctx.config["add.partitions.to.txn.retry.backoff.max.ms"],
+                  KAFKA_REQUEST_TIMEOUT_MS) / 1000
+    started = time.monotonic()
+    while True:
+        out = await _add_or_verify(ctx, transactional_id, partitions, add)
+        if (ErrorCode.concurrent_transactions not in out.values()
+                or time.monotonic() - started >= bound_s):
+            return out
+        await asyncio.sleep(backoff_s)
+
+
+async def _add_or_verify(
+    ctx: RequestContext,
+    transactional_id: str,
+    partitions: list[tuple[str, int, bytes | None]],
+    add: bool,
+) -> dict[tuple[str, int], int]:
+    """One round of verify_with_remote_coordinator: ask the coordinator about the partitions
+    whose producer has no transaction open on them yet."""
+    verifier = ctx.txn_verifier
+    coord = ctx.transactions
     local = coord.is_local(transactional_id)
     coordinator = ctx.broker_id if local or verifier is None else verifier.coordinator_of(
         transactional_id)
@@ -508,4 +539,5 @@ async def add_offsets_partition(
     if code == ErrorCode.none:
         return code
     code = produce_error(code, 12)
-    return ErrorCode.coordinator_not_available if code == ErrorCode.not_enough_replicas else code
+    retriable = (ErrorCode.not_enough_replicas, ErrorCode.concurrent_transactions)
+    return ErrorCode.coordinator_not_available if code in retriable else code

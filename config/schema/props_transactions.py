@@ -31,4 +31,14 @@ TRANSACTIONS: list[PropertyDef] = [
          "producer expires after this.", at_least(1), group=G_TXN),
     prop("producer.id.expiration.check.interval.ms", I, 600000, "How often expired producer ids "
          "are removed.", at_least(1), group=G_TXN),
+    # Kafka's AddPartitionsToTxnConfig: a transactions-v2 Produce adds its partitions to the
+    # transaction itself; while the coordinator still finishes the previous transaction
+    # (CONCURRENT_TRANSACTIONS) the leader retries instead of answering the client.
+    prop("add.partitions.to.txn.retry.backoff.max.ms", I, 100, "The maximum allowed timeout "
+         "for adding partitions to transactions on the server side. It only applies to the "
+         "actual add partition operations, not the verification. It will not be effective if "
+         "it is larger than request.timeout.ms", at_least(0), group=G_TXN),
+    prop("add.partitions.to.txn.retry.backoff.ms", I, 20, "The server-side retry backoff when "
+         "the server attempts to add the partition to the transaction", at_least(1),
+         group=G_TXN),
 ]

@@ -250,12 +250,14 @@ def wait_completed(w: TxnWire, txn: str) -> None:
 
 
 def produce_v12(w: TxnWire, txn: str, topic: str, batch: bytes) -> int:
-    """Produce v12 with no AddPartitionsToTxn (retrying NOT_ENOUGH_REPLICAS, which the leader
-    answers while the coordinator finishes the previous transaction)."""
+    """Produce v12 with no AddPartitionsToTxn (retrying CONCURRENT_TRANSACTIONS, which the
+    leader answers when the coordinator is still finishing the previous transaction after
+    add.partitions.to.txn.retry.backoff.max.ms, and NOT_ENOUGH_REPLICAS)."""
     deadline = time.monotonic() + 15
     while True:
         code, _ = w.produce(topic, 0, batch, txn_id=txn, version=12)
-        if code != NOT_ENOUGH_REPLICAS or time.monotonic() > deadline:
+        if (code not in (CONCURRENT_TRANSACTIONS, NOT_ENOUGH_REPLICAS)
+                or time.monotonic() > deadline):
             return code
         time.sleep(0.05)
 
