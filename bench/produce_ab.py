@@ -3,10 +3,12 @@
 The produce-side twin of bench/consume_ab.py: each variant is a Samsa broker started from its
 own source tree (NAME@PATH) with its own `--set` options; on each start one warm-up run, then
 --runs measured runs of Kafka's ProducerPerformance (--records × --size, --acks, as
-bench/run.py's produce phase), each to a fresh topic. Variants alternate --rounds times so
-drift in the machine's load spreads over all of them. Prints each run and, per variant, the
-median and range of the rate, the p99 latency ProducerPerformance reports and the broker's CPU
-seconds per GB written (/proc/<pid>/stat of the broker). No assertions: this measures.
+bench/run.py's produce phase) or, with `--client rdkafka`, of bench/run.py's librdkafka
+producer (linger.ms 5, 1 MB batches, no idempotence), each to a fresh topic. Variants
+alternate --rounds times so drift in the machine's load spreads over all of them. Prints each
+run and, per variant, the median and range of the rate, the p99 latency ProducerPerformance
+reports (librdkafka's is not measured) and the broker's CPU seconds per GB written
+(/proc/<pid>/stat of the broker). No assertions: this measures.
 
 --cluster N runs `samsa cluster` (ZooKeeper and N brokers) instead, the topics with N
 replicas, so acks=all waits for the followers; the CPU is that of the N broker processes
@@ -79,6 +81,13 @@ def create_topic(bootstrap: str, topic: str, replicas: int) -> None:
     raise RuntimeError(f"topic {topic} did not get a full ISR in 60 s")
 
 
+def produce(tools: Path, bootstrap: str, topic: str, n: int,
+            args: argparse.Namespace) -> bench.Outcome:
+    if args.client == "rdkafka":
+        return bench.rdkafka_produce(bootstrap, topic, n, args.size, args.acks)
+    return bench.java_produce(tools, bootstrap, topic, n, args.size, args.acks)
+
+
 def one_round(v: Variant, tools: Path, args: argparse.Namespace) -> None:
     work = Path(tempfile.mkdtemp(prefix=f"samsa-pab-{v.name}-"))
     port = bench.free_port()
@@ -100,7 +109,7 @@ def one_round(v: Variant, tools: Path, args: argparse.Namespace) -> None:
         bench.wait_first_answer(proc, port, time.monotonic(), log)
         b = f"127.0.0.1:{port}"
         create_topic(b, "warm", args.cluster)
-        out = bench.java_produce(tools, b, "warm", args.warmup, args.size, args.acks)
+        out = produce(tools, b, "warm", args.warmup, args)
         if out.error:
             raise RuntimeError(out.error)
         for i in range(args.runs):
@@ -108,12 +117,12 @@ def one_round(v: Variant, tools: Path, args: argparse.Namespace) -> None:
             create_topic(b, topic, args.cluster)
             pids = broker_pids(proc, args.cluster)
             cpu0 = broker_cpu(pids)
-            out = bench.java_produce(tools, b, topic, args.records, args.size, args.acks)
+            out = produce(tools, b, topic, args.records, args)
             cpu = broker_cpu(pids) - cpu0
             if out.error:
                 raise RuntimeError(out.error)
             v.mbps.append(out.figures["mbps"])
-            v.p99.append(out.figures["p99_ms"])
+            v.p99.append(out.figures.get("p99_ms", float("nan")))
             v.cpu_per_gb.append(cpu / (args.records * args.size / 1e9))
             print(f"  {v.name:12} {out.figures['mbps']:8.1f} MB/s  p99 {v.p99[-1]:6.0f} ms  "
                   f"{v.cpu_per_gb[-1]:.2f} s CPU/GB", flush=True)
@@ -132,6 +141,8 @@ def main() -> None:
     ap.add_argument("--acks", default="all")
     ap.add_argument("--runs", type=int, default=2, help="measured runs per broker start")
     ap.add_argument("--rounds", type=int, default=3, help="times the variants alternate")
+    ap.add_argument("--client", choices=("java", "rdkafka"), default="java",
+                    help="ProducerPerformance, or the librdkafka producer of bench/run.py")
     ap.add_argument("--cluster", type=int, default=0, metavar="N",
                     help="a ZooKeeper cluster of N brokers, topics with N replicas")
     args = ap.parse_args()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import struct
 
-from samsa.protocol.records import build_batch
+from samsa.protocol.records import HEADER_SIZE, build_batch, compute_crc, read_varint
 
 from .wire import WireClient
 
@@ -117,6 +117,32 @@ def test_produce_bad_crc_gets_corrupt_message_and_nothing_written(shared_broker)
         )
         part = resp.responses[0].partition_responses[0]
         assert (part.error_code, part.base_offset) == (0, 0)
+
+
+def test_produce_record_breaking_the_framing_inside_a_run_gets_invalid_record(shared_broker):
+    """2,000 records of one size, one of them claiming a byte more than it has (CRC valid):
+    the record lengths no longer tile the batch, INVALID_RECORD as from Kafka's record walk
+    (InvalidRecordException), and nothing of the batch is appended."""
+    topic = "wire-bad-framing"
+    intact = build_batch([(None, b"v" * 100, [], 1000)] * 2000)
+    batch = bytearray(intact)
+    p = HEADER_SIZE
+    for _ in range(1000):  # to the start of record 1,000
+        length, p = read_varint(batch, p)
+        p += length
+    batch[p] += 2  # zigzag: one more byte (a 2-byte varint's low bits)
+    struct.pack_into(">I", batch, 17, compute_crc(batch, 0, len(batch)))
+
+    def produce(records: bytes):
+        resp = c.call(PRODUCE, 9, {"acks": -1, "timeout": 5000, "topic_data": [
+            {"name": topic, "partition_data": [{"index": 0, "records": records}]}]})
+        return resp.responses[0].partition_responses[0]
+
+    with WireClient(shared_broker.bootstrap) as c:
+        c.call(METADATA, 9, {"topics": [{"name": topic}], "allow_auto_topic_creation": True})
+        assert produce(bytes(batch)).error_code == 87  # INVALID_RECORD
+        part = produce(intact)
+        assert (part.error_code, part.base_offset) == (0, 0)  # the refused batch took nothing
 
 
 def test_produce_to_unknown_partition(shared_broker):

@@ -1,5 +1,6 @@
 """Record batch v2 encoding, validation and decoding."""
 
+import random
 import struct
 
 import pytest
@@ -12,6 +13,7 @@ from samsa.protocol.records import (
     BatchHeader,
     build_batch,
     build_control_batch,
+    compute_crc,
     decode_records,
     iter_batches,
     parse_control_record,
@@ -168,3 +170,102 @@ def test_interop_with_reference_codecs() -> None:
     stream = zstandard.ZstdCompressor().compressobj()
     z = stream.compress(data) + stream.flush()
     assert compression.decompress(compression.ZSTD, z) == data
+
+
+# The framing check of an uncompressed produced batch (record length prefixes must tile the
+# records region, recordsCount of them). It skips runs of equal-length records in C, so it is
+# compared here with a plain walk over every length varint, on batches that mix 1-, 2- and
+# 3-byte length varints, long runs of equal records and runs that break, intact and damaged.
+
+def _tiles(buf: bytes | bytearray, pos: int, h: BatchHeader) -> bool:
+    p, end, n = pos + HEADER_SIZE, pos + h.size, 0
+    while p < end:
+        try:
+            length, p = read_varint(buf, p)
+        except InvalidRecord:
+            return False
+        if length <= 0 or p + length > end:
+            return False
+        p, n = p + length, n + 1
+    return n == h.records_count
+
+
+def _client_check(buf: bytes | bytearray, pos: int, count: int | None = None) -> bool:
+    """validate_batch(client=True) on the batch at `pos` after re-stamping its CRC (and its
+    recordsCount and lastOffsetDelta, when given), so that only the framing can fail."""
+    b = bytearray(buf)
+    if count is not None:
+        struct.pack_into(">i", b, pos + 23, count - 1)
+        struct.pack_into(">i", b, pos + 57, count)
+    h = BatchHeader.parse(b, pos)
+    struct.pack_into(">I", b, pos + 17, compute_crc(b, pos, h.size))
+    h = BatchHeader.parse(b, pos)
+    expected = _tiles(b, pos, h)
+    try:
+        validate_batch(b, pos, h, client=True)
+        got = True
+    except InvalidRecord:
+        got = False
+    assert got == expected, (bytes(b[pos:pos + 80]), h)
+    return got
+
+
+def test_framing_check_agrees_with_a_walk_over_every_record() -> None:
+    rng = random.Random(19)
+    shapes = [lambda i: 100, lambda i: 95 + rng.randrange(11), lambda i: 10, lambda i: 0,
+              lambda i: 60 + (i % 3 == 0), lambda i: 9000,
+              lambda i: rng.choice([1, 60, 64, 8190, 9000])]
+    rejected = 0
+    for _ in range(120):
+        shape = rng.choice(shapes)
+        n = rng.randint(1, 300)
+        batch = build_batch([(None if rng.random() < 0.5 else b"k", bytes(shape(i)), [], i)
+                             for i in range(n)])
+        pad = rng.randint(0, 3)
+        framed = bytes(pad) + batch + bytes(rng.randint(0, 3))  # not alone in the buffer
+        assert _client_check(framed, pad)
+        for _ in range(12):
+            damaged = bytearray(framed)
+            for _ in range(rng.randint(1, 3)):
+                at = pad + rng.randrange(HEADER_SIZE, len(batch))
+                damaged[at] = rng.choice([rng.randrange(256), damaged[at] ^ 1,
+                                          (damaged[at] + 1) & 0xFF, damaged[at] | 0x80])
+            count = n + rng.choice([-1, 1]) if rng.random() < 0.2 else None
+            rejected += not _client_check(damaged, pad, count)
+    assert rejected > 100  # the damage was seen, not only intact batches
+
+
+def test_framing_check_finds_a_bad_record_inside_a_run_of_equal_records() -> None:
+    batch = bytearray(build_batch([(None, b"v" * 100, [], 0) for _ in range(2000)]))
+    starts, p = [], HEADER_SIZE
+    while p < len(batch):
+        starts.append(p)
+        length, q = read_varint(batch, p)
+        p = q + length
+    assert _client_check(batch, 0)
+    assert not _client_check(batch, 0, count=1999)
+    assert not _client_check(batch, 0, count=2001)
+    assert not _client_check(_spliced(batch, len(batch) - 1, 1, b""), 0)  # last record short
+    assert not _client_check(_spliced(batch, len(batch), 0, b"\x02"), 0)  # a byte left over
+    for empty in (b"\x00", b"\x80\x00", b"\x81\x00"):  # length 0 (1 and 2 bytes), -1
+        assert not _client_check(_spliced(batch, starts[700], 0, empty), 0, count=2001)
+    assert _client_check(_spliced(batch, starts[700], 0, b"\x02\x00"), 0, count=2001)
+    for index in (3, 64, 700, 1999):
+        for which in (0, 1):  # the first or second byte of the 2-byte length varint
+            damaged = bytearray(batch)
+            damaged[starts[index] + which] ^= 0x02
+            with pytest.raises(InvalidRecord):
+                _raise_unless_tiles(damaged)
+
+
+def _spliced(batch: bytearray, at: int, cut: int, insert: bytes) -> bytearray:
+    """`batch` with `cut` bytes at `at` replaced by `insert`, its batchLength adjusted."""
+    out = batch[:at] + insert + batch[at + cut:]
+    struct.pack_into(">i", out, 8, len(out) - 12)
+    return out
+
+
+def _raise_unless_tiles(buf: bytearray) -> None:
+    h = BatchHeader.parse(buf, 0)
+    struct.pack_into(">I", buf, 17, compute_crc(buf, 0, h.size))
+    validate_batch(buf, 0, BatchHeader.parse(buf, 0), client=True)
