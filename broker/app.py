@@ -147,10 +147,10 @@ class Broker:
         self.controller: Controller | None = None
         if isinstance(self.store, ZkMetadataStore):
             zk = self.store
-            self.replicas.fetchers = ReplicaFetcherManager(self.broker_id, zk, config)
+            fetchers = self.replicas.fetchers = ReplicaFetcherManager(self.broker_id, zk, config)
             self.replicas.leader_quota = self._replication_quota(
                 LEADER_THROTTLED, config["leader.replication.throttled.rate"])
-            self.replicas.fetchers.quota = self._replication_quota(
+            fetchers.quota = self._replication_quota(
                 FOLLOWER_THROTTLED, config["follower.replication.throttled.rate"])
             self.replicas.isr_writer = self._write_isr
             self.replicas.broker_epoch = lambda: int(zk.broker_epoch)
@@ -584,7 +584,7 @@ class Broker:
         log.info("shutting down")
         if self.controller is not None and self.config["controlled.shutdown.enable"]:
             try:
-                if await self._controlled_shutdown():
+                if await self._controlled_shutdown() and self.replicas.fetchers is not None:
                     # Kafka's controller then stops the replicas this broker follows
                     # (StopReplica): it is out of their ISRs and must not rejoin them.
                     await self.replicas.fetchers.stop()
@@ -597,7 +597,8 @@ class Broker:
         await self.log_dir_mover.stop()
         if self.controller is not None:
             await self.controller.stop()
-            await self.replicas.fetchers.stop()
+            if self.replicas.fetchers is not None:
+                await self.replicas.fetchers.stop()
             await self.zk_store.close()  # the controller moves what is left at once
         await self.transactions.stop()
         self.txn_verifier.close()
