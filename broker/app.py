@@ -95,7 +95,8 @@ class Broker:
                           endpoints)
         self.zookeeper: str | None = config["zookeeper.connect"]
         initial = initial_levels(config)  # a new cluster's feature levels
-        # ZooKeeper's in a cluster (what only a cluster has is reached through zk_store).
+        # ZooKeeper's in a cluster, else the one broker's file; what only ZooKeeper's has is
+        # reached through zk_store.
         self.store: ZkMetadataStore | LocalMetadataStore
         if self.zookeeper:
             self.store = ZkMetadataStore(
