@@ -49,6 +49,7 @@ from .malloc_tuning import tune_malloc
 from .markers import TxnMarkerChannel
 from .metadata_cache import TopicMetadataCache
 from .metadata_store import BrokerEndpoint, BrokerInfo, LocalMetadataStore, TopicState
+from .partition import Partition
 from .quotas import QuotaManager
 from .replica_fetcher import ReplicaFetcherManager
 from .replica_manager import ReplicaManager
@@ -94,7 +95,9 @@ class Broker:
                           endpoints)
         self.zookeeper: str | None = config["zookeeper.connect"]
         initial = initial_levels(config)  # a new cluster's feature levels
-        self.store: Any
+        # ZooKeeper's in a cluster, else the one broker's file; what only ZooKeeper's has is
+        # reached through zk_store.
+        self.store: ZkMetadataStore | LocalMetadataStore
         if self.zookeeper:
             self.store = ZkMetadataStore(
                 self.zookeeper,
@@ -143,24 +146,25 @@ class Broker:
         )
         self.producer_ids: PrefetchingProducerIds
         self.controller: Controller | None = None
-        if self.zookeeper:
-            self.replicas.fetchers = ReplicaFetcherManager(self.broker_id, self.store, config)
+        if isinstance(self.store, ZkMetadataStore):
+            zk = self.store
+            fetchers = self.replicas.fetchers = ReplicaFetcherManager(self.broker_id, zk, config)
             self.replicas.leader_quota = self._replication_quota(
                 LEADER_THROTTLED, config["leader.replication.throttled.rate"])
-            self.replicas.fetchers.quota = self._replication_quota(
+            fetchers.quota = self._replication_quota(
                 FOLLOWER_THROTTLED, config["follower.replication.throttled.rate"])
             self.replicas.isr_writer = self._write_isr
-            self.replicas.broker_epoch = lambda: int(self.store.broker_epoch)
+            self.replicas.broker_epoch = lambda: int(zk.broker_epoch)
             self.replicas.leadership_listeners.append(self._on_leadership)
             self.controller = Controller(
-                self.store,
+                zk,
                 self.broker_id,
                 self._unclean_election,
                 auto_rebalance=config["auto.leader.rebalance.enable"],
                 imbalance_check_interval_s=config["leader.imbalance.check.interval.seconds"],
                 imbalance_per_broker_percentage=config["leader.imbalance.per.broker.percentage"],
             )
-            self.producer_ids = ClusterProducerIdAllocator(self.store.claim_producer_id_block)
+            self.producer_ids = ClusterProducerIdAllocator(zk.claim_producer_id_block)
         else:
             self.producer_ids = ProducerIdAllocator(self.data_dir / "producer-id-block")
         # The coordinators see this broker through the interfaces of coordinator/ports.py.
@@ -243,6 +247,13 @@ class Broker:
         self.dynamic_config.add_validator(self._validate_listener_tls, self._reload_listener_tls)
         self._background: list[asyncio.Task[None]] = []
         self.loop_watchdog = LoopWatchdog()  # logs where a blocked event loop is stuck
+
+    @property
+    def zk_store(self) -> ZkMetadataStore:
+        """The ZooKeeper store, for what only a cluster broker (zookeeper.connect) does."""
+        if not isinstance(self.store, ZkMetadataStore):
+            raise RuntimeError("a broker without zookeeper.connect has no ZooKeeper store")
+        return self.store
 
     @property
     def server(self) -> KafkaServer:
@@ -397,13 +408,14 @@ class Broker:
         return self.store.controller_id()
 
     # ---- cluster plumbing ------------------------------------------------------------------
-    async def _write_isr(self, partition: Any, isr: list[int]) -> bool:
+    async def _write_isr(self, partition: Partition, isr: list[int]) -> bool:
         """The leader's own ISR change: conditional on the partition state it leads at."""
         try:
-            doc, version = await self.store.read_partition_state(partition.topic, partition.index)
+            zk = self.zk_store
+            doc, version = await zk.read_partition_state(partition.topic, partition.index)
             if doc["leader"] != self.broker_id or doc["leader_epoch"] != partition.leader_epoch:
                 return False
-            ok = await self.store.write_partition_states(
+            ok = await zk.write_partition_states(
                 [(partition.topic, partition.index, {**doc, "isr": isr}, version)],
                 as_controller=False,
             )
@@ -449,7 +461,7 @@ class Broker:
         while True:
             offline = set(self.replicas.offline)
             try:
-                await self.store.report_offline_replicas(offline)
+                await self.zk_store.report_offline_replicas(offline)
             except Exception as exc:
                 log.warning("reporting offline replicas to ZooKeeper failed (retrying): %r", exc)
                 await asyncio.sleep(1)
@@ -457,7 +469,7 @@ class Broker:
             if self.replicas.offline <= offline:
                 return
 
-    def _on_leadership(self, partition: Any, is_leader: bool) -> None:
+    def _on_leadership(self, partition: Partition, is_leader: bool) -> None:
         if not is_leader:
             self.shares.leadership_lost(partition.topic, partition.index)
         if partition.topic == self.txn_topic.name:
@@ -480,21 +492,22 @@ class Broker:
         """A lost ZooKeeper session took our registration, and with it every role: resign
         them (leaderships, controller), register again (new broker epoch), then take up what
         ZooKeeper's current partition states give us."""
+        zk = self.zk_store
         while True:
-            await self.store.session_lost.wait()
-            self.store.session_lost.clear()
+            await zk.session_lost.wait()
+            zk.session_lost.clear()
             log.warning("ZooKeeper session lost: resigning every role and registering again")
             resigned = self.replicas.resign_all()
             if self.controller is not None:
                 self.controller.resign()
             try:
-                await self.store.reregister()
+                await zk.reregister()
                 log.info("registered again in ZooKeeper (broker epoch %d); resigned %d "
-                         "leaderships", self.store.broker_epoch, resigned)
-                await self.store.refresh()
+                         "leaderships", zk.broker_epoch, resigned)
+                await zk.refresh()
             except Exception:
                 log.exception("re-registration failed")
-                self.store.session_lost.set()
+                zk.session_lost.set()
                 await asyncio.sleep(1)
 
     def topic_name_by_id(self, topic_id: uuid.UUID) -> str | None:
@@ -517,21 +530,21 @@ class Broker:
             loop.call_soon_threadsafe(self._on_log_dir_failure, key)
 
         self.log_manager.failure_channel.listener = on_failure
-        if self.zookeeper:
+        if isinstance(self.store, ZkMetadataStore):
             await self.store.start()
         try:
             # before the logs load (their defaults may be dynamic) and the listeners are made
             await self.dynamic_config.start()
             self._create_listeners()
         except ConfigError:
-            if self.zookeeper:
+            if isinstance(self.store, ZkMetadataStore):
                 await self.store.close()  # the registration goes at once
             raise
         self.producer_ids.start()  # the first block of ids, claimed in the background
         self.log_manager.startup(self._config_for_topic_name)
         self.replicas.load_all()
         self.log_dir_mover.resume()
-        if self.zookeeper:
+        if isinstance(self.store, ZkMetadataStore):
             self.store.add_listener(self.replicas.on_metadata_change)
         await self.transactions.start()
         await self.groups.start()
@@ -572,7 +585,7 @@ class Broker:
         log.info("shutting down")
         if self.controller is not None and self.config["controlled.shutdown.enable"]:
             try:
-                if await self._controlled_shutdown():
+                if await self._controlled_shutdown() and self.replicas.fetchers is not None:
                     # Kafka's controller then stops the replicas this broker follows
                     # (StopReplica): it is out of their ISRs and must not rejoin them.
                     await self.replicas.fetchers.stop()
@@ -585,8 +598,9 @@ class Broker:
         await self.log_dir_mover.stop()
         if self.controller is not None:
             await self.controller.stop()
-            await self.replicas.fetchers.stop()
-            await self.store.close()  # the controller moves what is left at once
+            if self.replicas.fetchers is not None:
+                await self.replicas.fetchers.stop()
+            await self.zk_store.close()  # the controller moves what is left at once
         await self.transactions.stop()
         self.txn_verifier.close()
         await self.groups.stop()
@@ -637,7 +651,7 @@ class Broker:
 
     async def _request_controlled_shutdown(self) -> tuple[ErrorCode, list[tuple[str, int]]]:
         controller_id = self.store.controller_id()
-        epoch = self.store.broker_epoch
+        epoch = self.zk_store.broker_epoch
         if controller_id == -1:
             raise BrokerUnavailable("no controller is elected")
         if controller_id == self.broker_id and self.controller is not None:

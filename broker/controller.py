@@ -33,11 +33,14 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kazoo.exceptions import BadVersionError, NoNodeError
 
 from samsa.protocol.errors import ErrorCode
+
+if TYPE_CHECKING:
+    from .zk_store import ZkMetadataStore
 
 log = logging.getLogger(__name__)
 
@@ -55,7 +58,7 @@ ReassignmentResult = tuple[ErrorCode, str | None]
 class Controller:
     def __init__(
         self,
-        store: Any,
+        store: ZkMetadataStore,
         broker_id: int,
         unclean_election: Callable[[str], bool],
         *,
@@ -233,8 +236,8 @@ class Controller:
                 await asyncio.sleep(0.2)
                 self._changed.set()
                 return
-            for topic, index, doc, _ in chunk:
-                log.info("%s-%d: leader %d epoch %d isr %s", topic, index, doc["leader"],
+            for name, index, doc, _ in chunk:
+                log.info("%s-%d: leader %d epoch %d isr %s", name, index, doc["leader"],
                          doc["leader_epoch"], doc["isr"])
         self._epochs = current
         self._scan_previous_lives = False

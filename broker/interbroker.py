@@ -14,11 +14,14 @@ import logging
 import ssl
 import struct
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from samsa.protocol.codec import build, encode, reader, request_type, response_type
 
 from .security.client import AuthenticationError, ClientSecurity
+
+if TYPE_CHECKING:
+    from .metadata_store import MetadataStore
 
 log = logging.getLogger(__name__)
 
@@ -44,7 +47,8 @@ class BrokerUnavailable(Exception):
 
 
 class BrokerConnection:
-    def __init__(self, store: Any, target_id: int, client_id: str, timeout_s: float = 30.0):
+    def __init__(self, store: MetadataStore, target_id: int, client_id: str,
+                 timeout_s: float = 30.0) -> None:
         self.store = store
         self.target_id = target_id
         self.client_id = client_id.encode()

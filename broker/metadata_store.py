@@ -104,6 +104,10 @@ QUOTA_CONFIGS: dict[str, type] = {
 }
 
 
+# Replicas in failed log directories: broker id -> its (topic, partition) replicas there.
+OfflineReplicas = dict[int, set[tuple[str, int]]]
+
+
 def quota_entity(components: dict[str, str | None]) -> QuotaEntity:
     return tuple(sorted(components.items()))
 
@@ -116,6 +120,9 @@ class MetadataStore(Protocol):
     def topic(self, name: str) -> TopicState | None: ...
     def topic_name_by_id(self, topic_id: uuid.UUID) -> str | None: ...
     def controller_id(self) -> int: ...
+    # Every broker's replicas in failed log dirs as the cluster announced them (ZooKeeper's
+    # /log_dir_event_notification); none without one (this broker's own: ReplicaManager).
+    def offline_replicas(self) -> OfflineReplicas: ...
     def add_listener(self, fn: Callable[[str, str], None]) -> None: ...
     async def create_topic(self, topic: TopicState) -> None: ...
     async def delete_topic(self, name: str) -> None: ...
@@ -249,6 +256,10 @@ class LocalMetadataStore:
 
     def controller_id(self) -> int:
         return self._broker.broker_id
+
+    def offline_replicas(self) -> OfflineReplicas:
+        """None announced: the one broker's own are its ReplicaManager's."""
+        return {}
 
     def add_listener(self, fn: Callable[[str, str], None]) -> None:
         """fn(kind, name) after a change (here only this broker changes anything: "topic")."""

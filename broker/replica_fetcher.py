@@ -11,13 +11,16 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from samsa.protocol.errors import ErrorCode, KafkaError
 
 from .interbroker import BrokerConnection, BrokerUnavailable
 from .partition import Partition
 from .replication_quota import ReplicationQuota
+
+if TYPE_CHECKING:
+    from .metadata_store import MetadataStore
 
 log = logging.getLogger(__name__)
 
@@ -26,7 +29,7 @@ _BACKOFF_S = 0.2
 
 
 class ReplicaFetcherManager:
-    def __init__(self, broker_id: int, store: Any, config: Any) -> None:
+    def __init__(self, broker_id: int, store: MetadataStore, config: Any) -> None:
         self.broker_id = broker_id
         self.store = store
         self.config = config

@@ -34,6 +34,7 @@ from .replication_quota import ReplicationQuota
 
 if TYPE_CHECKING:
     from .log_dir_mover import LogDirMover
+    from .replica_fetcher import ReplicaFetcherManager
 
 log = logging.getLogger(__name__)
 
@@ -64,7 +65,7 @@ class ReplicaManager:
         # fn() when `offline` grew (the broker tells the controller).
         self.offline_listener: Callable[[], None] | None = None
         # Set by the broker in a cluster: followers fetch, ISR changes are written to ZooKeeper.
-        self.fetchers: Any = None
+        self.fetchers: ReplicaFetcherManager | None = None
         self.isr_writer: Callable[[Partition, list[int]], Awaitable[bool]] | None = None
         # In a cluster: this broker's epoch (its registration's czxid, KIP-380), -1 none.
         self.broker_epoch: Callable[[], int] = lambda: -1

@@ -17,7 +17,7 @@ import logging
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Iterable
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from samsa.coordinator.share import ShareStateCoordinator
 from samsa.coordinator.share.coordinator import ReadResult, ShareStateError, SummaryResult
@@ -25,6 +25,9 @@ from samsa.coordinator.share.records import StateBatch
 from samsa.protocol.errors import ErrorCode
 
 from .interbroker import BrokerConnection, BrokerUnavailable
+
+if TYPE_CHECKING:
+    from .metadata_store import MetadataStore
 
 log = logging.getLogger(__name__)
 
@@ -38,7 +41,7 @@ T = TypeVar("T")
 
 
 class SharePersister:
-    def __init__(self, coordinator: ShareStateCoordinator, store: Any, broker_id: int,
+    def __init__(self, coordinator: ShareStateCoordinator, store: MetadataStore, broker_id: int,
                  timeout_s: float = 15.0) -> None:
         self.coordinator = coordinator
         self.store = store

@@ -55,6 +55,7 @@ from .features import FinalizedFeatures, default_levels
 from .metadata_store import (
     BrokerEndpoint,
     BrokerInfo,
+    OfflineReplicas,
     PartitionState,
     QuotaEntity,
     TopicIdIndex,
@@ -543,7 +544,7 @@ class ZkMetadataStore(ZkControllerMixin, ZkConfigsMixin, ZkUsersMixin, ZkFeature
     def topics(self) -> dict[str, TopicState]:
         return self._topics
 
-    def offline_replicas(self) -> dict[int, set[tuple[str, int]]]:
+    def offline_replicas(self) -> OfflineReplicas:
         """{broker id: its (topic, partition) replicas in failed log dirs}."""
         return self._offline_replicas
 

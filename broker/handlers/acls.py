@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from enum import IntEnum
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from samsa.protocol.errors import ErrorCode
 
@@ -32,9 +33,17 @@ from ..security.authorizer import (
 from ..server import CloseConnection
 
 if TYPE_CHECKING:
-    from .requests import CreateAclsRequest, DeleteAclsRequest, DescribeAclsRequest
+    from .requests import (
+        AclCreation,
+        CreateAclsRequest,
+        DeleteAclsFilter,
+        DeleteAclsRequest,
+        DescribeAclsRequest,
+    )
 
 log = logging.getLogger(__name__)
+
+E = TypeVar("E", bound=IntEnum)
 
 NO_AUTHORIZER = "No Authorizer is configured on the broker"
 
@@ -49,15 +58,15 @@ def _refuse_unknown(api: str, *codes: int) -> None:
         raise CloseConnection(f"{api} request contains UNKNOWN elements")
 
 
-def _enum(enum: Any, value: int) -> Any:
+def _enum(enum: type[E], value: int) -> E:
     """The member, or UNKNOWN for a code this version of Kafka does not know (fromCode)."""
     try:
         return enum(value)
     except ValueError:
-        return enum.UNKNOWN
+        return enum["UNKNOWN"]
 
 
-def _filter(f: Any) -> AclBindingFilter:
+def _filter(f: DescribeAclsRequest | DeleteAclsFilter) -> AclBindingFilter:
     return AclBindingFilter(f.resource_type_filter, f.resource_name_filter,
                             f.pattern_type_filter, f.principal_filter, f.host_filter,
                             f.operation, f.permission_type)
@@ -87,7 +96,7 @@ async def handle_describe_acls(ctx: RequestContext,
 
 
 async def handle_create_acls(ctx: RequestContext, request: CreateAclsRequest) -> dict[str, Any]:
-    creations: Sequence[Any] = request.creations
+    creations: Sequence[AclCreation] = request.creations
     for c in creations:
         _refuse_unknown("CreateAcls", c.resource_type, c.resource_pattern_type, c.operation,
                         c.permission_type)
@@ -128,7 +137,7 @@ async def handle_create_acls(ctx: RequestContext, request: CreateAclsRequest) ->
 
 
 async def handle_delete_acls(ctx: RequestContext, request: DeleteAclsRequest) -> dict[str, Any]:
-    filters: Sequence[Any] = request.filters
+    filters: Sequence[DeleteAclsFilter] = request.filters
     for f in filters:
         _refuse_unknown("DeleteAcls", f.resource_type_filter, f.pattern_type_filter,
                         f.operation, f.permission_type)

@@ -13,6 +13,7 @@ filter for them matches nothing.
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from samsa.protocol.errors import ErrorCode, KafkaError
@@ -22,7 +23,12 @@ from ..metadata_store import QUOTA_CLIENT_ID, QUOTA_CONFIGS, QUOTA_USER, QuotaEn
 from ..security.authorizer import AclOperation, ResourceType
 
 if TYPE_CHECKING:
-    from .requests import AlterClientQuotasRequest, DescribeClientQuotasRequest
+    from .requests import (
+        AlterClientQuotasEntity,
+        AlterClientQuotasOp,
+        AlterClientQuotasRequest,
+        DescribeClientQuotasRequest,
+    )
 
 log = logging.getLogger(__name__)
 
@@ -148,7 +154,7 @@ async def handle_alter_client_quotas(
     return {"throttle_time": 0, "entries": results}
 
 
-def _validate_entity(components: Any) -> QuotaEntity:
+def _validate_entity(components: Sequence[AlterClientQuotasEntity]) -> QuotaEntity:
     names: dict[str, str | None] = {}
     if not components:
         raise _Invalid(ErrorCode.invalid_request, "Invalid empty client quota entity")
@@ -168,7 +174,8 @@ def _validate_entity(components: Any) -> QuotaEntity:
     return tuple(sorted(names.items()))
 
 
-def _validate_ops(ops: Any, entity: QuotaEntity) -> dict[str, float | None]:
+def _validate_ops(ops: Sequence[AlterClientQuotasOp], entity: QuotaEntity
+                  ) -> dict[str, float | None]:
     out: dict[str, float | None] = {}
     for op in ops:
         if op.key in out:

@@ -15,7 +15,7 @@ from samsa.protocol.errors import ErrorCode
 from samsa.protocol.kio_adapter import Entity, schema_fields
 
 from ..context import RequestContext
-from ..metadata_store import TopicState
+from ..metadata_store import OfflineReplicas, TopicState
 from ..security.authorizer import AclOperation, ResourceType
 from ..topic_admin import INTERNAL_TOPICS, TopicError, validate_topic_name
 from .common import field, topic_name_by_id
@@ -26,7 +26,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 METADATA_KEY = 3
-OfflineReplicas = dict[int, set[tuple[str, int]]]  # broker id -> its replicas in failed dirs
 
 
 async def handle_metadata(ctx: RequestContext, request: MetadataRequest) -> dict[str, Any]:
@@ -160,8 +159,7 @@ def replica_online(ctx: RequestContext) -> Callable[[int, tuple[str, int]], bool
     store = ctx.store
     live = {b.broker_id for b in store.brokers()}
     # Replicas in failed log dirs: every broker's (the ZooKeeper store knows), ours in any case.
-    offline_of: Callable[[], OfflineReplicas] | None = getattr(store, "offline_replicas", None)
-    offline: OfflineReplicas = dict(offline_of()) if offline_of is not None else {}
+    offline: OfflineReplicas = dict(store.offline_replicas())
     offline[ctx.broker_id] = ctx.replicas.offline
 
     def online(r: int, tp: tuple[str, int]) -> bool:

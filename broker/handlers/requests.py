@@ -550,3 +550,21 @@ AlterShareGroupOffsetsRequest: TypeAlias = (
 DeleteShareGroupOffsetsRequest: TypeAlias = (
     delete_share_group_offsets_v0.DeleteShareGroupOffsetsRequest
 )
+
+# ---- nested structs the handlers' helpers take (the same versions as their requests) ----------
+AclCreation: TypeAlias = (
+    create_acls_v1.AclCreation | create_acls_v2.AclCreation | create_acls_v3.AclCreation
+)
+DeleteAclsFilter: TypeAlias = (
+    delete_acls_v1.DeleteAclsFilter | delete_acls_v2.DeleteAclsFilter
+    | delete_acls_v3.DeleteAclsFilter
+)
+AlterClientQuotasEntity: TypeAlias = (
+    alter_client_quotas_v0.EntityData | alter_client_quotas_v1.EntityData
+)
+AlterClientQuotasOp: TypeAlias = alter_client_quotas_v0.OpData | alter_client_quotas_v1.OpData
+InitializeShareGroupStatePartition: TypeAlias = initialize_share_group_state_v0.PartitionData
+ReadShareGroupStatePartition: TypeAlias = read_share_group_state_v0.PartitionData
+WriteShareGroupStatePartition: TypeAlias = write_share_group_state_v0.PartitionData
+DeleteShareGroupStatePartition: TypeAlias = delete_share_group_state_v0.PartitionData
+ReadShareGroupStateSummaryPartition: TypeAlias = read_share_group_state_summary_v0.PartitionData

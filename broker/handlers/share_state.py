@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 import uuid
 from collections.abc import Awaitable, Callable, Iterable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from samsa.coordinator.share.coordinator import ShareStateError
 from samsa.coordinator.share.records import StateBatch
@@ -26,14 +26,41 @@ from .share_groups import _enabled
 
 if TYPE_CHECKING:
     from .requests import (
+        DeleteShareGroupStatePartition,
         DeleteShareGroupStateRequest,
+        InitializeShareGroupStatePartition,
         InitializeShareGroupStateRequest,
+        ReadShareGroupStatePartition,
         ReadShareGroupStateRequest,
+        ReadShareGroupStateSummaryPartition,
         ReadShareGroupStateSummaryRequest,
+        WriteShareGroupStatePartition,
         WriteShareGroupStateRequest,
     )
 
 log = logging.getLogger(__name__)
+
+Key = tuple[str, uuid.UUID, int]  # (group, topic id, partition): a share-partition
+
+
+class _PartitionData(Protocol):
+    """A partition entry of any of these requests."""
+
+    @property
+    def partition(self) -> int: ...
+
+
+P = TypeVar("P", bound=_PartitionData)
+P_co = TypeVar("P_co", bound=_PartitionData, covariant=True)
+
+
+class _TopicData(Protocol[P_co]):
+    """A topic entry of any of these requests, with its partition entries."""
+
+    @property
+    def topic_id(self) -> uuid.UUID | None: ...
+    @property
+    def partitions(self) -> tuple[P_co, ...]: ...
 
 
 def _refused(ctx: RequestContext) -> ErrorCode | None:
@@ -44,8 +71,8 @@ def _refused(ctx: RequestContext) -> ErrorCode | None:
     return None
 
 
-async def _each(ctx: RequestContext, group_id: str, topics: Iterable[Any],
-                run: Callable[[tuple[str, uuid.UUID, int], Any], Awaitable[dict[str, Any]]],
+async def _each(ctx: RequestContext, group_id: str, topics: Iterable[_TopicData[P]],
+                run: Callable[[Key, P], Awaitable[dict[str, Any]]],
                 error_fields: dict[str, Any]) -> dict[str, Any]:
     refused = _refused(ctx)
     results = []
@@ -75,7 +102,7 @@ async def _each(ctx: RequestContext, group_id: str, topics: Iterable[Any],
 async def handle_initialize_share_group_state(
     ctx: RequestContext, request: InitializeShareGroupStateRequest
 ) -> dict[str, Any]:
-    async def run(key: tuple[str, uuid.UUID, int], p: Any) -> dict[str, Any]:
+    async def run(key: Key, p: InitializeShareGroupStatePartition) -> dict[str, Any]:
         assert ctx.share_state is not None
         await ctx.share_state.initialize(key, p.state_epoch, p.start_offset)
         return {}
@@ -86,7 +113,7 @@ async def handle_initialize_share_group_state(
 async def handle_read_share_group_state(
     ctx: RequestContext, request: ReadShareGroupStateRequest
 ) -> dict[str, Any]:
-    async def run(key: tuple[str, uuid.UUID, int], p: Any) -> dict[str, Any]:
+    async def run(key: Key, p: ReadShareGroupStatePartition) -> dict[str, Any]:
         assert ctx.share_state is not None
         r = await ctx.share_state.read(key, p.leader_epoch)
         return {"state_epoch": r.state_epoch, "start_offset": r.start_offset,
@@ -99,7 +126,7 @@ async def handle_read_share_group_state(
 async def handle_write_share_group_state(
     ctx: RequestContext, request: WriteShareGroupStateRequest
 ) -> dict[str, Any]:
-    async def run(key: tuple[str, uuid.UUID, int], p: Any) -> dict[str, Any]:
+    async def run(key: Key, p: WriteShareGroupStatePartition) -> dict[str, Any]:
         assert ctx.share_state is not None
         batches = [StateBatch(b.first_offset, b.last_offset, b.delivery_state, b.delivery_count)
                    for b in p.state_batches]
@@ -113,7 +140,7 @@ async def handle_write_share_group_state(
 async def handle_delete_share_group_state(
     ctx: RequestContext, request: DeleteShareGroupStateRequest
 ) -> dict[str, Any]:
-    async def run(key: tuple[str, uuid.UUID, int], p: Any) -> dict[str, Any]:
+    async def run(key: Key, p: DeleteShareGroupStatePartition) -> dict[str, Any]:
         assert ctx.share_state is not None
         await ctx.share_state.delete(key)
         return {}
@@ -124,7 +151,7 @@ async def handle_delete_share_group_state(
 async def handle_read_share_group_state_summary(
     ctx: RequestContext, request: ReadShareGroupStateSummaryRequest
 ) -> dict[str, Any]:
-    async def run(key: tuple[str, uuid.UUID, int], p: Any) -> dict[str, Any]:
+    async def run(key: Key, p: ReadShareGroupStateSummaryPartition) -> dict[str, Any]:
         assert ctx.share_state is not None
         r = ctx.share_state.summary(key)
         return {"state_epoch": r.state_epoch, "leader_epoch": r.leader_epoch,
