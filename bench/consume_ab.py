@@ -9,10 +9,14 @@ first measurement. Variants alternate --rounds times, so drift in the machine's 
 over all of them. Prints each run and, per variant, the median and range of the consume rate
 and of the broker's CPU per GB read. No assertions: this measures.
 
+--kafka adds Apache Kafka (started as bench/run.py starts it, from .cache/bench/kafka-broker)
+as one more variant in the alternation, for a side-by-side ratio under the same load.
+
     .venv/bin/python bench/consume_ab.py \\
         --variant 'copy=samsa.fetch.sendfile.enable=false' \\
         --variant 'sendfile=samsa.fetch.sendfile.enable=true' \\
         --variant 'base@/tmp/base-tree='  # another tree: NAME@PATH=SETTINGS
+        [--kafka]
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from __future__ import annotations
 import argparse
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -31,8 +36,11 @@ from ab import Variant, parse_variant  # noqa: E402
 from confluent_kafka import Consumer, TopicPartition  # noqa: E402
 
 
-def one_round(v: Variant, records: int, size: int, runs: int) -> None:
-    work = Path(tempfile.mkdtemp(prefix=f"samsa-ab-{v.name}-"))
+def start(v: Variant, work: Path) -> tuple[subprocess.Popen[bytes], str]:
+    if v.kafka:
+        bench.write_log4j_configs(work)
+        broker = bench.start_kafka(bench.KAFKA_DIR / "lib", work)
+        return broker.proc, broker.bootstrap
     port = bench.free_port()
     cmd = [sys.executable, "-m", "samsa", "serve", "--listen", f"127.0.0.1:{port}",
            "--data-dir", str(work / "data")]
@@ -40,9 +48,15 @@ def one_round(v: Variant, records: int, size: int, runs: int) -> None:
         cmd += ["--set", s]
     log = work / "samsa.log"
     proc = bench.spawn(cmd, log, cwd=v.tree)  # samsa is imported from the tree's samsa/
+    bench.wait_first_answer(proc, port, time.monotonic(), log)
+    return proc, f"127.0.0.1:{port}"
+
+
+def one_round(v: Variant, records: int, size: int, runs: int) -> None:
+    work = Path(tempfile.mkdtemp(prefix=f"samsa-ab-{v.name}-"))
+    proc: subprocess.Popen[bytes] | None = None
     try:
-        bench.wait_first_answer(proc, port, time.monotonic(), log)
-        b = f"127.0.0.1:{port}"
+        proc, b = start(v, work)
         bench.create_topic(b, "ab")
         out = bench.rdkafka_produce(b, "ab", records, size, "1")
         if out.error:
@@ -62,7 +76,8 @@ def one_round(v: Variant, records: int, size: int, runs: int) -> None:
             print(f"  {v.name:12} {out.figures['mbps']:8.1f} MB/s  "
                   f"{v.cpu_per_gb[-1]:.3f} s CPU/GB", flush=True)
     finally:
-        bench.stop(proc)
+        if proc is not None:
+            bench.stop(proc)
         shutil.rmtree(work, ignore_errors=True)
 
 
@@ -74,7 +89,13 @@ def main() -> None:
     ap.add_argument("--size", type=int, default=1024)
     ap.add_argument("--runs", type=int, default=3, help="consumes per broker start")
     ap.add_argument("--rounds", type=int, default=3, help="times the variants alternate")
+    ap.add_argument("--kafka", action="store_true",
+                    help="alternate Apache Kafka too (from .cache/bench/kafka-broker)")
     args = ap.parse_args()
+    if args.kafka:
+        if not (bench.KAFKA_DIR / "lib").is_dir():
+            ap.error(f"--kafka: no Kafka broker in {bench.KAFKA_DIR} (bench/run.py fetches it)")
+        args.variant.append(Variant("kafka", bench.REPO, [], kafka=True))
     try:
         for _ in range(args.rounds):
             for v in args.variant:
