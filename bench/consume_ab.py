@@ -3,11 +3,11 @@
 For A/B questions such as samsa.fetch.sendfile.enable: each variant is a Samsa broker started
 with its own `--set` options (and, optionally, another source tree on PYTHONPATH), given
 --records records of --size bytes once (librdkafka, as bench/run.py's produce phase), then
-consumed --runs times from offset 0 by bench/run.py's librdkafka consumer; one consume with a
-group before the measured ones creates __consumer_offsets, which would otherwise land in the
-first measurement. Variants alternate --rounds times, so drift in the machine's load spreads
-over all of them. Prints each run and, per variant, the median and range of the consume rate
-and of the broker's CPU per GB read. No assertions: this measures.
+consumed --runs times from offset 0 by bench/run.py's librdkafka consumer, after one unmeasured
+consume of it all (it creates __consumer_offsets, and warms Kafka's JIT under --kafka).
+Variants alternate --rounds times, so drift in the machine's load spreads over all of them.
+Prints each run and, per variant, the median and range of the consume rate and of the
+broker's CPU per GB read. No assertions: this measures.
 
 --kafka adds Apache Kafka (started as bench/run.py starts it, from .cache/bench/kafka-broker)
 as one more variant in the alternation, for a side-by-side ratio under the same load.
@@ -33,7 +33,6 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import run as bench  # noqa: E402  (bench/ is a directory of scripts, not a package)
 from ab import Variant, parse_variant  # noqa: E402
-from confluent_kafka import Consumer, TopicPartition  # noqa: E402
 
 
 def start(v: Variant, work: Path) -> tuple[subprocess.Popen[bytes], str]:
@@ -61,10 +60,12 @@ def one_round(v: Variant, records: int, size: int, runs: int) -> None:
         out = bench.rdkafka_produce(b, "ab", records, size, "1")
         if out.error:
             raise RuntimeError(out.error)
-        warm = Consumer({"bootstrap.servers": b, "group.id": "ab-warm"})
-        warm.assign([TopicPartition("ab", 0, 0)])
-        warm.consume(1000, timeout=10)
-        warm.close()
+        # One whole consume, not measured: creates __consumer_offsets (which would otherwise
+        # land in the first measurement) and warms Kafka's JIT for the fetch path (make bench
+        # warms it with its earlier phases; without this Kafka reads at 2-3x its CPU per GB).
+        out = bench.rdkafka_consume(b, "ab", records, size, {"group.id": "ab-warm"})
+        if out.error:
+            raise RuntimeError(out.error)
         for _ in range(runs):
             cpu0 = bench.cpu_seconds(proc.pid)
             out = bench.rdkafka_consume(b, "ab", records, size)
