@@ -9,6 +9,9 @@ Variants alternate --rounds times, so drift in the machine's load spreads over a
 Prints each run and, per variant, the median and range of the consume rate and of the
 broker's CPU per GB read. No assertions: this measures.
 
+--client K=V sets a librdkafka consumer property for every variant (e.g.
+fetch.queue.backoff.ms=10: see docs/performance.md on the 1 s fetch back-off).
+
 --kafka adds Apache Kafka (started as bench/run.py starts it, from .cache/bench/kafka-broker)
 as one more variant in the alternation, for a side-by-side ratio under the same load.
 
@@ -51,7 +54,8 @@ def start(v: Variant, work: Path) -> tuple[subprocess.Popen[bytes], str]:
     return proc, f"127.0.0.1:{port}"
 
 
-def one_round(v: Variant, records: int, size: int, runs: int) -> None:
+def one_round(v: Variant, records: int, size: int, runs: int,
+              client: dict[str, object]) -> None:
     work = Path(tempfile.mkdtemp(prefix=f"samsa-ab-{v.name}-"))
     proc: subprocess.Popen[bytes] | None = None
     try:
@@ -63,12 +67,12 @@ def one_round(v: Variant, records: int, size: int, runs: int) -> None:
         # One whole consume, not measured: creates __consumer_offsets (which would otherwise
         # land in the first measurement) and warms Kafka's JIT for the fetch path (make bench
         # warms it with its earlier phases; without this Kafka reads at 2-3x its CPU per GB).
-        out = bench.rdkafka_consume(b, "ab", records, size, {"group.id": "ab-warm"})
+        out = bench.rdkafka_consume(b, "ab", records, size, {**client, "group.id": "ab-warm"})
         if out.error:
             raise RuntimeError(out.error)
         for _ in range(runs):
             cpu0 = bench.cpu_seconds(proc.pid)
-            out = bench.rdkafka_consume(b, "ab", records, size)
+            out = bench.rdkafka_consume(b, "ab", records, size, client)
             cpu = bench.cpu_seconds(proc.pid) - cpu0
             if out.error:
                 raise RuntimeError(out.error)
@@ -89,6 +93,9 @@ def main() -> None:
     ap.add_argument("--records", type=int, default=400_000)
     ap.add_argument("--size", type=int, default=1024)
     ap.add_argument("--runs", type=int, default=3, help="consumes per broker start")
+    ap.add_argument("--client", action="append", default=[], metavar="K=V",
+                    help="a librdkafka consumer property for every variant (e.g. "
+                         "fetch.queue.backoff.ms=10)")
     ap.add_argument("--rounds", type=int, default=3, help="times the variants alternate")
     ap.add_argument("--kafka", action="store_true",
                     help="alternate Apache Kafka too (from .cache/bench/kafka-broker)")
@@ -97,10 +104,11 @@ def main() -> None:
         if not (bench.KAFKA_DIR / "lib").is_dir():
             ap.error(f"--kafka: no Kafka broker in {bench.KAFKA_DIR} (bench/run.py fetches it)")
         args.variant.append(Variant("kafka", bench.REPO, [], kafka=True))
+    client: dict[str, object] = dict(kv.split("=", 1) for kv in args.client)
     try:
         for _ in range(args.rounds):
             for v in args.variant:
-                one_round(v, args.records, args.size, args.runs)
+                one_round(v, args.records, args.size, args.runs, client)
     finally:
         bench.cleanup()
     print(f"\n{args.records:,} x {args.size} B, {args.rounds} rounds x {args.runs} runs")
