@@ -16,6 +16,7 @@ class Variant:
     name: str
     tree: Path
     settings: list[str]
+    kafka: bool = False  # Apache Kafka instead of Samsa (consume_ab.py --kafka; no settings)
     mbps: list[float] = field(default_factory=list)
     p99: list[float] = field(default_factory=list)
     cpu_per_gb: list[float] = field(default_factory=list)

@@ -341,6 +341,9 @@ class LogSegment:
         limit = min(pos + max_size, self.size)
         end, next_offset = pos + first.size, first.next_offset  # the first batch is in
         scan_from, scan_to = self.offset_index.scan_bounds(pos, limit, max_offset)
+        # translate_offset has just read the first batch's header: walk from the one after it
+        # (the common fetch of one big batch then reads only the next header, not both again).
+        scan_from = max(scan_from, end)
         for p, h in self._headers(scan_from, scan_to):
             if max_offset is not None and h.last_offset >= max_offset:
                 break

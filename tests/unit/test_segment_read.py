@@ -15,6 +15,7 @@ import pytest
 
 from samsa.protocol.records import build_batch, iter_batches
 from samsa.storage.config import LogConfig
+from samsa.storage.fdcache import CachedFile
 from samsa.storage.file_region import FileRegion, RegionTruncated
 from samsa.storage.log import Log
 from samsa.storage.segment import ZERO_COPY_MIN_BYTES
@@ -73,6 +74,33 @@ def test_read_ends_where_a_walk_over_every_batch_ends(tmp_path: Path, index_inte
         assert (bytes(records), next_offset if size else start) == (
             seg.read_bytes(pos, size), want_next if size else start), \
             (start, max_size, max_offset, min_one)
+
+
+def test_a_fetch_of_big_batches_reads_each_header_once(tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch):
+    """librdkafka's 1 MB batches: a fetch that fits one of them reads the previous batch's
+    header (where the index points), its own, the next one's (to see it does not fit), then
+    the batch: no header twice."""
+    log = Log.open(tmp_path / "big-0", LogConfig(index_interval_bytes=4096, segment_bytes=1 << 30),
+                   recover=False)
+    for _ in range(5):
+        log.append_as_leader(build_batch([(None, os.urandom(1000), [], 1000)] * 300), 0)
+    seg = log.active_segment
+    batches = list(iter_batches(seg.read_bytes(0, seg.size)))
+    reads: list[tuple[int, int]] = []
+    pread = CachedFile.pread
+
+    def counted(self: CachedFile, size: int, pos: int) -> bytes:
+        reads.append((pos, size))
+        return pread(self, size, pos)
+
+    monkeypatch.setattr(CachedFile, "pread", counted)
+    pos, h = batches[2]
+    got = seg.read(h.base_offset, 400_000)
+    assert got is not None and bytes(got[0]) == seg.read_bytes(pos, h.size)
+    header_reads = [p for p, size in reads if size < h.size]
+    assert sorted(header_reads) == [batches[1][0], pos, batches[3][0]], reads
+    log.close()
 
 
 def test_zero_copy_read_is_a_region_of_the_same_bytes(tmp_path: Path):
