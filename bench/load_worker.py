@@ -47,7 +47,10 @@ def produce(bootstrap: str, topic: str, n: int, size: int, partitions: int) -> d
 
 def consume(bootstrap: str, topic: str, n: int, partitions: list[int]) -> dict[str, object]:
     c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"bench-many-{topic}",
-                  "enable.auto.commit": False, "fetch.max.bytes": 52_428_800})
+                  "enable.auto.commit": False, "fetch.max.bytes": 52_428_800,
+                  # as bench/run.py's rdkafka_consume (RDKAFKA_FETCH_QUEUE_BACKOFF_MS): no 1 s
+                  # client pause when the local queue is full
+                  "fetch.queue.backoff.ms": 10})
     c.list_topics(topic, timeout=30)
     errors: list[str] = []
     seen = 0

@@ -491,11 +491,20 @@ def rdkafka_produce(bootstrap: str, topic: str, n: int, size: int, acks: str) ->
     return Outcome({"rps": n / elapsed, "mbps": n * size / elapsed / MIB})
 
 
+# librdkafka consumers of the bench (here and bench/load_worker.py): see rdkafka_consume.
+RDKAFKA_FETCH_QUEUE_BACKOFF_MS = 10
+
+
 def rdkafka_consume(bootstrap: str, topic: str, n: int, size: int,
                     extra: dict[str, object] | None = None) -> Outcome:
     # assign() without subscribe(): no group protocol, the plain fetch path.
+    # fetch.queue.backoff.ms: librdkafka stops fetching for this long (default 1,000 ms) once
+    # its local queue holds queued.min.messages or 64 MiB; the Python loop drains that queue in
+    # tens of ms, so at the default a phase measures how many 1 s pauses the client took (more
+    # for a broker that answers faster), not the broker. Same setting for both brokers.
     conf = {"bootstrap.servers": bootstrap, "group.id": f"bench-rdk-{topic}",
             "enable.auto.commit": False, "fetch.max.bytes": 52_428_800,
+            "fetch.queue.backoff.ms": RDKAFKA_FETCH_QUEUE_BACKOFF_MS,
             **(extra or {})}  # fmt: skip
     shown = f"confluent_kafka.Consumer({conf}).assign([{topic}/0@0]) x{n}"
     c = Consumer(conf)
