@@ -67,13 +67,15 @@ async def handle_describe_log_dirs(
     for (topic, index), fut in dirs.future_logs().items():
         if wanted is not None and index not in wanted.get(topic, ()):
             continue
-        current = dirs.get_log(topic, index)
+        # Kafka's getLogEndOffsetLag: the current replica's end minus the future's, -1 when
+        # this broker hosts no such replica (not created, or its dir offline)
+        current = ctx.replicas.get(topic, index)
         by_dir[fut.parent_dir][topic].append(
             {
                 "partition_index": index,
                 "partition_size": fut.size_in_bytes,
-                "offset_lag": (0 if current is None
-                               else max(0, current.log_end_offset - fut.log_end_offset)),
+                "offset_lag": (-1 if current is None
+                               else current.log_end_offset - fut.log_end_offset),
                 "is_future_key": True,
             }
         )
