@@ -113,11 +113,13 @@ class BrokerConnection:
         payload = header + encode(build(req_type, body))
         try:
             self._writer.write(struct.pack(">i", len(payload)) + payload)
-            await self._writer.drain()
-            size_bytes = await asyncio.wait_for(self._reader.readexactly(4), self.timeout_s)
-            frame = await asyncio.wait_for(
-                self._reader.readexactly(struct.unpack(">i", size_bytes)[0]), self.timeout_s
-            )
+            # One timer for the answer, not asyncio.wait_for around each read: that wraps
+            # each read in a task of its own, with a timer and two more event-loop passes,
+            # and a follower makes one such round trip per produce it copies.
+            async with asyncio.timeout(self.timeout_s):
+                await self._writer.drain()
+                size_bytes = await self._reader.readexactly(4)
+                frame = await self._reader.readexactly(struct.unpack(">i", size_bytes)[0])
         except (OSError, TimeoutError, asyncio.IncompleteReadError) as exc:
             self.close()
             raise BrokerUnavailable(f"broker {self.target_id}: {exc!r}") from None
