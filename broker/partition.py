@@ -106,7 +106,11 @@ class Partition:
         self._last_fetch: dict[int, tuple[int, float]] = {}
         # The ISR being written to ZooKeeper (None: no change in flight).
         self._isr_in_flight: list[int] | None = None
+        # Fetch long-polls parked here: consumers' (which read up to the HW or the LSO) and
+        # followers' (which read up to the log end offset, so an HW advance gives them
+        # nothing: as in Kafka, it does not wake them).
         self._waiters: set[asyncio.Future[None]] = set()
+        self._follower_waiters: set[asyncio.Future[None]] = set()
         # acks=all waits: a heap of (offset the HW must reach, sequence, future). An advance
         # of the HW wakes only the waits it satisfies; an append does not wake them at all.
         self._hw_waiters: list[tuple[int, int, asyncio.Future[bool]]] = []
@@ -165,7 +169,7 @@ class Partition:
                                                      transaction_version=transaction_version)
         if not info.duplicate:
             self._advance_high_watermark()
-            self._notify_fetches()  # followers long-poll on the log end offset
+            self._notify_fetches(followers=True)  # followers long-poll on the log end offset
         return info
 
     def follower_log_end_offset(self, replica_id: int) -> int:
@@ -295,23 +299,25 @@ class Partition:
     def notify_waiters(self) -> None:
         """Wake every waiter: fetch long-polls and acks=all waits (which look again at the
         HW and the leadership)."""
-        self._notify_fetches()
+        self._notify_fetches(followers=True)
         heap, self._hw_waiters = self._hw_waiters, []
         for _, _, fut in heap:
             if not fut.done():
                 fut.set_result(True)
 
-    def _notify_fetches(self) -> None:
-        for fut in self._waiters:
-            if not fut.done():
-                fut.set_result(None)
-        self._waiters.clear()
+    def _notify_fetches(self, followers: bool = False) -> None:
+        """Wake consumers' fetch long-polls, and with `followers` the followers' too."""
+        for waiters in (self._waiters, self._follower_waiters) if followers else (self._waiters,):
+            for fut in waiters:
+                if not fut.done():
+                    fut.set_result(None)
+            waiters.clear()
 
-    def add_waiter(self, fut: asyncio.Future[None]) -> None:
-        self._waiters.add(fut)
+    def add_waiter(self, fut: asyncio.Future[None], follower: bool = False) -> None:
+        (self._follower_waiters if follower else self._waiters).add(fut)
 
-    def discard_waiter(self, fut: asyncio.Future[None]) -> None:
-        self._waiters.discard(fut)
+    def discard_waiter(self, fut: asyncio.Future[None], follower: bool = False) -> None:
+        (self._follower_waiters if follower else self._waiters).discard(fut)
 
     # ---- follower side -----------------------------------------------------------------
     def append_as_follower(self, records: bytes, leader_hw: int, leader_log_start: int) -> None:

@@ -466,17 +466,29 @@ class ReplicaManager:
             return partition
         return self.leader_partition(topic, index)
 
-    async def wait_for_data(self, partitions: list[Partition], timeout_s: float) -> None:
-        """Sleep until any of `partitions` gets new data, or the timeout."""
+    async def wait_for_data(self, partitions: list[Partition], timeout_s: float,
+                            follower: bool = False) -> None:
+        """Sleep until any of `partitions` gets new data, or the timeout. A `follower`'s
+        fetch (which reads up to the log end) is woken by appends, not by the high
+        watermark's advances, which only consumers' fetches can use.
+
+        One future and one timer (not asyncio.wait_for around a shield, which add a future,
+        callbacks and event-loop passes): each follower parks here once per produce."""
         if timeout_s <= 0:
             return
-        fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        loop = asyncio.get_running_loop()
+        fut: asyncio.Future[None] = loop.create_future()
         for p in partitions:
-            p.add_waiter(fut)
+            p.add_waiter(fut, follower)
+        timer = loop.call_later(timeout_s, _wake, fut)
         try:
-            await asyncio.wait_for(asyncio.shield(fut), timeout_s)
-        except TimeoutError:
-            pass
+            await fut
         finally:
+            timer.cancel()
             for p in partitions:
-                p.discard_waiter(fut)
+                p.discard_waiter(fut, follower)
+
+
+def _wake(fut: asyncio.Future[None]) -> None:
+    if not fut.done():
+        fut.set_result(None)

@@ -94,7 +94,7 @@ async def handle_fetch(ctx: RequestContext, request: FetchRequest) -> dict[str, 
             if ctx.version >= 16:
                 out["node_endpoints"] = _leader_hints(ctx, responses)
             return out
-        await ctx.replicas.wait_for_data(leaders, remaining)
+        await ctx.replicas.wait_for_data(leaders, remaining, follower=replica_id >= 0)
 
 
 def _wanted_topics(ctx: RequestContext, request: FetchRequest) -> list[Wanted]:

@@ -135,9 +135,12 @@ def _has_transactional_records(request: ProduceRequest) -> bool:
 
 async def _await_replication(waits: list[ReplicationWait], timeout_s: float) -> None:
     """acks=all: answer once the ISR has each partition's batch (Kafka's delayed produce)."""
-    done = await asyncio.gather(
-        *(partition.wait_for_high_watermark(offset, timeout_s) for _, partition, offset in waits)
-    )
+    if len(waits) == 1:  # the usual case: awaited as it is, without a task and a gather
+        _, partition, offset = waits[0]
+        done = [await partition.wait_for_high_watermark(offset, timeout_s)]
+    else:
+        done = await asyncio.gather(*(partition.wait_for_high_watermark(offset, timeout_s)
+                                      for _, partition, offset in waits))
     for (out, partition, _), ok in zip(waits, done, strict=True):
         if not ok:
             code = (

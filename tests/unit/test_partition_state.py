@@ -496,6 +496,34 @@ async def test_long_polls_wake_when_the_hw_moves(logs: dict[str, Log], tmp_path:
     assert not gone.done()
 
 
+async def test_followers_long_polls_wait_for_appends_not_hw_moves(logs: dict[str, Log],
+                                                                  tmp_path: Path) -> None:
+    """A follower's parked fetch reads up to the log end: an HW advance has nothing for it
+    (Kafka's DelayedFetch counts the bytes it could read), an append or a change of
+    leadership does; consumers' parked fetches wake on the HW."""
+    p = _leader(logs, tmp_path)
+    _append(p, 1)
+    loop = asyncio.get_running_loop()
+    consumer: asyncio.Future[None] = loop.create_future()
+    follower: asyncio.Future[None] = loop.create_future()
+    p.add_waiter(consumer)
+    p.add_waiter(follower, follower=True)
+    p.record_follower_fetch(F2, 1)
+    p.record_follower_fetch(F3, 1)  # the HW moves to 1
+    assert p.high_watermark == 1
+    assert consumer.done() and not follower.done()
+    _append(p, 1)
+    assert follower.done()
+    # a follower's waiter that left is not woken; leadership changes wake the rest
+    gone: asyncio.Future[None] = loop.create_future()
+    parked: asyncio.Future[None] = loop.create_future()
+    p.add_waiter(gone, follower=True)
+    p.discard_waiter(gone, follower=True)
+    p.add_waiter(parked, follower=True)
+    p.make_follower(F2, 1, list(REPLICAS), list(REPLICAS))
+    assert parked.done() and not gone.done()
+
+
 async def test_a_follower_append_wakes_its_long_polls(logs: dict[str, Log],
                                                       tmp_path: Path) -> None:
     leader = _leader(logs, tmp_path, isr=[LEADER, F2], replicas=[LEADER, F2])
