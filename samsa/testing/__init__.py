@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import itertools
 import json
 import os
 import queue
@@ -166,12 +167,13 @@ class _Forked:
     """A broker forked by the zygote: the subset of Popen that SamsaBroker uses. The zygote
     reaps it and reports its exit status, which is its returncode as for a process of its own."""
 
-    def __init__(self, pid: int, zygote: _Zygote) -> None:
+    def __init__(self, pid: int, token: int, zygote: _Zygote) -> None:
         self.pid = pid
+        self._token = token  # this child's own key: its pid may be reused once it is reaped
         self._zygote = zygote
 
     def poll(self) -> int | None:
-        return self._zygote.exit_code(self.pid)
+        return self._zygote.exit_code(self._token)
 
     def send_signal(self, sig: int) -> None:
         if self.poll() is None:  # once reaped, the pid may be another process's
@@ -182,7 +184,7 @@ class _Forked:
         self.send_signal(signal.SIGKILL)
 
     def wait(self, timeout: float | None = None) -> int:
-        code = self._zygote.wait_exit(self.pid, timeout)
+        code = self._zygote.wait_exit(self._token, timeout)
         if code is None:
             raise subprocess.TimeoutExpired(f"pid {self.pid}", timeout or 0)
         return code
@@ -194,14 +196,20 @@ class _Forked:
 
 class _Zygote:
     """samsa.testing._zygote, started once per test process (warm() starts it early). A thread
-    reads what it writes: answers to spawn requests, and its children's exit statuses."""
+    reads what it writes: answers to spawn requests, and its children's exit statuses.
+
+    Exit statuses are kept by spawn, not by pid: over a long test session the kernel hands a
+    reaped child's pid to a new process (pid_max is 32768 here), and a new broker must not be
+    taken for the old one that ended."""
 
     def __init__(self) -> None:
         self.proc: subprocess.Popen[str] | None = None
         self.lock = threading.Lock()  # one spawn request at a time
         self.ready = threading.Event()
-        self.pids: queue.Queue[int | None] = queue.Queue()  # answers; None: the zygote ended
-        self.exits: dict[int, int] = {}
+        # answers (pid, spawn token); None: the zygote ended
+        self.pids: queue.Queue[tuple[int, int] | None] = queue.Queue()
+        self.exits: dict[int, int] = {}  # by spawn token
+        self._tokens = itertools.count()
         self.exited = threading.Condition()
         self.waited = 0.0  # seconds a broker start spent waiting for the launcher's imports
 
@@ -219,36 +227,41 @@ class _Zygote:
                 atexit.register(self.close)
 
     def _read(self, proc: subprocess.Popen[str], ready: threading.Event,
-              pids: queue.Queue[int | None]) -> None:
+              pids: queue.Queue[tuple[int, int] | None]) -> None:
         assert proc.stdout is not None
-        children: set[int] = set()
+        # the token of each child not reaped yet, by pid; the zygote answers a spawn before it
+        # can report that child's end, so a pid's exit always belongs to its latest spawn
+        live: dict[int, int] = {}
         for line in proc.stdout:
             message = json.loads(line)
             if "exit" in message:
                 with self.exited:
-                    self.exits[int(message["exit"])] = int(message["code"])
-                    self.exited.notify_all()
+                    token = live.pop(int(message["exit"]), None)
+                    if token is not None:
+                        self.exits[token] = int(message["code"])
+                        self.exited.notify_all()
             elif "pid" in message:
-                children.add(int(message["pid"]))
-                pids.put(int(message["pid"]))
+                token = next(self._tokens)
+                live[int(message["pid"])] = token
+                pids.put((int(message["pid"]), token))
             elif message.get("ready"):
                 ready.set()
         ready.set()
         pids.put(None)
         # the zygote is gone and its children with it (SIGKILL on its death)
         with self.exited:
-            for pid in children - self.exits.keys():
-                self.exits[pid] = -signal.SIGKILL
+            for token in live.values():
+                self.exits[token] = -signal.SIGKILL
             self.exited.notify_all()
 
-    def exit_code(self, pid: int) -> int | None:
+    def exit_code(self, token: int) -> int | None:
         with self.exited:
-            return self.exits.get(pid)
+            return self.exits.get(token)
 
-    def wait_exit(self, pid: int, timeout: float | None) -> int | None:
+    def wait_exit(self, token: int, timeout: float | None) -> int | None:
         with self.exited:
-            self.exited.wait_for(lambda: pid in self.exits, timeout)
-            return self.exits.get(pid)
+            self.exited.wait_for(lambda: token in self.exits, timeout)
+            return self.exits.get(token)
 
     def spawn(self, argv: list[str], log_path: Path, env: Mapping[str, str] | None = None,
               cwd: str | os.PathLike[str] | None = None,
@@ -269,10 +282,10 @@ class _Zygote:
                                          "env": dict(os.environ, **(env or {})),
                                          "cwd": str(cwd or os.getcwd())}) + "\n")
             proc.stdin.flush()
-            pid = self.pids.get()
-            if pid is None:
+            answer = self.pids.get()
+            if answer is None:
                 raise BrokerStartError("samsa.testing's broker launcher exited")
-            return _Forked(pid, self)
+            return _Forked(*answer, self)
 
     def close(self) -> None:
         proc, self.proc = self.proc, None

@@ -131,6 +131,43 @@ def _pytest(project: Path, *args: str) -> subprocess.CompletedProcess[str]:
         cwd=project, env=env, capture_output=True, text=True, timeout=280)
 
 
+def test_a_reused_pid_is_not_taken_for_the_broker_that_had_it() -> None:
+    """The launcher's reports as its reader takes them: a broker with pid 4242 ends (code 0),
+    then the kernel gives 4242 to the next broker. The new one must not read as exited with
+    the old one's status (a long run wraps pid_max, and a start then failed with "exited with
+    code 0 before accepting connections"). The launcher here is a real process that writes
+    those reports, then ends with its last child still running."""
+    import queue
+    import threading
+
+    script = textwrap.dedent("""
+        import json, sys
+        for m in ({"ready": True}, {"pid": 4242}, {"exit": 4242, "code": 0}, {"pid": 4242}):
+            print(json.dumps(m), flush=True)
+        sys.stdin.read()  # until the test lets it end
+    """)
+    launcher = subprocess.Popen([sys.executable, "-c", script], stdin=subprocess.PIPE,
+                                stdout=subprocess.PIPE, text=True)
+    zygote = samsa.testing._Zygote()
+    ready = threading.Event()
+    answers: queue.Queue = queue.Queue()
+    reader = threading.Thread(target=zygote._read, args=(launcher, ready, answers), daemon=True)
+    reader.start()
+    try:
+        first = samsa.testing._Forked(*answers.get(timeout=10), zygote)
+        assert first.wait(10) == 0
+        second = samsa.testing._Forked(*answers.get(timeout=10), zygote)
+        assert second.pid == first.pid == 4242
+        assert second.poll() is None and first.poll() == 0
+    finally:
+        assert launcher.stdin is not None
+        launcher.stdin.close()
+        launcher.wait(10)
+        reader.join(10)
+    assert second.poll() == -9  # the launcher's end takes its children with it
+    assert first.poll() == 0
+
+
 def test_plugin_is_off_unless_the_project_opts_in(tmp_path: Path) -> None:
     res = _pytest(_user_project(tmp_path), "test_user.py::test_function_scope")
     assert res.returncode == 1, res.stdout + res.stderr
