@@ -198,14 +198,18 @@ _ONE_BYTE = [bytes((b,)) for b in range(0x100)]
 
 
 def _check_record_framing(buf: Buf, pos: int, h: BatchHeader) -> None:
-    """Kafka's structural walk of an uncompressed batch: the record length prefixes must tile
-    the records region exactly and their number must equal recordsCount.
+    """Kafka's structural walk of an uncompressed batch (DefaultRecord.readFrom on each
+    record): the record length prefixes must tile the records region exactly, their number
+    must equal recordsCount, and each record's fields (attributes, timestampDelta, offsetDelta,
+    key, value, headers) must fill exactly its declared length.
 
     This runs over every record of every produced batch, so it is done in as few Python steps
     as possible: one table lookup per record for length varints of one or two bytes, and a
     run of records of the same length (records of one producer are often all the same size)
     checked in C: if the records at p, p + s, p + 2s... start with the same length bytes, each
     is s bytes long, so comparing those bytes (an extended slice, then lstrip) proves them all.
+    The fields of a run are proven the same way (`_run_parses_like_first`); a record outside
+    a run, or a run that proof does not cover, is parsed in Python (`_parse_record`).
     """
     # the run check slices with a step and strips: bytes or bytearray
     data = buf.tobytes() if isinstance(buf, memoryview) else buf
@@ -220,6 +224,7 @@ def _check_record_framing(buf: Buf, pos: int, h: BatchHeader) -> None:
                 first = one_byte[data[p]]
                 second = one_byte[data[p + 1]] if data[p] & 0x80 else None  # 2-byte varint
                 window = 16
+                start = p
                 while True:
                     count = min(window, (end - p) // s)  # records of s bytes that fit
                     stop = p + count * s
@@ -231,15 +236,21 @@ def _check_record_framing(buf: Buf, pos: int, h: BatchHeader) -> None:
                     if same < window:
                         break
                     window *= 4
+                if p > start and not _run_parses_like_first(data, start, p, s, h):
+                    for q in range(start, p, s):
+                        _parse_record(data, q, q + s, h)
                 continue
         elif s <= 0:
             if not s:
                 raise InvalidRecord(f"malformed record in batch at offset {h.base_offset}")
             length, q = read_varint(data, p)
-            if length <= 0:
+            if length <= 0 or q + length > end:
                 raise InvalidRecord(f"malformed record in batch at offset {h.base_offset}")
+            _parse_record(data, p, q + length, h)
             p, n, prev = q + length, n + 1, -2
             continue
+        if p + s <= end:  # past the end: the tiling check below fails
+            _parse_record(data, p, p + s, h)
         p += s
         n += 1
         prev = s
@@ -247,6 +258,127 @@ def _check_record_framing(buf: Buf, pos: int, h: BatchHeader) -> None:
         raise InvalidRecord(f"malformed record in batch at offset {h.base_offset}")
     if n != h.records_count:
         raise InvalidRecord(f"batch declares {h.records_count} records but holds {n}")
+
+
+def _read_int(data: Buf, p: int, end: int, longest: int) -> tuple[int, int]:
+    """A varint of at most `longest` bytes (5 for an int, 10 for a long, as ByteUtils reads
+    them) that must end before `end`; an int keeps its low 32 bits, as Java's does."""
+    raw, shift, stop = 0, 0, min(end, p + longest)
+    while p < stop:
+        b = data[p]
+        p += 1
+        raw |= (b & 0x7F) << shift
+        if not b & 0x80:
+            if longest == 5:
+                raw &= 0xFFFFFFFF
+            return (raw >> 1) ^ -(raw & 1), p
+        shift += 7
+    raise InvalidRecord("malformed varint in record")
+
+
+def _record_layout(data: Buf, p: int, end: int, h: BatchHeader) -> list[tuple[int, int]]:
+    """Parse the record at [p, end) (length varint first) as DefaultRecord.readFrom does;
+    raise InvalidRecord if it does not parse or its fields do not fill it exactly. Returns
+    its varint fields after the length as (position, width), in order: timestampDelta,
+    offsetDelta, key length, value length, header count, then per header its key and value
+    lengths."""
+    length, q = _read_int(data, p, end, 5)
+    if q + length != end:
+        raise InvalidRecord(f"malformed record in batch at offset {h.base_offset}")
+    q += 1  # attributes (not checked, as Kafka does not)
+    fields: list[tuple[int, int]] = []
+    for longest in (10, 5):  # timestampDelta, offsetDelta
+        _, r = _read_int(data, q, end, longest)
+        fields.append((q, r - q))
+        q = r
+    for _ in range(2):  # key, value: a negative length is null (Utils.readBytes)
+        size, r = _read_int(data, q, end, 5)
+        fields.append((q, r - q))
+        q = r + max(size, 0)
+    headers, r = _read_int(data, q, end, 5)
+    fields.append((q, r - q))
+    q = r
+    if headers < 0 or headers > end - q:
+        raise InvalidRecord(f"invalid number of record headers {headers} in batch at offset "
+                            f"{h.base_offset}")
+    for _ in range(headers):
+        size, r = _read_int(data, q, end, 5)
+        if size < 0:
+            raise InvalidRecord(f"invalid negative header key size {size}")
+        fields.append((q, r - q))
+        q = r + size
+        size, r = _read_int(data, q, end, 5)
+        fields.append((q, r - q))
+        q = r + max(size, 0)
+    if q != end:
+        raise InvalidRecord(f"record fields do not fill the record's length in batch at offset "
+                            f"{h.base_offset}")
+    return fields
+
+
+def _parse_record(data: Buf, p: int, end: int, h: BatchHeader) -> None:
+    """Parse the record at [p, end) (InvalidRecord if it does not parse exactly): inline for
+    the usual record (every varint after the length one or two bytes, no headers), else by
+    `_record_layout`. Written out, not looped: it runs once per record outside runs."""
+    try:
+        q = p + 3 if data[p] & 0x80 else p + 2  # past the length (1 or 2 bytes) and attributes
+        if data[q] & 0x80:  # timestampDelta
+            q += 2 if not data[q + 1] & 0x80 else end
+        else:
+            q += 1
+        if data[q] & 0x80:  # offsetDelta
+            q += 2 if not data[q + 1] & 0x80 else end
+        else:
+            q += 1
+        b = data[q]  # key length (negative: null)
+        if b & 0x80:
+            c = data[q + 1]
+            raw = (b & 0x7F) | c << 7
+            q += end if c & 0x80 else 2 if raw & 1 else 2 + (raw >> 1)
+        else:
+            q += 1 if b & 1 else 1 + (b >> 1)
+        b = data[q]  # value length
+        if b & 0x80:
+            c = data[q + 1]
+            raw = (b & 0x7F) | c << 7
+            q += end if c & 0x80 else 2 if raw & 1 else 2 + (raw >> 1)
+        else:
+            q += 1 if b & 1 else 1 + (b >> 1)
+        if q == end - 1 and not data[q]:  # no headers, and the record is filled
+            return
+    except IndexError:
+        pass
+    _record_layout(data, p, end, h)
+
+
+# a byte -> 0x80 if its continuation bit is set, else 0x00
+_HIGH_BIT = bytes(b & 0x80 for b in range(0x100))
+
+
+def _run_parses_like_first(data: bytes | bytearray, start: int, stop: int, s: int,
+                           h: BatchHeader) -> bool:
+    """Whether every record of the run start, start + s, ... < stop (all s bytes long, with
+    the same length bytes) parses like the first: the first is parsed (InvalidRecord if it
+    does not), then, with stepped slices, every record is shown to have the same varint widths
+    for timestampDelta and offsetDelta (the same continuation bits) and byte-identical key
+    length, value length, header count and header key and value length fields. Then each
+    record's fields sit where the first's do and fill it exactly as they fill the first.
+    False when that is not shown (fields that differ): the caller parses each record then."""
+    fields = _record_layout(data, start, start + s, h)
+    count = (stop - start) // s
+    one_byte = _ONE_BYTE
+    for i, (q, width) in enumerate(fields):
+        if i < 2:  # timestampDelta, offsetDelta: only the widths must agree
+            for k in range(width - 1):
+                if data[q + k:stop:s].translate(_HIGH_BIT).count(0x80) != count:
+                    return False
+            if not data[q + width - 1:stop:s].isascii():
+                return False
+        else:
+            for k in range(q, q + width):
+                if data[k:stop:s].lstrip(one_byte[data[k]]):
+                    return False
+    return True
 
 
 def set_base_offset_and_epoch(buf: bytearray | memoryview, pos: int, base_offset: int,

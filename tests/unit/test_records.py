@@ -172,21 +172,59 @@ def test_interop_with_reference_codecs() -> None:
     assert compression.decompress(compression.ZSTD, z) == data
 
 
-# The framing check of an uncompressed produced batch (record length prefixes must tile the
-# records region, recordsCount of them). It skips runs of equal-length records in C, so it is
-# compared here with a plain walk over every length varint, on batches that mix 1-, 2- and
-# 3-byte length varints, long runs of equal records and runs that break, intact and damaged.
+# The structural check of an uncompressed produced batch (record length prefixes must tile the
+# records region, recordsCount of them, and each record's fields must fill exactly its length,
+# as DefaultRecord.readFrom reads them). It skips runs of equal-length records in C, so it is
+# compared here with a plain parse of every record, on batches that mix 1-, 2- and 3-byte
+# length varints, keys, headers, long runs of equal records and runs that break, intact and
+# damaged.
+
+def _varint(buf: bytes | bytearray, p: int, end: int, longest: int) -> tuple[int, int]:
+    raw = 0
+    for i in range(longest):
+        if p + i >= end:
+            raise ValueError("truncated")
+        raw |= (buf[p + i] & 0x7F) << (7 * i)
+        if not buf[p + i] & 0x80:
+            if longest == 5:
+                raw &= 0xFFFFFFFF
+            return (raw >> 1) ^ -(raw & 1), p + i + 1
+    raise ValueError("too long")
+
+
+def _parses(buf: bytes | bytearray, p: int, end: int) -> int:
+    """The end of the record at p, or ValueError where Kafka's readFrom would throw."""
+    length, p = _varint(buf, p, end, 5)
+    stop = p + length
+    if length <= 0 or stop > end:
+        raise ValueError("length")
+    _, p = _varint(buf, p + 1, stop, 10)  # attributes, timestampDelta
+    _, p = _varint(buf, p, stop, 5)  # offsetDelta
+    for _ in range(2):  # key, value
+        size, p = _varint(buf, p, stop, 5)
+        p += max(size, 0)
+    headers, p = _varint(buf, p, stop, 5)
+    if headers < 0:
+        raise ValueError("headers")
+    for _ in range(headers):
+        size, p = _varint(buf, p, stop, 5)
+        if size < 0:
+            raise ValueError("header key")
+        size, p = _varint(buf, p + size, stop, 5)
+        p += max(size, 0)
+    if p != stop:
+        raise ValueError("fields do not fill the record")
+    return stop
+
 
 def _tiles(buf: bytes | bytearray, pos: int, h: BatchHeader) -> bool:
     p, end, n = pos + HEADER_SIZE, pos + h.size, 0
     while p < end:
         try:
-            length, p = read_varint(buf, p)
-        except InvalidRecord:
+            p = _parses(buf, p, end)
+        except ValueError:
             return False
-        if length <= 0 or p + length > end:
-            return False
-        p, n = p + length, n + 1
+        n += 1
     return n == h.records_count
 
 
@@ -219,8 +257,9 @@ def test_framing_check_agrees_with_a_walk_over_every_record() -> None:
     for _ in range(120):
         shape = rng.choice(shapes)
         n = rng.randint(1, 300)
-        batch = build_batch([(None if rng.random() < 0.5 else b"k", bytes(shape(i)), [], i)
-                             for i in range(n)])
+        headers = rng.choice([[], [], [("h", b"v")], [("", None), ("k", b"")]])
+        key = rng.choice([None, b"k", b"key" * 50])
+        batch = build_batch([(key, bytes(shape(i)), headers, i) for i in range(n)])
         pad = rng.randint(0, 3)
         framed = bytes(pad) + batch + bytes(rng.randint(0, 3))  # not alone in the buffer
         assert _client_check(framed, pad)
@@ -249,7 +288,9 @@ def test_framing_check_finds_a_bad_record_inside_a_run_of_equal_records() -> Non
     assert not _client_check(_spliced(batch, len(batch), 0, b"\x02"), 0)  # a byte left over
     for empty in (b"\x00", b"\x80\x00", b"\x81\x00"):  # length 0 (1 and 2 bytes), -1
         assert not _client_check(_spliced(batch, starts[700], 0, empty), 0, count=2001)
-    assert _client_check(_spliced(batch, starts[700], 0, b"\x02\x00"), 0, count=2001)
+    assert not _client_check(_spliced(batch, starts[700], 0, b"\x02\x00"), 0, count=2001)
+    assert _client_check(_spliced(batch, starts[700], 0, b"\x0c\x00\x00\x00\x01\x01\x00"), 0,
+                         count=2001)
     for index in (3, 64, 700, 1999):
         for which in (0, 1):  # the first or second byte of the 2-byte length varint
             damaged = bytearray(batch)
@@ -269,3 +310,35 @@ def _raise_unless_tiles(buf: bytearray) -> None:
     h = BatchHeader.parse(buf, 0)
     struct.pack_into(">I", buf, 17, compute_crc(buf, 0, h.size))
     validate_batch(buf, 0, BatchHeader.parse(buf, 0), client=True)
+
+
+def test_record_check_finds_a_record_whose_fields_lie_inside_a_run() -> None:
+    """Every record tiles; one record's key or value length (or timestampDelta width) is
+    changed so that its fields no longer fill it, or fill it with another valid layout."""
+    batch = bytearray(build_batch([(None, b"v" * 100, [], 0) for _ in range(2000)]))
+    starts, p = [], HEADER_SIZE
+    while p < len(batch):
+        starts.append(p)
+        length, q = read_varint(batch, p)
+        p = q + length
+    # each record: length (2 bytes), attributes, timestampDelta 0, offsetDelta (1 byte, 2 from
+    # the 64th record),
+    # key length -1 (0x01), value length 100 (0xc8 0x01), value, header count 0
+    for index in (1, 2, 63, 64, 700, 1998, 1999):
+        key_at = starts[index] + 5 + (index >= 64)
+        assert batch[key_at] == 0x01
+        for lie in (0x02, 0x04, 0x03, 0xff):  # key length 1, 2, -2 (null), a longer varint
+            damaged = bytearray(batch)
+            damaged[key_at] = lie
+            assert _client_check(damaged, 0) is (lie == 0x03)
+        damaged = bytearray(batch)
+        damaged[key_at + 1] = 0xc6  # value length 99
+        assert not _client_check(damaged, 0)
+        # a valid record of the same length laid out otherwise: attributes 0x80 (Kafka does
+        # not check them), timestampDelta 0 in two bytes, a value one byte shorter
+        end = starts[index + 1] if index + 1 < len(starts) else len(batch)
+        rec = batch[starts[index]:end]
+        k = key_at - starts[index]
+        other = rec[:2] + b"\x80\x80\x00" + rec[4:k + 1] + b"\xc6\x01" + b"v" * 99 + b"\x00"
+        assert len(other) == len(rec)
+        assert _client_check(batch[:starts[index]] + other + batch[end:], 0)
