@@ -249,9 +249,34 @@ def _check_record_framing(buf: Buf, pos: int, h: BatchHeader) -> None:
             _parse_record(data, p, q + length, h)
             p, n, prev = q + length, n + 1, -2
             continue
-        if p + s <= end:  # past the end: the tiling check below fails
-            _parse_record(data, p, p + s, h)
-        p += s
+        r = p + s  # the record's end (past the end: the tiling check below fails)
+        if r <= end:  # its fields, inline for the usual record
+            # (1 to 3 byte deltas, 1 or 2 byte lengths, no headers; see _parse_record)
+            q = p + 3 if data[p] & 0x80 else p + 2  # past the length and attributes
+            try:
+                q += (1 if data[q] < 0x80 else 2 if data[q + 1] < 0x80  # timestampDelta
+                      else 3 if data[q + 2] < 0x80 else s)
+                q += (1 if data[q] < 0x80 else 2 if data[q + 1] < 0x80  # offsetDelta
+                      else 3 if data[q + 2] < 0x80 else s)
+                b = data[q]  # key length (negative: null)
+                if b & 0x80:
+                    c = data[q + 1]
+                    raw = (b & 0x7F) | c << 7
+                    q += s if c & 0x80 else 2 if raw & 1 else 2 + (raw >> 1)
+                else:
+                    q += 1 if b & 1 else 1 + (b >> 1)
+                b = data[q]  # value length
+                if b & 0x80:
+                    c = data[q + 1]
+                    raw = (b & 0x7F) | c << 7
+                    q += s if c & 0x80 else 2 if raw & 1 else 2 + (raw >> 1)
+                else:
+                    q += 1 if b & 1 else 1 + (b >> 1)
+                if q != r - 1 or data[q]:  # not (no headers, and the record filled)
+                    _record_layout(data, p, r, h)
+            except IndexError:
+                _record_layout(data, p, r, h)
+        p = r
         n += 1
         prev = s
     if p != end:
@@ -263,6 +288,9 @@ def _check_record_framing(buf: Buf, pos: int, h: BatchHeader) -> None:
 def _read_int(data: Buf, p: int, end: int, longest: int) -> tuple[int, int]:
     """A varint of at most `longest` bytes (5 for an int, 10 for a long, as ByteUtils reads
     them) that must end before `end`; an int keeps its low 32 bits, as Java's does."""
+    if p < end and data[p] < 0x80:  # one byte
+        b = data[p]
+        return (b >> 1) ^ -(b & 1), p + 1
     raw, shift, stop = 0, 0, min(end, p + longest)
     while p < stop:
         b = data[p]
