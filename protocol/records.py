@@ -379,8 +379,8 @@ def _parse_record(data: Buf, p: int, end: int, h: BatchHeader) -> None:
     _record_layout(data, p, end, h)
 
 
-# a byte -> 0x80 if its continuation bit is set, else 0x00
-_HIGH_BIT = bytes(b & 0x80 for b in range(0x100))
+# a byte with its continuation bit flipped
+_FLIP_HIGH_BIT = bytes(b ^ 0x80 for b in range(0x100))
 
 
 def _run_parses_like_first(data: bytes | bytearray, start: int, stop: int, s: int,
@@ -397,14 +397,14 @@ def _run_parses_like_first(data: bytes | bytearray, start: int, stop: int, s: in
     one_byte = _ONE_BYTE
     for i, (q, width) in enumerate(fields):
         if i < 2:  # timestampDelta, offsetDelta: only the widths must agree
-            for k in range(width - 1):
-                if data[q + k:stop:s].translate(_HIGH_BIT).count(0x80) != count:
+            for k in range(width - 1):  # continuation bits set: flipped, all ASCII
+                if not data[q + k:stop:s].translate(_FLIP_HIGH_BIT).isascii():
                     return False
             if not data[q + width - 1:stop:s].isascii():
                 return False
-        else:
+        else:  # compared with the first's byte repeated (memset and memcmp)
             for k in range(q, q + width):
-                if data[k:stop:s].lstrip(one_byte[data[k]]):
+                if data[k:stop:s] != one_byte[data[k]] * count:
                     return False
     return True
 
