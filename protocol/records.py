@@ -209,7 +209,9 @@ def _check_record_framing(buf: Buf, pos: int, h: BatchHeader) -> None:
     checked in C: if the records at p, p + s, p + 2s... start with the same length bytes, each
     is s bytes long, so comparing those bytes (an extended slice, then lstrip) proves them all.
     The fields of a run are proven the same way (`_run_parses_like_first`); a record outside
-    a run, or a run that proof does not cover, is parsed in Python (`_parse_record`).
+    a run is parsed in Python, inline below for the usual record, else (as are the records of
+    a run that proof does not cover) by `_record_layout`, which reads every field the general
+    way.
     """
     # the run check slices with a step and strips: bytes or bytearray
     data = buf.tobytes() if isinstance(buf, memoryview) else buf
@@ -246,7 +248,7 @@ def _check_record_framing(buf: Buf, pos: int, h: BatchHeader) -> None:
             length, q = read_varint(data, p)
             if length <= 0 or q + length > end:
                 raise InvalidRecord(f"malformed record in batch at offset {h.base_offset}")
-            _parse_record(data, p, q + length, h)
+            _record_layout(data, p, q + length, h)
             p, n, prev = q + length, n + 1, -2
             continue
         r = p + s  # the record's end (past the end: the tiling check below fails)
@@ -346,10 +348,15 @@ def _record_layout(data: Buf, p: int, end: int, h: BatchHeader) -> list[tuple[in
 
 def _parse_record(data: Buf, p: int, end: int, h: BatchHeader) -> None:
     """Parse the record at [p, end) (InvalidRecord if it does not parse exactly): inline for
-    the usual record (every varint after the length one or two bytes, no headers), else by
-    `_record_layout`. Written out, not looped: it runs once per record outside runs."""
+    the usual record (every varint one or two bytes, no headers), else by `_record_layout`.
+    For the records of a run that `_run_parses_like_first` did not prove."""
     try:
-        q = p + 3 if data[p] & 0x80 else p + 2  # past the length (1 or 2 bytes) and attributes
+        if data[p] & 0x80:
+            if data[p + 1] & 0x80:  # a length of three bytes or more
+                raise IndexError
+            q = p + 3  # past the length and attributes
+        else:
+            q = p + 2
         if data[q] & 0x80:  # timestampDelta
             q += 2 if not data[q + 1] & 0x80 else end
         else:
