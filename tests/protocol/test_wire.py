@@ -123,54 +123,54 @@ def test_produce_record_breaking_the_framing_inside_a_run_gets_invalid_record(sh
     """2,000 records of one size, one of them claiming a byte more than it has (CRC valid):
     the record lengths no longer tile the batch, INVALID_RECORD as from Kafka's record walk
     (InvalidRecordException), and nothing of the batch is appended."""
-    topic = "wire-bad-framing"
     intact = build_batch([(None, b"v" * 100, [], 1000)] * 2000)
     batch = bytearray(intact)
-    p = HEADER_SIZE
-    for _ in range(1000):  # to the start of record 1,000
-        length, p = read_varint(batch, p)
-        p += length
-    batch[p] += 2  # zigzag: one more byte (a 2-byte varint's low bits)
-    struct.pack_into(">I", batch, 17, compute_crc(batch, 0, len(batch)))
-
-    def produce(records: bytes):
-        resp = c.call(PRODUCE, 9, {"acks": -1, "timeout": 5000, "topic_data": [
-            {"name": topic, "partition_data": [{"index": 0, "records": records}]}]})
-        return resp.responses[0].partition_responses[0]
-
-    with WireClient(shared_broker.bootstrap) as c:
-        c.call(METADATA, 9, {"topics": [{"name": topic}], "allow_auto_topic_creation": True})
-        assert produce(bytes(batch)).error_code == 87  # INVALID_RECORD
-        part = produce(intact)
-        assert (part.error_code, part.base_offset) == (0, 0)  # the refused batch took nothing
+    batch[_record_start(batch, 1000)] += 2  # zigzag: one more byte (a 2-byte varint's low bits)
+    _reseal(batch)
+    _refused_then_intact(shared_broker.bootstrap, "wire-bad-framing", bytes(batch), intact)
 
 
 def test_produce_record_whose_key_length_lies_gets_invalid_record(shared_broker):
     """2,000 records of one size that tile the batch, one of them claiming a 2-byte key where
     it has none (CRC valid): its fields no longer fill its length, INVALID_RECORD as from
     Kafka's DefaultRecord.readFrom, and nothing of the batch is appended."""
-    topic = "wire-bad-key-length"
     intact = build_batch([(None, b"v" * 100, [], 1000)] * 2000)
     batch = bytearray(intact)
-    p = HEADER_SIZE
-    for _ in range(1000):  # to the start of record 1,000
-        length, p = read_varint(batch, p)
-        p += length
-    _, q = read_varint(batch, p)  # past the length
+    _, q = read_varint(batch, _record_start(batch, 1000))  # past the length
     _, q = read_varint(batch, q + 1)  # attributes, timestampDelta
     _, q = read_varint(batch, q)  # offsetDelta
     assert batch[q] == 0x01  # key length -1 (null)
     batch[q] = 0x04  # key length 2
+    _reseal(batch)
+    _refused_then_intact(shared_broker.bootstrap, "wire-bad-key-length", bytes(batch), intact)
+
+
+def _record_start(batch: bytearray, index: int) -> int:
+    """Where the record `index` of a one-batch `batch` starts."""
+    p = HEADER_SIZE
+    for _ in range(index):
+        length, p = read_varint(batch, p)
+        p += length
+    return p
+
+
+def _reseal(batch: bytearray) -> None:
+    """A valid CRC again over the altered batch: only the record check can refuse it."""
     struct.pack_into(">I", batch, 17, compute_crc(batch, 0, len(batch)))
+
+
+def _refused_then_intact(bootstrap: str, topic: str, bad: bytes, intact: bytes) -> None:
+    """`bad` gets INVALID_RECORD, then `intact` lands at offset 0: the refused batch took
+    nothing."""
 
     def produce(records: bytes):
         resp = c.call(PRODUCE, 9, {"acks": -1, "timeout": 5000, "topic_data": [
             {"name": topic, "partition_data": [{"index": 0, "records": records}]}]})
         return resp.responses[0].partition_responses[0]
 
-    with WireClient(shared_broker.bootstrap) as c:
+    with WireClient(bootstrap) as c:
         c.call(METADATA, 9, {"topics": [{"name": topic}], "allow_auto_topic_creation": True})
-        assert produce(bytes(batch)).error_code == 87  # INVALID_RECORD
+        assert produce(bad).error_code == 87  # INVALID_RECORD
         part = produce(intact)
         assert (part.error_code, part.base_offset) == (0, 0)  # the refused batch took nothing
 

@@ -276,11 +276,7 @@ def test_framing_check_agrees_with_a_walk_over_every_record() -> None:
 
 def test_framing_check_finds_a_bad_record_inside_a_run_of_equal_records() -> None:
     batch = bytearray(build_batch([(None, b"v" * 100, [], 0) for _ in range(2000)]))
-    starts, p = [], HEADER_SIZE
-    while p < len(batch):
-        starts.append(p)
-        length, q = read_varint(batch, p)
-        p = q + length
+    starts = _record_starts(batch)
     assert _client_check(batch, 0)
     assert not _client_check(batch, 0, count=1999)
     assert not _client_check(batch, 0, count=2001)
@@ -297,6 +293,16 @@ def test_framing_check_finds_a_bad_record_inside_a_run_of_equal_records() -> Non
             damaged[starts[index] + which] ^= 0x02
             with pytest.raises(InvalidRecord):
                 _raise_unless_tiles(damaged)
+
+
+def _record_starts(batch: bytearray) -> list[int]:
+    """Where each record of a one-batch `batch` starts."""
+    starts, p = [], HEADER_SIZE
+    while p < len(batch):
+        starts.append(p)
+        length, q = read_varint(batch, p)
+        p = q + length
+    return starts
 
 
 def _spliced(batch: bytearray, at: int, cut: int, insert: bytes) -> bytearray:
@@ -316,11 +322,7 @@ def test_record_check_finds_a_record_whose_fields_lie_inside_a_run() -> None:
     """Every record tiles; one record's key or value length (or timestampDelta width) is
     changed so that its fields no longer fill it, or fill it with another valid layout."""
     batch = bytearray(build_batch([(None, b"v" * 100, [], 0) for _ in range(2000)]))
-    starts, p = [], HEADER_SIZE
-    while p < len(batch):
-        starts.append(p)
-        length, q = read_varint(batch, p)
-        p = q + length
+    starts = _record_starts(batch)
     # each record: length (2 bytes), attributes, timestampDelta 0, offsetDelta (1 byte, 2 from
     # the 64th record),
     # key length -1 (0x01), value length 100 (0xc8 0x01), value, header count 0
