@@ -7,7 +7,7 @@ from __future__ import annotations
 import base64
 import time
 import uuid
-from collections.abc import Awaitable, Container, Generator, Iterable
+from collections.abc import Awaitable, Callable, Container, Generator, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -104,6 +104,18 @@ class GroupCoordinatorParts:
 
     def _store_group(self, group: ClassicGroup) -> None:
         raise NotImplementedError
+
+    async def _apply_and_await(self, p: int, after: Iterable[Callable[[], object]],
+                               replicated: Awaitable[int] | None) -> None:
+        """A consumer-group change whose records are on their way: run its in-memory actions,
+        then wait for the records to be replicated; NOT_COORDINATOR if the partition was
+        unloaded meanwhile."""
+        for action in after:
+            action()
+        if replicated is not None:
+            await replicated
+            if p not in self.loaded:
+                raise GroupError(ErrorCode.not_coordinator)
 
     # ---- consumer_groups.py (the classic_* methods: consumer_migration.py)
     def validate_consumer_offset_commit(self, group: ConsumerGroup, member_id: str,

@@ -222,12 +222,7 @@ class ConsumerGroups(ConsumerMigrationMixin):
             except GroupError:
                 self._consumer_restore(snapshot)
                 raise
-            for action in after:
-                action()
-            if replicated is not None:
-                await replicated
-                if p not in self.loaded:
-                    raise GroupError(ErrorCode.not_coordinator)
+            await self._apply_and_await(p, after, replicated)
         except GroupError as exc:
             message = str(exc.args[0]) if exc.args else ""
             if exc.error_code != ErrorCode.coordinator_load_in_progress:

@@ -314,12 +314,7 @@ class ConsumerMigrationMixin(GroupCoordinatorParts):
             except GroupError:
                 self._consumer_restore(snapshot)
                 raise
-            for action in after:
-                action()
-            if replicated is not None:
-                await replicated
-                if group.partition not in self.loaded:
-                    raise GroupError(ErrorCode.not_coordinator)
+            await self._apply_and_await(group.partition, after, replicated)
             member = group.members.get(member_id)
             if member is None:
                 raise GroupError(ErrorCode.unknown_member_id)
