@@ -12,7 +12,7 @@ import json
 import os
 import uuid
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -47,6 +47,13 @@ class PartitionState:
     # leadership in a state written before this broker's registration (its broker epoch, the
     # czxid) is its previous life's, never taken up (ReplicaManager._take_role).
     zxid: int = -1
+
+
+def _partition_doc(s: PartitionState) -> dict[str, Any]:
+    """`s` as the store file keeps it (dataclasses.asdict's keys, without its deep copy, which
+    was most of a 10,000-partition CreateTopics)."""
+    return {"replicas": s.replicas, "leader": s.leader, "leader_epoch": s.leader_epoch,
+            "isr": s.isr, "adding": s.adding, "removing": s.removing, "zxid": s.zxid}
 
 
 @dataclass(slots=True)
@@ -362,7 +369,7 @@ class LocalMetadataStore:
                 {
                     "name": t.name,
                     "topic_id": str(t.topic_id),
-                    "partitions": {str(p): asdict(s) for p, s in t.partitions.items()},
+                    "partitions": {str(p): _partition_doc(s) for p, s in t.partitions.items()},
                     "configs": t.configs,
                     "internal": t.internal,
                 }
@@ -376,8 +383,11 @@ class LocalMetadataStore:
             "features": {"epoch": self._features.epoch, "levels": self._features.levels},
         }
         tmp = self._path.with_suffix(".tmp")
+        # The whole store is written on every change: json.dumps is C's encoder, json.dump to
+        # a file the pure-Python one (5x slower at 10,000 partitions).
+        text = json.dumps(doc)
         with open(tmp, "w") as f:
-            json.dump(doc, f)
+            f.write(text)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, self._path)
