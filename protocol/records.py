@@ -171,7 +171,11 @@ def validate_batch(
         if h.is_transactional and h.producer_id < 0:
             raise InvalidRecord("transactional batch without a producer id")
         if h.compression == compression.NONE:
-            _check_record_framing(buf, pos, h)
+            data = buf.tobytes() if isinstance(buf, memoryview) else buf  # sliced with a step
+            _check_records(data, pos + HEADER_SIZE, pos + h.size, h)
+        else:  # Kafka's LogValidator walks a compressed batch's records too, decompressed
+            data = records_region(buf, pos, h)
+            _check_records(data, 0, len(data), h)
     return h
 
 
@@ -197,11 +201,12 @@ _STEPS = _framing_steps()
 _ONE_BYTE = [bytes((b,)) for b in range(0x100)]
 
 
-def _check_record_framing(buf: Buf, pos: int, h: BatchHeader) -> None:
-    """Kafka's structural walk of an uncompressed batch (DefaultRecord.readFrom on each
-    record): the record length prefixes must tile the records region exactly, their number
-    must equal recordsCount, and each record's fields (attributes, timestampDelta, offsetDelta,
-    key, value, headers) must fill exactly its declared length.
+def _check_records(data: bytes | bytearray, p: int, end: int, h: BatchHeader) -> None:
+    """Kafka's structural walk of a batch's records, [p, end) of `data` (the batch itself,
+    or a compressed batch's records decompressed): DefaultRecord.readFrom on each record. The
+    record length prefixes must tile the region exactly, their number must equal
+    recordsCount, and each record's fields (attributes, timestampDelta, offsetDelta, key,
+    value, headers) must fill exactly its declared length.
 
     This runs over every record of every produced batch, so it is done in as few Python steps
     as possible: one table lookup per record for length varints of one or two bytes, and a
@@ -213,9 +218,7 @@ def _check_record_framing(buf: Buf, pos: int, h: BatchHeader) -> None:
     a run that proof does not cover) by `_record_layout`, which reads every field the general
     way.
     """
-    # the run check slices with a step and strips: bytes or bytearray
-    data = buf.tobytes() if isinstance(buf, memoryview) else buf
-    p, end, n = pos + HEADER_SIZE, pos + h.size, 0
+    n = 0
     last = end - 1  # a record needs at least two bytes (length and attributes)
     steps, one_byte = _STEPS, _ONE_BYTE
     prev = -2  # the previous record's step (-2: none to compare with)

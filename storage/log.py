@@ -336,6 +336,8 @@ class Log:
             if client:
                 validate_records(buf, pos, h, self.config, f"{self.topic}-{self.partition}",
                                  _now_ms() if now_ms is None else now_ms)
+        if client and len(batches) > 1:  # LogValidator: one v2 batch per partition and request
+            raise InvalidRecord("Compressed outer record has more than one batch")
         if len(buf) > self.config.segment_bytes:
             raise RecordListTooLarge(
                 f"record set of {len(buf)} bytes exceeds segment.bytes {self.config.segment_bytes}")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import struct
 
+from samsa.protocol import compression
 from samsa.protocol.records import HEADER_SIZE, build_batch, compute_crc, read_varint
 
 from .wire import WireClient
@@ -143,6 +144,38 @@ def test_produce_record_whose_key_length_lies_gets_invalid_record(shared_broker)
     batch[q] = 0x04  # key length 2
     _reseal(batch)
     _refused_then_intact(shared_broker.bootstrap, "wire-bad-key-length", bytes(batch), intact)
+
+
+def test_produce_compressed_record_whose_key_length_lies_gets_invalid_record(shared_broker):
+    """The same lie inside an lz4 batch: Kafka's LogValidator walks a compressed batch's
+    records too (decompressed), so INVALID_RECORD, and nothing of the batch is appended."""
+    plain = build_batch([(None, b"v" * 100, [], 1000)] * 200)
+    lying = bytearray(plain)
+    _, q = read_varint(lying, _record_start(lying, 100))  # past the length
+    _, q = read_varint(lying, q + 1)  # attributes, timestampDelta
+    _, q = read_varint(lying, q)  # offsetDelta
+    lying[q] = 0x04  # key length 2 where it has none
+    bad, intact = _compressed(bytes(lying)), _compressed(plain)
+    _refused_then_intact(shared_broker.bootstrap, "wire-bad-lz4-record", bad, intact)
+
+
+def test_produce_of_two_batches_to_one_partition_gets_invalid_record(shared_broker):
+    """Kafka takes one v2 batch per partition in a Produce request (LogValidator: "Compressed
+    outer record has more than one batch"); two intact batches get INVALID_RECORD."""
+    one = build_batch([(None, b"v", [], 1000)])
+    _refused_then_intact(shared_broker.bootstrap, "wire-two-batches", one + one, one)
+
+
+def _compressed(plain: bytes) -> bytes:
+    """`plain` (one uncompressed batch) with its records region lz4-compressed as they are,
+    malformed or not, and a valid CRC."""
+    body = compression.compress(compression.LZ4, plain[HEADER_SIZE:])
+    batch = bytearray(plain[:HEADER_SIZE]) + body
+    struct.pack_into(">i", batch, 8, len(batch) - 12)  # batchLength
+    attributes = struct.unpack_from(">h", batch, 21)[0]
+    struct.pack_into(">h", batch, 21, attributes | compression.LZ4)
+    _reseal(batch)
+    return bytes(batch)
 
 
 def _record_start(batch: bytearray, index: int) -> int:

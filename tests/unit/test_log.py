@@ -86,8 +86,8 @@ def test_validation_errors(tmp_path: Path) -> None:
         log.append_as_leader(b"", 0)
     with pytest.raises(MessageTooLarge):
         log.append_as_leader(batch(1, value=b"x" * 600), 0)
-    with pytest.raises(RecordListTooLarge):
-        log.append_as_leader(b"".join(batch(1) for _ in range(10)), 0)
+    with pytest.raises(InvalidRecord, match="more than one batch"):  # Kafka's LogValidator
+        log.append_as_leader(batch(1) + batch(1), 0)
     bad = bytearray(batch(1))
     bad[-1] ^= 1
     with pytest.raises(CorruptRecord):
@@ -95,6 +95,10 @@ def test_validation_errors(tmp_path: Path) -> None:
     with pytest.raises(CorruptRecord):
         log.append_as_leader(batch(1) + batch(1)[:20], 0)
     assert log.log_end_offset == 0 and log.size_in_bytes == 0
+    roomy = open_log(tmp_path / "roomy", max_message_bytes=5000, segment_bytes=1500)
+    with pytest.raises(RecordListTooLarge):
+        roomy.append_as_leader(batch(1, value=b"x" * 2000), 0)
+    assert roomy.log_end_offset == 0
 
 
 def test_offset_index_lookups(tmp_path: Path) -> None:
