@@ -689,6 +689,10 @@ def rdkafka_transactional_data(bootstrap: str, topic: str, n: int, size: int,
                     except BufferError:
                         p.poll(0.01)
             if (t + 1) % abort_every == 0:
+                # Written, then aborted: without the flush librdkafka drops what it has not sent
+                # yet, so the aborted records would not all be in the log for consumers to skip.
+                if p.flush(60):
+                    raise KafkaException("records of a transaction to abort not written in 60 s")
                 p.abort_transaction(60)
             else:
                 p.commit_transaction(60)
