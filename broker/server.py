@@ -95,6 +95,8 @@ _HANDSHAKE_TIMEOUT_S = 10.0
 Response = list[Part]
 Dispatch = Callable[[bytes, ConnectionInfo], Awaitable[Response | None]]
 
+_FETCH_KEY = (1).to_bytes(2, "big")  # a request's first two bytes: its API key
+
 # Why a zero-copy send stopped (ResponseWriter._pump).
 _DONE, _SOCKET_FULL, _TRANSPORT_BUSY = 0, 1, 2
 
@@ -603,6 +605,10 @@ class KafkaServer:
                 response = await self._dispatch(request, conn)
                 if response is not None:
                     responses.add(response)
+                    if request[:2] == _FETCH_KEY:
+                        # Written now, not at the end of the loop pass: a long-poll woken by an
+                        # append then reaches its consumer before the Produce answer is sent.
+                        responses.flush()
                     if responses.backlog() > _HIGH_WATER:  # a slow reader: stop reading
                         await responses.drain()
                 if conn.throttle_ms:  # Kafka mutes a throttled channel after the response
