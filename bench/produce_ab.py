@@ -10,6 +10,9 @@ run and, per variant, the median and range of the rate, the p99 latency Producer
 reports (librdkafka's is not measured) and the broker's CPU seconds per GB written
 (/proc/<pid>/stat of the broker). No assertions: this measures.
 
+--kafka adds Apache Kafka as one more variant, started as bench/run.py starts it (from
+.cache/bench/kafka-broker); its JIT warms faster on small records (--warmup-size 100).
+
 --cluster N runs `samsa cluster` (ZooKeeper and N brokers) instead, the topics with N
 replicas, so acks=all waits for the followers; the CPU is that of the N broker processes
 (ZooKeeper's is left out).
@@ -88,8 +91,13 @@ def produce(tools: Path, bootstrap: str, topic: str, n: int,
     return bench.java_produce(tools, bootstrap, topic, n, args.size, args.acks)
 
 
-def one_round(v: Variant, tools: Path, args: argparse.Namespace) -> None:
-    work = Path(tempfile.mkdtemp(prefix=f"samsa-pab-{v.name}-"))
+def start(v: Variant, work: Path, args: argparse.Namespace
+          ) -> tuple[subprocess.Popen[bytes], str]:
+    """The variant's broker (or `samsa cluster`) started and answering; (process, bootstrap)."""
+    if v.kafka:
+        bench.write_log4j_configs(work)
+        broker = bench.start_kafka(bench.KAFKA_DIR / "lib", work)
+        return broker.proc, broker.bootstrap
     port = bench.free_port()
     if args.cluster:
         cmd = [sys.executable, "-m", "samsa", "cluster", "--brokers", str(args.cluster),
@@ -105,29 +113,44 @@ def one_round(v: Variant, tools: Path, args: argparse.Namespace) -> None:
     # first, the brokers `samsa cluster` starts (the console script) in PYTHONPATH
     os.environ["PYTHONPATH"] = str(v.tree)
     proc = bench.spawn(cmd, log, cwd=v.tree)
+    bench.wait_first_answer(proc, port, time.monotonic(), log)
+    return proc, f"127.0.0.1:{port}"
+
+
+def one_round(v: Variant, tools: Path, args: argparse.Namespace) -> None:
+    work = Path(tempfile.mkdtemp(prefix=f"samsa-pab-{v.name}-"))
+    proc: subprocess.Popen[bytes] | None = None
     try:
-        bench.wait_first_answer(proc, port, time.monotonic(), log)
-        b = f"127.0.0.1:{port}"
+        proc, b = start(v, work, args)
         create_topic(b, "warm", args.cluster)
-        out = produce(tools, b, "warm", args.warmup, args)
+        warm = argparse.Namespace(**{**vars(args), "size": args.warmup_size or args.size})
+        out = produce(tools, b, "warm", args.warmup, warm)
         if out.error:
             raise RuntimeError(out.error)
         for i in range(args.runs):
             topic = f"ab-{i}"
             create_topic(b, topic, args.cluster)
             pids = broker_pids(proc, args.cluster)
-            cpu0 = broker_cpu(pids)
+            cpu0, busy0, own0, t0 = broker_cpu(pids), bench.machine_busy_seconds(), \
+                bench.own_seconds(), time.monotonic()
             out = produce(tools, b, topic, args.records, args)
             cpu = broker_cpu(pids) - cpu0
+            # the machine's cores busy over the run, and the load generator's CPU per GB:
+            # a pipeline that stalls leaves cores idle
+            wall, gb = time.monotonic() - t0, args.records * args.size / 1e9
+            busy = (bench.machine_busy_seconds() - busy0) / wall / (os.cpu_count() or 1)
+            client = (bench.own_seconds() - own0) / gb
             if out.error:
                 raise RuntimeError(out.error)
             v.mbps.append(out.figures["mbps"])
             v.p99.append(out.figures.get("p99_ms", float("nan")))
             v.cpu_per_gb.append(cpu / (args.records * args.size / 1e9))
             print(f"  {v.name:12} {out.figures['mbps']:8.1f} MB/s  p99 {v.p99[-1]:6.0f} ms  "
-                  f"{v.cpu_per_gb[-1]:.2f} s CPU/GB", flush=True)
+                  f"{v.cpu_per_gb[-1]:.2f} s CPU/GB  (client {client:.2f} s/GB, cores busy "
+                  f"{busy:.0%})", flush=True)
     finally:
-        bench.stop(proc)
+        if proc is not None:
+            bench.stop(proc)
         shutil.rmtree(work, ignore_errors=True)
 
 
@@ -137,6 +160,8 @@ def main() -> None:
                     help="NAME[@TREE]=K=V,K=V: a broker's source tree (and --set options)")
     ap.add_argument("--records", type=int, default=300_000)
     ap.add_argument("--warmup", type=int, default=100_000, help="records before measuring")
+    ap.add_argument("--warmup-size", type=int, default=0,
+                    help="their size (default --size); small records warm Kafka's JIT faster")
     ap.add_argument("--size", type=int, default=1024)
     ap.add_argument("--acks", default="all")
     ap.add_argument("--runs", type=int, default=2, help="measured runs per broker start")
@@ -145,7 +170,15 @@ def main() -> None:
                     help="ProducerPerformance, or the librdkafka producer of bench/run.py")
     ap.add_argument("--cluster", type=int, default=0, metavar="N",
                     help="a ZooKeeper cluster of N brokers, topics with N replicas")
+    ap.add_argument("--kafka", action="store_true",
+                    help="alternate Apache Kafka too (from .cache/bench/kafka-broker; one broker)")
     args = ap.parse_args()
+    if args.kafka:
+        if args.cluster:
+            ap.error("--kafka runs one broker: not with --cluster")
+        if not (bench.KAFKA_DIR / "lib").is_dir():
+            ap.error(f"--kafka: no Kafka broker in {bench.KAFKA_DIR} (bench/run.py fetches it)")
+        args.variant.append(Variant("kafka", bench.REPO, [], kafka=True))
     tools, why = bench.ensure_kafka_lib()
     if tools is None:
         sys.exit(f"Kafka's tools are unavailable: {why}")

@@ -20,7 +20,7 @@ from samsa.coordinator.transaction import TransactionCoordinator
 from samsa.coordinator.transaction.metadata import TxnState
 from samsa.protocol.codec import millis
 from samsa.protocol.errors import ErrorCode
-from samsa.protocol.records import iter_batches
+from samsa.protocol.records import first_batch_transactional, iter_batches
 
 from ..context import RequestContext
 from ..markers import append_marker_replicated
@@ -402,6 +402,8 @@ def _needs_verification(
     the partition at that epoch yet, else None. `always`: whatever
     transaction.partition.verification.enable says (Produce v12 adds the partition)."""
     if not records or not (always or coord.verification_enabled):
+        return None
+    if not first_batch_transactional(records):
         return None
     try:
         _, header = next(iter_batches(records))

@@ -344,3 +344,67 @@ def test_record_check_finds_a_record_whose_fields_lie_inside_a_run() -> None:
         other = rec[:2] + b"\x80\x80\x00" + rec[4:k + 1] + b"\xc6\x01" + b"v" * 99 + b"\x00"
         assert len(other) == len(rec)
         assert _client_check(batch[:starts[index]] + other + batch[end:], 0)
+
+
+def test_framing_check_of_a_known_shape_agrees_with_a_walk_over_every_record() -> None:
+    """Batches whose records are all of one length and shape (a producer's usual batch) are
+    checked by one pattern once the shape has been seen twice; damaged ones must still be
+    judged as a parse of every record judges them, whether the pattern or the walk decides."""
+    from samsa.protocol import records
+
+    rng = random.Random(23)
+    shapes = [(None, 1024, []), (b"k", 100, []), (None, 10, []), (None, 0, []),
+              (b"key" * 40, 300, [("h", b"v"), ("", None)]), (None, 9000, [])]
+    for key, size, headers in shapes:
+        n = rng.randint(2, 40)
+        batch = build_batch([(key, bytes(rng.randrange(256) for _ in range(size)), headers,
+                              i // 4) for i in range(n)])
+        records_size = len(batch) - HEADER_SIZE
+        assert records_size % n == 0  # one length: a known shape decides
+        for _ in range(2):
+            assert _client_check(batch, 0)
+        assert records._PATTERNS.get(records_size // n)
+        starts = _record_starts(bytearray(batch))
+        rejected = 0
+        for _ in range(150):
+            damaged = bytearray(batch)
+            for _ in range(rng.randint(1, 2)):  # mostly where the fields are, not the values
+                start = rng.choice(starts)
+                at = rng.choice([start + rng.randrange(8 + len(key or b"")), start - 1,
+                                 rng.randrange(HEADER_SIZE, len(batch))])
+                at = min(max(at, HEADER_SIZE), len(batch) - 1)
+                damaged[at] = rng.choice([rng.randrange(256), damaged[at] ^ 1,
+                                          (damaged[at] + 1) & 0xFF, damaged[at] | 0x80])
+            rejected += not _client_check(damaged, 0)
+        assert rejected > 30, (key, size)
+        # a record of the same length laid out otherwise (timestampDelta in two bytes, the
+        # value one byte shorter) does not match the shape and is still taken
+        rec = batch[starts[-1]:]
+        if key is None and not headers and 2 <= size < 63:
+            # length, attributes | timestampDelta | offsetDelta, key length -1 | value length
+            other = rec[:2] + b"\x80\x00" + rec[3:5] + bytes([(size - 1) * 2]) \
+                + rec[6:5 + size] + b"\x00"
+            assert len(other) == len(rec)
+            assert _client_check(batch[:starts[-1]] + other, 0)
+
+
+def test_known_shape_keeps_the_varint_width_limits() -> None:
+    """Records of one length whose timestampDelta takes 7 bytes: another record of that length
+    with a 1-byte timestampDelta and a 7-byte offsetDelta (an int varint may take at most 5)
+    is refused, once the shape is known as before."""
+    def record(ts: bytes, offset: bytes) -> bytes:
+        body = b"\x00" + ts + offset + b"\x01" + bytes([20 * 2]) + b"v" * 20 + b"\x00"
+        return bytes([len(body) * 2]) + body
+
+    wide = b"\x80" * 6 + b"\x00"
+    n = 8
+    head = bytearray(build_batch([(None, b"", [], 0)] * n)[:HEADER_SIZE])
+    region = b"".join(record(wide, bytes([2 * i])) for i in range(n))
+    batch = head + region
+    struct.pack_into(">i", batch, 8, len(batch) - 12)
+    for _ in range(2):
+        assert _client_check(batch, 0)
+    damaged = head + region[:-len(record(wide, b"\x00"))] + record(b"\x00", wide)
+    struct.pack_into(">i", damaged, 8, len(damaged) - 12)
+    assert len(damaged) == len(batch)
+    assert not _client_check(damaged, 0)
