@@ -309,8 +309,15 @@ def _tagged_step(entity: type[Entity]) -> Step:
     ]
     if not fields:
         return lambda buf, data: buf.write(b"\x00")
+    names = [field.name for field, _ in fields]
 
     def step(buf: _Buffer, data: Mapping[str, Any]) -> None:
+        for name in names:
+            if name in data:
+                break
+        else:  # none given (Produce's current leader, most of the time): an empty section
+            buf.write(b"\x00")
+            return
         out = io.BytesIO()  # kio's writers: error codes in tagged fields are not counted
         count = 0
         for field, plan in fields:

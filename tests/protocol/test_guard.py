@@ -71,3 +71,19 @@ def test_inflated_array_counts_are_refused(count, flexible):
         return
     with pytest.raises(MalformedRequest):
         check_request(request_type(3, version), forged, offset)
+
+
+@pytest.mark.parametrize(("api_key", "version"), SPECS)
+def test_every_truncation_of_a_default_request_is_refused(api_key, version):
+    """The walk generated for each schema reaches the end of an intact request exactly, and
+    refuses the request cut short anywhere (a field past the end, or a length that no longer
+    fits), with MalformedRequest and nothing else."""
+    try:
+        frame, offset = _encoded(api_key, version, {})
+    except Exception:
+        pytest.skip("kio cannot encode an all-defaults request of this version")
+    entity = request_type(api_key, version)
+    check_request(entity, frame, offset)
+    for cut in range(offset, len(frame)):
+        with pytest.raises(MalformedRequest):
+            check_request(entity, frame[:cut], offset)
