@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import logging
 import os
 import struct
@@ -73,11 +74,11 @@ class Dispatcher:
             if api_key == API_VERSIONS_KEY:
                 return _api_versions_unsupported(correlation_id, spec.max_version)
             raise CloseConnection(f"{spec.name} v{version} is not supported")
-        req_type = request_type(api_key, version)
+        req_type, req_flexible, read, resp_type, resp_flexible = _codec(api_key, version)
         try:
-            header, offset = read_request_header(raw, _flexible(req_type))
+            header, offset = read_request_header(raw, req_flexible)
             check_request(req_type, raw, offset)  # before kio allocates from client lengths
-            request, _ = reader(req_type)(raw, offset)
+            request, _ = read(raw, offset)
         except Exception as exc:  # kio raises assorted errors on malformed input
             raise CloseConnection(f"malformed {spec.name} v{version} request: {exc!r}") from None
         ctx = RequestContext(
@@ -113,10 +114,9 @@ class Dispatcher:
         except Exception:
             log.exception("%s v%d from %s failed", spec.name, version, conn.peer)
             result = {"error_code": ErrorCode.unknown_server_error}
-            if not _has_top_level_error(response_type(api_key, version)):
+            if not _has_top_level_error(resp_type):
                 raise CloseConnection("internal error") from None
         metrics.record_request(spec.name, version, started)
-        resp_type = response_type(api_key, version)
         encoded: tuple[Any, Any] | None = None
         if client is not None:
             assert quotas is not None
@@ -165,8 +165,7 @@ class Dispatcher:
             _check_encoder(resp_type, _read_regions(result),
                            b"".join(p if isinstance(p, (bytes, memoryview)) else _read(p)
                                     for p in body))
-        flexible = _flexible(resp_type) and api_key != API_VERSIONS_KEY
-        framed = frame_parts([response_header(correlation_id, flexible), *body])
+        framed = frame_parts([response_header(correlation_id, resp_flexible), *body])
         if auth is not None:
             return self._after_sasl_request(auth, conn, framed)
         return framed
@@ -219,6 +218,16 @@ def _read_regions(value: Any) -> Any:
     if isinstance(value, list):
         return [_read_regions(v) for v in value]
     return value
+
+
+@functools.cache
+def _codec(api_key: int, version: int) -> tuple[type, bool, Any, type, bool]:
+    """What a request of this API and version is read and answered with: its kio type,
+    whether its header is flexible, kio's reader, the response's kio type, whether the
+    response header is flexible (never for ApiVersions, KIP-511)."""
+    req_type, resp_type = request_type(api_key, version), response_type(api_key, version)
+    return (req_type, _flexible(req_type), reader(req_type), resp_type,
+            _flexible(resp_type) and api_key != API_VERSIONS_KEY)
 
 
 def _flexible(schema: type) -> bool:
