@@ -133,7 +133,7 @@ def entity_step(entity: type[Entity]) -> Step:
         "        buf.write(data.data)",
         "        buf.errors.extend(data.errors)",
         "        return",
-        "    if not isinstance(data, Mapping):  # a kio instance the handler built itself",
+        "    if type(data) is not dict and not isinstance(data, Mapping):  # a kio instance",
         "        kio_write(buf, data)",
         "        return",
         "    write, get = buf.write, data.get",
