@@ -92,7 +92,7 @@ async def handle_fetch(ctx: RequestContext, request: FetchRequest) -> dict[str, 
             out = {"throttle_time": 0, "error_code": ErrorCode.none, "session_id": 0,
                    "responses": responses}
             if ctx.version >= 16:
-                out["node_endpoints"] = _leader_hints(ctx, responses)
+                out["node_endpoints"] = _leader_hints(ctx, responses) if had_error else []
             return out
         await ctx.replicas.wait_for_data(leaders, remaining, follower=replica_id >= 0)
 
