@@ -21,8 +21,8 @@ import logging
 import threading
 import time
 from bisect import bisect_left
-from collections.abc import Iterable, Iterator
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterable, Iterator
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from prometheus_client import REGISTRY, CollectorRegistry, Counter, Histogram, start_http_server
 from prometheus_client.core import GaugeMetricFamily
@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from .app import Broker
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 
 class _FlushBeforeScrape(Collector):
@@ -47,27 +48,36 @@ class _FlushBeforeScrape(Collector):
         return []
 
     def collect(self) -> Iterator[GaugeMetricFamily]:
-        loop = self.loop
-        if loop is None or threading.get_ident() == self.loop_thread:
-            flush_pending()
-            return iter(())
-        done: concurrent.futures.Future[None] = concurrent.futures.Future()
-
-        def run() -> None:
-            try:
-                flush_pending()
-            finally:
-                done.set_result(None)
-
         try:
-            loop.call_soon_threadsafe(run)
-            done.result(self.timeout_s)
+            if self.loop is None:
+                flush_pending()
+            else:
+                _call_on_loop(self.loop, self.loop_thread, flush_pending, self.timeout_s)
         except concurrent.futures.TimeoutError:
             log.warning("metrics scrape: the event loop did not flush its counts in %.0f s",
                         self.timeout_s)
         except RuntimeError:  # the loop is closed: shutting down
             pass
         return iter(())
+
+
+def _call_on_loop(loop: asyncio.AbstractEventLoop, loop_thread: int, fn: Callable[[], T],
+                  timeout_s: float) -> T:
+    """`fn()` run on the event loop (whose thread is `loop_thread`), from a scrape's thread:
+    its result or its exception; TimeoutError if the loop does not run it in `timeout_s`,
+    RuntimeError if the loop is closed."""
+    if threading.get_ident() == loop_thread:
+        return fn()
+    result: concurrent.futures.Future[T] = concurrent.futures.Future()
+
+    def run() -> None:
+        try:
+            result.set_result(fn())
+        except BaseException as exc:  # handed to the scraping thread
+            result.set_exception(exc)
+
+    loop.call_soon_threadsafe(run)
+    return result.result(timeout_s)
 
 
 _FLUSHER = _FlushBeforeScrape()
@@ -668,20 +678,9 @@ class BrokerCollector(Collector):
         return []  # registering must not run a collection
 
     def collect(self) -> Iterator[GaugeMetricFamily]:
-        if threading.get_ident() == self._loop_thread:
-            yield from broker_gauges(self.broker)
-            return
-        result: concurrent.futures.Future[list[GaugeMetricFamily]] = concurrent.futures.Future()
-
-        def run() -> None:
-            try:
-                result.set_result(broker_gauges(self.broker))
-            except BaseException as exc:  # handed to the scraping thread
-                result.set_exception(exc)
-
         try:
-            self.loop.call_soon_threadsafe(run)
-            yield from result.result(self.timeout_s)
+            yield from _call_on_loop(self.loop, self._loop_thread,
+                                     lambda: broker_gauges(self.broker), self.timeout_s)
         except concurrent.futures.TimeoutError:
             log.warning("metrics scrape: the event loop did not answer in %.0f s", self.timeout_s)
         except RuntimeError:  # the loop is closed: shutting down

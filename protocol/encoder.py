@@ -25,6 +25,7 @@ from kio.serial import entity_writer
 
 from .codec import FieldPlan, absent_value, convert, plans
 from .framing import Part
+from .generated import bind, make_function
 from .kio_adapter import Entity, SchemaField, TaggedField, schema_fields, tagged_fields
 
 # Writes one value to the buffer; what it returns is ignored (a lambda's `buf.write` count).
@@ -142,8 +143,7 @@ def entity_step(entity: type[Entity]) -> Step:
     if entity.__flexible__:
         env["tagged"] = _tagged_step(entity)
         lines.append("    tagged(buf, data)")
-    exec(compile("\n".join(lines), f"<encoder of {entity.__name__}>", "exec"), env)
-    write_entity: Step = env["write_entity"]
+    write_entity: Step = make_function(lines, env, f"encoder of {entity.__name__}")
     return write_entity
 
 
@@ -186,22 +186,15 @@ def _fixed_lines(entity: type[Entity], env: dict[str, Any]) -> list[str]:
     return lines
 
 
-def _bind(env: dict[str, Any], value: Any) -> str:
-    """A fresh name for `value` in the generated code's namespace."""
-    name = f"_{len(env)}"
-    env[name] = value
-    return name
-
-
 def _fused_lines(entity: type[Entity], run: list[SchemaField], env: dict[str, Any]
                  ) -> list[str]:
     entity_plans = plans(entity)
-    pack = _bind(env, struct.Struct(">" + "".join(_FUSABLE[s.kafka_type][0] for s in run)).pack)
+    pack = bind(env, struct.Struct(">" + "".join(_FUSABLE[s.kafka_type][0] for s in run)).pack)
     values = []
     for s in run:
-        got = f"get({s.name!r}, {_bind(env, absent_value(entity_plans[s.name]))})"
+        got = f"get({s.name!r}, {bind(env, absent_value(entity_plans[s.name]))})"
         conv = _FUSABLE[s.kafka_type][1]
-        values.append(got if conv is None else f"{_bind(env, conv)}({got})")
+        values.append(got if conv is None else f"{bind(env, conv)}({got})")
     lines = [f"v = ({', '.join(values)},)", f"write({pack}(*v))"]
     for i, s in enumerate(run):
         if s.kafka_type == "error_code":
@@ -212,21 +205,21 @@ def _fused_lines(entity: type[Entity], run: list[SchemaField], env: dict[str, An
 def _field_lines(entity: type[Entity], schema: SchemaField, env: dict[str, Any]
                  ) -> list[str]:
     flexible = entity.__flexible__
-    got = f"get({schema.name!r}, {_bind(env, absent_value(plans(entity)[schema.name]))})"
+    got = f"get({schema.name!r}, {bind(env, absent_value(plans(entity)[schema.name]))})"
     kafka_type = schema.kafka_type
     if schema.entity is None and not schema.is_array:
         if kafka_type == "error_code":
-            return [f"v = {got}", f"write({_bind(env, _I16)}(v))", "if v:",
+            return [f"v = {got}", f"write({bind(env, _I16)}(v))", "if v:",
                     "    buf.errors.append(int(v))"]
         if (fixed := _PACK.get(kafka_type)) is not None:
-            return [f"write({_bind(env, fixed)}({got}))"]
+            return [f"write({bind(env, fixed)}({got}))"]
     if schema.entity is not None and schema.is_array:
-        item = _bind(env, entity_step(schema.entity))
+        item = bind(env, entity_step(schema.entity))
         null = b"\x00" if flexible else b"\xff\xff\xff\xff"
-        count = "_uv(len(items) + 1)" if flexible else f"{_bind(env, _I32)}(len(items))"
+        count = "_uv(len(items) + 1)" if flexible else f"{bind(env, _I32)}(len(items))"
         return [f"items = {got}", "if items is None:", f"    write({null!r})", "else:",
                 f"    write({count})", "    for item in items:", f"        {item}(buf, item)"]
-    return [f"{_bind(env, _value_writer(schema, flexible))}(buf, {got})"]
+    return [f"{bind(env, _value_writer(schema, flexible))}(buf, {got})"]
 
 
 def _value_writer(schema: SchemaField, flexible: bool) -> Step:

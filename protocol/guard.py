@@ -13,6 +13,7 @@ import struct
 from collections.abc import Callable
 from functools import cache
 
+from .generated import make_function
 from .kio_adapter import Entity, SchemaField, schema_fields
 
 _FIXED = {
@@ -70,9 +71,9 @@ def _length(buf: bytes, pos: int, end: int, flexible: bool, wide: bool) -> tuple
     return _I16.unpack_from(buf, pos)[0], pos + 2
 
 
-def _fits(n: int, pos: int, end: int, unit: int = 1) -> None:
-    if n < -1 or (n > 0 and pos + n * unit > end):
-        raise MalformedRequest(f"length {n} exceeds the {end - pos} bytes left")
+def _fits(n: int, pos: int, end: int) -> None:
+    if n < -1 or (n > 0 and pos + n > end):
+        _refuse(n, pos, end)
 
 
 @cache
@@ -80,21 +81,16 @@ def _walker(entity: type[Entity]) -> Step:
     """The walk of `entity` as one generated function: every field's step written out in
     place, nested entities inline, instead of a closure per field called in turn (this runs
     on every request; a Produce's walk took 2.1 us as closures)."""
-    namespace: dict[str, object] = {"_length": _length, "_refuse": _refuse, "_tagged": _tagged,
-                                    "MalformedRequest": MalformedRequest}
+    env = {"_length": _length, "_refuse": _refuse, "_tagged": _tagged,
+           "MalformedRequest": MalformedRequest}
     lines = ["def walk(buf, pos, end):"]
-    _entity_lines(entity, lines, 1, 0, namespace)
+    _entity_lines(entity, lines, 1)
     lines.append("    return pos")
-    exec(compile("\n".join(lines), f"<guard of {entity.__name__}>", "exec"), namespace)
-    walk = namespace["walk"]
-    return walk  # type: ignore[return-value]  # made by exec above
+    walk: Step = make_function(lines, env, f"guard of {entity.__name__}")
+    return walk
 
 
-_MAX_INLINE_DEPTH = 8  # deeper entities are walked by a call (Kafka's schemas nest ~4 deep)
-
-
-def _entity_lines(entity: type[Entity], out: list[str], indent: int, depth: int,
-                  env: dict[str, object]) -> None:
+def _entity_lines(entity: type[Entity], out: list[str], indent: int) -> None:
     """Source lines that walk one `entity` from `pos` (untagged fields in order, then the
     tagged section of a flexible one), refusing a walk that ends past `end`."""
     pad = "    " * indent
@@ -109,7 +105,7 @@ def _entity_lines(entity: type[Entity], out: list[str], indent: int, depth: int,
         if fixed:
             out.append(f"{pad}pos += {fixed}")
             fixed = 0
-        _field_lines(s, flexible, out, indent, depth, env)
+        _field_lines(s, flexible, out, indent)
     if fixed:
         out.append(f"{pad}pos += {fixed}")
     if flexible:  # usually empty: one zero byte
@@ -133,15 +129,14 @@ def _length_lines(pad: str, flexible: bool, wide: bool, unit: int, out: list[str
     out.append(f"{pad}    _refuse(n, pos, end)")
 
 
-def _field_lines(s: SchemaField, flexible: bool, out: list[str], indent: int, depth: int,
-                 env: dict[str, object]) -> None:
+def _field_lines(s: SchemaField, flexible: bool, out: list[str], indent: int) -> None:
     pad = "    " * indent
     if s.entity is not None:
         inner = s.entity
         if s.is_array:
             _length_lines(pad, flexible, True, 1, out)
             out.append(f"{pad}for _ in range(n):")
-            _nested_lines(inner, out, indent + 1, depth, env)
+            _entity_lines(inner, out, indent + 1)
         elif s.nullable:  # a nullable struct (KIP-893): -1 for null, else 1, then the struct
             out.append(f"{pad}if pos >= end:")
             out.append(f"{pad}    raise MalformedRequest('request shorter than its fields')")
@@ -152,9 +147,9 @@ def _field_lines(s: SchemaField, flexible: bool, out: list[str], indent: int, de
                        f"f'bad nullable struct marker {{buf[pos]}}')")
             out.append(f"{pad}else:")
             out.append(f"{pad}    pos += 1")
-            _nested_lines(inner, out, indent + 1, depth, env)
+            _entity_lines(inner, out, indent + 1)
         else:
-            _nested_lines(inner, out, indent, depth, env)
+            _entity_lines(inner, out, indent)
         return
     kafka_type = s.kafka_type
     if kafka_type in _FIXED:
@@ -176,16 +171,6 @@ def _field_lines(s: SchemaField, flexible: bool, out: list[str], indent: int, de
     _length_lines(pad, flexible, wide, 1, out)
     out.append(f"{pad}if n > 0:")
     out.append(f"{pad}    pos += n")
-
-
-def _nested_lines(entity: type[Entity], out: list[str], indent: int, depth: int,
-                  env: dict[str, object]) -> None:
-    if depth + 1 < _MAX_INLINE_DEPTH:
-        _entity_lines(entity, out, indent, depth + 1, env)
-    else:  # a walk of its own, called
-        name = f"_walk_{len(env)}"
-        env[name] = _walker(entity)
-        out.append(f"{'    ' * indent}pos = {name}(buf, pos, end)")
 
 
 def _refuse(n: int, pos: int, end: int) -> None:

@@ -313,7 +313,8 @@ def _check_records(data: bytes | bytearray, p: int, end: int, h: BatchHeader) ->
 # of bytes after it (the key, the value, a header's key or value). Records of one shape are
 # all of one length; a pattern of the shape matches any number of them back to back.
 _Shape = tuple[bytes, int, tuple[tuple[bytes, int], ...]]
-_PATTERNS: dict[int, list[re.Pattern[bytes]]] = {}  # record length → its shapes' patterns
+# record length → its shapes' patterns, the last learned first
+_PATTERNS: dict[int, dict[_Shape, re.Pattern[bytes]]] = {}
 _SEEN: set[_Shape] = set()  # shapes seen once: compiled when seen again
 _MAX_SHAPES = 256  # of either; then all are forgotten at once
 _SHAPES_PER_LENGTH = 4
@@ -329,7 +330,7 @@ def _uniform_length(p: int, end: int, h: BatchHeader) -> int:
 def _matches_known_shape(data: bytes | bytearray, p: int, end: int, length: int) -> bool:
     """Whether [p, end) is records of one shape seen before, all `length` bytes long: one
     regular expression, run in C, proves for them what the walk in `_check_records` would."""
-    for pattern in _PATTERNS.get(length, ()):
+    for pattern in _PATTERNS.get(length, {}).values():
         if pattern.fullmatch(data, p, end) is not None:
             return True
     return False
@@ -347,6 +348,9 @@ def _learn_shape(data: bytes | bytearray, p: int, length: int, h: BatchHeader) -
     shape: _Shape = (bytes(data[p:fields[0][0] - 1]), fields[2][0] - fields[0][0],
                      tuple((bytes(data[q:q + w]), stop - q - w)
                            for (q, w), stop in zip(fields[2:], stops, strict=True)))
+    known = _PATTERNS.get(length, {})
+    if shape in known:
+        return  # compiled: a later record of the batch has another shape
     if shape not in _SEEN:
         if len(_SEEN) >= _MAX_SHAPES:
             _SEEN.clear()
@@ -355,9 +359,8 @@ def _learn_shape(data: bytes | bytearray, p: int, length: int, h: BatchHeader) -
     _SEEN.discard(shape)
     if len(_PATTERNS) >= _MAX_SHAPES:
         _PATTERNS.clear()
-    known = _PATTERNS.setdefault(length, [])
-    known.insert(0, _shape_pattern(shape))
-    del known[_SHAPES_PER_LENGTH:]
+    older = list(_PATTERNS.get(length, {}).items())[:_SHAPES_PER_LENGTH - 1]
+    _PATTERNS[length] = {shape: _shape_pattern(shape), **dict(older)}
 
 
 def _shape_pattern(shape: _Shape) -> re.Pattern[bytes]:

@@ -92,7 +92,7 @@ async def handle_fetch(ctx: RequestContext, request: FetchRequest) -> dict[str, 
             out = {"throttle_time": 0, "error_code": ErrorCode.none, "session_id": 0,
                    "responses": responses}
             if ctx.version >= 16:
-                out["node_endpoints"] = _leader_hints(ctx, responses) if had_error else []
+                out["node_endpoints"] = _leader_hints(ctx, responses)
             return out
         await ctx.replicas.wait_for_data(leaders, remaining, follower=replica_id >= 0)
 
@@ -114,7 +114,7 @@ def _leader_hints(ctx: RequestContext, responses: list[dict[str, Any]]) -> list[
     NOT_LEADER_OR_FOLLOWER or FENCED_LEADER_EPOCH names the leader as this broker knows it
     (its own replica's view, else the metadata), and the response lists that leader's
     endpoint if it is alive, so the client need not ask Metadata first."""
-    brokers = {b.broker_id: b for b in ctx.store.brokers()}
+    brokers: dict[int, Any] | None = None  # looked up at the first such partition
     endpoints: dict[int, dict[str, Any]] = {}
     for topic in responses:
         name = topic["topic"]
@@ -131,6 +131,8 @@ def _leader_hints(ctx: RequestContext, responses: list[dict[str, Any]]) -> list[
                 known = state.partitions[p["partition_index"]]
                 leader, epoch = known.leader, known.leader_epoch
             p["current_leader"] = {"leader_id": leader, "leader_epoch": epoch}
+            if brokers is None:
+                brokers = {b.broker_id: b for b in ctx.store.brokers()}
             if (b := brokers.get(leader)) is not None:
                 endpoints[leader] = {"node_id": b.broker_id, "host": b.host, "port": b.port,
                                      "rack": b.rack}

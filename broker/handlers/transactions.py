@@ -409,7 +409,7 @@ def _needs_verification(
         _, header = next(iter_batches(records))
     except (StopIteration, Exception):
         return None  # the log's validation answers malformed input
-    if not header.is_transactional or header.is_control or header.producer_id < 0:
+    if header.is_control or header.producer_id < 0:
         return None
     entry = partition.last_producer_entry(header.producer_id)
     if (
