@@ -163,7 +163,7 @@ class ResponseWriter:
 
     def add(self, parts: Response) -> None:
         self._queue.extend(parts)
-        self._size += sum(len(p) for p in parts)
+        self._size += sum(map(len, parts))
         if not self._scheduled:
             self._scheduled = True
             asyncio.get_running_loop().call_soon(self.flush)
