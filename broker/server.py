@@ -124,12 +124,14 @@ class ResponseWriter:
     Kafka does (FileRecords.writeTo throws). Without sendfile a region is read and written
     like bytes."""
 
-    __slots__ = ("_writer", "_transport", "_queue", "_size", "_scheduled", "_sendfile",
+    __slots__ = ("_loop", "_writer", "_transport", "_queue", "_size", "_scheduled", "_sendfile",
                  "_sock", "_sock_fd", "_wait_fd", "_watching", "_corked", "_current",
                  "_offset", "_task", "_idle", "_close_when_done", "_listener")
 
     def __init__(self, writer: asyncio.StreamWriter, sendfile: bool = False,
                  listener: str = "PLAINTEXT") -> None:
+        # Kept: each asyncio.get_running_loop() costs a getpid() system call (CPython 3.11).
+        self._loop = asyncio.get_running_loop()
         self._writer = writer
         self._listener = listener
         self._transport = writer.transport
@@ -166,7 +168,7 @@ class ResponseWriter:
         self._size += sum(map(len, parts))
         if not self._scheduled:
             self._scheduled = True
-            asyncio.get_running_loop().call_soon(self.flush)
+            self._loop.call_soon(self.flush)
 
     def flush(self) -> None:
         self._scheduled = False
@@ -187,7 +189,7 @@ class ResponseWriter:
         pressure)."""
         self.flush()
         if self._busy:
-            idle = asyncio.get_running_loop().create_future()
+            idle = self._loop.create_future()
             self._idle.append(idle)
             await idle
         await self._writer.drain()
@@ -218,12 +220,12 @@ class ResponseWriter:
             if not self._watching:
                 if self._wait_fd < 0:
                     self._wait_fd = os.dup(self._sock_fd)
-                asyncio.get_running_loop().add_writer(self._wait_fd, self._writable)
+                self._loop.add_writer(self._wait_fd, self._writable)
                 self._watching = True
             return
         self._unwatch()
         if state == _TRANSPORT_BUSY:
-            self._task = asyncio.get_running_loop().create_task(self._await_transport())
+            self._task = self._loop.create_task(self._await_transport())
             return
         for idle in self._idle:
             if not idle.done():
@@ -318,7 +320,7 @@ class ResponseWriter:
     def _unwatch(self) -> None:
         if self._watching:
             self._watching = False
-            asyncio.get_running_loop().remove_writer(self._wait_fd)
+            self._loop.remove_writer(self._wait_fd)
 
     def _fail(self, exc: BaseException) -> None:
         if isinstance(exc, RegionTruncated):
