@@ -115,6 +115,9 @@ class Partition:
         # of the HW wakes only the waits it satisfies; an append does not wake them at all.
         self._hw_waiters: list[tuple[int, int, asyncio.Future[bool]]] = []
         self._hw_sequence = itertools.count()
+        # Whether the latest append_as_leader woke parked fetches: the produce handler reads
+        # it right after its appends and lets those fetches answer before it goes on.
+        self.append_woke_fetches = False
 
     @property
     def is_leader(self) -> bool:
@@ -167,9 +170,12 @@ class Partition:
                          transaction_version: int = 0) -> AppendInfo:
         info: AppendInfo = self.log.append_as_leader(records, self.leader_epoch, origin=origin,
                                                      transaction_version=transaction_version)
+        woke = False
         if not info.duplicate:
-            self._advance_high_watermark()
-            self._notify_fetches(followers=True)  # followers long-poll on the log end offset
+            woke = self._advance_high_watermark()
+            # followers long-poll on the log end offset
+            woke = self._notify_fetches(followers=True) or woke
+        self.append_woke_fetches = woke
         return info
 
     def follower_log_end_offset(self, replica_id: int) -> int:
@@ -238,10 +244,11 @@ class Partition:
 
         asyncio.get_running_loop().create_task(write())
 
-    def _advance_high_watermark(self) -> None:
-        """HW = smallest log end offset in the ISR; it never moves back."""
+    def _advance_high_watermark(self) -> bool:
+        """HW = smallest log end offset in the ISR; it never moves back. True if an advance
+        woke parked consumer fetches."""
         if not self.is_leader:
-            return
+            return False
         new_hw = self.log.log_end_offset
         for r in self.isr:
             if r != self.broker_id:
@@ -249,10 +256,12 @@ class Partition:
         for r in self._isr_in_flight or ():
             if r != self.broker_id:
                 new_hw = min(new_hw, self._follower_leo.get(r, -1))
-        if new_hw > self.log.high_watermark:
-            self.log.update_high_watermark(new_hw)
-            self._notify_fetches()
-            self._wake_replicated(new_hw)
+        if new_hw <= self.log.high_watermark:
+            return False
+        self.log.update_high_watermark(new_hw)
+        woke = self._notify_fetches()
+        self._wake_replicated(new_hw)
+        return woke
 
     async def wait_for_high_watermark(self, offset: int, timeout_s: float) -> bool:
         """acks=all: wait until everything before `offset` is replicated to the ISR.
@@ -305,13 +314,17 @@ class Partition:
             if not fut.done():
                 fut.set_result(True)
 
-    def _notify_fetches(self, followers: bool = False) -> None:
-        """Wake consumers' fetch long-polls, and with `followers` the followers' too."""
+    def _notify_fetches(self, followers: bool = False) -> bool:
+        """Wake consumers' fetch long-polls, and with `followers` the followers' too. True if
+        any was woken."""
+        woke = False
         for waiters in (self._waiters, self._follower_waiters) if followers else (self._waiters,):
             for fut in waiters:
                 if not fut.done():
                     fut.set_result(None)
+                    woke = True
             waiters.clear()
+        return woke
 
     def add_waiter(self, fut: asyncio.Future[None], follower: bool = False) -> None:
         (self._follower_waiters if follower else self._waiters).add(fut)

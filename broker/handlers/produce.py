@@ -45,7 +45,7 @@ async def handle_produce(ctx: RequestContext, request: ProduceRequest) -> dict[s
     acks = request.acks
     transactional_id = request.transactional_id
     responses = []
-    failed = False
+    failed = woke_fetches = False
     waits: list[ReplicationWait] = []
     # Kafka's authorization: transactional records need WRITE on the transactional id (else
     # every partition fails), each topic WRITE on the topic.
@@ -93,12 +93,19 @@ async def handle_produce(ctx: RequestContext, request: ProduceRequest) -> dict[s
                 "error_message": error_message[0] if error_message else None,
             }
             partitions.append(out)
-            if code == ErrorCode.none and acks == -1 and name is not None:
+            if code == ErrorCode.none and name is not None:
                 partition = ctx.replicas.get(name, pdata.index)
-                if partition is not None and partition.high_watermark <= last:
-                    waits.append((out, partition, last + 1))
+                if partition is not None:
+                    woke_fetches |= partition.append_woke_fetches
+                    if acks == -1 and partition.high_watermark <= last:
+                        waits.append((out, partition, last + 1))
         responses.append({"name": name or "", "topic_id": field(topic, "topic_id", None),
                           "partition_responses": partitions})
+    if woke_fetches:
+        # Let the fetches this append woke (consumers', followers') answer first, as Kafka
+        # completes delayed fetches in the appending thread: the rest of this request (its
+        # response) waits one event-loop pass instead of the records' readers.
+        await asyncio.sleep(0)
     if waits:
         timeout_s = max(0.0, request.timeout.total_seconds())
         await _await_replication(waits, timeout_s)

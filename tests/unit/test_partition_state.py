@@ -524,6 +524,32 @@ async def test_followers_long_polls_wait_for_appends_not_hw_moves(logs: dict[str
     assert parked.done() and not gone.done()
 
 
+async def test_an_append_tells_whether_it_woke_parked_fetches(logs: dict[str, Log],
+                                                              tmp_path: Path) -> None:
+    """The produce handler lets the fetches an append woke answer before its own response:
+    the partition says whether its latest append woke any (a consumer's by the HW, a
+    follower's by the log end)."""
+    p = _leader(logs, tmp_path, isr=[LEADER], replicas=[LEADER])  # each append moves the HW
+    loop = asyncio.get_running_loop()
+    _append(p, 1)
+    assert not p.append_woke_fetches  # nobody parked
+    consumer: asyncio.Future[None] = loop.create_future()
+    p.add_waiter(consumer)
+    _append(p, 1)
+    assert consumer.done() and p.append_woke_fetches
+    _append(p, 1)
+    assert not p.append_woke_fetches  # the waiter went with the previous append
+    follower: asyncio.Future[None] = loop.create_future()
+    p.add_waiter(follower, follower=True)
+    _append(p, 1)
+    assert follower.done() and p.append_woke_fetches
+    gone: asyncio.Future[None] = loop.create_future()
+    gone.cancel()  # its fetch ended meanwhile: nothing to let go first
+    p.add_waiter(gone)
+    _append(p, 1)
+    assert not p.append_woke_fetches
+
+
 async def test_a_follower_append_wakes_its_long_polls(logs: dict[str, Log],
                                                       tmp_path: Path) -> None:
     leader = _leader(logs, tmp_path, isr=[LEADER, F2], replicas=[LEADER, F2])
