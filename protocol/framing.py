@@ -7,8 +7,7 @@ ApiVersions response always uses v0 (KIP-511: clients parse it before they know 
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 from .errors import ErrorCode
 
@@ -17,7 +16,7 @@ API_VERSIONS_KEY = 18
 _SIZE = struct.Struct(">i")
 _KEY_VERSION = struct.Struct(">hh")
 _CORRELATION = struct.Struct(">i")
-_I16 = struct.Struct(">h")
+_HEADER_START = struct.Struct(">hhih")  # api key, version, correlation id, client id length
 _API_VERSIONS_V0_ONE_KEY = struct.Struct(">hihhh")
 
 
@@ -37,8 +36,7 @@ class FrameError(Exception):
     """The frame cannot be accepted; the connection is closed."""
 
 
-@dataclass(frozen=True, slots=True)
-class RequestHeader:
+class RequestHeader(NamedTuple):  # a tuple: one is made per request
     api_key: int
     api_version: int
     correlation_id: int
@@ -70,9 +68,7 @@ def read_request_header(frame: bytes, flexible: bool) -> tuple[RequestHeader, in
     end = len(frame)
     if end < 10:
         raise FrameError("request header truncated")
-    api_key, api_version = _KEY_VERSION.unpack_from(frame, 0)
-    (correlation_id,) = _CORRELATION.unpack_from(frame, 4)
-    (n,) = _I16.unpack_from(frame, 8)
+    api_key, api_version, correlation_id, n = _HEADER_START.unpack_from(frame, 0)
     pos = 10
     client_id = None
     if n >= 0:
@@ -80,7 +76,9 @@ def read_request_header(frame: bytes, flexible: bool) -> tuple[RequestHeader, in
             raise FrameError("client id longer than the frame")
         client_id = bytes(frame[pos : pos + n]).decode("utf-8", errors="replace")
         pos += n
-    if flexible:
+    if flexible and pos < end and frame[pos] == 0:  # no tagged fields: the usual header
+        pos += 1
+    elif flexible:
         count, pos = _uvarint(frame, pos)
         for _ in range(count):
             _tag, pos = _uvarint(frame, pos)

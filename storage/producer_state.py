@@ -446,13 +446,15 @@ class ProducerStateManager:
             self._ongoing[first_offset] = pid
         # Kafka computes each completed txn's LSO after all of the append's updates but before
         # that txn (and the ones after it) complete; remember it for last_stable_offset().
-        self._lso_of_completed = {}
-        for txn in plan.completed_txns:
-            self._lso_of_completed[txn] = self._compute_lso(txn)
-            self._complete(txn)
-        if plan.end_offset is not None:
-            self._map_end_offset = max(self._map_end_offset, plan.end_offset)
-        return list(plan.completed_txns)
+        completed = plan.completed_txns
+        if completed or self._lso_of_completed:  # most appends complete none
+            self._lso_of_completed = {}
+            for txn in completed:
+                self._lso_of_completed[txn] = self._compute_lso(txn)
+                self._complete(txn)
+        if plan.end_offset is not None and plan.end_offset > self._map_end_offset:
+            self._map_end_offset = plan.end_offset
+        return list(completed)
 
     def _complete(self, txn: CompletedTxn) -> None:
         if self._ongoing.pop(txn.first_offset, None) is None:
@@ -481,6 +483,8 @@ class ProducerStateManager:
         self._drop_unreplicated_below(hw)
 
     def _drop_unreplicated_below(self, offset: int) -> None:
+        if not self._unreplicated:  # the usual case, and this runs at every HW advance
+            return
         for first, (_, last) in list(self._unreplicated.items()):
             if last < offset:
                 del self._unreplicated[first]
