@@ -229,9 +229,13 @@ def _check_records(data: bytes | bytearray, p: int, end: int, h: BatchHeader) ->
     way.
     """
     uniform = _uniform_length(p, end, h)
-    if uniform and _matches_known_shape(data, p, end, uniform):
+    if uniform:
+        if _matches_known_shape(data, p, end, uniform):
+            return
+    elif h.records_count <= _RUNS_UP_TO and _matches_known_runs(data, p, end, h.records_count):
         return
     begin = p
+    runs: list[tuple[int, int]] = []  # where the record length changes: (start, length)
     n = 0
     last = end - 1  # a record needs at least two bytes (length and attributes)
     steps, one_byte = _STEPS, _ONE_BYTE
@@ -268,6 +272,8 @@ def _check_records(data: bytes | bytearray, p: int, end: int, h: BatchHeader) ->
             _record_layout(data, p, q + length, h)
             p, n, prev = q + length, n + 1, -2
             continue
+        if s != prev and len(runs) <= _MAX_RUNS:
+            runs.append((p, s))
         r = p + s  # the record's end (past the end: the tiling check below fails)
         if r <= end:  # its fields, inline for the usual record
             # (1 to 3 byte deltas, 1 or 2 byte lengths, no headers; see _parse_record, which
@@ -306,6 +312,9 @@ def _check_records(data: bytes | bytearray, p: int, end: int, h: BatchHeader) ->
         raise InvalidRecord(f"batch declares {h.records_count} records but holds {n}")
     if uniform:
         _learn_shape(data, begin, uniform, h)
+    elif n <= _RUNS_UP_TO and 0 < len(runs) <= _MAX_RUNS and runs[0][0] == begin:
+        for start, length in runs:
+            _learn_shape(data, start, length, h)
 
 
 # A record's shape: its length bytes, the width of its two delta varints together, then each
@@ -318,6 +327,13 @@ _PATTERNS: dict[int, dict[_Shape, re.Pattern[bytes]]] = {}
 _SEEN: set[_Shape] = set()  # shapes seen once: compiled when seen again
 _MAX_SHAPES = 256  # of either; then all are forgotten at once
 _SHAPES_PER_LENGTH = 4
+# A batch of over 64 records is not all of one length: its offsetDelta takes two bytes from
+# the 64th record on (three from the 8,192nd), and timestampDelta widens likewise. Such a batch
+# is runs of records of one length each, checked with one pattern per run.
+_MAX_RUNS = 4
+# A pattern costs ~50 ns a record, the walk ~5 us a run of equal records whatever its length:
+# above this many records the walk is the faster proof (1,000 x 100 B: 30 against 43 us).
+_RUNS_UP_TO = 256
 
 
 def _uniform_length(p: int, end: int, h: BatchHeader) -> int:
@@ -333,6 +349,30 @@ def _matches_known_shape(data: bytes | bytearray, p: int, end: int, length: int)
     for pattern in _PATTERNS.get(length, {}).values():
         if pattern.fullmatch(data, p, end) is not None:
             return True
+    return False
+
+
+def _matches_known_runs(data: bytes | bytearray, p: int, end: int, count: int) -> bool:
+    """Whether [p, end) is `count` records in at most _MAX_RUNS runs, each of records of one
+    shape seen before: a run's length is read from its first record's length varint, and its
+    pattern, run in C, proves its records as `_matches_known_shape` does. Each match covers
+    whole records of that length (a record of another length has other length bytes), so the
+    runs' records are counted exactly."""
+    steps = _STEPS
+    for _ in range(_MAX_RUNS):
+        if end - p < 2:
+            return False
+        length = steps[data[p] | data[p + 1] << 8]
+        for pattern in _PATTERNS.get(length, {}).values():
+            stop = pattern.match(data, p, end).end()  # type: ignore[union-attr]  # * matches
+            if stop > p:
+                break
+        else:
+            return False  # an unknown length or shape (or a 3-byte length: step -1 or 0)
+        count -= (stop - p) // length
+        p = stop
+        if p == end:
+            return count == 0
     return False
 
 

@@ -408,3 +408,53 @@ def test_known_shape_keeps_the_varint_width_limits() -> None:
     struct.pack_into(">i", damaged, 8, len(damaged) - 12)
     assert len(damaged) == len(batch)
     assert not _client_check(damaged, 0)
+
+
+def test_framing_check_of_runs_of_known_shapes_agrees_with_a_walk_over_every_record(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A batch of 65 to 256 records is runs of records of one length each (offsetDelta takes
+    two bytes from the 64th record, timestampDelta from a delta of 64 ms): once each run's
+    shape has been seen twice, one pattern per run decides, and damaged batches (another
+    count, a record cut or grown, a field changed) are judged as a parse of every record
+    judges them."""
+    from samsa.protocol import records
+
+    walked: list[int] = []
+    walk = records._run_parses_like_first
+
+    def counted(*args: object) -> bool:
+        walked.append(1)
+        return walk(*args)  # type: ignore[arg-type]
+
+    rng = random.Random(29)
+    for key, size, n, ts_step in [(None, 100, 150, 0), (b"k", 30, 256, 0), (None, 1, 200, 1),
+                                  (b"key", 60, 65, 2)]:
+        batch = build_batch([(key, bytes(rng.randrange(256) for _ in range(size)), [],
+                              i * ts_step) for i in range(n)])
+        starts = _record_starts(bytearray(batch))
+        lengths = {b - a for a, b in zip(starts, [*starts[1:], len(batch)], strict=True)}
+        assert len(lengths) > 1  # not one length: the runs decide
+        for _ in range(2):
+            assert _client_check(batch, 0)
+        walked.clear()
+        monkeypatch.setattr(records, "_run_parses_like_first", counted)
+        assert _client_check(batch, 0)
+        assert not walked, (key, size, n)  # the patterns decided
+        assert not _client_check(batch, 0, count=n - 1)
+        assert not _client_check(batch, 0, count=n + 1)
+        rejected = 0
+        for _ in range(120):
+            damaged = bytearray(batch)
+            start = rng.choice(starts)
+            at = rng.choice([start + rng.randrange(6 + len(key or b"")), start - 1,
+                             rng.randrange(HEADER_SIZE, len(batch))])
+            at = min(max(at, HEADER_SIZE), len(batch) - 1)
+            damaged[at] = rng.choice([rng.randrange(256), damaged[at] ^ 1,
+                                      (damaged[at] + 1) & 0xFF, damaged[at] | 0x80])
+            rejected += not _client_check(damaged, 0)
+        assert rejected > 20, (key, size, n)
+        # a record cut short in the second run, or one grown by a byte: the runs no longer
+        # tile the batch as the count says
+        assert not _client_check(_spliced(bytearray(batch), starts[100 % n] + 3, 1, b""), 0)
+        assert not _client_check(_spliced(bytearray(batch), starts[-1], 0, b"\x00"), 0)
+        monkeypatch.setattr(records, "_run_parses_like_first", walk)
