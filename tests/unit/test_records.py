@@ -365,17 +365,7 @@ def test_framing_check_of_a_known_shape_agrees_with_a_walk_over_every_record() -
             assert _client_check(batch, 0)
         assert records._PATTERNS.get(records_size // n)
         starts = _record_starts(bytearray(batch))
-        rejected = 0
-        for _ in range(150):
-            damaged = bytearray(batch)
-            for _ in range(rng.randint(1, 2)):  # mostly where the fields are, not the values
-                start = rng.choice(starts)
-                at = rng.choice([start + rng.randrange(8 + len(key or b"")), start - 1,
-                                 rng.randrange(HEADER_SIZE, len(batch))])
-                at = min(max(at, HEADER_SIZE), len(batch) - 1)
-                damaged[at] = rng.choice([rng.randrange(256), damaged[at] ^ 1,
-                                          (damaged[at] + 1) & 0xFF, damaged[at] | 0x80])
-            rejected += not _client_check(damaged, 0)
+        rejected = _rejected_when_damaged(batch, starts, 8 + len(key or b""), 150, 2, rng)
         assert rejected > 30, (key, size)
         # a record of the same length laid out otherwise (timestampDelta in two bytes, the
         # value one byte shorter) does not match the shape and is still taken
@@ -386,6 +376,25 @@ def test_framing_check_of_a_known_shape_agrees_with_a_walk_over_every_record() -
                 + rec[6:5 + size] + b"\x00"
             assert len(other) == len(rec)
             assert _client_check(batch[:starts[-1]] + other, 0)
+
+
+def _rejected_when_damaged(batch: bytes, starts: list[int], head: int, tries: int,
+                           most_bytes: int, rng: random.Random) -> int:
+    """How many of `tries` copies of `batch`, each with 1 to `most_bytes` bytes changed, the
+    client check refuses; it must judge each as a parse of every record does. The bytes are
+    mostly among the first `head` bytes of a record (its fields, not its value)."""
+    rejected = 0
+    for _ in range(tries):
+        damaged = bytearray(batch)
+        for _ in range(rng.randint(1, most_bytes)):
+            start = rng.choice(starts)
+            at = rng.choice([start + rng.randrange(head), start - 1,
+                             rng.randrange(HEADER_SIZE, len(batch))])
+            at = min(max(at, HEADER_SIZE), len(batch) - 1)
+            damaged[at] = rng.choice([rng.randrange(256), damaged[at] ^ 1,
+                                      (damaged[at] + 1) & 0xFF, damaged[at] | 0x80])
+        rejected += not _client_check(damaged, 0)
+    return rejected
 
 
 def test_known_shape_keeps_the_varint_width_limits() -> None:
@@ -442,16 +451,7 @@ def test_framing_check_of_runs_of_known_shapes_agrees_with_a_walk_over_every_rec
         assert not walked, (key, size, n)  # the patterns decided
         assert not _client_check(batch, 0, count=n - 1)
         assert not _client_check(batch, 0, count=n + 1)
-        rejected = 0
-        for _ in range(120):
-            damaged = bytearray(batch)
-            start = rng.choice(starts)
-            at = rng.choice([start + rng.randrange(6 + len(key or b"")), start - 1,
-                             rng.randrange(HEADER_SIZE, len(batch))])
-            at = min(max(at, HEADER_SIZE), len(batch) - 1)
-            damaged[at] = rng.choice([rng.randrange(256), damaged[at] ^ 1,
-                                      (damaged[at] + 1) & 0xFF, damaged[at] | 0x80])
-            rejected += not _client_check(damaged, 0)
+        rejected = _rejected_when_damaged(batch, starts, 6 + len(key or b""), 120, 1, rng)
         assert rejected > 20, (key, size, n)
         # a record cut short in the second run, or one grown by a byte: the runs no longer
         # tile the batch as the count says
