@@ -145,7 +145,9 @@ def one_round(v: Variant, tools: Path, args: argparse.Namespace) -> None:
             v.mbps.append(out.figures["mbps"])
             v.p99.append(out.figures.get("p99_ms", float("nan")))
             v.cpu_per_gb.append(cpu / (args.records * args.size / 1e9))
-            print(f"  {v.name:12} {out.figures['mbps']:8.1f} MB/s  p99 {v.p99[-1]:6.0f} ms  "
+            p50 = out.figures.get("p50_ms", float("nan"))
+            print(f"  {v.name:12} {out.figures['mbps']:8.1f} MB/s  p50 {p50:4.0f} ms  "
+                  f"p99 {v.p99[-1]:6.0f} ms  "
                   f"{v.cpu_per_gb[-1]:.2f} s CPU/GB  (client {client:.2f} s/GB, cores busy "
                   f"{busy:.0%})", flush=True)
     finally:
