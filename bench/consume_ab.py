@@ -105,8 +105,7 @@ def main() -> None:
             ap.error(f"--kafka: no Kafka broker in {bench.KAFKA_DIR} (bench/run.py fetches it)")
         args.variant.append(Variant("kafka", bench.REPO, [], kafka=True))
     client: dict[str, object] = dict(kv.split("=", 1) for kv in args.client)
-    touched, seconds = bench.touch_free_memory()
-    print(f"faulted in {touched:.1f} GiB of free memory in {seconds:.1f} s", flush=True)
+    bench.touch_free_memory()
     try:
         for _ in range(args.rounds):
             for v in args.variant:

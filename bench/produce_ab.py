@@ -187,8 +187,7 @@ def main() -> None:
     bench.CACHE.mkdir(parents=True, exist_ok=True)
     (bench.CACHE / "log4j2-tools.properties").write_text(
         bench.LOG4J2.format(target="SYSTEM_ERR", level="warn"))
-    touched, seconds = bench.touch_free_memory()
-    print(f"faulted in {touched:.1f} GiB of free memory in {seconds:.1f} s", flush=True)
+    bench.touch_free_memory()
     try:
         for _ in range(args.rounds):
             for v in args.variant:

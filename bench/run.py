@@ -216,8 +216,9 @@ def wait_for_quiet(max_wait: float, threshold: float = 0.25) -> float:
         print(f"  machine busy ({share:.0%} CPU used by other processes), waiting ...", flush=True)
 
 
-def touch_free_memory(reserve_mib: int = 2048) -> tuple[float, float]:
-    """Fault in the machine's free memory once, then give it back: (GiB touched, seconds).
+def touch_free_memory(reserve_mib: int = 2048) -> float:
+    """Fault in the machine's free memory once, then give it back; prints and returns the GiB
+    touched.
 
     On a virtual machine whose memory the host backs lazily (Firecracker, as here), the first
     write into each guest page costs about twice a later one: 6.9 against 3.4 us per 4 KiB
@@ -243,7 +244,9 @@ def touch_free_memory(reserve_mib: int = 2048) -> tuple[float, float]:
         touched = len(chunks) * chunk_mib / 1024
         for chunk in chunks:
             chunk.close()
-    return touched, time.monotonic() - t0
+    print(f"faulted in {touched:.1f} GiB of free memory in {time.monotonic() - t0:.1f} s",
+          flush=True)
+    return touched
 
 
 # ------------------------------------------------------------------ readiness
@@ -1260,7 +1263,7 @@ def environment(args: argparse.Namespace, plan: Plan, kafka_note: str) -> list[s
         f"({_fstype(Path(tempfile.gettempdir()))})",
         f"- Samsa {importlib.metadata.version('samsa')} (git {git}), Python "
         f"{platform.python_version()}, started as `samsa serve` with default settings",
-        f"- Before the runs, {getattr(args, 'touched_gib', 0.0):.1f} GiB of the machine's free "
+        f"- Before the runs, {args.touched_gib:.1f} GiB of the machine's free "
         "memory was written once and given back (bench/run.py, touch_free_memory)",
         f"- Kafka: {kafka_note}; JVM: {java.splitlines()[0] if java else '?'}",
         f"- Load: {sizes} per phase; Kafka tools "
@@ -1413,11 +1416,7 @@ def main() -> int:
         brokers.remove("kafka")
     res: dict[str, Results] = {b: {} for b in brokers}
     failures: Failures = []
-    args.touched_gib = 0.0
-    if args.touch_memory:
-        args.touched_gib, seconds = touch_free_memory()
-        print(f"faulted in {args.touched_gib:.1f} GiB of free memory in {seconds:.1f} s",
-              flush=True)
+    args.touched_gib = touch_free_memory() if args.touch_memory else 0.0
     for run in range(args.runs):
         for name in brokers:  # one after the other: never both brokers at once
             print(f"run {run + 1}/{args.runs}: {name}", flush=True)

@@ -235,7 +235,10 @@ def _check_records(data: bytes | bytearray, p: int, end: int, h: BatchHeader) ->
     elif h.records_count <= _RUNS_UP_TO and _matches_known_runs(data, p, end, h.records_count):
         return
     begin = p
-    runs: list[tuple[int, int]] = []  # where the record length changes: (start, length)
+    # Where the record length changes, (start, length): noted only for a batch the runs'
+    # patterns may check next time.
+    learn_runs = not uniform and h.records_count <= _RUNS_UP_TO
+    runs: list[tuple[int, int]] = []
     n = 0
     last = end - 1  # a record needs at least two bytes (length and attributes)
     steps, one_byte = _STEPS, _ONE_BYTE
@@ -272,7 +275,7 @@ def _check_records(data: bytes | bytearray, p: int, end: int, h: BatchHeader) ->
             _record_layout(data, p, q + length, h)
             p, n, prev = q + length, n + 1, -2
             continue
-        if s != prev and len(runs) <= _MAX_RUNS:
+        if s != prev and learn_runs and len(runs) <= _MAX_RUNS:
             runs.append((p, s))
         r = p + s  # the record's end (past the end: the tiling check below fails)
         if r <= end:  # its fields, inline for the usual record
@@ -312,7 +315,7 @@ def _check_records(data: bytes | bytearray, p: int, end: int, h: BatchHeader) ->
         raise InvalidRecord(f"batch declares {h.records_count} records but holds {n}")
     if uniform:
         _learn_shape(data, begin, uniform, h)
-    elif n <= _RUNS_UP_TO and 0 < len(runs) <= _MAX_RUNS and runs[0][0] == begin:
+    elif learn_runs and 0 < len(runs) <= _MAX_RUNS and runs[0][0] == begin:
         for start, length in runs:
             _learn_shape(data, start, length, h)
 
