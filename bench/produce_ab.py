@@ -10,6 +10,9 @@ run and, per variant, the median and range of the rate, the p99 latency Producer
 reports (librdkafka's is not measured) and the broker's CPU seconds per GB written
 (/proc/<pid>/stat of the broker). No assertions: this measures.
 
+ProducerPerformance sends --producer-warmup × --records more records first and reports
+the rest (its --warmup-records), as bench/run.py does; the CPU per GB counts all it sent.
+
 --kafka adds Apache Kafka as one more variant, started as bench/run.py starts it (from
 .cache/bench/kafka-broker); its JIT warms faster on small records (--warmup-size 100).
 
@@ -88,7 +91,8 @@ def produce(tools: Path, bootstrap: str, topic: str, n: int,
             args: argparse.Namespace) -> bench.Outcome:
     if args.client == "rdkafka":
         return bench.rdkafka_produce(bootstrap, topic, n, args.size, args.acks)
-    return bench.java_produce(tools, bootstrap, topic, n, args.size, args.acks)
+    return bench.java_produce(tools, bootstrap, topic, n, args.size, args.acks,
+                              warmup=int(n * args.producer_warmup))
 
 
 def start(v: Variant, work: Path, args: argparse.Namespace
@@ -137,14 +141,17 @@ def one_round(v: Variant, tools: Path, args: argparse.Namespace) -> None:
             cpu = broker_cpu(pids) - cpu0
             # the machine's cores busy over the run, and the load generator's CPU per GB:
             # a pipeline that stalls leaves cores idle
-            wall, gb = time.monotonic() - t0, args.records * args.size / 1e9
+            # all the run sent: with ProducerPerformance, its warm-up records too
+            sent = args.records + (int(args.records * args.producer_warmup)
+                                   if args.client == "java" else 0)
+            wall, gb = time.monotonic() - t0, sent * args.size / 1e9
             busy = (bench.machine_busy_seconds() - busy0) / wall / (os.cpu_count() or 1)
             client = (bench.own_seconds() - own0) / gb
             if out.error:
                 raise RuntimeError(out.error)
             v.mbps.append(out.figures["mbps"])
             v.p99.append(out.figures.get("p99_ms", float("nan")))
-            v.cpu_per_gb.append(cpu / (args.records * args.size / 1e9))
+            v.cpu_per_gb.append(cpu / gb)
             p50 = out.figures.get("p50_ms", float("nan"))
             print(f"  {v.name:12} {out.figures['mbps']:8.1f} MB/s  p50 {p50:4.0f} ms  "
                   f"p99 {v.p99[-1]:6.0f} ms  "
@@ -165,6 +172,9 @@ def main() -> None:
     ap.add_argument("--warmup-size", type=int, default=0,
                     help="their size (default --size); small records warm Kafka's JIT faster")
     ap.add_argument("--size", type=int, default=1024)
+    ap.add_argument("--producer-warmup", type=float, default=0.5, metavar="SHARE",
+                    help="ProducerPerformance sends this share of --records more first, "
+                         "outside its figures (--warmup-records), as bench/run.py")
     ap.add_argument("--acks", default="all")
     ap.add_argument("--runs", type=int, default=2, help="measured runs per broker start")
     ap.add_argument("--rounds", type=int, default=3, help="times the variants alternate")

@@ -453,6 +453,10 @@ PRODUCER_RE = re.compile(
     r"(\d+) records sent, ([\d.]+) records/sec \(([\d.]+) MB/sec\), ([\d.]+) ms avg latency, "
     r"([\d.]+) ms max latency, (\d+) ms 50th, (\d+) ms 95th, (\d+) ms 99th"
 )
+# With --warmup-records (KIP-1052) ProducerPerformance adds the same figures for the records
+# after the warm-up.
+PRODUCER_STEADY_RE = re.compile(
+    PRODUCER_RE.pattern.replace(" records sent", " steady state records sent"))
 
 
 def java_cmd(tools_lib: Path, main: str, args: list[str]) -> list[str]:
@@ -461,13 +465,16 @@ def java_cmd(tools_lib: Path, main: str, args: list[str]) -> list[str]:
 
 
 def java_produce(tools: Path, bootstrap: str, topic: str, n: int, size: int, acks: str,
-                 extra: tuple[str, ...] = ()) -> Outcome:  # fmt: skip
-    args = ["--bootstrap-server", bootstrap, "--topic", topic, "--num-records", str(n),
+                 extra: tuple[str, ...] = (), warmup: int = 0) -> Outcome:  # fmt: skip
+    """ProducerPerformance: `warmup` records, then the `n` its figures are of."""
+    args = ["--bootstrap-server", bootstrap, "--topic", topic, "--num-records", str(n + warmup),
             "--record-size", str(size), "--throughput", "-1", "--command-property", f"acks={acks}",
             *extra]
+    if warmup:
+        args += ["--warmup-records", str(warmup)]
     cmd = java_cmd(tools, "org.apache.kafka.tools.ProducerPerformance", args)  # fmt: skip
     rc, out = run_tool(cmd, timeout=900)
-    matches = PRODUCER_RE.findall(out)
+    matches = (PRODUCER_STEADY_RE if warmup else PRODUCER_RE).findall(out)
     if rc != 0 or not matches or int(matches[-1][0]) != n:
         return Outcome(error=f"exit {rc}\n{_tail(out)}", command=_shown(cmd))
     sent, rps, mbps, avg, _max, p50, _p95, p99 = matches[-1]
@@ -804,6 +811,12 @@ class Plan:
     partitions: tuple[int, ...] = ()  # scale steps: partitions on the broker in total
     many_clients: int = 0  # records per producer in the many-clients phase (0: skip)
     rc_records: int = 0  # transactional records for the read_committed phase (0: skip)
+    # ProducerPerformance's own warm-up (--warmup-records) before a phase's measured records,
+    # as a share of them: the tool's JVM compiles for seconds of a run on 2 cores
+    producer_warmup: float = 0.0
+
+    def producer_warmup_records(self, n: int) -> int:
+        return int(n * self.producer_warmup)
 
 
 def measured(
@@ -833,9 +846,9 @@ def measured(
 
 
 def produce_job(client: str, tools: Path, b: str, topic: str, n: int, size: int,
-                acks: str) -> Callable[[], Outcome]:  # fmt: skip
+                acks: str, warmup: int = 0) -> Callable[[], Outcome]:  # fmt: skip
     if client == "java":
-        return lambda: java_produce(tools, b, topic, n, size, acks)
+        return lambda: java_produce(tools, b, topic, n, size, acks, warmup=warmup)
     return lambda: rdkafka_produce(b, topic, n, size, acks)
 
 
@@ -859,11 +872,14 @@ def bench_broker(broker: Broker, plan: Plan, results: Results, failures: Failure
         for size, n in plan.sizes.items():
             stem = f"bench-{client}-{size}-{time.time_ns()}"
             topics = {acks: f"{stem}-acks{acks}" for acks in ("1", "all")}
+            # librdkafka has no JIT to warm: its phases send just the measured records
+            warm = plan.producer_warmup_records(n) if client == "java" else 0
             for acks, topic in topics.items():
                 create_topic(b, topic)
-                job = produce_job(client, tools, b, topic, n, size, acks)
+                job = produce_job(client, tools, b, topic, n, size, acks, warm)
                 label = f"produce {client} {size}B acks={acks}"
-                measured(broker, label, n * size, job, results, failures)
+                # the broker's CPU over the whole run, per GB of all it was sent
+                measured(broker, label, (n + warm) * size, job, results, failures)
             # Consume what acks=1 wrote, right after it was written (page cache warm for both).
             job = consume_job(client, tools, b, topics["1"], n, size)
             passes = RDKAFKA_CONSUME_PASSES if client == "rdkafka" else 1
@@ -891,8 +907,9 @@ def bench_transactions_and_latency(broker: Broker, plan: Plan, results: Results,
         n, topic = plan.txn_records, f"bench-txn100ms-{time.time_ns()}"
         create_topic(b, topic)
         extra = ("--transactional-id", f"bench-{topic}", "--transaction-duration-ms", "100")
-        job = lambda: java_produce(tools, b, topic, n, 100, "all", extra)  # noqa: E731
-        measured(broker, "txn java 100B 100ms", n * 100, job, results, failures)
+        warm = plan.producer_warmup_records(n)
+        job = lambda: java_produce(tools, b, topic, n, 100, "all", extra, warm)  # noqa: E731
+        measured(broker, "txn java 100B 100ms", (n + warm) * 100, job, results, failures)
     if plan.txn_seconds:
         topic = f"bench-txn1rec-{time.time_ns()}"
         create_topic(b, topic)
@@ -1266,7 +1283,8 @@ def environment(args: argparse.Namespace, plan: Plan, kafka_note: str) -> list[s
         f"- Before the runs, {args.touched_gib:.1f} GiB of the machine's free "
         "memory was written once and given back (bench/run.py, touch_free_memory)",
         f"- Kafka: {kafka_note}; JVM: {java.splitlines()[0] if java else '?'}",
-        f"- Load: {sizes} per phase; Kafka tools "
+        f"- Load: {sizes} per phase, ProducerPerformance's figures after its own warm-up "
+        f"of {plan.producer_warmup:.0%} as many records more (--warmup-records); Kafka tools "
         f"{jar_version(plan.tools_lib, 'kafka-tools')}; librdkafka {rdkafka_libversion()[0]} "
         f"(confluent-kafka {importlib.metadata.version('confluent-kafka')}); its consumers "
         f"read each topic {RDKAFKA_CONSUME_PASSES} times over",
@@ -1340,8 +1358,11 @@ Run `make bench` (or `.venv/bin/python bench/run.py`; `--quick` for a smoke run)
 def parse_args() -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--runs", type=int, default=3, help="runs per broker; figures are medians")
-    ap.add_argument("--records", default="100=2000000,1024=400000",
+    ap.add_argument("--records", default="100=2000000,1024=1000000",
                     help="record size=records per phase, comma-separated")
+    ap.add_argument("--producer-warmup", type=float, default=0.5, metavar="SHARE",
+                    help="ProducerPerformance sends this share of a phase's records more first, "
+                         "outside its figures (--warmup-records)")
     ap.add_argument("--quick", action="store_true",
                     help="smoke run: 1 run, few records, small extra phases, docs untouched")
     ap.add_argument("--only", choices=("samsa", "kafka"), help="benchmark one broker")
@@ -1394,6 +1415,7 @@ def make_plan(args: argparse.Namespace, kafka_lib: Path | None) -> Plan:
                 recovery_mib=args.recovery_mib,
                 many_clients=args.many_clients, rc_records=args.rc_records,
                 partitions=tuple(int(x) for x in args.partitions.split(",") if x.strip()),
+                producer_warmup=args.producer_warmup,
                 )  # fmt: skip
 
 
