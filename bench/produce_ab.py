@@ -87,12 +87,17 @@ def create_topic(bootstrap: str, topic: str, replicas: int) -> None:
     raise RuntimeError(f"topic {topic} did not get a full ISR in 60 s")
 
 
+def tool_warmup(n: int, args: argparse.Namespace) -> int:
+    """Records ProducerPerformance sends before the `n` it reports (librdkafka: none)."""
+    return int(n * args.producer_warmup) if args.client == "java" else 0
+
+
 def produce(tools: Path, bootstrap: str, topic: str, n: int,
             args: argparse.Namespace) -> bench.Outcome:
     if args.client == "rdkafka":
         return bench.rdkafka_produce(bootstrap, topic, n, args.size, args.acks)
     return bench.java_produce(tools, bootstrap, topic, n, args.size, args.acks,
-                              warmup=int(n * args.producer_warmup))
+                              warmup=tool_warmup(n, args))
 
 
 def start(v: Variant, work: Path, args: argparse.Namespace
@@ -127,7 +132,9 @@ def one_round(v: Variant, tools: Path, args: argparse.Namespace) -> None:
     try:
         proc, b = start(v, work, args)
         create_topic(b, "warm", args.cluster)
-        warm = argparse.Namespace(**{**vars(args), "size": args.warmup_size or args.size})
+        # the broker's warm-up is unmeasured as a whole: no steady-state split of its own
+        warm = argparse.Namespace(**{**vars(args), "size": args.warmup_size or args.size,
+                                     "producer_warmup": 0.0})
         out = produce(tools, b, "warm", args.warmup, warm)
         if out.error:
             raise RuntimeError(out.error)
@@ -142,8 +149,7 @@ def one_round(v: Variant, tools: Path, args: argparse.Namespace) -> None:
             # the machine's cores busy over the run, and the load generator's CPU per GB:
             # a pipeline that stalls leaves cores idle
             # all the run sent: with ProducerPerformance, its warm-up records too
-            sent = args.records + (int(args.records * args.producer_warmup)
-                                   if args.client == "java" else 0)
+            sent = args.records + tool_warmup(args.records, args)
             wall, gb = time.monotonic() - t0, sent * args.size / 1e9
             busy = (bench.machine_busy_seconds() - busy0) / wall / (os.cpu_count() or 1)
             client = (bench.own_seconds() - own0) / gb
