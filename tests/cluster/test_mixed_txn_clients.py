@@ -28,6 +28,7 @@ import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 
 from samsa.coordinator.internal_log import partition_for
+from samsa.protocol.records import iter_batches, parse_control_record
 from tests.chaos.checker import Read, Recorder, Write, check
 from tests.cluster.cluster import (
     TRANSACTION_KEY,
@@ -38,7 +39,7 @@ from tests.cluster.cluster import (
 )
 from tests.support.java import JAVA_SRC, JVM_ARGS, classpath_dir, compile_java, java_executable
 from tests.support.supervised import Supervised
-from tests.transactions.txnwire import TxnWire, markers
+from tests.transactions.txnwire import TxnWire
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -191,10 +192,30 @@ def test_tv2_tv1_and_librdkafka_copiers_survive_coordinator_kill9(cluster: Clust
 
     # The Java 4.x producer used transactions v2: each of its transactions ended with the
     # epoch bumped (markers with ever new epochs); the 3.9 producer v1: one epoch per run.
-    def marker_epochs(p: int) -> list[int]:
+    # A marker may be written twice where the kill cut its write's answer or the coordinator's
+    # completion record: the next coordinator (or leader) sends it again, and the partition
+    # appends it again, as Kafka's does (it refuses a marker only for a lower producer or
+    # coordinator epoch). Such a repeat follows its original directly, same epoch and kind.
+    def marker_epochs(p: int) -> tuple[list[int], int]:
         with TxnWire(cluster.broker(cluster.leaders(dst)[p]).bootstrap) as w:
-            return [e for _, e, _ in markers(w.fetch(dst, p, 0, isolation=0).records)]
+            records = w.fetch(dst, p, 0, isolation=0).records or b""
+        epochs: list[int] = []
+        last: tuple[int, int, int] | None = None  # (producer epoch, kind, coordinator epoch)
+        repeats = 0
+        for pos, h in iter_batches(records):
+            if not h.is_control:
+                last = None
+                continue
+            kind, coordinator_epoch = parse_control_record(records, pos, h)
+            if (last is not None and last[:2] == (h.producer_epoch, kind)
+                    and coordinator_epoch >= last[2]):
+                repeats += 1
+            else:
+                epochs.append(h.producer_epoch)
+            last = (h.producer_epoch, kind, coordinator_epoch)
+        return epochs, repeats
 
-    tv2, tv1 = marker_epochs(0), marker_epochs(1)
-    assert len(set(tv2)) == len(tv2) > 20, tv2
+    (tv2, tv2_repeats), (tv1, _) = marker_epochs(0), marker_epochs(1)
+    print(f"transactions v2 markers: {len(tv2)} epochs, {tv2_repeats} written again")
+    assert len(set(tv2)) == len(tv2) > 20 and tv2_repeats <= 2, (tv2_repeats, tv2)
     assert len(tv1) > 20 and len(set(tv1)) < len(tv1) / 3, tv1
