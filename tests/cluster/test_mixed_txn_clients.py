@@ -28,7 +28,6 @@ import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 
 from samsa.coordinator.internal_log import partition_for
-from samsa.protocol.records import iter_batches, parse_control_record
 from tests.chaos.checker import Read, Recorder, Write, check
 from tests.cluster.cluster import (
     TRANSACTION_KEY,
@@ -39,7 +38,7 @@ from tests.cluster.cluster import (
 )
 from tests.support.java import JAVA_SRC, JVM_ARGS, classpath_dir, compile_java, java_executable
 from tests.support.supervised import Supervised
-from tests.transactions.txnwire import TxnWire
+from tests.transactions.txnwire import TxnWire, marker_batches
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -198,21 +197,15 @@ def test_tv2_tv1_and_librdkafka_copiers_survive_coordinator_kill9(cluster: Clust
     # coordinator epoch). Such a repeat follows its original directly, same epoch and kind.
     def marker_epochs(p: int) -> tuple[list[int], int]:
         with TxnWire(cluster.broker(cluster.leaders(dst)[p]).bootstrap) as w:
-            records = w.fetch(dst, p, 0, isolation=0).records or b""
-        epochs: list[int] = []
-        last: tuple[int, int, int] | None = None  # (producer epoch, kind, coordinator epoch)
-        repeats = 0
-        for pos, h in iter_batches(records):
-            if not h.is_control:
-                last = None
-                continue
-            kind, coordinator_epoch = parse_control_record(records, pos, h)
-            if (last is not None and last[:2] == (h.producer_epoch, kind)
-                    and coordinator_epoch >= last[2]):
+            found = marker_batches(w.fetch(dst, p, 0, isolation=0).records)
+        epochs, repeats = [], 0
+        for prev, m in zip([None, *found], found, strict=False):
+            if (prev is not None and m.offset == prev.offset + 1
+                    and (m.producer_epoch, m.commit) == (prev.producer_epoch, prev.commit)
+                    and m.coordinator_epoch >= prev.coordinator_epoch):
                 repeats += 1
             else:
-                epochs.append(h.producer_epoch)
-            last = (h.producer_epoch, kind, coordinator_epoch)
+                epochs.append(m.producer_epoch)
         return epochs, repeats
 
     (tv2, tv2_repeats), (tv1, _) = marker_epochs(0), marker_epochs(1)

@@ -196,14 +196,29 @@ def data_values(records: bytes | None) -> list[bytes]:
     return out
 
 
-def markers(records: bytes | None) -> list[tuple[int, int, bool]]:
-    """(producer id, epoch, commit) of every control batch."""
+@dataclass(frozen=True)
+class Marker:
+    offset: int
+    producer_id: int
+    producer_epoch: int
+    commit: bool
+    coordinator_epoch: int
+
+
+def marker_batches(records: bytes | None) -> list[Marker]:
+    """Every control batch, in log order."""
     out = []
     for pos, h in iter_batches(records or b""):
         if h.is_control:
-            kind, _ = parse_control_record(records, pos, h)
-            out.append((h.producer_id, h.producer_epoch, kind == 1))
+            kind, coordinator_epoch = parse_control_record(records, pos, h)
+            out.append(Marker(h.base_offset, h.producer_id, h.producer_epoch, kind == 1,
+                              coordinator_epoch))
     return out
+
+
+def markers(records: bytes | None) -> list[tuple[int, int, bool]]:
+    """(producer id, epoch, commit) of every control batch."""
+    return [(m.producer_id, m.producer_epoch, m.commit) for m in marker_batches(records)]
 
 
 def committed_values(fetched: Any) -> list[bytes]:
