@@ -138,10 +138,15 @@ def test_tv2_tv1_and_librdkafka_copiers_survive_coordinator_kill9(cluster: Clust
     rec = Recorder()
     reader = Reader("reader", bootstrap, dst, rec)
     reader.start()
-    for c in copiers:
-        c.start()
     victim = -1
     try:
+        # The JVMs first: started together on two loaded cores, the librdkafka copier could
+        # finish its copy while they were still starting, before the kill.
+        *jvms, python_copier = copiers
+        for c in jvms:
+            c.start()
+        wait_until(lambda: all(c.progress > 0 for c in jvms), 60, "the Java copiers copying")
+        python_copier.start()
         wait_until(lambda: all(c.progress >= RECORDS // 6 for c in copiers), 60,
                    "every copier a sixth of the way")
         victim = cluster.leaders("__transaction_state")[partition_for(txn_ids[0],

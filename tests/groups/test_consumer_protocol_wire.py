@@ -279,7 +279,9 @@ def test_group_config_overrides_the_heartbeat_interval(wire):
 def test_session_and_rebalance_timeouts_fence_members(broker_factory):
     import time
 
-    b = broker_factory(settings=dict(FAST, **{"group.consumer.session.timeout.ms": 1500,
+    # m1's 1 s rebalance timeout must end well before m2's session: were m2 gone first, m1
+    # would keep its partitions and never be fenced (3 s leaves 2 s for a slow machine)
+    b = broker_factory(settings=dict(FAST, **{"group.consumer.session.timeout.ms": 3000,
                                               "group.consumer.min.session.timeout.ms": 1000}))
     with WireClient(b.bootstrap) as w:
         w.call(19, 5, {"topics": [{"name": "t", "num_partitions": 4, "replication_factor": 1,
@@ -302,7 +304,7 @@ def test_session_and_rebalance_timeouts_fence_members(broker_factory):
             assert time.monotonic() < deadline, r
             time.sleep(0.2)
         assert r.error_code == UNKNOWN_MEMBER_ID
-        # m2 (silent since it joined) is gone after its 1.5 s session: the group is empty
+        # m2 (silent since it joined) is gone after its 3 s session: the group is empty
         deadline = time.monotonic() + 10
         while True:
             d = w.call(CG_DESCRIBE, 1, {"group_ids": [g],

@@ -25,13 +25,14 @@ does see the aborted records, so the test is not vacuous.
 from __future__ import annotations
 
 import json
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from confluent_kafka import Producer
+from confluent_kafka import Consumer, Producer, TopicPartition
 
 from tests.cluster.cluster import Cluster
 from tests.spark.helpers import (
@@ -60,6 +61,10 @@ class TxnProducer:
         })
         self.p.init_transactions(TIMEOUT_S)
         self.errors: list[str] = []
+        # for the partition's high watermark (read_uncommitted: not the LSO) only: it never
+        # subscribes or commits
+        self.watermarks = Consumer({"bootstrap.servers": bootstrap, "group.id": f"wm-{txn_id}",
+                                    "isolation.level": "read_uncommitted"})
 
     def send(self, topic: str, values: list[bytes]) -> list[Rec]:
         recs = [Rec(topic, 0, v, key=v[:1]) for v in values]
@@ -77,11 +82,25 @@ class TxnProducer:
     def txn(self, topic: str, values: list[bytes], commit: bool = True) -> list[Rec]:
         self.p.begin_transaction()
         recs = self.send(topic, values)
+        self.end(topic, commit)
+        return recs
+
+    def end(self, topic: str, commit: bool) -> None:
+        """Commit or abort, then wait for the marker on the topic's partition 0. A coordinator
+        answers once its decision is durable and writes the markers after (Kafka's does too,
+        and in a cluster they cross brokers), so another producer's next write could otherwise
+        take the offset the scenario has for this marker. Nothing else writes meanwhile: the
+        marker is the one record the high watermark gains."""
+        tp = TopicPartition(topic, 0)
+        before = self.watermarks.get_watermark_offsets(tp, TIMEOUT_S)[1]
         if commit:
             self.p.commit_transaction(TIMEOUT_S)
         else:
             self.p.abort_transaction(TIMEOUT_S)
-        return recs
+        deadline = time.monotonic() + TIMEOUT_S
+        while self.watermarks.get_watermark_offsets(tp, TIMEOUT_S)[1] <= before:
+            assert time.monotonic() < deadline, f"no marker after offset {before}"
+            time.sleep(0.05)
 
 
 Row = tuple[int, bytes]
@@ -117,19 +136,20 @@ class Scenario:
 
     def phase2(self) -> tuple[list[Row], list[Row]]:
         """Abort x (LSO moves past y), open z. Returns (newly visible, still invisible)."""
-        self.p_open.p.abort_transaction(TIMEOUT_S)
+        self.p_open.end(self.topic, commit=False)
         self.p_open.p.begin_transaction()
         self.z = self.p_open.send(self.topic, [b"z-open-then-committed"])
         assert [r.offset for r in self.z] == [25]
         return rows(self.y), rows(self.z)
 
     def phase3(self) -> list[Row]:
-        self.p_open.p.commit_transaction(TIMEOUT_S)
+        self.p_open.end(self.topic, commit=True)
         return rows(self.z)
 
     def close(self) -> None:
         for p in (self.p1, self.p_open, self.p2):
             p.p.flush(1)
+            p.watermarks.close()
 
 
 def rows(recs: list[Rec]) -> list[Row]:

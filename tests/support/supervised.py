@@ -40,7 +40,8 @@ class Supervised(threading.Thread):
 
     def stop(self, timeout: float = 30) -> None:
         self._halt.set()
-        self.join(timeout)
+        if self.ident is not None:  # a test that failed before starting it stops it too
+            self.join(timeout)
 
     @property
     def restarts(self) -> int:
