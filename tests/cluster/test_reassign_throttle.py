@@ -77,11 +77,10 @@ def test_throttled_move_onto_a_new_broker_under_transactions(
         "replication.quota.window.size.seconds": 1,
     })
     stop = threading.Event()
-    # Set once the producers have returned: only then is `committed` final. Until then the
-    # consumer must not leave, even when it has caught up, as a commit in flight at `stop` is
-    # added to `committed` only when it returns.
-    producers_done = threading.Event()
-    stop_deadline = [float("inf")]  # the consumer reads on until it has every commit, or this
+    # Set once the producers have returned (infinite until then): only then is `committed`
+    # final, as a commit in flight at `stop` is added to it only when it returns. The consumer
+    # reads on until then, and after until it has every commit or this deadline passes.
+    stop_deadline = [float("inf")]
     threads: list[threading.Thread] = []
     committed: list[str] = []
     aborted: list[str] = []
@@ -111,7 +110,7 @@ def test_throttled_move_onto_a_new_broker_under_transactions(
                           "isolation.level": "read_committed", "enable.auto.commit": False})
             try:
                 c.assign([TopicPartition(TOPIC, p, 0) for p in (0, 1)])
-                while not producers_done.is_set() or len(seen) < len(committed):
+                while stop_deadline[0] == float("inf") or len(seen) < len(committed):
                     for m in c.consume(500, timeout=0.2):
                         if m.error() is None and m.value() != blob:
                             seen.append(m.value().decode())
@@ -184,7 +183,6 @@ def test_throttled_move_onto_a_new_broker_under_transactions(
         for t in producers:
             t.join(160)  # a commit retried 5 times with a 30 s timeout each
         stop_deadline[0] = time.monotonic() + 30
-        producers_done.set()
         consumer.join(60)
         assert not any(t.is_alive() for t in threads), "a client thread did not finish"
         assert not failures, failures
@@ -194,5 +192,4 @@ def test_throttled_move_onto_a_new_broker_under_transactions(
     finally:
         stop.set()
         stop_deadline[0] = 0.0  # a test that failed early lets its consumer go at once
-        producers_done.set()
         cluster.close()

@@ -25,7 +25,6 @@ does see the aborted records, so the test is not vacuous.
 from __future__ import annotations
 
 import json
-import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -43,6 +42,7 @@ from tests.spark.helpers import (
     run_available_now,
     source_end_offsets,
     source_options,
+    wait_until,
 )
 from tests.support.broker import BrokerProcess
 
@@ -97,10 +97,8 @@ class TxnProducer:
             self.p.commit_transaction(TIMEOUT_S)
         else:
             self.p.abort_transaction(TIMEOUT_S)
-        deadline = time.monotonic() + TIMEOUT_S
-        while self.watermarks.get_watermark_offsets(tp, TIMEOUT_S)[1] <= before:
-            assert time.monotonic() < deadline, f"no marker after offset {before}"
-            time.sleep(0.05)
+        wait_until(lambda: self.watermarks.get_watermark_offsets(tp, TIMEOUT_S)[1] > before,
+                   what=f"the marker after offset {before}")
 
 
 Row = tuple[int, bytes]
