@@ -275,6 +275,7 @@ def test_clean_stop_hands_leadership_over_without_losing_acknowledged_writes(clu
     leader = cluster.leaders(topic)[0]
     acked: list[bytes] = []
     failed: list[object] = []
+    unflushed: list[int] = []  # the thread's flush result, asserted here (not in the thread)
     stop = threading.Event()
 
     def produce() -> None:
@@ -289,7 +290,7 @@ def test_clean_stop_hands_leadership_over_without_losing_acknowledged_writes(clu
             p.produce(topic, f"v{i}".encode(), partition=i % 3, on_delivery=done)
             p.poll(0.002)
             i += 1
-        assert p.flush(60) == 0
+        unflushed.append(p.flush(60))
 
     t = threading.Thread(target=produce, daemon=True)
     t.start()
@@ -298,6 +299,7 @@ def test_clean_stop_hands_leadership_over_without_losing_acknowledged_writes(clu
     wait_until(lambda: len(acked) > 600, 60, "records acknowledged after the stop")
     stop.set()
     t.join(90)
+    assert unflushed == [0], "the producer did not finish delivering"
     assert not failed, failed[:3]
     # The controller moved its leaderships (ControlledShutdown), leaving none with it.
     assert "Controlled shutdown request returned successfully" in cluster.broker(
