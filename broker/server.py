@@ -125,7 +125,7 @@ class ResponseWriter:
     like bytes."""
 
     __slots__ = ("_loop", "_writer", "_transport", "_queue", "_size", "_scheduled", "_sendfile",
-                 "_sock", "_sock_fd", "_wait_fd", "_watching", "_corked", "_current",
+                 "_sock_fd", "_dup", "_watching", "_corked", "_current",
                  "_offset", "_task", "_idle", "_close_when_done", "_listener")
 
     def __init__(self, writer: asyncio.StreamWriter, sendfile: bool = False,
@@ -139,13 +139,15 @@ class ResponseWriter:
         self._size = 0  # bytes in _queue
         self._scheduled = False
         self._sock_fd = -1
-        self._sock: Any = None
-        self._wait_fd = -1  # the socket's fd duplicated, once a region has waited for room
-        self._watching = False  # add_writer on _wait_fd
+        # A socket object over a duplicate of the socket's fd, made at the first region: it
+        # corks the socket and is watched for room. (The transport's own socket object is a
+        # stand-in that builds a new socket, with a getsockname call, for every setsockopt.)
+        self._dup: socket.socket | None = None
+        self._watching = False  # add_writer on _dup
         self._corked = False
         if sendfile:
-            self._sock = self._transport.get_extra_info("socket")
-            self._sock_fd = self._sock.fileno() if self._sock is not None else -1
+            sock = self._transport.get_extra_info("socket")
+            self._sock_fd = sock.fileno() if sock is not None else -1
             if self._sock_fd >= 0:
                 self._transport.set_write_buffer_limits(high=0)
         self._sendfile = self._sock_fd >= 0
@@ -218,9 +220,7 @@ class ResponseWriter:
             return
         if state == _SOCKET_FULL:
             if not self._watching:
-                if self._wait_fd < 0:
-                    self._wait_fd = os.dup(self._sock_fd)
-                self._loop.add_writer(self._wait_fd, self._writable)
+                self._loop.add_writer(self._duplicate(), self._writable)
                 self._watching = True
             return
         self._unwatch()
@@ -315,12 +315,18 @@ class ResponseWriter:
         if _TCP_CORK is None:
             return
         self._corked = on
-        self._sock.setsockopt(socket.IPPROTO_TCP, _TCP_CORK, int(on))
+        self._duplicate().setsockopt(socket.IPPROTO_TCP, _TCP_CORK, int(on))
+
+    def _duplicate(self) -> socket.socket:
+        if self._dup is None:
+            self._dup = socket.socket(fileno=os.dup(self._sock_fd))
+        return self._dup
 
     def _unwatch(self) -> None:
         if self._watching:
             self._watching = False
-            self._loop.remove_writer(self._wait_fd)
+            assert self._dup is not None
+            self._loop.remove_writer(self._dup)
 
     def _fail(self, exc: BaseException) -> None:
         if isinstance(exc, RegionTruncated):
@@ -336,9 +342,9 @@ class ResponseWriter:
             self._task.cancel()
             self._task = None
         self._unwatch()
-        if self._wait_fd >= 0:
-            os.close(self._wait_fd)
-            self._wait_fd = -1
+        if self._dup is not None:
+            self._dup.close()
+            self._dup = None
         self._discard()
         for idle in self._idle:
             if not idle.done():
