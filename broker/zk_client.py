@@ -35,7 +35,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kazoo.client import KazooClient
-from kazoo.exceptions import AuthFailedError, KazooException, SessionClosedRequireSaslError
+from kazoo.exceptions import (
+    AuthFailedError,
+    ConnectionDropped,
+    KazooException,
+    SessionClosedRequireSaslError,
+)
 from kazoo.handlers.threading import SequentialThreadingHandler
 from kazoo.security import CREATOR_ALL_ACL, READ_ACL_UNSAFE
 
@@ -246,8 +251,11 @@ def secure_acls(path: str) -> list[Any]:
 
 class _Client(KazooClient):
     """kazoo's client, creating znodes with Kafka's secure ACLs (zookeeper.set.acl=true), and
-    ending a session whose SASL login ZooKeeper refuses as kazoo ends one it cannot
-    authenticate (state AUTH_FAILED, AuthFailedError for every request); `settings` keeps why."""
+    ending a session whose first SASL login ZooKeeper refuses as kazoo ends one it cannot
+    authenticate (state AUTH_FAILED, AuthFailedError for every request); `settings` keeps why.
+    A login refused after one succeeded (a connection dropped mid-login counts as refused)
+    does not end the client: as Kafka's ZooKeeperClient does once initialized, it keeps
+    trying, a session expired meanwhile replaced by a new one."""
 
     def __init__(self, settings: ZkClientSettings, **kwargs: Any) -> None:
         self._secure = settings.secure_acls
@@ -264,24 +272,32 @@ class _Client(KazooClient):
         authenticate = connection._authenticate_with_sasl
         assert settings.sasl is not None
         login = settings.sasl.describe()
+        logged_in = False
+
+        def refused(why: str) -> Exception:
+            settings.sasl_error = why
+            if not logged_in:
+                return AuthFailedError(why)
+            log.warning("%s; trying again", why)
+            return ConnectionDropped(why)  # kazoo reconnects (with its backoff)
 
         def guarded(host: str, timeout: float) -> None:
+            nonlocal logged_in
             try:
                 authenticate(host, timeout)
             except AuthFailedError as exc:
                 # the connection closed during the exchange (ZooKeeper not requiring SASL
                 # closes it so on a wrong password), or pure-sasl failed
                 cause = exc.__cause__ or exc
-                settings.sasl_error = f"ZooKeeper refused the {login}: {cause}"
-                raise
+                raise refused(f"ZooKeeper refused the {login}: {cause}") from exc
             except KazooException as exc:
                 # ZooKeeper's error answer to a SASL token (SessionClosedRequireSasl, -124,
                 # where it requires SASL): kazoo would let its connection thread die of it
-                settings.sasl_error = (f"ZooKeeper refused the {login} "
-                                       f"({type(exc).__name__}): a wrong username or "
-                                       "password, or a user its JAAS Server section lacks")
-                raise AuthFailedError(settings.sasl_error) from exc
+                raise refused(f"ZooKeeper refused the {login} ({type(exc).__name__}): a "
+                              "wrong username or password, or a user its JAAS Server section "
+                              "lacks") from exc
             settings.sasl_error = None
+            logged_in = True
 
         connection._authenticate_with_sasl = guarded
 
@@ -320,6 +336,11 @@ class ZkClientSettings:
             handler = _TlsHandler(self.context)
             self._handlers.append(handler)
             kwargs.update(handler=handler, use_ssl=True)
+        # Reconnect at least every second, as ZooKeeper's own client does; kazoo's backoff
+        # grows to an hour while ZooKeeper is away or refuses the login, for the connection
+        # and for its watch recipes' reads (which fail at each refused login).
+        kwargs.setdefault("connection_retry", {"max_tries": -1, "max_delay": 1.0})
+        kwargs.setdefault("command_retry", {"max_tries": -1, "max_delay": 1.0})
         if self.secure_acls or self.sasl is not None:
             return _Client(self, hosts=hosts, **kwargs)
         return KazooClient(hosts=hosts, **kwargs)

@@ -208,7 +208,10 @@ class ZkMetadataStore(ZkControllerMixin, ZkConfigsMixin, ZkUsersMixin, ZkFeature
                 e.listener: e.security_protocol for e in b.endpoints
             }
         path = f"/brokers/ids/{b.broker_id}"
-        session = self._zk.client_id[0]
+        client_id = self._zk.client_id
+        if client_id is None:  # the session lost, its successor not made yet: try again
+            raise ConnectionLoss("no ZooKeeper session yet")
+        session = client_id[0]
         deadline = time.monotonic() + 2 * self._session_timeout_s
         waited_for: set[int] = set()
         while True:

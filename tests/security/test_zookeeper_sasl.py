@@ -18,7 +18,7 @@ from kazoo.exceptions import NoAuthError
 from samsa.broker.zk_client import ZkClientSettings
 from samsa.broker.zk_process import ServerSasl, ServerTls, ZooKeeperProcess
 from samsa.config.schema import BrokerConfig
-from tests.cluster.cluster import Cluster, create_topic
+from tests.cluster.cluster import Cluster, create_topic, wait_until
 from tests.security.certs import Certs, make_certs
 from tests.support.broker import BrokerProcess, BrokerStartError, free_port
 
@@ -109,7 +109,10 @@ def test_cluster_over_zookeeper_sasl_with_secure_acls(sasl_zookeeper: ZooKeeperP
         zk = other.client(f"{sasl_zookeeper.connect_string}/{cluster.chroot}")
         zk.start(timeout=10)
         try:
-            assert sorted(zk.get_children("/brokers/ids")) == ["0", "1"]
+            # (a broker whose session expired on a loaded machine is away until it has
+            # registered again: wait for that, not for the first look)
+            wait_until(lambda: sorted(zk.get_children("/brokers/ids")) == ["0", "1"], 30,
+                       "both brokers' registrations, as another user reads them")
             acls, _ = zk.get_acls(f"/brokers/topics/{topic}")
             assert {(a.id.scheme, a.id.id, a.perms) for a in acls} == {
                 ("sasl", "broker", 31), ("world", "anyone", 1)}
@@ -147,3 +150,49 @@ def test_broker_without_a_good_login_fails_to_start(sasl_zookeeper: ZooKeeperPro
         assert why in log, log
         # refused at once, not after zookeeper.connection.timeout.ms
         assert time.monotonic() - t0 < 25, log
+
+
+def test_broker_logs_in_again_after_zookeeper_refused_it_for_a_while(tmp_path: Path) -> None:
+    """A login refused once the broker runs (ZooKeeper restarted with the broker's password
+    changed) does not end the broker's ZooKeeper client, as kazoo ends one: like Kafka's
+    ZooKeeperClient once initialized, it keeps trying, and works again once ZooKeeper takes
+    its login again."""
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    port = free_port()
+    zk = ZooKeeperProcess(tmp_path / "zk", port, sasl=ServerSasl(USERS)).start()
+    jaas = client_jaas(tmp_path / "broker_jaas.conf", "broker", USERS["broker"])
+    b = BrokerProcess(tmp_path / "broker" / "data", name="broker", settings={
+        "zookeeper.connect": f"{zk.connect_string}/relogin",
+        "zookeeper.session.timeout.ms": 3000,
+        "java.security.auth.login.config": str(jaas)})
+    b.start()
+    admin = AdminClient({"bootstrap.servers": b.bootstrap})
+
+    def controller() -> bool:  # the broker runs the cluster: ZooKeeper works for it
+        return admin.list_topics(timeout=10).controller_id == 0
+
+    try:
+        wait_until(controller, 30, "the broker controller")
+        zk.stop()
+        zk = ZooKeeperProcess(tmp_path / "zk", port, sasl=ServerSasl(
+            {**USERS, "broker": "rotated"})).start()
+        refused = "ZooKeeper refused the SASL DIGEST-MD5 as 'broker'"
+        wait_until(lambda: b.log_text().count(refused) >= 3, 30,
+                   "the broker's login refused, and tried again")
+        zk.stop()
+        zk = ZooKeeperProcess(tmp_path / "zk", port, sasl=ServerSasl(USERS)).start()
+        # A topic is created (and led) only through a working ZooKeeper session
+        wait_until(controller, 30, "the broker controller again")
+        admin.create_topics([NewTopic("after-relogin", 1, 1)])["after-relogin"].result(30)
+
+        def led() -> bool:
+            parts = admin.list_topics("after-relogin", timeout=10).topics[
+                "after-relogin"].partitions
+            return bool(parts) and parts[0].leader == 0
+
+        wait_until(led, 30, "the new topic led by the broker")
+        assert b.is_running()
+    finally:
+        b.close()
+        zk.stop()
