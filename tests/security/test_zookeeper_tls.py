@@ -16,7 +16,7 @@ from kazoo.exceptions import NoAuthError
 from samsa.broker.zk_client import ZkClientSettings
 from samsa.broker.zk_process import ServerTls, ZooKeeperProcess
 from samsa.config.schema import BrokerConfig
-from tests.cluster.cluster import Cluster, create_topic
+from tests.cluster.cluster import Cluster, create_topic, wait_until
 from tests.security.certs import Certs, make_certs
 from tests.support.broker import BrokerProcess, BrokerStartError, free_port
 
@@ -82,7 +82,10 @@ def test_cluster_over_zookeeper_tls_with_secure_acls(secure_zookeeper: ZooKeeper
         zk = other.client(f"{secure_zookeeper.connect_string}/{cluster.chroot}")
         zk.start(timeout=10)
         try:
-            assert sorted(zk.get_children("/brokers/ids")) == ["0", "1"]
+            # (a broker whose session expired on a loaded machine is away until it has
+            # registered again: wait for that, not for the first look)
+            wait_until(lambda: sorted(zk.get_children("/brokers/ids")) == ["0", "1"], 30,
+                       "both brokers' registrations, as another certificate reads them")
             acls, _ = zk.get_acls(f"/brokers/topics/{topic}")
             assert {(a.id.scheme, a.id.id, a.perms) for a in acls} == {
                 ("x509", "CN=localhost", 31), ("world", "anyone", 1)}
