@@ -3,7 +3,9 @@ source tree, broker settings) with the figures of its runs."""
 
 from __future__ import annotations
 
+import subprocess
 import sys
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -16,7 +18,7 @@ class Variant:
     name: str
     tree: Path
     settings: list[str]
-    kafka: bool = False  # Apache Kafka instead of Samsa (consume_ab.py --kafka; no settings)
+    kafka: bool = False  # Apache Kafka instead of Samsa (settings: server.properties lines)
     mbps: list[float] = field(default_factory=list)
     p99: list[float] = field(default_factory=list)
     cpu_per_gb: list[float] = field(default_factory=list)
@@ -28,3 +30,20 @@ def parse_variant(spec: str) -> Variant:
     name, _, tree = head.partition("@")
     return Variant(name, Path(tree) if tree else bench.REPO,
                    [s for s in settings.split(",") if s])
+
+
+def start_one(v: Variant, work: Path) -> tuple[subprocess.Popen[bytes], str]:
+    """The variant's broker, one of it, started in `work` and answering: (process, bootstrap)."""
+    if v.kafka:
+        bench.write_log4j_configs(work)
+        broker = bench.start_kafka(bench.KAFKA_DIR / "lib", work, tuple(v.settings))
+        return broker.proc, broker.bootstrap
+    port = bench.free_port()
+    cmd = [sys.executable, "-m", "samsa", "serve", "--listen", f"127.0.0.1:{port}",
+           "--data-dir", str(work / "data")]
+    for s in v.settings:
+        cmd += ["--set", s]
+    log = work / "samsa.log"
+    proc = bench.spawn(cmd, log, cwd=v.tree)  # samsa is imported from the tree's samsa/
+    bench.wait_first_answer(proc, port, time.monotonic(), log)
+    return proc, f"127.0.0.1:{port}"

@@ -30,28 +30,11 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import run as bench  # noqa: E402  (bench/ is a directory of scripts, not a package)
-from ab import Variant, parse_variant  # noqa: E402
-
-
-def start(v: Variant, work: Path) -> tuple[subprocess.Popen[bytes], str]:
-    if v.kafka:
-        bench.write_log4j_configs(work)
-        broker = bench.start_kafka(bench.KAFKA_DIR / "lib", work)
-        return broker.proc, broker.bootstrap
-    port = bench.free_port()
-    cmd = [sys.executable, "-m", "samsa", "serve", "--listen", f"127.0.0.1:{port}",
-           "--data-dir", str(work / "data")]
-    for s in v.settings:
-        cmd += ["--set", s]
-    log = work / "samsa.log"
-    proc = bench.spawn(cmd, log, cwd=v.tree)  # samsa is imported from the tree's samsa/
-    bench.wait_first_answer(proc, port, time.monotonic(), log)
-    return proc, f"127.0.0.1:{port}"
+from ab import Variant, parse_variant, start_one  # noqa: E402
 
 
 def one_round(v: Variant, records: int, size: int, runs: int,
@@ -59,7 +42,7 @@ def one_round(v: Variant, records: int, size: int, runs: int,
     work = Path(tempfile.mkdtemp(prefix=f"samsa-ab-{v.name}-"))
     proc: subprocess.Popen[bytes] | None = None
     try:
-        proc, b = start(v, work)
+        proc, b = start_one(v, work)
         bench.create_topic(b, "ab")
         out = bench.rdkafka_produce(b, "ab", records, size, "1")
         if out.error:

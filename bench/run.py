@@ -382,10 +382,11 @@ def write_log4j_configs(work: Path) -> None:
     (work / "log4j2-tools.properties").write_text(LOG4J2.format(target="SYSTEM_ERR", level="warn"))
 
 
-def start_kafka(lib: Path, work: Path) -> Broker:
+def start_kafka(lib: Path, work: Path, settings: tuple[str, ...] = ()) -> Broker:
+    """`settings`: K=V lines added to the bench's server.properties (the A/B scripts)."""
     port, cport = free_port(), free_port()
     props = work / "server.properties"
-    props.write_text(kafka_properties(work, port, cport))
+    props.write_text(kafka_properties(work, port, cport) + "".join(f"{s}\n" for s in settings))
     format_kafka_storage(lib, work, props)
     log = work / "kafka.log"
     cmd = ["java", *KAFKA_JVM, f"-Dlog4j2.configurationFile={work / 'log4j2-broker.properties'}",

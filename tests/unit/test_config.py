@@ -36,7 +36,6 @@ LONG_MAX = 9223372036854775807
         ("default.replication.factor", 1),
         ("message.max.bytes", 1048588),
         ("socket.request.max.bytes", 104857600),
-        ("socket.send.buffer.bytes", 102400),
         ("log.segment.bytes", 1073741824),
         ("log.roll.hours", 168),
         ("log.retention.hours", 168),
@@ -104,6 +103,8 @@ def test_samsa_specific_defaults_record_kafkas() -> None:
     assert cfg.broker_id == 0 and cfg["broker.id"] == 0
     assert BROKER_PROPERTIES["listeners"].kafka_default == "PLAINTEXT://:9092"
     assert BROKER_PROPERTIES["node.id"].kafka_default == -1
+    assert cfg["socket.send.buffer.bytes"] == -1  # the OS sizes it: one write per 1 MiB answer
+    assert BROKER_PROPERTIES["socket.send.buffer.bytes"].kafka_default == 102400
     assert not BROKER_PROPERTIES["num.partitions"].differs_from_kafka
 
 
