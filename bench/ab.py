@@ -3,9 +3,13 @@ source tree, broker settings) with the figures of its runs."""
 
 from __future__ import annotations
 
+import contextlib
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -32,18 +36,29 @@ def parse_variant(spec: str) -> Variant:
                    [s for s in settings.split(",") if s])
 
 
-def start_one(v: Variant, work: Path) -> tuple[subprocess.Popen[bytes], str]:
-    """The variant's broker, one of it, started in `work` and answering: (process, bootstrap)."""
-    if v.kafka:
-        bench.write_log4j_configs(work)
-        broker = bench.start_kafka(bench.KAFKA_DIR / "lib", work, tuple(v.settings))
-        return broker.proc, broker.bootstrap
-    port = bench.free_port()
-    cmd = [sys.executable, "-m", "samsa", "serve", "--listen", f"127.0.0.1:{port}",
-           "--data-dir", str(work / "data")]
-    for s in v.settings:
-        cmd += ["--set", s]
-    log = work / "samsa.log"
-    proc = bench.spawn(cmd, log, cwd=v.tree)  # samsa is imported from the tree's samsa/
-    bench.wait_first_answer(proc, port, time.monotonic(), log)
-    return proc, f"127.0.0.1:{port}"
+@contextlib.contextmanager
+def running(v: Variant, prefix: str) -> Iterator[tuple[subprocess.Popen[bytes], str]]:
+    """The variant's broker, one of it, started in a new temp dir and answering: (process,
+    bootstrap); stopped and its dir removed afterwards."""
+    work = Path(tempfile.mkdtemp(prefix=f"{prefix}-{v.name}-"))
+    proc: subprocess.Popen[bytes] | None = None
+    try:
+        if v.kafka:
+            bench.write_log4j_configs(work)
+            broker = bench.start_kafka(bench.KAFKA_DIR / "lib", work, tuple(v.settings))
+            proc = broker.proc
+            yield proc, broker.bootstrap
+            return
+        port = bench.free_port()
+        cmd = [sys.executable, "-m", "samsa", "serve", "--listen", f"127.0.0.1:{port}",
+               "--data-dir", str(work / "data")]
+        for s in v.settings:
+            cmd += ["--set", s]
+        log = work / "samsa.log"
+        proc = bench.spawn(cmd, log, cwd=v.tree)  # samsa is imported from the tree's samsa/
+        bench.wait_first_answer(proc, port, time.monotonic(), log)
+        yield proc, f"127.0.0.1:{port}"
+    finally:
+        if proc is not None:
+            bench.stop(proc)
+        shutil.rmtree(work, ignore_errors=True)

@@ -25,24 +25,18 @@ as one more variant in the alternation, for a side-by-side ratio under the same 
 from __future__ import annotations
 
 import argparse
-import shutil
 import statistics
-import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import run as bench  # noqa: E402  (bench/ is a directory of scripts, not a package)
-from ab import Variant, parse_variant, start_one  # noqa: E402
+from ab import Variant, parse_variant, running  # noqa: E402
 
 
 def one_round(v: Variant, records: int, size: int, runs: int,
               client: dict[str, object]) -> None:
-    work = Path(tempfile.mkdtemp(prefix=f"samsa-ab-{v.name}-"))
-    proc: subprocess.Popen[bytes] | None = None
-    try:
-        proc, b = start_one(v, work)
+    with running(v, "samsa-ab") as (proc, b):
         bench.create_topic(b, "ab")
         out = bench.rdkafka_produce(b, "ab", records, size, "1")
         if out.error:
@@ -63,10 +57,7 @@ def one_round(v: Variant, records: int, size: int, runs: int,
             v.cpu_per_gb.append(cpu / (records * size / 1e9))
             print(f"  {v.name:12} {out.figures['mbps']:8.1f} MB/s  "
                   f"{v.cpu_per_gb[-1]:.3f} s CPU/GB", flush=True)
-    finally:
-        if proc is not None:
-            bench.stop(proc)
-        shutil.rmtree(work, ignore_errors=True)
+
 
 
 def main() -> None:

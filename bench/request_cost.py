@@ -29,12 +29,9 @@ from __future__ import annotations
 
 import argparse
 import os
-import shutil
 import statistics
 import struct
-import subprocess
 import sys
-import tempfile
 import time
 from collections import defaultdict
 from collections.abc import Callable
@@ -42,13 +39,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import run as bench  # noqa: E402  (bench/ is a directory of scripts, not a package)
-from ab import Variant, parse_variant, start_one  # noqa: E402
+from ab import Variant, parse_variant, running  # noqa: E402
 
 sys.path.insert(0, str(bench.REPO / "tests" / "protocol"))
 from wire import WireClient  # noqa: E402  (the protocol tests' raw client)
 
 from samsa.protocol.codec import reader, response_type  # noqa: E402
-from samsa.protocol.records import build_batch, compute_crc  # noqa: E402
+from samsa.protocol.records import build_batch, compute_crc, iter_batches  # noqa: E402
 
 LOADS = ("produce", "fetch", "list-offsets")
 BATCH_BYTES = 16_384  # a Java producer's batch.size
@@ -114,15 +111,8 @@ def next_fetch_offset(frame: bytes, offset: int) -> int:
     """The offset after the last whole batch of a one-partition Fetch v12 answer."""
     value, _ = FETCH_RESPONSE(frame, 5)  # after the correlation id and empty tagged fields
     records = value.responses[0].partitions[0].records or b""
-    end, pos = offset, 0
-    while pos + 61 <= len(records):
-        base, length = struct.unpack_from(">qi", records, pos)
-        if pos + 12 + length > len(records):
-            break  # a partial batch at the limit (Kafka sends one)
-        (count,) = struct.unpack_from(">i", records, pos + 57)
-        end, pos = base + count, pos + 12 + length
-    return end
-
+    # whole batches only: Kafka's answer may end with the start of the next one
+    return max((h.next_offset for _, h in iter_batches(records)), default=offset)
 
 def pipelined(client: WireClient, frames: list[bytes], in_flight: int) -> None:
     sent = answered = 0
@@ -143,14 +133,13 @@ def prepare(load: str, bootstrap: str, args: argparse.Namespace
     bench.create_topic(bootstrap, topic)
     if load == "produce":
         requests = ProduceRequests(client, topic, args.size)
-        batches: list[list[bytes]] = []
+        # built before the rounds, each round's sequences following the last's
+        rounds = iter([requests.next(args.requests) for _ in range(args.rounds)])
 
         def produce_round() -> int:
-            frames = batches.pop()
+            frames = next(rounds)
             pipelined(client, frames, IN_FLIGHT)
             return len(frames)
-        batches.extend(requests.next(args.requests) for _ in range(args.rounds))
-        batches.reverse()
         return produce_round
     if load == "fetch":
         out = bench.rdkafka_produce(bootstrap, topic, FETCH_RECORDS, 1024, "1")
@@ -182,10 +171,7 @@ def prepare(load: str, bootstrap: str, args: argparse.Namespace
 
 def measure(v: Variant, args: argparse.Namespace,
             figures: dict[tuple[str, str], list[float]]) -> None:
-    work = Path(tempfile.mkdtemp(prefix=f"samsa-cost-{v.name}-"))
-    proc: subprocess.Popen[bytes] | None = None
-    try:
-        proc, bootstrap = start_one(v, work)
+    with running(v, "samsa-cost") as (proc, bootstrap):
         for load in args.loads:
             run_round = prepare(load, bootstrap, args)
             for i in range(args.rounds):
@@ -197,10 +183,7 @@ def measure(v: Variant, args: argparse.Namespace,
                       f"request, {rate:8.0f} requests/s", flush=True)
                 if i >= args.rounds // 2:
                     figures[(v.name, load)].append(us)
-    finally:
-        if proc is not None:
-            bench.stop(proc)
-        shutil.rmtree(work, ignore_errors=True)
+
 
 
 def main() -> None:
