@@ -59,7 +59,6 @@ def one_round(v: Variant, records: int, size: int, runs: int,
                   f"{v.cpu_per_gb[-1]:.3f} s CPU/GB", flush=True)
 
 
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--variant", action="append", required=True, type=parse_variant,

@@ -114,6 +114,7 @@ def next_fetch_offset(frame: bytes, offset: int) -> int:
     # whole batches only: Kafka's answer may end with the start of the next one
     return max((h.next_offset for _, h in iter_batches(records)), default=offset)
 
+
 def pipelined(client: WireClient, frames: list[bytes], in_flight: int) -> None:
     sent = answered = 0
     while answered < len(frames):
@@ -183,7 +184,6 @@ def measure(v: Variant, args: argparse.Namespace,
                       f"request, {rate:8.0f} requests/s", flush=True)
                 if i >= args.rounds // 2:
                     figures[(v.name, load)].append(us)
-
 
 
 def main() -> None:
