@@ -8,6 +8,8 @@ socket and reads the answers, doing no other work, and takes the broker's CPU fr
 
 - produce: idempotent Produce v9 of one 16 KiB batch (records of --size bytes), acks=-1,
   five in flight (a Java producer's max.in.flight.requests.per.connection);
+- produce-plain: the same without a producer id (as librdkafka's default producer sends),
+  so that the two show what idempotence costs;
 - fetch: Fetch v12 with a 1 MiB partition limit, one in flight, each from the offset the last
   answer ended at, over 400,000 x 1 KiB records written by librdkafka in 1 MB batches (as the
   bench's consume phase reads);
@@ -47,7 +49,7 @@ from wire import WireClient  # noqa: E402  (the protocol tests' raw client)
 from samsa.protocol.codec import reader, response_type  # noqa: E402
 from samsa.protocol.records import build_batch, compute_crc, iter_batches  # noqa: E402
 
-LOADS = ("produce", "fetch", "list-offsets")
+LOADS = ("produce", "produce-plain", "fetch", "list-offsets")
 BATCH_BYTES = 16_384  # a Java producer's batch.size
 IN_FLIGHT = 5
 FETCH_RECORDS = 400_000
@@ -68,18 +70,22 @@ def broker_cpu_ns(pid: int) -> int:
 
 
 class ProduceRequests:
-    """Produce requests of one idempotent batch each, their sequences following on: the batch
-    is built once, and each request's copy gets its base sequence and CRC."""
+    """Produce requests of one batch each, an idempotent one's sequences following on: the
+    batch is built once, and each request's copy gets its base sequence and CRC."""
 
-    def __init__(self, client: WireClient, topic: str, size: int) -> None:
-        init = client.call(22, 4, {"transactional_id": None, "transaction_timeout_ms": 60_000,
-                                   "producer_id": -1, "producer_epoch": -1})
+    def __init__(self, client: WireClient, topic: str, size: int, idempotent: bool) -> None:
+        producer_id, epoch, self._sequence = -1, -1, -1
+        if idempotent:
+            init = client.call(22, 4, {"transactional_id": None,
+                                       "transaction_timeout_ms": 60_000,
+                                       "producer_id": -1, "producer_epoch": -1})
+            producer_id, epoch, self._sequence = init.producer_id, init.producer_epoch, 0
         self.per_batch = max(1, BATCH_BYTES // (size + 12))  # ~12 B of framing a record
         self._batch = build_batch([(None, b"x" * size)] * self.per_batch,
-                                  producer_id=init.producer_id,
-                                  producer_epoch=init.producer_epoch, base_sequence=0,
+                                  producer_id=producer_id, producer_epoch=epoch,
+                                  base_sequence=self._sequence,
                                   default_timestamp=int(time.time() * 1000))
-        self._client, self._topic, self._sequence = client, topic, 0
+        self._client, self._topic = client, topic
 
     def next(self, count: int) -> list[bytes]:
         frames = []
@@ -87,7 +93,8 @@ class ProduceRequests:
             batch = bytearray(self._batch)
             struct.pack_into(">i", batch, 53, self._sequence)  # baseSequence
             struct.pack_into(">I", batch, 17, compute_crc(batch, 0, len(batch)))
-            self._sequence += self.per_batch
+            if self._sequence >= 0:
+                self._sequence += self.per_batch
             frames.append(self._client.encode_request(0, 9, {
                 "transactional_id": None, "acks": -1, "timeout_ms": 30_000,
                 "topic_data": [{"name": self._topic,
@@ -132,8 +139,8 @@ def prepare(load: str, bootstrap: str, args: argparse.Namespace
     client = WireClient(bootstrap, timeout=60)
     topic = f"cost-{load}"
     bench.create_topic(bootstrap, topic)
-    if load == "produce":
-        requests = ProduceRequests(client, topic, args.size)
+    if load in ("produce", "produce-plain"):
+        requests = ProduceRequests(client, topic, args.size, idempotent=load == "produce")
         # built before the rounds, each round's sequences following the last's
         rounds = iter([requests.next(args.requests) for _ in range(args.rounds)])
 

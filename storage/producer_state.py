@@ -192,6 +192,8 @@ class AppendPlan:
     completed_txns: list[CompletedTxn]
     end_offset: int | None  # last offset of the batches + 1
     generation: int  # manager generation the plan was validated against
+    # The common append (see `_prepare_next_batch`): a batch to add to a stored entry in place.
+    next_batch: tuple[_Entry, _BatchMetadata] | None = None
 
 
 def _snapshot_name(offset: int) -> str:
@@ -428,6 +430,8 @@ class ProducerStateManager:
                        transaction_version: int = 0) -> AppendPlan:
         if origin not in _ORIGINS:
             raise ValueError(f"unknown append origin {origin!r}")
+        if len(batches) == 1 and (plan := self._prepare_next_batch(batches[0], origin)):
+            return plan
         v = _Validator(self._producers, cast(Origin, origin), transaction_version)
         end_offset: int | None = None
         for b in batches:
@@ -436,10 +440,33 @@ class ProducerStateManager:
                 v.add(b)
         return AppendPlan(v.entries, v.started, v.completed, end_offset, self._generation)
 
+    def _prepare_next_batch(self, b: BatchInfo, origin: str) -> AppendPlan | None:
+        """The plan for one batch that is not idempotent, or that follows on from its known
+        producer's last one outside a transaction (nearly every append), without copying the
+        producer's entry as `_Validator` does; None for any other batch. It accepts only what
+        `_Validator` would accept with the same outcome, and leaves the rest to it."""
+        end_offset = b.last_offset + 1
+        pid = b.producer_id
+        if pid == NO_PRODUCER_ID:
+            return AppendPlan({}, [], [], end_offset, self._generation)
+        if b.is_control or b.is_transactional:
+            return None
+        e = self._producers.get(pid)
+        if (e is None or e.epoch != b.producer_epoch or e.txn_first_offset is not None
+                or (origin == "client" and not _in_sequence(e.last_seq, b.base_sequence))):
+            return None
+        batch = _BatchMetadata(b.last_sequence, b.last_offset, b.last_offset - b.first_offset,
+                               b.max_timestamp)
+        return AppendPlan({}, [], [], end_offset, self._generation, (e, batch))
+
     def apply(self, plan: AppendPlan) -> list[CompletedTxn]:
         if plan.generation != self._generation:
             raise RuntimeError("producer state changed between prepare_append and apply")
         self._generation += 1
+        if plan.next_batch is not None:  # the entry is still the stored one: same generation
+            e, batch = plan.next_batch
+            e.batches.append(batch)
+            e.last_timestamp = batch.timestamp
         for pid, entry in plan.entries.items():
             self._producers[pid] = entry
         for first_offset, pid in plan.started_txns:

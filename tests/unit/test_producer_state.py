@@ -5,7 +5,7 @@ from pathlib import Path
 
 import crc32c
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from samsa.storage.errors import (
@@ -150,6 +150,18 @@ def test_prepare_mutates_nothing(psm: ProducerStateManager) -> None:
     psm.prepare_append([BatchInfo(1, 1, 0, 0, 1, 1, NOW, True, False)], "client")
     assert psm.active_producers() == before
     assert psm.first_unstable_offset() is None
+
+
+def test_prepare_of_next_batch_mutates_nothing(psm: ProducerStateManager) -> None:
+    # The next batch of a known producer is planned without a copy of its entry.
+    log = Log(psm)
+    log.data(1, 0, 0)
+    before = psm.active_producers()
+    plan = psm.prepare_append([BatchInfo(1, 0, 1, 1, 1, 1, NOW + 9, False, False)], "client")
+    assert psm.active_producers() == before
+    assert psm.find_duplicate(BatchInfo(1, 0, 1, 1, 1, 1, NOW, False, False)) is None
+    psm.apply(plan)
+    assert psm.last_entry(1) == ProducerEntry(1, 0, 1, NOW + 9, -1, -1, 1)
 
 
 def test_stale_plan_is_rejected(psm: ProducerStateManager) -> None:
@@ -426,3 +438,48 @@ def test_snapshot_codec_round_trip(rows: list[tuple[int, ...]]) -> None:
     raw = encode_snapshot(entries)
     assert len(raw) == 10 + SNAPSHOT_ENTRY_SIZE * len(entries)
     assert [e.view() for e in decode_snapshot(raw)] == [e.view() for e in entries]
+
+
+# One append: (producer id, epoch, base sequence, records, transactional, origin, marker).
+_append_steps = st.lists(st.tuples(
+    st.sampled_from([-1, 1, 2]), st.integers(-1, 2), st.integers(-1, 12), st.integers(1, 3),
+    st.booleans(), st.sampled_from(["client", "replication", "coordinator"]),
+    st.sampled_from([None, True, False]),
+), max_size=40)
+
+
+def _outcome(psm: ProducerStateManager, step: tuple, offset: int) -> tuple[object, int]:
+    pid, epoch, seq, n, txn, origin, marker = step
+    if marker is not None:
+        b = BatchInfo(pid, epoch, -1, -1, offset, offset, NOW + offset, True, True, marker, 0)
+    else:
+        last_seq = seq + n - 1 if seq >= 0 else -1
+        b = BatchInfo(pid, epoch, seq, last_seq, offset, offset + n - 1, NOW + offset, txn,
+                      False)
+    try:
+        done = psm.apply(psm.prepare_append([b], origin))
+    except Exception as exc:  # noqa: BLE001  (the outcome compared is the error's type)
+        return type(exc).__name__, offset
+    return done, b.last_offset + 1
+
+
+@settings(max_examples=300)
+@given(_append_steps)
+def test_next_batch_plan_agrees_with_the_validator(tmp_path_factory: pytest.TempPathFactory,
+                                                    steps: list[tuple]) -> None:
+    """The one-batch plan without a copy accepts, rejects and records what the validator does."""
+    fast = ProducerStateManager(tmp_path_factory.mktemp("fast"))
+    full = ProducerStateManager(tmp_path_factory.mktemp("full"))
+    full._prepare_next_batch = lambda b, origin: None  # type: ignore[method-assign]
+    fast_offset = full_offset = 0
+    for step in steps:
+        fast_done, fast_offset = _outcome(fast, step, fast_offset)
+        full_done, full_offset = _outcome(full, step, full_offset)
+        assert fast_done == full_done, step
+        assert fast.active_producers() == full.active_producers(), step
+        assert fast.first_unstable_offset() == full.first_unstable_offset()
+        assert fast.map_end_offset == full.map_end_offset
+        for pid in (1, 2):  # the retained batches, as a retry sees them
+            for seq in range(-1, 14):
+                retry = BatchInfo(pid, step[1], seq, seq + step[3] - 1, 0, 0, NOW, False, False)
+                assert fast.find_duplicate(retry) == full.find_duplicate(retry)
