@@ -556,6 +556,23 @@ def set_base_offset_and_epoch(buf: bytearray | memoryview, pos: int, base_offset
     _I32.pack_into(buf, pos + 12, epoch)
 
 
+_STAMPED_PREFIX = struct.Struct(">qii")  # baseOffset, batchLength, partitionLeaderEpoch
+STAMPED_PREFIX_SIZE = _STAMPED_PREFIX.size
+
+
+def stamped_parts(data: bytes, batches: list[tuple[int, BatchHeader]]) -> list[Buf]:
+    """`data`'s batches, tiling it, as parts to write in order: each batch's first 16 bytes
+    rebuilt from its header's base offset and leader epoch, then the rest of it as a view of
+    `data`. What `set_base_offset_and_epoch` on a copy would write, without copying the batches
+    (a 1 MB batch costs a millisecond to append, and a copy of it ~30 us)."""
+    view = memoryview(data)
+    parts: list[Buf] = []
+    for pos, h in batches:
+        parts.append(_STAMPED_PREFIX.pack(h.base_offset, h.batch_length, h.partition_leader_epoch))
+        parts.append(view[pos + STAMPED_PREFIX_SIZE:pos + h.size])
+    return parts
+
+
 def set_log_append_time(buf: bytearray | memoryview, pos: int, timestamp: int) -> None:
     """Set maxTimestamp and the LogAppendTime attribute bit, then recompute the CRC."""
     (length,) = _I32.unpack_from(buf, pos + 8)

@@ -182,7 +182,7 @@ def clean_segments(log: Log, segments: list[LogSegment], generation: int,
                         kept, removed = _filter_batch(h, data, latest, horizon)
                         removed_total += removed
                         if kept is not None:
-                            cleaned.append(kept, list(iter_batches(kept)))
+                            cleaned.append([kept], list(iter_batches(kept)))
                     for txn in seg.txn_index.all_entries():
                         cleaned.txn_index.append(txn)
                 cleaned.on_become_inactive()

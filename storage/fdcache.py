@@ -29,6 +29,7 @@ from collections import OrderedDict
 from pathlib import Path
 
 DEFAULT_MAX_OPEN_FILES = 1024
+_IOV_MAX = os.sysconf("SC_IOV_MAX")  # parts one writev takes
 
 
 def default_capacity() -> int:
@@ -159,6 +160,30 @@ class CachedFile:
             written = 0
             while written < len(view):
                 written += os.write(fd, view[written:])
+        finally:
+            self._cache.release(self)
+
+    def write_parts(self, parts: list[bytes | bytearray | memoryview]) -> None:
+        """Write `parts` in order, as one `writev` where the kernel takes them all."""
+        fd = self._cache.acquire(self)
+        try:
+            self.dirty = True
+            if len(parts) <= _IOV_MAX:
+                written = os.writev(fd, parts)
+                if written == sum(map(len, parts)):  # all of it: nearly always
+                    return
+            else:
+                written = 0
+            views = [memoryview(p).cast("B") for p in parts]
+            first = 0  # the first part not yet wholly written
+            while True:
+                while first < len(views) and written >= len(views[first]):
+                    written -= len(views[first])
+                    first += 1
+                if first == len(views):
+                    return
+                views[first] = views[first][written:]
+                written = os.writev(fd, views[first:first + _IOV_MAX])
         finally:
             self._cache.release(self)
 

@@ -27,13 +27,15 @@ from bisect import bisect_right
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Concatenate, ParamSpec, TypeVar
+from typing import Concatenate, ParamSpec, TypeVar, cast
 
 from samsa.protocol.records import (
     BatchHeader,
+    Buf,
     iter_batches,
     set_base_offset_and_epoch,
     set_log_append_time,
+    stamped_parts,
     validate_batch,
 )
 from samsa.storage import cleaner
@@ -316,7 +318,7 @@ class Log:
     # append
 
     def _analyze(
-        self, buf: bytearray, client: bool, now_ms: int | None = None
+        self, buf: Buf, client: bool, now_ms: int | None = None
     ) -> list[tuple[int, BatchHeader]]:
         if not buf:
             raise InvalidRecord("empty record set")
@@ -349,18 +351,22 @@ class Log:
                          transaction_version: int = 0) -> AppendInfo:
         """`transaction_version`: of the markers appended (2: KIP-890's epoch rule)."""
         now = _now_ms() if now_ms is None else now_ms
-        buf = bytearray(records)
+        log_append = self.config.log_append_time
+        # Offsets and epochs are written into the batches' first bytes as they are written out
+        # (stamped_parts; the CRC covers neither); a LogAppendTime is set in a copy, as the CRC
+        # covers it.
+        in_copy = log_append or not isinstance(records, bytes)
+        buf: bytes | bytearray = bytearray(records) if in_copy else records
         batches = self._analyze(buf, client=origin == "client", now_ms=now)
         psm = self.producer_state
-        log_append = self.config.log_append_time
-        # Assign offsets (and LogAppendTime) in place; the CRC covers neither offset nor epoch.
         next_offset = self.log_end_offset
         infos: list[BatchInfo] = []
         for pos, h in batches:
-            set_base_offset_and_epoch(buf, pos, next_offset, leader_epoch)
+            if in_copy:
+                set_base_offset_and_epoch(cast(bytearray, buf), pos, next_offset, leader_epoch)
             h.base_offset, h.partition_leader_epoch = next_offset, leader_epoch
             if log_append:
-                set_log_append_time(buf, pos, now)
+                set_log_append_time(cast(bytearray, buf), pos, now)
                 h.max_timestamp = now
                 h.attributes |= 0x08
             next_offset = h.next_offset
@@ -374,7 +380,8 @@ class Log:
                                       self.log_start_offset,
                                       last - first + 1, duplicate=True)
         plan = psm.prepare_append(infos, origin, transaction_version)
-        count, max_timestamp = self._write(buf, batches, plan, now)
+        parts = [buf] if in_copy else stamped_parts(cast(bytes, buf), batches)
+        count, max_timestamp = self._write(parts, len(buf), batches, plan, now)
         return AppendInfo(
             first_offset=batches[0][1].base_offset, last_offset=batches[-1][1].last_offset,
             log_append_time=now if log_append else -1, log_start_offset=self.log_start_offset,
@@ -386,7 +393,7 @@ class Log:
                            now_ms: int | None = None) -> AppendInfo:
         """Append batches keeping their offsets and leader epochs (replication)."""
         now = _now_ms() if now_ms is None else now_ms
-        buf = bytearray(records)
+        buf = records  # written as they are: nothing is stamped
         batches = self._analyze(buf, client=False)
         leo = self.log_end_offset
         for _pos, h in batches:
@@ -396,25 +403,25 @@ class Log:
             leo = h.next_offset
         infos = [BatchInfo.of_batch(h, buf, pos) for pos, h in batches]
         plan = self.producer_state.prepare_append(infos, "replication")
-        count, max_timestamp = self._write(buf, batches, plan, now)
+        count, max_timestamp = self._write([buf], len(buf), batches, plan, now)
         return AppendInfo(
             first_offset=batches[0][1].base_offset, last_offset=batches[-1][1].last_offset,
             log_append_time=-1, log_start_offset=self.log_start_offset,
             record_count=count, max_timestamp=max_timestamp,
         )
 
-    def _write(self, buf: bytearray, batches: list[tuple[int, BatchHeader]], plan: AppendPlan,
-               now: int) -> tuple[int, int]:
-        """Write validated batches and commit their producer-state plan: (records written,
-        their max timestamp)."""
+    def _write(self, parts: list[Buf], size: int, batches: list[tuple[int, BatchHeader]],
+               plan: AppendPlan, now: int) -> tuple[int, int]:
+        """Write validated batches (`parts` in order, `size` bytes together) and commit their
+        producer-state plan: (records written, their max timestamp)."""
         first, last = batches[0][1], batches[-1][1]
         count, max_timestamp = 0, first.max_timestamp
         for _pos, h in batches:  # one loop, not a generator per total: this runs per append
             count += h.records_count
             if h.max_timestamp > max_timestamp:
                 max_timestamp = h.max_timestamp
-        seg = self._maybe_roll(len(buf), max_timestamp, first.base_offset, last.last_offset, now)
-        seg.append(buf, batches)
+        seg = self._maybe_roll(size, max_timestamp, first.base_offset, last.last_offset, now)
+        seg.append(parts, batches)
         for _pos, h in batches:
             self.leader_epoch_cache.maybe_assign(h.partition_leader_epoch, h.base_offset)
         psm = self.producer_state

@@ -239,18 +239,18 @@ class LogSegment:
             self._bytes_since_last_index_entry = 0
         self._bytes_since_last_index_entry += h.size
 
-    def append(self, data: Buf, batches: list[tuple[int, BatchHeader]]) -> None:
-        """Append already-validated batches; `batches` holds (position in data, header)."""
+    def append(self, parts: list[Buf], batches: list[tuple[int, BatchHeader]]) -> None:
+        """Append already-validated batches, written as `parts` in order; `batches` holds
+        (position in the parts together, header)."""
         start = self.size
-        view = memoryview(data)
         try:
-            self._log.write_all(view)
+            self._log.write_parts(parts)
         except OSError:
             self._undo_partial_write(start)
             raise
         for rel, h in batches:
             self._index_batch(start + rel, h)
-        self.size = start + len(view)
+        self.size = start + sum(len(p) for p in parts)
         if batches:
             self._next_offset = batches[-1][1].next_offset
         self._dirty = True

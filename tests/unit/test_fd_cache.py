@@ -156,6 +156,17 @@ def test_recovery_of_many_partitions_fits_a_small_rlimit(tmp_path: Path, cap: in
     lm3.shutdown()
 
 
+def test_write_parts_writes_them_in_order(tmp_path: Path) -> None:
+    # More parts than one writev takes (IOV_MAX, 1024 on Linux), of every kind, some empty.
+    parts = [[b"a" * (i % 7), bytearray(b"b" * (i % 3)), memoryview(b"cd" * i)[i:]][i % 3]
+             for i in range(2500)]
+    f = CachedFile(tmp_path / "f", os.O_RDWR | os.O_CREAT | os.O_APPEND, cache=FdCache(2))
+    f.write_all(b"head")
+    f.write_parts(parts)
+    assert (tmp_path / "f").read_bytes() == b"head" + b"".join(parts)
+    f.close()
+
+
 def test_pinned_fd_is_not_evicted(tmp_path: Path) -> None:
     cache = FdCache(2)
     files = [CachedFile(tmp_path / f"f{i}", os.O_RDWR | os.O_APPEND, cache=cache)

@@ -402,9 +402,9 @@ def test_flush_messages_advances_recovery_point(tmp_path: Path) -> None:
 def test_segment_scan_large_batches(tmp_path: Path) -> None:
     seg = LogSegment(tmp_path, 0)
     big = batch(1, value=b"z" * (3 << 20))
-    seg.append(big, list(iter_batches(big)))
+    seg.append([big], list(iter_batches(big)))
     small = batch(1, base_offset=1)
-    seg.append(small, list(iter_batches(small)))
+    seg.append([small], list(iter_batches(small)))
     assert [h.base_offset for _, h in seg._scan(0)] == [0, 1]
     assert seg.recover() == 0 and seg.next_offset == 2
     seg.close()

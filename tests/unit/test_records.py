@@ -20,6 +20,7 @@ from samsa.protocol.records import (
     read_varint,
     set_base_offset_and_epoch,
     set_log_append_time,
+    stamped_parts,
     validate_batch,
     write_varint,
 )
@@ -107,6 +108,17 @@ def test_set_base_offset_keeps_crc_valid() -> None:
     set_base_offset_and_epoch(buf, 0, 1234, 7)
     h = validate_batch(buf, 0)
     assert (h.base_offset, h.partition_leader_epoch) == (1234, 7)
+
+
+def test_stamped_parts_write_what_stamping_a_copy_does() -> None:
+    data = build_batch(_records(2)) + build_batch(_records(5)) + build_batch(_records(1))
+    batches = list(iter_batches(data))
+    copy = bytearray(data)
+    for n, (pos, h) in enumerate(batches):
+        h.base_offset, h.partition_leader_epoch = 1000 * n + 7, n + 3
+        set_base_offset_and_epoch(copy, pos, h.base_offset, h.partition_leader_epoch)
+    assert b"".join(stamped_parts(data, batches)) == copy
+    assert [validate_batch(copy, pos).base_offset for pos, _ in batches] == [7, 1007, 2007]
 
 
 def test_log_append_time() -> None:
