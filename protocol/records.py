@@ -560,7 +560,7 @@ _STAMPED_PREFIX = struct.Struct(">qii")  # baseOffset, batchLength, partitionLea
 STAMPED_PREFIX_SIZE = _STAMPED_PREFIX.size
 
 
-def stamped_parts(data: bytes, batches: list[tuple[int, BatchHeader]]) -> list[Buf]:
+def stamped_parts(data: Buf, batches: list[tuple[int, BatchHeader]]) -> list[Buf]:
     """`data`'s batches, tiling it, as parts to write in order: each batch's first 16 bytes
     rebuilt from its header's base offset and leader epoch, then the rest of it as a view of
     `data`. What `set_base_offset_and_epoch` on a copy would write, without copying the batches

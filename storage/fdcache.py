@@ -153,15 +153,7 @@ class CachedFile:
         self._cache.release(self)
 
     def write_all(self, data: bytes | bytearray | memoryview) -> None:
-        fd = self._cache.acquire(self)
-        try:
-            self.dirty = True
-            view = memoryview(data)
-            written = 0
-            while written < len(view):
-                written += os.write(fd, view[written:])
-        finally:
-            self._cache.release(self)
+        self.write_parts([data])
 
     def write_parts(self, parts: list[bytes | bytearray | memoryview]) -> None:
         """Write `parts` in order, as one `writev` where the kernel takes them all."""

@@ -33,7 +33,6 @@ from samsa.protocol.records import (
     BatchHeader,
     Buf,
     iter_batches,
-    set_base_offset_and_epoch,
     set_log_append_time,
     stamped_parts,
     validate_batch,
@@ -352,18 +351,14 @@ class Log:
         """`transaction_version`: of the markers appended (2: KIP-890's epoch rule)."""
         now = _now_ms() if now_ms is None else now_ms
         log_append = self.config.log_append_time
-        # Offsets and epochs are written into the batches' first bytes as they are written out
-        # (stamped_parts; the CRC covers neither); a LogAppendTime is set in a copy, as the CRC
-        # covers it.
-        in_copy = log_append or not isinstance(records, bytes)
-        buf: bytes | bytearray = bytearray(records) if in_copy else records
+        # Offsets and epochs are written with the batches (stamped_parts; the CRC covers
+        # neither); a LogAppendTime is set in a copy, as the CRC covers it.
+        buf = bytearray(records) if log_append else records
         batches = self._analyze(buf, client=origin == "client", now_ms=now)
         psm = self.producer_state
         next_offset = self.log_end_offset
         infos: list[BatchInfo] = []
         for pos, h in batches:
-            if in_copy:
-                set_base_offset_and_epoch(cast(bytearray, buf), pos, next_offset, leader_epoch)
             h.base_offset, h.partition_leader_epoch = next_offset, leader_epoch
             if log_append:
                 set_log_append_time(cast(bytearray, buf), pos, now)
@@ -380,8 +375,8 @@ class Log:
                                       self.log_start_offset,
                                       last - first + 1, duplicate=True)
         plan = psm.prepare_append(infos, origin, transaction_version)
-        parts = [buf] if in_copy else stamped_parts(cast(bytes, buf), batches)
-        count, max_timestamp = self._write(parts, len(buf), batches, plan, now)
+        count, max_timestamp = self._write(stamped_parts(buf, batches), len(buf), batches, plan,
+                                           now)
         return AppendInfo(
             first_offset=batches[0][1].base_offset, last_offset=batches[-1][1].last_offset,
             log_append_time=now if log_append else -1, log_start_offset=self.log_start_offset,
