@@ -132,11 +132,17 @@ def test_exactly_once_source_survives_worker_kill(broker, tmp_path: Path) -> Non
     src.write_text("".join(f"{line}\n" for line in lines[:chunk]))
 
     # The file keeps growing while the worker is killed and replaced (FileStreamSource tails it).
-    stop_writing = threading.Event()
+    # Its second half waits for the kill, so a slow start cannot let the source read the whole
+    # file before it.
+    stop_writing, killed = threading.Event(), threading.Event()
 
     def append() -> None:
         with src.open("a") as f:
             for start in range(chunk, total, chunk):
+                if start == total // 2:
+                    while not killed.wait(0.05):
+                        if stop_writing.is_set():
+                            return
                 if stop_writing.wait(0.05):
                     return
                 f.write("".join(f"{line}\n" for line in lines[start:start + chunk]))
@@ -160,6 +166,7 @@ def test_exactly_once_source_survives_worker_kill(broker, tmp_path: Path) -> Non
         writer.start()
         reader.wait_for(total // 5, 60, worker)
         worker.kill9()
+        killed.set()
         killed_at = len(reader.values)
         assert killed_at < total, "the source had read the whole file before the kill"
         worker.start()
