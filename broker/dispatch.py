@@ -27,6 +27,7 @@ from samsa.protocol.registry import ApiRegistry
 from samsa.storage.file_region import FileRegion
 
 from . import metrics
+from .connection import Frame
 from .context import BrokerServices, RequestContext
 from .quotas import (
     CONTROLLER_MUTATION_APIS,
@@ -50,7 +51,7 @@ class Dispatcher:
         self.registry = registry
         self.services = services
 
-    async def __call__(self, raw: bytes, conn: ConnectionInfo) -> Response | None:
+    async def __call__(self, raw: Frame, conn: ConnectionInfo) -> Response | None:
         auth = conn.authenticator
         if auth is not None and not auth.complete and auth.raw_tokens:
             return await self._raw_sasl_token(raw, conn, auth)
@@ -179,12 +180,12 @@ class Dispatcher:
             conn.principal = auth.principal
         return framed
 
-    async def _raw_sasl_token(self, raw: bytes, conn: ConnectionInfo, auth: SaslSession
+    async def _raw_sasl_token(self, raw: Frame, conn: ConnectionInfo, auth: SaslSession
                               ) -> Response:
         """After SaslHandshake v0 the client sends the mechanism's tokens in bare size-prefixed
         frames and gets the answers so; a failure just closes the connection."""
         try:
-            answer = await auth.evaluate(raw)
+            answer = await auth.evaluate(bytes(raw))
         except AuthenticationFailed as exc:
             raise CloseConnection(str(exc), None, auth.config.failed_delay_ms / 1000) from None
         if auth.complete and auth.principal is not None:

@@ -17,12 +17,13 @@ import time
 from collections import Counter, deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, Protocol
 
 from samsa.protocol.framing import FrameError, Part, frame_size
 from samsa.storage.file_region import FileRegion, RegionTruncated
 
 from . import metrics
+from .connection import ClientConnection, Frame
 from .context import ANONYMOUS, KafkaPrincipal
 from .security.sasl import SaslConfig, SaslSession
 from .security.tls import subject_dn
@@ -59,11 +60,22 @@ class Endpoint:
     sasl: SaslConfig | None = None  # SASL_PLAINTEXT and SASL_SSL
 
 
+class Writer(Protocol):
+    """A connection's write side: a ClientConnection, or a StreamWriter."""
+
+    @property
+    def transport(self) -> asyncio.WriteTransport: ...
+
+    async def drain(self) -> None: ...
+
+    def close(self) -> None: ...
+
+
 class ConnectionInfo:
     __slots__ = ("peer", "writer", "busy", "last_active", "listener", "security_protocol",
                  "principal", "authenticator", "throttle_ms", "zero_copy")
 
-    def __init__(self, peer: str, writer: asyncio.StreamWriter,
+    def __init__(self, peer: str, writer: Writer,
                  endpoint: Endpoint | None = None, principal: KafkaPrincipal = ANONYMOUS
                  ) -> None:
         self.peer = peer
@@ -93,7 +105,7 @@ _HANDSHAKE_TIMEOUT_S = 10.0
 # A response is a list of parts (the size prefix first), written without joining them: bytes,
 # or a FileRegion of a segment (Fetch records read with zero_copy), sent from the file.
 Response = list[Part]
-Dispatch = Callable[[bytes, ConnectionInfo], Awaitable[Response | None]]
+Dispatch = Callable[[Frame, ConnectionInfo], Awaitable[Response | None]]
 
 _FETCH_KEY = (1).to_bytes(2, "big")  # a request's first two bytes: its API key
 
@@ -128,7 +140,7 @@ class ResponseWriter:
                  "_sock_fd", "_dup", "_watching", "_corked", "_current",
                  "_offset", "_task", "_idle", "_close_when_done", "_listener")
 
-    def __init__(self, writer: asyncio.StreamWriter, sendfile: bool = False,
+    def __init__(self, writer: Writer, sendfile: bool = False,
                  listener: str = "PLAINTEXT") -> None:
         # Kept: each asyncio.get_running_loop() costs a getpid() system call (CPython 3.11).
         self._loop = asyncio.get_running_loop()
@@ -406,7 +418,7 @@ class KafkaServer:
         self._listeners: list[tuple[socket.socket, Endpoint]] = []
         self._tasks: list[asyncio.Task[None]] = []
         self._connections: set[asyncio.Task[None]] = set()
-        self._writers: set[asyncio.StreamWriter] = set()
+        self._writers: set[Writer] = set()
         self._open: dict[ConnectionInfo, str] = {}  # connection -> its peer's address
         self._per_ip: Counter[str] = Counter()
         self._count = 0  # connections accepted and not yet closed (handshaking or open)
@@ -521,11 +533,11 @@ class KafkaServer:
             opened = await self._open_streams(sock, peer, endpoint)
             if opened is None:
                 return
-            reader, writer, principal = opened
-            conn = ConnectionInfo(peer, writer, endpoint, principal)
+            connection, principal = opened
+            conn = ConnectionInfo(peer, connection, endpoint, principal)
             conn.zero_copy = endpoint.tls is None and self._limits.sendfile and _HAS_SENDFILE
             self._open[conn] = ip
-            await self._serve_connection(reader, writer, conn)
+            await self._serve_connection(connection, conn)
         except asyncio.CancelledError:
             pass
         finally:
@@ -538,20 +550,20 @@ class KafkaServer:
 
     async def _open_streams(
         self, sock: socket.socket, peer: str, endpoint: Endpoint
-    ) -> tuple[asyncio.StreamReader, asyncio.StreamWriter, KafkaPrincipal] | None:
+    ) -> tuple[ClientConnection, KafkaPrincipal] | None:
+        loop = asyncio.get_running_loop()
+        # Made here, not by the loop: uvloop returns its own SSLProtocol, not this one.
+        connection = ClientConnection()
         if endpoint.tls is None:
             try:
-                reader, writer = await asyncio.open_connection(sock=sock, limit=1 << 16)
+                await loop.connect_accepted_socket(lambda: connection, sock)
             except OSError:
                 sock.close()
                 return None
-            return reader, writer, ANONYMOUS
-        loop = asyncio.get_running_loop()
-        reader = asyncio.StreamReader(limit=1 << 16)
-        protocol = asyncio.StreamReaderProtocol(reader)
+            return connection, ANONYMOUS
         try:
             transport, _ = await loop.connect_accepted_socket(
-                lambda: protocol, sock, ssl=self._tls.get(endpoint.name, endpoint.tls),
+                lambda: connection, sock, ssl=self._tls.get(endpoint.name, endpoint.tls),
                 ssl_handshake_timeout=_HANDSHAKE_TIMEOUT_S)
         except (TimeoutError, OSError, ssl.SSLError, EOFError) as exc:
             # Kafka logs a failed handshake and closes: e.g. a plaintext client on a TLS port.
@@ -560,7 +572,6 @@ class KafkaServer:
             metrics.authentication(endpoint.name, succeeded=False)
             sock.close()
             return None
-        writer = asyncio.StreamWriter(transport, protocol, reader, loop)
         principal = ANONYMOUS
         if endpoint.sasl is None:  # SASL_SSL: counted when SASL completes (Kafka's count)
             metrics.authentication(endpoint.name, succeeded=True)
@@ -569,7 +580,7 @@ class KafkaServer:
             principal = KafkaPrincipal("User", subject_dn(cert))
             log.info("TLS client %s on listener %s authenticated as %s", peer, endpoint.name,
                      principal)
-        return reader, writer, principal
+        return connection, principal
 
     def _closed(self, conn: ConnectionInfo) -> None:
         self._open.pop(conn, None)
@@ -593,22 +604,23 @@ class KafkaServer:
                     conn.writer.close()
 
     # -- serving -------------------------------------------------------------------------------
-    async def _serve_connection(
-        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, conn: ConnectionInfo
-    ) -> None:
-        self._writers.add(writer)
-        responses = ResponseWriter(writer, conn.zero_copy, conn.listener)
+    async def _serve_connection(self, connection: ClientConnection, conn: ConnectionInfo
+                                ) -> None:
+        self._writers.add(connection)
+        responses = ResponseWriter(connection, conn.zero_copy, conn.listener)
         conn.zero_copy = responses.sendfile
+        max_request_bytes = self._max_request_bytes
+
+        def size_of(prefix: bytes) -> int:  # judged by the state after the requests before
+            auth = conn.authenticator
+            if auth is not None and not auth.complete:
+                return _sasl_frame_size(prefix, auth)
+            return frame_size(prefix, max_request_bytes)
+
         cancelled = False
         try:
             while True:
-                prefix = await reader.readexactly(4)
-                auth = conn.authenticator
-                if auth is not None and not auth.complete:
-                    size = _sasl_frame_size(prefix, auth)
-                else:
-                    size = frame_size(prefix, self._max_request_bytes)
-                request = await reader.readexactly(size)
+                request = await connection.read_frame(size_of)
                 conn.busy = True
                 response = await self._dispatch(request, conn)
                 if response is not None:
@@ -644,7 +656,7 @@ class KafkaServer:
         except asyncio.CancelledError:
             cancelled = True
         finally:
-            self._writers.discard(writer)
+            self._writers.discard(connection)
             self._closed(conn)
             if cancelled:  # the server stops
                 responses.abort()
