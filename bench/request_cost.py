@@ -218,6 +218,7 @@ def main() -> None:
         variants.append(Variant("kafka" + (f"-{i}" if i else ""), bench.REPO,
                                 [s for s in settings.split(",") if s], kafka=True))
     figures: dict[tuple[str, str], list[float]] = defaultdict(list)
+    bench.touch_free_memory()  # as bench/run.py: the VM's first touch of a page costs more
     try:
         for s in range(args.starts):
             for v in variants:
