@@ -117,7 +117,7 @@ class ClientConnection(asyncio.BufferedProtocol):
         for the rest of it)."""
         frame = self._frame
         if frame is not None:
-            if self._filled < len(frame):
+            if self._frame_open():
                 return None
             self._frame = None
             return memoryview(frame).toreadonly()

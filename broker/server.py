@@ -530,7 +530,7 @@ class KafkaServer:
         task = asyncio.current_task()
         assert task is not None
         try:
-            opened = await self._open_streams(sock, peer, endpoint)
+            opened = await self._open_connection(sock, peer, endpoint)
             if opened is None:
                 return
             connection, principal = opened
@@ -548,7 +548,7 @@ class KafkaServer:
                 del self._per_ip[ip]
             self._slot_freed.set()
 
-    async def _open_streams(
+    async def _open_connection(
         self, sock: socket.socket, peer: str, endpoint: Endpoint
     ) -> tuple[ClientConnection, KafkaPrincipal] | None:
         loop = asyncio.get_running_loop()
