@@ -35,7 +35,7 @@ DATA_DIR    ?= data
 CONFIG      ?= config/broker.yaml
 SERVE_ARGS  ?=
 
-.PHONY: help venv venv-run java-deps spark-deps zk-deps kcat-deps docker-deps run test lint unit bench profile chaos clean distclean
+.PHONY: help python venv venv-run java-deps spark-deps zk-deps kcat-deps docker-deps run test lint unit bench profile chaos clean distclean
 
 help:
 	@echo "make run        start one broker on $(LISTEN) (data in ./$(DATA_DIR))"
@@ -72,6 +72,9 @@ $(VENV)/.installed-run: pyproject.toml
 	@touch $@
 
 venv: $(VENV)/.installed
+
+python:  # the interpreter a new venv is made from
+	@echo "$(PYTHON) ($$($(PYTHON) --version 2>&1))"
 
 venv-run: $(VENV)/.installed-run
 

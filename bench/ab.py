@@ -23,17 +23,20 @@ class Variant:
     tree: Path
     settings: list[str]
     kafka: bool = False  # Apache Kafka instead of Samsa (settings: server.properties lines)
+    python: str = sys.executable  # the interpreter that runs the broker
     mbps: list[float] = field(default_factory=list)
     p99: list[float] = field(default_factory=list)
     cpu_per_gb: list[float] = field(default_factory=list)
 
 
 def parse_variant(spec: str) -> Variant:
-    """NAME[@TREE]=K=V,K=V (settings may be empty)."""
+    """NAME[@TREE][:PYTHON]=K=V,K=V (settings may be empty; PYTHON: an interpreter with
+    samsa's dependencies, e.g. another venv's bin/python, to compare interpreters)."""
     head, _, settings = spec.partition("=")
+    head, _, python = head.partition(":")
     name, _, tree = head.partition("@")
     return Variant(name, Path(tree) if tree else bench.REPO,
-                   [s for s in settings.split(",") if s])
+                   [s for s in settings.split(",") if s], python=python or sys.executable)
 
 
 @contextlib.contextmanager
@@ -50,7 +53,7 @@ def running(v: Variant, prefix: str) -> Iterator[tuple[subprocess.Popen[bytes], 
             yield proc, broker.bootstrap
             return
         port = bench.free_port()
-        cmd = [sys.executable, "-m", "samsa", "serve", "--listen", f"127.0.0.1:{port}",
+        cmd = [v.python, "-m", "samsa", "serve", "--listen", f"127.0.0.1:{port}",
                "--data-dir", str(work / "data")]
         for s in v.settings:
             cmd += ["--set", s]

@@ -62,7 +62,7 @@ def one_round(v: Variant, records: int, size: int, runs: int,
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--variant", action="append", required=True, type=parse_variant,
-                    help="NAME[@TREE]=K=V,K=V: a broker's --set options (and source tree)")
+                    help="NAME[@TREE][:PYTHON]=K=V,K=V: --set options (source tree, interpreter)")
     ap.add_argument("--records", type=int, default=400_000)
     ap.add_argument("--size", type=int, default=1024)
     ap.add_argument("--runs", type=int, default=3, help="consumes per broker start")

@@ -109,11 +109,11 @@ def start(v: Variant, work: Path, args: argparse.Namespace
         return broker.proc, broker.bootstrap
     port = bench.free_port()
     if args.cluster:
-        cmd = [sys.executable, "-m", "samsa", "cluster", "--brokers", str(args.cluster),
+        cmd = [v.python, "-m", "samsa", "cluster", "--brokers", str(args.cluster),
                "--data-dir", str(work / "data"), "--base-port", str(port),
                "--zk-port", str(bench.free_port())]
     else:
-        cmd = [sys.executable, "-m", "samsa", "serve", "--listen", f"127.0.0.1:{port}",
+        cmd = [v.python, "-m", "samsa", "serve", "--listen", f"127.0.0.1:{port}",
                "--data-dir", str(work / "data")]
     for s in v.settings:
         cmd += ["--set", s]
@@ -172,7 +172,7 @@ def one_round(v: Variant, tools: Path, args: argparse.Namespace) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--variant", action="append", required=True, type=parse_variant,
-                    help="NAME[@TREE]=K=V,K=V: a broker's source tree (and --set options)")
+                    help="NAME[@TREE][:PYTHON]=K=V,K=V: source tree (interpreter, --set options)")
     ap.add_argument("--records", type=int, default=300_000)
     ap.add_argument("--warmup", type=int, default=100_000, help="records before measuring")
     ap.add_argument("--warmup-size", type=int, default=0,

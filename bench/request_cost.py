@@ -196,7 +196,7 @@ def measure(v: Variant, args: argparse.Namespace,
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--variant", action="append", default=[], type=parse_variant,
-                    help="NAME[@TREE]=K=V,K=V: a Samsa source tree (and --set options)")
+                    help="NAME[@TREE][:PYTHON]=K=V,K=V: source tree (interpreter, --set options)")
     ap.add_argument("--kafka", action="append", nargs="?", const="", metavar="K=V,K=V",
                     help="Apache Kafka too (from .cache/bench/kafka-broker), with these "
                          "server.properties lines; repeated: one Kafka variant each")

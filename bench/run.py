@@ -1294,7 +1294,8 @@ def environment(args: argparse.Namespace, plan: Plan, kafka_note: str) -> list[s
         f"{platform.system()} {platform.release()}; data in {tempfile.gettempdir()} "
         f"({_fstype(Path(tempfile.gettempdir()))})",
         f"- Samsa {importlib.metadata.version('samsa')} (git {git}), Python "
-        f"{platform.python_version()}, started as `samsa serve` with default settings",
+        f"{platform.python_version()} (from {sys.base_prefix}), started as `samsa serve` with "
+        "default settings",
         f"- Before the runs, {args.touched_gib:.1f} GiB of the machine's free "
         "memory was written once and given back (bench/run.py, touch_free_memory)",
         f"- Kafka: {kafka_note}; JVM: {java.splitlines()[0] if java else '?'}",
