@@ -10,7 +10,7 @@ SHELL := /bin/bash
 # The venv's interpreter: the distribution's Python 3.11 where it has venv support, else
 # python3.11, else python3; `make PYTHON=...` picks another. Debian's links the interpreter
 # into its executable; pyenv's default build (shared libpython, no --enable-optimizations)
-# spent ~13 % more CPU on the broker's requests (docs/performance.md, "The interpreter").
+# spent 8–14 % more CPU on the broker's requests (docs/performance.md, "The interpreter").
 PYTHON      ?= $(shell { for p in /usr/bin/python3.11 python3.11; do \
                  "$$p" -c 'import sys, ensurepip; sys.exit(sys.version_info[:2] != (3, 11))' \
                  >/dev/null 2>&1 && echo "$$p"; done; echo python3; } | head -n 1)
