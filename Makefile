@@ -13,7 +13,7 @@ SHELL := /bin/bash
 # spent 8–14 % more CPU on the broker's requests (docs/performance.md, "The interpreter").
 PYTHON      ?= $(shell { for p in /usr/bin/python3.11 python3.11; do \
                  "$$p" -c 'import sys, ensurepip; sys.exit(sys.version_info[:2] != (3, 11))' \
-                 >/dev/null 2>&1 && echo "$$p"; done; echo python3; } | head -n 1)
+                 >/dev/null 2>&1 && { echo "$$p"; break; }; done; echo python3; } | head -n 1)
 VENV        ?= .venv
 BIN         := $(VENV)/bin
 CACHE       ?= .cache
@@ -73,10 +73,10 @@ $(VENV)/.installed-run: pyproject.toml
 
 venv: $(VENV)/.installed
 
+venv-run: $(VENV)/.installed-run
+
 python:  # the interpreter a new venv is made from
 	@echo "$(PYTHON) ($$($(PYTHON) --version 2>&1))"
-
-venv-run: $(VENV)/.installed-run
 
 # ---------------------------------------------------------------- Java
 # Each directory is filled in a temporary sibling and renamed only when Maven succeeded,
