@@ -497,9 +497,13 @@ class Broker:
             await zk.session_lost.wait()
             zk.session_lost.clear()
             log.warning("ZooKeeper session lost: resigning every role and registering again")
-            resigned = self.replicas.resign_all()
-            if self.controller is not None:
-                self.controller.resign()
+            resigned = 0
+            try:
+                resigned = self.replicas.resign_all()
+                if self.controller is not None:
+                    self.controller.resign()
+            except Exception:  # whatever failed, the broker must still register again
+                log.exception("resigning the roles of the lost session failed")
             try:
                 await zk.reregister()
                 log.info("registered again in ZooKeeper (broker epoch %d); resigned %d "

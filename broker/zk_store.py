@@ -277,6 +277,10 @@ class ZkMetadataStore(ZkControllerMixin, ZkConfigsMixin, ZkUsersMixin, ZkFeature
             self._set_topic(topic, version)
         controller = await asyncio.to_thread(self._read_controller)
         self._set_controller(controller)
+        # (a session that expired while a watch read them left the registrations unread)
+        brokers = await asyncio.to_thread(
+            lambda: self._read_brokers(self._zk.get_children("/brokers/ids")))
+        self._set_brokers(*brokers)
         self._set_all_acls(await asyncio.to_thread(self._read_all_acls))  # changes missed
 
     def _read_all_topics(self) -> list[tuple[TopicState, int]]:
@@ -334,23 +338,29 @@ class ZkMetadataStore(ZkControllerMixin, ZkConfigsMixin, ZkUsersMixin, ZkFeature
     def _on_broker_ids(self, children: list[str]) -> None:
         # Called for every change of the children, even when the list reads the same: a
         # broker that re-registered (deleted and created again) shows a new czxid.
+        self._call(self._set_brokers, *self._read_brokers(children))
+
+    def _read_brokers(self, children: list[str]) -> tuple[dict[int, BrokerInfo], dict[int, int]]:
+        """(kazoo thread) Each registration's endpoints and epoch. Reads retry a connection
+        loss: kazoo's ChildrenWatch does not call again for a list it already passed, so an
+        update dropped here would stay dropped until the list changes."""
         brokers, epochs = {}, {}
         for child in children:
             try:
-                data, stat = self._zk.get(f"/brokers/ids/{child}")
+                data, stat = self._zk.retry(self._zk.get, f"/brokers/ids/{child}")
             except NoNodeError:
                 continue
             doc = json.loads(data)
             brokers[int(child)] = BrokerInfo(int(child), doc["host"], doc["port"], doc.get("rack"),
                                              _endpoints(doc))
             epochs[int(child)] = stat.czxid
-        self._call(self._set_brokers, brokers, epochs)
+        return brokers, epochs
 
     def _on_log_dir_events(self, children: list[str]) -> None:
         offline: dict[int, set[tuple[str, int]]] = {}
         for child in children:
             try:
-                doc = json.loads(self._zk.get(f"{LOG_DIR_EVENTS}/{child}")[0])
+                doc = json.loads(self._zk.retry(self._zk.get, f"{LOG_DIR_EVENTS}/{child}")[0])
                 broker = int(doc["broker"])
                 parts = {(str(t), int(p)) for t, p in doc.get("partitions", [])}
             except (NoNodeError, ValueError, KeyError, TypeError):

@@ -55,6 +55,11 @@ def sasl_zookeeper(request: pytest.FixtureRequest, certs: Certs,
     zk.stop()
 
 
+def zk_log_tail(zk: ZooKeeperProcess, lines: int = 40) -> str:
+    log = zk.data_dir / "zookeeper.log"
+    return "\n".join(log.read_text(errors="replace").splitlines()[-lines:]) if log.exists() else ""
+
+
 def zk_settings(zk: ZooKeeperProcess, certs: Certs) -> dict[str, Any]:
     if zk.tls is None:
         return {}
@@ -111,8 +116,18 @@ def test_cluster_over_zookeeper_sasl_with_secure_acls(sasl_zookeeper: ZooKeeperP
         try:
             # (a broker whose session expired on a loaded machine is away until it has
             # registered again: wait for that, not for the first look)
-            wait_until(lambda: sorted(zk.get_children("/brokers/ids")) == ["0", "1"], 30,
-                       "both brokers' registrations, as another user reads them")
+            seen: list[list[str]] = [[]]
+
+            def registered() -> bool:
+                seen[0] = sorted(zk.get_children("/brokers/ids"))
+                return seen[0] == ["0", "1"]
+
+            try:
+                wait_until(registered, 30, "both brokers' registrations, as another user "
+                                           "reads them")
+            except AssertionError as exc:
+                raise AssertionError(f"{exc}; last read {seen[0]}\n{cluster.logs_tail()}\n"
+                                     f"--- zookeeper\n{zk_log_tail(sasl_zookeeper)}") from None
             acls, _ = zk.get_acls(f"/brokers/topics/{topic}")
             assert {(a.id.scheme, a.id.id, a.perms) for a in acls} == {
                 ("sasl", "broker", 31), ("world", "anyone", 1)}
