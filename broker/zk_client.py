@@ -296,6 +296,12 @@ class _Client(KazooClient):
                 raise refused(f"ZooKeeper refused the {login} ({type(exc).__name__}): a "
                               "wrong username or password, or a user its JAAS Server section "
                               "lacks") from exc
+            except self.handler.timeout_exception:
+                raise  # kazoo's connection loop tries again
+            except Exception as exc:
+                # e.g. kazoo's RuntimeError for an answer whose xid is not the login's: an
+                # exchange that went wrong, not a verdict on the password
+                raise refused(f"the {login} failed ({type(exc).__name__}: {exc})") from exc
             settings.sasl_error = None
             logged_in = True
 
@@ -306,6 +312,29 @@ class _Client(KazooClient):
         if self._secure and (acl is None or acl == self.default_acl):
             acl = secure_acls(path)
         return super().create_async(path, value, acl, *args, **kwargs)
+
+
+def _keep_connecting(client: KazooClient) -> None:
+    """kazoo's connection thread ends on an exception its loop does not expect: the session is
+    then lost (LOST) and never replaced, and the broker's registration is gone for good while
+    it goes on serving. Run the loop again instead (as a new session, like after an expiry),
+    as ZooKeeper's own client never stops trying until it is closed."""
+    connection = client._connection
+    zk_loop = connection.zk_loop
+
+    def resilient_loop() -> None:
+        while True:
+            try:
+                zk_loop()
+                return  # stopped: client.stop(), or a first login refused
+            except Exception:
+                if client._stopped.is_set():
+                    raise
+                log.exception("The ZooKeeper connection loop failed: connecting again, with a "
+                              "new session")
+                client._stopped.wait(1.0)
+
+    connection.zk_loop = resilient_loop
 
 
 class ZkClientSettings:
@@ -342,8 +371,11 @@ class ZkClientSettings:
         kwargs.setdefault("connection_retry", {"max_tries": -1, "max_delay": 1.0})
         kwargs.setdefault("command_retry", {"max_tries": -1, "max_delay": 1.0})
         if self.secure_acls or self.sasl is not None:
-            return _Client(self, hosts=hosts, **kwargs)
-        return KazooClient(hosts=hosts, **kwargs)
+            client: KazooClient = _Client(self, hosts=hosts, **kwargs)
+        else:
+            client = KazooClient(hosts=hosts, **kwargs)
+        _keep_connecting(client)
+        return client
 
     def last_error(self) -> str | None:
         """Why the last TLS connection attempt failed, if it did."""

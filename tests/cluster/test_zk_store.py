@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import uuid
 
 from samsa.broker.metadata_store import BrokerInfo, PartitionState, TopicState
@@ -107,6 +108,38 @@ async def test_a_replaced_controller_cannot_write(zookeeper):
         assert await b.write_partition_states([("t", 0, stale, version)], as_controller=True)
         # a conditional write from an old read is refused too (partition epoch)
         assert not await b.write_partition_states([("t", 0, doc, version)], as_controller=True)
+    finally:
+        await a.close()
+        await b.close()
+
+
+async def test_a_connection_loop_that_fails_is_replaced_and_the_broker_registers_again(zookeeper):
+    """kazoo's connection thread ends on an exception it does not expect (such as its
+    RuntimeError for a reply whose xid is not the one it waits for): the broker's client must
+    connect again with a new session, so that the broker can register again, rather than
+    stay away from /brokers/ids while it goes on serving."""
+    chroot = f"c{uuid.uuid4().hex[:8]}"
+    a, b = _store(zookeeper, chroot, 1), _store(zookeeper, chroot, 2)
+    await a.start()
+    await b.start()
+    try:
+        await _until(lambda: [x.broker_id for x in b.brokers()] == [1, 2])
+        epoch = a.broker_epoch
+        connection = a._zk._connection
+        read_socket = connection._read_socket
+
+        def fails_once(*args, **kwargs):
+            connection._read_socket = read_socket
+            raise RuntimeError("xids do not match")
+
+        connection._read_socket = fails_once
+        with contextlib.suppress(Exception):  # the read whose reply the loop fails on
+            await asyncio.to_thread(a._zk.exists, "/")
+        await asyncio.wait_for(a.session_lost.wait(), 10)
+        # what the broker's session watch does (broker/app.py)
+        await a.reregister(timeout_s=15)
+        await _until(lambda: 1 in b.broker_epochs() and b.broker_epochs()[1] != epoch)
+        assert a.broker_epoch == b.broker_epochs()[1]
     finally:
         await a.close()
         await b.close()
