@@ -208,7 +208,8 @@ class ZkAclsMixin:
 
     def _read_acls(self, pattern: ResourcePattern) -> frozenset[AccessControlEntry]:
         try:
-            return entries_from_json(json.loads(self._zk.get(_acl_path(pattern))[0]))
+            return entries_from_json(json.loads(
+                self._zk.retry(self._zk.get, _acl_path(pattern))[0]))
         except NoNodeError:
             return frozenset()
         except (ValueError, KeyError, TypeError) as exc:
@@ -220,7 +221,8 @@ class ZkAclsMixin:
         for child in sorted(set(children) - seen):
             seen.add(child)
             try:
-                data, stat = self._zk.get(f"{path}/{child}")
+                # (retried: the child is marked seen, a lost read would lose the change)
+                data, stat = self._zk.retry(self._zk.get, f"{path}/{child}")
                 pattern = _acl_change_pattern(path, data)
             except NoNodeError:
                 continue

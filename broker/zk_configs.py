@@ -132,32 +132,34 @@ class ZkConfigsMixin:
     def _on_config_changes(self, children: list[str]) -> bool:
         seqs = sorted((_notification_seq(c), c) for c in children
                       if c.startswith("config_change_"))
-        try:
+        def read() -> tuple[dict[Any, Any], dict[str, dict[str, str]]]:
             brokers: dict[str, dict[str, str]] = {}
             if self._quota_notification_seen is None:  # the first call: read every entity
                 updates = self._read_all_client_quotas()
                 brokers = {e: self._read_broker_config(e) for e in self._config_entities()}
-            else:
-                paths = []
-                for seq, name in seqs:
-                    if seq <= self._quota_notification_seen:
-                        continue
-                    try:
-                        doc = json.loads(self._zk.get(f"/config/changes/{name}")[0])
-                        paths.append(str(doc["entity_path"]))
-                    except (NoNodeError, ValueError, KeyError, TypeError):
-                        continue
-                updates = {}
-                for path in dict.fromkeys(paths):
-                    entity = _quota_entity_of_path(path)
-                    if entity is not None:
-                        updates[entity] = self._read_quota_config(f"/config/{path}")
-                    kind, _, name = path.partition("/")
-                    if kind == "brokers" and name in self._config_entities():
-                        brokers[name] = self._read_broker_config(name)
-        except (ConnectionLoss, SessionExpiredError) as exc:
-            log.warning("reading client quotas from ZooKeeper failed: %r", exc)
-            return True
+                return updates, brokers
+            paths = []
+            for seq, name in seqs:
+                if seq <= self._quota_notification_seen:
+                    continue
+                try:
+                    doc = json.loads(self._zk.get(f"/config/changes/{name}")[0])
+                    paths.append(str(doc["entity_path"]))
+                except (NoNodeError, ValueError, KeyError, TypeError):
+                    continue
+            updates = {}
+            for path in dict.fromkeys(paths):
+                entity = _quota_entity_of_path(path)
+                if entity is not None:
+                    updates[entity] = self._read_quota_config(f"/config/{path}")
+                kind, _, name = path.partition("/")
+                if kind == "brokers" and name in self._config_entities():
+                    brokers[name] = self._read_broker_config(name)
+            return updates, brokers
+
+        # Read again after a lost connection: kazoo's ChildrenWatch does not call again for
+        # the children it has passed, so a change skipped here would wait for the next one.
+        updates, brokers = self._zk.retry(read)
         if seqs:
             self._quota_notification_seen = max(self._quota_notification_seen or -1, seqs[-1][0])
         elif self._quota_notification_seen is None:
