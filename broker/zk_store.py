@@ -391,7 +391,9 @@ class ZkMetadataStore(ZkControllerMixin, ZkConfigsMixin, ZkUsersMixin, ZkFeature
         def on_change(data: bytes | None, stat: Any) -> bool:
             if data is None:
                 return name in self._watched
-            topic = self._read_topic(name, data)
+            # retried: kazoo's DataWatch does not call again for a version it has passed, so
+            # a topic whose read lost the connection would stay unknown until it next changes
+            topic = self._zk.retry(self._read_topic, name, data)
             if topic is not None:
                 self._call(self._set_topic, topic, None if stat is None else stat.version)
                 for p in topic.partitions:
