@@ -184,11 +184,13 @@ lint: venv
 	exit $$rc
 
 # Lint (ruff, mypy; the layer test is in tests/unit) and pytest both run even when one fails
-# (more to read from one CI run); either fails the target. pytest exits 5 when it collected no test: that is not a failure of the build.
+# (more to read from one CI run); either fails the target. --durations lists the slowest tests
+# at the end of the log, for keeping the run short. pytest exits 5 when it collected no test:
+# that is not a failure of the build.
 test: venv java-deps spark-deps zk-deps kcat-deps docker-deps
 	@lint=0; $(BIN)/ruff check --no-cache . || lint=$$?; \
 	$(BIN)/mypy || lint=$$?; \
-	rc=0; $(BIN)/python -m pytest -q -ra --timeout=$(PYTEST_TIMEOUT) tests $(PYTEST_ARGS) || rc=$$?; \
+	rc=0; $(BIN)/python -m pytest -q -ra --durations=15 --timeout=$(PYTEST_TIMEOUT) tests $(PYTEST_ARGS) || rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "pytest: no tests were collected"; rc=0; fi; \
 	if [ $$lint -ne 0 ]; then echo "ruff check or mypy failed (exit $$lint)"; fi; \
 	if [ $$rc -ne 0 ]; then echo "pytest failed (exit $$rc)"; fi; \

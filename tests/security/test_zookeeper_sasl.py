@@ -90,6 +90,7 @@ def test_cluster_over_zookeeper_sasl_with_secure_acls(sasl_zookeeper: ZooKeeperP
         for i in range(10):
             p.produce(topic, f"m{i}".encode(), partition=i % 2)
         assert p.flush(20) == 0
+        del p  # destroyed now, not left reconnecting to this cluster through later tests
         c = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": "g",
                       "auto.offset.reset": "earliest"})
         c.subscribe([topic])
