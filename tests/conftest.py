@@ -19,7 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.broker import BrokerProcess, kill_all_live
+from tests.cluster.cluster import Cluster
+from tests.support.broker import STARTED_THIS_TEST, BrokerProcess, kill_all_live
 
 # Every broker the tests start compares each response protocol/encoder.py writes with kio's
 # bytes for the same dict (broker/dispatch.py), and drops the connection on a difference.
@@ -100,6 +101,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:
+    STARTED_THIS_TEST.clear()
     # A shared broker that died in an earlier test would fail every later one: restart it.
     if _shared is not None and "shared_broker" in getattr(item, "fixturenames", ()):
         if not _shared.is_running():
@@ -113,13 +115,21 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
 
 
 def _brokers_of(item: pytest.Item) -> list[BrokerProcess]:
+    """The brokers a test used: its broker fixtures', and those it started itself, except a
+    Cluster fixture's (the cluster and chaos fixtures add their logs in teardown)."""
     found: list[BrokerProcess] = []
+    fixture_clusters: list[BrokerProcess] = []
     for value in getattr(item, "funcargs", {}).values():
         if isinstance(value, BrokerProcess):
             found.append(value)
         elif isinstance(value, BrokerFactory):
             found.extend(value.brokers)
-    return found
+        for c in value if isinstance(value, tuple) else (value,):
+            if isinstance(c, Cluster):
+                fixture_clusters.extend(c.brokers)
+    found += [b for b in STARTED_THIS_TEST if not any(b is x for x in fixture_clusters)]
+    unique: dict[int, BrokerProcess] = {id(b): b for b in found}
+    return list(unique.values())
 
 
 @pytest.hookimpl(hookwrapper=True)

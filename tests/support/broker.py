@@ -44,6 +44,9 @@ STOP_TIMEOUT = float(os.environ.get("SAMSA_BROKER_STOP_TIMEOUT", "30"))
 
 # Every broker started in this process, so that a crashed test run leaves no orphan behind.
 _LIVE: weakref.WeakSet[BrokerProcess] = weakref.WeakSet()
+# The brokers started since the current test's setup began (tests/conftest.py empties it): a
+# failing test's report carries their logs however the test made them (a Cluster of its own).
+STARTED_THIS_TEST: list[BrokerProcess] = []
 
 
 class BrokerProcess(SamsaBroker):
@@ -69,6 +72,7 @@ class BrokerProcess(SamsaBroker):
 
     def start(self, timeout: float = START_TIMEOUT) -> BrokerProcess:
         _LIVE.add(self)
+        STARTED_THIS_TEST.append(self)
         super().start(timeout)
         return self
 
