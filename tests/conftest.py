@@ -118,7 +118,7 @@ def _brokers_of(item: pytest.Item) -> list[BrokerProcess]:
     """The brokers a test used: its broker fixtures', and those it started itself, except a
     Cluster fixture's (the cluster and chaos fixtures add their logs in teardown)."""
     found: list[BrokerProcess] = []
-    fixture_clusters: list[BrokerProcess] = []
+    reported_by_fixture: set[int] = set()
     for value in getattr(item, "funcargs", {}).values():
         if isinstance(value, BrokerProcess):
             found.append(value)
@@ -126,10 +126,9 @@ def _brokers_of(item: pytest.Item) -> list[BrokerProcess]:
             found.extend(value.brokers)
         for c in value if isinstance(value, tuple) else (value,):
             if isinstance(c, Cluster):
-                fixture_clusters.extend(c.brokers)
-    found += [b for b in STARTED_THIS_TEST if not any(b is x for x in fixture_clusters)]
-    unique: dict[int, BrokerProcess] = {id(b): b for b in found}
-    return list(unique.values())
+                reported_by_fixture.update(id(b) for b in c.brokers)
+    found += [b for b in STARTED_THIS_TEST if id(b) not in reported_by_fixture]
+    return list({id(b): b for b in found}.values())
 
 
 @pytest.hookimpl(hookwrapper=True)

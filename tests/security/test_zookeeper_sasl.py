@@ -18,6 +18,7 @@ from kazoo.exceptions import NoAuthError
 from samsa.broker.zk_client import ZkClientSettings
 from samsa.broker.zk_process import ServerSasl, ServerTls, ZooKeeperProcess
 from samsa.config.schema import BrokerConfig
+from samsa.testing import _tail
 from tests.cluster.cluster import Cluster, create_topic, wait_until
 from tests.security.certs import Certs, make_certs
 from tests.support.broker import BrokerProcess, BrokerStartError, free_port
@@ -53,11 +54,6 @@ def sasl_zookeeper(request: pytest.FixtureRequest, certs: Certs,
                           sasl=ServerSasl(USERS)).start()
     yield zk
     zk.stop()
-
-
-def zk_log_tail(zk: ZooKeeperProcess, lines: int = 40) -> str:
-    log = zk.data_dir / "zookeeper.log"
-    return "\n".join(log.read_text(errors="replace").splitlines()[-lines:]) if log.exists() else ""
 
 
 def zk_settings(zk: ZooKeeperProcess, certs: Certs) -> dict[str, Any]:
@@ -127,8 +123,10 @@ def test_cluster_over_zookeeper_sasl_with_secure_acls(sasl_zookeeper: ZooKeeperP
                 wait_until(registered, 30, "both brokers' registrations, as another user "
                                            "reads them")
             except AssertionError as exc:
-                raise AssertionError(f"{exc}; last read {seen[0]}\n{cluster.logs_tail()}\n"
-                                     f"--- zookeeper\n{zk_log_tail(sasl_zookeeper)}") from None
+                # (the brokers' logs come with every failing test's report: tests/conftest.py)
+                raise AssertionError(f"{exc}; last read {seen[0]}\n"
+                                     f"{_tail(sasl_zookeeper.data_dir / 'zookeeper.log')}"
+                                     ) from None
             acls, _ = zk.get_acls(f"/brokers/topics/{topic}")
             assert {(a.id.scheme, a.id.id, a.perms) for a in acls} == {
                 ("sasl", "broker", 31), ("world", "anyone", 1)}
