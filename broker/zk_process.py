@@ -119,6 +119,11 @@ class ZooKeeperProcess:
     def connect_string(self) -> str:
         return f"{self.host}:{self.port}"
 
+    @property
+    def log_path(self) -> Path:
+        """The server's stdout and stderr."""
+        return self.data_dir / "zookeeper.log"
+
     def write_config(self) -> Path:
         self.data_dir.mkdir(parents=True, exist_ok=True)
         cfg = self.data_dir / "zoo.cfg"
@@ -155,7 +160,7 @@ class ZooKeeperProcess:
             jaas = self.data_dir / "jaas.conf"
             jaas.write_text(self.sasl.jaas())
             jvm_options.append(f"-Djava.security.auth.login.config={jaas}")
-        log = open(self.data_dir / "zookeeper.log", "ab")
+        log = open(self.log_path, "ab")
         self._proc = subprocess.Popen(
             [
                 "java",

@@ -125,7 +125,7 @@ def test_cluster_over_zookeeper_sasl_with_secure_acls(sasl_zookeeper: ZooKeeperP
             except AssertionError as exc:
                 # (the brokers' logs come with every failing test's report: tests/conftest.py)
                 raise AssertionError(f"{exc}; last read {seen[0]}\n"
-                                     f"{_tail(sasl_zookeeper.data_dir / 'zookeeper.log')}"
+                                     f"{_tail(sasl_zookeeper.log_path)}"
                                      ) from None
             acls, _ = zk.get_acls(f"/brokers/topics/{topic}")
             assert {(a.id.scheme, a.id.id, a.perms) for a in acls} == {
