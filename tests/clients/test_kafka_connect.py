@@ -47,6 +47,16 @@ def _partitions(bootstrap: str, topic: str) -> int:
     return len(admin.list_topics(topic, timeout=20).topics[topic].partitions)
 
 
+# A replacement worker that commits nothing for this long is killed and started again, as a
+# supervisor would. Seen once in a full run of the suite: the new worker's herder never ran
+# its task's zombie-fencing request, so the task never reached InitProducerId; the group was
+# stable and the broker's log showed nothing failing. A restart leaves the exactly-once
+# verdict below as it is. (tests/support/supervised.py watches a process's stdout for
+# progress; here progress is what the topic's reader sees, and the worker keeps its REST port.)
+STALL_S = 30
+SUPERVISOR_RESTARTS = 2
+
+
 class CommittedReader:
     """Every record of a one-partition topic, read from offset 0 (read_committed unless
     told otherwise)."""
@@ -69,52 +79,37 @@ class CommittedReader:
             # JsonConverter, schemas disabled: each line is a JSON string.
             self.values.append(json.loads(msg.value()))
 
-    def wait_for(self, count: int, timeout: float, worker: ConnectWorker) -> None:
+    def wait_for(self, count: int, timeout: float, worker: ConnectWorker,
+                 supervise: bool = False) -> int:
+        """Until `count` records are read. With `supervise`, a worker that commits nothing for
+        STALL_S is killed and started again (at most SUPERVISOR_RESTARTS times, each one a
+        warning). Returns the restarts."""
         deadline = time.monotonic() + timeout
+        restarts, seen, since = 0, len(self.values), time.monotonic()
         while len(self.values) < count:
-            assert time.monotonic() < deadline, (
-                f"{len(self.values)} of {count} records after {timeout} s\n{worker.log_tail()}")
+            now = time.monotonic()
+            assert now < deadline, (
+                f"{len(self.values)} of {count} records after {timeout} s ({restarts} restarts)"
+                f"\n{worker.log_tail()}")
+            if len(self.values) != seen:
+                seen, since = len(self.values), now
+            elif supervise and now - since > STALL_S:
+                assert restarts < SUPERVISOR_RESTARTS, (
+                    f"no record committed for {STALL_S} s after {restarts} restarts\n"
+                    f"{worker.log_tail()}")
+                warnings.warn(f"the Connect worker committed nothing for {STALL_S} s at {seen} "
+                              f"records; killed and started again\n{worker.log_tail(20)}",
+                              stacklevel=2)
+                worker.kill9()
+                worker.start()
+                worker.wait_ready()
+                restarts += 1
+                since = time.monotonic()
             self.poll_for(0.5)
+        return restarts
 
     def close(self) -> None:
         self.consumer.close()
-
-
-# A replacement worker that commits nothing for this long is killed and started again, as a
-# supervisor would. Seen once in a full run of the suite: the new worker's herder never ran
-# its task's zombie-fencing request, so the task never reached InitProducerId; the group was
-# stable and the broker's log showed nothing failing. A restart leaves the exactly-once
-# verdict below as it is.
-STALL_S = 30
-SUPERVISOR_RESTARTS = 2
-
-
-def wait_supervised(reader: CommittedReader, count: int, timeout: float,
-                    worker: ConnectWorker) -> int:
-    """reader.wait_for, restarting a worker that makes no progress; returns the restarts."""
-    deadline = time.monotonic() + timeout
-    restarts, seen, since = 0, len(reader.values), time.monotonic()
-    while len(reader.values) < count:
-        now = time.monotonic()
-        assert now < deadline, (
-            f"{len(reader.values)} of {count} records after {timeout} s ({restarts} restarts)\n"
-            f"{worker.log_tail()}")
-        if len(reader.values) != seen:
-            seen, since = len(reader.values), now
-        elif now - since > STALL_S:
-            assert restarts < SUPERVISOR_RESTARTS, (
-                f"no record committed for {STALL_S} s after {restarts} restarts\n"
-                f"{worker.log_tail()}")
-            warnings.warn(f"the Connect worker committed nothing for {STALL_S} s at "
-                          f"{seen} records; killed and started again\n{worker.log_tail(20)}",
-                          stacklevel=2)
-            worker.kill9()
-            worker.start()
-            worker.wait_ready()
-            restarts += 1
-            since = time.monotonic()
-        reader.poll_for(0.5)
-    return restarts
 
 
 def test_file_source_and_sink_round_trip(broker, tmp_path: Path) -> None:
@@ -212,7 +207,7 @@ def test_exactly_once_source_survives_worker_kill(broker, tmp_path: Path) -> Non
         worker.start()
         worker.wait_ready()
         worker.wait_running("eos-source")
-        restarts = wait_supervised(reader, total, 150, worker)
+        restarts = reader.wait_for(total, 150, worker, supervise=True)
         reader.poll_for(3)  # anything past the last line would be a duplicate
     finally:
         stop_writing.set()
