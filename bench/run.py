@@ -120,13 +120,21 @@ def cleanup() -> None:
         LIVE_GROUPS.discard(pgid)
 
 
-def run_tool(cmd: list[str], timeout: float) -> tuple[int, str]:
-    """Run a load generator to completion; returns (exit code, stdout+stderr). -9 = timed out."""
+def run_tool(cmd: list[str], timeout: float,
+             jit: list[tuple[float, float]] | None = None) -> tuple[int, str]:
+    """Run a load generator to completion; returns (exit code, stdout+stderr). -9 = timed out.
+    `jit`, if given, gets (monotonic time, CPU seconds of the tool's JIT compiler threads so
+    far) every JIT_SAMPLE_S while it runs."""
     proc = subprocess.Popen(
         cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
         text=True, start_new_session=True,
     )  # fmt: skip
     LIVE_GROUPS.add(proc.pid)
+    done = threading.Event()
+    sampler = None
+    if jit is not None:
+        sampler = threading.Thread(target=_sample_jit, args=(proc.pid, jit, done), daemon=True)
+        sampler.start()
     try:
         out, _ = proc.communicate(timeout=timeout)
         return proc.returncode, out
@@ -135,9 +143,56 @@ def run_tool(cmd: list[str], timeout: float) -> tuple[int, str]:
         out, _ = proc.communicate()
         return -9, out + f"\n[killed after {timeout:.0f} s]"
     finally:
+        done.set()
+        if sampler is not None:
+            sampler.join()
         with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGKILL)
         LIVE_GROUPS.discard(proc.pid)
+
+
+JIT_SAMPLE_S = 0.25
+_JIT_THREADS = ("C1 CompilerThre", "C2 CompilerThre")  # HotSpot's names, cut to 15 bytes
+
+
+def jit_cpu_seconds(pid: int) -> dict[str, float] | None:
+    """CPU seconds of each of a JVM's JIT compiler threads so far; None once it is gone."""
+    found, ticks = {}, os.sysconf("SC_CLK_TCK")
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return None
+    for tid in tids:
+        with contextlib.suppress(OSError, ValueError):
+            stat = Path(f"/proc/{pid}/task/{tid}/stat").read_text()
+            name, rest = stat[stat.index("(") + 1:stat.rindex(")")], stat[stat.rindex(")") + 2:]
+            if name.startswith(_JIT_THREADS):
+                fields = rest.split()
+                found[tid] = (int(fields[11]) + int(fields[12])) / ticks  # utime, stime
+    return found
+
+
+def _sample_jit(pid: int, samples: list[tuple[float, float]], done: threading.Event) -> None:
+    seen: dict[str, float] = {}  # a thread that has ended keeps its last figure
+    while not done.wait(JIT_SAMPLE_S):
+        now = jit_cpu_seconds(pid)
+        if now is None:
+            return
+        seen.update(now)
+        samples.append((time.monotonic(), sum(seen.values())))
+
+
+def jit_cores_over_tail(samples: list[tuple[float, float]], seconds: float) -> float | None:
+    """The JIT compiler's CPU over the run's last `seconds`, in cores (the measured records
+    come last in a run with --warmup-records). None without two samples in that tail."""
+    if not samples or seconds <= 0:
+        return None
+    end_t, end_cpu = samples[-1]
+    start = [s for s in samples if s[0] <= end_t - seconds]
+    if not start:
+        return None
+    t0, cpu0 = start[-1]
+    return (end_cpu - cpu0) / (end_t - t0) if end_t > t0 else None
 
 
 def group_pids(pgid: int) -> list[int]:
@@ -474,13 +529,19 @@ def java_produce(tools: Path, bootstrap: str, topic: str, n: int, size: int, ack
     if warmup:
         args += ["--warmup-records", str(warmup)]
     cmd = java_cmd(tools, "org.apache.kafka.tools.ProducerPerformance", args)  # fmt: skip
-    rc, out = run_tool(cmd, timeout=900)
+    jit: list[tuple[float, float]] = []
+    rc, out = run_tool(cmd, timeout=900, jit=jit)
     matches = (PRODUCER_STEADY_RE if warmup else PRODUCER_RE).findall(out)
     if rc != 0 or not matches or int(matches[-1][0]) != n:
         return Outcome(error=f"exit {rc}\n{_tail(out)}", command=_shown(cmd))
     sent, rps, mbps, avg, _max, p50, _p95, p99 = matches[-1]
-    return Outcome({"rps": float(rps), "mbps": float(mbps), "avg_ms": float(avg),
-                    "p50_ms": float(p50), "p99_ms": float(p99)})  # fmt: skip
+    figures = {"rps": float(rps), "mbps": float(mbps), "avg_ms": float(avg),
+               "p50_ms": float(p50), "p99_ms": float(p99)}  # fmt: skip
+    # Whether the tool was still compiling while its figures were taken (the warm-up's job).
+    jit_cores = jit_cores_over_tail(jit, n / float(rps)) if float(rps) > 0 else None
+    if jit_cores is not None:
+        figures["tool_jit_cores"] = jit_cores
+    return Outcome(figures)
 
 
 def java_consume(tools: Path, bootstrap: str, topic: str, n: int,
@@ -812,12 +873,14 @@ class Plan:
     partitions: tuple[int, ...] = ()  # scale steps: partitions on the broker in total
     many_clients: int = 0  # records per producer in the many-clients phase (0: skip)
     rc_records: int = 0  # transactional records for the read_committed phase (0: skip)
-    # ProducerPerformance's own warm-up (--warmup-records) before a phase's measured records,
-    # as a share of them: the tool's JVM compiles for seconds of a run on 2 cores
-    producer_warmup: float = 0.0
+    # ProducerPerformance's own warm-up (--warmup-records) before a phase's measured records:
+    # records by record size, else this share of the phase's records. The tool is a new JVM
+    # per phase, and on 2 cores its C2 compiler runs for its first 7-11 s.
+    producer_warmup: dict[int, int] = field(default_factory=dict)
+    producer_warmup_share: float = 0.0
 
-    def producer_warmup_records(self, n: int) -> int:
-        return int(n * self.producer_warmup)
+    def producer_warmup_records(self, n: int, size: int) -> int:
+        return self.producer_warmup.get(size, int(n * self.producer_warmup_share))
 
 
 def measured(
@@ -879,7 +942,7 @@ def bench_broker(broker: Broker, plan: Plan, results: Results, failures: Failure
             stem = f"bench-{client}-{size}-{time.time_ns()}"
             topics = {acks: f"{stem}-acks{acks}" for acks in ("1", "all")}
             # librdkafka has no JIT to warm: its phases send just the measured records
-            warm = plan.producer_warmup_records(n) if client == "java" else 0
+            warm = plan.producer_warmup_records(n, size) if client == "java" else 0
             for acks, topic in topics.items():
                 create_topic(b, topic)
                 job = produce_job(client, tools, b, topic, n, size, acks, warm)
@@ -913,7 +976,7 @@ def bench_transactions_and_latency(broker: Broker, plan: Plan, results: Results,
         n, topic = plan.txn_records, f"bench-txn100ms-{time.time_ns()}"
         create_topic(b, topic)
         extra = ("--transactional-id", f"bench-{topic}", "--transaction-duration-ms", "100")
-        warm = plan.producer_warmup_records(n)
+        warm = plan.producer_warmup_records(n, 100)
         job = lambda: java_produce(tools, b, topic, n, 100, "all", extra, warm)  # noqa: E731
         measured(broker, "txn java 100B 100ms", (n + warm) * 100, job, results, failures)
     if plan.txn_seconds:
@@ -1174,6 +1237,9 @@ def table_rows(plan: Plan) -> list[tuple[str, str, str, bool]]:
                 rows.append(("  … broker CPU per GB written", f"{p}|cpu_s_per_gb", "s/GB", False))
                 rows.append(("  … (not compared) the load generator's CPU per GB written",
                              f"{p}|tool_cpu_s_per_gb", "s/GB", False))
+                if client == "java":
+                    rows.append(("  … (not compared) the tool's JIT compiler while measured",
+                                 f"{p}|tool_jit_cores", "cores", False))
         cname = "ConsumerPerformance" if client == "java" else "librdkafka"
         for size in plan.sizes:
             c = f"consume {client} {size}B"
@@ -1230,10 +1296,12 @@ def table_rows(plan: Plan) -> list[tuple[str, str, str, bool]]:
 
 
 def comparable_key(key: str) -> bool:
-    """Whether a row compares the brokers. Not the noise row, nor the load generator's CPU:
-    it is shown because on 2 cores the tool and the broker share one CPU budget (a phase's
-    rate can follow the two together), but it is the client's figure, not the broker's."""
-    return key != "other_cpu_pct" and not key.endswith("|tool_cpu_s_per_gb")
+    """Whether a row compares the brokers. Not the noise row, nor the load generator's CPU
+    or its JIT compiler's: they are shown because on 2 cores the tool and the broker share
+    one CPU budget (a phase's rate can follow the two together), but they are the client's
+    figures, not the broker's."""
+    return key != "other_cpu_pct" and not key.endswith(("|tool_cpu_s_per_gb",
+                                                        "|tool_jit_cores"))
 
 
 def ratio_rows(plan: Plan, res: dict[str, Results]) -> list[tuple[str, float, bool]]:
@@ -1288,6 +1356,8 @@ def environment(args: argparse.Namespace, plan: Plan, kafka_note: str) -> list[s
     git = subprocess.run(["git", "-C", str(REPO), "describe", "--always", "--dirty"],
                          capture_output=True, text=True).stdout.strip() or "?"  # fmt: skip
     sizes = ", ".join(f"{n:,} × {s} B" for s, n in plan.sizes.items())
+    warmups = ", ".join(f"{plan.producer_warmup_records(n, s):,} records more at {s} B"
+                        for s, n in plan.sizes.items())
     return [
         f"- Date: {dt.datetime.now().astimezone():%Y-%m-%d %H:%M %Z}",
         f"- Machine: {cpu}, {os.cpu_count()} cores, {mem:.0f} GiB RAM, "
@@ -1300,7 +1370,7 @@ def environment(args: argparse.Namespace, plan: Plan, kafka_note: str) -> list[s
         "memory was written once and given back (bench/run.py, touch_free_memory)",
         f"- Kafka: {kafka_note}; JVM: {java.splitlines()[0] if java else '?'}",
         f"- Load: {sizes} per phase, ProducerPerformance's figures after its own warm-up "
-        f"of {plan.producer_warmup:.0%} as many records more (--warmup-records); Kafka tools "
+        f"of {warmups} (--warmup-records); Kafka tools "
         f"{jar_version(plan.tools_lib, 'kafka-tools')}; librdkafka {rdkafka_libversion()[0]} "
         f"(confluent-kafka {importlib.metadata.version('confluent-kafka')}); its consumers "
         f"read each topic {RDKAFKA_CONSUME_PASSES} times over",
@@ -1376,9 +1446,12 @@ def parse_args() -> argparse.Namespace:
     ap.add_argument("--runs", type=int, default=3, help="runs per broker; figures are medians")
     ap.add_argument("--records", default="100=2000000,1024=1000000",
                     help="record size=records per phase, comma-separated")
-    ap.add_argument("--producer-warmup", type=float, default=0.5, metavar="SHARE",
-                    help="ProducerPerformance sends this share of a phase's records more first, "
-                         "outside its figures (--warmup-records)")
+    ap.add_argument("--producer-warmup", default="100=6000000,1024=1500000",
+                    metavar="SIZE=RECORDS,...",
+                    help="ProducerPerformance sends this many records of a size first, outside "
+                         "its figures (--warmup-records): until its JIT compiler is done")
+    ap.add_argument("--producer-warmup-share", type=float, default=0.5, metavar="SHARE",
+                    help="... and for a size not listed, this share of the phase's records")
     ap.add_argument("--quick", action="store_true",
                     help="smoke run: 1 run, few records, small extra phases, docs untouched")
     ap.add_argument("--only", choices=("samsa", "kafka"), help="benchmark one broker")
@@ -1411,6 +1484,7 @@ def parse_args() -> argparse.Namespace:
     args = ap.parse_args()
     if args.quick:
         args.runs, args.records, args.no_docs = 1, "100=50000,1024=10000", True
+        args.producer_warmup = ""
         args.txn_records, args.txn_seconds = 20_000, 3
         args.latency_rate, args.latency_seconds, args.recovery_mib = 500, 5, 64
         args.partitions = "100"
@@ -1431,7 +1505,9 @@ def make_plan(args: argparse.Namespace, kafka_lib: Path | None) -> Plan:
                 recovery_mib=args.recovery_mib,
                 many_clients=args.many_clients, rc_records=args.rc_records,
                 partitions=tuple(int(x) for x in args.partitions.split(",") if x.strip()),
-                producer_warmup=args.producer_warmup,
+                producer_warmup={int(sz): int(n) for sz, n in (
+                    p.split("=") for p in args.producer_warmup.split(",") if p.strip())},
+                producer_warmup_share=args.producer_warmup_share,
                 )  # fmt: skip
 
 
