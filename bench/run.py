@@ -164,10 +164,8 @@ def jit_cpu_seconds(pid: int) -> dict[str, float] | None:
         return None
     for tid in tids:
         with contextlib.suppress(OSError, ValueError):
-            stat = Path(f"/proc/{pid}/task/{tid}/stat").read_text()
-            name, rest = stat[stat.index("(") + 1:stat.rindex(")")], stat[stat.rindex(")") + 2:]
+            name, fields = _read_stat(Path(f"/proc/{pid}/task/{tid}/stat"))
             if name.startswith(_JIT_THREADS):
-                fields = rest.split()
                 found[tid] = (int(fields[11]) + int(fields[12])) / ticks  # utime, stime
     return found
 
@@ -184,7 +182,7 @@ def _sample_jit(pid: int, samples: list[tuple[float, float]], done: threading.Ev
 
 def jit_cores_over_tail(samples: list[tuple[float, float]], seconds: float) -> float | None:
     """The JIT compiler's CPU over the run's last `seconds`, in cores (the measured records
-    come last in a run with --warmup-records). None without two samples in that tail."""
+    come last in a run with --warmup-records). None if the samples do not reach that far."""
     if not samples or seconds <= 0:
         return None
     end_t, end_cpu = samples[-1]
@@ -192,7 +190,7 @@ def jit_cores_over_tail(samples: list[tuple[float, float]], seconds: float) -> f
     if not start:
         return None
     t0, cpu0 = start[-1]
-    return (end_cpu - cpu0) / (end_t - t0) if end_t > t0 else None
+    return (end_cpu - cpu0) / (end_t - t0)  # end_t - t0 >= seconds > 0
 
 
 def group_pids(pgid: int) -> list[int]:
@@ -206,9 +204,14 @@ def group_pids(pgid: int) -> list[int]:
 
 
 def _stat_fields(pid: int) -> list[str]:
-    # Fields after "(comm)", which may itself contain spaces: [0] is state (field 3).
-    text = Path(f"/proc/{pid}/stat").read_text()
-    return text[text.rindex(")") + 2 :].split()
+    return _read_stat(Path(f"/proc/{pid}/stat"))[1]
+
+
+def _read_stat(path: Path) -> tuple[str, list[str]]:
+    """A /proc stat file: (comm, the fields after "(comm)"). comm may itself contain spaces
+    and parentheses; [0] of the fields is state (field 3)."""
+    text = path.read_text()
+    return text[text.index("(") + 1 : text.rindex(")")], text[text.rindex(")") + 2 :].split()
 
 
 def cpu_seconds(pgid: int) -> float:
@@ -538,7 +541,8 @@ def java_produce(tools: Path, bootstrap: str, topic: str, n: int, size: int, ack
     figures = {"rps": float(rps), "mbps": float(mbps), "avg_ms": float(avg),
                "p50_ms": float(p50), "p99_ms": float(p99)}  # fmt: skip
     # Whether the tool was still compiling while its figures were taken (the warm-up's job).
-    jit_cores = jit_cores_over_tail(jit, n / float(rps)) if float(rps) > 0 else None
+    rate = figures["rps"]
+    jit_cores = jit_cores_over_tail(jit, n / rate) if rate > 0 else None
     if jit_cores is not None:
         figures["tool_jit_cores"] = jit_cores
     return Outcome(figures)
