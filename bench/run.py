@@ -245,11 +245,20 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def machine_busy_seconds() -> float:
-    """CPU seconds all cores spent not idle since boot (/proc/stat), to spot other load."""
+def machine_cpu_seconds() -> dict[str, float]:
+    """The machine's CPU seconds since boot by kind (/proc/stat): `busy` (not idle: user,
+    system, interrupts and steal), `irq` (hard and soft interrupts: the kernel's networking,
+    counted to no process) and `steal` (time the hypervisor gave the virtual CPUs to others)."""
     f = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:9]]
     user, nice, system, _idle, _iowait, irq, softirq, steal = f
-    return (user + nice + system + irq + softirq + steal) / os.sysconf("SC_CLK_TCK")
+    tick = os.sysconf("SC_CLK_TCK")
+    return {"busy": (user + nice + system + irq + softirq + steal) / tick,
+            "irq": (irq + softirq) / tick, "steal": steal / tick}
+
+
+def machine_busy_seconds() -> float:
+    """CPU seconds all cores spent not idle since boot (/proc/stat), to spot other load."""
+    return machine_cpu_seconds()["busy"]
 
 
 def own_seconds() -> float:
@@ -737,6 +746,9 @@ def rdkafka_latency(bootstrap: str, topic: str, rate: int, seconds: float, size:
 
 MANY_CLIENTS, MANY_PARTITIONS = 8, 64  # producers, and as many consumers; partitions
 RC_DATA_ATTEMPTS = 3  # writes of the read_committed phase's data (untimed) before giving up
+# librdkafka's read_committed passes: the phase's 5,000,000 records are 0.5 GB a pass, enough
+# broker CPU to read in clock ticks without the five passes of the smaller phases.
+RC_RDKAFKA_PASSES = 2
 WORKER = Path(__file__).resolve().parent / "load_worker.py"
 
 
@@ -895,8 +907,17 @@ def measured(
     and the load generator's (a Java tool is a waited-for child, librdkafka runs in this
     process; both are in own_seconds)."""
     cpu0, tool0 = cpu_seconds(broker.proc.pid), own_seconds()
+    machine0, t0 = machine_cpu_seconds(), time.monotonic()
     out = job()
     cpu, tool = cpu_seconds(broker.proc.pid) - cpu0, own_seconds() - tool0
+    # Shares of the machine (all cores) over the phase, to tell a noisy phase from a slow one:
+    # the hypervisor's steal, interrupts, and what neither broker nor load generator used.
+    machine = {k: v - machine0[k] for k, v in machine_cpu_seconds().items()}
+    capacity = (time.monotonic() - t0) * (os.cpu_count() or 1)
+    shares = {"steal_pct": 100 * machine["steal"] / capacity,
+              "irq_pct": 100 * machine["irq"] / capacity,
+              "other_pct": 100 * max(0.0, machine["busy"] - machine["irq"] - machine["steal"]
+                                     - cpu - tool) / capacity}
     print(f"  {broker.name:5} {label:32} ", end="")
     if out.error:
         print("FAILED")
@@ -906,16 +927,18 @@ def measured(
     if volume:
         out.figures["cpu_s_per_gb"] = cpu / (volume / 1e9)
         out.figures["tool_cpu_s_per_gb"] = tool / (volume / 1e9)
-    for k, v in out.figures.items():
+    for k, v in {**out.figures, **shares}.items():
         results.setdefault(f"{label}|{k}", []).append(v)
     f = out.figures
+    noise = (f"  steal {shares['steal_pct']:.1f}%  irq {shares['irq_pct']:.1f}%"
+             f"  other {shares['other_pct']:.1f}%")
     if "rps" in f:
         print(f"{f['rps']:>12,.0f} rec/s {f['mbps']:8.1f} MB/s  cpu {cpu:.1f} s"
-              f"  tool cpu {tool:.1f} s")
+              f"  tool cpu {tool:.1f} s{noise}")
     else:
         print("  ".join(f"{k} {v:,.2f}" for k, v in f.items()
                         if k not in ("cpu_s_per_gb", "tool_cpu_s_per_gb"))
-              + f"  cpu {cpu:.1f} s  tool cpu {tool:.1f} s")  # fmt: skip
+              + f"  cpu {cpu:.1f} s  tool cpu {tool:.1f} s{noise}")  # fmt: skip
 
 
 def produce_job(client: str, tools: Path, b: str, topic: str, n: int, size: int,
@@ -1024,7 +1047,7 @@ def bench_many_clients_and_read_committed(broker: Broker, plan: Plan, results: R
         job = lambda: java_consume(tools, b, topic, n, rc)  # noqa: E731
         measured(broker, "consume java 100B read_committed", n * 100, job, results, failures)
         extra: dict[str, object] = {"isolation.level": "read_committed"}
-        passes = RDKAFKA_CONSUME_PASSES
+        passes = RC_RDKAFKA_PASSES
         job = lambda: rdkafka_consume(b, topic, n, 100, extra, passes)  # noqa: E731
         measured(broker, "consume rdkafka 100B read_committed", n * 100 * passes, job, results,
                  failures)
@@ -1377,7 +1400,8 @@ def environment(args: argparse.Namespace, plan: Plan, kafka_note: str) -> list[s
         f"of {warmups} (--warmup-records); Kafka tools "
         f"{jar_version(plan.tools_lib, 'kafka-tools')}; librdkafka {rdkafka_libversion()[0]} "
         f"(confluent-kafka {importlib.metadata.version('confluent-kafka')}); its consumers "
-        f"read each topic {RDKAFKA_CONSUME_PASSES} times over",
+        f"read each topic {RDKAFKA_CONSUME_PASSES} times over ({RC_RDKAFKA_PASSES} for "
+        "read_committed)",
         f"- Each figure: median of {args.runs} run(s); every run starts a fresh broker "
         f"with an empty data dir and a {plan.warmup:,}-record unmeasured warm-up",
         f"- Extra phases: {plan.txn_records:,} records in 100 ms transactions; "
@@ -1448,7 +1472,9 @@ Run `make bench` (or `.venv/bin/python bench/run.py`; `--quick` for a smoke run)
 def parse_args() -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--runs", type=int, default=3, help="runs per broker; figures are medians")
-    ap.add_argument("--records", default="100=2000000,1024=1000000",
+    # 4,000,000 × 100 B: ProducerPerformance measures ~6 s of it, longer than the bursts of
+    # the hypervisor's steal seen here (a third of the machine for ~2 s)
+    ap.add_argument("--records", default="100=4000000,1024=1000000",
                     help="record size=records per phase, comma-separated")
     ap.add_argument("--producer-warmup", default="100=6000000,1024=1500000",
                     metavar="SIZE=RECORDS,...",
@@ -1480,7 +1506,8 @@ def parse_args() -> argparse.Namespace:
     ap.add_argument("--many-clients", type=int, default=200_000,
                     help=f"records per producer, {MANY_CLIENTS} producers and {MANY_CLIENTS} "
                          f"consumers on {MANY_PARTITIONS} partitions (0: skip)")
-    ap.add_argument("--rc-records", type=int, default=1_000_000,
+    # 5,000,000: at 1,000,000 (~1 s of reading) ConsumerPerformance's own JIT set its rate
+    ap.add_argument("--rc-records", type=int, default=5_000_000,
                     help="100 B records in transactions (1 in 10 aborted) read back with "
                          "read_committed (0: skip)")
     ap.add_argument("--partitions", default="1000,10000",
