@@ -256,6 +256,30 @@ def machine_cpu_seconds() -> dict[str, float]:
             "irq": (irq + softirq) / tick, "steal": steal / tick}
 
 
+def process_ticks() -> dict[int, tuple[str, int]]:
+    """utime+stime in clock ticks of every process on the machine, kernel threads included:
+    {pid: (name with digits as N, ticks)}."""
+    out = {}
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            with contextlib.suppress(OSError, IndexError, ValueError):
+                comm, f = _read_stat(d / "stat")
+                out[int(d.name)] = (re.sub(r"\d+", "N", comm), int(f[11]) + int(f[12]))
+    return out
+
+
+def busiest_others(before: dict[int, tuple[str, int]], after: dict[int, tuple[str, int]],
+                   exclude: set[int], n: int = 3) -> list[tuple[str, float]]:  # fmt: skip
+    """The `n` process names that used the most CPU seconds between two process_ticks(),
+    leaving out `exclude` (only processes alive at both are seen)."""
+    used: dict[str, float] = {}
+    tick = os.sysconf("SC_CLK_TCK")
+    for pid, (name, ticks) in after.items():
+        if pid in before and pid not in exclude and ticks > before[pid][1]:
+            used[name] = used.get(name, 0.0) + (ticks - before[pid][1]) / tick
+    return sorted(used.items(), key=lambda kv: -kv[1])[:n]
+
+
 def machine_busy_seconds() -> float:
     """CPU seconds all cores spent not idle since boot (/proc/stat), to spot other load."""
     return machine_cpu_seconds()["busy"]
@@ -907,7 +931,7 @@ def measured(
     and the load generator's (a Java tool is a waited-for child, librdkafka runs in this
     process; both are in own_seconds)."""
     cpu0, tool0 = cpu_seconds(broker.proc.pid), own_seconds()
-    machine0, t0 = machine_cpu_seconds(), time.monotonic()
+    machine0, t0, procs0 = machine_cpu_seconds(), time.monotonic(), process_ticks()
     out = job()
     cpu, tool = cpu_seconds(broker.proc.pid) - cpu0, own_seconds() - tool0
     # Shares of the machine (all cores) over the phase, to tell a noisy phase from a slow one:
@@ -932,6 +956,10 @@ def measured(
     f = out.figures
     noise = (f"  steal {shares['steal_pct']:.1f}%  irq {shares['irq_pct']:.1f}%"
              f"  other {shares['other_pct']:.1f}%")
+    if shares["other_pct"] >= 2:  # name what it was, if it lived through the phase
+        exclude = {os.getpid(), *group_pids(broker.proc.pid)}
+        if busiest := busiest_others(procs0, process_ticks(), exclude):
+            noise += " (" + ", ".join(f"{name} {sec:.2f} s" for name, sec in busiest) + ")"
     if "rps" in f:
         print(f"{f['rps']:>12,.0f} rec/s {f['mbps']:8.1f} MB/s  cpu {cpu:.1f} s"
               f"  tool cpu {tool:.1f} s{noise}")
