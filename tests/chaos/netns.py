@@ -314,6 +314,12 @@ class NetLab:
                  "cut from broker" + ("s " if len(others) > 1 else " ")
                  + ",".join(map(str, others)))
 
+    def cut_off(self, i: int) -> None:
+        """Cut broker i from ZooKeeper and from every other broker; clients still reach it
+        (a broker that keeps serving while the cluster has moved on without it)."""
+        others = [self.broker_host(j) for j in range(self.size) if j != i]
+        self.cut(i, [self.zookeeper_host, *others], "cut from ZooKeeper and all peers")
+
     def cut_zookeeper(self, i: int) -> None:
         self.cut(i, [self.zookeeper_host], "cut from ZooKeeper")
 
