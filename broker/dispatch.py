@@ -16,13 +16,15 @@ from samsa.protocol.encoder import encode_response
 from samsa.protocol.errors import ErrorCode
 from samsa.protocol.framing import (
     API_VERSIONS_KEY,
+    FrameError,
     Region,
     frame_parts,
     peek_key_version,
     read_request_header,
     response_header,
 )
-from samsa.protocol.guard import check_request
+from samsa.protocol.guard import MalformedRequest
+from samsa.protocol.lenient import decode_request
 from samsa.protocol.registry import ApiRegistry
 from samsa.storage.file_region import FileRegion
 
@@ -78,10 +80,13 @@ class Dispatcher:
         req_type, req_flexible, read, resp_type, resp_flexible = _codec(api_key, version)
         try:
             header, offset = read_request_header(raw, req_flexible)
-            check_request(req_type, raw, offset)  # before kio allocates from client lengths
-            request, _ = read(raw, offset)
-        except Exception as exc:  # kio raises assorted errors on malformed input
-            raise CloseConnection(f"malformed {spec.name} v{version} request: {exc!r}") from None
+            # lengths and nulls checked before kio allocates from them; read as Kafka reads
+            request = decode_request(req_type, read, raw, offset)
+        except Exception as exc:
+            # Kafka's SocketServer closes the connection on a request it cannot parse
+            reason = exc if isinstance(exc, MalformedRequest | FrameError) else repr(exc)
+            raise CloseConnection(f"malformed {spec.name} v{version} request: {reason}"
+                                  ) from None
         ctx = RequestContext(
             api_key,
             version,

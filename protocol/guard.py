@@ -5,6 +5,12 @@ claiming 2^32 elements aborts the whole process. This walker follows the same sc
 building anything and refuses any string, bytes or array length larger than the bytes left in
 the frame (every element takes at least one byte), so the native reader only sees frames
 whose lengths are plausible.
+
+It also refuses what Kafka's generated readers (`*Data.read`) refuse, with their words: a null
+(any negative length) in a field the version does not make nullable ("non-nullable field X
+was serialized as null": kio would hand a handler None for an array) and a string longer than
+0x7fff bytes. A negative length of a nullable field is a null to Kafka, whatever its value,
+and so here; so is a nullable struct's marker byte below zero, any other marker a struct.
 """
 
 from __future__ import annotations
@@ -115,8 +121,10 @@ def _entity_lines(entity: type[Entity], out: list[str], indent: int) -> None:
     out.append(f"{pad}    raise MalformedRequest('request shorter than its fields')")
 
 
-def _length_lines(pad: str, flexible: bool, wide: bool, unit: int, out: list[str]) -> None:
-    """n = the length (-1: null) at pos, refused unless n units fit in the frame."""
+def _length_lines(pad: str, flexible: bool, wide: bool, unit: int, out: list[str],
+                  name: str, nullable: bool, string: bool = False) -> None:
+    """n = the length (negative: null) at pos, refused unless n units fit in the frame, and
+    refused when negative unless the field is `nullable` (Kafka's check, its words)."""
     if flexible:  # a one-byte uvarint, the usual length
         out.append(f"{pad}if pos < end and buf[pos] < 0x80:")
         out.append(f"{pad}    n = buf[pos] - 1")
@@ -125,8 +133,13 @@ def _length_lines(pad: str, flexible: bool, wide: bool, unit: int, out: list[str
         out.append(f"{pad}    n, pos = _length(buf, pos, end, True, {wide})")
     else:
         out.append(f"{pad}n, pos = _length(buf, pos, end, False, {wide})")
-    out.append(f"{pad}if n < -1 or (n > 0 and pos + n * {unit} > end):")
-    out.append(f"{pad}    _refuse(n, pos, end)")
+    fits = f"n > 0 and pos + n * {unit} > end"
+    out.append(f"{pad}if {fits}:" if nullable else f"{pad}if n < 0 or ({fits}):")
+    out.append(f"{pad}    _refuse(n, pos, end, {name!r})")
+    if string:
+        out.append(f"{pad}if n > 0x7fff:")
+        out.append(f"{pad}    raise MalformedRequest("
+                   f"f'string field {name} had invalid length {{n}}')")
 
 
 def _field_lines(s: SchemaField, flexible: bool, out: list[str], indent: int) -> None:
@@ -134,17 +147,14 @@ def _field_lines(s: SchemaField, flexible: bool, out: list[str], indent: int) ->
     if s.entity is not None:
         inner = s.entity
         if s.is_array:
-            _length_lines(pad, flexible, True, 1, out)
+            _length_lines(pad, flexible, True, 1, out, s.name, s.nullable)
             out.append(f"{pad}for _ in range(n):")
             _entity_lines(inner, out, indent + 1)
         elif s.nullable:  # a nullable struct (KIP-893): -1 for null, else 1, then the struct
             out.append(f"{pad}if pos >= end:")
             out.append(f"{pad}    raise MalformedRequest('request shorter than its fields')")
-            out.append(f"{pad}if buf[pos] == 0xFF:")
+            out.append(f"{pad}if buf[pos] >= 0x80:  # negative as a signed byte: null")
             out.append(f"{pad}    pos += 1")
-            out.append(f"{pad}elif buf[pos] != 0x01:")
-            out.append(f"{pad}    raise MalformedRequest("
-                       f"f'bad nullable struct marker {{buf[pos]}}')")
             out.append(f"{pad}else:")
             out.append(f"{pad}    pos += 1")
             _entity_lines(inner, out, indent + 1)
@@ -157,24 +167,30 @@ def _field_lines(s: SchemaField, flexible: bool, out: list[str], indent: int) ->
         if not s.is_array:
             out.append(f"{pad}pos += {unit}")
             return
-        _length_lines(pad, flexible, True, unit, out)
+        _length_lines(pad, flexible, True, unit, out, s.name, s.nullable)
         out.append(f"{pad}if n > 0:")
         out.append(f"{pad}    pos += n * {unit}")
         return
     if kafka_type not in ("string", "bytes", "records"):
         raise TypeError(f"unknown kafka_type {kafka_type!r}")
     wide = kafka_type in ("bytes", "records")
-    if s.is_array:  # an array of strings
-        _length_lines(pad, flexible, True, 1, out)
+    name = s.name
+    if s.is_array:  # an array of strings, which are never null (Kafka's "X element")
+        _length_lines(pad, flexible, True, 1, out, name, s.nullable)
         out.append(f"{pad}for _ in range(n):")
         pad += "    "
-    _length_lines(pad, flexible, wide, 1, out)
+        name += " element"
+    _length_lines(pad, flexible, wide, 1, out, name, s.nullable and not s.is_array,
+                  kafka_type == "string")
     out.append(f"{pad}if n > 0:")
     out.append(f"{pad}    pos += n")
 
 
-def _refuse(n: int, pos: int, end: int) -> None:
-    raise MalformedRequest(f"length {n} exceeds the {end - pos} bytes left")
+def _refuse(n: int, pos: int, end: int, name: str = "") -> None:
+    if n < 0:
+        raise MalformedRequest(f"non-nullable field {name} was serialized as null")
+    raise MalformedRequest(f"length {n} of {name or 'a field'} exceeds the {end - pos} bytes "
+                           f"left")
 
 
 def _tagged(buf: bytes, pos: int, end: int) -> int:

@@ -13,6 +13,7 @@ from samsa.protocol.codec import request_type
 from samsa.protocol.framing import read_request_header
 from samsa.protocol.guard import MalformedRequest, check_request
 
+from .samples import encode_body, sample, with_null
 from .wire import WireClient
 
 SPECS = [
@@ -87,3 +88,31 @@ def test_every_truncation_of_a_default_request_is_refused(api_key, version):
     for cut in range(offset, len(frame)):
         with pytest.raises(MalformedRequest):
             check_request(entity, frame[:cut], offset)
+
+
+@pytest.mark.parametrize(("api_key", "version", "path"), [
+    (20, 5, ("topic_names",)),  # DeleteTopics v5
+    (20, 6, ("topics",)),  # DeleteTopics v6
+    (10, 6, ("coordinator_keys",)),  # FindCoordinator v6
+    (27, 1, ("markers",)),  # WriteTxnMarkers v1
+    (27, 1, ("markers", 0, "topics", 0, "partition_indexes")),
+    (21, 2, ("topics", 0, "partitions")),  # DeleteRecords v2
+    (3, 4, ("topics", 0, "name")),  # Metadata v4: a string
+    (0, 9, ("topic_data", 0, "partition_data")),  # Produce v9
+])
+def test_a_null_the_version_forbids_is_refused_in_kafkas_words(api_key, version, path):
+    """kio reads a null array as None whatever the schema says: the guard refuses it, as
+    Kafka's reader does, before a handler could see it."""
+    entity = request_type(api_key, version)
+    body = encode_body(entity, with_null(sample(entity), path))
+    with pytest.raises(MalformedRequest, match=f"non-nullable field {path[-1]} was serialized "
+                                               f"as null"):
+        check_request(entity, body, 0)
+
+
+def test_a_null_the_version_allows_passes():
+    """Metadata v4's topics may be null (all topics); so may a nullable string in any form."""
+    entity = request_type(3, 4)
+    check_request(entity, encode_body(entity, with_null(sample(entity), ("topics",))), 0)
+    forged = struct.pack(">i", -7) + b"\x01"  # Kafka: any negative length is a null
+    check_request(entity, forged, 0)

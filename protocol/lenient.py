@@ -1,0 +1,182 @@
+"""Read a request as Kafka's generated readers (`*Data.read`) read it.
+
+kio's native reader refuses some values Kafka reads: a boolean byte other than 0 and 1 (Kafka:
+`readByte() != 0`), a string that is not valid UTF-8 (Kafka: `new String(bytes, UTF_8)`, which
+puts U+FFFD for each malformed sequence), a length below -1 in a nullable field (Kafka: any
+negative length is a null), a nullable struct's marker other than -1 and 1 (Kafka: below zero
+is null) and an int64 duration beyond what a timedelta holds. A client sending one gets an
+answer from Kafka, so it must get one here too. `decode_request` tries kio on the frame as it
+came (the usual case, at no cost); only when kio refuses it does it rewrite the frame into the
+form Kafka would have read (`normal_form`) and try once more. What Kafka refuses, the length
+guard (guard.py) has refused before, in Kafka's words.
+"""
+
+from __future__ import annotations
+
+import datetime
+import struct
+from typing import Any, TypeVar
+
+from kio.serial.readers import Reader
+
+from .guard import MalformedRequest, check_request
+from .kio_adapter import Entity, SchemaField, schema_fields
+
+E = TypeVar("E", bound=Entity)
+
+_I16 = struct.Struct(">h")
+_I32 = struct.Struct(">i")
+_I64 = struct.Struct(">q")
+_FIXED = {"int8": 1, "int16": 2, "uint16": 2, "error_code": 2, "int32": 4, "timedelta_i32": 4,
+          "int64": 8, "datetime_i64": 8, "float64": 8, "uuid": 16}
+# the longest duration a timedelta holds: a longer one is as good as forever
+_MAX_MS = int(datetime.timedelta.max.total_seconds()) * 1000
+
+
+def decode_request(entity: type[E], read: Reader[E], buf: Any, offset: int) -> E:
+    """The request in `buf[offset:]`, or MalformedRequest with the reason Kafka would close
+    the connection for (lengths and nulls by the guard, anything else kio still refuses once
+    the frame is in Kafka's normal form)."""
+    check_request(entity, buf, offset)
+    try:
+        return read(buf, offset)[0]
+    except Exception as exc:  # kio raises assorted errors; the retry below decides
+        refused: Exception = exc
+    fixed = normal_form(entity, buf, offset)
+    if fixed is not None:
+        try:
+            return read(fixed, offset)[0]
+        except Exception as exc:
+            refused = exc
+    raise MalformedRequest(f"{type(refused).__name__}: {refused}")
+
+
+def normal_form(entity: type[Entity], buf: Any, offset: int) -> bytes | None:
+    """`buf` with the request at `offset` rewritten as Kafka reads it (booleans 0/1, strings
+    valid UTF-8, nulls as -1, struct markers -1/1, durations clamped), None when that changes
+    nothing. The guard must have passed `buf`: lengths are trusted here."""
+    out = bytearray(buf[:offset])
+    try:
+        pos = _entity(entity, buf, offset, out)
+    except (IndexError, struct.error) as exc:
+        raise MalformedRequest(f"truncated request: {exc}") from None
+    out += buf[pos:]
+    return None if out == buf else bytes(out)
+
+
+def _entity(entity: type[Entity], buf: Any, pos: int, out: bytearray) -> int:
+    flexible = bool(getattr(entity, "__flexible__", False))
+    fields = schema_fields(entity)
+    for s in fields:
+        if s.tag is None:
+            pos = _field(s, flexible, buf, pos, out)
+    if not flexible:
+        return pos
+    count, pos = _uvarint(buf, pos)
+    tagged = {s.tag: s for s in fields if s.tag is not None}
+    kept = []
+    for _ in range(count):
+        tag, pos = _uvarint(buf, pos)
+        size, pos = _uvarint(buf, pos)
+        content = bytearray(buf[pos:pos + size])
+        known = tagged.get(tag)
+        if known is not None:  # read as Kafka reads it; its size follows what it became
+            content = bytearray()
+            _field(known, True, buf[:pos + size], pos, content)
+        pos += size
+        if known is not None and content == b"\x00" and known.field.default is None:
+            continue  # a null where null is the default: as if left out (kio refuses a
+            # tagged null, which it writes by leaving the field out)
+        kept.append(_varint_bytes(tag) + _varint_bytes(len(content)) + content)
+    out += _varint_bytes(len(kept))
+    for entry in kept:
+        out += entry
+    return pos
+
+
+def _field(s: SchemaField, flexible: bool, buf: Any, pos: int, out: bytearray) -> int:
+    if s.is_array:
+        n, pos = _read_length(buf, pos, flexible, True)
+        _write_length(out, n, flexible, True)
+        for _ in range(max(n, 0)):
+            pos = _element(s, flexible, buf, pos, out)
+        return pos
+    if s.entity is not None and s.nullable:
+        null = buf[pos] >= 0x80  # a negative signed byte
+        out.append(0xFF if null else 0x01)
+        return pos + 1 if null else _entity(s.entity, buf, pos + 1, out)
+    return _element(s, flexible, buf, pos, out)
+
+
+def _element(s: SchemaField, flexible: bool, buf: Any, pos: int, out: bytearray) -> int:
+    """One value of field `s` (the field itself, or an element of it when it is an array)."""
+    if s.entity is not None:
+        return _entity(s.entity, buf, pos, out)
+    kind = s.kafka_type
+    if kind == "bool":
+        out.append(1 if buf[pos] else 0)
+        return pos + 1
+    if kind == "timedelta_i64":
+        (ms,) = _I64.unpack_from(buf, pos)
+        out += _I64.pack(max(-_MAX_MS, min(ms, _MAX_MS)))
+        return pos + 8
+    if kind in _FIXED:
+        end = pos + _FIXED[kind]
+        out += buf[pos:end]
+        return end
+    wide = kind != "string"
+    n, pos = _read_length(buf, pos, flexible, wide)
+    _write_length_of(out, buf, pos, n, flexible, wide, kind == "string")
+    return pos + max(n, 0)
+
+
+def _write_length_of(out: bytearray, buf: Any, pos: int, n: int, flexible: bool, wide: bool,
+                     string: bool) -> None:
+    """A string or bytes value of length `n` at `pos`: a string's bytes as valid UTF-8."""
+    if n < 0:
+        _write_length(out, -1, flexible, wide)
+        return
+    value = bytes(buf[pos:pos + n])
+    if string:
+        value = value.decode("utf-8", errors="replace").encode("utf-8")
+    _write_length(out, len(value), flexible, wide)
+    out += value
+
+
+def _read_length(buf: Any, pos: int, flexible: bool, wide: bool) -> tuple[int, int]:
+    if flexible:
+        n, pos = _uvarint(buf, pos)
+        return n - 1, pos
+    if wide:
+        return _I32.unpack_from(buf, pos)[0], pos + 4
+    return _I16.unpack_from(buf, pos)[0], pos + 2
+
+
+def _write_length(out: bytearray, n: int, flexible: bool, wide: bool) -> None:
+    n = max(n, -1)  # any negative length is a null
+    if flexible:
+        out += _varint_bytes(n + 1)
+    else:
+        out += (_I32 if wide else _I16).pack(n)
+
+
+def _uvarint(buf: Any, pos: int) -> tuple[int, int]:
+    value = shift = 0
+    while True:
+        b = buf[pos]
+        pos += 1
+        value |= (b & 0x7F) << shift
+        if not b & 0x80:
+            return value, pos
+        shift += 7
+        if shift > 28:
+            raise MalformedRequest("bad unsigned varint")
+
+
+def _varint_bytes(value: int) -> bytes:
+    out = bytearray()
+    while value > 0x7F:
+        out.append((value & 0x7F) | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
