@@ -98,6 +98,10 @@ class Partition:
         self.isr = list(replicas if isr is None else isr)
         self.min_insync_replicas = 1
         self.isr_writer: Callable[[Partition, list[int]], Awaitable[bool]] | None = None
+        # fn(replica id, the broker epoch its fetch carried, -1 none) -> may it join the ISR
+        # (Kafka's isReplicaIsrEligible: registered, in the life its fetch names; KIP-903).
+        # None: every replica may (a single broker).
+        self.replica_eligible: Callable[[int, int], bool] | None = None
         self.leader_epoch_start_offset = log.log_end_offset
         self._follower_leo: dict[int, int] = {}
         self._caught_up_at: dict[int, float] = {}
@@ -182,8 +186,10 @@ class Partition:
         """A follower's log end offset as its last fetch told us (-1: not known)."""
         return self._follower_leo.get(replica_id, -1)
 
-    def record_follower_fetch(self, replica_id: int, fetch_offset: int) -> None:
-        """A follower fetching from `fetch_offset` has everything before it."""
+    def record_follower_fetch(self, replica_id: int, fetch_offset: int,
+                              broker_epoch: int = -1) -> None:
+        """A follower fetching from `fetch_offset` has everything before it; `broker_epoch`:
+        the fetching broker's epoch as its fetch carried it (-1: not carried)."""
         if replica_id not in self.replicas:
             return
         leo = self.log.log_end_offset
@@ -203,9 +209,18 @@ class Partition:
             replica_id not in self.isr
             and fetch_offset >= self.log.high_watermark
             and fetch_offset >= self.leader_epoch_start_offset
+            and self._isr_eligible(replica_id, broker_epoch)
         ):
             self._change_isr([*self.isr, replica_id])
         self._advance_high_watermark()
+
+    def _isr_eligible(self, replica_id: int, broker_epoch: int) -> bool:
+        """A caught-up follower joins the ISR only if its broker is registered, and in the
+        life its fetch names: one cut off from ZooKeeper may fetch again before it has
+        registered again, and a controller would then treat its place in the ISR as a
+        previous life's and take it out (shrinking the ISR below min.insync.replicas)."""
+        eligible = self.replica_eligible
+        return eligible is None or eligible(replica_id, broker_epoch)
 
     def shrink_isr_if_lagging(self, lag_ms: int) -> None:
         if not self.is_leader or len(self.isr) <= 1:
@@ -244,10 +259,18 @@ class Partition:
 
         asyncio.get_running_loop().create_task(write())
 
+    @property
+    def effective_min_isr(self) -> int:
+        """min.insync.replicas, at most the replication factor (Kafka's effectiveMinIsr)."""
+        return min(self.min_insync_replicas, max(len(self.replicas), 1))
+
     def _advance_high_watermark(self) -> bool:
-        """HW = smallest log end offset in the ISR; it never moves back. True if an advance
-        woke parked consumer fetches."""
-        if not self.is_leader:
+        """HW = smallest log end offset in the ISR; it never moves back, and not at all while
+        the ISR is below min.insync.replicas (Kafka's maybeIncrementLeaderHW, KIP-966): an
+        acks=all append made before the ISR shrank then waits for it to grow back instead of
+        being answered NOT_ENOUGH_REPLICAS_AFTER_APPEND, which a client retries as a record
+        that may not be written. True if an advance woke parked consumer fetches."""
+        if not self.is_leader or len(self.isr) < self.effective_min_isr:
             return False
         new_hw = self.log.log_end_offset
         for r in self.isr:

@@ -22,6 +22,7 @@ from ..security.authorizer import AclOperation, ResourceType
 from ..server import CloseConnection
 from ..topic_admin import INTERNAL_TOPICS
 from .common import PARTITION_ERRORS, error_code_of, field
+from .inflate import inflate_produce
 from .transactions import verify_transactional_produce, verify_with_remote_coordinator
 
 if TYPE_CHECKING:
@@ -62,6 +63,9 @@ async def handle_produce(ctx: RequestContext, request: ProduceRequest) -> dict[s
         for name, topic in named if name is not None and name not in denied_topics
         for pdata in topic.partition_data
     ]) if transactional_id and not txn_denied else {}
+    if not txn_denied:  # the last pause before the appends: nothing may come between
+        await inflate_produce(ctx, [(name, topic) for name, topic in named
+                                    if name not in denied_topics])
     for name, topic in named:
         partitions = []
         for pdata in topic.partition_data:
@@ -155,7 +159,9 @@ async def _await_replication(waits: list[ReplicationWait], timeout_s: float) -> 
                 if partition.is_leader
                 else ErrorCode.not_leader_or_follower
             )
-        elif len(partition.isr) < partition.min_insync_replicas:
+        elif len(partition.isr) < partition.effective_min_isr:
+            # written, and replicated, but the ISR shrank since (Kafka's
+            # checkEnoughReplicasReachOffset): the client retries it as possibly written
             code = ErrorCode.not_enough_replicas_after_append
         else:
             continue

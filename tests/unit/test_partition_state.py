@@ -598,3 +598,73 @@ async def test_acks_all_for_committed_records_returns_at_once(logs: dict[str, Lo
     p = _leader(logs, tmp_path, replicas=[LEADER])
     _append(p, 2)
     assert await p.wait_for_high_watermark(2, timeout_s=0) is True
+
+
+# ---- min.insync.replicas and who may join the ISR (issue 45) ------------------------------
+
+
+async def test_the_hw_waits_while_the_isr_is_below_min_insync_replicas(
+        logs: dict[str, Log], tmp_path: Path) -> None:
+    """An acks=all append made with the ISR full, whose ISR then shrinks to the leader alone
+    (below min.insync.replicas=2) for a moment: as Kafka's leader (KIP-966) the HW does not
+    move meanwhile, so the append is not answered NOT_ENOUGH_REPLICAS_AFTER_APPEND (which
+    a client retries as a record that may not be written, and librdkafka re-sends under a new
+    producer epoch if a later batch is refused meanwhile); once the ISR is back and has the
+    records, it succeeds."""
+    from samsa.broker.handlers.produce import _await_replication
+    from samsa.protocol.errors import ErrorCode
+
+    p = _leader(logs, tmp_path)
+    p.min_insync_replicas = 2
+    _append(p, 2)
+    out: dict[str, object] = {"error_code": ErrorCode.none}
+    answered = asyncio.create_task(_await_replication([(out, p, 2)], timeout_s=10))
+    await asyncio.sleep(0)
+    p.update_isr([LEADER])  # the controller took both followers out
+    await _settle()
+    assert p.log.high_watermark == 0 and not answered.done()
+    p.update_isr([LEADER, F2, F3])  # back a moment later
+    p.record_follower_fetch(F2, 2)
+    p.record_follower_fetch(F3, 2)
+    await asyncio.wait_for(answered, 1)
+    assert out["error_code"] == ErrorCode.none and p.log.high_watermark == 2
+
+
+async def test_the_hw_moves_below_min_insync_replicas_larger_than_the_replicas(
+        logs: dict[str, Log], tmp_path: Path) -> None:
+    """The min.insync.replicas that holds the HW is at most the replication factor (Kafka's
+    effectiveMinIsr): a single replica with min.insync.replicas=2 still commits."""
+    p = _leader(logs, tmp_path, replicas=[LEADER])
+    p.min_insync_replicas = 2
+    _append(p, 1)
+    assert p.log.high_watermark == 1
+
+
+async def test_a_follower_joins_the_isr_only_in_its_registered_life(
+        logs: dict[str, Log], tmp_path: Path) -> None:
+    """A caught-up follower whose broker is not registered (cut off from ZooKeeper, its
+    session expired, fetching again before it registered again) or whose fetch carries
+    another broker epoch than its registration does not join the ISR (Kafka's
+    isReplicaIsrEligible, KIP-903); registered in the life its fetch names, it does."""
+    p = _leader(logs, tmp_path, isr=[LEADER, F2])
+    writer = RecordingIsrWriter()
+    p.isr_writer = writer
+    registered: dict[int, int] = {LEADER: 10, F2: 20}
+
+    def eligible(replica: int, epoch: int) -> bool:
+        known = registered.get(replica)
+        return known is not None and epoch in (-1, known)
+
+    p.replica_eligible = eligible
+    _append(p, 2)
+    p.record_follower_fetch(F2, 2)
+    p.record_follower_fetch(F3, 2, 30)  # F3 not registered
+    await _settle()
+    assert writer.requests == [] and p.isr == [LEADER, F2]
+    registered[F3] = 40
+    p.record_follower_fetch(F3, 2, 30)  # its fetch names an older life
+    await _settle()
+    assert writer.requests == [] and p.isr == [LEADER, F2]
+    p.record_follower_fetch(F3, 2, 40)
+    await _settle()
+    assert writer.requests == [[LEADER, F2, F3]] and p.isr == [LEADER, F2, F3]
