@@ -155,6 +155,9 @@ class Broker:
                 FOLLOWER_THROTTLED, config["follower.replication.throttled.rate"])
             self.replicas.isr_writer = self._write_isr
             self.replicas.broker_epoch = lambda: int(zk.broker_epoch)
+            self.replicas.registered = lambda: zk.registered
+            self.replicas.registered_epochs = zk.broker_epochs
+            fetchers.broker_epoch = self.replicas.broker_epoch
             self.replicas.leadership_listeners.append(self._on_leadership)
             self.controller = Controller(
                 zk,

@@ -1,4 +1,6 @@
-"""Followers copy their leaders' logs with the ordinary Fetch API (v12, with a replica id).
+"""Followers copy their leaders' logs with the ordinary Fetch API (v15: topics by id, and the
+replica's id with its broker epoch in replica_state, which the leader checks before it lets the
+replica into an ISR, KIP-903).
 
 One `ReplicaFetcher` per leader broker runs a loop: fetch from each followed partition's log
 end offset, append the batches verbatim (leader's offsets and epochs), and take the leader's
@@ -11,6 +13,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import uuid
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from samsa.protocol.errors import ErrorCode, KafkaError
@@ -24,7 +28,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-FETCH_KEY, FETCH_VERSION = 1, 12
+FETCH_KEY, FETCH_VERSION = 1, 15
 _BACKOFF_S = 0.2
 
 
@@ -36,6 +40,8 @@ class ReplicaFetcherManager:
         self._fetchers: dict[int, ReplicaFetcher] = {}
         self._stopped = False
         self.quota: ReplicationQuota | None = None  # the follower side of the throttles
+        # This broker's epoch (its registration's czxid), carried in each fetch: -1 none.
+        self.broker_epoch: Callable[[], int] = lambda: -1
 
     def add(self, partition: Partition) -> None:
         self.remove(partition)
@@ -131,28 +137,32 @@ class ReplicaFetcher:
                 await asyncio.sleep(_BACKOFF_S * 5)
                 continue
             backoff = False
+            names = {p.topic_id: key[0] for key, (p, _, _) in fetched.items()}
             for topic in response.responses:
+                name = names.get(topic.topic_id)
+                if name is None:
+                    continue
                 for pr in topic.partitions:
-                    entry = fetched.get((topic.topic, pr.partition_index))
+                    entry = fetched.get((name, pr.partition_index))
                     if entry is None:
                         continue
                     partition, epoch, offset = entry
-                    current = self._partitions.get((topic.topic, pr.partition_index))
+                    current = self._partitions.get((name, pr.partition_index))
                     if current is not partition or partition.leader_epoch != epoch:
                         continue  # leadership moved while the fetch was in flight
                     if partition.log_end_offset != offset:
                         continue
-                    if quota is not None and (topic.topic, pr.partition_index) in throttled:
+                    if quota is not None and (name, pr.partition_index) in throttled:
                         quota.record(len(pr.records or b""))
                     backoff |= not self._apply(partition, pr)
             if backoff:
                 await asyncio.sleep(_BACKOFF_S)
 
     def _request(self, fetched: dict[tuple[str, int], Any], cfg: Any) -> dict[str, Any]:
-        topics: dict[str, list[dict[str, Any]]] = {}
-        for (topic, index), (p, epoch, offset) in fetched.items():
+        topics: dict[uuid.UUID, list[dict[str, Any]]] = {}
+        for (_, index), (p, epoch, offset) in fetched.items():
             latest = p.latest_epoch
-            topics.setdefault(topic, []).append(
+            topics.setdefault(p.topic_id, []).append(
                 {
                     "partition": index,
                     "current_leader_epoch": epoch,
@@ -163,14 +173,16 @@ class ReplicaFetcher:
                 }
             )
         return {
-            "replica_id": self.manager.broker_id,
+            "cluster_id": None,
+            "replica_state": {"replica_id": self.manager.broker_id,
+                              "replica_epoch": self.manager.broker_epoch()},
             "max_wait": cfg["replica.fetch.wait.max.ms"],
             "min_bytes": cfg["replica.fetch.min.bytes"],
             "max_bytes": cfg["replica.fetch.response.max.bytes"],
             "isolation_level": 0,
             "session_id": 0,
             "session_epoch": -1,
-            "topics": [{"topic": t, "partitions": ps} for t, ps in topics.items()],
+            "topics": [{"topic_id": t, "partitions": ps} for t, ps in topics.items()],
             "forgotten_topics_data": [],
             "rack_id": "",
         }

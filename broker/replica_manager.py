@@ -14,7 +14,7 @@ import contextlib
 import logging
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from samsa.protocol.errors import ErrorCode, KafkaError
@@ -69,6 +69,12 @@ class ReplicaManager:
         self.isr_writer: Callable[[Partition, list[int]], Awaitable[bool]] | None = None
         # In a cluster: this broker's epoch (its registration's czxid, KIP-380), -1 none.
         self.broker_epoch: Callable[[], int] = lambda: -1
+        # In a cluster: whether this broker holds its ZooKeeper session and is registered in
+        # it. From a lost session to the next registration no leadership is taken up: the
+        # states it has cached are a previous life's, which the controller has moved on from.
+        self.registered: Callable[[], bool] = lambda: True
+        # In a cluster: each registered broker's epoch, for who may join an ISR (None: all).
+        self.registered_epochs: Callable[[], Mapping[int, int]] | None = None
         # Partitions whose state names us leader in a previous life -> that leader epoch
         self._waiting: dict[tuple[str, int], int] = {}
         self.min_isr: Callable[[TopicState], int] = lambda _topic: 1
@@ -161,6 +167,8 @@ class ReplicaManager:
             isr=state.isr or state.replicas,
         )
         partition.isr_writer = self.isr_writer
+        if self.registered_epochs is not None:
+            partition.replica_eligible = self._replica_eligible
         # an existing log takes the topic's current config (Partition is the one writer)
         partition.reconfigure(config, self.min_isr(topic))
         self._partitions[(topic.name, index)] = partition
@@ -303,13 +311,23 @@ class ReplicaManager:
         except KafkaStorageError as exc:  # its dir's failure handler takes it offline next
             log.error("%s-%d: %s", partition.topic, partition.index, exc)
 
+    def _replica_eligible(self, replica_id: int, broker_epoch: int) -> bool:
+        """May `replica_id`, whose fetch carried `broker_epoch` (-1: none), join an ISR: it
+        is registered, in that life (Kafka's isReplicaIsrEligible, KIP-903)."""
+        assert self.registered_epochs is not None
+        registered = self.registered_epochs().get(replica_id)
+        return registered is not None and broker_epoch in (-1, registered)
+
     def _previous_life(self, state: Any) -> bool:
         """A state naming this broker leader, written before its current registration: that
         leadership is a previous life's (a broker restarted within its session timeout, or
         after its session expired). As Kafka's broker waits for the controller's LeaderAndIsr
         carrying its new broker epoch, it waits for the controller to write the state again
-        (a new leader epoch), answering NOT_LEADER_OR_FOLLOWER meanwhile."""
-        return state.leader == self.broker_id and 0 <= state.zxid < self.broker_epoch()
+        (a new leader epoch), answering NOT_LEADER_OR_FOLLOWER meanwhile. Without a session
+        (lost, or not yet registered again) every leadership it has cached is one."""
+        if state.leader != self.broker_id:
+            return False
+        return not self.registered() or 0 <= state.zxid < self.broker_epoch()
 
     def _take_role(self, partition: Partition, state: Any) -> None:
         leader, epoch = state.leader, state.leader_epoch
@@ -320,9 +338,10 @@ class ReplicaManager:
             if self._waiting.get(key) != epoch:
                 self._waiting[key] = epoch
                 log.info("%s-%d: the state naming this broker leader at epoch %d was written "
-                         "before its registration (broker epoch %d): waiting for the "
+                         "before its registration (broker epoch %d%s): waiting for the "
                          "controller to write it again", partition.topic, partition.index,
-                         epoch, self.broker_epoch())
+                         epoch, self.broker_epoch(),
+                         "" if self.registered() else ", its session lost")
             leader = -1  # as a follower with no leader to fetch from
         else:
             self._waiting.pop(key, None)

@@ -121,6 +121,11 @@ class ZkMetadataStore(ZkControllerMixin, ZkConfigsMixin, ZkUsersMixin, ZkFeature
         self._watched_states: set[tuple[str, int]] = set()
         self._listeners: list[Callable[[str, str], None]] = []
         self.session_lost = asyncio.Event()
+        # Whether we hold a session and are registered in it: false from a session lost (or
+        # given up, see _session_state) to the next registration. No leadership is taken up
+        # meanwhile (ReplicaManager._previous_life).
+        self.registered = False
+        self._given_up: asyncio.TimerHandle | None = None  # see _session_state
         self._closing = False  # our own close ends the session: no loss to recover from
         self._controller_id = -1
         self.controller_epoch = -1  # ours, while we are the controller
@@ -253,6 +258,7 @@ class ZkMetadataStore(ZkControllerMixin, ZkConfigsMixin, ZkUsersMixin, ZkFeature
             time.sleep(0.1)
         self._own_sessions.add(session)
         self.broker_epoch = self._zk.exists(path).czxid
+        self.registered = True
         log.info("Registered broker %d at path %s, czxid (broker epoch): %d", b.broker_id, path,
                  self.broker_epoch)
         self._write_log_dir_event()  # a new session: the old one's event went with it
@@ -314,8 +320,45 @@ class ZkMetadataStore(ZkControllerMixin, ZkConfigsMixin, ZkUsersMixin, ZkFeature
         self._zk.close()
 
     def _on_state(self, state: str) -> None:
-        if state == KazooState.LOST and self._loop is not None and not self._closing:
-            self._loop.call_soon_threadsafe(self.session_lost.set)
+        if self._loop is not None and not self._closing:
+            self._loop.call_soon_threadsafe(self._session_state, state)
+
+    def _session_state(self, state: str) -> None:
+        """(event loop) kazoo learns that a session expired only once it reaches ZooKeeper
+        again (LOST): a broker cut off from ZooKeeper would go on leading, and accepting
+        writes it cannot replicate, while the controller has moved its leaderships on. So a
+        connection not back by the time ZooKeeper may have expired the session counts as a
+        lost session: kazoo notices silence (SUSPENDED) after at most two thirds of the
+        session timeout, ZooKeeper expires a session after a full one."""
+        if self._closing:
+            return
+        if state == KazooState.SUSPENDED:
+            if self._given_up is None and self._loop is not None:
+                self._given_up = self._loop.call_later(self._expiry_margin_s(),
+                                                       self._give_up_session)
+            return
+        if self._given_up is not None:
+            self._given_up.cancel()
+            self._given_up = None
+        if state == KazooState.LOST:
+            self._lose_session()
+
+    def _expiry_margin_s(self) -> float:
+        """A third of the session timeout ZooKeeper granted (else the one asked for)."""
+        negotiated = getattr(self._zk, "_session_timeout", None)
+        timeout_s = negotiated / 1000 if negotiated else self._session_timeout_s
+        return float(timeout_s) / 3
+
+    def _give_up_session(self) -> None:
+        self._given_up = None
+        if self.registered:
+            log.warning("No connection to ZooKeeper for longer than the session may live: "
+                        "acting as if the session were lost")
+        self._lose_session()
+
+    def _lose_session(self) -> None:
+        self.registered = False
+        self.session_lost.set()
 
     def add_listener(self, fn: Callable[[str, str], None]) -> None:
         """fn(kind, name) on the event loop after the cache changed: kind is broker|topic."""

@@ -57,7 +57,10 @@ async def handle_fetch(ctx: RequestContext, request: FetchRequest) -> dict[str, 
     max_bytes: int = min(request.max_bytes, ctx.config["fetch.max.bytes"])
     replica_id = (request.replica_state.replica_id if _has_replica_state(request)
                   else request.replica_id)
-    read_one = (_follower_reader(ctx, replica_id) if replica_id >= 0
+    # KIP-903: a follower's broker epoch (-1: not carried), for who may join an ISR
+    replica_epoch = (request.replica_state.replica_epoch if _has_replica_state(request)
+                     else -1)
+    read_one = (_follower_reader(ctx, replica_id, replica_epoch) if replica_id >= 0
                 else _consumer_reader(isolation, ctx.zero_copy))
     if replica_id < 0 and ctx.quotas is not None and ctx.quotas.active:
         # Kafka caps a consumer's fetch at what its quota allows in one full window
@@ -253,7 +256,7 @@ def _consumer_reader(isolation: int, zero_copy: bool) -> ReadOne:
     return read_one
 
 
-def _follower_reader(ctx: RequestContext, replica_id: int) -> ReadOne:
+def _follower_reader(ctx: RequestContext, replica_id: int, replica_epoch: int = -1) -> ReadOne:
     """A follower's fetch: its fetch offset acknowledges what it has; read up to our LEO,
     unless its last fetched epoch ends earlier here (then it must truncate first). A
     throttled replica (broker/replication_quota.py) of a follower out of the ISR gets no
@@ -273,7 +276,7 @@ def _follower_reader(ctx: RequestContext, replica_id: int) -> ReadOne:
                 "log_start_offset": partition.log_start_offset,
                 "diverging_epoch": {"epoch": epoch, "end_offset": end},
             }
-        partition.record_follower_fetch(replica_id, fetch_offset)
+        partition.record_follower_fetch(replica_id, fetch_offset, replica_epoch)
         throttled = (quota is not None and quota.active and replica_id not in partition.isr
                      and quota.is_throttled(partition.topic, partition.index))
         if throttled and quota is not None and quota.exceeded():

@@ -4,10 +4,16 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
+import signal
+import time
 import uuid
+from pathlib import Path
 
 from samsa.broker.metadata_store import BrokerInfo, PartitionState, TopicState
+from samsa.broker.zk_process import ZooKeeperProcess
 from samsa.broker.zk_store import ZkMetadataStore
+from tests.support.broker import free_port
 
 
 async def _until(predicate, timeout: float = 10.0) -> None:
@@ -143,3 +149,34 @@ async def test_a_connection_loop_that_fails_is_replaced_and_the_broker_registers
     finally:
         await a.close()
         await b.close()
+
+
+async def test_a_session_cut_off_longer_than_it_may_live_counts_as_lost(tmp_path: Path) -> None:
+    """kazoo learns that its session expired only once it reaches ZooKeeper again: cut off
+    (here a ZooKeeper of its own, frozen), the store would stay "registered" and its broker
+    go on leading. Once the connection has been gone as long as ZooKeeper may keep the
+    session, it counts as lost (the broker resigns, and takes no leadership until it has
+    registered again), before ZooKeeper is reachable again; reachable again, it registers."""
+    zk = ZooKeeperProcess(tmp_path / "zk", free_port()).start()
+    store = ZkMetadataStore(zk.connect_string, BrokerInfo(1, "127.0.0.1", 9001),
+                            session_timeout_ms=4000)
+    try:
+        await store.start()
+        assert not store.session_lost.is_set()
+        assert zk.pid is not None
+        os.kill(zk.pid, signal.SIGSTOP)  # silence, as a cut network
+        started = time.monotonic()
+        try:
+            await asyncio.wait_for(store.session_lost.wait(), 8)
+            # kazoo notices the silence within 2/3 of the session timeout; given up a third of
+            # it later at most, i.e. no later than ZooKeeper may expire it
+            assert time.monotonic() - started < 4.0 + 1.0
+            assert not store.registered
+        finally:
+            os.kill(zk.pid, signal.SIGCONT)
+        await store.reregister(timeout_s=30)
+        assert store.registered
+    finally:
+        with contextlib.suppress(Exception):
+            await store.close()
+        zk.stop()

@@ -457,3 +457,56 @@ async def test_a_failing_leadership_listener_does_not_stop_the_others(single: No
     await _create(single, "t", _solo(2))
     assert single.leadership == [("t", 0, True), ("t", 1, True)]
     assert single.lead_error("t", 1) is None
+
+
+# ---- a lost ZooKeeper session (issue 45) ---------------------------------------------------
+
+
+async def test_no_leadership_is_taken_up_between_a_lost_session_and_registering_again(
+        cluster: Node) -> None:
+    """A broker cut off from ZooKeeper resigns its leaderships when its session is lost; until
+    it has registered again, a topic event re-applying the states it cached (which still name
+    it leader at the epoch the controller has since moved on from) must not make it leader
+    again: it would serve that old leader epoch alongside the new leader (and answer
+    OUT_OF_ORDER_SEQUENCE_NUMBER to producers whose batches the new leader took). Registered
+    again in the same session (ZooKeeper only away for a moment), the states it holds are
+    current and it leads again."""
+    session = {"registered": True}
+    cluster.replicas.registered = lambda: session["registered"]
+    cluster.replicas.broker_epoch = lambda: 100
+    await _create(cluster, "t", {0: PartitionState([ME, OTHER], ME, 4, [ME, OTHER], zxid=150),
+                                 1: PartitionState([OTHER, ME], OTHER, 2, [OTHER, ME],
+                                                   zxid=150)})
+    assert cluster.lead_error("t", 0) is None
+    session["registered"] = False  # the session is lost
+    assert cluster.replicas.resign_all() == 1
+    await cluster.set_state("t", 1, isr=[OTHER])  # any event of the topic meanwhile
+    assert cluster.lead_error("t", 0) == ErrorCode.not_leader_or_follower
+    p = cluster.replicas.get("t", 0)
+    assert p is not None and p.leader_epoch == 4 and not p.is_leader
+    session["registered"] = True  # the same session back: the cached states are current
+    cluster.replicas.on_metadata_change("topic", "t")
+    assert cluster.lead_error("t", 0) is None
+
+
+async def test_only_a_registered_replica_in_its_current_life_joins_an_isr(
+        cluster: Node) -> None:
+    """The replica manager gives each partition it makes the check of who may join its ISR:
+    a replica registered, with the broker epoch its fetch carries (-1: not carried)."""
+    epochs = {ME: 100}
+    cluster.replicas.registered_epochs = lambda: epochs
+    await _create(cluster, "t", {0: PartitionState([ME, OTHER], ME, 0, [ME])})
+    p = cluster.replicas.leader_partition("t", 0)
+    writer = cluster.replicas.isr_writer
+    assert isinstance(writer, RecordingIsrWriter)
+    p.record_follower_fetch(OTHER, 0, 7)  # not registered
+    await asyncio.sleep(0)
+    assert writer.requests == []
+    epochs[OTHER] = 8
+    p.record_follower_fetch(OTHER, 0, 7)  # a previous life's fetch
+    await asyncio.sleep(0)
+    assert writer.requests == []
+    p.record_follower_fetch(OTHER, 0, 8)
+    for _ in range(3):
+        await asyncio.sleep(0)
+    assert writer.requests == [("t", 0, [ME, OTHER])] and p.isr == [ME, OTHER]
