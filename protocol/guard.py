@@ -9,8 +9,10 @@ whose lengths are plausible.
 It also refuses what Kafka's generated readers (`*Data.read`) refuse, with their words: a null
 (any negative length) in a field the version does not make nullable ("non-nullable field X
 was serialized as null": kio would hand a handler None for an array) and a string longer than
-0x7fff bytes. A negative length of a nullable field is a null to Kafka, whatever its value,
-and so here; so is a nullable struct's marker byte below zero, any other marker a struct.
+0x7fff bytes. A negative length of a nullable field is a null to Kafka, whatever its value;
+so is a nullable struct's marker byte below zero, any other marker a struct. kio reads a
+length below -1 and a marker other than -1 and 1 differently: the walk stops there with
+NotNormal, for the frame to be rewritten as Kafka reads it (lenient.py) and walked again.
 """
 
 from __future__ import annotations
@@ -44,6 +46,10 @@ Step = Callable[[bytes, int, int], int]
 
 class MalformedRequest(ValueError):
     pass
+
+
+class NotNormal(Exception):
+    """kio would read this frame otherwise than Kafka does; lenient.normal_form rewrites it."""
 
 
 def check_request(entity: type[Entity], buf: bytes, offset: int) -> None:
@@ -88,7 +94,7 @@ def _walker(entity: type[Entity]) -> Step:
     place, nested entities inline, instead of a closure per field called in turn (this runs
     on every request; a Produce's walk took 2.1 us as closures)."""
     env = {"_length": _length, "_refuse": _refuse, "_tagged": _tagged,
-           "MalformedRequest": MalformedRequest}
+           "MalformedRequest": MalformedRequest, "NotNormal": NotNormal}
     lines = ["def walk(buf, pos, end):"]
     _entity_lines(entity, lines, 1)
     lines.append("    return pos")
@@ -136,6 +142,9 @@ def _length_lines(pad: str, flexible: bool, wide: bool, unit: int, out: list[str
     fits = f"n > 0 and pos + n * {unit} > end"
     out.append(f"{pad}if {fits}:" if nullable else f"{pad}if n < 0 or ({fits}):")
     out.append(f"{pad}    _refuse(n, pos, end, {name!r})")
+    if nullable and not flexible:  # a null to Kafka, not to kio
+        out.append(f"{pad}elif n < -1:")
+        out.append(f"{pad}    raise NotNormal('null length {{n}}')")
     if string:
         out.append(f"{pad}if n > 0x7fff:")
         out.append(f"{pad}    raise MalformedRequest("
@@ -153,8 +162,10 @@ def _field_lines(s: SchemaField, flexible: bool, out: list[str], indent: int) ->
         elif s.nullable:  # a nullable struct (KIP-893): -1 for null, else 1, then the struct
             out.append(f"{pad}if pos >= end:")
             out.append(f"{pad}    raise MalformedRequest('request shorter than its fields')")
-            out.append(f"{pad}if buf[pos] >= 0x80:  # negative as a signed byte: null")
+            out.append(f"{pad}if buf[pos] == 0xFF:")
             out.append(f"{pad}    pos += 1")
+            out.append(f"{pad}elif buf[pos] != 0x01:")
+            out.append(f"{pad}    raise NotNormal('nullable struct marker {{buf[pos]}}')")
             out.append(f"{pad}else:")
             out.append(f"{pad}    pos += 1")
             _entity_lines(inner, out, indent + 1)

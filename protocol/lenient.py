@@ -2,24 +2,24 @@
 
 kio's native reader refuses some values Kafka reads: a boolean byte other than 0 and 1 (Kafka:
 `readByte() != 0`), a string that is not valid UTF-8 (Kafka: `new String(bytes, UTF_8)`, which
-puts U+FFFD for each malformed sequence), a length below -1 in a nullable field (Kafka: any
-negative length is a null), a nullable struct's marker other than -1 and 1 (Kafka: below zero
-is null) and an int64 duration beyond what a timedelta holds. A client sending one gets an
-answer from Kafka, so it must get one here too. `decode_request` tries kio on the frame as it
-came (the usual case, at no cost); only when kio refuses it does it rewrite the frame into the
-form Kafka would have read (`normal_form`) and try once more. What Kafka refuses, the length
-guard (guard.py) has refused before, in Kafka's words.
+puts U+FFFD for each malformed sequence), a null in a tagged field whose default is null, and
+an int64 duration beyond what kio holds (clamped here to ~292,000 years). It silently reads
+two others otherwise than Kafka: a length below -1 in a nullable field (Kafka: a null) and a
+nullable struct's marker other than -1 and 1 (Kafka: a null below zero, a struct else); the
+guard stops at those with NotNormal. A client sending any of them gets an answer from Kafka,
+so it gets one here: `decode_request` reads the frame as it came (the usual case, at no extra
+cost), and only when kio or the guard balks rewrites it into the form Kafka would have read
+(`normal_form`) and reads that. What Kafka refuses, the guard (guard.py) refuses in its words.
 """
 
 from __future__ import annotations
 
-import datetime
 import struct
 from typing import Any, TypeVar
 
 from kio.serial.readers import Reader
 
-from .guard import MalformedRequest, check_request
+from .guard import MalformedRequest, NotNormal, check_request
 from .kio_adapter import Entity, SchemaField, schema_fields
 
 E = TypeVar("E", bound=Entity)
@@ -29,23 +29,31 @@ _I32 = struct.Struct(">i")
 _I64 = struct.Struct(">q")
 _FIXED = {"int8": 1, "int16": 2, "uint16": 2, "error_code": 2, "int32": 4, "timedelta_i32": 4,
           "int64": 8, "datetime_i64": 8, "float64": 8, "uuid": 16}
-# the longest duration a timedelta holds: a longer one is as good as forever
-_MAX_MS = int(datetime.timedelta.max.total_seconds()) * 1000
+# the longest duration kio reads (it counts microseconds in an int64, ~292,000 years): a
+# longer one is as good as forever
+_MAX_MS = (2**63 - 1) // 1000
 
 
 def decode_request(entity: type[E], read: Reader[E], buf: Any, offset: int) -> E:
     """The request in `buf[offset:]`, or MalformedRequest with the reason Kafka would close
     the connection for (lengths and nulls by the guard, anything else kio still refuses once
     the frame is in Kafka's normal form)."""
-    check_request(entity, buf, offset)
     try:
+        check_request(entity, buf, offset)
         return read(buf, offset)[0]
-    except Exception as exc:  # kio raises assorted errors; the retry below decides
+    except MalformedRequest:
+        raise
+    except NotNormal as exc:  # the guard saw a value kio reads otherwise than Kafka
         refused: Exception = exc
+    except Exception as exc:  # kio raises assorted errors; the retry below decides
+        refused = exc
     fixed = normal_form(entity, buf, offset)
     if fixed is not None:
         try:
+            check_request(entity, fixed, offset)
             return read(fixed, offset)[0]
+        except MalformedRequest:
+            raise
         except Exception as exc:
             refused = exc
     raise MalformedRequest(f"{type(refused).__name__}: {refused}")
@@ -97,6 +105,7 @@ def _entity(entity: type[Entity], buf: Any, pos: int, out: bytearray) -> int:
 def _field(s: SchemaField, flexible: bool, buf: Any, pos: int, out: bytearray) -> int:
     if s.is_array:
         n, pos = _read_length(buf, pos, flexible, True)
+        _fits(buf, pos, n)  # every element takes a byte at least
         _write_length(out, n, flexible, True)
         for _ in range(max(n, 0)):
             pos = _element(s, flexible, buf, pos, out)
@@ -126,6 +135,7 @@ def _element(s: SchemaField, flexible: bool, buf: Any, pos: int, out: bytearray)
         return end
     wide = kind != "string"
     n, pos = _read_length(buf, pos, flexible, wide)
+    _fits(buf, pos, n)
     _write_length_of(out, buf, pos, n, flexible, wide, kind == "string")
     return pos + max(n, 0)
 
@@ -141,6 +151,11 @@ def _write_length_of(out: bytearray, buf: Any, pos: int, n: int, flexible: bool,
         value = value.decode("utf-8", errors="replace").encode("utf-8")
     _write_length(out, len(value), flexible, wide)
     out += value
+
+
+def _fits(buf: Any, pos: int, n: int) -> None:
+    if n > len(buf) - pos:  # the walk behind the guard's first stop is not checked yet
+        raise MalformedRequest(f"length {n} exceeds the {len(buf) - pos} bytes left")
 
 
 def _read_length(buf: Any, pos: int, flexible: bool, wide: bool) -> tuple[int, int]:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import copy
 import struct
 import uuid
+from dataclasses import dataclass
 from typing import Any
 
 from samsa.protocol.kio_adapter import Entity, SchemaField, schema_fields
@@ -26,6 +27,17 @@ _VALUE: dict[str, Any] = {
     "uuid": uuid.UUID("0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0"), "float64": 1.0,
 }
 Path = tuple[str | int, ...]
+
+
+@dataclass(frozen=True)
+class Forged:
+    """A value written as it is, not as Kafka's writers would: `length` for an array, a string
+    or bytes (no content follows), or `marker` (then `struct`, unless None) for a nullable
+    struct."""
+
+    length: int | None = None
+    marker: int | None = None
+    struct: dict[str, Any] | None = None
 
 
 def sample(entity: type[Entity]) -> dict[str, Any]:
@@ -110,6 +122,15 @@ def _entity(entity: type[Entity], value: dict[str, Any], out: bytearray) -> None
 
 
 def _field(s: SchemaField, flexible: bool, value: Any, out: bytearray) -> None:
+    if isinstance(value, Forged):
+        if value.marker is not None:
+            out.append(value.marker)
+            if value.struct is not None:
+                assert s.entity is not None
+                _entity(s.entity, value.struct, out)
+        else:
+            _raw_length(out, value.length or 0, flexible, s.is_array or s.kafka_type != "string")
+        return
     if s.is_array:
         _length(out, None if value is None else len(value), flexible, True)
         for v in value or ():
@@ -138,10 +159,14 @@ def _one(s: SchemaField, flexible: bool, value: Any, out: bytearray) -> None:
 
 
 def _length(out: bytearray, n: int | None, flexible: bool, wide: bool) -> None:
+    _raw_length(out, -1 if n is None else n, flexible, wide)
+
+
+def _raw_length(out: bytearray, n: int, flexible: bool, wide: bool) -> None:
     if flexible:
-        out += _uvarint(0 if n is None else n + 1)
+        out += _uvarint(n + 1)
     else:
-        out += struct.pack(">i" if wide else ">h", -1 if n is None else n)
+        out += struct.pack(">i" if wide else ">h", n)
 
 
 def _uvarint(value: int) -> bytes:

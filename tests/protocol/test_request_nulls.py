@@ -8,6 +8,7 @@ schema forbids.
 
 from __future__ import annotations
 
+import datetime
 import socket
 import struct
 import subprocess
@@ -22,7 +23,16 @@ from samsa.protocol.guard import MalformedRequest
 from samsa.protocol.lenient import decode_request, normal_form
 from tests.support.java import JAVA_SRC, JVM_ARGS, _cp, compile_java, java_executable
 
-from .samples import encode_body, frame, null_paths, sample, value_paths, with_null, with_value
+from .samples import (
+    Forged,
+    encode_body,
+    frame,
+    null_paths,
+    sample,
+    value_paths,
+    with_null,
+    with_value,
+)
 
 SPECS = [(s.key, s.name, v) for s in build_registry().all()
          for v in range(s.min_version, s.max_version + 1)]
@@ -75,7 +85,36 @@ def lenient_cases() -> tuple[Case, ...]:
             for raw in BAD_UTF8:
                 out.append(Case(key, name, version, f"utf8 {raw!r} at {_path(path)}",
                                 encode_body(entity, with_value(tree, path, raw))))
+        for path in value_paths(entity, "timedelta_i64"):
+            for ms in (2**63 - 1, -2**63):
+                out.append(Case(key, name, version, f"duration {ms} at {_path(path)}",
+                                encode_body(entity, with_value(tree, path, ms))))
+        for path, field in null_paths(entity):
+            out.extend(_forged(key, name, version, entity, tree, path, field))
     return tuple(out)
+
+
+def _forged(key: int, name: str, version: int, entity: type, tree: dict,
+            path: tuple[str | int, ...], field) -> list[Case]:
+    """Lengths below -1 (legacy encodings) and nullable struct markers other than -1 and 1."""
+    if field.entity is not None and not field.is_array and field.nullable:
+        forged = [Forged(marker=m, struct=tree_at(tree, path)) for m in (0x00, 0x05)]
+        forged += [Forged(marker=m) for m in (0x80, 0xFE)]
+    elif not entity.__flexible__ and isinstance(path[-1], str):
+        forged = [Forged(length=-7)]
+    else:
+        return []
+    return [Case(key, name, version,
+                 f"{'length' if f.marker is None else 'marker'} {f.length or f.marker} at "
+                 f"{_path(path)}", encode_body(entity, with_value(tree, path, f)))
+            for f in forged]
+
+
+def tree_at(tree: dict, path: tuple[str | int, ...]):
+    node = tree
+    for key in path:
+        node = node[key]
+    return node
 
 
 @pytest.fixture(scope="module")
@@ -121,14 +160,47 @@ def test_the_normal_form_of_a_request_kio_reads_is_itself():
             assert normal_form(request_type(case.api_key, case.version), case.body, 0) is None
 
 
+def _decode(api_key: int, version: int, body: bytes):
+    entity = request_type(api_key, version)
+    return decode_request(entity, reader(entity), body, 0)
+
+
 def test_kafkas_readings_are_what_handlers_see():
     """A boolean byte 2 is true, broken UTF-8 reads with U+FFFD in place (as Java's decoder)."""
     entity = request_type(3, 12)  # Metadata v12: topics[].name, allow_auto_topic_creation
     tree = with_value(sample(entity), ("allow_auto_topic_creation",), 2)
     tree = with_value(tree, ("topics", 0, "name"), b"a\xc3\x28b")
-    request = decode_request(entity, reader(entity), encode_body(entity, tree), 0)
+    request = _decode(3, 12, encode_body(entity, tree))
     assert request.allow_auto_topic_creation is True
     assert request.topics[0].name == "a\ufffd(b"
+
+
+def test_any_negative_length_of_a_nullable_field_is_a_null():
+    """Metadata v4 with topics of length -7: Kafka's null, all topics (kio read it as empty)."""
+    assert _decode(3, 4, struct.pack(">i", -7) + b"\x01").topics is None
+
+
+@pytest.mark.parametrize(("marker", "null"), [(0x00, False), (0x05, False), (0x80, True),
+                                              (0xFE, True)])
+def test_a_nullable_structs_marker_is_read_by_its_sign(marker, null):
+    """DescribeTopicPartitions' cursor: a marker below zero is a null to Kafka, any other a
+    cursor (kio read every marker but -1 as a cursor)."""
+    entity = request_type(75, 0)
+    tree = with_null(sample(entity), ("cursor",)) if null else sample(entity)
+    body = bytearray(encode_body(entity, tree))
+    at = body.index(b"\xff" if null else b"\x01\x02x", 8)  # after topics and the limit
+    body[at] = marker
+    cursor = _decode(75, 0, bytes(body)).cursor
+    assert (cursor is None) is null
+
+
+def test_a_duration_beyond_a_timedelta_is_the_longest_one():
+    """OffsetCommit v2's retention_time of Long.MAX_VALUE: Kafka reads it; kio cannot hold it,
+    so it is clamped to the longest kio holds (~292,000 years)."""
+    entity = request_type(8, 2)
+    body = encode_body(entity, with_value(sample(entity), ("retention_time",), 2**63 - 1))
+    assert _decode(8, 2, body).retention_time == datetime.timedelta(
+        milliseconds=(2**63 - 1) // 1000)
 
 
 # ---- a broker answering them ---------------------------------------------------------------
