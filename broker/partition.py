@@ -108,8 +108,10 @@ class Partition:
         # Per follower: (leader log end, time) at its previous fetch (Kafka's
         # lastFetchLeaderLogEndOffset / lastFetchTimeMs).
         self._last_fetch: dict[int, tuple[int, float]] = {}
-        # The ISR being written to ZooKeeper (None: no change in flight).
+        # The ISR being written to ZooKeeper (None: no change in flight), and the ISR it was
+        # made from: the write must find that one still stored (see isr_change_from).
         self._isr_in_flight: list[int] | None = None
+        self._isr_change_from: list[int] = []
         # Fetch long-polls parked here: consumers' (which read up to the HW or the LSO) and
         # followers' (which read up to the log end offset, so an HW advance gives them
         # nothing: as in Kafka, it does not wake them).
@@ -247,6 +249,7 @@ class Partition:
         # of the old and the new ISR, so a joining follower is never left below the HW (a
         # later leader from the new ISR would otherwise lack acknowledged records).
         self._isr_in_flight = isr
+        self._isr_change_from = list(self.isr)
 
         async def write() -> None:
             try:
@@ -263,6 +266,14 @@ class Partition:
     def effective_min_isr(self) -> int:
         """min.insync.replicas, at most the replication factor (Kafka's effectiveMinIsr)."""
         return min(self.min_insync_replicas, max(len(self.replicas), 1))
+
+    @property
+    def isr_change_from(self) -> list[int]:
+        """The ISR the change being written was made from: if the stored ISR is another (the
+        controller changed it meanwhile, e.g. took a dead broker out), the change is stale and
+        must not be written over it (as Kafka's AlterPartition carries the partition epoch it
+        was made at, and ZooKeeper-era leaders wrote conditional on the zkVersion they knew)."""
+        return list(self._isr_change_from)
 
     def _advance_high_watermark(self) -> bool:
         """HW = smallest log end offset in the ISR; it never moves back, and not at all while

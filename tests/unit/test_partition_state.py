@@ -668,3 +668,60 @@ async def test_a_follower_joins_the_isr_only_in_its_registered_life(
     p.record_follower_fetch(F3, 2, 40)
     await _settle()
     assert writer.requests == [[LEADER, F2, F3]] and p.isr == [LEADER, F2, F3]
+
+
+def _idempotent(seq: int, epoch: int = 0, pid: int = 2000) -> bytes:
+    return build_batch([(None, f"s{seq}".encode(), [], 1_700_000_000_000 + seq)],
+                       producer_id=pid, producer_epoch=epoch, base_sequence=seq)
+
+
+async def test_a_new_leader_answers_retries_of_the_last_five_batches_with_their_offsets(
+        logs: dict[str, Log], tmp_path: Path) -> None:
+    """The producer state a follower builds from the batches it copies is the leader's: once
+    it leads, a retry of any of the producer's last five batches (whose answer was lost with
+    the old leader) is answered with its original offsets and not written again; the next
+    sequence is appended; one that skips a sequence is refused as out of order."""
+    from samsa.storage.errors import OutOfOrderSequence
+
+    old = _leader(logs, tmp_path, replicas=[LEADER, F2], isr=[LEADER, F2])
+    follower = _follower(logs, tmp_path, F2)
+    first_offsets = []
+    for seq in range(7):
+        first_offsets.append(old.append_as_leader(_idempotent(seq)).first_offset)
+        _replicate(old, follower)
+    follower.make_leader(1, [F2], [LEADER, F2])
+    end = follower.log.log_end_offset
+    for seq in range(2, 7):
+        info = follower.append_as_leader(_idempotent(seq))
+        assert info.duplicate and info.first_offset == first_offsets[seq]
+    assert follower.log.log_end_offset == end
+    with pytest.raises(OutOfOrderSequence):
+        follower.append_as_leader(_idempotent(8))
+    assert follower.append_as_leader(_idempotent(7)).first_offset == end
+
+
+async def test_a_leader_cut_off_forgets_its_unreplicated_batches_when_it_truncates(
+        logs: dict[str, Log], tmp_path: Path) -> None:
+    """An old leader appended batches no follower copied (cut off from its peers); the new
+    leader took the producer's retries of them. Once the old leader has truncated to where
+    the logs agree and copied the new leader's, its producer state is the new leader's: it
+    leads again and answers a retry of the last batch as a duplicate at the new offsets."""
+    old = _leader(logs, tmp_path, replicas=[LEADER, F2], isr=[LEADER, F2])
+    new = _follower(logs, tmp_path, F2)
+    for seq in range(3):
+        old.append_as_leader(_idempotent(seq))
+        _replicate(old, new)
+    new.make_leader(1, [F2], [LEADER, F2])
+    old.append_as_leader(_records(2, "lost"))  # not idempotent: only the offsets matter
+    old.append_as_leader(_idempotent(3))  # never copied
+    offsets = {seq: new.append_as_leader(_idempotent(seq)).first_offset for seq in (3, 4)}
+    old.make_follower(F2, 1, [F2], [LEADER, F2])
+    epoch, end = new.diverging_epoch(old.latest_epoch or 0, old.log.log_end_offset) or (-1, -1)
+    assert (epoch, end) == (0, 3)
+    old.truncate_to(end)
+    old.log.append_as_follower(bytes(new.read_for_follower(end, 1 << 20).records))
+    old.make_leader(2, [LEADER, F2], [LEADER, F2])
+    for seq in (3, 4):
+        info = old.append_as_leader(_idempotent(seq))
+        assert info.duplicate and info.first_offset == offsets[seq]
+    assert old.append_as_leader(_idempotent(5)).first_offset == new.log.log_end_offset
