@@ -119,8 +119,8 @@ class GroupCoordinatorParts:
 
     # ---- consumer_groups.py (the classic_* methods: consumer_migration.py)
     def validate_consumer_offset_commit(self, group: ConsumerGroup, member_id: str,
-                                        member_epoch: int, transactional: bool,
-                                        version: int) -> None:
+                                        member_epoch: int, transactional: bool, version: int,
+                                        partitions: list[tuple[str, int]]) -> None:
         raise NotImplementedError
 
     def delete_empty_consumer_group(self, group: ConsumerGroup) -> None:

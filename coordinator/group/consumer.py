@@ -24,6 +24,8 @@ from typing import Any
 
 # topic id -> partitions
 Assignment = dict[uuid.UUID, set[int]]
+# (topic id, partition) -> the member epoch at which the member was given the partition
+AssignmentEpochs = dict[tuple[uuid.UUID, int], int]
 # topic name -> (topic id, partition count)
 TopicsMetadata = dict[str, tuple[uuid.UUID, int]]
 
@@ -82,6 +84,9 @@ class ConsumerMember:
     state: MemberState = MemberState.STABLE
     assigned: Assignment = field(default_factory=dict)
     pending_revocation: Assignment = field(default_factory=dict)
+    # KIP-1251: when each partition of `assigned` and `pending_revocation` came to the member
+    # (none listed: the member epoch, as Kafka reads a record written without them)
+    assignment_epochs: AssignmentEpochs = field(default_factory=dict)
     # a member of the classic protocol (JoinGroup/SyncGroup/Heartbeat) in a consumer group,
     # after an online upgrade: its session timeout and its (name, metadata) protocols
     classic_session_ms: int = -1
@@ -100,7 +105,22 @@ class ConsumerMember:
 
     def assignment_key(self) -> tuple[Any, ...]:
         return (self.member_epoch, self.previous_member_epoch, self.state, self.assigned,
-                self.pending_revocation)
+                self.pending_revocation, self.held_epochs())
+
+    def held_epochs(self) -> AssignmentEpochs:
+        """The assignment epoch of every partition the member holds."""
+        return {(t, p): self.assignment_epochs.get((t, p), max(self.member_epoch, 0))
+                for a in (self.assigned, self.pending_revocation) for t, ps in a.items()
+                for p in ps}
+
+    def assignment_epoch(self, topic_id: uuid.UUID, partition: int) -> int | None:
+        """The epoch the member was given a partition it holds (assigned or pending
+        revocation) at; None if it holds no such partition (Kafka's assignmentEpoch, then
+        pendingRevocationEpoch)."""
+        if partition not in self.assigned.get(topic_id, ()) and \
+                partition not in self.pending_revocation.get(topic_id, ()):
+            return None
+        return self.assignment_epochs.get((topic_id, partition), max(self.member_epoch, 0))
 
     def timers(self) -> tuple[asyncio.TimerHandle | None, ...]:
         return self.session_timer, self.rebalance_timer, self.join_timer, self.sync_timer
@@ -378,8 +398,18 @@ def reconcile(member: ConsumerMember, target_epoch: int, target: Assignment,
 
 def _with(member: ConsumerMember, state: MemberState, epoch: int, assigned: Assignment,
           revoking: Assignment) -> ConsumerMember:
-    """Kafka's Builder.updateMemberEpoch: the previous epoch becomes the current one."""
+    """Kafka's Builder.updateMemberEpoch: the previous epoch becomes the current one. A
+    partition kept from the member's assigned ones keeps its assignment epoch; one new to them
+    (one pending revocation given back included) gets `epoch`."""
+    epochs: AssignmentEpochs = {}
+    for a in (assigned, revoking):
+        for tid, ps in a.items():
+            for p in ps:
+                held = (member.assignment_epoch(tid, p) if p in member.assigned.get(tid, ())
+                        else None)
+                epochs[(tid, p)] = epoch if held is None else held
     return replace(member, state=state, member_epoch=epoch,
                    previous_member_epoch=member.member_epoch,
                    assigned=copy_assignment(assigned), pending_revocation=copy_assignment(revoking),
+                   assignment_epochs=epochs,
                    session_timer=member.session_timer, rebalance_timer=member.rebalance_timer)

@@ -666,24 +666,31 @@ class ConsumerGroups(ConsumerMigrationMixin):
 
     # ------------------------------------------------------------------ offsets checks
     def validate_consumer_offset_commit(self, group: ConsumerGroup, member_id: str,
-                                        member_epoch: int, transactional: bool,
-                                        version: int) -> None:
-        """Kafka's ConsumerGroup.validateOffsetCommit."""
+                                        member_epoch: int, transactional: bool, version: int,
+                                        partitions: list[tuple[str, int]]) -> None:
+        """Kafka's ConsumerGroup.validateOffsetCommit with its assignment epochs (KIP-1251):
+        an epoch older than the member's passes for the partitions the member was given at
+        or before it, as a commit sent before the member heard of its new epoch."""
         if member_epoch < 0 and not group.members:
             return
         member = group.members.get(member_id)
         if member is None:
             raise GroupError(ErrorCode.unknown_member_id)
-        if member.classic_protocols is not None:  # a classic member: its generation
-            if member_epoch != member.member_epoch:
-                raise GroupError(ErrorCode.illegal_generation)
-            return
-        if not transactional and version < 9:
+        classic = member.classic_protocols is not None
+        if not transactional and not classic and version < 9:
             raise GroupError(ErrorCode.unsupported_version)
-        if member_epoch != member.member_epoch:
-            # Kafka answers a transactional commit ILLEGAL_GENERATION, as older clients expect
-            raise GroupError(ErrorCode.illegal_generation if transactional
-                             else ErrorCode.stale_member_epoch)
+        if member_epoch == member.member_epoch:
+            return
+        # Kafka answers a transactional commit ILLEGAL_GENERATION, as older clients expect
+        stale = (ErrorCode.illegal_generation if classic or transactional
+                 else ErrorCode.stale_member_epoch)
+        if member_epoch > member.member_epoch:
+            raise GroupError(stale)
+        for topic, partition in partitions:
+            info = self.topics_view.topic_info(topic)
+            given = member.assignment_epoch(info[0], partition) if info is not None else None
+            if given is None or member_epoch < given:
+                raise GroupError(stale)
 
     def validate_consumer_offset_fetch(self, group_id: str, member_id: str | None,
                                        member_epoch: int) -> None:

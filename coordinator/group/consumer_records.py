@@ -19,7 +19,7 @@ from typing import Any
 
 from samsa.protocol.encoder import uvarint
 
-from .consumer import Assignment, ConsumerMember, MemberState
+from .consumer import Assignment, AssignmentEpochs, ConsumerMember, MemberState
 from .records import RecordFormatError, _Reader
 
 GROUP_METADATA = 3
@@ -118,7 +118,9 @@ def _value() -> _FlexWriter:
     return w
 
 
-def _assignment(w: _FlexWriter, a: Assignment) -> None:
+def _assignment(w: _FlexWriter, a: Assignment, member: ConsumerMember | None = None) -> None:
+    """TopicPartitions; with `member`, each one's AssignmentEpochs (tagged field 0, KIP-1251:
+    the current member assignment's, an epoch per partition in the same order)."""
     items = sorted(a.items(), key=lambda kv: str(kv[0]))
     w.carray_len(len(items))
     for tid, ps in items:
@@ -126,7 +128,14 @@ def _assignment(w: _FlexWriter, a: Assignment) -> None:
         w.carray_len(len(ps))
         for p in sorted(ps):
             w.i32(p)
-        w.no_tags()
+        if member is None or not ps:
+            w.no_tags()
+            continue
+        epochs = _FlexWriter()
+        epochs.carray_len(len(ps))
+        for p in sorted(ps):
+            epochs.i32(member.assignment_epoch(tid, p) or 0)
+        w.out += uvarint(1) + uvarint(0) + uvarint(len(epochs.out)) + epochs.out
 
 
 def group_metadata_value(epoch: int) -> bytes:
@@ -182,8 +191,8 @@ def current_assignment_value(m: ConsumerMember) -> bytes:
     w.i32(m.member_epoch)
     w.i32(m.previous_member_epoch)
     w.i8(int(m.state))
-    _assignment(w, m.assigned)
-    _assignment(w, m.pending_revocation)
+    _assignment(w, m.assigned, m)
+    _assignment(w, m.pending_revocation, m)
     w.no_tags()
     return bytes(w.out)
 
@@ -197,14 +206,22 @@ def _flex(buf: bytes) -> _Reader:
     return r
 
 
-def _read_assignment(r: _Reader) -> Assignment:
+def _read_assignment(r: _Reader, epochs: AssignmentEpochs | None = None) -> Assignment:
+    """TopicPartitions; their AssignmentEpochs (tagged field 0) into `epochs` if given."""
     out: Assignment = {}
     for _ in range(r.array_len()):
         tid = uuid.UUID(bytes=bytes(r._take(16)))
-        ps = {r.i32() for _ in range(r.array_len())}
-        r.tags()
+        ps = [r.i32() for _ in range(r.array_len())]
+        for _ in range(r.uvarint()):
+            tag, size = r.uvarint(), r.uvarint()
+            end = r.pos + size
+            if tag == 0 and epochs is not None:
+                # a partition past the end of a shorter list gets the default, as in Kafka
+                n = r.array_len()
+                epochs.update(((tid, p), r.i32()) for p in ps[:max(n, 0)])
+            r.pos = end
         if ps:
-            out[tid] = ps
+            out[tid] = set(ps)
     return out
 
 
@@ -248,8 +265,10 @@ def decode_current_assignment(buf: bytes, member: ConsumerMember) -> None:
     member.previous_member_epoch = r.i32()
     state = struct.unpack(">b", r._take(1))[0]
     member.state = MemberState(state) if state in (0, 1, 2) else MemberState.UNKNOWN
-    member.assigned = _read_assignment(r)
-    member.pending_revocation = _read_assignment(r)
+    epochs: AssignmentEpochs = {}
+    member.assigned = _read_assignment(r, epochs)
+    member.pending_revocation = _read_assignment(r, epochs)
+    member.assignment_epochs = epochs  # partitions without one: the member epoch
 
 
 _NAMES = {GROUP_METADATA: "consumer_group_metadata",

@@ -34,15 +34,15 @@ class GroupOffsets(GroupCoordinatorParts):
 
     # ------------------------------------------------------------------ offsets
     def _offset_commit_group(self, group_id: str, generation: int, member_id: str,
-                             instance_id: str | None, version: int,
-                             transactional: bool) -> tuple[int, ClassicGroup]:
+                             instance_id: str | None, version: int, transactional: bool,
+                             partitions: list[tuple[str, int]]) -> tuple[int, ClassicGroup]:
         p = self.coordinator_partition(group_id)
         group = self.groups.get(group_id)
         consumer_group = self.consumer_groups.get(group_id)
         if consumer_group is not None:
             # the member epoch is in the generation field
             self.validate_consumer_offset_commit(consumer_group, member_id, generation,
-                                                 transactional, version)
+                                                 transactional, version, partitions)
             return p, group if group is not None else ClassicGroup(group_id, p)
         if group is None:
             if generation >= 0:
@@ -84,7 +84,8 @@ class GroupOffsets(GroupCoordinatorParts):
         transactional = producer_id >= 0
         try:
             p, group = self._offset_commit_group(group_id, generation, member_id, instance_id,
-                                                 version, transactional)
+                                                 version, transactional,
+                                                 [(e.topic, e.partition) for e in entries])
         except GroupError as exc:
             return {(e.topic, e.partition): exc.error_code for e in entries}
         now = now_ms()

@@ -84,14 +84,25 @@ def test_heartbeat_epochs_and_errors(wire):
     assert _hb(w, g, m1, 0, assignor="fancy").error_code == UNSUPPORTED_ASSIGNOR
     assert _hb(w, g, "", 0).error_code == INVALID_REQUEST  # v1: the client names itself
     assert _hb(w, g, m1, 0, owned=None).error_code == INVALID_REQUEST
-    # offsets: the member epoch is checked (OffsetCommit v9)
-    def commit(member, epoch):
-        return w.call(OFFSET_COMMIT, 9, {
+    # offsets: the member epoch is checked (OffsetCommit v9); an older one (KIP-1251, Kafka
+    # 4.3) only for partitions the member was given at or before it: m1 sent epoch 1 before
+    # it heard of epoch 2, for a partition it kept, as a client does in a revocation
+    def commit(member, epoch, partitions=(0,)):
+        r = w.call(OFFSET_COMMIT, 9, {
             "group_id": g, "generation_id_or_member_epoch": epoch, "member_id": member,
             "group_instance_id": None, "topics": [{"name": "t", "partitions": [
-                {"partition_index": 0, "committed_offset": 0, "committed_leader_epoch": -1,
-                 "committed_metadata": ""}]}]}).topics[0].partitions[0].error_code
-    assert commit(m1, 1) == STALE_MEMBER_EPOCH
+                {"partition_index": p, "committed_offset": 0, "committed_leader_epoch": -1,
+                 "committed_metadata": ""} for p in partitions]}]})
+        codes = {p.error_code for p in r.topics[0].partitions}
+        assert len(codes) == 1, r  # one answer for the whole request
+        return codes.pop()
+    given_away = min({0, 1, 2, 3} - kept)
+    assert commit(m1, 1, sorted(kept)) == NONE
+    assert commit(m1, 1, [given_away]) == STALE_MEMBER_EPOCH
+    assert commit(m1, 1, [min(kept), given_away]) == STALE_MEMBER_EPOCH
+    assert commit(m1, 0, sorted(kept)) == STALE_MEMBER_EPOCH  # older than the assignment
+    assert commit(m1, 3, sorted(kept)) == STALE_MEMBER_EPOCH  # ahead of the member
+    assert commit(m2, 1, [given_away]) == STALE_MEMBER_EPOCH  # m2 got it at epoch 2
     assert commit("nobody", 2) == UNKNOWN_MEMBER_ID
     assert commit(m1, 2) == NONE
     d = w.call(47, 0, {"group_id": g, "topics": [{"name": "t", "partitions": [

@@ -129,3 +129,42 @@ def test_records_round_trip_in_kafkas_layout():
     assert back.assignment_key() == m.assignment_key()
     _, payload = describe_consumer_record(k, current_assignment_value(m))
     assert '"state":"unrevoked_partitions"' in payload and '"memberEpoch":4' in payload
+
+
+def test_assignment_epochs_follow_each_partition_and_are_stored():
+    """KIP-1251: a partition keeps the epoch the member was given it at while the member keeps
+    it; one given (back) later gets the later epoch. The current assignment record stores them
+    (TopicPartitions' tagged field 0); a record without them reads as the member epoch."""
+    from samsa.coordinator.group.consumer_records import (
+        current_assignment_value,
+        decode_current_assignment,
+    )
+
+    group = ConsumerGroup("g", 0)
+    m = reconcile(ConsumerMember("m"), 1, {A: {0, 1, 2}}, group.current_partition_epoch, [])
+    assert m.held_epochs() == {(A, 0): 1, (A, 1): 1, (A, 2): 1}
+    # epoch 2 takes 2 away: revoking keeps the epochs, then 0 and 1 stay at 1
+    step = reconcile(m, 2, {A: {0, 1}}, group.current_partition_epoch, [(A, [0, 1, 2])])
+    assert step.state == MemberState.UNREVOKED_PARTITIONS
+    assert step.assignment_epoch(A, 2) == 1 and step.assignment_epoch(A, 0) == 1
+    step = reconcile(step, 2, {A: {0, 1}}, group.current_partition_epoch, [(A, [0, 1])])
+    assert (step.member_epoch, step.held_epochs()) == (2, {(A, 0): 1, (A, 1): 1})
+    assert step.assignment_epoch(A, 2) is None
+    # epoch 3 gives 2 back and adds B-0: both at 3
+    step = reconcile(step, 3, {A: {0, 1, 2}, B: {0}}, group.current_partition_epoch,
+                     [(A, [0, 1])])
+    assert step.held_epochs() == {(A, 0): 1, (A, 1): 1, (A, 2): 3, (B, 0): 3}
+
+    back = ConsumerMember("m")
+    decode_current_assignment(current_assignment_value(step), back)
+    assert back.assignment_key() == step.assignment_key()
+    assert back.assignment_epochs == step.held_epochs()
+    # Kafka's layout: after partitions [0, 1, 2] of A, one tagged field 0 holding [1, 1, 3]
+    assert (b"\x04\x00\x00\x00\x00\x00\x00\x00\x01\x00\x00\x00\x02"
+            b"\x01\x00\x0d\x04\x00\x00\x00\x01\x00\x00\x00\x01\x00\x00\x00\x03"
+            in current_assignment_value(step))
+    old = ConsumerMember("m", member_epoch=5, assigned={A: {0}})
+    old_layout = ConsumerMember("m")
+    decode_current_assignment(current_assignment_value(old).replace(
+        b"\x01\x00\x05\x02\x00\x00\x00\x05", b"\x00"), old_layout)
+    assert old_layout.held_epochs() == {(A, 0): 5} and not old_layout.assignment_epochs
