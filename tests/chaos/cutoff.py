@@ -29,6 +29,8 @@ from __future__ import annotations
 
 import contextlib
 import json
+import random
+import sys
 import threading
 import time
 import uuid
@@ -148,7 +150,8 @@ def _metadata(cluster: Cluster, topic: str) -> object:
     raise AssertionError("no broker answered Metadata")
 
 
-def find_target(cluster: Cluster, kind: str, topic: str, txn_id: str) -> int:
+def find_target(cluster: Cluster, kind: str, topic: str, txn_id: str,
+                rng: random.Random) -> int:
     if kind == "controller":
         return int(_metadata(cluster, topic).controller_id)  # type: ignore[attr-defined]
     if kind == "txn_coordinator":
@@ -156,7 +159,8 @@ def find_target(cluster: Cluster, kind: str, topic: str, txn_id: str) -> int:
     counts: dict[int, int] = defaultdict(int)
     for leader in cluster.leaders(topic).values():
         counts[leader] += 1
-    return max(sorted(counts), key=lambda b: counts[b])
+    most = max(counts.values())
+    return rng.choice(sorted(b for b, n in counts.items() if n == most))  # preferred: a tie
 
 
 def elect_preferred(cluster: Cluster) -> None:
@@ -222,14 +226,12 @@ def _moved(cluster: Cluster, topic: str, victim: int, led: list[int]) -> int:
 
 def run_rounds(cluster: Cluster, lab: NetLab, p: CutoffParams, topic: str, txn_id: str,
                t0: float, log: list[str]) -> list[Round]:
-    import random
-
     rng = random.Random(p.seed)
     rounds: list[Round] = []
     while (len(rounds) < p.rounds if p.duration <= 0
            else time.monotonic() - t0 < p.duration):
         kind = TARGETS[len(rounds) % len(TARGETS)]
-        bid = find_target(cluster, kind, topic, txn_id)
+        bid = find_target(cluster, kind, topic, txn_id, rng)
         i = [b.broker_id for b in cluster.brokers].index(bid)
         hold = rng.uniform(*p.hold)
         r = Round(kind, bid, time.monotonic() - t0, hold)
@@ -419,8 +421,6 @@ def check(h: History, reads: dict[str, Reads], logs: dict[int, dict[int, list[Ba
 # --------------------------------------------------------------------------- the run
 def _producer(name: str, cluster: Cluster, topic: str, p: CutoffParams, out_dir: Path,
               stop_file: Path, *extra: str) -> Supervised:
-    import sys
-
     cmd = [sys.executable, "-m", "tests.chaos.eos_producer", "--bootstrap", all_bootstrap(cluster),
            "--topic", topic, "--partitions", str(p.partitions), "--stop-file", str(stop_file),
            "--rate", str(p.rate), *extra]
@@ -453,7 +453,7 @@ def run_cutoff(cluster: Cluster, lab: NetLab, p: CutoffParams, out_dir: Path) ->
     rounds: list[Round] = []
     try:
         wait_until(lambda: idem.progress > 100 and txn.progress > 2, 60, "producers started")
-        find_target(cluster, "txn_coordinator", topic, txn_id)
+        coordinator_of(cluster, "txn", txn_id)  # the producer found one: it is there
         rounds = run_rounds(cluster, lab, p, topic, txn_id, t0, log)
         time.sleep(2)  # some writes after the last round
     finally:

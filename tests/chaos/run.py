@@ -1,14 +1,16 @@
 """Long forms of the chaos workloads (`make chaos`): each on its own ZooKeeper and 3-broker
 cluster, reports under --out (default build/chaos/<time>/), exit status 1 on any anomaly.
 
-    .venv/bin/python -m tests.chaos.run [--workload queue|copy|all] [--duration 300]
+    .venv/bin/python -m tests.chaos.run [--workload queue|copy|cutoff|all] [--duration 300]
         [--fault-interval 4] [--faults kill,pause,stop,coordinator[,partition]] [--seed 7]
         [--records 30000]
-        [--copy-mode hard,clean] [--copy-partitions 1] [--out DIR]
+        [--copy-mode hard,clean] [--copy-partitions 1] [--cutoff-rounds 0]
+        [--cutoff-hold 12,20] [--out DIR]
 
 Every option also reads an environment variable (CHAOS_WORKLOAD, CHAOS_DURATION,
 CHAOS_FAULT_INTERVAL, CHAOS_FAULTS, CHAOS_SEED, CHAOS_RECORDS, CHAOS_COPY_MODE,
-CHAOS_COPY_PARTITIONS, CHAOS_OUT), so `make chaos CHAOS_DURATION=600` works;
+CHAOS_COPY_PARTITIONS, CHAOS_CUTOFF_ROUNDS, CHAOS_CUTOFF_HOLD, CHAOS_OUT), so
+`make chaos CHAOS_DURATION=600` works;
 the `coordinator` fault (a default) strikes the broker coordinating one of the producers'
 transactional ids, caught with a transaction in PrepareCommit/PrepareAbort where possible
 (the copy workload strikes its copiers' transaction and group coordinators in every round);
@@ -17,6 +19,12 @@ workload (its brokers then run in network namespaces: root and iproute2 needed, 
 so and runs without them; the coordinator fault then also isolates its victim);
 CHAOS_CLIENT_DEBUG=consumer,fetch logs the queue consumers' librdkafka debug output to
 rdkafka-consumers.log next to the report.
+
+The cutoff workload (tests/chaos/cutoff.py, network namespaces: root and iproute2 needed,
+else it says so and is skipped) cuts one broker at a time from ZooKeeper and both peers while
+clients still reach it, for --cutoff-rounds rounds (0: as many as start within --duration),
+each held --cutoff-hold seconds (a range), on brokers with zookeeper.session.timeout.ms=6000
+as in issue 45: e.g. `make chaos CHAOS_WORKLOAD=cutoff CHAOS_DURATION=1800`.
 """
 
 from __future__ import annotations
@@ -37,6 +45,8 @@ from tests.cluster.cluster import Cluster
 from tests.support.broker import free_port
 
 R = TypeVar("R")
+# Issue 45's brokers: ZooKeeper sessions of 6 s (the tests' clusters use 3 s).
+CUTOFF_SETTINGS = {"zookeeper.session.timeout.ms": 6000}
 
 
 def _env(name: str, default: str) -> str:
@@ -46,7 +56,7 @@ def _env(name: str, default: str) -> str:
 def parse(argv: list[str] | None = None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(prog="tests.chaos.run", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--workload", choices=["queue", "copy", "all"],
+    ap.add_argument("--workload", choices=["queue", "copy", "cutoff", "all"],
                     default=_env("CHAOS_WORKLOAD", "all"))
     ap.add_argument("--duration", type=float, default=float(_env("CHAOS_DURATION", "300")),
                     help="queue: seconds of load under faults")
@@ -67,6 +77,11 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--copy-partitions", type=int,
                     default=int(_env("CHAOS_COPY_PARTITIONS", "1")),
                     help="copy: input partitions = copiers (1 also checks order)")
+    ap.add_argument("--cutoff-rounds", type=int,
+                    default=int(_env("CHAOS_CUTOFF_ROUNDS", "0")),
+                    help="cutoff: rounds (0: as many as start within --duration)")
+    ap.add_argument("--cutoff-hold", default=_env("CHAOS_CUTOFF_HOLD", "12,20"),
+                    help="cutoff: seconds a broker stays cut off, a range lo,hi")
     ap.add_argument("--out", type=Path, default=Path(_env(
         "CHAOS_OUT", f"build/chaos/{time.strftime('%Y%m%d-%H%M%S')}")))
     return ap.parse_args(argv)
@@ -103,11 +118,32 @@ def main(argv: list[str] | None = None) -> int:
                              partitions="partition" in faults)
         summaries.append(res2.summary())
         ok &= res2.report.ok
+    if args.workload in ("cutoff", "all"):
+        ok &= _cutoff(args, out, summaries)
     text = "\n".join(summaries)
     (out / "summary.txt").write_text(text + "\n")
     print("\n" + text)
     print(f"reports: {out}/*/report.txt; {'OK' if ok else 'ANOMALIES FOUND'}")
     return 0 if ok else 1
+
+
+def _cutoff(args: argparse.Namespace, out: Path, summaries: list[str]) -> bool:
+    from tests.chaos.cutoff import CutoffParams, run_cutoff
+
+    reason = unavailable_reason()
+    if reason:
+        summaries.append(f"cutoff: skipped: {reason}")
+        return True
+    lo, hi = (float(x) for x in args.cutoff_hold.split(","))
+    cp = CutoffParams(rounds=args.cutoff_rounds, hold=(lo, hi), seed=args.seed,
+                      duration=0.0 if args.cutoff_rounds else args.duration)
+    base = out / "cutoff"
+    base.mkdir(parents=True, exist_ok=True)
+    with partitionable_cluster(base, **CUTOFF_SETTINGS) as (cluster, lab):
+        res = run_cutoff(cluster, lab, cp, base / "run")
+    print(res.text, flush=True)
+    summaries.append(res.summary())
+    return res.ok
 
 
 def queue_faults(spec: str) -> tuple[str, ...]:
