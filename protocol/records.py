@@ -11,7 +11,12 @@ from dataclasses import dataclass
 import crc32c
 
 from samsa.protocol import compression
-from samsa.protocol.errors import CorruptRecord, InvalidRecord, UnsupportedForMessageFormat
+from samsa.protocol.errors import (
+    CorruptRecord,
+    InvalidRecord,
+    KafkaError,
+    UnsupportedForMessageFormat,
+)
 
 LOG_OVERHEAD = 12  # baseOffset + batchLength
 HEADER_SIZE = 61
@@ -150,9 +155,11 @@ def validate_batch(
     header: BatchHeader | None = None,
     *,
     client: bool = False,
+    limit: int | None = None,
 ) -> BatchHeader:
     """Check magic, length and CRC (CorruptRecord); with client=True also the LogValidator
-    rules for producer-written batches (InvalidRecord). Returns the parsed header."""
+    rules for producer-written batches (InvalidRecord), a compressed batch's records inflated
+    to at most `limit` bytes (InflatedTooLarge beyond). Returns the parsed header."""
     h = header or BatchHeader.parse(buf, pos)
     if h.magic != MAGIC:
         if h.magic in (0, 1):
@@ -184,8 +191,12 @@ def validate_batch(
             data = buf.tobytes() if isinstance(buf, memoryview) else buf  # sliced with a step
             _check_records(data, pos + HEADER_SIZE, pos + h.size, h)
         else:  # Kafka's LogValidator walks a compressed batch's records too, decompressed
-            data = records_region(buf, pos, h)
-            _check_records(data, 0, len(data), h)
+            ahead = inflated_ahead(buf, pos, h)
+            if ahead is None or not ahead.checked:
+                data = records_region(buf, pos, h, limit)
+                _check_records(data, 0, len(data), h)
+            elif ahead.error is not None:
+                raise ahead.error.with_traceback(None)
     return h
 
 
@@ -628,7 +639,7 @@ class Record:
     headers: list[Header]
 
 
-def _read_bytes(buf: bytes, pos: int) -> tuple[bytes | None, int]:
+def _read_bytes(buf: Buf, pos: int) -> tuple[bytes | None, int]:
     n, pos = read_varint(buf, pos)
     if n < 0:
         return None, pos
@@ -637,16 +648,95 @@ def _read_bytes(buf: bytes, pos: int) -> tuple[bytes | None, int]:
     return bytes(buf[pos : pos + n]), pos + n
 
 
-def records_region(buf: Buf, pos: int, h: BatchHeader) -> bytes:
-    """The batch's records bytes, decompressed."""
+def records_region(buf: Buf, pos: int, h: BatchHeader,
+                   limit: int | None = None) -> bytes | bytearray:
+    """The batch's records bytes, decompressed (to at most `limit` bytes: InflatedTooLarge
+    beyond), or as inflated ahead of the append."""
+    if h.compression:
+        ahead = inflated_ahead(buf, pos, h)
+        if ahead is not None:
+            if ahead.error is not None:
+                raise ahead.error.with_traceback(None)
+            return ahead.records
     raw = bytes(memoryview(buf)[pos + HEADER_SIZE : pos + h.size])
-    return compression.decompress(h.compression, raw) if h.compression else raw
+    return compression.decompress(h.compression, raw, limit) if h.compression else raw
 
 
-def decode_records(buf: Buf, pos: int = 0, header: BatchHeader | None = None) -> list[Record]:
-    """Decode every record of the batch at pos (compressed batches too)."""
+# ---------------------------------------------------------------------------------------------
+# compressed batches inflated ahead of their append
+
+
+@dataclass(slots=True)
+class InflatedAhead:
+    """A compressed batch's records as inflated (and, if `checked`, walked by
+    `_check_records`) off the event loop before its append, or the error that refused them.
+    Found again by the batch's CRC and length, and its compressed bytes compared."""
+
+    payload: bytes
+    records: bytes | bytearray
+    checked: bool
+    error: KafkaError | None = None
+    # The log's per-record rules (storage's validate_records), if run ahead too: the error
+    # they raised, if any.
+    rules_checked: bool = False
+    rules_error: Exception | None = None
+
+
+# (crc, batch length) -> what was inflated. Held from the moment a Produce request's batches
+# are put here until its appends (run without a pause of the event loop in between) have
+# taken them: putting a request's batches here drops any left by an earlier one.
+_AHEAD: dict[tuple[int, int], InflatedAhead] = {}
+
+
+def inflate_ahead(buf: Buf, pos: int, h: BatchHeader, limit: int,
+                  check: bool) -> InflatedAhead:
+    """Inflate the compressed batch at pos (to at most `limit` bytes) and, with `check`, walk
+    its records as `validate_batch` does; an error is kept, not raised. For a worker thread:
+    this touches no shared state but the record shapes `_check_records` learns."""
+    payload = bytes(memoryview(buf)[pos + HEADER_SIZE : pos + h.size])
+    try:
+        data = compression.decompress(h.compression, payload, limit)
+        if check:
+            _check_records(data, 0, len(data), h)
+    except (CorruptRecord, InvalidRecord) as e:
+        return InflatedAhead(payload, b"", True, _bare(e))
+    return InflatedAhead(payload, data, check)
+
+
+def _bare(e: KafkaError) -> KafkaError:
+    """The error without what it was raised through: kept, it must not hold the buffers of
+    the frames it came from."""
+    e.__context__ = e.__cause__ = None
+    return e.with_traceback(None)
+
+
+def hold_inflated(held: list[tuple[BatchHeader, InflatedAhead]]) -> None:
+    """Keep these batches' inflated records for their appends, which follow at once."""
+    _AHEAD.clear()
+    for h, ahead in held:
+        _AHEAD[h.crc, h.batch_length] = ahead
+
+
+def release_inflated(h: BatchHeader) -> None:
+    _AHEAD.pop((h.crc, h.batch_length), None)
+
+
+def inflated_ahead(buf: Buf, pos: int, h: BatchHeader) -> InflatedAhead | None:
+    """What was inflated ahead for the batch at pos, if anything."""
+    if not _AHEAD:
+        return None
+    ahead = _AHEAD.get((h.crc, h.batch_length))
+    if ahead is None or memoryview(buf)[pos + HEADER_SIZE : pos + h.size] != ahead.payload:
+        return None  # another batch of the same CRC and length
+    return ahead
+
+
+def decode_records(buf: Buf, pos: int = 0, header: BatchHeader | None = None,
+                   region: bytes | bytearray | None = None) -> list[Record]:
+    """Decode every record of the batch at pos (compressed batches too; `region`: its records
+    already decompressed)."""
     h = header or BatchHeader.parse(buf, pos)
-    data = records_region(buf, pos, h)
+    data = records_region(buf, pos, h) if region is None else region
     log_append = h.timestamp_type == LOG_APPEND_TIME
     out: list[Record] = []
     p = 0

@@ -29,10 +29,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Concatenate, ParamSpec, TypeVar, cast
 
+from samsa.protocol.compression import records_limit
 from samsa.protocol.records import (
     BatchHeader,
     Buf,
+    inflated_ahead,
     iter_batches,
+    release_inflated,
     set_log_append_time,
     stamped_parts,
     validate_batch,
@@ -328,21 +331,39 @@ class Log:
         consumed = batches[-1][0] + batches[-1][1].size if batches else 0
         if consumed != len(buf):
             raise CorruptRecord("record set ends with a partial batch")
+        limit = records_limit(self.config.max_message_bytes)
         for pos, h in batches:
             if h.size > self.config.max_message_bytes:
                 raise MessageTooLarge(
                     f"batch of {h.size} bytes exceeds max.message.bytes "
                     f"{self.config.max_message_bytes}")
-            validate_batch(buf, pos, h, client=client)
             if client:
-                validate_records(buf, pos, h, self.config, f"{self.topic}-{self.partition}",
-                                 _now_ms() if now_ms is None else now_ms)
+                self._validate_client_batch(buf, pos, h, limit, now_ms)
+            else:
+                validate_batch(buf, pos, h)
         if client and len(batches) > 1:  # LogValidator: one v2 batch per partition and request
             raise InvalidRecord("Compressed outer record has more than one batch")
         if len(buf) > self.config.segment_bytes:
             raise RecordListTooLarge(
                 f"record set of {len(buf)} bytes exceeds segment.bytes {self.config.segment_bytes}")
         return batches
+
+    def _validate_client_batch(self, buf: Buf, pos: int, h: BatchHeader, limit: int,
+                               now_ms: int | None) -> None:
+        """LogValidator's checks of a producer's batch; a compressed one may have been
+        inflated and checked ahead of the append, off the event loop (inflated_ahead)."""
+        try:
+            validate_batch(buf, pos, h, client=True, limit=limit)
+            ahead = inflated_ahead(buf, pos, h) if h.compression else None
+            if ahead is not None and ahead.rules_checked:
+                if ahead.rules_error is not None:
+                    raise ahead.rules_error.with_traceback(None)
+                return
+            validate_records(buf, pos, h, self.config, f"{self.topic}-{self.partition}",
+                             _now_ms() if now_ms is None else now_ms)
+        finally:
+            if h.compression:
+                release_inflated(h)
 
     @_io("appending records to")
     def append_as_leader(self, records: bytes | bytearray | memoryview, leader_epoch: int,

@@ -29,10 +29,12 @@ def _describe(record: Record) -> str:
 
 
 def validate_records(
-    buf: Buf, pos: int, h: BatchHeader, config: LogConfig, topic_partition: str, now: int
+    buf: Buf, pos: int, h: BatchHeader, config: LogConfig, topic_partition: str, now: int,
+    region: bytes | bytearray | None = None,
 ) -> None:
-    """Check each record of the batch at `pos`; raise RecordValidationError naming the bad
-    ones (the batch is then not appended at all)."""
+    """Check each record of the batch at `pos` (`region`: its records, if already
+    decompressed); raise RecordValidationError naming the bad ones (the batch is then not
+    appended at all)."""
     compact = config.compact
     create_time = not config.log_append_time
     before = config.message_timestamp_before_max_ms
@@ -43,7 +45,7 @@ def validate_records(
         return  # no record of this batch can fail: do not decode it
     errors: list[tuple[int, str]] = []
     timestamp_error = False
-    for index, record in enumerate(decode_records(buf, pos, h)):
+    for index, record in enumerate(decode_records(buf, pos, h, region)):
         if compact and record.key is None:
             errors.append((index, "Compacted topic cannot accept message without key in "
                                   f"topic partition {topic_partition}"))

@@ -1,0 +1,118 @@
+"""A Produce request's compressed batches inflated before their appends, the large ones off the
+event loop.
+
+The log checks a producer's compressed batch on its records, decompressed (as Kafka's
+LogValidator does); a small batch may inflate to a great deal (32 KB of zstd to 1 GiB), so
+inflating it where the append runs would stall every client. Here each compressed batch is
+first inflated on the event loop into at most INLINE_RECORDS_MAX bytes (what an uncompressed
+batch of the default max.message.bytes costs to check); one whose records are larger, or whose
+compressed bytes alone are large, is inflated (to at most the log's limit, see
+compression.records_limit) and checked in a worker thread while other requests are served.
+What came out is held for the appends that follow at once (records.hold_inflated), so no
+batch is inflated twice; an error found is raised there, in the order the log's checks run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING, Any
+
+from samsa.protocol.compression import InflatedTooLarge, records_limit
+from samsa.protocol.records import (
+    HEADER_SIZE,
+    MAGIC,
+    BatchHeader,
+    InflatedAhead,
+    compute_crc,
+    hold_inflated,
+    inflate_ahead,
+)
+from samsa.storage.config import LogConfig
+from samsa.storage.errors import RecordValidationError
+from samsa.storage.record_validation import validate_records
+
+if TYPE_CHECKING:
+    from ..context import RequestContext
+
+INLINE_RECORDS_MAX = 1 << 20
+# Compressed batches above this go to the worker at once (their records are larger still).
+INLINE_COMPRESSED_MAX = 128 << 10
+
+# One thread: the inflations it runs hold at most one batch's records at a time, whatever the
+# number of clients sending large batches. cramjam releases the GIL while it decompresses.
+_worker: ThreadPoolExecutor | None = None
+
+
+def _pool() -> ThreadPoolExecutor:
+    global _worker
+    if _worker is None:
+        _worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="samsa-inflate")
+    return _worker
+
+
+def _single_compressed_batch(records: bytes | None) -> BatchHeader | None:
+    """The header of `records` if they are one compressed v2 batch (a producer's batch); None
+    for anything else, which the log checks (and refuses) as it always has."""
+    if records is None or len(records) < HEADER_SIZE:
+        return None
+    h = BatchHeader.parse(records)
+    if h.magic != MAGIC or not h.compression or h.size != len(records):
+        return None
+    return h
+
+
+async def inflate_produce(ctx: RequestContext, named: Iterable[tuple[str | None, Any]]) -> None:
+    """Inflate the compressed batches of these (topic name, topic data) entries that go to a
+    leader here, and hold what came out for the appends that follow (no pause of the event
+    loop may come between this and them)."""
+    held: list[tuple[BatchHeader, InflatedAhead]] = []
+    for name, topic in named:
+        if name is None:
+            continue
+        for pdata in topic.partition_data:
+            records = pdata.records
+            h = _single_compressed_batch(records)
+            if h is None:
+                continue
+            partition = ctx.replicas.get(name, pdata.index)
+            if partition is None or not partition.is_leader:
+                continue
+            config = partition.log.config
+            if h.size > config.max_message_bytes:
+                continue  # refused as too large before anything is inflated
+            ahead = await _inflate(records, h, config, f"{name}-{pdata.index}")
+            if ahead is not None:
+                held.append((h, ahead))
+    hold_inflated(held)
+
+
+async def _inflate(records: bytes, h: BatchHeader, config: LogConfig,
+                   topic_partition: str) -> InflatedAhead | None:
+    limit = records_limit(config.max_message_bytes)
+    if h.size <= INLINE_COMPRESSED_MAX:
+        ahead = inflate_ahead(records, 0, h, min(limit, INLINE_RECORDS_MAX), check=False)
+        if not isinstance(ahead.error, InflatedTooLarge) or limit <= INLINE_RECORDS_MAX:
+            return ahead  # the log walks its records (no more than an uncompressed batch's)
+    loop = asyncio.get_running_loop()
+    return await loop.run_in_executor(_pool(), _inflate_and_check, records, h, limit, config,
+                                      topic_partition)
+
+
+def _inflate_and_check(records: bytes, h: BatchHeader, limit: int, config: LogConfig,
+                       topic_partition: str) -> InflatedAhead | None:
+    """In the worker: the log's checks of the batch's records (validate_batch's walk, then
+    validate_records' rules), their outcome kept for the append."""
+    if compute_crc(records, 0, h.size) != h.crc:
+        return None  # the log refuses it (CORRUPT_MESSAGE) before its records are looked at
+    ahead = inflate_ahead(records, 0, h, limit, check=True)
+    if ahead.error is None:
+        try:
+            validate_records(records, 0, h, config, topic_partition, int(time.time() * 1000),
+                             ahead.records)
+        except RecordValidationError as e:
+            ahead.rules_error = e.with_traceback(None)  # holding no frame
+        ahead.rules_checked = True
+    return ahead
