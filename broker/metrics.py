@@ -181,6 +181,17 @@ FAILED_REAUTHENTICATIONS = Counter(
     "Failed SASL re-authentications (KIP-368), by listener.",
     ["listener"],
 )
+CONNECTIONS_CREATED = Counter(
+    "kafka_server_socket_server_metrics_connection_creation",
+    "Connections accepted, by listener (Kafka's connection-creation-total).",
+    ["listener"],
+)
+ACCEPT_THROTTLE_TIME = Counter(
+    "kafka_server_socket_server_metrics_connection_accept_throttle_time",
+    "Milliseconds the acceptor waited for max.connection.creation.rate, by listener (Kafka "
+    "reports their average as connection-accept-throttle-time).",
+    ["listener"],
+)
 _SHARE_PARTITION = ["group", "topic", "partition"]
 SHARE_ACQUIRED_RECORDS = Counter(
     "samsa_share_records_acquired",
@@ -329,6 +340,14 @@ def authentication(listener: str, succeeded: bool, reauthentication: bool = Fals
     counter.labels(listener).inc()
 
 
+def connection_created(listener: str) -> None:
+    CONNECTIONS_CREATED.labels(listener).inc()
+
+
+def accept_throttled(listener: str, delay_s: float) -> None:
+    ACCEPT_THROTTLE_TIME.labels(listener).inc(delay_s * 1000)
+
+
 def record_request(api: str, version: int, started: float) -> None:
     p = _PENDING
     key = (api, version)
@@ -427,6 +446,37 @@ def broker_gauges(broker: Broker) -> list[GaugeMetricFamily]:
     out += _share_gauges(broker)
     out += _transaction_gauges(broker)
     out += _quota_gauges(broker)
+    out += _socket_server_gauges(broker)
+    return out
+
+
+def _socket_server_gauges(broker: Broker) -> list[GaugeMetricFamily]:
+    """kafka.network:type=SocketServer MemoryPoolAvailable and MemoryPoolUsed, the
+    socket-server-metrics MemoryPoolDepletedTimeTotal (as seconds), how often the pool ran
+    dry and the connections waiting for it, and the open connections."""
+    server = getattr(broker, "_server", None)
+    if server is None:
+        return []
+    pool = server.memory_pool
+    values = [
+        ("kafka_network_socketserver_memorypoolavailable", "Bytes the memory pool for requests "
+         "(queued.max.request.bytes) has left; -1 when unbounded.", pool.available),
+        ("kafka_network_socketserver_memorypoolused", "Bytes of requests in flight.",
+         pool.used),
+        ("kafka_server_socket_server_metrics_memorypooldepletedtime_seconds", "Total time "
+         "the memory pool for requests refused memory.", pool.depleted_seconds()),
+        ("samsa_network_memorypool_depletions", "Times the memory pool for requests started "
+         "refusing memory.", pool.depletions),
+        ("samsa_network_memorypool_waiting_connections", "Connections not read until the "
+         "memory pool for requests has memory again.", pool.waiting),
+        ("kafka_server_socket_server_metrics_connection_count", "Connections open (accepted "
+         "and not yet closed).", server.connection_count),
+    ]
+    out = []
+    for name, doc, value in values:
+        gauge = _gauge(name, doc)
+        gauge.add_metric([], value)
+        out.append(gauge)
     return out
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import resource
 import socket
 import ssl
 import time
@@ -19,11 +20,12 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
+from samsa.config.schema.values import ConfigError
 from samsa.protocol.framing import FrameError, Part, frame_size
 from samsa.storage.file_region import FileRegion, RegionTruncated
 
 from . import metrics
-from .connection import ClientConnection, Frame
+from .connection import ClientConnection, Frame, MemoryPool
 from .context import ANONYMOUS, KafkaPrincipal
 from .security.sasl import SaslConfig, SaslSession
 from .security.tls import subject_dn
@@ -383,11 +385,20 @@ class ServerLimits:
     idle_ms: int = 600_000  # connections.max.idle.ms; -1: never close an idle connection
     send_buffer_bytes: int = -1  # socket.send.buffer.bytes; -1: the OS default
     receive_buffer_bytes: int = -1  # socket.receive.buffer.bytes
-    backlog: int = 50  # socket.listen.backlog.size
+    backlog: int = 4096  # socket.listen.backlog.size
     sendfile: bool = False  # samsa.fetch.sendfile.enable: zero-copy Fetch on plaintext listeners
+    queued_max_request_bytes: int = -1  # queued.max.request.bytes; -1: unbounded
+    creation_rate: int = INT_MAX  # max.connection.creation.rate: new connections a second
+    # listener.name.<listener>.max.connection.creation.rate, by listener name
+    listener_creation_rates: tuple[tuple[str, int], ...] = ()
 
     @classmethod
     def from_config(cls, config: Any) -> ServerLimits:
+        rates = []
+        for listener in config.listeners:
+            rate = config.listener_value(listener.name, "max.connection.creation.rate")
+            if rate is not None and int(rate) < INT_MAX:
+                rates.append((listener.name, int(rate)))
         return cls(
             config["max.connections"],
             config["max.connections.per.ip"],
@@ -396,7 +407,124 @@ class ServerLimits:
             config["socket.receive.buffer.bytes"],
             config["socket.listen.backlog.size"],
             config["samsa.fetch.sendfile.enable"],
+            config["queued.max.request.bytes"],
+            config["max.connection.creation.rate"],
+            tuple(rates),
         )
+
+
+class _RateLimit:
+    """A connection creation rate (Kafka's ConnectionQuotas): a token bucket holding one
+    second's worth of connections."""
+
+    __slots__ = ("rate", "_tokens", "_stamp")
+
+    def __init__(self, rate: int) -> None:
+        self.rate = rate
+        self._tokens = float(rate)
+        self._stamp = time.monotonic()
+
+    def delay(self) -> float:
+        """Seconds until a connection may be accepted (0: now)."""
+        if self.rate >= INT_MAX:
+            return 0.0
+        if self.rate <= 0:
+            return 1.0  # accept none: look again later (the rate may be raised)
+        now = time.monotonic()
+        self._tokens = min(float(self.rate), self._tokens + (now - self._stamp) * self.rate)
+        self._stamp = now
+        return 0.0 if self._tokens >= 1 else (1 - self._tokens) / self.rate
+
+    def take(self) -> None:
+        if 0 < self.rate < INT_MAX:
+            self._tokens -= 1
+
+
+class _Acceptor:
+    """Accepts a listening socket's connections: every one pending each time the socket is
+    readable (one accept per event-loop pass leaves a burst waiting in a listen backlog of 50,
+    and the kernel drops the SYNs that find it full), until max.connections is reached or a
+    connection creation rate says to wait."""
+
+    def __init__(self, server: KafkaServer, sock: socket.socket, endpoint: Endpoint,
+                 rates: list[_RateLimit]) -> None:
+        self._loop = asyncio.get_running_loop()
+        self._server = server
+        self._sock = sock
+        self._endpoint = endpoint
+        self._rates = rates  # the broker's and the listener's
+        self._reading = False
+        self._timer: asyncio.TimerHandle | None = None
+        self._held: tuple[socket.socket, Any] | None = None  # accepted, waiting for the rate
+        self.waiting_for_slot = False
+
+    def start(self) -> None:
+        if not self._reading:
+            self._reading = True
+            self._loop.add_reader(self._sock.fileno(), self._ready)
+
+    def stop(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        if self._held is not None:
+            self._held[0].close()
+            self._held = None
+        self.waiting_for_slot = False
+        if self._reading:
+            self._reading = False
+            self._loop.remove_reader(self._sock.fileno())
+
+    def _pause(self, delay_s: float) -> None:
+        self.stop()
+        self._timer = self._loop.call_later(delay_s, self._resume)
+
+    def _resume(self) -> None:
+        self._timer = None
+        held, self._held = self._held, None
+        if held is not None:  # its wait for the creation rate is over
+            self._hand_over(*held)
+        self.start()
+        self._ready()
+
+    def _hand_over(self, sock: socket.socket, address: Any) -> None:
+        for rate in self._rates:
+            rate.take()
+        self._server.accepted(sock, address, self._endpoint)
+
+    def slot_freed(self) -> None:
+        if self.waiting_for_slot:
+            self.waiting_for_slot = False
+            self._resume()
+
+    def _ready(self) -> None:
+        server = self._server
+        while True:
+            # Kafka's acceptor stops accepting at max.connections: new connections wait in
+            # the listen backlog until one closes.
+            if server.connection_count >= server.limits.max_connections:
+                self.stop()
+                self.waiting_for_slot = True
+                return
+            try:
+                sock, address = self._sock.accept()
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError as exc:  # e.g. EMFILE: back off instead of spinning
+                log.warning("accept failed: %s", exc)
+                self._pause(0.1)
+                return
+            # Over a creation rate, Kafka's acceptor holds the connection it accepted, and
+            # accepts no other, until the rate allows it.
+            delay_s = max(rate.delay() for rate in self._rates)
+            if delay_s > 0:
+                metrics.accept_throttled(self._endpoint.name, delay_s)
+                log.debug("Throttling the acceptor of listener %s for %.0f ms (connection "
+                          "creation rate)", self._endpoint.name, delay_s * 1000)
+                self._pause(delay_s)
+                self._held = (sock, address)
+                return
+            self._hand_over(sock, address)
 
 
 class KafkaServer:
@@ -415,14 +543,21 @@ class KafkaServer:
         self._dispatch = dispatch
         self._max_request_bytes = max_request_bytes
         self._limits = limits or ServerLimits()
+        queued = self._limits.queued_max_request_bytes
+        if 0 < queued < max_request_bytes:  # Kafka's SimpleMemoryPool refuses it too
+            raise ConfigError.invalid("queued.max.request.bytes", queued,
+                                      "must be at least socket.request.max.bytes "
+                                      f"({max_request_bytes}) when set")
+        # Bytes of requests in flight, across every connection.
+        self.memory_pool = MemoryPool(queued)
         self._listeners: list[tuple[socket.socket, Endpoint]] = []
+        self._acceptors: list[_Acceptor] = []
         self._tasks: list[asyncio.Task[None]] = []
         self._connections: set[asyncio.Task[None]] = set()
         self._writers: set[Writer] = set()
         self._open: dict[ConnectionInfo, str] = {}  # connection -> its peer's address
         self._per_ip: Counter[str] = Counter()
         self._count = 0  # connections accepted and not yet closed (handshaking or open)
-        self._slot_freed = asyncio.Event()
         # called with (listener name, peer address) once a client connection has closed
         self.disconnect_listeners: list[Callable[[str, str], None]] = []
 
@@ -431,13 +566,30 @@ class KafkaServer:
         configs): new limits for connections accepted from now on."""
         self._limits = replace(self._limits, max_connections=max_connections,
                                max_connections_per_ip=max_connections_per_ip)
-        self._slot_freed.set()  # an accept loop waiting at the old limit looks again
+        self._slot_freed()  # an acceptor waiting at the old limit looks again
+
+    @property
+    def limits(self) -> ServerLimits:
+        return self._limits
+
+    @property
+    def connection_count(self) -> int:
+        """Connections accepted and not yet closed."""
+        return self._count
 
     async def start(self) -> None:
+        _raise_open_files_limit()
         for endpoint in self.endpoints:
             await self._bind(endpoint)
+        broker_rate = _RateLimit(self._limits.creation_rate)
+        listener_rates = dict(self._limits.listener_creation_rates)
         for sock, endpoint in self._listeners:
-            self._tasks.append(asyncio.create_task(self._accept_loop(sock, endpoint)))
+            rates = [broker_rate]
+            if endpoint.name in listener_rates:
+                rates.append(_RateLimit(listener_rates[endpoint.name]))
+            acceptor = _Acceptor(self, sock, endpoint, rates)
+            self._acceptors.append(acceptor)
+            acceptor.start()
         if self._limits.idle_ms >= 0:
             self._tasks.append(asyncio.create_task(self._close_idle_loop()))
 
@@ -476,6 +628,8 @@ class KafkaServer:
                  endpoint.security_protocol)
 
     async def stop(self) -> None:
+        for acceptor in self._acceptors:
+            acceptor.stop()
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
@@ -491,37 +645,33 @@ class KafkaServer:
             await asyncio.gather(*self._connections, return_exceptions=True)
 
     # -- accepting -----------------------------------------------------------------------------
-    async def _accept_loop(self, listener: socket.socket, endpoint: Endpoint) -> None:
-        loop = asyncio.get_running_loop()
-        while True:
-            # Kafka's acceptor stops accepting at max.connections: new connections wait in
-            # the listen backlog until one closes.
-            while self._count >= self._limits.max_connections:
-                self._slot_freed.clear()
-                await self._slot_freed.wait()
-            try:
-                sock, address = await loop.sock_accept(listener)
-            except OSError as exc:  # e.g. EMFILE: back off instead of spinning
-                log.warning("accept failed: %s", exc)
-                await asyncio.sleep(0.1)
-                continue
-            ip = address[0]
-            if self._per_ip[ip] >= self._limits.max_connections_per_ip:
-                log.info("Rejected connection from %s, address already has the configured "
-                         "maximum of %d connections.", ip, self._limits.max_connections_per_ip)
-                sock.close()
-                continue
-            try:
-                _set_buffer(sock, socket.SO_SNDBUF, self._limits.send_buffer_bytes)
-                _set_buffer(sock, socket.SO_RCVBUF, self._limits.receive_buffer_bytes)
-            except OSError:
-                sock.close()
-                continue
-            peer = f"{ip}:{address[1]}" if len(address) >= 2 else ip
-            self._count += 1
-            self._per_ip[ip] += 1
-            task = asyncio.create_task(self._connection(sock, ip, peer, endpoint))
-            self._connections.add(task)
+    def accepted(self, sock: socket.socket, address: Any, endpoint: Endpoint) -> None:
+        """A connection the acceptor took: refused over max.connections.per.ip, else served
+        by a task of its own."""
+        ip = address[0]
+        if self._per_ip[ip] >= self._limits.max_connections_per_ip:
+            log.info("Rejected connection from %s, address already has the configured "
+                     "maximum of %d connections.", ip, self._limits.max_connections_per_ip)
+            sock.close()
+            return
+        try:
+            sock.setblocking(False)
+            _set_buffer(sock, socket.SO_SNDBUF, self._limits.send_buffer_bytes)
+            _set_buffer(sock, socket.SO_RCVBUF, self._limits.receive_buffer_bytes)
+        except OSError:
+            sock.close()
+            return
+        metrics.connection_created(endpoint.name)
+        peer = f"{ip}:{address[1]}" if len(address) >= 2 else ip
+        self._count += 1
+        self._per_ip[ip] += 1
+        task = asyncio.create_task(self._connection(sock, ip, peer, endpoint))
+        self._connections.add(task)
+
+    def _slot_freed(self) -> None:
+        if self._count < self._limits.max_connections:
+            for acceptor in self._acceptors:
+                acceptor.slot_freed()
 
     async def _connection(self, sock: socket.socket, ip: str, peer: str,
                           endpoint: Endpoint) -> None:
@@ -546,14 +696,14 @@ class KafkaServer:
             self._per_ip[ip] -= 1
             if self._per_ip[ip] <= 0:
                 del self._per_ip[ip]
-            self._slot_freed.set()
+            self._slot_freed()
 
     async def _open_connection(
         self, sock: socket.socket, peer: str, endpoint: Endpoint
     ) -> tuple[ClientConnection, KafkaPrincipal] | None:
         loop = asyncio.get_running_loop()
         # Made here, not by the loop: uvloop returns its own SSLProtocol, not this one.
-        connection = ClientConnection()
+        connection = ClientConnection(self.memory_pool)
         if endpoint.tls is None:
             try:
                 await loop.connect_accepted_socket(lambda: connection, sock)
@@ -678,6 +828,18 @@ def _sasl_frame_size(prefix: bytes, auth: SaslSession) -> int:
         raise FrameError(f"frame of {size} bytes before authentication exceeds "
                          f"sasl.server.max.receive.size={limit}")
     return size
+
+
+def _raise_open_files_limit() -> None:
+    """Every connection is a file descriptor: the soft RLIMIT_NOFILE (often 1024) goes up to
+    the hard limit, as Kafka's start scripts expect of `ulimit -n`."""
+    try:
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        if resource.RLIM_INFINITY not in (soft, hard) and soft < hard:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+            log.info("raised the open files limit from %d to %s", soft, hard)
+    except (OSError, ValueError) as exc:
+        log.warning("could not raise the open files limit: %s", exc)
 
 
 def _set_buffer(sock: socket.socket, option: int, size: int) -> None:
