@@ -25,6 +25,9 @@ log = logging.getLogger(__name__)
 INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
 _LEGAL = re.compile(r"^[a-zA-Z0-9._-]+$")
 MAX_NAME_LENGTH = 249
+# Kafka's controller writes at most this many records for one request (QuorumController's
+# MAX_RECORDS_PER_USER_OP): one per partition, and a topic's own and its configs' records.
+MAX_RECORDS_PER_USER_OP = 10000
 
 
 class TopicError(KafkaError):
@@ -121,6 +124,7 @@ class TopicAdmin:
                     f"replication factor of {replication_factor} cannot be reached because only "
                     f"{len(brokers)} broker(s) are registered.",
                 )
+            _check_records(1 + len(configs or {}) + num_partitions)
             placement = assign_replicas(self._racks(), num_partitions, replication_factor, 0)
         overrides = {k: v for k, v in (configs or {}).items() if v is not None}
         try:
@@ -213,6 +217,7 @@ class TopicAdmin:
                 {current + i: a for i, a in enumerate(assignments)}, brokers, current
             )
         else:
+            _check_records(count - current)
             placement = assign_replicas(self._racks(), count - current, rf, current)
             placement = {current + i: r for i, r in enumerate(placement.values())}
         if validate_only:
@@ -285,6 +290,14 @@ def spread_replicas(
         first = (start + i) % n
         placement[i] = [brokers[(first + j) % n] for j in range(replication_factor)]
     return placement
+
+
+def _check_records(records: int) -> None:
+    """Kafka's answer to an operation of more records than its controller writes at once
+    (BoundedListTooLongException): refused before anything as large is allocated."""
+    if records > MAX_RECORDS_PER_USER_OP:
+        raise TopicError(ErrorCode.policy_violation,
+                         "Unable to perform excessively large batch operation.")
 
 
 def assign_replicas(

@@ -259,3 +259,24 @@ def test_huge_array_length_is_refused_not_allocated(shared_broker):
     assert shared_broker.is_running()
     with WireClient(shared_broker.bootstrap) as c:
         assert c.call(API_VERSIONS, 0, {}).error_code == 0
+
+
+def test_a_partition_count_past_kafkas_batch_limit_is_refused(shared_broker, unique_topic):
+    """Kafka's controller writes at most 10,000 records for one request: more partitions than
+    that get POLICY_VIOLATION (a fuzzed count of 2^31 - 1 took the broker's memory). Checked
+    with validate_only, which Kafka refuses alike and which creates nothing when allowed."""
+    with WireClient(shared_broker.bootstrap) as c:
+        create = c.call(19, 5, {"topics": [{"name": unique_topic, "num_partitions": 10_000,
+                                            "replication_factor": 1}],
+                                "timeout": 10_000, "validate_only": True}).topics[0]
+        assert create.error_code == 44, create  # policy_violation
+        assert create.error_message == "Unable to perform excessively large batch operation."
+        assert c.call(19, 5, {"topics": [{"name": unique_topic, "num_partitions": 1,
+                                          "replication_factor": 1}],
+                              "timeout": 10_000}).topics[0].error_code == 0
+        grow = c.call(37, 1, {"topics": [{"name": unique_topic, "count": 10_002}],
+                              "timeout": 10_000, "validate_only": True}).results[0]
+        assert grow.error_code == 44, grow
+        grow = c.call(37, 1, {"topics": [{"name": unique_topic, "count": 10_001}],
+                              "timeout": 10_000, "validate_only": True}).results[0]
+        assert grow.error_code == 0, grow
