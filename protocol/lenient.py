@@ -2,14 +2,15 @@
 
 kio's native reader refuses some values Kafka reads: a boolean byte other than 0 and 1 (Kafka:
 `readByte() != 0`), a string that is not valid UTF-8 (Kafka: `new String(bytes, UTF_8)`, which
-puts U+FFFD for each malformed sequence), a null in a tagged field whose default is null, and
-an int64 duration beyond what kio holds (clamped here to ~292,000 years). It silently reads
-two others otherwise than Kafka: a length below -1 in a nullable field (Kafka: a null) and a
-nullable struct's marker other than -1 and 1 (Kafka: a null below zero, a struct else); the
-guard stops at those with NotNormal. A client sending any of them gets an answer from Kafka,
-so it gets one here: `decode_request` reads the frame as it came (the usual case, at no extra
-cost), and only when kio or the guard balks rewrites it into the form Kafka would have read
-(`normal_form`) and reads that. What Kafka refuses, the guard (guard.py) refuses in its words.
+puts U+FFFD for each malformed sequence), a tagged field it does not know (Kafka keeps it
+unread), a null in a tagged field whose default is null, and an int64 duration beyond what
+kio holds (clamped here to ~292,000 years). It silently reads two others otherwise than Kafka:
+a length below -1 in a nullable field (Kafka: a null) and a nullable struct's marker other
+than -1 and 1 (Kafka: a null below zero, a struct else); the guard stops at those with
+NotNormal. A client sending any of them gets an answer from Kafka, so it gets one here:
+`decode_request` reads the frame as it came (the usual case, at no extra cost), and only when
+kio or the guard balks rewrites it into the form Kafka would have read (`normal_form`) and
+reads that. What Kafka refuses, the guard (guard.py) refuses in its words.
 """
 
 from __future__ import annotations
@@ -86,13 +87,14 @@ def _entity(entity: type[Entity], buf: Any, pos: int, out: bytearray) -> int:
     for _ in range(count):
         tag, pos = _uvarint(buf, pos)
         size, pos = _uvarint(buf, pos)
-        content = bytearray(buf[pos:pos + size])
+        _fits(buf, pos, size)
         known = tagged.get(tag)
-        if known is not None:  # read as Kafka reads it; its size follows what it became
-            content = bytearray()
-            _field(known, True, buf[:pos + size], pos, content)
-        pos += size
-        if known is not None and content == b"\x00" and known.field.default is None:
+        start, pos = pos, pos + size
+        if known is None:
+            continue  # Kafka keeps it aside, unread (kio refuses a tag it does not know)
+        content = bytearray()  # read as Kafka reads it; its size follows what it became
+        _field(known, True, buf[:pos], start, content)
+        if content == b"\x00" and known.field.default is None:
             continue  # a null where null is the default: as if left out (kio refuses a
             # tagged null, which it writes by leaving the field out)
         kept.append(_varint_bytes(tag) + _varint_bytes(len(content)) + content)

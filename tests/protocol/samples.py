@@ -27,6 +27,7 @@ _VALUE: dict[str, Any] = {
     "uuid": uuid.UUID("0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0"), "float64": 1.0,
 }
 Path = tuple[str | int, ...]
+UNKNOWN_TAGS = "unknown tags"  # a key of an entity's dict: [(tag, content)] written as well
 
 
 @dataclass(frozen=True)
@@ -116,6 +117,7 @@ def _entity(entity: type[Entity], value: dict[str, Any], out: bytearray) -> None
             continue
         _field(s, flexible, value[s.name], out)
     if flexible:
+        tagged += value.get(UNKNOWN_TAGS, [])
         out += _uvarint(len(tagged))
         for tag, content in sorted(tagged):
             out += _uvarint(tag) + _uvarint(len(content)) + content

@@ -24,6 +24,7 @@ from samsa.protocol.lenient import decode_request, normal_form
 from tests.support.java import JAVA_SRC, JVM_ARGS, _cp, compile_java, java_executable
 
 from .samples import (
+    UNKNOWN_TAGS,
     Forged,
     encode_body,
     frame,
@@ -91,6 +92,10 @@ def lenient_cases() -> tuple[Case, ...]:
                                 encode_body(entity, with_value(tree, path, ms))))
         for path, field in null_paths(entity):
             out.extend(_forged(key, name, version, entity, tree, path, field))
+        if entity.__flexible__:
+            unknown = with_value(tree, (UNKNOWN_TAGS,), [(999, b"\x01\x02")])
+            out.append(Case(key, name, version, "unknown tag 999",
+                            encode_body(entity, unknown)))
     return tuple(out)
 
 
