@@ -211,7 +211,8 @@ profile: venv
 	$(BIN)/python bench/profile_broker.py $(PROFILE_ARGS)
 
 # Long forms of tests/chaos (the short forms run in `make test`); knobs as CHAOS_* variables
-# (tests/chaos/run.py --help), e.g. make chaos CHAOS_DURATION=600 CHAOS_SEED=7.
+# (tests/chaos/run.py --help), e.g. make chaos CHAOS_DURATION=600 CHAOS_SEED=7; the request
+# fuzzer alone: make chaos CHAOS_WORKLOAD=fuzz CHAOS_FUZZ_DURATION=900 CHAOS_SEED=7.
 chaos: venv java-deps zk-deps
 	$(BIN)/python -m tests.chaos.run $(CHAOS_ARGS)
 

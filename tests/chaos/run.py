@@ -1,7 +1,7 @@
 """Long forms of the chaos workloads (`make chaos`): each on its own ZooKeeper and 3-broker
 cluster, reports under --out (default build/chaos/<time>/), exit status 1 on any anomaly.
 
-    .venv/bin/python -m tests.chaos.run [--workload queue|copy|cutoff|all] [--duration 300]
+    .venv/bin/python -m tests.chaos.run [--workload queue|copy|cutoff|fuzz|all] [--duration 300]
         [--fault-interval 4] [--faults kill,pause,stop,coordinator[,partition]] [--seed 7]
         [--records 30000]
         [--copy-mode hard,clean] [--copy-partitions 1] [--cutoff-rounds 0]
@@ -25,6 +25,11 @@ else it says so and is skipped) cuts one broker at a time from ZooKeeper and bot
 clients still reach it, for --cutoff-rounds rounds (0: as many as start within --duration),
 each held --cutoff-hold seconds (a range), on brokers with zookeeper.session.timeout.ms=6000
 as in issue 45: e.g. `make chaos CHAOS_WORKLOAD=cutoff CHAOS_DURATION=1800`.
+
+The fuzz workload (tests/protocol/frame_fuzz.py) sends one broker mutated requests of every
+API and version for --fuzz-duration seconds (CHAOS_FUZZ_DURATION, default --duration) from
+--seed: no traceback or error in its log, never down, always answering, no acked record lost;
+e.g. `make chaos CHAOS_WORKLOAD=fuzz CHAOS_FUZZ_DURATION=900 CHAOS_SEED=7`.
 """
 
 from __future__ import annotations
@@ -56,7 +61,7 @@ def _env(name: str, default: str) -> str:
 def parse(argv: list[str] | None = None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(prog="tests.chaos.run", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--workload", choices=["queue", "copy", "cutoff", "all"],
+    ap.add_argument("--workload", choices=["queue", "copy", "cutoff", "fuzz", "all"],
                     default=_env("CHAOS_WORKLOAD", "all"))
     ap.add_argument("--duration", type=float, default=float(_env("CHAOS_DURATION", "300")),
                     help="queue: seconds of load under faults")
@@ -82,6 +87,9 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
                     help="cutoff: rounds (0: as many as start within --duration)")
     ap.add_argument("--cutoff-hold", default=_env("CHAOS_CUTOFF_HOLD", "12,20"),
                     help="cutoff: seconds a broker stays cut off, a range lo,hi")
+    ap.add_argument("--fuzz-duration", type=float,
+                    default=float(_env("CHAOS_FUZZ_DURATION", "0")),
+                    help="fuzz: seconds of mutated requests (0: --duration)")
     ap.add_argument("--out", type=Path, default=Path(_env(
         "CHAOS_OUT", f"build/chaos/{time.strftime('%Y%m%d-%H%M%S')}")))
     return ap.parse_args(argv)
@@ -120,6 +128,8 @@ def main(argv: list[str] | None = None) -> int:
         ok &= res2.report.ok
     if args.workload in ("cutoff", "all"):
         ok &= _cutoff(args, out, summaries)
+    if args.workload in ("fuzz", "all"):
+        ok &= _fuzz(args, out, summaries)
     text = "\n".join(summaries)
     (out / "summary.txt").write_text(text + "\n")
     print("\n" + text)
@@ -144,6 +154,20 @@ def _cutoff(args: argparse.Namespace, out: Path, summaries: list[str]) -> bool:
     print(res.text, flush=True)
     summaries.append(res.summary())
     return res.ok
+
+
+def _fuzz(args: argparse.Namespace, out: Path, summaries: list[str]) -> bool:
+    from tests.protocol.frame_fuzz import fuzz_broker
+    from tests.support.broker import BrokerProcess
+
+    base = out / "fuzz"
+    base.mkdir(parents=True, exist_ok=True)
+    with BrokerProcess(base / "data", name="broker") as broker:
+        report = fuzz_broker(broker, args.fuzz_duration or args.duration, args.seed)
+    (base / "report.txt").write_text(report.text() + "\n")
+    print(report.text(), flush=True)
+    summaries.append(report.text().splitlines()[0])
+    return report.ok
 
 
 def queue_faults(spec: str) -> tuple[str, ...]:
