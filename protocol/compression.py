@@ -10,6 +10,7 @@ batch's records in memory, so it refuses a batch whose records exceed the limit
 from __future__ import annotations
 
 import struct
+import threading
 from collections.abc import Callable
 
 import cramjam
@@ -31,10 +32,12 @@ _XERIAL_BLOCK = 32 * 1024  # xerial's default block size
 # 20 MB). Kafka sets no such limit (it streams the records); this one bounds what a batch
 # costs Samsa, which holds a batch's records in memory to check them.
 RECORDS_LIMIT_FLOOR = 32 << 20
-# The first output buffer: this many times the compressed size (at least _FIRST_MIN).
-_FIRST_RATIO = 8
-_FIRST_MIN = 64 << 10
+# Records up to this size are inflated into a buffer each thread keeps (allocated and zeroed
+# once), then copied out; larger ones into new buffers, x4 each time (from 4x this), each
+# attempt inflating from the start again.
+SCRATCH_BYTES = 4 << 20
 _GROWTH = 4
+_scratch = threading.local()
 _FULL = "failed to write whole buffer"  # cramjam's error when the output buffer is full
 
 
@@ -85,7 +88,7 @@ def _snappy_compress(data: bytes) -> bytes:
     return bytes(out)
 
 
-Into = Callable[[bytes, bytearray], int]
+Into = Callable[[bytes, bytearray | memoryview], int]
 _INTO: dict[int, Into] = {
     GZIP: cramjam.gzip.decompress_into,
     LZ4: cramjam.lz4.decompress_into,  # the frame format (KafkaLZ4BlockOutputStream's)
@@ -93,27 +96,37 @@ _INTO: dict[int, Into] = {
 }
 
 
-def _inflate(codec: int, data: bytes, limit: int) -> bytearray:
-    """Decompress into a buffer that grows up to limit + 1 bytes: a full buffer of that size
-    means the records exceed the limit."""
+def _into(into: Into, data: bytes, out: bytearray | memoryview) -> int:
+    """The bytes inflated into `out`; -1 if they do not fit."""
+    try:
+        return into(data, out)
+    except Exception as e:  # cramjam's DecompressionError, or a full buffer
+        if _FULL not in str(e):
+            raise
+    return -1
+
+
+def _inflate(codec: int, data: bytes, limit: int) -> bytes | bytearray:
+    """Decompress into buffers of at most limit + 1 bytes: a full one of that size means the
+    records exceed the limit."""
     into = _INTO[codec]
-    size = min(limit + 1, max(_FIRST_MIN, _FIRST_RATIO * len(data)))
-    while True:
+    scratch: bytearray | None = getattr(_scratch, "buffer", None)
+    if scratch is None:
+        scratch = _scratch.buffer = bytearray(SCRATCH_BYTES)
+    size = min(limit + 1, SCRATCH_BYTES)
+    with memoryview(scratch)[:size] as view:
+        n = _into(into, data, view)
+        if 0 <= n <= limit:
+            return bytes(view[:n])
+    while size <= limit:
+        size = min(limit + 1, size * _GROWTH)
         out = bytearray(size)
-        try:
-            n = into(data, out)
-        except Exception as e:  # cramjam's DecompressionError, or a full buffer
-            if _FULL not in str(e):
-                del out
-                raise
-            n = -1
+        n = _into(into, data, out)
         if 0 <= n <= limit:
             del out[n:]
             return out
         del out  # before a larger one, or before raising (the error must not hold it)
-        if size > limit:
-            raise _too_large(codec, limit)
-        size = min(limit + 1, size * _GROWTH)
+    raise _too_large(codec, limit)
 
 
 def decompress(codec: int, data: bytes | memoryview,

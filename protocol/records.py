@@ -670,8 +670,10 @@ def records_region(buf: Buf, pos: int, h: BatchHeader,
 class InflatedAhead:
     """A compressed batch's records as inflated (and, if `checked`, walked by
     `_check_records`) off the event loop before its append, or the error that refused them.
-    Found again by the batch's CRC and length, and its compressed bytes compared."""
+    Found again by the batch's CRC and length, then by the very `bytes` it was inflated from
+    or, in a copy of them, by its compressed bytes compared."""
 
+    source: object
     payload: bytes
     records: bytes | bytearray
     checked: bool
@@ -694,13 +696,14 @@ def inflate_ahead(buf: Buf, pos: int, h: BatchHeader, limit: int,
     its records as `validate_batch` does; an error is kept, not raised. For a worker thread:
     this touches no shared state but the record shapes `_check_records` learns."""
     payload = bytes(memoryview(buf)[pos + HEADER_SIZE : pos + h.size])
+    source = buf if type(buf) is bytes and pos == 0 else None
     try:
         data = compression.decompress(h.compression, payload, limit)
         if check:
             _check_records(data, 0, len(data), h)
     except (CorruptRecord, InvalidRecord) as e:
-        return InflatedAhead(payload, b"", True, _bare(e))
-    return InflatedAhead(payload, data, check)
+        return InflatedAhead(source, payload, b"", True, _bare(e))
+    return InflatedAhead(source, payload, data, check)
 
 
 def _bare(e: KafkaError) -> KafkaError:
@@ -726,7 +729,9 @@ def inflated_ahead(buf: Buf, pos: int, h: BatchHeader) -> InflatedAhead | None:
     if not _AHEAD:
         return None
     ahead = _AHEAD.get((h.crc, h.batch_length))
-    if ahead is None or memoryview(buf)[pos + HEADER_SIZE : pos + h.size] != ahead.payload:
+    if ahead is None or (ahead.source is buf and pos == 0):  # immutable: the same bytes
+        return ahead
+    if bytes(memoryview(buf)[pos + HEADER_SIZE : pos + h.size]) != ahead.payload:
         return None  # another batch of the same CRC and length
     return ahead
 

@@ -102,9 +102,9 @@ def test_bomb_is_refused_without_inflating_it(name: str) -> None:
     finally:
         tracemalloc.stop()
     assert refused.value.error_code == ErrorCode.invalid_record
-    # the output buffer never grows past the limit (+1 byte): no more than that and the
-    # compressed bytes' copy are held at once
-    assert peak < 4 * MB + 2 * len(bomb) + MB
+    # no output buffer grows past the limit (+1 byte): at most the thread's scratch buffer,
+    # one such buffer and the compressed bytes' copy are held at once
+    assert peak < 2 * 4 * MB + 2 * len(bomb) + MB
 
 
 @pytest.mark.parametrize("codec", [GZIP, SNAPPY, LZ4, ZSTD])
