@@ -7,7 +7,9 @@ socket and reads the answers, doing no other work, and takes the broker's CPU fr
 /proc/<pid>/task/*/schedstat (all its threads; a JVM's compiler and GC threads included):
 
 - produce: idempotent Produce v9 of one 16 KiB batch (records of --size bytes), acks=-1,
-  five in flight (a Java producer's max.in.flight.requests.per.connection);
+  five in flight (a Java producer's max.in.flight.requests.per.connection); with
+  --compression, its records compressed with that codec (each record's value half random
+  hex digits, half a repeated phrase: ~2-3x smaller);
 - produce-plain: the same without a producer id (as librdkafka's default producer sends),
   so that the two show what idempotence costs;
 - fetch: Fetch v12 with a 1 MiB partition limit, one in flight, each from the offset the last
@@ -31,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import random
 import statistics
 import struct
 import sys
@@ -52,6 +55,7 @@ from samsa.protocol.records import build_batch, compute_crc, iter_batches  # noq
 LOADS = ("produce", "produce-plain", "fetch", "list-offsets")
 BATCH_BYTES = 16_384  # a Java producer's batch.size
 IN_FLIGHT = 5
+CODECS = {"none": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
 FETCH_RECORDS = 400_000
 FETCH_LIMIT = 1 << 20
 FETCH_RESPONSE = reader(response_type(1, 12))
@@ -73,7 +77,8 @@ class ProduceRequests:
     """Produce requests of one batch each, an idempotent one's sequences following on: the
     batch is built once, and each request's copy gets its base sequence and CRC."""
 
-    def __init__(self, client: WireClient, topic: str, size: int, idempotent: bool) -> None:
+    def __init__(self, client: WireClient, topic: str, size: int, idempotent: bool,
+                 codec: int = 0) -> None:
         producer_id, epoch, self._sequence = -1, -1, -1
         if idempotent:
             init = client.call(22, 4, {"transactional_id": None,
@@ -81,9 +86,15 @@ class ProduceRequests:
                                        "producer_id": -1, "producer_epoch": -1})
             producer_id, epoch, self._sequence = init.producer_id, init.producer_epoch, 0
         self.per_batch = max(1, BATCH_BYTES // (size + 12))  # ~12 B of framing a record
-        self._batch = build_batch([(None, b"x" * size)] * self.per_batch,
+        values = [b"x" * size] * self.per_batch
+        if codec:
+            phrase = b"the quick brown fox jumps over the lazy dog " * (size // 44 + 1)
+            rand = random.Random(size)
+            values = [rand.randbytes(size // 4).hex().encode()[:size // 2]
+                      + phrase[:size - size // 2] for _ in range(self.per_batch)]
+        self._batch = build_batch([(None, v) for v in values],
                                   producer_id=producer_id, producer_epoch=epoch,
-                                  base_sequence=self._sequence,
+                                  base_sequence=self._sequence, compression=codec,
                                   default_timestamp=int(time.time() * 1000))
         self._client, self._topic = client, topic
 
@@ -140,7 +151,8 @@ def prepare(load: str, bootstrap: str, args: argparse.Namespace
     topic = f"cost-{load}"
     bench.create_topic(bootstrap, topic)
     if load in ("produce", "produce-plain"):
-        requests = ProduceRequests(client, topic, args.size, idempotent=load == "produce")
+        requests = ProduceRequests(client, topic, args.size, idempotent=load == "produce",
+                                   codec=CODECS[args.compression])
         # built before the rounds, each round's sequences following the last's
         rounds = iter([requests.next(args.requests) for _ in range(args.rounds)])
 
@@ -203,6 +215,8 @@ def main() -> None:
     ap.add_argument("--loads", default=",".join(LOADS),
                     help=f"comma-separated, of {', '.join(LOADS)}")
     ap.add_argument("--size", type=int, default=100, help="produce: record size")
+    ap.add_argument("--compression", choices=list(CODECS), default="none",
+                    help="produce: the batches' codec")
     ap.add_argument("--requests", type=int, default=4000,
                     help="produce and list-offsets: requests per round")
     ap.add_argument("--rounds", type=int, default=8, help="rounds of each load per start")
