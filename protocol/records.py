@@ -136,13 +136,13 @@ def iter_batches(buf: Buf, start: int = 0) -> Iterator[tuple[int, BatchHeader]]:
         pos += LOG_OVERHEAD + length
 
 
-_ATTRIBUTES_LOW = 22  # the low byte of a batch's int16 attributes (at 21)
+ATTRIBUTES_LOW = 22  # the low byte of a batch's int16 attributes (at 21)
 
 
 def first_batch_transactional(buf: Buf) -> bool:
     """Whether the first batch in `buf` has the transactional bit, from that one byte: the
     Produce path asks this of every partition's data, most of it not transactional."""
-    return len(buf) >= HEADER_SIZE and bool(buf[_ATTRIBUTES_LOW] & ATTR_TRANSACTIONAL)
+    return len(buf) >= HEADER_SIZE and bool(buf[ATTRIBUTES_LOW] & ATTR_TRANSACTIONAL)
 
 
 def compute_crc(buf: Buf, pos: int, size: int) -> int:
@@ -156,10 +156,12 @@ def validate_batch(
     *,
     client: bool = False,
     limit: int | None = None,
+    inflated: InflatedAhead | None = None,
 ) -> BatchHeader:
     """Check magic, length and CRC (CorruptRecord); with client=True also the LogValidator
     rules for producer-written batches (InvalidRecord), a compressed batch's records inflated
-    to at most `limit` bytes (InflatedTooLarge beyond). Returns the parsed header."""
+    to at most `limit` bytes (InflatedTooLarge beyond), or as `inflated` ahead of the append.
+    Returns the parsed header."""
     h = header or BatchHeader.parse(buf, pos)
     if h.magic != MAGIC:
         if h.magic in (0, 1):
@@ -191,12 +193,11 @@ def validate_batch(
             data = buf.tobytes() if isinstance(buf, memoryview) else buf  # sliced with a step
             _check_records(data, pos + HEADER_SIZE, pos + h.size, h)
         else:  # Kafka's LogValidator walks a compressed batch's records too, decompressed
-            ahead = inflated_ahead(buf, pos, h)
-            if ahead is None or not ahead.checked:
-                data = records_region(buf, pos, h, limit)
+            if inflated is not None and inflated.error is not None:
+                raise inflated.error.with_traceback(None)
+            if inflated is None or not inflated.checked:
+                data = records_region(buf, pos, h, limit) if inflated is None else inflated.records
                 _check_records(data, 0, len(data), h)
-            elif ahead.error is not None:
-                raise ahead.error.with_traceback(None)
     return h
 
 
@@ -651,13 +652,7 @@ def _read_bytes(buf: Buf, pos: int) -> tuple[bytes | None, int]:
 def records_region(buf: Buf, pos: int, h: BatchHeader,
                    limit: int | None = None) -> bytes | bytearray:
     """The batch's records bytes, decompressed (to at most `limit` bytes: InflatedTooLarge
-    beyond), or as inflated ahead of the append."""
-    if h.compression:
-        ahead = inflated_ahead(buf, pos, h)
-        if ahead is not None:
-            if ahead.error is not None:
-                raise ahead.error.with_traceback(None)
-            return ahead.records
+    beyond)."""
     raw = bytes(memoryview(buf)[pos + HEADER_SIZE : pos + h.size])
     return compression.decompress(h.compression, raw, limit) if h.compression else raw
 
@@ -670,8 +665,8 @@ def records_region(buf: Buf, pos: int, h: BatchHeader,
 class InflatedAhead:
     """A compressed batch's records as inflated (and, if `checked`, walked by
     `_check_records`) off the event loop before its append, or the error that refused them.
-    Found again by the batch's CRC and length, then by the very `bytes` it was inflated from
-    or, in a copy of them, by its compressed bytes compared."""
+    Found again by its partition, the batch's CRC and length, then by the very `bytes` it was
+    inflated from or, in a copy of them, by its compressed bytes compared."""
 
     source: object
     payload: bytes
@@ -684,10 +679,11 @@ class InflatedAhead:
     rules_error: Exception | None = None
 
 
-# (crc, batch length) -> what was inflated. Held from the moment a Produce request's batches
-# are put here until its appends (run without a pause of the event loop in between) have
-# taken them: putting a request's batches here drops any left by an earlier one.
-_AHEAD: dict[tuple[int, int], InflatedAhead] = {}
+# (the partition's "topic-index", crc, batch length) -> what was inflated for that partition.
+# Held from the moment a Produce request's batches are put here until its appends (run without
+# a pause of the event loop in between) have taken them: putting a request's batches here
+# drops any left by an earlier one.
+_AHEAD: dict[tuple[str, int, int], InflatedAhead] = {}
 
 
 def inflate_ahead(buf: Buf, pos: int, h: BatchHeader, limit: int,
@@ -713,22 +709,23 @@ def _bare(e: KafkaError) -> KafkaError:
     return e.with_traceback(None)
 
 
-def hold_inflated(held: list[tuple[BatchHeader, InflatedAhead]]) -> None:
-    """Keep these batches' inflated records for their appends, which follow at once."""
+def hold_inflated(held: list[tuple[str, BatchHeader, InflatedAhead]]) -> None:
+    """Keep these batches' inflated records, each for its partition ("topic-index"), for their
+    appends, which follow at once."""
     _AHEAD.clear()
-    for h, ahead in held:
-        _AHEAD[h.crc, h.batch_length] = ahead
+    for partition, h, ahead in held:
+        _AHEAD[partition, h.crc, h.batch_length] = ahead
 
 
-def release_inflated(h: BatchHeader) -> None:
-    _AHEAD.pop((h.crc, h.batch_length), None)
+def release_inflated(partition: str, h: BatchHeader) -> None:
+    _AHEAD.pop((partition, h.crc, h.batch_length), None)
 
 
-def inflated_ahead(buf: Buf, pos: int, h: BatchHeader) -> InflatedAhead | None:
-    """What was inflated ahead for the batch at pos, if anything."""
+def inflated_ahead(partition: str, buf: Buf, pos: int, h: BatchHeader) -> InflatedAhead | None:
+    """What was inflated ahead for the batch at pos appended to `partition`, if anything."""
     if not _AHEAD:
         return None
-    ahead = _AHEAD.get((h.crc, h.batch_length))
+    ahead = _AHEAD.get((partition, h.crc, h.batch_length))
     if ahead is None or (ahead.source is buf and pos == 0):  # immutable: the same bytes
         return ahead
     if bytes(memoryview(buf)[pos + HEADER_SIZE : pos + h.size]) != ahead.payload:

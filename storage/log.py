@@ -332,14 +332,15 @@ class Log:
         if consumed != len(buf):
             raise CorruptRecord("record set ends with a partial batch")
         limit = records_limit(self.config.max_message_bytes)
+        one_from_client = client and len(batches) == 1
         for pos, h in batches:
             if h.size > self.config.max_message_bytes:
                 raise MessageTooLarge(
                     f"batch of {h.size} bytes exceeds max.message.bytes "
                     f"{self.config.max_message_bytes}")
-            if client:
+            if one_from_client:
                 self._validate_client_batch(buf, pos, h, limit, now_ms)
-            else:
+            else:  # a client's batches are refused below without their records inflated
                 validate_batch(buf, pos, h)
         if client and len(batches) > 1:  # LogValidator: one v2 batch per partition and request
             raise InvalidRecord("Compressed outer record has more than one batch")
@@ -352,18 +353,20 @@ class Log:
                                now_ms: int | None) -> None:
         """LogValidator's checks of a producer's batch; a compressed one may have been
         inflated and checked ahead of the append, off the event loop (inflated_ahead)."""
+        partition = f"{self.topic}-{self.partition}"
+        ahead = inflated_ahead(partition, buf, pos, h) if h.compression else None
         try:
-            validate_batch(buf, pos, h, client=True, limit=limit)
-            ahead = inflated_ahead(buf, pos, h) if h.compression else None
+            validate_batch(buf, pos, h, client=True, limit=limit, inflated=ahead)
             if ahead is not None and ahead.rules_checked:
                 if ahead.rules_error is not None:
                     raise ahead.rules_error.with_traceback(None)
                 return
-            validate_records(buf, pos, h, self.config, f"{self.topic}-{self.partition}",
-                             _now_ms() if now_ms is None else now_ms)
+            validate_records(buf, pos, h, self.config, partition,
+                             _now_ms() if now_ms is None else now_ms,
+                             None if ahead is None else ahead.records)
         finally:
-            if h.compression:
-                release_inflated(h)
+            if ahead is not None:
+                release_inflated(partition, h)
 
     @_io("appending records to")
     def append_as_leader(self, records: bytes | bytearray | memoryview, leader_epoch: int,

@@ -4,12 +4,13 @@ event loop.
 The log checks a producer's compressed batch on its records, decompressed (as Kafka's
 LogValidator does); a small batch may inflate to a great deal (32 KB of zstd to 1 GiB), so
 inflating it where the append runs would stall every client. Here each compressed batch is
-first inflated on the event loop into at most INLINE_RECORDS_MAX bytes (what an uncompressed
-batch of the default max.message.bytes costs to check); one whose records are larger, or whose
-compressed bytes alone are large, is inflated (to at most the log's limit, see
-compression.records_limit) and checked in a worker thread while other requests are served.
-What came out is held for the appends that follow at once (records.hold_inflated), so no
-batch is inflated twice; an error found is raised there, in the order the log's checks run.
+first inflated and checked on the event loop if its records take at most INLINE_RECORDS_MAX
+bytes (what an uncompressed batch of the default max.message.bytes costs to check); one whose
+records are larger, or whose compressed bytes alone are large, is inflated (to at most the
+log's limit, see compression.records_limit) and checked in a worker thread while other
+requests are served. The outcome is held for the appends that follow at once
+(records.hold_inflated), so no batch is inflated twice; an error found is raised there, in
+the order the log's checks run.
 """
 
 from __future__ import annotations
@@ -22,6 +23,8 @@ from typing import TYPE_CHECKING, Any
 
 from samsa.protocol.compression import InflatedTooLarge, records_limit
 from samsa.protocol.records import (
+    ATTR_COMPRESSION_MASK,
+    ATTRIBUTES_LOW,
     HEADER_SIZE,
     MAGIC,
     BatchHeader,
@@ -59,7 +62,8 @@ def _pool() -> ThreadPoolExecutor:
 def _single_compressed_batch(records: bytes | None) -> BatchHeader | None:
     """The header of `records` if they are one compressed v2 batch (a producer's batch); None
     for anything else, which the log checks (and refuses) as it always has."""
-    if records is None or len(records) < HEADER_SIZE:
+    if (records is None or len(records) < HEADER_SIZE
+            or not records[ATTRIBUTES_LOW] & ATTR_COMPRESSION_MASK):
         return None
     h = BatchHeader.parse(records)
     if h.magic != MAGIC or not h.compression or h.size != len(records):
@@ -71,7 +75,7 @@ async def inflate_produce(ctx: RequestContext, named: Iterable[tuple[str | None,
     """Inflate the compressed batches of these (topic name, topic data) entries that go to a
     leader here, and hold what came out for the appends that follow (no pause of the event
     loop may come between this and them)."""
-    held: list[tuple[BatchHeader, InflatedAhead]] = []
+    held: list[tuple[str, BatchHeader, InflatedAhead]] = []
     for name, topic in named:
         if name is None:
             continue
@@ -86,9 +90,10 @@ async def inflate_produce(ctx: RequestContext, named: Iterable[tuple[str | None,
             config = partition.log.config
             if h.size > config.max_message_bytes:
                 continue  # refused as too large before anything is inflated
-            ahead = await _inflate(records, h, config, f"{name}-{pdata.index}")
+            topic_partition = f"{name}-{pdata.index}"  # as the log names itself
+            ahead = await _inflate(records, h, config, topic_partition)
             if ahead is not None:
-                held.append((h, ahead))
+                held.append((topic_partition, h, ahead))
     hold_inflated(held)
 
 
@@ -96,20 +101,23 @@ async def _inflate(records: bytes, h: BatchHeader, config: LogConfig,
                    topic_partition: str) -> InflatedAhead | None:
     limit = records_limit(config.max_message_bytes)
     if h.size <= INLINE_COMPRESSED_MAX:
-        ahead = inflate_ahead(records, 0, h, min(limit, INLINE_RECORDS_MAX), check=False)
-        if not isinstance(ahead.error, InflatedTooLarge) or limit <= INLINE_RECORDS_MAX:
-            return ahead  # the log walks its records (no more than an uncompressed batch's)
+        ahead = _checked(records, h, min(limit, INLINE_RECORDS_MAX), config, topic_partition)
+        larger = ahead is not None and isinstance(ahead.error, InflatedTooLarge)
+        if not larger or limit <= INLINE_RECORDS_MAX:
+            return ahead
     loop = asyncio.get_running_loop()
-    return await loop.run_in_executor(_pool(), _inflate_and_check, records, h, limit, config,
-                                      topic_partition)
+    return await loop.run_in_executor(_pool(), _checked, records, h, limit, config,
+                                      topic_partition, True)
 
 
-def _inflate_and_check(records: bytes, h: BatchHeader, limit: int, config: LogConfig,
-                       topic_partition: str) -> InflatedAhead | None:
-    """In the worker: the log's checks of the batch's records (validate_batch's walk, then
-    validate_records' rules), their outcome kept for the append."""
-    if compute_crc(records, 0, h.size) != h.crc:
-        return None  # the log refuses it (CORRUPT_MESSAGE) before its records are looked at
+def _checked(records: bytes, h: BatchHeader, limit: int, config: LogConfig,
+             topic_partition: str, crc_first: bool = False) -> InflatedAhead | None:
+    """The log's checks of the batch's records (validate_batch's walk, then validate_records'
+    rules): their outcome, kept for the append without the records themselves (the batches
+    of every partition of a request are held at once). With `crc_first` (in the worker),
+    nothing for a batch whose CRC is wrong: the log refuses it before its records."""
+    if crc_first and compute_crc(records, 0, h.size) != h.crc:
+        return None
     ahead = inflate_ahead(records, 0, h, limit, check=True)
     if ahead.error is None:
         try:
@@ -118,4 +126,5 @@ def _inflate_and_check(records: bytes, h: BatchHeader, limit: int, config: LogCo
         except RecordValidationError as e:
             ahead.rules_error = e.with_traceback(None)  # holding no frame
         ahead.rules_checked = True
+    ahead.records = b""
     return ahead

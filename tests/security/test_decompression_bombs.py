@@ -4,7 +4,9 @@ answered INVALID_RECORD on a connection that stays open, while another connectio
 are answered within a generous bound; the broker's peak RSS stays far below what inflating
 them would cost, and the records written before (compressed, one batch of them inflating past
 what is checked on the event loop) are read back, once each. Such a large batch whose records
-break the topic's rules (keyless, to a compacted topic) is refused naming them."""
+break the topic's rules (keyless, to a compacted topic) is refused naming them; bombs as many
+batches of one partition are refused without being inflated; and a request of many partitions,
+each a batch inflating to 24 MiB, is taken without holding all their records at once."""
 
 from __future__ import annotations
 
@@ -35,6 +37,7 @@ from tests.unit.test_compression_limits import (
 
 API_VERSIONS, PRODUCE, FETCH, CREATE_TOPICS = 18, 0, 1, 19
 INVALID_RECORD = 87
+WIDE = 10
 
 
 def _status_kb(pid: int, field: str) -> int:
@@ -103,11 +106,17 @@ def test_decompression_bombs_are_refused_while_others_are_served(broker_factory)
         "snappy": _bomb_batch(SNAPPY, xerial_bomb(64 * MB)),  # ~3 MB (snappy: ~21:1 at most)
         "snappy-lying": _bomb_batch(SNAPPY, snappy_lying_xerial(GB)),
     }
+    wide = build_batch([(b"w", bytes([i]) * MB, [], 1000) for i in range(24)],
+                       compression=ZSTD)
     with WireClient(b.bootstrap, timeout=60) as c:
         r = c.call(CREATE_TOPICS, 5, {"topics": [{
             "name": topic, "num_partitions": 1, "replication_factor": 1, "assignments": [],
             "configs": [{"name": "cleanup.policy", "value": "compact"}]}],
             "timeout_ms": 10_000, "validate_only": False})
+        assert r.topics[0].error_code == 0
+        r = c.call(CREATE_TOPICS, 5, {"topics": [{
+            "name": "wide", "num_partitions": WIDE, "replication_factor": 1, "assignments": [],
+            "configs": []}], "timeout_ms": 10_000, "validate_only": False})
         assert r.topics[0].error_code == 0
         keyless = build_batch([(None if i in (1, 3) else b"big", v, [], 1000)
                                for i, v in enumerate(big)], compression=ZSTD)
@@ -123,6 +132,16 @@ def test_decompression_bombs_are_refused_while_others_are_served(broker_factory)
                 part = _produce(c, topic, bomb)  # the same connection throughout: kept open
                 assert part.error_code == INVALID_RECORD, name
                 assert part.base_offset == -1, name
+            # 50 of them as one partition's records: refused (one batch per partition) before
+            # any is inflated
+            assert _produce(c, topic, bombs["zstd"] * 50).error_code == INVALID_RECORD
+            # a request of WIDE partitions, each a batch of 24 MiB of records (under the
+            # limit): taken, and the records of all are never held at once
+            r = c.call(PRODUCE, 9, {"acks": -1, "timeout": 30_000, "topic_data": [
+                {"name": "wide", "partition_data": [{"index": i, "records": wide}
+                                                    for i in range(WIDE)]}]})
+            answers = r.responses[0].partition_responses
+            assert [(p.error_code, p.base_offset) for p in answers] == [(0, 0)] * WIDE
             time.sleep(0.1)
         peak_kb = _status_kb(b.pid, "VmHWM")
         after = build_batch([(b"after", b"v", [], 1000)], compression=ZSTD)
