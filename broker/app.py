@@ -506,11 +506,16 @@ class Broker:
         while True:
             await zk.session_lost.wait()
             zk.session_lost.clear()
-            log.warning("ZooKeeper session lost: resigning every role and registering again")
+            expired, zk.session_expired = zk.session_expired, False
+            log.warning("ZooKeeper session %s: resigning every %s and registering again",
+                        "lost" if expired else "given up (no connection for too long)",
+                        "role" if expired else "leadership")
             resigned = 0
             try:
                 resigned = self.replicas.resign_all()
-                if self.controller is not None:
+                # A session only given up (see ZkMetadataStore._session_state) may come back
+                # with /controller still ours: the controller, fenced by its epoch, stays.
+                if self.controller is not None and expired:
                     self.controller.resign()
             except Exception:  # whatever failed, the broker must still register again
                 log.exception("resigning the roles of the lost session failed")

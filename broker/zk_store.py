@@ -126,6 +126,10 @@ class ZkMetadataStore(ZkControllerMixin, ZkConfigsMixin, ZkUsersMixin, ZkFeature
         # meanwhile (ReplicaManager._previous_life).
         self.registered = False
         self._given_up: asyncio.TimerHandle | None = None  # see _session_state
+        # Set with session_lost when ZooKeeper said the session expired (and with it
+        # /controller): not when the store gave a silent connection up (the session may
+        # live on, and a controller fenced by its epoch can wait for it).
+        self.session_expired = False
         self._closing = False  # our own close ends the session: no loss to recover from
         self._controller_id = -1
         self.controller_epoch = -1  # ours, while we are the controller
@@ -343,6 +347,7 @@ class ZkMetadataStore(ZkControllerMixin, ZkConfigsMixin, ZkUsersMixin, ZkFeature
             self._given_up.cancel()
             self._given_up = None
         if state == KazooState.LOST:
+            self.session_expired = True
             self._lose_session()
 
     def _expiry_margin_s(self) -> float:

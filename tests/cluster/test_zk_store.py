@@ -172,6 +172,7 @@ async def test_a_session_cut_off_longer_than_it_may_live_counts_as_lost(tmp_path
             # up a quarter of it later: before ZooKeeper may expire it (1 s for a busy machine)
             assert time.monotonic() - started < 4.0 + 1.0
             assert not store.registered
+            assert not store.session_expired  # ZooKeeper has not said so: /controller may live
         finally:
             os.kill(zk.pid, signal.SIGCONT)
         await store.reregister(timeout_s=30)
