@@ -41,6 +41,8 @@ _EDGE_I16 = (-1, -2, 0, 1, 0x7FFF, -0x8000)
 _EDGE_I32 = (-1, -2, 0, 1, 0x7FFF, 0x7FFFFFFF, -0x80000000, 0x10000)
 _LOG_MARKS = ("Traceback", " ERROR ", " CRITICAL ", "Unhandled exception", "never retrieved")
 CANARY = "fuzz-canary"
+TARGET = "fuzz-target"  # a topic of 2 partitions the seeds name (CANARY they never name)
+_BATCH = build_batch([(b"key", b"value"), (None, b"value 2", [("h", b"1")])])
 
 
 class Broker(Protocol):
@@ -60,8 +62,9 @@ class Seed:
 
 @cache
 def seeds() -> tuple[Seed, ...]:
-    """Well-formed bodies of every served API and version: every field set, and each with one
-    legal null in turn."""
+    """Well-formed bodies of every served API and version: every field set; the same naming
+    the topic TARGET (which exists), with a record batch in a Produce; each with one legal null
+    in turn."""
     out = []
     for spec in build_registry().all():
         for version in range(spec.min_version, spec.max_version + 1):
@@ -69,11 +72,21 @@ def seeds() -> tuple[Seed, ...]:
             flexible = bool(entity.__flexible__)
             tree = sample(entity)
             out.append(Seed(spec.key, version, flexible, encode_body(entity, tree)))
+            out.append(Seed(spec.key, version, flexible, encode_body(entity, _aimed(tree))))
             for path, f in null_paths(entity):
                 if f.nullable and isinstance(path[-1], str):
                     out.append(Seed(spec.key, version, flexible,
                                     encode_body(entity, with_null(tree, path))))
     return tuple(out)
+
+
+def _aimed(value: Any) -> Any:
+    """`value` (a sample's tree) with every string TARGET and every record set a batch."""
+    if isinstance(value, dict):
+        return {k: _BATCH if k == "records" else _aimed(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_aimed(v) for v in value]
+    return TARGET if value == "x" else value
 
 
 @cache
@@ -323,9 +336,10 @@ class _Canary:
         self.timeout = timeout
         self.acked: list[bytes] = []
         self.sent = 0
-        _call(address, timeout, 19, 2, {"topics": [{"name": CANARY, "num_partitions": 1,
-                                                    "replication_factor": 1}],
-                                        "timeout": 10000})
+        _call(address, timeout, 19, 2, {"topics": [
+            {"name": CANARY, "num_partitions": 1, "replication_factor": 1},
+            {"name": TARGET, "num_partitions": 2, "replication_factor": 1}],
+            "timeout": 10000})
 
     def produce(self, report: FuzzReport) -> None:
         self.sent += 1
