@@ -62,8 +62,9 @@ def decode_request(entity: type[E], read: Reader[E], buf: Any, offset: int) -> E
 
 def normal_form(entity: type[Entity], buf: Any, offset: int) -> bytes | None:
     """`buf` with the request at `offset` rewritten as Kafka reads it (booleans 0/1, strings
-    valid UTF-8, nulls as -1, struct markers -1/1, durations clamped), None when that changes
-    nothing. The guard must have passed `buf`: lengths are trusted here."""
+    valid UTF-8, nulls as -1, struct markers -1/1, durations clamped, unknown tags left out),
+    None when that changes nothing. Lengths are checked again here: the guard may have stopped
+    before them (NotNormal)."""
     out = bytearray(buf[:offset])
     try:
         pos = _entity(entity, buf, offset, out)
