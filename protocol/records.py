@@ -663,10 +663,10 @@ def records_region(buf: Buf, pos: int, h: BatchHeader,
 
 @dataclass(slots=True)
 class InflatedAhead:
-    """A compressed batch's records as inflated (and, if `checked`, walked by
-    `_check_records`) off the event loop before its append, or the error that refused them.
-    Found again by its partition, the batch's CRC and length, then by the very `bytes` it was
-    inflated from or, in a copy of them, by its compressed bytes compared."""
+    """A compressed batch's records as inflated before its append (and, if `checked`, walked
+    by `_check_records`), or the error that refused them; the records may be dropped once
+    checked. Found again by its partition, the batch's CRC and length, then by the very
+    `bytes` it was inflated from or, in a copy of them, by its compressed bytes compared."""
 
     source: object
     payload: bytes
