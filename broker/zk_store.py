@@ -351,15 +351,15 @@ class ZkMetadataStore(ZkControllerMixin, ZkConfigsMixin, ZkUsersMixin, ZkFeature
             self._lose_session()
 
     def _expiry_margin_s(self) -> float:
-        """A quarter of zookeeper.session.timeout.ms (kazoo keeps not the one ZooKeeper
-        granted, which is the one asked for when it lies within the server's bounds)."""
+        """A quarter of zookeeper.session.timeout.ms (kazoo does not keep the timeout ZooKeeper
+        granted; it is the one asked for while that lies within the server's bounds)."""
         return self._session_timeout_s / 4
 
     def _give_up_session(self) -> None:
         self._given_up = None
         if self.registered:
-            log.warning("No connection to ZooKeeper for longer than the session may live: "
-                        "acting as if the session were lost")
+            log.warning("No connection to ZooKeeper for so long that the session may expire "
+                        "before it is back: acting as if the session were lost")
         self._lose_session()
 
     def _lose_session(self) -> None:
