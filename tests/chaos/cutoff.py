@@ -7,8 +7,10 @@ tests/support/supervised.py (tests/chaos/eos_producer.py): an idempotent one (ac
 value sent once, ~150 a second) and a transactional one (small transactions, ~1/4 aborted).
 Then, round after round, one broker is cut from ZooKeeper and both peers, the victim taken in
 turn as the controller, the transaction coordinator of the producer's transactional id and
-the broker leading most partitions; held, healed; then the round waits for full ISRs, asks
-for a preferred leader election (ElectLeaders) and waits for the preferred leaders.
+the broker leading most partitions, every other round one way only (what the victim sends is
+dropped, what they send it arrives: issue 45's iptables OUTPUT rules); held, healed; then the
+round waits for full ISRs, asks for a preferred leader election (ElectLeaders) and waits for
+the preferred leaders.
 
 At the end the producers stop, and the checks are:
 
@@ -75,6 +77,7 @@ class Round:
     hold: float
     recovered: float = 0.0  # seconds from healing to full ISRs and preferred leaders
     moved: int = 0  # partitions the victim led that had a new leader by the end of the cut
+    outbound_only: bool = False  # only what the victim sent was dropped
     note: str = ""
 
 
@@ -94,7 +97,8 @@ class CutoffResult:
     def summary(self) -> str:
         c = self.counts
         found = ", ".join(f"{len(v)} {k}" for k, v in self.anomalies.items() if v) or "none"
-        return (f"cutoff: {len(self.rounds)} rounds ({', '.join(r.target for r in self.rounds)}); "
+        kinds = ", ".join(r.target + " one way" * r.outbound_only for r in self.rounds)
+        return (f"cutoff: {len(self.rounds)} rounds ({kinds}); "
                 f"{c.get('acked', 0)} idempotent values acknowledged, {c.get('txn_ok', 0)} "
                 f"committed / {c.get('txn_aborted', 0)} aborted / {c.get('txn_info', 0)} "
                 f"indeterminate transactions, {c.get('restarts', 0)} producer restarts; "
@@ -236,9 +240,12 @@ def run_rounds(cluster: Cluster, lab: NetLab, p: CutoffParams, topic: str, txn_i
         hold = rng.uniform(*p.hold)
         r = Round(kind, bid, time.monotonic() - t0, hold)
         led = [q for q, b in cluster.leaders(topic).items() if b == bid]
-        lab.cut_off(i)
+        # every other round one way only: with 3 targets, each target gets both kinds
+        r.outbound_only = len(rounds) % 2 == 1
+        lab.cut_off(i, r.outbound_only)
         log.append(f"{r.start:8.2f}s round {len(rounds) + 1}: broker {bid} ({kind}) cut from "
-                   f"ZooKeeper and peers for {hold:.1f}s")
+                   f"ZooKeeper and peers{' (outbound only)' if r.outbound_only else ''} for "
+                   f"{hold:.1f}s")
         try:
             time.sleep(hold)
             r.moved = _moved(cluster, topic, bid, led)
@@ -292,6 +299,26 @@ def read_history(out_dir: Path) -> History:
 
 
 Reads = dict[str, list[tuple[int, int]]]  # value -> where it was read
+
+
+def _ends(bootstrap: str, topic: str, partitions: int, isolation: str) -> list[int]:
+    """Each partition's end as ListOffsets(latest) answers it: the high watermark, or the
+    last stable offset for read_committed."""
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"cut-{uuid.uuid4().hex[:8]}",
+                  "isolation.level": isolation})
+    try:
+        return [c.get_watermark_offsets(TopicPartition(topic, part), timeout=10)[1]
+                for part in range(partitions)]
+    finally:
+        c.close()
+
+
+def no_open_transactions(bootstrap: str, topic: str, partitions: int) -> bool:
+    """Every partition's last stable offset is its high watermark: a transaction left open
+    (its producer killed) would hide later committed values from a read_committed read until
+    the coordinator aborts it (transaction.timeout.ms)."""
+    return (_ends(bootstrap, topic, partitions, "read_committed")
+            == _ends(bootstrap, topic, partitions, "read_uncommitted"))
 
 
 def read_topic(bootstrap: str, topic: str, partitions: int, isolation: str,
@@ -464,13 +491,20 @@ def run_cutoff(cluster: Cluster, lab: NetLab, p: CutoffParams, out_dir: Path) ->
                 notes.append(f"{w.worker} did not finish within 120 s after the stop")
             w.stop()
         leaders.halt.set()
-    with contextlib.suppress(AssertionError):
+    try:
         wait_until(lambda: _everyone_says(cluster, topic, False)
                    and _replicas_agree_on_ends(cluster, topic, p.partitions), 90,
                    "full ISRs and equal log ends")
+    except AssertionError as exc:  # the replica comparison below says how they differ
+        notes.append(str(exc))
     h = read_history(out_dir)
     h.counts["restarts"] = idem.restarts + txn.restarts
     notes += [f"{w.worker}: {s}" for w in (idem, txn) for s in w.crashes + w.stalls]
+    try:
+        wait_until(lambda: no_open_transactions(cluster.bootstrap, topic, p.partitions), 60,
+                   "no open transaction")
+    except AssertionError as exc:
+        notes.append(str(exc))
     reads = {iso: read_topic(cluster.bootstrap, topic, p.partitions, iso)
              for iso in ("read_uncommitted", "read_committed")}
     logs = {part: replica_logs(cluster, topic, part) for part in range(p.partitions)}

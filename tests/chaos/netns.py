@@ -314,11 +314,23 @@ class NetLab:
                  "cut from broker" + ("s " if len(others) > 1 else " ")
                  + ",".join(map(str, others)))
 
-    def cut_off(self, i: int) -> None:
+    def cut_off(self, i: int, outbound_only: bool = False) -> None:
         """Cut broker i from ZooKeeper and from every other broker; clients still reach it
-        (a broker that keeps serving while the cluster has moved on without it)."""
+        (a broker that keeps serving while the cluster has moved on without it).
+
+        `outbound_only` drops only what the broker sends them, as an iptables OUTPUT rule
+        on the broker's host does: what they send still arrives (the new controller's
+        LeaderAndIsr and UpdateMetadata, followers' fetches), none of its answers or ACKs
+        leave."""
         others = [self.broker_host(j) for j in range(self.size) if j != i]
-        self.cut(i, [self.zookeeper_host, *others], "cut from ZooKeeper and all peers")
+        if not outbound_only:
+            self.cut(i, [self.zookeeper_host, *others], "cut from ZooKeeper and all peers")
+            return
+        self.cuts.append(Cut(i, [self.zookeeper_host, *others],
+                             "what it sends to ZooKeeper and all peers dropped"))
+        ns_side, _ = self._sides(i)
+        for addr in [self.zookeeper_host, *others]:
+            _drop(ns_side, "dst", addr)
 
     def cut_zookeeper(self, i: int) -> None:
         self.cut(i, [self.zookeeper_host], "cut from ZooKeeper")

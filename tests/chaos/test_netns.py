@@ -96,3 +96,38 @@ def test_cuts_are_symmetric_and_heal(lab: NetLab) -> None:
     assert reachable(lab) == deaf
     lab.heal()
     assert reachable(lab) == everything and not lab.cuts
+
+
+# Receives UDP datagrams on argv[1]:argv[2] for argv[3] seconds; prints each one.
+UDP_SINK = ("import socket,sys\ns=socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\n"
+            "s.bind((sys.argv[1], int(sys.argv[2]))); s.settimeout(float(sys.argv[3]))\n"
+            "print('up', flush=True)\ntry:\n while True: print(s.recv(100).decode(), flush=True)\n"
+            "except OSError: pass")
+UDP_SEND = ("import socket,sys\ns=socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\n"
+            "s.bind((sys.argv[1], 0))\nfor _ in range(3): s.sendto(b'hi', (sys.argv[2], 9999))")
+
+
+def _datagram_arrives(lab: NetLab, src: int, dst: int) -> bool:
+    sink = subprocess.Popen([*lab.placement(dst)["command_prefix"], sys.executable, "-c",
+                             UDP_SINK, lab.broker_host(dst), "9999", "1.0"],
+                            stdout=subprocess.PIPE, text=True)
+    assert sink.stdout is not None and sink.stdout.readline().strip() == "up"
+    subprocess.run([*lab.placement(src)["command_prefix"], sys.executable, "-c", UDP_SEND,
+                    lab.broker_host(src), lab.broker_host(dst)], check=True)
+    out, _ = sink.communicate(timeout=10)
+    return "hi" in out
+
+
+def test_cut_off_both_ways_and_outbound_only(lab: NetLab) -> None:
+    everything = reachable(lab)
+    cut = {"z->0", "0->z", "0->1", "0->2", "1->0", "2->0"}  # TCP needs both ways
+    lab.cut_off(0)
+    assert reachable(lab) == everything - cut  # clients still reach it
+    assert not _datagram_arrives(lab, 1, 0) and not _datagram_arrives(lab, 0, 1)
+    lab.heal()
+    lab.cut_off(0, outbound_only=True)
+    assert reachable(lab) == everything - cut
+    # what the peers send still arrives; what it sends does not
+    assert _datagram_arrives(lab, 1, 0) and not _datagram_arrives(lab, 0, 1)
+    lab.heal()
+    assert reachable(lab) == everything and _datagram_arrives(lab, 0, 1) and not lab.cuts
