@@ -6,7 +6,9 @@ generators: Kafka's ProducerPerformance / ConsumerPerformance and librdkafka (co
 Besides produce/consume throughput: transactional produce (100 ms and one-record
 transactions), produce→consume latency at a fixed rate, 8 producers + 8 consumers on 64
 partitions (--many-clients), read_committed consumption of transactional data (--rc-records),
-recovery after kill -9 with --recovery-mib of log, and scale to --partitions (see
+8 librdkafka producers paced at a fraction of capacity over 100-2,000 partitions and consumers
+of many partitions at a low rate (--paced-*, bench/many_partitions.py), recovery after
+kill -9 with --recovery-mib of log, and scale to --partitions (see
 docs/performance.md, Methodology).
 Prints one table of medians (Samsa, Kafka, Samsa/Kafka) and writes it to docs/performance.md.
 No assertions on speed anywhere: this measures, it does not judge.
@@ -913,6 +915,12 @@ class Plan:
     partitions: tuple[int, ...] = ()  # scale steps: partitions on the broker in total
     many_clients: int = 0  # records per producer in the many-clients phase (0: skip)
     rc_records: int = 0  # transactional records for the read_committed phase (0: skip)
+    # Paced producers over many partitions (bench/many_partitions.py, issue 47): topic sizes,
+    # records/s in all, seconds each; and the low-rate consume over many partitions.
+    paced_partitions: tuple[int, ...] = ()
+    paced_rates: tuple[int, ...] = ()
+    paced_seconds: float = 20
+    paced_consume: tuple[int, int] = (0, 0)  # (partitions, records/s); (0, 0): skip
     # ProducerPerformance's own warm-up (--warmup-records) before a phase's measured records:
     # records by record size, else this share of the phase's records. The tool is a new JVM
     # per phase, and on 2 cores its C2 compiler runs for its first 7-11 s.
@@ -1011,6 +1019,7 @@ def bench_broker(broker: Broker, plan: Plan, results: Results, failures: Failure
                      failures)
     bench_transactions_and_latency(broker, plan, results, failures)
     bench_many_clients_and_read_committed(broker, plan, results, failures)
+    bench_paced_partitions(broker, plan, results, failures)
     results.setdefault("peak_rss_mib", []).append(peak_rss_mib(broker.proc.pid))
     # CPU that neither the broker nor our load generators used: other work on the machine.
     other = (machine_busy_seconds() - busy0) - (own_seconds() - own0) \
@@ -1079,6 +1088,44 @@ def bench_many_clients_and_read_committed(broker: Broker, plan: Plan, results: R
         job = lambda: rdkafka_consume(b, topic, n, 100, extra, passes)  # noqa: E731
         measured(broker, "consume rdkafka 100B read_committed", n * 100 * passes, job, results,
                  failures)
+
+
+def paced_job(broker: Broker, partitions: int, rate: int, seconds: float,
+              consume: bool) -> Callable[[], Outcome]:
+    def job() -> Outcome:
+        import many_partitions  # bench/many_partitions.py, which imports this module
+
+        shown = (f"{many_partitions.WORKERS} × many_partitions.py produce (librdkafka, acks=all, "
+                 f"idempotent, linger.ms 5, keyed {many_partitions.SIZE} B) paced at {rate:,} "
+                 f"rec/s in all over {partitions} partitions for {seconds:.0f} s"
+                 + (f" + {many_partitions.CONSUMERS} consumers (assign())" if consume else ""))
+        try:
+            f = many_partitions.run_load(broker.proc.pid, broker.bootstrap, partitions, rate,
+                                         seconds, consume)
+        except RuntimeError as e:
+            return Outcome(error=str(e), command=shown)
+        if f["errors"] or f["records"] < rate * seconds * 0.99:
+            return Outcome(error=f"{f['records']:,.0f} records delivered, {f['errors']:.0f} "
+                                 "errors", command=shown)  # fmt: skip
+        keys: tuple[str, ...] = ("p50_ms", "p99_ms", "p999_ms", "cpu_us_per_request",
+                                 "sent_rps")
+        keys += ("e2e_p50_ms", "e2e_p99_ms", "e2e_p999_ms") if consume else ()
+        return Outcome({k: f[k] for k in keys})
+    return job
+
+
+def bench_paced_partitions(broker: Broker, plan: Plan, results: Results,
+                           failures: Failures) -> None:  # fmt: skip
+    """Small batches over many partitions at a fraction of capacity (issue 47): latency, and
+    the broker's CPU per request."""
+    for partitions in plan.paced_partitions:
+        for rate in plan.paced_rates:
+            job = paced_job(broker, partitions, rate, plan.paced_seconds, False)
+            measured(broker, f"paced {partitions}p {rate}", 0, job, results, failures)
+    partitions, rate = plan.paced_consume
+    if partitions and rate:
+        job = paced_job(broker, partitions, rate, plan.paced_seconds, True)
+        measured(broker, f"paced consume {partitions}p {rate}", 0, job, results, failures)
 
 
 def bench_recovery(broker: Broker, mib: int, results: Results, failures: Failures) -> None:
@@ -1327,6 +1374,23 @@ def table_rows(plan: Plan) -> list[tuple[str, str, str, bool]]:
             rows += [(f"{name} consume read_committed, transactional 100 B (1 in 10 "
                       "transactions aborted)", f"{c}|rps", "rec/s", True),
                      ("  … broker CPU per GB read", f"{c}|cpu_s_per_gb", "s/GB", False)]
+    for partitions in plan.paced_partitions:
+        for rate in plan.paced_rates:
+            pk = f"paced {partitions}p {rate}"
+            rows += [(f"{partitions:,} partitions, librdkafka keyed 200 B acks=all paced at "
+                      f"{rate:,} rec/s: produce latency p50", f"{pk}|p50_ms", "ms", False),
+                     ("  … p99", f"{pk}|p99_ms", "ms", False),
+                     ("  … p99.9", f"{pk}|p999_ms", "ms", False),
+                     ("  … broker CPU per Produce request", f"{pk}|cpu_us_per_request", "us",
+                      False)]  # fmt: skip
+    if plan.paced_consume[0] and plan.paced_consume[1]:
+        partitions, rate = plan.paced_consume
+        ck = f"paced consume {partitions}p {rate}"
+        rows += [(f"{partitions:,} partitions at {rate:,} rec/s, consumers of all of them: "
+                  "produce→consume latency p50", f"{ck}|e2e_p50_ms", "ms", False),
+                 ("  … p99", f"{ck}|e2e_p99_ms", "ms", False),
+                 ("  … broker CPU per request (Produce and Fetch)", f"{ck}|cpu_us_per_request",
+                  "us", False)]  # fmt: skip
     if plan.recovery_mib:
         rec = f"kill -9 with {plan.recovery_mib:,} MiB of log, restart →"
         rows += [(f"{rec} first ApiVersions answer", "recovery|first_s", "s", False),
@@ -1538,6 +1602,14 @@ def parse_args() -> argparse.Namespace:
     ap.add_argument("--rc-records", type=int, default=5_000_000,
                     help="100 B records in transactions (1 in 10 aborted) read back with "
                          "read_committed (0: skip)")
+    ap.add_argument("--paced-partitions", default="100,500,2000",
+                    help="paced many-partition produce: topic partition counts ('': skip)")
+    ap.add_argument("--paced-rates", default="20000,100000",
+                    help="... records/s in all (the issue's 10 %% and ~50 %% of capacity)")
+    ap.add_argument("--paced-seconds", type=float, default=20, help="... seconds each")
+    ap.add_argument("--paced-consume", default="500=2000", metavar="PARTITIONS=RATE",
+                    help="low-rate consume of many partitions alongside paced producers ('': "
+                         "skip)")
     ap.add_argument("--partitions", default="1000,10000",
                     help="scale steps: total partitions on the broker, comma-separated ('': skip)")
     args = ap.parse_args()
@@ -1548,6 +1620,8 @@ def parse_args() -> argparse.Namespace:
         args.latency_rate, args.latency_seconds, args.recovery_mib = 500, 5, 64
         args.partitions = "100"
         args.many_clients, args.rc_records = 6_400, 20_000
+        args.paced_partitions, args.paced_rates, args.paced_seconds = "500", "2000", 5
+        args.paced_consume = "100=500"
     return args
 
 
@@ -1567,6 +1641,11 @@ def make_plan(args: argparse.Namespace, kafka_lib: Path | None) -> Plan:
                 producer_warmup={int(sz): int(n) for sz, n in (
                     p.split("=") for p in args.producer_warmup.split(",") if p.strip())},
                 producer_warmup_share=args.producer_warmup_share,
+                paced_partitions=tuple(int(x) for x in args.paced_partitions.split(",") if x),
+                paced_rates=tuple(int(x) for x in args.paced_rates.split(",") if x),
+                paced_seconds=args.paced_seconds,
+                paced_consume=tuple(int(x) for x in args.paced_consume.split("=")) if
+                args.paced_consume else (0, 0),  # type: ignore[arg-type]
                 )  # fmt: skip
 
 
