@@ -427,7 +427,13 @@ class Partition:
         log = self.log
         hw = log.high_watermark
         lso = log.last_stable_offset
-        max_offset = lso if isolation_level == READ_COMMITTED else hw
+        committed = isolation_level == READ_COMMITTED
+        max_offset = lso if committed else hw
+        start = log.log_start_offset
+        if fetch_offset == max_offset and fetch_offset >= start and not log.offline:
+            # Caught up (a consumer of many partitions at a low rate: most of them, in most
+            # fetches): nothing to read, and no segment to look at (what log.read answers).
+            return PartitionRead(b"", hw, lso, start, [] if committed else None)
         data = log.read(fetch_offset, max_bytes, max_offset, min_one_message, zero_copy)
         records = data.records
         aborted: list[tuple[int, int]] | None = None
