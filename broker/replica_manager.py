@@ -481,8 +481,8 @@ class ReplicaManager:
         """The partition a fetch reads: the leader's, or with `follower_ok` (a consumer's
         Fetch v11+, KIP-392) a follower's replica too."""
         partition = self.get(topic, index)
-        if follower_ok and partition is not None and not partition.is_leader:
-            return partition
+        if partition is not None and (follower_ok or partition.is_leader):
+            return partition  # (once per partition of every fetch: one lookup, not two)
         return self.leader_partition(topic, index)
 
     async def wait_for_data(self, partitions: list[Partition], timeout_s: float,

@@ -500,8 +500,13 @@ class ProducerStateManager:
         return lso if lso is not None else self._compute_lso(completed)
 
     def first_unstable_offset(self) -> int | None:
-        candidates = list(self._ongoing) + list(self._unreplicated)
-        return min(candidates) if candidates else None
+        # Asked for each partition of each fetch (the LSO), almost always of neither kind.
+        ongoing, unreplicated = self._ongoing, self._unreplicated
+        if not unreplicated:
+            return min(ongoing) if ongoing else None
+        if not ongoing:
+            return min(unreplicated)
+        return min(min(ongoing), min(unreplicated))
 
     def first_undecided_offset(self) -> int | None:
         return min(self._ongoing) if self._ongoing else None
