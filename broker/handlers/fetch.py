@@ -15,15 +15,21 @@ from __future__ import annotations
 
 import time
 import uuid
+import weakref
 from collections.abc import Callable, Sequence
+from functools import cache as memoize
 from typing import TYPE_CHECKING, Any
 
 from samsa.config.schema import RACK_AWARE_SELECTOR
+from samsa.protocol.codec import response_type
+from samsa.protocol.encoder import Encoded, encode_entity
 from samsa.protocol.errors import ErrorCode
+from samsa.protocol.kio_adapter import Entity, schema_fields
 
 from .. import metrics
 from ..context import RequestContext
-from ..partition import Partition
+from ..partition import Partition, PartitionRead
+from ..quotas import FETCH_KEY
 from ..replica_manager import PartitionError
 from ..security.authorizer import AclOperation, ResourceType
 from .common import PARTITION_ERRORS, error_code_of, field
@@ -61,7 +67,7 @@ async def handle_fetch(ctx: RequestContext, request: FetchRequest) -> dict[str, 
     replica_epoch = (request.replica_state.replica_epoch if _has_replica_state(request)
                      else -1)
     read_one = (_follower_reader(ctx, replica_id, replica_epoch) if replica_id >= 0
-                else _consumer_reader(isolation, ctx.zero_copy))
+                else _consumer_reader(isolation, ctx.zero_copy, _partition_entity(ctx.version)))
     if replica_id < 0 and ctx.quotas is not None and ctx.quotas.active:
         # Kafka caps a consumer's fetch at what its quota allows in one full window
         max_bytes = min(max_bytes, ctx.quotas.max_fetch_bytes(ctx.listener, ctx.principal.name,
@@ -213,7 +219,11 @@ def _read_all(
                 leaders.append(partition)
                 limit = max(min(p.partition_max_bytes, max_bytes - total), 0)
                 last_epoch: int = field(p, "last_fetched_epoch", -1)
-                out.update(read_one(partition, p.fetch_offset, last_epoch, limit, total == 0))
+                answer = read_one(partition, p.fetch_offset, last_epoch, limit, total == 0)
+                if type(answer) is Encoded:  # the partition's whole answer, encoded before
+                    out = answer
+                else:
+                    out.update(answer)
                 total += len(out["records"])
                 had_error |= "diverging_epoch" in out  # answer now: the follower truncates
             except PARTITION_ERRORS as exc:
@@ -230,7 +240,44 @@ def _read_all(
     return responses, total, leaders, had_error
 
 
-def _consumer_reader(isolation: int, zero_copy: bool) -> ReadOne:
+@memoize
+def _partition_entity(version: int) -> type[Entity]:
+    """The Fetch response's partition entity at `version`."""
+    for f in schema_fields(response_type(FETCH_KEY, version)):
+        if f.name == "responses" and f.entity is not None:
+            for g in schema_fields(f.entity):
+                if g.name == "partitions" and g.entity is not None:
+                    return g.entity
+    raise LookupError(f"Fetch v{version} has no partitions")
+
+
+# A caught-up partition's answer (no records), encoded once: (its figures, the answer) by
+# partition. A consumer of many partitions at a low rate is answered this for most of them
+# in each fetch, and the figures change only when something is appended.
+_CAUGHT_UP: weakref.WeakKeyDictionary[Partition, tuple[tuple[Any, ...], Encoded]] = (
+    weakref.WeakKeyDictionary())
+
+
+def _caught_up(entity: type[Entity], partition: Partition, read: PartitionRead) -> Encoded:
+    key = (entity, read.high_watermark, read.last_stable_offset, read.log_start_offset,
+           read.aborted is None)
+    cached = _CAUGHT_UP.get(partition)
+    if cached is not None and cached[0] == key:
+        return cached[1]
+    answer = encode_entity(entity, {
+        "partition_index": partition.index,
+        "error_code": ErrorCode.none,
+        "high_watermark": read.high_watermark,
+        "last_stable_offset": read.last_stable_offset,
+        "log_start_offset": read.log_start_offset,
+        "aborted_transactions": None if read.aborted is None else [],
+        "records": b"",
+    })
+    _CAUGHT_UP[partition] = (key, answer)
+    return answer
+
+
+def _consumer_reader(isolation: int, zero_copy: bool, entity: type[Entity]) -> ReadOne:
     """A consumer's fetch; `zero_copy`: large records as FileRegions of the log, which the
     socket layer sends from the file (the connection can: plaintext, sendfile enabled)."""
 
@@ -240,6 +287,8 @@ def _consumer_reader(isolation: int, zero_copy: bool) -> ReadOne:
         read = partition.read(fetch_offset, limit, isolation, first, zero_copy)
         if read.records:
             metrics.fetched(partition.topic, len(read.records))
+        elif not read.aborted:
+            return _caught_up(entity, partition, read)
         return {
             "error_code": ErrorCode.none,
             "high_watermark": read.high_watermark,
