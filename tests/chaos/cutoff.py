@@ -22,6 +22,8 @@ At the end the producers stop, and the checks are:
     phantom                    a value read that no producer sent
     replica_divergence         the three replicas of a partition differ (their batches,
                                byte for byte, read from each broker's segment files)
+    unrecovered                a round after which the brokers did not all say full ISRs
+                               within 120 s and preferred leaders within 30 s more
 
 Each anomaly names the partition and offsets, the batch's producer id, epoch, sequence and
 partition leader epoch, and which broker led at that epoch as the brokers' Metadata said.
@@ -54,7 +56,7 @@ TARGETS = ("controller", "txn_coordinator", "most_leaders")
 METADATA, ELECT_LEADERS = 3, 43
 PREFERRED = 0
 ANOMALIES = ("lost", "duplicate", "moved", "aborted_read", "partial_txn", "phantom",
-             "replica_divergence")
+             "replica_divergence", "unrecovered")
 
 
 @dataclass
@@ -207,7 +209,7 @@ def _recover(cluster: Cluster, topic: str, timeout: float) -> str:
     try:
         wait_until(lambda: _everyone_says(cluster, topic, False), timeout, "full ISRs")
     except AssertionError as exc:
-        return str(exc)
+        return f"{exc}: {_disagreements(cluster, topic, False)}"
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         elect_preferred(cluster)
@@ -215,7 +217,22 @@ def _recover(cluster: Cluster, topic: str, timeout: float) -> str:
             if _everyone_says(cluster, topic, True):
                 return ""
         time.sleep(1)
-    return "leaders not back on their preferred replicas within 30 s"
+    return (f"leaders not back on their preferred replicas within 30 s: "
+            f"{_disagreements(cluster, topic, True)}")
+
+
+def _disagreements(cluster: Cluster, topic: str, preferred: bool) -> str:
+    """Which broker says what about the partitions not fully replicated (or not led by their
+    preferred replica) in its view."""
+    n, out = len(cluster.brokers), []
+    try:
+        for bid, view in sorted(views(cluster, topic).items()):
+            out += [f"broker {bid} says p{part} leader {leader} isr {isr}"
+                    for part, (leader, replicas, isr) in sorted(view.items())
+                    if len(isr) != n or (preferred and leader != replicas[0])]
+    except Exception as exc:
+        out.append(f"Metadata failed: {exc!r}")
+    return "; ".join(out) or "(all agree now)"
 
 
 def _moved(cluster: Cluster, topic: str, victim: int, led: list[int]) -> int:
@@ -509,6 +526,8 @@ def run_cutoff(cluster: Cluster, lab: NetLab, p: CutoffParams, out_dir: Path) ->
              for iso in ("read_uncommitted", "read_committed")}
     logs = {part: replica_logs(cluster, topic, part) for part in range(p.partitions)}
     anomalies = check(h, reads, logs, leaders)
+    anomalies["unrecovered"] = [f"round {k + 1} ({r.target}, broker {r.broker}): {r.note}"
+                                for k, r in enumerate(rounds) if r.note]
     res = CutoffResult(p, rounds, anomalies, dict(h.counts), notes)
     res.text = _report(res, log, leaders, topic, txn_id)
     (out_dir / "report.txt").write_text(res.text + "\n")
