@@ -251,19 +251,21 @@ def _partition_entity(version: int) -> type[Entity]:
     raise LookupError(f"Fetch v{version} has no partitions")
 
 
-# A caught-up partition's answer (no records), encoded once: (its figures, the answer) by
-# partition. A consumer of many partitions at a low rate is answered this for most of them
-# in each fetch, and the figures change only when something is appended.
-_CAUGHT_UP: weakref.WeakKeyDictionary[Partition, tuple[tuple[Any, ...], Encoded]] = (
-    weakref.WeakKeyDictionary())
+# A caught-up partition's answer (no records), encoded once: by id(partition), (a reference
+# to it, its figures, the answer). A consumer of many partitions at a low rate is answered
+# this for most of them in each fetch, and the figures change only when something is
+# appended. (A WeakKeyDictionary makes a new weak reference at each lookup.)
+CaughtUp = tuple["weakref.ref[Partition]", tuple[Any, ...], Encoded]
+_CAUGHT_UP: dict[int, CaughtUp] = {}
 
 
 def _caught_up(entity: type[Entity], partition: Partition, read: PartitionRead) -> Encoded:
     key = (entity, read.high_watermark, read.last_stable_offset, read.log_start_offset,
            read.aborted is None)
-    cached = _CAUGHT_UP.get(partition)
-    if cached is not None and cached[0] == key:
-        return cached[1]
+    ident = id(partition)
+    cached = _CAUGHT_UP.get(ident)
+    if cached is not None and cached[1] == key and cached[0]() is partition:
+        return cached[2]
     answer = encode_entity(entity, {
         "partition_index": partition.index,
         "error_code": ErrorCode.none,
@@ -273,7 +275,9 @@ def _caught_up(entity: type[Entity], partition: Partition, read: PartitionRead) 
         "aborted_transactions": None if read.aborted is None else [],
         "records": b"",
     })
-    _CAUGHT_UP[partition] = (key, answer)
+    ref = (cached[0] if cached is not None and cached[0]() is partition
+           else weakref.ref(partition, lambda _: _CAUGHT_UP.pop(ident, None)))
+    _CAUGHT_UP[ident] = (ref, key, answer)
     return answer
 
 
