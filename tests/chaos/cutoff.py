@@ -69,6 +69,7 @@ class CutoffParams:
     seed: int = 0
     recover_timeout: float = 120.0  # full ISRs, preferred leaders after a round
     stall_s: float = 60.0  # a producer run without progress this long is killed
+    one_way: bool = True  # every other round cuts only what the victim sends
 
 
 @dataclass
@@ -258,7 +259,7 @@ def run_rounds(cluster: Cluster, lab: NetLab, p: CutoffParams, topic: str, txn_i
         r = Round(kind, bid, time.monotonic() - t0, hold)
         led = [q for q, b in cluster.leaders(topic).items() if b == bid]
         # every other round one way only: with 3 targets, each target gets both kinds
-        r.outbound_only = len(rounds) % 2 == 1
+        r.outbound_only = p.one_way and len(rounds) % 2 == 1
         lab.cut_off(i, r.outbound_only)
         log.append(f"{r.start:8.2f}s round {len(rounds) + 1}: broker {bid} ({kind}) cut from "
                    f"ZooKeeper and peers{' (outbound only)' if r.outbound_only else ''} for "
