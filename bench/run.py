@@ -1501,7 +1501,11 @@ def environment(args: argparse.Namespace, plan: Plan, kafka_note: str) -> list[s
         f"{plan.latency_rate:,} rec/s for {plan.latency_seconds:g} s (100 B); "
         f"{MANY_CLIENTS}+{MANY_CLIENTS} clients × {plan.many_clients:,} records on "
         f"{MANY_PARTITIONS} partitions; {plan.rc_records:,} transactional records read with "
-        f"read_committed; "
+        f"read_committed; paced produce over "
+        f"{', '.join(f'{p:,}' for p in plan.paced_partitions) or 'no'} partitions at "
+        f"{', '.join(f'{r:,}' for r in plan.paced_rates) or '-'} rec/s for "
+        f"{plan.paced_seconds:g} s each, and consume of {plan.paced_consume[0]:,} partitions "
+        f"at {plan.paced_consume[1]:,} rec/s; "
         f"kill -9 after {plan.recovery_mib:,} MiB (1 KiB records, acks=all); partition scale "
         f"steps {', '.join(f'{p:,}' for p in plan.partitions) or 'none'}",
     ]
