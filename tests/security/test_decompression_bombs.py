@@ -11,10 +11,7 @@ each a batch inflating to 24 MiB, is taken without holding all their records at 
 from __future__ import annotations
 
 import struct
-import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 
 from samsa.protocol.compression import GZIP, LZ4, SNAPPY, ZSTD
 from samsa.protocol.records import (
@@ -25,6 +22,7 @@ from samsa.protocol.records import (
     iter_batches,
 )
 from tests.protocol.wire import WireClient
+from tests.support.liveness import Liveness
 from tests.unit.test_compression_limits import (
     GB,
     MB,
@@ -58,34 +56,6 @@ def _produce(c: WireClient, topic: str, batch: bytes) -> object:
     r = c.call(PRODUCE, 9, {"acks": -1, "timeout": 5000, "topic_data": [
         {"name": topic, "partition_data": [{"index": 0, "records": batch}]}]})
     return r.responses[0].partition_responses[0]
-
-
-class _Watch:
-    """ApiVersions on a connection of its own, every 10 ms in a thread: the latencies."""
-
-    def __init__(self, bootstrap: str) -> None:
-        self.client = WireClient(bootstrap, timeout=30)
-        self.latencies: list[float] = []
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            started = time.monotonic()
-            assert self.client.call(API_VERSIONS, 0, {}).error_code == 0
-            self.latencies.append(time.monotonic() - started)
-            time.sleep(0.01)
-
-    @contextmanager
-    def running(self) -> Iterator[_Watch]:
-        self._thread.start()
-        try:
-            yield self
-        finally:
-            self._stop.set()
-            self._thread.join(30)
-            self.client.close()
-        assert not self._thread.is_alive()
 
 
 def test_decompression_bombs_are_refused_while_others_are_served(broker_factory) -> None:
@@ -126,7 +96,7 @@ def test_decompression_bombs_are_refused_while_others_are_served(broker_factory)
         for batch in legit:
             assert _produce(c, topic, batch).error_code == 0
         baseline_kb = _status_kb(b.pid, "VmRSS")
-        with _Watch(b.bootstrap).running() as watch:
+        with Liveness(b.port, b.pid, interval_s=0.01).running() as watch:
             time.sleep(0.1)
             for name, bomb in bombs.items():
                 part = _produce(c, topic, bomb)  # the same connection throughout: kept open

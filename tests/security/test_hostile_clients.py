@@ -11,85 +11,22 @@ import resource
 import selectors
 import socket
 import struct
-import threading
 import time
 import urllib.request
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 from confluent_kafka import Consumer, Producer
 
 from tests.support.broker import BrokerProcess, free_port
+from tests.support.liveness import Liveness, api_versions_v0, rss_mb
 
 MB = 1 << 20
 Factory = Callable[..., BrokerProcess]  # the broker_factory fixture
 ATTACKERS = 24
 BURST = 2000
 _APIVERSIONS_V0 = struct.pack(">hhih", 18, 0, 0, 1) + b"t"  # key, version, correlation, client
-
-
-def _request(correlation: int) -> bytes:
-    body = struct.pack(">hhih", 18, 0, correlation, 1) + b"t"
-    return struct.pack(">i", len(body)) + body
-
-
-def _rss_mb(pid: int) -> float:
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
-    raise AssertionError("no VmRSS")
-
-
-def _read_frame(sock: socket.socket) -> bytes:
-    def exactly(n: int) -> bytes:
-        data = b""
-        while len(data) < n:
-            chunk = sock.recv(n - len(data))
-            if not chunk:
-                raise ConnectionError("closed")
-            data += chunk
-        return data
-    (size,) = struct.unpack(">i", exactly(4))
-    return exactly(size)
-
-
-class _Watch:
-    """Samples the broker's RSS, and the latency of ApiVersions on a connection of its own,
-    in a thread until stopped."""
-
-    def __init__(self, broker: BrokerProcess) -> None:
-        assert broker.pid is not None
-        self.pid = broker.pid
-        self.peak_mb = _rss_mb(self.pid)
-        self.latencies: list[float] = []
-        self._sock = socket.create_connection(("127.0.0.1", broker.port), timeout=30)
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-
-    def _run(self) -> None:
-        n = 0
-        while not self._stop.is_set():
-            n += 1
-            started = time.monotonic()
-            self._sock.sendall(_request(n))
-            assert struct.unpack(">i", _read_frame(self._sock)[:4])[0] == n
-            self.latencies.append(time.monotonic() - started)
-            self.peak_mb = max(self.peak_mb, _rss_mb(self.pid))
-            time.sleep(0.02)
-
-    @contextmanager
-    def running(self) -> Iterator[_Watch]:
-        self._thread.start()
-        try:
-            yield self
-        finally:
-            self._stop.set()
-            self._thread.join(30)
-            self._sock.close()
-        assert not self._thread.is_alive()
 
 
 def _reset(sock: socket.socket) -> None:
@@ -120,10 +57,10 @@ def _big_prefixes(port: int, extra: int) -> list[socket.socket]:
 def _settle(pid: int, below_mb: float, timeout_s: float = 20.0) -> float:
     """The broker's RSS once under `below_mb` (or the last one read after `timeout_s`)."""
     deadline = time.monotonic() + timeout_s
-    rss = _rss_mb(pid)
+    rss = rss_mb(pid)
     while rss >= below_mb and time.monotonic() < deadline:
         time.sleep(0.2)
-        rss = _rss_mb(pid)
+        rss = rss_mb(pid)
     return rss
 
 
@@ -155,9 +92,10 @@ def _consume_all(bootstrap: str, topic: str, n: int) -> list[bytes]:
     return got
 
 
-def _attack(broker: BrokerProcess, attack: Callable[[], None]) -> tuple[_Watch, float]:
-    baseline = _rss_mb(broker.pid or 0)
-    watch = _Watch(broker)
+def _attack(broker: BrokerProcess, attack: Callable[[], None]) -> tuple[Liveness, float]:
+    assert broker.pid is not None
+    baseline = rss_mb(broker.pid)
+    watch = Liveness(broker.port, broker.pid)
     with watch.running():
         attack()
         time.sleep(0.5)  # answers on the watch's connection with the attackers still there
@@ -251,7 +189,7 @@ def _burst(port: int, n: int, timeout_s: float) -> tuple[int, float]:
                 conn: Any = key.fileobj
                 try:
                     if events & selectors.EVENT_WRITE:
-                        conn.send(_request(key.data[0]))
+                        conn.send(api_versions_v0(key.data[0]))
                         sel.modify(conn, selectors.EVENT_READ, key.data)
                         continue
                     chunk = conn.recv(65536)
