@@ -536,9 +536,28 @@ def run_cutoff(cluster: Cluster, lab: NetLab, p: CutoffParams, out_dir: Path) ->
     return res
 
 
+def _code_version() -> str:
+    """The commit the brokers ran (and whether the tree differed from it): the tree may
+    change while a long run goes on."""
+    import subprocess
+
+    from tests.support.broker import REPO_ROOT
+
+    try:
+        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO_ROOT,
+                              capture_output=True, text=True, timeout=10).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"],
+                               cwd=REPO_ROOT, capture_output=True, text=True,
+                               timeout=10).stdout.strip()
+    except (OSError, subprocess.SubprocessError) as exc:
+        return f"unknown ({exc!r})"
+    return head + (" with uncommitted changes" if dirty else "")
+
+
 def _report(res: CutoffResult, log: list[str], leaders: LeaderLog, topic: str,
             txn_id: str) -> str:
-    lines = [res.summary(), f"topic {topic}, transactional id {txn_id}", "rounds:", *log]
+    lines = [res.summary(), f"topic {topic}, transactional id {txn_id}, code {_code_version()} "
+             f"at the end", "rounds:", *log]
     for kind, items in res.anomalies.items():
         if items:
             lines.append(f"{kind} ({len(items)}):")
