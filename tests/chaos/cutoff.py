@@ -17,6 +17,8 @@ At the end the producers stop, and the checks are:
     lost / duplicate / moved   every acknowledged value exactly once, at its acknowledged
                                (partition, offset), in a read_uncommitted and in a
                                read_committed read (and unacknowledged values at most once)
+    no_offset                  an acknowledgement without an offset (read once, but where
+                               it was acknowledged cannot be checked)
     aborted_read               no value of an aborted transaction read read_committed
     partial_txn                an indeterminate transaction read in part (read_committed)
     phantom                    a value read that no producer sent
@@ -55,8 +57,8 @@ from tests.support.supervised import Supervised
 TARGETS = ("controller", "txn_coordinator", "most_leaders")
 METADATA, ELECT_LEADERS = 3, 43
 PREFERRED = 0
-ANOMALIES = ("lost", "duplicate", "moved", "aborted_read", "partial_txn", "phantom",
-             "replica_divergence", "unrecovered")
+ANOMALIES = ("lost", "duplicate", "moved", "no_offset", "aborted_read", "partial_txn",
+             "phantom", "replica_divergence", "unrecovered")
 
 
 @dataclass
@@ -283,7 +285,7 @@ def run_rounds(cluster: Cluster, lab: NetLab, p: CutoffParams, topic: str, txn_i
 # --------------------------------------------------------------------------- history
 @dataclass
 class History:
-    acked: dict[str, tuple[int, int]] = field(default_factory=dict)  # value -> (p, o)
+    acked: dict[str, tuple[int, int | None]] = field(default_factory=dict)  # value -> (p, o)
     sent: set[str] = field(default_factory=set)
     aborted: set[str] = field(default_factory=set)
     info_txns: list[list[str]] = field(default_factory=list)
@@ -385,9 +387,11 @@ def replica_logs(cluster: Cluster, topic: str, partition: int) -> dict[int, list
     return out
 
 
-def describe_offset(logs: dict[int, list[Batch]], offset: int, leaders: LeaderLog,
+def describe_offset(logs: dict[int, list[Batch]], offset: int | None, leaders: LeaderLog,
                     partition: int) -> str:
     """The batch holding `offset`, from the first replica that has it."""
+    if offset is None:
+        return "no offset"
     for bid, batches in sorted(logs.items()):
         for bt in batches:
             h = bt.header
@@ -441,6 +445,10 @@ def check(h: History, reads: dict[str, Reads], logs: dict[int, dict[int, list[Ba
                 found["duplicate"].append(
                     f"{iso}: {v} acked at p{part}@{off}, read at {where}; " + "; ".join(
                         describe_offset(logs[q], o, leaders, q) for q, o in where))
+            elif off is None or off < 0:  # an ack must name its offset
+                found["no_offset"].append(f"{iso}: {v} acked at p{part} without an offset, "
+                                          f"read at {where[0]}; " + describe_offset(
+                                              logs[where[0][0]], where[0][1], leaders, part))
             elif where[0] != (part, off):
                 found["moved"].append(f"{iso}: {v} acked at p{part}@{off}, read at {where[0]}; "
                                       + describe_offset(logs[part], off, leaders, part))

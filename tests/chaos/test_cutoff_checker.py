@@ -61,3 +61,15 @@ def test_each_anomaly_is_found_and_described():
     assert len(found["replica_divergence"]) == 1
     assert found["replica_divergence"][0].startswith(
         "p0: broker 2 differs from broker 0 at batch 2: ends at offset 3 vs batch 3-3 pid 7")
+
+
+def test_an_acknowledgement_without_offset_is_an_anomaly():
+    h = _history()
+    h.acked["b"] = (0, None)  # librdkafka reports offset -1 as None
+    logs = {0: {b: [_batch(0, ["a", "b"], 1, 0), _batch(2, ["t1"], 1, 2)] for b in range(3)}}
+    rc = {"a": [(0, 0)], "b": [(0, 1)], "t1": [(0, 2)]}
+    found = check(h, {"read_committed": rc}, logs, _leaders())
+    assert found["no_offset"] == ["read_committed: b acked at p0 without an offset, read at "
+                                  "(0, 1); offset 1: pid 7 epoch 0 seq 1 (batch 0-1, base seq "
+                                  "0), leader epoch 1 led by broker 0 (from broker 0's log)"]
+    assert not found["moved"] and not found["lost"]
