@@ -165,7 +165,7 @@ def _field_lines(s: SchemaField, flexible: bool, out: list[str], indent: int) ->
             out.append(f"{pad}if buf[pos] == 0xFF:")
             out.append(f"{pad}    pos += 1")
             out.append(f"{pad}elif buf[pos] != 0x01:")
-            out.append(f"{pad}    raise NotNormal('nullable struct marker {{buf[pos]}}')")
+            out.append(f"{pad}    raise NotNormal(f'nullable struct marker {{buf[pos]}}')")
             out.append(f"{pad}else:")
             out.append(f"{pad}    pos += 1")
             _entity_lines(inner, out, indent + 1)

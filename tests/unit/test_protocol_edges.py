@@ -9,7 +9,8 @@ from kio.serial import entity_reader
 from samsa.protocol.codec import build, encode, reader, request_type
 from samsa.protocol.errors import ErrorCode
 from samsa.protocol.framing import API_VERSIONS_KEY, api_versions_unsupported
-from samsa.protocol.guard import MalformedRequest, check_request
+from samsa.protocol.guard import MalformedRequest, NotNormal, check_request
+from samsa.protocol.lenient import decode_request
 
 
 def test_api_versions_unsupported_is_a_v0_response() -> None:
@@ -34,5 +35,13 @@ def test_guard_walks_a_nullable_struct(cursor: dict[str, object] | None) -> None
         check_request(entity, raw[:-2], 0)
     bad = bytearray(raw)
     bad[raw.index(b"\x00\x00\x00\x05") + 4] = 0x02  # neither -1 nor 1
-    with pytest.raises(MalformedRequest):
+    # Kafka reads any marker >= 0 as a present struct: the guard hands the frame to the
+    # lenient reader, which reads it so (and refuses it where no struct follows).
+    with pytest.raises(NotNormal, match="nullable struct marker 2"):
         check_request(entity, bytes(bad), 0)
+    if cursor is None:
+        with pytest.raises(MalformedRequest):
+            decode_request(entity, reader(entity), bytes(bad), 0)
+    else:
+        request = decode_request(entity, reader(entity), bytes(bad), 0)
+        assert request == reader(entity)(raw, 0)[0]
