@@ -60,7 +60,7 @@ def check_request(entity: type[Entity], buf: bytes, offset: int) -> None:
         raise MalformedRequest(f"truncated request: {exc}") from None
 
 
-def _uvarint(buf: bytes, pos: int, end: int) -> tuple[int, int]:
+def read_uvarint(buf: bytes, pos: int, end: int) -> tuple[int, int]:
     value = shift = 0
     while True:
         if pos >= end or shift > 28:
@@ -76,7 +76,7 @@ def _uvarint(buf: bytes, pos: int, end: int) -> tuple[int, int]:
 def _length(buf: bytes, pos: int, end: int, flexible: bool, wide: bool) -> tuple[int, int]:
     """(length or -1 for null, new position) of a string (wide=False) or bytes/array."""
     if flexible:
-        n, pos = _uvarint(buf, pos, end)
+        n, pos = read_uvarint(buf, pos, end)
         return n - 1, pos
     if wide:
         return _I32.unpack_from(buf, pos)[0], pos + 4
@@ -206,11 +206,11 @@ def _refuse(n: int, pos: int, end: int, name: str = "") -> None:
 
 def _tagged(buf: bytes, pos: int, end: int) -> int:
     """Past a tagged-field section: a count, then per field a tag, a size and its bytes."""
-    count, pos = _uvarint(buf, pos, end)
+    count, pos = read_uvarint(buf, pos, end)
     _fits(count, pos, end)
     for _ in range(count):
-        _, pos = _uvarint(buf, pos, end)
-        size, pos = _uvarint(buf, pos, end)
+        _, pos = read_uvarint(buf, pos, end)
+        size, pos = read_uvarint(buf, pos, end)
         _fits(size, pos, end)
         pos += size
     return pos

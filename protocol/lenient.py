@@ -20,7 +20,8 @@ from typing import Any, TypeVar
 
 from kio.serial.readers import Reader
 
-from .guard import MalformedRequest, NotNormal, check_request
+from .encoder import uvarint
+from .guard import MalformedRequest, NotNormal, check_request, read_uvarint
 from .kio_adapter import Entity, SchemaField, schema_fields
 
 E = TypeVar("E", bound=Entity)
@@ -82,12 +83,12 @@ def _entity(entity: type[Entity], buf: Any, pos: int, out: bytearray) -> int:
             pos = _field(s, flexible, buf, pos, out)
     if not flexible:
         return pos
-    count, pos = _uvarint(buf, pos)
+    count, pos = read_uvarint(buf, pos, len(buf))
     tagged = {s.tag: s for s in fields if s.tag is not None}
     kept = []
     for _ in range(count):
-        tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
+        tag, pos = read_uvarint(buf, pos, len(buf))
+        size, pos = read_uvarint(buf, pos, len(buf))
         _fits(buf, pos, size)
         known = tagged.get(tag)
         start, pos = pos, pos + size
@@ -98,8 +99,8 @@ def _entity(entity: type[Entity], buf: Any, pos: int, out: bytearray) -> int:
         if content == b"\x00" and known.field.default is None:
             continue  # a null where null is the default: as if left out (kio refuses a
             # tagged null, which it writes by leaving the field out)
-        kept.append(_varint_bytes(tag) + _varint_bytes(len(content)) + content)
-    out += _varint_bytes(len(kept))
+        kept.append(uvarint(tag) + uvarint(len(content)) + content)
+    out += uvarint(len(kept))
     for entry in kept:
         out += entry
     return pos
@@ -163,7 +164,7 @@ def _fits(buf: Any, pos: int, n: int) -> None:
 
 def _read_length(buf: Any, pos: int, flexible: bool, wide: bool) -> tuple[int, int]:
     if flexible:
-        n, pos = _uvarint(buf, pos)
+        n, pos = read_uvarint(buf, pos, len(buf))
         return n - 1, pos
     if wide:
         return _I32.unpack_from(buf, pos)[0], pos + 4
@@ -173,28 +174,6 @@ def _read_length(buf: Any, pos: int, flexible: bool, wide: bool) -> tuple[int, i
 def _write_length(out: bytearray, n: int, flexible: bool, wide: bool) -> None:
     n = max(n, -1)  # any negative length is a null
     if flexible:
-        out += _varint_bytes(n + 1)
+        out += uvarint(n + 1)
     else:
         out += (_I32 if wide else _I16).pack(n)
-
-
-def _uvarint(buf: Any, pos: int) -> tuple[int, int]:
-    value = shift = 0
-    while True:
-        b = buf[pos]
-        pos += 1
-        value |= (b & 0x7F) << shift
-        if not b & 0x80:
-            return value, pos
-        shift += 7
-        if shift > 28:
-            raise MalformedRequest("bad unsigned varint")
-
-
-def _varint_bytes(value: int) -> bytes:
-    out = bytearray()
-    while value > 0x7F:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
