@@ -11,16 +11,12 @@ taken from the cluster metadata when the group is loaded.
 from __future__ import annotations
 
 import json
-import struct
-import uuid
 from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
 
-from samsa.protocol.encoder import uvarint
-
+from ..records_codec import RecordFormatError, RecordReader, RecordWriter
 from .consumer import Assignment, AssignmentEpochs, ConsumerMember, MemberState
-from .records import RecordFormatError, _Reader
 
 GROUP_METADATA = 3
 PARTITION_METADATA = 4
@@ -41,60 +37,22 @@ class ConsumerKey:
     member: str | None = None
 
 
-class _FlexWriter:
-    """Non-flexible key fields, then flexible (compact) value fields."""
-
-    def __init__(self) -> None:
-        self.out = bytearray()
-
-    def i8(self, v: int) -> None:
-        self.out += struct.pack(">b", v)
-
-    def i16(self, v: int) -> None:
-        self.out += struct.pack(">h", v)
-
-    def i32(self, v: int) -> None:
-        self.out += struct.pack(">i", v)
-
-    def string(self, v: str) -> None:  # non-flexible (keys)
-        b = v.encode()
-        self.i16(len(b))
-        self.out += b
-
-    def cstring(self, v: str | None) -> None:
-        if v is None:
-            self.out += uvarint(0)
-            return
-        b = v.encode()
-        self.out += uvarint(len(b) + 1)
-        self.out += b
-
-    def carray_len(self, n: int) -> None:
-        self.out += uvarint(n + 1)
-
-    def uuid(self, v: uuid.UUID) -> None:
-        self.out += v.bytes
-
-    def no_tags(self) -> None:
-        self.out += uvarint(0)
-
-
 def group_record_key(type_: int, group: str, member: str | None,
                      with_member: Collection[int]) -> bytes:
     """A group record's key: its type, the group id, and the member id for the types in
     `with_member` (the layout of consumer and share group records alike)."""
-    w = _FlexWriter()
+    w = RecordWriter()
     w.i16(type_)
     w.string(group)
     if type_ in with_member:
         w.string(member or "")
-    return bytes(w.out)
+    return w.value()
 
 
 def decode_group_record_key(buf: bytes, key_types: Collection[int],
                             with_member: Collection[int]) -> tuple[int, str, str | None] | None:
     """(type, group, member) of a key of one of `key_types`; None for other keys."""
-    r = _Reader(buf)
+    r = RecordReader(buf)
     type_ = r.i16()
     if type_ not in key_types:
         return None
@@ -112,67 +70,66 @@ def decode_consumer_key(buf: bytes) -> ConsumerKey | None:
     return None if decoded is None else ConsumerKey(*decoded)
 
 
-def _value() -> _FlexWriter:
-    w = _FlexWriter()
+def _value() -> RecordWriter:
+    w = RecordWriter()
     w.i16(0)
     return w
 
 
-def _assignment(w: _FlexWriter, a: Assignment, member: ConsumerMember | None = None) -> None:
+def _assignment(w: RecordWriter, a: Assignment, member: ConsumerMember | None = None) -> None:
     """TopicPartitions; with `member`, each one's AssignmentEpochs (tagged field 0, KIP-1251:
     the current member assignment's, an epoch per partition in the same order)."""
     items = sorted(a.items(), key=lambda kv: str(kv[0]))
-    w.carray_len(len(items))
+    w.compact_array_len(len(items))
     for tid, ps in items:
         w.uuid(tid)
-        w.carray_len(len(ps))
+        w.compact_array_len(len(ps))
         for p in sorted(ps):
             w.i32(p)
         if member is None or not ps:
-            w.no_tags()
+            w.tags()
             continue
-        epochs = _FlexWriter()
-        epochs.carray_len(len(ps))
+        epochs = RecordWriter()
+        epochs.compact_array_len(len(ps))
         for p in sorted(ps):
             epochs.i32(member.assignment_epoch(tid, p) or 0)
-        w.out += uvarint(1) + uvarint(0) + uvarint(len(epochs.out)) + epochs.out
+        w.tags([(0, epochs.value())])
 
 
 def group_metadata_value(epoch: int) -> bytes:
     w = _value()
     w.i32(epoch)
-    w.no_tags()
-    return bytes(w.out)
+    w.tags()
+    return w.value()
 
 
 def member_metadata_value(m: ConsumerMember) -> bytes:
     w = _value()
-    w.cstring(m.instance_id)
-    w.cstring(m.rack_id)
-    w.cstring(m.client_id)
-    w.cstring(m.client_host)
-    w.carray_len(len(m.subscribed_topic_names))
+    w.compact_string(m.instance_id)
+    w.compact_string(m.rack_id)
+    w.compact_string(m.client_id)
+    w.compact_string(m.client_host)
+    w.compact_array_len(len(m.subscribed_topic_names))
     for t in m.subscribed_topic_names:
-        w.cstring(t)
-    w.cstring(m.subscribed_topic_regex)
+        w.compact_string(t)
+    w.compact_string(m.subscribed_topic_regex)
     w.i32(m.rebalance_timeout_ms)
-    w.cstring(m.server_assignor)
+    w.compact_string(m.server_assignor)
     if m.classic_protocols is None:
-        w.no_tags()
-        return bytes(w.out)
+        w.tags()
+        return w.value()
     # tagged field 0, ClassicMemberMetadata (a nullable struct: a varint 1 marks it present)
-    c = _FlexWriter()
-    c.out += uvarint(1)
+    c = RecordWriter()
+    c.uvarint(1)
     c.i32(m.classic_session_ms)
-    c.carray_len(len(m.classic_protocols))
+    c.compact_array_len(len(m.classic_protocols))
     for name, metadata in m.classic_protocols:
-        c.cstring(name)
-        c.out += uvarint(len(metadata) + 1)
-        c.out += metadata
-        c.no_tags()
-    c.no_tags()
-    w.out += uvarint(1) + uvarint(0) + uvarint(len(c.out)) + c.out
-    return bytes(w.out)
+        c.compact_string(name)
+        c.compact_bytes(metadata)
+        c.tags()
+    c.tags()
+    w.tags([(0, c.value())])
+    return w.value()
 
 
 def target_metadata_value(epoch: int) -> bytes:
@@ -182,8 +139,8 @@ def target_metadata_value(epoch: int) -> bytes:
 def target_member_value(a: Assignment) -> bytes:
     w = _value()
     _assignment(w, a)
-    w.no_tags()
-    return bytes(w.out)
+    w.tags()
+    return w.value()
 
 
 def current_assignment_value(m: ConsumerMember) -> bytes:
@@ -193,33 +150,30 @@ def current_assignment_value(m: ConsumerMember) -> bytes:
     w.i8(int(m.state))
     _assignment(w, m.assigned, m)
     _assignment(w, m.pending_revocation, m)
-    w.no_tags()
-    return bytes(w.out)
+    w.tags()
+    return w.value()
 
 
 # ---- decoding -------------------------------------------------------------------------------
-def _flex(buf: bytes) -> _Reader:
-    r = _Reader(buf, flexible=True)
+def _flex(buf: bytes) -> RecordReader:
+    r = RecordReader(buf, flexible=True)
     version = r.i16()
     if version != 0:
         raise RecordFormatError(f"unknown consumer group value version {version}")
     return r
 
 
-def _read_assignment(r: _Reader, epochs: AssignmentEpochs | None = None) -> Assignment:
+def _read_assignment(r: RecordReader, epochs: AssignmentEpochs | None = None) -> Assignment:
     """TopicPartitions; their AssignmentEpochs (tagged field 0) into `epochs` if given."""
     out: Assignment = {}
     for _ in range(r.array_len()):
-        tid = uuid.UUID(bytes=bytes(r._take(16)))
+        tid = r.uuid()
         ps = [r.i32() for _ in range(r.array_len())]
-        for _ in range(r.uvarint()):
-            tag, size = r.uvarint(), r.uvarint()
-            end = r.pos + size
+        for tag in r.tagged_fields():
             if tag == 0 and epochs is not None:
                 # a partition past the end of a shorter list gets the default, as in Kafka
                 n = r.array_len()
                 epochs.update(((tid, p), r.i32()) for p in ps[:max(n, 0)])
-            r.pos = end
         if ps:
             out[tid] = set(ps)
     return out
@@ -241,18 +195,15 @@ def decode_member_metadata(buf: bytes, member: ConsumerMember) -> None:
     member.rebalance_timeout_ms = r.i32()
     member.server_assignor = r.string()
     member.classic_session_ms, member.classic_protocols = -1, None
-    for _ in range(r.uvarint()):
-        tag, size = r.uvarint(), r.uvarint()
-        end = r.pos + size
+    for tag in r.tagged_fields():
         if tag == 0 and r.uvarint() == 1:  # ClassicMemberMetadata, present
             member.classic_session_ms = r.i32()
             protocols = []
             for _ in range(r.array_len()):
                 name = r.string() or ""
                 protocols.append((name, r.bytes_() or b""))
-                r.tags()
+                r.skip_tags()
             member.classic_protocols = protocols
-        r.pos = end
 
 
 def decode_target_member(buf: bytes) -> Assignment:
@@ -263,7 +214,7 @@ def decode_current_assignment(buf: bytes, member: ConsumerMember) -> None:
     r = _flex(buf)
     member.member_epoch = r.i32()
     member.previous_member_epoch = r.i32()
-    state = struct.unpack(">b", r._take(1))[0]
+    state = r.i8()
     member.state = MemberState(state) if state in (0, 1, 2) else MemberState.UNKNOWN
     epochs: AssignmentEpochs = {}
     member.assigned = _read_assignment(r, epochs)

@@ -12,97 +12,13 @@ import struct
 from dataclasses import dataclass, field
 from typing import Any
 
+from samsa.coordinator.records_codec import RecordFormatError as RecordFormatError
+from samsa.coordinator.records_codec import RecordReader, RecordWriter
+
 OFFSET_COMMIT_KEY_VERSION = 1
 GROUP_METADATA_KEY_VERSION = 2
 OFFSET_COMMIT_VALUE_VERSION = 3
 GROUP_METADATA_VALUE_VERSION = 3
-
-
-class RecordFormatError(ValueError):
-    pass
-
-
-# ---- primitive writers/readers (non-flexible and flexible) ------------------------------
-class _Writer:
-    def __init__(self) -> None:
-        self.out = bytearray()
-
-    def i16(self, v: int) -> None:
-        self.out += struct.pack(">h", v)
-
-    def i32(self, v: int) -> None:
-        self.out += struct.pack(">i", v)
-
-    def i64(self, v: int) -> None:
-        self.out += struct.pack(">q", v)
-
-    def string(self, v: str | None) -> None:
-        if v is None:
-            self.i16(-1)
-            return
-        b = v.encode()
-        self.i16(len(b))
-        self.out += b
-
-    def bytes_(self, v: bytes | None) -> None:
-        if v is None:
-            self.i32(-1)
-            return
-        self.i32(len(v))
-        self.out += v
-
-
-class _Reader:
-    def __init__(self, buf: bytes, flexible: bool = False) -> None:
-        self.buf = buf
-        self.pos = 0
-        self.flexible = flexible
-
-    def _take(self, n: int) -> bytes:
-        if n < 0 or self.pos + n > len(self.buf):
-            raise RecordFormatError("truncated record")
-        b = self.buf[self.pos : self.pos + n]
-        self.pos += n
-        return b
-
-    def i16(self) -> int:
-        return struct.unpack(">h", self._take(2))[0]
-
-    def i32(self) -> int:
-        return struct.unpack(">i", self._take(4))[0]
-
-    def i64(self) -> int:
-        return struct.unpack(">q", self._take(8))[0]
-
-    def uvarint(self) -> int:
-        shift = value = 0
-        while True:
-            b = self._take(1)[0]
-            value |= (b & 0x7F) << shift
-            if not b & 0x80:
-                return value
-            shift += 7
-
-    def string(self) -> str | None:
-        n = self.uvarint() - 1 if self.flexible else self.i16()
-        if n < 0:
-            return None
-        return self._take(n).decode()
-
-    def bytes_(self) -> bytes | None:
-        n = self.uvarint() - 1 if self.flexible else self.i32()
-        if n < 0:
-            return None
-        return bytes(self._take(n))
-
-    def array_len(self) -> int:
-        return self.uvarint() - 1 if self.flexible else self.i32()
-
-    def tags(self) -> None:
-        if self.flexible:
-            for _ in range(self.uvarint()):
-                self.uvarint()
-                self._take(self.uvarint())
 
 
 # ---- keys --------------------------------------------------------------------------------
@@ -119,24 +35,24 @@ class GroupKey:
 
 
 def offset_commit_key(group: str, topic: str, partition: int) -> bytes:
-    w = _Writer()
+    w = RecordWriter()
     w.i16(OFFSET_COMMIT_KEY_VERSION)
     w.string(group)
     w.string(topic)
     w.i32(partition)
-    return bytes(w.out)
+    return w.value()
 
 
 def group_metadata_key(group: str) -> bytes:
-    w = _Writer()
+    w = RecordWriter()
     w.i16(GROUP_METADATA_KEY_VERSION)
     w.string(group)
-    return bytes(w.out)
+    return w.value()
 
 
 def decode_key(buf: bytes) -> OffsetKey | GroupKey | None:
     """The key, or None for key versions this coordinator does not know (skipped on load)."""
-    r = _Reader(buf)
+    r = RecordReader(buf)
     version = r.i16()
     if version in (0, 1):
         return OffsetKey(r.string() or "", r.string() or "", r.i32())
@@ -156,7 +72,7 @@ class OffsetValue:
 
 
 def offset_commit_value(v: OffsetValue) -> bytes:
-    w = _Writer()
+    w = RecordWriter()
     version = 1 if v.expire_timestamp >= 0 else OFFSET_COMMIT_VALUE_VERSION
     w.i16(version)
     w.i64(v.offset)
@@ -166,11 +82,11 @@ def offset_commit_value(v: OffsetValue) -> bytes:
     w.i64(v.commit_timestamp)
     if version == 1:
         w.i64(v.expire_timestamp)
-    return bytes(w.out)
+    return w.value()
 
 
 def decode_offset_value(buf: bytes) -> OffsetValue:
-    r = _Reader(buf)
+    r = RecordReader(buf)
     version = r.i16()
     if not 0 <= version <= 4:
         raise RecordFormatError(f"unknown OffsetCommitValue version {version}")
@@ -180,7 +96,7 @@ def decode_offset_value(buf: bytes) -> OffsetValue:
     metadata = r.string() or ""
     commit_ts = r.i64()
     expire_ts = r.i64() if version == 1 else -1
-    r.tags()
+    r.skip_tags()
     return OffsetValue(offset, epoch, metadata, commit_ts, expire_ts)
 
 
@@ -208,7 +124,7 @@ class GroupValue:
 
 
 def group_metadata_value(v: GroupValue) -> bytes:
-    w = _Writer()
+    w = RecordWriter()
     w.i16(GROUP_METADATA_VALUE_VERSION)
     w.string(v.protocol_type)
     w.i32(v.generation)
@@ -225,11 +141,11 @@ def group_metadata_value(v: GroupValue) -> bytes:
         w.i32(m.session_timeout)
         w.bytes_(m.subscription)
         w.bytes_(m.assignment)
-    return bytes(w.out)
+    return w.value()
 
 
 def decode_group_value(buf: bytes) -> GroupValue:
-    r = _Reader(buf)
+    r = RecordReader(buf)
     version = r.i16()
     if not 0 <= version <= 4:
         raise RecordFormatError(f"unknown GroupMetadataValue version {version}")
@@ -249,12 +165,12 @@ def decode_group_value(buf: bytes) -> GroupValue:
         session = r.i32()
         subscription = r.bytes_() or b""
         assignment = r.bytes_() or b""
-        r.tags()
+        r.skip_tags()
         members.append(
             MemberValue(member_id, instance, client_id, client_host,
                         rebalance, session, subscription, assignment)
         )
-    r.tags()
+    r.skip_tags()
     return GroupValue(protocol_type, generation, protocol, leader, state_ts, members)
 
 
@@ -262,7 +178,7 @@ def decode_group_value(buf: bytes) -> GroupValue:
 def subscribed_topics(subscription: bytes) -> set[str]:
     """Topics of a ConsumerProtocolSubscription (versions 0-3 share the leading topic array)."""
     try:
-        r = _Reader(subscription)
+        r = RecordReader(subscription)
         r.i16()
         return {t for t in (r.string() for _ in range(r.i32())) if t is not None}
     except (RecordFormatError, UnicodeDecodeError, struct.error):
@@ -272,7 +188,7 @@ def subscribed_topics(subscription: bytes) -> set[str]:
 def subscription_owned_partitions(subscription: bytes) -> list[tuple[str, list[int]]]:
     """The partitions a ConsumerProtocolSubscription (v1+) says its member owns."""
     try:
-        r = _Reader(subscription)
+        r = RecordReader(subscription)
         version = r.i16()
         for _ in range(r.i32()):
             r.string()
@@ -293,7 +209,7 @@ def subscription_owned_partitions(subscription: bytes) -> list[tuple[str, list[i
 def decode_consumer_assignment(assignment: bytes) -> dict[str, list[int]]:
     """A ConsumerProtocolAssignment (versions 0-3 share the leading topic array)."""
     try:
-        r = _Reader(assignment)
+        r = RecordReader(assignment)
         r.i16()
         out: dict[str, list[int]] = {}
         for _ in range(r.i32()):
@@ -309,13 +225,16 @@ def decode_consumer_assignment(assignment: bytes) -> dict[str, list[int]]:
 def encode_consumer_assignment(assignment: dict[str, list[int]]) -> bytes:
     """A ConsumerProtocolAssignment v0 (no user data), what a classic member of a consumer
     group gets from SyncGroup."""
-    out = [struct.pack(">hi", 0, len(assignment))]
+    w = RecordWriter()
+    w.i16(0)
+    w.array_len(len(assignment))
     for topic, partitions in sorted(assignment.items()):
-        name = topic.encode()
-        out.append(struct.pack(">h", len(name)) + name)
-        out.append(struct.pack(f">i{len(partitions)}i", len(partitions), *sorted(partitions)))
-    out.append(struct.pack(">i", -1))
-    return b"".join(out)
+        w.string(topic)
+        w.array_len(len(partitions))
+        for p in sorted(partitions):
+            w.i32(p)
+    w.bytes_(None)  # user data
+    return w.value()
 
 
 def describe_record(key: bytes | None, value: bytes | None) -> tuple[str, str]:

@@ -66,29 +66,29 @@ def group_metadata_value(epoch: int) -> bytes:
     """ShareGroupMetadataValue: Epoch, MetadataHash."""
     w = _value()
     w.i32(epoch)
-    w.out += bytes(8)
-    w.no_tags()
-    return bytes(w.out)
+    w.i64(0)
+    w.tags()
+    return w.value()
 
 
 def target_metadata_value(epoch: int) -> bytes:
     """ShareGroupTargetAssignmentMetadataValue: AssignmentEpoch."""
     w = _value()
     w.i32(epoch)
-    w.no_tags()
-    return bytes(w.out)
+    w.tags()
+    return w.value()
 
 
 def member_metadata_value(m: ShareMember) -> bytes:
     w = _value()
-    w.cstring(m.rack_id)
-    w.cstring(m.client_id)
-    w.cstring(m.client_host)
-    w.carray_len(len(m.subscribed_topic_names))
+    w.compact_string(m.rack_id)
+    w.compact_string(m.client_id)
+    w.compact_string(m.client_host)
+    w.compact_array_len(len(m.subscribed_topic_names))
     for t in m.subscribed_topic_names:
-        w.cstring(t)
-    w.no_tags()
-    return bytes(w.out)
+        w.compact_string(t)
+    w.tags()
+    return w.value()
 
 
 def current_assignment_value(m: ShareMember) -> bytes:
@@ -97,26 +97,26 @@ def current_assignment_value(m: ShareMember) -> bytes:
     w.i32(m.previous_member_epoch)
     w.i8(STABLE)
     _assignment(w, m.assigned)
-    w.no_tags()
-    return bytes(w.out)
+    w.tags()
+    return w.value()
 
 
 def state_partition_metadata_value(initialized: TopicPartitions) -> bytes:
     """ShareGroupStatePartitionMetadataValue: no initializing topics, the initialized ones,
     no deleting topics."""
     w = _value()
-    w.carray_len(0)
-    w.carray_len(len(initialized))
+    w.compact_array_len(0)
+    w.compact_array_len(len(initialized))
     for tid, (name, ps) in sorted(initialized.items(), key=lambda kv: kv[1][0]):
         w.uuid(tid)
-        w.cstring(name)
-        w.carray_len(len(ps))
+        w.compact_string(name)
+        w.compact_array_len(len(ps))
         for p in sorted(ps):
             w.i32(p)
-        w.no_tags()
-    w.carray_len(0)
-    w.no_tags()
-    return bytes(w.out)
+        w.tags()
+    w.compact_array_len(0)
+    w.tags()
+    return w.value()
 
 
 # ---- decoding -------------------------------------------------------------------------------
@@ -132,7 +132,7 @@ def decode_current_assignment(buf: bytes, m: ShareMember) -> None:
     r = _flex(buf)
     m.member_epoch = r.i32()
     m.previous_member_epoch = r.i32()
-    r._take(1)  # state
+    r.i8()  # state
     m.assigned = _read_assignment(r)
 
 
@@ -142,10 +142,10 @@ def decode_state_partition_metadata(buf: bytes) -> TopicPartitions:
     out: TopicPartitions = {}
     for _ in range(2):  # InitializingTopics, InitializedTopics
         for _ in range(r.array_len()):
-            tid = uuid.UUID(bytes=bytes(r._take(16)))
+            tid = r.uuid()
             name = r.string() or ""
             ps = {r.i32() for _ in range(r.array_len())}
-            r.tags()
+            r.skip_tags()
             known = out.setdefault(tid, (name, set()))
             known[1].update(ps)
     return out

@@ -16,12 +16,12 @@ deleted.
 
 from __future__ import annotations
 
-import struct
 import uuid
 from dataclasses import dataclass
 
-from samsa.protocol.encoder import uvarint
 from samsa.protocol.errors import ErrorCode, KafkaError
+
+from ..records_codec import RecordReader, RecordWriter
 
 SNAPSHOT, UPDATE = 0, 1  # the key's record type (Kafka's CoordinatorRecordType ids)
 VALUE_VERSION = 0
@@ -70,111 +70,87 @@ class ShareUpdate:
 
 
 def encode_key(record_type: int, group_id: str, topic_id: uuid.UUID, partition: int) -> bytes:
-    raw = group_id.encode()
-    return (struct.pack(">hh", record_type, len(raw)) + raw + topic_id.bytes
-            + struct.pack(">i", partition))
+    w = RecordWriter()
+    w.i16(record_type)
+    w.string(group_id)
+    w.uuid(topic_id)
+    w.i32(partition)
+    return w.value()
 
 
-def _batches(batches: tuple[StateBatch, ...]) -> bytes:
-    out = bytearray(uvarint(len(batches) + 1))
+def _write_batches(w: RecordWriter, batches: tuple[StateBatch, ...]) -> None:
+    w.compact_array_len(len(batches))
     for b in batches:
-        out += struct.pack(">qqbh", b.first_offset, b.last_offset, b.delivery_state,
-                           b.delivery_count)
-        out += b"\x00"  # the batch's tagged fields: none
-    return bytes(out)
+        w.pack(">qqbh", b.first_offset, b.last_offset, b.delivery_state, b.delivery_count)
+        w.tags()
 
 
 def encode_snapshot(v: ShareSnapshot) -> bytes:
-    return (struct.pack(">hiiiqqq", VALUE_VERSION, v.snapshot_epoch, v.state_epoch,
-                        v.leader_epoch, v.start_offset, v.create_timestamp, v.write_timestamp)
-            + _batches(v.batches) + b"\x00")
+    w = RecordWriter()
+    w.pack(">hiiiqqq", VALUE_VERSION, v.snapshot_epoch, v.state_epoch, v.leader_epoch,
+           v.start_offset, v.create_timestamp, v.write_timestamp)
+    _write_batches(w, v.batches)
+    w.tags()
+    return w.value()
 
 
 def encode_update(v: ShareUpdate) -> bytes:
-    return (struct.pack(">hiiq", VALUE_VERSION, v.snapshot_epoch, v.leader_epoch,
-                        v.start_offset) + _batches(v.batches) + b"\x00")
+    w = RecordWriter()
+    w.pack(">hiiq", VALUE_VERSION, v.snapshot_epoch, v.leader_epoch, v.start_offset)
+    _write_batches(w, v.batches)
+    w.tags()
+    return w.value()
 
 
-class _Reader:
-    def __init__(self, buf: bytes) -> None:
-        self.buf = buf
-        self.pos = 0
+def _reader(buf: bytes) -> RecordReader:
+    return RecordReader(buf, flexible=True, error=CorruptShareRecord)
 
-    def unpack(self, fmt: str) -> tuple[int, ...]:
-        s = struct.Struct(fmt)
-        if self.pos + s.size > len(self.buf):
-            raise CorruptShareRecord("share-coordinator record too short")
-        values = s.unpack_from(self.buf, self.pos)
-        self.pos += s.size
-        return values
 
-    def uvarint(self) -> int:
-        shift = value = 0
-        while shift < 35:
-            (b,) = self.unpack(">B")
-            value |= (b & 0x7F) << shift
-            if not b & 0x80:
-                return value
-            shift += 7
-        raise CorruptShareRecord("varint too long")
-
-    def skip_tags(self) -> None:
-        for _ in range(self.uvarint()):
-            self.uvarint()
-            size = self.uvarint()
-            if self.pos + size > len(self.buf):
-                raise CorruptShareRecord("share-coordinator record too short")
-            self.pos += size
-
-    def batches(self) -> tuple[StateBatch, ...]:
-        n = self.uvarint() - 1
-        if n < 0:
-            raise CorruptShareRecord("null state batches")
-        out = []
-        for _ in range(n):
-            first, last, state, count = self.unpack(">qqbh")
-            self.skip_tags()
-            out.append(StateBatch(first, last, state, count))
-        return tuple(out)
+def _read_batches(r: RecordReader) -> tuple[StateBatch, ...]:
+    n = r.array_len()
+    if n < 0:
+        raise CorruptShareRecord("null state batches")
+    out = []
+    for _ in range(n):
+        first, last, state, count = r.unpack(">qqbh")
+        r.skip_tags()
+        out.append(StateBatch(first, last, state, count))
+    return tuple(out)
 
 
 def decode_key(buf: bytes) -> ShareKey | None:
     """The key, or None if it is not a share-coordinator record type this code knows."""
-    r = _Reader(buf)
+    r = _reader(buf)
     record_type, size = r.unpack(">hh")
     if record_type not in (SNAPSHOT, UPDATE):
         return None
     if size < 0 or r.pos + size + 20 > len(buf):
         raise CorruptShareRecord("share-coordinator key too short")
     try:
-        group_id = buf[r.pos:r.pos + size].decode()
+        group_id = r.take(size).decode()
     except UnicodeDecodeError as exc:
         raise CorruptShareRecord(f"group id is not UTF-8: {exc}") from None
-    r.pos += size
-    topic_id = uuid.UUID(bytes=bytes(buf[r.pos:r.pos + 16]))
-    r.pos += 16
-    (partition,) = r.unpack(">i")
-    return ShareKey(record_type, group_id, topic_id, partition)
+    return ShareKey(record_type, group_id, r.uuid(), r.i32())
 
 
 def decode_snapshot(buf: bytes) -> ShareSnapshot:
-    r = _Reader(buf)
+    r = _reader(buf)
     (version,) = r.unpack(">h")
     if version != VALUE_VERSION:
         raise CorruptShareRecord(f"unknown ShareSnapshotValue version {version}")
     snapshot_epoch, state_epoch, leader_epoch, start, created, written = r.unpack(">iiiqqq")
-    batches = r.batches()
+    batches = _read_batches(r)
     r.skip_tags()
     return ShareSnapshot(snapshot_epoch, state_epoch, leader_epoch, start, created, written,
                          batches)
 
 
 def decode_update(buf: bytes) -> ShareUpdate:
-    r = _Reader(buf)
+    r = _reader(buf)
     (version,) = r.unpack(">h")
     if version != VALUE_VERSION:
         raise CorruptShareRecord(f"unknown ShareUpdateValue version {version}")
     snapshot_epoch, leader_epoch, start = r.unpack(">iiq")
-    batches = r.batches()
+    batches = _read_batches(r)
     r.skip_tags()
     return ShareUpdate(snapshot_epoch, leader_epoch, start, batches)

@@ -15,7 +15,7 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 
-from samsa.protocol.encoder import uvarint
+from ..records_codec import RecordReader, RecordWriter
 
 KEY_VERSION = 0
 VALUE_VERSION = 0
@@ -39,13 +39,11 @@ class TxnLogValue:
     client_transaction_version: int = 0
 
 
-def _string(s: str) -> bytes:
-    raw = s.encode()
-    return struct.pack(">h", len(raw)) + raw
-
-
 def encode_key(transactional_id: str) -> bytes:
-    return struct.pack(">h", KEY_VERSION) + _string(transactional_id)
+    w = RecordWriter()
+    w.i16(KEY_VERSION)
+    w.string(transactional_id)
+    return w.value()
 
 
 def encode_value(v: TxnLogValue, version: int = VALUE_VERSION) -> bytes:
@@ -53,115 +51,82 @@ def encode_value(v: TxnLogValue, version: int = VALUE_VERSION) -> bytes:
     if version not in (0, 1):
         raise ValueError(f"unknown TransactionLogValue version {version}")
     flexible = version >= 1
-    out = bytearray(
-        struct.pack(">hqhib", version, v.producer_id, v.producer_epoch, v.timeout_ms, v.status)
-    )
+    w = RecordWriter()
+    w.pack(">hqhib", version, v.producer_id, v.producer_epoch, v.timeout_ms, v.status)
     by_topic: dict[str, list[int]] = {}
     for topic, p in sorted(v.partitions):
         by_topic.setdefault(topic, []).append(p)
-    out += uvarint(len(by_topic) + 1) if flexible else struct.pack(">i", len(by_topic))
+    if flexible:
+        w.compact_array_len(len(by_topic))
+    else:
+        w.array_len(len(by_topic))
     for topic, parts in by_topic.items():
         if flexible:
-            raw = topic.encode()
-            out += uvarint(len(raw) + 1) + raw + uvarint(len(parts) + 1)
+            w.compact_string(topic)
+            w.compact_array_len(len(parts))
         else:
-            out += _string(topic) + struct.pack(">i", len(parts))
-        out += b"".join(struct.pack(">i", p) for p in parts)
+            w.string(topic)
+            w.array_len(len(parts))
+        for p in parts:
+            w.i32(p)
         if flexible:
-            out += uvarint(0)  # the partition entry's tagged fields: none
-    out += struct.pack(">qq", v.last_update_ms, v.start_ms)
+            w.tags()  # the partition entry's: none
+    w.pack(">qq", v.last_update_ms, v.start_ms)
     if flexible:
-        tags = []
-        if v.previous_producer_id != -1:
-            tags.append((0, struct.pack(">q", v.previous_producer_id)))
-        if v.next_producer_id != -1:
-            tags.append((1, struct.pack(">q", v.next_producer_id)))
-        if v.client_transaction_version != 0:
-            tags.append((2, struct.pack(">h", v.client_transaction_version)))
-        out += uvarint(len(tags))
-        for tag, raw in tags:
-            out += uvarint(tag) + uvarint(len(raw)) + raw
-    return bytes(out)
+        w.tags(_value_tags(v))
+    return w.value()
 
 
-class _Reader:
-    def __init__(self, buf: bytes) -> None:
-        self.buf = buf
-        self.pos = 0
+def _value_tags(v: TxnLogValue) -> list[tuple[int, bytes]]:
+    """Value v1's tagged fields that differ from their defaults."""
+    tags = []
+    if v.previous_producer_id != -1:
+        tags.append((0, struct.pack(">q", v.previous_producer_id)))
+    if v.next_producer_id != -1:
+        tags.append((1, struct.pack(">q", v.next_producer_id)))
+    if v.client_transaction_version != 0:
+        tags.append((2, struct.pack(">h", v.client_transaction_version)))
+    return tags
 
-    def unpack(self, fmt: str) -> tuple:
-        s = struct.Struct(fmt)
-        if self.pos + s.size > len(self.buf):
-            raise CorruptTxnLogRecord("record too short")
-        vals = s.unpack_from(self.buf, self.pos)
-        self.pos += s.size
-        return vals
 
-    def uvarint(self) -> int:
-        shift = value = 0
-        while True:
-            (b,) = self.unpack(">B")
-            value |= (b & 0x7F) << shift
-            if not b & 0x80:
-                return value
-            shift += 7
-
-    def string(self, compact: bool = False) -> str:
-        n = self.uvarint() - 1 if compact else self.unpack(">h")[0]
-        if n < 0:
-            raise CorruptTxnLogRecord("null string")
-        raw = self.buf[self.pos : self.pos + n]
-        if len(raw) != n:
-            raise CorruptTxnLogRecord("record too short")
-        self.pos += n
-        return raw.decode()
-
-    def array_len(self, compact: bool = False) -> int:
-        return self.uvarint() - 1 if compact else self.unpack(">i")[0]
-
-    def skip_tags(self) -> None:
-        for _ in range(self.uvarint()):
-            self.uvarint()
-            self.pos += self.uvarint()
+def _string(r: RecordReader) -> str:
+    s = r.string()
+    if s is None:
+        raise CorruptTxnLogRecord("null string")
+    return s
 
 
 def decode_key(buf: bytes) -> str | None:
     """The transactional id, or None if the key is not a TransactionLogKey."""
-    r = _Reader(buf)
-    (version,) = r.unpack(">h")
-    if version != KEY_VERSION:
+    r = RecordReader(buf, error=CorruptTxnLogRecord)
+    if r.i16() != KEY_VERSION:
         return None
-    return r.string()
+    return _string(r)
 
 
 def decode_value(buf: bytes) -> TxnLogValue:
-    r = _Reader(buf)
-    (version,) = r.unpack(">h")
+    r = RecordReader(buf, error=CorruptTxnLogRecord)
+    version = r.i16()
     if version not in (0, 1):
         raise CorruptTxnLogRecord(f"unknown TransactionLogValue version {version}")
-    flexible = version >= 1
+    r.flexible = version >= 1
     pid, epoch, timeout, status = r.unpack(">qhib")
     partitions: list[tuple[str, int]] = []
-    n = r.array_len(flexible)
-    for _ in range(max(n, 0)):
-        topic = r.string(flexible)
-        for _ in range(r.array_len(flexible)):
-            partitions.append((topic, r.unpack(">i")[0]))
-        if flexible:
-            r.skip_tags()
+    for _ in range(max(r.array_len(), 0)):
+        topic = _string(r)
+        for _ in range(r.array_len()):
+            partitions.append((topic, r.i32()))
+        r.skip_tags()
     last_update, start = r.unpack(">qq")
     previous = next_pid = -1
     client_version = 0
-    if flexible:
-        for _ in range(r.uvarint()):
-            tag, size = r.uvarint(), r.uvarint()
-            end = r.pos + size
+    if r.flexible:
+        for tag in r.tagged_fields():
             if tag == 0:
-                (previous,) = r.unpack(">q")
+                previous = r.i64()
             elif tag == 1:
-                (next_pid,) = r.unpack(">q")
+                next_pid = r.i64()
             elif tag == 2:
-                (client_version,) = r.unpack(">h")
-            r.pos = end
+                client_version = r.i16()
     return TxnLogValue(pid, epoch, timeout, status, tuple(partitions), last_update, start,
                        previous, next_pid, client_version)
