@@ -1,0 +1,80 @@
+"""Produce (0): appends each partition's batch to its log and answers its base offset; acks=-1
+waits for the ISR (here: the broker alone), acks=0 gets no answer."""
+
+from __future__ import annotations
+
+from samsa.protocol.errors import ErrorCode
+from samsa.protocol.records import build_batch
+
+from .harness import ALICE, values_of
+
+
+def _request(topic: str, partition: int, values: list[bytes], acks: int = -1) -> dict:
+    records = bytes(build_batch([(None, v) for v in values]))
+    return {"acks": acks, "timeout": 5000, "topic_data": [
+        {"name": topic, "partition_data": [{"index": partition, "records": records}]}]}
+
+
+async def test_appends_and_answers_the_base_offset(handlers):
+    await handlers.create_topic("t", 2)
+    first = await handlers.produce("t", 1, [b"a", b"b"])
+    second = await handlers.produce("t", 1, [b"c"])
+    assert (first.error_code, first.base_offset) == (ErrorCode.none, 0)
+    assert (second.error_code, second.base_offset, second.log_start_offset) == (
+        ErrorCode.none, 2, 0)
+    assert values_of((await handlers.fetch("t", 1)).records) == [b"a", b"b", b"c"]
+
+
+async def test_acks_zero_gets_no_answer_but_appends(handlers):
+    await handlers.create_topic("t")
+    assert await handlers.call("Produce", 9, _request("t", 0, [b"x"], acks=0)) is None
+    assert (await handlers.fetch("t", 0)).high_watermark == 1
+
+
+async def test_unknown_topic_or_partition(handlers):
+    await handlers.create_topic("t")
+    r = await handlers.call("Produce", 9, _request("t", 5, [b"x"]))
+    missing = await handlers.call("Produce", 9, _request("nope", 0, [b"x"]))
+    assert r.responses[0].partition_responses[0].error_code == (
+        ErrorCode.unknown_topic_or_partition)
+    assert missing.responses[0].partition_responses[0].error_code == (
+        ErrorCode.unknown_topic_or_partition)
+
+
+async def test_invalid_required_acks(handlers):
+    await handlers.create_topic("t")
+    r = await handlers.call("Produce", 9, _request("t", 0, [b"x"], acks=2))
+    assert r.responses[0].partition_responses[0].error_code == ErrorCode.invalid_required_acks
+
+
+async def test_duplicate_idempotent_batch_is_not_appended_twice(handlers):
+    await handlers.create_topic("t")
+    init = await handlers.call("InitProducerId", 4, {
+        "transactional_id": None, "transaction_timeout": 60_000, "producer_id": -1,
+        "producer_epoch": -1})
+    batch = {"producer_id": init.producer_id, "producer_epoch": init.producer_epoch,
+             "base_sequence": 0}
+    first = await handlers.produce("t", 0, [b"once"], **batch)
+    again = await handlers.produce("t", 0, [b"once"], **batch)
+    assert (first.error_code, again.error_code) == (ErrorCode.none, ErrorCode.none)
+    assert again.base_offset == first.base_offset == 0
+    assert values_of((await handlers.fetch("t", 0)).records) == [b"once"]
+
+
+async def test_out_of_order_sequence(handlers):
+    await handlers.create_topic("t")
+    init = await handlers.call("InitProducerId", 4, {
+        "transactional_id": None, "transaction_timeout": 60_000, "producer_id": -1,
+        "producer_epoch": -1})
+    batch = {"producer_id": init.producer_id, "producer_epoch": init.producer_epoch}
+    assert (await handlers.produce("t", 0, [b"0"], base_sequence=0, **batch)).error_code == 0
+    r = await handlers.produce("t", 0, [b"gap"], base_sequence=5, **batch)
+    assert r.error_code == ErrorCode.out_of_order_sequence_number
+
+
+async def test_topic_authorization_failed(secured):
+    await secured.create_topic("t")
+    r = await secured.call("Produce", 9, _request("t", 0, [b"x"]), principal=ALICE)
+    assert r.responses[0].partition_responses[0].error_code == (
+        ErrorCode.topic_authorization_failed)
+    assert (await secured.fetch("t", 0)).high_watermark == 0
