@@ -21,8 +21,8 @@ from typing import Any
 from samsa.config.schema import BrokerConfig
 from samsa.coordinator.internal_log import InternalTopic, ReplayedMarker
 from samsa.coordinator.ports import InternalLogHost, TopicsView
-from samsa.protocol.errors import ErrorCode, KafkaError
-from samsa.storage.errors import StorageError
+from samsa.coordinator.runtime import APPEND_ERROR_ANSWER, StagedWrites, error_code_of
+from samsa.protocol.errors import ErrorCode
 
 from .classic import ClassicGroup, CommittedOffset, GroupState
 from .common import (
@@ -95,6 +95,7 @@ class GroupCoordinator(GroupMembership, GroupOffsets, ConsumerGroups, ShareGroup
         self.loading: dict[int, asyncio.Task[None]] = {}
         # offsets partition -> producer id -> group ids with pending transactional offsets
         self._txn_groups: dict[int, dict[int, set[str]]] = {}
+        self._staged: StagedWrites[str] = StagedWrites()
         # completions that arrived for a partition while it was loading
         self._deferred: dict[int, list[tuple[int, bool]]] = {}
         self._tasks: list[asyncio.Task[None]] = []
@@ -432,17 +433,6 @@ class _NoTopics:
         return ()
 
 
-# Kafka's GroupMetadataManager: what a client is told when an append to the offsets partition
-# failed with a partition-level error.
-_APPEND_ERROR_ANSWER: dict[int, ErrorCode] = {
-    # another broker coordinates now
-    ErrorCode.not_leader_or_follower: ErrorCode.not_coordinator,
-    ErrorCode.kafka_storage_error: ErrorCode.not_coordinator,
-    ErrorCode.unknown_topic_or_partition: ErrorCode.coordinator_not_available,
-    ErrorCode.not_enough_replicas: ErrorCode.coordinator_not_available,
-    ErrorCode.not_enough_replicas_after_append: ErrorCode.coordinator_not_available,
-    ErrorCode.request_timed_out: ErrorCode.coordinator_not_available,
-}
 _OFFSET_SIZE_ERRORS = frozenset({ErrorCode.message_too_large, ErrorCode.record_list_too_large})
 # Answered as they are (a transactional commit by a fenced or out-of-order producer).
 _PRODUCER_ERRORS = frozenset({
@@ -454,12 +444,8 @@ _PRODUCER_ERRORS = frozenset({
 
 def _append_error(p: int, exc: Exception) -> GroupError:
     """What a client is told when an append to the offsets partition failed."""
-    code: int = (
-        exc.error_code
-        if isinstance(exc, (KafkaError, StorageError))
-        else ErrorCode.unknown_server_error
-    )
-    answer = _APPEND_ERROR_ANSWER.get(code)
+    code = error_code_of(exc)
+    answer = APPEND_ERROR_ANSWER.get(code)
     if answer is not None:
         log.warning("append to %s-%d failed: %r", OFFSETS_TOPIC, p, exc)
         return GroupError(answer)

@@ -40,6 +40,7 @@ from typing import Any
 
 from samsa.coordinator.internal_log import InternalTopic, ReplayedRecord, partition_for
 from samsa.coordinator.ports import TopicsView
+from samsa.coordinator.runtime import append_answer
 from samsa.protocol.errors import ErrorCode, KafkaError
 
 from .records import (
@@ -65,15 +66,6 @@ Key = tuple[str, uuid.UUID, int]  # (group id, topic id, partition)
 _LOAD_YIELD_EVERY = 500
 _LOAD_RETRY_S = (0.2, 5.0)
 
-# append errors -> what the persister's caller is told (Kafka's CoordinatorRuntime)
-_APPEND_ERROR_ANSWER: dict[int, ErrorCode] = {
-    ErrorCode.unknown_topic_or_partition: ErrorCode.coordinator_not_available,
-    ErrorCode.not_enough_replicas: ErrorCode.coordinator_not_available,
-    ErrorCode.not_enough_replicas_after_append: ErrorCode.coordinator_not_available,
-    ErrorCode.request_timed_out: ErrorCode.coordinator_not_available,
-    ErrorCode.not_leader_or_follower: ErrorCode.not_coordinator,
-    ErrorCode.kafka_storage_error: ErrorCode.not_coordinator,
-}
 
 UNINITIALIZED_START_OFFSET = -1
 
@@ -291,7 +283,7 @@ class ShareStateCoordinator:
                 p, [(raw_key, value)], leader_epoch=epoch, timestamp_ms=_now(),
                 timeout_s=self.write_timeout_s)
         except KafkaError as exc:
-            answer = _APPEND_ERROR_ANSWER.get(int(exc.error_code), ErrorCode.unknown_server_error)
+            answer = append_answer(exc)
             log.warning("writing the share state of %s failed (%r): answering %s", key, exc,
                         answer.name)
             raise ShareStateError(answer) from None

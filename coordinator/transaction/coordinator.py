@@ -30,6 +30,7 @@ from typing import Any
 from samsa.config.schema import BrokerConfig
 from samsa.coordinator.internal_log import InternalTopic, ReplayedRecord, partition_for
 from samsa.coordinator.ports import ProducerIdSource, TxnMarkerSender, TxnMetrics
+from samsa.coordinator.runtime import append_answer
 from samsa.protocol.errors import ErrorCode, KafkaError
 
 from .log import CorruptTxnLogRecord, decode_key, decode_value, encode_key, encode_value
@@ -64,15 +65,6 @@ _MARKER_RETRY_S = 0.1
 _LOAD_YIELD_EVERY = 500
 _LOAD_RETRY_S = (0.2, 5.0)  # first and longest wait before loading a partition again
 
-# Kafka's TransactionStateManager: append errors -> what the client is told.
-_APPEND_ERROR_ANSWER: dict[int, ErrorCode] = {
-    ErrorCode.unknown_topic_or_partition: ErrorCode.coordinator_not_available,
-    ErrorCode.not_enough_replicas: ErrorCode.coordinator_not_available,
-    ErrorCode.not_enough_replicas_after_append: ErrorCode.coordinator_not_available,
-    ErrorCode.request_timed_out: ErrorCode.coordinator_not_available,
-    ErrorCode.not_leader_or_follower: ErrorCode.not_coordinator,
-    ErrorCode.kafka_storage_error: ErrorCode.not_coordinator,
-}
 
 OFFSETS_TOPIC = "__consumer_offsets"
 
@@ -358,7 +350,7 @@ class TransactionCoordinator:
             if self._txns.get(txn_id) is md:
                 md.abort_transition()
             code = int(exc.error_code)
-            answer = _APPEND_ERROR_ANSWER.get(code, ErrorCode.unknown_server_error)
+            answer = append_answer(exc)
             log.warning(
                 "writing transaction state of %s (%s) failed with error %d (%s); answering %d",
                 txn_id,

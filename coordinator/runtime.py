@@ -1,0 +1,95 @@
+"""What the coordinators (transaction, group, share) share of Kafka's coordinator runtime: the
+answer a client gets when a write to the coordinator's partition fails, and the undoing of
+in-memory changes whose records did not replicate (Kafka reverts its snapshot registry to the
+offset before a failed write).
+
+A coordinator stages a change: it applies it in memory, appends its records, and waits for
+the ISR (`InternalTopic.begin_append_replicated`). `StagedWrites` keeps, for each piece of
+state (a group), the changes still waiting, in append order, each with the way to undo it.
+When one fails, it is undone, and so is every later change of the same state that was built
+on it; one that succeeds is forgotten.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable
+from typing import Generic, TypeVar
+
+from samsa.protocol.errors import ErrorCode
+
+# A failed append's error -> what the coordinator's client is told (Kafka's
+# CoordinatorRuntime, GroupMetadataManager and TransactionStateManager agree on it).
+APPEND_ERROR_ANSWER: dict[int, ErrorCode] = {
+    # another broker coordinates now
+    ErrorCode.not_leader_or_follower: ErrorCode.not_coordinator,
+    ErrorCode.kafka_storage_error: ErrorCode.not_coordinator,
+    # this broker still coordinates, but cannot write right now
+    ErrorCode.unknown_topic_or_partition: ErrorCode.coordinator_not_available,
+    ErrorCode.not_enough_replicas: ErrorCode.coordinator_not_available,
+    ErrorCode.not_enough_replicas_after_append: ErrorCode.coordinator_not_available,
+    ErrorCode.request_timed_out: ErrorCode.coordinator_not_available,
+}
+
+
+def error_code_of(exc: BaseException) -> int:
+    """The Kafka error an append's exception carries (a KafkaError's or a StorageError's);
+    UNKNOWN_SERVER_ERROR for any other."""
+    code = getattr(exc, "error_code", None)
+    return int(code) if isinstance(code, int) else int(ErrorCode.unknown_server_error)
+
+
+def append_answer(exc: BaseException) -> ErrorCode:
+    """What a client is told when an append failed with `exc` (UNKNOWN_SERVER_ERROR for an
+    error that is not one of a partition's)."""
+    return APPEND_ERROR_ANSWER.get(error_code_of(exc), ErrorCode.unknown_server_error)
+
+
+K = TypeVar("K", bound=Hashable)
+
+
+class _Staged:
+    __slots__ = ("undo",)
+
+    def __init__(self, undo: Callable[[], None]) -> None:
+        self.undo = undo
+
+
+class StagedWrites(Generic[K]):
+    """Changes applied in memory whose records are in the log but not yet replicated, by the
+    state they change (`key`), oldest first."""
+
+    def __init__(self) -> None:
+        self._pending: dict[K, list[_Staged]] = {}
+
+    def stage(self, key: K, undo: Callable[[], None]) -> object:
+        """Record a change of `key` just applied; `undo` puts the state back as it was before
+        it. Returns the token to settle it with."""
+        staged = _Staged(undo)
+        self._pending.setdefault(key, []).append(staged)
+        return staged
+
+    def settle(self, key: K, token: object, replicated: bool) -> None:
+        """The change's records replicated (forget it) or did not (undo it, and the later
+        changes of `key` with it: they were made on top of it). A change already undone with
+        an earlier one is left alone."""
+        pending = self._pending.get(key, [])
+        index = next((i for i, s in enumerate(pending) if s is token), None)
+        if index is None:
+            return
+        if replicated:
+            del pending[index]
+        else:
+            undone = pending[index]
+            del pending[index:]
+            undone.undo()
+        if not pending:
+            self._pending.pop(key, None)
+
+    def forget(self, keep: Callable[[K], bool]) -> None:
+        """Drop the staged changes of the keys `keep` refuses (their state was unloaded: there
+        is nothing left to undo)."""
+        for key in [k for k in self._pending if not keep(k)]:
+            del self._pending[key]
+
+    def __len__(self) -> int:
+        return sum(len(v) for v in self._pending.values())
