@@ -15,8 +15,9 @@ Kafka's ACL authorizer and no ACLs, where only `ADMIN` (User:admin, a super user
 
 from __future__ import annotations
 
+import asyncio
 import time
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -46,7 +47,9 @@ class Handlers:
                  # the coordinators' internal topics need one replica, not three
                  "offsets.topic.replication.factor": "1",
                  "transaction.state.log.replication.factor": "1",
-                 "transaction.state.log.min.isr": "1"}
+                 "transaction.state.log.min.isr": "1",
+                 # a group's first rebalance completes at once (one member joins)
+                 "group.initial.rebalance.delay.ms": "0"}
         if authorizer:
             props |= {"authorizer.class.name": AUTHORIZER, "super.users": str(ADMIN)}
         props |= {k: str(v).lower() if isinstance(v, bool) else str(v)
@@ -130,6 +133,20 @@ class Handlers:
                 {"index": partition, "records": records}]}]}, principal=ADMIN)
         return r.responses[0].partition_responses[0]
 
+    async def find_coordinator(self, key: str, key_type: int = 0) -> Any:
+        """FindCoordinator v4 as a client asks it first: creates the internal topic (the
+        offsets' or the transactions') and loads the partition of `key`; its answer."""
+        for _ in range(100):
+            r = await self.call("FindCoordinator", 4, {"key_type": key_type,
+                                                       "coordinator_keys": [key]},
+                                principal=ADMIN)
+            c = r.coordinators[0]
+            if c.error_code not in (ErrorCode.coordinator_not_available,
+                                    ErrorCode.coordinator_load_in_progress):
+                return c
+            await asyncio.sleep(0.01)
+        raise AssertionError(f"no coordinator for {key!r}: {c}")
+
     async def fetch(self, topic: str, partition: int, offset: int = 0,
                     isolation_level: int = 0) -> Any:
         """Fetch v12 (by name) of one partition, no wait; the partition's answer."""
@@ -142,6 +159,14 @@ class Handlers:
                 "partition_max_bytes": 1 << 20}]}]}, principal=ADMIN)
         assert r.error_code == ErrorCode.none
         return r.responses[0].partitions[0]
+
+
+async def eventually(check: Callable[[], Awaitable[bool]], timeout_s: float = 10.0) -> None:
+    """Wait until `check()` holds: for what completes after the answer (transaction markers)."""
+    deadline = time.monotonic() + timeout_s
+    while not await check():
+        assert time.monotonic() < deadline, "the condition never held"
+        await asyncio.sleep(0.01)
 
 
 async def begin_transaction(h: Handlers, transactional_id: str, topic: str,
