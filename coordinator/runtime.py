@@ -1,7 +1,8 @@
-"""What the coordinators (transaction, group, share) share of Kafka's coordinator runtime: the
-answer a client gets when a write to the coordinator's partition fails, and the undoing of
-in-memory changes whose records did not replicate (Kafka reverts its snapshot registry to the
-offset before a failed write).
+"""What the coordinators (transaction, group, share) share of Kafka's coordinator runtime:
+the load of a partition (its replay, yielding to the event loop, at the leader epoch it is
+led at, retried with back-off), the answer a client gets when a write to the coordinator's
+partition fails, and the undoing of in-memory changes whose records did not replicate (Kafka
+reverts its snapshot registry to the offset before a failed write).
 
 A coordinator stages a change: it applies it in memory, appends its records, and waits for
 the ISR (`InternalTopic.begin_append_replicated`). `StagedWrites` keeps, for each piece of
@@ -12,10 +13,21 @@ on it; one that succeeds is forgotten.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable
+import asyncio
+import logging
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Hashable
+from dataclasses import dataclass
 from typing import Generic, TypeVar
 
-from samsa.protocol.errors import ErrorCode
+from samsa.protocol.errors import ErrorCode, KafkaError
+
+from .internal_log import InternalTopic, ReplayedMarker, ReplayedRecord
+
+log = logging.getLogger(__name__)
+
+LOAD_YIELD_EVERY = 500  # records replayed between two yields to the event loop
+LOAD_RETRY_S = (0.2, 5.0)  # first and longest wait before a failed load is tried again
 
 # A failed append's error -> what the coordinator's client is told (Kafka's
 # CoordinatorRuntime, GroupMetadataManager and TransactionStateManager agree on it).
@@ -44,7 +56,71 @@ def append_answer(exc: BaseException) -> ErrorCode:
     return APPEND_ERROR_ANSWER.get(error_code_of(exc), ErrorCode.unknown_server_error)
 
 
+T = TypeVar("T")
 K = TypeVar("K", bound=Hashable)
+
+
+async def replay(topic: InternalTopic, p: int
+                 ) -> AsyncIterator[ReplayedRecord | ReplayedMarker]:
+    """The partition's records and markers from its start, yielding to the event loop every
+    LOAD_YIELD_EVERY of them: a long load does not stall the requests of other partitions."""
+    for count, entry in enumerate(topic.replay(p), 1):
+        if count % LOAD_YIELD_EVERY == 0:
+            await asyncio.sleep(0)
+        yield entry
+
+
+@dataclass(frozen=True, slots=True)
+class Loaded(Generic[T]):
+    epoch: int  # the leader epoch the partition was read at, and is still led at here
+    state: T
+    attempts: int
+    started: float  # time.monotonic() of the attempt that succeeded
+
+    def took_ms(self) -> float:
+        return (time.monotonic() - self.started) * 1000
+
+
+def _epoch_here(topic: InternalTopic, p: int) -> int | None:
+    try:
+        return topic.leader_epoch(p)
+    except KafkaError:
+        return None
+
+
+async def load(topic: InternalTopic, p: int, read: Callable[[], Awaitable[T]], *,
+               stopping: Callable[[], bool], serving: str) -> Loaded[T] | None:
+    """Read partition p with `read` until a read ends at the leader epoch it started at; None
+    once the partition is not led here or the coordinator stops. A failed read is tried again
+    with back-off, and never served: with part of the state missing the coordinator would
+    answer wrongly (`serving`: what is answered COORDINATOR_LOAD_IN_PROGRESS meanwhile)."""
+    delay, longest = LOAD_RETRY_S
+    attempts = 0
+    while not stopping():
+        attempts += 1
+        started = time.monotonic()
+        epoch = _epoch_here(topic, p)
+        if epoch is None:
+            return None
+        try:
+            state = await read()
+        except Exception as exc:
+            if not topic.is_led_here(p):
+                return None
+            log.error("loading %s-%d failed (attempt %d), retrying in %.1f s; its %s answer "
+                      "COORDINATOR_LOAD_IN_PROGRESS meanwhile: %r",
+                      topic.name, p, attempts, delay, serving, exc)
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, longest)
+            continue
+        if stopping():
+            return None
+        if _epoch_here(topic, p) == epoch:
+            return Loaded(epoch, state, attempts, started)
+        if not topic.is_led_here(p):
+            return None
+        # led here at a new epoch: what was read may miss the new leader's records
+    return None
 
 
 class _Staged:

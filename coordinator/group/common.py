@@ -22,7 +22,6 @@ from .share import ShareGroup
 OFFSETS_TOPIC = "__consumer_offsets"
 
 NEW_MEMBER_JOIN_TIMEOUT_MS = 5 * 60 * 1000
-_LOAD_YIELD_EVERY = 500
 
 
 class GroupError(KafkaError):

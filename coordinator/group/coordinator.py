@@ -21,12 +21,11 @@ from typing import Any
 from samsa.config.schema import BrokerConfig
 from samsa.coordinator.internal_log import InternalTopic, ReplayedMarker
 from samsa.coordinator.ports import InternalLogHost, TopicsView
-from samsa.coordinator.runtime import APPEND_ERROR_ANSWER, StagedWrites, error_code_of
+from samsa.coordinator.runtime import APPEND_ERROR_ANSWER, StagedWrites, error_code_of, replay
 from samsa.protocol.errors import ErrorCode
 
 from .classic import ClassicGroup, CommittedOffset, GroupState
 from .common import (
-    _LOAD_YIELD_EVERY,
     OFFSETS_TOPIC,
     Done,
     GroupError,
@@ -186,10 +185,8 @@ class GroupCoordinator(GroupMembership, GroupOffsets, ConsumerGroups, ShareGroup
         started = time.monotonic()
         count = 0
         try:
-            for entry in self.topic.replay(p):
+            async for entry in replay(self.topic, p):
                 count += 1
-                if count % _LOAD_YIELD_EVERY == 0:
-                    await asyncio.sleep(0)
                 if isinstance(entry, ReplayedMarker):
                     self._complete_txn(p, entry.producer_id, entry.commit)
                     continue

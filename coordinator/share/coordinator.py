@@ -40,7 +40,8 @@ from typing import Any
 
 from samsa.coordinator.internal_log import InternalTopic, ReplayedRecord, partition_for
 from samsa.coordinator.ports import TopicsView
-from samsa.coordinator.runtime import append_answer
+from samsa.coordinator.runtime import append_answer, load
+from samsa.coordinator.runtime import replay as replay_records
 from samsa.protocol.errors import ErrorCode, KafkaError
 
 from .records import (
@@ -63,8 +64,6 @@ log = logging.getLogger(__name__)
 
 Key = tuple[str, uuid.UUID, int]  # (group id, topic id, partition)
 
-_LOAD_YIELD_EVERY = 500
-_LOAD_RETRY_S = (0.2, 5.0)
 
 
 UNINITIALIZED_START_OFFSET = -1
@@ -193,46 +192,28 @@ class ShareStateCoordinator:
             self.loading[p] = self._spawn(self._load(p))
 
     async def _load(self, p: int) -> None:
-        delay, longest = _LOAD_RETRY_S
-        while not self._stopping:
-            started = time.monotonic()
-            try:
-                epoch = self.topic.leader_epoch(p)
-            except KafkaError:
+        loaded = await load(self.topic, p, lambda: self._replay(p),
+                            stopping=lambda: self._stopping, serving="share-partitions")
+        if loaded is None:
+            if not self._stopping:
                 self.loading.pop(p, None)
-                return
-            try:
-                found, snapshots, end = await self._replay(p)
-            except Exception as exc:
-                log.error("loading %s-%d failed, retrying in %.1f s: %r", self.topic.name, p,
-                          delay, exc)
-                await asyncio.sleep(delay)
-                delay = min(delay * 2, longest)
-                continue
-            try:
-                still = self.topic.leader_epoch(p) == epoch
-            except KafkaError:
-                still = False
-            self.loading.pop(p, None)
-            if not still:
-                return
-            for k in [k for k in self.states if self.partition_for(*k) == p]:
-                del self.states[k]
-            self.states.update(found)
-            self.snapshot_offsets[p] = snapshots
-            self.end_offsets[p] = end
-            self.loaded[p] = epoch
-            log.info("loaded %d share-partitions from %s-%d in %.0f ms", len(found),
-                     self.topic.name, p, (time.monotonic() - started) * 1000)
             return
+        self.loading.pop(p, None)
+        found, snapshots, end = loaded.state
+        for k in [k for k in self.states if self.partition_for(*k) == p]:
+            del self.states[k]
+        self.states.update(found)
+        self.snapshot_offsets[p] = snapshots
+        self.end_offsets[p] = end
+        self.loaded[p] = loaded.epoch
+        log.info("loaded %d share-partitions from %s-%d in %.0f ms", len(found),
+                 self.topic.name, p, loaded.took_ms())
 
     async def _replay(self, p: int) -> tuple[dict[Key, ShareState], dict[Key, int], int]:
         found: dict[Key, ShareState] = {}
         snapshots: dict[Key, int] = {}
         end = 0
-        for count, entry in enumerate(self.topic.replay(p), 1):
-            if count % _LOAD_YIELD_EVERY == 0:
-                await asyncio.sleep(0)
+        async for entry in replay_records(self.topic, p):
             end = max(end, entry.offset + 1)
             if not isinstance(entry, ReplayedRecord) or entry.key is None:
                 continue

@@ -30,7 +30,7 @@ from typing import Any
 from samsa.config.schema import BrokerConfig
 from samsa.coordinator.internal_log import InternalTopic, ReplayedRecord, partition_for
 from samsa.coordinator.ports import ProducerIdSource, TxnMarkerSender, TxnMetrics
-from samsa.coordinator.runtime import append_answer
+from samsa.coordinator.runtime import append_answer, load, replay
 from samsa.protocol.errors import ErrorCode, KafkaError
 
 from .log import CorruptTxnLogRecord, decode_key, decode_value, encode_key, encode_value
@@ -62,8 +62,6 @@ _ABANDON_MARKER_ERRORS = frozenset(
     {ErrorCode.invalid_producer_epoch, ErrorCode.transaction_coordinator_fenced}
 )
 _MARKER_RETRY_S = 0.1
-_LOAD_YIELD_EVERY = 500
-_LOAD_RETRY_S = (0.2, 5.0)  # first and longest wait before loading a partition again
 
 
 OFFSETS_TOPIC = "__consumer_offsets"
@@ -193,61 +191,27 @@ class TransactionCoordinator:
 
     async def _load(self, p: int) -> None:
         """Load partition p until it succeeds or stops being ours. A failed load is retried
-        (with back-off) and never served: with part of the state missing, InitProducerId
-        would hand out a fresh producer id without fencing the old one and prepared
-        transactions would never be finished."""
-        delay, longest = _LOAD_RETRY_S
-        attempt = 0
-        while True:
-            attempt += 1
-            started = time.monotonic()
-            try:
-                epoch = self._coordinator_epoch(p)
-            except KafkaError:
-                self._loading.pop(p, None)  # not led here (any more): not ours to coordinate
-                return
-            try:
-                found = await self._read_partition(p)
-            except Exception as exc:
-                if not self._leads(p):  # the replay found the partition led elsewhere
-                    self._loading.pop(p, None)
-                    return
-                log.error(
-                    "loading %s-%d failed (attempt %d), retrying in %.1f s; its transactional "
-                    "ids answer COORDINATOR_LOAD_IN_PROGRESS meanwhile: %r",
-                    self.topic.name, p, attempt, delay, exc,
-                )
-                await asyncio.sleep(delay)
-                delay = min(delay * 2, longest)
-                continue
-            if self._stopping:
-                return
-            try:
-                still_ours = self._coordinator_epoch(p) == epoch
-            except KafkaError:
-                still_ours = False
-            if not still_ours:
-                if self._leads(p):
-                    # A new leader epoch, still led here: on_leadership left this load
-                    # running (it is in _loading), so it reads the partition again itself.
-                    continue
-                self._loading.pop(p, None)  # moved while loading; a new load starts with it
-                return
-            self._install(p, found, epoch)
-            self._loading.pop(p, None)
-            log.info(
-                "loaded %d transactional ids from %s-%d in %.0f ms%s",
-                len(found), self.topic.name, p, (time.monotonic() - started) * 1000,
-                f" after {attempt} attempts" if attempt > 1 else "",
-            )
+        and never served: with part of the state missing, InitProducerId would hand out a
+        fresh producer id without fencing the old one and prepared transactions would never
+        be finished."""
+        loaded = await load(self.topic, p, lambda: self._read_partition(p),
+                            stopping=lambda: self._stopping, serving="transactional ids")
+        if loaded is None:  # not led here (any more): a new load starts with the next move
+            if not self._stopping:
+                self._loading.pop(p, None)
             return
+        self._install(p, loaded.state, loaded.epoch)
+        self._loading.pop(p, None)
+        log.info(
+            "loaded %d transactional ids from %s-%d in %.0f ms%s",
+            len(loaded.state), self.topic.name, p, loaded.took_ms(),
+            f" after {loaded.attempts} attempts" if loaded.attempts > 1 else "",
+        )
 
     async def _read_partition(self, p: int) -> dict[str, TxnMetadata]:
         """Replay partition p (yielding to the event loop every few hundred records)."""
         found: dict[str, TxnMetadata] = {}
-        for count, entry in enumerate(self.topic.replay(p), 1):
-            if count % _LOAD_YIELD_EVERY == 0:
-                await asyncio.sleep(0)
+        async for entry in replay(self.topic, p):
             if not isinstance(entry, ReplayedRecord) or entry.key is None:
                 continue
             try:

@@ -1,14 +1,27 @@
-"""Specs of coordinator/runtime.py: the one append-error answer of the three coordinators, and
-the staged changes undone when their records do not replicate."""
+"""Specs of coordinator/runtime.py: the one append-error answer of the three coordinators, the
+staged changes undone when their records do not replicate, and the load of a partition (on
+the fake host of test_coordinator_ports.py)."""
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Iterator
+from pathlib import Path
+
 import pytest
 
-from samsa.coordinator.internal_log import InternalAppendError
-from samsa.coordinator.runtime import StagedWrites, append_answer
+from samsa.broker.replication.partition import Partition
+from samsa.coordinator.internal_log import InternalAppendError, InternalTopic
+from samsa.coordinator.runtime import (
+    LOAD_YIELD_EVERY,
+    StagedWrites,
+    append_answer,
+    load,
+    replay,
+)
 from samsa.protocol.errors import ErrorCode
 from samsa.storage.errors import KafkaStorageError
+from tests.unit.test_coordinator_ports import BROKER_ID, FakeHost
 
 
 @pytest.mark.parametrize(("error", "answer"), [
@@ -100,3 +113,88 @@ def test_forgotten_changes_are_not_undone() -> None:
     s.staged.forget(lambda key: key != "g")  # the group was unloaded
     s.staged.settle("g", token, replicated=False)
     assert (s.value, len(s.staged)) == (1, 0)
+
+
+# ---- loading ---------------------------------------------------------------------------
+@pytest.fixture
+def host(tmp_path: Path) -> Iterator[FakeHost]:
+    h = FakeHost(tmp_path)
+    yield h
+    h.close()
+
+
+async def _topic(host: FakeHost, records: int = 0) -> InternalTopic:
+    topic = InternalTopic(host, "__state", 1, 1, 1 << 20)
+    await topic.ensure_created()
+    if records:
+        topic.append(0, [(b"k%d" % i, b"v") for i in range(records)])
+    return topic
+
+
+def _partition(host: FakeHost) -> Partition:
+    part = host.replica("__state", 0)
+    assert isinstance(part, Partition)
+    return part
+
+
+async def test_a_load_yields_to_the_loop_on_a_long_partition(host: FakeHost) -> None:
+    topic = await _topic(host, 3 * LOAD_YIELD_EVERY)
+    others = 0
+
+    async def other() -> None:
+        nonlocal others
+        while True:
+            others += 1
+            await asyncio.sleep(0)
+
+    task = asyncio.create_task(other())
+    await asyncio.sleep(0)
+    seen = [e.offset async for e in replay(topic, 0)]
+    task.cancel()
+    assert seen == list(range(3 * LOAD_YIELD_EVERY))
+    assert others >= 3  # the other task ran while the partition was replayed
+
+
+async def test_a_failed_read_is_tried_again_until_it_succeeds(host: FakeHost) -> None:
+    topic = await _topic(host)
+    reads = 0
+
+    async def read() -> str:
+        nonlocal reads
+        reads += 1
+        if reads == 1:
+            raise ValueError("unreadable")
+        return "state"
+
+    loaded = await load(topic, 0, read, stopping=lambda: False, serving="things")
+    assert loaded is not None
+    assert (loaded.state, loaded.attempts, loaded.epoch) == ("state", 2, 0)
+
+
+async def test_a_read_that_ends_at_a_new_epoch_is_read_again(host: FakeHost) -> None:
+    topic = await _topic(host)
+    epochs = []
+
+    async def read() -> int:
+        part = _partition(host)
+        epochs.append(part.leader_epoch)
+        if len(epochs) == 1:  # led here again, at a new epoch, while reading
+            part.make_leader(part.leader_epoch + 1, [BROKER_ID], [BROKER_ID])
+        return len(epochs)
+
+    loaded = await load(topic, 0, read, stopping=lambda: False, serving="things")
+    assert loaded is not None
+    assert (loaded.state, loaded.epoch, epochs) == (2, 1, [0, 1])
+
+
+async def test_a_partition_led_elsewhere_is_not_loaded(host: FakeHost) -> None:
+    topic = await _topic(host)
+
+    async def read() -> int:
+        part = _partition(host)
+        part.make_follower(2, part.leader_epoch + 1, [BROKER_ID, 2], [BROKER_ID, 2])
+        return 1
+
+    assert await load(topic, 0, read, stopping=lambda: False, serving="things") is None
+    assert await load(topic, 0, read, stopping=lambda: False, serving="things") is None
+    assert await load(topic, 0, read, stopping=lambda: True, serving="things") is None
