@@ -572,6 +572,12 @@ _STAMPED_PREFIX = struct.Struct(">qii")  # baseOffset, batchLength, partitionLea
 STAMPED_PREFIX_SIZE = _STAMPED_PREFIX.size
 
 
+def stamped_prefix(h: BatchHeader) -> bytes:
+    """A batch's first STAMPED_PREFIX_SIZE bytes with its header's base offset and leader
+    epoch (the part `stamped_parts` rebuilds)."""
+    return _STAMPED_PREFIX.pack(h.base_offset, h.batch_length, h.partition_leader_epoch)
+
+
 def stamped_parts(data: Buf, batches: list[tuple[int, BatchHeader]]) -> list[Buf]:
     """`data`'s batches, tiling it, as parts to write in order: each batch's first 16 bytes
     rebuilt from its header's base offset and leader epoch, then the rest of it as a view of

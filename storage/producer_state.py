@@ -426,6 +426,34 @@ class ProducerStateManager:
                 return m.first_offset, m.last_offset, m.timestamp
         return None
 
+    def next_batch_entry(self, producer_id: int, epoch: int, base_sequence: int
+                         ) -> _Entry | None:
+        """The producer's entry if a client's idempotent batch, not transactional, follows on
+        from its last one (same epoch, no transaction open, the next sequence), and so is no
+        duplicate: the batches `_prepare_next_batch` plans, for `append_next_batch`. (A kept
+        batch starting at the next sequence would have to span nearly 2^31 sequences; a batch
+        holds far fewer records.) None for any other batch."""
+        e = self._producers.get(producer_id)
+        if (e is None or e.epoch != epoch or e.txn_first_offset is not None
+                or not _in_sequence(e.last_seq, base_sequence)):
+            return None
+        return e
+
+    def append_next_batch(self, e: _Entry | None, last_sequence: int, first_offset: int,
+                          last_offset: int, timestamp: int) -> None:
+        """Record a batch written without a plan (the log's one-batch producer append): what
+        `apply` does with `_prepare_next_batch`'s plan for it; `e` from `next_batch_entry`,
+        None for a batch without a producer id. Nothing may change the state between."""
+        self._generation += 1
+        if e is not None:
+            e.batches.append(_BatchMetadata(last_sequence, last_offset,
+                                            last_offset - first_offset, timestamp))
+            e.last_timestamp = timestamp
+        if self._lso_of_completed:
+            self._lso_of_completed = {}
+        if last_offset >= self._map_end_offset:
+            self._map_end_offset = last_offset + 1
+
     def prepare_append(self, batches: list[BatchInfo], origin: str,
                        transaction_version: int = 0) -> AppendPlan:
         if origin not in _ORIGINS:

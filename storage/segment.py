@@ -255,6 +255,20 @@ class LogSegment:
             self._next_offset = batches[-1][1].next_offset
         self._dirty = True
 
+    def append_batch(self, prefix: bytes, rest: memoryview, h: BatchHeader) -> None:
+        """`append` of one batch, written as `prefix` then `rest` (a producer's usual append,
+        without append's lists and loops)."""
+        start = self.size
+        try:
+            self._log.write_parts([prefix, rest])
+        except OSError:
+            self._undo_partial_write(start)
+            raise
+        self._index_batch(start, h)
+        self.size = start + len(prefix) + len(rest)
+        self._next_offset = h.next_offset
+        self._dirty = True
+
     def _undo_partial_write(self, size: int) -> None:
         """A failed write (ENOSPC, EIO) may have left part of the data in the file: cut it off,
         so that the file never holds more than `size` says. If even that fails, the log dir goes
