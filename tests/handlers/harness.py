@@ -9,8 +9,9 @@ kio response of the version asked for (so every field of that version is there t
     assert r.topics[0].error_code == ErrorCode.none
     await h.close()
 
-`principal` and `listener` set who sends a request; `authorizer=True` opens the broker with
-Kafka's ACL authorizer and no ACLs, where only `ADMIN` (User:admin, a super user) may act.
+`principal`, `listener` and `sasl` (a connection's SaslSession) set who sends a request;
+`authorizer=True` opens the broker with Kafka's ACL authorizer and no ACLs, where only `ADMIN`
+(User:admin, a super user) may act.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from typing import Any
 
 from samsa.broker.app import Broker
 from samsa.broker.context import ANONYMOUS, KafkaPrincipal, RequestContext
+from samsa.broker.security.sasl import SaslSession
 from samsa.config.loader import load_config
 from samsa.protocol.codec import build, plans, request_type, response_type
 from samsa.protocol.encoder import encode_response
@@ -44,10 +46,14 @@ class Handlers:
     async def open(cls, data_dir: Path, settings: Mapping[str, Any] | None = None, *,
                    authorizer: bool = False) -> Handlers:
         props = {"log.dirs": str(data_dir), "listeners": "PLAINTEXT://127.0.0.1:9092",
-                 # the coordinators' internal topics need one replica, not three
+                 # the coordinators' internal topics: one replica, a few partitions
                  "offsets.topic.replication.factor": "1",
+                 "offsets.topic.num.partitions": "4",
                  "transaction.state.log.replication.factor": "1",
+                 "transaction.state.log.num.partitions": "4",
                  "transaction.state.log.min.isr": "1",
+                 "share.coordinator.state.topic.replication.factor": "1",
+                 "share.coordinator.state.topic.num.partitions": "2",
                  # a group's first rebalance completes at once (one member joins)
                  "group.initial.rebalance.delay.ms": "0"}
         if authorizer:
@@ -77,16 +83,17 @@ class Handlers:
         b.log_manager.shutdown()
 
     def context(self, api: str | int, version: int, *, principal: KafkaPrincipal = ANONYMOUS,
-                listener: str = "PLAINTEXT") -> RequestContext:
+                listener: str = "PLAINTEXT", sasl: SaslSession | None = None
+                ) -> RequestContext:
         spec = self._spec(api)
         self._correlation += 1
         return RequestContext(spec.key, version, self._correlation, "handler-test", listener,
                               "127.0.0.1:50000", int(time.time() * 1000),
-                              self.broker.dispatcher.services, principal)
+                              self.broker.dispatcher.services, principal, sasl)
 
     async def call(self, api: str | int, version: int, body: Mapping[str, Any] | None = None,
-                   *, principal: KafkaPrincipal = ANONYMOUS,
-                   listener: str = "PLAINTEXT") -> Any:
+                   *, principal: KafkaPrincipal = ANONYMOUS, listener: str = "PLAINTEXT",
+                   sasl: SaslSession | None = None) -> Any:
         """The handler's answer as kio's response of `version` (None: no response, as for
         Produce with acks=0). Raises what the handler raises (the dispatcher would log it)."""
         spec = self._spec(api)
@@ -94,7 +101,7 @@ class Handlers:
         req_type = request_type(spec.key, version)
         _check_keys(req_type, body or {})
         request = build(req_type, body or {})
-        ctx = self.context(api, version, principal=principal, listener=listener)
+        ctx = self.context(api, version, principal=principal, listener=listener, sasl=sasl)
         result = await spec.handler(ctx, request)
         if result is None:
             return None
@@ -146,6 +153,17 @@ class Handlers:
                 return c
             await asyncio.sleep(0.01)
         raise AssertionError(f"no coordinator for {key!r}: {c}")
+
+    async def fetch_as(self, principal: KafkaPrincipal, topic: str, partition: int = 0) -> Any:
+        """The error code of a Fetch of the partition from offset 0 by `principal`."""
+        r = await self.call("Fetch", 12, {
+            "replica_id": -1, "max_wait": 0, "min_bytes": 0, "max_bytes": 1 << 20,
+            "isolation_level": 0, "session_id": 0, "session_epoch": -1,
+            "topics": [{"topic": topic, "partitions": [{
+                "partition": partition, "fetch_offset": 0, "current_leader_epoch": -1,
+                "last_fetched_epoch": -1, "log_start_offset": -1,
+                "partition_max_bytes": 1 << 20}]}]}, principal=principal)
+        return r.responses[0].partitions[0].error_code
 
     async def fetch(self, topic: str, partition: int, offset: int = 0,
                     isolation_level: int = 0) -> Any:
