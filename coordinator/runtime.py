@@ -1,6 +1,7 @@
 """What the coordinators (transaction, group, share) share of Kafka's coordinator runtime:
 the load of a partition (its replay, yielding to the event loop, at the leader epoch it is
-led at, retried with back-off), the answer a client gets when a write to the coordinator's
+led at, retried with back-off), the background tasks and periodic jobs (expiry, pruning),
+the answer a client gets when a write to the coordinator's
 partition fails, and the undoing of in-memory changes whose records did not replicate (Kafka
 reverts its snapshot registry to the offset before a failed write).
 
@@ -14,11 +15,12 @@ on it; one that succeeds is forgotten.
 from __future__ import annotations
 
 import asyncio
+import inspect
 import logging
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Hashable
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Hashable
 from dataclasses import dataclass
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 from samsa.protocol.errors import ErrorCode, KafkaError
 
@@ -58,6 +60,52 @@ def append_answer(exc: BaseException) -> ErrorCode:
 
 T = TypeVar("T")
 K = TypeVar("K", bound=Hashable)
+
+
+class Tasks:
+    """A coordinator's background tasks (loads, marker sends, periodic jobs): a failure is
+    logged, and `cancel_all` ends them all when the coordinator stops."""
+
+    def __init__(self, owner: str) -> None:
+        self.owner = owner
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    def spawn(self, coro: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
+        task = asyncio.get_running_loop().create_task(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._done)
+        return task
+
+    def every(self, interval_s: float, job: Callable[[], object], what: str
+              ) -> asyncio.Task[None]:
+        """Run `job` (a function or a coroutine function) every `interval_s` seconds; a run
+        that fails is logged and the next one comes as usual."""
+        return self.spawn(_every(interval_s, job, f"{self.owner}: {what}"))
+
+    def _done(self, task: asyncio.Task[None]) -> None:
+        self._tasks.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            log.error("%s: task failed", self.owner, exc_info=task.exception())
+
+    async def cancel_all(self) -> None:
+        tasks = list(self._tasks)
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+    def __len__(self) -> int:
+        return len(self._tasks)
+
+
+async def _every(interval_s: float, job: Callable[[], object], what: str) -> None:
+    while True:
+        await asyncio.sleep(interval_s)
+        try:
+            result = job()
+            if inspect.isawaitable(result):
+                await result
+        except Exception:
+            log.exception("%s failed", what)
 
 
 async def replay(topic: InternalTopic, p: int

@@ -84,7 +84,6 @@ class GroupCoordinatorParts:
     _txn_groups: dict[int, dict[int, set[str]]]
     # consumer-group changes applied whose records are not yet replicated, by group id
     _staged: StagedWrites[str]
-    _stopped: bool
 
     # ---- coordinator.py
     def coordinator_partition(self, group_id: str) -> int:

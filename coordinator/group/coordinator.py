@@ -21,7 +21,13 @@ from typing import Any
 from samsa.config.schema import BrokerConfig
 from samsa.coordinator.internal_log import InternalTopic, ReplayedMarker
 from samsa.coordinator.ports import InternalLogHost, TopicsView
-from samsa.coordinator.runtime import APPEND_ERROR_ANSWER, StagedWrites, error_code_of, replay
+from samsa.coordinator.runtime import (
+    APPEND_ERROR_ANSWER,
+    StagedWrites,
+    Tasks,
+    error_code_of,
+    replay,
+)
 from samsa.protocol.errors import ErrorCode
 
 from .classic import ClassicGroup, CommittedOffset, GroupState
@@ -97,20 +103,20 @@ class GroupCoordinator(GroupMembership, GroupOffsets, ConsumerGroups, ShareGroup
         self._staged: StagedWrites[str] = StagedWrites()
         # completions that arrived for a partition while it was loading
         self._deferred: dict[int, list[tuple[int, bool]]] = {}
-        self._tasks: list[asyncio.Task[None]] = []
-        self._stopped = False
+        self._tasks = Tasks("group coordinator")
 
     # ------------------------------------------------------------------ lifecycle
     async def start(self) -> None:
         if self.topic.exists():
             self._load_led_partitions()
-        self._tasks.append(asyncio.create_task(self._retention_loop()))
+        self._tasks.every(self.retention_check_ms / 1000, lambda: self.expire_offsets(now_ms()),
+                          "offset expiration")
 
     async def stop(self) -> None:
-        self._stopped = True
-        for task in [*self._tasks, *self.loading.values()]:
+        await self._tasks.cancel_all()
+        for task in self.loading.values():
             task.cancel()
-        await asyncio.gather(*self._tasks, *self.loading.values(), return_exceptions=True)
+        await asyncio.gather(*self.loading.values(), return_exceptions=True)
         for group in self.groups.values():
             self._cancel_timers(group)
             for m in group.members.values():

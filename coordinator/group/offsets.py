@@ -4,7 +4,6 @@ which owns the groups and persists them."""
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from typing import Any
 
@@ -213,14 +212,6 @@ class GroupOffsets(GroupCoordinatorParts):
 
 
     # ------------------------------------------------------------------ retention
-    async def _retention_loop(self) -> None:
-        while not self._stopped:
-            await asyncio.sleep(self.retention_check_ms / 1000)
-            try:
-                self.expire_offsets(now_ms())
-            except Exception:
-                log.exception("offset expiration failed")
-
     def expire_offsets(self, now: int) -> int:
         """Remove offsets past retention from empty groups; returns how many were removed."""
         removed = 0

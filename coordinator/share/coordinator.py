@@ -34,13 +34,12 @@ import base64
 import logging
 import time
 import uuid
-from collections.abc import Coroutine, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
 
 from samsa.coordinator.internal_log import InternalTopic, ReplayedRecord, partition_for
 from samsa.coordinator.ports import TopicsView
-from samsa.coordinator.runtime import append_answer, load
+from samsa.coordinator.runtime import Tasks, append_answer, load
 from samsa.coordinator.runtime import replay as replay_records
 from samsa.protocol.errors import ErrorCode, KafkaError
 
@@ -139,7 +138,7 @@ class ShareStateCoordinator:
         self.loaded: dict[int, int] = {}  # state partition -> leader epoch it was loaded at
         self.loading: dict[int, asyncio.Task[None]] = {}
         self._locks: dict[Key, asyncio.Lock] = {}
-        self._tasks: set[asyncio.Task[None]] = set()
+        self._tasks = Tasks("share coordinator")
         self._stopping = False
 
     # ================================================================ routing, lifecycle
@@ -156,14 +155,11 @@ class ShareStateCoordinator:
             for p in self.topic.partitions():
                 if self.topic.is_led_here(p):
                     self._start_load(p)
-        self._spawn(self._maintenance_loop())
+        self._tasks.every(self.prune_interval_s, self.maintain, f"pruning {self.topic.name}")
 
     async def stop(self) -> None:
         self._stopping = True
-        tasks = list(self._tasks)
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+        await self._tasks.cancel_all()
 
     def on_leadership(self, p: int, is_leader: bool) -> None:
         """This broker became (or stopped being) the leader of state partition p."""
@@ -181,15 +177,9 @@ class ShareStateCoordinator:
         if is_leader:
             self._start_load(p)
 
-    def _spawn(self, coro: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
-        task = asyncio.get_running_loop().create_task(coro)
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
-        return task
-
     def _start_load(self, p: int) -> None:
         if p not in self.loading:
-            self.loading[p] = self._spawn(self._load(p))
+            self.loading[p] = self._tasks.spawn(self._load(p))
 
     async def _load(self, p: int) -> None:
         loaded = await load(self.topic, p, lambda: self._replay(p),
@@ -282,14 +272,6 @@ class ShareStateCoordinator:
         return lock
 
     # ================================================================ pruning
-    async def _maintenance_loop(self) -> None:
-        while True:
-            await asyncio.sleep(self.prune_interval_s)
-            try:
-                await self.maintain()
-            except Exception:
-                log.exception("pruning %s failed", self.topic.name)
-
     async def maintain(self) -> None:
         """Snapshot the cold share-partitions, then delete what no state needs any more."""
         for p, epoch in list(self.loaded.items()):

@@ -23,14 +23,13 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Awaitable, Callable, Coroutine, Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
 
 from samsa.config.schema import BrokerConfig
 from samsa.coordinator.internal_log import InternalTopic, ReplayedRecord, partition_for
 from samsa.coordinator.ports import ProducerIdSource, TxnMarkerSender, TxnMetrics
-from samsa.coordinator.runtime import append_answer, load, replay
+from samsa.coordinator.runtime import Tasks, append_answer, load, replay
 from samsa.protocol.errors import ErrorCode, KafkaError
 
 from .log import CorruptTxnLogRecord, decode_key, decode_value, encode_key, encode_value
@@ -118,8 +117,7 @@ class TransactionCoordinator:
         # Partitions being loaded (requests for them answer COORDINATOR_LOAD_IN_PROGRESS),
         # each with the task that loads it.
         self._loading: dict[int, asyncio.Task[None]] = {}
-        self._tasks: set[asyncio.Task[None]] = set()
-        self._loops: list[asyncio.Task[None]] = []
+        self._tasks = Tasks("transaction coordinator")
         self._stopping = False
 
     # ================================================================ lifecycle
@@ -131,42 +129,14 @@ class TransactionCoordinator:
             for p in range(self.topic.num_partitions):
                 if self.topic.is_led_here(p):
                     self._start_load(p)
-        self._loops.append(
-            asyncio.create_task(
-                self._scan_loop(self.abort_interval_ms, self.abort_timed_out_transactions)
-            )
-        )
-        self._loops.append(
-            asyncio.create_task(
-                self._scan_loop(self.expire_interval_ms, self.remove_expired_transactional_ids)
-            )
-        )
+        self._tasks.every(self.abort_interval_ms / 1000, self.abort_timed_out_transactions,
+                          "aborting timed-out transactions")
+        self._tasks.every(self.expire_interval_ms / 1000, self.remove_expired_transactional_ids,
+                          "removing expired transactional ids")
 
     async def stop(self) -> None:
         self._stopping = True
-        tasks = list(self._loops) + list(self._tasks)
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
-
-    def _spawn(self, coro: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
-        task = asyncio.create_task(coro)
-        self._tasks.add(task)
-        task.add_done_callback(self._task_done)
-        return task
-
-    def _task_done(self, task: asyncio.Task[None]) -> None:
-        self._tasks.discard(task)
-        if not task.cancelled() and task.exception() is not None:
-            log.error("transaction coordinator task failed", exc_info=task.exception())
-
-    async def _scan_loop(self, interval_ms: int, scan: Callable[[], Awaitable[None]]) -> None:
-        while True:
-            await asyncio.sleep(interval_ms / 1000)
-            try:
-                await scan()
-            except Exception:
-                log.exception("transaction coordinator scan failed")
+        await self._tasks.cancel_all()
 
     # ================================================================ loading
     def on_leadership(self, p: int, is_leader: bool) -> None:
@@ -187,7 +157,7 @@ class TransactionCoordinator:
                      len(gone))
 
     def _start_load(self, p: int) -> None:
-        self._loading[p] = self._spawn(self._load(p))
+        self._loading[p] = self._tasks.spawn(self._load(p))
 
     async def _load(self, p: int) -> None:
         """Load partition p until it succeeds or stops being ours. A failed load is retried
@@ -243,7 +213,7 @@ class TransactionCoordinator:
                     md.producer_id,
                     md.producer_epoch,
                 )
-                self._spawn(self._send_markers_and_complete(md, epoch))
+                self._tasks.spawn(self._send_markers_and_complete(md, epoch))
 
     # ================================================================ plumbing
     def _coordinator_epoch(self, p: int) -> int:
@@ -581,7 +551,7 @@ class TransactionCoordinator:
                 len(md.partitions),
             )
             # The Prepare record is replicated: a new coordinator would finish it the same way.
-            self._spawn(self._send_markers_and_complete(md, coordinator_epoch))
+            self._tasks.spawn(self._send_markers_and_complete(md, coordinator_epoch))
             return ErrorCode.none
         undo_fence()  # only reachable when not Ongoing
         if state is TxnState.COMPLETE_COMMIT:
@@ -728,7 +698,7 @@ class TransactionCoordinator:
                 now - md.start_ms,
             )
             md.prepare_fence_epoch()  # pending from here: no other transition interleaves
-            self._spawn(self._abort_timed_out(md, coordinator_epoch))
+            self._tasks.spawn(self._abort_timed_out(md, coordinator_epoch))
 
     async def _abort_timed_out(self, md: TxnMetadata, coordinator_epoch: int) -> None:
         code = await self._end_transaction(
@@ -755,7 +725,7 @@ class TransactionCoordinator:
                 md.prepare_dead()
             except (KafkaError, IllegalTransition):
                 continue
-            self._spawn(self._expire(md, coordinator_epoch))
+            self._tasks.spawn(self._expire(md, coordinator_epoch))
 
     async def _expire(self, md: TxnMetadata, coordinator_epoch: int) -> None:
         try:

@@ -15,6 +15,7 @@ from samsa.coordinator.internal_log import InternalAppendError, InternalTopic
 from samsa.coordinator.runtime import (
     LOAD_YIELD_EVERY,
     StagedWrites,
+    Tasks,
     append_answer,
     load,
     replay,
@@ -198,3 +199,37 @@ async def test_a_partition_led_elsewhere_is_not_loaded(host: FakeHost) -> None:
     assert await load(topic, 0, read, stopping=lambda: False, serving="things") is None
     assert await load(topic, 0, read, stopping=lambda: False, serving="things") is None
     assert await load(topic, 0, read, stopping=lambda: True, serving="things") is None
+
+
+# ---- background tasks and periodic jobs ----------------------------------------------------
+async def test_a_periodic_job_runs_on_after_a_failed_run(caplog: pytest.LogCaptureFixture) -> None:
+    tasks = Tasks("test coordinator")
+    runs: list[int] = []
+    done = asyncio.Event()
+
+    async def job() -> None:
+        runs.append(len(runs))
+        if len(runs) == 1:
+            raise RuntimeError("first run fails")
+        if len(runs) == 3:
+            done.set()
+
+    tasks.every(0.001, job, "a job")
+    await asyncio.wait_for(done.wait(), 10)
+    assert len(tasks) == 1
+    await tasks.cancel_all()
+    assert len(tasks) == 0
+    assert "test coordinator: a job failed" in caplog.text
+
+
+async def test_a_task_that_fails_is_logged_and_dropped(caplog: pytest.LogCaptureFixture) -> None:
+    tasks = Tasks("test coordinator")
+
+    async def boom() -> None:
+        raise RuntimeError("boom")
+
+    task = tasks.spawn(boom())
+    await asyncio.gather(task, return_exceptions=True)
+    await asyncio.sleep(0)
+    assert len(tasks) == 0
+    assert "test coordinator: task failed" in caplog.text
