@@ -24,7 +24,7 @@ from typing import Any, Generic, TypeVar
 
 from samsa.protocol.errors import ErrorCode, KafkaError
 
-from .internal_log import InternalTopic, ReplayedMarker, ReplayedRecord
+from .internal_log import APPEND_TIMEOUT_S, InternalTopic, ReplayedMarker, ReplayedRecord
 
 log = logging.getLogger(__name__)
 
@@ -60,6 +60,32 @@ def append_answer(exc: BaseException) -> ErrorCode:
 
 T = TypeVar("T")
 K = TypeVar("K", bound=Hashable)
+
+
+class WriteFailed(KafkaError):
+    """A coordinator write whose records are not known to be replicated; `error_code` is what
+    the coordinator's client is told (APPEND_ERROR_ANSWER)."""
+
+    def __init__(self, answer: ErrorCode, cause: BaseException) -> None:
+        super().__init__(f"{answer.name}: {cause!r}", answer)
+        self.cause = cause
+
+
+async def write(topic: InternalTopic, p: int, records: list[tuple[bytes, bytes | None]], *,
+                leader_epoch: int, what: str, timestamp_ms: int | None = None,
+                timeout_s: float = APPEND_TIMEOUT_S) -> int:
+    """Append `records` to partition p as one batch, fenced to `leader_epoch` (the epoch the
+    coordinator loaded the partition at), and wait until the ISR has them; returns the offset
+    of the last one. Raises WriteFailed (logged, naming `what` was written) otherwise."""
+    try:
+        return await topic.append_replicated(
+            p, records, leader_epoch=leader_epoch, timeout_s=timeout_s,
+            timestamp_ms=int(time.time() * 1000) if timestamp_ms is None else timestamp_ms)
+    except KafkaError as exc:  # a StorageError is one too
+        answer = append_answer(exc)
+        log.warning("writing %s to %s-%d failed with error %d (%s); answering %s", what,
+                    topic.name, p, exc.error_code, exc, answer.name)
+        raise WriteFailed(answer, exc) from None
 
 
 class Tasks:

@@ -39,7 +39,7 @@ from dataclasses import dataclass
 
 from samsa.coordinator.internal_log import InternalTopic, ReplayedRecord, partition_for
 from samsa.coordinator.ports import TopicsView
-from samsa.coordinator.runtime import Tasks, append_answer, load
+from samsa.coordinator.runtime import Tasks, WriteFailed, load, write
 from samsa.coordinator.runtime import replay as replay_records
 from samsa.protocol.errors import ErrorCode, KafkaError
 
@@ -250,14 +250,11 @@ class ShareStateCoordinator:
         p = self.partition_for(*key)
         raw_key = encode_key(record_type, group_id, topic_id, partition)
         try:
-            offset = await self.topic.append_replicated(
-                p, [(raw_key, value)], leader_epoch=epoch, timestamp_ms=_now(),
-                timeout_s=self.write_timeout_s)
-        except KafkaError as exc:
-            answer = append_answer(exc)
-            log.warning("writing the share state of %s failed (%r): answering %s", key, exc,
-                        answer.name)
-            raise ShareStateError(answer) from None
+            offset = await write(self.topic, p, [(raw_key, value)], leader_epoch=epoch,
+                                 timeout_s=self.write_timeout_s,
+                                 what=f"the share state of {key}")
+        except WriteFailed as exc:
+            raise ShareStateError(exc.error_code) from None
         if self.loaded.get(p) != epoch:
             raise ShareStateError(ErrorCode.not_coordinator)
         replay(self.states, raw_key, value, self.snapshot_offsets.setdefault(p, {}), offset)

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from samsa.config.schema import BrokerConfig
 from samsa.coordinator.internal_log import InternalTopic, ReplayedRecord, partition_for
 from samsa.coordinator.ports import ProducerIdSource, TxnMarkerSender, TxnMetrics
-from samsa.coordinator.runtime import Tasks, append_answer, load, replay
+from samsa.coordinator.runtime import Tasks, WriteFailed, load, replay, write
 from samsa.protocol.errors import ErrorCode, KafkaError
 
 from .log import CorruptTxnLogRecord, decode_key, decode_value, encode_key, encode_value
@@ -273,27 +273,15 @@ class TransactionCoordinator:
         flexible = transit is not None and (
             self.transaction_version() >= 1 or transit.client_transaction_version >= 2)
         value = None if transit is None else encode_value(transit.log_value(), int(flexible))
+        what = (f"the transaction state of {txn_id} "
+                f"({'tombstone' if transit is None else transit.state.name})")
         try:
-            await self.topic.append_replicated(
-                self._partition_of(txn_id),
-                [(encode_key(txn_id), value)],
-                leader_epoch=coordinator_epoch,
-                timestamp_ms=now,
-            )
-        except KafkaError as exc:  # StorageError is one too
+            await write(self.topic, self._partition_of(txn_id), [(encode_key(txn_id), value)],
+                        leader_epoch=coordinator_epoch, timestamp_ms=now, what=what)
+        except WriteFailed as exc:
             if self._txns.get(txn_id) is md:
                 md.abort_transition()
-            code = int(exc.error_code)
-            answer = append_answer(exc)
-            log.warning(
-                "writing transaction state of %s (%s) failed with error %d (%s); answering %d",
-                txn_id,
-                "tombstone" if transit is None else transit.state.name,
-                code,
-                exc,
-                answer,
-            )
-            raise CoordinatorError(answer) from None
+            raise CoordinatorError(exc.error_code) from None
         if self._txns.get(txn_id) is not md:
             # Unloaded (and maybe loaded again from the log) while the write was in flight:
             # the partition's new owner acts on what the log says.

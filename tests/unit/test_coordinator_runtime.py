@@ -16,9 +16,11 @@ from samsa.coordinator.runtime import (
     LOAD_YIELD_EVERY,
     StagedWrites,
     Tasks,
+    WriteFailed,
     append_answer,
     load,
     replay,
+    write,
 )
 from samsa.protocol.errors import ErrorCode
 from samsa.storage.errors import KafkaStorageError
@@ -233,3 +235,29 @@ async def test_a_task_that_fails_is_logged_and_dropped(caplog: pytest.LogCapture
     await asyncio.sleep(0)
     assert len(tasks) == 0
     assert "test coordinator: task failed" in caplog.text
+
+
+# ---- writes ---------------------------------------------------------------------------------
+async def test_a_write_returns_once_replicated_at_the_loaded_epoch(host: FakeHost) -> None:
+    topic = await _topic(host)
+    assert await write(topic, 0, [(b"k", b"v")], leader_epoch=0, what="a record") == 0
+
+
+@pytest.mark.parametrize(("breakage", "answer"), [
+    ("new epoch", ErrorCode.not_coordinator),  # fenced: the partition was led anew
+    ("isr too small", ErrorCode.coordinator_not_available),
+    ("follower stalls", ErrorCode.coordinator_not_available),
+])
+async def test_a_write_that_is_not_replicated_is_answered_as_kafka_does(
+        host: FakeHost, breakage: str, answer: ErrorCode) -> None:
+    topic = await _topic(host)
+    part = _partition(host)
+    if breakage == "new epoch":
+        part.make_leader(1, [BROKER_ID], [BROKER_ID])
+    elif breakage == "isr too small":
+        part.min_insync_replicas = 2
+    else:
+        part.isr = [BROKER_ID, 2]
+    with pytest.raises(WriteFailed) as err:
+        await write(topic, 0, [(b"k", b"v")], leader_epoch=0, what="a record", timeout_s=0.05)
+    assert err.value.error_code == answer
