@@ -36,7 +36,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from samsa.broker.app import Broker  # noqa: E402
-from samsa.broker.server import ConnectionInfo  # noqa: E402
+from samsa.broker.network.server import ConnectionInfo  # noqa: E402
 from samsa.config.loader import load_config  # noqa: E402
 from samsa.protocol.codec import build, encode, reader, request_type, response_type  # noqa: E402
 from samsa.protocol.records import build_batch  # noqa: E402

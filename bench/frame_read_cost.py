@@ -1,6 +1,6 @@
 """The server's CPU per request frame read off a socket: asyncio's StreamReader (readexactly of
 the size, then of the frame; what the broker used before) against the broker's ClientConnection
-(broker/connection.py), on uvloop.
+(broker/network/connection.py), on uvloop.
 
 A client process sends size-prefixed frames of --size bytes back to back (about 1 MiB per
 send) for --mib MiB, then closes; the server reads every frame and does nothing with it. A
@@ -23,7 +23,7 @@ import time
 
 import uvloop
 
-from samsa.broker.connection import ClientConnection
+from samsa.broker.network.connection import ClientConnection
 
 
 def _send(port: int, size: int, count: int) -> None:

@@ -27,7 +27,7 @@ sys.path.insert(0, str(REPO))
 from confluent_kafka import Producer  # noqa: E402
 from confluent_kafka.admin import NewTopic  # noqa: E402
 
-from samsa.broker.zk_process import ZooKeeperProcess  # noqa: E402
+from samsa.broker.cluster.zk.process import ZooKeeperProcess  # noqa: E402
 from tests.cluster.cluster import Cluster, wait_until  # noqa: E402
 from tests.support.broker import free_port  # noqa: E402
 

@@ -36,38 +36,38 @@ from samsa.storage.log_dirs import LogDirs
 
 from . import metrics
 from .apis import build_registry
+from .cluster.controller import Controller
+from .cluster.features import TRANSACTION_VERSION, initial_levels
+from .cluster.metadata_cache import TopicMetadataCache
+from .cluster.metadata_store import BrokerEndpoint, BrokerInfo, LocalMetadataStore, TopicState
+from .cluster.topic_admin import TopicAdmin
+from .cluster.zk.client import ZkClientSettings
+from .cluster.zk.store import ZkMetadataStore
 from .context import BrokerServices
-from .controller import Controller
 from .coordinator_host import BrokerLogHost
-from .dispatch import Dispatcher
 from .dynamic_config import DynamicBrokerConfig
-from .features import TRANSACTION_VERSION, initial_levels
-from .interbroker import BrokerConnection, BrokerUnavailable, set_client_security
-from .log_dir_mover import LogDirMover
-from .loop_watchdog import LoopWatchdog
 from .malloc_tuning import tune_malloc
-from .markers import TxnMarkerChannel
-from .metadata_cache import TopicMetadataCache
-from .metadata_store import BrokerEndpoint, BrokerInfo, LocalMetadataStore, TopicState
-from .partition import Partition
-from .quotas import QuotaManager
-from .replica_fetcher import ReplicaFetcherManager
-from .replica_manager import ReplicaManager
-from .replication_quota import FOLLOWER as FOLLOWER_THROTTLED
-from .replication_quota import LEADER as LEADER_THROTTLED
-from .replication_quota import ReplicationQuota
+from .network.dispatch import Dispatcher
+from .network.interbroker import BrokerConnection, BrokerUnavailable, set_client_security
+from .network.loop_watchdog import LoopWatchdog
+from .network.quotas import QuotaManager
+from .network.server import KafkaServer, ServerLimits
+from .replication.log_dir_mover import LogDirMover
+from .replication.partition import Partition
+from .replication.replica_fetcher import ReplicaFetcherManager
+from .replication.replica_manager import ReplicaManager
+from .replication.replication_quota import FOLLOWER as FOLLOWER_THROTTLED
+from .replication.replication_quota import LEADER as LEADER_THROTTLED
+from .replication.replication_quota import ReplicationQuota
 from .security.authorizer import Authorizer, parse_super_users
 from .security.client import ClientSecurity
 from .security.listeners import listener_endpoints
 from .security.scram import ScramCredential
 from .security.tls import ListenerTls
-from .server import KafkaServer, ServerLimits
-from .share_fetch import ShareFetcher
-from .share_persister import SHARE_STATE_TOPIC, SharePersister
-from .topic_admin import TopicAdmin
-from .txn_verification import TxnPartitionVerifier
-from .zk_client import ZkClientSettings
-from .zk_store import ZkMetadataStore
+from .share.fetch import ShareFetcher
+from .share.persister import SHARE_STATE_TOPIC, SharePersister
+from .txn.markers import TxnMarkerChannel
+from .txn.verification import TxnPartitionVerifier
 
 log = logging.getLogger(__name__)
 
@@ -96,7 +96,7 @@ class Broker:
         self.zookeeper: str | None = config["zookeeper.connect"]
         initial = initial_levels(config)  # a new cluster's feature levels
         # ZooKeeper's in a cluster, else the one broker's file; what only ZooKeeper's has is
-        # reached through zk_store.
+        # reached through zk_store (the ZooKeeper store).
         self.store: ZkMetadataStore | LocalMetadataStore
         if self.zookeeper:
             self.store = ZkMetadataStore(

@@ -12,7 +12,7 @@ from typing import Any
 from samsa.config.loader import load_config, parse_override
 from samsa.config.schema import LOG_LEVELS, BrokerConfig, ConfigError, parse_logger_levels
 
-from .features import initial_levels
+from .cluster.features import initial_levels
 
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 
@@ -75,7 +75,7 @@ def _add_cluster(sub: argparse._SubParsersAction) -> None:
 
 
 def _cluster(args: argparse.Namespace) -> int:
-    from samsa.broker.local_cluster import run_cluster
+    from samsa.broker.cluster.local_cluster import run_cluster
 
     logging.basicConfig(stream=sys.stderr, format=LOG_FORMAT, level=logging.INFO, force=True)
     return run_cluster(args.brokers, args.data_dir, base_port=args.base_port,

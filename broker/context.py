@@ -26,18 +26,18 @@ if TYPE_CHECKING:
     from samsa.coordinator.transaction import TransactionCoordinator
     from samsa.storage.log_dirs import LogDirs
 
-    from .controller import Controller
+    from .cluster.controller import Controller
+    from .cluster.metadata_cache import TopicMetadataCache
+    from .cluster.metadata_store import MetadataStore
+    from .cluster.topic_admin import TopicAdmin
     from .dynamic_config import DynamicBrokerConfig
-    from .metadata_cache import TopicMetadataCache
-    from .metadata_store import MetadataStore
-    from .quotas import QuotaManager
-    from .replica_manager import ReplicaManager
+    from .network.quotas import QuotaManager
+    from .replication.replica_manager import ReplicaManager
     from .security.authorizer import Authorizer
     from .security.sasl import SaslSession
-    from .share_fetch import ShareFetcher
-    from .share_persister import SharePersister
-    from .topic_admin import TopicAdmin
-    from .txn_verification import TxnPartitionVerifier
+    from .share.fetch import ShareFetcher
+    from .share.persister import SharePersister
+    from .txn.verification import TxnPartitionVerifier
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,7 +98,7 @@ class RequestContext:
     # The connection's SASL authentication on a SASL listener (until and after it passes).
     sasl: SaslSession | None = None
     # The connection sends records from segment files (sendfile; not over TLS): Fetch may
-    # answer with FileRegions of the log instead of the bytes (broker/server.py).
+    # answer with FileRegions of the log instead of the bytes (broker/network/server.py).
     zero_copy: bool = False
 
     @property

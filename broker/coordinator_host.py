@@ -6,17 +6,18 @@ from __future__ import annotations
 import uuid
 from collections.abc import Collection, Iterable
 
-from .metadata_store import MetadataStore
-from .partition import Partition
-from .replica_manager import ReplicaManager
-from .topic_admin import TopicAdmin
+from .cluster.metadata_store import MetadataStore
+from .cluster.topic_admin import TopicAdmin
+from .replication.partition import Partition
+from .replication.replica_manager import ReplicaManager
 
 
 class BrokerLogHost:
     """Metadata from the store (also the group and share coordinators'
     `samsa.coordinator.ports.TopicsView`), topic creation through `TopicAdmin`, replicas from
-    the replica manager (`broker.partition.Partition` is a `coordinator.ports.CoordinatorReplica`;
-    `PartitionError` and `TopicError` are the `KafkaError`s the interface names)."""
+    the replica manager (`broker.replication.partition.Partition` is a
+    `coordinator.ports.CoordinatorReplica`; `PartitionError` and `TopicError` are the
+    `KafkaError`s the interface names)."""
 
     def __init__(self, store: MetadataStore, topics: TopicAdmin, replicas: ReplicaManager) -> None:
         self._store = store

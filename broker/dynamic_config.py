@@ -29,7 +29,7 @@ from samsa.config.schema import (
 from samsa.protocol.errors import ErrorCode
 
 if TYPE_CHECKING:
-    from .metadata_store import MetadataStore
+    from .cluster.metadata_store import MetadataStore
 
 log = logging.getLogger(__name__)
 

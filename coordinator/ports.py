@@ -8,9 +8,9 @@ nothing of KafkaApis:
 - `InternalLogHost`: the cluster metadata and the replicas an `InternalTopic` lives on
   (samsa.broker.coordinator_host.BrokerLogHost);
 - `CoordinatorReplica`: one replica of an internal-topic partition hosted by this broker
-  (samsa.broker.partition.Partition);
+  (samsa.broker.replication.partition.Partition);
 - `TxnMarkerSender`: writes a transaction's COMMIT/ABORT markers to its partitions
-  (samsa.broker.markers.TxnMarkerChannel);
+  (samsa.broker.txn.markers.TxnMarkerChannel);
 - `TxnMetrics`: the transaction coordinator's event counters (the samsa.broker.metrics module);
 - `ProducerIdSource`: fresh producer ids (samsa.coordinator.producer_ids' allocators);
 - `TopicsView`: the topics' ids and partition counts (the consumer groups' assignors, the

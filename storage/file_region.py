@@ -2,7 +2,7 @@
 
 `LogSegment.read(..., zero_copy=True)` answers a large read with a `FileRegion` instead of the
 bytes: the Fetch response carries it like any records value (its length is known), and the
-socket layer (broker/server.py) hands it to the kernel with `os.sendfile` on a plaintext
+socket layer (broker/network/server.py) hands it to the kernel with `os.sendfile` on a plaintext
 connection, or reads it (`read`) where it cannot (TLS).
 
 The region pins its file's fd in the fd cache (storage/fdcache.py) from creation until

@@ -23,7 +23,7 @@ from tests.cluster.cluster import Cluster
 from tests.support.broker import STARTED_THIS_TEST, BrokerProcess, kill_all_live
 
 # Every broker the tests start compares each response protocol/encoder.py writes with kio's
-# bytes for the same dict (broker/dispatch.py), and drops the connection on a difference.
+# bytes for the same dict (broker/network/dispatch.py), and drops the connection on a difference.
 os.environ.setdefault("SAMSA_CHECK_ENCODER", "1")
 
 _shared: BrokerProcess | None = None

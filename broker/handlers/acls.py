@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from samsa.protocol.errors import ErrorCode
 
 from ..context import RequestContext
+from ..network.server import CloseConnection
 from ..security.authorizer import (
     AccessControlEntry,
     AclBinding,
@@ -30,7 +31,6 @@ from ..security.authorizer import (
     ResourceType,
     invalid_new_acl,
 )
-from ..server import CloseConnection
 
 if TYPE_CHECKING:
     from .requests import (

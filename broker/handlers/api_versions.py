@@ -1,6 +1,6 @@
 """ApiVersions (18): the API table clients negotiate against, and from v3 the feature levels
-this broker supports and the cluster finalized (broker/features.py; Admin.describeFeatures and
-the clients' choice of the transaction protocol read them)."""
+this broker supports and the cluster finalized (broker/cluster/features.py; Admin.describeFeatures
+and the clients' choice of the transaction protocol read them)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING, Any
 from samsa.protocol.errors import ErrorCode
 from samsa.protocol.registry import ApiRegistry, Handler
 
+from ..cluster.features import api_enabled, supported
 from ..context import RequestContext
-from ..features import api_enabled, supported
 
 if TYPE_CHECKING:
     from .requests import ApiVersionsRequest

@@ -1,6 +1,6 @@
 """DescribeClientQuotas (48) and AlterClientQuotas (49): user and client-id quotas, stored as
 Kafka stores them (ZooKeeper's /config/users and /config/clients; the single-broker metadata
-file) and enforced by broker/quotas.py.
+file) and enforced by broker/network/quotas.py.
 
 Matching and validation follow Kafka's ClientQuotasImage.describe and
 ClientQuotaControlManager: a filter component matches an exact name, the default, or any
@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING, Any
 
 from samsa.protocol.errors import ErrorCode, KafkaError
 
+from ..cluster.metadata_store import QUOTA_CLIENT_ID, QUOTA_CONFIGS, QUOTA_USER, QuotaEntity
 from ..context import RequestContext
-from ..metadata_store import QUOTA_CLIENT_ID, QUOTA_CONFIGS, QUOTA_USER, QuotaEntity
 from ..security.authorizer import AclOperation, ResourceType
 
 if TYPE_CHECKING:

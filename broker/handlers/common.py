@@ -8,8 +8,8 @@ from typing import TypeVar
 from samsa.protocol.errors import ErrorCode, KafkaError
 from samsa.storage.errors import StorageError
 
-from ..metadata_store import MetadataStore
-from ..replica_manager import PartitionError
+from ..cluster.metadata_store import MetadataStore
+from ..replication.replica_manager import PartitionError
 
 T = TypeVar("T")
 

@@ -24,9 +24,9 @@ from samsa.config.topic import (
 )
 from samsa.protocol.errors import ErrorCode
 
+from ..cluster.topic_admin import TopicError
 from ..context import RequestContext
 from ..security.authorizer import AclOperation, ResourceType
-from ..topic_admin import TopicError
 from .common import field
 
 if TYPE_CHECKING:

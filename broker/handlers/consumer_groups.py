@@ -2,7 +2,7 @@
 
 Thin: decode the request, call `ctx.groups` (coordinator/group/consumer_groups.py), shape the
 answer. Both APIs are served only while the cluster's `group.version` is at least 1, as in
-Kafka (broker/features.py; ApiVersions does not list them otherwise).
+Kafka (broker/cluster/features.py; ApiVersions does not list them otherwise).
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING, Any
 from samsa.protocol.codec import millis
 from samsa.protocol.errors import ErrorCode
 
+from ..cluster.features import GROUP_VERSION
 from ..context import RequestContext
-from ..features import GROUP_VERSION
 from ..security.authorizer import AclOperation, ResourceType
 from .common import field
 

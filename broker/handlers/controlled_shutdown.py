@@ -4,8 +4,8 @@ Only brokers send it (to the controller they know from ZooKeeper, broker/app.py)
 served but not listed in ApiVersions: Kafka 4 has no such API, and Kafka 3.x's ZooKeeper
 brokers served v0-v3 (Samsa serves v1-v3, protocol/controlled_shutdown.py). As in Kafka's
 KafkaApis.handleControlledShutdownRequest the sender needs CLUSTER_ACTION on the cluster; the
-controller (broker/controller.py, Kafka's doControlledShutdown) answers STALE_BROKER_EPOCH to a
-request from a previous life of the broker (v2+ carry its broker epoch, KIP-380),
+controller (broker/cluster/controller.py, Kafka's doControlledShutdown) answers STALE_BROKER_EPOCH
+to a request from a previous life of the broker (v2+ carry its broker epoch, KIP-380),
 BROKER_NOT_AVAILABLE for a broker not registered, NOT_CONTROLLER unless it is the controller,
 and otherwise the partitions the broker still leads.
 """

@@ -14,9 +14,9 @@ from typing import TYPE_CHECKING, Any
 
 from samsa.protocol.errors import ErrorCode
 
+from ..cluster.topic_admin import INTERNAL_TOPICS, TopicError, validate_topic_name
 from ..context import RequestContext
 from ..security.authorizer import AclOperation, ResourceType
-from ..topic_admin import INTERNAL_TOPICS, TopicError, validate_topic_name
 from .metadata import listener_brokers, replica_online
 
 if TYPE_CHECKING:

@@ -1,6 +1,6 @@
 """ElectLeaders (43): preferred and unclean leader elections asked for by an admin client.
 
-The controller does the election (broker/controller.py, Kafka's ZooKeeper-era
+The controller does the election (broker/cluster/controller.py, Kafka's ZooKeeper-era
 processReplicaLeaderElection). Any broker serves the request: the controller's own broker
 runs it, another broker forwards it unchanged to the controller it knows from ZooKeeper over an
 inter-broker connection and relays the answer, as Kafka 4's brokers forward it to theirs (the
@@ -25,9 +25,9 @@ from typing import TYPE_CHECKING, Any
 
 from samsa.protocol.errors import ErrorCode
 
+from ..cluster.controller import PREFERRED, UNCLEAN, ElectionResult, TopicPartition
 from ..context import RequestContext
-from ..controller import PREFERRED, UNCLEAN, ElectionResult, TopicPartition
-from ..interbroker import BrokerConnection, BrokerUnavailable
+from ..network.interbroker import BrokerConnection, BrokerUnavailable
 from ..security.authorizer import AclOperation, ResourceType
 
 if TYPE_CHECKING:

@@ -1,5 +1,5 @@
 """UpdateFeatures (57): change the cluster's finalized feature levels (`kafka-features upgrade |
-downgrade | disable`); ApiVersions reports them (broker/features.py).
+downgrade | disable`); ApiVersions reports them (broker/cluster/features.py).
 
 As Kafka 4.x answers it (FeatureControlManager, UpdateFeaturesResponse.createWithErrors): the
 updates are checked together and applied all at once or not at all; the first bad one is the
@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING, Any
 
 from samsa.protocol.errors import ErrorCode, KafkaError
 
+from ..cluster.features import UpgradeType, apply_updates, supported
 from ..context import RequestContext
-from ..features import UpgradeType, apply_updates, supported
 from ..security.authorizer import AclOperation, ResourceType
 
 if TYPE_CHECKING:

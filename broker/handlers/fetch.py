@@ -28,9 +28,9 @@ from samsa.protocol.kio_adapter import Entity, schema_fields
 
 from .. import metrics
 from ..context import RequestContext
-from ..partition import Partition, PartitionRead
-from ..quotas import FETCH_KEY
-from ..replica_manager import PartitionError
+from ..network.quotas import FETCH_KEY
+from ..replication.partition import Partition, PartitionRead
+from ..replication.replica_manager import PartitionError
 from ..security.authorizer import AclOperation, ResourceType
 from .common import PARTITION_ERRORS, error_code_of, field
 
@@ -312,7 +312,7 @@ def _consumer_reader(isolation: int, zero_copy: bool, entity: type[Entity]) -> R
 def _follower_reader(ctx: RequestContext, replica_id: int, replica_epoch: int = -1) -> ReadOne:
     """A follower's fetch: its fetch offset acknowledges what it has; read up to our LEO,
     unless its last fetched epoch ends earlier here (then it must truncate first). A
-    throttled replica (broker/replication_quota.py) of a follower out of the ISR gets no
+    throttled replica (broker/replication/replication_quota.py) of a follower out of the ISR gets no
     records while the leader's throttle rate is exceeded."""
     quota = ctx.replicas.leader_quota
 

@@ -1,6 +1,6 @@
 """AlterReplicaLogDirs (34): move replicas to other log directories of this broker
-(broker/log_dir_mover.py). DescribeLogDirs (35): each log directory, its partitions' sizes (a
-replica being moved there: its future log, `is_future_key`, with its lag) and the disk's
+(broker/replication/log_dir_mover.py). DescribeLogDirs (35): each log directory, its partitions'
+sizes (a replica being moved there: its future log, `is_future_key`, with its lag) and the disk's
 capacity; an offline directory (failed I/O) answers KAFKA_STORAGE_ERROR, as in Kafka."""
 
 from __future__ import annotations

@@ -14,10 +14,10 @@ from samsa.protocol.encoder import Encoded, encode_entity
 from samsa.protocol.errors import ErrorCode
 from samsa.protocol.kio_adapter import Entity, schema_fields
 
+from ..cluster.metadata_store import OfflineReplicas, TopicState
+from ..cluster.topic_admin import INTERNAL_TOPICS, TopicError, validate_topic_name
 from ..context import RequestContext
-from ..metadata_store import OfflineReplicas, TopicState
 from ..security.authorizer import AclOperation, ResourceType
-from ..topic_admin import INTERNAL_TOPICS, TopicError, validate_topic_name
 from .common import field, topic_name_by_id
 
 if TYPE_CHECKING:
@@ -78,7 +78,8 @@ async def handle_metadata(ctx: RequestContext, request: MetadataRequest) -> dict
     # v6 on (a configuration error to diagnose), LEADER_NOT_AVAILABLE before.
     no_listener = ErrorCode.listener_not_found if version >= 6 else ErrorCode.leader_not_available
     with_operations = bool(field(request, "include_topic_authorized_operations", False))
-    # Topic entries encoded before, for this version and listener (broker/metadata_cache.py).
+    # Topic entries encoded before, for this version and listener
+    # (broker/cluster/metadata_cache.py).
     cache = ctx.services.metadata_cache
     if cache is not None:
         cache.check_offline(ctx.replicas.offline)

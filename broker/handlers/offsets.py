@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 from samsa.protocol.errors import ErrorCode
 
 from ..context import RequestContext
-from ..partition import (
+from ..replication.partition import (
     EARLIEST_LOCAL_TIMESTAMP,
     EARLIEST_PENDING_UPLOAD_TIMESTAMP,
     EARLIEST_TIMESTAMP,
@@ -16,7 +16,7 @@ from ..partition import (
     LATEST_TIMESTAMP,
     MAX_TIMESTAMP,
 )
-from ..replica_manager import PartitionError
+from ..replication.replica_manager import PartitionError
 from ..security.authorizer import AclOperation, ResourceType
 from .common import PARTITION_ERRORS, error_code_of, field
 

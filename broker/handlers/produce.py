@@ -15,12 +15,12 @@ from samsa.protocol.records import iter_batches
 from samsa.storage.errors import KafkaStorageError, RecordValidationError
 
 from .. import metrics
+from ..cluster.topic_admin import INTERNAL_TOPICS
 from ..context import RequestContext
-from ..partition import Partition
-from ..replica_manager import PartitionError
+from ..network.server import CloseConnection
+from ..replication.partition import Partition
+from ..replication.replica_manager import PartitionError
 from ..security.authorizer import AclOperation, ResourceType
-from ..server import CloseConnection
-from ..topic_admin import INTERNAL_TOPICS
 from .common import PARTITION_ERRORS, error_code_of, field
 from .inflate import inflate_produce
 from .transactions import verify_transactional_produce, verify_with_remote_coordinator

@@ -1,7 +1,7 @@
 """AlterPartitionReassignments (45) and ListPartitionReassignments (46), KIP-455.
 
-The controller moves the replicas (broker/controller.py: the target and original replica sets,
-the adding/removing replicas kept in the topic znode, completion once the target is in the
+The controller moves the replicas (broker/cluster/controller.py: the target and original replica
+sets, the adding/removing replicas kept in the topic znode, completion once the target is in the
 ISR). As in Kafka's ZooKeeper-era brokers, only the controller serves these: another broker
 answers NOT_CONTROLLER, on which the Java admin client refreshes its metadata and sends the
 request again to the controller Metadata names. Without ZooKeeper the one broker is the
@@ -20,8 +20,8 @@ from typing import TYPE_CHECKING, Any
 
 from samsa.protocol.errors import ErrorCode
 
+from ..cluster.controller import ReassignmentResult, TopicPartition
 from ..context import RequestContext
-from ..controller import ReassignmentResult, TopicPartition
 from ..security.authorizer import AclOperation, ResourceType
 
 if TYPE_CHECKING:

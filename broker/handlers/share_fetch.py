@@ -1,6 +1,6 @@
 """Share groups (KIP-932) on the partition leader: ShareFetch (78) and ShareAcknowledge (79).
 
-Thin: check the gate, the session and the ACLs, then ask `ctx.shares` (broker/share_fetch.py)
+Thin: check the gate, the session and the ACLs, then ask `ctx.shares` (broker/share/fetch.py)
 to apply acknowledgements and acquire records. A ShareFetch first applies its piggy-backed
 acknowledgements, then acquires records on every partition of the member's share session,
 waiting like Fetch (max wait, min bytes) while nothing is acquired. Epoch -1 (ShareFetch or
@@ -25,9 +25,9 @@ from typing import TYPE_CHECKING, Any
 from samsa.protocol.errors import ErrorCode
 
 from ..context import RequestContext
-from ..partition import READ_COMMITTED, READ_UNCOMMITTED, Partition
+from ..replication.partition import READ_COMMITTED, READ_UNCOMMITTED, Partition
 from ..security.authorizer import AclOperation, ResourceType
-from ..share_fetch import (
+from ..share.fetch import (
     FINAL_EPOCH,
     INITIAL_EPOCH,
     LedSharePartition,

@@ -1,8 +1,8 @@
 """Share groups (KIP-932): ShareGroupHeartbeat (76), ShareGroupDescribe (77).
 
 Thin: check the gate and the ACLs, call `ctx.groups` (coordinator/group/share_groups.py). Both
-are served only while the cluster's `share.version` is at least 1 (broker/features.py), as in
-Kafka; ApiVersions does not list them otherwise.
+are served only while the cluster's `share.version` is at least 1 (broker/cluster/features.py), as
+in Kafka; ApiVersions does not list them otherwise.
 """
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING, Any
 
 from samsa.protocol.errors import ErrorCode
 
+from ..cluster.features import SHARE_VERSION
 from ..context import RequestContext
-from ..features import SHARE_VERSION
 from ..security.authorizer import AclOperation, ResourceType
 from .consumer_groups import describe_groups
 

@@ -1,6 +1,6 @@
 """Share groups' offsets (KIP-932): DescribeShareGroupOffsets (90), AlterShareGroupOffsets (91),
 DeleteShareGroupOffsets (92), answered by the group's coordinator from the share-partitions'
-persisted state (the persister: broker/share_persister.py).
+persisted state (the persister: broker/share/persister.py).
 
 A share-partition's offset is its start offset in `__share_group_state` (-1: never initialized).
 Describe names the given partitions, or, without topics, every partition of the topics the

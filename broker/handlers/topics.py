@@ -9,10 +9,10 @@ from typing import TYPE_CHECKING, Any
 from samsa.config.topic import describe_topic_config
 from samsa.protocol.errors import ErrorCode
 
+from ..cluster.topic_admin import TopicError
 from ..context import RequestContext
-from ..quotas import MutationQuota
+from ..network.quotas import MutationQuota
 from ..security.authorizer import AclOperation, ResourceType
-from ..topic_admin import TopicError
 from .common import topic_name_by_id
 
 if TYPE_CHECKING:

@@ -23,11 +23,11 @@ from samsa.protocol.errors import ErrorCode
 from samsa.protocol.records import first_batch_transactional, iter_batches
 
 from ..context import RequestContext
-from ..markers import append_marker_replicated
-from ..partition import Partition
-from ..replica_manager import PartitionError
+from ..replication.partition import Partition
+from ..replication.replica_manager import PartitionError
 from ..security.authorizer import AclOperation, ResourceType
-from ..txn_verification import KAFKA_REQUEST_TIMEOUT_MS, produce_error
+from ..txn.markers import append_marker_replicated
+from ..txn.verification import KAFKA_REQUEST_TIMEOUT_MS, produce_error
 from .common import field
 
 if TYPE_CHECKING:

@@ -6,7 +6,7 @@ from typing import Any
 
 from samsa.config.schema import ConfigError
 
-from ..server import Endpoint
+from ..network.server import Endpoint
 from .oauthbearer import MECHANISM as OAUTHBEARER
 from .oauthbearer import Validator, load_validator, unsecured_validator
 from .sasl import SUPPORTED_MECHANISMS, SaslConfig, jaas_options, plain_users

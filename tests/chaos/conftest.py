@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from samsa.broker.zk_process import ZooKeeperProcess
+from samsa.broker.cluster.zk.process import ZooKeeperProcess
 from tests.chaos.nemesis import partitionable_cluster, start_cluster
 from tests.chaos.netns import NetLab, unavailable_reason
 from tests.cluster.cluster import Cluster

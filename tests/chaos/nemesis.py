@@ -27,7 +27,7 @@ from pathlib import Path
 
 from confluent_kafka.admin import NewTopic
 
-from samsa.broker.zk_process import ZooKeeperProcess
+from samsa.broker.cluster.zk.process import ZooKeeperProcess
 from tests.chaos.coordinators import Target, coordinator_of, hunt_prepared
 from tests.chaos.netns import NetLab
 from tests.cluster.cluster import Cluster, wait_until

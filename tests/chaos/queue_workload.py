@@ -20,7 +20,7 @@ from pathlib import Path
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
 
-from samsa.broker.zk_process import ZooKeeperProcess
+from samsa.broker.cluster.zk.process import ZooKeeperProcess
 from tests.chaos.checker import Read, Recorder, Report, Write, check
 from tests.chaos.nemesis import (
     Nemesis,

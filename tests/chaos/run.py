@@ -43,7 +43,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TypeVar
 
-from samsa.broker.zk_process import ZooKeeperProcess
+from samsa.broker.cluster.zk.process import ZooKeeperProcess
 from tests.chaos.nemesis import ALL_FAULTS, partitionable_cluster, start_cluster
 from tests.chaos.netns import NetLab, unavailable_reason
 from tests.cluster.cluster import Cluster

@@ -1,4 +1,4 @@
-"""Metadata answers are reused between requests (broker/metadata_cache.py): they must still
+"""Metadata answers are reused between requests (broker/cluster/metadata_cache.py): they must still
 show every change at once, and never show one principal what only another may see.
 
 Each check first asks for the full metadata (so the broker holds encoded answers for that

@@ -1,4 +1,4 @@
-"""CreateTopics answers before the new partitions' logs exist (broker/replica_manager.py
+"""CreateTopics answers before the new partitions' logs exist (broker/replication/replica_manager.py
 creates them in the background, as Kafka's broker does after its controller committed the
 topic), and no request may tell: right after the answer every partition is served (raw
 requests, which never retry), DescribeLogDirs lists every one, a write to the last one

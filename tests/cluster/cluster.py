@@ -10,7 +10,7 @@ from typing import TypedDict
 
 from confluent_kafka.admin import AdminClient
 
-from samsa.broker.zk_process import ZooKeeperProcess
+from samsa.broker.cluster.zk.process import ZooKeeperProcess
 from tests.support.broker import BrokerProcess
 
 

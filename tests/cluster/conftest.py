@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from samsa.broker.zk_process import ZooKeeperProcess
+from samsa.broker.cluster.zk.process import ZooKeeperProcess
 from tests.cluster.cluster import Cluster
 from tests.support.broker import free_port
 

@@ -23,7 +23,7 @@ from typing import Any
 
 from kazoo.client import KazooClient
 
-from samsa.broker.zk_process import ZooKeeperProcess
+from samsa.broker.cluster.zk.process import ZooKeeperProcess
 from samsa.protocol.errors import ErrorCode
 from tests.chaos.checker import Recorder, check
 from tests.chaos.nemesis import create_topics, fully_replicated

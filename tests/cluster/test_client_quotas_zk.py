@@ -8,9 +8,9 @@ import asyncio
 import json
 import uuid
 
-from samsa.broker.metadata_store import BrokerInfo
+from samsa.broker.cluster.metadata_store import BrokerInfo
+from samsa.broker.cluster.zk.store import ZkMetadataStore
 from samsa.broker.security.scram import credential_from_salted
-from samsa.broker.zk_store import ZkMetadataStore
 
 
 def _store(zookeeper, chroot: str, broker_id: int) -> ZkMetadataStore:

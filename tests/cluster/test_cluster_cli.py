@@ -8,7 +8,12 @@ from pathlib import Path
 import pytest
 
 from samsa.broker import cli
-from samsa.broker.local_cluster import ClusterError, LocalCluster, describe_exit, run_cluster
+from samsa.broker.cluster.local_cluster import (
+    ClusterError,
+    LocalCluster,
+    describe_exit,
+    run_cluster,
+)
 from samsa.config.schema import ConfigError
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from confluent_kafka.admin import ConfigResource
 
-from samsa.broker.zk_process import ZooKeeperProcess
+from samsa.broker.cluster.zk.process import ZooKeeperProcess
 from tests.cluster.cluster import TRANSACTION_KEY, Cluster, find_coordinators, wait_until
 from tests.protocol.wire import WireClient
 

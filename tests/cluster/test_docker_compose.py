@@ -28,7 +28,7 @@ import pytest
 import yaml
 
 from samsa.broker import cli
-from samsa.broker.local_cluster import port_is_free
+from samsa.broker.cluster.local_cluster import port_is_free
 from tests.support import docker_env
 from tests.support.broker import REPO_ROOT
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from confluent_kafka import Consumer, KafkaError, Message, Producer
 
-from samsa.broker.zk_process import ZooKeeperProcess
+from samsa.broker.cluster.zk.process import ZooKeeperProcess
 from tests.cluster.cluster import Cluster, create_topic, wait_until
 from tests.support.java import run_java_tool
 

@@ -18,7 +18,7 @@ from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, C
 from cryptography import x509
 from kazoo.client import KazooClient
 
-from samsa.broker.zk_process import ZooKeeperProcess
+from samsa.broker.cluster.zk.process import ZooKeeperProcess
 from tests.cluster.cluster import CLUSTER_SETTINGS
 from tests.security.certs import Certs, issue, make_certs
 from tests.support.broker import BrokerProcess, free_port

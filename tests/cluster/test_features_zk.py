@@ -10,9 +10,9 @@ import uuid
 
 import pytest
 
-from samsa.broker.features import InvalidUpdateVersion, UpgradeType, apply_updates
-from samsa.broker.metadata_store import BrokerInfo
-from samsa.broker.zk_store import ZkMetadataStore
+from samsa.broker.cluster.features import InvalidUpdateVersion, UpgradeType, apply_updates
+from samsa.broker.cluster.metadata_store import BrokerInfo
+from samsa.broker.cluster.zk.store import ZkMetadataStore
 
 
 def _store(zookeeper, chroot: str, broker_id: int, **kw) -> ZkMetadataStore:

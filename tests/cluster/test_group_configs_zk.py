@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import uuid
 
-from samsa.broker.metadata_store import BrokerInfo
-from samsa.broker.zk_store import ZkMetadataStore
+from samsa.broker.cluster.metadata_store import BrokerInfo
+from samsa.broker.cluster.zk.store import ZkMetadataStore
 
 
 def _store(zookeeper, chroot: str, broker_id: int) -> ZkMetadataStore:

@@ -16,9 +16,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 from samsa.broker.app import Broker
-from samsa.broker.metadata_store import PartitionState, TopicState
-from samsa.broker.partition import Partition
-from samsa.broker.zk_process import ZooKeeperProcess
+from samsa.broker.cluster.metadata_store import PartitionState, TopicState
+from samsa.broker.cluster.zk.process import ZooKeeperProcess
+from samsa.broker.replication.partition import Partition
 from samsa.config.loader import load_config
 from samsa.storage.config import LogConfig
 from samsa.storage.log import Log

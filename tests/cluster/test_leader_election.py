@@ -12,7 +12,7 @@ import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource, NewTopic
 
-from samsa.broker.zk_process import ZooKeeperProcess
+from samsa.broker.cluster.zk.process import ZooKeeperProcess
 from tests.cluster.cluster import Cluster, create_topic, wait_until
 from tests.cluster.test_replication import _read
 from tests.protocol.wire import WireClient

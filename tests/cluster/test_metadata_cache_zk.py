@@ -1,4 +1,4 @@
-"""Metadata answers reused between requests (broker/metadata_cache.py) follow leadership and
+"""Metadata answers reused between requests (broker/cluster/metadata_cache.py) follow leadership and
 broker changes on every broker of a 3-broker cluster: each broker is asked for the full
 metadata (twice, so the second answer comes from what it kept) before every change, and must
 show the change once its ZooKeeper view has it (Kafka's brokers, too, learn of a change a
@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from confluent_kafka.admin import AdminClient
 
-from samsa.broker.zk_process import ZooKeeperProcess
+from samsa.broker.cluster.zk.process import ZooKeeperProcess
 from tests.cluster.cluster import Cluster, create_topic, wait_until
 from tests.cluster.test_leader_election import PREFERRED, _elect, _start
 from tests.protocol.wire import WireClient

@@ -10,7 +10,7 @@ from pathlib import Path
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import NewTopic
 
-from samsa.broker.zk_process import ZooKeeperProcess
+from samsa.broker.cluster.zk.process import ZooKeeperProcess
 from tests.cluster.cluster import Cluster, create_topic, wait_until
 from tests.observability.test_txn_metrics import scrape
 from tests.protocol.wire import WireClient

@@ -15,7 +15,7 @@ from pathlib import Path
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import ConfigResource, ConfigSource, NewTopic
 
-from samsa.broker.zk_process import ZooKeeperProcess
+from samsa.broker.cluster.zk.process import ZooKeeperProcess
 from tests.cluster.cluster import Cluster, wait_until
 from tests.support.java import run_java_tool
 

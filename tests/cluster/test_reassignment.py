@@ -24,7 +24,7 @@ from kafka.errors import (
     UnknownTopicOrPartitionError,
 )
 
-from samsa.broker.zk_process import ZooKeeperProcess
+from samsa.broker.cluster.zk.process import ZooKeeperProcess
 from samsa.protocol.errors import ErrorCode
 from tests.cluster.cluster import (
     GROUP_KEY,

@@ -19,8 +19,8 @@ import pytest
 from confluent_kafka.admin import AdminClient
 from kazoo.client import KazooClient
 
-from samsa.broker.local_cluster import port_accepts, port_is_free
-from samsa.broker.zk_process import zookeeper_installed
+from samsa.broker.cluster.local_cluster import port_accepts, port_is_free
+from samsa.broker.cluster.zk.process import zookeeper_installed
 from tests.support.broker import REPO_ROOT, samsa_command
 
 pytestmark = pytest.mark.skipif(

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import pytest
 
-from samsa.broker.zk_process import ZooKeeperProcess
+from samsa.broker.cluster.zk.process import ZooKeeperProcess
 from tests.cluster.cluster import (
     GROUP_KEY,
     TRANSACTION_KEY,

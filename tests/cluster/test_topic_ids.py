@@ -130,8 +130,8 @@ async def test_a_topic_znode_without_an_id_gets_one(zookeeper):
     one, written back in Kafka's format, and every broker reads the same."""
     import asyncio
 
-    from samsa.broker.metadata_store import BrokerInfo
-    from samsa.broker.zk_store import ZkMetadataStore
+    from samsa.broker.cluster.metadata_store import BrokerInfo
+    from samsa.broker.cluster.zk.store import ZkMetadataStore
 
     chroot = f"ids{uuid.uuid4().hex[:8]}"
     connect = f"{zookeeper.connect_string}/{chroot}"

@@ -10,9 +10,9 @@ import time
 import uuid
 from pathlib import Path
 
-from samsa.broker.metadata_store import BrokerInfo, PartitionState, TopicState
-from samsa.broker.zk_process import ZooKeeperProcess
-from samsa.broker.zk_store import ZkMetadataStore
+from samsa.broker.cluster.metadata_store import BrokerInfo, PartitionState, TopicState
+from samsa.broker.cluster.zk.process import ZooKeeperProcess
+from samsa.broker.cluster.zk.store import ZkMetadataStore
 from tests.support.broker import free_port
 
 

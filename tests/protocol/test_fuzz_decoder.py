@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from samsa.broker.app import Broker
-from samsa.broker.server import CloseConnection, ConnectionInfo
+from samsa.broker.network.server import CloseConnection, ConnectionInfo
 from samsa.config.loader import load_config
 
 from .wire import WireClient

@@ -25,7 +25,9 @@ from confluent_kafka.admin import (
 )
 from kazoo.client import KazooClient
 
-from samsa.broker.metadata_store import BrokerInfo
+from samsa.broker.cluster.metadata_store import BrokerInfo
+from samsa.broker.cluster.zk.process import ZooKeeperProcess
+from samsa.broker.cluster.zk.store import ZkMetadataStore
 from samsa.broker.security.authorizer import (
     AccessControlEntry,
     AclBindingFilter,
@@ -36,8 +38,6 @@ from samsa.broker.security.authorizer import (
 from samsa.broker.security.authorizer import AclBinding as Binding
 from samsa.broker.security.authorizer import AclOperation as Op
 from samsa.broker.security.authorizer import ResourceType as RT
-from samsa.broker.zk_process import ZooKeeperProcess
-from samsa.broker.zk_store import ZkMetadataStore
 from tests.cluster.cluster import CLUSTER_SETTINGS
 from tests.support.broker import BrokerProcess, free_port
 

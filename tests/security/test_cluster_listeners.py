@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from kazoo.client import KazooClient
 
-from samsa.broker.zk_process import ZooKeeperProcess
+from samsa.broker.cluster.zk.process import ZooKeeperProcess
 from tests.cluster.cluster import CLUSTER_SETTINGS
 from tests.security.certs import Certs, make_certs
 from tests.security.clients import roundtrip, sasl_settings, ssl_settings

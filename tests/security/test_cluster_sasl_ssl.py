@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from samsa.broker.zk_process import ZooKeeperProcess
+from samsa.broker.cluster.zk.process import ZooKeeperProcess
 from tests.cluster.cluster import CLUSTER_SETTINGS
 from tests.security.certs import make_certs
 from tests.support.broker import BrokerProcess, free_port

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from samsa.broker.zk_process import ZooKeeperProcess
+from samsa.broker.cluster.zk.process import ZooKeeperProcess
 from tests.cluster.cluster import CLUSTER_SETTINGS
 from tests.protocol.wire import WireClient
 from tests.support.broker import BrokerProcess, free_port

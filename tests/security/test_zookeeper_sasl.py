@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 from kazoo.exceptions import NoAuthError
 
-from samsa.broker.zk_client import ZkClientSettings
-from samsa.broker.zk_process import ServerSasl, ServerTls, ZooKeeperProcess
+from samsa.broker.cluster.zk.client import ZkClientSettings
+from samsa.broker.cluster.zk.process import ServerSasl, ServerTls, ZooKeeperProcess
 from samsa.config.schema import BrokerConfig
 from samsa.testing import _tail
 from tests.cluster.cluster import Cluster, create_topic, wait_until

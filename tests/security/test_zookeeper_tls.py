@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 from kazoo.exceptions import NoAuthError
 
-from samsa.broker.zk_client import ZkClientSettings
-from samsa.broker.zk_process import ServerTls, ZooKeeperProcess
+from samsa.broker.cluster.zk.client import ZkClientSettings
+from samsa.broker.cluster.zk.process import ServerTls, ZooKeeperProcess
 from samsa.config.schema import BrokerConfig
 from tests.cluster.cluster import Cluster, create_topic, wait_until
 from tests.security.certs import Certs, make_certs
@@ -115,7 +115,7 @@ def test_broker_that_does_not_trust_zookeeper_fails_to_start(
 
 
 def test_client_settings(certs: Certs) -> None:
-    from samsa.broker.zk_client import tls_context
+    from samsa.broker.cluster.zk.client import tls_context
     from samsa.config.schema import ConfigError
 
     def ctx(**props: Any) -> ssl.SSLContext:

@@ -23,7 +23,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from samsa.broker.zk_process import ZooKeeperProcess
+from samsa.broker.cluster.zk.process import ZooKeeperProcess
 from tests.cluster.cluster import Cluster
 from tests.spark.helpers import OFFSET_FETCHING_CONF, connector_jars
 from tests.support.broker import BrokerProcess, free_port

@@ -149,7 +149,7 @@ def test_new_acl_validation() -> None:
 
 
 async def test_local_store_keeps_acls_across_restarts(tmp_path: Path) -> None:
-    from samsa.broker.metadata_store import BrokerInfo, LocalMetadataStore
+    from samsa.broker.cluster.metadata_store import BrokerInfo, LocalMetadataStore
 
     info = BrokerInfo(0, "127.0.0.1", 9092)
     store = LocalMetadataStore(tmp_path, info)

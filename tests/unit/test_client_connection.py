@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 import uvloop
 
-from samsa.broker.connection import (
+from samsa.broker.network.connection import (
     GROW_STEP,
     SCRATCH_BYTES,
     ClientConnection,

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from samsa.broker.partition import Partition
+from samsa.broker.replication.partition import Partition
 from samsa.config.schema import BrokerConfig
 from samsa.coordinator.group import GroupCoordinator
 from samsa.coordinator.group.common import GroupError

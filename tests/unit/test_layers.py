@@ -71,6 +71,15 @@ def test_layer_imports_only_downward(layer: str) -> None:
         pytest.fail("imports of a higher layer:\n  " + "\n  ".join(found), pytrace=False)
 
 
+
+def test_broker_keeps_its_modules_in_rooms() -> None:
+    """broker/ is in rooms named for what they do (network, replication, cluster, txn, share,
+    security, handlers); at most a dozen modules stand at its top, and every room is a package."""
+    top = sorted(p.name for p in (ROOT / "broker").glob("*.py") if p.name != "__init__.py")
+    assert len(top) <= 12, top
+    rooms = [d for d in (ROOT / "broker").rglob("*") if d.is_dir() and any(d.glob("*.py"))]
+    assert rooms and all((d / "__init__.py").is_file() for d in rooms), rooms
+
 # ---- the checker itself ---------------------------------------------------------------------
 
 

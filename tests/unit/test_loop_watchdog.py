@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from samsa.broker.loop_watchdog import LoopWatchdog
+from samsa.broker.network.loop_watchdog import LoopWatchdog
 
 
 def _block_the_loop_synchronously(seconds: float) -> None:
@@ -31,7 +31,7 @@ def test_a_blocked_loop_is_logged_with_its_stack(caplog: pytest.LogCaptureFixtur
         finally:
             await dog.stop()
 
-    with caplog.at_level(logging.WARNING, logger="samsa.broker.loop_watchdog"):
+    with caplog.at_level(logging.WARNING, logger="samsa.broker.network.loop_watchdog"):
         asyncio.run(main())
     stuck = [r.getMessage() for r in caplog.records if "has not run for" in r.getMessage()]
     assert len(stuck) == 1, caplog.text  # one stack per stall, not one per check
@@ -51,14 +51,14 @@ def test_a_busy_but_running_loop_is_not_reported(caplog: pytest.LogCaptureFixtur
         finally:
             await dog.stop()
 
-    with caplog.at_level(logging.WARNING, logger="samsa.broker.loop_watchdog"):
+    with caplog.at_level(logging.WARNING, logger="samsa.broker.network.loop_watchdog"):
         asyncio.run(main())
     assert not caplog.records, caplog.text
 
 
 _STOPPED_CHILD = """
 import asyncio, logging, sys
-from samsa.broker.loop_watchdog import LoopWatchdog
+from samsa.broker.network.loop_watchdog import LoopWatchdog
 logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
 async def main():
     dog = LoopWatchdog(threshold_s=0.3, interval_s=0.05)

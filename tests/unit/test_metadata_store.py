@@ -7,7 +7,7 @@ import json
 import uuid
 from pathlib import Path
 
-from samsa.broker.metadata_store import (
+from samsa.broker.cluster.metadata_store import (
     BrokerInfo,
     LocalMetadataStore,
     PartitionState,

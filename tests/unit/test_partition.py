@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from samsa.broker.partition import (
+from samsa.broker.replication.partition import (
     EARLIEST_TIMESTAMP,
     HIGH_WATERMARK,
     LATEST_TIERED_TIMESTAMP,

@@ -1,6 +1,7 @@
-"""A partition's replication state (broker/partition.py) in-process, on real logs: the high
-watermark as the minimum log end offset over the ISR, ISR shrink and expansion, the effect of a
-leader epoch change, and the waiters (acks=all, fetch long polls) woken when the HW moves.
+"""A partition's replication state (broker/replication/partition.py) in-process, on real logs:
+the high watermark as the minimum log end offset over the ISR, ISR shrink and expansion, the
+effect of a leader epoch change, and the waiters (acks=all, fetch long polls) woken when the HW
+moves.
 
 Followers are driven the way the fetch handler drives the leader: `record_follower_fetch`
 with the follower's fetch offset (everything before it is acknowledged), and, where a real
@@ -18,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from samsa.broker.partition import READ_COMMITTED, READ_UNCOMMITTED, Partition
+from samsa.broker.replication.partition import READ_COMMITTED, READ_UNCOMMITTED, Partition
 from samsa.protocol.records import build_batch
 from samsa.storage.config import LogConfig
 from samsa.storage.log import Log

@@ -97,6 +97,6 @@ def test_only_partition_replaces_a_partitions_log() -> None:
 def test_only_partition_reconfigures_a_log() -> None:
     """A log's config changes through `Partition.reconfigure` alone (the Log sets its own at
     construction)."""
-    partition = ROOT / "broker" / "partition.py"
+    partition = ROOT / "broker" / "replication" / "partition.py"
     found = [where for path, where in _assigned_from_outside("config") if path != partition]
     assert not found, found

@@ -1,4 +1,4 @@
-"""broker/quotas.py against Kafka's ClientQuotaManager: which quota a (user, client id) is
+"""broker/network/quotas.py against Kafka's ClientQuotaManager: which quota a (user, client id) is
 held to, who shares a sensor, the throttle time of QuotaUtils.throttleTime, and the single
 broker's metadata file keeping quotas across a restart."""
 
@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from samsa.broker.metadata_store import BrokerInfo, LocalMetadataStore, QuotaEntity
-from samsa.broker.quotas import QuotaManager, Sensor
+from samsa.broker.cluster.metadata_store import BrokerInfo, LocalMetadataStore, QuotaEntity
+from samsa.broker.network.quotas import QuotaManager, Sensor
 
 U, C = "user", "client-id"
 LEVELS: list[QuotaEntity] = [  # Kafka's order, most specific first

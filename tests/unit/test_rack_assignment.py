@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from samsa.broker.topic_admin import _rack_alternated, assign_replicas
+from samsa.broker.cluster.topic_admin import _rack_alternated, assign_replicas
 
 
 def test_rack_alternated_broker_list() -> None:

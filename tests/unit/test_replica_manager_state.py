@@ -1,6 +1,6 @@
-"""The replica manager (broker/replica_manager.py) in-process: built as broker/app.py builds it,
-on real log directories (`LogDirs`) and the real single-broker metadata store, it turns the
-partition states of the metadata into led and followed partitions, answers Kafka's errors for
+"""The replica manager (broker/replication/replica_manager.py) in-process: built as broker/app.py
+builds it, on real log directories (`LogDirs`) and the real single-broker metadata store, it turns
+the partition states of the metadata into led and followed partitions, answers Kafka's errors for
 partitions it does not lead, removes a deleted topic's logs, and takes the partitions of a failed
 log directory offline.
 
@@ -20,9 +20,14 @@ from pathlib import Path
 
 import pytest
 
-from samsa.broker.metadata_store import BrokerInfo, LocalMetadataStore, PartitionState, TopicState
-from samsa.broker.partition import Partition
-from samsa.broker.replica_manager import ReplicaManager
+from samsa.broker.cluster.metadata_store import (
+    BrokerInfo,
+    LocalMetadataStore,
+    PartitionState,
+    TopicState,
+)
+from samsa.broker.replication.partition import Partition
+from samsa.broker.replication.replica_manager import ReplicaManager
 from samsa.protocol.errors import ErrorCode
 from samsa.protocol.records import build_batch
 from samsa.storage.config import LogConfig

@@ -17,7 +17,7 @@ import pytest
 import uvloop
 from prometheus_client import REGISTRY
 
-from samsa.broker.server import ResponseWriter
+from samsa.broker.network.server import ResponseWriter
 from samsa.storage.fdcache import CachedFile
 from samsa.storage.file_region import FileRegion
 

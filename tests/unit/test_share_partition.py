@@ -1,10 +1,10 @@
-"""A share-partition's in-flight records (broker/share_partition.py): one member at a time
+"""A share-partition's in-flight records (broker/share/partition.py): one member at a time
 per record, accept/release/reject, lock expiry, the delivery-count limit, the start offset,
 and the state batches a persister keeps."""
 
 from __future__ import annotations
 
-from samsa.broker.share_partition import (
+from samsa.broker.share.partition import (
     AcknowledgeType,
     RecordState,
     SharePartitionState,

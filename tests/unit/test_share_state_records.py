@@ -9,8 +9,8 @@ import uuid
 
 import pytest
 
-from samsa.broker.share_partition import RecordState, SharePartitionState
-from samsa.broker.share_partition import StateBatch as LeaderBatch
+from samsa.broker.share.partition import RecordState, SharePartitionState
+from samsa.broker.share.partition import StateBatch as LeaderBatch
 from samsa.coordinator.share.coordinator import coordinator_key, parse_coordinator_key, replay
 from samsa.coordinator.share.records import (
     SNAPSHOT,
@@ -125,7 +125,7 @@ def test_leader_state_round_trips_through_persisted_batches():
 
 
 def test_leader_writes_only_what_changed_and_the_coordinator_combines_it():
-    from samsa.broker.share_fetch import _changed_batches, _persisted_view
+    from samsa.broker.share.fetch import _changed_batches, _persisted_view
 
     sp = SharePartitionState(0)
     sp.acquire("m", range(0, 6), 6, now_ms=0)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from samsa.broker.partition import Partition
+from samsa.broker.replication.partition import Partition
 from samsa.config.schema import BrokerConfig
 from samsa.coordinator.transaction import TransactionCoordinator
 from samsa.protocol.errors import ErrorCode

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
+from samsa.broker.cluster.zk.client import ZkClientSettings, jvm_system_properties, sasl_login
 from samsa.broker.security import jaas
-from samsa.broker.zk_client import ZkClientSettings, jvm_system_properties, sasl_login
 from samsa.config.schema import BrokerConfig, ConfigError
 
 DIGEST = "org.apache.zookeeper.server.auth.DigestLoginModule"

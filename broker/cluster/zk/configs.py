@@ -22,7 +22,7 @@ from kazoo.exceptions import (
 
 from samsa.config.dynamic import DEFAULT_ENTITY
 
-from .metadata_store import (
+from ..metadata_store import (
     QUOTA_CLIENT_ID,
     QUOTA_CONFIGS,
     QUOTA_DEFAULT,
@@ -30,11 +30,11 @@ from .metadata_store import (
     BrokerInfo,
     QuotaEntity,
 )
-from .zk_common import dumps as _dumps
-from .zk_common import sanitize as _sanitize
+from .common import dumps as _dumps
+from .common import sanitize as _sanitize
 
-# The store's own logger, as before these methods left zk_store.py (samsa.log.loggers).
-log = logging.getLogger("samsa.broker.zk_store")
+# The store's own logger, as before these methods left the store module (samsa.log.loggers).
+log = logging.getLogger("samsa.broker.cluster.zk.store")
 
 
 def _quota_entity_of(user: str | None, client: str | None) -> QuotaEntity:

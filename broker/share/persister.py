@@ -24,10 +24,10 @@ from samsa.coordinator.share.coordinator import ReadResult, ShareStateError, Sum
 from samsa.coordinator.share.records import StateBatch
 from samsa.protocol.errors import ErrorCode
 
-from .interbroker import BrokerConnection, BrokerUnavailable
+from ..network.interbroker import BrokerConnection, BrokerUnavailable
 
 if TYPE_CHECKING:
-    from .metadata_store import MetadataStore
+    from ..cluster.metadata_store import MetadataStore
 
 log = logging.getLogger(__name__)
 

@@ -17,8 +17,8 @@ from samsa.config.topic import InvalidConfigError, effective_topic_config, valid
 from samsa.protocol.errors import ErrorCode, KafkaError
 from samsa.storage.config import LogConfig
 
+from ..replication.replica_manager import ReplicaManager
 from .metadata_store import MetadataStore, PartitionState, TopicState
-from .replica_manager import ReplicaManager
 
 log = logging.getLogger(__name__)
 

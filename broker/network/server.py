@@ -24,11 +24,11 @@ from samsa.config.schema.values import ConfigError
 from samsa.protocol.framing import FrameError, Part, frame_size
 from samsa.storage.file_region import FileRegion, RegionTruncated
 
-from . import metrics
+from .. import metrics
+from ..context import ANONYMOUS, KafkaPrincipal
+from ..security.sasl import SaslConfig, SaslSession
+from ..security.tls import subject_dn
 from .connection import ClientConnection, Frame, MemoryPool
-from .context import ANONYMOUS, KafkaPrincipal
-from .security.sasl import SaslConfig, SaslSession
-from .security.tls import subject_dn
 
 log = logging.getLogger(__name__)
 
@@ -95,7 +95,7 @@ class ConnectionInfo:
         if endpoint is not None and endpoint.sasl is not None:
             self.authenticator = SaslSession(endpoint.sasl, peer)
         # Set by the dispatcher when a client quota throttles the request just answered: the
-        # connection is not read for that long once the response is out (broker/quotas.py).
+        # connection is not read for that long once the response is out (broker/network/quotas.py).
         self.throttle_ms = 0
         # Fetch records are sent from the segment files (sendfile): a plaintext listener with
         # samsa.fetch.sendfile.enable (TLS needs the bytes in memory to encrypt them).

@@ -36,7 +36,7 @@ from collections import deque
 from collections.abc import Generator, Iterator
 from typing import Any
 
-from .metadata_store import QUOTA_CLIENT_ID, QUOTA_USER, QuotaEntity
+from ..cluster.metadata_store import QUOTA_CLIENT_ID, QUOTA_USER, QuotaEntity
 
 log = logging.getLogger(__name__)
 

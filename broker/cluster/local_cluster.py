@@ -31,7 +31,7 @@ from typing import Any
 from samsa.config.loader import load_config, parse_override
 from samsa.config.schema import ConfigError
 
-from .zk_process import ZooKeeperProcess, ZooKeeperUnavailable
+from .zk.process import ZooKeeperProcess, ZooKeeperUnavailable
 
 log = logging.getLogger("samsa.cluster")
 

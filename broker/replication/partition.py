@@ -480,8 +480,8 @@ class Partition:
         return self.log.parent_dir
 
     def replace_log(self, log: Log) -> None:
-        """The replica moved to another log directory (broker/log_dir_mover.py): `log`, the
-        future log reopened as current with the same offsets, epochs and producer state,
+        """The replica moved to another log directory (broker/replication/log_dir_mover.py): `log`,
+        the future log reopened as current with the same offsets, epochs and producer state,
         serves the partition from now on (Kafka's maybeReplaceCurrentWithFutureReplica)."""
         self.log = log
 

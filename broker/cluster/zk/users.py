@@ -12,13 +12,13 @@ from urllib.parse import unquote
 from kazoo.client import KazooClient
 from kazoo.exceptions import NoNodeError
 
-from .security.scram import MECHANISMS as SCRAM_MECHANISMS
-from .security.scram import ScramCredential
-from .zk_common import dumps as _dumps
-from .zk_common import sanitize as _sanitize
+from ...security.scram import MECHANISMS as SCRAM_MECHANISMS
+from ...security.scram import ScramCredential
+from .common import dumps as _dumps
+from .common import sanitize as _sanitize
 
-# The store's own logger, as before these methods left zk_store.py (samsa.log.loggers).
-log = logging.getLogger("samsa.broker.zk_store")
+# The store's own logger, as before these methods left the store module (samsa.log.loggers).
+log = logging.getLogger("samsa.broker.cluster.zk.store")
 
 
 class ZkUsersMixin:

@@ -24,13 +24,13 @@ from typing import TYPE_CHECKING, Protocol
 from samsa.protocol.errors import ErrorCode, KafkaError
 from samsa.protocol.records import build_control_batch
 
-from .interbroker import BrokerConnection, BrokerUnavailable
-from .replica_manager import PartitionError, ReplicaManager
+from ..network.interbroker import BrokerConnection, BrokerUnavailable
+from ..replication.replica_manager import PartitionError, ReplicaManager
 
 if TYPE_CHECKING:
     from samsa.coordinator.group import GroupCoordinator
 
-    from .metadata_store import MetadataStore
+    from ..cluster.metadata_store import MetadataStore
 
 log = logging.getLogger(__name__)
 

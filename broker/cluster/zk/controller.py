@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING, Any
 from kazoo.client import KazooClient
 from kazoo.exceptions import NodeExistsError, NoNodeError
 
-from .metadata_store import BrokerInfo, TopicState
-from .zk_common import dumps as _dumps
+from ..metadata_store import BrokerInfo, TopicState
+from .common import dumps as _dumps
 
 
 class ZkControllerMixin:

@@ -40,7 +40,7 @@ from kazoo.exceptions import BadVersionError, NoNodeError
 from samsa.protocol.errors import ErrorCode
 
 if TYPE_CHECKING:
-    from .zk_store import ZkMetadataStore
+    from .zk.store import ZkMetadataStore
 
 log = logging.getLogger(__name__)
 

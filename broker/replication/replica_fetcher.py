@@ -19,12 +19,12 @@ from typing import TYPE_CHECKING, Any
 
 from samsa.protocol.errors import ErrorCode, KafkaError
 
-from .interbroker import BrokerConnection, BrokerUnavailable
+from ..network.interbroker import BrokerConnection, BrokerUnavailable
 from .partition import Partition
 from .replication_quota import ReplicationQuota
 
 if TYPE_CHECKING:
-    from .metadata_store import MetadataStore
+    from ..cluster.metadata_store import MetadataStore
 
 log = logging.getLogger(__name__)
 

@@ -4,12 +4,12 @@
 and ShareSessionCache: a share session per (group, member) names the partitions the member
 fetches (ShareFetch's session epoch 0 opens it, -1 closes it, other epochs must follow the
 session's own; incremental requests add and forget partitions), and one `SharePartitionState`
-(broker/share_partition.py) per (group, partition led here) hands each record to one member at
+(broker/share/partition.py) per (group, partition led here) hands each record to one member at
 a time. A read acquires records at `fetch_offset()` for the member (control records, records of
 aborted transactions under read_committed, and offsets with no record are archived, never
 delivered); acquisition locks expire on a timer, waking long-polling fetches.
 
-The state is durable through the persister (broker/share_persister.py, the share coordinator
+The state is durable through the persister (broker/share/persister.py, the share coordinator
 of `__share_group_state`): on first use at a leader epoch the share-partition is read back
 (ReadShareGroupState, which also fences the writes of earlier leaders; one never initialized is
 initialized at `share.auto.offset.reset` first), and every acknowledgement is written
@@ -40,12 +40,12 @@ from samsa.protocol.errors import ErrorCode, KafkaError
 from samsa.protocol.records import CONTROL_ABORT, iter_batches, parse_control_record
 from samsa.storage.file_region import FileRegion
 
-from . import metrics
-from .partition import READ_COMMITTED, Partition
-from .share_partition import AcknowledgeType, RecordState, SharePartitionState, StateBatch
+from .. import metrics
+from ..replication.partition import READ_COMMITTED, Partition
+from .partition import AcknowledgeType, RecordState, SharePartitionState, StateBatch
 
 if TYPE_CHECKING:
-    from .share_persister import SharePersister
+    from .persister import SharePersister
 
 log = logging.getLogger(__name__)
 

@@ -16,8 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from .features import FinalizedFeatures, default_levels
-from .security.authorizer import (
+from ..security.authorizer import (
     AclBinding,
     AclBindingFilter,
     AclCache,
@@ -29,8 +28,9 @@ from .security.authorizer import (
     from_pascal,
     pascal,
 )
-from .security.scram import MECHANISMS as SCRAM_MECHANISMS
-from .security.scram import ScramCredential
+from ..security.scram import MECHANISMS as SCRAM_MECHANISMS
+from ..security.scram import ScramCredential
+from .features import FinalizedFeatures, default_levels
 
 
 @dataclass(slots=True)
@@ -143,8 +143,8 @@ class MetadataStore(Protocol):
     async def alter_scram_credentials(
         self, changes: list[tuple[str, str, ScramCredential | None]]
     ) -> None: ...
-    # The cluster's finalized feature levels (broker/features.py), and changing them: `apply`
-    # maps the current levels to the new ones (or raises, changing nothing).
+    # The cluster's finalized feature levels (broker/cluster/features.py), and changing them:
+    # `apply` maps the current levels to the new ones (or raises, changing nothing).
     def finalized_features(self) -> FinalizedFeatures: ...
     async def update_features(
         self, apply: Callable[[dict[str, int]], dict[str, int]]

@@ -51,8 +51,11 @@ from kazoo.exceptions import (
 )
 from kazoo.handlers.threading import KazooTimeoutError
 
-from .features import FinalizedFeatures, default_levels
-from .metadata_store import (
+from ...security.authorizer import (
+    AclCache,
+)
+from ..features import FinalizedFeatures, default_levels
+from ..metadata_store import (
     BrokerEndpoint,
     BrokerInfo,
     OfflineReplicas,
@@ -64,17 +67,14 @@ from .metadata_store import (
     parse_topic_id,
     uuid_to_kafka,
 )
-from .security.authorizer import (
-    AclCache,
-)
-from .zk_acls import ZkAclsMixin
-from .zk_client import ZkClientSettings
-from .zk_common import dumps as _dumps
-from .zk_configs import ZkConfigsMixin
-from .zk_controller import ZkControllerMixin
-from .zk_features import FEATURE, ZkFeaturesMixin
-from .zk_features import feature_doc as _feature_doc
-from .zk_users import ZkUsersMixin
+from .acls import ZkAclsMixin
+from .client import ZkClientSettings
+from .common import dumps as _dumps
+from .configs import ZkConfigsMixin
+from .controller import ZkControllerMixin
+from .features import FEATURE, ZkFeaturesMixin
+from .features import feature_doc as _feature_doc
+from .users import ZkUsersMixin
 
 log = logging.getLogger(__name__)
 
@@ -93,7 +93,7 @@ class ZkMetadataStore(ZkControllerMixin, ZkConfigsMixin, ZkUsersMixin, ZkFeature
                  initial_levels: dict[str, int] | None = None) -> None:
         self._hosts = connect
         self._initial_levels = initial_levels or {}
-        # TLS and ACLs from the zookeeper.* properties (zk_client.py)
+        # TLS and ACLs from the zookeeper.* properties (zk/client.py)
         self._client = client or ZkClientSettings()
         self._zk = self._client.client(connect, timeout=session_timeout_ms / 1000)
         self._session_timeout_s = session_timeout_ms / 1000

@@ -28,9 +28,10 @@ from samsa.protocol.lenient import decode_request
 from samsa.protocol.registry import ApiRegistry
 from samsa.storage.file_region import FileRegion
 
-from . import metrics
+from .. import metrics
+from ..context import BrokerServices, RequestContext
+from ..security.sasl import SASL_HANDSHAKE_KEY, AuthenticationFailed, SaslSession
 from .connection import Frame
-from .context import BrokerServices, RequestContext
 from .quotas import (
     CONTROLLER_MUTATION_APIS,
     FETCH_KEY,
@@ -40,7 +41,6 @@ from .quotas import (
     is_follower_fetch,
     throttled_fetch_response,
 )
-from .security.sasl import SASL_HANDSHAKE_KEY, AuthenticationFailed, SaslSession
 from .server import CloseConnection, ConnectionInfo, Response
 
 log = logging.getLogger(__name__)
@@ -101,7 +101,7 @@ class Dispatcher:
             conn.zero_copy,
         )
         started = time.perf_counter()
-        # Client quotas (broker/quotas.py): with none configured, `active` is all it costs.
+        # Client quotas (broker/network/quotas.py): with none configured, `active` is all it costs.
         client: ClientQuotas | None = None
         quotas = self.services.quotas
         if (quotas is not None and quotas.active and (auth is None or auth.complete)

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from kazoo.client import KazooClient
 from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
 
-from .security.authorizer import (
+from ...security.authorizer import (
     AccessControlEntry,
     AclBinding,
     AclBindingFilter,
@@ -25,10 +25,10 @@ from .security.authorizer import (
     from_pascal,
     pascal,
 )
-from .zk_common import dumps as _dumps
+from .common import dumps as _dumps
 
-# The store's own logger, as before these methods left zk_store.py (samsa.log.loggers).
-log = logging.getLogger("samsa.broker.zk_store")
+# The store's own logger, as before these methods left the store module (samsa.log.loggers).
+log = logging.getLogger("samsa.broker.cluster.zk.store")
 
 
 ACL_CHANGES = "/kafka-acl-changes"

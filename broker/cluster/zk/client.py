@@ -46,7 +46,7 @@ from kazoo.security import CREATOR_ALL_ACL, READ_ACL_UNSAFE
 
 from samsa.config.schema import BrokerConfig, ConfigError
 
-from .security import jaas, tls
+from ...security import jaas, tls
 
 log = logging.getLogger(__name__)
 

@@ -28,7 +28,7 @@ from samsa.storage.log_manager import (
     write_partition_metadata,
 )
 
-from .metadata_store import MetadataStore, TopicState
+from ..cluster.metadata_store import MetadataStore, TopicState
 from .partition import Partition
 from .replication_quota import ReplicationQuota
 
@@ -78,7 +78,7 @@ class ReplicaManager:
         # Partitions whose state names us leader in a previous life -> that leader epoch
         self._waiting: dict[tuple[str, int], int] = {}
         self.min_isr: Callable[[TopicState], int] = lambda _topic: 1
-        # The leader side of replication throttles (a cluster; broker/replication_quota.py).
+        # The leader side of replication throttles (a cluster; replication_quota.py).
         self.leader_quota: ReplicationQuota | None = None
         # fn(partition, is_leader) when this broker gains or loses a partition's leadership
         self.leadership_listeners: list[Callable[[Partition, bool], None]] = []

@@ -20,12 +20,12 @@ from typing import TYPE_CHECKING, Any
 from samsa.protocol.codec import build, encode, reader, request_type, response_type
 from samsa.protocol.encoder import encode_entity
 
-from .security.client import AuthenticationError, ClientSecurity
+from ..security.client import AuthenticationError, ClientSecurity
 
 if TYPE_CHECKING:
     from samsa.protocol.kio_adapter import Entity
 
-    from .metadata_store import MetadataStore
+    from ..cluster.metadata_store import MetadataStore
 
 log = logging.getLogger(__name__)
 

@@ -11,11 +11,11 @@ from typing import TYPE_CHECKING, Any
 from kazoo.client import KazooClient
 from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
 
-from .features import FinalizedFeatures
-from .zk_common import dumps as _dumps
+from ..features import FinalizedFeatures
+from .common import dumps as _dumps
 
-# The store's own logger, as before these methods left zk_store.py (samsa.log.loggers).
-log = logging.getLogger("samsa.broker.zk_store")
+# The store's own logger, as before these methods left the store module (samsa.log.loggers).
+log = logging.getLogger("samsa.broker.cluster.zk.store")
 
 FEATURE = "/feature"  # the finalized feature levels (Kafka's FeatureZNode)
 

@@ -18,10 +18,10 @@ from typing import TYPE_CHECKING, Any
 from samsa.coordinator.internal_log import partition_for
 from samsa.protocol.errors import ErrorCode
 
-from .interbroker import BrokerConnection, BrokerUnavailable
+from ..network.interbroker import BrokerConnection, BrokerUnavailable
 
 if TYPE_CHECKING:
-    from .metadata_store import MetadataStore
+    from ..cluster.metadata_store import MetadataStore
 
 log = logging.getLogger(__name__)
 
