@@ -127,7 +127,7 @@ $(CACHE)/spark-%/.stamp: $(SPARK_POM)
 	@touch $@
 
 # ---------------------------------------------------------------- ZooKeeper (cluster tests)
-# Debian's package; the tests start it themselves on loopback (broker/zk_process.py).
+# Debian's package; the tests start it themselves on loopback (broker/cluster/zk/process.py).
 ZK_JAR := /usr/share/java/zookeeper.jar
 SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
