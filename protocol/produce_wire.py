@@ -1,0 +1,220 @@
+"""A Produce request read, and its answer written, without kio (issue 47).
+
+A producer of keyed records over many partitions sends thousands of small Produce requests a
+second (librdkafka sends one partition a request), and kio's generic reader and writer with
+the guard were a sixth of such a request's CPU. `read_produce` reads the usual request
+(v3-v12, topics by name, no tagged fields, every length within the frame, valid UTF-8) in a
+few struct reads and returns None for anything else, which the general path (the guard, the
+lenient reader, kio) then reads as before: what it accepts, kio reads alike
+(tests/protocol/test_produce_wire.py compares them, mutated frames included).
+`write_produce_response` writes the answer the general encoder would, for answers without
+per-record errors (None for the others).
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Mapping
+from datetime import timedelta
+from typing import Any, NamedTuple
+
+_HEADER_START = struct.Struct(">hhih")  # api key, version, correlation id, client id length
+_I16 = struct.Struct(">h")
+_I32 = struct.Struct(">i")
+_ACKS_TIMEOUT = struct.Struct(">hi")
+# A partition's answer: index, error, base offset, log append time; v5+ log start offset;
+# v8+ record errors (none) and error message (null) in the fixed-length forms of v8.
+_PARTITION_ANSWER_V3 = struct.Struct(">ihqq")
+_PARTITION_ANSWER_V5 = struct.Struct(">ihqqq")
+_PARTITION_ANSWER_V8 = struct.Struct(">ihqqqih")
+
+MIN_VERSION, MAX_VERSION = 3, 12  # v13 names topics by id: the general path's
+FLEXIBLE_FROM = 9
+
+
+class PartitionData(NamedTuple):
+    index: int
+    records: bytes | None
+
+
+class TopicData(NamedTuple):
+    name: str
+    partition_data: tuple[PartitionData, ...]
+
+
+class ProduceRequest(NamedTuple):
+    """What the Produce handler reads of kio's ProduceRequest, by the same names."""
+
+    transactional_id: str | None
+    acks: int
+    timeout: timedelta
+    topic_data: tuple[TopicData, ...]
+    client_id: str | None
+
+
+class _Unusual(Exception):
+    """Anything `read_produce` leaves to the general reader."""
+
+
+def _uvarint(buf: Any, pos: int) -> tuple[int, int]:
+    b = buf[pos]
+    if b < 0x80:  # nearly every length and count here
+        return b, pos + 1
+    value, shift = b & 0x7F, 7
+    while True:
+        pos += 1
+        if shift > 28:
+            raise _Unusual
+        b = buf[pos]
+        value |= (b & 0x7F) << shift
+        if b < 0x80:
+            return value, pos + 1
+        shift += 7
+
+
+def _length(buf: Any, pos: int, flexible: bool, wide: bool) -> tuple[int, int]:
+    """A length prefix (-1: null) and the position after it."""
+    if flexible:
+        n, pos = _uvarint(buf, pos)
+        return n - 1, pos
+    if wide:
+        return _I32.unpack_from(buf, pos)[0], pos + 4
+    return _I16.unpack_from(buf, pos)[0], pos + 2
+
+
+def _string(buf: Any, pos: int, end: int, flexible: bool, nullable: bool
+            ) -> tuple[str | None, int]:
+    n, pos = _length(buf, pos, flexible, wide=False)
+    if n < 0:
+        if n == -1 and nullable:
+            return None, pos
+        raise _Unusual
+    if pos + n > end:
+        raise _Unusual
+    return bytes(buf[pos:pos + n]).decode("utf-8"), pos + n  # invalid UTF-8: general path
+
+
+def _no_tags(buf: Any, pos: int) -> int:
+    if buf[pos] != 0:
+        raise _Unusual
+    return pos + 1
+
+
+def read_produce(frame: Any) -> ProduceRequest | None:
+    """The Produce request in `frame` (header and body, after the size prefix), or None when
+    it is not the usual kind (see the module's docstring) or is malformed."""
+    try:
+        return _read(frame)
+    except (_Unusual, IndexError, struct.error, UnicodeDecodeError):
+        return None
+
+
+def _read(buf: Any) -> ProduceRequest:
+    end = len(buf)
+    api_key, version, _correlation, n = _HEADER_START.unpack_from(buf, 0)
+    if api_key != 0 or not MIN_VERSION <= version <= MAX_VERSION:
+        raise _Unusual
+    flexible = version >= FLEXIBLE_FROM
+    pos = 10
+    client_id = None
+    if n >= 0:
+        if pos + n > end:
+            raise _Unusual
+        client_id = bytes(buf[pos:pos + n]).decode("utf-8")
+        pos += n
+    elif n != -1:
+        raise _Unusual
+    if flexible:
+        pos = _no_tags(buf, pos)
+    transactional_id, pos = _string(buf, pos, end, flexible, nullable=True)
+    acks, timeout_ms = _ACKS_TIMEOUT.unpack_from(buf, pos)
+    pos += 6
+    count, pos = _length(buf, pos, flexible, wide=True)
+    if count < 0:
+        raise _Unusual
+    topics = []
+    for _ in range(count):
+        name, pos = _string(buf, pos, end, flexible, nullable=False)
+        assert name is not None
+        partitions_count, pos = _length(buf, pos, flexible, wide=True)
+        if partitions_count < 0:
+            raise _Unusual
+        partitions = []
+        for _ in range(partitions_count):
+            (index,) = _I32.unpack_from(buf, pos)
+            size, pos = _length(buf, pos + 4, flexible, wide=True)
+            records = None
+            if size >= 0:
+                if pos + size > end:
+                    raise _Unusual
+                records = bytes(buf[pos:pos + size])
+                pos += size
+            elif size != -1:
+                raise _Unusual
+            if flexible:
+                pos = _no_tags(buf, pos)
+            partitions.append(PartitionData(index, records))
+        if flexible:
+            pos = _no_tags(buf, pos)
+        topics.append(TopicData(name, tuple(partitions)))
+    if flexible:
+        pos = _no_tags(buf, pos)
+    if pos != end:
+        raise _Unusual
+    return ProduceRequest(transactional_id, acks, timedelta(milliseconds=timeout_ms),
+                          tuple(topics), client_id)
+
+
+def _uvarint_bytes(n: int) -> bytes:
+    out = bytearray()
+    while n >= 0x80:
+        out.append((n & 0x7F) | 0x80)
+        n >>= 7
+    out.append(n)
+    return bytes(out)
+
+
+def write_produce_response(version: int, result: Mapping[str, Any]
+                           ) -> tuple[bytes, list[int]] | None:
+    """The Produce answer body (after the response header) the general encoder writes for
+    `result` (the handler's dict) at `version`, and its non-zero error codes; None for one
+    this does not write: a version outside v3-v12, per-record errors or an error message, or
+    fields other than the handler's."""
+    if not MIN_VERSION <= version <= MAX_VERSION or len(result) != 2:
+        return None
+    flexible = version >= FLEXIBLE_FROM
+    out = bytearray()
+    errors: list[int] = []
+    responses = result["responses"]
+    out += _uvarint_bytes(len(responses) + 1) if flexible else _I32.pack(len(responses))
+    for topic in responses:
+        if len(topic) != 3 or topic["topic_id"] is not None:
+            return None
+        name = topic["name"].encode()
+        out += _uvarint_bytes(len(name) + 1) if flexible else _I16.pack(len(name))
+        out += name
+        partitions = topic["partition_responses"]
+        out += _uvarint_bytes(len(partitions) + 1) if flexible else _I32.pack(len(partitions))
+        for p in partitions:
+            if len(p) != 7 or p["record_errors"] or p["error_message"] is not None:
+                return None
+            code, append_time = p["error_code"], p["log_append_time"]
+            if code:
+                errors.append(code)
+            fields = (p["index"], code, p["base_offset"],
+                      -1 if append_time is None else append_time)
+            if version < 5:
+                out += _PARTITION_ANSWER_V3.pack(*fields)
+            elif version < 8:
+                out += _PARTITION_ANSWER_V5.pack(*fields, p["log_start_offset"])
+            elif not flexible:
+                out += _PARTITION_ANSWER_V8.pack(*fields, p["log_start_offset"], 0, -1)
+            else:  # no record errors, a null message, no tagged fields
+                out += _PARTITION_ANSWER_V5.pack(*fields, p["log_start_offset"])
+                out += b"\x01\x00\x00"
+        if flexible:
+            out.append(0)
+    out += _I32.pack(result["throttle_time"])
+    if flexible:
+        out.append(0)
+    return bytes(out), errors
