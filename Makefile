@@ -1,8 +1,8 @@
 # Samsa: everything a fresh machine needs comes from these targets.
 #   make run    one broker on 127.0.0.1:9092, data under ./data (installs only samsa's runtime
 #               dependencies)
-#   make test   venv + Java client/tool jars + Debian packages + ruff + pytest (what CI runs
-#               via .ci/run)
+#   make test   venv + Java client/tool jars + Debian packages + ruff + mypy + the docs site +
+#               pytest (what CI runs via .ci/run)
 
 SHELL := /bin/bash
 .DEFAULT_GOAL := help
@@ -10,7 +10,8 @@ SHELL := /bin/bash
 # The venv's interpreter: the distribution's Python 3.11 where it has venv support, else
 # python3.11, else python3; `make PYTHON=...` picks another. Debian's links the interpreter
 # into its executable; pyenv's default build (shared libpython, no --enable-optimizations)
-# spent 8–14 % more CPU on the broker's requests (docs/performance.md, "The interpreter").
+# spent 8–14 % more CPU on the broker's requests (docs/performance/machine.md, "The
+# interpreter").
 PYTHON      ?= $(shell { for p in /usr/bin/python3.11 python3.11; do \
                  "$$p" -c 'import sys, ensurepip; sys.exit(sys.version_info[:2] != (3, 11))' \
                  >/dev/null 2>&1 && { echo "$$p"; break; }; done; echo python3; } | head -n 1)
@@ -35,7 +36,7 @@ DATA_DIR    ?= data
 CONFIG      ?= config/broker.yaml
 SERVE_ARGS  ?=
 
-.PHONY: help python venv venv-run java-deps spark-deps zk-deps kcat-deps docker-deps run test lint unit bench profile chaos clean distclean
+.PHONY: help python venv venv-run java-deps spark-deps zk-deps kcat-deps docker-deps run test lint docs unit bench profile chaos clean distclean
 
 help:
 	@echo "make run        start one broker on $(LISTEN) (data in ./$(DATA_DIR))"
@@ -46,6 +47,7 @@ help:
 	@echo "make spark-deps fetch the Spark Kafka connector jars for the installed pyspark"
 	@echo "make docker-deps install Debian's docker.io, docker-compose and debootstrap"
 	@echo "make lint       ruff, mypy and the layer test (tests/unit/test_layers.py)"
+	@echo "make docs       build the documentation site (mkdocs.yml, docs/) into site/, --strict"
 	@echo "make bench      run bench/run.py"
 	@echo "make profile    py-spy on one broker under ProducerPerformance/ConsumerPerformance"
 	@echo "make clean      remove caches, build output and ./$(DATA_DIR) (keeps $(VENV) and $(CACHE))"
@@ -183,18 +185,29 @@ lint: venv
 	    || { echo "layer test failed"; rc=1; }; \
 	exit $$rc
 
-# Lint (ruff, mypy; the layer test is in tests/unit) and pytest both run even when one fails
-# (more to read from one CI run); either fails the target. --durations lists the slowest tests
-# at the end of the log, for keeping the run short. pytest exits 5 when it collected no test:
+# Lint (ruff, mypy; the layer test is in tests/unit), the docs site and pytest all run even
+# when one fails (more to read from one CI run); any fails the target. --durations lists the
+# slowest tests at the end of the log, for keeping the run short. pytest exits 5 when it collected no test:
 # that is not a failure of the build.
 test: venv java-deps spark-deps zk-deps kcat-deps docker-deps
 	@lint=0; $(BIN)/ruff check --no-cache . || lint=$$?; \
 	$(BIN)/mypy || lint=$$?; \
+	docs=0; $(MKDOCS) || docs=$$?; \
 	rc=0; $(BIN)/python -m pytest -q -ra --durations=15 --timeout=$(PYTEST_TIMEOUT) tests $(PYTEST_ARGS) || rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "pytest: no tests were collected"; rc=0; fi; \
 	if [ $$lint -ne 0 ]; then echo "ruff check or mypy failed (exit $$lint)"; fi; \
+	if [ $$docs -ne 0 ]; then echo "make docs failed (exit $$docs)"; fi; \
 	if [ $$rc -ne 0 ]; then echo "pytest failed (exit $$rc)"; fi; \
-	[ $$lint -eq 0 ] && [ $$rc -eq 0 ]
+	[ $$lint -eq 0 ] && [ $$docs -eq 0 ] && [ $$rc -eq 0 ]
+
+# The documentation site: --strict makes a broken link, a missing anchor or a page left out
+# of the nav fail the build (not with --quiet, which hides the warnings from the count too).
+# NO_MKDOCS_2_WARNING quiets mkdocs-material's banner about its successor (a notice, not a
+# warning of the build).
+MKDOCS := NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
+
+docs: venv
+	$(MKDOCS)
 
 # Unit tests only (no broker process, no Java): quick feedback while editing.
 unit: venv
@@ -204,8 +217,8 @@ bench: venv
 	@if [ -f bench/run.py ]; then $(BIN)/python bench/run.py; \
 	else echo "bench/run.py does not exist yet"; fi
 
-# Where the broker's time goes (docs/performance.md, "Where the time goes"); PROFILE_ARGS e.g.
-# "--size 100 --acks 1 --records 2000000".
+# Where the broker's time goes (docs/performance/produce.md, "Where the time goes");
+# PROFILE_ARGS e.g. "--size 100 --acks 1 --records 2000000".
 profile: venv
 	$(BIN)/python -m pip install -q --disable-pip-version-check -e '.[bench]'
 	$(BIN)/python bench/profile_broker.py $(PROFILE_ARGS)
@@ -217,7 +230,7 @@ chaos: venv java-deps zk-deps
 	$(BIN)/python -m tests.chaos.run $(CHAOS_ARGS)
 
 clean:
-	rm -rf $(DATA_DIR) .pytest_cache .ruff_cache .hypothesis build dist
+	rm -rf $(DATA_DIR) .pytest_cache .ruff_cache .hypothesis build dist site
 	find . -path ./$(VENV) -prune -o -name __pycache__ -type d -print0 | xargs -0 rm -rf
 
 distclean: clean
