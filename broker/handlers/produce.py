@@ -34,8 +34,9 @@ log = logging.getLogger(__name__)
 AppendResult = tuple[int, int, int, int, int]
 # Produce v8+ (KIP-467): the records a batch was refused for, and the error message.
 RecordErrors = list[dict[str, Any]]
-# acks=all: the partition's response entry, the partition, and the offset the HW must reach.
-ReplicationWait = tuple[dict[str, Any], Partition, int]
+# acks=all: the partition's response entry, the partition, the offset the HW must reach and the
+# records (named in the debug log if the wait fails).
+ReplicationWait = tuple[dict[str, Any], Partition, int, bytes | None]
 
 
 def _failed(code: ErrorCode) -> AppendResult:
@@ -86,7 +87,9 @@ async def handle_produce(ctx: RequestContext, request: ProduceRequest) -> dict[s
                     ctx, acks, name, pdata.index, pdata.records, transactional_id,
                     record_errors, error_message,
                 )
-            failed |= code != ErrorCode.none
+            if code != ErrorCode.none:
+                failed = True
+                _log_refusal(name, pdata.index, pdata.records, code)
             out: dict[str, Any] = {
                 "index": pdata.index,
                 "error_code": code,
@@ -102,7 +105,7 @@ async def handle_produce(ctx: RequestContext, request: ProduceRequest) -> dict[s
                 if partition is not None:
                     woke_fetches |= partition.append_woke_fetches
                     if acks == -1 and partition.high_watermark <= last:
-                        waits.append((out, partition, last + 1))
+                        waits.append((out, partition, last + 1, pdata.records))
         responses.append({"name": name or "", "topic_id": field(topic, "topic_id", None),
                           "partition_responses": partitions})
     if woke_fetches:
@@ -147,12 +150,12 @@ def _has_transactional_records(request: ProduceRequest) -> bool:
 async def _await_replication(waits: list[ReplicationWait], timeout_s: float) -> None:
     """acks=all: answer once the ISR has each partition's batch (Kafka's delayed produce)."""
     if len(waits) == 1:  # the usual case: awaited as it is, without a task and a gather
-        _, partition, offset = waits[0]
+        _, partition, offset, _ = waits[0]
         done = [await partition.wait_for_high_watermark(offset, timeout_s)]
     else:
         done = await asyncio.gather(*(partition.wait_for_high_watermark(offset, timeout_s)
-                                      for _, partition, offset in waits))
-    for (out, partition, _), ok in zip(waits, done, strict=True):
+                                      for _, partition, offset, _ in waits))
+    for (out, partition, offset, records), ok in zip(waits, done, strict=True):
         if not ok:
             code = (
                 ErrorCode.request_timed_out
@@ -165,7 +168,30 @@ async def _await_replication(waits: list[ReplicationWait], timeout_s: float) -> 
             code = ErrorCode.not_enough_replicas_after_append
         else:
             continue
+        _log_refusal(partition.topic, partition.index, records, code,
+                     f"after appending at {out['base_offset']}-{offset - 1}, leader epoch "
+                     f"{partition.leader_epoch}, ISR {partition.isr}")
         out.update(error_code=code, base_offset=-1, log_append_time=None)
+
+
+def _log_refusal(topic: str | None, index: int, records: bytes | None, code: int,
+                 why: str = "") -> None:
+    """DEBUG: a partition's error answer with its batch's producer id, epoch and sequences,
+    the chain an idempotent producer's epoch bump is followed by (nothing is made when DEBUG
+    is off: the answers of a partition that lost its leader come by thousands)."""
+    if not log.isEnabledFor(logging.DEBUG):
+        return
+    log.debug("produce to %s-%d (%s) answered %s%s", topic, index, _batch_ids(records),
+              ErrorCode(code).name, f" {why}" if why else "")
+
+
+def _batch_ids(records: bytes | None) -> str:
+    try:
+        _, h = next(iter_batches(records or b""))
+    except Exception:  # none or malformed: the error answered says which
+        return "no readable batch"
+    return (f"producer {h.producer_id} epoch {h.producer_epoch} seq {h.base_sequence}"
+            f"..{h.base_sequence + h.last_offset_delta}")
 
 
 def _append(
@@ -211,5 +237,8 @@ def _append(
         return error_code_of(exc), -1, -1, -1, -1
     if not info.duplicate:
         metrics.produced(topic, len(records or b""), info.record_count)
+    elif log.isEnabledFor(logging.DEBUG):
+        log.debug("produce to %s-%d (%s): a duplicate of offsets %d-%d", topic, index,
+                  _batch_ids(records), info.first_offset, info.last_offset)
     return (ErrorCode.none, info.first_offset, info.log_append_time, info.log_start_offset,
             info.last_offset)

@@ -51,7 +51,9 @@ from tests.support.broker import free_port
 
 R = TypeVar("R")
 # Issue 45's brokers: ZooKeeper sessions of 6 s (the tests' clusters use 3 s).
-CUTOFF_SETTINGS = {"zookeeper.session.timeout.ms": 6000}
+CUTOFF_SETTINGS = {"zookeeper.session.timeout.ms": 6000,
+                   # every produce refusal with its producer id, epoch and sequences
+                   "samsa.log.loggers": "broker.handlers.produce=DEBUG"}
 
 
 def _env(name: str, default: str) -> str:

@@ -3,6 +3,9 @@ waits for the ISR (here: the broker alone), acks=0 gets no answer."""
 
 from __future__ import annotations
 
+import logging
+
+import pytest
 from samsa.protocol.errors import ErrorCode
 from samsa.protocol.records import build_batch
 
@@ -70,6 +73,25 @@ async def test_out_of_order_sequence(handlers):
     assert (await handlers.produce("t", 0, [b"0"], base_sequence=0, **batch)).error_code == 0
     r = await handlers.produce("t", 0, [b"gap"], base_sequence=5, **batch)
     assert r.error_code == ErrorCode.out_of_order_sequence_number
+
+
+async def test_a_refusal_is_logged_at_debug_with_its_producer_and_sequences(
+        handlers, caplog: pytest.LogCaptureFixture):
+    # What a producer was told, and for which of its batches, is the chain an idempotent
+    # producer's epoch bump is followed by (issue 45).
+    caplog.set_level(logging.DEBUG, logger="samsa.broker.handlers.produce")
+    await handlers.create_topic("t")
+    init = await handlers.call("InitProducerId", 4, {
+        "transactional_id": None, "transaction_timeout": 60_000, "producer_id": -1,
+        "producer_epoch": -1})
+    batch = {"producer_id": init.producer_id, "producer_epoch": init.producer_epoch}
+    await handlers.produce("t", 0, [b"0"], base_sequence=0, **batch)
+    await handlers.produce("t", 0, [b"0"], base_sequence=0, **batch)
+    await handlers.produce("t", 0, [b"gap", b"gap"], base_sequence=5, **batch)
+    ids = f"producer {init.producer_id} epoch {init.producer_epoch}"
+    assert f"produce to t-0 ({ids} seq 0..0): a duplicate of offsets 0-0" in caplog.text
+    assert (f"produce to t-0 ({ids} seq 5..6) answered out_of_order_sequence_number"
+            in caplog.text)
 
 
 async def test_topic_authorization_failed(secured):
