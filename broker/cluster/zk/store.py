@@ -551,6 +551,9 @@ class ZkMetadataStore(ZkControllerMixin, ZkConfigsMixin, ZkUsersMixin, ZkFeature
                     and current.topic_id == topic.topic_id):
                 return  # older than what we hold
             self._topic_versions[topic.name] = version
+        held = self._topics.get(topic.name)
+        if held is not None and held.topic_id == topic.topic_id:
+            _keep_newer_states(held, topic)
         self._topics[topic.name] = topic
         self._by_id.set(topic)
         self._emit("topic", topic.name)
@@ -752,6 +755,20 @@ class ZkMetadataStore(ZkControllerMixin, ZkConfigsMixin, ZkUsersMixin, ZkFeature
                "partitions": [[t, p] for t, p in sorted(self._offline_here)]}
         self._zk.create(f"{LOG_DIR_EVENTS}/log_dir_event_", _dumps(doc), ephemeral=True,
                         sequence=True, makepath=True)
+
+
+def _keep_newer_states(held: TopicState, read: TopicState) -> None:
+    """A topic read may be older than a partition state the cache already holds: the refresh
+    after a new session reads every topic while the leaders write their ISR changes, and a
+    change the state watch delivered before the read was applied would be undone, with no
+    later event to bring it back (a broker cut off one way kept an old ISR for minutes after
+    it registered again). Keep a held state whose leader epoch, then state znode mzxid, is
+    newer than the one read."""
+    for index, state in read.partitions.items():
+        mine = held.partitions.get(index)
+        if mine is not None and (mine.leader_epoch, mine.zxid) > (state.leader_epoch, state.zxid):
+            state.leader, state.leader_epoch = mine.leader, mine.leader_epoch
+            state.isr, state.zxid = list(mine.isr), mine.zxid
 
 
 def _group_config_path(group: str) -> str:
