@@ -29,6 +29,27 @@ time is measured (`b.startup_seconds`) and the pytest plugin prints it in its su
 The brokers are forked from one process that has imported Samsa once (samsa.testing._zygote),
 so a broker is ready in a fraction of a second; SAMSA_TESTING_FORK=0 starts each as `python -m
 samsa serve` instead, and SAMSA_BROKER_CMD (a shell-style command) replaces `python -m samsa`.
+
+Faults without extra processes: `embedded_broker()` runs the broker on a thread of the test's
+own process, where a test can make it answer chosen requests otherwise:
+
+    from samsa.protocol.errors import ErrorCode
+
+    with samsa.testing.embedded_broker() as b:
+        b.create_topic("orders")
+        b.intercept("Produce", error=ErrorCode.not_enough_replicas, times=1)
+        b.intercept("Fetch", delay=2.0)                       # served, two seconds late
+        b.intercept("Metadata", drop=True, times=1)           # the connection is closed
+        b.intercept(1, when=lambda r: r.request.isolation_level == 1,  # API key, predicate
+                    error=ErrorCode.not_leader_or_follower)
+        rule = b.intercept("JoinGroup", answer=lambda r: {"error_code": 27})  # built answer
+        ...
+        rule.hits; rule.remove(); b.clear_intercepts()
+
+An error answer names every topic, partition, group or key of the request with that error,
+as Kafka's error responses do. A predicate gets an `Intercepted`: api_key, version, client_id
+and the decoded request (kio's class of that version). The first rule that takes a request
+decides; `times` limits how many it takes. See EmbeddedBroker.intercept.
 """
 
 from __future__ import annotations
@@ -53,8 +74,12 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from samsa.testing._embedded import EmbeddedBroker
+from samsa.testing._intercept import Intercept, Intercepted
+
 __all__ = ["SamsaBroker", "SamsaCluster", "BrokerStartError", "broker", "cluster", "free_port",
-           "zookeeper_available", "startup_times", "warm_up"]
+           "zookeeper_available", "startup_times", "warm_up", "EmbeddedBroker",
+           "embedded_broker", "Intercept", "Intercepted"]
 
 START_TIMEOUT = float(os.environ.get("SAMSA_TESTING_START_TIMEOUT", "30"))
 STOP_TIMEOUT = float(os.environ.get("SAMSA_TESTING_STOP_TIMEOUT", "30"))
@@ -516,6 +541,20 @@ def broker(settings: Mapping[str, Any] | None = None, /, **kwargs: Any) -> Itera
     """A started broker, stopped and removed on leaving the block. Settings are broker
     properties: broker({"num.partitions": 3}) or broker(num_partitions=3)."""
     b = SamsaBroker(_settings(settings, kwargs))
+    try:
+        yield b.start()
+    finally:
+        b.close()
+
+
+@contextlib.contextmanager
+def embedded_broker(settings: Mapping[str, Any] | None = None, /,
+                    **kwargs: Any) -> Iterator[EmbeddedBroker]:
+    """A started broker on a thread of this process (a loopback port, a temporary data
+    directory), stopped and removed on leaving the block; it takes request intercepts
+    (EmbeddedBroker.intercept). Settings as broker()'s. One at a time per process: the broker's
+    metrics and inter-broker security are the process's."""
+    b = EmbeddedBroker(_settings(settings, kwargs))
     try:
         yield b.start()
     finally:
