@@ -32,9 +32,20 @@ MIN_VERSION, MAX_VERSION = 3, 12  # v13 names topics by id: the general path's
 FLEXIBLE_FROM = 9
 
 
-class PartitionData(NamedTuple):
-    index: int
-    records: bytes | None
+class PartitionData:
+    """A partition's data (not a NamedTuple: its `index` would hide tuple.index)."""
+
+    __slots__ = ("index", "records")
+
+    def __init__(self, index: int, records: bytes | None) -> None:
+        self.index = index
+        self.records = records
+
+    def __eq__(self, other: object) -> bool:
+        return (isinstance(other, PartitionData) and self.index == other.index
+                and self.records == other.records)
+
+    __hash__ = None  # type: ignore[assignment]  # mutable, compared by value
 
 
 class TopicData(NamedTuple):

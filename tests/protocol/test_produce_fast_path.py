@@ -1,0 +1,149 @@
+"""The collapsed Produce path (issue 47: `read_produce`/`write_produce_response` in the
+dispatcher, the log's one-batch append) against the general path, in-process: the same
+requests, good and refused, sent to a broker with the fast paths and to one without must
+get the same answer bytes and leave the same bytes in every partition's files."""
+
+from __future__ import annotations
+
+import asyncio
+import struct
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from samsa.broker.app import Broker
+from samsa.broker.network import dispatch
+from samsa.broker.network.server import CloseConnection, ConnectionInfo
+from samsa.config.loader import load_config
+from samsa.protocol.codec import build, encode, reader, request_type, response_type
+from samsa.protocol.records import build_batch
+from samsa.storage.log import Log
+
+NOW = 1_700_000_000_000
+TOPICS = [("t", 4, []), ("small", 1, [{"name": "max.message.bytes", "value": "500"}]),
+          ("compact", 1, [{"name": "cleanup.policy", "value": "compact"}])]
+
+
+class Harness:
+    def __init__(self, data: Path) -> None:
+        config = load_config(None, {"log.dirs": str(data),
+                                    "listeners": "PLAINTEXT://127.0.0.1:0"})
+        self.broker = Broker(config)
+        self.broker.log_manager.startup(self.broker._config_for_topic_name)
+        self.broker.replicas.load_all()
+        self.conn = ConnectionInfo("test:0", None)  # type: ignore[arg-type]
+        self.data = data
+
+    async def raw(self, frame: bytes) -> bytes | str | None:
+        try:
+            parts = await self.broker.dispatcher(frame, self.conn)
+        except CloseConnection as exc:
+            return f"closed: {exc}"
+        return None if parts is None else b"".join(bytes(p) for p in parts)  # type: ignore[arg-type]
+
+    async def call(self, api_key: int, version: int, body: dict[str, Any]) -> Any:
+        answer = await self.raw(frame(api_key, version, body))
+        assert isinstance(answer, bytes)
+        resp_type = response_type(api_key, version)
+        return reader(resp_type)(answer, 9 if resp_type.__flexible__ else 8)[0]
+
+    def files(self) -> dict[str, bytes]:
+        self.broker.log_manager.shutdown()
+        return {str(p.relative_to(self.data)): p.read_bytes()
+                for p in sorted(self.data.rglob("*")) if p.is_file()
+                and p.parent.name.split("-")[0] in {"t", "small", "compact"}
+                and p.suffix in (".log", ".index", ".timeindex", ".snapshot")}
+
+
+def frame(api_key: int, version: int, body: dict[str, Any], correlation: int = 7) -> bytes:
+    req_type = request_type(api_key, version)
+    header = struct.pack(">hhih", api_key, version, correlation, 4) + b"test"
+    if req_type.__flexible__:
+        header += b"\x00"
+    return header + encode(build(req_type, body))
+
+
+def produce(version: int, parts: list[tuple[str, int, bytes | None]], acks: int = -1,
+            transactional_id: str | None = None) -> bytes:
+    topics: dict[str, list[dict[str, Any]]] = {}
+    for topic, index, records in parts:
+        topics.setdefault(topic, []).append({"index": index, "records": records})
+    return frame(0, version, {
+        "transactional_id": transactional_id, "acks": acks, "timeout": 30_000,
+        "topic_data": [{"name": n, "partition_data": p} for n, p in topics.items()]})
+
+
+def batch(pid: int, epoch: int, seq: int, n: int = 1, key: bytes | None = b"k",
+          **kw: Any) -> bytes:
+    return build_batch([(key, b"v" * 60, [], NOW) for _ in range(n)], producer_id=pid,
+                       producer_epoch=epoch, base_sequence=seq, default_timestamp=NOW, **kw)
+
+
+def corrupt(data: bytes) -> bytes:
+    return data[:-1] + bytes([data[-1] ^ 0xFF])
+
+
+def requests(pid: int, epoch: int) -> list[tuple[str, bytes]]:
+    b = batch
+    return [
+        ("new producer", produce(9, [("t", 0, b(pid, epoch, 0))])),
+        ("next", produce(9, [("t", 0, b(pid, epoch, 1))])),
+        ("next, v12 acks=1", produce(12, [("t", 0, b(pid, epoch, 2, 3))], acks=1)),
+        ("duplicate", produce(9, [("t", 0, b(pid, epoch, 1))])),
+        ("out of order, v8", produce(8, [("t", 0, b(pid, epoch, 9))])),
+        ("CRC error", produce(9, [("t", 0, corrupt(b(pid, epoch, 5)))])),
+        ("too large", produce(9, [("small", 0, b(pid, epoch, 0, 10))])),
+        ("unknown partition", produce(9, [("t", 9, b(pid, epoch, 0))])),
+        ("unknown topic, v3", produce(3, [("nope", 0, b(pid, epoch, 0))])),
+        ("no key, compacted: record errors", produce(9, [("compact", 0, b(-1, -1, -1, key=None))])),
+        ("no key, compacted, v7", produce(7, [("compact", 0, b(-1, -1, -1, key=None))])),
+        ("transactional without a transaction",
+         produce(9, [("t", 1, b(pid, epoch, 0, transactional=True))], transactional_id="tx")),
+        ("two partitions", produce(9, [("t", 1, b(pid, epoch, 0)), ("t", 2, b(pid, epoch, 0))])),
+        ("two topics", produce(9, [("t", 1, b(pid, epoch, 1)), ("small", 0, b(pid, epoch, 0))])),
+        ("acks=0", produce(9, [("t", 3, b(pid, epoch, 0))], acks=0)),
+        ("acks=0 refused", produce(9, [("t", 3, b(pid, epoch, 7))], acks=0)),
+        ("acks=2", produce(9, [("t", 3, b(pid, epoch, 1))], acks=2)),
+        ("no producer id, v3", produce(3, [("t", 1, b(-1, -1, -1))])),
+        ("no producer id, v5", produce(5, [("t", 1, b(-1, -1, -1, 2))])),
+        ("null records", produce(9, [("t", 2, None)])),
+        ("new epoch", produce(9, [("t", 0, b(pid, epoch + 1, 0))])),
+        ("fenced epoch", produce(9, [("t", 0, b(pid, epoch, 6))])),
+        ("after the new epoch, v12", produce(12, [("t", 0, b(pid, epoch + 1, 1, 2))])),
+    ] + [(f"more {i}", produce(9, [("t", i % 4, b(-1, -1, -1, 1 + i % 3))])) for i in range(40)]
+
+
+async def _scenario(h: Harness) -> tuple[list[tuple[str, Any]], dict[str, bytes]]:
+    created = await h.call(19, 5, {"topics": [
+        {"name": n, "num_partitions": p, "replication_factor": 1, "assignments": [],
+         "configs": c} for n, p, c in TOPICS], "timeout_ms": 60_000, "validate_only": False})
+    assert all(t.error_code == 0 for t in created.topics)
+    init = await h.call(22, 4, {"transactional_id": None, "transaction_timeout_ms": 60_000,
+                                "producer_id": -1, "producer_epoch": -1})
+    answers = [(what, await h.raw(f))
+               for what, f in requests(init.producer_id, init.producer_epoch)]
+    return answers, h.files()
+
+
+def test_fast_produce_answers_and_writes_what_the_general_path_does(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    read = dispatch.read_produce
+    fast_reads: list[bool] = []
+
+    def counted(raw: Any) -> Any:
+        got = read(raw)
+        fast_reads.append(got is not None)
+        return got
+
+    monkeypatch.setattr(dispatch, "read_produce", counted)
+    fast = asyncio.run(_scenario(Harness(tmp_path / "fast")))
+    nothing: Callable[..., None] = lambda *args: None  # noqa: E731
+    monkeypatch.setattr(dispatch, "read_produce", nothing)
+    monkeypatch.setattr(Log, "_append_client_batch", nothing)
+    general = asyncio.run(_scenario(Harness(tmp_path / "general")))
+    for (what, got), (_, want) in zip(fast[0], general[0], strict=True):
+        assert got == want, what
+    assert fast[1] == general[1]
+    assert len(fast[1]) >= 6 and sum(fast_reads) == len(fast_reads) >= 60
