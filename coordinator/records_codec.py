@@ -89,6 +89,11 @@ class RecordWriter:
     def compact_array_len(self, n: int) -> None:
         self.out += uvarint(n + 1)
 
+    def compact_strings(self, values: Sequence[str]) -> None:
+        self.compact_array_len(len(values))
+        for v in values:
+            self.compact_string(v)
+
     def uvarint(self, n: int) -> None:
         self.out += uvarint(n)
 

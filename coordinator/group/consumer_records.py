@@ -109,9 +109,7 @@ def member_metadata_value(m: ConsumerMember) -> bytes:
     w.compact_string(m.rack_id)
     w.compact_string(m.client_id)
     w.compact_string(m.client_host)
-    w.compact_array_len(len(m.subscribed_topic_names))
-    for t in m.subscribed_topic_names:
-        w.compact_string(t)
+    w.compact_strings(m.subscribed_topic_names)
     w.compact_string(m.subscribed_topic_regex)
     w.i32(m.rebalance_timeout_ms)
     w.compact_string(m.server_assignor)

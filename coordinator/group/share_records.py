@@ -28,6 +28,7 @@ from .consumer_records import (
     group_record_key,
 )
 from .consumer_records import decode_epoch_value as decode_epoch
+from .consumer_records import group_metadata_value as epoch_value
 from .records import RecordFormatError
 from .share import ShareMember
 
@@ -72,11 +73,8 @@ def group_metadata_value(epoch: int) -> bytes:
 
 
 def target_metadata_value(epoch: int) -> bytes:
-    """ShareGroupTargetAssignmentMetadataValue: AssignmentEpoch."""
-    w = _value()
-    w.i32(epoch)
-    w.tags()
-    return w.value()
+    """ShareGroupTargetAssignmentMetadataValue: AssignmentEpoch (the consumer groups' layout)."""
+    return epoch_value(epoch)
 
 
 def member_metadata_value(m: ShareMember) -> bytes:
@@ -84,9 +82,7 @@ def member_metadata_value(m: ShareMember) -> bytes:
     w.compact_string(m.rack_id)
     w.compact_string(m.client_id)
     w.compact_string(m.client_host)
-    w.compact_array_len(len(m.subscribed_topic_names))
-    for t in m.subscribed_topic_names:
-        w.compact_string(t)
+    w.compact_strings(m.subscribed_topic_names)
     w.tags()
     return w.value()
 
