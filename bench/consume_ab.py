@@ -10,7 +10,7 @@ Prints each run and, per variant, the median and range of the consume rate and o
 broker's CPU per GB read. No assertions: this measures.
 
 --client K=V sets a librdkafka consumer property for every variant (e.g.
-fetch.queue.backoff.ms=10: see docs/performance.md on the 1 s fetch back-off).
+fetch.queue.backoff.ms=10: see docs/performance/consume.md on the 1 s fetch back-off).
 
 --kafka adds Apache Kafka (started as bench/run.py starts it, from .cache/bench/kafka-broker)
 as one more variant in the alternation, for a side-by-side ratio under the same load.

@@ -1,5 +1,5 @@
-"""How long storage housekeeping holds the event loop (docs/performance.md, "Housekeeping off
-the event loop"). Measures, does not judge:
+"""How long storage housekeeping holds the event loop (docs/performance/produce.md,
+"Housekeeping off the event loop"). Measures, does not judge:
 
 1. compaction: a broker compacts a `--mib` MiB log (2,000 keys, 1 MiB segments) while a client
    sends ApiVersions back to back: round-trip times during the compaction, and its duration;

@@ -9,7 +9,7 @@ partitions (--many-clients), read_committed consumption of transactional data (-
 8 librdkafka producers paced at a fraction of capacity over 100-2,000 partitions and consumers
 of many partitions at a low rate (--paced-*, bench/many_partitions.py), recovery after
 kill -9 with --recovery-mib of log, and scale to --partitions (see
-docs/performance.md, Methodology).
+docs/performance/methodology.md).
 Prints one table of medians (Samsa, Kafka, Samsa/Kafka) and writes it to docs/performance.md.
 No assertions on speed anywhere: this measures, it does not judge.
 

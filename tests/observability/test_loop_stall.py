@@ -3,7 +3,7 @@ while the broker compacts a large log (tens of MB, many duplicate keys) in its c
 
 Not a timing benchmark: the bound is a fraction of the compaction's own duration, which the
 old in-loop compaction exceeded by construction (every request waited for all of it). The
-measured numbers are in docs/performance.md (bench/loop_stall.py)."""
+measured numbers are in docs/performance/produce.md (bench/loop_stall.py)."""
 
 from __future__ import annotations
 
