@@ -31,6 +31,7 @@ from ..security.authorizer import (
     ResourceType,
     invalid_new_acl,
 )
+from .declare import api
 
 if TYPE_CHECKING:
     from .requests import (
@@ -72,6 +73,7 @@ def _filter(f: DescribeAclsRequest | DeleteAclsFilter) -> AclBindingFilter:
                             f.operation, f.permission_type)
 
 
+@api(29, "DescribeAcls", (1, 3))
 async def handle_describe_acls(ctx: RequestContext,
                                request: DescribeAclsRequest) -> dict[str, Any]:
     _refuse_unknown("DescribeAcls", request.resource_type_filter, request.pattern_type_filter,
@@ -95,6 +97,7 @@ async def handle_describe_acls(ctx: RequestContext,
     return out
 
 
+@api(30, "CreateAcls", (1, 3), structs={"AclCreation": "AclCreation"})
 async def handle_create_acls(ctx: RequestContext, request: CreateAclsRequest) -> dict[str, Any]:
     creations: Sequence[AclCreation] = request.creations
     for c in creations:
@@ -136,6 +139,7 @@ async def handle_create_acls(ctx: RequestContext, request: CreateAclsRequest) ->
     return {"throttle_time": 0, "results": results}
 
 
+@api(31, "DeleteAcls", (1, 3), structs={"DeleteAclsFilter": "DeleteAclsFilter"})
 async def handle_delete_acls(ctx: RequestContext, request: DeleteAclsRequest) -> dict[str, Any]:
     filters: Sequence[DeleteAclsFilter] = request.filters
     for f in filters:

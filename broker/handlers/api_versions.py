@@ -11,11 +11,13 @@ from samsa.protocol.registry import ApiRegistry, Handler
 
 from ..cluster.features import api_enabled, supported
 from ..context import RequestContext
+from .declare import api
 
 if TYPE_CHECKING:
     from .requests import ApiVersionsRequest
 
 
+@api(18, "ApiVersions", (0, 4), needs_registry=True)
 def make_handler(registry: ApiRegistry[RequestContext]) -> Handler[RequestContext]:
     async def handle(ctx: RequestContext, request: ApiVersionsRequest) -> dict[str, Any]:
         finalized = ctx.store.finalized_features()

@@ -21,6 +21,7 @@ from samsa.protocol.errors import ErrorCode, KafkaError
 from ..cluster.metadata_store import QUOTA_CLIENT_ID, QUOTA_CONFIGS, QUOTA_USER, QuotaEntity
 from ..context import RequestContext
 from ..security.authorizer import AclOperation, ResourceType
+from .declare import api
 
 if TYPE_CHECKING:
     from .requests import (
@@ -43,6 +44,7 @@ class _Invalid(KafkaError):
         super().__init__(message, code)
 
 
+@api(48, "DescribeClientQuotas", (0, 1))
 async def handle_describe_client_quotas(
     ctx: RequestContext, request: DescribeClientQuotasRequest
 ) -> dict[str, Any]:
@@ -120,6 +122,8 @@ def _matches(entity: QuotaEntity, exact: dict[str, str | None], specified: set[s
     return all(t in names for t in specified)
 
 
+@api(49, "AlterClientQuotas", (0, 1),
+     structs={"AlterClientQuotasEntity": "EntityData", "AlterClientQuotasOp": "OpData"})
 async def handle_alter_client_quotas(
     ctx: RequestContext, request: AlterClientQuotasRequest
 ) -> dict[str, Any]:

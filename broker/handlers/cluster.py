@@ -1,4 +1,7 @@
-"""DescribeCluster (60): brokers, controller and cluster id (Java Admin prefers it)."""
+"""DescribeCluster (60): brokers, controller and cluster id (Java Admin prefers it).
+
+Versions: v0-v1 (v1 asks for the brokers' or the controllers' endpoints).
+"""
 
 from __future__ import annotations
 
@@ -8,11 +11,13 @@ from samsa.protocol.errors import ErrorCode
 
 from ..context import RequestContext
 from ..security.authorizer import AclOperation, ResourceType
+from .declare import api
 
 if TYPE_CHECKING:
     from .requests import DescribeClusterRequest
 
 
+@api(60, "DescribeCluster", (0, 1))
 async def handle_describe_cluster(
     ctx: RequestContext, request: DescribeClusterRequest
 ) -> dict[str, Any]:

@@ -28,6 +28,7 @@ from ..cluster.topic_admin import TopicError
 from ..context import RequestContext
 from ..security.authorizer import AclOperation, ResourceType
 from .common import field
+from .declare import api
 
 if TYPE_CHECKING:
     from .requests import (
@@ -71,6 +72,7 @@ def _denied(ctx: RequestContext, op: AclOperation, resource_type: int,
 ConfigChange = Callable[[dict[str, str]], dict[str, str]]
 
 
+@api(32, "DescribeConfigs", (1, 4))
 async def handle_describe_configs(
     ctx: RequestContext, request: DescribeConfigsRequest
 ) -> dict[str, Any]:
@@ -150,6 +152,7 @@ async def handle_describe_configs(
     return {"throttle_time": 0, "results": results}
 
 
+@api(33, "AlterConfigs", (0, 2))
 async def handle_alter_configs(
     ctx: RequestContext, request: AlterConfigsRequest
 ) -> dict[str, Any]:
@@ -176,6 +179,7 @@ async def handle_alter_configs(
     return {"throttle_time": 0, "responses": responses}
 
 
+@api(44, "IncrementalAlterConfigs", (0, 1))
 async def handle_incremental_alter_configs(
     ctx: RequestContext, request: IncrementalAlterConfigsRequest
 ) -> dict[str, Any]:

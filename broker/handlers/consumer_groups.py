@@ -20,6 +20,7 @@ from ..cluster.features import GROUP_VERSION
 from ..context import RequestContext
 from ..security.authorizer import AclOperation, ResourceType
 from .common import field
+from .declare import api
 
 if TYPE_CHECKING:
     from .requests import ConsumerGroupDescribeRequest, ConsumerGroupHeartbeatRequest
@@ -64,6 +65,7 @@ async def _group_timeouts(ctx: RequestContext, group_id: str) -> tuple[int, int]
             int(heartbeat) if heartbeat is not None else ctx.groups.consumer_heartbeat_ms)
 
 
+@api(68, "ConsumerGroupHeartbeat", (0, 1))
 async def handle_consumer_group_heartbeat(
     ctx: RequestContext, request: ConsumerGroupHeartbeatRequest
 ) -> dict[str, Any]:
@@ -113,6 +115,7 @@ async def handle_consumer_group_heartbeat(
     return dict(result, throttle_time=0)
 
 
+@api(69, "ConsumerGroupDescribe", (0, 1))
 async def handle_consumer_group_describe(
     ctx: RequestContext, request: ConsumerGroupDescribeRequest
 ) -> dict[str, Any]:

@@ -19,6 +19,7 @@ from samsa.protocol.errors import ErrorCode
 
 from ..context import RequestContext
 from ..security.authorizer import AclOperation, ResourceType
+from .declare import api
 
 if TYPE_CHECKING:
     from .requests import ControlledShutdownRequest
@@ -26,6 +27,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
+@api(7, "ControlledShutdown", (1, 3), advertised=False)
 async def handle_controlled_shutdown(
     ctx: RequestContext, request: ControlledShutdownRequest
 ) -> dict[str, Any]:

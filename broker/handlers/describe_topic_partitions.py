@@ -17,6 +17,7 @@ from samsa.protocol.errors import ErrorCode
 from ..cluster.topic_admin import INTERNAL_TOPICS, TopicError, validate_topic_name
 from ..context import RequestContext
 from ..security.authorizer import AclOperation, ResourceType
+from .declare import api
 from .metadata import listener_brokers, replica_online
 
 if TYPE_CHECKING:
@@ -25,6 +26,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
+@api(75, "DescribeTopicPartitions", (0, 0))
 async def handle_describe_topic_partitions(
     ctx: RequestContext, request: DescribeTopicPartitionsRequest
 ) -> dict[str, Any]:

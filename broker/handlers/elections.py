@@ -29,6 +29,7 @@ from ..cluster.controller import PREFERRED, UNCLEAN, ElectionResult, TopicPartit
 from ..context import RequestContext
 from ..network.interbroker import BrokerConnection, BrokerUnavailable
 from ..security.authorizer import AclOperation, ResourceType
+from .declare import api
 
 if TYPE_CHECKING:
     from .requests import ElectLeadersRequest
@@ -39,6 +40,7 @@ FORWARD_CLIENT_ID = "samsa-elect-leaders-forward"
 API_KEY = 43
 
 
+@api(43, "ElectLeaders", (0, 2))
 async def handle_elect_leaders(
     ctx: RequestContext, request: ElectLeadersRequest
 ) -> dict[str, Any]:

@@ -17,6 +17,7 @@ from samsa.protocol.errors import ErrorCode, KafkaError
 from ..cluster.features import UpgradeType, apply_updates, supported
 from ..context import RequestContext
 from ..security.authorizer import AclOperation, ResourceType
+from .declare import api
 
 if TYPE_CHECKING:
     from .requests import UpdateFeaturesRequest
@@ -24,6 +25,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
+@api(57, "UpdateFeatures", (0, 2))
 async def handle_update_features(
     ctx: RequestContext, request: UpdateFeaturesRequest
 ) -> dict[str, Any]:

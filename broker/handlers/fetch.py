@@ -33,6 +33,7 @@ from ..replication.partition import Partition, PartitionRead
 from ..replication.replica_manager import PartitionError
 from ..security.authorizer import AclOperation, ResourceType
 from .common import PARTITION_ERRORS, error_code_of, field
+from .declare import api
 
 if TYPE_CHECKING:
     from typing_extensions import TypeIs
@@ -55,6 +56,7 @@ def _has_replica_state(request: FetchRequest) -> TypeIs[FetchRequestWithReplicaS
 Wanted = tuple[str | None, uuid.UUID | None, Sequence[Any]]
 
 
+@api(1, "Fetch", (4, 17), families={"FetchRequestWithReplicaState": (15, 17)})
 async def handle_fetch(ctx: RequestContext, request: FetchRequest) -> dict[str, Any]:
     max_wait_s = max(0.0, request.max_wait.total_seconds())
     deadline = time.monotonic() + max_wait_s

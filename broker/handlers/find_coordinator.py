@@ -20,6 +20,7 @@ from samsa.protocol.errors import ErrorCode
 from ..context import RequestContext
 from ..security.authorizer import AclOperation, ResourceType
 from .common import field
+from .declare import api
 from .share_groups import _enabled
 
 if TYPE_CHECKING:
@@ -37,6 +38,7 @@ def _batched(request: FindCoordinatorRequest) -> TypeIs[FindCoordinatorRequestBa
     return request.__version__ >= 4
 
 
+@api(10, "FindCoordinator", (0, 6), families={"FindCoordinatorRequestBatched": (4, 6)})
 async def handle_find_coordinator(
     ctx: RequestContext, request: FindCoordinatorRequest
 ) -> dict[str, Any]:

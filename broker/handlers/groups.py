@@ -17,6 +17,7 @@ from samsa.protocol.errors import ErrorCode
 from ..context import RequestContext
 from ..security.authorizer import AclOperation, ResourceType
 from .common import field
+from .declare import api
 
 log = logging.getLogger(__name__)
 
@@ -45,6 +46,7 @@ def _may_read(ctx: RequestContext, group: str) -> bool:
     return ctx.authorize(AclOperation.READ, ResourceType.GROUP, group)
 
 
+@api(11, "JoinGroup", (0, 9))
 async def handle_join_group(ctx: RequestContext, request: JoinGroupRequest) -> dict[str, Any]:
     if not _may_read(ctx, request.group_id):
         return {"throttle_time": 0, "error_code": ErrorCode.group_authorization_failed,
@@ -76,6 +78,7 @@ async def handle_join_group(ctx: RequestContext, request: JoinGroupRequest) -> d
     return result
 
 
+@api(14, "SyncGroup", (0, 5))
 async def handle_sync_group(ctx: RequestContext, request: SyncGroupRequest) -> dict[str, Any]:
     if not _may_read(ctx, request.group_id):
         return {"throttle_time": 0, "error_code": ErrorCode.group_authorization_failed,
@@ -95,6 +98,7 @@ async def handle_sync_group(ctx: RequestContext, request: SyncGroupRequest) -> d
             "assignment": result.get("assignment") or b""}
 
 
+@api(12, "Heartbeat", (0, 4))
 async def handle_heartbeat(ctx: RequestContext, request: HeartbeatRequest) -> dict[str, Any]:
     if not _may_read(ctx, request.group_id):
         return {"throttle_time": 0, "error_code": ErrorCode.group_authorization_failed}
@@ -107,6 +111,7 @@ async def handle_heartbeat(ctx: RequestContext, request: HeartbeatRequest) -> di
     return {"throttle_time": 0, "error_code": code}
 
 
+@api(13, "LeaveGroup", (0, 5), families={"LeaveGroupRequestBatched": (3, 5)})
 async def handle_leave_group(ctx: RequestContext, request: LeaveGroupRequest) -> dict[str, Any]:
     if not _may_read(ctx, request.group_id):
         return {"throttle_time": 0, "error_code": ErrorCode.group_authorization_failed,
@@ -122,6 +127,7 @@ async def handle_leave_group(ctx: RequestContext, request: LeaveGroupRequest) ->
     return {"throttle_time": 0, "error_code": error, "members": results}
 
 
+@api(16, "ListGroups", (0, 5))
 async def handle_list_groups(ctx: RequestContext, request: ListGroupsRequest) -> dict[str, Any]:
     error, groups = ctx.groups.list_groups(
         field(request, "states_filter", ()) or (), field(request, "types_filter", ()) or ()
@@ -133,6 +139,7 @@ async def handle_list_groups(ctx: RequestContext, request: ListGroupsRequest) ->
     return {"throttle_time": 0, "error_code": error, "groups": groups}
 
 
+@api(15, "DescribeGroups", (0, 5))
 async def handle_describe_groups(
     ctx: RequestContext, request: DescribeGroupsRequest
 ) -> dict[str, Any]:
@@ -153,6 +160,7 @@ async def handle_describe_groups(
     return {"throttle_time": 0, "groups": groups}
 
 
+@api(42, "DeleteGroups", (0, 2))
 async def handle_delete_groups(ctx: RequestContext, request: DeleteGroupsRequest) -> dict[str, Any]:
     coordinator = ctx.groups
     results = []

@@ -14,11 +14,13 @@ from samsa.protocol.errors import ErrorCode
 
 from ..context import RequestContext
 from ..security.authorizer import AclOperation, ResourceType
+from .declare import api
 
 if TYPE_CHECKING:
     from .requests import AlterReplicaLogDirsRequest, DescribeLogDirsRequest
 
 
+@api(34, "AlterReplicaLogDirs", (1, 2))
 async def handle_alter_replica_log_dirs(
     ctx: RequestContext, request: AlterReplicaLogDirsRequest
 ) -> dict[str, Any]:
@@ -42,6 +44,7 @@ async def handle_alter_replica_log_dirs(
     }
 
 
+@api(35, "DescribeLogDirs", (1, 4))
 async def handle_describe_log_dirs(
     ctx: RequestContext, request: DescribeLogDirsRequest
 ) -> dict[str, Any]:

@@ -1,4 +1,8 @@
-"""Metadata (3): brokers, topics, partition leaders; creates topics on first use."""
+"""Metadata (3): brokers, topics, partition leaders; creates topics on first use.
+
+Versions: v0-v13. v10+ answer each topic's id and v12+ ask by it (a name of null); v13 adds a
+top-level error code.
+"""
 
 from __future__ import annotations
 
@@ -19,6 +23,7 @@ from ..cluster.topic_admin import INTERNAL_TOPICS, TopicError, validate_topic_na
 from ..context import RequestContext
 from ..security.authorizer import AclOperation, ResourceType
 from .common import field, topic_name_by_id
+from .declare import api
 
 if TYPE_CHECKING:
     from .requests import MetadataRequest
@@ -28,6 +33,7 @@ log = logging.getLogger(__name__)
 METADATA_KEY = 3
 
 
+@api(3, "Metadata", (0, 13))
 async def handle_metadata(ctx: RequestContext, request: MetadataRequest) -> dict[str, Any]:
     store = ctx.store
     version = ctx.version

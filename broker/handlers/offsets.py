@@ -1,4 +1,8 @@
-"""Offsets: ListOffsets (2), OffsetForLeaderEpoch (23), DeleteRecords (21)."""
+"""Offsets: ListOffsets (2), OffsetForLeaderEpoch (23), DeleteRecords (21).
+
+Versions: ListOffsets v1-v11 (v0's list of offsets is not served; v10+ carry a timeout),
+OffsetForLeaderEpoch v2-v4, DeleteRecords v0-v2.
+"""
 
 from __future__ import annotations
 
@@ -19,6 +23,7 @@ from ..replication.partition import (
 from ..replication.replica_manager import PartitionError
 from ..security.authorizer import AclOperation, ResourceType
 from .common import PARTITION_ERRORS, error_code_of, field
+from .declare import api
 
 if TYPE_CHECKING:
     from .requests import DeleteRecordsRequest, ListOffsetsRequest, OffsetForLeaderEpochRequest
@@ -36,6 +41,7 @@ SPECIAL_TIMESTAMP_MIN_VERSION = {
 CONSUMER_REPLICA_ID = -1
 
 
+@api(2, "ListOffsets", (1, 11))
 async def handle_list_offsets(ctx: RequestContext, request: ListOffsetsRequest) -> dict[str, Any]:
     # Only consumers (replica id -1) are bound by the isolation level; Kafka's debugging and
     # follower callers see up to the log end offset.
@@ -78,6 +84,7 @@ def timestamp_supported(ts: int, version: int) -> bool:
     return ts >= 0 or version >= SPECIAL_TIMESTAMP_MIN_VERSION.get(ts, 1 << 15)
 
 
+@api(23, "OffsetForLeaderEpoch", (2, 4))
 async def handle_offset_for_leader_epoch(
     ctx: RequestContext, request: OffsetForLeaderEpochRequest
 ) -> dict[str, Any]:
@@ -105,6 +112,7 @@ async def handle_offset_for_leader_epoch(
     return {"throttle_time": 0, "topics": topics}
 
 
+@api(21, "DeleteRecords", (0, 2))
 async def handle_delete_records(
     ctx: RequestContext, request: DeleteRecordsRequest
 ) -> dict[str, Any]:

@@ -17,6 +17,7 @@ from samsa.protocol.errors import ErrorCode
 from ..context import RequestContext
 from ..security.authorizer import AclOperation, ResourceType
 from .common import field
+from .declare import api
 from .transactions import add_offsets_partition
 
 if TYPE_CHECKING:
@@ -114,6 +115,7 @@ def _topics_result(
     ]
 
 
+@api(8, "OffsetCommit", (2, 10))
 async def handle_offset_commit(ctx: RequestContext, request: OffsetCommitRequest) -> dict[str, Any]:
     retention: timedelta | None = field(request, "retention_time", None)
     topics = _topics(ctx, request)
@@ -134,6 +136,7 @@ async def handle_offset_commit(ctx: RequestContext, request: OffsetCommitRequest
     return {"throttle_time": 0, "topics": _topics_result(topics, {**errors, **unknown})}
 
 
+@api(28, "TxnOffsetCommit", (0, 5))
 async def handle_txn_offset_commit(
     ctx: RequestContext, request: TxnOffsetCommitRequest
 ) -> dict[str, Any]:
@@ -214,6 +217,7 @@ def _with_topic_ids(ctx: RequestContext, topics: list[dict[str, Any]],
     return out
 
 
+@api(9, "OffsetFetch", (1, 10), families={"OffsetFetchRequestBatched": (8, 10)})
 async def handle_offset_fetch(ctx: RequestContext, request: OffsetFetchRequest) -> dict[str, Any]:
     require_stable = bool(field(request, "require_stable", False))
     wanted: list[tuple[str, list[int]]] | None
@@ -258,6 +262,7 @@ async def handle_offset_fetch(ctx: RequestContext, request: OffsetFetchRequest) 
     return {"throttle_time": 0, "error_code": error, "topics": topics}
 
 
+@api(47, "OffsetDelete", (0, 0))
 async def handle_offset_delete(ctx: RequestContext, request: OffsetDeleteRequest) -> dict[str, Any]:
     # Kafka: DELETE on the group, READ on each topic.
     if not ctx.authorize(AclOperation.DELETE, ResourceType.GROUP, request.group_id):

@@ -1,6 +1,10 @@
 """Produce (0): validate, append to each partition's leader log, answer per partition.
 
 acks=0 gets no response at all (Kafka closes the connection on error instead).
+
+Versions: v3-v13 are served (record batches of magic 2 only), but v0 is advertised as Kafka 4
+does (KAFKA-18659: librdkafka checks it before it enables compression); v13 names topics by
+id (KIP-516).
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from ..replication.partition import Partition
 from ..replication.replica_manager import PartitionError
 from ..security.authorizer import AclOperation, ResourceType
 from .common import PARTITION_ERRORS, error_code_of, field
+from .declare import api
 from .inflate import inflate_produce
 from .transactions import verify_transactional_produce, verify_with_remote_coordinator
 
@@ -43,6 +48,7 @@ def _failed(code: ErrorCode) -> AppendResult:
     return code, -1, -1, -1, -1
 
 
+@api(0, "Produce", (3, 13), advertised_min=0)
 async def handle_produce(ctx: RequestContext, request: ProduceRequest) -> dict[str, Any] | None:
     acks = request.acks
     transactional_id = request.transactional_id

@@ -23,6 +23,7 @@ from samsa.protocol.errors import ErrorCode
 from ..cluster.controller import ReassignmentResult, TopicPartition
 from ..context import RequestContext
 from ..security.authorizer import AclOperation, ResourceType
+from .declare import api
 
 if TYPE_CHECKING:
     from .requests import AlterPartitionReassignmentsRequest, ListPartitionReassignmentsRequest
@@ -30,6 +31,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
+@api(45, "AlterPartitionReassignments", (0, 1))
 async def handle_alter_partition_reassignments(
     ctx: RequestContext, request: AlterPartitionReassignmentsRequest
 ) -> dict[str, Any]:
@@ -110,6 +112,7 @@ def _alter_response(
     return out
 
 
+@api(46, "ListPartitionReassignments", (0, 0))
 async def handle_list_partition_reassignments(
     ctx: RequestContext, request: ListPartitionReassignmentsRequest
 ) -> dict[str, Any]:

@@ -1,6 +1,8 @@
-"""The request types each handler serves: per API, the union of kio's request classes of the
-versions broker/apis.py registers (tests/unit/test_handler_contracts.py keeps the two in step).
+"""The request types each handler serves: per API, the union of the request classes (kio's,
+protocol/controlled_shutdown.py's) of the versions its handler module declares (`@api`), and the
+version families and nested structs it declares.
 
+Written by `python -m samsa.broker.handlers.request_types` from those declarations: do not edit.
 Only for the type checker: handlers import these names under `TYPE_CHECKING`, so serving a
 request never loads the schema modules of versions nobody asked for.
 """
@@ -256,12 +258,11 @@ import kio.schema.write_share_group_state.v0.request as write_share_group_state_
 import kio.schema.write_txn_markers.v1.request as write_txn_markers_v1
 import kio.schema.write_txn_markers.v2.request as write_txn_markers_v2
 
-from samsa.protocol.controlled_shutdown import (
-    ControlledShutdownRequestV1,
-    ControlledShutdownRequestV2,
-    ControlledShutdownRequestV3,
-)
+import samsa.protocol.controlled_shutdown as controlled_shutdown
 
+AclCreation: TypeAlias = (
+    create_acls_v1.AclCreation | create_acls_v2.AclCreation | create_acls_v3.AclCreation
+)
 AddOffsetsToTxnRequest: TypeAlias = (
     add_offsets_to_txn_v0.AddOffsetsToTxnRequest | add_offsets_to_txn_v1.AddOffsetsToTxnRequest
     | add_offsets_to_txn_v2.AddOffsetsToTxnRequest | add_offsets_to_txn_v3.AddOffsetsToTxnRequest
@@ -275,10 +276,20 @@ AddPartitionsToTxnRequest: TypeAlias = (
     | add_partitions_to_txn_v4.AddPartitionsToTxnRequest
     | add_partitions_to_txn_v5.AddPartitionsToTxnRequest
 )
-AlterPartitionReassignmentsRequest: TypeAlias = (
-    alter_partition_reassignments_v0.AlterPartitionReassignmentsRequest
-    | alter_partition_reassignments_v1.AlterPartitionReassignmentsRequest
+AddPartitionsToTxnRequestBatched: TypeAlias = (
+    add_partitions_to_txn_v4.AddPartitionsToTxnRequest
+    | add_partitions_to_txn_v5.AddPartitionsToTxnRequest
 )
+AddPartitionsToTxnRequestClient: TypeAlias = (
+    add_partitions_to_txn_v0.AddPartitionsToTxnRequest
+    | add_partitions_to_txn_v1.AddPartitionsToTxnRequest
+    | add_partitions_to_txn_v2.AddPartitionsToTxnRequest
+    | add_partitions_to_txn_v3.AddPartitionsToTxnRequest
+)
+AlterClientQuotasEntity: TypeAlias = (
+    alter_client_quotas_v0.EntityData | alter_client_quotas_v1.EntityData
+)
+AlterClientQuotasOp: TypeAlias = alter_client_quotas_v0.OpData | alter_client_quotas_v1.OpData
 AlterClientQuotasRequest: TypeAlias = (
     alter_client_quotas_v0.AlterClientQuotasRequest
     | alter_client_quotas_v1.AlterClientQuotasRequest
@@ -287,9 +298,16 @@ AlterConfigsRequest: TypeAlias = (
     alter_configs_v0.AlterConfigsRequest | alter_configs_v1.AlterConfigsRequest
     | alter_configs_v2.AlterConfigsRequest
 )
+AlterPartitionReassignmentsRequest: TypeAlias = (
+    alter_partition_reassignments_v0.AlterPartitionReassignmentsRequest
+    | alter_partition_reassignments_v1.AlterPartitionReassignmentsRequest
+)
 AlterReplicaLogDirsRequest: TypeAlias = (
     alter_replica_log_dirs_v1.AlterReplicaLogDirsRequest
     | alter_replica_log_dirs_v2.AlterReplicaLogDirsRequest
+)
+AlterShareGroupOffsetsRequest: TypeAlias = (
+    alter_share_group_offsets_v0.AlterShareGroupOffsetsRequest
 )
 AlterUserScramCredentialsRequest: TypeAlias = (
     alter_user_scram_credentials_v0.AlterUserScramCredentialsRequest
@@ -299,9 +317,6 @@ ApiVersionsRequest: TypeAlias = (
     | api_versions_v2.ApiVersionsRequest | api_versions_v3.ApiVersionsRequest
     | api_versions_v4.ApiVersionsRequest
 )
-ControlledShutdownRequest: TypeAlias = (
-    ControlledShutdownRequestV1 | ControlledShutdownRequestV2 | ControlledShutdownRequestV3
-)
 ConsumerGroupDescribeRequest: TypeAlias = (
     consumer_group_describe_v0.ConsumerGroupDescribeRequest
     | consumer_group_describe_v1.ConsumerGroupDescribeRequest
@@ -309,6 +324,11 @@ ConsumerGroupDescribeRequest: TypeAlias = (
 ConsumerGroupHeartbeatRequest: TypeAlias = (
     consumer_group_heartbeat_v0.ConsumerGroupHeartbeatRequest
     | consumer_group_heartbeat_v1.ConsumerGroupHeartbeatRequest
+)
+ControlledShutdownRequest: TypeAlias = (
+    controlled_shutdown.ControlledShutdownRequestV1
+    | controlled_shutdown.ControlledShutdownRequestV2
+    | controlled_shutdown.ControlledShutdownRequestV3
 )
 CreateAclsRequest: TypeAlias = (
     create_acls_v1.CreateAclsRequest | create_acls_v2.CreateAclsRequest
@@ -323,6 +343,10 @@ CreateTopicsRequest: TypeAlias = (
     | create_topics_v4.CreateTopicsRequest | create_topics_v5.CreateTopicsRequest
     | create_topics_v6.CreateTopicsRequest | create_topics_v7.CreateTopicsRequest
 )
+DeleteAclsFilter: TypeAlias = (
+    delete_acls_v1.DeleteAclsFilter | delete_acls_v2.DeleteAclsFilter
+    | delete_acls_v3.DeleteAclsFilter
+)
 DeleteAclsRequest: TypeAlias = (
     delete_acls_v1.DeleteAclsRequest | delete_acls_v2.DeleteAclsRequest
     | delete_acls_v3.DeleteAclsRequest
@@ -335,18 +359,28 @@ DeleteRecordsRequest: TypeAlias = (
     delete_records_v0.DeleteRecordsRequest | delete_records_v1.DeleteRecordsRequest
     | delete_records_v2.DeleteRecordsRequest
 )
+DeleteShareGroupOffsetsRequest: TypeAlias = (
+    delete_share_group_offsets_v0.DeleteShareGroupOffsetsRequest
+)
+DeleteShareGroupStatePartition: TypeAlias = delete_share_group_state_v0.PartitionData
+DeleteShareGroupStateRequest: TypeAlias = delete_share_group_state_v0.DeleteShareGroupStateRequest
 DeleteTopicsRequest: TypeAlias = (
     delete_topics_v1.DeleteTopicsRequest | delete_topics_v2.DeleteTopicsRequest
     | delete_topics_v3.DeleteTopicsRequest | delete_topics_v4.DeleteTopicsRequest
     | delete_topics_v5.DeleteTopicsRequest | delete_topics_v6.DeleteTopicsRequest
 )
-DescribeClientQuotasRequest: TypeAlias = (
-    describe_client_quotas_v0.DescribeClientQuotasRequest
-    | describe_client_quotas_v1.DescribeClientQuotasRequest
+DeleteTopicsRequestByName: TypeAlias = (
+    delete_topics_v1.DeleteTopicsRequest | delete_topics_v2.DeleteTopicsRequest
+    | delete_topics_v3.DeleteTopicsRequest | delete_topics_v4.DeleteTopicsRequest
+    | delete_topics_v5.DeleteTopicsRequest
 )
 DescribeAclsRequest: TypeAlias = (
     describe_acls_v1.DescribeAclsRequest | describe_acls_v2.DescribeAclsRequest
     | describe_acls_v3.DescribeAclsRequest
+)
+DescribeClientQuotasRequest: TypeAlias = (
+    describe_client_quotas_v0.DescribeClientQuotasRequest
+    | describe_client_quotas_v1.DescribeClientQuotasRequest
 )
 DescribeClusterRequest: TypeAlias = (
     describe_cluster_v0.DescribeClusterRequest | describe_cluster_v1.DescribeClusterRequest
@@ -365,6 +399,9 @@ DescribeLogDirsRequest: TypeAlias = (
     | describe_log_dirs_v3.DescribeLogDirsRequest | describe_log_dirs_v4.DescribeLogDirsRequest
 )
 DescribeProducersRequest: TypeAlias = describe_producers_v0.DescribeProducersRequest
+DescribeShareGroupOffsetsRequest: TypeAlias = (
+    describe_share_group_offsets_v0.DescribeShareGroupOffsetsRequest
+)
 DescribeTopicPartitionsRequest: TypeAlias = (
     describe_topic_partitions_v0.DescribeTopicPartitionsRequest
 )
@@ -387,10 +424,17 @@ FetchRequest: TypeAlias = (
     | fetch_v14.FetchRequest | fetch_v15.FetchRequest | fetch_v16.FetchRequest
     | fetch_v17.FetchRequest
 )
+FetchRequestWithReplicaState: TypeAlias = (
+    fetch_v15.FetchRequest | fetch_v16.FetchRequest | fetch_v17.FetchRequest
+)
 FindCoordinatorRequest: TypeAlias = (
     find_coordinator_v0.FindCoordinatorRequest | find_coordinator_v1.FindCoordinatorRequest
     | find_coordinator_v2.FindCoordinatorRequest | find_coordinator_v3.FindCoordinatorRequest
     | find_coordinator_v4.FindCoordinatorRequest | find_coordinator_v5.FindCoordinatorRequest
+    | find_coordinator_v6.FindCoordinatorRequest
+)
+FindCoordinatorRequestBatched: TypeAlias = (
+    find_coordinator_v4.FindCoordinatorRequest | find_coordinator_v5.FindCoordinatorRequest
     | find_coordinator_v6.FindCoordinatorRequest
 )
 HeartbeatRequest: TypeAlias = (
@@ -406,20 +450,25 @@ InitProducerIdRequest: TypeAlias = (
     | init_producer_id_v2.InitProducerIdRequest | init_producer_id_v3.InitProducerIdRequest
     | init_producer_id_v4.InitProducerIdRequest | init_producer_id_v5.InitProducerIdRequest
 )
+InitializeShareGroupStatePartition: TypeAlias = initialize_share_group_state_v0.PartitionData
+InitializeShareGroupStateRequest: TypeAlias = (
+    initialize_share_group_state_v0.InitializeShareGroupStateRequest
+)
 JoinGroupRequest: TypeAlias = (
-    join_group_v0.JoinGroupRequest | join_group_v1.JoinGroupRequest
-    | join_group_v2.JoinGroupRequest | join_group_v3.JoinGroupRequest
-    | join_group_v4.JoinGroupRequest | join_group_v5.JoinGroupRequest
-    | join_group_v6.JoinGroupRequest | join_group_v7.JoinGroupRequest
-    | join_group_v8.JoinGroupRequest | join_group_v9.JoinGroupRequest
+    join_group_v0.JoinGroupRequest | join_group_v1.JoinGroupRequest | join_group_v2.JoinGroupRequest
+    | join_group_v3.JoinGroupRequest | join_group_v4.JoinGroupRequest
+    | join_group_v5.JoinGroupRequest | join_group_v6.JoinGroupRequest
+    | join_group_v7.JoinGroupRequest | join_group_v8.JoinGroupRequest
+    | join_group_v9.JoinGroupRequest
 )
 LeaveGroupRequest: TypeAlias = (
     leave_group_v0.LeaveGroupRequest | leave_group_v1.LeaveGroupRequest
     | leave_group_v2.LeaveGroupRequest | leave_group_v3.LeaveGroupRequest
     | leave_group_v4.LeaveGroupRequest | leave_group_v5.LeaveGroupRequest
 )
-ListPartitionReassignmentsRequest: TypeAlias = (
-    list_partition_reassignments_v0.ListPartitionReassignmentsRequest
+LeaveGroupRequestBatched: TypeAlias = (
+    leave_group_v3.LeaveGroupRequest | leave_group_v4.LeaveGroupRequest
+    | leave_group_v5.LeaveGroupRequest
 )
 ListGroupsRequest: TypeAlias = (
     list_groups_v0.ListGroupsRequest | list_groups_v1.ListGroupsRequest
@@ -433,6 +482,9 @@ ListOffsetsRequest: TypeAlias = (
     | list_offsets_v7.ListOffsetsRequest | list_offsets_v8.ListOffsetsRequest
     | list_offsets_v9.ListOffsetsRequest | list_offsets_v10.ListOffsetsRequest
     | list_offsets_v11.ListOffsetsRequest
+)
+ListPartitionReassignmentsRequest: TypeAlias = (
+    list_partition_reassignments_v0.ListPartitionReassignmentsRequest
 )
 ListTransactionsRequest: TypeAlias = (
     list_transactions_v0.ListTransactionsRequest | list_transactions_v1.ListTransactionsRequest
@@ -459,6 +511,10 @@ OffsetFetchRequest: TypeAlias = (
     | offset_fetch_v7.OffsetFetchRequest | offset_fetch_v8.OffsetFetchRequest
     | offset_fetch_v9.OffsetFetchRequest | offset_fetch_v10.OffsetFetchRequest
 )
+OffsetFetchRequestBatched: TypeAlias = (
+    offset_fetch_v8.OffsetFetchRequest | offset_fetch_v9.OffsetFetchRequest
+    | offset_fetch_v10.OffsetFetchRequest
+)
 OffsetForLeaderEpochRequest: TypeAlias = (
     offset_for_leader_epoch_v2.OffsetForLeaderEpochRequest
     | offset_for_leader_epoch_v3.OffsetForLeaderEpochRequest
@@ -470,6 +526,12 @@ ProduceRequest: TypeAlias = (
     | produce_v9.ProduceRequest | produce_v10.ProduceRequest | produce_v11.ProduceRequest
     | produce_v12.ProduceRequest | produce_v13.ProduceRequest
 )
+ReadShareGroupStatePartition: TypeAlias = read_share_group_state_v0.PartitionData
+ReadShareGroupStateRequest: TypeAlias = read_share_group_state_v0.ReadShareGroupStateRequest
+ReadShareGroupStateSummaryPartition: TypeAlias = read_share_group_state_summary_v0.PartitionData
+ReadShareGroupStateSummaryRequest: TypeAlias = (
+    read_share_group_state_summary_v0.ReadShareGroupStateSummaryRequest
+)
 SaslAuthenticateRequest: TypeAlias = (
     sasl_authenticate_v0.SaslAuthenticateRequest | sasl_authenticate_v1.SaslAuthenticateRequest
     | sasl_authenticate_v2.SaslAuthenticateRequest
@@ -477,10 +539,16 @@ SaslAuthenticateRequest: TypeAlias = (
 SaslHandshakeRequest: TypeAlias = (
     sasl_handshake_v0.SaslHandshakeRequest | sasl_handshake_v1.SaslHandshakeRequest
 )
+ShareAcknowledgeRequest: TypeAlias = (
+    share_acknowledge_v1.ShareAcknowledgeRequest | share_acknowledge_v2.ShareAcknowledgeRequest
+)
+ShareFetchRequest: TypeAlias = share_fetch_v1.ShareFetchRequest | share_fetch_v2.ShareFetchRequest
+ShareGroupDescribeRequest: TypeAlias = share_group_describe_v1.ShareGroupDescribeRequest
+ShareGroupHeartbeatRequest: TypeAlias = share_group_heartbeat_v1.ShareGroupHeartbeatRequest
 SyncGroupRequest: TypeAlias = (
-    sync_group_v0.SyncGroupRequest | sync_group_v1.SyncGroupRequest
-    | sync_group_v2.SyncGroupRequest | sync_group_v3.SyncGroupRequest
-    | sync_group_v4.SyncGroupRequest | sync_group_v5.SyncGroupRequest
+    sync_group_v0.SyncGroupRequest | sync_group_v1.SyncGroupRequest | sync_group_v2.SyncGroupRequest
+    | sync_group_v3.SyncGroupRequest | sync_group_v4.SyncGroupRequest
+    | sync_group_v5.SyncGroupRequest
 )
 TxnOffsetCommitRequest: TypeAlias = (
     txn_offset_commit_v0.TxnOffsetCommitRequest | txn_offset_commit_v1.TxnOffsetCommitRequest
@@ -491,80 +559,8 @@ UpdateFeaturesRequest: TypeAlias = (
     update_features_v0.UpdateFeaturesRequest | update_features_v1.UpdateFeaturesRequest
     | update_features_v2.UpdateFeaturesRequest
 )
+WriteShareGroupStatePartition: TypeAlias = write_share_group_state_v0.PartitionData
+WriteShareGroupStateRequest: TypeAlias = write_share_group_state_v0.WriteShareGroupStateRequest
 WriteTxnMarkersRequest: TypeAlias = (
     write_txn_markers_v1.WriteTxnMarkersRequest | write_txn_markers_v2.WriteTxnMarkersRequest
 )
-
-# Version families whose fields differ, for the handlers' version guards (`TypeIs`).
-AddPartitionsToTxnRequestBatched: TypeAlias = (
-    add_partitions_to_txn_v4.AddPartitionsToTxnRequest
-    | add_partitions_to_txn_v5.AddPartitionsToTxnRequest
-)
-AddPartitionsToTxnRequestClient: TypeAlias = (
-    add_partitions_to_txn_v0.AddPartitionsToTxnRequest
-    | add_partitions_to_txn_v1.AddPartitionsToTxnRequest
-    | add_partitions_to_txn_v2.AddPartitionsToTxnRequest
-    | add_partitions_to_txn_v3.AddPartitionsToTxnRequest
-)
-DeleteTopicsRequestByName: TypeAlias = (
-    delete_topics_v1.DeleteTopicsRequest | delete_topics_v2.DeleteTopicsRequest
-    | delete_topics_v3.DeleteTopicsRequest | delete_topics_v4.DeleteTopicsRequest
-    | delete_topics_v5.DeleteTopicsRequest
-)
-FetchRequestWithReplicaState: TypeAlias = (
-    fetch_v15.FetchRequest | fetch_v16.FetchRequest | fetch_v17.FetchRequest
-)
-FindCoordinatorRequestBatched: TypeAlias = (
-    find_coordinator_v4.FindCoordinatorRequest | find_coordinator_v5.FindCoordinatorRequest
-    | find_coordinator_v6.FindCoordinatorRequest
-)
-LeaveGroupRequestBatched: TypeAlias = (
-    leave_group_v3.LeaveGroupRequest | leave_group_v4.LeaveGroupRequest
-    | leave_group_v5.LeaveGroupRequest
-)
-OffsetFetchRequestBatched: TypeAlias = (
-    offset_fetch_v8.OffsetFetchRequest | offset_fetch_v9.OffsetFetchRequest
-    | offset_fetch_v10.OffsetFetchRequest
-)
-ShareAcknowledgeRequest: TypeAlias = (
-    share_acknowledge_v1.ShareAcknowledgeRequest | share_acknowledge_v2.ShareAcknowledgeRequest
-)
-ShareFetchRequest: TypeAlias = share_fetch_v1.ShareFetchRequest | share_fetch_v2.ShareFetchRequest
-ShareGroupDescribeRequest: TypeAlias = share_group_describe_v1.ShareGroupDescribeRequest
-ShareGroupHeartbeatRequest: TypeAlias = share_group_heartbeat_v1.ShareGroupHeartbeatRequest
-InitializeShareGroupStateRequest: TypeAlias = (
-    initialize_share_group_state_v0.InitializeShareGroupStateRequest
-)
-ReadShareGroupStateRequest: TypeAlias = read_share_group_state_v0.ReadShareGroupStateRequest
-WriteShareGroupStateRequest: TypeAlias = write_share_group_state_v0.WriteShareGroupStateRequest
-DeleteShareGroupStateRequest: TypeAlias = delete_share_group_state_v0.DeleteShareGroupStateRequest
-ReadShareGroupStateSummaryRequest: TypeAlias = (
-    read_share_group_state_summary_v0.ReadShareGroupStateSummaryRequest
-)
-DescribeShareGroupOffsetsRequest: TypeAlias = (
-    describe_share_group_offsets_v0.DescribeShareGroupOffsetsRequest
-)
-AlterShareGroupOffsetsRequest: TypeAlias = (
-    alter_share_group_offsets_v0.AlterShareGroupOffsetsRequest
-)
-DeleteShareGroupOffsetsRequest: TypeAlias = (
-    delete_share_group_offsets_v0.DeleteShareGroupOffsetsRequest
-)
-
-# ---- nested structs the handlers' helpers take (the same versions as their requests) ----------
-AclCreation: TypeAlias = (
-    create_acls_v1.AclCreation | create_acls_v2.AclCreation | create_acls_v3.AclCreation
-)
-DeleteAclsFilter: TypeAlias = (
-    delete_acls_v1.DeleteAclsFilter | delete_acls_v2.DeleteAclsFilter
-    | delete_acls_v3.DeleteAclsFilter
-)
-AlterClientQuotasEntity: TypeAlias = (
-    alter_client_quotas_v0.EntityData | alter_client_quotas_v1.EntityData
-)
-AlterClientQuotasOp: TypeAlias = alter_client_quotas_v0.OpData | alter_client_quotas_v1.OpData
-InitializeShareGroupStatePartition: TypeAlias = initialize_share_group_state_v0.PartitionData
-ReadShareGroupStatePartition: TypeAlias = read_share_group_state_v0.PartitionData
-WriteShareGroupStatePartition: TypeAlias = write_share_group_state_v0.PartitionData
-DeleteShareGroupStatePartition: TypeAlias = delete_share_group_state_v0.PartitionData
-ReadShareGroupStateSummaryPartition: TypeAlias = read_share_group_state_summary_v0.PartitionData

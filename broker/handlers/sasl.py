@@ -14,11 +14,13 @@ from typing import TYPE_CHECKING, Any
 from samsa.protocol.errors import ErrorCode
 
 from ..context import RequestContext
+from .declare import api
 
 if TYPE_CHECKING:
     from .requests import SaslAuthenticateRequest, SaslHandshakeRequest
 
 
+@api(17, "SaslHandshake", (0, 1))
 async def handle_sasl_handshake(
     ctx: RequestContext, request: SaslHandshakeRequest
 ) -> dict[str, Any]:
@@ -28,6 +30,7 @@ async def handle_sasl_handshake(
     return session.handshake(request.mechanism, ctx.version)
 
 
+@api(36, "SaslAuthenticate", (0, 2))
 async def handle_sasl_authenticate(
     ctx: RequestContext, request: SaslAuthenticateRequest
 ) -> dict[str, Any] | None:

@@ -22,6 +22,7 @@ from ..security.scram import (
     ScramCredential,
     credential_from_salted,
 )
+from .declare import api
 
 if TYPE_CHECKING:
     from .requests import AlterUserScramCredentialsRequest, DescribeUserScramCredentialsRequest
@@ -31,6 +32,7 @@ log = logging.getLogger(__name__)
 _BY_TYPE = {t: name for name, t in MECHANISM_TYPES.items()}
 
 
+@api(50, "DescribeUserScramCredentials", (0, 0))
 async def handle_describe_user_scram_credentials(
     ctx: RequestContext, request: DescribeUserScramCredentialsRequest
 ) -> dict[str, Any]:
@@ -73,6 +75,7 @@ def _describe_error(user: str, code: ErrorCode, message: str) -> dict[str, Any]:
     return {"user": user, "error_code": code, "error_message": message, "credential_infos": []}
 
 
+@api(51, "AlterUserScramCredentials", (0, 0))
 async def handle_alter_user_scram_credentials(
     ctx: RequestContext, request: AlterUserScramCredentialsRequest
 ) -> dict[str, Any]:

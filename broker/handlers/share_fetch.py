@@ -8,6 +8,9 @@ ShareAcknowledge) applies the acknowledgements, then closes the session and rele
 member's other records; so does the close of the connection that opened the session (as
 Kafka). Served only while `share.version` is at least 1.
 
+Versions: v1-v2 of both (v0 was Kafka's early access); v2 renews acknowledgements (KIP-1222),
+and both of its acquire modes never exceed MaxRecords.
+
 A member must belong to the share group when this broker coordinates the group; with the
 group's coordinator on another broker the leader cannot tell and serves it (as the locks
 still bound what a stranger can hold).
@@ -37,6 +40,7 @@ from ..share.fetch import (
 )
 from .common import PARTITION_ERRORS, error_code_of, field
 from .consumer_groups import cached_group_configs
+from .declare import api
 from .share_groups import _enabled
 
 if TYPE_CHECKING:
@@ -160,6 +164,7 @@ async def _acknowledge(ctx: RequestContext, shares: ShareFetcher, parts: _Partit
     return out
 
 
+@api(78, "ShareFetch", (1, 2))
 async def handle_share_fetch(ctx: RequestContext, request: ShareFetchRequest) -> dict[str, Any]:
     code, message = _precheck(ctx, request.group_id, request.member_id,
                               request.share_session_epoch)
@@ -274,6 +279,7 @@ def _fetch_response(ctx: RequestContext, shares: ShareFetcher,
             "node_endpoints": _endpoints(ctx, moved)}
 
 
+@api(79, "ShareAcknowledge", (1, 2))
 async def handle_share_acknowledge(
     ctx: RequestContext, request: ShareAcknowledgeRequest
 ) -> dict[str, Any]:

@@ -15,6 +15,7 @@ from ..cluster.features import SHARE_VERSION
 from ..context import RequestContext
 from ..security.authorizer import AclOperation, ResourceType
 from .consumer_groups import describe_groups
+from .declare import api
 
 if TYPE_CHECKING:
     from .requests import ShareGroupDescribeRequest, ShareGroupHeartbeatRequest
@@ -24,6 +25,7 @@ def _enabled(ctx: RequestContext) -> bool:
     return ctx.store.finalized_features().level(SHARE_VERSION) >= 1
 
 
+@api(76, "ShareGroupHeartbeat", (1, 1))
 async def handle_share_group_heartbeat(
     ctx: RequestContext, request: ShareGroupHeartbeatRequest
 ) -> dict[str, Any]:
@@ -50,6 +52,7 @@ async def handle_share_group_heartbeat(
     return dict(result, throttle_time=0)
 
 
+@api(77, "ShareGroupDescribe", (1, 1))
 async def handle_share_group_describe(
     ctx: RequestContext, request: ShareGroupDescribeRequest
 ) -> dict[str, Any]:

@@ -26,6 +26,7 @@ from samsa.protocol.errors import ErrorCode
 
 from ..context import RequestContext
 from ..security.authorizer import AclOperation, ResourceType
+from .declare import api
 from .share_groups import _enabled
 
 if TYPE_CHECKING:
@@ -59,6 +60,7 @@ def _topic(ctx: RequestContext, name: str) -> tuple[uuid.UUID, int] | None:
     return None if state is None else (state.topic_id, len(state.partitions))
 
 
+@api(90, "DescribeShareGroupOffsets", (0, 0))
 async def handle_describe_share_group_offsets(
     ctx: RequestContext, request: DescribeShareGroupOffsetsRequest
 ) -> dict[str, Any]:
@@ -111,6 +113,7 @@ async def handle_describe_share_group_offsets(
     return {"throttle_time": 0, "groups": groups}
 
 
+@api(91, "AlterShareGroupOffsets", (0, 0))
 async def handle_alter_share_group_offsets(
     ctx: RequestContext, request: AlterShareGroupOffsetsRequest
 ) -> dict[str, Any]:
@@ -158,6 +161,7 @@ async def handle_alter_share_group_offsets(
             "responses": responses}
 
 
+@api(92, "DeleteShareGroupOffsets", (0, 0))
 async def handle_delete_share_group_offsets(
     ctx: RequestContext, request: DeleteShareGroupOffsetsRequest
 ) -> dict[str, Any]:

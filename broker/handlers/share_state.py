@@ -22,6 +22,7 @@ from samsa.protocol.errors import ErrorCode
 
 from ..context import RequestContext
 from ..security.authorizer import AclOperation, ResourceType
+from .declare import api
 from .share_groups import _enabled
 
 if TYPE_CHECKING:
@@ -99,6 +100,8 @@ async def _each(ctx: RequestContext, group_id: str, topics: Iterable[_TopicData[
     return {"results": results}
 
 
+@api(83, "InitializeShareGroupState", (0, 0),
+     structs={"InitializeShareGroupStatePartition": "PartitionData"})
 async def handle_initialize_share_group_state(
     ctx: RequestContext, request: InitializeShareGroupStateRequest
 ) -> dict[str, Any]:
@@ -110,6 +113,7 @@ async def handle_initialize_share_group_state(
     return await _each(ctx, request.group_id, request.topics, run, {})
 
 
+@api(84, "ReadShareGroupState", (0, 0), structs={"ReadShareGroupStatePartition": "PartitionData"})
 async def handle_read_share_group_state(
     ctx: RequestContext, request: ReadShareGroupStateRequest
 ) -> dict[str, Any]:
@@ -123,6 +127,7 @@ async def handle_read_share_group_state(
                        {"state_epoch": 0, "start_offset": -1, "state_batches": []})
 
 
+@api(85, "WriteShareGroupState", (0, 0), structs={"WriteShareGroupStatePartition": "PartitionData"})
 async def handle_write_share_group_state(
     ctx: RequestContext, request: WriteShareGroupStateRequest
 ) -> dict[str, Any]:
@@ -137,6 +142,8 @@ async def handle_write_share_group_state(
     return await _each(ctx, request.group_id, request.topics, run, {})
 
 
+@api(86, "DeleteShareGroupState", (0, 0),
+     structs={"DeleteShareGroupStatePartition": "PartitionData"})
 async def handle_delete_share_group_state(
     ctx: RequestContext, request: DeleteShareGroupStateRequest
 ) -> dict[str, Any]:
@@ -148,6 +155,8 @@ async def handle_delete_share_group_state(
     return await _each(ctx, request.group_id, request.topics, run, {})
 
 
+@api(87, "ReadShareGroupStateSummary", (0, 0),
+     structs={"ReadShareGroupStateSummaryPartition": "PartitionData"})
 async def handle_read_share_group_state_summary(
     ctx: RequestContext, request: ReadShareGroupStateSummaryRequest
 ) -> dict[str, Any]:

@@ -1,4 +1,8 @@
-"""Topic admin: CreateTopics (19), DeleteTopics (20), CreatePartitions (37)."""
+"""Topic admin: CreateTopics (19), DeleteTopics (20), CreatePartitions (37).
+
+Versions: CreateTopics v2-v7 (v7 answers each topic's id), DeleteTopics v1-v6 (v6 may name a
+topic by id), CreatePartitions v0-v3.
+"""
 
 from __future__ import annotations
 
@@ -14,6 +18,7 @@ from ..context import RequestContext
 from ..network.quotas import MutationQuota
 from ..security.authorizer import AclOperation, ResourceType
 from .common import topic_name_by_id
+from .declare import api
 
 if TYPE_CHECKING:
     from typing_extensions import TypeIs
@@ -46,6 +51,7 @@ def _by_name(request: DeleteTopicsRequest) -> TypeIs[DeleteTopicsRequestByName]:
     return request.__version__ < 6
 
 
+@api(19, "CreateTopics", (2, 7))
 async def handle_create_topics(ctx: RequestContext, request: CreateTopicsRequest) -> dict[str, Any]:
     admin = ctx.topics
     validate_only = request.validate_only
@@ -116,6 +122,7 @@ async def handle_create_topics(ctx: RequestContext, request: CreateTopicsRequest
     return {"throttle_time": quota.throttle_ms(), "topics": results}
 
 
+@api(20, "DeleteTopics", (1, 6), families={"DeleteTopicsRequestByName": (1, 5)})
 async def handle_delete_topics(ctx: RequestContext, request: DeleteTopicsRequest) -> dict[str, Any]:
     responses: list[dict[str, Any]] = []
     entries: list[tuple[str | None, uuid.UUID | None]]
@@ -181,6 +188,7 @@ async def handle_delete_topics(ctx: RequestContext, request: DeleteTopicsRequest
     return {"throttle_time": quota.throttle_ms(), "responses": responses}
 
 
+@api(37, "CreatePartitions", (0, 3))
 async def handle_create_partitions(
     ctx: RequestContext, request: CreatePartitionsRequest
 ) -> dict[str, Any]:

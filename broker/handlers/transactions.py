@@ -29,6 +29,7 @@ from ..security.authorizer import AclOperation, ResourceType
 from ..txn.markers import append_marker_replicated
 from ..txn.verification import KAFKA_REQUEST_TIMEOUT_MS, produce_error
 from .common import field
+from .declare import api
 
 if TYPE_CHECKING:
     from typing_extensions import TypeIs
@@ -62,6 +63,7 @@ def _fenced_for(code: ErrorCode, version: int, first_version: int) -> ErrorCode:
 
 
 # ---------------------------------------------------------------------------- InitProducerId
+@api(22, "InitProducerId", (0, 5))
 async def handle_init_producer_id(
     ctx: RequestContext, request: InitProducerIdRequest
 ) -> dict[str, Any]:
@@ -164,6 +166,8 @@ def _topic_results(
     ]
 
 
+@api(24, "AddPartitionsToTxn", (0, 5), families={
+    "AddPartitionsToTxnRequestBatched": (4, 5), "AddPartitionsToTxnRequestClient": (0, 3)})
 async def handle_add_partitions_to_txn(
     ctx: RequestContext, request: AddPartitionsToTxnRequest
 ) -> dict[str, Any]:
@@ -197,6 +201,7 @@ async def handle_add_partitions_to_txn(
 
 
 # ---------------------------------------------------------------------------- AddOffsetsToTxn
+@api(25, "AddOffsetsToTxn", (0, 4))
 async def handle_add_offsets_to_txn(
     ctx: RequestContext, request: AddOffsetsToTxnRequest
 ) -> dict[str, Any]:
@@ -213,6 +218,7 @@ async def handle_add_offsets_to_txn(
 
 
 # ---------------------------------------------------------------------------- EndTxn
+@api(26, "EndTxn", (0, 5))
 async def handle_end_txn(ctx: RequestContext, request: EndTxnRequest) -> dict[str, Any]:
     """EndTxn; v5 is transactions v2 (the coordinator bumps the epoch and answers the producer
     id and epoch the client goes on with)."""
@@ -231,6 +237,7 @@ async def handle_end_txn(ctx: RequestContext, request: EndTxnRequest) -> dict[st
 
 
 # ---------------------------------------------------------------------------- WriteTxnMarkers
+@api(27, "WriteTxnMarkers", (1, 2))
 async def handle_write_txn_markers(
     ctx: RequestContext, request: WriteTxnMarkersRequest
 ) -> dict[str, Any]:
@@ -265,6 +272,7 @@ async def handle_write_txn_markers(
 
 
 # ---------------------------------------------------------------------------- DescribeProducers
+@api(61, "DescribeProducers", (0, 0))
 async def handle_describe_producers(
     ctx: RequestContext, request: DescribeProducersRequest
 ) -> dict[str, Any]:
@@ -313,6 +321,7 @@ async def handle_describe_producers(
 
 
 # ---------------------------------------------------------------------------- DescribeTransactions
+@api(65, "DescribeTransactions", (0, 0))
 async def handle_describe_transactions(
     ctx: RequestContext, request: DescribeTransactionsRequest
 ) -> dict[str, Any]:
@@ -359,6 +368,7 @@ async def handle_describe_transactions(
 
 
 # ---------------------------------------------------------------------------- ListTransactions
+@api(66, "ListTransactions", (0, 1))
 async def handle_list_transactions(
     ctx: RequestContext, request: ListTransactionsRequest
 ) -> dict[str, Any]:
