@@ -71,21 +71,58 @@ class WriteFailed(KafkaError):
         self.cause = cause
 
 
-async def write(topic: InternalTopic, p: int, records: list[tuple[bytes, bytes | None]], *,
-                leader_epoch: int, what: str, timestamp_ms: int | None = None,
-                timeout_s: float = APPEND_TIMEOUT_S) -> int:
-    """Append `records` to partition p as one batch, fenced to `leader_epoch` (the epoch the
-    coordinator loaded the partition at), and wait until the ISR has them; returns the offset
-    of the last one. Raises WriteFailed (logged, naming `what` was written) otherwise."""
+Records = list[tuple[bytes, bytes | None]]
+
+
+def write_failed(topic: str, p: int, what: str, exc: BaseException,
+                 answer: Callable[[BaseException], ErrorCode] = append_answer) -> WriteFailed:
+    """The WriteFailed of a write of `what` to `topic`-p that raised `exc`, logged: a
+    partition's error as a warning, one the coordinator cannot name with its traceback."""
+    code = answer(exc)
+    if error_code_of(exc) in APPEND_ERROR_ANSWER:
+        log.warning("writing %s to %s-%d failed (%r): answering %s", what, topic, p, exc,
+                    code.name)
+    elif code == ErrorCode.unknown_server_error:
+        log.error("writing %s to %s-%d failed", what, topic, p, exc_info=exc)
+    return WriteFailed(code, exc)
+
+
+def begin_write(topic: InternalTopic, p: int, records: Records, *, what: str,
+                leader_epoch: int | None = None, timestamp_ms: int | None = None,
+                timeout_s: float = APPEND_TIMEOUT_S,
+                answer: Callable[[BaseException], ErrorCode] = append_answer,
+                producer_id: int = -1, producer_epoch: int = -1,
+                transactional: bool = False) -> Awaitable[int]:
+    """The one write of the coordinators, in two halves: the checks and the append of
+    `records` to partition p's local log as one batch happen now, fenced to `leader_epoch`
+    if given (the epoch the coordinator loaded the partition at); the wait for the ISR is the
+    awaitable returned, which yields the offset of the last record. Either raises WriteFailed
+    (logged, naming `what`), whose error is `answer`'s for the failure."""
     try:
-        return await topic.append_replicated(
+        waiting = topic.begin_append_replicated(
             p, records, leader_epoch=leader_epoch, timeout_s=timeout_s,
-            timestamp_ms=int(time.time() * 1000) if timestamp_ms is None else timestamp_ms)
-    except KafkaError as exc:  # a StorageError is one too
-        answer = append_answer(exc)
-        log.warning("writing %s to %s-%d failed with error %d (%s); answering %s", what,
-                    topic.name, p, exc.error_code, exc, answer.name)
-        raise WriteFailed(answer, exc) from None
+            timestamp_ms=int(time.time() * 1000) if timestamp_ms is None else timestamp_ms,
+            producer_id=producer_id, producer_epoch=producer_epoch,
+            transactional=transactional)
+    except Exception as exc:  # a KafkaError, a StorageError, or a fault of this broker
+        raise write_failed(topic.name, p, what, exc, answer) from exc
+    return _replicated(topic.name, p, what, waiting, answer)
+
+
+async def _replicated(topic: str, p: int, what: str, waiting: Awaitable[int],
+                      answer: Callable[[BaseException], ErrorCode]) -> int:
+    try:
+        return await waiting
+    except Exception as exc:
+        raise write_failed(topic, p, what, exc, answer) from exc
+
+
+async def write(topic: InternalTopic, p: int, records: Records, *, what: str,
+                leader_epoch: int | None = None, timestamp_ms: int | None = None,
+                timeout_s: float = APPEND_TIMEOUT_S) -> int:
+    """`begin_write`, awaited: returns once the ISR has the records."""
+    return await begin_write(topic, p, records, what=what, leader_epoch=leader_epoch,
+                             timestamp_ms=timestamp_ms, timeout_s=timeout_s)
 
 
 class Tasks:

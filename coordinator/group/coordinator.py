@@ -22,11 +22,14 @@ from samsa.config.schema import BrokerConfig
 from samsa.coordinator.internal_log import InternalTopic, ReplayedMarker
 from samsa.coordinator.ports import InternalLogHost, TopicsView
 from samsa.coordinator.runtime import (
-    APPEND_ERROR_ANSWER,
     StagedWrites,
     Tasks,
+    WriteFailed,
+    append_answer,
+    begin_write,
     error_code_of,
     replay,
+    write_failed,
 )
 from samsa.protocol.errors import ErrorCode
 
@@ -309,7 +312,8 @@ class GroupCoordinator(GroupMembership, GroupOffsets, ConsumerGroups, ShareGroup
         try:
             return self.topic.append(p, records, timestamp_ms=now_ms(), **kw)
         except Exception as exc:
-            raise _append_error(p, exc) from exc
+            failed = write_failed(OFFSETS_TOPIC, p, _WHAT, exc, _answer)
+            raise GroupError(failed.error_code) from exc
 
     async def _append_replicated(self, p: int, records: list[tuple[bytes, bytes | None]],
                                  **kw: Any) -> int:
@@ -323,17 +327,11 @@ class GroupCoordinator(GroupMembership, GroupOffsets, ConsumerGroups, ShareGroup
         """`_append_replicated` in two halves: appends to the local log now (raising
         GroupError if it cannot), and returns the wait for the ISR (raising GroupError too)."""
         try:
-            waiting = self.topic.begin_append_replicated(
-                p, records, timestamp_ms=now_ms(), timeout_s=self.commit_timeout_ms / 1000, **kw)
-        except Exception as exc:
-            raise _append_error(p, exc) from exc
-        return self._replicated(p, waiting)
-
-    async def _replicated(self, p: int, waiting: Awaitable[int]) -> int:
-        try:
-            return await waiting
-        except Exception as exc:
-            raise _append_error(p, exc) from exc
+            waiting = begin_write(self.topic, p, records, what=_WHAT, answer=_answer,
+                                  timeout_s=self.commit_timeout_ms / 1000, **kw)
+        except WriteFailed as exc:
+            raise GroupError(exc.error_code) from exc.cause
+        return _group_errors(waiting)
 
     def _store_group(self, group: ClassicGroup) -> None:
         value = group_metadata_value(group.to_value(now_ms()))
@@ -445,16 +443,22 @@ _PRODUCER_ERRORS = frozenset({
 })
 
 
-def _append_error(p: int, exc: Exception) -> GroupError:
-    """What a client is told when an append to the offsets partition failed."""
+_WHAT = "group records"
+
+
+def _answer(exc: BaseException) -> ErrorCode:
+    """What a group's client is told when an append to the offsets partition failed: the
+    runtime's answer, and Kafka's for a commit too large or by a fenced producer."""
     code = error_code_of(exc)
-    answer = APPEND_ERROR_ANSWER.get(code)
-    if answer is not None:
-        log.warning("append to %s-%d failed: %r", OFFSETS_TOPIC, p, exc)
-        return GroupError(answer)
     if code in _OFFSET_SIZE_ERRORS:
-        return GroupError(ErrorCode.invalid_commit_offset_size)
+        return ErrorCode.invalid_commit_offset_size
     if code in _PRODUCER_ERRORS:
-        return GroupError(ErrorCode(code))
-    log.error("append to %s-%d failed", OFFSETS_TOPIC, p, exc_info=exc)
-    return GroupError(ErrorCode.unknown_server_error)
+        return ErrorCode(code)
+    return append_answer(exc)
+
+
+async def _group_errors(waiting: Awaitable[int]) -> int:
+    try:
+        return await waiting
+    except WriteFailed as exc:
+        raise GroupError(exc.error_code) from exc.cause

@@ -18,6 +18,7 @@ from samsa.coordinator.runtime import (
     Tasks,
     WriteFailed,
     append_answer,
+    begin_write,
     load,
     replay,
     write,
@@ -261,3 +262,24 @@ async def test_a_write_that_is_not_replicated_is_answered_as_kafka_does(
     with pytest.raises(WriteFailed) as err:
         await write(topic, 0, [(b"k", b"v")], leader_epoch=0, what="a record", timeout_s=0.05)
     assert err.value.error_code == answer
+
+
+async def test_a_write_appends_now_and_waits_for_the_isr_when_awaited(host: FakeHost) -> None:
+    topic = await _topic(host)
+    part = _partition(host)
+    waiting = begin_write(topic, 0, [(b"k", b"v")], what="a record")
+    assert part.log_end_offset == 1  # in the local log before anything is awaited
+    assert await waiting == 0
+
+
+async def test_a_coordinator_may_answer_other_errors_its_own_way(host: FakeHost) -> None:
+    topic = await _topic(host)
+    _partition(host).min_insync_replicas = 2
+
+    def group_answer(exc: BaseException) -> ErrorCode:
+        return ErrorCode.invalid_commit_offset_size
+
+    with pytest.raises(WriteFailed) as err:
+        begin_write(topic, 0, [(b"k", b"v")], what="a record", answer=group_answer)
+    assert err.value.error_code == ErrorCode.invalid_commit_offset_size
+    assert isinstance(err.value.cause, InternalAppendError)
