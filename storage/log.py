@@ -33,6 +33,7 @@ from samsa.protocol.compression import records_limit
 from samsa.protocol.records import (
     _I32,
     ATTR_CONTROL,
+    ATTR_TIMESTAMP_TYPE,
     ATTR_TRANSACTIONAL,
     ATTRIBUTES_LOW,
     HEADER_SIZE,
@@ -71,7 +72,7 @@ from samsa.storage.producer_state import (
     BatchInfo,
     ProducerStateManager,
 )
-from samsa.storage.record_validation import validate_records
+from samsa.storage.record_validation import has_record_rules, validate_records
 from samsa.storage.segment import LogSegment
 from samsa.storage.txn_index import AbortedTxn
 
@@ -176,6 +177,8 @@ class Log:
         self.parent_dir = dir_key(self.dir.parent)
         self._failed = False
         self._deleted = False
+        self._rules_of: LogConfig | None = None  # _has_record_rules' config and answer
+        self._rules = True
 
     # =========================================================================================
     # opening and recovery
@@ -366,6 +369,12 @@ class Log:
                                now_ms: int | None) -> None:
         """LogValidator's checks of a producer's batch; a compressed one may have been
         inflated and checked ahead of the append, off the event loop (inflated_ahead)."""
+        if not h.compression:  # nothing inflated ahead; the record rules only if any apply
+            validate_batch(buf, pos, h, client=True, limit=limit)
+            if h.attributes & ATTR_TIMESTAMP_TYPE or self._has_record_rules():
+                validate_records(buf, pos, h, self.config, f"{self.topic}-{self.partition}",
+                                 _now_ms() if now_ms is None else now_ms)
+            return
         partition = f"{self.topic}-{self.partition}"
         ahead = inflated_ahead(partition, buf, pos, h) if h.compression else None
         try:
@@ -380,6 +389,14 @@ class Log:
         finally:
             if ahead is not None:
                 release_inflated(partition, h)
+
+    def _has_record_rules(self) -> bool:
+        """Whether this log's config gives `validate_records` anything to check in a batch
+        with CreateTime timestamps (worked out once per config: it is asked every append)."""
+        config = self.config
+        if self._rules_of is not config:
+            self._rules_of, self._rules = config, has_record_rules(config)
+        return self._rules
 
     @_io("appending records to")
     def append_as_leader(self, records: bytes | bytearray | memoryview, leader_epoch: int,

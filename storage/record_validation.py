@@ -28,6 +28,15 @@ def _describe(record: Record) -> str:
             f"key={key} bytes, value={value} bytes)")
 
 
+def has_record_rules(config: LogConfig) -> bool:
+    """Whether `validate_records` checks anything in a batch with CreateTime timestamps
+    under `config` (a LogAppendTime batch from a producer it always checks)."""
+    before = config.message_timestamp_before_max_ms
+    after = config.message_timestamp_after_max_ms
+    return config.compact or (not config.log_append_time
+                              and (before != LONG_MAX or after != LONG_MAX))
+
+
 def validate_records(
     buf: Buf, pos: int, h: BatchHeader, config: LogConfig, topic_partition: str, now: int,
     region: bytes | bytearray | None = None,

@@ -288,15 +288,18 @@ class LogSegment:
 
     def should_roll(self, *, messages_size: int, max_timestamp: int, max_offset: int,
                     now_ms: int, segment_bytes: int, segment_ms: int) -> bool:
-        reached_roll_ms = (self.time_waited_for_roll(now_ms, max_timestamp)
-                           > segment_ms - self.roll_jitter_ms)
-        return (
-            self.size > segment_bytes - messages_size
-            or (self.size > 0 and reached_roll_ms)
-            or self.offset_index.is_full
-            or self.time_index.is_full
-            or not self.can_convert_to_relative_offset(max_offset)
-        )
+        # asked before every append: the helpers' logic inline, the cheap tests first
+        size = self.size
+        if size > segment_bytes - messages_size:
+            return True
+        if size > 0:
+            rolling = self.rolling_based_timestamp  # time_waited_for_roll
+            waited = (max_timestamp - rolling if rolling is not None and rolling >= 0
+                      else now_ms - self.created_ms)
+            if waited > segment_ms - self.roll_jitter_ms:
+                return True
+        return (self.offset_index.is_full or self.time_index.is_full
+                or not 0 <= max_offset - self.base_offset <= INT32_MAX)
 
     # -- read ----------------------------------------------------------------------------------
 

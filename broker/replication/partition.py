@@ -281,18 +281,22 @@ class Partition:
         acks=all append made before the ISR shrank then waits for it to grow back instead of
         being answered NOT_ENOUGH_REPLICAS_AFTER_APPEND, which a client retries as a record
         that may not be written. True if an advance woke parked consumer fetches."""
-        if not self.is_leader or len(self.isr) < self.effective_min_isr:
+        isr, me = self.isr, self.broker_id
+        # (is_leader and effective_min_isr inline: this runs after every append)
+        if (self.leader_id != me
+                or len(isr) < min(self.min_insync_replicas, max(len(self.replicas), 1))):
             return False
-        new_hw = self.log.log_end_offset
-        for r in self.isr:
-            if r != self.broker_id:
+        log = self.log
+        new_hw = log.log_end_offset
+        for r in isr:
+            if r != me:
                 new_hw = min(new_hw, self._follower_leo.get(r, -1))
         for r in self._isr_in_flight or ():
-            if r != self.broker_id:
+            if r != me:
                 new_hw = min(new_hw, self._follower_leo.get(r, -1))
-        if new_hw <= self.log.high_watermark:
+        if new_hw <= log.high_watermark:
             return False
-        self.log.update_high_watermark(new_hw)
+        log.update_high_watermark(new_hw)
         woke = self._notify_fetches()
         self._wake_replicated(new_hw)
         return woke
@@ -351,6 +355,8 @@ class Partition:
     def _notify_fetches(self, followers: bool = False) -> bool:
         """Wake consumers' fetch long-polls, and with `followers` the followers' too. True if
         any was woken."""
+        if not self._waiters and not (followers and self._follower_waiters):
+            return False  # nobody parked: the usual case after an append
         woke = False
         for waiters in (self._waiters, self._follower_waiters) if followers else (self._waiters,):
             for fut in waiters:

@@ -12,7 +12,8 @@ from typing import Any
 import pytest
 
 from samsa.protocol import compression
-from samsa.protocol.records import build_batch, build_control_batch
+from samsa.protocol.errors import ErrorCode
+from samsa.protocol.records import LOG_APPEND_TIME, build_batch, build_control_batch
 from samsa.storage.config import LogConfig
 from samsa.storage.log import Log
 
@@ -70,6 +71,10 @@ def _steps() -> list[Step]:
         ("after the new epoch", lambda s: _batch(epoch=1, seq=s)),
         ("no key", lambda s: _batch(key=None, epoch=1, seq=s)),
         ("old timestamp", lambda s: _batch(epoch=1, seq=s, ts=NOW - 7_200_000)),
+        ("LogAppendTime from a producer",
+         lambda s: _batch(epoch=1, seq=s, timestamp_type=LOG_APPEND_TIME)),
+        ("LogAppendTime from a producer, no timestamps",
+         lambda s: _batch(epoch=1, seq=s, ts=-1, timestamp_type=LOG_APPEND_TIME)),
         ("large", lambda s: _batch(40, epoch=1, seq=s)),
         ("after the refusals", lambda s: _batch(2, epoch=1, seq=s)),
     ] + [(f"roll {i}", lambda s, i=i: _batch(3, epoch=1, seq=s, ts=NOW + i))
@@ -128,6 +133,8 @@ def test_fast_append_answers_and_writes_what_the_general_path_does(
     monkeypatch.setattr(Log, "_append_client_batch", lambda self, *args: None)
     want, general_log = _run(tmp_path / "general", CONFIGS[name])
     assert got == want
+    refused = dict(got)["LogAppendTime from a producer, no timestamps"]
+    assert refused[0] == "RecordValidationError" and refused[2] == ErrorCode.invalid_timestamp
     assert fast_log.recovery_point == general_log.recovery_point  # flush.messages (before
     # the files are read: that flushes)
     assert _files(fast_log) == _files(general_log)
