@@ -16,7 +16,7 @@ from __future__ import annotations
 import struct
 from collections.abc import Mapping
 from datetime import timedelta
-from typing import Any, NamedTuple
+from typing import Any
 
 _HEADER_START = struct.Struct(">hhih")  # api key, version, correlation id, client id length
 _I16 = struct.Struct(">h")
@@ -48,19 +48,44 @@ class PartitionData:
     __hash__ = None  # type: ignore[assignment]  # mutable, compared by value
 
 
-class TopicData(NamedTuple):
-    name: str
-    partition_data: tuple[PartitionData, ...]
+class TopicData:
+    __slots__ = ("name", "partition_data")
+
+    def __init__(self, name: str, partition_data: tuple[PartitionData, ...]) -> None:
+        self.name = name
+        self.partition_data = partition_data
+
+    def __eq__(self, other: object) -> bool:
+        return (isinstance(other, TopicData) and self.name == other.name
+                and self.partition_data == other.partition_data)
+
+    __hash__ = None  # type: ignore[assignment]  # compared by value
 
 
-class ProduceRequest(NamedTuple):
-    """What the Produce handler reads of kio's ProduceRequest, by the same names."""
+class ProduceRequest:
+    """What the Produce handler reads of kio's ProduceRequest, by the same names. (Classes
+    with slots, not NamedTuples or dataclasses, and the timeout's timedelta made only when
+    asked for: each of those cost a microsecond a request.)"""
 
-    transactional_id: str | None
-    acks: int
-    timeout: timedelta
-    topic_data: tuple[TopicData, ...]
-    client_id: str | None
+    __slots__ = ("acks", "client_id", "timeout_ms", "topic_data", "transactional_id")
+
+    def __init__(self, transactional_id: str | None, acks: int, timeout_ms: int,
+                 topic_data: tuple[TopicData, ...], client_id: str | None) -> None:
+        self.transactional_id = transactional_id
+        self.acks = acks
+        self.timeout_ms = timeout_ms
+        self.topic_data = topic_data
+        self.client_id = client_id
+
+    @property
+    def timeout(self) -> timedelta:
+        return timedelta(milliseconds=self.timeout_ms)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, ProduceRequest) and all(
+            getattr(self, n) == getattr(other, n) for n in self.__slots__)
+
+    __hash__ = None  # type: ignore[assignment]  # compared by value
 
 
 class _Unusual(Exception):
@@ -172,17 +197,21 @@ def _read(buf: Any) -> ProduceRequest:
         pos = _no_tags(buf, pos)
     if pos != end:
         raise _Unusual
-    return ProduceRequest(transactional_id, acks, timedelta(milliseconds=timeout_ms),
-                          tuple(topics), client_id)
+    return ProduceRequest(transactional_id, acks, timeout_ms, tuple(topics), client_id)
 
 
 def _uvarint_bytes(n: int) -> bytes:
+    if n < 0x80:
+        return _SMALL_UVARINTS[n]
     out = bytearray()
     while n >= 0x80:
         out.append((n & 0x7F) | 0x80)
         n >>= 7
     out.append(n)
     return bytes(out)
+
+
+_SMALL_UVARINTS = [bytes((n,)) for n in range(0x80)]
 
 
 def write_produce_response(version: int, result: Mapping[str, Any]
