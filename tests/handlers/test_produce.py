@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 
 import pytest
+
 from samsa.protocol.errors import ErrorCode
 from samsa.protocol.records import build_batch
 
