@@ -71,6 +71,19 @@ def _single_compressed_batch(records: bytes | None) -> BatchHeader | None:
     return h
 
 
+def has_compressed(named: Iterable[tuple[str | None, Any]]) -> bool:
+    """Whether any partition's data here may be a compressed batch for `inflate_produce`
+    (the first test of `_single_compressed_batch`): most Produce requests have none."""
+    for name, topic in named:
+        if name is not None:
+            for pdata in topic.partition_data:
+                records = pdata.records
+                if (records is not None and len(records) >= HEADER_SIZE
+                        and records[ATTRIBUTES_LOW] & ATTR_COMPRESSION_MASK):
+                    return True
+    return False
+
+
 async def inflate_produce(ctx: RequestContext, named: Iterable[tuple[str | None, Any]]) -> None:
     """Inflate the compressed batches of these (topic name, topic data) entries that go to a
     leader here, and hold what came out for the appends that follow (no pause of the event

@@ -15,7 +15,7 @@ import uuid
 from typing import TYPE_CHECKING, Any
 
 from samsa.protocol.errors import ErrorCode
-from samsa.protocol.records import iter_batches
+from samsa.protocol.records import hold_inflated, iter_batches
 from samsa.storage.errors import KafkaStorageError, RecordValidationError
 
 from .. import metrics
@@ -27,7 +27,7 @@ from ..replication.replica_manager import PartitionError
 from ..security.authorizer import AclOperation, ResourceType
 from .common import PARTITION_ERRORS, error_code_of, field
 from .declare import api
-from .inflate import inflate_produce
+from .inflate import has_compressed, inflate_produce
 from .transactions import verify_transactional_produce, verify_with_remote_coordinator
 
 if TYPE_CHECKING:
@@ -62,17 +62,22 @@ async def handle_produce(ctx: RequestContext, request: ProduceRequest) -> dict[s
         and ctx.authorize(AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, transactional_id))
     # v13+ (KIP-516): topics by id; an id this cluster does not know has no name
     named = [(_topic_name(ctx, topic), topic) for topic in request.topic_data]
-    known = {name for name, _ in named if name is not None}
-    denied_topics = set() if ctx.authorizer is None else known \
-        - set(ctx.authorized(AclOperation.WRITE, ResourceType.TOPIC, known))
+    denied_topics: set[str] = set()
+    if ctx.authorizer is not None:
+        known = {name for name, _ in named if name is not None}
+        denied_topics = known - set(ctx.authorized(AclOperation.WRITE, ResourceType.TOPIC,
+                                                   known))
     verified = await verify_with_remote_coordinator(ctx, transactional_id, [
         (name, pdata.index, pdata.records)
         for name, topic in named if name is not None and name not in denied_topics
         for pdata in topic.partition_data
     ]) if transactional_id and not txn_denied else {}
     if not txn_denied:  # the last pause before the appends: nothing may come between
-        await inflate_produce(ctx, [(name, topic) for name, topic in named
-                                    if name not in denied_topics])
+        allowed = [(name, topic) for name, topic in named if name not in denied_topics]
+        if has_compressed(allowed):
+            await inflate_produce(ctx, allowed)
+        else:  # what inflate_produce does with nothing to inflate, without its coroutine
+            hold_inflated([])
     for name, topic in named:
         partitions = []
         for pdata in topic.partition_data:

@@ -17,6 +17,7 @@ from samsa.broker.app import Broker
 from samsa.broker.network import dispatch
 from samsa.broker.network.server import CloseConnection, ConnectionInfo
 from samsa.config.loader import load_config
+from samsa.protocol import compression
 from samsa.protocol.codec import build, encode, reader, request_type, response_type
 from samsa.protocol.records import build_batch
 from samsa.storage.log import Log
@@ -94,6 +95,9 @@ def requests(pid: int, epoch: int) -> list[tuple[str, bytes]]:
         ("duplicate", produce(9, [("t", 0, b(pid, epoch, 1))])),
         ("out of order, v8", produce(8, [("t", 0, b(pid, epoch, 9))])),
         ("CRC error", produce(9, [("t", 0, corrupt(b(pid, epoch, 5)))])),
+        ("gzip", produce(9, [("t", 0, b(pid, epoch, 5, 3, compression=compression.GZIP))])),
+        ("gzip, CRC error", produce(9, [("t", 0, corrupt(b(pid, epoch, 8, 2,
+                                                             compression=compression.GZIP)))])),
         ("too large", produce(9, [("small", 0, b(pid, epoch, 0, 10))])),
         ("unknown partition", produce(9, [("t", 9, b(pid, epoch, 0))])),
         ("unknown topic, v3", produce(3, [("nope", 0, b(pid, epoch, 0))])),
