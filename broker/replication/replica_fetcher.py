@@ -44,7 +44,7 @@ class ReplicaFetcherManager:
         self.broker_epoch: Callable[[], int] = lambda: -1
 
     def add(self, partition: Partition) -> None:
-        self.remove(partition)
+        self._discard(partition)
         if self._stopped:
             return  # shutting down: no new fetchers
         leader = partition.leader_id
@@ -52,10 +52,26 @@ class ReplicaFetcherManager:
         if fetcher is None:
             fetcher = self._fetchers[leader] = ReplicaFetcher(self, leader)
         fetcher.add(partition)
+        self._shut_down_idle()
 
     def remove(self, partition: Partition) -> None:
+        self._discard(partition)
+        self._shut_down_idle()
+
+    def _discard(self, partition: Partition) -> None:
         for fetcher in self._fetchers.values():
             fetcher.discard(partition)
+
+    def _shut_down_idle(self) -> None:
+        """Kafka's shutdownIdleFetcherThreads: a fetcher left without partitions stops and
+        closes its connection. Kept, it would go on waiting for the answer to a fetch sent
+        before its leader was cut off (up to the request time-out, 30 s), and when that broker
+        led again the fetches would wait behind it while the leader took this healthy
+        follower out of the ISR, below min.insync.replicas (issue 45)."""
+        for leader, fetcher in list(self._fetchers.items()):
+            if fetcher.idle:
+                del self._fetchers[leader]
+                fetcher.shut_down()
 
     async def stop(self) -> None:
         self._stopped = True
@@ -86,6 +102,19 @@ class ReplicaFetcher:
 
     def discard(self, partition: Partition) -> None:
         self._partitions.pop((partition.topic, partition.index), None)
+
+    @property
+    def idle(self) -> bool:
+        return not self._partitions
+
+    def shut_down(self) -> None:
+        """Stop without waiting: the loop is cancelled at a wait (a fetch, a back-off), never
+        inside the application of an answer, which awaits nothing."""
+        self._stopped = True
+        self._wakeup.set()
+        if self._task is not None:
+            self._task.cancel()
+        self._conn.close()
 
     async def stop(self) -> None:
         # The flag as well as the cancel: Python 3.11's wait_for can swallow a cancellation
