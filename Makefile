@@ -36,7 +36,7 @@ DATA_DIR    ?= data
 CONFIG      ?= config/broker.yaml
 SERVE_ARGS  ?=
 
-.PHONY: help python venv venv-run java-deps spark-deps zk-deps kcat-deps docker-deps run test lint docs unit bench profile chaos clean distclean
+.PHONY: help python venv venv-run java-deps spark-deps zk-deps kcat-deps docker-deps run test lint typecheck-tree docs unit bench profile chaos clean distclean
 
 help:
 	@echo "make run        start one broker on $(LISTEN) (data in ./$(DATA_DIR))"
@@ -58,12 +58,12 @@ help:
 # venv: samsa[test] (every client, PySpark, ruff: what `make test` needs) and samsa alone (its
 # runtime dependencies: all `make run` needs, a fraction of the download). Either can come
 # first; the runtime one is skipped when the [test] install, a superset, is already current.
-$(VENV)/.installed: pyproject.toml
+$(VENV)/.installed: pyproject.toml setup.py
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --disable-pip-version-check -e '.[test]'
 	@touch $@
 
-$(VENV)/.installed-run: pyproject.toml
+$(VENV)/.installed-run: pyproject.toml setup.py
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	@if [ $(VENV)/.installed -nt pyproject.toml ]; then \
 	    echo "$(VENV): samsa[test] is installed and current, which includes the runtime"; \
@@ -177,7 +177,7 @@ run: $(VENV)/.installed-run
 # failed; any failure fails the target.
 # --no-cache: ruff's cache is keyed on file contents, not on which first-party packages exist,
 # so a cached run can pass an import order that a fresh clone (CI) rejects.
-lint: venv
+lint: venv typecheck-tree
 	@rc=0; \
 	$(BIN)/ruff check --no-cache . || { echo "ruff check failed"; rc=1; }; \
 	$(BIN)/mypy || { echo "mypy failed"; rc=1; }; \
@@ -185,11 +185,21 @@ lint: venv
 	    || { echo "layer test failed"; rc=1; }; \
 	exit $$rc
 
+# What mypy reads (pyproject.toml's [tool.mypy] files): samsa/ as installed, made of links to
+# samsa/'s own files and the five folders, since mypy follows no import hook. Never committed.
+TYPECHECK_TREE := build/typecheck/samsa
+PACKAGES       := broker config coordinator protocol storage
+
+typecheck-tree:
+	@rm -rf $(TYPECHECK_TREE) && mkdir -p $(TYPECHECK_TREE) && \
+	for f in $$(find samsa -mindepth 1 -maxdepth 1 ! -name __pycache__) $(PACKAGES); do \
+	    ln -s "$(CURDIR)/$$f" $(TYPECHECK_TREE)/; done
+
 # Lint (ruff, mypy; the layer test is in tests/unit), the docs site and pytest all run even
 # when one fails (more to read from one CI run); any fails the target. --durations lists the
 # slowest tests at the end of the log, for keeping the run short. pytest exits 5 when it collected no test:
 # that is not a failure of the build.
-test: venv java-deps spark-deps zk-deps kcat-deps docker-deps
+test: venv typecheck-tree java-deps spark-deps zk-deps kcat-deps docker-deps
 	@lint=0; $(BIN)/ruff check --no-cache . || lint=$$?; \
 	$(BIN)/mypy || lint=$$?; \
 	docs=0; $(MKDOCS) || docs=$$?; \
