@@ -8,13 +8,13 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1
 
 # Only what the package needs (see .dockerignore); installed, then the sources are dropped.
-COPY pyproject.toml README.md /src/
+COPY pyproject.toml setup.py README.md /src/
 COPY protocol /src/protocol
 COPY storage /src/storage
 COPY broker /src/broker
 COPY coordinator /src/coordinator
 COPY config /src/config
-# samsa/: the import name; its broker, config, ... are symbolic links to the folders above
+# samsa/: the import name; pyproject.toml's package-dir puts the folders above under it
 COPY samsa /src/samsa
 RUN pip install /src && rm -rf /src \
     && useradd --system --home-dir /var/lib/samsa --shell /usr/sbin/nologin samsa \

@@ -20,6 +20,7 @@ import shutil
 import subprocess
 import sys
 import time
+import tomllib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -93,12 +94,15 @@ def test_dockerfile_installs_the_package() -> None:
     assert "pip install /src" in text
     assert re.search(r'^ENTRYPOINT \["samsa"\]$', text, re.M)
     copied = set(re.findall(r"^COPY (\w+) /src/\1$", text, re.M))
-    # The wheel holds samsa/ and the folders its links point to (pyproject's packages.find).
-    linked = {p.resolve().name for p in (REPO_ROOT / "samsa").iterdir() if p.is_symlink()}
-    packages = {"samsa"} | linked
-    assert linked and copied == packages  # every package in the wheel is in the image
+    # The wheel holds samsa/ and the folders pyproject's package-dir maps under it (setup.py
+    # lists their packages, so it is copied too).
+    package_dir = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["tool"]["setuptools"][
+        "package-dir"]
+    packages = set(package_dir.values())
+    assert "samsa" in packages and copied == packages  # every package in the wheel is in the image
+    assert re.search(r"^COPY pyproject\.toml setup\.py README\.md /src/$", text, re.M)
     ignore = (REPO_ROOT / ".dockerignore").read_text().split()
-    assert {f"!{p}" for p in packages} <= set(ignore)
+    assert {f"!{p}" for p in packages | {"setup.py"}} <= set(ignore)
 
 
 @pytest.mark.parametrize("name", BROKER_SERVICES)

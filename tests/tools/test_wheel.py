@@ -32,15 +32,15 @@ PACKAGES = ("broker", "config", "coordinator", "protocol", "storage")
 
 
 def _source_copy(dest: Path) -> Path:
-    """What the Dockerfile copies: pyproject.toml, README.md, samsa/ (its links kept as links)
-    and the five folders. Building from a copy leaves no build/ or samsa.egg-info in the
+    """What the Dockerfile copies: pyproject.toml, setup.py, README.md, samsa/ and the five
+    folders. Building from a copy leaves no build/ or samsa.egg-info in the
     checkout (where the egg-info would pass for an installed samsa on PYTHONPATH)."""
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
     dest.mkdir()
-    for name in ("pyproject.toml", "README.md"):
+    for name in ("pyproject.toml", "setup.py", "README.md"):
         shutil.copy2(ROOT / name, dest / name)
     for name in ("samsa", *PACKAGES):
-        shutil.copytree(ROOT / name, dest / name, symlinks=True, ignore=ignore)
+        shutil.copytree(ROOT / name, dest / name, ignore=ignore)
     return dest
 
 
