@@ -101,31 +101,41 @@ class InterceptingDispatch:
         return getattr(self.inner, name)  # registry, services: the broker's dispatcher's
 
     async def __call__(self, raw: Any, conn: Any) -> Any:
-        rules = self.rules
-        auth = getattr(conn, "authenticator", None)
-        if not rules or (auth is not None and not auth.complete and auth.raw_tokens):
+        taken = self._taken(raw, conn)
+        if taken is None:
             return await self.inner(raw, conn)
-        api_key, version, correlation_id = peek_key_version(raw)
-        if not any(r.api_key == api_key and not r.removed for r in rules):
-            return await self.inner(raw, conn)
-        req = _decode(raw, api_key, version)
-        if req is None:  # not readable: the broker's own answer (it closes the connection)
-            return await self.inner(raw, conn)
-        rule = next((r for r in rules if r.take(req)), None)
-        if rule is None:
-            return await self.inner(raw, conn)
+        rule, req, correlation_id = taken
         if rule.delay > 0:
             await asyncio.sleep(rule.delay)
         if rule.drop:
-            raise self._close(f"samsa.testing intercept: connection dropped at api {api_key}")
-        if rule.error is None and rule.answer is None:
+            raise self._close(f"samsa.testing intercept: connection dropped at api "
+                              f"{req.api_key}")
+        if rule.error is not None:
+            body = error_answer(req.api_key, req.version, req.request, rule.error)
+        elif rule.answer is not None:
+            body = dict(rule.answer(req))
+        else:  # a delay alone: served, late
             return await self.inner(raw, conn)
-        body = (error_answer(api_key, version, req.request, rule.error)
-                if rule.error is not None else dict(rule.answer(req)))  # type: ignore[misc]
-        resp_type = response_type(api_key, version)
+        resp_type = response_type(req.api_key, req.version)
         parts, _ = encode_response(resp_type, body)
-        flexible = _flexible(resp_type) and api_key != API_VERSIONS_KEY
+        flexible = _flexible(resp_type) and req.api_key != API_VERSIONS_KEY
         return frame_parts([response_header(correlation_id, flexible), *parts])
+
+    def _taken(self, raw: Any, conn: Any) -> tuple[Intercept, Intercepted, int] | None:
+        """The rule that takes this request, the request and its correlation id; None: the
+        broker serves it as usual."""
+        rules = self.rules
+        auth = getattr(conn, "authenticator", None)
+        if not rules or (auth is not None and not auth.complete and auth.raw_tokens):
+            return None  # a bare SASL token, not a request
+        api_key, version, correlation_id = peek_key_version(raw)
+        if not any(r.api_key == api_key and not r.removed for r in rules):
+            return None
+        req = _decode(raw, api_key, version)
+        if req is None:  # not readable: the broker's own answer (it closes the connection)
+            return None
+        rule = next((r for r in rules if r.take(req)), None)
+        return None if rule is None else (rule, req, correlation_id)
 
 
 def _flexible(entity: type) -> bool:
