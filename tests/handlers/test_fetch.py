@@ -7,7 +7,7 @@ import uuid
 
 from samsa.protocol.errors import ErrorCode
 
-from .harness import ALICE, begin_transaction, values_of
+from .harness import ALICE, begin_transaction, eventually, values_of
 
 
 def _fetch(topic: str, partition: int, offset: int, **fields: object) -> dict:
@@ -80,3 +80,20 @@ async def test_topic_authorization_failed(secured):
     r = await secured.call("Fetch", 12, _fetch("t", 0, 0), principal=ALICE)
     p = r.responses[0].partitions[0]
     assert (p.error_code, values_of(p.records)) == (ErrorCode.topic_authorization_failed, [])
+
+
+async def test_read_committed_lists_the_aborted_transactions(handlers):
+    await handlers.create_topic("t")
+    await handlers.find_coordinator("tx", key_type=1)
+    pid, epoch = await begin_transaction(handlers, "tx", "t", 0)
+    await handlers.produce("t", 0, [b"dropped"], "tx", producer_id=pid, producer_epoch=epoch,
+                           base_sequence=0)
+    end = await handlers.call("EndTxn", 3, {"transactional_id": "tx", "producer_id": pid,
+                                            "producer_epoch": epoch, "committed": False})
+    assert end.error_code == ErrorCode.none
+
+    async def aborted() -> bool:
+        p = await handlers.fetch("t", 0, isolation_level=1)
+        return p.last_stable_offset == 2 and [
+            (a.producer_id, a.first_offset) for a in p.aborted_transactions or ()] == [(pid, 0)]
+    await eventually(aborted)

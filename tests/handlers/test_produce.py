@@ -10,7 +10,7 @@ import pytest
 from samsa.protocol.errors import ErrorCode
 from samsa.protocol.records import build_batch
 
-from .harness import ALICE, values_of
+from .harness import ALICE, begin_transaction, values_of
 
 
 def _request(topic: str, partition: int, values: list[bytes], acks: int = -1) -> dict:
@@ -101,3 +101,21 @@ async def test_topic_authorization_failed(secured):
     assert r.responses[0].partition_responses[0].error_code == (
         ErrorCode.topic_authorization_failed)
     assert (await secured.fetch("t", 0)).high_watermark == 0
+
+
+async def test_acks_all_below_min_insync_replicas(handlers):
+    await handlers.create_topic("t", configs={"min.insync.replicas": "2"})
+    all_isr = await handlers.produce("t", 0, [b"x"])
+    leader_only = await handlers.call("Produce", 9, _request("t", 0, [b"y"], acks=1))
+    assert all_isr.error_code == ErrorCode.not_enough_replicas
+    assert leader_only.responses[0].partition_responses[0].error_code == ErrorCode.none
+
+
+async def test_transactional_batch_of_a_partition_not_in_the_transaction(handlers):
+    await handlers.create_topic("t", 2)
+    await handlers.find_coordinator("tx", key_type=1)
+    pid, epoch = await begin_transaction(handlers, "tx", "t", 0)
+    r = await handlers.produce("t", 1, [b"stray"], "tx", producer_id=pid, producer_epoch=epoch,
+                               base_sequence=0)
+    assert r.error_code == ErrorCode.invalid_txn_state  # KIP-890's verification
+    assert (await handlers.fetch("t", 1)).high_watermark == 0
