@@ -20,6 +20,8 @@ top conftest.py):
         ...
     def test_replicas(samsa_cluster):        # samsa_cluster(3): ZooKeeper and 3 brokers
         ...                                  # (skipped where ZooKeeper is not installed)
+    def test_faults(samsa_embedded_broker):  # in this process, with intercepts (below)
+        ...
 
 Each broker is a `samsa serve` process on a free loopback port with a temporary data
 directory, removed when the broker is closed. Keyword arguments are broker properties (`--set
@@ -666,5 +668,6 @@ else:
         pytest_terminal_summary,
         samsa_broker,
         samsa_cluster,
+        samsa_embedded_broker,
         samsa_session_broker,
     )

@@ -30,6 +30,16 @@ def samsa_session_broker() -> Iterator[st.SamsaBroker]:
 
 
 @pytest.fixture
+def samsa_embedded_broker(request: pytest.FixtureRequest) -> Iterator[st.EmbeddedBroker]:
+    """A broker on a thread of this process for this test alone, taking request intercepts
+    (EmbeddedBroker.intercept). Settings as for samsa_broker (the samsa_settings mark)."""
+    marker = request.node.get_closest_marker("samsa_settings")
+    settings = dict(marker.kwargs) if marker else {}
+    with st.embedded_broker(settings) as b:
+        yield b
+
+
+@pytest.fixture
 def samsa_cluster() -> Iterator[Callable[..., st.SamsaCluster]]:
     """samsa_cluster(n, **settings): ZooKeeper and n brokers, closed after the test; the test
     is skipped where ZooKeeper (Debian's zookeeper package) and java are not installed."""

@@ -3,18 +3,25 @@ delay or the dropped connection a test asks for, with no process but the test's.
 
 from __future__ import annotations
 
+import os
 import socket
+import subprocess
+import sys
+import textwrap
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
-from samsa.protocol.codec import build, reader, request_type, response_type
-from samsa.protocol.errors import ErrorCode
 
 import samsa.testing
+from samsa.protocol.codec import build, reader, request_type, response_type
+from samsa.protocol.errors import ErrorCode
 from samsa.testing import _wire
 from samsa.testing._intercept import error_answer
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
@@ -134,3 +141,28 @@ def test_error_answers_name_what_the_request_names():
     p = produce.responses[0].partition_responses[0]
     assert (produce.responses[0].name, p.index, p.error_code, p.base_offset) == (
         "t", 1, code, -1)
+
+
+def test_the_pytest_fixture_of_a_users_project(tmp_path):
+    (tmp_path / "test_user.py").write_text(textwrap.dedent('''
+        from samsa.protocol.errors import ErrorCode
+        from samsa.testing import _wire
+
+        def test_injected(samsa_embedded_broker):
+            b = samsa_embedded_broker
+            rule = b.intercept("CreateTopics", error=ErrorCode.policy_violation)
+            try:
+                b.create_topic("refused")
+            except RuntimeError as exc:
+                assert "error 44" in str(exc)  # POLICY_VIOLATION
+            else:
+                raise AssertionError("the intercept did not answer")
+            assert rule.hits == 1
+    '''))
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    env.pop("PYTEST_ADDOPTS", None)
+    res = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q",
+                          "-p", "samsa.testing"], cwd=tmp_path, env=env, capture_output=True,
+                         text=True, timeout=120)
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "1 passed" in res.stdout
