@@ -63,44 +63,25 @@ class State:
         return self.staged.stage(key, undo)
 
 
-def test_a_replicated_change_stays() -> None:
+# Two changes of one group (1, then 2 on top of it), settled in the order given: the value
+# the group is left with. A failed change undoes itself and what was built on it.
+@pytest.mark.parametrize(("settled", "left"), [
+    ([(1, True)], 1),  # one change, replicated: it stays
+    ([(1, False)], 0),  # one change, failed: undone
+    ([(1, True), (2, True)], 2),
+    ([(1, False), (2, False)], 0),  # the second was undone with the first already
+    ([(1, False), (2, True)], 0),  # ... even if its own records made it
+    ([(2, False), (1, True)], 1),  # a later failure keeps the earlier change
+    ([(2, True), (1, False)], 0),  # an earlier failure undoes a later success
+])
+def test_changes_settled_in_any_order(settled: list[tuple[int, bool]], left: int) -> None:
     s = State()
-    token = s.change(1)
-    s.staged.settle("g", token, replicated=True)
-    assert (s.value, len(s.staged)) == (1, 0)
-
-
-def test_a_failed_change_is_undone() -> None:
-    s = State()
-    token = s.change(1)
-    s.staged.settle("g", token, replicated=False)
-    assert (s.value, len(s.staged)) == (0, 0)
-
-
-def test_a_failed_change_undoes_the_later_ones_built_on_it() -> None:
-    s = State()
-    first, second = s.change(1), s.change(2)
-    s.staged.settle("g", first, replicated=False)
-    assert s.value == 0
-    s.staged.settle("g", second, replicated=False)  # already undone: nothing more to do
-    assert (s.value, len(s.staged)) == (0, 0)
-
-
-def test_a_later_failure_keeps_the_earlier_change() -> None:
-    s = State()
-    first, second = s.change(1), s.change(2)
-    s.staged.settle("g", second, replicated=False)
-    assert s.value == 1
-    s.staged.settle("g", first, replicated=True)
-    assert (s.value, len(s.staged)) == (1, 0)
-
-
-def test_an_earlier_failure_after_a_later_success_undoes_both() -> None:
-    s = State()
-    first, second = s.change(1), s.change(2)
-    s.staged.settle("g", second, replicated=True)
-    s.staged.settle("g", first, replicated=False)
-    assert s.value == 0
+    tokens = {1: s.change(1)}
+    if any(change == 2 for change, _ in settled):
+        tokens[2] = s.change(2)
+    for change, replicated in settled:
+        s.staged.settle("g", tokens[change], replicated=replicated)
+    assert (s.value, len(s.staged)) == (left, 0)
 
 
 def test_changes_of_other_keys_are_left_alone() -> None:
