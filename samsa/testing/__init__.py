@@ -74,10 +74,11 @@ import threading
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from samsa.testing._embedded import EmbeddedBroker
-from samsa.testing._intercept import Intercept, Intercepted
+if TYPE_CHECKING:
+    from samsa.testing._embedded import EmbeddedBroker
+    from samsa.testing._intercept import Intercept, Intercepted
 
 __all__ = ["SamsaBroker", "SamsaCluster", "BrokerStartError", "broker", "cluster", "free_port",
            "zookeeper_available", "startup_times", "warm_up", "EmbeddedBroker",
@@ -556,11 +557,26 @@ def embedded_broker(settings: Mapping[str, Any] | None = None, /,
     directory), stopped and removed on leaving the block; it takes request intercepts
     (EmbeddedBroker.intercept). Settings as broker()'s. One at a time per process: the broker's
     metrics and inter-broker security are the process's."""
+    from samsa.testing._embedded import EmbeddedBroker
+
     b = EmbeddedBroker(_settings(settings, kwargs))
     try:
         yield b.start()
     finally:
         b.close()
+
+
+def __getattr__(name: str) -> Any:
+    # the embedded broker's names load the broker (and kio) only when a test asks for them
+    if name == "EmbeddedBroker":
+        from samsa.testing._embedded import EmbeddedBroker
+
+        return EmbeddedBroker
+    if name in ("Intercept", "Intercepted"):
+        from samsa.testing import _intercept
+
+        return getattr(_intercept, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def zookeeper_available() -> bool:

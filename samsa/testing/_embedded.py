@@ -11,12 +11,11 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from samsa.protocol.errors import ErrorCode
-
 from ._intercept import Answer, Intercept, Intercepted, InterceptingDispatch
 
 if TYPE_CHECKING:
     from samsa.broker.app import Broker
+    from samsa.protocol.errors import ErrorCode
 
 
 class EmbeddedBroker:
