@@ -4,10 +4,11 @@ A broker is built in this process (as tests/protocol/test_fuzz_decoder.py does) 
 dispatcher is handed ready-made request frames on one event loop: what is measured is the
 CPU of decoding, handling and encoding, nothing of the kernel's or a client's. Loads:
 
-- produce: idempotent Produce v9, acks=-1, each request carrying one-record batches (records
-  of --size bytes) for --per-request partitions of a --partitions topic, partitions taken in
-  turn (librdkafka sends one partition per request: --per-request 1; a Java producer at a
-  tenth of its capacity sends many);
+- produce: idempotent Produce v9, acks=-1, each request carrying batches of --records records
+  (one by default; many for a saturated producer's batches) of --size bytes for --per-request
+  partitions of a --partitions topic, partitions taken in turn (librdkafka sends one
+  partition per request: --per-request 1; a Java producer at a tenth of its capacity sends
+  many);
 - fetch: Fetch v12 of every partition of the topic from the offsets last read, after each
   produce request (a consumer of many partitions at a low rate: little data per partition).
 
@@ -72,7 +73,7 @@ class Harness:
 
 
 async def produce_frames(h: Harness, topic: str, partitions: int, per_request: int,
-                         size: int, count: int) -> list[bytes]:
+                         size: int, count: int, records: int = 1) -> list[bytes]:
     init = await h.call(22, 4, {"transactional_id": None, "transaction_timeout_ms": 60_000,
                                 "producer_id": -1, "producer_epoch": -1})
     pid, epoch = init.producer_id, init.producer_epoch
@@ -83,9 +84,10 @@ async def produce_frames(h: Harness, topic: str, partitions: int, per_request: i
         data = []
         for _ in range(per_request):
             p, nxt = nxt, (nxt + 1) % partitions
-            batch = build_batch([(b"key-%d" % p, value)], producer_id=pid, producer_epoch=epoch,
-                                base_sequence=sequences[p], default_timestamp=now)
-            sequences[p] += 1
+            batch = build_batch([(b"key-%d" % p, value)] * records, producer_id=pid,
+                                producer_epoch=epoch, base_sequence=sequences[p],
+                                default_timestamp=now)
+            sequences[p] += records
             data.append({"index": p, "records": bytes(batch)})
         frames.append(h.frame(0, 9, {"transactional_id": None, "acks": -1,
                                      "timeout_ms": 30_000,
@@ -115,7 +117,7 @@ async def run(args: argparse.Namespace) -> None:
         list(h.broker.replicas.partitions())  # every log created before the clock
         rounds = args.rounds + (1 if args.profile else 0)
         frames = await produce_frames(h, topic, args.partitions, args.per_request, args.size,
-                                      args.requests * (rounds + 1))
+                                      args.requests * (rounds + 1), args.records)
         produced = 0
         offsets = [0] * args.partitions
 
@@ -160,7 +162,8 @@ async def run(args: argparse.Namespace) -> None:
             per_req.append(1e6 * cpu / requests)
             per_batch.append(1e6 * cpu / batches)
         what = ("fetch of every partition after one produce request" if args.load == "fetch"
-                else f"produce of {args.per_request} one-record batch(es) of {args.size} B")
+                else f"produce of {args.per_request} batch(es) of {args.records} record(s) of "
+                     f"{args.size} B")
         print(f"{args.load}: {args.partitions} partitions, {what}: "
               f"{statistics.median(per_req):.1f} us/request, "
               f"{statistics.median(per_batch):.2f} us/partition "
@@ -179,6 +182,7 @@ def main() -> None:
     ap.add_argument("--per-request", type=int, default=1,
                     help="partition-batches a produce request carries")
     ap.add_argument("--size", type=int, default=200)
+    ap.add_argument("--records", type=int, default=1, help="records a batch (--load produce)")
     ap.add_argument("--requests", type=int, default=2000, help="requests a round")
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--profile", action="store_true")
