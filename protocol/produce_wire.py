@@ -50,6 +50,7 @@ class PartitionData:
 
 class TopicData:
     __slots__ = ("name", "partition_data")
+    topic_id = None  # v13's: the handler asks for it (getattr failing would raise inside)
 
     def __init__(self, name: str, partition_data: tuple[PartitionData, ...]) -> None:
         self.name = name
@@ -111,6 +112,9 @@ def _uvarint(buf: Any, pos: int) -> tuple[int, int]:
 def _length(buf: Any, pos: int, flexible: bool, wide: bool) -> tuple[int, int]:
     """A length prefix (-1: null) and the position after it."""
     if flexible:
+        b = buf[pos]
+        if b < 0x80:  # one byte, without _uvarint's call
+            return b - 1, pos + 1
         n, pos = _uvarint(buf, pos)
         return n - 1, pos
     if wide:
@@ -130,12 +134,6 @@ def _string(buf: Any, pos: int, end: int, flexible: bool, nullable: bool
     return bytes(buf[pos:pos + n]).decode("utf-8"), pos + n  # invalid UTF-8: general path
 
 
-def _no_tags(buf: Any, pos: int) -> int:
-    if buf[pos] != 0:
-        raise _Unusual
-    return pos + 1
-
-
 def read_produce(frame: Any) -> ProduceRequest | None:
     """The Produce request in `frame` (header and body, after the size prefix), or None when
     it is not the usual kind (see the module's docstring) or is malformed."""
@@ -146,6 +144,7 @@ def read_produce(frame: Any) -> ProduceRequest | None:
 
 
 def _read(buf: Any) -> ProduceRequest:
+    # (tagged-field sections and counts read inline: this runs for every Produce request)
     end = len(buf)
     api_key, version, _correlation, n = _HEADER_START.unpack_from(buf, 0)
     if api_key != 0 or not MIN_VERSION <= version <= MAX_VERSION:
@@ -161,7 +160,9 @@ def _read(buf: Any) -> ProduceRequest:
     elif n != -1:
         raise _Unusual
     if flexible:
-        pos = _no_tags(buf, pos)
+        if buf[pos]:  # the header's tagged fields
+            raise _Unusual
+        pos += 1
     transactional_id, pos = _string(buf, pos, end, flexible, nullable=True)
     acks, timeout_ms = _ACKS_TIMEOUT.unpack_from(buf, pos)
     pos += 6
@@ -188,13 +189,19 @@ def _read(buf: Any) -> ProduceRequest:
             elif size != -1:
                 raise _Unusual
             if flexible:
-                pos = _no_tags(buf, pos)
+                if buf[pos]:  # the partition's tagged fields
+                    raise _Unusual
+                pos += 1
             partitions.append(PartitionData(index, records))
         if flexible:
-            pos = _no_tags(buf, pos)
+            if buf[pos]:  # the topic's
+                raise _Unusual
+            pos += 1
         topics.append(TopicData(name, tuple(partitions)))
     if flexible:
-        pos = _no_tags(buf, pos)
+        if buf[pos]:  # the request's
+            raise _Unusual
+        pos += 1
     if pos != end:
         raise _Unusual
     return ProduceRequest(transactional_id, acks, timeout_ms, tuple(topics), client_id)
