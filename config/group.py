@@ -17,7 +17,6 @@ from typing import Any
 
 from samsa.config.schema import (
     BrokerConfig,
-    ConfigError,
     ConfigSource,
     ConfigType,
     PropertyDef,
@@ -25,7 +24,13 @@ from samsa.config.schema import (
     at_least,
     value_to_string,
 )
-from samsa.config.topic import ConfigEntry, ConfigSynonym, InvalidConfigError, broker_layer_synonyms
+from samsa.config.topic import (
+    ConfigEntry,
+    ConfigSynonym,
+    InvalidConfigError,
+    broker_layer_synonyms,
+    parse_overrides,
+)
 
 
 def _g(name: str, default: int, doc: str, least: int) -> PropertyDef:
@@ -87,15 +92,7 @@ def validate_group_configs(configs: Mapping[str, str | None],
     if nulls:
         raise InvalidConfigError(nulls[0], "Null value not supported for group configs: "
                                  + ",".join(nulls))
-    parsed: dict[str, Any] = {}
-    for key, raw in configs.items():
-        prop = GROUP_PROPERTIES.get(key)
-        if prop is None:
-            raise InvalidConfigError(key, f"Unknown group config name: {key}")
-        try:
-            parsed[key] = prop.parse(raw)
-        except ConfigError as e:
-            raise InvalidConfigError(key, str(e)) from None
+    parsed = parse_overrides(configs, GROUP_PROPERTIES, "group")
     values: dict[str, Any] = {k: p.default for k, p in GROUP_PROPERTIES.items()}
     values.update(parsed)
     heartbeat = values["consumer.heartbeat.interval.ms"]

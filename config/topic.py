@@ -158,16 +158,24 @@ def validate_topic_configs(configs: Mapping[str, str | None],
     Returns the parsed values; a None value (delete the override) is kept as None. Raises
     InvalidConfigError naming the key for an unknown key or a bad value.
     """
-    parsed: dict[str, object] = {}
+    parsed = parse_overrides(configs, TOPIC_PROPERTIES, "topic")
+    _check_combination(parsed, broker or BrokerConfig())
+    return parsed
+
+
+def parse_overrides(configs: Mapping[str, str | None], properties: Mapping[str, PropertyDef],
+                    kind: str) -> dict[str, Any]:
+    """Each override parsed by its property; InvalidConfigError names an unknown key or the
+    key of a bad value (a topic's or a group's configs alike)."""
+    parsed: dict[str, Any] = {}
     for key, raw in configs.items():
-        prop = TOPIC_PROPERTIES.get(key)
+        prop = properties.get(key)
         if prop is None:
-            raise InvalidConfigError(key, f"Unknown topic config name: {key}")
+            raise InvalidConfigError(key, f"Unknown {kind} config name: {key}")
         try:
             parsed[key] = prop.parse(raw)
         except ConfigError as e:
             raise InvalidConfigError(key, str(e)) from None
-    _check_combination(parsed, broker or BrokerConfig())
     return parsed
 
 
