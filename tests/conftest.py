@@ -5,6 +5,9 @@
     broker_factory   broker_factory(settings={...}) -> started BrokerProcess, closed after the test
     unique_topic     a topic name unique to this test
 
+Under `pytest -n 2 --dist loadgroup` a module, a package of tests/support/xdist_units.py's or
+an xdist_group is run by one worker, so a module- or package-scoped fixture starts once.
+
 When a test fails, the tail of the log of every broker it used is added to its report.
 """
 
@@ -25,6 +28,9 @@ from tests.support.broker import STARTED_THIS_TEST, BrokerProcess, kill_all_live
 # Every broker the tests start compares each response protocol/encoder.py writes with kio's
 # bytes for the same dict (broker/network/dispatch.py), and drops the connection on a difference.
 os.environ.setdefault("SAMSA_CHECK_ENCODER", "1")
+
+# The scheduler of `pytest -n 2 --dist loadgroup` (make test), as said above.
+pytest_plugins = ("tests.support.xdist_units",)
 
 _shared: BrokerProcess | None = None
 

@@ -14,7 +14,8 @@ import pytest
 
 from tests.chaos.cutoff import CutoffParams, run_cutoff
 
-pytestmark = pytest.mark.timeout(300)
+# One worker at a time makes network namespaces (tests/support/xdist_units.py).
+pytestmark = [pytest.mark.timeout(300), pytest.mark.xdist_group("netns")]
 
 
 def test_exactly_once_across_brokers_cut_off(partitioned_cluster, tmp_path):

@@ -12,6 +12,9 @@ import pytest
 
 from tests.chaos.netns import BROKER_PORT, NetLab, unavailable_reason
 
+# One worker at a time makes network namespaces (tests/support/xdist_units.py).
+pytestmark = pytest.mark.xdist_group("netns")
+
 ZK_PORT = 2181
 # Listens until killed; prints once it does.
 SERVER = ("import socket,sys; s=socket.socket(); s.setsockopt(socket.SOL_SOCKET, "

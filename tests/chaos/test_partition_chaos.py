@@ -12,7 +12,8 @@ import pytest
 
 from tests.chaos.queue_workload import QueueParams, run_queue
 
-pytestmark = pytest.mark.timeout(400)
+# One worker at a time makes network namespaces (tests/support/xdist_units.py).
+pytestmark = [pytest.mark.timeout(400), pytest.mark.xdist_group("netns")]
 
 
 def test_queue_under_partitions(partitioned_cluster, tmp_path):

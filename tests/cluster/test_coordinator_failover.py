@@ -45,7 +45,8 @@ from tests.cluster.cluster import GROUP_KEY, TRANSACTION_KEY, Cluster, wait_unti
 from tests.protocol.wire import WireClient
 from tests.transactions.txnwire import ADD_OFFSETS, END_TXN, TxnWire, markers, txn_batch
 
-pytestmark = pytest.mark.timeout(240)
+# One worker at a time makes network namespaces (tests/support/xdist_units.py).
+pytestmark = [pytest.mark.timeout(240), pytest.mark.xdist_group("netns")]
 log = logging.getLogger(__name__)
 
 TXN_TOPIC, OFFSETS_TOPIC = "__transaction_state", "__consumer_offsets"
