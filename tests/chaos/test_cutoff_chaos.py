@@ -14,8 +14,8 @@ import pytest
 
 from tests.chaos.cutoff import CutoffParams, run_cutoff
 
-# One worker at a time makes network namespaces (tests/support/xdist_units.py).
-pytestmark = [pytest.mark.timeout(300), pytest.mark.xdist_group("netns")]
+# One worker at a time changes the host's network (tests/support/xdist_units.py).
+pytestmark = [pytest.mark.timeout(300), pytest.mark.xdist_group("host-network")]
 
 
 def test_exactly_once_across_brokers_cut_off(partitioned_cluster, tmp_path):

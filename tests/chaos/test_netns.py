@@ -12,8 +12,8 @@ import pytest
 
 from tests.chaos.netns import BROKER_PORT, NetLab, unavailable_reason
 
-# One worker at a time makes network namespaces (tests/support/xdist_units.py).
-pytestmark = pytest.mark.xdist_group("netns")
+# One worker at a time changes the host's network (tests/support/xdist_units.py).
+pytestmark = pytest.mark.xdist_group("host-network")
 
 ZK_PORT = 2181
 # Listens until killed; prints once it does.

@@ -12,8 +12,8 @@ import pytest
 
 from tests.chaos.queue_workload import QueueParams, run_queue
 
-# One worker at a time makes network namespaces (tests/support/xdist_units.py).
-pytestmark = [pytest.mark.timeout(400), pytest.mark.xdist_group("netns")]
+# One worker at a time changes the host's network (tests/support/xdist_units.py).
+pytestmark = [pytest.mark.timeout(400), pytest.mark.xdist_group("host-network")]
 
 
 def test_queue_under_partitions(partitioned_cluster, tmp_path):

@@ -45,8 +45,8 @@ from tests.cluster.cluster import GROUP_KEY, TRANSACTION_KEY, Cluster, wait_unti
 from tests.protocol.wire import WireClient
 from tests.transactions.txnwire import ADD_OFFSETS, END_TXN, TxnWire, markers, txn_batch
 
-# One worker at a time makes network namespaces (tests/support/xdist_units.py).
-pytestmark = [pytest.mark.timeout(240), pytest.mark.xdist_group("netns")]
+# One worker at a time changes the host's network (tests/support/xdist_units.py).
+pytestmark = [pytest.mark.timeout(240), pytest.mark.xdist_group("host-network")]
 log = logging.getLogger(__name__)
 
 TXN_TOPIC, OFFSETS_TOPIC = "__transaction_state", "__consumer_offsets"

@@ -37,6 +37,9 @@ COMPOSE_FILE = REPO_ROOT / "docker-compose.yml"
 BROKER_SERVICES = ("samsa-1", "samsa-2", "samsa-3")
 HOST_PORTS = (19092, 19093, 19094)
 SERVICES = ("zookeeper", *BROKER_SERVICES)
+# One worker at a time changes the host's network (tests/support/xdist_units.py): the
+# engine's bridges and iptables rules, and the fixed host ports above.
+pytestmark = pytest.mark.xdist_group("host-network")
 
 
 def compose() -> dict[str, Any]:

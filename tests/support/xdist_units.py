@@ -5,8 +5,9 @@ package-scoped fixtures (a shared broker, a cluster, certificates) then start on
 worker instead of once in each, and a module's tests keep their order. Two wider units:
 
 - a test marked `pytest.mark.xdist_group(name)` joins the unit `name`, whatever its module
-  (xdist's own rule, which appends `@name` to its id): the network-namespace tests are
-  `netns`, so that one worker at a time makes namespaces, bridges and iptables rules;
+  (xdist's own rule, which appends `@name` to its id): the tests that change the host's
+  network (namespaces, bridges and iptables rules of tests/chaos/netns.py; the Docker engine
+  and its fixed host ports) are `host-network`, so that one worker at a time does;
 - every module of tests/spark is one unit: its SparkSession (a JVM of 1 GB) and brokers are
   package-scoped, and would otherwise start in both workers.
 
