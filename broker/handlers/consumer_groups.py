@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 import time
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from samsa.protocol.codec import millis
@@ -65,6 +65,21 @@ async def _group_timeouts(ctx: RequestContext, group_id: str) -> tuple[int, int]
             int(heartbeat) if heartbeat is not None else ctx.groups.consumer_heartbeat_ms)
 
 
+def heartbeat_denial(ctx: RequestContext, group_id: str,
+                     names: Sequence[str] | None) -> tuple[ErrorCode, str | None] | None:
+    """The error of a group heartbeat its principal may not send: READ on the group, and
+    (Kafka) DESCRIBE on every subscribed topic, else TOPIC_AUTHORIZATION_FAILED."""
+    if not ctx.authorize(AclOperation.READ, ResourceType.GROUP, group_id):
+        return ErrorCode.group_authorization_failed, None
+    if names is not None:
+        denied = set(names) - set(ctx.authorized(AclOperation.DESCRIBE, ResourceType.TOPIC,
+                                                 set(names), log_denied=False))
+        if denied:
+            return (ErrorCode.topic_authorization_failed,
+                    f"Unauthorized topics: {', '.join(sorted(denied))}")
+    return None
+
+
 @api(68, "ConsumerGroupHeartbeat", (0, 1))
 async def handle_consumer_group_heartbeat(
     ctx: RequestContext, request: ConsumerGroupHeartbeatRequest
@@ -79,16 +94,10 @@ async def handle_consumer_group_heartbeat(
                  ctx.client_id)
         return error(ErrorCode.unsupported_version,
                      "The new group coordinator is not enabled (group.version < 1).")
-    if not ctx.authorize(AclOperation.READ, ResourceType.GROUP, request.group_id):
-        return error(ErrorCode.group_authorization_failed)
     names = request.subscribed_topic_names
-    if names is not None:
-        # Kafka: DESCRIBE on every subscribed topic, else TOPIC_AUTHORIZATION_FAILED
-        denied = set(names) - set(ctx.authorized(AclOperation.DESCRIBE, ResourceType.TOPIC,
-                                                 set(names), log_denied=False))
-        if denied:
-            return error(ErrorCode.topic_authorization_failed,
-                         f"Unauthorized topics: {', '.join(sorted(denied))}")
+    denial = heartbeat_denial(ctx, request.group_id, names)
+    if denial is not None:
+        return error(*denial)
     owned: list[tuple[uuid.UUID, list[int]]] | None = None
     if request.topic_partitions is not None:
         owned = [(tp.topic_id or uuid.UUID(int=0), list(tp.partitions))

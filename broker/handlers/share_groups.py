@@ -13,8 +13,7 @@ from samsa.protocol.errors import ErrorCode
 
 from ..cluster.features import SHARE_VERSION
 from ..context import RequestContext
-from ..security.authorizer import AclOperation, ResourceType
-from .consumer_groups import describe_groups
+from .consumer_groups import describe_groups, heartbeat_denial
 from .declare import api
 
 if TYPE_CHECKING:
@@ -36,15 +35,10 @@ async def handle_share_group_heartbeat(
 
     if not _enabled(ctx):
         return error(ErrorCode.unsupported_version, "Share groups are not enabled.")
-    if not ctx.authorize(AclOperation.READ, ResourceType.GROUP, request.group_id):
-        return error(ErrorCode.group_authorization_failed)
     names = request.subscribed_topic_names
-    if names is not None:
-        denied = set(names) - set(ctx.authorized(AclOperation.DESCRIBE, ResourceType.TOPIC,
-                                                 set(names), log_denied=False))
-        if denied:
-            return error(ErrorCode.topic_authorization_failed,
-                         f"Unauthorized topics: {', '.join(sorted(denied))}")
+    denial = heartbeat_denial(ctx, request.group_id, names)
+    if denial is not None:
+        return error(*denial)
     result = await ctx.groups.share_group_heartbeat(
         request.group_id, request.member_id, request.member_epoch, request.rack_id,
         list(names) if names is not None else None, ctx.client_id or "",
