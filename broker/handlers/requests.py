@@ -309,6 +309,9 @@ AlterReplicaLogDirsRequest: TypeAlias = (
 AlterShareGroupOffsetsRequest: TypeAlias = (
     alter_share_group_offsets_v0.AlterShareGroupOffsetsRequest
 )
+AlterShareGroupOffsetsTopic: TypeAlias = (
+    alter_share_group_offsets_v0.AlterShareGroupOffsetsRequestTopic
+)
 AlterUserScramCredentialsRequest: TypeAlias = (
     alter_user_scram_credentials_v0.AlterUserScramCredentialsRequest
 )
@@ -361,6 +364,9 @@ DeleteRecordsRequest: TypeAlias = (
 )
 DeleteShareGroupOffsetsRequest: TypeAlias = (
     delete_share_group_offsets_v0.DeleteShareGroupOffsetsRequest
+)
+DeleteShareGroupOffsetsTopic: TypeAlias = (
+    delete_share_group_offsets_v0.DeleteShareGroupOffsetsRequestTopic
 )
 DeleteShareGroupStatePartition: TypeAlias = delete_share_group_state_v0.PartitionData
 DeleteShareGroupStateRequest: TypeAlias = delete_share_group_state_v0.DeleteShareGroupStateRequest

@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import logging
 import uuid
-from typing import TYPE_CHECKING, Any
+from collections.abc import Awaitable, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from samsa.coordinator.group.common import GroupError
 from samsa.coordinator.share.coordinator import ShareStateError
@@ -26,13 +27,16 @@ from samsa.protocol.errors import ErrorCode
 
 from ..context import RequestContext
 from ..security.authorizer import AclOperation, ResourceType
+from ..share.persister import SharePersister
 from .declare import api
 from .share_groups import _enabled
 
 if TYPE_CHECKING:
     from .requests import (
         AlterShareGroupOffsetsRequest,
+        AlterShareGroupOffsetsTopic,
         DeleteShareGroupOffsetsRequest,
+        DeleteShareGroupOffsetsTopic,
         DescribeShareGroupOffsetsRequest,
     )
 
@@ -113,27 +117,49 @@ async def handle_describe_share_group_offsets(
     return {"throttle_time": 0, "groups": groups}
 
 
-@api(91, "AlterShareGroupOffsets", (0, 0))
-async def handle_alter_share_group_offsets(
-    ctx: RequestContext, request: AlterShareGroupOffsetsRequest
-) -> dict[str, Any]:
-    code, message = _group_check(ctx, request.group_id, AclOperation.READ, empty=True)
+class _NamedTopic(Protocol):
+    @property
+    def topic_name(self) -> str: ...
+
+
+_T = TypeVar("_T", bound=_NamedTopic)
+# One topic's answer: (the persister, the topic, its (id, partition count) if it exists, whether
+# the principal may READ it) -> its entry in "responses".
+_TopicChange = Callable[[SharePersister, _T, tuple[uuid.UUID, int] | None, bool],
+                        Awaitable[dict[str, Any]]]
+
+
+async def _change_offsets(ctx: RequestContext, group_id: str, op: AclOperation,
+                          topics: Sequence[_T], change: _TopicChange[_T]) -> dict[str, Any]:
+    """Alter and Delete alike: `op` on the empty group, READ on each topic, then `change` for
+    each topic in the request's order."""
+    code, message = _group_check(ctx, group_id, op, empty=True)
     if code != ErrorCode.none:
         return {"throttle_time": 0, "error_code": code, "error_message": message,
                 "responses": []}
     persister = ctx.share_persister
     assert persister is not None
     allowed = set(ctx.authorized(AclOperation.READ, ResourceType.TOPIC,
-                                 {t.topic_name for t in request.topics}))
-    responses = []
-    for t in request.topics:
-        info = _topic(ctx, t.topic_name)
+                                 {t.topic_name for t in topics}))
+    responses = [await change(persister, t, _topic(ctx, t.topic_name), t.topic_name in allowed)
+                 for t in topics]
+    return {"throttle_time": 0, "error_code": ErrorCode.none, "error_message": None,
+            "responses": responses}
+
+
+@api(91, "AlterShareGroupOffsets", (0, 0),
+     structs={"AlterShareGroupOffsetsTopic": "AlterShareGroupOffsetsRequestTopic"})
+async def handle_alter_share_group_offsets(
+    ctx: RequestContext, request: AlterShareGroupOffsetsRequest
+) -> dict[str, Any]:
+    async def alter(persister: SharePersister, t: AlterShareGroupOffsetsTopic,
+                    info: tuple[uuid.UUID, int] | None, allowed: bool) -> dict[str, Any]:
         out = []
         for p in t.partitions:
             item: dict[str, Any] = {"partition_index": p.partition_index,
                                     "error_code": ErrorCode.none, "error_message": None}
             out.append(item)
-            if t.topic_name not in allowed:
+            if not allowed:
                 item["error_code"] = ErrorCode.topic_authorization_failed
             elif info is None or not 0 <= p.partition_index < info[1]:
                 item["error_code"] = ErrorCode.unknown_topic_or_partition
@@ -155,37 +181,28 @@ async def handle_alter_share_group_offsets(
                 except (ShareStateError, GroupError) as exc:
                     item["error_code"] = exc.error_code
                     item["error_message"] = getattr(exc, "message", None)
-        responses.append({"topic_name": t.topic_name,
-                          "topic_id": info[0] if info is not None else None, "partitions": out})
-    return {"throttle_time": 0, "error_code": ErrorCode.none, "error_message": None,
-            "responses": responses}
+        return {"topic_name": t.topic_name,
+                "topic_id": info[0] if info is not None else None, "partitions": out}
+
+    return await _change_offsets(ctx, request.group_id, AclOperation.READ, request.topics, alter)
 
 
-@api(92, "DeleteShareGroupOffsets", (0, 0))
+@api(92, "DeleteShareGroupOffsets", (0, 0),
+     structs={"DeleteShareGroupOffsetsTopic": "DeleteShareGroupOffsetsRequestTopic"})
 async def handle_delete_share_group_offsets(
     ctx: RequestContext, request: DeleteShareGroupOffsetsRequest
 ) -> dict[str, Any]:
-    code, message = _group_check(ctx, request.group_id, AclOperation.DELETE, empty=True)
-    if code != ErrorCode.none:
-        return {"throttle_time": 0, "error_code": code, "error_message": message,
-                "responses": []}
-    persister = ctx.share_persister
-    assert persister is not None
-    allowed = set(ctx.authorized(AclOperation.READ, ResourceType.TOPIC,
-                                 {t.topic_name for t in request.topics}))
-    responses = []
-    for t in request.topics:
-        info = _topic(ctx, t.topic_name)
+    async def delete(persister: SharePersister, t: DeleteShareGroupOffsetsTopic,
+                     info: tuple[uuid.UUID, int] | None, allowed: bool) -> dict[str, Any]:
         item: dict[str, Any] = {"topic_name": t.topic_name,
                                 "topic_id": info[0] if info is not None else None,
                                 "error_code": ErrorCode.none, "error_message": None}
-        responses.append(item)
-        if t.topic_name not in allowed:
+        if not allowed:
             item["error_code"] = ErrorCode.topic_authorization_failed
-            continue
+            return item
         if info is None:
             item["error_code"] = ErrorCode.unknown_topic_or_partition
-            continue
+            return item
         try:
             for p in range(info[1]):
                 await persister.delete(request.group_id, info[0], p)
@@ -195,5 +212,7 @@ async def handle_delete_share_group_offsets(
         except (ShareStateError, GroupError) as exc:
             item["error_code"] = exc.error_code
             item["error_message"] = getattr(exc, "message", None)
-    return {"throttle_time": 0, "error_code": ErrorCode.none, "error_message": None,
-            "responses": responses}
+        return item
+
+    return await _change_offsets(ctx, request.group_id, AclOperation.DELETE, request.topics,
+                                 delete)
