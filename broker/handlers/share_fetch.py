@@ -71,17 +71,21 @@ def _top_error(code: ErrorCode, message: str | None = None) -> dict[str, Any]:
             "acquisition_lock_timeout": 0, "responses": [], "node_endpoints": []}
 
 
-def _precheck(ctx: RequestContext, group_id: str | None, member_id: str | None,
-              epoch: int) -> tuple[ErrorCode, str | None]:
-    if not _enabled(ctx) or ctx.shares is None:
-        return ErrorCode.unsupported_version, "Share groups are not enabled."
+def _admit(ctx: RequestContext, group_id: str | None, member_id: str | None,
+           epoch: int) -> tuple[ShareFetcher, str, str] | dict[str, Any]:
+    """ShareFetch's and ShareAcknowledge's checks before the session: the fetcher, group and
+    member the request may go on with, or its top-level error answer."""
+    shares = ctx.shares
+    if not _enabled(ctx) or shares is None:
+        return _top_error(ErrorCode.unsupported_version, "Share groups are not enabled.")
     if not group_id or not member_id:
-        return ErrorCode.invalid_request, "GroupId and MemberId must be set."
+        return _top_error(ErrorCode.invalid_request, "GroupId and MemberId must be set.")
     if not ctx.authorize(AclOperation.READ, ResourceType.GROUP, group_id):
-        return ErrorCode.group_authorization_failed, None
+        return _top_error(ErrorCode.group_authorization_failed)
     if epoch != FINAL_EPOCH and ctx.groups.share_member_known(group_id, member_id) is False:
-        return ErrorCode.unknown_member_id, f"Member {member_id} is not in share group {group_id}."
-    return ErrorCode.none, None
+        return _top_error(ErrorCode.unknown_member_id,
+                          f"Member {member_id} is not in share group {group_id}.")
+    return shares, group_id, member_id
 
 
 class _Partitions:
@@ -166,14 +170,11 @@ async def _acknowledge(ctx: RequestContext, shares: ShareFetcher, parts: _Partit
 
 @api(78, "ShareFetch", (1, 2))
 async def handle_share_fetch(ctx: RequestContext, request: ShareFetchRequest) -> dict[str, Any]:
-    code, message = _precheck(ctx, request.group_id, request.member_id,
-                              request.share_session_epoch)
-    shares = ctx.shares
-    if code != ErrorCode.none or shares is None or not request.group_id or \
-            not request.member_id:
-        return _top_error(code, message)
-    group_id, member_id = request.group_id, request.member_id
     epoch = request.share_session_epoch
+    admitted = _admit(ctx, request.group_id, request.member_id, epoch)
+    if isinstance(admitted, dict):
+        return admitted
+    shares, group_id, member_id = admitted
     wanted = [_tp(t.topic_id, p.partition_index) for t in request.topics for p in t.partitions]
     forgotten = [_tp(t.topic_id, i) for t in request.forgotten_topics_data for i in t.partitions]
     has_acks = any(p.acknowledgement_batches for t in request.topics for p in t.partitions)
@@ -283,14 +284,11 @@ def _fetch_response(ctx: RequestContext, shares: ShareFetcher,
 async def handle_share_acknowledge(
     ctx: RequestContext, request: ShareAcknowledgeRequest
 ) -> dict[str, Any]:
-    code, message = _precheck(ctx, request.group_id, request.member_id,
-                              request.share_session_epoch)
-    shares = ctx.shares
-    if code != ErrorCode.none or shares is None or not request.group_id or \
-            not request.member_id:
-        return _top_error(code, message)
-    group_id, member_id = request.group_id, request.member_id
     epoch = request.share_session_epoch
+    admitted = _admit(ctx, request.group_id, request.member_id, epoch)
+    if isinstance(admitted, dict):
+        return admitted
+    shares, group_id, member_id = admitted
     try:
         if epoch == INITIAL_EPOCH:
             raise ShareSessionError("ShareAcknowledge cannot open a share session.",
