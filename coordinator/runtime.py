@@ -1,15 +1,16 @@
 """What the coordinators (transaction, group, share) share of Kafka's coordinator runtime:
 the load of a partition (its replay, yielding to the event loop, at the leader epoch it is
 led at, retried with back-off), the background tasks and periodic jobs (expiry, pruning),
-the answer a client gets when a write to the coordinator's
-partition fails, and the undoing of in-memory changes whose records did not replicate (Kafka
-reverts its snapshot registry to the offset before a failed write).
+the one write (`begin_write`: the local append now, the wait for the ISR when awaited) and the
+answer a client gets when a write to the coordinator's partition fails.
 
-A coordinator stages a change: it applies it in memory, appends its records, and waits for
-the ISR (`InternalTopic.begin_append_replicated`). `StagedWrites` keeps, for each piece of
-state (a group), the changes still waiting, in append order, each with the way to undo it.
-When one fails, it is undone, and so is every later change of the same state that was built
-on it; one that succeeds is forgotten.
+A coordinator changes its in-memory state with the records it writes. As in Kafka's runtime,
+it undoes the change only when the append itself fails (`begin_write` raises: not the leader,
+fewer in-sync replicas than min.insync.replicas, a batch too large); once the records are in
+the local log, a wait for the ISR that fails or times out answers the client with its error
+and keeps the change: the records may still commit, and a broker that loses the partition
+unloads its state, which the next leader rebuilds from its log. Undoing it then would make
+memory disagree with the log.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import asyncio
 import inspect
 import logging
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Hashable
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
@@ -59,7 +60,6 @@ def append_answer(exc: BaseException) -> ErrorCode:
 
 
 T = TypeVar("T")
-K = TypeVar("K", bound=Hashable)
 
 
 class WriteFailed(KafkaError):
@@ -232,51 +232,3 @@ async def load(topic: InternalTopic, p: int, read: Callable[[], Awaitable[T]], *
             return None
         # led here at a new epoch: what was read may miss the new leader's records
     return None
-
-
-class _Staged:
-    __slots__ = ("undo",)
-
-    def __init__(self, undo: Callable[[], None]) -> None:
-        self.undo = undo
-
-
-class StagedWrites(Generic[K]):
-    """Changes applied in memory whose records are in the log but not yet replicated, by the
-    state they change (`key`), oldest first."""
-
-    def __init__(self) -> None:
-        self._pending: dict[K, list[_Staged]] = {}
-
-    def stage(self, key: K, undo: Callable[[], None]) -> object:
-        """Record a change of `key` just applied; `undo` puts the state back as it was before
-        it. Returns the token to settle it with."""
-        staged = _Staged(undo)
-        self._pending.setdefault(key, []).append(staged)
-        return staged
-
-    def settle(self, key: K, token: object, replicated: bool) -> None:
-        """The change's records replicated (forget it) or did not (undo it, and the later
-        changes of `key` with it: they were made on top of it). A change already undone with
-        an earlier one is left alone."""
-        pending = self._pending.get(key, [])
-        index = next((i for i, s in enumerate(pending) if s is token), None)
-        if index is None:
-            return
-        if replicated:
-            del pending[index]
-        else:
-            undone = pending[index]
-            del pending[index:]
-            undone.undo()
-        if not pending:
-            self._pending.pop(key, None)
-
-    def forget(self, keep: Callable[[K], bool]) -> None:
-        """Drop the staged changes of the keys `keep` refuses (their state was unloaded: there
-        is nothing left to undo)."""
-        for key in [k for k in self._pending if not keep(k)]:
-            del self._pending[key]
-
-    def __len__(self) -> int:
-        return sum(len(v) for v in self._pending.values())

@@ -12,7 +12,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from samsa.coordinator.ports import TopicsView
-from samsa.coordinator.runtime import StagedWrites
 from samsa.protocol.errors import ErrorCode, KafkaError
 
 from .classic import ClassicGroup, Member
@@ -82,8 +81,6 @@ class GroupCoordinatorParts:
     loaded: set[int]
     # offsets partition -> producer id -> group ids with pending transactional offsets
     _txn_groups: dict[int, dict[int, set[str]]]
-    # consumer-group changes applied whose records are not yet replicated, by group id
-    _staged: StagedWrites[str]
 
     # ---- coordinator.py
     def coordinator_partition(self, group_id: str) -> int:
@@ -106,25 +103,18 @@ class GroupCoordinatorParts:
     def _store_group(self, group: ClassicGroup) -> None:
         raise NotImplementedError
 
-    async def _apply_and_await(self, p: int, group_id: str,
-                               after: Iterable[Callable[[], object]],
-                               replicated: Awaitable[int] | None,
-                               undo: Callable[[], None]) -> None:
-        """A consumer-group change whose records are on their way: run its in-memory actions,
-        then wait for the records to be replicated; NOT_COORDINATOR if the partition was
-        unloaded meanwhile. If they are not, `undo` puts the group back as it was before the
-        change (and the later changes made on top of it are undone with it)."""
+    async def _apply_and_await(self, p: int, after: Iterable[Callable[[], object]],
+                               replicated: Awaitable[int] | None) -> None:
+        """A consumer-group change whose records are in the local log: run its in-memory
+        actions, then wait for the records to be replicated; NOT_COORDINATOR if the partition
+        was unloaded meanwhile. A wait that fails (times out) answers its error but keeps the
+        change, as Kafka's runtime does: the records may still commit, and if this broker
+        loses the partition the next leader rebuilds the group from its log."""
         for action in after:
             action()
         if replicated is None:
             return
-        token = self._staged.stage(group_id, undo)
-        try:
-            await replicated
-        except GroupError:
-            self._staged.settle(group_id, token, replicated=False)
-            raise
-        self._staged.settle(group_id, token, replicated=True)
+        await replicated
         if p not in self.loaded:
             raise GroupError(ErrorCode.not_coordinator)
 

@@ -222,8 +222,7 @@ class ConsumerGroups(ConsumerMigrationMixin):
             except GroupError:
                 self._consumer_restore(snapshot)
                 raise
-            await self._apply_and_await(p, group_id, after, replicated,
-                                        lambda: self._consumer_restore(snapshot))
+            await self._apply_and_await(p, after, replicated)
         except GroupError as exc:
             message = str(exc.args[0]) if exc.args else ""
             if exc.error_code != ErrorCode.coordinator_load_in_progress:
@@ -759,7 +758,6 @@ class ConsumerGroups(ConsumerMigrationMixin):
             for m in group.members.values():
                 m.cancel_timers()
             del self.consumer_groups[group.group_id]
-        self._staged.forget(lambda group_id: group_id in self.consumer_groups)
 
 
 def _preferred(members: list[ConsumerMember], default: str) -> str:

@@ -314,8 +314,7 @@ class ConsumerMigrationMixin(GroupCoordinatorParts):
             except GroupError:
                 self._consumer_restore(snapshot)
                 raise
-            await self._apply_and_await(group.partition, group.group_id, after, replicated,
-                                        lambda: self._consumer_restore(snapshot))
+            await self._apply_and_await(group.partition, after, replicated)
             member = group.members.get(member_id)
             if member is None:
                 raise GroupError(ErrorCode.unknown_member_id)

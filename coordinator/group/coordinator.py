@@ -22,7 +22,6 @@ from samsa.config.schema import BrokerConfig
 from samsa.coordinator.internal_log import InternalTopic, ReplayedMarker
 from samsa.coordinator.ports import InternalLogHost, TopicsView
 from samsa.coordinator.runtime import (
-    StagedWrites,
     Tasks,
     WriteFailed,
     append_answer,
@@ -103,7 +102,6 @@ class GroupCoordinator(GroupMembership, GroupOffsets, ConsumerGroups, ShareGroup
         self.loading: dict[int, asyncio.Task[None]] = {}
         # offsets partition -> producer id -> group ids with pending transactional offsets
         self._txn_groups: dict[int, dict[int, set[str]]] = {}
-        self._staged: StagedWrites[str] = StagedWrites()
         # completions that arrived for a partition while it was loading
         self._deferred: dict[int, list[tuple[int, bool]]] = {}
         self._tasks = Tasks("group coordinator")

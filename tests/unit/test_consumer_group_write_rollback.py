@@ -1,8 +1,10 @@
-"""A consumer-group change whose records do not replicate is undone: the heartbeat is answered
-with an error and the group stays as it was before it (Kafka's coordinator runtime reverts its
-timeline to the offset before a failed write). In-process, on the fake host of
-test_coordinator_ports.py: a follower in the ISR that never fetches keeps the high watermark
-below the heartbeat's records until the write times out."""
+"""What a consumer group keeps of a change whose write fails, as Kafka's coordinator runtime: an
+append refused outright (here: fewer in-sync replicas than min.insync.replicas) undoes the
+change (the runtime reverts its timeline to the offset before the batch); a write in the local
+log whose wait for the ISR times out is answered COORDINATOR_NOT_AVAILABLE (REQUEST_TIMED_OUT,
+as the group coordinator service maps it) and keeps the change, which is what the log says: a
+leader loading the partition next rebuilds the same group. In-process, on the fake host of
+test_coordinator_ports.py."""
 
 from __future__ import annotations
 
@@ -73,42 +75,87 @@ def _state(coord: GroupCoordinator) -> tuple[Any, ...]:
                           group.subscription_metadata, members))
 
 
-def _stall_replication(host: FakeHost) -> None:
-    """A follower joins the ISR and never fetches: appends stay local and time out."""
+def _partition(host: FakeHost) -> Partition:
     part = host.replica("__consumer_offsets", 0)
     assert isinstance(part, Partition)
-    part.isr = [BROKER_ID, 2]
+    return part
 
 
-async def test_a_joining_member_whose_records_time_out_leaves_the_group_as_it_was(
+def _refuse_appends(host: FakeHost) -> None:
+    """min.insync.replicas above the ISR: the leader refuses an acks=all append outright."""
+    _partition(host).min_insync_replicas = 2
+
+
+def _stall_replication(host: FakeHost) -> None:
+    """A follower joins the ISR and never fetches: appends stay local and time out."""
+    _partition(host).isr = [BROKER_ID, 2]
+
+
+async def _reloaded(coord: GroupCoordinator, host: FakeHost) -> tuple[Any, ...]:
+    """The group as a coordinator loading the partition from its log sees it (the ISR back to
+    this broker alone, as when the silent follower is dropped from it)."""
+    _partition(host).isr = [BROKER_ID]
+    coord.on_leadership(0, False)
+    coord.on_leadership(0, True)
+    for _ in range(100):
+        if 0 in coord.loaded:
+            break
+        await asyncio.sleep(0.01)
+    return _state(coord)
+
+
+async def test_a_join_whose_append_is_refused_leaves_the_group_as_it_was(
         coord: GroupCoordinator, host: FakeHost) -> None:
-    first = await _heartbeat(coord, "m1", 0)
-    assert first["error_code"] == ErrorCode.none
+    assert (await _heartbeat(coord, "m1", 0))["error_code"] == ErrorCode.none
     before = _state(coord)
-    _stall_replication(host)
+    end = _partition(host).log_end_offset
+    _refuse_appends(host)
     answer = await _heartbeat(coord, "m2", 0)
     assert answer["error_code"] == ErrorCode.coordinator_not_available
     assert _state(coord) == before
-    assert coord.describe_consumer_group(GROUP)["group_epoch"] == before[0]
+    assert _partition(host).log_end_offset == end
 
 
-async def test_a_leave_whose_records_time_out_keeps_the_member(
-        coord: GroupCoordinator, host: FakeHost) -> None:
-    joined = await _heartbeat(coord, "m1", 0)
-    before = _state(coord)
-    _stall_replication(host)
-    answer = await _heartbeat(coord, "m1", -1)
-    assert answer["error_code"] == ErrorCode.coordinator_not_available
-    assert _state(coord) == before
-    assert joined["member_epoch"] == coord.consumer_groups[GROUP].members["m1"].member_epoch
-
-
-async def test_a_later_change_built_on_a_failed_one_is_undone_with_it(
+async def test_a_leave_whose_append_is_refused_keeps_the_member(
         coord: GroupCoordinator, host: FakeHost) -> None:
     await _heartbeat(coord, "m1", 0)
     before = _state(coord)
+    _refuse_appends(host)
+    answer = await _heartbeat(coord, "m1", -1)
+    assert answer["error_code"] == ErrorCode.coordinator_not_available
+    assert _state(coord) == before
+
+
+async def test_a_join_whose_records_time_out_is_kept_as_the_log_has_it(
+        coord: GroupCoordinator, host: FakeHost) -> None:
+    await _heartbeat(coord, "m1", 0)
     _stall_replication(host)
-    # m2 joins while m3's join is still waiting for the ISR: both fail, in either order
+    answer = await _heartbeat(coord, "m2", 0)
+    assert answer["error_code"] == ErrorCode.coordinator_not_available
+    kept = _state(coord)
+    assert "m2" in kept[-1]
+    assert await _reloaded(coord, host) == kept
+
+
+async def test_a_leave_whose_records_time_out_is_kept_as_the_log_has_it(
+        coord: GroupCoordinator, host: FakeHost) -> None:
+    await _heartbeat(coord, "m1", 0)
+    await _heartbeat(coord, "m2", 0)
+    _stall_replication(host)
+    answer = await _heartbeat(coord, "m1", -1)
+    assert answer["error_code"] == ErrorCode.coordinator_not_available
+    kept = _state(coord)
+    assert "m1" not in kept[-1]
+    assert await _reloaded(coord, host) == kept
+
+
+async def test_changes_made_on_a_timed_out_one_are_kept_with_it(
+        coord: GroupCoordinator, host: FakeHost) -> None:
+    await _heartbeat(coord, "m1", 0)
+    _stall_replication(host)
+    # m3 joins while m2's join is still waiting for the ISR: both time out, both stay
     answers = await asyncio.gather(_heartbeat(coord, "m2", 0), _heartbeat(coord, "m3", 0))
     assert [a["error_code"] for a in answers] == [ErrorCode.coordinator_not_available] * 2
-    assert _state(coord) == before
+    kept = _state(coord)
+    assert {"m1", "m2", "m3"} <= set(kept[-1])
+    assert await _reloaded(coord, host) == kept

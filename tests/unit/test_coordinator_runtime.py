@@ -1,6 +1,6 @@
-"""Specs of coordinator/runtime.py: the one append-error answer of the three coordinators, the
-staged changes undone when their records do not replicate, and the load of a partition (on
-the fake host of test_coordinator_ports.py)."""
+"""Specs of coordinator/runtime.py: the one append-error answer of the three coordinators and
+the load of a partition (on the fake host of test_coordinator_ports.py). What a coordinator
+keeps of a change whose write fails: test_consumer_group_write_rollback.py."""
 
 from __future__ import annotations
 
@@ -14,7 +14,6 @@ from samsa.broker.replication.partition import Partition
 from samsa.coordinator.internal_log import InternalAppendError, InternalTopic
 from samsa.coordinator.runtime import (
     LOAD_YIELD_EVERY,
-    StagedWrites,
     Tasks,
     WriteFailed,
     append_answer,
@@ -45,59 +44,6 @@ def test_errors_without_a_kafka_code_are_unknown_server_errors() -> None:
     assert append_answer(RuntimeError("boom")) == ErrorCode.unknown_server_error
     # a log directory that failed under the partition: another broker will lead it
     assert append_answer(KafkaStorageError("disk gone")) == ErrorCode.not_coordinator
-
-
-class State:
-    """A value changed by staged writes, each undone by putting the value back."""
-
-    def __init__(self) -> None:
-        self.value = 0
-        self.staged: StagedWrites[str] = StagedWrites()
-
-    def change(self, to: int, key: str = "g") -> object:
-        before = self.value
-
-        def undo() -> None:
-            self.value = before
-        self.value = to
-        return self.staged.stage(key, undo)
-
-
-# Two changes of one group (1, then 2 on top of it), settled in the order given: the value
-# the group is left with. A failed change undoes itself and what was built on it.
-@pytest.mark.parametrize(("settled", "left"), [
-    ([(1, True)], 1),  # one change, replicated: it stays
-    ([(1, False)], 0),  # one change, failed: undone
-    ([(1, True), (2, True)], 2),
-    ([(1, False), (2, False)], 0),  # the second was undone with the first already
-    ([(1, False), (2, True)], 0),  # ... even if its own records made it
-    ([(2, False), (1, True)], 1),  # a later failure keeps the earlier change
-    ([(2, True), (1, False)], 0),  # an earlier failure undoes a later success
-])
-def test_changes_settled_in_any_order(settled: list[tuple[int, bool]], left: int) -> None:
-    s = State()
-    tokens = {1: s.change(1)}
-    if any(change == 2 for change, _ in settled):
-        tokens[2] = s.change(2)
-    for change, replicated in settled:
-        s.staged.settle("g", tokens[change], replicated=replicated)
-    assert (s.value, len(s.staged)) == (left, 0)
-
-
-def test_changes_of_other_keys_are_left_alone() -> None:
-    s = State()
-    mine = s.change(1, "g")
-    s.change(5, "h")  # another group's change, waiting
-    s.staged.settle("g", mine, replicated=False)
-    assert len(s.staged) == 1
-
-
-def test_forgotten_changes_are_not_undone() -> None:
-    s = State()
-    token = s.change(1, "g")
-    s.staged.forget(lambda key: key != "g")  # the group was unloaded
-    s.staged.settle("g", token, replicated=False)
-    assert (s.value, len(s.staged)) == (1, 0)
 
 
 # ---- loading ---------------------------------------------------------------------------
