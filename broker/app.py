@@ -425,14 +425,18 @@ class Broker:
                          partition.topic, partition.index, isr, partition.isr_change_from,
                          doc["isr"])
                 return False
-            ok = await zk.write_partition_states(
-                [(partition.topic, partition.index, {**doc, "isr": isr}, version)],
-                as_controller=False,
-            )
+            written = {**doc, "isr": isr}
+            zxid = await zk.write_leader_isr(partition.topic, partition.index, written, version)
         except Exception as exc:
             log.info("ISR change of %s-%d failed: %r", partition.topic, partition.index, exc)
             return False
-        if ok:
+        ok = zxid is not None
+        if zxid is not None:
+            # In the cache at once: until the watch brings it, any change of the topic (another
+            # partition's) applied the cached ISR to this leader again, undoing its own change
+            # (an ISR shrunk below min.insync.replicas came back, then went again: produce
+            # refused, accepted, refused, and a client's pipelined batches out of order).
+            zk.reflect_partition_state(partition.topic, partition.index, written, zxid)
             # Against the ISR this write replaced: by now the store's watch may already have
             # set partition.isr to the new ISR, and a change counted against that is none.
             log.info("%s-%d: ISR %s -> %s", partition.topic, partition.index, doc["isr"], isr)

@@ -11,9 +11,12 @@ conditional on the zkVersion they knew."""
 from __future__ import annotations
 
 import asyncio
+import threading
 import uuid
 from collections.abc import Callable
 from pathlib import Path
+
+from kazoo.protocol.states import Callback
 
 from samsa.broker.app import Broker
 from samsa.broker.cluster.metadata_store import PartitionState, TopicState
@@ -77,5 +80,50 @@ async def test_an_isr_expansion_is_not_written_over_a_shrink_it_did_not_see(
         assert (written, stored["isr"], partition.isr) == ([False, True], [LEADER, F3],
                                                            [LEADER, F3])
     finally:
+        log.close()
+        await zk.close()
+
+
+async def test_a_leaders_own_isr_change_is_in_its_cache_before_the_watch_brings_it(
+        zookeeper: ZooKeeperProcess, tmp_path: Path) -> None:
+    """Until the state watch delivered the leader's own ISR change, any change of the topic
+    (another partition's) applied the cached ISR to the leader again: a shrink below
+    min.insync.replicas undone and redone, produce refused, accepted, refused."""
+    chroot = f"c{uuid.uuid4().hex[:8]}"
+    config = load_config(None, {
+        "broker.id": str(LEADER), "log.dirs": str(tmp_path / "logs"),
+        "listeners": "PLAINTEXT://127.0.0.1:0",
+        "zookeeper.connect": f"{zookeeper.connect_string}/{chroot}",
+        "zookeeper.session.timeout.ms": "6000"})
+    broker = Broker(config)
+    zk = broker.zk_store
+    await zk.start()
+    log = Log.open(tmp_path / "t-0", LogConfig.from_properties({}), recover=False)
+    release = threading.Event()
+    try:
+        topic = TopicState("t", uuid.uuid4(),
+                           {0: PartitionState([LEADER, F2, F3], LEADER, 3, [LEADER, F2, F3])}, {})
+        await zk.create_topic(topic)
+        await _until(lambda: zk.topic("t") is not None)
+        partition = Partition("t", 0, topic.topic_id, log, 3, [LEADER, F2, F3], LEADER,
+                              leader_id=-1)
+        partition.make_leader(3, [LEADER, F2, F3], [LEADER, F2, F3])
+        asked: list[list[int]] = []
+
+        async def ask(p: Partition, isr: list[int]) -> bool:
+            asked.append(isr)
+            return False  # written below, by hand
+
+        partition.isr_writer = ask
+        partition.shrink_isr_if_lagging(0)  # F2 and F3 have not fetched
+        await _until(lambda: asked == [[LEADER]])
+        # The store's watches are late: kazoo runs their callbacks one at a time, here behind
+        # one that waits.
+        zk._zk.handler.dispatch_callback(Callback("watch", release.wait, (10.0,)))
+        assert await broker._write_isr(partition, [LEADER])
+        cached = zk.topic("t")
+        assert cached is not None and cached.partitions[0].isr == [LEADER]
+    finally:
+        release.set()
         log.close()
         await zk.close()

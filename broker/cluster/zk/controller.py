@@ -9,7 +9,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from kazoo.client import KazooClient
-from kazoo.exceptions import NodeExistsError, NoNodeError
+from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
 
 from ..metadata_store import BrokerInfo, TopicState
 from .common import dumps as _dumps
@@ -92,6 +92,21 @@ class ZkControllerMixin:
         """Write partition states, each conditional on the zkVersion it was read at; as the
         controller also conditional on /controller_epoch (a stale controller writes nothing)."""
         return await asyncio.to_thread(self._write_states, updates, as_controller)
+
+    async def write_leader_isr(self, topic: str, index: int, doc: dict[str, Any],
+                               version: int) -> int | None:
+        """A leader's own ISR change, conditional on the zkVersion it was read at: the state
+        znode's mzxid once written, None if refused."""
+        return await asyncio.to_thread(self._write_leader_isr, topic, index, doc, version)
+
+    def _write_leader_isr(self, topic: str, index: int, doc: dict[str, Any],
+                          version: int) -> int | None:
+        try:
+            stat = self._zk.set(f"/brokers/topics/{topic}/partitions/{index}/state",
+                                _dumps(doc), version=version)
+        except (BadVersionError, NoNodeError):
+            return None
+        return int(stat.mzxid)
 
     def _write_states(
         self, updates: list[tuple[str, int, dict[str, Any], int]], as_controller: bool

@@ -558,11 +558,13 @@ class ZkMetadataStore(ZkControllerMixin, ZkConfigsMixin, ZkUsersMixin, ZkFeature
         self._by_id.set(topic)
         self._emit("topic", topic.name)
 
-    def reflect_partition_state(self, name: str, index: int, doc: dict[str, Any]) -> None:
-        """A partition state the controller just wrote, in the cache at once (Kafka's
-        controller updates its context as it writes); the watch brings the same later. Its
-        zxid is not known here, only that it was written in this broker's current life."""
-        self._set_state(name, index, doc, self.broker_epoch)
+    def reflect_partition_state(self, name: str, index: int, doc: dict[str, Any],
+                                zxid: int | None = None) -> None:
+        """A partition state this broker just wrote, in the cache at once (Kafka's controller
+        updates its context as it writes, a leader its ISR and zkVersion); the watch brings the
+        same later. Without its `zxid` (the state znode's mzxid), only that it was written in
+        this broker's current life is known."""
+        self._set_state(name, index, doc, self.broker_epoch if zxid is None else zxid)
 
     def _set_state(self, name: str, index: int, doc: dict[str, Any], zxid: int) -> None:
         topic = self._topics.get(name)
