@@ -75,6 +75,20 @@ def _describe_error(user: str, code: ErrorCode, message: str) -> dict[str, Any]:
     return {"user": user, "error_code": code, "error_message": message, "credential_infos": []}
 
 
+def _mechanism(user: str, mechanism_type: int, times: int) -> str | tuple[ErrorCode, str]:
+    """The mechanism a deletion or an upsertion names, or why it is refused (Kafka's checks
+    common to both; `times` is how often the request names this user and mechanism)."""
+    mechanism = _BY_TYPE.get(mechanism_type)
+    if not user:
+        return ErrorCode.unacceptable_credential, "Username must not be empty"
+    if mechanism is None:
+        return ErrorCode.unsupported_sasl_mechanism, "Unknown SCRAM mechanism"
+    if times > 1:
+        return (ErrorCode.duplicate_resource,
+                "A user credential cannot be altered twice in the same request")
+    return mechanism
+
+
 @api(51, "AlterUserScramCredentials", (0, 0))
 async def handle_alter_user_scram_credentials(
     ctx: RequestContext, request: AlterUserScramCredentialsRequest
@@ -97,28 +111,18 @@ async def handle_alter_user_scram_credentials(
 
     changes: list[tuple[str, str, ScramCredential | None]] = []
     for d in request.deletions:
-        mechanism = _BY_TYPE.get(d.mechanism)
-        if not d.name:
-            fail(d.name, ErrorCode.unacceptable_credential, "Username must not be empty")
-        elif mechanism is None:
-            fail(d.name, ErrorCode.unsupported_sasl_mechanism, "Unknown SCRAM mechanism")
-        elif pairs[(d.name, d.mechanism)] > 1:
-            fail(d.name, ErrorCode.duplicate_resource,
-                 "A user credential cannot be altered twice in the same request")
+        mechanism = _mechanism(d.name, d.mechanism, pairs[(d.name, d.mechanism)])
+        if isinstance(mechanism, tuple):
+            fail(d.name, *mechanism)
         elif mechanism not in existing.get(d.name, {}):
             fail(d.name, ErrorCode.resource_not_found,
                  "Attempt to delete a user credential that does not exist")
         else:
             changes.append((d.name, mechanism, None))
     for u in request.upsertions:
-        mechanism = _BY_TYPE.get(u.mechanism)
-        if not u.name:
-            fail(u.name, ErrorCode.unacceptable_credential, "Username must not be empty")
-        elif mechanism is None:
-            fail(u.name, ErrorCode.unsupported_sasl_mechanism, "Unknown SCRAM mechanism")
-        elif pairs[(u.name, u.mechanism)] > 1:
-            fail(u.name, ErrorCode.duplicate_resource,
-                 "A user credential cannot be altered twice in the same request")
+        mechanism = _mechanism(u.name, u.mechanism, pairs[(u.name, u.mechanism)])
+        if isinstance(mechanism, tuple):
+            fail(u.name, *mechanism)
         elif u.iterations < MIN_ITERATIONS:
             fail(u.name, ErrorCode.unacceptable_credential, "Too few iterations")
         elif u.iterations > MAX_ITERATIONS:
