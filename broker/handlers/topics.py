@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import uuid
 from collections import Counter
+from collections.abc import Container
 from typing import TYPE_CHECKING, Any
 
 from samsa.config.topic import describe_topic_config
@@ -46,6 +47,17 @@ def _mutation_quota(ctx: RequestContext, strict_since: int) -> MutationQuota:
                                  ctx.version >= strict_since)
 
 
+def _refusal(name: str, allowed: Container[str], quota: MutationQuota,
+             denied: str) -> tuple[ErrorCode, str] | None:
+    """Why a topic is not created or altered: TOPIC_AUTHORIZATION_FAILED (with Kafka's message
+    `denied`, which differs by API), else THROTTLING_QUOTA_EXCEEDED while the quota is used up."""
+    if name not in allowed:
+        return ErrorCode.topic_authorization_failed, denied
+    if quota.exceeded():
+        return ErrorCode.throttling_quota_exceeded, THROTTLED
+    return None
+
+
 def _by_name(request: DeleteTopicsRequest) -> TypeIs[DeleteTopicsRequestByName]:
     """v1-5 name the topics; v6 gives names or topic ids."""
     return request.__version__ < 6
@@ -67,18 +79,11 @@ async def handle_create_topics(ctx: RequestContext, request: CreateTopicsRequest
     for t in request.topics:
         out: dict[str, Any] = {"name": t.name, "error_code": ErrorCode.none,
                                "error_message": None}
-        if seen[t.name] > 1:
-            out.update(error_code=ErrorCode.invalid_request,
-                       error_message=f"Duplicate topic name {t.name}")
-            results.append(out)
-            continue
-        if t.name not in creatable:
-            out.update(error_code=ErrorCode.topic_authorization_failed,
-                       error_message="Authorization failed.")
-            results.append(out)
-            continue
-        if quota.exceeded():
-            out.update(error_code=ErrorCode.throttling_quota_exceeded, error_message=THROTTLED)
+        refusal = (_refusal(t.name, creatable, quota, "Authorization failed.")
+                   if seen[t.name] == 1 else
+                   (ErrorCode.invalid_request, f"Duplicate topic name {t.name}"))
+        if refusal is not None:
+            out.update(error_code=refusal[0], error_message=refusal[1])
             results.append(out)
             continue
         try:
@@ -199,13 +204,9 @@ async def handle_create_partitions(
                                    {t.name for t in request.topics}))
     for t in request.topics:
         out: dict[str, Any] = {"name": t.name, "error_code": ErrorCode.none}
-        if t.name not in alterable:
-            out.update(error_code=ErrorCode.topic_authorization_failed,
-                       error_message="The topic authorization is failed.")
-            results.append(out)
-            continue
-        if quota.exceeded():
-            out.update(error_code=ErrorCode.throttling_quota_exceeded, error_message=THROTTLED)
+        refusal = _refusal(t.name, alterable, quota, "The topic authorization is failed.")
+        if refusal is not None:
+            out.update(error_code=refusal[0], error_message=refusal[1])
             results.append(out)
             continue
         try:
