@@ -6,10 +6,11 @@ TransactionLogConfig, TransactionStateManagerConfig, ZkConfigs). Defaults are Ka
 where `kafka_default` records that Samsa differs (bind address, data directory, node id).
 
 This package's modules: `values` (types, sources, errors, parsing and printing values),
-`validators`, `property_def` (PropertyDef and what the tables share), one `props_<area>` module
-per area's property table, `registry` (the whole table in order, the dynamic sets, the topic
-synonyms), `listeners` (listener parsing) and `broker_config` (BrokerConfig). Import from
-`samsa.config.schema`, which re-exports them all.
+`validators`, `property_def` (PropertyDef, the reader of the table and what its entries share),
+`properties.toml` (the table itself: every property's name, type, default, validator and doc, by
+area), `registry` (the whole table in order, the dynamic sets, the topic synonyms), `listeners`
+(listener parsing) and `broker_config` (BrokerConfig). Import from `samsa.config.schema`, which
+re-exports them all.
 """
 
 from __future__ import annotations

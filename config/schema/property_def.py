@@ -1,11 +1,21 @@
-"""PropertyDef, the `prop` helper that builds table rows, and what the property tables share."""
+"""PropertyDef, the reader of the property table (properties.toml) and what its entries share."""
 
 from __future__ import annotations
 
+import tomllib
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
-from samsa.config.schema.validators import OneOfOrRange, Validator, between
+from samsa.config.schema.validators import (
+    LoggerLevels,
+    OneOfOrRange,
+    Validator,
+    ValidList,
+    ValidString,
+    at_least,
+    between,
+)
 from samsa.config.schema.values import ConfigType, parse_value, value_to_string
 
 _SAME = object()
@@ -74,16 +84,6 @@ KEY_MAP_GROWS = "the cleaner's key map grows with the data instead of using fixe
 IGNORED_DOC = " Accepted for compatibility; has no effect in Samsa: {reason}."
 REFUSED_DOC = " Samsa refuses any value other than the default: {reason}."
 
-G_SERVER, G_SOCKET, G_LOG, G_CLEANER = "server", "socket", "log", "log cleaner"
-G_SECURITY = "security"
-G_REPL, G_GROUP, G_TXN, G_ZK, G_SAMSA = (
-    "replication",
-    "group coordinator",
-    "transactions",
-    "zookeeper",
-    "samsa",
-)
-
 
 def prop(name: str, ctype: ConfigType, default: Any, doc: str, validator: Validator | None = None,
        *, topic: str | None = None, kafka: Any = _SAME, group: str, ignored: str | None = None,
@@ -94,3 +94,46 @@ def prop(name: str, ctype: ConfigType, default: Any, doc: str, validator: Valida
         doc += REFUSED_DOC.format(reason=refused)
     return PropertyDef(name, ctype, default, doc, validator, False, topic, kafka, group, ignored,
                        refused)
+
+
+TABLE_FILE = Path(__file__).with_name("properties.toml")
+# What a string in properties.toml's `valid`, `ignored_as` and `refused_as` may name.
+_NAMED: dict[str, Any] = {
+    "SECURITY_PROTOCOLS": SECURITY_PROTOCOLS, "AUTHORIZERS": AUTHORIZERS,
+    "REPLICA_SELECTORS": REPLICA_SELECTORS, "COMPRESSION_TYPES": COMPRESSION_TYPES,
+    "LOG_LEVELS": LOG_LEVELS, "GZIP_LEVEL": GZIP_LEVEL, "LZ4_LEVEL": LZ4_LEVEL,
+    "ZSTD_LEVEL": ZSTD_LEVEL, "NO_RECOMPRESSION": NO_RECOMPRESSION,
+    "NO_TIERED_STORAGE": NO_TIERED_STORAGE, "KEY_MAP_GROWS": KEY_MAP_GROWS,
+}
+_CHOICES: dict[str, type[ValidString] | type[ValidList] | type[LoggerLevels]] = {
+    "one_of": ValidString, "list_of": ValidList, "logger_levels": LoggerLevels}
+
+
+def load_table(path: Path = TABLE_FILE) -> list[PropertyDef]:
+    """Every property of the table file, in its order (the file's header describes its keys)."""
+    data = tomllib.loads(path.read_text(encoding="utf-8"))
+    groups: dict[str, str] = data.pop("groups")
+    return [_entry(e, groups[table]) for table, entries in data.items() for e in entries]
+
+
+def _entry(e: dict[str, Any], group: str) -> PropertyDef:
+    return prop(e["name"], ConfigType[e["type"].upper()], e.get("default"), e["doc"],
+                _validator(e.get("valid")), topic=e.get("topic"), kafka=e.get("kafka", _SAME),
+                group=e.get("group", group), ignored=_reason(e, "ignored"),
+                refused=_reason(e, "refused"))
+
+
+def _validator(spec: str | dict[str, Any] | None) -> Validator | None:
+    if spec is None or isinstance(spec, str):
+        return None if spec is None else _NAMED[spec]
+    ((kind, arg),) = spec.items()
+    if kind == "at_least":
+        return at_least(arg)
+    if kind == "between":
+        return between(*arg)
+    return _CHOICES[kind](tuple(_NAMED[arg] if isinstance(arg, str) else arg))
+
+
+def _reason(e: dict[str, Any], key: str) -> str | None:
+    named = e.get(f"{key}_as")
+    return e.get(key) if named is None else str(_NAMED[named])

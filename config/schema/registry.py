@@ -4,38 +4,11 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from samsa.config.schema.property_def import PropertyDef
-from samsa.config.schema.props_cleaner import CLEANER
-from samsa.config.schema.props_groups import GROUPS, OFFSETS
-from samsa.config.schema.props_listeners import LISTENERS
-from samsa.config.schema.props_log import LOG
-from samsa.config.schema.props_replication import REPLICATION
-from samsa.config.schema.props_samsa import SAMSA
-from samsa.config.schema.props_security import SECURITY
-from samsa.config.schema.props_server import SERVER
-from samsa.config.schema.props_share_groups import SHARE_COORDINATOR, SHARE_GROUPS
-from samsa.config.schema.props_socket import SOCKET
-from samsa.config.schema.props_transactions import TRANSACTIONS
-from samsa.config.schema.props_zookeeper import ZOOKEEPER
+from samsa.config.schema.property_def import PropertyDef, load_table
 from samsa.config.schema.values import ConfigError
 
 # Every property, in the order DescribeConfigs and the documentation list them.
-_TABLE: list[PropertyDef] = [
-    *SERVER,
-    *LISTENERS,
-    *SECURITY,
-    *SOCKET,
-    *LOG,
-    *CLEANER,
-    *REPLICATION,
-    *GROUPS,
-    *SHARE_GROUPS,
-    *OFFSETS,
-    *SHARE_COORDINATOR,
-    *TRANSACTIONS,
-    *ZOOKEEPER,
-    *SAMSA,
-]
+_TABLE: list[PropertyDef] = load_table()
 
 # Kafka's DynamicBrokerConfig.AllDynamicConfigs (with DynamicConfig.Broker's replication
 # quotas) that Samsa has and can change while it runs: the log defaults (every broker synonym

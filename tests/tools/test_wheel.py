@@ -93,6 +93,7 @@ def test_wheel_has_one_top_level_name(installed: tuple[Path, Path]) -> None:
         assert len([n for n in names if n.startswith(f"samsa/{pkg}/")
                     and n.endswith(".py")]) == n_files
     assert "samsa/config/broker.yaml" in names
+    assert "samsa/config/schema/properties.toml" in names  # the broker's property table
     assert "samsa/testing/__init__.py" in names
     assert "samsa = samsa.broker.cli:main" in entry_points
     assert "samsa = samsa._pytest_entry" in entry_points
