@@ -19,6 +19,20 @@ from samsa.config.schema.registry import BROKER_PROPERTIES, SYNONYM_GROUPS, TOPI
 from samsa.config.schema.values import ConfigError, ConfigSource
 
 
+class _TopicDefault:
+    """A read-only int attribute of BrokerConfig: a topic property's broker-level default
+    (BrokerConfig.topic_default)."""
+
+    def __init__(self, topic_name: str) -> None:
+        self.topic_name = topic_name
+
+    def __get__(self, config: BrokerConfig, owner: type | None = None) -> int:
+        return int(config.topic_default(self.topic_name))
+
+    def __set__(self, config: BrokerConfig, value: object) -> None:
+        raise AttributeError("a derived value; set its broker property instead")
+
+
 class BrokerConfig:
     """Typed broker configuration.
 
@@ -128,21 +142,10 @@ class BrokerConfig:
                 return value
         return None
 
-    @property
-    def log_retention_ms(self) -> int:
-        return int(self.topic_default("retention.ms"))
-
-    @property
-    def log_roll_ms(self) -> int:
-        return int(self.topic_default("segment.ms"))
-
-    @property
-    def log_roll_jitter_ms(self) -> int:
-        return int(self.topic_default("segment.jitter.ms"))
-
-    @property
-    def log_flush_interval_ms(self) -> int:
-        return int(self.topic_default("flush.ms"))
+    log_retention_ms = _TopicDefault("retention.ms")
+    log_roll_ms = _TopicDefault("segment.ms")
+    log_roll_jitter_ms = _TopicDefault("segment.jitter.ms")
+    log_flush_interval_ms = _TopicDefault("flush.ms")
 
     @property
     def broker_id(self) -> int:

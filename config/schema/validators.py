@@ -39,21 +39,24 @@ def between(lo: float, hi: float) -> Range:
 
 
 @dataclass(frozen=True)
-class ValidString:
+class _Choices:
     choices: tuple[str, ...]
-
-    def __call__(self, key: str, value: Any) -> None:
-        if value is not None and value not in self.choices:
-            choices = ", ".join(self.choices)
-            raise ConfigError.invalid(key, value, f"String must be one of: {choices}")
 
     def __str__(self) -> str:
         return f"[{', '.join(self.choices)}]"
 
 
 @dataclass(frozen=True)
-class ValidList:
-    choices: tuple[str, ...]
+class ValidString(_Choices):
+    def __call__(self, key: str, value: Any) -> None:
+        if value is not None and value not in self.choices:
+            choices = ", ".join(self.choices)
+            raise ConfigError.invalid(key, value, f"String must be one of: {choices}")
+
+
+@dataclass(frozen=True)
+class ValidList(_Choices):
+    """Each item of a list value is one of the choices."""
 
     def __call__(self, key: str, value: Any) -> None:
         for item in value or ():
@@ -61,9 +64,6 @@ class ValidList:
                 raise ConfigError.invalid(
                     key, ",".join(value), f"String must be one of: {', '.join(self.choices)}"
                 )
-
-    def __str__(self) -> str:
-        return f"[{', '.join(self.choices)}]"
 
 
 @dataclass(frozen=True)
