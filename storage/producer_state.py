@@ -32,6 +32,7 @@ from samsa.storage.errors import (
     InvalidRecord,
     InvalidTxnState,
     OutOfOrderSequence,
+    StorageError,
     TransactionCoordinatorFenced,
 )
 
@@ -286,16 +287,21 @@ class _Validator:
             self._own_batches[pid] = 0
         return e
 
+    def _refuse(self, error: type[StorageError], msg: str, level: int) -> None:
+        """A leader refuses a batch that breaks its producer's state; a follower takes what its
+        leader wrote, and logs it at `level`."""
+        if self._origin == "replication":
+            log.log(level, msg)
+        else:
+            raise error(msg)
+
     def _check_epoch(self, e: _Entry, epoch: int, offset: int) -> None:
         if epoch < e.epoch:
             msg = (
                 f"epoch {epoch} of producer {e.producer_id} at offset {offset} is smaller than "
                 f"the last seen epoch {e.epoch}"
             )
-            if self._origin == "replication":
-                log.warning(msg)
-            else:
-                raise InvalidProducerEpoch(msg)
+            self._refuse(InvalidProducerEpoch, msg, logging.WARNING)
 
     def _check_sequence(self, e: _Entry, b: BatchInfo) -> None:
         pid, first_seq = b.producer_id, b.base_sequence
@@ -369,19 +375,13 @@ class _Validator:
             # just written (KAFKA-19999).
             msg = (f"marker epoch {b.producer_epoch} of producer {b.producer_id} at offset "
                    f"{b.first_offset} is the epoch of its open transaction (transactions v2)")
-            if self._origin == "replication":
-                log.warning(msg)
-            else:
-                raise InvalidProducerEpoch(msg)
+            self._refuse(InvalidProducerEpoch, msg, logging.WARNING)
         if b.coordinator_epoch < e.coordinator_epoch:
             msg = (
                 f"coordinator epoch {b.coordinator_epoch} for producer {b.producer_id} at offset "
                 f"{b.first_offset} is older than {e.coordinator_epoch}"
             )
-            if self._origin == "replication":
-                log.info(msg)
-            else:
-                raise TransactionCoordinatorFenced(msg)
+            self._refuse(TransactionCoordinatorFenced, msg, logging.INFO)
         # Markers of empty transactions do not affect the LSO or the transaction index.
         if e.txn_first_offset is not None:
             self.completed.append(
