@@ -70,6 +70,8 @@ def _denied(ctx: RequestContext, op: AclOperation, resource_type: int,
 
 # A change of a topic's overrides: the current ones -> the new ones (raises TopicError).
 ConfigChange = Callable[[dict[str, str]], dict[str, str]]
+# IncrementalAlterConfigs' (operation, name, value) list applied to a resource's configs.
+_Ops = Callable[[dict[str, str], list[tuple[int, str, str | None]]], dict[str, str]]
 
 
 @api(32, "DescribeConfigs", (1, 4))
@@ -159,23 +161,12 @@ async def handle_alter_configs(
     responses = []
     for r in request.resources:
         new = {c.name: c.value for c in r.configs if c.value is not None}
-        if r.resource_type == BROKER:
-            def replace_broker(_current: dict[str, str],
-                               new: dict[str, str] = new) -> dict[str, str]:
-                return new
-
-            code, message = await _apply_broker(ctx, r.resource_name, replace_broker,
-                                                request.validate_only)
-            responses.append(_result(r.resource_type, r.resource_name, code, message))
-            continue
 
         def replace(_current: dict[str, str], new: dict[str, str] = new) -> dict[str, str]:
             return new
 
-        code, message = await _apply(
-            ctx, r.resource_type, r.resource_name, replace, request.validate_only
-        )
-        responses.append(_result(r.resource_type, r.resource_name, code, message))
+        responses.append(await _alter(ctx, r.resource_type, r.resource_name, replace,
+                                      request.validate_only))
     return {"throttle_time": 0, "responses": responses}
 
 
@@ -188,43 +179,49 @@ async def handle_incremental_alter_configs(
         ops: list[tuple[int, str, str | None]] = [
             (c.config_operation, c.name, c.value) for c in r.configs
         ]
-        if r.resource_type == BROKER:
-            def change_broker(current: dict[str, str],
-                              ops: list[tuple[int, str, str | None]] = ops) -> dict[str, str]:
-                return _broker_ops(current, ops)
+        apply_ops = _broker_ops if r.resource_type == BROKER else _resource_ops
 
-            code, message = await _apply_broker(ctx, r.resource_name, change_broker,
-                                                request.validate_only)
-            responses.append(_result(r.resource_type, r.resource_name, code, message))
-            continue
+        def change(current: dict[str, str], ops: list[tuple[int, str, str | None]] = ops,
+                   apply_ops: _Ops = apply_ops) -> dict[str, str]:
+            return apply_ops(current, ops)
 
-        def change(
-            current: dict[str, str], ops: list[tuple[int, str, str | None]] = ops
-        ) -> dict[str, str]:
-            updated = dict(current)
-            for op, name, value in ops:
-                if op == SET:
-                    # kio types the value nullable; a null SET value is passed on as sent
-                    updated[name] = value  # type: ignore[assignment]
-                elif op == DELETE:
-                    updated.pop(name, None)
-                elif op in (APPEND, SUBTRACT):
-                    items = [x for x in updated.get(name, "").split(",") if x]
-                    values = [x for x in (value or "").split(",") if x]
-                    if op == APPEND:
-                        items += [v for v in values if v not in items]
-                    else:
-                        items = [x for x in items if x not in values]
-                    updated[name] = ",".join(items)
-                else:
-                    raise TopicError(ErrorCode.invalid_request, f"Unknown operation {op}")
-            return updated
-
-        code, message = await _apply(
-            ctx, r.resource_type, r.resource_name, change, request.validate_only
-        )
-        responses.append(_result(r.resource_type, r.resource_name, code, message))
+        responses.append(await _alter(ctx, r.resource_type, r.resource_name, change,
+                                      request.validate_only))
     return {"throttle_time": 0, "responses": responses}
+
+
+async def _alter(ctx: RequestContext, resource_type: int, resource_name: str,
+                 change: ConfigChange, validate_only: bool) -> dict[str, Any]:
+    """One resource of AlterConfigs or IncrementalAlterConfigs changed by `change`: this
+    broker's (or the cluster default's) dynamic configs, or a topic's or a group's."""
+    if resource_type == BROKER:
+        code, message = await _apply_broker(ctx, resource_name, change, validate_only)
+    else:
+        code, message = await _apply(ctx, resource_type, resource_name, change, validate_only)
+    return _result(resource_type, resource_name, code, message)
+
+
+def _resource_ops(current: dict[str, str],
+                  ops: list[tuple[int, str, str | None]]) -> dict[str, str]:
+    """IncrementalAlterConfigs' operations on a topic's or a group's configs."""
+    updated = dict(current)
+    for op, name, value in ops:
+        if op == SET:
+            # kio types the value nullable; a null SET value is passed on as sent
+            updated[name] = value  # type: ignore[assignment]
+        elif op == DELETE:
+            updated.pop(name, None)
+        elif op in (APPEND, SUBTRACT):
+            items = [x for x in updated.get(name, "").split(",") if x]
+            values = [x for x in (value or "").split(",") if x]
+            if op == APPEND:
+                items += [v for v in values if v not in items]
+            else:
+                items = [x for x in items if x not in values]
+            updated[name] = ",".join(items)
+        else:
+            raise TopicError(ErrorCode.invalid_request, f"Unknown operation {op}")
+    return updated
 
 
 async def _apply(
