@@ -298,10 +298,7 @@ class LocalMetadataStore:
         return dict(self._group_configs.get(group, {}))
 
     async def set_group_configs(self, group: str, configs: dict[str, str]) -> None:
-        if configs:
-            self._group_configs[group] = dict(configs)
-        else:
-            self._group_configs.pop(group, None)
+        _put_configs(self._group_configs, group, configs)
         self._save()
 
     def scram_credential(self, user: str, mechanism: str) -> ScramCredential | None:
@@ -409,10 +406,7 @@ class LocalMetadataStore:
         return dict(self._broker_configs.get(entity, {}))
 
     async def write_broker_config(self, entity: str, config: dict[str, str]) -> None:
-        if config:
-            self._broker_configs[entity] = dict(config)
-        else:
-            self._broker_configs.pop(entity, None)
+        _put_configs(self._broker_configs, entity, config)
         self._save()
         for fn in self._broker_config_listeners:
             fn(entity, dict(config))
@@ -500,3 +494,11 @@ class LocalMetadataStore:
                  "acls": entries_to_json(self._acl_cache.get(p))}
                 for p in self._acl_cache.patterns()]
     # ---- end of ACLs --------------------------------------------------------------------------
+
+
+def _put_configs(table: dict[str, dict[str, str]], key: str, configs: dict[str, str]) -> None:
+    """A copy of `configs` kept under `key`; none (empty) removes the entry."""
+    if configs:
+        table[key] = dict(configs)
+    else:
+        table.pop(key, None)
