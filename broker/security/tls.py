@@ -163,6 +163,15 @@ def _validation_client(config: Any, listener: str) -> ssl.SSLContext:
     return ctx
 
 
+def _handshake_step(side: ssl.SSLObject) -> bool:
+    """One step of a side's handshake: True once it is done, False while it awaits the peer."""
+    try:
+        side.do_handshake()
+    except ssl.SSLWantReadError:
+        return False
+    return True
+
+
 def _handshake(server: ssl.SSLContext, client: ssl.SSLContext) -> None:
     """A TLS handshake between two contexts in memory; ssl.SSLError if it fails."""
     c_in, c_out, s_in, s_out = (ssl.MemoryBIO() for _ in range(4))
@@ -170,19 +179,9 @@ def _handshake(server: ssl.SSLContext, client: ssl.SSLContext) -> None:
     s = server.wrap_bio(s_in, s_out, server_side=True)
     done_c = done_s = False
     for _ in range(16):
-        if not done_c:
-            try:
-                c.do_handshake()
-                done_c = True
-            except ssl.SSLWantReadError:
-                pass
+        done_c = done_c or _handshake_step(c)
         s_in.write(c_out.read())
-        if not done_s:
-            try:
-                s.do_handshake()
-                done_s = True
-            except ssl.SSLWantReadError:
-                pass
+        done_s = done_s or _handshake_step(s)
         c_in.write(s_out.read())
         if done_c and done_s:
             # TLS 1.3: the client learns of a refused certificate only on its next read
