@@ -25,6 +25,7 @@ _PENDING_LIMIT = 8192  # bytes of entries held before a write
 
 class _IndexFile:
     entry: struct.Struct
+    _offsets: array[int]  # each entry's absolute offset, whatever else the entry holds
 
     def __init__(self, path: Path, base_offset: int, max_index_size: int) -> None:
         self.base_offset = base_offset
@@ -36,6 +37,13 @@ class _IndexFile:
         # recovery rebuilds the indexes of every segment past the recovery point. Writing them
         # per batch was one of three write() calls per produced batch.
         self._pending = bytearray()
+
+    def __len__(self) -> int:
+        return len(self._offsets)
+
+    @property
+    def is_full(self) -> bool:
+        return len(self._offsets) >= self.max_entries
 
     @property
     def path(self) -> Path:
@@ -134,13 +142,6 @@ class OffsetIndex(_IndexFile):
         self._offsets, self._positions = offsets, positions
         return True
 
-    def __len__(self) -> int:
-        return len(self._offsets)
-
-    @property
-    def is_full(self) -> bool:
-        return len(self._offsets) >= self.max_entries
-
     @property
     def last_entry(self) -> tuple[int, int]:
         if not self._offsets:
@@ -223,13 +224,6 @@ class TimeIndex(_IndexFile):
             offsets.append(off)
         self._timestamps, self._offsets = ts_arr, offsets
         return True
-
-    def __len__(self) -> int:
-        return len(self._timestamps)
-
-    @property
-    def is_full(self) -> bool:
-        return len(self._timestamps) >= self.max_entries
 
     @property
     def last_entry(self) -> tuple[int, int]:
