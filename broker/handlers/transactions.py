@@ -26,7 +26,7 @@ from ..context import RequestContext
 from ..replication.partition import Partition
 from ..replication.replica_manager import PartitionError
 from ..security.authorizer import AclOperation, ResourceType
-from ..txn.markers import append_marker_replicated
+from ..txn.markers import TxnMarker, append_marker_replicated
 from ..txn.verification import KAFKA_REQUEST_TIMEOUT_MS, produce_error
 from .common import field
 from .declare import api
@@ -246,6 +246,9 @@ async def handle_write_txn_markers(
     allowed = (ctx.authorize(AclOperation.ALTER, ResourceType.CLUSTER, log_denied=False)
                or ctx.authorize(AclOperation.CLUSTER_ACTION, ResourceType.CLUSTER))
     for m in request.markers:
+        # v2: the transaction's version (2: KIP-890's strict epoch rule)
+        marker = TxnMarker(m.producer_id, m.producer_epoch, bool(m.transaction_result),
+                           m.coordinator_epoch, getattr(m, "transaction_version", 0))
         topics = []
         for t in m.topics:
             parts = []
@@ -254,17 +257,7 @@ async def handle_write_txn_markers(
                     parts.append({"partition_index": p,
                                   "error_code": ErrorCode.cluster_authorization_failed})
                     continue
-                code = await append_marker_replicated(
-                    ctx.services,
-                    t.name,
-                    p,
-                    m.producer_id,
-                    m.producer_epoch,
-                    bool(m.transaction_result),
-                    m.coordinator_epoch,
-                    # v2: the transaction's version (2: KIP-890's strict epoch rule)
-                    getattr(m, "transaction_version", 0),
-                )
+                code = await append_marker_replicated(ctx.services, t.name, p, marker)
                 parts.append({"partition_index": p, "error_code": code})
             topics.append({"name": t.name, "partitions": parts})
         markers.append({"producer_id": m.producer_id, "topics": topics})

@@ -19,6 +19,7 @@ import logging
 import time
 from collections import defaultdict
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
 from samsa.protocol.errors import ErrorCode, KafkaError
@@ -58,37 +59,39 @@ class MarkerHost(Protocol):
     def groups(self) -> GroupCoordinator: ...
 
 
-def append_marker(
-    broker: MarkerHost,
-    topic: str,
-    partition: int,
-    producer_id: int,
-    producer_epoch: int,
-    commit: bool,
-    coordinator_epoch: int,
-    transaction_version: int = 0,
-) -> int:
+@dataclass(frozen=True, slots=True)
+class TxnMarker:
+    """What a marker says, whichever partitions it is written to."""
+
+    producer_id: int
+    producer_epoch: int
+    commit: bool
+    coordinator_epoch: int
+    # WriteTxnMarkers v2: 2 checks the epoch as Kafka does for transactions v2
+    # (storage/producer_state.py)
+    transaction_version: int = 0
+
+
+def append_marker(broker: MarkerHost, topic: str, partition: int, marker: TxnMarker) -> int:
     """Append one marker to the local log as this partition's leader (acks=all rules: the ISR
     must have min.insync.replicas members); returns a Kafka error code. The caller waits for
-    replication and then calls `settle_group_offsets`. `transaction_version` (WriteTxnMarkers
-    v2) 2 checks the epoch as Kafka does for transactions v2 (storage/producer_state.py)."""
+    replication and then calls `settle_group_offsets`."""
     try:
         leader = broker.replicas.leader_partition(topic, partition)
         if len(leader.isr) < leader.min_insync_replicas:
             return ErrorCode.not_enough_replicas
-        batch = build_control_batch(
-            producer_id, producer_epoch, commit, coordinator_epoch, int(time.time() * 1000)
-        )
+        batch = build_control_batch(marker.producer_id, marker.producer_epoch, marker.commit,
+                                    marker.coordinator_epoch, int(time.time() * 1000))
         leader.append_as_leader(batch, origin="coordinator",
-                                transaction_version=transaction_version)
+                                transaction_version=marker.transaction_version)
     except PartitionError as exc:
         return exc.error_code
     except KafkaError as exc:  # a StorageError or a record-format error
         log.warning(
             "marker (pid %d epoch %d %s) to %s-%d rejected: %s",
-            producer_id,
-            producer_epoch,
-            "commit" if commit else "abort",
+            marker.producer_id,
+            marker.producer_epoch,
+            "commit" if marker.commit else "abort",
             topic,
             partition,
             exc,
@@ -137,25 +140,14 @@ async def _await_marker(
     return ErrorCode.none
 
 
-async def append_marker_replicated(
-    broker: MarkerHost,
-    topic: str,
-    partition: int,
-    producer_id: int,
-    producer_epoch: int,
-    commit: bool,
-    coordinator_epoch: int,
-    transaction_version: int = 0,
-) -> int:
+async def append_marker_replicated(broker: MarkerHost, topic: str, partition: int,
+                                   marker: TxnMarker) -> int:
     """`append_marker`, answered once the ISR has the marker (Kafka appends markers with
     acks=all), so a leader change cannot lose a marker the coordinator counted as written."""
-    code = append_marker(
-        broker, topic, partition, producer_id, producer_epoch, commit, coordinator_epoch,
-        transaction_version,
-    )
+    code = append_marker(broker, topic, partition, marker)
     if code != ErrorCode.none:
         return code
-    return await _await_marker(broker, topic, partition, producer_id, commit)
+    return await _await_marker(broker, topic, partition, marker.producer_id, marker.commit)
 
 
 class TxnMarkerChannel:
@@ -180,6 +172,8 @@ class TxnMarkerChannel:
         replicated). Unknown leaders and unreachable brokers answer retriable codes. A
         transactions v2 marker goes as WriteTxnMarkers v2 with its transaction version."""
         broker = self.broker
+        marker = TxnMarker(producer_id, producer_epoch, commit, coordinator_epoch,
+                           transaction_version)
         results: dict[tuple[str, int], int] = {}
         remote: dict[int, list[tuple[str, int]]] = defaultdict(list)
         local: list[tuple[str, int]] = []
@@ -197,10 +191,7 @@ class TxnMarkerChannel:
                 remote[pstate.leader].append((topic, p))
         appended = []
         for topic, p in local:
-            code = append_marker(
-                broker, topic, p, producer_id, producer_epoch, commit, coordinator_epoch,
-                transaction_version,
-            )
+            code = append_marker(broker, topic, p, marker)
             results[(topic, p)] = code
             if code != ErrorCode.none:
                 continue
@@ -212,11 +203,7 @@ class TxnMarkerChannel:
             else:
                 appended.append((topic, p))
         local_waits = [_await_marker(broker, t, p, producer_id, commit) for t, p in appended]
-        remote_sends = [
-            self._send(leader, tps, producer_id, producer_epoch, commit, coordinator_epoch,
-                       transaction_version)
-            for leader, tps in remote.items()
-        ]
+        remote_sends = [self._send(leader, tps, marker) for leader, tps in remote.items()]
         if not local_waits and not remote_sends:
             return results
         local_codes, remote_results = await asyncio.gather(
@@ -227,36 +214,28 @@ class TxnMarkerChannel:
             results.update(answered)
         return results
 
-    async def _send(
-        self,
-        leader: int,
-        partitions: list[tuple[str, int]],
-        producer_id: int,
-        producer_epoch: int,
-        commit: bool,
-        coordinator_epoch: int,
-        transaction_version: int = 0,
-    ) -> dict[tuple[str, int], int]:
+    async def _send(self, leader: int, partitions: list[tuple[str, int]],
+                    marker: TxnMarker) -> dict[tuple[str, int], int]:
         by_topic: dict[str, list[int]] = defaultdict(list)
         for topic, p in partitions:
             by_topic[topic].append(p)
         body = {
             "markers": [
                 {
-                    "producer_id": producer_id,
-                    "producer_epoch": producer_epoch,
-                    "transaction_result": commit,
+                    "producer_id": marker.producer_id,
+                    "producer_epoch": marker.producer_epoch,
+                    "transaction_result": marker.commit,
                     "topics": [
                         {"name": t, "partition_indexes": ps} for t, ps in by_topic.items()
                     ],
-                    "coordinator_epoch": coordinator_epoch,
+                    "coordinator_epoch": marker.coordinator_epoch,
                 }
             ]
         }
         # v2 carries the transaction version (Kafka 4.2+); v1 is enough for the others
-        version = 2 if transaction_version >= 2 else 1
+        version = 2 if marker.transaction_version >= 2 else 1
         if version == 2:
-            body["markers"][0]["transaction_version"] = transaction_version
+            body["markers"][0]["transaction_version"] = marker.transaction_version
         conn = self._connections.get(leader)
         if conn is None:
             broker = self.broker
@@ -278,8 +257,8 @@ class TxnMarkerChannel:
             log.log(level, "WriteTxnMarkers to broker %d failed (retrying): %s", leader, exc)
             return not_sent
         out = not_sent
-        for marker in response.markers:
-            for t in marker.topics:
+        for answered in response.markers:
+            for t in answered.topics:
                 for pr in t.partitions:
                     out[(t.name, pr.partition_index)] = int(pr.error_code)
         return out
