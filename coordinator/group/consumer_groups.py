@@ -1,10 +1,10 @@
 """Consumer-protocol (KIP-848) groups: ConsumerGroupHeartbeat, session and rebalance
 timeouts, the offset-commit/fetch member checks, persistence and loading of the groups'
-records. A part of `GroupCoordinator` (coordinator.py), as Kafka's GroupMetadataManager
-handles them: every change is written to the group's `__consumer_offsets` partition as
-Kafka's records (consumer_records.py) and answered once the ISR has them. The online
-migration from and to classic groups, and the classic members of a consumer group, are in
-consumer_migration.py (`ConsumerMigrationMixin`).
+records. The part of `GroupCoordinator` (coordinator.py) that owns `consumer_groups`, as
+Kafka's GroupMetadataManager handles them: every change is written to the group's
+`__consumer_offsets` partition as Kafka's records (consumer_records.py) and answered once the
+ISR has them. The online migration from and to classic groups, and the classic members of a
+consumer group, are in consumer_migration.py (`ConsumerMigration`).
 """
 
 from __future__ import annotations
@@ -16,13 +16,15 @@ import re
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from samsa.config.schema import BrokerConfig
 from samsa.protocol.errors import ErrorCode
 
 from .classic import ClassicGroup
 from .common import GroupError, listed_groups, new_member_id
 from .consumer import (
+    ASSIGNOR_CLASSES,
     LEAVE_GROUP_MEMBER_EPOCH,
     LEAVE_GROUP_STATIC_MEMBER_EPOCH,
     Assignment,
@@ -35,7 +37,6 @@ from .consumer import (
     reconcile,
     subscribed_topics,
 )
-from .consumer_migration import ConsumerMigrationMixin
 from .consumer_records import (
     CURRENT_MEMBER_ASSIGNMENT,
     GROUP_METADATA,
@@ -54,6 +55,12 @@ from .consumer_records import (
     target_member_value,
     target_metadata_value,
 )
+from .partitions import GroupPartitions
+
+if TYPE_CHECKING:
+    from .consumer_migration import ConsumerMigration
+    from .membership import ClassicGroups
+    from .share_groups import ShareGroups
 
 log = logging.getLogger("samsa.coordinator.group.coordinator")
 
@@ -87,23 +94,41 @@ def _error(code: ErrorCode, message: str | None = None) -> dict[str, Any]:
             "member_epoch": 0, "heartbeat_interval": 0, "assignment": None}
 
 
-class ConsumerGroups(ConsumerMigrationMixin):
-    """ConsumerGroupHeartbeat and the consumer groups' state, for `GroupCoordinator`."""
+class ConsumerGroups:
+    """The consumer-protocol groups of the offsets partitions loaded here: their heartbeat,
+    timers, persistence and loading. A group id taken by a classic group is `classic`'s, by a
+    share group `share`'s; a change that upgrades or downgrades a group goes through
+    `migration`."""
+
+    migration: ConsumerMigration
+    share: ShareGroups
+
+    def __init__(self, partitions: GroupPartitions, cfg: BrokerConfig,
+                 classic: ClassicGroups) -> None:
+        self.partitions = partitions
+        self.classic = classic
+        self.consumer_assignors: list[str] = [
+            ASSIGNOR_CLASSES.get(a, a) for a in cfg["group.consumer.assignors"]]
+        self.consumer_max_size: int = cfg["group.consumer.max.size"]
+        self.consumer_heartbeat_ms: int = cfg["group.consumer.heartbeat.interval.ms"]
+        self.consumer_session_ms: int = cfg["group.consumer.session.timeout.ms"]
+        self.migration_policy: str = cfg["group.consumer.migration.policy"]
+        self.consumer_groups: dict[str, ConsumerGroup] = {}
 
     # ------------------------------------------------------------------ metadata
     def _topics_metadata(self, names: set[str]) -> TopicsMetadata:
         out: TopicsMetadata = {}
         for name in names:
-            info = self.topics_view.topic_info(name)
+            info = self.partitions.topics_view.topic_info(name)
             if info is not None and info[1] > 0:
                 out[name] = info
         return out
 
     def _member_topics(self, m: ConsumerMember) -> set[str]:
-        all_topics = self.topics_view.topic_names() if m.subscribed_topic_regex else ()
+        all_topics = self.partitions.topics_view.topic_names() if m.subscribed_topic_regex else ()
         return subscribed_topics(m, all_topics, _compile)
 
-    def _subscription_metadata(self, members: list[ConsumerMember]) -> TopicsMetadata:
+    def subscription_metadata(self, members: list[ConsumerMember]) -> TopicsMetadata:
         names: set[str] = set()
         for m in members:
             names |= self._member_topics(m)
@@ -117,7 +142,7 @@ class ConsumerGroups(ConsumerMigrationMixin):
         return topics
 
     def topic_name(self, topic_id: uuid.UUID) -> str | None:
-        return self.topics_view.topic_name(topic_id)
+        return self.partitions.topics_view.topic_name(topic_id)
 
     # ------------------------------------------------------------------ validation
     def _validate_heartbeat(self, group_id: str, member_id: str, member_epoch: int,
@@ -199,30 +224,31 @@ class ConsumerGroups(ConsumerMigrationMixin):
             self._validate_heartbeat(group_id, member_id, member_epoch, instance_id, rack_id,
                                      rebalance_timeout_ms, names, regex, assignor, owned,
                                      version)
-            p = self.coordinator_partition(group_id)
-            if group_id in self.share_groups:
+            p = self.partitions.coordinator_partition(group_id)
+            if group_id in self.share.share_groups:
                 raise GroupError(ErrorCode.group_id_not_found,
                                  f"Group {group_id} is not a consumer group.")
             if not member_id:
                 member_id = new_member_id()
-            snapshot = self._consumer_snapshot(group_id)
+            snapshot = self.consumer_snapshot(group_id)
             try:
                 if member_epoch in (LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH):
                     records, response, after = self._leave(group_id, member_id, member_epoch,
                                                            instance_id)
                 else:
-                    records, response, after = self._heartbeat(
+                    records, response, after = self.apply_heartbeat(
                         p, group_id, member_id, member_epoch, instance_id, rack_id,
                         rebalance_timeout_ms, names, regex, assignor, owned, client_id,
                         client_host,
                         session_ms if session_ms is not None else self.consumer_session_ms,
                         heartbeat_ms if heartbeat_ms is not None
                         else self.consumer_heartbeat_ms)
-                replicated = self._begin_append_replicated(p, records) if records else None
+                replicated = (self.partitions.begin_append_replicated(p, records)
+                              if records else None)
             except GroupError:
-                self._consumer_restore(snapshot)
+                self.consumer_restore(snapshot)
                 raise
-            await self._apply_and_await(p, after, replicated)
+            await self.partitions.apply_and_await(p, after, replicated)
         except GroupError as exc:
             message = str(exc.args[0]) if exc.args else ""
             if exc.error_code != ErrorCode.coordinator_load_in_progress:
@@ -233,7 +259,7 @@ class ConsumerGroups(ConsumerMigrationMixin):
                           else message)
         return response
 
-    def _heartbeat(
+    def apply_heartbeat(
         self, p: int, group_id: str, member_id: str, member_epoch: int,
         instance_id: str | None, rack_id: str | None, rebalance_timeout_ms: int,
         names: list[str] | None, regex: str | None, assignor: str | None,
@@ -250,7 +276,7 @@ class ConsumerGroups(ConsumerMigrationMixin):
         target assignment then, and reconciles the member only if not `resubscribed`, as
         the classic group rebalances then)."""
         records: Records = []
-        classic_group = self.groups.get(group_id)
+        classic_group = self.classic.groups.get(group_id)
         group = self.consumer_groups.get(group_id)
         upgraded: ClassicGroup | None = None
         if group is None:
@@ -260,7 +286,7 @@ class ConsumerGroups(ConsumerMigrationMixin):
                         len(classic_group.members) >= self.consumer_max_size:
                     raise GroupError(ErrorCode.group_id_not_found,
                                      f"Group {group_id} is not a consumer group.")
-                group, records = self._from_classic(classic_group, p)
+                group, records = self.migration.from_classic(classic_group, p)
                 upgraded = classic_group
             elif member_epoch != 0:
                 raise GroupError(ErrorCode.unknown_member_id,
@@ -352,7 +378,7 @@ class ConsumerGroups(ConsumerMigrationMixin):
         members_after = {m.member_id: m for m in group.members.values()
                          if replaced is None or m.member_id != replaced.member_id}
         members_after[member_id] = updated
-        sub_meta = self._subscription_metadata(list(members_after.values()))
+        sub_meta = self.subscription_metadata(list(members_after.values()))
         if sub_meta != group.subscription_metadata:
             bump = True
         group_epoch = group.group_epoch + 1 if bump else group.group_epoch
@@ -405,12 +431,12 @@ class ConsumerGroups(ConsumerMigrationMixin):
 
         def written() -> None:
             if upgraded is not None:
-                self._retire_classic(upgraded)
+                self.migration.retire_classic(upgraded)
                 # the classic members taken over: their sessions run on in the new group
                 for m in group.members.values():
                     if m.member_id != member_id:
-                        self._schedule_session(group, m)
-            self._schedule_session(group, reconciled)
+                        self.schedule_session(group, m)
+            self.schedule_session(group, reconciled)
             if classic is not None:
                 return  # a classic member revokes by rejoining (its join timeout)
             if reconciled.state == MemberState.UNREVOKED_PARTITIONS:
@@ -470,14 +496,14 @@ class ConsumerGroups(ConsumerMigrationMixin):
                      current_assignment_value(updated))], response, []
         log.info("member %s leaves consumer group %s", member_id, group_id)
         response["member_epoch"] = LEAVE_GROUP_MEMBER_EPOCH
-        if self._downgradable(group, member.member_id):
+        if self.migration.downgradable(group, member.member_id):
             # the last consumer-protocol member leaves: the group goes back to classic
             # instead (Kafka's consumerGroupFenceMember writes only the conversion)
-            records, install = self._to_classic(group, member.member_id)
+            records, install = self.migration.to_classic(group, member.member_id)
             return records, response, [install]
-        return self._remove_consumer_member(group, member), response, []
+        return self.remove_consumer_member(group, member), response, []
 
-    def _remove_consumer_member(self, group: ConsumerGroup, member: ConsumerMember) -> Records:
+    def remove_consumer_member(self, group: ConsumerGroup, member: ConsumerMember) -> Records:
         """Fence `member` out of the group (state applied); the records that say so."""
         records = _fence_records(group.group_id, member.member_id)
         group.remove_member(member.member_id)
@@ -485,14 +511,15 @@ class ConsumerGroups(ConsumerMigrationMixin):
         group.group_epoch += 1
         records.append((key(GROUP_METADATA, group.group_id),
                         group_metadata_value(group.group_epoch)))
-        group.subscription_metadata = self._subscription_metadata(list(group.members.values()))
+        group.subscription_metadata = self.subscription_metadata(list(group.members.values()))
         return records
 
     def delete_empty_consumer_group(self, group: ConsumerGroup) -> None:
         """Remove an empty consumer group (its offsets stay): a classic group of its id
         takes its place, or DeleteGroups removes it. Raises GroupError."""
-        self._append(group.partition, [(key(TARGET_ASSIGNMENT_METADATA, group.group_id), None),
-                                       (key(GROUP_METADATA, group.group_id), None)])
+        self.partitions.append(group.partition,
+                               [(key(TARGET_ASSIGNMENT_METADATA, group.group_id), None),
+                                (key(GROUP_METADATA, group.group_id), None)])
         group.dead = True
         if self.consumer_groups.get(group.group_id) is group:
             del self.consumer_groups[group.group_id]
@@ -512,13 +539,13 @@ class ConsumerGroups(ConsumerMigrationMixin):
                                "group_id": group_id, "group_state": "", "group_epoch": -1,
                                "assignment_epoch": -1, "assignor_name": "", "members": []}
         try:
-            self.coordinator_partition(group_id)
+            self.partitions.coordinator_partition(group_id)
         except GroupError as exc:
             out["error_code"] = exc.error_code
             return out
         group = self.consumer_groups.get(group_id)
         if group is None or group.dead:
-            classic = self.groups.get(group_id)
+            classic = self.classic.groups.get(group_id)
             out["error_code"] = ErrorCode.group_id_not_found
             out["error_message"] = (f"Group {group_id} is not a consumer group."
                                     if classic is not None and classic.protocol_type
@@ -544,7 +571,8 @@ class ConsumerGroups(ConsumerMigrationMixin):
         return out
 
     def list_consumer_groups(self, states: set[str]) -> list[dict[str, Any]]:
-        return listed_groups(self.consumer_groups.values(), self.loaded, states, "consumer")
+        return listed_groups(self.consumer_groups.values(), self.partitions.loaded, states,
+                             "consumer")
 
     def delete_consumer_group(self, group: ConsumerGroup) -> ErrorCode:
         """DeleteGroups of a consumer group: only an empty one, with its offsets."""
@@ -557,7 +585,7 @@ class ConsumerGroups(ConsumerMigrationMixin):
         return ErrorCode.none
 
     # ------------------------------------------------------------------ timers
-    def _schedule_session(self, group: ConsumerGroup, member: ConsumerMember) -> None:
+    def schedule_session(self, group: ConsumerGroup, member: ConsumerMember) -> None:
         if member.session_timer is not None:
             member.session_timer.cancel()
         session_ms = group.session_ms if group.session_ms > 0 else self.consumer_session_ms
@@ -575,7 +603,7 @@ class ConsumerGroups(ConsumerMigrationMixin):
             timeout / 1000, self._on_consumer_timeout, group, member.member_id,
             member.member_epoch, "rebalance timeout: it did not revoke its partitions in time")
 
-    def _schedule_classic(self, group: ConsumerGroup, member: ConsumerMember, which: str,
+    def schedule_classic(self, group: ConsumerGroup, member: ConsumerMember, which: str,
                           timeout_ms: int | None = None) -> None:
         """A classic member's deadline (Kafka's consumer-group join and sync timeouts, of its
         rebalance timeout): "join" to rejoin once asked to (kept if already running), "sync"
@@ -616,16 +644,16 @@ class ConsumerGroups(ConsumerMigrationMixin):
         else:
             member.session_timer = None
         log.info("member %s of consumer group %s fenced (%s)", member_id, group.group_id, reason)
-        snapshot = self._consumer_snapshot(group.group_id)
+        snapshot = self.consumer_snapshot(group.group_id)
         install: Callable[[], None] | None = None
-        if self._downgradable(group, member_id):
-            records, install = self._to_classic(group, member_id)
+        if self.migration.downgradable(group, member_id):
+            records, install = self.migration.to_classic(group, member_id)
         else:
-            records = self._remove_consumer_member(group, member)
+            records = self.remove_consumer_member(group, member)
         try:
-            self._append(group.partition, records)
+            self.partitions.append(group.partition, records)
         except GroupError as exc:
-            self._consumer_restore(snapshot)  # the member stays; its session runs again
+            self.consumer_restore(snapshot)  # the member stays; its session runs again
             log.warning("could not write the removal of member %s of group %s: %d", member_id,
                         group.group_id, exc.error_code)
             return
@@ -633,13 +661,13 @@ class ConsumerGroups(ConsumerMigrationMixin):
             install()
 
     # ------------------------------------------------------------------ snapshots
-    def _consumer_snapshot(self, group_id: str) -> ConsumerSnapshot:
+    def consumer_snapshot(self, group_id: str) -> ConsumerSnapshot:
         """The consumer group's state before a change, to undo the change if its records
         cannot be written (Kafka's timeline snapshots: the state is the log's)."""
         group = self.consumer_groups.get(group_id)
         return ConsumerSnapshot(group_id, group, group.save() if group is not None else None)
 
-    def _consumer_restore(self, snapshot: ConsumerSnapshot) -> None:
+    def consumer_restore(self, snapshot: ConsumerSnapshot) -> None:
         """Undo a change whose records were not written: the group as it was, and the timers
         of the members as they were (one the change cancelled runs again, in full)."""
         current = self.consumer_groups.get(snapshot.group_id)
@@ -659,7 +687,7 @@ class ConsumerGroups(ConsumerMigrationMixin):
         self.consumer_groups[snapshot.group_id] = group
         for m in group.members.values():
             if m.session_timer is None or m.session_timer.cancelled():
-                self._schedule_session(group, m)
+                self.schedule_session(group, m)
             if m.classic_protocols is None and m.state == MemberState.UNREVOKED_PARTITIONS \
                     and (m.rebalance_timer is None or m.rebalance_timer.cancelled()):
                 self._schedule_rebalance(group, m)
@@ -687,7 +715,7 @@ class ConsumerGroups(ConsumerMigrationMixin):
         if member_epoch > member.member_epoch:
             raise GroupError(stale)
         for topic, partition in partitions:
-            info = self.topics_view.topic_info(topic)
+            info = self.partitions.topics_view.topic_info(topic)
             given = member.assignment_epoch(info[0], partition) if info is not None else None
             if given is None or member_epoch < given:
                 raise GroupError(stale)
@@ -707,7 +735,7 @@ class ConsumerGroups(ConsumerMigrationMixin):
             raise GroupError(ErrorCode.stale_member_epoch)
 
     # ------------------------------------------------------------------ loading
-    def _replay_consumer(self, p: int, k: ConsumerKey, value: bytes | None) -> None:
+    def replay_consumer(self, p: int, k: ConsumerKey, value: bytes | None) -> None:
         group = self.consumer_groups.get(k.group)
         if value is None:
             if group is None:
@@ -737,22 +765,22 @@ class ConsumerGroups(ConsumerMigrationMixin):
             else:
                 decode_current_assignment(value, member)
 
-    def _consumer_groups_loaded(self, p: int) -> None:
+    def consumer_groups_loaded(self, p: int) -> None:
         for group in [g for g in self.consumer_groups.values() if g.partition == p]:
             group.static_members = {m.instance_id: m.member_id for m in group.members.values()
                                     if m.instance_id is not None}
             group.rebuild_partition_epochs()
-            group.subscription_metadata = self._subscription_metadata(
+            group.subscription_metadata = self.subscription_metadata(
                 list(group.members.values()))
             for m in group.members.values():
-                self._schedule_session(group, m)
+                self.schedule_session(group, m)
                 if m.state == MemberState.UNREVOKED_PARTITIONS:
                     self._schedule_rebalance(group, m)
             log.info("loaded consumer group %s: epoch %d, assignment epoch %d, %d members",
                      group.group_id, group.group_epoch, group.assignment_epoch,
                      len(group.members))
 
-    def _unload_consumer_groups(self, p: int | None) -> None:
+    def unload_consumer_groups(self, p: int | None) -> None:
         for group in [g for g in self.consumer_groups.values()
                       if p is None or g.partition == p]:
             for m in group.members.values():

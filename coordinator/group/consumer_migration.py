@@ -2,8 +2,9 @@
 (`group.consumer.migration.policy`), and the classic members of a consumer group: Kafka's
 ConsumerGroup.fromClassicGroup / ClassicGroup.fromConsumerGroup conversions, and JoinGroup,
 SyncGroup, Heartbeat and LeaveGroup of a classic member, which run the consumer group's
-assignment and reconciliation. A part of `ConsumerGroups` (consumer_groups.py), which owns the
-groups' state and the heartbeat they go through.
+assignment and reconciliation. A part of `GroupCoordinator`: `ConsumerGroups`
+(consumer_groups.py) owns the consumer groups' state and the heartbeat they go through,
+`ClassicGroups` (membership.py) the classic groups.
 """
 
 from __future__ import annotations
@@ -18,14 +19,13 @@ from typing import TYPE_CHECKING, Any
 from samsa.protocol.errors import ErrorCode
 
 from .classic import ClassicGroup, GroupState, Member
-from .common import GroupCoordinatorParts, GroupError, new_member_id, now_ms
+from .common import GroupError, new_member_id, now_ms
 from .consumer import (
     LEAVE_GROUP_STATIC_MEMBER_EPOCH,
     Assignment,
     ConsumerGroup,
     ConsumerMember,
     MemberState,
-    TopicsMetadata,
     copy_assignment,
 )
 from .consumer_records import (
@@ -42,6 +42,7 @@ from .consumer_records import (
     target_member_value,
     target_metadata_value,
 )
+from .partitions import GroupPartitions
 from .records import (
     decode_consumer_assignment,
     encode_consumer_assignment,
@@ -56,7 +57,8 @@ from .records import (
 )
 
 if TYPE_CHECKING:
-    from .consumer_groups import ConsumerSnapshot
+    from .consumer_groups import ConsumerGroups
+    from .membership import ClassicGroups
 
 # The coordinator's logger, as before these methods left consumer_groups.py: one name for all
 # of its parts (log configs select by it).
@@ -65,39 +67,19 @@ log = logging.getLogger("samsa.coordinator.group.coordinator")
 Records = list[tuple[bytes, bytes | None]]
 
 
-class ConsumerMigrationMixin(GroupCoordinatorParts):
-    """ConsumerGroups' online migration and classic-member methods (ConsumerGroups owns the
-    state they use, and the consumer-group heartbeat, snapshots and timers they call)."""
+class ConsumerMigration:
+    """Online migration between classic and consumer groups, and the classic members of a
+    consumer group. Owns no state: it changes `consumer`'s groups (through its heartbeat,
+    snapshots and timers) and `classic`'s."""
 
-    if TYPE_CHECKING:
-        def _subscription_metadata(self, members: list[ConsumerMember]) -> TopicsMetadata: ...
-
-        def topic_name(self, topic_id: uuid.UUID) -> str | None: ...
-
-        def _heartbeat(
-            self, p: int, group_id: str, member_id: str, member_epoch: int,
-            instance_id: str | None, rack_id: str | None, rebalance_timeout_ms: int,
-            names: list[str] | None, regex: str | None, assignor: str | None,
-            owned: list[tuple[uuid.UUID, list[int]]] | None, client_id: str,
-            client_host: str, session_ms: int, heartbeat_ms: int,
-            classic: tuple[int, list[tuple[str, bytes]]] | None = None,
-            downgrading: bool = False, resubscribed: bool = False,
-        ) -> tuple[Records, dict[str, Any], list[Callable[[], None]]]: ...
-
-        def _remove_consumer_member(self, group: ConsumerGroup,
-                                    member: ConsumerMember) -> Records: ...
-
-        def _schedule_session(self, group: ConsumerGroup, member: ConsumerMember) -> None: ...
-
-        def _schedule_classic(self, group: ConsumerGroup, member: ConsumerMember, which: str,
-                              timeout_ms: int | None = None) -> None: ...
-
-        def _consumer_snapshot(self, group_id: str) -> ConsumerSnapshot: ...
-
-        def _consumer_restore(self, snapshot: ConsumerSnapshot) -> None: ...
+    def __init__(self, partitions: GroupPartitions, consumer: ConsumerGroups,
+                 classic: ClassicGroups) -> None:
+        self.partitions = partitions
+        self.consumer = consumer
+        self.classic = classic
 
     # ------------------------------------------------------------------ online migration
-    def _from_classic(self, classic: ClassicGroup, p: int) -> tuple[ConsumerGroup, Records]:
+    def from_classic(self, classic: ClassicGroup, p: int) -> tuple[ConsumerGroup, Records]:
         """Kafka's ConsumerGroup.fromClassicGroup: the classic group's members, generation
         and assignment as a consumer group (not installed), and the records that write it."""
         epoch = classic.generation
@@ -108,7 +90,7 @@ class ConsumerMigrationMixin(GroupCoordinatorParts):
                         else m.protocols[0][1] if m.protocols else b"")
             assigned: Assignment = {}
             for topic, partitions in decode_consumer_assignment(m.assignment).items():
-                info = self.topics_view.topic_info(topic)
+                info = self.partitions.topics_view.topic_info(topic)
                 if info is not None and partitions:
                     assigned[info[0]] = set(partitions)
             member = ConsumerMember(
@@ -130,21 +112,22 @@ class ConsumerMigrationMixin(GroupCoordinatorParts):
             ]
         records.append((key(TARGET_ASSIGNMENT_METADATA, group.group_id),
                         target_metadata_value(epoch)))
-        group.subscription_metadata = self._subscription_metadata(list(group.members.values()))
+        group.subscription_metadata = self.consumer.subscription_metadata(
+            list(group.members.values()))
         return group, records
 
-    def _downgradable(self, group: ConsumerGroup, leaving_id: str) -> bool:
+    def downgradable(self, group: ConsumerGroup, leaving_id: str) -> bool:
         """Kafka's validateOnlineDowngradeWithFencedMembers, before the member is removed
         (whatever its protocol): members are left, all of the classic protocol, the policy
         allows a downgrade and they fit in a classic group."""
         others = [m for m in group.members.values() if m.member_id != leaving_id]
         if not others or any(m.classic_protocols is None for m in others):
             return False
-        if self.migration_policy not in ("downgrade", "bidirectional"):
+        if self.consumer.migration_policy not in ("downgrade", "bidirectional"):
             log.info("cannot downgrade consumer group %s to a classic group: the online "
                      "downgrade is disabled", group.group_id)
             return False
-        if len(others) > self.max_group_size:
+        if len(others) > self.classic.max_group_size:
             log.info("cannot downgrade consumer group %s to a classic group: its size is "
                      "greater than the classic group max size", group.group_id)
             return False
@@ -160,17 +143,17 @@ class ConsumerMigrationMixin(GroupCoordinatorParts):
                 any(m.classic_protocols is None for m in group.members.values()
                     if m.member_id != replaced_id):
             return False
-        if self.migration_policy not in ("downgrade", "bidirectional"):
+        if self.consumer.migration_policy not in ("downgrade", "bidirectional"):
             log.info("cannot downgrade consumer group %s to a classic group: the online "
                      "downgrade is disabled", group.group_id)
             return False
-        if len(group.members) > self.max_group_size:
+        if len(group.members) > self.classic.max_group_size:
             log.info("cannot downgrade consumer group %s to a classic group: its size is "
                      "greater than the classic group max size", group.group_id)
             return False
         return True
 
-    def _to_classic(self, group: ConsumerGroup, leaving_id: str | None,
+    def to_classic(self, group: ConsumerGroup, leaving_id: str | None,
                     rebalance: bool = True, generation: int | None = None,
                     ) -> tuple[Records, Callable[[], None]]:
         """Kafka's convertToClassicGroup: the records that delete the consumer group (every
@@ -212,7 +195,7 @@ class ConsumerMigrationMixin(GroupCoordinatorParts):
             assignment: dict[str, list[int]] = {}
             for tid, partitions in sorted(group.target.get(m.member_id, {}).items(),
                                           key=lambda kv: str(kv[0])):
-                name = self.topic_name(tid)
+                name = self.consumer.topic_name(tid)
                 if name is not None and partitions:
                     assignment[name] = sorted(partitions)
             classic.add(Member(m.member_id, m.instance_id, m.client_id, m.client_host,
@@ -226,27 +209,28 @@ class ConsumerMigrationMixin(GroupCoordinatorParts):
     def _install_classic(self, group: ConsumerGroup, leaving_id: str | None,
                          rebalance: bool, generation: int) -> None:
         gid = group.group_id
-        classic = self.groups.get(gid)
+        classic = self.classic.groups.get(gid)
         if classic is None or classic.is_in(GroupState.DEAD):
-            classic = self.groups[gid] = ClassicGroup(gid, group.partition)
+            classic = self.classic.groups[gid] = ClassicGroup(gid, group.partition)
         for m in group.members.values():
             m.cancel_timers()
         self._fill_classic(classic, group, leaving_id, generation)
         group.dead = True
-        if self.consumer_groups.get(gid) is group:
-            del self.consumer_groups[gid]
+        if self.consumer.consumer_groups.get(gid) is group:
+            del self.consumer.consumer_groups[gid]
         log.info("consumer group %s (epoch %d, %d classic members) converted to a classic "
                  "group", gid, group.group_epoch, len(classic.members))
         for member in classic.members.values():
-            self._schedule_heartbeat(classic, member, member.session_timeout_ms)
+            self.classic.schedule_heartbeat(classic, member, member.session_timeout_ms)
         if rebalance:
-            self._prepare_rebalance(classic, f"Downgrade group {gid} from consumer to classic.")
+            self.classic.prepare_rebalance(
+                classic, f"Downgrade group {gid} from consumer to classic.")
 
-    def _retire_classic(self, classic: ClassicGroup) -> None:
+    def retire_classic(self, classic: ClassicGroup) -> None:
         """The classic group a consumer group took over: its members' pending JoinGroup and
         SyncGroup are answered REBALANCE_IN_PROGRESS (they rejoin the consumer group); only
         its committed offsets stay."""
-        self._cancel_timers(classic)
+        self.classic.cancel_timers(classic)
         for m in classic.members.values():
             for fut in (m.join_future, m.sync_future):
                 if fut is not None and not fut.done():
@@ -263,7 +247,7 @@ class ConsumerMigrationMixin(GroupCoordinatorParts):
         classic.leader_id = classic.protocol_name = None
         classic.transition(GroupState.EMPTY, now_ms())
         try:
-            self._store_group(classic)
+            self.classic.store_group(classic)
         except GroupError as exc:
             log.warning("could not write the empty classic group %s: %s", classic.group_id,
                         exc.error_code.name)
@@ -303,18 +287,18 @@ class ConsumerMigrationMixin(GroupCoordinatorParts):
             return error(ErrorCode.member_id_required, new_member_id())
         if not member_id:
             member_id = new_member_id()
-        snapshot = self._consumer_snapshot(group.group_id)
+        snapshot = self.consumer.consumer_snapshot(group.group_id)
         try:
             try:
                 records, after = self._classic_join(
                     group, member_id, instance_id, protocols, session_timeout_ms,
                     rebalance_timeout_ms, client_id, client_host)
-                replicated = (self._begin_append_replicated(group.partition, records)
+                replicated = (self.partitions.begin_append_replicated(group.partition, records)
                               if records else None)
             except GroupError:
-                self._consumer_restore(snapshot)
+                self.consumer.consumer_restore(snapshot)
                 raise
-            await self._apply_and_await(group.partition, after, replicated)
+            await self.partitions.apply_and_await(group.partition, after, replicated)
             member = group.members.get(member_id)
             if member is None:
                 raise GroupError(ErrorCode.unknown_member_id)
@@ -333,8 +317,8 @@ class ConsumerMigrationMixin(GroupCoordinatorParts):
         if member.join_timer is not None:
             member.join_timer.cancel()
             member.join_timer = None
-        self._schedule_session(group, member)
-        self._schedule_classic(group, member, "sync", rebalance_timeout_ms)
+        self.consumer.schedule_session(group, member)
+        self.consumer.schedule_classic(group, member, "sync", rebalance_timeout_ms)
         return {"error_code": ErrorCode.none, "generation_id": member.member_epoch,
                 "protocol_type": "consumer", "protocol_name": protocols[0][0], "leader": "",
                 "skip_assignment": False, "member_id": member_id, "members": [],
@@ -366,15 +350,15 @@ class ConsumerMigrationMixin(GroupCoordinatorParts):
             raise GroupError(ErrorCode.unknown_member_id)
         owned: list[tuple[uuid.UUID, list[int]]] = []
         for topic, partitions in subscription_owned_partitions(metadata):
-            info = self.topics_view.topic_info(topic)
+            info = self.partitions.topics_view.topic_info(topic)
             if info is not None:
                 owned.append((info[0], partitions))
-        records, _, after = self._heartbeat(
+        records, _, after = self.consumer.apply_heartbeat(
             group.partition, group.group_id, member_id,
             existing.member_epoch if existing is not None else 0, instance_id, None,
             rebalance_timeout_ms, names, None, None,
-            owned, client_id, client_host, self.consumer_session_ms,
-            self.consumer_heartbeat_ms, classic=(session_timeout_ms, list(protocols)),
+            owned, client_id, client_host, self.consumer.consumer_session_ms,
+            self.consumer.consumer_heartbeat_ms, classic=(session_timeout_ms, list(protocols)),
             downgrading=downgrade, resubscribed=resubscribed)
         if downgrade:
             log.info("static member %s (instance %s) replaces %s, the last consumer-protocol "
@@ -383,8 +367,8 @@ class ConsumerMigrationMixin(GroupCoordinatorParts):
             # the joining member takes the replaced one's place and target assignment in a
             # classic group at the group's epoch, stable unless it subscribes to other
             # topics; no consumer-group timers for it
-            conversion, install = self._to_classic(group, None, rebalance=resubscribed,
-                                                   generation=generation)
+            conversion, install = self.to_classic(group, None, rebalance=resubscribed,
+                                                  generation=generation)
             return records + conversion, [install]
         return records, after
 
@@ -404,17 +388,17 @@ class ConsumerMigrationMixin(GroupCoordinatorParts):
             if group.group_epoch > member.member_epoch and \
                     member.state != MemberState.UNREVOKED_PARTITIONS:
                 # a new rebalance: the member must rejoin (Kafka's throwIfRebalanceInProgress)
-                self._schedule_classic(group, member, "join")
+                self.consumer.schedule_classic(group, member, "join")
                 raise GroupError(ErrorCode.rebalance_in_progress)
         except GroupError as exc:
             return {"error_code": exc.error_code, "assignment": b""}
         if member.sync_timer is not None:
             member.sync_timer.cancel()
             member.sync_timer = None
-        self._schedule_session(group, member)
+        self.consumer.schedule_session(group, member)
         assignment: dict[str, list[int]] = {}
         for tid, partitions in member.assigned.items():
-            name = self.topic_name(tid)
+            name = self.consumer.topic_name(tid)
             if name is not None:
                 assignment[name] = sorted(partitions)
         return {"error_code": ErrorCode.none, "protocol_type": "consumer",
@@ -431,7 +415,7 @@ class ConsumerMigrationMixin(GroupCoordinatorParts):
                 raise GroupError(ErrorCode.illegal_generation)
         except GroupError as exc:
             return exc.error_code
-        self._schedule_session(group, member)
+        self.consumer.schedule_session(group, member)
         # Kafka's classicGroupHeartbeatToConsumerGroup: rejoin to catch up with the group
         # epoch, to revoke, or to get partitions that were released meanwhile; within the
         # rebalance timeout
@@ -439,7 +423,7 @@ class ConsumerMigrationMixin(GroupCoordinatorParts):
                 member.state == MemberState.UNREVOKED_PARTITIONS or \
                 (member.state == MemberState.UNRELEASED_PARTITIONS
                  and not group.waiting_on_unreleased_partition(member)):
-            self._schedule_classic(group, member, "join")
+            self.consumer.schedule_classic(group, member, "join")
             return ErrorCode.rebalance_in_progress
         return ErrorCode.none
 
@@ -451,17 +435,17 @@ class ConsumerMigrationMixin(GroupCoordinatorParts):
         except GroupError as exc:
             return exc.error_code
         log.info("classic member %s leaves consumer group %s", member.member_id, group.group_id)
-        snapshot = self._consumer_snapshot(group.group_id)
+        snapshot = self.consumer.consumer_snapshot(group.group_id)
         install: Callable[[], None] | None = None
         try:
-            if self._downgradable(group, member.member_id):
+            if self.downgradable(group, member.member_id):
                 # only classic members stay (Kafka's consumerGroupFenceMembers)
-                records, install = self._to_classic(group, member.member_id)
+                records, install = self.to_classic(group, member.member_id)
             else:
-                records = self._remove_consumer_member(group, member)
-            self._append(group.partition, records)
+                records = self.consumer.remove_consumer_member(group, member)
+            self.partitions.append(group.partition, records)
         except GroupError as exc:
-            self._consumer_restore(snapshot)
+            self.consumer.consumer_restore(snapshot)
             return exc.error_code
         if install is not None:
             install()

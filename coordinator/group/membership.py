@@ -1,34 +1,107 @@
-"""Group membership, Kafka's classic protocol: JoinGroup, SyncGroup, Heartbeat, LeaveGroup,
-the rebalance state machine and its timers (session timeouts, join and sync deadlines). A part
-of `GroupCoordinator` (coordinator.py), which owns the groups and persists them."""
+"""Classic groups, Kafka's classic protocol: JoinGroup, SyncGroup, Heartbeat, LeaveGroup, the
+rebalance state machine and its timers (session timeouts, join and sync deadlines). The part of
+`GroupCoordinator` (coordinator.py) that owns `groups`: the classic groups, which also hold the
+committed offsets of every group (GroupOffsets, offsets.py, reads and writes them there)."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
 import uuid
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from samsa.config.schema import BrokerConfig
 from samsa.protocol.errors import ErrorCode
 
 from .classic import ClassicGroup, GroupState, Member
 from .common import (
     NEW_MEMBER_JOIN_TIMEOUT_MS,
-    GroupCoordinatorParts,
     GroupError,
     now_ms,
 )
+from .partitions import GroupPartitions
+from .records import GroupKey, decode_group_value, group_metadata_key, group_metadata_value
+
+if TYPE_CHECKING:
+    from .consumer_groups import ConsumerGroups
+    from .consumer_migration import ConsumerMigration
+    from .share_groups import ShareGroups
 
 # The coordinator's logger: one name for all of its parts (log configs select by it).
 log = logging.getLogger("samsa.coordinator.group.coordinator")
 
 
-class GroupMembership(GroupCoordinatorParts):
-    """Join/Sync/Heartbeat/Leave and rebalancing, for `GroupCoordinator`.
-    The state (groups, partitions, timers) is the coordinator's."""
+class ClassicGroups:
+    """The classic groups of the offsets partitions loaded here: Join/Sync/Heartbeat/Leave,
+    rebalancing and persistence. A classic JoinGroup (and Sync, Heartbeat, Leave) of a
+    consumer-protocol group goes to `migration`; group ids taken by a consumer or share group
+    are checked in `consumer` and `share`."""
+
+    consumer: ConsumerGroups
+    migration: ConsumerMigration
+    share: ShareGroups
+
+    def __init__(self, partitions: GroupPartitions, cfg: BrokerConfig) -> None:
+        self.partitions = partitions
+        self.initial_rebalance_delay_ms: int = cfg["group.initial.rebalance.delay.ms"]
+        self.min_session_ms: int = cfg["group.min.session.timeout.ms"]
+        self.max_session_ms: int = cfg["group.max.session.timeout.ms"]
+        self.max_group_size: int = cfg["group.max.size"]
+        # classic groups, and the offsets of every group (a group with offsets only is an
+        # Empty classic group, as in Kafka)
+        self.groups: dict[str, ClassicGroup] = {}
+
+    # ------------------------------------------------------------------ loading
+    def group_for_replay(self, group_id: str, p: int) -> ClassicGroup:
+        group = self.groups.get(group_id)
+        if group is None:
+            group = ClassicGroup(group_id, p)
+            self.groups[group_id] = group
+        return group
+
+    def replay(self, p: int, k: GroupKey, value: bytes | None) -> None:
+        """A group metadata record (a tombstone: the group was deleted) read at load."""
+        if value is None:
+            removed = self.groups.pop(k.group, None)
+            if removed is not None:
+                # offsets written after the tombstone start a new (simple) group
+                removed.state = GroupState.DEAD
+            return
+        self.group_for_replay(k.group, p).load_value(decode_group_value(value))
+
+    def loaded_partition(self, p: int) -> None:
+        """Partition p is read: its groups with members are Stable, their sessions run."""
+        now = now_ms()
+        for group in [g for g in self.groups.values() if g.partition == p]:
+            if not group.members and not group.offsets and not group.pending_txn_offsets \
+                    and group.protocol_type is None:
+                del self.groups[group.group_id]
+                continue
+            if group.members:
+                group.transition(GroupState.STABLE, group.state_timestamp)
+                for m in group.members.values():
+                    self.schedule_heartbeat(group, m, m.session_timeout_ms)
+            elif group.state_timestamp < 0:
+                group.state_timestamp = now
+
+    def unload(self, p: int | None) -> None:
+        """Forget the groups of partition p (all if None): their timers stop and the joins
+        and syncs waiting are answered NOT_COORDINATOR."""
+        for group in [g for g in self.groups.values() if p is None or g.partition == p]:
+            self.cancel_timers(group)
+            for m in group.members.values():
+                for fut in (m.join_future, m.sync_future):
+                    if fut is not None and not fut.done():
+                        fut.set_result(error_join(ErrorCode.not_coordinator, m.member_id))
+            if p is not None:
+                del self.groups[group.group_id]
+
+    def store_group(self, group: ClassicGroup) -> None:
+        value = group_metadata_value(group.to_value(now_ms()))
+        self.partitions.append(group.partition, [(group_metadata_key(group.group_id), value)])
 
     # ------------------------------------------------------------------ timers
-    def _cancel_timers(self, group: ClassicGroup) -> None:
+    def cancel_timers(self, group: ClassicGroup) -> None:
         if group.join_timer is not None:
             group.join_timer.cancel()
             group.join_timer = None
@@ -41,7 +114,7 @@ class GroupMembership(GroupCoordinatorParts):
             timer.cancel()
             group.sync_timer = None
 
-    def _schedule_heartbeat(self, group: ClassicGroup, member: Member, timeout_ms: int) -> None:
+    def schedule_heartbeat(self, group: ClassicGroup, member: Member, timeout_ms: int) -> None:
         if member.heartbeat_timer is not None:
             member.heartbeat_timer.cancel()
         loop = asyncio.get_running_loop()
@@ -59,7 +132,7 @@ class GroupMembership(GroupCoordinatorParts):
         awaiting_sync = member.sync_future is not None and not member.sync_future.done()
         if (member.awaiting_join and not member.is_new) or awaiting_sync:
             # parked in JoinGroup/SyncGroup: the rebalance / pending-sync timeouts decide
-            self._schedule_heartbeat(group, member, member.session_timeout_ms)
+            self.schedule_heartbeat(group, member, member.session_timeout_ms)
             return
         log.info("member %s of group %s has failed (session timeout)", member_id, group.group_id)
         self._remove_member_and_update(group, member, "session timeout")
@@ -74,7 +147,7 @@ class GroupMembership(GroupCoordinatorParts):
                 del self.groups[group.group_id]
 
     # ------------------------------------------------------------------ rebalance
-    def _prepare_rebalance(self, group: ClassicGroup, reason: str) -> None:
+    def prepare_rebalance(self, group: ClassicGroup, reason: str) -> None:
         log.info("preparing to rebalance group %s in state %s with old generation %d (%s)",
                  group.group_id, group.state.value, group.generation, reason)
         if group.is_in(GroupState.COMPLETING_REBALANCE):
@@ -141,7 +214,7 @@ class GroupMembership(GroupCoordinatorParts):
             group.leader_id = None
             group.transition(GroupState.EMPTY, now)
             try:
-                self._store_group(group)
+                self.store_group(group)
             except GroupError as exc:
                 log.warning("could not store empty group %s: %d", group.group_id, exc.error_code)
             return
@@ -156,7 +229,7 @@ class GroupMembership(GroupCoordinatorParts):
             m.is_new = False
             if fut is not None and not fut.done():
                 fut.set_result(self._join_response(group, m, m.member_id == group.leader_id))
-            self._schedule_heartbeat(group, m, m.session_timeout_ms)
+            self.schedule_heartbeat(group, m, m.session_timeout_ms)
         generation = group.generation
         group.sync_timer = asyncio.get_running_loop().call_later(
             group.max_rebalance_timeout_ms() / 1000, self._on_sync_expired, group, generation
@@ -173,7 +246,7 @@ class GroupMembership(GroupCoordinatorParts):
                      group.group_id)
             group.remove(m.member_id)
         if missing:
-            self._prepare_rebalance(group, "members did not sync in time")
+            self.prepare_rebalance(group, "members did not sync in time")
 
     def _join_response(self, group: ClassicGroup, member: Member, with_members: bool,
                        leader: str | None = None, skip: bool = False) -> dict[str, Any]:
@@ -209,7 +282,7 @@ class GroupMembership(GroupCoordinatorParts):
             if not group.members and not group.pending_members:
                 self._complete_join(group)
         elif group.is_in(GroupState.STABLE, GroupState.COMPLETING_REBALANCE):
-            self._prepare_rebalance(group, f"removing member {member.member_id}: {reason}")
+            self.prepare_rebalance(group, f"removing member {member.member_id}: {reason}")
 
     # ------------------------------------------------------------------ JoinGroup
     async def join_group(
@@ -228,23 +301,23 @@ class GroupMembership(GroupCoordinatorParts):
         if not group_id:
             return error_join(ErrorCode.invalid_group_id, member_id)
         try:
-            p = self.coordinator_partition(group_id)
+            p = self.partitions.coordinator_partition(group_id)
         except GroupError as exc:
             return error_join(exc.error_code, member_id)
-        if group_id in self.share_groups:  # Kafka: a share group takes no classic member
+        if group_id in self.share.share_groups:  # Kafka: a share group takes no classic member
             return error_join(ErrorCode.inconsistent_group_protocol, "")
-        consumer_group = self.consumer_groups.get(group_id)
+        consumer_group = self.consumer.consumer_groups.get(group_id)
         if consumer_group is not None:
             if consumer_group.members:
                 # a classic member in a consumer group (online migration, Kafka's
                 # classicGroupJoinToConsumerGroup)
                 if not self.min_session_ms <= session_timeout_ms <= self.max_session_ms:
                     return error_join(ErrorCode.invalid_session_timeout, member_id)
-                return await self.classic_join_consumer_group(
+                return await self.migration.classic_join_consumer_group(
                     consumer_group, member_id, instance_id, protocol_type, protocols,
                     session_timeout_ms, rebalance_timeout_ms, client_id, client_host, version)
             try:
-                self.delete_empty_consumer_group(consumer_group)
+                self.consumer.delete_empty_consumer_group(consumer_group)
             except GroupError as exc:
                 return error_join(exc.error_code, member_id)
         if not self.min_session_ms <= session_timeout_ms <= self.max_session_ms:
@@ -301,11 +374,11 @@ class GroupMembership(GroupCoordinatorParts):
         group.pending_members.discard(member.member_id)
         group.add(member)
         group.new_member_added = True
-        self._schedule_heartbeat(group, member, NEW_MEMBER_JOIN_TIMEOUT_MS)
+        self.schedule_heartbeat(group, member, NEW_MEMBER_JOIN_TIMEOUT_MS)
         if group.is_in(GroupState.PREPARING_REBALANCE):
             self._maybe_complete_join(group)
         else:
-            self._prepare_rebalance(group, f"adding new member {member.member_id}")
+            self.prepare_rebalance(group, f"adding new member {member.member_id}")
         return await fut
 
     async def _replace_static_member(self, group: ClassicGroup, old_id: str, new_id: str,
@@ -327,14 +400,14 @@ class GroupMembership(GroupCoordinatorParts):
         member.protocols = protocols
         member.session_timeout_ms = session_ms
         member.rebalance_timeout_ms = rebalance_ms
-        self._schedule_heartbeat(group, member, session_ms)
+        self.schedule_heartbeat(group, member, session_ms)
         fut = asyncio.get_running_loop().create_future()
         member.join_future = fut
         if group.is_in(GroupState.STABLE):
             if group.select_protocol() == group.protocol_name:
                 member.join_future = None
                 try:
-                    self._store_group(group)
+                    self.store_group(group)
                 except GroupError as exc:
                     member.protocols = old_protocols
                     del group.members[new_id]
@@ -348,9 +421,9 @@ class GroupMembership(GroupCoordinatorParts):
                 if version >= 9:
                     return self._join_response(group, member, is_leader, skip=is_leader)
                 return self._join_response(group, member, False, leader=current_leader)
-            self._prepare_rebalance(group, f"static member {new_id} changed protocols")
+            self.prepare_rebalance(group, f"static member {new_id} changed protocols")
         elif group.is_in(GroupState.COMPLETING_REBALANCE):
-            self._prepare_rebalance(group, f"static member {new_id} rejoined")
+            self.prepare_rebalance(group, f"static member {new_id} rejoined")
         else:
             self._maybe_complete_join(group)
         return await fut
@@ -366,7 +439,7 @@ class GroupMembership(GroupCoordinatorParts):
                             session_ms, protocol_type, protocols)
             return await self._add_member_and_rebalance(group, member)
         try:
-            member = self._validate_member(group, member_id, instance_id)
+            member = self.validate_member(group, member_id, instance_id)
         except GroupError as exc:
             return error_join(exc.error_code, member_id)
         if not group.supports_protocols(protocol_type, [n for n, _ in protocols]):
@@ -380,7 +453,7 @@ class GroupMembership(GroupCoordinatorParts):
             and member_id != group.leader_id
             and member.matches(protocols)
         ):
-            self._schedule_heartbeat(group, member, member.session_timeout_ms)
+            self.schedule_heartbeat(group, member, member.session_timeout_ms)
             return self._join_response(group, member, False)
         # update the member and (re)join the rebalance
         if member.join_future is not None and not member.join_future.done():
@@ -390,14 +463,14 @@ class GroupMembership(GroupCoordinatorParts):
         member.rebalance_timeout_ms = rebalance_ms
         fut = asyncio.get_running_loop().create_future()
         member.join_future = fut
-        self._schedule_heartbeat(group, member, session_ms)
+        self.schedule_heartbeat(group, member, session_ms)
         if group.is_in(GroupState.PREPARING_REBALANCE):
             self._maybe_complete_join(group)
         else:
-            self._prepare_rebalance(group, f"member {member_id} rejoined")
+            self.prepare_rebalance(group, f"member {member_id} rejoined")
         return await fut
 
-    def _validate_member(self, group: ClassicGroup, member_id: str,
+    def validate_member(self, group: ClassicGroup, member_id: str,
                          instance_id: str | None) -> Member:
         if instance_id is not None:
             static_id = group.static_member_id(instance_id)
@@ -416,16 +489,16 @@ class GroupMembership(GroupCoordinatorParts):
                          protocol_name: str | None,
                          assignments: list[tuple[str, bytes]]) -> dict[str, Any]:
         try:
-            self.coordinator_partition(group_id)
-            consumer_group = self.consumer_groups.get(group_id)
+            self.partitions.coordinator_partition(group_id)
+            consumer_group = self.consumer.consumer_groups.get(group_id)
             if consumer_group is not None and consumer_group.members:
-                return self.classic_sync_consumer_group(consumer_group, generation, member_id,
-                                                        instance_id, protocol_type,
-                                                        protocol_name)
+                return self.migration.classic_sync_consumer_group(
+                    consumer_group, generation, member_id, instance_id, protocol_type,
+                    protocol_name)
             group = self.groups.get(group_id)
             if group is None or group.is_in(GroupState.DEAD):
                 raise GroupError(ErrorCode.unknown_member_id)
-            member = self._validate_member(group, member_id, instance_id)
+            member = self.validate_member(group, member_id, instance_id)
             if generation != group.generation:
                 raise GroupError(ErrorCode.illegal_generation)
             if (protocol_type is not None and protocol_type != group.protocol_type) or (
@@ -438,7 +511,7 @@ class GroupMembership(GroupCoordinatorParts):
                 raise GroupError(ErrorCode.rebalance_in_progress)
         except GroupError as exc:
             return {"error_code": exc.error_code, "assignment": b""}
-        self._schedule_heartbeat(group, member, member.session_timeout_ms)
+        self.schedule_heartbeat(group, member, member.session_timeout_ms)
         if group.is_in(GroupState.STABLE):
             return self._sync_response(group, member)
         # CompletingRebalance
@@ -452,10 +525,10 @@ class GroupMembership(GroupCoordinatorParts):
             for m in group.members.values():
                 m.assignment = given.get(m.member_id, b"")
             try:
-                self._store_group(group)
+                self.store_group(group)
             except GroupError as exc:
                 self._reset_and_fail_syncs(group, exc.error_code)
-                self._prepare_rebalance(group, "storing the group failed")
+                self.prepare_rebalance(group, "storing the group failed")
                 return await fut
             timer = group.sync_timer
             if timer is not None:
@@ -477,20 +550,20 @@ class GroupMembership(GroupCoordinatorParts):
     def heartbeat(self, group_id: str, generation: int, member_id: str,
                   instance_id: str | None) -> ErrorCode:
         try:
-            self.coordinator_partition(group_id)
-            consumer_group = self.consumer_groups.get(group_id)
+            self.partitions.coordinator_partition(group_id)
+            consumer_group = self.consumer.consumer_groups.get(group_id)
             if consumer_group is not None and consumer_group.members:
-                return self.classic_heartbeat_consumer_group(consumer_group, generation,
-                                                             member_id, instance_id)
+                return self.migration.classic_heartbeat_consumer_group(
+                    consumer_group, generation, member_id, instance_id)
             group = self.groups.get(group_id)
             if group is None or group.is_in(GroupState.DEAD, GroupState.EMPTY):
                 raise GroupError(ErrorCode.unknown_member_id)
-            member = self._validate_member(group, member_id, instance_id)
+            member = self.validate_member(group, member_id, instance_id)
             if generation != group.generation:
                 raise GroupError(ErrorCode.illegal_generation)
         except GroupError as exc:
             return exc.error_code
-        self._schedule_heartbeat(group, member, member.session_timeout_ms)
+        self.schedule_heartbeat(group, member, member.session_timeout_ms)
         if group.is_in(GroupState.PREPARING_REBALANCE):
             return ErrorCode.rebalance_in_progress
         return ErrorCode.none
@@ -501,15 +574,15 @@ class GroupMembership(GroupCoordinatorParts):
     ) -> tuple[ErrorCode, list[dict[str, Any]]]:
         """(top-level error, per-member results) for (member_id, group_instance_id) pairs."""
         try:
-            self.coordinator_partition(group_id)
+            self.partitions.coordinator_partition(group_id)
         except GroupError as exc:
             return exc.error_code, []
-        consumer_group = self.consumer_groups.get(group_id)
+        consumer_group = self.consumer.consumer_groups.get(group_id)
         if consumer_group is not None and consumer_group.members:
             return ErrorCode.none, [
                 {"member_id": member_id, "group_instance_id": instance_id,
-                 "error_code": self.classic_leave_consumer_group(consumer_group, member_id,
-                                                                 instance_id)}
+                 "error_code": self.migration.classic_leave_consumer_group(
+                     consumer_group, member_id, instance_id)}
                 for member_id, instance_id in members]
         group = self.groups.get(group_id)
         if group is None or group.is_in(GroupState.DEAD):

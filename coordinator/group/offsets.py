@@ -1,47 +1,119 @@
 """Committed offsets of consumer groups: OffsetCommit (plain and transactional), OffsetFetch,
-OffsetDelete, and retention of expired offsets. A part of `GroupCoordinator` (coordinator.py),
-which owns the groups and persists them."""
+OffsetDelete, the transactional offsets a marker commits or aborts, and retention of expired
+offsets. A part of `GroupCoordinator` (coordinator.py); the offsets are kept in the groups of
+`ClassicGroups` (membership.py), and a consumer group's member checks are `ConsumerGroups`'."""
 
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from samsa.config.schema import BrokerConfig
 from samsa.protocol.errors import ErrorCode
 
 from .classic import ClassicGroup, CommittedOffset, GroupState
 from .common import (
-    GroupCoordinatorParts,
+    Done,
     GroupError,
     OffsetCommitEntry,
     now_ms,
 )
+from .partitions import GroupPartitions
 from .records import (
+    OffsetKey,
     OffsetValue,
+    decode_offset_value,
     group_metadata_key,
     offset_commit_key,
     offset_commit_value,
 )
 
+if TYPE_CHECKING:
+    from .consumer_groups import ConsumerGroups
+    from .membership import ClassicGroups
+
 # The coordinator's logger: one name for all of its parts (log configs select by it).
 log = logging.getLogger("samsa.coordinator.group.coordinator")
 
 
-class GroupOffsets(GroupCoordinatorParts):
-    """Offset commit/fetch/delete and retention, for `GroupCoordinator`.
-    The state (groups, partitions, timers) is the coordinator's."""
+class GroupOffsets:
+    """Offset commit/fetch/delete, transactional offsets and retention."""
+
+    def __init__(self, partitions: GroupPartitions, cfg: BrokerConfig, classic: ClassicGroups,
+                 consumer: ConsumerGroups) -> None:
+        self.partitions = partitions
+        self.classic = classic
+        self.consumer = consumer
+        self.retention_ms: int = cfg["offsets.retention.minutes"] * 60_000
+        self.retention_check_ms: int = cfg["offsets.retention.check.interval.ms"]
+        self.offset_metadata_max_bytes: int = cfg["offset.metadata.max.bytes"]
+        # offsets partition -> producer id -> group ids with pending transactional offsets
+        self.txn_groups: dict[int, dict[int, set[str]]] = {}
+        # completions that arrived for a partition while it was loading
+        self.deferred: dict[int, list[tuple[int, bool]]] = {}
+
+    # ------------------------------------------------------------------ transactions
+    def complete_transaction(self, offsets_partition: int, producer_id: int, commit: bool) -> Done:
+        """Called after a COMMIT/ABORT marker for `producer_id` was written to
+        `__consumer_offsets-<offsets_partition>`: its pending offsets become committed or
+        are dropped. Synchronous; the returned object may be awaited (no-op)."""
+        if offsets_partition in self.partitions.loading:
+            self.deferred.setdefault(offsets_partition, []).append((producer_id, commit))
+        else:
+            self.complete_txn(offsets_partition, producer_id, commit)
+        return Done()
+
+    def complete_txn(self, p: int, pid: int, commit: bool) -> None:
+        for group_id in self.txn_groups.get(p, {}).pop(pid, set()):
+            group = self.classic.groups.get(group_id)
+            if group is None:
+                continue
+            pending = group.pending_txn_offsets.pop(pid, {})
+            if not commit:
+                continue
+            for tp, co in pending.items():
+                current = group.offsets.get(tp)
+                if current is None or current.record_offset < co.record_offset:
+                    group.offsets[tp] = co
+
+    def complete_deferred(self, p: int) -> None:
+        """Apply the markers that arrived while partition p was loading."""
+        for pid, commit in self.deferred.pop(p, []):
+            self.complete_txn(p, pid, commit)
+
+    def unload(self, p: int) -> None:
+        self.txn_groups.pop(p, None)
+        self.deferred.pop(p, None)
+
+    def has_pending_txn(self, group: ClassicGroup, tp: tuple[str, int]) -> bool:
+        return any(tp in pending for pending in group.pending_txn_offsets.values())
+
+    def replay(self, p: int, offset: int, k: OffsetKey, value: bytes | None,
+               txn_pid: int) -> None:
+        """An offset commit record (transactional when `txn_pid` >= 0) read at load."""
+        group = self.classic.group_for_replay(k.group, p)
+        tp = (k.topic, k.partition)
+        if txn_pid >= 0:
+            if value is not None:
+                co = CommittedOffset(decode_offset_value(value), offset)
+                group.pending_txn_offsets.setdefault(txn_pid, {})[tp] = co
+                self.txn_groups.setdefault(p, {}).setdefault(txn_pid, set()).add(k.group)
+        elif value is None:
+            group.offsets.pop(tp, None)
+        else:
+            group.offsets[tp] = CommittedOffset(decode_offset_value(value), offset)
 
     # ------------------------------------------------------------------ offsets
     def _offset_commit_group(self, group_id: str, generation: int, member_id: str,
                              instance_id: str | None, version: int, transactional: bool,
                              partitions: list[tuple[str, int]]) -> tuple[int, ClassicGroup]:
-        p = self.coordinator_partition(group_id)
-        group = self.groups.get(group_id)
-        consumer_group = self.consumer_groups.get(group_id)
+        p = self.partitions.coordinator_partition(group_id)
+        group = self.classic.groups.get(group_id)
+        consumer_group = self.consumer.consumer_groups.get(group_id)
         if consumer_group is not None:
             # the member epoch is in the generation field
-            self.validate_consumer_offset_commit(consumer_group, member_id, generation,
-                                                 transactional, version, partitions)
+            self.consumer.validate_consumer_offset_commit(
+                consumer_group, member_id, generation, transactional, version, partitions)
             return p, group if group is not None else ClassicGroup(group_id, p)
         if group is None:
             if generation >= 0:
@@ -54,11 +126,11 @@ class GroupOffsets(GroupCoordinatorParts):
         if generation < 0 and group.is_in(GroupState.EMPTY):
             return p, group
         if generation >= 0 or member_id or instance_id is not None:
-            member = self._validate_member(group, member_id, instance_id)
+            member = self.classic.validate_member(group, member_id, instance_id)
             if generation != group.generation:
                 raise GroupError(ErrorCode.illegal_generation)
             if not transactional:
-                self._schedule_heartbeat(group, member, member.session_timeout_ms)
+                self.classic.schedule_heartbeat(group, member, member.session_timeout_ms)
         elif not transactional and not group.is_in(GroupState.EMPTY):
             raise GroupError(ErrorCode.unknown_member_id)
         if not transactional and group.is_in(GroupState.COMPLETING_REBALANCE):
@@ -106,20 +178,20 @@ class GroupOffsets(GroupCoordinatorParts):
             (offset_commit_key(group_id, t, pn), offset_commit_value(v)) for (t, pn), v in to_write
         ]
         try:
-            last = await self._append_replicated(
+            last = await self.partitions.append_replicated(
                 p, records, producer_id=producer_id, producer_epoch=producer_epoch,
                 transactional=transactional)
         except GroupError as exc:
             for tp, _ in to_write:
                 result[tp] = exc.error_code
             return result
-        if p not in self.loaded:
+        if p not in self.partitions.loaded:
             # The partition moved away while the commit was replicated; its new coordinator
             # loads the commit from the log. The client retries there.
             for tp, _ in to_write:
                 result[tp] = ErrorCode.not_coordinator
             return result
-        group = self.groups.setdefault(group_id, group)
+        group = self.classic.groups.setdefault(group_id, group)
         first = last - len(records) + 1
         for i, (tp, v) in enumerate(to_write):
             co = CommittedOffset(v, first + i)
@@ -131,7 +203,7 @@ class GroupOffsets(GroupCoordinatorParts):
             if current is None or current.record_offset < co.record_offset:
                 group.offsets[tp] = co
         if transactional:
-            self._txn_groups.setdefault(p, {}).setdefault(producer_id, set()).add(group_id)
+            self.txn_groups.setdefault(p, {}).setdefault(producer_id, set()).add(group_id)
         return result
 
     def fetch_offsets(
@@ -140,10 +212,10 @@ class GroupOffsets(GroupCoordinatorParts):
     ) -> list[dict[str, Any]]:
         """Committed offsets as OffsetFetch topic entries. Raises GroupError (group level).
         A member of a consumer group (OffsetFetch v9+) is checked as Kafka checks it."""
-        self.coordinator_partition(group_id)
-        if member_id is not None and group_id in self.consumer_groups:
-            self.validate_consumer_offset_fetch(group_id, member_id, member_epoch)
-        group = self.groups.get(group_id)
+        self.partitions.coordinator_partition(group_id)
+        if member_id is not None and group_id in self.consumer.consumer_groups:
+            self.consumer.validate_consumer_offset_fetch(group_id, member_id, member_epoch)
+        group = self.classic.groups.get(group_id)
         offsets = group.offsets if group is not None else {}
         if topics is None:
             by_topic: dict[str, list[int]] = {}
@@ -174,15 +246,15 @@ class GroupOffsets(GroupCoordinatorParts):
         self, group_id: str, partitions: list[tuple[str, int]]
     ) -> tuple[ErrorCode, dict[tuple[str, int], ErrorCode]]:
         try:
-            p = self.coordinator_partition(group_id)
-            group = self.groups.get(group_id)
+            p = self.partitions.coordinator_partition(group_id)
+            group = self.classic.groups.get(group_id)
             if group is None or group.is_in(GroupState.DEAD):
                 raise GroupError(ErrorCode.group_id_not_found)
             subscribed: set[str] = set()
-            consumer_group = self.consumer_groups.get(group_id)
+            consumer_group = self.consumer.consumer_groups.get(group_id)
             if consumer_group is not None:
                 # Kafka: the topics its members subscribe to keep their offsets
-                subscribed = self.consumer_subscribed_topics(consumer_group)
+                subscribed = self.consumer.consumer_subscribed_topics(consumer_group)
             elif not group.is_in(GroupState.EMPTY):
                 if group.protocol_type != "consumer":
                     raise GroupError(ErrorCode.non_empty_group)
@@ -200,11 +272,11 @@ class GroupOffsets(GroupCoordinatorParts):
                 tombstones.append(tp)
         if tombstones:
             try:
-                await self._append_replicated(
+                await self.partitions.append_replicated(
                     p, [(offset_commit_key(group_id, t, pn), None) for t, pn in tombstones])
             except GroupError as exc:
                 return exc.error_code, {}
-            if p not in self.loaded:
+            if p not in self.partitions.loaded:
                 return ErrorCode.not_coordinator, {}
             for tp in tombstones:
                 group.offsets.pop(tp, None)
@@ -215,10 +287,10 @@ class GroupOffsets(GroupCoordinatorParts):
     def expire_offsets(self, now: int) -> int:
         """Remove offsets past retention from empty groups; returns how many were removed."""
         removed = 0
-        for group in list(self.groups.values()):
-            if group.partition not in self.loaded or not group.is_in(GroupState.EMPTY):
+        for group in list(self.classic.groups.values()):
+            if group.partition not in self.partitions.loaded or not group.is_in(GroupState.EMPTY):
                 continue
-            consumer_group = self.consumer_groups.get(group.group_id)
+            consumer_group = self.consumer.consumer_groups.get(group.group_id)
             if consumer_group is not None and consumer_group.members:
                 continue  # the offsets of a consumer group expire once it is empty
             expired = []
@@ -243,7 +315,7 @@ class GroupOffsets(GroupCoordinatorParts):
             if not expired and not drop_group:
                 continue
             try:
-                self._append(group.partition, records)
+                self.partitions.append(group.partition, records)
             except GroupError:
                 continue
             for tp in expired:
@@ -251,7 +323,7 @@ class GroupOffsets(GroupCoordinatorParts):
             removed += len(expired)
             if drop_group:
                 group.transition(GroupState.DEAD, now)
-                del self.groups[group.group_id]
+                del self.classic.groups[group.group_id]
             log.info("removed %d expired offsets of group %s", len(expired), group.group_id)
         return removed
 

@@ -1,4 +1,4 @@
-"""Share groups (KIP-932): ShareGroupHeartbeat and ShareGroupDescribe, for `GroupCoordinator`.
+"""Share groups (KIP-932): ShareGroupHeartbeat and ShareGroupDescribe, a part of `GroupCoordinator`.
 
 Kept by the coordinator of the group's `__consumer_offsets` partition and written there as
 Kafka's share-group records (share_records.py): a change is answered once the ISR has its
@@ -12,13 +12,15 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from samsa.config.schema import BrokerConfig
 from samsa.protocol.errors import ErrorCode
 
 from . import share_records as sr
-from .common import GroupCoordinatorParts, GroupError, listed_groups
+from .common import GroupError, listed_groups
 from .consumer_records import decode_epoch_value, decode_target_member, target_member_value
+from .partitions import GroupPartitions
 from .share import (
     LEAVE_GROUP_MEMBER_EPOCH,
     SIMPLE,
@@ -28,6 +30,10 @@ from .share import (
     TopicsMetadata,
     simple_assign,
 )
+
+if TYPE_CHECKING:
+    from .consumer_groups import ConsumerGroups
+    from .membership import ClassicGroups
 
 log = logging.getLogger(__name__)
 
@@ -55,22 +61,29 @@ def _wire_assignment(a: Assignment) -> dict[str, Any]:
                                  for t, ps in sorted(a.items(), key=lambda kv: str(kv[0]))]}
 
 
-class ShareGroups(GroupCoordinatorParts):
-    """The share groups' membership state."""
+class ShareGroups:
+    """The share groups of the offsets partitions loaded here, which this part owns
+    (`share_groups`); a group id taken by a classic or consumer group is `classic`'s or
+    `consumer`'s."""
 
-    share_groups: dict[str, ShareGroup]
-    share_max_size: int  # group.share.max.size
-    share_session_ms: int  # group.share.session.timeout.ms
-    share_heartbeat_ms: int  # group.share.heartbeat.interval.ms
-    # called with (group id, member id) when a member leaves or is fenced: the share-partition
-    # leader here closes its share session and releases its records
-    share_member_removed: list[Callable[[str, str], None]]
+    def __init__(self, partitions: GroupPartitions, cfg: BrokerConfig, classic: ClassicGroups,
+                 consumer: ConsumerGroups) -> None:
+        self.partitions = partitions
+        self.classic = classic
+        self.consumer = consumer
+        self.share_max_size: int = cfg["group.share.max.size"]
+        self.share_session_ms: int = cfg["group.share.session.timeout.ms"]
+        self.share_heartbeat_ms: int = cfg["group.share.heartbeat.interval.ms"]
+        self.share_groups: dict[str, ShareGroup] = {}
+        # called with (group id, member id) when a member leaves or is fenced: the
+        # share-partition leader here closes its share session and releases its records
+        self.share_member_removed: list[Callable[[str, str], None]] = []
 
     def share_member_known(self, group_id: str, member_id: str) -> bool | None:
         """Is `member_id` a member of share group `group_id`? None when this broker is not
         the group's coordinator (it cannot tell)."""
         try:
-            self.coordinator_partition(group_id)
+            self.partitions.coordinator_partition(group_id)
         except GroupError:
             return None
         group = self.share_groups.get(group_id)
@@ -80,8 +93,8 @@ class ShareGroups(GroupCoordinatorParts):
         """The share group `group_id` for its offsets' admin APIs (None if it has no state
         here); raises GroupError when this broker does not coordinate it now, or when it is a
         group of another type (GROUP_ID_NOT_FOUND)."""
-        self.coordinator_partition(group_id)
-        if group_id in self.consumer_groups or group_id in self.groups:
+        self.partitions.coordinator_partition(group_id)
+        if group_id in self.consumer.consumer_groups or group_id in self.classic.groups:
             raise GroupError(ErrorCode.group_id_not_found,
                              f"Group {group_id} is not a share group.")
         group = self.share_groups.get(group_id)
@@ -90,7 +103,7 @@ class ShareGroups(GroupCoordinatorParts):
     def _share_topics(self, names: set[str]) -> TopicsMetadata:
         out: TopicsMetadata = {}
         for name in names:
-            info = self.topics_view.topic_info(name)
+            info = self.partitions.topics_view.topic_info(name)
             if info is not None and info[1] > 0:
                 out[name] = info
         return out
@@ -99,7 +112,7 @@ class ShareGroups(GroupCoordinatorParts):
         group = self.share_groups.get(group_id)
         if group is not None and not group.dead:
             return group
-        if group_id in self.consumer_groups or group_id in self.groups:
+        if group_id in self.consumer.consumer_groups or group_id in self.classic.groups:
             raise GroupError(ErrorCode.group_id_not_found,
                              f"Group {group_id} is not a share group.")
         if not create:
@@ -123,7 +136,7 @@ class ShareGroups(GroupCoordinatorParts):
             if member_epoch < LEAVE_GROUP_MEMBER_EPOCH:
                 raise GroupError(ErrorCode.invalid_request,
                                  f"MemberEpoch is invalid: {member_epoch}.")
-            p = self.coordinator_partition(group_id)
+            p = self.partitions.coordinator_partition(group_id)
             if member_epoch == LEAVE_GROUP_MEMBER_EPOCH:
                 group, response = self._share_leave(group_id, member_id)
             else:
@@ -224,7 +237,7 @@ class ShareGroups(GroupCoordinatorParts):
                  group.group_id)
         self._remove_share_member(group, member)
         try:
-            self._append(group.partition, self._share_changes(group))
+            self.partitions.append(group.partition, self._share_changes(group))
         except GroupError as exc:
             group.persisted.clear()  # written whole next time
             log.warning("could not write the removal of member %s of share group %s: %d",
@@ -236,7 +249,7 @@ class ShareGroups(GroupCoordinatorParts):
                                "group_id": group_id, "group_state": "", "group_epoch": -1,
                                "assignment_epoch": -1, "assignor_name": "", "members": []}
         try:
-            group = self._share_group(group_id, self.coordinator_partition(group_id),
+            group = self._share_group(group_id, self.partitions.coordinator_partition(group_id),
                                       create=False)
         except GroupError as exc:
             out["error_code"] = exc.error_code
@@ -250,7 +263,7 @@ class ShareGroups(GroupCoordinatorParts):
                 "client_id": m.client_id, "client_host": m.client_host,
                 "subscribed_topic_names": list(m.subscribed_topic_names),
                 "assignment": {"topic_partitions": [
-                    {"topic_id": t, "topic_name": self.topics_view.topic_name(t) or "",
+                    {"topic_id": t, "topic_name": self.partitions.topics_view.topic_name(t) or "",
                      "partitions": sorted(ps)}
                     for t, ps in sorted(m.assigned.items(), key=lambda kv: str(kv[0]))]},
             } for m in group.members.values()],
@@ -258,9 +271,9 @@ class ShareGroups(GroupCoordinatorParts):
         return out
 
     def list_share_groups(self, states: set[str]) -> list[dict[str, Any]]:
-        return listed_groups(self.share_groups.values(), self.loaded, states, "share")
+        return listed_groups(self.share_groups.values(), self.partitions.loaded, states, "share")
 
-    def _unload_share_groups(self, p: int | None) -> None:
+    def unload_share_groups(self, p: int | None) -> None:
         for group_id, group in list(self.share_groups.items()):
             if p is None or group.partition == p:
                 for m in group.members.values():
@@ -285,7 +298,7 @@ class ShareGroups(GroupCoordinatorParts):
             out[sr.share_key(sr.TARGET_ASSIGNMENT_MEMBER, gid, mid)] = target_member_value(a)
         initialized: sr.TopicPartitions = {}
         for name in group.offsets_topics:
-            info = self.topics_view.topic_info(name)
+            info = self.partitions.topics_view.topic_info(name)
             if info is not None:
                 initialized[info[0]] = (name, set(range(info[1])))
         if initialized:
@@ -316,11 +329,11 @@ class ShareGroups(GroupCoordinatorParts):
         if not records:
             return
         try:
-            await self._append_replicated(group.partition, records)
+            await self.partitions.append_replicated(group.partition, records)
         except GroupError:
             group.persisted.clear()  # unknown what holds: written whole next time
             raise
-        if group.partition not in self.loaded:
+        if group.partition not in self.partitions.loaded:
             raise GroupError(ErrorCode.not_coordinator)
 
     async def update_share_offsets_topics(self, group: ShareGroup, added: set[str],
@@ -345,7 +358,7 @@ class ShareGroups(GroupCoordinatorParts):
         return ErrorCode.none
 
     # ------------------------------------------------------------------ loading
-    def _replay_share(self, p: int, k: sr.ShareKey, value: bytes | None) -> None:
+    def replay_share(self, p: int, k: sr.ShareKey, value: bytes | None) -> None:
         group = self.share_groups.get(k.group)
         if value is None:
             if group is None:
@@ -381,7 +394,7 @@ class ShareGroups(GroupCoordinatorParts):
             else:
                 sr.decode_current_assignment(value, member)
 
-    def _share_groups_loaded(self, p: int) -> None:
+    def share_groups_loaded(self, p: int) -> None:
         for group in [g for g in self.share_groups.values() if g.partition == p]:
             group.persisted = self._share_records(group)
             for m in group.members.values():
