@@ -10,8 +10,8 @@ each broker its own).
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any, Protocol
 
 from samsa.config.dynamic import DynamicConfigError
 from samsa.config.group import describe_group_config, validate_group_configs
@@ -33,8 +33,10 @@ from .declare import api
 if TYPE_CHECKING:
     from .requests import (
         AlterConfigsRequest,
+        AlterConfigsResource,
         DescribeConfigsRequest,
         IncrementalAlterConfigsRequest,
+        IncrementalAlterConfigsResource,
     )
 
 log = logging.getLogger(__name__)
@@ -70,8 +72,6 @@ def _denied(ctx: RequestContext, op: AclOperation, resource_type: int,
 
 # A change of a topic's overrides: the current ones -> the new ones (raises TopicError).
 ConfigChange = Callable[[dict[str, str]], dict[str, str]]
-# IncrementalAlterConfigs' (operation, name, value) list applied to a resource's configs.
-_Ops = Callable[[dict[str, str], list[tuple[int, str, str | None]]], dict[str, str]]
 
 
 @api(32, "DescribeConfigs", (1, 4))
@@ -154,51 +154,58 @@ async def handle_describe_configs(
     return {"throttle_time": 0, "results": results}
 
 
-@api(33, "AlterConfigs", (0, 2))
+@api(33, "AlterConfigs", (0, 2), structs={"AlterConfigsResource": "AlterConfigsResource"})
 async def handle_alter_configs(
     ctx: RequestContext, request: AlterConfigsRequest
 ) -> dict[str, Any]:
-    responses = []
-    for r in request.resources:
-        new = {c.name: c.value for c in r.configs if c.value is not None}
-
-        def replace(_current: dict[str, str], new: dict[str, str] = new) -> dict[str, str]:
-            return new
-
-        responses.append(await _alter(ctx, r.resource_type, r.resource_name, replace,
-                                      request.validate_only))
-    return {"throttle_time": 0, "responses": responses}
+    changes = [(r, _replacement(r)) for r in request.resources]
+    return await _alter_each(ctx, changes, request.validate_only)
 
 
-@api(44, "IncrementalAlterConfigs", (0, 1))
+@api(44, "IncrementalAlterConfigs", (0, 1),
+     structs={"IncrementalAlterConfigsResource": "AlterConfigsResource"})
 async def handle_incremental_alter_configs(
     ctx: RequestContext, request: IncrementalAlterConfigsRequest
 ) -> dict[str, Any]:
+    changes = [(r, _operations(r)) for r in request.resources]
+    return await _alter_each(ctx, changes, request.validate_only)
+
+
+class _Resource(Protocol):
+    @property
+    def resource_type(self) -> int: ...
+    @property
+    def resource_name(self) -> str: ...
+
+
+async def _alter_each(ctx: RequestContext, changes: Iterable[tuple[_Resource, ConfigChange]],
+                      validate_only: bool) -> dict[str, Any]:
+    """AlterConfigs and IncrementalAlterConfigs: each resource changed by its change, this
+    broker's (or the cluster default's) dynamic configs, or a topic's or a group's."""
     responses = []
-    for r in request.resources:
-        ops: list[tuple[int, str, str | None]] = [
-            (c.config_operation, c.name, c.value) for c in r.configs
-        ]
-        apply_ops = _broker_ops if r.resource_type == BROKER else _resource_ops
-
-        def change(current: dict[str, str], ops: list[tuple[int, str, str | None]] = ops,
-                   apply_ops: _Ops = apply_ops) -> dict[str, str]:
-            return apply_ops(current, ops)
-
-        responses.append(await _alter(ctx, r.resource_type, r.resource_name, change,
-                                      request.validate_only))
+    for r, change in changes:
+        if r.resource_type == BROKER:
+            code, message = await _apply_broker(ctx, r.resource_name, change, validate_only)
+        else:
+            code, message = await _apply(ctx, r.resource_type, r.resource_name, change,
+                                         validate_only)
+        responses.append(_result(r.resource_type, r.resource_name, code, message))
     return {"throttle_time": 0, "responses": responses}
 
 
-async def _alter(ctx: RequestContext, resource_type: int, resource_name: str,
-                 change: ConfigChange, validate_only: bool) -> dict[str, Any]:
-    """One resource of AlterConfigs or IncrementalAlterConfigs changed by `change`: this
-    broker's (or the cluster default's) dynamic configs, or a topic's or a group's."""
-    if resource_type == BROKER:
-        code, message = await _apply_broker(ctx, resource_name, change, validate_only)
-    else:
-        code, message = await _apply(ctx, resource_type, resource_name, change, validate_only)
-    return _result(resource_type, resource_name, code, message)
+def _replacement(r: AlterConfigsResource) -> ConfigChange:
+    """AlterConfigs: the resource's configs become the request's (the null values left out)."""
+    new = {c.name: c.value for c in r.configs if c.value is not None}
+    return lambda _current: new
+
+
+def _operations(r: IncrementalAlterConfigsResource) -> ConfigChange:
+    """IncrementalAlterConfigs: the request's operations on the resource's configs."""
+    ops: list[tuple[int, str, str | None]] = [
+        (c.config_operation, c.name, c.value) for c in r.configs
+    ]
+    apply_ops = _broker_ops if r.resource_type == BROKER else _resource_ops
+    return lambda current: apply_ops(current, ops)
 
 
 def _resource_ops(current: dict[str, str],

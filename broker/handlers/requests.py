@@ -298,6 +298,10 @@ AlterConfigsRequest: TypeAlias = (
     alter_configs_v0.AlterConfigsRequest | alter_configs_v1.AlterConfigsRequest
     | alter_configs_v2.AlterConfigsRequest
 )
+AlterConfigsResource: TypeAlias = (
+    alter_configs_v0.AlterConfigsResource | alter_configs_v1.AlterConfigsResource
+    | alter_configs_v2.AlterConfigsResource
+)
 AlterPartitionReassignmentsRequest: TypeAlias = (
     alter_partition_reassignments_v0.AlterPartitionReassignmentsRequest
     | alter_partition_reassignments_v1.AlterPartitionReassignmentsRequest
@@ -450,6 +454,10 @@ HeartbeatRequest: TypeAlias = (
 IncrementalAlterConfigsRequest: TypeAlias = (
     incremental_alter_configs_v0.IncrementalAlterConfigsRequest
     | incremental_alter_configs_v1.IncrementalAlterConfigsRequest
+)
+IncrementalAlterConfigsResource: TypeAlias = (
+    incremental_alter_configs_v0.AlterConfigsResource
+    | incremental_alter_configs_v1.AlterConfigsResource
 )
 InitProducerIdRequest: TypeAlias = (
     init_producer_id_v0.InitProducerIdRequest | init_producer_id_v1.InitProducerIdRequest
