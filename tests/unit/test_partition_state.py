@@ -619,7 +619,7 @@ async def test_the_hw_waits_while_the_isr_is_below_min_insync_replicas(
     p.min_insync_replicas = 2
     _append(p, 2)
     out: dict[str, object] = {"error_code": ErrorCode.none}
-    answered = asyncio.create_task(_await_replication([(out, p, 2)], timeout_s=10))
+    answered = asyncio.create_task(_await_replication([(out, p, 2, None)], timeout_s=10))
     await asyncio.sleep(0)
     p.update_isr([LEADER])  # the controller took both followers out
     await _settle()
