@@ -219,9 +219,9 @@ MKDOCS := NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
 docs: venv
 	$(MKDOCS)
 
-# Unit tests only (no broker process, no Java): quick feedback while editing.
+# Unit, protocol and in-process handler tests (no broker process, no Java): quick feedback while editing.
 unit: venv
-	$(BIN)/python -m pytest -q --timeout=$(PYTEST_TIMEOUT) tests/unit tests/protocol $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -q --timeout=$(PYTEST_TIMEOUT) tests/unit tests/protocol tests/handlers $(PYTEST_ARGS)
 
 bench: venv
 	@if [ -f bench/run.py ]; then $(BIN)/python bench/run.py; \
