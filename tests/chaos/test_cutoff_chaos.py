@@ -3,8 +3,9 @@ both peers while clients still reach it, aimed at the controller, the transactio
 and the broker leading most partitions; every acknowledged value must be read exactly once at
 its offset (read_uncommitted and read_committed), no aborted value read_committed, and the
 three replicas of each partition byte-for-byte the same. Skips where network namespaces
-cannot be made. `make chaos CHAOS_WORKLOAD=cutoff` runs the long form (one-way cuts every
-other round; here with CHAOS_CUTOFF_ONE_WAY=1)."""
+cannot be made. As in the long form, `make chaos CHAOS_WORKLOAD=cutoff`, every other round
+cuts one way only (what the victim sends dropped; CHAOS_CUTOFF_ONE_WAY=0 cuts both ways
+only)."""
 
 from __future__ import annotations
 
@@ -20,12 +21,9 @@ pytestmark = [pytest.mark.timeout(300), pytest.mark.xdist_group("host-network")]
 
 def test_exactly_once_across_brokers_cut_off(partitioned_cluster, tmp_path):
     cluster, lab = partitioned_cluster
-    # One-way cuts (what the victim sends dropped) only on request here: after one, the
-    # victim's Metadata sometimes keeps an old ISR until the next fault (an "unrecovered"
-    # round; the long form, `make chaos CHAOS_WORKLOAD=cutoff`, has them every other round).
     p = CutoffParams(rounds=int(os.environ.get("CHAOS_CUTOFF_SHORT_ROUNDS", "3")),
                      hold=(7.0, 9.0), seed=int(os.environ.get("CHAOS_SEED", "1")),
-                     one_way=os.environ.get("CHAOS_CUTOFF_ONE_WAY", "") == "1")
+                     one_way=os.environ.get("CHAOS_CUTOFF_ONE_WAY", "1") != "0")
     res = run_cutoff(cluster, lab, p, tmp_path / "cutoff")
     print(res.text)
     assert [r.target for r in res.rounds] == ["controller", "txn_coordinator",
