@@ -274,104 +274,17 @@ class ConsumerGroups:
         `classic`: the member joins with JoinGroup (session timeout, protocols).
         `downgrading`: the joining member turns the group classic (Kafka computes no new
         target assignment then, and reconciles the member only if not `resubscribed`, as
-        the classic group rebalances then)."""
-        records: Records = []
-        classic_group = self.classic.groups.get(group_id)
-        group = self.consumer_groups.get(group_id)
-        upgraded: ClassicGroup | None = None
-        if group is None:
-            if classic_group is not None and classic_group.members:
-                if self.migration_policy not in ("upgrade", "bidirectional") or \
-                        classic_group.protocol_type != "consumer" or \
-                        len(classic_group.members) >= self.consumer_max_size:
-                    raise GroupError(ErrorCode.group_id_not_found,
-                                     f"Group {group_id} is not a consumer group.")
-                group, records = self.migration.from_classic(classic_group, p)
-                upgraded = classic_group
-            elif member_epoch != 0:
-                raise GroupError(ErrorCode.unknown_member_id,
-                                 f"Consumer group {group_id} not found.")
-            else:
-                group = ConsumerGroup(group_id, p)
-        if member_id not in group.members and \
-                (instance_id is None or instance_id not in group.static_members) and \
-                len(group.members) >= self.consumer_max_size:
-            raise GroupError(ErrorCode.group_max_size_reached,
-                             f"The consumer group has reached its maximum capacity of "
-                             f"{self.consumer_max_size} members.")
-        # the member, as the coordinator knows it before this heartbeat
-        replaced: ConsumerMember | None = None
-        if instance_id is None:
-            existing = group.members.get(member_id)
-            if existing is None:
-                if member_epoch != 0:
-                    raise GroupError(ErrorCode.unknown_member_id,
-                                     f"Member {member_id} is not a member of group {group_id}.")
-                member = ConsumerMember(member_id)
-            else:
-                if member_epoch != 0:
-                    self._validate_epoch(existing, member_epoch, owned)
-                member = existing
-        else:
-            static_id = group.static_members.get(instance_id)
-            static = group.members.get(static_id) if static_id is not None else None
-            if member_epoch == 0:
-                if static is None:
-                    member = group.members.get(member_id) or ConsumerMember(member_id)
-                else:
-                    if static.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH:
-                        raise GroupError(ErrorCode.unreleased_instance_id,
-                                         f"Static member {member_id} with instance id "
-                                         f"{instance_id} cannot join the group because the "
-                                         f"instance id is owned by {static.member_id} member.")
-                    replaced = static
-                    member = replace(static, member_id=member_id, member_epoch=0,
-                                     previous_member_epoch=0, session_timer=None,
-                                     rebalance_timer=None, join_timer=None, sync_timer=None)
-            else:
-                if static is None:
-                    raise GroupError(ErrorCode.unknown_member_id,
-                                     f"Instance id {instance_id} is unknown.")
-                if static.member_id != member_id:
-                    raise GroupError(ErrorCode.fenced_instance_id,
-                                     f"Static member {member_id} with instance id {instance_id}"
-                                     f" was fenced by member {static.member_id}.")
-                self._validate_epoch(static, member_epoch, owned)
-                member = static
+        the classic group rebalances then). Kafka's consumerGroupHeartbeat, step by step."""
+        group, records, upgraded = self._heartbeat_group(p, group_id, member_epoch)
+        self._check_capacity(group, member_id, instance_id)
+        member, replaced = self._heartbeat_member(group, member_id, member_epoch, instance_id,
+                                                  owned)
         is_new = member_id not in group.members
-        updated = replace(
-            member,
-            instance_id=instance_id if instance_id is not None else member.instance_id,
-            rack_id=rack_id if rack_id is not None else member.rack_id,
-            rebalance_timeout_ms=(rebalance_timeout_ms if rebalance_timeout_ms != -1
-                                  else member.rebalance_timeout_ms),
-            server_assignor=assignor if assignor is not None else member.server_assignor,
-            subscribed_topic_names=(list(names) if names is not None
-                                    else member.subscribed_topic_names),
-            subscribed_topic_regex=((regex or None) if regex is not None
-                                    else member.subscribed_topic_regex),
-            client_id=client_id, client_host=client_host,
-            assigned=dict(member.assigned), pending_revocation=dict(member.pending_revocation),
-            classic_session_ms=classic[0] if classic is not None else member.classic_session_ms,
-            classic_protocols=(list(classic[1]) if classic is not None
-                               else member.classic_protocols),
-        )
         swapped = replaced is not None and replaced.member_id != member_id
+        updated = _updated_member(member, instance_id, rack_id, rebalance_timeout_ms, assignor,
+                                  names, regex, client_id, client_host, classic)
         if swapped and replaced is not None:
-            # Kafka's replaceMember: the old member's tombstones, then the new one as a copy
-            # of it (its target assignment, epoch 0), before this heartbeat's changes
-            records += _fence_records(group_id, replaced.member_id)
-            records += [
-                (key(MEMBER_METADATA, group_id, member_id), member_metadata_value(member)),
-                (key(TARGET_ASSIGNMENT_MEMBER, group_id, member_id),
-                 target_member_value(group.target.get(replaced.member_id, {}))),
-                (key(CURRENT_MEMBER_ASSIGNMENT, group_id, member_id),
-                 current_assignment_value(member)),
-            ]
-        # a static member taking its place back keeps the group epoch (Kafka's replaceMember)
-        bump = (is_new and replaced is None) or \
-            (updated.subscribed_topic_names, updated.subscribed_topic_regex) != \
-            (member.subscribed_topic_names, member.subscribed_topic_regex)
+            records += _replace_records(group, member, replaced)
         if (is_new and not swapped) or updated.metadata_key() != member.metadata_key():
             records.append((key(MEMBER_METADATA, group_id, member_id),
                             member_metadata_value(updated)))
@@ -379,86 +292,156 @@ class ConsumerGroups:
                          if replaced is None or m.member_id != replaced.member_id}
         members_after[member_id] = updated
         sub_meta = self.subscription_metadata(list(members_after.values()))
-        if sub_meta != group.subscription_metadata:
-            bump = True
+        # a static member taking its place back keeps the group epoch (Kafka's replaceMember)
+        bump = (is_new and replaced is None) or sub_meta != group.subscription_metadata or \
+            _subscription(updated) != _subscription(member)
         group_epoch = group.group_epoch + 1 if bump else group.group_epoch
         if bump:
             records.append((key(GROUP_METADATA, group_id), group_metadata_value(group_epoch)))
-        # target assignment
+        target, target_epoch = self._heartbeat_target(
+            group, member_id, replaced, swapped, members_after, sub_meta, group_epoch,
+            downgrading, records)
+        reconciled = _reconciled(group, updated, replaced, target, target_epoch, owned,
+                                 keep=downgrading and resubscribed)
+        if (is_new and not swapped) or reconciled.assignment_key() != member.assignment_key():
+            records.append((key(CURRENT_MEMBER_ASSIGNMENT, group_id, member_id),
+                            current_assignment_value(reconciled)))
+        self.consumer_groups.setdefault(group_id, group)
+        group.group_epoch = group_epoch
+        group.subscription_metadata = sub_meta
+        group.target = target
+        group.assignment_epoch = target_epoch
+        group.update_member(group.members.get(member_id), reconciled)
+        if classic is None:
+            group.session_ms = session_ms
+        written = functools.partial(self._heartbeat_written, group, member, reconciled,
+                                    upgraded, is_new, classic is not None)
+        return records, _heartbeat_response(member, reconciled, member_epoch, heartbeat_ms,
+                                            rebalance_timeout_ms, names, owned), [written]
+
+    def _heartbeat_group(self, p: int, group_id: str, member_epoch: int
+                         ) -> tuple[ConsumerGroup, Records, ClassicGroup | None]:
+        """The group the heartbeat is for: the consumer group, a new one for a joining
+        member, or the one a classic group upgrades to (with its records, and the classic
+        group it replaces once they are written)."""
+        group = self.consumer_groups.get(group_id)
+        if group is not None:
+            return group, [], None
+        classic_group = self.classic.groups.get(group_id)
+        if classic_group is not None and classic_group.members:
+            if self.migration_policy not in ("upgrade", "bidirectional") or \
+                    classic_group.protocol_type != "consumer" or \
+                    len(classic_group.members) >= self.consumer_max_size:
+                raise GroupError(ErrorCode.group_id_not_found,
+                                 f"Group {group_id} is not a consumer group.")
+            group, records = self.migration.from_classic(classic_group, p)
+            return group, records, classic_group
+        if member_epoch != 0:
+            raise GroupError(ErrorCode.unknown_member_id,
+                             f"Consumer group {group_id} not found.")
+        return ConsumerGroup(group_id, p), [], None
+
+    def _check_capacity(self, group: ConsumerGroup, member_id: str,
+                        instance_id: str | None) -> None:
+        if member_id not in group.members and \
+                (instance_id is None or instance_id not in group.static_members) and \
+                len(group.members) >= self.consumer_max_size:
+            raise GroupError(ErrorCode.group_max_size_reached,
+                             f"The consumer group has reached its maximum capacity of "
+                             f"{self.consumer_max_size} members.")
+
+    def _heartbeat_member(self, group: ConsumerGroup, member_id: str, member_epoch: int,
+                          instance_id: str | None,
+                          owned: list[tuple[uuid.UUID, list[int]]] | None
+                          ) -> tuple[ConsumerMember, ConsumerMember | None]:
+        """The member as the coordinator knows it before this heartbeat, and the static
+        member it replaces (a static member rejoining with a new member id)."""
+        if instance_id is None:
+            existing = group.members.get(member_id)
+            if existing is None:
+                if member_epoch != 0:
+                    raise GroupError(ErrorCode.unknown_member_id,
+                                     f"Member {member_id} is not a member of group "
+                                     f"{group.group_id}.")
+                return ConsumerMember(member_id), None
+            if member_epoch != 0:
+                self._validate_epoch(existing, member_epoch, owned)
+            return existing, None
+        static_id = group.static_members.get(instance_id)
+        static = group.members.get(static_id) if static_id is not None else None
+        if member_epoch == 0:
+            if static is None:
+                return group.members.get(member_id) or ConsumerMember(member_id), None
+            if static.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+                raise GroupError(ErrorCode.unreleased_instance_id,
+                                 f"Static member {member_id} with instance id "
+                                 f"{instance_id} cannot join the group because the "
+                                 f"instance id is owned by {static.member_id} member.")
+            return replace(static, member_id=member_id, member_epoch=0,
+                           previous_member_epoch=0, session_timer=None,
+                           rebalance_timer=None, join_timer=None, sync_timer=None), static
+        if static is None:
+            raise GroupError(ErrorCode.unknown_member_id,
+                             f"Instance id {instance_id} is unknown.")
+        if static.member_id != member_id:
+            raise GroupError(ErrorCode.fenced_instance_id,
+                             f"Static member {member_id} with instance id {instance_id}"
+                             f" was fenced by member {static.member_id}.")
+        self._validate_epoch(static, member_epoch, owned)
+        return static, None
+
+    def _heartbeat_target(self, group: ConsumerGroup, member_id: str,
+                          replaced: ConsumerMember | None, swapped: bool,
+                          members_after: dict[str, ConsumerMember], sub_meta: TopicsMetadata,
+                          group_epoch: int, downgrading: bool,
+                          records: Records) -> tuple[dict[str, Assignment], int]:
+        """The target assignment after the heartbeat and its epoch: a new one computed when
+        `group_epoch` is past the group's assignment epoch (not for a group `downgrading` to
+        classic); its records go to `records`."""
+        group_id = group.group_id
         target = group.target
-        target_epoch = group.assignment_epoch
         if replaced is not None:
             target = {(member_id if m == replaced.member_id else m): a
                       for m, a in target.items()}
             if member_id in target and not swapped:
                 records.append((key(TARGET_ASSIGNMENT_MEMBER, group_id, member_id),
                                 target_member_value(target[member_id])))
-        if group_epoch > group.assignment_epoch and not downgrading:
-            name = _preferred(list(members_after.values()), self.consumer_assignors[0])
-            subs = {m.member_id: self._member_topics(m) for m in members_after.values()}
-            new_target = assign(name, subs, sub_meta, target)
-            for mid, a in sorted(new_target.items()):
-                if mid not in target or target[mid] != a:
-                    records.append((key(TARGET_ASSIGNMENT_MEMBER, group_id, mid),
-                                    target_member_value(a)))
-            records.append((key(TARGET_ASSIGNMENT_METADATA, group_id),
-                            target_metadata_value(group_epoch)))
-            target, target_epoch = new_target, group_epoch
-            log.info("group %s: epoch %d, target assignment computed by %s for %d members",
-                     group_id, group_epoch, name, len(members_after))
-        # reconciliation
-        if replaced is not None:
-            group.remove_member(replaced.member_id)
-        try:
-            reconciled = updated if downgrading and resubscribed else reconcile(
-                updated, target_epoch, target.get(member_id, {}),
-                group.current_partition_epoch, owned)
-        except FencedMemberEpoch as exc:
-            raise GroupError(ErrorCode.fenced_member_epoch, str(exc)) from exc
-        if (is_new and not swapped) or reconciled.assignment_key() != member.assignment_key():
-            records.append((key(CURRENT_MEMBER_ASSIGNMENT, group_id, member_id),
-                            current_assignment_value(reconciled)))
-        # apply
-        self.consumer_groups.setdefault(group_id, group)
-        group.group_epoch = group_epoch
-        group.subscription_metadata = sub_meta
-        group.target = target
-        group.assignment_epoch = target_epoch
-        old = group.members.get(member_id)
-        group.update_member(old, reconciled)
-        if classic is None:
-            group.session_ms = session_ms
+        if downgrading or group_epoch <= group.assignment_epoch:
+            return target, group.assignment_epoch
+        name = _preferred(list(members_after.values()), self.consumer_assignors[0])
+        subs = {m.member_id: self._member_topics(m) for m in members_after.values()}
+        new_target = assign(name, subs, sub_meta, target)
+        for mid, a in sorted(new_target.items()):
+            if mid not in target or target[mid] != a:
+                records.append((key(TARGET_ASSIGNMENT_MEMBER, group_id, mid),
+                                target_member_value(a)))
+        records.append((key(TARGET_ASSIGNMENT_METADATA, group_id),
+                        target_metadata_value(group_epoch)))
+        log.info("group %s: epoch %d, target assignment computed by %s for %d members",
+                 group_id, group_epoch, name, len(members_after))
+        return new_target, group_epoch
 
-        def written() -> None:
-            if upgraded is not None:
-                self.migration.retire_classic(upgraded)
-                # the classic members taken over: their sessions run on in the new group
-                for m in group.members.values():
-                    if m.member_id != member_id:
-                        self.schedule_session(group, m)
-            self.schedule_session(group, reconciled)
-            if classic is not None:
-                return  # a classic member revokes by rejoining (its join timeout)
-            if reconciled.state == MemberState.UNREVOKED_PARTITIONS:
-                if member.state != MemberState.UNREVOKED_PARTITIONS or \
-                        member.member_epoch != reconciled.member_epoch or is_new:
-                    self._schedule_rebalance(group, reconciled)
-            elif reconciled.rebalance_timer is not None:
-                reconciled.rebalance_timer.cancel()
-                reconciled.rebalance_timer = None
-        response: dict[str, Any] = {
-            "error_code": ErrorCode.none, "error_message": None, "member_id": member_id,
-            "member_epoch": reconciled.member_epoch,
-            "heartbeat_interval": heartbeat_ms, "assignment": None,
-        }
-        full = member_epoch == 0 or (rebalance_timeout_ms != -1 and names is not None
-                                     and owned is not None)
-        if full or reconciled.assigned != member.assigned:
-            response["assignment"] = {"topic_partitions": [
-                {"topic_id": tid, "partitions": sorted(ps)}
-                for tid, ps in sorted(reconciled.assigned.items(), key=lambda kv: str(kv[0]))
-            ]}
-        return records, response, [written]
+    def _heartbeat_written(self, group: ConsumerGroup, member: ConsumerMember,
+                           reconciled: ConsumerMember, upgraded: ClassicGroup | None,
+                           is_new: bool, classic: bool) -> None:
+        """Once the heartbeat's records are in the log: the classic group an upgrade
+        replaces goes, and the member's timers run."""
+        if upgraded is not None:
+            self.migration.retire_classic(upgraded)
+            # the classic members taken over: their sessions run on in the new group
+            for m in group.members.values():
+                if m.member_id != reconciled.member_id:
+                    self.schedule_session(group, m)
+        self.schedule_session(group, reconciled)
+        if classic:
+            return  # a classic member revokes by rejoining (its join timeout)
+        if reconciled.state == MemberState.UNREVOKED_PARTITIONS:
+            if member.state != MemberState.UNREVOKED_PARTITIONS or \
+                    member.member_epoch != reconciled.member_epoch or is_new:
+                self._schedule_rebalance(group, reconciled)
+        elif reconciled.rebalance_timer is not None:
+            reconciled.rebalance_timer.cancel()
+            reconciled.rebalance_timer = None
 
     def _leave(self, group_id: str, member_id: str, member_epoch: int,
                instance_id: str | None
@@ -786,6 +769,85 @@ class ConsumerGroups:
             for m in group.members.values():
                 m.cancel_timers()
             del self.consumer_groups[group.group_id]
+
+
+def _subscription(m: ConsumerMember) -> tuple[list[str], str | None]:
+    return m.subscribed_topic_names, m.subscribed_topic_regex
+
+
+def _updated_member(member: ConsumerMember, instance_id: str | None, rack_id: str | None,
+                    rebalance_timeout_ms: int, assignor: str | None, names: list[str] | None,
+                    regex: str | None, client_id: str, client_host: str,
+                    classic: tuple[int, list[tuple[str, bytes]]] | None) -> ConsumerMember:
+    """The member with what the heartbeat sets (a field the heartbeat leaves out is kept)."""
+    return replace(
+        member,
+        instance_id=instance_id if instance_id is not None else member.instance_id,
+        rack_id=rack_id if rack_id is not None else member.rack_id,
+        rebalance_timeout_ms=(rebalance_timeout_ms if rebalance_timeout_ms != -1
+                              else member.rebalance_timeout_ms),
+        server_assignor=assignor if assignor is not None else member.server_assignor,
+        subscribed_topic_names=(list(names) if names is not None
+                                else member.subscribed_topic_names),
+        subscribed_topic_regex=((regex or None) if regex is not None
+                                else member.subscribed_topic_regex),
+        client_id=client_id, client_host=client_host,
+        assigned=dict(member.assigned), pending_revocation=dict(member.pending_revocation),
+        classic_session_ms=classic[0] if classic is not None else member.classic_session_ms,
+        classic_protocols=(list(classic[1]) if classic is not None
+                           else member.classic_protocols),
+    )
+
+
+def _replace_records(group: ConsumerGroup, member: ConsumerMember,
+                     replaced: ConsumerMember) -> Records:
+    """Kafka's replaceMember: the old member's tombstones, then the new one as a copy of it
+    (its target assignment, epoch 0), before this heartbeat's changes."""
+    group_id, member_id = group.group_id, member.member_id
+    return _fence_records(group_id, replaced.member_id) + [
+        (key(MEMBER_METADATA, group_id, member_id), member_metadata_value(member)),
+        (key(TARGET_ASSIGNMENT_MEMBER, group_id, member_id),
+         target_member_value(group.target.get(replaced.member_id, {}))),
+        (key(CURRENT_MEMBER_ASSIGNMENT, group_id, member_id),
+         current_assignment_value(member)),
+    ]
+
+
+def _reconciled(group: ConsumerGroup, updated: ConsumerMember,
+                replaced: ConsumerMember | None, target: dict[str, Assignment],
+                target_epoch: int,
+                owned: list[tuple[uuid.UUID, list[int]]] | None, keep: bool) -> ConsumerMember:
+    """The member moved toward its target assignment (as it is when `keep`); the static
+    member it replaces leaves the group first."""
+    if replaced is not None:
+        group.remove_member(replaced.member_id)
+    if keep:
+        return updated
+    try:
+        return reconcile(updated, target_epoch, target.get(updated.member_id, {}),
+                         group.current_partition_epoch, owned)
+    except FencedMemberEpoch as exc:
+        raise GroupError(ErrorCode.fenced_member_epoch, str(exc)) from exc
+
+
+def _heartbeat_response(member: ConsumerMember, reconciled: ConsumerMember, member_epoch: int,
+                        heartbeat_ms: int, rebalance_timeout_ms: int, names: list[str] | None,
+                        owned: list[tuple[uuid.UUID, list[int]]] | None) -> dict[str, Any]:
+    """The answer: the assignment is sent in full to a member joining or sending its whole
+    state, else only when it changed."""
+    response: dict[str, Any] = {
+        "error_code": ErrorCode.none, "error_message": None,
+        "member_id": reconciled.member_id, "member_epoch": reconciled.member_epoch,
+        "heartbeat_interval": heartbeat_ms, "assignment": None,
+    }
+    full = member_epoch == 0 or (rebalance_timeout_ms != -1 and names is not None
+                                 and owned is not None)
+    if full or reconciled.assigned != member.assigned:
+        response["assignment"] = {"topic_partitions": [
+            {"topic_id": tid, "partitions": sorted(ps)}
+            for tid, ps in sorted(reconciled.assigned.items(), key=lambda kv: str(kv[0]))
+        ]}
+    return response
 
 
 def _preferred(members: list[ConsumerMember], default: str) -> str:
