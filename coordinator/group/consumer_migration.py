@@ -329,7 +329,7 @@ class ConsumerMigration:
         protocols: list[tuple[str, bytes]], session_timeout_ms: int, rebalance_timeout_ms: int,
         client_id: str, client_host: str,
     ) -> tuple[Records, list[Callable[[], None]]]:
-        """The state change of a classic JoinGroup (as `_heartbeat`'s)."""
+        """The state change of a classic JoinGroup (as `ConsumerGroups.apply_heartbeat`'s)."""
         static_id = group.static_members.get(instance_id) if instance_id else None
         static = group.members.get(static_id) if static_id is not None else None
         # Kafka's step 4: the joining static member replaces the group's last
