@@ -116,14 +116,6 @@ class ConsumerGroups:
         self.consumer_groups: dict[str, ConsumerGroup] = {}
 
     # ------------------------------------------------------------------ metadata
-    def _topics_metadata(self, names: set[str]) -> TopicsMetadata:
-        out: TopicsMetadata = {}
-        for name in names:
-            info = self.partitions.topics_view.topic_info(name)
-            if info is not None and info[1] > 0:
-                out[name] = info
-        return out
-
     def _member_topics(self, m: ConsumerMember) -> set[str]:
         all_topics = self.partitions.topics_view.topic_names() if m.subscribed_topic_regex else ()
         return subscribed_topics(m, all_topics, _compile)
@@ -132,7 +124,7 @@ class ConsumerGroups:
         names: set[str] = set()
         for m in members:
             names |= self._member_topics(m)
-        return self._topics_metadata(names)
+        return self.partitions.topics_metadata(names)
 
     def consumer_subscribed_topics(self, group: ConsumerGroup) -> set[str]:
         """The topics the group's members subscribe to (names and regex matches)."""

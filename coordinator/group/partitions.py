@@ -22,6 +22,7 @@ from samsa.coordinator.runtime import (
 from samsa.protocol.errors import ErrorCode
 
 from .common import OFFSETS_TOPIC, GroupError, now_ms
+from .consumer import TopicsMetadata
 
 Records = list[tuple[bytes, bytes | None]]
 
@@ -63,6 +64,15 @@ class GroupPartitions:
         if p in self.loaded:
             return p
         raise GroupError(ErrorCode.coordinator_load_in_progress)
+
+    def topics_metadata(self, names: Iterable[str]) -> TopicsMetadata:
+        """The id and partition count of each of `names` that exists with partitions."""
+        out: TopicsMetadata = {}
+        for name in names:
+            info = self.topics_view.topic_info(name)
+            if info is not None and info[1] > 0:
+                out[name] = info
+        return out
 
     # ------------------------------------------------------------------ writes
     def append(self, p: int, records: Records, **kw: Any) -> int:

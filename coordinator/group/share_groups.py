@@ -27,7 +27,6 @@ from .share import (
     Assignment,
     ShareGroup,
     ShareMember,
-    TopicsMetadata,
     simple_assign,
 )
 
@@ -99,14 +98,6 @@ class ShareGroups:
                              f"Group {group_id} is not a share group.")
         group = self.share_groups.get(group_id)
         return None if group is None or group.dead else group
-
-    def _share_topics(self, names: set[str]) -> TopicsMetadata:
-        out: TopicsMetadata = {}
-        for name in names:
-            info = self.partitions.topics_view.topic_info(name)
-            if info is not None and info[1] > 0:
-                out[name] = info
-        return out
 
     def _share_group(self, group_id: str, p: int, create: bool) -> ShareGroup:
         group = self.share_groups.get(group_id)
@@ -191,7 +182,7 @@ class ShareGroups:
                 "assignment": _wire_assignment(member.assigned) if send_assignment else None}
 
     def _share_reassign(self, group: ShareGroup) -> None:
-        topics = self._share_topics(group.subscribed())
+        topics = self.partitions.topics_metadata(group.subscribed())
         subscribed = {m.member_id: m.subscribed_topic_names for m in group.members.values()}
         target = simple_assign(subscribed, topics)
         if group.assignment_epoch < group.group_epoch or target != group.target:
