@@ -24,6 +24,17 @@ class GroupError(KafkaError):
         super().__init__(message or str(int(error_code)), error_code)
 
 
+def static_member_id(static_id: str | None, member_id: str) -> str:
+    """The member a request naming a static instance stands for: `static_id`, the member
+    that holds the instance (UNKNOWN_MEMBER_ID if none does, FENCED_INSTANCE_ID if the
+    request names another member)."""
+    if static_id is None:
+        raise GroupError(ErrorCode.unknown_member_id)
+    if member_id and member_id != static_id:
+        raise GroupError(ErrorCode.fenced_instance_id)
+    return static_id
+
+
 def now_ms() -> int:
     return int(time.time() * 1000)
 

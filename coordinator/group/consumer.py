@@ -201,6 +201,11 @@ class ConsumerGroup:
                 for p in ps:
                     self.partition_epochs[(t, p)] = member.member_epoch
 
+    def static_member(self, instance_id: str) -> ConsumerMember | None:
+        """The member that holds static instance `instance_id`, if any."""
+        member_id = self.static_members.get(instance_id)
+        return None if member_id is None else self.members.get(member_id)
+
     def update_member(self, old: ConsumerMember | None, new: ConsumerMember) -> None:
         """Install `new` (replacing `old`, the same member id) and its partition epochs."""
         if old is not None:

@@ -359,8 +359,7 @@ class ConsumerGroups:
             if member_epoch != 0:
                 self._validate_epoch(existing, member_epoch, owned)
             return existing, None
-        static_id = group.static_members.get(instance_id)
-        static = group.members.get(static_id) if static_id is not None else None
+        static = group.static_member(instance_id)
         if member_epoch == 0:
             if static is None:
                 return group.members.get(member_id) or ConsumerMember(member_id), None
@@ -372,13 +371,7 @@ class ConsumerGroups:
             return replace(static, member_id=member_id, member_epoch=0,
                            previous_member_epoch=0, session_timer=None,
                            rebalance_timer=None, join_timer=None, sync_timer=None), static
-        if static is None:
-            raise GroupError(ErrorCode.unknown_member_id,
-                             f"Instance id {instance_id} is unknown.")
-        if static.member_id != member_id:
-            raise GroupError(ErrorCode.fenced_instance_id,
-                             f"Static member {member_id} with instance id {instance_id}"
-                             f" was fenced by member {static.member_id}.")
+        static = _static_member(static, member_id, instance_id)
         self._validate_epoch(static, member_epoch, owned)
         return static, None
 
@@ -447,15 +440,7 @@ class ConsumerGroups:
                 raise GroupError(ErrorCode.unknown_member_id,
                                  f"Member {member_id} is not a member of group {group_id}.")
         else:
-            static_id = group.static_members.get(instance_id)
-            member = group.members.get(static_id) if static_id is not None else None
-            if member is None:
-                raise GroupError(ErrorCode.unknown_member_id,
-                                 f"Instance id {instance_id} is unknown.")
-            if member.member_id != member_id:
-                raise GroupError(ErrorCode.fenced_instance_id,
-                                 f"Static member {member_id} with instance id {instance_id} "
-                                 f"was fenced by member {member.member_id}.")
+            member = _static_member(group.static_member(instance_id), member_id, instance_id)
         response = {"error_code": ErrorCode.none, "error_message": None,
                     "member_id": member_id, "member_epoch": member_epoch,
                     "heartbeat_interval": 0, "assignment": None}
@@ -852,3 +837,15 @@ def _preferred(members: list[ConsumerMember], default: str) -> str:
         return default
     return max(sorted(votes), key=lambda n: votes[n])
 
+
+def _static_member(static: ConsumerMember | None, member_id: str,
+                   instance_id: str) -> ConsumerMember:
+    """`static`, the member holding `instance_id`, if the request's `member_id` is it
+    (Kafka's throwIfStaticMemberIsUnknown and throwIfInstanceIdIsFenced)."""
+    if static is None:
+        raise GroupError(ErrorCode.unknown_member_id, f"Instance id {instance_id} is unknown.")
+    if static.member_id != member_id:
+        raise GroupError(ErrorCode.fenced_instance_id,
+                         f"Static member {member_id} with instance id {instance_id}"
+                         f" was fenced by member {static.member_id}.")
+    return static

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from samsa.protocol.errors import ErrorCode
 
 from .classic import ClassicGroup, GroupState, Member
-from .common import GroupError, new_member_id, now_ms
+from .common import GroupError, new_member_id, now_ms, static_member_id
 from .consumer import (
     LEAVE_GROUP_STATIC_MEMBER_EPOCH,
     Assignment,
@@ -256,12 +256,7 @@ class ConsumerMigration:
     def _classic_member(self, group: ConsumerGroup, member_id: str,
                         instance_id: str | None) -> ConsumerMember:
         if instance_id is not None:
-            static_id = group.static_members.get(instance_id)
-            if static_id is None:
-                raise GroupError(ErrorCode.unknown_member_id)
-            if member_id and static_id != member_id:
-                raise GroupError(ErrorCode.fenced_instance_id)
-            member_id = static_id
+            member_id = static_member_id(group.static_members.get(instance_id), member_id)
         member = group.members.get(member_id)
         if member is None or member.classic_protocols is None:
             raise GroupError(ErrorCode.unknown_member_id)

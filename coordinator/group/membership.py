@@ -18,6 +18,7 @@ from .common import (
     NEW_MEMBER_JOIN_TIMEOUT_MS,
     GroupError,
     now_ms,
+    static_member_id,
 )
 from .partitions import GroupPartitions
 from .records import GroupKey, decode_group_value, group_metadata_key, group_metadata_value
@@ -599,12 +600,8 @@ class ClassicGroups:
                 continue
             try:
                 if instance_id is not None:
-                    static_id = group.static_member_id(instance_id)
-                    if static_id is None:
-                        raise GroupError(ErrorCode.unknown_member_id)
-                    if member_id and member_id != static_id:
-                        raise GroupError(ErrorCode.fenced_instance_id)
-                    member_id = static_id
+                    member_id = static_member_id(group.static_member_id(instance_id),
+                                                 member_id)
                 member = group.members.get(member_id)
                 if member is None:
                     raise GroupError(ErrorCode.unknown_member_id)
