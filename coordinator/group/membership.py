@@ -370,16 +370,23 @@ class ClassicGroups:
                                         member: Member) -> dict[str, Any]:
         self.groups.setdefault(group.group_id, group)
         member.is_new = True
-        fut = asyncio.get_running_loop().create_future()
-        member.join_future = fut
         group.pending_members.discard(member.member_id)
         group.add(member)
         group.new_member_added = True
-        self.schedule_heartbeat(group, member, NEW_MEMBER_JOIN_TIMEOUT_MS)
+        return await self._join_rebalance(group, member, NEW_MEMBER_JOIN_TIMEOUT_MS,
+                                          f"adding new member {member.member_id}")
+
+    async def _join_rebalance(self, group: ClassicGroup, member: Member, timeout_ms: int,
+                              reason: str) -> dict[str, Any]:
+        """The member's JoinGroup answer once the rebalance it joins (or starts) completes;
+        its heartbeat is due within `timeout_ms` meanwhile."""
+        fut = asyncio.get_running_loop().create_future()
+        member.join_future = fut
+        self.schedule_heartbeat(group, member, timeout_ms)
         if group.is_in(GroupState.PREPARING_REBALANCE):
             self._maybe_complete_join(group)
         else:
-            self.prepare_rebalance(group, f"adding new member {member.member_id}")
+            self.prepare_rebalance(group, reason)
         return await fut
 
     async def _replace_static_member(self, group: ClassicGroup, old_id: str, new_id: str,
@@ -462,14 +469,8 @@ class ClassicGroups:
         member.protocols = protocols
         member.session_timeout_ms = session_ms
         member.rebalance_timeout_ms = rebalance_ms
-        fut = asyncio.get_running_loop().create_future()
-        member.join_future = fut
-        self.schedule_heartbeat(group, member, session_ms)
-        if group.is_in(GroupState.PREPARING_REBALANCE):
-            self._maybe_complete_join(group)
-        else:
-            self.prepare_rebalance(group, f"member {member_id} rejoined")
-        return await fut
+        return await self._join_rebalance(group, member, session_ms,
+                                          f"member {member_id} rejoined")
 
     def validate_member(self, group: ClassicGroup, member_id: str,
                          instance_id: str | None) -> Member:
