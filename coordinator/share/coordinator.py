@@ -237,6 +237,16 @@ class ShareStateCoordinator:
             raise ShareStateError(ErrorCode.coordinator_load_in_progress)
         return epoch
 
+    def _initialized(self, key: Key, operation: str) -> tuple[int, ShareState]:
+        """`_check`'s epoch and the share-partition's state; INVALID_REQUEST for a
+        share-partition never initialized."""
+        epoch = self._check(key)
+        current = self.states.get(key)
+        if current is None:
+            raise ShareStateError(ErrorCode.invalid_request, f"{operation} operation on "
+                                  "uninitialized share partition not allowed.")
+        return epoch, current
+
     def _check_topic(self, topic_id: uuid.UUID, partition: int) -> None:
         name = self.topics.topic_name(topic_id)
         info = self.topics.topic_info(name) if name is not None else None
@@ -332,12 +342,7 @@ class ShareStateCoordinator:
     async def read(self, key: Key, leader_epoch: int) -> ReadResult:
         """ReadShareGroupState; a newer `leader_epoch` is recorded before the answer."""
         async with self._lock(key):
-            epoch = self._check(key)
-            current = self.states.get(key)
-            if current is None:
-                raise ShareStateError(ErrorCode.invalid_request,
-                                      "Read operation on uninitialized share partition not "
-                                      "allowed.")
+            epoch, current = self._initialized(key, "Read")
             if current.leader_epoch > leader_epoch:
                 raise ShareStateError(ErrorCode.fenced_leader_epoch)
             self._check_topic(key[1], key[2])
@@ -352,12 +357,7 @@ class ShareStateCoordinator:
                     batches: Iterable[StateBatch]) -> None:
         """WriteShareGroupState."""
         async with self._lock(key):
-            epoch = self._check(key)
-            current = self.states.get(key)
-            if current is None:
-                raise ShareStateError(ErrorCode.invalid_request,
-                                      "Write operation on uninitialized share partition not "
-                                      "allowed.")
+            epoch, current = self._initialized(key, "Write")
             if leader_epoch != -1 and current.leader_epoch > leader_epoch:
                 raise ShareStateError(ErrorCode.fenced_leader_epoch)
             if state_epoch != -1 and current.state_epoch > state_epoch:
