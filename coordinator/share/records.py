@@ -50,8 +50,11 @@ class ShareKey:
     partition: int
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class ShareSnapshot:
+    """A ShareSnapshotValue; not frozen, as the coordinator's ShareState is one kept up to
+    date."""
+
     snapshot_epoch: int
     state_epoch: int
     leader_epoch: int

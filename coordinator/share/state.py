@@ -70,17 +70,10 @@ def combine(base: Iterable[StateBatch], new: Iterable[StateBatch],
 
 
 @dataclass(slots=True)
-class ShareState:
+class ShareState(ShareSnapshot):
     """What the share coordinator knows of one share-partition (group, topic id, partition):
     the last snapshot with the updates since applied."""
 
-    snapshot_epoch: int
-    state_epoch: int
-    leader_epoch: int
-    start_offset: int
-    create_timestamp: int
-    write_timestamp: int
-    batches: tuple[StateBatch, ...]
     updates: int = 0  # update records since the snapshot
 
     @classmethod
