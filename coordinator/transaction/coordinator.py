@@ -221,6 +221,17 @@ class TransactionCoordinator:
         not lead it."""
         return self.topic.leader_epoch(p)
 
+    def _serving_epoch(self, txn_id: str) -> int | None:
+        """The coordinator epoch of `txn_id` if its partition is led and loaded here; None
+        otherwise (the expiry loops leave its transactions alone)."""
+        p = self._partition_of(txn_id)
+        if p in self._loading:
+            return None
+        try:
+            return self._coordinator_epoch(p)
+        except KafkaError:
+            return None
+
     def _leads(self, p: int) -> bool:
         try:
             self._coordinator_epoch(p)
@@ -671,12 +682,8 @@ class TransactionCoordinator:
                 continue
             if md.start_ms + md.timeout_ms >= now:
                 continue
-            p = self._partition_of(md.transactional_id)
-            if p in self._loading:
-                continue
-            try:
-                coordinator_epoch = self._coordinator_epoch(p)
-            except KafkaError:
+            coordinator_epoch = self._serving_epoch(md.transactional_id)
+            if coordinator_epoch is None:
                 continue
             log.info(
                 "aborting timed-out transaction of %s (pid %d epoch %d, started %d ms ago)",
@@ -705,13 +712,12 @@ class TransactionCoordinator:
                 continue
             if md.last_update_ms > now - self.expiration_ms:
                 continue
-            p = self._partition_of(md.transactional_id)
-            if p in self._loading:
+            coordinator_epoch = self._serving_epoch(md.transactional_id)
+            if coordinator_epoch is None:
                 continue
             try:
-                coordinator_epoch = self._coordinator_epoch(p)
                 md.prepare_dead()
-            except (KafkaError, IllegalTransition):
+            except IllegalTransition:
                 continue
             self._tasks.spawn(self._expire(md, coordinator_epoch))
 
