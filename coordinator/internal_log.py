@@ -17,7 +17,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Collection, Coroutine, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypedDict, Unpack
 
 from samsa.protocol.errors import ErrorCode, KafkaError
 from samsa.protocol.records import (
@@ -44,6 +44,17 @@ class InternalAppendError(KafkaError):
 
     def __init__(self, error_code: ErrorCode, message: str = "") -> None:
         super().__init__(message, error_code)
+
+
+class ReplicatedAppend(TypedDict, total=False):
+    """The options of `InternalTopic.append_replicated` (its `begin_append_replicated`'s)."""
+
+    leader_epoch: int | None
+    producer_id: int
+    producer_epoch: int
+    transactional: bool
+    timestamp_ms: int
+    timeout_s: float
 
 
 def java_string_hash(s: str) -> int:
@@ -182,13 +193,7 @@ class InternalTopic:
         self,
         partition: int,
         records: list[tuple[bytes, bytes | None]],
-        *,
-        leader_epoch: int | None = None,
-        producer_id: int = -1,
-        producer_epoch: int = -1,
-        transactional: bool = False,
-        timestamp_ms: int = 0,
-        timeout_s: float = APPEND_TIMEOUT_S,
+        **options: Unpack[ReplicatedAppend],
     ) -> int:
         """Append as one batch with acks=all and wait until the ISR has it; returns the offset
         of the last record. Raises InternalAppendError (or the partition/storage error of the
@@ -196,10 +201,7 @@ class InternalTopic:
         appended in (`leader_epoch`, if given, must also be that epoch): NOT_ENOUGH_REPLICAS
         before the append, REQUEST_TIMED_OUT, NOT_LEADER_OR_FOLLOWER,
         NOT_ENOUGH_REPLICAS_AFTER_APPEND."""
-        return await self.begin_append_replicated(
-            partition, records, leader_epoch=leader_epoch, producer_id=producer_id,
-            producer_epoch=producer_epoch, transactional=transactional,
-            timestamp_ms=timestamp_ms, timeout_s=timeout_s)
+        return await self.begin_append_replicated(partition, records, **options)
 
     def begin_append_replicated(
         self,
