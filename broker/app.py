@@ -87,33 +87,51 @@ class Broker:
         for prop in config.ignored_settings():
             log.warning("%s is set but has no effect in Samsa: %s", prop.name, prop.ignored)
         self.data_dir.mkdir(parents=True, exist_ok=True)
-        log_dirs = [Path(d) for d in config.log_dirs]
+        self.zookeeper: str | None = config["zookeeper.connect"]
+        # The parts in the order each needs the ones before it.
+        self.store = self._build_metadata(config)
+        self.metadata_cache = TopicMetadataCache()  # Metadata responses' encoded topics
+        self.store.add_listener(self.metadata_cache.on_change)
+        self.log_manager = self._build_storage(config)
+        self._build_replication(config)
+        self.controller: Controller | None = None
+        self.producer_ids: PrefetchingProducerIds
+        if isinstance(self.store, ZkMetadataStore):
+            self._build_cluster(config, self.store)
+        else:
+            self.producer_ids = ProducerIdAllocator(self.data_dir / "producer-id-block")
+        self._build_coordinators(config)
+        self._build_share_groups(config)
+        self._build_front(config)
+        self._background: list[asyncio.Task[None]] = []
+        self.loop_watchdog = LoopWatchdog()  # logs where a blocked event loop is stuck
+
+    # ---- the parts, built once by __init__ --------------------------------------------------
+    def _build_metadata(self, config: Any) -> ZkMetadataStore | LocalMetadataStore:
+        """The cluster metadata: ZooKeeper's in a cluster, else the one broker's file; what
+        only ZooKeeper's has is reached through zk_store."""
         advertised = config.advertised_listener
         endpoints = tuple(BrokerEndpoint(li.name, li.host, li.port, li.security_protocol)
                           for li in config.advertised_listeners)
         info = BrokerInfo(self.broker_id, advertised.host, advertised.port, config["broker.rack"],
                           endpoints)
-        self.zookeeper: str | None = config["zookeeper.connect"]
         initial = initial_levels(config)  # a new cluster's feature levels
-        # ZooKeeper's in a cluster, else the one broker's file; what only ZooKeeper's has is
-        # reached through zk_store (the ZooKeeper store).
-        self.store: ZkMetadataStore | LocalMetadataStore
-        if self.zookeeper:
-            self.store = ZkMetadataStore(
-                self.zookeeper,
-                info,
-                config["zookeeper.session.timeout.ms"],
-                config["zookeeper.connection.timeout.ms"],
-                ZkClientSettings(config),
-                initial_levels=initial,
-            )
-        else:
-            self.store = LocalMetadataStore(self.data_dir, info, initial_levels=initial)
-        # Metadata responses' encoded topic entries, dropped as the metadata changes.
-        self.metadata_cache = TopicMetadataCache()
-        self.store.add_listener(self.metadata_cache.on_change)
-        self.log_manager = LogDirs(
-            log_dirs,
+        if not self.zookeeper:
+            return LocalMetadataStore(self.data_dir, info, initial_levels=initial)
+        return ZkMetadataStore(
+            self.zookeeper,
+            info,
+            config["zookeeper.session.timeout.ms"],
+            config["zookeeper.connection.timeout.ms"],
+            ZkClientSettings(config),
+            initial_levels=initial,
+        )
+
+    @staticmethod
+    def _build_storage(config: Any) -> LogDirs:
+        """The log directories, their logs and their background checks."""
+        return LogDirs(
+            [Path(d) for d in config.log_dirs],
             LogConfig.from_properties({}),
             producer_id_expiration_ms=config["producer.id.expiration.ms"],
             producer_id_expiration_check_interval_ms=config[
@@ -132,6 +150,9 @@ class Broker:
             cleaner_enable=config["log.cleaner.enable"],
             cleaner_backoff_ms=config["log.cleaner.backoff.ms"],
         )
+
+    def _build_replication(self, config: Any) -> None:
+        """The replica manager, the log-directory mover and the topic admin."""
         self.replicas = ReplicaManager(
             self.broker_id, self.log_manager, self.store, self._log_config
         )
@@ -144,36 +165,37 @@ class Broker:
         self.replicas.min_isr = lambda topic: int(
             str(self.topics.effective_properties(topic)["min.insync.replicas"])
         )
-        self.producer_ids: PrefetchingProducerIds
-        self.controller: Controller | None = None
-        if isinstance(self.store, ZkMetadataStore):
-            zk = self.store
-            fetchers = self.replicas.fetchers = ReplicaFetcherManager(self.broker_id, zk, config)
-            self.replicas.leader_quota = self._replication_quota(
-                LEADER_THROTTLED, config["leader.replication.throttled.rate"])
-            fetchers.quota = self._replication_quota(
-                FOLLOWER_THROTTLED, config["follower.replication.throttled.rate"])
-            self.replicas.isr_writer = self._write_isr
-            self.replicas.broker_epoch = lambda: int(zk.broker_epoch)
-            self.replicas.registered = lambda: zk.registered
-            self.replicas.registered_epochs = zk.broker_epochs
-            fetchers.broker_epoch = self.replicas.broker_epoch
-            self.replicas.leadership_listeners.append(self._on_leadership)
-            self.controller = Controller(
-                zk,
-                self.broker_id,
-                self._unclean_election,
-                auto_rebalance=config["auto.leader.rebalance.enable"],
-                imbalance_check_interval_s=config["leader.imbalance.check.interval.seconds"],
-                imbalance_per_broker_percentage=config["leader.imbalance.per.broker.percentage"],
-            )
-            self.producer_ids = ClusterProducerIdAllocator(zk.claim_producer_id_block)
-        else:
-            self.producer_ids = ProducerIdAllocator(self.data_dir / "producer-id-block")
-        # The coordinators see this broker through the interfaces of coordinator/ports.py.
-        coordinator_host = BrokerLogHost(self.store, self.topics, self.replicas)
+
+    def _build_cluster(self, config: Any, zk: ZkMetadataStore) -> None:
+        """With ZooKeeper: replica fetchers and throttles, ISR writes, the controller elector
+        and the cluster's producer-id blocks."""
+        fetchers = self.replicas.fetchers = ReplicaFetcherManager(self.broker_id, zk, config)
+        self.replicas.leader_quota = self._replication_quota(
+            LEADER_THROTTLED, config["leader.replication.throttled.rate"])
+        fetchers.quota = self._replication_quota(
+            FOLLOWER_THROTTLED, config["follower.replication.throttled.rate"])
+        self.replicas.isr_writer = self._write_isr
+        self.replicas.broker_epoch = lambda: int(zk.broker_epoch)
+        self.replicas.registered = lambda: zk.registered
+        self.replicas.registered_epochs = zk.broker_epochs
+        fetchers.broker_epoch = self.replicas.broker_epoch
+        self.replicas.leadership_listeners.append(self._on_leadership)
+        self.controller = Controller(
+            zk,
+            self.broker_id,
+            self._unclean_election,
+            auto_rebalance=config["auto.leader.rebalance.enable"],
+            imbalance_check_interval_s=config["leader.imbalance.check.interval.seconds"],
+            imbalance_per_broker_percentage=config["leader.imbalance.per.broker.percentage"],
+        )
+        self.producer_ids = ClusterProducerIdAllocator(zk.claim_producer_id_block)
+
+    def _build_coordinators(self, config: Any) -> None:
+        """The transaction and group coordinators and __transaction_state; they see this
+        broker through the interfaces of coordinator/ports.py."""
+        self._coordinator_host = BrokerLogHost(self.store, self.topics, self.replicas)
         self.txn_topic = InternalTopic(
-            coordinator_host,
+            self._coordinator_host,
             "__transaction_state",
             config["transaction.state.log.num.partitions"],
             config["transaction.state.log.replication.factor"],
@@ -190,12 +212,18 @@ class Broker:
             transaction_version=lambda: self.store.finalized_features().level(
                 TRANSACTION_VERSION),
         )
-        self.groups = GroupCoordinator(coordinator_host, config, topics=coordinator_host)
-        # share groups (KIP-932): the share coordinator keeps the share-partitions' state in
-        # __share_group_state; the persister reaches it here or on the broker leading the
-        # state partition
+        self.groups = GroupCoordinator(self._coordinator_host, config,
+                                       topics=self._coordinator_host)
+        self.txn_verifier = TxnPartitionVerifier(
+            self.store, self.broker_id, config["transaction.state.log.num.partitions"])
+
+    def _build_share_groups(self, config: Any) -> None:
+        """Share groups (KIP-932): the share coordinator keeps the share-partitions' state in
+        __share_group_state; the persister reaches it here or on the broker leading the state
+        partition; the fetcher holds the share-partitions led here."""
+        host = self._coordinator_host
         self.share_state_topic = InternalTopic(
-            coordinator_host,
+            host,
             SHARE_STATE_TOPIC,
             config["share.coordinator.state.topic.num.partitions"],
             config["share.coordinator.state.topic.replication.factor"],
@@ -208,19 +236,23 @@ class Broker:
             configs={"cleanup.policy": "delete", "retention.ms": "-1"},
         )
         self.share_state = ShareStateCoordinator(
-            self.share_state_topic, coordinator_host,
+            self.share_state_topic, host,
             updates_per_snapshot=config["share.coordinator.snapshot.update.records.per.snapshot"],
             write_timeout_ms=config["share.coordinator.write.timeout.ms"],
             prune_interval_ms=config["share.coordinator.state.topic.prune.interval.ms"],
             cold_snapshot_interval_ms=config[
                 "share.coordinator.cold.partition.snapshot.interval.ms"])
         self.share_persister = SharePersister(self.share_state, self.store, self.broker_id)
-        # the share-partitions led here; a member that leaves its group (coordinated here) has
-        # its share session closed and its records released
+        # a member that leaves its group (coordinated here) has its share session closed and
+        # its records released
         self.shares = ShareFetcher(config["group.share.record.lock.duration.ms"],
                                    config["group.share.delivery.count.limit"], self._wake_fetches,
                                    persister=self.share_persister)
         self.groups.share_member_removed.append(self.shares.close_session)
+
+    def _build_front(self, config: Any) -> None:
+        """What faces the clients: quotas, dynamic broker configs and the request dispatcher.
+        The listeners themselves are made by start() (_create_listeners)."""
         # Client quotas hold client listeners only: the inter-broker listener is exempt when
         # other listeners serve the clients.
         exempt = (config.inter_broker_listener_name
@@ -230,8 +262,6 @@ class Broker:
                                    (config["controller.quota.window.num"],
                                     config["controller.quota.window.size.seconds"]))
         self.store.add_client_quota_listener(self.quotas.update)
-        self.txn_verifier = TxnPartitionVerifier(
-            self.store, self.broker_id, config["transaction.state.log.num.partitions"])
         # Dynamic broker configs (kafka-configs --entity-type brokers): applied to `config`
         # in place; what holds a value of its own is told here.
         self.dynamic_config = DynamicBrokerConfig(config, self.store, self.broker_id,
@@ -248,8 +278,6 @@ class Broker:
         # The TLS listeners' key and trust stores, changed live per listener (SslFactory).
         self.listener_tls: list[ListenerTls] = []
         self.dynamic_config.add_validator(self._validate_listener_tls, self._reload_listener_tls)
-        self._background: list[asyncio.Task[None]] = []
-        self.loop_watchdog = LoopWatchdog()  # logs where a blocked event loop is stuck
 
     @property
     def zk_store(self) -> ZkMetadataStore:
