@@ -11,7 +11,7 @@ taken from the cluster metadata when the group is loaded.
 from __future__ import annotations
 
 import json
-from collections.abc import Collection
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -233,45 +233,65 @@ def _assignment_json(a: Assignment) -> list[dict[str, Any]]:
             sorted(a.items(), key=lambda kv: str(kv[0]))]
 
 
-def describe_consumer_record(k: bytes, value: bytes | None) -> tuple[str, str] | None:
-    """Readable key and payload of a consumer group record (dump-log); None for other keys."""
+def describe_group_record(
+    k: bytes, value: bytes | None, names: Mapping[int, str], with_member: Collection[int],
+    describe_value: Callable[[int, str | None, bytes], dict[str, Any]],
+) -> tuple[str, str] | None:
+    """Readable key and payload of a consumer or share group record (dump-log): `names` of
+    its record types, the types whose key has a member, and what its value says; None for a
+    key of another type."""
     try:
-        ck = decode_consumer_key(k)
+        decoded = decode_group_record_key(k, names.keys(), with_member)
     except (RecordFormatError, UnicodeDecodeError):
         return None
-    if ck is None:
+    if decoded is None:
         return None
-    kd: dict[str, Any] = {"type": _NAMES[ck.type], "group": ck.group}
-    if ck.member is not None:
-        kd["member"] = ck.member
+    type_, group, member = decoded
+    kd: dict[str, Any] = {"type": names[type_], "group": group}
+    if member is not None:
+        kd["member"] = member
     if value is None:
-        return json.dumps(kd, separators=(",", ":")), "<DELETE>"
+        return _json(kd), "<DELETE>"
     try:
-        vd: dict[str, Any]
-        if ck.type in (GROUP_METADATA, TARGET_ASSIGNMENT_METADATA):
-            vd = {"epoch": decode_epoch_value(value)}
-        elif ck.type == MEMBER_METADATA:
-            m = ConsumerMember(ck.member or "")
-            decode_member_metadata(value, m)
-            vd = {"instanceId": m.instance_id, "rackId": m.rack_id, "clientId": m.client_id,
-                  "clientHost": m.client_host, "subscribedTopicNames": m.subscribed_topic_names,
-                  "subscribedTopicRegex": m.subscribed_topic_regex,
-                  "rebalanceTimeoutMs": m.rebalance_timeout_ms, "serverAssignor": m.server_assignor}
-            if m.classic_protocols is not None:
-                vd["classicMemberMetadata"] = {
-                    "sessionTimeoutMs": m.classic_session_ms,
-                    "supportedProtocols": [{"name": n, "metadata": f"<{len(md)} bytes>"}
-                                           for n, md in m.classic_protocols]}
-        elif ck.type == TARGET_ASSIGNMENT_MEMBER:
-            vd = {"topicPartitions": _assignment_json(decode_target_member(value))}
-        elif ck.type == CURRENT_MEMBER_ASSIGNMENT:
-            m = ConsumerMember(ck.member or "")
-            decode_current_assignment(value, m)
-            vd = {"memberEpoch": m.member_epoch, "previousMemberEpoch": m.previous_member_epoch,
-                  "state": m.state.label, "assignedPartitions": _assignment_json(m.assigned),
-                  "partitionsPendingRevocation": _assignment_json(m.pending_revocation)}
-        else:
-            vd = {"bytes": len(value)}
+        vd = describe_value(type_, member, value)
     except (RecordFormatError, UnicodeDecodeError, ValueError) as exc:
-        return json.dumps(kd, separators=(",", ":")), f"<undecodable value: {exc}>"
-    return json.dumps(kd, separators=(",", ":")), json.dumps(vd, separators=(",", ":"))
+        return _json(kd), f"<undecodable value: {exc}>"
+    return _json(kd), _json(vd)
+
+
+def _json(d: dict[str, Any]) -> str:
+    return json.dumps(d, separators=(",", ":"))
+
+
+def describe_consumer_record(k: bytes, value: bytes | None) -> tuple[str, str] | None:
+    """Readable key and payload of a consumer group record (dump-log); None for other keys."""
+    return describe_group_record(k, value, _NAMES, _WITH_MEMBER, _describe_value)
+
+
+def _describe_value(type_: int, member_id: str | None, value: bytes) -> dict[str, Any]:
+    if type_ in (GROUP_METADATA, TARGET_ASSIGNMENT_METADATA):
+        return {"epoch": decode_epoch_value(value)}
+    if type_ == MEMBER_METADATA:
+        m = ConsumerMember(member_id or "")
+        decode_member_metadata(value, m)
+        vd: dict[str, Any] = {"instanceId": m.instance_id, "rackId": m.rack_id,
+                              "clientId": m.client_id, "clientHost": m.client_host,
+                              "subscribedTopicNames": m.subscribed_topic_names,
+                              "subscribedTopicRegex": m.subscribed_topic_regex,
+                              "rebalanceTimeoutMs": m.rebalance_timeout_ms,
+                              "serverAssignor": m.server_assignor}
+        if m.classic_protocols is not None:
+            vd["classicMemberMetadata"] = {
+                "sessionTimeoutMs": m.classic_session_ms,
+                "supportedProtocols": [{"name": n, "metadata": f"<{len(md)} bytes>"}
+                                       for n, md in m.classic_protocols]}
+        return vd
+    if type_ == TARGET_ASSIGNMENT_MEMBER:
+        return {"topicPartitions": _assignment_json(decode_target_member(value))}
+    if type_ == CURRENT_MEMBER_ASSIGNMENT:
+        m = ConsumerMember(member_id or "")
+        decode_current_assignment(value, m)
+        return {"memberEpoch": m.member_epoch, "previousMemberEpoch": m.previous_member_epoch,
+                "state": m.state.label, "assignedPartitions": _assignment_json(m.assigned),
+                "partitionsPendingRevocation": _assignment_json(m.pending_revocation)}
+    return {"bytes": len(value)}

@@ -12,7 +12,6 @@ from the cluster's when the group is loaded.
 
 from __future__ import annotations
 
-import json
 import uuid
 from dataclasses import dataclass
 from typing import Any
@@ -25,11 +24,11 @@ from .consumer_records import (
     _value,
     decode_group_record_key,
     decode_target_member,
+    describe_group_record,
     group_record_key,
 )
 from .consumer_records import decode_epoch_value as decode_epoch
 from .consumer_records import group_metadata_value as epoch_value
-from .records import RecordFormatError
 from .share import ShareMember
 
 PARTITION_METADATA = 9
@@ -158,39 +157,26 @@ _NAMES = {PARTITION_METADATA: "share_group_partition_metadata",
 
 def describe_share_record(k: bytes, value: bytes | None) -> tuple[str, str] | None:
     """Readable key and payload of a share group record (dump-log); None for other keys."""
-    try:
-        sk = decode_share_key(k)
-    except (RecordFormatError, UnicodeDecodeError):
-        return None
-    if sk is None:
-        return None
-    kd: dict[str, Any] = {"type": _NAMES[sk.type], "group": sk.group}
-    if sk.member is not None:
-        kd["member"] = sk.member
-    if value is None:
-        return json.dumps(kd, separators=(",", ":")), "<DELETE>"
-    try:
-        vd: dict[str, Any]
-        m = ShareMember(sk.member or "")
-        if sk.type in (GROUP_METADATA, TARGET_ASSIGNMENT_METADATA):
-            vd = {"epoch": decode_epoch(value)}
-        elif sk.type == MEMBER_METADATA:
-            decode_member_metadata(value, m)
-            vd = {"rackId": m.rack_id, "clientId": m.client_id, "clientHost": m.client_host,
-                  "subscribedTopicNames": m.subscribed_topic_names}
-        elif sk.type == TARGET_ASSIGNMENT_MEMBER:
-            vd = {"topicPartitions": _assignment_json(decode_target_member(value))}
-        elif sk.type == CURRENT_MEMBER_ASSIGNMENT:
-            decode_current_assignment(value, m)
-            vd = {"memberEpoch": m.member_epoch, "previousMemberEpoch": m.previous_member_epoch,
-                  "assignedPartitions": _assignment_json(m.assigned)}
-        elif sk.type == STATE_PARTITION_METADATA:
-            vd = {"initializedTopics": [
-                {"topicId": str(t), "topicName": n, "partitions": sorted(ps)}
-                for t, (n, ps) in sorted(decode_state_partition_metadata(value).items(),
-                                         key=lambda kv: kv[1][0])]}
-        else:
-            vd = {"bytes": len(value)}
-    except (RecordFormatError, UnicodeDecodeError, ValueError) as exc:
-        return json.dumps(kd, separators=(",", ":")), f"<undecodable value: {exc}>"
-    return json.dumps(kd, separators=(",", ":")), json.dumps(vd, separators=(",", ":"))
+    return describe_group_record(k, value, _NAMES, _WITH_MEMBER, _describe_value)
+
+
+def _describe_value(type_: int, member_id: str | None, value: bytes) -> dict[str, Any]:
+    m = ShareMember(member_id or "")
+    if type_ in (GROUP_METADATA, TARGET_ASSIGNMENT_METADATA):
+        return {"epoch": decode_epoch(value)}
+    if type_ == MEMBER_METADATA:
+        decode_member_metadata(value, m)
+        return {"rackId": m.rack_id, "clientId": m.client_id, "clientHost": m.client_host,
+                "subscribedTopicNames": m.subscribed_topic_names}
+    if type_ == TARGET_ASSIGNMENT_MEMBER:
+        return {"topicPartitions": _assignment_json(decode_target_member(value))}
+    if type_ == CURRENT_MEMBER_ASSIGNMENT:
+        decode_current_assignment(value, m)
+        return {"memberEpoch": m.member_epoch, "previousMemberEpoch": m.previous_member_epoch,
+                "assignedPartitions": _assignment_json(m.assigned)}
+    if type_ == STATE_PARTITION_METADATA:
+        return {"initializedTopics": [
+            {"topicId": str(t), "topicName": n, "partitions": sorted(ps)}
+            for t, (n, ps) in sorted(decode_state_partition_metadata(value).items(),
+                                     key=lambda kv: kv[1][0])]}
+    return {"bytes": len(value)}
