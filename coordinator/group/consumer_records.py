@@ -76,6 +76,42 @@ def _value() -> RecordWriter:
     return w
 
 
+# A member's fields in a value record, in order, as (attribute, type): "i32", "strings" (an
+# array of strings), "string" (null read as ""), "nullable" (a string that may be null).
+Fields = tuple[tuple[str, str], ...]
+MEMBER_FIELDS: Fields = (
+    ("instance_id", "nullable"), ("rack_id", "nullable"), ("client_id", "string"),
+    ("client_host", "string"), ("subscribed_topic_names", "strings"),
+    ("subscribed_topic_regex", "nullable"), ("rebalance_timeout_ms", "i32"),
+    ("server_assignor", "nullable"))
+EPOCH_FIELDS: Fields = (("member_epoch", "i32"), ("previous_member_epoch", "i32"))
+
+
+def write_fields(w: RecordWriter, member: object, fields: Fields) -> None:
+    for attr, type_ in fields:
+        v = getattr(member, attr)
+        if type_ == "i32":
+            w.i32(v)
+        elif type_ == "strings":
+            w.compact_strings(v)
+        else:
+            w.compact_string(v)
+
+
+def read_fields(r: RecordReader, member: object, fields: Fields) -> None:
+    for attr, type_ in fields:
+        v: object
+        if type_ == "i32":
+            v = r.i32()
+        elif type_ == "strings":
+            v = [r.string() or "" for _ in range(r.array_len())]
+        else:
+            v = r.string()
+            if type_ == "string":
+                v = v or ""
+        setattr(member, attr, v)
+
+
 def _assignment(w: RecordWriter, a: Assignment, member: ConsumerMember | None = None) -> None:
     """TopicPartitions; with `member`, each one's AssignmentEpochs (tagged field 0, KIP-1251:
     the current member assignment's, an epoch per partition in the same order)."""
@@ -105,14 +141,7 @@ def group_metadata_value(epoch: int) -> bytes:
 
 def member_metadata_value(m: ConsumerMember) -> bytes:
     w = _value()
-    w.compact_string(m.instance_id)
-    w.compact_string(m.rack_id)
-    w.compact_string(m.client_id)
-    w.compact_string(m.client_host)
-    w.compact_strings(m.subscribed_topic_names)
-    w.compact_string(m.subscribed_topic_regex)
-    w.i32(m.rebalance_timeout_ms)
-    w.compact_string(m.server_assignor)
+    write_fields(w, m, MEMBER_FIELDS)
     if m.classic_protocols is None:
         w.tags()
         return w.value()
@@ -143,8 +172,7 @@ def target_member_value(a: Assignment) -> bytes:
 
 def current_assignment_value(m: ConsumerMember) -> bytes:
     w = _value()
-    w.i32(m.member_epoch)
-    w.i32(m.previous_member_epoch)
+    write_fields(w, m, EPOCH_FIELDS)
     w.i8(int(m.state))
     _assignment(w, m.assigned, m)
     _assignment(w, m.pending_revocation, m)
@@ -184,14 +212,7 @@ def decode_epoch_value(buf: bytes) -> int:
 
 def decode_member_metadata(buf: bytes, member: ConsumerMember) -> None:
     r = _flex(buf)
-    member.instance_id = r.string()
-    member.rack_id = r.string()
-    member.client_id = r.string() or ""
-    member.client_host = r.string() or ""
-    member.subscribed_topic_names = [r.string() or "" for _ in range(r.array_len())]
-    member.subscribed_topic_regex = r.string()
-    member.rebalance_timeout_ms = r.i32()
-    member.server_assignor = r.string()
+    read_fields(r, member, MEMBER_FIELDS)
     member.classic_session_ms, member.classic_protocols = -1, None
     for tag in r.tagged_fields():
         if tag == 0 and r.uvarint() == 1:  # ClassicMemberMetadata, present
@@ -210,8 +231,7 @@ def decode_target_member(buf: bytes) -> Assignment:
 
 def decode_current_assignment(buf: bytes, member: ConsumerMember) -> None:
     r = _flex(buf)
-    member.member_epoch = r.i32()
-    member.previous_member_epoch = r.i32()
+    read_fields(r, member, EPOCH_FIELDS)
     state = r.i8()
     member.state = MemberState(state) if state in (0, 1, 2) else MemberState.UNKNOWN
     epochs: AssignmentEpochs = {}

@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from .consumer_records import (
+    EPOCH_FIELDS,
+    MEMBER_FIELDS,
     _assignment,
     _assignment_json,
     _flex,
@@ -26,6 +28,8 @@ from .consumer_records import (
     decode_target_member,
     describe_group_record,
     group_record_key,
+    read_fields,
+    write_fields,
 )
 from .consumer_records import decode_epoch_value as decode_epoch
 from .consumer_records import group_metadata_value as epoch_value
@@ -40,6 +44,9 @@ CURRENT_MEMBER_ASSIGNMENT = 14
 STATE_PARTITION_METADATA = 15
 _WITH_MEMBER = (MEMBER_METADATA, TARGET_ASSIGNMENT_MEMBER, CURRENT_MEMBER_ASSIGNMENT)
 KEY_TYPES = frozenset(range(PARTITION_METADATA, STATE_PARTITION_METADATA + 1))
+# ShareGroupMemberMetadataValue: a consumer member's RackId, ClientId, ClientHost and
+# SubscribedTopicNames
+_MEMBER_FIELDS = MEMBER_FIELDS[1:5]
 STABLE = 0  # MemberState: a share member is always stable (nothing to revoke)
 
 # topic id -> (topic name, partitions)
@@ -78,18 +85,14 @@ def target_metadata_value(epoch: int) -> bytes:
 
 def member_metadata_value(m: ShareMember) -> bytes:
     w = _value()
-    w.compact_string(m.rack_id)
-    w.compact_string(m.client_id)
-    w.compact_string(m.client_host)
-    w.compact_strings(m.subscribed_topic_names)
+    write_fields(w, m, _MEMBER_FIELDS)
     w.tags()
     return w.value()
 
 
 def current_assignment_value(m: ShareMember) -> bytes:
     w = _value()
-    w.i32(m.member_epoch)
-    w.i32(m.previous_member_epoch)
+    write_fields(w, m, EPOCH_FIELDS)
     w.i8(STABLE)
     _assignment(w, m.assigned)
     w.tags()
@@ -116,17 +119,12 @@ def state_partition_metadata_value(initialized: TopicPartitions) -> bytes:
 
 # ---- decoding -------------------------------------------------------------------------------
 def decode_member_metadata(buf: bytes, m: ShareMember) -> None:
-    r = _flex(buf)
-    m.rack_id = r.string()
-    m.client_id = r.string() or ""
-    m.client_host = r.string() or ""
-    m.subscribed_topic_names = [r.string() or "" for _ in range(r.array_len())]
+    read_fields(_flex(buf), m, _MEMBER_FIELDS)
 
 
 def decode_current_assignment(buf: bytes, m: ShareMember) -> None:
     r = _flex(buf)
-    m.member_epoch = r.i32()
-    m.previous_member_epoch = r.i32()
+    read_fields(r, m, EPOCH_FIELDS)
     r.i8()  # state
     m.assigned = _read_assignment(r)
 
