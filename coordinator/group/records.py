@@ -85,12 +85,18 @@ def offset_commit_value(v: OffsetValue) -> bytes:
     return w.value()
 
 
-def decode_offset_value(buf: bytes) -> OffsetValue:
+def _value_reader(buf: bytes, what: str) -> tuple[RecordReader, int]:
+    """A reader past the value's version (0 to 4 read; 4 is flexible) and that version."""
     r = RecordReader(buf)
     version = r.i16()
     if not 0 <= version <= 4:
-        raise RecordFormatError(f"unknown OffsetCommitValue version {version}")
+        raise RecordFormatError(f"unknown {what} version {version}")
     r.flexible = version >= 4
+    return r, version
+
+
+def decode_offset_value(buf: bytes) -> OffsetValue:
+    r, version = _value_reader(buf, "OffsetCommitValue")
     offset = r.i64()
     epoch = r.i32() if version >= 3 else -1
     metadata = r.string() or ""
@@ -145,11 +151,7 @@ def group_metadata_value(v: GroupValue) -> bytes:
 
 
 def decode_group_value(buf: bytes) -> GroupValue:
-    r = RecordReader(buf)
-    version = r.i16()
-    if not 0 <= version <= 4:
-        raise RecordFormatError(f"unknown GroupMetadataValue version {version}")
-    r.flexible = version >= 4
+    r, version = _value_reader(buf, "GroupMetadataValue")
     protocol_type = r.string() or ""
     generation = r.i32()
     protocol = r.string()
