@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from samsa.protocol.errors import ErrorCode
 
 from ..context import RequestContext
-from ..network.server import CloseConnection
+from ..network.signals import CloseConnection
 from ..security.authorizer import (
     AccessControlEntry,
     AclBinding,

@@ -21,7 +21,7 @@ from samsa.storage.errors import KafkaStorageError, RecordValidationError
 from .. import metrics
 from ..cluster.topic_admin import INTERNAL_TOPICS
 from ..context import RequestContext
-from ..network.server import CloseConnection
+from ..network.signals import CloseConnection
 from ..replication.partition import Partition
 from ..replication.replica_manager import PartitionError
 from ..security.authorizer import AclOperation, ResourceType

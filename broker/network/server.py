@@ -29,6 +29,7 @@ from ..context import ANONYMOUS, KafkaPrincipal
 from ..security.sasl import SaslConfig, SaslSession
 from ..security.tls import subject_dn
 from .connection import ClientConnection, Frame, MemoryPool
+from .signals import CloseConnection
 
 log = logging.getLogger(__name__)
 
@@ -36,17 +37,6 @@ _HIGH_WATER = 1 << 20
 _HAS_SENDFILE = hasattr(os, "sendfile")
 _TCP_CORK: int | None = getattr(socket, "TCP_CORK", None)  # Linux
 INT_MAX = 2**31 - 1
-
-
-class CloseConnection(Exception):
-    """Kafka's answer to this request is to close the connection: after writing `response`
-    if given, and after `delay_s` (a failed authentication's delay)."""
-
-    def __init__(self, reason: str, response: Response | None = None,
-                 delay_s: float = 0.0) -> None:
-        super().__init__(reason)
-        self.response = response
-        self.delay_s = delay_s
 
 
 @dataclass(frozen=True, slots=True)

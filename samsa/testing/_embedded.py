@@ -106,7 +106,7 @@ class EmbeddedBroker:
 
     async def _serve(self) -> None:
         from samsa.broker.app import Broker
-        from samsa.broker.network.server import CloseConnection
+        from samsa.broker.network.signals import CloseConnection
         from samsa.config.loader import load_config
 
         self._stop = asyncio.Event()

@@ -14,7 +14,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from samsa.broker.app import Broker
-from samsa.broker.network.server import CloseConnection, ConnectionInfo
+from samsa.broker.network.server import ConnectionInfo
+from samsa.broker.network.signals import CloseConnection
 from samsa.config.loader import load_config
 
 from .wire import WireClient

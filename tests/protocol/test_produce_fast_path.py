@@ -15,7 +15,8 @@ import pytest
 
 from samsa.broker.app import Broker
 from samsa.broker.network import dispatch
-from samsa.broker.network.server import CloseConnection, ConnectionInfo
+from samsa.broker.network.server import ConnectionInfo
+from samsa.broker.network.signals import CloseConnection
 from samsa.config.loader import load_config
 from samsa.protocol import compression
 from samsa.protocol.codec import build, encode, reader, request_type, response_type
