@@ -11,6 +11,8 @@ nothing of KafkaApis:
   (samsa.broker.replication.partition.Partition);
 - `TxnMarkerSender`: writes a transaction's COMMIT/ABORT markers to its partitions
   (samsa.broker.txn.markers.TxnMarkerChannel);
+- `TransactionalOffsets`: settles a producer's transactional offset commits once its marker
+  is on `__consumer_offsets` (the group coordinator; used by samsa.broker.txn.markers);
 - `TxnMetrics`: the transaction coordinator's event counters (the samsa.broker.metrics module);
 - `ProducerIdSource`: fresh producer ids (samsa.coordinator.producer_ids' allocators);
 - `TopicsView`: the topics' ids and partition counts (the consumer groups' assignors, the
@@ -116,6 +118,17 @@ class TxnMarkerSender(Protocol):
         """Write the marker to every partition; an error code per partition (NONE once the
         partition's ISR has it). `transaction_version`: the transaction's (WriteTxnMarkers
         v2; at 2 the leaders check the marker's epoch as transactions v2 has it)."""
+        ...
+
+
+class TransactionalOffsets(Protocol):
+    """Kafka's GroupCoordinator.onTransactionCompleted: what the marker writer tells the group
+    coordinator once a marker on `__consumer_offsets` is replicated."""
+
+    def complete_transaction(self, offsets_partition: int, producer_id: int,
+                             commit: bool) -> object:
+        """The producer's pending offsets on that partition become committed (`commit`) or
+        are dropped."""
         ...
 
 

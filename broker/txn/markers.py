@@ -8,8 +8,8 @@ WriteTxnMarkers handler. Markers are written with acks=all: a marker counts as w
 the partition's ISR has it.
 
 A marker written to a `__consumer_offsets` partition also settles the pending transactional
-offsets of the producer in the group coordinator (`broker.groups.complete_transaction`), once
-the marker is replicated: offsets made visible there must survive a leader change.
+offsets of the producer in the group coordinator (`coordinator.ports.TransactionalOffsets`),
+once the marker is replicated: offsets made visible there must survive a leader change.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from ..network.interbroker import BrokerConnection, BrokerUnavailable
 from ..replication.replica_manager import PartitionError, ReplicaManager
 
 if TYPE_CHECKING:
-    from samsa.coordinator.group import GroupCoordinator
+    from samsa.coordinator.ports import TransactionalOffsets
 
     from ..cluster.metadata_store import MetadataStore
 
@@ -56,7 +56,7 @@ class MarkerHost(Protocol):
     def replicas(self) -> ReplicaManager: ...
 
     @property
-    def groups(self) -> GroupCoordinator: ...
+    def groups(self) -> TransactionalOffsets: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,11 +107,8 @@ def settle_group_offsets(
     offsets committed (or drops them)."""
     if topic != OFFSETS_TOPIC:
         return
-    groups = getattr(broker, "groups", None)
-    if groups is None or not hasattr(groups, "complete_transaction"):
-        return
     try:
-        groups.complete_transaction(partition, producer_id, commit)
+        broker.groups.complete_transaction(partition, producer_id, commit)
     except Exception:  # the marker is written; the group side must not undo that
         log.exception(
             "group coordinator failed to complete txn of pid %d on %s-%d",
