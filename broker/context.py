@@ -5,13 +5,17 @@ handler may call; `RequestContext` is built per request by the dispatcher and ex
 services as attributes (`ctx.replicas`, `ctx.groups`, ...), so a handler never reaches through
 the broker object. Everything here is typed: the type checker follows a request from the
 dispatcher through the handler into the replica manager and the coordinators.
+
+A handler family may take a narrower view of its context (`HandlerContext` and the family
+views below it, Protocols that `RequestContext` meets): mypy then refuses a handler of that
+family that reaches for a service the view does not name.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from .security.authorizer import CLUSTER_NAME, SUPPORTED_OPERATIONS, AclOperation, ResourceType
 
@@ -37,6 +41,7 @@ if TYPE_CHECKING:
     from .security.sasl import SaslSession
     from .share.fetch import ShareFetcher
     from .share.persister import SharePersister
+    from .txn.markers import MarkerHost
     from .txn.verification import TxnPartitionVerifier
 
 
@@ -222,3 +227,86 @@ class RequestContext:
     @property
     def txn_verifier(self) -> TxnPartitionVerifier | None:
         return self.services.txn_verifier
+
+
+# ---- the families' views of a request's context ---------------------------------------------
+class HandlerContext(Protocol):
+    """What every handler may use: the request's facts, who sent it, its authorization, this
+    broker's id and configuration and the cluster metadata."""
+
+    @property
+    def version(self) -> int: ...
+
+    @property
+    def client_id(self) -> str | None: ...
+
+    @property
+    def client_host(self) -> str: ...
+
+    @property
+    def peer(self) -> str: ...
+
+    @property
+    def listener(self) -> str: ...
+
+    @property
+    def principal(self) -> KafkaPrincipal: ...
+
+    @property
+    def broker_id(self) -> int: ...
+
+    @property
+    def config(self) -> BrokerConfig: ...
+
+    @property
+    def store(self) -> MetadataStore: ...
+
+    def authorize(self, op: AclOperation, rtype: ResourceType, name: str = CLUSTER_NAME,
+                  log_denied: bool = True) -> bool: ...
+
+    def authorized(self, op: AclOperation, rtype: ResourceType, items: Iterable[T],
+                   name: Callable[[T], str] = str, log_denied: bool = True) -> list[T]: ...
+
+    def authorized_operations(self, rtype: ResourceType, name: str = CLUSTER_NAME) -> int: ...
+
+    def authorize_any(self, op: AclOperation, rtype: ResourceType) -> bool: ...
+
+
+class TxnContext(HandlerContext, Protocol):
+    """The transaction family (InitProducerId, AddPartitionsToTxn, AddOffsetsToTxn, EndTxn,
+    WriteTxnMarkers, DescribeProducers, DescribeTransactions, ListTransactions, and the
+    Produce path's KIP-890 verification)."""
+
+    @property
+    def transactions(self) -> TransactionCoordinator: ...
+
+    @property
+    def txn_topic(self) -> InternalTopic: ...
+
+    @property
+    def producer_ids(self) -> ProducerIdSource: ...
+
+    @property
+    def txn_verifier(self) -> TxnPartitionVerifier | None: ...
+
+    @property
+    def replicas(self) -> ReplicaManager: ...
+
+    @property
+    def services(self) -> MarkerHost:
+        """What WriteTxnMarkers writes markers with."""
+        ...
+
+
+class ShareStateContext(HandlerContext, Protocol):
+    """The share coordinator's family (Initialize/Read/Write/Delete ShareGroupState and
+    ReadShareGroupStateSummary)."""
+
+    @property
+    def share_state(self) -> ShareStateCoordinator | None: ...
+
+
+if TYPE_CHECKING:
+    def _meets_views(ctx: RequestContext) -> tuple[TxnContext, ShareStateContext]:
+        """Checked by mypy only: every request context is each family's view."""
+        return ctx, ctx

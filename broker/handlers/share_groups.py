@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from samsa.protocol.errors import ErrorCode
 
 from ..cluster.features import SHARE_VERSION
-from ..context import RequestContext
+from ..context import HandlerContext, RequestContext
 from .consumer_groups import describe_groups, heartbeat_denial
 from .declare import api
 
@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from .requests import ShareGroupDescribeRequest, ShareGroupHeartbeatRequest
 
 
-def _enabled(ctx: RequestContext) -> bool:
+def _enabled(ctx: HandlerContext) -> bool:
     return ctx.store.finalized_features().level(SHARE_VERSION) >= 1
 
 

@@ -20,7 +20,7 @@ from samsa.coordinator.share.coordinator import ShareStateError
 from samsa.coordinator.share.records import StateBatch
 from samsa.protocol.errors import ErrorCode
 
-from ..context import RequestContext
+from ..context import ShareStateContext
 from ..security.authorizer import AclOperation, ResourceType
 from .declare import api
 from .share_groups import _enabled
@@ -64,7 +64,7 @@ class _TopicData(Protocol[P_co]):
     def partitions(self) -> tuple[P_co, ...]: ...
 
 
-def _refused(ctx: RequestContext) -> ErrorCode | None:
+def _refused(ctx: ShareStateContext) -> ErrorCode | None:
     if not _enabled(ctx) or ctx.share_state is None:
         return ErrorCode.unsupported_version
     if not ctx.authorize(AclOperation.CLUSTER_ACTION, ResourceType.CLUSTER):
@@ -72,7 +72,7 @@ def _refused(ctx: RequestContext) -> ErrorCode | None:
     return None
 
 
-async def _each(ctx: RequestContext, group_id: str, topics: Iterable[_TopicData[P]],
+async def _each(ctx: ShareStateContext, group_id: str, topics: Iterable[_TopicData[P]],
                 run: Callable[[Key, P], Awaitable[dict[str, Any]]],
                 error_fields: dict[str, Any]) -> dict[str, Any]:
     refused = _refused(ctx)
@@ -103,7 +103,7 @@ async def _each(ctx: RequestContext, group_id: str, topics: Iterable[_TopicData[
 @api(83, "InitializeShareGroupState", (0, 0),
      structs={"InitializeShareGroupStatePartition": "PartitionData"})
 async def handle_initialize_share_group_state(
-    ctx: RequestContext, request: InitializeShareGroupStateRequest
+    ctx: ShareStateContext, request: InitializeShareGroupStateRequest
 ) -> dict[str, Any]:
     async def run(key: Key, p: InitializeShareGroupStatePartition) -> dict[str, Any]:
         assert ctx.share_state is not None
@@ -115,7 +115,7 @@ async def handle_initialize_share_group_state(
 
 @api(84, "ReadShareGroupState", (0, 0), structs={"ReadShareGroupStatePartition": "PartitionData"})
 async def handle_read_share_group_state(
-    ctx: RequestContext, request: ReadShareGroupStateRequest
+    ctx: ShareStateContext, request: ReadShareGroupStateRequest
 ) -> dict[str, Any]:
     async def run(key: Key, p: ReadShareGroupStatePartition) -> dict[str, Any]:
         assert ctx.share_state is not None
@@ -129,7 +129,7 @@ async def handle_read_share_group_state(
 
 @api(85, "WriteShareGroupState", (0, 0), structs={"WriteShareGroupStatePartition": "PartitionData"})
 async def handle_write_share_group_state(
-    ctx: RequestContext, request: WriteShareGroupStateRequest
+    ctx: ShareStateContext, request: WriteShareGroupStateRequest
 ) -> dict[str, Any]:
     async def run(key: Key, p: WriteShareGroupStatePartition) -> dict[str, Any]:
         assert ctx.share_state is not None
@@ -145,7 +145,7 @@ async def handle_write_share_group_state(
 @api(86, "DeleteShareGroupState", (0, 0),
      structs={"DeleteShareGroupStatePartition": "PartitionData"})
 async def handle_delete_share_group_state(
-    ctx: RequestContext, request: DeleteShareGroupStateRequest
+    ctx: ShareStateContext, request: DeleteShareGroupStateRequest
 ) -> dict[str, Any]:
     async def run(key: Key, p: DeleteShareGroupStatePartition) -> dict[str, Any]:
         assert ctx.share_state is not None
@@ -158,7 +158,7 @@ async def handle_delete_share_group_state(
 @api(87, "ReadShareGroupStateSummary", (0, 0),
      structs={"ReadShareGroupStateSummaryPartition": "PartitionData"})
 async def handle_read_share_group_state_summary(
-    ctx: RequestContext, request: ReadShareGroupStateSummaryRequest
+    ctx: ShareStateContext, request: ReadShareGroupStateSummaryRequest
 ) -> dict[str, Any]:
     async def run(key: Key, p: ReadShareGroupStateSummaryPartition) -> dict[str, Any]:
         assert ctx.share_state is not None

@@ -22,7 +22,7 @@ from samsa.protocol.codec import millis
 from samsa.protocol.errors import ErrorCode
 from samsa.protocol.records import first_batch_transactional, iter_batches
 
-from ..context import RequestContext
+from ..context import TxnContext
 from ..replication.partition import Partition
 from ..replication.replica_manager import PartitionError
 from ..security.authorizer import AclOperation, ResourceType
@@ -50,7 +50,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
-def _may_write_txn(ctx: RequestContext, transactional_id: str) -> bool:
+def _may_write_txn(ctx: TxnContext, transactional_id: str) -> bool:
     """Kafka: a transactional producer's requests need WRITE on its transactional id."""
     return ctx.authorize(AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, transactional_id)
 
@@ -65,7 +65,7 @@ def _fenced_for(code: ErrorCode, version: int, first_version: int) -> ErrorCode:
 # ---------------------------------------------------------------------------- InitProducerId
 @api(22, "InitProducerId", (0, 5))
 async def handle_init_producer_id(
-    ctx: RequestContext, request: InitProducerIdRequest
+    ctx: TxnContext, request: InitProducerIdRequest
 ) -> dict[str, Any]:
     txn_id = request.transactional_id
     if txn_id is not None and not _may_write_txn(ctx, txn_id):
@@ -120,7 +120,7 @@ def _batched(request: AddPartitionsToTxnRequest) -> TypeIs[AddPartitionsToTxnReq
 
 
 async def _add_partitions(
-    ctx: RequestContext, txn_id: str, producer_id: int, producer_epoch: int,
+    ctx: TxnContext, txn_id: str, producer_id: int, producer_epoch: int,
     topics: Sequence[tuple[str, Sequence[int]]], verify_only: bool,
     writable: set[str] | None = None,
 ) -> dict[tuple[str, int], int]:
@@ -169,7 +169,7 @@ def _topic_results(
 @api(24, "AddPartitionsToTxn", (0, 5), families={
     "AddPartitionsToTxnRequestBatched": (4, 5), "AddPartitionsToTxnRequestClient": (0, 3)})
 async def handle_add_partitions_to_txn(
-    ctx: RequestContext, request: AddPartitionsToTxnRequest
+    ctx: TxnContext, request: AddPartitionsToTxnRequest
 ) -> dict[str, Any]:
     if _batched(request):
         # Brokers only (Kafka: CLUSTER_ACTION on the cluster, else a top-level error).
@@ -203,7 +203,7 @@ async def handle_add_partitions_to_txn(
 # ---------------------------------------------------------------------------- AddOffsetsToTxn
 @api(25, "AddOffsetsToTxn", (0, 4))
 async def handle_add_offsets_to_txn(
-    ctx: RequestContext, request: AddOffsetsToTxnRequest
+    ctx: TxnContext, request: AddOffsetsToTxnRequest
 ) -> dict[str, Any]:
     coord = ctx.transactions
     if not _may_write_txn(ctx, request.transactional_id):
@@ -219,7 +219,7 @@ async def handle_add_offsets_to_txn(
 
 # ---------------------------------------------------------------------------- EndTxn
 @api(26, "EndTxn", (0, 5))
-async def handle_end_txn(ctx: RequestContext, request: EndTxnRequest) -> dict[str, Any]:
+async def handle_end_txn(ctx: TxnContext, request: EndTxnRequest) -> dict[str, Any]:
     """EndTxn; v5 is transactions v2 (the coordinator bumps the epoch and answers the producer
     id and epoch the client goes on with)."""
     if not _may_write_txn(ctx, request.transactional_id):
@@ -239,7 +239,7 @@ async def handle_end_txn(ctx: RequestContext, request: EndTxnRequest) -> dict[st
 # ---------------------------------------------------------------------------- WriteTxnMarkers
 @api(27, "WriteTxnMarkers", (1, 2))
 async def handle_write_txn_markers(
-    ctx: RequestContext, request: WriteTxnMarkersRequest
+    ctx: TxnContext, request: WriteTxnMarkersRequest
 ) -> dict[str, Any]:
     markers = []
     # Kafka: from another broker (ALTER or CLUSTER_ACTION on the cluster) only.
@@ -267,7 +267,7 @@ async def handle_write_txn_markers(
 # ---------------------------------------------------------------------------- DescribeProducers
 @api(61, "DescribeProducers", (0, 0))
 async def handle_describe_producers(
-    ctx: RequestContext, request: DescribeProducersRequest
+    ctx: TxnContext, request: DescribeProducersRequest
 ) -> dict[str, Any]:
     replicas = ctx.replicas
     topics = []
@@ -316,7 +316,7 @@ async def handle_describe_producers(
 # ---------------------------------------------------------------------------- DescribeTransactions
 @api(65, "DescribeTransactions", (0, 0))
 async def handle_describe_transactions(
-    ctx: RequestContext, request: DescribeTransactionsRequest
+    ctx: TxnContext, request: DescribeTransactionsRequest
 ) -> dict[str, Any]:
     coord = ctx.transactions
     states = []
@@ -363,7 +363,7 @@ async def handle_describe_transactions(
 # ---------------------------------------------------------------------------- ListTransactions
 @api(66, "ListTransactions", (0, 1))
 async def handle_list_transactions(
-    ctx: RequestContext, request: ListTransactionsRequest
+    ctx: TxnContext, request: ListTransactionsRequest
 ) -> dict[str, Any]:
     states: set[TxnState] = set()
     unknown = []
@@ -425,7 +425,7 @@ def _needs_verification(
 
 
 async def verify_with_remote_coordinator(
-    ctx: RequestContext,
+    ctx: TxnContext,
     transactional_id: str | None,
     partitions: list[tuple[str, int, bytes | None]],
 ) -> dict[tuple[str, int], int]:
@@ -459,7 +459,7 @@ async def verify_with_remote_coordinator(
 
 
 async def _add_or_verify(
-    ctx: RequestContext,
+    ctx: TxnContext,
     transactional_id: str,
     partitions: list[tuple[str, int, bytes | None]],
     add: bool,
@@ -523,7 +523,7 @@ def verify_transactional_produce(
 
 
 async def add_offsets_partition(
-    ctx: RequestContext, transactional_id: str, producer_id: int, producer_epoch: int,
+    ctx: TxnContext, transactional_id: str, producer_id: int, producer_epoch: int,
     group_id: str,
 ) -> int:
     """TxnOffsetCommit v5 (transactions v2: the client sends no AddOffsetsToTxn): the group
