@@ -306,7 +306,27 @@ class ShareStateContext(HandlerContext, Protocol):
     def share_state(self) -> ShareStateCoordinator | None: ...
 
 
+class GroupContext(HandlerContext, Protocol):
+    """The group family: classic, consumer and share groups and their offsets (JoinGroup to
+    LeaveGroup, the heartbeats, OffsetCommit/Fetch/Delete, the Describe/List/Delete of
+    groups, the share groups' offsets)."""
+
+    @property
+    def groups(self) -> GroupCoordinator: ...
+
+    @property
+    def share_persister(self) -> SharePersister | None:
+        """The share-partitions' state, wherever it is coordinated."""
+        ...
+
+
+class TxnOffsetsContext(GroupContext, TxnContext, Protocol):
+    """TxnOffsetCommit: a group's offsets within a transaction (v5 has the transaction
+    coordinator add the offsets partition)."""
+
+
 if TYPE_CHECKING:
-    def _meets_views(ctx: RequestContext) -> tuple[TxnContext, ShareStateContext]:
+    def _meets_views(ctx: RequestContext) -> tuple[TxnContext, ShareStateContext,
+                                                   TxnOffsetsContext]:
         """Checked by mypy only: every request context is each family's view."""
-        return ctx, ctx
+        return ctx, ctx, ctx

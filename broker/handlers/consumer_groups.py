@@ -17,7 +17,7 @@ from samsa.protocol.codec import millis
 from samsa.protocol.errors import ErrorCode
 
 from ..cluster.features import GROUP_VERSION
-from ..context import RequestContext
+from ..context import GroupContext
 from ..security.authorizer import AclOperation, ResourceType
 from .common import field
 from .declare import api
@@ -33,11 +33,11 @@ log = logging.getLogger(__name__)
 _GROUP_CONFIGS_TTL_S = 5.0
 
 
-def _enabled(ctx: RequestContext) -> bool:
+def _enabled(ctx: GroupContext) -> bool:
     return ctx.store.finalized_features().level(GROUP_VERSION) >= 1
 
 
-async def cached_group_configs(ctx: RequestContext, group_id: str) -> dict[str, Any]:
+async def cached_group_configs(ctx: GroupContext, group_id: str) -> dict[str, Any]:
     """The group's dynamic configs, read from the store again at most every few seconds;
     none (the defaults, and a log line) while the store is unreachable."""
     cache = ctx.groups.group_config_cache
@@ -55,7 +55,7 @@ async def cached_group_configs(ctx: RequestContext, group_id: str) -> dict[str, 
     return hit[1]
 
 
-async def _group_timeouts(ctx: RequestContext, group_id: str) -> tuple[int, int]:
+async def _group_timeouts(ctx: GroupContext, group_id: str) -> tuple[int, int]:
     """The group's session timeout and heartbeat interval: its consumer.* overrides, else
     the broker's group.consumer.* defaults."""
     configs = await cached_group_configs(ctx, group_id)
@@ -65,7 +65,7 @@ async def _group_timeouts(ctx: RequestContext, group_id: str) -> tuple[int, int]
             int(heartbeat) if heartbeat is not None else ctx.groups.consumer_heartbeat_ms)
 
 
-def heartbeat_denial(ctx: RequestContext, group_id: str,
+def heartbeat_denial(ctx: GroupContext, group_id: str,
                      names: Sequence[str] | None) -> tuple[ErrorCode, str | None] | None:
     """The error of a group heartbeat its principal may not send: READ on the group, and
     (Kafka) DESCRIBE on every subscribed topic, else TOPIC_AUTHORIZATION_FAILED."""
@@ -82,7 +82,7 @@ def heartbeat_denial(ctx: RequestContext, group_id: str,
 
 @api(68, "ConsumerGroupHeartbeat", (0, 1))
 async def handle_consumer_group_heartbeat(
-    ctx: RequestContext, request: ConsumerGroupHeartbeatRequest
+    ctx: GroupContext, request: ConsumerGroupHeartbeatRequest
 ) -> dict[str, Any]:
     def error(code: ErrorCode, message: str | None = None) -> dict[str, Any]:
         return {"throttle_time": 0, "error_code": code, "error_message": message,
@@ -126,13 +126,13 @@ async def handle_consumer_group_heartbeat(
 
 @api(69, "ConsumerGroupDescribe", (0, 1))
 async def handle_consumer_group_describe(
-    ctx: RequestContext, request: ConsumerGroupDescribeRequest
+    ctx: GroupContext, request: ConsumerGroupDescribeRequest
 ) -> dict[str, Any]:
     return describe_groups(ctx, request.group_ids, request.include_authorized_operations,
                            _enabled(ctx), ctx.groups.describe_consumer_group)
 
 
-def describe_groups(ctx: RequestContext, group_ids: Iterable[str], include_operations: bool,
+def describe_groups(ctx: GroupContext, group_ids: Iterable[str], include_operations: bool,
                     enabled: bool, describe: Callable[[str], dict[str, Any]]) -> dict[str, Any]:
     """ConsumerGroupDescribe and ShareGroupDescribe: the same checks and error entry."""
     groups = []

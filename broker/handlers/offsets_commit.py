@@ -14,7 +14,7 @@ from samsa.coordinator.group import GroupCoordinator, GroupError, OffsetCommitEn
 from samsa.protocol.codec import millis
 from samsa.protocol.errors import ErrorCode
 
-from ..context import RequestContext
+from ..context import GroupContext, TxnOffsetsContext
 from ..security.authorizer import AclOperation, ResourceType
 from .common import field
 from .declare import api
@@ -47,7 +47,7 @@ class _Topic:
     partitions: tuple[Any, ...]
 
 
-def _topics(ctx: RequestContext,
+def _topics(ctx: GroupContext,
             request: OffsetCommitRequest | TxnOffsetCommitRequest) -> list[_Topic]:
     out = []
     for t in request.topics:
@@ -63,7 +63,7 @@ def _topics(ctx: RequestContext,
 
 
 def _entries(
-    ctx: RequestContext, topics: list[_Topic]
+    ctx: GroupContext, topics: list[_Topic]
 ) -> tuple[list[OffsetCommitEntry], dict[tuple[str, int], int]]:
     """The entries to commit, and the error of each partition that does not exist.
 
@@ -116,7 +116,7 @@ def _topics_result(
 
 
 @api(8, "OffsetCommit", (2, 10))
-async def handle_offset_commit(ctx: RequestContext, request: OffsetCommitRequest) -> dict[str, Any]:
+async def handle_offset_commit(ctx: GroupContext, request: OffsetCommitRequest) -> dict[str, Any]:
     retention: timedelta | None = field(request, "retention_time", None)
     topics = _topics(ctx, request)
     if not ctx.authorize(AclOperation.READ, ResourceType.GROUP, request.group_id):
@@ -138,7 +138,7 @@ async def handle_offset_commit(ctx: RequestContext, request: OffsetCommitRequest
 
 @api(28, "TxnOffsetCommit", (0, 5))
 async def handle_txn_offset_commit(
-    ctx: RequestContext, request: TxnOffsetCommitRequest
+    ctx: TxnOffsetsContext, request: TxnOffsetCommitRequest
 ) -> dict[str, Any]:
     # Kafka: WRITE on the transactional id, READ on the group, READ on each topic.
     topics = _topics(ctx, request)
@@ -168,7 +168,7 @@ async def handle_txn_offset_commit(
     return {"throttle_time": 0, "topics": _topics_result(topics, {**errors, **unknown})}
 
 
-def _fetch_group(ctx: RequestContext, group_id: str,
+def _fetch_group(ctx: GroupContext, group_id: str,
                  topics: list[tuple[str, list[int]]] | None,
                  require_stable: bool, member_id: str | None = None,
                  member_epoch: int = -1) -> tuple[int, list[dict[str, Any]]]:
@@ -199,7 +199,7 @@ def _fetch_group(ctx: RequestContext, group_id: str,
     return ErrorCode.none, out
 
 
-def _with_topic_ids(ctx: RequestContext, topics: list[dict[str, Any]],
+def _with_topic_ids(ctx: GroupContext, topics: list[dict[str, Any]],
                     unknown_ids: list[tuple[uuid.UUID | None, list[int]]]
                     ) -> list[dict[str, Any]]:
     """OffsetFetch v10+: each topic answered by its id (one deleted since its offsets were
@@ -218,7 +218,7 @@ def _with_topic_ids(ctx: RequestContext, topics: list[dict[str, Any]],
 
 
 @api(9, "OffsetFetch", (1, 10), families={"OffsetFetchRequestBatched": (8, 10)})
-async def handle_offset_fetch(ctx: RequestContext, request: OffsetFetchRequest) -> dict[str, Any]:
+async def handle_offset_fetch(ctx: GroupContext, request: OffsetFetchRequest) -> dict[str, Any]:
     require_stable = bool(field(request, "require_stable", False))
     wanted: list[tuple[str, list[int]]] | None
     if _batched(request):
@@ -263,7 +263,7 @@ async def handle_offset_fetch(ctx: RequestContext, request: OffsetFetchRequest) 
 
 
 @api(47, "OffsetDelete", (0, 0))
-async def handle_offset_delete(ctx: RequestContext, request: OffsetDeleteRequest) -> dict[str, Any]:
+async def handle_offset_delete(ctx: GroupContext, request: OffsetDeleteRequest) -> dict[str, Any]:
     # Kafka: DELETE on the group, READ on each topic.
     if not ctx.authorize(AclOperation.DELETE, ResourceType.GROUP, request.group_id):
         return {"throttle_time": 0, "error_code": ErrorCode.group_authorization_failed,

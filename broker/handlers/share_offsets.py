@@ -25,7 +25,7 @@ from samsa.coordinator.group.common import GroupError
 from samsa.coordinator.share.coordinator import ShareStateError
 from samsa.protocol.errors import ErrorCode
 
-from ..context import RequestContext
+from ..context import GroupContext
 from ..security.authorizer import AclOperation, ResourceType
 from ..share.persister import SharePersister
 from .declare import api
@@ -43,7 +43,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
-def _group_check(ctx: RequestContext, group_id: str, op: AclOperation,
+def _group_check(ctx: GroupContext, group_id: str, op: AclOperation,
                  empty: bool) -> tuple[ErrorCode, str | None]:
     """NONE if the request may go on for the group; else its group-level error."""
     if not _enabled(ctx) or ctx.share_persister is None:
@@ -59,14 +59,14 @@ def _group_check(ctx: RequestContext, group_id: str, op: AclOperation,
     return ErrorCode.none, None
 
 
-def _topic(ctx: RequestContext, name: str) -> tuple[uuid.UUID, int] | None:
+def _topic(ctx: GroupContext, name: str) -> tuple[uuid.UUID, int] | None:
     state = ctx.store.topic(name)
     return None if state is None else (state.topic_id, len(state.partitions))
 
 
 @api(90, "DescribeShareGroupOffsets", (0, 0))
 async def handle_describe_share_group_offsets(
-    ctx: RequestContext, request: DescribeShareGroupOffsetsRequest
+    ctx: GroupContext, request: DescribeShareGroupOffsetsRequest
 ) -> dict[str, Any]:
     groups = []
     persister = ctx.share_persister
@@ -129,7 +129,7 @@ _TopicChange = Callable[[SharePersister, _T, tuple[uuid.UUID, int] | None, bool]
                         Awaitable[dict[str, Any]]]
 
 
-async def _change_offsets(ctx: RequestContext, group_id: str, op: AclOperation,
+async def _change_offsets(ctx: GroupContext, group_id: str, op: AclOperation,
                           topics: Sequence[_T], change: _TopicChange[_T]) -> dict[str, Any]:
     """Alter and Delete alike: `op` on the empty group, READ on each topic, then `change` for
     each topic in the request's order."""
@@ -150,7 +150,7 @@ async def _change_offsets(ctx: RequestContext, group_id: str, op: AclOperation,
 @api(91, "AlterShareGroupOffsets", (0, 0),
      structs={"AlterShareGroupOffsetsTopic": "AlterShareGroupOffsetsRequestTopic"})
 async def handle_alter_share_group_offsets(
-    ctx: RequestContext, request: AlterShareGroupOffsetsRequest
+    ctx: GroupContext, request: AlterShareGroupOffsetsRequest
 ) -> dict[str, Any]:
     async def alter(persister: SharePersister, t: AlterShareGroupOffsetsTopic,
                     info: tuple[uuid.UUID, int] | None, allowed: bool) -> dict[str, Any]:
@@ -190,7 +190,7 @@ async def handle_alter_share_group_offsets(
 @api(92, "DeleteShareGroupOffsets", (0, 0),
      structs={"DeleteShareGroupOffsetsTopic": "DeleteShareGroupOffsetsRequestTopic"})
 async def handle_delete_share_group_offsets(
-    ctx: RequestContext, request: DeleteShareGroupOffsetsRequest
+    ctx: GroupContext, request: DeleteShareGroupOffsetsRequest
 ) -> dict[str, Any]:
     async def delete(persister: SharePersister, t: DeleteShareGroupOffsetsTopic,
                      info: tuple[uuid.UUID, int] | None, allowed: bool) -> dict[str, Any]:
