@@ -57,11 +57,23 @@ def _alter(b: BrokerProcess, configs: dict[str, str]) -> str | None:
     return None
 
 
+def _connect(port: int, timeout: float = 30) -> socket.socket:
+    """A connection to the SSL listener: start() waits for the first listener (PLAINTEXT)
+    only, and the broker binds the next one just after it (refused meanwhile, seen once on a
+    loaded machine)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            return socket.create_connection(("127.0.0.1", port), timeout=10)
+        except ConnectionRefusedError:
+            assert time.monotonic() < deadline, f"nothing listens on {port} after {timeout} s"
+            time.sleep(0.1)
+
+
 def _serial(b: BrokerProcess, certs: Certs) -> int:
     ctx = ssl.create_default_context(cafile=str(certs.ca))
     port = b.tls_port  # type: ignore[attr-defined]
-    with ctx.wrap_socket(socket.create_connection(("127.0.0.1", port), timeout=10),
-                         server_hostname="127.0.0.1") as s:
+    with ctx.wrap_socket(_connect(port), server_hostname="127.0.0.1") as s:
         der = s.getpeercert(binary_form=True)
     assert der is not None
     return int(x509.load_der_x509_certificate(der).serial_number)
