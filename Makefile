@@ -31,6 +31,10 @@ CONNECT4_DIR := $(CACHE)/kafka-connect-4
 
 PYTEST_ARGS ?=
 PYTEST_TIMEOUT ?= 300
+# pytest-xdist workers of make test (0: one process). Most of the suite waits on brokers,
+# JVMs and timeouts, so two share 2 cores well; each module (tests/spark and the host-network
+# group: one unit each) runs in one worker (tests/support/xdist_units.py).
+PYTEST_WORKERS ?= 2
 LISTEN      ?= 127.0.0.1:9092
 DATA_DIR    ?= data
 CONFIG      ?= config/broker.yaml
@@ -203,7 +207,8 @@ test: venv typecheck-tree java-deps spark-deps zk-deps kcat-deps docker-deps
 	@lint=0; $(BIN)/ruff check --no-cache . || lint=$$?; \
 	$(BIN)/mypy || lint=$$?; \
 	docs=0; $(MKDOCS) || docs=$$?; \
-	rc=0; $(BIN)/python -m pytest -q -ra --durations=15 --timeout=$(PYTEST_TIMEOUT) tests $(PYTEST_ARGS) || rc=$$?; \
+	rc=0; $(BIN)/python -m pytest -q -ra --durations=15 --timeout=$(PYTEST_TIMEOUT) \
+	    -n $(PYTEST_WORKERS) --dist loadgroup tests $(PYTEST_ARGS) || rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "pytest: no tests were collected"; rc=0; fi; \
 	if [ $$lint -ne 0 ]; then echo "ruff check or mypy failed (exit $$lint)"; fi; \
 	if [ $$docs -ne 0 ]; then echo "make docs failed (exit $$docs)"; fi; \
