@@ -18,6 +18,15 @@ CPU of decoding, handling and encoding, nothing of the kernel's or a client's. L
 
 Printed: CPU (time.process_time) per request and per partition-batch, the median of
 --rounds rounds; with --profile, cProfile's top functions over one more round.
+
+With --sockets N the broker serves its listener and a client process (this script run as
+`batch_cost.py client ...`, doing nothing but send and read) sends the same produce frames
+over N connections, --in-flight at a time on each (librdkafka: 5), a partition always on the
+same connection: the broker's CPU a request then includes reading the frames from the
+sockets and writing the answers (the event loop, the connection's task, the kernel's send
+and receive), everything of a request over the network but the client.
+
+    .venv/bin/python bench/batch_cost.py --sockets 8 --in-flight 5
 """
 
 from __future__ import annotations
@@ -25,11 +34,15 @@ from __future__ import annotations
 import argparse
 import asyncio
 import cProfile
+import os
 import pstats
+import socket
 import statistics
 import struct
+import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -44,12 +57,13 @@ from samsa.protocol.records import build_batch  # noqa: E402
 
 
 class Harness:
-    def __init__(self, data: Path) -> None:
+    def __init__(self, data: Path, serve: bool = False) -> None:
         config = load_config(None, {"log.dirs": str(data),
                                     "listeners": "PLAINTEXT://127.0.0.1:0"})
         self.broker = Broker(config)
-        self.broker.log_manager.startup(self.broker._config_for_topic_name)
-        self.broker.replicas.load_all()
+        if not serve:  # else Broker.start loads them
+            self.broker.log_manager.startup(self.broker._config_for_topic_name)
+            self.broker.replicas.load_all()
         self.dispatch = self.broker.dispatcher
         self.conn = ConnectionInfo("bench:0", None)  # type: ignore[arg-type]
         self._correlation = 0
@@ -106,7 +120,66 @@ def fetch_frame(h: Harness, topic: str, offsets: list[int]) -> bytes:
         "forgotten_topics_data": [], "rack_id": ""})
 
 
+_SIZE = struct.Struct(">i")
+
+
+def client(port: int, frames_file: str, connections: int, in_flight: int, blocks: int
+           ) -> None:
+    """`batch_cost.py client`: each "go" on stdin sends the next round of frames and prints
+    "done" once every answer is read. Frame i carries the partitions of block i % blocks (one
+    partition per request: block = partition), and a block is always sent on one connection,
+    so that each partition's sequence numbers arrive in order."""
+    with open(frames_file, "rb") as f:
+        data = f.read()
+    frames, pos = [], 0
+    while pos < len(data):
+        (size,) = _SIZE.unpack_from(data, pos)
+        frames.append(data[pos:pos + 4 + size])
+        pos += 4 + size
+    per_round = int(sys.stdin.readline())
+    socks = [socket.create_connection(("127.0.0.1", port)) for _ in range(connections)]
+    for s in socks:
+        s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    print("ready", flush=True)
+    done = 0
+    while sys.stdin.readline().strip() == "go":
+        todo = frames[done:done + per_round]
+        done += per_round
+        shares: list[list[bytes]] = [[] for _ in socks]
+        for i, frame in enumerate(todo, done - per_round):
+            shares[(i % blocks) % connections].append(frame)  # a partition on one socket
+        threads = [threading.Thread(target=_send_share, args=(s, share, in_flight))
+                   for s, share in zip(socks, shares, strict=True)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        print("done", flush=True)
+
+
+def _send_share(sock: socket.socket, frames: list[bytes], in_flight: int) -> None:
+    sent = answered = 0
+    buf = b""
+    while answered < len(frames):
+        while sent < len(frames) and sent - answered < in_flight:
+            sock.sendall(frames[sent])
+            sent += 1
+        chunk = sock.recv(1 << 16)
+        if not chunk:
+            raise ConnectionError("the broker closed the connection")
+        buf += chunk
+        while len(buf) >= 4:
+            (size,) = _SIZE.unpack_from(buf, 0)
+            if len(buf) < 4 + size:
+                break
+            buf = buf[4 + size:]
+            answered += 1
+
+
 async def run(args: argparse.Namespace) -> None:
+    if args.sockets:
+        await run_sockets(args)
+        return
     with tempfile.TemporaryDirectory(prefix="batch-cost-") as tmp:
         h = Harness(Path(tmp))
         topic = "cost"
@@ -175,7 +248,73 @@ async def run(args: argparse.Namespace) -> None:
         h.broker.log_manager.shutdown()
 
 
+async def run_sockets(args: argparse.Namespace) -> None:
+    """The produce load over sockets: the broker's CPU (this process's) while a client
+    process sends each round's frames and reads their answers."""
+    assert args.load == "produce", "--sockets measures the produce load"
+    assert args.partitions % args.per_request == 0, "--per-request must divide --partitions"
+    with tempfile.TemporaryDirectory(prefix="batch-cost-") as tmp:
+        h = Harness(Path(tmp) / "data", serve=True)
+        await h.broker.start()
+        topic = "cost"
+        created = await h.call(19, 5, {"topics": [{
+            "name": topic, "num_partitions": args.partitions, "replication_factor": 1,
+            "assignments": [], "configs": []}], "timeout_ms": 60_000, "validate_only": False})
+        assert created.topics[0].error_code == 0, created
+        list(h.broker.replicas.partitions())
+        rounds = args.rounds + 1 + (1 if args.profile else 0)
+        frames = await produce_frames(h, topic, args.partitions, args.per_request, args.size,
+                                      args.requests * rounds, args.records)
+        frames_file = Path(tmp) / "frames"
+        frames_file.write_bytes(b"".join(_SIZE.pack(len(f)) + f for f in frames))
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable, __file__, "client", str(h.broker.server.port), str(frames_file),
+            str(args.sockets), str(args.in_flight), str(args.partitions // args.per_request),
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        assert proc.stdin is not None and proc.stdout is not None
+        proc.stdin.write(b"%d\n" % args.requests)
+        assert (await proc.stdout.readline()).strip() == b"ready"
+
+        system = 0.0  # of the rounds measured: the kernel's share (system time)
+
+        async def one_round(prof: cProfile.Profile | None = None) -> float:
+            nonlocal system
+            assert proc.stdin is not None and proc.stdout is not None
+            t0, sys0 = time.process_time(), os.times().system
+            if prof is not None:
+                prof.enable()
+            proc.stdin.write(b"go\n")
+            line = await proc.stdout.readline()
+            if prof is not None:
+                prof.disable()
+            assert line.strip() == b"done", line
+            system += os.times().system - sys0
+            return time.process_time() - t0
+
+        await one_round()  # warm-up
+        system = 0.0
+        per_req = [1e6 * await one_round() / args.requests for _ in range(args.rounds)]
+        kernel = 1e6 * system / (args.requests * args.rounds)
+        print(f"produce over {args.sockets} sockets, {args.in_flight} in flight: "
+              f"{args.partitions} partitions, {args.per_request} batch(es) of {args.records} "
+              f"record(s) of {args.size} B: {statistics.median(per_req):.1f} us/request, "
+              f"{statistics.median(per_req) / args.per_request:.2f} us/partition "
+              f"(rounds: {', '.join(f'{x:.1f}' for x in per_req)} us/request; "
+              f"of which system time {kernel:.1f} us/request)")
+        if args.profile:  # CPU time: a write that wakes the client is not charged its wait
+            prof = cProfile.Profile(time.process_time)
+            await one_round(prof)
+            pstats.Stats(prof).sort_stats(args.sort).print_stats(args.top)
+        proc.stdin.close()
+        await proc.wait()
+        await h.broker.stop()
+
+
 def main() -> None:
+    if len(sys.argv) > 1 and sys.argv[1] == "client":
+        port, frames_file, connections, in_flight, blocks = sys.argv[2:7]
+        client(int(port), frames_file, int(connections), int(in_flight), int(blocks))
+        return
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--load", choices=("produce", "fetch"), default="produce")
     ap.add_argument("--partitions", type=int, default=500)
@@ -185,6 +324,10 @@ def main() -> None:
     ap.add_argument("--records", type=int, default=1, help="records a batch (--load produce)")
     ap.add_argument("--requests", type=int, default=2000, help="requests a round")
     ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--sockets", type=int, default=0,
+                    help="serve the listener and send the produce frames over this many "
+                         "connections from a client process")
+    ap.add_argument("--in-flight", type=int, default=5, help="requests in flight a socket")
     ap.add_argument("--profile", action="store_true")
     ap.add_argument("--sort", default="tottime")
     ap.add_argument("--top", type=int, default=40)
