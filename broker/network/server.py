@@ -3,7 +3,8 @@
 Like Kafka, a connection processes one request at a time (Kafka mutes the channel until the
 response is sent), so pipelined requests keep their order and their side effects' order.
 Responses are written once per event-loop pass (ResponseWriter): requests a client pipelined
-are often all answered in one pass, and then share one writev instead of one send each.
+are often all answered in one pass, and then share one writev instead of one send each. The
+answer to a request with nothing read after it is written at once.
 """
 
 from __future__ import annotations
@@ -169,10 +170,13 @@ class ResponseWriter:
     def _busy(self) -> bool:
         return self._task is not None or self._watching
 
-    def add(self, parts: Response) -> None:
+    def add(self, parts: Response, now: bool = False) -> None:
+        """Queue a response: written at the end of this loop pass, or at once with `now`."""
         self._queue.extend(parts)
         self._size += sum(map(len, parts))
-        if not self._scheduled:
+        if now:
+            self.flush()
+        elif not self._scheduled:
             self._scheduled = True
             self._loop.call_soon(self.flush)
 
@@ -764,11 +768,13 @@ class KafkaServer:
                 conn.busy = True
                 response = await self._dispatch(request, conn)
                 if response is not None:
-                    responses.add(response)
-                    if request[:2] == _FETCH_KEY:
-                        # Written now, not at the end of the loop pass: a long-poll woken by an
-                        # append then reaches its consumer before the Produce answer is sent.
-                        responses.flush()
+                    # Written at the end of the loop pass while more of the client's bytes are
+                    # read (its pipelined requests, answered in this pass, share one writev),
+                    # else now: a lone request's answer costs no loop callback (issue 47).
+                    # A Fetch is written now as well: a long-poll woken by an append then
+                    # reaches its consumer before the Produce answer is sent.
+                    responses.add(response, not connection.unread_bytes
+                                  or request[:2] == _FETCH_KEY)
                     if responses.backlog() > _HIGH_WATER:  # a slow reader: stop reading
                         await responses.drain()
                 if conn.throttle_ms:  # Kafka mutes a throttled channel after the response
