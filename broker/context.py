@@ -180,6 +180,10 @@ class RequestContext:
     def authorizer(self) -> Authorizer | None:
         return self.services.authorizer
 
+    @property
+    def dynamic_config(self) -> DynamicBrokerConfig | None:
+        return self.services.dynamic_config
+
     # ---- authorization (Kafka's AuthHelper) -----------------------------------------------
     def authorize(self, op: AclOperation, rtype: ResourceType, name: str = CLUSTER_NAME,
                   log_denied: bool = True) -> bool:
@@ -320,13 +324,45 @@ class GroupContext(HandlerContext, Protocol):
         ...
 
 
+class AdminContext(HandlerContext, Protocol):
+    """The topic and configuration administration family (CreateTopics, DeleteTopics,
+    CreatePartitions, DescribeConfigs, AlterConfigs, IncrementalAlterConfigs)."""
+
+    @property
+    def topics(self) -> TopicAdmin: ...
+
+    @property
+    def quotas(self) -> QuotaManager | None:
+        """The controller mutation quota of topic changes."""
+        ...
+
+    @property
+    def dynamic_config(self) -> DynamicBrokerConfig | None: ...
+
+
+class ControllerContext(HandlerContext, Protocol):
+    """What this broker's controller answers (ElectLeaders, AlterPartitionReassignments,
+    ListPartitionReassignments, ControlledShutdown)."""
+
+    @property
+    def controller(self) -> Controller | None: ...
+
+
+class AclContext(HandlerContext, Protocol):
+    """DescribeAcls, CreateAcls, DeleteAcls."""
+
+    @property
+    def authorizer(self) -> Authorizer | None: ...
+
+
 class TxnOffsetsContext(GroupContext, TxnContext, Protocol):
     """TxnOffsetCommit: a group's offsets within a transaction (v5 has the transaction
     coordinator add the offsets partition)."""
 
 
 if TYPE_CHECKING:
-    def _meets_views(ctx: RequestContext) -> tuple[TxnContext, ShareStateContext,
-                                                   TxnOffsetsContext]:
+    def _meets_views(ctx: RequestContext) -> tuple[
+            TxnContext, ShareStateContext, TxnOffsetsContext, AdminContext, ControllerContext,
+            AclContext]:
         """Checked by mypy only: every request context is each family's view."""
-        return ctx, ctx, ctx
+        return ctx, ctx, ctx, ctx, ctx, ctx

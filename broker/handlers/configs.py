@@ -25,7 +25,7 @@ from samsa.config.topic import (
 from samsa.protocol.errors import ErrorCode
 
 from ..cluster.topic_admin import TopicError
-from ..context import RequestContext
+from ..context import AdminContext
 from ..security.authorizer import AclOperation, ResourceType
 from .common import field
 from .declare import api
@@ -58,7 +58,7 @@ _AUTH_RESOURCE = {
 }
 
 
-def _denied(ctx: RequestContext, op: AclOperation, resource_type: int,
+def _denied(ctx: AdminContext, op: AclOperation, resource_type: int,
             resource_name: str) -> ErrorCode | None:
     """The authorization error for `op` on the config resource, None when allowed (or of a
     type the handler refuses anyway)."""
@@ -76,7 +76,7 @@ ConfigChange = Callable[[dict[str, str]], dict[str, str]]
 
 @api(32, "DescribeConfigs", (1, 4))
 async def handle_describe_configs(
-    ctx: RequestContext, request: DescribeConfigsRequest
+    ctx: AdminContext, request: DescribeConfigsRequest
 ) -> dict[str, Any]:
     synonyms = request.include_synonyms
     docs: bool = field(request, "include_documentation", False)
@@ -156,7 +156,7 @@ async def handle_describe_configs(
 
 @api(33, "AlterConfigs", (0, 2), structs={"AlterConfigsResource": "AlterConfigsResource"})
 async def handle_alter_configs(
-    ctx: RequestContext, request: AlterConfigsRequest
+    ctx: AdminContext, request: AlterConfigsRequest
 ) -> dict[str, Any]:
     changes = [(r, _replacement(r)) for r in request.resources]
     return await _alter_each(ctx, changes, request.validate_only)
@@ -165,7 +165,7 @@ async def handle_alter_configs(
 @api(44, "IncrementalAlterConfigs", (0, 1),
      structs={"IncrementalAlterConfigsResource": "AlterConfigsResource"})
 async def handle_incremental_alter_configs(
-    ctx: RequestContext, request: IncrementalAlterConfigsRequest
+    ctx: AdminContext, request: IncrementalAlterConfigsRequest
 ) -> dict[str, Any]:
     changes = [(r, _operations(r)) for r in request.resources]
     return await _alter_each(ctx, changes, request.validate_only)
@@ -178,7 +178,7 @@ class _Resource(Protocol):
     def resource_name(self) -> str: ...
 
 
-async def _alter_each(ctx: RequestContext, changes: Iterable[tuple[_Resource, ConfigChange]],
+async def _alter_each(ctx: AdminContext, changes: Iterable[tuple[_Resource, ConfigChange]],
                       validate_only: bool) -> dict[str, Any]:
     """AlterConfigs and IncrementalAlterConfigs: each resource changed by its change, this
     broker's (or the cluster default's) dynamic configs, or a topic's or a group's."""
@@ -232,7 +232,7 @@ def _resource_ops(current: dict[str, str],
 
 
 async def _apply(
-    ctx: RequestContext,
+    ctx: AdminContext,
     resource_type: int,
     resource_name: str,
     change: ConfigChange,
@@ -295,7 +295,7 @@ def _broker_ops(current: dict[str, str],
 
 
 async def _apply_broker(
-    ctx: RequestContext, resource_name: str, change: ConfigChange, validate_only: bool
+    ctx: AdminContext, resource_name: str, change: ConfigChange, validate_only: bool
 ) -> tuple[int, str | None]:
     """Kafka's alterBrokerConfigs: this broker's own id or the cluster default ("")."""
     denied = _denied(ctx, AclOperation.ALTER_CONFIGS, BROKER, resource_name)
@@ -307,7 +307,7 @@ async def _apply_broker(
     if resource_name and int(resource_name) != ctx.broker_id:
         return (ErrorCode.invalid_request, f"Unexpected broker id, expected {ctx.broker_id}, "
                 f"but received {resource_name}")
-    dynamic = ctx.services.dynamic_config
+    dynamic = ctx.dynamic_config
     if dynamic is None:
         return ErrorCode.invalid_request, "Dynamic broker configs are not available"
     resource = f"ConfigResource(type=BROKER, name='{resource_name}')"
@@ -322,7 +322,7 @@ async def _apply_broker(
 
 
 async def _apply_group(
-    ctx: RequestContext, group: str, change: ConfigChange, validate_only: bool
+    ctx: AdminContext, group: str, change: ConfigChange, validate_only: bool
 ) -> tuple[int, str | None]:
     """A group's configs: the whole new set is validated (Kafka's GroupConfig.validate), then
     stored; a group need not exist to have configs."""

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 from samsa.protocol.errors import ErrorCode
 
 from ..cluster.controller import PREFERRED, UNCLEAN, ElectionResult, TopicPartition
-from ..context import RequestContext
+from ..context import ControllerContext
 from ..network.interbroker import BrokerConnection, BrokerUnavailable
 from ..security.authorizer import AclOperation, ResourceType
 from .declare import api
@@ -42,7 +42,7 @@ API_KEY = 43
 
 @api(43, "ElectLeaders", (0, 2))
 async def handle_elect_leaders(
-    ctx: RequestContext, request: ElectLeadersRequest
+    ctx: ControllerContext, request: ElectLeadersRequest
 ) -> dict[str, Any]:
     election_type = int(getattr(request, "election_type", PREFERRED))  # v0: preferred only
     wanted: list[TopicPartition] | None = None
@@ -77,7 +77,7 @@ async def handle_elect_leaders(
 
 
 def _single_broker(
-    ctx: RequestContext, election_type: int, wanted: list[TopicPartition] | None
+    ctx: ControllerContext, election_type: int, wanted: list[TopicPartition] | None
 ) -> dict[TopicPartition, ElectionResult]:
     if wanted is None:
         wanted = [(t.name, p) for t in ctx.store.topics().values() for p in sorted(t.partitions)]
@@ -99,7 +99,7 @@ def _single_broker(
 
 
 async def _await_leaders(
-    ctx: RequestContext, results: dict[TopicPartition, ElectionResult], timeout_s: float
+    ctx: ControllerContext, results: dict[TopicPartition, ElectionResult], timeout_s: float
 ) -> dict[TopicPartition, ElectionResult]:
     """Kafka's DelayedElectLeader: done once this broker's metadata shows every new leader."""
     def seen(tp: TopicPartition, leader: int) -> bool:
@@ -120,7 +120,7 @@ async def _await_leaders(
 
 
 async def _forward(
-    ctx: RequestContext, request: ElectLeadersRequest, election_type: int, timeout_s: float
+    ctx: ControllerContext, request: ElectLeadersRequest, election_type: int, timeout_s: float
 ) -> dict[str, Any]:
     target = ctx.store.controller_id()
     body: dict[str, Any] = {

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from samsa.protocol.errors import ErrorCode
 
 from ..cluster.controller import ReassignmentResult, TopicPartition
-from ..context import RequestContext
+from ..context import ControllerContext
 from ..security.authorizer import AclOperation, ResourceType
 from .declare import api
 
@@ -33,7 +33,7 @@ log = logging.getLogger(__name__)
 
 @api(45, "AlterPartitionReassignments", (0, 1))
 async def handle_alter_partition_reassignments(
-    ctx: RequestContext, request: AlterPartitionReassignmentsRequest
+    ctx: ControllerContext, request: AlterPartitionReassignmentsRequest
 ) -> dict[str, Any]:
     wanted: dict[TopicPartition, list[int] | None] = {}
     for t in request.topics:
@@ -63,7 +63,7 @@ async def handle_alter_partition_reassignments(
 
 
 def _single_broker(
-    ctx: RequestContext, wanted: dict[TopicPartition, list[int] | None], allow_rf_change: bool
+    ctx: ControllerContext, wanted: dict[TopicPartition, list[int] | None], allow_rf_change: bool
 ) -> dict[TopicPartition, ReassignmentResult]:
     results: dict[TopicPartition, ReassignmentResult] = {}
     for (topic, index), target in wanted.items():
@@ -94,7 +94,7 @@ def _single_broker(
 
 
 def _alter_response(
-    ctx: RequestContext, error: ErrorCode, message: str | None,
+    ctx: ControllerContext, error: ErrorCode, message: str | None,
     results: dict[TopicPartition, ReassignmentResult], allow_rf_change: bool,
 ) -> dict[str, Any]:
     by_topic: dict[str, list[dict[str, Any]]] = {}
@@ -114,7 +114,7 @@ def _alter_response(
 
 @api(46, "ListPartitionReassignments", (0, 0))
 async def handle_list_partition_reassignments(
-    ctx: RequestContext, request: ListPartitionReassignmentsRequest
+    ctx: ControllerContext, request: ListPartitionReassignmentsRequest
 ) -> dict[str, Any]:
     if not ctx.authorize(AclOperation.DESCRIBE, ResourceType.CLUSTER):
         return _list_response(ErrorCode.cluster_authorization_failed, {})
