@@ -184,6 +184,10 @@ class RequestContext:
     def dynamic_config(self) -> DynamicBrokerConfig | None:
         return self.services.dynamic_config
 
+    @property
+    def metadata_cache(self) -> TopicMetadataCache | None:
+        return self.services.metadata_cache
+
     # ---- authorization (Kafka's AuthHelper) -----------------------------------------------
     def authorize(self, op: AclOperation, rtype: ResourceType, name: str = CLUSTER_NAME,
                   log_denied: bool = True) -> bool:
@@ -355,6 +359,45 @@ class AclContext(HandlerContext, Protocol):
     def authorizer(self) -> Authorizer | None: ...
 
 
+class ReplicaContext(HandlerContext, Protocol):
+    """The family that reads and administers the partitions hosted here (Fetch, ListOffsets,
+    OffsetForLeaderEpoch, DeleteRecords, DescribeLogDirs, AlterReplicaLogDirs)."""
+
+    @property
+    def replicas(self) -> ReplicaManager: ...
+
+    @property
+    def log_dirs(self) -> LogDirs: ...
+
+    @property
+    def quotas(self) -> QuotaManager | None:
+        """The fetch byte-rate quota (Fetch caps its size by it)."""
+        ...
+
+    @property
+    def authorizer(self) -> Authorizer | None: ...
+
+    @property
+    def zero_copy(self) -> bool: ...
+
+
+class MetadataContext(HandlerContext, Protocol):
+    """Metadata and DescribeTopicPartitions: the cluster as the clients see it."""
+
+    @property
+    def replicas(self) -> ReplicaManager:
+        """Which replicas here are offline."""
+        ...
+
+    @property
+    def topics(self) -> TopicAdmin:
+        """Metadata's auto-creation of topics."""
+        ...
+
+    @property
+    def metadata_cache(self) -> TopicMetadataCache | None: ...
+
+
 class TxnOffsetsContext(GroupContext, TxnContext, Protocol):
     """TxnOffsetCommit: a group's offsets within a transaction (v5 has the transaction
     coordinator add the offsets partition)."""
@@ -363,6 +406,6 @@ class TxnOffsetsContext(GroupContext, TxnContext, Protocol):
 if TYPE_CHECKING:
     def _meets_views(ctx: RequestContext) -> tuple[
             TxnContext, ShareStateContext, TxnOffsetsContext, AdminContext, ControllerContext,
-            AclContext]:
+            AclContext, ReplicaContext, MetadataContext]:
         """Checked by mypy only: every request context is each family's view."""
-        return ctx, ctx, ctx, ctx, ctx, ctx
+        return ctx, ctx, ctx, ctx, ctx, ctx, ctx, ctx

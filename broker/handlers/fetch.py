@@ -27,7 +27,7 @@ from samsa.protocol.errors import ErrorCode
 from samsa.protocol.kio_adapter import Entity, schema_fields
 
 from .. import metrics
-from ..context import RequestContext
+from ..context import ReplicaContext
 from ..network.quotas import FETCH_KEY
 from ..replication.partition import Partition, PartitionRead
 from ..replication.replica_manager import PartitionError
@@ -57,7 +57,7 @@ Wanted = tuple[str | None, uuid.UUID | None, Sequence[Any]]
 
 
 @api(1, "Fetch", (4, 17), families={"FetchRequestWithReplicaState": (15, 17)})
-async def handle_fetch(ctx: RequestContext, request: FetchRequest) -> dict[str, Any]:
+async def handle_fetch(ctx: ReplicaContext, request: FetchRequest) -> dict[str, Any]:
     max_wait_s = max(0.0, request.max_wait.total_seconds())
     deadline = time.monotonic() + max_wait_s
     isolation = request.isolation_level
@@ -108,7 +108,7 @@ async def handle_fetch(ctx: RequestContext, request: FetchRequest) -> dict[str, 
         await ctx.replicas.wait_for_data(leaders, remaining, follower=replica_id >= 0)
 
 
-def _wanted_topics(ctx: RequestContext, request: FetchRequest) -> list[Wanted]:
+def _wanted_topics(ctx: ReplicaContext, request: FetchRequest) -> list[Wanted]:
     wanted: list[Wanted] = []
     for topic in request.topics:
         topic_id: uuid.UUID | None = field(topic, "topic_id", None)
@@ -120,7 +120,7 @@ def _wanted_topics(ctx: RequestContext, request: FetchRequest) -> list[Wanted]:
     return wanted
 
 
-def _leader_hints(ctx: RequestContext, responses: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _leader_hints(ctx: ReplicaContext, responses: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """v16+ (KIP-951, Kafka's KafkaApis.getCurrentLeader): a partition answered
     NOT_LEADER_OR_FOLLOWER or FENCED_LEADER_EPOCH names the leader as this broker knows it
     (its own replica's view, else the metadata), and the response lists that leader's
@@ -153,7 +153,7 @@ def _leader_hints(ctx: RequestContext, responses: list[dict[str, Any]]) -> list[
 Selector = Callable[[Partition, int], "int | None"]
 
 
-def _rack_selector(ctx: RequestContext, rack: str) -> Selector:
+def _rack_selector(ctx: ReplicaContext, rack: str) -> Selector:
     """Kafka's RackAwareReplicaSelector (with ReplicaManager.findPreferredReadReplica): for a
     partition led here and a fetch offset, the replica a consumer in `rack` should read from:
     None when the leader is in that rack, else of the live in-sync replicas in that rack that
@@ -176,7 +176,7 @@ def _rack_selector(ctx: RequestContext, rack: str) -> Selector:
 
 
 def _read_all(
-    ctx: RequestContext, wanted: list[Wanted], max_bytes: int, read_one: ReadOne,
+    ctx: ReplicaContext, wanted: list[Wanted], max_bytes: int, read_one: ReadOne,
     denied: set[str] | frozenset[str] = frozenset(), from_consumer: bool = False,
     selector: Selector | None = None,
 ) -> tuple[list[dict[str, Any]], int, list[Partition], bool]:
@@ -311,7 +311,7 @@ def _consumer_reader(isolation: int, zero_copy: bool, entity: type[Entity]) -> R
     return read_one
 
 
-def _follower_reader(ctx: RequestContext, replica_id: int, replica_epoch: int = -1) -> ReadOne:
+def _follower_reader(ctx: ReplicaContext, replica_id: int, replica_epoch: int = -1) -> ReadOne:
     """A follower's fetch: its fetch offset acknowledges what it has; read up to our LEO,
     unless its last fetched epoch ends earlier here (then it must truncate first). A
     throttled replica (broker/replication/replication_quota.py) of a follower out of the ISR gets no

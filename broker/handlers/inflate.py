@@ -38,7 +38,7 @@ from samsa.storage.errors import RecordValidationError
 from samsa.storage.record_validation import validate_records
 
 if TYPE_CHECKING:
-    from ..context import RequestContext
+    from ..context import ReplicaContext
 
 # A producer's usual batch inflates to less (librdkafka's batch.size is 1,000,000 bytes of
 # records; the Java producer's 16 KiB batch.size is compressed bytes): inflating it in a worker
@@ -84,7 +84,7 @@ def has_compressed(named: Iterable[tuple[str | None, Any]]) -> bool:
     return False
 
 
-async def inflate_produce(ctx: RequestContext, named: Iterable[tuple[str | None, Any]]) -> None:
+async def inflate_produce(ctx: ReplicaContext, named: Iterable[tuple[str | None, Any]]) -> None:
     """Inflate the compressed batches of these (topic name, topic data) entries that go to a
     leader here, and hold what came out for the appends that follow (no pause of the event
     loop may come between this and them)."""

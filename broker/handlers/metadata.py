@@ -20,7 +20,7 @@ from samsa.protocol.kio_adapter import Entity, schema_fields
 
 from ..cluster.metadata_store import OfflineReplicas, TopicState
 from ..cluster.topic_admin import INTERNAL_TOPICS, TopicError, validate_topic_name
-from ..context import RequestContext
+from ..context import MetadataContext
 from ..security.authorizer import AclOperation, ResourceType
 from .common import field, topic_name_by_id
 from .declare import api
@@ -34,7 +34,7 @@ METADATA_KEY = 3
 
 
 @api(3, "Metadata", (0, 13))
-async def handle_metadata(ctx: RequestContext, request: MetadataRequest) -> dict[str, Any]:
+async def handle_metadata(ctx: MetadataContext, request: MetadataRequest) -> dict[str, Any]:
     store = ctx.store
     version = ctx.version
     requested = request.topics
@@ -86,7 +86,7 @@ async def handle_metadata(ctx: RequestContext, request: MetadataRequest) -> dict
     with_operations = bool(field(request, "include_topic_authorized_operations", False))
     # Topic entries encoded before, for this version and listener
     # (broker/cluster/metadata_cache.py).
-    cache = ctx.services.metadata_cache
+    cache = ctx.metadata_cache
     if cache is not None:
         cache.check_offline(ctx.replicas.offline)
     topic_entity = _topic_entity(version)
@@ -149,18 +149,18 @@ def _topic_entity(version: int) -> type[Entity]:
     raise LookupError(f"Metadata v{version} has no topics")
 
 
-def _may_create(ctx: RequestContext, name: str) -> bool:
+def _may_create(ctx: MetadataContext, name: str) -> bool:
     """Kafka: creating a topic needs CREATE on the cluster or on the topic."""
     return (ctx.authorize(AclOperation.CREATE, ResourceType.CLUSTER, log_denied=False)
             or ctx.authorize(AclOperation.CREATE, ResourceType.TOPIC, name))
 
 
-def listener_brokers(ctx: RequestContext) -> set[int]:
+def listener_brokers(ctx: MetadataContext) -> set[int]:
     """The live brokers that have an endpoint on the request's listener."""
     return {b.broker_id for b in ctx.store.brokers() if b.endpoint(ctx.listener) is not None}
 
 
-def replica_online(ctx: RequestContext) -> Callable[[int, tuple[str, int]], bool]:
+def replica_online(ctx: MetadataContext) -> Callable[[int, tuple[str, int]], bool]:
     """online(broker id, (topic, partition)): whether that replica is on a live broker and
     not in one of its failed log dirs."""
     store = ctx.store
@@ -175,7 +175,7 @@ def replica_online(ctx: RequestContext) -> Callable[[int, tuple[str, int]], bool
     return online
 
 
-async def _missing_topic(ctx: RequestContext, name: str | None, allow_create: bool
+async def _missing_topic(ctx: MetadataContext, name: str | None, allow_create: bool
                          ) -> dict[str, Any]:
     """A requested topic that does not exist. Like Kafka's KafkaApis.getTopicMetadata: an
     illegal name is INVALID_TOPIC_EXCEPTION; with auto-creation the topic is created and this
