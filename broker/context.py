@@ -398,6 +398,43 @@ class MetadataContext(HandlerContext, Protocol):
     def metadata_cache(self) -> TopicMetadataCache | None: ...
 
 
+class ShareFetchContext(GroupContext, Protocol):
+    """ShareFetch and ShareAcknowledge: share sessions on the share-partitions led here, for
+    members of share groups (whose configs the group family reads)."""
+
+    @property
+    def shares(self) -> ShareFetcher | None: ...
+
+    @property
+    def replicas(self) -> ReplicaManager: ...
+
+
+class CoordinatorLookupContext(HandlerContext, Protocol):
+    """FindCoordinator: which broker coordinates a group, a transactional id or a
+    share-partition's state."""
+
+    @property
+    def groups(self) -> GroupCoordinator: ...
+
+    @property
+    def share_state(self) -> ShareStateCoordinator | None: ...
+
+    @property
+    def txn_topic(self) -> InternalTopic: ...
+
+
+class SaslContext(HandlerContext, Protocol):
+    """SaslHandshake and SaslAuthenticate: the connection's SASL session."""
+
+    @property
+    def sasl(self) -> SaslSession | None: ...
+
+
+class ProduceContext(TxnContext, ReplicaContext, Protocol):
+    """Produce: an append to the partitions led here, with KIP-890's verification of a
+    transactional batch by the transaction coordinator."""
+
+
 class TxnOffsetsContext(GroupContext, TxnContext, Protocol):
     """TxnOffsetCommit: a group's offsets within a transaction (v5 has the transaction
     coordinator add the offsets partition)."""
@@ -406,6 +443,7 @@ class TxnOffsetsContext(GroupContext, TxnContext, Protocol):
 if TYPE_CHECKING:
     def _meets_views(ctx: RequestContext) -> tuple[
             TxnContext, ShareStateContext, TxnOffsetsContext, AdminContext, ControllerContext,
-            AclContext, ReplicaContext, MetadataContext]:
+            AclContext, ReplicaContext, MetadataContext, ShareFetchContext,
+            CoordinatorLookupContext, SaslContext, ProduceContext]:
         """Checked by mypy only: every request context is each family's view."""
-        return ctx, ctx, ctx, ctx, ctx, ctx, ctx, ctx
+        return ctx, ctx, ctx, ctx, ctx, ctx, ctx, ctx, ctx, ctx, ctx, ctx

@@ -17,7 +17,7 @@ from samsa.coordinator.internal_log import partition_for
 from samsa.coordinator.share.coordinator import parse_coordinator_key
 from samsa.protocol.errors import ErrorCode
 
-from ..context import RequestContext
+from ..context import CoordinatorLookupContext
 from ..security.authorizer import AclOperation, ResourceType
 from .common import field
 from .declare import api
@@ -40,7 +40,7 @@ def _batched(request: FindCoordinatorRequest) -> TypeIs[FindCoordinatorRequestBa
 
 @api(10, "FindCoordinator", (0, 6), families={"FindCoordinatorRequestBatched": (4, 6)})
 async def handle_find_coordinator(
-    ctx: RequestContext, request: FindCoordinatorRequest
+    ctx: CoordinatorLookupContext, request: FindCoordinatorRequest
 ) -> dict[str, Any]:
     key_type: int = field(request, "key_type", GROUP)
     if _batched(request):
@@ -55,7 +55,7 @@ def _error(code: ErrorCode, message: str) -> dict[str, Any]:
     return {"error_code": code, "error_message": message, "node_id": -1, "host": "", "port": -1}
 
 
-async def _find(ctx: RequestContext, key_type: int, key: str) -> dict[str, Any]:
+async def _find(ctx: CoordinatorLookupContext, key_type: int, key: str) -> dict[str, Any]:
     unavailable = ErrorCode.coordinator_not_available
     # Kafka: DESCRIBE on the group or the transactional id.
     if key_type == GROUP and not ctx.authorize(AclOperation.DESCRIBE, ResourceType.GROUP, key):

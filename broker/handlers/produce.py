@@ -20,7 +20,7 @@ from samsa.storage.errors import KafkaStorageError, RecordValidationError
 
 from .. import metrics
 from ..cluster.topic_admin import INTERNAL_TOPICS
-from ..context import RequestContext
+from ..context import ProduceContext
 from ..network.signals import CloseConnection
 from ..replication.partition import Partition
 from ..replication.replica_manager import PartitionError
@@ -49,7 +49,7 @@ def _failed(code: ErrorCode) -> AppendResult:
 
 
 @api(0, "Produce", (3, 13), advertised_min=0)
-async def handle_produce(ctx: RequestContext, request: ProduceRequest) -> dict[str, Any] | None:
+async def handle_produce(ctx: ProduceContext, request: ProduceRequest) -> dict[str, Any] | None:
     acks = request.acks
     transactional_id = request.transactional_id
     responses = []
@@ -134,7 +134,7 @@ async def handle_produce(ctx: RequestContext, request: ProduceRequest) -> dict[s
     return {"responses": responses, "throttle_time": 0}
 
 
-def _topic_name(ctx: RequestContext, topic: object) -> str | None:
+def _topic_name(ctx: ProduceContext, topic: object) -> str | None:
     name: str | None = field(topic, "name", None)
     if name is not None:
         return name
@@ -206,7 +206,7 @@ def _batch_ids(records: bytes | None) -> str:
 
 
 def _append(
-    ctx: RequestContext,
+    ctx: ProduceContext,
     acks: int,
     topic: str,
     index: int,

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from samsa.protocol.errors import ErrorCode
 
-from ..context import RequestContext
+from ..context import ShareFetchContext
 from ..replication.partition import READ_COMMITTED, READ_UNCOMMITTED, Partition
 from ..security.authorizer import AclOperation, ResourceType
 from ..share.fetch import (
@@ -57,7 +57,7 @@ def _tp(topic_id: uuid.UUID | None, index: int) -> TopicPartition:
     return (topic_id or _NO_TOPIC, int(index))
 
 
-async def _group_settings(ctx: RequestContext, group_id: str) -> tuple[str, int]:
+async def _group_settings(ctx: ShareFetchContext, group_id: str) -> tuple[str, int]:
     """The group's share.auto.offset.reset and isolation level (its group configs)."""
     configs = await cached_group_configs(ctx, group_id)
     reset = configs.get("share.auto.offset.reset", "latest")
@@ -71,7 +71,7 @@ def _top_error(code: ErrorCode, message: str | None = None) -> dict[str, Any]:
             "acquisition_lock_timeout": 0, "responses": [], "node_endpoints": []}
 
 
-def _admit(ctx: RequestContext, group_id: str | None, member_id: str | None,
+def _admit(ctx: ShareFetchContext, group_id: str | None, member_id: str | None,
            epoch: int) -> tuple[ShareFetcher, str, str] | dict[str, Any]:
     """ShareFetch's and ShareAcknowledge's checks before the session: the fetcher, group and
     member the request may go on with, or its top-level error answer."""
@@ -91,7 +91,7 @@ def _admit(ctx: RequestContext, group_id: str | None, member_id: str | None,
 class _Partitions:
     """Looks up the partitions a request names: the leader's replica, or an error code."""
 
-    def __init__(self, ctx: RequestContext, topic_ids: Iterable[uuid.UUID | None]) -> None:
+    def __init__(self, ctx: ShareFetchContext, topic_ids: Iterable[uuid.UUID | None]) -> None:
         self.ctx = ctx
         self.names: dict[uuid.UUID, str | None] = {}
         for tid in topic_ids:
@@ -113,7 +113,7 @@ class _Partitions:
         return partition
 
 
-def _leader(ctx: RequestContext, p: Partition | ErrorCode, tp: TopicPartition,
+def _leader(ctx: ShareFetchContext, p: Partition | ErrorCode, tp: TopicPartition,
             names: dict[uuid.UUID, str | None]) -> dict[str, int]:
     if isinstance(p, Partition):
         return {"leader_id": p.leader_id, "leader_epoch": p.leader_epoch}
@@ -128,13 +128,13 @@ def _leader(ctx: RequestContext, p: Partition | ErrorCode, tp: TopicPartition,
     return {"leader_id": -1, "leader_epoch": -1}
 
 
-def _endpoints(ctx: RequestContext, leaders: Iterable[int]) -> list[dict[str, Any]]:
+def _endpoints(ctx: ShareFetchContext, leaders: Iterable[int]) -> list[dict[str, Any]]:
     brokers = {b.broker_id: b for b in ctx.store.brokers()}
     return [{"node_id": b.broker_id, "host": b.host, "port": b.port, "rack": b.rack}
             for i in sorted(set(leaders)) if (b := brokers.get(i)) is not None]
 
 
-async def _acknowledge(ctx: RequestContext, shares: ShareFetcher, parts: _Partitions,
+async def _acknowledge(ctx: ShareFetchContext, shares: ShareFetcher, parts: _Partitions,
                        group_id: str, member_id: str, reset: str, topics: Sequence[Any],
                        renew: bool,
                        ) -> dict[TopicPartition, tuple[ErrorCode, Partition | ErrorCode]]:
@@ -169,7 +169,7 @@ async def _acknowledge(ctx: RequestContext, shares: ShareFetcher, parts: _Partit
 
 
 @api(78, "ShareFetch", (1, 2))
-async def handle_share_fetch(ctx: RequestContext, request: ShareFetchRequest) -> dict[str, Any]:
+async def handle_share_fetch(ctx: ShareFetchContext, request: ShareFetchRequest) -> dict[str, Any]:
     epoch = request.share_session_epoch
     admitted = _admit(ctx, request.group_id, request.member_id, epoch)
     if isinstance(admitted, dict):
@@ -258,7 +258,7 @@ async def handle_share_fetch(ctx: RequestContext, request: ShareFetchRequest) ->
             return _fetch_response(ctx, shares, results)  # closed (or replaced) meanwhile
 
 
-def _partition_entry(ctx: RequestContext, tp: TopicPartition, p: Partition | ErrorCode,
+def _partition_entry(ctx: ShareFetchContext, tp: TopicPartition, p: Partition | ErrorCode,
                      parts: _Partitions) -> dict[str, Any]:
     code = ErrorCode.none if isinstance(p, Partition) else p
     return {"partition_index": tp[1], "error_code": code, "error_message": None,
@@ -267,7 +267,7 @@ def _partition_entry(ctx: RequestContext, tp: TopicPartition, p: Partition | Err
             "acquired_records": []}
 
 
-def _fetch_response(ctx: RequestContext, shares: ShareFetcher,
+def _fetch_response(ctx: ShareFetchContext, shares: ShareFetcher,
                     results: dict[TopicPartition, dict[str, Any]]) -> dict[str, Any]:
     topics: dict[uuid.UUID, list[dict[str, Any]]] = {}
     for (tid, _), entry in results.items():
@@ -282,7 +282,7 @@ def _fetch_response(ctx: RequestContext, shares: ShareFetcher,
 
 @api(79, "ShareAcknowledge", (1, 2))
 async def handle_share_acknowledge(
-    ctx: RequestContext, request: ShareAcknowledgeRequest
+    ctx: ShareFetchContext, request: ShareAcknowledgeRequest
 ) -> dict[str, Any]:
     epoch = request.share_session_epoch
     admitted = _admit(ctx, request.group_id, request.member_id, epoch)
