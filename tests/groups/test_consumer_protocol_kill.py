@@ -125,6 +125,27 @@ def read_history(members: list[Member], feeder: Feeder) -> tuple[
     return reads, commits, read_by, problems
 
 
+def resume_problems(lost: set[int], reads: list[tuple[float, str, int, int, str]],
+                    commits: list[tuple[float, int, int]], victim: str,
+                    t_kill: float) -> list[str]:
+    """Each partition the victim lost must resume, with another member, at the offset
+    committed before the kill, or later up to the end of what the victim read (it may have
+    committed that before it could say so). The victim may have been handed a partition just
+    before the kill (released by its previous owner, after that owner's last commit) and read
+    none of it: then it committed none of it either, and the resumption is at that commit."""
+    problems = []
+    for p in sorted(lost):
+        first = min((t, o) for t, name, q, o, _ in reads if q == p and t >= t_kill
+                    and name != victim)[1]
+        committed = max((c for tc, cp, c in commits if cp == p and tc < t_kill), default=0)
+        end = max((o + 1 for _, name, q, o, _ in reads if q == p and name == victim),
+                  default=0)
+        if not committed <= first <= max(committed, end):
+            problems.append(f"partition {p} resumed at {first}, committed {committed}, "
+                            f"read up to {end}")
+    return problems
+
+
 @pytest.mark.timeout(240)
 @pytest.mark.parametrize("victim", ["java-a", "librdkafka"])
 def test_killed_consumer_protocol_member(broker_factory, tmp_path, victim):
@@ -183,19 +204,30 @@ def test_killed_consumer_protocol_member(broker_factory, tmp_path, victim):
     assert final[0].isdisjoint(final[1]) and final[0] | final[1] == set(range(PARTITIONS))
 
     reads, commits, read_by, problems = read_history(everyone, feeder)
-    # Each partition that moved resumed at the offset committed before the kill (or at the
-    # end of what the killed member read, had it committed that before it could say so).
-    for p in lost:
-        first = min((t, o) for t, name, q, o, _ in reads if q == p and t >= t_kill
-                    and name != victim)[1]
-        committed = max((c for tc, cp, c in commits if cp == p and tc < t_kill), default=0)
-        end = max((o + 1 for _, name, q, o, _ in reads if q == p and name == victim), default=0)
-        if not committed <= first <= end:
-            problems.append(f"partition {p} resumed at {first}, committed {committed}, "
-                            f"read up to {end}")
+    problems += resume_problems(lost, reads, commits, victim, t_kill)
     twice = {k: n for k, n in read_by.items() if len(n) > 1}
     print(f"{victim} killed owning {sorted(lost)}; moved after {moved - t_kill:.0f} ms; "
           f"{len(reads)} reads of {len(feeder.acked)} records, {len(twice)} read twice")
     assert not problems, problems[:10]
     assert all(n[0] == victim for n in twice.values()), twice  # only the killed one's tail
     assert set(feeder.acked) == {v for *_, v in reads}
+
+
+@pytest.mark.parametrize(("victim_read", "resumed", "fine"), [
+    ([], 29, True),  # handed p2 just before the kill, read none of it: the old owner's commit
+    ([], 28, False),  # a committed record read again
+    ([], 30, False),  # a record skipped
+    ([29, 30, 31], 29, True),  # its reads not committed
+    ([29, 30, 31], 32, True),  # committed before it could say so
+    ([29, 30, 31], 33, False),  # past what it read
+])
+def test_resumption_bounds(victim_read: list[int], resumed: int, fine: bool) -> None:
+    """The resumption check on a history where librdkafka read partition 2 up to 28 and
+    committed 29, then released it to the victim, killed at 4000 ms, after reading
+    `victim_read` of it; java-b resumed it at `resumed`."""
+    reads = [(1000.0 + o, "librdkafka", 2, o, f"v{o}") for o in range(29)]
+    reads += [(3800.0, "java-a", 2, o, f"v{o}") for o in victim_read]
+    reads += [(11000.0, "java-b", 2, o, f"v{o}") for o in range(resumed, 40)]
+    commits = [(1000.0 + o, 2, o + 1) for o in range(29)]
+    found = resume_problems({2}, sorted(reads), commits, "java-a", 4000.0)
+    assert (found == []) == fine, found
