@@ -6,9 +6,11 @@ services as attributes (`ctx.replicas`, `ctx.groups`, ...), so a handler never r
 the broker object. Everything here is typed: the type checker follows a request from the
 dispatcher through the handler into the replica manager and the coordinators.
 
-A handler family may take a narrower view of its context (`HandlerContext` and the family
-views below it, Protocols that `RequestContext` meets): mypy then refuses a handler of that
-family that reaches for a service the view does not name.
+A handler family's functions take a narrower view of the context (`HandlerContext` and the
+family views below it, Protocols that `RequestContext` meets): mypy then refuses one that
+reaches for a service its view does not name. The registered handlers themselves take
+`RequestContext` (the dispatcher's contract, tests/unit/test_handler_contracts.py) and hand it
+on as their family's view.
 """
 
 from __future__ import annotations
@@ -41,7 +43,6 @@ if TYPE_CHECKING:
     from .security.sasl import SaslSession
     from .share.fetch import ShareFetcher
     from .share.persister import SharePersister
-    from .txn.markers import MarkerHost
     from .txn.verification import TxnPartitionVerifier
 
 
@@ -300,12 +301,6 @@ class TxnContext(HandlerContext, Protocol):
     @property
     def replicas(self) -> ReplicaManager: ...
 
-    @property
-    def services(self) -> MarkerHost:
-        """What WriteTxnMarkers writes markers with."""
-        ...
-
-
 class ShareStateContext(HandlerContext, Protocol):
     """The share coordinator's family (Initialize/Read/Write/Delete ShareGroupState and
     ReadShareGroupStateSummary)."""
@@ -423,27 +418,17 @@ class CoordinatorLookupContext(HandlerContext, Protocol):
     def txn_topic(self) -> InternalTopic: ...
 
 
-class SaslContext(HandlerContext, Protocol):
-    """SaslHandshake and SaslAuthenticate: the connection's SASL session."""
-
-    @property
-    def sasl(self) -> SaslSession | None: ...
-
 
 class ProduceContext(TxnContext, ReplicaContext, Protocol):
     """Produce: an append to the partitions led here, with KIP-890's verification of a
     transactional batch by the transaction coordinator."""
 
 
-class TxnOffsetsContext(GroupContext, TxnContext, Protocol):
-    """TxnOffsetCommit: a group's offsets within a transaction (v5 has the transaction
-    coordinator add the offsets partition)."""
-
 
 if TYPE_CHECKING:
     def _meets_views(ctx: RequestContext) -> tuple[
-            TxnContext, ShareStateContext, TxnOffsetsContext, AdminContext, ControllerContext,
+            TxnContext, ShareStateContext, GroupContext, AdminContext, ControllerContext,
             AclContext, ReplicaContext, MetadataContext, ShareFetchContext,
-            CoordinatorLookupContext, SaslContext, ProduceContext]:
+            CoordinatorLookupContext, ProduceContext]:
         """Checked by mypy only: every request context is each family's view."""
-        return ctx, ctx, ctx, ctx, ctx, ctx, ctx, ctx, ctx, ctx, ctx, ctx
+        return ctx, ctx, ctx, ctx, ctx, ctx, ctx, ctx, ctx, ctx, ctx

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from samsa.protocol.errors import ErrorCode
 
-from ..context import AclContext
+from ..context import AclContext, RequestContext
 from ..network.signals import CloseConnection
 from ..security.authorizer import (
     AccessControlEntry,
@@ -74,7 +74,7 @@ def _filter(f: DescribeAclsRequest | DeleteAclsFilter) -> AclBindingFilter:
 
 
 @api(29, "DescribeAcls", (1, 3))
-async def handle_describe_acls(ctx: AclContext,
+async def handle_describe_acls(ctx: RequestContext,
                                request: DescribeAclsRequest) -> dict[str, Any]:
     _refuse_unknown("DescribeAcls", request.resource_type_filter, request.pattern_type_filter,
                     request.operation, request.permission_type)
@@ -98,7 +98,7 @@ async def handle_describe_acls(ctx: AclContext,
 
 
 @api(30, "CreateAcls", (1, 3), structs={"AclCreation": "AclCreation"})
-async def handle_create_acls(ctx: AclContext, request: CreateAclsRequest) -> dict[str, Any]:
+async def handle_create_acls(ctx: RequestContext, request: CreateAclsRequest) -> dict[str, Any]:
     creations: Sequence[AclCreation] = request.creations
     for c in creations:
         _refuse_unknown("CreateAcls", c.resource_type, c.resource_pattern_type, c.operation,
@@ -140,7 +140,7 @@ async def handle_create_acls(ctx: AclContext, request: CreateAclsRequest) -> dic
 
 
 @api(31, "DeleteAcls", (1, 3), structs={"DeleteAclsFilter": "DeleteAclsFilter"})
-async def handle_delete_acls(ctx: AclContext, request: DeleteAclsRequest) -> dict[str, Any]:
+async def handle_delete_acls(ctx: RequestContext, request: DeleteAclsRequest) -> dict[str, Any]:
     filters: Sequence[DeleteAclsFilter] = request.filters
     for f in filters:
         _refuse_unknown("DeleteAcls", f.resource_type_filter, f.pattern_type_filter,

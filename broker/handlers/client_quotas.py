@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from samsa.protocol.errors import ErrorCode, KafkaError
 
 from ..cluster.metadata_store import QUOTA_CLIENT_ID, QUOTA_CONFIGS, QUOTA_USER, QuotaEntity
-from ..context import HandlerContext
+from ..context import RequestContext
 from ..security.authorizer import AclOperation, ResourceType
 from .declare import api
 
@@ -46,7 +46,7 @@ class _Invalid(KafkaError):
 
 @api(48, "DescribeClientQuotas", (0, 1))
 async def handle_describe_client_quotas(
-    ctx: HandlerContext, request: DescribeClientQuotasRequest
+    ctx: RequestContext, request: DescribeClientQuotasRequest
 ) -> dict[str, Any]:
     if not ctx.authorize(AclOperation.DESCRIBE_CONFIGS, ResourceType.CLUSTER):
         return {"throttle_time": 0, "error_code": ErrorCode.cluster_authorization_failed,
@@ -125,7 +125,7 @@ def _matches(entity: QuotaEntity, exact: dict[str, str | None], specified: set[s
 @api(49, "AlterClientQuotas", (0, 1),
      structs={"AlterClientQuotasEntity": "EntityData", "AlterClientQuotasOp": "OpData"})
 async def handle_alter_client_quotas(
-    ctx: HandlerContext, request: AlterClientQuotasRequest
+    ctx: RequestContext, request: AlterClientQuotasRequest
 ) -> dict[str, Any]:
     results: list[dict[str, Any]] = []
     changes: list[tuple[QuotaEntity, dict[str, float | None]]] = []

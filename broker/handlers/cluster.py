@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from samsa.protocol.errors import ErrorCode
 
-from ..context import HandlerContext
+from ..context import RequestContext
 from ..security.authorizer import AclOperation, ResourceType
 from .declare import api
 
@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 
 @api(60, "DescribeCluster", (0, 1))
 async def handle_describe_cluster(
-    ctx: HandlerContext, request: DescribeClusterRequest
+    ctx: RequestContext, request: DescribeClusterRequest
 ) -> dict[str, Any]:
     store = ctx.store
     out: dict[str, Any] = {}

@@ -25,7 +25,7 @@ from samsa.config.topic import (
 from samsa.protocol.errors import ErrorCode
 
 from ..cluster.topic_admin import TopicError
-from ..context import AdminContext
+from ..context import AdminContext, RequestContext
 from ..security.authorizer import AclOperation, ResourceType
 from .common import field
 from .declare import api
@@ -76,7 +76,7 @@ ConfigChange = Callable[[dict[str, str]], dict[str, str]]
 
 @api(32, "DescribeConfigs", (1, 4))
 async def handle_describe_configs(
-    ctx: AdminContext, request: DescribeConfigsRequest
+    ctx: RequestContext, request: DescribeConfigsRequest
 ) -> dict[str, Any]:
     synonyms = request.include_synonyms
     docs: bool = field(request, "include_documentation", False)
@@ -156,7 +156,7 @@ async def handle_describe_configs(
 
 @api(33, "AlterConfigs", (0, 2), structs={"AlterConfigsResource": "AlterConfigsResource"})
 async def handle_alter_configs(
-    ctx: AdminContext, request: AlterConfigsRequest
+    ctx: RequestContext, request: AlterConfigsRequest
 ) -> dict[str, Any]:
     changes = [(r, _replacement(r)) for r in request.resources]
     return await _alter_each(ctx, changes, request.validate_only)
@@ -165,7 +165,7 @@ async def handle_alter_configs(
 @api(44, "IncrementalAlterConfigs", (0, 1),
      structs={"IncrementalAlterConfigsResource": "AlterConfigsResource"})
 async def handle_incremental_alter_configs(
-    ctx: AdminContext, request: IncrementalAlterConfigsRequest
+    ctx: RequestContext, request: IncrementalAlterConfigsRequest
 ) -> dict[str, Any]:
     changes = [(r, _operations(r)) for r in request.resources]
     return await _alter_each(ctx, changes, request.validate_only)

@@ -17,7 +17,7 @@ from samsa.protocol.codec import millis
 from samsa.protocol.errors import ErrorCode
 
 from ..cluster.features import GROUP_VERSION
-from ..context import GroupContext
+from ..context import GroupContext, RequestContext
 from ..security.authorizer import AclOperation, ResourceType
 from .common import field
 from .declare import api
@@ -82,7 +82,7 @@ def heartbeat_denial(ctx: GroupContext, group_id: str,
 
 @api(68, "ConsumerGroupHeartbeat", (0, 1))
 async def handle_consumer_group_heartbeat(
-    ctx: GroupContext, request: ConsumerGroupHeartbeatRequest
+    ctx: RequestContext, request: ConsumerGroupHeartbeatRequest
 ) -> dict[str, Any]:
     def error(code: ErrorCode, message: str | None = None) -> dict[str, Any]:
         return {"throttle_time": 0, "error_code": code, "error_message": message,
@@ -126,7 +126,7 @@ async def handle_consumer_group_heartbeat(
 
 @api(69, "ConsumerGroupDescribe", (0, 1))
 async def handle_consumer_group_describe(
-    ctx: GroupContext, request: ConsumerGroupDescribeRequest
+    ctx: RequestContext, request: ConsumerGroupDescribeRequest
 ) -> dict[str, Any]:
     return describe_groups(ctx, request.group_ids, request.include_authorized_operations,
                            _enabled(ctx), ctx.groups.describe_consumer_group)

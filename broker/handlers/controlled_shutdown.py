@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from samsa.protocol.errors import ErrorCode
 
-from ..context import ControllerContext
+from ..context import RequestContext
 from ..security.authorizer import AclOperation, ResourceType
 from .declare import api
 
@@ -29,7 +29,7 @@ log = logging.getLogger(__name__)
 
 @api(7, "ControlledShutdown", (1, 3), advertised=False)
 async def handle_controlled_shutdown(
-    ctx: ControllerContext, request: ControlledShutdownRequest
+    ctx: RequestContext, request: ControlledShutdownRequest
 ) -> dict[str, Any]:
     broker_id = int(request.broker_id)
     broker_epoch = int(getattr(request, "broker_epoch", -1))  # v1: no epoch, not checked

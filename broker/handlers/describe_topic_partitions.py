@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from samsa.protocol.errors import ErrorCode
 
 from ..cluster.topic_admin import INTERNAL_TOPICS, TopicError, validate_topic_name
-from ..context import MetadataContext
+from ..context import RequestContext
 from ..security.authorizer import AclOperation, ResourceType
 from .declare import api
 from .metadata import listener_brokers, replica_online
@@ -28,7 +28,7 @@ log = logging.getLogger(__name__)
 
 @api(75, "DescribeTopicPartitions", (0, 0))
 async def handle_describe_topic_partitions(
-    ctx: MetadataContext, request: DescribeTopicPartitionsRequest
+    ctx: RequestContext, request: DescribeTopicPartitionsRequest
 ) -> dict[str, Any]:
     store = ctx.store
     cursor = request.cursor

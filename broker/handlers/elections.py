@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 from samsa.protocol.errors import ErrorCode
 
 from ..cluster.controller import PREFERRED, UNCLEAN, ElectionResult, TopicPartition
-from ..context import ControllerContext
+from ..context import ControllerContext, RequestContext
 from ..network.interbroker import BrokerConnection, BrokerUnavailable
 from ..security.authorizer import AclOperation, ResourceType
 from .declare import api
@@ -42,7 +42,7 @@ API_KEY = 43
 
 @api(43, "ElectLeaders", (0, 2))
 async def handle_elect_leaders(
-    ctx: ControllerContext, request: ElectLeadersRequest
+    ctx: RequestContext, request: ElectLeadersRequest
 ) -> dict[str, Any]:
     election_type = int(getattr(request, "election_type", PREFERRED))  # v0: preferred only
     wanted: list[TopicPartition] | None = None

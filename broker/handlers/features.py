@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from samsa.protocol.errors import ErrorCode, KafkaError
 
 from ..cluster.features import UpgradeType, apply_updates, supported
-from ..context import HandlerContext
+from ..context import RequestContext
 from ..security.authorizer import AclOperation, ResourceType
 from .declare import api
 
@@ -27,7 +27,7 @@ log = logging.getLogger(__name__)
 
 @api(57, "UpdateFeatures", (0, 2))
 async def handle_update_features(
-    ctx: HandlerContext, request: UpdateFeaturesRequest
+    ctx: RequestContext, request: UpdateFeaturesRequest
 ) -> dict[str, Any]:
     updates: list[tuple[str, int, int]] = []
     for u in request.feature_updates:

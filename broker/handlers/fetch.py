@@ -27,7 +27,7 @@ from samsa.protocol.errors import ErrorCode
 from samsa.protocol.kio_adapter import Entity, schema_fields
 
 from .. import metrics
-from ..context import ReplicaContext
+from ..context import ReplicaContext, RequestContext
 from ..network.quotas import FETCH_KEY
 from ..replication.partition import Partition, PartitionRead
 from ..replication.replica_manager import PartitionError
@@ -57,7 +57,7 @@ Wanted = tuple[str | None, uuid.UUID | None, Sequence[Any]]
 
 
 @api(1, "Fetch", (4, 17), families={"FetchRequestWithReplicaState": (15, 17)})
-async def handle_fetch(ctx: ReplicaContext, request: FetchRequest) -> dict[str, Any]:
+async def handle_fetch(ctx: RequestContext, request: FetchRequest) -> dict[str, Any]:
     max_wait_s = max(0.0, request.max_wait.total_seconds())
     deadline = time.monotonic() + max_wait_s
     isolation = request.isolation_level

@@ -17,7 +17,7 @@ from samsa.coordinator.internal_log import partition_for
 from samsa.coordinator.share.coordinator import parse_coordinator_key
 from samsa.protocol.errors import ErrorCode
 
-from ..context import CoordinatorLookupContext
+from ..context import CoordinatorLookupContext, RequestContext
 from ..security.authorizer import AclOperation, ResourceType
 from .common import field
 from .declare import api
@@ -40,7 +40,7 @@ def _batched(request: FindCoordinatorRequest) -> TypeIs[FindCoordinatorRequestBa
 
 @api(10, "FindCoordinator", (0, 6), families={"FindCoordinatorRequestBatched": (4, 6)})
 async def handle_find_coordinator(
-    ctx: CoordinatorLookupContext, request: FindCoordinatorRequest
+    ctx: RequestContext, request: FindCoordinatorRequest
 ) -> dict[str, Any]:
     key_type: int = field(request, "key_type", GROUP)
     if _batched(request):

@@ -14,7 +14,7 @@ from samsa.coordinator.share.coordinator import ShareStateError
 from samsa.protocol.codec import millis
 from samsa.protocol.errors import ErrorCode
 
-from ..context import GroupContext
+from ..context import GroupContext, RequestContext
 from ..security.authorizer import AclOperation, ResourceType
 from .common import field
 from .declare import api
@@ -47,7 +47,7 @@ def _may_read(ctx: GroupContext, group: str) -> bool:
 
 
 @api(11, "JoinGroup", (0, 9))
-async def handle_join_group(ctx: GroupContext, request: JoinGroupRequest) -> dict[str, Any]:
+async def handle_join_group(ctx: RequestContext, request: JoinGroupRequest) -> dict[str, Any]:
     if not _may_read(ctx, request.group_id):
         return {"throttle_time": 0, "error_code": ErrorCode.group_authorization_failed,
                 "generation_id": -1, "protocol_type": None,
@@ -79,7 +79,7 @@ async def handle_join_group(ctx: GroupContext, request: JoinGroupRequest) -> dic
 
 
 @api(14, "SyncGroup", (0, 5))
-async def handle_sync_group(ctx: GroupContext, request: SyncGroupRequest) -> dict[str, Any]:
+async def handle_sync_group(ctx: RequestContext, request: SyncGroupRequest) -> dict[str, Any]:
     if not _may_read(ctx, request.group_id):
         return {"throttle_time": 0, "error_code": ErrorCode.group_authorization_failed,
                 "protocol_type": None, "protocol_name": None, "assignment": b""}
@@ -99,7 +99,7 @@ async def handle_sync_group(ctx: GroupContext, request: SyncGroupRequest) -> dic
 
 
 @api(12, "Heartbeat", (0, 4))
-async def handle_heartbeat(ctx: GroupContext, request: HeartbeatRequest) -> dict[str, Any]:
+async def handle_heartbeat(ctx: RequestContext, request: HeartbeatRequest) -> dict[str, Any]:
     if not _may_read(ctx, request.group_id):
         return {"throttle_time": 0, "error_code": ErrorCode.group_authorization_failed}
     code = ctx.groups.heartbeat(
@@ -112,7 +112,7 @@ async def handle_heartbeat(ctx: GroupContext, request: HeartbeatRequest) -> dict
 
 
 @api(13, "LeaveGroup", (0, 5), families={"LeaveGroupRequestBatched": (3, 5)})
-async def handle_leave_group(ctx: GroupContext, request: LeaveGroupRequest) -> dict[str, Any]:
+async def handle_leave_group(ctx: RequestContext, request: LeaveGroupRequest) -> dict[str, Any]:
     if not _may_read(ctx, request.group_id):
         return {"throttle_time": 0, "error_code": ErrorCode.group_authorization_failed,
                 "members": []}
@@ -128,7 +128,7 @@ async def handle_leave_group(ctx: GroupContext, request: LeaveGroupRequest) -> d
 
 
 @api(16, "ListGroups", (0, 5))
-async def handle_list_groups(ctx: GroupContext, request: ListGroupsRequest) -> dict[str, Any]:
+async def handle_list_groups(ctx: RequestContext, request: ListGroupsRequest) -> dict[str, Any]:
     error, groups = ctx.groups.list_groups(
         field(request, "states_filter", ()) or (), field(request, "types_filter", ()) or ()
     )
@@ -141,7 +141,7 @@ async def handle_list_groups(ctx: GroupContext, request: ListGroupsRequest) -> d
 
 @api(15, "DescribeGroups", (0, 5))
 async def handle_describe_groups(
-    ctx: GroupContext, request: DescribeGroupsRequest
+    ctx: RequestContext, request: DescribeGroupsRequest
 ) -> dict[str, Any]:
     coordinator = ctx.groups
     with_operations = bool(field(request, "include_authorized_operations", False))  # KIP-430
@@ -161,7 +161,7 @@ async def handle_describe_groups(
 
 
 @api(42, "DeleteGroups", (0, 2))
-async def handle_delete_groups(ctx: GroupContext, request: DeleteGroupsRequest) -> dict[str, Any]:
+async def handle_delete_groups(ctx: RequestContext, request: DeleteGroupsRequest) -> dict[str, Any]:
     coordinator = ctx.groups
     results = []
     for g in request.groups_names:

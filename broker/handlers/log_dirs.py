@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from samsa.protocol.errors import ErrorCode
 
-from ..context import ReplicaContext
+from ..context import RequestContext
 from ..security.authorizer import AclOperation, ResourceType
 from .declare import api
 
@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 
 @api(34, "AlterReplicaLogDirs", (1, 2))
 async def handle_alter_replica_log_dirs(
-    ctx: ReplicaContext, request: AlterReplicaLogDirsRequest
+    ctx: RequestContext, request: AlterReplicaLogDirsRequest
 ) -> dict[str, Any]:
     allowed = ctx.authorize(AclOperation.ALTER, ResourceType.CLUSTER)
     mover = ctx.replicas.log_dir_mover
@@ -46,7 +46,7 @@ async def handle_alter_replica_log_dirs(
 
 @api(35, "DescribeLogDirs", (1, 4))
 async def handle_describe_log_dirs(
-    ctx: ReplicaContext, request: DescribeLogDirsRequest
+    ctx: RequestContext, request: DescribeLogDirsRequest
 ) -> dict[str, Any]:
     if not ctx.authorize(AclOperation.DESCRIBE, ResourceType.CLUSTER):
         return {"throttle_time": 0, "error_code": ErrorCode.cluster_authorization_failed,

@@ -20,7 +20,7 @@ from samsa.protocol.kio_adapter import Entity, schema_fields
 
 from ..cluster.metadata_store import OfflineReplicas, TopicState
 from ..cluster.topic_admin import INTERNAL_TOPICS, TopicError, validate_topic_name
-from ..context import MetadataContext
+from ..context import MetadataContext, RequestContext
 from ..security.authorizer import AclOperation, ResourceType
 from .common import field, topic_name_by_id
 from .declare import api
@@ -34,7 +34,7 @@ METADATA_KEY = 3
 
 
 @api(3, "Metadata", (0, 13))
-async def handle_metadata(ctx: MetadataContext, request: MetadataRequest) -> dict[str, Any]:
+async def handle_metadata(ctx: RequestContext, request: MetadataRequest) -> dict[str, Any]:
     store = ctx.store
     version = ctx.version
     requested = request.topics

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from samsa.protocol.errors import ErrorCode
 
-from ..context import ReplicaContext
+from ..context import RequestContext
 from ..replication.partition import (
     EARLIEST_LOCAL_TIMESTAMP,
     EARLIEST_PENDING_UPLOAD_TIMESTAMP,
@@ -42,7 +42,7 @@ CONSUMER_REPLICA_ID = -1
 
 
 @api(2, "ListOffsets", (1, 11))
-async def handle_list_offsets(ctx: ReplicaContext, request: ListOffsetsRequest) -> dict[str, Any]:
+async def handle_list_offsets(ctx: RequestContext, request: ListOffsetsRequest) -> dict[str, Any]:
     # Only consumers (replica id -1) are bound by the isolation level; Kafka's debugging and
     # follower callers see up to the log end offset.
     from_client = request.replica_id == CONSUMER_REPLICA_ID
@@ -86,7 +86,7 @@ def timestamp_supported(ts: int, version: int) -> bool:
 
 @api(23, "OffsetForLeaderEpoch", (2, 4))
 async def handle_offset_for_leader_epoch(
-    ctx: ReplicaContext, request: OffsetForLeaderEpochRequest
+    ctx: RequestContext, request: OffsetForLeaderEpochRequest
 ) -> dict[str, Any]:
     # A follower has CLUSTER_ACTION; a consumer (KIP-320) needs DESCRIBE on the topic.
     names = {t.topic for t in request.topics}
@@ -114,7 +114,7 @@ async def handle_offset_for_leader_epoch(
 
 @api(21, "DeleteRecords", (0, 2))
 async def handle_delete_records(
-    ctx: ReplicaContext, request: DeleteRecordsRequest
+    ctx: RequestContext, request: DeleteRecordsRequest
 ) -> dict[str, Any]:
     deletable = set(ctx.authorized(AclOperation.DELETE, ResourceType.TOPIC,
                                    {t.name for t in request.topics}))

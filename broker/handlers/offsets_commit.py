@@ -14,7 +14,7 @@ from samsa.coordinator.group import GroupCoordinator, GroupError, OffsetCommitEn
 from samsa.protocol.codec import millis
 from samsa.protocol.errors import ErrorCode
 
-from ..context import GroupContext, TxnOffsetsContext
+from ..context import GroupContext, RequestContext
 from ..security.authorizer import AclOperation, ResourceType
 from .common import field
 from .declare import api
@@ -116,7 +116,7 @@ def _topics_result(
 
 
 @api(8, "OffsetCommit", (2, 10))
-async def handle_offset_commit(ctx: GroupContext, request: OffsetCommitRequest) -> dict[str, Any]:
+async def handle_offset_commit(ctx: RequestContext, request: OffsetCommitRequest) -> dict[str, Any]:
     retention: timedelta | None = field(request, "retention_time", None)
     topics = _topics(ctx, request)
     if not ctx.authorize(AclOperation.READ, ResourceType.GROUP, request.group_id):
@@ -138,7 +138,7 @@ async def handle_offset_commit(ctx: GroupContext, request: OffsetCommitRequest) 
 
 @api(28, "TxnOffsetCommit", (0, 5))
 async def handle_txn_offset_commit(
-    ctx: TxnOffsetsContext, request: TxnOffsetCommitRequest
+    ctx: RequestContext, request: TxnOffsetCommitRequest
 ) -> dict[str, Any]:
     # Kafka: WRITE on the transactional id, READ on the group, READ on each topic.
     topics = _topics(ctx, request)
@@ -218,7 +218,7 @@ def _with_topic_ids(ctx: GroupContext, topics: list[dict[str, Any]],
 
 
 @api(9, "OffsetFetch", (1, 10), families={"OffsetFetchRequestBatched": (8, 10)})
-async def handle_offset_fetch(ctx: GroupContext, request: OffsetFetchRequest) -> dict[str, Any]:
+async def handle_offset_fetch(ctx: RequestContext, request: OffsetFetchRequest) -> dict[str, Any]:
     require_stable = bool(field(request, "require_stable", False))
     wanted: list[tuple[str, list[int]]] | None
     if _batched(request):
@@ -263,7 +263,7 @@ async def handle_offset_fetch(ctx: GroupContext, request: OffsetFetchRequest) ->
 
 
 @api(47, "OffsetDelete", (0, 0))
-async def handle_offset_delete(ctx: GroupContext, request: OffsetDeleteRequest) -> dict[str, Any]:
+async def handle_offset_delete(ctx: RequestContext, request: OffsetDeleteRequest) -> dict[str, Any]:
     # Kafka: DELETE on the group, READ on each topic.
     if not ctx.authorize(AclOperation.DELETE, ResourceType.GROUP, request.group_id):
         return {"throttle_time": 0, "error_code": ErrorCode.group_authorization_failed,

@@ -20,7 +20,7 @@ from samsa.storage.errors import KafkaStorageError, RecordValidationError
 
 from .. import metrics
 from ..cluster.topic_admin import INTERNAL_TOPICS
-from ..context import ProduceContext
+from ..context import ProduceContext, RequestContext
 from ..network.signals import CloseConnection
 from ..replication.partition import Partition
 from ..replication.replica_manager import PartitionError
@@ -49,7 +49,7 @@ def _failed(code: ErrorCode) -> AppendResult:
 
 
 @api(0, "Produce", (3, 13), advertised_min=0)
-async def handle_produce(ctx: ProduceContext, request: ProduceRequest) -> dict[str, Any] | None:
+async def handle_produce(ctx: RequestContext, request: ProduceRequest) -> dict[str, Any] | None:
     acks = request.acks
     transactional_id = request.transactional_id
     responses = []

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from samsa.protocol.errors import ErrorCode
 
 from ..cluster.controller import ReassignmentResult, TopicPartition
-from ..context import ControllerContext
+from ..context import ControllerContext, RequestContext
 from ..security.authorizer import AclOperation, ResourceType
 from .declare import api
 
@@ -33,7 +33,7 @@ log = logging.getLogger(__name__)
 
 @api(45, "AlterPartitionReassignments", (0, 1))
 async def handle_alter_partition_reassignments(
-    ctx: ControllerContext, request: AlterPartitionReassignmentsRequest
+    ctx: RequestContext, request: AlterPartitionReassignmentsRequest
 ) -> dict[str, Any]:
     wanted: dict[TopicPartition, list[int] | None] = {}
     for t in request.topics:
@@ -114,7 +114,7 @@ def _alter_response(
 
 @api(46, "ListPartitionReassignments", (0, 0))
 async def handle_list_partition_reassignments(
-    ctx: ControllerContext, request: ListPartitionReassignmentsRequest
+    ctx: RequestContext, request: ListPartitionReassignmentsRequest
 ) -> dict[str, Any]:
     if not ctx.authorize(AclOperation.DESCRIBE, ResourceType.CLUSTER):
         return _list_response(ErrorCode.cluster_authorization_failed, {})

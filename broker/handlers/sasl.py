@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from samsa.protocol.errors import ErrorCode
 
-from ..context import SaslContext
+from ..context import RequestContext
 from .declare import api
 
 if TYPE_CHECKING:
@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 
 @api(17, "SaslHandshake", (0, 1))
 async def handle_sasl_handshake(
-    ctx: SaslContext, request: SaslHandshakeRequest
+    ctx: RequestContext, request: SaslHandshakeRequest
 ) -> dict[str, Any]:
     session = ctx.sasl
     if session is None or session.complete:
@@ -32,7 +32,7 @@ async def handle_sasl_handshake(
 
 @api(36, "SaslAuthenticate", (0, 2))
 async def handle_sasl_authenticate(
-    ctx: SaslContext, request: SaslAuthenticateRequest
+    ctx: RequestContext, request: SaslAuthenticateRequest
 ) -> dict[str, Any] | None:
     session = ctx.sasl
     if session is None or session.complete:

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from samsa.protocol.errors import ErrorCode
 
-from ..context import HandlerContext
+from ..context import RequestContext
 from ..security.authorizer import AclOperation, ResourceType
 from ..security.scram import (
     MAX_ITERATIONS,
@@ -34,7 +34,7 @@ _BY_TYPE = {t: name for name, t in MECHANISM_TYPES.items()}
 
 @api(50, "DescribeUserScramCredentials", (0, 0))
 async def handle_describe_user_scram_credentials(
-    ctx: HandlerContext, request: DescribeUserScramCredentialsRequest
+    ctx: RequestContext, request: DescribeUserScramCredentialsRequest
 ) -> dict[str, Any]:
     if not ctx.authorize(AclOperation.DESCRIBE, ResourceType.CLUSTER):
         return {"throttle_time": 0, "error_code": ErrorCode.cluster_authorization_failed,
@@ -91,7 +91,7 @@ def _mechanism(user: str, mechanism_type: int, times: int) -> str | tuple[ErrorC
 
 @api(51, "AlterUserScramCredentials", (0, 0))
 async def handle_alter_user_scram_credentials(
-    ctx: HandlerContext, request: AlterUserScramCredentialsRequest
+    ctx: RequestContext, request: AlterUserScramCredentialsRequest
 ) -> dict[str, Any]:
     if not ctx.authorize(AclOperation.ALTER, ResourceType.CLUSTER):
         return {"throttle_time": 0, "results": [

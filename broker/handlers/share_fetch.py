@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from samsa.protocol.errors import ErrorCode
 
-from ..context import ShareFetchContext
+from ..context import RequestContext, ShareFetchContext
 from ..replication.partition import READ_COMMITTED, READ_UNCOMMITTED, Partition
 from ..security.authorizer import AclOperation, ResourceType
 from ..share.fetch import (
@@ -169,7 +169,7 @@ async def _acknowledge(ctx: ShareFetchContext, shares: ShareFetcher, parts: _Par
 
 
 @api(78, "ShareFetch", (1, 2))
-async def handle_share_fetch(ctx: ShareFetchContext, request: ShareFetchRequest) -> dict[str, Any]:
+async def handle_share_fetch(ctx: RequestContext, request: ShareFetchRequest) -> dict[str, Any]:
     epoch = request.share_session_epoch
     admitted = _admit(ctx, request.group_id, request.member_id, epoch)
     if isinstance(admitted, dict):
@@ -282,7 +282,7 @@ def _fetch_response(ctx: ShareFetchContext, shares: ShareFetcher,
 
 @api(79, "ShareAcknowledge", (1, 2))
 async def handle_share_acknowledge(
-    ctx: ShareFetchContext, request: ShareAcknowledgeRequest
+    ctx: RequestContext, request: ShareAcknowledgeRequest
 ) -> dict[str, Any]:
     epoch = request.share_session_epoch
     admitted = _admit(ctx, request.group_id, request.member_id, epoch)

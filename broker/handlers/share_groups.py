@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from samsa.protocol.errors import ErrorCode
 
 from ..cluster.features import SHARE_VERSION
-from ..context import GroupContext, HandlerContext
+from ..context import HandlerContext, RequestContext
 from .consumer_groups import describe_groups, heartbeat_denial
 from .declare import api
 
@@ -26,7 +26,7 @@ def _enabled(ctx: HandlerContext) -> bool:
 
 @api(76, "ShareGroupHeartbeat", (1, 1))
 async def handle_share_group_heartbeat(
-    ctx: GroupContext, request: ShareGroupHeartbeatRequest
+    ctx: RequestContext, request: ShareGroupHeartbeatRequest
 ) -> dict[str, Any]:
     def error(code: ErrorCode, message: str | None = None) -> dict[str, Any]:
         return {"throttle_time": 0, "error_code": code, "error_message": message,
@@ -48,7 +48,7 @@ async def handle_share_group_heartbeat(
 
 @api(77, "ShareGroupDescribe", (1, 1))
 async def handle_share_group_describe(
-    ctx: GroupContext, request: ShareGroupDescribeRequest
+    ctx: RequestContext, request: ShareGroupDescribeRequest
 ) -> dict[str, Any]:
     return describe_groups(ctx, request.group_ids, request.include_authorized_operations,
                            _enabled(ctx), ctx.groups.describe_share_group)

@@ -25,7 +25,7 @@ from samsa.coordinator.group.common import GroupError
 from samsa.coordinator.share.coordinator import ShareStateError
 from samsa.protocol.errors import ErrorCode
 
-from ..context import GroupContext
+from ..context import GroupContext, RequestContext
 from ..security.authorizer import AclOperation, ResourceType
 from ..share.persister import SharePersister
 from .declare import api
@@ -66,7 +66,7 @@ def _topic(ctx: GroupContext, name: str) -> tuple[uuid.UUID, int] | None:
 
 @api(90, "DescribeShareGroupOffsets", (0, 0))
 async def handle_describe_share_group_offsets(
-    ctx: GroupContext, request: DescribeShareGroupOffsetsRequest
+    ctx: RequestContext, request: DescribeShareGroupOffsetsRequest
 ) -> dict[str, Any]:
     groups = []
     persister = ctx.share_persister
@@ -150,7 +150,7 @@ async def _change_offsets(ctx: GroupContext, group_id: str, op: AclOperation,
 @api(91, "AlterShareGroupOffsets", (0, 0),
      structs={"AlterShareGroupOffsetsTopic": "AlterShareGroupOffsetsRequestTopic"})
 async def handle_alter_share_group_offsets(
-    ctx: GroupContext, request: AlterShareGroupOffsetsRequest
+    ctx: RequestContext, request: AlterShareGroupOffsetsRequest
 ) -> dict[str, Any]:
     async def alter(persister: SharePersister, t: AlterShareGroupOffsetsTopic,
                     info: tuple[uuid.UUID, int] | None, allowed: bool) -> dict[str, Any]:
@@ -190,7 +190,7 @@ async def handle_alter_share_group_offsets(
 @api(92, "DeleteShareGroupOffsets", (0, 0),
      structs={"DeleteShareGroupOffsetsTopic": "DeleteShareGroupOffsetsRequestTopic"})
 async def handle_delete_share_group_offsets(
-    ctx: GroupContext, request: DeleteShareGroupOffsetsRequest
+    ctx: RequestContext, request: DeleteShareGroupOffsetsRequest
 ) -> dict[str, Any]:
     async def delete(persister: SharePersister, t: DeleteShareGroupOffsetsTopic,
                      info: tuple[uuid.UUID, int] | None, allowed: bool) -> dict[str, Any]:

@@ -20,7 +20,7 @@ from samsa.coordinator.share.coordinator import ShareStateError
 from samsa.coordinator.share.records import StateBatch
 from samsa.protocol.errors import ErrorCode
 
-from ..context import ShareStateContext
+from ..context import RequestContext, ShareStateContext
 from ..security.authorizer import AclOperation, ResourceType
 from .declare import api
 from .share_groups import _enabled
@@ -103,7 +103,7 @@ async def _each(ctx: ShareStateContext, group_id: str, topics: Iterable[_TopicDa
 @api(83, "InitializeShareGroupState", (0, 0),
      structs={"InitializeShareGroupStatePartition": "PartitionData"})
 async def handle_initialize_share_group_state(
-    ctx: ShareStateContext, request: InitializeShareGroupStateRequest
+    ctx: RequestContext, request: InitializeShareGroupStateRequest
 ) -> dict[str, Any]:
     async def run(key: Key, p: InitializeShareGroupStatePartition) -> dict[str, Any]:
         assert ctx.share_state is not None
@@ -115,7 +115,7 @@ async def handle_initialize_share_group_state(
 
 @api(84, "ReadShareGroupState", (0, 0), structs={"ReadShareGroupStatePartition": "PartitionData"})
 async def handle_read_share_group_state(
-    ctx: ShareStateContext, request: ReadShareGroupStateRequest
+    ctx: RequestContext, request: ReadShareGroupStateRequest
 ) -> dict[str, Any]:
     async def run(key: Key, p: ReadShareGroupStatePartition) -> dict[str, Any]:
         assert ctx.share_state is not None
@@ -129,7 +129,7 @@ async def handle_read_share_group_state(
 
 @api(85, "WriteShareGroupState", (0, 0), structs={"WriteShareGroupStatePartition": "PartitionData"})
 async def handle_write_share_group_state(
-    ctx: ShareStateContext, request: WriteShareGroupStateRequest
+    ctx: RequestContext, request: WriteShareGroupStateRequest
 ) -> dict[str, Any]:
     async def run(key: Key, p: WriteShareGroupStatePartition) -> dict[str, Any]:
         assert ctx.share_state is not None
@@ -145,7 +145,7 @@ async def handle_write_share_group_state(
 @api(86, "DeleteShareGroupState", (0, 0),
      structs={"DeleteShareGroupStatePartition": "PartitionData"})
 async def handle_delete_share_group_state(
-    ctx: ShareStateContext, request: DeleteShareGroupStateRequest
+    ctx: RequestContext, request: DeleteShareGroupStateRequest
 ) -> dict[str, Any]:
     async def run(key: Key, p: DeleteShareGroupStatePartition) -> dict[str, Any]:
         assert ctx.share_state is not None
@@ -158,7 +158,7 @@ async def handle_delete_share_group_state(
 @api(87, "ReadShareGroupStateSummary", (0, 0),
      structs={"ReadShareGroupStateSummaryPartition": "PartitionData"})
 async def handle_read_share_group_state_summary(
-    ctx: ShareStateContext, request: ReadShareGroupStateSummaryRequest
+    ctx: RequestContext, request: ReadShareGroupStateSummaryRequest
 ) -> dict[str, Any]:
     async def run(key: Key, p: ReadShareGroupStateSummaryPartition) -> dict[str, Any]:
         assert ctx.share_state is not None

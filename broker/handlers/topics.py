@@ -15,7 +15,7 @@ from samsa.config.topic import describe_topic_config
 from samsa.protocol.errors import ErrorCode
 
 from ..cluster.topic_admin import TopicError
-from ..context import AdminContext
+from ..context import AdminContext, RequestContext
 from ..network.quotas import MutationQuota
 from ..security.authorizer import AclOperation, ResourceType
 from .common import topic_name_by_id
@@ -64,7 +64,7 @@ def _by_name(request: DeleteTopicsRequest) -> TypeIs[DeleteTopicsRequestByName]:
 
 
 @api(19, "CreateTopics", (2, 7))
-async def handle_create_topics(ctx: AdminContext, request: CreateTopicsRequest) -> dict[str, Any]:
+async def handle_create_topics(ctx: RequestContext, request: CreateTopicsRequest) -> dict[str, Any]:
     admin = ctx.topics
     validate_only = request.validate_only
     quota = _mutation_quota(ctx, strict_since=6)
@@ -128,7 +128,7 @@ async def handle_create_topics(ctx: AdminContext, request: CreateTopicsRequest) 
 
 
 @api(20, "DeleteTopics", (1, 6), families={"DeleteTopicsRequestByName": (1, 5)})
-async def handle_delete_topics(ctx: AdminContext, request: DeleteTopicsRequest) -> dict[str, Any]:
+async def handle_delete_topics(ctx: RequestContext, request: DeleteTopicsRequest) -> dict[str, Any]:
     responses: list[dict[str, Any]] = []
     entries: list[tuple[str | None, uuid.UUID | None]]
     if _by_name(request):
@@ -195,7 +195,7 @@ async def handle_delete_topics(ctx: AdminContext, request: DeleteTopicsRequest) 
 
 @api(37, "CreatePartitions", (0, 3))
 async def handle_create_partitions(
-    ctx: AdminContext, request: CreatePartitionsRequest
+    ctx: RequestContext, request: CreatePartitionsRequest
 ) -> dict[str, Any]:
     admin = ctx.topics
     quota = _mutation_quota(ctx, strict_since=3)

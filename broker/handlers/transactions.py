@@ -22,7 +22,7 @@ from samsa.protocol.codec import millis
 from samsa.protocol.errors import ErrorCode
 from samsa.protocol.records import first_batch_transactional, iter_batches
 
-from ..context import TxnContext
+from ..context import RequestContext, TxnContext
 from ..replication.partition import Partition
 from ..replication.replica_manager import PartitionError
 from ..security.authorizer import AclOperation, ResourceType
@@ -65,7 +65,7 @@ def _fenced_for(code: ErrorCode, version: int, first_version: int) -> ErrorCode:
 # ---------------------------------------------------------------------------- InitProducerId
 @api(22, "InitProducerId", (0, 5))
 async def handle_init_producer_id(
-    ctx: TxnContext, request: InitProducerIdRequest
+    ctx: RequestContext, request: InitProducerIdRequest
 ) -> dict[str, Any]:
     txn_id = request.transactional_id
     if txn_id is not None and not _may_write_txn(ctx, txn_id):
@@ -169,7 +169,7 @@ def _topic_results(
 @api(24, "AddPartitionsToTxn", (0, 5), families={
     "AddPartitionsToTxnRequestBatched": (4, 5), "AddPartitionsToTxnRequestClient": (0, 3)})
 async def handle_add_partitions_to_txn(
-    ctx: TxnContext, request: AddPartitionsToTxnRequest
+    ctx: RequestContext, request: AddPartitionsToTxnRequest
 ) -> dict[str, Any]:
     if _batched(request):
         # Brokers only (Kafka: CLUSTER_ACTION on the cluster, else a top-level error).
@@ -203,7 +203,7 @@ async def handle_add_partitions_to_txn(
 # ---------------------------------------------------------------------------- AddOffsetsToTxn
 @api(25, "AddOffsetsToTxn", (0, 4))
 async def handle_add_offsets_to_txn(
-    ctx: TxnContext, request: AddOffsetsToTxnRequest
+    ctx: RequestContext, request: AddOffsetsToTxnRequest
 ) -> dict[str, Any]:
     coord = ctx.transactions
     if not _may_write_txn(ctx, request.transactional_id):
@@ -219,7 +219,7 @@ async def handle_add_offsets_to_txn(
 
 # ---------------------------------------------------------------------------- EndTxn
 @api(26, "EndTxn", (0, 5))
-async def handle_end_txn(ctx: TxnContext, request: EndTxnRequest) -> dict[str, Any]:
+async def handle_end_txn(ctx: RequestContext, request: EndTxnRequest) -> dict[str, Any]:
     """EndTxn; v5 is transactions v2 (the coordinator bumps the epoch and answers the producer
     id and epoch the client goes on with)."""
     if not _may_write_txn(ctx, request.transactional_id):
@@ -239,7 +239,7 @@ async def handle_end_txn(ctx: TxnContext, request: EndTxnRequest) -> dict[str, A
 # ---------------------------------------------------------------------------- WriteTxnMarkers
 @api(27, "WriteTxnMarkers", (1, 2))
 async def handle_write_txn_markers(
-    ctx: TxnContext, request: WriteTxnMarkersRequest
+    ctx: RequestContext, request: WriteTxnMarkersRequest
 ) -> dict[str, Any]:
     markers = []
     # Kafka: from another broker (ALTER or CLUSTER_ACTION on the cluster) only.
@@ -267,7 +267,7 @@ async def handle_write_txn_markers(
 # ---------------------------------------------------------------------------- DescribeProducers
 @api(61, "DescribeProducers", (0, 0))
 async def handle_describe_producers(
-    ctx: TxnContext, request: DescribeProducersRequest
+    ctx: RequestContext, request: DescribeProducersRequest
 ) -> dict[str, Any]:
     replicas = ctx.replicas
     topics = []
@@ -316,7 +316,7 @@ async def handle_describe_producers(
 # ---------------------------------------------------------------------------- DescribeTransactions
 @api(65, "DescribeTransactions", (0, 0))
 async def handle_describe_transactions(
-    ctx: TxnContext, request: DescribeTransactionsRequest
+    ctx: RequestContext, request: DescribeTransactionsRequest
 ) -> dict[str, Any]:
     coord = ctx.transactions
     states = []
@@ -363,7 +363,7 @@ async def handle_describe_transactions(
 # ---------------------------------------------------------------------------- ListTransactions
 @api(66, "ListTransactions", (0, 1))
 async def handle_list_transactions(
-    ctx: TxnContext, request: ListTransactionsRequest
+    ctx: RequestContext, request: ListTransactionsRequest
 ) -> dict[str, Any]:
     states: set[TxnState] = set()
     unknown = []
