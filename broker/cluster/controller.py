@@ -295,11 +295,16 @@ class Controller:
         else:
             new_leader = candidates[0]
             new_isr = live_isr if new_leader in live_isr else [new_leader]
+        return self._led_by(doc, new_leader, new_isr)
+
+    def _led_by(self, doc: dict[str, Any], leader: int, isr: list[int]) -> dict[str, Any]:
+        """The partition state `doc` with a new leader and ISR, at the next leader epoch and
+        this controller's epoch (every election writes this shape)."""
         return {
             **doc,
-            "leader": new_leader,
+            "leader": leader,
             "leader_epoch": doc["leader_epoch"] + 1,
-            "isr": new_isr,
+            "isr": isr,
             "controller_epoch": self.store.controller_epoch,
         }
 
@@ -497,13 +502,7 @@ class Controller:
             new_leader = candidates[0]
             live_isr = [r for r in doc["isr"] if r in live]
             new_isr = live_isr if new_leader in live_isr else [new_leader]
-        return {
-            **doc,
-            "leader": new_leader,
-            "leader_epoch": doc["leader_epoch"] + 1,
-            "isr": new_isr,
-            "controller_epoch": self.store.controller_epoch,
-        }
+        return self._led_by(doc, new_leader, new_isr)
 
     # ---- partition reassignment (AlterPartitionReassignments, KIP-455) -----------------------
     # Kafka's ZooKeeper-era onPartitionReassignment, with ORS the original replicas, TRS the
