@@ -3,9 +3,9 @@ committed offsets in __consumer_offsets, as a facade over its parts.
 
 One `GroupCoordinator` per broker serves the groups of the `__consumer_offsets` partitions
 this broker leads. Each part owns its state: `ClassicGroups` (membership.py) the classic
-groups and, in them, every group's committed offsets; `ConsumerGroups` (consumer_groups.py)
+groups and, in them, every group's committed offsets; `ConsumerGroups` (consumer/groups.py)
 the consumer-protocol groups; `ShareGroups` (share_groups.py) the share groups;
-`ConsumerMigration` (consumer_migration.py) converts between classic and consumer groups;
+`ConsumerMigration` (consumer/migration.py) converts between classic and consumer groups;
 `GroupOffsets` (offsets.py) commits, fetches and expires offsets; and `GroupPartitions`
 (partitions.py) knows which partitions are loaded here and writes to them. This module loads
 a partition (replaying its records into the parts; COORDINATOR_LOAD_IN_PROGRESS is answered
@@ -33,10 +33,10 @@ from samsa.protocol.errors import ErrorCode
 
 from .classic import ClassicGroup, GroupState
 from .common import OFFSETS_TOPIC, GroupError, now_ms
-from .consumer import ConsumerGroup
-from .consumer_groups import ConsumerGroups
-from .consumer_migration import ConsumerMigration
-from .consumer_records import decode_consumer_key
+from .consumer.groups import ConsumerGroups
+from .consumer.migration import ConsumerMigration
+from .consumer.model import ConsumerGroup
+from .consumer.records import decode_consumer_key
 from .membership import ClassicGroups
 from .offsets import GroupOffsets
 from .partitions import GroupPartitions
@@ -83,7 +83,7 @@ class GroupCoordinator:
         self.delete_offsets = self.offsets.delete_offsets
         self.expire_offsets = self.offsets.expire_offsets
         self.complete_transaction = self.offsets.complete_transaction
-        self.consumer_group_heartbeat = self.consumer.consumer_group_heartbeat
+        self.consumer_group_heartbeat = self.consumer.heartbeat.consumer_group_heartbeat
         self.describe_consumer_group = self.consumer.describe_consumer_group
         self.share_group_heartbeat = self.share.share_group_heartbeat
         self.describe_share_group = self.share.describe_share_group

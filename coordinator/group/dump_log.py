@@ -21,7 +21,7 @@ from samsa.protocol.records import (
     parse_control_record,
 )
 
-from .consumer_records import describe_consumer_record
+from .consumer.records import describe_consumer_record
 from .records import describe_record
 from .share_records import describe_share_record
 

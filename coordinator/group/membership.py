@@ -24,8 +24,8 @@ from .partitions import GroupPartitions
 from .records import GroupKey, decode_group_value, group_metadata_key, group_metadata_value
 
 if TYPE_CHECKING:
-    from .consumer_groups import ConsumerGroups
-    from .consumer_migration import ConsumerMigration
+    from .consumer.groups import ConsumerGroups
+    from .consumer.migration import ConsumerMigration
     from .share_groups import ShareGroups
 
 # The coordinator's logger: one name for all of its parts (log configs select by it).

@@ -29,7 +29,7 @@ from .records import (
 )
 
 if TYPE_CHECKING:
-    from .consumer_groups import ConsumerGroups
+    from .consumer.groups import ConsumerGroups
     from .membership import ClassicGroups
 
 # The coordinator's logger: one name for all of its parts (log configs select by it).

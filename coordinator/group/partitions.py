@@ -22,7 +22,7 @@ from samsa.coordinator.runtime import (
 from samsa.protocol.errors import ErrorCode
 
 from .common import OFFSETS_TOPIC, GroupError, now_ms
-from .consumer import TopicsMetadata
+from .consumer.model import TopicsMetadata
 
 Records = list[tuple[bytes, bytes | None]]
 

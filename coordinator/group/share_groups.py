@@ -19,7 +19,7 @@ from samsa.protocol.errors import ErrorCode
 
 from . import share_records as sr
 from .common import GroupError, listed_groups
-from .consumer_records import decode_epoch_value, decode_target_member, target_member_value
+from .consumer.records import decode_epoch_value, decode_target_member, target_member_value
 from .partitions import GroupPartitions
 from .share import (
     LEAVE_GROUP_MEMBER_EPOCH,
@@ -31,7 +31,7 @@ from .share import (
 )
 
 if TYPE_CHECKING:
-    from .consumer_groups import ConsumerGroups
+    from .consumer.groups import ConsumerGroups
     from .membership import ClassicGroups
 
 log = logging.getLogger(__name__)

@@ -16,7 +16,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
-from .consumer_records import (
+from .consumer.records import (
     EPOCH_FIELDS,
     MEMBER_FIELDS,
     _assignment,
@@ -31,8 +31,8 @@ from .consumer_records import (
     read_fields,
     write_fields,
 )
-from .consumer_records import decode_epoch_value as decode_epoch
-from .consumer_records import group_metadata_value as epoch_value
+from .consumer.records import decode_epoch_value as decode_epoch
+from .consumer.records import group_metadata_value as epoch_value
 from .share import ShareMember
 
 PARTITION_METADATA = 9

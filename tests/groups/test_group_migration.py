@@ -348,7 +348,7 @@ def _group_records(bootstrap: str, group: str) -> list[tuple[int, str | None, bo
     member id, tombstone)."""
     from kafka import KafkaConsumer, TopicPartition
 
-    from samsa.coordinator.group.consumer_records import decode_consumer_key
+    from samsa.coordinator.group.consumer.records import decode_consumer_key
     from samsa.coordinator.group.records import GroupKey, decode_key
     from samsa.coordinator.internal_log import partition_for
 

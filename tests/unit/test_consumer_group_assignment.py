@@ -5,14 +5,9 @@ from __future__ import annotations
 
 import uuid
 
-from samsa.coordinator.group.consumer import (
-    ConsumerGroup,
-    ConsumerMember,
-    MemberState,
-    range_assign,
-    reconcile,
-    uniform_assign,
-)
+from samsa.coordinator.group.consumer.assignors import range_assign, uniform_assign
+from samsa.coordinator.group.consumer.model import ConsumerGroup, ConsumerMember, MemberState
+from samsa.coordinator.group.consumer.reconciliation import reconcile
 
 A, B = uuid.UUID(int=1), uuid.UUID(int=2)
 TOPICS = {"a": (A, 4), "b": (B, 3)}
@@ -99,7 +94,7 @@ def test_reconcile_new_member_gets_free_partitions_at_the_target_epoch():
 
 
 def test_records_round_trip_in_kafkas_layout():
-    from samsa.coordinator.group.consumer_records import (
+    from samsa.coordinator.group.consumer.records import (
         CURRENT_MEMBER_ASSIGNMENT,
         GROUP_METADATA,
         current_assignment_value,
@@ -135,7 +130,7 @@ def test_assignment_epochs_follow_each_partition_and_are_stored():
     """KIP-1251: a partition keeps the epoch the member was given it at while the member keeps
     it; one given (back) later gets the later epoch. The current assignment record stores them
     (TopicPartitions' tagged field 0); a record without them reads as the member epoch."""
-    from samsa.coordinator.group.consumer_records import (
+    from samsa.coordinator.group.consumer.records import (
         current_assignment_value,
         decode_current_assignment,
     )

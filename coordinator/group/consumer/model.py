@@ -1,6 +1,5 @@
-"""A consumer-protocol (KIP-848) consumer group: members, epochs, target assignment, and the
-pure parts of Kafka's group coordinator for it: the server-side assignors (`uniform`,
-`range`) and the member reconciliation (Kafka's `CurrentAssignmentBuilder`).
+"""A consumer-protocol (KIP-848) consumer group and its members (Kafka's ConsumerGroup and
+ConsumerGroupMember): epochs, subscriptions, target and current assignments.
 
 Epochs, as Kafka keeps them: the group epoch is bumped by every change of the group's
 members, subscriptions or subscribed topics' metadata; the target assignment is recomputed
@@ -9,17 +8,19 @@ the target assignment epoch once the member has revoked what the target took fro
 partition goes to its new owner only after its previous owner revoked it (the member waits in
 UNRELEASED_PARTITIONS meanwhile): `partition_epochs` says who still holds what.
 
-Timers are the coordinator's (consumer_groups.py); this module holds no asyncio state
-besides the handles it stores for it.
+Timers are the coordinator's (groups.py); this module holds no asyncio state besides the
+handles it stores for it.
 """
 
 from __future__ import annotations
 
 import asyncio
 import enum
+import functools
+import re
 import uuid
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 # topic id -> partitions
@@ -31,14 +32,6 @@ TopicsMetadata = dict[str, tuple[uuid.UUID, int]]
 
 LEAVE_GROUP_MEMBER_EPOCH = -1
 LEAVE_GROUP_STATIC_MEMBER_EPOCH = -2
-
-UNIFORM = "uniform"
-RANGE = "range"
-# Kafka's class names of the two built-in assignors (group.consumer.assignors accepts either).
-ASSIGNOR_CLASSES = {
-    "org.apache.kafka.coordinator.group.assignor.UniformAssignor": UNIFORM,
-    "org.apache.kafka.coordinator.group.assignor.RangeAssignor": RANGE,
-}
 
 
 class MemberState(enum.IntEnum):
@@ -236,6 +229,15 @@ class ConsumerGroup:
 
 
 # ---- subscriptions -------------------------------------------------------------------------
+@functools.lru_cache(maxsize=256)
+def compile_regex(regex: str) -> re.Pattern[str] | None:
+    """A member's SubscribedTopicRegex compiled (None if it is not a valid one)."""
+    try:
+        return re.compile(regex)
+    except re.error:
+        return None
+
+
 def subscribed_topics(member: ConsumerMember, all_topics: Iterable[str],
                       regex: Callable[[str], Any] | None = None) -> set[str]:
     """The topic names `member` subscribes to: its names, plus the topics its regex matches
@@ -246,175 +248,3 @@ def subscribed_topics(member: ConsumerMember, all_topics: Iterable[str],
         if pattern is not None:
             topics |= {t for t in all_topics if pattern.fullmatch(t)}
     return topics
-
-
-# ---- assignors ----------------------------------------------------------------------------
-def assign(assignor: str, subscriptions: Mapping[str, set[str]], topics: TopicsMetadata,
-           previous: Mapping[str, Assignment]) -> dict[str, Assignment]:
-    """The target assignment: member id -> assignment, for members subscribed to topic names
-    (`subscriptions`), over the topics that exist (`topics`)."""
-    if assignor == RANGE:
-        return range_assign(subscriptions, topics)
-    return uniform_assign(subscriptions, topics, previous)
-
-
-def range_assign(subscriptions: Mapping[str, set[str]],
-                 topics: TopicsMetadata) -> dict[str, Assignment]:
-    """Kafka's RangeAssignor: per topic, its subscribers (by member id) get consecutive ranges
-    of its partitions, the first `partitions % subscribers` one more."""
-    out: dict[str, Assignment] = {m: {} for m in subscriptions}
-    for name in sorted({t for s in subscriptions.values() for t in s}):
-        meta = topics.get(name)
-        if meta is None:
-            continue
-        topic_id, count = meta
-        members = sorted(m for m, s in subscriptions.items() if name in s)
-        per, extra = divmod(count, len(members))
-        start = 0
-        for i, m in enumerate(members):
-            n = per + (1 if i < extra else 0)
-            if n:
-                out[m][topic_id] = set(range(start, start + n))
-            start += n
-    return out
-
-
-def uniform_assign(subscriptions: Mapping[str, set[str]], topics: TopicsMetadata,
-                   previous: Mapping[str, Assignment]) -> dict[str, Assignment]:
-    """Kafka's UniformAssignor goals: every partition of a subscribed topic to one of its
-    subscribers, partition counts as even as the subscriptions allow, and as few moves from
-    the previous target assignment as that needs (sticky)."""
-    members = sorted(subscriptions)
-    out: dict[str, Assignment] = {m: {} for m in members}
-    count: dict[str, int] = dict.fromkeys(members, 0)
-    by_id = {tid: (name, n) for name, (tid, n) in topics.items()}
-    subscribers: dict[uuid.UUID, list[str]] = {}
-    for name, (tid, _) in topics.items():
-        subs = [m for m in members if name in subscriptions[m]]
-        if subs:
-            subscribers[tid] = subs
-    all_partitions = sorted(
-        ((tid, p) for tid in subscribers for p in range(by_id[tid][1])),
-        key=lambda tp: (by_id[tp[0]][0], tp[1]))
-    total_members = len([m for m in members if subscriptions[m]])
-    # In a homogeneous group nobody needs more than the ceiling of the average: cap the
-    # partitions a member keeps so that the rest can be spread.
-    cap = -(-len(all_partitions) // total_members) if total_members else 0
-    taken: set[tuple[uuid.UUID, int]] = set()
-    for m in members:
-        for tid, ps in sorted(previous.get(m, {}).items(), key=lambda kv: str(kv[0])):
-            if tid not in subscribers or m not in subscribers[tid]:
-                continue
-            for p in sorted(ps):
-                tp = (tid, p)
-                if p >= by_id[tid][1] or tp in taken or count[m] >= cap:
-                    continue
-                out[m].setdefault(tid, set()).add(p)
-                taken.add(tp)
-                count[m] += 1
-    for tp in all_partitions:
-        if tp in taken:
-            continue
-        m = min(subscribers[tp[0]], key=lambda x: (count[x], x))
-        out[m].setdefault(tp[0], set()).add(tp[1])
-        count[m] += 1
-    # Balance what the subscriptions allow: move a partition from a member to a subscriber
-    # of its topic with at least two fewer, until no such move is left.
-    moved = True
-    rounds = 0
-    while moved and rounds < 10 * max(len(all_partitions), 1):
-        moved = False
-        rounds += 1
-        for m in sorted(members, key=lambda x: (-count[x], x)):
-            for tid, ps in sorted(out[m].items(), key=lambda kv: str(kv[0])):
-                target = min(subscribers[tid], key=lambda x: (count[x], x))
-                if count[target] + 2 > count[m] or not ps:
-                    continue
-                p = max(ps)
-                ps.discard(p)
-                out[target].setdefault(tid, set()).add(p)
-                count[m] -= 1
-                count[target] += 1
-                moved = True
-                break
-            if moved:
-                break
-    return {m: {t: ps for t, ps in a.items() if ps} for m, a in out.items()}
-
-
-# ---- reconciliation (Kafka's CurrentAssignmentBuilder) --------------------------------------
-class FencedMemberEpoch(Exception):
-    pass
-
-
-def reconcile(member: ConsumerMember, target_epoch: int, target: Assignment,
-              partition_epoch: Callable[[uuid.UUID, int], int],
-              owned: list[tuple[uuid.UUID, list[int]]] | None) -> ConsumerMember:
-    """The member's next state towards `target` (a copy; `member` is not changed). `owned` is
-    what the member reported owning in this heartbeat (None: not reported)."""
-
-    def owns_revoked(pending: Assignment) -> bool:
-        if owned is None:
-            return True
-        return any(p in pending.get(tid, ()) for tid, ps in owned for p in ps)
-
-    def next_assignment(epoch: int, current: Assignment) -> ConsumerMember:
-        unreleased = False
-        assigned: Assignment = {}
-        revoking: Assignment = {}
-        pending_assign: Assignment = {}
-        for tid in set(target) | set(current):
-            want = target.get(tid, set())
-            have = current.get(tid, set())
-            keep = have & want
-            revoke = have - keep
-            add = want - keep
-            free = {p for p in add if partition_epoch(tid, p) == -1}
-            if free != add:
-                unreleased = True
-            if keep:
-                assigned[tid] = set(keep)
-            if revoke:
-                revoking[tid] = revoke
-            if free:
-                pending_assign[tid] = free
-        if revoking and owns_revoked(revoking):
-            return _with(member, MemberState.UNREVOKED_PARTITIONS, epoch, assigned, revoking)
-        for tid, ps in pending_assign.items():
-            assigned.setdefault(tid, set()).update(ps)
-        state = MemberState.UNRELEASED_PARTITIONS if unreleased else MemberState.STABLE
-        return _with(member, state, target_epoch, assigned, {})
-
-    if member.state == MemberState.STABLE:
-        if member.member_epoch != target_epoch:
-            return next_assignment(member.member_epoch, member.assigned)
-        return member
-    if member.state == MemberState.UNREVOKED_PARTITIONS:
-        if owns_revoked(member.pending_revocation):
-            return member
-        return next_assignment(member.member_epoch + 1, member.assigned)
-    if member.state == MemberState.UNRELEASED_PARTITIONS:
-        return next_assignment(member.member_epoch, member.assigned)
-    if owned is None or owned:
-        raise FencedMemberEpoch("The consumer group member is in a unknown state. "
-                                "The member must abandon all its partitions and rejoin.")
-    return next_assignment(target_epoch, member.assigned)
-
-
-def _with(member: ConsumerMember, state: MemberState, epoch: int, assigned: Assignment,
-          revoking: Assignment) -> ConsumerMember:
-    """Kafka's Builder.updateMemberEpoch: the previous epoch becomes the current one. A
-    partition kept from the member's assigned ones keeps its assignment epoch; one new to them
-    (one pending revocation given back included) gets `epoch`."""
-    epochs: AssignmentEpochs = {}
-    for a in (assigned, revoking):
-        for tid, ps in a.items():
-            for p in ps:
-                held = (member.assignment_epoch(tid, p) if p in member.assigned.get(tid, ())
-                        else None)
-                epochs[(tid, p)] = epoch if held is None else held
-    return replace(member, state=state, member_epoch=epoch,
-                   previous_member_epoch=member.member_epoch,
-                   assigned=copy_assignment(assigned), pending_revocation=copy_assignment(revoking),
-                   assignment_epochs=epochs,
-                   session_timer=member.session_timer, rebalance_timer=member.rebalance_timer)

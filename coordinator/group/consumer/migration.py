@@ -3,8 +3,8 @@
 ConsumerGroup.fromClassicGroup / ClassicGroup.fromConsumerGroup conversions, and JoinGroup,
 SyncGroup, Heartbeat and LeaveGroup of a classic member, which run the consumer group's
 assignment and reconciliation. A part of `GroupCoordinator`: `ConsumerGroups`
-(consumer_groups.py) owns the consumer groups' state and the heartbeat they go through,
-`ClassicGroups` (membership.py) the classic groups.
+(groups.py) owns the consumer groups' state and the heartbeat they go through,
+`ClassicGroups` (../membership.py) the classic groups.
 """
 
 from __future__ import annotations
@@ -18,9 +18,22 @@ from typing import TYPE_CHECKING, Any
 
 from samsa.protocol.errors import ErrorCode
 
-from .classic import ClassicGroup, GroupState, Member
-from .common import GroupError, new_member_id, now_ms, static_member_id
-from .consumer import (
+from ..classic import ClassicGroup, GroupState, Member
+from ..common import GroupError, new_member_id, now_ms, static_member_id
+from ..partitions import GroupPartitions
+from ..records import (
+    decode_consumer_assignment,
+    encode_consumer_assignment,
+    group_metadata_key,
+    subscription_owned_partitions,
+)
+from ..records import (
+    group_metadata_value as classic_group_value,
+)
+from ..records import (
+    subscribed_topics as classic_subscribed_topics,
+)
+from .model import (
     LEAVE_GROUP_STATIC_MEMBER_EPOCH,
     Assignment,
     ConsumerGroup,
@@ -28,43 +41,28 @@ from .consumer import (
     MemberState,
     copy_assignment,
 )
-from .consumer_records import (
+from .records import (
     CURRENT_MEMBER_ASSIGNMENT,
     GROUP_METADATA,
     MEMBER_METADATA,
     PARTITION_METADATA,
     TARGET_ASSIGNMENT_MEMBER,
     TARGET_ASSIGNMENT_METADATA,
-    current_assignment_value,
-    group_metadata_value,
+    Records,
+    current_assignment_record,
+    epoch_record,
     key,
-    member_metadata_value,
-    target_member_value,
-    target_metadata_value,
-)
-from .partitions import GroupPartitions
-from .records import (
-    decode_consumer_assignment,
-    encode_consumer_assignment,
-    group_metadata_key,
-    subscription_owned_partitions,
-)
-from .records import (
-    group_metadata_value as classic_group_value,
-)
-from .records import (
-    subscribed_topics as classic_subscribed_topics,
+    member_record,
+    target_epoch_record,
+    target_member_record,
 )
 
 if TYPE_CHECKING:
-    from .consumer_groups import ConsumerGroups
-    from .membership import ClassicGroups
+    from ..membership import ClassicGroups
+    from .groups import ConsumerGroups
 
-# The coordinator's logger, as before these methods left consumer_groups.py: one name for all
-# of its parts (log configs select by it).
+# The coordinator's logger: one name for all of its parts (log configs select by it).
 log = logging.getLogger("samsa.coordinator.group.coordinator")
-
-Records = list[tuple[bytes, bytes | None]]
 
 
 class ConsumerMigration:
@@ -84,7 +82,7 @@ class ConsumerMigration:
         and assignment as a consumer group (not installed), and the records that write it."""
         epoch = classic.generation
         group = ConsumerGroup(classic.group_id, p, group_epoch=epoch, assignment_epoch=epoch)
-        records: Records = [(key(GROUP_METADATA, group.group_id), group_metadata_value(epoch))]
+        records: Records = [epoch_record(group.group_id, epoch)]
         for m in classic.members.values():
             metadata = (m.metadata(classic.protocol_name) if classic.protocol_name
                         else m.protocols[0][1] if m.protocols else b"")
@@ -102,16 +100,10 @@ class ConsumerMigration:
                 classic_session_ms=m.session_timeout_ms, classic_protocols=list(m.protocols))
             group.update_member(None, member)
             group.target[m.member_id] = copy_assignment(assigned)
-            records += [
-                (key(MEMBER_METADATA, group.group_id, m.member_id),
-                 member_metadata_value(member)),
-                (key(TARGET_ASSIGNMENT_MEMBER, group.group_id, m.member_id),
-                 target_member_value(assigned)),
-                (key(CURRENT_MEMBER_ASSIGNMENT, group.group_id, m.member_id),
-                 current_assignment_value(member)),
-            ]
-        records.append((key(TARGET_ASSIGNMENT_METADATA, group.group_id),
-                        target_metadata_value(epoch)))
+            records += [member_record(group.group_id, member),
+                        target_member_record(group.group_id, m.member_id, assigned),
+                        current_assignment_record(group.group_id, member)]
+        records.append(target_epoch_record(group.group_id, epoch))
         group.subscription_metadata = self.consumer.subscription_metadata(
             list(group.members.values()))
         return group, records
@@ -324,7 +316,7 @@ class ConsumerMigration:
         protocols: list[tuple[str, bytes]], session_timeout_ms: int, rebalance_timeout_ms: int,
         client_id: str, client_host: str,
     ) -> tuple[Records, list[Callable[[], None]]]:
-        """The state change of a classic JoinGroup (as `ConsumerGroups.apply_heartbeat`'s)."""
+        """The state change of a classic JoinGroup (as `ConsumerHeartbeat.apply`'s)."""
         static_id = group.static_members.get(instance_id) if instance_id else None
         static = group.members.get(static_id) if static_id is not None else None
         # Kafka's step 4: the joining static member replaces the group's last
@@ -348,7 +340,7 @@ class ConsumerMigration:
             info = self.partitions.topics_view.topic_info(topic)
             if info is not None:
                 owned.append((info[0], partitions))
-        records, _, after = self.consumer.apply_heartbeat(
+        records, _, after = self.consumer.heartbeat.apply(
             group.partition, group.group_id, member_id,
             existing.member_epoch if existing is not None else 0, instance_id, None,
             rebalance_timeout_ms, names, None, None,

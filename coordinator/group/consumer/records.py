@@ -15,8 +15,8 @@ from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..records_codec import RecordFormatError, RecordReader, RecordWriter
-from .consumer import Assignment, AssignmentEpochs, ConsumerMember, MemberState
+from ...records_codec import RecordFormatError, RecordReader, RecordWriter
+from .model import Assignment, AssignmentEpochs, ConsumerGroup, ConsumerMember, MemberState
 
 GROUP_METADATA = 3
 PARTITION_METADATA = 4
@@ -178,6 +178,55 @@ def current_assignment_value(m: ConsumerMember) -> bytes:
     _assignment(w, m.pending_revocation, m)
     w.tags()
     return w.value()
+
+
+# ---- the records a change writes (Kafka's GroupCoordinatorRecordHelpers) -------------------
+Record = tuple[bytes, bytes | None]
+Records = list[Record]
+
+
+def epoch_record(group_id: str, epoch: int) -> Record:
+    """ConsumerGroupMetadata: the group epoch."""
+    return key(GROUP_METADATA, group_id), group_metadata_value(epoch)
+
+
+def member_record(group_id: str, member: ConsumerMember) -> Record:
+    """ConsumerGroupMemberMetadata: the member's subscription and client facts."""
+    return key(MEMBER_METADATA, group_id, member.member_id), member_metadata_value(member)
+
+
+def target_member_record(group_id: str, member_id: str, a: Assignment) -> Record:
+    return key(TARGET_ASSIGNMENT_MEMBER, group_id, member_id), target_member_value(a)
+
+
+def target_epoch_record(group_id: str, epoch: int) -> Record:
+    return key(TARGET_ASSIGNMENT_METADATA, group_id), target_metadata_value(epoch)
+
+
+def current_assignment_record(group_id: str, member: ConsumerMember) -> Record:
+    """ConsumerGroupCurrentMemberAssignment: the member's epochs, state and partitions."""
+    return (key(CURRENT_MEMBER_ASSIGNMENT, group_id, member.member_id),
+            current_assignment_value(member))
+
+
+def fence_records(group_id: str, member_id: str) -> Records:
+    """The tombstones of a member leaving the group, in Kafka's order."""
+    return [(key(CURRENT_MEMBER_ASSIGNMENT, group_id, member_id), None),
+            (key(TARGET_ASSIGNMENT_MEMBER, group_id, member_id), None),
+            (key(MEMBER_METADATA, group_id, member_id), None)]
+
+
+def replace_records(group: ConsumerGroup, member: ConsumerMember,
+                    replaced: ConsumerMember) -> Records:
+    """Kafka's replaceMember: the old member's tombstones, then the new one as a copy of it
+    (its target assignment, epoch 0), before the heartbeat's own changes."""
+    group_id = group.group_id
+    return fence_records(group_id, replaced.member_id) + [
+        member_record(group_id, member),
+        target_member_record(group_id, member.member_id,
+                             group.target.get(replaced.member_id, {})),
+        current_assignment_record(group_id, member),
+    ]
 
 
 # ---- decoding -------------------------------------------------------------------------------
