@@ -1,6 +1,6 @@
 """Consumer-protocol groups (KIP-848): ConsumerGroupHeartbeat (68), ConsumerGroupDescribe (69).
 
-Thin: decode the request, call `ctx.groups` (coordinator/group/consumer_groups.py), shape the
+Thin: decode the request, call `ctx.groups` (coordinator/group/consumer/), shape the
 answer. Both APIs are served only while the cluster's `group.version` is at least 1, as in
 Kafka (broker/cluster/features.py; ApiVersions does not list them otherwise).
 """
