@@ -61,11 +61,15 @@ def retention(segments: int) -> None:
         log.flush()
         now = 10**12
         started = time.perf_counter()
-        if hasattr(log, "detach_expired_segments"):  # the loop's part, then the thread's
-            doomed = log.detach_expired_segments(now)
+        retention = getattr(log, "retention", None)  # older trees: its methods on the log
+        if retention is not None or hasattr(log, "detach_expired_segments"):
+            # the loop's part, then the thread's
+            detach = retention.detach_expired if retention else log.detach_expired_segments
+            delete = retention.delete_detached if retention else log.delete_detached
+            doomed = detach(now)
             on_loop = time.perf_counter() - started
             t = time.perf_counter()
-            worker = threading.Thread(target=log.delete_detached, args=(doomed,))
+            worker = threading.Thread(target=delete, args=(doomed,))
             worker.start()
             worker.join()
             in_thread = time.perf_counter() - t

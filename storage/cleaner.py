@@ -7,7 +7,7 @@ delete.retention.ms, and transactional/control batches are copied untouched.
 Threads: `cleanable_segments` reads the producer state and runs on the event loop; the work,
 `clean_segments`, runs in a thread: it only reads segments that no longer change (below the
 active one) and writes new files, and the swap into the log is one step under the log's lock
-(`Log.swap_in_cleaned`). It gives up, leaving the log as it was, if the log was truncated,
+(`swap_in_cleaned`). It gives up, leaving the log as it was, if the log was truncated,
 deleted or closed, or lost a segment it was cleaning, meanwhile (`CleanAborted`)."""
 
 from __future__ import annotations
@@ -27,6 +27,8 @@ from samsa.protocol.records import (
     iter_batches,
     set_log_append_time,
 )
+from samsa.storage.log_io import guarded
+from samsa.storage.log_loader import SWAP_SUFFIX
 from samsa.storage.segment import INT32_MAX, LogSegment
 
 if TYPE_CHECKING:
@@ -153,7 +155,7 @@ def _filter_batch(h: BatchHeader, data: memoryview, latest: dict[bytes, int],
 
 
 def _check(log: Log, generation: int, segments: list[LogSegment]) -> None:
-    if log.generation != generation or not all(log.has_segment(s) for s in segments):
+    if log.generation != generation or not all(log.segs.contains(s) for s in segments):
         raise CleanAborted(f"{log.dir.name} changed while being cleaned")
 
 
@@ -172,7 +174,7 @@ def clean_segments(log: Log, segments: list[LogSegment], generation: int,
         horizon = now_ms - log.config.delete_retention_ms
         for group in _group(segments, log.config.segment_bytes):
             _check(log, generation, group)
-            cleaned = log._new_segment(group[0].base_offset, CLEANED_SUFFIX)
+            cleaned = LogSegment(log.dir, group[0].base_offset, CLEANED_SUFFIX, log.config)
             try:
                 removed_total = 0
                 for seg in group:
@@ -187,7 +189,7 @@ def clean_segments(log: Log, segments: list[LogSegment], generation: int,
                         cleaned.txn_index.append(txn)
                 cleaned.on_become_inactive()
                 cleaned.flush()
-                if not log.swap_in_cleaned(group, cleaned, generation):
+                if not swap_in_cleaned(log, group, cleaned, generation):
                     raise CleanAborted(f"{log.dir.name} changed while being cleaned")
             except BaseException:
                 cleaned.delete()
@@ -213,4 +215,50 @@ def clean_segments(log: Log, segments: list[LogSegment], generation: int,
         if done < len(segments):
             result.end_offset = segments[done].base_offset
     result.duration_ms = (time.perf_counter() - started) * 1000
+    return result
+
+
+def swap_in_cleaned(log: Log, old: list[LogSegment], new: LogSegment, generation: int) -> bool:
+    """Swap cleaned output in for `old` (a thread; `new.suffix` is '.cleaned', its data
+    fsynced): rename it to '.swap', then replace `old` by it in the segment list in one
+    step. False, and nothing done, if the log was truncated, closed or lost one of `old`
+    meanwhile. The old files stay until `delete_detached` (readers on the loop may be
+    in them right now) and the '.swap' names until `finish_swaps`; a crash in between
+    is finished by `Log.open` (`LogLoader._complete_swaps`): either the old or the new data."""
+    with log.lock:
+        if log.closed or generation != log.generation:
+            return False
+        if not all(log.segs.contains(s) for s in old):
+            return False
+        new.change_suffix(SWAP_SUFFIX)
+        if not log.segs.replace(old, new, detach=True):  # pragma: no cover - checked above
+            new.change_suffix(CLEANED_SUFFIX)
+            return False
+        return True
+
+
+def finish_swaps(log: Log, swapped: list[LogSegment]) -> None:
+    """Give swapped-in segments their final names, once the segments they replaced are
+    deleted. On the event loop (readers there open files by name: a rename must not
+    happen in the middle of one); a few renames per segment."""
+    for seg in swapped:
+        if seg.suffix == SWAP_SUFFIX and log.segs.contains(seg) and not log.closed:
+            seg.change_suffix("")
+
+
+@guarded("compacting")
+def compact(log: Log, now_ms: int | None = None) -> CleanResult | None:
+    """Clean the non-active segments below the LSO of `log` (cleanup.policy contains compact),
+    all steps in this thread. The LogManager runs the same steps split between the event
+    loop and a thread."""
+    if not log.config.compact:
+        return None
+    now = int(time.time() * 1000) if now_ms is None else now_ms
+    segments = cleanable_segments(log, now)
+    if not segments:
+        return None
+    result = clean_segments(log, segments, log.generation, now)
+    if result is not None:
+        log.retention.delete_detached(result.replaced)
+        finish_swaps(log, result.swapped_in)
     return result

@@ -10,8 +10,8 @@ its newest usable snapshot plus a replay of the log after it (rebuilding the tra
 indexes of the recovered segments on the way).
 
 The result is a `LoadedLog`: the segments and the offsets the log starts with. `Log.open`
-installs them; the running log (`samsa.storage.log`) shares only `replay_producer_state`, which its
-truncation uses too."""
+installs them; the running log (`samsa.storage.log`) shares only `replay_producer_state`, which
+its truncation uses too."""
 
 from __future__ import annotations
 
@@ -34,8 +34,9 @@ TEMP_SUFFIXES = (".cleaned", ".deleted", ".tmp")
 SWAP_SUFFIX = ".swap"
 
 # Creates the segment object of `<base>.log<suffix>` in the log's directory with the log's
-# index settings (`Log._new_segment`).
+# index settings (a `LogSegment` given the log's directory and config).
 NewSegment = Callable[[int, str], LogSegment]
+
 
 
 @dataclass(slots=True)
@@ -244,5 +245,6 @@ __all__ = [
     "TEMP_SUFFIXES",
     "LoadedLog",
     "LogLoader",
+    "NewSegment",
     "replay_producer_state",
 ]

@@ -286,16 +286,15 @@ class LogManager:
                           producer_id_expiration_ms=self.producer_id_expiration_ms)
         except OSError as exc:
             raise self.report_io_error(f"creating log for {topic}-{partition}", exc) from exc
-        lg.failure_channel = self.failure_channel
+        self._attach(lg)
         if topic_id is not None:
-            lg.sync_on_flush(d / PARTITION_METADATA)
-        lg.run_in_background = self._run_in_background
+            lg.flushes.sync_on_flush(d / PARTITION_METADATA)
         self._logs[(topic, partition)] = lg
         return lg
 
     def _attach(self, lg: Log) -> None:
-        lg.failure_channel = self.failure_channel
-        lg.run_in_background = self._run_in_background
+        lg.io.failure_channel = self.failure_channel
+        lg.retention.run_in_background = self._run_in_background
 
     def open_log(self, d: Path, config: LogConfig, **options: Any) -> Log:
         """A log of this directory opened outside start-up (a future replica promoted, a
@@ -332,7 +331,7 @@ class LogManager:
                                        exc) from exc
         lg = self.open_log(d, config, recover=False)
         if topic_id is not None:
-            lg.sync_on_flush(d / PARTITION_METADATA)
+            lg.flushes.sync_on_flush(d / PARTITION_METADATA)
         return lg
 
     def delete_log(self, topic: str, partition: int) -> bool:
@@ -384,20 +383,20 @@ class LogManager:
         """Retention of every log, all in the calling thread (tests, tools); the broker runs
         `_retention_off_loop`."""
         now = _now_ms() if now_ms is None else now_ms
-        return sum(lg.enforce_retention(now) for lg in list(self._logs.values()))
+        return sum(lg.retention.enforce(now) for lg in list(self._logs.values()))
 
     async def _retention_off_loop(self, now: int) -> int:
         """Retention with the file deletions in a thread: the loop only takes the expired
         segments out of the logs (no reader finds them after that), the thread deletes
         their files under each log's lock."""
         doomed = [(lg, segs) for lg in list(self._logs.values())
-                  if (segs := lg.detach_expired_segments(now))]
+                  if (segs := lg.retention.detach_expired(now))]
         if not doomed:
             return 0
 
         def delete_all() -> None:
             for lg, segs in doomed:
-                lg.delete_detached(segs)
+                lg.retention.delete_detached(segs)
 
         started = time.monotonic()
         await asyncio.get_running_loop().run_in_executor(None, delete_all)
@@ -433,7 +432,7 @@ class LogManager:
         now = _now_ms() if now_ms is None else now_ms
         cleaned = 0
         for tp, lg in self._to_clean(now, force):
-            result = lg.compact(now)
+            result = cleaner.compact(lg, now)
             if result is not None:
                 self._cleaned(tp, lg, result)
                 cleaned += 1
@@ -442,7 +441,7 @@ class LogManager:
     async def _cleaner_off_loop(self, now: int, *, force: bool = False) -> int:
         """Compaction with the cleaning in the cleaner thread: the loop picks the segments
         (they depend on the producer state it owns) and finally renames the swapped-in
-        segments; the thread reads, filters, writes, fsyncs and swaps (Log.swap_in_cleaned)."""
+        segments; the thread reads, filters, writes, fsyncs and swaps (cleaner.swap_in_cleaned)."""
         loop = asyncio.get_running_loop()
         if self._cleaner_thread is None:
             self._cleaner_thread = ThreadPoolExecutor(1, thread_name_prefix="log-cleaner")
@@ -458,9 +457,9 @@ class LogManager:
                 continue
             # Readers on the loop may have been in the replaced segments until this await
             # returned; none can be now, so their files can go.
-            await loop.run_in_executor(self._cleaner_thread, lg.delete_detached,
+            await loop.run_in_executor(self._cleaner_thread, lg.retention.delete_detached,
                                        result.replaced)
-            lg.finish_swaps(result.swapped_in)
+            cleaner.finish_swaps(lg, result.swapped_in)
             self._cleaned(tp, lg, result)
             cleaned += 1
         return cleaned
@@ -469,7 +468,7 @@ class LogManager:
         """Logs due a flush: flush.ms elapsed, or segments rolled since the recovery point."""
         work: list[tuple[Log, int | None]] = []
         for lg in self._logs.values():
-            if lg.config.flush_ms < LONG_MAX and lg.unflushed_ms >= lg.config.flush_ms:
+            if lg.config.flush_ms < LONG_MAX and lg.flushes.unflushed_ms >= lg.config.flush_ms:
                 work.append((lg, None))
             elif lg.recovery_point < lg.active_segment.base_offset:
                 work.append((lg, lg.active_segment.base_offset))  # Kafka's flush on roll
@@ -507,7 +506,7 @@ class LogManager:
                     await self._cleaner_off_loop(now)
                 if due("producer_expiration"):
                     for lg in list(self._logs.values()):
-                        lg.remove_expired_producers(now)
+                        lg.producer_state.remove_expired(now)
                 if due("recovery_checkpoint"):
                     await loop.run_in_executor(None, self._recovery_cp.write,
                                                self._recovery_points())

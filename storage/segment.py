@@ -21,6 +21,7 @@ from samsa.protocol.records import (
     iter_record_timestamps,
     validate_batch,
 )
+from samsa.storage.config import LogConfig
 from samsa.storage.errors import CorruptRecord
 from samsa.storage.fdcache import CachedFile
 from samsa.storage.file_region import FileRegion
@@ -36,6 +37,9 @@ _HEADER_WALK_CHUNK = 16 * 1024
 ZERO_COPY_MIN_BYTES = 32 * 1024
 
 
+_DEFAULTS = LogConfig()
+
+
 def filename_prefix(offset: int) -> str:
     return f"{offset:020d}"
 
@@ -45,21 +49,15 @@ def _now_ms() -> int:
 
 
 class LogSegment:
-    def __init__(
-        self,
-        dir: Path,
-        base_offset: int,
-        *,
-        index_interval_bytes: int = 4096,
-        max_index_size: int = 10485760,
-        roll_jitter_ms: int = 0,
-        suffix: str = "",
-    ) -> None:
+    def __init__(self, dir: Path, base_offset: int, suffix: str = "",
+                 config: LogConfig = _DEFAULTS) -> None:
+        """`<base_offset>.log<suffix>` in `dir`, indexed as its log's `config` says."""
         self.dir = Path(dir)
         self.base_offset = base_offset
-        self.index_interval_bytes = index_interval_bytes
-        self.roll_jitter_ms = roll_jitter_ms
+        self.index_interval_bytes = config.index_interval_bytes
+        self.roll_jitter_ms = config.segment_jitter_ms
         self.suffix = suffix
+        max_index_size = config.segment_index_bytes
         prefix = filename_prefix(base_offset)
         self.log_path = self.dir / f"{prefix}.log{suffix}"
         # The fd lives in the process-wide fd cache: opened on use, closed when idle.

@@ -3,6 +3,7 @@
 from pathlib import Path
 
 from samsa.protocol.records import build_batch, build_control_batch, decode_records, iter_batches
+from samsa.storage import cleaner
 from samsa.storage.config import LogConfig
 from samsa.storage.log import Log
 
@@ -28,7 +29,7 @@ def test_compaction_keeps_newest_per_key(tmp_path: Path) -> None:
     log.update_high_watermark(log.log_end_offset)
     active_base = log.active_segment.base_offset
     before = log.size_in_bytes
-    result = log.compact(now_ms=2000)
+    result = cleaner.compact(log, now_ms=2000)
     assert result is not None and result.records_removed > 0
     assert log.size_in_bytes < before
     kept = [(o, k, v) for o, k, v in values(log) if o < active_base]
@@ -54,9 +55,9 @@ def test_compaction_within_a_batch_and_tombstones(tmp_path: Path) -> None:
     log.roll()
     log.append_as_leader(build_batch([(b"c", b"1", [], 10)]), 0)
     log.update_high_watermark(log.log_end_offset)
-    log.compact(now_ms=500)  # tombstone still within delete.retention.ms
+    cleaner.compact(log, now_ms=500)  # tombstone still within delete.retention.ms
     assert values(log) == [(2, b"a", b"2"), (3, b"b", None), (4, b"c", b"1")]
-    log.compact(now_ms=10_000)
+    cleaner.compact(log, now_ms=10_000)
     assert values(log) == [(2, b"a", b"2"), (4, b"c", b"1")]
     first = log.segments[0]
     (_, h, _), = list(first.batches())
@@ -72,7 +73,7 @@ def test_compaction_stops_at_lso_and_keeps_txn_batches(tmp_path: Path) -> None:
     log.roll()
     log.append_as_leader(build_batch([(b"a", b"3", [], 1)]), 0)
     log.update_high_watermark(log.log_end_offset)
-    log.compact(now_ms=10)
+    cleaner.compact(log, now_ms=10)
     assert [o for o, _, _ in values(log)] == [0, 1, 2, 3]  # txn data + marker kept
     # an open transaction pins the LSO: nothing at/after it is cleaned
     log.append_as_leader(build_batch([(b"z", b"1", [], 1)], base_sequence=0, producer_id=4,
@@ -82,7 +83,7 @@ def test_compaction_stops_at_lso_and_keeps_txn_batches(tmp_path: Path) -> None:
     log.roll()
     log.update_high_watermark(log.log_end_offset)
     assert log.last_stable_offset == 4
-    log.compact(now_ms=10)
+    cleaner.compact(log, now_ms=10)
     # a@3 is only superseded by a@5, which lies beyond the LSO: it must survive
     assert [o for o, _, _ in values(log)] == [0, 1, 2, 3, 4, 5]
 

@@ -209,9 +209,9 @@ def test_retention_by_time(tmp_path: Path) -> None:
     log.update_high_watermark(log.log_end_offset)
     assert [s.base_offset for s in log.segments] == [0, 2, 4]
     # segment [0,1] max ts 1000, [2,3] 3000, active [4,5]
-    assert log.enforce_retention(now_ms=12_000) == 1
+    assert log.retention.enforce(now_ms=12_000) == 1
     assert log.log_start_offset == 2
-    assert log.enforce_retention(now_ms=10**9) == 1  # never the active segment
+    assert log.retention.enforce(now_ms=10**9) == 1  # never the active segment
     assert [s.base_offset for s in log.segments] == [4]
     with pytest.raises(OffsetOutOfRange):
         log.read(0, 100)
@@ -223,7 +223,7 @@ def test_retention_by_bytes(tmp_path: Path) -> None:
     for _ in range(7):
         log.append_as_leader(batch(1, ts=1), 0)
     log.update_high_watermark(log.log_end_offset)
-    assert log.enforce_retention(now_ms=10**12) == 2
+    assert log.retention.enforce(now_ms=10**12) == 2
     assert log.log_start_offset == 4
     assert log.size_in_bytes == size * 3
 
@@ -234,7 +234,7 @@ def test_retention_respects_high_watermark(tmp_path: Path) -> None:
     for _ in range(5):
         log.append_as_leader(batch(1, ts=1), 0)
     log.update_high_watermark(1)
-    assert log.enforce_retention(now_ms=10**12) == 0
+    assert log.retention.enforce(now_ms=10**12) == 0
 
 
 def test_delete_records_before(tmp_path: Path) -> None:
@@ -325,7 +325,7 @@ def test_truncate_fully_at_an_existing_segments_base(tmp_path: Path) -> None:
     log = open_log(tmp_path, segment_bytes=size * 2)
     for _ in range(5):
         log.append_as_leader(batch(1), 0)
-    bases = [s.base_offset for s in log._segments]
+    bases = [s.base_offset for s in log.segments]
     assert 2 in bases
     log.truncate_fully_and_start_at(2)
     assert (log.log_start_offset, log.log_end_offset, log.num_segments) == (2, 2, 1)
@@ -418,13 +418,13 @@ def test_retention_detaches_on_the_caller_and_deletes_files_later(tmp_path: Path
     for i in range(6):
         log.append_as_leader(batch(1, ts=1000 * i), 0)
     log.update_high_watermark(log.log_end_offset)
-    doomed = log.detach_expired_segments(now_ms=10**9)
+    doomed = log.retention.detach_expired(now_ms=10**9)
     assert [s.base_offset for s in doomed] == [0, 2]
     assert [s.base_offset for s in log.segments] == [4] and log.log_start_offset == 4
     with pytest.raises(OffsetOutOfRange):
         log.read(0, 100)
     assert all(s.log_path.exists() for s in doomed)
-    log.delete_detached(doomed)
+    log.retention.delete_detached(doomed)
     assert not any(s.log_path.exists() for s in doomed)
     assert sorted(p.name for p in log.dir.glob("*.log")) == ["00000000000000000004.log"]
 

@@ -28,7 +28,7 @@ def test_failed_append_leaves_the_file_as_the_segment_says(tmp_path: Path) -> No
         reported: list[str] = []
         channel.listener = reported.append
         lg = Log.open(small / "t-0", LogConfig.from_properties({}), recover=False)
-        lg.failure_channel = channel
+        lg.io.failure_channel = channel
         appended = 0
         with pytest.raises(KafkaStorageError, match=f"in dir {small}"):
             for i in range(1000):

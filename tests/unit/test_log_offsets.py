@@ -2,6 +2,7 @@
 loader's result and the segment list."""
 
 import inspect
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -97,8 +98,8 @@ def test_loader_reports_what_it_loaded(tmp_path: Path) -> None:
     assert log.num_segments > 2
     log.close_without_flush()
     fresh = Log(tmp_path / "t-0", LogConfig(segment_bytes=1024), 86_400_000)
-    loader = LogLoader(fresh.dir, fresh._new_segment, fresh.producer_state,
-                       fresh.leader_epoch_cache)
+    loader = LogLoader(fresh.dir, partial(LogSegment, fresh.dir, config=fresh.config),
+                       fresh.producer_state, fresh.leader_epoch_cache)
     loaded = loader.load(recover=True, recovery_point=0, log_start_offset=None, now_ms=None)
     assert [s.base_offset for s in loaded.segments] == [s.base_offset for s in log.segments]
     assert loaded.log_end_offset == loaded.recovery_point == 120
