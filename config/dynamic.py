@@ -20,6 +20,7 @@ from samsa.config.schema import (
     BROKER_PROPERTIES,
     DYNAMIC_BROKER_CONFIGS,
     DYNAMIC_SECURITY_CONFIGS,
+    PER_BROKER_ONLY_CONFIGS,
     THREAD_COUNT_CONFIGS,
     BrokerConfig,
     ConfigError,
@@ -63,8 +64,9 @@ def validate_update(current: BrokerConfig, props: Mapping[str, str],
     if fixed:
         raise DynamicConfigError(ErrorCode.invalid_request, fixed[0],
                                  f"Cannot update these configs dynamically: {_scala_set(fixed)}")
-    if not per_broker and prefixed:
-        names = sorted(prefixed)
+    per_broker_only = set(prefixed) | {k for k in props if k in PER_BROKER_ONLY_CONFIGS}
+    if not per_broker and per_broker_only:
+        names = sorted(per_broker_only)
         raise DynamicConfigError(
             ErrorCode.invalid_request, names[0], "Cannot update these configs at default "
             f"cluster level, broker id must be specified: {_scala_set(names)}")
@@ -157,6 +159,10 @@ def usable(props: Mapping[str, str], where: str, per_broker: bool = True) -> dic
         if key not in DYNAMIC_BROKER_CONFIGS:
             log.error("%s: non-dynamic config %s stored in the dynamic configs will be ignored",
                       where, key)
+            continue
+        if not per_broker and key in PER_BROKER_ONLY_CONFIGS:
+            log.error("%s: per-broker config %s defined at default cluster level will be "
+                      "ignored", where, key)
             continue
         try:
             BROKER_PROPERTIES[key].parse(value)

@@ -7,7 +7,10 @@ consumer.heartbeat.interval.ms (read again at most every few seconds);
 consumer.assignment.interval.ms is stored and described only (Samsa computes a target
 assignment at the heartbeat that needs it). A share group's share.auto.offset.reset (where a
 share-partition starts) and share.isolation.level are read by the share-partition leader
-(broker/handlers/share_fetch.py).
+(broker/handlers/share_fetch.py). Kafka's other group configs (config/schema/
+kafka_properties.toml: share.record.lock.duration.ms, streams.*, ...) are accepted, validated
+as Kafka validates them (the share ones within the broker's group.share.min/max.* bounds) and
+described, documented as having no effect.
 """
 
 from __future__ import annotations
@@ -22,8 +25,11 @@ from samsa.config.schema import (
     PropertyDef,
     ValidString,
     at_least,
+    parse_value,
     value_to_string,
 )
+from samsa.config.schema.kafka_table import KafkaProperty, kafka_properties
+from samsa.config.schema.property_def import prop
 from samsa.config.topic import (
     ConfigEntry,
     ConfigSynonym,
@@ -54,24 +60,77 @@ GROUP_PROPERTIES: dict[str, PropertyDef] = {p.name: p for p in [
                 ValidString(("read_committed", "read_uncommitted")), group="group"),
 ]}
 
-# The broker property each group config defaults to (Kafka's GroupConfig.brokerSynonym).
-GROUP_SYNONYMS = {
-    "consumer.session.timeout.ms": "group.consumer.session.timeout.ms",
-    "consumer.heartbeat.interval.ms": "group.consumer.heartbeat.interval.ms",
-    "consumer.assignment.interval.ms": "group.consumer.assignment.interval.ms",
-}  # (share.auto.offset.reset and share.isolation.level have none)
+# Kafka's GroupConfig's other configs' validators (their least values).
+_LEAST = {
+    "share.session.timeout.ms": 1, "share.heartbeat.interval.ms": 1,
+    "share.record.lock.duration.ms": 1000, "share.delivery.count.limit": 2,
+    "share.partition.max.record.locks": 100, "share.assignment.interval.ms": 0,
+    "streams.session.timeout.ms": 1, "streams.heartbeat.interval.ms": 1,
+    "streams.num.standby.replicas": 0, "streams.initial.rebalance.delay.ms": 0,
+    "streams.assignment.interval.ms": 0, "streams.task.offset.interval.ms": 1,
+    "streams.num.warmup.replicas": 0, "streams.acceptable.recovery.lag": 0,
+}
+# Why the configs Samsa's groups do not read have no effect.
+_NOT_READ = {
+    "share.": "a share group's sessions, record locks, delivery counts and assignment follow "
+              "the broker's group.share.* properties",
+    "streams.": "streams groups (KIP-1071) are not implemented yet (issue 52)",
+    "errors.deadletterqueue.": "share groups have no dead-letter queue in Samsa",
+    "consumer.assignor.offload.enable": "assignors run on the coordinator's event loop",
+}
+
+
+def _kafka_group_config(k: KafkaProperty) -> PropertyDef:
+    reason = next(why for prefix, why in _NOT_READ.items() if k.name.startswith(prefix))
+    least = _LEAST.get(k.name)
+    return prop(k.name, k.type, parse_value(k.name, k.type, k.default),
+                f"Kafka's group config {k.name}.", at_least(least) if least is not None else None,
+                group="group", ignored=reason)
+
+
+GROUP_PROPERTIES.update({k.name: _kafka_group_config(k) for k in kafka_properties("group").values()
+                         if k.name not in GROUP_PROPERTIES})
+
+# The broker property each group config defaults to (Kafka's GroupConfig.brokerSynonym):
+# group.<name> where Kafka has it (streams.assignor.name's, group.streams.assignors, is a list
+# of names: Samsa gives it none).
+_BROKER_NAMES = set(kafka_properties("broker"))
+GROUP_SYNONYMS = {n: f"group.{n}" for n in GROUP_PROPERTIES
+                  if f"group.{n}" in _BROKER_NAMES and n != "streams.assignor.name"}
+
+def _share_bounds(broker: BrokerConfig) -> dict[str, tuple[str, int, str, int]]:
+    """Share group config -> the broker's least and greatest value of it (Kafka's
+    GroupConfig.validate), besides the consumer.* ones validate_group_configs checks."""
+    def pair(s: str, lo: int, hi: int) -> tuple[str, int, str, int]:
+        return f"group.share.min.{s}", lo, f"group.share.max.{s}", hi
+
+    return {
+        "share.session.timeout.ms": pair(
+            "session.timeout.ms", broker["group.share.min.session.timeout.ms"],
+            broker["group.share.max.session.timeout.ms"]),
+        "share.heartbeat.interval.ms": pair(
+            "heartbeat.interval.ms", broker["group.share.min.heartbeat.interval.ms"],
+            broker["group.share.max.heartbeat.interval.ms"]),
+        "share.record.lock.duration.ms": pair(
+            "record.lock.duration.ms", broker["group.share.min.record.lock.duration.ms"],
+            broker["group.share.max.record.lock.duration.ms"]),
+        "share.delivery.count.limit": pair(
+            "delivery.count.limit", broker["group.share.min.delivery.count.limit"],
+            broker["group.share.max.delivery.count.limit"]),
+    }
 
 
 def group_defaults(broker: BrokerConfig) -> dict[str, Any]:
-    """Each group config's effective default: the broker's group.consumer.* value, else the
-    config's own default."""
-    return {
-        "share.auto.offset.reset": GROUP_PROPERTIES["share.auto.offset.reset"].default,
-        "share.isolation.level": GROUP_PROPERTIES["share.isolation.level"].default,
+    """Each group config's effective default: its broker synonym's value, else the config's
+    own default."""
+    out = {name: broker[GROUP_SYNONYMS[name]] if name in GROUP_SYNONYMS else p.default
+           for name, p in GROUP_PROPERTIES.items()}
+    out.update({
         "consumer.session.timeout.ms": broker["group.consumer.session.timeout.ms"],
         "consumer.heartbeat.interval.ms": broker["group.consumer.heartbeat.interval.ms"],
         "consumer.assignment.interval.ms": broker["group.consumer.assignment.interval.ms"],
-    }
+    })
+    return out
 
 
 def _bounded(key: str, value: int, lo_name: str, lo: int, hi_name: str, hi: int) -> None:
@@ -116,6 +175,9 @@ def validate_group_configs(configs: Mapping[str, str | None],
     if session <= heartbeat:
         raise InvalidConfigError("consumer.session.timeout.ms", "consumer.session.timeout.ms "
                                  "must be greater than consumer.heartbeat.interval.ms")
+    for key, (lo_name, lo, hi_name, hi) in _share_bounds(broker).items():
+        if key in parsed:
+            _bounded(key, parsed[key], lo_name, lo, hi_name, hi)
     return parsed
 
 

@@ -49,6 +49,7 @@ from samsa.config.schema.registry import (
     BROKER_PROPERTIES,
     DYNAMIC_BROKER_CONFIGS,
     DYNAMIC_SECURITY_CONFIGS,
+    PER_BROKER_ONLY_CONFIGS,
     THREAD_COUNT_CONFIGS,
     TOPIC_SYNONYMS,
     broker_synonyms,
@@ -79,7 +80,8 @@ from samsa.config.schema.values import (
 __all__ = [
     "AUTHORIZERS", "B", "BROKER_PROPERTIES", "COMPRESSION_TYPES", "D", "DEFAULT_PROTOCOL_MAP",
     "DYNAMIC_BROKER_CONFIGS", "DYNAMIC_SECURITY_CONFIGS", "GZIP_LEVEL", "I", "IGNORED_DOC",
-    "INT_MAX", "L", "LOG_LEVELS", "LONG_MAX", "LS", "LZ4_LEVEL", "PW", "RACK_AWARE_SELECTOR",
+    "INT_MAX", "L", "LOG_LEVELS", "LONG_MAX", "LS", "LZ4_LEVEL", "PER_BROKER_ONLY_CONFIGS", "PW",
+    "RACK_AWARE_SELECTOR",
     "REFUSED_DOC", "REPLICA_SELECTORS", "S", "SECURITY_PROTOCOLS", "SH", "THREAD_COUNT_CONFIGS",
     "TOPIC_SYNONYMS", "ZSTD_LEVEL", "BrokerConfig", "ConfigError", "ConfigSource", "ConfigType",
     "Listener", "ListenerConfig", "LoggerLevels", "OneOfOrRange", "PropertyDef", "Range",

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import tomllib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +39,16 @@ class PropertyDef:
     ignored: str | None = None
     # Why Samsa refuses any value but the default at start-up; None when it does not.
     refused: str | None = None
+    # A Kafka property Samsa has only to accept (config/schema/kafka_table.py): Kafka's
+    # dynamic update mode of it (read-only, per-broker or cluster-wide); None otherwise.
+    kafka_mode: str | None = None
+
+    @property
+    def kafka_only(self) -> bool:
+        return self.kafka_mode is not None
+
+    def with_kafka_mode(self, mode: str) -> PropertyDef:
+        return replace(self, kafka_mode=mode)
 
     def parse(self, raw: object) -> Any:
         value = parse_value(self.name, self.type, raw)

@@ -4,11 +4,15 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from samsa.config.schema.kafka_table import CLUSTER_WIDE, PER_BROKER, kafka_only_table
 from samsa.config.schema.property_def import PropertyDef, load_table
 from samsa.config.schema.values import ConfigError
 
-# Every property, in the order DescribeConfigs and the documentation list them.
-_TABLE: list[PropertyDef] = load_table()
+# Every property, in the order DescribeConfigs and the documentation list them: Samsa's, then
+# Kafka's others, accepted without effect.
+_SAMSA_TABLE: list[PropertyDef] = load_table()
+_KAFKA_ONLY = kafka_only_table({p.name for p in _SAMSA_TABLE})
+_TABLE: list[PropertyDef] = _SAMSA_TABLE + _KAFKA_ONLY
 
 # Kafka's DynamicBrokerConfig.AllDynamicConfigs (with DynamicConfig.Broker's replication
 # quotas) that Samsa has and can change while it runs: the log defaults (every broker synonym
@@ -53,8 +57,12 @@ TOPIC_SYNONYMS["retention.ms"] = (
 )
 TOPIC_SYNONYMS["flush.ms"] = (("log.flush.interval.ms", 1), ("log.flush.scheduler.interval.ms", 1))
 
+# Kafka's properties that Samsa only accepts change dynamically where Kafka's do; Kafka's
+# per-broker ones (its listener and SASL settings) only per broker, not as the cluster default.
+PER_BROKER_ONLY_CONFIGS = frozenset(p.name for p in _KAFKA_ONLY if p.kafka_mode == PER_BROKER)
 DYNAMIC_BROKER_CONFIGS: frozenset[str] = _DYNAMIC_NON_LOG | frozenset(
-    n for chain in TOPIC_SYNONYMS.values() for n, _ in chain)
+    n for chain in TOPIC_SYNONYMS.values() for n, _ in chain) | PER_BROKER_ONLY_CONFIGS | \
+    frozenset(p.name for p in _KAFKA_ONLY if p.kafka_mode == CLUSTER_WIDE)
 BROKER_PROPERTIES: dict[str, PropertyDef] = {
     p.name: replace(p, dynamic=p.name in DYNAMIC_BROKER_CONFIGS) for p in _TABLE}
 

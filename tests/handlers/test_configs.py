@@ -81,3 +81,43 @@ async def test_authorization_failed(secured):
                                 principal=ALICE)
     assert topic.error_code == ErrorCode.topic_authorization_failed
     assert broker.error_code == ErrorCode.cluster_authorization_failed
+
+
+GROUP = 32
+
+
+async def test_kafkas_broker_properties_are_accepted_where_kafka_accepts_them(handlers):
+    """librdkafka's admin test sets sasl.kerberos.min.time.before.relogin on a broker, as
+    Kafka allows (per broker only): accepted without effect, described; at the cluster
+    default level refused as Kafka refuses it."""
+    key = "sasl.kerberos.min.time.before.relogin"
+    r = await handlers.call("AlterConfigs", 1, {"resources": [{
+        "resource_type": BROKER, "resource_name": "0",
+        "configs": [{"name": key, "value": "58000"}]}], "validate_only": False})
+    assert (r.responses[0].error_code, r.responses[0].error_message) == (ErrorCode.none, None)
+    assert (await _incremental(handlers, BROKER, "0", [(key, SET, "59000")])
+            ).error_code == ErrorCode.none
+    described = await _describe(handlers, BROKER, "0", [key])
+    assert [(c.name, c.value, c.config_source) for c in described.configs] == [
+        (key, "59000", 2)]  # DYNAMIC_BROKER_CONFIG
+    default = await _incremental(handlers, BROKER, "", [(key, SET, "59000")])
+    assert default.error_code == ErrorCode.invalid_request
+    assert "broker id must be specified" in default.error_message
+
+
+async def test_share_group_configs_kafka_accepts(handlers):
+    """franz-go's share-group tests set share.record.lock.duration.ms (and
+    share.auto.offset.reset) on a GROUP resource: Kafka 4.4's group configs are accepted within
+    the broker's group.share.min/max bounds and described; outside them INVALID_CONFIG."""
+    ops = [("share.auto.offset.reset", SET, "earliest"),
+           ("share.record.lock.duration.ms", SET, "15000"),
+           ("share.delivery.count.limit", SET, "3"),
+           ("streams.num.standby.replicas", SET, "1")]
+    r = await _incremental(handlers, GROUP, "g1", ops)
+    assert (r.error_code, r.error_message) == (ErrorCode.none, None)
+    described = await _describe(handlers, GROUP, "g1", [n for n, _, _ in ops])
+    assert {c.name: c.value for c in described.configs} == {n: v for n, _, v in ops}
+    low = await _incremental(handlers, GROUP, "g1", [("share.record.lock.duration.ms", SET,
+                                                      "14999")])
+    assert low.error_code == ErrorCode.invalid_config
+    assert "group.share.min.record.lock.duration.ms" in low.error_message
