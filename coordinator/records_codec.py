@@ -28,80 +28,89 @@ def _struct(fmt: str) -> struct.Struct:
 
 
 class RecordWriter:
-    """Appends fields to `out`; `compact_*`/`tags` are the flexible forms."""
+    """Appends fields to `out`; `compact_*`/`tags` are the flexible forms. Each call returns the
+    writer, so a short struct is one chain: `RecordWriter().i16(1).string(g).value()`."""
 
     __slots__ = ("out",)
 
     def __init__(self) -> None:
         self.out = bytearray()
 
-    def pack(self, fmt: str, *values: int) -> None:
+    def pack(self, fmt: str, *values: int) -> RecordWriter:
         self.out += _struct(fmt).pack(*values)
+        return self
 
-    def i8(self, v: int) -> None:
-        self.pack(">b", v)
+    def i8(self, v: int) -> RecordWriter:
+        return self.pack(">b", v)
 
-    def i16(self, v: int) -> None:
-        self.pack(">h", v)
+    def i16(self, v: int) -> RecordWriter:
+        return self.pack(">h", v)
 
-    def i32(self, v: int) -> None:
-        self.pack(">i", v)
+    def i32(self, v: int) -> RecordWriter:
+        return self.pack(">i", v)
 
-    def i64(self, v: int) -> None:
-        self.pack(">q", v)
+    def i64(self, v: int) -> RecordWriter:
+        return self.pack(">q", v)
 
-    def raw(self, b: bytes) -> None:
+    def raw(self, b: bytes) -> RecordWriter:
         self.out += b
+        return self
 
-    def uuid(self, v: uuid.UUID) -> None:
+    def uuid(self, v: uuid.UUID) -> RecordWriter:
         self.out += v.bytes
+        return self
 
-    def string(self, v: str | None) -> None:
+    def string(self, v: str | None) -> RecordWriter:
         """int16 length (-1: null), then UTF-8."""
         if v is None:
-            self.i16(-1)
-            return
+            return self.i16(-1)
         b = v.encode()
         self.i16(len(b))
         self.out += b
+        return self
 
-    def bytes_(self, v: bytes | None) -> None:
+    def bytes_(self, v: bytes | None) -> RecordWriter:
         """int32 length (-1: null), then the bytes."""
         if v is None:
-            self.i32(-1)
-            return
+            return self.i32(-1)
         self.i32(len(v))
         self.out += v
+        return self
 
-    def array_len(self, n: int) -> None:
-        self.i32(n)
+    def array_len(self, n: int) -> RecordWriter:
+        return self.i32(n)
 
-    def compact_string(self, v: str | None) -> None:
-        self.compact_bytes(None if v is None else v.encode())
+    def compact_string(self, v: str | None) -> RecordWriter:
+        return self.compact_bytes(None if v is None else v.encode())
 
-    def compact_bytes(self, v: bytes | None) -> None:
+    def compact_bytes(self, v: bytes | None) -> RecordWriter:
         if v is None:
             self.out += uvarint(0)
-            return
+            return self
         self.out += uvarint(len(v) + 1)
         self.out += v
+        return self
 
-    def compact_array_len(self, n: int) -> None:
+    def compact_array_len(self, n: int) -> RecordWriter:
         self.out += uvarint(n + 1)
+        return self
 
-    def compact_strings(self, values: Sequence[str]) -> None:
+    def compact_strings(self, values: Sequence[str]) -> RecordWriter:
         self.compact_array_len(len(values))
         for v in values:
             self.compact_string(v)
+        return self
 
-    def uvarint(self, n: int) -> None:
+    def uvarint(self, n: int) -> RecordWriter:
         self.out += uvarint(n)
+        return self
 
-    def tags(self, fields: Sequence[tuple[int, bytes]] = ()) -> None:
+    def tags(self, fields: Sequence[tuple[int, bytes]] = ()) -> RecordWriter:
         """The tagged-field section: (tag, encoded value) in tag order; none by default."""
         self.out += uvarint(len(fields))
         for tag, raw in fields:
             self.out += uvarint(tag) + uvarint(len(raw)) + raw
+        return self
 
     def value(self) -> bytes:
         return bytes(self.out)

@@ -35,19 +35,12 @@ class GroupKey:
 
 
 def offset_commit_key(group: str, topic: str, partition: int) -> bytes:
-    w = RecordWriter()
-    w.i16(OFFSET_COMMIT_KEY_VERSION)
-    w.string(group)
-    w.string(topic)
-    w.i32(partition)
-    return w.value()
+    w = RecordWriter().i16(OFFSET_COMMIT_KEY_VERSION)
+    return w.string(group).string(topic).i32(partition).value()
 
 
 def group_metadata_key(group: str) -> bytes:
-    w = RecordWriter()
-    w.i16(GROUP_METADATA_KEY_VERSION)
-    w.string(group)
-    return w.value()
+    return RecordWriter().i16(GROUP_METADATA_KEY_VERSION).string(group).value()
 
 
 def decode_key(buf: bytes) -> OffsetKey | GroupKey | None:

@@ -307,8 +307,8 @@ class ShareGroups:
         tombstones = sorted((k for k in old if k not in now),
                             key=lambda k: _TOMBSTONE_ORDER[_key_type(k)])
         group.persisted = now
-        member_tombstones = [k for k in tombstones if _key_type(k) in sr._WITH_MEMBER]
-        group_tombstones = [k for k in tombstones if _key_type(k) not in sr._WITH_MEMBER]
+        member_tombstones = [k for k in tombstones if _key_type(k) in sr.KEYS.with_member]
+        group_tombstones = [k for k in tombstones if _key_type(k) not in sr.KEYS.with_member]
         out: Records = [(k, None) for k in member_tombstones]
         out += [(k, now[k]) for k in upserts]
         out += [(k, None) for k in group_tombstones]

@@ -13,21 +13,20 @@ from the cluster's when the group is loaded.
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass
 from typing import Any
 
 from .consumer.records import (
     EPOCH_FIELDS,
     MEMBER_FIELDS,
+    GroupRecordKey,
+    KeyLayout,
     _assignment,
     _assignment_json,
     _flex,
     _read_assignment,
     _value,
-    decode_group_record_key,
     decode_target_member,
     describe_group_record,
-    group_record_key,
     read_fields,
     write_fields,
 )
@@ -35,15 +34,11 @@ from .consumer.records import decode_epoch_value as decode_epoch
 from .consumer.records import group_metadata_value as epoch_value
 from .share import ShareMember
 
-PARTITION_METADATA = 9
-MEMBER_METADATA = 10
-GROUP_METADATA = 11
-TARGET_ASSIGNMENT_METADATA = 12
-TARGET_ASSIGNMENT_MEMBER = 13
-CURRENT_MEMBER_ASSIGNMENT = 14
-STATE_PARTITION_METADATA = 15
-_WITH_MEMBER = (MEMBER_METADATA, TARGET_ASSIGNMENT_MEMBER, CURRENT_MEMBER_ASSIGNMENT)
-KEY_TYPES = frozenset(range(PARTITION_METADATA, STATE_PARTITION_METADATA + 1))
+# Kafka's ShareGroup* record types, 9 to 15
+(PARTITION_METADATA, MEMBER_METADATA, GROUP_METADATA, TARGET_ASSIGNMENT_METADATA,
+ TARGET_ASSIGNMENT_MEMBER, CURRENT_MEMBER_ASSIGNMENT, STATE_PARTITION_METADATA) = range(9, 16)
+KEYS = KeyLayout(range(PARTITION_METADATA, STATE_PARTITION_METADATA + 1),
+                 (MEMBER_METADATA, TARGET_ASSIGNMENT_MEMBER, CURRENT_MEMBER_ASSIGNMENT))
 # ShareGroupMemberMetadataValue: a consumer member's RackId, ClientId, ClientHost and
 # SubscribedTopicNames
 _MEMBER_FIELDS = MEMBER_FIELDS[1:5]
@@ -53,20 +48,9 @@ STABLE = 0  # MemberState: a share member is always stable (nothing to revoke)
 TopicPartitions = dict[uuid.UUID, tuple[str, set[int]]]
 
 
-@dataclass(frozen=True, slots=True)
-class ShareKey:
-    type: int
-    group: str
-    member: str | None = None
-
-
-def share_key(type_: int, group: str, member: str | None = None) -> bytes:
-    return group_record_key(type_, group, member, _WITH_MEMBER)
-
-
-def decode_share_key(buf: bytes) -> ShareKey | None:
-    decoded = decode_group_record_key(buf, KEY_TYPES, _WITH_MEMBER)
-    return None if decoded is None else ShareKey(*decoded)
+ShareKey = GroupRecordKey
+share_key = KEYS.key
+decode_share_key = KEYS.decode
 
 
 def group_metadata_value(epoch: int) -> bytes:
@@ -155,7 +139,7 @@ _NAMES = {PARTITION_METADATA: "share_group_partition_metadata",
 
 def describe_share_record(k: bytes, value: bytes | None) -> tuple[str, str] | None:
     """Readable key and payload of a share group record (dump-log); None for other keys."""
-    return describe_group_record(k, value, _NAMES, _WITH_MEMBER, _describe_value)
+    return describe_group_record(k, value, KEYS, _NAMES, _describe_value)
 
 
 def _describe_value(type_: int, member_id: str | None, value: bytes) -> dict[str, Any]:

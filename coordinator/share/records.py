@@ -73,12 +73,7 @@ class ShareUpdate:
 
 
 def encode_key(record_type: int, group_id: str, topic_id: uuid.UUID, partition: int) -> bytes:
-    w = RecordWriter()
-    w.i16(record_type)
-    w.string(group_id)
-    w.uuid(topic_id)
-    w.i32(partition)
-    return w.value()
+    return RecordWriter().i16(record_type).string(group_id).uuid(topic_id).i32(partition).value()
 
 
 def _write_batches(w: RecordWriter, batches: tuple[StateBatch, ...]) -> None:

@@ -40,10 +40,7 @@ class TxnLogValue:
 
 
 def encode_key(transactional_id: str) -> bytes:
-    w = RecordWriter()
-    w.i16(KEY_VERSION)
-    w.string(transactional_id)
-    return w.value()
+    return RecordWriter().i16(KEY_VERSION).string(transactional_id).value()
 
 
 def encode_value(v: TxnLogValue, version: int = VALUE_VERSION) -> bytes:

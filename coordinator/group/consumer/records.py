@@ -11,63 +11,57 @@ taken from the cluster metadata when the group is loaded.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from ...records_codec import RecordFormatError, RecordReader, RecordWriter
 from .model import Assignment, AssignmentEpochs, ConsumerGroup, ConsumerMember, MemberState
 
-GROUP_METADATA = 3
-PARTITION_METADATA = 4
-MEMBER_METADATA = 5
-TARGET_ASSIGNMENT_METADATA = 6
-TARGET_ASSIGNMENT_MEMBER = 7
-CURRENT_MEMBER_ASSIGNMENT = 8
-_WITH_MEMBER = (MEMBER_METADATA, TARGET_ASSIGNMENT_MEMBER, CURRENT_MEMBER_ASSIGNMENT)
-KEY_TYPES = frozenset({GROUP_METADATA, PARTITION_METADATA, MEMBER_METADATA,
-                       TARGET_ASSIGNMENT_METADATA, TARGET_ASSIGNMENT_MEMBER,
-                       CURRENT_MEMBER_ASSIGNMENT})
+# Kafka's ConsumerGroup* record types, 3 to 8
+(GROUP_METADATA, PARTITION_METADATA, MEMBER_METADATA, TARGET_ASSIGNMENT_METADATA,
+ TARGET_ASSIGNMENT_MEMBER, CURRENT_MEMBER_ASSIGNMENT) = range(3, 9)
 
 
 @dataclass(frozen=True, slots=True)
-class ConsumerKey:
+class GroupRecordKey:
+    """The key of a consumer or share group record."""
+
     type: int
     group: str
-    member: str | None = None
+    member: str | None = None  # for the types that name a member
 
 
-def group_record_key(type_: int, group: str, member: str | None,
-                     with_member: Collection[int]) -> bytes:
-    """A group record's key: its type, the group id, and the member id for the types in
-    `with_member` (the layout of consumer and share group records alike)."""
-    w = RecordWriter()
-    w.i16(type_)
-    w.string(group)
-    if type_ in with_member:
-        w.string(member or "")
-    return w.value()
+ConsumerKey = GroupRecordKey
 
 
-def decode_group_record_key(buf: bytes, key_types: Collection[int],
-                            with_member: Collection[int]) -> tuple[int, str, str | None] | None:
-    """(type, group, member) of a key of one of `key_types`; None for other keys."""
-    r = RecordReader(buf)
-    type_ = r.i16()
-    if type_ not in key_types:
-        return None
-    group = r.string() or ""
-    member = (r.string() or "") if type_ in with_member else None
-    return type_, group, member
+@dataclass(frozen=True, slots=True)
+class KeyLayout:
+    """One group kind's record keys (the layout of consumer and share group records alike):
+    the type, the group id, and the member id for the types `with_member`."""
+
+    types: range
+    with_member: tuple[int, ...]
+
+    def key(self, type_: int, group: str, member: str | None = None) -> bytes:
+        w = RecordWriter().i16(type_).string(group)
+        return (w.string(member or "") if type_ in self.with_member else w).value()
+
+    def decode(self, buf: bytes) -> GroupRecordKey | None:
+        """The key; None for a key of another kind's type."""
+        r = RecordReader(buf)
+        type_ = r.i16()
+        if type_ not in self.types:
+            return None
+        group = r.string() or ""
+        member = (r.string() or "") if type_ in self.with_member else None
+        return GroupRecordKey(type_, group, member)
 
 
-def key(type_: int, group: str, member: str | None = None) -> bytes:
-    return group_record_key(type_, group, member, _WITH_MEMBER)
-
-
-def decode_consumer_key(buf: bytes) -> ConsumerKey | None:
-    decoded = decode_group_record_key(buf, KEY_TYPES, _WITH_MEMBER)
-    return None if decoded is None else ConsumerKey(*decoded)
+KEYS = KeyLayout(range(GROUP_METADATA, CURRENT_MEMBER_ASSIGNMENT + 1),
+                 (MEMBER_METADATA, TARGET_ASSIGNMENT_MEMBER, CURRENT_MEMBER_ASSIGNMENT))
+key = KEYS.key
+decode_consumer_key = KEYS.decode
 
 
 def _value() -> RecordWriter:
@@ -303,19 +297,19 @@ def _assignment_json(a: Assignment) -> list[dict[str, Any]]:
 
 
 def describe_group_record(
-    k: bytes, value: bytes | None, names: Mapping[int, str], with_member: Collection[int],
+    k: bytes, value: bytes | None, keys: KeyLayout, names: Mapping[int, str],
     describe_value: Callable[[int, str | None, bytes], dict[str, Any]],
 ) -> tuple[str, str] | None:
-    """Readable key and payload of a consumer or share group record (dump-log): `names` of
-    its record types, the types whose key has a member, and what its value says; None for a
-    key of another type."""
+    """Readable key and payload of a consumer or share group record (dump-log): its kind's
+    `keys`, the `names` of its record types, and what its value says; None for a key of
+    another kind."""
     try:
-        decoded = decode_group_record_key(k, names.keys(), with_member)
+        decoded = keys.decode(k)
     except (RecordFormatError, UnicodeDecodeError):
         return None
     if decoded is None:
         return None
-    type_, group, member = decoded
+    type_, group, member = decoded.type, decoded.group, decoded.member
     kd: dict[str, Any] = {"type": names[type_], "group": group}
     if member is not None:
         kd["member"] = member
@@ -334,7 +328,7 @@ def _json(d: dict[str, Any]) -> str:
 
 def describe_consumer_record(k: bytes, value: bytes | None) -> tuple[str, str] | None:
     """Readable key and payload of a consumer group record (dump-log); None for other keys."""
-    return describe_group_record(k, value, _NAMES, _WITH_MEMBER, _describe_value)
+    return describe_group_record(k, value, KEYS, _NAMES, _describe_value)
 
 
 def _describe_value(type_: int, member_id: str | None, value: bytes) -> dict[str, Any]:
