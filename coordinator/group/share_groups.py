@@ -88,15 +88,18 @@ class ShareGroups:
         group = self.share_groups.get(group_id)
         return group is not None and not group.dead and member_id in group.members
 
-    def share_group_of(self, group_id: str) -> ShareGroup | None:
+    def share_group_of(self, group_id: str, create: bool = False) -> ShareGroup | None:
         """The share group `group_id` for its offsets' admin APIs (None if it has no state
-        here); raises GroupError when this broker does not coordinate it now, or when it is a
-        group of another type (GROUP_ID_NOT_FOUND)."""
-        self.partitions.coordinator_partition(group_id)
+        here, unless `create`: then a new empty one, as Kafka's alterShareGroupOffsets makes);
+        raises GroupError when this broker does not coordinate it now, or when it is a group
+        of another type (GROUP_ID_NOT_FOUND)."""
+        p = self.partitions.coordinator_partition(group_id)
         if group_id in self.consumer.consumer_groups or group_id in self.classic.groups:
             raise GroupError(ErrorCode.group_id_not_found,
                              f"Group {group_id} is not a share group.")
         group = self.share_groups.get(group_id)
+        if (group is None or group.dead) and create:
+            return self._share_group(group_id, p, create=True)
         return None if group is None or group.dead else group
 
     def _share_group(self, group_id: str, p: int, create: bool) -> ShareGroup:
