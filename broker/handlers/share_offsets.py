@@ -9,7 +9,8 @@ group's initialized share-partitions in `__consumer_offsets`; Samsa's share grou
 coordinator's memory, so after a coordinator change only named topics are described).
 Alter and Delete need an empty group (NON_EMPTY_GROUP otherwise): Alter initializes the
 share-partitions again at the given start offsets with the next state epoch (so a leader holding
-the old state is fenced and reads the new one), Delete removes their state. ACLs as Kafka:
+the old state is fenced and reads the new one), and makes the group, empty, when it has none
+(as Kafka does), so that Describe of all its topics finds them; Delete removes their state. ACLs as Kafka:
 DESCRIBE (Describe), READ (Alter) or DELETE (Delete) on the group, READ (Alter, Delete) or
 DESCRIBE (Describe) on each topic. Served while `share.version` >= 1.
 """
@@ -172,10 +173,11 @@ async def handle_alter_share_group_offsets(
                                                       p.partition_index)
                     await persister.initialize(request.group_id, info[0], p.partition_index,
                                                summary.state_epoch + 1, p.start_offset)
-                    group = ctx.groups.share_group_of(request.group_id)
-                    if group is not None:
-                        await ctx.groups.update_share_offsets_topics(group, {t.topic_name},
-                                                                     set())
+                    # Kafka makes the group when it has none, so that Describe of all its
+                    # topics finds the offsets set here
+                    group = ctx.groups.share_group_of(request.group_id, create=True)
+                    assert group is not None
+                    await ctx.groups.update_share_offsets_topics(group, {t.topic_name}, set())
                     log.info("share group %s: %s-%d starts at offset %d now",
                              request.group_id, t.topic_name, p.partition_index, p.start_offset)
                 except (ShareStateError, GroupError) as exc:
