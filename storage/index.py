@@ -8,10 +8,12 @@ again when idle."""
 
 from __future__ import annotations
 
+import operator
 import os
 import struct
 from array import array
 from bisect import bisect_left, bisect_right
+from itertools import islice
 from pathlib import Path
 
 from samsa.storage.fdcache import CachedFile
@@ -23,8 +25,16 @@ _TIME_ENTRY = struct.Struct(">qi")
 _PENDING_LIMIT = 8192  # bytes of entries held before a write
 
 
+def _increasing(values: array[int], *, strictly: bool) -> bool:
+    return all(map(operator.lt if strictly else operator.le, values, islice(values, 1, None)))
+
+
 class _IndexFile:
+    """An index's entries are two fields; in memory each is a column (an array), the offset
+    field's absolute, in the file relative to the segment's base offset."""
+
     entry: struct.Struct
+    offset_field: int  # which field of an entry is its offset
     _offsets: array[int]  # each entry's absolute offset, whatever else the entry holds
 
     def __init__(self, path: Path, base_offset: int, max_index_size: int) -> None:
@@ -58,6 +68,56 @@ class _IndexFile:
             return self.path.read_bytes()
         except FileNotFoundError:
             return b""
+
+    def _columns(self) -> tuple[array[int], array[int]]:
+        raise NotImplementedError
+
+    def _set_columns(self, first: array[int], second: array[int]) -> None:
+        raise NotImplementedError
+
+    def _in_order(self, first: array[int], second: array[int]) -> bool:
+        """Whether loaded entries (offsets absolute) are in the order they were written."""
+        raise NotImplementedError
+
+    def load(self) -> bool:
+        """Read entries from the file; False (and nothing loaded) if the file looks corrupt:
+        not whole entries, an offset below the base or entries out of order."""
+        raw = self._read_raw()
+        if len(raw) % self.entry.size:
+            return False
+        first, second = array("q"), array("q")
+        add_first, add_second = first.append, second.append
+        for a, b in self.entry.iter_unpack(raw):  # checked below, a column at a time
+            add_first(a)
+            add_second(b)
+        columns = [first, second]
+        relative = columns[self.offset_field]
+        if relative and relative[0] < 0:  # the offsets increase: the first is the least
+            return False
+        base = self.base_offset
+        columns[self.offset_field] = array("q", [base + r for r in relative])
+        if not self._in_order(*columns):
+            return False
+        self._set_columns(*columns)
+        return True
+
+    def truncate_to(self, offset: int) -> None:
+        """Drop entries with offset >= `offset`."""
+        i = bisect_right(self._offsets, offset - 1)
+        if i == len(self._offsets):
+            return
+        for column in self._columns():
+            del column[i:]
+        self._rewrite_all()
+
+    def reset(self) -> None:
+        self._set_columns(array("q"), array("q"))
+        self._clear_file()
+
+    def _rewrite_all(self) -> None:
+        columns: list[array[int] | map[int]] = list(self._columns())
+        columns[self.offset_field] = map((-self.base_offset).__add__, self._offsets)
+        self._rewrite(b"".join(map(self.entry.pack, *columns)))
 
     def _write_entry(self, *fields: int) -> None:
         self._pending += self.entry.pack(*fields)
@@ -120,27 +180,23 @@ class _IndexFile:
 class OffsetIndex(_IndexFile):
     """{int32 relativeOffset, int32 position}; lookup gives the greatest entry <= target."""
 
-    entry = _OFFSET_ENTRY
+    entry = _OFFSET_ENTRY  # (offset relative to the base, position)
+    offset_field = 0
 
     def __init__(self, path: Path, base_offset: int, max_index_size: int = 10485760) -> None:
         super().__init__(path, base_offset, max_index_size)
         self._offsets = array("q")  # absolute offsets
         self._positions = array("q")
 
-    def load(self) -> bool:
-        """Read entries from the file; False (and nothing loaded) if the file looks corrupt."""
-        raw = self._read_raw()
-        if len(raw) % self.entry.size:
-            return False
-        offsets, positions = array("q"), array("q")
-        for rel, pos in self.entry.iter_unpack(raw):
-            off = self.base_offset + rel
-            if rel < 0 or pos < 0 or (offsets and (off <= offsets[-1] or pos <= positions[-1])):
-                return False
-            offsets.append(off)
-            positions.append(pos)
-        self._offsets, self._positions = offsets, positions
-        return True
+    def _columns(self) -> tuple[array[int], array[int]]:
+        return self._offsets, self._positions
+
+    def _set_columns(self, first: array[int], second: array[int]) -> None:
+        self._offsets, self._positions = first, second
+
+    def _in_order(self, first: array[int], second: array[int]) -> bool:
+        return (not second or second[0] >= 0) and _increasing(first, strictly=True) and (
+            _increasing(second, strictly=True))
 
     @property
     def last_entry(self) -> tuple[int, int]:
@@ -183,47 +239,26 @@ class OffsetIndex(_IndexFile):
         scan_to = min(positions[after], limit) if after < len(positions) else limit
         return scan_from, scan_to
 
-    def truncate_to(self, offset: int) -> None:
-        """Drop entries with offset >= `offset`."""
-        i = bisect_right(self._offsets, offset - 1)
-        if i == len(self._offsets):
-            return
-        del self._offsets[i:]
-        del self._positions[i:]
-        self._persist_all()
-
-    def reset(self) -> None:
-        self._offsets, self._positions = array("q"), array("q")
-        self._clear_file()
-
-    def _persist_all(self) -> None:
-        self._rewrite(b"".join(self.entry.pack(o - self.base_offset, p)
-                               for o, p in zip(self._offsets, self._positions, strict=True)))
-
 
 class TimeIndex(_IndexFile):
     """{int64 maxTimestampSoFar, int32 relativeOffset}; timestamps strictly increase."""
 
-    entry = _TIME_ENTRY
+    entry = _TIME_ENTRY  # (timestamp, offset relative to the base)
+    offset_field = 1
 
     def __init__(self, path: Path, base_offset: int, max_index_size: int = 10485760) -> None:
         super().__init__(path, base_offset, max_index_size)
         self._timestamps = array("q")
         self._offsets = array("q")
 
-    def load(self) -> bool:
-        raw = self._read_raw()
-        if len(raw) % self.entry.size:
-            return False
-        ts_arr, offsets = array("q"), array("q")
-        for ts, rel in self.entry.iter_unpack(raw):
-            off = self.base_offset + rel
-            if rel < 0 or (ts_arr and (ts <= ts_arr[-1] or off < offsets[-1])):
-                return False
-            ts_arr.append(ts)
-            offsets.append(off)
-        self._timestamps, self._offsets = ts_arr, offsets
-        return True
+    def _columns(self) -> tuple[array[int], array[int]]:
+        return self._timestamps, self._offsets
+
+    def _set_columns(self, first: array[int], second: array[int]) -> None:
+        self._timestamps, self._offsets = first, second
+
+    def _in_order(self, first: array[int], second: array[int]) -> bool:
+        return _increasing(first, strictly=True) and _increasing(second, strictly=False)
 
     @property
     def last_entry(self) -> tuple[int, int]:
@@ -247,17 +282,3 @@ class TimeIndex(_IndexFile):
         if i < 0:
             return -1, self.base_offset
         return self._timestamps[i], self._offsets[i]
-
-    def truncate_to(self, offset: int) -> None:
-        """Drop entries whose offset >= `offset`."""
-        i = bisect_right(self._offsets, offset - 1)
-        if i == len(self._offsets):
-            return
-        del self._timestamps[i:]
-        del self._offsets[i:]
-        self._rewrite(b"".join(self.entry.pack(t, o - self.base_offset)
-                               for t, o in zip(self._timestamps, self._offsets, strict=True)))
-
-    def reset(self) -> None:
-        self._timestamps, self._offsets = array("q"), array("q")
-        self._clear_file()
