@@ -17,7 +17,8 @@ _TABLE: list[PropertyDef] = _SAMSA_TABLE + _KAFKA_ONLY
 # Kafka's DynamicBrokerConfig.AllDynamicConfigs (with DynamicConfig.Broker's replication
 # quotas) that Samsa has and can change while it runs: the log defaults (every broker synonym
 # of a topic config), the cleaner's settings, the thread counts, the connection limits, the
-# producer-state settings and the replication throttles. The listeners' key and trust stores
+# producer-state settings, the replication throttles and the consumer groups' assignment
+# interval bound. The listeners' key and trust stores
 # change too, per listener and per broker only (DYNAMIC_SECURITY_CONFIGS). Kafka's other
 # dynamic configs (listeners, SASL) are static in Samsa.
 _DYNAMIC_NON_LOG = frozenset({
@@ -30,6 +31,7 @@ _DYNAMIC_NON_LOG = frozenset({
     "producer.id.expiration.ms", "transaction.partition.verification.enable",
     "leader.replication.throttled.rate", "follower.replication.throttled.rate",
     "replica.alter.log.dirs.io.max.bytes.per.second",
+    "group.consumer.assignment.interval.ms",  # read where used: the groups' configs' bounds
 })
 # Kafka's SslConfigs.RECONFIGURABLE_CONFIGS: dynamic only with a listener prefix
 # (listener.name.<listener>.ssl.keystore.location), only per broker.
@@ -60,8 +62,10 @@ TOPIC_SYNONYMS["flush.ms"] = (("log.flush.interval.ms", 1), ("log.flush.schedule
 # Kafka's properties that Samsa only accepts change dynamically where Kafka's do; Kafka's
 # per-broker ones (its listener and SASL settings) only per broker, not as the cluster default.
 PER_BROKER_ONLY_CONFIGS = frozenset(p.name for p in _KAFKA_ONLY if p.kafka_mode == PER_BROKER)
+# Of a topic property's broker synonyms only the first changes dynamically (Kafka's
+# DynamicLogConfig: log.retention.ms, not log.retention.hours or .minutes).
 DYNAMIC_BROKER_CONFIGS: frozenset[str] = _DYNAMIC_NON_LOG | frozenset(
-    n for chain in TOPIC_SYNONYMS.values() for n, _ in chain) | PER_BROKER_ONLY_CONFIGS | \
+    chain[0][0] for chain in TOPIC_SYNONYMS.values()) | PER_BROKER_ONLY_CONFIGS | \
     frozenset(p.name for p in _KAFKA_ONLY if p.kafka_mode == CLUSTER_WIDE)
 BROKER_PROPERTIES: dict[str, PropertyDef] = {
     p.name: replace(p, dynamic=p.name in DYNAMIC_BROKER_CONFIGS) for p in _TABLE}

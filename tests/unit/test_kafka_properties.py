@@ -14,7 +14,12 @@ import pytest
 from samsa.config import BROKER_PROPERTIES, BrokerConfig
 from samsa.config.dynamic import DynamicConfigError, validate_update
 from samsa.config.group import GROUP_PROPERTIES
-from samsa.config.schema import DYNAMIC_BROKER_CONFIGS, PER_BROKER_ONLY_CONFIGS, ConfigType
+from samsa.config.schema import (
+    DYNAMIC_BROKER_CONFIGS,
+    DYNAMIC_SECURITY_CONFIGS,
+    PER_BROKER_ONLY_CONFIGS,
+    ConfigType,
+)
 from samsa.config.schema.kafka_table import (
     READ_ONLY,
     kafka_only_reason,
@@ -84,6 +89,37 @@ def test_dynamic_update_of_a_kafka_only_property_follows_kafkas_mode() -> None:
         validate_update(broker, {"process.roles": "broker"}, per_broker=True)
     assert info.value.error_code == ErrorCode.invalid_request
     assert "Cannot update these configs dynamically: Set(process.roles)" in str(info.value)
+
+
+# Kafka's per-broker and cluster-wide properties that Samsa implements but cannot change while
+# it runs (refused as "Cannot update these configs dynamically"): the listeners, their SASL
+# mechanisms and TLS settings, and the connection creation rate. Not widened: a new one fails.
+_STATIC_IN_SAMSA = {
+    "listeners", "listener.security.protocol.map", "sasl.enabled.mechanisms",
+    "sasl.mechanism.inter.broker.protocol", "ssl.cipher.suites", "ssl.client.auth",
+    "ssl.enabled.protocols", "ssl.endpoint.identification.algorithm", "ssl.protocol",
+    "max.connection.creation.rate",
+}
+
+
+def test_dynamic_where_kafkas_are_and_nowhere_else() -> None:
+    """A property changes while the broker runs where Kafka's does, except _STATIC_IN_SAMSA;
+    the key and trust stores only with a listener prefix, as in Kafka."""
+    kafka_dynamic = {n for n, k in KAFKA.items() if k.mode != READ_ONLY}
+    samsa_dynamic = (DYNAMIC_BROKER_CONFIGS | DYNAMIC_SECURITY_CONFIGS) & set(KAFKA)
+    assert sorted(samsa_dynamic - kafka_dynamic) == []
+    assert sorted(kafka_dynamic - samsa_dynamic) == sorted(_STATIC_IN_SAMSA)
+
+
+def test_a_read_only_synonym_is_refused_as_kafka_refuses_it() -> None:
+    """log.retention.hours is read-only in Kafka (only log.retention.ms, the first synonym,
+    is dynamic): "Cannot update these configs dynamically"."""
+    with pytest.raises(DynamicConfigError) as info:
+        validate_update(BrokerConfig(), {"log.retention.hours": "2"}, per_broker=False)
+    assert info.value.error_code == ErrorCode.invalid_request
+    assert "Cannot update these configs dynamically: Set(log.retention.hours)" in str(info.value)
+    assert validate_update(BrokerConfig(), {"log.retention.ms": "7200000"},
+                           per_broker=False).log_retention_ms == 7_200_000
 
 
 def test_every_kafka_group_property_is_known() -> None:
