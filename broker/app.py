@@ -175,9 +175,9 @@ class Broker:
         fetchers.quota = self._replication_quota(
             FOLLOWER_THROTTLED, config["follower.replication.throttled.rate"])
         self.replicas.isr_writer = self._write_isr
-        self.replicas.broker_epoch = lambda: int(zk.broker_epoch)
-        self.replicas.registered = lambda: zk.registered
-        self.replicas.registered_epochs = zk.broker_epochs
+        self.replicas.broker_epoch = lambda: int(zk.registry.broker_epoch)
+        self.replicas.registered = lambda: zk.session.registered
+        self.replicas.registered_epochs = zk.registry.broker_epochs
         fetchers.broker_epoch = self.replicas.broker_epoch
         self.replicas.leadership_listeners.append(self._on_leadership)
         self.controller = Controller(
@@ -188,7 +188,7 @@ class Broker:
             imbalance_check_interval_s=config["leader.imbalance.check.interval.seconds"],
             imbalance_per_broker_percentage=config["leader.imbalance.per.broker.percentage"],
         )
-        self.producer_ids = ClusterProducerIdAllocator(zk.claim_producer_id_block)
+        self.producer_ids = ClusterProducerIdAllocator(zk.producer_ids.claim)
 
     def _build_coordinators(self, config: Any) -> None:
         """The transaction and group coordinators and __transaction_state; they see this
@@ -443,7 +443,7 @@ class Broker:
         """The leader's own ISR change: conditional on the partition state it leads at."""
         try:
             zk = self.zk_store
-            doc, version = await zk.read_partition_state(partition.topic, partition.index)
+            doc, version = await zk.states.read_partition_state(partition.topic, partition.index)
             if doc["leader"] != self.broker_id or doc["leader_epoch"] != partition.leader_epoch:
                 return False
             if set(doc["isr"]) != set(partition.isr_change_from):
@@ -454,7 +454,8 @@ class Broker:
                          doc["isr"])
                 return False
             written = {**doc, "isr": isr}
-            zxid = await zk.write_leader_isr(partition.topic, partition.index, written, version)
+            zxid = await zk.states.write_leader_isr(partition.topic, partition.index, written,
+                                                    version)
         except Exception as exc:
             log.info("ISR change of %s-%d failed: %r", partition.topic, partition.index, exc)
             return False
@@ -464,7 +465,7 @@ class Broker:
             # partition's) applied the cached ISR to this leader again, undoing its own change
             # (an ISR shrunk below min.insync.replicas came back, then went again: produce
             # refused, accepted, refused, and a client's pipelined batches out of order).
-            zk.reflect_partition_state(partition.topic, partition.index, written, zxid)
+            zk.topic_store.reflect_partition_state(partition.topic, partition.index, written, zxid)
             # Against the ISR this write replaced: by now the store's watch may already have
             # set partition.isr to the new ISR, and a change counted against that is none.
             log.info("%s-%d: ISR %s -> %s", partition.topic, partition.index, doc["isr"], isr)
@@ -503,7 +504,7 @@ class Broker:
         while True:
             offline = set(self.replicas.offline)
             try:
-                await self.zk_store.report_offline_replicas(offline)
+                await self.zk_store.registry.report_offline_replicas(offline)
             except Exception as exc:
                 log.warning("reporting offline replicas to ZooKeeper failed (retrying): %r", exc)
                 await asyncio.sleep(1)
@@ -535,30 +536,31 @@ class Broker:
         them (leaderships, controller), register again (new broker epoch), then take up what
         ZooKeeper's current partition states give us."""
         zk = self.zk_store
+        session = zk.session
         while True:
-            await zk.session_lost.wait()
-            zk.session_lost.clear()
-            expired, zk.session_expired = zk.session_expired, False
+            await session.session_lost.wait()
+            session.session_lost.clear()
+            expired, session.session_expired = session.session_expired, False
             log.warning("ZooKeeper session %s: resigning every %s and registering again",
                         "lost" if expired else "given up (no connection for too long)",
                         "role" if expired else "leadership")
             resigned = 0
             try:
                 resigned = self.replicas.resign_all()
-                # A session only given up (see ZkMetadataStore._session_state) may come back
+                # A session only given up (see ZkSession._session_state) may come back
                 # with /controller still ours: the controller, fenced by its epoch, stays.
                 if self.controller is not None and expired:
                     self.controller.resign()
             except Exception:  # whatever failed, the broker must still register again
                 log.exception("resigning the roles of the lost session failed")
             try:
-                await zk.reregister()
+                await zk.registry.reregister()
                 log.info("registered again in ZooKeeper (broker epoch %d); resigned %d "
-                         "leaderships", zk.broker_epoch, resigned)
+                         "leaderships", zk.registry.broker_epoch, resigned)
                 await zk.refresh()
             except Exception:
                 log.exception("re-registration failed")
-                zk.session_lost.set()
+                session.session_lost.set()
                 await asyncio.sleep(1)
 
     def topic_name_by_id(self, topic_id: uuid.UUID) -> str | None:
@@ -702,7 +704,7 @@ class Broker:
 
     async def _request_controlled_shutdown(self) -> tuple[ErrorCode, list[tuple[str, int]]]:
         controller_id = self.store.controller_id()
-        epoch = self.zk_store.broker_epoch
+        epoch = self.zk_store.registry.broker_epoch
         if controller_id == -1:
             raise BrokerUnavailable("no controller is elected")
         if controller_id == self.broker_id and self.controller is not None:

@@ -101,7 +101,7 @@ class Controller:
         if self.active:
             self.active = False
             try:
-                await self.store.delete_controller()
+                await self.store.controller.resign()
             except Exception:
                 log.exception("resigning as controller failed")
 
@@ -116,7 +116,7 @@ class Controller:
         if active and not self.active:
             # Kafka's initializeControllerContext: the live brokers and their epochs as
             # registered now; a restart from here on shows as a higher epoch.
-            self._epochs = dict(self.store.broker_epochs())
+            self._epochs = dict(self.store.registry.broker_epochs())
             self.shutting_down = {}
             self._scan_previous_lives = True
         self.active = active
@@ -155,10 +155,10 @@ class Controller:
             log.info("broker %d is no longer the controller (now %d)", self.broker_id, current)
             self._set_active(False)
         if current == -1 and not self.active:
-            if await self.store.elect_controller():
+            if await self.store.controller.elect():
                 self._set_active(True)
                 log.info("broker %d elected controller (epoch %d)", self.broker_id,
-                         self.store.controller_epoch)
+                         self.store.controller.epoch)
         if self.active:
             async with self._lock:
                 await self._reconcile()
@@ -192,7 +192,7 @@ class Controller:
         offline to online, one epoch more), and it rejoins ISRs by catching up as any
         follower does. Until a state naming it leader is written again after its new
         registration, the broker does not take up that leadership (ReplicaManager)."""
-        current = dict(self.store.broker_epochs())
+        current = dict(self.store.registry.broker_epochs())
         bounced = {b for b, epoch in current.items()
                    if b in self._epochs and epoch > self._epochs[b]}
         if bounced:
@@ -217,7 +217,7 @@ class Controller:
                 if not dead_in_isr and not leader_gone:
                     continue
                 try:
-                    doc, version = await self.store.read_partition_state(topic.name, index)
+                    doc, version = await self.store.states.read_partition_state(topic.name, index)
                 except NoNodeError:
                     continue
                 new = self._next_state(doc, state.replicas, live,
@@ -228,7 +228,7 @@ class Controller:
         for i in range(0, len(updates), 200):
             chunk = updates[i : i + 200]
             try:
-                ok = await self.store.write_partition_states(chunk, as_controller=True)
+                ok = await self.store.states.write_partition_states(chunk, as_controller=True)
             except BadVersionError:
                 ok = False
             if not ok:
@@ -252,7 +252,7 @@ class Controller:
         for it. Kafka's new controller learns the same from the broker epochs it reads."""
         wanted = [(t.name, p) for t in list(self.store.topics().values()) for p in t.partitions]
         found: dict[TopicPartition, set[int]] = {}
-        for tp, (doc, zxid) in (await self.store.partition_state_zxids(wanted)).items():
+        for tp, (doc, zxid) in (await self.store.states.partition_state_zxids(wanted)).items():
             stale = {b for b in {doc["leader"], *doc["isr"]} if epochs.get(b, -1) > zxid}
             if stale:
                 found[tp] = stale
@@ -275,7 +275,7 @@ class Controller:
         if leader in live:
             if live_isr == isr:
                 return None
-            return {**doc, "isr": live_isr, "controller_epoch": self.store.controller_epoch}
+            return {**doc, "isr": live_isr, "controller_epoch": self.store.controller.epoch}
         eligible = live if eligible is None else eligible
         candidates = _offline_candidates(doc, replicas, eligible, False)
         if not candidates and restarted:
@@ -305,7 +305,7 @@ class Controller:
             "leader": leader,
             "leader_epoch": doc["leader_epoch"] + 1,
             "isr": isr,
-            "controller_epoch": self.store.controller_epoch,
+            "controller_epoch": self.store.controller.epoch,
         }
 
     # ---- controlled shutdown (ControlledShutdown, broker/handlers/controlled_shutdown.py) ------
@@ -320,7 +320,7 @@ class Controller:
         async with self._lock:
             if not self.active:
                 return ErrorCode.not_controller, []
-            registered = self.store.broker_epochs().get(broker_id)
+            registered = self.store.registry.broker_epochs().get(broker_id)
             if registered is None:
                 log.info("controlled shutdown of broker %d refused: not registered", broker_id)
                 return ErrorCode.broker_not_available, []
@@ -358,7 +358,7 @@ class Controller:
                 if len(state.replicas) <= 1:
                     continue  # Kafka leaves a single replica's leadership where it is
                 try:
-                    doc, version = await self.store.read_partition_state(topic.name, index)
+                    doc, version = await self.store.states.read_partition_state(topic.name, index)
                 except NoNodeError:
                     continue
                 isr = [r for r in doc["isr"] if r not in self.shutting_down]
@@ -370,10 +370,10 @@ class Controller:
                         continue  # stays; reported as remaining
                     new = {**doc, "leader": candidates[0],
                            "leader_epoch": doc["leader_epoch"] + 1, "isr": isr,
-                           "controller_epoch": self.store.controller_epoch}
+                           "controller_epoch": self.store.controller.epoch}
                 elif broker_id in doc["isr"] and isr:
                     # a follower leaves the ISR (Kafka's OfflineReplica), the leader stays
-                    new = {**doc, "isr": isr, "controller_epoch": self.store.controller_epoch}
+                    new = {**doc, "isr": isr, "controller_epoch": self.store.controller.epoch}
                 else:
                     continue
                 updates.append((topic.name, index, new, version))
@@ -381,14 +381,14 @@ class Controller:
         for i in range(0, len(updates), 200):
             chunk = updates[i : i + 200]
             try:
-                ok = await self.store.write_partition_states(chunk, as_controller=True)
+                ok = await self.store.states.write_partition_states(chunk, as_controller=True)
             except BadVersionError:
                 ok = False
             if not ok:
                 refused = True
                 continue
             for topic_name, index, doc, _ in chunk:
-                self.store.reflect_partition_state(topic_name, index, doc)
+                self.store.topic_store.reflect_partition_state(topic_name, index, doc)
                 log.info("%s-%d: leader %d epoch %d isr %s (controlled shutdown of %d)",
                          topic_name, index, doc["leader"], doc["leader_epoch"], doc["isr"],
                          broker_id)
@@ -436,7 +436,7 @@ class Controller:
                     results[(topic, index)] = (ErrorCode.election_not_needed, None, -1)
                     continue
                 try:
-                    doc, version = await self.store.read_partition_state(topic, index)
+                    doc, version = await self.store.states.read_partition_state(topic, index)
                 except NoNodeError:
                     results[(topic, index)] = (ErrorCode.unknown_topic_or_partition,
                                                "The partition does not exist.", -1)
@@ -462,7 +462,7 @@ class Controller:
             for i in range(0, len(updates), 200):
                 chunk = updates[i : i + 200]
                 try:
-                    ok = await self.store.write_partition_states(chunk, as_controller=True)
+                    ok = await self.store.states.write_partition_states(chunk, as_controller=True)
                 except BadVersionError:
                     ok = False
                 if not ok:
@@ -557,13 +557,13 @@ class Controller:
         removing = [r for r in original if r not in target]
         for _ in range(WRITE_ATTEMPTS):
             try:
-                doc, version = await self.store.read_partition_state(*tp)
+                doc, version = await self.store.states.read_partition_state(*tp)
             except NoNodeError:
                 return ErrorCode.unknown_topic_or_partition, "The partition does not exist."
             new = self._assignment_state(doc, replicas, self._live()(*tp))
             try:
-                ok = await self.store.write_assignment(tp[0], tp[1], replicas, adding, removing,
-                                                       new, version)
+                ok = await self.store.controller.write_assignment(
+                    tp[0], tp[1], replicas, adding, removing, new, version)
             except (BadVersionError, NoNodeError):
                 ok = False
             if ok:
@@ -592,7 +592,7 @@ class Controller:
         # member when its replica goes offline)
         return {**doc, "leader": leader, "leader_epoch": doc["leader_epoch"] + 1,
                 "isr": isr or list(doc["isr"]),
-                "controller_epoch": self.store.controller_epoch}
+                "controller_epoch": self.store.controller.epoch}
 
     async def _complete_reassignments(self, wanted: Iterable[TopicPartition] | None = None) -> None:
         """Kafka's phase B for every reassigning partition whose target replicas are all in
@@ -613,7 +613,7 @@ class Controller:
             if not set(target) <= set(state.isr):
                 continue
             try:
-                doc, version = await self.store.read_partition_state(*tp)
+                doc, version = await self.store.states.read_partition_state(*tp)
             except NoNodeError:
                 continue
             if not set(target) <= set(doc["isr"]):
@@ -629,10 +629,10 @@ class Controller:
                     continue  # completes once one of them is back
                 leader = candidates[0]
             new = {**doc, "leader": leader, "leader_epoch": doc["leader_epoch"] + 1,
-                   "isr": isr, "controller_epoch": self.store.controller_epoch}
+                   "isr": isr, "controller_epoch": self.store.controller.epoch}
             try:
-                ok = await self.store.write_assignment(tp[0], tp[1], target, [], [], new,
-                                                       version)
+                ok = await self.store.controller.write_assignment(tp[0], tp[1], target, [], [],
+                                                                  new, version)
             except (BadVersionError, NoNodeError):
                 ok = False
             if not ok:

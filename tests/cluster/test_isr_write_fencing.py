@@ -64,19 +64,19 @@ async def test_an_isr_expansion_is_not_written_over_a_shrink_it_did_not_see(
 
         partition.isr_writer = writer
         # The controller takes F2 out (its broker died); the leader has not seen it yet.
-        doc, version = await zk.read_partition_state("t", 0)
-        assert await zk.write_partition_states(
+        doc, version = await zk.states.read_partition_state("t", 0)
+        assert await zk.states.write_partition_states(
             [("t", 0, {**doc, "isr": [LEADER]}, version)], as_controller=False)
         # F3 catches up: the leader's expansion, made from [LEADER, F2], is refused.
         partition.record_follower_fetch(F3, 0)
         await _until(lambda: len(written) == 1)
-        stored, _ = await zk.read_partition_state("t", 0)
+        stored, _ = await zk.states.read_partition_state("t", 0)
         assert (written, stored["isr"]) == ([False], [LEADER])
         # Once it knows the stored ISR, the expansion is made from it and written.
         partition.update_isr([LEADER])
         partition.record_follower_fetch(F3, 0)
         await _until(lambda: len(written) == 2)
-        stored, _ = await zk.read_partition_state("t", 0)
+        stored, _ = await zk.states.read_partition_state("t", 0)
         assert (written, stored["isr"], partition.isr) == ([False, True], [LEADER, F3],
                                                            [LEADER, F3])
     finally:
@@ -119,7 +119,7 @@ async def test_a_leaders_own_isr_change_is_in_its_cache_before_the_watch_brings_
         await _until(lambda: asked == [[LEADER]])
         # The store's watches are late: kazoo runs their callbacks one at a time, here behind
         # one that waits.
-        zk._zk.handler.dispatch_callback(Callback("watch", release.wait, (10.0,)))
+        zk.session.zk.handler.dispatch_callback(Callback("watch", release.wait, (10.0,)))
         assert await broker._write_isr(partition, [LEADER])
         cached = zk.topic("t")
         assert cached is not None and cached.partitions[0].isr == [LEADER]

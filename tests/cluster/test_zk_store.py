@@ -36,7 +36,7 @@ async def test_brokers_register_and_see_each_other(zookeeper):
     try:
         assert a.cluster_id and a.cluster_id == b.cluster_id
         await _until(lambda: [x.broker_id for x in a.brokers()] == [1, 2])
-        assert a.broker_epoch != b.broker_epoch
+        assert a.registry.broker_epoch != b.registry.broker_epoch
     finally:
         await b.close()
     # b's ephemeral registration goes with its session.
@@ -83,7 +83,7 @@ async def test_producer_id_blocks_never_overlap(zookeeper):
         await s.start()
     try:
         starts = await asyncio.gather(
-            *(s.allocate_producer_id_block(1000) for s in stores for _ in range(5))
+            *(s.producer_ids.allocate(1000) for s in stores for _ in range(5))
         )
         assert sorted(starts) == [i * 1000 for i in range(15)]
     finally:
@@ -98,22 +98,25 @@ async def test_a_replaced_controller_cannot_write(zookeeper):
     await a.start()
     await b.start()
     try:
-        assert await a.elect_controller()
-        assert not await b.elect_controller()  # /controller exists
+        assert await a.controller.elect()
+        assert not await b.controller.elect()  # /controller exists
         await a.create_topic(
             TopicState("t", uuid.uuid4(), {0: PartitionState([1, 2], 1, 0, [1, 2])})
         )
-        doc, version = await a.read_partition_state("t", 0)
+        doc, version = await a.states.read_partition_state("t", 0)
         # a is frozen; its /controller goes (session expiry) and b takes over with epoch 2
-        await a.delete_controller()
-        assert await b.elect_controller()
-        assert b.controller_epoch == a.controller_epoch + 1
+        await a.controller.resign()
+        assert await b.controller.elect()
+        assert b.controller.epoch == a.controller.epoch + 1
         stale = {**doc, "leader": 2, "leader_epoch": 1, "isr": [2]}
-        assert not await a.write_partition_states([("t", 0, stale, version)], as_controller=True)
-        assert (await a.read_partition_state("t", 0))[0]["leader"] == 1  # nothing written
-        assert await b.write_partition_states([("t", 0, stale, version)], as_controller=True)
+        assert not await a.states.write_partition_states([("t", 0, stale, version)],
+                                                         as_controller=True)
+        assert (await a.states.read_partition_state("t", 0))[0]["leader"] == 1  # nothing written
+        assert await b.states.write_partition_states([("t", 0, stale, version)],
+                                                     as_controller=True)
         # a conditional write from an old read is refused too (partition epoch)
-        assert not await b.write_partition_states([("t", 0, doc, version)], as_controller=True)
+        assert not await b.states.write_partition_states([("t", 0, doc, version)],
+                                                         as_controller=True)
     finally:
         await a.close()
         await b.close()
@@ -130,8 +133,8 @@ async def test_a_connection_loop_that_fails_is_replaced_and_the_broker_registers
     await b.start()
     try:
         await _until(lambda: [x.broker_id for x in b.brokers()] == [1, 2])
-        epoch = a.broker_epoch
-        connection = a._zk._connection
+        epoch = a.registry.broker_epoch
+        connection = a.session.zk._connection
         read_socket = connection._read_socket
 
         def fails_once(*args, **kwargs):
@@ -140,12 +143,13 @@ async def test_a_connection_loop_that_fails_is_replaced_and_the_broker_registers
 
         connection._read_socket = fails_once
         with contextlib.suppress(Exception):  # the read whose reply the loop fails on
-            await asyncio.to_thread(a._zk.exists, "/")
-        await asyncio.wait_for(a.session_lost.wait(), 10)
+            await asyncio.to_thread(a.session.zk.exists, "/")
+        await asyncio.wait_for(a.session.session_lost.wait(), 10)
         # what the broker's session watch does (broker/app.py)
-        await a.reregister(timeout_s=15)
-        await _until(lambda: 1 in b.broker_epochs() and b.broker_epochs()[1] != epoch)
-        assert a.broker_epoch == b.broker_epochs()[1]
+        await a.registry.reregister(timeout_s=15)
+        epochs = b.registry.broker_epochs
+        await _until(lambda: 1 in epochs() and epochs()[1] != epoch)
+        assert a.registry.broker_epoch == b.registry.broker_epochs()[1]
     finally:
         await a.close()
         await b.close()
@@ -162,21 +166,22 @@ async def test_a_session_cut_off_longer_than_it_may_live_counts_as_lost(tmp_path
                             session_timeout_ms=4000)
     try:
         await store.start()
-        assert not store.session_lost.is_set()
+        assert not store.session.session_lost.is_set()
         assert zk.pid is not None
         os.kill(zk.pid, signal.SIGSTOP)  # silence, as a cut network
         started = time.monotonic()
         try:
-            await asyncio.wait_for(store.session_lost.wait(), 8)
+            await asyncio.wait_for(store.session.session_lost.wait(), 8)
             # kazoo notices the silence within 2/3 of the session timeout and the store gives
             # up a quarter of it later: before ZooKeeper may expire it (1 s for a busy machine)
             assert time.monotonic() - started < 4.0 + 1.0
-            assert not store.registered
-            assert not store.session_expired  # ZooKeeper has not said so: /controller may live
+            assert not store.session.registered
+            # ZooKeeper has not said so: /controller may live
+            assert not store.session.session_expired
         finally:
             os.kill(zk.pid, signal.SIGCONT)
-        await store.reregister(timeout_s=30)
-        assert store.registered
+        await store.registry.reregister(timeout_s=30)
+        assert store.session.registered
     finally:
         with contextlib.suppress(Exception):
             await store.close()

@@ -41,13 +41,13 @@ async def test_a_refresh_read_before_an_isr_change_does_not_undo_it(
             "t", uuid.uuid4(), {0: PartitionState([1, 2, 3], 1, 4, [1, 3])}, {}))
         await _until(lambda: victim.topic("t") is not None)
         # The victim's refresh reads every topic: here, before the leader's ISR change...
-        stale = await asyncio.to_thread(victim._read_all_topics)
-        doc, version = await leader.read_partition_state("t", 0)
-        assert await leader.write_partition_states(
+        stale = await asyncio.to_thread(victim.topic_store.read_all_topics)
+        doc, version = await leader.states.read_partition_state("t", 0)
+        assert await leader.states.write_partition_states(
             [("t", 0, {**doc, "isr": [1, 3, 2]}, version)], as_controller=False)
         # ...whose watch reaches the victim before the read is applied.
         await _until(lambda: _isr(victim) == [1, 3, 2])
-        victim._read_all_topics = lambda: stale  # type: ignore[method-assign]
+        victim.topic_store.read_all_topics = lambda: stale  # type: ignore[method-assign]
         await victim.refresh()
         topic = victim.topic("t")
         assert topic is not None
