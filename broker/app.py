@@ -67,7 +67,7 @@ from .security.tls import ListenerTls
 from .share.fetch import ShareFetcher
 from .share.persister import SHARE_STATE_TOPIC, SharePersister
 from .txn.markers import TxnMarkerChannel
-from .txn.verification import TxnPartitionVerifier
+from .txn.verification import ProduceVerification, TxnPartitionVerifier
 
 log = logging.getLogger(__name__)
 
@@ -216,6 +216,8 @@ class Broker:
                                        topics=self._coordinator_host)
         self.txn_verifier = TxnPartitionVerifier(
             self.store, self.broker_id, config["transaction.state.log.num.partitions"])
+        self.replicas.txn_verification = ProduceVerification(
+            self.transactions, self.txn_verifier, self.broker_id, config)
 
     def _build_share_groups(self, config: Any) -> None:
         """Share groups (KIP-932): the share coordinator keeps the share-partitions' state in

@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 import re
 import uuid
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kazoo.exceptions import NodeExistsError
 
@@ -17,8 +17,10 @@ from samsa.config.topic import InvalidConfigError, effective_topic_config, valid
 from samsa.protocol.errors import ErrorCode, KafkaError
 from samsa.storage.config import LogConfig
 
-from ..replication.replica_manager import ReplicaManager
 from .metadata_store import MetadataStore, PartitionState, TopicState
+
+if TYPE_CHECKING:
+    from ..replication.replica_manager import ReplicaManager
 
 log = logging.getLogger(__name__)
 

@@ -8,26 +8,21 @@ map errors per version like KafkaApis does.
 
 from __future__ import annotations
 
-import asyncio
 import logging
-import time
 from collections import defaultdict
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from samsa.coordinator.producer_ids import ProducerIdNotAvailable
-from samsa.coordinator.transaction import TransactionCoordinator
 from samsa.coordinator.transaction.metadata import TxnState
 from samsa.protocol.codec import millis
 from samsa.protocol.errors import ErrorCode
-from samsa.protocol.records import first_batch_transactional, iter_batches
 
 from ..context import RequestContext, TxnContext
-from ..replication.partition import Partition
 from ..replication.replica_manager import PartitionError
 from ..security.authorizer import AclOperation, ResourceType
 from ..txn.markers import TxnMarker, append_marker_replicated
-from ..txn.verification import KAFKA_REQUEST_TIMEOUT_MS, produce_error
+from ..txn.verification import produce_error
 from .common import field
 from .declare import api
 
@@ -396,132 +391,7 @@ async def handle_list_transactions(
     }
 
 
-# ---------------------------------------------------------------------------- Produce check
-def _needs_verification(
-    coord: TransactionCoordinator, partition: Partition, records: bytes | None,
-    always: bool = False,
-) -> tuple[int, int] | None:
-    """(producer id, epoch) of a transactional batch whose producer has no transaction open on
-    the partition at that epoch yet, else None. `always`: whatever
-    transaction.partition.verification.enable says (Produce v12 adds the partition)."""
-    if not records or not (always or coord.verification_enabled):
-        return None
-    if not first_batch_transactional(records):
-        return None
-    try:
-        _, header = next(iter_batches(records))
-    except (StopIteration, Exception):
-        return None  # the log's validation answers malformed input
-    if header.is_control or header.producer_id < 0:
-        return None
-    entry = partition.last_producer_entry(header.producer_id)
-    if (
-        entry is not None
-        and entry.current_txn_start_offset >= 0
-        and entry.producer_epoch == header.producer_epoch
-    ):
-        return None  # already verified: the transaction is open on this partition
-    return header.producer_id, header.producer_epoch
-
-
-async def verify_with_remote_coordinator(
-    ctx: TxnContext,
-    transactional_id: str | None,
-    partitions: list[tuple[str, int, bytes | None]],
-) -> dict[tuple[str, int], int]:
-    """Before the appends of a Produce request: KIP-890 part 1 when the transaction coordinator
-    is another broker (AddPartitionsToTxn v5, VerifyOnly), and for Produce v12 (transactions
-    v2) the implicit add of every partition the transaction does not have yet, through the
-    coordinator here or elsewhere (VerifyOnly false). The answers as the Produce response
-    carries them, by (topic, partition); partitions not in it go on to the append.
-
-    An add the coordinator answers CONCURRENT_TRANSACTIONS (it is still writing the markers
-    of the producer's previous transaction) is retried here every
-    add.partitions.to.txn.retry.backoff.ms for up to add.partitions.to.txn.retry.backoff.max.ms
-    (Kafka's ReplicaManager.handleProduceAppend): a client would wait its own retry.backoff.ms
-    (100 ms) before sending the Produce again. Verification (v11 and older) is not retried."""
-    coord = ctx.transactions
-    add = ctx.version >= 12
-    if not transactional_id or not (add or coord.verification_enabled):
-        return {}
-    if not add:
-        return await _add_or_verify(ctx, transactional_id, partitions, add)
-    backoff_s = ctx.config["add.partitions.to.txn.retry.backoff.ms"] / 1000
-    bound_s = min(ctx.config["add.partitions.to.txn.retry.backoff.max.ms"],
-                  KAFKA_REQUEST_TIMEOUT_MS) / 1000
-    started = time.monotonic()
-    while True:
-        out = await _add_or_verify(ctx, transactional_id, partitions, add)
-        if (ErrorCode.concurrent_transactions not in out.values()
-                or time.monotonic() - started >= bound_s):
-            return out
-        await asyncio.sleep(backoff_s)
-
-
-async def _add_or_verify(
-    ctx: TxnContext,
-    transactional_id: str,
-    partitions: list[tuple[str, int, bytes | None]],
-    add: bool,
-) -> dict[tuple[str, int], int]:
-    """One round of verify_with_remote_coordinator: ask the coordinator about the partitions
-    whose producer has no transaction open on them yet."""
-    verifier = ctx.txn_verifier
-    coord = ctx.transactions
-    local = coord.is_local(transactional_id)
-    coordinator = ctx.broker_id if local or verifier is None else verifier.coordinator_of(
-        transactional_id)
-    if not add and (verifier is None or coordinator < 0 or coordinator == ctx.broker_id):
-        return {}  # verified in-process at the append (or, with no coordinator known, not)
-    wanted: dict[tuple[int, int], list[tuple[str, int]]] = defaultdict(list)
-    for topic, index, records in partitions:
-        try:
-            partition = ctx.replicas.leader_partition(topic, index)
-        except PartitionError:
-            continue  # the append answers it
-        producer = _needs_verification(coord, partition, records, always=add)
-        if producer is not None:
-            wanted[producer].append((topic, index))
-    out: dict[tuple[str, int], int] = {}
-    for (pid, epoch), parts in wanted.items():
-        answers: dict[tuple[str, int], int]
-        if local or coordinator == ctx.broker_id:
-            added = await coord.add_partitions(transactional_id, pid, epoch, parts, 2)
-            answers = dict.fromkeys(parts, int(added))
-        elif verifier is None:
-            answers = dict.fromkeys(parts, ErrorCode.coordinator_not_available)
-        else:
-            answers = await verifier.verify(coordinator, transactional_id, pid, epoch, parts,
-                                            verify_only=not add)
-        for tp, code in answers.items():
-            if code != ErrorCode.none or not add:
-                out[tp] = produce_error(code, ctx.version)
-    return out
-
-
-def verify_transactional_produce(
-    coord: TransactionCoordinator,
-    partition: Partition,
-    records: bytes | None,
-    transactional_id: str | None,
-    version: int,
-) -> int:
-    """KIP-890 part 1 (transaction.partition.verification.enable): before the first
-    transactional append of a producer to a partition, the partition must be in its ongoing
-    transaction. Returns NONE or the error code for the Produce response of `version`."""
-    producer = _needs_verification(coord, partition, records)
-    if producer is None:
-        return ErrorCode.none
-    if transactional_id and not coord.is_local(transactional_id):
-        # The coordinator is another broker: verify_with_remote_coordinator asked it before
-        # the append; without one known, the append goes unverified.
-        return ErrorCode.none
-    code = coord.verify_partition(
-        transactional_id, producer[0], producer[1], partition.topic, partition.index
-    )
-    return produce_error(code, version)
-
-
+# ---------------------------------------------------------------------------- TxnOffsetCommit v5
 async def add_offsets_partition(
     ctx: TxnContext, transactional_id: str, producer_id: int, producer_epoch: int,
     group_id: str,

@@ -5,6 +5,10 @@ The replica manager turns metadata (topic → partition → replicas, leader epo
 for a partition (answering Kafka's UNKNOWN_TOPIC_OR_PARTITION / NOT_LEADER_OR_FOLLOWER, and
 KAFKA_STORAGE_ERROR for a partition whose log directory has failed: such a partition is offline
 here, neither led nor followed, until the broker restarts).
+
+A Produce's records are appended through `append_records` (Kafka's appendRecords): KIP-890's
+verification of transactional batches, the appends to the leaders' logs, and with acks=all the
+wait for the ISR.
 """
 
 from __future__ import annotations
@@ -14,12 +18,14 @@ import contextlib
 import logging
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from samsa.protocol.errors import ErrorCode, KafkaError
+from samsa.protocol.records import iter_batches
 from samsa.storage.config import LogConfig
-from samsa.storage.errors import KafkaStorageError
+from samsa.storage.errors import KafkaStorageError, RecordValidationError, StorageError
 from samsa.storage.log import Log
 from samsa.storage.log_dirs import LogDirs
 from samsa.storage.log_manager import (
@@ -28,11 +34,14 @@ from samsa.storage.log_manager import (
     write_partition_metadata,
 )
 
+from .. import metrics
 from ..cluster.metadata_store import MetadataStore, TopicState
+from ..cluster.topic_admin import INTERNAL_TOPICS
 from .partition import Partition
 from .replication_quota import ReplicationQuota
 
 if TYPE_CHECKING:
+    from ..txn.verification import ProduceVerification
     from .log_dir_mover import LogDirMover
     from .replica_fetcher import ReplicaFetcherManager
 
@@ -49,6 +58,25 @@ class PartitionError(KafkaError):
     def __init__(self, error_code: ErrorCode | int, message: str = "") -> None:
         code = ErrorCode(error_code)
         super().__init__(message or code.name, code)
+
+
+@dataclass(slots=True)
+class AppendResult:
+    """A partition's answer to a Produce append (Kafka's PartitionResponse): the error code and,
+    when written, the batch's offsets. A batch refused for some of its records names them in
+    `record_errors` (index in the batch, message; Kafka's RecordValidationException)."""
+
+    error_code: int
+    base_offset: int = -1
+    log_append_time: int = -1  # -1 unless message.timestamp.type=LogAppendTime
+    log_start_offset: int = -1
+    last_offset: int = -1
+    record_errors: list[tuple[int, str]] | None = None
+    error_message: str | None = None
+
+
+# A Produce's partition data: topic, partition, records.
+ProduceEntry = tuple[str, int, bytes | None]
 
 
 class ReplicaManager:
@@ -91,6 +119,8 @@ class ReplicaManager:
         self._stopped = False  # shutting down: nothing more created in the background
         # Moves replicas between this broker's log directories (AlterReplicaLogDirs).
         self.log_dir_mover: LogDirMover | None = None
+        # KIP-890 for transactional appends (set by the broker; None: no verification).
+        self.txn_verification: ProduceVerification | None = None
 
     def load_all(self) -> None:
         # At start-up every assigned partition may have data: with a log dir offline, one
@@ -477,6 +507,105 @@ class ReplicaManager:
             raise PartitionError(ErrorCode.not_leader_or_follower)
         return partition
 
+    # -- a Produce's appends ----------------------------------------------------------------
+    async def append_records(
+        self, acks: int, timeout_s: float, entries: Sequence[ProduceEntry],
+        transactional_id: str | None = None, version: int = 0,
+        before_append: Callable[[], Awaitable[None] | None] | None = None,
+    ) -> list[AppendResult]:
+        """Append each entry's records to its partition's leader log, an answer per entry in
+        their order (Kafka's ReplicaManager.appendRecords). A transactional batch is first
+        verified with its transaction coordinator (KIP-890, `txn_verification`);
+        `before_append` then runs last before the appends, with nothing between it and them;
+        acks=all answers once the ISR has each batch. `version`: the Produce request's, for the
+        error codes it may carry."""
+        # the coordinator's answers (NONE: verified) by partition
+        verified: Mapping[tuple[str, int], int] = {}
+        verification = self.txn_verification
+        if transactional_id and verification is not None and verification.wanted(version):
+            verified = await verification.before_append(
+                transactional_id, self._leaders_of(entries), version)
+        if before_append is not None:
+            pending = before_append()
+            if pending is not None:
+                await pending
+        results: list[AppendResult] = []
+        woke_fetches = False
+        waits: list[tuple[AppendResult, Partition, bytes | None]] = []
+        for topic, index, records in entries:
+            code = verified.get((topic, index), ErrorCode.none) if verified else ErrorCode.none
+            if code != ErrorCode.none:  # the remote coordinator's KIP-890 answer
+                result = AppendResult(code)
+            else:
+                result = self._append(acks, topic, index, records, transactional_id, version)
+            if result.error_code != ErrorCode.none:
+                log_refusal(topic, index, records, result.error_code)
+            else:
+                partition = self._partitions.get((topic, index))
+                if partition is not None:
+                    woke_fetches |= partition.append_woke_fetches
+                    if acks == -1 and partition.high_watermark <= result.last_offset:
+                        waits.append((result, partition, records))
+            results.append(result)
+        if woke_fetches:
+            # Let the fetches this append woke (consumers', followers') answer first, as Kafka
+            # completes delayed fetches in the appending thread: the rest of the request (its
+            # response) waits one event-loop pass instead of the records' readers.
+            await asyncio.sleep(0)
+        if waits:
+            await _await_replication(waits, timeout_s)
+        return results
+
+    def _leaders_of(self, entries: Sequence[ProduceEntry]
+                    ) -> list[tuple[Partition, bytes | None]]:
+        """The entries whose partition is led here (the append answers the others)."""
+        led = []
+        for topic, index, records in entries:
+            try:
+                led.append((self.leader_partition(topic, index), records))
+            except PartitionError:
+                continue
+        return led
+
+    def _append(self, acks: int, topic: str, index: int, records: bytes | None,
+                transactional_id: str | None, version: int) -> AppendResult:
+        """One entry of `append_records`: checked, verified with a local transaction
+        coordinator, and appended to the leader's log."""
+        if acks not in (-1, 0, 1):
+            return AppendResult(ErrorCode.invalid_required_acks)
+        if topic in INTERNAL_TOPICS:
+            return AppendResult(ErrorCode.invalid_topic_exception)
+        try:
+            partition = self.leader_partition(topic, index)
+            if acks == -1 and len(partition.isr) < partition.min_insync_replicas:
+                return AppendResult(ErrorCode.not_enough_replicas)
+            if self.txn_verification is not None:
+                code = self.txn_verification.at_append(partition, records, transactional_id,
+                                                       version)
+                if code != ErrorCode.none:
+                    return AppendResult(code)
+            info = partition.append_as_leader(records or b"")
+        except PartitionError as exc:
+            return AppendResult(exc.error_code)
+        except RecordValidationError as exc:
+            log.debug("produce to %s-%d rejected: %s", topic, index, exc)
+            return AppendResult(exc.error_code, log_start_offset=partition.log_start_offset,
+                                record_errors=exc.record_errors, error_message=str(exc))
+        except (StorageError, KafkaError) as exc:
+            # Per request and usually the client's doing (sequence, epoch, size): DEBUG; a
+            # failing disk is the operator's business.
+            level = logging.WARNING if isinstance(exc, KafkaStorageError) else logging.DEBUG
+            log.log(level, "produce to %s-%d rejected: %s (%s)", topic, index,
+                    type(exc).__name__, exc)
+            return AppendResult(int(getattr(exc, "error_code", ErrorCode.unknown_server_error)))
+        if not info.duplicate:
+            metrics.produced(topic, len(records or b""), info.record_count)
+        elif log.isEnabledFor(logging.DEBUG):
+            log.debug("produce to %s-%d (%s): a duplicate of offsets %d-%d", topic, index,
+                      _batch_ids(records), info.first_offset, info.last_offset)
+        return AppendResult(ErrorCode.none, info.first_offset, info.log_append_time,
+                            info.log_start_offset, info.last_offset)
+
     def readable_partition(self, topic: str, index: int, follower_ok: bool) -> Partition:
         """The partition a fetch reads: the leader's, or with `follower_ok` (a consumer's
         Fetch v11+, KIP-392) a follower's replica too."""
@@ -506,6 +635,52 @@ class ReplicaManager:
             timer.cancel()
             for p in partitions:
                 p.discard_waiter(fut, follower)
+
+
+async def _await_replication(waits: list[tuple[AppendResult, Partition, bytes | None]],
+                             timeout_s: float) -> None:
+    """acks=all: answer once the ISR has each partition's batch (Kafka's delayed produce)."""
+    if len(waits) == 1:  # the usual case: awaited as it is, without a task and a gather
+        result, partition, _ = waits[0]
+        done = [await partition.wait_for_high_watermark(result.last_offset + 1, timeout_s)]
+    else:
+        done = await asyncio.gather(*(
+            partition.wait_for_high_watermark(result.last_offset + 1, timeout_s)
+            for result, partition, _ in waits))
+    for (result, partition, records), ok in zip(waits, done, strict=True):
+        if not ok:
+            code = (ErrorCode.request_timed_out if partition.is_leader
+                    else ErrorCode.not_leader_or_follower)
+        elif len(partition.isr) < partition.effective_min_isr:
+            # written, and replicated, but the ISR shrank since (Kafka's
+            # checkEnoughReplicasReachOffset): the client retries it as possibly written
+            code = ErrorCode.not_enough_replicas_after_append
+        else:
+            continue
+        log_refusal(partition.topic, partition.index, records, code,
+                    f"after appending at {result.base_offset}-{result.last_offset}, leader "
+                    f"epoch {partition.leader_epoch}, ISR {partition.isr}")
+        result.error_code, result.base_offset, result.log_append_time = code, -1, -1
+
+
+def log_refusal(topic: str | None, index: int, records: bytes | None, code: int,
+                why: str = "") -> None:
+    """DEBUG: a partition's error answer with its batch's producer id, epoch and sequences,
+    the chain an idempotent producer's epoch bump is followed by (nothing is made when DEBUG
+    is off: the answers of a partition that lost its leader come by thousands)."""
+    if not log.isEnabledFor(logging.DEBUG):
+        return
+    log.debug("produce to %s-%d (%s) answered %s%s", topic, index, _batch_ids(records),
+              ErrorCode(code).name, f" {why}" if why else "")
+
+
+def _batch_ids(records: bytes | None) -> str:
+    try:
+        _, h = next(iter_batches(records or b""))
+    except Exception:  # none or malformed: the error answered says which
+        return "no readable batch"
+    return (f"producer {h.producer_id} epoch {h.producer_epoch} seq {h.base_sequence}"
+            f"..{h.base_sequence + h.last_offset_delta}")
 
 
 def _wake(fut: asyncio.Future[None]) -> None:

@@ -1,10 +1,11 @@
-"""The partition leader's side of KIP-890 in a cluster (Kafka's AddPartitionsToTxnManager):
-before the first transactional append of a producer to a partition, the leader asks the
-transaction coordinator, when that is another broker, whether the partition is in the
-producer's ongoing transaction: AddPartitionsToTxn v5 with VerifyOnly, one request per
-coordinator for all the partitions of a Produce request; for Produce v12 (transactions v2)
-without VerifyOnly, which adds them to the transaction. (A local coordinator is asked
-in-process: broker/handlers/transactions.py.)
+"""The partition leader's side of KIP-890 (Kafka's AddPartitionsToTxnManager and the
+verification in ReplicaManager.appendRecords): before the first transactional append of a
+producer to a partition, the leader asks the transaction coordinator whether the partition is
+in the producer's ongoing transaction. A coordinator on another broker is asked with
+AddPartitionsToTxn v5 with VerifyOnly, one request per coordinator for all the partitions of a
+Produce request; for Produce v12 (transactions v2) without VerifyOnly, which adds them to the
+transaction. A local coordinator is asked in-process, at the append.
+ProduceVerification is what the replica manager's append runs.
 
 The coordinator is found as FindCoordinator finds it: the leader of the transactional id's
 `__transaction_state` partition in the metadata store.
@@ -12,16 +13,24 @@ The coordinator is found as FindCoordinator finds it: the leader of the transact
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import time
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from samsa.coordinator.internal_log import partition_for
 from samsa.protocol.errors import ErrorCode
+from samsa.protocol.records import first_batch_transactional, iter_batches
 
 from ..network.interbroker import BrokerConnection, BrokerUnavailable
 
 if TYPE_CHECKING:
+    from samsa.coordinator.transaction import TransactionCoordinator
+
     from ..cluster.metadata_store import MetadataStore
+    from ..replication.partition import Partition
 
 log = logging.getLogger(__name__)
 
@@ -124,3 +133,127 @@ class TxnPartitionVerifier:
         for conn in self._connections.values():
             conn.close()
         self._connections.clear()
+
+
+def needs_verification(
+    coord: TransactionCoordinator, partition: Partition, records: bytes | None,
+    always: bool = False,
+) -> tuple[int, int] | None:
+    """(producer id, epoch) of a transactional batch whose producer has no transaction open on
+    the partition at that epoch yet, else None. `always`: whatever
+    transaction.partition.verification.enable says (Produce v12 adds the partition)."""
+    if not records or not (always or coord.verification_enabled):
+        return None
+    if not first_batch_transactional(records):
+        return None
+    try:
+        _, header = next(iter_batches(records))
+    except (StopIteration, Exception):
+        return None  # the log's validation answers malformed input
+    if header.is_control or header.producer_id < 0:
+        return None
+    entry = partition.last_producer_entry(header.producer_id)
+    if (
+        entry is not None
+        and entry.current_txn_start_offset >= 0
+        and entry.producer_epoch == header.producer_epoch
+    ):
+        return None  # already verified: the transaction is open on this partition
+    return header.producer_id, header.producer_epoch
+
+
+class ProduceVerification:
+    """KIP-890 on the Produce path, as the replica manager's append runs it: before the
+    appends (`before_append`) the coordinator on another broker is asked, and for Produce v12
+    every partition the transaction lacks is added; at each append (`at_append`) a local
+    coordinator is asked in-process."""
+
+    def __init__(self, coordinator: TransactionCoordinator, remote: TxnPartitionVerifier | None,
+                 broker_id: int, config: Mapping[str, Any]) -> None:
+        self.coordinator = coordinator
+        self.remote = remote
+        self.broker_id = broker_id
+        self.config = config
+
+    def wanted(self, version: int) -> bool:
+        """Whether a transactional Produce of `version` is verified before its appends."""
+        return version >= 12 or self.coordinator.verification_enabled
+
+    async def before_append(
+        self, transactional_id: str, partitions: Sequence[tuple[Partition, bytes | None]],
+        version: int,
+    ) -> dict[tuple[str, int], int]:
+        """The answers, as the Produce response of `version` carries them, by (topic,
+        partition); partitions not in it go on to the append.
+
+        An add the coordinator answers CONCURRENT_TRANSACTIONS (it is still writing the markers
+        of the producer's previous transaction) is retried every
+        add.partitions.to.txn.retry.backoff.ms for up to
+        add.partitions.to.txn.retry.backoff.max.ms (Kafka's ReplicaManager.handleProduceAppend):
+        a client would wait its own retry.backoff.ms (100 ms) before sending the Produce again.
+        Verification (v11 and older) is not retried."""
+        add = version >= 12
+        if not add:
+            return await self._add_or_verify(transactional_id, partitions, version)
+        backoff_s = self.config["add.partitions.to.txn.retry.backoff.ms"] / 1000
+        bound_s = min(self.config["add.partitions.to.txn.retry.backoff.max.ms"],
+                      KAFKA_REQUEST_TIMEOUT_MS) / 1000
+        started = time.monotonic()
+        while True:
+            out = await self._add_or_verify(transactional_id, partitions, version)
+            if (ErrorCode.concurrent_transactions not in out.values()
+                    or time.monotonic() - started >= bound_s):
+                return out
+            await asyncio.sleep(backoff_s)
+
+    async def _add_or_verify(
+        self, transactional_id: str, partitions: Sequence[tuple[Partition, bytes | None]],
+        version: int,
+    ) -> dict[tuple[str, int], int]:
+        """One round of `before_append`: ask the coordinator about the partitions whose
+        producer has no transaction open on them yet."""
+        add = version >= 12
+        coord, remote = self.coordinator, self.remote
+        local = coord.is_local(transactional_id)
+        coordinator = self.broker_id if local or remote is None else remote.coordinator_of(
+            transactional_id)
+        if not add and (remote is None or coordinator < 0 or coordinator == self.broker_id):
+            return {}  # verified in-process at the append (or, with no coordinator known, not)
+        wanted: dict[tuple[int, int], list[tuple[str, int]]] = defaultdict(list)
+        for partition, records in partitions:
+            producer = needs_verification(coord, partition, records, always=add)
+            if producer is not None:
+                wanted[producer].append((partition.topic, partition.index))
+        out: dict[tuple[str, int], int] = {}
+        for (pid, epoch), parts in wanted.items():
+            answers: dict[tuple[str, int], int]
+            if local or coordinator == self.broker_id:
+                added = await coord.add_partitions(transactional_id, pid, epoch, parts, 2)
+                answers = dict.fromkeys(parts, int(added))
+            elif remote is None:
+                answers = dict.fromkeys(parts, ErrorCode.coordinator_not_available)
+            else:
+                answers = await remote.verify(coordinator, transactional_id, pid, epoch, parts,
+                                              verify_only=not add)
+            for tp, code in answers.items():
+                if code != ErrorCode.none or not add:
+                    out[tp] = produce_error(code, version)
+        return out
+
+    def at_append(self, partition: Partition, records: bytes | None,
+                  transactional_id: str | None, version: int) -> int:
+        """KIP-890 part 1 (transaction.partition.verification.enable): before the first
+        transactional append of a producer to a partition, the partition must be in its
+        ongoing transaction. NONE or the error code for the Produce response of `version`."""
+        coord = self.coordinator
+        producer = needs_verification(coord, partition, records)
+        if producer is None:
+            return ErrorCode.none
+        if transactional_id and not coord.is_local(transactional_id):
+            # The coordinator is another broker: before_append asked it; without one known,
+            # the append goes unverified.
+            return ErrorCode.none
+        code = coord.verify_partition(
+            transactional_id, producer[0], producer[1], partition.topic, partition.index
+        )
+        return produce_error(code, version)

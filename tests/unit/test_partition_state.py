@@ -612,14 +612,14 @@ async def test_the_hw_waits_while_the_isr_is_below_min_insync_replicas(
     a client retries as a record that may not be written, and librdkafka re-sends under a new
     producer epoch if a later batch is refused meanwhile); once the ISR is back and has the
     records, it succeeds."""
-    from samsa.broker.handlers.produce import _await_replication
+    from samsa.broker.replication.replica_manager import AppendResult, _await_replication
     from samsa.protocol.errors import ErrorCode
 
     p = _leader(logs, tmp_path)
     p.min_insync_replicas = 2
     _append(p, 2)
-    out: dict[str, object] = {"error_code": ErrorCode.none}
-    answered = asyncio.create_task(_await_replication([(out, p, 2, None)], timeout_s=10))
+    out = AppendResult(ErrorCode.none, base_offset=0, last_offset=1)
+    answered = asyncio.create_task(_await_replication([(out, p, None)], timeout_s=10))
     await asyncio.sleep(0)
     p.update_isr([LEADER])  # the controller took both followers out
     await _settle()
@@ -628,7 +628,7 @@ async def test_the_hw_waits_while_the_isr_is_below_min_insync_replicas(
     p.record_follower_fetch(F2, 2)
     p.record_follower_fetch(F3, 2)
     await asyncio.wait_for(answered, 1)
-    assert out["error_code"] == ErrorCode.none and p.log.high_watermark == 2
+    assert out.error_code == ErrorCode.none and p.log.high_watermark == 2
 
 
 async def test_the_hw_moves_below_min_insync_replicas_larger_than_the_replicas(
