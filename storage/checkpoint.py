@@ -13,7 +13,11 @@ T = TypeVar("T")
 VERSION = 0
 
 
-def write_atomically(path: Path, data: bytes, *, fsync: bool = True) -> None:
+def write_atomically(path: Path, data: bytes, *, fsync: bool = True,
+                     dir_errors: bool = False) -> None:
+    """Write `path` through a temp file renamed over it. With fsync, the data before the
+    rename and the directory after it, whose error is raised only with `dir_errors` (the
+    producer snapshots'; `fsync_dir`, as the checkpoints use it, ignores it)."""
     tmp = path.with_name(path.name + ".tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     try:
@@ -26,13 +30,18 @@ def write_atomically(path: Path, data: bytes, *, fsync: bool = True) -> None:
         os.close(fd)
     os.replace(tmp, path)
     if fsync:
-        fsync_dir(path.parent)
+        _fsync_path(path.parent, ignore_errors=not dir_errors)
 
 
 def fsync_file(path: Path) -> None:
     """fsync a file written earlier without it, then its directory (for the rename)."""
-    if _fsync_path(path, ignore_errors=False):
+    if fsync_if_exists(path):
         fsync_dir(path.parent)
+
+
+def fsync_if_exists(path: Path) -> bool:
+    """fsync what `path` names (a file or directory); False if it does not exist."""
+    return _fsync_path(path, ignore_errors=False)
 
 
 def fsync_dir(path: Path) -> None:

@@ -27,6 +27,7 @@ from samsa.protocol.records import (
     Buf,
     parse_control_record,
 )
+from samsa.storage.checkpoint import fsync_if_exists, write_atomically
 from samsa.storage.errors import (
     InvalidProducerEpoch,
     InvalidRecord,
@@ -199,26 +200,6 @@ class AppendPlan:
 
 def _snapshot_name(offset: int) -> str:
     return f"{offset:020d}{SNAPSHOT_SUFFIX}"
-
-
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def _fsync_if_exists(path: Path) -> bool:
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except FileNotFoundError:
-        return False
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    return True
 
 
 def encode_snapshot(entries: list[_Entry]) -> bytes:
@@ -619,18 +600,8 @@ class ProducerStateManager:
         if map_end_offset == self._last_snap_offset and path.exists():
             return
         data = encode_snapshot(sorted(self._producers.values(), key=lambda e: e.producer_id))
-        tmp = path.with_name(path.name + ".tmp")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-        try:
-            os.write(fd, data)
-            if sync:
-                os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.replace(tmp, path)
-        if sync:
-            _fsync_dir(self.partition_dir)
-        else:
+        write_atomically(path, data, fsync=sync, dir_errors=True)
+        if not sync:
             with self._unsynced_lock:
                 self._unsynced_snapshots.append(map_end_offset)
         self._last_snap_offset = map_end_offset
@@ -644,9 +615,9 @@ class ProducerStateManager:
         try:
             synced = False
             for offset in due:
-                synced |= _fsync_if_exists(self._snapshot_path(offset))
+                synced |= fsync_if_exists(self._snapshot_path(offset))
             if synced:
-                _fsync_dir(self.partition_dir)
+                fsync_if_exists(self.partition_dir)
         except BaseException:
             with self._unsynced_lock:  # all of them again at the next flush
                 self._unsynced_snapshots.extend(due)
