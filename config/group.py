@@ -91,6 +91,10 @@ def _kafka_group_config(k: KafkaProperty) -> PropertyDef:
 GROUP_PROPERTIES.update({k.name: _kafka_group_config(k) for k in kafka_properties("group").values()
                          if k.name not in GROUP_PROPERTIES})
 
+# Kafka's internal group configs (its DescribeConfigs leaves them out unless set).
+INTERNAL_GROUP_CONFIGS = frozenset(k.name for k in kafka_properties("group").values()
+                                   if k.internal)
+
 # The broker property each group config defaults to (Kafka's GroupConfig.brokerSynonym):
 # group.<name> where Kafka has it (streams.assignor.name's, group.streams.assignors, is a list
 # of names: Samsa gives it none).
@@ -184,7 +188,8 @@ def validate_group_configs(configs: Mapping[str, str | None],
 def describe_group_config(overrides: Mapping[str, str],
                           broker: BrokerConfig) -> list[ConfigEntry]:
     """Every group config of one group, as Kafka's DescribeConfigs reports a GROUP resource:
-    the group's override (GROUP_CONFIG) first, then the broker synonym's layers."""
+    the group's override (GROUP_CONFIG) first, then the broker synonym's layers. Kafka's
+    internal ones only when the group sets them (Kafka lists nonInternalValues and originals)."""
     values: dict[str, Any] = dict(group_defaults(broker))
     for key, raw in overrides.items():
         prop = GROUP_PROPERTIES.get(key)
@@ -192,6 +197,8 @@ def describe_group_config(overrides: Mapping[str, str],
             values[key] = prop.parse(raw)
     entries = []
     for key in GROUP_PROPERTIES:
+        if key in INTERNAL_GROUP_CONFIGS and key not in overrides:
+            continue
         prop = GROUP_PROPERTIES[key]
         text = value_to_string(prop.type, values[key])
         synonym = GROUP_SYNONYMS.get(key)

@@ -18,6 +18,7 @@ import time
 
 import pytest
 
+from samsa.config.schema.kafka_table import kafka_properties
 from samsa.protocol.records import build_batch
 from tests.protocol.wire import WireClient
 
@@ -267,7 +268,11 @@ def test_group_configs_describe_alter_and_bounds(broker_factory):
     with WireClient(b.bootstrap) as c:
         code, entries = _group_entries(c, group)  # a group need not exist to be described
         assert code == 0
-        assert entries == {"consumer.session.timeout.ms": ("50000", STATIC_BROKER_CONFIG),
+        # Kafka 4.4's other (non-internal) group configs at Kafka's defaults
+        others = {n: (k.default, DEFAULT_CONFIG) for n, k in kafka_properties("group").items()
+                  if not k.internal}
+        assert entries == {**others,
+                           "consumer.session.timeout.ms": ("50000", STATIC_BROKER_CONFIG),
                            "consumer.heartbeat.interval.ms": ("5000", DEFAULT_CONFIG),
                            "consumer.assignment.interval.ms": ("1000", DEFAULT_CONFIG),
                            "share.auto.offset.reset": ("latest", DEFAULT_CONFIG),
