@@ -32,16 +32,14 @@ from samsa.coordinator.ports import ProducerIdSource, TxnMarkerSender, TxnMetric
 from samsa.coordinator.runtime import Tasks, WriteFailed, load, replay, write
 from samsa.protocol.errors import ErrorCode, KafkaError
 
-from .log import CorruptTxnLogRecord, decode_key, decode_value, encode_key, encode_value
+from . import transitions
+from .log import CorruptTxnLogRecord, decode_key, decode_value
 from .metadata import (
-    COMPLETED,
-    MAX_EPOCH,
     PREPARED,
     IllegalTransition,
     TxnMetadata,
     TxnState,
     TxnTransit,
-    epoch_exhausted,
 )
 
 log = logging.getLogger(__name__)
@@ -278,17 +276,12 @@ class TransactionCoordinator:
         ISR has it, at `coordinator_epoch`. On failure the pending transition is dropped (the
         state stays as it was) and CoordinatorError carries Kafka's answer for it."""
         txn_id = md.transactional_id
-        now = _now()
-        # Value v1 once the cluster finalized transaction.version >= 1, and always for a TV2
-        # transaction (its client version and next producer id live only in v1's fields).
-        flexible = transit is not None and (
-            self.transaction_version() >= 1 or transit.client_transaction_version >= 2)
-        value = None if transit is None else encode_value(transit.log_value(), int(flexible))
         what = (f"the transaction state of {txn_id} "
                 f"({'tombstone' if transit is None else transit.state.name})")
         try:
-            await write(self.topic, self._partition_of(txn_id), [(encode_key(txn_id), value)],
-                        leader_epoch=coordinator_epoch, timestamp_ms=now, what=what)
+            await write(self.topic, self._partition_of(txn_id),
+                        [transitions.record(txn_id, transit, self.transaction_version())],
+                        leader_epoch=coordinator_epoch, timestamp_ms=_now(), what=what)
         except WriteFailed as exc:
             if self._txns.get(txn_id) is md:
                 md.abort_transition()
@@ -331,41 +324,18 @@ class TransactionCoordinator:
                 last_update_ms=now,
             )
             self._txns[txn_id] = md
-        if expected is not None:
-            pid, epoch = expected
-            valid = (
-                md.producer_epoch == -1
-                or pid == md.producer_id
-                or (pid == md.last_producer_id and epoch_exhausted(epoch))
-            )
-            if not valid:
-                return InitResult(ErrorCode.producer_fenced)
-        if md.pending:
-            return InitResult(ErrorCode.concurrent_transactions)
-        if md.state in PREPARED:
-            return InitResult(ErrorCode.concurrent_transactions)
-        if md.state is TxnState.ONGOING:
+        step = transitions.init_producer_id(md, timeout_ms, expected, now,
+                                            self._next_producer_id)
+        if step.abort_ongoing:
             # Fence the current producer and abort its transaction; the client retries.
             md.prepare_fence_epoch()
             code = await self._end_transaction(
                 md, md.producer_id, md.producer_epoch, False, coordinator_epoch, from_client=False
             )
-            return InitResult(code if code != ErrorCode.none else ErrorCode.concurrent_transactions)
-        if md.state not in COMPLETED:
-            return InitResult(ErrorCode.unknown_server_error)
-        if epoch_exhausted(md.producer_epoch) and (
-            expected is None or expected[1] == md.producer_epoch
-        ):
-            transit: TxnTransit | ErrorCode = md.prepare_producer_id_rotation(
-                self._next_producer_id(), timeout_ms, now, expected is not None
-            )
-        else:
-            transit = md.prepare_increment_epoch(
-                timeout_ms, None if expected is None else expected[1], now
-            )
-        if isinstance(transit, ErrorCode):
-            return InitResult(transit)
-        await self._write(md, transit, coordinator_epoch)
+            return InitResult(code if code != ErrorCode.none else step.error)
+        if step.transit is None:
+            return InitResult(step.error)
+        await self._write(md, step.transit, coordinator_epoch)
         log.debug("InitProducerId %s: pid %d epoch %d", txn_id, md.producer_id, md.producer_epoch)
         return InitResult(ErrorCode.none, md.producer_id, md.producer_epoch)
 
@@ -388,20 +358,12 @@ class TransactionCoordinator:
         except CoordinatorError as exc:
             return exc.error_code
         md = self._txns.get(txn_id)
-        added = set(partitions)
-        if md is None or md.producer_id != producer_id:
-            return ErrorCode.invalid_producer_id_mapping
-        if md.producer_epoch != producer_epoch:
-            return ErrorCode.producer_fenced
-        if md.pending or md.state in PREPARED:
-            return ErrorCode.concurrent_transactions
-        if md.state is TxnState.ONGOING and added <= md.partitions:
-            return ErrorCode.none
-        if md.state not in COMPLETED and md.state is not TxnState.ONGOING:
-            return ErrorCode.invalid_txn_state
+        step = transitions.add_partitions(md, producer_id, producer_epoch, set(partitions),
+                                          _now(), client_version)
+        if md is None or step.transit is None:
+            return step.error
         try:
-            await self._write(md, md.prepare_add_partitions(added, _now(), client_version),
-                              coordinator_epoch)
+            await self._write(md, step.transit, coordinator_epoch)
         except CoordinatorError as exc:
             return exc.error_code
         return ErrorCode.none
@@ -410,10 +372,7 @@ class TransactionCoordinator:
         self, txn_id: str, producer_id: int, producer_epoch: int,
         partitions: Iterable[tuple[str, int]],
     ) -> dict[tuple[str, int], ErrorCode]:
-        """AddPartitionsToTxn v4+ with VerifyOnly (Kafka's handleVerifyPartitionsInTransaction):
-        per partition NONE if it is in the transaction, else TRANSACTION_ABORTABLE; a problem
-        with the transaction itself is every partition's answer. Pending transitions are not
-        checked (the append that follows is validated on its own)."""
+        """AddPartitionsToTxn v4+ with VerifyOnly (transitions.verify_partitions)."""
         parts = list(partitions)
         if not txn_id:
             return dict.fromkeys(parts, ErrorCode.invalid_request)
@@ -421,15 +380,8 @@ class TransactionCoordinator:
             self._check_coordinator(txn_id)
         except CoordinatorError as exc:
             return dict.fromkeys(parts, exc.error_code)
-        md = self._txns.get(txn_id)
-        if md is None or md.producer_id != producer_id:
-            return dict.fromkeys(parts, ErrorCode.invalid_producer_id_mapping)
-        if md.producer_epoch != producer_epoch:
-            return dict.fromkeys(parts, ErrorCode.producer_fenced)
-        if md.state in PREPARED:
-            return dict.fromkeys(parts, ErrorCode.concurrent_transactions)
-        return {tp: ErrorCode.none if tp in md.partitions else ErrorCode.transaction_abortable
-                for tp in parts}
+        return transitions.verify_partitions(self._txns.get(txn_id), producer_id,
+                                             producer_epoch, parts)
 
     def offsets_partition(self, group_id: str) -> tuple[str, int]:
         return OFFSETS_TOPIC, partition_for(group_id, self.offsets_partitions)
@@ -471,101 +423,29 @@ class TransactionCoordinator:
         from_client: bool,
         client_version: int = 0,
     ) -> ErrorCode:
-        fencing = md.pending_state is TxnState.PREPARE_EPOCH_FENCE
-
-        def undo_fence() -> None:
-            if fencing:  # the fence did not happen
-                md.pending_state = None
-                md.producer_epoch -= 1
-
-        state = md.state
-        # Kafka's endTransaction: a TV2 transaction bumps the epoch at every EndTxn, so a retry
-        # carries the epoch before the bump (or, past an exhausted epoch, the previous id).
-        tv2 = md.tv2 and not fencing
-        retry_on_bump = tv2 and md.producer_epoch == producer_epoch + 1
-        retry_on_overflow = (
-            tv2 and md.last_producer_id == producer_id and md.producer_epoch == 0
-            and producer_epoch == MAX_EPOCH - 1
+        step = transitions.end_transaction(
+            md, producer_id, producer_epoch, commit, _now(), self._next_producer_id,
+            from_client=from_client, client_version=client_version)
+        if step.transit is None:
+            return step.error
+        try:
+            await self._write(md, step.transit, coordinator_epoch)
+        except CoordinatorError as exc:
+            if step.fenced and self._txns.get(md.transactional_id) is md:
+                md.producer_epoch -= 1  # the fence did not happen
+            return exc.error_code
+        log.debug(  # per transaction: not INFO
+            "%s %s (pid %d epoch %d, %d partitions)",
+            step.transit.state.name,
+            md.transactional_id,
+            md.producer_id,
+            md.producer_epoch,
+            len(md.partitions),
         )
-        if tv2:
-            if state in (TxnState.PREPARE_COMMIT, TxnState.PREPARE_ABORT):
-                valid_epoch = retry_on_bump
-            elif state in (TxnState.COMPLETE_COMMIT, TxnState.COMPLETE_ABORT):
-                valid_epoch = (retry_on_bump or retry_on_overflow
-                               or producer_epoch == md.producer_epoch)
-            else:
-                valid_epoch = producer_epoch == md.producer_epoch
-        else:
-            valid_epoch = (
-                not from_client or producer_epoch == md.producer_epoch
-            ) and producer_epoch >= md.producer_epoch
-        if md.producer_id != producer_id and not retry_on_overflow:
-            undo_fence()
-            return ErrorCode.invalid_producer_id_mapping
-        if not valid_epoch:
-            undo_fence()
-            return ErrorCode.producer_fenced
-        if md.pending and not fencing:
-            return ErrorCode.concurrent_transactions
-        is_retry = retry_on_bump or retry_on_overflow
-        target = TxnState.PREPARE_COMMIT if commit else TxnState.PREPARE_ABORT
-        fresh_abort = (  # TV2: an abort with nothing open bumps the epoch all the same
-            client_version >= 2 and not commit and not is_retry
-            and state in (TxnState.EMPTY, TxnState.COMPLETE_COMMIT, TxnState.COMPLETE_ABORT)
-        )
-        if state is TxnState.ONGOING or fresh_abort:
-            if fencing:
-                if target is not TxnState.PREPARE_ABORT:
-                    undo_fence()
-                    return ErrorCode.invalid_txn_state
-                md.pending_state = None
-                md.last_producer_epoch = -1
-            if fencing:
-                # The coordinator's own abort (timeout, InitProducerId) of a TV2 transaction
-                # bumps the epoch once more after the fence, so the fenced producer's retry
-                # (its epoch + 1 = the fence) does not pass for a retry of this abort. (Kafka
-                # goes by the cluster's level here; by the transaction's, a classic client's
-                # epochs stay exactly what they were before transactions v2.)
-                client_version = md.client_transaction_version
-            bump = client_version >= 2 and (not fencing or md.producer_epoch < MAX_EPOCH)
-            next_pid = -1
-            if bump and not fencing and epoch_exhausted(md.producer_epoch):
-                try:
-                    next_pid = self._next_producer_id()
-                except CoordinatorError as exc:
-                    return exc.error_code
-            transit = md.prepare_abort_or_commit(target, _now(), client_version, next_pid, bump)
-            try:
-                await self._write(md, transit, coordinator_epoch)
-            except CoordinatorError as exc:
-                if fencing and self._txns.get(md.transactional_id) is md:
-                    md.producer_epoch -= 1  # the fence did not happen
-                return exc.error_code
-            log.debug(  # per transaction: not INFO
-                "%s %s (pid %d epoch %d, %d partitions)",
-                target.name,
-                md.transactional_id,
-                md.producer_id,
-                md.producer_epoch,
-                len(md.partitions),
-            )
+        if step.send_markers:
             # The Prepare record is replicated: a new coordinator would finish it the same way.
             self._tasks.spawn(self._send_markers_and_complete(md, coordinator_epoch))
-            return ErrorCode.none
-        undo_fence()  # only reachable when not Ongoing
-        if state is TxnState.COMPLETE_COMMIT:
-            if tv2 and not is_retry:
-                return ErrorCode.invalid_txn_state  # commit with the current epoch: nothing open
-            return ErrorCode.none if commit else ErrorCode.invalid_txn_state
-        if state is TxnState.COMPLETE_ABORT:
-            if tv2 and not is_retry:
-                return ErrorCode.invalid_txn_state
-            return ErrorCode.invalid_txn_state if commit else ErrorCode.none
-        if state is TxnState.PREPARE_COMMIT:
-            return ErrorCode.concurrent_transactions if commit else ErrorCode.invalid_txn_state
-        if state is TxnState.PREPARE_ABORT:
-            return ErrorCode.invalid_txn_state if commit else ErrorCode.concurrent_transactions
-        return ErrorCode.invalid_txn_state
+        return ErrorCode.none
 
     def _owns(self, md: TxnMetadata, coordinator_epoch: int) -> bool:
         """Is `md` still this broker's, at the coordinator epoch it was loaded or written at?"""
@@ -663,24 +543,14 @@ class TransactionCoordinator:
             return ErrorCode.transactional_id_authorization_failed
         if self._partition_of(txn_id) in self._loading:
             return ErrorCode.not_enough_replicas
-        md = self._txns.get(txn_id)
-        if md is None or md.producer_id != producer_id:
-            return ErrorCode.invalid_producer_id_mapping
-        if md.producer_epoch != producer_epoch:
-            return ErrorCode.invalid_producer_epoch
-        if md.state in PREPARED or (md.pending and md.state is not TxnState.ONGOING):
-            return ErrorCode.concurrent_transactions
-        if md.state is TxnState.ONGOING and (topic, partition) in md.partitions:
-            return ErrorCode.none
-        return ErrorCode.transaction_abortable
+        return transitions.verify_partition(self._txns.get(txn_id), producer_id, producer_epoch,
+                                            (topic, partition))
 
     # ================================================================ timeouts, expiration
     async def abort_timed_out_transactions(self) -> None:
         now = _now()
         for md in list(self._txns.values()):
-            if md.state is not TxnState.ONGOING or md.pending:
-                continue
-            if md.start_ms + md.timeout_ms >= now:
+            if not transitions.timed_out(md, now):
                 continue
             coordinator_epoch = self._serving_epoch(md.transactional_id)
             if coordinator_epoch is None:
@@ -708,9 +578,7 @@ class TransactionCoordinator:
     async def remove_expired_transactional_ids(self) -> None:
         now = _now()
         for md in list(self._txns.values()):
-            if md.state not in COMPLETED or md.pending:
-                continue
-            if md.last_update_ms > now - self.expiration_ms:
+            if not transitions.expired(md, now, self.expiration_ms):
                 continue
             coordinator_epoch = self._serving_epoch(md.transactional_id)
             if coordinator_epoch is None:
@@ -751,15 +619,5 @@ class TransactionCoordinator:
         if self._loading:
             return ErrorCode.coordinator_load_in_progress, []
         now = _now()
-        out = []
-        for md in self._txns.values():
-            if md.state is TxnState.DEAD:
-                continue
-            if producer_ids and md.producer_id not in producer_ids:
-                continue
-            if states and md.state not in states:
-                continue
-            if duration_ms >= 0 and (md.start_ms < 0 or now - md.start_ms <= duration_ms):
-                continue
-            out.append(md)
-        return ErrorCode.none, out
+        return ErrorCode.none, [md for md in self._txns.values()
+                                if transitions.listed(md, states, producer_ids, duration_ms, now)]
