@@ -15,6 +15,7 @@ from array import array
 from bisect import bisect_left, bisect_right
 from itertools import islice
 from pathlib import Path
+from typing import NamedTuple
 
 from samsa.storage.fdcache import CachedFile
 
@@ -29,17 +30,27 @@ def _increasing(values: array[int], *, strictly: bool) -> bool:
     return all(map(operator.lt if strictly else operator.le, values, islice(values, 1, None)))
 
 
+class _Column(NamedTuple):
+    """One field of an index's entries, held in memory as an array."""
+
+    name: str  # the index's attribute holding it
+    strictly: bool  # strictly increasing (else never decreasing)
+    nonnegative: bool  # never negative (an offset: relative to the base)
+
+
 class _IndexFile:
-    """An index's entries are two fields; in memory each is a column (an array), the offset
-    field's absolute, in the file relative to the segment's base offset."""
+    """An index's entries are two fields (`fields`, in the file's order), each a column in
+    memory; the offset field's values are absolute there, relative to the base in the file."""
 
     entry: struct.Struct
-    offset_field: int  # which field of an entry is its offset
+    fields: tuple[_Column, _Column]
+    offset_field: int  # which of `fields` is the entry's offset
     _offsets: array[int]  # each entry's absolute offset, whatever else the entry holds
 
-    def __init__(self, path: Path, base_offset: int, max_index_size: int) -> None:
+    def __init__(self, path: Path, base_offset: int, max_index_size: int = 10485760) -> None:
         self.base_offset = base_offset
         self.max_entries = max(1, max_index_size // self.entry.size)
+        self._set_columns(array("q"), array("q"))
         # Opened (and created) on the first write, closed by the fd cache when idle.
         self._file = CachedFile(path, os.O_RDWR | os.O_APPEND)
         # Entries not yet written to the file. Lookups use the in-memory arrays, so the file
@@ -70,18 +81,16 @@ class _IndexFile:
             return b""
 
     def _columns(self) -> tuple[array[int], array[int]]:
-        raise NotImplementedError
+        first, second = self.fields
+        return getattr(self, first.name), getattr(self, second.name)
 
     def _set_columns(self, first: array[int], second: array[int]) -> None:
-        raise NotImplementedError
-
-    def _in_order(self, first: array[int], second: array[int]) -> bool:
-        """Whether loaded entries (offsets absolute) are in the order they were written."""
-        raise NotImplementedError
+        setattr(self, self.fields[0].name, first)
+        setattr(self, self.fields[1].name, second)
 
     def load(self) -> bool:
         """Read entries from the file; False (and nothing loaded) if the file looks corrupt:
-        not whole entries, an offset below the base or entries out of order."""
+        not whole entries, or entries out of order or negative where `fields` forbid it."""
         raw = self._read_raw()
         if len(raw) % self.entry.size:
             return False
@@ -91,13 +100,14 @@ class _IndexFile:
             add_first(a)
             add_second(b)
         columns = [first, second]
-        relative = columns[self.offset_field]
-        if relative and relative[0] < 0:  # the offsets increase: the first is the least
-            return False
+        for field, values in zip(self.fields, columns, strict=True):
+            if values and field.nonnegative and values[0] < 0:  # the least, if in order
+                return False
         base = self.base_offset
-        columns[self.offset_field] = array("q", [base + r for r in relative])
-        if not self._in_order(*columns):
-            return False
+        columns[self.offset_field] = array("q", [base + r for r in columns[self.offset_field]])
+        for field, values in zip(self.fields, columns, strict=True):
+            if not _increasing(values, strictly=field.strictly):
+                return False
         self._set_columns(*columns)
         return True
 
@@ -180,23 +190,11 @@ class _IndexFile:
 class OffsetIndex(_IndexFile):
     """{int32 relativeOffset, int32 position}; lookup gives the greatest entry <= target."""
 
-    entry = _OFFSET_ENTRY  # (offset relative to the base, position)
+    entry = _OFFSET_ENTRY
+    fields = (_Column("_offsets", strictly=True, nonnegative=True),
+              _Column("_positions", strictly=True, nonnegative=True))
     offset_field = 0
-
-    def __init__(self, path: Path, base_offset: int, max_index_size: int = 10485760) -> None:
-        super().__init__(path, base_offset, max_index_size)
-        self._offsets = array("q")  # absolute offsets
-        self._positions = array("q")
-
-    def _columns(self) -> tuple[array[int], array[int]]:
-        return self._offsets, self._positions
-
-    def _set_columns(self, first: array[int], second: array[int]) -> None:
-        self._offsets, self._positions = first, second
-
-    def _in_order(self, first: array[int], second: array[int]) -> bool:
-        return (not second or second[0] >= 0) and _increasing(first, strictly=True) and (
-            _increasing(second, strictly=True))
+    _positions: array[int]
 
     @property
     def last_entry(self) -> tuple[int, int]:
@@ -243,22 +241,11 @@ class OffsetIndex(_IndexFile):
 class TimeIndex(_IndexFile):
     """{int64 maxTimestampSoFar, int32 relativeOffset}; timestamps strictly increase."""
 
-    entry = _TIME_ENTRY  # (timestamp, offset relative to the base)
+    entry = _TIME_ENTRY
+    fields = (_Column("_timestamps", strictly=True, nonnegative=False),
+              _Column("_offsets", strictly=False, nonnegative=True))
     offset_field = 1
-
-    def __init__(self, path: Path, base_offset: int, max_index_size: int = 10485760) -> None:
-        super().__init__(path, base_offset, max_index_size)
-        self._timestamps = array("q")
-        self._offsets = array("q")
-
-    def _columns(self) -> tuple[array[int], array[int]]:
-        return self._timestamps, self._offsets
-
-    def _set_columns(self, first: array[int], second: array[int]) -> None:
-        self._timestamps, self._offsets = first, second
-
-    def _in_order(self, first: array[int], second: array[int]) -> bool:
-        return _increasing(first, strictly=True) and _increasing(second, strictly=False)
+    _timestamps: array[int]
 
     @property
     def last_entry(self) -> tuple[int, int]:
