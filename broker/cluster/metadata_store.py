@@ -119,6 +119,23 @@ def quota_entity(components: dict[str, str | None]) -> QuotaEntity:
     return tuple(sorted(components.items()))
 
 
+class ClientQuotas:
+    """A store's client quotas and the listeners told of each change (the quota managers)."""
+
+    def __init__(self) -> None:
+        self.current: dict[QuotaEntity, dict[str, float]] = {}
+        self._listeners: list[Callable[[dict[QuotaEntity, dict[str, float]]], None]] = []
+
+    def add_listener(self, fn: Callable[[dict[QuotaEntity, dict[str, float]]], None]) -> None:
+        """fn(quotas) now and after each change."""
+        self._listeners.append(fn)
+        fn(self.current)
+
+    def notify(self) -> None:
+        for fn in self._listeners:
+            fn(self.current)
+
+
 class MetadataStore(Protocol):
     cluster_id: str
 
@@ -235,8 +252,7 @@ class LocalMetadataStore:
         self._users: dict[str, dict[str, str]] = {}
         self._by_id = TopicIdIndex()
         self._listeners: list[Callable[[str, str], None]] = []
-        self._quotas: dict[QuotaEntity, dict[str, float]] = {}  # client quotas
-        self._quota_listeners: list[Callable[[dict[QuotaEntity, dict[str, float]]], None]] = []
+        self._quotas = ClientQuotas()
         self._acl_cache = AclCache()
         # Dynamic broker configs: entity (this broker's id, or <default>) -> config.
         self._broker_configs: dict[str, dict[str, str]] = {}
@@ -415,19 +431,18 @@ class LocalMetadataStore:
     # In the file: "client_quotas": [{"entity": [[type, name or null for the default], ...],
     # "config": {key: value}}, ...].
     def client_quotas(self) -> dict[QuotaEntity, dict[str, float]]:
-        return self._quotas
+        return self._quotas.current
 
     def add_client_quota_listener(
         self, fn: Callable[[dict[QuotaEntity, dict[str, float]]], None]
     ) -> None:
-        self._quota_listeners.append(fn)
-        fn(self._quotas)
+        self._quotas.add_listener(fn)
 
     async def alter_client_quotas(
         self, changes: list[tuple[QuotaEntity, dict[str, float | None]]]
     ) -> None:
         """Per entity: key -> new value, or None to remove the key."""
-        quotas = {e: dict(c) for e, c in self._quotas.items()}
+        quotas = {e: dict(c) for e, c in self._quotas.current.items()}
         for entity, ops in changes:
             config = quotas.setdefault(entity, {})
             for key, value in ops.items():
@@ -437,22 +452,22 @@ class LocalMetadataStore:
                     config[key] = float(value)
             if not config:
                 del quotas[entity]
-        self._quotas = quotas
+        self._quotas.current = quotas
         self._save()
-        for fn in self._quota_listeners:
-            fn(quotas)
+        self._quotas.notify()
 
     def _load_client_quotas(self, doc: dict[str, Any]) -> None:
         for item in doc.get("client_quotas", []):
             entity = quota_entity({str(t): None if n is None else str(n)
                                    for t, n in item["entity"]})
-            self._quotas[entity] = {str(k): float(v) for k, v in item["config"].items()}
+            self._quotas.current[entity] = {str(k): float(v)
+                                            for k, v in item["config"].items()}
 
     def _client_quotas_doc(self) -> dict[str, Any]:
         return {"client_quotas": [
             {"entity": [[t, n] for t, n in entity],
              "config": config}
-            for entity, config in self._quotas.items()
+            for entity, config in self._quotas.current.items()
         ]}
 
     # ---- ACLs ---------------------------------------------------------------------------------

@@ -53,7 +53,7 @@ async def test_client_quotas_are_shared_through_zookeeper(zookeeper):
 
         # Kafka's znodes: sanitized names, <default>, both kinds of config in one user node
         def node(path: str) -> dict:
-            return json.loads(a._zk.get(path)[0])
+            return json.loads(a.session.zk.get(path)[0])
 
         user = node("/config/users/alice")
         assert user["version"] == 1 and user["config"]["producer_byte_rate"] == "1024"
@@ -61,9 +61,9 @@ async def test_client_quotas_are_shared_through_zookeeper(zookeeper):
         assert node("/config/users/alice/clients/app")["config"] == {
             "consumer_byte_rate": "2048"}
         assert node("/config/clients/<default>")["config"] == {"request_percentage": "12.5"}
-        assert "CN%3Dx%2CO%3Dy" in a._zk.get_children("/config/users")
-        paths = {json.loads(a._zk.get(f"/config/changes/{c}")[0])["entity_path"]
-                 for c in a._zk.get_children("/config/changes")}
+        assert "CN%3Dx%2CO%3Dy" in a.session.zk.get_children("/config/users")
+        paths = {json.loads(a.session.zk.get(f"/config/changes/{c}")[0])["entity_path"]
+                 for c in a.session.zk.get_children("/config/changes")}
         assert {"users/alice", "users/alice/clients/app", "clients/<default>"} <= paths
 
         # a SCRAM change keeps the quotas; removing the quota keeps the credential

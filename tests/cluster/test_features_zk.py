@@ -67,7 +67,7 @@ async def test_feature_levels_are_shared_through_zookeeper(zookeeper):
         assert (done.epoch, done.levels) == (1, levels)
         await _until(lambda: b.finalized_features().epoch == 1)
         assert b.finalized_features().levels == levels
-        doc = json.loads(a._zk.get("/feature")[0])
+        doc = json.loads(a.session.zk.get("/feature")[0])
         assert doc == {"version": 2, "status": 1, "features": {
             name: {"max_version_level": level} for name, level in levels.items()}}
 
@@ -76,7 +76,7 @@ async def test_feature_levels_are_shared_through_zookeeper(zookeeper):
 
         with pytest.raises(InvalidUpdateVersion):
             await b.update_features(too_far)
-        assert a._zk.get("/feature")[1].version == 1
+        assert a.session.zk.get("/feature")[1].version == 1
     finally:
         await a.close()
         await b.close()

@@ -29,7 +29,7 @@ async def test_group_configs_are_shared_through_zookeeper(zookeeper):
         assert await a.group_configs("team") == {}
         await a.set_group_configs(group, {})
         assert await b.group_configs(group) == {}
-        assert a._zk.get_children("/config/groups") == []
+        assert a.session.zk.get_children("/config/groups") == []
     finally:
         await a.close()
         await b.close()

@@ -81,7 +81,7 @@ async def test_acls_in_zookeeper_reach_every_store(zookeeper: ZooKeeperProcess) 
         assert await a.create_acls([lit, pre]) == [None, None]
         await _until(lambda: set(b.acls().bindings()) == {lit, pre}, "b sees a's ACLs")
         # Kafka's layout and JSON, and a change notification per resource.
-        zk = a._zk
+        zk = a.session.zk
         assert json.loads(zk.get("/kafka-acl/Topic/orders")[0]) == {"version": 1, "acls": [
             {"principal": "User:alice", "permissionType": "Allow", "operation": "Read",
              "host": "*"}]}

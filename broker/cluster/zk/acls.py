@@ -7,9 +7,7 @@ import json
 import logging
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
 
-from kazoo.client import KazooClient
 from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
 
 from ...security.authorizer import (
@@ -26,8 +24,9 @@ from ...security.authorizer import (
     pascal,
 )
 from .common import dumps as _dumps
+from .session import ZkSession
 
-# The store's own logger, as before these methods left the store module (samsa.log.loggers).
+# The store's own logger, as before the store was split in parts (samsa.log.loggers).
 log = logging.getLogger("samsa.broker.cluster.zk.store")
 
 
@@ -61,16 +60,15 @@ def _acl_change_pattern(path: str, data: bytes) -> ResourcePattern:
                            PatternType(from_pascal(PatternType, doc["patternType"].upper())))
 
 
-class ZkAclsMixin:
-    """ZkMetadataStore's ACL methods (ZkMetadataStore owns the state they use)."""
+class ZkAcls:
+    """The cluster's ACLs, read at start and kept current by the change notifications."""
 
-    _zk: KazooClient
-    _acl_cache: AclCache
-    _acl_changes_seen: dict[str, set[str]]
-    _acl_change_ctimes: dict[str, int]
-
-    if TYPE_CHECKING:
-        def _call(self, fn: Callable[..., None], *args: Any) -> None: ...
+    def __init__(self, session: ZkSession) -> None:
+        self._session = session
+        self._zk = session.zk
+        self._acl_cache = AclCache()
+        self._acl_changes_seen: dict[str, set[str]] = {}  # change path -> notifications read
+        self._acl_change_ctimes: dict[str, int] = {}  # notification -> its ctime (to purge)
 
     # Kafka's AclAuthorizer layout (see the module doc): every ACL is read at start, then each
     # change notification (written by the broker that changed a resource's ACLs) makes every
@@ -128,6 +126,10 @@ class ZkAclsMixin:
                         out[i].append(AclBinding(pattern, e))
         return out
 
+    async def refresh(self) -> None:
+        """Read every ACL again (after a new session: changes announced meanwhile missed)."""
+        self._set_all_acls(await asyncio.to_thread(self._read_all_acls))
+
     def _update_acls(
         self, pattern: ResourcePattern,
         change: Callable[[frozenset[AccessControlEntry]], frozenset[AccessControlEntry]],
@@ -165,7 +167,7 @@ class ZkAclsMixin:
                 sequence=True, makepath=True)
         return new
 
-    def _start_acls(self) -> None:
+    def start(self) -> None:
         """(kazoo thread, at start) Read every ACL, then follow the change notifications."""
         for path in (ACL_CHANGES, ACL_EXTENDED_CHANGES, "/kafka-acl", ACL_EXTENDED_PREFIXED):
             self._zk.ensure_path(path)
@@ -229,7 +231,7 @@ class ZkAclsMixin:
             except (ValueError, KeyError, TypeError, AttributeError) as exc:
                 log.warning("ignoring the unreadable ACL change %s/%s: %s", path, child, exc)
                 continue
-            self._call(self._acl_cache.set, pattern, self._read_acls(pattern))
+            self._session.call(self._acl_cache.set, pattern, self._read_acls(pattern))
             self._acl_change_ctimes[f"{path}/{child}"] = stat.ctime
         seen.intersection_update(children)
         self._purge_acl_changes()

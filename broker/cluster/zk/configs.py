@@ -1,5 +1,5 @@
 """The ZooKeeper metadata store's /config entities: client quotas, dynamic broker configs, and
-the /config/changes notifications that announce them."""
+the /config/changes notifications that announce them; and group configs."""
 
 from __future__ import annotations
 
@@ -8,10 +8,9 @@ import json
 import logging
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
-from urllib.parse import unquote
+from typing import Any
+from urllib.parse import quote, unquote
 
-from kazoo.client import KazooClient
 from kazoo.exceptions import (
     BadVersionError,
     ConnectionLoss,
@@ -27,13 +26,15 @@ from ..metadata_store import (
     QUOTA_CONFIGS,
     QUOTA_DEFAULT,
     QUOTA_USER,
-    BrokerInfo,
+    ClientQuotas,
     QuotaEntity,
 )
 from .common import dumps as _dumps
+from .common import put_znode
 from .common import sanitize as _sanitize
+from .session import ZkSession
 
-# The store's own logger, as before these methods left the store module (samsa.log.loggers).
+# The store's own logger, as before the store was split in parts (samsa.log.loggers).
 log = logging.getLogger("samsa.broker.cluster.zk.store")
 
 
@@ -84,20 +85,25 @@ def _notification_seq(name: str) -> int:
     return int(digits) if digits.isdigit() else -1
 
 
-class ZkConfigsMixin:
-    """ZkMetadataStore's client quota and dynamic broker config methods (ZkMetadataStore owns
-    the state they use)."""
+class ZkConfigs:
+    """Client quotas, dynamic broker configs and group configs, and the /config/changes
+    notifications that announce the first two."""
 
-    _zk: KazooClient
-    _broker: BrokerInfo
-    _quotas: dict[QuotaEntity, dict[str, float]]
-    _quota_listeners: list[Callable[[dict[QuotaEntity, dict[str, float]]], None]]
-    _quota_notification_seen: int | None
-    _broker_configs: dict[str, dict[str, str]]
-    _broker_config_listeners: list[Callable[[str, dict[str, str]], None]]
+    def __init__(self, session: ZkSession, broker_id: int) -> None:
+        self._session = session
+        self._zk = session.zk
+        self._broker_id = broker_id
+        self.quotas = ClientQuotas()  # the cache, and who is told of its changes
+        self._quota_notification_seen: int | None = None
+        # Dynamic broker configs of this broker and the cluster default (entity -> config).
+        self._broker_configs: dict[str, dict[str, str]] = {}
+        self._broker_config_listeners: list[Callable[[str, dict[str, str]], None]] = []
 
-    if TYPE_CHECKING:
-        def _call(self, fn: Callable[..., None], *args: Any) -> None: ...
+    def start(self) -> None:
+        """(worker thread) Dynamic broker configs are in place before the broker starts
+        serving (Kafka's DynamicBrokerConfig.initialize); the notifications keep them current."""
+        self._broker_configs = {e: self._read_broker_config(e) for e in self._config_entities()}
+        self._start_client_quotas()
 
     # ---- client quotas ------------------------------------------------------------------------
     # Kafka's layout: /config/users/<user>, /config/users/<user>/clients/<client-id>,
@@ -108,15 +114,6 @@ class ZkConfigsMixin:
     # and re-reads the entities named there. A user's node also holds its SCRAM credentials:
     # a quota write changes only the quota keys of its "config" (conditional on the version
     # read, so that a concurrent write is never lost).
-    def client_quotas(self) -> dict[QuotaEntity, dict[str, float]]:
-        return self._quotas
-
-    def add_client_quota_listener(
-        self, fn: Callable[[dict[QuotaEntity, dict[str, float]]], None]
-    ) -> None:
-        self._quota_listeners.append(fn)
-        fn(self._quotas)
-
     async def alter_client_quotas(
         self, changes: list[tuple[QuotaEntity, dict[str, float | None]]]
     ) -> None:
@@ -165,9 +162,9 @@ class ZkConfigsMixin:
         elif self._quota_notification_seen is None:
             self._quota_notification_seen = -1
         if updates:
-            self._call(self._apply_client_quotas, updates)
+            self._session.call(self._apply_client_quotas, updates)
         for name, config in brokers.items():
-            self._call(self._set_broker_config, name, config)
+            self._session.call(self._set_broker_config, name, config)
         self._purge_notifications([name for _, name in seqs])
         return True
 
@@ -229,17 +226,16 @@ class ZkConfigsMixin:
         return out
 
     def _apply_client_quotas(self, updates: dict[QuotaEntity, dict[str, float]]) -> None:
-        quotas = dict(self._quotas)
+        quotas = dict(self.quotas.current)
         for entity, config in updates.items():
             if config:
                 quotas[entity] = config
             else:
                 quotas.pop(entity, None)
-        if quotas == self._quotas:
+        if quotas == self.quotas.current:
             return
-        self._quotas = quotas
-        for fn in self._quota_listeners:
-            fn(quotas)
+        self.quotas.current = quotas
+        self.quotas.notify()
 
     def _write_client_quotas(
         self, changes: list[tuple[QuotaEntity, dict[str, float | None]]]
@@ -283,7 +279,7 @@ class ZkConfigsMixin:
     # /config/changes/config_change_<seq> node {"version":2,"entity_path":"brokers/<id>"}.
     # A broker follows its own entity and the default.
     def _config_entities(self) -> tuple[str, str]:
-        return str(self._broker.broker_id), DEFAULT_ENTITY
+        return str(self._broker_id), DEFAULT_ENTITY
 
     def _read_broker_config(self, entity: str) -> dict[str, str]:
         config = self._read_config_znode(f"/config/brokers/{entity}")
@@ -311,15 +307,37 @@ class ZkConfigsMixin:
             self._set_broker_config(entity, dict(config))
 
     def _write_broker_config(self, entity: str, config: dict[str, str]) -> None:
-        path = f"/config/brokers/{entity}"
-        doc = _dumps({"version": 1, "config": config})
-        try:
-            self._zk.set(path, doc)
-        except NoNodeError:
-            try:
-                self._zk.create(path, doc, makepath=True)
-            except NodeExistsError:
-                self._zk.set(path, doc)
+        put_znode(self._zk, f"/config/brokers/{entity}", _dumps({"version": 1, "config": config}))
         self._zk.create("/config/changes/config_change_",
                         _dumps({"version": 2, "entity_path": f"brokers/{entity}"}),
                         sequence=True, makepath=True)
+
+    # ---- group configs ------------------------------------------------------------------------
+    # /config/groups/<g> {"version":1,"config":{...}}, <g> percent-encoded (a group id may hold
+    # '/'); read where they are used (DescribeConfigs, alter), not cached.
+    async def group_configs(self, group: str) -> dict[str, str]:
+        return await asyncio.to_thread(self._read_group_configs, group)
+
+    def _read_group_configs(self, group: str) -> dict[str, str]:
+        try:
+            data = self._zk.get(_group_config_path(group))[0]
+        except NoNodeError:
+            return {}
+        return dict(json.loads(data).get("config", {}))
+
+    async def set_group_configs(self, group: str, configs: dict[str, str]) -> None:
+        await asyncio.to_thread(self._write_group_configs, group, configs)
+
+    def _write_group_configs(self, group: str, configs: dict[str, str]) -> None:
+        path = _group_config_path(group)
+        if not configs:
+            try:
+                self._zk.delete(path)
+            except NoNodeError:
+                pass
+            return
+        put_znode(self._zk, path, _dumps({"version": 1, "config": configs}))
+
+
+def _group_config_path(group: str) -> str:
+    return f"/config/groups/{quote(group, safe='')}"

@@ -6,15 +6,15 @@ import asyncio
 import json
 import logging
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from kazoo.client import KazooClient
 from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
 
 from ..features import FinalizedFeatures
 from .common import dumps as _dumps
+from .session import ZkSession
 
-# The store's own logger, as before these methods left the store module (samsa.log.loggers).
+# The store's own logger, as before the store was split in parts (samsa.log.loggers).
 log = logging.getLogger("samsa.broker.cluster.zk.store")
 
 FEATURE = "/feature"  # the finalized feature levels (Kafka's FeatureZNode)
@@ -31,14 +31,24 @@ def read_feature_doc(data: bytes, epoch: int) -> FinalizedFeatures:
     return FinalizedFeatures(epoch, {n: v for n, v in levels.items() if v > 0})
 
 
-class ZkFeaturesMixin:
-    """ZkMetadataStore's feature level methods (ZkMetadataStore owns the state they use)."""
+class ZkFeatures:
+    """The finalized feature levels, kept current by a watch (epoch: the znode's zkVersion)."""
 
-    _zk: KazooClient
-    _features: FinalizedFeatures
+    def __init__(self, session: ZkSession) -> None:
+        self._session = session
+        self._zk = session.zk
+        self._features = FinalizedFeatures()
 
-    if TYPE_CHECKING:
-        def _call(self, fn: Callable[..., None], *args: Any) -> None: ...
+    def create(self, levels: dict[str, int]) -> None:
+        """(worker thread) Finalize `levels` unless /feature exists."""
+        try:
+            self._zk.create(FEATURE, feature_doc(levels))
+        except NodeExistsError:
+            pass
+
+    def start(self) -> None:
+        """(worker thread) Follow /feature."""
+        self._zk.DataWatch(FEATURE, self._on_features)
 
     def _on_features(self, data: bytes | None, stat: Any) -> bool:
         if data is not None:
@@ -47,7 +57,7 @@ class ZkFeaturesMixin:
             except (ValueError, KeyError, TypeError, AttributeError):
                 log.warning("ignoring unreadable %s", FEATURE)
                 return True
-            self._call(self._set_features, features)
+            self._session.call(self._set_features, features)
         return True
 
     def _set_features(self, features: FinalizedFeatures) -> None:

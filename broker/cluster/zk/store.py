@@ -30,10 +30,10 @@ The store is made of parts, each owning its znodes and what it caches of them (K
 ZooKeeper-era KafkaZkClient split by concern): `session` (the kazoo client, the session's
 state), `registry` (/brokers/ids, log dir events), `topic_store` (/brokers/topics and the
 partition states, /config/topics), `controller` (/controller, /controller_epoch and the
-controller's assignment writes), `states` (partition state reads and ISR writes) and
-`producer_ids`. ZkMetadataStore itself is the MetadataStore the rest of the broker uses; what
-only a ZooKeeper cluster does is asked of the part that owns it. Client quotas, dynamic broker
-configs, users, features and ACLs are still its mixins.
+controller's assignment writes), `states` (partition state reads and ISR writes), `configs`
+(client quotas, dynamic broker and group configs), `users` (SCRAM), `features` (/feature),
+`acl_store` (ACLs) and `producer_ids`. ZkMetadataStore itself is the MetadataStore the rest of
+the broker uses; what only a ZooKeeper cluster does is asked of the part that owns it.
 """
 
 from __future__ import annotations
@@ -42,12 +42,11 @@ import asyncio
 import json
 import uuid
 from collections.abc import Callable
-from typing import Any
-from urllib.parse import quote
 
-from kazoo.exceptions import NodeExistsError, NoNodeError
+from kazoo.exceptions import NodeExistsError
 
-from ...security.authorizer import AclCache
+from ...security.authorizer import AclBinding, AclBindingFilter, AclCache
+from ...security.scram import ScramCredential
 from ..features import FinalizedFeatures, default_levels
 from ..metadata_store import (
     BrokerInfo,
@@ -56,22 +55,21 @@ from ..metadata_store import (
     TopicState,
     new_cluster_id,
 )
-from .acls import ZkAclsMixin
+from .acls import ZkAcls
 from .brokers import LOG_DIR_EVENTS, ZkBrokerRegistry
 from .client import ZkClientSettings
 from .common import dumps as _dumps
-from .configs import ZkConfigsMixin
+from .configs import ZkConfigs
 from .controller import ZkController
-from .features import FEATURE, ZkFeaturesMixin
-from .features import feature_doc as _feature_doc
+from .features import ZkFeatures
 from .partition_states import ZkPartitionStates
 from .producer_ids import ZkProducerIdBlocks
 from .session import ZkSession
 from .topics import ZkTopics
-from .users import ZkUsersMixin
+from .users import ZkUsers
 
 
-class ZkMetadataStore(ZkConfigsMixin, ZkUsersMixin, ZkFeaturesMixin, ZkAclsMixin):
+class ZkMetadataStore:
     def __init__(self, connect: str, broker: BrokerInfo, session_timeout_ms: int = 18000,
                  connection_timeout_ms: int | None = None,
                  client: ZkClientSettings | None = None, *,
@@ -84,22 +82,11 @@ class ZkMetadataStore(ZkConfigsMixin, ZkUsersMixin, ZkFeaturesMixin, ZkAclsMixin
         self.topic_store = ZkTopics(self.session, self.registry)
         self.controller = ZkController(self.session, self.registry, self.topic_store)
         self.states = ZkPartitionStates(self.session, self.controller)
+        self.configs = ZkConfigs(self.session, broker.broker_id)
+        self.users = ZkUsers(self.session)
+        self.features = ZkFeatures(self.session)
+        self.acl_store = ZkAcls(self.session)
         self.producer_ids = ZkProducerIdBlocks(self.session, broker.broker_id)
-        # What the mixins use (as they were before the store was split in parts).
-        self._zk = self.session.zk
-        self._broker = broker
-        self._users: dict[str, dict[str, str]] = {}  # /config/users/<user> "config"s (SCRAM)
-        self._watched_users: set[str] = set()
-        self._quotas: dict[QuotaEntity, dict[str, float]] = {}  # client quotas
-        self._quota_listeners: list[Callable[[dict[QuotaEntity, dict[str, float]]], None]] = []
-        self._quota_notification_seen: int | None = None
-        self._acl_cache = AclCache()
-        self._acl_changes_seen: dict[str, set[str]] = {}  # change path -> notifications read
-        self._acl_change_ctimes: dict[str, int] = {}  # notification -> its ctime (to purge)
-        self._features = FinalizedFeatures()  # /feature, kept current by a watch
-        # Dynamic broker configs of this broker and the cluster default (entity -> config).
-        self._broker_configs: dict[str, dict[str, str]] = {}
-        self._broker_config_listeners: list[Callable[[str, dict[str, str]], None]] = []
 
     # ---- lifecycle ------------------------------------------------------------------------
     async def start(self) -> None:
@@ -119,23 +106,16 @@ class ZkMetadataStore(ZkConfigsMixin, ZkUsersMixin, ZkFeaturesMixin, ZkAclsMixin
         except NodeExistsError:
             new_cluster = False
         # A new cluster finalizes the default feature levels; one from before /feature none.
-        try:
-            zk.create(FEATURE, _feature_doc(default_levels(self._initial_levels)
-                                            if new_cluster else {}))
-        except NodeExistsError:
-            pass
+        self.features.create(default_levels(self._initial_levels) if new_cluster else {})
         self.cluster_id = json.loads(zk.get("/cluster/id")[0])["id"]
         self.registry.start()
         self.topic_store.start()
         self.controller.start()
         self.registry.watch_log_dirs()
-        zk.ChildrenWatch("/config/users", self._on_user_names)
-        # Dynamic broker configs are in place before the broker starts serving (Kafka's
-        # DynamicBrokerConfig.initialize); the notifications keep them current.
-        self._broker_configs = {e: self._read_broker_config(e) for e in self._config_entities()}
-        self._start_client_quotas()
-        self._start_acls()
-        zk.DataWatch(FEATURE, self._on_features)
+        self.users.start()
+        self.configs.start()
+        self.acl_store.start()
+        self.features.start()
 
     async def refresh(self) -> None:
         """Re-read what a new session may have missed: every topic and partition state (the
@@ -144,7 +124,7 @@ class ZkMetadataStore(ZkConfigsMixin, ZkUsersMixin, ZkFeaturesMixin, ZkAclsMixin
         await self.topic_store.refresh()
         await self.controller.refresh()
         await self.registry.refresh()
-        self._set_all_acls(await asyncio.to_thread(self._read_all_acls))  # changes missed
+        await self.acl_store.refresh()
 
     async def close(self) -> None:
         await self.session.close()
@@ -152,9 +132,6 @@ class ZkMetadataStore(ZkConfigsMixin, ZkUsersMixin, ZkFeaturesMixin, ZkAclsMixin
     def add_listener(self, fn: Callable[[str, str], None]) -> None:
         """fn(kind, name) on the event loop after the cache changed: kind is broker|topic."""
         self.session.add_listener(fn)
-
-    def _call(self, fn: Callable[..., None], *args: Any) -> None:
-        self.session.call(fn, *args)
 
     # ---- brokers, topics, controller --------------------------------------------------------
     def brokers(self) -> list[BrokerInfo]:
@@ -184,37 +161,63 @@ class ZkMetadataStore(ZkConfigsMixin, ZkUsersMixin, ZkFeaturesMixin, ZkAclsMixin
     async def update_topic(self, topic: TopicState) -> None:
         await self.topic_store.update_topic(topic)
 
-    # ---- group configs: read where they are used (DescribeConfigs, alter), not cached ----
+    # ---- configs, quotas, users, features ---------------------------------------------------
     async def group_configs(self, group: str) -> dict[str, str]:
-        return await asyncio.to_thread(self._read_group_configs, group)
-
-    def _read_group_configs(self, group: str) -> dict[str, str]:
-        try:
-            data = self._zk.get(_group_config_path(group))[0]
-        except NoNodeError:
-            return {}
-        return dict(json.loads(data).get("config", {}))
+        return await self.configs.group_configs(group)
 
     async def set_group_configs(self, group: str, configs: dict[str, str]) -> None:
-        await asyncio.to_thread(self._write_group_configs, group, configs)
+        await self.configs.set_group_configs(group, configs)
 
-    def _write_group_configs(self, group: str, configs: dict[str, str]) -> None:
-        path = _group_config_path(group)
-        if not configs:
-            try:
-                self._zk.delete(path)
-            except NoNodeError:
-                pass
-            return
-        doc = _dumps({"version": 1, "config": configs})
-        try:
-            self._zk.set(path, doc)
-        except NoNodeError:
-            try:
-                self._zk.create(path, doc, makepath=True)
-            except NodeExistsError:  # created meanwhile by another broker: last write wins
-                self._zk.set(path, doc)
+    def client_quotas(self) -> dict[QuotaEntity, dict[str, float]]:
+        return self.configs.quotas.current
 
+    def add_client_quota_listener(
+        self, fn: Callable[[dict[QuotaEntity, dict[str, float]]], None]
+    ) -> None:
+        self.configs.quotas.add_listener(fn)
 
-def _group_config_path(group: str) -> str:
-    return f"/config/groups/{quote(group, safe='')}"
+    async def alter_client_quotas(
+        self, changes: list[tuple[QuotaEntity, dict[str, float | None]]]
+    ) -> None:
+        await self.configs.alter_client_quotas(changes)
+
+    def broker_configs(self) -> dict[str, dict[str, str]]:
+        return self.configs.broker_configs()
+
+    def add_broker_config_listener(self, fn: Callable[[str, dict[str, str]], None]) -> None:
+        self.configs.add_broker_config_listener(fn)
+
+    async def read_broker_config(self, entity: str) -> dict[str, str]:
+        return await self.configs.read_broker_config(entity)
+
+    async def write_broker_config(self, entity: str, config: dict[str, str]) -> None:
+        await self.configs.write_broker_config(entity, config)
+
+    def scram_credential(self, user: str, mechanism: str) -> ScramCredential | None:
+        return self.users.scram_credential(user, mechanism)
+
+    def scram_users(self) -> dict[str, dict[str, str]]:
+        return self.users.scram_users()
+
+    async def alter_scram_credentials(
+        self, changes: list[tuple[str, str, ScramCredential | None]]
+    ) -> None:
+        await self.users.alter_scram_credentials(changes)
+
+    def finalized_features(self) -> FinalizedFeatures:
+        return self.features.finalized_features()
+
+    async def update_features(
+        self, apply: Callable[[dict[str, int]], dict[str, int]]
+    ) -> FinalizedFeatures:
+        return await self.features.update_features(apply)
+
+    # ---- ACLs -------------------------------------------------------------------------------
+    def acls(self) -> AclCache:
+        return self.acl_store.acls()
+
+    async def create_acls(self, bindings: list[AclBinding]) -> list[str | None]:
+        return await self.acl_store.create_acls(bindings)
+
+    async def delete_acls(self, filters: list[AclBindingFilter]) -> list[list[AclBinding]]:
+        return await self.acl_store.delete_acls(filters)

@@ -6,30 +6,33 @@ import asyncio
 import json
 import logging
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from urllib.parse import unquote
 
-from kazoo.client import KazooClient
 from kazoo.exceptions import NoNodeError
 
 from ...security.scram import MECHANISMS as SCRAM_MECHANISMS
 from ...security.scram import ScramCredential
 from .common import dumps as _dumps
 from .common import sanitize as _sanitize
+from .session import ZkSession
 
-# The store's own logger, as before these methods left the store module (samsa.log.loggers).
+# The store's own logger, as before the store was split in parts (samsa.log.loggers).
 log = logging.getLogger("samsa.broker.cluster.zk.store")
 
 
-class ZkUsersMixin:
-    """ZkMetadataStore's SCRAM user methods (ZkMetadataStore owns the state they use)."""
+class ZkUsers:
+    """The users' configs (their SCRAM credentials, by mechanism), kept current by watches."""
 
-    _zk: KazooClient
-    _users: dict[str, dict[str, str]]
-    _watched_users: set[str]
+    def __init__(self, session: ZkSession) -> None:
+        self._session = session
+        self._zk = session.zk
+        self._users: dict[str, dict[str, str]] = {}  # /config/users/<user> "config"s (SCRAM)
+        self._watched_users: set[str] = set()
 
-    if TYPE_CHECKING:
-        def _call(self, fn: Callable[..., None], *args: Any) -> None: ...
+    def start(self) -> None:
+        """(worker thread) Follow /config/users."""
+        self._zk.ChildrenWatch("/config/users", self._on_user_names)
 
     def _on_user_names(self, children: list[str]) -> None:
         for name in children:
@@ -38,7 +41,7 @@ class ZkUsersMixin:
                 self._zk.DataWatch(f"/config/users/{name}", self._user_watcher(name))
         for name in self._watched_users - set(children):
             self._watched_users.discard(name)
-            self._call(self._set_user, unquote(name), None)
+            self._session.call(self._set_user, unquote(name), None)
 
     def _user_watcher(self, name: str) -> Callable[[bytes | None, Any], bool]:
         def on_change(data: bytes | None, _stat: Any) -> bool:
@@ -49,7 +52,7 @@ class ZkUsersMixin:
             except (ValueError, KeyError, TypeError, AttributeError):
                 log.warning("ignoring unreadable /config/users/%s", name)
                 return True
-            self._call(self._set_user, unquote(name), config)
+            self._session.call(self._set_user, unquote(name), config)
             return True
 
         return on_change
