@@ -448,11 +448,11 @@ class Broker:
             doc, version = await zk.states.read_partition_state(partition.topic, partition.index)
             if doc["leader"] != self.broker_id or doc["leader_epoch"] != partition.leader_epoch:
                 return False
-            if set(doc["isr"]) != set(partition.isr_change_from):
+            if set(doc["isr"]) != set(partition.followers.change_from):
                 # made from an ISR the controller has changed since (partition epoch fencing):
                 # the watch brings the stored one, and the change is made again from it
                 log.info("ISR change of %s-%d to %s refused: made from %s, stored is %s",
-                         partition.topic, partition.index, isr, partition.isr_change_from,
+                         partition.topic, partition.index, isr, partition.followers.change_from,
                          doc["isr"])
                 return False
             written = {**doc, "isr": isr}

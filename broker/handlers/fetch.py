@@ -165,7 +165,7 @@ def _rack_selector(ctx: ReplicaContext, rack: str) -> Selector:
             return None
         best: tuple[int, int] | None = None  # (log end offset, replica)
         for replica in partition.replicas:
-            leo = partition.follower_log_end_offset(replica)
+            leo = partition.followers.log_end_offset(replica)
             if (replica in partition.isr and replica != ctx.broker_id
                     and racks.get(replica) == rack and leo >= fetch_offset
                     and (best is None or leo > best[0])):

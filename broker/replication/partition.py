@@ -9,9 +9,6 @@ cache, producer state, deleting records) is a method here.
 from __future__ import annotations
 
 import asyncio
-import heapq
-import itertools
-import time
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -22,6 +19,9 @@ from samsa.storage.errors import OffsetOutOfRange
 from samsa.storage.file_region import FileRegion
 from samsa.storage.log import AppendInfo, FetchDataInfo, Log
 from samsa.storage.producer_state import ProducerEntry
+
+from .followers import Followers
+from .waiters import PartitionWaiters
 
 READ_UNCOMMITTED = 0
 READ_COMMITTED = 1
@@ -68,11 +68,9 @@ class PartitionRead:
 class Partition:
     """Leader or follower replica of one partition.
 
-    As leader it tracks each follower's log end offset (from its fetches), keeps the ISR
-    (members caught up within `replica.lag.time.max.ms`) and moves the high watermark to the
-    smallest log end offset in the ISR. With one replica this is "HW = LEO after each append".
-    ISR changes go through `isr_writer` (ZooKeeper, conditional on the partition state), and
-    are applied here only once written; without a writer (single broker) they apply at once.
+    As leader it moves the high watermark to the smallest log end offset in the ISR, which
+    `followers` (followers.py) keeps from the followers' fetches. With one replica this is
+    "HW = LEO after each append". The requests parked here are `waiters` (waiters.py).
     """
 
     def __init__(
@@ -103,26 +101,10 @@ class Partition:
         # None: every replica may (a single broker).
         self.replica_eligible: Callable[[int, int], bool] | None = None
         self.leader_epoch_start_offset = log.log_end_offset
-        self._follower_leo: dict[int, int] = {}
-        self._caught_up_at: dict[int, float] = {}
-        # Per follower: (leader log end, time) at its previous fetch (Kafka's
-        # lastFetchLeaderLogEndOffset / lastFetchTimeMs).
-        self._last_fetch: dict[int, tuple[int, float]] = {}
-        # The ISR being written to ZooKeeper (None: no change in flight), and the ISR it was
-        # made from: the write must find that one still stored (see isr_change_from).
-        self._isr_in_flight: list[int] | None = None
-        self._isr_change_from: list[int] = []
-        # Fetch long-polls parked here: consumers' (which read up to the HW or the LSO) and
-        # followers' (which read up to the log end offset, so an HW advance gives them
-        # nothing: as in Kafka, it does not wake them).
-        self._waiters: set[asyncio.Future[None]] = set()
-        self._follower_waiters: set[asyncio.Future[None]] = set()
-        # acks=all waits: a heap of (offset the HW must reach, sequence, future). An advance
-        # of the HW wakes only the waits it satisfies; an append does not wake them at all.
-        self._hw_waiters: list[tuple[int, int, asyncio.Future[bool]]] = []
-        self._hw_sequence = itertools.count()
-        # Whether the latest append_as_leader woke parked fetches: the produce handler reads
-        # it right after its appends and lets those fetches answer before it goes on.
+        self.followers = Followers(self)
+        self.waiters = PartitionWaiters()
+        # Whether the latest append_as_leader woke parked fetches: the replica manager reads
+        # it right after a Produce's appends and lets those fetches answer before it goes on.
         self.append_woke_fetches = False
 
     @property
@@ -138,12 +120,8 @@ class Partition:
         self.replicas = list(replicas)
         self.isr = list(isr)
         self.leader_epoch_start_offset = self.log.log_end_offset
-        now = time.monotonic()
-        self._follower_leo = {}
-        self._last_fetch = {}
-        self._caught_up_at = {r: now for r in replicas if r != self.broker_id}
-        self._isr_in_flight = None
-        self._advance_high_watermark()
+        self.followers.lead(replicas)
+        self.advance_high_watermark()
         self.notify_waiters()
 
     def make_follower(
@@ -153,23 +131,20 @@ class Partition:
         self.leader_epoch = leader_epoch
         self.replicas = list(replicas)
         self.isr = list(isr)
-        self._follower_leo = {}
+        self.followers.follow()
         self.notify_waiters()  # long-polls parked here must answer NOT_LEADER_OR_FOLLOWER
 
     def update_replicas(self, replicas: list[int]) -> None:
         """The assigned replicas changed under the same leadership (a reassignment); a new
         follower's lag is measured from now."""
-        now = time.monotonic()
-        for r in replicas:
-            if r != self.broker_id and r not in self.replicas:
-                self._caught_up_at[r] = now
+        self.followers.track(replicas)
         self.replicas = list(replicas)
 
     def update_isr(self, isr: list[int]) -> None:
         """The ISR as stored (the controller removes dead brokers)."""
         self.isr = list(isr)
         if self.is_leader:
-            self._advance_high_watermark()
+            self.advance_high_watermark()
 
     # ---- leader side -------------------------------------------------------------------
     def append_as_leader(self, records: bytes, origin: str = "client",
@@ -178,15 +153,11 @@ class Partition:
                                                      transaction_version=transaction_version)
         woke = False
         if not info.duplicate:
-            woke = self._advance_high_watermark()
+            woke = self.advance_high_watermark()
             # followers long-poll on the log end offset
-            woke = self._notify_fetches(followers=True) or woke
+            woke = self.waiters.wake_fetches(followers=True) or woke
         self.append_woke_fetches = woke
         return info
-
-    def follower_log_end_offset(self, replica_id: int) -> int:
-        """A follower's log end offset as its last fetch told us (-1: not known)."""
-        return self._follower_leo.get(replica_id, -1)
 
     def record_follower_fetch(self, replica_id: int, fetch_offset: int,
                               broker_epoch: int = -1) -> None:
@@ -194,88 +165,19 @@ class Partition:
         the fetching broker's epoch as its fetch carried it (-1: not carried)."""
         if replica_id not in self.replicas:
             return
-        leo = self.log.log_end_offset
-        now = time.monotonic()
-        self._follower_leo[replica_id] = fetch_offset
-        # Caught up now if at the log end; otherwise caught up as of its previous fetch if it
-        # has reached the log end of that moment (Kafka's Replica.updateFetchStateOrThrow):
-        # under a steady produce rate a follower that keeps up is rarely exactly at the end.
-        previous_leo, previous_at = self._last_fetch.get(replica_id, (-1, 0.0))
-        if fetch_offset >= leo:
-            self._caught_up_at[replica_id] = now
-        elif fetch_offset >= previous_leo >= 0:
-            caught = max(self._caught_up_at.get(replica_id, previous_at), previous_at)
-            self._caught_up_at[replica_id] = caught
-        self._last_fetch[replica_id] = (leo, now)
-        if (
-            replica_id not in self.isr
-            and fetch_offset >= self.log.high_watermark
-            and fetch_offset >= self.leader_epoch_start_offset
-            and self._isr_eligible(replica_id, broker_epoch)
-        ):
-            self._change_isr([*self.isr, replica_id])
-        self._advance_high_watermark()
-
-    def _isr_eligible(self, replica_id: int, broker_epoch: int) -> bool:
-        """A caught-up follower joins the ISR only if its broker is registered, and in the
-        life its fetch names: one cut off from ZooKeeper may fetch again before it has
-        registered again, and a controller would then treat its place in the ISR as a
-        previous life's and take it out (shrinking the ISR below min.insync.replicas)."""
-        eligible = self.replica_eligible
-        return eligible is None or eligible(replica_id, broker_epoch)
+        self.followers.record_fetch(replica_id, fetch_offset, broker_epoch)
+        self.advance_high_watermark()
 
     def shrink_isr_if_lagging(self, lag_ms: int) -> None:
-        if not self.is_leader or len(self.isr) <= 1:
-            return
-        now = time.monotonic()
-        leo = self.log.log_end_offset
-        lagging = [
-            r
-            for r in self.isr
-            if r != self.broker_id
-            and self._follower_leo.get(r, -1) < leo
-            and now - self._caught_up_at.get(r, now) > lag_ms / 1000
-        ]
-        if lagging:
-            self._change_isr([r for r in self.isr if r not in lagging])
-
-    def _change_isr(self, isr: list[int]) -> None:
-        if self.isr_writer is None:
-            self.isr = isr
-            return
-        if self._isr_in_flight is not None:
-            return
-        # Kafka's "maximal ISR": while the change is being written, the HW counts the union
-        # of the old and the new ISR, so a joining follower is never left below the HW (a
-        # later leader from the new ISR would otherwise lack acknowledged records).
-        self._isr_in_flight = isr
-        self._isr_change_from = list(self.isr)
-
-        async def write() -> None:
-            try:
-                assert self.isr_writer is not None
-                if await self.isr_writer(self, isr):
-                    self.isr = isr
-            finally:
-                self._isr_in_flight = None
-                self._advance_high_watermark()
-
-        asyncio.get_running_loop().create_task(write())
+        if self.is_leader and len(self.isr) > 1:
+            self.followers.shrink_if_lagging(lag_ms)
 
     @property
     def effective_min_isr(self) -> int:
         """min.insync.replicas, at most the replication factor (Kafka's effectiveMinIsr)."""
         return min(self.min_insync_replicas, max(len(self.replicas), 1))
 
-    @property
-    def isr_change_from(self) -> list[int]:
-        """The ISR the change being written was made from: if the stored ISR is another (the
-        controller changed it meanwhile, e.g. took a dead broker out), the change is stale and
-        must not be written over it (as Kafka's AlterPartition carries the partition epoch it
-        was made at, and ZooKeeper-era leaders wrote conditional on the zkVersion they knew)."""
-        return list(self._isr_change_from)
-
-    def _advance_high_watermark(self) -> bool:
+    def advance_high_watermark(self) -> bool:
         """HW = smallest log end offset in the ISR; it never moves back, and not at all while
         the ISR is below min.insync.replicas (Kafka's maybeIncrementLeaderHW, KIP-966): an
         acks=all append made before the ISR shrank then waits for it to grow back instead of
@@ -288,17 +190,15 @@ class Partition:
             return False
         log = self.log
         new_hw = log.log_end_offset
-        for r in isr:
-            if r != me:
-                new_hw = min(new_hw, self._follower_leo.get(r, -1))
-        for r in self._isr_in_flight or ():
-            if r != me:
-                new_hw = min(new_hw, self._follower_leo.get(r, -1))
+        followers = self.followers
+        if len(isr) > 1 or isr[0] != me or followers.in_flight is not None:
+            new_hw = followers.high_watermark_bound(isr, new_hw)
         if new_hw <= log.high_watermark:
             return False
         log.update_high_watermark(new_hw)
-        woke = self._notify_fetches()
-        self._wake_replicated(new_hw)
+        waiters = self.waiters
+        woke = waiters.wake_fetches()
+        waiters.wake_replicated(new_hw)
         return woke
 
     async def wait_for_high_watermark(self, offset: int, timeout_s: float) -> bool:
@@ -316,61 +216,20 @@ class Partition:
             remaining = deadline - loop.time()
             if remaining <= 0 or not self.is_leader:
                 return False
-            fut: asyncio.Future[bool] = loop.create_future()
-            entry = (offset, next(self._hw_sequence), fut)
-            heapq.heappush(self._hw_waiters, entry)
-            timer = loop.call_later(remaining, _time_out, fut)
-            try:
-                await fut
-            finally:
-                timer.cancel()
-                if fut.cancelled() or not fut.result():  # not woken: still in the heap
-                    self._forget_hw_waiter(entry)
+            await self.waiters.replicated(offset, remaining)
         return True
-
-    def _wake_replicated(self, hw: int) -> None:
-        heap = self._hw_waiters
-        while heap and heap[0][0] <= hw:
-            fut = heapq.heappop(heap)[2]
-            if not fut.done():
-                fut.set_result(True)
-
-    def _forget_hw_waiter(self, entry: tuple[int, int, asyncio.Future[bool]]) -> None:
-        try:
-            self._hw_waiters.remove(entry)
-        except ValueError:
-            return
-        heapq.heapify(self._hw_waiters)
 
     # ---- waiters (fetch long-polls, acks=all) ------------------------------------------
     def notify_waiters(self) -> None:
         """Wake every waiter: fetch long-polls and acks=all waits (which look again at the
         HW and the leadership)."""
-        self._notify_fetches(followers=True)
-        heap, self._hw_waiters = self._hw_waiters, []
-        for _, _, fut in heap:
-            if not fut.done():
-                fut.set_result(True)
-
-    def _notify_fetches(self, followers: bool = False) -> bool:
-        """Wake consumers' fetch long-polls, and with `followers` the followers' too. True if
-        any was woken."""
-        if not self._waiters and not (followers and self._follower_waiters):
-            return False  # nobody parked: the usual case after an append
-        woke = False
-        for waiters in (self._waiters, self._follower_waiters) if followers else (self._waiters,):
-            for fut in waiters:
-                if not fut.done():
-                    fut.set_result(None)
-                    woke = True
-            waiters.clear()
-        return woke
+        self.waiters.wake_all()
 
     def add_waiter(self, fut: asyncio.Future[None], follower: bool = False) -> None:
-        (self._follower_waiters if follower else self._waiters).add(fut)
+        self.waiters.add_fetch(fut, follower)
 
     def discard_waiter(self, fut: asyncio.Future[None], follower: bool = False) -> None:
-        (self._follower_waiters if follower else self._waiters).discard(fut)
+        self.waiters.discard_fetch(fut, follower)
 
     # ---- follower side -----------------------------------------------------------------
     def append_as_follower(self, records: bytes, leader_hw: int, leader_log_start: int) -> None:
@@ -572,8 +431,3 @@ class Partition:
         """At least one batch from `offset` on, below `max_offset` whatever the high watermark
         (a coordinator replays its partition up to the log end)."""
         return self.log.read(offset, max_bytes, max_offset, True)
-
-
-def _time_out(fut: asyncio.Future[bool]) -> None:
-    if not fut.done():
-        fut.set_result(False)
