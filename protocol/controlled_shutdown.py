@@ -27,108 +27,93 @@ VERSIONS = (1, 3)
 __all__ = ["API_KEY", "VERSIONS", "request_schema", "response_schema"]
 
 
-# ---- v1 -------------------------------------------------------------------------------------
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ControlledShutdownRequestV1:
-    __type__: ClassVar = EntityType.request
-    __version__: ClassVar[i16] = i16(1)
-    __flexible__: ClassVar[bool] = False
+class _Schema:
+    """The class attributes kio's readers and writers look for, set from the class line's kind
+    and version (v3 is flexible, with the next header versions)."""
+
+    __slots__ = ()
+    __type__: ClassVar[EntityType]
+    __version__: ClassVar[i16]
+    __flexible__: ClassVar[bool]
     __api_key__: ClassVar[i16] = i16(API_KEY)
-    __header_schema__: ClassVar[type[RequestHeaderV1]] = RequestHeaderV1
+    __header_schema__: ClassVar[type]
+
+    def __init_subclass__(cls, *, kind: EntityType | None = None, version: int = 0) -> None:
+        super().__init_subclass__()
+        if kind is None:  # dataclass(slots=True) making the class again: already set
+            return
+        cls.__type__ = kind
+        cls.__version__ = i16(version)
+        cls.__flexible__ = version >= 3
+        if kind is EntityType.request:
+            cls.__header_schema__ = RequestHeaderV2 if cls.__flexible__ else RequestHeaderV1
+        else:
+            cls.__header_schema__ = ResponseHeaderV1 if cls.__flexible__ else ResponseHeaderV0
+
+
+# ---- the fields, then one class per version ------------------------------------------------
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Request(_Schema):
     broker_id: BrokerId = field(metadata={"kafka_type": "int32"})
     """The id of the broker for which controlled shutdown has been requested."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class RemainingPartitionV1:
-    __type__: ClassVar = EntityType.nested
-    __version__: ClassVar[i16] = i16(1)
-    __flexible__: ClassVar[bool] = False
-    __api_key__: ClassVar[i16] = i16(API_KEY)
-    __header_schema__: ClassVar[type[ResponseHeaderV0]] = ResponseHeaderV0
+class _RequestWithEpoch(_Request):
+    broker_epoch: i64 = field(metadata={"kafka_type": "int64"}, default=i64(-1))
+    """The broker epoch (v2+, KIP-380)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _RemainingPartition(_Schema):
     topic_name: TopicName = field(metadata={"kafka_type": "string"})
     partition_index: i32 = field(metadata={"kafka_type": "int32"})
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class ControlledShutdownResponseV1:
-    __type__: ClassVar = EntityType.response
-    __version__: ClassVar[i16] = i16(1)
-    __flexible__: ClassVar[bool] = False
-    __api_key__: ClassVar[i16] = i16(API_KEY)
-    __header_schema__: ClassVar[type[ResponseHeaderV0]] = ResponseHeaderV0
+class _Response(_Schema):
     error_code: ErrorCode = field(metadata={"kafka_type": "error_code"})
     """The top-level error code."""
+
+
+class ControlledShutdownRequestV1(_Request, kind=EntityType.request, version=1):
+    __slots__ = ()
+
+
+class ControlledShutdownRequestV2(_RequestWithEpoch, kind=EntityType.request, version=2):
+    __slots__ = ()
+
+
+class ControlledShutdownRequestV3(_RequestWithEpoch, kind=EntityType.request, version=3):
+    __slots__ = ()
+
+
+class RemainingPartitionV1(_RemainingPartition, kind=EntityType.nested, version=1):
+    __slots__ = ()
+
+
+class RemainingPartitionV2(_RemainingPartition, kind=EntityType.nested, version=2):
+    __slots__ = ()
+
+
+class RemainingPartitionV3(_RemainingPartition, kind=EntityType.nested, version=3):
+    __slots__ = ()
+
+
+# A response's field is typed by its version's nested class (kio's readers follow the type).
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ControlledShutdownResponseV1(_Response, kind=EntityType.response, version=1):
     remaining_partitions: tuple[RemainingPartitionV1, ...]
     """The partitions that the broker still leads."""
 
 
-# ---- v2: BrokerEpoch ---------------------------------------------------------------------------
 @dataclass(frozen=True, slots=True, kw_only=True)
-class ControlledShutdownRequestV2:
-    __type__: ClassVar = EntityType.request
-    __version__: ClassVar[i16] = i16(2)
-    __flexible__: ClassVar[bool] = False
-    __api_key__: ClassVar[i16] = i16(API_KEY)
-    __header_schema__: ClassVar[type[RequestHeaderV1]] = RequestHeaderV1
-    broker_id: BrokerId = field(metadata={"kafka_type": "int32"})
-    broker_epoch: i64 = field(metadata={"kafka_type": "int64"}, default=i64(-1))
-    """The broker epoch."""
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class RemainingPartitionV2:
-    __type__: ClassVar = EntityType.nested
-    __version__: ClassVar[i16] = i16(2)
-    __flexible__: ClassVar[bool] = False
-    __api_key__: ClassVar[i16] = i16(API_KEY)
-    __header_schema__: ClassVar[type[ResponseHeaderV0]] = ResponseHeaderV0
-    topic_name: TopicName = field(metadata={"kafka_type": "string"})
-    partition_index: i32 = field(metadata={"kafka_type": "int32"})
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ControlledShutdownResponseV2:
-    __type__: ClassVar = EntityType.response
-    __version__: ClassVar[i16] = i16(2)
-    __flexible__: ClassVar[bool] = False
-    __api_key__: ClassVar[i16] = i16(API_KEY)
-    __header_schema__: ClassVar[type[ResponseHeaderV0]] = ResponseHeaderV0
-    error_code: ErrorCode = field(metadata={"kafka_type": "error_code"})
+class ControlledShutdownResponseV2(_Response, kind=EntityType.response, version=2):
     remaining_partitions: tuple[RemainingPartitionV2, ...]
 
 
-# ---- v3: flexible ----------------------------------------------------------------------------
 @dataclass(frozen=True, slots=True, kw_only=True)
-class ControlledShutdownRequestV3:
-    __type__: ClassVar = EntityType.request
-    __version__: ClassVar[i16] = i16(3)
-    __flexible__: ClassVar[bool] = True
-    __api_key__: ClassVar[i16] = i16(API_KEY)
-    __header_schema__: ClassVar[type[RequestHeaderV2]] = RequestHeaderV2
-    broker_id: BrokerId = field(metadata={"kafka_type": "int32"})
-    broker_epoch: i64 = field(metadata={"kafka_type": "int64"}, default=i64(-1))
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class RemainingPartitionV3:
-    __type__: ClassVar = EntityType.nested
-    __version__: ClassVar[i16] = i16(3)
-    __flexible__: ClassVar[bool] = True
-    __api_key__: ClassVar[i16] = i16(API_KEY)
-    __header_schema__: ClassVar[type[ResponseHeaderV1]] = ResponseHeaderV1
-    topic_name: TopicName = field(metadata={"kafka_type": "string"})
-    partition_index: i32 = field(metadata={"kafka_type": "int32"})
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ControlledShutdownResponseV3:
-    __type__: ClassVar = EntityType.response
-    __version__: ClassVar[i16] = i16(3)
-    __flexible__: ClassVar[bool] = True
-    __api_key__: ClassVar[i16] = i16(API_KEY)
-    __header_schema__: ClassVar[type[ResponseHeaderV1]] = ResponseHeaderV1
-    error_code: ErrorCode = field(metadata={"kafka_type": "error_code"})
+class ControlledShutdownResponseV3(_Response, kind=EntityType.response, version=3):
     remaining_partitions: tuple[RemainingPartitionV3, ...]
 
 
