@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Collection, Coroutine, Iterator
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass, field
 from typing import Any, TypedDict, Unpack
 
 from samsa.protocol.errors import ErrorCode, KafkaError
@@ -89,33 +89,24 @@ class ReplayedMarker:
     coordinator_epoch: int
 
 
+@dataclass(eq=False)
 class InternalTopic:
-    def __init__(
-        self,
-        host: InternalLogHost,
-        name: str,
-        num_partitions: int,
-        replication_factor: int,
-        segment_bytes: int,
-        min_isr: int | None = None,
-        *,
-        compression: int = 0,
-        load_buffer_size: int = _READ_CHUNK,
-        configs: dict[str, str] | None = None,
-    ) -> None:
-        self.host = host
-        self.name = name
-        self.num_partitions = num_partitions
-        self.replication_factor = replication_factor
-        self.segment_bytes = segment_bytes
-        # min.insync.replicas the topic is created with (None: the broker's default applies,
-        # as for Kafka's __consumer_offsets).
-        self.min_isr = min_isr
-        self.compression = compression  # codec id of the batches written (e.g. 1 = gzip)
-        self.load_buffer_size = load_buffer_size  # bytes per read when replaying
-        # topic configs that replace the defaults below (e.g. a cleanup.policy other than
-        # compact)
-        self.configs = dict(configs or {})
+    """An internal topic of a coordinator, as it is created, and its partitions on this
+    broker (through `host`)."""
+
+    host: InternalLogHost
+    name: str
+    num_partitions: int
+    replication_factor: int
+    segment_bytes: int
+    # min.insync.replicas the topic is created with (None: the broker's default applies, as
+    # for Kafka's __consumer_offsets)
+    min_isr: int | None = None
+    _: KW_ONLY
+    compression: int = 0  # codec id of the batches written (e.g. 1 = gzip)
+    load_buffer_size: int = _READ_CHUNK  # bytes per read when replaying
+    # topic configs that replace the defaults below (e.g. a cleanup.policy other than compact)
+    configs: dict[str, str] = field(default_factory=dict)
 
     def partition_for(self, key: str) -> int:
         return partition_for(key, self.num_partitions)
