@@ -20,7 +20,7 @@ from collections.abc import Awaitable, Callable, Iterable
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from samsa.coordinator.share import ShareStateCoordinator
-from samsa.coordinator.share.coordinator import ReadResult, ShareStateError, SummaryResult
+from samsa.coordinator.share.coordinator import ShareStateError, StateRead
 from samsa.coordinator.share.records import StateBatch
 from samsa.protocol.errors import ErrorCode
 
@@ -65,12 +65,12 @@ class SharePersister:
                          INITIALIZE, body, lambda r: None)
 
     async def read(self, group_id: str, topic_id: uuid.UUID, partition: int,
-                   leader_epoch: int) -> ReadResult:
+                   leader_epoch: int) -> StateRead:
         key = (group_id, topic_id, partition)
         body = _body(group_id, topic_id, {"partition": partition, "leader_epoch": leader_epoch})
 
-        def parse(r: Any) -> ReadResult:
-            return ReadResult(r.state_epoch, r.start_offset, tuple(
+        def parse(r: Any) -> StateRead:
+            return StateRead(r.state_epoch, r.start_offset, tuple(
                 StateBatch(b.first_offset, b.last_offset, b.delivery_state, b.delivery_count)
                 for b in r.state_batches))
 
@@ -98,16 +98,16 @@ class SharePersister:
         await self._call(key, lambda: self.coordinator.delete(key), DELETE, body,
                          lambda r: None)
 
-    async def summary(self, group_id: str, topic_id: uuid.UUID, partition: int) -> SummaryResult:
+    async def summary(self, group_id: str, topic_id: uuid.UUID, partition: int) -> StateRead:
         key = (group_id, topic_id, partition)
         body = _body(group_id, topic_id, {"partition": partition, "leader_epoch": -1})
 
-        async def local() -> SummaryResult:
+        async def local() -> StateRead:
             return self.coordinator.summary(key)
 
         return await self._call(key, local, SUMMARY, body,
-                                lambda r: SummaryResult(r.state_epoch, r.leader_epoch,
-                                                        r.start_offset))
+                                lambda r: StateRead(r.state_epoch, r.start_offset,
+                                                    leader_epoch=r.leader_epoch))
 
     # ------------------------------------------------------------------ routing
     async def _call(self, key: tuple[str, uuid.UUID, int], local: Callable[[], Awaitable[T]],

@@ -102,17 +102,14 @@ class ShareStateError(KafkaError):
 
 
 @dataclass(frozen=True, slots=True)
-class ReadResult:
+class StateRead:
+    """ReadShareGroupState's answer (`batches`), and ReadShareGroupStateSummary's (its
+    `leader_epoch`, no batches)."""
+
     state_epoch: int
     start_offset: int
-    batches: tuple[StateBatch, ...]
-
-
-@dataclass(frozen=True, slots=True)
-class SummaryResult:
-    state_epoch: int
-    leader_epoch: int
-    start_offset: int
+    batches: tuple[StateBatch, ...] = ()
+    leader_epoch: int = -1
 
 
 def _now() -> int:
@@ -339,14 +336,14 @@ class ShareStateCoordinator:
                                      -1, start_offset, now, now, ())
             await self._append(key, epoch, SNAPSHOT, encode_snapshot(snapshot))
 
-    async def read(self, key: Key, leader_epoch: int) -> ReadResult:
+    async def read(self, key: Key, leader_epoch: int) -> StateRead:
         """ReadShareGroupState; a newer `leader_epoch` is recorded before the answer."""
         async with self._lock(key):
             epoch, current = self._initialized(key, "Read")
             if current.leader_epoch > leader_epoch:
                 raise ShareStateError(ErrorCode.fenced_leader_epoch)
             self._check_topic(key[1], key[2])
-            result = ReadResult(current.state_epoch, current.start_offset, current.batches)
+            result = StateRead(current.state_epoch, current.start_offset, current.batches)
             if leader_epoch != -1 and leader_epoch != current.leader_epoch:
                 log.info("share-partition %s read by leader epoch %d", key, leader_epoch)
                 await self._write_record(key, epoch, current, leader_epoch,
@@ -389,15 +386,16 @@ class ShareStateCoordinator:
             if key in self.states:
                 await self._append(key, epoch, SNAPSHOT, None)
 
-    def summary(self, key: Key) -> SummaryResult:
+    def summary(self, key: Key) -> StateRead:
         """ReadShareGroupStateSummary: start offset -1 for a share-partition never
         initialized."""
         self._check(key)
         self._check_topic(key[1], key[2])
         current = self.states.get(key)
         if current is None:
-            return SummaryResult(0, -1, UNINITIALIZED_START_OFFSET)
-        return SummaryResult(current.state_epoch, current.leader_epoch, current.start_offset)
+            return StateRead(0, UNINITIALIZED_START_OFFSET)
+        return StateRead(current.state_epoch, current.start_offset,
+                         leader_epoch=current.leader_epoch)
 
 
 def replay(states: dict[Key, ShareState], raw_key: bytes, raw_value: bytes | None,
