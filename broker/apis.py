@@ -1,6 +1,7 @@
 """The dispatch table: which APIs and versions this broker serves, and their handlers, collected
 from the handler modules' declarations (`@api(key, name, versions)` beside each handler,
-broker/handlers/declare.py). To find a request's handler, look for its name: the module that
+broker/handlers/declare.py), with the policy each declares for the dispatcher and the socket
+layer (broker/network/policy.py). To find a request's handler, look for its name: the module that
 serves Produce declares `@api(0, "Produce", ...)`.
 
 Each range is the versions this broker implements fully, within what Kafka's own message
@@ -49,6 +50,7 @@ from .handlers import (
     transactions,
 )
 from .handlers.declare import ApiDeclaration, declaration_of
+from .network.policy import ApiPolicy
 
 # The modules whose declarations make the table (a new handler module is added here).
 HANDLER_MODULES: tuple[ModuleType, ...] = (
@@ -72,6 +74,11 @@ def declarations() -> list[tuple[ApiDeclaration, Callable[..., Any]]]:
                                  f"{module.__name__} and {found[declared.key][0].name}")
             found[declared.key] = (declared, obj)
     return [found[key] for key in sorted(found)]
+
+
+def policies() -> dict[int, ApiPolicy]:
+    """What each API's registration tells the dispatcher and the socket layer, by API key."""
+    return {declared.key: declared.policy for declared, _ in declarations()}
 
 
 def build_registry() -> ApiRegistry[RequestContext]:

@@ -1,5 +1,7 @@
 """Thin dispatch: decode the header and body with kio, call the API's handler with a
-`RequestContext` (broker/context.py), encode the answer."""
+`RequestContext` (broker/context.py), encode the answer. What differs by API is data of its
+registration (broker/network/policy.py): the quota kind its requests are charged as, and a raw
+lane that reads its usual request and writes its answer without kio (Produce, issue 47)."""
 
 from __future__ import annotations
 
@@ -9,6 +11,8 @@ import logging
 import os
 import struct
 import time
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from samsa.protocol.codec import build, encode, reader, request_type, response_type
@@ -25,7 +29,6 @@ from samsa.protocol.framing import (
 )
 from samsa.protocol.guard import MalformedRequest
 from samsa.protocol.lenient import decode_request
-from samsa.protocol.produce_wire import ProduceRequest, read_produce, write_produce_response
 from samsa.protocol.registry import ApiRegistry, ApiSpec
 from samsa.storage.file_region import FileRegion
 
@@ -33,15 +36,8 @@ from .. import metrics
 from ..context import BrokerServices, RequestContext
 from ..security.sasl import SASL_HANDSHAKE_KEY, AuthenticationFailed, SaslSession
 from .connection import Frame
-from .quotas import (
-    CONTROLLER_MUTATION_APIS,
-    FETCH_KEY,
-    PRODUCE_KEY,
-    ClientQuotas,
-    TimedCoroutine,
-    is_follower_fetch,
-    throttled_fetch_response,
-)
+from .policy import DEFAULT_POLICY, ApiPolicy, RawLane
+from .quotas import ClientQuotas, Encoded, QuotaManager, RequestTime, TimedCoroutine
 from .server import CloseConnection, ConnectionInfo, Response
 
 log = logging.getLogger(__name__)
@@ -49,56 +45,63 @@ log = logging.getLogger(__name__)
 CHECK_ENCODER = os.environ.get("SAMSA_CHECK_ENCODER") == "1"
 
 
+@dataclass(frozen=True, slots=True)
+class Route:
+    """An API's entry in the dispatcher's table: its spec and what its registration says."""
+
+    spec: ApiSpec[RequestContext]
+    quota: RequestTime | None  # None: exempt from client quotas
+    raw: RawLane | None
+    mutes_for_answer: bool  # muted for its answer's throttle_time (controller mutations)
+
+
 class Dispatcher:
-    def __init__(self, registry: ApiRegistry[RequestContext], services: BrokerServices) -> None:
+    def __init__(self, registry: ApiRegistry[RequestContext], services: BrokerServices,
+                 policies: Mapping[int, ApiPolicy]) -> None:
         self.registry = registry
         self.services = services
+        self._routes: dict[int, Route] = {}
+        for spec in registry.all():
+            policy = policies.get(spec.key, DEFAULT_POLICY)
+            self._routes[spec.key] = Route(
+                spec, policy.quota, policy.raw,
+                policy.quota is not None and policy.quota.mutes_for_answer)
+        # the APIs whose answers the socket layer writes at once (policy.answer_at_once)
+        self.answer_at_once = frozenset(
+            key for key, policy in policies.items() if policy.answer_at_once)
 
     async def __call__(self, raw: Frame, conn: ConnectionInfo) -> Response | None:
         auth = conn.authenticator
         if auth is not None and not auth.complete and auth.raw_tokens:
             return await self._raw_sasl_token(raw, conn, auth)
         api_key, version, correlation_id = peek_key_version(raw)
-        spec = self.registry.get(api_key)
-        if spec is None:
+        route = self._routes.get(api_key)
+        if route is None:
             raise CloseConnection(f"unknown api key {api_key}")
-        if auth is not None and auth.complete:
-            if api_key == SASL_HANDSHAKE_KEY and auth.begin_reauthentication():
-                log.debug("re-authentication of %s (%s) begins", conn.peer, conn.principal)
-            elif auth.expired():
-                # Kafka's KafkaChannel.serverAuthenticationSessionExpired: closed, no answer.
-                raise CloseConnection(f"the SASL session of {conn.principal} on listener "
-                                      f"{conn.listener} expired")
-        if auth is not None and not auth.complete and not auth.allows(api_key):
-            # Kafka's SaslServerAuthenticator: nothing else before authentication.
-            phase = "handshake" if auth.state == "handshake" else "authentication"
-            raise CloseConnection(f"Unexpected Kafka request of type {spec.name} during SASL "
-                                  f"{phase} (listener {conn.listener})")
+        spec = route.spec
+        if auth is not None:
+            _check_session(auth, api_key, spec.name, conn)
         if not spec.accepts(version):
             if api_key == API_VERSIONS_KEY:
                 return _api_versions_unsupported(correlation_id, spec.max_version)
             raise CloseConnection(f"{spec.name} v{version} is not supported")
         req_type, req_flexible, read, resp_type, resp_flexible = _codec(api_key, version)
-        if api_key == PRODUCE_KEY and auth is None:
-            quotas = self.services.quotas
-            produce = None if quotas is not None and quotas.active else read_produce(raw)
-            if produce is not None:  # the usual Produce: read and answered without kio
-                return await self._produce(spec, produce, version, correlation_id, conn,
-                                           resp_type, resp_flexible)
-        try:
-            header, offset = read_request_header(raw, req_flexible)
-            # lengths and nulls checked before kio allocates from them; read as Kafka reads
-            request = decode_request(req_type, read, raw, offset)
-        except Exception as exc:
-            # Kafka's SocketServer closes the connection on a request it cannot parse
-            reason = exc if isinstance(exc, MalformedRequest | FrameError) else repr(exc)
-            raise CloseConnection(f"malformed {spec.name} v{version} request: {reason}"
-                                  ) from None
+        quotas = self.services.quotas
+        if quotas is not None and not quotas.active:
+            quotas = None  # none configured: `active` is all client quotas cost
+        lane = route.raw
+        # the usual request of an API with a raw lane (Produce) is read without kio
+        request = (lane.read(raw) if lane is not None and auth is None and quotas is None
+                   else None)
+        if request is not None:
+            client_id = request.client_id
+        else:
+            client_id, request = _decode(raw, req_type, req_flexible, read, spec.name, version)
         ctx = RequestContext(
             api_key,
             version,
             correlation_id,
-            header.client_id,
+            client_id,
             conn.listener,
             conn.peer,
             int(time.time() * 1000),
@@ -108,13 +111,12 @@ class Dispatcher:
             conn.zero_copy,
         )
         started = time.perf_counter()
-        # Client quotas (broker/network/quotas.py): with none configured, `active` is all it costs.
+        # Client quotas (broker/network/quotas.py), as the API's quota kind says
         client: ClientQuotas | None = None
-        quotas = self.services.quotas
-        if (quotas is not None and quotas.active and (auth is None or auth.complete)
-                and quotas.applies(conn.listener, api_key)
-                and not (api_key == FETCH_KEY and is_follower_fetch(request))):
-            client = quotas.for_client(conn.principal.name, header.client_id or "")
+        kind = route.quota
+        if (quotas is not None and kind is not None and (auth is None or auth.complete)
+                and quotas.applies(conn.listener) and kind.holds(request)):
+            client = quotas.for_client(conn.principal.name, client_id or "")
         timed: TimedCoroutine | None = None
         try:
             if client is not None and client.request is not None:
@@ -130,41 +132,16 @@ class Dispatcher:
             if not _has_top_level_error(resp_type):
                 raise CloseConnection("internal error") from None
         metrics.record_request(spec.name, version, started)
-        encoded: tuple[Any, Any] | None = None
+        encoded: Encoded | None = None
         if client is not None:
-            assert quotas is not None
-            request_throttle = 0
-            if timed is not None and not (api_key == PRODUCE_KEY and result is None):
-                request_throttle = quotas.record_request_time(client, timed.seconds)
-            # the bandwidth quota's throttle time, if any, and its sensor
-            bandwidth_throttle, bandwidth = 0, None
-            if api_key == PRODUCE_KEY:
-                bandwidth_throttle = quotas.record_produce(client, len(raw))
-                bandwidth = client.produce
-            elif api_key == FETCH_KEY and result is not None:
-                if client.fetch is not None:
-                    encoded = encode_response(resp_type, result)  # its size is what counts
-                    bandwidth_throttle = quotas.record_fetch(
-                        client, sum(len(b) for b in encoded[0]), request_throttle)
-                    bandwidth = client.fetch
-                if max(bandwidth_throttle, request_throttle) > 0:
-                    # throttled by either quota: no records (Kafka's answer)
-                    result = throttled_fetch_response(
-                        result, max(bandwidth_throttle, request_throttle))
-                    encoded = None
-            throttle = max(bandwidth_throttle, request_throttle)
+            assert quotas is not None and kind is not None
+            result, encoded, throttle = _throttle(quotas, kind, client, timed, len(raw),
+                                                  result, resp_type)
             if throttle > 0:
-                # Kafka's throttle-time metric of the quota that throttled (the larger one)
-                if bandwidth is not None and bandwidth_throttle > request_throttle:
-                    bandwidth.record_throttle(throttle)
-                elif client.request is not None:
-                    client.request.record_throttle(throttle)
                 conn.throttle_ms = throttle
-                if result is not None and "throttle_time" in result:
-                    result["throttle_time"] = max(throttle, result["throttle_time"] or 0)
                 log.debug("%s v%d from %s (client %s, %s) throttled for %d ms", spec.name,
-                          version, conn.peer, header.client_id, conn.principal, throttle)
-        if api_key in CONTROLLER_MUTATION_APIS and result is not None:
+                          version, conn.peer, client_id, conn.principal, throttle)
+        if route.mutes_for_answer and result is not None:
             # the controller mutation quota's throttle (topic admin): the channel muted too
             conn.throttle_ms = max(conn.throttle_ms, result.get("throttle_time") or 0)
         if result is None:
@@ -172,7 +149,11 @@ class Dispatcher:
                 raise CloseConnection(auth.failure or "authentication failed", None,
                                       auth.config.failed_delay_ms / 1000)
             return None
-        body, error_codes = encoded or encode_response(resp_type, result)
+        if encoded is None:
+            written = lane.write(version, result) if lane is not None else None
+            encoded = encode_response(resp_type, result) if written is None else (
+                [written[0]], written[1])
+        body, error_codes = encoded
         metrics.count_errors(spec.name, error_codes)
         if CHECK_ENCODER:
             _check_encoder(resp_type, _read_regions(result),
@@ -182,34 +163,6 @@ class Dispatcher:
         if auth is not None:
             return self._after_sasl_request(auth, conn, framed)
         return framed
-
-    async def _produce(self, spec: ApiSpec[RequestContext], request: ProduceRequest,
-                       version: int, correlation_id: int, conn: ConnectionInfo,
-                       resp_type: type, resp_flexible: bool) -> Response | None:
-        """`__call__` for a Produce request `read_produce` read (issue 47: thousands of small
-        ones a second over many partitions), on a connection without SASL or client quotas:
-        the same handler, the answer written by `write_produce_response` where it can."""
-        ctx = RequestContext(PRODUCE_KEY, version, correlation_id, request.client_id,
-                             conn.listener, conn.peer, int(time.time() * 1000), self.services,
-                             conn.principal, None, conn.zero_copy)
-        started = time.perf_counter()
-        try:
-            result = await spec.handler(ctx, request)
-        except CloseConnection:
-            raise
-        except Exception:
-            log.exception("%s v%d from %s failed", spec.name, version, conn.peer)
-            raise CloseConnection("internal error") from None  # no top-level error code
-        metrics.record_request(spec.name, version, started)
-        if result is None:
-            return None
-        written = write_produce_response(version, result)
-        body, error_codes = (encode_response(resp_type, result) if written is None
-                             else ([written[0]], written[1]))
-        metrics.count_errors(spec.name, error_codes)
-        if CHECK_ENCODER:
-            _check_encoder(resp_type, result, b"".join(body))  # type: ignore[arg-type]
-        return frame_parts([response_header(correlation_id, resp_flexible), *body])
 
     def _after_sasl_request(self, auth: SaslSession, conn: ConnectionInfo,
                             framed: Response) -> Response:
@@ -232,6 +185,59 @@ class Dispatcher:
             auth.session_lifetime_ms()  # not sent, but the session expires all the same
             conn.principal = auth.principal
         return frame_parts([answer])
+
+
+def _decode(raw: Frame, req_type: type, req_flexible: bool, read: Any, name: str,
+            version: int) -> tuple[str | None, Any]:
+    """The request's client id and its body, read by kio."""
+    try:
+        header, offset = read_request_header(raw, req_flexible)
+        # lengths and nulls checked before kio allocates from them; read as Kafka reads
+        return header.client_id, decode_request(req_type, read, raw, offset)
+    except Exception as exc:
+        # Kafka's SocketServer closes the connection on a request it cannot parse
+        reason = exc if isinstance(exc, MalformedRequest | FrameError) else repr(exc)
+        raise CloseConnection(f"malformed {name} v{version} request: {reason}") from None
+
+
+def _check_session(auth: SaslSession, api_key: int, name: str, conn: ConnectionInfo) -> None:
+    """A request on a SASL listener: the session's state allows it, else the connection
+    closes."""
+    if auth.complete:
+        if api_key == SASL_HANDSHAKE_KEY and auth.begin_reauthentication():
+            log.debug("re-authentication of %s (%s) begins", conn.peer, conn.principal)
+        elif auth.expired():
+            # Kafka's KafkaChannel.serverAuthenticationSessionExpired: closed, no answer.
+            raise CloseConnection(f"the SASL session of {conn.principal} on listener "
+                                  f"{conn.listener} expired")
+    if not auth.complete and not auth.allows(api_key):
+        # Kafka's SaslServerAuthenticator: nothing else before authentication.
+        phase = "handshake" if auth.state == "handshake" else "authentication"
+        raise CloseConnection(f"Unexpected Kafka request of type {name} during SASL "
+                              f"{phase} (listener {conn.listener})")
+
+
+def _throttle(quotas: QuotaManager, kind: RequestTime, client: ClientQuotas,
+              timed: TimedCoroutine | None, request_bytes: int, result: dict[str, Any] | None,
+              resp_type: type) -> tuple[dict[str, Any] | None, Encoded | None, int]:
+    """A request held to client quotas, handled: its quotas charged as its API's quota kind
+    says. The result (a throttled one's throttle_time set), its encoding if the charge made
+    it, and the throttle time (0: not throttled)."""
+    request_throttle = 0
+    if timed is not None and kind.charges_time(result):
+        request_throttle = quotas.record_request_time(client, timed.seconds)
+    bandwidth_throttle, bandwidth, result, encoded = kind.bandwidth(
+        quotas, client, request_bytes, result, resp_type, request_throttle)
+    throttle = max(bandwidth_throttle, request_throttle)
+    if throttle > 0:
+        # Kafka's throttle-time metric of the quota that throttled (the larger one)
+        if bandwidth is not None and bandwidth_throttle > request_throttle:
+            bandwidth.record_throttle(throttle)
+        elif client.request is not None:
+            client.request.record_throttle(throttle)
+        if result is not None and "throttle_time" in result:
+            result["throttle_time"] = max(throttle, result["throttle_time"] or 0)
+    return result, encoded, throttle
 
 
 def _check_encoder(resp_type: type, result: dict[str, Any], body: bytes) -> None:

@@ -36,28 +36,17 @@ from collections import deque
 from collections.abc import Generator, Iterator
 from typing import Any
 
+from samsa.protocol.encoder import encode_response
+
 from ..cluster.metadata_store import QUOTA_CLIENT_ID, QUOTA_USER, QuotaEntity
 
 log = logging.getLogger(__name__)
 
 PRODUCE, FETCH, REQUEST = "producer_byte_rate", "consumer_byte_rate", "request_percentage"
 CONTROLLER_MUTATION = "controller_mutation_rate"
-PRODUCE_KEY, FETCH_KEY = 0, 1
-# CreateTopics, DeleteTopics, CreatePartitions: held to controller_mutation_rate
-CONTROLLER_MUTATION_APIS = frozenset({19, 20, 37})
 ENFORCED = (PRODUCE, FETCH, REQUEST)
 INT_MAX = 2**31 - 1
 _SENSOR_EXPIRY_MS = 3_600_000  # Kafka's InactiveSensorExpirationTimeSeconds
-
-# Requests Kafka never throttles (cluster actions; KafkaApis answers them ExemptThrottle).
-EXEMPT_APIS = frozenset({
-    4,  # LeaderAndIsr
-    5,  # StopReplica
-    6,  # UpdateMetadata
-    7,  # ControlledShutdown
-    27,  # WriteTxnMarkers
-    56,  # AlterPartition
-})
 
 
 class Sensor:
@@ -353,14 +342,15 @@ class QuotaManager:
             yield quota_type, user, client_id, sensor.throttle_time_ms(now)
 
     # ---- enforcement -----------------------------------------------------------------------
-    def applies(self, listener: str, api_key: int) -> bool:
-        """Are requests of this API on this listener held to client quotas at all?"""
-        return self.active and listener != self.exempt_listener and api_key not in EXEMPT_APIS
+    def applies(self, listener: str) -> bool:
+        """Are requests on this listener held to client quotas at all (those of an API its
+        registration does not exempt)?"""
+        return self.active and listener != self.exempt_listener
 
     def max_fetch_bytes(self, listener: str, user: str, client_id: str | None) -> int:
         """The most a consumer's fetch may return without being throttled whatever came before
         (Kafka's getMaxValueInQuotaWindow: bound x (num - 1) windows)."""
-        if not self.applies(listener, FETCH_KEY):
+        if not self.applies(listener):
             return INT_MAX
         sensor = self.for_client(user, client_id or "").fetch
         if sensor is None:
@@ -444,6 +434,80 @@ def throttled_fetch_response(result: dict[str, Any], throttle_ms: int) -> dict[s
     if "node_endpoints" in result:
         out["node_endpoints"] = []
     return out
+
+
+# ---- what an API's registration says (`@api(..., policy=ApiPolicy(quota=...))`) ------------
+Encoded = tuple[list[Any], list[int]]  # a response's encoded parts and its error codes
+
+
+class RequestTime:
+    """The quota kind of most APIs: held to request_percentage, the time spent handling."""
+
+    __slots__ = ()
+    # The handler throttles by the controller mutation quota itself and the connection is
+    # muted for its response's throttle_time (CreateTopics, DeleteTopics, CreatePartitions).
+    mutes_for_answer = False
+
+    def holds(self, request: Any) -> bool:
+        """Is this request held to client quotas (a follower's Fetch is not)?"""
+        return True
+
+    def charges_time(self, result: dict[str, Any] | None) -> bool:
+        return True
+
+    def bandwidth(self, quotas: QuotaManager, client: ClientQuotas, request_bytes: int,
+                  result: dict[str, Any] | None, resp_type: type, request_throttle_ms: int
+                  ) -> tuple[int, Sensor | None, dict[str, Any] | None, Encoded | None]:
+        """The bandwidth quota's throttle and sensor, the result (a throttled one's
+        replaced) and its encoding if made to count it."""
+        return 0, None, result, None
+
+
+class ProduceBytes(RequestTime):
+    """Produce: producer_byte_rate counts the request's bytes."""
+
+    __slots__ = ()
+
+    def charges_time(self, result: dict[str, Any] | None) -> bool:
+        return result is not None  # acks=0: no answer, no request time charged
+
+    def bandwidth(self, quotas: QuotaManager, client: ClientQuotas, request_bytes: int,
+                  result: dict[str, Any] | None, resp_type: type, request_throttle_ms: int
+                  ) -> tuple[int, Sensor | None, dict[str, Any] | None, Encoded | None]:
+        return quotas.record_produce(client, request_bytes), client.produce, result, None
+
+
+class FetchBytes(RequestTime):
+    """Fetch: consumer_byte_rate counts the response's bytes; a follower's is exempt."""
+
+    __slots__ = ()
+
+    def holds(self, request: Any) -> bool:
+        return not is_follower_fetch(request)
+
+    def bandwidth(self, quotas: QuotaManager, client: ClientQuotas, request_bytes: int,
+                  result: dict[str, Any] | None, resp_type: type, request_throttle_ms: int
+                  ) -> tuple[int, Sensor | None, dict[str, Any] | None, Encoded | None]:
+        if result is None:
+            return 0, None, None, None
+        throttle, encoded = 0, None
+        if client.fetch is not None:
+            encoded = encode_response(resp_type, result)  # its size is what counts
+            throttle = quotas.record_fetch(client, sum(len(b) for b in encoded[0]),
+                                           request_throttle_ms)
+        if max(throttle, request_throttle_ms) > 0:  # throttled by either: no records
+            return throttle, client.fetch, throttled_fetch_response(
+                result, max(throttle, request_throttle_ms)), None
+        return throttle, client.fetch, result, encoded
+
+
+class ControllerMutation(RequestTime):
+    __slots__ = ()
+    mutes_for_answer = True
+
+
+REQUEST_TIME, PRODUCE_BYTES, FETCH_BYTES = RequestTime(), ProduceBytes(), FetchBytes()
+CONTROLLER_MUTATION_TIME = ControllerMutation()
 
 
 class TimedCoroutine:

@@ -17,7 +17,7 @@ import socket
 import ssl
 import time
 from collections import Counter, deque
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
@@ -99,8 +99,6 @@ _HANDSHAKE_TIMEOUT_S = 10.0
 # or a FileRegion of a segment (Fetch records read with zero_copy), sent from the file.
 Response = list[Part]
 Dispatch = Callable[[Frame, ConnectionInfo], Awaitable[Response | None]]
-
-_FETCH_KEY = (1).to_bytes(2, "big")  # a request's first two bytes: its API key
 
 # Why a zero-copy send stopped (ResponseWriter._pump).
 _DONE, _SOCKET_FULL, _TRANSPORT_BUSY = 0, 1, 2
@@ -526,7 +524,8 @@ class KafkaServer:
     are its address (`ports` has every listener's bound port once started)."""
 
     def __init__(self, endpoints: list[Endpoint], dispatch: Dispatch, max_request_bytes: int,
-                 limits: ServerLimits | None = None) -> None:
+                 limits: ServerLimits | None = None, answer_at_once: Iterable[int] = ()
+                 ) -> None:
         self.endpoints = list(endpoints)
         self.host = self.endpoints[0].host
         self.port = self.endpoints[0].port
@@ -535,6 +534,9 @@ class KafkaServer:
         self._tls: dict[str, ssl.SSLContext] = {
             e.name: e.tls for e in self.endpoints if e.tls is not None}
         self._dispatch = dispatch
+        # The APIs whose answers are written as soon as they are made (their registrations'
+        # policy), by a request's first two bytes: its API key.
+        self._answer_at_once = frozenset(key.to_bytes(2, "big") for key in answer_at_once)
         self._max_request_bytes = max_request_bytes
         self._limits = limits or ServerLimits()
         queued = self._limits.queued_max_request_bytes
@@ -754,6 +756,7 @@ class KafkaServer:
         responses = ResponseWriter(connection, conn.zero_copy, conn.listener)
         conn.zero_copy = responses.sendfile
         max_request_bytes = self._max_request_bytes
+        at_once = self._answer_at_once
 
         def size_of(prefix: bytes) -> int:  # judged by the state after the requests before
             auth = conn.authenticator
@@ -770,11 +773,10 @@ class KafkaServer:
                 if response is not None:
                     # Written at the end of the loop pass while more of the client's bytes are
                     # read (its pipelined requests, answered in this pass, share one writev),
-                    # else now: a lone request's answer costs no loop callback (issue 47).
-                    # A Fetch is written now as well: a long-poll woken by an append then
-                    # reaches its consumer before the Produce answer is sent.
+                    # else now: a lone request's answer costs no loop callback (issue 47), and
+                    # that of an API whose registration says so (ApiPolicy.answer_at_once).
                     responses.add(response, not connection.unread_bytes
-                                  or request[:2] == _FETCH_KEY)
+                                  or request[:2] in at_once)
                     if responses.backlog() > _HIGH_WATER:  # a slow reader: stop reading
                         await responses.drain()
                 if conn.throttle_ms:  # Kafka mutes a throttled channel after the response

@@ -1,11 +1,13 @@
-"""The collapsed Produce path (issue 47: `read_produce`/`write_produce_response` in the
-dispatcher, the log's one-batch append) against the general path, in-process: the same
-requests, good and refused, sent to a broker with the fast paths and to one without must
-get the same answer bytes and leave the same bytes in every partition's files."""
+"""The collapsed Produce path (issue 47: `read_produce`/`write_produce_response`, the raw lane
+of Produce's registration that the dispatcher takes, and the log's one-batch append) against
+the general path, in-process: the same requests, good and refused, sent to a broker with the
+fast paths and to one without must get the same answer bytes and leave the same bytes in
+every partition's files."""
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import struct
 from collections.abc import Callable
 from pathlib import Path
@@ -13,8 +15,9 @@ from typing import Any
 
 import pytest
 
+from samsa.broker import apis, app
 from samsa.broker.app import Broker
-from samsa.broker.network import dispatch
+from samsa.broker.network.policy import ApiPolicy, RawLane
 from samsa.broker.network.server import ConnectionInfo
 from samsa.broker.network.signals import CloseConnection
 from samsa.config.loader import load_config
@@ -132,20 +135,31 @@ async def _scenario(h: Harness) -> tuple[list[tuple[str, Any]], dict[str, bytes]
     return answers, h.files()
 
 
+def _with_produce_lane(lane: Callable[[RawLane], RawLane | None]) -> Callable[[], Any]:
+    """The registrations' policies with Produce's raw lane replaced (the broker's dispatcher
+    reads them as it is made)."""
+    policies: dict[int, ApiPolicy] = apis.policies()
+    produce = policies[0]
+    assert produce.raw is not None
+    policies[0] = dataclasses.replace(produce, raw=lane(produce.raw))
+    return lambda: policies
+
+
 def test_fast_produce_answers_and_writes_what_the_general_path_does(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    read = dispatch.read_produce
     fast_reads: list[bool] = []
 
-    def counted(raw: Any) -> Any:
-        got = read(raw)
-        fast_reads.append(got is not None)
-        return got
+    def counted(lane: RawLane) -> RawLane:
+        def read(raw: Any) -> Any:
+            got = lane.read(raw)
+            fast_reads.append(got is not None)
+            return got
+        return RawLane(read, lane.write)
 
-    monkeypatch.setattr(dispatch, "read_produce", counted)
+    monkeypatch.setattr(app, "policies", _with_produce_lane(counted))
     fast = asyncio.run(_scenario(Harness(tmp_path / "fast")))
     nothing: Callable[..., None] = lambda *args: None  # noqa: E731
-    monkeypatch.setattr(dispatch, "read_produce", nothing)
+    monkeypatch.setattr(app, "policies", _with_produce_lane(nothing))  # kio reads and writes
     monkeypatch.setattr(Log, "_append_client_batch", nothing)
     general = asyncio.run(_scenario(Harness(tmp_path / "general")))
     for (what, got), (_, want) in zip(fast[0], general[0], strict=True):
