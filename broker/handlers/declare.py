@@ -4,7 +4,9 @@ each file by its API and registers the key and versions at its top):
     @api(0, "Produce", (3, 13), advertised_min=0)
     async def handle_produce(ctx: RequestContext, request: ProduceRequest) -> ...:
 
-The key, Kafka's name, the versions served and, where they differ, those advertised.
+The key, Kafka's name, the versions served and, where they differ, those advertised; where
+it is not the default, the policy the dispatcher and the socket layer follow (quota kind, an
+answer written at once, a raw lane: broker/network/policy.py).
 broker/apis.py collects the declarations into the dispatch table; requests.py, the request
 types of exactly those versions, is written from them (request_types.py).
 """
@@ -14,6 +16,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
+
+from ..network.policy import DEFAULT_POLICY, ApiPolicy
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -33,15 +37,18 @@ class ApiDeclaration:
     families: Mapping[str, tuple[int, int]] = field(default_factory=dict)
     # Nested request structs its helpers take: alias -> the class's name in each version.
     structs: Mapping[str, str] = field(default_factory=dict)
+    policy: ApiPolicy = DEFAULT_POLICY
 
 
 def api(key: int, name: str, versions: tuple[int, int], *, advertised_min: int | None = None,
         advertised: bool = True, needs_registry: bool = False,
         families: Mapping[str, tuple[int, int]] | None = None,
-        structs: Mapping[str, str] | None = None) -> Callable[[F], F]:
+        structs: Mapping[str, str] | None = None,
+        policy: ApiPolicy = DEFAULT_POLICY) -> Callable[[F], F]:
     """Declare the function below as the handler of API `key` (see the module's docstring)."""
     declaration = ApiDeclaration(key, name, versions, advertised_min, advertised,
-                                 needs_registry, dict(families or {}), dict(structs or {}))
+                                 needs_registry, dict(families or {}), dict(structs or {}),
+                                 policy)
 
     def declare(handler: F) -> F:
         setattr(handler, _ATTRIBUTE, declaration)
