@@ -28,7 +28,8 @@ from samsa.protocol.kio_adapter import Entity, schema_fields
 
 from .. import metrics
 from ..context import ReplicaContext, RequestContext
-from ..network.quotas import FETCH_KEY
+from ..network.policy import ApiPolicy
+from ..network.quotas import FETCH_BYTES
 from ..replication.partition import Partition, PartitionRead
 from ..replication.replica_manager import PartitionError
 from ..security.authorizer import AclOperation, ResourceType
@@ -56,7 +57,11 @@ def _has_replica_state(request: FetchRequest) -> TypeIs[FetchRequestWithReplicaS
 Wanted = tuple[str | None, uuid.UUID | None, Sequence[Any]]
 
 
-@api(1, "Fetch", (4, 17), families={"FetchRequestWithReplicaState": (15, 17)})
+FETCH_KEY = 1
+
+
+@api(FETCH_KEY, "Fetch", (4, 17), families={"FetchRequestWithReplicaState": (15, 17)},
+     policy=ApiPolicy(FETCH_BYTES, answer_at_once=True))
 async def handle_fetch(ctx: RequestContext, request: FetchRequest) -> dict[str, Any]:
     max_wait_s = max(0.0, request.max_wait.total_seconds())
     deadline = time.monotonic() + max_wait_s
