@@ -16,7 +16,8 @@ from samsa.protocol.errors import ErrorCode
 
 from ..cluster.topic_admin import TopicError
 from ..context import AdminContext, RequestContext
-from ..network.quotas import MutationQuota
+from ..network.policy import ApiPolicy
+from ..network.quotas import CONTROLLER_MUTATION_TIME, MutationQuota
 from ..security.authorizer import AclOperation, ResourceType
 from .common import topic_name_by_id
 from .declare import api
@@ -36,6 +37,8 @@ ZERO_UUID = uuid.UUID(int=0)
 
 
 THROTTLED = "The throttling quota has been exceeded."
+# held to the controller mutation quota (by the handler) and the connection muted for its answer
+_MUTATION = ApiPolicy(CONTROLLER_MUTATION_TIME)
 
 
 def _mutation_quota(ctx: AdminContext, strict_since: int) -> MutationQuota:
@@ -63,7 +66,7 @@ def _by_name(request: DeleteTopicsRequest) -> TypeIs[DeleteTopicsRequestByName]:
     return request.__version__ < 6
 
 
-@api(19, "CreateTopics", (2, 7))
+@api(19, "CreateTopics", (2, 7), policy=_MUTATION)
 async def handle_create_topics(ctx: RequestContext, request: CreateTopicsRequest) -> dict[str, Any]:
     admin = ctx.topics
     validate_only = request.validate_only
@@ -127,7 +130,8 @@ async def handle_create_topics(ctx: RequestContext, request: CreateTopicsRequest
     return {"throttle_time": quota.throttle_ms(), "topics": results}
 
 
-@api(20, "DeleteTopics", (1, 6), families={"DeleteTopicsRequestByName": (1, 5)})
+@api(20, "DeleteTopics", (1, 6), families={"DeleteTopicsRequestByName": (1, 5)},
+     policy=_MUTATION)
 async def handle_delete_topics(ctx: RequestContext, request: DeleteTopicsRequest) -> dict[str, Any]:
     responses: list[dict[str, Any]] = []
     entries: list[tuple[str | None, uuid.UUID | None]]
@@ -193,7 +197,7 @@ async def handle_delete_topics(ctx: RequestContext, request: DeleteTopicsRequest
     return {"throttle_time": quota.throttle_ms(), "responses": responses}
 
 
-@api(37, "CreatePartitions", (0, 3))
+@api(37, "CreatePartitions", (0, 3), policy=_MUTATION)
 async def handle_create_partitions(
     ctx: RequestContext, request: CreatePartitionsRequest
 ) -> dict[str, Any]:
