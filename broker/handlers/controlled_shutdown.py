@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from samsa.protocol.errors import ErrorCode
 
 from ..context import RequestContext
+from ..network.policy import THROTTLE_EXEMPT
 from ..security.authorizer import AclOperation, ResourceType
 from .declare import api
 
@@ -27,7 +28,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
-@api(7, "ControlledShutdown", (1, 3), advertised=False)
+@api(7, "ControlledShutdown", (1, 3), advertised=False, policy=THROTTLE_EXEMPT)
 async def handle_controlled_shutdown(
     ctx: RequestContext, request: ControlledShutdownRequest
 ) -> dict[str, Any]:
