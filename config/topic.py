@@ -15,6 +15,7 @@ from samsa.config.schema import (
     BROKER_PROPERTIES,
     COMPRESSION_TYPES,
     GZIP_LEVEL,
+    INTERNAL_BROKER_CONFIGS,
     LONG_MAX,
     LZ4_LEVEL,
     TOPIC_SYNONYMS,
@@ -276,13 +277,16 @@ def describe_topic_config(name: str, overrides: Mapping[str, object],
 
 
 def describe_broker_config(broker: BrokerConfig, per_broker: bool = True) -> list[ConfigEntry]:
-    """Every broker property, as Kafka's DescribeConfigs reports a BROKER resource; for the
+    """Every broker property (Kafka's internal ones only where set), as Kafka's
+    DescribeConfigs reports a BROKER resource; for the
     cluster default resource (`per_broker` False, the empty name) only the dynamic defaults,
     with their DYNAMIC_DEFAULT_BROKER_CONFIG synonyms."""
     entries = []
     items = (broker.items() if per_broker
              else ((k, v) for k, v in sorted(broker.dynamic_default_values.items())))
     for key, value in items:
+        if key in INTERNAL_BROKER_CONFIGS and broker.is_default(key):
+            continue
         prop = BROKER_PROPERTIES[key]
         synonyms = broker_layer_synonyms(broker, key)
         if not per_broker:

@@ -4,7 +4,12 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from samsa.config.schema.kafka_table import CLUSTER_WIDE, PER_BROKER, kafka_only_table
+from samsa.config.schema.kafka_table import (
+    CLUSTER_WIDE,
+    PER_BROKER,
+    kafka_only_table,
+    kafka_properties,
+)
 from samsa.config.schema.property_def import PropertyDef, load_table
 from samsa.config.schema.values import ConfigError
 
@@ -59,6 +64,10 @@ TOPIC_SYNONYMS["retention.ms"] = (
 )
 TOPIC_SYNONYMS["flush.ms"] = (("log.flush.interval.ms", 1), ("log.flush.scheduler.interval.ms", 1))
 
+# Kafka's internal broker configs: described only where set (Kafka's DescribeConfigs lists the
+# originals and the non-internal values).
+INTERNAL_BROKER_CONFIGS = frozenset(k.name for k in kafka_properties("broker").values()
+                                    if k.internal)
 # Kafka's properties that Samsa only accepts change dynamically where Kafka's do; Kafka's
 # per-broker ones (its listener and SASL settings) only per broker, not as the cluster default.
 PER_BROKER_ONLY_CONFIGS = frozenset(p.name for p in _KAFKA_ONLY if p.kafka_mode == PER_BROKER)

@@ -22,7 +22,7 @@ from samsa.config import (
     validate_topic_configs,
 )
 from samsa.config.loader import DEFAULT_CONFIG_FILE
-from samsa.config.schema import java_double_str
+from samsa.config.schema import INTERNAL_BROKER_CONFIGS, java_double_str
 
 LONG_MAX = 9223372036854775807
 
@@ -395,7 +395,11 @@ def test_describe_topic_dynamic_broker_value() -> None:
 def test_describe_broker_config() -> None:
     broker = BrokerConfig({"num.partitions": 3, "log.retention.hours": 2})
     e = _by_name(describe_broker_config(broker))
-    assert set(e) == set(BROKER_PROPERTIES)
+    # Kafka's internal configs only where set (Kafka lists originals and non-internal values)
+    assert set(e) == set(BROKER_PROPERTIES) - INTERNAL_BROKER_CONFIGS
+    shown = _by_name(describe_broker_config(BrokerConfig({"unstable.feature.versions.enable":
+                                                          True})))
+    assert shown["unstable.feature.versions.enable"].value == "true"
     n = e["num.partitions"]
     assert (n.value, n.source, n.read_only, n.config_type) == ("3", 4, True, 3)
     assert [(s.name, s.value, s.source) for s in n.synonyms] == [

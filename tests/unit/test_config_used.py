@@ -14,7 +14,13 @@ from pathlib import Path
 import pytest
 
 from samsa.config import BROKER_PROPERTIES, BrokerConfig, ConfigError, describe_broker_config
-from samsa.config.schema import TOPIC_SYNONYMS, ConfigType, PropertyDef, ValidString
+from samsa.config.schema import (
+    INTERNAL_BROKER_CONFIGS,
+    TOPIC_SYNONYMS,
+    ConfigType,
+    PropertyDef,
+    ValidString,
+)
 from samsa.storage.config import LogConfig
 
 REPO = Path(__file__).resolve().parents[2]
@@ -63,7 +69,11 @@ def test_properties_marked_ignored_are_really_unused() -> None:
 
 
 def test_describe_configs_documents_what_has_no_effect() -> None:
-    docs = {e.name: e.documentation for e in describe_broker_config(BrokerConfig())}
+    # Kafka's internal ones set, so that they are described too
+    every = BrokerConfig({n: p.default for n, p in BROKER_PROPERTIES.items()
+                          if p.default is not None and n in INTERNAL_BROKER_CONFIGS})
+    docs = {e.name: e.documentation for e in describe_broker_config(every)}
+    docs.update({n: BROKER_PROPERTIES[n].doc for n in INTERNAL_BROKER_CONFIGS if n not in docs})
     for name, p in BROKER_PROPERTIES.items():
         if p.ignored is not None:
             assert "has no effect in Samsa" in docs[name] and p.ignored in docs[name], name
