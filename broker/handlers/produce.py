@@ -13,9 +13,12 @@ import uuid
 from typing import TYPE_CHECKING, Any
 
 from samsa.protocol.errors import ErrorCode
+from samsa.protocol.produce_wire import read_produce, write_produce_response
 from samsa.protocol.records import hold_inflated, iter_batches
 
 from ..context import ProduceContext, RequestContext
+from ..network.policy import ApiPolicy, RawLane
+from ..network.quotas import PRODUCE_BYTES
 from ..network.signals import CloseConnection
 from ..replication.replica_manager import AppendResult, ProduceEntry, log_refusal
 from ..security.authorizer import AclOperation, ResourceType
@@ -28,7 +31,8 @@ if TYPE_CHECKING:
 
     from .requests import ProduceRequest
 
-@api(0, "Produce", (3, 13), advertised_min=0)
+@api(0, "Produce", (3, 13), advertised_min=0,
+     policy=ApiPolicy(PRODUCE_BYTES, raw=RawLane(read_produce, write_produce_response)))
 async def handle_produce(ctx: RequestContext, request: ProduceRequest) -> dict[str, Any] | None:
     """Authorization here (Kafka's KafkaApis.handleProduceRequest); verification, appends and
     the acks=all wait in the replica manager's append_records."""
