@@ -4,7 +4,7 @@ committed offsets in __consumer_offsets, as a facade over its parts.
 One `GroupCoordinator` per broker serves the groups of the `__consumer_offsets` partitions
 this broker leads. Each part owns its state: `ClassicGroups` (membership.py) the classic
 groups and, in them, every group's committed offsets; `ConsumerGroups` (consumer/groups.py)
-the consumer-protocol groups; `ShareGroups` (share_groups.py) the share groups;
+the consumer-protocol groups; `ShareGroups` (share/groups.py) the share groups;
 `ConsumerMigration` (consumer/migration.py) converts between classic and consumer groups;
 `GroupOffsets` (offsets.py) commits, fetches and expires offsets; and `GroupPartitions`
 (partitions.py) knows which partitions are loaded here and writes to them. This module loads
@@ -48,9 +48,9 @@ from .records import (
     group_metadata_key,
     offset_commit_key,
 )
-from .share import ShareGroup
-from .share_groups import ShareGroups
-from .share_records import decode_share_key
+from .share.groups import ShareGroups
+from .share.model import ShareGroup
+from .share.records import decode_share_key
 
 log = logging.getLogger(__name__)
 

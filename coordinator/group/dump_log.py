@@ -23,7 +23,7 @@ from samsa.protocol.records import (
 
 from .consumer.records import describe_consumer_record
 from .records import describe_record
-from .share_records import describe_share_record
+from .share.records import describe_share_record
 
 _CONTROL_TYPES = {0: "ABORT", 1: "COMMIT"}
 

@@ -26,7 +26,7 @@ from .records import GroupKey, decode_group_value, group_metadata_key, group_met
 if TYPE_CHECKING:
     from .consumer.groups import ConsumerGroups
     from .consumer.migration import ConsumerMigration
-    from .share_groups import ShareGroups
+    from .share.groups import ShareGroups
 
 # The coordinator's logger: one name for all of its parts (log configs select by it).
 log = logging.getLogger("samsa.coordinator.group.coordinator")

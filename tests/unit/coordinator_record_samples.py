@@ -8,10 +8,10 @@ import uuid
 from collections.abc import Callable
 
 from samsa.coordinator.group import records as gr
-from samsa.coordinator.group import share_records as sr
 from samsa.coordinator.group.consumer import records as cr
 from samsa.coordinator.group.consumer.model import ConsumerMember, MemberState
-from samsa.coordinator.group.share import ShareMember
+from samsa.coordinator.group.share import records as sr
+from samsa.coordinator.group.share.model import ShareMember
 from samsa.coordinator.share import records as shr
 from samsa.coordinator.transaction import log as tl
 

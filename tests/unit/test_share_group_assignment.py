@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import uuid
 
-from samsa.coordinator.group.share import simple_assign
+from samsa.coordinator.group.share.model import simple_assign
 
 A, B = uuid.UUID(int=1), uuid.UUID(int=2)
 TOPICS = {"a": (A, 4), "b": (B, 1)}

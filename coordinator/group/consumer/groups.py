@@ -52,7 +52,7 @@ from .target import preferred_assignor
 
 if TYPE_CHECKING:
     from ..membership import ClassicGroups
-    from ..share_groups import ShareGroups
+    from ..share.groups import ShareGroups
     from .migration import ConsumerMigration
 
 log = logging.getLogger("samsa.coordinator.group.coordinator")

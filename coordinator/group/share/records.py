@@ -15,7 +15,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from .consumer.records import (
+from ..consumer.records import (
     EPOCH_FIELDS,
     MEMBER_FIELDS,
     GroupRecordKey,
@@ -30,9 +30,9 @@ from .consumer.records import (
     read_fields,
     write_fields,
 )
-from .consumer.records import decode_epoch_value as decode_epoch
-from .consumer.records import group_metadata_value as epoch_value
-from .share import ShareMember
+from ..consumer.records import decode_epoch_value as decode_epoch
+from ..consumer.records import group_metadata_value as epoch_value
+from .model import ShareMember
 
 # Kafka's ShareGroup* record types, 9 to 15
 (PARTITION_METADATA, MEMBER_METADATA, GROUP_METADATA, TARGET_ASSIGNMENT_METADATA,

@@ -1,7 +1,7 @@
 """Share groups (KIP-932): ShareGroupHeartbeat and ShareGroupDescribe, a part of `GroupCoordinator`.
 
 Kept by the coordinator of the group's `__consumer_offsets` partition and written there as
-Kafka's share-group records (share_records.py): a change is answered once the ISR has its
+Kafka's share-group records (records.py): a change is answered once the ISR has its
 records, and the next coordinator of the partition replays them (members, epochs,
 assignments and the topics the group has share-partition state of), so the members heartbeat
 on to it.
@@ -17,11 +17,11 @@ from typing import TYPE_CHECKING, Any
 from samsa.config.schema import BrokerConfig
 from samsa.protocol.errors import ErrorCode
 
-from . import share_records as sr
-from .common import GroupError, listed_groups
-from .consumer.records import decode_epoch_value, decode_target_member, target_member_value
-from .partitions import GroupPartitions
-from .share import (
+from ..common import GroupError, listed_groups
+from ..consumer.records import decode_epoch_value, decode_target_member, target_member_value
+from ..partitions import GroupPartitions
+from . import records as sr
+from .model import (
     LEAVE_GROUP_MEMBER_EPOCH,
     SIMPLE,
     Assignment,
@@ -31,8 +31,8 @@ from .share import (
 )
 
 if TYPE_CHECKING:
-    from .consumer.groups import ConsumerGroups
-    from .membership import ClassicGroups
+    from ..consumer.groups import ConsumerGroups
+    from ..membership import ClassicGroups
 
 log = logging.getLogger(__name__)
 
