@@ -19,6 +19,7 @@ from samsa.protocol.codec import millis
 from samsa.protocol.errors import ErrorCode
 
 from ..context import RequestContext, TxnContext
+from ..network.policy import THROTTLE_EXEMPT
 from ..replication.replica_manager import PartitionError
 from ..security.authorizer import AclOperation, ResourceType
 from ..txn.markers import TxnMarker, append_marker_replicated
@@ -232,7 +233,7 @@ async def handle_end_txn(ctx: RequestContext, request: EndTxnRequest) -> dict[st
 
 
 # ---------------------------------------------------------------------------- WriteTxnMarkers
-@api(27, "WriteTxnMarkers", (1, 2))
+@api(27, "WriteTxnMarkers", (1, 2), policy=THROTTLE_EXEMPT)
 async def handle_write_txn_markers(
     ctx: RequestContext, request: WriteTxnMarkersRequest
 ) -> dict[str, Any]:
