@@ -35,7 +35,7 @@ from samsa.storage.log_dir_failure import dir_key
 from samsa.storage.log_dirs import LogDirs
 
 from . import metrics
-from .apis import build_registry
+from .apis import build_registry, policies
 from .cluster.controller import Controller
 from .cluster.features import TRANSACTION_VERSION, initial_levels
 from .cluster.metadata_cache import TopicMetadataCache
@@ -270,7 +270,7 @@ class Broker:
                                                   encrypt_passwords=bool(self.zookeeper))
         self.dynamic_config.add_reconfigurable(self._reconfigure)
         self.registry = build_registry()
-        self.dispatcher = Dispatcher(self.registry, self._services())
+        self.dispatcher = Dispatcher(self.registry, self._services(), policies())
         # The listeners (TLS contexts, SASL logins) and this broker's security towards the
         # others are made by start() once the dynamic broker configs are in (Kafka's
         # KafkaServer.startup: DynamicBrokerConfig.initialize before the SocketServer), so a
@@ -306,6 +306,7 @@ class Broker:
             self.dispatcher,
             config["socket.request.max.bytes"],
             ServerLimits.from_config(config),
+            self.dispatcher.answer_at_once,
         )
         server.disconnect_listeners.append(self.shares.connection_closed)
         self.listener_tls = [
