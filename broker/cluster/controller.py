@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import AsyncIterator, Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from kazoo.exceptions import BadVersionError, NoNodeError
@@ -46,9 +46,12 @@ log = logging.getLogger(__name__)
 
 PREFERRED, UNCLEAN = 0, 1  # ElectLeaders' election_type
 FIRST_REBALANCE_DELAY_S = 5.0  # Kafka schedules the first check 5 s after a controller failover
+WRITE_CHUNK = 200  # partition states written in one multi
 WRITE_ATTEMPTS = 5  # an election write refused by a concurrent ISR change is recomputed
 
 TopicPartition = tuple[str, int]
+# A partition's new state and the zkVersion of the state it was made from.
+StateUpdate = tuple[str, int, dict[str, Any], int]
 # (error, message, the elected leader or -1) per partition
 ElectionResult = tuple[ErrorCode, str | None, int]
 # (error, message) per partition of an AlterPartitionReassignments
@@ -205,7 +208,7 @@ class Controller:
         live_for = self._live(bounced, shutting_down=True)
         registered_for = self._live(shutting_down=True)
         previous_lives = await self._previous_lives(current) if self._scan_previous_lives else {}
-        updates: list[tuple[str, int, dict[str, Any], int]] = []
+        updates: list[StateUpdate] = []
         for topic in list(self.store.topics().values()):
             for index, state in topic.partitions.items():
                 previous = previous_lives.get((topic.name, index), set())
@@ -225,12 +228,7 @@ class Controller:
                                        live - set(self.shutting_down), restarted)
                 if new is not None:
                     updates.append((topic.name, index, new, version))
-        for i in range(0, len(updates), 200):
-            chunk = updates[i : i + 200]
-            try:
-                ok = await self.store.states.write_partition_states(chunk, as_controller=True)
-            except BadVersionError:
-                ok = False
+        async for chunk, ok in self._write_states(updates):
             if not ok:
                 log.info("controller write refused (stale epoch or concurrent change); retrying")
                 await asyncio.sleep(0.2)
@@ -244,6 +242,20 @@ class Controller:
         if bounced or previous_lives:
             self._changed.set()  # now as started: partitions left offline may elect them
         await self._complete_reassignments()
+
+    async def _write_states(
+        self, updates: list[StateUpdate]
+    ) -> AsyncIterator[tuple[list[StateUpdate], bool]]:
+        """Write partition states as the controller, WRITE_CHUNK to a multi (each all or
+        nothing, fenced by the controller epoch and each state's zkVersion): each chunk, and
+        whether it was written, as it is done."""
+        for i in range(0, len(updates), WRITE_CHUNK):
+            chunk = updates[i : i + WRITE_CHUNK]
+            try:
+                ok = await self.store.states.write_partition_states(chunk, as_controller=True)
+            except BadVersionError:
+                ok = False
+            yield chunk, ok
 
     async def _previous_lives(self, epochs: dict[int, int]) -> dict[TopicPartition, set[int]]:
         """The brokers each partition's state names (leader, ISR) in a life before their
@@ -350,7 +362,7 @@ class Controller:
     async def _shutdown_moves(self, broker_id: int) -> bool:
         """One pass of a controlled shutdown's writes; True if some were refused."""
         live_for = self._live()  # without the shutting-down brokers
-        updates: list[tuple[str, int, dict[str, Any], int]] = []
+        updates: list[StateUpdate] = []
         for topic in list(self.store.topics().values()):
             for index, state in topic.partitions.items():
                 if broker_id not in state.isr and state.leader != broker_id:
@@ -378,12 +390,7 @@ class Controller:
                     continue
                 updates.append((topic.name, index, new, version))
         refused = False
-        for i in range(0, len(updates), 200):
-            chunk = updates[i : i + 200]
-            try:
-                ok = await self.store.states.write_partition_states(chunk, as_controller=True)
-            except BadVersionError:
-                ok = False
+        async for chunk, ok in self._write_states(updates):
             if not ok:
                 refused = True
                 continue
@@ -418,7 +425,7 @@ class Controller:
         pending = wanted
         for attempt in range(WRITE_ATTEMPTS):
             live_for = self._live()
-            updates: list[tuple[str, int, dict[str, Any], int]] = []
+            updates: list[StateUpdate] = []
             for topic, index in pending:
                 topic_state = self.store.topic(topic)
                 if topic_state is None or index not in topic_state.partitions:
@@ -459,12 +466,7 @@ class Controller:
                     continue
                 updates.append((topic, index, new, version))
             refused: list[TopicPartition] = []
-            for i in range(0, len(updates), 200):
-                chunk = updates[i : i + 200]
-                try:
-                    ok = await self.store.states.write_partition_states(chunk, as_controller=True)
-                except BadVersionError:
-                    ok = False
+            async for chunk, ok in self._write_states(updates):
                 if not ok:
                     refused.extend((t, p) for t, p, _, _ in chunk)
                     continue
