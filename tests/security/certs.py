@@ -8,6 +8,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 BROKER_EXT = "subjectAltName=IP:127.0.0.1,DNS:localhost\n"  # the broker certificates' names
+# A CA's key usage, which Python 3.13's ssl.create_default_context requires of a CA (its
+# VERIFY_X509_STRICT, RFC 5280), as do public CAs
+CA_KEY_USAGE = "keyUsage=critical,keyCertSign,cRLSign"
 
 
 @dataclass(frozen=True)
@@ -52,7 +55,7 @@ def _sign(d: Path, name: str, subject: str, ca_cert: Path, ca_key: Path,
 def _ca(d: Path, name: str) -> tuple[Path, Path]:
     key, cert = d / f"{name}.key", d / f"{name}.crt"
     _run("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key), "-out", str(cert),
-         "-days", "2", "-subj", f"/CN={name}")
+         "-days", "2", "-subj", f"/CN={name}", "-addext", CA_KEY_USAGE)
     return cert, key
 
 
