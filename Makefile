@@ -2,7 +2,8 @@
 #   make run    one broker on 127.0.0.1:9092, data under ./data (installs only samsa's runtime
 #               dependencies)
 #   make test   venv + Java client/tool jars + Debian packages + ruff + mypy + the docs site +
-#               pytest (what CI runs via .ci/run)
+#               pytest, then the unit, protocol and Python-client tests on each other Python
+#               version found (what CI runs via .ci/run)
 
 SHELL := /bin/bash
 .DEFAULT_GOAL := help
@@ -40,11 +41,22 @@ DATA_DIR    ?= data
 CONFIG      ?= config/broker.yaml
 SERVE_ARGS  ?=
 
-.PHONY: help python venv venv-run java-deps spark-deps zk-deps kcat-deps docker-deps run test lint typecheck-tree docs unit bench profile chaos clean distclean
+# The other Python versions of make test (tests/support/pyversions.py: each supported 3.N other
+# than PYTHON's, as python3.N on PATH or the newest under pyenv), each in a venv of its own,
+# $(VENV)-3.N, with samsa[test-core] alone. `make test PYVERSIONS=` runs none. There the tests
+# that start a JVM skip (the Java clients and tools, like PySpark, run in the main pass only).
+PYVERSIONS  ?= $(shell $(PYTHON) tests/support/pyversions.py versions)
+PYVERSIONS_TESTS ?= tests/unit tests/protocol tests/handlers \
+    tests/clients/test_python_clients.py tests/clients/test_python_client_edges.py \
+    tests/groups/test_python_groups.py tests/transactions/test_pyclients_txn.py \
+    tests/tools/test_wheel.py
+
+.PHONY: help python venv venv-run pyversions-test java-deps spark-deps zk-deps kcat-deps docker-deps run test lint typecheck-tree docs unit bench profile chaos clean distclean
 
 help:
 	@echo "make run        start one broker on $(LISTEN) (data in ./$(DATA_DIR))"
 	@echo "make test       install everything, lint, run the whole test suite"
+	@echo "make pyversions-test  the unit, protocol and Python-client tests on each other Python"
 	@echo "make venv       create $(VENV) and install samsa[test] (re-runs when pyproject.toml changes)"
 	@echo "make venv-run   create $(VENV) and install samsa alone (what make run needs)"
 	@echo "make java-deps  fetch Kafka's Java clients/tools from Maven Central into $(CACHE)/"
@@ -81,8 +93,28 @@ venv: $(VENV)/.installed
 
 venv-run: $(VENV)/.installed-run
 
-python:  # the interpreter a new venv is made from
-	@echo "$(PYTHON) ($$($(PYTHON) --version 2>&1))"
+python:  # the interpreter a new venv is made from, and the other versions make test runs
+	@echo "$(PYTHON) ($$($(PYTHON) --version 2>&1)); also tested: $(or $(PYVERSIONS),none)"
+
+# The venv of another Python version, made and kept current as $(VENV) is; the wheel is built
+# and installed by tests/tools/test_wheel.py in each version's pass.
+$(VENV)-%/.installed: pyproject.toml setup.py
+	@py=$$($(PYTHON) tests/support/pyversions.py which $*) && \
+	    { test -x $(VENV)-$*/bin/python || $$py -m venv $(VENV)-$*; }
+	$(VENV)-$*/bin/python -m pip install -q --disable-pip-version-check -e '.[test-core]'
+	@touch $@
+
+# One version after the other, each in PYTEST_WORKERS workers; every version runs even when
+# one before it failed.
+pyversions-test:
+	@rc=0; for v in $(PYVERSIONS); do \
+	    echo "== Python $$v: $(PYVERSIONS_TESTS)"; \
+	    $(MAKE) --no-print-directory $(VENV)-$$v/.installed || { rc=1; continue; }; \
+	    r=0; $(VENV)-$$v/bin/python -m pytest -q -ra -p tests.support.pyversions \
+	        --timeout=$(PYTEST_TIMEOUT) -n $(PYTEST_WORKERS) --dist loadgroup \
+	        $(PYVERSIONS_TESTS) $(PYTEST_ARGS) || r=$$?; \
+	    if [ $$r -ne 0 ] && [ $$r -ne 5 ]; then echo "pytest on Python $$v failed (exit $$r)"; rc=1; fi; \
+	done; exit $$rc
 
 # ---------------------------------------------------------------- Java
 # Each directory is filled in a temporary sibling and renamed only when Maven succeeded,
@@ -210,10 +242,12 @@ test: venv typecheck-tree java-deps spark-deps zk-deps kcat-deps docker-deps
 	rc=0; $(BIN)/python -m pytest -q -ra --durations=15 --timeout=$(PYTEST_TIMEOUT) \
 	    -n $(PYTEST_WORKERS) --dist loadgroup tests $(PYTEST_ARGS) || rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "pytest: no tests were collected"; rc=0; fi; \
+	pyv=0; $(MAKE) --no-print-directory pyversions-test || pyv=$$?; \
 	if [ $$lint -ne 0 ]; then echo "ruff check or mypy failed (exit $$lint)"; fi; \
 	if [ $$docs -ne 0 ]; then echo "make docs failed (exit $$docs)"; fi; \
 	if [ $$rc -ne 0 ]; then echo "pytest failed (exit $$rc)"; fi; \
-	[ $$lint -eq 0 ] && [ $$docs -eq 0 ] && [ $$rc -eq 0 ]
+	if [ $$pyv -ne 0 ]; then echo "make pyversions-test failed"; fi; \
+	[ $$lint -eq 0 ] && [ $$docs -eq 0 ] && [ $$rc -eq 0 ] && [ $$pyv -eq 0 ]
 
 # The documentation site: --strict makes a broken link, a missing anchor or a page left out
 # of the nav fail the build (not with --quiet, which hides the warnings from the count too).
@@ -246,7 +280,7 @@ chaos: venv java-deps zk-deps
 
 clean:
 	rm -rf $(DATA_DIR) .pytest_cache .ruff_cache .hypothesis build dist site
-	find . -path ./$(VENV) -prune -o -name __pycache__ -type d -print0 | xargs -0 rm -rf
+	find . -path './$(VENV)' -prune -o -path './$(VENV)-*' -prune -o -name __pycache__ -type d -print0 | xargs -0 rm -rf
 
 distclean: clean
-	rm -rf $(VENV) $(CACHE)
+	rm -rf $(VENV) $(VENV)-3.* $(CACHE)
