@@ -21,9 +21,10 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
-import pytest
+if TYPE_CHECKING:  # the script runs on the Makefile's PYTHON, which may have no pytest
+    import pytest
 
 SUPPORTED = ("3.11", "3.12", "3.13")  # pyproject.toml's classifiers
 
@@ -84,6 +85,8 @@ JAVA_ENTRY_POINTS = ("compile_java", "run_java_tool", "java_executable", "javac_
 
 
 def _no_jvm(*_args: Any, **_kwargs: Any) -> NoReturn:
+    import pytest
+
     pytest.skip(f"Java runs in the default interpreter's pass (this is Python {_this_version()})")
 
 
