@@ -72,8 +72,8 @@ _LEAST = {
 }
 # Why the configs Samsa's groups do not read have no effect.
 _NOT_READ = {
-    "share.": "a share group's sessions, record locks, delivery counts and assignment follow "
-              "the broker's group.share.* properties",
+    "share.": "Samsa's share groups do not read it per group: the broker's group.share.* "
+              "properties apply to every share group",
     "streams.": "streams groups (KIP-1071) are not implemented yet (issue 52)",
     "errors.deadletterqueue.": "share groups have no dead-letter queue in Samsa",
     "consumer.assignor.offload.enable": "assignors run on the coordinator's event loop",
@@ -101,6 +101,7 @@ INTERNAL_GROUP_CONFIGS = frozenset(k.name for k in kafka_properties("group").val
 _BROKER_NAMES = set(kafka_properties("broker"))
 GROUP_SYNONYMS = {n: f"group.{n}" for n in GROUP_PROPERTIES
                   if f"group.{n}" in _BROKER_NAMES and n != "streams.assignor.name"}
+
 
 def _share_bounds(broker: BrokerConfig) -> dict[str, tuple[str, int, str, int]]:
     """Share group config -> the broker's least and greatest value of it (Kafka's
