@@ -37,22 +37,18 @@ _PACK = {k: struct.Struct(f">{c}").pack for k, c in {
 _I16, _I32, _I64 = _PACK["int16"], _PACK["int32"], _PACK["int64"]
 
 
+_UVARINTS = [bytes((n,)) for n in range(0x80)]  # nearly every length and count
+
+
 def uvarint(n: int) -> bytes:
-    if n < 0x80:
-        return bytes((n,))
+    if 0 <= n < 0x80:
+        return _UVARINTS[n]
     out = bytearray()
     while n >= 0x80:
         out.append((n & 0x7F) | 0x80)
         n >>= 7
     out.append(n)
     return bytes(out)
-
-
-_UVARINTS = [uvarint(n) for n in range(128)]
-
-
-def _uv(n: int) -> bytes:
-    return _UVARINTS[n] if n < 128 else uvarint(n)
 
 
 # Byte values at least this big (Fetch records) are not copied into the output: they become
@@ -126,7 +122,7 @@ def entity_step(entity: type[Entity]) -> Step:
     (a fused run's struct, a fixed-size primitive, an error code, an array's length and loop)
     rather than a closure per field called in turn; strings, nested entities and the tagged
     section stay calls."""
-    env: dict[str, Any] = {"Encoded": Encoded, "Mapping": Mapping, "_uv": _uv,
+    env: dict[str, Any] = {"Encoded": Encoded, "Mapping": Mapping, "uvarint": uvarint,
                            "kio_write": entity_writer(entity)}
     lines = [
         "def write_entity(buf, data):",
@@ -216,7 +212,7 @@ def _field_lines(entity: type[Entity], schema: SchemaField, env: dict[str, Any]
     if schema.entity is not None and schema.is_array:
         item = bind(env, entity_step(schema.entity))
         null = b"\x00" if flexible else b"\xff\xff\xff\xff"
-        count = "_uv(len(items) + 1)" if flexible else f"{bind(env, _I32)}(len(items))"
+        count = "uvarint(len(items) + 1)" if flexible else f"{bind(env, _I32)}(len(items))"
         return [f"items = {got}", "if items is None:", f"    write({null!r})", "else:",
                 f"    write({count})", "    for item in items:", f"        {item}(buf, item)"]
     return [f"{bind(env, _value_writer(schema, flexible))}(buf, {got})"]
@@ -250,7 +246,7 @@ def _array(item: Step, flexible: bool) -> Step:
         if items is None:
             buf.write(b"\x00" if flexible else b"\xff\xff\xff\xff")
             return
-        buf.write(_uv(len(items) + 1) if flexible else _I32(len(items)))
+        buf.write(uvarint(len(items) + 1) if flexible else _I32(len(items)))
         for value in items:
             item(buf, value)
 
@@ -298,7 +294,7 @@ def _bytes_writer(is_string: bool, flexible: bool) -> Step:
         if isinstance(v, str):
             v = v.encode()
         n = len(v)
-        buf.write(_uv(n + 1) if flexible else _I16(n) if is_string else _I32(n))
+        buf.write(uvarint(n + 1) if flexible else _I16(n) if is_string else _I32(n))
         if n >= LARGE_VALUE or not isinstance(v, (bytes, bytearray, memoryview)):
             buf.write_large(v)
         else:
@@ -335,7 +331,7 @@ def _tagged_step(entity: type[Entity]) -> Step:
                 continue
             field.write(out, value)
             count += 1
-        buf.write(_uv(count))
+        buf.write(uvarint(count))
         buf.write(out.getvalue())
 
     return step

@@ -10,6 +10,7 @@ import struct
 from typing import NamedTuple, Protocol
 
 from .errors import ErrorCode
+from .guard import MalformedRequest, read_uvarint
 
 API_VERSIONS_KEY = 18
 
@@ -79,27 +80,17 @@ def read_request_header(frame: bytes, flexible: bool) -> tuple[RequestHeader, in
     if flexible and pos < end and frame[pos] == 0:  # no tagged fields: the usual header
         pos += 1
     elif flexible:
-        count, pos = _uvarint(frame, pos)
-        for _ in range(count):
-            _tag, pos = _uvarint(frame, pos)
-            size, pos = _uvarint(frame, pos)
-            if pos + size > end:
-                raise FrameError("tagged field longer than the frame")
-            pos += size
+        try:
+            count, pos = read_uvarint(frame, pos, end)
+            for _ in range(count):
+                _tag, pos = read_uvarint(frame, pos, end)
+                size, pos = read_uvarint(frame, pos, end)
+                if pos + size > end:
+                    raise FrameError("tagged field longer than the frame")
+                pos += size
+        except MalformedRequest:
+            raise FrameError("bad varint in request header") from None
     return RequestHeader(api_key, api_version, correlation_id, client_id), pos
-
-
-def _uvarint(buf: bytes, pos: int) -> tuple[int, int]:
-    value = shift = 0
-    while True:
-        if pos >= len(buf) or shift > 28:
-            raise FrameError("bad varint in request header")
-        b = buf[pos]
-        pos += 1
-        value |= (b & 0x7F) << shift
-        if not b & 0x80:
-            return value, pos
-        shift += 7
 
 
 def response_header(correlation_id: int, flexible: bool) -> bytes:

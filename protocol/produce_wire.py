@@ -18,7 +18,9 @@ from collections.abc import Mapping
 from datetime import timedelta
 from typing import Any
 
-_HEADER_START = struct.Struct(">hhih")  # api key, version, correlation id, client id length
+from .encoder import uvarint
+
+_KEY_VERSION = struct.Struct(">hh")  # a request header's api key and version
 _I16 = struct.Struct(">h")
 _I32 = struct.Struct(">i")
 _ACKS_TIMEOUT = struct.Struct(">hi")
@@ -146,19 +148,12 @@ def read_produce(frame: Any) -> ProduceRequest | None:
 def _read(buf: Any) -> ProduceRequest:
     # (tagged-field sections and counts read inline: this runs for every Produce request)
     end = len(buf)
-    api_key, version, _correlation, n = _HEADER_START.unpack_from(buf, 0)
+    api_key, version = _KEY_VERSION.unpack_from(buf, 0)
     if api_key != 0 or not MIN_VERSION <= version <= MAX_VERSION:
         raise _Unusual
     flexible = version >= FLEXIBLE_FROM
-    pos = 10
-    client_id = None
-    if n >= 0:
-        if pos + n > end:
-            raise _Unusual
-        client_id = bytes(buf[pos:pos + n]).decode("utf-8")
-        pos += n
-    elif n != -1:
-        raise _Unusual
+    # after the correlation id; a header's client id is never a compact string
+    client_id, pos = _string(buf, 8, end, flexible=False, nullable=True)
     if flexible:
         if buf[pos]:  # the header's tagged fields
             raise _Unusual
@@ -207,20 +202,6 @@ def _read(buf: Any) -> ProduceRequest:
     return ProduceRequest(transactional_id, acks, timeout_ms, tuple(topics), client_id)
 
 
-def _uvarint_bytes(n: int) -> bytes:
-    if n < 0x80:
-        return _SMALL_UVARINTS[n]
-    out = bytearray()
-    while n >= 0x80:
-        out.append((n & 0x7F) | 0x80)
-        n >>= 7
-    out.append(n)
-    return bytes(out)
-
-
-_SMALL_UVARINTS = [bytes((n,)) for n in range(0x80)]
-
-
 def write_produce_response(version: int, result: Mapping[str, Any]
                            ) -> tuple[bytes, list[int]] | None:
     """The Produce answer body (after the response header) the general encoder writes for
@@ -233,15 +214,15 @@ def write_produce_response(version: int, result: Mapping[str, Any]
     out = bytearray()
     errors: list[int] = []
     responses = result["responses"]
-    out += _uvarint_bytes(len(responses) + 1) if flexible else _I32.pack(len(responses))
+    out += uvarint(len(responses) + 1) if flexible else _I32.pack(len(responses))
     for topic in responses:
         if len(topic) != 3 or topic["topic_id"] is not None:
             return None
         name = topic["name"].encode()
-        out += _uvarint_bytes(len(name) + 1) if flexible else _I16.pack(len(name))
+        out += uvarint(len(name) + 1) if flexible else _I16.pack(len(name))
         out += name
         partitions = topic["partition_responses"]
-        out += _uvarint_bytes(len(partitions) + 1) if flexible else _I32.pack(len(partitions))
+        out += uvarint(len(partitions) + 1) if flexible else _I32.pack(len(partitions))
         for p in partitions:
             if len(p) != 7 or p["record_errors"] or p["error_message"] is not None:
                 return None
