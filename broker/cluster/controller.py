@@ -40,6 +40,7 @@ from kazoo.exceptions import BadVersionError, NoNodeError
 from samsa.protocol.errors import ErrorCode
 
 if TYPE_CHECKING:
+    from .metadata_store import MetadataStore, PartitionState
     from .zk.store import ZkMetadataStore
 
 log = logging.getLogger(__name__)
@@ -56,6 +57,15 @@ StateUpdate = tuple[str, int, dict[str, Any], int]
 ElectionResult = tuple[ErrorCode, str | None, int]
 # (error, message) per partition of an AlterPartitionReassignments
 ReassignmentResult = tuple[ErrorCode, str | None]
+# An election's answer for a partition that does not exist
+NO_SUCH_PARTITION: ElectionResult = (ErrorCode.unknown_topic_or_partition,
+                                     "The partition does not exist.", -1)
+
+
+def partition_state(store: MetadataStore, topic: str, index: int) -> PartitionState | None:
+    """A partition's state as `store` holds it; None if there is no such partition."""
+    state = store.topic(topic)
+    return None if state is None or index not in state.partitions else state.partitions[index]
 
 
 class Controller:
@@ -427,12 +437,10 @@ class Controller:
             live_for = self._live()
             updates: list[StateUpdate] = []
             for topic, index in pending:
-                topic_state = self.store.topic(topic)
-                if topic_state is None or index not in topic_state.partitions:
-                    results[(topic, index)] = (ErrorCode.unknown_topic_or_partition,
-                                               "The partition does not exist.", -1)
+                cached = partition_state(self.store, topic, index)
+                if cached is None:
+                    results[(topic, index)] = NO_SUCH_PARTITION
                     continue
-                cached = topic_state.partitions[index]
                 replicas = cached.replicas
                 live = live_for(topic, index)
                 if (election_type == PREFERRED and cached.leader == replicas[0]) or (
@@ -445,8 +453,7 @@ class Controller:
                 try:
                     doc, version = await self.store.states.read_partition_state(topic, index)
                 except NoNodeError:
-                    results[(topic, index)] = (ErrorCode.unknown_topic_or_partition,
-                                               "The partition does not exist.", -1)
+                    results[(topic, index)] = NO_SUCH_PARTITION
                     continue
                 if (election_type == PREFERRED and doc["leader"] == replicas[0]) or (
                     election_type == UNCLEAN and doc["leader"] in live
