@@ -25,7 +25,14 @@ from typing import TYPE_CHECKING, Any
 
 from samsa.protocol.errors import ErrorCode
 
-from ..cluster.controller import PREFERRED, UNCLEAN, ElectionResult, TopicPartition
+from ..cluster.controller import (
+    NO_SUCH_PARTITION,
+    PREFERRED,
+    UNCLEAN,
+    ElectionResult,
+    TopicPartition,
+    partition_state,
+)
 from ..context import ControllerContext, RequestContext
 from ..network.interbroker import BrokerConnection, BrokerUnavailable
 from ..security.authorizer import AclOperation, ResourceType
@@ -83,12 +90,10 @@ def _single_broker(
         wanted = [(t.name, p) for t in ctx.store.topics().values() for p in sorted(t.partitions)]
     results: dict[TopicPartition, ElectionResult] = {}
     for topic, index in wanted:
-        state = ctx.store.topic(topic)
-        if state is None or index not in state.partitions:
-            results[(topic, index)] = (ErrorCode.unknown_topic_or_partition,
-                                       "The partition does not exist.", -1)
+        p = partition_state(ctx.store, topic, index)
+        if p is None:
+            results[(topic, index)] = NO_SUCH_PARTITION
             continue
-        p = state.partitions[index]
         if (p.leader == p.replicas[0]) if election_type == PREFERRED else (p.leader >= 0):
             results[(topic, index)] = (ErrorCode.election_not_needed, None, -1)
         else:
