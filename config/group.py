@@ -15,11 +15,13 @@ described, documented as having no effect.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
 from samsa.config.schema import (
     BrokerConfig,
+    ConfigError,
     ConfigSource,
     ConfigType,
     PropertyDef,
@@ -38,6 +40,49 @@ from samsa.config.topic import (
     parse_overrides,
 )
 
+BY_DURATION = "by_duration:"
+# Java's Duration.parse (PnDTnHnMn.nS), which Kafka's by_duration strategy reads.
+_ISO_DURATION = re.compile(r"([-+]?)P(?:([-+]?\d+)D)?(T(?:([-+]?\d+)H)?(?:([-+]?\d+)M)?"
+                           r"(?:([-+]?\d+)(?:[.,](\d{0,9}))?S)?)?", re.IGNORECASE)
+
+
+def by_duration_ms(reset: str) -> int | None:
+    """The duration of a share.auto.offset.reset of `by_duration:<ISO-8601 duration>`, in ms;
+    None for earliest and latest. ValueError when the duration does not parse."""
+    if not reset.lower().startswith(BY_DURATION):
+        return None
+    m = _ISO_DURATION.fullmatch(reset[len(BY_DURATION):])
+    if m is None or not any(m.group(i) for i in (2, 4, 5, 6)) or (
+            m.group(3) is not None and not any(m.group(i) for i in (4, 5, 6))):
+        raise ValueError(reset)
+    days, hours, minutes, seconds = (int(m.group(i) or 0) for i in (2, 4, 5, 6))
+    millis = int((m.group(7) or "").ljust(3, "0")[:3])  # the fraction takes the seconds' sign
+    if (m.group(6) or "").startswith("-"):
+        millis = -millis
+    total = ((days * 24 + hours) * 60 + minutes) * 60_000 + seconds * 1000 + millis
+    return -total if m.group(1) == "-" else total
+
+
+class ShareAutoOffsetReset:
+    """Kafka's ShareGroupAutoOffsetResetStrategy validator: latest, earliest or
+    by_duration:<a non-negative ISO-8601 duration>."""
+
+    def __call__(self, key: str, value: Any) -> None:
+        if value in ("earliest", "latest"):
+            return
+        try:
+            duration = by_duration_ms(str(value))
+        except ValueError:
+            raise ConfigError.invalid(key, value, "Unable to parse duration string in "
+                                      "by_duration strategy.") from None
+        if duration is None:
+            raise ConfigError.invalid(key, value, f"String must be one of: {self}")
+        if duration < 0:
+            raise ConfigError.invalid(key, value, "Duration strategy must not be negative.")
+
+    def __str__(self) -> str:
+        return "[latest, earliest, by_duration:PnDTnHnMn.nS]"
+
 
 def _g(name: str, default: int, doc: str, least: int) -> PropertyDef:
     return PropertyDef(name, ConfigType.INT, default, doc, at_least(least), group="group")
@@ -52,8 +97,10 @@ GROUP_PROPERTIES: dict[str, PropertyDef] = {p.name: p for p in [
     _g("consumer.assignment.interval.ms", 1000,
        "The interval between assignment updates for a consumer group.", 0),
     PropertyDef("share.auto.offset.reset", ConfigType.STRING, "latest",
-                "Where a share group starts reading a partition it has no state for.",
-                ValidString(("earliest", "latest")), group="group"),
+                "Where a share group starts reading a partition it has no state for: its "
+                "log start (earliest), its end (latest), or the first record at most this "
+                "old (by_duration:<ISO-8601 duration>, e.g. by_duration:PT1H), else its end.",
+                ShareAutoOffsetReset(), group="group"),
     PropertyDef("share.isolation.level", ConfigType.STRING, "read_uncommitted",
                 "Whether a share group is delivered records of open or aborted "
                 "transactions (read_uncommitted) or only committed ones (read_committed).",

@@ -34,6 +34,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from samsa.config.group import by_duration_ms
 from samsa.coordinator.share.coordinator import ShareStateError
 from samsa.coordinator.share.records import StateBatch as PersistedBatch
 from samsa.protocol.errors import ErrorCode, KafkaError
@@ -41,7 +42,7 @@ from samsa.protocol.records import CONTROL_ABORT, iter_batches, parse_control_re
 from samsa.storage.file_region import FileRegion
 
 from .. import metrics
-from ..replication.partition import READ_COMMITTED, Partition
+from ..replication.partition import READ_COMMITTED, READ_UNCOMMITTED, Partition
 from .partition import AcknowledgeType, RecordState, SharePartitionState, StateBatch
 
 if TYPE_CHECKING:
@@ -238,8 +239,7 @@ class ShareFetcher:
     async def _load(self, key: tuple[str, str, int], group_id: str, partition: Partition,
                     reset: str) -> LedSharePartition:
         epoch, topic_id = partition.leader_epoch, partition.topic_id
-        default = (partition.log_start_offset if reset == "earliest"
-                   else partition.high_watermark)
+        default = _reset_offset(partition, reset)
         state_epoch, start = 0, default
         batches: tuple[StateBatch, ...] = ()
         if self.persister is not None:
@@ -500,3 +500,21 @@ def _ranges(acquired: list[tuple[int, int]]) -> list[dict[str, int]]:
         else:
             out.append({"first_offset": offset, "last_offset": offset, "delivery_count": count})
     return out
+
+
+def _reset_offset(partition: Partition, reset: str) -> int:
+    """Where a share-partition never initialized starts (share.auto.offset.reset): the log
+    start, or, by_duration, the first record at most that old (Kafka's SharePartition reads
+    it as a READ_UNCOMMITTED ListOffsets would), else the high watermark."""
+    if reset == "earliest":
+        return partition.log_start_offset
+    try:
+        duration = by_duration_ms(reset)
+    except ValueError:  # stored values were validated; a bad one reads as latest
+        duration = None
+    if duration is not None:
+        offset = partition.fetch_offset_for_timestamp(int(time.time() * 1000) - duration,
+                                                      READ_UNCOMMITTED)[0]
+        if offset >= 0:
+            return offset
+    return partition.high_watermark
