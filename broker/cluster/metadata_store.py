@@ -20,12 +20,9 @@ from ..security.authorizer import (
     AclBinding,
     AclBindingFilter,
     AclCache,
-    PatternType,
     ResourcePattern,
-    ResourceType,
     entries_from_json,
     entries_to_json,
-    from_pascal,
     pascal,
 )
 from ..security.scram import MECHANISMS as SCRAM_MECHANISMS
@@ -498,9 +495,8 @@ class LocalMetadataStore:
 
     def _load_acls(self, docs: list[dict[str, object]]) -> None:
         for d in docs:
-            pattern = ResourcePattern(
-                ResourceType(from_pascal(ResourceType, str(d["resource_type"]))), str(d["name"]),
-                PatternType(from_pascal(PatternType, str(d["pattern_type"]))))
+            pattern = ResourcePattern.named(str(d["resource_type"]), str(d["name"]),
+                                            str(d["pattern_type"]))
             self._acl_cache.set(pattern, entries_from_json(d["acls"]))
 
     def _acls_doc(self) -> list[dict[str, object]]:

@@ -129,6 +129,13 @@ class ResourcePattern:
     def __str__(self) -> str:
         return f"{pascal(self.resource_type.name)}:{self.pattern_type.name}:{self.name}"
 
+    @classmethod
+    def named(cls, resource_type: str, name: str, pattern_type: str) -> ResourcePattern:
+        """The pattern of a resource type and pattern type given by their names, in Kafka's
+        Pascal or upper case (as its stores write them); ValueError for an unknown one."""
+        return cls(ResourceType(from_pascal(ResourceType, resource_type)), name,
+                   PatternType(from_pascal(PatternType, pattern_type)))
+
 
 @dataclass(frozen=True, slots=True)
 class AccessControlEntry:

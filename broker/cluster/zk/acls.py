@@ -50,14 +50,12 @@ def _acl_change_pattern(path: str, data: bytes) -> ResourcePattern:
         type_name, sep, name = data.decode().partition(":")
         if not sep:
             raise ValueError(f"expected ResourceType:ResourceName, got {data!r}")
-        return ResourcePattern(ResourceType(from_pascal(ResourceType, type_name.upper())), name,
-                               PatternType.LITERAL)
+        return ResourcePattern.named(type_name.upper(), name, PatternType.LITERAL.name)
     doc = json.loads(data)
     if doc["version"] > 1:
         raise ValueError(f"unsupported ACL change event version {doc['version']}")
-    return ResourcePattern(ResourceType(from_pascal(ResourceType, doc["resourceType"].upper())),
-                           doc["name"],
-                           PatternType(from_pascal(PatternType, doc["patternType"].upper())))
+    return ResourcePattern.named(doc["resourceType"].upper(), doc["name"],
+                                 doc["patternType"].upper())
 
 
 class ZkAcls:
