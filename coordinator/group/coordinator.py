@@ -2,7 +2,7 @@
 committed offsets in __consumer_offsets, as a facade over its parts.
 
 One `GroupCoordinator` per broker serves the groups of the `__consumer_offsets` partitions
-this broker leads. Each part owns its state: `ClassicGroups` (membership.py) the classic
+this broker leads. Each part owns its state: `ClassicGroups` (classic/groups.py) the classic
 groups and, in them, every group's committed offsets; `ConsumerGroups` (consumer/groups.py)
 the consumer-protocol groups; `ShareGroups` (share/groups.py) the share groups;
 `ConsumerMigration` (consumer/migration.py) converts between classic and consumer groups;
@@ -31,13 +31,13 @@ from samsa.coordinator.ports import InternalLogHost, TopicsView
 from samsa.coordinator.runtime import Tasks, replay
 from samsa.protocol.errors import ErrorCode
 
-from .classic import ClassicGroup, GroupState
+from .classic.groups import ClassicGroups
+from .classic.model import ClassicGroup, GroupState
 from .common import OFFSETS_TOPIC, GroupError, now_ms
 from .consumer.groups import ConsumerGroups
 from .consumer.migration import ConsumerMigration
 from .consumer.model import ConsumerGroup
 from .consumer.records import decode_consumer_key
-from .membership import ClassicGroups
 from .offsets import GroupOffsets
 from .partitions import GroupPartitions
 from .records import (
@@ -74,7 +74,7 @@ class GroupCoordinator:
         self.group_config_cache: dict[str, tuple[float, dict[str, str]]] = {}
         self._tasks = Tasks("group coordinator")
         # the requests, answered by the part that owns what they ask about
-        self.join_group = self.classic.join_group
+        self.join_group = self.classic.join.join_group
         self.sync_group = self.classic.sync_group
         self.heartbeat = self.classic.heartbeat
         self.leave_group = self.classic.leave_group
@@ -312,7 +312,7 @@ class GroupCoordinator:
             self.partitions.append(p, records)
         except GroupError as exc:
             return exc.error_code
-        self.classic.cancel_timers(group)
+        self.classic.rebalance.cancel_timers(group)
         group.transition(GroupState.DEAD, now_ms())
         group.offsets.clear()
         del self.groups[group_id]

@@ -1,7 +1,7 @@
 """Committed offsets of consumer groups: OffsetCommit (plain and transactional), OffsetFetch,
 OffsetDelete, the transactional offsets a marker commits or aborts, and retention of expired
 offsets. A part of `GroupCoordinator` (coordinator.py); the offsets are kept in the groups of
-`ClassicGroups` (membership.py), and a consumer group's member checks are `ConsumerGroups`'."""
+`ClassicGroups` (classic/groups.py), and a consumer group's member checks are `ConsumerGroups`'."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from samsa.config.schema import BrokerConfig
 from samsa.protocol.errors import ErrorCode
 
-from .classic import ClassicGroup, CommittedOffset, GroupState
+from .classic.model import ClassicGroup, CommittedOffset, GroupState
 from .common import (
     Done,
     GroupError,
@@ -29,8 +29,8 @@ from .records import (
 )
 
 if TYPE_CHECKING:
+    from .classic.groups import ClassicGroups
     from .consumer.groups import ConsumerGroups
-    from .membership import ClassicGroups
 
 # The coordinator's logger: one name for all of its parts (log configs select by it).
 log = logging.getLogger("samsa.coordinator.group.coordinator")
@@ -130,7 +130,7 @@ class GroupOffsets:
             if generation != group.generation:
                 raise GroupError(ErrorCode.illegal_generation)
             if not transactional:
-                self.classic.schedule_heartbeat(group, member, member.session_timeout_ms)
+                self.classic.rebalance.schedule_heartbeat(group, member, member.session_timeout_ms)
         elif not transactional and not group.is_in(GroupState.EMPTY):
             raise GroupError(ErrorCode.unknown_member_id)
         if not transactional and group.is_in(GroupState.COMPLETING_REBALANCE):

@@ -51,7 +51,7 @@ from .records import (
 from .target import preferred_assignor
 
 if TYPE_CHECKING:
-    from ..membership import ClassicGroups
+    from ..classic.groups import ClassicGroups
     from ..share.groups import ShareGroups
     from .migration import ConsumerMigration
 

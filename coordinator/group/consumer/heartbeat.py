@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from samsa.protocol.errors import ErrorCode
 
-from ..classic import ClassicGroup
+from ..classic.model import ClassicGroup
 from ..common import GroupError, new_member_id
 from .model import (
     LEAVE_GROUP_MEMBER_EPOCH,

@@ -4,7 +4,7 @@ ConsumerGroup.fromClassicGroup / ClassicGroup.fromConsumerGroup conversions, and
 SyncGroup, Heartbeat and LeaveGroup of a classic member, which run the consumer group's
 assignment and reconciliation. A part of `GroupCoordinator`: `ConsumerGroups`
 (groups.py) owns the consumer groups' state and the heartbeat they go through,
-`ClassicGroups` (../membership.py) the classic groups.
+`ClassicGroups` (../classic/groups.py) the classic groups.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from samsa.protocol.errors import ErrorCode
 
-from ..classic import ClassicGroup, GroupState, Member
+from ..classic.model import ClassicGroup, GroupState, Member
 from ..common import GroupError, new_member_id, now_ms, static_member_id
 from ..partitions import GroupPartitions
 from ..records import (
@@ -58,7 +58,7 @@ from .records import (
 )
 
 if TYPE_CHECKING:
-    from ..membership import ClassicGroups
+    from ..classic.groups import ClassicGroups
     from .groups import ConsumerGroups
 
 # The coordinator's logger: one name for all of its parts (log configs select by it).
@@ -213,16 +213,16 @@ class ConsumerMigration:
         log.info("consumer group %s (epoch %d, %d classic members) converted to a classic "
                  "group", gid, group.group_epoch, len(classic.members))
         for member in classic.members.values():
-            self.classic.schedule_heartbeat(classic, member, member.session_timeout_ms)
+            self.classic.rebalance.schedule_heartbeat(classic, member, member.session_timeout_ms)
         if rebalance:
-            self.classic.prepare_rebalance(
+            self.classic.rebalance.prepare_rebalance(
                 classic, f"Downgrade group {gid} from consumer to classic.")
 
     def retire_classic(self, classic: ClassicGroup) -> None:
         """The classic group a consumer group took over: its members' pending JoinGroup and
         SyncGroup are answered REBALANCE_IN_PROGRESS (they rejoin the consumer group); only
         its committed offsets stay."""
-        self.classic.cancel_timers(classic)
+        self.classic.rebalance.cancel_timers(classic)
         for m in classic.members.values():
             for fut in (m.join_future, m.sync_future):
                 if fut is not None and not fut.done():

@@ -31,8 +31,8 @@ from .model import (
 )
 
 if TYPE_CHECKING:
+    from ..classic.groups import ClassicGroups
     from ..consumer.groups import ConsumerGroups
-    from ..membership import ClassicGroups
 
 log = logging.getLogger(__name__)
 

@@ -11,7 +11,7 @@ import enum
 from dataclasses import dataclass, field
 from typing import Any
 
-from .records import GroupValue, MemberValue, OffsetValue
+from ..records import GroupValue, MemberValue, OffsetValue
 
 
 class GroupState(enum.Enum):
@@ -131,7 +131,7 @@ class ClassicGroup:
 
     def subscribed_topics(self) -> set[str] | None:
         """Topics the members subscribe to (consumer protocol); None if not knowable."""
-        from .records import subscribed_topics
+        from ..records import subscribed_topics
 
         if self.protocol_type != "consumer" or self.protocol_name is None:
             return None
