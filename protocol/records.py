@@ -494,7 +494,8 @@ def _record_layout(data: Buf, p: int, end: int, h: BatchHeader) -> list[tuple[in
 def _parse_record(data: Buf, p: int, end: int, h: BatchHeader) -> None:
     """Parse the record at [p, end) (InvalidRecord if it does not parse exactly): inline for
     the usual record (every varint one or two bytes, no headers), else by `_record_layout`.
-    For the records of a run that `_run_parses_like_first` did not prove."""
+    For the records of a run that `_run_parses_like_first` did not prove, off the hot path
+    (which has its own copy of this in _check_records, unrolled)."""
     try:
         if data[p] & 0x80:
             if data[p + 1] & 0x80:  # a length of three bytes or more
@@ -510,20 +511,14 @@ def _parse_record(data: Buf, p: int, end: int, h: BatchHeader) -> None:
             q += 2 if not data[q + 1] & 0x80 else end
         else:
             q += 1
-        b = data[q]  # key length (negative: null)
-        if b & 0x80:
-            c = data[q + 1]
-            raw = (b & 0x7F) | c << 7
-            q += end if c & 0x80 else 2 if raw & 1 else 2 + (raw >> 1)
-        else:
-            q += 1 if b & 1 else 1 + (b >> 1)
-        b = data[q]  # value length
-        if b & 0x80:
-            c = data[q + 1]
-            raw = (b & 0x7F) | c << 7
-            q += end if c & 0x80 else 2 if raw & 1 else 2 + (raw >> 1)
-        else:
-            q += 1 if b & 1 else 1 + (b >> 1)
+        for _ in range(2):  # the key's length and bytes, then the value's (negative: null)
+            b = data[q]
+            if b & 0x80:
+                c = data[q + 1]
+                raw = (b & 0x7F) | c << 7
+                q += end if c & 0x80 else 2 if raw & 1 else 2 + (raw >> 1)
+            else:
+                q += 1 if b & 1 else 1 + (b >> 1)
         if q == end - 1 and not data[q]:  # no headers, and the record is filled
             return
     except IndexError:
