@@ -10,9 +10,9 @@ coordinator's memory, so after a coordinator change only named topics are descri
 Alter and Delete need an empty group (NON_EMPTY_GROUP otherwise): Alter initializes the
 share-partitions again at the given start offsets with the next state epoch (so a leader holding
 the old state is fenced and reads the new one), and makes the group, empty, when it has none
-(as Kafka does), so that Describe of all its topics finds them; Delete removes their state. ACLs as Kafka:
-DESCRIBE (Describe), READ (Alter) or DELETE (Delete) on the group, READ (Alter, Delete) or
-DESCRIBE (Describe) on each topic. Served while `share.version` >= 1.
+(as Kafka does), so that Describe of all its topics finds them; Delete removes their state.
+ACLs as Kafka: DESCRIBE (Describe), READ (Alter) or DELETE (Delete) on the group, READ (Alter,
+Delete) or DESCRIBE (Describe) on each topic. Served while `share.version` >= 1.
 """
 
 from __future__ import annotations
