@@ -265,48 +265,37 @@ async def handle_write_txn_markers(
 async def handle_describe_producers(
     ctx: RequestContext, request: DescribeProducersRequest
 ) -> dict[str, Any]:
-    replicas = ctx.replicas
-    topics = []
     readable = set(ctx.authorized(AclOperation.READ, ResourceType.TOPIC,
                                   {t.name for t in request.topics}))
-    for t in request.topics:
-        parts: list[dict[str, Any]] = []
-        for p in t.partition_indexes:
-            try:
-                if t.name not in readable:  # Kafka: READ on the topic
-                    raise PartitionError(ErrorCode.topic_authorization_failed)
-                partition = replicas.leader_partition(t.name, p)
-            except PartitionError as exc:
-                parts.append(
-                    {
-                        "partition_index": p,
-                        "error_code": exc.error_code,
-                        "error_message": None,
-                        "active_producers": [],
-                    }
-                )
-                continue
-            producers = [
-                {
-                    "producer_id": e.producer_id,
-                    "producer_epoch": e.producer_epoch,
-                    "last_sequence": e.last_sequence,
-                    "last_timestamp": e.last_timestamp,
-                    "coordinator_epoch": e.coordinator_epoch,
-                    "current_txn_start_offset": e.current_txn_start_offset,
-                }
-                for e in partition.active_producers()
-            ]
-            parts.append(
-                {
-                    "partition_index": p,
-                    "error_code": ErrorCode.none,
-                    "error_message": None,
-                    "active_producers": producers,
-                }
-            )
-        topics.append({"name": t.name, "partitions": parts})
+    topics = [{"name": t.name, "partitions": [
+        _producers_of(ctx, t.name, p, t.name in readable) for p in t.partition_indexes]}
+        for t in request.topics]
     return {"throttle_time": 0, "topics": topics}
+
+
+def _producers_of(ctx: TxnContext, topic: str, index: int, readable: bool) -> dict[str, Any]:
+    """A partition's answer: the producers its leader here retains state of (Kafka: READ on
+    the topic)."""
+    try:
+        if not readable:
+            raise PartitionError(ErrorCode.topic_authorization_failed)
+        partition = ctx.replicas.leader_partition(topic, index)
+    except PartitionError as exc:
+        return {"partition_index": index, "error_code": exc.error_code, "error_message": None,
+                "active_producers": []}
+    producers = [
+        {
+            "producer_id": e.producer_id,
+            "producer_epoch": e.producer_epoch,
+            "last_sequence": e.last_sequence,
+            "last_timestamp": e.last_timestamp,
+            "coordinator_epoch": e.coordinator_epoch,
+            "current_txn_start_offset": e.current_txn_start_offset,
+        }
+        for e in partition.active_producers()
+    ]
+    return {"partition_index": index, "error_code": ErrorCode.none, "error_message": None,
+            "active_producers": producers}
 
 
 # ---------------------------------------------------------------------------- DescribeTransactions
