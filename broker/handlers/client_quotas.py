@@ -21,6 +21,7 @@ from samsa.protocol.errors import ErrorCode, KafkaError
 from ..cluster.metadata_store import QUOTA_CLIENT_ID, QUOTA_CONFIGS, QUOTA_USER, QuotaEntity
 from ..context import RequestContext
 from ..security.authorizer import AclOperation, ResourceType
+from .common import refused_on_cluster
 from .declare import api
 
 if TYPE_CHECKING:
@@ -48,9 +49,9 @@ class _Invalid(KafkaError):
 async def handle_describe_client_quotas(
     ctx: RequestContext, request: DescribeClientQuotasRequest
 ) -> dict[str, Any]:
-    if not ctx.authorize(AclOperation.DESCRIBE_CONFIGS, ResourceType.CLUSTER):
-        return {"throttle_time": 0, "error_code": ErrorCode.cluster_authorization_failed,
-                "error_message": None, "entries": None}
+    if refused := refused_on_cluster(ctx, AclOperation.DESCRIBE_CONFIGS, error_message=None,
+                                     entries=None):
+        return refused
     try:
         exact, specified = _parse_filter(request)
     except _Invalid as exc:

@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import uuid
-from typing import TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from samsa.protocol.errors import ErrorCode, KafkaError
 from samsa.storage.errors import StorageError
 
 from ..cluster.metadata_store import MetadataStore
 from ..replication.replica_manager import PartitionError
+from ..security.authorizer import AclOperation, ResourceType
+
+if TYPE_CHECKING:
+    from ..context import HandlerContext
 
 T = TypeVar("T")
 
@@ -31,3 +35,13 @@ def field(entity: object, name: str, default: T) -> T:
 
 def topic_name_by_id(store: MetadataStore, topic_id: uuid.UUID) -> str | None:
     return store.topic_name_by_id(topic_id)
+
+
+def refused_on_cluster(ctx: HandlerContext, op: AclOperation,
+                       **fields: Any) -> dict[str, Any] | None:
+    """None when the principal may do `op` on the cluster; else the answer of a cluster API
+    that refuses the whole request: CLUSTER_AUTHORIZATION_FAILED, with the response's other
+    `fields` as a refusal fills them."""
+    if ctx.authorize(op, ResourceType.CLUSTER):
+        return None
+    return {"throttle_time": 0, "error_code": ErrorCode.cluster_authorization_failed, **fields}

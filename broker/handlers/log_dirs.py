@@ -14,6 +14,7 @@ from samsa.protocol.errors import ErrorCode
 
 from ..context import RequestContext
 from ..security.authorizer import AclOperation, ResourceType
+from .common import refused_on_cluster
 from .declare import api
 
 if TYPE_CHECKING:
@@ -48,9 +49,8 @@ async def handle_alter_replica_log_dirs(
 async def handle_describe_log_dirs(
     ctx: RequestContext, request: DescribeLogDirsRequest
 ) -> dict[str, Any]:
-    if not ctx.authorize(AclOperation.DESCRIBE, ResourceType.CLUSTER):
-        return {"throttle_time": 0, "error_code": ErrorCode.cluster_authorization_failed,
-                "results": []}
+    if refused := refused_on_cluster(ctx, AclOperation.DESCRIBE, results=[]):
+        return refused
     dirs = ctx.log_dirs
     wanted: dict[str, set[int]] | None = None
     if request.topics is not None:

@@ -22,6 +22,7 @@ from ..security.scram import (
     ScramCredential,
     credential_from_salted,
 )
+from .common import refused_on_cluster
 from .declare import api
 
 if TYPE_CHECKING:
@@ -36,9 +37,8 @@ _BY_TYPE = {t: name for name, t in MECHANISM_TYPES.items()}
 async def handle_describe_user_scram_credentials(
     ctx: RequestContext, request: DescribeUserScramCredentialsRequest
 ) -> dict[str, Any]:
-    if not ctx.authorize(AclOperation.DESCRIBE, ResourceType.CLUSTER):
-        return {"throttle_time": 0, "error_code": ErrorCode.cluster_authorization_failed,
-                "error_message": None, "results": []}
+    if refused := refused_on_cluster(ctx, AclOperation.DESCRIBE, error_message=None, results=[]):
+        return refused
     users = ctx.store.scram_users()
     wanted = [u.name for u in request.users] if request.users else None
     results: list[dict[str, Any]] = []
@@ -93,16 +93,14 @@ def _mechanism(user: str, mechanism_type: int, times: int) -> str | tuple[ErrorC
 async def handle_alter_user_scram_credentials(
     ctx: RequestContext, request: AlterUserScramCredentialsRequest
 ) -> dict[str, Any]:
-    if not ctx.authorize(AclOperation.ALTER, ResourceType.CLUSTER):
-        return {"throttle_time": 0, "results": [
-            {"user": u, "error_code": ErrorCode.cluster_authorization_failed,
-             "error_message": None}
-            for u in dict.fromkeys([d.name for d in request.deletions]
-                                   + [u.name for u in request.upsertions])]}
-    existing = ctx.store.scram_users()
-    errors: dict[str, tuple[ErrorCode, str]] = {}
     order = list(dict.fromkeys([d.name for d in request.deletions]
                                + [u.name for u in request.upsertions]))
+    if not ctx.authorize(AclOperation.ALTER, ResourceType.CLUSTER):  # each user's entry says so
+        return {"throttle_time": 0, "results": [
+            {"user": u, "error_code": ErrorCode.cluster_authorization_failed,
+             "error_message": None} for u in order]}
+    existing = ctx.store.scram_users()
+    errors: dict[str, tuple[ErrorCode, str]] = {}
     pairs = Counter([(d.name, d.mechanism) for d in request.deletions]
                     + [(u.name, u.mechanism) for u in request.upsertions])
 
