@@ -151,6 +151,9 @@ class MetadataStore(Protocol):
     # A group's config overrides (Kafka 4's group configs; empty when it has none).
     async def group_configs(self, group: str) -> dict[str, str]: ...
     async def set_group_configs(self, group: str, configs: dict[str, str]) -> None: ...
+    # KIP-714 client metrics subscriptions (CLIENT_METRICS config resources): name -> configs.
+    async def client_metrics_configs(self) -> dict[str, dict[str, str]]: ...
+    async def set_client_metrics_configs(self, name: str, configs: dict[str, str]) -> None: ...
     # SCRAM credentials (ZooKeeper's /config/users/<user>)
     def scram_credential(self, user: str, mechanism: str) -> ScramCredential | None: ...
     def scram_users(self) -> dict[str, dict[str, str]]: ...
@@ -244,6 +247,7 @@ class LocalMetadataStore:
         self._broker = broker
         self._topics: dict[str, TopicState] = {}
         self._group_configs: dict[str, dict[str, str]] = {}
+        self._client_metrics: dict[str, dict[str, str]] = {}
         # SCRAM credentials: user -> mechanism -> Kafka's credential string (ZooKeeper's
         # /config/users/<user> "config" in a cluster).
         self._users: dict[str, dict[str, str]] = {}
@@ -314,6 +318,13 @@ class LocalMetadataStore:
         _put_configs(self._group_configs, group, configs)
         self._save()
 
+    async def client_metrics_configs(self) -> dict[str, dict[str, str]]:
+        return {name: dict(c) for name, c in self._client_metrics.items()}
+
+    async def set_client_metrics_configs(self, name: str, configs: dict[str, str]) -> None:
+        _put_configs(self._client_metrics, name, configs)
+        self._save()
+
     def scram_credential(self, user: str, mechanism: str) -> ScramCredential | None:
         text = self._users.get(user, {}).get(mechanism)
         return ScramCredential.from_config(text) if text else None
@@ -361,6 +372,7 @@ class LocalMetadataStore:
             )
             self._by_id.set(self._topics[t["name"]])
         self._group_configs = {g: dict(c) for g, c in doc.get("group_configs", {}).items()}
+        self._client_metrics = {n: dict(c) for n, c in doc.get("client_metrics", {}).items()}
         self._broker_configs = {str(e): {str(k): str(v) for k, v in c.items()}
                                 for e, c in doc.get("broker_configs", {}).items()}
         self._load_client_quotas(doc)
@@ -386,6 +398,7 @@ class LocalMetadataStore:
                 for t in self._topics.values()
             ],
             "group_configs": self._group_configs,
+            "client_metrics": self._client_metrics,
             "broker_configs": self._broker_configs,
             "users": self._users,
             **self._client_quotas_doc(),

@@ -338,6 +338,42 @@ class ZkConfigs:
             return
         put_znode(self._zk, path, _dumps({"version": 1, "config": configs}))
 
+    # ---- client metrics subscriptions (KIP-714) ---------------------------------------------
+    # /config/client-metrics/<name> {"version":1,"config":{...}}, <name> percent-encoded; read
+    # whole by each broker's telemetry manager, which caches them for a few seconds.
+    async def client_metrics_configs(self) -> dict[str, dict[str, str]]:
+        return await asyncio.to_thread(self._read_client_metrics)
+
+    def _read_client_metrics(self) -> dict[str, dict[str, str]]:
+        out: dict[str, dict[str, str]] = {}
+        try:
+            children = self._zk.get_children(_CLIENT_METRICS)
+        except NoNodeError:
+            return out
+        for child in children:
+            try:
+                data = self._zk.get(f"{_CLIENT_METRICS}/{child}")[0]
+            except NoNodeError:
+                continue
+            out[unquote(child)] = dict(json.loads(data).get("config", {}))
+        return out
+
+    async def set_client_metrics_configs(self, name: str, configs: dict[str, str]) -> None:
+        await asyncio.to_thread(self._write_client_metrics, name, configs)
+
+    def _write_client_metrics(self, name: str, configs: dict[str, str]) -> None:
+        path = f"{_CLIENT_METRICS}/{quote(name, safe='')}"
+        if not configs:
+            try:
+                self._zk.delete(path)
+            except NoNodeError:
+                pass
+            return
+        put_znode(self._zk, path, _dumps({"version": 1, "config": configs}))
+
+
+_CLIENT_METRICS = "/config/client-metrics"
+
 
 def _group_config_path(group: str) -> str:
     return f"/config/groups/{quote(group, safe='')}"

@@ -144,13 +144,13 @@ class ZkMetadataStore:
         return self.controller.controller_id()
 
     def topics(self) -> dict[str, TopicState]:
-        return self.topic_store.topics()
+        return self.topic_store.cache
 
     def topic(self, name: str) -> TopicState | None:
-        return self.topic_store.topic(name)
+        return self.topic_store.cache.get(name)
 
     def topic_name_by_id(self, topic_id: uuid.UUID) -> str | None:
-        return self.topic_store.topic_name_by_id(topic_id)
+        return self.topic_store.ids.name(topic_id)
 
     async def create_topic(self, topic: TopicState) -> None:
         await self.topic_store.create_topic(topic)
@@ -167,6 +167,12 @@ class ZkMetadataStore:
 
     async def set_group_configs(self, group: str, configs: dict[str, str]) -> None:
         await self.configs.set_group_configs(group, configs)
+
+    async def client_metrics_configs(self) -> dict[str, dict[str, str]]:
+        return await self.configs.client_metrics_configs()
+
+    async def set_client_metrics_configs(self, name: str, configs: dict[str, str]) -> None:
+        await self.configs.set_client_metrics_configs(name, configs)
 
     def client_quotas(self) -> dict[QuotaEntity, dict[str, float]]:
         return self.configs.quotas.current
