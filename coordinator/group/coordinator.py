@@ -5,7 +5,8 @@ One `GroupCoordinator` per broker serves the groups of the `__consumer_offsets` 
 this broker leads. Each part owns its state: `ClassicGroups` (classic/groups.py) the classic
 groups and, in them, every group's committed offsets; `ConsumerGroups` (consumer/groups.py)
 the consumer-protocol groups; `ShareGroups` (share/groups.py) the share groups;
-`ConsumerMigration` (consumer/migration.py) converts between classic and consumer groups;
+`ConsumerMigration` (consumer/migration.py) converts between classic and consumer groups,
+`ClassicMembers` (consumer/classic_members.py) serves the classic members of consumer groups;
 `GroupOffsets` (offsets.py) commits, fetches and expires offsets; and `GroupPartitions`
 (partitions.py) knows which partitions are loaded here and writes to them. This module loads
 a partition (replaying its records into the parts; COORDINATOR_LOAD_IN_PROGRESS is answered
@@ -34,6 +35,7 @@ from samsa.protocol.errors import ErrorCode
 from .classic.groups import ClassicGroups
 from .classic.model import ClassicGroup, GroupState
 from .common import OFFSETS_TOPIC, GroupError, now_ms
+from .consumer.classic_members import ClassicMembers
 from .consumer.groups import ConsumerGroups
 from .consumer.migration import ConsumerMigration
 from .consumer.model import ConsumerGroup
@@ -64,9 +66,10 @@ class GroupCoordinator:
         self.consumer = ConsumerGroups(self.partitions, cfg, self.classic)
         self.share = ShareGroups(self.partitions, cfg, self.classic, self.consumer)
         self.migration = ConsumerMigration(self.partitions, self.consumer, self.classic)
+        self.classic_members = ClassicMembers(self.partitions, self.consumer, self.migration)
         self.offsets = GroupOffsets(self.partitions, cfg, self.classic, self.consumer)
         self.classic.consumer = self.consumer
-        self.classic.migration = self.migration
+        self.classic.classic_members = self.classic_members
         self.classic.share = self.share
         self.consumer.migration = self.migration
         self.consumer.share = self.share

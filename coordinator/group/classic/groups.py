@@ -22,8 +22,8 @@ from .model import ClassicGroup, GroupState, Member
 from .rebalance import ClassicRebalance, error_join
 
 if TYPE_CHECKING:
+    from ..consumer.classic_members import ClassicMembers
     from ..consumer.groups import ConsumerGroups
-    from ..consumer.migration import ConsumerMigration
     from ..share.groups import ShareGroups
 
 # The coordinator's logger: one name for all of its parts (log configs select by it).
@@ -33,11 +33,11 @@ log = logging.getLogger("samsa.coordinator.group.coordinator")
 class ClassicGroups:
     """The classic groups of the offsets partitions loaded here: their state, loading and
     persistence, Sync/Heartbeat/Leave; `join` and `rebalance` change them too. A classic
-    JoinGroup (and Sync, Heartbeat, Leave) of a consumer-protocol group goes to `migration`;
+    JoinGroup (and Sync, Heartbeat, Leave) of a consumer-protocol group goes to `classic_members`;
     group ids taken by a consumer or share group are checked in `consumer` and `share`."""
 
     consumer: ConsumerGroups
-    migration: ConsumerMigration
+    classic_members: ClassicMembers
     share: ShareGroups
 
     def __init__(self, partitions: GroupPartitions, cfg: BrokerConfig) -> None:
@@ -124,7 +124,7 @@ class ClassicGroups:
             self.partitions.coordinator_partition(group_id)
             consumer_group = self.consumer.consumer_groups.get(group_id)
             if consumer_group is not None and consumer_group.members:
-                return self.migration.classic_sync_consumer_group(
+                return self.classic_members.sync_group(
                     consumer_group, generation, member_id, instance_id, protocol_type,
                     protocol_name)
             group = self.groups.get(group_id)
@@ -185,7 +185,7 @@ class ClassicGroups:
             self.partitions.coordinator_partition(group_id)
             consumer_group = self.consumer.consumer_groups.get(group_id)
             if consumer_group is not None and consumer_group.members:
-                return self.migration.classic_heartbeat_consumer_group(
+                return self.classic_members.heartbeat(
                     consumer_group, generation, member_id, instance_id)
             group = self.groups.get(group_id)
             if group is None or group.is_in(GroupState.DEAD, GroupState.EMPTY):
@@ -213,7 +213,7 @@ class ClassicGroups:
         if consumer_group is not None and consumer_group.members:
             return ErrorCode.none, [
                 {"member_id": member_id, "group_instance_id": instance_id,
-                 "error_code": self.migration.classic_leave_consumer_group(
+                 "error_code": self.classic_members.leave_group(
                      consumer_group, member_id, instance_id)}
                 for member_id, instance_id in members]
         group = self.groups.get(group_id)

@@ -1,7 +1,7 @@
 """JoinGroup of a classic group (Kafka's classicGroupJoin): a new member (a member id to
 rejoin with, from version 4), a static member taking its place back, or a known member
 rejoining; each waits for the rebalance it joins (rebalance.py). A classic member joining a
-consumer group goes to the online migration (../consumer/migration.py)."""
+consumer group goes to `ClassicMembers` (../consumer/classic_members.py)."""
 
 from __future__ import annotations
 
@@ -55,7 +55,7 @@ class ClassicJoin:
                 # classicGroupJoinToConsumerGroup)
                 if not classic.min_session_ms <= session_timeout_ms <= classic.max_session_ms:
                     return error_join(ErrorCode.invalid_session_timeout, member_id)
-                return await classic.migration.classic_join_consumer_group(
+                return await classic.classic_members.join_group(
                     consumer_group, member_id, instance_id, protocol_type, protocols,
                     session_timeout_ms, rebalance_timeout_ms, client_id, client_host, version)
             try:
