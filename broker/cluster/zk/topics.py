@@ -40,27 +40,19 @@ class ZkTopics:
         self._session = session
         self._zk = session.zk
         self._registry = registry  # this broker's id and epoch
-        self._topics: dict[str, TopicState] = {}
+        # The topics by name and by id: what the store's reads return (read only outside
+        # this class).
+        self.cache: dict[str, TopicState] = {}
+        self.ids = TopicIdIndex()
         # zkVersion of each /brokers/topics/<t> the cache holds: a watch delivering an older
         # version (after a write of ours, reflected at once) is ignored.
         self._topic_versions: dict[str, int] = {}
-        self._by_id = TopicIdIndex()
         self._watched: set[str] = set()
         self._watched_states: set[tuple[str, int]] = set()
 
     def start(self) -> None:
         """(worker thread) Follow the topics (and each topic's partition states)."""
         self._zk.ChildrenWatch("/brokers/topics", self._on_topic_names)
-
-    # ---- reads (cache) --------------------------------------------------------------------
-    def topics(self) -> dict[str, TopicState]:
-        return self._topics
-
-    def topic(self, name: str) -> TopicState | None:
-        return self._topics.get(name)
-
-    def topic_name_by_id(self, topic_id: uuid.UUID) -> str | None:
-        return self._by_id.name(topic_id)
 
     async def refresh(self) -> None:
         """Re-read every topic and partition state (after a new session): the cache then
@@ -272,16 +264,16 @@ class ZkTopics:
     def _set_topic(self, topic: TopicState, version: int | None = None) -> None:
         if version is not None:
             known = self._topic_versions.get(topic.name)
-            current = self._topics.get(topic.name)
+            current = self.cache.get(topic.name)
             if (known is not None and version < known and current is not None
                     and current.topic_id == topic.topic_id):
                 return  # older than what we hold
             self._topic_versions[topic.name] = version
-        held = self._topics.get(topic.name)
+        held = self.cache.get(topic.name)
         if held is not None and held.topic_id == topic.topic_id:
             _keep_newer_states(held, topic)
-        self._topics[topic.name] = topic
-        self._by_id.set(topic)
+        self.cache[topic.name] = topic
+        self.ids.set(topic)
         self._session.emit("topic", topic.name)
 
     def reflect_partition_state(self, name: str, index: int, doc: dict[str, Any],
@@ -298,7 +290,7 @@ class ZkTopics:
         """An assignment the controller just wrote (topic znode at zkVersion `version`, and the
         partition's state), in the cache at once: a List or the controller's next step must
         not see the assignment of a watch still on its way."""
-        cached = self._topics.get(topic)
+        cached = self.cache.get(topic)
         if cached is not None and index in cached.partitions:
             p = cached.partitions[index]
             p.replicas, p.adding, p.removing = list(replicas), list(adding), list(removing)
@@ -310,7 +302,7 @@ class ZkTopics:
             self._session.emit("topic", topic)
 
     def _set_state(self, name: str, index: int, doc: dict[str, Any], zxid: int) -> None:
-        topic = self._topics.get(name)
+        topic = self.cache.get(name)
         if topic is None or index not in topic.partitions:
             return
         state = topic.partitions[index]
@@ -334,8 +326,8 @@ class ZkTopics:
 
     def _drop_topic(self, name: str) -> None:
         self._topic_versions.pop(name, None)
-        self._by_id.drop(name)
-        if self._topics.pop(name, None) is not None:
+        self.ids.drop(name)
+        if self.cache.pop(name, None) is not None:
             self._session.emit("topic", name)
 
 
