@@ -329,14 +329,7 @@ class ZkConfigs:
         await asyncio.to_thread(self._write_group_configs, group, configs)
 
     def _write_group_configs(self, group: str, configs: dict[str, str]) -> None:
-        path = _group_config_path(group)
-        if not configs:
-            try:
-                self._zk.delete(path)
-            except NoNodeError:
-                pass
-            return
-        put_znode(self._zk, path, _dumps({"version": 1, "config": configs}))
+        self._write_config_znode(_group_config_path(group), configs)
 
     # ---- client metrics subscriptions (KIP-714) ---------------------------------------------
     # /config/client-metrics/<name> {"version":1,"config":{...}}, <name> percent-encoded; read
@@ -362,7 +355,10 @@ class ZkConfigs:
         await asyncio.to_thread(self._write_client_metrics, name, configs)
 
     def _write_client_metrics(self, name: str, configs: dict[str, str]) -> None:
-        path = f"{_CLIENT_METRICS}/{quote(name, safe='')}"
+        self._write_config_znode(f"{_CLIENT_METRICS}/{quote(name, safe='')}", configs)
+
+    def _write_config_znode(self, path: str, configs: dict[str, str]) -> None:
+        """A /config entity's configs, written whole (the last write wins); none deletes it."""
         if not configs:
             try:
                 self._zk.delete(path)
