@@ -49,7 +49,7 @@ class CleanResult:
     bytes_after: int
     records_removed: int
     # Swapped out of the log (files still to delete) and in (still named '.swap'): the
-    # caller finishes with Log.delete_detached(replaced), then Log.finish_swaps(swapped_in).
+    # caller finishes with log.retention.delete_detached(replaced), then finish_swaps(swapped_in).
     replaced: list[LogSegment] = field(default_factory=list)
     swapped_in: list[LogSegment] = field(default_factory=list)
     thread: str = ""  # where the cleaning ran (the event loop must not be it)
