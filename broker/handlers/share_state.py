@@ -16,7 +16,7 @@ import uuid
 from collections.abc import Awaitable, Callable, Iterable
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
-from samsa.coordinator.share.coordinator import ShareStateError
+from samsa.coordinator.share.coordinator import ShareStateCoordinator, ShareStateError
 from samsa.coordinator.share.records import StateBatch
 from samsa.protocol.errors import ErrorCode
 
@@ -27,9 +27,7 @@ from .share_groups import _enabled
 
 if TYPE_CHECKING:
     from .requests import (
-        DeleteShareGroupStatePartition,
         DeleteShareGroupStateRequest,
-        InitializeShareGroupStatePartition,
         InitializeShareGroupStateRequest,
         ReadShareGroupStatePartition,
         ReadShareGroupStateRequest,
@@ -73,22 +71,25 @@ def _refused(ctx: ShareStateContext) -> ErrorCode | None:
 
 
 async def _each(ctx: ShareStateContext, group_id: str, topics: Iterable[_TopicData[P]],
-                run: Callable[[Key, P], Awaitable[dict[str, Any]]],
+                run: Callable[[ShareStateCoordinator, Key, P], Awaitable[dict[str, Any] | None]],
                 error_fields: dict[str, Any]) -> dict[str, Any]:
+    """Each partition's entry: `run`'s fields (none: None) from the share coordinator, or the
+    error and `error_fields`."""
     refused = _refused(ctx)
+    state = ctx.share_state
     results = []
     for t in topics:
         partitions = []
         for p in t.partitions:
             entry: dict[str, Any] = {"partition": p.partition}
-            if refused is not None:
-                code: ErrorCode = refused
+            if refused is not None or state is None:  # (no coordinator: refused already)
+                code: ErrorCode = refused or ErrorCode.unsupported_version
                 message: str | None = None
             elif t.topic_id is None:
                 code, message = ErrorCode.invalid_request, "The topic id cannot be null."
             else:
                 try:
-                    entry.update(await run((group_id, t.topic_id, p.partition), p))
+                    entry.update(await run(state, (group_id, t.topic_id, p.partition), p) or {})
                     code, message = ErrorCode.none, None
                 except ShareStateError as exc:
                     code, message = exc.error_code, exc.message
@@ -105,21 +106,17 @@ async def _each(ctx: ShareStateContext, group_id: str, topics: Iterable[_TopicDa
 async def handle_initialize_share_group_state(
     ctx: RequestContext, request: InitializeShareGroupStateRequest
 ) -> dict[str, Any]:
-    async def run(key: Key, p: InitializeShareGroupStatePartition) -> dict[str, Any]:
-        assert ctx.share_state is not None
-        await ctx.share_state.initialize(key, p.state_epoch, p.start_offset)
-        return {}
-
-    return await _each(ctx, request.group_id, request.topics, run, {})
+    return await _each(ctx, request.group_id, request.topics, lambda state, key, p:
+                       state.initialize(key, p.state_epoch, p.start_offset), {})
 
 
 @api(84, "ReadShareGroupState", (0, 0), structs={"ReadShareGroupStatePartition": "PartitionData"})
 async def handle_read_share_group_state(
     ctx: RequestContext, request: ReadShareGroupStateRequest
 ) -> dict[str, Any]:
-    async def run(key: Key, p: ReadShareGroupStatePartition) -> dict[str, Any]:
-        assert ctx.share_state is not None
-        r = await ctx.share_state.read(key, p.leader_epoch)
+    async def run(state: ShareStateCoordinator, key: Key,
+                  p: ReadShareGroupStatePartition) -> dict[str, Any]:
+        r = await state.read(key, p.leader_epoch)
         return {"state_epoch": r.state_epoch, "start_offset": r.start_offset,
                 "state_batches": [_batch(b) for b in r.batches]}
 
@@ -131,13 +128,11 @@ async def handle_read_share_group_state(
 async def handle_write_share_group_state(
     ctx: RequestContext, request: WriteShareGroupStateRequest
 ) -> dict[str, Any]:
-    async def run(key: Key, p: WriteShareGroupStatePartition) -> dict[str, Any]:
-        assert ctx.share_state is not None
+    async def run(state: ShareStateCoordinator, key: Key,
+                  p: WriteShareGroupStatePartition) -> None:
         batches = [StateBatch(b.first_offset, b.last_offset, b.delivery_state, b.delivery_count)
                    for b in p.state_batches]
-        await ctx.share_state.write(key, p.state_epoch, p.leader_epoch, p.start_offset,
-                                    batches)
-        return {}
+        await state.write(key, p.state_epoch, p.leader_epoch, p.start_offset, batches)
 
     return await _each(ctx, request.group_id, request.topics, run, {})
 
@@ -147,12 +142,8 @@ async def handle_write_share_group_state(
 async def handle_delete_share_group_state(
     ctx: RequestContext, request: DeleteShareGroupStateRequest
 ) -> dict[str, Any]:
-    async def run(key: Key, p: DeleteShareGroupStatePartition) -> dict[str, Any]:
-        assert ctx.share_state is not None
-        await ctx.share_state.delete(key)
-        return {}
-
-    return await _each(ctx, request.group_id, request.topics, run, {})
+    return await _each(ctx, request.group_id, request.topics,
+                       lambda state, key, p: state.delete(key), {})
 
 
 @api(87, "ReadShareGroupStateSummary", (0, 0),
@@ -160,9 +151,9 @@ async def handle_delete_share_group_state(
 async def handle_read_share_group_state_summary(
     ctx: RequestContext, request: ReadShareGroupStateSummaryRequest
 ) -> dict[str, Any]:
-    async def run(key: Key, p: ReadShareGroupStateSummaryPartition) -> dict[str, Any]:
-        assert ctx.share_state is not None
-        r = ctx.share_state.summary(key)
+    async def run(state: ShareStateCoordinator, key: Key,
+                  p: ReadShareGroupStateSummaryPartition) -> dict[str, Any]:
+        r = state.summary(key)
         return {"state_epoch": r.state_epoch, "leader_epoch": r.leader_epoch,
                 "start_offset": r.start_offset}
 
