@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import os
 import struct
 from pathlib import Path
 
@@ -298,6 +299,24 @@ def test_snapshot_byte_format_and_round_trip(tmp_path: Path) -> None:
     with pytest.raises(OutOfOrderSequence):
         fresh.prepare_append([BatchInfo(5, 1, 16, 16, 7, 7, NOW, False, False)], "client")
     fresh.prepare_append([BatchInfo(5, 1, 15, 15, 7, 7, NOW, False, False)], "client")
+
+
+def test_snapshot_is_written_whole_by_short_writes(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """write() may write less than it is given (a signal, a nearly full disk): the snapshot
+    is written whole all the same, and a restart finds the producers in it."""
+    psm = ProducerStateManager(tmp_path)
+    log = Log(psm)
+    log.data(5, 1, 10, n=3, ts=NOW + 7)
+    log.data(6, 0, 0, n=2, ts=NOW + 8)
+    real_write = os.write
+    monkeypatch.setattr(os, "write", lambda fd, data: real_write(fd, bytes(data[:7])))
+    psm.take_snapshot(5)
+    monkeypatch.undo()
+    fresh = ProducerStateManager(tmp_path)
+    assert fresh.load(0, 5, now_ms=NOW) == 5
+    assert (sorted(e.producer_id for e in fresh.active_producers())
+            == sorted(e.producer_id for e in psm.active_producers()) == [5, 6])
 
 
 def test_corrupt_and_newer_snapshots_are_deleted(tmp_path: Path) -> None:
