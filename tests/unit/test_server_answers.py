@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 import uvloop
 
+from samsa.broker import apis
 from samsa.broker.network.connection import Frame
 from samsa.broker.network.server import ConnectionInfo, Endpoint, KafkaServer, Response
 from samsa.protocol.framing import frame_parts
@@ -23,9 +24,10 @@ LOOPS: dict[str, Callable[[Coroutine[Any, Any, Any]], Any]] = {
     "uvloop": uvloop.run, "asyncio": asyncio.run}
 
 
-def _request(correlation_id: int) -> bytes:
-    """An ApiVersions v0 header: all the fake dispatcher reads is the correlation id."""
-    body = struct.pack(">hhih", 18, 0, correlation_id, -1)
+def _request(correlation_id: int, api_key: int = 18) -> bytes:
+    """A v0 request header (ApiVersions unless said): all the fake dispatcher reads is the
+    correlation id."""
+    body = struct.pack(">hhih", api_key, 0, correlation_id, -1)
     return struct.pack(">i", len(body)) + body
 
 
@@ -41,11 +43,13 @@ def _answers(data: bytes) -> list[int]:
     return ids
 
 
-async def _exchange(requests: bytes, expected: int) -> tuple[list[int], list[bool]]:
+async def _exchange(requests: bytes, expected: int, answer_at_once: tuple[int, ...] = (),
+                    yield_before: tuple[int, ...] = ()) -> tuple[list[int], list[bool]]:
     """A client thread sends `requests` in one write to a server whose dispatcher, before
     answering each, queues a check that runs as soon as the loop runs anything else: has the
     client got that answer by then? The check blocks the loop while it waits (up to a
-    generous 2 s), so a write left to a later callback cannot happen meanwhile."""
+    generous 2 s), so a write left to a later callback cannot happen meanwhile. The
+    dispatcher lets the loop run before it answers the requests in `yield_before`."""
     loop = asyncio.get_running_loop()
     received: list[int] = []
     got = threading.Condition()
@@ -57,6 +61,8 @@ async def _exchange(requests: bytes, expected: int) -> tuple[list[int], list[boo
 
     async def dispatch(raw: Frame, conn: ConnectionInfo) -> Response | None:
         correlation_id = struct.unpack_from(">i", raw, 4)[0]
+        if correlation_id in yield_before:
+            await asyncio.sleep(0)
         loop.call_soon(arrived, correlation_id)
         return frame_parts([struct.pack(">i", correlation_id)])
 
@@ -72,7 +78,8 @@ async def _exchange(requests: bytes, expected: int) -> tuple[list[int], list[boo
                     received[:] = _answers(data)
                     got.notify_all()
 
-    server = KafkaServer([Endpoint("PLAINTEXT", "127.0.0.1", 0)], dispatch, 1 << 20)
+    server = KafkaServer([Endpoint("PLAINTEXT", "127.0.0.1", 0)], dispatch, 1 << 20,
+                         answer_at_once=answer_at_once)
     await server.start()
     try:
         await asyncio.wait_for(asyncio.to_thread(client, server.port), 20)
@@ -98,3 +105,14 @@ def test_pipelined_answers_keep_their_order_and_go_in_the_last_ones_write(loop: 
     # it) writes all three at once, before the loop runs anything else. Before: the first
     # answer was not out when the loop went on.
     assert seen == [True, True, True]
+
+
+@pytest.mark.parametrize("loop", sorted(LOOPS))
+def test_an_api_registered_to_answer_at_once_is_written_before_the_next_request(loop: str):
+    # A Fetch (key 1) with two requests read behind it, the next of which lets the loop run
+    # before it is answered: the Fetch's answer is out by then, as its registration says.
+    requests = _request(1, api_key=1) + _request(2) + _request(3)
+    answers, seen = LOOPS[loop](_exchange(requests, 3, answer_at_once=(1,), yield_before=(2,)))
+    assert answers == [1, 2, 3]
+    assert seen == [True, True, True]  # without answer_at_once the first is not out: False
+    assert apis.policies()[1].answer_at_once  # Fetch's registration
