@@ -1,5 +1,9 @@
-# The Samsa broker image used by docker-compose.yml: `docker build -t samsa .`
-#   docker run samsa serve --listen ... --data-dir /var/lib/samsa [--zookeeper HOST:PORT/CHROOT]
+# The Samsa broker image: `make image` (docker build -t samsa .), used by docker-compose.yml.
+#   docker run -d -p 9092:9092 -v samsa-data:/var/lib/samsa \
+#       -e KAFKA_CFG_ADVERTISED_LISTENERS=PLAINTEXT://127.0.0.1:9092 samsa
+# Broker properties come from KAFKA_CFG_<NAME> / SAMSA_CFG_<NAME> variables
+# (KAFKA_CFG_LOG_RETENTION_HOURS: log.retention.hours) and from flags after `serve`
+# (docker/entrypoint.py); any other samsa command runs as is: docker run samsa dump-log ...
 FROM python:3.11-slim
 
 ENV PYTHONDONTWRITEBYTECODE=1 \
@@ -19,10 +23,14 @@ COPY samsa /src/samsa
 RUN pip install /src && rm -rf /src \
     && useradd --system --home-dir /var/lib/samsa --shell /usr/sbin/nologin samsa \
     && mkdir -p /var/lib/samsa && chown samsa:samsa /var/lib/samsa
+COPY docker/entrypoint.py /usr/local/lib/samsa-image/entrypoint.py
 
 USER samsa
 WORKDIR /var/lib/samsa
 VOLUME /var/lib/samsa
 EXPOSE 9092
-ENTRYPOINT ["samsa"]
-CMD ["serve", "--listen", "0.0.0.0:9092", "--data-dir", "/var/lib/samsa"]
+# ApiVersions on the listener the broker was started with: healthy once it answers requests
+HEALTHCHECK --interval=10s --timeout=5s --start-period=60s --retries=3 \
+    CMD ["python", "/usr/local/lib/samsa-image/entrypoint.py", "healthcheck"]
+ENTRYPOINT ["python", "/usr/local/lib/samsa-image/entrypoint.py"]
+CMD ["serve"]

@@ -95,7 +95,10 @@ def test_dockerfile_installs_the_package() -> None:
     text = (REPO_ROOT / "Dockerfile").read_text()
     assert re.search(r"^FROM python:3\.11-slim$", text, re.M)
     assert "pip install /src" in text
-    assert re.search(r'^ENTRYPOINT \["samsa"\]$', text, re.M)
+    # docker/entrypoint.py: KAFKA_CFG_* variables to `samsa serve` flags, then exec samsa
+    assert re.search(r'^ENTRYPOINT \["python", "/usr/local/lib/samsa-image/entrypoint.py"\]$',
+                     text, re.M)
+    assert "COPY docker/entrypoint.py /usr/local/lib/samsa-image/entrypoint.py" in text
     copied = set(re.findall(r"^COPY (\w+) /src/\1$", text, re.M))
     # The wheel holds samsa/ and the folders pyproject's package-dir maps under it (setup.py
     # lists their packages, so it is copied too).
