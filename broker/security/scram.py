@@ -27,10 +27,8 @@ MIN_ITERATIONS, MAX_ITERATIONS = 4096, 16384
 CredentialLookup = Callable[[str, str], "ScramCredential | None"]
 
 
-class ScramError(KafkaError):
+class ScramError(KafkaError, code=ErrorCode.sasl_authentication_failed):
     """The exchange failed; Kafka answers with its generic message, not this one."""
-
-    error_code = ErrorCode.sasl_authentication_failed
 
 
 @dataclass(frozen=True)

@@ -57,8 +57,7 @@ MAX_READS = 8  # log reads one acquisition may take past records that are not av
 TopicPartition = tuple[uuid.UUID, int]
 
 
-class ShareSessionError(KafkaError):
-    error_code = ErrorCode.share_session_not_found
+class ShareSessionError(KafkaError, code=ErrorCode.share_session_not_found): ...
 
 
 @dataclass(slots=True)
