@@ -44,6 +44,7 @@ if TYPE_CHECKING:
     from .security.sasl import SaslSession
     from .share.fetch import ShareFetcher
     from .share.persister import SharePersister
+    from .telemetry import TelemetryManager
     from .txn.verification import TxnPartitionVerifier
 
 
@@ -87,6 +88,8 @@ class BrokerServices:
     share_persister: SharePersister | None = None  # its state, wherever it is coordinated
     # Metadata responses' encoded topic entries (None: every response built afresh).
     metadata_cache: TopicMetadataCache | None = None
+    # KIP-714 client telemetry: subscriptions, client instances, their pushed metrics
+    telemetry: TelemetryManager | None = None
 
 
 class Service(Generic[T]):
@@ -156,6 +159,7 @@ class RequestContext:
     share_state: ClassVar[Service[ShareStateCoordinator | None]] = Service()
     share_persister: ClassVar[Service[SharePersister | None]] = Service()
     metadata_cache: ClassVar[Service[TopicMetadataCache | None]] = Service()
+    telemetry: ClassVar[Service[TelemetryManager]] = Service()
 
     # ---- authorization (Kafka's AuthHelper) -----------------------------------------------
     def authorize(self, op: AclOperation, rtype: ResourceType, name: str = CLUSTER_NAME,
@@ -268,6 +272,8 @@ class AdminContext(HandlerContext, Protocol):
     topics: ClassVar[Service[TopicAdmin]]
     quotas: ClassVar[Service[QuotaManager | None]]  # the controller mutation quota
     dynamic_config: ClassVar[Service[DynamicBrokerConfig | None]]
+    telemetry: ClassVar[Service[TelemetryManager]]  # CLIENT_METRICS resources
+    received_ms: int
 
 
 class ControllerContext(HandlerContext, Protocol):
