@@ -66,6 +66,7 @@ from .security.scram import ScramCredential
 from .security.tls import ListenerTls
 from .share.fetch import ShareFetcher
 from .share.persister import SHARE_STATE_TOPIC, SharePersister
+from .telemetry import TelemetryManager
 from .txn.markers import TxnMarkerChannel
 from .txn.verification import ProduceVerification, TxnPartitionVerifier
 
@@ -269,6 +270,7 @@ class Broker:
         self.dynamic_config = DynamicBrokerConfig(config, self.store, self.broker_id,
                                                   encrypt_passwords=bool(self.zookeeper))
         self.dynamic_config.add_reconfigurable(self._reconfigure)
+        self.telemetry = TelemetryManager(self.store, config["telemetry.max.bytes"])
         self.registry = build_registry()
         self.dispatcher = Dispatcher(self.registry, self._services(), policies())
         # The listeners (TLS contexts, SASL logins) and this broker's security towards the
@@ -309,6 +311,7 @@ class Broker:
             self.dispatcher.answer_at_once,
         )
         server.disconnect_listeners.append(self.shares.connection_closed)
+        server.disconnect_listeners.append(self.telemetry.connection_closed)
         self.listener_tls = [
             ListenerTls(config, e.name, e.security_protocol == "SASL_SSL", e.tls,
                         e.name == config.inter_broker_listener_name)
@@ -342,6 +345,7 @@ class Broker:
             share_persister=self.share_persister,
             dynamic_config=self.dynamic_config,
             metadata_cache=self.metadata_cache,
+            telemetry=self.telemetry,
         )
 
     def _reconfigure(self, changed: set[str]) -> None:
