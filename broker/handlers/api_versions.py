@@ -11,6 +11,7 @@ from samsa.protocol.registry import ApiRegistry, Handler
 
 from ..cluster.features import api_enabled, supported
 from ..context import RequestContext
+from .common import field
 from .declare import api
 
 if TYPE_CHECKING:
@@ -20,6 +21,10 @@ if TYPE_CHECKING:
 @api(18, "ApiVersions", (0, 4), needs_registry=True)
 def make_handler(registry: ApiRegistry[RequestContext]) -> Handler[RequestContext]:
     async def handle(ctx: RequestContext, request: ApiVersionsRequest) -> dict[str, Any]:
+        if ctx.version >= 3:  # the client's software, what telemetry subscriptions match on
+            ctx.telemetry.client_software(f"{ctx.listener} {ctx.peer}",
+                                          field(request, "client_software_name", None),
+                                          field(request, "client_software_version", None))
         finalized = ctx.store.finalized_features()
         response: dict[str, Any] = {
             "error_code": ErrorCode.none,
