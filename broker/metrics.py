@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from prometheus_client import REGISTRY, CollectorRegistry, Counter, Histogram, start_http_server
-from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 if TYPE_CHECKING:
@@ -437,9 +437,9 @@ def _gauge(name: str, doc: str, labels: list[str] | None = None) -> GaugeMetricF
     return GaugeMetricFamily(name, doc, labels=labels)
 
 
-def broker_gauges(broker: Broker) -> list[GaugeMetricFamily]:
+def broker_gauges(broker: Broker) -> list[Metric]:
     """Every state gauge, read from the broker's structures. Runs on the event loop."""
-    out: list[GaugeMetricFamily] = []
+    out: list[Metric] = []
     out += _log_gauges(broker)
     out += _controller_gauges(broker)
     out += _group_gauges(broker)
@@ -447,7 +447,34 @@ def broker_gauges(broker: Broker) -> list[GaugeMetricFamily]:
     out += _transaction_gauges(broker)
     out += _quota_gauges(broker)
     out += _socket_server_gauges(broker)
+    out += client_telemetry(broker)
     return out
+
+
+# The client's identity on each of its pushed metrics (KIP-714's resource attributes).
+_CLIENT_LABELS = ("client_instance_id", "client_id", "client_software_name",
+                  "client_software_version", "client_source_address", "client_source_port")
+
+
+def client_telemetry(broker: Broker) -> list[Metric]:
+    """The metrics clients push (PushTelemetry), each named as its OTLP name with '_' for
+    '.', labelled with the client's identity and the point's attributes; an instance's go
+    when it expires or its connection closes."""
+    telemetry = getattr(broker, "telemetry", None)
+    if telemetry is None:
+        return []
+    telemetry.expire(int(time.time() * 1000))
+    families: dict[str, Metric] = {}
+    for instance in telemetry.instances.values():
+        client = {k: instance.client.get(k, "") for k in _CLIENT_LABELS}
+        for name, kind, labels, value in instance.exported.samples():
+            family = families.get(name)
+            if family is None:
+                family = families[name] = Metric(name, "Pushed by clients (KIP-714)", kind)
+            sample_labels = {k: v for k, v in labels if k not in client} | client
+            family.add_sample(name + "_total" if kind == "counter" else name,
+                              sample_labels, value)
+    return list(families.values())
 
 
 def _socket_server_gauges(broker: Broker) -> list[GaugeMetricFamily]:
@@ -727,7 +754,7 @@ class BrokerCollector(Collector):
     def describe(self) -> list[GaugeMetricFamily]:
         return []  # registering must not run a collection
 
-    def collect(self) -> Iterator[GaugeMetricFamily]:
+    def collect(self) -> Iterator[Metric]:
         try:
             yield from _call_on_loop(self.loop, self._loop_thread,
                                      lambda: broker_gauges(self.broker), self.timeout_s)

@@ -4,7 +4,8 @@ Topic overrides and group configs (Kafka 4's GROUP resources: consumer.session.t
 live in the metadata store. BROKER resources are Kafka's dynamic broker configs
 (broker/dynamic_config.py): the broker's own id names its per-broker configs, the empty name
 the cluster-wide defaults; another broker's id is INVALID_REQUEST (the Admin client sends
-each broker its own).
+each broker its own). CLIENT_METRICS resources are KIP-714's client metrics subscriptions
+(broker/telemetry/subscriptions.py), kept in the metadata store.
 """
 
 from __future__ import annotations
@@ -27,6 +28,8 @@ from samsa.protocol.errors import ErrorCode
 from ..cluster.topic_admin import TopicError
 from ..context import AdminContext, RequestContext
 from ..security.authorizer import AclOperation, ResourceType
+from ..telemetry import SubscriptionError
+from ..telemetry import subscriptions as client_metrics
 from .common import field
 from .declare import api
 
@@ -44,6 +47,7 @@ log = logging.getLogger(__name__)
 TOPIC = 2
 BROKER = 4
 BROKER_LOGGER = 8
+CLIENT_METRICS = 16
 GROUP = 32
 
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
@@ -55,6 +59,7 @@ _AUTH_RESOURCE = {
     GROUP: (ResourceType.GROUP, ErrorCode.group_authorization_failed),
     BROKER: (ResourceType.CLUSTER, ErrorCode.cluster_authorization_failed),
     BROKER_LOGGER: (ResourceType.CLUSTER, ErrorCode.cluster_authorization_failed),
+    CLIENT_METRICS: (ResourceType.CLUSTER, ErrorCode.cluster_authorization_failed),
 }
 
 
@@ -125,6 +130,13 @@ async def handle_describe_configs(
             else:
                 overrides = await ctx.store.group_configs(r.resource_name)
                 entries = describe_group_config(overrides, ctx.config)
+        elif r.resource_type == CLIENT_METRICS:
+            entries = None
+            if not r.resource_name:
+                out.update(error_code=ErrorCode.invalid_request,
+                           error_message="Client metrics subscription name must not be empty")
+            else:
+                entries = await _describe_client_metrics(ctx, r.resource_name)
         else:
             entries = None
             out.update(error_code=ErrorCode.invalid_request, error_message="Unknown resource")
@@ -243,6 +255,8 @@ async def _apply(
         return denied, None
     if resource_type == GROUP:
         return await _apply_group(ctx, resource_name, change, validate_only)
+    if resource_type == CLIENT_METRICS:
+        return await _apply_client_metrics(ctx, resource_name, change, validate_only)
     if resource_type != TOPIC:
         return ErrorCode.invalid_request, f"Unsupported resource type {resource_type}"
     topic = ctx.store.topic(resource_name)
@@ -337,6 +351,45 @@ async def _apply_group(
         return exc.error_code, str(exc)
     if not validate_only:
         await ctx.store.set_group_configs(group, updated)
+    return ErrorCode.none, None
+
+
+# Kafka's ClientMetricsConfigs: each config's type and default, as DescribeConfigs shows them.
+_CLIENT_METRICS_DEFS = (
+    (client_metrics.METRICS, ConfigType.LIST, ""),
+    (client_metrics.INTERVAL_MS, ConfigType.INT, str(client_metrics.INTERVAL_MS_DEFAULT)),
+    (client_metrics.MATCH, ConfigType.LIST, ""),
+)
+CLIENT_METRICS_CONFIG = 7  # DescribeConfigs' ConfigSource of a subscription's own value
+
+
+async def _describe_client_metrics(ctx: AdminContext, name: str) -> list[ConfigEntry]:
+    """A subscription's configs: its own values, the defaults for the rest."""
+    stored = (await ctx.store.client_metrics_configs()).get(name, {})
+    return [
+        ConfigEntry(key, stored[key], CLIENT_METRICS_CONFIG, False, False, ctype, None)
+        if key in stored else
+        ConfigEntry(key, default, ConfigSource.DEFAULT_CONFIG, False, False, ctype, None)
+        for key, ctype, default in _CLIENT_METRICS_DEFS
+    ]
+
+
+async def _apply_client_metrics(
+    ctx: AdminContext, name: str, change: ConfigChange, validate_only: bool
+) -> tuple[int, str | None]:
+    """A client metrics subscription: validated whole (Kafka's ClientMetricsConfigs.validate),
+    then stored; no configs left deletes it. The broker's telemetry reads it at once."""
+    try:
+        current = (await ctx.store.client_metrics_configs()).get(name, {})
+        updated = change(dict(current))
+        client_metrics.validate(name, updated)
+    except TopicError as exc:
+        return exc.error_code, exc.message
+    except SubscriptionError as exc:
+        return exc.error_code, str(exc)
+    if not validate_only:
+        await ctx.store.set_client_metrics_configs(name, updated)
+        await ctx.telemetry.refresh(ctx.received_ms, force=True)
     return ErrorCode.none, None
 
 
