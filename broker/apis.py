@@ -46,6 +46,7 @@ from .handlers import (
     share_groups,
     share_offsets,
     share_state,
+    telemetry,
     topics,
     transactions,
 )
@@ -57,7 +58,7 @@ HANDLER_MODULES: tuple[ModuleType, ...] = (
     acls, api_versions, client_quotas, cluster, configs, consumer_groups, controlled_shutdown,
     describe_topic_partitions, elections, features, fetch, find_coordinator, groups, log_dirs,
     metadata, offsets, offsets_commit, produce, reassignments, sasl, scram_credentials,
-    share_fetch, share_groups, share_offsets, share_state, topics, transactions,
+    share_fetch, share_groups, share_offsets, share_state, telemetry, topics, transactions,
 )
 
 
