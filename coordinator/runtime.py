@@ -232,3 +232,48 @@ async def load(topic: InternalTopic, p: int, read: Callable[[], Awaitable[T]], *
             return None
         # led here at a new epoch: what was read may miss the new leader's records
     return None
+
+
+class Loads(Generic[T]):
+    """The partitions a coordinator is loading (its requests for them answer
+    COORDINATOR_LOAD_IN_PROGRESS), each with the task that reads it through `load` (`read`)
+    and hands what was read to `install` once it is read at the epoch still led here."""
+
+    def __init__(self, topic: InternalTopic, tasks: Tasks, read: Callable[[int], Awaitable[T]],
+                 install: Callable[[int, Loaded[T]], None], *, stopping: Callable[[], bool],
+                 serving: str) -> None:
+        self.topic = topic
+        self.tasks = tasks
+        self.read = read
+        self.install = install
+        self.stopping = stopping
+        self.serving = serving
+        self._loading: dict[int, asyncio.Task[None]] = {}
+
+    def start(self, p: int) -> None:
+        """Load partition p, unless it is being loaded."""
+        if p not in self._loading:
+            self._loading[p] = self.tasks.spawn(self._load(p))
+
+    def cancel(self, p: int) -> None:
+        """Partition p moved away: its load, if any, stops."""
+        task = self._loading.pop(p, None)
+        if task is not None:
+            task.cancel()
+
+    def __contains__(self, p: object) -> bool:
+        return p in self._loading
+
+    def __len__(self) -> int:
+        return len(self._loading)
+
+    async def _load(self, p: int) -> None:
+        loaded = await load(self.topic, p, lambda: self.read(p), stopping=self.stopping,
+                            serving=self.serving)
+        if loaded is None and self.stopping():
+            return
+        # (a load cancelled by a move away ends in CancelledError above: the entry it would
+        # drop here is its own)
+        self._loading.pop(p, None)
+        if loaded is not None:
+            self.install(p, loaded)

@@ -39,7 +39,7 @@ from dataclasses import dataclass
 
 from samsa.coordinator.internal_log import InternalTopic, ReplayedRecord, partition_for
 from samsa.coordinator.ports import TopicsView
-from samsa.coordinator.runtime import Tasks, WriteFailed, load, write
+from samsa.coordinator.runtime import Loaded, Loads, Tasks, WriteFailed, write
 from samsa.coordinator.runtime import replay as replay_records
 from samsa.protocol.errors import ErrorCode, KafkaError
 
@@ -62,6 +62,8 @@ from .state import ShareState, combine
 log = logging.getLogger(__name__)
 
 Key = tuple[str, uuid.UUID, int]  # (group id, topic id, partition)
+# a state partition as read: its share-partitions, their latest snapshots' offsets, its end
+Replayed = tuple[dict[Key, ShareState], dict[Key, int], int]
 
 
 
@@ -133,10 +135,11 @@ class ShareStateCoordinator:
         self.snapshot_offsets: dict[int, dict[Key, int]] = {}
         self.end_offsets: dict[int, int] = {}
         self.loaded: dict[int, int] = {}  # state partition -> leader epoch it was loaded at
-        self.loading: dict[int, asyncio.Task[None]] = {}
         self._locks: dict[Key, asyncio.Lock] = {}
         self._tasks = Tasks("share coordinator")
         self._stopping = False
+        self.loading = Loads(topic, self._tasks, self._replay, self._install,
+                             stopping=lambda: self._stopping, serving="share-partitions")
 
     # ================================================================ routing, lifecycle
     def partition_for(self, group_id: str, topic_id: uuid.UUID, partition: int) -> int:
@@ -151,7 +154,7 @@ class ShareStateCoordinator:
         if self.topic.exists():
             for p in self.topic.partitions():
                 if self.topic.is_led_here(p):
-                    self._start_load(p)
+                    self.loading.start(p)
         self._tasks.every(self.prune_interval_s, self.maintain, f"pruning {self.topic.name}")
 
     async def stop(self) -> None:
@@ -160,9 +163,7 @@ class ShareStateCoordinator:
 
     def on_leadership(self, p: int, is_leader: bool) -> None:
         """This broker became (or stopped being) the leader of state partition p."""
-        task = self.loading.pop(p, None)
-        if task is not None:
-            task.cancel()
+        self.loading.cancel(p)
         self.loaded.pop(p, None)
         self.snapshot_offsets.pop(p, None)
         self.end_offsets.pop(p, None)
@@ -172,20 +173,10 @@ class ShareStateCoordinator:
         if gone:
             log.info("%s-%d moved: unloaded %d share-partitions", self.topic.name, p, len(gone))
         if is_leader:
-            self._start_load(p)
+            self.loading.start(p)
 
-    def _start_load(self, p: int) -> None:
-        if p not in self.loading:
-            self.loading[p] = self._tasks.spawn(self._load(p))
-
-    async def _load(self, p: int) -> None:
-        loaded = await load(self.topic, p, lambda: self._replay(p),
-                            stopping=lambda: self._stopping, serving="share-partitions")
-        if loaded is None:
-            if not self._stopping:
-                self.loading.pop(p, None)
-            return
-        self.loading.pop(p, None)
+    def _install(self, p: int, loaded: Loaded[Replayed]) -> None:
+        """State partition p is read: its share-partitions are served."""
         found, snapshots, end = loaded.state
         for k in [k for k in self.states if self.partition_for(*k) == p]:
             del self.states[k]
@@ -196,7 +187,7 @@ class ShareStateCoordinator:
         log.info("loaded %d share-partitions from %s-%d in %.0f ms", len(found),
                  self.topic.name, p, loaded.took_ms())
 
-    async def _replay(self, p: int) -> tuple[dict[Key, ShareState], dict[Key, int], int]:
+    async def _replay(self, p: int) -> Replayed:
         found: dict[Key, ShareState] = {}
         snapshots: dict[Key, int] = {}
         end = 0
@@ -230,7 +221,7 @@ class ShareStateCoordinator:
                     else ErrorCode.not_coordinator)
             raise ShareStateError(code) from None
         if self.loaded.get(p) != epoch:
-            self._start_load(p)
+            self.loading.start(p)
             raise ShareStateError(ErrorCode.coordinator_load_in_progress)
         return epoch
 

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from samsa.config.schema import BrokerConfig
 from samsa.coordinator.internal_log import InternalTopic, ReplayedRecord, partition_for
 from samsa.coordinator.ports import ProducerIdSource, TxnMarkerSender, TxnMetrics
-from samsa.coordinator.runtime import Tasks, WriteFailed, load, replay, write
+from samsa.coordinator.runtime import Loaded, Loads, Tasks, WriteFailed, replay, write
 from samsa.protocol.errors import ErrorCode, KafkaError
 
 from . import transitions
@@ -112,11 +112,13 @@ class TransactionCoordinator:
         self.offsets_partitions: int = config["offsets.topic.num.partitions"]
         self.verification_enabled: bool = config["transaction.partition.verification.enable"]
         self._txns: dict[str, TxnMetadata] = {}
-        # Partitions being loaded (requests for them answer COORDINATOR_LOAD_IN_PROGRESS),
-        # each with the task that loads it.
-        self._loading: dict[int, asyncio.Task[None]] = {}
         self._tasks = Tasks("transaction coordinator")
         self._stopping = False
+        # A failed load is retried and never served: with part of the state missing,
+        # InitProducerId would hand out a fresh producer id without fencing the old one and
+        # prepared transactions would never be finished.
+        self._loading = Loads(topic, self._tasks, self._read_partition, self._install,
+                              stopping=lambda: self._stopping, serving="transactional ids")
 
     # ================================================================ lifecycle
     async def start(self) -> None:
@@ -126,7 +128,7 @@ class TransactionCoordinator:
         if self.topic.exists():
             for p in range(self.topic.num_partitions):
                 if self.topic.is_led_here(p):
-                    self._start_load(p)
+                    self._loading.start(p)
         self._tasks.every(self.abort_interval_ms / 1000, self.abort_timed_out_transactions,
                           "aborting timed-out transactions")
         self._tasks.every(self.expire_interval_ms / 1000, self.remove_expired_transactional_ids,
@@ -141,12 +143,9 @@ class TransactionCoordinator:
         """This broker became (or stopped being) the leader of `__transaction_state`-p: load
         its transactions and finish those left prepared, or forget them."""
         if is_leader:
-            if p not in self._loading:
-                self._start_load(p)
+            self._loading.start(p)
             return
-        task = self._loading.pop(p, None)
-        if task is not None:
-            task.cancel()
+        self._loading.cancel(p)
         gone = [t for t in self._txns if self._partition_of(t) == p]
         for txn_id in gone:
             del self._txns[txn_id]
@@ -154,27 +153,6 @@ class TransactionCoordinator:
             log.info("%s-%d moved away: unloaded %d transactional ids", self.topic.name, p,
                      len(gone))
 
-    def _start_load(self, p: int) -> None:
-        self._loading[p] = self._tasks.spawn(self._load(p))
-
-    async def _load(self, p: int) -> None:
-        """Load partition p until it succeeds or stops being ours. A failed load is retried
-        and never served: with part of the state missing, InitProducerId would hand out a
-        fresh producer id without fencing the old one and prepared transactions would never
-        be finished."""
-        loaded = await load(self.topic, p, lambda: self._read_partition(p),
-                            stopping=lambda: self._stopping, serving="transactional ids")
-        if loaded is None:  # not led here (any more): a new load starts with the next move
-            if not self._stopping:
-                self._loading.pop(p, None)
-            return
-        self._install(p, loaded.state, loaded.epoch)
-        self._loading.pop(p, None)
-        log.info(
-            "loaded %d transactional ids from %s-%d in %.0f ms%s",
-            len(loaded.state), self.topic.name, p, loaded.took_ms(),
-            f" after {loaded.attempts} attempts" if loaded.attempts > 1 else "",
-        )
 
     async def _read_partition(self, p: int) -> dict[str, TxnMetadata]:
         """Replay partition p (yielding to the event loop every few hundred records)."""
@@ -200,7 +178,10 @@ class TransactionCoordinator:
                 )
         return found
 
-    def _install(self, p: int, found: dict[str, TxnMetadata], epoch: int) -> None:
+    def _install(self, p: int, loaded: Loaded[dict[str, TxnMetadata]]) -> None:
+        """Partition p is read: its transactional ids are served, and the transactions left
+        prepared are finished."""
+        found, epoch = loaded.state, loaded.epoch
         for txn_id, md in found.items():
             self._txns[txn_id] = md
             if md.state in PREPARED:
@@ -212,6 +193,11 @@ class TransactionCoordinator:
                     md.producer_epoch,
                 )
                 self._tasks.spawn(self._send_markers_and_complete(md, epoch))
+        log.info(
+            "loaded %d transactional ids from %s-%d in %.0f ms%s",
+            len(found), self.topic.name, p, loaded.took_ms(),
+            f" after {loaded.attempts} attempts" if loaded.attempts > 1 else "",
+        )
 
     # ================================================================ plumbing
     def _coordinator_epoch(self, p: int) -> int:

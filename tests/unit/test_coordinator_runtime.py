@@ -14,6 +14,8 @@ from samsa.broker.replication.partition import Partition
 from samsa.coordinator.internal_log import InternalAppendError, InternalTopic
 from samsa.coordinator.runtime import (
     LOAD_YIELD_EVERY,
+    Loaded,
+    Loads,
     Tasks,
     WriteFailed,
     append_answer,
@@ -132,6 +134,54 @@ async def test_a_partition_led_elsewhere_is_not_loaded(host: FakeHost) -> None:
 
 
 # ---- background tasks and periodic jobs ----------------------------------------------------
+def _loads(topic: InternalTopic, gates: list[asyncio.Event],
+           installed: list[tuple[int, str, bool]]) -> Loads[str]:
+    """Loads whose n-th read waits for gates[n]; what is installed, and whether the partition
+    was still loading then."""
+    reads = 0
+
+    async def read(p: int) -> str:
+        nonlocal reads
+        reads += 1
+        await gates[reads - 1].wait()
+        return f"read {reads} of {p}"
+
+    def install(p: int, loaded: Loaded[str]) -> None:
+        installed.append((p, loaded.state, p in loads))
+
+    loads = Loads(topic, Tasks("test"), read, install, stopping=lambda: False,
+                  serving="things")
+    return loads
+
+
+async def test_a_partition_is_loading_until_what_was_read_is_installed(host: FakeHost) -> None:
+    topic = await _topic(host)
+    gate, installed = asyncio.Event(), []
+    loads = _loads(topic, [gate], installed)
+    loads.start(0)
+    loads.start(0)  # already loading: one load
+    await asyncio.sleep(0.01)
+    assert 0 in loads and len(loads) == 1 and installed == []
+    gate.set()
+    await asyncio.sleep(0.01)
+    assert installed == [(0, "read 1 of 0", False)] and 0 not in loads
+
+
+async def test_a_partition_moved_away_while_loading_installs_nothing(host: FakeHost) -> None:
+    topic = await _topic(host)
+    gates, installed = [asyncio.Event(), asyncio.Event()], []
+    loads = _loads(topic, gates, installed)
+    loads.start(0)
+    await asyncio.sleep(0.01)
+    loads.cancel(0)
+    assert 0 not in loads
+    loads.start(0)  # and back: a new load
+    for gate in gates:
+        gate.set()
+    await asyncio.sleep(0.01)
+    assert installed == [(0, "read 2 of 0", False)] and 0 not in loads
+
+
 async def test_a_periodic_job_runs_on_after_a_failed_run(caplog: pytest.LogCaptureFixture) -> None:
     tasks = Tasks("test coordinator")
     runs: list[int] = []
