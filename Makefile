@@ -51,7 +51,7 @@ PYVERSIONS_TESTS ?= tests/unit tests/protocol tests/handlers \
     tests/groups/test_python_groups.py tests/transactions/test_pyclients_txn.py \
     tests/tools/test_wheel.py
 
-.PHONY: help python venv venv-run pyversions-test java-deps spark-deps zk-deps kcat-deps docker-deps run test lint typecheck-tree docs unit bench profile chaos clean distclean
+.PHONY: help python venv venv-run pyversions-test image java-deps spark-deps zk-deps kcat-deps docker-deps run test lint typecheck-tree docs unit bench profile chaos clean distclean
 
 help:
 	@echo "make run        start one broker on $(LISTEN) (data in ./$(DATA_DIR))"
@@ -62,6 +62,7 @@ help:
 	@echo "make java-deps  fetch Kafka's Java clients/tools from Maven Central into $(CACHE)/"
 	@echo "make spark-deps fetch the Spark Kafka connector jars for the installed pyspark"
 	@echo "make docker-deps install Debian's docker.io, docker-compose and debootstrap"
+	@echo "make image      build the broker's image as $(IMAGE) (Dockerfile) on the running engine"
 	@echo "make lint       ruff, mypy and the layer test (tests/unit/test_layers.py)"
 	@echo "make docs       build the documentation site (mkdocs.yml, docs/) into site/, --strict"
 	@echo "make bench      run bench/run.py"
@@ -200,6 +201,15 @@ $(DOCKER_BINS) &:
 	    docker.io docker-compose debootstrap
 
 docker-deps: $(DOCKER_BINS)
+
+# The broker's image (Dockerfile, docker/entrypoint.py) on the Docker engine that answers: where
+# no registry serves python:3.11-slim, the Debian bookworm stand-in (debootstrap + docker
+# import, tests/support/docker_env.py) is tagged so first. tests/cluster/test_docker_image.py
+# builds and runs it.
+IMAGE ?= samsa:latest
+
+image: venv docker-deps
+	$(BIN)/python -m tests.support.docker_image $(IMAGE)
 
 # ---------------------------------------------------------------- run / test
 run: $(VENV)/.installed-run
