@@ -3,8 +3,9 @@ tests/cluster/test_docker_image.py.
 
     python -m tests.support.docker_image [TAG]     build it (default samsa:latest)
 
-Needs a Docker engine that answers (the test starts Debian's dockerd when none runs, see
-tests/support/docker_env.py; `make image` does not). Where no registry serves the base image
+On the Docker engine that answers; where none does, as root, Debian's dockerd is started
+for the build and stopped after it (tests/support/docker_env.py's Engine; the image stays in
+its data root, /var/lib/docker, for the next engine). Where no registry serves the base image
 python:3.11-slim, docker_env's Debian bookworm stand-in (debootstrap + docker import) is
 tagged with that name first.
 """
@@ -40,12 +41,15 @@ def build(tag: str = DEFAULT_TAG) -> str:
 
 
 def main(argv: list[str]) -> int:
-    error = docker_env.engine_error()
-    if error is not None:
-        print(f"no Docker engine answers ({error}): start one first, e.g. `dockerd &` as root",
-              file=sys.stderr)
+    try:
+        engine = docker_env.Engine().start()
+    except docker_env.DockerUnavailable as e:
+        print(f"make image: {e}", file=sys.stderr)
         return 1
-    build(argv[0] if argv else DEFAULT_TAG)
+    try:
+        build(argv[0] if argv else DEFAULT_TAG)
+    finally:
+        engine.stop()
     return 0
 
 
