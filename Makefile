@@ -62,7 +62,7 @@ help:
 	@echo "make java-deps  fetch Kafka's Java clients/tools from Maven Central into $(CACHE)/"
 	@echo "make spark-deps fetch the Spark Kafka connector jars for the installed pyspark"
 	@echo "make docker-deps install Debian's docker.io, docker-compose and debootstrap"
-	@echo "make image      build the broker's image as $(IMAGE) (Dockerfile) on the running engine"
+	@echo "make image      build the broker's image as $(IMAGE) (Dockerfile; starts dockerd for it if none runs)"
 	@echo "make lint       ruff, mypy and the layer test (tests/unit/test_layers.py)"
 	@echo "make docs       build the documentation site (mkdocs.yml, docs/) into site/, --strict"
 	@echo "make bench      run bench/run.py"
@@ -202,7 +202,8 @@ $(DOCKER_BINS) &:
 
 docker-deps: $(DOCKER_BINS)
 
-# The broker's image (Dockerfile, docker/entrypoint.py) on the Docker engine that answers: where
+# The broker's image (Dockerfile, docker/entrypoint.py) on the Docker engine that answers (as root,
+# Debian's dockerd started for the build and stopped after it when none runs): where
 # no registry serves python:3.11-slim, the Debian bookworm stand-in (debootstrap + docker
 # import, tests/support/docker_env.py) is tagged so first. tests/cluster/test_docker_image.py
 # builds and runs it.
