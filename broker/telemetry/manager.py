@@ -63,6 +63,7 @@ class ClientInstance:
     last_push_ms: int = 0
     last_error: ErrorCode = ErrorCode.none
     terminating: bool = False
+    closed: bool = False  # its connection closed: only its metrics are kept, until it expires
     expires_ms: int = 0
     exported: ClientMetrics = field(default_factory=ClientMetrics)
 
@@ -140,12 +141,14 @@ class TelemetryManager:
             self.software.popitem(last=False)
 
     def connection_closed(self, listener: str, peer: str) -> None:
-        """As Kafka: a client's instance ends with the connection it last used."""
+        """As Kafka, a client's instance ends with the connection it last used (a request
+        after makes a new one); its metrics stay on /metrics until it would have expired, so
+        a scrape still sees what a closing client pushed last."""
         connection = f"{listener} {peer}"
         self.software.pop(connection, None)
-        for instance_id, instance in list(self.instances.items()):
+        for instance in self.instances.values():
             if instance.connection == connection:
-                del self.instances[instance_id]
+                instance.closed = True
 
     def expire(self, now_ms: int) -> None:
         """Instances without a request for max(60 s, 3 push intervals) end, their metrics
@@ -185,9 +188,12 @@ class TelemetryManager:
         self.expire(now_ms)
         connection = f"{listener} {peer}"
         found = self.instances.get(instance_id)
-        if found is None:
+        if found is None or found.closed:
+            kept = found
             found = self._computed(instance_id, self._identity(instance_id, client_id,
                                                                listener, peer), connection)
+            if kept is not None:
+                found.exported = kept.exported
         elif found.version < self.version:
             # as Kafka, a new instance (its request times start over); its metrics stay
             fresh = self._computed(instance_id, found.client, connection)

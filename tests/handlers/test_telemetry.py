@@ -192,6 +192,11 @@ async def test_pushed_metrics_on_the_metrics_endpoint(handlers):
     assert counter.type == "counter"
     assert [(s.name, s.value) for s in counter.samples] == [
         ("org_apache_kafka_producer_node_request_count_total", 5.0)]  # deltas added up
-    # the connection closes: its instance and its metrics go
+    # the connection closes: the instance ends (a new one would start over) but its metrics
+    # stay until it expires
     telemetry.connection_closed("PLAINTEXT", "127.0.0.1:50000")
+    assert telemetry.instances[iid].closed
+    assert len(metrics.client_telemetry(handlers.broker)) == 2
+    telemetry.expire(telemetry.instances[iid].expires_ms)
     assert metrics.client_telemetry(handlers.broker) == []
+    assert iid not in telemetry.instances
