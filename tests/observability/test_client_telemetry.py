@@ -16,6 +16,8 @@ from tests.support.java import JavaResult, run_java_tool
 CLIENT_METRICS_COMMAND = "org.apache.kafka.tools.ClientMetricsCommand"
 PREFIX = "org.apache.kafka.producer.record.queue.time"
 PROM_PREFIX = PREFIX.replace(".", "_")
+# asked of Java clients only (a match on the software name their ApiVersions gives)
+JAVA_PREFIX = "org.apache.kafka.producer.connection.creation"
 
 
 def _tool(bootstrap: str, *args: str) -> JavaResult:
@@ -49,8 +51,10 @@ def test_subscription_from_the_tool_narrows_what_clients_push(broker_factory, un
     b = broker_factory({"metrics.port": port})
     _tool(b.bootstrap, "--alter", "--name", "queue-time", "--metrics", PREFIX,
           "--interval", "500").check()
+    _tool(b.bootstrap, "--alter", "--name", "java-connections", "--metrics", JAVA_PREFIX,
+          "--match", "client_software_name=apache-kafka-java", "--interval", "500").check()
     listed = _tool(b.bootstrap, "--list").check()
-    assert listed.stdout.split() == ["queue-time"], listed.describe()
+    assert sorted(listed.stdout.split()) == ["java-connections", "queue-time"], listed.describe()
     described = _tool(b.bootstrap, "--describe", "--name", "queue-time").check()
     assert f"metrics={PREFIX}" in described.stdout, described.describe()
     assert "interval.ms=500" in described.stdout, described.describe()
@@ -76,4 +80,8 @@ def test_subscription_from_the_tool_narrows_what_clients_push(broker_factory, un
         "client.id=java-telemetry"])
     perf.check()
     names = _wait_pushed(port, "apache-kafka-java")
-    assert all(n.startswith(PROM_PREFIX) for n in names), names
+    assert all(n.startswith((PROM_PREFIX, JAVA_PREFIX.replace(".", "_"))) for n in names), names
+    assert any(n.startswith(JAVA_PREFIX.replace(".", "_")) for n in names), names
+    # librdkafka's still only what matched it
+    names = _pushed(port, "confluent-kafka-python")
+    assert names and all(n.startswith(PROM_PREFIX) for n in names), names
