@@ -19,9 +19,11 @@ counted.
 
 Clients sharing a quota share its sensor, keyed as Kafka keys them: a user quota is shared by
 all of the user's clients, a default client-id quota applies to each client id separately.
-Follower fetches and inter-broker requests are exempt, as are requests on the inter-broker
-listener when other listeners serve the clients. With no quota configured the dispatcher's
-cost is one attribute test.
+Follower fetches and the cluster actions are exempt, as are requests on the inter-broker
+listener when other listeners serve the clients. Which quotas an API's requests count against
+is its registration's quota kind (`ApiPolicy.quota`, network/policy.py): RequestTime, or one of
+its kinds below that adds a bandwidth quota, or None for an exempt API. With no quota
+configured the dispatcher's cost is one attribute test.
 
 `controller_mutation_rate` (partitions created, added or deleted per second) is Kafka's
 ControllerMutationQuotaManager: a token bucket per sensor, checked by the topic admin handlers
