@@ -65,18 +65,24 @@ async def _group_timeouts(ctx: GroupContext, group_id: str) -> tuple[int, int]:
             int(heartbeat) if heartbeat is not None else ctx.groups.consumer_heartbeat_ms)
 
 
-def heartbeat_denial(ctx: GroupContext, group_id: str,
-                     names: Sequence[str] | None) -> tuple[ErrorCode, str | None] | None:
-    """The error of a group heartbeat its principal may not send: READ on the group, and
+def heartbeat_error(code: ErrorCode, message: str | None = None) -> dict[str, Any]:
+    """A ConsumerGroupHeartbeat's or ShareGroupHeartbeat's answer of an error."""
+    return {"throttle_time": 0, "error_code": code, "error_message": message,
+            "member_id": None, "member_epoch": 0, "heartbeat_interval": 0, "assignment": None}
+
+
+def heartbeat_refusal(ctx: GroupContext, group_id: str,
+                      names: Sequence[str] | None) -> dict[str, Any] | None:
+    """The answer to a group heartbeat its principal may not send: READ on the group, and
     (Kafka) DESCRIBE on every subscribed topic, else TOPIC_AUTHORIZATION_FAILED."""
     if not ctx.authorize(AclOperation.READ, ResourceType.GROUP, group_id):
-        return ErrorCode.group_authorization_failed, None
+        return heartbeat_error(ErrorCode.group_authorization_failed)
     if names is not None:
         denied = set(names) - set(ctx.authorized(AclOperation.DESCRIBE, ResourceType.TOPIC,
                                                  set(names), log_denied=False))
         if denied:
-            return (ErrorCode.topic_authorization_failed,
-                    f"Unauthorized topics: {', '.join(sorted(denied))}")
+            return heartbeat_error(ErrorCode.topic_authorization_failed,
+                                   f"Unauthorized topics: {', '.join(sorted(denied))}")
     return None
 
 
@@ -84,20 +90,14 @@ def heartbeat_denial(ctx: GroupContext, group_id: str,
 async def handle_consumer_group_heartbeat(
     ctx: RequestContext, request: ConsumerGroupHeartbeatRequest
 ) -> dict[str, Any]:
-    def error(code: ErrorCode, message: str | None = None) -> dict[str, Any]:
-        return {"throttle_time": 0, "error_code": code, "error_message": message,
-                "member_id": None, "member_epoch": 0,
-                "heartbeat_interval": 0, "assignment": None}
-
     if not _enabled(ctx):
         log.info("ConsumerGroupHeartbeat from %s refused: group.version is not finalized at 1",
                  ctx.client_id)
-        return error(ErrorCode.unsupported_version,
-                     "The new group coordinator is not enabled (group.version < 1).")
+        return heartbeat_error(ErrorCode.unsupported_version,
+                               "The new group coordinator is not enabled (group.version < 1).")
     names = request.subscribed_topic_names
-    denial = heartbeat_denial(ctx, request.group_id, names)
-    if denial is not None:
-        return error(*denial)
+    if refusal := heartbeat_refusal(ctx, request.group_id, names):
+        return refusal
     owned: list[tuple[uuid.UUID, list[int]]] | None = None
     if request.topic_partitions is not None:
         owned = [(tp.topic_id or uuid.UUID(int=0), list(tp.partitions))

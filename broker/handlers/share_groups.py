@@ -13,7 +13,7 @@ from samsa.protocol.errors import ErrorCode
 
 from ..cluster.features import SHARE_VERSION
 from ..context import HandlerContext, RequestContext
-from .consumer_groups import describe_groups, heartbeat_denial
+from .consumer_groups import describe_groups, heartbeat_error, heartbeat_refusal
 from .declare import api
 
 if TYPE_CHECKING:
@@ -28,17 +28,11 @@ def _enabled(ctx: HandlerContext) -> bool:
 async def handle_share_group_heartbeat(
     ctx: RequestContext, request: ShareGroupHeartbeatRequest
 ) -> dict[str, Any]:
-    def error(code: ErrorCode, message: str | None = None) -> dict[str, Any]:
-        return {"throttle_time": 0, "error_code": code, "error_message": message,
-                "member_id": None, "member_epoch": 0, "heartbeat_interval": 0,
-                "assignment": None}
-
     if not _enabled(ctx):
-        return error(ErrorCode.unsupported_version, "Share groups are not enabled.")
+        return heartbeat_error(ErrorCode.unsupported_version, "Share groups are not enabled.")
     names = request.subscribed_topic_names
-    denial = heartbeat_denial(ctx, request.group_id, names)
-    if denial is not None:
-        return error(*denial)
+    if refusal := heartbeat_refusal(ctx, request.group_id, names):
+        return refusal
     result = await ctx.groups.share_group_heartbeat(
         request.group_id, request.member_id, request.member_epoch, request.rack_id,
         list(names) if names is not None else None, ctx.client_id or "",
