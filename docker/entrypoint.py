@@ -7,9 +7,10 @@ images are (Bitnami's KAFKA_CFG_*), and the image's health check.
 
 SAMSA_CFG_<NAME> or KAFKA_CFG_<NAME> sets the broker property <name>, lower case with `_`
 read as `.` (KAFKA_CFG_ADVERTISED_LISTENERS: advertised.listeners); SAMSA_CFG_ wins over
-KAFKA_CFG_ for the same property. Defaults: listeners PLAINTEXT://0.0.0.0:9092, log.dirs
-/var/lib/samsa (the image's volume), node.id 0. The broker refuses a property it does not
-know, so a misspelt variable stops the container instead of being ignored.
+KAFKA_CFG_ for the same property. Defaults: listeners PLAINTEXT://0.0.0.0:9092, advertised as
+PLAINTEXT://localhost:9092, log.dirs /var/lib/samsa (the image's volume), node.id 0. The
+broker refuses a property it does not know, so a misspelt variable stops the container instead
+of being ignored.
 
 `entrypoint.py healthcheck` asks the first listener for ApiVersions (which needs no
 authentication) and exits 0 when the broker answers it without error. Which listener: the one
@@ -30,6 +31,8 @@ PREFIXES = ("KAFKA_CFG_", "SAMSA_CFG_")  # the later wins
 LISTENER_FILE = "/tmp/samsa-listeners"
 DEFAULTS = {
     "listeners": "PLAINTEXT://0.0.0.0:9092",
+    # as Apache Kafka's image: `docker run -p 9092:9092` serves a client on the host as it is
+    "advertised.listeners": "PLAINTEXT://localhost:9092",
     "log.dirs": "/var/lib/samsa",
     "node.id": "0",
 }
