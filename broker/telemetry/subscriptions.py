@@ -58,14 +58,12 @@ def _list(value: str) -> list[str]:
 
 
 def parse_match(patterns: list[str]) -> dict[str, re.Pattern[str]]:
-    """`key=regex` patterns by key; INVALID_CONFIG for a bad one (as Java's split("="), a
-    second '=' or an empty regex is illegal)."""
+    """`key=regex` patterns by key, split at the first '=' (the regex may hold more);
+    INVALID_CONFIG for a bad one."""
     out: dict[str, re.Pattern[str]] = {}
     for pattern in patterns:
-        parts = pattern.split("=")
-        while parts and parts[-1] == "":
-            parts.pop()  # Java's String.split drops trailing empty strings
-        key = parts[0].strip() if parts else ""
+        parts = pattern.split("=", 1)
+        key = parts[0].strip()
         if len(parts) != 2 or key not in MATCH_KEYS:
             raise SubscriptionError(ErrorCode.invalid_config,
                                     f"Illegal client matching pattern: {pattern}")
@@ -100,6 +98,11 @@ def validate(name: str, configs: dict[str, str]) -> None:
         if key not in NAMES:
             raise SubscriptionError(ErrorCode.invalid_request,
                                     f"Unknown client metrics configuration: {key}")
+    for key in (METRICS, MATCH):  # Kafka 4.2+ LIST configs (KIP-1161): no value twice
+        items = _list(configs.get(key, ""))
+        if len(set(items)) != len(items):
+            raise SubscriptionError(ErrorCode.invalid_config,
+                                    f"Configuration '{key}' values must not be duplicated.")
     if INTERVAL_MS in configs:
         _interval(configs[INTERVAL_MS])
     if MATCH in configs:

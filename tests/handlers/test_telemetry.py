@@ -109,6 +109,11 @@ async def test_subscription_validation(handlers):
     assert (code, msg) == (ErrorCode.invalid_config, "Illegal client matching pattern: hostname=x")
     code, _ = await _alter(handlers, "s", [(SET, "match", "client_id=[")])
     assert code == ErrorCode.invalid_config
+    code, _ = await _alter(handlers, "s", [(SET, "metrics", "a.,b.,a.")])
+    assert code == ErrorCode.invalid_config
+    # the regex is what follows the first '='
+    assert await _alter(handlers, "s", [(SET, "match", "client_id=a=b")]) == (
+        ErrorCode.none, None)
     code, _ = await _alter(handlers, "s", [(SET, "metrics", "a")], principal=ALICE)
     assert code == ErrorCode.none  # no authorizer: allowed
     assert await _alter(handlers, "", [(SET, "metrics", "a")]) == (
@@ -200,3 +205,16 @@ async def test_pushed_metrics_on_the_metrics_endpoint(handlers):
     telemetry.expire(telemetry.instances[iid].expires_ms)
     assert metrics.client_telemetry(handlers.broker) == []
     assert iid not in telemetry.instances
+
+
+async def test_match_on_the_software_apiversions_named(handlers):
+    await _subscribe(handlers, "java", metrics="org.apache.kafka.producer.",
+                     match="client_software_name=apache-kafka-java,client_software_version=4\\..*")
+    assert list((await _get(handlers)).requested_metrics) == []  # unnamed: no match
+    r = await handlers.call("ApiVersions", 3, {"client_software_name": "apache-kafka-java",
+                                               "client_software_version": "4.3.1"})
+    assert r.error_code == ErrorCode.none
+    assert list((await _get(handlers)).requested_metrics) == ["org.apache.kafka.producer."]
+    await handlers.call("ApiVersions", 3, {"client_software_name": "apache-kafka-java",
+                                           "client_software_version": "3.9.1"})
+    assert list((await _get(handlers)).requested_metrics) == []
