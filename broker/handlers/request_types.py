@@ -9,8 +9,13 @@ tests/handlers/test_declarations.py checks that requests.py is what this writes.
 
 from __future__ import annotations
 
+import operator
 import sys
+from functools import reduce
 from pathlib import Path
+from typing import Any, get_args
+
+from samsa.protocol.codec import request_type
 
 from .declare import ApiDeclaration
 
@@ -23,9 +28,10 @@ protocol/controlled_shutdown.py's) of the versions its handler module declares (
 version families and nested structs it declares.
 
 Written by `python -m samsa.broker.handlers.request_types` from those declarations: do not edit.
-Only for the type checker: handlers import these names under `TYPE_CHECKING`. mypy reads each
-`Versions[key, first, last]` (or `Versions[key, first, last, Literal["Nested"]]`) as the union of
-those versions' request classes (or nested classes) through tools/mypy_request_types.py.
+Handlers import these names under `TYPE_CHECKING`. Each `Versions[key, first, last]` (or
+`Versions[key, first, last, Literal["Nested"]]`) is the union of those versions' request classes
+(or nested classes): at run time by request_types.Versions, for mypy by the plugin
+tools/mypy_request_types.py.
 """
 
 from __future__ import annotations
@@ -40,8 +46,16 @@ from .request_types import Versions
 class Versions:
     """`Versions[key, first, last]` in requests.py: the union of the request classes of versions
     first..last of API `key`; `Versions[key, first, last, Literal["Nested"]]`: of their nested
-    classes of that name. A row of a table that the mypy plugin tools/mypy_request_types.py
-    expands; never subscripted at run time (only the type checker imports requests.py)."""
+    classes of that name. The mypy plugin tools/mypy_request_types.py reads the same table
+    for the type checker."""
+
+    def __class_getitem__(cls, row: tuple[Any, ...]) -> Any:
+        key, first, last, *nested = row
+        classes = [request_type(key, v) for v in range(first, last + 1)]
+        if nested:
+            (name,) = get_args(nested[0])
+            classes = [getattr(sys.modules[c.__module__], name) for c in classes]
+        return reduce(operator.or_, classes)
 
 
 def _row(name: str, key: int, versions: tuple[int, int], nested: str | None = None) -> str:

@@ -3,9 +3,10 @@ protocol/controlled_shutdown.py's) of the versions its handler module declares (
 version families and nested structs it declares.
 
 Written by `python -m samsa.broker.handlers.request_types` from those declarations: do not edit.
-Only for the type checker: handlers import these names under `TYPE_CHECKING`. mypy reads each
-`Versions[key, first, last]` (or `Versions[key, first, last, Literal["Nested"]]`) as the union of
-those versions' request classes (or nested classes) through tools/mypy_request_types.py.
+Handlers import these names under `TYPE_CHECKING`. Each `Versions[key, first, last]` (or
+`Versions[key, first, last, Literal["Nested"]]`) is the union of those versions' request classes
+(or nested classes): at run time by request_types.Versions, for mypy by the plugin
+tools/mypy_request_types.py.
 """
 
 from __future__ import annotations
