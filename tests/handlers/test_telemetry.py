@@ -23,7 +23,7 @@ from samsa.broker import metrics
 from samsa.broker.telemetry.manager import subscription_id
 from samsa.protocol.errors import ErrorCode
 
-from .harness import ALICE
+from .harness import ADMIN, ALICE
 
 CLIENT_METRICS = 16
 SET, DELETE = 0, 1
@@ -218,3 +218,16 @@ async def test_match_on_the_software_apiversions_named(handlers):
     await handlers.call("ApiVersions", 3, {"client_software_name": "apache-kafka-java",
                                            "client_software_version": "3.9.1"})
     assert list((await _get(handlers)).requested_metrics) == []
+
+
+async def test_subscriptions_need_cluster_configs_acls(secured):
+    code, _ = await _alter(secured, "s", [(SET, "metrics", "a.")], principal=ALICE)
+    assert code == ErrorCode.cluster_authorization_failed
+    assert await _alter(secured, "s", [(SET, "metrics", "a.")], principal=ADMIN) == (
+        ErrorCode.none, None)
+    denied = await secured.call("ListConfigResources", 1, {"resource_types": []},
+                                principal=ALICE)
+    assert denied.error_code == ErrorCode.cluster_authorization_failed
+    assert not denied.config_resources
+    listed = await secured.call("ListConfigResources", 0, {}, principal=ADMIN)
+    assert [c.resource_name for c in listed.config_resources] == ["s"]
