@@ -23,9 +23,9 @@ if TYPE_CHECKING:
         PushTelemetryRequest,
     )
 
-TOPIC, BROKER, GROUP, CLIENT_METRICS = 2, 4, 32, 16
-# v1's empty list of types: every type that has config resources to list (KIP-1142).
-_ALL_TYPES = (TOPIC, BROKER, GROUP, CLIENT_METRICS)
+TOPIC, BROKER, BROKER_LOGGER, CLIENT_METRICS, GROUP = 2, 4, 8, 16, 32
+# v1's types (KIP-1142), all of them when the request names none.
+_ALL_TYPES = (TOPIC, BROKER, BROKER_LOGGER, CLIENT_METRICS, GROUP)
 # Kafka's reserved ids: ZERO_UUID and METADATA_TOPIC_ID (1) are never client instances.
 _RESERVED = (0, 1)
 
@@ -84,7 +84,7 @@ async def handle_list_config_resources(
     ctx: RequestContext, request: ListConfigResourcesRequest
 ) -> dict[str, Any]:
     """v0 lists the client metrics subscriptions; v1 the config resources of the types asked
-    for (all when none is), INVALID_REQUEST for a type that has none. DESCRIBE_CONFIGS on the
+    for (all when none is), UNSUPPORTED_VERSION for another type. DESCRIBE_CONFIGS on the
     cluster is needed, as in Kafka."""
     out: dict[str, Any] = {"throttle_time": 0, "error_code": ErrorCode.none,
                            "config_resources": []}
@@ -93,7 +93,7 @@ async def handle_list_config_resources(
     types = (CLIENT_METRICS,) if ctx.version == 0 else (
         tuple(getattr(request, "resource_types", ())) or _ALL_TYPES)
     if any(t not in _ALL_TYPES for t in types):
-        return out | {"error_code": ErrorCode.invalid_request}
+        return out | {"error_code": ErrorCode.unsupported_version}
     await ctx.telemetry.refresh(ctx.received_ms, force=True)
     for rtype in types:
         out["config_resources"] += [{"resource_name": name, "resource_type": rtype}
@@ -108,5 +108,7 @@ def _names(ctx: RequestContext, rtype: int) -> list[str]:
         return sorted(ctx.store.topics())
     if rtype == BROKER:
         return [str(b.broker_id) for b in ctx.store.brokers()]
+    if rtype == BROKER_LOGGER:  # this broker's own loggers
+        return [str(ctx.broker_id)]
     _, groups = ctx.groups.list_groups()
     return sorted(str(g["group_id"]) for g in groups)
