@@ -21,6 +21,7 @@ All methods run on the event loop.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import time
 from collections.abc import Callable, Iterable
@@ -41,23 +42,10 @@ from .metadata import (
     TxnState,
     TxnTransit,
 )
+from .transitions import Marker
 
 log = logging.getLogger(__name__)
 
-_RETRIABLE_MARKER_ERRORS = frozenset(
-    {
-        ErrorCode.unknown_topic_or_partition,
-        ErrorCode.not_leader_or_follower,
-        ErrorCode.not_enough_replicas,
-        ErrorCode.not_enough_replicas_after_append,
-        ErrorCode.request_timed_out,
-        ErrorCode.kafka_storage_error,
-        ErrorCode.coordinator_load_in_progress,
-    }
-)
-_ABANDON_MARKER_ERRORS = frozenset(
-    {ErrorCode.invalid_producer_epoch, ErrorCode.transaction_coordinator_fenced}
-)
 _MARKER_RETRY_S = 0.1
 
 
@@ -468,15 +456,14 @@ class TransactionCoordinator:
                 md.client_transaction_version,
             )
             for tp, code in results.items():
-                if code == ErrorCode.none:
+                outcome = transitions.marker_outcome(
+                    code, functools.partial(self._topic_deleted, tp[0]))
+                if outcome is Marker.WRITTEN:
                     remaining.discard(tp)
-                elif (
-                    code == ErrorCode.unknown_topic_or_partition
-                    and self.topic.host.topic_partitions(tp[0]) is None
-                ):
+                elif outcome is Marker.DELETED:
                     log.info("dropping marker for deleted partition %s-%d", *tp)
                     remaining.discard(tp)
-                elif code in _ABANDON_MARKER_ERRORS:
+                elif outcome is Marker.ABANDON:
                     log.error(
                         "abandoning markers of %s (pid %d epoch %d): %s-%d answered %d",
                         md.transactional_id,
@@ -488,7 +475,7 @@ class TransactionCoordinator:
                     )
                     md.abort_transition()
                     return
-                elif code not in _RETRIABLE_MARKER_ERRORS:
+                elif outcome is Marker.FAILED:
                     log.error(
                         "marker of %s to %s-%d failed with error %d; treating the "
                         "partition as done",
@@ -515,6 +502,9 @@ class TransactionCoordinator:
                 md.pending_state = transit.state
         log.debug("%s %s (pid %d epoch %d)", md.state.name, md.transactional_id, pid, epoch)
         self.metrics.transaction_completed(md.state is TxnState.COMPLETE_COMMIT, md.last_update_ms)
+
+    def _topic_deleted(self, topic: str) -> bool:
+        return self.topic.host.topic_partitions(topic) is None
 
     # ================================================================ produce verification
     def is_local(self, txn_id: str) -> bool:

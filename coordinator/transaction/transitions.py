@@ -11,6 +11,7 @@ which they undo when the abort cannot go ahead.
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -237,6 +238,42 @@ def _unfenced(md: TxnMetadata, fencing: bool, error: ErrorCode) -> Step:
         md.pending_state = None
         md.producer_epoch -= 1
     return Step(error)
+
+
+# ---- markers ---------------------------------------------------------------------------------
+class Marker(enum.Enum):
+    """What a partition's answer to a transaction marker means for the transaction's end."""
+
+    WRITTEN = "written"
+    DELETED = "deleted"  # the partition's topic is gone: nothing to mark
+    RETRY = "retry"  # sent again after a pause
+    ABANDON = "abandon"  # a newer producer or coordinator took over: this end stops
+    FAILED = "failed"  # not retriable: the partition is counted done (and logged)
+
+
+_RETRY_MARKER = frozenset({
+    ErrorCode.unknown_topic_or_partition,
+    ErrorCode.not_leader_or_follower,
+    ErrorCode.not_enough_replicas,
+    ErrorCode.not_enough_replicas_after_append,
+    ErrorCode.request_timed_out,
+    ErrorCode.kafka_storage_error,
+    ErrorCode.coordinator_load_in_progress,
+})
+_ABANDON_MARKER = frozenset({ErrorCode.invalid_producer_epoch,
+                             ErrorCode.transaction_coordinator_fenced})
+
+
+def marker_outcome(code: int, topic_deleted: Callable[[], bool]) -> Marker:
+    """The outcome of a marker answered `code` (Kafka's TransactionMarkerRequestCompletion-
+    Handler); `topic_deleted` is asked only of UNKNOWN_TOPIC_OR_PARTITION."""
+    if code == ErrorCode.none:
+        return Marker.WRITTEN
+    if code == ErrorCode.unknown_topic_or_partition and topic_deleted():
+        return Marker.DELETED
+    if code in _ABANDON_MARKER:
+        return Marker.ABANDON
+    return Marker.RETRY if code in _RETRY_MARKER else Marker.FAILED
 
 
 # ---- the coordinator's own transitions -------------------------------------------------------

@@ -16,12 +16,14 @@ from samsa.coordinator.transaction.metadata import (
     TxnState,
 )
 from samsa.coordinator.transaction.transitions import (
+    Marker,
     Step,
     add_partitions,
     end_transaction,
     expired,
     init_producer_id,
     listed,
+    marker_outcome,
     record,
     timed_out,
     verify_partition,
@@ -332,3 +334,25 @@ def test_list_transactions_filters() -> None:
     assert not listed(md, {S.EMPTY}, set(), -1, NOW) and not listed(md, set(), {7}, -1, NOW)
     assert not listed(_md(S.DEAD), set(), set(), -1, NOW)
     assert not listed(_md(S.EMPTY), set(), set(), 0, NOW)  # no transaction: no duration
+
+
+@pytest.mark.parametrize("code, deleted, outcome", [
+    (ErrorCode.none, False, Marker.WRITTEN),
+    (ErrorCode.unknown_topic_or_partition, True, Marker.DELETED),
+    (ErrorCode.unknown_topic_or_partition, False, Marker.RETRY),  # not known here yet
+    (ErrorCode.not_leader_or_follower, False, Marker.RETRY),
+    (ErrorCode.not_enough_replicas, False, Marker.RETRY),
+    (ErrorCode.coordinator_load_in_progress, False, Marker.RETRY),
+    (ErrorCode.invalid_producer_epoch, False, Marker.ABANDON),
+    (ErrorCode.transaction_coordinator_fenced, False, Marker.ABANDON),
+    (ErrorCode.corrupt_message, False, Marker.FAILED),
+])
+def test_a_marker_answer(code: ErrorCode, deleted: bool, outcome: Marker) -> None:
+    asked = []
+
+    def topic_deleted() -> bool:
+        asked.append(code)
+        return deleted
+
+    assert marker_outcome(code, topic_deleted) is outcome
+    assert asked == ([code] if code == ErrorCode.unknown_topic_or_partition else [])
