@@ -27,6 +27,7 @@ from ..security.authorizer import (
 )
 from ..security.scram import MECHANISMS as SCRAM_MECHANISMS
 from ..security.scram import ScramCredential
+from ..security.tokens import LocalTokens, TokenStore
 from .features import FinalizedFeatures, default_levels
 
 
@@ -160,6 +161,9 @@ class MetadataStore(Protocol):
     async def alter_scram_credentials(
         self, changes: list[tuple[str, str, ScramCredential | None]]
     ) -> None: ...
+    # Delegation tokens (ZooKeeper's /delegation_token/tokens/<id>; broker/security/tokens.py)
+    @property
+    def delegation_tokens(self) -> TokenStore: ...
     # The cluster's finalized feature levels (broker/cluster/features.py), and changing them:
     # `apply` maps the current levels to the new ones (or raises, changing nothing).
     def finalized_features(self) -> FinalizedFeatures: ...
@@ -251,6 +255,8 @@ class LocalMetadataStore:
         # SCRAM credentials: user -> mechanism -> Kafka's credential string (ZooKeeper's
         # /config/users/<user> "config" in a cluster).
         self._users: dict[str, dict[str, str]] = {}
+        # Delegation tokens, in the file as Kafka 3.x's znodes: "delegation_tokens": [json].
+        self.delegation_tokens = LocalTokens(self._save)
         self._by_id = TopicIdIndex()
         self._listeners: list[Callable[[str, str], None]] = []
         self._quotas = ClientQuotas()
@@ -362,6 +368,7 @@ class LocalMetadataStore:
         doc = json.loads(self._path.read_text())
         self.cluster_id = doc["cluster_id"]
         self._users = {str(u): dict(m) for u, m in doc.get("users", {}).items()}
+        self.delegation_tokens.load(doc.get("delegation_tokens", []))
         for t in doc["topics"]:
             self._topics[t["name"]] = TopicState(
                 name=t["name"],
@@ -401,6 +408,7 @@ class LocalMetadataStore:
             "client_metrics": self._client_metrics,
             "broker_configs": self._broker_configs,
             "users": self._users,
+            "delegation_tokens": self.delegation_tokens.doc(),
             **self._client_quotas_doc(),
             "acls": self._acls_doc(),
             "features": {"epoch": self._features.epoch, "levels": self._features.levels},

@@ -10,24 +10,27 @@ from ..network.server import Endpoint
 from .oauthbearer import MECHANISM as OAUTHBEARER
 from .oauthbearer import Validator, load_validator, unsecured_validator
 from .sasl import SUPPORTED_MECHANISMS, SaslConfig, jaas_options, plain_users
-from .scram import CredentialLookup
+from .scram import CredentialLookup, TokenLookup
 from .tls import server_context
 
 
-def listener_endpoints(config: Any, scram: CredentialLookup) -> list[Endpoint]:
+def listener_endpoints(config: Any, scram: CredentialLookup,
+                       tokens: TokenLookup | None = None) -> list[Endpoint]:
     inter_broker = config.inter_broker_listener_name
     out = []
     for li in config.listeners:
         protocol = li.security_protocol
         tls = (server_context(config, li.name, protocol == "SASL_SSL")
                if protocol.endswith("SSL") else None)
-        sasl = sasl_config(config, li.name, scram) if protocol.startswith("SASL_") else None
+        sasl = (sasl_config(config, li.name, scram, tokens) if protocol.startswith("SASL_")
+                else None)
         out.append(Endpoint(li.name, li.host, li.port, protocol, tls, sasl))
     out.sort(key=lambda e: e.name != inter_broker)
     return out
 
 
-def sasl_config(config: Any, listener: str, scram: CredentialLookup) -> SaslConfig:
+def sasl_config(config: Any, listener: str, scram: CredentialLookup,
+                tokens: TokenLookup | None = None) -> SaslConfig:
     opts = config.for_listener(listener)
     prefix = f"listener.name.{listener.lower()}."
     mechanisms = tuple(opts["sasl.enabled.mechanisms"])
@@ -65,4 +68,5 @@ def sasl_config(config: Any, listener: str, scram: CredentialLookup) -> SaslConf
                 raise ConfigError.invalid(opts.key(key), spec, str(exc)) from None
     return SaslConfig(listener, mechanisms, users, scram,
                       config["connection.failed.authentication.delay.ms"],
-                      opts["sasl.server.max.receive.size"], max_reauth, validator, options)
+                      opts["sasl.server.max.receive.size"], max_reauth, validator, options,
+                      tokens)

@@ -31,7 +31,7 @@ from ..context import KafkaPrincipal
 from .oauthbearer import MECHANISM as OAUTHBEARER
 from .oauthbearer import OAuthBearerError, OAuthBearerServer, Validator, unsecured_validator
 from .scram import MECHANISMS as SCRAM_MECHANISMS
-from .scram import CredentialLookup, ScramError, ScramServer
+from .scram import CredentialLookup, ScramError, ScramServer, TokenLookup
 
 log = logging.getLogger(__name__)
 
@@ -73,6 +73,8 @@ class SaslConfig:
     # OAUTHBEARER: the token validator and its JAAS options
     oauth_validator: Validator = unsecured_validator
     oauth_options: Mapping[str, str] = field(default_factory=dict)
+    # SCRAM logins with a delegation token (`tokenauth=true`); None: refused
+    tokens: TokenLookup | None = None
 
 
 class AuthenticationFailed(KafkaError):
@@ -137,6 +139,14 @@ class SaslSession:
         return self.state == "failed"
 
     @property
+    def token_authenticated(self) -> bool:
+        """Did the client log in with a delegation token (Kafka's
+        KafkaPrincipal.tokenAuthenticated)? Such a client may not create, renew or expire
+        tokens."""
+        return self.complete and isinstance(self._server, ScramServer) \
+            and self._server.token_authenticated
+
+    @property
     def reauthenticating(self) -> bool:
         return self._previous is not None
 
@@ -196,7 +206,7 @@ class SaslSession:
             self._server = OAuthBearerServer(self.config.oauth_validator,
                                              self.config.oauth_options)
         else:
-            self._server = ScramServer(mechanism, self.config.scram)
+            self._server = ScramServer(mechanism, self.config.scram, self.config.tokens)
         return {"error_code": ErrorCode.none, "mechanisms": enabled}
 
     async def evaluate(self, token: bytes) -> bytes:

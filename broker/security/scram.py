@@ -25,6 +25,9 @@ MIN_ITERATIONS, MAX_ITERATIONS = 4096, 16384
 
 # (user, mechanism) -> the user's credential for it, or None.
 CredentialLookup = Callable[[str, str], "ScramCredential | None"]
+# (token id, mechanism) -> a delegation token's (credential, owner's name, expiry in ms since
+# the epoch), or None when there is no such live token (broker/security/tokens.py).
+TokenLookup = Callable[[str, str], "tuple[ScramCredential, str, int] | None"]
 
 
 class ScramError(KafkaError, code=ErrorCode.sasl_authentication_failed):
@@ -69,6 +72,20 @@ def _attributes(message: str) -> dict[str, str]:
     return out
 
 
+def _first_attributes(bare: str) -> tuple[dict[str, str], dict[str, str]]:
+    """client-first-message-bare: its n= and r= attributes, then Kafka's SCRAM extensions
+    (`,key=value` after the nonce, ScramMessages.ClientFirstMessage)."""
+    parts = bare.split(",")
+    attrs = _attributes(",".join(parts[:2]))
+    extensions: dict[str, str] = {}
+    for part in parts[2:]:
+        key, sep, value = part.partition("=")
+        if not sep or not key.isalpha():
+            raise ScramError(f"invalid SCRAM extension {part!r}")
+        extensions[key] = value
+    return attrs, extensions
+
+
 def _username(text: str) -> str:
     # RFC 5802 saslname: "=2C" is ",", "=3D" is "="; any other "=" is invalid.
     if re.search(r"=(?!2C|3D)", text):
@@ -79,13 +96,19 @@ def _username(text: str) -> str:
 class ScramServer:
     """One exchange: client-first -> server-first, client-final -> server-final."""
 
-    def __init__(self, mechanism: str, lookup: CredentialLookup) -> None:
+    def __init__(self, mechanism: str, lookup: CredentialLookup,
+                 tokens: TokenLookup | None = None) -> None:
         self.mechanism = mechanism
         self._algo = MECHANISMS[mechanism]
         self._lookup = lookup
+        self._tokens = tokens
         self._state = "first"
-        self.username: str | None = None
+        self.username: str | None = None  # the principal's name: a token's owner's
         self.complete = False
+        # A `tokenauth=true` login (Kafka's ScramExtensions.tokenAuthenticated): the session
+        # ends when the token expires (KIP-368's credential lifetime, ms since the epoch).
+        self.token_authenticated = False
+        self.lifetime_ms: int | None = None
 
     def evaluate(self, token: bytes) -> bytes:
         try:
@@ -104,16 +127,18 @@ class ScramServer:
             raise ScramError("invalid client-first message")
         self._gs2 = f"{m.group(1)},{m.group(2) or ''},"
         self._client_first_bare = m.group(3)
-        attrs = _attributes(self._client_first_bare)
+        attrs, extensions = _first_attributes(self._client_first_bare)
         if "n" not in attrs or "r" not in attrs:
             raise ScramError("client-first message without user or nonce")
         self.username = _username(attrs["n"])
         authzid = m.group(2)
         if authzid and _username(authzid[2:]) != self.username:
             raise ScramError("authorization id differs from the user name")
-        if attrs.get("tokenauth", "false").lower() == "true":
-            raise ScramError("delegation tokens are not supported")
-        credential = self._lookup(self.username, self.mechanism)
+        credential: ScramCredential | None
+        if extensions.get("tokenauth", "false").lower() == "true":
+            credential = self._token_credential(self.username)
+        else:
+            credential = self._lookup(self.username, self.mechanism)
         if credential is None:
             raise ScramError(f"no {self.mechanism} credential for user {self.username}")
         self._credential = credential
@@ -122,6 +147,15 @@ class ScramServer:
                               f"i={credential.iterations}")
         self._state = "final"
         return self._server_first.encode()
+
+    def _token_credential(self, token_id: str) -> ScramCredential:
+        """A delegation token's credential; the principal becomes its owner."""
+        found = self._tokens(token_id, self.mechanism) if self._tokens is not None else None
+        if found is None:
+            raise ScramError(f"Token Authentication failed: Invalid tokenId : {token_id}")
+        credential, owner, expiry_ms = found
+        self.username, self.token_authenticated, self.lifetime_ms = owner, True, expiry_ms
+        return credential
 
     def _final(self, message: str) -> bytes:
         self._state = "done"

@@ -22,6 +22,7 @@
     /kafka-acl-changes/acl_changes_<seq>         "TOPIC:<name>": that LITERAL resource changed
     /kafka-acl-extended-changes/acl_changes_<seq>
                             {"version":1,"resourceType","name","patternType"} (PREFIXED)
+    /delegation_token/tokens/<id>                a delegation token (see tokens.py)
 
 kazoo runs its own threads: reads are served from a cache that ZooKeeper watches keep current
 (updates are handed to the event loop), and writes run in a worker thread and are awaited.
@@ -32,8 +33,9 @@ state), `registry` (/brokers/ids, log dir events), `topic_store` (/brokers/topic
 partition states, /config/topics), `controller` (/controller, /controller_epoch and the
 controller's assignment writes), `states` (partition state reads and ISR writes), `configs`
 (client quotas, dynamic broker and group configs), `users` (SCRAM), `features` (/feature),
-`acl_store` (ACLs) and `producer_ids`. ZkMetadataStore itself is the MetadataStore the rest of
-the broker uses; what only a ZooKeeper cluster does is asked of the part that owns it.
+`acl_store` (ACLs), `delegation_tokens` (the MetadataStore's token store) and `producer_ids`.
+ZkMetadataStore itself is the MetadataStore the rest of the broker uses; what only a ZooKeeper
+cluster does is asked of the part that owns it.
 """
 
 from __future__ import annotations
@@ -65,6 +67,7 @@ from .features import ZkFeatures
 from .partition_states import ZkPartitionStates
 from .producer_ids import ZkProducerIdBlocks
 from .session import ZkSession
+from .tokens import ZkDelegationTokens
 from .topics import ZkTopics
 from .users import ZkUsers
 
@@ -86,6 +89,7 @@ class ZkMetadataStore:
         self.users = ZkUsers(self.session)
         self.features = ZkFeatures(self.session)
         self.acl_store = ZkAcls(self.session)
+        self.delegation_tokens = ZkDelegationTokens(self.session)
         self.producer_ids = ZkProducerIdBlocks(self.session, broker.broker_id)
 
     # ---- lifecycle ------------------------------------------------------------------------
@@ -116,6 +120,7 @@ class ZkMetadataStore:
         self.configs.start()
         self.acl_store.start()
         self.features.start()
+        self.delegation_tokens.start()
 
     async def refresh(self) -> None:
         """Re-read what a new session may have missed: every topic and partition state (the

@@ -1,0 +1,102 @@
+"""The ZooKeeper metadata store's delegation tokens, laid out as Kafka 3.x keeps them:
+
+    /delegation_token/tokens/<id>                {"version":3,"owner":"User%3Aalice",
+                                                  "tokenRequester","renewers":[...],
+                                                  "issueTimestamp","maxTimestamp",
+                                                  "expiryTimestamp","tokenId"} (no HMAC: each
+                                                  broker derives it from the secret key)
+    /delegation_token/token_changes/token_change_<seq>   the token id that changed
+
+Every broker follows /delegation_token/tokens with watches, so a token created on one broker
+authenticates on every other at once; the change notifications are written for Kafka's brokers
+(which follow those instead) during a migration.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from kazoo.exceptions import NoNodeError
+
+from ...security.tokens import TokenInformation
+from .common import put_znode
+from .session import ZkSession
+
+log = logging.getLogger("samsa.broker.cluster.zk.store")
+
+TOKENS = "/delegation_token/tokens"
+TOKEN_CHANGES = "/delegation_token/token_changes"
+
+
+class ZkDelegationTokens:
+    """The cluster's tokens, kept current by watches (the store's TokenStore)."""
+
+    def __init__(self, session: ZkSession) -> None:
+        self._session = session
+        self._zk = session.zk
+        self._tokens: dict[str, TokenInformation] = {}
+        self._watched: set[str] = set()
+
+    def start(self) -> None:
+        """(worker thread) Follow /delegation_token/tokens."""
+        self._zk.ensure_path(TOKENS)
+        self._zk.ensure_path(TOKEN_CHANGES)
+        self._zk.ChildrenWatch(TOKENS, self._on_ids)
+
+    def _on_ids(self, children: list[str]) -> None:
+        for token_id in children:
+            if token_id not in self._watched:
+                self._watched.add(token_id)
+                self._zk.DataWatch(f"{TOKENS}/{token_id}", self._watcher(token_id))
+        for token_id in self._watched - set(children):
+            self._watched.discard(token_id)
+            self._session.call(self._set, token_id, None)
+
+    def _watcher(self, token_id: str) -> Callable[[bytes | None, Any], bool]:
+        def on_change(data: bytes | None, _stat: Any) -> bool:
+            if data is None:
+                return token_id in self._watched
+            try:
+                info = TokenInformation.from_json(data)
+            except (ValueError, KeyError, TypeError):
+                log.warning("ignoring unreadable %s/%s", TOKENS, token_id)
+                return True
+            self._session.call(self._set, token_id, info)
+            return True
+
+        return on_change
+
+    def _set(self, token_id: str, info: TokenInformation | None) -> None:
+        if info is None:
+            self._tokens.pop(token_id, None)
+        else:
+            self._tokens[token_id] = info
+
+    def tokens(self) -> Mapping[str, TokenInformation]:
+        return self._tokens
+
+    async def put_token(self, info: TokenInformation) -> None:
+        await asyncio.to_thread(self._write, info)
+        self._set(info.token_id, info)
+
+    async def remove_token(self, token_id: str) -> None:
+        await asyncio.to_thread(self._delete, token_id)
+        self._set(token_id, None)
+
+    def _write(self, info: TokenInformation) -> None:
+        put_znode(self._zk, f"{TOKENS}/{info.token_id}", info.to_json())
+        self._notify(info.token_id)
+
+    def _delete(self, token_id: str) -> None:
+        try:
+            self._zk.delete(f"{TOKENS}/{token_id}")
+        except NoNodeError:
+            return  # another broker's expiry check removed it first
+        self._notify(token_id)
+
+    def _notify(self, token_id: str) -> None:
+        self._zk.create(f"{TOKEN_CHANGES}/token_change_", token_id.encode(), sequence=True,
+                        makepath=True)
