@@ -64,6 +64,7 @@ from .security.client import ClientSecurity
 from .security.listeners import listener_endpoints
 from .security.scram import ScramCredential
 from .security.tls import ListenerTls
+from .security.tokens import TokenManager, expire_tokens_forever
 from .share.fetch import ShareFetcher
 from .share.persister import SHARE_STATE_TOPIC, SharePersister
 from .telemetry import TelemetryManager
@@ -304,7 +305,7 @@ class Broker:
         # How this broker reaches the others: the inter-broker listener's TLS and SASL login.
         set_client_security(ClientSecurity.from_config(config))
         server = KafkaServer(
-            listener_endpoints(config, self._scram_credential),
+            listener_endpoints(config, self._scram_credential, self._token_login),
             self.dispatcher,
             config["socket.request.max.bytes"],
             ServerLimits.from_config(config),
@@ -322,6 +323,15 @@ class Broker:
         """A user's SCRAM credential, from the cluster metadata."""
         credential: ScramCredential | None = self.store.scram_credential(user, mechanism)
         return credential
+
+    def _token_manager(self) -> TokenManager:
+        """The delegation tokens' lifecycle over the cluster's tokens (broker/security)."""
+        return TokenManager(self.config, self.store.delegation_tokens)
+
+    def _token_login(self, token_id: str,
+                     mechanism: str) -> tuple[ScramCredential, str, int] | None:
+        """A SCRAM login with a delegation token (tokenauth=true)."""
+        return self._token_manager().login(token_id, mechanism, int(time.time() * 1000))
 
     def _services(self) -> BrokerServices:
         """What request handlers may use of this broker (broker/context.py)."""
@@ -617,6 +627,8 @@ class Broker:
         await self.server.start()
         self._background.append(asyncio.create_task(self.log_manager.run_background()))
         self._background.append(asyncio.create_task(metrics.watch_loop_lag()))
+        self._background.append(asyncio.create_task(expire_tokens_forever(
+            self._token_manager, self.config["delegation.token.expiry.check.interval.ms"])))
         self.loop_watchdog.start()
         if self.controller is not None:
             self.controller.start()
