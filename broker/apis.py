@@ -28,6 +28,7 @@ from .handlers import (
     configs,
     consumer_groups,
     controlled_shutdown,
+    delegation_tokens,
     describe_topic_partitions,
     elections,
     features,
@@ -56,9 +57,10 @@ from .network.policy import ApiPolicy
 # The modules whose declarations make the table (a new handler module is added here).
 HANDLER_MODULES: tuple[ModuleType, ...] = (
     acls, api_versions, client_quotas, cluster, configs, consumer_groups, controlled_shutdown,
-    describe_topic_partitions, elections, features, fetch, find_coordinator, groups, log_dirs,
-    metadata, offsets, offsets_commit, produce, reassignments, sasl, scram_credentials,
-    share_fetch, share_groups, share_offsets, share_state, telemetry, topics, transactions,
+    delegation_tokens, describe_topic_partitions, elections, features, fetch, find_coordinator,
+    groups, log_dirs, metadata, offsets, offsets_commit, produce, reassignments, sasl,
+    scram_credentials, share_fetch, share_groups, share_offsets, share_state, telemetry, topics,
+    transactions,
 )
 
 
