@@ -21,6 +21,7 @@ from opentelemetry.proto.metrics.v1.metrics_pb2 import (
 
 from samsa.broker import metrics
 from samsa.broker.telemetry.manager import subscription_id
+from samsa.protocol import compression
 from samsa.protocol.errors import ErrorCode
 
 from .harness import ADMIN, ALICE
@@ -233,3 +234,15 @@ async def test_subscriptions_need_cluster_configs_acls(secured):
     assert not denied.config_resources
     listed = await secured.call("ListConfigResources", 0, {}, principal=ADMIN)
     assert [c.resource_name for c in listed.config_resources] == ["s"]
+
+
+async def test_every_accepted_compression_decodes(handlers):
+    await _subscribe(handlers, "all", metrics="*", interval_ms="100")
+    for codec in (ZSTD, LZ4, GZIP, SNAPPY):
+        r = await _get(handlers)
+        payload = compression.compress(codec, _otlp(float(codec), 1))
+        assert await _push(handlers, r.client_instance_id, r.subscription_id, payload,
+                           compression=codec) == ErrorCode.none, codec
+        values = handlers.broker.telemetry.instances[r.client_instance_id].exported.values
+        gauge = values[("org_apache_kafka_producer_record_queue_time_avg", "gauge")]
+        assert list(gauge.values()) == [float(codec)]
