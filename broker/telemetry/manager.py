@@ -36,6 +36,7 @@ _KNOWN_COMPRESSION = frozenset({0, GZIP, SNAPPY, LZ4, ZSTD})
 CACHE_EXPIRY_MS = 60_000  # an instance lives at least this long after its last request
 CACHE_MAX_SIZE = 16384  # instances (and connections' software names) kept, least recent out
 REFRESH_MS = 5_000  # how stale the subscriptions read from the store may be
+SWEEP_MS = 1_000  # expired instances are looked for at most this often (a pass reads them all)
 
 
 class SubscriptionSource(Protocol):
@@ -106,6 +107,7 @@ class TelemetryManager:
         self.version = 0
         self._configs: dict[str, dict[str, str]] = {}
         self._read_ms: int | None = None
+        self._swept_ms = 0
         self.instances: OrderedDict[uuid.UUID, ClientInstance] = OrderedDict()
         # A connection's client software, from its ApiVersions request: "<listener> <peer>".
         self.software: OrderedDict[str, tuple[str, str]] = OrderedDict()
@@ -150,9 +152,12 @@ class TelemetryManager:
             if instance.connection == connection:
                 instance.closed = True
 
-    def expire(self, now_ms: int) -> None:
+    def expire(self, now_ms: int, at_once: bool = True) -> None:
         """Instances without a request for max(60 s, 3 push intervals) end, their metrics
-        with them."""
+        with them (a request's pass only once a SWEEP_MS, not at each request)."""
+        if not at_once and now_ms - self._swept_ms < SWEEP_MS:
+            return
+        self._swept_ms = now_ms
         for instance_id, instance in list(self.instances.items()):
             if instance.expires_ms <= now_ms:
                 del self.instances[instance_id]
@@ -185,9 +190,12 @@ class TelemetryManager:
                  peer: str, now_ms: int) -> ClientInstance:
         """The cached instance (made again when the subscriptions changed since), or a new
         one; its expiry pushed back."""
-        self.expire(now_ms)
+        self.expire(now_ms, at_once=False)
         connection = f"{listener} {peer}"
         found = self.instances.get(instance_id)
+        if found is not None and found.expires_ms <= now_ms:  # not swept yet: gone all the same
+            del self.instances[instance_id]
+            found = None
         if found is None or found.closed:
             kept = found
             found = self._computed(instance_id, self._identity(instance_id, client_id,

@@ -246,3 +246,16 @@ async def test_every_accepted_compression_decodes(handlers):
         values = handlers.broker.telemetry.instances[r.client_instance_id].exported.values
         gauge = values[("org_apache_kafka_producer_record_queue_time_avg", "gauge")]
         assert list(gauge.values()) == [float(codec)]
+
+
+async def test_an_expired_instance_starts_over(handlers):
+    await _subscribe(handlers, "all", metrics="*", interval_ms="60000")
+    r = await _get(handlers)
+    iid, sub = r.client_instance_id, r.subscription_id
+    assert await _push(handlers, iid, sub, _otlp(1.0, 1), compression=0) == ErrorCode.none
+    telemetry = handlers.broker.telemetry
+    telemetry.instances[iid].expires_ms = 0  # 3 push intervals without a request
+    # its metrics are gone and the client starts over: asking at once is not throttled
+    again = await _get(handlers, iid)
+    assert again.error_code == ErrorCode.none and again.subscription_id == sub
+    assert telemetry.instances[iid].exported.values == {}
