@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from operator import attrgetter
-from typing import TYPE_CHECKING, ClassVar, Generic, Protocol, TypeVar, overload
+from typing import TYPE_CHECKING, Generic, Protocol, TypeVar, overload
 
 from .security.authorizer import CLUSTER_NAME, SUPPORTED_OPERATIONS, AclOperation, ResourceType
 
@@ -93,10 +93,10 @@ class BrokerServices:
 
 
 class Service(Generic[T]):
-    """A service of `BrokerServices` as an attribute of the request context, declared once a
-    name (`store: ClassVar[Service[MetadataStore]]`) on RequestContext and on the family views:
-    mypy reads it as an attribute of type T. On RequestContext it puts in its own place a plain
-    property reading `services.<its name>`, as fast as a hand-written one."""
+    """A service of `BrokerServices` as an attribute of the request context, one line a name
+    (`store = Service["MetadataStore"]()`): mypy reads it as an attribute of type T, which the
+    family views name as plain attributes (`store: MetadataStore`). In its place on the class
+    it puts a plain property reading `services.<its name>`, as fast as a hand-written one."""
 
     def __set_name__(self, owner: type, name: str) -> None:
         setattr(owner, name, property(attrgetter(f"services.{name}")))
@@ -109,6 +109,11 @@ class Service(Generic[T]):
 
     def __get__(self, obj: object, owner: type) -> T | Service[T]:
         raise AssertionError("replaced by a property when its class was made")
+
+    # A data descriptor to mypy, so that the views may name it as a plain attribute (and a
+    # test's fake context be a dataclass); the property in its place is read-only.
+    def __set__(self, obj: object, value: T) -> None:
+        raise AttributeError("a request context's services are read-only")
 
 
 @dataclass(slots=True)
@@ -140,26 +145,26 @@ class RequestContext:
         return self.peer.rsplit(":", 1)[0]
 
     # ---- services: each reads the BrokerServices attribute of its name (see Service) -------
-    broker_id: ClassVar[Service[int]] = Service()
-    config: ClassVar[Service[BrokerConfig]] = Service()
-    store: ClassVar[Service[MetadataStore]] = Service()
-    replicas: ClassVar[Service[ReplicaManager]] = Service()
-    topics: ClassVar[Service[TopicAdmin]] = Service()
-    groups: ClassVar[Service[GroupCoordinator]] = Service()
-    transactions: ClassVar[Service[TransactionCoordinator]] = Service()
-    txn_topic: ClassVar[Service[InternalTopic]] = Service()
-    producer_ids: ClassVar[Service[ProducerIdSource]] = Service()
-    log_dirs: ClassVar[Service[LogDirs]] = Service()
-    controller: ClassVar[Service[Controller | None]] = Service()
-    quotas: ClassVar[Service[QuotaManager | None]] = Service()
-    authorizer: ClassVar[Service[Authorizer | None]] = Service()
-    txn_verifier: ClassVar[Service[TxnPartitionVerifier | None]] = Service()
-    dynamic_config: ClassVar[Service[DynamicBrokerConfig | None]] = Service()
-    shares: ClassVar[Service[ShareFetcher | None]] = Service()
-    share_state: ClassVar[Service[ShareStateCoordinator | None]] = Service()
-    share_persister: ClassVar[Service[SharePersister | None]] = Service()
-    metadata_cache: ClassVar[Service[TopicMetadataCache | None]] = Service()
-    telemetry: ClassVar[Service[TelemetryManager]] = Service()
+    broker_id = Service["int"]()
+    config = Service["BrokerConfig"]()
+    store = Service["MetadataStore"]()
+    replicas = Service["ReplicaManager"]()
+    topics = Service["TopicAdmin"]()
+    groups = Service["GroupCoordinator"]()
+    transactions = Service["TransactionCoordinator"]()
+    txn_topic = Service["InternalTopic"]()
+    producer_ids = Service["ProducerIdSource"]()
+    log_dirs = Service["LogDirs"]()
+    controller = Service["Controller | None"]()
+    quotas = Service["QuotaManager | None"]()
+    authorizer = Service["Authorizer | None"]()
+    txn_verifier = Service["TxnPartitionVerifier | None"]()
+    dynamic_config = Service["DynamicBrokerConfig | None"]()
+    shares = Service["ShareFetcher | None"]()
+    share_state = Service["ShareStateCoordinator | None"]()
+    share_persister = Service["SharePersister | None"]()
+    metadata_cache = Service["TopicMetadataCache | None"]()
+    telemetry = Service["TelemetryManager"]()
 
     # ---- authorization (Kafka's AuthHelper) -----------------------------------------------
     def authorize(self, op: AclOperation, rtype: ResourceType, name: str = CLUSTER_NAME,
@@ -215,9 +220,9 @@ class HandlerContext(Protocol):
     peer: str
     listener: str
     principal: KafkaPrincipal
-    broker_id: ClassVar[Service[int]]
-    config: ClassVar[Service[BrokerConfig]]
-    store: ClassVar[Service[MetadataStore]]
+    broker_id: int
+    config: BrokerConfig
+    store: MetadataStore
 
     @property
     def version(self) -> int: ...
@@ -241,18 +246,18 @@ class TxnContext(HandlerContext, Protocol):
     WriteTxnMarkers, DescribeProducers, DescribeTransactions, ListTransactions, and the
     Produce path's KIP-890 verification)."""
 
-    transactions: ClassVar[Service[TransactionCoordinator]]
-    txn_topic: ClassVar[Service[InternalTopic]]
-    producer_ids: ClassVar[Service[ProducerIdSource]]
-    txn_verifier: ClassVar[Service[TxnPartitionVerifier | None]]
-    replicas: ClassVar[Service[ReplicaManager]]
+    transactions: TransactionCoordinator
+    txn_topic: InternalTopic
+    producer_ids: ProducerIdSource
+    txn_verifier: TxnPartitionVerifier | None
+    replicas: ReplicaManager
 
 
 class ShareStateContext(HandlerContext, Protocol):
     """The share coordinator's family (Initialize/Read/Write/Delete ShareGroupState and
     ReadShareGroupStateSummary)."""
 
-    share_state: ClassVar[Service[ShareStateCoordinator | None]]
+    share_state: ShareStateCoordinator | None
 
 
 class GroupContext(HandlerContext, Protocol):
@@ -260,19 +265,19 @@ class GroupContext(HandlerContext, Protocol):
     LeaveGroup, the heartbeats, OffsetCommit/Fetch/Delete, the Describe/List/Delete of
     groups, the share groups' offsets)."""
 
-    groups: ClassVar[Service[GroupCoordinator]]
+    groups: GroupCoordinator
     # the share-partitions' state, wherever it is coordinated
-    share_persister: ClassVar[Service[SharePersister | None]]
+    share_persister: SharePersister | None
 
 
 class AdminContext(HandlerContext, Protocol):
     """The topic and configuration administration family (CreateTopics, DeleteTopics,
     CreatePartitions, DescribeConfigs, AlterConfigs, IncrementalAlterConfigs)."""
 
-    topics: ClassVar[Service[TopicAdmin]]
-    quotas: ClassVar[Service[QuotaManager | None]]  # the controller mutation quota
-    dynamic_config: ClassVar[Service[DynamicBrokerConfig | None]]
-    telemetry: ClassVar[Service[TelemetryManager]]  # CLIENT_METRICS resources
+    topics: TopicAdmin
+    quotas: QuotaManager | None  # the controller mutation quota
+    dynamic_config: DynamicBrokerConfig | None
+    telemetry: TelemetryManager  # CLIENT_METRICS resources
     received_ms: int
 
 
@@ -280,49 +285,49 @@ class ControllerContext(HandlerContext, Protocol):
     """What this broker's controller answers (ElectLeaders, AlterPartitionReassignments,
     ListPartitionReassignments, ControlledShutdown)."""
 
-    controller: ClassVar[Service[Controller | None]]
+    controller: Controller | None
 
 
 class AclContext(HandlerContext, Protocol):
     """DescribeAcls, CreateAcls, DeleteAcls."""
 
-    authorizer: ClassVar[Service[Authorizer | None]]
+    authorizer: Authorizer | None
 
 
 class ReplicaContext(HandlerContext, Protocol):
     """The family that reads and administers the partitions hosted here (Fetch, ListOffsets,
     OffsetForLeaderEpoch, DeleteRecords, DescribeLogDirs, AlterReplicaLogDirs)."""
 
-    replicas: ClassVar[Service[ReplicaManager]]
-    log_dirs: ClassVar[Service[LogDirs]]
-    quotas: ClassVar[Service[QuotaManager | None]]  # the fetch byte-rate quota caps a Fetch
-    authorizer: ClassVar[Service[Authorizer | None]]
+    replicas: ReplicaManager
+    log_dirs: LogDirs
+    quotas: QuotaManager | None  # the fetch byte-rate quota caps a Fetch
+    authorizer: Authorizer | None
     zero_copy: bool
 
 
 class MetadataContext(HandlerContext, Protocol):
     """Metadata and DescribeTopicPartitions: the cluster as the clients see it."""
 
-    replicas: ClassVar[Service[ReplicaManager]]  # which replicas here are offline
-    topics: ClassVar[Service[TopicAdmin]]  # Metadata's auto-creation of topics
-    metadata_cache: ClassVar[Service[TopicMetadataCache | None]]
+    replicas: ReplicaManager  # which replicas here are offline
+    topics: TopicAdmin  # Metadata's auto-creation of topics
+    metadata_cache: TopicMetadataCache | None
 
 
 class ShareFetchContext(GroupContext, Protocol):
     """ShareFetch and ShareAcknowledge: share sessions on the share-partitions led here, for
     members of share groups (whose configs the group family reads)."""
 
-    shares: ClassVar[Service[ShareFetcher | None]]
-    replicas: ClassVar[Service[ReplicaManager]]
+    shares: ShareFetcher | None
+    replicas: ReplicaManager
 
 
 class CoordinatorLookupContext(HandlerContext, Protocol):
     """FindCoordinator: which broker coordinates a group, a transactional id or a
     share-partition's state."""
 
-    groups: ClassVar[Service[GroupCoordinator]]
-    share_state: ClassVar[Service[ShareStateCoordinator | None]]
-    txn_topic: ClassVar[Service[InternalTopic]]
+    groups: GroupCoordinator
+    share_state: ShareStateCoordinator | None
+    txn_topic: InternalTopic
 
 
 class ProduceContext(TxnContext, ReplicaContext, Protocol):
