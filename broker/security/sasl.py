@@ -243,10 +243,11 @@ class SaslSession:
             self.state = "complete"
             self.principal = principal
             self._count(succeeded=True)
-            log.info("SASL client %s on listener %s %s as %s (%s)", self.peer,
+            log.info("SASL client %s on listener %s %s as %s (%s%s)", self.peer,
                      self.config.listener,
                      "re-authenticated" if self.reauthenticating else "authenticated",
-                     self.principal, self.mechanism)
+                     self.principal, self.mechanism,
+                     ", delegation token" if self.token_authenticated else "")
             self._previous = None
         return answer
 

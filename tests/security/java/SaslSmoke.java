@@ -16,7 +16,9 @@ import org.apache.kafka.common.serialization.StringSerializer;
 /**
  * Produce and consume (in a consumer group) over SASL_SSL with SCRAM-SHA-512.
  *
- * <pre>java -cp ... SaslSmoke BOOTSTRAP TOPIC USER PASSWORD CA_PEM</pre>
+ * <pre>java -cp ... SaslSmoke BOOTSTRAP TOPIC USER PASSWORD CA_PEM [tokenauth]</pre>
+ *
+ * With "tokenauth" USER and PASSWORD are a delegation token's id and HMAC (base64).
  *
  * Prints "CONSUMED n" and exits 0 when every record came back.
  */
@@ -28,7 +30,9 @@ public final class SaslSmoke {
         common.put("security.protocol", "SASL_SSL");
         common.put("sasl.mechanism", "SCRAM-SHA-512");
         common.put("sasl.jaas.config", "org.apache.kafka.common.security.scram.ScramLoginModule"
-                + " required username=\"" + user + "\" password=\"" + password + "\";");
+                + " required username=\"" + user + "\" password=\"" + password + "\""
+                + (args.length > 5 && args[5].equals("tokenauth") ? " tokenauth=\"true\"" : "")
+                + ";");
         common.put("ssl.truststore.type", "PEM");
         common.put("ssl.truststore.location", args[4]);
         int n = 20;
