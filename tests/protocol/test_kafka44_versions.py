@@ -1,0 +1,69 @@
+"""Which APIs Samsa serves below Kafka 4.4's version range (issue 52, "Version bumps"): read from
+the request schemas in kafka-clients-4.4.0.jar (common/message/*Request.json, `make java-deps`
+puts it in .cache/kafka-4.4.0/lib) and compared with the versions the handlers declare. The list
+must be PENDING exactly: serving a new version without taking it off PENDING fails here too, so
+PENDING always says what remains."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from samsa.broker.apis import declarations
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+CACHE_DIR = Path(os.environ.get("SAMSA_CACHE_DIR", REPO_ROOT / ".cache"))
+JAR = CACHE_DIR / "kafka-4.4.0" / "lib" / "kafka-clients-4.4.0.jar"
+
+# Served, but below Kafka 4.4's newest stable version: API name -> Kafka 4.4's newest.
+PENDING = {
+    "Fetch": 18,  # KIP-1166
+    "DescribeGroups": 6,  # KIP-1043: GROUP_ID_NOT_FOUND for a group that does not exist
+    "ApiVersions": 5,  # KIP-1242: the cluster id and node id check; kio 0.6.5 has no v5
+    "TxnOffsetCommit": 6,  # KIP-1319: topic ids; kio 0.6.5 has no v6
+    "DescribeLogDirs": 5,  # KIP-1066: cordoned log dirs
+    "DeleteGroups": 3,  # kio 0.6.5 has no v3
+    "DescribeCluster": 2,  # KIP-1073: fenced brokers
+    "ListTransactions": 2,  # KIP-1152: transactional id pattern
+    "WriteShareGroupState": 1,  # KIP-1226: share-group lag
+    "ReadShareGroupStateSummary": 1,  # KIP-1226
+    "DescribeShareGroupOffsets": 1,  # KIP-1226
+}
+
+
+def _newest_stable(schema: dict) -> int | None:
+    """The last version Kafka serves without its unstable-versions switch, or None if none."""
+    valid = schema["validVersions"]
+    if valid == "none":
+        return None
+    newest = int(valid.split("-")[-1])
+    return newest - 1 if schema.get("latestVersionUnstable") else newest
+
+
+def _kafka_requests() -> dict[int, dict]:
+    if not JAR.exists():
+        pytest.skip(f"{JAR} is missing (make java-deps)")
+    out = {}
+    with zipfile.ZipFile(JAR) as jar:
+        for name in jar.namelist():
+            if name.startswith("common/message/") and name.endswith("Request.json"):
+                text = re.sub(r"(?m)^\s*//.*$", "", jar.read(name).decode())  # Kafka's comments
+                schema = json.loads(text)
+                out[schema["apiKey"]] = schema
+    return out
+
+
+def test_the_apis_served_below_kafka_4_4_are_the_pending_ones():
+    kafka = _kafka_requests()
+    behind = {}
+    for declared, _ in declarations():
+        schema = kafka.get(declared.key)
+        newest = None if schema is None else _newest_stable(schema)
+        if newest is not None and declared.versions[1] < newest:
+            behind[declared.name] = newest
+    assert behind == PENDING
