@@ -1,5 +1,7 @@
 """Classic group membership and admin: JoinGroup (11), SyncGroup (14), Heartbeat (12),
 LeaveGroup (13), ListGroups (16), DescribeGroups (15), DeleteGroups (42).
+DescribeGroups v6 (KIP-1043) answers GROUP_ID_NOT_FOUND, with a message, for a group that does
+not exist or is not a classic one, where older versions answer it as Dead without an error.
 
 Thin: decode version differences, call `ctx.groups` (coordinator/group), shape the answer.
 """
@@ -23,6 +25,8 @@ log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
     from typing_extensions import TypeIs
+
+    from samsa.coordinator.group import GroupCoordinator
 
     from .requests import (
         DeleteGroupsRequest,
@@ -139,7 +143,7 @@ async def handle_list_groups(ctx: RequestContext, request: ListGroupsRequest) ->
     return {"throttle_time": 0, "error_code": error, "groups": groups}
 
 
-@api(15, "DescribeGroups", (0, 5))
+@api(15, "DescribeGroups", (0, 6))
 async def handle_describe_groups(
     ctx: RequestContext, request: DescribeGroupsRequest
 ) -> dict[str, Any]:
@@ -153,11 +157,27 @@ async def handle_describe_groups(
                            "members": []})
             continue
         described = coordinator.describe_group(g)
+        if ctx.version >= 6:
+            _not_found_as_an_error(ctx.groups, described)
         if with_operations and described["error_code"] == ErrorCode.none:
             described["authorized_operations"] = ctx.authorized_operations(
                 ResourceType.GROUP, g)
         groups.append(described)
     return {"throttle_time": 0, "groups": groups}
+
+
+def _not_found_as_an_error(groups: GroupCoordinator, described: dict[str, Any]) -> None:
+    """v6 (KIP-1043): a group that is not a classic one, which older versions describe as Dead
+    without an error, is GROUP_ID_NOT_FOUND with Kafka's message."""
+    group_id = described["group_id"]
+    if described["error_code"] != ErrorCode.none or described["group_state"] != "Dead":
+        return
+    if group_id in groups.groups and group_id not in groups.consumer_groups:
+        return  # a classic group that is Dead itself
+    exists = group_id in groups.consumer_groups or group_id in groups.share_groups
+    described["error_code"] = ErrorCode.group_id_not_found
+    described["error_message"] = (f"Group {group_id} is not a classic group." if exists
+                                  else f"Group {group_id} not found.")
 
 
 @api(42, "DeleteGroups", (0, 2))

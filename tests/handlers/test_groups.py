@@ -74,6 +74,25 @@ async def test_describe_and_list_groups(handlers):
         ("g", "Stable", "consumer")]
 
 
+async def test_describe_groups_v6_answers_group_id_not_found(handlers):
+    """KIP-1043: v6 answers GROUP_ID_NOT_FOUND, with Kafka's message, where v5 says Dead."""
+    await join_and_sync(handlers)
+    await handlers.create_topic("t")
+    await handlers.call("ConsumerGroupHeartbeat", 1, {
+        "group_id": "new", "member_id": "m1", "member_epoch": 0, "instance_id": None,
+        "rack_id": None, "rebalance_timeout": 10_000, "subscribed_topic_names": ["t"],
+        "subscribed_topic_regex": None, "server_assignor": None, "topic_partitions": []})
+    v6 = await handlers.call("DescribeGroups", 6, {"groups": ["g", "none", "new"],
+                                                   "include_authorized_operations": False})
+    v5 = await handlers.call("DescribeGroups", 5, {"groups": ["none", "new"],
+                                                   "include_authorized_operations": False})
+    assert [(x.group_id, x.error_code, x.error_message, x.group_state) for x in v6.groups] == [
+        ("g", ErrorCode.none, None, "Stable"),
+        ("none", ErrorCode.group_id_not_found, "Group none not found.", "Dead"),
+        ("new", ErrorCode.group_id_not_found, "Group new is not a classic group.", "Dead")]
+    assert [(x.error_code, x.group_state) for x in v5.groups] == [(ErrorCode.none, "Dead")] * 2
+
+
 async def test_delete_groups(handlers):
     member, _ = await join_and_sync(handlers, "busy")
     await join_and_sync(handlers, "idle")
