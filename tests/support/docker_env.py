@@ -48,6 +48,12 @@ ZOOKEEPER_IMAGE = "zookeeper:3.8"
 CACHE = Path(os.environ.get("SAMSA_DOCKER_CACHE", REPO_ROOT / ".cache" / "docker"))
 # Docker's own default: survives a fresh clone of the repository on the same machine.
 DATA_ROOT = Path(os.environ.get("SAMSA_DOCKER_DATA_ROOT", "/var/lib/docker"))
+# Test sessions using the engine (one file per process id), machine-wide: two sessions at once
+# (two checkouts, or a developer's run beside make test) share one dockerd, and the one that
+# started it must not stop it under the other (seen: compose tests failing with "No such file
+# or directory" for the socket when another session ended). The last one out stops it.
+USERS = Path(tempfile.gettempdir()) / (
+    "samsa-dockerd-" + hashlib.sha1(str(DATA_ROOT).encode()).hexdigest()[:8])
 
 
 def apt_mirror() -> str:
@@ -107,6 +113,52 @@ def engine_error() -> str | None:
 
 
 # ---------------------------------------------------------------- the engine
+HANDOVER = "handover.json"  # in USERS: a dockerd whose starter left while others used it
+
+
+def other_users() -> list[int]:
+    """Process ids of the other live sessions registered in USERS (stale entries removed)."""
+    pids = []
+    for entry in USERS.glob("[0-9]*") if USERS.is_dir() else ():
+        pid = int(entry.name)
+        if pid == os.getpid():
+            continue
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            entry.unlink(missing_ok=True)
+            continue
+        except PermissionError:
+            pass  # alive, another user's
+        pids.append(pid)
+    return pids
+
+
+def stop_handed_over() -> None:
+    """Stop a dockerd left running by a session that ended while this one used it, and put
+    back the host settings its starter saved."""
+    path = USERS / HANDOVER
+    try:
+        state = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return
+    path.unlink(missing_ok=True)
+    pid = int(state["pid"])
+    try:
+        os.kill(pid, 15)
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            os.kill(pid, 0)
+            time.sleep(0.2)
+        os.kill(pid, 9)
+    except ProcessLookupError:
+        pass
+    engine = Engine()
+    engine.forward_policy = state.get("forward_policy")
+    engine.host_state = {Path(k): v for k, v in state.get("host_state", {}).items()}
+    engine.restore_host_network()
+
+
 class Engine:
     """The Docker engine for a test session: the running one, or a `dockerd` of our own."""
 
@@ -117,6 +169,8 @@ class Engine:
         self.forward_policy: str | None = None
 
     def start(self) -> Engine:
+        USERS.mkdir(parents=True, exist_ok=True)
+        (USERS / str(os.getpid())).touch()
         first = engine_error()
         if first is None:
             return self
@@ -153,7 +207,19 @@ class Engine:
         return self
 
     def stop(self) -> None:
+        (USERS / str(os.getpid())).unlink(missing_ok=True)
+        others = other_users()
         if self.proc is None:
+            if not others:
+                stop_handed_over()
+            return
+        if others and self.proc.poll() is None:
+            # Another session is using it: leave it to the last of them (stop_handed_over).
+            log(f"dockerd (pid {self.proc.pid}) left running for the sessions of {others}")
+            (USERS / HANDOVER).write_text(json.dumps({
+                "pid": self.proc.pid, "forward_policy": self.forward_policy,
+                "host_state": {str(k): v for k, v in self.host_state.items()}}))
+            self.proc = None
             return
         if self.proc.poll() is None:
             self.proc.terminate()
