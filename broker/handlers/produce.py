@@ -10,6 +10,7 @@ id (KIP-516).
 from __future__ import annotations
 
 import uuid
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from samsa.protocol.errors import ErrorCode
@@ -27,9 +28,8 @@ from .declare import api
 from .inflate import has_compressed, inflate_produce
 
 if TYPE_CHECKING:
-    from collections.abc import Awaitable
-
     from .requests import ProduceRequest
+
 
 @api(0, "Produce", (3, 13), advertised_min=0,
      policy=ApiPolicy(PRODUCE_BYTES, raw=RawLane(read_produce, write_produce_response)))
@@ -49,32 +49,49 @@ async def handle_produce(ctx: RequestContext, request: ProduceRequest) -> dict[s
         known = {name for name, _ in named if name is not None}
         denied_topics = known - set(ctx.authorized(AclOperation.WRITE, ResourceType.TOPIC,
                                                    known))
-    entries: list[ProduceEntry] = [] if txn_denied else [
-        (name, pdata.index, pdata.records)
-        for name, topic in named if name is not None and name not in denied_topics
-        for pdata in topic.partition_data]
-    appended = iter(await ctx.replicas.append_records(
+    entries: list[ProduceEntry] = []
+    inflate = None
+    if not txn_denied:
+        allowed = [(name, topic) for name, topic in named if name not in denied_topics]
+        entries = [(name, pdata.index, pdata.records)
+                   for name, topic in allowed if name is not None
+                   for pdata in topic.partition_data]
+        if has_compressed(allowed):
+            # the last pause before the appends: nothing may come between
+            inflate = partial(inflate_produce, ctx, allowed)
+        else:  # what inflate_produce does with nothing to inflate, without its coroutine
+            hold_inflated([])
+    appended = await ctx.replicas.append_records(
         request.acks, max(0.0, request.timeout.total_seconds()), entries, transactional_id,
-        ctx.version, None if txn_denied else lambda: _inflate(ctx, named, denied_topics)))
+        ctx.version, inflate)
     failed = False
     responses = []
+    at = 0
     for name, topic in named:
         partitions = []
         for pdata in topic.partition_data:
-            if name is None:
-                result = AppendResult(ErrorCode.unknown_topic_id)
-            elif txn_denied:
-                result = AppendResult(ErrorCode.transactional_id_authorization_failed)
-            elif name in denied_topics:
-                result = AppendResult(ErrorCode.topic_authorization_failed)
-            else:
-                result = next(appended)
-                failed |= result.error_code != ErrorCode.none
-                partitions.append(_answer(pdata.index, result))
-                continue
-            failed = True
-            log_refusal(name, pdata.index, pdata.records, result.error_code)
-            partitions.append(_answer(pdata.index, result))
+            if name is None or txn_denied or name in denied_topics:
+                code = (ErrorCode.unknown_topic_id if name is None
+                        else ErrorCode.transactional_id_authorization_failed if txn_denied
+                        else ErrorCode.topic_authorization_failed)
+                log_refusal(name, pdata.index, pdata.records, code)
+                result = AppendResult(code)
+            else:  # appended (or refused) by the replica manager, which logged a refusal
+                result = appended[at]
+                at += 1
+            failed = failed or result.error_code != ErrorCode.none
+            partitions.append({
+                "index": pdata.index,
+                "error_code": result.error_code,
+                "base_offset": result.base_offset,
+                "log_append_time": (None if result.log_append_time < 0
+                                    else result.log_append_time),
+                "log_start_offset": result.log_start_offset,
+                "record_errors": [] if result.record_errors is None else [
+                    {"batch_index": i, "batch_index_error_message": m}
+                    for i, m in result.record_errors],
+                "error_message": result.error_message,
+            })
         responses.append({"name": name or "", "topic_id": field(topic, "topic_id", None),
                           "partition_responses": partitions})
     if request.acks == 0:
@@ -82,31 +99,6 @@ async def handle_produce(ctx: RequestContext, request: ProduceRequest) -> dict[s
             raise CloseConnection("acks=0 produce failed")
         return None
     return {"responses": responses, "throttle_time": 0}
-
-
-def _answer(index: int, result: AppendResult) -> dict[str, Any]:
-    """A partition's entry of the response."""
-    return {
-        "index": index,
-        "error_code": result.error_code,
-        "base_offset": result.base_offset,
-        "log_append_time": None if result.log_append_time < 0 else result.log_append_time,
-        "log_start_offset": result.log_start_offset,
-        "record_errors": [] if result.record_errors is None else [
-            {"batch_index": i, "batch_index_error_message": m} for i, m in result.record_errors],
-        "error_message": result.error_message,
-    }
-
-
-def _inflate(ctx: ProduceContext, named: list[tuple[str | None, Any]],
-             denied_topics: set[str]) -> Awaitable[None] | None:
-    """The last pause before the appends (nothing may come between): the compressed batches
-    inflated ahead (inflate.py)."""
-    allowed = [(name, topic) for name, topic in named if name not in denied_topics]
-    if has_compressed(allowed):
-        return inflate_produce(ctx, allowed)
-    hold_inflated([])  # what inflate_produce does with nothing to inflate, without its coroutine
-    return None
 
 
 def _topic_name(ctx: ProduceContext, topic: object) -> str | None:
