@@ -236,7 +236,16 @@ async def test_scram_login_with_a_token(tokens):
     r = await tokens.call("CreateDelegationToken", 3, {"renewers": [], "max_lifetime": -1},
                           principal=ALICE, listener=SASL, sasl=session)
     assert r.error_code == ErrorCode.delegation_token_request_not_allowed
-    # a wrong HMAC, and a token expired, no longer log in
+    # a wrong HMAC does not log in; neither does a token past its expiry, not yet removed
     assert not (await _token_login(tokens, created.token_id, b"wrong")).complete
+    assert (await _expire(tokens, created.hmac, 0)).error_code == ErrorCode.none
+    await asyncio.sleep(0.01)
+    assert created.token_id in tokens.broker.store.delegation_tokens.tokens()
+    assert (await _token_login(tokens, created.token_id, created.hmac)).failed
+
+
+async def test_a_removed_token_no_longer_logs_in(tokens):
+    created = await _create(tokens)
+    assert (await _token_login(tokens, created.token_id, created.hmac)).complete
     assert (await _expire(tokens, created.hmac)).error_code == ErrorCode.none
     assert (await _token_login(tokens, created.token_id, created.hmac)).failed
