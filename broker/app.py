@@ -324,14 +324,11 @@ class Broker:
         credential: ScramCredential | None = self.store.scram_credential(user, mechanism)
         return credential
 
-    def _token_manager(self) -> TokenManager:
-        """The delegation tokens' lifecycle over the cluster's tokens (broker/security)."""
-        return TokenManager(self.config, self.store.delegation_tokens)
-
     def _token_login(self, token_id: str,
                      mechanism: str) -> tuple[ScramCredential, str, int] | None:
-        """A SCRAM login with a delegation token (tokenauth=true)."""
-        return self._token_manager().login(token_id, mechanism, int(time.time() * 1000))
+        """A SCRAM login with a delegation token (tokenauth=true), from the cluster's tokens."""
+        tokens = TokenManager(self.config, self.store.delegation_tokens)
+        return tokens.login(token_id, mechanism, int(time.time() * 1000))
 
     def _services(self) -> BrokerServices:
         """What request handlers may use of this broker (broker/context.py)."""
@@ -628,7 +625,8 @@ class Broker:
         self._background.append(asyncio.create_task(self.log_manager.run_background()))
         self._background.append(asyncio.create_task(metrics.watch_loop_lag()))
         self._background.append(asyncio.create_task(expire_tokens_forever(
-            self._token_manager, self.config["delegation.token.expiry.check.interval.ms"])))
+            lambda: TokenManager(self.config, self.store.delegation_tokens),
+            self.config["delegation.token.expiry.check.interval.ms"])))
         self.loop_watchdog.start()
         if self.controller is not None:
             self.controller.start()
