@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from samsa.broker.context import KafkaPrincipal
+from samsa.broker.context import ANONYMOUS, KafkaPrincipal
 from samsa.broker.security.sasl import SaslConfig, SaslSession
 from samsa.broker.security.scram import ScramClient
 from samsa.broker.security.tokens import TokenManager
@@ -139,6 +139,20 @@ async def test_refused_on_plaintext(tokens):
         body = {"owners": None} if api.startswith("Describe") else {"hmac": b"x"}
         r = await tokens.call(api, 2, body, principal=ALICE, listener="PLAINTEXT")
         assert r.error_code == ErrorCode.delegation_token_request_not_allowed, api
+
+
+async def test_ssl_needs_a_client_certificate(tmp_path):
+    """One-way SSL (an anonymous client) may not ask for tokens; a client certificate's
+    principal may."""
+    settings = SETTINGS | {"listeners": "PLAINTEXT://127.0.0.1:9092,SSL://127.0.0.1:9094"}
+    h = await Handlers.open(tmp_path / "data", settings)
+    try:
+        r = await _create(h, principal=ANONYMOUS, listener="SSL")
+        assert r.error_code == ErrorCode.delegation_token_request_not_allowed
+        cert = KafkaPrincipal("User", "CN=alice")
+        assert (await _create(h, principal=cert, listener="SSL")).error_code == ErrorCode.none
+    finally:
+        await h.close()
 
 
 async def test_auth_disabled_without_a_secret_key(tmp_path):
