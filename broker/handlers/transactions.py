@@ -1,6 +1,7 @@
 """Transaction APIs: InitProducerId (22), AddPartitionsToTxn (24, client versions 0-3),
 AddOffsetsToTxn (25), EndTxn (26; v5 = transactions v2), WriteTxnMarkers (27),
-DescribeProducers (61), DescribeTransactions (65), ListTransactions (66).
+DescribeProducers (61), DescribeTransactions (65), ListTransactions (66; v2 filters by a
+transactional id pattern, KIP-1152).
 
 The state machine lives in coordinator/transaction/; these handlers translate requests and
 map errors per version like KafkaApis does.
@@ -13,6 +14,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from samsa.coordinator.group.consumer.model import compile_regex
 from samsa.coordinator.producer_ids import ProducerIdNotAvailable
 from samsa.coordinator.transaction.metadata import TxnState
 from samsa.protocol.codec import millis
@@ -346,7 +348,7 @@ async def handle_describe_transactions(
 
 
 # ---------------------------------------------------------------------------- ListTransactions
-@api(66, "ListTransactions", (0, 1))
+@api(66, "ListTransactions", (0, 2))
 async def handle_list_transactions(
     ctx: RequestContext, request: ListTransactionsRequest
 ) -> dict[str, Any]:
@@ -363,6 +365,13 @@ async def handle_list_transactions(
     )
     if request.state_filters and not states:
         found = []  # every filter is unknown: nothing can match
+    pattern = field(request, "transactional_id_pattern", None)
+    if pattern and code == ErrorCode.none:  # KIP-1152: null or empty lists every id
+        compiled = compile_regex(pattern)
+        if compiled is None:  # Kafka answers the error alone, as for any failed request
+            return {"throttle_time": 0, "error_code": ErrorCode.invalid_regular_expression,
+                    "unknown_state_filters": [], "transaction_states": []}
+        found = [md for md in found if compiled.fullmatch(md.transactional_id)]  # RE2J matches
     # Kafka: only the transactional ids the principal may describe.
     found = ctx.authorized(AclOperation.DESCRIBE, ResourceType.TRANSACTIONAL_ID, found,
                            lambda md: md.transactional_id, log_denied=False)

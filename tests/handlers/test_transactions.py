@@ -107,6 +107,28 @@ async def test_describe_and_list_transactions_and_producers(handlers):
     assert (active.producer_id, active.current_txn_start_offset) == (pid, 0)
 
 
+async def test_list_transactions_v2_filters_by_a_transactional_id_pattern(handlers):
+    """KIP-1152: the pattern matches a whole id (RE2J `matches`); null or empty lists all; a
+    pattern that does not compile is INVALID_REGULAR_EXPRESSION and nothing else."""
+    for tid in ("app-1", "app-2", "other"):
+        await handlers.find_coordinator(tid, key_type=1)
+        assert (await handlers.call("InitProducerId", 4, _init(tid))).error_code == 0
+
+    async def listed(pattern: str | None) -> tuple[int, list[str]]:
+        r = await handlers.call("ListTransactions", 2, {
+            "state_filters": [], "producer_id_filters": [], "duration_filter": -1,
+            "transactional_id_pattern": pattern})
+        return r.error_code, sorted(x.transactional_id for x in r.transaction_states)
+
+    everything = (ErrorCode.none, ["app-1", "app-2", "other"])
+    assert await listed("app-.*") == (ErrorCode.none, ["app-1", "app-2"])
+    assert await listed("app") == (ErrorCode.none, [])
+    assert await listed(".*-2|oth.r") == (ErrorCode.none, ["app-2", "other"])
+    assert await listed(None) == everything
+    assert await listed("") == everything
+    assert await listed("app-(") == (ErrorCode.invalid_regular_expression, [])
+
+
 async def test_write_txn_markers_is_a_cluster_action(secured):
     r = await secured.call("WriteTxnMarkers", 1, {"markers": [{
         "producer_id": 1, "producer_epoch": 0, "transaction_result": True,

@@ -28,7 +28,6 @@ PENDING = {
     "DescribeLogDirs": 5,  # KIP-1066: cordoned log dirs
     "DeleteGroups": 3,  # kio 0.6.5 has no v3
     "DescribeCluster": 2,  # KIP-1073: fenced brokers
-    "ListTransactions": 2,  # KIP-1152: transactional id pattern
     "WriteShareGroupState": 1,  # KIP-1226: share-group lag
     "ReadShareGroupStateSummary": 1,  # KIP-1226
     "DescribeShareGroupOffsets": 1,  # KIP-1226

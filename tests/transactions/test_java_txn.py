@@ -125,3 +125,21 @@ def test_transactions_command_abort_hanging_transaction(shared_broker):
         assert len(part.aborted_transactions) == 1
     assert consume_all(bs, topic, "read_committed", idle_s=1.0) == []
     p.purge()
+
+
+def test_transactions_command_lists_by_transactional_id_pattern(shared_broker):
+    """`kafka-transactions.sh list --transactional-id-pattern` (ListTransactions v2, KIP-1152):
+    only the ids the pattern matches in full."""
+    from .clients import txn_producer
+
+    bs = shared_broker.bootstrap
+    _, base = unique("java-pattern")
+    ids = [f"{base}-keep-1", f"{base}-keep-2", f"{base}-drop"]
+    for tid in ids:
+        txn_producer(bs, tid).init_transactions(20)
+    listed = _ok(run_java_tool(
+        f"{TOOLS}.TransactionsCommand",
+        ["--bootstrap-server", bs, "list", "--transactional-id-pattern", f"{base}-keep-.*"],
+        timeout=90))
+    shown = {line.split()[0] for line in listed.stdout.splitlines()[1:] if line.strip()}
+    assert shown == set(ids[:2]), listed.describe()
