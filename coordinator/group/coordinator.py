@@ -95,43 +95,18 @@ class GroupCoordinator:
         self.update_share_offsets_topics = self.share.update_share_offsets_topics
         self.partition_for = self.partitions.partition_for
         self.coordinator_partition = self.partitions.coordinator_partition
-
-    # ------------------------------------------------------------------ the parts' state
-    @property
-    def topic(self) -> InternalTopic:
-        return self.partitions.topic
-
-    @property
-    def loaded(self) -> set[int]:
-        return self.partitions.loaded
-
-    @property
-    def loading(self) -> dict[int, asyncio.Task[None]]:
-        return self.partitions.loading
-
-    @property
-    def groups(self) -> dict[str, ClassicGroup]:
-        return self.classic.groups
-
-    @property
-    def consumer_groups(self) -> dict[str, ConsumerGroup]:
-        return self.consumer.consumer_groups
-
-    @property
-    def share_groups(self) -> dict[str, ShareGroup]:
-        return self.share.share_groups
-
-    @property
-    def share_member_removed(self) -> list[Callable[[str, str], None]]:
-        return self.share.share_member_removed
-
-    @property
-    def consumer_session_ms(self) -> int:
-        return self.consumer.consumer_session_ms
-
-    @property
-    def consumer_heartbeat_ms(self) -> int:
-        return self.consumer.consumer_heartbeat_ms
+        # the parts' state, for the handlers: containers and settings each part makes once in
+        # its constructor and never rebinds, so a name here is the part's own object
+        self.topic: InternalTopic = self.partitions.topic
+        self.loaded: set[int] = self.partitions.loaded
+        self.loading: dict[int, asyncio.Task[None]] = self.partitions.loading
+        self.groups: dict[str, ClassicGroup] = self.classic.groups
+        self.consumer_groups: dict[str, ConsumerGroup] = self.consumer.consumer_groups
+        self.share_groups: dict[str, ShareGroup] = self.share.share_groups
+        self.share_member_removed: list[Callable[[str, str], None]] = (
+            self.share.share_member_removed)
+        self.consumer_session_ms: int = self.consumer.consumer_session_ms
+        self.consumer_heartbeat_ms: int = self.consumer.consumer_heartbeat_ms
 
     # ------------------------------------------------------------------ lifecycle
     async def start(self) -> None:
