@@ -1,4 +1,5 @@
-"""`samsa` command line: `samsa serve`, `samsa cluster`, `samsa dump-log`, `samsa check-log`."""
+"""`samsa` command line: `samsa serve`, `samsa cluster`, `samsa dump-log`, `samsa check-log`,
+and the admin commands `samsa topic|group ...` and `samsa cluster describe` (broker/admin/)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,8 @@ from typing import Any
 from samsa.config.loader import load_config, parse_override
 from samsa.config.schema import LOG_LEVELS, BrokerConfig, ConfigError, parse_logger_levels
 
+from .admin.cli import add_cluster_describe
+from .admin.cli import add_parsers as add_admin_parsers
 from .cluster.features import initial_levels
 
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
@@ -59,9 +62,10 @@ def _add_serve(sub: argparse._SubParsersAction) -> None:
 def _add_cluster(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("cluster", help="run a local ZooKeeper and N brokers on loopback "
                        "until Ctrl-C/SIGTERM")
-    p.add_argument("--brokers", type=int, required=True, metavar="N",
+    # Required unless a subcommand (`samsa cluster describe`) is given: checked in _cluster.
+    p.add_argument("--brokers", type=int, metavar="N",
                    help="number of brokers (ids 0..N-1)")
-    p.add_argument("--data-dir", type=Path, required=True, metavar="DIR",
+    p.add_argument("--data-dir", type=Path, metavar="DIR",
                    help="DIR/zookeeper and DIR/broker-<i> (each with its broker.log)")
     p.add_argument("--base-port", type=int, default=9092, metavar="PORT",
                    help="broker i listens on PORT+i (default 9092)")
@@ -72,10 +76,16 @@ def _add_cluster(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--set", dest="settings", action="append", default=[],
                    metavar="KEY=VALUE", help="broker property for every broker (repeatable)")
     p.set_defaults(func=_cluster)
+    add_cluster_describe(p.add_subparsers(dest="cluster_command", metavar="COMMAND"))
 
 
 def _cluster(args: argparse.Namespace) -> int:
     from samsa.broker.cluster.local_cluster import run_cluster
+
+    if args.brokers is None or args.data_dir is None:
+        print("samsa cluster: --brokers and --data-dir are required to run a cluster "
+              "(or `samsa cluster describe -b HOST:PORT`)", file=sys.stderr)
+        return 2
 
     logging.basicConfig(stream=sys.stderr, format=LOG_FORMAT, level=logging.INFO, force=True)
     return run_cluster(args.brokers, args.data_dir, base_port=args.base_port,
@@ -193,7 +203,7 @@ def make_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="samsa", description="Kafka-compatible broker")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     # Each subcommand registers itself here.
-    for add in (_add_serve, _add_cluster, _add_dump_log, _add_check_log):
+    for add in (_add_serve, _add_cluster, _add_dump_log, _add_check_log, add_admin_parsers):
         add(sub)
     return parser
 

@@ -91,6 +91,20 @@ def test_the_group_coordinator_keeps_each_kind_of_group_in_a_room() -> None:
     rooms = [d for d in (ROOT / "coordinator").rglob("*") if d.is_dir() and any(d.glob("*.py"))]
     assert rooms and all((d / "__init__.py").is_file() for d in rooms), rooms
 
+def test_the_admin_commands_use_only_the_protocol_and_config() -> None:
+    """broker/admin/ (the `samsa topic|group|cluster describe` CLI) is a client of any Kafka
+    broker: it may use protocol/'s codecs and config/, never the broker's or the log's
+    internals."""
+    allowed = ("samsa.protocol", "samsa.config", "samsa.broker.admin")
+    found = []
+    for path in sorted((ROOT / "broker" / "admin").rglob("*.py")):
+        for line, module in imported_modules(path):
+            if _top(module) in RANK and not module.startswith(allowed) and (
+                    not module.startswith("broker.admin")):
+                found.append(f"{path.relative_to(ROOT)}:{line} imports {module}")
+    assert not found, found
+
+
 # ---- the checker itself ---------------------------------------------------------------------
 
 

@@ -1,0 +1,211 @@
+"""The admin subcommands of `samsa`: `topic`, `group` and `cluster describe`.
+
+Every command takes the connection options of Kafka's tools and librdkafka:
+`-b/--bootstrap-server HOST:PORT[,HOST:PORT]`, `--command-config FILE` (a properties file) and
+`-X KEY=VALUE` (repeatable; a later one wins over the file). It prints a table, or with
+`--format json` a JSON document with fixed keys; on an error it prints Kafka's error name and
+message on stderr and exits 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable
+from typing import Any
+
+from . import cluster, groups, topics
+from .client import Admin, AdminError, Settings, load_properties
+from .output import as_json, table
+
+Runner = Callable[[Admin, argparse.Namespace], Any]
+Printer = Callable[[Any], None]
+
+
+def _connection_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("-b", "--bootstrap-server", dest="bootstrap", metavar="HOST:PORT",
+                   help="brokers to start from (comma-separated)")
+    p.add_argument("--command-config", metavar="FILE",
+                   help="client properties: security.protocol, sasl.mechanism, "
+                        "sasl.username, sasl.password, ssl.ca.location, ...")
+    p.add_argument("-X", dest="props", action="append", default=[], metavar="KEY=VALUE",
+                   help="a client property (repeatable; wins over --command-config)")
+    p.add_argument("--format", choices=("table", "json"), default="table",
+                   help="table for people (default), json for scripts")
+
+
+def settings(args: argparse.Namespace) -> Settings:
+    props = load_properties(args.command_config) if args.command_config else {}
+    for item in args.props:
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise AdminError("INVALID_CONFIG", f"-X wants KEY=VALUE, got {item!r}")
+        props[key.strip()] = value
+    if args.bootstrap:
+        props["bootstrap.servers"] = args.bootstrap
+    return Settings(props)
+
+
+def _command(sub: argparse._SubParsersAction, name: str, help_text: str, run: Runner,
+             show: Callable[[Any, argparse.Namespace], None]) -> argparse.ArgumentParser:
+    p = sub.add_parser(name, help=help_text, description=help_text)
+    _connection_options(p)
+    p.set_defaults(func=lambda args: execute(args, run, show))
+    return p
+
+
+def execute(args: argparse.Namespace, run: Runner,
+            show: Callable[[Any, argparse.Namespace], None]) -> int:
+    try:
+        with Admin(settings(args)) as admin:
+            result = run(admin, args)
+    except AdminError as e:
+        print(f"samsa: {e.name}: {e.message}" if e.message else f"samsa: {e.name}",
+              file=sys.stderr)
+        return 1
+    except (OSError, ValueError) as e:
+        print(f"samsa: {e}", file=sys.stderr)
+        return 1
+    if args.format == "json":
+        as_json(result, sys.stdout)
+    else:
+        show(result, args)
+    return 0
+
+
+# ---- topic ---------------------------------------------------------------------------------
+
+TOPIC_COLUMNS = (("TOPIC", "name"), ("ID", "topic_id"), ("PARTITIONS", "partitions"),
+                 ("REPLICATION-FACTOR", "replication_factor"), ("INTERNAL", "internal"))
+PARTITION_COLUMNS = (("PARTITION", "partition"), ("LEADER", "leader"),
+                     ("REPLICAS", "replicas"), ("ISR", "isr"),
+                     ("OFFLINE", "offline_replicas"))
+
+
+def _say(template: str) -> Callable[[Any, argparse.Namespace], None]:
+    def show(result: Any, args: argparse.Namespace) -> None:
+        for item in result if isinstance(result, list) else [result]:
+            print(template.format(**item))
+    return show
+
+
+def _show_created(result: dict[str, Any], args: argparse.Namespace) -> None:
+    print(f"Created topic {result['name']}." if result["created"]
+          else f"Topic {result['name']} already exists.")
+
+
+def _show_describe(result: list[dict[str, Any]], args: argparse.Namespace) -> None:
+    for i, t in enumerate(result):
+        if i:
+            print()
+        configs = ",".join(f"{k}={v}" for k, v in t["configs"].items())
+        print(f"Topic: {t['name']}  TopicId: {t['topic_id'] or '-'}  "
+              f"PartitionCount: {t['partitions']}  "
+              f"ReplicationFactor: {t['replication_factor']}  Configs: {configs}")
+        table(t["partition_details"], PARTITION_COLUMNS, sys.stdout)
+
+
+def _add_topic(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("topic", help="create, list, describe, alter and delete topics")
+    cmds = p.add_subparsers(dest="topic_command", metavar="COMMAND", required=True)
+
+    c = _command(cmds, "create", "create a topic", lambda a, x: topics.create(
+        a, x.name, x.partitions, x.replication_factor, topics.parse_configs(x.config),
+        x.if_not_exists), _show_created)
+    c.add_argument("name", metavar="TOPIC")
+    c.add_argument("-p", "--partitions", type=int, default=-1,
+                   help="default: the broker's num.partitions")
+    c.add_argument("-r", "--replication-factor", type=int, default=-1,
+                   help="default: the broker's default.replication.factor")
+    c.add_argument("-c", "--config", action="append", default=[], metavar="KEY=VALUE",
+                   help="a topic config (repeatable)")
+    c.add_argument("--if-not-exists", action="store_true",
+                   help="succeed when the topic exists already")
+
+    c = _command(cmds, "list", "list topics", lambda a, x: topics.list_topics(
+        a, not x.exclude_internal), lambda r, x: table(r, TOPIC_COLUMNS, sys.stdout))
+    c.add_argument("--exclude-internal", action="store_true",
+                   help="leave out internal topics (__consumer_offsets, ...)")
+
+    c = _command(cmds, "describe", "partitions, leaders, replicas, ISR and config overrides "
+                 "of topics (all when none is named)", lambda a, x: topics.describe(
+                     a, x.names or None, not x.exclude_internal), _show_describe)
+    c.add_argument("names", nargs="*", metavar="TOPIC")
+    c.add_argument("--exclude-internal", action="store_true")
+
+    c = _command(cmds, "delete", "delete topics", lambda a, x: topics.delete(a, x.names),
+                 _say("Deleted topic {name}."))
+    c.add_argument("names", nargs="+", metavar="TOPIC")
+
+    c = _command(cmds, "alter-config", "set or delete config overrides of a topic",
+                 lambda a, x: topics.alter_config(a, x.name, topics.parse_configs(x.set),
+                                                  x.delete),
+                 _say("Altered the configs of topic {name}."))
+    c.add_argument("name", metavar="TOPIC")
+    c.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
+    c.add_argument("--delete", action="append", default=[], metavar="KEY")
+
+    c = _command(cmds, "add-partitions", "raise a topic's partition count",
+                 lambda a, x: topics.add_partitions(a, x.name, x.partitions),
+                 _say("Topic {name} now has {partitions} partitions."))
+    c.add_argument("name", metavar="TOPIC")
+    c.add_argument("-p", "--partitions", type=int, required=True, metavar="TOTAL",
+                   help="the new partition count (not the number to add)")
+
+
+# ---- group ---------------------------------------------------------------------------------
+
+GROUP_COLUMNS = (("GROUP", "group_id"), ("TYPE", "type"), ("PROTOCOL", "protocol_type"),
+                 ("STATE", "state"), ("COORDINATOR", "coordinator"))
+OFFSET_COLUMNS = (("TOPIC", "topic"), ("PARTITION", "partition"),
+                  ("CURRENT-OFFSET", "current_offset"), ("LOG-END-OFFSET", "log_end_offset"),
+                  ("LAG", "lag"), ("CONSUMER-ID", "member_id"), ("HOST", "host"),
+                  ("CLIENT-ID", "client_id"))
+
+
+def _show_groups(result: list[dict[str, Any]], args: argparse.Namespace) -> None:
+    for i, g in enumerate(result):
+        if i:
+            print()
+        print(f"Group: {g['group_id']}  Type: {g['type']}  State: {g['state']}  "
+              f"Assignor: {g['assignor'] or '-'}  Members: {len(g['members'])}")
+        table(g["offsets"], OFFSET_COLUMNS, sys.stdout)
+
+
+def _add_group(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("group", help="list and describe groups (classic, consumer, share)")
+    cmds = p.add_subparsers(dest="group_command", metavar="COMMAND", required=True)
+
+    c = _command(cmds, "list", "groups of every broker, with type and state",
+                 lambda a, x: groups.list_groups(a, x.type, x.state),
+                 lambda r, x: table(r, GROUP_COLUMNS, sys.stdout))
+    c.add_argument("--type", action="append", default=[],
+                   choices=("classic", "consumer", "share", "streams"),
+                   help="only groups of this type (repeatable)")
+    c.add_argument("--state", action="append", default=[], metavar="STATE",
+                   help="only groups in this state, e.g. Stable, Empty (repeatable)")
+
+    c = _command(cmds, "describe", "members, committed offsets, log end offsets and lag",
+                 lambda a, x: [groups.describe(a, g) for g in x.groups], _show_groups)
+    c.add_argument("groups", nargs="+", metavar="GROUP")
+
+
+# ---- cluster -------------------------------------------------------------------------------
+
+BROKER_COLUMNS = (("ID", "id"), ("HOST", "host"), ("PORT", "port"), ("RACK", "rack"))
+
+
+def _show_cluster(result: dict[str, Any], args: argparse.Namespace) -> None:
+    print(f"Cluster: {result['cluster_id']}  Controller: {result['controller_id']}")
+    table(result["brokers"], BROKER_COLUMNS, sys.stdout)
+
+
+def add_cluster_describe(cmds: argparse._SubParsersAction) -> None:
+    """`samsa cluster describe` (beside `samsa cluster --brokers N`, which runs a cluster)."""
+    _command(cmds, "describe", "cluster id, controller and brokers",
+             lambda a, x: cluster.describe(a), _show_cluster)
+
+
+def add_parsers(sub: argparse._SubParsersAction) -> None:
+    _add_topic(sub)
+    _add_group(sub)
