@@ -533,9 +533,9 @@ class ReplicaManager:
         woke_fetches = False
         waits: list[tuple[AppendResult, Partition, bytes | None]] = []
         for topic, index, records in entries:
-            code = verified.get((topic, index), ErrorCode.none) if verified else ErrorCode.none
-            if code != ErrorCode.none:  # the remote coordinator's KIP-890 answer
-                result = AppendResult(code)
+            refused = verified.get((topic, index)) if verified else None
+            if refused:  # the coordinator's KIP-890 answer (NONE: verified, appended)
+                result = AppendResult(refused)
             else:
                 result = self._append(acks, topic, index, records, transactional_id, version)
             if result.error_code != ErrorCode.none:
