@@ -1,12 +1,6 @@
-"""The request types each handler serves: per API, the union of the request classes (kio's,
-protocol/controlled_shutdown.py's) of the versions its handler module declares (`@api`), and the
-version families and nested structs it declares.
-
-Written by `python -m samsa.broker.handlers.request_types` from those declarations: do not edit.
-Handlers import these names under `TYPE_CHECKING`. Each `Versions[key, first, last]` (or
-`Versions[key, first, last, Literal["Nested"]]`) is the union of those versions' request classes
-(or nested classes): at run time by request_types.Versions, for mypy by the plugin
-tools/mypy_request_types.py.
+"""The request types each handler serves, one line per API: written by
+`python -m samsa.broker.handlers.request_types` from the handlers' `@api` declarations (do not
+edit); that module says what each `Versions[...]` line stands for.
 """
 
 from __future__ import annotations
