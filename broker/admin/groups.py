@@ -47,7 +47,7 @@ def describe(admin: Admin, group: str) -> dict[str, Any]:
         committed, lags = _share_offsets(admin, conn, group)
     else:
         committed, lags = _committed_offsets(conn, group), {}
-    assigned = {(t, p): m for m in info["members"] for t, p in _pairs(m["assignment"])}
+    assigned = _owners(info["members"])
     ends = _log_end_offsets(admin, set(committed) | set(assigned))
     rows = []
     for tp in sorted(set(committed) | set(assigned)):
@@ -60,8 +60,15 @@ def describe(admin: Admin, group: str) -> dict[str, Any]:
     return {**info, "offsets": rows}
 
 
-def _pairs(assignment: list[dict[str, Any]]) -> list[tuple[str, int]]:
-    return [(a["topic"], p) for a in assignment for p in a["partitions"]]
+def _owners(members: list[dict[str, Any]]) -> dict[tuple[str, int], dict[str, Any]]:
+    """Each assigned partition's member; {} for a partition members share (a share group's
+    may be assigned to many)."""
+    out: dict[tuple[str, int], dict[str, Any]] = {}
+    for m in members:
+        for a in m["assignment"]:
+            for p in a["partitions"]:
+                out[(a["topic"], p)] = {} if (a["topic"], p) in out else m
+    return out
 
 
 def _describe_new(conn: Connection, api_key: int, group: str, kind: str) -> dict[str, Any] | None:
