@@ -20,12 +20,13 @@ SRC = Path(__file__).parent / "java" / "SaslSmoke.java"
 TOOL = "org.apache.kafka.tools.DelegationTokenCommand"  # kafka-delegation-tokens.sh
 
 
-def _client_properties(path: Path, ca: Path) -> Path:
+def _client_properties(path: Path, ca: Path, user: str = "dave",
+                       password: str = "dave-secret", extra: str = "") -> Path:
     path.write_text(
         "security.protocol=SASL_SSL\n"
         "sasl.mechanism=SCRAM-SHA-512\n"
         "sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required "
-        'username="dave" password="dave-secret";\n'
+        f'username="{user}" password="{password}"{extra};\n'
         "ssl.truststore.type=PEM\n"
         f"ssl.truststore.location={ca}\n")
     return path
@@ -85,6 +86,16 @@ def test_token_created_by_the_tool_authenticates_java_clients(tmp_path: Path) ->
         # the token's owner is the connection's principal
         assert "authenticated as User:dave (SCRAM-SHA-512, delegation token)" in \
             b.log_tail(400)
+
+        # a client logged in with the token may not ask for tokens
+        with_token = _client_properties(tmp_path / "token.properties", certs.ca, token_id[1],
+                                        token_hmac, ' tokenauth="true"')
+        res = run_java_tool(TOOL, ["--bootstrap-server", *secured, "--command-config",
+                                   str(with_token), "--create", "--max-life-time-period", "-1"])
+        # DELEGATION_TOKEN_REQUEST_NOT_ALLOWED: UnsupportedByAuthenticationException
+        assert "Delegation Token requests are not allowed" in res.stdout + res.stderr, \
+            res.describe()
+        assert "Created delegation token" not in res.stdout, res.describe()
 
         renewed = tool("--renew", "--hmac", token_hmac, "--renew-time-period", "-1")
         assert "Completed renew operation" in renewed.stdout, renewed.describe()
