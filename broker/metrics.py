@@ -469,10 +469,10 @@ def client_telemetry(broker: Broker) -> list[Metric]:
         client = {k: instance.client.get(k, "") for k in _CLIENT_LABELS}
         for name, kind, labels, value in instance.exported.samples():
             family = families.get(name)
-            if family is None:
+            if family is None:  # the first client's kind is the family's
                 family = families[name] = Metric(name, "Pushed by clients (KIP-714)", kind)
             sample_labels = {k: v for k, v in labels if k not in client} | client
-            family.add_sample(name + "_total" if kind == "counter" else name,
+            family.add_sample(name + "_total" if family.type == "counter" else name,
                               sample_labels, value)
     return list(families.values())
 

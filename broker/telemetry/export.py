@@ -44,7 +44,9 @@ def _text(value: AnyValue) -> str:
 
 
 def _labels(attributes: list[KeyValue]) -> Labels:
-    return tuple(sorted((prometheus_name(a.key), _text(a.value)) for a in attributes))
+    """The point's attributes as labels (one with no name Prometheus takes left out)."""
+    pairs = {(prometheus_name(a.key), _text(a.value)) for a in attributes}
+    return tuple(sorted((k, v) for k, v in pairs if k and not k.startswith("__")))
 
 
 def _number(point: object) -> float:
@@ -87,6 +89,8 @@ class ClientMetrics:
 
     def _take(self, metric: object) -> None:
         name = prometheus_name(metric.name)  # type: ignore[attr-defined]
+        if not name or name.startswith("__"):
+            return  # no name Prometheus takes (a scrape would fail on it): not kept
         which = metric.WhichOneof("data")  # type: ignore[attr-defined]
         if which == "gauge":
             for p in metric.gauge.data_points:  # type: ignore[attr-defined]

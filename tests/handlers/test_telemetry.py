@@ -259,3 +259,20 @@ async def test_an_expired_instance_starts_over(handlers):
     again = await _get(handlers, iid)
     assert again.error_code == ErrorCode.none and again.subscription_id == sub
     assert telemetry.instances[iid].exported.values == {}
+
+
+async def test_names_prometheus_refuses_are_left_out(handlers):
+    await _subscribe(handlers, "all", metrics="*", interval_ms="100")
+    r = await _get(handlers)
+    data = MetricsData(resource_metrics=[ResourceMetrics(scope_metrics=[ScopeMetrics(metrics=[
+        Metric(name="", gauge=Gauge(data_points=[NumberDataPoint(as_double=1.0)])),
+        Metric(name="__reserved", gauge=Gauge(data_points=[NumberDataPoint(as_double=1.0)])),
+        Metric(name="7.up", gauge=Gauge(data_points=[NumberDataPoint(
+            as_int=7, attributes=[KeyValue(key="", value=AnyValue(string_value="x")),
+                                  KeyValue(key="a-b", value=AnyValue(int_value=3))])])),
+    ])])])
+    assert await _push(handlers, r.client_instance_id, r.subscription_id,
+                       data.SerializeToString(), compression=0) == ErrorCode.none
+    (family,) = metrics.client_telemetry(handlers.broker)
+    assert family.name == "_7_up"
+    assert family.samples[0].labels["a_b"] == "3" and "" not in family.samples[0].labels
