@@ -14,6 +14,7 @@ import time
 import uuid
 
 from samsa.broker.cluster.metadata_store import BrokerInfo
+from samsa.broker.cluster.zk import tokens as zk_tokens
 from samsa.broker.cluster.zk.store import ZkMetadataStore
 from samsa.broker.context import KafkaPrincipal
 from samsa.broker.security.scram import ScramError, ScramServer
@@ -61,7 +62,7 @@ def _logs_in(manager: TokenManager, token_id: str, token_hmac: bytes) -> bool:
     return server.complete and server.username == "alice"
 
 
-async def test_a_token_is_shared_through_zookeeper(zookeeper):
+async def test_a_token_is_shared_through_zookeeper(zookeeper, monkeypatch):
     chroot = f"c{uuid.uuid4().hex[:8]}"
     a, b = _store(zookeeper, chroot, 1), _store(zookeeper, chroot, 2)
     await a.start()
@@ -88,9 +89,12 @@ async def test_a_token_is_shared_through_zookeeper(zookeeper):
         expiry = await on_b.renew(BOB, token_hmac, 1000, now)  # a renewer, on the other broker
         await _until(lambda: a.delegation_tokens.tokens()[info.token_id].expiry_ms == expiry)
 
+        # notifications older than 15 minutes are purged at the next write (here: all)
+        monkeypatch.setattr(zk_tokens, "NOTIFICATION_EXPIRY_MS", 0)
         await on_a.expire(ALICE, token_hmac, -1, now)
         await _until(lambda: info.token_id not in b.delegation_tokens.tokens())
         assert not _logs_in(on_b, info.token_id, token_hmac)
+        assert a.session.zk.get_children("/delegation_token/token_changes") == []
     finally:
         await a.close()
         await b.close()

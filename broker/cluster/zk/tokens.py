@@ -9,13 +9,14 @@
 
 Every broker follows /delegation_token/tokens with watches, so a token created on one broker
 authenticates on every other at once; the change notifications are written for Kafka's brokers
-(which follow those instead) during a migration.
+(which follow those instead) during a migration, and purged after 15 minutes as Kafka does.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -29,6 +30,7 @@ log = logging.getLogger("samsa.broker.cluster.zk.store")
 
 TOKENS = "/delegation_token/tokens"
 TOKEN_CHANGES = "/delegation_token/token_changes"
+NOTIFICATION_EXPIRY_MS = 15 * 60 * 1000
 
 
 class ZkDelegationTokens:
@@ -100,3 +102,16 @@ class ZkDelegationTokens:
     def _notify(self, token_id: str) -> None:
         self._zk.create(f"{TOKEN_CHANGES}/token_change_", token_id.encode(), sequence=True,
                         makepath=True)
+        self._purge_notifications()
+
+    def _purge_notifications(self) -> None:
+        """Drop notifications older than Kafka's 15 minutes (ZkNodeChangeNotificationListener's
+        changeExpirationMs): every broker has read them by then."""
+        cutoff_ms = time.time() * 1000 - NOTIFICATION_EXPIRY_MS
+        for child in self._zk.get_children(TOKEN_CHANGES):
+            path = f"{TOKEN_CHANGES}/{child}"
+            try:
+                if self._zk.exists(path).ctime < cutoff_ms:
+                    self._zk.delete(path)
+            except (NoNodeError, AttributeError):
+                continue  # another broker purged it first
