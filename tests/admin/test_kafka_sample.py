@@ -1,0 +1,140 @@
+"""The same admin commands against Apache Kafka 4.3.1 (one KRaft node from the jars
+`make java-deps` caches, as bench/run.py starts it) and against Samsa: the JSON of each has the
+same keys and the same shape, so scripts written against one work against the other."""
+
+from __future__ import annotations
+
+import base64
+import subprocess
+import time
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from confluent_kafka import Consumer, Producer, TopicPartition
+
+from samsa.broker.admin.client import AdminError, Connection, Settings
+from tests.admin.conftest import Samsa
+from tests.support.broker import BrokerProcess, free_port
+from tests.support.java import JVM_ARGS, classpath_dir, java_executable
+
+SERVER_PROPERTIES = """process.roles=broker,controller
+node.id=1
+listeners=PLAINTEXT://127.0.0.1:{port},CONTROLLER://127.0.0.1:{cport}
+advertised.listeners=PLAINTEXT://127.0.0.1:{port}
+controller.listener.names=CONTROLLER
+inter.broker.listener.name=PLAINTEXT
+listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT
+controller.quorum.bootstrap.servers=127.0.0.1:{cport}
+log.dirs={logs}
+offsets.topic.replication.factor=1
+offsets.topic.num.partitions=1
+transaction.state.log.replication.factor=1
+transaction.state.log.min.isr=1
+share.coordinator.state.topic.replication.factor=1
+group.initial.rebalance.delay.ms=0
+"""
+
+
+def _answers(bootstrap: str) -> bool:
+    try:
+        Connection(bootstrap, Settings({"bootstrap.servers": bootstrap})).close()
+        return True
+    except AdminError:
+        return False
+
+
+@pytest.fixture(scope="module")
+def kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A one-node Apache Kafka (KRaft, broker and controller); yields its bootstrap."""
+    java, lib = java_executable(), classpath_dir("kafka4")
+    work = tmp_path_factory.mktemp("apache-kafka")
+    port, cport = free_port(), free_port()
+    props = work / "server.properties"
+    props.write_text(SERVER_PROPERTIES.format(port=port, cport=cport, logs=work / "logs"))
+    cmd = [java, *JVM_ARGS, "-cp", f"{lib}/*"]
+    cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+    subprocess.run([*cmd, "kafka.tools.StorageTool", "format", "-t", cluster_id, "-c",
+                    str(props), "--standalone"], check=True, capture_output=True, timeout=120)
+    log = (work / "kafka.log").open("wb")
+    proc = subprocess.Popen([*cmd, "kafka.Kafka", str(props)], stdout=log,
+                            stderr=subprocess.STDOUT)
+    bootstrap = f"127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 120
+        while not _answers(bootstrap):
+            if proc.poll() is not None or time.monotonic() > deadline:
+                tail = (work / "kafka.log").read_text()[-3000:]
+                pytest.fail(f"Apache Kafka did not start: {tail}")
+            time.sleep(0.2)
+        yield bootstrap
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        log.close()
+
+
+def shape(value: Any) -> Any:
+    """The keys and kinds of a JSON value: a list by its first item, a scalar by its type
+    (null matching any)."""
+    if isinstance(value, dict):
+        return {k: shape(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [shape(value[0])] if value else []
+    return None if value is None else type(value).__name__
+
+
+def same_shape(a: Any, b: Any) -> bool:
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(same_shape(a[k], b[k]) for k in a)
+    if isinstance(a, list) and isinstance(b, list):
+        return not a or not b or same_shape(a[0], b[0])
+    return a is None or b is None or a == b
+
+
+def _sample(samsa: Samsa, bootstrap: str, topic: str, group: str) -> dict[str, Any]:
+    """What each command prints as JSON, on a topic with one committed offset of a group."""
+    out = {"create": samsa("topic", "create", topic, "-p", "2", "-c", "retention.ms=60000",
+                           "--format", "json", bootstrap=bootstrap).json()}
+    p = Producer({"bootstrap.servers": bootstrap})
+    for i in range(4):
+        p.produce(topic, b"x", partition=i % 2)
+    assert p.flush(30) == 0
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": group})
+    c.commit(offsets=[TopicPartition(topic, 0, 1)], asynchronous=False)
+    c.close()
+    (out["list"],) = [t for t in samsa("topic", "list", "--format", "json",
+                                       bootstrap=bootstrap).json() if t["name"] == topic]
+    out["describe"] = samsa("topic", "describe", topic, "--format", "json",
+                            bootstrap=bootstrap).json()
+    out["cluster"] = samsa("cluster", "describe", "--format", "json", bootstrap=bootstrap).json()
+    (out["groups"],) = [g for g in samsa("group", "list", "--format", "json",
+                                         bootstrap=bootstrap).json() if g["group_id"] == group]
+    out["group"] = samsa("group", "describe", group, "--format", "json",
+                         bootstrap=bootstrap).json()
+    r = samsa("topic", "describe", f"{topic}-missing", bootstrap=bootstrap)
+    out["error"] = (r.rc, r.err.split(":")[1].strip())
+    return out
+
+
+def test_the_same_output_shape_as_against_apache_kafka(kafka: str, shared_broker: BrokerProcess,
+                                                       samsa: Samsa, unique_topic: str) -> None:
+    from_kafka = _sample(samsa, kafka, unique_topic, f"g-{unique_topic}")
+    from_samsa = _sample(samsa, shared_broker.bootstrap, unique_topic, f"g-{unique_topic}")
+    for command in from_kafka:
+        assert same_shape(shape(from_kafka[command]), shape(from_samsa[command])), (
+            command, from_kafka[command], from_samsa[command])
+    for got in (from_kafka, from_samsa):
+        assert got["create"]["partitions"] == 2 and got["list"]["partitions"] == 2
+        (d,) = got["describe"]
+        assert d["configs"] == {"retention.ms": "60000"} and len(d["partition_details"]) == 2
+        assert got["groups"]["type"] == "classic" and got["groups"]["state"] == "Empty"
+        (g,) = got["group"]
+        assert [(o["partition"], o["current_offset"], o["log_end_offset"], o["lag"])
+                for o in g["offsets"]] == [(0, 1, 2, 1)]
+        assert got["error"] == (1, "UNKNOWN_TOPIC_OR_PARTITION")
