@@ -3,6 +3,11 @@ as tables and as JSON, and Kafka's error names on failure."""
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
+from pathlib import Path
+
 from tests.admin.conftest import Samsa, parse_table
 from tests.support.broker import BrokerProcess
 
@@ -103,3 +108,26 @@ def test_cluster_describe(shared_broker: BrokerProcess, samsa: Samsa) -> None:
     assert first == f"Cluster: {d['cluster_id']}  Controller: 0"
     assert parse_table(rest) == [{"ID": "0", "HOST": "127.0.0.1", "PORT": str(port),
                                   "RACK": "-"}]
+
+
+def test_the_samsa_script_needs_no_client_library_nor_the_broker(
+        shared_broker: BrokerProcess, unique_topic: str) -> None:
+    """`samsa topic create` / `list` as installed (the console script): it loads neither
+    librdkafka nor the broker, the log or the coordinators."""
+    probe = (
+        "import sys\n"
+        "from samsa.broker.cli import main\n"
+        "rc = main(sys.argv[1:])\n"
+        "heavy = ('confluent_kafka', 'uvloop', 'samsa.storage', 'samsa.coordinator',\n"
+        "         'samsa.broker.app', 'samsa.broker.network', 'samsa.broker.handlers')\n"
+        "print(sorted({m for m in sys.modules if m.startswith(heavy)}), file=sys.stderr)\n"
+        "sys.exit(rc)\n")
+    b = shared_broker.bootstrap
+    samsa_script = Path(sys.executable).parent / "samsa"
+    r = subprocess.run([str(samsa_script), "topic", "create", unique_topic, "-b", b],
+                       capture_output=True, text=True, timeout=60)
+    assert (r.returncode, r.stdout) == (0, f"Created topic {unique_topic}.\n"), r.stderr
+    r = subprocess.run([sys.executable, "-c", probe, "topic", "list", "-b", b, "--format",
+                        "json"], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0 and r.stderr == "[]\n", r.stderr
+    assert unique_topic in {t["name"] for t in json.loads(r.stdout)}
