@@ -154,17 +154,17 @@ class Handlers:
             await asyncio.sleep(0.01)
         raise AssertionError(f"no coordinator for {key!r}: {c}")
 
-    async def init_producer_id(self, version: int, body: Mapping[str, Any], *,
-                               principal: KafkaPrincipal = ANONYMOUS) -> Any:
-        """InitProducerId as a client sends it: again while the answer is
-        COORDINATOR_LOAD_IN_PROGRESS (retriable), which a broker gives until its first block of
-        producer ids is claimed (in the background, as Kafka's RPCProducerIdManager)."""
+    async def retry_call(self, api: str | int, version: int, body: Mapping[str, Any], *,
+                         principal: KafkaPrincipal = ANONYMOUS) -> Any:
+        """`call`, again while the answer is COORDINATOR_LOAD_IN_PROGRESS (retriable), as a
+        client does: InitProducerId gets it until the broker's first block of producer ids is
+        claimed (in the background, as Kafka's RPCProducerIdManager)."""
         for _ in range(500):
-            r = await self.call("InitProducerId", version, body, principal=principal)
+            r = await self.call(api, version, body, principal=principal)
             if r.error_code != ErrorCode.coordinator_load_in_progress:
                 return r
             await asyncio.sleep(0.01)
-        raise AssertionError(f"InitProducerId still loading: {r}")
+        raise AssertionError(f"{api} still loading: {r}")
 
     async def fetch_as(self, principal: KafkaPrincipal, topic: str, partition: int = 0) -> Any:
         """The error code of a Fetch of the partition from offset 0 by `principal`."""
@@ -202,7 +202,7 @@ async def eventually(check: Callable[[], Awaitable[bool]], timeout_s: float = 10
 async def begin_transaction(h: Handlers, transactional_id: str, topic: str,
                             partition: int) -> tuple[int, int]:
     """InitProducerId and AddPartitionsToTxn (v3, as a client): the producer id and epoch."""
-    init = await h.init_producer_id(4, {
+    init = await h.retry_call("InitProducerId", 4, {
         "transactional_id": transactional_id, "transaction_timeout": 60_000,
         "producer_id": -1, "producer_epoch": -1}, principal=ADMIN)
     assert init.error_code == ErrorCode.none, init

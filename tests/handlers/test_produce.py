@@ -53,7 +53,7 @@ async def test_invalid_required_acks(handlers):
 
 async def test_duplicate_idempotent_batch_is_not_appended_twice(handlers):
     await handlers.create_topic("t")
-    init = await handlers.init_producer_id(4, {
+    init = await handlers.retry_call("InitProducerId", 4, {
         "transactional_id": None, "transaction_timeout": 60_000, "producer_id": -1,
         "producer_epoch": -1})
     batch = {"producer_id": init.producer_id, "producer_epoch": init.producer_epoch,
@@ -67,7 +67,7 @@ async def test_duplicate_idempotent_batch_is_not_appended_twice(handlers):
 
 async def test_out_of_order_sequence(handlers):
     await handlers.create_topic("t")
-    init = await handlers.init_producer_id(4, {
+    init = await handlers.retry_call("InitProducerId", 4, {
         "transactional_id": None, "transaction_timeout": 60_000, "producer_id": -1,
         "producer_epoch": -1})
     batch = {"producer_id": init.producer_id, "producer_epoch": init.producer_epoch}
@@ -82,7 +82,7 @@ async def test_a_refusal_is_logged_at_debug_with_its_producer_and_sequences(
     # producer's epoch bump is followed by (issue 45).
     caplog.set_level(logging.DEBUG, logger="samsa.broker.replication.replica_manager")
     await handlers.create_topic("t")
-    init = await handlers.init_producer_id(4, {
+    init = await handlers.retry_call("InitProducerId", 4, {
         "transactional_id": None, "transaction_timeout": 60_000, "producer_id": -1,
         "producer_epoch": -1})
     batch = {"producer_id": init.producer_id, "producer_epoch": init.producer_epoch}

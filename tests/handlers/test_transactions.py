@@ -15,23 +15,23 @@ def _init(transactional_id: str | None, timeout_ms: int = 60_000) -> dict:
 
 
 async def test_idempotent_producer_ids_are_distinct(handlers):
-    a = await handlers.init_producer_id(4, _init(None))
-    b = await handlers.init_producer_id(4, _init(None))
+    a = await handlers.retry_call("InitProducerId", 4, _init(None))
+    b = await handlers.retry_call("InitProducerId", 4, _init(None))
     assert (a.error_code, b.error_code) == (ErrorCode.none, ErrorCode.none)
     assert a.producer_id >= 0 and b.producer_id != a.producer_id
 
 
 async def test_transactional_init_bumps_the_epoch(handlers):
     await handlers.find_coordinator("tx", key_type=1)
-    first = await handlers.init_producer_id(4, _init("tx"))
-    second = await handlers.init_producer_id(4, _init("tx"))
+    first = await handlers.retry_call("InitProducerId", 4, _init("tx"))
+    second = await handlers.retry_call("InitProducerId", 4, _init("tx"))
     assert second.producer_id == first.producer_id
     assert second.producer_epoch == first.producer_epoch + 1
 
 
 async def test_init_with_a_timeout_beyond_the_maximum(handlers):
     await handlers.find_coordinator("tx", key_type=1)
-    r = await handlers.init_producer_id(4, _init("tx", timeout_ms=10**9))
+    r = await handlers.retry_call("InitProducerId", 4, _init("tx", timeout_ms=10**9))
     assert r.error_code == ErrorCode.invalid_transaction_timeout
 
 
@@ -55,7 +55,7 @@ async def test_fenced_epoch_and_state_errors(handlers):
     await handlers.create_topic("t")
     await handlers.find_coordinator("tx", key_type=1)
     pid, epoch = await begin_transaction(handlers, "tx", "t", 0)
-    await handlers.init_producer_id(4, _init("tx"))  # a new instance fences this one
+    await handlers.retry_call("InitProducerId", 4, _init("tx"))  # a new instance fences this one
     old = {"transactional_id": "tx", "producer_id": pid, "producer_epoch": epoch,
            "committed": True}
     fenced = await handlers.call("EndTxn", 3, old)
@@ -63,7 +63,7 @@ async def test_fenced_epoch_and_state_errors(handlers):
     assert fenced.error_code == ErrorCode.producer_fenced
     assert fenced_v1.error_code == ErrorCode.invalid_producer_epoch  # unknown to v0-v1 clients
     await handlers.find_coordinator("idle", key_type=1)
-    renewed = await handlers.init_producer_id(4, _init("idle"))
+    renewed = await handlers.retry_call("InitProducerId", 4, _init("idle"))
     nothing_open = await handlers.call("EndTxn", 3, {
         "transactional_id": "idle", "producer_id": renewed.producer_id,
         "producer_epoch": renewed.producer_epoch, "committed": True})
@@ -75,7 +75,7 @@ async def test_fenced_epoch_and_state_errors(handlers):
 
 async def test_add_partitions_of_an_unknown_topic(handlers):
     await handlers.find_coordinator("tx", key_type=1)
-    init = await handlers.init_producer_id(4, _init("tx"))
+    init = await handlers.retry_call("InitProducerId", 4, _init("tx"))
     r = await handlers.call("AddPartitionsToTxn", 3, {
         "v3_and_below_transactional_id": "tx", "v3_and_below_producer_id": init.producer_id,
         "v3_and_below_producer_epoch": init.producer_epoch,
@@ -140,5 +140,5 @@ async def test_write_txn_markers_is_a_cluster_action(secured):
 
 async def test_transactional_id_authorization_failed(secured):
     await secured.find_coordinator("tx", key_type=1)
-    r = await secured.init_producer_id(4, _init("tx"), principal=ALICE)
+    r = await secured.retry_call("InitProducerId", 4, _init("tx"), principal=ALICE)
     assert r.error_code == ErrorCode.transactional_id_authorization_failed
