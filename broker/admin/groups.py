@@ -26,11 +26,21 @@ def list_groups(admin: Admin, types: list[str], states: list[str]) -> list[dict[
         resp = conn.call(LIST_GROUPS, {"states_filter": states, "types_filter": types})
         check(resp.error_code)
         for g in resp.groups:
+            if not _wanted(g, types, states):
+                continue
             found[g.group_id] = {
                 "group_id": g.group_id, "type": getattr(g, "group_type", "") or None,
                 "protocol_type": g.protocol_type,
                 "state": getattr(g, "group_state", "") or None, "coordinator": node_id}
     return [found[k] for k in sorted(found)]
+
+
+def _wanted(group: Any, types: list[str], states: list[str]) -> bool:
+    """The filters again on our side: a broker before ListGroups v4 (states) or v5 (types)
+    ignores them."""
+    state, kind = getattr(group, "group_state", ""), getattr(group, "group_type", "")
+    return ((not states or not state or state.lower() in {s.lower() for s in states})
+            and (not types or not kind or kind.lower() in {t.lower() for t in types}))
 
 
 # ---- describe ------------------------------------------------------------------------------
