@@ -61,7 +61,7 @@ def _add_serve(sub: argparse._SubParsersAction) -> None:
 
 def _add_cluster(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("cluster", help="run a local ZooKeeper and N brokers on loopback "
-                       "until Ctrl-C/SIGTERM")
+                       "until Ctrl-C/SIGTERM; `cluster describe` describes a running cluster")
     # Required unless a subcommand (`samsa cluster describe`) is given: checked in _cluster.
     p.add_argument("--brokers", type=int, metavar="N",
                    help="number of brokers (ids 0..N-1)")
