@@ -36,6 +36,31 @@ async def test_describe_cluster(handlers):
     assert r.cluster_authorized_operations > 0  # no authorizer: every operation
 
 
+async def test_describe_cluster_v2_says_which_brokers_are_fenced(handlers):
+    """KIP-1073: a registered broker is a live one, so none is fenced, asked for or not."""
+    for include in (False, True):
+        r = await handlers.call("DescribeCluster", 2, {
+            "include_cluster_authorized_operations": False, "endpoint_type": 1,
+            "include_fenced_brokers": include})
+        assert r.error_code == ErrorCode.none
+        assert [(b.broker_id, b.port, b.is_fenced) for b in r.brokers] == [(0, 9092, False)]
+
+
+async def test_describe_cluster_serves_only_broker_endpoints(handlers):
+    """KIP-919: a broker answers a request for the controllers' endpoints, or for an unknown
+    kind, with an error and nothing else."""
+    async def call(endpoint_type: int):
+        return await handlers.call("DescribeCluster", 1, {
+            "include_cluster_authorized_operations": False, "endpoint_type": endpoint_type})
+
+    controllers, unknown = await call(2), await call(7)
+    assert (controllers.error_code, controllers.error_message, controllers.brokers) == (
+        ErrorCode.mismatched_endpoint_type, "The request was sent to an endpoint of type BROKER,"
+        " but we wanted an endpoint of type CONTROLLER", ())
+    assert (unknown.error_code, unknown.error_message) == (
+        ErrorCode.unsupported_endpoint_type, "Unsupported endpoint type 7")
+
+
 async def test_update_features(handlers):
     down = await handlers.call("UpdateFeatures", 1, {"timeout": 5000, "feature_updates": [
         {"feature": "transaction.version", "max_version_level": 1,

@@ -27,7 +27,6 @@ PENDING = {
     "TxnOffsetCommit": 6,  # KIP-1319: topic ids; kio 0.6.5 has no v6
     "DescribeLogDirs": 5,  # KIP-1066: cordoned log dirs
     "DeleteGroups": 3,  # kio 0.6.5 has no v3
-    "DescribeCluster": 2,  # KIP-1073: fenced brokers
     "WriteShareGroupState": 1,  # KIP-1226: share-group lag
     "ReadShareGroupStateSummary": 1,  # KIP-1226
     "DescribeShareGroupOffsets": 1,  # KIP-1226

@@ -81,3 +81,17 @@ def test_delete_records_beyond_high_watermark_is_refused(shared_broker, unique_t
         ["--bootstrap-server", shared_broker.bootstrap, "--offset-json-file", str(spec)],
     )
     assert "OffsetOutOfRangeException" in res.stdout + res.stderr
+
+
+def test_cluster_tool_lists_endpoints_with_fenced_brokers(shared_broker):
+    """kafka-cluster.sh list-endpoints --include-fenced-brokers (DescribeCluster v2, KIP-1073):
+    the broker, unfenced."""
+    res = run_java_tool(
+        f"{TOOLS}.ClusterTool",
+        ["list-endpoints", "--bootstrap-server", shared_broker.bootstrap,
+         "--include-fenced-brokers"],
+    ).check()
+    header, *rows = [line.split() for line in res.stdout.splitlines() if line.strip()]
+    assert header[:5] == ["ID", "HOST", "PORT", "RACK", "STATE"], res.describe()
+    host, port = shared_broker.bootstrap.rsplit(":", 1)
+    assert [row[:3] + row[4:5] for row in rows] == [["0", host, port, "unfenced"]], res.describe()
