@@ -22,17 +22,22 @@ def certs(tmp_path_factory: pytest.TempPathFactory) -> Certs:
 
 @pytest.fixture(scope="module")
 def secured(tmp_path_factory: pytest.TempPathFactory, certs: Certs) -> Iterator[BrokerProcess]:
-    plain, sasl, sasl_ssl = free_port(), free_port(), free_port()
+    plain, sasl, sasl_ssl, mtls = free_port(), free_port(), free_port(), free_port()
     b = BrokerProcess(tmp_path_factory.mktemp("admin-sasl") / "data", port=plain,
                       name="admin-sasl", settings={
         "listeners": f"PLAINTEXT://127.0.0.1:{plain},SASL_PLAINTEXT://127.0.0.1:{sasl},"
-                     f"SASL_SSL://127.0.0.1:{sasl_ssl}",
+                     f"SASL_SSL://127.0.0.1:{sasl_ssl},MTLS://127.0.0.1:{mtls}",
+        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT,"
+                                          "SASL_SSL:SASL_SSL,MTLS:SSL",
+        "ssl.truststore.location": str(certs.ca),
+        "listener.name.mtls.ssl.client.auth": "required",
         "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512",
         "listener.name.sasl_plaintext.plain.sasl.jaas.config": JAAS,
         "listener.name.sasl_ssl.sasl.enabled.mechanisms": "SCRAM-SHA-512",
         "ssl.keystore.location": str(certs.broker.both),
     })
     b.sasl, b.sasl_ssl = f"127.0.0.1:{sasl}", f"127.0.0.1:{sasl_ssl}"  # type: ignore[attr-defined]
+    b.mtls = f"127.0.0.1:{mtls}"  # type: ignore[attr-defined]
     b.start()
     try:
         _add_scram_user(b.bootstrap, "carol", "carol-secret")
@@ -94,3 +99,15 @@ def test_wrong_password_and_mechanism(secured: BrokerProcess, samsa: Samsa) -> N
     r = samsa("topic", "list", *_x(security_protocol="SASL_PLAINTEXT",
                                    sasl_mechanism="GSSAPI"), bootstrap=bootstrap)
     assert r.rc == 1 and r.err.startswith("samsa: UNSUPPORTED_SASL_MECHANISM: "), r.err
+
+
+def test_ssl_with_a_client_certificate(secured: BrokerProcess, certs: Certs,
+                                       samsa: Samsa) -> None:
+    bootstrap = secured.mtls  # type: ignore[attr-defined]
+    tls = _x(security_protocol="SSL", ssl_ca_location=str(certs.ca))
+    mine = _x(ssl_certificate_location=str(certs.alice.cert),
+              ssl_key_location=str(certs.alice.key))
+    d = samsa("cluster", "describe", *tls, *mine, "--format", "json", bootstrap=bootstrap).json()
+    assert d["brokers"][0]["id"] == 0
+    r = samsa("cluster", "describe", *tls, bootstrap=bootstrap)  # no certificate: refused
+    assert r.rc == 1 and r.err.startswith("samsa: NETWORK_EXCEPTION: "), r.err
