@@ -18,7 +18,7 @@ from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from opentelemetry.proto.metrics.v1.metrics_pb2 import AggregationTemporality, MetricsData
 
 from samsa.protocol.compression import InflatedTooLarge, decompress
-from samsa.protocol.errors import CorruptRecord, ErrorCode, InvalidRecord
+from samsa.protocol.errors import CorruptRecord, ErrorCode, InvalidRecord, KafkaError
 
 GAUGE, COUNTER = "gauge", "counter"
 Labels = tuple[tuple[str, str], ...]
@@ -26,10 +26,9 @@ _NOT_NAME = re.compile(r"[^a-zA-Z0-9_]")
 _DELTA = AggregationTemporality.AGGREGATION_TEMPORALITY_DELTA
 
 
-class PayloadError(Exception):
+class PayloadError(KafkaError):
     def __init__(self, error_code: ErrorCode, message: str) -> None:
-        super().__init__(message)
-        self.error_code = error_code
+        super().__init__(message, error_code)
 
 
 def prometheus_name(name: str) -> str:

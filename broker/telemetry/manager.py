@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Protocol
 from crc32c import crc32c
 
 from samsa.protocol.compression import GZIP, LZ4, SNAPPY, ZSTD
-from samsa.protocol.errors import ErrorCode
+from samsa.protocol.errors import ErrorCode, KafkaError
 
 from .export import ClientMetrics, PayloadError
 from .subscriptions import ALL_METRICS, INTERVAL_MS_DEFAULT, Subscription, subscription
@@ -43,10 +43,9 @@ class SubscriptionSource(Protocol):
     async def client_metrics_configs(self) -> dict[str, dict[str, str]]: ...
 
 
-class TelemetryError(Exception):
+class TelemetryError(KafkaError):
     def __init__(self, error_code: ErrorCode, message: str) -> None:
-        super().__init__(message)
-        self.error_code = error_code
+        super().__init__(message, error_code)
 
 
 @dataclass(slots=True)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from samsa.protocol.errors import ErrorCode
+from samsa.protocol.errors import ErrorCode, KafkaError
 
 METRICS = "metrics"
 INTERVAL_MS = "interval.ms"
@@ -32,12 +32,11 @@ MATCH_KEYS = frozenset({CLIENT_INSTANCE_ID, CLIENT_ID, CLIENT_SOFTWARE_NAME,
                         CLIENT_SOFTWARE_VERSION, CLIENT_SOURCE_ADDRESS, CLIENT_SOURCE_PORT})
 
 
-class SubscriptionError(Exception):
+class SubscriptionError(KafkaError):
     """A subscription Kafka refuses, with Kafka's error code."""
 
     def __init__(self, error_code: ErrorCode, message: str) -> None:
-        super().__init__(message)
-        self.error_code = error_code
+        super().__init__(message, error_code)
 
 
 @dataclass(frozen=True, slots=True)
