@@ -23,8 +23,9 @@ import secrets
 import socket
 import ssl
 import struct
-from collections.abc import Mapping
-from typing import Any
+import time
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar
 
 from samsa.protocol.codec import UnknownVersion, build, encode, reader, request_type, response_type
 from samsa.protocol.errors import ErrorCode
@@ -55,6 +56,27 @@ class KafkaRequestError(AdminError):
 def error_name(code: int) -> str:
     """Kafka's spelling of an error code: TOPIC_ALREADY_EXISTS."""
     return ErrorCode(code).name.upper()
+
+
+# Errors of a coordinator that is moving or loading (or, on a new Kafka cluster, of
+# __consumer_offsets being created): Kafka's Admin client retries them, so do we.
+RETRIABLE = frozenset({ErrorCode.coordinator_load_in_progress,
+                       ErrorCode.coordinator_not_available, ErrorCode.not_coordinator})
+T = TypeVar("T")
+
+
+def retrying(settings: Settings, attempt: Callable[[], T]) -> T:
+    """attempt() again after a retriable error, with a growing pause, until request.timeout.ms."""
+    deadline = time.monotonic() + settings.timeout
+    pause = 0.05
+    while True:
+        try:
+            return attempt()
+        except KafkaRequestError as e:
+            if e.code not in RETRIABLE or time.monotonic() + pause > deadline:
+                raise
+        time.sleep(pause)
+        pause = min(pause * 2, 1.0)
 
 
 def check(code: int, message: str | None = None) -> None:

@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import struct
 from collections import defaultdict
+from functools import partial
 from typing import Any
 
 from samsa.protocol.errors import ErrorCode
 
-from .client import Admin, AdminError, Connection, KafkaRequestError, check
+from .client import Admin, AdminError, Connection, KafkaRequestError, check, retrying
 
 LIST_GROUPS, DESCRIBE_GROUPS, OFFSET_FETCH, LIST_OFFSETS = 16, 15, 9, 2
 CONSUMER_GROUP_DESCRIBE, SHARE_GROUP_DESCRIBE, DESCRIBE_SHARE_GROUP_OFFSETS = 69, 77, 90
@@ -21,10 +22,9 @@ def list_groups(admin: Admin, types: list[str], states: list[str]) -> list[dict[
     """Every broker's groups (each coordinator knows only its own), filtered by type and state
     the way ListGroups v4/v5 filters them."""
     found: dict[str, dict[str, Any]] = {}
+    body = {"states_filter": states, "types_filter": types}
     for node_id in sorted(admin.brokers()):
-        conn = admin.node(node_id)
-        resp = conn.call(LIST_GROUPS, {"states_filter": states, "types_filter": types})
-        check(resp.error_code)
+        resp = retrying(admin.settings, partial(_listed, admin.node(node_id), body))
         for g in resp.groups:
             if not _wanted(g, types, states):
                 continue
@@ -33,6 +33,12 @@ def list_groups(admin: Admin, types: list[str], states: list[str]) -> list[dict[
                 "protocol_type": g.protocol_type,
                 "state": getattr(g, "group_state", "") or None, "coordinator": node_id}
     return [found[k] for k in sorted(found)]
+
+
+def _listed(conn: Connection, body: dict[str, Any]) -> Any:
+    resp = conn.call(LIST_GROUPS, body)
+    check(resp.error_code)
+    return resp
 
 
 def _wanted(group: Any, types: list[str], states: list[str]) -> bool:
@@ -47,6 +53,10 @@ def _wanted(group: Any, types: list[str], states: list[str]) -> bool:
 
 
 def describe(admin: Admin, group: str) -> dict[str, Any]:
+    return retrying(admin.settings, lambda: _describe(admin, group))
+
+
+def _describe(admin: Admin, group: str) -> dict[str, Any]:
     conn = admin.coordinator(group)
     # KIP-848 and KIP-932 groups answer their own describe; either answers GROUP_ID_NOT_FOUND
     # for a group of another kind (as Kafka's Admin client finds out too).
