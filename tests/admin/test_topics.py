@@ -57,6 +57,15 @@ def test_topic_lifecycle(shared_broker: BrokerProcess, unique_topic: str, samsa:
     assert [(p["PARTITION"], p["LEADER"], p["REPLICAS"], p["ISR"], p["OFFLINE"])
             for p in parse_table(table)] == [(str(i), "0", "0", "0", "-") for i in range(5)]
 
+    r = samsa("topic", "alter-config", t, "--set", "retention.ms=1000", "--format", "json",
+              bootstrap=b)
+    assert r.json() == {"name": t, "set": {"retention.ms": "1000"}, "deleted": []}
+    r = samsa("topic", "add-partitions", t, "-p", "6", "--format", "json", bootstrap=b)
+    assert r.json() == {"name": t, "partitions": 6}
+    (d,) = samsa("topic", "describe", t, "--format", "json", bootstrap=b).json()
+    assert d["partitions"] == 6 and d["configs"] == {"cleanup.policy": "compact",
+                                                      "retention.ms": "1000"}
+
     r = samsa("topic", "delete", t, "--format", "json", bootstrap=b)
     assert r.json() == [{"name": t, "deleted": True, "topic_id": d["topic_id"]}]
     assert t not in {x["name"] for x in samsa("topic", "list", "--format", "json",
@@ -73,11 +82,14 @@ def test_errors_name_kafkas_error_and_exit_non_zero(shared_broker: BrokerProcess
     assert r.rc == 1 and r.err.startswith("samsa: UNKNOWN_TOPIC_OR_PARTITION"), r.err
     r = samsa("topic", "create", t, "-p", "0", bootstrap=b)
     assert r.rc == 1 and r.err.startswith("samsa: INVALID_PARTITIONS: "), r.err
-    assert samsa("topic", "create", t, "-p", "2", bootstrap=b).rc == 0
+    r = samsa("topic", "create", t, "-p", "2", "--format", "json", bootstrap=b)
+    assert r.json() == {"name": t, "created": True, "topic_id": r.json()["topic_id"],
+                        "partitions": 2, "replication_factor": 1}
     r = samsa("topic", "add-partitions", t, "-p", "1", bootstrap=b)
     assert r.rc == 1 and r.err.startswith("samsa: INVALID_PARTITIONS: "), r.err
     r = samsa("topic", "alter-config", t, "--set", "no.such.config=1", bootstrap=b)
     assert r.rc == 1 and r.err.startswith("samsa: INVALID_CONFIG: "), r.err
+    assert samsa("topic", "delete", t, bootstrap=b).out == f"Deleted topic {t}.\n"
     r = samsa("topic", "list", bootstrap=None)
     assert r.rc == 1 and "no bootstrap server" in r.err
     r = samsa("topic", "list", bootstrap="127.0.0.1:1")
