@@ -52,17 +52,17 @@ async def handle_produce(ctx: RequestContext, request: ProduceRequest) -> dict[s
     entries: list[ProduceEntry] = []
     inflate = None
     if not txn_denied:
-        allowed = [(name, topic) for name, topic in named if name not in denied_topics]
         entries = [(name, pdata.index, pdata.records)
-                   for name, topic in allowed if name is not None
+                   for name, topic in named if name is not None and name not in denied_topics
                    for pdata in topic.partition_data]
-        if has_compressed(allowed):
+        if has_compressed(named):
             # the last pause before the appends: nothing may come between
-            inflate = partial(inflate_produce, ctx, allowed)
+            inflate = partial(inflate_produce, ctx,
+                              [(name, topic) for name, topic in named if name not in denied_topics])
         else:  # what inflate_produce does with nothing to inflate, without its coroutine
             hold_inflated([])
     appended = await ctx.replicas.append_records(
-        request.acks, max(0.0, request.timeout.total_seconds()), entries, transactional_id,
+        request.acks, lambda: request.timeout.total_seconds(), entries, transactional_id,
         ctx.version, inflate)
     failed = False
     responses = []

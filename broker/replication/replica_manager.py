@@ -509,7 +509,7 @@ class ReplicaManager:
 
     # -- a Produce's appends ----------------------------------------------------------------
     async def append_records(
-        self, acks: int, timeout_s: float, entries: Sequence[ProduceEntry],
+        self, acks: int, timeout_s: Callable[[], float], entries: Sequence[ProduceEntry],
         transactional_id: str | None = None, version: int = 0,
         before_append: Callable[[], Awaitable[None] | None] | None = None,
     ) -> list[AppendResult]:
@@ -517,8 +517,9 @@ class ReplicaManager:
         their order (Kafka's ReplicaManager.appendRecords). A transactional batch is first
         verified with its transaction coordinator (KIP-890, `txn_verification`);
         `before_append` then runs last before the appends, with nothing between it and them;
-        acks=all answers once the ISR has each batch. `version`: the Produce request's, for the
-        error codes it may carry."""
+        acks=all answers once the ISR has each batch, or after `timeout_s()` seconds (asked only
+        then: a Produce read by produce_wire makes its timeout's timedelta only when asked).
+        `version`: the Produce request's, for the error codes it may carry."""
         # the coordinator's answers (NONE: verified) by partition
         verified: Mapping[tuple[str, int], int] = {}
         verification = self.txn_verification
@@ -553,7 +554,7 @@ class ReplicaManager:
             # response) waits one event-loop pass instead of the records' readers.
             await asyncio.sleep(0)
         if waits:
-            await _await_replication(waits, timeout_s)
+            await _await_replication(waits, max(0.0, timeout_s()))
         return results
 
     def _leaders_of(self, entries: Sequence[ProduceEntry]
