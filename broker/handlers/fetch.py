@@ -8,7 +8,8 @@ v13+ name topics by id (an id this cluster does not know, such as the id of a to
 and created again under its name, is UNKNOWN_TOPIC_ID); v15+ carry the follower's id in
 replica_state; v16+ answer NOT_LEADER_OR_FOLLOWER and FENCED_LEADER_EPOCH with the current
 leader and its endpoint (KIP-951); v17's replica directory id is for KRaft followers and not
-used here.
+used here, nor v18's high watermark a replica knows (KIP-1166): Kafka reads it only in KRaft's
+own fetches, a broker's partitions answer v18 as v17.
 """
 
 from __future__ import annotations
@@ -60,7 +61,7 @@ Wanted = tuple[str | None, uuid.UUID | None, Sequence[Any]]
 FETCH_KEY = 1
 
 
-@api(FETCH_KEY, "Fetch", (4, 17), families={"FetchRequestWithReplicaState": (15, 17)},
+@api(FETCH_KEY, "Fetch", (4, 18), families={"FetchRequestWithReplicaState": (15, 18)},
      policy=ApiPolicy(FETCH_BYTES, answer_at_once=True))
 async def handle_fetch(ctx: RequestContext, request: FetchRequest) -> dict[str, Any]:
     max_wait_s = max(0.0, request.max_wait.total_seconds())

@@ -55,6 +55,24 @@ async def test_unknown_topic_id_from_v13(handlers):
     assert r.responses[0].partitions[0].error_code == ErrorCode.unknown_topic_id
 
 
+async def test_v18_answers_as_v17_whatever_high_watermark_the_client_knows(handlers):
+    """KIP-1166's HighWatermark (v18) is KRaft's: a broker's partition ignores it."""
+    created = await handlers.create_topic("t")
+    await handlers.produce("t", 0, [b"a", b"b"])
+    answers = []
+    for version, known in ((17, None), (18, None), (18, -1), (18, 1), (18, 2**63 - 1)):
+        body = _fetch("", 0, 0)
+        del body["replica_id"]  # v15+: in replica_state, a consumer's by default
+        if known is not None:
+            body["topics"][0]["partitions"][0]["high_watermark"] = known
+        body["topics"] = [{"topic_id": created.topic_id,
+                           "partitions": body["topics"][0]["partitions"]}]
+        r = await handlers.call("Fetch", version, body)
+        p = r.responses[0].partitions[0]
+        answers.append((p.error_code, p.high_watermark, values_of(p.records)))
+    assert answers == [(ErrorCode.none, 2, [b"a", b"b"])] * 5
+
+
 async def test_a_leader_epoch_newer_than_the_leaders_is_unknown(handlers):
     await handlers.create_topic("t")
     epoch = handlers.broker.replicas.get("t", 0).leader_epoch

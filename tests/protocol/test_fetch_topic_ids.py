@@ -1,4 +1,4 @@
-"""Fetch v13+ (topics by id, KIP-516) and v15-v17, over the wire and with librdkafka."""
+"""Fetch v13+ (topics by id, KIP-516) and v15-v18, over the wire and with librdkafka."""
 
 from __future__ import annotations
 
@@ -61,7 +61,7 @@ def test_fetch_by_topic_id_and_a_reused_name_is_a_new_topic(shared_broker, uniqu
     with WireClient(shared_broker.bootstrap) as c:
         old = _create(c, unique_topic)
         _produce(shared_broker.bootstrap, unique_topic, 3)
-        for version in (13, 14, 15, 16, 17):
+        for version in (13, 14, 15, 16, 17, 18):
             p = _fetch(c, version, old)
             assert (p.error_code, p.high_watermark) == (ErrorCode.none, 3), version
             data = bytes(p.records)
