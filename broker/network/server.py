@@ -536,7 +536,7 @@ class KafkaServer:
         self._dispatch = dispatch
         # The APIs whose answers are written as soon as they are made (their registrations'
         # policy), by a request's first two bytes: its API key.
-        self._answer_at_once = frozenset(key.to_bytes(2, "big") for key in answer_at_once)
+        self._answer_at_once = frozenset(answer_at_once)
         self._max_request_bytes = max_request_bytes
         self._limits = limits or ServerLimits()
         queued = self._limits.queued_max_request_bytes
@@ -776,7 +776,7 @@ class KafkaServer:
                     # else now: a lone request's answer costs no loop callback (issue 47), and
                     # that of an API whose registration says so (ApiPolicy.answer_at_once).
                     responses.add(response, not connection.unread_bytes
-                                  or request[:2] in at_once)
+                                  or (request[0] << 8 | request[1]) in at_once)
                     if responses.backlog() > _HIGH_WATER:  # a slow reader: stop reading
                         await responses.drain()
                 if conn.throttle_ms:  # Kafka mutes a throttled channel after the response

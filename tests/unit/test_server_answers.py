@@ -24,10 +24,10 @@ LOOPS: dict[str, Callable[[Coroutine[Any, Any, Any]], Any]] = {
     "uvloop": uvloop.run, "asyncio": asyncio.run}
 
 
-def _request(correlation_id: int, api_key: int = 18) -> bytes:
-    """A v0 request header (ApiVersions unless said): all the fake dispatcher reads is the
-    correlation id."""
-    body = struct.pack(">hhih", api_key, 0, correlation_id, -1)
+def _request(correlation_id: int, api_key: int = 18, padding: int = 0) -> bytes:
+    """A v0 request header (ApiVersions unless said), then `padding` bytes: all the fake
+    dispatcher reads is the correlation id."""
+    body = struct.pack(">hhih", api_key, 0, correlation_id, -1) + bytes(padding)
     return struct.pack(">i", len(body)) + body
 
 
@@ -116,3 +116,16 @@ def test_an_api_registered_to_answer_at_once_is_written_before_the_next_request(
     assert answers == [1, 2, 3]
     assert seen == [True, True, True]  # without answer_at_once the first is not out: False
     assert apis.policies()[1].answer_at_once  # Fetch's registration
+
+
+@pytest.mark.parametrize("loop", sorted(LOOPS))
+def test_a_large_pipelined_request_is_answered(loop: str):
+    # A frame over the scratch buffer's 64 KiB gets a buffer of its own (a bytearray, as a
+    # producer's batches do): with another request read behind it, the socket layer looks up
+    # its API key to know whether to answer at once. Before: TypeError (a bytearray slice is
+    # unhashable) and the connection closed, as every librdkafka produce connection was.
+    # The dispatcher lets the loop run while it handles the large one, so the requests behind
+    # it are read by the time its answer is queued.
+    requests = _request(1, api_key=0, padding=200_000) + _request(2) + _request(3)
+    answers, _ = LOOPS[loop](_exchange(requests, 3, answer_at_once=(1,), yield_before=(1,)))
+    assert answers == [1, 2, 3]
