@@ -34,8 +34,6 @@ from .scram import MIN_ITERATIONS, ScramCredential, credential_from_salted
 
 log = logging.getLogger(__name__)
 
-SECRET_KEY = "delegation.token.secret.key"
-LEGACY_SECRET_KEY = "delegation.token.master.key"
 ZK_VERSION = 3  # DelegationTokenManagerZk.CurrentVersion
 
 
@@ -139,7 +137,7 @@ class TokenError(KafkaError):
 def secret_key(config: Any) -> bytes | None:
     """The key tokens are signed with; None (tokens disabled) when unset or empty, as Kafka's
     tokenAuthEnabled."""
-    value = config[SECRET_KEY] or config[LEGACY_SECRET_KEY]
+    value = config["delegation.token.secret.key"] or config["delegation.token.master.key"]
     return str(value).encode() if value else None
 
 
