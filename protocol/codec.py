@@ -20,7 +20,7 @@ from kio.serial import entity_reader, entity_writer
 from kio.serial.readers import Reader
 from kio.static.constants import EntityType
 
-from . import controlled_shutdown
+from . import controlled_shutdown, own_versions
 from .errors import ErrorCode
 from .kio_adapter import Entity, schema_fields
 
@@ -51,6 +51,10 @@ def _payload_type(api_key: int, version: int, kind: EntityType) -> type[Entity]:
         if own is None:
             raise UnknownVersion(f"api {api_key} v{version}")
         return own
+    newer = (own_versions.request_schema(api_key, version) if kind is EntityType.request
+             else own_versions.response_schema(api_key, version))  # Kafka 4.4's, not kio's
+    if newer is not None:
+        return newer
     try:
         if kind is EntityType.request:
             return load_request_schema(api_key, version)
