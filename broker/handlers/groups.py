@@ -2,6 +2,8 @@
 LeaveGroup (13), ListGroups (16), DescribeGroups (15), DeleteGroups (42).
 DescribeGroups v6 (KIP-1043) answers GROUP_ID_NOT_FOUND, with a message, for a group that does
 not exist or is not a classic one, where older versions answer it as Dead without an error.
+DeleteGroups v3 (Kafka 4.4; kio lacks it: protocol/own_versions.py) gives each result an error
+message, which Kafka sets only when deleting a streams group's internal topics fails: here none.
 
 Thin: decode version differences, call `ctx.groups` (coordinator/group), shape the answer.
 """
@@ -180,7 +182,7 @@ def _not_found_as_an_error(groups: GroupCoordinator, described: dict[str, Any]) 
                                   else f"Group {group_id} not found.")
 
 
-@api(42, "DeleteGroups", (0, 2))
+@api(42, "DeleteGroups", (0, 3))
 async def handle_delete_groups(ctx: RequestContext, request: DeleteGroupsRequest) -> dict[str, Any]:
     coordinator = ctx.groups
     results = []

@@ -25,7 +25,6 @@ PENDING = {
     "ApiVersions": 5,  # KIP-1242: the cluster id and node id check; kio 0.6.5 has no v5
     "TxnOffsetCommit": 6,  # KIP-1319: topic ids; kio 0.6.5 has no v6
     "DescribeLogDirs": 5,  # KIP-1066: cordoned log dirs
-    "DeleteGroups": 3,  # kio 0.6.5 has no v3
     "WriteShareGroupState": 1,  # KIP-1226: share-group lag
     "ReadShareGroupStateSummary": 1,  # KIP-1226
     "DescribeShareGroupOffsets": 1,  # KIP-1226

@@ -1,0 +1,56 @@
+"""Versions of Kafka 4.4's APIs kio lacks (protocol/own_versions.py), checked against frames
+written out by hand from Kafka 4.4's schemas, not by the classes under test: DeleteGroups v3."""
+
+from __future__ import annotations
+
+import struct
+import time
+
+from samsa.protocol.codec import build, encode, reader, request_type, response_type
+
+from .wire import WireClient
+
+DELETE_GROUPS, FIND_COORDINATOR = 42, 10
+GROUP_ID_NOT_FOUND = 69
+RETRIABLE = (14, 15, 16)  # the coordinator loading, not available, not this broker
+
+
+def _compact(s: bytes) -> bytes:
+    return bytes([len(s) + 1]) + s  # a compact string's length + 1 (short ones: one byte)
+
+
+def test_delete_groups_v3_is_kafka_4_4s_layout():
+    # the request as v2 (flexible): compact array of compact strings, then no tagged fields
+    assert encode(build(request_type(DELETE_GROUPS, 3), {"groups_names": ["a", "bc"]})) == (
+        b"\x03" + _compact(b"a") + _compact(b"bc") + b"\x00")
+    # each result: group id, error code, then v3's nullable ErrorMessage, then its tags
+    body = (struct.pack(">i", 7) + b"\x03"
+            + _compact(b"g") + struct.pack(">h", GROUP_ID_NOT_FOUND) + b"\x00" + b"\x00"
+            + _compact(b"h") + struct.pack(">h", 0) + _compact(b"why") + b"\x00" + b"\x00")
+    got, end = reader(response_type(DELETE_GROUPS, 3))(body, 0)
+    assert end == len(body)
+    assert [(r.group_id, r.error_code, r.error_message) for r in got.results] == [
+        ("g", GROUP_ID_NOT_FOUND, None), ("h", 0, "why")]
+
+
+def test_delete_groups_v3_over_the_wire(shared_broker):
+    client_id = b"raw"
+    header = struct.pack(">hhih", DELETE_GROUPS, 3, 5, len(client_id)) + client_id + b"\x00"
+    request = header + b"\x02" + _compact(b"no-such-group") + b"\x00"
+    with WireClient(shared_broker.bootstrap) as c:
+        deadline = time.monotonic() + 30
+        # the group's coordinator first (the offsets topic is made and loaded on first ask)
+        while c.call(FIND_COORDINATOR, 3, {"key": "no-such-group", "key_type": 0}).error_code:
+            assert time.monotonic() < deadline, "no group coordinator"
+            time.sleep(0.1)
+        while True:
+            c.send_raw(struct.pack(">i", len(request)) + request)
+            frame = c.read_frame()
+            code = struct.unpack_from(">h", frame, len(frame) - 5)[0]
+            if code not in RETRIABLE or time.monotonic() > deadline:
+                break
+            time.sleep(0.1)
+    # correlation id, the header's tags, throttle time, one result: NOT FOUND, a null message
+    assert frame == (struct.pack(">i", 5) + b"\x00" + struct.pack(">i", 0) + b"\x02"
+                     + _compact(b"no-such-group") + struct.pack(">h", GROUP_ID_NOT_FOUND)
+                     + b"\x00" + b"\x00" + b"\x00")
