@@ -35,6 +35,13 @@ def static_member_id(static_id: str | None, member_id: str) -> str:
     return static_id
 
 
+def new_commit_errors(version: int, transactional: bool) -> bool:
+    """Whether a commit's request version knows GROUP_ID_NOT_FOUND and STALE_MEMBER_EPOCH:
+    OffsetCommit v9+ (KIP-848) and TxnOffsetCommit v6+ (KIP-1319); older ones are answered
+    ILLEGAL_GENERATION instead."""
+    return version >= (6 if transactional else 9)
+
+
 def now_ms() -> int:
     return int(time.time() * 1000)
 

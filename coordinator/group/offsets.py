@@ -16,6 +16,7 @@ from .common import (
     Done,
     GroupError,
     OffsetCommitEntry,
+    new_commit_errors,
     now_ms,
 )
 from .partitions import GroupPartitions
@@ -117,7 +118,8 @@ class GroupOffsets:
             return p, group if group is not None else ClassicGroup(group_id, p)
         if group is None:
             if generation >= 0:
-                raise GroupError(ErrorCode.group_id_not_found if version >= 9 and not transactional
+                raise GroupError(ErrorCode.group_id_not_found
+                                 if new_commit_errors(version, transactional)
                                  else ErrorCode.illegal_generation)
             group = ClassicGroup(group_id, p)
             return p, group

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from samsa.config.schema import BrokerConfig
 from samsa.protocol.errors import ErrorCode
 
-from ..common import GroupError, listed_groups
+from ..common import GroupError, listed_groups, new_commit_errors
 from ..partitions import GroupPartitions
 from .assignors import ASSIGNOR_CLASSES
 from .heartbeat import ConsumerHeartbeat
@@ -313,8 +313,10 @@ class ConsumerGroups:
             raise GroupError(ErrorCode.unsupported_version)
         if member_epoch == member.member_epoch:
             return
-        # Kafka answers a transactional commit ILLEGAL_GENERATION, as older clients expect
-        stale = (ErrorCode.illegal_generation if classic or transactional
+        # Kafka answers ILLEGAL_GENERATION to a classic member, and to a request version that
+        # does not know STALE_MEMBER_EPOCH (a transactional commit before TxnOffsetCommit v6)
+        stale = (ErrorCode.illegal_generation
+                 if classic or not new_commit_errors(version, transactional)
                  else ErrorCode.stale_member_epoch)
         if member_epoch > member.member_epoch:
             raise GroupError(stale)
