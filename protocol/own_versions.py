@@ -5,22 +5,25 @@ guard, codec and encoder, treat them as any other schema. The codec finds them t
 `request_schema` and `response_schema` (protocol/codec.py); a version kio gains later can go.
 
 - DeleteGroups (42) v3: the request as v2; each result carries an ErrorMessage (nullable).
+- TxnOffsetCommit (28) v6 (KIP-1319): topics by TopicId instead of Name, in the request and the
+  response; GenerationIdOrMemberEpoch keeps kio's older name, generation_id.
 """
 
+import uuid
 from dataclasses import dataclass, field
 from typing import ClassVar
 
 from kio.schema.request_header.v2.header import RequestHeader
 from kio.schema.response_header.v1.header import ResponseHeader
-from kio.schema.types import GroupId
+from kio.schema.types import GroupId, ProducerId, TransactionalId
 from kio.static.constants import EntityType
-from kio.static.primitive import i16, i32Timedelta
+from kio.static.primitive import i16, i32, i32Timedelta, i64
 
 from .errors import ErrorCode
 
 __all__ = ["request_schema", "response_schema"]
 
-DELETE_GROUPS = 42
+TXN_OFFSET_COMMIT, DELETE_GROUPS = 28, 42
 
 
 # ---- DeleteGroups v3 ------------------------------------------------------------------------
@@ -64,8 +67,95 @@ class DeleteGroupsResponseV3:
     """The deletion results."""
 
 
-_REQUESTS: dict[tuple[int, int], type] = {(DELETE_GROUPS, 3): DeleteGroupsRequestV3}
-_RESPONSES: dict[tuple[int, int], type] = {(DELETE_GROUPS, 3): DeleteGroupsResponseV3}
+# ---- TxnOffsetCommit v6 ---------------------------------------------------------------------
+class _TxnOffsetCommitV6:
+    __slots__ = ()
+    __version__: ClassVar[i16] = i16(6)
+    __flexible__: ClassVar[bool] = True
+    __api_key__: ClassVar[i16] = i16(TXN_OFFSET_COMMIT)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TxnOffsetCommitRequestPartitionV6(_TxnOffsetCommitV6):
+    __type__: ClassVar = EntityType.nested
+    __header_schema__: ClassVar[type[RequestHeader]] = RequestHeader
+    partition_index: i32 = field(metadata={"kafka_type": "int32"})
+    """The index of the partition within the topic."""
+    committed_offset: i64 = field(metadata={"kafka_type": "int64"})
+    """The message offset to be committed."""
+    committed_leader_epoch: i32 = field(metadata={"kafka_type": "int32"}, default=i32(-1))
+    """The leader epoch of the last consumed record."""
+    committed_metadata: str | None = field(metadata={"kafka_type": "string"})
+    """Any associated metadata the client wants to keep."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TxnOffsetCommitRequestTopicV6(_TxnOffsetCommitV6):
+    __type__: ClassVar = EntityType.nested
+    __header_schema__: ClassVar[type[RequestHeader]] = RequestHeader
+    topic_id: uuid.UUID | None = field(metadata={"kafka_type": "uuid"})
+    """The topic ID."""
+    partitions: tuple[TxnOffsetCommitRequestPartitionV6, ...]
+    """The partitions inside the topic that we want to commit offsets for."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TxnOffsetCommitRequestV6(_TxnOffsetCommitV6):
+    __type__: ClassVar = EntityType.request
+    __header_schema__: ClassVar[type[RequestHeader]] = RequestHeader
+    transactional_id: TransactionalId = field(metadata={"kafka_type": "string"})
+    """The ID of the transaction."""
+    group_id: GroupId = field(metadata={"kafka_type": "string"})
+    """The ID of the group."""
+    producer_id: ProducerId = field(metadata={"kafka_type": "int64"})
+    """The current producer ID in use by the transactional ID."""
+    producer_epoch: i16 = field(metadata={"kafka_type": "int16"})
+    """The current epoch associated with the producer ID."""
+    generation_id: i32 = field(metadata={"kafka_type": "int32"}, default=i32(-1))
+    """The generation of the consumer (classic groups) or its member epoch (consumer groups)."""
+    member_id: str = field(metadata={"kafka_type": "string"}, default="")
+    """The member ID assigned by the group coordinator."""
+    group_instance_id: str | None = field(metadata={"kafka_type": "string"}, default=None)
+    """The unique identifier of the consumer instance provided by end user."""
+    topics: tuple[TxnOffsetCommitRequestTopicV6, ...]
+    """Each topic that we want to commit offsets for."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TxnOffsetCommitResponsePartitionV6(_TxnOffsetCommitV6):
+    __type__: ClassVar = EntityType.nested
+    __header_schema__: ClassVar[type[ResponseHeader]] = ResponseHeader
+    partition_index: i32 = field(metadata={"kafka_type": "int32"})
+    """The partition index."""
+    error_code: ErrorCode = field(metadata={"kafka_type": "error_code"})
+    """The error code, or 0 if there was no error."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TxnOffsetCommitResponseTopicV6(_TxnOffsetCommitV6):
+    __type__: ClassVar = EntityType.nested
+    __header_schema__: ClassVar[type[ResponseHeader]] = ResponseHeader
+    topic_id: uuid.UUID | None = field(metadata={"kafka_type": "uuid"})
+    """The topic ID."""
+    partitions: tuple[TxnOffsetCommitResponsePartitionV6, ...]
+    """The responses for each partition in the topic."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TxnOffsetCommitResponseV6(_TxnOffsetCommitV6):
+    __type__: ClassVar = EntityType.response
+    __header_schema__: ClassVar[type[ResponseHeader]] = ResponseHeader
+    throttle_time: i32Timedelta = field(metadata={"kafka_type": "timedelta_i32"})
+    """The duration in milliseconds for which the request was throttled due to a quota
+    violation, or zero if the request did not violate any quota."""
+    topics: tuple[TxnOffsetCommitResponseTopicV6, ...]
+    """The responses for each topic."""
+
+
+_REQUESTS: dict[tuple[int, int], type] = {(DELETE_GROUPS, 3): DeleteGroupsRequestV3,
+                                          (TXN_OFFSET_COMMIT, 6): TxnOffsetCommitRequestV6}
+_RESPONSES: dict[tuple[int, int], type] = {(DELETE_GROUPS, 3): DeleteGroupsResponseV3,
+                                           (TXN_OFFSET_COMMIT, 6): TxnOffsetCommitResponseV6}
 
 
 def request_schema(api_key: int, version: int) -> type | None:
