@@ -1,5 +1,9 @@
 """Committed offsets: OffsetCommit (8), OffsetFetch (9), OffsetDelete (47), TxnOffsetCommit (28).
 
+OffsetCommit v10 and TxnOffsetCommit v6 (KIP-1319; kio lacks it: protocol/own_versions.py) name
+topics by id; TxnOffsetCommit v6 also learns GROUP_ID_NOT_FOUND and STALE_MEMBER_EPOCH, which
+older versions get as ILLEGAL_GENERATION (the coordinator's new_commit_errors).
+
 Thin: decode version differences, call `ctx.groups` (coordinator/group), shape the answer.
 """
 
@@ -39,8 +43,8 @@ def _batched(request: OffsetFetchRequest) -> TypeIs[OffsetFetchRequestBatched]:
 
 @dataclass(frozen=True, slots=True)
 class _Topic:
-    """A topic of a commit: by name, or (OffsetCommit v10+) by id, resolved to its name
-    (None: an id this cluster does not know)."""
+    """A topic of a commit: by name, or (OffsetCommit v10+, TxnOffsetCommit v6+) by id,
+    resolved to its name (None: an id this cluster does not know)."""
 
     name: str | None
     topic_id: uuid.UUID | None
@@ -55,7 +59,7 @@ def _topics(ctx: GroupContext,
         if name is not None:
             out.append(_Topic(name, None, tuple(t.partitions)))
             continue
-        # v10+ (KIP-848): topics by id only; an unknown (or zero) id has no name
+        # by id only (KIP-848, KIP-1319): an unknown (or zero) id has no name
         topic_id: uuid.UUID | None = field(t, "topic_id", None)
         out.append(_Topic(None if topic_id is None else ctx.store.topic_name_by_id(topic_id),
                           topic_id, tuple(t.partitions)))
@@ -136,7 +140,7 @@ async def handle_offset_commit(ctx: RequestContext, request: OffsetCommitRequest
     return {"throttle_time": 0, "topics": _topics_result(topics, {**errors, **unknown})}
 
 
-@api(28, "TxnOffsetCommit", (0, 5))
+@api(28, "TxnOffsetCommit", (0, 6))
 async def handle_txn_offset_commit(
     ctx: RequestContext, request: TxnOffsetCommitRequest
 ) -> dict[str, Any]:

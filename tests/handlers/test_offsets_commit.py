@@ -110,3 +110,67 @@ async def test_group_authorization_failed(secured):
                                principal=ALICE)
     assert commit.topics[0].partitions[0].error_code == ErrorCode.group_authorization_failed
     assert fetch.error_code == ErrorCode.group_authorization_failed
+
+
+def _txn_commit(pid: int, epoch: int, topics: list[dict], group: str = "g",
+                generation: int = -1, member: str = "") -> dict:
+    return {"transactional_id": "tx", "group_id": group, "producer_id": pid,
+            "producer_epoch": epoch, "generation_id": generation, "member_id": member,
+            "group_instance_id": None, "topics": topics}
+
+
+def _offset(partition: int, offset: int) -> dict:
+    return {"partition_index": partition, "committed_offset": offset,
+            "committed_leader_epoch": -1, "committed_metadata": None}
+
+
+async def test_txn_offset_commit_v6_names_topics_by_id(handlers):
+    """KIP-1319 (kio has no v6): topics by id in the request and the answer; an id this
+    cluster does not know is UNKNOWN_TOPIC_ID; the commit lands with the transaction's."""
+    import uuid
+    created = await handlers.create_topic("t")
+    await handlers.find_coordinator("g")
+    await handlers.find_coordinator("tx", key_type=1)
+    pid, epoch = await begin_transaction(handlers, "tx", "t", 0)
+    nowhere = uuid.uuid4()
+    r = await handlers.call("TxnOffsetCommit", 6, _txn_commit(pid, epoch, [
+        {"topic_id": created.topic_id, "partitions": [_offset(0, 42)]},
+        {"topic_id": nowhere, "partitions": [_offset(0, 1)]}]))
+    assert [(t.topic_id, [p.error_code for p in t.partitions]) for t in r.topics] == [
+        (created.topic_id, [ErrorCode.none]), (nowhere, [ErrorCode.unknown_topic_id])]
+    end = await handlers.call("EndTxn", 3, {"transactional_id": "tx", "producer_id": pid,
+                                            "producer_epoch": epoch, "committed": True})
+    assert end.error_code == ErrorCode.none
+
+    async def visible() -> bool:
+        return await _committed(handlers, "g", "t", [0]) == {0: (ErrorCode.none, 42)}
+    await eventually(visible)
+
+
+async def test_txn_offset_commit_v6_knows_group_id_not_found_and_stale_member_epoch(handlers):
+    """KIP-1319: v6 answers GROUP_ID_NOT_FOUND (no such group, a generation given) and
+    STALE_MEMBER_EPOCH (a consumer-protocol member's newer epoch); v3-v5 ILLEGAL_GENERATION."""
+    created = await handlers.create_topic("t")
+    await handlers.find_coordinator("g")
+    await handlers.find_coordinator("tx", key_type=1)
+    joined = await handlers.call("ConsumerGroupHeartbeat", 1, {
+        "group_id": "g", "member_id": "m1", "member_epoch": 0, "instance_id": None,
+        "rack_id": None, "rebalance_timeout": 10_000, "subscribed_topic_names": ["t"],
+        "subscribed_topic_regex": None, "server_assignor": None, "topic_partitions": []})
+    assert (joined.error_code, joined.member_epoch) == (ErrorCode.none, 1)
+    pid, epoch = await begin_transaction(handlers, "tx", "t", 0)
+    by_id = [{"topic_id": created.topic_id, "partitions": [_offset(0, 1)]}]
+    by_name = [{"name": "t", "partitions": [_offset(0, 1)]}]
+
+    async def code(version: int, group: str = "g", generation: int = -1,
+                   member: str = "") -> int:
+        body = _txn_commit(pid, epoch, by_id if version >= 6 else by_name, group, generation,
+                           member)
+        return (await handlers.call("TxnOffsetCommit", version, body)
+                ).topics[0].partitions[0].error_code
+
+    assert await code(6, group="none", generation=1) == ErrorCode.group_id_not_found
+    assert await code(3, group="none", generation=1) == ErrorCode.illegal_generation
+    assert await code(6, generation=2, member="m1") == ErrorCode.stale_member_epoch
+    assert await code(3, generation=2, member="m1") == ErrorCode.illegal_generation
+    assert await code(6, generation=1, member="m1") == ErrorCode.none

@@ -1,16 +1,19 @@
 """Versions of Kafka 4.4's APIs kio lacks (protocol/own_versions.py), checked against frames
-written out by hand from Kafka 4.4's schemas, not by the classes under test: DeleteGroups v3."""
+written out by hand from Kafka 4.4's schemas, not by the classes under test: DeleteGroups v3,
+TxnOffsetCommit v6."""
 
 from __future__ import annotations
 
 import struct
 import time
+import uuid
 
 from samsa.protocol.codec import build, encode, reader, request_type, response_type
 
 from .wire import WireClient
 
-DELETE_GROUPS, FIND_COORDINATOR = 42, 10
+DELETE_GROUPS, FIND_COORDINATOR, TXN_OFFSET_COMMIT = 42, 10, 28
+UNKNOWN_TOPIC_ID = 100
 GROUP_ID_NOT_FOUND = 69
 RETRIABLE = (14, 15, 16)  # the coordinator loading, not available, not this broker
 
@@ -53,4 +56,42 @@ def test_delete_groups_v3_over_the_wire(shared_broker):
     # correlation id, the header's tags, throttle time, one result: NOT FOUND, a null message
     assert frame == (struct.pack(">i", 5) + b"\x00" + struct.pack(">i", 0) + b"\x02"
                      + _compact(b"no-such-group") + struct.pack(">h", GROUP_ID_NOT_FOUND)
+                     + b"\x00" + b"\x00" + b"\x00")
+
+
+def _txn_offset_commit_v6_body(topic_id: uuid.UUID) -> bytes:
+    """transactional id "tx", group "g", producer 7 epoch 0, generation -1, member "", no
+    instance; one topic by id with partition 0 at offset 5, leader epoch -1, null metadata."""
+    return (_compact(b"tx") + _compact(b"g") + struct.pack(">qhi", 7, 0, -1) + _compact(b"")
+            + b"\x00" + b"\x02" + topic_id.bytes + b"\x02"
+            + struct.pack(">iqi", 0, 5, -1) + b"\x00" + b"\x00" + b"\x00" + b"\x00")
+
+
+def test_txn_offset_commit_v6_is_kafka_4_4s_layout():
+    topic_id = uuid.uuid4()
+    request = build(request_type(TXN_OFFSET_COMMIT, 6), {
+        "transactional_id": "tx", "group_id": "g", "producer_id": 7, "producer_epoch": 0,
+        "topics": [{"topic_id": topic_id, "partitions": [
+            {"partition_index": 0, "committed_offset": 5, "committed_metadata": None}]}]})
+    assert encode(request) == _txn_offset_commit_v6_body(topic_id)
+    # the answer: throttle time, topics by id, each partition's index and error code
+    body = (struct.pack(">i", 0) + b"\x02" + topic_id.bytes + b"\x02"
+            + struct.pack(">ih", 3, UNKNOWN_TOPIC_ID) + b"\x00" + b"\x00" + b"\x00")
+    got, end = reader(response_type(TXN_OFFSET_COMMIT, 6))(body, 0)
+    assert end == len(body)
+    assert [(t.topic_id, [(p.partition_index, p.error_code) for p in t.partitions])
+            for t in got.topics] == [(topic_id, [(3, UNKNOWN_TOPIC_ID)])]
+
+
+def test_txn_offset_commit_v6_over_the_wire(shared_broker):
+    """A topic id the cluster does not know is answered UNKNOWN_TOPIC_ID, by id."""
+    topic_id = uuid.uuid4()
+    client_id = b"raw"
+    header = struct.pack(">hhih", TXN_OFFSET_COMMIT, 6, 9, len(client_id)) + client_id + b"\x00"
+    request = header + _txn_offset_commit_v6_body(topic_id)
+    with WireClient(shared_broker.bootstrap) as c:
+        c.send_raw(struct.pack(">i", len(request)) + request)
+        frame = c.read_frame()
+    assert frame == (struct.pack(">i", 9) + b"\x00" + struct.pack(">i", 0) + b"\x02"
+                     + topic_id.bytes + b"\x02" + struct.pack(">ih", 0, UNKNOWN_TOPIC_ID)
                      + b"\x00" + b"\x00" + b"\x00")
