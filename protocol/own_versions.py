@@ -7,6 +7,9 @@ guard, codec and encoder, treat them as any other schema. The codec finds them t
 - DeleteGroups (42) v3: the request as v2; each result carries an ErrorMessage (nullable).
 - TxnOffsetCommit (28) v6 (KIP-1319): topics by TopicId instead of Name, in the request and the
   response; GenerationIdOrMemberEpoch keeps kio's older name, generation_id.
+- ApiVersions (18) v5 (KIP-1242): the request adds ClusterId (nullable) and NodeId, the cluster
+  and broker the client believes it talks to; the response is v4's (header v0, as every
+  ApiVersions response).
 """
 
 import uuid
@@ -14,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 
 from kio.schema.request_header.v2.header import RequestHeader
+from kio.schema.response_header.v0.header import ResponseHeader as ResponseHeaderV0
 from kio.schema.response_header.v1.header import ResponseHeader
 from kio.schema.types import GroupId, ProducerId, TransactionalId
 from kio.static.constants import EntityType
@@ -23,7 +27,7 @@ from .errors import ErrorCode
 
 __all__ = ["request_schema", "response_schema"]
 
-TXN_OFFSET_COMMIT, DELETE_GROUPS = 28, 42
+API_VERSIONS, TXN_OFFSET_COMMIT, DELETE_GROUPS = 18, 28, 42
 
 
 # ---- DeleteGroups v3 ------------------------------------------------------------------------
@@ -152,10 +156,95 @@ class TxnOffsetCommitResponseV6(_TxnOffsetCommitV6):
     """The responses for each topic."""
 
 
+# ---- ApiVersions v5 -------------------------------------------------------------------------
+class _ApiVersionsV5:
+    __slots__ = ()
+    __version__: ClassVar[i16] = i16(5)
+    __flexible__: ClassVar[bool] = True
+    __api_key__: ClassVar[i16] = i16(API_VERSIONS)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ApiVersionsRequestV5(_ApiVersionsV5):
+    __type__: ClassVar = EntityType.request
+    __header_schema__: ClassVar[type[RequestHeader]] = RequestHeader
+    client_software_name: str = field(metadata={"kafka_type": "string"})
+    """The name of the client."""
+    client_software_version: str = field(metadata={"kafka_type": "string"})
+    """The version of the client."""
+    cluster_id: str | None = field(metadata={"kafka_type": "string"}, default=None)
+    """The cluster id the client believes it talks to, or null if it does not know one."""
+    node_id: i32 = field(metadata={"kafka_type": "int32"}, default=i32(-1))
+    """The node id the client believes it talks to, or -1."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ApiVersionV5(_ApiVersionsV5):
+    __type__: ClassVar = EntityType.nested
+    __header_schema__: ClassVar[type[ResponseHeaderV0]] = ResponseHeaderV0
+    api_key: i16 = field(metadata={"kafka_type": "int16"})
+    """The API index."""
+    min_version: i16 = field(metadata={"kafka_type": "int16"})
+    """The minimum supported version, inclusive."""
+    max_version: i16 = field(metadata={"kafka_type": "int16"})
+    """The maximum supported version, inclusive."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SupportedFeatureKeyV5(_ApiVersionsV5):
+    __type__: ClassVar = EntityType.nested
+    __header_schema__: ClassVar[type[ResponseHeaderV0]] = ResponseHeaderV0
+    name: str = field(metadata={"kafka_type": "string"})
+    """The name of the feature."""
+    min_version: i16 = field(metadata={"kafka_type": "int16"})
+    """The minimum supported version for the feature."""
+    max_version: i16 = field(metadata={"kafka_type": "int16"})
+    """The maximum supported version for the feature."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FinalizedFeatureKeyV5(_ApiVersionsV5):
+    __type__: ClassVar = EntityType.nested
+    __header_schema__: ClassVar[type[ResponseHeaderV0]] = ResponseHeaderV0
+    name: str = field(metadata={"kafka_type": "string"})
+    """The name of the feature."""
+    max_version_level: i16 = field(metadata={"kafka_type": "int16"})
+    """The cluster-wide finalized max version level for the feature."""
+    min_version_level: i16 = field(metadata={"kafka_type": "int16"})
+    """The cluster-wide finalized min version level for the feature."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ApiVersionsResponseV5(_ApiVersionsV5):
+    __type__: ClassVar = EntityType.response
+    __header_schema__: ClassVar[type[ResponseHeaderV0]] = ResponseHeaderV0
+    error_code: ErrorCode = field(metadata={"kafka_type": "error_code"})
+    """The top-level error code."""
+    api_keys: tuple[ApiVersionV5, ...]
+    """The APIs supported by the broker."""
+    throttle_time: i32Timedelta = field(metadata={"kafka_type": "timedelta_i32"})
+    """The duration in milliseconds for which the request was throttled due to a quota
+    violation, or zero if the request did not violate any quota."""
+    supported_features: tuple[SupportedFeatureKeyV5, ...] = field(metadata={"tag": 0},
+                                                                  default=())
+    """Features supported by the broker."""
+    finalized_features_epoch: i64 = field(metadata={"kafka_type": "int64", "tag": 1},
+                                          default=i64(-1))
+    """The monotonically increasing epoch for the finalized features information."""
+    finalized_features: tuple[FinalizedFeatureKeyV5, ...] = field(metadata={"tag": 2},
+                                                                  default=())
+    """List of cluster-wide finalized features."""
+    zk_migration_ready: bool = field(metadata={"kafka_type": "bool", "tag": 3}, default=False)
+    """Set by a KRaft controller if the required configurations for ZK migration are
+    present."""
+
+
 _REQUESTS: dict[tuple[int, int], type] = {(DELETE_GROUPS, 3): DeleteGroupsRequestV3,
-                                          (TXN_OFFSET_COMMIT, 6): TxnOffsetCommitRequestV6}
+                                          (TXN_OFFSET_COMMIT, 6): TxnOffsetCommitRequestV6,
+                                          (API_VERSIONS, 5): ApiVersionsRequestV5}
 _RESPONSES: dict[tuple[int, int], type] = {(DELETE_GROUPS, 3): DeleteGroupsResponseV3,
-                                           (TXN_OFFSET_COMMIT, 6): TxnOffsetCommitResponseV6}
+                                           (TXN_OFFSET_COMMIT, 6): TxnOffsetCommitResponseV6,
+                                           (API_VERSIONS, 5): ApiVersionsResponseV5}
 
 
 def request_schema(api_key: int, version: int) -> type | None:
