@@ -1,6 +1,9 @@
 """ApiVersions (18): the API table clients negotiate against, and from v3 the feature levels
 this broker supports and the cluster finalized (broker/cluster/features.py; Admin.describeFeatures
-and the clients' choice of the transaction protocol read them)."""
+and the clients' choice of the transaction protocol read them). From v5 (KIP-1242; kio lacks it:
+protocol/own_versions.py) a client names the cluster and node it believes it reached: another
+cluster's id, or this cluster's with another node id, is REBOOTSTRAP_REQUIRED and nothing else,
+so a client whose bootstrap address now leads elsewhere starts over."""
 
 from __future__ import annotations
 
@@ -18,13 +21,16 @@ if TYPE_CHECKING:
     from .requests import ApiVersionsRequest
 
 
-@api(18, "ApiVersions", (0, 4), needs_registry=True)
+@api(18, "ApiVersions", (0, 5), needs_registry=True)
 def make_handler(registry: ApiRegistry[RequestContext]) -> Handler[RequestContext]:
     async def handle(ctx: RequestContext, request: ApiVersionsRequest) -> dict[str, Any]:
         if ctx.version >= 3:  # the client's software, what telemetry subscriptions match on
             ctx.telemetry.client_software(f"{ctx.listener} {ctx.peer}",
                                           field(request, "client_software_name", None),
                                           field(request, "client_software_version", None))
+        if _reached_elsewhere(ctx, request):
+            return {"error_code": ErrorCode.rebootstrap_required, "api_keys": [],
+                    "throttle_time": 0}
         finalized = ctx.store.finalized_features()
         response: dict[str, Any] = {
             "error_code": ErrorCode.none,
@@ -50,3 +56,12 @@ def make_handler(registry: ApiRegistry[RequestContext]) -> Handler[RequestContex
         return response
 
     return handle
+
+
+def _reached_elsewhere(ctx: RequestContext, request: ApiVersionsRequest) -> bool:
+    """Kafka's check (v5+): only a client that names a cluster id is checked, and then its
+    node id too."""
+    cluster_id: str | None = field(request, "cluster_id", None)
+    if cluster_id is None:
+        return False
+    return cluster_id != ctx.store.cluster_id or field(request, "node_id", -1) != ctx.broker_id

@@ -16,7 +16,7 @@ async def test_api_versions_lists_every_served_api(handlers):
     keys = {k.api_key: (k.min_version, k.max_version) for k in r.api_keys}
     assert r.error_code == ErrorCode.none
     assert keys[0] == (0, 13)  # Produce: v0 advertised, v3+ served (KAFKA-18659)
-    assert keys[18] == (0, 4)
+    assert keys[18] == (0, 5)
     assert 7 not in keys  # ControlledShutdown: between brokers only, not advertised
     assert {f.name for f in r.finalized_features} >= {"transaction.version", "group.version"}
 
@@ -25,6 +25,25 @@ async def test_api_versions_v0_has_no_features(handlers):
     r = await handlers.call("ApiVersions", 0)
     assert r.error_code == ErrorCode.none and len(r.api_keys) > 40
     assert not hasattr(r, "finalized_features")
+
+
+async def test_api_versions_v5_checks_the_cluster_and_node_the_client_names(handlers):
+    """KIP-1242: a client that names another cluster, or this cluster and another node, must
+    bootstrap again (REBOOTSTRAP_REQUIRED, no API table); one that names none is answered."""
+    cluster = handlers.broker.store.cluster_id
+
+    async def call(cluster_id: str | None, node_id: int):
+        return await handlers.call("ApiVersions", 5, {
+            "client_software_name": "t", "client_software_version": "1",
+            "cluster_id": cluster_id, "node_id": node_id})
+
+    for cluster_id, node_id in ((None, -1), (None, 7), (cluster, 0)):
+        r = await call(cluster_id, node_id)
+        assert r.error_code == ErrorCode.none and len(r.api_keys) > 40, (cluster_id, node_id)
+    for cluster_id, node_id in (("another", 0), (cluster, 7), (cluster, -1)):
+        r = await call(cluster_id, node_id)
+        assert (r.error_code, r.api_keys) == (ErrorCode.rebootstrap_required, ()), (
+            cluster_id, node_id)
 
 
 async def test_describe_cluster(handlers):

@@ -1,6 +1,6 @@
 """Versions of Kafka 4.4's APIs kio lacks (protocol/own_versions.py), checked against frames
 written out by hand from Kafka 4.4's schemas, not by the classes under test: DeleteGroups v3,
-TxnOffsetCommit v6."""
+TxnOffsetCommit v6, ApiVersions v5."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from samsa.protocol.codec import build, encode, reader, request_type, response_t
 from .wire import WireClient
 
 DELETE_GROUPS, FIND_COORDINATOR, TXN_OFFSET_COMMIT = 42, 10, 28
-UNKNOWN_TOPIC_ID = 100
+UNKNOWN_TOPIC_ID, REBOOTSTRAP_REQUIRED, API_VERSIONS = 100, 129, 18
 GROUP_ID_NOT_FOUND = 69
 RETRIABLE = (14, 15, 16)  # the coordinator loading, not available, not this broker
 
@@ -95,3 +95,25 @@ def test_txn_offset_commit_v6_over_the_wire(shared_broker):
     assert frame == (struct.pack(">i", 9) + b"\x00" + struct.pack(">i", 0) + b"\x02"
                      + topic_id.bytes + b"\x02" + struct.pack(">ih", 0, UNKNOWN_TOPIC_ID)
                      + b"\x00" + b"\x00" + b"\x00")
+
+
+def _api_versions_v5(correlation: int, cluster_id: bytes | None, node_id: int) -> bytes:
+    """ApiVersions v5, header v2: client software "t" "1", then ClusterId and NodeId."""
+    header = struct.pack(">hhih", API_VERSIONS, 5, correlation, 1) + b"x" + b"\x00"
+    cluster = b"\x00" if cluster_id is None else _compact(cluster_id)
+    body = _compact(b"t") + _compact(b"1") + cluster + struct.pack(">i", node_id) + b"\x00"
+    return struct.pack(">i", len(header) + len(body)) + header + body
+
+
+def test_api_versions_v5_over_the_wire(shared_broker):
+    """KIP-1242: named elsewhere, the answer is REBOOTSTRAP_REQUIRED with no API table (a v0
+    response header: the correlation id alone); named nothing, the usual table."""
+    with WireClient(shared_broker.bootstrap) as c:
+        c.send_raw(_api_versions_v5(3, b"not-this-cluster", 0))
+        elsewhere = c.read_frame()
+        c.send_raw(_api_versions_v5(4, None, -1))
+        answered = c.read_frame()
+    # correlation, error code, an empty compact array, throttle time, no tagged fields
+    assert elsewhere == struct.pack(">ihbib", 3, REBOOTSTRAP_REQUIRED, 1, 0, 0)
+    correlation, error, count = struct.unpack_from(">ihb", answered)
+    assert (correlation, error) == (4, 0) and count - 1 > 40

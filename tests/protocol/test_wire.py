@@ -21,7 +21,7 @@ def test_api_versions_lists_required_apis(shared_broker):
     keys = {k.api_key: (k.min_version, k.max_version) for k in resp.api_keys}
     assert keys[PRODUCE][0] == 0 and keys[PRODUCE][1] >= 9  # advertised from v0 (KAFKA-18659)
     assert keys[FETCH][1] >= 12
-    assert keys[API_VERSIONS] == (0, 4)
+    assert keys[API_VERSIONS] == (0, 5)
     for key in (2, 3, 19, 20, 21, 22, 23, 32, 33, 37, 44, 60):
         assert key in keys
 
