@@ -26,7 +26,7 @@ AlterShareGroupOffsetsTopic: TypeAlias = Versions[
     91, 0, 0, Literal["AlterShareGroupOffsetsRequestTopic"]
 ]
 AlterUserScramCredentialsRequest: TypeAlias = Versions[51, 0, 0]
-ApiVersionsRequest: TypeAlias = Versions[18, 0, 4]
+ApiVersionsRequest: TypeAlias = Versions[18, 0, 5]
 ConsumerGroupDescribeRequest: TypeAlias = Versions[69, 0, 1]
 ConsumerGroupHeartbeatRequest: TypeAlias = Versions[68, 0, 1]
 ControlledShutdownRequest: TypeAlias = Versions[7, 1, 3]
