@@ -114,7 +114,8 @@ class GroupOffsets:
         if consumer_group is not None:
             # the member epoch is in the generation field
             self.consumer.validate_consumer_offset_commit(
-                consumer_group, member_id, generation, transactional, version, partitions)
+                consumer_group, member_id, generation, transactional, version, partitions,
+                instance_id)
             return p, group if group is not None else ClassicGroup(group_id, p)
         if group is None:
             if generation >= 0:

@@ -174,3 +174,23 @@ async def test_txn_offset_commit_v6_knows_group_id_not_found_and_stale_member_ep
     assert await code(6, generation=2, member="m1") == ErrorCode.stale_member_epoch
     assert await code(3, generation=2, member="m1") == ErrorCode.illegal_generation
     assert await code(6, generation=1, member="m1") == ErrorCode.none
+
+
+async def test_txn_offset_commit_without_a_member_to_a_consumer_group_with_members(handlers):
+    """Kafka 4.4: a producer that names no member of the group (sendOffsetsToTransaction with
+    a group id alone) commits to a consumer-protocol group whose members are active."""
+    await handlers.create_topic("t")
+    await handlers.find_coordinator("g")
+    await handlers.find_coordinator("tx", key_type=1)
+    joined = await handlers.call("ConsumerGroupHeartbeat", 1, {
+        "group_id": "g", "member_id": "m1", "member_epoch": 0, "instance_id": None,
+        "rack_id": None, "rebalance_timeout": 10_000, "subscribed_topic_names": ["t"],
+        "subscribed_topic_regex": None, "server_assignor": None, "topic_partitions": []})
+    assert joined.error_code == ErrorCode.none
+    pid, epoch = await begin_transaction(handlers, "tx", "t", 0)
+    r = await handlers.call("TxnOffsetCommit", 3, _txn_commit(
+        pid, epoch, [{"name": "t", "partitions": [_offset(0, 9)]}]))
+    stranger = await handlers.call("TxnOffsetCommit", 3, _txn_commit(
+        pid, epoch, [{"name": "t", "partitions": [_offset(0, 9)]}], generation=1, member="who"))
+    assert r.topics[0].partitions[0].error_code == ErrorCode.none
+    assert stranger.topics[0].partitions[0].error_code == ErrorCode.unknown_member_id

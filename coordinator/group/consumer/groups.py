@@ -299,12 +299,15 @@ class ConsumerGroups:
     # ------------------------------------------------------------------ offsets checks
     def validate_consumer_offset_commit(self, group: ConsumerGroup, member_id: str,
                                         member_epoch: int, transactional: bool, version: int,
-                                        partitions: list[tuple[str, int]]) -> None:
+                                        partitions: list[tuple[str, int]],
+                                        instance_id: str | None = None) -> None:
         """Kafka's ConsumerGroup.validateOffsetCommit with its assignment epochs (KIP-1251):
         an epoch older than the member's passes for the partitions the member was given at
         or before it, as a commit sent before the member heard of its new epoch."""
         if member_epoch < 0 and not group.members:
             return
+        if transactional and member_epoch == -1 and not member_id and instance_id is None:
+            return  # Kafka 4.4: a producer that sends no member of the group commits as is
         member = group.members.get(member_id)
         if member is None:
             raise GroupError(ErrorCode.unknown_member_id)
