@@ -152,6 +152,7 @@ class MetadataStore(Protocol):
     # A group's config overrides (Kafka 4's group configs; empty when it has none).
     async def group_configs(self, group: str) -> dict[str, str]: ...
     async def set_group_configs(self, group: str, configs: dict[str, str]) -> None: ...
+    async def configured_groups(self) -> list[str]: ...  # the groups that have overrides
     # KIP-714 client metrics subscriptions (CLIENT_METRICS config resources): name -> configs.
     async def client_metrics_configs(self) -> dict[str, dict[str, str]]: ...
     async def set_client_metrics_configs(self, name: str, configs: dict[str, str]) -> None: ...
@@ -323,6 +324,9 @@ class LocalMetadataStore:
     async def set_group_configs(self, group: str, configs: dict[str, str]) -> None:
         _put_configs(self._group_configs, group, configs)
         self._save()
+
+    async def configured_groups(self) -> list[str]:
+        return list(self._group_configs)
 
     async def client_metrics_configs(self) -> dict[str, dict[str, str]]:
         return {name: dict(c) for name, c in self._client_metrics.items()}

@@ -97,11 +97,11 @@ async def handle_list_config_resources(
     await ctx.telemetry.refresh(ctx.received_ms, force=True)
     for rtype in types:
         out["config_resources"] += [{"resource_name": name, "resource_type": rtype}
-                                    for name in _names(ctx, rtype)]
+                                    for name in await _names(ctx, rtype)]
     return out
 
 
-def _names(ctx: RequestContext, rtype: int) -> list[str]:
+async def _names(ctx: RequestContext, rtype: int) -> list[str]:
     if rtype == CLIENT_METRICS:
         return ctx.telemetry.names()
     if rtype == TOPIC:
@@ -110,5 +110,7 @@ def _names(ctx: RequestContext, rtype: int) -> list[str]:
         return [str(b.broker_id) for b in ctx.store.brokers()]
     if rtype == BROKER_LOGGER:  # this broker's own loggers
         return [str(ctx.broker_id)]
+    # the groups there are and those with config overrides (Kafka lists both: kafka-configs
+    # asks before describing a group's configs, which it may have before any member joins)
     _, groups = ctx.groups.list_groups()
-    return sorted(str(g["group_id"]) for g in groups)
+    return sorted({str(g["group_id"]) for g in groups} | set(await ctx.store.configured_groups()))

@@ -276,3 +276,17 @@ async def test_names_prometheus_refuses_are_left_out(handlers):
     (family,) = metrics.client_telemetry(handlers.broker)
     assert family.name == "_7_up"
     assert family.samples[0].labels["a_b"] == "3" and "" not in family.samples[0].labels
+
+
+async def test_list_config_resources_names_a_group_that_has_only_configs(handlers):
+    # kafka-configs --entity-type groups --describe asks ListConfigResources first and says
+    # the group does not exist unless it is listed; a group's configs can be set before any
+    # member joins.
+    r = await handlers.call("IncrementalAlterConfigs", 1, {"resources": [{
+        "resource_type": 32, "resource_name": "lonely", "configs": [
+            {"name": "consumer.heartbeat.interval.ms", "config_operation": 0,
+             "value": "6000"}]}], "validate_only": False})
+    assert r.responses[0].error_code == ErrorCode.none
+    listed = await handlers.call("ListConfigResources", 1, {"resource_types": [32]})
+    assert [(c.resource_name, c.resource_type) for c in listed.config_resources] == [
+        ("lonely", 32)]

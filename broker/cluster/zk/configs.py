@@ -331,6 +331,15 @@ class ZkConfigs:
     def _write_group_configs(self, group: str, configs: dict[str, str]) -> None:
         self._write_config_znode(_group_config_path(group), configs)
 
+    async def configured_groups(self) -> list[str]:
+        return await asyncio.to_thread(self._read_configured_groups)
+
+    def _read_configured_groups(self) -> list[str]:
+        try:
+            return [unquote(child) for child in self._zk.get_children("/config/groups")]
+        except NoNodeError:
+            return []
+
     # ---- client metrics subscriptions (KIP-714) ---------------------------------------------
     # /config/client-metrics/<name> {"version":1,"config":{...}}, <name> percent-encoded; read
     # whole by each broker's telemetry manager, which caches them for a few seconds.

@@ -173,6 +173,9 @@ class ZkMetadataStore:
     async def set_group_configs(self, group: str, configs: dict[str, str]) -> None:
         await self.configs.set_group_configs(group, configs)
 
+    async def configured_groups(self) -> list[str]:
+        return await self.configs.configured_groups()
+
     async def client_metrics_configs(self) -> dict[str, dict[str, str]]:
         return await self.configs.client_metrics_configs()
 
