@@ -24,11 +24,13 @@ MVN_FLAGS   ?= -B -q -Dstyle.color=never
 JAVA_POM    := tests/java/pom.xml
 SPARK_POM   := tests/spark/pom.xml
 CONNECT_POM := tests/java/connect-pom.xml
+KAFKA44_POM := tests/java/kafka44-pom.xml
 
 # Maven coordinates (versions live in tests/java/pom.xml; these only name the cache dirs).
 KAFKA4_DIR   := $(CACHE)/kafka-tools-4
 CLIENTS39_DIR := $(CACHE)/kafka-clients-39
 CONNECT4_DIR := $(CACHE)/kafka-connect-4
+KAFKA44_DIR  := $(CACHE)/kafka-clients-44
 
 PYTEST_ARGS ?=
 PYTEST_TIMEOUT ?= 300
@@ -146,7 +148,16 @@ $(CONNECT4_DIR)/.stamp: $(CONNECT_POM)
 	rm -rf $(CONNECT4_DIR) && mv $(CONNECT4_DIR).tmp $(CONNECT4_DIR)
 	@touch $@
 
-java-deps: $(KAFKA4_DIR)/.stamp $(CLIENTS39_DIR)/.stamp $(CONNECT4_DIR)/.stamp
+# kafka-clients 4.4.0: Kafka 4.4's message schemas (tests/protocol/test_kafka44_versions.py).
+$(KAFKA44_DIR)/.stamp: $(KAFKA44_POM)
+	@command -v $(MVN) >/dev/null || { echo "mvn not found: install Maven (apt-get install maven)"; exit 1; }
+	rm -rf $(KAFKA44_DIR).tmp && mkdir -p $(CACHE)
+	$(MVN) $(MVN_FLAGS) -f $(KAFKA44_POM) dependency:copy-dependencies \
+	    -DoutputDirectory=$(abspath $(KAFKA44_DIR).tmp)/lib
+	rm -rf $(KAFKA44_DIR) && mv $(KAFKA44_DIR).tmp $(KAFKA44_DIR)
+	@touch $@
+
+java-deps: $(KAFKA4_DIR)/.stamp $(CLIENTS39_DIR)/.stamp $(CONNECT4_DIR)/.stamp $(KAFKA44_DIR)/.stamp
 
 # The Spark Kafka connector (spark-sql-kafka-0-10 and the three jars it adds to pyspark/jars)
 # must be the installed pyspark's exact version, which is known only once the venv exists:

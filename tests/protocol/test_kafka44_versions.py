@@ -1,6 +1,6 @@
 """Which APIs Samsa serves below Kafka 4.4's version range (issue 52, "Version bumps"): read from
 the request schemas in kafka-clients-4.4.0.jar (common/message/*Request.json, `make java-deps`
-puts it in .cache/kafka-4.4.0/lib) and compared with the versions the handlers declare. The list
+puts it in .cache/kafka-clients-44/lib) and compared with the versions the handlers declare. The list
 must be PENDING exactly: serving a new version without taking it off PENDING fails here too, so
 PENDING always says what remains."""
 
@@ -18,7 +18,7 @@ from samsa.broker.apis import declarations
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 CACHE_DIR = Path(os.environ.get("SAMSA_CACHE_DIR", REPO_ROOT / ".cache"))
-JAR = CACHE_DIR / "kafka-4.4.0" / "lib" / "kafka-clients-4.4.0.jar"
+JAR = CACHE_DIR / "kafka-clients-44" / "lib" / "kafka-clients-4.4.0.jar"
 
 # Served, but below Kafka 4.4's newest stable version: API name -> Kafka 4.4's newest.
 PENDING = {
