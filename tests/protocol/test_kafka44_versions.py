@@ -1,7 +1,7 @@
 """Which APIs Samsa serves below Kafka 4.4's version range (issue 52, "Version bumps"): read from
 the request schemas in kafka-clients-4.4.0.jar (common/message/*Request.json, `make java-deps`
-puts it in .cache/kafka-clients-44/lib) and compared with the versions the handlers declare. The list
-must be PENDING exactly: serving a new version without taking it off PENDING fails here too, so
+puts it in .cache/kafka-clients-44/lib) and compared with the versions the handlers declare. The
+list must be PENDING exactly: serving a new version without taking it off PENDING fails here too, so
 PENDING always says what remains."""
 
 from __future__ import annotations
