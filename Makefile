@@ -53,7 +53,7 @@ PYVERSIONS_TESTS ?= tests/unit tests/protocol tests/handlers \
     tests/groups/test_python_groups.py tests/transactions/test_pyclients_txn.py \
     tests/tools/test_wheel.py
 
-.PHONY: help python venv venv-run pyversions-test image java-deps spark-deps zk-deps kcat-deps docker-deps run test lint typecheck-tree docs unit bench profile chaos clean distclean
+.PHONY: help python venv venv-run pyversions-test image java-deps spark-deps zk-deps kcat-deps docker-deps browser-deps run test lint typecheck-tree docs unit bench profile chaos clean distclean
 
 help:
 	@echo "make run        start one broker on $(LISTEN) (data in ./$(DATA_DIR))"
@@ -197,6 +197,17 @@ $(KCAT):
 
 kcat-deps: $(KCAT)
 
+# ---------------------------------------------------------------- Chromium (tests/console)
+# Debian's browser, driven by Playwright (in the venv) with executable_path=/usr/bin/chromium:
+# the web console's tests run in it. No browser download from Playwright's own servers.
+CHROMIUM := /usr/bin/chromium
+
+$(CHROMIUM):
+	$(SUDO) apt-get update -qq
+	DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends chromium
+
+browser-deps: $(CHROMIUM)
+
 # ---------------------------------------------------------------- Docker (tests/cluster/test_docker_compose.py)
 # Debian's engine (dockerd and the docker CLI), the standalone docker-compose and debootstrap.
 # The test itself starts dockerd when none runs (data root /var/lib/docker, which outlives a
@@ -257,7 +268,7 @@ typecheck-tree:
 # when one fails (more to read from one CI run); any fails the target. --durations lists the
 # slowest tests at the end of the log, for keeping the run short. pytest exits 5 when it collected no test:
 # that is not a failure of the build.
-test: venv typecheck-tree java-deps spark-deps zk-deps kcat-deps docker-deps
+test: venv typecheck-tree java-deps spark-deps zk-deps kcat-deps docker-deps browser-deps
 	@lint=0; $(BIN)/ruff check --no-cache . || lint=$$?; \
 	$(BIN)/mypy || lint=$$?; \
 	docs=0; $(MKDOCS) || docs=$$?; \
