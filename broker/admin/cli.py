@@ -14,7 +14,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from . import cluster, groups, topics
+from . import cluster, groups, offsets, topics
 from .client import Admin, AdminError, Settings, load_properties
 from .output import as_json, table
 
@@ -161,6 +161,8 @@ OFFSET_COLUMNS = (("TOPIC", "topic"), ("PARTITION", "partition"),
                   ("CURRENT-OFFSET", "current_offset"), ("LOG-END-OFFSET", "log_end_offset"),
                   ("LAG", "lag"), ("CONSUMER-ID", "member_id"), ("HOST", "host"),
                   ("CLIENT-ID", "client_id"))
+RESET_COLUMNS = (("GROUP", "group_id"), ("TOPIC", "topic"), ("PARTITION", "partition"),
+                 ("NEW-OFFSET", "new_offset"))
 
 
 def _show_groups(result: list[dict[str, Any]], args: argparse.Namespace) -> None:
@@ -173,7 +175,8 @@ def _show_groups(result: list[dict[str, Any]], args: argparse.Namespace) -> None
 
 
 def _add_group(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("group", help="list and describe groups (classic, consumer, share)")
+    p = sub.add_parser("group", help="list, describe, reset the offsets of and delete groups "
+                       "(classic, consumer, share)")
     cmds = p.add_subparsers(dest="group_command", metavar="COMMAND", required=True)
 
     c = _command(cmds, "list", "groups of every broker, with type and state",
@@ -188,6 +191,44 @@ def _add_group(sub: argparse._SubParsersAction) -> None:
     c = _command(cmds, "describe", "members, committed offsets, log end offsets and lag",
                  lambda a, x: [groups.describe(a, g) for g in x.groups], _show_groups)
     c.add_argument("groups", nargs="+", metavar="GROUP")
+
+    c = _command(cmds, "reset-offsets", "plan (the default, --dry-run) or with --execute commit "
+                 "new offsets of an inactive group", lambda a, x: offsets.reset(
+                     a, x.group, x.topic, _strategy(x), x.execute),
+                 lambda r, x: table(r, RESET_COLUMNS, sys.stdout))
+    c.add_argument("group", metavar="GROUP")
+    which = c.add_mutually_exclusive_group(required=True)
+    which.add_argument("--topic", action="append", default=[], metavar="TOPIC[:P,...]",
+                       help="a topic, or some of its partitions (repeatable)")
+    which.add_argument("--all-topics", action="store_true",
+                       help="every partition the group has committed an offset for")
+    to = c.add_mutually_exclusive_group(required=True)
+    to.add_argument("--to-earliest", action="store_true")
+    to.add_argument("--to-latest", action="store_true")
+    to.add_argument("--to-offset", type=int, metavar="N")
+    to.add_argument("--to-datetime", metavar="YYYY-MM-DDTHH:mm:SS.sss",
+                    help="the first offset at or after this time (local time without a zone)")
+    to.add_argument("--shift-by", type=int, metavar="N", help="the committed offset plus N")
+    mode = c.add_mutually_exclusive_group()
+    mode.add_argument("--dry-run", action="store_true", help="only print the plan (default)")
+    mode.add_argument("--execute", action="store_true", help="commit the new offsets")
+
+    c = _command(cmds, "delete", "delete empty groups and their committed offsets",
+                 lambda a, x: [offsets.delete(a, g) for g in x.groups],
+                 _say("Deleted group {group_id}."))
+    c.add_argument("groups", nargs="+", metavar="GROUP")
+
+
+def _strategy(args: argparse.Namespace) -> offsets.Strategy:
+    if args.to_earliest:
+        return offsets.Strategy("earliest")
+    if args.to_latest:
+        return offsets.Strategy("latest")
+    if args.to_datetime is not None:
+        return offsets.Strategy("datetime", offsets.parse_datetime(args.to_datetime))
+    if args.shift_by is not None:
+        return offsets.Strategy("shift", args.shift_by)
+    return offsets.Strategy("offset", args.to_offset)
 
 
 # ---- cluster -------------------------------------------------------------------------------

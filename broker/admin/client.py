@@ -33,7 +33,8 @@ from samsa.protocol.errors import ErrorCode
 API_VERSIONS, SASL_HANDSHAKE, SASL_AUTHENTICATE = 18, 17, 36
 CLIENT_ID = b"samsa-admin"
 # Newest versions whose field names the commands read (a newer version renames or drops them).
-VERSION_CAPS = {9: 9}  # OffsetFetch v10 names topics by id only
+# OffsetFetch v10 and OffsetCommit v10 name topics by id only.
+VERSION_CAPS = {9: 9, 8: 9}
 
 
 class AdminError(Exception):

@@ -15,7 +15,7 @@ from .client import Admin, AdminError, Connection, KafkaRequestError, check, ret
 
 LIST_GROUPS, DESCRIBE_GROUPS, OFFSET_FETCH, LIST_OFFSETS = 16, 15, 9, 2
 CONSUMER_GROUP_DESCRIBE, SHARE_GROUP_DESCRIBE, DESCRIBE_SHARE_GROUP_OFFSETS = 69, 77, 90
-LATEST = -1  # ListOffsets timestamp of the log end offset
+LATEST, EARLIEST = -1, -2  # ListOffsets timestamps of the log end and log start offsets
 
 
 def list_groups(admin: Admin, types: list[str], states: list[str]) -> list[dict[str, Any]]:
@@ -66,7 +66,7 @@ def _describe(admin: Admin, group: str) -> dict[str, Any]:
     if info["type"] == "share":
         committed, lags = _share_offsets(admin, conn, group)
     else:
-        committed, lags = _committed_offsets(conn, group), {}
+        committed, lags = committed_offsets(conn, group), {}
     assigned = _owners(info["members"])
     ends = _log_end_offsets(admin, set(committed) | set(assigned))
     rows = []
@@ -147,7 +147,7 @@ def _consumer_assignment(data: bytes) -> list[dict[str, Any]]:
 # ---- offsets -------------------------------------------------------------------------------
 
 
-def _committed_offsets(conn: Connection, group: str) -> dict[tuple[str, int], int]:
+def committed_offsets(conn: Connection, group: str) -> dict[tuple[str, int], int]:
     v = conn.version(OFFSET_FETCH)
     body = {"group_id": group, "topics": None, "require_stable": False,
             "groups": [{"group_id": group, "member_id": None, "member_epoch": -1,
@@ -186,7 +186,13 @@ def _share_offsets(admin: Admin, conn: Connection, group: str
 
 def _log_end_offsets(admin: Admin, partitions: set[tuple[str, int]]
                      ) -> dict[tuple[str, int], int]:
-    """Each partition's log end offset, asked of its leader."""
+    return offsets_at(admin, partitions, LATEST)
+
+
+def offsets_at(admin: Admin, partitions: set[tuple[str, int]], timestamp: int
+               ) -> dict[tuple[str, int], int]:
+    """Each partition's offset at `timestamp` (LATEST, EARLIEST or milliseconds: the first
+    offset at or after it, -1 when there is none), asked of its leader."""
     if not partitions:
         return {}
     leaders: dict[int, dict[str, list[int]]] = defaultdict(lambda: defaultdict(list))
@@ -198,7 +204,7 @@ def _log_end_offsets(admin: Admin, partitions: set[tuple[str, int]]
     for leader, topics in leaders.items():
         body = {"replica_id": -1, "isolation_level": 0, "topics": [
             {"name": t, "partitions": [{"partition_index": p, "current_leader_epoch": -1,
-                                        "timestamp": LATEST} for p in ps]}
+                                        "timestamp": timestamp} for p in ps]}
             for t, ps in topics.items()]}
         try:
             resp = admin.node(leader).call(LIST_OFFSETS, body)

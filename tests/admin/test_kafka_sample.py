@@ -119,6 +119,11 @@ def _sample(samsa: Samsa, bootstrap: str, topic: str, group: str) -> dict[str, A
                          bootstrap=bootstrap).json()
     r = samsa("topic", "describe", f"{topic}-missing", bootstrap=bootstrap)
     out["error"] = (r.rc, r.err.split(":")[1].strip())
+    out["reset"] = samsa("group", "reset-offsets", group, "--topic", f"{topic}:0",
+                         "--shift-by", "5", "--execute", "--format", "json",
+                         bootstrap=bootstrap).json()
+    out["delete"] = samsa("group", "delete", group, "--format", "json",
+                          bootstrap=bootstrap).json()
     return out
 
 
@@ -142,3 +147,5 @@ def test_the_same_output_shape_as_against_apache_kafka(kafka: str, shared_broker
         assert [(o["partition"], o["current_offset"], o["log_end_offset"], o["lag"])
                 for o in g["offsets"]] == [(0, 1, 2, 1)]
         assert got["error"] == (1, "UNKNOWN_TOPIC_OR_PARTITION")
+        assert [(r["partition"], r["new_offset"]) for r in got["reset"]] == [(0, 2)]
+        assert got["delete"] == [{"group_id": f"g-{unique_topic}", "deleted": True}]
