@@ -9,9 +9,10 @@ the consumer-protocol groups; `ShareGroups` (share/groups.py) the share groups;
 `ClassicMembers` (consumer/classic_members.py) serves the classic members of consumer groups;
 `GroupOffsets` (offsets.py) commits, fetches and expires offsets; and `GroupPartitions`
 (partitions.py) knows which partitions are loaded here and writes to them. This module loads
-a partition (replaying its records into the parts; COORDINATOR_LOAD_IN_PROGRESS is answered
-meanwhile), unloads it when leadership moves away, and answers the requests about groups of
-any type (list, describe, delete).
+a partition through the coordinator runtime's `Loads` (replaying its records into the parts,
+retried and fenced to the leader epoch; COORDINATOR_LOAD_IN_PROGRESS is answered meanwhile),
+unloads it when leadership moves away, and answers the requests about groups of any type
+(list, describe, delete).
 
 Group state changes happen synchronously on the event loop (no locks needed); JoinGroup and
 SyncGroup requests that must wait are parked as futures, completed by a state transition or by
@@ -20,16 +21,14 @@ a timer (`loop.call_later`).
 
 from __future__ import annotations
 
-import asyncio
 import logging
-import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
 from samsa.config.schema import BrokerConfig
 from samsa.coordinator.internal_log import InternalTopic, ReplayedMarker
 from samsa.coordinator.ports import InternalLogHost, TopicsView
-from samsa.coordinator.runtime import Tasks, replay
+from samsa.coordinator.runtime import Loaded, Loads, Tasks, replay
 from samsa.protocol.errors import ErrorCode
 
 from .classic.groups import ClassicGroups
@@ -76,6 +75,13 @@ class GroupCoordinator:
         # group id -> (monotonic expiry, its consumer.* configs): kept by the request handler
         self.group_config_cache: dict[str, tuple[float, dict[str, str]]] = {}
         self._tasks = Tasks("group coordinator")
+        self._stopping = False
+        # a failed load is retried and never served: with part of a partition's records
+        # missing, a group would be answered from a stale generation and offsets
+        self.loading: Loads[int] = Loads(self.partitions.topic, self._tasks, self._read,
+                                         self._install, stopping=lambda: self._stopping,
+                                         serving="groups")
+        self.partitions.loading = self.loading
         # the requests, answered by the part that owns what they ask about
         self.join_group = self.classic.join.join_group
         self.sync_group = self.classic.sync_group
@@ -99,7 +105,6 @@ class GroupCoordinator:
         # its constructor and never rebinds, so a name here is the part's own object
         self.topic: InternalTopic = self.partitions.topic
         self.loaded: set[int] = self.partitions.loaded
-        self.loading: dict[int, asyncio.Task[None]] = self.partitions.loading
         self.groups: dict[str, ClassicGroup] = self.classic.groups
         self.consumer_groups: dict[str, ConsumerGroup] = self.consumer.consumer_groups
         self.share_groups: dict[str, ShareGroup] = self.share.share_groups
@@ -116,13 +121,9 @@ class GroupCoordinator:
                           lambda: self.expire_offsets(now_ms()), "offset expiration")
 
     async def stop(self) -> None:
-        await self._tasks.cancel_all()
-        for task in self.loading.values():
-            task.cancel()
-        await asyncio.gather(*self.loading.values(), return_exceptions=True)
-        self.classic.unload(None)
-        self.consumer.unload_consumer_groups(None)
-        self.share.unload_share_groups(None)
+        self._stopping = True
+        await self._tasks.cancel_all()  # the loads among them
+        self._unload_groups(None)
 
     async def ensure_topic(self) -> None:
         """Create __consumer_offsets on first use and load the partitions led here."""
@@ -137,22 +138,24 @@ class GroupCoordinator:
             if part is None or not part.is_leader:
                 continue
             if part.log_end_offset == part.log_start_offset:
-                self.loaded.add(p)  # nothing to replay
-                # said as for the others: a partition missing from the log was not loaded
+                # nothing to replay: served at once (the first request of a new group's)
+                self.loaded.add(p)
                 log.info("loaded %s-%d (empty)", OFFSETS_TOPIC, p)
                 continue
-            self.loading[p] = asyncio.get_running_loop().create_task(self._load(p))
+            self.loading.start(p)
 
     def on_leadership(self, p: int, is_leader: bool) -> None:
         """Leadership of `__consumer_offsets`-p moved here (load it) or away (unload it)."""
         if is_leader:
             self._load_led_partitions()
             return
-        task = self.loading.pop(p, None)
-        if task is not None:
-            task.cancel()
+        self.loading.cancel(p)
         self.loaded.discard(p)
         self.offsets.unload(p)
+        self._unload_groups(p)
+
+    def _unload_groups(self, p: int | None) -> None:
+        """Forget the groups of partition p (all if None)."""
         self.consumer.unload_consumer_groups(p)
         self.share.unload_share_groups(p)
         self.classic.unload(p)
@@ -161,40 +164,37 @@ class GroupCoordinator:
         return bool(self.loading)
 
     # ------------------------------------------------------------------ loading
-    async def _load(self, p: int) -> None:
-        started = time.monotonic()
+    async def _read(self, p: int) -> int:
+        """Replay partition p into the parts; returns the number of records read. Each attempt
+        starts afresh (a failed or fenced one may have left part of the partition's groups)."""
+        self.offsets.forget_transactions(p)
+        self._unload_groups(p)
         count = 0
-        try:
-            async for entry in replay(self.topic, p):
-                count += 1
-                if isinstance(entry, ReplayedMarker):
-                    self.offsets.complete_txn(p, entry.producer_id, entry.commit)
-                    continue
-                if entry.key is None:
-                    continue
-                try:
-                    self._replay_record(p, entry.offset, entry.key, entry.value,
-                                        entry.producer_id if entry.transactional else -1)
-                except (RecordFormatError, UnicodeDecodeError) as exc:
-                    log.warning("%s-%d offset %d: skipping undecodable record: %s",
-                                OFFSETS_TOPIC, p, entry.offset, exc)
-            self.offsets.complete_deferred(p)
-            self.classic.loaded_partition(p)
-            self.consumer.consumer_groups_loaded(p)
-            self.share.share_groups_loaded(p)
-            self.loaded.add(p)
-            log.info("loaded %s-%d (%d records) in %.0f ms", OFFSETS_TOPIC, p, count,
-                     (time.monotonic() - started) * 1000)
-        except asyncio.CancelledError:
-            raise
-        except Exception:
-            log.exception("loading %s-%d failed", OFFSETS_TOPIC, p)
-        finally:
-            # Only this load's own entry: a load cancelled by a move away ends after the
-            # move back may have started the next one, which must stay tracked (and be
-            # cancelled by the next move away).
-            if self.loading.get(p) is asyncio.current_task():
-                del self.loading[p]
+        async for entry in replay(self.topic, p):
+            count += 1
+            if isinstance(entry, ReplayedMarker):
+                self.offsets.complete_txn(p, entry.producer_id, entry.commit)
+                continue
+            if entry.key is None:
+                continue
+            try:
+                self._replay_record(p, entry.offset, entry.key, entry.value,
+                                    entry.producer_id if entry.transactional else -1)
+            except (RecordFormatError, UnicodeDecodeError) as exc:
+                log.warning("%s-%d offset %d: skipping undecodable record: %s",
+                            OFFSETS_TOPIC, p, entry.offset, exc)
+        return count
+
+    def _install(self, p: int, loaded: Loaded[int]) -> None:
+        """Partition p is read at the epoch still led here: its groups are served."""
+        self.offsets.complete_deferred(p)
+        self.classic.loaded_partition(p)
+        self.consumer.consumer_groups_loaded(p)
+        self.share.share_groups_loaded(p)
+        self.loaded.add(p)
+        log.info("loaded %s-%d (%d records) in %.0f ms%s", OFFSETS_TOPIC, p, loaded.state,
+                 loaded.took_ms(),
+                 f" after {loaded.attempts} attempts" if loaded.attempts > 1 else "")
 
     def _replay_record(self, p: int, offset: int, key: bytes, value: bytes | None,
                        txn_pid: int) -> None:

@@ -83,8 +83,13 @@ class GroupOffsets:
             self.complete_txn(p, pid, commit)
 
     def unload(self, p: int) -> None:
-        self.txn_groups.pop(p, None)
+        self.forget_transactions(p)
         self.deferred.pop(p, None)
+
+    def forget_transactions(self, p: int) -> None:
+        """The pending transactional offsets of partition p are unloaded (the completions
+        deferred while it loads are kept)."""
+        self.txn_groups.pop(p, None)
 
     def has_pending_txn(self, group: ClassicGroup, tp: tuple[str, int]) -> bool:
         return any(tp in pending for pending in group.pending_txn_offsets.values())

@@ -4,9 +4,8 @@ the answers a group's client gets when a write fails. Shared by every part; owns
 
 from __future__ import annotations
 
-import asyncio
 import uuid
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Container, Iterable
 from typing import Any
 
 from samsa.config.schema import BrokerConfig
@@ -44,7 +43,8 @@ class GroupPartitions:
         self.commit_timeout_ms: int = cfg["offsets.commit.timeout.ms"]
         self.topics_view: TopicsView = topics if topics is not None else _NoTopics()
         self.loaded: set[int] = set()
-        self.loading: dict[int, asyncio.Task[None]] = {}
+        # the partitions being loaded (the coordinator's runtime.Loads)
+        self.loading: Container[int] = frozenset()
         # starts the loads of the partitions led here and not loaded (the coordinator's)
         self.load_led: Callable[[], None] = lambda: None
 

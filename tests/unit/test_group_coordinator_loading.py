@@ -77,3 +77,35 @@ async def test_a_load_cancelled_by_a_move_away_keeps_its_successor_tracked(
         await asyncio.sleep(0)
     assert coord.coordinator_partition(GROUP) == 0
     await coord.stop()
+
+
+async def test_a_failed_load_is_tried_again_afresh_and_then_served(
+        host: FakeHost, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The runtime's load: a read that fails is retried (not left for a request to restart),
+    from the partition's start, with what the failed attempt replayed forgotten."""
+    coord = await _coordinator_with_a_long_partition(host)
+    replay_record = coord._replay_record
+    calls = 0
+
+    def fails_once_halfway(*args: object) -> None:
+        nonlocal calls
+        calls += 1
+        if calls == 1000:
+            raise OSError("a read error")
+        replay_record(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(coord, "_replay_record", fails_once_halfway)
+    forgotten: list[int] = []
+    unload = coord._unload_groups
+    monkeypatch.setattr(coord, "_unload_groups",
+                        lambda p: (forgotten.append(p), unload(p)))
+    _move(coord, host, here=True)
+    for _ in range(100):
+        if 0 in coord.loaded:
+            break
+        await asyncio.sleep(0.02)
+    assert 0 in coord.loaded, "the failed load was not tried again"
+    assert forgotten == [0, 0], "each attempt starts from a partition with no groups"
+    assert len(coord.groups[GROUP].offsets) == 3000
+    assert coord.coordinator_partition(GROUP) == 0
+    await coord.stop()
