@@ -16,6 +16,7 @@ from samsa.config.schema import LOG_LEVELS, BrokerConfig, ConfigError, parse_log
 from .admin.cli import add_cluster_describe
 from .admin.cli import add_parsers as add_admin_parsers
 from .cluster.features import initial_levels
+from .console.cli import add_parser as add_console_parser
 
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 
@@ -203,7 +204,8 @@ def make_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="samsa", description="Kafka-compatible broker")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     # Each subcommand registers itself here.
-    for add in (_add_serve, _add_cluster, _add_dump_log, _add_check_log, add_admin_parsers):
+    for add in (_add_serve, _add_cluster, _add_dump_log, _add_check_log, add_admin_parsers,
+                add_console_parser):
         add(sub)
     return parser
 
