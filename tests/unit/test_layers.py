@@ -105,6 +105,20 @@ def test_the_admin_commands_use_only_the_protocol_and_config() -> None:
     assert not found, found
 
 
+def test_the_console_uses_only_the_admin_client_protocol_and_config() -> None:
+    """broker/console/ (`samsa console`) talks to any Kafka-compatible cluster through the
+    admin client (broker/admin/), the protocol's codecs and config/, never the broker's, the
+    coordinators' or the log's internals."""
+    allowed = ("samsa.protocol", "samsa.config", "samsa.broker.admin", "samsa.broker.console")
+    found = []
+    for path in sorted((ROOT / "broker" / "console").rglob("*.py")):
+        for line, module in imported_modules(path):
+            if _top(module) in RANK and not module.startswith(allowed) and not (
+                    module.startswith(("broker.admin", "broker.console"))):
+                found.append(f"{path.relative_to(ROOT)}:{line} imports {module}")
+    assert not found, found
+
+
 # ---- the checker itself ---------------------------------------------------------------------
 
 
