@@ -39,6 +39,7 @@ if TYPE_CHECKING:
         DeleteShareGroupOffsetsRequest,
         DeleteShareGroupOffsetsTopic,
         DescribeShareGroupOffsetsRequest,
+        DescribeShareGroupOffsetsRequestGroup,
     )
 
 log = logging.getLogger(__name__)
@@ -65,57 +66,83 @@ def _topic(ctx: GroupContext, name: str) -> tuple[uuid.UUID, int] | None:
     return None if state is None else (state.topic_id, len(state.partitions))
 
 
-@api(90, "DescribeShareGroupOffsets", (0, 0))
+@api(90, "DescribeShareGroupOffsets", (0, 1),
+     structs={"DescribeShareGroupOffsetsRequestGroup": "DescribeShareGroupOffsetsRequestGroup"})
 async def handle_describe_share_group_offsets(
     ctx: RequestContext, request: DescribeShareGroupOffsetsRequest
 ) -> dict[str, Any]:
-    groups = []
+    return {"throttle_time": 0,
+            "groups": [await _describe_group(ctx, g) for g in request.groups]}
+
+
+async def _describe_group(ctx: RequestContext,
+                          g: DescribeShareGroupOffsetsRequestGroup) -> dict[str, Any]:
+    code, message = _group_check(ctx, g.group_id, AclOperation.DESCRIBE, empty=False)
+    entry: dict[str, Any] = {"group_id": g.group_id, "topics": [], "error_code": code,
+                             "error_message": message}
     persister = ctx.share_persister
-    for g in request.groups:
-        code, message = _group_check(ctx, g.group_id, AclOperation.DESCRIBE, empty=False)
-        entry: dict[str, Any] = {"group_id": g.group_id, "topics": [], "error_code": code,
-                                 "error_message": message}
-        groups.append(entry)
-        if code != ErrorCode.none or persister is None:
-            continue
-        if g.topics is None:
-            group = ctx.groups.share_group_of(g.group_id)
-            names = sorted(group.offsets_topics) if group is not None else []
-            wanted: list[tuple[str, list[int] | None]] = [(n, None) for n in names]
-        else:
-            wanted = [(t.topic_name, list(t.partitions)) for t in g.topics]
-        allowed = set(ctx.authorized(AclOperation.DESCRIBE, ResourceType.TOPIC,
-                                     {n for n, _ in wanted}))
-        for name, partitions in wanted:
-            info = _topic(ctx, name)
-            if info is None or name not in allowed:
-                if g.topics is None:
-                    continue
-                error = (ErrorCode.topic_authorization_failed if name not in allowed
-                         else ErrorCode.unknown_topic_or_partition)
-                entry["topics"].append({"topic_name": name, "topic_id": None, "partitions": [
-                    {"partition_index": p, "start_offset": -1, "leader_epoch": -1,
-                     "error_code": error, "error_message": None} for p in partitions or []]})
+    if code != ErrorCode.none or persister is None:
+        return entry
+    if g.topics is None:
+        group = ctx.groups.share_group_of(g.group_id)
+        names = sorted(group.offsets_topics) if group is not None else []
+        wanted: list[tuple[str, list[int] | None]] = [(n, None) for n in names]
+    else:
+        wanted = [(t.topic_name, list(t.partitions)) for t in g.topics]
+    allowed = set(ctx.authorized(AclOperation.DESCRIBE, ResourceType.TOPIC,
+                                 {n for n, _ in wanted}))
+    for name, partitions in wanted:
+        info = _topic(ctx, name)
+        if info is None or name not in allowed:
+            if g.topics is None:
                 continue
-            topic_id, count = info
-            out = []
-            for p in (partitions if partitions is not None else range(count)):
-                item: dict[str, Any] = {"partition_index": p, "start_offset": -1,
-                                        "leader_epoch": -1, "error_code": ErrorCode.none,
-                                        "error_message": None}
-                if not 0 <= p < count:
-                    item["error_code"] = ErrorCode.unknown_topic_or_partition
-                else:
-                    try:
-                        summary = await persister.summary(g.group_id, topic_id, p)
-                        item["start_offset"] = summary.start_offset
-                        item["leader_epoch"] = summary.leader_epoch
-                    except ShareStateError as exc:
-                        item["error_code"], item["error_message"] = exc.error_code, exc.message
-                out.append(item)
-            entry["topics"].append({"topic_name": name, "topic_id": topic_id,
-                                    "partitions": out})
-    return {"throttle_time": 0, "groups": groups}
+            error = (ErrorCode.topic_authorization_failed if name not in allowed
+                     else ErrorCode.unknown_topic_or_partition)
+            entry["topics"].append({"topic_name": name, "topic_id": None, "partitions": [
+                _offsets_entry(p, error) for p in partitions or []]})
+            continue
+        topic_id, count = info
+        out = [await _describe_partition(ctx, persister, g.group_id, name, topic_id, count, p)
+               for p in (partitions if partitions is not None else range(count))]
+        entry["topics"].append({"topic_name": name, "topic_id": topic_id, "partitions": out})
+    return entry
+
+
+def _offsets_entry(partition: int, error: ErrorCode = ErrorCode.none,
+                   message: str | None = None) -> dict[str, Any]:
+    return {"partition_index": partition, "start_offset": -1, "leader_epoch": -1, "lag": -1,
+            "error_code": error, "error_message": message}
+
+
+async def _describe_partition(ctx: RequestContext, persister: SharePersister, group_id: str,
+                              topic: str, topic_id: uuid.UUID, count: int,
+                              partition: int) -> dict[str, Any]:
+    """One partition's share-partition start offset and leader epoch, and (v1, KIP-1226) its
+    lag as Kafka computes it: the high watermark less the start offset less the records
+    delivered for good after it; -1 while the share-partition has no start offset or no
+    delivery-complete count yet."""
+    if not 0 <= partition < count:
+        return _offsets_entry(partition, ErrorCode.unknown_topic_or_partition)
+    item = _offsets_entry(partition)
+    try:
+        summary = await persister.summary(group_id, topic_id, partition)
+        item["start_offset"], item["leader_epoch"] = summary.start_offset, summary.leader_epoch
+        if ctx.version >= 1 and summary.start_offset != -1 \
+                and summary.delivery_complete_count != -1:
+            end = await _end_offset(ctx, persister, topic, partition)
+            item["lag"] = end - summary.start_offset - summary.delivery_complete_count
+    except ShareStateError as exc:
+        return _offsets_entry(partition, exc.error_code, exc.message)
+    return item
+
+
+async def _end_offset(ctx: RequestContext, persister: SharePersister, topic: str,
+                      partition: int) -> int:
+    """The partition's high watermark: read here if led here, else asked of its leader."""
+    replica = ctx.replicas.get(topic, partition)
+    if replica is not None and replica.is_leader:
+        return replica.high_watermark
+    return await persister.end_offset(topic, partition)
 
 
 class _NamedTopic(Protocol):

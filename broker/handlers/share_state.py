@@ -28,6 +28,7 @@ from .share_groups import _enabled
 if TYPE_CHECKING:
     from .requests import (
         DeleteShareGroupStateRequest,
+        InitializeShareGroupStatePartition,
         InitializeShareGroupStateRequest,
         ReadShareGroupStatePartition,
         ReadShareGroupStateRequest,
@@ -70,7 +71,7 @@ def _refused(ctx: ShareStateContext) -> ErrorCode | None:
     return None
 
 
-async def _each(ctx: ShareStateContext, group_id: str, topics: Iterable[_TopicData[P]],
+async def _each(ctx: ShareStateContext, group_id: str, topics: Iterable[_TopicData[Any]],
                 run: Callable[[ShareStateCoordinator, Key, P], Awaitable[dict[str, Any] | None]],
                 error_fields: dict[str, Any]) -> dict[str, Any]:
     """Each partition's entry: `run`'s fields (none: None) from the share coordinator, or the
@@ -106,8 +107,11 @@ async def _each(ctx: ShareStateContext, group_id: str, topics: Iterable[_TopicDa
 async def handle_initialize_share_group_state(
     ctx: RequestContext, request: InitializeShareGroupStateRequest
 ) -> dict[str, Any]:
-    return await _each(ctx, request.group_id, request.topics, lambda state, key, p:
-                       state.initialize(key, p.state_epoch, p.start_offset), {})
+    async def run(state: ShareStateCoordinator, key: Key,
+                  p: InitializeShareGroupStatePartition) -> None:
+        await state.initialize(key, p.state_epoch, p.start_offset)
+
+    return await _each(ctx, request.group_id, request.topics, run, {})
 
 
 @api(84, "ReadShareGroupState", (0, 0), structs={"ReadShareGroupStatePartition": "PartitionData"})
@@ -124,7 +128,7 @@ async def handle_read_share_group_state(
                        {"state_epoch": 0, "start_offset": -1, "state_batches": []})
 
 
-@api(85, "WriteShareGroupState", (0, 0), structs={"WriteShareGroupStatePartition": "PartitionData"})
+@api(85, "WriteShareGroupState", (0, 1), structs={"WriteShareGroupStatePartition": "PartitionData"})
 async def handle_write_share_group_state(
     ctx: RequestContext, request: WriteShareGroupStateRequest
 ) -> dict[str, Any]:
@@ -132,7 +136,8 @@ async def handle_write_share_group_state(
                   p: WriteShareGroupStatePartition) -> None:
         batches = [StateBatch(b.first_offset, b.last_offset, b.delivery_state, b.delivery_count)
                    for b in p.state_batches]
-        await state.write(key, p.state_epoch, p.leader_epoch, p.start_offset, batches)
+        await state.write(key, p.state_epoch, p.leader_epoch, p.start_offset, batches,
+                          int(getattr(p, "delivery_complete_count", -1)))  # v0: unknown
 
     return await _each(ctx, request.group_id, request.topics, run, {})
 
@@ -146,7 +151,7 @@ async def handle_delete_share_group_state(
                        lambda state, key, p: state.delete(key), {})
 
 
-@api(87, "ReadShareGroupStateSummary", (0, 0),
+@api(87, "ReadShareGroupStateSummary", (0, 1),
      structs={"ReadShareGroupStateSummaryPartition": "PartitionData"})
 async def handle_read_share_group_state_summary(
     ctx: RequestContext, request: ReadShareGroupStateSummaryRequest
@@ -155,10 +160,12 @@ async def handle_read_share_group_state_summary(
                   p: ReadShareGroupStateSummaryPartition) -> dict[str, Any]:
         r = state.summary(key)
         return {"state_epoch": r.state_epoch, "leader_epoch": r.leader_epoch,
-                "start_offset": r.start_offset}
+                "start_offset": r.start_offset,
+                "delivery_complete_count": r.delivery_complete_count}
 
     return await _each(ctx, request.group_id, request.topics, run,
-                       {"state_epoch": 0, "leader_epoch": -1, "start_offset": -1})
+                       {"state_epoch": 0, "leader_epoch": -1, "start_offset": -1,
+                        "delivery_complete_count": -1})
 
 
 def _batch(b: StateBatch) -> dict[str, int]:

@@ -306,7 +306,8 @@ class ShareFetcher:
             try:
                 await self.persister.write(led.group_id, led.topic_id, led.index,
                                            led.state_epoch, led.leader_epoch,
-                                           led.state.start_offset, batches)
+                                           led.state.start_offset, batches,
+                                           led.state.delivery_complete_count())
             except ShareStateError as exc:
                 led.failed = _persister_error(exc)
                 log.warning("writing the state of share-partition %s-%d of group %s failed "

@@ -178,6 +178,13 @@ class SharePartitionState:
     def acquired_count(self) -> int:
         return sum(1 for r in self.records.values() if r.state == RecordState.ACQUIRED)
 
+    def delivery_complete_count(self) -> int:
+        """How many in-flight records (from the start offset on) are delivered for good,
+        acknowledged or archived (Kafka's SharePartition deliveryCompleteCount, KIP-1226):
+        the high watermark less the start offset less this is the share-partition's lag."""
+        return sum(1 for r in self.records.values()
+                   if r.state in (RecordState.ACKNOWLEDGED, RecordState.ARCHIVED))
+
     def batch_count(self) -> int:
         """The in-flight records as batches: runs of consecutive offsets in one state, with
         one delivery count (and, acquired, one holder)."""

@@ -33,6 +33,10 @@ log = logging.getLogger(__name__)
 
 SHARE_STATE_TOPIC = "__share_group_state"
 INITIALIZE, READ, WRITE, DELETE, SUMMARY = 83, 84, 85, 86, 87
+LIST_OFFSETS = 2
+# the versions sent: WriteShareGroupState and ReadShareGroupStateSummary v1 carry the
+# delivery-complete count (KIP-1226), which share-group lag needs
+VERSIONS = {WRITE: 1, SUMMARY: 1}
 RETRIABLE = frozenset({ErrorCode.not_coordinator, ErrorCode.coordinator_not_available,
                        ErrorCode.coordinator_load_in_progress})
 _BACKOFF_S = (0.05, 1.0)
@@ -79,17 +83,18 @@ class SharePersister:
 
     async def write(self, group_id: str, topic_id: uuid.UUID, partition: int,
                     state_epoch: int, leader_epoch: int, start_offset: int,
-                    batches: Iterable[StateBatch]) -> None:
+                    batches: Iterable[StateBatch], delivery_complete_count: int = -1) -> None:
         key = (group_id, topic_id, partition)
         batches = tuple(batches)
         body = _body(group_id, topic_id, {
             "partition": partition, "state_epoch": state_epoch, "leader_epoch": leader_epoch,
-            "start_offset": start_offset,
+            "start_offset": start_offset, "delivery_complete_count": delivery_complete_count,
             "state_batches": [{"first_offset": b.first_offset, "last_offset": b.last_offset,
                                "delivery_state": b.delivery_state,
                                "delivery_count": b.delivery_count} for b in batches]})
         await self._call(key, lambda: self.coordinator.write(key, state_epoch, leader_epoch,
-                                                             start_offset, batches),
+                                                             start_offset, batches,
+                                                             delivery_complete_count),
                          WRITE, body, lambda r: None)
 
     async def delete(self, group_id: str, topic_id: uuid.UUID, partition: int) -> None:
@@ -106,8 +111,9 @@ class SharePersister:
             return self.coordinator.summary(key)
 
         return await self._call(key, local, SUMMARY, body,
-                                lambda r: StateRead(r.state_epoch, r.start_offset,
-                                                    leader_epoch=r.leader_epoch))
+                                lambda r: StateRead(
+                                    r.state_epoch, r.start_offset, leader_epoch=r.leader_epoch,
+                                    delivery_complete_count=r.delivery_complete_count))
 
     # ------------------------------------------------------------------ routing
     async def _call(self, key: tuple[str, uuid.UUID, int], local: Callable[[], Awaitable[T]],
@@ -146,16 +152,43 @@ class SharePersister:
             raise ShareStateError(ErrorCode.coordinator_not_available)
         if pstate.leader == self.broker_id:
             return await local()
-        conn = self._connections.get(pstate.leader)
-        if conn is None:
-            conn = self._connections[pstate.leader] = BrokerConnection(
-                self.store, pstate.leader, f"samsa-share-persister-{self.broker_id}",
-                timeout_s=self.timeout_s)
-        response = await conn.request(api_key, 0, body)
+        response = await self._connection(pstate.leader).request(
+            api_key, VERSIONS.get(api_key, 0), body)
         result = response.results[0].partitions[0]
         if result.error_code != ErrorCode.none:
             raise ShareStateError(ErrorCode(result.error_code), result.error_message)
         return parse(result)
+
+    def _connection(self, broker: int) -> BrokerConnection:
+        conn = self._connections.get(broker)
+        if conn is None:
+            conn = self._connections[broker] = BrokerConnection(
+                self.store, broker, f"samsa-share-persister-{self.broker_id}",
+                timeout_s=self.timeout_s)
+        return conn
+
+    async def end_offset(self, topic: str, partition: int) -> int:
+        """The partition's high watermark, asked of its leader on another broker by a
+        ListOffsets for the latest offset, read_uncommitted (Kafka's
+        NetworkPartitionMetadataClient, what share-group lag is measured against); raises
+        ShareStateError with the partition's error."""
+        state = self.store.topic(topic)
+        pstate = state.partitions.get(partition) if state is not None else None
+        if pstate is None:
+            raise ShareStateError(ErrorCode.unknown_topic_or_partition)
+        if pstate.leader < 0:
+            raise ShareStateError(ErrorCode.leader_not_available)
+        body = {"replica_id": -1, "isolation_level": 0, "topics": [
+            {"name": topic, "partitions": [{"partition_index": partition,
+                                            "current_leader_epoch": -1, "timestamp": -1}]}]}
+        try:
+            response = await self._connection(pstate.leader).request(LIST_OFFSETS, 7, body)
+        except BrokerUnavailable as exc:
+            raise ShareStateError(ErrorCode.leader_not_available, str(exc)) from None
+        result = response.topics[0].partitions[0]
+        if result.error_code != ErrorCode.none:
+            raise ShareStateError(ErrorCode(result.error_code))
+        return int(result.offset)
 
 
 def _body(group_id: str, topic_id: uuid.UUID, partition: dict[str, Any]) -> dict[str, Any]:

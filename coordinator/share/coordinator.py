@@ -35,7 +35,7 @@ import logging
 import time
 import uuid
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from samsa.coordinator.internal_log import InternalTopic, ReplayedRecord, partition_for
 from samsa.coordinator.ports import TopicsView
@@ -45,6 +45,7 @@ from samsa.protocol.errors import ErrorCode, KafkaError
 
 from .records import (
     SNAPSHOT,
+    UNKNOWN_DELIVERY_COMPLETE_COUNT,
     UPDATE,
     CorruptShareRecord,
     ShareSnapshot,
@@ -112,6 +113,7 @@ class StateRead:
     start_offset: int
     batches: tuple[StateBatch, ...] = ()
     leader_epoch: int = -1
+    delivery_complete_count: int = UNKNOWN_DELIVERY_COMPLETE_COUNT
 
 
 def _now() -> int:
@@ -304,9 +306,7 @@ class ShareStateCoordinator:
                         now - current.write_timestamp < self.cold_snapshot_interval_ms:
                     continue
                 snapshot = current.snapshot(now)
-                cold = ShareSnapshot(snapshot.snapshot_epoch, snapshot.state_epoch,
-                                     snapshot.leader_epoch, snapshot.start_offset,
-                                     current.create_timestamp, now, snapshot.batches)
+                cold = replace(snapshot, create_timestamp=current.create_timestamp)
                 try:
                     await self._append(key, epoch, SNAPSHOT, encode_snapshot(cold))
                 except ShareStateError as exc:
@@ -323,8 +323,10 @@ class ShareStateCoordinator:
                 raise ShareStateError(ErrorCode.fenced_state_epoch)
             self._check_topic(key[1], key[2])
             now = _now()
+            # Kafka: no count (no lag) until the share-partition has a start offset
+            count = UNKNOWN_DELIVERY_COMPLETE_COUNT if start_offset == -1 else 0
             snapshot = ShareSnapshot(current.snapshot_epoch + 1 if current else 0, state_epoch,
-                                     -1, start_offset, now, now, ())
+                                     -1, start_offset, now, now, (), count)
             await self._append(key, epoch, SNAPSHOT, encode_snapshot(snapshot))
 
     async def read(self, key: Key, leader_epoch: int) -> StateRead:
@@ -338,12 +340,14 @@ class ShareStateCoordinator:
             if leader_epoch != -1 and leader_epoch != current.leader_epoch:
                 log.info("share-partition %s read by leader epoch %d", key, leader_epoch)
                 await self._write_record(key, epoch, current, leader_epoch,
-                                         current.start_offset, ())
+                                         current.start_offset, (),
+                                         current.delivery_complete_count)
             return result
 
     async def write(self, key: Key, state_epoch: int, leader_epoch: int, start_offset: int,
-                    batches: Iterable[StateBatch]) -> None:
-        """WriteShareGroupState."""
+                    batches: Iterable[StateBatch],
+                    delivery_complete_count: int = UNKNOWN_DELIVERY_COMPLETE_COUNT) -> None:
+        """WriteShareGroupState (v1 carries the delivery-complete count, KIP-1226)."""
         async with self._lock(key):
             epoch, current = self._initialized(key, "Write")
             if leader_epoch != -1 and current.leader_epoch > leader_epoch:
@@ -352,20 +356,22 @@ class ShareStateCoordinator:
                 raise ShareStateError(ErrorCode.fenced_state_epoch)
             self._check_topic(key[1], key[2])
             await self._write_record(key, epoch, current, current.leader_epoch, start_offset,
-                                     tuple(batches))
+                                     tuple(batches), delivery_complete_count)
 
     async def _write_record(self, key: Key, epoch: int, current: ShareState, leader_epoch: int,
-                            start_offset: int, batches: tuple[StateBatch, ...]) -> None:
+                            start_offset: int, batches: tuple[StateBatch, ...],
+                            delivery_complete_count: int) -> None:
+        count = _settled_count(current, start_offset, delivery_complete_count)
         if current.updates >= self.updates_per_snapshot:
             start = current.start_offset if start_offset == -1 else start_offset
             now = _now()
             snapshot = ShareSnapshot(current.snapshot_epoch + 1, current.state_epoch,
                                      leader_epoch, start, now, now,
-                                     combine(current.batches, batches, start))
+                                     combine(current.batches, batches, start), count)
             await self._append(key, epoch, SNAPSHOT, encode_snapshot(snapshot))
         else:
             update = ShareUpdate(current.snapshot_epoch, leader_epoch, start_offset,
-                                 combine((), batches, start_offset))
+                                 combine((), batches, start_offset), count)
             await self._append(key, epoch, UPDATE, encode_update(update))
 
     async def delete(self, key: Key) -> None:
@@ -386,7 +392,20 @@ class ShareStateCoordinator:
         if current is None:
             return StateRead(0, UNINITIALIZED_START_OFFSET)
         return StateRead(current.state_epoch, current.start_offset,
-                         leader_epoch=current.leader_epoch)
+                         leader_epoch=current.leader_epoch,
+                         delivery_complete_count=current.delivery_complete_count)
+
+
+def _settled_count(current: ShareState, start_offset: int, written: int) -> int:
+    """The delivery-complete count a write leaves (Kafka's ShareCoordinatorShard): the
+    written one when it moves the start offset on; the larger of the two at the same start
+    offset (writes of one leader may cross); the current one when the write names an earlier
+    start offset or none (-1)."""
+    if start_offset == current.start_offset:
+        return max(written, current.delivery_complete_count)
+    if start_offset < current.start_offset:
+        return current.delivery_complete_count
+    return written
 
 
 def replay(states: dict[Key, ShareState], raw_key: bytes, raw_value: bytes | None,
@@ -416,7 +435,8 @@ def replay(states: dict[Key, ShareState], raw_key: bytes, raw_value: bytes | Non
         if current is None:  # an update with no snapshot before it (Kafka keeps it as state)
             states[key] = ShareState(update.snapshot_epoch, 0, update.leader_epoch,
                                      update.start_offset, 0, 0,
-                                     combine((), update.batches, update.start_offset))
+                                     combine((), update.batches, update.start_offset),
+                                     update.delivery_complete_count)
             if snapshots is not None:
                 snapshots[key] = offset
         else:

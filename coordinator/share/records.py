@@ -10,6 +10,9 @@ value = int16 version (0) | flexible ShareSnapshotValue or ShareUpdateValue:
                         | DeliveryState int8 | DeliveryCount int16 | tags] | tags
   ShareUpdateValue:   SnapshotEpoch int32 | LeaderEpoch int32 | StartOffset int64 (-1: not
                       updated) | StateBatches (as above) | tags
+Both values carry DeliveryCompleteCount (KIP-1226: how many offsets from the start offset on
+have been delivered for good, -1 unknown) as their tagged field 0, written only when it is not
+-1, as Kafka 4.2+ writes it; older records, without it, read as -1.
 A null value (always under a ShareSnapshot key) is a tombstone: the share-partition's state was
 deleted.
 """
@@ -25,6 +28,8 @@ from ..records_codec import RecordReader, RecordWriter
 
 SNAPSHOT, UPDATE = 0, 1  # the key's record type (Kafka's CoordinatorRecordType ids)
 VALUE_VERSION = 0
+DELIVERY_COMPLETE_COUNT_TAG = 0
+UNKNOWN_DELIVERY_COMPLETE_COUNT = -1
 
 
 class CorruptShareRecord(KafkaError):
@@ -62,6 +67,7 @@ class ShareSnapshot:
     create_timestamp: int
     write_timestamp: int
     batches: tuple[StateBatch, ...]
+    delivery_complete_count: int = UNKNOWN_DELIVERY_COMPLETE_COUNT
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,6 +76,7 @@ class ShareUpdate:
     leader_epoch: int
     start_offset: int  # -1: not updated
     batches: tuple[StateBatch, ...]
+    delivery_complete_count: int = UNKNOWN_DELIVERY_COMPLETE_COUNT
 
 
 def encode_key(record_type: int, group_id: str, topic_id: uuid.UUID, partition: int) -> bytes:
@@ -83,12 +90,29 @@ def _write_batches(w: RecordWriter, batches: tuple[StateBatch, ...]) -> None:
         w.tags()
 
 
+def _write_tags(w: RecordWriter, delivery_complete_count: int) -> None:
+    if delivery_complete_count == UNKNOWN_DELIVERY_COMPLETE_COUNT:
+        w.tags()
+    else:
+        w.tags([(DELIVERY_COMPLETE_COUNT_TAG,
+                 RecordWriter().i32(delivery_complete_count).value())])
+
+
+def _read_tags(r: RecordReader) -> int:
+    """The value's tagged fields: its delivery-complete count (-1 without one)."""
+    count = UNKNOWN_DELIVERY_COMPLETE_COUNT
+    for tag in r.tagged_fields():
+        if tag == DELIVERY_COMPLETE_COUNT_TAG:
+            count = r.i32()
+    return count
+
+
 def encode_snapshot(v: ShareSnapshot) -> bytes:
     w = RecordWriter()
     w.pack(">hiiiqqq", VALUE_VERSION, v.snapshot_epoch, v.state_epoch, v.leader_epoch,
            v.start_offset, v.create_timestamp, v.write_timestamp)
     _write_batches(w, v.batches)
-    w.tags()
+    _write_tags(w, v.delivery_complete_count)
     return w.value()
 
 
@@ -96,7 +120,7 @@ def encode_update(v: ShareUpdate) -> bytes:
     w = RecordWriter()
     w.pack(">hiiq", VALUE_VERSION, v.snapshot_epoch, v.leader_epoch, v.start_offset)
     _write_batches(w, v.batches)
-    w.tags()
+    _write_tags(w, v.delivery_complete_count)
     return w.value()
 
 
@@ -138,9 +162,8 @@ def decode_snapshot(buf: bytes) -> ShareSnapshot:
         raise CorruptShareRecord(f"unknown ShareSnapshotValue version {version}")
     snapshot_epoch, state_epoch, leader_epoch, start, created, written = r.unpack(">iiiqqq")
     batches = _read_batches(r)
-    r.skip_tags()
     return ShareSnapshot(snapshot_epoch, state_epoch, leader_epoch, start, created, written,
-                         batches)
+                         batches, _read_tags(r))
 
 
 def decode_update(buf: bytes) -> ShareUpdate:
@@ -150,5 +173,4 @@ def decode_update(buf: bytes) -> ShareUpdate:
         raise CorruptShareRecord(f"unknown ShareUpdateValue version {version}")
     snapshot_epoch, leader_epoch, start = r.unpack(">iiq")
     batches = _read_batches(r)
-    r.skip_tags()
-    return ShareUpdate(snapshot_epoch, leader_epoch, start, batches)
+    return ShareUpdate(snapshot_epoch, leader_epoch, start, batches, _read_tags(r))

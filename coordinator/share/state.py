@@ -80,7 +80,7 @@ class ShareState(ShareSnapshot):
     def from_snapshot(cls, v: ShareSnapshot) -> ShareState:
         return cls(v.snapshot_epoch, v.state_epoch, v.leader_epoch, v.start_offset,
                    v.create_timestamp, v.write_timestamp,
-                   combine((), v.batches, v.start_offset))
+                   combine((), v.batches, v.start_offset), v.delivery_complete_count)
 
     def apply_snapshot(self, v: ShareSnapshot) -> None:
         leader_epoch = max(self.leader_epoch, v.leader_epoch)
@@ -90,6 +90,7 @@ class ShareState(ShareSnapshot):
         self.create_timestamp = fresh.create_timestamp
         self.write_timestamp = fresh.write_timestamp
         self.batches = fresh.batches
+        self.delivery_complete_count = fresh.delivery_complete_count
         self.leader_epoch, self.state_epoch = leader_epoch, state_epoch
         self.updates = 0
 
@@ -99,9 +100,13 @@ class ShareState(ShareSnapshot):
         if v.leader_epoch != -1:
             self.leader_epoch = max(self.leader_epoch, v.leader_epoch)
         self.batches = combine(self.batches, v.batches, self.start_offset)
+        # as Kafka's merge: an update's count is the count (the writer settled it, see
+        # ShareStateCoordinator.write)
+        self.delivery_complete_count = v.delivery_complete_count
         self.updates += 1
 
     def snapshot(self, now_ms: int) -> ShareSnapshot:
         """This state as a new snapshot (the next snapshot epoch)."""
         return ShareSnapshot(self.snapshot_epoch + 1, self.state_epoch, self.leader_epoch,
-                             self.start_offset, now_ms, now_ms, self.batches)
+                             self.start_offset, now_ms, now_ms, self.batches,
+                             self.delivery_complete_count)

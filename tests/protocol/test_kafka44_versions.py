@@ -23,9 +23,6 @@ JAR = CACHE_DIR / "kafka-clients-44" / "lib" / "kafka-clients-4.4.0.jar"
 # Served, but below Kafka 4.4's newest stable version: API name -> Kafka 4.4's newest.
 PENDING = {
     "DescribeLogDirs": 5,  # KIP-1066: IsCordoned needs cordoned.log.dirs, which Samsa lacks
-    "WriteShareGroupState": 1,  # KIP-1226: share-group lag
-    "ReadShareGroupStateSummary": 1,  # KIP-1226
-    "DescribeShareGroupOffsets": 1,  # KIP-1226
 }
 
 

@@ -4,6 +4,7 @@ share-partition read back from its persisted state."""
 
 from __future__ import annotations
 
+import dataclasses
 import struct
 import uuid
 
@@ -11,7 +12,12 @@ import pytest
 
 from samsa.broker.share.partition import RecordState, SharePartitionState
 from samsa.broker.share.partition import StateBatch as LeaderBatch
-from samsa.coordinator.share.coordinator import coordinator_key, parse_coordinator_key, replay
+from samsa.coordinator.share.coordinator import (
+    _settled_count,
+    coordinator_key,
+    parse_coordinator_key,
+    replay,
+)
 from samsa.coordinator.share.records import (
     SNAPSHOT,
     UPDATE,
@@ -27,7 +33,7 @@ from samsa.coordinator.share.records import (
     encode_snapshot,
     encode_update,
 )
-from samsa.coordinator.share.state import combine
+from samsa.coordinator.share.state import ShareState, combine
 
 TID = uuid.UUID("0123456789abcdef0123456789abcdef")
 
@@ -49,9 +55,11 @@ def test_snapshot_value_layout_is_kafkas():
                 + b"\x02" + struct.pack(">qqbh", 100, 104, 2, 1) + b"\x00" + b"\x00")
     assert raw == expected
     assert decode_snapshot(raw) == v
-    # Kafka 4.3 writes DeliveryCompleteCount as tagged field 0 when it is set: skipped
+    # Kafka 4.2+ writes DeliveryCompleteCount (KIP-1226) as tagged field 0 when it is set
     tagged = raw[:-1] + b"\x01" + b"\x00" + b"\x04" + struct.pack(">i", 5)
-    assert decode_snapshot(tagged) == v
+    counted = dataclasses.replace(v, delivery_complete_count=5)
+    assert decode_snapshot(tagged) == counted
+    assert encode_snapshot(counted) == tagged
 
 
 def test_update_value_layout_is_kafkas():
@@ -62,6 +70,9 @@ def test_update_value_layout_is_kafkas():
     assert decode_update(raw) == v
     with pytest.raises(CorruptShareRecord):
         decode_update(raw[:-5])
+    counted = dataclasses.replace(v, delivery_complete_count=7)
+    assert encode_update(counted) == raw[:-1] + b"\x01\x00\x04" + struct.pack(">i", 7)
+    assert decode_update(encode_update(counted)) == counted
 
 
 def test_combine_overrides_prunes_and_joins():
@@ -138,3 +149,45 @@ def test_leader_writes_only_what_changed_and_the_coordinator_combines_it():
     whole = [StateBatch(b.first_offset, b.last_offset, int(b.state), b.delivery_count)
              for b in sp.state_batches()]
     assert combine(persisted, delta, sp.start_offset) == combine((), whole, sp.start_offset)
+
+
+def test_delivery_complete_count_is_the_settled_records_after_the_start_offset():
+    """KIP-1226: the leader counts the acknowledged and archived records it still holds (those
+    after the start offset); with the high watermark it gives the lag."""
+    sp = SharePartitionState(0, lock_ms=1000, delivery_limit=5)
+    sp.acquire("m1", range(0, 6), 6, now_ms=0)
+    assert sp.delivery_complete_count() == 0
+    sp.acknowledge("m1", 0, 1, 1)  # accepted at the start: the start offset moves past them
+    sp.acknowledge("m1", 3, 3, 1)  # accepted after a record in flight: counted
+    sp.acknowledge("m1", 4, 4, 3)  # rejected (archived): counted
+    assert (sp.start_offset, sp.delivery_complete_count()) == (2, 2)
+    # lag at a high watermark of 10: 10 - 2 - 2 = offsets 2, 5 (in flight) and 6..9 (unread)
+    again = SharePartitionState.from_state_batches(
+        sp.start_offset, [LeaderBatch(b.first_offset, b.last_offset, b.state, b.delivery_count)
+                          for b in sp.state_batches()])
+    assert again.delivery_complete_count() == 2
+
+
+def test_the_delivery_complete_count_a_write_leaves_is_kafkas():
+    current = ShareState(0, 1, 3, 10, 0, 0, (), 4)
+    assert _settled_count(current, 12, 1) == 1  # the start offset moved on: the written one
+    assert _settled_count(current, 10, 2) == 4  # same start: the larger (writes may cross)
+    assert _settled_count(current, 10, 6) == 6
+    assert _settled_count(current, 8, 0) == 4  # an earlier start offset: the current one
+    assert _settled_count(current, -1, 9) == 4  # no start offset written: the current one
+
+
+def test_replay_carries_the_delivery_complete_count():
+    states: dict = {}
+    key = ("g", TID, 0)
+    replay(states, encode_key(SNAPSHOT, "g", TID, 0),
+           encode_snapshot(ShareSnapshot(0, 0, 1, 10, 1, 1, (), 0)))
+    assert states[key].delivery_complete_count == 0
+    replay(states, encode_key(UPDATE, "g", TID, 0),
+           encode_update(ShareUpdate(0, 1, 10, (StateBatch(12, 13, 2, 1),), 2)))
+    assert states[key].delivery_complete_count == 2
+    assert states[key].snapshot(5).delivery_complete_count == 2
+    # a record of a writer before KIP-1226 (no tagged field): unknown
+    replay(states, encode_key(UPDATE, "g", TID, 0),
+           encode_update(ShareUpdate(0, 1, 14, ())))
+    assert states[key].delivery_complete_count == -1
