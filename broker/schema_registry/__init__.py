@@ -1,0 +1,69 @@
+"""A Confluent-compatible schema registry served by the broker (issue 49): the v1 REST API on
+its own HTTP listener (`schema.registry.listeners`), its state in the compacted `_schemas`
+topic in Confluent's record format, written by the leader of its partition (the primary)."""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
+
+from samsa.config.schema import ConfigError
+from samsa.coordinator.internal_log import InternalTopic
+from samsa.coordinator.ports import InternalLogHost
+
+from .registry import Registry
+from .store import SchemaStore
+from .topic_log import TopicLog
+
+if TYPE_CHECKING:
+    from aiohttp import web
+
+log = logging.getLogger(__name__)
+
+
+def _host_port(url: str) -> tuple[str, int]:
+    parts = urlsplit(url)
+    if parts.scheme != "http" or not parts.hostname or parts.port is None:
+        raise ConfigError("schema.registry.listeners",
+                          f"{url!r} is not an http://host:port URL (https is not served yet)")
+    return parts.hostname, parts.port
+
+
+class SchemaRegistry:
+    """The registry of one broker: started and stopped with it."""
+
+    def __init__(self, config: Any, host: InternalLogHost) -> None:
+        self.urls: list[str] = list(config["schema.registry.listeners"])
+        self.addresses = [_host_port(url) for url in self.urls]
+        self.store = SchemaStore()
+        self.topic = InternalTopic(
+            host, config["schema.registry.topic"], 1,
+            config["schema.registry.topic.replication.factor"],
+            config["log.segment.bytes"])
+        self.registry = Registry(self.store, TopicLog(self.topic, self.store))
+        self._runner: web.AppRunner | None = None
+        self.ports: list[int] = []  # the ports bound (a port 0 of the URL made concrete)
+
+    async def start(self) -> None:
+        # imported here: aiohttp takes a good part of a second to import, which a broker
+        # without a registry should not pay
+        from aiohttp import web
+
+        from .rest import build_app
+
+        runner = web.AppRunner(build_app(self.registry), access_log=None)
+        await runner.setup()
+        self._runner = runner
+        for host, port in self.addresses:
+            site = web.TCPSite(runner, host, port, reuse_address=True)
+            await site.start()
+            server = site._server
+            sockets = getattr(server, "sockets", None) or ()
+            self.ports.append(sockets[0].getsockname()[1] if sockets else port)
+            log.info("schema registry on http://%s:%d", host, self.ports[-1])
+
+    async def stop(self) -> None:
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
