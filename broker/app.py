@@ -59,6 +59,7 @@ from .replication.replica_manager import ReplicaManager
 from .replication.replication_quota import FOLLOWER as FOLLOWER_THROTTLED
 from .replication.replication_quota import LEADER as LEADER_THROTTLED
 from .replication.replication_quota import ReplicationQuota
+from .schema_registry import SchemaRegistry
 from .security.authorizer import Authorizer, parse_super_users
 from .security.client import ClientSecurity
 from .security.listeners import listener_endpoints
@@ -104,6 +105,9 @@ class Broker:
             self.producer_ids = ProducerIdAllocator(self.data_dir / "producer-id-block")
         self._build_coordinators(config)
         self._build_share_groups(config)
+        # the schema registry's HTTP listener, when schema.registry.listeners names one
+        self.schema_registry = (SchemaRegistry(config, self._coordinator_host)
+                                if config["schema.registry.listeners"] else None)
         self._build_front(config)
         self._background: list[asyncio.Task[None]] = []
         self.loop_watchdog = LoopWatchdog()  # logs where a blocked event loop is stuck
@@ -622,6 +626,8 @@ class Broker:
         if self.config["metrics.port"] is not None:
             metrics.start_endpoint(self, self.server.host, self.config["metrics.port"])
         await self.server.start()
+        if self.schema_registry is not None:
+            await self.schema_registry.start()
         self._background.append(asyncio.create_task(self.log_manager.run_background()))
         self._background.append(asyncio.create_task(metrics.watch_loop_lag()))
         self._background.append(asyncio.create_task(expire_tokens_forever(
@@ -661,6 +667,8 @@ class Broker:
                     await self.replicas.fetchers.stop()
             except Exception:  # a plain shutdown still moves leaderships, later
                 log.exception("controlled shutdown failed")
+        if self.schema_registry is not None:
+            await self.schema_registry.stop()
         if self._server is not None:
             await self._server.stop()
         # Logs not created yet stay so until the restart creates them (the store has them).
