@@ -14,7 +14,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from . import cluster, groups, offsets, topics
+from . import cluster, groups, offsets, topics, txn
 from .client import Admin, AdminError, Settings, load_properties
 from .output import as_json, table
 
@@ -231,6 +231,87 @@ def _strategy(args: argparse.Namespace) -> offsets.Strategy:
     return offsets.Strategy("offset", args.to_offset)
 
 
+# ---- txn -----------------------------------------------------------------------------------
+
+TXN_COLUMNS = (("TRANSACTIONAL-ID", "transactional_id"), ("COORDINATOR", "coordinator"),
+               ("PRODUCER-ID", "producer_id"), ("STATE", "state"))
+TXN_DESCRIBE_COLUMNS = (("COORDINATOR", "coordinator_id"),
+                        ("TRANSACTIONAL-ID", "transactional_id"),
+                        ("PRODUCER-ID", "producer_id"), ("EPOCH", "producer_epoch"),
+                        ("STATE", "state"), ("TIMEOUT-MS", "timeout_ms"),
+                        ("START-TIME-MS", "start_time_ms"), ("DURATION-MS", "duration_ms"),
+                        ("PARTITIONS", "partitions"))
+PRODUCER_COLUMNS = (("PRODUCER-ID", "producer_id"), ("EPOCH", "producer_epoch"),
+                    ("COORDINATOR-EPOCH", "coordinator_epoch"),
+                    ("LAST-SEQUENCE", "last_sequence"), ("LAST-TIMESTAMP", "last_timestamp"),
+                    ("TXN-START-OFFSET", "current_txn_start_offset"))
+HANGING_COLUMNS = (("TOPIC", "topic"), ("PARTITION", "partition"),
+                   ("PRODUCER-ID", "producer_id"), ("EPOCH", "producer_epoch"),
+                   ("COORDINATOR-EPOCH", "coordinator_epoch"), ("START-OFFSET", "start_offset"),
+                   ("LAST-TIMESTAMP", "last_timestamp"), ("DURATION-MIN", "duration_minutes"))
+
+
+def _show_txn(result: dict[str, Any], args: argparse.Namespace) -> None:
+    partitions = [f"{tp['topic']}-{tp['partition']}" for tp in result["topic_partitions"]]
+    table([{**result, "partitions": partitions}], TXN_DESCRIBE_COLUMNS, sys.stdout)
+
+
+def _add_txn(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("txn", help="list, describe and abort transactions; find hanging ones")
+    cmds = p.add_subparsers(dest="txn_command", metavar="COMMAND", required=True)
+
+    c = _command(cmds, "list", "transactional ids of every coordinator",
+                 lambda a, x: txn.list_transactions(a, x.state, x.producer_id,
+                                                    x.duration_filter, x.pattern),
+                 lambda r, x: table(r, TXN_COLUMNS, sys.stdout))
+    c.add_argument("--state", action="append", default=[], metavar="STATE",
+                   help="only in this state, e.g. Ongoing, CompleteCommit (repeatable)")
+    c.add_argument("--producer-id", action="append", default=[], type=int, metavar="ID",
+                   help="only of this producer id (repeatable)")
+    c.add_argument("--duration-filter", type=int, metavar="MS",
+                   help="only transactions open longer than MS")
+    c.add_argument("--transactional-id-pattern", dest="pattern", metavar="REGEX",
+                   help="only transactional ids matching REGEX")
+
+    c = _command(cmds, "describe", "state, producer, timeout, start and partitions of a "
+                 "transactional id", lambda a, x: txn.describe(a, x.transactional_id),
+                 _show_txn)
+    c.add_argument("transactional_id", metavar="TRANSACTIONAL-ID")
+
+    c = _command(cmds, "describe-producers", "the active producers of a partition",
+                 lambda a, x: txn.describe_producers(a, x.topic, x.partition, x.broker_id),
+                 lambda r, x: table(r, PRODUCER_COLUMNS, sys.stdout))
+    _partition_options(c)
+    c.add_argument("--broker-id", type=int, help="ask this replica rather than the leader")
+
+    c = _command(cmds, "abort", "abort an open (hanging) transaction on a partition: an abort "
+                 "marker written by WriteTxnMarkers (needs ClusterAction)",
+                 lambda a, x: txn.abort(a, x.topic, x.partition, x.start_offset,
+                                        x.producer_id, x.producer_epoch, x.coordinator_epoch),
+                 _say("Aborted the transaction of producer {producer_id} (epoch "
+                      "{producer_epoch}) on {topic}-{partition}."))
+    _partition_options(c)
+    c.add_argument("--start-offset", type=int, help="the transaction's first offset")
+    c.add_argument("--producer-id", type=int, help="(without --start-offset)")
+    c.add_argument("--producer-epoch", type=int, help="(without --start-offset)")
+    c.add_argument("--coordinator-epoch", type=int, help="(without --start-offset)")
+
+    c = _command(cmds, "find-hanging", "open transactions their coordinator will never finish",
+                 lambda a, x: txn.find_hanging(a, x.broker_id, x.topic, x.partition,
+                                               x.max_transaction_timeout),
+                 lambda r, x: table(r, HANGING_COLUMNS, sys.stdout))
+    c.add_argument("--broker-id", type=int, help="search the partitions of this broker")
+    c.add_argument("--topic", help="search this topic")
+    c.add_argument("--partition", type=int, help="only this partition of --topic")
+    c.add_argument("--max-transaction-timeout", type=int, default=15, metavar="MINUTES",
+                   help="skip transactions younger than this (default 15)")
+
+
+def _partition_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--topic", required=True)
+    p.add_argument("--partition", type=int, required=True)
+
+
 # ---- cluster -------------------------------------------------------------------------------
 
 BROKER_COLUMNS = (("ID", "id"), ("HOST", "host"), ("PORT", "port"), ("RACK", "rack"))
@@ -250,3 +331,4 @@ def add_cluster_describe(cmds: argparse._SubParsersAction) -> None:
 def add_parsers(sub: argparse._SubParsersAction) -> None:
     _add_topic(sub)
     _add_group(sub)
+    _add_txn(sub)

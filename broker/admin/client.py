@@ -32,6 +32,7 @@ from samsa.protocol.errors import ErrorCode
 
 API_VERSIONS, SASL_HANDSHAKE, SASL_AUTHENTICATE = 18, 17, 36
 CLIENT_ID = b"samsa-admin"
+GROUP_KEY, TXN_KEY = 0, 1  # FindCoordinator key types
 # Newest versions whose field names the commands read (a newer version renames or drops them).
 # OffsetFetch v10 and OffsetCommit v10 name topics by id only.
 VERSION_CAPS = {9: 9, 8: 9}
@@ -358,11 +359,12 @@ class Admin:
             raise AdminError("BROKER_NOT_AVAILABLE", f"broker {node_id} is not in the metadata")
         return self.connect(address)
 
-    def coordinator(self, group: str) -> Connection:
-        """The group coordinator of `group` (FindCoordinator, key type 0)."""
+    def coordinator(self, key: str, key_type: int = GROUP_KEY) -> Connection:
+        """The coordinator of group `key` (or of a transactional id with TXN_KEY), as
+        FindCoordinator names it."""
         conn = self.any()
         v = conn.version(10)
-        body = {"key_type": 0, "key": group, "coordinator_keys": [group]}
+        body = {"key_type": key_type, "key": key, "coordinator_keys": [key]}
         resp = conn.call(10, body, v)
         found = resp.coordinators[0] if v >= 4 else resp
         check(found.error_code, found.error_message)

@@ -124,7 +124,29 @@ def _sample(samsa: Samsa, bootstrap: str, topic: str, group: str) -> dict[str, A
                          bootstrap=bootstrap).json()
     out["delete"] = samsa("group", "delete", group, "--format", "json",
                           bootstrap=bootstrap).json()
+    out.update(_txn_sample(samsa, bootstrap, topic, f"t-{group}"))
     return out
+
+
+def _txn_sample(samsa: Samsa, bootstrap: str, topic: str, txn_id: str) -> dict[str, Any]:
+    """The txn commands on one committed transaction of `txn_id` (to partition 1)."""
+    p = Producer({"bootstrap.servers": bootstrap, "transactional.id": txn_id})
+    p.init_transactions(30)
+    p.begin_transaction()
+    p.produce(topic, b"t", partition=1)
+    p.commit_transaction(30)
+
+    def txn(*args: str) -> Any:
+        return samsa("txn", *args, "--format", "json", bootstrap=bootstrap).json()
+
+    deadline = time.monotonic() + 30  # the markers follow EndTxn's answer (PrepareCommit)
+    while txn("describe", txn_id)["state"] != "CompleteCommit" and time.monotonic() < deadline:
+        time.sleep(0.1)
+    (listed,) = [t for t in txn("list") if t["transactional_id"] == txn_id]
+    return {"txn-list": listed, "txn-describe": txn("describe", txn_id),
+            "txn-producers": txn("describe-producers", "--topic", topic, "--partition", "1"),
+            "txn-hanging": txn("find-hanging", "--topic", topic,
+                               "--max-transaction-timeout", "0")}
 
 
 def test_the_same_output_shape_as_against_apache_kafka(kafka: str, shared_broker: BrokerProcess,
@@ -149,3 +171,7 @@ def test_the_same_output_shape_as_against_apache_kafka(kafka: str, shared_broker
         assert got["error"] == (1, "UNKNOWN_TOPIC_OR_PARTITION")
         assert [(r["partition"], r["new_offset"]) for r in got["reset"]] == [(0, 2)]
         assert got["delete"] == [{"group_id": f"g-{unique_topic}", "deleted": True}]
+        assert got["txn-list"]["state"] == got["txn-describe"]["state"] == "CompleteCommit"
+        (producer,) = got["txn-producers"]
+        assert producer["producer_id"] == got["txn-list"]["producer_id"]
+        assert producer["current_txn_start_offset"] is None and got["txn-hanging"] == []
