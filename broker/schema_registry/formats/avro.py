@@ -44,11 +44,31 @@ def parse(schema: str, references: tuple[Reference, ...]) -> AvroSchema:
         raw = json.loads(schema)
     except json.JSONDecodeError as exc:
         raise ValueError(f"not JSON: {exc}") from exc
+    _check_required(raw)
     try:
         parsed = fastavro.parse_schema(raw, named_schemas=named)
     except fastavro.schema.SchemaParseException as exc:
         raise ValueError(str(exc)) from exc
     return AvroSchema(parsed, named, json.dumps(raw, separators=(",", ":"), sort_keys=True))
+
+
+_REQUIRED = {"record": "fields", "error": "fields", "enum": "symbols", "fixed": "size"}
+
+
+def _check_required(raw: Any) -> None:
+    """What Avro requires and fastavro lets pass (a record without "fields")."""
+    if isinstance(raw, list):
+        for item in raw:
+            _check_required(item)
+    elif isinstance(raw, dict):
+        needed = _REQUIRED.get(raw.get("type")) if isinstance(raw.get("type"), str) else None
+        if needed and needed not in raw:
+            raise ValueError(f"{raw['type']} {raw.get('name')!r} has no {needed!r}")
+        for f in raw.get("fields", ()) if isinstance(raw.get("fields"), list) else ():
+            _check_required(f.get("type") if isinstance(f, dict) else None)
+        for key in ("type", "items", "values"):
+            if isinstance(raw.get(key), (dict, list)):
+                _check_required(raw[key])
 
 
 def _flatten(references: tuple[Reference, ...]) -> list[Reference]:
