@@ -625,9 +625,9 @@ class Broker:
         # before the broker has accepted anyone.
         if self.config["metrics.port"] is not None:
             metrics.start_endpoint(self, self.server.host, self.config["metrics.port"])
-        await self.server.start()
-        if self.schema_registry is not None:
+        if self.schema_registry is not None:  # as the metrics: ready once the broker is
             await self.schema_registry.start()
+        await self.server.start()
         self._background.append(asyncio.create_task(self.log_manager.run_background()))
         self._background.append(asyncio.create_task(metrics.watch_loop_lag()))
         self._background.append(asyncio.create_task(expire_tokens_forever(
