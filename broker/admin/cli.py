@@ -14,7 +14,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from . import cluster, groups, offsets, topics, txn
+from . import acls, cluster, groups, offsets, topics, txn
 from .client import Admin, AdminError, Settings, load_properties
 from .output import as_json, table
 
@@ -312,6 +312,66 @@ def _partition_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--partition", type=int, required=True)
 
 
+# ---- acl -----------------------------------------------------------------------------------
+
+ACL_COLUMNS = (("RESOURCE-TYPE", "resource_type"), ("RESOURCE-NAME", "resource_name"),
+               ("PATTERN-TYPE", "pattern_type"), ("PRINCIPAL", "principal"), ("HOST", "host"),
+               ("OPERATION", "operation"), ("PERMISSION", "permission"))
+
+
+def _acl_filter(p: argparse.ArgumentParser, resource_required: bool = False) -> None:
+    p.add_argument("--resource-type", required=resource_required, metavar="TYPE",
+                   help="topic, group, cluster, transactional-id, delegation-token, user"
+                        + (" or any" if resource_required else ""))
+    p.add_argument("--resource-name", metavar="NAME")
+    p.add_argument("--pattern-type", metavar="TYPE",
+                   help="literal, prefixed, match (all that apply to the name) or any "
+                        "(the default)")
+    p.add_argument("--principal", metavar="TYPE:NAME", help="e.g. User:alice")
+    p.add_argument("--host")
+    p.add_argument("--operation", metavar="OP", help="e.g. read, write, describe, all")
+    p.add_argument("--permission", metavar="allow|deny")
+
+
+def _show_acls(result: list[dict[str, Any]], args: argparse.Namespace) -> None:
+    table(result, ACL_COLUMNS, sys.stdout)
+
+
+def _filter(args: argparse.Namespace) -> acls.Filter:
+    return acls.Filter(args.resource_type, args.resource_name, args.pattern_type,
+                       args.principal, args.host, args.operation, args.permission)
+
+
+def _add_acl(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("acl", help="list, create and delete ACLs")
+    cmds = p.add_subparsers(dest="acl_command", metavar="COMMAND", required=True)
+
+    c = _command(cmds, "list", "the ACLs matching the options (all without any)",
+                 lambda a, x: acls.list_acls(a, _filter(x)), _show_acls)
+    _acl_filter(c)
+
+    c = _command(cmds, "create", "allow (or deny) a principal operations on a resource",
+                 lambda a, x: acls.create(a, x.resource_type, x.resource_name, x.pattern_type,
+                                          x.principal, x.host, x.operation, x.permission),
+                 _show_acls)
+    c.add_argument("--resource-type", required=True, metavar="TYPE",
+                   help="topic, group, cluster, transactional-id, delegation-token, user")
+    c.add_argument("--resource-name", metavar="NAME", help="(a cluster's is kafka-cluster)")
+    c.add_argument("--pattern-type", default="literal", metavar="TYPE",
+                   help="literal (default) or prefixed")
+    c.add_argument("--principal", required=True, metavar="TYPE:NAME", help="e.g. User:alice")
+    c.add_argument("--host", default="*", help="default: every host")
+    c.add_argument("--operation", action="append", required=True, metavar="OP",
+                   help="read, write, create, delete, alter, describe, cluster-action, "
+                        "describe-configs, alter-configs, idempotent-write, all ... "
+                        "(repeatable)")
+    c.add_argument("--permission", default="allow", metavar="allow|deny")
+
+    c = _command(cmds, "delete", "delete the ACLs matching the options",
+                 lambda a, x: acls.delete(a, _filter(x)), _show_acls)
+    _acl_filter(c, resource_required=True)
+
+
 # ---- cluster -------------------------------------------------------------------------------
 
 BROKER_COLUMNS = (("ID", "id"), ("HOST", "host"), ("PORT", "port"), ("RACK", "rack"))
@@ -332,3 +392,4 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     _add_topic(sub)
     _add_group(sub)
     _add_txn(sub)
+    _add_acl(sub)

@@ -34,6 +34,8 @@ transaction.state.log.replication.factor=1
 transaction.state.log.min.isr=1
 share.coordinator.state.topic.replication.factor=1
 group.initial.rebalance.delay.ms=0
+authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer
+super.users=User:ANONYMOUS
 """
 
 
@@ -97,6 +99,13 @@ def same_shape(a: Any, b: Any) -> bool:
     return a is None or b is None or a == b
 
 
+def assert_same_shapes(from_kafka: dict[str, Any], from_samsa: dict[str, Any]) -> None:
+    assert from_kafka.keys() == from_samsa.keys()
+    for command in from_kafka:
+        assert same_shape(shape(from_kafka[command]), shape(from_samsa[command])), (
+            command, from_kafka[command], from_samsa[command])
+
+
 def _sample(samsa: Samsa, bootstrap: str, topic: str, group: str) -> dict[str, Any]:
     """What each command prints as JSON, on a topic with one committed offset of a group."""
     out = {"create": samsa("topic", "create", topic, "-p", "2", "-c", "retention.ms=60000",
@@ -157,9 +166,7 @@ def test_the_same_output_shape_as_against_apache_kafka(kafka: str, shared_broker
     assert r.err == "samsa: GROUP_ID_NOT_FOUND: Group nobody not found.\n"
     from_kafka = _sample(samsa, kafka, unique_topic, f"g-{unique_topic}")
     from_samsa = _sample(samsa, shared_broker.bootstrap, unique_topic, f"g-{unique_topic}")
-    for command in from_kafka:
-        assert same_shape(shape(from_kafka[command]), shape(from_samsa[command])), (
-            command, from_kafka[command], from_samsa[command])
+    assert_same_shapes(from_kafka, from_samsa)
     for got in (from_kafka, from_samsa):
         assert got["create"]["partitions"] == 2 and got["list"]["partitions"] == 2
         (d,) = got["describe"]
@@ -175,3 +182,35 @@ def test_the_same_output_shape_as_against_apache_kafka(kafka: str, shared_broker
         (producer,) = got["txn-producers"]
         assert producer["producer_id"] == got["txn-list"]["producer_id"]
         assert producer["current_txn_start_offset"] is None and got["txn-hanging"] == []
+
+
+def _security_sample(samsa: Samsa, bootstrap: str, name: str) -> dict[str, Any]:
+    """The acl commands on ACLs of `name` (both brokers with an authorizer)."""
+    def run(*args: str) -> Any:
+        return samsa(*args, "--format", "json", bootstrap=bootstrap).json()
+
+    return {
+        "acl-create": run("acl", "create", "--resource-type", "topic", "--resource-name", name,
+                          "--pattern-type", "prefixed", "--principal", "User:alice",
+                          "--operation", "read", "--operation", "describe"),
+        "acl-list": run("acl", "list", "--resource-type", "topic", "--resource-name",
+                        f"{name}-x", "--pattern-type", "match"),
+        "acl-delete": run("acl", "delete", "--resource-type", "topic", "--principal",
+                          "User:alice", "--operation", "read"),
+    }
+
+
+def test_the_security_commands_against_apache_kafka(kafka: str, broker_factory: Any,
+                                                    samsa: Samsa, unique_topic: str) -> None:
+    samsa_broker = broker_factory(settings={
+        "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+        "super.users": "User:ANONYMOUS"})
+    from_kafka = _security_sample(samsa, kafka, unique_topic)
+    from_samsa = _security_sample(samsa, samsa_broker.bootstrap, unique_topic)
+    assert_same_shapes(from_kafka, from_samsa)
+    for got in (from_kafka, from_samsa):
+        assert [a["operation"] for a in got["acl-create"]] == ["READ", "DESCRIBE"]
+        assert [(a["resource_name"], a["pattern_type"], a["operation"])
+                for a in got["acl-list"]] == [(unique_topic, "PREFIXED", "DESCRIBE"),
+                                              (unique_topic, "PREFIXED", "READ")]
+        assert [a["operation"] for a in got["acl-delete"]] == ["READ"]
