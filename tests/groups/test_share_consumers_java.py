@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 import time
 from collections import Counter
+from pathlib import Path
 
 import pytest
 
@@ -44,6 +45,24 @@ def test_java_share_consumers_accept_release_reject(broker_factory):
     assert len(Counter(who for _, who in accepted.values())) >= 2, res.describe()
 
 
+def hold_records(bootstrap: str, topic: str, group: str, classes: Path,
+                 log_path: Path) -> tuple[JavaProcess, int]:
+    """A Java share consumer that got records and holds them, never acknowledging them (kill9
+    it when done), and how many its poll returned."""
+    holder = JavaProcess("ShareConsumers", ["hold", bootstrap, topic, group],
+                         log_path=log_path, extra_classpath=[classes]).start()
+    try:
+        deadline = time.monotonic() + 90
+        while "HELD" not in holder.log_text() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        found = re.search(r"^HELD (\d+)", holder.log_text(), re.M)
+        assert found is not None, holder.log_tail()
+    except BaseException:
+        holder.kill9()
+        raise
+    return holder, int(found.group(1))
+
+
 @pytest.mark.timeout(300)
 def test_java_killed_share_consumer_records_go_to_another(broker_factory, tmp_path):
     b = broker_factory(settings={**SHARE, "group.share.record.lock.duration.ms": 3000})
@@ -51,16 +70,9 @@ def test_java_killed_share_consumer_records_go_to_another(broker_factory, tmp_pa
     with WireClient(b.bootstrap) as w:
         setup_share_group(w, "share-kill", "sg-kill", [])
     produce(b.bootstrap, "share-kill", 1, 5)
-    holder = JavaProcess("ShareConsumers", ["hold", b.bootstrap, "share-kill", "sg-kill"],
-                         log_path=tmp_path / "hold.log", extra_classpath=[classes]).start()
-    try:
-        deadline = time.monotonic() + 90
-        while "HELD" not in holder.log_text() and time.monotonic() < deadline:
-            time.sleep(0.2)
-        assert "HELD" in holder.log_text(), holder.log_tail()
-        held = int(re.search(r"^HELD (\d+)", holder.log_text(), re.M).group(1))
-    finally:
-        holder.kill9()
+    holder, held = hold_records(b.bootstrap, "share-kill", "sg-kill", classes,
+                                tmp_path / "hold.log")
+    holder.kill9()
     res = run_java_tool("ShareConsumers", ["drain", b.bootstrap, "share-kill", "sg-kill", "5"],
                         extra_classpath=[classes], timeout=120)
     assert not res.timed_out and res.returncode == 0, res.describe()

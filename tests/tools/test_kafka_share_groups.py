@@ -5,15 +5,14 @@ ShareGroupDescribe (members joined over the wire, tests/groups/test_share_groups
 
 from __future__ import annotations
 
-import time
-
 import pytest
 
 from tests.groups.clients import FAST, produce
+from tests.groups.test_share_consumers_java import hold_records
 from tests.groups.test_share_fetch_wire import SHARE, setup_share_group
 from tests.groups.test_share_groups_wire import _hb
 from tests.protocol.wire import WireClient
-from tests.support.java import JAVA_SRC, JavaProcess, compile_java, run_java_tool
+from tests.support.java import JAVA_SRC, compile_java, run_java_tool
 
 SHARE_GROUP_COMMAND = "org.apache.kafka.tools.consumer.group.ShareGroupCommand"
 
@@ -58,13 +57,8 @@ def test_kafka_share_groups_describe_offsets_lag_is_the_unacknowledged_count(
     with WireClient(b.bootstrap) as w:
         setup_share_group(w, "share-lag", "sg-lag", [])
     produce(b.bootstrap, "share-lag", 1, total)
-    holder = JavaProcess("ShareConsumers", ["hold", b.bootstrap, "share-lag", "sg-lag"],
-                         log_path=tmp_path / "hold.log", extra_classpath=[classes]).start()
+    holder, _ = hold_records(b.bootstrap, "share-lag", "sg-lag", classes, tmp_path / "hold.log")
     try:
-        deadline = time.monotonic() + 90
-        while "HELD" not in holder.log_text() and time.monotonic() < deadline:
-            time.sleep(0.2)
-        assert "HELD" in holder.log_text(), holder.log_tail()
         res = run_java_tool("ShareConsumers", ["drain", b.bootstrap, "share-lag", "sg-lag",
                                                "12"], extra_classpath=[classes], timeout=120)
         assert not res.timed_out and res.returncode == 0, res.describe()
