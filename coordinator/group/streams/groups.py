@@ -1,0 +1,246 @@
+"""`StreamsGroups`: the group coordinator's part that owns the streams groups (KIP-1071) of the
+`__consumer_offsets` partitions led here. A heartbeat's decision is transitions.py's; this part
+writes its records through the coordinator runtime (GroupPartitions.begin_append_replicated),
+replays them into its state once they are in the local log, answers once the ISR has them, and
+keeps each member's session timer. It also describes and lists its groups and checks the
+member epoch of a streams member's offset commit."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from samsa.config.schema import BrokerConfig
+from samsa.protocol.errors import ErrorCode
+
+from ..common import GroupError, new_commit_errors, now_ms
+from ..partitions import GroupPartitions
+from . import records as rec
+from . import transitions
+from .model import GroupState, StreamsGroup, TaskMap, Tasks
+from .topology import configure
+
+log = logging.getLogger(__name__)
+
+
+class StreamsGroups:
+    def __init__(self, partitions: GroupPartitions, cfg: BrokerConfig) -> None:
+        self.partitions = partitions
+        self.groups: dict[str, StreamsGroup] = {}
+        self.session_ms: int = cfg["group.streams.session.timeout.ms"]
+        self.heartbeat_ms: int = cfg["group.streams.heartbeat.interval.ms"]
+        self.task_offset_interval_ms: int = cfg["group.streams.task.offset.interval.ms"]
+        self.acceptable_recovery_lag: int = cfg["group.streams.acceptable.recovery.lag"]
+        # whether a group id is a group of another type (the coordinator's, which knows them)
+        self.other_type: Callable[[str], bool] = lambda group_id: False
+        self._sessions: dict[tuple[str, str], asyncio.TimerHandle] = {}
+
+    # ------------------------------------------------------------------ loading
+    def replay(self, p: int, key: bytes, value: bytes | None) -> bool:
+        """Apply one record of partition p if it is a streams group's; False if it is not."""
+        k = rec.decode_streams_key(key)
+        if k is None:
+            return False
+        if k.type != rec.PARTITION_METADATA:
+            rec.replay(self.groups, p, k, value)
+        return True
+
+    def loaded(self, p: int) -> None:
+        """Partition p is loaded: its members' sessions start now."""
+        for group in self.groups.values():
+            if group.partition == p:
+                for member_id in group.members:
+                    self._schedule(group.group_id, member_id)
+
+    def unload(self, p: int | None) -> None:
+        """Forget the groups of partition p (all if None)."""
+        for group_id in [g for g, group in self.groups.items()
+                         if p is None or group.partition == p]:
+            for member_id in self.groups[group_id].members:
+                self._cancel(group_id, member_id)
+            del self.groups[group_id]
+
+    # ------------------------------------------------------------------ heartbeat
+    def _counts(self, name: str) -> int | None:
+        info = self.partitions.topics_view.topic_info(name)
+        return info[1] if info is not None and info[1] > 0 else None
+
+    async def heartbeat(self, req: transitions.Heartbeat) -> transitions.Outcome:
+        """A StreamsGroupHeartbeat: raises GroupError with the answer's error."""
+        p = self.partitions.coordinator_partition(req.group_id)
+        if req.group_id not in self.groups and self.other_type(req.group_id):
+            raise GroupError(ErrorCode.group_id_not_found,
+                             f"Group {req.group_id} is not a streams group.")
+        out = transitions.heartbeat(self.groups.get(req.group_id), req, p, self._counts,
+                                    now_ms())
+        await self._write(p, out.records)
+        group = self.groups.get(req.group_id)
+        if group is not None and req.shutdown_application:
+            group.shutdown_requested_by = req.member_id
+        if out.answer.member_epoch >= 0:
+            self._schedule(req.group_id, req.member_id)
+        else:
+            self._cancel(req.group_id, req.member_id)
+        return out
+
+    async def _write(self, p: int, records: list[rec.Record]) -> None:
+        if not records:
+            return
+        waiting = self.partitions.begin_append_replicated(p, records)
+        await self.partitions.apply_and_await(p, [lambda: self._apply(p, records)], waiting)
+
+    def _apply(self, p: int, records: list[rec.Record]) -> None:
+        for key, value in records:
+            self.replay(p, key, value)
+
+    # ------------------------------------------------------------------ sessions
+    def _schedule(self, group_id: str, member_id: str) -> None:
+        self._cancel(group_id, member_id)
+        self._sessions[(group_id, member_id)] = asyncio.get_running_loop().call_later(
+            self.session_ms / 1000, self._expire, group_id, member_id)
+
+    def _cancel(self, group_id: str, member_id: str) -> None:
+        handle = self._sessions.pop((group_id, member_id), None)
+        if handle is not None:
+            handle.cancel()
+
+    def _expire(self, group_id: str, member_id: str) -> None:
+        self._sessions.pop((group_id, member_id), None)
+        group = self.groups.get(group_id)
+        if group is None or member_id not in group.members:
+            return
+        log.info("streams group %s: member %s fenced (session timeout)", group_id, member_id)
+        out = transitions.leave(group, member_id)
+        task = asyncio.get_running_loop().create_task(self._write(group.partition,
+                                                                  out.records))
+        task.add_done_callback(_log_failure)
+
+    # ------------------------------------------------------------------ offsets
+    def validate_offset_commit(self, group: StreamsGroup, member_id: str, member_epoch: int,
+                               transactional: bool, version: int) -> None:
+        """Kafka's StreamsGroup.validateOffsetCommit: a known member at its current epoch
+        (a commit naming no member, epoch -1, passes on an empty group, and when
+        transactional); STALE_MEMBER_EPOCH is ILLEGAL_GENERATION to a version before it."""
+        if member_epoch < 0 and not member_id and (not group.members or transactional):
+            return
+        member = group.members.get(member_id)
+        if member is None:
+            raise GroupError(ErrorCode.unknown_member_id)
+        if member_epoch != member.member_epoch:
+            raise GroupError(ErrorCode.stale_member_epoch
+                             if new_commit_errors(version, transactional)
+                             else ErrorCode.illegal_generation)
+
+    # ------------------------------------------------------------------ describe, list
+    def list_groups(self, states: set[str]) -> list[dict[str, Any]]:
+        out = []
+        for group in self.groups.values():
+            if group.partition not in self.partitions.loaded:
+                continue
+            state = self.state_of(group).value
+            if states and state.lower() not in states:
+                continue
+            out.append({"group_id": group.group_id, "protocol_type": "streams",
+                        "group_state": state, "group_type": "streams"})
+        return out
+
+    def state_of(self, group: StreamsGroup) -> GroupState:
+        ready = group.topology is not None and configure(group.topology, self._counts).ready
+        return group.state(ready)
+
+    def describe(self, group_id: str) -> dict[str, Any]:
+        """A StreamsGroupDescribe group entry (Kafka's StreamsGroup.asDescribedGroup)."""
+        group, message = None, None
+        try:
+            self.partitions.coordinator_partition(group_id)
+            group = self.groups.get(group_id)
+            code = ErrorCode.none if group is not None else ErrorCode.group_id_not_found
+        except GroupError as exc:
+            code = exc.error_code
+        if group is None:
+            message = f"Group {group_id} not found." if code == ErrorCode.group_id_not_found \
+                else None
+            return {"error_code": code, "error_message": message, "group_id": group_id,
+                    "group_state": "", "group_epoch": -1, "assignment_epoch": -1,
+                    "topology": None, "members": []}
+        return {"error_code": code, "error_message": None, "group_id": group_id,
+                "group_state": self.state_of(group).value, "group_epoch": group.epoch,
+                "assignment_epoch": group.assignment_epoch,
+                "topology": _describe_topology(group),
+                "members": [_describe_member(group, m) for m in group.members.values()]}
+
+    def endpoints(self, group: StreamsGroup) -> list[dict[str, Any]]:
+        """PartitionsByUserEndpoint: each member with an endpoint, the source partitions of
+        its active tasks (Kafka's EndpointToPartitionsManager)."""
+        out = []
+        for m in group.members.values():
+            if m.user_endpoint is None:
+                continue
+            out.append({"user_endpoint": {"host": m.user_endpoint[0],
+                                          "port": m.user_endpoint[1]},
+                        "active_partitions": _source_partitions(group, m.assigned.active),
+                        "standby_partitions": _source_partitions(
+                            group, {**m.assigned.standby, **m.assigned.warmup})})
+        return out
+
+
+def _source_partitions(group: StreamsGroup, tasks: TaskMap) -> list[dict[str, Any]]:
+    by_topic: dict[str, set[int]] = {}
+    for s in group.topology.subtopologies if group.topology is not None else ():
+        ps = tasks.get(s.subtopology_id)
+        if not ps:
+            continue
+        for name in (*s.source_topics, *(t.name for t in s.repartition_source_topics)):
+            by_topic.setdefault(name, set()).update(ps)
+    return [{"topic": t, "partitions": sorted(ps)} for t, ps in sorted(by_topic.items())]
+
+
+def task_ids(tasks: TaskMap) -> list[dict[str, Any]]:
+    return [{"subtopology_id": s, "partitions": sorted(ps)} for s, ps in sorted(tasks.items())]
+
+
+def _assignment(t: Tasks) -> dict[str, Any]:
+    return {"active_tasks": task_ids(t.active), "standby_tasks": task_ids(t.standby),
+            "warmup_tasks": task_ids(t.warmup)}
+
+
+def _topic_info(t: Any) -> dict[str, Any]:
+    return {"name": t.name, "partitions": t.partitions,
+            "replication_factor": t.replication_factor,
+            "topic_configs": [{"key": k, "value": v} for k, v in t.configs]}
+
+
+def _describe_topology(group: StreamsGroup) -> dict[str, Any] | None:
+    t = group.topology
+    if t is None:
+        return None
+    return {"epoch": t.epoch, "subtopologies": [
+        {"subtopology_id": s.subtopology_id, "source_topics": list(s.source_topics),
+         "repartition_sink_topics": list(s.repartition_sink_topics),
+         "state_changelog_topics": [_topic_info(c) for c in s.state_changelog_topics],
+         "repartition_source_topics": [_topic_info(r) for r in s.repartition_source_topics]}
+        for s in t.subtopologies]}
+
+
+def _describe_member(group: StreamsGroup, m: Any) -> dict[str, Any]:
+    endpoint = m.user_endpoint
+    return {
+        "member_id": m.member_id, "member_epoch": m.member_epoch,
+        "instance_id": m.instance_id, "rack_id": m.rack_id, "client_id": m.client_id,
+        "client_host": m.client_host, "topology_epoch": m.topology_epoch,
+        "process_id": m.process_id,
+        "user_endpoint": None if endpoint is None else {"host": endpoint[0],
+                                                        "port": endpoint[1]},
+        "client_tags": [{"key": k, "value": v} for k, v in m.client_tags],
+        "task_offsets": [], "task_end_offsets": [],
+        "assignment": _assignment(m.assigned),
+        "target_assignment": _assignment(group.target.get(m.member_id, Tasks())),
+        "is_classic": False,
+    }
+
+
+def _log_failure(task: asyncio.Task[None]) -> None:
+    if not task.cancelled() and task.exception() is not None:
+        log.warning("writing a streams member's removal failed: %r", task.exception())

@@ -1,0 +1,328 @@
+"""What a StreamsGroupHeartbeat, a leave and a session timeout do to a streams group (Kafka's
+GroupMetadataManager.streamsGroupHeartbeat and its CurrentAssignmentBuilder for tasks), without
+I/O: each returns the records to write and the answer. The caller (groups.py) writes the
+records through the coordinator runtime and replays them into its state once they are in the
+local log; the decision replays them into a scratch copy as it goes, so what it answers is what
+the records say. Specs: tests/unit/test_streams_transitions.py.
+
+The path of a heartbeat: check the request; find or create the group and the member; take the
+member's topology (the first one sets the group's); write what changed of the member; bump
+the group epoch when the membership, the topology or its topics changed; configure the
+topology against the topics (internal topics to create, or a status saying why no tasks);
+compute a new target assignment when the group epoch is ahead of it; move the member toward
+its target (revoke first, then assign tasks no other member still holds); answer.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, field
+
+from samsa.protocol.errors import ErrorCode
+
+from ..common import GroupError
+from . import records as rec
+from .assignor import assign
+from .model import (
+    EMPTY,
+    MemberState,
+    StreamsGroup,
+    StreamsMember,
+    TaskMap,
+    Tasks,
+    TopicInfo,
+    Topology,
+    intersect,
+    minus,
+    union,
+)
+from .topology import Configured, PartitionCounts, Status, configure, metadata_hash
+
+LEAVE_EPOCH = -1
+STATIC_LEAVE_EPOCH = -2
+
+
+@dataclass(frozen=True, slots=True)
+class Heartbeat:
+    """A StreamsGroupHeartbeat's fields (None: unchanged since the last heartbeat)."""
+
+    group_id: str
+    member_id: str
+    member_epoch: int
+    client_id: str = ""
+    client_host: str = ""
+    instance_id: str | None = None
+    rack_id: str | None = None
+    rebalance_timeout_ms: int = -1
+    topology: Topology | None = None
+    active: TaskMap | None = None
+    standby: TaskMap | None = None
+    warmup: TaskMap | None = None
+    process_id: str | None = None
+    user_endpoint: tuple[str, int] | None = None
+    client_tags: tuple[tuple[str, str], ...] | None = None
+    shutdown_application: bool = False
+    endpoint_epoch: int = -1
+
+
+@dataclass(slots=True)
+class Answer:
+    member_id: str
+    member_epoch: int
+    tasks: Tasks | None = None  # None: unchanged since the member's last heartbeat
+    status: list[tuple[int, str]] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class Outcome:
+    records: list[rec.Record]
+    answer: Answer
+    to_create: tuple[TopicInfo, ...] = ()
+    group: StreamsGroup | None = None  # the group as the records leave it
+
+
+class _Scratch:
+    """A copy of the group that each emitted record is replayed into."""
+
+    def __init__(self, group: StreamsGroup | None, group_id: str, p: int) -> None:
+        self.groups: dict[str, StreamsGroup] = {}
+        if group is not None:
+            self.groups[group_id] = copy.deepcopy(group)
+        self.group_id = group_id
+        self.p = p
+        self.records: list[rec.Record] = []
+
+    @property
+    def group(self) -> StreamsGroup:
+        return self.groups[self.group_id]
+
+    def emit(self, record: rec.Record) -> None:
+        self.records.append(record)
+        key = rec.decode_streams_key(record[0])
+        assert key is not None
+        rec.replay(self.groups, self.p, key, record[1])
+
+
+def validate(req: Heartbeat) -> None:
+    """Kafka's throwIfStreamsGroupHeartbeatRequestIsInvalid (INVALID_REQUEST)."""
+    def invalid(why: str) -> GroupError:
+        return GroupError(ErrorCode.invalid_request, why)
+    if not req.group_id:
+        raise invalid("GroupId can't be empty.")
+    if not req.member_id:
+        raise invalid("MemberId can't be empty.")
+    if req.member_epoch == 0:
+        if req.rebalance_timeout_ms == -1:
+            raise invalid("RebalanceTimeoutMs must be provided in first request.")
+        if req.topology is None:
+            raise invalid("Topology must be non-null when (re-)joining.")
+        if req.process_id is None:
+            raise invalid("ProcessId can't be null.")
+        if any(req_tasks for req_tasks in (req.active, req.standby, req.warmup)):
+            raise invalid("Assigned tasks must be empty when (re-)joining.")
+    elif req.member_epoch < STATIC_LEAVE_EPOCH:
+        raise invalid(f"MemberEpoch is {req.member_epoch}, but must be greater than or "
+                      "equal to -2.")
+    if req.topology is not None:
+        validate_topology(req.topology)
+
+
+def validate_topology(t: Topology) -> None:
+    """STREAMS_INVALID_TOPOLOGY for a topology Kafka's StreamsTopology checks refuse."""
+    ids = [s.subtopology_id for s in t.subtopologies]
+    if len(set(ids)) != len(ids):
+        raise GroupError(ErrorCode.streams_invalid_topology, "Duplicate subtopology ids.")
+    sources = {t.name for s in t.subtopologies for t in s.repartition_source_topics}
+    for s in t.subtopologies:
+        for sink in s.repartition_sink_topics:
+            if sink not in sources:
+                raise GroupError(ErrorCode.streams_invalid_topology,
+                                 f"Repartition sink topic {sink} is not a source topic of "
+                                 "any subtopology.")
+        changelogs = {c.name for c in s.state_changelog_topics}
+        if changelogs & set(s.source_topics):
+            raise GroupError(ErrorCode.streams_invalid_topology,
+                             "A changelog topic is a source topic of its subtopology.")
+
+
+def heartbeat(group: StreamsGroup | None, req: Heartbeat, p: int, counts: PartitionCounts,
+              now_ms: int) -> Outcome:
+    """A heartbeat of a known or new member (see the module's docstring); raises GroupError
+    with the answer's error."""
+    validate(req)
+    if req.member_epoch in (LEAVE_EPOCH, STATIC_LEAVE_EPOCH):
+        return leave(group, req.member_id)
+    if group is None and req.member_epoch != 0:
+        raise GroupError(ErrorCode.group_id_not_found,
+                         f"Streams group {req.group_id} not found.")
+    s = _Scratch(group, req.group_id, p)
+    if group is None:
+        s.emit(rec.group_metadata(req.group_id, 0, 0, -1))
+    member = _member(s.group, req)
+    joined = req.member_id not in s.group.members or req.member_epoch == 0
+    bump = _update_member(s, member, req)
+    status: list[tuple[int, str]] = []
+    bump |= _update_topology(s, req, status)
+    g = s.group
+    configured = (configure(g.topology, counts) if g.topology is not None
+                  else Configured(status=Status.MISSING_SOURCE_TOPICS))
+    new_hash = metadata_hash(g.topology, counts) if g.topology is not None else 0
+    if bump or new_hash != g.metadata_hash:
+        s.emit(rec.group_metadata(req.group_id, g.epoch + 1, new_hash,
+                                  g.topology.epoch if g.topology is not None else -1))
+    if s.group.epoch > s.group.assignment_epoch:
+        _new_target(s, configured, now_ms)
+    before = s.group.members[req.member_id].assigned
+    _reconcile(s, req.member_id, req.active)
+    after = s.group.members[req.member_id]
+    if not configured.ready and configured.status is not None:
+        status.append((int(configured.status), configured.detail))
+    if s.group.shutdown_requested_by is not None or req.shutdown_application:
+        status.append((int(Status.SHUTDOWN_APPLICATION),
+                       "The application is requested to shut down by a member."))
+    answer = Answer(req.member_id, after.member_epoch,
+                    after.assigned if joined or after.assigned != before else None, status)
+    return Outcome(s.records, answer, configured.to_create, s.group)
+
+
+def _member(group: StreamsGroup, req: Heartbeat) -> StreamsMember:
+    """The request's member: a new one for epoch 0, else the known one at the epoch it was
+    told (or, after a lost answer, the one before with no task it was not given)."""
+    member = group.members.get(req.member_id)
+    if req.member_epoch == 0:
+        if member is None:
+            return StreamsMember(req.member_id)
+        # a rejoin: the member lost its tasks
+        return StreamsMember(req.member_id)
+    if member is None:
+        raise GroupError(ErrorCode.unknown_member_id,
+                         f"Member {req.member_id} is not a member of group {req.group_id}.")
+    if req.member_epoch == member.member_epoch:
+        return member
+    owned = req.active
+    if (req.member_epoch == member.previous_member_epoch and owned is not None
+            and not minus(owned, member.assigned.active)):
+        return member
+    raise GroupError(ErrorCode.fenced_member_epoch,
+                     f"The streams group member has a smaller member epoch "
+                     f"({req.member_epoch}) than the one known by the group coordinator "
+                     f"({member.member_epoch}). The member must abandon all its tasks and "
+                     "rejoin." if req.member_epoch < member.member_epoch else
+                     f"The streams group member has a greater member epoch "
+                     f"({req.member_epoch}) than the one known by the group coordinator "
+                     f"({member.member_epoch}). The member must abandon all its tasks and "
+                     "rejoin.")
+
+
+def _update_member(s: _Scratch, member: StreamsMember, req: Heartbeat) -> bool:
+    """Write the member's metadata if it changed; True if the group epoch must move (a new
+    member, or one whose process, rack or tags the assignor reads changed)."""
+    new = copy.copy(member)
+    if req.instance_id is not None:
+        new.instance_id = req.instance_id
+    if req.rack_id is not None:
+        new.rack_id = req.rack_id
+    new.client_id, new.client_host = req.client_id, req.client_host
+    if req.rebalance_timeout_ms != -1:
+        new.rebalance_timeout_ms = req.rebalance_timeout_ms
+    if req.topology is not None:
+        new.topology_epoch = req.topology.epoch
+    if req.process_id is not None:
+        new.process_id = req.process_id
+    if req.user_endpoint is not None:
+        new.user_endpoint = req.user_endpoint
+    if req.client_tags is not None:
+        new.client_tags = req.client_tags
+    known = s.group.members.get(member.member_id)
+    rejoin = req.member_epoch == 0 and known is not None
+    if known is None or rejoin or new.metadata() != known.metadata():
+        s.emit(rec.member_metadata(s.group_id, new))
+    if rejoin:
+        assert known is not None
+        fresh = StreamsMember(member.member_id, member_epoch=0, previous_member_epoch=-1)
+        s.emit(rec.current_assignment(s.group_id, fresh))
+    return (known is None or rejoin or (new.process_id, new.rack_id, new.client_tags)
+            != (known.process_id, known.rack_id, known.client_tags))
+
+
+def _update_topology(s: _Scratch, req: Heartbeat, status: list[tuple[int, str]]) -> bool:
+    """The group takes the first topology, and a later one with a greater epoch; True if it
+    changed. A member with an older topology hears STALE_TOPOLOGY."""
+    current, sent = s.group.topology, req.topology
+    if sent is not None and (current is None or sent.epoch > current.epoch):
+        s.emit(rec.topology(s.group_id, sent))
+        return True
+    if sent is not None and current is not None and sent.epoch == current.epoch \
+            and sent != current:
+        raise GroupError(ErrorCode.streams_invalid_topology_epoch,
+                         "Topology updated but topology epoch not incremented.")
+    member = s.group.members[req.member_id]
+    if current is not None and member.topology_epoch < current.epoch:
+        status.append((int(Status.STALE_TOPOLOGY),
+                       f"The member's topology epoch {member.topology_epoch} is behind the "
+                       f"group's topology epoch {current.epoch}."))
+    return False
+
+
+def _new_target(s: _Scratch, configured: Configured, now_ms: int) -> None:
+    """The target assignment of the group's epoch: the sticky assignor over the tasks the
+    configured topology has (none while it cannot run)."""
+    g = s.group
+    tasks = configured.tasks if configured.ready else {}
+    spec = {m.member_id: (m.process_id, g.target.get(m.member_id, EMPTY).active)
+            for m in g.members.values()}
+    for member_id, target in sorted(assign(spec, tasks).items()):
+        if g.target.get(member_id) != target:
+            s.emit(rec.target_member(s.group_id, member_id, target))
+    s.emit(rec.target_metadata(s.group_id, g.epoch, now_ms))
+
+
+def _reconcile(s: _Scratch, member_id: str, owned: TaskMap | None) -> None:
+    """Kafka's streams CurrentAssignmentBuilder, for active tasks: revoke what the target
+    takes away first (the member keeps its epoch until it reports them gone), then take the
+    new epoch with the target's tasks no other member holds (the rest once released)."""
+    g = s.group
+    m = g.members[member_id]
+    if m.state == MemberState.UNREVOKED_TASKS:
+        if owned is None or intersect(owned, m.pending_revocation.active):
+            return  # still revoking
+    target = g.target.get(member_id, EMPTY)
+    if m.member_epoch == g.assignment_epoch and m.state == MemberState.STABLE \
+            and m.assigned == target:
+        return
+    kept = m.assigned.intersect(target)
+    revoke = m.assigned.minus(target)
+    new = copy.copy(m)
+    if not revoke.is_empty():
+        new.state, new.assigned, new.pending_revocation = (
+            MemberState.UNREVOKED_TASKS, kept, revoke)
+    else:
+        held = g.owner_of_active(member_id)
+        wanted = minus(target.active, kept.active)
+        free = minus(wanted, held)
+        new.assigned = Tasks(union(kept.active, free), target.standby, target.warmup)
+        new.pending_revocation = EMPTY
+        new.state = (MemberState.UNRELEASED_TASKS if intersect(wanted, held)
+                     else MemberState.STABLE)
+        if m.member_epoch != g.assignment_epoch:
+            new.previous_member_epoch, new.member_epoch = m.member_epoch, g.assignment_epoch
+    if (new.state, new.assigned, new.pending_revocation, new.member_epoch) != (
+            m.state, m.assigned, m.pending_revocation, m.member_epoch):
+        s.emit(rec.current_assignment(s.group_id, new))
+
+
+def leave(group: StreamsGroup | None, member_id: str) -> Outcome:
+    """A member leaves (or its session ended): its records go, and the group epoch moves so
+    the others are assigned its tasks."""
+    if group is None or member_id not in group.members:
+        raise GroupError(ErrorCode.unknown_member_id,
+                         f"Member {member_id} is not a member of the group.")
+    s = _Scratch(group, group.group_id, group.partition)
+    for record in rec.tombstones(group.group_id, member_id):
+        s.emit(record)
+    g = s.group
+    s.emit(rec.group_metadata(group.group_id, g.epoch + 1, g.metadata_hash,
+                              g.validated_topology_epoch))
+    if g.shutdown_requested_by == member_id:
+        g.shutdown_requested_by = None
+    return Outcome(s.records, Answer(member_id, LEAVE_EPOCH), (), s.group)
