@@ -52,6 +52,7 @@ from .records import (
 from .share.groups import ShareGroups
 from .share.model import ShareGroup
 from .share.records import decode_share_key
+from .streams.groups import StreamsGroups
 
 log = logging.getLogger(__name__)
 
@@ -64,9 +65,12 @@ class GroupCoordinator:
         self.classic = ClassicGroups(self.partitions, cfg)
         self.consumer = ConsumerGroups(self.partitions, cfg, self.classic)
         self.share = ShareGroups(self.partitions, cfg, self.classic, self.consumer)
+        self.streams = StreamsGroups(self.partitions, cfg)
+        self.streams.other_type = self._other_than_streams
         self.migration = ConsumerMigration(self.partitions, self.consumer, self.classic)
         self.classic_members = ClassicMembers(self.partitions, self.consumer, self.migration)
         self.offsets = GroupOffsets(self.partitions, cfg, self.classic, self.consumer)
+        self.offsets.streams = self.streams
         self.classic.consumer = self.consumer
         self.classic.classic_members = self.classic_members
         self.classic.share = self.share
@@ -158,6 +162,7 @@ class GroupCoordinator:
         """Forget the groups of partition p (all if None)."""
         self.consumer.unload_consumer_groups(p)
         self.share.unload_share_groups(p)
+        self.streams.unload(p)
         self.classic.unload(p)
 
     def is_loading(self) -> bool:
@@ -191,6 +196,7 @@ class GroupCoordinator:
         self.classic.loaded_partition(p)
         self.consumer.consumer_groups_loaded(p)
         self.share.share_groups_loaded(p)
+        self.streams.loaded(p)
         self.loaded.add(p)
         log.info("loaded %s-%d (%d records) in %.0f ms%s", OFFSETS_TOPIC, p, loaded.state,
                  loaded.took_ms(),
@@ -212,6 +218,15 @@ class GroupCoordinator:
             sk = decode_share_key(key)
             if sk is not None:
                 self.share.replay_share(p, sk, value)
+                return
+            self.streams.replay(p, key, value)
+
+    def _other_than_streams(self, group_id: str) -> bool:
+        """Whether `group_id` is a group of another type (its streams heartbeats are refused:
+        the group ids of all types are one namespace)."""
+        classic = self.groups.get(group_id)
+        return (group_id in self.consumer_groups or group_id in self.share_groups
+                or (classic is not None and bool(classic.members)))
 
     # ------------------------------------------------------------------ admin
     def list_groups(self, states: Iterable[str] = (),
@@ -223,13 +238,15 @@ class GroupCoordinator:
             out += self.consumer.list_consumer_groups(states_l)
         if not types_l or "share" in types_l:
             out += self.share.list_share_groups(states_l)
+        if not types_l or "streams" in types_l:
+            out += self.streams.list_groups(states_l)
         if types_l and "classic" not in types_l:
             return (ErrorCode.coordinator_load_in_progress if self.loading
                     else ErrorCode.none), out
         for group in self.groups.values():
             if group.partition not in self.loaded or group.is_in(GroupState.DEAD):
                 continue
-            if group.group_id in self.consumer_groups:
+            if group.group_id in self.consumer_groups or group.group_id in self.streams.groups:
                 continue  # only the offsets of a consumer group
             if states_l and group.state.value.lower() not in states_l:
                 continue
@@ -244,7 +261,7 @@ class GroupCoordinator:
             return {"error_code": exc.error_code, "group_id": group_id, "group_state": "",
                     "protocol_type": "", "protocol_data": "", "members": []}
         group = self.groups.get(group_id)
-        if group is None or group_id in self.consumer_groups:
+        if group is None or group_id in self.consumer_groups or group_id in self.streams.groups:
             # Kafka (DescribeGroups before v6): a group that is not a classic one is Dead
             return {"error_code": ErrorCode.none, "group_id": group_id, "group_state": "Dead",
                     "protocol_type": "", "protocol_data": "", "members": []}

@@ -32,6 +32,7 @@ from .records import (
 if TYPE_CHECKING:
     from .classic.groups import ClassicGroups
     from .consumer.groups import ConsumerGroups
+    from .streams.groups import StreamsGroups
 
 # The coordinator's logger: one name for all of its parts (log configs select by it).
 log = logging.getLogger("samsa.coordinator.group.coordinator")
@@ -45,6 +46,7 @@ class GroupOffsets:
         self.partitions = partitions
         self.classic = classic
         self.consumer = consumer
+        self.streams: StreamsGroups | None = None  # the coordinator's, set after
         self.retention_ms: int = cfg["offsets.retention.minutes"] * 60_000
         self.retention_check_ms: int = cfg["offsets.retention.check.interval.ms"]
         self.offset_metadata_max_bytes: int = cfg["offset.metadata.max.bytes"]
@@ -115,6 +117,11 @@ class GroupOffsets:
                              partitions: list[tuple[str, int]]) -> tuple[int, ClassicGroup]:
         p = self.partitions.coordinator_partition(group_id)
         group = self.classic.groups.get(group_id)
+        streams_group = self.streams.groups.get(group_id) if self.streams else None
+        if streams_group is not None and self.streams is not None:
+            self.streams.validate_offset_commit(streams_group, member_id, generation,
+                                               transactional, version)
+            return p, group if group is not None else ClassicGroup(group_id, p)
         consumer_group = self.consumer.consumer_groups.get(group_id)
         if consumer_group is not None:
             # the member epoch is in the generation field
