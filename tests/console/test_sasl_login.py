@@ -1,0 +1,86 @@
+"""The console of a SASL-secured cluster in Chromium: it asks for the cluster's credentials
+(PLAIN or SCRAM), refuses a wrong password with Kafka's error, carries the credentials of the
+session to every request (the broker logs who authenticated) and forgets them on log out."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from tests.console.conftest import ConsoleServer
+from tests.security.test_sasl import JAAS, _add_scram_user
+from tests.support.broker import BrokerProcess, free_port
+
+
+@pytest.fixture(scope="module")
+def secured(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
+    plain, sasl = free_port(), free_port()
+    b = BrokerProcess(tmp_path_factory.mktemp("console-sasl") / "data", port=plain,
+                      name="console-sasl", settings={
+        "listeners": f"PLAINTEXT://127.0.0.1:{plain},SASL_PLAINTEXT://127.0.0.1:{sasl}",
+        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT",
+        "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512",
+        "listener.name.sasl_plaintext.plain.sasl.jaas.config": JAAS})
+    b.sasl = f"127.0.0.1:{sasl}"  # type: ignore[attr-defined]
+    b.start()
+    try:
+        _add_scram_user(b.bootstrap, "carol", "carol-secret")
+        yield b
+    finally:
+        b.close()
+
+
+@pytest.fixture(scope="module")
+def console(secured: BrokerProcess) -> Iterator[ConsoleServer]:
+    c = ConsoleServer({"bootstrap.servers": secured.sasl,  # type: ignore[attr-defined]
+                       "security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "PLAIN"})
+    try:
+        yield c
+    finally:
+        c.close()
+
+
+def log_in(page: Any, user: str, password: str, mechanism: str) -> None:
+    page.locator("#login input[name=username]").fill(user)
+    page.locator("#login input[name=password]").fill(password)
+    page.locator("#login select[name=mechanism]").select_option(mechanism)
+    page.locator("#login button[type=submit]").click()
+
+
+def test_sasl_login(console: ConsoleServer, secured: BrokerProcess, browser: Any, page: Any,
+                    shots: Any) -> None:
+    page.goto(console.url + "/topics")
+    assert page.url == console.url + "/login"
+    shots(page, "login")
+    log_in(page, "carol", "wrong", "SCRAM-SHA-256")
+    assert "SASL_AUTHENTICATION_FAILED" in page.locator("#error").inner_text()
+    assert console.console.sessions == {}
+
+    log_in(page, "carol", "carol-secret", "SCRAM-SHA-256")
+    page.wait_for_url(console.url + "/")
+    assert page.locator("header .who").inner_text().startswith("carol")
+    assert page.locator("#brokers tbody tr").first.locator("td").nth(4).inner_text() == "up"
+    page.goto(console.url + "/security")
+    users = page.locator("#users tbody tr", has_text="carol").locator("td")
+    assert "SCRAM-SHA-256 (4096 iterations)" in users.nth(1).inner_text()
+    shots(page, "logged-in")
+    assert "authenticated as User:carol (SCRAM-SHA-256)" in secured.log_tail(300)
+
+    # another browser has no session: it is asked to log in, and PLAIN works too
+    other = browser.new_context().new_page()
+    try:
+        other.goto(console.url + "/groups")
+        assert other.url == console.url + "/login"
+        log_in(other, "alice", "alice-secret", "PLAIN")
+        other.wait_for_url(console.url + "/")
+        assert other.locator("header .who").inner_text().startswith("alice")
+    finally:
+        other.context.close()
+    assert "authenticated as User:alice (PLAIN)" in secured.log_tail(300)
+
+    page.get_by_role("link", name="log out").click()
+    page.wait_for_url(console.url + "/login")
+    page.goto(console.url + "/topics")
+    assert page.url == console.url + "/login"
