@@ -1,11 +1,13 @@
 """The web console's fixtures: a console served in-process (its own event loop in a thread)
-and Debian's Chromium driven by Playwright, one browser per test module; screenshots go to
-the test's tmp dir, or to test-artifacts/console/ when SAMSA_TEST_ARTIFACTS names a folder."""
+and Debian's Chromium driven by Playwright, one browser per test module. Screenshots are kept as test
+artefacts in test-artifacts/console/<test>/ (gitignored; SAMSA_TEST_ARTIFACTS names another
+folder), where they outlive pytest's rotated tmp dirs."""
 
 from __future__ import annotations
 
 import asyncio
 import os
+import re
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,6 +21,7 @@ from tests.groups.clients import FAST
 from tests.support.broker import BrokerProcess, free_port
 
 CHROMIUM = "/usr/bin/chromium"
+REPO = Path(__file__).resolve().parents[2]
 
 
 class ConsoleServer:
@@ -91,10 +94,10 @@ def page(browser: Any) -> Iterator[Any]:
 
 
 @pytest.fixture
-def shots(request: pytest.FixtureRequest, tmp_path: Path) -> Any:
+def shots(request: pytest.FixtureRequest) -> Any:
     """shots(page, name): a full-page screenshot kept as a test artefact."""
-    root = os.environ.get("SAMSA_TEST_ARTIFACTS")
-    folder = (Path(root) / "console" / request.node.name if root else tmp_path / "screenshots")
+    root = Path(os.environ.get("SAMSA_TEST_ARTIFACTS") or REPO / "test-artifacts")
+    folder = root / "console" / re.sub(r"[^\w.-]+", "_", request.node.name)
     folder.mkdir(parents=True, exist_ok=True)
 
     def take(p: Any, name: str) -> Path:
