@@ -1,7 +1,7 @@
 """The web console's fixtures: a console served in-process (its own event loop in a thread)
-and Debian's Chromium driven by Playwright, one browser per test module. Screenshots are kept as test
-artefacts in test-artifacts/console/<test>/ (gitignored; SAMSA_TEST_ARTIFACTS names another
-folder), where they outlive pytest's rotated tmp dirs."""
+and Debian's Chromium driven by Playwright, one browser per test module. Screenshots are kept
+as test artefacts in test-artifacts/console/<test>/ (gitignored; SAMSA_TEST_ARTIFACTS names
+another folder), where they outlive pytest's rotated tmp dirs."""
 
 from __future__ import annotations
 
