@@ -82,12 +82,12 @@ def test_broker_keeps_its_modules_in_rooms() -> None:
 
 
 def test_the_group_coordinator_keeps_each_kind_of_group_in_a_room() -> None:
-    """coordinator/group/ has a room per kind of group (classic, consumer, share) beside what
-    they share (the facade, the partitions, offsets and records); every room of coordinator/ is
-    a package."""
+    """coordinator/group/ has a room per kind of group (classic, consumer, share, streams)
+    beside what they share (the facade, the partitions, offsets and records); every room of
+    coordinator/ is a package."""
     group = ROOT / "coordinator" / "group"
     kinds = {d.name for d in group.iterdir() if d.is_dir() and any(d.glob("*.py"))}
-    assert kinds == {"classic", "consumer", "share"}, kinds
+    assert kinds == {"classic", "consumer", "share", "streams"}, kinds
     rooms = [d for d in (ROOT / "coordinator").rglob("*") if d.is_dir() and any(d.glob("*.py"))]
     assert rooms and all((d / "__init__.py").is_file() for d in rooms), rooms
 
