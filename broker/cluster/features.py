@@ -18,8 +18,11 @@ APIs: ApiVersions lists them only while it is finalized at 1). Share groups are 
 since Kafka 4.2, so as in Kafka 4.3 every broker supports 0..1 and a new cluster finalizes 1
 (there is no other switch: Kafka 4.3 has no `group.share.enable`); `kafka-features downgrade
 --feature share.version=0` turns the share groups' APIs off and `upgrade` back on.
+`streams.version` (KIP-1071) gates the streams groups' APIs (StreamsGroupHeartbeat/Describe).
+Samsa's streams groups are still in development, so its level 1 is one of
 `unstable.feature.versions.enable` (Kafka's switch for the levels of features still in
-development, `UNSTABLE`) adds no level today.
+development, `UNSTABLE`), and the APIs are listed only with `unstable.api.versions.enable`
+(`UNSTABLE_APIS`), as Kafka 4.1 offered streams groups as early access.
 `metadata.version` (KRaft) is not listed: Samsa does not implement it.
 
 Where the finalized levels live: the metadata store (samsa-metadata.json for one broker,
@@ -38,6 +41,7 @@ from samsa.protocol.errors import ErrorCode, KafkaError
 TRANSACTION_VERSION = "transaction.version"
 GROUP_VERSION = "group.version"
 SHARE_VERSION = "share.version"
+STREAMS_VERSION = "streams.version"
 
 # name -> (min, max) level this broker implements.
 SUPPORTED: dict[str, tuple[int, int]] = {
@@ -45,8 +49,9 @@ SUPPORTED: dict[str, tuple[int, int]] = {
 }
 
 # Levels of features still in development: supported only with
-# unstable.feature.versions.enable (none today).
-UNSTABLE: dict[str, tuple[int, int]] = {}
+# unstable.feature.versions.enable. streams.version 1 (KIP-1071, production-ready in Kafka 4.2+)
+# stays here until Samsa's streams groups are complete (broker/handlers/streams_groups.py).
+UNSTABLE: dict[str, tuple[int, int]] = {STREAMS_VERSION: (0, 1)}
 
 
 def supported(unstable: bool) -> dict[str, tuple[int, int]]:
@@ -64,7 +69,12 @@ API_GATES: dict[int, tuple[str, int]] = {
     76: (SHARE_VERSION, 1), 77: (SHARE_VERSION, 1), 78: (SHARE_VERSION, 1), 79: (SHARE_VERSION, 1),
     83: (SHARE_VERSION, 1), 84: (SHARE_VERSION, 1), 85: (SHARE_VERSION, 1), 86: (SHARE_VERSION, 1),
     87: (SHARE_VERSION, 1), 90: (SHARE_VERSION, 1), 91: (SHARE_VERSION, 1), 92: (SHARE_VERSION, 1),
+    88: (STREAMS_VERSION, 1), 89: (STREAMS_VERSION, 1),
 }
+
+# APIs still in development: listed by ApiVersions only with unstable.api.versions.enable (as
+# Kafka lists its unstable ones), and then only as API_GATES allows.
+UNSTABLE_APIS: frozenset[int] = frozenset({88, 89})
 
 
 def api_enabled(api_key: int, finalized: FinalizedFeatures) -> bool:

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from samsa.protocol.errors import ErrorCode
 from samsa.protocol.registry import ApiRegistry, Handler
 
-from ..cluster.features import api_enabled, supported
+from ..cluster.features import UNSTABLE_APIS, api_enabled, supported
 from ..context import RequestContext
 from .common import field
 from .declare import api
@@ -32,11 +32,13 @@ def make_handler(registry: ApiRegistry[RequestContext]) -> Handler[RequestContex
             return {"error_code": ErrorCode.rebootstrap_required, "api_keys": [],
                     "throttle_time": 0}
         finalized = ctx.store.finalized_features()
+        unstable = ctx.config["unstable.api.versions.enable"]
         response: dict[str, Any] = {
             "error_code": ErrorCode.none,
             "api_keys": [
                 {"api_key": s.key, "min_version": s.advertised_min, "max_version": s.max_version}
                 for s in registry.all() if s.advertised and api_enabled(s.key, finalized)
+                and (unstable or s.key not in UNSTABLE_APIS)
             ],
             "throttle_time": 0,
         }

@@ -1,0 +1,174 @@
+"""Streams groups (KIP-1071): StreamsGroupHeartbeat (88), StreamsGroupDescribe (89), v0.
+
+Thin: decode the request into coordinator/group/streams/transitions.Heartbeat, call the group
+coordinator's streams part, create the internal topics (repartition, changelog) the group's
+topology is missing, as Kafka's broker does for streams groups, and shape the answer.
+
+Still in development here (no standby or warm-up tasks, static members, classic<->streams
+migration or StreamsGroupTopologyDescriptionUpdate): as in Kafka for its APIs in development,
+ApiVersions lists them only with `unstable.api.versions.enable`, and only while the cluster
+finalized `streams.version` 1 (itself a level of `unstable.feature.versions.enable`); a request
+otherwise is answered UNSUPPORTED_VERSION.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+
+from samsa.coordinator.group.common import GroupError
+from samsa.coordinator.group.streams.groups import task_ids
+from samsa.coordinator.group.streams.model import (
+    Subtopology,
+    TaskMap,
+    Tasks,
+    TopicInfo,
+    Topology,
+    task_map,
+)
+from samsa.coordinator.group.streams.topology import Status
+from samsa.coordinator.group.streams.transitions import Answer, Heartbeat
+from samsa.protocol.codec import millis
+from samsa.protocol.errors import ErrorCode, KafkaError
+
+from ..cluster.features import api_enabled
+from ..context import RequestContext
+from ..security.authorizer import AclOperation, ResourceType
+from .consumer_groups import describe_groups
+from .declare import api
+
+if TYPE_CHECKING:
+    from .requests import StreamsGroupDescribeRequest, StreamsGroupHeartbeatRequest
+
+log = logging.getLogger(__name__)
+
+HEARTBEAT, DESCRIBE = 88, 89
+
+
+def enabled(ctx: RequestContext, key: int) -> bool:
+    """Whether this broker serves streams groups' API `key` now (see the module's docstring)."""
+    return (bool(ctx.config["unstable.api.versions.enable"])
+            and api_enabled(key, ctx.store.finalized_features()))
+
+
+def _error(code: ErrorCode, message: str | None = None, member_id: str = "") -> dict[str, Any]:
+    return {"throttle_time": 0, "error_code": code, "error_message": message,
+            "member_id": member_id, "member_epoch": 0, "heartbeat_interval": 0,
+            "acceptable_recovery_lag": 0, "task_offset_interval": 0, "status": None,
+            "active_tasks": None, "standby_tasks": None, "warmup_tasks": None,
+            "endpoint_information_epoch": 0, "partitions_by_user_endpoint": None}
+
+
+def _tasks(entries: Any) -> TaskMap | None:
+    if entries is None:
+        return None
+    return task_map({e.subtopology_id: set(e.partitions) for e in entries})
+
+
+def _topic_infos(entries: Any) -> tuple[TopicInfo, ...]:
+    return tuple(TopicInfo(t.name, t.partitions, t.replication_factor,
+                           tuple((c.key, c.value) for c in t.topic_configs)) for t in entries)
+
+
+def _topology(t: Any) -> Topology | None:
+    if t is None:
+        return None
+    return Topology(t.epoch, tuple(
+        Subtopology(s.subtopology_id, tuple(s.source_topics), tuple(s.source_topic_regex),
+                    _topic_infos(s.state_changelog_topics), tuple(s.repartition_sink_topics),
+                    _topic_infos(s.repartition_source_topics),
+                    tuple((tuple(g.source_topics), tuple(g.source_topic_regex),
+                           tuple(g.repartition_source_topics)) for g in s.copartition_groups))
+        for s in t.subtopologies))
+
+
+def decode(ctx: RequestContext, r: StreamsGroupHeartbeatRequest) -> Heartbeat:
+    endpoint = r.user_endpoint
+    return Heartbeat(
+        group_id=r.group_id, member_id=r.member_id, member_epoch=r.member_epoch,
+        client_id=ctx.client_id or "", client_host="/" + ctx.client_host,
+        instance_id=r.instance_id, rack_id=r.rack_id,
+        rebalance_timeout_ms=millis(r.rebalance_timeout), topology=_topology(r.topology),
+        active=_tasks(r.active_tasks), standby=_tasks(r.standby_tasks),
+        warmup=_tasks(r.warmup_tasks), process_id=r.process_id,
+        user_endpoint=None if endpoint is None else (endpoint.host, endpoint.port),
+        client_tags=None if r.client_tags is None else tuple(
+            (kv.key, kv.value) for kv in r.client_tags),
+        shutdown_application=r.shutdown_application,
+        endpoint_epoch=r.endpoint_information_epoch)
+
+
+async def _create_internal_topics(ctx: RequestContext, topics: tuple[TopicInfo, ...]
+                                  ) -> list[str]:
+    """Create the topology's missing internal topics (Kafka's broker does it for a streams
+    group, with the configs the topology asks for); returns what failed, for the status."""
+    failed = []
+    for t in topics:
+        try:
+            await ctx.topics.create(t.name, t.partitions, t.replication_factor or -1,
+                                    configs=dict(t.configs))
+            log.info("created internal topic %s (%d partitions) of a streams group", t.name,
+                     t.partitions)
+        except KafkaError as exc:
+            if exc.error_code != ErrorCode.topic_already_exists:
+                failed.append(f"{t.name}: {exc}")
+    return failed
+
+
+def _answer(ctx: RequestContext, answer: Answer, endpoint_epoch: int,
+            endpoints: list[dict[str, Any]] | None) -> dict[str, Any]:
+    tasks: Tasks | None = answer.tasks
+    streams = ctx.groups.streams
+    return {
+        "throttle_time": 0, "error_code": ErrorCode.none, "error_message": None,
+        "member_id": answer.member_id, "member_epoch": answer.member_epoch,
+        "heartbeat_interval": streams.heartbeat_ms,
+        "acceptable_recovery_lag": streams.acceptable_recovery_lag,
+        "task_offset_interval": streams.task_offset_interval_ms,
+        "status": [{"status_code": code, "status_detail": detail}
+                   for code, detail in answer.status] or None,
+        "active_tasks": None if tasks is None else task_ids(tasks.active),
+        "standby_tasks": None if tasks is None else task_ids(tasks.standby),
+        "warmup_tasks": None if tasks is None else task_ids(tasks.warmup),
+        "endpoint_information_epoch": endpoint_epoch,
+        "partitions_by_user_endpoint": endpoints,
+    }
+
+
+@api(HEARTBEAT, "StreamsGroupHeartbeat", (0, 0))
+async def handle_streams_group_heartbeat(
+    ctx: RequestContext, request: StreamsGroupHeartbeatRequest
+) -> dict[str, Any]:
+    if not enabled(ctx, HEARTBEAT):
+        return _error(ErrorCode.unsupported_version,
+                      "Streams groups are not enabled on this broker.")
+    if not ctx.authorize(AclOperation.READ, ResourceType.GROUP, request.group_id):
+        return _error(ErrorCode.group_authorization_failed)
+    try:
+        out = await ctx.groups.streams.heartbeat(decode(ctx, request))
+    except GroupError as exc:
+        return _error(exc.error_code, str(exc) if exc.args and not str(exc).isdigit()
+                      else None, request.member_id)
+    answer = out.answer
+    if out.to_create:
+        failed = await _create_internal_topics(ctx, out.to_create)
+        if failed:
+            answer.status = [(c, d) for c, d in answer.status
+                             if c != Status.MISSING_INTERNAL_TOPICS]
+            answer.status.append((int(Status.MISSING_INTERNAL_TOPICS),
+                                  "Unable to create topics: " + "; ".join(failed)))
+    group = out.group
+    endpoints = None
+    epoch = group.endpoint_epoch if group is not None else 0
+    if group is not None and answer.member_epoch >= 0 and request.endpoint_information_epoch \
+            < epoch:
+        endpoints = ctx.groups.streams.endpoints(group)
+    return _answer(ctx, answer, epoch, endpoints)
+
+
+@api(DESCRIBE, "StreamsGroupDescribe", (0, 0))
+async def handle_streams_group_describe(
+    ctx: RequestContext, request: StreamsGroupDescribeRequest
+) -> dict[str, Any]:
+    return describe_groups(ctx, request.group_ids, request.include_authorized_operations,
+                           enabled(ctx, DESCRIBE), ctx.groups.streams.describe)
