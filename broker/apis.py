@@ -47,6 +47,7 @@ from .handlers import (
     share_groups,
     share_offsets,
     share_state,
+    streams_groups,
     telemetry,
     topics,
     transactions,
@@ -59,8 +60,8 @@ HANDLER_MODULES: tuple[ModuleType, ...] = (
     acls, api_versions, client_quotas, cluster, configs, consumer_groups, controlled_shutdown,
     delegation_tokens, describe_topic_partitions, elections, features, fetch, find_coordinator,
     groups, log_dirs, metadata, offsets, offsets_commit, produce, reassignments, sasl,
-    scram_credentials, share_fetch, share_groups, share_offsets, share_state, telemetry, topics,
-    transactions,
+    scram_credentials, share_fetch, share_groups, share_offsets, share_state, streams_groups,
+    telemetry, topics, transactions,
 )
 
 

@@ -1,0 +1,212 @@
+"""Streams groups (KIP-1071): StreamsGroupHeartbeat (88) joins with a topology (the broker
+creates its repartition and changelog topics), assigns tasks sticky and revoke-before-assign
+across members, fences stale epochs, leaves; StreamsGroupDescribe (89) shows it; ListGroups
+and DescribeGroups see type STREAMS; OffsetCommit checks the member epoch. The APIs are served
+only with unstable.api.versions.enable and streams.version finalized at 1."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from samsa.protocol.errors import ErrorCode
+
+from .harness import Handlers
+
+STREAMS = {"unstable.api.versions.enable": True, "unstable.feature.versions.enable": True,
+           "initial.feature.levels": "streams.version=1"}
+
+
+@pytest.fixture
+async def streams(tmp_path: Path) -> Any:
+    h = await Handlers.open(tmp_path / "data", STREAMS)
+    try:
+        yield h
+    finally:
+        await h.close()
+
+
+def _topology(app: str = "app", epoch: int = 0) -> dict[str, Any]:
+    """StreamsCount's: read `events`, re-key into a repartition topic, count into a store."""
+    changelog_configs = [{"key": "cleanup.policy", "value": "compact"}]
+    return {"epoch": epoch, "subtopologies": [
+        {"subtopology_id": "0", "source_topics": ["events"], "source_topic_regex": [],
+         "state_changelog_topics": [], "repartition_sink_topics": [f"{app}-by-key-repartition"],
+         "repartition_source_topics": [], "copartition_groups": []},
+        {"subtopology_id": "1", "source_topics": [], "source_topic_regex": [],
+         "state_changelog_topics": [{"name": f"{app}-counts-changelog", "partitions": 0,
+                                     "replication_factor": 0,
+                                     "topic_configs": changelog_configs}],
+         "repartition_sink_topics": [],
+         "repartition_source_topics": [{"name": f"{app}-by-key-repartition", "partitions": 0,
+                                        "replication_factor": 0, "topic_configs": []}],
+         "copartition_groups": []}]}
+
+
+def _beat(member: str, epoch: int, *, process: str = "p1", group: str = "app",
+          active: list[tuple[str, list[int]]] | None = None, topology: bool = False
+          ) -> dict[str, Any]:
+    return {"group_id": group, "member_id": member, "member_epoch": epoch,
+            "endpoint_information_epoch": 0, "instance_id": None, "rack_id": None,
+            "rebalance_timeout": 10_000 if epoch == 0 else -1,
+            "topology": _topology(group) if topology or epoch == 0 else None,
+            "active_tasks": [] if epoch == 0 else (
+                None if active is None else
+                [{"subtopology_id": s, "partitions": ps} for s, ps in active]),
+            "standby_tasks": [] if epoch == 0 else None,
+            "warmup_tasks": [] if epoch == 0 else None,
+            "process_id": process if epoch == 0 else None, "user_endpoint": None,
+            "client_tags": [] if epoch == 0 else None, "task_offsets": None,
+            "task_end_offsets": None, "shutdown_application": False}
+
+
+def _active(r: Any) -> list[tuple[str, list[int]]] | None:
+    if r.active_tasks is None:
+        return None
+    return [(t.subtopology_id, list(t.partitions)) for t in r.active_tasks]
+
+
+async def test_not_served_without_the_unstable_switch(handlers):
+    versions = await handlers.call("ApiVersions", 3, {"client_software_name": "t",
+                                                      "client_software_version": "1"})
+    assert {88, 89}.isdisjoint(k.api_key for k in versions.api_keys)
+    await handlers.find_coordinator("app")
+    r = await handlers.call("StreamsGroupHeartbeat", 0, _beat("m1", 0))
+    assert r.error_code == ErrorCode.unsupported_version
+
+
+async def test_advertised_with_the_switch_and_streams_version(streams):
+    versions = await streams.call("ApiVersions", 3, {"client_software_name": "t",
+                                                     "client_software_version": "1"})
+    served = {k.api_key: (k.min_version, k.max_version) for k in versions.api_keys}
+    assert served[88] == (0, 0) and served[89] == (0, 0)
+    assert ("streams.version", 1) in {(f.name, f.max_version_level)
+                                      for f in versions.finalized_features}
+
+
+async def test_join_creates_internal_topics_then_assigns_every_task(streams):
+    await streams.create_topic("events", 3)
+    await streams.find_coordinator("app")
+    first = await streams.call("StreamsGroupHeartbeat", 0, _beat("m1", 0))
+    assert (first.error_code, first.member_id, first.member_epoch) == (ErrorCode.none, "m1", 1)
+    # the repartition and changelog topics did not exist: created now, no tasks yet
+    assert [s.status_code for s in first.status] == [3]  # MISSING_INTERNAL_TOPICS
+    assert _active(first) == []
+    store = streams.broker.store
+    assert len(store.topic("app-by-key-repartition").partitions) == 3
+    changelog = store.topic("app-counts-changelog")
+    assert len(changelog.partitions) == 3 and changelog.configs["cleanup.policy"] == "compact"
+
+    second = await streams.call("StreamsGroupHeartbeat", 0, _beat("m1", 1, active=[]))
+    assert (second.error_code, second.member_epoch, second.status) == (ErrorCode.none, 2, None)
+    assert _active(second) == [("0", [0, 1, 2]), ("1", [0, 1, 2])]
+    assert second.heartbeat_interval.total_seconds() == 5
+
+    described = await streams.call("StreamsGroupDescribe", 0, {
+        "group_ids": ["app"], "include_authorized_operations": False})
+    g = described.groups[0]
+    assert (g.error_code, g.group_state, g.group_epoch, g.assignment_epoch) == (
+        ErrorCode.none, "Stable", 2, 2)
+    assert [s.subtopology_id for s in g.topology.subtopologies] == ["0", "1"]
+    assert [(m.member_id, m.process_id, m.member_epoch) for m in g.members] == [("m1", "p1", 2)]
+
+
+async def test_second_member_gets_tasks_only_once_the_first_revoked_them(streams):
+    await streams.create_topic("events", 2)
+    await streams.find_coordinator("app")
+    await streams.call("StreamsGroupHeartbeat", 0, _beat("m1", 0))
+    r1 = await streams.call("StreamsGroupHeartbeat", 0, _beat("m1", 1, active=[]))
+    assert _active(r1) == [("0", [0, 1]), ("1", [0, 1])]
+    owned1 = _active(r1)
+
+    j2 = await streams.call("StreamsGroupHeartbeat", 0, _beat("m2", 0, process="p2"))
+    assert j2.error_code == ErrorCode.none
+    # m1 still holds every task: m2 is at the new epoch with none of them yet
+    assert (j2.member_epoch, _active(j2)) == (3, [])
+
+    # m1 is told to keep half (revoke the rest), at its old epoch
+    r1 = await streams.call("StreamsGroupHeartbeat", 0, _beat("m1", 2, active=owned1))
+    assert r1.member_epoch == 2
+    kept = _active(r1)
+    assert kept is not None and sum(len(ps) for _, ps in kept) == 2
+
+    # before m1 reports the revocation, m2 gets nothing
+    r2 = await streams.call("StreamsGroupHeartbeat", 0, _beat("m2", 3, active=[]))
+    assert _active(r2) in (None, [])
+
+    r1 = await streams.call("StreamsGroupHeartbeat", 0, _beat("m1", 2, active=kept))
+    assert r1.member_epoch == 3
+    r2 = await streams.call("StreamsGroupHeartbeat", 0, _beat("m2", 3, active=[]))
+    given = _active(r2)
+    assert given is not None and sum(len(ps) for _, ps in given) == 2
+    tasks = {(s, p) for s, ps in given + (kept or []) for p in ps}
+    assert tasks == {("0", 0), ("0", 1), ("1", 0), ("1", 1)}
+
+    listed = await streams.call("ListGroups", 5, {"states_filter": [],
+                                                  "types_filter": ["streams"]})
+    assert [(g.group_id, g.group_type, g.group_state) for g in listed.groups] == [
+        ("app", "streams", "Stable")]
+
+
+async def test_fenced_unknown_and_leave(streams):
+    await streams.create_topic("events", 1)
+    await streams.find_coordinator("app")
+    await streams.call("StreamsGroupHeartbeat", 0, _beat("m1", 0))
+    fenced = await streams.call("StreamsGroupHeartbeat", 0, _beat("m1", 9))
+    unknown = await streams.call("StreamsGroupHeartbeat", 0, _beat("who", 1))
+    assert fenced.error_code == ErrorCode.fenced_member_epoch
+    assert unknown.error_code == ErrorCode.unknown_member_id
+    left = await streams.call("StreamsGroupHeartbeat", 0, _beat("m1", -1))
+    assert (left.error_code, left.member_epoch) == (ErrorCode.none, -1)
+    described = await streams.call("StreamsGroupDescribe", 0, {
+        "group_ids": ["app"], "include_authorized_operations": False})
+    assert (described.groups[0].group_state, described.groups[0].members) == ("Empty", ())
+
+
+async def test_join_without_topology_is_an_invalid_request(streams):
+    await streams.find_coordinator("app")
+    body = _beat("m1", 0) | {"topology": None}
+    r = await streams.call("StreamsGroupHeartbeat", 0, body)
+    assert r.error_code == ErrorCode.invalid_request
+
+
+async def test_missing_source_topic_is_a_status(streams):
+    await streams.find_coordinator("app")
+    r = await streams.call("StreamsGroupHeartbeat", 0, _beat("m1", 0))
+    assert r.error_code == ErrorCode.none
+    assert [(s.status_code, s.status_detail) for s in r.status] == [
+        (1, "Source topics events are missing.")]
+    assert _active(r) == []
+
+
+async def test_a_consumer_group_id_is_not_a_streams_group(streams):
+    await streams.create_topic("events", 1)
+    await streams.find_coordinator("app")
+    beat = {"group_id": "app", "member_id": "c1", "member_epoch": 0, "instance_id": None,
+            "rack_id": None, "rebalance_timeout": 10_000, "subscribed_topic_names": ["events"],
+            "subscribed_topic_regex": None, "server_assignor": None, "topic_partitions": []}
+    assert (await streams.call("ConsumerGroupHeartbeat", 1, beat)).error_code == ErrorCode.none
+    r = await streams.call("StreamsGroupHeartbeat", 0, _beat("m1", 0))
+    assert r.error_code == ErrorCode.group_id_not_found
+
+
+async def test_offset_commit_checks_the_member_epoch(streams):
+    await streams.create_topic("events", 1)
+    await streams.find_coordinator("app")
+    await streams.call("StreamsGroupHeartbeat", 0, _beat("m1", 0))
+    await streams.call("StreamsGroupHeartbeat", 0, _beat("m1", 1, active=[]))
+
+    def commit(epoch: int) -> dict[str, Any]:
+        return {"group_id": "app", "generation_id_or_member_epoch": epoch, "member_id": "m1",
+                "group_instance_id": None, "topics": [{"name": "events", "partitions": [
+                    {"partition_index": 0, "committed_offset": 5,
+                     "committed_leader_epoch": -1, "committed_metadata": ""}]}]}
+    ok = await streams.call("OffsetCommit", 9, commit(2))
+    stale = await streams.call("OffsetCommit", 9, commit(1))
+    assert ok.topics[0].partitions[0].error_code == ErrorCode.none
+    assert stale.topics[0].partitions[0].error_code == ErrorCode.stale_member_epoch
+    groups = await streams.call("DescribeGroups", 5, {"groups": ["app"],
+                                                      "include_authorized_operations": False})
+    assert groups.groups[0].group_state == "Dead"  # not a classic group
