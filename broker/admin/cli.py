@@ -10,11 +10,12 @@ message on stderr and exits 1.
 from __future__ import annotations
 
 import argparse
+import getpass
 import sys
 from collections.abc import Callable
 from typing import Any
 
-from . import acls, cluster, groups, offsets, topics, txn
+from . import acls, cluster, groups, offsets, topics, txn, users
 from .client import Admin, AdminError, Settings, load_properties
 from .output import as_json, table
 
@@ -372,6 +373,58 @@ def _add_acl(sub: argparse._SubParsersAction) -> None:
     _acl_filter(c, resource_required=True)
 
 
+# ---- user ----------------------------------------------------------------------------------
+
+USER_COLUMNS = (("USER", "user"), ("MECHANISM", "mechanism"), ("ITERATIONS", "iterations"))
+
+
+def _show_users(result: list[dict[str, Any]], args: argparse.Namespace) -> None:
+    rows = [{"user": u["user"], **c} for u in result for c in u["credentials"]]
+    table(rows, USER_COLUMNS, sys.stdout)
+
+
+def _password(args: argparse.Namespace) -> str:
+    """--password, else asked for on a terminal, else the first line of stdin (for scripts:
+    a password on the command line shows in the process list)."""
+    if args.password is not None:
+        return str(args.password)
+    if sys.stdin.isatty():
+        return getpass.getpass(f"Password of {args.user}: ")
+    return sys.stdin.readline().rstrip("\n")
+
+
+def _add_user(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("user", help="SCRAM credentials of users")
+    cmds = p.add_subparsers(dest="user_command", metavar="COMMAND", required=True)
+    mechanism_help = "SCRAM-SHA-256 or SCRAM-SHA-512 (repeatable)"
+
+    _command(cmds, "list", "every user with SCRAM credentials, with mechanisms and iterations",
+             lambda a, x: users.describe(a, None), _show_users)
+
+    c = _command(cmds, "describe", "the SCRAM mechanisms and iterations of users",
+                 lambda a, x: users.describe(a, x.users), _show_users)
+    c.add_argument("users", nargs="+", metavar="USER")
+
+    c = _command(cmds, "set-scram", "create or replace a user's SCRAM credentials (salted "
+                 "here: the password is not sent)",
+                 lambda a, x: users.set_scram(a, x.user, x.mechanism, _password(x),
+                                              x.iterations),
+                 lambda r, x: print(f"Set the {','.join(r['set'])} credentials of user "
+                                    f"{r['user']}."))
+    c.add_argument("user", metavar="USER")
+    c.add_argument("--mechanism", action="append", required=True, help=mechanism_help)
+    c.add_argument("--password", help="default: asked for, or read from stdin")
+    c.add_argument("--iterations", type=int, default=users.DEFAULT_ITERATIONS,
+                   help=f"default {users.DEFAULT_ITERATIONS}")
+
+    c = _command(cmds, "delete-scram", "delete a user's SCRAM credentials",
+                 lambda a, x: users.delete_scram(a, x.user, x.mechanism),
+                 lambda r, x: print(f"Deleted the {','.join(r['deleted'])} credentials of "
+                                    f"user {r['user']}."))
+    c.add_argument("user", metavar="USER")
+    c.add_argument("--mechanism", action="append", required=True, help=mechanism_help)
+
+
 # ---- cluster -------------------------------------------------------------------------------
 
 BROKER_COLUMNS = (("ID", "id"), ("HOST", "host"), ("PORT", "port"), ("RACK", "rack"))
@@ -393,3 +446,4 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     _add_group(sub)
     _add_txn(sub)
     _add_acl(sub)
+    _add_user(sub)

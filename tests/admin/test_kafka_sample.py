@@ -185,7 +185,8 @@ def test_the_same_output_shape_as_against_apache_kafka(kafka: str, shared_broker
 
 
 def _security_sample(samsa: Samsa, bootstrap: str, name: str) -> dict[str, Any]:
-    """The acl commands on ACLs of `name` (both brokers with an authorizer)."""
+    """The acl commands on ACLs of `name` (both brokers with an authorizer), the user
+    commands on a user `name`."""
     def run(*args: str) -> Any:
         return samsa(*args, "--format", "json", bootstrap=bootstrap).json()
 
@@ -197,10 +198,14 @@ def _security_sample(samsa: Samsa, bootstrap: str, name: str) -> dict[str, Any]:
                         f"{name}-x", "--pattern-type", "match"),
         "acl-delete": run("acl", "delete", "--resource-type", "topic", "--principal",
                           "User:alice", "--operation", "read"),
+        "user-set": run("user", "set-scram", name, "--mechanism", "SCRAM-SHA-512",
+                        "--password", "secret"),
+        "user-describe": run("user", "describe", name),
+        "user-delete": run("user", "delete-scram", name, "--mechanism", "SCRAM-SHA-512"),
     }
 
 
-def test_the_security_commands_against_apache_kafka(kafka: str, broker_factory: Any,
+def test_the_acl_and_user_commands_against_apache_kafka(kafka: str, broker_factory: Any,
                                                     samsa: Samsa, unique_topic: str) -> None:
     samsa_broker = broker_factory(settings={
         "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
@@ -214,3 +219,6 @@ def test_the_security_commands_against_apache_kafka(kafka: str, broker_factory: 
                 for a in got["acl-list"]] == [(unique_topic, "PREFIXED", "DESCRIBE"),
                                               (unique_topic, "PREFIXED", "READ")]
         assert [a["operation"] for a in got["acl-delete"]] == ["READ"]
+        assert got["user-describe"] == [{"user": unique_topic, "credentials": [
+            {"mechanism": "SCRAM-SHA-512", "iterations": 4096}]}]
+        assert got["user-delete"] == {"user": unique_topic, "deleted": ["SCRAM-SHA-512"]}
