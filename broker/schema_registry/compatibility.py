@@ -29,6 +29,9 @@ def incompatibilities(level: str, new: ParsedSchema,
     base = level.removesuffix("_TRANSITIVE")
     errors: list[str] = []
     for old in reversed(against):  # newest first, as Confluent reports them
+        if old.schema_type != new.schema_type:
+            errors.append(f"SCHEMA_TYPE_CHANGED: {old.schema_type} to {new.schema_type}")
+            continue
         if base in ("BACKWARD", "FULL"):
             errors += new.read_errors(old)
         if base in ("FORWARD", "FULL"):

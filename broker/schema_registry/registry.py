@@ -326,7 +326,9 @@ class Registry:
         async with self._write_lock:
             await self.log.catch_up()
             self._check_writable(subject)
-            target = self.version(subject, version, deleted=permanent)
+            # a soft-deleted version is found (to say so), but "latest" is the live one
+            target = self.version(subject, version,
+                                  deleted=permanent or parse_version(version) is not None)
             if permanent:
                 if not target.deleted:
                     raise errors.not_found(errors.VERSION_NOT_SOFT_DELETED, subject, target.version)
