@@ -61,7 +61,8 @@ def _check_required(raw: Any) -> None:
         for item in raw:
             _check_required(item)
     elif isinstance(raw, dict):
-        needed = _REQUIRED.get(raw.get("type")) if isinstance(raw.get("type"), str) else None
+        kind = raw.get("type")
+        needed = _REQUIRED.get(kind) if isinstance(kind, str) else None
         if needed and needed not in raw:
             raise ValueError(f"{raw['type']} {raw.get('name')!r} has no {needed!r}")
         for f in raw.get("fields", ()) if isinstance(raw.get("fields"), list) else ():
