@@ -1,6 +1,7 @@
 """The console's groups page in Chromium: a classic and a KIP-848 consumer group joined by
 librdkafka, their members and assignments, and each partition's lag as
-`kafka-consumer-groups.sh --describe` (Kafka's ConsumerGroupCommand) reports it."""
+`kafka-consumer-groups.sh --describe` (Kafka's ConsumerGroupCommand) reports it; a share group
+(KIP-932) with its member and assignment."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import Consumer, Producer, ShareConsumer, TopicPartition
 
 from samsa.broker.admin import topics as admin_topics
 from samsa.broker.admin.client import Admin, Settings
@@ -100,3 +101,27 @@ def test_group_lag_matches_kafka_consumer_groups(console: ConsoleServer, cluster
         assert tool_rows(cluster.bootstrap, group, topic) == on_page
     finally:
         member.close()
+
+
+def test_share_group_on_the_page(console: ConsoleServer, cluster: BrokerProcess, topic: str,
+                                 page: Any, shots: Any) -> None:
+    group = f"console-share-{uuid.uuid4().hex[:8]}"
+    share = ShareConsumer({"bootstrap.servers": cluster.bootstrap, "group.id": group,
+                           "client.id": "console-share"})
+    try:
+        share.subscribe([topic])
+        deadline = time.monotonic() + 30
+        while True:
+            share.poll(0.2)
+            page.goto(console.url + "/groups")
+            cells = page.locator("#groups tbody tr", has_text=group).locator("td")
+            if cells.count() and cells.nth(3).inner_text() == "Stable":
+                break
+            assert time.monotonic() < deadline, "the share group is not Stable in 30 s"
+        assert cells.nth(1).inner_text() == "share" and cells.nth(2).inner_text() == "share"
+        member = page.locator(f'section[data-group="{group}"] table').first.locator(
+            "tbody tr td").all_inner_texts()
+        assert member[1] == "console-share" and member[4] == f"{topic}: 0, 1, 2"
+        shots(page, "groups-share")
+    finally:
+        share.close()
