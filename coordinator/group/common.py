@@ -1,13 +1,13 @@
-"""What the group coordinator's parts share: limits, `GroupError`, the offset-commit input,
-the clock, new member ids and ListGroups entries."""
+"""What the group coordinator's parts share: limits, `GroupError`, a request's `Step`, the
+offset-commit input, the clock, new member ids and ListGroups entries."""
 
 from __future__ import annotations
 
 import base64
 import time
 import uuid
-from collections.abc import Container, Generator, Iterable
-from dataclasses import dataclass
+from collections.abc import Callable, Container, Generator, Iterable
+from dataclasses import dataclass, field
 from typing import Any
 
 from samsa.protocol.errors import ErrorCode, KafkaError
@@ -22,6 +22,21 @@ class GroupError(KafkaError):
 
     def __init__(self, error_code: ErrorCode, message: str | None = None) -> None:
         super().__init__(message or str(int(error_code)), error_code)
+
+
+Records = list[tuple[bytes, bytes | None]]
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    """What a group request does, decided without I/O (the parts' transitions modules): the
+    records to write, the answer, and the in-memory change the records say (`apply`), made
+    once they are in the local log (`GroupPartitions.take`): a write refused outright leaves
+    nothing to undo."""
+
+    records: Records
+    answer: dict[str, Any] = field(default_factory=dict)
+    apply: tuple[Callable[[], None], ...] = ()
 
 
 def static_member_id(static_id: str | None, member_id: str) -> str:

@@ -20,10 +20,8 @@ from samsa.coordinator.runtime import (
 )
 from samsa.protocol.errors import ErrorCode
 
-from .common import OFFSETS_TOPIC, GroupError, now_ms
+from .common import OFFSETS_TOPIC, GroupError, Records, Step, now_ms
 from .consumer.model import TopicsMetadata
-
-Records = list[tuple[bytes, bytes | None]]
 
 
 class GroupPartitions:
@@ -114,6 +112,22 @@ class GroupPartitions:
         await replicated
         if p not in self.loaded:
             raise GroupError(ErrorCode.not_coordinator)
+
+
+    async def take(self, p: int, step: Step) -> dict[str, Any]:
+        """Write the step's records (acks=all), apply it once they are in the local log, and
+        return its answer once the ISR has them (raises GroupError, as `apply_and_await`)."""
+        replicated = self.begin_append_replicated(p, step.records) if step.records else None
+        await self.apply_and_await(p, step.apply, replicated)
+        return step.answer
+
+    def take_now(self, p: int, step: Step) -> None:
+        """`take` without the wait for the ISR (a change no client waits for: a timeout's);
+        raises GroupError, with nothing applied, if the records cannot be appended."""
+        if step.records:
+            self.append(p, step.records)
+        for action in step.apply:
+            action()
 
 
 class _NoTopics:

@@ -20,7 +20,7 @@ import pytest
 from samsa.broker.replication.partition import Partition
 from samsa.config.schema import BrokerConfig
 from samsa.coordinator.group import GroupCoordinator
-from samsa.protocol.errors import ErrorCode
+from samsa.protocol.errors import ErrorCode, KafkaError
 from tests.unit.test_coordinator_ports import BROKER_ID, FakeHost
 
 GROUP = "g"
@@ -159,3 +159,19 @@ async def test_changes_made_on_a_timed_out_one_are_kept_with_it(
     kept = _state(coord)
     assert {"m1", "m2", "m3"} <= set(kept[-1])
     assert await _reloaded(coord, host) == kept
+
+
+async def test_a_session_timeout_whose_removal_is_refused_keeps_the_member_and_its_session(
+        coord: GroupCoordinator, monkeypatch: pytest.MonkeyPatch) -> None:
+    await _heartbeat(coord, "m1", 0)
+    await _heartbeat(coord, "m2", 0)
+    before = _state(coord)
+
+    def refused(*args: object, **kwargs: object) -> int:
+        raise KafkaError("moved", ErrorCode.not_leader_or_follower)
+
+    monkeypatch.setattr(coord.topic, "append", refused)  # the removal is not acks=all
+    group = coord.consumer_groups[GROUP]
+    group.members["m1"].cancel_timers()
+    coord.consumer._on_consumer_timeout(group, "m1", None, "session timeout")
+    assert _state(coord) == before, "the member stays, its session running again"

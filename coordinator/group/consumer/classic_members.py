@@ -222,18 +222,9 @@ class ClassicMembers:
         except GroupError as exc:
             return exc.error_code
         log.info("classic member %s leaves consumer group %s", member.member_id, group.group_id)
-        snapshot = self.consumer.consumer_snapshot(group.group_id)
-        install: Callable[[], None] | None = None
         try:
-            if self.migration.downgradable(group, member.member_id):
-                # only classic members stay (Kafka's consumerGroupFenceMembers)
-                records, install = self.migration.to_classic(group, member.member_id)
-            else:
-                records = self.consumer.remove_consumer_member(group, member)
-            self.partitions.append(group.partition, records)
+            # only classic members may stay (Kafka's consumerGroupFenceMembers)
+            self.partitions.take_now(group.partition, self.consumer.fence(group, member))
         except GroupError as exc:
-            self.consumer.consumer_restore(snapshot)
             return exc.error_code
-        if install is not None:
-            install()
         return ErrorCode.none

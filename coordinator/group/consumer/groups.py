@@ -12,15 +12,15 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from samsa.config.schema import BrokerConfig
 from samsa.protocol.errors import ErrorCode
 
-from ..common import GroupError, listed_groups, new_commit_errors
+from ..common import GroupError, Step, listed_groups, new_commit_errors
 from ..partitions import GroupPartitions
+from . import transitions
 from .assignors import ASSIGNOR_CLASSES
 from .heartbeat import ConsumerHeartbeat
 from .model import (
@@ -39,13 +39,10 @@ from .records import (
     TARGET_ASSIGNMENT_MEMBER,
     TARGET_ASSIGNMENT_METADATA,
     ConsumerKey,
-    Records,
     decode_current_assignment,
     decode_epoch_value,
     decode_member_metadata,
     decode_target_member,
-    epoch_record,
-    fence_records,
     key,
 )
 from .target import preferred_assignor
@@ -108,15 +105,10 @@ class ConsumerGroups:
     def topic_name(self, topic_id: uuid.UUID) -> str | None:
         return self.partitions.topics_view.topic_name(topic_id)
 
-    def remove_consumer_member(self, group: ConsumerGroup, member: ConsumerMember) -> Records:
-        """Fence `member` out of the group (state applied); the records that say so."""
-        records = fence_records(group.group_id, member.member_id)
-        group.remove_member(member.member_id)
-        group.target.pop(member.member_id, None)
-        group.group_epoch += 1
-        records.append(epoch_record(group.group_id, group.group_epoch))
-        group.subscription_metadata = self.subscription_metadata(list(group.members.values()))
-        return records
+    def fence(self, group: ConsumerGroup, member: ConsumerMember) -> Step:
+        """`member` leaves the group (transitions.fence_member)."""
+        return transitions.fence_member(group, member, self.migration.downgrade,
+                                        self.subscription_metadata)
 
     def delete_empty_consumer_group(self, group: ConsumerGroup) -> None:
         """Remove an empty consumer group (its offsets stay): a classic group of its id
@@ -248,21 +240,12 @@ class ConsumerGroups:
         else:
             member.session_timer = None
         log.info("member %s of consumer group %s fenced (%s)", member_id, group.group_id, reason)
-        snapshot = self.consumer_snapshot(group.group_id)
-        install: Callable[[], None] | None = None
-        if self.migration.downgradable(group, member_id):
-            records, install = self.migration.to_classic(group, member_id)
-        else:
-            records = self.remove_consumer_member(group, member)
         try:
-            self.partitions.append(group.partition, records)
+            self.partitions.take_now(group.partition, self.fence(group, member))
         except GroupError as exc:
-            self.consumer_restore(snapshot)  # the member stays; its session runs again
+            self.rearm_timers(group)  # the member stays; its session runs again
             log.warning("could not write the removal of member %s of group %s: %d", member_id,
                         group.group_id, exc.error_code)
-            return
-        if install is not None:
-            install()
 
     # ------------------------------------------------------------------ snapshots
     def consumer_snapshot(self, group_id: str) -> ConsumerSnapshot:
@@ -289,6 +272,10 @@ class ConsumerGroups:
             return
         group.restore(saved)
         self.consumer_groups[snapshot.group_id] = group
+        self.rearm_timers(group)
+
+    def rearm_timers(self, group: ConsumerGroup) -> None:
+        """The timers a change stopped run again (in full) when the change did not happen."""
         for m in group.members.values():
             if m.session_timer is None or m.session_timer.cancelled():
                 self.schedule_session(group, m)

@@ -4,7 +4,8 @@ upgraded from a classic one) and the member (dynamic, static, or a static one re
 another), update the member, bump the group epoch if the subscriptions changed, compute the
 target assignment (target.py), reconcile the member (reconciliation.py), write the records
 (records.py) and answer. The state is `ConsumerGroups`' (groups.py): a change is applied at
-once and undone from its snapshot if its records cannot be written.
+once and undone from its snapshot if its records cannot be written; a leave is decided
+without I/O (transitions.py) and applied once its records are in the log.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from samsa.protocol.errors import ErrorCode
 
 from ..classic.model import ClassicGroup
 from ..common import GroupError, new_member_id
+from . import transitions
 from .model import (
     LEAVE_GROUP_MEMBER_EPOCH,
     LEAVE_GROUP_STATIC_MEMBER_EPOCH,
@@ -39,6 +41,7 @@ from .records import (
     replace_records,
 )
 from .target import new_target, preferred_assignor, replaced_target
+from .transitions import static_member
 
 if TYPE_CHECKING:
     from .groups import ConsumerGroups
@@ -76,19 +79,18 @@ class ConsumerHeartbeat:
                                  f"Group {group_id} is not a consumer group.")
             if not member_id:
                 member_id = new_member_id()
+            if member_epoch in (LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH):
+                return await groups.partitions.take(p, transitions.leave(
+                    group_id, groups.consumer_groups.get(group_id), member_id, member_epoch,
+                    instance_id, groups.migration.downgrade, groups.subscription_metadata))
             snapshot = groups.consumer_snapshot(group_id)
             try:
-                if member_epoch in (LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH):
-                    records, response, after = self.leave(group_id, member_id, member_epoch,
-                                                          instance_id)
-                else:
-                    records, response, after = self.apply(
-                        p, group_id, member_id, member_epoch, instance_id, rack_id,
-                        rebalance_timeout_ms, names, regex, assignor, owned, client_id,
-                        client_host,
-                        session_ms if session_ms is not None else groups.consumer_session_ms,
-                        heartbeat_ms if heartbeat_ms is not None
-                        else groups.consumer_heartbeat_ms)
+                records, response, after = self.apply(
+                    p, group_id, member_id, member_epoch, instance_id, rack_id,
+                    rebalance_timeout_ms, names, regex, assignor, owned, client_id,
+                    client_host,
+                    session_ms if session_ms is not None else groups.consumer_session_ms,
+                    heartbeat_ms if heartbeat_ms is not None else groups.consumer_heartbeat_ms)
                 replicated = (groups.partitions.begin_append_replicated(p, records)
                               if records else None)
             except GroupError:
@@ -224,7 +226,7 @@ class ConsumerHeartbeat:
             return replace(static, member_id=member_id, member_epoch=0,
                            previous_member_epoch=0, session_timer=None,
                            rebalance_timer=None, join_timer=None, sync_timer=None), static
-        static = _static_member(static, member_id, instance_id)
+        static = static_member(static, member_id, instance_id)
         validate_epoch(static, member_epoch, owned)
         return static, None
 
@@ -265,42 +267,6 @@ class ConsumerHeartbeat:
         elif reconciled.rebalance_timer is not None:
             reconciled.rebalance_timer.cancel()
             reconciled.rebalance_timer = None
-
-    def leave(self, group_id: str, member_id: str, member_epoch: int,
-              instance_id: str | None) -> Applied:
-        """A heartbeat with a leave epoch: a static member leaving for now keeps its place
-        (and its partitions) until its session ends; any other member leaves the group."""
-        groups = self.groups
-        group = groups.consumer_groups.get(group_id)
-        if group is None:
-            raise GroupError(ErrorCode.group_id_not_found, f"Group {group_id} not found.")
-        if instance_id is None:
-            member = group.members.get(member_id)
-            if member is None:
-                raise GroupError(ErrorCode.unknown_member_id,
-                                 f"Member {member_id} is not a member of group {group_id}.")
-        else:
-            member = _static_member(group.static_member(instance_id), member_id, instance_id)
-        response = {"error_code": ErrorCode.none, "error_message": None,
-                    "member_id": member_id, "member_epoch": member_epoch,
-                    "heartbeat_interval": 0, "assignment": None}
-        if member_epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH:
-            # The static member will come back: it keeps its partitions until its session
-            # times out.
-            log.info("static member %s (instance %s) of group %s leaves temporarily",
-                     member_id, instance_id, group_id)
-            updated = replace(member, member_epoch=LEAVE_GROUP_STATIC_MEMBER_EPOCH,
-                              previous_member_epoch=member.member_epoch)
-            group.update_member(member, updated)
-            return [current_assignment_record(group_id, updated)], response, []
-        log.info("member %s leaves consumer group %s", member_id, group_id)
-        response["member_epoch"] = LEAVE_GROUP_MEMBER_EPOCH
-        if groups.migration.downgradable(group, member.member_id):
-            # the last consumer-protocol member leaves: the group goes back to classic
-            # instead (Kafka's consumerGroupFenceMember writes only the conversion)
-            records, install = groups.migration.to_classic(group, member.member_id)
-            return records, response, [install]
-        return groups.remove_consumer_member(group, member), response, []
 
 
 # ---- request checks --------------------------------------------------------------------------
@@ -364,19 +330,6 @@ def validate_epoch(member: ConsumerMember, received: int, owned: Owned | None) -
                              f"({received}) than the one known by the group coordinator "
                              f"({member.member_epoch}). The member must abandon all its "
                              "partitions and rejoin.")
-
-
-def _static_member(static: ConsumerMember | None, member_id: str,
-                   instance_id: str) -> ConsumerMember:
-    """`static`, the member holding `instance_id`, if the request's `member_id` is it
-    (Kafka's throwIfStaticMemberIsUnknown and throwIfInstanceIdIsFenced)."""
-    if static is None:
-        raise GroupError(ErrorCode.unknown_member_id, f"Instance id {instance_id} is unknown.")
-    if static.member_id != member_id:
-        raise GroupError(ErrorCode.fenced_instance_id,
-                         f"Static member {member_id} with instance id {instance_id}"
-                         f" was fenced by member {static.member_id}.")
-    return static
 
 
 # ---- the steps' pure parts -------------------------------------------------------------------

@@ -118,6 +118,13 @@ class ConsumerMigration:
             return False
         return True
 
+    def downgrade(self, group: ConsumerGroup, leaving_id: str
+                  ) -> tuple[Records, Callable[[], None]] | None:
+        """`to_classic` of the group `leaving_id` leaves, if it is `downgradable`."""
+        if not self.downgradable(group, leaving_id):
+            return None
+        return self.to_classic(group, leaving_id)
+
     def replace_downgradable(self, group: ConsumerGroup, replaced_id: str) -> bool:
         """Kafka's validateOnlineDowngradeWithReplacedMemberId: a classic static member
         takes the place of the group's last consumer-protocol member (the others all use
