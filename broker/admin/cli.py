@@ -15,7 +15,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from . import acls, cluster, groups, offsets, topics, txn, users
+from . import acls, cluster, configs, groups, offsets, topics, txn, users
 from .client import Admin, AdminError, Settings, load_properties
 from .output import as_json, table
 
@@ -425,6 +425,58 @@ def _add_user(sub: argparse._SubParsersAction) -> None:
     c.add_argument("--mechanism", action="append", required=True, help=mechanism_help)
 
 
+# ---- config --------------------------------------------------------------------------------
+
+CONFIG_COLUMNS = (("NAME", "name"), ("VALUE", "value"), ("SOURCE", "source"),
+                  ("SENSITIVE", "sensitive"), ("READ-ONLY", "read_only"))
+
+
+def _entity(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--entity-type", required=True, choices=tuple(configs.ENTITY_TYPES))
+    which = p.add_mutually_exclusive_group(required=True)
+    which.add_argument("--entity-name", metavar="NAME",
+                       help="a topic, group or subscription name, or a broker id")
+    which.add_argument("--entity-default", action="store_true",
+                       help="the cluster-wide default of every broker")
+
+
+def _show_configs(result: dict[str, Any], args: argparse.Namespace) -> None:
+    print(f"Configs of {result['entity_type']} {result['entity_name'] or '(default)'}:")
+    table(result["configs"], CONFIG_COLUMNS, sys.stdout)
+
+
+def _show_altered(result: dict[str, Any], args: argparse.Namespace) -> None:
+    print(f"Altered the configs of {result['entity_type']} "
+          f"{result['entity_name'] or '(default)'}.")
+
+
+def _add_config(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("config", help="describe, set and delete configs of brokers, topics, "
+                       "groups and client-metrics subscriptions")
+    cmds = p.add_subparsers(dest="config_command", metavar="COMMAND", required=True)
+
+    c = _command(cmds, "describe", "the configs set on an entity (all of them with --all)",
+                 lambda a, x: configs.describe(a, x.entity_type, x.entity_name or "", x.all,
+                                               x.key), _show_configs)
+    _entity(c)
+    c.add_argument("--all", action="store_true", help="defaults and static values too")
+    c.add_argument("--key", action="append", default=[], metavar="KEY",
+                   help="only this config (repeatable)")
+
+    c = _command(cmds, "set", "set configs (IncrementalAlterConfigs SET)",
+                 lambda a, x: configs.alter(a, x.entity_type, x.entity_name or "",
+                                            topics.parse_configs(x.configs), []),
+                 _show_altered)
+    _entity(c)
+    c.add_argument("configs", nargs="+", metavar="KEY=VALUE")
+
+    c = _command(cmds, "delete", "delete configs, back to their defaults (DELETE)",
+                 lambda a, x: configs.alter(a, x.entity_type, x.entity_name or "", {},
+                                            x.keys), _show_altered)
+    _entity(c)
+    c.add_argument("keys", nargs="+", metavar="KEY")
+
+
 # ---- cluster -------------------------------------------------------------------------------
 
 BROKER_COLUMNS = (("ID", "id"), ("HOST", "host"), ("PORT", "port"), ("RACK", "rack"))
@@ -447,3 +499,4 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     _add_txn(sub)
     _add_acl(sub)
     _add_user(sub)
+    _add_config(sub)

@@ -9,11 +9,11 @@ from typing import Any
 
 from samsa.protocol.errors import ErrorCode
 
+from . import configs
 from .client import Admin, KafkaRequestError, check
 
 TOPIC_RESOURCE = 2  # DescribeConfigs / IncrementalAlterConfigs resource type
 DYNAMIC_TOPIC_CONFIG = 1  # config source of a topic's own override
-SET, DELETE = 0, 1  # IncrementalAlterConfigs operations
 TIMEOUT_MS = 30_000
 
 
@@ -87,7 +87,7 @@ def describe(admin: Admin, names: list[str] | None,
             raise KafkaRequestError(t.error_code, message)
     topics = sorted((t for t in topics if names or include_internal or not t.is_internal),
                     key=lambda t: t.name)
-    configs = topic_configs(admin, [t.name for t in topics])
+    overrides = topic_configs(admin, [t.name for t in topics])
     out = []
     for t in topics:
         partitions = [{"partition": int(p.partition_index), "leader": int(p.leader_id),
@@ -95,7 +95,7 @@ def describe(admin: Admin, names: list[str] | None,
                        "isr": [int(r) for r in p.isr_nodes],
                        "offline_replicas": [int(r) for r in p.offline_replicas]}
                       for p in sorted(t.partitions, key=lambda p: p.partition_index)]
-        out.append({**_summary(t), "configs": configs.get(t.name, {}),
+        out.append({**_summary(t), "configs": overrides.get(t.name, {}),
                     "partition_details": partitions})
     return out
 
@@ -112,12 +112,7 @@ def delete(admin: Admin, names: list[str]) -> list[dict[str, Any]]:
 
 def alter_config(admin: Admin, name: str, set_configs: dict[str, str],
                  delete_configs: list[str]) -> dict[str, Any]:
-    ops = [{"name": k, "config_operation": SET, "value": v} for k, v in set_configs.items()]
-    ops += [{"name": k, "config_operation": DELETE, "value": None} for k in delete_configs]
-    body = {"resources": [{"resource_type": TOPIC_RESOURCE, "resource_name": name,
-                           "configs": ops}], "validate_only": False}
-    for r in admin.any().call(44, body).responses:
-        check(r.error_code, r.error_message)
+    configs.alter(admin, "topic", name, set_configs, delete_configs)
     return {"name": name, "set": set_configs, "deleted": delete_configs}
 
 

@@ -134,6 +134,12 @@ def _sample(samsa: Samsa, bootstrap: str, topic: str, group: str) -> dict[str, A
     out["delete"] = samsa("group", "delete", group, "--format", "json",
                           bootstrap=bootstrap).json()
     out.update(_txn_sample(samsa, bootstrap, topic, f"t-{group}"))
+    entity = ("--entity-type", "topic", "--entity-name", topic, "--format", "json")
+    out["config-set"] = samsa("config", "set", *entity, "retention.ms=120000",
+                              bootstrap=bootstrap).json()
+    out["config-describe"] = samsa("config", "describe", *entity, bootstrap=bootstrap).json()
+    out["config-delete"] = samsa("config", "delete", *entity, "retention.ms",
+                                 bootstrap=bootstrap).json()
     return out
 
 
@@ -182,6 +188,8 @@ def test_the_same_output_shape_as_against_apache_kafka(kafka: str, shared_broker
         (producer,) = got["txn-producers"]
         assert producer["producer_id"] == got["txn-list"]["producer_id"]
         assert producer["current_txn_start_offset"] is None and got["txn-hanging"] == []
+        assert [(c["name"], c["value"], c["source"]) for c in got["config-describe"][
+            "configs"]] == [("retention.ms", "120000", "DYNAMIC_TOPIC_CONFIG")]
 
 
 def _security_sample(samsa: Samsa, bootstrap: str, name: str) -> dict[str, Any]:
