@@ -13,6 +13,7 @@ Class paths:
     kafka4    .cache/kafka-tools-4/lib/*      kafka-tools + kafka-clients 4.x and their deps
     clients39 .cache/kafka-clients-39/lib/*   kafka-clients 3.9.x alone
     connect4  .cache/kafka-connect-4/lib/*    Kafka Connect 4.x, connect-file, MirrorMaker 2
+    kafka44   .cache/kafka-clients-44/lib/*   kafka-clients and kafka-streams 4.4.0
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ CLASSPATHS = {
     "kafka4": CACHE_DIR / "kafka-tools-4" / "lib",
     "clients39": CACHE_DIR / "kafka-clients-39" / "lib",
     "connect4": CACHE_DIR / "kafka-connect-4" / "lib",
+    "kafka44": CACHE_DIR / "kafka-clients-44" / "lib",
 }
 JAVA_SRC = REPO_ROOT / "tests" / "java" / "src"
 

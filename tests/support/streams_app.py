@@ -32,21 +32,25 @@ def key_name(i: int) -> str:
     return f"k{i:02d}"
 
 
-def compile_streams_app() -> Path:
-    return compile_java([JAVA_SRC / "StreamsCount.java"], classpath="kafka4")
+def compile_streams_app(classpath: str = "kafka4") -> Path:
+    return compile_java([JAVA_SRC / "StreamsCount.java"], classpath=classpath)
 
 
 def streams_app(
     classes: Path, bootstrap: str, app_id: str, input_topic: str, output_topic: str,
     state_dir: Path, *, replication: int = -1, threads: int = 2, name: str = "streams",
+    classpath: str = "kafka4", configs: dict[str, str] | None = None,
 ) -> JavaProcess:
+    """`configs`: Streams configs set on the command line (StreamsCount's -Dstreams.NAME)."""
     state_dir.mkdir(parents=True, exist_ok=True)
     return JavaProcess(
         "StreamsCount",
         [bootstrap, app_id, input_topic, output_topic, str(state_dir), str(replication),
          str(threads)],
         log_path=state_dir.parent / f"{name}.log",
+        classpath=classpath,
         extra_classpath=[classes],
+        jvm_args=[f"-Dstreams.{k}={v}" for k, v in (configs or {}).items()],
         name=name,
     )
 

@@ -6,7 +6,6 @@ import java.util.concurrent.atomic.AtomicLong;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.common.serialization.Serdes;
-import org.apache.kafka.common.utils.AppInfoParser;
 import org.apache.kafka.streams.KafkaStreams;
 import org.apache.kafka.streams.StreamsBuilder;
 import org.apache.kafka.streams.StreamsConfig;
@@ -101,9 +100,22 @@ public final class StreamsCount {
             System.out.flush();
             closed.countDown();
         }));
-        System.out.println("kafka-streams " + AppInfoParser.getVersion() + " " + appId);
+        System.out.println("kafka-streams " + clientsVersion() + " " + appId);
         System.out.flush();
         streams.start();
         closed.await();
+    }
+
+    /** kafka-clients' version: its AppInfoParser moved to common.utils.internals in 4.4. */
+    private static String clientsVersion() {
+        for (String name : new String[] {"org.apache.kafka.common.utils.internals.AppInfoParser",
+                                         "org.apache.kafka.common.utils.AppInfoParser"}) {
+            try {
+                return (String) Class.forName(name).getMethod("getVersion").invoke(null);
+            } catch (ReflectiveOperationException e) {
+                // not in this version: the other name
+            }
+        }
+        return "unknown";
     }
 }

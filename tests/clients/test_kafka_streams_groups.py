@@ -1,0 +1,117 @@
+"""Kafka Streams 4.4 with `group.protocol=streams` (KIP-1071) against one Samsa broker.
+
+tests/java/src/StreamsCount.java (re-key, repartition, count in a changelog-backed store,
+exactly_once_v2) runs as a streams group: its heartbeats carry the topology, the broker creates
+the repartition and changelog topics, assigns the tasks; a second instance joins and the tasks
+move to it only once the first revoked them; then the first leaves and the second takes all.
+The read_committed output of every key must be exactly 1, 2, ..., EVENTS throughout.
+
+The streams groups' APIs are still in development here, so the broker runs with
+unstable.api.versions.enable and streams.version finalized at 1 (a level of
+unstable.feature.versions.enable), as a Kafka 4.1 broker ran them in early access.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+
+import pytest
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from tests.support.java import run_java_tool
+from tests.support.streams_app import (
+    KEYS,
+    CountReader,
+    compile_streams_app,
+    describe_bad,
+    feed,
+    streams_app,
+)
+
+pytestmark = pytest.mark.timeout(420)
+
+EVENTS = 40  # per key
+IN_PARTITIONS, OUT_PARTITIONS = 4, 2
+STREAMS_BROKER = {"unstable.api.versions.enable": "true",
+                  "unstable.feature.versions.enable": "true",
+                  "initial.feature.levels": "streams.version=1",
+                  "group.streams.session.timeout.ms": "10000",
+                  "group.streams.heartbeat.interval.ms": "1000"}
+
+
+def _create_topics(bootstrap: str, *topics: tuple[str, int]) -> None:
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    for f in admin.create_topics([NewTopic(t, n, 1) for t, n in topics]).values():
+        f.result(timeout=20)
+
+
+def _streams_groups_tool(bootstrap: str, *args: str) -> str:
+    """kafka-streams-groups.sh (Kafka's StreamsGroupCommand): ListGroups of type streams,
+    StreamsGroupDescribe."""
+    res = run_java_tool("org.apache.kafka.tools.streams.StreamsGroupCommand",
+                        ["--bootstrap-server", bootstrap, *args])
+    assert res.returncode == 0, res
+    return res.stdout
+
+
+def test_streams_group_protocol_two_instances(broker_factory, tmp_path):
+    broker = broker_factory(settings=STREAMS_BROKER)
+    suffix = uuid.uuid4().hex[:6]
+    app_id, src, dst = f"sg-{suffix}", f"events-{suffix}", f"counts-{suffix}"
+    _create_topics(broker.bootstrap, (src, IN_PARTITIONS), (dst, OUT_PARTITIONS))
+    classes = compile_streams_app("kafka44")
+    configs = {"group.protocol": "streams"}
+
+    def app(name: str):
+        return streams_app(classes, broker.bootstrap, app_id, src, dst, tmp_path / name,
+                           threads=1, name=name, classpath="kafka44", configs=configs)
+
+    a, b = app("a"), app("b")
+    reader = CountReader(broker.bootstrap, dst, OUT_PARTITIONS)
+    third = EVENTS // 3
+    try:
+        feed(broker.bootstrap, src, range(third))
+        a.start()
+        reader.wait_complete(third, 120, lambda: _dead(a))
+        assert "kafka-streams 4.4.0" in a.log_text(), a.log_tail()
+
+        b.start()  # the tasks are shared out: a revokes half, b is given them
+        feed(broker.bootstrap, src, range(third, 2 * third), pause=0.02)
+        reader.wait_complete(2 * third, 120, lambda: _dead(a) or _dead(b))
+        assert _running_with_tasks(b), b.log_tail()
+        assert app_id in _streams_groups_tool(broker.bootstrap, "--list").split()
+        members = _streams_groups_tool(broker.bootstrap, "--describe", "--group", app_id,
+                                       "--members")
+        rows = [line.split() for line in members.splitlines() if line.split()[:1] == [app_id]]
+        assert len(rows) == 2 and all("ACTIVE:" in row for row in rows), members
+
+        assert a.stop() is not None, a.log_tail()  # a leaves: b takes every task
+        feed(broker.bootstrap, src, range(2 * third, EVENTS))
+        reader.wait_complete(EVENTS, 120, lambda: _dead(b))
+        bad = reader.bad_sequences(EVENTS)
+        assert not bad, f"{describe_bad(bad, EVENTS)}\n{a.log_tail()}\n{b.log_tail()}"
+        assert not reader.errors, reader.errors
+        print(f"{KEYS * EVENTS} records counted exactly once by a streams group")
+    except AssertionError as exc:
+        pytest.fail(f"{exc}\n{a.log_tail()}\n{b.log_tail()}", pytrace=False)
+    finally:
+        reader.close()
+        for p in (a, b):
+            p.stop()
+    for p in (a, b):
+        assert "UNCAUGHT" not in p.log_text(), p.log_tail()
+        assert "STATE REBALANCING->RUNNING" in p.log_text(), p.log_tail()
+
+
+def _dead(app) -> str | None:
+    return None if app.is_running() else f"{app.name} exited ({app.proc.returncode})"
+
+
+def _running_with_tasks(app, timeout: float = 60) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if "STATE REBALANCING->RUNNING" in app.log_text():
+            return True
+        time.sleep(0.5)
+    return False
