@@ -12,6 +12,8 @@ from samsa.config.schema import ConfigError
 from samsa.coordinator.internal_log import InternalTopic
 from samsa.coordinator.ports import InternalLogHost
 
+from .forward import Forwarder
+from .primary import PrimaryLocator
 from .registry import Registry
 from .store import SchemaStore
 from .topic_log import TopicLog
@@ -19,7 +21,13 @@ from .topic_log import TopicLog
 if TYPE_CHECKING:
     from aiohttp import web
 
+    from ..cluster.metadata_store import MetadataStore
+
 log = logging.getLogger(__name__)
+
+# A write is acknowledged once two replicas have it (capped at the topic's replication factor,
+# as for __transaction_state): a schema a client was given an id for survives the primary's loss.
+MIN_ISR = 2
 
 
 def _host_port(url: str) -> tuple[str, int]:
@@ -33,15 +41,16 @@ def _host_port(url: str) -> tuple[str, int]:
 class SchemaRegistry:
     """The registry of one broker: started and stopped with it."""
 
-    def __init__(self, config: Any, host: InternalLogHost) -> None:
+    def __init__(self, config: Any, host: InternalLogHost, metadata: MetadataStore) -> None:
         self.urls: list[str] = list(config["schema.registry.listeners"])
         self.addresses = [_host_port(url) for url in self.urls]
         self.store = SchemaStore()
         self.topic = InternalTopic(
             host, config["schema.registry.topic"], 1,
             config["schema.registry.topic.replication.factor"],
-            config["log.segment.bytes"])
+            config["log.segment.bytes"], min_isr=MIN_ISR)
         self.registry = Registry(self.store, TopicLog(self.topic, self.store))
+        self.forwarder = Forwarder(PrimaryLocator(metadata, self.topic.name, config.broker_id))
         self._runner: web.AppRunner | None = None
         self.ports: list[int] = []  # the ports bound (a port 0 of the URL made concrete)
 
@@ -52,7 +61,7 @@ class SchemaRegistry:
 
         from .rest import build_app
 
-        runner = web.AppRunner(build_app(self.registry), access_log=None)
+        runner = web.AppRunner(build_app(self.registry, self.forwarder), access_log=None)
         await runner.setup()
         self._runner = runner
         for host, port in self.addresses:
@@ -64,6 +73,7 @@ class SchemaRegistry:
             log.info("schema registry on http://%s:%d", host, self.ports[-1])
 
     async def stop(self) -> None:
+        await self.forwarder.close()
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None

@@ -7,11 +7,13 @@ class RegistryError(Exception):
     """An answer other than success: `status` is the HTTP status, `error_code` Confluent's code
     (the status followed by two digits, or the status itself)."""
 
-    def __init__(self, status: int, error_code: int, message: str) -> None:
+    def __init__(self, status: int, error_code: int, message: str,
+                 forwardable: bool = False) -> None:
         super().__init__(message)
         self.status = status
         self.error_code = error_code
         self.message = message
+        self.forwardable = forwardable  # the primary may answer it: nothing was done here
 
     def body(self) -> dict[str, object]:
         return {"error_code": self.error_code, "message": self.message}
@@ -95,7 +97,7 @@ def timeout(detail: str) -> RegistryError:
     return RegistryError(500, 50002, f"Operation timed out: {detail}")
 
 
-def not_primary(detail: str) -> RegistryError:
+def not_primary(detail: str, forwardable: bool = False) -> RegistryError:
     # 503: a client given several registry URLs tries the next one on it (a retriable status)
     return RegistryError(503, 50003, f"Error while forwarding the request to the primary: "
-                         f"{detail}")
+                         f"{detail}", forwardable)

@@ -12,6 +12,7 @@ from aiohttp import web
 
 from . import errors
 from .formats import TYPES
+from .forward import Forwarder
 from .registry import Registry, answer
 
 log = logging.getLogger(__name__)
@@ -24,11 +25,14 @@ def _reply(status: int, body: Any) -> web.Response:
     return web.Response(status=status, text=json.dumps(body), content_type=CONTENT_TYPE)
 
 
-def _route(handler: Handler) -> Callable[[web.Request], Awaitable[web.Response]]:
+def _route(handler: Handler, forwarder: Forwarder | None
+           ) -> Callable[[web.Request], Awaitable[web.Response]]:
     async def run(request: web.Request) -> web.Response:
         try:
             result = await handler(request)
         except errors.RegistryError as exc:
+            if exc.forwardable and forwarder is not None:
+                return await _forward(forwarder, request)
             return _reply(exc.status, exc.body())
         except Exception as exc:  # the client gets Confluent's 500 rather than a bare one
             log.exception("schema registry: %s %s failed", request.method, request.path)
@@ -37,6 +41,14 @@ def _route(handler: Handler) -> Callable[[web.Request], Awaitable[web.Response]]
             return result
         return _reply(200, result)
     return run
+
+
+async def _forward(forwarder: Forwarder, request: web.Request) -> web.Response:
+    try:
+        status, body, content_type = await forwarder.forward(request, await request.read())
+    except errors.RegistryError as exc:
+        return _reply(exc.status, exc.body())
+    return web.Response(status=status, body=body, content_type=content_type)
 
 
 def _flag(request: web.Request, name: str) -> bool:
@@ -59,8 +71,9 @@ def _schema_id(request: web.Request) -> int:
         raise errors.schema_not_found(f"Schema {request.match_info['id']} not found") from None
 
 
-def build_app(registry: Registry) -> web.Application:
-    """The routes; each handler first brings the store up to date (the primary's load)."""
+def build_app(registry: Registry, forwarder: Forwarder | None = None) -> web.Application:
+    """The routes; each handler first brings the store up to date (the primary's load);
+    on a broker that is not the primary, `forwarder` passes the requests on to it."""
     r = registry
 
     async def fresh() -> None:
@@ -197,5 +210,5 @@ def build_app(registry: Registry) -> web.Application:
         ("POST", "/compatibility/subjects/{subject}/versions/{version}", compatibility),
     ]
     for method, path, handler in routes:
-        app.router.add_route(method, path, _route(handler))
+        app.router.add_route(method, path, _route(handler, forwarder))
     return app

@@ -39,7 +39,7 @@ class TopicLog:
                 await self._create()
             if not self.topic.is_led_here(PARTITION):
                 raise errors.not_primary(
-                    f"this broker does not lead {self.topic.name}-{PARTITION}")
+                    f"this broker does not lead {self.topic.name}-{PARTITION}", forwardable=True)
             if not self._current():
                 self._load()
 

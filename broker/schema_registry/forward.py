@@ -1,0 +1,51 @@
+"""Requests a broker that is not the registry's primary passes on to the primary (Confluent's
+followers forward so too): the answer is the primary's. A forwarded request is marked, so that
+two brokers that each take the other for the primary (a leadership moving) do not pass it back
+and forth: the second answers 50003."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from . import errors
+from .primary import PrimaryLocator
+
+if TYPE_CHECKING:
+    import aiohttp
+    from aiohttp import web
+
+FORWARDED = "X-Samsa-Registry-Forwarded"
+TIMEOUT_S = 30.0
+
+
+class Forwarder:
+    def __init__(self, locator: PrimaryLocator) -> None:
+        self.locator = locator
+        self._session: aiohttp.ClientSession | None = None
+
+    async def forward(self, request: web.Request, body: bytes) -> tuple[int, bytes, str]:
+        """The primary's status, body and content type for the request."""
+        import aiohttp
+
+        if FORWARDED in request.headers:
+            raise errors.not_primary("the request was forwarded here by a broker that took "
+                                     "this one for the primary")
+        url = await self.locator.url()
+        if url is None:
+            raise errors.not_primary("no primary with a registry is known")
+        if self._session is None:
+            self._session = aiohttp.ClientSession(
+                timeout=aiohttp.ClientTimeout(total=TIMEOUT_S))
+        headers = {"Content-Type": request.headers.get("Content-Type", "application/json"),
+                   FORWARDED: "1"}
+        try:
+            async with self._session.request(request.method, url + request.path_qs,
+                                             data=body, headers=headers) as resp:
+                return resp.status, await resp.read(), resp.content_type
+        except (TimeoutError, aiohttp.ClientError) as exc:
+            raise errors.not_primary(f"{url}: {exc!r}") from exc
+
+    async def close(self) -> None:
+        if self._session is not None:
+            await self._session.close()
+            self._session = None
