@@ -106,7 +106,7 @@ class Broker:
         self._build_coordinators(config)
         self._build_share_groups(config)
         # the schema registry's HTTP listener, when schema.registry.listeners names one
-        self.schema_registry = (SchemaRegistry(config, self._coordinator_host)
+        self.schema_registry = (SchemaRegistry(config, self._coordinator_host, self.store)
                                 if config["schema.registry.listeners"] else None)
         self._build_front(config)
         self._background: list[asyncio.Task[None]] = []
