@@ -20,7 +20,7 @@ from __future__ import annotations
 import logging
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, TypeVar
 
 from samsa.coordinator.group.common import GroupError
 from samsa.coordinator.share.coordinator import ShareStateError
@@ -150,10 +150,19 @@ class _NamedTopic(Protocol):
     def topic_name(self) -> str: ...
 
 
+class _Target(NamedTuple):
+    """A topic of an Alter or Delete: its id and partition count (None, 0: no such topic), and
+    its topic-level error (not READ-able, unknown) or NONE."""
+
+    topic_id: uuid.UUID | None
+    partitions: int
+    error: ErrorCode
+
+
 _T = TypeVar("_T", bound=_NamedTopic)
-# One topic's answer: (the persister, the topic, its (id, partition count) if it exists, whether
-# the principal may READ it) -> its entry in "responses".
-_TopicChange = Callable[[SharePersister, _T, tuple[uuid.UUID, int] | None, bool],
+# One topic's answer: (the context, the group id, the persister, the topic, its target) -> its
+# entry in "responses".
+_TopicChange = Callable[[GroupContext, str, SharePersister, _T, _Target],
                         Awaitable[dict[str, Any]]]
 
 
@@ -169,10 +178,80 @@ async def _change_offsets(ctx: GroupContext, group_id: str, op: AclOperation,
     assert persister is not None
     allowed = set(ctx.authorized(AclOperation.READ, ResourceType.TOPIC,
                                  {t.topic_name for t in topics}))
-    responses = [await change(persister, t, _topic(ctx, t.topic_name), t.topic_name in allowed)
+    responses = [await change(ctx, group_id, persister, t, _target(ctx, t.topic_name, allowed))
                  for t in topics]
     return {"throttle_time": 0, "error_code": ErrorCode.none, "error_message": None,
             "responses": responses}
+
+
+def _target(ctx: GroupContext, name: str, allowed: set[str]) -> _Target:
+    info = _topic(ctx, name)
+    if name not in allowed:
+        return _Target(None if info is None else info[0], 0,
+                       ErrorCode.topic_authorization_failed)
+    if info is None:
+        return _Target(None, 0, ErrorCode.unknown_topic_or_partition)
+    return _Target(info[0], info[1], ErrorCode.none)
+
+
+def _failure(exc: ShareStateError | GroupError) -> dict[str, Any]:
+    return {"error_code": exc.error_code, "error_message": getattr(exc, "message", None)}
+
+
+async def _alter_topic(ctx: GroupContext, group_id: str, persister: SharePersister,
+                       t: AlterShareGroupOffsetsTopic, target: _Target) -> dict[str, Any]:
+    out = []
+    for p in t.partitions:
+        item: dict[str, Any] = {"partition_index": p.partition_index,
+                                "error_code": target.error, "error_message": None}
+        out.append(item)
+        if target.error != ErrorCode.none:
+            continue
+        if not 0 <= p.partition_index < target.partitions:
+            item["error_code"] = ErrorCode.unknown_topic_or_partition
+        elif p.start_offset < 0:
+            item["error_code"], item["error_message"] = (ErrorCode.invalid_request,
+                                                         "The start offset is negative.")
+        else:
+            try:
+                await _alter(ctx, persister, group_id, t.topic_name, target,
+                             p.partition_index, p.start_offset)
+            except (ShareStateError, GroupError) as exc:
+                item.update(_failure(exc))
+    return {"topic_name": t.topic_name, "topic_id": target.topic_id, "partitions": out}
+
+
+async def _alter(ctx: GroupContext, persister: SharePersister, group_id: str, topic: str,
+                 target: _Target, partition: int, start_offset: int) -> None:
+    """Initialize the share-partition again at `start_offset`, with the next state epoch."""
+    assert target.topic_id is not None
+    summary = await persister.summary(group_id, target.topic_id, partition)
+    await persister.initialize(group_id, target.topic_id, partition, summary.state_epoch + 1,
+                               start_offset)
+    # Kafka makes the group when it has none, so that Describe of all its topics finds the
+    # offsets set here
+    group = ctx.groups.share_group_of(group_id, create=True)
+    assert group is not None
+    await ctx.groups.update_share_offsets_topics(group, {topic}, set())
+    log.info("share group %s: %s-%d starts at offset %d now", group_id, topic, partition,
+             start_offset)
+
+
+async def _delete_topic(ctx: GroupContext, group_id: str, persister: SharePersister,
+                        t: DeleteShareGroupOffsetsTopic, target: _Target) -> dict[str, Any]:
+    item: dict[str, Any] = {"topic_name": t.topic_name, "topic_id": target.topic_id,
+                            "error_code": target.error, "error_message": None}
+    if target.error != ErrorCode.none or target.topic_id is None:
+        return item
+    try:
+        for p in range(target.partitions):
+            await persister.delete(group_id, target.topic_id, p)
+        group = ctx.groups.share_group_of(group_id)
+        if group is not None:
+            await ctx.groups.update_share_offsets_topics(group, set(), {t.topic_name})
+    except (ShareStateError, GroupError) as exc:
+        item.update(_failure(exc))
+    return item
 
 
 @api(91, "AlterShareGroupOffsets", (0, 0),
@@ -180,40 +259,8 @@ async def _change_offsets(ctx: GroupContext, group_id: str, op: AclOperation,
 async def handle_alter_share_group_offsets(
     ctx: RequestContext, request: AlterShareGroupOffsetsRequest
 ) -> dict[str, Any]:
-    async def alter(persister: SharePersister, t: AlterShareGroupOffsetsTopic,
-                    info: tuple[uuid.UUID, int] | None, allowed: bool) -> dict[str, Any]:
-        out = []
-        for p in t.partitions:
-            item: dict[str, Any] = {"partition_index": p.partition_index,
-                                    "error_code": ErrorCode.none, "error_message": None}
-            out.append(item)
-            if not allowed:
-                item["error_code"] = ErrorCode.topic_authorization_failed
-            elif info is None or not 0 <= p.partition_index < info[1]:
-                item["error_code"] = ErrorCode.unknown_topic_or_partition
-            elif p.start_offset < 0:
-                item["error_code"], item["error_message"] = (ErrorCode.invalid_request,
-                                                             "The start offset is negative.")
-            else:
-                try:
-                    summary = await persister.summary(request.group_id, info[0],
-                                                      p.partition_index)
-                    await persister.initialize(request.group_id, info[0], p.partition_index,
-                                               summary.state_epoch + 1, p.start_offset)
-                    # Kafka makes the group when it has none, so that Describe of all its
-                    # topics finds the offsets set here
-                    group = ctx.groups.share_group_of(request.group_id, create=True)
-                    assert group is not None
-                    await ctx.groups.update_share_offsets_topics(group, {t.topic_name}, set())
-                    log.info("share group %s: %s-%d starts at offset %d now",
-                             request.group_id, t.topic_name, p.partition_index, p.start_offset)
-                except (ShareStateError, GroupError) as exc:
-                    item["error_code"] = exc.error_code
-                    item["error_message"] = getattr(exc, "message", None)
-        return {"topic_name": t.topic_name,
-                "topic_id": info[0] if info is not None else None, "partitions": out}
-
-    return await _change_offsets(ctx, request.group_id, AclOperation.READ, request.topics, alter)
+    return await _change_offsets(ctx, request.group_id, AclOperation.READ, request.topics,
+                                 _alter_topic)
 
 
 @api(92, "DeleteShareGroupOffsets", (0, 0),
@@ -221,27 +268,5 @@ async def handle_alter_share_group_offsets(
 async def handle_delete_share_group_offsets(
     ctx: RequestContext, request: DeleteShareGroupOffsetsRequest
 ) -> dict[str, Any]:
-    async def delete(persister: SharePersister, t: DeleteShareGroupOffsetsTopic,
-                     info: tuple[uuid.UUID, int] | None, allowed: bool) -> dict[str, Any]:
-        item: dict[str, Any] = {"topic_name": t.topic_name,
-                                "topic_id": info[0] if info is not None else None,
-                                "error_code": ErrorCode.none, "error_message": None}
-        if not allowed:
-            item["error_code"] = ErrorCode.topic_authorization_failed
-            return item
-        if info is None:
-            item["error_code"] = ErrorCode.unknown_topic_or_partition
-            return item
-        try:
-            for p in range(info[1]):
-                await persister.delete(request.group_id, info[0], p)
-            group = ctx.groups.share_group_of(request.group_id)
-            if group is not None:
-                await ctx.groups.update_share_offsets_topics(group, set(), {t.topic_name})
-        except (ShareStateError, GroupError) as exc:
-            item["error_code"] = exc.error_code
-            item["error_message"] = getattr(exc, "message", None)
-        return item
-
     return await _change_offsets(ctx, request.group_id, AclOperation.DELETE, request.topics,
-                                 delete)
+                                 _delete_topic)

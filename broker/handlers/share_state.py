@@ -28,7 +28,6 @@ from .share_groups import _enabled
 if TYPE_CHECKING:
     from .requests import (
         DeleteShareGroupStateRequest,
-        InitializeShareGroupStatePartition,
         InitializeShareGroupStateRequest,
         ReadShareGroupStatePartition,
         ReadShareGroupStateRequest,
@@ -50,7 +49,6 @@ class _PartitionData(Protocol):
     def partition(self) -> int: ...
 
 
-P = TypeVar("P", bound=_PartitionData)
 P_co = TypeVar("P_co", bound=_PartitionData, covariant=True)
 
 
@@ -71,8 +69,10 @@ def _refused(ctx: ShareStateContext) -> ErrorCode | None:
     return None
 
 
-async def _each(ctx: ShareStateContext, group_id: str, topics: Iterable[_TopicData[Any]],
-                run: Callable[[ShareStateCoordinator, Key, P], Awaitable[dict[str, Any] | None]],
+async def _each(ctx: ShareStateContext, group_id: str,
+                topics: Iterable[_TopicData[_PartitionData]],
+                run: Callable[[ShareStateCoordinator, Key, Any],
+                              Awaitable[dict[str, Any] | None]],
                 error_fields: dict[str, Any]) -> dict[str, Any]:
     """Each partition's entry: `run`'s fields (none: None) from the share coordinator, or the
     error and `error_fields`."""
@@ -107,11 +107,8 @@ async def _each(ctx: ShareStateContext, group_id: str, topics: Iterable[_TopicDa
 async def handle_initialize_share_group_state(
     ctx: RequestContext, request: InitializeShareGroupStateRequest
 ) -> dict[str, Any]:
-    async def run(state: ShareStateCoordinator, key: Key,
-                  p: InitializeShareGroupStatePartition) -> None:
-        await state.initialize(key, p.state_epoch, p.start_offset)
-
-    return await _each(ctx, request.group_id, request.topics, run, {})
+    return await _each(ctx, request.group_id, request.topics, lambda state, key, p:
+                       state.initialize(key, p.state_epoch, p.start_offset), {})
 
 
 @api(84, "ReadShareGroupState", (0, 0), structs={"ReadShareGroupStatePartition": "PartitionData"})
