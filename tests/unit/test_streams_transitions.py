@@ -1,0 +1,266 @@
+"""Streams groups (KIP-1071) as a spec, without a broker: the records round-trip, the topology
+against the topics (coordinator/group/streams/topology.py), the sticky assignor, and the
+heartbeat's decisions (transitions.py): records to write plus an answer. The state is what
+replaying the records gives, as the coordinator does after each write."""
+
+from __future__ import annotations
+
+import pytest
+
+from samsa.coordinator.group.common import GroupError
+from samsa.coordinator.group.streams import records as rec
+from samsa.coordinator.group.streams.assignor import assign
+from samsa.coordinator.group.streams.model import (
+    MemberState,
+    StreamsGroup,
+    StreamsMember,
+    Subtopology,
+    Tasks,
+    TopicInfo,
+    Topology,
+)
+from samsa.coordinator.group.streams.topology import Status, configure
+from samsa.coordinator.group.streams.transitions import Heartbeat, Outcome, heartbeat, leave
+from samsa.protocol.errors import ErrorCode
+
+APP = "app"
+REPARTITION, CHANGELOG = "app-by-key-repartition", "app-counts-changelog"
+
+
+def topology(epoch: int = 0, source: str = "events") -> Topology:
+    """StreamsCount's: events -> (re-key) repartition -> count with a changelog store."""
+    return Topology(epoch, (
+        Subtopology("0", source_topics=(source,), repartition_sink_topics=(REPARTITION,)),
+        Subtopology("1", repartition_source_topics=(TopicInfo(REPARTITION),),
+                    state_changelog_topics=(TopicInfo(CHANGELOG, 0, 0,
+                                                      (("cleanup.policy", "compact"),)),)),
+    ))
+
+
+def counts(**topics: int):
+    named = {k.replace("_", "-"): v for k, v in topics.items()}
+    return lambda name: named.get(name)
+
+
+ALL = counts(events=2, app_by_key_repartition=2, app_counts_changelog=2)
+
+
+def join(member: str, process: str = "p1", t: Topology | None = None) -> Heartbeat:
+    return Heartbeat(APP, member, 0, rebalance_timeout_ms=10_000, topology=t or topology(),
+                     active={}, standby={}, warmup={}, process_id=process, client_tags=())
+
+
+def beat(member: str, epoch: int, active: dict[str, set[int]] | None = None) -> Heartbeat:
+    owned = None if active is None else {s: frozenset(ps) for s, ps in active.items()}
+    return Heartbeat(APP, member, epoch, active=owned)
+
+
+class Group:
+    """A group's state as the coordinator keeps it: each outcome's records replayed."""
+
+    def __init__(self, partition_counts=ALL) -> None:
+        self.groups: dict[str, StreamsGroup] = {}
+        self.counts = partition_counts
+
+    def send(self, req: Heartbeat) -> Outcome:
+        out = heartbeat(self.groups.get(APP), req, 0, self.counts, 1000)
+        self.apply(out)
+        return out
+
+    def apply(self, out: Outcome) -> None:
+        for key, value in out.records:
+            k = rec.decode_streams_key(key)
+            assert k is not None
+            rec.replay(self.groups, 0, k, value)
+
+    @property
+    def group(self) -> StreamsGroup:
+        return self.groups[APP]
+
+
+def active(out: Outcome) -> set[tuple[str, int]] | None:
+    if out.answer.tasks is None:
+        return None
+    return {(s, p) for s, ps in out.answer.tasks.active.items() for p in ps}
+
+
+# ---- records --------------------------------------------------------------------------------
+def test_records_round_trip():
+    m = StreamsMember("m1", process_id="p1", instance_id="i", rack_id="r", client_id="c",
+                      client_host="/h", rebalance_timeout_ms=5, topology_epoch=3,
+                      user_endpoint=("host", 8080), client_tags=(("zone", "a"),),
+                      member_epoch=4, previous_member_epoch=2,
+                      state=MemberState.UNREVOKED_TASKS,
+                      assigned=Tasks({"0": frozenset({1})}, {"1": frozenset({0, 2})}),
+                      pending_revocation=Tasks({"0": frozenset({0})}))
+    t = Topology(3, (Subtopology("0", ("a",), ("b.*",), (TopicInfo("c", 0, 3, (("k", "v"),)),),
+                                 ("d",), (TopicInfo("d", 4),), (((0,), (0,), (0,)),)),))
+    groups: dict[str, StreamsGroup] = {}
+    for key, value in [rec.group_metadata(APP, 7, -12345, 3), rec.topology(APP, t),
+                       rec.member_metadata(APP, m), rec.current_assignment(APP, m),
+                       rec.target_member(APP, "m1", Tasks({"0": frozenset({0, 1})})),
+                       rec.target_metadata(APP, 6, 99)]:
+        k = rec.decode_streams_key(key)
+        assert k is not None
+        rec.replay(groups, 0, k, value)
+    g = groups[APP]
+    assert (g.epoch, g.metadata_hash, g.validated_topology_epoch, g.assignment_epoch) == (
+        7, -12345, 3, 6)
+    assert g.topology == t
+    assert g.members["m1"] == m
+    assert g.target["m1"] == Tasks({"0": frozenset({0, 1})})
+
+
+def test_tombstones_remove_the_member_then_the_group():
+    g = Group()
+    g.send(join("m1"))
+    for key, value in rec.tombstones(APP, "m1") + rec.group_tombstones(APP):
+        k = rec.decode_streams_key(key)
+        assert k is not None and value is None
+        rec.replay(g.groups, 0, k, value)
+    assert APP not in g.groups
+
+
+# ---- the topology against the topics ---------------------------------------------------------
+def test_repartition_and_changelog_counts_derive_from_the_source():
+    c = configure(topology(), counts(events=3))
+    assert c.status == Status.MISSING_INTERNAL_TOPICS
+    assert {(t.name, t.partitions) for t in c.to_create} == {(REPARTITION, 3), (CHANGELOG, 3)}
+    assert dict(next(t for t in c.to_create if t.name == CHANGELOG).configs) == {
+        "cleanup.policy": "compact"}
+    ready = configure(topology(), counts(events=3, app_by_key_repartition=3,
+                                         app_counts_changelog=3))
+    assert ready.ready and ready.tasks == {"0": 3, "1": 3}
+
+
+def test_missing_source_and_wrongly_partitioned_topics():
+    assert configure(topology(), counts()).status == Status.MISSING_SOURCE_TOPICS
+    wrong = configure(topology(), counts(events=3, app_by_key_repartition=2))
+    assert wrong.status == Status.INCORRECTLY_PARTITIONED_TOPICS and REPARTITION in wrong.detail
+
+
+def test_copartitioned_sources_must_agree():
+    t = Topology(0, (Subtopology("0", ("a", "b"), copartition_groups=(((0, 1), (), ()),)),))
+    assert configure(t, counts(a=2, b=3)).status == Status.INCORRECTLY_PARTITIONED_TOPICS
+    assert configure(t, counts(a=3, b=3)).tasks == {"0": 3}
+
+
+# ---- the assignor ----------------------------------------------------------------------------
+def test_assignor_balances_and_is_sticky():
+    first = assign({"m1": ("p1", {}), "m2": ("p2", {})}, {"0": 2, "1": 2})
+    assert sorted(len(t.active.get("0", ())) + len(t.active.get("1", ()))
+                  for t in first.values()) == [2, 2]
+    # a third member: the others keep what they had, up to their share
+    again = assign({m: ("p" + m, t.active) for m, t in first.items()} | {"m3": ("p3", {})},
+                   {"0": 2, "1": 2})
+    for m in ("m1", "m2"):
+        kept = {(s, p) for s, ps in again[m].active.items() for p in ps}
+        had = {(s, p) for s, ps in first[m].active.items() for p in ps}
+        assert kept <= had and kept
+    every = [(s, p) for t in again.values() for s, ps in t.active.items() for p in ps]
+    assert sorted(every) == [("0", 0), ("0", 1), ("1", 0), ("1", 1)]
+
+
+# ---- the heartbeat ---------------------------------------------------------------------------
+def test_first_join_sets_the_topology_and_assigns_every_task():
+    g = Group()
+    out = g.send(join("m1"))
+    assert (out.answer.member_epoch, active(out)) == (1, {("0", 0), ("0", 1), ("1", 0),
+                                                           ("1", 1)})
+    assert g.group.topology == topology() and g.group.assignment_epoch == 1
+    assert g.group.members["m1"].state == MemberState.STABLE
+    # nothing changed: nothing written, the tasks not repeated
+    again = g.send(beat("m1", 1))
+    assert (again.records, active(again), again.answer.member_epoch) == ([], None, 1)
+
+
+def test_missing_internal_topics_assign_nothing_and_are_to_be_created():
+    g = Group(counts(events=2))
+    out = g.send(join("m1"))
+    assert active(out) == set()
+    assert [code for code, _ in out.answer.status] == [Status.MISSING_INTERNAL_TOPICS]
+    assert {t.name for t in out.to_create} == {REPARTITION, CHANGELOG}
+    g.counts = ALL  # created: the topics' metadata moves the group epoch, tasks follow
+    out = g.send(beat("m1", 1))
+    assert out.answer.member_epoch == 2 and len(active(out) or ()) == 4
+
+
+def test_tasks_move_only_once_revoked():
+    g = Group()
+    owned = {"0": {0, 1}, "1": {0, 1}}
+    g.send(join("m1"))
+    j2 = g.send(join("m2", "p2"))
+    assert (j2.answer.member_epoch, active(j2)) == (2, set())  # m1 holds every task
+    r1 = g.send(beat("m1", 1, owned))
+    kept = active(r1)
+    assert r1.answer.member_epoch == 1 and kept is not None and len(kept) == 2
+    assert g.group.members["m1"].state == MemberState.UNREVOKED_TASKS
+    assert active(g.send(beat("m2", 2, {}))) is None  # still held: nothing yet
+    assert g.group.members["m2"].state == MemberState.UNRELEASED_TASKS
+    still = g.send(beat("m1", 1, owned))  # has not revoked yet: no progress
+    assert still.answer.member_epoch == 1
+    revoked = {s: {p for s2, p in kept if s2 == s} for s in ("0", "1")}
+    done = g.send(beat("m1", 1, revoked))
+    assert done.answer.member_epoch == 2
+    r2 = g.send(beat("m2", 2, {}))
+    assert active(r2) == {("0", 0), ("0", 1), ("1", 0), ("1", 1)} - kept
+    assert g.group.members["m2"].state == MemberState.STABLE
+
+
+def test_member_epochs_fence_and_a_lost_answer_is_forgiven():
+    g = Group()
+    g.send(join("m1"))
+    g.send(join("m2", "p2"))
+    with pytest.raises(GroupError) as fenced:
+        heartbeat(g.group, beat("m1", 5), 0, ALL, 0)
+    assert fenced.value.error_code == ErrorCode.fenced_member_epoch
+    with pytest.raises(GroupError) as unknown:
+        heartbeat(g.group, beat("who", 1), 0, ALL, 0)
+    assert unknown.value.error_code == ErrorCode.unknown_member_id
+    g.send(beat("m1", 1, {"0": {0, 1}, "1": {0, 1}}))
+    revoked = {s: set(ps) for s, ps in g.group.members["m1"].assigned.active.items()}
+    g.send(beat("m1", 1, revoked))
+    assert g.group.members["m1"].member_epoch == 2
+    # the answer with epoch 2 was lost: epoch 1 with only tasks it was given passes
+    assert heartbeat(g.group, beat("m1", 1, revoked), 0, ALL, 0).answer.member_epoch == 2
+
+
+def test_topology_epochs():
+    g = Group()
+    g.send(join("m1"))
+    changed = topology(source="other")
+    with pytest.raises(GroupError) as same_epoch:
+        heartbeat(g.group, join("m2", t=changed), 0, ALL, 0)
+    assert same_epoch.value.error_code == ErrorCode.streams_invalid_topology_epoch
+    newer = g.send(join("m2", t=topology(epoch=1)))
+    assert g.group.topology is not None and g.group.topology.epoch == 1
+    assert newer.answer.status == []
+    stale = g.send(beat("m1", g.group.members["m1"].member_epoch))
+    assert [code for code, _ in stale.answer.status] == [Status.STALE_TOPOLOGY]
+
+
+def test_requests_kafka_refuses():
+    with pytest.raises(GroupError) as no_topology:
+        heartbeat(None, Heartbeat(APP, "m1", 0, rebalance_timeout_ms=1, process_id="p"), 0,
+                  ALL, 0)
+    assert no_topology.value.error_code == ErrorCode.invalid_request
+    with pytest.raises(GroupError) as unknown_group:
+        heartbeat(None, beat("m1", 3), 0, ALL, 0)
+    assert unknown_group.value.error_code == ErrorCode.group_id_not_found
+    bad = Topology(0, (Subtopology("0", ("a",), repartition_sink_topics=("nowhere",)),))
+    with pytest.raises(GroupError) as invalid:
+        heartbeat(None, join("m1", t=bad), 0, ALL, 0)
+    assert invalid.value.error_code == ErrorCode.streams_invalid_topology
+
+
+def test_leave_writes_tombstones_and_moves_the_group_epoch():
+    g = Group()
+    g.send(join("m1"))
+    g.send(join("m2", "p2"))
+    out = leave(g.group, "m2")
+    g.apply(out)
+    assert out.answer.member_epoch == -1 and "m2" not in g.group.members
+    assert g.group.epoch == 3
+    # the remaining member is given everything at its next heartbeat
+    r1 = g.send(beat("m1", 1, {"0": {0, 1}, "1": {0, 1}}))
+    assert r1.answer.member_epoch == 3 and len(g.group.target["m1"].active["0"]) == 2
