@@ -6,6 +6,7 @@ only with unstable.api.versions.enable and streams.version finalized at 1."""
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import Any
 
@@ -210,3 +211,26 @@ async def test_offset_commit_checks_the_member_epoch(streams):
     groups = await streams.call("DescribeGroups", 5, {"groups": ["app"],
                                                       "include_authorized_operations": False})
     assert groups.groups[0].group_state == "Dead"  # not a classic group
+
+
+async def test_a_member_whose_session_ends_is_removed_and_its_tasks_move(tmp_path):
+    h = await Handlers.open(tmp_path / "data", STREAMS | {"group.streams.session.timeout.ms": 300})
+    try:
+        await h.create_topic("events", 2)
+        await h.find_coordinator("app")
+        await h.call("StreamsGroupHeartbeat", 0, _beat("m1", 0))
+        r1 = await h.call("StreamsGroupHeartbeat", 0, _beat("m1", 1, active=[]))
+        await h.call("StreamsGroupHeartbeat", 0, _beat("m2", 0, process="p2"))
+        owned = _active(r1)
+        epoch = r1.member_epoch
+        for _ in range(10):  # m1 heartbeats, m2 falls silent
+            r1 = await h.call("StreamsGroupHeartbeat", 0, _beat("m1", epoch, active=owned))
+            epoch, owned = r1.member_epoch, _active(r1) or owned
+            await asyncio.sleep(0.1)
+        described = await h.call("StreamsGroupDescribe", 0, {
+            "group_ids": ["app"], "include_authorized_operations": False})
+        g = described.groups[0]
+        assert [m.member_id for m in g.members] == ["m1"]
+        assert sum(len(t.partitions) for t in g.members[0].assignment.active_tasks) == 4
+    finally:
+        await h.close()
