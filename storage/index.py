@@ -17,6 +17,7 @@ from itertools import islice
 from pathlib import Path
 from typing import NamedTuple
 
+from samsa.config.forward import Forward
 from samsa.storage.fdcache import CachedFile
 
 _OFFSET_ENTRY = struct.Struct(">ii")
@@ -66,13 +67,8 @@ class _IndexFile:
     def is_full(self) -> bool:
         return len(self._offsets) >= self.max_entries
 
-    @property
-    def path(self) -> Path:
-        return self._file.path
-
-    @property
-    def is_open(self) -> bool:
-        return self._file.is_open
+    path = Forward[Path]("_file.path")
+    is_open = Forward[bool]("_file.is_open")
 
     def _read_raw(self) -> bytes:
         try:

@@ -31,6 +31,7 @@ import uuid
 from pathlib import Path
 from typing import NamedTuple, cast
 
+from samsa.config.forward import Forward
 from samsa.protocol.compression import records_limit
 from samsa.protocol.records import (
     _I32,
@@ -175,9 +176,7 @@ class Log:
     def is_deleted(self) -> bool:
         return self._deleted
 
-    @property
-    def offline(self) -> bool:
-        return self.io.offline
+    offline = Forward[bool]("io.offline")
 
     @property
     def active_segment(self) -> LogSegment:
@@ -199,9 +198,7 @@ class Log:
     def num_segments(self) -> int:
         return len(self.segs.view[0])
 
-    @property
-    def latest_epoch(self) -> int | None:
-        return self.leader_epoch_cache.latest_epoch
+    latest_epoch = Forward[int | None]("leader_epoch_cache.latest_epoch")
 
     @property
     def last_stable_offset(self) -> int:
@@ -209,19 +206,12 @@ class Log:
         hw = self.offsets.high_watermark
         return hw if fuo is None else min(fuo, hw)
 
-    @property
-    def high_watermark(self) -> int:
-        return self.offsets.high_watermark
-
-    @property
-    def log_start_offset(self) -> int:
-        return self.offsets.log_start_offset
-
-    @property
-    def recovery_point(self) -> int:
-        """Offsets below it are on disk (flushed); recovery after a crash starts at the
-        segment holding it."""
-        return self.offsets.recovery_point
+    high_watermark = Forward[int]("offsets.high_watermark")
+    log_start_offset = Forward[int]("offsets.log_start_offset")
+    recovery_point = Forward[int](
+        "offsets.recovery_point",
+        "Offsets below it are on disk (flushed); recovery after a crash starts at the segment "
+        "holding it.")
 
     def update_high_watermark(self, offset: int) -> int:
         """The one writer of the HW (`LogOffsets.update_high_watermark`); returns the value

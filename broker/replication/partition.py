@@ -13,6 +13,7 @@ import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
+from samsa.config.forward import Forward
 from samsa.protocol.errors import ErrorCode, KafkaError
 from samsa.storage.config import LogConfig
 from samsa.storage.errors import OffsetOutOfRange
@@ -314,35 +315,17 @@ class Partition:
 
 
     # ---- the log's state, for requests ----------------------------------------------------
-    @property
-    def high_watermark(self) -> int:
-        return self.log.high_watermark
-
-    @property
-    def last_stable_offset(self) -> int:
-        return self.log.last_stable_offset
-
-    @property
-    def log_start_offset(self) -> int:
-        return self.log.log_start_offset
-
-    @property
-    def log_end_offset(self) -> int:
-        return self.log.log_end_offset
-
-    @property
-    def config(self) -> LogConfig:
-        return self.log.config
+    high_watermark = Forward[int]("log.high_watermark")
+    last_stable_offset = Forward[int]("log.last_stable_offset")
+    log_start_offset = Forward[int]("log.log_start_offset")
+    log_end_offset = Forward[int]("log.log_end_offset")
+    config = Forward[LogConfig]("log.config")
+    log_dir = Forward[str]("log.parent_dir", "The log directory holding this partition's log.")
 
     def reconfigure(self, config: LogConfig, min_insync_replicas: int) -> None:
         """A topic config change (AlterConfigs, or seen in the metadata store)."""
         self.log.config = config
         self.min_insync_replicas = min_insync_replicas
-
-    @property
-    def log_dir(self) -> str:
-        """The log directory holding this partition's log."""
-        return self.log.parent_dir
 
     def replace_log(self, log: Log) -> None:
         """The replica moved to another log directory (broker/replication/log_dir_mover.py): `log`,

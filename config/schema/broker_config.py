@@ -7,6 +7,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+from samsa.config.forward import Forward
 from samsa.config.schema.listeners import (
     LISTENER_PREFIX,
     MECHANISM_PREFIX,
@@ -193,13 +194,8 @@ class BrokerConfig:
         name = self.inter_broker_listener_name
         return next(li for li in self.listeners if li.name == name)
 
-    @property
-    def listen_host(self) -> str:
-        return self.listener.host
-
-    @property
-    def listen_port(self) -> int:
-        return self.listener.port
+    listen_host = Forward[str]("listener.host")
+    listen_port = Forward[int]("listener.port")
 
     @property
     def advertised_listener(self) -> Listener:
