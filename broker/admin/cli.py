@@ -15,7 +15,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from . import acls, cluster, configs, groups, offsets, topics, txn, users
+from . import acls, cluster, configs, groups, messages, offsets, topics, txn, users
 from .client import Admin, AdminError, Settings, load_properties
 from .output import as_json, table
 
@@ -477,6 +477,68 @@ def _add_config(sub: argparse._SubParsersAction) -> None:
     c.add_argument("keys", nargs="+", metavar="KEY")
 
 
+# ---- produce / consume ---------------------------------------------------------------------
+
+PRODUCED_COLUMNS = (("PARTITION", "partition"), ("BASE-OFFSET", "base_offset"),
+                    ("COUNT", "count"))
+
+
+def _headers(items: list[str]) -> list[tuple[str, bytes]]:
+    return [(k, v.encode()) for k, v in topics.parse_configs(items).items()]
+
+
+def _produce(admin: Admin, args: argparse.Namespace) -> dict[str, Any]:
+    lines = messages.parse_lines(sys.stdin, args.key_separator, _headers(args.header))
+    return messages.produce(admin, args.topic, lines, args.partition, args.acks,
+                            args.transactional_id)
+
+
+def _show_produced(result: dict[str, Any], args: argparse.Namespace) -> None:
+    print(f"Produced {result['records']} records to {result['topic']}"
+          + (" in one transaction." if result["transactional_id"] else "."))
+    table(result["partitions"], PRODUCED_COLUMNS, sys.stdout)
+
+
+def _show_consumed(result: list[dict[str, Any]], args: argparse.Namespace) -> None:
+    for r in result:
+        value = "null" if r["value"] is None else r["value"]
+        print(f"{r['key']}{args.separator}{value}" if args.print_key else value)
+
+
+def _add_messages(sub: argparse._SubParsersAction) -> None:
+    c = _command(sub, "produce", "write stdin's lines to a topic, one record each", _produce,
+                 _show_produced)
+    c.add_argument("topic", metavar="TOPIC")
+    c.add_argument("-p", "--partition", type=int,
+                   help="default: by key (murmur2, as Kafka's partitioner), else round robin")
+    c.add_argument("-K", "--key-separator", metavar="SEP",
+                   help="each line is KEY SEP VALUE (default: no key)")
+    c.add_argument("-H", "--header", action="append", default=[], metavar="KEY=VALUE",
+                   help="a header of every record (repeatable)")
+    c.add_argument("--acks", default="all", choices=tuple(messages.ACKS))
+    c.add_argument("--transactional-id", metavar="ID",
+                   help="write the records as one committed transaction")
+
+    c = _command(sub, "consume", "read a topic's records up to its end (or -n)",
+                 lambda a, x: messages.consume(a, x.topic, x.partition, x.from_beginning,
+                                               x.offset, x.group, x.isolation,
+                                               x.max_messages), _show_consumed)
+    c.add_argument("topic", metavar="TOPIC")
+    c.add_argument("-p", "--partition", type=int, help="only this partition")
+    start = c.add_mutually_exclusive_group()
+    start.add_argument("--from-beginning", action="store_true",
+                       help="from each partition's start (default: the group's offsets, else "
+                            "the end)")
+    start.add_argument("--offset", type=int, help="from this offset of each partition")
+    c.add_argument("-g", "--group", help="start from and commit to this group's offsets "
+                   "(an admin commit: the group must have no active members)")
+    c.add_argument("--isolation", default="read_uncommitted",
+                   choices=("read_uncommitted", "read_committed"))
+    c.add_argument("-n", "--max-messages", type=int, metavar="N")
+    c.add_argument("--print-key", action="store_true", help="print KEY SEPARATOR VALUE")
+    c.add_argument("--separator", default="\t", help="between key and value (default tab)")
+
+
 # ---- cluster -------------------------------------------------------------------------------
 
 BROKER_COLUMNS = (("ID", "id"), ("HOST", "host"), ("PORT", "port"), ("RACK", "rack"))
@@ -500,3 +562,4 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     _add_acl(sub)
     _add_user(sub)
     _add_config(sub)
+    _add_messages(sub)

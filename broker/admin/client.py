@@ -34,8 +34,9 @@ API_VERSIONS, SASL_HANDSHAKE, SASL_AUTHENTICATE = 18, 17, 36
 CLIENT_ID = b"samsa-admin"
 GROUP_KEY, TXN_KEY = 0, 1  # FindCoordinator key types
 # Newest versions whose field names the commands read (a newer version renames or drops them).
-# OffsetFetch v10 and OffsetCommit v10 name topics by id only.
-VERSION_CAPS = {9: 9, 8: 9}
+# OffsetFetch v10, OffsetCommit v10, Produce v13 and Fetch v13 name topics by id only;
+# AddPartitionsToTxn v4+ is for brokers.
+VERSION_CAPS = {9: 9, 8: 9, 0: 12, 1: 12, 24: 3}
 
 
 class AdminError(Exception):
@@ -204,7 +205,10 @@ class Connection:
         raise AdminError("UNSUPPORTED_VERSION", f"no common version of API key {api_key} with "
                          f"{self.address} (it serves v{low}-{high})")
 
-    def call(self, api_key: int, body: Mapping[str, Any], version: int | None = None) -> Any:
+    def call(self, api_key: int, body: Mapping[str, Any], version: int | None = None,
+             answered: bool = True) -> Any:
+        """Send a request and read its response (None when not `answered`: a Produce with
+        acks=0 gets none)."""
         v = self.version(api_key) if version is None else version
         self._correlation += 1
         req = request_type(api_key, v)
@@ -214,6 +218,8 @@ class Connection:
         payload = header + encode(build(req, body))
         try:
             self.sock.sendall(struct.pack(">i", len(payload)) + payload)
+            if not answered:
+                return None
             frame = self._read(struct.unpack(">i", self._read(4))[0])
         except (OSError, ssl.SSLError) as e:
             raise AdminError("NETWORK_EXCEPTION", f"{self.address}: {e}") from e

@@ -118,7 +118,7 @@ def _known(offsets: dict[tuple[str, int], int], partitions: Partitions
     return offsets
 
 
-def _commit(admin: Admin, group: str, offsets: dict[tuple[str, int], int]) -> None:
+def commit(admin: Admin, group: str, offsets: dict[tuple[str, int], int]) -> None:
     topics: dict[str, list[dict[str, Any]]] = {}
     for (topic, partition), offset in sorted(offsets.items()):
         topics.setdefault(topic, []).append({
@@ -147,7 +147,7 @@ def reset(admin: Admin, group: str, topic_specs: list[str], strategy: Strategy,
     partitions = _partitions(admin, topic_specs, set(committed))
     offsets = plan(admin, partitions, committed, strategy)
     if execute and offsets:
-        _commit(admin, group, offsets)
+        commit(admin, group, offsets)
     return [{"group_id": group, "topic": t, "partition": p, "new_offset": offsets[(t, p)]}
             for t, p in sorted(offsets)]
 

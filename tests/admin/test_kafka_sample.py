@@ -5,6 +5,7 @@ same keys and the same shape, so scripts written against one work against the ot
 from __future__ import annotations
 
 import base64
+import io
 import subprocess
 import time
 import uuid
@@ -140,6 +141,14 @@ def _sample(samsa: Samsa, bootstrap: str, topic: str, group: str) -> dict[str, A
     out["config-describe"] = samsa("config", "describe", *entity, bootstrap=bootstrap).json()
     out["config-delete"] = samsa("config", "delete", *entity, "retention.ms",
                                  bootstrap=bootstrap).json()
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr("sys.stdin", io.StringIO("k1:v1\nk2:v2\n"))
+        out["produce"] = samsa("produce", topic, "-p", "0", "-K", ":", "-H", "h=1",
+                               "--format", "json", bootstrap=bootstrap).json()
+    out["consume"] = samsa("consume", topic, "-p", "0", "--offset",
+                           str(out["produce"]["partitions"][0]["base_offset"]),
+                           "--isolation", "read_committed", "--format", "json",
+                           bootstrap=bootstrap).json()
     return out
 
 
@@ -190,6 +199,8 @@ def test_the_same_output_shape_as_against_apache_kafka(kafka: str, shared_broker
         assert producer["current_txn_start_offset"] is None and got["txn-hanging"] == []
         assert [(c["name"], c["value"], c["source"]) for c in got["config-describe"][
             "configs"]] == [("retention.ms", "120000", "DYNAMIC_TOPIC_CONFIG")]
+        assert [(r["offset"], r["key"], r["value"], r["headers"]) for r in got["consume"]] == [
+            (2, "k1", "v1", {"h": "1"}), (3, "k2", "v2", {"h": "1"})]
 
 
 def _security_sample(samsa: Samsa, bootstrap: str, name: str) -> dict[str, Any]:
