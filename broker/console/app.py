@@ -122,7 +122,8 @@ async def brokers_page(request: web.Request) -> web.Response:
 async def topics_page(request: web.Request) -> web.Response:
     c = console_of(request)
     rows = await ask(request, data.topics)
-    return render(request, "Topics", views.topics(rows, c.read_only, c.csrf))
+    return render(request, "Topics", views.topics(rows, c.read_only, c.csrf,
+                                                  bool(c.metrics_urls)))
 
 
 async def create_topic(request: web.Request) -> web.Response:
@@ -257,30 +258,41 @@ COUNTERS = {"bytes_in": "kafka_server_brokertopicmetrics_bytesinpersec_total",
             "records_in": "kafka_server_brokertopicmetrics_messagesinpersec_total"}
 
 
-def sum_counters(text: str) -> dict[str, float]:
-    """The Prometheus text's byte and record counters, summed over topics."""
-    totals = dict.fromkeys(COUNTERS, 0.0)
+def sum_counters(text: str) -> dict[str, Any]:
+    """The Prometheus text's byte and record counters: summed over topics, and per topic."""
+    totals: dict[str, Any] = dict.fromkeys(COUNTERS, 0.0)
+    per_topic: dict[str, dict[str, float]] = {}
     names = {v: k for k, v in COUNTERS.items()}
     for line in text.splitlines():
-        match = re.match(r"([a-z_]+)(?:\{[^}]*\})?\s+(\S+)", line)
+        match = re.match(r'([a-z_]+)(?:\{(?:[^}]*\btopic="([^"]*)")?[^}]*\})?\s+(\S+)', line)
         if match and match[1] in names:
-            totals[names[match[1]]] += float(match[2])
-    return totals
+            key, value = names[match[1]], float(match[3])
+            totals[key] += value
+            if match[2] is not None:
+                counts = per_topic.setdefault(match[2], dict.fromkeys(COUNTERS, 0.0))
+                counts[key] += value
+    return {**totals, "topics": per_topic}
 
 
 async def throughput(request: web.Request) -> web.Response:
-    """The counters of every configured /metrics URL, summed (the page's script makes rates
+    """The counters of every configured /metrics URL, summed (the pages' scripts make rates
     of two answers)."""
     totals: dict[str, Any] = dict.fromkeys(COUNTERS, 0.0)
+    per_topic: dict[str, dict[str, float]] = {}
     try:
         async with ClientSession(timeout=ClientTimeout(total=5)) as http:
             for url in console_of(request).metrics_urls:
                 async with http.get(url) as resp:
-                    for k, v in sum_counters(await resp.text()).items():
-                        totals[k] += v
+                    found = sum_counters(await resp.text())
+                for k in COUNTERS:
+                    totals[k] += found[k]
+                for topic, counts in found["topics"].items():
+                    mine = per_topic.setdefault(topic, dict.fromkeys(COUNTERS, 0.0))
+                    for k, v in counts.items():
+                        mine[k] += v
     except (ClientError, TimeoutError, OSError) as e:
         return web.json_response({"error": str(e)})
-    return web.json_response({**totals, "time": time.time()})
+    return web.json_response({**totals, "topics": per_topic, "time": time.time()})
 
 
 # ---- the application -----------------------------------------------------------------------

@@ -28,8 +28,26 @@ def brokers(info: dict[str, Any], metrics: bool) -> str:
     return out
 
 
-# A small chart of the brokers' byte and record rates, from /throughput every 2 s.
-THROUGHPUT = """
+# Polls /throughput every 2 s and hands each answer, with the one before it, to `show`.
+POLL = """
+<script>
+function pollThroughput(show){
+  let last=null;
+  async function tick(){
+    try{
+      const now=await (await fetch('/throughput')).json();
+      if(last && !now.error) show(now, last, (now.time-last.time)||1);
+      if(!now.error) last=now;
+    }catch(e){}
+    setTimeout(tick,2000);
+  }
+  tick();
+}
+</script>
+"""
+
+# A small chart of the brokers' byte and record rates.
+THROUGHPUT = POLL + """
 <h2>Throughput</h2>
 <p id="rates">bytes in/s: <b id="bytes-in">…</b> · bytes out/s: <b id="bytes-out">…</b>
 · records in/s: <b id="records-in">…</b></p>
@@ -38,41 +56,54 @@ THROUGHPUT = """
 <polyline id="line-out" fill="none" stroke="#27a" stroke-width="2" points=""/></svg>
 <script>
 (function(){
-  let last=null; const ins=[], outs=[];
+  const ins=[], outs=[];
   function draw(id, values, max){
     const pts=values.map((v,i)=>`${i*600/59},${118-v*110/max}`).join(' ');
     document.getElementById(id).setAttribute('points', pts);
   }
-  async function tick(){
-    try{
-      const now=await (await fetch('/throughput')).json();
-      if(last && !now.error){
-        const dt=(now.time-last.time)||1;
-        const r=k=>Math.max(0,(now[k]-last[k])/dt);
-        document.getElementById('bytes-in').textContent=r('bytes_in').toFixed(0);
-        document.getElementById('bytes-out').textContent=r('bytes_out').toFixed(0);
-        document.getElementById('records-in').textContent=r('records_in').toFixed(0);
-        ins.push(r('bytes_in')); outs.push(r('bytes_out'));
-        if(ins.length>60){ins.shift();outs.shift();}
-        const max=Math.max(1,...ins,...outs);
-        draw('line-in',ins,max); draw('line-out',outs,max);
-      }
-      if(!now.error) last=now;
-    }catch(e){}
-    setTimeout(tick,2000);
-  }
-  tick();
+  pollThroughput((now, last, dt)=>{
+    const r=k=>Math.max(0,(now[k]-last[k])/dt);
+    document.getElementById('bytes-in').textContent=r('bytes_in').toFixed(0);
+    document.getElementById('bytes-out').textContent=r('bytes_out').toFixed(0);
+    document.getElementById('records-in').textContent=r('records_in').toFixed(0);
+    ins.push(r('bytes_in')); outs.push(r('bytes_out'));
+    if(ins.length>60){ins.shift();outs.shift();}
+    const max=Math.max(1,...ins,...outs);
+    draw('line-in',ins,max); draw('line-out',outs,max);
+  });
 })();
 </script>
 """
 
+# Each topic's rates in its row of the topics table.
+TOPIC_RATES = POLL + """
+<script>
+pollThroughput((now, last, dt)=>{
+  for(const cell of document.querySelectorAll('span.rate')){
+    const a=(last.topics[cell.dataset.topic]||{})[cell.dataset.key]||0;
+    const b=(now.topics[cell.dataset.topic]||{})[cell.dataset.key]||0;
+    cell.textContent=Math.max(0,(b-a)/dt).toFixed(0);
+  }
+});
+</script>
+"""
 
-def topics(rows: list[dict[str, Any]], read_only: bool, csrf: str) -> str:
-    body = table(("Topic", "Partitions", "Replication factor", "Under-replicated", "Offline",
-                  "Size (leaders)", "Internal"),
-                 [(link(f"/topics/{quote(t['name'], safe='')}", t["name"]), t["partitions"],
-                   t["replication_factor"], t["under_replicated"], t["offline"],
-                   size(t["size"]), "yes" if t["internal"] else "") for t in rows], "topics")
+
+def topics(rows: list[dict[str, Any]], read_only: bool, csrf: str, metrics: bool) -> str:
+    headers = ["Topic", "Partitions", "Replication factor", "Under-replicated", "Offline",
+               "Size (leaders)", "Internal"]
+    if metrics:
+        headers += ["In (B/s)", "Out (B/s)", "Records in/s"]
+    table_rows = []
+    for t in rows:
+        row: list[Any] = [link(f"/topics/{quote(t['name'], safe='')}", t["name"]),
+                          t["partitions"], t["replication_factor"], t["under_replicated"],
+                          t["offline"], size(t["size"]), "yes" if t["internal"] else ""]
+        if metrics:
+            row += [Raw(f'<span class="rate" data-topic="{esc(t["name"])}" data-key="{k}">'
+                        "</span>") for k in ("bytes_in", "bytes_out", "records_in")]
+        table_rows.append(row)
+    body = table(headers, table_rows, "topics") + (TOPIC_RATES if metrics else "")
     if read_only:
         return body
     return body + f"""<h2>Create a topic</h2>

@@ -56,16 +56,36 @@ class ConsoleServer:
         self._thread.join(10)
 
 
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
-    """One plain broker per test module."""
-    b = BrokerProcess(tmp_path_factory.mktemp("console") / "data", name="console",
-                      settings=FAST)
+def started(factory: pytest.TempPathFactory, name: str, settings: dict[str, Any],
+            **kwargs: Any) -> Iterator[BrokerProcess]:
+    """A broker for a module's fixture: started, yielded, closed."""
+    b = BrokerProcess(factory.mktemp(name) / "data", name=name, settings=settings, **kwargs)
     b.start()
     try:
         yield b
     finally:
         b.close()
+
+
+def serving(props: dict[str, str], **kwargs: Any) -> Iterator[ConsoleServer]:
+    """A console for a module's fixture: served, yielded, closed."""
+    c = ConsoleServer(props, **kwargs)
+    try:
+        yield c
+    finally:
+        c.close()
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
+    """One plain broker per test module."""
+    yield from started(tmp_path_factory, "console", FAST)
+
+
+@pytest.fixture(scope="module")
+def console(cluster: BrokerProcess) -> Iterator[ConsoleServer]:
+    """A console of `cluster` (a module with another broker overrides it)."""
+    yield from serving({"bootstrap.servers": cluster.bootstrap})
 
 
 @pytest.fixture(scope="module")

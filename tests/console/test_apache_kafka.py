@@ -22,7 +22,7 @@ from confluent_kafka.admin import (
 
 from samsa.broker.admin.client import Admin, Settings
 from tests.admin.test_kafka_sample import kafka
-from tests.console.conftest import ConsoleServer
+from tests.console.conftest import ConsoleServer, serving
 
 __all__ = ["kafka"]  # the Apache Kafka fixture, used by name
 pytestmark = pytest.mark.timeout(300)
@@ -30,11 +30,7 @@ pytestmark = pytest.mark.timeout(300)
 
 @pytest.fixture(scope="module")
 def console(kafka: str) -> Iterator[ConsoleServer]:
-    c = ConsoleServer({"bootstrap.servers": kafka})
-    try:
-        yield c
-    finally:
-        c.close()
+    yield from serving({"bootstrap.servers": kafka})
 
 
 def no_error(page: Any, path: str) -> None:

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -21,15 +20,6 @@ from tests.support.java import run_java_tool
 
 GROUPS_CMD = "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand"
 COMMITTED = {0: 3, 1: 7, 2: 10}  # of 10 records per partition: lags 7, 3 and 0
-
-
-@pytest.fixture(scope="module")
-def console(cluster: BrokerProcess) -> Iterator[ConsoleServer]:
-    c = ConsoleServer({"bootstrap.servers": cluster.bootstrap})
-    try:
-        yield c
-    finally:
-        c.close()
 
 
 @pytest.fixture(scope="module")

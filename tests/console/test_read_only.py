@@ -1,7 +1,7 @@
 """`samsa console --read-only` in Chromium: the pages offer no change, and a change posted
 anyway is answered 403 with nothing sent to the cluster (the broker's request counters, from
 its /metrics, do not move; a writable console's same post moves them). The throughput chart
-of the brokers page, fed by the broker's /metrics (`--metrics-url`)."""
+of the brokers page and the topics' rates, fed by the broker's /metrics (`--metrics-url`)."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ import pytest
 from confluent_kafka import Producer
 
 from samsa.broker.admin.client import Admin, Settings
-from tests.console.conftest import ConsoleServer
+from tests.console.conftest import ConsoleServer, started
 from tests.support.broker import BrokerProcess, free_port
 
 METRICS_PORT = free_port()
@@ -28,13 +28,7 @@ REQUESTS = "kafka_network_requestmetrics_requestspersec_total"
 
 @pytest.fixture(scope="module")
 def metered(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
-    b = BrokerProcess(tmp_path_factory.mktemp("console-ro") / "data", name="console-ro",
-                      settings={"metrics.port": METRICS_PORT})
-    b.start()
-    try:
-        yield b
-    finally:
-        b.close()
+    yield from started(tmp_path_factory, "console-ro", {"metrics.port": METRICS_PORT})
 
 
 @pytest.fixture(scope="module")
@@ -136,6 +130,15 @@ def test_throughput_chart(consoles: tuple[ConsoleServer, ConsoleServer],
         points = page.locator("#line-in").get_attribute("points")
         assert points and len(points.split()) >= 1
         shots(page, "throughput")
+        page.goto(writable.url + "/topics")  # each topic's rates in its row
+        rate = page.locator('span.rate[data-topic="console-throughput"][data-key="bytes_in"]')
+        page.wait_for_function("Number(document.querySelector("
+                               "'span.rate[data-topic=\"console-throughput\"]').textContent) > 0",
+                               timeout=30_000)
+        assert int(rate.inner_text()) > 0
+        idle = page.locator('span.rate[data-topic="__consumer_offsets"][data-key="bytes_in"]')
+        assert idle.count() == 0 or int(idle.inner_text() or 0) == 0
+        shots(page, "topic-rates")
     finally:
         stop.set()
         worker.join(15)

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from tests.console.conftest import ConsoleServer
+from tests.console.conftest import ConsoleServer, serving
 from tests.security.test_sasl import JAAS, _add_scram_user
 from tests.support.broker import BrokerProcess, free_port
 
@@ -34,12 +34,8 @@ def secured(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]
 
 @pytest.fixture(scope="module")
 def console(secured: BrokerProcess) -> Iterator[ConsoleServer]:
-    c = ConsoleServer({"bootstrap.servers": secured.sasl,  # type: ignore[attr-defined]
-                       "security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "PLAIN"})
-    try:
-        yield c
-    finally:
-        c.close()
+    yield from serving({"bootstrap.servers": secured.sasl,  # type: ignore[attr-defined]
+                        "security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "PLAIN"})
 
 
 def log_in(page: Any, user: str, password: str, mechanism: str) -> None:

@@ -4,24 +4,13 @@ and its partitions, replicas, ISR and messages are shown."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
-import pytest
 from confluent_kafka import Producer
 
 from samsa.broker.admin.client import Admin, Settings
 from tests.console.conftest import ConsoleServer
 from tests.support.broker import BrokerProcess
-
-
-@pytest.fixture(scope="module")
-def console(cluster: BrokerProcess) -> Iterator[ConsoleServer]:
-    c = ConsoleServer({"bootstrap.servers": cluster.bootstrap})
-    try:
-        yield c
-    finally:
-        c.close()
 
 
 def metadata_topics(bootstrap: str) -> dict[str, Any]:

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from tests.console.conftest import ConsoleServer
+from tests.console.conftest import ConsoleServer, serving, started
 from tests.support.broker import BrokerProcess
 from tests.transactions.clients import create_topic, txn_producer, unique
 from tests.transactions.txnwire import TxnWire
@@ -44,22 +44,13 @@ time.sleep(600)
 
 @pytest.fixture(scope="module")
 def txn_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
-    b = BrokerProcess(tmp_path_factory.mktemp("console-txn") / "data", name="console-txn",
-                      settings={"transaction.partition.verification.enable": False})
-    b.start()
-    try:
-        yield b
-    finally:
-        b.close()
+    yield from started(tmp_path_factory, "console-txn",
+                       {"transaction.partition.verification.enable": False})
 
 
 @pytest.fixture(scope="module")
 def console(txn_cluster: BrokerProcess) -> Iterator[ConsoleServer]:
-    c = ConsoleServer({"bootstrap.servers": txn_cluster.bootstrap})
-    try:
-        yield c
-    finally:
-        c.close()
+    yield from serving({"bootstrap.servers": txn_cluster.bootstrap})
 
 
 def killed_ghost(bootstrap: str, topic: str) -> tuple[int, int]:
