@@ -234,3 +234,22 @@ async def test_a_member_whose_session_ends_is_removed_and_its_tasks_move(tmp_pat
         assert sum(len(t.partitions) for t in g.members[0].assignment.active_tasks) == 4
     finally:
         await h.close()
+
+
+async def test_a_member_that_does_not_revoke_in_time_is_removed(streams):
+    await streams.create_topic("events", 2)
+    await streams.find_coordinator("app")
+    await streams.call("StreamsGroupHeartbeat", 0, _beat("m1", 0) | {"rebalance_timeout": 300})
+    r1 = await streams.call("StreamsGroupHeartbeat", 0, _beat("m1", 1, active=[]))
+    owned, epoch = _active(r1), r1.member_epoch
+    j2 = await streams.call("StreamsGroupHeartbeat", 0, _beat("m2", 0, process="p2"))
+    told = await streams.call("StreamsGroupHeartbeat", 0, _beat("m1", epoch, active=owned))
+    assert len(_active(told) or []) < len(owned or [])  # told to revoke some
+    await asyncio.sleep(0.2)
+    again = await streams.call("StreamsGroupHeartbeat", 0, _beat("m1", epoch, active=owned))
+    assert again.error_code == ErrorCode.none  # still within its rebalance timeout
+    await asyncio.sleep(0.3)
+    gone = await streams.call("StreamsGroupHeartbeat", 0, _beat("m1", epoch, active=owned))
+    assert gone.error_code == ErrorCode.unknown_member_id
+    r2 = await streams.call("StreamsGroupHeartbeat", 0, _beat("m2", j2.member_epoch, active=[]))
+    assert sum(len(ps) for _, ps in _active(r2) or []) == 4

@@ -19,7 +19,7 @@ from ..common import GroupError, new_commit_errors, now_ms
 from ..partitions import GroupPartitions
 from . import records as rec
 from . import transitions
-from .model import GroupState, StreamsGroup, TaskMap, Tasks
+from .model import GroupState, MemberState, StreamsGroup, TaskMap, Tasks
 from .topology import configure
 
 log = logging.getLogger(__name__)
@@ -36,6 +36,8 @@ class StreamsGroups:
         # whether a group id is a group of another type (the coordinator's, which knows them)
         self.other_type: Callable[[str], bool] = lambda group_id: False
         self._sessions: dict[tuple[str, str], asyncio.TimerHandle] = {}
+        # a member revoking tasks: (its epoch, the deadline of its rebalance timeout)
+        self._revoking: dict[tuple[str, str], tuple[int, asyncio.TimerHandle]] = {}
 
     # ------------------------------------------------------------------ loading
     def replay(self, p: int, key: bytes, value: bytes | None) -> bool:
@@ -53,6 +55,7 @@ class StreamsGroups:
             if group.partition == p:
                 for member_id in group.members:
                     self._schedule(group.group_id, member_id)
+                    self._revocation_deadline(group.group_id, member_id)
 
     def unload(self, p: int | None) -> None:
         """Forget the groups of partition p (all if None)."""
@@ -81,6 +84,7 @@ class StreamsGroups:
             group.shutdown_requested_by = req.member_id
         if out.answer.member_epoch >= 0:
             self._schedule(req.group_id, req.member_id)
+            self._revocation_deadline(req.group_id, req.member_id)
         else:
             self._cancel(req.group_id, req.member_id)
         return out
@@ -105,13 +109,47 @@ class StreamsGroups:
         handle = self._sessions.pop((group_id, member_id), None)
         if handle is not None:
             handle.cancel()
+        self._cancel_revocation(group_id, member_id)
 
-    def _expire(self, group_id: str, member_id: str) -> None:
-        self._sessions.pop((group_id, member_id), None)
-        group = self.groups.get(group_id)
-        if group is None or member_id not in group.members:
+    def _cancel_revocation(self, group_id: str, member_id: str) -> None:
+        revoking = self._revoking.pop((group_id, member_id), None)
+        if revoking is not None:
+            revoking[1].cancel()
+
+    def _revocation_deadline(self, group_id: str, member_id: str) -> None:
+        """Kafka's rebalance timeout: a member told to revoke tasks that still has not, at
+        the same epoch, rebalance.timeout.ms later is removed from the group."""
+        member = self.groups[group_id].members[member_id]
+        key = (group_id, member_id)
+        if member.state != MemberState.UNREVOKED_TASKS:
+            self._cancel_revocation(group_id, member_id)
             return
-        log.info("streams group %s: member %s fenced (session timeout)", group_id, member_id)
+        if key in self._revoking and self._revoking[key][0] == member.member_epoch:
+            return  # its deadline runs from when it was first told
+        self._cancel_revocation(group_id, member_id)
+        timeout_ms = member.rebalance_timeout_ms if member.rebalance_timeout_ms > 0 else 300_000
+        handle = asyncio.get_running_loop().call_later(
+            timeout_ms / 1000, self._expire, group_id, member_id, member.member_epoch)
+        self._revoking[key] = (member.member_epoch, handle)
+
+    def _expire(self, group_id: str, member_id: str, revoking_at: int | None = None) -> None:
+        """The member's session ended, or (`revoking_at`: its epoch then) its rebalance
+        timeout while revoking: it is removed."""
+        if revoking_at is None:
+            self._sessions.pop((group_id, member_id), None)
+        else:
+            self._revoking.pop((group_id, member_id), None)
+        group = self.groups.get(group_id)
+        member = group.members.get(member_id) if group is not None else None
+        if group is None or member is None:
+            return
+        if revoking_at is not None and (member.member_epoch != revoking_at
+                                        or member.state != MemberState.UNREVOKED_TASKS):
+            return
+        log.info("streams group %s: member %s fenced (%s)", group_id, member_id,
+                 "session timeout" if revoking_at is None else
+                 "rebalance timeout: it did not revoke its tasks in time")
+        self._cancel(group_id, member_id)
         out = transitions.leave(group, member_id)
         task = asyncio.get_running_loop().create_task(self._write(group.partition,
                                                                   out.records))
