@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Collection, Iterable
+from dataclasses import dataclass
 from typing import Protocol
 
 from samsa.storage.log import AppendInfo, FetchDataInfo
@@ -102,22 +103,27 @@ class InternalLogHost(Protocol):
         ...
 
 
+@dataclass(frozen=True, slots=True)
+class TxnMarker:
+    """What a transaction marker says, whichever partitions it is written to."""
+
+    producer_id: int
+    producer_epoch: int
+    commit: bool
+    coordinator_epoch: int
+    # the transaction's version (WriteTxnMarkers v2): at 2 the leaders check the marker's
+    # epoch as transactions v2 has it (storage/producer_state.py)
+    transaction_version: int = 0
+
+
 class TxnMarkerSender(Protocol):
     """Kafka's TransactionMarkerChannelManager: the way the transaction coordinator's markers
     reach the partitions of a transaction, wherever they are led."""
 
-    async def write_markers(
-        self,
-        producer_id: int,
-        producer_epoch: int,
-        commit: bool,
-        coordinator_epoch: int,
-        partitions: Iterable[tuple[str, int]],
-        transaction_version: int = 0,
-    ) -> dict[tuple[str, int], int]:
+    async def write_markers(self, marker: TxnMarker,
+                            partitions: Iterable[tuple[str, int]]) -> dict[tuple[str, int], int]:
         """Write the marker to every partition; an error code per partition (NONE once the
-        partition's ISR has it). `transaction_version`: the transaction's (WriteTxnMarkers
-        v2; at 2 the leaders check the marker's epoch as transactions v2 has it)."""
+        partition's ISR has it)."""
         ...
 
 

@@ -19,9 +19,9 @@ import logging
 import time
 from collections import defaultdict
 from collections.abc import Iterable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
+from samsa.coordinator.ports import TransactionalOffsets, TxnMarker
 from samsa.protocol.errors import ErrorCode, KafkaError
 from samsa.protocol.records import build_control_batch
 
@@ -29,8 +29,6 @@ from ..network.interbroker import BrokerConnection, BrokerUnavailable
 from ..replication.replica_manager import PartitionError, ReplicaManager
 
 if TYPE_CHECKING:
-    from samsa.coordinator.ports import TransactionalOffsets
-
     from ..cluster.metadata_store import MetadataStore
 
 log = logging.getLogger(__name__)
@@ -57,19 +55,6 @@ class MarkerHost(Protocol):
 
     @property
     def groups(self) -> TransactionalOffsets: ...
-
-
-@dataclass(frozen=True, slots=True)
-class TxnMarker:
-    """What a marker says, whichever partitions it is written to."""
-
-    producer_id: int
-    producer_epoch: int
-    commit: bool
-    coordinator_epoch: int
-    # WriteTxnMarkers v2: 2 checks the epoch as Kafka does for transactions v2
-    # (storage/producer_state.py)
-    transaction_version: int = 0
 
 
 def append_marker(broker: MarkerHost, topic: str, partition: int, marker: TxnMarker) -> int:
@@ -156,21 +141,13 @@ class TxnMarkerChannel:
         self.broker = broker
         self._connections: dict[int, BrokerConnection] = {}
 
-    async def write_markers(
-        self,
-        producer_id: int,
-        producer_epoch: int,
-        commit: bool,
-        coordinator_epoch: int,
-        partitions: Iterable[tuple[str, int]],
-        transaction_version: int = 0,
-    ) -> dict[tuple[str, int], int]:
+    async def write_markers(self, marker: TxnMarker,
+                            partitions: Iterable[tuple[str, int]]) -> dict[tuple[str, int], int]:
         """Write the marker to every partition; per-partition error codes (NONE = written and
         replicated). Unknown leaders and unreachable brokers answer retriable codes. A
         transactions v2 marker goes as WriteTxnMarkers v2 with its transaction version."""
         broker = self.broker
-        marker = TxnMarker(producer_id, producer_epoch, commit, coordinator_epoch,
-                           transaction_version)
+        producer_id, commit = marker.producer_id, marker.commit
         results: dict[tuple[str, int], int] = {}
         remote: dict[int, list[tuple[str, int]]] = defaultdict(list)
         local: list[tuple[str, int]] = []

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 
 from samsa.config.schema import BrokerConfig
 from samsa.coordinator.internal_log import InternalTopic, ReplayedRecord, partition_for
-from samsa.coordinator.ports import ProducerIdSource, TxnMarkerSender, TxnMetrics
+from samsa.coordinator.ports import ProducerIdSource, TxnMarker, TxnMarkerSender, TxnMetrics
 from samsa.coordinator.runtime import Loaded, Loads, Tasks, WriteFailed, replay, write
 from samsa.protocol.errors import ErrorCode, KafkaError
 
@@ -451,10 +451,9 @@ class TransactionCoordinator:
             if not self._owns(md, coordinator_epoch):
                 md.abort_transition()
                 return
-            results = await self.markers.write_markers(
-                pid, epoch, commit, coordinator_epoch, sorted(remaining),
-                md.client_transaction_version,
-            )
+            marker = TxnMarker(pid, epoch, commit, coordinator_epoch,
+                               md.client_transaction_version)
+            results = await self.markers.write_markers(marker, sorted(remaining))
             for tp, code in results.items():
                 outcome = transitions.marker_outcome(
                     code, functools.partial(self._topic_deleted, tp[0]))

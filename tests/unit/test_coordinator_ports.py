@@ -18,6 +18,7 @@ from samsa.coordinator.ports import (
     CoordinatorReplica,
     InternalLogHost,
     ProducerIdSource,
+    TxnMarker,
     TxnMarkerSender,
     TxnMetrics,
 )
@@ -80,17 +81,11 @@ class FakeMarkers:
     def __init__(self) -> None:
         self.sent: list[tuple[int, int, bool, int, list[tuple[str, int]]]] = []
 
-    async def write_markers(
-        self,
-        producer_id: int,
-        producer_epoch: int,
-        commit: bool,
-        coordinator_epoch: int,
-        partitions: Iterable[tuple[str, int]],
-        transaction_version: int = 0,
-    ) -> dict[tuple[str, int], int]:
+    async def write_markers(self, marker: TxnMarker,
+                            partitions: Iterable[tuple[str, int]]) -> dict[tuple[str, int], int]:
         tps = list(partitions)
-        self.sent.append((producer_id, producer_epoch, commit, coordinator_epoch, tps))
+        m = marker
+        self.sent.append((m.producer_id, m.producer_epoch, m.commit, m.coordinator_epoch, tps))
         return dict.fromkeys(tps, ErrorCode.none)
 
 
