@@ -3,8 +3,10 @@
 tests/java/src/StreamsCount.java (re-key, repartition, count in a changelog-backed store,
 exactly_once_v2) runs as a streams group: its heartbeats carry the topology, the broker creates
 the repartition and changelog topics, assigns the tasks; a second instance joins and the tasks
-move to it only once the first revoked them; then the first leaves and the second takes all.
-The read_committed output of every key must be exactly 1, 2, ..., EVENTS throughout.
+move to it only once the first revoked them.
+An instance killed -9 is removed once its session ends and the other takes its tasks; one
+that closes leaves the group at once. The read_committed output of every key must be exactly
+1, 2, ..., EVENTS throughout.
 
 The streams groups' APIs are still in development here, so the broker runs with
 unstable.api.versions.enable and streams.version finalized at 1 (a level of
@@ -31,7 +33,7 @@ from tests.support.streams_app import (
 
 pytestmark = pytest.mark.timeout(420)
 
-EVENTS = 40  # per key
+EVENTS = 60  # per key
 IN_PARTITIONS, OUT_PARTITIONS = 4, 2
 STREAMS_BROKER = {"unstable.api.versions.enable": "true",
                   "unstable.feature.versions.enable": "true",
@@ -69,16 +71,16 @@ def test_streams_group_protocol_two_instances(broker_factory, tmp_path):
 
     a, b = app("a"), app("b")
     reader = CountReader(broker.bootstrap, dst, OUT_PARTITIONS)
-    third = EVENTS // 3
+    step = EVENTS // 4
     try:
-        feed(broker.bootstrap, src, range(third))
+        feed(broker.bootstrap, src, range(step))
         a.start()
-        reader.wait_complete(third, 120, lambda: _dead(a))
+        reader.wait_complete(step, 120, lambda: _dead(a))
         assert "kafka-streams 4.4.0" in a.log_text(), a.log_tail()
 
         b.start()  # the tasks are shared out: a revokes half, b is given them
-        feed(broker.bootstrap, src, range(third, 2 * third), pause=0.02)
-        reader.wait_complete(2 * third, 120, lambda: _dead(a) or _dead(b))
+        feed(broker.bootstrap, src, range(step, 2 * step), pause=0.02)
+        reader.wait_complete(2 * step, 120, lambda: _dead(a) or _dead(b))
         assert _running_with_tasks(b), b.log_tail()
         assert app_id in _streams_groups_tool(broker.bootstrap, "--list").split()
         members = _streams_groups_tool(broker.bootstrap, "--describe", "--group", app_id,
@@ -86,8 +88,17 @@ def test_streams_group_protocol_two_instances(broker_factory, tmp_path):
         rows = [line.split() for line in members.splitlines() if line.split()[:1] == [app_id]]
         assert len(rows) == 2 and all("ACTIVE:" in row for row in rows), members
 
-        assert a.stop() is not None, a.log_tail()  # a leaves: b takes every task
-        feed(broker.bootstrap, src, range(2 * third, EVENTS))
+        # a is killed: once its session ends (10 s) b takes every task, and a's open
+        # transaction is aborted once it times out
+        a.kill9()
+        feed(broker.bootstrap, src, range(2 * step, 3 * step))
+        reader.wait_complete(3 * step, 120, lambda: _dead(b))
+
+        before = len(a.log_text())
+        a.start()  # a comes back, then leaves cleanly: b takes every task again
+        assert _running_with_tasks(a, since=before), a.log_tail()
+        assert a.stop() is not None, a.log_tail()
+        feed(broker.bootstrap, src, range(3 * step, EVENTS))
         reader.wait_complete(EVENTS, 120, lambda: _dead(b))
         bad = reader.bad_sequences(EVENTS)
         assert not bad, f"{describe_bad(bad, EVENTS)}\n{a.log_tail()}\n{b.log_tail()}"
@@ -108,10 +119,11 @@ def _dead(app) -> str | None:
     return None if app.is_running() else f"{app.name} exited ({app.proc.returncode})"
 
 
-def _running_with_tasks(app, timeout: float = 60) -> bool:
+def _running_with_tasks(app, timeout: float = 60, since: int = 0) -> bool:
+    """The application reached RUNNING (in its log after offset `since`)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if "STATE REBALANCING->RUNNING" in app.log_text():
+        if "STATE REBALANCING->RUNNING" in app.log_text()[since:]:
             return True
         time.sleep(0.5)
     return False
