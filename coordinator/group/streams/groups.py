@@ -155,6 +155,20 @@ class StreamsGroups:
                                                                   out.records))
         task.add_done_callback(_log_failure)
 
+    def delete(self, group: StreamsGroup) -> ErrorCode:
+        """DeleteGroups of a streams group: only an empty one (its offsets are the caller's);
+        its records go as tombstones."""
+        if group.members:
+            return ErrorCode.non_empty_group
+        records = [r for m in group.target for r in rec.tombstones(group.group_id, m)]
+        records += rec.group_tombstones(group.group_id)
+        try:
+            self.partitions.append(group.partition, records)
+        except GroupError as exc:
+            return exc.error_code
+        self._apply(group.partition, records)
+        return ErrorCode.none
+
     # ------------------------------------------------------------------ offsets
     def validate_offset_commit(self, group: StreamsGroup, member_id: str, member_epoch: int,
                                transactional: bool, version: int) -> None:
