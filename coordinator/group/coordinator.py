@@ -295,6 +295,11 @@ class GroupCoordinator:
             code = self.consumer.delete_consumer_group(consumer_group)
             if code != ErrorCode.none or group is None:
                 return code
+        streams_group = self.streams.groups.get(group_id)
+        if streams_group is not None:
+            code = self.streams.delete(streams_group)
+            if code != ErrorCode.none or group is None:
+                return code
         if group is None or group.is_in(GroupState.DEAD):
             return ErrorCode.group_id_not_found
         if not group.is_in(GroupState.EMPTY):

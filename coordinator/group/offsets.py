@@ -308,6 +308,9 @@ class GroupOffsets:
             consumer_group = self.consumer.consumer_groups.get(group.group_id)
             if consumer_group is not None and consumer_group.members:
                 continue  # the offsets of a consumer group expire once it is empty
+            streams_group = self.streams.groups.get(group.group_id) if self.streams else None
+            if streams_group is not None and streams_group.members:
+                continue  # and those of a streams group
             expired = []
             for tp, co in group.offsets.items():
                 v = co.value
