@@ -253,3 +253,50 @@ async def test_a_member_that_does_not_revoke_in_time_is_removed(streams):
     assert gone.error_code == ErrorCode.unknown_member_id
     r2 = await streams.call("StreamsGroupHeartbeat", 0, _beat("m2", j2.member_epoch, active=[]))
     assert sum(len(ps) for _, ps in _active(r2) or []) == 4
+
+
+async def test_delete_groups_deletes_an_empty_streams_group_only(streams):
+    await streams.create_topic("events", 1)
+    await streams.find_coordinator("app")
+    await streams.call("StreamsGroupHeartbeat", 0, _beat("m1", 0))
+    busy = await streams.call("DeleteGroups", 2, {"groups_names": ["app"]})
+    assert busy.results[0].error_code == ErrorCode.non_empty_group
+    await streams.call("StreamsGroupHeartbeat", 0, _beat("m1", -1))
+    done = await streams.call("DeleteGroups", 2, {"groups_names": ["app"]})
+    assert done.results[0].error_code == ErrorCode.none
+    described = await streams.call("StreamsGroupDescribe", 0, {
+        "group_ids": ["app"], "include_authorized_operations": False})
+    assert described.groups[0].error_code == ErrorCode.group_id_not_found
+    # the group is gone from the log too: a reload finds nothing of it
+    groups = streams.broker.groups
+    p = groups.partition_for("app")
+    groups.on_leadership(p, False)
+    groups.on_leadership(p, True)
+    await eventually_loaded(groups, p)
+    assert "app" not in groups.streams.groups
+
+
+async def eventually_loaded(groups: Any, p: int) -> None:
+    for _ in range(100):
+        if p in groups.loaded:
+            return
+        await asyncio.sleep(0.02)
+    raise AssertionError(f"partition {p} not loaded again")
+
+
+async def test_a_reloaded_partition_brings_the_group_back_from_its_records(streams):
+    await streams.create_topic("events", 2)
+    await streams.find_coordinator("app")
+    await streams.call("StreamsGroupHeartbeat", 0, _beat("m1", 0))
+    r1 = await streams.call("StreamsGroupHeartbeat", 0, _beat("m1", 1, active=[]))
+    groups = streams.broker.groups
+    before = streams.broker.groups.streams.describe("app")
+    p = groups.partition_for("app")
+    groups.on_leadership(p, False)
+    assert "app" not in groups.streams.groups
+    groups.on_leadership(p, True)
+    await eventually_loaded(groups, p)
+    assert groups.streams.describe("app") == before
+    again = await streams.call("StreamsGroupHeartbeat", 0, _beat("m1", r1.member_epoch,
+                                                                  active=_active(r1)))
+    assert (again.error_code, again.member_epoch) == (ErrorCode.none, r1.member_epoch)
