@@ -63,6 +63,12 @@ B, S, I, L, D, LS = (  # noqa: E741 - terse aliases keep the table readable
 )
 
 
+_STRATEGIES = "io.confluent.kafka.serializers.subject."
+TOPIC_NAME_STRATEGY = _STRATEGIES + "TopicNameStrategy"
+SUBJECT_NAME_STRATEGIES = (TOPIC_NAME_STRATEGY, _STRATEGIES + "RecordNameStrategy",
+                           _STRATEGIES + "TopicRecordNameStrategy")
+
+
 def _t(name: str, ctype: ConfigType, default: Any, doc: str,
        validator: Validator | None = None) -> PropertyDef:
     return PropertyDef(name, ctype, default, doc, validator, group="topic")
@@ -77,6 +83,18 @@ _TABLE: list[PropertyDef] = [
        GZIP_LEVEL),
     _t("compression.lz4.level", I, 9, "lz4 level when compression.type is lz4.", LZ4_LEVEL),
     _t("compression.zstd.level", I, 3, "zstd level when compression.type is zstd.", ZSTD_LEVEL),
+    # Confluent Server's broker-side schema validation (docs/schema-registry.md): each record's
+    # key or value must carry the id of a schema registered under its subject
+    _t("confluent.key.schema.validation", B, False, "Refuse a batch whose record keys do not "
+       "carry a schema id registered under the key's subject (INVALID_RECORD)."),
+    _t("confluent.key.subject.name.strategy", S, TOPIC_NAME_STRATEGY, "How the key's subject "
+       "is named: <topic>-key, the record's name, or <topic>-<record name>.",
+       ValidString(SUBJECT_NAME_STRATEGIES)),
+    _t("confluent.value.schema.validation", B, False, "Refuse a batch whose record values do "
+       "not carry a schema id registered under the value's subject (INVALID_RECORD)."),
+    _t("confluent.value.subject.name.strategy", S, TOPIC_NAME_STRATEGY, "How the value's "
+       "subject is named: <topic>-value, the record's name, or <topic>-<record name>.",
+       ValidString(SUBJECT_NAME_STRATEGIES)),
     _t("delete.retention.ms", L, 86400000, "How long tombstones stay in a compacted topic.",
        at_least(0)),
     _t("file.delete.delay.ms", L, 60000, "Wait before deleting a removed segment's files.",
