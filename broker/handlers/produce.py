@@ -51,10 +51,14 @@ async def handle_produce(ctx: RequestContext, request: ProduceRequest) -> dict[s
                                                    known))
     entries: list[ProduceEntry] = []
     inflate = None
+    refused: dict[tuple[str, int], AppendResult] = {}
     if not txn_denied:
         entries = [(name, pdata.index, pdata.records)
                    for name, topic in named if name is not None and name not in denied_topics
                    for pdata in topic.partition_data]
+        if ctx.replicas.produce_check is not None:  # schema validation: refused, not appended
+            refused = await ctx.replicas.produce_check(entries)
+            entries = [e for e in entries if (e[0], e[1]) not in refused] if refused else entries
         if has_compressed(named):
             # the last pause before the appends: nothing may come between
             inflate = partial(inflate_produce, ctx,
@@ -76,6 +80,8 @@ async def handle_produce(ctx: RequestContext, request: ProduceRequest) -> dict[s
                         else ErrorCode.topic_authorization_failed)
                 log_refusal(name, pdata.index, pdata.records, code)
                 result = AppendResult(code)
+            elif (name, pdata.index) in refused:
+                result = refused[name, pdata.index]
             else:  # appended (or refused) by the replica manager, which logged a refusal
                 result = appended[at]
                 at += 1

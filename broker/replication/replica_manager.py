@@ -77,6 +77,9 @@ class AppendResult:
 
 # A Produce's partition data: topic, partition, records.
 ProduceEntry = tuple[str, int, bytes | None]
+# A check of a Produce's entries before they are appended (the schema registry's validation):
+# the ones it refuses, by (topic, partition), with their answer.
+ProduceCheck = Callable[[Sequence[ProduceEntry]], Awaitable[dict[tuple[str, int], AppendResult]]]
 
 
 class ReplicaManager:
@@ -121,6 +124,8 @@ class ReplicaManager:
         self.log_dir_mover: LogDirMover | None = None
         # KIP-890 for transactional appends (set by the broker; None: no verification).
         self.txn_verification: ProduceVerification | None = None
+        # Checks of the records before the appends (set by the broker; None: none).
+        self.produce_check: ProduceCheck | None = None
 
     def load_all(self) -> None:
         # At start-up every assigned partition may have data: with a log dir offline, one
