@@ -17,6 +17,7 @@ from .primary import PrimaryLocator
 from .registry import Registry
 from .store import SchemaStore
 from .topic_log import TopicLog
+from .validation import SchemaValidation
 
 if TYPE_CHECKING:
     from aiohttp import web
@@ -51,6 +52,8 @@ class SchemaRegistry:
             config["log.segment.bytes"], min_isr=MIN_ISR)
         self.registry = Registry(self.store, TopicLog(self.topic, self.store))
         self.forwarder = Forwarder(PrimaryLocator(metadata, self.topic.name, config.broker_id))
+        # the Produce handler's check of the topics with confluent.*.schema.validation
+        self.validation = SchemaValidation(metadata, self)
         self._runner: web.AppRunner | None = None
         self.ports: list[int] = []  # the ports bound (a port 0 of the URL made concrete)
 

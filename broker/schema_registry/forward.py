@@ -33,17 +33,39 @@ class Forwarder:
         url = await self.locator.url()
         if url is None:
             raise errors.not_primary("no primary with a registry is known")
-        if self._session is None:
-            self._session = aiohttp.ClientSession(
-                timeout=aiohttp.ClientTimeout(total=TIMEOUT_S))
         headers = {"Content-Type": request.headers.get("Content-Type", "application/json"),
                    FORWARDED: "1"}
         try:
-            async with self._session.request(request.method, url + request.path_qs,
+            async with self._client().request(request.method, url + request.path_qs,
                                              data=body, headers=headers) as resp:
                 return resp.status, await resp.read(), resp.content_type
         except (TimeoutError, aiohttp.ClientError) as exc:
             raise errors.not_primary(f"{url}: {exc!r}") from exc
+
+    async def get(self, path: str) -> object | None:
+        """The primary's JSON answer to GET `path`; None when it is a 404."""
+        import aiohttp
+
+        url = await self.locator.url()
+        if url is None:
+            raise errors.not_primary("no primary with a registry is known")
+        try:
+            async with self._client().get(url + path, headers={FORWARDED: "1"}) as resp:
+                if resp.status == 404:
+                    return None
+                if resp.status != 200:
+                    raise errors.not_primary(f"{url}{path}: HTTP {resp.status}")
+                return await resp.json(content_type=None)
+        except (TimeoutError, aiohttp.ClientError) as exc:
+            raise errors.not_primary(f"{url}: {exc!r}") from exc
+
+    def _client(self) -> aiohttp.ClientSession:
+        import aiohttp
+
+        if self._session is None:
+            self._session = aiohttp.ClientSession(
+                timeout=aiohttp.ClientTimeout(total=TIMEOUT_S))
+        return self._session
 
     async def close(self) -> None:
         if self._session is not None:
