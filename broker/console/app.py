@@ -165,12 +165,13 @@ async def groups_page(request: web.Request) -> web.Response:
 
 async def transactions_page(request: web.Request) -> web.Response:
     try:
-        max_minutes = float(request.query.get("max_minutes", "15"))
+        max_minutes = max(int(request.query.get("max_minutes", "15")), 0)
     except ValueError:
-        max_minutes = 15.0
+        max_minutes = 15
 
     def gather(admin: Admin) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-        return data.transactions(admin), data.open_transactions(admin, int(max_minutes * 60000))
+        txns = data.transactions(admin)
+        return txns, data.open_transactions(admin, txns, max_minutes)
 
     txns, open_txns = await ask(request, gather)
     return render(request, "Transactions", views.transactions(
@@ -196,8 +197,7 @@ async def confirm_abort_page(request: web.Request) -> web.Response:
 
 async def abort_transaction(request: web.Request) -> web.Response:
     f = _abort_fields(await request.post())
-    await ask(request, data.abort, f["topic"], int(f["partition"]), int(f["producer_id"]),
-              int(f["producer_epoch"]), int(f["coordinator_epoch"]))
+    await ask(request, data.abort, f["topic"], int(f["partition"]), int(f["start_offset"]))
     raise web.HTTPSeeOther("/transactions?aborted=" + f["producer_id"])
 
 

@@ -2,10 +2,10 @@
 the Kafka protocol only, so the console works against any Kafka-compatible broker.
 
 Every function here blocks (the admin client is a blocking one): the web handlers run them in a
-thread. The requests broker/admin/ has no function for are sent here: DescribeLogDirs,
-DescribeProducers, ListTransactions, DescribeTransactions, WriteTxnMarkers (the abort of a
-hanging transaction, as `kafka-transactions.sh abort`), DescribeAcls,
-DescribeUserScramCredentials and Fetch.
+thread. Groups, transactions, ACLs and users are the admin commands' own functions, so the
+console and `samsa group|txn|acl|user` agree; the requests broker/admin/ has no function for
+are sent here: DescribeLogDirs (sizes and free space) and Fetch of one partition's records
+as they are stored (the admin consumer skips aborted records).
 """
 
 from __future__ import annotations
@@ -14,19 +14,18 @@ import time
 from collections import defaultdict
 from typing import Any
 
+from samsa.broker.admin import acls as admin_acls
 from samsa.broker.admin import cluster as admin_cluster
 from samsa.broker.admin import groups as admin_groups
-from samsa.broker.admin.client import Admin, AdminError, Connection, check
+from samsa.broker.admin import txn as admin_txn
+from samsa.broker.admin import users as admin_users
+from samsa.broker.admin.client import Admin, AdminError, Connection, KafkaRequestError, check
 from samsa.protocol.errors import ErrorCode
 from samsa.protocol.records import decode_records, iter_batches
 
-FETCH, LIST_OFFSETS, METADATA, WRITE_TXN_MARKERS, DESCRIBE_ACLS = 1, 2, 3, 27, 29
-DESCRIBE_LOG_DIRS, DESCRIBE_USER_SCRAM = 35, 50
-DESCRIBE_PRODUCERS, DESCRIBE_TRANSACTIONS, LIST_TRANSACTIONS = 61, 65, 66
+FETCH, DESCRIBE_LOG_DIRS, DESCRIBE_USER_SCRAM = 1, 35, 50
 FETCH_BY_NAME = 12  # Fetch v13+ names topics by id only
 EARLIEST, LATEST = -2, -1
-TXN_KEY = 1  # FindCoordinator key type of a transactional id
-ONGOING_STATES = ("Ongoing", "PrepareCommit", "PrepareAbort")
 
 TP = tuple[str, int]
 
@@ -202,158 +201,63 @@ def _fetch(admin: Admin, topic: str, partition: int, offset: int) -> list[dict[s
 
 
 def transactions(admin: Admin) -> list[dict[str, Any]]:
-    """Every transactional id the coordinators know (ListTransactions on each broker), each
-    described by its coordinator (DescribeTransactions)."""
-    listed: dict[str, dict[str, Any]] = {}
-    for node_id in sorted(admin.brokers()):
-        conn = admin.node(node_id)
-        if not conn.supports(LIST_TRANSACTIONS):
-            continue
-        resp = conn.call(LIST_TRANSACTIONS, {"state_filters": [], "producer_id_filters": [],
-                                             "duration_filter": -1})
-        check(resp.error_code)
-        for s in resp.transaction_states:
-            listed[s.transactional_id] = {"transactional_id": s.transactional_id,
-                                          "producer_id": int(s.producer_id),
-                                          "state": s.transaction_state, "coordinator": node_id}
-    for txn_id, row in listed.items():
-        row.update(_describe_transaction(admin, txn_id))
-    return [listed[k] for k in sorted(listed)]
+    """Every transactional id the coordinators know, each described by its coordinator (an
+    id that went away meanwhile shows its error)."""
+    out = []
+    for row in admin_txn.list_transactions(admin, [], []):
+        try:
+            out.append({**row, **admin_txn.describe(admin, row["transactional_id"]),
+                        "error": None})
+        except AdminError as e:
+            out.append({**row, "error": str(e)})
+    return out
 
 
-def _describe_transaction(admin: Admin, txn_id: str) -> dict[str, Any]:
-    try:
-        conn = _txn_coordinator(admin, txn_id)
-        (d,) = conn.call(DESCRIBE_TRANSACTIONS, {"transactional_ids": [txn_id]}
-                         ).transaction_states
-        check(d.error_code)
-    except AdminError as e:
-        return {"error": str(e)}
-    start = d.transaction_start_time
-    return {"error": None, "state": d.transaction_state, "producer_id": int(d.producer_id),
-            "producer_epoch": int(d.producer_epoch),
-            "timeout_ms": int(d.transaction_timeout.total_seconds() * 1000),
-            "start_ms": None if start is None or start.timestamp() <= 0
-            else int(start.timestamp() * 1000),
-            "partitions": sorted((t.topic, int(p)) for t in d.topics for p in t.partitions)}
-
-
-def _txn_coordinator(admin: Admin, txn_id: str) -> Connection:
-    conn = admin.any()
-    v = conn.version(10)
-    resp = conn.call(10, {"key_type": TXN_KEY, "key": txn_id, "coordinator_keys": [txn_id]}, v)
-    found = resp.coordinators[0] if v >= 4 else resp
-    check(found.error_code, found.error_message)
-    return admin.connect(f"{found.host}:{found.port}")
-
-
-def open_transactions(admin: Admin, max_timeout_ms: int) -> list[dict[str, Any]]:
-    """The open transactions of every partition (DescribeProducers on each leader) and which of
-    them hang, as `kafka-transactions.sh find-hanging` judges: open longer than
-    `max_timeout_ms`, and not an ongoing transaction its coordinator knows on that partition."""
-    known = {row["producer_id"]: row for row in transactions(admin)}
+def open_transactions(admin: Admin, txns: list[dict[str, Any]], max_minutes: int
+                      ) -> list[dict[str, Any]]:
+    """The open transactions of every partition (DescribeProducers at each leader), each
+    marked hanging when `kafka-transactions.sh find-hanging` would list it (the admin
+    command's own search, on the topics that have one open)."""
+    partitions = {(t.name, int(p.partition_index)) for t in admin.metadata().topics
+                  if t.error_code == ErrorCode.none for p in t.partitions if p.leader_id >= 0}
+    found = admin_txn.producers(admin, partitions) if partitions else {}
     now = int(time.time() * 1000)
-    out = []
-    for (topic, partition), state in _producer_states(admin):
-        if state.current_txn_start_offset < 0:
-            continue
-        row: dict[str, Any] = {
-            "topic": topic, "partition": partition, "producer_id": int(state.producer_id),
-            "producer_epoch": int(state.producer_epoch),
-            "coordinator_epoch": int(state.coordinator_epoch),
-            "start_offset": int(state.current_txn_start_offset),
-            "last_timestamp": int(state.last_timestamp),
-            "duration_ms": max(now - int(state.last_timestamp), 0)}
-        txn = known.get(row["producer_id"])
-        row["transactional_id"] = txn["transactional_id"] if txn else None
-        row["hanging"] = row["duration_ms"] > max_timeout_ms and not _coordinator_has(
-            txn, topic, partition)
-        out.append(row)
-    return out
+    ids = {t["producer_id"]: t["transactional_id"] for t in txns}
+    rows = [{"topic": topic, "partition": partition, **p,
+             "duration_ms": max(now - p["last_timestamp"], 0),
+             "transactional_id": ids.get(p["producer_id"])}
+            for (topic, partition), ps in sorted(found.items()) for p in ps
+            if p["current_txn_start_offset"] is not None]
+    hanging = {(h["topic"], h["partition"], h["producer_id"])
+               for topic in sorted({r["topic"] for r in rows})
+               for h in admin_txn.find_hanging(admin, None, topic, None, max_minutes)}
+    for r in rows:
+        r["hanging"] = (r["topic"], r["partition"], r["producer_id"]) in hanging
+    return rows
 
 
-def _coordinator_has(txn: dict[str, Any] | None, topic: str, partition: int) -> bool:
-    return bool(txn and not txn.get("error") and txn["state"] in ONGOING_STATES
-                and (topic, partition) in txn.get("partitions", []))
-
-
-def _producer_states(admin: Admin) -> list[tuple[TP, Any]]:
-    by_leader: dict[int, dict[str, list[int]]] = defaultdict(lambda: defaultdict(list))
-    for t in admin.metadata().topics:
-        for p in t.partitions:
-            if p.leader_id >= 0 and t.error_code == ErrorCode.none:
-                by_leader[int(p.leader_id)][t.name].append(int(p.partition_index))
-    out = []
-    for leader, topics_ in sorted(by_leader.items()):
-        conn = admin.node(leader)
-        if not conn.supports(DESCRIBE_PRODUCERS):
-            continue
-        resp = conn.call(DESCRIBE_PRODUCERS, {"topics": [
-            {"name": t, "partition_indexes": ps} for t, ps in topics_.items()]})
-        for t in resp.topics:
-            for p in t.partitions:
-                if p.error_code == ErrorCode.none:
-                    out += [((t.name, int(p.partition_index)), s) for s in p.active_producers]
-    return out
-
-
-def abort(admin: Admin, topic: str, partition: int, producer_id: int, producer_epoch: int,
-          coordinator_epoch: int) -> None:
-    """Write an abort marker for the producer's open transaction on the partition
-    (WriteTxnMarkers to its leader), as Kafka's Admin.abortTransaction does."""
-    (t,) = admin.metadata([topic]).topics
-    check(t.error_code)
-    leader = next(int(p.leader_id) for p in t.partitions if p.partition_index == partition)
-    resp = admin.node(leader).call(WRITE_TXN_MARKERS, {"markers": [{
-        "producer_id": producer_id, "producer_epoch": producer_epoch,
-        "transaction_result": False, "coordinator_epoch": coordinator_epoch,
-        "topics": [{"name": topic, "partition_indexes": [partition]}]}]})
-    for m in resp.markers:
-        for rt in m.topics:
-            for rp in rt.partitions:
-                check(rp.error_code)
+def abort(admin: Admin, topic: str, partition: int, start_offset: int) -> None:
+    """An abort marker for the transaction open at `start_offset`, as
+    `kafka-transactions.sh abort --start-offset` writes it."""
+    admin_txn.abort(admin, topic, partition, start_offset)
 
 
 # ---- ACLs and users ------------------------------------------------------------------------
 
-RESOURCE_TYPES = {1: "ANY", 2: "TOPIC", 3: "GROUP", 4: "CLUSTER", 5: "TRANSACTIONAL_ID",
-                  6: "DELEGATION_TOKEN", 7: "USER"}
-PATTERN_TYPES = {1: "ANY", 2: "MATCH", 3: "LITERAL", 4: "PREFIXED"}
-OPERATIONS = {1: "ANY", 2: "ALL", 3: "READ", 4: "WRITE", 5: "CREATE", 6: "DELETE", 7: "ALTER",
-              8: "DESCRIBE", 9: "CLUSTER_ACTION", 10: "DESCRIBE_CONFIGS", 11: "ALTER_CONFIGS",
-              12: "IDEMPOTENT_WRITE", 13: "CREATE_TOKENS", 14: "DESCRIBE_TOKENS",
-              15: "TWO_PHASE_COMMIT"}
-PERMISSIONS = {1: "ANY", 2: "DENY", 3: "ALLOW"}
-SCRAM_MECHANISMS = {1: "SCRAM-SHA-256", 2: "SCRAM-SHA-512"}
-
 
 def acls(admin: Admin) -> dict[str, Any]:
-    """Every ACL (DescribeAcls with an all-matching filter); a cluster without an authorizer
-    says SECURITY_DISABLED, shown as such."""
-    resp = admin.any().call(DESCRIBE_ACLS, {
-        "resource_type_filter": 1, "resource_name_filter": None, "pattern_type_filter": 1,
-        "principal_filter": None, "host_filter": None, "operation": 1, "permission_type": 1})
-    if resp.error_code == ErrorCode.security_disabled:
-        return {"enabled": False, "acls": []}
-    check(resp.error_code, resp.error_message)
-    rows = [{"resource_type": RESOURCE_TYPES.get(r.resource_type, str(r.resource_type)),
-             "resource_name": r.resource_name,
-             "pattern_type": PATTERN_TYPES.get(r.pattern_type, str(r.pattern_type)),
-             "principal": a.principal, "host": a.host,
-             "operation": OPERATIONS.get(a.operation, str(a.operation)),
-             "permission": PERMISSIONS.get(a.permission_type, str(a.permission_type))}
-            for r in resp.resources for a in r.acls]
-    return {"enabled": True, "acls": rows}
+    """Every ACL; a cluster without an authorizer answers SECURITY_DISABLED, shown as such."""
+    try:
+        return {"enabled": True, "acls": admin_acls.list_acls(admin, admin_acls.Filter())}
+    except KafkaRequestError as e:
+        if e.code == ErrorCode.security_disabled:
+            return {"enabled": False, "acls": []}
+        raise
 
 
 def users(admin: Admin) -> list[dict[str, Any]]:
-    """The SCRAM users and their credentials' mechanisms and iterations."""
-    conn = admin.any()
-    if not conn.supports(DESCRIBE_USER_SCRAM):
+    """The SCRAM users with their mechanisms and iterations (none where the broker predates
+    DescribeUserScramCredentials)."""
+    if not admin.any().supports(DESCRIBE_USER_SCRAM):
         return []
-    resp = conn.call(DESCRIBE_USER_SCRAM, {"users": None})
-    check(resp.error_code, resp.error_message)
-    return [{"user": r.user, "credentials": [
-        f"{SCRAM_MECHANISMS.get(c.mechanism, c.mechanism)} ({c.iterations} iterations)"
-        for c in r.credential_infos]} for r in sorted(resp.results, key=lambda r: r.user)
-        if r.error_code == ErrorCode.none]
+    return admin_users.describe(admin, None)

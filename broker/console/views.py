@@ -180,25 +180,29 @@ def messages(m: dict[str, Any], fmt: str, limit: int) -> str:
 
 
 def transactions(txns: list[dict[str, Any]], open_txns: list[dict[str, Any]],
-                 max_minutes: float, read_only: bool) -> str:
+                 max_minutes: int, read_only: bool) -> str:
     rows = [(t["transactional_id"], t["producer_id"], t.get("producer_epoch", ""), t["state"],
-             t["coordinator"], t.get("timeout_ms", ""), when(t.get("start_ms")),
-             "; ".join(f"{tp}-{p}" for tp, p in t.get("partitions", [])), t.get("error") or "")
+             t["coordinator"], t.get("timeout_ms", ""), when(t.get("start_time_ms")),
+             "; ".join(f"{tp['topic']}-{tp['partition']}"
+                       for tp in t.get("topic_partitions", [])), t["error"] or "")
             for t in txns]
     out = table(("Transactional id", "Producer id", "Epoch", "State", "Coordinator",
                  "Timeout (ms)", "Started", "Partitions", "Error"), rows, "transactions")
     out += (f"<h2>Open transactions on partitions</h2><form method='get'><label>Hanging when "
-            f"open longer than <input name='max_minutes' value='{max_minutes:g}' size='4'> "
-            "minutes and unknown to its coordinator</label> <button>Look</button></form>")
+            f"open longer than <input name='max_minutes' value='{max_minutes}' size='4'> "
+            "minutes and not in its coordinator's transaction</label> <button>Look</button>"
+            "</form>")
     open_rows = []
     for o in open_txns:
         action: Any = ""
         if o["hanging"] and not read_only:
-            action = link("/transactions/abort?" + urlencode({k: o[k] for k in ABORT_FIELDS}),
-                          "abort…")
+            action = link("/transactions/abort?" + urlencode(
+                {k: o[k] for k in ABORT_FIELDS[:-1]} | {
+                    "start_offset": o["current_txn_start_offset"]}), "abort…")
         open_rows.append((o["topic"], o["partition"], o["producer_id"], o["producer_epoch"],
-                          o["coordinator_epoch"], o["start_offset"], when(o["last_timestamp"]),
-                          round(o["duration_ms"] / 60000, 1), o["transactional_id"] or "",
+                          o["coordinator_epoch"], o["current_txn_start_offset"],
+                          when(o["last_timestamp"]), round(o["duration_ms"] / 60000, 1),
+                          o["transactional_id"] or "",
                           Raw('<span class="bad">hanging</span>') if o["hanging"] else "open",
                           action))
     return out + table(("Topic", "Partition", "Producer id", "Epoch", "Coordinator epoch",
@@ -206,14 +210,17 @@ def transactions(txns: list[dict[str, Any]], open_txns: list[dict[str, Any]],
                         "Status", ""), open_rows, "open-transactions")
 
 
-ABORT_FIELDS = ("topic", "partition", "producer_id", "producer_epoch", "coordinator_epoch")
+# What the abort's confirmation carries: the marker is written for the transaction open at the
+# start offset, as `kafka-transactions.sh abort --start-offset` finds it; the producer is shown.
+ABORT_FIELDS = ("topic", "partition", "producer_id", "producer_epoch", "start_offset")
 
 
 def confirm_abort(fields: dict[str, str], csrf: str) -> str:
     return (f"<p id='confirm-text'>Abort the open transaction of producer "
             f"{esc(fields['producer_id'])} (epoch {esc(fields['producer_epoch'])}) on "
-            f"{esc(fields['topic'])}-{esc(fields['partition'])}? An abort marker is written "
-            "to the partition: its records are dropped for read_committed consumers.</p>"
+            f"{esc(fields['topic'])}-{esc(fields['partition'])}, from offset "
+            f"{esc(fields['start_offset'])}? An abort marker is written to the partition: its "
+            "records are dropped for read_committed consumers.</p>"
             f'<form method="post" action="/transactions/abort" id="confirm-abort">'
             f'{hidden({**fields, "csrf": csrf})}<button type="submit">Abort the transaction'
             '</button> <a href="/transactions">cancel</a></form>')
@@ -229,8 +236,9 @@ def security(acls: dict[str, Any], users: list[dict[str, Any]]) -> str:
                       a["principal"], a["host"], a["operation"], a["permission"])
                      for a in acls["acls"]], "acls")
     return (out + "<h2>SCRAM users</h2>"
-            + table(("User", "Credentials"), [(u["user"], ", ".join(u["credentials"]))
-                                             for u in users], "users"))
+            + table(("User", "Credentials"), [(u["user"], ", ".join(
+                f"{c['mechanism']} ({c['iterations']} iterations)" for c in u["credentials"]))
+                for u in users], "users"))
 
 
 def login(error: str | None, mechanism: str) -> str:

@@ -79,10 +79,10 @@ def test_read_only_console_refuses_writes(consoles: tuple[ConsoleServer, Console
     assert status == 403 and REFUSED in body
     status, body = post(page, "/transactions/abort", {
         "topic": name, "partition": "0", "producer_id": "1", "producer_epoch": "0",
-        "coordinator_epoch": "-1", "csrf": token})
+        "start_offset": "0", "csrf": token})
     assert status == 403 and REFUSED in body
     page.goto(read_only.url + "/transactions/abort?topic=t&partition=0&producer_id=1"
-                              "&producer_epoch=0&coordinator_epoch=-1")
+                              "&producer_epoch=0&start_offset=0")
     assert REFUSED in page.locator("#error").inner_text()
     shots(page, "read-only-refused")
     after = requests_of("CreateTopics"), requests_of("WriteTxnMarkers")
