@@ -108,6 +108,8 @@ class Broker:
         # the schema registry's HTTP listener, when schema.registry.listeners names one
         self.schema_registry = (SchemaRegistry(config, self._coordinator_host, self.store)
                                 if config["schema.registry.listeners"] else None)
+        if self.schema_registry is not None:  # no registry: no check on the Produce path
+            self.replicas.produce_check = self.schema_registry.validation.check
         self._build_front(config)
         self._background: list[asyncio.Task[None]] = []
         self.loop_watchdog = LoopWatchdog()  # logs where a blocked event loop is stuck
