@@ -2,7 +2,8 @@
 Kafka's LogManager is over its `logDirs`).
 
 A new partition goes to the online directory holding the fewest partitions (ties: the first in
-`log.dirs`), as in Kafka. A directory with an I/O error is offline until the broker restarts
+`log.dirs`), as in Kafka, leaving out the cordoned ones (`cordoned.log.dirs`, KIP-1066) unless
+every directory is. A directory with an I/O error is offline until the broker restarts
 (`samsa.storage.log_dir_failure`): its logs are dropped here and their partitions are served by no
 one on this broker; the other directories go on. While a directory is offline, a log that is
 not found is not created elsewhere unless its partition is new (Kafka's `isNew`): it may hold
@@ -22,7 +23,7 @@ from typing import Any
 from samsa.storage.config import LogConfig
 from samsa.storage.errors import KafkaStorageError
 from samsa.storage.log import Log
-from samsa.storage.log_dir_failure import LogDirFailureChannel
+from samsa.storage.log_dir_failure import LogDirFailureChannel, dir_key
 from samsa.storage.log_manager import LogManager, TopicPartition
 
 log = logging.getLogger(__name__)
@@ -45,6 +46,26 @@ class LogDirs:
         self.preferred: dict[TopicPartition, str] = {}
         # Moves cut short by a restart (their future log was found): partition -> target dir.
         self.resumed_moves: dict[TopicPartition, str] = {}
+        # Directories no new partition is placed in (cordoned.log.dirs, KIP-1066).
+        self.cordoned: frozenset[str] = frozenset()
+
+    def set_cordoned(self, names: Sequence[str]) -> None:
+        """cordoned.log.dirs, at start and when changed."""
+        self.cordoned = self.cordoned_keys(names)
+
+    def cordoned_keys(self, names: Sequence[str]) -> frozenset[str]:
+        """The directories cordoned.log.dirs `names`: `*` is every one, else each must be one
+        of log.dirs (ValueError otherwise, with Kafka's message)."""
+        if "*" in names:
+            if len(names) > 1:
+                raise ValueError("When cordoned.log.dirs is set to *, it must not contain "
+                                 "other values")
+            return frozenset(self._by_key)
+        missing = [n for n in names if dir_key(n) not in self._by_key]
+        if missing:
+            raise ValueError("All entries in cordoned.log.dirs must be present in log.dirs or "
+                             f"log.dir. Missing entries : {','.join(missing)}")
+        return frozenset(dir_key(n) for n in names)
 
     def set_cleaner_backoff_ms(self, ms: int) -> None:
         """log.cleaner.backoff.ms changed while running."""
@@ -187,7 +208,9 @@ class LogDirs:
         if not live:
             raise KafkaStorageError(f"Can not create log for {topic}-{partition}: every log "
                                     "directory is offline")
-        m = min(live, key=lambda m: m.log_count)  # min() keeps the first of equals
+        # Kafka's nextLogDirs: not a cordoned directory, unless every one is (then the first)
+        open_dirs = [m for m in live if m.dir_key not in self.cordoned] or live[:1]
+        m = min(open_dirs, key=lambda m: m.log_count)  # min() keeps the first of equals
         wanted = self._by_key.get(self.preferred.pop((topic, partition), ""))
         if wanted is not None and not wanted.offline:
             m = wanted

@@ -1,7 +1,8 @@
 """AlterReplicaLogDirs (34): move replicas to other log directories of this broker
 (broker/replication/log_dir_mover.py). DescribeLogDirs (35): each log directory, its partitions'
 sizes (a replica being moved there: its future log, `is_future_key`, with its lag) and the disk's
-capacity; an offline directory (failed I/O) answers KAFKA_STORAGE_ERROR, as in Kafka."""
+capacity, and (v5, KIP-1066) whether it is cordoned (cordoned.log.dirs: it takes no new
+partitions); an offline directory (failed I/O) answers KAFKA_STORAGE_ERROR, as in Kafka."""
 
 from __future__ import annotations
 
@@ -45,7 +46,7 @@ async def handle_alter_replica_log_dirs(
     }
 
 
-@api(35, "DescribeLogDirs", (1, 4))
+@api(35, "DescribeLogDirs", (1, 5))
 async def handle_describe_log_dirs(
     ctx: RequestContext, request: DescribeLogDirsRequest
 ) -> dict[str, Any]:
@@ -101,6 +102,7 @@ async def handle_describe_log_dirs(
                 "topics": entries,
                 "total_bytes": -1 if disk is None else disk.f_blocks * disk.f_frsize,
                 "usable_bytes": -1 if disk is None else disk.f_bavail * disk.f_frsize,
+                "is_cordoned": d in dirs.cordoned,  # v5 (KIP-1066)
             }
         )
     return {"throttle_time": 0, "error_code": ErrorCode.none, "results": results}

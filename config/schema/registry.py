@@ -37,6 +37,7 @@ _DYNAMIC_NON_LOG = frozenset({
     "leader.replication.throttled.rate", "follower.replication.throttled.rate",
     "replica.alter.log.dirs.io.max.bytes.per.second",
     "group.consumer.assignment.interval.ms",  # read where used: the groups' configs' bounds
+    "cordoned.log.dirs",
 })
 # Kafka's SslConfigs.RECONFIGURABLE_CONFIGS: dynamic only with a listener prefix
 # (listener.name.<listener>.ssl.keystore.location), only per broker.
@@ -70,7 +71,8 @@ INTERNAL_BROKER_CONFIGS = frozenset(k.name for k in kafka_properties("broker").v
                                     if k.internal)
 # Kafka's properties that Samsa only accepts change dynamically where Kafka's do; Kafka's
 # per-broker ones (its listener and SASL settings) only per broker, not as the cluster default.
-PER_BROKER_ONLY_CONFIGS = frozenset(p.name for p in _KAFKA_ONLY if p.kafka_mode == PER_BROKER)
+PER_BROKER_ONLY_CONFIGS = frozenset(p.name for p in _KAFKA_ONLY if p.kafka_mode == PER_BROKER) | {
+    "cordoned.log.dirs"}
 # Of a topic property's broker synonyms only the first changes dynamically (Kafka's
 # DynamicLogConfig: log.retention.ms, not log.retention.hours or .minutes).
 DYNAMIC_BROKER_CONFIGS: frozenset[str] = _DYNAMIC_NON_LOG | frozenset(
