@@ -96,6 +96,8 @@ class Broker:
         self.metadata_cache = TopicMetadataCache()  # Metadata responses' encoded topics
         self.store.add_listener(self.metadata_cache.on_change)
         self.log_manager = self._build_storage(config)
+        self._check_cordoned(config)
+        self.log_manager.set_cordoned(config["cordoned.log.dirs"])
         self._build_replication(config)
         self.controller: Controller | None = None
         self.producer_ids: PrefetchingProducerIds
@@ -289,6 +291,7 @@ class Broker:
         # The TLS listeners' key and trust stores, changed live per listener (SslFactory).
         self.listener_tls: list[ListenerTls] = []
         self.dynamic_config.add_validator(self._validate_listener_tls, self._reload_listener_tls)
+        self.dynamic_config.add_validator(self._check_cordoned)
 
     @property
     def zk_store(self) -> ZkMetadataStore:
@@ -383,6 +386,8 @@ class Broker:
             self.log_manager.set_cleaner_backoff_ms(config["log.cleaner.backoff.ms"])
         if "producer.id.expiration.ms" in changed:
             self.log_manager.set_producer_id_expiration_ms(config["producer.id.expiration.ms"])
+        if "cordoned.log.dirs" in changed:
+            self.log_manager.set_cordoned(config["cordoned.log.dirs"])
         self.transactions.verification_enabled = config[
             "transaction.partition.verification.enable"]
         if any(split_listener_key(name) is not None for name in changed):
@@ -391,6 +396,12 @@ class Broker:
             prop = BROKER_PROPERTIES.get(name)
             if prop is not None and prop.ignored is not None:
                 log.warning("%s changed but has no effect in Samsa: %s", name, prop.ignored)
+
+    def _check_cordoned(self, candidate: BrokerConfig) -> None:
+        try:
+            self.log_manager.cordoned_keys(candidate["cordoned.log.dirs"])
+        except ValueError as exc:
+            raise ConfigError("cordoned.log.dirs", str(exc)) from None
 
     def _validate_listener_tls(self, candidate: BrokerConfig) -> None:
         for tls in self.listener_tls:
