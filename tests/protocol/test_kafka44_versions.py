@@ -21,9 +21,7 @@ CACHE_DIR = Path(os.environ.get("SAMSA_CACHE_DIR", REPO_ROOT / ".cache"))
 JAR = CACHE_DIR / "kafka-clients-44" / "lib" / "kafka-clients-4.4.0.jar"
 
 # Served, but below Kafka 4.4's newest stable version: API name -> Kafka 4.4's newest.
-PENDING = {
-    "DescribeLogDirs": 5,  # KIP-1066: IsCordoned needs cordoned.log.dirs, which Samsa lacks
-}
+PENDING: dict[str, int] = {}
 
 
 def _newest_stable(schema: dict) -> int | None:
