@@ -14,9 +14,10 @@ from typing import TYPE_CHECKING, Any
 from samsa.config.schema import BrokerConfig
 from samsa.protocol.errors import ErrorCode
 
-from ..common import GroupError, now_ms, static_member_id
+from ..common import GroupError, now_ms
 from ..partitions import GroupPartitions
 from ..records import GroupKey, decode_group_value, group_metadata_key, group_metadata_value
+from . import transitions
 from .join import ClassicJoin
 from .model import ClassicGroup, GroupState, Member
 from .rebalance import ClassicRebalance, error_join
@@ -102,18 +103,14 @@ class ClassicGroups:
         self.partitions.append(group.partition, [(group_metadata_key(group.group_id), value)])
 
     # ------------------------------------------------------------------ members
-    def validate_member(self, group: ClassicGroup, member_id: str,
-                         instance_id: str | None) -> Member:
-        if instance_id is not None:
-            static_id = group.static_member_id(instance_id)
-            if static_id is None:
-                raise GroupError(ErrorCode.unknown_member_id)
-            if static_id != member_id:
-                raise GroupError(ErrorCode.fenced_instance_id)
-        member = group.members.get(member_id)
-        if member is None:
+    validate_member = staticmethod(transitions.known_member)
+
+    def _group(self, group_id: str) -> ClassicGroup:
+        """The classic group a member's request names; UNKNOWN_MEMBER_ID if there is none."""
+        group = self.groups.get(group_id)
+        if group is None:
             raise GroupError(ErrorCode.unknown_member_id)
-        return member
+        return group
 
     # ------------------------------------------------------------------ SyncGroup
     async def sync_group(self, group_id: str, generation: int, member_id: str,
@@ -127,20 +124,9 @@ class ClassicGroups:
                 return self.classic_members.sync_group(
                     consumer_group, generation, member_id, instance_id, protocol_type,
                     protocol_name)
-            group = self.groups.get(group_id)
-            if group is None or group.is_in(GroupState.DEAD):
-                raise GroupError(ErrorCode.unknown_member_id)
-            member = self.validate_member(group, member_id, instance_id)
-            if generation != group.generation:
-                raise GroupError(ErrorCode.illegal_generation)
-            if (protocol_type is not None and protocol_type != group.protocol_type) or (
-                protocol_name is not None and protocol_name != group.protocol_name
-            ):
-                raise GroupError(ErrorCode.inconsistent_group_protocol)
-            if group.is_in(GroupState.EMPTY):
-                raise GroupError(ErrorCode.unknown_member_id)
-            if group.is_in(GroupState.PREPARING_REBALANCE):
-                raise GroupError(ErrorCode.rebalance_in_progress)
+            group = self._group(group_id)
+            member = transitions.sync(group, generation, member_id, instance_id,
+                                      protocol_type, protocol_name)
         except GroupError as exc:
             return {"error_code": exc.error_code, "assignment": b""}
         self.rebalance.schedule_heartbeat(group, member, member.session_timeout_ms)
@@ -153,11 +139,9 @@ class ClassicGroups:
                                            "assignment": b""})
         member.sync_future = fut
         if member_id == group.leader_id:
-            given = dict(assignments)
-            for m in group.members.values():
-                m.assignment = given.get(m.member_id, b"")
             try:
-                self.store_group(group)
+                self.partitions.take_now(group.partition,
+                                         transitions.assign(group, assignments, now_ms()))
             except GroupError as exc:
                 self.rebalance.reset_and_fail_syncs(group, exc.error_code)
                 self.rebalance.prepare_rebalance(group, "storing the group failed")
@@ -166,7 +150,6 @@ class ClassicGroups:
             if timer is not None:
                 timer.cancel()
                 group.sync_timer = None
-            group.transition(GroupState.STABLE, now_ms())
             for m in group.members.values():
                 f, m.sync_future = m.sync_future, None
                 if f is not None and not f.done():
@@ -187,18 +170,12 @@ class ClassicGroups:
             if consumer_group is not None and consumer_group.members:
                 return self.classic_members.heartbeat(
                     consumer_group, generation, member_id, instance_id)
-            group = self.groups.get(group_id)
-            if group is None or group.is_in(GroupState.DEAD, GroupState.EMPTY):
-                raise GroupError(ErrorCode.unknown_member_id)
-            member = self.validate_member(group, member_id, instance_id)
-            if generation != group.generation:
-                raise GroupError(ErrorCode.illegal_generation)
+            group = self._group(group_id)
+            member, answer = transitions.heartbeat(group, generation, member_id, instance_id)
         except GroupError as exc:
             return exc.error_code
         self.rebalance.schedule_heartbeat(group, member, member.session_timeout_ms)
-        if group.is_in(GroupState.PREPARING_REBALANCE):
-            return ErrorCode.rebalance_in_progress
-        return ErrorCode.none
+        return answer
 
     # ------------------------------------------------------------------ LeaveGroup
     def leave_group(
@@ -224,21 +201,16 @@ class ClassicGroups:
             out = {"member_id": member_id, "group_instance_id": instance_id,
                    "error_code": ErrorCode.none}
             results.append(out)
-            if instance_id is None and group.is_pending(member_id):
+            try:
+                member = transitions.leave(group, member_id, instance_id)
+            except GroupError as exc:
+                out["error_code"] = exc.error_code
+                continue
+            if member is None:
                 group.pending_members.discard(member_id)
                 if group.is_in(GroupState.PREPARING_REBALANCE):
                     self.rebalance.maybe_complete_join(group)
                 continue
-            try:
-                if instance_id is not None:
-                    member_id = static_member_id(group.static_member_id(instance_id),
-                                                 member_id)
-                member = group.members.get(member_id)
-                if member is None:
-                    raise GroupError(ErrorCode.unknown_member_id)
-            except GroupError as exc:
-                out["error_code"] = exc.error_code
-                continue
-            log.info("member %s leaves group %s", member_id, group_id)
+            log.info("member %s leaves group %s", member.member_id, group_id)
             self.rebalance.remove_member_and_update(group, member, "the member left the group")
         return ErrorCode.none, results
