@@ -77,6 +77,8 @@ def _denied(ctx: AdminContext, op: AclOperation, resource_type: int,
 
 # A change of a topic's overrides: the current ones -> the new ones (raises TopicError).
 ConfigChange = Callable[[dict[str, str]], dict[str, str]]
+# APPEND or SUBTRACT: (the configs so far, the op, the name, the values) -> the new items
+ListOp = Callable[[dict[str, str], int, str, list[str]], list[str]]
 
 
 @api(32, "DescribeConfigs", (1, 4))
@@ -220,27 +222,39 @@ def _operations(r: IncrementalAlterConfigsResource) -> ConfigChange:
     return lambda current: apply_ops(current, ops)
 
 
-def _resource_ops(current: dict[str, str],
-                  ops: list[tuple[int, str, str | None]]) -> dict[str, str]:
-    """IncrementalAlterConfigs' operations on a topic's or a group's configs."""
+def _incremental(current: dict[str, str], ops: list[tuple[int, str, str | None]],
+                 list_op: ListOp, null_set: str | None) -> dict[str, str]:
+    """IncrementalAlterConfigs' operations in order: SET (a null value as `null_set`) and
+    DELETE as for every resource, APPEND and SUBTRACT by the resource's `list_op`."""
     updated = dict(current)
     for op, name, value in ops:
         if op == SET:
-            # kio types the value nullable; a null SET value is passed on as sent
-            updated[name] = value  # type: ignore[assignment]
+            # kio types the value nullable
+            updated[name] = value if value is not None else null_set  # type: ignore[assignment]
         elif op == DELETE:
             updated.pop(name, None)
         elif op in (APPEND, SUBTRACT):
-            items = [x for x in updated.get(name, "").split(",") if x]
-            values = [x for x in (value or "").split(",") if x]
-            if op == APPEND:
-                items += [v for v in values if v not in items]
-            else:
-                items = [x for x in items if x not in values]
-            updated[name] = ",".join(items)
+            updated[name] = ",".join(list_op(updated, op, name, (value or "").split(",")))
         else:
             raise TopicError(ErrorCode.invalid_request, f"Unknown operation {op}")
     return updated
+
+
+def _resource_list_op(updated: dict[str, str], op: int, name: str,
+                      values: list[str]) -> list[str]:
+    """APPEND and SUBTRACT on a topic's or a group's config: a list of the non-empty items."""
+    items = [x for x in updated.get(name, "").split(",") if x]
+    values = [x for x in values if x]
+    if op == APPEND:
+        return items + [v for v in values if v not in items]
+    return [x for x in items if x not in values]
+
+
+def _resource_ops(current: dict[str, str],
+                  ops: list[tuple[int, str, str | None]]) -> dict[str, str]:
+    """IncrementalAlterConfigs' operations on a topic's or a group's configs (a null SET value
+    is passed on as sent)."""
+    return _incremental(current, ops, _resource_list_op, None)
 
 
 async def _apply(
@@ -273,39 +287,32 @@ async def _apply(
     return ErrorCode.none, None
 
 
+def _broker_list_op(updated: dict[str, str], op: int, name: str,
+                    values: list[str]) -> list[str]:
+    """Kafka's prepareIncrementalConfigs: APPEND and SUBTRACT only on LIST properties (APPEND
+    starting from the default when unset)."""
+    verb = "append" if op == APPEND else "subtract"
+    prop = BROKER_PROPERTIES.get(name)
+    if prop is None:
+        raise TopicError(ErrorCode.invalid_config, f"Unknown config name: {name}")
+    if prop.type is not ConfigType.LIST:
+        raise TopicError(ErrorCode.invalid_request,
+                         f"Config value {verb} is not allowed for config key: {name}")
+    if name in updated:
+        items = updated[name].split(",")
+    elif op == APPEND:
+        items = (prop.default_string() or "").split(",")
+    else:
+        items = []
+    if op == APPEND:
+        return list(dict.fromkeys(x for x in items + values if x))
+    return [x for x in items if x not in values]
+
+
 def _broker_ops(current: dict[str, str],
                 ops: list[tuple[int, str, str | None]]) -> dict[str, str]:
-    """Kafka's prepareIncrementalConfigs on a broker's stored dynamic configs: APPEND and
-    SUBTRACT only on LIST properties (APPEND starting from the default when unset)."""
-    updated = dict(current)
-    for op, name, value in ops:
-        if op == SET:
-            updated[name] = value or ""
-        elif op == DELETE:
-            updated.pop(name, None)
-        elif op in (APPEND, SUBTRACT):
-            verb = "append" if op == APPEND else "subtract"
-            prop = BROKER_PROPERTIES.get(name)
-            if prop is None:
-                raise TopicError(ErrorCode.invalid_config, f"Unknown config name: {name}")
-            if prop.type is not ConfigType.LIST:
-                raise TopicError(ErrorCode.invalid_request,
-                                 f"Config value {verb} is not allowed for config key: {name}")
-            if name in updated:
-                items = updated[name].split(",")
-            elif op == APPEND:
-                items = (prop.default_string() or "").split(",")
-            else:
-                items = []
-            values = (value or "").split(",")
-            if op == APPEND:
-                items = list(dict.fromkeys(x for x in items + values if x))
-            else:
-                items = [x for x in items if x not in values]
-            updated[name] = ",".join(items)
-        else:
-            raise TopicError(ErrorCode.invalid_request, f"Unknown operation {op}")
-    return updated
+    """The operations on a broker's stored dynamic configs (a null SET value as "")."""
+    return _incremental(current, ops, _broker_list_op, "")
 
 
 async def _apply_broker(
