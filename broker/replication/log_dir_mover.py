@@ -52,6 +52,8 @@ class LogDirMover:
             return ErrorCode.log_dir_not_found
         if not self.dirs.is_online(key) or tp in self.replicas.offline:
             return ErrorCode.kafka_storage_error
+        if key in self.dirs.cordoned:  # KIP-1066: "Log directory <path> is cordoned"
+            return ErrorCode.invalid_replica_assignment
         partition = self.replicas.get(topic, index)
         if partition is None:
             # Created in that directory if it comes here later (Kafka's preferred log dir).

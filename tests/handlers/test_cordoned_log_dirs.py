@@ -35,6 +35,10 @@ async def test_cordoned_dirs_take_no_new_partitions_and_describe_says_so(tmp_pat
         assert await _dirs_of(h, "t", 6) == {b, c}
         r = await h.call("DescribeLogDirs", 5, {"topics": None})
         assert {d.log_dir: d.is_cordoned for d in r.results} == {a: True, b: False, c: False}
+        # no replica moves into a cordoned directory either
+        r = await h.call("AlterReplicaLogDirs", 2, {"dirs": [
+            {"path": a, "topics": [{"name": "t", "partitions": [0]}]}]})
+        assert r.results[0].partitions[0].error_code == ErrorCode.invalid_replica_assignment
         v4 = await h.call("DescribeLogDirs", 4, {"topics": None})
         assert not any(hasattr(d, "is_cordoned") for d in v4.results)  # v5 on
 
