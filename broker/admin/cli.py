@@ -15,7 +15,18 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from . import acls, cluster, configs, groups, messages, offsets, topics, txn, users
+from . import (
+    acls,
+    cluster,
+    configs,
+    groups,
+    messages,
+    offsets,
+    reassign,
+    topics,
+    txn,
+    users,
+)
 from .client import Admin, AdminError, Settings, load_properties
 from .output import as_json, table
 
@@ -539,6 +550,83 @@ def _add_messages(sub: argparse._SubParsersAction) -> None:
     c.add_argument("--separator", default="\t", help="between key and value (default tab)")
 
 
+# ---- reassign / elect-leaders --------------------------------------------------------------
+
+MOVE_COLUMNS = (("TOPIC", "topic"), ("PARTITION", "partition"), ("REPLICAS", "replicas"))
+ONGOING_COLUMNS = (("TOPIC", "topic"), ("PARTITION", "partition"), ("REPLICAS", "replicas"),
+                   ("ADDING", "adding"), ("REMOVING", "removing"))
+ELECTION_COLUMNS = (("TOPIC", "topic"), ("PARTITION", "partition"), ("RESULT", "result"))
+
+
+def _progress(line: str) -> None:
+    print(f"samsa: {line}", file=sys.stderr, flush=True)
+
+
+def _plan(args: argparse.Namespace) -> dict[reassign.TP, list[int] | None]:
+    plan: dict[reassign.TP, list[int] | None] = {}
+    if args.reassignment_json_file:
+        plan.update(reassign.load_plan(args.reassignment_json_file))
+    plan.update(reassign.parse_move(m) for m in args.move)
+    if not plan:
+        raise AdminError("INVALID_REQUEST", "nothing to reassign: give --move or "
+                         "--reassignment-json-file")
+    return plan
+
+
+def _show_reassigned(result: dict[str, Any], args: argparse.Namespace) -> None:
+    print("Reassigned" if result["done"] else "Started reassigning",
+          f"{len(result['partitions'])} partition(s)"
+          + (f" in {result['seconds']} s." if result["done"] else "."))
+    table(result["partitions"], MOVE_COLUMNS, sys.stdout)
+
+
+def _add_reassign(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("reassign", help="move partitions' replicas between brokers")
+    cmds = p.add_subparsers(dest="reassign_command", metavar="COMMAND", required=True)
+
+    c = _command(cmds, "execute", "start reassignments (and with --wait follow them to the "
+                 "end)", lambda a, x: reassign.execute(a, _plan(x), x.wait, x.timeout,
+                                                       _progress), _show_reassigned)
+    c.add_argument("--move", action="append", default=[], metavar="TOPIC:PARTITION=B1,B2",
+                   help="the partition's new replicas, the first preferred leader (repeatable)")
+    c.add_argument("--reassignment-json-file", metavar="FILE",
+                   help="kafka-reassign-partitions.sh's JSON")
+    c.add_argument("--wait", action="store_true",
+                   help="follow the reassignment until done, progress on stderr")
+    c.add_argument("--timeout", type=float, default=600, metavar="SECONDS",
+                   help="with --wait: give up following after this long (default 600)")
+
+    c = _command(cmds, "list", "reassignments in progress",
+                 lambda a, x: reassign.ongoing(a), lambda r, x: table(r, ONGOING_COLUMNS,
+                                                                      sys.stdout))
+
+    c = _command(cmds, "cancel", "cancel reassignments in progress (back to the replicas "
+                 "before)", lambda a, x: reassign.alter(a, dict.fromkeys(
+                     reassign.parse_partition(s) for s in x.partitions)),
+                 _say("Cancelled the reassignment of {topic}-{partition}."))
+    c.add_argument("partitions", nargs="+", metavar="TOPIC:PARTITION")
+
+    c = _command(sub, "elect-leaders", "elect the preferred (or, unclean, any) replica "
+                 "leader of partitions", lambda a, x: reassign.elect_leaders(
+                     a, x.election_type, _elect_partitions(a, x)),
+                 lambda r, x: table(r, ELECTION_COLUMNS, sys.stdout))
+    c.add_argument("--election-type", required=True, choices=tuple(reassign.ELECTION_TYPES))
+    which = c.add_mutually_exclusive_group(required=True)
+    which.add_argument("--topic", help="every partition of this topic (or --partition)")
+    which.add_argument("--all-topic-partitions", action="store_true")
+    c.add_argument("--partition", type=int, help="only this partition of --topic")
+
+
+def _elect_partitions(admin: Admin, args: argparse.Namespace) -> set[reassign.TP] | None:
+    if args.all_topic_partitions:
+        return None
+    if args.partition is not None:
+        return {(args.topic, args.partition)}
+    (t,) = admin.metadata([args.topic]).topics
+    topics.check_found(t)
+    return {(args.topic, int(p.partition_index)) for p in t.partitions}
+
+
 # ---- cluster -------------------------------------------------------------------------------
 
 BROKER_COLUMNS = (("ID", "id"), ("HOST", "host"), ("PORT", "port"), ("RACK", "rack"))
@@ -563,3 +651,4 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     _add_user(sub)
     _add_config(sub)
     _add_messages(sub)
+    _add_reassign(sub)

@@ -365,6 +365,14 @@ class Admin:
             raise AdminError("BROKER_NOT_AVAILABLE", f"broker {node_id} is not in the metadata")
         return self.connect(address)
 
+    def controller(self) -> Connection:
+        """The broker Metadata names controller (where Kafka's Admin client sends partition
+        reassignments and leader elections)."""
+        controller = int(self.metadata([]).controller_id)
+        if controller < 0:
+            raise AdminError("NOT_CONTROLLER", "the cluster has no controller at the moment")
+        return self.node(controller)
+
     def coordinator(self, key: str, key_type: int = GROUP_KEY) -> Connection:
         """The coordinator of group `key` (or of a transactional id with TXN_KEY), as
         FindCoordinator names it."""

@@ -20,7 +20,6 @@ from collections import defaultdict
 from collections.abc import Iterable
 from typing import Any
 
-from samsa.protocol.errors import ErrorCode
 from samsa.protocol.records import (
     CONTROL_ABORT,
     build_batch,
@@ -29,7 +28,7 @@ from samsa.protocol.records import (
     parse_control_record,
 )
 
-from . import groups, offsets
+from . import groups, offsets, topics
 from .client import TXN_KEY, Admin, AdminError, Connection, check, retrying
 
 PRODUCE, FETCH, INIT_PRODUCER_ID, ADD_PARTITIONS_TO_TXN, END_TXN = 0, 1, 22, 24, 26
@@ -100,8 +99,7 @@ def parse_lines(lines: Iterable[str], key_separator: str | None,
 def _layout(admin: Admin, topic: str) -> dict[int, int]:
     """partition -> leader of `topic`."""
     (t,) = admin.metadata([topic]).topics
-    check(t.error_code, f"Topic '{topic}' does not exist." if (
-        t.error_code == ErrorCode.unknown_topic_or_partition) else None)
+    topics.check_found(t)
     return {int(p.partition_index): int(p.leader_id) for p in t.partitions}
 
 

@@ -12,7 +12,7 @@ from typing import Any
 
 from samsa.protocol.errors import ErrorCode
 
-from . import groups
+from . import groups, topics
 from .client import Admin, AdminError, KafkaRequestError, check, retrying
 
 OFFSET_COMMIT, DELETE_GROUPS = 8, 42
@@ -75,8 +75,7 @@ def _partitions(admin: Admin, specs: list[str], committed: Partitions) -> Partit
     out: Partitions = set()
     for topic, parts in wanted:
         t = known[topic]
-        check(t.error_code, f"Topic '{topic}' does not exist." if (
-            t.error_code == ErrorCode.unknown_topic_or_partition) else None)
+        topics.check_found(t)
         have = {int(p.partition_index) for p in t.partitions}
         missing = set(parts or ()) - have
         if missing:

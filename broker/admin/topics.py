@@ -10,7 +10,7 @@ from typing import Any
 from samsa.protocol.errors import ErrorCode
 
 from . import configs
-from .client import Admin, KafkaRequestError, check
+from .client import Admin, check
 
 TOPIC_RESOURCE = 2  # DescribeConfigs / IncrementalAlterConfigs resource type
 DYNAMIC_TOPIC_CONFIG = 1  # config source of a topic's own override
@@ -19,6 +19,12 @@ TIMEOUT_MS = 30_000
 
 def _topic_id(value: uuid.UUID | None) -> str | None:
     return None if value is None or value.int == 0 else str(value)
+
+
+def check_found(topic: Any) -> None:
+    """A Metadata topic's error, UNKNOWN_TOPIC_OR_PARTITION worded as Kafka's tools word it."""
+    check(topic.error_code, f"Topic '{topic.name}' does not exist." if (
+        topic.error_code == ErrorCode.unknown_topic_or_partition) else None)
 
 
 def parse_configs(items: list[str]) -> dict[str, str]:
@@ -81,10 +87,7 @@ def describe(admin: Admin, names: list[str] | None,
              include_internal: bool = True) -> list[dict[str, Any]]:
     topics = admin.metadata(names).topics
     for t in topics:
-        if t.error_code != ErrorCode.none:
-            message = f"Topic '{t.name}' does not exist." if (
-                t.error_code == ErrorCode.unknown_topic_or_partition) else None
-            raise KafkaRequestError(t.error_code, message)
+        check_found(t)
     topics = sorted((t for t in topics if names or include_internal or not t.is_internal),
                     key=lambda t: t.name)
     overrides = topic_configs(admin, [t.name for t in topics])

@@ -19,6 +19,7 @@ from typing import Any
 
 from samsa.protocol.errors import ErrorCode
 
+from . import topics
 from .client import TXN_KEY, Admin, AdminError, KafkaRequestError, check, retrying
 
 WRITE_TXN_MARKERS, DESCRIBE_PRODUCERS, DESCRIBE_TRANSACTIONS, LIST_TRANSACTIONS = 27, 61, 65, 66
@@ -98,8 +99,7 @@ def _now_ms() -> int:
 def _leaders(admin: Admin, partitions: set[TP]) -> dict[TP, int]:
     out = {}
     for t in admin.metadata(sorted({t for t, _ in partitions})).topics:
-        check(t.error_code, f"Topic '{t.name}' does not exist." if (
-            t.error_code == ErrorCode.unknown_topic_or_partition) else None)
+        topics.check_found(t)
         for p in t.partitions:
             if (t.name, int(p.partition_index)) in partitions:
                 out[(t.name, int(p.partition_index))] = int(p.leader_id)
@@ -189,8 +189,7 @@ def _search_scope(admin: Admin, broker_id: int | None, topic: str | None,
         return {(topic, partition)}
     out = set()
     for t in admin.metadata([topic] if topic is not None else None).topics:
-        check(t.error_code, f"Topic '{t.name}' does not exist." if (
-            t.error_code == ErrorCode.unknown_topic_or_partition) else None)
+        topics.check_found(t)
         out |= {(t.name, int(p.partition_index)) for p in t.partitions
                 if broker_id is None or broker_id in p.replica_nodes}
     return out

@@ -149,6 +149,10 @@ def _sample(samsa: Samsa, bootstrap: str, topic: str, group: str) -> dict[str, A
                            str(out["produce"]["partitions"][0]["base_offset"]),
                            "--isolation", "read_committed", "--format", "json",
                            bootstrap=bootstrap).json()
+    out["reassign-list"] = samsa("reassign", "list", "--format", "json",
+                                 bootstrap=bootstrap).json()
+    out["elect"] = samsa("elect-leaders", "--election-type", "preferred", "--topic", topic,
+                         "--format", "json", bootstrap=bootstrap).json()
     return out
 
 
@@ -201,6 +205,9 @@ def test_the_same_output_shape_as_against_apache_kafka(kafka: str, shared_broker
             "configs"]] == [("retention.ms", "120000", "DYNAMIC_TOPIC_CONFIG")]
         assert [(r["offset"], r["key"], r["value"], r["headers"]) for r in got["consume"]] == [
             (2, "k1", "v1", {"h": "1"}), (3, "k2", "v2", {"h": "1"})]
+        assert got["reassign-list"] == []
+        assert [(e["partition"], e["result"]) for e in got["elect"]] == [
+            (0, "ELECTION_NOT_NEEDED"), (1, "ELECTION_NOT_NEEDED")]
 
 
 def _security_sample(samsa: Samsa, bootstrap: str, name: str) -> dict[str, Any]:
