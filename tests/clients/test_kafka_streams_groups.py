@@ -87,6 +87,14 @@ def test_streams_group_protocol_two_instances(broker_factory, tmp_path):
                                        "--members")
         rows = [line.split() for line in members.splitlines() if line.split()[:1] == [app_id]]
         assert len(rows) == 2 and all("ACTIVE:" in row for row in rows), members
+        state = _streams_groups_tool(broker.bootstrap, "--describe", "--group", app_id,
+                                     "--state")
+        row = next((r for r in map(str.split, state.splitlines()) if r[:1] == [app_id]), [])
+        assert row[-2:] == ["Stable", "2"], state  # its state and member count
+        offsets = _streams_groups_tool(broker.bootstrap, "--describe", "--group", app_id)
+        listed = {(row[1], row[2]) for row in map(str.split, offsets.splitlines())
+                  if row[:1] == [app_id]}
+        assert {(src, str(p)) for p in range(IN_PARTITIONS)} <= listed, offsets
 
         # a is killed: once its session ends (10 s) b takes every task, and a's open
         # transaction is aborted once it times out
