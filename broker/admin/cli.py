@@ -1,4 +1,5 @@
-"""The admin subcommands of `samsa`: `topic`, `group` and `cluster describe`.
+"""The admin subcommands of `samsa`: `topic`, `group`, `txn`, `acl`, `user`, `config`,
+`reassign`, `elect-leaders`, `produce`, `consume` and `cluster describe`.
 
 Every command takes the connection options of Kafka's tools and librdkafka:
 `-b/--bootstrap-server HOST:PORT[,HOST:PORT]`, `--command-config FILE` (a properties file) and
