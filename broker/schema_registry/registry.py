@@ -11,7 +11,7 @@ from typing import Any, Protocol
 
 from . import errors
 from .compatibility import DEFAULT_LEVEL, check_level, incompatibilities
-from .formats import AVRO, ParsedSchema, Reference, parse
+from .formats import AVRO, PROTOBUF, ParsedSchema, Reference, parse
 from .records import (
     SchemaRef,
     SchemaValue,
@@ -52,12 +52,9 @@ def parse_version(version: str) -> int | None:
     return number
 
 
-def answer(v: SchemaValue, *, with_subject: bool = True) -> dict[str, Any]:
+def answer(v: SchemaValue) -> dict[str, Any]:
     """A version as the REST API shows it."""
-    out: dict[str, Any] = {}
-    if with_subject:
-        out.update(subject=v.subject, version=v.version)
-    out["id"] = v.id
+    out: dict[str, Any] = {"subject": v.subject, "version": v.version, "id": v.id}
     if v.schema_type != AVRO:
         out["schemaType"] = v.schema_type
     if v.references:
@@ -105,6 +102,15 @@ class Registry:
         if v.id not in self._parsed:
             self._parsed[v.id] = parse(v.schema_type, v.schema, self._references(v.references))
         return self._parsed[v.id]
+
+    def shown(self, v: SchemaValue, fmt: str | None) -> dict[str, Any]:
+        """`answer(v)` in the format asked: `serialized` is a Protobuf schema as the base64
+        FileDescriptorProto (what confluent-kafka's Protobuf deserializer reads), whichever
+        way it was registered."""
+        out = answer(v)
+        if fmt == "serialized" and v.schema_type == PROTOBUF:
+            out["schema"] = self.parsed(v).canonical
+        return out
 
     def _same(self, v: SchemaValue, new: SchemaValue) -> bool:
         return (v.schema_type == new.schema_type and v.references == new.references
@@ -303,6 +309,7 @@ class Registry:
                     (schema_key(subject, v.version), None) for v in every]
                 records += [(config_key(subject), None)] if subject in self.store.configs else []
                 records += [(mode_key(subject), None)] if subject in self.store.modes else []
+                records.append((delete_subject_key(subject), None))  # compacted away too
                 await self.log.write(records)
                 self._parsed.clear()  # an id held by no version any more may be given again
                 return [v.version for v in every]

@@ -13,7 +13,7 @@ from aiohttp import web
 from . import errors
 from .formats import TYPES
 from .forward import Forwarder
-from .registry import Registry, answer
+from .registry import Registry
 
 log = logging.getLogger(__name__)
 
@@ -87,8 +87,9 @@ def build_app(registry: Registry, forwarder: Forwarder | None = None) -> web.App
 
     async def schema(req: web.Request) -> Any:
         await fresh()
-        return answer(r.schema_by_id(_schema_id(req), req.query.get("subject")),
-                      with_subject=False) | {"id": _schema_id(req)}
+        shown = r.shown(r.schema_by_id(_schema_id(req), req.query.get("subject")),
+                        req.query.get("format"))
+        return {k: v for k, v in shown.items() if k not in ("subject", "version")}
 
     async def schema_text(req: web.Request) -> Any:
         await fresh()
@@ -127,8 +128,8 @@ def build_app(registry: Registry, forwarder: Forwarder | None = None) -> web.App
 
     async def version(req: web.Request) -> Any:
         await fresh()
-        return answer(r.version(req.match_info["subject"], req.match_info["version"],
-                                _flag(req, "deleted")))
+        return r.shown(r.version(req.match_info["subject"], req.match_info["version"],
+                                 _flag(req, "deleted")), req.query.get("format"))
 
     async def version_schema(req: web.Request) -> Any:
         await fresh()

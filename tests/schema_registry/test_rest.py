@@ -3,6 +3,7 @@ codes, on a real broker's registry."""
 
 from __future__ import annotations
 
+import base64
 import json
 import urllib.error
 import urllib.request
@@ -10,6 +11,7 @@ import uuid
 from typing import Any
 
 import pytest
+from google.protobuf import descriptor_pb2
 
 from .conftest import RegistryBroker
 
@@ -204,3 +206,17 @@ def test_references(rest: Rest, subject: str) -> None:
         422, 42201)
     assert rest.error("DELETE", f"/subjects/{subject}-address/versions/1") == (422, 42206)
     assert rest.error("DELETE", f"/subjects/{subject}-address") == (422, 42206)
+
+
+def test_protobuf_text_is_served_serialized_on_request(rest: Rest, subject: str) -> None:
+    """confluent-kafka's Protobuf deserializer asks for format=serialized: the base64
+    FileDescriptorProto, also of a schema registered as .proto text (as Java clients do)."""
+    text = 'syntax = "proto3";\npackage shop;\nmessage Order { string id = 1; }\n'
+    sid = rest.ok("POST", f"/subjects/{subject}/versions",
+                  {"schema": text, "schemaType": "PROTOBUF"})["id"]
+    assert rest.ok("GET", f"/schemas/ids/{sid}")["schema"] == text
+    serialized = rest.ok("GET", f"/schemas/ids/{sid}?format=serialized")["schema"]
+    fd = descriptor_pb2.FileDescriptorProto.FromString(base64.b64decode(serialized))
+    assert (fd.package, [m.name for m in fd.message_type]) == ("shop", ["Order"])
+    latest = rest.ok("GET", f"/subjects/{subject}/versions/latest?format=serialized")
+    assert latest["schema"] == serialized and latest["schemaType"] == "PROTOBUF"

@@ -37,6 +37,8 @@ def test_records_in_confluents_format(shared_registry: RegistryBroker) -> None:
     rest.ok("PUT", f"/mode/{subject}", {"mode": "READWRITE"})
     rest.ok("DELETE", f"/subjects/{subject}/versions/2")
     rest.ok("DELETE", f"/subjects/{subject}/versions/2?permanent=true")
+    rest.ok("DELETE", f"/subjects/{subject}")
+    rest.ok("DELETE", f"/subjects/{subject}?permanent=true")
     mine = [(k, v) for k, v in topic_records(shared_registry) if k.get("subject") == subject]
     assert mine == [
         ({"keytype": "SCHEMA", "subject": subject, "version": 1, "magic": 1},
@@ -51,6 +53,16 @@ def test_records_in_confluents_format(shared_registry: RegistryBroker) -> None:
          {"subject": subject, "version": 2, "id": sid + 1, "schemaType": "JSON",
           "schema": '{"type": "object"}', "deleted": True}),
         ({"keytype": "SCHEMA", "subject": subject, "version": 2, "magic": 1}, None),
+        ({"keytype": "SCHEMA", "subject": subject, "version": 1, "magic": 1},
+         {"subject": subject, "version": 1, "id": sid, "schema": '{"type": "string"}',
+          "deleted": True}),
+        ({"keytype": "DELETE_SUBJECT", "subject": subject, "magic": 0},
+         {"subject": subject, "version": 1}),
+        # the permanent delete: tombstones of every key of the subject
+        ({"keytype": "SCHEMA", "subject": subject, "version": 1, "magic": 1}, None),
+        ({"keytype": "CONFIG", "subject": subject, "magic": 0}, None),
+        ({"keytype": "MODE", "subject": subject, "magic": 0}, None),
+        ({"keytype": "DELETE_SUBJECT", "subject": subject, "magic": 0}, None),
     ]
 
 
