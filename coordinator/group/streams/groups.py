@@ -177,13 +177,17 @@ class StreamsGroups:
         transactional); STALE_MEMBER_EPOCH is ILLEGAL_GENERATION to a version before it."""
         if member_epoch < 0 and not member_id and (not group.members or transactional):
             return
-        member = group.members.get(member_id)
-        if member is None:
-            raise GroupError(ErrorCode.unknown_member_id)
-        if member_epoch != member.member_epoch:
-            raise GroupError(ErrorCode.stale_member_epoch
-                             if new_commit_errors(version, transactional)
-                             else ErrorCode.illegal_generation)
+        _check_member(group, member_id, member_epoch,
+                      ErrorCode.stale_member_epoch if new_commit_errors(version, transactional)
+                      else ErrorCode.illegal_generation)
+
+    def validate_offset_fetch(self, group_id: str, member_id: str, member_epoch: int) -> None:
+        """Kafka's StreamsGroup.validateOffsetFetch (OffsetFetch v9+ naming a member): a
+        known member at its current epoch; one naming none (epoch -1) is an admin's fetch."""
+        group = self.groups.get(group_id)
+        if group is None or (member_epoch < 0 and not member_id):
+            return
+        _check_member(group, member_id, member_epoch, ErrorCode.stale_member_epoch)
 
     # ------------------------------------------------------------------ describe, list
     def list_groups(self, states: set[str]) -> list[dict[str, Any]]:
@@ -236,6 +240,15 @@ class StreamsGroups:
                         "standby_partitions": _source_partitions(
                             group, {**m.assigned.standby, **m.assigned.warmup})})
         return out
+
+
+def _check_member(group: StreamsGroup, member_id: str, member_epoch: int,
+                  stale: ErrorCode) -> None:
+    member = group.members.get(member_id)
+    if member is None:
+        raise GroupError(ErrorCode.unknown_member_id)
+    if member_epoch != member.member_epoch:
+        raise GroupError(stale)
 
 
 def _source_partitions(group: StreamsGroup, tasks: TaskMap) -> list[dict[str, Any]]:
