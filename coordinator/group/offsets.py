@@ -230,6 +230,8 @@ class GroupOffsets:
         self.partitions.coordinator_partition(group_id)
         if member_id is not None and group_id in self.consumer.consumer_groups:
             self.consumer.validate_consumer_offset_fetch(group_id, member_id, member_epoch)
+        elif member_id is not None and self.streams is not None:
+            self.streams.validate_offset_fetch(group_id, member_id, member_epoch)
         group = self.classic.groups.get(group_id)
         offsets = group.offsets if group is not None else {}
         if topics is None:
