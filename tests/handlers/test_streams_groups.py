@@ -1,8 +1,9 @@
 """Streams groups (KIP-1071): StreamsGroupHeartbeat (88) joins with a topology (the broker
 creates its repartition and changelog topics), assigns tasks sticky and revoke-before-assign
 across members, fences stale epochs, leaves; StreamsGroupDescribe (89) shows it; ListGroups
-and DescribeGroups see type STREAMS; OffsetCommit checks the member epoch. The APIs are served
-only with unstable.api.versions.enable and streams.version finalized at 1."""
+and DescribeGroups see type STREAMS; OffsetCommit and OffsetFetch check the member epoch.
+The APIs are served only with unstable.api.versions.enable and streams.version finalized at
+1."""
 
 from __future__ import annotations
 
@@ -211,6 +212,17 @@ async def test_offset_commit_checks_the_member_epoch(streams):
     groups = await streams.call("DescribeGroups", 5, {"groups": ["app"],
                                                       "include_authorized_operations": False})
     assert groups.groups[0].group_state == "Dead"  # not a classic group
+
+
+    def fetch(epoch: int) -> dict[str, Any]:
+        return {"groups": [{"group_id": "app", "member_id": "m1", "member_epoch": epoch,
+                            "topics": [{"name": "events", "partition_indexes": [0]}]}],
+                "require_stable": False}
+    fetched = await streams.call("OffsetFetch", 9, fetch(2))
+    stale_fetch = await streams.call("OffsetFetch", 9, fetch(1))
+    assert fetched.groups[0].error_code == ErrorCode.none
+    assert fetched.groups[0].topics[0].partitions[0].committed_offset == 5
+    assert stale_fetch.groups[0].error_code == ErrorCode.stale_member_epoch
 
 
 async def test_a_member_whose_session_ends_is_removed_and_its_tasks_move(tmp_path):
