@@ -125,6 +125,21 @@ class _IndexFile:
         columns[self.offset_field] = map((-self.base_offset).__add__, self._offsets)
         self._rewrite(b"".join(map(self.entry.pack, *columns)))
 
+    def _last(self, empty: tuple[int, int]) -> tuple[int, int]:
+        """The last entry (both fields absolute), else `empty`."""
+        first, second = self._columns()
+        return (first[-1], second[-1]) if first else empty
+
+    def _add(self, first: int, second: int) -> None:
+        """An entry (both fields absolute) into the columns and, the offset relative, to
+        the file."""
+        columns = self._columns()
+        columns[0].append(first)
+        columns[1].append(second)
+        fields = [first, second]
+        fields[self.offset_field] -= self.base_offset
+        self._write_entry(*fields)
+
     def _write_entry(self, *fields: int) -> None:
         self._pending += self.entry.pack(*fields)
         if len(self._pending) >= _PENDING_LIMIT:
@@ -194,16 +209,13 @@ class OffsetIndex(_IndexFile):
 
     @property
     def last_entry(self) -> tuple[int, int]:
-        if not self._offsets:
-            return self.base_offset, 0
-        return self._offsets[-1], self._positions[-1]
+        """(offset, position); (base, 0) when empty."""
+        return self._last((self.base_offset, 0))
 
     def append(self, offset: int, position: int) -> None:
         if self._offsets and offset <= self._offsets[-1]:
             return  # entries must be strictly increasing (can repeat after truncation)
-        self._offsets.append(offset)
-        self._positions.append(position)
-        self._write_entry(offset - self.base_offset, position)
+        self._add(offset, position)
 
     def lookup(self, target_offset: int) -> tuple[int, int]:
         """(offset, position) of the greatest entry with offset <= target, else (base, 0)."""
@@ -246,18 +258,12 @@ class TimeIndex(_IndexFile):
     @property
     def last_entry(self) -> tuple[int, int]:
         """(timestamp, offset); (-1, base) when empty."""
-        if not self._timestamps:
-            return -1, self.base_offset
-        return self._timestamps[-1], self._offsets[-1]
+        return self._last((-1, self.base_offset))
 
     def maybe_append(self, timestamp: int, offset: int) -> None:
-        if self._timestamps and timestamp <= self._timestamps[-1]:
+        if timestamp < 0 or (self._timestamps and timestamp <= self._timestamps[-1]):
             return
-        if timestamp < 0:
-            return
-        self._timestamps.append(timestamp)
-        self._offsets.append(offset)
-        self._write_entry(timestamp, offset - self.base_offset)
+        self._add(timestamp, offset)
 
     def lookup(self, target_ts: int) -> tuple[int, int]:
         """(timestamp, offset) of the greatest entry with timestamp <= target, else (-1, base)."""
