@@ -574,7 +574,8 @@ def _log_gauges(broker: Broker) -> list[GaugeMetricFamily]:
 
 
 def _log_dir_gauges(broker: Broker) -> list[GaugeMetricFamily]:
-    """kafka.log:type=LogManager (OfflineLogDirectoryCount, LogDirectoryOffline per dir) and
+    """kafka.log:type=LogManager (OfflineLogDirectoryCount, LogDirectoryOffline per dir, and
+    KIP-1066's CordonedLogDirectoryCount and LogDirectoryCordoned) and
     kafka.server:type=ReplicaManager,name=OfflineReplicaCount."""
     dirs = broker.log_manager
     offline_dirs = set(dirs.offline_dirs)
@@ -583,12 +584,18 @@ def _log_dir_gauges(broker: Broker) -> list[GaugeMetricFamily]:
     count.add_metric([], len(offline_dirs))
     per_dir = _gauge("kafka_log_logmanager_logdirectoryoffline",
                      "1 if the log directory is offline, else 0.", ["logdirectory"])
+    cordoned = _gauge("kafka_log_logmanager_cordonedlogdirectorycount",
+                      "Log directories cordoned (cordoned.log.dirs): they take no new partitions.")
+    cordoned.add_metric([], len(dirs.cordoned))
+    per_dir_cordoned = _gauge("kafka_log_logmanager_logdirectorycordoned",
+                              "1 if the log directory is cordoned, else 0.", ["logdirectory"])
     for d in dirs.dirs:
         per_dir.add_metric([d], int(d in offline_dirs))
+        per_dir_cordoned.add_metric([d], int(d in dirs.cordoned))
     replicas = _gauge("kafka_server_replicamanager_offlinereplicacount",
                       "Partitions assigned here whose log directory has failed.")
     replicas.add_metric([], len(broker.replicas.offline))
-    return [count, per_dir, replicas]
+    return [count, per_dir, cordoned, per_dir_cordoned, replicas]
 
 
 def _controller_gauges(broker: Broker) -> list[GaugeMetricFamily]:

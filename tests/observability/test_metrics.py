@@ -82,3 +82,14 @@ def test_under_min_isr_partition_count(broker_factory, unique_topic):
         time.sleep(0.1)
     assert _value(_scrape(port), name) == 2
     assert _value(_scrape(port), "kafka_server_replicamanager_underreplicatedpartitions") == 0
+
+
+def test_cordoned_log_directories(broker_factory, tmp_path):
+    """KIP-1066's LogManager gauges: CordonedLogDirectoryCount and LogDirectoryCordoned."""
+    port = free_port()
+    a, b = str(tmp_path / "a"), str(tmp_path / "b")
+    broker_factory({"metrics.port": port, "log.dirs": f"{a},{b}", "cordoned.log.dirs": b})
+    text = _scrape(port)
+    assert _value(text, "kafka_log_logmanager_cordonedlogdirectorycount") == 1
+    assert _value(text, "kafka_log_logmanager_logdirectorycordoned", logdirectory=b) == 1
+    assert _value(text, "kafka_log_logmanager_logdirectorycordoned", logdirectory=a) == 0
