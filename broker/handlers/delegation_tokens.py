@@ -87,33 +87,32 @@ def _expiry_answer(code: ErrorCode, expiry: int = ERROR_TIMESTAMP) -> dict[str, 
     return {"throttle_time": 0, "error_code": code, "expiry_timestamp": expiry}
 
 
+async def _new_expiry(ctx: RequestContext, renew: bool, hmac: bytes,
+                      period_ms: int) -> dict[str, Any]:
+    """Renew and Expire: the token's new expiry time, or why it has none."""
+    if not allows_token_requests(ctx):
+        return _expiry_answer(ErrorCode.delegation_token_request_not_allowed)
+    manager = tokens_of(ctx)
+    change = manager.renew if renew else manager.expire
+    try:
+        expiry = await change(ctx.principal, hmac, period_ms, ctx.received_ms)
+    except TokenError as exc:
+        return _expiry_answer(exc.error_code)
+    return _expiry_answer(ErrorCode.none, expiry)
+
+
 @api(39, "RenewDelegationToken", (1, 2))
 async def handle_renew_delegation_token(
     ctx: RequestContext, request: RenewDelegationTokenRequest
 ) -> dict[str, Any]:
-    if not allows_token_requests(ctx):
-        return _expiry_answer(ErrorCode.delegation_token_request_not_allowed)
-    try:
-        expiry = await tokens_of(ctx).renew(ctx.principal, request.hmac,
-                                            millis(request.renew_period), ctx.received_ms)
-    except TokenError as exc:
-        return _expiry_answer(exc.error_code)
-    return _expiry_answer(ErrorCode.none, expiry)
+    return await _new_expiry(ctx, True, request.hmac, millis(request.renew_period))
 
 
 @api(40, "ExpireDelegationToken", (1, 2))
 async def handle_expire_delegation_token(
     ctx: RequestContext, request: ExpireDelegationTokenRequest
 ) -> dict[str, Any]:
-    if not allows_token_requests(ctx):
-        return _expiry_answer(ErrorCode.delegation_token_request_not_allowed)
-    try:
-        expiry = await tokens_of(ctx).expire(ctx.principal, request.hmac,
-                                             millis(request.expiry_time_period),
-                                             ctx.received_ms)
-    except TokenError as exc:
-        return _expiry_answer(exc.error_code)
-    return _expiry_answer(ErrorCode.none, expiry)
+    return await _new_expiry(ctx, False, request.hmac, millis(request.expiry_time_period))
 
 
 @api(41, "DescribeDelegationToken", (1, 3))
