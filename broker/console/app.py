@@ -20,7 +20,9 @@ from typing import Any, TypeVar
 
 from aiohttp import ClientError, ClientSession, ClientTimeout, web
 
+from samsa.broker.admin import acls as admin_acls
 from samsa.broker.admin import topics as admin_topics
+from samsa.broker.admin import users as admin_users
 from samsa.broker.admin.client import Admin, AdminError, Settings
 
 from . import data, views
@@ -205,8 +207,43 @@ async def security_page(request: web.Request) -> web.Response:
     def gather(admin: Admin) -> tuple[dict[str, Any], list[dict[str, Any]]]:
         return data.acls(admin), data.users(admin)
 
+    c = console_of(request)
     acls, users = await ask(request, gather)
-    return render(request, "ACLs & users", views.security(acls, users))
+    return render(request, "ACLs & users", views.security(acls, users, c.read_only, c.csrf))
+
+
+async def _form(request: web.Request, names: tuple[str, ...]) -> dict[str, str]:
+    form = await request.post()
+    return {k: str(form.get(k, "")).strip() for k in names}
+
+
+async def create_acl(request: web.Request) -> web.Response:
+    f = await _form(request, views.ACL_FIELDS)
+    await ask(request, admin_acls.create, f["resource_type"], f["resource_name"] or None,
+              f["pattern_type"], f["principal"], f["host"] or "*", [f["operation"]],
+              f["permission"])
+    raise web.HTTPSeeOther("/security")
+
+
+async def delete_acl(request: web.Request) -> web.Response:
+    f = await _form(request, views.ACL_FIELDS)
+    await ask(request, admin_acls.delete, admin_acls.Filter(**f))
+    raise web.HTTPSeeOther("/security")
+
+
+async def set_scram(request: web.Request) -> web.Response:
+    f = await _form(request, ("user", "password", "mechanism", "iterations"))
+    if not f["iterations"].isdigit():
+        return render(request, "ACLs & users", error_box("iterations: a number"), status=400)
+    await ask(request, admin_users.set_scram, f["user"], [f["mechanism"]], f["password"],
+              int(f["iterations"]))
+    raise web.HTTPSeeOther("/security")
+
+
+async def delete_scram(request: web.Request) -> web.Response:
+    f = await _form(request, ("user", "mechanism"))
+    await ask(request, admin_users.delete_scram, f["user"], [f["mechanism"]])
+    raise web.HTTPSeeOther("/security")
 
 
 # ---- login ---------------------------------------------------------------------------------
@@ -308,6 +345,8 @@ def make_app(console: Console) -> web.Application:
         web.get("/transactions", transactions_page),
         web.get("/transactions/abort", confirm_abort_page),
         web.post("/transactions/abort", abort_transaction),
-        web.get("/security", security_page), web.get("/throughput", throughput),
+        web.get("/security", security_page), web.post("/acls", create_acl),
+        web.post("/acls/delete", delete_acl), web.post("/users", set_scram),
+        web.post("/users/delete", delete_scram), web.get("/throughput", throughput),
         web.get("/login", login_page), web.post("/login", login), web.get("/logout", logout)])
     return app

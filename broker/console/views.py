@@ -226,19 +226,72 @@ def confirm_abort(fields: dict[str, str], csrf: str) -> str:
             '</button> <a href="/transactions">cancel</a></form>')
 
 
-def security(acls: dict[str, Any], users: list[dict[str, Any]]) -> str:
+ACL_FIELDS = ("resource_type", "resource_name", "pattern_type", "principal", "host",
+              "operation", "permission")
+ACL_CHOICES = {
+    "resource_type": ("TOPIC", "GROUP", "CLUSTER", "TRANSACTIONAL_ID", "DELEGATION_TOKEN",
+                      "USER"),
+    "pattern_type": ("LITERAL", "PREFIXED"),
+    "operation": ("READ", "WRITE", "CREATE", "DELETE", "ALTER", "DESCRIBE", "CLUSTER_ACTION",
+                  "DESCRIBE_CONFIGS", "ALTER_CONFIGS", "IDEMPOTENT_WRITE", "CREATE_TOKENS",
+                  "DESCRIBE_TOKENS", "TWO_PHASE_COMMIT", "ALL"),
+    "permission": ("ALLOW", "DENY")}
+SCRAM = ("SCRAM-SHA-256", "SCRAM-SHA-512")
+
+
+def _select(name: str, choices: tuple[str, ...]) -> str:
+    return (f'<select name="{name}">'
+            + "".join(f"<option>{esc(c)}</option>" for c in choices) + "</select>")
+
+
+def _post_button(action: str, fields: dict[str, Any], label: str, csrf: str) -> Raw:
+    """A one-button form whose post the browser confirms first."""
+    return Raw(f'<form class="inline" method="post" action="{esc(action)}" '
+               f"onsubmit=\"return confirm('{esc(label)}?')\">"
+               f'{hidden({**fields, "csrf": csrf})}<button type="submit">{esc(label)}</button>'
+               "</form>")
+
+
+def security(acls: dict[str, Any], users: list[dict[str, Any]], read_only: bool,
+             csrf: str) -> str:
     if not acls["enabled"]:
         out = "<p id='no-authorizer'>No authorizer is configured: the cluster has no ACLs.</p>"
     else:
+        rows = [[a[k] for k in ACL_FIELDS]
+                + ([] if read_only else [_post_button("/acls/delete", {k: a[k] for k in
+                                                                        ACL_FIELDS},
+                                                      "Delete ACL", csrf)])
+                for a in acls["acls"]]
         out = table(("Resource type", "Resource", "Pattern", "Principal", "Host", "Operation",
-                     "Permission"),
-                    [(a["resource_type"], a["resource_name"], a["pattern_type"],
-                      a["principal"], a["host"], a["operation"], a["permission"])
-                     for a in acls["acls"]], "acls")
-    return (out + "<h2>SCRAM users</h2>"
-            + table(("User", "Credentials"), [(u["user"], ", ".join(
-                f"{c['mechanism']} ({c['iterations']} iterations)" for c in u["credentials"]))
-                for u in users], "users"))
+                     "Permission", *([] if read_only else [""])), rows, "acls")
+        if not read_only:
+            pick = {k: _select(k, v) for k, v in ACL_CHOICES.items()}
+            out += ('<form method="post" action="/acls" id="create-acl">'
+                    f'{hidden({"csrf": csrf})}{pick["resource_type"]} '
+                    '<input name="resource_name" placeholder="resource name"> '
+                    f'{pick["pattern_type"]} '
+                    '<input name="principal" placeholder="User:alice" required> '
+                    f'<input name="host" value="*" size="8"> {pick["operation"]} '
+                    f'{pick["permission"]} <button type="submit">Add ACL</button></form>')
+    user_rows = [[u["user"], ", ".join(f"{c['mechanism']} ({c['iterations']} iterations)"
+                                       for c in u["credentials"])]
+                 + ([] if read_only else [Raw(" ".join(
+                     _post_button("/users/delete", {"user": u["user"],
+                                                    "mechanism": c["mechanism"]},
+                                  f"Delete {c['mechanism']}", csrf)
+                     for c in u["credentials"]))])
+                 for u in users]
+    out += "<h2>SCRAM users</h2>" + table(
+        ("User", "Credentials", *([] if read_only else [""])), user_rows, "users")
+    if not read_only:
+        out += ('<form method="post" action="/users" id="set-scram">'
+                f'{hidden({"csrf": csrf})}<input name="user" placeholder="user" required> '
+                '<input name="password" type="password" placeholder="password" required '
+                'autocomplete="new-password"> '
+                f'{_select("mechanism", SCRAM)} '
+                '<input name="iterations" type="number" value="4096" min="4096"> '
+                '<button type="submit">Set credentials</button></form>')
+    return out
 
 
 def login(error: str | None, mechanism: str) -> str:

@@ -10,6 +10,7 @@ import os
 import re
 import threading
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -56,9 +57,10 @@ class ConsoleServer:
         self._thread.join(10)
 
 
+@contextmanager
 def started(factory: pytest.TempPathFactory, name: str, settings: dict[str, Any],
             **kwargs: Any) -> Iterator[BrokerProcess]:
-    """A broker for a module's fixture: started, yielded, closed."""
+    """A broker for a module's fixture, closed on leaving."""
     b = BrokerProcess(factory.mktemp(name) / "data", name=name, settings=settings, **kwargs)
     b.start()
     try:
@@ -67,8 +69,23 @@ def started(factory: pytest.TempPathFactory, name: str, settings: dict[str, Any]
         b.close()
 
 
+@contextmanager
+def started_with_sasl(factory: pytest.TempPathFactory, name: str, settings: dict[str, Any]
+                      ) -> Iterator[BrokerProcess]:
+    """A broker with a PLAINTEXT listener (its bootstrap) and a SASL_PLAINTEXT one (its
+    `sasl` attribute), for a module's fixture."""
+    plain, sasl = free_port(), free_port()
+    listeners = {
+        "listeners": f"PLAINTEXT://127.0.0.1:{plain},SASL_PLAINTEXT://127.0.0.1:{sasl}",
+        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT"}
+    with started(factory, name, {**listeners, **settings}, port=plain) as b:
+        b.sasl = f"127.0.0.1:{sasl}"  # type: ignore[attr-defined]
+        yield b
+
+
+@contextmanager
 def serving(props: dict[str, str], **kwargs: Any) -> Iterator[ConsoleServer]:
-    """A console for a module's fixture: served, yielded, closed."""
+    """A console for a module's fixture, closed on leaving."""
     c = ConsoleServer(props, **kwargs)
     try:
         yield c
@@ -79,13 +96,15 @@ def serving(props: dict[str, str], **kwargs: Any) -> Iterator[ConsoleServer]:
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
     """One plain broker per test module."""
-    yield from started(tmp_path_factory, "console", FAST)
+    with started(tmp_path_factory, "console", FAST) as b:
+        yield b
 
 
 @pytest.fixture(scope="module")
 def console(cluster: BrokerProcess) -> Iterator[ConsoleServer]:
     """A console of `cluster` (a module with another broker overrides it)."""
-    yield from serving({"bootstrap.servers": cluster.bootstrap})
+    with serving({"bootstrap.servers": cluster.bootstrap}) as c:
+        yield c
 
 
 @pytest.fixture(scope="module")

@@ -17,7 +17,7 @@ import pytest
 from confluent_kafka import Producer
 
 from samsa.broker.admin.client import Admin, Settings
-from tests.console.conftest import ConsoleServer, started
+from tests.console.conftest import ConsoleServer, serving, started
 from tests.support.broker import BrokerProcess, free_port
 
 METRICS_PORT = free_port()
@@ -28,19 +28,16 @@ REQUESTS = "kafka_network_requestmetrics_requestspersec_total"
 
 @pytest.fixture(scope="module")
 def metered(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
-    yield from started(tmp_path_factory, "console-ro", {"metrics.port": METRICS_PORT})
+    with started(tmp_path_factory, "console-ro", {"metrics.port": METRICS_PORT}) as found:
+        yield found
 
 
 @pytest.fixture(scope="module")
 def consoles(metered: BrokerProcess) -> Iterator[tuple[ConsoleServer, ConsoleServer]]:
     props = {"bootstrap.servers": metered.bootstrap}
-    read_only = ConsoleServer(props, read_only=True)
-    writable = ConsoleServer(props, metrics_urls=[METRICS_URL])
-    try:
+    with serving(props, read_only=True) as read_only, serving(
+            props, metrics_urls=[METRICS_URL]) as writable:
         yield read_only, writable
-    finally:
-        read_only.close()
-        writable.close()
 
 
 def requests_of(api: str) -> float:
@@ -73,7 +70,8 @@ def test_read_only_console_refuses_writes(consoles: tuple[ConsoleServer, Console
     assert page.locator("#create-topic").count() == 0
     shots(page, "read-only-topics")
 
-    before = requests_of("CreateTopics"), requests_of("WriteTxnMarkers")
+    writes = ("CreateTopics", "WriteTxnMarkers", "CreateAcls", "AlterUserScramCredentials")
+    before = [requests_of(api) for api in writes]
     token = read_only.console.csrf  # a post as valid as a writable console's form makes
     status, body = post(page, "/topics", {"name": name, "partitions": "1", "csrf": token})
     assert status == 403 and REFUSED in body
@@ -81,11 +79,20 @@ def test_read_only_console_refuses_writes(consoles: tuple[ConsoleServer, Console
         "topic": name, "partition": "0", "producer_id": "1", "producer_epoch": "0",
         "start_offset": "0", "csrf": token})
     assert status == 403 and REFUSED in body
+    for path, fields in (("/acls", {"resource_type": "TOPIC", "resource_name": name,
+                                    "pattern_type": "LITERAL", "principal": "User:x",
+                                    "host": "*", "operation": "READ", "permission": "ALLOW"}),
+                         ("/users", {"user": "x", "password": "p",
+                                     "mechanism": "SCRAM-SHA-256", "iterations": "4096"})):
+        status, body = post(page, path, {**fields, "csrf": token})
+        assert status == 403 and REFUSED in body, path
+    page.goto(read_only.url + "/security")
+    assert page.locator("#set-scram, #create-acl, button").count() == 0
     page.goto(read_only.url + "/transactions/abort?topic=t&partition=0&producer_id=1"
                               "&producer_epoch=0&start_offset=0")
     assert REFUSED in page.locator("#error").inner_text()
     shots(page, "read-only-refused")
-    after = requests_of("CreateTopics"), requests_of("WriteTxnMarkers")
+    after = [requests_of(api) for api in writes]
     assert after == before and not has_topic(metered.bootstrap, name)
 
     # the same post to a writable console reaches the cluster

@@ -9,33 +9,26 @@ from typing import Any
 
 import pytest
 
-from tests.console.conftest import ConsoleServer, serving
+from tests.console.conftest import ConsoleServer, serving, started_with_sasl
 from tests.security.test_sasl import JAAS, _add_scram_user
-from tests.support.broker import BrokerProcess, free_port
+from tests.support.broker import BrokerProcess
 
 
 @pytest.fixture(scope="module")
 def secured(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
-    plain, sasl = free_port(), free_port()
-    b = BrokerProcess(tmp_path_factory.mktemp("console-sasl") / "data", port=plain,
-                      name="console-sasl", settings={
-        "listeners": f"PLAINTEXT://127.0.0.1:{plain},SASL_PLAINTEXT://127.0.0.1:{sasl}",
-        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT",
-        "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512",
-        "listener.name.sasl_plaintext.plain.sasl.jaas.config": JAAS})
-    b.sasl = f"127.0.0.1:{sasl}"  # type: ignore[attr-defined]
-    b.start()
-    try:
+    with started_with_sasl(tmp_path_factory, "console-sasl", {
+            "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512",
+            "listener.name.sasl_plaintext.plain.sasl.jaas.config": JAAS}) as b:
         _add_scram_user(b.bootstrap, "carol", "carol-secret")
         yield b
-    finally:
-        b.close()
 
 
 @pytest.fixture(scope="module")
 def console(secured: BrokerProcess) -> Iterator[ConsoleServer]:
-    yield from serving({"bootstrap.servers": secured.sasl,  # type: ignore[attr-defined]
-                        "security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "PLAIN"})
+    props = {"bootstrap.servers": secured.sasl,  # type: ignore[attr-defined]
+             "security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "PLAIN"}
+    with serving(props) as found:
+        yield found
 
 
 def log_in(page: Any, user: str, password: str, mechanism: str) -> None:

@@ -44,13 +44,15 @@ time.sleep(600)
 
 @pytest.fixture(scope="module")
 def txn_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
-    yield from started(tmp_path_factory, "console-txn",
-                       {"transaction.partition.verification.enable": False})
+    with started(tmp_path_factory, "console-txn",
+                 {"transaction.partition.verification.enable": False}) as found:
+        yield found
 
 
 @pytest.fixture(scope="module")
 def console(txn_cluster: BrokerProcess) -> Iterator[ConsoleServer]:
-    yield from serving({"bootstrap.servers": txn_cluster.bootstrap})
+    with serving({"bootstrap.servers": txn_cluster.bootstrap}) as found:
+        yield found
 
 
 def killed_ghost(bootstrap: str, topic: str) -> tuple[int, int]:
