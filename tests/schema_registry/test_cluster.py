@@ -5,14 +5,16 @@ over with every schema and id, and ids go on from the last one."""
 from __future__ import annotations
 
 import json
+import struct
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from confluent_kafka import KafkaError, Producer
 from confluent_kafka.schema_registry import Schema, SchemaRegistryClient
 
 from samsa.broker.cluster.zk.process import ZooKeeperProcess
-from tests.cluster.cluster import Cluster, wait_until
+from tests.cluster.cluster import Cluster, create_topic, wait_until
 from tests.support.broker import free_port
 
 
@@ -51,18 +53,43 @@ def test_any_broker_serves_and_the_primarys_loss_loses_nothing(
         assert c.get_subjects() == ["s0", "s1", "s2"]
         assert c.get_latest_version("s0").schema_id == ids["s0-v2"]
 
+    check_validation_on_every_broker(cluster, clients[0])
+
     cluster.broker(primary).kill9()
     wait_until(lambda: cluster.leaders("_schemas").get(0, primary) not in (primary, -1), 30,
                "a new leader of _schemas")
     survivors = [SchemaRegistryClient({"url": urls[i]}) for i in range(3) if i != primary]
     for c in survivors:
-        assert c.get_subjects() == ["s0", "s1", "s2"]
+        assert c.get_subjects() == ["s0", "s1", "s2", "validated-value"]
         assert [c.get_version("s0", v).schema_id for v in (1, 2)] == [ids["s0"], ids["s0-v2"]]
         assert json.loads(c.get_schema(ids["s2"]).schema_str) == json.loads(
             record(2).schema_str)
-    assert survivors[0].register_schema("s3", record(7)) == 5  # ids go on
-    assert survivors[1].register_schema("s3", record(7)) == 5  # and are reused
+    assert survivors[0].register_schema("s3", record(7)) == 6  # ids go on (5: validated-value)
+    assert survivors[1].register_schema("s3", record(7)) == 6  # and are reused
 
     cluster.broker(primary).start()  # back, and a follower now: it forwards
     back = SchemaRegistryClient({"url": urls[primary]})
-    assert back.get_latest_version("s3").schema_id == 5
+    assert back.get_latest_version("s3").schema_id == 6
+
+
+def check_validation_on_every_broker(cluster: Cluster, registry: SchemaRegistryClient) -> None:
+    """A validated topic with a partition led by each broker: the ones that are not the
+    primary ask it about the ids."""
+    topic = "validated"
+    create_topic(cluster, topic, 3, 1, **{"confluent.value.schema.validation": "true"})
+    primary = cluster.leaders("_schemas")[0]
+    assert set(cluster.leaders(topic).values()) - {primary}, "all led by the primary"
+    good = registry.register_schema(f"{topic}-value", Schema('{"type": "string"}', "AVRO"))
+    assert good == 5
+    producer = Producer({"bootstrap.servers": cluster.bootstrap})
+    for value, expected in ((b"\x00" + struct.pack(">i", good) + b"\x02a", None),
+                            (b"plain", KafkaError.INVALID_RECORD)):
+        errors: dict[int, int | None] = {}
+
+        def delivered(err: KafkaError | None, msg: object, into: dict = errors) -> None:
+            into[msg.partition()] = None if err is None else err.code()  # type: ignore[attr-defined]
+
+        for p in range(3):
+            producer.produce(topic, value, partition=p, on_delivery=delivered)
+        assert producer.flush(30) == 0
+        assert errors == {0: expected, 1: expected, 2: expected}
