@@ -5,7 +5,8 @@ Every function here blocks (the admin client is a blocking one): the web handler
 thread. Groups, transactions, ACLs and users are the admin commands' own functions, so the
 console and `samsa group|txn|acl|user` agree; the requests broker/admin/ has no function for
 are sent here: DescribeLogDirs (sizes and free space) and Fetch of one partition's records
-as they are stored (the admin consumer skips aborted records).
+with their keys and values as bytes (the admin consumer's records carry them as text), so the
+page can show them as hex.
 """
 
 from __future__ import annotations
