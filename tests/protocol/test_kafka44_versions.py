@@ -21,7 +21,10 @@ CACHE_DIR = Path(os.environ.get("SAMSA_CACHE_DIR", REPO_ROOT / ".cache"))
 JAR = CACHE_DIR / "kafka-clients-44" / "lib" / "kafka-clients-4.4.0.jar"
 
 # Served, but below Kafka 4.4's newest stable version: API name -> Kafka 4.4's newest.
-PENDING: dict[str, int] = {}
+PENDING: dict[str, int] = {
+    "StreamsGroupHeartbeat": 1,  # KIP-1071: v0 only while the streams groups are in development
+    "StreamsGroupDescribe": 1,
+}
 
 
 def _newest_stable(schema: dict) -> int | None:
