@@ -17,13 +17,12 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable, Mapping
-from typing import Any
+from collections.abc import Mapping
 
 from kazoo.exceptions import NoNodeError
 
 from ...security.tokens import TokenInformation
-from .common import put_znode
+from .common import ChildWatches, put_znode
 from .session import ZkSession
 
 log = logging.getLogger("samsa.broker.cluster.zk.store")
@@ -33,6 +32,14 @@ TOKEN_CHANGES = "/delegation_token/token_changes"
 NOTIFICATION_EXPIRY_MS = 15 * 60 * 1000
 
 
+def _parse(token_id: str, data: bytes) -> TokenInformation | None:
+    try:
+        return TokenInformation.from_json(data)
+    except (ValueError, KeyError, TypeError):
+        log.warning("ignoring unreadable %s/%s", TOKENS, token_id)
+        return None
+
+
 class ZkDelegationTokens:
     """The cluster's tokens, kept current by watches (the store's TokenStore)."""
 
@@ -40,36 +47,13 @@ class ZkDelegationTokens:
         self._session = session
         self._zk = session.zk
         self._tokens: dict[str, TokenInformation] = {}
-        self._watched: set[str] = set()
+        self._children = ChildWatches(self._zk, TOKENS, session.call, _parse, self._set)
 
     def start(self) -> None:
         """(worker thread) Follow /delegation_token/tokens."""
         self._zk.ensure_path(TOKENS)
         self._zk.ensure_path(TOKEN_CHANGES)
-        self._zk.ChildrenWatch(TOKENS, self._on_ids)
-
-    def _on_ids(self, children: list[str]) -> None:
-        for token_id in children:
-            if token_id not in self._watched:
-                self._watched.add(token_id)
-                self._zk.DataWatch(f"{TOKENS}/{token_id}", self._watcher(token_id))
-        for token_id in self._watched - set(children):
-            self._watched.discard(token_id)
-            self._session.call(self._set, token_id, None)
-
-    def _watcher(self, token_id: str) -> Callable[[bytes | None, Any], bool]:
-        def on_change(data: bytes | None, _stat: Any) -> bool:
-            if data is None:
-                return token_id in self._watched
-            try:
-                info = TokenInformation.from_json(data)
-            except (ValueError, KeyError, TypeError):
-                log.warning("ignoring unreadable %s/%s", TOKENS, token_id)
-                return True
-            self._session.call(self._set, token_id, info)
-            return True
-
-        return on_change
+        self._children.start()
 
     def _set(self, token_id: str, info: TokenInformation | None) -> None:
         if info is None:

@@ -5,20 +5,27 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import Callable
-from typing import Any
 from urllib.parse import unquote
 
 from kazoo.exceptions import NoNodeError
 
 from ...security.scram import MECHANISMS as SCRAM_MECHANISMS
 from ...security.scram import ScramCredential
+from .common import ChildWatches
 from .common import dumps as _dumps
 from .common import sanitize as _sanitize
 from .session import ZkSession
 
 # The store's own logger, as before the store was split in parts (samsa.log.loggers).
 log = logging.getLogger("samsa.broker.cluster.zk.store")
+
+
+def _parse(name: str, data: bytes) -> dict[str, str] | None:
+    try:
+        return {str(k): str(v) for k, v in json.loads(data)["config"].items()}
+    except (ValueError, KeyError, TypeError, AttributeError):
+        log.warning("ignoring unreadable /config/users/%s", name)
+        return None
 
 
 class ZkUsers:
@@ -28,34 +35,13 @@ class ZkUsers:
         self._session = session
         self._zk = session.zk
         self._users: dict[str, dict[str, str]] = {}  # /config/users/<user> "config"s (SCRAM)
-        self._watched_users: set[str] = set()
+        self._children = ChildWatches(
+            self._zk, "/config/users", session.call, _parse,
+            lambda name, config: self._set_user(unquote(name), config))
 
     def start(self) -> None:
         """(worker thread) Follow /config/users."""
-        self._zk.ChildrenWatch("/config/users", self._on_user_names)
-
-    def _on_user_names(self, children: list[str]) -> None:
-        for name in children:
-            if name not in self._watched_users:
-                self._watched_users.add(name)
-                self._zk.DataWatch(f"/config/users/{name}", self._user_watcher(name))
-        for name in self._watched_users - set(children):
-            self._watched_users.discard(name)
-            self._session.call(self._set_user, unquote(name), None)
-
-    def _user_watcher(self, name: str) -> Callable[[bytes | None, Any], bool]:
-        def on_change(data: bytes | None, _stat: Any) -> bool:
-            if data is None:
-                return name in self._watched_users
-            try:
-                config = {str(k): str(v) for k, v in json.loads(data)["config"].items()}
-            except (ValueError, KeyError, TypeError, AttributeError):
-                log.warning("ignoring unreadable /config/users/%s", name)
-                return True
-            self._session.call(self._set_user, unquote(name), config)
-            return True
-
-        return on_change
+        self._children.start()
 
     def _set_user(self, name: str, config: dict[str, str] | None) -> None:
         if config:
