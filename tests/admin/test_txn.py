@@ -82,6 +82,10 @@ def test_list_describe_find_hanging_and_abort(txn_broker: BrokerProcess,
                  str(listed[txn_id]["producer_id"])) == []
     assert [r["transactional_id"] for r in _json(
         samsa, b, "list", "--transactional-id-pattern", f"{txn_id[:-2]}.*")] == [txn_id]
+    assert txn_id in {r["transactional_id"] for r in _json(samsa, b, "list",
+                                                          "--duration-filter", "0")}
+    assert txn_id not in {r["transactional_id"] for r in _json(samsa, b, "list",
+                                                              "--duration-filter", "3600000")}
     rows = parse_table(samsa("txn", "list", "--state", "Ongoing", bootstrap=b).out.splitlines())
     assert {(r["TRANSACTIONAL-ID"], r["STATE"]) for r in rows} >= {(txn_id, "Ongoing")}
 
