@@ -33,6 +33,7 @@ class StreamsGroups:
         self.heartbeat_ms: int = cfg["group.streams.heartbeat.interval.ms"]
         self.task_offset_interval_ms: int = cfg["group.streams.task.offset.interval.ms"]
         self.acceptable_recovery_lag: int = cfg["group.streams.acceptable.recovery.lag"]
+        self.standby_replicas: int = cfg["group.streams.num.standby.replicas"]
         # whether a group id is a group of another type (the coordinator's, which knows them)
         self.other_type: Callable[[str], bool] = lambda group_id: False
         self._sessions: dict[tuple[str, str], asyncio.TimerHandle] = {}
@@ -77,7 +78,7 @@ class StreamsGroups:
             raise GroupError(ErrorCode.group_id_not_found,
                              f"Group {req.group_id} is not a streams group.")
         out = transitions.heartbeat(self.groups.get(req.group_id), req, p, self._counts,
-                                    now_ms())
+                                    now_ms(), self.standby_replicas)
         await self._write(p, out.records)
         group = self.groups.get(req.group_id)
         if group is not None and req.shutdown_application:

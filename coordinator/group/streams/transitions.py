@@ -146,9 +146,9 @@ def validate_topology(t: Topology) -> None:
 
 
 def heartbeat(group: StreamsGroup | None, req: Heartbeat, p: int, counts: PartitionCounts,
-              now_ms: int) -> Outcome:
+              now_ms: int, standby_replicas: int = 0) -> Outcome:
     """A heartbeat of a known or new member (see the module's docstring); raises GroupError
-    with the answer's error."""
+    with the answer's error. `standby_replicas`: the standby tasks of each stateful task."""
     validate(req)
     if req.member_epoch in (LEAVE_EPOCH, STATIC_LEAVE_EPOCH):
         return leave(group, req.member_id)
@@ -171,7 +171,7 @@ def heartbeat(group: StreamsGroup | None, req: Heartbeat, p: int, counts: Partit
         s.emit(rec.group_metadata(req.group_id, g.epoch + 1, new_hash,
                                   g.topology.epoch if g.topology is not None else -1))
     if s.group.epoch > s.group.assignment_epoch:
-        _new_target(s, configured, now_ms)
+        _new_target(s, configured, now_ms, standby_replicas)
     before = s.group.members[req.member_id].assigned
     _reconcile(s, req.member_id, req.active)
     after = s.group.members[req.member_id]
@@ -264,14 +264,19 @@ def _update_topology(s: _Scratch, req: Heartbeat, status: list[tuple[int, str]])
     return False
 
 
-def _new_target(s: _Scratch, configured: Configured, now_ms: int) -> None:
+def _new_target(s: _Scratch, configured: Configured, now_ms: int,
+                standby_replicas: int) -> None:
     """The target assignment of the group's epoch: the sticky assignor over the tasks the
     configured topology has (none while it cannot run)."""
     g = s.group
     tasks = configured.tasks if configured.ready else {}
     spec = {m.member_id: (m.process_id, g.target.get(m.member_id, EMPTY).active)
             for m in g.members.values()}
-    for member_id, target in sorted(assign(spec, tasks).items()):
+    stateful = {t.subtopology_id for t in g.topology.subtopologies
+                if t.state_changelog_topics} if g.topology is not None else set()
+    previous = {m: t.standby for m, t in g.target.items()}
+    targets = assign(spec, tasks, standby_replicas, stateful, previous)
+    for member_id, target in sorted(targets.items()):
         if g.target.get(member_id) != target:
             s.emit(rec.target_member(s.group_id, member_id, target))
     s.emit(rec.target_metadata(s.group_id, g.epoch, now_ms))
