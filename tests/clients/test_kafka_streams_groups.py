@@ -39,7 +39,9 @@ STREAMS_BROKER = {"unstable.api.versions.enable": "true",
                   "unstable.feature.versions.enable": "true",
                   "initial.feature.levels": "streams.version=1",
                   "group.streams.session.timeout.ms": "10000",
-                  "group.streams.heartbeat.interval.ms": "1000"}
+                  "group.streams.heartbeat.interval.ms": "1000",
+                  # each instance keeps a standby copy of the other's count store
+                  "group.streams.num.standby.replicas": "1"}
 
 
 def _create_topics(bootstrap: str, *topics: tuple[str, int]) -> None:
@@ -87,6 +89,7 @@ def test_streams_group_protocol_two_instances(broker_factory, tmp_path):
                                        "--members")
         rows = [line.split() for line in members.splitlines() if line.split()[:1] == [app_id]]
         assert len(rows) == 2 and all("ACTIVE:" in row for row in rows), members
+        assert any("STANDBY:" in row for row in rows), members
         state = _streams_groups_tool(broker.bootstrap, "--describe", "--group", app_id,
                                      "--state")
         row = next((r for r in map(str.split, state.splitlines()) if r[:1] == [app_id]), [])

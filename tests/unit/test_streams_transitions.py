@@ -264,3 +264,30 @@ def test_leave_writes_tombstones_and_moves_the_group_epoch():
     # the remaining member is given everything at its next heartbeat
     r1 = g.send(beat("m1", 1, {"0": {0, 1}, "1": {0, 1}}))
     assert r1.answer.member_epoch == 3 and len(g.group.target["m1"].active["0"]) == 2
+
+
+def test_standbys_go_to_other_processes_for_stateful_tasks_only():
+    members = {"a1": ("pa", {}), "a2": ("pa", {}), "b1": ("pb", {})}
+    out = assign(members, {"0": 2, "1": 2}, standby_replicas=1, stateful={"1"})
+    owner = {(s, p): m for m, t in out.items() for s, ps in t.active.items() for p in ps}
+    standby = {(s, p): m for m, t in out.items() for s, ps in t.standby.items() for p in ps}
+    assert set(standby) == {("1", 0), ("1", 1)}  # subtopology 0 has no state: no standby
+    for task, m in standby.items():
+        assert members[m][0] != members[owner[task]][0]  # never on the active's process
+    # two copies asked, one other process: only one is given
+    again = assign(members, {"1": 2}, standby_replicas=2, stateful={"1"})
+    assert sum(len(ps) for t in again.values() for ps in t.standby.values()) == 2
+
+
+def test_standby_tasks_are_assigned_with_the_target():
+    g = Group()
+    g.send(join("m1"))
+    out = heartbeat(g.group, join("m2", "p2"), 0, ALL, 0, standby_replicas=1)
+    g.apply(out)
+    targets = g.group.target
+    assert targets["m1"].standby or targets["m2"].standby
+    for m, t in targets.items():
+        other = targets["m2" if m == "m1" else "m1"]
+        assert t.standby.get("1", frozenset()) <= other.active.get("1", frozenset())
+    # a standby is given at once: nothing to wait for
+    assert out.answer.tasks is not None and out.answer.tasks.standby == targets["m2"].standby
