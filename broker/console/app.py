@@ -23,13 +23,16 @@ from aiohttp import ClientError, ClientSession, ClientTimeout, web
 from samsa.broker.admin import acls as admin_acls
 from samsa.broker.admin import topics as admin_topics
 from samsa.broker.admin import users as admin_users
-from samsa.broker.admin.client import Admin, AdminError, Settings
+from samsa.broker.admin.client import Admin, AdminError, KafkaRequestError, Settings
+from samsa.protocol.errors import ErrorCode
 
 from . import data, views
 from .html import error_box, page
 
 T = TypeVar("T")
 COOKIE = "samsa_console"
+NOT_FOUND = frozenset({ErrorCode.unknown_topic_or_partition, ErrorCode.group_id_not_found,
+                       ErrorCode.transactional_id_not_found, ErrorCode.unknown_topic_id})
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 
@@ -105,11 +108,13 @@ async def guard(request: web.Request, handler: Handler) -> web.StreamResponse:
 
 @web.middleware
 async def admin_errors(request: web.Request, handler: Handler) -> web.StreamResponse:
-    """A Kafka error (or an unreachable cluster) is shown on the page, with status 502."""
+    """A Kafka error is shown on the page: 404 for what does not exist, else 502 (the cluster
+    refused the request, or did not answer)."""
     try:
         return await handler(request)
     except AdminError as e:
-        return render(request, "Error", error_box(str(e)), status=502)
+        missing = isinstance(e, KafkaRequestError) and e.code in NOT_FOUND
+        return render(request, "Error", error_box(str(e)), status=404 if missing else 502)
 
 
 # ---- pages ---------------------------------------------------------------------------------

@@ -84,3 +84,25 @@ def test_messages_browsed_as_text_json_and_hex(console: ConsoleServer, cluster: 
     page.goto(f"{console.url}/topics/{unique_topic}/messages?partition=0&offset=0&limit=2")
     assert page.locator("#messages tbody tr").first.locator("td").nth(3).inner_text() == (
         '{"n": 0}')
+
+
+def test_a_topic_that_does_not_exist_is_404(console: ConsoleServer, page: Any) -> None:
+    response = page.goto(console.url + "/topics/no-such-topic-here")
+    assert response.status == 404
+    assert "UNKNOWN_TOPIC_OR_PARTITION" in page.locator("#error").inner_text()
+
+
+def test_record_contents_are_shown_as_text_not_run(console: ConsoleServer,
+                                                  cluster: BrokerProcess, page: Any,
+                                                  unique_topic: str) -> None:
+    script = "<script>window.ran = true</script><b>bold</b>"
+    p = Producer({"bootstrap.servers": cluster.bootstrap})
+    p.produce(unique_topic, key=script.encode(), value=script.encode(),
+              headers=[("<i>h</i>", b"<u>v</u>")], partition=0)
+    assert p.flush(20) == 0
+    page.goto(f"{console.url}/topics/{unique_topic}/messages?partition=0")
+    cells = page.locator("#messages tbody tr").first.locator("td")
+    assert cells.nth(2).inner_text() == script and cells.nth(3).inner_text() == script
+    assert cells.nth(4).inner_text() == "<i>h</i>=<u>v</u>"
+    assert page.evaluate("window.ran") is None
+    assert page.locator("#messages b, #messages i, #messages u").count() == 0
