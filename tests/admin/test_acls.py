@@ -1,6 +1,7 @@
 """`samsa acl list|create|delete` against a Samsa broker with Kafka's StandardAuthorizer
 (the anonymous principal a super user): literal, prefixed and cluster ACLs created, listed by
-filters (MATCH finds what applies to a name) and deleted."""
+filters (MATCH finds what applies to a name) and deleted, and an ACL that lets a SASL user
+see a topic."""
 
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ from collections.abc import Iterator
 import pytest
 
 from tests.admin.conftest import Samsa, parse_table
-from tests.support.broker import BrokerProcess
+from tests.security.test_sasl import JAAS
+from tests.support.broker import BrokerProcess, free_port
 
 ACL_KEYS = {"resource_type", "resource_name", "pattern_type", "principal", "host", "operation",
             "permission"}
@@ -18,9 +20,16 @@ AUTHORIZER = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
 
 @pytest.fixture(scope="module")
 def acl_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
-    b = BrokerProcess(tmp_path_factory.mktemp("admin-acls") / "data", name="admin-acls",
-                      settings={"authorizer.class.name": AUTHORIZER,
-                                "super.users": "User:ANONYMOUS"})
+    """PLAINTEXT for the (super user) admin, SASL PLAIN for alice, whom ACLs govern."""
+    plain, sasl = free_port(), free_port()
+    b = BrokerProcess(tmp_path_factory.mktemp("admin-acls") / "data", port=plain,
+                      name="admin-acls", settings={
+        "listeners": f"PLAINTEXT://127.0.0.1:{plain},SASL_PLAINTEXT://127.0.0.1:{sasl}",
+        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT",
+        "sasl.enabled.mechanisms": "PLAIN",
+        "listener.name.sasl_plaintext.plain.sasl.jaas.config": JAAS,
+        "authorizer.class.name": AUTHORIZER, "super.users": "User:ANONYMOUS"})
+    b.sasl = f"127.0.0.1:{sasl}"  # type: ignore[attr-defined]
     b.start()
     try:
         yield b
@@ -69,3 +78,22 @@ def test_create_list_and_delete_acls(acl_broker: BrokerProcess, samsa: Samsa) ->
     assert len(_acls(samsa, b, "delete", "--resource-type", "any")) == 3
     assert _acls(samsa, b, "list") == []
 
+
+
+def test_an_acl_takes_effect(acl_broker: BrokerProcess, samsa: Samsa,
+                             unique_topic: str) -> None:
+    b, t = acl_broker.bootstrap, unique_topic
+    assert samsa("topic", "create", t, bootstrap=b).rc == 0
+    as_alice = ("-X", "security.protocol=SASL_PLAINTEXT", "-X", "sasl.mechanism=PLAIN",
+                "-X", "sasl.username=alice", "-X", "sasl.password=alice-secret")
+    sasl = acl_broker.sasl  # type: ignore[attr-defined]
+    r = samsa("topic", "describe", t, *as_alice, bootstrap=sasl)
+    assert (r.rc, r.err.split(":")[1].strip()) == (1, "TOPIC_AUTHORIZATION_FAILED")
+    _acls(samsa, b, "create", "--resource-type", "topic", "--resource-name", t,
+          "--principal", "User:alice", "--operation", "describe", "--operation",
+          "describe-configs")  # Metadata, then DescribeConfigs
+    (d,) = samsa("topic", "describe", t, *as_alice, "--format", "json", bootstrap=sasl).json()
+    assert d["name"] == t
+    _acls(samsa, b, "delete", "--resource-type", "topic", "--resource-name", t)
+    r = samsa("topic", "describe", t, *as_alice, bootstrap=sasl)
+    assert (r.rc, r.err.split(":")[1].strip()) == (1, "TOPIC_AUTHORIZATION_FAILED")
