@@ -175,3 +175,43 @@ async def test_a_session_timeout_whose_removal_is_refused_keeps_the_member_and_i
     group.members["m1"].cancel_timers()
     coord.consumer._on_consumer_timeout(group, "m1", None, "session timeout")
     assert _state(coord) == before, "the member stays, its session running again"
+
+
+async def _static_heartbeat(coord: GroupCoordinator, member_id: str,
+                            epoch: int) -> dict[str, Any]:
+    return await coord.consumer_group_heartbeat(
+        GROUP, member_id, epoch, "i1", None, 30000, ["t"], None, None,
+        [] if epoch == 0 else None, "client", "/127.0.0.1", 0)
+
+
+async def test_a_heartbeat_is_decided_without_changing_the_group(
+        coord: GroupCoordinator) -> None:
+    """A static member back under a new member id replaces the old one only once the records
+    are written: the decision leaves the old member in place, its session running."""
+    assert (await _static_heartbeat(coord, "m1", 0))["error_code"] == ErrorCode.none
+    assert (await _static_heartbeat(coord, "m1", -2))["member_epoch"] == -2
+    before = _state(coord)
+    old = coord.consumer_groups[GROUP].members["m1"]
+    step = coord.consumer.heartbeat.decide(0, GROUP, "m1b", 0, "i1", None, 30000, ["t"], None,
+                                           None, [], "client", "/127.0.0.1", 45000, 5000)
+    assert step.records and step.answer["member_id"] == "m1b"
+    assert _state(coord) == before
+    assert old.session_timer is not None and not old.session_timer.cancelled()
+    install = step.apply[0]
+    install()
+    assert set(coord.consumer_groups[GROUP].members) == {"m1b"}
+    # the replaced member's partitions are the new one's at once (none is held by another)
+    assert old.assigned and coord.consumer_groups[GROUP].members["m1b"].assigned == old.assigned
+    assert old.session_timer is None, "the replaced member's timers stop with it"
+
+
+async def test_a_static_return_whose_append_is_refused_leaves_the_group_as_it_was(
+        coord: GroupCoordinator, host: FakeHost) -> None:
+    await _heartbeat(coord, "m2", 0)
+    await _static_heartbeat(coord, "m1", 0)
+    await _static_heartbeat(coord, "m1", -2)
+    before = _state(coord)
+    _refuse_appends(host)
+    answer = await _static_heartbeat(coord, "m1b", 0)
+    assert answer["error_code"] == ErrorCode.coordinator_not_available
+    assert _state(coord) == before

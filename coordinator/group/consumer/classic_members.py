@@ -141,13 +141,18 @@ class ClassicMembers:
             info = self.partitions.topics_view.topic_info(topic)
             if info is not None:
                 owned.append((info[0], partitions))
-        records, _, after = self.consumer.heartbeat.apply(
+        step = self.consumer.heartbeat.decide(
             group.partition, group.group_id, member_id,
             existing.member_epoch if existing is not None else 0, instance_id, None,
             rebalance_timeout_ms, names, None, None,
             owned, client_id, client_host, self.consumer.consumer_session_ms,
             self.consumer.consumer_heartbeat_ms, classic=(session_timeout_ms, list(protocols)),
             downgrading=downgrade, resubscribed=resubscribed)
+        # applied at once: the conversion below reads the group as the join leaves it (the
+        # caller undoes the change from its snapshot if the records cannot be written)
+        install, *after = step.apply
+        install()
+        records = step.records
         if downgrade:
             log.info("static member %s (instance %s) replaces %s, the last consumer-protocol "
                      "member of group %s: the group goes back to classic", member_id,

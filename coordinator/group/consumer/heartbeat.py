@@ -13,14 +13,13 @@ from __future__ import annotations
 import functools
 import logging
 import uuid
-from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from samsa.protocol.errors import ErrorCode
 
 from ..classic.model import ClassicGroup
-from ..common import GroupError, new_member_id
+from ..common import GroupError, Step, new_member_id
 from . import transitions
 from .model import (
     LEAVE_GROUP_MEMBER_EPOCH,
@@ -49,7 +48,20 @@ if TYPE_CHECKING:
 log = logging.getLogger("samsa.coordinator.group.coordinator")
 
 Owned = list[tuple[uuid.UUID, list[int]]]
-Applied = tuple[Records, dict[str, Any], list[Callable[[], None]]]
+
+
+@dataclass(frozen=True, slots=True)
+class _Change:
+    """What a heartbeat changes of its group, made once its records are in the log."""
+
+    group: ConsumerGroup  # a new or upgraded group is installed with it
+    replaced: ConsumerMember | None  # the static member the heartbeat's member replaces
+    member: ConsumerMember
+    group_epoch: int
+    subscription_metadata: TopicsMetadata
+    target: dict[str, Assignment]
+    target_epoch: int
+    session_ms: int | None  # the group's session timeout; None: a classic member's join
 
 
 class ConsumerHeartbeat:
@@ -83,20 +95,11 @@ class ConsumerHeartbeat:
                 return await groups.partitions.take(p, transitions.leave(
                     group_id, groups.consumer_groups.get(group_id), member_id, member_epoch,
                     instance_id, groups.migration.downgrade, groups.subscription_metadata))
-            snapshot = groups.consumer_snapshot(group_id)
-            try:
-                records, response, after = self.apply(
-                    p, group_id, member_id, member_epoch, instance_id, rack_id,
-                    rebalance_timeout_ms, names, regex, assignor, owned, client_id,
-                    client_host,
-                    session_ms if session_ms is not None else groups.consumer_session_ms,
-                    heartbeat_ms if heartbeat_ms is not None else groups.consumer_heartbeat_ms)
-                replicated = (groups.partitions.begin_append_replicated(p, records)
-                              if records else None)
-            except GroupError:
-                groups.consumer_restore(snapshot)
-                raise
-            await groups.partitions.apply_and_await(p, after, replicated)
+            return await groups.partitions.take(p, self.decide(
+                p, group_id, member_id, member_epoch, instance_id, rack_id,
+                rebalance_timeout_ms, names, regex, assignor, owned, client_id, client_host,
+                session_ms if session_ms is not None else groups.consumer_session_ms,
+                heartbeat_ms if heartbeat_ms is not None else groups.consumer_heartbeat_ms))
         except GroupError as exc:
             message = str(exc.args[0]) if exc.args else ""
             if exc.error_code != ErrorCode.coordinator_load_in_progress:
@@ -105,9 +108,8 @@ class ConsumerHeartbeat:
                          message)
             return _error(exc.error_code, None if message == str(int(exc.error_code))
                           else message)
-        return response
 
-    def apply(
+    def decide(
         self, p: int, group_id: str, member_id: str, member_epoch: int,
         instance_id: str | None, rack_id: str | None, rebalance_timeout_ms: int,
         names: list[str] | None, regex: str | None, assignor: str | None,
@@ -115,10 +117,10 @@ class ConsumerHeartbeat:
         session_ms: int, heartbeat_ms: int,
         classic: tuple[int, list[tuple[str, bytes]]] | None = None,
         downgrading: bool = False, resubscribed: bool = False,
-    ) -> Applied:
-        """Apply one heartbeat to the group state; the records to write, the answer, and
-        what to do once the records are in the log (timers, the classic group an upgrade
-        replaces). The caller undoes the change if the records cannot be written.
+    ) -> Step:
+        """What one heartbeat does, without I/O: the records to write, the answer, and what
+        to do once the records are in the log: the change to the group state, then the rest
+        (timers, the classic group an upgrade replaces). Nothing changes before.
         `classic`: the member joins with JoinGroup (session timeout, protocols).
         `downgrading`: the joining member turns the group classic (Kafka computes no new
         target assignment then, and reconciles the member only if not `resubscribed`, as
@@ -151,18 +153,27 @@ class ConsumerHeartbeat:
                                  keep=downgrading and resubscribed)
         if (is_new and not swapped) or reconciled.assignment_key() != member.assignment_key():
             records.append(current_assignment_record(group_id, reconciled))
-        self.groups.consumer_groups.setdefault(group_id, group)
-        group.group_epoch = group_epoch
-        group.subscription_metadata = sub_meta
-        group.target = target
-        group.assignment_epoch = target_epoch
-        group.update_member(group.members.get(member_id), reconciled)
-        if classic is None:
-            group.session_ms = session_ms
+        change = _Change(group, replaced, reconciled, group_epoch, sub_meta, target,
+                         target_epoch, session_ms if classic is None else None)
         written = functools.partial(self._written, group, member, reconciled, upgraded, is_new,
                                     classic is not None)
-        return records, _heartbeat_response(member, reconciled, member_epoch, heartbeat_ms,
-                                            rebalance_timeout_ms, names, owned), [written]
+        return Step(records, _heartbeat_response(member, reconciled, member_epoch, heartbeat_ms,
+                                                 rebalance_timeout_ms, names, owned),
+                    (functools.partial(self._install, change), written))
+
+    def _install(self, change: _Change) -> None:
+        """The heartbeat's change to the group state (its records are in the log)."""
+        group = change.group
+        if change.replaced is not None:
+            group.remove_member(change.replaced.member_id)
+        self.groups.consumer_groups.setdefault(group.group_id, group)
+        group.group_epoch = change.group_epoch
+        group.subscription_metadata = change.subscription_metadata
+        group.target = change.target
+        group.assignment_epoch = change.target_epoch
+        group.update_member(group.members.get(change.member.member_id), change.member)
+        if change.session_ms is not None:
+            group.session_ms = change.session_ms
 
     def _group(self, p: int, group_id: str, member_epoch: int
                ) -> tuple[ConsumerGroup, Records, ClassicGroup | None]:
@@ -364,15 +375,21 @@ def _updated_member(member: ConsumerMember, instance_id: str | None, rack_id: st
 def _reconciled(group: ConsumerGroup, updated: ConsumerMember,
                 replaced: ConsumerMember | None, target: dict[str, Assignment],
                 target_epoch: int, owned: Owned | None, keep: bool) -> ConsumerMember:
-    """The member moved toward its target assignment (as it is when `keep`); the static
-    member it replaces leaves the group first."""
-    if replaced is not None:
-        group.remove_member(replaced.member_id)
+    """The member moved toward its target assignment (as it is when `keep`); the partitions
+    of the static member it replaces are free (that member leaves the group first)."""
     if keep:
         return updated
+    partition_epoch = group.current_partition_epoch
+    if replaced is not None:
+        freed = replaced.held_epochs().keys()
+
+        def partition_epoch(topic_id: uuid.UUID, partition: int) -> int:
+            if (topic_id, partition) in freed:
+                return -1
+            return group.current_partition_epoch(topic_id, partition)
     try:
         return reconcile(updated, target_epoch, target.get(updated.member_id, {}),
-                         group.current_partition_epoch, owned)
+                         partition_epoch, owned)
     except FencedMemberEpoch as exc:
         raise GroupError(ErrorCode.fenced_member_epoch, str(exc)) from exc
 
