@@ -3,9 +3,10 @@ GroupMetadataManager.consumerGroupHeartbeat: check the request, find the group (
 upgraded from a classic one) and the member (dynamic, static, or a static one replacing
 another), update the member, bump the group epoch if the subscriptions changed, compute the
 target assignment (target.py), reconcile the member (reconciliation.py), write the records
-(records.py) and answer. The state is `ConsumerGroups`' (groups.py): a change is applied at
-once and undone from its snapshot if its records cannot be written; a leave is decided
-without I/O (transitions.py) and applied once its records are in the log.
+(records.py) and answer. The state is `ConsumerGroups`' (groups.py). A heartbeat is decided
+without changing it (`decide`; a leave: transitions.py), as a `Step` that
+`GroupPartitions.take` applies once its records are in the local log: a refused write leaves
+nothing to undo.
 """
 
 from __future__ import annotations
