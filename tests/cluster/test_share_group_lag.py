@@ -10,15 +10,9 @@ import uuid
 
 import pytest
 
+from tests.cluster import test_share_group_failover as failover
 from tests.cluster.cluster import GROUP_KEY, Cluster, wait_until
 from tests.cluster.test_share_group_coordinator_failover import RETRIABLE, _fetch, _hb
-from tests.cluster.test_share_group_failover import (
-    SETTINGS,
-    _configure_group,
-    _coordinator,
-    _setup,
-    _share_coordinator,
-)
 from tests.protocol.wire import WireClient
 
 pytestmark = pytest.mark.timeout(150)
@@ -27,14 +21,14 @@ RECORDS, ACCEPT, REJECT = 40, 1, 3
 
 
 def test_share_group_lag_with_leader_and_coordinators_on_three_brokers(zookeeper, tmp_path):
-    cluster = Cluster(zookeeper, tmp_path, **SETTINGS).start()
+    cluster = Cluster(zookeeper, tmp_path, **failover.SETTINGS).start()
     try:
-        topic, group, tid = _setup(cluster, RECORDS)
+        topic, group, tid = failover._setup(cluster, RECORDS)
         leader = cluster.leaders(topic)[0]
-        while len({leader, coordinator := _coordinator(cluster, GROUP_KEY, group),
-                   _share_coordinator(cluster, group, tid)}) < 3:
+        while len({leader, coordinator := failover._coordinator(cluster, GROUP_KEY, group),
+                   failover._share_coordinator(cluster, group, tid)}) < 3:
             group = f"sg-{uuid.uuid4().hex[:6]}"
-            _configure_group(cluster, group)
+            failover._configure_group(cluster, group)
         member = uuid.uuid4().hex
         with WireClient(cluster.broker(coordinator).bootstrap) as w:
             wait_until(lambda: _hb(w, group, member, 0, topic).error_code not in RETRIABLE,
