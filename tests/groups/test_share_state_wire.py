@@ -122,6 +122,53 @@ def test_persister_apis_and_the_state_topic(broker_factory):
     assert f'key: {{"type":"0",{key_json} payload: <DELETE>' in out, out
 
 
+def test_delivery_complete_count_is_kept_and_read_back(broker_factory):
+    """KIP-1226: WriteShareGroupState v1 carries the delivery-complete count, the share
+    coordinator keeps it in its records (Kafka's tagged field, which DumpLogSegments decodes)
+    as Kafka's shard settles it, and ReadShareGroupStateSummary v1 answers it, after a restart
+    too; v0 of either knows nothing of it."""
+    b = broker_factory(settings={**SHARE, "share.coordinator.state.topic.num.partitions": 1})
+    group = "sg-count"
+
+    def summary(w, version):
+        return _part(w.call(SUMMARY, version, _body(group, tid, leader_epoch=-1)))
+
+    def write(w, start, count, batches=()):
+        body = _body(group, tid, state_epoch=0, leader_epoch=1, start_offset=start,
+                     delivery_complete_count=count, state_batches=[
+                         {"first_offset": f, "last_offset": la, "delivery_state": st,
+                          "delivery_count": c} for f, la, st, c in batches])
+        return _part(w.call(WRITE, 1, body)).error_code
+
+    with WireClient(b.bootstrap) as w:
+        tid = setup_share_group(w, "share-count", group, [])
+        # (FindCoordinator with a share key creates the state topic)
+        w.call(FIND_COORDINATOR, 4, {"key_type": 2,
+                                     "coordinator_keys": [coordinator_key(group, tid, 0)]})
+        assert _part(_call(w, INITIALIZE, _body(group, tid, state_epoch=0, start_offset=10))) \
+            .error_code == NONE
+        assert summary(w, 1).delivery_complete_count == 0  # a start offset: counting from 0
+        assert write(w, 10, 3, [(12, 14, ACKED, 1)]) == NONE
+        assert write(w, 10, 2) == NONE  # the same start offset: the larger count stays
+        assert summary(w, 1).delivery_complete_count == 3
+        assert write(w, 15, 0) == NONE  # the start offset moved on: the written count
+        assert write(w, 16, 1, [(18, 18, ARCHIVED, 1)]) == NONE
+        assert not hasattr(summary(w, 0), "delivery_complete_count")
+    b.stop()
+    b.start()
+    with WireClient(b.bootstrap) as w:
+        got = summary(w, 1)
+        assert (got.error_code, got.start_offset, got.delivery_complete_count) == (NONE, 16, 1)
+
+    state_dir = next(d for d in b.data_dir.glob("__share_group_state-*")
+                     if any(f.stat().st_size for f in d.glob("*.log")))
+    res = run_java_tool("org.apache.kafka.tools.DumpLogSegments", [
+        "--share-group-state-decoder", "--files", str(state_dir / "00000000000000000000.log")])
+    assert res.returncode == 0, res.stderr
+    assert '"startOffset":10,"deliveryCompleteCount":0,' in res.stdout, res.stdout
+    assert '"startOffset":16,"deliveryCompleteCount":1,' in res.stdout, res.stdout
+
+
 def _log_start(w, partition):
     r = w.call(2, 7, {"replica_id": -1, "isolation_level": 0, "topics": [
         {"name": "__share_group_state", "partitions": [
