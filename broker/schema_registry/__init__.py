@@ -5,6 +5,7 @@ topic in Confluent's record format, written by the leader of its partition (the 
 from __future__ import annotations
 
 import logging
+import ssl
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
@@ -12,6 +13,9 @@ from samsa.config.schema import ConfigError
 from samsa.coordinator.internal_log import InternalTopic
 from samsa.coordinator.ports import InternalLogHost
 
+from ..security.client import ClientSecurity
+from ..security.tls import client_context, server_context
+from .auth import BasicAuth, basic_header
 from .forward import Forwarder
 from .primary import PrimaryLocator
 from .registry import Registry
@@ -31,12 +35,27 @@ log = logging.getLogger(__name__)
 MIN_ISR = 2
 
 
-def _host_port(url: str) -> tuple[str, int]:
+# The listener name whose ssl.* properties an https registry uses (listener.name.
+# schema_registry.ssl.* override the broker's ssl.*).
+TLS_LISTENER = "SCHEMA_REGISTRY"
+
+
+def _address(url: str) -> tuple[str, int, bool]:
+    """Host, port and whether it is https."""
     parts = urlsplit(url)
-    if parts.scheme != "http" or not parts.hostname or parts.port is None:
+    if parts.scheme not in ("http", "https") or not parts.hostname or parts.port is None:
         raise ConfigError("schema.registry.listeners",
-                          f"{url!r} is not an http://host:port URL (https is not served yet)")
-    return parts.hostname, parts.port
+                          f"{url!r} is not an http://host:port or https://host:port URL")
+    return parts.hostname, parts.port, parts.scheme == "https"
+
+
+def _internal_login(config: Any) -> str | None:
+    """The Authorization a broker sends its own requests to the primary with (validation's
+    lookups): its inter-broker SASL user and password, when it has one."""
+    security = ClientSecurity.from_config(config)
+    if security.mechanism is None or not security.username:
+        return None
+    return basic_header(security.username, security.password)
 
 
 class SchemaRegistry:
@@ -44,14 +63,21 @@ class SchemaRegistry:
 
     def __init__(self, config: Any, host: InternalLogHost, metadata: MetadataStore) -> None:
         self.urls: list[str] = list(config["schema.registry.listeners"])
-        self.addresses = [_host_port(url) for url in self.urls]
+        self.addresses = [_address(url) for url in self.urls]
+        tls = any(https for _, _, https in self.addresses)
+        self.tls: ssl.SSLContext | None = server_context(config, TLS_LISTENER) if tls else None
+        basic = config["schema.registry.authentication.method"] == "BASIC"
+        self.auth = BasicAuth(config, metadata) if basic else None
         self.store = SchemaStore()
         self.topic = InternalTopic(
             host, config["schema.registry.topic"], 1,
             config["schema.registry.topic.replication.factor"],
             config["log.segment.bytes"], min_isr=MIN_ISR)
         self.registry = Registry(self.store, TopicLog(self.topic, self.store))
-        self.forwarder = Forwarder(PrimaryLocator(metadata, self.topic.name, config.broker_id))
+        self.forwarder = Forwarder(
+            PrimaryLocator(metadata, self.topic.name, config.broker_id),
+            client_tls=client_context(config, TLS_LISTENER) if tls else None,
+            login=_internal_login(config) if basic else None)
         # the Produce handler's check of the topics with confluent.*.schema.validation
         self.validation = SchemaValidation(metadata, self)
         self._runner: web.AppRunner | None = None
@@ -64,16 +90,19 @@ class SchemaRegistry:
 
         from .rest import build_app
 
-        runner = web.AppRunner(build_app(self.registry, self.forwarder), access_log=None)
+        runner = web.AppRunner(build_app(self.registry, self.forwarder, self.auth),
+                               access_log=None)
         await runner.setup()
         self._runner = runner
-        for host, port in self.addresses:
-            site = web.TCPSite(runner, host, port, reuse_address=True)
+        for host, port, https in self.addresses:
+            site = web.TCPSite(runner, host, port, reuse_address=True,
+                               ssl_context=self.tls if https else None)
             await site.start()
             server = site._server
             sockets = getattr(server, "sockets", None) or ()
             self.ports.append(sockets[0].getsockname()[1] if sockets else port)
-            log.info("schema registry on http://%s:%d", host, self.ports[-1])
+            log.info("schema registry on %s://%s:%d", "https" if https else "http", host,
+                     self.ports[-1])
 
     async def stop(self) -> None:
         await self.forwarder.close()

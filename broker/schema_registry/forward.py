@@ -11,6 +11,8 @@ from . import errors
 from .primary import PrimaryLocator
 
 if TYPE_CHECKING:
+    import ssl
+
     import aiohttp
     from aiohttp import web
 
@@ -19,8 +21,11 @@ TIMEOUT_S = 30.0
 
 
 class Forwarder:
-    def __init__(self, locator: PrimaryLocator) -> None:
+    def __init__(self, locator: PrimaryLocator, client_tls: ssl.SSLContext | None = None,
+                 login: str | None = None) -> None:
         self.locator = locator
+        self.client_tls = client_tls  # how an https primary is reached
+        self.login = login  # the Authorization of this broker's own requests (get)
         self._session: aiohttp.ClientSession | None = None
 
     async def forward(self, request: web.Request, body: bytes) -> tuple[int, bytes, str]:
@@ -35,6 +40,8 @@ class Forwarder:
             raise errors.not_primary("no primary with a registry is known")
         headers = {"Content-Type": request.headers.get("Content-Type", "application/json"),
                    FORWARDED: "1"}
+        if "Authorization" in request.headers:  # the primary checks the client's login
+            headers["Authorization"] = request.headers["Authorization"]
         try:
             async with self._client().request(request.method, url + request.path_qs,
                                              data=body, headers=headers) as resp:
@@ -50,7 +57,8 @@ class Forwarder:
         if url is None:
             raise errors.not_primary("no primary with a registry is known")
         try:
-            async with self._client().get(url + path, headers={FORWARDED: "1"}) as resp:
+            headers = {FORWARDED: "1"} | ({"Authorization": self.login} if self.login else {})
+            async with self._client().get(url + path, headers=headers) as resp:
                 if resp.status == 404:
                     return None
                 if resp.status != 200:
@@ -64,7 +72,8 @@ class Forwarder:
 
         if self._session is None:
             self._session = aiohttp.ClientSession(
-                timeout=aiohttp.ClientTimeout(total=TIMEOUT_S))
+                timeout=aiohttp.ClientTimeout(total=TIMEOUT_S),
+                connector=aiohttp.TCPConnector(ssl=self.client_tls or True))
         return self._session
 
     async def close(self) -> None:

@@ -11,6 +11,7 @@ from typing import Any
 from aiohttp import web
 
 from . import errors
+from .auth import BasicAuth
 from .formats import TYPES
 from .forward import Forwarder
 from .registry import Registry
@@ -25,15 +26,20 @@ def _reply(status: int, body: Any) -> web.Response:
     return web.Response(status=status, text=json.dumps(body), content_type=CONTENT_TYPE)
 
 
-def _route(handler: Handler, forwarder: Forwarder | None
+def _route(handler: Handler, forwarder: Forwarder | None, auth: BasicAuth | None
            ) -> Callable[[web.Request], Awaitable[web.Response]]:
     async def run(request: web.Request) -> web.Response:
         try:
+            if auth is not None:
+                auth.check(request.headers.get("Authorization"))
             result = await handler(request)
         except errors.RegistryError as exc:
             if exc.forwardable and forwarder is not None:
                 return await _forward(forwarder, request)
-            return _reply(exc.status, exc.body())
+            reply = _reply(exc.status, exc.body())
+            if exc.status == 401:
+                reply.headers["WWW-Authenticate"] = 'Basic realm="schema registry"'
+            return reply
         except Exception as exc:  # the client gets Confluent's 500 rather than a bare one
             log.exception("schema registry: %s %s failed", request.method, request.path)
             return _reply(500, errors.store_error(repr(exc)).body())
@@ -71,7 +77,8 @@ def _schema_id(request: web.Request) -> int:
         raise errors.schema_not_found(f"Schema {request.match_info['id']} not found") from None
 
 
-def build_app(registry: Registry, forwarder: Forwarder | None = None) -> web.Application:
+def build_app(registry: Registry, forwarder: Forwarder | None = None,
+              auth: BasicAuth | None = None) -> web.Application:
     """The routes; each handler first brings the store up to date (the primary's load);
     on a broker that is not the primary, `forwarder` passes the requests on to it."""
     r = registry
@@ -211,5 +218,5 @@ def build_app(registry: Registry, forwarder: Forwarder | None = None) -> web.App
         ("POST", "/compatibility/subjects/{subject}/versions/{version}", compatibility),
     ]
     for method, path, handler in routes:
-        app.router.add_route(method, path, _route(handler, forwarder))
+        app.router.add_route(method, path, _route(handler, forwarder, auth))
     return app
