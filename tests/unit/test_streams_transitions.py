@@ -291,3 +291,12 @@ def test_standby_tasks_are_assigned_with_the_target():
         assert t.standby.get("1", frozenset()) <= other.active.get("1", frozenset())
     # a standby is given at once: nothing to wait for
     assert out.answer.tasks is not None and out.answer.tasks.standby == targets["m2"].standby
+
+
+def test_an_empty_group_takes_a_changed_topology():
+    g = Group()
+    g.send(join("m1"))
+    g.apply(leave(g.group, "m1"))
+    changed = topology(source="other")
+    out = g.send(join("m2", t=changed))
+    assert g.group.topology == changed and out.answer.member_epoch == g.group.epoch

@@ -246,10 +246,13 @@ def _update_member(s: _Scratch, member: StreamsMember, req: Heartbeat) -> bool:
 
 
 def _update_topology(s: _Scratch, req: Heartbeat, status: list[tuple[int, str]]) -> bool:
-    """The group takes the first topology, and a later one with a greater epoch; True if it
-    changed. A member with an older topology hears STALE_TOPOLOGY."""
+    """The group takes the first topology, a later one with a greater epoch, and any one while
+    no other member runs the old (an application restarted with a changed topology); True if
+    it changed. A member with an older topology hears STALE_TOPOLOGY."""
     current, sent = s.group.topology, req.topology
-    if sent is not None and (current is None or sent.epoch > current.epoch):
+    alone = all(m == req.member_id for m in s.group.members)
+    if sent is not None and (current is None or sent.epoch > current.epoch
+                             or (alone and sent != current)):
         s.emit(rec.topology(s.group_id, sent))
         return True
     if sent is not None and current is not None and sent.epoch == current.epoch \
