@@ -76,12 +76,14 @@ async def ask(request: web.Request, work: Callable[..., T], *args: Any) -> T:
     return await asyncio.to_thread(run)
 
 
-def render(request: web.Request, title: str, body: str, status: int = 200) -> web.Response:
+def render(request: web.Request, title: str, body: str, status: int = 200,
+           refresh: bool = False) -> web.Response:
+    """The page; `refresh`: it only shows, so it offers to reload itself."""
     c = console_of(request)
     settings = session_settings(request)
     user = settings.username if c.needs_login and settings else None
-    return web.Response(text=page(title, body, read_only=c.read_only, user=user),
-                        content_type="text/html", status=status)
+    return web.Response(text=page(title, body, read_only=c.read_only, user=user,
+                                  refresh=refresh), content_type="text/html", status=status)
 
 
 # ---- middlewares ---------------------------------------------------------------------------
@@ -123,7 +125,7 @@ async def admin_errors(request: web.Request, handler: Handler) -> web.StreamResp
 async def brokers_page(request: web.Request) -> web.Response:
     info = await ask(request, data.brokers)
     return render(request, "Brokers",
-                  views.brokers(info, bool(console_of(request).metrics_urls)))
+                  views.brokers(info, bool(console_of(request).metrics_urls)), refresh=True)
 
 
 async def topics_page(request: web.Request) -> web.Response:
@@ -149,7 +151,8 @@ async def create_topic(request: web.Request) -> web.Response:
 
 async def topic_page(request: web.Request) -> web.Response:
     name = request.match_info["name"]
-    return render(request, f"Topic {name}", views.topic(await ask(request, data.topic, name)))
+    return render(request, f"Topic {name}", views.topic(await ask(request, data.topic, name)),
+                  refresh=True)
 
 
 async def messages_page(request: web.Request) -> web.Response:
@@ -167,7 +170,8 @@ async def messages_page(request: web.Request) -> web.Response:
 
 
 async def groups_page(request: web.Request) -> web.Response:
-    return render(request, "Groups", views.groups(await ask(request, data.groups)))
+    return render(request, "Groups", views.groups(await ask(request, data.groups)),
+                  refresh=True)
 
 
 async def transactions_page(request: web.Request) -> web.Response:
@@ -182,7 +186,7 @@ async def transactions_page(request: web.Request) -> web.Response:
 
     txns, open_txns = await ask(request, gather)
     return render(request, "Transactions", views.transactions(
-        txns, open_txns, max_minutes, console_of(request).read_only))
+        txns, open_txns, max_minutes, console_of(request).read_only), refresh=True)
 
 
 def _abort_fields(source: Any) -> dict[str, str]:

@@ -15,6 +15,7 @@ STYLE = """
 body{font-family:system-ui,sans-serif;margin:0;color:#222}
 header{background:#2d3e50;color:#fff;padding:.5em 1em;display:flex;gap:1.2em;align-items:center}
 header a{color:#fff;text-decoration:none}header .who{margin-left:auto;font-size:.9em}
+header .who+.who{margin-left:0}
 main{padding:1em}table{border-collapse:collapse;margin:.5em 0 1.5em}
 th,td{border:1px solid #ccc;padding:.25em .6em;text-align:left;vertical-align:top}
 th{background:#eef}td.num{text-align:right}.bad{color:#b00;font-weight:bold}
@@ -28,15 +29,37 @@ def esc(value: Any) -> str:
     return "" if value is None else escape(str(value))
 
 
-def page(title: str, body: str, *, read_only: bool = False, user: str | None = None) -> str:
+# The "refresh" box of the pages that only show: once ticked (kept in the browser's storage for
+# every page), the page reloads every 5 seconds.
+REFRESH = """<label class="who"><input type="checkbox" id="auto-refresh"> refresh every 5 s
+</label><script>
+(function(){
+  const box=document.getElementById('auto-refresh');
+  box.checked=localStorage.getItem('samsa-refresh')==='1';
+  let timer=null;
+  function arm(){
+    clearTimeout(timer);
+    if(box.checked) timer=setTimeout(()=>location.reload(), 5000);
+  }
+  box.addEventListener('change', ()=>{
+    localStorage.setItem('samsa-refresh', box.checked ? '1' : '0'); arm();
+  });
+  arm();
+})();
+</script>"""
+
+
+def page(title: str, body: str, *, read_only: bool = False, user: str | None = None,
+         refresh: bool = False) -> str:
     nav = "".join(f'<a href="{href}">{esc(name)}</a>' for href, name in NAV)
     who = (f'<span class="who">{esc(user)} · <a href="/logout">log out</a></span>'
            if user else "")
     banner = ('<div class="banner" id="read-only">Read-only console: every change is refused.'
               "</div>" if read_only else "")
     return (f"<!doctype html><html><head><meta charset='utf-8'><title>{esc(title)} · Samsa"
-            f"</title><style>{STYLE}</style></head><body><header><b>Samsa console</b>{nav}{who}"
-            f"</header>{banner}<main><h1>{esc(title)}</h1>{body}</main></body></html>")
+            f"</title><style>{STYLE}</style></head><body><header><b>Samsa console</b>{nav}"
+            f"{REFRESH if refresh else ''}{who}</header>{banner}<main><h1>{esc(title)}</h1>"
+            f"{body}</main></body></html>")
 
 
 def table(headers: Sequence[str], rows: Iterable[Sequence[Any]], table_id: str = "") -> str:

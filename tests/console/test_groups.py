@@ -115,3 +115,20 @@ def test_share_group_on_the_page(console: ConsoleServer, cluster: BrokerProcess,
         shots(page, "groups-share")
     finally:
         share.close()
+
+
+def test_groups_page_refreshes_itself(console: ConsoleServer, cluster: BrokerProcess,
+                                      topic: str, page: Any) -> None:
+    """Ticked, the refresh box reloads the page (and every page after it) until unticked."""
+    group = f"console-refresh-{uuid.uuid4().hex[:8]}"
+    page.goto(console.url + "/groups")
+    page.locator("#auto-refresh").check()
+    c = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": group})
+    c.commit(offsets=[TopicPartition(topic, 0, 4)], asynchronous=False)
+    c.close()
+    page.locator("#groups tbody tr", has_text=group).wait_for(timeout=20_000)
+    page.goto(console.url + "/")
+    assert page.locator("#auto-refresh").is_checked()
+    page.locator("#auto-refresh").uncheck()
+    page.goto(console.url + "/groups")
+    assert not page.locator("#auto-refresh").is_checked()
