@@ -81,6 +81,48 @@ ConfigChange = Callable[[dict[str, str]], dict[str, str]]
 ListOp = Callable[[dict[str, str], int, str, list[str]], list[str]]
 
 
+class _Refused(Exception):
+    """A resource DescribeConfigs answers with an error code and Kafka's message."""
+
+    def __init__(self, error_code: int, message: str) -> None:
+        super().__init__(message)
+        self.error_code = error_code
+        self.message = message
+
+
+def _named(name: str, what: str) -> str:
+    if not name:
+        raise _Refused(ErrorCode.invalid_request, f"{what} must not be empty")
+    return name
+
+
+async def _described(ctx: RequestContext, resource_type: int,
+                     name: str) -> list[ConfigEntry]:
+    """One resource's configs, by its type."""
+    if resource_type == TOPIC:
+        topic = ctx.store.topic(name)
+        if topic is None:
+            raise _Refused(ErrorCode.unknown_topic_or_partition, f"Topic {name} does not exist")
+        return describe_topic_config(topic.name, topic.configs, ctx.config)
+    if resource_type == BROKER:
+        if name in ("", str(ctx.broker_id)):
+            return describe_broker_config(ctx.config, per_broker=name != "")
+        if not name.lstrip("-").isdigit():
+            raise _Refused(ErrorCode.invalid_request,
+                           f"Broker id must be an integer, but it is: {name}")
+        raise _Refused(ErrorCode.invalid_request, f"Unexpected broker id, expected "
+                       f"{ctx.broker_id} or empty string, but received {name}")
+    if resource_type == BROKER_LOGGER:
+        return []
+    if resource_type == GROUP:
+        overrides = await ctx.store.group_configs(_named(name, "Group name"))
+        return describe_group_config(overrides, ctx.config)
+    if resource_type == CLIENT_METRICS:
+        return await _describe_client_metrics(
+            ctx, _named(name, "Client metrics subscription name"))
+    raise _Refused(ErrorCode.invalid_request, "Unknown resource")
+
+
 @api(32, "DescribeConfigs", (1, 4))
 async def handle_describe_configs(
     ctx: RequestContext, request: DescribeConfigsRequest
@@ -89,7 +131,6 @@ async def handle_describe_configs(
     docs: bool = field(request, "include_documentation", False)
     results = []
     for r in request.resources:
-        entries: list[ConfigEntry] | None
         out: dict[str, Any] = {
             "error_code": ErrorCode.none,
             "error_message": None,
@@ -98,50 +139,14 @@ async def handle_describe_configs(
             "configs": [],
         }
         denied = _denied(ctx, AclOperation.DESCRIBE_CONFIGS, r.resource_type, r.resource_name)
+        entries: list[ConfigEntry] | None = None
         if denied is not None:
-            entries = None
             out.update(error_code=denied)
-        elif r.resource_type == TOPIC:
-            topic = ctx.store.topic(r.resource_name)
-            entries = (
-                describe_topic_config(topic.name, topic.configs, ctx.config) if topic else None
-            )
-            if entries is None:
-                out.update(
-                    error_code=ErrorCode.unknown_topic_or_partition,
-                    error_message=f"Topic {r.resource_name} does not exist",
-                )
-        elif r.resource_type == BROKER:
-            entries = None
-            if r.resource_name in ("", str(ctx.broker_id)):
-                entries = describe_broker_config(ctx.config, per_broker=r.resource_name != "")
-            elif not r.resource_name.lstrip("-").isdigit():
-                out.update(error_code=ErrorCode.invalid_request, error_message="Broker id must "
-                           f"be an integer, but it is: {r.resource_name}")
-            else:
-                out.update(error_code=ErrorCode.invalid_request, error_message="Unexpected "
-                           f"broker id, expected {ctx.broker_id} or empty string, but received "
-                           f"{r.resource_name}")
-        elif r.resource_type == BROKER_LOGGER:
-            entries = []
-        elif r.resource_type == GROUP:
-            entries = None
-            if not r.resource_name:
-                out.update(error_code=ErrorCode.invalid_request,
-                           error_message="Group name must not be empty")
-            else:
-                overrides = await ctx.store.group_configs(r.resource_name)
-                entries = describe_group_config(overrides, ctx.config)
-        elif r.resource_type == CLIENT_METRICS:
-            entries = None
-            if not r.resource_name:
-                out.update(error_code=ErrorCode.invalid_request,
-                           error_message="Client metrics subscription name must not be empty")
-            else:
-                entries = await _describe_client_metrics(ctx, r.resource_name)
         else:
-            entries = None
-            out.update(error_code=ErrorCode.invalid_request, error_message="Unknown resource")
+            try:
+                entries = await _described(ctx, r.resource_type, r.resource_name)
+            except _Refused as exc:
+                out.update(error_code=exc.error_code, error_message=exc.message)
         keys = set(r.configuration_keys) if r.configuration_keys else None
         for e in entries or []:
             if keys is not None and e.name not in keys:

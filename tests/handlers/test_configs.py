@@ -121,3 +121,24 @@ async def test_share_group_configs_kafka_accepts(handlers):
                                                       "14999")])
     assert low.error_code == ErrorCode.invalid_config
     assert "group.share.min.record.lock.duration.ms" in low.error_message
+
+
+async def test_describe_refusals_carry_kafkas_messages(handlers):
+    """Each resource DescribeConfigs cannot describe answers its own error and Kafka's message,
+    beside the others described."""
+    client_metrics, unknown_type = 16, 99
+    cases = [(TOPIC, "nope"), (BROKER, "x"), (BROKER, "7"), (GROUP, ""), (client_metrics, ""),
+             (unknown_type, "r"), (BROKER, "")]
+    r = await handlers.call("DescribeConfigs", 4, {"resources": [
+        {"resource_type": t, "resource_name": n, "configuration_keys": ["x"]} for t, n in cases],
+        "include_synonyms": False, "include_documentation": False})
+    assert [(x.error_code, x.error_message, list(x.configs)) for x in r.results] == [
+        (ErrorCode.unknown_topic_or_partition, "Topic nope does not exist", []),
+        (ErrorCode.invalid_request, "Broker id must be an integer, but it is: x", []),
+        (ErrorCode.invalid_request,
+         "Unexpected broker id, expected 0 or empty string, but received 7", []),
+        (ErrorCode.invalid_request, "Group name must not be empty", []),
+        (ErrorCode.invalid_request, "Client metrics subscription name must not be empty", []),
+        (ErrorCode.invalid_request, "Unknown resource", []),
+        (ErrorCode.none, None, []),
+    ]
