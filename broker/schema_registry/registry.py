@@ -68,6 +68,7 @@ class Registry:
         self.store = store
         self.log = log
         self._parsed: dict[int, ParsedSchema] = {}  # by schema id: an id names one schema
+        self._parsed_loads = store.loads  # ... within one load of the store
         self._write_lock = asyncio.Lock()  # one write at a time: each checks the state
 
     # ---- parsing ---------------------------------------------------------------------------
@@ -99,6 +100,9 @@ class Registry:
         return value, parsed
 
     def parsed(self, v: SchemaValue) -> ParsedSchema:
+        if self._parsed_loads != self.store.loads:  # another primary may have reused ids
+            self._parsed.clear()
+            self._parsed_loads = self.store.loads
         if v.id not in self._parsed:
             self._parsed[v.id] = parse(v.schema_type, v.schema, self._references(v.references))
         return self._parsed[v.id]

@@ -14,9 +14,11 @@ log = logging.getLogger(__name__)
 
 class SchemaStore:
     def __init__(self) -> None:
+        self.loads = 0  # how many times the store was emptied to be loaded again
         self.clear()
 
     def clear(self) -> None:
+        self.loads += 1
         self.subjects: dict[str, dict[int, SchemaValue]] = {}
         self.configs: dict[str | None, dict[str, Any]] = {}  # None: the global config
         self.modes: dict[str | None, str] = {}
