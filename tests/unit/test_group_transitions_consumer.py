@@ -174,3 +174,68 @@ def test_a_fenced_member_is_removed_as_a_leaving_one_with_no_answer() -> None:
     assert set(group.members) == {"m1", "m3"} and group.group_epoch == 6
     # m3 still subscribes to t2
     assert group.subscription_metadata == {"t1": (T1, 2), "t2": (T2, 1)}
+
+
+# ---- the request's checks ----------------------------------------------------------------------
+ASSIGNORS = ["uniform", "range"]
+
+
+def _check(member_epoch: int, *, member_id: str = "m1", instance_id: str | None = None,
+           rebalance_timeout_ms: int = 30_000, names: list[str] | None = None,
+           regex: str | None = None, assignor: str | None = None,
+           owned: transitions.Owned | None = None, version: int = 1) -> ErrorCode:
+    try:
+        transitions.validate_request(GROUP, member_id, member_epoch, instance_id, None,
+                                     rebalance_timeout_ms, names, regex, assignor, owned,
+                                     version, ASSIGNORS)
+    except GroupError as exc:
+        return exc.error_code
+    return ErrorCode.none
+
+
+def test_a_joining_member_sends_its_rebalance_timeout_a_subscription_and_no_partitions() -> None:
+    assert _check(0, names=["t1"], owned=[]) == ErrorCode.none
+    assert _check(0, regex="t.*", owned=[]) == ErrorCode.none
+    assert _check(0, names=["t1"], owned=[], rebalance_timeout_ms=-1) == ErrorCode.invalid_request
+    assert _check(0, names=["t1"], owned=None) == ErrorCode.invalid_request
+    assert _check(0, names=["t1"], owned=[(T1, [0])]) == ErrorCode.invalid_request
+    assert _check(0, owned=[]) == ErrorCode.invalid_request  # neither names nor regex
+
+
+def test_the_member_id_the_epoch_and_the_instance_are_checked() -> None:
+    assert _check(5, member_id="") == ErrorCode.invalid_request
+    assert _check(0, member_id="", names=["t1"], owned=[], version=0) == ErrorCode.none
+    assert _check(0, member_id="", names=["t1"], owned=[]) == ErrorCode.invalid_request  # v1+
+    assert _check(-2) == ErrorCode.invalid_request, "a static leave names its instance"
+    assert _check(-2, instance_id="i1") == ErrorCode.none
+    assert _check(-3) == ErrorCode.invalid_request
+
+
+def test_an_unknown_assignor_and_a_bad_regex_are_refused() -> None:
+    assert _check(5, assignor="range") == ErrorCode.none
+    assert _check(5, assignor="sticky") == ErrorCode.unsupported_assignor
+    assert _check(5, regex="t[") == ErrorCode.invalid_regular_expression
+
+
+def _epoch_error(received: int, owned: transitions.Owned | None) -> ErrorCode:
+    member = ConsumerMember("m1", member_epoch=7, previous_member_epoch=6,
+                            assigned={T1: {0, 1}})
+    try:
+        transitions.validate_epoch(member, received, owned)
+    except GroupError as exc:
+        return exc.error_code
+    return ErrorCode.none
+
+
+def test_a_member_epoch_ahead_of_the_coordinators_is_fenced() -> None:
+    assert _epoch_error(7, None) == ErrorCode.none
+    assert _epoch_error(8, None) == ErrorCode.fenced_member_epoch
+
+
+def test_the_previous_epoch_passes_only_with_partitions_the_member_still_has() -> None:
+    """A heartbeat sent before the member heard of its new epoch (Kafka: the previous epoch,
+    owning a subset of the current assignment) is not fenced."""
+    assert _epoch_error(6, [(T1, [0])]) == ErrorCode.none
+    assert _epoch_error(6, [(T1, [2])]) == ErrorCode.fenced_member_epoch
+    assert _epoch_error(6, None) == ErrorCode.fenced_member_epoch
+    assert _epoch_error(5, [(T1, [0])]) == ErrorCode.fenced_member_epoch

@@ -30,7 +30,6 @@ from .model import (
     ConsumerMember,
     MemberState,
     TopicsMetadata,
-    compile_regex,
 )
 from .reconciliation import FencedMemberEpoch, reconcile
 from .records import (
@@ -41,14 +40,12 @@ from .records import (
     replace_records,
 )
 from .target import new_target, preferred_assignor, replaced_target
-from .transitions import static_member
+from .transitions import Owned, static_member, validate_epoch, validate_request
 
 if TYPE_CHECKING:
     from .groups import ConsumerGroups
 
 log = logging.getLogger("samsa.coordinator.group.coordinator")
-
-Owned = list[tuple[uuid.UUID, list[int]]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -279,69 +276,6 @@ class ConsumerHeartbeat:
         elif reconciled.rebalance_timer is not None:
             reconciled.rebalance_timer.cancel()
             reconciled.rebalance_timer = None
-
-
-# ---- request checks --------------------------------------------------------------------------
-def validate_request(group_id: str, member_id: str, member_epoch: int,
-                     instance_id: str | None, rack_id: str | None, rebalance_timeout_ms: int,
-                     names: list[str] | None, regex: str | None, assignor: str | None,
-                     owned: Owned | None, version: int, assignors: list[str]) -> None:
-    """Kafka's throwIfConsumerGroupHeartbeatRequestIsInvalid (`assignors`: the broker's)."""
-    def invalid(message: str) -> GroupError:
-        return GroupError(ErrorCode.invalid_request, message)
-
-    if not group_id:
-        raise invalid("GroupId can't be empty.")
-    if instance_id == "":
-        raise invalid("InstanceId can't be empty.")
-    if rack_id == "":
-        raise invalid("RackId can't be empty.")
-    if version >= 1 and not member_id:
-        raise invalid("MemberId can't be empty.")
-    if member_epoch > 0 or member_epoch == LEAVE_GROUP_MEMBER_EPOCH:
-        if not member_id:
-            raise invalid("MemberId can't be empty.")
-    elif member_epoch == 0:
-        if rebalance_timeout_ms == -1:
-            raise invalid("RebalanceTimeoutMs must be provided in first request.")
-        if owned is None or owned:
-            raise invalid("TopicPartitions must be empty when (re-)joining.")
-        if names is None and regex is None:
-            raise invalid("Either SubscribedTopicNames or SubscribedTopicRegex must be "
-                          "non-null when (re-)joining.")
-    elif member_epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH:
-        if not member_id:
-            raise invalid("MemberId can't be empty.")
-        if instance_id is None:
-            raise invalid("InstanceId can't be null.")
-    else:
-        raise invalid("MemberEpoch is invalid.")
-    if assignor is not None and assignor not in assignors:
-        raise GroupError(ErrorCode.unsupported_assignor,
-                         f"ServerAssignor {assignor} is not supported. Supported assignors: "
-                         f"{', '.join(assignors)}.")
-    if regex and compile_regex(regex) is None:
-        raise GroupError(ErrorCode.invalid_regular_expression,
-                         f"SubscribedTopicRegex `{regex}` is not a valid regular expression.")
-
-
-def validate_epoch(member: ConsumerMember, received: int, owned: Owned | None) -> None:
-    """Kafka's throwIfConsumerGroupMemberEpochIsInvalid."""
-    if received > member.member_epoch:
-        raise GroupError(ErrorCode.fenced_member_epoch,
-                         f"The consumer group member has a greater member epoch ({received})"
-                         f" than the one known by the group coordinator "
-                         f"({member.member_epoch}). The member must abandon all its "
-                         "partitions and rejoin.")
-    if received < member.member_epoch:
-        subset = owned is not None and all(
-            p in member.assigned.get(tid, ()) for tid, ps in owned for p in ps)
-        if received != member.previous_member_epoch or not subset:
-            raise GroupError(ErrorCode.fenced_member_epoch,
-                             f"The consumer group member has a smaller member epoch "
-                             f"({received}) than the one known by the group coordinator "
-                             f"({member.member_epoch}). The member must abandon all its "
-                             "partitions and rejoin.")
 
 
 # ---- the steps' pure parts -------------------------------------------------------------------

@@ -1,6 +1,7 @@
-"""What a consumer group member's leaving does to its group (Kafka's
-GroupMetadataManager.consumerGroupLeave and consumerGroupFenceMember), without I/O: each
-function returns a `Step`, the records to write, the answer and the change they say, which
+"""The checks of a ConsumerGroupHeartbeat (Kafka's throwIfConsumerGroupHeartbeatRequestIsInvalid
+and throwIfConsumerGroupMemberEpochIsInvalid) and what a member's leaving does to its group
+(Kafka's GroupMetadataManager.consumerGroupLeave and consumerGroupFenceMember), without I/O: a
+leave returns a `Step`, the records to write, the answer and the change they say, which
 the caller (heartbeat.py, groups.py's session timeout, classic_members.py's LeaveGroup)
 writes through the offsets partition and applies once they are in the local log. Specs:
 tests/unit/test_group_transitions_consumer.py.
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import uuid
 from collections.abc import Callable
 from dataclasses import replace
 
@@ -17,15 +19,18 @@ from samsa.protocol.errors import ErrorCode
 
 from ..common import GroupError, Step
 from .model import (
+    LEAVE_GROUP_MEMBER_EPOCH,
     LEAVE_GROUP_STATIC_MEMBER_EPOCH,
     ConsumerGroup,
     ConsumerMember,
     TopicsMetadata,
+    compile_regex,
 )
 from .records import Records, current_assignment_record, epoch_record, fence_records
 
 log = logging.getLogger("samsa.coordinator.group.coordinator")
 
+Owned = list[tuple[uuid.UUID, list[int]]]  # the partitions a member says it owns
 # The conversion to a classic group of the group `member_id` leaves (its records, and what
 # installs the classic group), when the group may be downgraded; None otherwise.
 Downgrade = Callable[[ConsumerGroup, str], "tuple[Records, Callable[[], None]] | None"]
@@ -99,3 +104,66 @@ def static_member(static: ConsumerMember | None, member_id: str,
                          f"Static member {member_id} with instance id {instance_id}"
                          f" was fenced by member {static.member_id}.")
     return static
+
+
+# ---- request checks --------------------------------------------------------------------------
+def validate_request(group_id: str, member_id: str, member_epoch: int,
+                     instance_id: str | None, rack_id: str | None, rebalance_timeout_ms: int,
+                     names: list[str] | None, regex: str | None, assignor: str | None,
+                     owned: Owned | None, version: int, assignors: list[str]) -> None:
+    """Kafka's throwIfConsumerGroupHeartbeatRequestIsInvalid (`assignors`: the broker's)."""
+    def invalid(message: str) -> GroupError:
+        return GroupError(ErrorCode.invalid_request, message)
+
+    if not group_id:
+        raise invalid("GroupId can't be empty.")
+    if instance_id == "":
+        raise invalid("InstanceId can't be empty.")
+    if rack_id == "":
+        raise invalid("RackId can't be empty.")
+    if version >= 1 and not member_id:
+        raise invalid("MemberId can't be empty.")
+    if member_epoch > 0 or member_epoch == LEAVE_GROUP_MEMBER_EPOCH:
+        if not member_id:
+            raise invalid("MemberId can't be empty.")
+    elif member_epoch == 0:
+        if rebalance_timeout_ms == -1:
+            raise invalid("RebalanceTimeoutMs must be provided in first request.")
+        if owned is None or owned:
+            raise invalid("TopicPartitions must be empty when (re-)joining.")
+        if names is None and regex is None:
+            raise invalid("Either SubscribedTopicNames or SubscribedTopicRegex must be "
+                          "non-null when (re-)joining.")
+    elif member_epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+        if not member_id:
+            raise invalid("MemberId can't be empty.")
+        if instance_id is None:
+            raise invalid("InstanceId can't be null.")
+    else:
+        raise invalid("MemberEpoch is invalid.")
+    if assignor is not None and assignor not in assignors:
+        raise GroupError(ErrorCode.unsupported_assignor,
+                         f"ServerAssignor {assignor} is not supported. Supported assignors: "
+                         f"{', '.join(assignors)}.")
+    if regex and compile_regex(regex) is None:
+        raise GroupError(ErrorCode.invalid_regular_expression,
+                         f"SubscribedTopicRegex `{regex}` is not a valid regular expression.")
+
+
+def validate_epoch(member: ConsumerMember, received: int, owned: Owned | None) -> None:
+    """Kafka's throwIfConsumerGroupMemberEpochIsInvalid."""
+    if received > member.member_epoch:
+        raise GroupError(ErrorCode.fenced_member_epoch,
+                         f"The consumer group member has a greater member epoch ({received})"
+                         f" than the one known by the group coordinator "
+                         f"({member.member_epoch}). The member must abandon all its "
+                         "partitions and rejoin.")
+    if received < member.member_epoch:
+        subset = owned is not None and all(
+            p in member.assigned.get(tid, ()) for tid, ps in owned for p in ps)
+        if received != member.previous_member_epoch or not subset:
+            raise GroupError(ErrorCode.fenced_member_epoch,
+                             f"The consumer group member has a smaller member epoch "
+                             f"({received}) than the one known by the group coordinator "
+                             f"({member.member_epoch}). The member must abandon all its "
+                             "partitions and rejoin.")
