@@ -31,6 +31,7 @@ from .html import error_box, page
 
 T = TypeVar("T")
 COOKIE = "samsa_console"
+SESSION_IDLE_S = 8 * 3600  # a login is forgotten after this long without a request
 NOT_FOUND = frozenset({ErrorCode.unknown_topic_or_partition, ErrorCode.group_id_not_found,
                        ErrorCode.transactional_id_not_found, ErrorCode.unknown_topic_id})
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
@@ -42,12 +43,24 @@ class Console:
     read_only: bool = False
     metrics_urls: list[str] = field(default_factory=list)
     csrf: str = field(default_factory=lambda: secrets.token_urlsafe(24))
-    sessions: dict[str, Settings] = field(default_factory=dict)
+    # a session's credentials, and when it was last used (time.monotonic())
+    sessions: dict[str, tuple[Settings, float]] = field(default_factory=dict)
+    session_idle_s: float = SESSION_IDLE_S
 
     @property
     def needs_login(self) -> bool:
         s = self.settings
         return s.sasl and (s.username is None or s.password is None)
+
+    def session(self, token: str) -> Settings | None:
+        """The session's credentials, forgotten after session_idle_s without a request."""
+        found = self.sessions.get(token)
+        now = time.monotonic()
+        if found is None or now - found[1] > self.session_idle_s:
+            self.sessions.pop(token, None)
+            return None
+        self.sessions[token] = (found[0], now)
+        return found[0]
 
 
 CONSOLE = web.AppKey("console", Console)
@@ -61,7 +74,7 @@ def session_settings(request: web.Request) -> Settings | None:
     c = console_of(request)
     if not c.needs_login:
         return c.settings
-    return c.sessions.get(request.cookies.get(COOKIE, ""))
+    return c.session(request.cookies.get(COOKIE, ""))
 
 
 async def ask(request: web.Request, work: Callable[..., T], *args: Any) -> T:
@@ -284,7 +297,7 @@ async def login(request: web.Request) -> web.Response:
     except AdminError as e:
         return render(request, "Log in", views.login(str(e), mechanism), status=401)
     token = secrets.token_urlsafe(32)
-    c.sessions[token] = settings
+    c.sessions[token] = (settings, time.monotonic())
     response = web.HTTPSeeOther("/")
     response.set_cookie(COOKIE, token, httponly=True, samesite="Strict")
     raise response

@@ -14,8 +14,8 @@ NAV = (("/", "Brokers"), ("/topics", "Topics"), ("/groups", "Groups"),
 STYLE = """
 body{font-family:system-ui,sans-serif;margin:0;color:#222}
 header{background:#2d3e50;color:#fff;padding:.5em 1em;display:flex;gap:1.2em;align-items:center}
-header a{color:#fff;text-decoration:none}header .who{margin-left:auto;font-size:.9em}
-header .who+.who{margin-left:0}
+header a{color:#fff;text-decoration:none}
+header .right{margin-left:auto;font-size:.9em;display:flex;gap:1.2em}
 main{padding:1em}table{border-collapse:collapse;margin:.5em 0 1.5em}
 th,td{border:1px solid #ccc;padding:.25em .6em;text-align:left;vertical-align:top}
 th{background:#eef}td.num{text-align:right}.bad{color:#b00;font-weight:bold}
@@ -31,7 +31,7 @@ def esc(value: Any) -> str:
 
 # The "refresh" box of the pages that only show: once ticked (kept in the browser's storage for
 # every page), the page reloads every 5 seconds.
-REFRESH = """<label class="who"><input type="checkbox" id="auto-refresh"> refresh every 5 s
+REFRESH = """<label><input type="checkbox" id="auto-refresh"> refresh every 5 s
 </label><script>
 (function(){
   const box=document.getElementById('auto-refresh');
@@ -52,14 +52,14 @@ REFRESH = """<label class="who"><input type="checkbox" id="auto-refresh"> refres
 def page(title: str, body: str, *, read_only: bool = False, user: str | None = None,
          refresh: bool = False) -> str:
     nav = "".join(f'<a href="{href}">{esc(name)}</a>' for href, name in NAV)
-    who = (f'<span class="who">{esc(user)} · <a href="/logout">log out</a></span>'
+    who = (f'<span id="user">{esc(user)} · <a href="/logout">log out</a></span>'
            if user else "")
     banner = ('<div class="banner" id="read-only">Read-only console: every change is refused.'
               "</div>" if read_only else "")
     return (f"<!doctype html><html><head><meta charset='utf-8'><title>{esc(title)} · Samsa"
             f"</title><style>{STYLE}</style></head><body><header><b>Samsa console</b>{nav}"
-            f"{REFRESH if refresh else ''}{who}</header>{banner}<main><h1>{esc(title)}</h1>"
-            f"{body}</main></body></html>")
+            f"<span class='right'>{REFRESH if refresh else ''}{who}</span></header>{banner}"
+            f"<main><h1>{esc(title)}</h1>{body}</main></body></html>")
 
 
 def table(headers: Sequence[str], rows: Iterable[Sequence[Any]], table_id: str = "") -> str:

@@ -1,9 +1,11 @@
 """The console of a SASL-secured cluster in Chromium: it asks for the cluster's credentials
 (PLAIN or SCRAM), refuses a wrong password with Kafka's error, carries the credentials of the
-session to every request (the broker logs who authenticated) and forgets them on log out."""
+session to every request (the broker logs who authenticated) and forgets them on log out or
+when the session is idle too long."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -49,7 +51,7 @@ def test_sasl_login(console: ConsoleServer, secured: BrokerProcess, browser: Any
 
     log_in(page, "carol", "carol-secret", "SCRAM-SHA-256")
     page.wait_for_url(console.url + "/")
-    assert page.locator("header .who").inner_text().startswith("carol")
+    assert page.locator("#user").inner_text().startswith("carol")
     assert page.locator("#brokers tbody tr").first.locator("td").nth(4).inner_text() == "up"
     page.goto(console.url + "/security")
     users = page.locator("#users tbody tr", has_text="carol").locator("td")
@@ -64,10 +66,19 @@ def test_sasl_login(console: ConsoleServer, secured: BrokerProcess, browser: Any
         assert other.url == console.url + "/login"
         log_in(other, "alice", "alice-secret", "PLAIN")
         other.wait_for_url(console.url + "/")
-        assert other.locator("header .who").inner_text().startswith("alice")
+        assert other.locator("#user").inner_text().startswith("alice")
     finally:
         other.context.close()
     assert "authenticated as User:alice (PLAIN)" in secured.log_tail(300)
+
+    # a session idle longer than the console keeps one is forgotten
+    console.console.session_idle_s = 0.5
+    time.sleep(1)
+    page.goto(console.url + "/topics")
+    assert page.url == console.url + "/login"
+    console.console.session_idle_s = 3600
+    log_in(page, "carol", "carol-secret", "SCRAM-SHA-256")
+    page.wait_for_url(console.url + "/")
 
     page.get_by_role("link", name="log out").click()
     page.wait_for_url(console.url + "/login")
