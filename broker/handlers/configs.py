@@ -11,7 +11,7 @@ each broker its own). CLIENT_METRICS resources are KIP-714's client metrics subs
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from typing import TYPE_CHECKING, Any, Protocol
 
 from samsa.config.dynamic import DynamicConfigError
@@ -354,15 +354,32 @@ async def _apply_group(
     stored; a group need not exist to have configs."""
     if not group:
         return ErrorCode.invalid_request, "Default group resources are not allowed."
+
+    async def load() -> dict[str, str]:
+        return await ctx.store.group_configs(group)
+
+    async def store(updated: dict[str, str]) -> None:
+        await ctx.store.set_group_configs(group, updated)
+
+    return await _change_whole(load, change, lambda updated: validate_group_configs(
+        updated, ctx.config), None if validate_only else store)
+
+
+async def _change_whole(load: Callable[[], Awaitable[dict[str, str]]], change: ConfigChange,
+                        validate: Callable[[dict[str, str]], object],
+                        store: Callable[[dict[str, str]], Awaitable[None]] | None
+                        ) -> tuple[int, str | None]:
+    """A group's or a client metrics subscription's configs: changed, the new set validated
+    whole, then stored (`store` None: only validated)."""
     try:
-        updated = change(await ctx.store.group_configs(group))
-        validate_group_configs(updated, ctx.config)
+        updated = change(await load())
+        validate(updated)
     except TopicError as exc:
         return exc.error_code, exc.message
-    except InvalidConfigError as exc:
+    except (InvalidConfigError, SubscriptionError) as exc:
         return exc.error_code, str(exc)
-    if not validate_only:
-        await ctx.store.set_group_configs(group, updated)
+    if store is not None:
+        await store(updated)
     return ErrorCode.none, None
 
 
@@ -391,18 +408,16 @@ async def _apply_client_metrics(
 ) -> tuple[int, str | None]:
     """A client metrics subscription: validated whole (Kafka's ClientMetricsConfigs.validate),
     then stored; no configs left deletes it. The broker's telemetry reads it at once."""
-    try:
-        current = (await ctx.store.client_metrics_configs()).get(name, {})
-        updated = change(dict(current))
-        client_metrics.validate(name, updated)
-    except TopicError as exc:
-        return exc.error_code, exc.message
-    except SubscriptionError as exc:
-        return exc.error_code, str(exc)
-    if not validate_only:
+
+    async def load() -> dict[str, str]:
+        return dict((await ctx.store.client_metrics_configs()).get(name, {}))
+
+    async def store(updated: dict[str, str]) -> None:
         await ctx.store.set_client_metrics_configs(name, updated)
         await ctx.telemetry.refresh(ctx.received_ms, force=True)
-    return ErrorCode.none, None
+
+    return await _change_whole(load, change, lambda updated: client_metrics.validate(
+        name, updated), None if validate_only else store)
 
 
 def _result(
