@@ -107,13 +107,14 @@ class Registry:
             self._parsed[v.id] = parse(v.schema_type, v.schema, self._references(v.references))
         return self._parsed[v.id]
 
-    def shown(self, v: SchemaValue, fmt: str | None) -> dict[str, Any]:
-        """`answer(v)` in the format asked: `serialized` is a Protobuf schema as the base64
-        FileDescriptorProto (what confluent-kafka's Protobuf deserializer reads), whichever
-        way it was registered."""
+    @staticmethod
+    def shown(v: SchemaValue, fmt: str | None) -> dict[str, Any]:
+        """`answer(v)` in the format asked: a Protobuf schema is .proto text by default and
+        the base64 FileDescriptorProto with `serialized`, whichever way it was registered."""
         out = answer(v)
-        if fmt == "serialized" and v.schema_type == PROTOBUF:
-            out["schema"] = self.parsed(v).canonical
+        if v.schema_type == PROTOBUF:
+            from .formats.protobuf import formatted
+            out["schema"] = formatted(v.schema, fmt)
         return out
 
     def _same(self, v: SchemaValue, new: SchemaValue) -> bool:

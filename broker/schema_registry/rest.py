@@ -100,7 +100,8 @@ def build_app(registry: Registry, forwarder: Forwarder | None = None,
 
     async def schema_text(req: web.Request) -> Any:
         await fresh()
-        return web.Response(text=r.schema_by_id(_schema_id(req)).schema, content_type=CONTENT_TYPE)
+        shown = r.shown(r.schema_by_id(_schema_id(req)), req.query.get("format"))
+        return web.Response(text=shown["schema"], content_type=CONTENT_TYPE)
 
     async def schema_subjects(req: web.Request) -> Any:
         await fresh()
@@ -142,7 +143,8 @@ def build_app(registry: Registry, forwarder: Forwarder | None = None,
         await fresh()
         found = r.version(req.match_info["subject"], req.match_info["version"],
                           _flag(req, "deleted"))
-        return web.Response(text=found.schema, content_type=CONTENT_TYPE)
+        shown = r.shown(found, req.query.get("format"))
+        return web.Response(text=shown["schema"], content_type=CONTENT_TYPE)
 
     async def referenced_by(req: web.Request) -> Any:
         await fresh()

@@ -10,6 +10,7 @@ from google.protobuf import descriptor_pb2
 
 from samsa.broker.schema_registry.errors import RegistryError
 from samsa.broker.schema_registry.formats import PROTOBUF, parse
+from samsa.broker.schema_registry.formats.proto_text import parse_proto, to_proto
 
 
 def proto(body: str, package: str = "shop") -> str:
@@ -100,6 +101,26 @@ def test_nested_messages_maps_and_enums_parse() -> None:
         ".google.protobuf.Timestamp"]
     assert order.field[4].proto3_optional
     assert list(fd.dependency) == ["google/protobuf/timestamp.proto"]
+
+
+def test_the_printed_text_parses_back_to_the_same_descriptor() -> None:
+    text = proto("""
+        import "other.proto";
+        message Order {
+          message Line { string sku = 1; repeated uint32 qty = 2; }
+          enum State { NEW = 0; PAID = 1; }
+          Line line = 1;
+          map<string, Line> lines = 2;
+          State state = 3;
+          other.Thing thing = 4;
+          optional string note = 5;
+          oneof pay { string card = 6; sint64 cash = 7; }
+        }
+        enum Top { A = 0; }""")
+    fd = parse_proto(text)
+    printed = to_proto(fd)
+    assert parse_proto(printed) == fd
+    assert "map<string, .shop.Order.Line> lines = 2;" in printed
 
 
 def test_the_base64_descriptor_and_the_text_check_alike() -> None:

@@ -220,3 +220,22 @@ def test_protobuf_text_is_served_serialized_on_request(rest: Rest, subject: str)
     assert (fd.package, [m.name for m in fd.message_type]) == ("shop", ["Order"])
     latest = rest.ok("GET", f"/subjects/{subject}/versions/latest?format=serialized")
     assert latest["schema"] == serialized and latest["schemaType"] == "PROTOBUF"
+
+
+def test_protobuf_registered_serialized_is_served_as_text(rest: Rest, subject: str) -> None:
+    """What confluent-kafka's Python serializer registers (base64) reads as .proto text by
+    default, as Confluent's registry serves it (its Java deserializer parses that)."""
+    fd = descriptor_pb2.FileDescriptorProto(name="o.proto", package="shop", syntax="proto3")
+    order = fd.message_type.add(name="Order")
+    order.field.add(name="code", number=1, type=descriptor_pb2.FieldDescriptorProto.TYPE_STRING,
+                    label=descriptor_pb2.FieldDescriptorProto.LABEL_OPTIONAL)
+    encoded = base64.b64encode(fd.SerializeToString()).decode()
+    sid = rest.ok("POST", f"/subjects/{subject}/versions",
+                  {"schema": encoded, "schemaType": "PROTOBUF"})["id"]
+    assert rest.ok("GET", f"/schemas/ids/{sid}")["schema"] == (
+        'syntax = "proto3";\npackage shop;\nmessage Order {\n  string code = 1;\n}\n')
+    with urllib.request.urlopen(f"{rest.url}/schemas/ids/{sid}/schema", timeout=30) as resp:
+        assert resp.read().decode() == rest.ok("GET", f"/schemas/ids/{sid}")["schema"]
+    served = rest.ok("GET", f"/schemas/ids/{sid}?format=serialized")["schema"]
+    assert descriptor_pb2.FileDescriptorProto.FromString(
+        base64.b64decode(served)).message_type[0].name == "Order"

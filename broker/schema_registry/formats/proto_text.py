@@ -1,7 +1,9 @@
-"""A small parser of .proto text into a FileDescriptorProto: the protobuf library for Python
-parses only compiled descriptors, not .proto files. It reads what the registry's checks need
-(syntax, package, imports, messages with their fields, maps and oneofs, nested types, enums)
-and skips options, reserved ranges, extensions and services. Groups are refused."""
+"""A small parser of .proto text into a FileDescriptorProto, and its printer: the protobuf
+library for Python parses only compiled descriptors, not .proto files. It reads what the
+registry's checks need (syntax, package, imports, messages with their fields, maps and oneofs,
+nested types, enums) and skips options, reserved ranges, extensions and services. Groups are
+refused. The printer writes a descriptor back as .proto text (what Confluent's registry serves
+for a Protobuf schema, whichever way it was registered), with the same parts."""
 
 from __future__ import annotations
 
@@ -208,7 +210,9 @@ def resolve_types(fd: pb.FileDescriptorProto) -> None:
         for m in msgs:
             inner = f"{scope}.{m.name}"
             for f in m.field:
-                if f.type_name and not f.type_name.startswith("."):
+                if f.type_name.startswith("."):  # fully qualified already
+                    f.type = kinds.get(f.type_name, Field.TYPE_MESSAGE)
+                elif f.type_name:
                     f.type_name, f.type = _lookup(f.type_name, inner, kinds)
             visit(inner, list(m.nested_type))
 
@@ -223,3 +227,65 @@ def _lookup(name: str, scope: str, kinds: dict[str, int]) -> tuple[str, int]:
             full = f"{scope}.{name}"
             return full, kinds.get(full, Field.TYPE_MESSAGE)
         scope = scope.rsplit(".", 1)[0] if "." in scope else ""
+
+
+_SCALAR_NAMES = {v: k for k, v in SCALARS.items()}
+
+
+def to_proto(fd: pb.FileDescriptorProto) -> str:
+    """The descriptor as .proto text (types named fully qualified, with a leading dot)."""
+    syntax = fd.syntax or "proto2"
+    out = [f'syntax = "{syntax}";']
+    if fd.package:
+        out.append(f"package {fd.package};")
+    out += [f'import "{dep}";' for dep in fd.dependency]
+    for enum in fd.enum_type:
+        out += _enum_lines(enum, "")
+    for msg in fd.message_type:
+        out += _message_lines(msg, "", syntax == "proto3")
+    return "\n".join(out) + "\n"
+
+
+def _enum_lines(enum: pb.EnumDescriptorProto, indent: str) -> list[str]:
+    return ([f"{indent}enum {enum.name} {{"]
+            + [f"{indent}  {v.name} = {v.number};" for v in enum.value] + [f"{indent}}}"])
+
+
+def _message_lines(msg: pb.DescriptorProto, indent: str, proto3: bool) -> list[str]:
+    inner = indent + "  "
+    entries = {e.name: e for e in msg.nested_type if e.options.map_entry}
+    out = [f"{indent}message {msg.name} {{"]
+    for enum in msg.enum_type:
+        out += _enum_lines(enum, inner)
+    for nested in msg.nested_type:
+        if not nested.options.map_entry:
+            out += _message_lines(nested, inner, proto3)
+    printed_oneofs: set[int] = set()
+    for f in msg.field:
+        if f.HasField("oneof_index") and not f.proto3_optional:
+            if f.oneof_index not in printed_oneofs:
+                printed_oneofs.add(f.oneof_index)
+                members = [g for g in msg.field if g.HasField("oneof_index")
+                           and g.oneof_index == f.oneof_index]
+                out.append(f"{inner}oneof {msg.oneof_decl[f.oneof_index].name} {{")
+                out += [f"{inner}  {_type(g)} {g.name} = {g.number};" for g in members]
+                out.append(f"{inner}}}")
+            continue
+        out.append(f"{inner}{_field_text(f, entries, proto3)}")
+    out.append(f"{indent}}}")
+    return out
+
+
+def _field_text(f: pb.FieldDescriptorProto, entries: dict[str, pb.DescriptorProto],
+                proto3: bool) -> str:
+    entry = entries.get(f.type_name.rsplit(".", 1)[-1]) if f.type_name else None
+    if entry is not None and f.label == Field.LABEL_REPEATED:
+        key, value = entry.field[0], entry.field[1]
+        return f"map<{_type(key)}, {_type(value)}> {f.name} = {f.number};"
+    label = {Field.LABEL_REPEATED: "repeated ", Field.LABEL_REQUIRED: "required "}.get(
+        f.label, "optional " if (not proto3 or f.proto3_optional) else "")
+    return f"{label}{_type(f)} {f.name} = {f.number};"
+
+
+def _type(f: pb.FieldDescriptorProto) -> str:
+    return f.type_name if f.type_name else _SCALAR_NAMES[f.type]

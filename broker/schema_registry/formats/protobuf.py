@@ -14,7 +14,7 @@ from google.protobuf import descriptor_pb2 as pb  # type: ignore[import-untyped]
 from google.protobuf.message import DecodeError  # type: ignore[import-untyped]
 
 from . import PROTOBUF, ParsedSchema, Reference
-from .proto_text import parse_proto
+from .proto_text import parse_proto, to_proto
 
 Field = pb.FieldDescriptorProto
 # Field types whose values read as each other (Confluent's compatible scalar groups)
@@ -46,6 +46,18 @@ def parse(schema: str, references: tuple[Reference, ...]) -> ProtobufSchema:
     fd.name = ""  # the name is the client's choice, not part of the schema
     return ProtobufSchema(fd, base64.b64encode(fd.SerializeToString(deterministic=True))
                           .decode("ascii"))
+
+
+def formatted(schema: str, fmt: str | None) -> str:
+    """The schema in the format a client asks for: `serialized`, the base64 descriptor
+    (what confluent-kafka's Python deserializer reads); by default .proto text (what
+    Confluent's registry serves, and its Java deserializer reads), printed from the descriptor
+    when the schema was registered as base64."""
+    fd = _from_base64(schema)
+    if fmt == "serialized":
+        descriptor = fd if fd is not None else parse_proto(schema)
+        return base64.b64encode(descriptor.SerializeToString(deterministic=True)).decode("ascii")
+    return schema if fd is None else to_proto(fd)
 
 
 def _from_base64(schema: str) -> pb.FileDescriptorProto | None:
