@@ -53,16 +53,21 @@ def brokers(admin: Admin) -> dict[str, Any]:
 
 
 def _health(admin: Admin, node_id: int) -> dict[str, Any]:
+    """Up when the broker answers ApiVersions (and SASL) on a new connection, timed; its log
+    dirs when it lets us describe them (DescribeLogDirs needs Describe on the cluster)."""
     started = time.monotonic()
     try:
         conn = admin.node(node_id)
-        dirs = _log_dirs(conn, None)
     except AdminError as e:
         return {"up": False, "error": str(e), "latency_ms": None, "log_dirs": []}
     latency = round((time.monotonic() - started) * 1000, 1)
-    return {"up": True, "error": None, "latency_ms": latency, "log_dirs": [
-        {"path": d.log_dir, "error": _err(d.error_code), "total_bytes": int(d.total_bytes),
-         "usable_bytes": int(d.usable_bytes)} for d in dirs]}
+    try:
+        dirs = [{"path": d.log_dir, "error": _err(d.error_code),
+                 "total_bytes": int(d.total_bytes), "usable_bytes": int(d.usable_bytes)}
+                for d in _log_dirs(conn, None)]
+    except KafkaRequestError as e:
+        dirs = [{"path": None, "error": e.name, "total_bytes": None, "usable_bytes": None}]
+    return {"up": True, "error": None, "latency_ms": latency, "log_dirs": dirs}
 
 
 def _err(code: int) -> str | None:

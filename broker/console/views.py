@@ -13,9 +13,7 @@ def brokers(info: dict[str, Any], metrics: bool) -> str:
     for b in info["brokers"]:
         health = (Raw('<span class="ok">up</span>') if b["up"]
                   else Raw(f'<span class="bad">down</span> {esc(b["error"])}'))
-        dirs = "; ".join(f"{d['path']}: {size(d['usable_bytes'])} free of "
-                         f"{size(d['total_bytes'])}" + (f" ({d['error']})" if d["error"] else "")
-                         for d in b["log_dirs"])
+        dirs = "; ".join(_log_dir(d) for d in b["log_dirs"])
         controller = "yes" if b["id"] == info["controller_id"] else ""
         rows.append((b["id"], f"{b['host']}:{b['port']}", b["rack"] or "", controller, health,
                      b["latency_ms"] if b["latency_ms"] is not None else "", b["leaders"],
@@ -26,6 +24,13 @@ def brokers(info: dict[str, Any], metrics: bool) -> str:
     if metrics:
         out += THROUGHPUT
     return out
+
+
+def _log_dir(d: dict[str, Any]) -> str:
+    if d["path"] is None:
+        return f"not described ({d['error']})"
+    space = f"{d['path']}: {size(d['usable_bytes'])} free of {size(d['total_bytes'])}"
+    return space + (f" ({d['error']})" if d["error"] else "")
 
 
 # Polls /throughput every 2 s and hands each answer, with the one before it, to `show`.

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from samsa.broker.admin import acls as admin_acls
+from samsa.broker.admin import users as admin_users
 from samsa.broker.admin.client import Admin, AdminError, Settings
 from tests.console.conftest import ConsoleServer, serving, started_with_sasl
 from tests.support.broker import BrokerProcess
@@ -104,3 +105,20 @@ def test_scram_user_set_and_deleted_from_the_page(console: ConsoleServer,
     assert page.locator("#users tbody tr", has_text=user).count() == 0
     with pytest.raises(AdminError, match="SASL_AUTHENTICATION_FAILED"):
         scram_login(guarded, user, "dora-secret")
+
+
+def test_a_principal_without_rights_sees_brokers_up(guarded: BrokerProcess, page: Any,
+                                                    shots: Any) -> None:
+    """DescribeLogDirs needs Describe on the cluster: without it a broker is still up, its log
+    dirs not described."""
+    with Admin(Settings({"bootstrap.servers": guarded.bootstrap})) as admin:
+        admin_users.set_scram(admin, "erin", ["SCRAM-SHA-512"], "erin-secret")
+    props = {"bootstrap.servers": guarded.sasl,  # type: ignore[attr-defined]
+             "security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "SCRAM-SHA-512",
+             "sasl.username": "erin", "sasl.password": "erin-secret"}
+    with serving(props) as console:
+        page.goto(console.url + "/")
+        cells = page.locator("#brokers tbody tr").first.locator("td").all_inner_texts()
+        assert cells[4] == "up"
+        assert cells[8] == "not described (CLUSTER_AUTHORIZATION_FAILED)"
+        shots(page, "brokers-without-rights")
