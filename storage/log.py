@@ -26,7 +26,6 @@ from __future__ import annotations
 import functools
 import shutil
 import threading
-import time
 import uuid
 from pathlib import Path
 from typing import NamedTuple, cast
@@ -48,6 +47,7 @@ from samsa.protocol.records import (
     stamped_prefix,
 )
 from samsa.storage import log_reads
+from samsa.storage.clock import milliseconds
 from samsa.storage.config import LONG_MAX, LogConfig
 from samsa.storage.errors import InvalidRecord, OffsetOutOfRange
 from samsa.storage.leader_epoch import FILE_NAME as EPOCH_FILE
@@ -69,11 +69,6 @@ from samsa.storage.producer_state import (
 )
 from samsa.storage.segment import LogSegment
 from samsa.storage.txn_index import AbortedTxn
-
-
-def _now_ms() -> int:
-    return int(time.time() * 1000)
-
 
 FUTURE_DIR_SUFFIX = "-future"
 
@@ -227,7 +222,7 @@ class Log:
                          origin: str = "client", now_ms: int | None = None,
                          transaction_version: int = 0) -> AppendInfo:
         """`transaction_version`: of the markers appended (2: KIP-890's epoch rule)."""
-        now = _now_ms() if now_ms is None else now_ms
+        now = milliseconds() if now_ms is None else now_ms
         if origin == "client":
             fast = self._append_client_batch(records, leader_epoch, now)
             if fast is not None:
@@ -307,7 +302,7 @@ class Log:
     def append_as_follower(self, records: bytes | bytearray | memoryview,
                            now_ms: int | None = None) -> AppendInfo:
         """Append batches keeping their offsets and leader epochs (replication)."""
-        now = _now_ms() if now_ms is None else now_ms
+        now = milliseconds() if now_ms is None else now_ms
         buf = records  # written as they are: nothing is stamped
         batches = self._validator.analyze(self.config, buf, client=False)
         leo = self.log_end_offset

@@ -8,22 +8,18 @@ is the `Log`'s."""
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 from samsa.storage.checkpoint import fsync_file
+from samsa.storage.clock import milliseconds
 from samsa.storage.config import LONG_MAX, LogConfig
-
-
-def _now_ms() -> int:
-    return int(time.time() * 1000)
 
 
 class FlushTracker:
     def __init__(self) -> None:
         self._unsynced: list[Path] = []  # files written without fsync, synced by the flush
         self._unflushed_messages = 0
-        self._last_flush_ms = _now_ms()
+        self._last_flush_ms = milliseconds()
 
     def count(self, messages: int, now: int, config: LogConfig) -> bool:
         """`messages` were appended at `now`: whether flush.messages or flush.ms is reached
@@ -39,14 +35,14 @@ class FlushTracker:
 
     @property
     def unflushed_ms(self) -> int:
-        return _now_ms() - self._last_flush_ms
+        return milliseconds() - self._last_flush_ms
 
     def flushed(self) -> None:
         """The log flushed: fsync the files waiting for it, and count from zero again."""
         while self._unsynced:
             fsync_file(self._unsynced.pop())
         self._unflushed_messages = 0
-        self._last_flush_ms = _now_ms()
+        self._last_flush_ms = milliseconds()
 
 
 __all__ = ["FlushTracker"]

@@ -18,6 +18,7 @@ from typing import Any
 
 from samsa.storage import cleaner
 from samsa.storage.checkpoint import OffsetCheckpointFile, write_atomically
+from samsa.storage.clock import milliseconds
 from samsa.storage.config import LONG_MAX, LogConfig
 from samsa.storage.errors import KafkaStorageError
 from samsa.storage.fdcache import FD_CACHE
@@ -35,10 +36,6 @@ PARTITION_METADATA = "partition.metadata"
 PROGRESS_INTERVAL_S = 5.0  # start-up: a progress line this often while logs load
 
 TopicPartition = tuple[str, int]
-
-
-def _now_ms() -> int:
-    return int(time.time() * 1000)
 
 
 def uuid_to_kafka_string(u: uuid.UUID) -> str:
@@ -382,7 +379,7 @@ class LogManager:
     def run_retention(self, now_ms: int | None = None) -> int:
         """Retention of every log, all in the calling thread (tests, tools); the broker runs
         `_retention_off_loop`."""
-        now = _now_ms() if now_ms is None else now_ms
+        now = milliseconds() if now_ms is None else now_ms
         return sum(lg.retention.enforce(now) for lg in list(self._logs.values()))
 
     async def _retention_off_loop(self, now: int) -> int:
@@ -429,7 +426,7 @@ class LogManager:
     def run_cleaner(self, now_ms: int | None = None, *, force: bool = False) -> int:
         """Compact due logs in the calling thread (tests, tools); returns how many were. The
         broker runs `_cleaner_off_loop`."""
-        now = _now_ms() if now_ms is None else now_ms
+        now = milliseconds() if now_ms is None else now_ms
         cleaned = 0
         for tp, lg in self._to_clean(now, force):
             result = cleaner.compact(lg, now)
@@ -484,11 +481,11 @@ class LogManager:
         """Periodic tasks until cancelled. Their disk work (fsync, checkpoint writes, segment
         deletion, compaction) runs in threads so the event loop never waits on the disk."""
         loop = asyncio.get_running_loop()
-        last = dict.fromkeys(self.intervals, _now_ms())
+        last = dict.fromkeys(self.intervals, milliseconds())
         tick = max(0.01, min(1.0, min(self.intervals.values()) / 1000))
         while not self._stopping and not self.offline:
             await asyncio.sleep(tick)
-            now = _now_ms()
+            now = milliseconds()
 
             def due(name: str, now: int = now) -> bool:
                 if now - last[name] >= self.intervals[name]:

@@ -9,19 +9,15 @@ Only the leading non-active segments wholly below the high watermark are ever de
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from samsa.storage.clock import milliseconds
 from samsa.storage.log_io import LogIo, guarded
 from samsa.storage.segment import LogSegment
 
 if TYPE_CHECKING:
     from samsa.storage.log import Log
-
-
-def _now_ms() -> int:
-    return int(time.time() * 1000)
 
 
 class LogRetention:
@@ -36,7 +32,7 @@ class LogRetention:
         detach the segments that retention.ms / retention.bytes (delete policy) or the log
         start offset (any policy) expire. The caller passes them to `delete_detached`."""
         config = self._log.config
-        now = _now_ms() if now_ms is None else now_ms
+        now = milliseconds() if now_ms is None else now_ms
         doomed = self._detach(self._below_log_start())
         if not config.delete:
             return doomed

@@ -7,8 +7,6 @@ shared by the general append and the one-batch fast path."""
 
 from __future__ import annotations
 
-import time
-
 from samsa.protocol.compression import records_limit
 from samsa.protocol.records import (
     ATTR_TIMESTAMP_TYPE,
@@ -19,13 +17,10 @@ from samsa.protocol.records import (
     release_inflated,
     validate_batch,
 )
+from samsa.storage.clock import milliseconds
 from samsa.storage.config import LogConfig
 from samsa.storage.errors import CorruptRecord, InvalidRecord, MessageTooLarge, RecordListTooLarge
 from samsa.storage.record_validation import has_record_rules, validate_records
-
-
-def _now_ms() -> int:
-    return int(time.time() * 1000)
 
 
 class BatchValidator:
@@ -70,7 +65,7 @@ class BatchValidator:
             validate_batch(buf, pos, h, client=True, limit=limit)
             if h.attributes & ATTR_TIMESTAMP_TYPE or self._has_record_rules(config):
                 validate_records(buf, pos, h, config, self.partition,
-                                 _now_ms() if now_ms is None else now_ms)
+                                 milliseconds() if now_ms is None else now_ms)
             return
         partition = self.partition
         ahead = inflated_ahead(partition, buf, pos, h) if h.compression else None
@@ -81,7 +76,7 @@ class BatchValidator:
                     raise ahead.rules_error.with_traceback(None)
                 return
             validate_records(buf, pos, h, config, partition,
-                             _now_ms() if now_ms is None else now_ms,
+                             milliseconds() if now_ms is None else now_ms,
                              None if ahead is None else ahead.records)
         finally:
             if ahead is not None:

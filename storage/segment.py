@@ -7,7 +7,6 @@ open files follow the partitions in use, not partitions x segments."""
 from __future__ import annotations
 
 import os
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -21,6 +20,7 @@ from samsa.protocol.records import (
     iter_record_timestamps,
     validate_batch,
 )
+from samsa.storage.clock import milliseconds
 from samsa.storage.config import LogConfig
 from samsa.storage.errors import CorruptRecord
 from samsa.storage.fdcache import CachedFile
@@ -44,10 +44,6 @@ def filename_prefix(offset: int) -> str:
     return f"{offset:020d}"
 
 
-def _now_ms() -> int:
-    return int(time.time() * 1000)
-
-
 class LogSegment:
     def __init__(self, dir: Path, base_offset: int, suffix: str = "",
                  config: LogConfig = _DEFAULTS) -> None:
@@ -69,13 +65,13 @@ class LogSegment:
             self._log.acquire()  # create the file now, as Kafka does
             self._log.release()
             self.size = 0
-            self.created_ms = _now_ms()
+            self.created_ms = milliseconds()
         else:
             # An existing file is durable as found: a clean shutdown fsynced it, or it lies
             # below the recovery point, or recover() marks it dirty.
             self._log = CachedFile(self.log_path, os.O_RDWR | os.O_APPEND, create=False)
             self.size = st.st_size
-            self.created_ms = int(st.st_mtime * 1000) if self.size else _now_ms()
+            self.created_ms = int(st.st_mtime * 1000) if self.size else milliseconds()
         self.offset_index = OffsetIndex(self.dir / f"{prefix}.index{suffix}", base_offset,
                                         max_index_size)
         self.time_index = TimeIndex(self.dir / f"{prefix}.timeindex{suffix}", base_offset,
@@ -414,7 +410,7 @@ class LogSegment:
             self._track_timestamp(hh)
         self._load_first_batch_timestamp()
         if self.size == 0:
-            self.created_ms = _now_ms()
+            self.created_ms = milliseconds()
         self._bytes_since_last_index_entry = 0
         return removed
 
