@@ -134,8 +134,9 @@ def test_throughput_chart(consoles: tuple[ConsoleServer, ConsoleServer],
         page.wait_for_function(
             "Number(document.getElementById('bytes-in').textContent) > 0", timeout=30_000)
         assert int(page.locator("#records-in").inner_text()) > 0
-        points = page.locator("#line-in").get_attribute("points")
-        assert points and len(points.split()) >= 1
+        page.wait_for_function(  # three rates: a line of two segments
+            "document.getElementById('line-in').getAttribute('points').split(' ').length >= 3",
+            timeout=30_000)
         shots(page, "throughput")
         page.goto(writable.url + "/topics")  # each topic's rates in its row
         rate = page.locator('span.rate[data-topic="console-throughput"][data-key="bytes_in"]')
