@@ -78,7 +78,8 @@ class StreamsGroups:
             raise GroupError(ErrorCode.group_id_not_found,
                              f"Group {req.group_id} is not a streams group.")
         out = transitions.heartbeat(self.groups.get(req.group_id), req, p, self._counts,
-                                    now_ms(), self.standby_replicas)
+                                    now_ms(), self.standby_replicas,
+                                    self.partitions.topics_view.topic_names())
         await self._write(p, out.records)
         group = self.groups.get(req.group_id)
         if group is not None and req.shutdown_application:
@@ -204,7 +205,8 @@ class StreamsGroups:
         return out
 
     def state_of(self, group: StreamsGroup) -> GroupState:
-        ready = group.topology is not None and configure(group.topology, self._counts).ready
+        ready = group.topology is not None and configure(
+            group.topology, self._counts, self.partitions.topics_view.topic_names()).ready
         return group.state(ready)
 
     def describe(self, group_id: str) -> dict[str, Any]:

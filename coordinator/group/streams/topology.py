@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import enum
 import hashlib
-from collections.abc import Callable
-from dataclasses import dataclass, field
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field, replace
 
 from .model import Subtopology, TopicInfo, Topology
 
@@ -43,6 +44,29 @@ class Configured:
         return self.status is None
 
 
+def resolve(topology: Topology, names: Iterable[str]) -> tuple[Topology, list[str]]:
+    """The topology with each source regex replaced by the topics it matches (whole names, not
+    internal ones: a Kafka pattern subscription), and the regexes that match none."""
+    if not any(s.source_topic_regex for s in topology.subtopologies):
+        return topology, []
+    own = {t.name for s in topology.subtopologies
+           for t in (*s.repartition_source_topics, *s.state_changelog_topics)}
+    candidates = sorted(n for n in names if n not in own and not n.startswith("__"))
+    unmatched: list[str] = []
+    subtopologies = []
+    for s in topology.subtopologies:
+        found: list[str] = []
+        for regex in s.source_topic_regex:
+            pattern = re.compile(regex)
+            matched = [n for n in candidates if pattern.fullmatch(n)]
+            if not matched:
+                unmatched.append(regex)
+            found += [n for n in matched if n not in found and n not in s.source_topics]
+        subtopologies.append(replace(s, source_topics=(*s.source_topics, *found),
+                                     source_topic_regex=()))
+    return replace(topology, subtopologies=tuple(subtopologies)), unmatched
+
+
 def topics_of(topology: Topology) -> set[str]:
     """Every topic the topology reads or keeps (what the group's metadata hash covers)."""
     names: set[str] = set()
@@ -53,11 +77,13 @@ def topics_of(topology: Topology) -> set[str]:
     return names
 
 
-def metadata_hash(topology: Topology, counts: PartitionCounts) -> int:
-    """A hash of the partition counts of the topology's topics: a change means the topology
-    is configured again and the group's tasks assigned again."""
+def metadata_hash(topology: Topology, counts: PartitionCounts,
+                  names: Iterable[str] = ()) -> int:
+    """A hash of the partition counts of the topology's topics (its regexes resolved against
+    `names`, every topic's name): a change means the topology is configured again and the
+    group's tasks assigned again."""
     h = hashlib.sha256()
-    for name in sorted(topics_of(topology)):
+    for name in sorted(topics_of(resolve(topology, names)[0])):
         h.update(f"{name}\0{counts(name)}\0".encode())
     return int.from_bytes(h.digest()[:8], "big", signed=True)
 
@@ -120,13 +146,20 @@ def _copartition(topology: Topology, counts: PartitionCounts,
     return None
 
 
-def configure(topology: Topology, counts: PartitionCounts) -> Configured:
-    """The topology against the topics that exist now (see the module's docstring)."""
+def configure(topology: Topology, counts: PartitionCounts,
+              names: Iterable[str] = ()) -> Configured:
+    """The topology against the topics that exist now, `names` (see the module's
+    docstring)."""
+    topology, unmatched = resolve(topology, names)
     missing = sorted({n for s in topology.subtopologies for n in s.source_topics
                       if counts(n) is None})
     if missing:
         return Configured(status=Status.MISSING_SOURCE_TOPICS,
                           detail="Source topics " + ", ".join(missing) + " are missing.")
+    if unmatched:
+        return Configured(status=Status.MISSING_SOURCE_TOPICS,
+                          detail="Regular expressions " + ", ".join(unmatched)
+                          + " cannot be resolved.")
     repartition = _repartition_counts(topology, counts)
     if repartition is None:
         return Configured(status=Status.INCORRECTLY_PARTITIONED_TOPICS,

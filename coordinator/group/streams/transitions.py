@@ -16,6 +16,8 @@ its target (revoke first, then assign tasks no other member still holds); answer
 from __future__ import annotations
 
 import copy
+import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from samsa.protocol.errors import ErrorCode
@@ -139,6 +141,12 @@ def validate_topology(t: Topology) -> None:
                 raise GroupError(ErrorCode.streams_invalid_topology,
                                  f"Repartition sink topic {sink} is not a source topic of "
                                  "any subtopology.")
+        for regex in s.source_topic_regex:
+            try:
+                re.compile(regex)
+            except re.error as exc:
+                raise GroupError(ErrorCode.streams_invalid_topology,
+                                 f"Invalid source topic regex {regex!r}: {exc}") from None
         changelogs = {c.name for c in s.state_changelog_topics}
         if changelogs & set(s.source_topics):
             raise GroupError(ErrorCode.streams_invalid_topology,
@@ -146,9 +154,10 @@ def validate_topology(t: Topology) -> None:
 
 
 def heartbeat(group: StreamsGroup | None, req: Heartbeat, p: int, counts: PartitionCounts,
-              now_ms: int, standby_replicas: int = 0) -> Outcome:
+              now_ms: int, standby_replicas: int = 0, names: Iterable[str] = ()) -> Outcome:
     """A heartbeat of a known or new member (see the module's docstring); raises GroupError
-    with the answer's error. `standby_replicas`: the standby tasks of each stateful task."""
+    with the answer's error. `standby_replicas`: the standby tasks of each stateful task;
+    `names`: every topic's name (what source regexes match)."""
     validate(req)
     if req.member_epoch in (LEAVE_EPOCH, STATIC_LEAVE_EPOCH):
         return leave(group, req.member_id)
@@ -164,9 +173,10 @@ def heartbeat(group: StreamsGroup | None, req: Heartbeat, p: int, counts: Partit
     status: list[tuple[int, str]] = []
     bump |= _update_topology(s, req, status)
     g = s.group
-    configured = (configure(g.topology, counts) if g.topology is not None
+    names = list(names)
+    configured = (configure(g.topology, counts, names) if g.topology is not None
                   else Configured(status=Status.MISSING_SOURCE_TOPICS))
-    new_hash = metadata_hash(g.topology, counts) if g.topology is not None else 0
+    new_hash = metadata_hash(g.topology, counts, names) if g.topology is not None else 0
     if bump or new_hash != g.metadata_hash:
         s.emit(rec.group_metadata(req.group_id, g.epoch + 1, new_hash,
                                   g.topology.epoch if g.topology is not None else -1))
