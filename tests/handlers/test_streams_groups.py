@@ -312,3 +312,15 @@ async def test_a_reloaded_partition_brings_the_group_back_from_its_records(strea
     again = await streams.call("StreamsGroupHeartbeat", 0, _beat("m1", r1.member_epoch,
                                                                   active=_active(r1)))
     assert (again.error_code, again.member_epoch) == (ErrorCode.none, r1.member_epoch)
+
+
+async def test_a_source_regex_is_resolved_against_the_cluster_topics(streams):
+    await streams.create_topic("events-a", 1)
+    await streams.create_topic("events-b", 2)
+    await streams.find_coordinator("regex")
+    beat = _beat("m1", 0, group="regex") | {"topology": {"epoch": 0, "subtopologies": [
+        {"subtopology_id": "0", "source_topics": [], "source_topic_regex": ["events-.*"],
+         "state_changelog_topics": [], "repartition_sink_topics": [],
+         "repartition_source_topics": [], "copartition_groups": []}]}}
+    r = await streams.call("StreamsGroupHeartbeat", 0, beat)
+    assert (r.error_code, r.status, _active(r)) == (ErrorCode.none, None, [("0", [0, 1])])

@@ -300,3 +300,28 @@ def test_an_empty_group_takes_a_changed_topology():
     changed = topology(source="other")
     out = g.send(join("m2", t=changed))
     assert g.group.topology == changed and out.answer.member_epoch == g.group.epoch
+
+
+def test_source_regexes_resolve_against_the_topics():
+    t = Topology(0, (Subtopology("0", source_topic_regex=("ev.*",)),))
+    none = configure(t, counts(events=2), names=["other"])
+    assert (none.status, none.detail) == (Status.MISSING_SOURCE_TOPICS,
+                                          "Regular expressions ev.* cannot be resolved.")
+    # whole names only, internal topics never
+    c = configure(t, counts(events=2, evx=3, zev=9), names=["events", "evx", "zev", "__ev"])
+    assert c.ready and c.tasks == {"0": 3}
+
+
+def test_a_new_topic_matching_a_regex_moves_the_group_epoch():
+    t = Topology(0, (Subtopology("0", source_topic_regex=("ev.*",)),))
+    g = Group(counts(ev1=1, ev2=2))
+    out = heartbeat(None, join("m1", t=t), 0, g.counts, 0, names=["ev1"])
+    g.apply(out)
+    assert g.group.epoch == 1 and len(active(out) or ()) == 1
+    out = heartbeat(g.group, beat("m1", 1), 0, g.counts, 0, names=["ev1", "ev2"])
+    g.apply(out)
+    assert g.group.epoch == 2 and active(out) == {("0", 0), ("0", 1)}
+    with pytest.raises(GroupError) as bad:
+        heartbeat(None, join("m1", t=Topology(0, (Subtopology("0", source_topic_regex=(
+            "(",)),))), 0, g.counts, 0)
+    assert bad.value.error_code == ErrorCode.streams_invalid_topology
