@@ -33,6 +33,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 CACHE_S = 5.0  # how long another broker's answer about an id is trusted
+_ID = struct.Struct(">i")
 _RECORD_NAME, _TOPIC_RECORD_NAME = SUBJECT_NAME_STRATEGIES[1:]
 Key = tuple[str, int]
 
@@ -102,26 +103,32 @@ class SchemaValidation:
 
     async def _check_records(self, topic: str, configs: dict[str, str], parts: list[str],
                              records: bytes) -> list[tuple[int, str]]:
-        found: list[tuple[int, str]] = []
-        index = 0
-        for pos, header in iter_batches(records):
-            for record in decode_records(records, pos, header):
-                for part in parts:
-                    data = record.key if part == "key" else record.value
-                    problem = None if data is None else await self._problem(
-                        topic, part, configs.get(f"confluent.{part}.subject.name.strategy",
-                                                 TOPIC_NAME_STRATEGY), data)
-                    if problem is not None:
-                        found.append((index, problem))
-                        break
-                index += 1
-        return found
+        """The batch's records that do not pass, by index. Each distinct schema id is looked
+        up once per batch, not once per record."""
+        decoded = [r for pos, header in iter_batches(records)
+                   for r in decode_records(records, pos, header)]
+        problems: dict[int, str] = {}
+        for part in parts:
+            strategy = configs.get(f"confluent.{part}.subject.name.strategy",
+                                   TOPIC_NAME_STRATEGY)
+            verdicts: dict[int, str | None] = {}  # schema id -> its problem (None: passes)
+            for index, record in enumerate(decoded):
+                data = record.key if part == "key" else record.value
+                if data is None or index in problems:
+                    continue
+                if len(data) < 5 or data[0] != 0:
+                    problems[index] = (f"Record {part} does not start with a schema id (magic "
+                                       "byte 0 and 4 bytes)")
+                    continue
+                (schema_id,) = _ID.unpack_from(data, 1)
+                if schema_id not in verdicts:
+                    verdicts[schema_id] = await self._problem(topic, part, strategy, schema_id)
+                if verdicts[schema_id] is not None:
+                    problems[index] = str(verdicts[schema_id])
+        return sorted(problems.items())
 
-    async def _problem(self, topic: str, part: str, strategy: str, data: bytes) -> str | None:
-        """Why the key or value does not pass (None: it does)."""
-        if len(data) < 5 or data[0] != 0:
-            return f"Record {part} does not start with a schema id (magic byte 0 and 4 bytes)"
-        (schema_id,) = struct.unpack_from(">i", data, 1)
+    async def _problem(self, topic: str, part: str, strategy: str, schema_id: int) -> str | None:
+        """Why a key or value with this schema id does not pass (None: it does)."""
         subject: str | None = None
         for fresh in (False, True):  # a cached answer may predate the id's registration here
             found = await self._lookup(schema_id, fresh)
