@@ -173,7 +173,8 @@ def heartbeat(group: StreamsGroup | None, req: Heartbeat, p: int, counts: Partit
     status: list[tuple[int, str]] = []
     bump |= _update_topology(s, req, status)
     g = s.group
-    names = list(names)
+    names = list(names) if g.topology is not None and any(
+        t.source_topic_regex for t in g.topology.subtopologies) else []  # read only if needed
     configured = (configure(g.topology, counts, names) if g.topology is not None
                   else Configured(status=Status.MISSING_SOURCE_TOPICS))
     new_hash = metadata_hash(g.topology, counts, names) if g.topology is not None else 0
