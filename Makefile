@@ -148,7 +148,8 @@ $(CONNECT4_DIR)/.stamp: $(CONNECT_POM)
 	rm -rf $(CONNECT4_DIR) && mv $(CONNECT4_DIR).tmp $(CONNECT4_DIR)
 	@touch $@
 
-# kafka-clients 4.4.0: Kafka 4.4's message schemas (tests/protocol/test_kafka44_versions.py).
+# kafka-clients 4.4.0: Kafka 4.4's message schemas (tests/protocol/test_kafka44_versions.py);
+# kafka-streams 4.4.0 beside it (tests/clients/test_kafka_streams_groups.py).
 $(KAFKA44_DIR)/.stamp: $(KAFKA44_POM)
 	@command -v $(MVN) >/dev/null || { echo "mvn not found: install Maven (apt-get install maven)"; exit 1; }
 	rm -rf $(KAFKA44_DIR).tmp && mkdir -p $(CACHE)
