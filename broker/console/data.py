@@ -167,6 +167,12 @@ def groups(admin: Admin) -> list[dict[str, Any]]:
 def messages(admin: Admin, topic: str, partition: int, offset: int | None,
              limit: int) -> dict[str, Any]:
     """Up to `limit` records of one partition from `offset` (default: the last `limit`)."""
+    (t,) = admin.metadata([topic]).topics
+    check(t.error_code)
+    leaders = {int(p.partition_index): int(p.leader_id) for p in t.partitions}
+    if partition not in leaders:
+        raise KafkaRequestError(ErrorCode.unknown_topic_or_partition,
+                                f"{topic} has no partition {partition}")
     tp = (topic, partition)
     start = admin_groups.offsets_at(admin, {tp}, EARLIEST).get(tp, 0)
     end = admin_groups.offsets_at(admin, {tp}, LATEST).get(tp, 0)
@@ -174,41 +180,37 @@ def messages(admin: Admin, topic: str, partition: int, offset: int | None,
     records: list[dict[str, Any]] = []
     position = first
     while len(records) < limit and position < end:
-        batch = _fetch(admin, topic, partition, position)
-        if not batch:
+        fetched, following = _fetch(admin.node(leaders[partition]), tp, position)
+        records += [r for r in fetched if r["offset"] >= position][:limit - len(records)]
+        if following <= position:
             break
-        for r in batch:
-            if r["offset"] >= position and len(records) < limit:
-                records.append(r)
-        position = batch[-1]["offset"] + 1
+        position = following
     return {"topic": topic, "partition": partition, "start_offset": start, "end_offset": end,
             "from_offset": first, "records": records}
 
 
-def _fetch(admin: Admin, topic: str, partition: int, offset: int) -> list[dict[str, Any]]:
-    (t,) = admin.metadata([topic]).topics
-    check(t.error_code)
-    leader = next(int(p.leader_id) for p in t.partitions if p.partition_index == partition)
-    conn = admin.node(leader)
+def _fetch(conn: Connection, tp: TP, offset: int) -> tuple[list[dict[str, Any]], int]:
+    """The data records of one Fetch from `offset` (markers left out), and the offset after
+    its last batch."""
     body = {"replica_id": -1, "max_wait": 0, "min_bytes": 0, "max_bytes": 1 << 20,
             "isolation_level": 0, "session_id": 0, "session_epoch": -1,
-            "topics": [{"topic": topic, "partitions": [
-                {"partition": partition, "fetch_offset": offset, "partition_max_bytes": 1 << 20,
+            "topics": [{"topic": tp[0], "partitions": [
+                {"partition": tp[1], "fetch_offset": offset, "partition_max_bytes": 1 << 20,
                  "current_leader_epoch": -1, "log_start_offset": -1}]}],
             "forgotten_topics_data": [], "rack_id": ""}
     resp = conn.call(FETCH, body, min(conn.version(FETCH), FETCH_BY_NAME))
     (p,) = resp.responses[0].partitions
     check(p.error_code)
     data = bytes(p.records or b"")
-    out = []
+    out, following = [], offset
     for pos, h in iter_batches(data):
-        if h.is_control:
-            continue
-        for r in decode_records(data, pos, h):
-            out.append({"offset": r.offset, "timestamp": r.timestamp, "key": r.key,
-                        "value": r.value, "headers": r.headers,
-                        "transactional": h.is_transactional})
-    return out
+        following = h.next_offset
+        if not h.is_control:
+            out += [{"offset": r.offset, "timestamp": r.timestamp, "key": r.key,
+                     "value": r.value, "headers": r.headers,
+                     "transactional": h.is_transactional}
+                    for r in decode_records(data, pos, h)]
+    return out, following
 
 
 # ---- transactions --------------------------------------------------------------------------

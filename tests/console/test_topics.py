@@ -106,3 +106,14 @@ def test_record_contents_are_shown_as_text_not_run(console: ConsoleServer,
     assert cells.nth(4).inner_text() == "<i>h</i>=<u>v</u>"
     assert page.evaluate("window.ran") is None
     assert page.locator("#messages b, #messages i, #messages u").count() == 0
+
+
+def test_messages_of_a_partition_that_does_not_exist_is_404(console: ConsoleServer,
+                                                           page: Any, unique_topic: str) -> None:
+    page.goto(console.url + "/topics")
+    page.locator("#create-topic input[name=name]").fill(unique_topic)
+    page.locator("#create-topic button[type=submit]").click()
+    page.wait_for_url(f"**/topics/{unique_topic}")
+    response = page.goto(f"{console.url}/topics/{unique_topic}/messages?partition=7")
+    assert response.status == 404
+    assert f"{unique_topic} has no partition 7" in page.locator("#error").inner_text()

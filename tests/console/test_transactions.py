@@ -116,6 +116,10 @@ def test_hanging_transaction_found_and_aborted(console: ConsoleServer,
         part = w.fetch(topic, 0, 0, 1)
         assert part.last_stable_offset == part.high_watermark == 2  # record + abort marker
 
+    # the partition's page shows the aborted record, and not its abort marker
+    page.goto(f"{console.url}/topics/{topic}/messages?partition=0&offset=0")
+    assert page.locator("#messages tbody tr td:nth-child(4)").all_inner_texts() == ["ghost"]
+
     live.commit_transaction(20)
-    page.reload()
+    page.goto(console.url + "/transactions")
     assert [r for r in open_rows(page) if r[0] == topic] == []
