@@ -118,7 +118,7 @@ def _describe_classic(conn: Connection, group: str) -> dict[str, Any]:
         raise KafkaRequestError(ErrorCode.group_id_not_found, f"Group {group} not found.")
     members = [{"member_id": m.member_id, "client_id": m.client_id, "host": m.client_host,
                 "member_epoch": None, "subscribed_topics": None,
-                "assignment": _consumer_assignment(m.member_assignment)
+                "assignment": consumer_assignment(m.member_assignment)
                 if g.protocol_type == "consumer" else []}
                for m in g.members]
     return {"group_id": group, "type": "classic", "state": g.group_state,
@@ -126,7 +126,7 @@ def _describe_classic(conn: Connection, group: str) -> dict[str, Any]:
             "group_epoch": None, "members": members}
 
 
-def _consumer_assignment(data: bytes) -> list[dict[str, Any]]:
+def consumer_assignment(data: bytes) -> list[dict[str, Any]]:
     """A classic consumer's assignment (ConsumerProtocolAssignment: version, then
     [topic, [partition]]); the user data after it is not ours to read."""
     if len(data) < 6:

@@ -9,8 +9,8 @@ batch per partition and request. With --transactional-id the records are one tra
 consume: from each partition's start (--from-beginning), a given --offset, the group's committed
 offsets (--group) or else the end, up to the end offset seen when it starts (the last stable
 offset with read_committed, where aborted transactions are skipped as a Java consumer skips
-them) or -n records. With --group the offsets reached are committed for the group as an admin
-commit: the command does not join the group, so a group with active members refuses it.
+them) or -n records. With --group the command joins the classic group (membership.py), reads
+the partitions it is assigned, commits the offsets reached as that member and leaves.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from samsa.protocol.records import (
     parse_control_record,
 )
 
-from . import groups, offsets, topics
+from . import groups, membership, offsets, topics
 from .client import TXN_KEY, Admin, AdminError, Connection, check, retrying
 
 PRODUCE, FETCH, INIT_PRODUCER_ID, ADD_PARTITIONS_TO_TXN, END_TXN = 0, 1, 22, 24, 26
@@ -215,8 +215,25 @@ def consume(admin: Admin, topic: str, partition: int | None = None,
     leaders = _layout(admin, topic)
     if partition is not None and partition not in leaders:
         raise AdminError("UNKNOWN_TOPIC_OR_PARTITION", f"{topic} has no partition {partition}")
+    if group is None:
+        chosen = {(topic, p) for p in leaders if partition is None or p == partition}
+        return _read(admin, leaders, chosen, group, from_beginning, offset, isolation, limit)
+    if partition is not None:
+        raise AdminError("INVALID_CONFIG", "--partition and --group exclude each other: the "
+                         "group assigns the partitions")
+    member = membership.Member(admin, group, topic)
+    try:
+        assigned = {(topic, p) for p in member.join()}
+        return _read(admin, leaders, assigned, group, from_beginning, offset, isolation, limit,
+                     member)
+    finally:
+        member.leave()
+
+
+def _read(admin: Admin, leaders: dict[int, int], partitions: set[TP], group: str | None,
+          from_beginning: bool, offset: int | None, isolation: str, limit: int | None,
+          member: membership.Member | None = None) -> list[dict[str, Any]]:
     level = READ_COMMITTED if isolation == "read_committed" else 0
-    partitions = {(topic, p) for p in leaders if partition is None or p == partition}
     position = _starts(admin, partitions, group, from_beginning, offset)
     out: list[dict[str, Any]] = []
     for tp in sorted(partitions):
@@ -225,8 +242,8 @@ def consume(admin: Admin, topic: str, partition: int | None = None,
         records, position[tp] = _read_partition(admin, tp, leaders[tp[1]], position[tp], level,
                                                 None if limit is None else limit - len(out))
         out += records
-    if group is not None:
-        offsets.commit(admin, group, position)
+    if group is not None and member is not None and position:
+        offsets.commit(admin, group, position, member.generation, member.member_id)
     return out
 
 

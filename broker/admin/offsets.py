@@ -117,14 +117,18 @@ def _known(offsets: dict[tuple[str, int], int], partitions: Partitions
     return offsets
 
 
-def commit(admin: Admin, group: str, offsets: dict[tuple[str, int], int]) -> None:
+def commit(admin: Admin, group: str, offsets: dict[tuple[str, int], int],
+           generation: int = -1, member_id: str = "") -> None:
+    """Commit `offsets` for the group: as an admin (no member, generation -1), or as the
+    member given."""
     topics: dict[str, list[dict[str, Any]]] = {}
     for (topic, partition), offset in sorted(offsets.items()):
         topics.setdefault(topic, []).append({
             "partition_index": partition, "committed_offset": offset,
             "committed_leader_epoch": -1, "committed_metadata": ""})
-    body = {"group_id": group, "generation_id_or_member_epoch": -1, "generation_id": -1,
-            "member_id": "", "group_instance_id": None, "retention_time_ms": -1,
+    body = {"group_id": group, "generation_id_or_member_epoch": generation,
+            "generation_id": generation, "member_id": member_id, "group_instance_id": None,
+            "retention_time_ms": -1,
             "topics": [{"name": t, "partitions": ps} for t, ps in topics.items()]}
 
     def attempt() -> None:

@@ -149,6 +149,8 @@ def _sample(samsa: Samsa, bootstrap: str, topic: str, group: str) -> dict[str, A
                            str(out["produce"]["partitions"][0]["base_offset"]),
                            "--isolation", "read_committed", "--format", "json",
                            bootstrap=bootstrap).json()
+    out["consume-group"] = samsa("consume", topic, "-g", f"c-{group}", "--from-beginning",
+                                 "--format", "json", bootstrap=bootstrap).json()
     out["reassign-list"] = samsa("reassign", "list", "--format", "json",
                                  bootstrap=bootstrap).json()
     out["elect"] = samsa("elect-leaders", "--election-type", "preferred", "--topic", topic,
@@ -206,6 +208,9 @@ def test_the_same_output_shape_as_against_apache_kafka(kafka: str, shared_broker
         assert [(r["offset"], r["key"], r["value"], r["headers"]) for r in got["consume"]] == [
             (2, "k1", "v1", {"h": "1"}), (3, "k2", "v2", {"h": "1"})]
         assert got["reassign-list"] == []
+        # a classic group's only member: both partitions (4 + 2 records above, 1 + 1 since)
+        assert sorted((r["partition"], r["offset"]) for r in got["consume-group"]) == [
+            (0, 0), (0, 1), (0, 2), (0, 3), (1, 0), (1, 1), (1, 2)]
         assert [(e["partition"], e["result"]) for e in got["elect"]] == [
             (0, "ELECTION_NOT_NEEDED"), (1, "ELECTION_NOT_NEEDED")]
 

@@ -5,6 +5,7 @@ read_committed hiding an aborted transaction, -n and a group's offsets, in both 
 from __future__ import annotations
 
 import io
+import threading
 from typing import Any
 
 import pytest
@@ -12,6 +13,7 @@ from confluent_kafka import Consumer, Producer
 
 from samsa.broker.admin import messages
 from tests.admin.conftest import Samsa, parse_table
+from tests.admin.test_groups import wait_for
 from tests.support.broker import BrokerProcess
 
 RECORD_KEYS = {"topic", "partition", "offset", "timestamp", "key", "value", "headers"}
@@ -124,3 +126,41 @@ def test_consume_with_a_group(shared_broker: BrokerProcess, samsa: Samsa,
     assert _consume(samsa, b, t, "-g", g) == []
     (desc,) = samsa("group", "describe", g, "--format", "json", bootstrap=b).json()
     assert [(o["current_offset"], o["lag"]) for o in desc["offsets"]] == [(5, 0)]
+    assert desc["state"] == "Empty"  # the command left the group
+    r = samsa("consume", t, "-g", g, "-p", "0", bootstrap=b)
+    assert (r.rc, r.err) == (1, "samsa: INVALID_CONFIG: --partition and --group exclude each "
+                                "other: the group assigns the partitions\n")
+
+
+def test_consume_shares_a_group_with_another_member(shared_broker: BrokerProcess,
+                                                    samsa: Samsa,
+                                                    monkeypatch: pytest.MonkeyPatch,
+                                                    unique_topic: str) -> None:
+    """With a librdkafka member in the group, the range assignment gives the command one of
+    the two partitions, and its commit is accepted as a member's."""
+    b, t, g = shared_broker.bootstrap, unique_topic, f"g-{unique_topic}"
+    assert samsa("topic", "create", t, "-p", "2", bootstrap=b).rc == 0
+    assert _produce(samsa, monkeypatch, b, "a\nb\nc\nd\n", t).rc == 0  # round robin
+    other = Consumer({"bootstrap.servers": b, "group.id": g, "group.protocol": "classic",
+                      "enable.auto.commit": False, "session.timeout.ms": 10000})
+    other.subscribe([t])
+    stop = threading.Event()
+
+    def serve() -> None:
+        while not stop.is_set():
+            other.poll(0.1)
+
+    wait_for("the other member's assignment", lambda: len(other.assignment()) == 2,
+             lambda: other.poll(0.2))
+    thread = threading.Thread(target=serve)  # it rejoins while the command joins
+    thread.start()
+    try:
+        rows = _consume(samsa, b, t, "-g", g, "--from-beginning")
+    finally:
+        stop.set()
+        thread.join()
+        other.close()
+    assert len({r["partition"] for r in rows}) == 1 and len(rows) == 2
+    (desc,) = samsa("group", "describe", g, "--format", "json", bootstrap=b).json()
+    assert [(o["partition"], o["current_offset"]) for o in desc["offsets"]] == [
+        (rows[0]["partition"], 2)]
