@@ -67,6 +67,7 @@ class GroupCoordinator:
         self.share = ShareGroups(self.partitions, cfg, self.classic, self.consumer)
         self.streams = StreamsGroups(self.partitions, cfg)
         self.streams.other_type = self._other_than_streams
+        self.classic.streams = self.consumer.streams = self.streams
         self.migration = ConsumerMigration(self.partitions, self.consumer, self.classic)
         self.classic_members = ClassicMembers(self.partitions, self.consumer, self.migration)
         self.offsets = GroupOffsets(self.partitions, cfg, self.classic, self.consumer)

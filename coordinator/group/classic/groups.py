@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from ..consumer.classic_members import ClassicMembers
     from ..consumer.groups import ConsumerGroups
     from ..share.groups import ShareGroups
+    from ..streams.groups import StreamsGroups
 
 # The coordinator's logger: one name for all of its parts (log configs select by it).
 log = logging.getLogger("samsa.coordinator.group.coordinator")
@@ -40,6 +41,7 @@ class ClassicGroups:
     consumer: ConsumerGroups
     classic_members: ClassicMembers
     share: ShareGroups
+    streams: StreamsGroups
 
     def __init__(self, partitions: GroupPartitions, cfg: BrokerConfig) -> None:
         self.partitions = partitions

@@ -46,7 +46,8 @@ class ClassicJoin:
             p = classic.partitions.coordinator_partition(group_id)
         except GroupError as exc:
             return error_join(exc.error_code, member_id)
-        if group_id in classic.share.share_groups:  # Kafka: a share group takes no classic member
+        # Kafka: a share group takes no classic member, nor (without a migration) a streams one
+        if group_id in classic.share.share_groups or group_id in classic.streams.groups:
             return error_join(ErrorCode.inconsistent_group_protocol, "")
         consumer_group = classic.consumer.consumer_groups.get(group_id)
         if consumer_group is not None:

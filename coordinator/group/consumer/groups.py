@@ -50,6 +50,7 @@ from .target import preferred_assignor
 if TYPE_CHECKING:
     from ..classic.groups import ClassicGroups
     from ..share.groups import ShareGroups
+    from ..streams.groups import StreamsGroups
     from .migration import ConsumerMigration
 
 log = logging.getLogger("samsa.coordinator.group.coordinator")
@@ -70,6 +71,7 @@ class ConsumerGroups:
 
     migration: ConsumerMigration
     share: ShareGroups
+    streams: StreamsGroups
 
     def __init__(self, partitions: GroupPartitions, cfg: BrokerConfig,
                  classic: ClassicGroups) -> None:

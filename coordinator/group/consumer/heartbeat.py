@@ -84,7 +84,7 @@ class ConsumerHeartbeat:
                              rebalance_timeout_ms, names, regex, assignor, owned, version,
                              groups.consumer_assignors)
             p = groups.partitions.coordinator_partition(group_id)
-            if group_id in groups.share.share_groups:
+            if group_id in groups.share.share_groups or group_id in groups.streams.groups:
                 raise GroupError(ErrorCode.group_id_not_found,
                                  f"Group {group_id} is not a consumer group.")
             if not member_id:
