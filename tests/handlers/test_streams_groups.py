@@ -324,3 +324,19 @@ async def test_a_source_regex_is_resolved_against_the_cluster_topics(streams):
          "repartition_source_topics": [], "copartition_groups": []}]}}
     r = await streams.call("StreamsGroupHeartbeat", 0, beat)
     assert (r.error_code, r.status, _active(r)) == (ErrorCode.none, None, [("0", [0, 1])])
+
+
+async def test_a_streams_group_id_is_not_a_consumer_or_classic_group(streams):
+    await streams.create_topic("events", 1)
+    await streams.find_coordinator("app")
+    await streams.call("StreamsGroupHeartbeat", 0, _beat("m1", 0))
+    beat = {"group_id": "app", "member_id": "c1", "member_epoch": 0, "instance_id": None,
+            "rack_id": None, "rebalance_timeout": 10_000, "subscribed_topic_names": ["events"],
+            "subscribed_topic_regex": None, "server_assignor": None, "topic_partitions": []}
+    consumer = await streams.call("ConsumerGroupHeartbeat", 1, beat)
+    assert consumer.error_code == ErrorCode.group_id_not_found
+    join = await streams.call("JoinGroup", 9, {
+        "group_id": "app", "session_timeout": 10_000, "rebalance_timeout": 10_000,
+        "member_id": "", "group_instance_id": None, "protocol_type": "consumer",
+        "protocols": [{"name": "range", "metadata": b""}], "reason": None})
+    assert join.error_code == ErrorCode.inconsistent_group_protocol
