@@ -163,9 +163,16 @@ async def create_topic(request: web.Request) -> web.Response:
 
 
 async def topic_page(request: web.Request) -> web.Response:
+    c = console_of(request)
     name = request.match_info["name"]
-    return render(request, f"Topic {name}", views.topic(await ask(request, data.topic, name)),
+    found = await ask(request, data.topic, name)
+    return render(request, f"Topic {name}", views.topic(found, c.read_only, c.csrf),
                   refresh=True)
+
+
+async def delete_topic(request: web.Request) -> web.Response:
+    await ask(request, admin_topics.delete, [request.match_info["name"]])
+    raise web.HTTPSeeOther("/topics")
 
 
 async def messages_page(request: web.Request) -> web.Response:
@@ -363,6 +370,7 @@ def make_app(console: Console) -> web.Application:
     app.add_routes([
         web.get("/", brokers_page), web.get("/topics", topics_page),
         web.post("/topics", create_topic), web.get("/topics/{name}", topic_page),
+        web.post("/topics/{name}/delete", delete_topic),
         web.get("/topics/{name}/messages", messages_page), web.get("/groups", groups_page),
         web.get("/transactions", transactions_page),
         web.get("/transactions/abort", confirm_abort_page),

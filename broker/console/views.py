@@ -121,7 +121,7 @@ def topics(rows: list[dict[str, Any]], read_only: bool, csrf: str, metrics: bool
 <button type="submit">Create</button></form>"""
 
 
-def topic(t: dict[str, Any]) -> str:
+def topic(t: dict[str, Any], read_only: bool, csrf: str) -> str:
     name = quote(t["name"], safe="")
     rows = []
     for p in t["partitions"]:
@@ -132,8 +132,11 @@ def topic(t: dict[str, Any]) -> str:
                          f'{esc(", ".join(map(str, p["isr"])))}</span>'),
                      p["start_offset"], p["end_offset"], sizes,
                      link(f"/topics/{name}/messages?partition={p['partition']}", "browse")))
-    return table(("Partition", "Leader", "Replicas", "ISR", "Start offset", "End offset",
+    body = table(("Partition", "Leader", "Replicas", "ISR", "Start offset", "End offset",
                   "Size per replica", "Messages"), rows, "partitions")
+    if read_only or t["internal"]:
+        return body
+    return body + _post_button(f"/topics/{name}/delete", {}, "Delete topic", csrf)
 
 
 def groups(rows: list[dict[str, Any]]) -> str:

@@ -70,7 +70,8 @@ def test_read_only_console_refuses_writes(consoles: tuple[ConsoleServer, Console
     assert page.locator("#create-topic").count() == 0
     shots(page, "read-only-topics")
 
-    writes = ("CreateTopics", "WriteTxnMarkers", "CreateAcls", "AlterUserScramCredentials")
+    writes = ("CreateTopics", "DeleteTopics", "WriteTxnMarkers", "CreateAcls",
+              "AlterUserScramCredentials")
     before = [requests_of(api) for api in writes]
     token = read_only.console.csrf  # a post as valid as a writable console's form makes
     status, body = post(page, "/topics", {"name": name, "partitions": "1", "csrf": token})
@@ -83,7 +84,8 @@ def test_read_only_console_refuses_writes(consoles: tuple[ConsoleServer, Console
                                     "pattern_type": "LITERAL", "principal": "User:x",
                                     "host": "*", "operation": "READ", "permission": "ALLOW"}),
                          ("/users", {"user": "x", "password": "p",
-                                     "mechanism": "SCRAM-SHA-256", "iterations": "4096"})):
+                                     "mechanism": "SCRAM-SHA-256", "iterations": "4096"}),
+                         ("/topics/console-throughput/delete", {})):
         status, body = post(page, path, {**fields, "csrf": token})
         assert status == 403 and REFUSED in body, path
     page.goto(read_only.url + "/security")

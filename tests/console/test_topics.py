@@ -117,3 +117,20 @@ def test_messages_of_a_partition_that_does_not_exist_is_404(console: ConsoleServ
     response = page.goto(f"{console.url}/topics/{unique_topic}/messages?partition=7")
     assert response.status == 404
     assert f"{unique_topic} has no partition 7" in page.locator("#error").inner_text()
+
+
+def test_topic_deleted_from_its_page_after_confirmation(console: ConsoleServer,
+                                                       cluster: BrokerProcess, page: Any,
+                                                       unique_topic: str) -> None:
+    page.goto(console.url + "/topics")
+    page.locator("#create-topic input[name=name]").fill(unique_topic)
+    page.locator("#create-topic button[type=submit]").click()
+    page.wait_for_url(f"**/topics/{unique_topic}")
+    page.once("dialog", lambda dialog: dialog.dismiss())
+    page.get_by_role("button", name="Delete topic").click()
+    assert unique_topic in metadata_topics(cluster.bootstrap)
+    page.once("dialog", lambda dialog: dialog.accept())
+    page.get_by_role("button", name="Delete topic").click()
+    page.wait_for_url(console.url + "/topics")
+    assert unique_topic not in metadata_topics(cluster.bootstrap)
+    assert page.locator("#topics tbody tr", has_text=unique_topic).count() == 0
