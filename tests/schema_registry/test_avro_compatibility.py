@@ -151,3 +151,18 @@ def test_backward_is_new_reads_old_forward_is_old_reads_new() -> None:
     assert incompatibilities("FORWARD", avro(required), [avro(V1)]) == []
     assert incompatibilities("FULL", avro(required), [avro(V1)]) != []
     assert incompatibilities("FORWARD", avro(V1), [avro(required)]) != []
+
+
+def test_identity_ignores_how_the_same_schema_is_written() -> None:
+    """The registry gives the same id to the same schema written otherwise: key order, spacing,
+    a primitive as {"type": ...}, the namespace apart or in the name (as Avro's Schema.toString
+    prints them alike)."""
+    apart = {"type": "record", "name": "R", "namespace": "a",
+             "fields": [{"name": "x", "type": {"type": "int"}}]}
+    folded = {"fields": [{"type": "int", "name": "x"}], "type": "record", "name": "a.R"}
+    assert avro(apart).canonical == avro(folded).canonical
+    assert avro("string").canonical == avro({"type": "string"}).canonical
+    other = {"fields": [{"type": "long", "name": "x"}], "type": "record", "name": "a.R"}
+    assert avro(other).canonical != avro(folded).canonical
+    with_default = {**folded, "fields": [{"type": "int", "name": "x", "default": 1}]}
+    assert avro(with_default).canonical != avro(folded).canonical

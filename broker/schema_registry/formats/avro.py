@@ -49,7 +49,22 @@ def parse(schema: str, references: tuple[Reference, ...]) -> AvroSchema:
         parsed = fastavro.parse_schema(raw, named_schemas=named)
     except fastavro.schema.SchemaParseException as exc:
         raise ValueError(str(exc)) from exc
-    return AvroSchema(parsed, named, json.dumps(raw, separators=(",", ":"), sort_keys=True))
+    return AvroSchema(parsed, named, json.dumps(_plain(parsed), separators=(",", ":"),
+                                                sort_keys=True))
+
+
+def _plain(schema: Any) -> Any:
+    """The parsed schema as identity compares it (as Avro's Schema.toString prints it): names
+    full (the namespace folded in), a primitive written {"type": "string"} as "string", and
+    without fastavro's bookkeeping."""
+    if isinstance(schema, list):
+        return [_plain(s) for s in schema]
+    if not isinstance(schema, dict):
+        return schema
+    if set(schema) == {"type"} and schema["type"] in _PRIMITIVES:
+        return schema["type"]
+    return {k: _plain(v) if k in ("type", "items", "values", "fields") else v
+            for k, v in schema.items() if not k.startswith("__") and k != "namespace"}
 
 
 _REQUIRED = {"record": "fields", "error": "fields", "enum": "symbols", "fixed": "size"}
