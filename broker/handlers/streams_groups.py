@@ -26,7 +26,7 @@ from samsa.coordinator.group.streams.model import (
     Topology,
     task_map,
 )
-from samsa.coordinator.group.streams.topology import Status
+from samsa.coordinator.group.streams.topology import Status, topics_of
 from samsa.coordinator.group.streams.transitions import Answer, Heartbeat
 from samsa.protocol.codec import millis
 from samsa.protocol.errors import ErrorCode, KafkaError
@@ -34,7 +34,7 @@ from samsa.protocol.errors import ErrorCode, KafkaError
 from ..cluster.features import api_enabled
 from ..context import RequestContext
 from ..security.authorizer import AclOperation, ResourceType
-from .consumer_groups import describe_groups
+from .consumer_groups import describe_groups, heartbeat_refusal
 from .declare import api
 
 if TYPE_CHECKING:
@@ -101,8 +101,16 @@ def decode(ctx: RequestContext, r: StreamsGroupHeartbeatRequest) -> Heartbeat:
 async def _create_internal_topics(ctx: RequestContext, topics: tuple[TopicInfo, ...]
                                   ) -> list[str]:
     """Create the topology's missing internal topics (Kafka's broker does it for a streams
-    group, with the configs the topology asks for); returns what failed, for the status."""
+    group, with the configs the topology asks for) the principal may create (CREATE on the
+    cluster or on each topic); returns what failed or was refused, for the status."""
     failed = []
+    if not ctx.authorize(AclOperation.CREATE, ResourceType.CLUSTER, log_denied=False):
+        allowed = set(ctx.authorized(AclOperation.CREATE, ResourceType.TOPIC,
+                                     {t.name for t in topics}))
+        denied = sorted(t.name for t in topics if t.name not in allowed)
+        if denied:
+            failed.append("Unauthorized to CREATE on topics " + ", ".join(denied) + ".")
+        topics = tuple(t for t in topics if t.name in allowed)
     for t in topics:
         try:
             await ctx.topics.create(t.name, t.partitions, t.replication_factor or -1,
@@ -142,10 +150,12 @@ async def handle_streams_group_heartbeat(
     if not enabled(ctx, HEARTBEAT):
         return _error(ErrorCode.unsupported_version,
                       "Streams groups are not enabled on this broker.")
-    if not ctx.authorize(AclOperation.READ, ResourceType.GROUP, request.group_id):
-        return _error(ErrorCode.group_authorization_failed)
+    req = decode(ctx, request)
+    names = sorted(topics_of(req.topology)) if req.topology is not None else None
+    if refusal := heartbeat_refusal(ctx, request.group_id, names):
+        return _error(refusal["error_code"], refusal["error_message"], request.member_id)
     try:
-        out = await ctx.groups.streams.heartbeat(decode(ctx, request))
+        out = await ctx.groups.streams.heartbeat(req)
     except GroupError as exc:
         return _error(exc.error_code, str(exc) if exc.args and not str(exc).isdigit()
                       else None, request.member_id)
