@@ -15,7 +15,7 @@ import pytest
 
 from samsa.protocol.errors import ErrorCode
 
-from .harness import Handlers
+from .harness import ADMIN, ALICE, Handlers
 
 STREAMS = {"unstable.api.versions.enable": True, "unstable.feature.versions.enable": True,
            "initial.feature.levels": "streams.version=1"}
@@ -340,3 +340,33 @@ async def test_a_streams_group_id_is_not_a_consumer_or_classic_group(streams):
         "member_id": "", "group_instance_id": None, "protocol_type": "consumer",
         "protocols": [{"name": "range", "metadata": b""}], "reason": None})
     assert join.error_code == ErrorCode.inconsistent_group_protocol
+
+
+async def test_authorization(tmp_path):
+    h = await Handlers.open(tmp_path / "data", STREAMS, authorizer=True)
+    try:
+        await h.create_topic("events", 1)
+        await h.find_coordinator("app")
+        denied = await h.call("StreamsGroupHeartbeat", 0, _beat("m1", 0), principal=ALICE)
+        assert denied.error_code == ErrorCode.group_authorization_failed
+
+        async def allow(rtype: int, name: str, operation: int) -> None:
+            acl = {"resource_type": rtype, "resource_name": name, "resource_pattern_type": 3,
+                   "principal": "User:alice", "host": "*", "operation": operation,
+                   "permission_type": 3}
+            await h.call("CreateAcls", 3, {"creations": [acl]}, principal=ADMIN)
+        GROUP, TOPIC, READ, DESCRIBE = 3, 2, 3, 8
+        await allow(GROUP, "app", READ)
+        topics = await h.call("StreamsGroupHeartbeat", 0, _beat("m1", 0), principal=ALICE)
+        assert topics.error_code == ErrorCode.topic_authorization_failed
+        for name in ("events", "app-by-key-repartition", "app-counts-changelog"):
+            await allow(TOPIC, name, DESCRIBE)
+        # may describe, may not create: the internal topics stay missing, the status says why
+        r = await h.call("StreamsGroupHeartbeat", 0, _beat("m1", 0), principal=ALICE)
+        assert r.error_code == ErrorCode.none
+        assert [(s.status_code, s.status_detail) for s in r.status] == [
+            (3, "Unable to create topics: Unauthorized to CREATE on topics "
+                "app-by-key-repartition, app-counts-changelog.")]
+        assert h.broker.store.topic("app-counts-changelog") is None
+    finally:
+        await h.close()
