@@ -92,6 +92,20 @@ def build_app(registry: Registry, forwarder: Forwarder | None = None,
     async def schema_types(req: web.Request) -> Any:
         return list(TYPES)
 
+    async def contexts(req: web.Request) -> Any:
+        return ["."]  # the default context alone: contexts are not there
+
+    async def schemas(req: web.Request) -> Any:
+        """Every version of every subject (?subjectPrefix, ?deleted, ?latestOnly)."""
+        await fresh()
+        deleted, prefix = _flag(req, "deleted"), req.query.get("subjectPrefix", "")
+        out = []
+        for subject in r.subjects(deleted, prefix):
+            versions = r.store.versions(subject, deleted)
+            out += [r.shown(v, req.query.get("format"))
+                    for v in (versions[-1:] if _flag(req, "latestOnly") else versions)]
+        return out
+
     async def schema(req: web.Request) -> Any:
         await fresh()
         shown = r.shown(r.schema_by_id(_schema_id(req), req.query.get("subject")),
@@ -191,6 +205,8 @@ def build_app(registry: Registry, forwarder: Forwarder | None = None,
     app = web.Application()
     routes = [
         ("GET", "/", root),
+        ("GET", "/contexts", contexts),
+        ("GET", "/schemas", schemas),
         ("GET", "/schemas/types", schema_types),
         ("GET", "/schemas/ids/{id}", schema),
         ("GET", "/schemas/ids/{id}/schema", schema_text),

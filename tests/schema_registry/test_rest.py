@@ -99,6 +99,11 @@ def test_versions(rest: Rest, subject: str) -> None:
     assert rest.error("GET", f"/subjects/{subject}-none/versions/1") == (404, 40401)
     assert subject in rest.ok("GET", "/subjects")
     assert rest.ok("GET", f"/subjects?subjectPrefix={subject}") == [subject]
+    listed = rest.ok("GET", f"/schemas?subjectPrefix={subject}")
+    assert [(s["subject"], s["version"]) for s in listed] == [(subject, 1), (subject, 2)]
+    latest_only = rest.ok("GET", f"/schemas?subjectPrefix={subject}&latestOnly=true")
+    assert [s["version"] for s in latest_only] == [2]
+    assert rest.ok("GET", "/contexts") == ["."]
 
 
 def test_invalid_schemas(rest: Rest, subject: str) -> None:
