@@ -80,7 +80,8 @@ def _schema_id(request: web.Request) -> int:
 def build_app(registry: Registry, forwarder: Forwarder | None = None,
               auth: BasicAuth | None = None) -> web.Application:
     """The routes; each handler first brings the store up to date (the primary's load);
-    on a broker that is not the primary, `forwarder` passes the requests on to it."""
+    on a broker that is not the primary, `forwarder` passes the requests on to it; `auth`,
+    when given, checks each request's login first."""
     r = registry
 
     async def fresh() -> None:
@@ -138,8 +139,7 @@ def build_app(registry: Registry, forwarder: Forwarder | None = None,
         return r.version_numbers(req.match_info["subject"], _flag(req, "deleted"))
 
     async def register(req: web.Request) -> Any:
-        result = await r.register(req.match_info["subject"], await _body(req))
-        return result
+        return await r.register(req.match_info["subject"], await _body(req))
 
     async def lookup(req: web.Request) -> Any:
         await fresh()
