@@ -325,3 +325,13 @@ def test_a_new_topic_matching_a_regex_moves_the_group_epoch():
         heartbeat(None, join("m1", t=Topology(0, (Subtopology("0", source_topic_regex=(
             "(",)),))), 0, g.counts, 0)
     assert bad.value.error_code == ErrorCode.streams_invalid_topology
+
+
+def test_a_decision_leaves_the_group_as_it_was_until_its_records_are_applied():
+    g = Group()
+    g.send(join("m1"))
+    before = rec.current_assignment(APP, g.group.members["m1"]), g.group.epoch
+    out = heartbeat(g.group, join("m2", "p2"), 0, ALL, 0)
+    assert out.records and "m2" not in g.group.members
+    assert (rec.current_assignment(APP, g.group.members["m1"]), g.group.epoch) == before
+    assert out.group is not None and "m2" in out.group.members  # what the records say

@@ -84,12 +84,13 @@ class Outcome:
 
 
 class _Scratch:
-    """A copy of the group that each emitted record is replayed into."""
+    """The group as the records emitted so far leave it: the coordinator's own until the
+    first record, then a copy each record is replayed into (most heartbeats change nothing,
+    and copy nothing)."""
 
     def __init__(self, group: StreamsGroup | None, group_id: str, p: int) -> None:
-        self.groups: dict[str, StreamsGroup] = {}
-        if group is not None:
-            self.groups[group_id] = copy.deepcopy(group)
+        self.groups: dict[str, StreamsGroup] = {} if group is None else {group_id: group}
+        self.copied = group is None
         self.group_id = group_id
         self.p = p
         self.records: list[rec.Record] = []
@@ -99,6 +100,9 @@ class _Scratch:
         return self.groups[self.group_id]
 
     def emit(self, record: rec.Record) -> None:
+        if not self.copied:
+            self.groups = copy.deepcopy(self.groups)
+            self.copied = True
         self.records.append(record)
         key = rec.decode_streams_key(record[0])
         assert key is not None
