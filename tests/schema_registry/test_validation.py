@@ -34,9 +34,9 @@ def create(rb: RegistryBroker, configs: dict[str, str]) -> str:
 
 
 def produce(c: WireClient, topic: str, records: list[tuple[bytes | None, bytes | None]],
-            version: int = 9) -> object:
+            version: int = 9, compression: int = 0) -> object:
     now = int(time.time() * 1000)
-    batch = build_batch([(k, v, None, now) for k, v in records])
+    batch = build_batch([(k, v, None, now) for k, v in records], compression=compression)
     resp = c.call(PRODUCE, version, {
         "transactional_id": None, "acks": -1, "timeout": 10_000,
         "topic_data": [{"name": topic, "partition_data": [{"index": 0, "records": batch}]}]})
@@ -77,6 +77,12 @@ def test_values_must_carry_an_id_of_the_topics_subject(shared_registry: Registry
         ok = produce(c, topic, [(b"any key", framed(good)), (b"k", None)])
         assert ok.error_code == 0
         assert log_end(c, topic) == 2
+        # compressed batches (gzip) are checked record by record too
+        gzip = produce(c, topic, [(None, framed(good)), (None, b"plain")], compression=1)
+        assert (gzip.error_code, [e.batch_index for e in gzip.record_errors]) == (
+            INVALID_RECORD, [1])
+        assert produce(c, topic, [(None, framed(good))] * 3, compression=1).error_code == 0
+        assert log_end(c, topic) == 5
 
 
 def test_keys_and_the_record_name_strategy(shared_registry: RegistryBroker) -> None:
