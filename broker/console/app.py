@@ -185,7 +185,8 @@ async def messages_page(request: web.Request) -> web.Response:
     except ValueError as e:
         return render(request, f"Messages of {name}", error_box(str(e)), status=400)
     fmt = q.get("format", "text") if q.get("format") in ("text", "json", "hex") else "text"
-    found = await ask(request, data.messages, name, partition, offset, limit)
+    committed = q.get("isolation") == "read_committed"
+    found = await ask(request, data.messages, name, partition, offset, limit, committed)
     return render(request, f"Messages of {name}", views.messages(found, fmt, limit))
 
 

@@ -18,6 +18,7 @@ from typing import Any
 from samsa.broker.admin import acls as admin_acls
 from samsa.broker.admin import cluster as admin_cluster
 from samsa.broker.admin import groups as admin_groups
+from samsa.broker.admin import messages as admin_messages
 from samsa.broker.admin import txn as admin_txn
 from samsa.broker.admin import users as admin_users
 from samsa.broker.admin.client import (
@@ -165,8 +166,10 @@ def groups(admin: Admin) -> list[dict[str, Any]]:
 
 
 def messages(admin: Admin, topic: str, partition: int, offset: int | None,
-             limit: int) -> dict[str, Any]:
-    """Up to `limit` records of one partition from `offset` (default: the last `limit`)."""
+             limit: int, committed: bool = False) -> dict[str, Any]:
+    """Up to `limit` records of one partition from `offset` (default: the last `limit`);
+    `committed`: only those a read_committed consumer gets (which the admin consumer finds,
+    leaving out aborted transactions and stopping at the last stable offset)."""
     (t,) = admin.metadata([topic]).topics
     check(t.error_code)
     leaders = {int(p.partition_index): int(p.leader_id) for p in t.partitions}
@@ -177,16 +180,23 @@ def messages(admin: Admin, topic: str, partition: int, offset: int | None,
     start = admin_groups.offsets_at(admin, {tp}, EARLIEST).get(tp, 0)
     end = admin_groups.offsets_at(admin, {tp}, LATEST).get(tp, 0)
     first = max(start, end - limit) if offset is None else max(offset, start)
+    shown: set[int] | None = None
+    stop = end
+    if committed:
+        shown = {r["offset"] for r in admin_messages.consume(
+            admin, topic, partition, offset=first, isolation="read_committed", limit=limit)}
+        stop = max(shown, default=first - 1) + 1
     records: list[dict[str, Any]] = []
     position = first
-    while len(records) < limit and position < end:
+    while len(records) < limit and position < stop:
         fetched, following = _fetch(admin.node(leaders[partition]), tp, position)
-        records += [r for r in fetched if r["offset"] >= position][:limit - len(records)]
+        records += [r for r in fetched if r["offset"] >= position and (
+            shown is None or r["offset"] in shown)][:limit - len(records)]
         if following <= position:
             break
         position = following
     return {"topic": topic, "partition": partition, "start_offset": start, "end_offset": end,
-            "from_offset": first, "records": records}
+            "from_offset": first, "committed": committed, "records": records}
 
 
 def _fetch(conn: Connection, tp: TP, offset: int) -> tuple[list[dict[str, Any]], int]:

@@ -171,11 +171,22 @@ def _n(value: int | None) -> Any:
 
 def messages(m: dict[str, Any], fmt: str, limit: int) -> str:
     base = f"/topics/{quote(m['topic'], safe='')}/messages"
-    nav = "".join(f" {link(base + '?' + urlencode({'partition': m['partition'], 'offset': m['from_offset'], 'limit': limit, 'format': f}), f)}"  # noqa: E501
-                  for f in ("text", "json", "hex"))
+    isolation = "read_committed" if m["committed"] else "read_uncommitted"
+    query = {"partition": m["partition"], "offset": m["from_offset"], "limit": limit,
+             "format": fmt, "isolation": isolation}
+
+    def view(text: str, **change: Any) -> str:
+        return str(link(f"{base}?{urlencode({**query, **change})}", text))
+
+    formats = " ".join(view(f, format=f) for f in ("text", "json", "hex"))
+    which = (view("all records", isolation="read_uncommitted") + " · " +
+             view("committed only", isolation="read_committed"))
     head = (f"<p>Partition {m['partition']}: offsets {m['start_offset']} to "
-            f"{m['end_offset']}; from {m['from_offset']}. Show as{nav}.</p>"
-            f'<form method="get" action="{esc(base)}">{hidden({"format": fmt})}'
+            f"{m['end_offset']}; from {m['from_offset']}"
+            f"{', committed records only' if m['committed'] else ''}. Show as {formats}; "
+            f"{which}.</p>"
+            f'<form method="get" action="{esc(base)}">'
+            f'{hidden({"format": fmt, "isolation": isolation})}'
             f'<label>Partition <input name="partition" value="{m["partition"]}" size="4">'
             f'</label><label>Offset <input name="offset" value="{m["from_offset"]}" size="8">'
             f'</label><label>Count <input name="limit" value="{limit}" size="4"></label>'

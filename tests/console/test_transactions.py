@@ -116,10 +116,21 @@ def test_hanging_transaction_found_and_aborted(console: ConsoleServer,
         part = w.fetch(topic, 0, 0, 1)
         assert part.last_stable_offset == part.high_watermark == 2  # record + abort marker
 
-    # the partition's page shows the aborted record, and not its abort marker
+    # the partition's page shows the aborted record, and not its abort marker; committed
+    # records only, it shows none
     page.goto(f"{console.url}/topics/{topic}/messages?partition=0&offset=0")
-    assert page.locator("#messages tbody tr td:nth-child(4)").all_inner_texts() == ["ghost"]
+    values = page.locator("#messages tbody tr td:nth-child(4)")
+    assert values.all_inner_texts() == ["ghost"]
+    page.get_by_role("link", name="committed only").click()
+    page.wait_for_url("**isolation=read_committed**")
+    assert values.all_inner_texts() == []
 
+    # partition 1: the live transaction's record is committed only once it commits
+    page.goto(f"{console.url}/topics/{topic}/messages?partition=1&offset=0"
+              "&isolation=read_committed")
+    assert values.all_inner_texts() == []
     live.commit_transaction(20)
+    page.reload()
+    assert values.all_inner_texts() == ["live"]
     page.goto(console.url + "/transactions")
     assert [r for r in open_rows(page) if r[0] == topic] == []
