@@ -10,6 +10,12 @@ transaction coordinator), then restarted, and A is restarted on its old state di
 (tasks move back to it). The application must finish, and the read_committed output of
 every key must be exactly 1, 2, ..., n for the n events fed: no record counted twice (A's
 aborted work) nor lost.
+
+With the streams group protocol (KIP-1071, Kafka Streams 4.4, `group.protocol=streams`) the
+same run has the group coordinator create the internal topics and assign the tasks, and the
+group coordinator's broker is the one killed: the streams group is rebuilt from its records
+by the broker that takes its __consumer_offsets partition over. The brokers run with the
+switches of the streams groups' APIs still in development (docs/groups.md).
 """
 
 from __future__ import annotations
@@ -59,7 +65,13 @@ def streams_cluster(zookeeper: ZooKeeperProcess, tmp_path: Path) -> Iterator[Clu
     # readers until the coordinator aborts it (transaction.timeout.ms 10 s in the app): look
     # for timed-out transactions every second rather than Kafka's default 10.
     c = Cluster(zookeeper, tmp_path,
-                **{"transaction.abort.timed.out.transaction.cleanup.interval.ms": 1000})
+                **{"transaction.abort.timed.out.transaction.cleanup.interval.ms": 1000,
+                   # the streams group protocol's APIs, still in development here
+                   "unstable.api.versions.enable": "true",
+                   "unstable.feature.versions.enable": "true",
+                   "initial.feature.levels": "streams.version=1",
+                   "group.streams.session.timeout.ms": 10000,
+                   "group.streams.heartbeat.interval.ms": 1000})
     c.start()
     try:
         yield c
@@ -184,20 +196,25 @@ def _kill_mid_transaction(app: JavaProcess, cluster: Cluster, prefix: str,
     raise AssertionError(f"no open transaction of {prefix}* with output seen in {STEP_TIMEOUT} s")
 
 
-@pytest.mark.parametrize("victim_role", ["group-coordinator", "b-transaction-coordinator"])
-def test_streams_eos_survives_instance_and_broker_kill9(streams_cluster, tmp_path, victim_role):
+@pytest.mark.parametrize(("protocol", "victim_role"), [
+    ("classic", "group-coordinator"), ("classic", "b-transaction-coordinator"),
+    ("streams", "group-coordinator")])
+def test_streams_eos_survives_instance_and_broker_kill9(streams_cluster, tmp_path, protocol,
+                                                       victim_role):
     cluster = streams_cluster
     suffix = uuid.uuid4().hex[:6]
     app_id, src, dst = f"count-{suffix}", f"events-{suffix}", f"counts-{suffix}"
     create_topic(cluster, src, IN_PARTITIONS)
     create_topic(cluster, dst, OUT_PARTITIONS)
     bootstrap = ",".join(b.bootstrap for b in cluster.brokers)
-    classes = compile_streams_app()
+    classpath = "kafka44" if protocol == "streams" else "kafka4"
+    classes = compile_streams_app(classpath)
     started = time.monotonic()
 
     apps = {
         name: streams_app(classes, bootstrap, app_id, src, dst, tmp_path / name,
-                          replication=3, threads=1, name=name)
+                          replication=3, threads=1, name=name, classpath=classpath,
+                          configs={"group.protocol": protocol})
         for name in ("a", "b")
     }
     a, b = apps["a"], apps["b"]
