@@ -335,3 +335,12 @@ def test_a_decision_leaves_the_group_as_it_was_until_its_records_are_applied():
     assert out.records and "m2" not in g.group.members
     assert (rec.current_assignment(APP, g.group.members["m1"]), g.group.epoch) == before
     assert out.group is not None and "m2" in out.group.members  # what the records say
+
+
+def test_a_full_group_refuses_a_new_member():
+    g = Group()
+    g.send(join("m1"))
+    with pytest.raises(GroupError) as full:
+        heartbeat(g.group, join("m2", "p2"), 0, ALL, 0, max_size=1)
+    assert full.value.error_code == ErrorCode.group_max_size_reached
+    assert heartbeat(g.group, beat("m1", 1), 0, ALL, 0, max_size=1).answer.member_epoch == 1

@@ -34,6 +34,7 @@ class StreamsGroups:
         self.task_offset_interval_ms: int = cfg["group.streams.task.offset.interval.ms"]
         self.acceptable_recovery_lag: int = cfg["group.streams.acceptable.recovery.lag"]
         self.standby_replicas: int = cfg["group.streams.num.standby.replicas"]
+        self.max_size: int = cfg["group.streams.max.size"]
         # whether a group id is a group of another type (the coordinator's, which knows them)
         self.other_type: Callable[[str], bool] = lambda group_id: False
         self._sessions: dict[tuple[str, str], asyncio.TimerHandle] = {}
@@ -79,7 +80,7 @@ class StreamsGroups:
                              f"Group {req.group_id} is not a streams group.")
         out = transitions.heartbeat(self.groups.get(req.group_id), req, p, self._counts,
                                     now_ms(), self.standby_replicas,
-                                    self.partitions.topics_view.topic_names())
+                                    self.partitions.topics_view.topic_names(), self.max_size)
         await self._write(p, out.records)
         group = self.groups.get(req.group_id)
         if group is not None and req.shutdown_application:

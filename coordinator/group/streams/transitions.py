@@ -158,16 +158,22 @@ def validate_topology(t: Topology) -> None:
 
 
 def heartbeat(group: StreamsGroup | None, req: Heartbeat, p: int, counts: PartitionCounts,
-              now_ms: int, standby_replicas: int = 0, names: Iterable[str] = ()) -> Outcome:
+              now_ms: int, standby_replicas: int = 0, names: Iterable[str] = (),
+              max_size: int = 2**31 - 1) -> Outcome:
     """A heartbeat of a known or new member (see the module's docstring); raises GroupError
     with the answer's error. `standby_replicas`: the standby tasks of each stateful task;
-    `names`: every topic's name (what source regexes match)."""
+    `names`: every topic's name (what source regexes match); `max_size`: the most members."""
     validate(req)
     if req.member_epoch in (LEAVE_EPOCH, STATIC_LEAVE_EPOCH):
         return leave(group, req.member_id)
     if group is None and req.member_epoch != 0:
         raise GroupError(ErrorCode.group_id_not_found,
                          f"Streams group {req.group_id} not found.")
+    if group is not None and req.member_id not in group.members \
+            and len(group.members) >= max_size:
+        raise GroupError(ErrorCode.group_max_size_reached,
+                         f"The streams group has reached its maximum capacity of {max_size} "
+                         "members.")
     s = _Scratch(group, req.group_id, p)
     if group is None:
         s.emit(rec.group_metadata(req.group_id, 0, 0, -1))
