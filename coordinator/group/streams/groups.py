@@ -88,6 +88,11 @@ class StreamsGroups:
         if out.answer.member_epoch >= 0:
             self._schedule(req.group_id, req.member_id)
             self._revocation_deadline(req.group_id, req.member_id)
+        elif out.answer.member_epoch == transitions.STATIC_LEAVE_EPOCH:
+            # a static member that left keeps its place until its session ends
+            self._cancel_revocation(req.group_id, req.member_id)
+            if (req.group_id, req.member_id) not in self._sessions:
+                self._schedule(req.group_id, req.member_id)
         else:
             self._cancel(req.group_id, req.member_id)
         return out

@@ -18,7 +18,7 @@ from __future__ import annotations
 import copy
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from samsa.protocol.errors import ErrorCode
 
@@ -164,6 +164,10 @@ def heartbeat(group: StreamsGroup | None, req: Heartbeat, p: int, counts: Partit
     with the answer's error. `standby_replicas`: the standby tasks of each stateful task;
     `names`: every topic's name (what source regexes match); `max_size`: the most members."""
     validate(req)
+    if req.member_epoch == STATIC_LEAVE_EPOCH and group is not None:
+        leaving = group.members.get(req.member_id)
+        if leaving is not None and leaving.instance_id is not None:
+            return _static_leave(group, leaving)
     if req.member_epoch in (LEAVE_EPOCH, STATIC_LEAVE_EPOCH):
         return leave(group, req.member_id)
     if group is None and req.member_epoch != 0:
@@ -177,8 +181,10 @@ def heartbeat(group: StreamsGroup | None, req: Heartbeat, p: int, counts: Partit
     s = _Scratch(group, req.group_id, p)
     if group is None:
         s.emit(rec.group_metadata(req.group_id, 0, 0, -1))
-    member = _member(s.group, req)
     joined = req.member_id not in s.group.members or req.member_epoch == 0
+    if req.member_epoch == 0 and req.instance_id is not None:
+        req = _take_over_instance(s, req)
+    member = _member(s.group, req)
     bump = _update_member(s, member, req)
     status: list[tuple[int, str]] = []
     bump |= _update_topology(s, req, status)
@@ -204,6 +210,40 @@ def heartbeat(group: StreamsGroup | None, req: Heartbeat, p: int, counts: Partit
     answer = Answer(req.member_id, after.member_epoch,
                     after.assigned if joined or after.assigned != before else None, status)
     return Outcome(s.records, answer, configured.to_create, s.group)
+
+
+def _take_over_instance(s: _Scratch, req: Heartbeat) -> Heartbeat:
+    """Static membership: a member joining with the instance id of a member that left with
+    epoch -2 takes its place, its tasks and its epoch, without a rebalance (the request then
+    goes on as a heartbeat at that epoch); one whose holder has not left is
+    UNRELEASED_INSTANCE_ID."""
+    holder = next((m for m in s.group.members.values()
+                   if m.instance_id == req.instance_id and m.member_id != req.member_id), None)
+    if holder is None:
+        return req
+    if holder.member_epoch != STATIC_LEAVE_EPOCH:
+        raise GroupError(ErrorCode.unreleased_instance_id,
+                         f"Static member {holder.member_id} with instance id "
+                         f"{req.instance_id} is not released.")
+    new = copy.copy(holder)
+    new.member_id, new.member_epoch = req.member_id, holder.previous_member_epoch
+    target = s.group.target.get(holder.member_id, EMPTY)
+    for record in rec.tombstones(s.group_id, holder.member_id):
+        s.emit(record)
+    s.emit(rec.member_metadata(s.group_id, new))
+    s.emit(rec.target_member(s.group_id, new.member_id, target))
+    s.emit(rec.current_assignment(s.group_id, new))
+    return replace(req, member_epoch=new.member_epoch)
+
+
+def _static_leave(group: StreamsGroup, m: StreamsMember) -> Outcome:
+    """A static member leaves for a while (epoch -2): it keeps its tasks, and its place for
+    a new member with its instance id, until its session ends."""
+    s = _Scratch(group, group.group_id, group.partition)
+    left = copy.copy(m)
+    left.previous_member_epoch, left.member_epoch = m.member_epoch, STATIC_LEAVE_EPOCH
+    s.emit(rec.current_assignment(group.group_id, left))
+    return Outcome(s.records, Answer(m.member_id, STATIC_LEAVE_EPOCH), (), s.group)
 
 
 def _member(group: StreamsGroup, req: Heartbeat) -> StreamsMember:
