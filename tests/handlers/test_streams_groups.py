@@ -370,3 +370,23 @@ async def test_authorization(tmp_path):
         assert h.broker.store.topic("app-counts-changelog") is None
     finally:
         await h.close()
+
+
+async def test_a_static_member_that_left_keeps_its_place_until_its_session_ends(tmp_path):
+    h = await Handlers.open(tmp_path / "data", STREAMS | {"group.streams.session.timeout.ms": 400})
+    try:
+        await h.create_topic("events", 1)
+        await h.find_coordinator("app")
+        await h.call("StreamsGroupHeartbeat", 0, _beat("m1", 0) | {"instance_id": "i1"})
+        left = await h.call("StreamsGroupHeartbeat", 0, _beat("m1", -2))
+        assert (left.error_code, left.member_epoch) == (ErrorCode.none, -2)
+
+        async def members() -> list[tuple[str, int]]:
+            d = await h.call("StreamsGroupDescribe", 0, {
+                "group_ids": ["app"], "include_authorized_operations": False})
+            return [(m.member_id, m.member_epoch) for m in d.groups[0].members]
+        assert await members() == [("m1", -2)]
+        await asyncio.sleep(0.6)
+        assert await members() == []
+    finally:
+        await h.close()

@@ -5,6 +5,8 @@ replaying the records gives, as the coordinator does after each write."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from samsa.coordinator.group.common import GroupError
@@ -344,3 +346,25 @@ def test_a_full_group_refuses_a_new_member():
         heartbeat(g.group, join("m2", "p2"), 0, ALL, 0, max_size=1)
     assert full.value.error_code == ErrorCode.group_max_size_reached
     assert heartbeat(g.group, beat("m1", 1), 0, ALL, 0, max_size=1).answer.member_epoch == 1
+
+
+def test_a_static_member_leaves_for_a_while_and_its_instance_comes_back():
+    g = Group()
+    epoch = g.send(replace(join("m1"), instance_id="i1")).answer.member_epoch
+    g.send(join("m2", "p2"))  # m2 waits for the tasks m1 holds
+    left = heartbeat(g.group, Heartbeat(APP, "m1", -2), 0, ALL, 0)
+    g.apply(left)
+    assert left.answer.member_epoch == -2
+    m1 = g.group.members["m1"]  # still there, its tasks held, no new group epoch
+    assert (m1.member_epoch, m1.previous_member_epoch, g.group.epoch) == (-2, epoch, 2)
+    held = {(s, p) for s, ps in m1.assigned.active.items() for p in ps}
+    assert held and active(g.send(beat("m2", 2, {}))) in (None, set())
+    back = g.send(replace(join("m1b"), instance_id="i1"))
+    assert "m1" not in g.group.members and g.group.epoch == 2  # no rebalance
+    # its epoch and tasks: the ones its target keeps (the rest it is to revoke, as m1 was)
+    target = {(s, p) for s, ps in g.group.target["m1b"].active.items() for p in ps}
+    assert (back.answer.member_epoch, active(back)) == (epoch, held & target)
+    assert g.group.members["m1b"].state == MemberState.UNREVOKED_TASKS
+    with pytest.raises(GroupError) as unreleased:
+        heartbeat(g.group, replace(join("m1c"), instance_id="i1"), 0, ALL, 0)
+    assert unreleased.value.error_code == ErrorCode.unreleased_instance_id
