@@ -4,7 +4,7 @@ Thin: decode the request into coordinator/group/streams/transitions.Heartbeat, c
 coordinator's streams part, create the internal topics (repartition, changelog) the group's
 topology is missing, as Kafka's broker does for streams groups, and shape the answer.
 
-Still in development here (no warm-up tasks, static members, classic<->streams migration or
+Still in development here (no warm-up tasks, classic<->streams migration or
 StreamsGroupTopologyDescriptionUpdate; docs/groups.md): as in Kafka for its APIs in development,
 ApiVersions lists them only with `unstable.api.versions.enable`, and only while the cluster
 finalized `streams.version` 1 (itself a level of `unstable.feature.versions.enable`); a request
