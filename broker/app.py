@@ -204,15 +204,9 @@ class Broker:
         """The transaction and group coordinators and __transaction_state; they see this
         broker through the interfaces of coordinator/ports.py."""
         self._coordinator_host = BrokerLogHost(self.store, self.topics, self.replicas)
-        self.txn_topic = InternalTopic(
-            self._coordinator_host,
-            "__transaction_state",
-            config["transaction.state.log.num.partitions"],
-            config["transaction.state.log.replication.factor"],
-            config["transaction.state.log.segment.bytes"],
-            min_isr=config["transaction.state.log.min.isr"],
-            load_buffer_size=config["transaction.state.log.load.buffer.size"],
-        )
+        self.txn_topic = InternalTopic.configured(
+            self._coordinator_host, "__transaction_state", config, "transaction.state.log",
+            "transaction.state.log.load.buffer.size")
         self.transactions = TransactionCoordinator(
             self.txn_topic,
             config,
@@ -234,19 +228,12 @@ class Broker:
         __share_group_state; the persister reaches it here or on the broker leading the state
         partition; the fetcher holds the share-partitions led here."""
         host = self._coordinator_host
-        self.share_state_topic = InternalTopic(
-            host,
-            SHARE_STATE_TOPIC,
-            config["share.coordinator.state.topic.num.partitions"],
-            config["share.coordinator.state.topic.replication.factor"],
-            config["share.coordinator.state.topic.segment.bytes"],
-            min_isr=config["share.coordinator.state.topic.min.isr"],
-            compression=config["share.coordinator.state.topic.compression.codec"],
-            load_buffer_size=config["share.coordinator.load.buffer.size"],
+        self.share_state_topic = InternalTopic.configured(
+            host, SHARE_STATE_TOPIC, config, "share.coordinator.state.topic",
+            "share.coordinator.load.buffer.size",
             # as Kafka: deleted by the share coordinator's pruning, not compacted (a
             # compaction would keep only the last update record of a share-partition)
-            configs={"cleanup.policy": "delete", "retention.ms": "-1"},
-        )
+            configs={"cleanup.policy": "delete", "retention.ms": "-1"})
         self.share_state = ShareStateCoordinator(
             self.share_state_topic, host,
             updates_per_snapshot=config["share.coordinator.snapshot.update.records.per.snapshot"],
