@@ -15,7 +15,7 @@ Callers apply the state change after it returns and leave their state as it was 
 from __future__ import annotations
 
 import logging
-from collections.abc import Collection, Coroutine, Iterator
+from collections.abc import Collection, Coroutine, Iterator, Mapping
 from dataclasses import KW_ONLY, dataclass, field
 from typing import Any, TypedDict, Unpack
 
@@ -107,6 +107,20 @@ class InternalTopic:
     load_buffer_size: int = _READ_CHUNK  # bytes per read when replaying
     # topic configs that replace the defaults below (e.g. a cleanup.policy other than compact)
     configs: dict[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def configured(cls, host: InternalLogHost, name: str, config: Mapping[str, Any],
+                   prefix: str, load_buffer_key: str,
+                   configs: dict[str, str] | None = None) -> InternalTopic:
+        """A coordinator's topic as its properties set it, which Kafka names alike for each:
+        `<prefix>.num.partitions`, `.replication.factor` and `.segment.bytes`, and where the
+        coordinator has them `.min.isr` and `.compression.codec`."""
+        min_isr, codec = f"{prefix}.min.isr", f"{prefix}.compression.codec"
+        return cls(host, name, config[f"{prefix}.num.partitions"],
+                   config[f"{prefix}.replication.factor"], config[f"{prefix}.segment.bytes"],
+                   config[min_isr] if min_isr in config else None,
+                   compression=config[codec] if codec in config else 0,
+                   load_buffer_size=config[load_buffer_key], configs=configs or {})
 
     def partition_for(self, key: str) -> int:
         return partition_for(key, self.num_partitions)

@@ -29,15 +29,8 @@ class GroupPartitions:
 
     def __init__(self, host: InternalLogHost, cfg: BrokerConfig,
                  topics: TopicsView | None) -> None:
-        self.topic = InternalTopic(
-            host,
-            OFFSETS_TOPIC,
-            cfg["offsets.topic.num.partitions"],
-            cfg["offsets.topic.replication.factor"],
-            cfg["offsets.topic.segment.bytes"],
-            compression=cfg["offsets.topic.compression.codec"],
-            load_buffer_size=cfg["offsets.load.buffer.size"],
-        )
+        self.topic = InternalTopic.configured(host, OFFSETS_TOPIC, cfg, "offsets.topic",
+                                              "offsets.load.buffer.size")
         self.commit_timeout_ms: int = cfg["offsets.commit.timeout.ms"]
         self.topics_view: TopicsView = topics if topics is not None else _NoTopics()
         self.loaded: set[int] = set()
