@@ -46,9 +46,16 @@ class ClassicJoin:
             p = classic.partitions.coordinator_partition(group_id)
         except GroupError as exc:
             return error_join(exc.error_code, member_id)
-        # Kafka: a share group takes no classic member, nor (without a migration) a streams one
-        if group_id in classic.share.share_groups or group_id in classic.streams.groups:
+        # Kafka: a share group takes no classic member, nor a streams group with members
+        streams_group = classic.streams.groups.get(group_id)
+        if group_id in classic.share.share_groups or \
+                (streams_group is not None and (streams_group.members or member_id)):
             return error_join(ErrorCode.inconsistent_group_protocol, "")
+        if streams_group is not None:
+            # a new member turns an empty streams group classic (its offsets stay)
+            code = classic.streams.delete(streams_group)
+            if code != ErrorCode.none:
+                return error_join(code, member_id)
         consumer_group = classic.consumer.consumer_groups.get(group_id)
         if consumer_group is not None:
             if consumer_group.members:
