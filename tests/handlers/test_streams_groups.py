@@ -16,6 +16,7 @@ import pytest
 from samsa.protocol.errors import ErrorCode
 
 from .harness import ADMIN, ALICE, Handlers
+from .test_groups import join_and_sync
 
 STREAMS = {"unstable.api.versions.enable": True, "unstable.feature.versions.enable": True,
            "initial.feature.levels": "streams.version=1"}
@@ -390,3 +391,59 @@ async def test_a_static_member_that_left_keeps_its_place_until_its_session_ends(
         assert await members() == []
     finally:
         await h.close()
+
+
+async def test_an_empty_group_turns_from_classic_to_streams_and_back_keeping_its_offsets(
+        streams):
+    """Kafka 4.4 converts only empty groups (GroupMetadataManager.getOrCreateStreamsGroup
+    and classicGroupJoinToClassicGroup): the first streams member of an empty classic group
+    makes it a streams group, a new classic member of an empty streams group makes it classic
+    again; the committed offsets stay. An application moves by stopping and restarting."""
+    await streams.create_topic("events", 1)
+    member, generation = await join_and_sync(streams, "app")
+    committed = await streams.call("OffsetCommit", 9, {
+        "group_id": "app", "generation_id_or_member_epoch": generation, "member_id": member,
+        "group_instance_id": None, "topics": [{"name": "events", "partitions": [
+            {"partition_index": 0, "committed_offset": 7, "committed_leader_epoch": -1,
+             "committed_metadata": ""}]}]})
+    assert committed.topics[0].partitions[0].error_code == ErrorCode.none
+    busy = await streams.call("StreamsGroupHeartbeat", 0, _beat("m1", 0))
+    assert busy.error_code == ErrorCode.group_id_not_found  # a classic member is still in
+    await streams.call("LeaveGroup", 5, {"group_id": "app", "members": [
+        {"member_id": member, "group_instance_id": None, "reason": None}]})
+
+    joined = await streams.call("StreamsGroupHeartbeat", 0, _beat("m1", 0))
+    assert joined.error_code == ErrorCode.none
+    listed = await streams.call("ListGroups", 5, {"states_filter": [], "types_filter": []})
+    assert [(g.group_id, g.group_type) for g in listed.groups] == [("app", "streams")]
+    fetch = {"groups": [{"group_id": "app", "member_id": None, "member_epoch": -1,
+                         "topics": [{"name": "events", "partition_indexes": [0]}]}],
+             "require_stable": False}
+    offsets = await streams.call("OffsetFetch", 9, fetch)
+    assert offsets.groups[0].topics[0].partitions[0].committed_offset == 7
+    refused = await streams.call("JoinGroup", 9, _classic_join())
+    assert refused.error_code == ErrorCode.inconsistent_group_protocol  # a streams member is in
+
+    await streams.call("StreamsGroupHeartbeat", 0, _beat("m1", -1))
+    first = await streams.call("JoinGroup", 9, _classic_join())
+    assert first.error_code == ErrorCode.member_id_required
+    again = await streams.call("JoinGroup", 9, _classic_join(first.member_id))
+    assert again.error_code == ErrorCode.none
+    described = await streams.call("StreamsGroupDescribe", 0, {
+        "group_ids": ["app"], "include_authorized_operations": False})
+    assert described.groups[0].error_code == ErrorCode.group_id_not_found
+    offsets = await streams.call("OffsetFetch", 9, fetch)
+    assert offsets.groups[0].topics[0].partitions[0].committed_offset == 7
+    # the streams group's records were tombstoned: a reload finds only the classic group
+    groups = streams.broker.groups
+    p = groups.partition_for("app")
+    groups.on_leadership(p, False)
+    groups.on_leadership(p, True)
+    await eventually_loaded(groups, p)
+    assert "app" not in groups.streams.groups and "app" in groups.groups
+
+
+def _classic_join(member_id: str = "") -> dict[str, Any]:
+    return {"group_id": "app", "session_timeout": 10_000, "rebalance_timeout": 10_000,
+            "member_id": member_id, "group_instance_id": None, "protocol_type": "consumer",
+            "protocols": [{"name": "range", "metadata": b"m"}], "reason": None}
