@@ -502,7 +502,7 @@ def _headers(items: list[str]) -> list[tuple[str, bytes]]:
 def _produce(admin: Admin, args: argparse.Namespace) -> dict[str, Any]:
     lines = messages.parse_lines(sys.stdin, args.key_separator, _headers(args.header))
     return messages.produce(admin, args.topic, lines, args.partition, args.acks,
-                            args.transactional_id)
+                            args.transactional_id, args.compression)
 
 
 def _show_produced(result: dict[str, Any], args: argparse.Namespace) -> None:
@@ -530,6 +530,8 @@ def _add_messages(sub: argparse._SubParsersAction) -> None:
     c.add_argument("--acks", default="all", choices=tuple(messages.ACKS))
     c.add_argument("--transactional-id", metavar="ID",
                    help="write the records as one committed transaction")
+    c.add_argument("--compression", default="none", choices=tuple(messages.CODECS),
+                   help="the batches' codec (as compression.type names it)")
 
     c = _command(sub, "consume", "read a topic's records up to its end (or -n)",
                  lambda a, x: messages.consume(a, x.topic, x.partition, x.from_beginning,

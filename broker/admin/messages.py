@@ -3,8 +3,9 @@ APIs on the project's own record batches (protocol/records.py), so neither needs
 
 produce: one record per stdin line (key and value split at --key-separator), to the partition
 given, else by the key as Kafka's default partitioner does (murmur2), else round robin; one
-batch per partition and request. With --transactional-id the records are one transaction
-(InitProducerId, AddPartitionsToTxn, Produce, EndTxn), committed at the end.
+batch per partition and request, compressed with --compression's codec. With
+--transactional-id the records are one transaction (InitProducerId, AddPartitionsToTxn,
+Produce, EndTxn), committed at the end.
 
 consume: from each partition's start (--from-beginning), a given --offset, the group's committed
 offsets (--group) or else the end, up to the end offset seen when it starts (the last stable
@@ -20,6 +21,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 from typing import Any
 
+from samsa.protocol.compression import CODEC_NAMES
 from samsa.protocol.records import (
     CONTROL_ABORT,
     build_batch,
@@ -37,6 +39,7 @@ BATCH_RECORDS = 1000  # records per batch (and request)
 FETCH_MAX_BYTES = 1 << 20
 TXN_TIMEOUT_MS = 60_000
 READ_COMMITTED = 1
+CODECS = {name: code for code, name in CODEC_NAMES.items()}  # compression.type's names
 TP = tuple[str, int]
 Line = tuple[bytes | None, bytes, list[tuple[str, bytes]]]
 
@@ -141,9 +144,13 @@ class _Txn:
 
 
 def produce(admin: Admin, topic: str, records: list[Line], partition: int | None = None,
-            acks: str = "all", transactional_id: str | None = None) -> dict[str, Any]:
+            acks: str = "all", transactional_id: str | None = None,
+            compression: str = "none") -> dict[str, Any]:
     if acks not in ACKS:
         raise AdminError("INVALID_CONFIG", f"acks {acks!r}: 0, 1 or all")
+    if compression not in CODECS:
+        raise AdminError("INVALID_CONFIG", f"compression {compression!r}: one of "
+                         f"{', '.join(CODECS)}")
     leaders = _layout(admin, topic)
     if partition is not None and partition not in leaders:
         raise AdminError("UNKNOWN_TOPIC_OR_PARTITION", f"{topic} has no partition {partition}")
@@ -158,7 +165,7 @@ def produce(admin: Admin, topic: str, records: list[Line], partition: int | None
     try:
         for p in sorted(by_partition):
             results.append(_produce_partition(admin, topic, p, leaders[p], by_partition[p],
-                                              ACKS[acks], txn))
+                                              ACKS[acks], txn, CODECS[compression]))
     except AdminError:
         if txn is not None:
             txn.end(commit=False)
@@ -170,15 +177,16 @@ def produce(admin: Admin, topic: str, records: list[Line], partition: int | None
 
 
 def _produce_partition(admin: Admin, topic: str, partition: int, leader: int,
-                       records: list[Line], acks: int, txn: _Txn | None) -> dict[str, Any]:
+                       records: list[Line], acks: int, txn: _Txn | None,
+                       codec: int) -> dict[str, Any]:
     base: int | None = None
     now = int(time.time() * 1000)
     for start in range(0, len(records), BATCH_RECORDS):
         chunk = records[start : start + BATCH_RECORDS]
         rows = [(k, v, h, now) for k, v, h in chunk]
-        batch = build_batch(rows) if txn is None else build_batch(
+        batch = build_batch(rows, compression=codec) if txn is None else build_batch(
             rows, producer_id=txn.producer_id, producer_epoch=txn.epoch, base_sequence=start,
-            transactional=True)
+            transactional=True, compression=codec)
         body = {"transactional_id": None if txn is None else txn.id, "acks": acks,
                 "timeout": 30_000, "topic_data": [{"name": topic, "partition_data": [
                     {"index": partition, "records": batch}]}]}
