@@ -368,3 +368,21 @@ def test_a_static_member_leaves_for_a_while_and_its_instance_comes_back():
     with pytest.raises(GroupError) as unreleased:
         heartbeat(g.group, replace(join("m1c"), instance_id="i1"), 0, ALL, 0)
     assert unreleased.value.error_code == ErrorCode.unreleased_instance_id
+
+
+def test_a_static_member_heartbeating_under_another_member_id_is_fenced():
+    """Kafka's throwIfStaticMemberIsUnknown and throwIfInstanceIdIsFenced: after a new member
+    took instance i1 over, the old member id is FENCED_INSTANCE_ID; an instance id the group
+    does not know, at an epoch past 0, is UNKNOWN_MEMBER_ID."""
+    g = Group()
+    epoch = g.send(replace(join("m1"), instance_id="i1")).answer.member_epoch
+    g.apply(heartbeat(g.group, Heartbeat(APP, "m1", -2), 0, ALL, 0))
+    g.send(replace(join("m1b"), instance_id="i1"))
+    with pytest.raises(GroupError) as fenced:
+        heartbeat(g.group, replace(beat("m1", epoch), instance_id="i1"), 0, ALL, 0)
+    assert fenced.value.error_code == ErrorCode.fenced_instance_id
+    with pytest.raises(GroupError) as unknown:
+        heartbeat(g.group, replace(beat("m1b", epoch), instance_id="i9"), 0, ALL, 0)
+    assert unknown.value.error_code == ErrorCode.unknown_member_id
+    ok = heartbeat(g.group, replace(beat("m1b", epoch), instance_id="i1"), 0, ALL, 0)
+    assert ok.answer.member_epoch == epoch

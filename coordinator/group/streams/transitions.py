@@ -255,6 +255,8 @@ def _member(group: StreamsGroup, req: Heartbeat) -> StreamsMember:
             return StreamsMember(req.member_id)
         # a rejoin: the member lost its tasks
         return StreamsMember(req.member_id)
+    if req.instance_id is not None:
+        member = _static_holder(group, req)
     if member is None:
         raise GroupError(ErrorCode.unknown_member_id,
                          f"Member {req.member_id} is not a member of group {req.group_id}.")
@@ -273,6 +275,19 @@ def _member(group: StreamsGroup, req: Heartbeat) -> StreamsMember:
                      f"({req.member_epoch}) than the one known by the group coordinator "
                      f"({member.member_epoch}). The member must abandon all its tasks and "
                      "rejoin.")
+
+
+def _static_holder(group: StreamsGroup, req: Heartbeat) -> StreamsMember:
+    """Kafka's throwIfStaticMemberIsUnknown and throwIfInstanceIdIsFenced: the member holding
+    the request's instance id must be the request's member."""
+    holder = next((m for m in group.members.values() if m.instance_id == req.instance_id), None)
+    if holder is None:
+        raise GroupError(ErrorCode.unknown_member_id, f"Instance id {req.instance_id} is unknown.")
+    if holder.member_id != req.member_id:
+        raise GroupError(ErrorCode.fenced_instance_id,
+                         f"Static member {req.member_id} with instance id {req.instance_id} "
+                         f"was fenced by member {holder.member_id}.")
+    return holder
 
 
 def _update_member(s: _Scratch, member: StreamsMember, req: Heartbeat) -> bool:
