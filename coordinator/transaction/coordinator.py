@@ -90,6 +90,7 @@ class TransactionCoordinator:
         self.producer_ids = producer_ids
         self.metrics = metrics
         self.max_timeout_ms: int = config["transaction.max.timeout.ms"]
+        self.two_phase_commit_enabled: bool = config["transaction.two.phase.commit.enable"]
         self.expiration_ms: int = config["transactional.id.expiration.ms"]
         self.abort_interval_ms: int = config[
             "transaction.abort.timed.out.transaction.cleanup.interval.ms"
@@ -273,12 +274,18 @@ class TransactionCoordinator:
 
     # ================================================================ InitProducerId
     async def init_producer_id(
-        self, txn_id: str, timeout_ms: int, expected: tuple[int, int] | None
+        self, txn_id: str, timeout_ms: int, expected: tuple[int, int] | None,
+        *, enable_2pc: bool = False, keep_prepared: bool = False,
     ) -> InitResult:
+        """`enable_2pc`/`keep_prepared`: InitProducerId v6's Enable2Pc and KeepPreparedTxn."""
         if txn_id == "":
             return InitResult(ErrorCode.invalid_request)
-        if timeout_ms <= 0 or timeout_ms > self.max_timeout_ms:
-            return InitResult(ErrorCode.invalid_transaction_timeout)
+        code = transitions.init_request_error(
+            timeout_ms, self.max_timeout_ms, enable_2pc=enable_2pc, keep_prepared=keep_prepared,
+            two_phase_enabled=self.two_phase_commit_enabled)
+        if code != ErrorCode.none:
+            return InitResult(code)
+        timeout_ms = transitions.resolved_timeout(timeout_ms, enable_2pc)
         try:
             epoch = self._check_coordinator(txn_id)
             return await self._init_producer_id(txn_id, timeout_ms, expected, epoch)

@@ -60,6 +60,31 @@ def record(txn_id: str, transit: TxnTransit | None,
 
 
 # ---- InitProducerId --------------------------------------------------------------------------
+# KIP-939: a two-phase commit transaction's timeout, which Kafka also reads as its 2PC mark (an
+# external transaction manager ends it, never the coordinator's timeout).
+TWO_PHASE_TIMEOUT_MS = 2**31 - 1
+
+
+def init_request_error(timeout_ms: int, max_timeout_ms: int, *, enable_2pc: bool = False,
+                       keep_prepared: bool = False, two_phase_enabled: bool = False) -> ErrorCode:
+    """Kafka 4.4's handleInitProducerId checks of a transactional request before its id's
+    state: 2PC only where transaction.two.phase.commit.enable is on (refused as if denied, so a
+    client cannot probe the switch); keeping a prepared transaction is not served yet, as in
+    Kafka 4.4; a 2PC transaction's own timeout is not checked (it has none)."""
+    if enable_2pc and not two_phase_enabled:
+        return ErrorCode.transactional_id_authorization_failed
+    if keep_prepared:
+        return ErrorCode.unsupported_version
+    if not enable_2pc and not 0 < timeout_ms <= max_timeout_ms:
+        return ErrorCode.invalid_transaction_timeout
+    return ErrorCode.none
+
+
+def resolved_timeout(timeout_ms: int, enable_2pc: bool) -> int:
+    """The timeout the id keeps: a 2PC transaction's is TWO_PHASE_TIMEOUT_MS."""
+    return TWO_PHASE_TIMEOUT_MS if enable_2pc else timeout_ms
+
+
 def init_producer_id(md: TxnMetadata, timeout_ms: int, expected: tuple[int, int] | None,
                      now: int, next_producer_id: NextProducerId) -> Step:
     """Kafka's handleInitProducerId for a known id: a new epoch (or, past an exhausted one, a
@@ -278,8 +303,10 @@ def marker_outcome(code: int, topic_deleted: Callable[[], bool]) -> Marker:
 
 # ---- the coordinator's own transitions -------------------------------------------------------
 def timed_out(md: TxnMetadata, now: int) -> bool:
-    """An open transaction past its timeout (the coordinator aborts it)."""
-    return md.state is TxnState.ONGOING and not md.pending and md.start_ms + md.timeout_ms < now
+    """An open transaction past its timeout (the coordinator aborts it); a two-phase commit
+    transaction never is (Kafka's isDistributedTwoPhaseCommitTxn)."""
+    return (md.state is TxnState.ONGOING and not md.pending
+            and md.timeout_ms != TWO_PHASE_TIMEOUT_MS and md.start_ms + md.timeout_ms < now)
 
 
 def expired(md: TxnMetadata, now: int, expiration_ms: int) -> bool:

@@ -16,15 +16,18 @@ from samsa.coordinator.transaction.metadata import (
     TxnState,
 )
 from samsa.coordinator.transaction.transitions import (
+    TWO_PHASE_TIMEOUT_MS,
     Marker,
     Step,
     add_partitions,
     end_transaction,
     expired,
     init_producer_id,
+    init_request_error,
     listed,
     marker_outcome,
     record,
+    resolved_timeout,
     timed_out,
     verify_partition,
     verify_partitions,
@@ -125,6 +128,35 @@ def test_init_with_a_transaction_open_aborts_it_first() -> None:
 
 
 # ---- AddPartitionsToTxn ------------------------------------------------------------------------
+@pytest.mark.parametrize(("timeout", "flags", "answer"), [
+    (60_000, {}, ErrorCode.none),
+    (0, {}, ErrorCode.invalid_transaction_timeout),
+    (900_001, {}, ErrorCode.invalid_transaction_timeout),
+    # KIP-939 two-phase commit: refused as if denied where the broker does not allow it
+    (60_000, {"enable_2pc": True}, ErrorCode.transactional_id_authorization_failed),
+    (60_000, {"enable_2pc": True, "two_phase_enabled": True}, ErrorCode.none),
+    # a 2PC transaction has no timeout of its own to check
+    (0, {"enable_2pc": True, "two_phase_enabled": True}, ErrorCode.none),
+    (900_001, {"enable_2pc": True, "two_phase_enabled": True}, ErrorCode.none),
+    # keeping a prepared transaction is not served yet, as in Kafka 4.4
+    (60_000, {"keep_prepared": True}, ErrorCode.unsupported_version),
+    (60_000, {"enable_2pc": True, "keep_prepared": True, "two_phase_enabled": True},
+     ErrorCode.unsupported_version),
+    (60_000, {"enable_2pc": True, "keep_prepared": True},
+     ErrorCode.transactional_id_authorization_failed),
+])
+def test_init_request_checks(timeout: int, flags: dict[str, bool], answer: ErrorCode) -> None:
+    assert init_request_error(timeout, 900_000, **flags) == answer
+
+
+def test_a_two_phase_commit_init_keeps_the_no_timeout_mark() -> None:
+    assert resolved_timeout(60_000, False) == 60_000
+    assert resolved_timeout(60_000, True) == TWO_PHASE_TIMEOUT_MS == 2**31 - 1
+    step = init_producer_id(_md(S.COMPLETE_COMMIT), resolved_timeout(60_000, True), None, NOW,
+                            _no_pid)
+    assert step.transit is not None and step.transit.timeout_ms == TWO_PHASE_TIMEOUT_MS
+
+
 def test_add_partitions_opens_a_transaction() -> None:
     step = add_partitions(_md(S.COMPLETE_COMMIT), PID, 5, {TP0}, NOW, 2)
     assert step.transit is not None
@@ -325,6 +357,14 @@ def test_scans_find_timed_out_and_expired_ids() -> None:
     idle = _md(S.COMPLETE_COMMIT)
     assert expired(idle, NOW, 10) and not expired(idle, NOW, 11)
     assert not expired(_md(S.ONGOING), NOW, 0)
+
+
+def test_a_two_phase_commit_transaction_never_times_out() -> None:
+    ongoing = _md(S.ONGOING, timeout_ms=TWO_PHASE_TIMEOUT_MS)
+    ongoing.start_ms = NOW - 2 * TWO_PHASE_TIMEOUT_MS  # open far longer than its "timeout"
+    assert not timed_out(ongoing, NOW)
+    ongoing.timeout_ms = TWO_PHASE_TIMEOUT_MS - 1
+    assert timed_out(ongoing, NOW)
 
 
 def test_list_transactions_filters() -> None:
