@@ -76,6 +76,10 @@ API_GATES: dict[int, tuple[str, int]] = {
 # Kafka lists its unstable ones), and then only as API_GATES allows.
 UNSTABLE_APIS: frozenset[int] = frozenset({88, 89})
 
+# api key -> its first version still in development (Kafka's latestVersionUnstable): listed only
+# with unstable.api.versions.enable. InitProducerId v6 is KIP-939's two-phase commit.
+UNSTABLE_VERSIONS: dict[int, int] = {22: 6}
+
 
 def api_enabled(api_key: int, finalized: FinalizedFeatures) -> bool:
     gate = API_GATES.get(api_key)

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from samsa.protocol.errors import ErrorCode
 from samsa.protocol.registry import ApiRegistry, Handler
 
-from ..cluster.features import UNSTABLE_APIS, api_enabled, supported
+from ..cluster.features import UNSTABLE_APIS, UNSTABLE_VERSIONS, api_enabled, supported
 from ..context import RequestContext
 from .common import field
 from .declare import api
@@ -36,7 +36,9 @@ def make_handler(registry: ApiRegistry[RequestContext]) -> Handler[RequestContex
         response: dict[str, Any] = {
             "error_code": ErrorCode.none,
             "api_keys": [
-                {"api_key": s.key, "min_version": s.advertised_min, "max_version": s.max_version}
+                {"api_key": s.key, "min_version": s.advertised_min,
+                 "max_version": s.max_version if unstable
+                 else min(s.max_version, UNSTABLE_VERSIONS.get(s.key, 1 << 15) - 1)}
                 for s in registry.all() if s.advertised and api_enabled(s.key, finalized)
                 and (unstable or s.key not in UNSTABLE_APIS)
             ],
