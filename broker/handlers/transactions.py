@@ -20,8 +20,10 @@ from samsa.coordinator.transaction.metadata import TxnState
 from samsa.protocol.codec import millis
 from samsa.protocol.errors import ErrorCode
 
+from ..cluster.features import UNSTABLE_VERSIONS
 from ..context import RequestContext, TxnContext
 from ..network.policy import THROTTLE_EXEMPT
+from ..network.signals import CloseConnection
 from ..replication.replica_manager import PartitionError
 from ..security.authorizer import AclOperation, ResourceType
 from ..txn.markers import TxnMarker, append_marker_replicated
@@ -61,12 +63,23 @@ def _fenced_for(code: ErrorCode, version: int, first_version: int) -> ErrorCode:
 
 
 # ---------------------------------------------------------------------------- InitProducerId
-@api(22, "InitProducerId", (0, 5))
+@api(22, "InitProducerId", (0, 6))
 async def handle_init_producer_id(
     ctx: RequestContext, request: InitProducerIdRequest
 ) -> dict[str, Any]:
+    """v6 (KIP-939 two-phase commit) is unstable in Kafka 4.4: served only with
+    unstable.api.versions.enable, and otherwise the connection is closed, as Kafka's
+    SocketServer closes one that sends a version it does not enable."""
+    if ctx.version >= UNSTABLE_VERSIONS[22] and not ctx.config["unstable.api.versions.enable"]:
+        raise CloseConnection(f"InitProducerId v{ctx.version} is not enabled")
     txn_id = request.transactional_id
-    if txn_id is not None and not _may_write_txn(ctx, txn_id):
+    enable_2pc: bool = field(request, "enable2_pc", False)
+    if txn_id is not None and not (
+        _may_write_txn(ctx, txn_id)
+        # KIP-939: a 2PC producer also needs TWO_PHASE_COMMIT on its transactional id
+        and (not enable_2pc or ctx.authorize(AclOperation.TWO_PHASE_COMMIT,
+                                             ResourceType.TRANSACTIONAL_ID, txn_id))
+    ):
         return _init_error(ErrorCode.transactional_id_authorization_failed)
     if txn_id is None and not (
         ctx.authorize(AclOperation.IDEMPOTENT_WRITE, ResourceType.CLUSTER, log_denied=False)
@@ -94,7 +107,8 @@ async def handle_init_producer_id(
         log.exception("creating %s failed", ctx.txn_topic.name)
         return _init_error(ErrorCode.coordinator_not_available)
     result = await ctx.transactions.init_producer_id(
-        txn_id, millis(request.transaction_timeout), expected
+        txn_id, millis(request.transaction_timeout), expected, enable_2pc=enable_2pc,
+        keep_prepared=field(request, "keep_prepared_txn", False),
     )
     code = result.error_code
     if code != ErrorCode.none:
@@ -108,6 +122,7 @@ async def handle_init_producer_id(
 
 
 def _init_error(code: int) -> dict[str, Any]:
+    # v6's OngoingTxnProducerId/Epoch keep their default, -1: no prepared transaction is kept
     return {"throttle_time": 0, "error_code": code, "producer_id": -1, "producer_epoch": -1}
 
 

@@ -4,9 +4,15 @@ DescribeTransactions (65), ListTransactions (66)."""
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from samsa.broker.network.signals import CloseConnection
 from samsa.protocol.errors import ErrorCode
 
-from .harness import ALICE, begin_transaction, eventually, values_of
+from .harness import ADMIN, ALICE, Handlers, begin_transaction, eventually, values_of
 
 
 def _init(transactional_id: str | None, timeout_ms: int = 60_000) -> dict:
@@ -142,3 +148,90 @@ async def test_transactional_id_authorization_failed(secured):
     await secured.find_coordinator("tx", key_type=1)
     r = await secured.retry_call("InitProducerId", 4, _init("tx"), principal=ALICE)
     assert r.error_code == ErrorCode.transactional_id_authorization_failed
+
+
+# ---- KIP-939 two-phase commit (InitProducerId v6, unstable in Kafka 4.4) ---------------------
+UNSTABLE = {"unstable.api.versions.enable": True}
+TWO_PC = UNSTABLE | {"transaction.two.phase.commit.enable": True}
+TRANSACTIONAL_ID, LITERAL, ALLOW = 5, 3, 3
+WRITE, TWO_PHASE_COMMIT = 4, 15
+
+
+def _init_v6(transactional_id: str, timeout_ms: int = 60_000, *, enable_2pc: bool = True,
+             keep_prepared: bool = False) -> dict:
+    return _init(transactional_id, timeout_ms) | {"enable2_pc": enable_2pc,
+                                                  "keep_prepared_txn": keep_prepared}
+
+
+async def _advertised(h: Handlers) -> tuple[int, int]:
+    versions = await h.call("ApiVersions", 3, {"client_software_name": "t",
+                                               "client_software_version": "1"})
+    return next((k.min_version, k.max_version) for k in versions.api_keys if k.api_key == 22)
+
+
+@pytest.fixture
+async def two_pc(tmp_path: Path) -> AsyncIterator[Handlers]:
+    h = await Handlers.open(tmp_path / "data", TWO_PC)
+    try:
+        yield h
+    finally:
+        await h.close()
+
+
+async def test_init_v6_neither_listed_nor_served_without_the_unstable_switch(handlers):
+    assert await _advertised(handlers) == (0, 5)
+    await handlers.find_coordinator("tx", key_type=1)
+    with pytest.raises(CloseConnection):
+        await handlers.call("InitProducerId", 6, _init_v6("tx", enable_2pc=False))
+
+
+async def test_two_phase_commit_refused_where_the_broker_does_not_allow_it(tmp_path):
+    h = await Handlers.open(tmp_path / "data", UNSTABLE)
+    try:
+        assert await _advertised(h) == (0, 6)
+        await h.find_coordinator("tx", key_type=1)
+        refused = await h.retry_call("InitProducerId", 6, _init_v6("tx"))
+        plain = await h.retry_call("InitProducerId", 6, _init_v6("tx", enable_2pc=False))
+    finally:
+        await h.close()
+    assert refused.error_code == ErrorCode.transactional_id_authorization_failed
+    assert plain.error_code == ErrorCode.none
+    assert (plain.ongoing_txn_producer_id, plain.ongoing_txn_producer_epoch) == (-1, -1)
+
+
+async def test_a_two_phase_commit_transaction_has_no_timeout(two_pc):
+    await two_pc.find_coordinator("tx", key_type=1)
+    # a 2PC producer's own timeout is not checked: the transaction never times out
+    r = await two_pc.retry_call("InitProducerId", 6, _init_v6("tx", timeout_ms=10**9))
+    assert r.error_code == ErrorCode.none and r.producer_id >= 0
+    described = await two_pc.call("DescribeTransactions", 0, {"transactional_ids": ["tx"]},
+                                  principal=ADMIN)
+    timeout = described.transaction_states[0].transaction_timeout
+    assert timeout.total_seconds() * 1000 == 2**31 - 1
+    kept = await two_pc.retry_call("InitProducerId", 6, _init_v6("tx", keep_prepared=True))
+    assert kept.error_code == ErrorCode.unsupported_version  # not served yet, as in Kafka 4.4
+
+
+async def test_two_phase_commit_needs_its_acl_operation(tmp_path):
+    h = await Handlers.open(tmp_path / "data", TWO_PC, authorizer=True)
+
+    async def allow(operation: int) -> None:
+        created = await h.call("CreateAcls", 3, {"creations": [{
+            "resource_type": TRANSACTIONAL_ID, "resource_name": "tx",
+            "resource_pattern_type": LITERAL, "principal": str(ALICE), "host": "*",
+            "operation": operation, "permission_type": ALLOW}]}, principal=ADMIN)
+        assert created.results[0].error_code == ErrorCode.none
+
+    try:
+        await h.find_coordinator("tx", key_type=1)
+        await allow(WRITE)
+        write_only = await h.retry_call("InitProducerId", 6, _init_v6("tx"), principal=ALICE)
+        plain = await h.retry_call("InitProducerId", 6, _init_v6("tx", enable_2pc=False),
+                                   principal=ALICE)
+        await allow(TWO_PHASE_COMMIT)
+        both = await h.retry_call("InitProducerId", 6, _init_v6("tx"), principal=ALICE)
+    finally:
+        await h.close()
+    assert write_only.error_code == ErrorCode.transactional_id_authorization_failed
+    assert plain.error_code == ErrorCode.none
+    assert both.error_code == ErrorCode.none
