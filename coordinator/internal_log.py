@@ -15,10 +15,11 @@ Callers apply the state change after it returns and leave their state as it was 
 from __future__ import annotations
 
 import logging
-from collections.abc import Collection, Coroutine, Iterator, Mapping
+from collections.abc import Collection, Coroutine, Iterator
 from dataclasses import KW_ONLY, dataclass, field
 from typing import Any, TypedDict, Unpack
 
+from samsa.config.schema import BrokerConfig
 from samsa.protocol.errors import ErrorCode, KafkaError
 from samsa.protocol.records import (
     BatchHeader,
@@ -109,7 +110,7 @@ class InternalTopic:
     configs: dict[str, str] = field(default_factory=dict)
 
     @classmethod
-    def configured(cls, host: InternalLogHost, name: str, config: Mapping[str, Any],
+    def configured(cls, host: InternalLogHost, name: str, config: BrokerConfig,
                    prefix: str, load_buffer_key: str,
                    configs: dict[str, str] | None = None) -> InternalTopic:
         """A coordinator's topic as its properties set it, which Kafka names alike for each:
