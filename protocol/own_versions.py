@@ -10,6 +10,11 @@ guard, codec and encoder, treat them as any other schema. The codec finds them t
 - ApiVersions (18) v5 (KIP-1242): the request adds ClusterId (nullable) and NodeId, the cluster
   and broker the client believes it talks to; the response is v4's (header v0, as every
   ApiVersions response).
+- StreamsGroupHeartbeat (88) v1: the request as v0; the response's AcceptableRecoveryLag becomes
+  an int64 and it gains TopologyDescriptionRequired (KIP-1331).
+- StreamsGroupDescribe (89) v1 (KIP-1331): the request adds IncludeTopologyDescription; each
+  described group adds TopologyDescription (nullable), TopologyDescriptionStatus and
+  AssignorName (nullable).
 """
 
 import uuid
@@ -19,15 +24,20 @@ from typing import ClassVar
 from kio.schema.request_header.v2.header import RequestHeader
 from kio.schema.response_header.v0.header import ResponseHeader as ResponseHeaderV0
 from kio.schema.response_header.v1.header import ResponseHeader
-from kio.schema.types import GroupId, ProducerId, TransactionalId
+from kio.schema.streams_group_describe.v0 import request as describe_v0
+from kio.schema.streams_group_describe.v0 import response as described_v0
+from kio.schema.streams_group_heartbeat.v0 import request as heartbeat_v0
+from kio.schema.streams_group_heartbeat.v0.response import EndpointToPartitions, Status, TaskIds
+from kio.schema.types import GroupId, ProducerId, TopicName, TransactionalId
 from kio.static.constants import EntityType
-from kio.static.primitive import i16, i32, i32Timedelta, i64
+from kio.static.primitive import i8, i16, i32, i32Timedelta, i64
 
 from .errors import ErrorCode
 
 __all__ = ["request_schema", "response_schema"]
 
 API_VERSIONS, TXN_OFFSET_COMMIT, DELETE_GROUPS = 18, 28, 42
+STREAMS_HEARTBEAT, STREAMS_DESCRIBE = 88, 89
 
 
 # ---- DeleteGroups v3 ------------------------------------------------------------------------
@@ -239,12 +249,114 @@ class ApiVersionsResponseV5(_ApiVersionsV5):
     present."""
 
 
+# ---- StreamsGroupHeartbeat v1 ---------------------------------------------------------------
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StreamsGroupHeartbeatRequestV1(heartbeat_v0.StreamsGroupHeartbeatRequest):
+    __version__: ClassVar[i16] = i16(1)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StreamsGroupHeartbeatResponseV1:
+    __type__: ClassVar = EntityType.response
+    __version__: ClassVar[i16] = i16(1)
+    __flexible__: ClassVar[bool] = True
+    __api_key__: ClassVar[i16] = i16(STREAMS_HEARTBEAT)
+    __header_schema__: ClassVar[type[ResponseHeader]] = ResponseHeader
+    throttle_time: i32Timedelta = field(metadata={"kafka_type": "timedelta_i32"})
+    error_code: ErrorCode = field(metadata={"kafka_type": "error_code"})
+    error_message: str | None = field(metadata={"kafka_type": "string"}, default=None)
+    member_id: str = field(metadata={"kafka_type": "string"})
+    member_epoch: i32 = field(metadata={"kafka_type": "int32"})
+    heartbeat_interval: i32Timedelta = field(metadata={"kafka_type": "timedelta_i32"})
+    task_offset_interval: i32Timedelta = field(metadata={"kafka_type": "timedelta_i32"})
+    acceptable_recovery_lag: i64 = field(metadata={"kafka_type": "int64"}, default=i64(-1))
+    """The most offsets a warm-up task may lag to count as caught up; an int64 from v1."""
+    status: tuple[Status, ...] | None
+    active_tasks: tuple[TaskIds, ...] | None
+    standby_tasks: tuple[TaskIds, ...] | None
+    warmup_tasks: tuple[TaskIds, ...] | None
+    topology_description_required: bool = field(metadata={"kafka_type": "bool"},
+                                                default=False)
+    """Whether the client is to send its topology description (key 93)."""
+    endpoint_information_epoch: i32 = field(metadata={"kafka_type": "int32"})
+    partitions_by_user_endpoint: tuple[EndpointToPartitions, ...] | None
+
+
+# ---- StreamsGroupDescribe v1 ----------------------------------------------------------------
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StreamsGroupDescribeRequestV1(describe_v0.StreamsGroupDescribeRequest):
+    __version__: ClassVar[i16] = i16(1)
+    include_topology_description: bool = field(metadata={"kafka_type": "bool"}, default=False)
+
+
+class _DescribeV1:
+    __slots__ = ()
+    __type__: ClassVar = EntityType.nested
+    __version__: ClassVar[i16] = i16(1)
+    __flexible__: ClassVar[bool] = True
+    __api_key__: ClassVar[i16] = i16(STREAMS_DESCRIBE)
+    __header_schema__: ClassVar[type[ResponseHeader]] = ResponseHeader
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TopologyDescriptionNodeV1(_DescribeV1):
+    name: str = field(metadata={"kafka_type": "string"})
+    node_type: i8 = field(metadata={"kafka_type": "int8"})
+    """1 source, 2 processor, 3 sink."""
+    source_topics: tuple[TopicName, ...] = field(metadata={"kafka_type": "string"}, default=())
+    sink_topic: TopicName | None = field(metadata={"kafka_type": "string"}, default=None)
+    stores: tuple[str, ...] = field(metadata={"kafka_type": "string"}, default=())
+    successors: tuple[str, ...] = field(metadata={"kafka_type": "string"}, default=())
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TopologyDescriptionSubtopologyV1(_DescribeV1):
+    subtopology_id: str = field(metadata={"kafka_type": "string"})
+    nodes: tuple[TopologyDescriptionNodeV1, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TopologyDescriptionGlobalStoreV1(_DescribeV1):
+    source: TopologyDescriptionNodeV1
+    processor: TopologyDescriptionNodeV1
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TopologyDescriptionV1(_DescribeV1):
+    subtopologies: tuple[TopologyDescriptionSubtopologyV1, ...]
+    global_stores: tuple[TopologyDescriptionGlobalStoreV1, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DescribedGroupV1(described_v0.DescribedGroup):
+    __version__: ClassVar[i16] = i16(1)
+    topology_description: TopologyDescriptionV1 | None = field(default=None)
+    topology_description_status: i8 = field(metadata={"kafka_type": "int8"}, default=i8(0))
+    """0 not requested, 1 not stored, 2 error, 3 available (then the description is set)."""
+    assignor_name: str | None = field(metadata={"kafka_type": "string"}, default=None)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StreamsGroupDescribeResponseV1:
+    __type__: ClassVar = EntityType.response
+    __version__: ClassVar[i16] = i16(1)
+    __flexible__: ClassVar[bool] = True
+    __api_key__: ClassVar[i16] = i16(STREAMS_DESCRIBE)
+    __header_schema__: ClassVar[type[ResponseHeader]] = ResponseHeader
+    throttle_time: i32Timedelta = field(metadata={"kafka_type": "timedelta_i32"})
+    groups: tuple[DescribedGroupV1, ...]
+
+
 _REQUESTS: dict[tuple[int, int], type] = {(DELETE_GROUPS, 3): DeleteGroupsRequestV3,
                                           (TXN_OFFSET_COMMIT, 6): TxnOffsetCommitRequestV6,
-                                          (API_VERSIONS, 5): ApiVersionsRequestV5}
+                                          (API_VERSIONS, 5): ApiVersionsRequestV5,
+                                          (STREAMS_HEARTBEAT, 1): StreamsGroupHeartbeatRequestV1,
+                                          (STREAMS_DESCRIBE, 1): StreamsGroupDescribeRequestV1}
 _RESPONSES: dict[tuple[int, int], type] = {(DELETE_GROUPS, 3): DeleteGroupsResponseV3,
                                            (TXN_OFFSET_COMMIT, 6): TxnOffsetCommitResponseV6,
-                                           (API_VERSIONS, 5): ApiVersionsResponseV5}
+                                           (API_VERSIONS, 5): ApiVersionsResponseV5,
+                                           (STREAMS_HEARTBEAT, 1): StreamsGroupHeartbeatResponseV1,
+                                           (STREAMS_DESCRIBE, 1): StreamsGroupDescribeResponseV1}
 
 
 def request_schema(api_key: int, version: int) -> type | None:

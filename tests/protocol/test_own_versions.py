@@ -117,3 +117,41 @@ def test_api_versions_v5_over_the_wire(shared_broker):
     assert elsewhere == struct.pack(">ihbib", 3, REBOOTSTRAP_REQUIRED, 1, 0, 0)
     correlation, error, count = struct.unpack_from(">ihb", answered)
     assert (correlation, error) == (4, 0) and count - 1 > 40
+
+
+STREAMS_HEARTBEAT, STREAMS_DESCRIBE = 88, 89
+
+
+def test_streams_group_heartbeat_v1_response_is_kafka_4_4s_layout():
+    # v1: TaskOffsetIntervalMs, then AcceptableRecoveryLag as an int64 (v0's int32 came before
+    # TaskOffsetIntervalMs), the four nullable arrays, TopologyDescriptionRequired, then IQ's
+    body = {"throttle_time": 0, "error_code": 0, "error_message": None, "member_id": "m",
+            "member_epoch": 3, "heartbeat_interval": 5000, "task_offset_interval": 60000,
+            "acceptable_recovery_lag": 10000, "status": None, "active_tasks": [],
+            "standby_tasks": None, "warmup_tasks": None,
+            "topology_description_required": True, "endpoint_information_epoch": 2,
+            "partitions_by_user_endpoint": None}
+    frame = encode(build(response_type(STREAMS_HEARTBEAT, 1), body))
+    assert frame == (struct.pack(">ih", 0, 0) + b"\x00" + _compact(b"m")
+                     + struct.pack(">iii", 3, 5000, 60000) + struct.pack(">q", 10000)
+                     + b"\x00" + b"\x01" + b"\x00" + b"\x00" + b"\x01"
+                     + struct.pack(">i", 2) + b"\x00" + b"\x00")
+
+
+def test_streams_group_describe_v1_is_kafka_4_4s_layout():
+    # the request adds IncludeTopologyDescription after IncludeAuthorizedOperations
+    assert encode(build(request_type(STREAMS_DESCRIBE, 1), {
+        "group_ids": ["g"], "include_authorized_operations": False,
+        "include_topology_description": True})) == (
+        b"\x02" + _compact(b"g") + b"\x00" + b"\x01" + b"\x00")
+    # a described group adds a null TopologyDescription, its status (1: not stored) and the
+    # assignor's name after AuthorizedOperations
+    body = (struct.pack(">i", 0) + b"\x02" + struct.pack(">h", 0) + b"\x00" + _compact(b"g")
+            + _compact(b"Empty") + struct.pack(">ii", 4, 4) + b"\xff" + b"\x01"
+            + struct.pack(">i", -2**31) + b"\xff" + b"\x01" + _compact(b"sticky") + b"\x00"
+            + b"\x00")
+    got, end = reader(response_type(STREAMS_DESCRIBE, 1))(body, 0)
+    assert end == len(body)
+    g = got.groups[0]
+    assert (g.group_id, g.group_epoch, g.topology, g.topology_description,
+            g.topology_description_status, g.assignor_name) == ("g", 4, None, None, 1, "sticky")
