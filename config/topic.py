@@ -67,6 +67,7 @@ _STRATEGIES = "io.confluent.kafka.serializers.subject."
 TOPIC_NAME_STRATEGY = _STRATEGIES + "TopicNameStrategy"
 SUBJECT_NAME_STRATEGIES = (TOPIC_NAME_STRATEGY, _STRATEGIES + "RecordNameStrategy",
                            _STRATEGIES + "TopicRecordNameStrategy")
+ICEBERG_MODES = ("disabled", "key_value", "value_schema_id_prefix")
 
 
 def _t(name: str, ctype: ConfigType, default: Any, doc: str,
@@ -137,6 +138,12 @@ _TABLE: list[PropertyDef] = [
        "-1 means no limit."),
     _t("retention.ms", L, 604800000, "Delete segments older than this; -1 keeps forever.",
        at_least(-1)),
+    # Redpanda's redpanda.iceberg.mode (docs/lakehouse.md): the topic's committed records
+    # also go into an Iceberg table of the same name
+    _t("samsa.iceberg.mode", S, "disabled", "Write the topic's committed records into an "
+       "Iceberg table: disabled, key_value (raw key, value, headers and record metadata) or "
+       "value_schema_id_prefix (columns from the value's registered schema).",
+       ValidString(ICEBERG_MODES)),
     # Kafka 4.x (KIP-1030): at least 1 MiB. `internal.segment.bytes` (below) is Kafka's way
     # for tests to have smaller segments.
     _t("segment.bytes", I, 1073741824, "Largest size of one segment file.",
