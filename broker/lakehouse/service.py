@@ -1,0 +1,118 @@
+"""Iceberg topics: each broker writes the committed records of the Iceberg topic partitions it
+leads into the topic's table, every iceberg.catalog.commit.interval.ms.
+
+A round, per topic: read the table's next offsets (worker thread), read each led partition's
+log from there up to its last stable offset (on the loop, in bounded chunks), keep the records
+of committed transactions up to a point where no transaction is open (`Scanner`), and append
+them in one Iceberg commit whose summary carries the new next offsets (worker thread). A crash
+before the catalog swap leaves the table as it was and the next leader reads the same records
+again; after it, the next leader starts where the commit ended."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from pathlib import Path
+from typing import Any
+
+from samsa.protocol.records import Record
+
+from ..cluster.metadata_store import MetadataStore
+from ..replication.partition import READ_COMMITTED, Partition
+from ..replication.replica_manager import ReplicaManager
+from .scanner import Scanner
+from .table import TopicTable, open_catalog
+
+log = logging.getLogger(__name__)
+
+MODE = "samsa.iceberg.mode"
+READ_CHUNK = 1 << 20
+
+
+class Lakehouse:
+    def __init__(self, config: Any, replicas: ReplicaManager, metadata: MetadataStore,
+                 data_dir: Path) -> None:
+        self.replicas = replicas
+        self.metadata = metadata
+        self.interval_s = config["iceberg.catalog.commit.interval.ms"] / 1000
+        self.target_bytes = config["iceberg.target.file.size.bytes"]
+        self.kind = config["iceberg.catalog.type"]
+        root = data_dir / "iceberg"
+        self.uri = config["iceberg.catalog.uri"] or f"sqlite:///{root / 'catalog.db'}"
+        self.warehouse = config["iceberg.warehouse"] or (root / "warehouse").as_uri()
+        self._root = root
+        self._catalog: Any = None
+        self._tables: dict[str, TopicTable] = {}
+        self._task: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        self._task = asyncio.create_task(self._run())
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+
+    async def _run(self) -> None:
+        while True:
+            await asyncio.sleep(self.interval_s)
+            for topic, partitions in self._led_iceberg_partitions().items():
+                try:
+                    await self.commit_round(topic, partitions)
+                except Exception:  # the next round reads the table again
+                    log.exception("iceberg commit of %s failed", topic)
+
+    def _led_iceberg_partitions(self) -> dict[str, list[Partition]]:
+        found: dict[str, list[Partition]] = {}
+        for p in self.replicas.partitions():
+            state = self.metadata.topic(p.topic)
+            if (state is not None and p.is_leader
+                    and state.configs.get(MODE, "disabled") == "key_value"):
+                found.setdefault(p.topic, []).append(p)
+        return found
+
+    async def commit_round(self, topic: str, partitions: list[Partition]) -> int:
+        """One Iceberg commit of what became stable in the partitions; the rows it added."""
+        table = await asyncio.to_thread(self._table, topic)
+        snapshot, offsets = await asyncio.to_thread(table.offsets)
+        rows: list[tuple[int, Record]] = []
+        next_offsets: dict[int, int] = {}
+        for p in partitions:
+            scanner = self._scan(p, offsets.get(p.index, 0))
+            if scanner.safe > offsets.get(p.index, 0) or p.index not in offsets:
+                next_offsets[p.index] = scanner.safe
+                rows.extend((p.index, r) for r in scanner.ready)
+        if not rows:  # only aborted or control records: read again next round
+            return 0
+        await asyncio.to_thread(table.commit, rows, next_offsets, snapshot)
+        log.debug("iceberg: %d rows of %s committed, next offsets %s", len(rows), topic,
+                  next_offsets)
+        return len(rows)
+
+    def _scan(self, partition: Partition, start: int) -> Scanner:
+        """The partition's log from `start` up to its last stable offset, or until
+        iceberg.target.file.size.bytes were read."""
+        scanner = Scanner(max(start, partition.log_start_offset))
+        read = 0
+        while scanner.position < partition.last_stable_offset and read < self.target_bytes:
+            data = partition.read(scanner.position, READ_CHUNK, READ_COMMITTED, True)
+            buf = data.records
+            if not isinstance(buf, (bytes, bytearray, memoryview)) or not buf:
+                break
+            before = scanner.position
+            scanner.feed(buf)
+            read += len(buf)
+            if scanner.position == before:
+                break
+        return scanner
+
+    def _table(self, topic: str) -> TopicTable:
+        if self._catalog is None:
+            self._root.mkdir(parents=True, exist_ok=True)
+            (self._root / "warehouse").mkdir(exist_ok=True)
+            self._catalog = open_catalog(self.kind, self.uri, self.warehouse)
+        if topic not in self._tables:
+            self._tables[topic] = TopicTable(self._catalog, topic, self.target_bytes)
+        return self._tables[topic]
