@@ -46,6 +46,7 @@ from .cluster.zk.store import ZkMetadataStore
 from .context import BrokerServices
 from .coordinator_host import BrokerLogHost
 from .dynamic_config import DynamicBrokerConfig
+from .lakehouse import Lakehouse
 from .malloc_tuning import tune_malloc
 from .network.dispatch import Dispatcher
 from .network.interbroker import BrokerConnection, BrokerUnavailable, set_client_security
@@ -112,6 +113,8 @@ class Broker:
                                 if config["schema.registry.listeners"] else None)
         if self.schema_registry is not None:  # no registry: no check on the Produce path
             self.replicas.produce_check = self.schema_registry.validation.check
+        # Iceberg topics: the partitions led here that have samsa.iceberg.mode set
+        self.lakehouse = Lakehouse(config, self.replicas, self.store, self.data_dir)
         self._build_front(config)
         self._background: list[asyncio.Task[None]] = []
         self.loop_watchdog = LoopWatchdog()  # logs where a blocked event loop is stuck
@@ -628,6 +631,7 @@ class Broker:
         if self.schema_registry is not None:  # as the metrics: ready once the broker is
             await self.schema_registry.start()
         await self.server.start()
+        self.lakehouse.start()
         self._background.append(asyncio.create_task(self.log_manager.run_background()))
         self._background.append(asyncio.create_task(metrics.watch_loop_lag()))
         self._background.append(asyncio.create_task(expire_tokens_forever(
@@ -667,6 +671,7 @@ class Broker:
                     await self.replicas.fetchers.stop()
             except Exception:  # a plain shutdown still moves leaderships, later
                 log.exception("controlled shutdown failed")
+        await self.lakehouse.stop()
         if self.schema_registry is not None:
             await self.schema_registry.stop()
         if self._server is not None:
