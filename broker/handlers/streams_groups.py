@@ -1,10 +1,13 @@
-"""Streams groups (KIP-1071): StreamsGroupHeartbeat (88), StreamsGroupDescribe (89), v0.
+"""Streams groups (KIP-1071): StreamsGroupHeartbeat (88), StreamsGroupDescribe (89), v0-1.
 
 Thin: decode the request into coordinator/group/streams/transitions.Heartbeat, call the group
 coordinator's streams part, create the internal topics (repartition, changelog) the group's
 topology is missing, as Kafka's broker does for streams groups, and shape the answer.
 
-Still in development here (no warm-up tasks, classic<->streams migration or
+v1 (KIP-1331) as Kafka 4.4 answers it with no topology description plugin configured (its
+default): no description is ever required, and one asked for is NOT_STORED.
+
+Still in development here (no warm-up tasks, per-group configs or
 StreamsGroupTopologyDescriptionUpdate; docs/groups.md): as in Kafka for its APIs in development,
 ApiVersions lists them only with `unstable.api.versions.enable`, and only while the cluster
 finalized `streams.version` 1 (itself a level of `unstable.feature.versions.enable`); a request
@@ -43,6 +46,8 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 HEARTBEAT, DESCRIBE = 88, 89
+STICKY = "sticky"  # Kafka's streams task assignor, the only one here
+NOT_REQUESTED, NOT_STORED = 0, 1  # StreamsGroupDescribe v1's TopologyDescriptionStatus
 
 
 def enabled(ctx: RequestContext, key: int) -> bool:
@@ -56,7 +61,8 @@ def _error(code: ErrorCode, message: str | None = None, member_id: str = "") -> 
             "member_id": member_id, "member_epoch": 0, "heartbeat_interval": 0,
             "acceptable_recovery_lag": 0, "task_offset_interval": 0, "status": None,
             "active_tasks": None, "standby_tasks": None, "warmup_tasks": None,
-            "endpoint_information_epoch": 0, "partitions_by_user_endpoint": None}
+            "endpoint_information_epoch": 0, "partitions_by_user_endpoint": None,
+            "topology_description_required": False}
 
 
 def _tasks(entries: Any) -> TaskMap | None:
@@ -140,10 +146,11 @@ def _answer(ctx: RequestContext, answer: Answer, endpoint_epoch: int,
         "warmup_tasks": None if tasks is None else task_ids(tasks.warmup),
         "endpoint_information_epoch": endpoint_epoch,
         "partitions_by_user_endpoint": endpoints,
+        "topology_description_required": False,
     }
 
 
-@api(HEARTBEAT, "StreamsGroupHeartbeat", (0, 0))
+@api(HEARTBEAT, "StreamsGroupHeartbeat", (0, 1))
 async def handle_streams_group_heartbeat(
     ctx: RequestContext, request: StreamsGroupHeartbeatRequest
 ) -> dict[str, Any]:
@@ -176,9 +183,15 @@ async def handle_streams_group_heartbeat(
     return _answer(ctx, answer, epoch, endpoints)
 
 
-@api(DESCRIBE, "StreamsGroupDescribe", (0, 0))
+@api(DESCRIBE, "StreamsGroupDescribe", (0, 1))
 async def handle_streams_group_describe(
     ctx: RequestContext, request: StreamsGroupDescribeRequest
 ) -> dict[str, Any]:
-    return describe_groups(ctx, request.group_ids, request.include_authorized_operations,
-                           enabled(ctx, DESCRIBE), ctx.groups.streams.describe)
+    out = describe_groups(ctx, request.group_ids, request.include_authorized_operations,
+                          enabled(ctx, DESCRIBE), ctx.groups.streams.describe)
+    asked = bool(getattr(request, "include_topology_description", False))  # v1+
+    for group in out["groups"]:
+        ok = group["error_code"] == ErrorCode.none
+        group["assignor_name"] = STICKY if ok else None
+        group["topology_description_status"] = NOT_STORED if ok and asked else NOT_REQUESTED
+    return out

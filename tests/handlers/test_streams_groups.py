@@ -84,7 +84,7 @@ async def test_advertised_with_the_switch_and_streams_version(streams):
     versions = await streams.call("ApiVersions", 3, {"client_software_name": "t",
                                                      "client_software_version": "1"})
     served = {k.api_key: (k.min_version, k.max_version) for k in versions.api_keys}
-    assert served[88] == (0, 0) and served[89] == (0, 0)
+    assert served[88] == (0, 1) and served[89] == (0, 1)
     assert ("streams.version", 1) in {(f.name, f.max_version_level)
                                       for f in versions.finalized_features}
 
@@ -447,3 +447,27 @@ def _classic_join(member_id: str = "") -> dict[str, Any]:
     return {"group_id": "app", "session_timeout": 10_000, "rebalance_timeout": 10_000,
             "member_id": member_id, "group_instance_id": None, "protocol_type": "consumer",
             "protocols": [{"name": "range", "metadata": b"m"}], "reason": None}
+
+
+async def test_version_1_answers_as_kafka_4_4_without_a_topology_description_plugin(streams):
+    """v1 (KIP-1331): the recovery lag as an int64; with no topology description plugin
+    configured (Kafka's default) no description is ever required, and a describe that asks
+    for one gets status 1, NOT_STORED; AssignorName is Kafka's sticky assignor, null on error."""
+    await streams.create_topic("events", 1)
+    await streams.find_coordinator("app")
+    r = await streams.call("StreamsGroupHeartbeat", 1, _beat("m1", 0))
+    assert (r.error_code, r.acceptable_recovery_lag, r.topology_description_required) == (
+        ErrorCode.none, 10_000, False)
+    asked = await streams.call("StreamsGroupDescribe", 1, {
+        "group_ids": ["app", "nope"], "include_authorized_operations": False,
+        "include_topology_description": True})
+    app, nope = asked.groups
+    assert (app.error_code, app.topology_description, app.topology_description_status,
+            app.assignor_name) == (ErrorCode.none, None, 1, "sticky")
+    assert (nope.error_code, nope.topology_description_status, nope.assignor_name) == (
+        ErrorCode.group_id_not_found, 0, None)
+    plain = await streams.call("StreamsGroupDescribe", 1, {
+        "group_ids": ["app"], "include_authorized_operations": False,
+        "include_topology_description": False})
+    assert (plain.groups[0].topology_description_status, plain.groups[0].assignor_name) == (
+        0, "sticky")
