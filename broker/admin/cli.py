@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import getpass
+import json
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -79,6 +80,8 @@ def execute(args: argparse.Namespace, run: Runner,
     except (OSError, ValueError) as e:
         print(f"samsa: {e}", file=sys.stderr)
         return 1
+    if result is None:  # printed as it went (consume --follow)
+        return 0
     if args.format == "json":
         as_json(result, sys.stdout)
     else:
@@ -513,8 +516,34 @@ def _show_produced(result: dict[str, Any], args: argparse.Namespace) -> None:
 
 def _show_consumed(result: list[dict[str, Any]], args: argparse.Namespace) -> None:
     for r in result:
-        value = "null" if r["value"] is None else r["value"]
-        print(f"{r['key']}{args.separator}{value}" if args.print_key else value)
+        _print_record(r, args)
+
+
+def _print_record(r: dict[str, Any], args: argparse.Namespace) -> None:
+    if args.format == "json":  # with --follow: one JSON object a line
+        print(json.dumps(r), flush=True)
+        return
+    value = "null" if r["value"] is None else r["value"]
+    print(f"{r['key']}{args.separator}{value}" if args.print_key else value, flush=True)
+
+
+def _consume(admin: Admin, args: argparse.Namespace) -> list[dict[str, Any]] | None:
+    if not args.follow:
+        return messages.consume(admin, args.topic, args.partition, args.from_beginning,
+                                args.offset, args.group, args.isolation, args.max_messages)
+    count = [0]
+
+    def emit(record: dict[str, Any]) -> None:
+        _print_record(record, args)
+        count[0] += 1
+
+    try:
+        messages.follow(admin, args.topic, emit, args.partition, args.from_beginning,
+                        args.offset, args.group, args.isolation, args.max_messages)
+    except KeyboardInterrupt:
+        pass  # the end of a follow (the group's offsets are committed on the way out)
+    print(f"Processed a total of {count[0]} messages", file=sys.stderr)
+    return None
 
 
 def _add_messages(sub: argparse._SubParsersAction) -> None:
@@ -533,10 +562,8 @@ def _add_messages(sub: argparse._SubParsersAction) -> None:
     c.add_argument("--compression", default="none", choices=tuple(messages.CODECS),
                    help="the batches' codec (as compression.type names it)")
 
-    c = _command(sub, "consume", "read a topic's records up to its end (or -n)",
-                 lambda a, x: messages.consume(a, x.topic, x.partition, x.from_beginning,
-                                               x.offset, x.group, x.isolation,
-                                               x.max_messages), _show_consumed)
+    c = _command(sub, "consume", "read a topic's records up to its end (or -n, or with "
+                 "--follow until interrupted)", _consume, _show_consumed)
     c.add_argument("topic", metavar="TOPIC")
     c.add_argument("-p", "--partition", type=int, help="only this partition")
     start = c.add_mutually_exclusive_group()
@@ -544,11 +571,14 @@ def _add_messages(sub: argparse._SubParsersAction) -> None:
                        help="from each partition's start (default: the group's offsets, else "
                             "the end)")
     start.add_argument("--offset", type=int, help="from this offset of each partition")
-    c.add_argument("-g", "--group", help="start from and commit to this group's offsets "
-                   "(an admin commit: the group must have no active members)")
+    c.add_argument("-g", "--group", help="join this classic group, read the partitions it "
+                   "assigns from its offsets and commit as its member")
     c.add_argument("--isolation", default="read_uncommitted",
                    choices=("read_uncommitted", "read_committed"))
     c.add_argument("-n", "--max-messages", type=int, metavar="N")
+    c.add_argument("-f", "--follow", action="store_true",
+                   help="keep fetching past the end until interrupted (or -n); with "
+                        "--format json one record a line")
     c.add_argument("--print-key", action="store_true", help="print KEY SEPARATOR VALUE")
     c.add_argument("--separator", default="\t", help="between key and value (default tab)")
 

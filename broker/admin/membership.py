@@ -1,7 +1,9 @@
 """A short-lived member of a classic consumer group, for `samsa consume --group`: JoinGroup,
 SyncGroup (the range assignment computed here when this member leads, as Kafka's
 RangeAssignor does), then LeaveGroup when done; the offsets are committed with the member's
-generation. The command reads for less than a session timeout, so it sends no heartbeats.
+generation. While it reads it sends a Heartbeat every heartbeat.interval.ms (default 3000),
+so a read longer than session.timeout.ms (default 45000; both -X properties) keeps its place;
+a heartbeat answered REBALANCE_IN_PROGRESS tells the reader to commit and join again.
 
 The subscription and assignment are ConsumerProtocolSubscription / ConsumerProtocolAssignment
 v0: version, [topic], user data (and [topic, [partition]] for the assignment)."""
@@ -9,6 +11,7 @@ v0: version, [topic], user data (and [topic, [partition]] for the assignment).""
 from __future__ import annotations
 
 import struct
+import time
 from collections import defaultdict
 from typing import Any
 
@@ -17,8 +20,9 @@ from samsa.protocol.errors import ErrorCode
 from . import groups
 from .client import Admin, Connection, KafkaRequestError, check, retrying
 
-JOIN_GROUP, LEAVE_GROUP, SYNC_GROUP = 11, 13, 14
-SESSION_TIMEOUT_MS = 45_000
+JOIN_GROUP, HEARTBEAT, LEAVE_GROUP, SYNC_GROUP = 11, 12, 13, 14
+SESSION_TIMEOUT_MS = 45_000  # the Java consumer's session.timeout.ms
+HEARTBEAT_INTERVAL_MS = 3_000  # and heartbeat.interval.ms
 PROTOCOL = "range"
 REJOINS = 5
 
@@ -80,6 +84,10 @@ class Member:
         self.admin, self.group, self.topic = admin, group, topic
         self.member_id, self.generation = "", -1
         self.partitions: list[int] = []
+        props = admin.settings.props
+        self.session_ms = int(props.get("session.timeout.ms", SESSION_TIMEOUT_MS))
+        self.interval = int(props.get("heartbeat.interval.ms", HEARTBEAT_INTERVAL_MS)) / 1000
+        self.last_heartbeat = time.monotonic()
 
     def _coordinator(self) -> Connection:
         return self.admin.coordinator(self.group)
@@ -96,15 +104,30 @@ class Member:
                     raise
         mine = {a["topic"]: a["partitions"] for a in groups.consumer_assignment(data)}
         self.partitions = mine.get(self.topic, [])
+        self.last_heartbeat = time.monotonic()
         return self.partitions
+
+    def heartbeat(self) -> bool:
+        """A Heartbeat when heartbeat.interval.ms has passed since the last; False when the
+        group rebalances (the member must commit and join again)."""
+        if time.monotonic() - self.last_heartbeat < self.interval:
+            return True
+        resp = self._coordinator().call(HEARTBEAT, {
+            "group_id": self.group, "generation_id": self.generation,
+            "member_id": self.member_id, "group_instance_id": None})
+        self.last_heartbeat = time.monotonic()
+        if resp.error_code == ErrorCode.rebalance_in_progress:
+            return False
+        check(resp.error_code)
+        return True
 
     def _join_and_sync(self) -> bytes:
         joined = retrying(self.admin.settings, self._join)
         return retrying(self.admin.settings, lambda: self._sync(joined))
 
     def _join(self) -> Any:
-        body = {"group_id": self.group, "session_timeout": SESSION_TIMEOUT_MS,
-                "rebalance_timeout": SESSION_TIMEOUT_MS, "member_id": self.member_id,
+        body = {"group_id": self.group, "session_timeout": self.session_ms,
+                "rebalance_timeout": self.session_ms, "member_id": self.member_id,
                 "group_instance_id": None, "protocol_type": "consumer",
                 "protocols": [{"name": PROTOCOL, "metadata": subscription([self.topic])}],
                 "reason": "samsa consume"}

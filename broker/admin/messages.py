@@ -10,15 +10,16 @@ Produce, EndTxn), committed at the end.
 consume: from each partition's start (--from-beginning), a given --offset, the group's committed
 offsets (--group) or else the end, up to the end offset seen when it starts (the last stable
 offset with read_committed, where aborted transactions are skipped as a Java consumer skips
-them) or -n records. With --group the command joins the classic group (membership.py), reads
-the partitions it is assigned, commits the offsets reached as that member and leaves.
+them) or -n records; with --follow past the end until interrupted. With --group the command
+joins the classic group (membership.py), reads the partitions it is assigned (heartbeating),
+commits the offsets reached as that member and leaves.
 """
 
 from __future__ import annotations
 
 import time
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from samsa.protocol.compression import CODEC_NAMES
@@ -38,6 +39,7 @@ ACKS = {"0": 0, "1": 1, "all": -1, "-1": -1}
 BATCH_RECORDS = 1000  # records per batch (and request)
 FETCH_MAX_BYTES = 1 << 20
 TXN_TIMEOUT_MS = 60_000
+FOLLOW_WAIT_MS = 500  # how long a --follow Fetch waits at the end of a partition
 READ_COMMITTED = 1
 CODECS = {name: code for code, name in CODEC_NAMES.items()}  # compression.type's names
 TP = tuple[str, int]
@@ -216,19 +218,25 @@ def _starts(admin: Admin, partitions: set[TP], group: str | None, from_beginning
     return {tp: committed.get(tp, fallback.get(tp, 0)) for tp in partitions}
 
 
+def _checked_layout(admin: Admin, topic: str, partition: int | None,
+                    group: str | None) -> dict[int, int]:
+    leaders = _layout(admin, topic)
+    if partition is not None and partition not in leaders:
+        raise AdminError("UNKNOWN_TOPIC_OR_PARTITION", f"{topic} has no partition {partition}")
+    if partition is not None and group is not None:
+        raise AdminError("INVALID_CONFIG", "--partition and --group exclude each other: the "
+                         "group assigns the partitions")
+    return leaders
+
+
 def consume(admin: Admin, topic: str, partition: int | None = None,
             from_beginning: bool = False, offset: int | None = None, group: str | None = None,
             isolation: str = "read_uncommitted", limit: int | None = None
             ) -> list[dict[str, Any]]:
-    leaders = _layout(admin, topic)
-    if partition is not None and partition not in leaders:
-        raise AdminError("UNKNOWN_TOPIC_OR_PARTITION", f"{topic} has no partition {partition}")
+    leaders = _checked_layout(admin, topic, partition, group)
     if group is None:
         chosen = {(topic, p) for p in leaders if partition is None or p == partition}
         return _read(admin, leaders, chosen, group, from_beginning, offset, isolation, limit)
-    if partition is not None:
-        raise AdminError("INVALID_CONFIG", "--partition and --group exclude each other: the "
-                         "group assigns the partitions")
     member = membership.Member(admin, group, topic)
     try:
         assigned = {(topic, p) for p in member.join()}
@@ -236,6 +244,61 @@ def consume(admin: Admin, topic: str, partition: int | None = None,
                      member)
     finally:
         member.leave()
+
+
+def follow(admin: Admin, topic: str, emit: Callable[[dict[str, Any]], None],
+           partition: int | None = None, from_beginning: bool = False,
+           offset: int | None = None, group: str | None = None,
+           isolation: str = "read_uncommitted", limit: int | None = None,
+           stop: Callable[[], bool] = lambda: False) -> int:
+    """--follow: emit each record as it comes, fetching on past the end until `limit`
+    records, stop() or an interrupt (KeyboardInterrupt); with a group the member heartbeats,
+    commits and joins again when the group rebalances, and commits and leaves at the end.
+    Returns how many records it emitted."""
+    leaders = _checked_layout(admin, topic, partition, group)
+    level = READ_COMMITTED if isolation == "read_committed" else 0
+    member = None if group is None else membership.Member(admin, group, topic)
+    chosen = {(topic, p) for p in (member.join() if member is not None else leaders)
+              if partition is None or p == partition}
+    position = _starts(admin, chosen, group, from_beginning, offset)
+    count = 0
+    try:
+        while not stop() and (limit is None or count < limit):
+            if member is not None and not member.heartbeat():
+                _commit(admin, member, position)
+                chosen = {(topic, p) for p in member.join()}
+                position = _starts(admin, chosen, group, from_beginning, offset)
+            for tp in sorted(position):
+                room = None if limit is None else limit - count
+                position[tp], shown = _follow_once(admin.node(leaders[tp[1]]), tp,
+                                                   position[tp], level, room, emit)
+                count += shown
+    finally:
+        if member is not None:
+            _commit(admin, member, position)
+            member.leave()
+    return count
+
+
+def _follow_once(conn: Connection, tp: TP, position: int, level: int, room: int | None,
+                 emit: Callable[[dict[str, Any]], None]) -> tuple[int, int]:
+    """One waiting Fetch of `tp`: its records emitted (at most `room`); the next position
+    and how many were emitted."""
+    fetched, _ = _fetch(conn, tp, position, level, FOLLOW_WAIT_MS)
+    shown = 0
+    for record in _visible(fetched):
+        if record["offset"] >= position and (room is None or shown < room):
+            emit(record)
+            shown += 1
+            position = record["offset"] + 1
+    if room is None or shown < room:
+        position = max(position, fetched["next"])
+    return position, shown
+
+
+def _commit(admin: Admin, member: membership.Member, position: dict[TP, int]) -> None:
+    if position:
+        offsets.commit(admin, member.group, position, member.generation, member.member_id)
 
 
 def _read(admin: Admin, leaders: dict[int, int], partitions: set[TP], group: str | None,
@@ -248,20 +311,25 @@ def _read(admin: Admin, leaders: dict[int, int], partitions: set[TP], group: str
         if limit is not None and len(out) >= limit:
             break
         records, position[tp] = _read_partition(admin, tp, leaders[tp[1]], position[tp], level,
-                                                None if limit is None else limit - len(out))
+                                                None if limit is None else limit - len(out),
+                                                member)
         out += records
-    if group is not None and member is not None and position:
-        offsets.commit(admin, group, position, member.generation, member.member_id)
+    if member is not None:
+        _commit(admin, member, position)
     return out
 
 
 def _read_partition(admin: Admin, tp: TP, leader: int, start: int, level: int,
-                    limit: int | None) -> tuple[list[dict[str, Any]], int]:
+                    limit: int | None, member: membership.Member | None = None
+                    ) -> tuple[list[dict[str, Any]], int]:
     """Records of one partition from `start` up to its end (high watermark, or last stable
-    offset with read_committed) when first fetched; and the offset after the last read."""
+    offset with read_committed) when first fetched; and the offset after the last read. A
+    group member heartbeats between fetches (a rebalance meanwhile shows when it commits)."""
     out: list[dict[str, Any]] = []
     position, end = start, None
     while (end is None or position < end) and (limit is None or len(out) < limit):
+        if member is not None:
+            member.heartbeat()
         fetched, end = _fetch(admin.node(leader), tp, position, level)
         if not fetched["batches"] and position >= end:
             break
@@ -274,8 +342,11 @@ def _read_partition(admin: Admin, tp: TP, leader: int, start: int, level: int,
     return out, min(last, end) if end is not None else last
 
 
-def _fetch(conn: Connection, tp: TP, offset: int, level: int) -> tuple[dict[str, Any], int]:
-    body = {"replica_id": -1, "max_wait": 0, "min_bytes": 0, "max_bytes": FETCH_MAX_BYTES,
+def _fetch(conn: Connection, tp: TP, offset: int, level: int, wait_ms: int = 0
+           ) -> tuple[dict[str, Any], int]:
+    """One Fetch of `tp`; with `wait_ms` the broker holds it that long for a first byte."""
+    body = {"replica_id": -1, "max_wait": wait_ms, "min_bytes": 1 if wait_ms else 0,
+            "max_bytes": FETCH_MAX_BYTES,
             "isolation_level": level, "session_id": 0, "session_epoch": -1,
             "topics": [{"topic": tp[0], "partitions": [{
                 "partition": tp[1], "fetch_offset": offset, "partition_max_bytes":

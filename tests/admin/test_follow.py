@@ -1,0 +1,85 @@
+"""`samsa consume --follow` against a Samsa broker: records written after it started are
+printed as they come (one JSON object a line), and a group member reading for longer than
+its session timeout keeps its place by heartbeating and commits as that member."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from typing import Any
+
+import pytest
+from confluent_kafka import Producer
+
+from samsa.broker import cli
+from samsa.broker.admin import messages
+from samsa.broker.admin.client import Admin, Settings
+from tests.admin.conftest import Samsa
+from tests.support.broker import BrokerProcess
+
+
+def _write(b: str, t: str, *values: str) -> None:
+    p = Producer({"bootstrap.servers": b})
+    for v in values:
+        p.produce(t, v.encode(), partition=0)
+    assert p.flush(30) == 0
+
+
+def test_follow_prints_records_as_they_come(shared_broker: BrokerProcess, samsa: Samsa,
+                                            capsys: pytest.CaptureFixture[str],
+                                            unique_topic: str) -> None:
+    b, t = shared_broker.bootstrap, unique_topic
+    assert samsa("topic", "create", t, "-p", "1", bootstrap=b).rc == 0
+    _write(b, t, "a", "b")
+    capsys.readouterr()
+    rc: list[int] = []
+    reader = threading.Thread(target=lambda: rc.append(cli.main([
+        "consume", t, "--from-beginning", "--follow", "-n", "4", "--format", "json",
+        "-b", b])))
+    reader.start()
+    time.sleep(1.5)  # past the end of the partition: the command waits for more
+    assert reader.is_alive()
+    _write(b, t, "c", "d")
+    reader.join(30)
+    assert not reader.is_alive() and rc == [0]
+    captured = capsys.readouterr()
+    rows = [json.loads(line) for line in captured.out.splitlines()]
+    assert [(r["offset"], r["value"]) for r in rows] == [(0, "a"), (1, "b"), (2, "c"),
+                                                         (3, "d")]
+    assert captured.err == "Processed a total of 4 messages\n"
+
+
+def test_follow_with_a_group_outlives_the_session_timeout(shared_broker: BrokerProcess,
+                                                          samsa: Samsa,
+                                                          unique_topic: str) -> None:
+    """session.timeout.ms 6000 (the broker's least) and a follow of 9 s: the heartbeats keep
+    the member, so the record written after 7 s is read and the commit at the end is
+    accepted as the member's (without heartbeats the coordinator has dropped it by then and
+    the commit fails UNKNOWN_MEMBER_ID)."""
+    b, t, g = shared_broker.bootstrap, unique_topic, f"g-{unique_topic}"
+    assert samsa("topic", "create", t, "-p", "1", bootstrap=b).rc == 0
+    _write(b, t, "early")
+    seen: list[dict[str, Any]] = []
+    started: list[float] = []
+
+    def stop() -> bool:
+        """Past 7 s of reading (the group's join, slowed by its initial rebalance delay, is
+        not counted) write the late record; stop after 9 s."""
+        if not started:
+            started.append(time.monotonic())
+        elapsed = time.monotonic() - started[0]
+        if elapsed > 7 and len(started) == 1:
+            _write(b, t, "late")
+            started.append(elapsed)
+        return (elapsed > 9 and len(seen) >= 2) or elapsed > 30
+
+    settings = Settings({"bootstrap.servers": b, "session.timeout.ms": "6000",
+                         "heartbeat.interval.ms": "1000"})
+    with Admin(settings) as admin:
+        count = messages.follow(admin, t, seen.append, group=g, from_beginning=True,
+                                stop=stop)
+    assert count == 2 and [r["value"] for r in seen] == ["early", "late"]
+    (desc,) = samsa("group", "describe", g, "--format", "json", bootstrap=b).json()
+    assert [(o["current_offset"], o["lag"]) for o in desc["offsets"]] == [(2, 0)]
+    assert desc["state"] == "Empty"  # it left at the end
