@@ -18,6 +18,7 @@ from functools import cache
 import pytest
 
 from samsa.broker.apis import build_registry
+from samsa.broker.cluster.features import UNSTABLE_VERSIONS
 from samsa.protocol.codec import reader, request_type
 from samsa.protocol.guard import MalformedRequest
 from samsa.protocol.lenient import decode_request, normal_form
@@ -35,8 +36,12 @@ from .samples import (
     with_value,
 )
 
+# A version still in development is not enabled on the default broker (Kafka closes the
+# connection on it whatever its body): tests/transactions/test_two_phase_commit.py covers v6 of
+# InitProducerId, the one today.
 SPECS = [(s.key, s.name, v) for s in build_registry().all()
-         for v in range(s.min_version, s.max_version + 1)]
+         for v in range(s.min_version, s.max_version + 1)
+         if v < UNSTABLE_VERSIONS.get(s.key, 1 << 15)]
 BAD_BOOLS = (2, 0xFF)
 BAD_UTF8 = (b"\xc3\x28x", b"\xed\xa0\x80")  # a broken sequence; an encoded surrogate
 
