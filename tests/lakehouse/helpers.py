@@ -3,6 +3,7 @@ table as pyiceberg reads it, and a read_committed consumer's view."""
 
 from __future__ import annotations
 
+import threading
 import time
 from pathlib import Path
 
@@ -25,30 +26,72 @@ def create_iceberg_topic(bootstrap: str, topic: str, partitions: int) -> None:
     futures[topic].result(30)
 
 
-def produce_transactions(bootstrap: str, topic: str, first: int, count: int,
-                         per_txn: int = 20) -> set[bytes]:
-    """Transactions first..first+count-1 of `per_txn` records each; every third aborted. The
-    keys of the committed records."""
-    p = Producer({"bootstrap.servers": bootstrap, "transactional.id": f"{topic}-tx",
-                  "linger.ms": 2})
-    p.init_transactions(30)
-    committed: set[bytes] = set()
-    for t in range(first, first + count):
-        p.begin_transaction()
-        keys = [f"t{t}-r{r}".encode() for r in range(per_txn)]
-        for k in keys:
-            p.produce(topic, key=k, value=b"v-" + k, headers=[("h", b"x")])
-        if t % 3 == 2:
-            p.abort_transaction(30)
-        else:
-            p.commit_transaction(30)
-            committed.update(keys)
-    return committed
+class TxnStream:
+    """A transactional producer in a thread: transactions of `per_txn` records, every third
+    aborted, until stopped or the broker goes away. What it knows of each one's outcome."""
+
+    def __init__(self, bootstrap: str, topic: str, first: int, per_txn: int = 20,
+                 count: int | None = None) -> None:
+        self.bootstrap, self.topic, self.first = bootstrap, topic, first
+        self.per_txn, self.count = per_txn, count
+        self.committed: set[bytes] = set()  # commit_transaction returned
+        self.aborted: set[bytes] = set()  # abort_transaction returned
+        self.uncertain: set[bytes] = set()  # the broker went away before the answer
+        self.error: Exception | None = None
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def start(self) -> TxnStream:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(60)
+
+    def wait(self) -> None:
+        self._thread.join(120)
+
+    def _run(self) -> None:
+        p = Producer({"bootstrap.servers": self.bootstrap, "linger.ms": 2,
+                      "transactional.id": f"{self.topic}-tx", "transaction.timeout.ms": 10000})
+        t = self.first
+        keys: list[bytes] = []
+        try:
+            p.init_transactions(30)
+            while not self._stop.is_set() and (self.count is None or t < self.first + self.count):
+                keys = [f"t{t}-r{r}".encode() for r in range(self.per_txn)]
+                p.begin_transaction()
+                for k in keys:
+                    p.produce(self.topic, key=k, value=b"v-" + k, headers=[("h", b"x")])
+                # in the log before the marker (an abort drops what is still queued)
+                if p.flush(30) != 0:
+                    raise KafkaException("records not delivered")
+                if t % 3 == 2:
+                    p.abort_transaction(30)
+                    self.aborted.update(keys)
+                else:
+                    p.commit_transaction(30)
+                    self.committed.update(keys)
+                keys = []
+                t += 1
+        except KafkaException as exc:  # the broker was killed: this one's outcome is unknown
+            self.error = exc
+            self.uncertain.update(keys)
+
+
+def produce_transactions(bootstrap: str, topic: str, first: int, count: int) -> TxnStream:
+    stream = TxnStream(bootstrap, topic, first, count=count).start()
+    stream.wait()
+    assert stream.error is None, stream.error
+    return stream
 
 
 def table_keys(data_dir: Path, topic: str) -> list[bytes]:
     from pyiceberg.catalog.sql import SqlCatalog
     root = data_dir / "iceberg"
+    if not (root / "catalog.db").exists():  # no table yet
+        return []
     catalog = SqlCatalog("samsa", uri=f"sqlite:///{root / 'catalog.db'}",
                          warehouse=(root / "warehouse").as_uri())
     try:
