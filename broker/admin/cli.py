@@ -209,8 +209,8 @@ def _add_group(sub: argparse._SubParsersAction) -> None:
     c.add_argument("groups", nargs="+", metavar="GROUP")
 
     c = _command(cmds, "reset-offsets", "plan (the default, --dry-run) or with --execute commit "
-                 "new offsets of an inactive group", lambda a, x: offsets.reset(
-                     a, x.group, x.topic, _strategy(x), x.execute),
+                 "new offsets of an inactive group (a share group's start offsets)",
+                 lambda a, x: offsets.reset(a, x.group, x.topic, _strategy(x), x.execute),
                  lambda r, x: table(r, RESET_COLUMNS, sys.stdout))
     c.add_argument("group", metavar="GROUP")
     which = c.add_mutually_exclusive_group(required=True)

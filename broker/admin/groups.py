@@ -184,6 +184,12 @@ def _share_offsets(admin: Admin, conn: Connection, group: str
     return starts, lags
 
 
+def share_start_offsets(admin: Admin, conn: Connection, group: str
+                        ) -> dict[tuple[str, int], int]:
+    """A share group's start offsets (none where the broker lacks share groups)."""
+    return _share_offsets(admin, conn, group)[0]
+
+
 def _log_end_offsets(admin: Admin, partitions: set[tuple[str, int]]
                      ) -> dict[tuple[str, int], int]:
     return offsets_at(admin, partitions, LATEST)

@@ -2,7 +2,9 @@
 --reset-offsets and --delete do them: the new offsets are planned from ListOffsets and the
 group's committed offsets, printed (a dry run, the default), and with --execute committed by
 OffsetCommit as an admin commit (no member, generation -1), which a broker accepts only from
-outside an active group."""
+outside an active group. A share group's offsets are its share-partitions' start offsets
+(DescribeShareGroupOffsets), set by AlterShareGroupOffsets, as kafka-share-groups.sh
+--reset-offsets does; it too must be empty."""
 
 from __future__ import annotations
 
@@ -15,7 +17,7 @@ from samsa.protocol.errors import ErrorCode
 from . import groups, topics
 from .client import Admin, AdminError, KafkaRequestError, check, retrying
 
-OFFSET_COMMIT, DELETE_GROUPS = 8, 42
+OFFSET_COMMIT, DELETE_GROUPS, ALTER_SHARE_GROUP_OFFSETS = 8, 42, 91
 INACTIVE = ("Empty", "Dead")  # the states kafka-consumer-groups.sh resets offsets in
 
 Partitions = set[tuple[str, int]]
@@ -52,17 +54,15 @@ def parse_topic(spec: str) -> tuple[str, list[int] | None]:
                          "TOPIC:PARTITION,...") from e
 
 
-def _state(admin: Admin, group: str) -> str:
+def _state(admin: Admin, group: str) -> tuple[str | None, str]:
+    """The group's type and state (Dead when the coordinator does not know it)."""
     try:
         info = groups.describe(admin, group)
     except KafkaRequestError as e:
         if e.code == ErrorCode.group_id_not_found:
-            return "Dead"
+            return None, "Dead"
         raise
-    if info["type"] == "share":
-        raise AdminError("INVALID_GROUP_TYPE", f"{group} is a share group: its offsets are not "
-                         "committed offsets")
-    return str(info["state"])
+    return info["type"], str(info["state"])
 
 
 def _partitions(admin: Admin, specs: list[str], committed: Partitions) -> Partitions:
@@ -139,18 +139,40 @@ def commit(admin: Admin, group: str, offsets: dict[tuple[str, int], int],
     retrying(admin.settings, attempt)
 
 
+def alter_share(admin: Admin, group: str, offsets: dict[tuple[str, int], int]) -> None:
+    """AlterShareGroupOffsets (KIP-932): each share-partition starts again at its offset, as
+    kafka-share-groups.sh --reset-offsets --execute sets them (the group must be empty)."""
+    topics: dict[str, list[dict[str, Any]]] = {}
+    for (topic, partition), offset in sorted(offsets.items()):
+        topics.setdefault(topic, []).append({"partition_index": partition,
+                                             "start_offset": offset})
+    body = {"group_id": group,
+            "topics": [{"topic_name": t, "partitions": ps} for t, ps in topics.items()]}
+
+    def attempt() -> None:
+        resp = admin.coordinator(group).call(ALTER_SHARE_GROUP_OFFSETS, body)
+        check(resp.error_code, resp.error_message)
+        for t in resp.responses:
+            for p in t.partitions:
+                check(p.error_code, p.error_message)
+
+    retrying(admin.settings, attempt)
+
+
 def reset(admin: Admin, group: str, topic_specs: list[str], strategy: Strategy,
           execute: bool) -> list[dict[str, Any]]:
-    state = _state(admin, group)
+    kind, state = _state(admin, group)
     if state not in INACTIVE:
         raise AdminError("NON_EMPTY_GROUP", f"Assignments can only be reset if the group "
                          f"'{group}' is inactive, but the current state is {state}.")
     conn = retrying(admin.settings, lambda: admin.coordinator(group))
-    committed = groups.committed_offsets(conn, group)
+    share = kind == "share"
+    committed = (groups.share_start_offsets(admin, conn, group) if share
+                 else groups.committed_offsets(conn, group))
     partitions = _partitions(admin, topic_specs, set(committed))
     offsets = plan(admin, partitions, committed, strategy)
     if execute and offsets:
-        commit(admin, group, offsets)
+        (alter_share if share else commit)(admin, group, offsets)
     return [{"group_id": group, "topic": t, "partition": p, "new_offset": offsets[(t, p)]}
             for t, p in sorted(offsets)]
 
