@@ -7,10 +7,13 @@ consumer.heartbeat.interval.ms (read again at most every few seconds);
 consumer.assignment.interval.ms is stored and described only (Samsa computes a target
 assignment at the heartbeat that needs it). A share group's share.auto.offset.reset (where a
 share-partition starts) and share.isolation.level are read by the share-partition leader
-(broker/handlers/share_fetch.py). Kafka's other group configs (config/schema/
-kafka_properties.toml: share.record.lock.duration.ms, streams.*, ...) are accepted, validated
-as Kafka validates them (the share ones within the broker's group.share.min/max.* bounds) and
-described, documented as having no effect.
+(broker/handlers/share_fetch.py). A streams group's streams.session.timeout.ms,
+streams.heartbeat.interval.ms, streams.num.standby.replicas, streams.task.offset.interval.ms and
+streams.acceptable.recovery.lag are read at its heartbeats (broker/handlers/streams_groups.py).
+Kafka's other group configs (config/schema/kafka_properties.toml:
+share.record.lock.duration.ms, ...) are accepted, validated as Kafka validates them (the share
+and streams ones within the broker's group.share/streams.min/max.* bounds) and described,
+documented as having no effect.
 """
 
 from __future__ import annotations
@@ -121,14 +124,23 @@ _LEAST = {
 _NOT_READ = {
     "share.": "Samsa's share groups do not read it per group: the broker's group.share.* "
               "properties apply to every share group",
-    "streams.": "streams groups (KIP-1071) are not implemented yet (issue 52)",
+    "streams.": "Samsa's streams groups do not read it per group (no warm-up tasks, "
+                "assignment interval, initial delay or rack-aware standbys yet, issue 52)",
     "errors.deadletterqueue.": "share groups have no dead-letter queue in Samsa",
     "consumer.assignor.offload.enable": "assignors run on the coordinator's event loop",
 }
 
 
+# The streams group configs the streams groups read (broker/handlers/streams_groups.py).
+STREAMS_GROUP_CONFIGS = frozenset({
+    "streams.session.timeout.ms", "streams.heartbeat.interval.ms",
+    "streams.num.standby.replicas", "streams.task.offset.interval.ms",
+    "streams.acceptable.recovery.lag"})
+
+
 def _kafka_group_config(k: KafkaProperty) -> PropertyDef:
-    reason = next(why for prefix, why in _NOT_READ.items() if k.name.startswith(prefix))
+    reason = None if k.name in STREAMS_GROUP_CONFIGS else next(
+        why for prefix, why in _NOT_READ.items() if k.name.startswith(prefix))
     least = _LEAST.get(k.name)
     return prop(k.name, k.type, parse_value(k.name, k.type, k.default),
                 f"Kafka's group config {k.name}.", at_least(least) if least is not None else None,
@@ -170,6 +182,36 @@ def _share_bounds(broker: BrokerConfig) -> dict[str, tuple[str, int, str, int]]:
             "delivery.count.limit", broker["group.share.min.delivery.count.limit"],
             broker["group.share.max.delivery.count.limit"]),
     }
+
+
+def _streams_bounds(broker: BrokerConfig) -> dict[str, tuple[str | None, str | None]]:
+    """Streams group config -> the broker properties bounding it below and above (Kafka's
+    GroupConfig.validateValues: validateIntRange, validateIntMin, validateIntMax)."""
+    def pair(s: str) -> tuple[str, str]:
+        return f"group.streams.min.{s}", f"group.streams.max.{s}"
+
+    return {
+        "streams.heartbeat.interval.ms": pair("heartbeat.interval.ms"),
+        "streams.session.timeout.ms": pair("session.timeout.ms"),
+        "streams.num.standby.replicas": (None, "group.streams.max.standby.replicas"),
+        "streams.assignment.interval.ms": pair("assignment.interval.ms"),
+        "streams.task.offset.interval.ms": ("group.streams.min.task.offset.interval.ms", None),
+        "streams.num.warmup.replicas": (None, "group.streams.max.warmup.replicas"),
+    }
+
+
+def _validate_streams(parsed: Mapping[str, Any], broker: BrokerConfig) -> None:
+    for key, (lo_name, hi_name) in _streams_bounds(broker).items():
+        if key in parsed:
+            _bounded(key, parsed[key], lo_name or "", broker[lo_name] if lo_name else -2**63,
+                     hi_name or "", broker[hi_name] if hi_name else 2**63 - 1)
+    session = parsed.get("streams.session.timeout.ms",
+                         broker["group.streams.session.timeout.ms"])
+    heartbeat = parsed.get("streams.heartbeat.interval.ms",
+                           broker["group.streams.heartbeat.interval.ms"])
+    if session <= heartbeat:
+        raise InvalidConfigError("streams.session.timeout.ms", "streams.session.timeout.ms "
+                                 "must be greater than streams.heartbeat.interval.ms")
 
 
 def group_defaults(broker: BrokerConfig) -> dict[str, Any]:
@@ -230,6 +272,7 @@ def validate_group_configs(configs: Mapping[str, str | None],
     for key, (lo_name, lo, hi_name, hi) in _share_bounds(broker).items():
         if key in parsed:
             _bounded(key, parsed[key], lo_name, lo, hi_name, hi)
+    _validate_streams(parsed, broker)
     return parsed
 
 
