@@ -17,10 +17,11 @@ otherwise is answered UNSUPPORTED_VERSION.
 from __future__ import annotations
 
 import logging
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from samsa.coordinator.group.common import GroupError
-from samsa.coordinator.group.streams.groups import task_ids
+from samsa.coordinator.group.streams.groups import Settings, task_ids
 from samsa.coordinator.group.streams.model import (
     Subtopology,
     TaskMap,
@@ -37,7 +38,7 @@ from samsa.protocol.errors import ErrorCode, KafkaError
 from ..cluster.features import api_enabled
 from ..context import RequestContext
 from ..security.authorizer import AclOperation, ResourceType
-from .consumer_groups import describe_groups, heartbeat_refusal
+from .consumer_groups import cached_group_configs, describe_groups, heartbeat_refusal
 from .declare import api
 
 if TYPE_CHECKING:
@@ -129,16 +130,15 @@ async def _create_internal_topics(ctx: RequestContext, topics: tuple[TopicInfo, 
     return failed
 
 
-def _answer(ctx: RequestContext, answer: Answer, endpoint_epoch: int,
+def _answer(settings: Settings, answer: Answer, endpoint_epoch: int,
             endpoints: list[dict[str, Any]] | None) -> dict[str, Any]:
     tasks: Tasks | None = answer.tasks
-    streams = ctx.groups.streams
     return {
         "throttle_time": 0, "error_code": ErrorCode.none, "error_message": None,
         "member_id": answer.member_id, "member_epoch": answer.member_epoch,
-        "heartbeat_interval": streams.heartbeat_ms,
-        "acceptable_recovery_lag": streams.acceptable_recovery_lag,
-        "task_offset_interval": streams.task_offset_interval_ms,
+        "heartbeat_interval": settings.heartbeat_ms,
+        "acceptable_recovery_lag": settings.acceptable_recovery_lag,
+        "task_offset_interval": settings.task_offset_interval_ms,
         "status": [{"status_code": code, "status_detail": detail}
                    for code, detail in answer.status] or None,
         "active_tasks": None if tasks is None else task_ids(tasks.active),
@@ -161,8 +161,9 @@ async def handle_streams_group_heartbeat(
     names = sorted(topics_of(req.topology)) if req.topology is not None else None
     if refusal := heartbeat_refusal(ctx, request.group_id, names):
         return _error(refusal["error_code"], refusal["error_message"], request.member_id)
+    settings = ctx.groups.streams.settings(await cached_group_configs(ctx, request.group_id))
     try:
-        out = await ctx.groups.streams.heartbeat(req)
+        out = await ctx.groups.streams.heartbeat(req, settings)
     except GroupError as exc:
         return _error(exc.error_code, str(exc) if exc.args and not str(exc).isdigit()
                       else None, request.member_id)
@@ -180,7 +181,10 @@ async def handle_streams_group_heartbeat(
     if group is not None and answer.member_epoch >= 0 and request.endpoint_information_epoch \
             < epoch:
         endpoints = ctx.groups.streams.endpoints(group)
-    return _answer(ctx, answer, epoch, endpoints)
+    if ctx.api_version == 0:  # v0's AcceptableRecoveryLag is an int32
+        settings = replace(settings, acceptable_recovery_lag=min(
+            settings.acceptable_recovery_lag, 2**31 - 1))
+    return _answer(settings, answer, epoch, endpoints)
 
 
 @api(DESCRIBE, "StreamsGroupDescribe", (0, 1))

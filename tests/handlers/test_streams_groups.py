@@ -471,3 +471,41 @@ async def test_version_1_answers_as_kafka_4_4_without_a_topology_description_plu
         "include_topology_description": False})
     assert (plain.groups[0].topology_description_status, plain.groups[0].assignor_name) == (
         0, "sticky")
+
+
+async def _set_group_configs(h: Handlers, group: str, configs: dict[str, str]) -> Any:
+    r = await h.call("IncrementalAlterConfigs", 1, {"resources": [{
+        "resource_type": 32, "resource_name": group, "configs": [
+            {"name": k, "config_operation": 0, "value": v} for k, v in configs.items()]}],
+        "validate_only": False})
+    return r.responses[0]
+
+
+async def test_per_group_streams_configs_apply_within_the_brokers_bounds(streams):
+    """Kafka's GroupConfig: a streams group's streams.* overrides, each within the broker's
+    group.streams.min/max.* bounds (and the session above the heartbeat), set the interval,
+    lag and standby count its heartbeats are answered with."""
+    for key, value in [("streams.session.timeout.ms", "1000"),
+                       ("streams.heartbeat.interval.ms", "20000"),
+                       ("streams.num.standby.replicas", "3"),
+                       ("streams.task.offset.interval.ms", "1000"),
+                       ("streams.num.warmup.replicas", "21"),
+                       ("streams.assignment.interval.ms", "16000")]:
+        refused = await _set_group_configs(streams, "app", {key: value})
+        assert refused.error_code == ErrorCode.invalid_config, key
+    ok = await _set_group_configs(streams, "app", {
+        "streams.heartbeat.interval.ms": "6000", "streams.session.timeout.ms": "50000",
+        "streams.acceptable.recovery.lag": "77", "streams.task.offset.interval.ms": "20000",
+        "streams.num.standby.replicas": "1"})
+    assert ok.error_code == ErrorCode.none
+    await streams.create_topic("events", 1)
+    await streams.find_coordinator("app")
+    r = await streams.call("StreamsGroupHeartbeat", 1, _beat("m1", 0))
+    assert (r.error_code, r.heartbeat_interval.total_seconds(), r.acceptable_recovery_lag,
+            r.task_offset_interval.total_seconds()) == (ErrorCode.none, 6, 77, 20)
+    await streams.call("StreamsGroupHeartbeat", 1, _beat("m2", 0, process="p2"))
+    r1 = await streams.call("StreamsGroupHeartbeat", 1, _beat("m1", r.member_epoch,
+                                                               active=_active(r)))
+    r2 = await streams.call("StreamsGroupHeartbeat", 1, _beat("m2", 2, active=[]))
+    standbys = [t for x in (r1, r2) if x.standby_tasks for t in x.standby_tasks]
+    assert standbys  # the stateful subtopology's task has one standby on the other process

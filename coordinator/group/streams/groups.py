@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from samsa.config.schema import BrokerConfig
@@ -25,6 +26,17 @@ from .topology import configure
 log = logging.getLogger(__name__)
 
 
+@dataclass(frozen=True)
+class Settings:
+    """What a streams group's heartbeats are decided and answered with: the broker's
+    group.streams.* properties, or the group's streams.* overrides (Kafka's GroupConfig)."""
+    session_ms: int
+    heartbeat_ms: int
+    standby_replicas: int
+    task_offset_interval_ms: int
+    acceptable_recovery_lag: int
+
+
 class StreamsGroups:
     def __init__(self, partitions: GroupPartitions, cfg: BrokerConfig) -> None:
         self.partitions = partitions
@@ -38,6 +50,7 @@ class StreamsGroups:
         # whether a group id is a group of another type (the coordinator's, which knows them)
         self.other_type: Callable[[str], bool] = lambda group_id: False
         self._sessions: dict[tuple[str, str], asyncio.TimerHandle] = {}
+        self._session_ms: dict[str, int] = {}  # a group's own session timeout, if it has one
         # a member revoking tasks: (its epoch, the deadline of its rebalance timeout)
         self._revoking: dict[tuple[str, str], tuple[int, asyncio.TimerHandle]] = {}
 
@@ -68,20 +81,36 @@ class StreamsGroups:
             del self.groups[group_id]
 
     # ------------------------------------------------------------------ heartbeat
+    def settings(self, overrides: Mapping[str, Any]) -> Settings:
+        """The settings of a group with these streams.* overrides (its group configs)."""
+        def get(name: str, default: int) -> int:
+            value = overrides.get(name)
+            return int(value) if value is not None else default
+
+        return Settings(
+            get("streams.session.timeout.ms", self.session_ms),
+            get("streams.heartbeat.interval.ms", self.heartbeat_ms),
+            get("streams.num.standby.replicas", self.standby_replicas),
+            get("streams.task.offset.interval.ms", self.task_offset_interval_ms),
+            get("streams.acceptable.recovery.lag", self.acceptable_recovery_lag))
+
     def _counts(self, name: str) -> int | None:
         info = self.partitions.topics_view.topic_info(name)
         return info[1] if info is not None and info[1] > 0 else None
 
-    async def heartbeat(self, req: transitions.Heartbeat) -> transitions.Outcome:
+    async def heartbeat(self, req: transitions.Heartbeat,
+                        settings: Settings | None = None) -> transitions.Outcome:
         """A StreamsGroupHeartbeat: raises GroupError with the answer's error."""
+        settings = settings or self.settings({})
         p = self.partitions.coordinator_partition(req.group_id)
         if req.group_id not in self.groups and self.other_type(req.group_id):
             raise GroupError(ErrorCode.group_id_not_found,
                              f"Group {req.group_id} is not a streams group.")
         out = transitions.heartbeat(self.groups.get(req.group_id), req, p, self._counts,
-                                    now_ms(), self.standby_replicas,
+                                    now_ms(), settings.standby_replicas,
                                     self.partitions.topics_view.topic_names(), self.max_size)
         await self._write(p, out.records)
+        self._session_ms[req.group_id] = settings.session_ms
         group = self.groups.get(req.group_id)
         if group is not None and req.shutdown_application:
             group.shutdown_requested_by = req.member_id
@@ -111,7 +140,8 @@ class StreamsGroups:
     def _schedule(self, group_id: str, member_id: str) -> None:
         self._cancel(group_id, member_id)
         self._sessions[(group_id, member_id)] = asyncio.get_running_loop().call_later(
-            self.session_ms / 1000, self._expire, group_id, member_id)
+            self._session_ms.get(group_id, self.session_ms) / 1000, self._expire, group_id,
+            member_id)
 
     def _cancel(self, group_id: str, member_id: str) -> None:
         handle = self._sessions.pop((group_id, member_id), None)
