@@ -172,7 +172,8 @@ spark-deps: venv
 $(CACHE)/spark-%/.stamp: $(SPARK_POM)
 	@command -v $(MVN) >/dev/null || { echo "mvn not found: install Maven (apt-get install maven)"; exit 1; }
 	rm -rf $(CACHE)/spark-$*.tmp && mkdir -p $(CACHE)
-	$(MVN) $(MVN_FLAGS) -f $(SPARK_POM) -Dspark.version=$* dependency:copy-dependencies \
+	$(MVN) $(MVN_FLAGS) -f $(SPARK_POM) -Dspark.version=$* -Dspark.minor.version=$(basename $*) \
+	    dependency:copy-dependencies \
 	    -DoutputDirectory=$(abspath $(CACHE)/spark-$*.tmp)/jars
 	rm -rf $(CACHE)/spark-$* && mv $(CACHE)/spark-$*.tmp $(CACHE)/spark-$*
 	@touch $@
