@@ -255,13 +255,17 @@ class StreamsGroupHeartbeatRequestV1(heartbeat_v0.StreamsGroupHeartbeatRequest):
     __version__: ClassVar[i16] = i16(1)
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class StreamsGroupHeartbeatResponseV1:
-    __type__: ClassVar = EntityType.response
+class _StreamsV1:
+    __slots__ = ()
     __version__: ClassVar[i16] = i16(1)
     __flexible__: ClassVar[bool] = True
-    __api_key__: ClassVar[i16] = i16(STREAMS_HEARTBEAT)
     __header_schema__: ClassVar[type[ResponseHeader]] = ResponseHeader
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StreamsGroupHeartbeatResponseV1(_StreamsV1):
+    __type__: ClassVar = EntityType.response
+    __api_key__: ClassVar[i16] = i16(STREAMS_HEARTBEAT)
     throttle_time: i32Timedelta = field(metadata={"kafka_type": "timedelta_i32"})
     error_code: ErrorCode = field(metadata={"kafka_type": "error_code"})
     error_message: str | None = field(metadata={"kafka_type": "string"}, default=None)
@@ -289,13 +293,10 @@ class StreamsGroupDescribeRequestV1(describe_v0.StreamsGroupDescribeRequest):
     include_topology_description: bool = field(metadata={"kafka_type": "bool"}, default=False)
 
 
-class _DescribeV1:
+class _DescribeV1(_StreamsV1):
     __slots__ = ()
     __type__: ClassVar = EntityType.nested
-    __version__: ClassVar[i16] = i16(1)
-    __flexible__: ClassVar[bool] = True
     __api_key__: ClassVar[i16] = i16(STREAMS_DESCRIBE)
-    __header_schema__: ClassVar[type[ResponseHeader]] = ResponseHeader
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -337,13 +338,8 @@ class DescribedGroupV1(described_v0.DescribedGroup):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class StreamsGroupDescribeResponseV1:
-    __type__: ClassVar = EntityType.response
+class StreamsGroupDescribeResponseV1(described_v0.StreamsGroupDescribeResponse):
     __version__: ClassVar[i16] = i16(1)
-    __flexible__: ClassVar[bool] = True
-    __api_key__: ClassVar[i16] = i16(STREAMS_DESCRIBE)
-    __header_schema__: ClassVar[type[ResponseHeader]] = ResponseHeader
-    throttle_time: i32Timedelta = field(metadata={"kafka_type": "timedelta_i32"})
     groups: tuple[DescribedGroupV1, ...]
 
 
