@@ -192,7 +192,7 @@ def _show_groups(result: list[dict[str, Any]], args: argparse.Namespace) -> None
 
 def _add_group(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("group", help="list, describe, reset the offsets of and delete groups "
-                       "(classic, consumer, share)")
+                       "(classic, consumer, share, streams)")
     cmds = p.add_subparsers(dest="group_command", metavar="COMMAND", required=True)
 
     c = _command(cmds, "list", "groups of every broker, with type and state",

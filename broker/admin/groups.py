@@ -1,6 +1,8 @@
-"""`samsa group list|describe`: groups of the three kinds (classic, consumer as in KIP-848,
-share as in KIP-932) as ListGroups v5, DescribeGroups, ConsumerGroupDescribe and
-ShareGroupDescribe report them, with each partition's committed offset, log end offset and lag."""
+"""`samsa group list|describe`: groups of the four kinds (classic, consumer as in KIP-848,
+share as in KIP-932, streams as in KIP-1071) as ListGroups v5, DescribeGroups,
+ConsumerGroupDescribe, ShareGroupDescribe and StreamsGroupDescribe (only where the broker
+lists it in ApiVersions) report them, with each partition's committed offset, log end offset
+and lag. A streams member's assignment is the source topics' partitions of its active tasks."""
 
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ from .client import Admin, AdminError, Connection, KafkaRequestError, check, ret
 
 LIST_GROUPS, DESCRIBE_GROUPS, OFFSET_FETCH, LIST_OFFSETS = 16, 15, 9, 2
 CONSUMER_GROUP_DESCRIBE, SHARE_GROUP_DESCRIBE, DESCRIBE_SHARE_GROUP_OFFSETS = 69, 77, 90
+STREAMS_GROUP_DESCRIBE = 89
 LATEST, EARLIEST = -1, -2  # ListOffsets timestamps of the log end and log start offsets
 
 
@@ -62,6 +65,7 @@ def _describe(admin: Admin, group: str) -> dict[str, Any]:
     # for a group of another kind (as Kafka's Admin client finds out too).
     info = (_describe_new(conn, CONSUMER_GROUP_DESCRIBE, group, "consumer")
             or _describe_new(conn, SHARE_GROUP_DESCRIBE, group, "share")
+            or _describe_streams(conn, group)
             or _describe_classic(conn, group))
     if info["type"] == "share":
         committed, lags = _share_offsets(admin, conn, group)
@@ -108,6 +112,37 @@ def _describe_new(conn: Connection, api_key: int, group: str, kind: str) -> dict
     return {"group_id": group, "type": kind, "state": g.group_state,
             "protocol_type": kind, "assignor": g.assignor_name or None,
             "group_epoch": int(g.group_epoch), "members": members}
+
+
+def _describe_streams(conn: Connection, group: str) -> dict[str, Any] | None:
+    if not conn.supports(STREAMS_GROUP_DESCRIBE):
+        return None
+    (g,) = conn.call(STREAMS_GROUP_DESCRIBE, {"group_ids": [group],
+                                              "include_authorized_operations": False},
+                     0).groups  # v0's field names
+    if g.error_code == ErrorCode.group_id_not_found:
+        return None
+    check(g.error_code, g.error_message)
+    subtopologies = (g.topology.subtopologies if g.topology is not None else None) or ()
+    sources = {s.subtopology_id: [*s.source_topics,
+                                  *(t.name for t in s.repartition_source_topics)]
+               for s in subtopologies}
+    members = [{"member_id": m.member_id, "client_id": m.client_id, "host": m.client_host,
+                "member_epoch": int(m.member_epoch), "subscribed_topics": None,
+                "assignment": _task_partitions(m.assignment.active_tasks, sources)}
+               for m in g.members]
+    return {"group_id": group, "type": "streams", "state": g.group_state,
+            "protocol_type": "streams", "assignor": None, "group_epoch": int(g.group_epoch),
+            "members": members}
+
+
+def _task_partitions(tasks: Any, sources: dict[str, list[str]]) -> list[dict[str, Any]]:
+    """Active tasks (subtopology, partitions) as the partitions of each one's source topics."""
+    out: dict[str, set[int]] = defaultdict(set)
+    for task in tasks:
+        for topic in sources.get(task.subtopology_id, []):
+            out[topic] |= {int(p) for p in task.partitions}
+    return [{"topic": t, "partitions": sorted(ps)} for t, ps in sorted(out.items())]
 
 
 def _describe_classic(conn: Connection, group: str) -> dict[str, Any]:

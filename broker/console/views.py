@@ -152,7 +152,7 @@ def _group(g: dict[str, Any]) -> str:
     gid = esc(g["group_id"])
     out = f'<section id="g-{gid}" data-group="{gid}"><h2>{gid}</h2>'
     if g.get("error"):
-        return out + f'<p class="bad">{esc(g["error"])}</p></section>'
+        return out + f'<p class="bad">not described: {esc(g["error"])}</p></section>'
     members = [(m["member_id"], m["client_id"], m["host"],
                 "" if m.get("member_epoch") is None else m["member_epoch"],
                 "; ".join(f"{a['topic']}: {', '.join(map(str, a['partitions']))}"
