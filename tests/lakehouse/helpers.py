@@ -131,3 +131,39 @@ def read_committed_keys(bootstrap: str, topic: str, partitions: int) -> list[byt
                 done.add(p)
     c.close()
     return out
+
+
+def _wait_for_growth(data: Path, topic: str, above: int, timeout: float = 60) -> int:
+    """Until a commit of this broker's life added rows to the table."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        n = len(table_keys(data, topic))
+        if n > above:
+            return n
+        time.sleep(0.1)
+    raise AssertionError(f"the table of {topic} stayed at {above} rows")
+
+
+def stream_through_kills(broker: BrokerProcess, topic: str,
+                         kills: int = 2) -> tuple[set[bytes], set[bytes]]:
+    """Transactions streamed into `topic` while the broker is killed -9 `kills` times, each
+    time once the table has grown in that life (so it is likely mid-commit); the keys of the
+    transactions known committed and known aborted."""
+    streams: list[TxnStream] = []
+    rows = 0
+    try:
+        for life in range(kills + 1):
+            stream = TxnStream(broker.bootstrap, topic, life * 1000).start()
+            streams.append(stream)
+            rows = _wait_for_growth(broker.data_dir, topic, rows)
+            if life < kills:  # while the producer streams and the broker commits
+                time.sleep(0.3)
+                broker.kill9()
+                broker.start()
+                stream.stop()  # it finishes, or learns it failed, against the new life
+    finally:
+        for s in streams:
+            s.stop()
+    assert streams[-1].error is None, streams[-1].error
+    return (set().union(*(s.committed for s in streams)),
+            set().union(*(s.aborted for s in streams)))
