@@ -155,6 +155,9 @@ def test_a_two_phase_commit_init_keeps_the_no_timeout_mark() -> None:
     step = init_producer_id(_md(S.COMPLETE_COMMIT), resolved_timeout(60_000, True), None, NOW,
                             _no_pid)
     assert step.transit is not None and step.transit.timeout_ms == TWO_PHASE_TIMEOUT_MS
+    # the mark is in the transaction log, so a new coordinator knows the transaction for 2PC
+    _, value = record("tx", step.transit, 0)
+    assert value is not None and decode_value(value).timeout_ms == TWO_PHASE_TIMEOUT_MS
 
 
 def test_add_partitions_opens_a_transaction() -> None:
