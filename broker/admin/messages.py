@@ -40,7 +40,7 @@ BATCH_RECORDS = 1000  # records per batch (and request)
 FETCH_MAX_BYTES = 1 << 20
 TXN_TIMEOUT_MS = 60_000
 FOLLOW_WAIT_MS = 500  # how long a --follow Fetch waits at the end of a partition
-READ_COMMITTED = 1
+READ_UNCOMMITTED, READ_COMMITTED = 0, 1
 CODECS = {name: code for code, name in CODEC_NAMES.items()}  # compression.type's names
 TP = tuple[str, int]
 Line = tuple[bytes | None, bytes, list[tuple[str, bytes]]]
@@ -284,7 +284,7 @@ def _follow_once(conn: Connection, tp: TP, position: int, level: int, room: int 
                  emit: Callable[[dict[str, Any]], None]) -> tuple[int, int]:
     """One waiting Fetch of `tp`: its records emitted (at most `room`); the next position
     and how many were emitted."""
-    fetched, _ = _fetch(conn, tp, position, level, FOLLOW_WAIT_MS)
+    fetched, _ = fetch(conn, tp, position, level, FOLLOW_WAIT_MS)
     shown = 0
     for record in _visible(fetched):
         if record["offset"] >= position and (room is None or shown < room):
@@ -330,7 +330,7 @@ def _read_partition(admin: Admin, tp: TP, leader: int, start: int, level: int,
     while (end is None or position < end) and (limit is None or len(out) < limit):
         if member is not None:
             member.heartbeat()
-        fetched, end = _fetch(admin.node(leader), tp, position, level)
+        fetched, end = fetch(admin.node(leader), tp, position, level)
         if not fetched["batches"] and position >= end:
             break
         for record in _visible(fetched):
@@ -342,9 +342,11 @@ def _read_partition(admin: Admin, tp: TP, leader: int, start: int, level: int,
     return out, min(last, end) if end is not None else last
 
 
-def _fetch(conn: Connection, tp: TP, offset: int, level: int, wait_ms: int = 0
-           ) -> tuple[dict[str, Any], int]:
-    """One Fetch of `tp`; with `wait_ms` the broker holds it that long for a first byte."""
+def fetch(conn: Connection, tp: TP, offset: int, level: int, wait_ms: int = 0
+          ) -> tuple[dict[str, Any], int]:
+    """One Fetch of `tp` from `offset` (its batches, aborted transactions and the offset
+    after its last batch) and the partition's end (high watermark, or last stable offset
+    with read_committed); with `wait_ms` the broker holds it that long for a first byte."""
     body = {"replica_id": -1, "max_wait": wait_ms, "min_bytes": 1 if wait_ms else 0,
             "max_bytes": FETCH_MAX_BYTES,
             "isolation_level": level, "session_id": 0, "session_epoch": -1,
@@ -387,6 +389,19 @@ def _visible(fetched: dict[str, Any]) -> list[dict[str, Any]]:
                  "timestamp": r.timestamp, "key": _text(r.key), "value": _text(r.value),
                  "headers": {k: _text(v) for k, v in r.headers}}
                 for r in decode_records(data, pos, h)]
+    return out
+
+
+def raw_records(fetched: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every data record of a fetch (markers left out, aborted ones kept) with its key, value
+    and headers as bytes, and whether its batch is transactional."""
+    data, out = fetched["data"], []
+    for pos, h in fetched["batches"]:
+        if not h.is_control:
+            out += [{"offset": r.offset, "timestamp": r.timestamp, "key": r.key,
+                     "value": r.value, "headers": r.headers,
+                     "transactional": h.is_transactional}
+                    for r in decode_records(data, pos, h)]
     return out
 
 

@@ -2,11 +2,10 @@
 the Kafka protocol only, so the console works against any Kafka-compatible broker.
 
 Every function here blocks (the admin client is a blocking one): the web handlers run them in a
-thread. Groups, transactions, ACLs and users are the admin commands' own functions, so the
-console and `samsa group|txn|acl|user` agree; the requests broker/admin/ has no function for
-are sent here: DescribeLogDirs (sizes and free space) and Fetch of one partition's records
-with their keys and values as bytes (the admin consumer's records carry them as text), so the
-page can show them as hex.
+thread. Groups, transactions, ACLs, users and the Fetch of a partition's records (with their
+keys and values as bytes, so the page can show them as hex) are the admin commands' own
+functions, so the console and `samsa group|txn|acl|user|consume` agree; the one request
+broker/admin/ has no command for is sent here: DescribeLogDirs (sizes and free space).
 """
 
 from __future__ import annotations
@@ -30,10 +29,8 @@ from samsa.broker.admin.client import (
     check,
 )
 from samsa.protocol.errors import ErrorCode
-from samsa.protocol.records import decode_records, iter_batches
 
-FETCH, DESCRIBE_LOG_DIRS, DESCRIBE_USER_SCRAM = 1, 35, 50
-FETCH_BY_NAME = 12  # Fetch v13+ names topics by id only
+DESCRIBE_LOG_DIRS, DESCRIBE_USER_SCRAM = 35, 50
 EARLIEST, LATEST = -2, -1
 
 TP = tuple[str, int]
@@ -200,27 +197,10 @@ def messages(admin: Admin, topic: str, partition: int, offset: int | None,
 
 
 def _fetch(conn: Connection, tp: TP, offset: int) -> tuple[list[dict[str, Any]], int]:
-    """The data records of one Fetch from `offset` (markers left out), and the offset after
-    its last batch."""
-    body = {"replica_id": -1, "max_wait": 0, "min_bytes": 0, "max_bytes": 1 << 20,
-            "isolation_level": 0, "session_id": 0, "session_epoch": -1,
-            "topics": [{"topic": tp[0], "partitions": [
-                {"partition": tp[1], "fetch_offset": offset, "partition_max_bytes": 1 << 20,
-                 "current_leader_epoch": -1, "log_start_offset": -1}]}],
-            "forgotten_topics_data": [], "rack_id": ""}
-    resp = conn.call(FETCH, body, min(conn.version(FETCH), FETCH_BY_NAME))
-    (p,) = resp.responses[0].partitions
-    check(p.error_code)
-    data = bytes(p.records or b"")
-    out, following = [], offset
-    for pos, h in iter_batches(data):
-        following = h.next_offset
-        if not h.is_control:
-            out += [{"offset": r.offset, "timestamp": r.timestamp, "key": r.key,
-                     "value": r.value, "headers": r.headers,
-                     "transactional": h.is_transactional}
-                    for r in decode_records(data, pos, h)]
-    return out, following
+    """The data records of one Fetch from `offset` (the admin consumer's Fetch, its records
+    with their bytes), and the offset after its last batch."""
+    fetched, _ = admin_messages.fetch(conn, tp, offset, admin_messages.READ_UNCOMMITTED)
+    return admin_messages.raw_records(fetched), fetched["next"]
 
 
 # ---- transactions --------------------------------------------------------------------------

@@ -186,7 +186,7 @@ def test_produce_compressed(shared_broker: BrokerProcess, samsa: Samsa,
     assert _produce(samsa, monkeypatch, b, text, t, "-K", ":", "--compression", codec).rc == 0
     with Admin(Settings({"bootstrap.servers": b})) as admin:
         leader = messages._layout(admin, t)[0]
-        fetched, _ = messages._fetch(admin.node(leader), (t, 0), 0, 0)
+        fetched, _ = messages.fetch(admin.node(leader), (t, 0), 0, 0)
     assert {h.compression for _, h in fetched["batches"]} == {messages.CODECS[codec]}
     rows = _consume(samsa, b, t, "--from-beginning")
     assert [(r["key"], r["value"]) for r in rows] == [
