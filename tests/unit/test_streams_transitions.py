@@ -20,6 +20,7 @@ from samsa.coordinator.group.streams.model import (
     Tasks,
     TopicInfo,
     Topology,
+    task_map,
 )
 from samsa.coordinator.group.streams.topology import Status, configure
 from samsa.coordinator.group.streams.transitions import Heartbeat, Outcome, heartbeat, leave
@@ -386,3 +387,20 @@ def test_a_static_member_heartbeating_under_another_member_id_is_fenced():
     assert unknown.value.error_code == ErrorCode.unknown_member_id
     ok = heartbeat(g.group, replace(beat("m1b", epoch), instance_id="i1"), 0, ALL, 0)
     assert ok.answer.member_epoch == epoch
+
+
+def test_tasks_a_member_reports_must_exist_in_the_configured_topology():
+    """Kafka's throwIfRequestContainsInvalidTasks: a reported active, standby or warm-up task
+    of a subtopology the topology lacks, or past its task count, is INVALID_REQUEST."""
+    g = Group()
+    epoch = g.send(join("m1")).answer.member_epoch
+    for reported in ({"9": {0}}, {"0": {2}}, {"1": {-1}}):
+        with pytest.raises(GroupError) as invalid:
+            heartbeat(g.group, beat("m1", epoch, reported), 0, ALL, 0)
+        assert invalid.value.error_code == ErrorCode.invalid_request, reported
+    with pytest.raises(GroupError) as standby:
+        heartbeat(g.group, replace(beat("m1", epoch, {}), standby=task_map({"7": {0}})),
+                  0, ALL, 0)
+    assert standby.value.error_code == ErrorCode.invalid_request
+    assert heartbeat(g.group, beat("m1", epoch, {"0": {1}}), 0, ALL, 0).answer.member_epoch \
+        == epoch

@@ -193,6 +193,9 @@ def heartbeat(group: StreamsGroup | None, req: Heartbeat, p: int, counts: Partit
         t.source_topic_regex for t in g.topology.subtopologies) else []  # read only if needed
     configured = (configure(g.topology, counts, names) if g.topology is not None
                   else Configured(status=Status.MISSING_SOURCE_TOPICS))
+    if configured.ready:
+        for reported in (req.active, req.standby, req.warmup):
+            _check_tasks(configured.tasks, reported)
     new_hash = metadata_hash(g.topology, counts, names) if g.topology is not None else 0
     if bump or new_hash != g.metadata_hash:
         s.emit(rec.group_metadata(req.group_id, g.epoch + 1, new_hash,
@@ -275,6 +278,21 @@ def _member(group: StreamsGroup, req: Heartbeat) -> StreamsMember:
                      f"({req.member_epoch}) than the one known by the group coordinator "
                      f"({member.member_epoch}). The member must abandon all its tasks and "
                      "rejoin.")
+
+
+def _check_tasks(tasks: dict[str, int], reported: TaskMap | None) -> None:
+    """Kafka's throwIfRequestContainsInvalidTasks: each task a member reports is one of the
+    configured topology's (its subtopology exists, its partition is below its task count)."""
+    for subtopology, partitions in (reported or {}).items():
+        count = tasks.get(subtopology)
+        if count is None:
+            raise GroupError(ErrorCode.invalid_request,
+                             f"Subtopology {subtopology} does not exist in the topology.")
+        for p in partitions:
+            if not 0 <= p < count:
+                raise GroupError(ErrorCode.invalid_request,
+                                 f"Task {p} for subtopology {subtopology} is invalid. Number "
+                                 f"of tasks for this subtopology: {count}")
 
 
 def _static_holder(group: StreamsGroup, req: Heartbeat) -> StreamsMember:
