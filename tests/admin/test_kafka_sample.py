@@ -153,6 +153,12 @@ def _sample(samsa: Samsa, bootstrap: str, topic: str, group: str) -> dict[str, A
                                  "--format", "json", bootstrap=bootstrap).json()
     out["reassign-list"] = samsa("reassign", "list", "--format", "json",
                                  bootstrap=bootstrap).json()
+    node = str(out["cluster"]["brokers"][0]["id"])  # one node: a move to where it is
+    out["reassign-execute"] = samsa("reassign", "execute", "--move", f"{topic}:0={node}",
+                                    "--wait", "--timeout", "30", "--format", "json",
+                                    bootstrap=bootstrap).json()
+    r = samsa("reassign", "cancel", f"{topic}:0", bootstrap=bootstrap)
+    out["reassign-cancel"] = (r.rc, r.err.split(":")[1].strip())
     out["elect"] = samsa("elect-leaders", "--election-type", "preferred", "--topic", topic,
                          "--format", "json", bootstrap=bootstrap).json()
     return out
@@ -173,10 +179,24 @@ def _txn_sample(samsa: Samsa, bootstrap: str, topic: str, txn_id: str) -> dict[s
     while txn("describe", txn_id)["state"] != "CompleteCommit" and time.monotonic() < deadline:
         time.sleep(0.1)
     (listed,) = [t for t in txn("list") if t["transactional_id"] == txn_id]
-    return {"txn-list": listed, "txn-describe": txn("describe", txn_id),
-            "txn-producers": txn("describe-producers", "--topic", topic, "--partition", "1"),
-            "txn-hanging": txn("find-hanging", "--topic", topic,
-                               "--max-transaction-timeout", "0")}
+    out = {"txn-list": listed, "txn-describe": txn("describe", txn_id),
+           "txn-producers": txn("describe-producers", "--topic", topic, "--partition", "1"),
+           "txn-hanging": txn("find-hanging", "--topic", topic,
+                              "--max-transaction-timeout", "0")}
+    # a transaction left open (at offset 4 of partition 1), aborted as an operator would
+    stuck = Producer({"bootstrap.servers": bootstrap, "transactional.id": f"{txn_id}-open"})
+    stuck.init_transactions(30)
+    stuck.begin_transaction()
+    stuck.produce(topic, b"open", partition=1)
+    assert stuck.flush(30) == 0
+    (open_,) = [p for p in txn("describe-producers", "--topic", topic, "--partition", "1")
+                if p["current_txn_start_offset"] is not None]
+    out["txn-abort"] = txn("abort", "--topic", topic, "--partition", "1", "--start-offset",
+                           str(open_["current_txn_start_offset"]))
+    out["txn-open-after-abort"] = [
+        p for p in txn("describe-producers", "--topic", topic, "--partition", "1")
+        if p["current_txn_start_offset"] is not None]
+    return out
 
 
 def test_the_same_output_shape_as_against_apache_kafka(kafka: str, shared_broker: BrokerProcess,
@@ -203,14 +223,21 @@ def test_the_same_output_shape_as_against_apache_kafka(kafka: str, shared_broker
         (producer,) = got["txn-producers"]
         assert producer["producer_id"] == got["txn-list"]["producer_id"]
         assert producer["current_txn_start_offset"] is None and got["txn-hanging"] == []
+        assert (got["txn-abort"]["partition"], got["txn-abort"]["aborted"]) == (1, True)
+        assert got["txn-open-after-abort"] == []
         assert [(c["name"], c["value"], c["source"]) for c in got["config-describe"][
             "configs"]] == [("retention.ms", "120000", "DYNAMIC_TOPIC_CONFIG")]
         assert [(r["offset"], r["key"], r["value"], r["headers"]) for r in got["consume"]] == [
             (2, "k1", "v1", {"h": "1"}), (3, "k2", "v2", {"h": "1"})]
         assert got["reassign-list"] == []
-        # a classic group's only member: both partitions (4 + 2 records above, 1 + 1 since)
+        assert got["reassign-execute"]["done"] and [
+            (m["partition"], m["replicas"]) for m in got["reassign-execute"]["partitions"]] == [
+            (0, [got["cluster"]["brokers"][0]["id"]])]
+        assert got["reassign-cancel"] == (1, "NO_REASSIGNMENT_IN_PROGRESS")
+        # a classic group's only member: both partitions (4 + 2 records above, 1 + 1 since,
+        # and the aborted record at 4 of partition 1, read uncommitted)
         assert sorted((r["partition"], r["offset"]) for r in got["consume-group"]) == [
-            (0, 0), (0, 1), (0, 2), (0, 3), (1, 0), (1, 1), (1, 2)]
+            (0, 0), (0, 1), (0, 2), (0, 3), (1, 0), (1, 1), (1, 2), (1, 4)]
         assert [(e["partition"], e["result"]) for e in got["elect"]] == [
             (0, "ELECTION_NOT_NEEDED"), (1, "ELECTION_NOT_NEEDED")]
 
