@@ -92,9 +92,9 @@ def test_the_group_coordinator_keeps_each_kind_of_group_in_a_room() -> None:
     assert rooms and all((d / "__init__.py").is_file() for d in rooms), rooms
 
 def test_the_admin_commands_use_only_the_protocol_and_config() -> None:
-    """broker/admin/ (the `samsa topic|group|cluster describe` CLI) is a client of any Kafka
-    broker: it may use protocol/'s codecs and config/, never the broker's or the log's
-    internals."""
+    """broker/admin/ (the `samsa topic|group|txn|acl|user|config|cluster|reassign|produce|
+    consume ...` CLI) is a client of any Kafka broker: it may use protocol/'s codecs and
+    config/, never the broker's or the log's internals."""
     allowed = ("samsa.protocol", "samsa.config", "samsa.broker.admin")
     found = []
     for path in sorted((ROOT / "broker" / "admin").rglob("*.py")):
