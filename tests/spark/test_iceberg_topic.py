@@ -1,11 +1,14 @@
 """PySpark reads an Iceberg topic's table through Spark's JDBC catalog over the broker's SQLite
-catalog: after two kill -9 of the broker mid-stream, spark.table(...) holds the same records
-as a read_committed consumer, each once, none of an aborted transaction."""
+catalog (examples/spark_iceberg_topic.py): after two kill -9 of the broker mid-stream,
+spark.table(...) holds the same records as a read_committed consumer, each once, none of an
+aborted transaction."""
 
 from __future__ import annotations
 
+import importlib.util
 from collections import Counter
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 from tests.lakehouse.helpers import (
@@ -15,17 +18,16 @@ from tests.lakehouse.helpers import (
     stream_through_kills,
     wait_for_table,
 )
+from tests.spark.helpers import REPO_ROOT
 
 
-def iceberg_catalog(spark: Any, data_dir: Path) -> None:
-    """The broker's catalog as Spark's catalog `samsa` (docs/lakehouse.md). Its name must be
-    the broker's: a SQL catalog keeps it in every row."""
-    root = data_dir / "iceberg"
-    prefix = "spark.sql.catalog.samsa"
-    spark.conf.set(prefix, "org.apache.iceberg.spark.SparkCatalog")
-    spark.conf.set(f"{prefix}.type", "jdbc")
-    spark.conf.set(f"{prefix}.uri", f"jdbc:sqlite:{root / 'catalog.db'}")
-    spark.conf.set(f"{prefix}.warehouse", (root / "warehouse").as_uri())
+def load_example() -> ModuleType:
+    path = REPO_ROOT / "examples" / "spark_iceberg_topic.py"
+    spec = importlib.util.spec_from_file_location("spark_iceberg_topic", path)
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
 
 
 def test_spark_reads_exactly_the_committed_records(spark: Any, tmp_path: Path) -> None:
@@ -36,8 +38,10 @@ def test_spark_reads_exactly_the_committed_records(spark: Any, tmp_path: Path) -
         committed, aborted = stream_through_kills(broker, "payments")
         consumed = read_committed_keys(broker.bootstrap, "payments", 2)
         wait_for_table(data, "payments", len(consumed))
-        iceberg_catalog(spark, data)
-        rows = spark.table("samsa.samsa.payments").select("key", "partition", "offset").collect()
+        example = load_example()
+        example.configure_catalog(spark, data)
+        example.report(spark, "payments")  # the example job runs too
+        rows = spark.table(example.table_name("payments")).select("key").collect()
     finally:
         broker.close()
     keys = [bytes(r["key"]) for r in rows]
