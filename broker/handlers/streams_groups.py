@@ -102,7 +102,15 @@ def decode(ctx: RequestContext, r: StreamsGroupHeartbeatRequest) -> Heartbeat:
         client_tags=None if r.client_tags is None else tuple(
             (kv.key, kv.value) for kv in r.client_tags),
         shutdown_application=r.shutdown_application,
-        endpoint_epoch=r.endpoint_information_epoch)
+        endpoint_epoch=r.endpoint_information_epoch,
+        task_offsets=_task_offsets(r.task_offsets),
+        task_end_offsets=_task_offsets(r.task_end_offsets))
+
+
+def _task_offsets(entries: Any) -> tuple[tuple[str, int, int], ...] | None:
+    if entries is None:
+        return None
+    return tuple((t.subtopology_id, t.partition, t.offset) for t in entries)
 
 
 async def _create_internal_topics(ctx: RequestContext, topics: tuple[TopicInfo, ...]

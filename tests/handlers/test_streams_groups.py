@@ -509,3 +509,25 @@ async def test_per_group_streams_configs_apply_within_the_brokers_bounds(streams
     r2 = await streams.call("StreamsGroupHeartbeat", 1, _beat("m2", 2, active=[]))
     standbys = [t for x in (r1, r2) if x.standby_tasks for t in x.standby_tasks]
     assert standbys  # the stateful subtopology's task has one standby on the other process
+
+
+async def test_the_task_offsets_a_member_reports_are_described(streams):
+    """Kafka's MemberTaskOffsets: a heartbeat's TaskOffsets and TaskEndOffsets replace the
+    member's last ones (a null list keeps them) and StreamsGroupDescribe shows them."""
+    await streams.create_topic("events", 1)
+    await streams.find_coordinator("app")
+    r = await streams.call("StreamsGroupHeartbeat", 0, _beat("m1", 0))
+    offsets = [{"subtopology_id": "1", "partition": 0, "offset": 40}]
+    ends = [{"subtopology_id": "1", "partition": 0, "offset": 55}]
+    await streams.call("StreamsGroupHeartbeat", 0, _beat("m1", r.member_epoch,
+                       active=_active(r)) | {"task_offsets": offsets, "task_end_offsets": ends})
+    await streams.call("StreamsGroupHeartbeat", 0, _beat("m1", r.member_epoch,
+                       active=_active(r)) | {"task_offsets": [{**offsets[0], "offset": 50}]})
+
+    async def described() -> list[tuple[Any, ...]]:
+        d = await streams.call("StreamsGroupDescribe", 0, {
+            "group_ids": ["app"], "include_authorized_operations": False})
+        m = d.groups[0].members[0]
+        return [(t.subtopology_id, t.partition, t.offset) for t in m.task_offsets] + [
+            ("end", t.subtopology_id, t.partition, t.offset) for t in m.task_end_offsets]
+    assert await described() == [("1", 0, 50), ("end", "1", 0, 55)]

@@ -25,6 +25,8 @@ from .topology import configure
 
 log = logging.getLogger(__name__)
 
+TaskOffsets = tuple[tuple[str, int, int], ...]  # (subtopology, partition, offset)
+
 
 @dataclass(frozen=True)
 class Settings:
@@ -51,6 +53,9 @@ class StreamsGroups:
         self.other_type: Callable[[str], bool] = lambda group_id: False
         self._sessions: dict[tuple[str, str], asyncio.TimerHandle] = {}
         self._session_ms: dict[str, int] = {}  # a group's own session timeout, if it has one
+        # Kafka's MemberTaskOffsets (kept in memory only): (group, member) -> the offsets and
+        # end offsets of its tasks' changelogs it last reported
+        self._task_offsets: dict[tuple[str, str], tuple[TaskOffsets, TaskOffsets]] = {}
         # a member revoking tasks: (its epoch, the deadline of its rebalance timeout)
         self._revoking: dict[tuple[str, str], tuple[int, asyncio.TimerHandle]] = {}
 
@@ -116,6 +121,7 @@ class StreamsGroups:
             group.shutdown_requested_by = req.member_id
         if out.answer.member_epoch >= 0:
             self._schedule(req.group_id, req.member_id)
+            self._report_offsets(req)
             self._revocation_deadline(req.group_id, req.member_id)
         elif out.answer.member_epoch == transitions.STATIC_LEAVE_EPOCH:
             # a static member that left keeps its place until its session ends
@@ -125,6 +131,13 @@ class StreamsGroups:
         else:
             self._cancel(req.group_id, req.member_id)
         return out
+
+    def _report_offsets(self, req: transitions.Heartbeat) -> None:
+        """A reported list replaces the member's last one; a null one keeps it."""
+        key = (req.group_id, req.member_id)
+        offsets, ends = self._task_offsets.get(key, ((), ()))
+        self._task_offsets[key] = (offsets if req.task_offsets is None else req.task_offsets,
+                                   ends if req.task_end_offsets is None else req.task_end_offsets)
 
     async def _write(self, p: int, records: list[rec.Record]) -> None:
         if not records:
@@ -138,12 +151,17 @@ class StreamsGroups:
 
     # ------------------------------------------------------------------ sessions
     def _schedule(self, group_id: str, member_id: str) -> None:
-        self._cancel(group_id, member_id)
+        self._stop_timers(group_id, member_id)
         self._sessions[(group_id, member_id)] = asyncio.get_running_loop().call_later(
             self._session_ms.get(group_id, self.session_ms) / 1000, self._expire, group_id,
             member_id)
 
     def _cancel(self, group_id: str, member_id: str) -> None:
+        """The member is gone: its timers and what it reported."""
+        self._stop_timers(group_id, member_id)
+        self._task_offsets.pop((group_id, member_id), None)
+
+    def _stop_timers(self, group_id: str, member_id: str) -> None:
         handle = self._sessions.pop((group_id, member_id), None)
         if handle is not None:
             handle.cancel()
@@ -264,7 +282,8 @@ class StreamsGroups:
                 "group_state": self.state_of(group).value, "group_epoch": group.epoch,
                 "assignment_epoch": group.assignment_epoch,
                 "topology": _describe_topology(group),
-                "members": [_describe_member(group, m) for m in group.members.values()]}
+                "members": [_describe_member(group, m, self._task_offsets.get(
+                    (group_id, m.member_id), ((), ()))) for m in group.members.values()]}
 
     def endpoints(self, group: StreamsGroup) -> list[dict[str, Any]]:
         """PartitionsByUserEndpoint: each member with an endpoint, the source partitions of
@@ -328,7 +347,12 @@ def _describe_topology(group: StreamsGroup) -> dict[str, Any] | None:
         for s in t.subtopologies]}
 
 
-def _describe_member(group: StreamsGroup, m: Any) -> dict[str, Any]:
+def _offsets(offsets: TaskOffsets) -> list[dict[str, Any]]:
+    return [{"subtopology_id": s, "partition": p, "offset": o} for s, p, o in offsets]
+
+
+def _describe_member(group: StreamsGroup, m: Any,
+                     reported: tuple[TaskOffsets, TaskOffsets]) -> dict[str, Any]:
     endpoint = m.user_endpoint
     return {
         "member_id": m.member_id, "member_epoch": m.member_epoch,
@@ -338,7 +362,7 @@ def _describe_member(group: StreamsGroup, m: Any) -> dict[str, Any]:
         "user_endpoint": None if endpoint is None else {"host": endpoint[0],
                                                         "port": endpoint[1]},
         "client_tags": [{"key": k, "value": v} for k, v in m.client_tags],
-        "task_offsets": [], "task_end_offsets": [],
+        "task_offsets": _offsets(reported[0]), "task_end_offsets": _offsets(reported[1]),
         "assignment": _assignment(m.assigned),
         "target_assignment": _assignment(group.target.get(m.member_id, Tasks())),
         "is_classic": False,

@@ -65,6 +65,9 @@ class Heartbeat:
     client_tags: tuple[tuple[str, str], ...] | None = None
     shutdown_application: bool = False
     endpoint_epoch: int = -1
+    # the member's changelog offsets and their ends: (subtopology, partition, offset)
+    task_offsets: tuple[tuple[str, int, int], ...] | None = None
+    task_end_offsets: tuple[tuple[str, int, int], ...] | None = None
 
 
 @dataclass(slots=True)
