@@ -10,12 +10,13 @@ import time
 from typing import Any
 
 import pytest
-from confluent_kafka import Producer
+from confluent_kafka import Consumer, Producer
 
 from samsa.broker import cli
 from samsa.broker.admin import messages
 from samsa.broker.admin.client import Admin, Settings
 from tests.admin.conftest import Samsa
+from tests.admin.test_groups import wait_for
 from tests.support.broker import BrokerProcess
 
 
@@ -83,3 +84,50 @@ def test_follow_with_a_group_outlives_the_session_timeout(shared_broker: BrokerP
     (desc,) = samsa("group", "describe", g, "--format", "json", bootstrap=b).json()
     assert [(o["current_offset"], o["lag"]) for o in desc["offsets"]] == [(2, 0)]
     assert desc["state"] == "Empty"  # it left at the end
+
+
+def test_follow_with_a_group_joins_again_when_the_group_rebalances(
+        shared_broker: BrokerProcess, samsa: Samsa, unique_topic: str) -> None:
+    """A librdkafka member joins while the command follows both partitions: the command's
+    heartbeat learns of the rebalance, it commits and joins again, and each member then
+    reads one partition (the command only its own one's new record)."""
+    b, t, g = shared_broker.bootstrap, unique_topic, f"g-{unique_topic}"
+    assert samsa("topic", "create", t, "-p", "2", bootstrap=b).rc == 0
+    seen: list[dict[str, Any]] = []
+    done = threading.Event()
+    settings = Settings({"bootstrap.servers": b, "session.timeout.ms": "10000",
+                         "heartbeat.interval.ms": "300"})
+
+    def run() -> None:
+        with Admin(settings) as admin:
+            messages.follow(admin, t, seen.append, group=g, stop=done.is_set)
+
+    reader = threading.Thread(target=run)
+    reader.start()
+    other = Consumer({"bootstrap.servers": b, "group.id": g, "group.protocol": "classic",
+                      "session.timeout.ms": 10000, "auto.offset.reset": "latest"})
+    try:
+        wait_for("the command alone in the group, Stable", lambda: _members(
+            samsa, b, g) == (1, "Stable"), lambda: time.sleep(0.2))
+        other.subscribe([t])
+        wait_for("one partition each", lambda: len(other.assignment()) == 1 and
+                 _members(samsa, b, g) == (2, "Stable"), lambda: other.poll(0.2))
+        (theirs,) = [tp.partition for tp in other.assignment()]
+        p = Producer({"bootstrap.servers": b})
+        p.produce(t, b"to-0", partition=0)
+        p.produce(t, b"to-1", partition=1)
+        assert p.flush(30) == 0
+        wait_for("the command's record", lambda: seen, lambda: other.poll(0.2))
+        time.sleep(1)  # (a record of the other partition would show meanwhile)
+    finally:
+        done.set()
+        reader.join(30)
+        other.close()
+    assert [(r["partition"], r["value"]) for r in seen] == [
+        (1 - theirs, f"to-{1 - theirs}")]
+
+
+def _members(samsa: Samsa, b: str, g: str) -> tuple[int, str | None]:
+    """How many members the group has, and its state."""
+    r = samsa("group", "describe", g, "--format", "json", bootstrap=b)
+    return (len(r.json()[0]["members"]), r.json()[0]["state"]) if r.rc == 0 else (0, None)
