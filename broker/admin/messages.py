@@ -273,6 +273,9 @@ def follow(admin: Admin, topic: str, emit: Callable[[dict[str, Any]], None],
                 position[tp], shown = _follow_once(admin.node(leaders[tp[1]]), tp,
                                                    position[tp], level, room, emit)
                 count += shown
+    except KeyboardInterrupt:
+        admin.close()  # a response may be half read: the commit below opens new connections
+        raise
     finally:
         if member is not None:
             _commit(admin, member, position)

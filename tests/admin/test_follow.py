@@ -4,6 +4,7 @@ its session timeout keeps its place by heartbeating and commits as that member."
 
 from __future__ import annotations
 
+import _thread
 import json
 import threading
 import time
@@ -131,3 +132,27 @@ def _members(samsa: Samsa, b: str, g: str) -> tuple[int, str | None]:
     """How many members the group has, and its state."""
     r = samsa("group", "describe", g, "--format", "json", bootstrap=b)
     return (len(r.json()[0]["members"]), r.json()[0]["state"]) if r.rc == 0 else (0, None)
+
+
+def test_an_interrupted_follow_commits_and_leaves(shared_broker: BrokerProcess, samsa: Samsa,
+                                                  capsys: pytest.CaptureFixture[str],
+                                                  unique_topic: str) -> None:
+    """Ctrl-C (an interrupt of the main thread, wherever it is, even between the reads of one
+    response) ends the command with 0: the offsets reached are committed on new connections
+    and the member leaves, as kafka-console-consumer.sh does."""
+    b, t, g = shared_broker.bootstrap, unique_topic, f"g-{unique_topic}"
+    assert samsa("topic", "create", t, "-p", "1", bootstrap=b).rc == 0
+    _write(b, t, "a", "b", "c")
+    capsys.readouterr()
+    timer = threading.Timer(6, _thread.interrupt_main)  # past the group's join
+    timer.start()
+    try:
+        rc = cli.main(["consume", t, "-g", g, "--from-beginning", "--follow", "-b", b])
+    finally:
+        timer.cancel()
+    captured = capsys.readouterr()
+    assert (rc, captured.out, captured.err) == (0, "a\nb\nc\n",
+                                                "Processed a total of 3 messages\n")
+    (desc,) = samsa("group", "describe", g, "--format", "json", bootstrap=b).json()
+    assert [(o["current_offset"], o["lag"]) for o in desc["offsets"]] == [(3, 0)]
+    assert desc["state"] == "Empty"
