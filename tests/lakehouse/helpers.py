@@ -89,14 +89,16 @@ def produce_transactions(bootstrap: str, topic: str, first: int, count: int) -> 
 
 def table_keys(data_dir: Path, topic: str) -> list[bytes]:
     from pyiceberg.catalog.sql import SqlCatalog
+    from pyiceberg.exceptions import NoSuchTableError
+    from sqlalchemy.exc import SQLAlchemyError
     root = data_dir / "iceberg"
     if not (root / "catalog.db").exists():  # no table yet
         return []
-    catalog = SqlCatalog("samsa", uri=f"sqlite:///{root / 'catalog.db'}",
-                         warehouse=(root / "warehouse").as_uri())
-    try:
+    try:  # opening creates the catalog's tables where missing: it may race the broker's
+        catalog = SqlCatalog("samsa", uri=f"sqlite:///{root / 'catalog.db'}",
+                             warehouse=(root / "warehouse").as_uri())
         table = catalog.load_table(("samsa", topic))
-    except Exception:  # not created yet
+    except (SQLAlchemyError, NoSuchTableError):  # not created yet
         return []
     return [bytes(k) for k in table.scan(selected_fields=("key",)).to_arrow()["key"].to_pylist()]
 
