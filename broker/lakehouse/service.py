@@ -45,6 +45,7 @@ class Lakehouse:
         self._catalog: Any = None
         self._tables: dict[str, TopicTable] = {}
         self._task: asyncio.Task[None] | None = None
+        self._unsupported: set[str] = set()  # topics warned about
 
     def start(self) -> None:
         self._task = asyncio.create_task(self._run())
@@ -68,9 +69,13 @@ class Lakehouse:
         found: dict[str, list[Partition]] = {}
         for p in self.replicas.partitions():
             state = self.metadata.topic(p.topic)
-            if (state is not None and p.is_leader
-                    and state.configs.get(MODE, "disabled") == "key_value"):
+            mode = "disabled" if state is None else state.configs.get(MODE, "disabled")
+            if mode == "key_value" and p.is_leader:
                 found.setdefault(p.topic, []).append(p)
+            elif mode == "value_schema_id_prefix" and p.topic not in self._unsupported:
+                self._unsupported.add(p.topic)
+                log.warning("%s: samsa.iceberg.mode=value_schema_id_prefix is not supported "
+                            "yet: its records are not written to a table", p.topic)
         return found
 
     async def commit_round(self, topic: str, partitions: list[Partition]) -> int:
