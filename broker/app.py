@@ -114,7 +114,8 @@ class Broker:
         if self.schema_registry is not None:  # no registry: no check on the Produce path
             self.replicas.produce_check = self.schema_registry.validation.check
         # Iceberg topics: the partitions led here that have samsa.iceberg.mode set
-        self.lakehouse = Lakehouse(config, self.replicas, self.store, self.data_dir)
+        self.lakehouse = Lakehouse(config, self.replicas, self.store, self.data_dir,
+                                   self.schema_registry)
         self._build_front(config)
         self._background: list[asyncio.Task[None]] = []
         self.loop_watchdog = LoopWatchdog()  # logs where a blocked event loop is stuck
