@@ -21,6 +21,8 @@ from samsa.protocol.records import Record
 from ..cluster.metadata_store import MetadataStore
 from ..replication.partition import READ_COMMITTED, Partition
 from ..replication.replica_manager import ReplicaManager
+from ..schema_registry import SchemaRegistry
+from . import values
 from .scanner import Scanner
 from .table import TopicTable, open_catalog
 
@@ -32,8 +34,9 @@ READ_CHUNK = 1 << 20
 
 class Lakehouse:
     def __init__(self, config: Any, replicas: ReplicaManager, metadata: MetadataStore,
-                 data_dir: Path) -> None:
+                 data_dir: Path, schema_registry: SchemaRegistry | None) -> None:
         self.replicas = replicas
+        self.schema_registry = schema_registry  # value_schema_id_prefix's schemas
         self.metadata = metadata
         self.interval_s = config["iceberg.catalog.commit.interval.ms"] / 1000
         self.target_bytes = config["iceberg.target.file.size.bytes"]
@@ -45,7 +48,6 @@ class Lakehouse:
         self._catalog: Any = None
         self._tables: dict[str, TopicTable] = {}
         self._task: asyncio.Task[None] | None = None
-        self._unsupported: set[str] = set()  # topics warned about
 
     def start(self) -> None:
         self._task = asyncio.create_task(self._run())
@@ -68,15 +70,13 @@ class Lakehouse:
     def _led_iceberg_partitions(self) -> dict[str, list[Partition]]:
         found: dict[str, list[Partition]] = {}
         for p in self.replicas.partitions():
-            state = self.metadata.topic(p.topic)
-            mode = "disabled" if state is None else state.configs.get(MODE, "disabled")
-            if mode == "key_value" and p.is_leader:
+            if p.is_leader and self._mode(p.topic) != "disabled":
                 found.setdefault(p.topic, []).append(p)
-            elif mode == "value_schema_id_prefix" and p.topic not in self._unsupported:
-                self._unsupported.add(p.topic)
-                log.warning("%s: samsa.iceberg.mode=value_schema_id_prefix is not supported "
-                            "yet: its records are not written to a table", p.topic)
         return found
+
+    def _mode(self, topic: str) -> str:
+        state = self.metadata.topic(topic)
+        return "disabled" if state is None else state.configs.get(MODE, "disabled")
 
     async def commit_round(self, topic: str, partitions: list[Partition]) -> int:
         """One Iceberg commit of what became stable in the partitions; the rows it added."""
@@ -91,7 +91,11 @@ class Lakehouse:
                 rows.extend((p.index, r) for r in scanner.ready)
         if not rows:  # only aborted or control records: read again next round
             return 0
-        await asyncio.to_thread(table.commit, rows, next_offsets, snapshot)
+        schemas = None
+        if self._mode(topic) == "value_schema_id_prefix":
+            ids = {values.schema_id(r.value) for _, r in rows}
+            schemas = await values.fetch_schemas(self.schema_registry, sorted(ids))
+        await asyncio.to_thread(table.commit, rows, next_offsets, snapshot, schemas)
         log.debug("iceberg: %d rows of %s committed, next offsets %s", len(rows), topic,
                   next_offsets)
         return len(rows)

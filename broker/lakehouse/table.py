@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 from samsa.protocol.records import Record
 
+from . import values
+
 if TYPE_CHECKING:
     import pyarrow as pa  # type: ignore[import-untyped]
     from pyiceberg.catalog import Catalog
@@ -77,30 +79,32 @@ class TopicTable:
         self.target_file_size = target_file_size
         self._table: Table | None = None
 
-    def load(self) -> Table:
+    def load(self) -> Table | None:
+        """The table as it is now; None before its first commit."""
         from pyiceberg.exceptions import NoSuchTableError
         if self._table is None:
             try:
                 self._table = self.catalog.load_table(self.identifier)
             except NoSuchTableError:
-                self._table = self._create()
+                return None
         else:
             self._table.refresh()
         return self._table
 
-    def _create(self) -> Table:
+    def _create(self, schema: pa.Schema) -> Table:
         from pyiceberg.exceptions import TableAlreadyExistsError
         self.catalog.create_namespace_if_not_exists(NAMESPACE)
         try:
-            return self.catalog.create_table(self.identifier, schema=arrow_schema(), properties={
+            self._table = self.catalog.create_table(self.identifier, schema=schema, properties={
                 "write.target-file-size-bytes": str(self.target_file_size)})
         except TableAlreadyExistsError:  # another broker's partition leader made it first
-            return self.catalog.load_table(self.identifier)
+            self._table = self.catalog.load_table(self.identifier)
+        return self._table
 
     def offsets(self) -> tuple[int | None, dict[int, int]]:
         """(current snapshot id, partition -> next offset) of the table as it is now."""
         table = self.load()
-        snapshot = table.current_snapshot()
+        snapshot = None if table is None else table.current_snapshot()
         if snapshot is None or snapshot.summary is None:
             return None, {}
         found = {int(k[len(OFFSET_KEY):]): int(v)
@@ -109,14 +113,34 @@ class TopicTable:
         return snapshot.snapshot_id, found
 
     def commit(self, rows: list[tuple[int, Record]], next_offsets: Mapping[int, int],
-               expected_snapshot: int | None) -> None:
+               expected_snapshot: int | None, value_schemas: dict[int, str] | None) -> None:
         """Append the rows as one snapshot whose summary records the partitions' new next
-        offsets; StaleOffsets if the table moved past `expected_snapshot` since it was read."""
+        offsets; StaleOffsets if the table moved past `expected_snapshot` since it was read.
+        `value_schemas` (value_schema_id_prefix mode): the Avro schema of each id the values
+        carry; the table gains the columns they add before the append."""
         snapshot, offsets = self.offsets()
         if snapshot != expected_snapshot:
             raise StaleOffsets(f"{self.identifier}: snapshot {snapshot}, not {expected_snapshot}")
         offsets.update(next_offsets)
         props = {f"{OFFSET_KEY}{p}": str(o) for p, o in sorted(offsets.items())}
-        assert self._table is not None
+        if value_schemas is None:
+            df = to_arrow(rows)
+            table = self._table or self._create(df.schema)
+        else:
+            table = self._evolve([values.arrow_schema(value_schemas[i])
+                                  for i in sorted(value_schemas)])
+            import pyarrow as pa
+            df = pa.Table.from_pylist(values.decode(rows, value_schemas),
+                                      schema=table.schema().as_arrow())
         # the append's commit asserts the branch is still at `snapshot` (CommitFailedException)
-        self._table.append(to_arrow(rows), snapshot_properties=props)
+        table.append(df, snapshot_properties=props)
+
+    def _evolve(self, schemas: list[pa.Schema]) -> Table:
+        """The table with every column of `schemas` (a schema change in the registry adds a
+        field: a new optional column)."""
+        table = self._table or self._create(schemas[0])
+        for schema in schemas:
+            if set(schema.names) - set(table.schema().column_names):
+                with table.update_schema() as update:
+                    update.union_by_name(schema)
+        return table

@@ -87,7 +87,8 @@ def produce_transactions(bootstrap: str, topic: str, first: int, count: int) -> 
     return stream
 
 
-def table_keys(data_dir: Path, topic: str) -> list[bytes]:
+def table_keys(data_dir: Path, topic: str, key: str = "key") -> list[bytes]:
+    """The `key` column of the topic's table (empty before the table exists)."""
     from pyiceberg.catalog.sql import SqlCatalog
     from pyiceberg.exceptions import NoSuchTableError
     from sqlalchemy.exc import SQLAlchemyError
@@ -100,15 +101,17 @@ def table_keys(data_dir: Path, topic: str) -> list[bytes]:
         table = catalog.load_table(("samsa", topic))
     except (SQLAlchemyError, NoSuchTableError):  # not created yet
         return []
-    return [bytes(k) for k in table.scan(selected_fields=("key",)).to_arrow()["key"].to_pylist()]
+    column = table.scan(selected_fields=(key,)).to_arrow()[key].to_pylist()
+    return [k if isinstance(k, bytes) else str(k).encode() for k in column]
 
 
-def wait_for_table(data_dir: Path, topic: str, expected: int, timeout: float = 60) -> list[bytes]:
+def wait_for_table(data_dir: Path, topic: str, expected: int, timeout: float = 60,
+                   key: str = "key") -> list[bytes]:
     deadline = time.monotonic() + timeout
-    keys = table_keys(data_dir, topic)
+    keys = table_keys(data_dir, topic, key)
     while len(keys) < expected and time.monotonic() < deadline:
         time.sleep(0.3)
-        keys = table_keys(data_dir, topic)
+        keys = table_keys(data_dir, topic, key)
     return keys
 
 
