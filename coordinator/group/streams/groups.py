@@ -84,6 +84,7 @@ class StreamsGroups:
             for member_id in self.groups[group_id].members:
                 self._cancel(group_id, member_id)
             del self.groups[group_id]
+            self._session_ms.pop(group_id, None)
 
     # ------------------------------------------------------------------ heartbeat
     def settings(self, overrides: Mapping[str, Any]) -> Settings:
