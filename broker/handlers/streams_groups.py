@@ -7,8 +7,8 @@ topology is missing, as Kafka's broker does for streams groups, and shape the an
 v1 (KIP-1331) as Kafka 4.4 answers it with no topology description plugin configured (its
 default): no description is ever required, and one asked for is NOT_STORED.
 
-Still in development here (no warm-up tasks, per-group configs or
-StreamsGroupTopologyDescriptionUpdate; docs/groups.md): as in Kafka for its APIs in development,
+Still in development here (no warm-up tasks or StreamsGroupTopologyDescriptionUpdate;
+docs/groups.md): as in Kafka for its APIs in development,
 ApiVersions lists them only with `unstable.api.versions.enable`, and only while the cluster
 finalized `streams.version` 1 (itself a level of `unstable.feature.versions.enable`); a request
 otherwise is answered UNSUPPORTED_VERSION.
