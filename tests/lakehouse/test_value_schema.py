@@ -23,15 +23,15 @@ V2 = {**V1, "fields": [*V1["fields"], {"name": "note", "type": ["null", "string"
                                         "default": None}]}
 
 
-def _produce(bootstrap: str, url: str, schema: dict[str, Any], orders: list[dict[str, Any]],
-             txn_id: str) -> None:
+def produce_avro(bootstrap: str, url: str, topic: str, schema: dict[str, Any],
+                 orders: list[dict[str, Any]], txn_id: str) -> None:
     serialize = AvroSerializer(SchemaRegistryClient({"url": url}), json.dumps(schema))
     p = Producer({"bootstrap.servers": bootstrap, "transactional.id": txn_id})
     p.init_transactions(30)
     p.begin_transaction()
     for order in orders:
-        p.produce("orders", value=serialize(order, SerializationContext(
-            "orders", MessageField.VALUE)))
+        p.produce(topic, value=serialize(order, SerializationContext(
+            topic, MessageField.VALUE)))
     p.commit_transaction(30)
 
 
@@ -53,11 +53,12 @@ def test_columns_from_the_schema_and_its_evolution(tmp_path: Path) -> None:
         admin = AdminClient({"bootstrap.servers": broker.bootstrap})
         admin.create_topics([NewTopic("orders", 1, 1, config={
             "samsa.iceberg.mode": "value_schema_id_prefix"})])["orders"].result(30)
-        _produce(broker.bootstrap, url, V1, [{"id": 1, "item": "tea"}], "o1")
+        produce_avro(broker.bootstrap, url, "orders", V1, [{"id": 1, "item": "tea"}], "o1")
         wait_for_table(data, "orders", 1, key="id")
         columns, _ = _table_rows(data)
         assert columns == ["partition", "offset", "timestamp", "id", "item"]
-        _produce(broker.bootstrap, url, V2, [{"id": 2, "item": "cake", "note": "fresh"}], "o2")
+        produce_avro(broker.bootstrap, url, "orders", V2,
+                     [{"id": 2, "item": "cake", "note": "fresh"}], "o2")
         wait_for_table(data, "orders", 2, key="id")
         columns, rows = _table_rows(data)
     finally:
