@@ -24,7 +24,7 @@ from ..replication.replica_manager import ReplicaManager
 from ..schema_registry import SchemaRegistry
 from . import values
 from .scanner import Scanner
-from .table import TopicTable, open_catalog
+from .table import StaleOffsets, TopicTable, open_catalog
 
 log = logging.getLogger(__name__)
 
@@ -64,6 +64,8 @@ class Lakehouse:
             for topic, partitions in self._led_iceberg_partitions().items():
                 try:
                     await self.commit_round(topic, partitions)
+                except StaleOffsets as exc:  # another writer committed first: read again
+                    log.info("iceberg commit of %s: %s", topic, exc)
                 except Exception:  # the next round reads the table again
                     log.exception("iceberg commit of %s failed", topic)
 

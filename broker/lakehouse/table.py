@@ -132,8 +132,11 @@ class TopicTable:
             import pyarrow as pa
             df = pa.Table.from_pylist(values.decode(rows, value_schemas),
                                       schema=table.schema().as_arrow())
-        # the append's commit asserts the branch is still at `snapshot` (CommitFailedException)
-        table.append(df, snapshot_properties=props)
+        from pyiceberg.exceptions import CommitFailedException
+        try:  # the append's commit asserts the branch is still at `snapshot`
+            table.append(df, snapshot_properties=props)
+        except CommitFailedException as exc:
+            raise StaleOffsets(f"{self.identifier}: {exc}") from exc
 
     def _evolve(self, schemas: list[pa.Schema]) -> Table:
         """The table with every column of `schemas` (a schema change in the registry adds a
