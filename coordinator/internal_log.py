@@ -90,6 +90,12 @@ class ReplayedMarker:
     coordinator_epoch: int
 
 
+
+# The properties InternalTopic.configured reads after a coordinator's prefix (Kafka names them
+# alike for the offsets, transaction and share-state topics; the last two where they exist).
+CONFIGURED_SUFFIXES = ("num.partitions", "replication.factor", "segment.bytes", "min.isr",
+                       "compression.codec")
+
 @dataclass(eq=False)
 class InternalTopic:
     """An internal topic of a coordinator, as it is created, and its partitions on this
@@ -116,9 +122,8 @@ class InternalTopic:
         """A coordinator's topic as its properties set it, which Kafka names alike for each:
         `<prefix>.num.partitions`, `.replication.factor` and `.segment.bytes`, and where the
         coordinator has them `.min.isr` and `.compression.codec`."""
-        min_isr, codec = f"{prefix}.min.isr", f"{prefix}.compression.codec"
-        return cls(host, name, config[f"{prefix}.num.partitions"],
-                   config[f"{prefix}.replication.factor"], config[f"{prefix}.segment.bytes"],
+        parts, sizes, segment, min_isr, codec = (f"{prefix}.{s}" for s in CONFIGURED_SUFFIXES)
+        return cls(host, name, config[parts], config[sizes], config[segment],
                    config[min_isr] if min_isr in config else None,
                    compression=config[codec] if codec in config else 0,
                    load_buffer_size=config[load_buffer_key], configs=configs or {})

@@ -21,6 +21,7 @@ from samsa.config.schema import (
     PropertyDef,
     ValidString,
 )
+from samsa.coordinator.internal_log import CONFIGURED_SUFFIXES
 from samsa.storage.config import LogConfig
 
 REPO = Path(__file__).resolve().parents[2]
@@ -36,6 +37,7 @@ def looked_up_names() -> frozenset[str]:
             if path.is_relative_to(REPO / "broker" / "admin"):
                 continue  # the admin CLI reads a client's settings, some of the same names
             for node in ast.walk(ast.parse(path.read_text(), str(path))):
+                names.update(_read_by_prefix(node))
                 if isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load):
                     key = node.slice
                 elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
@@ -46,6 +48,16 @@ def looked_up_names() -> frozenset[str]:
                 if isinstance(key, ast.Constant) and isinstance(key.value, str):
                     names.add(key.value)
     return frozenset(names)
+
+
+def _read_by_prefix(node: ast.AST) -> set[str]:
+    """What an `InternalTopic.configured(host, name, config, "prefix", "load.key")` call reads:
+    the prefix with each of CONFIGURED_SUFFIXES that exists, and the load-buffer key."""
+    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "configured"):
+        return set()
+    prefix, load_key = (a.value for a in node.args[3:5] if isinstance(a, ast.Constant))
+    return {f"{prefix}.{s}" for s in CONFIGURED_SUFFIXES} | {load_key}
 
 
 def is_read(name: str) -> bool:
