@@ -154,7 +154,12 @@ def docker() -> Iterator[dict[str, str]]:
         t0 = time.monotonic()
         images = docker_env.ensure_images()
         docker_env.log(f"images {images} ready in {time.monotonic() - t0:.0f} s")
-        busy = [p for p in HOST_PORTS if not port_is_free("127.0.0.1", p)]
+        # Another test session on this machine (sharing the engine) may be running its compose
+        # cluster on these fixed host ports: wait for it to come down before calling them taken
+        ports_deadline = time.monotonic() + 300
+        while (busy := [p for p in HOST_PORTS if not port_is_free("127.0.0.1", p)]) \
+                and time.monotonic() < ports_deadline:
+            time.sleep(2)
         assert not busy, f"host ports {busy} are taken (another compose cluster running?)"
         yield env
     finally:
