@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
 import pytest
 
 from samsa.broker import cli
+from tests.groups.clients import FAST
+from tests.support.broker import BrokerProcess
 
 
 @dataclass
@@ -58,3 +60,16 @@ def samsa(capsys: pytest.CaptureFixture[str]) -> Samsa:
         return Run(rc, captured.out, captured.err)
 
     return run
+
+
+@pytest.fixture(scope="module")
+def group_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
+    """A broker of each module with groups that join and rebalance at once (no initial
+    rebalance delay, short sessions allowed)."""
+    b = BrokerProcess(tmp_path_factory.mktemp("admin-groups") / "data", name="admin-groups",
+                      settings=FAST)
+    b.start()
+    try:
+        yield b
+    finally:
+        b.close()

@@ -6,14 +6,13 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 from confluent_kafka import Consumer, Producer, ShareConsumer, TopicPartition
 
 from tests.admin.conftest import Samsa, parse_table
-from tests.groups.clients import FAST
 from tests.support.broker import BrokerProcess
 
 GROUP_KEYS = {"group_id", "type", "protocol_type", "state", "coordinator"}
@@ -23,17 +22,6 @@ MEMBER_KEYS = {"member_id", "client_id", "host", "member_epoch", "subscribed_top
                "assignment"}
 OFFSET_KEYS = {"topic", "partition", "current_offset", "log_end_offset", "lag", "member_id",
                "client_id", "host"}
-
-
-@pytest.fixture(scope="module")
-def group_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
-    b = BrokerProcess(tmp_path_factory.mktemp("admin-groups") / "data", name="admin-groups",
-                      settings=FAST)
-    b.start()
-    try:
-        yield b
-    finally:
-        b.close()
 
 
 def wait_for(what: str, check: Callable[[], Any], poll: Callable[[], Any],

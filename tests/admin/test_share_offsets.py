@@ -6,27 +6,13 @@ while the group has members."""
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
 from typing import Any
 
-import pytest
 from confluent_kafka import Producer, ShareConsumer
 
 from tests.admin.conftest import Samsa
 from tests.admin.test_groups import wait_for
-from tests.groups.clients import FAST
 from tests.support.broker import BrokerProcess
-
-
-@pytest.fixture(scope="module")
-def share_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
-    b = BrokerProcess(tmp_path_factory.mktemp("admin-share") / "data", name="admin-share",
-                      settings=FAST)
-    b.start()
-    try:
-        yield b
-    finally:
-        b.close()
 
 
 def _starts(samsa: Samsa, b: str, g: str) -> list[tuple[int, Any]]:
@@ -35,8 +21,8 @@ def _starts(samsa: Samsa, b: str, g: str) -> list[tuple[int, Any]]:
     return [(o["partition"], o["current_offset"]) for o in desc["offsets"]]
 
 
-def test_reset_offsets_of_a_share_group(share_broker: BrokerProcess, samsa: Samsa) -> None:
-    b, t, g = share_broker.bootstrap, f"t-{uuid.uuid4().hex[:8]}", f"s-{uuid.uuid4().hex[:8]}"
+def test_reset_offsets_of_a_share_group(group_broker: BrokerProcess, samsa: Samsa) -> None:
+    b, t, g = group_broker.bootstrap, f"t-{uuid.uuid4().hex[:8]}", f"s-{uuid.uuid4().hex[:8]}"
     assert samsa("topic", "create", t, "-p", "2", bootstrap=b).rc == 0
     p = Producer({"bootstrap.servers": b})
     for i in range(10):
