@@ -16,7 +16,7 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from samsa.protocol.records import Record
+from samsa.protocol.records import Record, iter_batches
 
 from ..cluster.metadata_store import MetadataStore
 from ..replication.partition import READ_COMMITTED, Partition
@@ -30,6 +30,16 @@ log = logging.getLogger(__name__)
 
 MODE = "samsa.iceberg.mode"
 READ_CHUNK = 1 << 20
+
+
+def _scan_all(starts: dict[int, int], chunks: dict[int, list[bytes]]) -> dict[int, Scanner]:
+    """Each partition's chunks through a Scanner (in the worker thread: decoding and
+    decompressing the records is the costly part)."""
+    scanners = {index: Scanner(start) for index, start in starts.items()}
+    for index, scanner in scanners.items():
+        for chunk in chunks[index]:
+            scanner.feed(chunk)
+    return scanners
 
 
 class Lakehouse:
@@ -84,13 +94,15 @@ class Lakehouse:
         """One Iceberg commit of what became stable in the partitions; the rows it added."""
         table = await asyncio.to_thread(self._table, topic)
         snapshot, offsets = await asyncio.to_thread(table.offsets)
+        starts = {p.index: max(offsets.get(p.index, 0), p.log_start_offset) for p in partitions}
+        chunks = {p.index: await self._read(p, starts[p.index]) for p in partitions}
+        scanners = await asyncio.to_thread(_scan_all, starts, chunks)
         rows: list[tuple[int, Record]] = []
         next_offsets: dict[int, int] = {}
-        for p in partitions:
-            scanner = self._scan(p, offsets.get(p.index, 0))
-            if scanner.safe > offsets.get(p.index, 0) or p.index not in offsets:
-                next_offsets[p.index] = scanner.safe
-                rows.extend((p.index, r) for r in scanner.ready)
+        for index, scanner in scanners.items():
+            if scanner.safe > offsets.get(index, 0) or index not in offsets:
+                next_offsets[index] = scanner.safe
+                rows.extend((index, r) for r in scanner.ready)
         if not rows:  # only aborted or control records: read again next round
             return 0
         schemas = None
@@ -102,22 +114,24 @@ class Lakehouse:
                   next_offsets)
         return len(rows)
 
-    def _scan(self, partition: Partition, start: int) -> Scanner:
+    async def _read(self, partition: Partition, start: int) -> list[bytes]:
         """The partition's log from `start` up to its last stable offset, or until
-        iceberg.target.file.size.bytes were read."""
-        scanner = Scanner(max(start, partition.log_start_offset))
-        read = 0
-        while scanner.position < partition.last_stable_offset and read < self.target_bytes:
-            data = partition.read(scanner.position, READ_CHUNK, READ_COMMITTED, True)
-            buf = data.records
+        iceberg.target.file.size.bytes were read, in whole batches; the loop runs other work
+        between two reads. Decoding them is the worker thread's (`_scan_all`)."""
+        chunks: list[bytes] = []
+        position, read = start, 0
+        while position < partition.last_stable_offset and read < self.target_bytes:
+            buf = partition.read(position, READ_CHUNK, READ_COMMITTED, True).records
             if not isinstance(buf, (bytes, bytearray, memoryview)) or not buf:
                 break
-            before = scanner.position
-            scanner.feed(buf)
-            read += len(buf)
-            if scanner.position == before:
+            end = max((h.base_offset + h.last_offset_delta + 1 for _, h in iter_batches(buf)),
+                      default=position)
+            if end <= position:
                 break
-        return scanner
+            chunks.append(bytes(buf))
+            position, read = end, read + len(buf)
+            await asyncio.sleep(0)
+        return chunks
 
     def _table(self, topic: str) -> TopicTable:
         if self._catalog is None:
