@@ -268,6 +268,8 @@ def follow(admin: Admin, topic: str, emit: Callable[[dict[str, Any]], None],
                 _commit(admin, member, position)
                 chosen = {(topic, p) for p in member.join()}
                 position = _starts(admin, chosen, group, from_beginning, offset)
+            if not position:  # nothing assigned (more members than partitions): wait
+                time.sleep(FOLLOW_WAIT_MS / 1000)
             for tp in sorted(position):
                 room = None if limit is None else limit - count
                 position[tp], shown = _follow_once(admin.node(leaders[tp[1]]), tp,
