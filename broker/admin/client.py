@@ -187,6 +187,10 @@ class Connection:
     def close(self) -> None:
         self.sock.close()
 
+    @property
+    def closed(self) -> bool:
+        return self.sock.fileno() < 0
+
     def supports(self, api_key: int) -> bool:
         return api_key in self.versions
 
@@ -222,7 +226,13 @@ class Connection:
                 return None
             frame = self._read(struct.unpack(">i", self._read(4))[0])
         except (OSError, ssl.SSLError) as e:
+            self.close()
             raise AdminError("NETWORK_EXCEPTION", f"{self.address}: {e}") from e
+        except BaseException:
+            # An interrupt (Ctrl-C) between the request and the whole response: what is left
+            # of it on the socket would be read as the answer to the next request
+            self.close()
+            raise
         (correlation,) = struct.unpack_from(">i", frame, 0)
         if correlation != self._correlation:
             raise AdminError("CORRUPT_MESSAGE", f"{self.address} answered correlation id "
@@ -326,14 +336,15 @@ class Admin:
         self._by_address.clear()
 
     def connect(self, address: str) -> Connection:
-        if address not in self._by_address:
+        known = self._by_address.get(address)
+        if known is None or known.closed:  # closed by a failed or interrupted request
             self._by_address[address] = Connection(address, self.settings)
         return self._by_address[address]
 
     def any(self) -> Connection:
         """A bootstrap broker (the first that answers)."""
         if self._by_address:
-            return next(iter(self._by_address.values()))
+            return self.connect(next(iter(self._by_address)))
         last: AdminError | None = None
         for address in self.settings.bootstrap:
             try:
