@@ -4,8 +4,10 @@ its session timeout keeps its place by heartbeating and commits as that member."
 
 from __future__ import annotations
 
-import _thread
 import json
+import signal
+import subprocess
+import sys
 import threading
 import time
 from typing import Any
@@ -135,24 +137,28 @@ def _members(samsa: Samsa, b: str, g: str) -> tuple[int, str | None]:
 
 
 def test_an_interrupted_follow_commits_and_leaves(shared_broker: BrokerProcess, samsa: Samsa,
-                                                  capsys: pytest.CaptureFixture[str],
                                                   unique_topic: str) -> None:
-    """Ctrl-C (an interrupt of the main thread, wherever it is, even between the reads of one
-    response) ends the command with 0: the offsets reached are committed on new connections
-    and the member leaves, as kafka-console-consumer.sh does."""
+    """Ctrl-C (SIGINT to the command, as a terminal sends it) ends a follow with 0: the
+    offsets reached are committed on new connections and the member leaves, as
+    kafka-console-consumer.sh does."""
     b, t, g = shared_broker.bootstrap, unique_topic, f"g-{unique_topic}"
     assert samsa("topic", "create", t, "-p", "1", bootstrap=b).rc == 0
     _write(b, t, "a", "b", "c")
-    capsys.readouterr()
-    timer = threading.Timer(6, _thread.interrupt_main)  # past the group's join
-    timer.start()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "samsa", "consume", t, "-g", g, "--from-beginning", "--follow",
+         "-b", b], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        rc = cli.main(["consume", t, "-g", g, "--from-beginning", "--follow", "-b", b])
+        assert proc.stdout is not None
+        printed = [proc.stdout.readline() for _ in range(3)]  # the three records, then wait
+        wait_for("the member in the group", lambda: _members(samsa, b, g)[0] == 1,
+                 lambda: time.sleep(0.2))
+        proc.send_signal(signal.SIGINT)
+        rest, err = proc.communicate(timeout=60)
     finally:
-        timer.cancel()
-    captured = capsys.readouterr()
-    assert (rc, captured.out, captured.err) == (0, "a\nb\nc\n",
-                                                "Processed a total of 3 messages\n")
+        if proc.poll() is None:
+            proc.kill()
+    assert (proc.returncode, "".join(printed) + rest, err) == (
+        0, "a\nb\nc\n", "Processed a total of 3 messages\n")
     (desc,) = samsa("group", "describe", g, "--format", "json", bootstrap=b).json()
     assert [(o["current_offset"], o["lag"]) for o in desc["offsets"]] == [(3, 0)]
     assert desc["state"] == "Empty"
