@@ -17,7 +17,7 @@ import pytest
 from samsa.protocol.records import build_batch
 from tests.admin.conftest import Samsa, parse_table
 from tests.support.broker import BrokerProcess
-from tests.transactions.clients import create_topic, txn_producer, unique
+from tests.transactions.clients import create_topic, open_transaction, unique
 from tests.transactions.txnwire import TxnWire
 
 LIST_KEYS = {"transactional_id", "coordinator", "producer_id", "state"}
@@ -63,11 +63,7 @@ def test_list_describe_find_hanging_and_abort(txn_broker: BrokerProcess,
     b = txn_broker.bootstrap
     topic, txn_id = unique("hanging")
     create_topic(b, topic, partitions=2)
-    live = txn_producer(b, txn_id)
-    live.init_transactions(20)
-    live.begin_transaction()
-    live.produce(topic, value=b"live", partition=1)
-    assert live.flush(20) == 0
+    live = open_transaction(b, txn_id, topic, 1)
 
     hour_ago = int(time.time() * 1000) - 3_600_000
     pid, epoch = _ghost(b, topic, hour_ago)

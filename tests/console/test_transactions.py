@@ -21,7 +21,7 @@ import pytest
 
 from tests.console.conftest import ConsoleServer, serving, started
 from tests.support.broker import BrokerProcess
-from tests.transactions.clients import create_topic, txn_producer, unique
+from tests.transactions.clients import create_topic, open_transaction, unique
 from tests.transactions.txnwire import TxnWire
 
 REPO = Path(__file__).resolve().parents[2]
@@ -78,11 +78,7 @@ def test_hanging_transaction_found_and_aborted(console: ConsoleServer,
     bs = txn_cluster.bootstrap
     topic, txn_id = unique("console-hanging")
     create_topic(bs, topic, partitions=2)
-    live = txn_producer(bs, txn_id)
-    live.init_transactions(20)
-    live.begin_transaction()
-    live.produce(topic, value=b"live", partition=1)
-    assert live.flush(20) == 0
+    live = open_transaction(bs, txn_id, topic, 1)
     pid, epoch = killed_ghost(bs, topic)
 
     page.goto(console.url + "/transactions")

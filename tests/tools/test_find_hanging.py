@@ -13,7 +13,7 @@ import pytest
 
 from samsa.protocol.records import build_batch
 from tests.support.java import run_java_tool
-from tests.transactions.clients import create_topic, txn_producer, unique
+from tests.transactions.clients import create_topic, open_transaction, unique
 from tests.transactions.txnwire import TxnWire
 
 pytestmark = pytest.mark.timeout(300)
@@ -40,11 +40,7 @@ def test_find_hanging_then_abort(broker_factory):
     create_topic(bs, topic, partitions=2)
 
     # an open transaction its coordinator knows about (partition 1): not hanging
-    live = txn_producer(bs, txn_id)
-    live.init_transactions(20)
-    live.begin_transaction()
-    live.produce(topic, value=b"live", partition=1)
-    assert live.flush(20) == 0
+    live = open_transaction(bs, txn_id, topic, 1)
 
     # a hanging one (partition 0): its last record is an hour old
     hour_ago = int(time.time() * 1000) - 3_600_000

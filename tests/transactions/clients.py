@@ -29,6 +29,17 @@ def txn_producer(bootstrap: str, txn_id: str, **extra: object) -> Producer:
     return Producer(conf)
 
 
+def open_transaction(bootstrap: str, txn_id: str, topic: str, partition: int) -> Producer:
+    """A transactional producer with one record written to `partition` and its transaction
+    left open (its coordinator knows it: not hanging)."""
+    live = txn_producer(bootstrap, txn_id)
+    live.init_transactions(20)
+    live.begin_transaction()
+    live.produce(topic, value=b"live", partition=partition)
+    assert live.flush(20) == 0
+    return live
+
+
 def consume_all(
     bootstrap: str,
     topic: str,
