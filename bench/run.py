@@ -489,23 +489,27 @@ def start_kafka(lib: Path, work: Path, settings: tuple[str, ...] = ()) -> Broker
     return Broker("kafka", proc, port, wait_first_answer(proc, port, t0, log), log, cmd)
 
 
-def start_samsa(work: Path) -> Broker:
+def start_samsa(work: Path, settings: tuple[str, ...] = ()) -> Broker:
+    """`settings`: K=V broker properties (`samsa serve --set`), as start_kafka's."""
     port = free_port()
     log = work / "samsa.log"
     samsa = Path(sys.executable).parent / "samsa"
-    cmd = [str(samsa), "serve", "--listen", f"127.0.0.1:{port}", "--data-dir", str(work / "data")]
+    cmd = [str(samsa), "serve", "--listen", f"127.0.0.1:{port}", "--data-dir", str(work / "data"),
+           *(arg for s in settings for arg in ("--set", s))]
     t0 = time.monotonic()
     proc = spawn(cmd, log)
     return Broker("samsa", proc, port, wait_first_answer(proc, port, t0, log), log, cmd)
 
 
 @contextlib.contextmanager
-def running(name: str, kafka_lib: Path | None) -> Iterator[Broker]:
+def running(name: str, kafka_lib: Path | None, settings: tuple[str, ...] = ()
+            ) -> Iterator[Broker]:
     work = Path(tempfile.mkdtemp(prefix=f"samsa-bench-{name}-"))
     broker = None
     try:
         write_log4j_configs(work)
-        broker = start_kafka(kafka_lib, work) if kafka_lib else start_samsa(work)
+        broker = (start_kafka(kafka_lib, work, settings) if kafka_lib
+                  else start_samsa(work, settings))
         yield broker
     finally:
         if broker is not None:
