@@ -57,7 +57,19 @@ def _add_serve(sub: argparse._SubParsersAction) -> None:
                    **ov)
     p.add_argument("--set", metavar="KEY=VALUE", help="set any broker property (repeatable)",
                    **ov)
+    p.add_argument("--processes", type=_processes, default=1, metavar="N|auto",
+                   help="run the node as N broker processes (auto: one per core), ids and ports "
+                   "counted up from --broker-id and each listener's port (docs/design/cores.md)")
     p.set_defaults(func=_serve)
+
+
+def _processes(value: str) -> int:
+    from .node.supervisor import processes_arg
+
+    try:
+        return processes_arg(value)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
 
 
 def _add_cluster(sub: argparse._SubParsersAction) -> None:
@@ -152,15 +164,20 @@ def _check_log(args: argparse.Namespace) -> int:
     return 1 if problems else 0
 
 
-def build_config(args: argparse.Namespace) -> BrokerConfig:
-    """The serve command's config: the YAML file, then flags in command-line order."""
+def _overrides(args: argparse.Namespace) -> dict[str, str]:
+    """The flags' properties, in command-line order (a later flag wins)."""
     overrides: dict[str, str] = {}
     for prop, value in args.overrides:
         if prop is None:  # --set key=value
             prop, value = parse_override(value)
         overrides.pop(prop, None)  # re-insert so the last flag is last
         overrides[prop] = value
-    config = load_config(args.config, overrides)
+    return overrides
+
+
+def build_config(args: argparse.Namespace) -> BrokerConfig:
+    """The serve command's config: the YAML file, then flags in command-line order."""
+    config = load_config(args.config, _overrides(args))
     initial_levels(config)  # checked against the features this broker supports
     return config
 
@@ -195,6 +212,11 @@ def _serve(args: argparse.Namespace) -> int:
         print(f"samsa: config error: {e}", file=sys.stderr)
         return 2
     setup_logging(config)
+    if args.processes > 1:
+        from .node.supervisor import run_node
+
+        return run_node(args.config, _overrides(args), args.processes,
+                        lambda line: print(line, file=sys.stderr))
     from samsa.broker import app  # lazy: the CLI must load even where the broker cannot
 
     return app.run(config)

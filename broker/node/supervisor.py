@@ -1,0 +1,232 @@
+"""`samsa serve --processes N`: N full brokers of one node under one supervisor.
+
+Process i of a node configured as broker B on port P (every listener and advertised listener)
+is broker B+i on port P+i, with its log directories DIR/broker-<B+i> under each DIR of
+log.dirs, `metrics.port` and the schema registry's port shifted by i as well, and the node's
+`broker.rack` (the host name unless set), so that replica placement keeps a partition's
+replicas on different hosts (docs/design/cores.md). The supervisor prefixes every line a
+process writes with `[broker <id>] ` on its own stderr, restarts a process that exits while the
+node runs (after a back-off that doubles with each quick exit, logged), and on SIGTERM, SIGINT
+or SIGHUP sends every process SIGTERM (each shuts down as a single broker does, with a
+controlled shutdown), kills those still running after STOP_TIMEOUT and exits 0.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from types import FrameType
+from typing import IO, Any
+
+from samsa.config.loader import load_config
+from samsa.config.schema import BrokerConfig, ConfigError
+
+from ..cluster.local_cluster import _die_with_parent, default_serve_command, describe_exit
+
+log = logging.getLogger("samsa.node")
+
+POLL_INTERVAL = 0.2
+STOP_TIMEOUT = 60.0
+FIRST_BACKOFF = 1.0
+MAX_BACKOFF = 30.0
+# A process that ran this long before it exited is restarted after FIRST_BACKOFF again.
+STABLE_AFTER = 60.0
+
+_PORT = re.compile(r"(://(?:\[[^\]]*\]|[^:/,\s]*):)(\d+)")
+
+
+def processes_arg(value: str) -> int:
+    """--processes: a positive count or `auto` (the cores this process may run on)."""
+    if value == "auto":
+        return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (
+            os.cpu_count() or 1)
+    try:
+        n = int(value)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise ValueError(f"--processes {value}: a count of at least 1, or auto")
+    return n
+
+
+def shift_ports(listeners: str, by: int) -> str:
+    """Every NAME://HOST:PORT (or URL) of a comma-separated list with PORT+by; port 0 (any
+    free port) stays 0."""
+    def shifted(m: re.Match[str]) -> str:
+        port = int(m.group(2))
+        return f"{m.group(1)}{port + by if port else 0}"
+
+    return _PORT.sub(shifted, listeners)
+
+
+def process_settings(config: BrokerConfig, index: int) -> dict[str, str]:
+    """What process `index` of a node sets over the node's configuration."""
+    broker_id = config.broker_id + index
+    settings = {
+        "node.id": str(broker_id),
+        "broker.id": str(broker_id),
+        "listeners": shift_ports(config["listeners"], index),
+        "log.dirs": ",".join(str(d / f"broker-{broker_id}") for d in config.log_dirs),
+        "broker.rack": config["broker.rack"] or socket.gethostname(),
+    }
+    if config["advertised.listeners"] is not None:
+        settings["advertised.listeners"] = shift_ports(config["advertised.listeners"], index)
+    if config["metrics.port"]:
+        settings["metrics.port"] = str(config["metrics.port"] + index)
+    if config["schema.registry.listeners"]:
+        settings["schema.registry.listeners"] = ",".join(
+            shift_ports(url, index) for url in config["schema.registry.listeners"])
+    return settings
+
+
+def check_node(config: BrokerConfig) -> None:
+    """Where the processes of a node can share their metadata: ZooKeeper for now."""
+    if config["zookeeper.connect"] is None:
+        raise ConfigError("zookeeper.connect", "a node of more than one process shares its "
+                          "metadata through ZooKeeper: set zookeeper.connect (--zookeeper)")
+
+
+@dataclass
+class BrokerProcess:
+    """One broker of the node: its command, its process and its restart schedule."""
+
+    broker_id: int
+    command: list[str]
+    proc: subprocess.Popen[bytes] | None = None
+    started: float = 0.0
+    backoff: float = FIRST_BACKOFF
+    restart_at: float | None = None
+
+
+class Supervisor:
+    def __init__(self, processes: Sequence[BrokerProcess], *,
+                 out: IO[bytes] | None = None, stop_timeout: float = STOP_TIMEOUT) -> None:
+        self.processes = list(processes)
+        self.out = out or sys.stderr.buffer
+        self.stop_timeout = stop_timeout
+        self._write_lock = threading.Lock()
+        self._stop = threading.Event()
+        self._readers: list[threading.Thread] = []
+
+    def request_stop(self, signum: int, frame: FrameType | None = None) -> None:
+        if not self._stop.is_set():
+            log.info("%s: stopping the node's %d processes", signal.Signals(signum).name,
+                     len(self.processes))
+        self._stop.set()
+
+    def run(self) -> int:
+        for p in self.processes:
+            self._start(p)
+        while not self._stop.wait(POLL_INTERVAL):
+            for p in self.processes:
+                self._watch(p)
+        self._stop_all()
+        return 0
+
+    # ------------------------------------------------------------------ one process
+    def _start(self, p: BrokerProcess) -> None:
+        p.proc = subprocess.Popen(
+            p.command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT, env=dict(os.environ, PYTHONUNBUFFERED="1"),
+            # Own session: a Ctrl-C in the terminal reaches the supervisor only, which stops
+            # every process; the processes get SIGTERM too if the supervisor dies.
+            start_new_session=True,
+            preexec_fn=_die_with_parent if sys.platform == "linux" else None,
+        )
+        p.started = time.monotonic()
+        p.restart_at = None
+        log.info("broker %d started (pid %d)", p.broker_id, p.proc.pid)
+        reader = threading.Thread(target=self._copy_lines, args=(p.broker_id, p.proc.stdout),
+                                  name=f"broker-{p.broker_id}-output", daemon=True)
+        reader.start()
+        self._readers = [t for t in self._readers if t.is_alive()] + [reader]
+
+    def _copy_lines(self, broker_id: int, stream: IO[bytes] | None) -> None:
+        """The process's output on the node's stream, each line naming the process."""
+        if stream is None:
+            return
+        prefix = f"[broker {broker_id}] ".encode()
+        for line in stream:
+            with self._write_lock:
+                self.out.write(prefix + line)
+                self.out.flush()
+
+    def _watch(self, p: BrokerProcess) -> None:
+        """Schedule a restart of an exited process, or start it once its back-off is over."""
+        now = time.monotonic()
+        if p.restart_at is not None:
+            if now >= p.restart_at:
+                self._start(p)
+            return
+        rc = p.proc.poll() if p.proc is not None else None
+        if rc is None:
+            return
+        if now - p.started >= STABLE_AFTER:
+            p.backoff = FIRST_BACKOFF
+        p.restart_at = now + p.backoff
+        log.warning("broker %d (pid %d) %s; restarting it in %.1f s", p.broker_id,
+                    p.proc.pid if p.proc else -1, describe_exit(rc), p.backoff)
+        p.backoff = min(p.backoff * 2, MAX_BACKOFF)
+
+    def _stop_all(self) -> None:
+        running = [p.proc for p in self.processes if p.proc is not None and p.proc.poll() is None]
+        for proc in running:
+            proc.send_signal(signal.SIGTERM)
+        deadline = time.monotonic() + self.stop_timeout
+        for proc in running:
+            try:
+                proc.wait(max(0.0, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                log.warning("pid %d ignored SIGTERM for %.0f s: killing it", proc.pid,
+                            self.stop_timeout)
+                proc.kill()
+                proc.wait()
+        for reader in self._readers:  # their last lines, before the supervisor exits
+            reader.join(timeout=2.0)
+        log.info("the node's processes stopped")
+
+
+def node_processes(config_path: Path | None, overrides: Mapping[str, str], count: int,
+                   serve_command: Sequence[str] | None = None) -> list[BrokerProcess]:
+    """The node's broker processes, each configuration checked before any starts (raises
+    ConfigError)."""
+    node = load_config(config_path, overrides)
+    check_node(node)
+    command = list(serve_command or default_serve_command())
+    if config_path is not None:
+        command += ["--config", str(config_path)]
+    out = []
+    for i in range(count):
+        settings = {**overrides, **process_settings(node, i)}
+        load_config(config_path, settings)
+        args = [a for key, value in settings.items() for a in ("--set", f"{key}={value}")]
+        out.append(BrokerProcess(node.broker_id + i, [*command, *args]))
+    return out
+
+
+def run_node(config_path: Path | None, overrides: Mapping[str, str], count: int,
+             on_error: Callable[[str], Any] = print) -> int:
+    """`samsa serve --processes N` (N > 1): 0 after a requested stop, 2 on a config error."""
+    try:
+        processes = node_processes(config_path, overrides, count)
+    except ConfigError as e:
+        on_error(f"samsa: config error: {e}")
+        return 2
+    supervisor = Supervisor(processes)
+    handled = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+    previous = {sig: signal.signal(sig, supervisor.request_stop) for sig in handled}
+    try:
+        return supervisor.run()
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
