@@ -164,6 +164,32 @@ def test_assignor_balances_and_is_sticky():
     assert sorted(every) == [("0", 0), ("0", 1), ("1", 0), ("1", 1)]
 
 
+def test_a_member_keeping_its_share_keeps_some_of_every_subtopology():
+    # One member ran every task of a two-subtopology application (a repartition, then a
+    # count); a second joins. Kafka 4.4's assignor keeps the tasks partition by partition
+    # across subtopologies, so both members run both: the first no longer keeps all of
+    # subtopology 0 while the newcomer gets all of subtopology 1 (then only one instance
+    # ever writes the application's output, and which one depended on who joined first).
+    alone = assign({"m1": ("p1", {})}, {"0": 4, "1": 4})
+    both = assign({"m1": ("p1", alone["m1"].active), "m2": ("p2", {})}, {"0": 4, "1": 4})
+    assert both["m1"].active == {"0": frozenset({0, 1}), "1": frozenset({0, 1})}
+    assert both["m2"].active == {"0": frozenset({2, 3}), "1": frozenset({2, 3})}
+
+
+def test_the_sticky_quota_is_counted_again_as_members_fill_it():
+    # 7 tasks, 3 members: ceil(7/3) = 3 each while all have room; once m1 kept its 3, the 4
+    # left over the 2 members left make 2 each: m2 keeps 2 of its 3 and m3 gets 2.
+    out = assign({"m1": ("p1", {"0": frozenset({0, 1, 2})}),
+                  "m2": ("p2", {"0": frozenset({3, 4, 5})}), "m3": ("p3", {})}, {"0": 7})
+    assert [len(out[m].active.get("0", ())) for m in ("m1", "m2", "m3")] == [3, 2, 2]
+
+
+def test_an_active_task_goes_back_to_its_previous_standby_owner_first():
+    out = assign({"m1": ("p1", {}), "m2": ("p2", {})}, {"0": 2},
+                 previous_standby={"m2": {"0": frozenset({0})}})
+    assert out["m2"].active == {"0": frozenset({0})} and out["m1"].active == {"0": frozenset({1})}
+
+
 # ---- the heartbeat ---------------------------------------------------------------------------
 def test_first_join_sets_the_topology_and_assigns_every_task():
     g = Group()

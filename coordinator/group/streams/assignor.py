@@ -1,10 +1,10 @@
-"""The streams group's task assignor: Kafka's "sticky" (StickyTaskAssignor), without warm-up
-tasks. Every task goes to one member as active; a member keeps the tasks of its previous
-target assignment while that keeps the load balanced (at most ceil(tasks / members) each),
-and the rest go to the least loaded members, a process's members spread alike. Then each task
-of a stateful subtopology gets `standby_replicas` standbys, each on a process that has neither
-its active nor another standby of it: its previous standby owners first, else the least
-loaded members.
+"""The streams group's task assignor: Kafka 4.4's "sticky" (StickyTaskAssignor), without
+warm-up tasks. Every task goes to one member as active: first to its previous owner while that
+member is under its share (the tasks left over the members left, rounded up), the tasks taken
+partition by partition across the subtopologies; then to a previous standby owner with room;
+the rest to the least loaded process's least loaded member. Then each task of a stateful
+subtopology gets `standby_replicas` standbys, each on a process that has neither its active
+nor another standby of it: its previous standby owners first, else the least loaded members.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ def assign(members: Mapping[str, tuple[str, TaskMap]], tasks: Mapping[str, int],
     member's new target assignment."""
     if not members:
         return {}
-    active = _assign_active(members, tasks)
+    active = _assign_active(members, tasks, previous_standby or {})
     if standby_replicas <= 0:
         return {m: Tasks(active=task_map(a)) for m, a in active.items()}
     standby = _assign_standby(members, active, standby_replicas, stateful,
@@ -33,29 +33,57 @@ def assign(members: Mapping[str, tuple[str, TaskMap]], tasks: Mapping[str, int],
             for m in members}
 
 
-def _assign_active(members: Mapping[str, tuple[str, TaskMap]], tasks: Mapping[str, int]
-                   ) -> dict[str, dict[str, set[int]]]:
-    every = [(s, p) for s in sorted(tasks) for p in range(tasks[s])]
-    capacity = math.ceil(len(every) / len(members)) if every else 0
+def _assign_active(members: Mapping[str, tuple[str, TaskMap]], tasks: Mapping[str, int],
+                   previous_standby: Mapping[str, TaskMap]) -> dict[str, dict[str, set[int]]]:
+    """Kafka 4.4's StickyTaskAssignor.assignActive: its three passes."""
+    quota = _Quota(sum(tasks.values()), len(members))
     given: dict[str, list[tuple[str, int]]] = {m: [] for m in members}
-    free = set(every)
-    for m in sorted(members):  # stickiness first: a member keeps what it had
-        for s, ps in sorted(members[m][1].items()):
-            for p in sorted(ps):
-                if (s, p) in free and len(given[m]) < capacity:
-                    given[m].append((s, p))
-                    free.discard((s, p))
-    per_process: dict[str, int] = {}
-    for m, owned in given.items():
-        process = members[m][0]
-        per_process[process] = per_process.get(process, 0) + len(owned)
-    for task in every:
-        if task not in free:
-            continue
-        m = min(given, key=lambda m: (len(given[m]), per_process[members[m][0]], m))
+    # stickiness first, the tasks taken partition by partition across the subtopologies, so
+    # that a member keeping its share keeps some of every subtopology, not the first ones
+    free = sorted(((s, p) for s in tasks for p in range(tasks[s])), key=lambda t: (t[1], t[0]))
+    before = {(s, p): m for m, (_, owned) in sorted(members.items())
+              for s, ps in owned.items() for p in ps}
+    for task in list(free):
+        m = before.get(task)
+        if m is not None and len(given[m]) < quota.per_member:
+            quota.give(given[m], task, free)
+    # then a task to the least loaded of its previous standby owners with room
+    for task in list(free):
+        had = [m for m in sorted(members) if task[1] in previous_standby.get(m, {}).get(
+            task[0], ())]
+        if had:
+            m = min(had, key=lambda m: len(given[m]))
+            if len(given[m]) < quota.per_member:
+                quota.give(given[m], task, free)
+    # the rest, subtopology by subtopology, to the least loaded process's least loaded member
+    processes: dict[str, list[str]] = {}
+    for m in sorted(members):
+        processes.setdefault(members[m][0], []).append(m)
+    for task in sorted(free):
+        process = min(processes, key=lambda pid: (
+            sum(len(given[m]) for m in processes[pid]) / len(processes[pid]), pid))
+        m = min(processes[process], key=lambda m: (len(given[m]), m))
         given[m].append(task)
-        per_process[members[m][0]] += 1
     return {m: _by_subtopology(owned) for m, owned in given.items()}
+
+
+class _Quota:
+    """The most active tasks a member keeps in the sticky passes: the tasks left over the
+    members left, rounded up, counted again each time a member reaches it (Kafka's
+    maybeUpdateActiveTasksPerMember)."""
+
+    def __init__(self, tasks: int, members: int) -> None:
+        self.tasks, self.members = tasks, members
+        self.per_member = math.ceil(tasks / members) if members else 0
+
+    def give(self, owned: list[tuple[str, int]], task: tuple[str, int],
+             free: list[tuple[str, int]]) -> None:
+        owned.append(task)
+        free.remove(task)
+        if len(owned) == self.per_member:
+            self.tasks -= len(owned)
+            self.members -= 1
+            self.per_member = math.ceil(self.tasks / self.members) if self.members else 0
 
 
 def _by_subtopology(tasks: list[tuple[str, int]]) -> dict[str, set[int]]:
