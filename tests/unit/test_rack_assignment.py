@@ -33,3 +33,19 @@ def test_replicas_spread_over_racks() -> None:
 def test_no_racks_keeps_the_plain_spread() -> None:
     assert assign_replicas({0: None, 1: None, 2: None}, 3, 2, 0) == {
         0: [0, 1], 1: [1, 2], 2: [2, 0]}
+
+
+def test_processes_of_one_host_never_share_a_partition_while_hosts_suffice() -> None:
+    """Nodes of several broker processes (`samsa serve --processes N`, each node's processes in
+    one rack, its host): a partition's replicas are on as many hosts as there are, up to its
+    replication factor, for any mix of node sizes and any first partition (CreatePartitions)."""
+    for sizes in ([2, 2, 2], [4, 1, 2], [3, 3], [1, 4], [2, 2, 2, 2]):
+        racks: dict[int, str | None] = {}
+        for host, size in enumerate(sizes):
+            racks.update({len(racks) + i: f"host{host}" for i in range(size)})
+        for rf in range(1, min(len(racks), 4) + 1):
+            for start in (0, 1, 5):
+                for replicas in assign_replicas(racks, 12, rf, start).values():
+                    hosts = [racks[b] for b in replicas]
+                    assert len(set(replicas)) == rf
+                    assert len(set(hosts)) == min(rf, len(sizes)), (sizes, rf, replicas)
