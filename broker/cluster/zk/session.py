@@ -21,11 +21,14 @@ log = logging.getLogger("samsa.broker.cluster.zk.store")
 
 class ZkSession:
     def __init__(self, connect: str, settings: ZkClientSettings, session_timeout_ms: int,
-                 connection_timeout_ms: int | None) -> None:
+                 connection_timeout_ms: int | None, client: Any = None) -> None:
         self.hosts = connect
         # TLS and ACLs from the zookeeper.* properties (zk/client.py)
         self.settings = settings
-        self.zk = settings.client(connect, timeout=session_timeout_ms / 1000)
+        # `client`: one with kazoo's calls but no ZooKeeper behind it (shared/znodes.py)
+        self._kazoo = client is None
+        self.zk = client if client is not None else settings.client(
+            connect, timeout=session_timeout_ms / 1000)
         self.timeout_s = session_timeout_ms / 1000
         # Kafka's zookeeper.connection.timeout.ms: unset means the session timeout.
         connect_ms = session_timeout_ms if connection_timeout_ms is None else connection_timeout_ms
@@ -62,6 +65,13 @@ class ZkSession:
     def connect(self) -> None:
         """(worker thread) Start the session; ConnectionError if ZooKeeper refused the login
         or did not answer within zookeeper.connection.timeout.ms."""
+        if self._kazoo:
+            self._start_kazoo()
+        else:
+            self.zk.start()
+        self.zk.add_listener(self._on_state)
+
+    def _start_kazoo(self) -> None:
         try:
             _ensure_chroot(self.hosts, self.settings, self.connect_timeout_s)
             self.zk.start(timeout=self.connect_timeout_s)
@@ -83,7 +93,6 @@ class ZkSession:
                 f"{self.connect_timeout_s * 1000:.0f} ms (zookeeper.connection.timeout.ms)"
                 + (f"; {why}" if why else "")
             ) from None
-        self.zk.add_listener(self._on_state)
 
     async def close(self) -> None:
         self._closing = True

@@ -76,11 +76,12 @@ class ZkMetadataStore:
     def __init__(self, connect: str, broker: BrokerInfo, session_timeout_ms: int = 18000,
                  connection_timeout_ms: int | None = None,
                  client: ZkClientSettings | None = None, *,
-                 initial_levels: dict[str, int] | None = None) -> None:
+                 initial_levels: dict[str, int] | None = None,
+                 session: ZkSession | None = None) -> None:
         self._initial_levels = initial_levels or {}
         self.cluster_id = ""
-        self.session = ZkSession(connect, client or ZkClientSettings(), session_timeout_ms,
-                                 connection_timeout_ms)
+        self.session = session or ZkSession(connect, client or ZkClientSettings(),
+                                            session_timeout_ms, connection_timeout_ms)
         self.registry = ZkBrokerRegistry(self.session, broker)
         self.topic_store = ZkTopics(self.session, self.registry)
         self.controller = ZkController(self.session, self.registry, self.topic_store)

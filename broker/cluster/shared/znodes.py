@@ -1,0 +1,553 @@
+"""A ZooKeeper-like tree of znodes in one SQLite file (WAL mode) that the broker processes of one
+host share, used through the part of kazoo's KazooClient the ZooKeeper metadata store's parts
+call (get, set, create, delete, exists, get_children, transactions, DataWatch, ChildrenWatch,
+sessions and their ephemeral znodes): those parts (zk/*.py) then run unchanged on it.
+
+    znodes(path, parent, data, czxid, mzxid, pzxid, ctime, mtime, version, cversion, owner)
+    sessions(id, expires_ms)   a process's lease, renewed every third of its timeout
+    changes(zxid, path)        the znodes each write touched (and their parents), read by every
+                               process's watches; pruned after CHANGES_KEPT_MS
+    meta(key, value)           zxid: the last write's; pruned: changes below it are gone
+
+Each write is one SQLite transaction (BEGIN IMMEDIATE: writers queue on the file's lock) that
+takes the next zxid. Every process polls the changes every POLL_S and re-reads what its watches
+follow among the paths changed; a session whose lease has passed is expired by whichever process
+sees it first, its ephemeral znodes deleted in the same transaction, as ZooKeeper's leader does.
+No consensus: the file is on one host and SQLite's locks order the writers.
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+import sqlite3
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from kazoo.client import KazooState
+from kazoo.exceptions import (
+    BadVersionError,
+    NodeExistsError,
+    NoNodeError,
+    NotEmptyError,
+    RolledBackError,
+    RuntimeInconsistency,
+)
+from kazoo.protocol.states import ZnodeStat
+
+log = logging.getLogger(__name__)
+
+POLL_S = 0.05  # how soon a process sees another's write
+CHANGES_KEPT_MS = 60_000  # a process paused longer re-reads everything it watches
+PRUNE_EVERY_S = 10.0
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS znodes (
+    path TEXT PRIMARY KEY, parent TEXT NOT NULL, data BLOB NOT NULL,
+    czxid INTEGER NOT NULL, mzxid INTEGER NOT NULL, pzxid INTEGER NOT NULL,
+    ctime INTEGER NOT NULL, mtime INTEGER NOT NULL,
+    version INTEGER NOT NULL, cversion INTEGER NOT NULL, owner INTEGER NOT NULL);
+CREATE INDEX IF NOT EXISTS znodes_parent ON znodes(parent);
+CREATE INDEX IF NOT EXISTS znodes_owner ON znodes(owner) WHERE owner != 0;
+CREATE TABLE IF NOT EXISTS sessions (id INTEGER PRIMARY KEY, expires_ms INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS changes (zxid INTEGER NOT NULL, path TEXT NOT NULL,
+                                    ms INTEGER NOT NULL);
+CREATE INDEX IF NOT EXISTS changes_zxid ON changes(zxid);
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL);
+INSERT OR IGNORE INTO meta VALUES ('zxid', 0), ('pruned', 0);
+INSERT OR IGNORE INTO znodes VALUES ('/', '', x'', 0, 0, 0, 0, 0, 0, 0, 0);
+"""
+_COLUMNS = "data, czxid, mzxid, ctime, mtime, version, cversion, owner, pzxid"
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+def _parent(path: str) -> str:
+    head = path.rsplit("/", 1)[0]
+    return head or "/"
+
+
+def _read(db: sqlite3.Connection, path: str) -> tuple[bytes | None, ZnodeStat | None]:
+    row = db.execute(f"SELECT {_COLUMNS} FROM znodes WHERE path = ?", (path,)).fetchone()
+    if row is None:
+        return None, None
+    children = db.execute("SELECT count(*) FROM znodes WHERE parent = ?", (path,)).fetchone()[0]
+    data, czxid, mzxid, ctime, mtime, version, cversion, owner, pzxid = row
+    return bytes(data), ZnodeStat(czxid, mzxid, ctime, mtime, version, cversion, 0, owner,
+                                  len(data), children, pzxid)
+
+
+def _subtree(path: str) -> tuple[str, str]:
+    """The bounds of the paths under `path` ('0' is the character after '/')."""
+    return path + "/", path + "0"
+
+
+class _Write:
+    """The znode operations of one write transaction, at its zxid."""
+
+    def __init__(self, db: sqlite3.Connection, zxid: int, session: int) -> None:
+        self.db = db
+        self.zxid = zxid
+        self.now = _now_ms()
+        self.session = session
+        self.touched: set[str] = set()
+
+    def row(self, path: str) -> tuple[Any, ...] | None:
+        row: tuple[Any, ...] | None = self.db.execute(
+            "SELECT version, cversion, owner FROM znodes WHERE path = ?", (path,)).fetchone()
+        return row
+
+    def _version_row(self, path: str, version: int) -> tuple[Any, ...]:
+        row = self.row(path)
+        if row is None:
+            raise NoNodeError(path)
+        if version != -1 and row[0] != version:
+            raise BadVersionError(path)
+        return row
+
+    def _child_changed(self, parent: str) -> int:
+        """The parent's cversion before this change (a sequential child's number)."""
+        row = self.row(parent)
+        if row is None:
+            raise NoNodeError(parent)
+        self.db.execute("UPDATE znodes SET cversion = cversion + 1, pzxid = ? WHERE path = ?",
+                        (self.zxid, parent))
+        self.touched.add(parent)
+        return int(row[1])
+
+    def create(self, path: str, value: bytes = b"", ephemeral: bool = False,
+               sequence: bool = False, makepath: bool = False) -> str:
+        parent = _parent(path)
+        if makepath and self.row(parent) is None:
+            self.ensure(parent)
+        number = self._child_changed(parent)
+        if sequence:
+            path = f"{path}{number:010d}"
+        if self.row(path) is not None:
+            raise NodeExistsError(path)
+        self.db.execute("INSERT INTO znodes VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0, 0, ?)",
+                        (path, parent, bytes(value), self.zxid, self.zxid, self.zxid, self.now,
+                         self.now, self.session if ephemeral else 0))
+        self.touched.add(path)
+        return path
+
+    def ensure(self, path: str) -> None:
+        if path != "/" and self.row(path) is None:
+            self.ensure(_parent(path))
+            self.create(path)
+
+    def set(self, path: str, value: bytes, version: int = -1) -> ZnodeStat:
+        self._version_row(path, version)
+        self.db.execute("UPDATE znodes SET data = ?, version = version + 1, mzxid = ?, mtime = ?"
+                        " WHERE path = ?", (bytes(value), self.zxid, self.now, path))
+        self.touched.add(path)
+        stat = _read(self.db, path)[1]
+        assert stat is not None
+        return stat
+
+    def check(self, path: str, version: int) -> bool:
+        self._version_row(path, version)
+        return True
+
+    def delete(self, path: str, version: int = -1, recursive: bool = False) -> bool:
+        self._version_row(path, version)
+        low, high = _subtree(path)
+        below = [r[0] for r in self.db.execute(
+            "SELECT path FROM znodes WHERE path >= ? AND path < ? ORDER BY length(path) DESC",
+            (low, high))]
+        if below and not recursive:
+            raise NotEmptyError(path)
+        for p in [*below, path]:
+            self.db.execute("DELETE FROM znodes WHERE path = ?", (p,))
+            self.touched.add(p)
+            if p != path:
+                self.touched.add(_parent(p))
+        self._child_changed(_parent(path))
+        return True
+
+    def expire_sessions(self, ids: list[int] | None = None) -> None:
+        """Sessions whose lease has passed (or `ids`) go, and their ephemeral znodes with
+        them."""
+        if ids is None:
+            ids = [r[0] for r in self.db.execute(
+                "SELECT id FROM sessions WHERE expires_ms < ? AND id != ?",
+                (self.now, self.session))]
+            for session in ids:
+                log.info("session 0x%x expired: its lease passed", session)
+        for session in ids:
+            self.db.execute("DELETE FROM sessions WHERE id = ?", (session,))
+            for (path,) in self.db.execute(
+                    "SELECT path FROM znodes WHERE owner = ?", (session,)).fetchall():
+                self.delete(path)
+
+
+class _Done:
+    """What kazoo's *_async calls return, already answered."""
+
+    def __init__(self, fn: Callable[[], Any]) -> None:
+        try:
+            self._value, self._error = fn(), None
+        except Exception as exc:  # raised again by get(), as kazoo's AsyncResult does
+            self._value, self._error = None, exc
+
+    def get(self) -> Any:
+        if self._error is not None:
+            raise self._error
+        return self._value
+
+
+class _Watch:
+    """A DataWatch or ChildrenWatch: `func` is called at once, then after each change of what
+    it follows (the node's mzxid, or its children's cversion) until it returns False."""
+
+    def __init__(self, client: SqliteZk, path: str, func: Callable[..., Any],
+                 children: bool) -> None:
+        self.client = client
+        self.path = path
+        self.func = func
+        self.children = children
+        self.stopped = False
+        self._seen: object = object()  # nothing seen yet: the first read calls func
+        self._lock = threading.Lock()
+
+    def refresh(self) -> None:
+        with self._lock:
+            if self.stopped:
+                return
+            key: object  # what changes when the watched thing does
+            if self.children:
+                try:
+                    names, key = self.client.children_versioned(self.path)
+                except NoNodeError:  # kazoo's ChildrenWatch ends on a missing znode
+                    self.stopped = True
+                    return
+                args: tuple[Any, ...] = (names,)
+            else:
+                data, stat = self.client.get_or_none(self.path)
+                key, args = (None if stat is None else stat.mzxid), (data, stat)
+            if key == self._seen:
+                return
+            self._seen = key
+            try:
+                result = self.func(*args)
+            except Exception:
+                log.exception("watch of %s failed", self.path)
+                return
+            if result is False:
+                self.stopped = True
+
+
+class _Transaction:
+    """kazoo's TransactionRequest: the operations run in one SQLite transaction."""
+
+    def __init__(self, client: SqliteZk) -> None:
+        self._client = client
+        self._ops: list[tuple[str, tuple[Any, ...], dict[str, Any]]] = []
+
+    def create(self, path: str, value: bytes = b"", acl: Any = None, ephemeral: bool = False,
+               sequence: bool = False) -> None:
+        self._ops.append(("create", (path, value), {"ephemeral": ephemeral,
+                                                    "sequence": sequence}))
+
+    def delete(self, path: str, version: int = -1) -> None:
+        self._ops.append(("delete", (path, version), {}))
+
+    def set_data(self, path: str, value: bytes, version: int = -1) -> None:
+        self._ops.append(("set", (path, value, version), {}))
+
+    def check(self, path: str, version: int) -> None:
+        self._ops.append(("check", (path, version), {}))
+
+    def commit(self) -> list[Any]:
+        """Each operation's result, or (nothing written) the failed one's error and kazoo's
+        RolledBackError / RuntimeInconsistency for the others."""
+        return self._client.run_transaction(self._ops)
+
+
+class SqliteZk:
+    """The kazoo client calls the ZooKeeper store's parts make, on the SQLite tree."""
+
+    def __init__(self, path: Path, timeout: float) -> None:
+        self.path = path
+        self.timeout_ms = int(timeout * 1000)
+        self._lock = threading.RLock()  # one connection, used by the loop's workers and poller
+        self._db: sqlite3.Connection | None = None
+        self._session = 0  # 0: none (lost, or not started)
+        self._listeners: list[Callable[[str], Any]] = []
+        self._watches: dict[str, list[_Watch]] = {}
+        self._seen_zxid = 0
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._renewed = 0.0
+        self._pruned = 0.0
+
+    # ---- the connection and the session ---------------------------------------------------
+    def start(self, timeout: float | None = None) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        db = sqlite3.connect(self.path, timeout=30.0, isolation_level=None,
+                             check_same_thread=False)
+        db.execute("PRAGMA journal_mode=WAL")
+        db.execute("PRAGMA synchronous=FULL")  # a committed write survives a power loss
+        with self._lock:
+            self._db = db
+            db.executescript(_SCHEMA)  # each statement idempotent: processes may race here
+            self._seen_zxid = self._meta("zxid")
+            self._open_session()
+        self._stop.clear()
+        self._thread = threading.Thread(target=self._poll, name=f"sqlite-zk {self.path.name}",
+                                        daemon=True)
+        self._thread.start()
+        self._tell(KazooState.CONNECTED)
+
+    def stop(self) -> None:
+        """End the session (its ephemeral znodes go at once, as a closed ZooKeeper session's)
+        and the polling."""
+        self._stop.set()
+        if self._thread is not None and self._thread is not threading.current_thread():
+            self._thread.join()
+        self._thread = None
+        if self._db is not None and self._session:
+            with self._write() as w:
+                w.expire_sessions([self._session])
+            self._session = 0
+
+    def close(self) -> None:
+        with self._lock:
+            if self._db is not None:
+                self._db.close()
+                self._db = None
+
+    @property
+    def client_id(self) -> tuple[int, bytes] | None:
+        return (self._session, b"") if self._session else None
+
+    @property
+    def connected(self) -> bool:
+        return bool(self._session)
+
+    def add_listener(self, fn: Callable[[str], Any]) -> None:
+        self._listeners.append(fn)
+
+    def remove_listener(self, fn: Callable[[str], Any]) -> None:
+        if fn in self._listeners:
+            self._listeners.remove(fn)
+
+    def _tell(self, state: str) -> None:
+        for fn in list(self._listeners):
+            fn(state)
+
+    def _open_session(self) -> None:
+        with self._lock:
+            session = secrets.randbits(62) | 1
+            self._conn().execute("INSERT INTO sessions VALUES (?, ?)",
+                                 (session, _now_ms() + self.timeout_ms))
+            self._session = session
+            self._renewed = time.monotonic()
+
+    def _renew(self) -> None:
+        """Extend our lease; a lease another process found passed is a lost session: LOST,
+        then a new session (CONNECTED), as kazoo reports an expired one."""
+        with self._lock:
+            renewed = self._conn().execute("UPDATE sessions SET expires_ms = ? WHERE id = ?",
+                                           (_now_ms() + self.timeout_ms, self._session))
+        self._renewed = time.monotonic()
+        if renewed.rowcount:
+            return
+        log.warning("session 0x%x of %s expired", self._session, self.path)
+        self._session = 0
+        self._tell(KazooState.LOST)
+        self._open_session()
+        self._tell(KazooState.CONNECTED)
+        self._refresh(None)
+
+    def _expire_others(self) -> None:
+        """Looked for first outside a write: the file's write lock only when one is due."""
+        with self._lock:
+            due = self._conn().execute("SELECT 1 FROM sessions WHERE expires_ms < ? AND id != ?",
+                                       (_now_ms(), self._session)).fetchone()
+            if due:
+                with self._write() as w:
+                    w.expire_sessions()
+
+    # ---- polling --------------------------------------------------------------------------
+    def _poll(self) -> None:
+        while not self._stop.wait(POLL_S):
+            try:
+                if time.monotonic() - self._renewed >= self.timeout_ms / 3000:
+                    self._renew()
+                self._expire_others()
+                self._refresh(self._changed())
+                if time.monotonic() - self._pruned >= PRUNE_EVERY_S:
+                    self._prune()
+            except sqlite3.Error as exc:  # the file busy beyond the timeout: next round
+                log.warning("shared metadata %s: %r", self.path, exc)
+
+    def _changed(self) -> set[str] | None:
+        """The paths written since the last poll; None when the changes were pruned meanwhile
+        (then everything watched is read again)."""
+        with self._lock:
+            rows = self._conn().execute("SELECT zxid, path FROM changes WHERE zxid > ?",
+                                        (self._seen_zxid,)).fetchall()
+            gap = self._meta("pruned") > self._seen_zxid
+        if rows:
+            self._seen_zxid = max(r[0] for r in rows)
+        return None if gap else {r[1] for r in rows}
+
+    def _refresh(self, paths: set[str] | None) -> None:
+        with self._lock:
+            watched = [w for p, ws in self._watches.items() if paths is None or p in paths
+                       for w in ws]
+        for w in watched:
+            w.refresh()
+        with self._lock:
+            for p in list(self._watches):
+                self._watches[p] = [w for w in self._watches[p] if not w.stopped]
+                if not self._watches[p]:
+                    del self._watches[p]
+
+    def _prune(self) -> None:
+        self._pruned = time.monotonic()
+        with self._transaction() as db:
+            top = db.execute("SELECT max(zxid) FROM changes WHERE ms < ?",
+                             (_now_ms() - CHANGES_KEPT_MS,)).fetchone()[0]
+            if top is not None:
+                db.execute("DELETE FROM changes WHERE zxid <= ?", (top,))
+                db.execute("UPDATE meta SET value = max(value, ?) WHERE key = 'pruned'",
+                           (top + 1,))
+
+    # ---- reads ----------------------------------------------------------------------------
+    def _conn(self) -> sqlite3.Connection:
+        if self._db is None:
+            raise RuntimeError(f"{self.path}: not started")
+        return self._db
+
+    def _meta(self, key: str) -> int:
+        return int(self._conn().execute("SELECT value FROM meta WHERE key = ?",
+                                        (key,)).fetchone()[0])
+
+    def get_or_none(self, path: str) -> tuple[bytes | None, ZnodeStat | None]:
+        with self._lock:
+            return _read(self._conn(), path)
+
+    def get(self, path: str) -> tuple[bytes, ZnodeStat]:
+        data, stat = self.get_or_none(path)
+        if data is None or stat is None:
+            raise NoNodeError(path)
+        return data, stat
+
+    def exists(self, path: str) -> ZnodeStat | None:
+        return self.get_or_none(path)[1]
+
+    def children_versioned(self, path: str) -> tuple[list[str], tuple[int, int]]:
+        """The children's names, and what changes when they do (czxid, cversion)."""
+        with self._lock:
+            db = self._conn()
+            row = db.execute("SELECT czxid, cversion FROM znodes WHERE path = ?",
+                             (path,)).fetchone()
+            if row is None:
+                raise NoNodeError(path)
+            names = [p.rsplit("/", 1)[1] for (p,) in db.execute(
+                "SELECT path FROM znodes WHERE parent = ? ORDER BY path", (path,))]
+        return names, (row[0], row[1])
+
+    def get_children(self, path: str) -> list[str]:
+        return self.children_versioned(path)[0]
+
+    def get_async(self, path: str) -> _Done:
+        return _Done(lambda: self.get(path))
+
+    def exists_async(self, path: str) -> _Done:
+        return _Done(lambda: self.exists(path))
+
+    def retry(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        """No connection to lose: called once."""
+        return fn(*args, **kwargs)
+
+    # ---- writes ---------------------------------------------------------------------------
+    @contextmanager
+    def _transaction(self) -> Iterator[sqlite3.Connection]:
+        """A write transaction: BEGIN IMMEDIATE takes the file's write lock at once (a reader
+        turned writer could not upgrade in WAL mode when another wrote meanwhile)."""
+        with self._lock:
+            db = self._conn()
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                yield db
+            except BaseException:
+                db.execute("ROLLBACK")
+                raise
+            db.execute("COMMIT")
+
+    @contextmanager
+    def _write(self) -> Iterator[_Write]:
+        """Znode writes at the next zxid, recorded in `changes` for every process's watches."""
+        with self._transaction() as db:
+            w = _Write(db, self._meta("zxid") + 1, self._session)
+            yield w
+            if w.touched:
+                db.execute("UPDATE meta SET value = ? WHERE key = 'zxid'", (w.zxid,))
+                db.executemany("INSERT INTO changes VALUES (?, ?, ?)",
+                               [(w.zxid, p, w.now) for p in w.touched])
+
+    def create(self, path: str, value: bytes = b"", acl: Any = None, ephemeral: bool = False,
+               sequence: bool = False, makepath: bool = False) -> str:
+        with self._write() as w:
+            return w.create(path, value, ephemeral, sequence, makepath)
+
+    def ensure_path(self, path: str, acl: Any = None) -> None:
+        if self.exists(path) is None:
+            with self._write() as w:
+                w.ensure(path)
+
+    def set(self, path: str, value: bytes, version: int = -1) -> ZnodeStat:
+        with self._write() as w:
+            return w.set(path, value, version)
+
+    def delete(self, path: str, version: int = -1, recursive: bool = False) -> bool:
+        with self._write() as w:
+            return w.delete(path, version, recursive)
+
+    def transaction(self) -> _Transaction:
+        return _Transaction(self)
+
+    def run_transaction(self, ops: list[tuple[str, tuple[Any, ...], dict[str, Any]]]
+                        ) -> list[Any]:
+        results: list[Any] = []
+        try:
+            with self._write() as w:
+                for name, args, kwargs in ops:
+                    try:
+                        results.append(getattr(w, name)(*args, **kwargs))
+                    except (NoNodeError, NodeExistsError, BadVersionError,
+                            NotEmptyError) as exc:
+                        raise _RolledBack(len(results), exc) from None
+        except _RolledBack as failed:
+            return ([RolledBackError()] * failed.index + [failed.error]
+                    + [RuntimeInconsistency()] * (len(ops) - failed.index - 1))
+        return results  # kazoo's: the created paths, set_data's new stats, else True
+
+    # ---- watches ----------------------------------------------------------------------------
+    def DataWatch(self, path: str, func: Callable[[bytes | None, Any], Any]) -> None:  # noqa: N802
+        self._watch(_Watch(self, path, func, children=False))
+
+    def ChildrenWatch(self, path: str, func: Callable[[list[str]], Any]) -> None:  # noqa: N802
+        self._watch(_Watch(self, path, func, children=True))
+
+    def _watch(self, watch: _Watch) -> None:
+        """Registered before its first read: a write in between is seen by the next poll."""
+        with self._lock:
+            self._watches.setdefault(watch.path, []).append(watch)
+        watch.refresh()
+
+
+class _RolledBack(Exception):
+    def __init__(self, index: int, error: Exception) -> None:
+        super().__init__(index, error)
+        self.index = index
+        self.error = error
