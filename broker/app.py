@@ -40,6 +40,7 @@ from .cluster.controller import Controller
 from .cluster.features import TRANSACTION_VERSION, initial_levels
 from .cluster.metadata_cache import TopicMetadataCache
 from .cluster.metadata_store import BrokerEndpoint, BrokerInfo, LocalMetadataStore, TopicState
+from .cluster.shared.store import SharedMetadataStore
 from .cluster.topic_admin import TopicAdmin
 from .cluster.zk.client import ZkClientSettings
 from .cluster.zk.store import ZkMetadataStore
@@ -130,6 +131,10 @@ class Broker:
         info = BrokerInfo(self.broker_id, advertised.host, advertised.port, config["broker.rack"],
                           endpoints)
         initial = initial_levels(config)  # a new cluster's feature levels
+        shared = config["samsa.metadata.shared.file"]
+        if not self.zookeeper and shared:  # the processes of one node, without ZooKeeper
+            return SharedMetadataStore(Path(shared), info, config["zookeeper.session.timeout.ms"],
+                                       initial_levels=initial)
         if not self.zookeeper:
             return LocalMetadataStore(self.data_dir, info, initial_levels=initial)
         return ZkMetadataStore(
@@ -517,7 +522,7 @@ class Broker:
     def _on_offline_replicas(self) -> None:
         """Tell the controller (ZooKeeper's /log_dir_event_notification) which replicas are
         offline here, so that it moves their leadership and takes them out of the ISR."""
-        if not self.zookeeper:
+        if not isinstance(self.store, ZkMetadataStore):
             return
         if self._offline_report is None or self._offline_report.done():
             self._offline_report = asyncio.get_running_loop().create_task(self._report_offline())
