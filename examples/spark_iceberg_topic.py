@@ -54,7 +54,7 @@ def report(spark: Any, topic: str) -> None:
                   "CAST(value AS STRING) AS value", "timestamp").show(10, truncate=False)
 
 
-def spark_session(jar_dir: Path | None) -> Any:
+def spark_session(jar_dir: Path | None, master: str = "local[2]") -> Any:
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     os.environ["PYSPARK_PYTHON"] = sys.executable
     import pyspark
@@ -64,7 +64,7 @@ def spark_session(jar_dir: Path | None) -> Any:
     jars = sorted(jar_dir.glob("*.jar"))
     if not any(j.name.startswith("iceberg-spark-runtime") for j in jars):
         raise SystemExit(f"Iceberg's Spark runtime missing in {jar_dir}: run `make spark-deps`")
-    spark = (SparkSession.builder.master("local[2]").appName("samsa-iceberg-topic")
+    spark = (SparkSession.builder.master(master).appName("samsa-iceberg-topic")
              .config("spark.jars", ",".join(map(str, jars)))
              .config("spark.ui.enabled", "false")
              .config("spark.ui.showConsoleProgress", "false")
