@@ -23,6 +23,9 @@ top conftest.py):
     def test_faults(samsa_embedded_broker):  # in this process, with intercepts (below)
         ...
 
+`node(processes=2)` is one node of broker processes under `samsa serve --processes N`'s
+supervisor, with a ZooKeeper of its own (samsa/testing/_node.py).
+
 Each broker is a `samsa serve` process on a free loopback port with a temporary data
 directory, removed when the broker is closed. Keyword arguments are broker properties (`--set
 key=value`, underscores for dots); a dict works too: broker({"num.partitions": 3}). Start-up
@@ -79,8 +82,10 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from samsa.testing._embedded import EmbeddedBroker
     from samsa.testing._intercept import Intercept, Intercepted
+    from samsa.testing._node import SamsaNode
 
-__all__ = ["SamsaBroker", "SamsaCluster", "BrokerStartError", "broker", "cluster", "free_port",
+__all__ = ["SamsaBroker", "SamsaCluster", "SamsaNode", "BrokerStartError", "broker", "cluster",
+           "node", "free_port",
            "zookeeper_available", "startup_times", "warm_up", "EmbeddedBroker",
            "embedded_broker", "Intercept", "Intercepted"]
 
@@ -572,6 +577,10 @@ def __getattr__(name: str) -> Any:
         from samsa.testing._embedded import EmbeddedBroker
 
         return EmbeddedBroker
+    if name == "SamsaNode":
+        from samsa.testing._node import SamsaNode
+
+        return SamsaNode
     if name in ("Intercept", "Intercepted"):
         from samsa.testing import _intercept
 
@@ -670,6 +679,21 @@ def cluster(brokers: int = 3, settings: Mapping[str, Any] | None = None,
         yield c.start()
     finally:
         c.close()
+
+
+@contextlib.contextmanager
+def node(processes: int = 2, settings: Mapping[str, Any] | None = None, *,
+         zookeeper: bool | str = True, **kwargs: Any) -> Iterator[SamsaNode]:
+    """`samsa serve --processes N`: one node of `processes` brokers under its supervisor,
+    with a ZooKeeper of its own (`zookeeper`: a connect string to share one, False for none),
+    stopped and removed on leaving the block (samsa/testing/_node.py)."""
+    from samsa.testing._node import SamsaNode
+
+    n = SamsaNode(processes, _settings(settings, kwargs), zookeeper=zookeeper)
+    try:
+        yield n.start()
+    finally:
+        n.close()
 
 
 # pytest: `-p samsa.testing` registers this module as a plugin; its fixtures live in _pytest.

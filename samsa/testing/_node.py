@@ -1,0 +1,168 @@
+"""`samsa serve --processes N` for tests: one node of N broker processes under its supervisor
+(broker/node/supervisor.py), with a ZooKeeper of its own unless given one.
+
+    with samsa.testing.node(processes=2) as n:      # brokers 0 and 1 on PORT and PORT+1
+        n.create_topic("orders", partitions=4)
+        produce_and_consume(n.bootstrap)
+        n.kill_process(1)                           # SIGKILL broker 1 alone
+        n.wait_restarted(1)                         # the supervisor started it again
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import tempfile
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from samsa.testing import (
+    START_TIMEOUT,
+    STOP_TIMEOUT,
+    BrokerStartError,
+    _accepts,
+    _free,
+    _popen,
+    _set_args,
+    _tail,
+    create_topic,
+    free_port,
+    samsa_command,
+    startup_times,
+)
+
+_STARTED = re.compile(r"samsa\.node: broker (\d+) started \(pid (\d+)\)")
+
+
+class SamsaNode:
+    """A node of `processes` brokers, ids broker_id.. on consecutive free loopback ports, data
+    under one temporary directory. `zookeeper`: True starts a ZooKeeper for this node alone, a
+    string is the zookeeper.connect of one already running, False runs the node without."""
+
+    host = "127.0.0.1"
+
+    def __init__(self, processes: int = 2, settings: Mapping[str, Any] | None = None, *,
+                 zookeeper: bool | str = True, broker_id: int = 0) -> None:
+        self.processes = processes
+        self.broker_id = broker_id
+        self.settings = dict(settings or {})
+        self._tmp = tempfile.TemporaryDirectory(prefix="samsa-testing-node-")
+        self.dir = Path(self._tmp.name)
+        self.log_path = self.dir / "node.log"
+        self.zookeeper_setting = zookeeper
+        self.zk: Any = None  # the ZooKeeperProcess this node started, if any
+        while True:  # PORT..PORT+N-1 all free now
+            base = free_port(self.host)
+            if all(_free(self.host, base + i) for i in range(processes)):
+                break
+        self.ports = [base + i for i in range(processes)]
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.startup_seconds: float | None = None
+
+    @property
+    def bootstrap(self) -> str:
+        return ",".join(f"{self.host}:{p}" for p in self.ports)
+
+    @property
+    def broker_ids(self) -> list[int]:
+        return [self.broker_id + i for i in range(self.processes)]
+
+    def _zookeeper_connect(self) -> str | None:
+        if self.zookeeper_setting is False:
+            return None
+        if isinstance(self.zookeeper_setting, str):
+            return self.zookeeper_setting
+        if self.zk is None:
+            from samsa.broker.cluster.zk.process import ZooKeeperProcess
+
+            self.zk = ZooKeeperProcess(self.dir / "zookeeper", free_port(self.host)).start()
+        return f"{self.zk.connect_string}/node"
+
+    def command(self) -> list[str]:
+        zk = self._zookeeper_connect()
+        return [*samsa_command(), "serve", "--processes", str(self.processes),
+                "--listen", f"{self.host}:{self.ports[0]}", "--data-dir", str(self.dir / "data"),
+                "--broker-id", str(self.broker_id), *(["--zookeeper", zk] if zk else []),
+                *_set_args(self.settings)]
+
+    def start(self, timeout: float = 3 * START_TIMEOUT) -> SamsaNode:
+        t0 = time.perf_counter()
+        self.proc = _popen(self.command(), self.log_path)
+        deadline = time.monotonic() + timeout
+        while not all(_accepts(self.host, p) for p in self.ports):
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                raise BrokerStartError(f"the node did not start\n{self.log_tail()}")
+            time.sleep(0.05)
+        self.startup_seconds = time.perf_counter() - t0
+        startup_times.append((f"node of {self.processes}", self.startup_seconds))
+        return self
+
+    def pid(self, broker_id: int) -> int:
+        """The process of broker `broker_id` the supervisor started last."""
+        pids = [int(m.group(2)) for m in _STARTED.finditer(self.log_text())
+                if int(m.group(1)) == broker_id]
+        if not pids:
+            raise LookupError(f"broker {broker_id} was not started\n{self.log_tail()}")
+        return pids[-1]
+
+    def kill_process(self, broker_id: int) -> int:
+        """SIGKILL one broker process of the node (a crash); returns its pid."""
+        pid = self.pid(broker_id)
+        os.kill(pid, signal.SIGKILL)
+        return pid
+
+    def wait_restarted(self, broker_id: int, old_pid: int, timeout: float = 60.0) -> int:
+        """Until the supervisor has started broker `broker_id` again and it accepts
+        connections; its new pid."""
+        port = self.ports[broker_id - self.broker_id]
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.pid(broker_id) != old_pid and _accepts(self.host, port):
+                return self.pid(broker_id)
+            time.sleep(0.1)
+        raise AssertionError(f"broker {broker_id} was not restarted\n{self.log_tail()}")
+
+    def create_topic(self, name: str, partitions: int = 1, replication_factor: int = 1,
+                     config: Mapping[str, Any] | None = None, timeout: float = 30.0) -> None:
+        create_topic(self.bootstrap, name, partitions, replication_factor, config, timeout)
+
+    def stop(self, timeout: float = 2 * STOP_TIMEOUT) -> int | None:
+        """SIGTERM to the supervisor (every process shuts down cleanly); its exit code."""
+        proc, self.proc = self.proc, None
+        if proc is None:
+            return None
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+        return proc.returncode
+
+    def close(self) -> None:
+        try:
+            self.stop()
+        finally:
+            if self.zk is not None:
+                self.zk.stop()
+            self._tmp.cleanup()
+
+    def log_text(self) -> str:
+        try:
+            return self.log_path.read_text(errors="replace")
+        except FileNotFoundError:
+            return ""
+
+    def log_tail(self, lines: int = 80) -> str:
+        return _tail(self.log_path, lines)
+
+    def __enter__(self) -> SamsaNode:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

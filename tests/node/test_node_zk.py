@@ -1,0 +1,154 @@
+"""A node of two broker processes (`samsa serve --processes 2`) with ZooKeeper, as the
+clients see it: a topic spread over both processes, a consumer group, a transaction across
+partitions led by each, and the exactly-once copy while one process is killed with SIGKILL
+(the node's supervisor starts it again)."""
+
+from __future__ import annotations
+
+import socket
+import time
+import uuid
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+
+import samsa.testing
+from samsa.testing._node import SamsaNode
+from tests.cluster.cluster import wait_until
+from tests.cluster.test_eos_failover import PARTITIONS, RECORDS, _copier, _fill, _read_committed
+
+pytestmark = [
+    pytest.mark.timeout(300),
+    pytest.mark.skipif(not samsa.testing.zookeeper_available(), reason="needs ZooKeeper"),
+]
+
+# Quick failure detection and internal topics on both processes, so that either may go.
+NODE_SETTINGS: dict[str, object] = {
+    "zookeeper.session.timeout.ms": 3000,
+    "replica.lag.time.max.ms": 4000,
+    "offsets.topic.num.partitions": 4,
+    "offsets.topic.replication.factor": 2,
+    "transaction.state.log.num.partitions": 4,
+    "transaction.state.log.replication.factor": 2,
+    "transaction.state.log.min.isr": 1,
+    "group.initial.rebalance.delay.ms": 0,
+    "group.min.session.timeout.ms": 1000,
+    "controlled.shutdown.retry.backoff.ms": 500,
+}
+
+
+@pytest.fixture(scope="module")
+def node() -> Iterator[SamsaNode]:
+    with samsa.testing.node(2, NODE_SETTINGS) as n:
+        wait_until(lambda: len(_admin(n).list_topics(timeout=10).brokers) == 2, 30,
+                   "both processes registered")
+        yield n
+
+
+def _admin(node: SamsaNode) -> AdminClient:
+    return AdminClient({"bootstrap.servers": node.bootstrap})
+
+
+def _create(node: SamsaNode, topic: str, partitions: int, rf: int = 2) -> dict[int, int]:
+    """The topic's leader of each partition, once every partition has one."""
+    admin = _admin(node)  # kept until the futures are done
+    for f in admin.create_topics([NewTopic(topic, partitions, rf)]).values():
+        f.result(timeout=30)
+
+    def leaders() -> dict[int, int]:
+        md = _admin(node).list_topics(topic, timeout=10).topics[topic]
+        return {p: m.leader for p, m in md.partitions.items() if m.leader >= 0}
+
+    wait_until(lambda: len(leaders()) == partitions, 30, f"leaders of {topic}")
+    return leaders()
+
+
+def test_a_topic_spreads_over_both_processes_of_one_rack(node: SamsaNode) -> None:
+    leaders = _create(node, "spread", 4)
+    assert sorted(Counter(leaders.values()).values()) == [2, 2]
+    admin = _admin(node)
+    described = admin.describe_cluster().result(timeout=10)
+    assert {(n.id, n.rack) for n in described.nodes} == {(0, socket.gethostname()),
+                                                          (1, socket.gethostname())}
+
+
+def test_a_consumer_group_over_both_processes(node: SamsaNode) -> None:
+    _create(node, "grouped", 4)
+    p = Producer({"bootstrap.servers": node.bootstrap, "acks": "all"})
+    for i in range(200):
+        p.produce("grouped", f"v{i}".encode(), partition=i % 4)
+    assert p.flush(30) == 0
+    members = [Consumer({"bootstrap.servers": node.bootstrap, "group.id": "g-node",
+                         "auto.offset.reset": "earliest", "enable.auto.commit": False})
+               for _ in range(2)]
+    got: list[list[bytes]] = [[], []]
+    try:
+        for m in members:
+            m.subscribe(["grouped"])
+        deadline = time.monotonic() + 60
+        while sum(map(len, got)) < 200 and time.monotonic() < deadline:
+            for i, m in enumerate(members):
+                got[i] += [r.value() for r in m.consume(100, 0.2) if r.error() is None]
+        assignments = [m.assignment() for m in members]
+        for m in members:
+            m.commit(asynchronous=False)
+        committed = members[0].committed([TopicPartition("grouped", i) for i in range(4)], 10)
+    finally:
+        for m in members:
+            m.close()
+    assert sorted(v for vs in got for v in vs) == sorted(f"v{i}".encode() for i in range(200))
+    assert all(len(a) == 2 for a in assignments), assignments
+    assert sum(tp.offset for tp in committed) == 200
+
+
+def test_a_transaction_across_partitions_led_by_both_processes(node: SamsaNode) -> None:
+    leaders = _create(node, "txn-both", 2)
+    assert set(leaders.values()) == {0, 1}
+    p = Producer({"bootstrap.servers": node.bootstrap, "transactional.id": "t-node"})
+    p.init_transactions(30)
+    for outcome in ("committed", "aborted"):
+        p.begin_transaction()
+        for part in (0, 1):
+            p.produce("txn-both", f"{outcome}-{part}".encode(), partition=part)
+        if outcome == "committed":
+            p.commit_transaction(30)
+        else:
+            p.abort_transaction(30)
+    c = Consumer({"bootstrap.servers": node.bootstrap, "group.id": "v-txn",
+                  "isolation.level": "read_committed", "enable.auto.commit": False})
+    try:
+        c.assign([TopicPartition("txn-both", part, 0) for part in (0, 1)])
+        seen: list[bytes] = []
+        deadline = time.monotonic() + 30
+        while len(seen) < 2 and time.monotonic() < deadline:
+            seen += [m.value() for m in c.consume(10, 0.5) if m.error() is None]
+        seen += [m.value() for m in c.consume(10, 1.0) if m.error() is None]  # no more
+    finally:
+        c.close()
+    assert sorted(seen) == [b"committed-0", b"committed-1"]
+
+
+def test_exactly_once_copy_while_a_process_is_killed(node: SamsaNode, tmp_path: Path) -> None:
+    suffix = uuid.uuid4().hex[:6]
+    src, dst = f"in-{suffix}", f"out-{suffix}"
+    _create(node, src, PARTITIONS)
+    victim = _create(node, dst, PARTITIONS)[0]
+    values = _fill(node.bootstrap, src)
+    copier = _copier(node.bootstrap, src, dst, f"g-{suffix}", f"copy-{suffix}",
+                     tmp_path).start()
+    try:
+        wait_until(lambda: copier.progress >= RECORDS // 5, 60, "a fifth of the copy")
+        old = node.kill_process(victim)
+        node.wait_restarted(victim, old)
+        assert copier.done.wait(120), (
+            f"copy unfinished: {copier.progress} copied\n{copier.stderr_tail()}\n"
+            f"{node.log_tail()}")
+    finally:
+        copier.stop()
+    out = _read_committed(node.bootstrap, dst, RECORDS)
+    assert not [v for v, n in Counter(out).items() if n > 1], "duplicated records"
+    assert set(out) == set(values) and len(out) == RECORDS
