@@ -19,8 +19,6 @@ from ..zk.session import ZkSession
 from ..zk.store import ZkMetadataStore
 from .znodes import SqliteZk
 
-DEFAULT_FILE = "samsa-metadata.db"
-
 
 class SharedMetadataStore(ZkMetadataStore):
     def __init__(self, path: Path, broker: BrokerInfo, session_timeout_ms: int = 18000, *,
