@@ -32,6 +32,7 @@ from samsa.config.loader import load_config
 from samsa.config.schema import BrokerConfig, ConfigError
 
 from ..cluster.local_cluster import _die_with_parent, default_serve_command, describe_exit
+from ..cluster.shared import NODE_FILE
 
 log = logging.getLogger("samsa.node")
 
@@ -79,6 +80,9 @@ def process_settings(config: BrokerConfig, index: int) -> dict[str, str]:
         "log.dirs": ",".join(str(d / f"broker-{broker_id}") for d in config.log_dirs),
         "broker.rack": config["broker.rack"] or socket.gethostname(),
     }
+    if config["zookeeper.connect"] is None and not config["samsa.metadata.shared.file"]:
+        # without ZooKeeper the processes share the node's metadata file (broker/cluster/shared)
+        settings["samsa.metadata.shared.file"] = str(config.log_dirs[0] / NODE_FILE)
     if config["advertised.listeners"] is not None:
         settings["advertised.listeners"] = shift_ports(config["advertised.listeners"], index)
     if config["metrics.port"]:
@@ -87,13 +91,6 @@ def process_settings(config: BrokerConfig, index: int) -> dict[str, str]:
         settings["schema.registry.listeners"] = ",".join(
             shift_ports(url, index) for url in config["schema.registry.listeners"])
     return settings
-
-
-def check_node(config: BrokerConfig) -> None:
-    """Where the processes of a node can share their metadata: ZooKeeper for now."""
-    if config["zookeeper.connect"] is None:
-        raise ConfigError("zookeeper.connect", "a node of more than one process shares its "
-                          "metadata through ZooKeeper: set zookeeper.connect (--zookeeper)")
 
 
 @dataclass
@@ -201,7 +198,6 @@ def node_processes(config_path: Path | None, overrides: Mapping[str, str], count
     """The node's broker processes, each configuration checked before any starts (raises
     ConfigError)."""
     node = load_config(config_path, overrides)
-    check_node(node)
     command = list(serve_command or default_serve_command())
     if config_path is not None:
         command += ["--config", str(config_path)]

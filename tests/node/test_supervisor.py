@@ -55,9 +55,7 @@ def test_process_i_is_broker_b_plus_i_with_its_own_dirs_and_the_host_as_rack() -
     assert process_settings(racked, 1)["log.dirs"] == "/d/broker-1"
 
 
-def test_node_processes_are_checked_and_need_zookeeper(tmp_path: Path) -> None:
-    with pytest.raises(ConfigError, match="zookeeper.connect"):
-        node_processes(None, {"log.dirs": str(tmp_path)}, 2)
+def test_node_processes_are_checked(tmp_path: Path) -> None:
     with pytest.raises(ConfigError):
         node_processes(None, {"zookeeper.connect": "zk:2181", "num.partitions": "zero"}, 2)
     procs = node_processes(None, {"zookeeper.connect": "zk:2181", "log.dirs": str(tmp_path),
@@ -68,6 +66,16 @@ def test_node_processes_are_checked_and_need_zookeeper(tmp_path: Path) -> None:
     assert second[:2] == ["samsa", "serve"]
     assert "listeners=PLAINTEXT://127.0.0.1:9093" in second
     assert f"log.dirs={tmp_path}/broker-1" in second
+    assert not any("samsa.metadata.shared.file" in arg for arg in second)
+
+
+def test_without_zookeeper_the_processes_share_the_node_s_metadata_file(tmp_path: Path) -> None:
+    procs = node_processes(None, {"log.dirs": str(tmp_path)}, 2, serve_command=["samsa"])
+    for p in procs:
+        assert f"samsa.metadata.shared.file={tmp_path}/samsa-metadata.db" in p.command
+    chosen = node_processes(None, {"log.dirs": str(tmp_path),
+                                   "samsa.metadata.shared.file": "/m.db"}, 2)
+    assert all("samsa.metadata.shared.file=/m.db" in p.command for p in chosen)
 
 
 def test_processes_flag(capsys: pytest.CaptureFixture[str]) -> None:
@@ -77,8 +85,8 @@ def test_processes_flag(capsys: pytest.CaptureFixture[str]) -> None:
         processes_arg("0")
     assert main(["serve", "--processes", "none"]) == 2
     assert "--processes none" in capsys.readouterr().err
-    assert main(["serve", "--processes", "2", "--data-dir", "/nonexistent"]) == 2
-    assert "zookeeper.connect" in capsys.readouterr().err
+    assert main(["serve", "--processes", "2", "--set", "num.partitions=zero"]) == 2
+    assert "num.partitions" in capsys.readouterr().err
 
 
 # A stand-in broker: says it started, exits with `code` at once or waits for SIGTERM.
