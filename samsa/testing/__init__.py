@@ -352,7 +352,31 @@ def _tail(path: Path, lines: int = 40) -> str:
             + "\n".join(text[-lines:]))
 
 
-class SamsaBroker:
+class _Served:
+    """What a broker, a cluster and a node share: their output in `log_path` (every start)
+    and CreateTopics through their `bootstrap`."""
+
+    log_path: Path
+
+    @property
+    def bootstrap(self) -> str:
+        raise NotImplementedError
+
+    def create_topic(self, name: str, partitions: int = 1, replication_factor: int = 1,
+                     config: Mapping[str, Any] | None = None, timeout: float = 30.0) -> None:
+        """CreateTopics; waits until the topic's leaders are known."""
+        create_topic(self.bootstrap, name, partitions, replication_factor, config, timeout)
+
+    def log_text(self) -> str:
+        """All the output so far (every start)."""
+        return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
+
+    def log_tail(self, lines: int = 60) -> str:
+        """The last lines of the output, headed by the log's path."""
+        return _tail(self.log_path, lines)
+
+
+class SamsaBroker(_Served):
     """One `samsa serve` process. Use `broker(...)` or the pytest fixtures.
 
     Besides the broker properties: `data_dir` (default: a temporary directory, removed by
@@ -507,22 +531,6 @@ class SamsaBroker:
                 self._tmp.cleanup()
                 self._tmp = None
 
-    def create_topic(self, name: str, partitions: int = 1, replication_factor: int = 1,
-                     config: Mapping[str, Any] | None = None, timeout: float = 30.0) -> None:
-        """CreateTopics on this broker; waits until the topic's leaders are known."""
-        create_topic(self.bootstrap, name, partitions, replication_factor, config, timeout)
-
-    def log_text(self) -> str:
-        """All the broker's output so far (every start)."""
-        try:
-            return self.log_path.read_text(errors="replace")
-        except FileNotFoundError:
-            return ""
-
-    def log_tail(self, lines: int = 60) -> str:
-        """The last lines of the broker's output, headed by the log's path."""
-        return _tail(self.log_path, lines)
-
     def __enter__(self) -> SamsaBroker:
         return self.start() if not self.is_running() else self
 
@@ -592,7 +600,7 @@ def zookeeper_available() -> bool:
     return ZOOKEEPER_JAR.is_file() and shutil.which("java") is not None
 
 
-class SamsaCluster:
+class SamsaCluster(_Served):
     """`samsa cluster --brokers N`: a local ZooKeeper and N brokers on loopback."""
 
     host = "127.0.0.1"
@@ -636,10 +644,6 @@ class SamsaCluster:
         self.startup_seconds = time.perf_counter() - t0
         startup_times.append((f"cluster of {self.size}", self.startup_seconds))
         return self
-
-    def create_topic(self, name: str, partitions: int = 1, replication_factor: int = 1,
-                     config: Mapping[str, Any] | None = None, timeout: float = 30.0) -> None:
-        create_topic(self.bootstrap, name, partitions, replication_factor, config, timeout)
 
     def close(self) -> None:
         proc, self.proc = self.proc, None

@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import signal
@@ -27,9 +28,8 @@ from samsa.testing import (
     _accepts,
     _free,
     _popen,
+    _Served,
     _set_args,
-    _tail,
-    create_topic,
     free_port,
     samsa_command,
     startup_times,
@@ -38,7 +38,7 @@ from samsa.testing import (
 _STARTED = re.compile(r"samsa\.node: broker (\d+) started \(pid (\d+)\)")
 
 
-class SamsaNode:
+class SamsaNode(_Served):
     """A node of `processes` brokers, ids broker_id.. on consecutive free loopback ports, data
     under one temporary directory. `zookeeper`: True starts a ZooKeeper for this node alone, a
     string is the zookeeper.connect of one already running, False runs the node without."""
@@ -51,6 +51,8 @@ class SamsaNode:
         self.broker_id = broker_id
         self.settings = dict(settings or {})
         self._tmp = tempfile.TemporaryDirectory(prefix="samsa-testing-node-")
+        self._closing = contextlib.ExitStack()
+        self._closing.callback(self._tmp.cleanup)
         self.dir = Path(self._tmp.name)
         self.log_path = self.dir / "node.log"
         self.zookeeper_setting = zookeeper
@@ -80,6 +82,7 @@ class SamsaNode:
             from samsa.broker.cluster.zk.process import ZooKeeperProcess
 
             self.zk = ZooKeeperProcess(self.dir / "zookeeper", free_port(self.host)).start()
+            self._closing.callback(self.zk.stop)
         return f"{self.zk.connect_string}/node"
 
     def command(self) -> list[str]:
@@ -126,40 +129,21 @@ class SamsaNode:
             time.sleep(0.1)
         raise AssertionError(f"broker {broker_id} was not restarted\n{self.log_tail()}")
 
-    def create_topic(self, name: str, partitions: int = 1, replication_factor: int = 1,
-                     config: Mapping[str, Any] | None = None, timeout: float = 30.0) -> None:
-        create_topic(self.bootstrap, name, partitions, replication_factor, config, timeout)
-
     def stop(self, timeout: float = 2 * STOP_TIMEOUT) -> int | None:
         """SIGTERM to the supervisor (every process shuts down cleanly); its exit code."""
         proc, self.proc = self.proc, None
         if proc is None:
             return None
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(timeout)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
-        return proc.returncode
+        proc.terminate()  # nothing if it has exited
+        try:
+            return proc.wait(timeout)
+        except subprocess.TimeoutExpired:  # the supervisor and its brokers, whatever they do
+            os.killpg(proc.pid, signal.SIGKILL)
+            return proc.wait()
 
     def close(self) -> None:
-        try:
+        with self._closing:  # the ZooKeeper, then the directory, whatever stop() raised
             self.stop()
-        finally:
-            if self.zk is not None:
-                self.zk.stop()
-            self._tmp.cleanup()
-
-    def log_text(self) -> str:
-        try:
-            return self.log_path.read_text(errors="replace")
-        except FileNotFoundError:
-            return ""
-
-    def log_tail(self, lines: int = 80) -> str:
-        return _tail(self.log_path, lines)
 
     def __enter__(self) -> SamsaNode:
         return self.start()
