@@ -15,6 +15,9 @@ guard, codec and encoder, treat them as any other schema. The codec finds them t
 - StreamsGroupDescribe (89) v1 (KIP-1331): the request adds IncludeTopologyDescription; each
   described group adds TopologyDescription (nullable), TopologyDescriptionStatus and
   AssignorName (nullable).
+- StreamsGroupTopologyDescriptionUpdate (93) v0 (KIP-1331, new in Kafka 4.4): a member sends its
+  topology's description (the nested structures of StreamsGroupDescribe v1's); the response is
+  an error code and message.
 """
 
 import uuid
@@ -37,7 +40,7 @@ from .errors import ErrorCode
 __all__ = ["request_schema", "response_schema"]
 
 API_VERSIONS, TXN_OFFSET_COMMIT, DELETE_GROUPS = 18, 28, 42
-STREAMS_HEARTBEAT, STREAMS_DESCRIBE = 88, 89
+STREAMS_HEARTBEAT, STREAMS_DESCRIBE, STREAMS_TOPOLOGY_UPDATE = 88, 89, 93
 
 
 # ---- DeleteGroups v3 ------------------------------------------------------------------------
@@ -343,16 +346,47 @@ class StreamsGroupDescribeResponseV1(described_v0.StreamsGroupDescribeResponse):
     groups: tuple[DescribedGroupV1, ...]
 
 
+# ---- StreamsGroupTopologyDescriptionUpdate v0 ----------------------------------------------
+class _TopologyUpdateV0:
+    __slots__ = ()
+    __version__: ClassVar[i16] = i16(0)
+    __flexible__: ClassVar[bool] = True
+    __api_key__: ClassVar[i16] = i16(STREAMS_TOPOLOGY_UPDATE)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StreamsGroupTopologyDescriptionUpdateRequestV0(_TopologyUpdateV0):
+    __type__: ClassVar = EntityType.request
+    __header_schema__: ClassVar[type[RequestHeader]] = RequestHeader
+    group_id: GroupId = field(metadata={"kafka_type": "string"})
+    member_id: str = field(metadata={"kafka_type": "string"})
+    topology_epoch: i32 = field(metadata={"kafka_type": "int32"})
+    topology_description: TopologyDescriptionV1  # StreamsGroupDescribe v1's structures
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StreamsGroupTopologyDescriptionUpdateResponseV0(_TopologyUpdateV0):
+    __type__: ClassVar = EntityType.response
+    __header_schema__: ClassVar[type[ResponseHeader]] = ResponseHeader
+    throttle_time: i32Timedelta = field(metadata={"kafka_type": "timedelta_i32"})
+    error_code: ErrorCode = field(metadata={"kafka_type": "error_code"})
+    error_message: str | None = field(metadata={"kafka_type": "string"}, default=None)
+
+
 _REQUESTS: dict[tuple[int, int], type] = {(DELETE_GROUPS, 3): DeleteGroupsRequestV3,
                                           (TXN_OFFSET_COMMIT, 6): TxnOffsetCommitRequestV6,
                                           (API_VERSIONS, 5): ApiVersionsRequestV5,
                                           (STREAMS_HEARTBEAT, 1): StreamsGroupHeartbeatRequestV1,
-                                          (STREAMS_DESCRIBE, 1): StreamsGroupDescribeRequestV1}
+                                          (STREAMS_DESCRIBE, 1): StreamsGroupDescribeRequestV1,
+                                          (STREAMS_TOPOLOGY_UPDATE, 0):
+                                              StreamsGroupTopologyDescriptionUpdateRequestV0}
 _RESPONSES: dict[tuple[int, int], type] = {(DELETE_GROUPS, 3): DeleteGroupsResponseV3,
                                            (TXN_OFFSET_COMMIT, 6): TxnOffsetCommitResponseV6,
                                            (API_VERSIONS, 5): ApiVersionsResponseV5,
                                            (STREAMS_HEARTBEAT, 1): StreamsGroupHeartbeatResponseV1,
-                                           (STREAMS_DESCRIBE, 1): StreamsGroupDescribeResponseV1}
+                                           (STREAMS_DESCRIBE, 1): StreamsGroupDescribeResponseV1,
+                                           (STREAMS_TOPOLOGY_UPDATE, 0):
+                                               StreamsGroupTopologyDescriptionUpdateResponseV0}
 
 
 def request_schema(api_key: int, version: int) -> type | None:

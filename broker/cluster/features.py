@@ -18,7 +18,8 @@ APIs: ApiVersions lists them only while it is finalized at 1). Share groups are 
 since Kafka 4.2, so as in Kafka 4.3 every broker supports 0..1 and a new cluster finalizes 1
 (there is no other switch: Kafka 4.3 has no `group.share.enable`); `kafka-features downgrade
 --feature share.version=0` turns the share groups' APIs off and `upgrade` back on.
-`streams.version` (KIP-1071) gates the streams groups' APIs (StreamsGroupHeartbeat/Describe).
+`streams.version` (KIP-1071) gates the streams groups' APIs (StreamsGroupHeartbeat/Describe,
+StreamsGroupTopologyDescriptionUpdate).
 Samsa's streams groups are still in development, so its level 1 is one of
 `unstable.feature.versions.enable` (Kafka's switch for the levels of features still in
 development, `UNSTABLE`), and the APIs are listed only with `unstable.api.versions.enable`
@@ -69,12 +70,12 @@ API_GATES: dict[int, tuple[str, int]] = {
     76: (SHARE_VERSION, 1), 77: (SHARE_VERSION, 1), 78: (SHARE_VERSION, 1), 79: (SHARE_VERSION, 1),
     83: (SHARE_VERSION, 1), 84: (SHARE_VERSION, 1), 85: (SHARE_VERSION, 1), 86: (SHARE_VERSION, 1),
     87: (SHARE_VERSION, 1), 90: (SHARE_VERSION, 1), 91: (SHARE_VERSION, 1), 92: (SHARE_VERSION, 1),
-    88: (STREAMS_VERSION, 1), 89: (STREAMS_VERSION, 1),
+    88: (STREAMS_VERSION, 1), 89: (STREAMS_VERSION, 1), 93: (STREAMS_VERSION, 1),
 }
 
 # APIs still in development: listed by ApiVersions only with unstable.api.versions.enable (as
 # Kafka lists its unstable ones), and then only as API_GATES allows.
-UNSTABLE_APIS: frozenset[int] = frozenset({88, 89})
+UNSTABLE_APIS: frozenset[int] = frozenset({88, 89, 93})
 
 # api key -> its first version still in development (Kafka's latestVersionUnstable): listed only
 # with unstable.api.versions.enable. InitProducerId v6 is KIP-939's two-phase commit.

@@ -1,11 +1,14 @@
-"""Streams groups (KIP-1071): StreamsGroupHeartbeat (88), StreamsGroupDescribe (89), v0-1.
+"""Streams groups (KIP-1071): StreamsGroupHeartbeat (88), StreamsGroupDescribe (89), v0-1, and
+StreamsGroupTopologyDescriptionUpdate (93) v0.
 
 Thin: decode the request into coordinator/group/streams/transitions.Heartbeat, call the group
 coordinator's streams part, create the internal topics (repartition, changelog) the group's
 topology is missing, as Kafka's broker does for streams groups, and shape the answer.
 
 v1 (KIP-1331) as Kafka 4.4 answers it with no topology description plugin configured (its
-default): no description is ever required, and one asked for is NOT_STORED.
+default, and the only way here): no description is ever required, one asked for is NOT_STORED,
+and a description sent (93) is UNSUPPORTED_VERSION "The broker has no streams group topology
+description plugin configured." once the principal may READ the group.
 
 Still in development here (no warm-up tasks or StreamsGroupTopologyDescriptionUpdate;
 docs/groups.md): as in Kafka for its APIs in development,
@@ -42,11 +45,15 @@ from .consumer_groups import cached_group_configs, describe_groups, heartbeat_re
 from .declare import api
 
 if TYPE_CHECKING:
-    from .requests import StreamsGroupDescribeRequest, StreamsGroupHeartbeatRequest
+    from .requests import (
+        StreamsGroupDescribeRequest,
+        StreamsGroupHeartbeatRequest,
+        StreamsGroupTopologyDescriptionUpdateRequest,
+    )
 
 log = logging.getLogger(__name__)
 
-HEARTBEAT, DESCRIBE = 88, 89
+HEARTBEAT, DESCRIBE, TOPOLOGY_UPDATE = 88, 89, 93
 STICKY = "sticky"  # Kafka's streams task assignor, the only one here
 NOT_REQUESTED, NOT_STORED = 0, 1  # StreamsGroupDescribe v1's TopologyDescriptionStatus
 
@@ -207,3 +214,20 @@ async def handle_streams_group_describe(
         group["assignor_name"] = STICKY if ok else None
         group["topology_description_status"] = NOT_STORED if ok and asked else NOT_REQUESTED
     return out
+
+
+@api(TOPOLOGY_UPDATE, "StreamsGroupTopologyDescriptionUpdate", (0, 0))
+async def handle_streams_group_topology_description_update(
+    ctx: RequestContext, request: StreamsGroupTopologyDescriptionUpdateRequest
+) -> dict[str, Any]:
+    """Kafka 4.4's KafkaApis and GroupCoordinatorService without a description plugin: the
+    streams protocol's switch, READ on the group, then the plugin that is not there."""
+    def error(code: ErrorCode, message: str) -> dict[str, Any]:
+        return {"throttle_time": 0, "error_code": code, "error_message": message}
+
+    if not enabled(ctx, TOPOLOGY_UPDATE):
+        return error(ErrorCode.unsupported_version, "The version of API is not supported.")
+    if not ctx.authorize(AclOperation.READ, ResourceType.GROUP, request.group_id):
+        return error(ErrorCode.group_authorization_failed, "Group authorization failed.")
+    return error(ErrorCode.unsupported_version,
+                 "The broker has no streams group topology description plugin configured.")

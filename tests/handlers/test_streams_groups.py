@@ -534,3 +534,44 @@ async def test_the_task_offsets_a_member_reports_are_described(streams):
         return [(t.subtopology_id, t.partition, t.offset) for t in m.task_offsets] + [
             ("end", t.subtopology_id, t.partition, t.offset) for t in m.task_end_offsets]
     assert await described() == [("1", 0, 50), ("end", "1", 0, 55)]
+
+
+def _description_update(group: str = "app") -> dict[str, Any]:
+    """A StreamsGroupTopologyDescriptionUpdate (93) of StreamsCount's first subtopology."""
+    node = {"name": "KSTREAM-SOURCE-0000000000", "node_type": 1, "source_topics": ["events"],
+            "sink_topic": None, "stores": [], "successors": ["KSTREAM-SINK-0000000001"]}
+    return {"group_id": group, "member_id": "m1", "topology_epoch": 0,
+            "topology_description": {"subtopologies": [{"subtopology_id": "0",
+                                                        "nodes": [node]}],
+                                     "global_stores": []}}
+
+
+async def test_a_topology_description_is_refused_as_kafka_without_its_plugin(tmp_path):
+    # Kafka 4.4 stores descriptions only through group.streams.topology.description.plugin.class
+    # (none by default, and none here): READ on the group first, then UNSUPPORTED_VERSION.
+    h = await Handlers.open(tmp_path / "data", STREAMS, authorizer=True)
+    try:
+        versions = await h.call("ApiVersions", 3, {"client_software_name": "t",
+                                                   "client_software_version": "1"})
+        assert {k.api_key: (k.min_version, k.max_version)
+                for k in versions.api_keys}[93] == (0, 0)
+        denied = await h.call("StreamsGroupTopologyDescriptionUpdate", 0,
+                              _description_update(), principal=ALICE)
+        assert (denied.error_code, denied.error_message) == (
+            ErrorCode.group_authorization_failed, "Group authorization failed.")
+        r = await h.call("StreamsGroupTopologyDescriptionUpdate", 0, _description_update(),
+                         principal=ADMIN)
+        assert (r.error_code, r.error_message) == (
+            ErrorCode.unsupported_version,
+            "The broker has no streams group topology description plugin configured.")
+    finally:
+        await h.close()
+
+
+async def test_a_topology_description_is_not_served_without_the_unstable_switch(handlers):
+    versions = await handlers.call("ApiVersions", 3, {"client_software_name": "t",
+                                                      "client_software_version": "1"})
+    assert 93 not in {k.api_key for k in versions.api_keys}
+    r = await handlers.call("StreamsGroupTopologyDescriptionUpdate", 0, _description_update())
+    assert (r.error_code, r.error_message) == (ErrorCode.unsupported_version,
+                                               "The version of API is not supported.")

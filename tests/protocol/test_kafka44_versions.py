@@ -27,6 +27,8 @@ PENDING: dict[str, int] = {
     # KIP-1071: v0-1 listed only with unstable.api.versions.enable while in development
     "StreamsGroupHeartbeat": 1,
     "StreamsGroupDescribe": 1,
+    # KIP-1331: v0 (refused as Kafka refuses it without its plugin), listed likewise
+    "StreamsGroupTopologyDescriptionUpdate": 0,
 }
 
 
