@@ -196,13 +196,12 @@ def _kill_mid_transaction(app: JavaProcess, cluster: Cluster, prefix: str,
     raise AssertionError(f"no open transaction of {prefix}* with output seen in {STEP_TIMEOUT} s")
 
 
-# The streams-protocol case (groups still behind the unstable switches, issue 52) failed once
-# in a fresh-clone run under load: the second instance never left REBALANCING in 90 s while
-# the first held every task. Until that is found it runs only where asked for
-# (SAMSA_STREAMS_GROUPS_EOS=1), not in make test.
-CASES = [("classic", "group-coordinator"), ("classic", "b-transaction-coordinator")]
-if os.environ.get("SAMSA_STREAMS_GROUPS_EOS") == "1":
-    CASES.append(("streams", "group-coordinator"))
+# The streams-protocol case once failed under load: the instance that joined first kept the
+# whole first subtopology (the repartition) when the second joined, so instance a never wrote
+# to the output and no transaction of it could be caught with output. The assignor now keeps
+# a member's share partition by partition across subtopologies, as Kafka 4.4's does.
+CASES = [("classic", "group-coordinator"), ("classic", "b-transaction-coordinator"),
+         ("streams", "group-coordinator")]
 
 
 @pytest.mark.parametrize(("protocol", "victim_role"), CASES)
