@@ -1,7 +1,8 @@
-"""A node of two broker processes (`samsa serve --processes 2`) with ZooKeeper, as the
-clients see it: a topic spread over both processes, a consumer group, a transaction across
-partitions led by each, and the exactly-once copy while one process is killed with SIGKILL
-(the node's supervisor starts it again)."""
+"""A node of two broker processes (`samsa serve --processes 2`), with ZooKeeper and without
+(the processes then share the metadata in one SQLite file), as the clients see it: a topic
+spread over both processes, a consumer group, a transaction across partitions led by each, and
+the exactly-once copy while one process is killed with SIGKILL (the node's supervisor starts it
+again)."""
 
 from __future__ import annotations
 
@@ -21,10 +22,7 @@ from samsa.testing._node import SamsaNode
 from tests.cluster.cluster import wait_until
 from tests.cluster.test_eos_failover import PARTITIONS, RECORDS, _copier, _fill, _read_committed
 
-pytestmark = [
-    pytest.mark.timeout(300),
-    pytest.mark.skipif(not samsa.testing.zookeeper_available(), reason="needs ZooKeeper"),
-]
+pytestmark = pytest.mark.timeout(300)
 
 # Quick failure detection and internal topics on both processes, so that either may go.
 NODE_SETTINGS: dict[str, object] = {
@@ -41,9 +39,13 @@ NODE_SETTINGS: dict[str, object] = {
 }
 
 
-@pytest.fixture(scope="module")
-def node() -> Iterator[SamsaNode]:
-    with samsa.testing.node(2, NODE_SETTINGS) as n:
+@pytest.fixture(scope="module", params=[
+    pytest.param(True, id="zookeeper", marks=pytest.mark.skipif(
+        not samsa.testing.zookeeper_available(), reason="needs ZooKeeper")),
+    pytest.param(False, id="shared-file"),
+])
+def node(request: pytest.FixtureRequest) -> Iterator[SamsaNode]:
+    with samsa.testing.node(2, NODE_SETTINGS, zookeeper=request.param) as n:
         wait_until(lambda: len(_admin(n).list_topics(timeout=10).brokers) == 2, 30,
                    "both processes registered")
         yield n
