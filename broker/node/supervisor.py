@@ -4,7 +4,9 @@ Process i of a node configured as broker B on port P (every listener and adverti
 is broker B+i on port P+i, with its log directories DIR/broker-<B+i> under each DIR of
 log.dirs, `metrics.port` and the schema registry's port shifted by i as well, and the node's
 `broker.rack` (the host name unless set), so that replica placement keeps a partition's
-replicas on different hosts (docs/design/cores.md). The supervisor prefixes every line a
+replicas on different hosts (docs/design/cores.md). The processes share the cluster metadata
+through ZooKeeper (zookeeper.connect) or, without it, one SQLite file
+(samsa.metadata.shared.file, DIR/samsa-metadata.db unless set). The supervisor prefixes every line a
 process writes with `[broker <id>] ` on its own stderr, restarts a process that exits while the
 node runs (after a back-off that doubles with each quick exit, logged), and on SIGTERM, SIGINT
 or SIGHUP sends every process SIGTERM (each shuts down as a single broker does, with a
