@@ -400,16 +400,22 @@ class SqliteZk:
         return None if gap else {r[1] for r in rows}
 
     def _refresh(self, paths: set[str] | None) -> None:
+        """Call the watches of `paths` (None: of every path) whose znode changed."""
         with self._lock:
-            watched = [w for p, ws in self._watches.items() if paths is None or p in paths
-                       for w in ws]
+            if paths is None:
+                paths = set(self._watches)
+            watched = [w for p in paths for w in self._watches.get(p, ())]
+        if not watched:
+            return
         for w in watched:
             w.refresh()
         with self._lock:
-            for p in list(self._watches):
-                self._watches[p] = [w for w in self._watches[p] if not w.stopped]
-                if not self._watches[p]:
-                    del self._watches[p]
+            for p in paths:
+                kept = [w for w in self._watches.get(p, ()) if not w.stopped]
+                if kept:
+                    self._watches[p] = kept
+                else:
+                    self._watches.pop(p, None)
 
     def _prune(self) -> None:
         self._pruned = time.monotonic()
