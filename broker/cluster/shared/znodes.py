@@ -387,6 +387,8 @@ class SqliteZk:
                     self._prune()
             except sqlite3.Error as exc:  # the file busy beyond the timeout: next round
                 log.warning("shared metadata %s: %r", self.path, exc)
+            except Exception:  # the thread must live on: it renews the lease
+                log.exception("shared metadata %s: polling failed", self.path)
 
     def _changed(self) -> set[str] | None:
         """The paths written since the last poll; None when the changes were pruned meanwhile
