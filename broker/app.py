@@ -435,7 +435,8 @@ class Broker:
         log.info("authorizer: ACLs (%d), super.users=%s, allow.everyone.if.no.acl.found=%s",
                  len(store.acls()), ",".join(sorted(authorizer.super_users)) or "(none)",
                  authorizer.allow_if_no_acl)
-        if self.zookeeper and "User:ANONYMOUS" not in authorizer.super_users:
+        clustered = isinstance(self.store, ZkMetadataStore)  # brokers that talk to each other
+        if clustered and "User:ANONYMOUS" not in authorizer.super_users:
             log.warning("authorizer.class.name is set but super.users lacks User:ANONYMOUS, "
                         "the principal of the brokers' PLAINTEXT connections to each other: "
                         "follower fetches and transaction markers need CLUSTER_ACTION on the "
@@ -507,7 +508,7 @@ class Broker:
         if not live:
             self._halt(f"Shutdown broker because all log dirs in "
                        f"{', '.join(self.log_manager.dirs)} have failed")
-        if not self.zookeeper and key == dir_key(self.data_dir):
+        if isinstance(self.store, LocalMetadataStore) and key == dir_key(self.data_dir):
             # The single-broker metadata lives there (Kafka halts when its metadata dir fails).
             self._halt(f"Shutdown broker because the metadata log dir {key} has failed")
         log.warning("Stopped serving replicas in dir %s", key)
