@@ -9,6 +9,7 @@ import asyncio
 import subprocess
 import sys
 import textwrap
+import time
 import uuid
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
@@ -232,3 +233,65 @@ async def test_two_processes_share_the_file(tmp_path):
             other.kill()
             await other.wait()
         await a.close()
+
+
+async def test_a_restarted_process_takes_its_id_back_once_its_old_lease_passes(tmp_path):
+    """kill -9 and a restart within the lease: the new life waits for the old session to
+    expire (as with ZooKeeper), then registers with a new broker epoch."""
+    old = _store(tmp_path / "m.db", 1, 1000)
+    await old.start()
+    first = old.registry.broker_epoch
+    zk = old.session.zk
+    assert isinstance(zk, SqliteZk)
+    zk._stop.set()  # dies: no renewal, no session end
+    new = _store(tmp_path / "m.db", 1, 1000)
+    try:
+        await new.start()  # registers once the old lease has passed
+        assert new.registry.broker_epoch > first
+        assert [b.broker_id for b in new.brokers()] == [1]
+    finally:
+        await new.close()
+
+
+def test_watches_follow_kazoo_semantics(tmp_path):
+    """A DataWatch is called at once (None for a missing znode) and after each change until
+    it returns False; a ChildrenWatch of a missing znode ends; a process that missed pruned
+    changes reads everything it watches again."""
+    zk, other = SqliteZk(tmp_path / "m.db", 4.0), SqliteZk(tmp_path / "m.db", 4.0)
+    zk.start()
+    other.start()
+    try:
+        data: list[bytes | None] = []
+        zk.DataWatch("/d", lambda d, _stat: data.append(d) or len(data) < 3)
+        children: list[list[str]] = []
+        zk.ChildrenWatch("/", lambda c: children.append(c))
+        zk.ChildrenWatch("/missing", lambda c: children.append(["never"]))
+        other.create("/d", b"1")
+        _wait(lambda: data == [None, b"1"])
+        other.set("/d", b"2")
+        _wait(lambda: len(data) == 3)
+        other.set("/d", b"3")  # the watch returned False at its third call
+        other.create("/e")
+        _wait(lambda: children[-1] == ["d", "e"])
+        assert data == [None, b"1", b"2"] and ["never"] not in children
+        with zk._lock:  # zk paused: the changes it had not read yet were pruned meanwhile
+            db = zk._conn()
+            zk._seen_zxid = 0
+            db.execute("DELETE FROM changes")
+            db.execute("UPDATE meta SET value = (SELECT value + 1 FROM meta WHERE key = 'zxid')"
+                       " WHERE key = 'pruned'")
+            db.execute("UPDATE znodes SET cversion = cversion + 1 WHERE path = '/'")
+        _wait(lambda: len(children) == 4)  # read again, though no change row named it
+        time.sleep(0.2)
+        assert len(children) == 4 and zk._changed() == set()  # once: the gap is closed
+    finally:
+        for z in (zk, other):
+            z.stop()
+            z.close()
+
+
+def _wait(predicate: Callable[[], object], timeout: float = 5.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, "condition not reached"
+        time.sleep(0.01)

@@ -396,9 +396,12 @@ class SqliteZk:
         with self._lock:
             rows = self._conn().execute("SELECT zxid, path FROM changes WHERE zxid > ?",
                                         (self._seen_zxid,)).fetchall()
-            gap = self._meta("pruned") > self._seen_zxid
+            # changes below `pruned` are gone: some past the last seen among them?
+            gap = self._meta("pruned") > self._seen_zxid + 1
+            if gap:  # everything is read again: nothing up to the current zxid is missed
+                self._seen_zxid = self._meta("zxid")
         if rows:
-            self._seen_zxid = max(r[0] for r in rows)
+            self._seen_zxid = max(self._seen_zxid, *(r[0] for r in rows))
         return None if gap else {r[1] for r in rows}
 
     def _refresh(self, paths: set[str] | None) -> None:
