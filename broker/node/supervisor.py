@@ -2,15 +2,18 @@
 
 Process i of a node configured as broker B on port P (every listener and advertised listener)
 is broker B+i on port P+i, with its log directories DIR/broker-<B+i> under each DIR of
-log.dirs, `metrics.port` and the schema registry's port shifted by i as well, and the node's
-`broker.rack` (the host name unless set), so that replica placement keeps a partition's
-replicas on different hosts (docs/design/cores.md). The processes share the cluster metadata
-through ZooKeeper (zookeeper.connect) or, without it, one SQLite file
-(samsa.metadata.shared.file, DIR/samsa-metadata.db unless set). The supervisor prefixes every line a
-process writes with `[broker <id>] ` on its own stderr, restarts a process that exits while the
-node runs (after a back-off that doubles with each quick exit, logged), and on SIGTERM, SIGINT
-or SIGHUP sends every process SIGTERM (each shuts down as a single broker does, with a
-controlled shutdown), kills those still running after STOP_TIMEOUT and exits 0.
+log.dirs, the schema registry's port shifted by i as well, and the node's `broker.rack` (the
+host name unless set), so that replica placement keeps a partition's replicas on different
+hosts (docs/design/cores.md). With metrics.port M, process i serves its /metrics on M+1+i and
+the supervisor serves the node's on M, every process's series labelled by it (metrics.py).
+The processes share the cluster metadata through ZooKeeper (zookeeper.connect) or, without
+it, one SQLite file (samsa.metadata.shared.file, DIR/samsa-metadata.db unless set).
+
+The supervisor prefixes every line a process writes with `[broker <id>] ` on its own stderr,
+restarts a process that exits while the node runs (after a back-off that doubles with each
+quick exit, logged), and on SIGTERM, SIGINT or SIGHUP sends every process SIGTERM (each shuts
+down as a single broker does, with a controlled shutdown), kills those still running after
+STOP_TIMEOUT and exits 0.
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ from samsa.config.schema import BrokerConfig, ConfigError
 
 from ..cluster.local_cluster import _die_with_parent, default_serve_command, describe_exit
 from ..cluster.shared import NODE_FILE
+from .metrics import serve_node_metrics
 
 log = logging.getLogger("samsa.node")
 
@@ -87,8 +91,8 @@ def process_settings(config: BrokerConfig, index: int) -> dict[str, str]:
         settings["samsa.metadata.shared.file"] = str(config.log_dirs[0] / NODE_FILE)
     if config["advertised.listeners"] is not None:
         settings["advertised.listeners"] = shift_ports(config["advertised.listeners"], index)
-    if config["metrics.port"]:
-        settings["metrics.port"] = str(config["metrics.port"] + index)
+    if config["metrics.port"]:  # the node's own endpoint is on the port itself (metrics.py)
+        settings["metrics.port"] = str(config["metrics.port"] + 1 + index)
     if config["schema.registry.listeners"]:
         settings["schema.registry.listeners"] = ",".join(
             shift_ports(url, index) for url in config["schema.registry.listeners"])
@@ -220,6 +224,9 @@ def run_node(config_path: Path | None, overrides: Mapping[str, str], count: int,
     except ConfigError as e:
         on_error(f"samsa: config error: {e}")
         return 2
+    node = load_config(config_path, overrides)
+    if node["metrics.port"]:
+        _serve_metrics(node, processes)
     supervisor = Supervisor(processes)
     handled = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
     previous = {sig: signal.signal(sig, supervisor.request_stop) for sig in handled}
@@ -228,3 +235,12 @@ def run_node(config_path: Path | None, overrides: Mapping[str, str], count: int,
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+
+
+def _serve_metrics(node: BrokerConfig, processes: Sequence[BrokerProcess]) -> None:
+    """The node's /metrics on metrics.port, merging its processes' (on the ports after it)."""
+    host = next(li.host for li in node.listeners if li.name == node.inter_broker_listener_name)
+    reach = host if host not in ("", "0.0.0.0", "::") else "127.0.0.1"
+    port = int(node["metrics.port"])
+    serve_node_metrics(host, port, {p.broker_id: f"http://{reach}:{port + 1 + i}/metrics"
+                                    for i, p in enumerate(processes)})

@@ -687,13 +687,15 @@ def cluster(brokers: int = 3, settings: Mapping[str, Any] | None = None,
 
 @contextlib.contextmanager
 def node(processes: int = 2, settings: Mapping[str, Any] | None = None, *,
-         zookeeper: bool | str = True, **kwargs: Any) -> Iterator[SamsaNode]:
+         zookeeper: bool | str = True, metrics: bool = False,
+         **kwargs: Any) -> Iterator[SamsaNode]:
     """`samsa serve --processes N`: one node of `processes` brokers under its supervisor,
-    with a ZooKeeper of its own (`zookeeper`: a connect string to share one, False for none),
-    stopped and removed on leaving the block (samsa/testing/_node.py)."""
+    with a ZooKeeper of its own (`zookeeper`: a connect string to share one, False for none)
+    and with `metrics` the node's /metrics on `n.metrics_port`; stopped and removed on leaving
+    the block (samsa/testing/_node.py)."""
     from samsa.testing._node import SamsaNode
 
-    n = SamsaNode(processes, _settings(settings, kwargs), zookeeper=zookeeper)
+    n = SamsaNode(processes, _settings(settings, kwargs), zookeeper=zookeeper, metrics=metrics)
     try:
         yield n.start()
     finally:

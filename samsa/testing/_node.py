@@ -41,12 +41,14 @@ _STARTED = re.compile(r"samsa\.node: broker (\d+) started \(pid (\d+)\)")
 class SamsaNode(_Served):
     """A node of `processes` brokers, ids broker_id.. on consecutive free loopback ports, data
     under one temporary directory. `zookeeper`: True starts a ZooKeeper for this node alone, a
-    string is the zookeeper.connect of one already running, False runs the node without."""
+    string is the zookeeper.connect of one already running, False runs the node without.
+    `metrics`: the node's /metrics on `metrics_port`."""
 
     host = "127.0.0.1"
 
     def __init__(self, processes: int = 2, settings: Mapping[str, Any] | None = None, *,
-                 zookeeper: bool | str = True, broker_id: int = 0) -> None:
+                 zookeeper: bool | str = True, broker_id: int = 0,
+                 metrics: bool = False) -> None:
         self.processes = processes
         self.broker_id = broker_id
         self.settings = dict(settings or {})
@@ -57,13 +59,21 @@ class SamsaNode(_Served):
         self.log_path = self.dir / "node.log"
         self.zookeeper_setting = zookeeper
         self.zk: Any = None  # the ZooKeeperProcess this node started, if any
-        while True:  # PORT..PORT+N-1 all free now
-            base = free_port(self.host)
-            if all(_free(self.host, base + i) for i in range(processes)):
-                break
+        base = self._free_range(processes)
         self.ports = [base + i for i in range(processes)]
+        self.metrics_port: int | None = None
+        if metrics:  # the node's /metrics on it, process i's on the port 1+i after it
+            self.metrics_port = self._free_range(processes + 1)
+            self.settings["metrics.port"] = self.metrics_port
         self.proc: subprocess.Popen[bytes] | None = None
         self.startup_seconds: float | None = None
+
+    def _free_range(self, count: int) -> int:
+        """A port P with P..P+count-1 all free now."""
+        while True:
+            base = free_port(self.host)
+            if all(_free(self.host, base + i) for i in range(count)):
+                return base
 
     @property
     def bootstrap(self) -> str:

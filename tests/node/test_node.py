@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import socket
 import time
+import urllib.request
 import uuid
 from collections import Counter
 from collections.abc import Iterator
@@ -16,6 +17,7 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
+from prometheus_client.parser import text_string_to_metric_families
 
 import samsa.testing
 from samsa.testing._node import SamsaNode
@@ -45,7 +47,7 @@ NODE_SETTINGS: dict[str, object] = {
     pytest.param(False, id="shared-file"),
 ])
 def node(request: pytest.FixtureRequest) -> Iterator[SamsaNode]:
-    with samsa.testing.node(2, NODE_SETTINGS, zookeeper=request.param) as n:
+    with samsa.testing.node(2, NODE_SETTINGS, zookeeper=request.param, metrics=True) as n:
         wait_until(lambda: len(_admin(n).list_topics(timeout=10).brokers) == 2, 30,
                    "both processes registered")
         yield n
@@ -78,24 +80,49 @@ def test_a_topic_spreads_over_both_processes_of_one_rack(node: SamsaNode) -> Non
                                                           (1, socket.gethostname())}
 
 
+def test_one_metrics_endpoint_for_the_node(node: SamsaNode) -> None:
+    leaders = _create(node, "measured", 4)
+    url = f"http://127.0.0.1:{node.metrics_port}/metrics"
+
+    def leader_counts() -> dict[str, float]:
+        with urllib.request.urlopen(url, timeout=10) as resp:
+            families = text_string_to_metric_families(resp.read().decode())
+        return {s.labels["process"]: s.value for f in families
+                if f.name == "kafka_server_replicamanager_leadercount" for s in f.samples}
+
+    # every process's series, labelled by it (each leads two of this topic's partitions)
+    wait_until(lambda: set(leader_counts()) == {"0", "1"}, 20, "both processes scraped")
+    assert Counter(leaders.values()) == {0: 2, 1: 2}
+    assert all(count >= 2 for count in leader_counts().values())
+
+
 def test_a_consumer_group_over_both_processes(node: SamsaNode) -> None:
     _create(node, "grouped", 4)
-    p = Producer({"bootstrap.servers": node.bootstrap, "acks": "all"})
-    for i in range(200):
-        p.produce("grouped", f"v{i}".encode(), partition=i % 4)
-    assert p.flush(30) == 0
     members = [Consumer({"bootstrap.servers": node.bootstrap, "group.id": "g-node",
                          "auto.offset.reset": "earliest", "enable.auto.commit": False})
                for _ in range(2)]
     got: list[list[bytes]] = [[], []]
+
+    def poll() -> None:
+        for i, m in enumerate(members):
+            got[i] += [r.value() for r in m.consume(100, 0.2) if r.error() is None]
+
     try:
         for m in members:
             m.subscribe(["grouped"])
+
+        def balanced() -> bool:
+            poll()
+            return all(len(m.assignment()) == 2 for m in members)
+
+        wait_until(balanced, 60, "two partitions for each member")
+        p = Producer({"bootstrap.servers": node.bootstrap, "acks": "all"})
+        for i in range(200):
+            p.produce("grouped", f"v{i}".encode(), partition=i % 4)
+        assert p.flush(30) == 0
         deadline = time.monotonic() + 60
         while sum(map(len, got)) < 200 and time.monotonic() < deadline:
-            for i, m in enumerate(members):
-                got[i] += [r.value() for r in m.consume(100, 0.2) if r.error() is None]
-        assignments = [m.assignment() for m in members]
+            poll()
         for m in members:
             m.commit(asynchronous=False)
         committed = members[0].committed([TopicPartition("grouped", i) for i in range(4)], 10)
@@ -103,7 +130,7 @@ def test_a_consumer_group_over_both_processes(node: SamsaNode) -> None:
         for m in members:
             m.close()
     assert sorted(v for vs in got for v in vs) == sorted(f"v{i}".encode() for i in range(200))
-    assert all(len(a) == 2 for a in assignments), assignments
+    assert [len(vs) for vs in got] == [100, 100]
     assert sum(tp.offset for tp in committed) == 200
 
 

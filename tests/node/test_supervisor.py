@@ -47,7 +47,7 @@ def test_process_i_is_broker_b_plus_i_with_its_own_dirs_and_the_host_as_rack() -
         "advertised.listeners": "PLAINTEXT://kafka1:9094,SSL://kafka1:9095",
         "log.dirs": "/d1/broker-7,/d2/broker-7",
         "broker.rack": socket.gethostname(),
-        "metrics.port": "9406",
+        "metrics.port": "9407",
         "schema.registry.listeners": "http://127.0.0.1:8083",
     }
     racked = load_config(None, {"broker.rack": "r1", "log.dirs": "/d"})
@@ -133,3 +133,32 @@ def test_supervisor_restarts_with_backoff_names_each_line_and_forwards_sigterm(
     assert "[broker 4] up" in lines and "[broker 4] stopping cleanly" in lines
     assert all(line.startswith(("[broker 3] ", "[broker 4] ")) for line in lines)
     assert steady.proc is not None and steady.proc.returncode == 0
+
+
+def test_the_node_metrics_merge_every_process_labelled_by_it() -> None:
+    from prometheus_client import CollectorRegistry, Counter, generate_latest, start_http_server
+
+    from samsa.broker.node.metrics import NodeCollector
+    from samsa.testing import free_port
+
+    urls, servers = {}, []
+    for broker_id in (0, 1):
+        registry = CollectorRegistry()
+        Counter("kafka_requests", "Requests.", ["request"], registry=registry).labels(
+            "Produce").inc(broker_id + 1)
+        port = free_port()
+        servers.append(start_http_server(port, addr="127.0.0.1", registry=registry)[0])
+        urls[broker_id] = f"http://127.0.0.1:{port}/metrics"
+    urls[2] = f"http://127.0.0.1:{free_port()}/metrics"  # a process down
+    node = CollectorRegistry(auto_describe=False)
+    node.register(NodeCollector(urls))
+    try:
+        text = generate_latest(node).decode()
+    finally:
+        for server in servers:
+            server.shutdown()
+    assert text.count("# TYPE kafka_requests_total counter") == 1
+    assert 'kafka_requests_total{process="0",request="Produce"} 1.0' in text
+    assert 'kafka_requests_total{process="1",request="Produce"} 2.0' in text
+    assert 'samsa_node_process_up{process="1"} 1.0' in text
+    assert 'samsa_node_process_up{process="2"} 0.0' in text
