@@ -229,20 +229,51 @@ def write_produce_response(version: int, result: Mapping[str, Any]
             code, append_time = p["error_code"], p["log_append_time"]
             if code:
                 errors.append(code)
-            fields = (p["index"], code, p["base_offset"],
-                      -1 if append_time is None else append_time)
-            if version < 5:
-                out += _PARTITION_ANSWER_V3.pack(*fields)
-            elif version < 8:
-                out += _PARTITION_ANSWER_V5.pack(*fields, p["log_start_offset"])
-            elif not flexible:
-                out += _PARTITION_ANSWER_V8.pack(*fields, p["log_start_offset"], 0, -1)
-            else:  # no record errors, a null message, no tagged fields
-                out += _PARTITION_ANSWER_V5.pack(*fields, p["log_start_offset"])
-                out += b"\x01\x00\x00"
+            out += _partition_answer(version, p["index"], code, p["base_offset"],
+                                     -1 if append_time is None else append_time,
+                                     p["log_start_offset"])
         if flexible:
             out.append(0)
     out += _I32.pack(result["throttle_time"])
     if flexible:
         out.append(0)
     return bytes(out), errors
+
+
+def write_one_partition_answer(version: int, topic: bytes, index: int, code: int,
+                               base_offset: int, log_append_time: int, log_start_offset: int
+                               ) -> bytes:
+    """The answer body `write_produce_response` writes for one topic (its name encoded) with
+    one partition, no per-record errors, no error message and no throttle, from the values
+    themselves (the Produce lane of the usual one-partition request, without the dicts)."""
+    if version < FLEXIBLE_FROM:
+        return b"".join((_ONE_TOPIC, _I16.pack(len(topic)), topic, _ONE_PARTITION,
+                         _partition_answer(version, index, code, base_offset,
+                                           log_append_time, log_start_offset),
+                         _NO_THROTTLE))
+    return b"".join((_ONE_COMPACT, uvarint(len(topic) + 1), topic, _ONE_COMPACT,
+                     _partition_answer(version, index, code, base_offset, log_append_time,
+                                       log_start_offset),
+                     _FLEXIBLE_TAIL))
+
+
+_ONE_TOPIC = _ONE_PARTITION = _I32.pack(1)
+_ONE_COMPACT = uvarint(2)
+_NO_THROTTLE = _I32.pack(0)
+_FLEXIBLE_TAIL = b"\x00" + _NO_THROTTLE + b"\x00"  # the topic's tags, throttle, the answer's
+
+
+def _partition_answer(version: int, index: int, code: int, base_offset: int,
+                      log_append_time: int, log_start_offset: int) -> bytes:
+    """A partition's answer without record errors or an error message."""
+    if version < 5:
+        return _PARTITION_ANSWER_V3.pack(index, code, base_offset, log_append_time)
+    if version < 8:
+        return _PARTITION_ANSWER_V5.pack(index, code, base_offset, log_append_time,
+                                         log_start_offset)
+    if version < FLEXIBLE_FROM:
+        return _PARTITION_ANSWER_V8.pack(index, code, base_offset, log_append_time,
+                                         log_start_offset, 0, -1)
+    # no record errors, a null message, no tagged fields
+    return _PARTITION_ANSWER_V5.pack(index, code, base_offset, log_append_time,
+                                     log_start_offset) + b"\x01\x00\x00"

@@ -14,14 +14,20 @@ from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from samsa.protocol.errors import ErrorCode
-from samsa.protocol.produce_wire import read_produce, write_produce_response
+from samsa.protocol.produce_wire import ProduceRequest as WireProduceRequest
+from samsa.protocol.produce_wire import (
+    read_produce,
+    write_one_partition_answer,
+    write_produce_response,
+)
 from samsa.protocol.records import hold_inflated, iter_batches
 
-from ..context import ProduceContext, RequestContext
-from ..network.policy import ApiPolicy, RawLane
+from ..context import BrokerServices, ProduceContext, RequestContext
+from ..network.policy import ApiPolicy, RawLane, Served
 from ..network.quotas import PRODUCE_BYTES
 from ..network.signals import CloseConnection
-from ..replication.replica_manager import AppendResult, ProduceEntry, log_refusal
+from ..replication.partition import Partition
+from ..replication.replica_manager import AppendResult, ProduceEntry, after_appends, log_refusal
 from ..security.authorizer import AclOperation, ResourceType
 from .common import field
 from .declare import api
@@ -31,8 +37,58 @@ if TYPE_CHECKING:
     from .requests import ProduceRequest
 
 
+def serve_produce(services: BrokerServices, request: WireProduceRequest, version: int
+                  ) -> Served | None:
+    """Produce's raw lane for librdkafka's usual request (one topic, one partition; issue 47):
+    when nothing but the append applies (no authorizer, no transactional id, no produce
+    check, no compressed batch), the same append and answer as `handle_produce` without a
+    request context, the handler's coroutines and the answer's dicts; None for any other
+    request, with nothing done (tests/protocol/test_produce_fast_path.py compares them)."""
+    topics = request.topic_data
+    replicas = services.replicas
+    if (len(topics) != 1 or len(topics[0].partition_data) != 1
+            or request.transactional_id is not None or services.authorizer is not None
+            or replicas.produce_check is not None):
+        return None
+    topic = topics[0]
+    if has_compressed(((topic.name, topic),)):
+        return None
+    pdata = topic.partition_data[0]
+    hold_inflated([])  # as the handler does with nothing to inflate
+    acks, records = request.acks, pdata.records
+    result, partition = replicas.append_one(acks, topic.name, pdata.index, records, None,
+                                            version)
+    woke = waits = False
+    if partition is not None:
+        woke = partition.append_woke_fetches
+        waits = acks == -1 and partition.high_watermark <= result.last_offset
+    if (woke or waits or acks == 0 or result.record_errors is not None
+            or result.error_message is not None):
+        return _served_later(request, topic.name, pdata.index, result,
+                             [(result, partition, records)] if waits and partition else [],
+                             woke)
+    code, append_time = result.error_code, result.log_append_time
+    return write_one_partition_answer(
+        version, topic.name.encode(), pdata.index, code, result.base_offset,
+        append_time if append_time >= 0 else -1, result.log_start_offset), [code] if code else []
+
+
+async def _served_later(request: WireProduceRequest, name: str, index: int,
+                        result: AppendResult, waits: list[tuple[AppendResult, Partition,
+                                                                bytes | None]],
+                        woke: bool) -> dict[str, Any] | None:
+    """`serve_produce`'s answer after what the append waits for (the fetches it woke, acks=all
+    with followers), or one the lane does not write (acks=0, per-record errors)."""
+    if woke or waits:
+        await after_appends(woke, waits, lambda: request.timeout.total_seconds())
+    answer = _partition_answer(index, result)
+    return _answer(request.acks, result.error_code != ErrorCode.none, [
+        {"name": name, "topic_id": None, "partition_responses": [answer]}])
+
+
 @api(0, "Produce", (3, 13), advertised_min=0,
-     policy=ApiPolicy(PRODUCE_BYTES, raw=RawLane(read_produce, write_produce_response)))
+     policy=ApiPolicy(PRODUCE_BYTES, raw=RawLane(read_produce, write_produce_response,
+                                                  serve_produce)))
 async def handle_produce(ctx: RequestContext, request: ProduceRequest) -> dict[str, Any] | None:
     """Authorization here (Kafka's KafkaApis.handleProduceRequest); verification, appends and
     the acks=all wait in the replica manager's append_records."""
@@ -86,21 +142,29 @@ async def handle_produce(ctx: RequestContext, request: ProduceRequest) -> dict[s
                 result = appended[at]
                 at += 1
             failed = failed or result.error_code != ErrorCode.none
-            partitions.append({
-                "index": pdata.index,
-                "error_code": result.error_code,
-                "base_offset": result.base_offset,
-                "log_append_time": (None if result.log_append_time < 0
-                                    else result.log_append_time),
-                "log_start_offset": result.log_start_offset,
-                "record_errors": [] if result.record_errors is None else [
-                    {"batch_index": i, "batch_index_error_message": m}
-                    for i, m in result.record_errors],
-                "error_message": result.error_message,
-            })
+            partitions.append(_partition_answer(pdata.index, result))
         responses.append({"name": name or "", "topic_id": field(topic, "topic_id", None),
                           "partition_responses": partitions})
-    if request.acks == 0:
+    return _answer(request.acks, failed, responses)
+
+
+def _partition_answer(index: int, result: AppendResult) -> dict[str, Any]:
+    return {
+        "index": index,
+        "error_code": result.error_code,
+        "base_offset": result.base_offset,
+        "log_append_time": None if result.log_append_time < 0 else result.log_append_time,
+        "log_start_offset": result.log_start_offset,
+        "record_errors": [] if result.record_errors is None else [
+            {"batch_index": i, "batch_index_error_message": m}
+            for i, m in result.record_errors],
+        "error_message": result.error_message,
+    }
+
+
+def _answer(acks: int, failed: bool, responses: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The handler's result: none for acks=0 (whose failure closes the connection)."""
+    if acks == 0:
         if failed:
             raise CloseConnection("acks=0 produce failed")
         return None

@@ -11,7 +11,7 @@ import logging
 import os
 import struct
 import time
-from collections.abc import Mapping
+from collections.abc import Awaitable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -36,7 +36,7 @@ from .. import metrics
 from ..context import BrokerServices, RequestContext
 from ..security.sasl import SASL_HANDSHAKE_KEY, AuthenticationFailed, SaslSession
 from .connection import Frame
-from .policy import DEFAULT_POLICY, ApiPolicy, RawLane
+from .policy import DEFAULT_POLICY, ApiPolicy, RawLane, Served, Written
 from .quotas import ClientQuotas, Encoded, QuotaManager, RequestTime, TimedCoroutine
 from .server import CloseConnection, ConnectionInfo, Response
 
@@ -94,6 +94,19 @@ class Dispatcher:
         request = (lane.read(raw) if lane is not None and auth is None and quotas is None
                    else None)
         if request is not None:
+            assert lane is not None
+            if lane.serve is not None:  # its usual request served without a context
+                started = time.perf_counter()
+                served = self._serve(lane, request, version, spec.name, conn)
+                if served is not None:
+                    written: Written | None = None
+                    result: dict[str, Any] | None = None
+                    if isinstance(served, tuple):
+                        written = served
+                    else:
+                        result = await self._guarded(served, spec.name, version, conn)
+                    return self._answer(spec.name, version, correlation_id, resp_type,
+                                        resp_flexible, started, lane, result, written)
             client_id = request.client_id
         else:
             client_id, request = _decode(raw, req_type, req_flexible, read, spec.name, version)
@@ -164,6 +177,48 @@ class Dispatcher:
             return self._after_sasl_request(auth, conn, framed)
         return framed
 
+    def _serve(self, lane: RawLane, request: Any, version: int, name: str,
+               conn: ConnectionInfo) -> Served | None:
+        """The lane's `serve` of a request it read, its failure handled as a handler's."""
+        assert lane.serve is not None
+        try:
+            return lane.serve(self.services, request, version)
+        except Exception as exc:
+            raise _closing(exc, name, version, conn) from None
+
+    @staticmethod
+    async def _guarded(served: Awaitable[dict[str, Any] | None], name: str, version: int,
+                       conn: ConnectionInfo) -> dict[str, Any] | None:
+        try:
+            return await served
+        except Exception as exc:
+            raise _closing(exc, name, version, conn) from None
+
+    @staticmethod
+    def _answer(name: str, version: int, correlation_id: int, resp_type: type,
+                resp_flexible: bool, started: float, lane: RawLane,
+                result: dict[str, Any] | None, written: Written | None) -> Response | None:
+        """A served request's answer (a connection without SASL or client quotas): framed
+        as the general path frames its handler's; the lane's writer or kio encodes `result`
+        when the lane did not write it."""
+        metrics.record_request(name, version, started)
+        if written is None:
+            if result is None:
+                return None
+            written = lane.write(version, result)
+            if written is None:
+                encoded = encode_response(resp_type, result)
+                metrics.count_errors(name, encoded[1])
+                return frame_parts([response_header(correlation_id, resp_flexible),
+                                    *encoded[0]])
+        metrics.count_errors(name, written[1])
+        if CHECK_ENCODER:
+            if result is not None:
+                _check_encoder(resp_type, result, written[0])
+            else:
+                _check_written(resp_type, written[0])
+        return frame_parts([response_header(correlation_id, resp_flexible), written[0]])
+
     def _after_sasl_request(self, auth: SaslSession, conn: ConnectionInfo,
                             framed: Response) -> Response:
         if auth.failed:
@@ -198,6 +253,16 @@ def _decode(raw: Frame, req_type: type, req_flexible: bool, read: Any, name: str
         # Kafka's SocketServer closes the connection on a request it cannot parse
         reason = exc if isinstance(exc, MalformedRequest | FrameError) else repr(exc)
         raise CloseConnection(f"malformed {name} v{version} request: {reason}") from None
+
+
+def _closing(exc: Exception, name: str, version: int, conn: ConnectionInfo) -> CloseConnection:
+    """What a served request's failure raises: a CloseConnection as it is; anything else is
+    logged and closes the connection, as a handler's failure does for an API whose answer has
+    no top-level error code (Produce's)."""
+    if isinstance(exc, CloseConnection):
+        return exc
+    log.error("%s v%d from %s failed", name, version, conn.peer, exc_info=exc)
+    return CloseConnection("internal error")
 
 
 def _check_session(auth: SaslSession, api_key: int, name: str, conn: ConnectionInfo) -> None:
@@ -247,6 +312,20 @@ def _check_encoder(resp_type: type, result: dict[str, Any], body: bytes) -> None
     if body != expected:
         log.error("encoder mismatch for %s: %r != kio %r (from %r)",
                   resp_type.__qualname__, body[:200], expected[:200], result)
+        raise CloseConnection("encoder mismatch")
+
+
+def _check_written(resp_type: type, body: bytes) -> None:
+    """SAMSA_CHECK_ENCODER=1: an answer a raw lane wrote without a result dict must be what
+    kio writes again from what kio reads of it."""
+    try:
+        again = encode(reader(resp_type)(body, 0)[0])
+    except Exception as exc:
+        log.error("%s not read by kio: %r (%r)", resp_type.__qualname__, body[:200], exc)
+        raise CloseConnection("encoder mismatch") from None
+    if again != body:
+        log.error("encoder mismatch for %s: %r != kio %r", resp_type.__qualname__, body[:200],
+                  again[:200])
         raise CloseConnection("encoder mismatch")
 
 

@@ -7,12 +7,21 @@ for its usual request. A handler declares it beside its key and versions:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from .connection import Frame
 from .quotas import REQUEST_TIME, RequestTime
+
+if TYPE_CHECKING:
+    from ..context import BrokerServices
+
+# An answer's body (after the response header) and its non-zero error codes.
+Written = tuple[bytes, list[int]]
+# What a raw lane's `serve` gives for a request it serves: the answer written, or the
+# handler's result to come (a dict the lane's writer or kio encodes; None: no answer).
+Served = Written | Awaitable[dict[str, Any] | None]
 
 
 class RawRequest(Protocol):
@@ -28,10 +37,16 @@ class RawLane:
     of small Produce requests a second). `read` gives the request in a frame (header and body)
     or None for one kio reads instead; `write` the answer's body at a version and its error
     codes, or None for one kio writes. The lane reads on connections without SASL or client
-    quotas (the general path reads the others); its writer answers on all."""
+    quotas (the general path reads the others); its writer answers on all.
+
+    `serve`, if set, handles a request the lane read (at its version) without a request
+    context or the handler's coroutine when the request is of the usual kind it knows
+    (Produce: one topic, one partition), as the handler would; None when it is not, with
+    nothing done, and the handler has it."""
 
     read: Callable[[Frame], RawRequest | None]
-    write: Callable[[int, Mapping[str, Any]], tuple[bytes, list[int]] | None]
+    write: Callable[[int, Mapping[str, Any]], Written | None]
+    serve: Callable[[BrokerServices, Any, int], Served | None] | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -542,25 +542,29 @@ class ReplicaManager:
             refused = verified.get((topic, index)) if verified else None
             if refused:  # the coordinator's KIP-890 answer (NONE: verified, appended)
                 result = AppendResult(refused)
+                log_refusal(topic, index, records, refused)
             else:
-                result = self._append(acks, topic, index, records, transactional_id, version)
-            if result.error_code != ErrorCode.none:
-                log_refusal(topic, index, records, result.error_code)
-            else:
-                partition = self._partitions.get((topic, index))
+                result, partition = self.append_one(acks, topic, index, records,
+                                                    transactional_id, version)
                 if partition is not None:
                     woke_fetches |= partition.append_woke_fetches
                     if acks == -1 and partition.high_watermark <= result.last_offset:
                         waits.append((result, partition, records))
             results.append(result)
-        if woke_fetches:
-            # Let the fetches this append woke (consumers', followers') answer first, as Kafka
-            # completes delayed fetches in the appending thread: the rest of the request (its
-            # response) waits one event-loop pass instead of the records' readers.
-            await asyncio.sleep(0)
-        if waits:
-            await _await_replication(waits, max(0.0, timeout_s()))
+        if woke_fetches or waits:
+            await after_appends(woke_fetches, waits, timeout_s)
         return results
+
+    def append_one(self, acks: int, topic: str, index: int, records: bytes | None,
+                   transactional_id: str | None, version: int
+                   ) -> tuple[AppendResult, Partition | None]:
+        """One entry of `append_records` appended, or refused (and logged as such): its
+        answer, and its partition when appended (what `after_appends` may wait for)."""
+        result = self._append(acks, topic, index, records, transactional_id, version)
+        if result.error_code != ErrorCode.none:
+            log_refusal(topic, index, records, result.error_code)
+            return result, None
+        return result, self._partitions.get((topic, index))
 
     def _leaders_of(self, entries: Sequence[ProduceEntry]
                     ) -> list[tuple[Partition, bytes | None]]:
@@ -641,6 +645,19 @@ class ReplicaManager:
             timer.cancel()
             for p in partitions:
                 p.discard_waiter(fut, follower)
+
+
+async def after_appends(woke_fetches: bool,
+                        waits: list[tuple[AppendResult, Partition, bytes | None]],
+                        timeout_s: Callable[[], float]) -> None:
+    """What a Produce waits for once its entries are appended, before its answer."""
+    if woke_fetches:
+        # Let the fetches this append woke (consumers', followers') answer first, as Kafka
+        # completes delayed fetches in the appending thread: the rest of the request (its
+        # response) waits one event-loop pass instead of the records' readers.
+        await asyncio.sleep(0)
+    if waits:
+        await _await_replication(waits, max(0.0, timeout_s()))
 
 
 async def _await_replication(waits: list[tuple[AppendResult, Partition, bytes | None]],

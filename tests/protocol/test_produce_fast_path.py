@@ -148,13 +148,20 @@ def _with_produce_lane(lane: Callable[[RawLane], RawLane | None]) -> Callable[[]
 def test_fast_produce_answers_and_writes_what_the_general_path_does(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     fast_reads: list[bool] = []
+    served: list[bool] = []  # by the lane's serve, without the handler
 
     def counted(lane: RawLane) -> RawLane:
         def read(raw: Any) -> Any:
             got = lane.read(raw)
             fast_reads.append(got is not None)
             return got
-        return RawLane(read, lane.write)
+
+        def serve(services: Any, request: Any, version: int) -> Any:
+            assert lane.serve is not None
+            got = lane.serve(services, request, version)
+            served.append(got is not None)
+            return got
+        return RawLane(read, lane.write, serve)
 
     monkeypatch.setattr(app, "policies", _with_produce_lane(counted))
     fast = asyncio.run(_scenario(Harness(tmp_path / "fast")))
@@ -166,3 +173,5 @@ def test_fast_produce_answers_and_writes_what_the_general_path_does(
         assert got == want, what
     assert fast[1] == general[1]
     assert len(fast[1]) >= 6 and sum(fast_reads) == len(fast_reads) >= 60
+    # all but the two-partition, two-topic, transactional and gzip ones
+    assert len(served) == len(fast_reads) and sum(served) == len(served) - 5
