@@ -20,6 +20,7 @@ from kazoo.exceptions import BadVersionError, NodeExistsError, RolledBackError
 from samsa.broker.cluster.metadata_store import BrokerInfo, PartitionState, TopicState
 from samsa.broker.cluster.shared.store import SharedMetadataStore
 from samsa.broker.cluster.shared.znodes import SqliteZk
+from samsa.broker.context import KafkaPrincipal
 from samsa.broker.security.authorizer import (
     AccessControlEntry,
     AclBinding,
@@ -28,6 +29,7 @@ from samsa.broker.security.authorizer import (
     ResourcePattern,
 )
 from samsa.broker.security.scram import ScramCredential
+from samsa.broker.security.tokens import TokenInformation
 
 
 async def _until(predicate: Callable[[], object], timeout: float = 10.0) -> None:
@@ -101,7 +103,7 @@ async def test_one_controller_is_elected(pair):
     assert b.controller.epoch == a.controller.epoch + 1
 
 
-async def test_configs_users_acls_and_features_are_shared(pair):
+async def test_configs_quotas_users_acls_tokens_and_features_are_shared(pair):
     a, b = pair
     await a.write_broker_config("<default>", {"log.retention.ms": "5000"})
     await _until(lambda: b.broker_configs().get("<default>") == {"log.retention.ms": "5000"})
@@ -119,6 +121,12 @@ async def test_configs_users_acls_and_features_are_shared(pair):
     assert b.finalized_features().level("transaction.version") == 1
     await a.set_group_configs("g", {"consumer.session.timeout.ms": "50000"})
     assert await b.group_configs("g") == {"consumer.session.timeout.ms": "50000"}
+    await a.alter_client_quotas([((("user", "alice"),), {"producer_byte_rate": 1024.0})])
+    await _until(lambda: b.client_quotas() == {(("user", "alice"),):
+                                               {"producer_byte_rate": 1024.0}})
+    alice = KafkaPrincipal("User", "alice")
+    await a.delegation_tokens.put_token(TokenInformation("t1", alice, alice, (), 1, 3, 2))
+    await _until(lambda: "t1" in b.delegation_tokens.tokens())
 
 
 async def test_producer_id_blocks_never_overlap(pair):
