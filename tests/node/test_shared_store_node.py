@@ -24,28 +24,18 @@ from confluent_kafka.admin import (
 
 from samsa.testing import SamsaBroker
 from tests.cluster.cluster import wait_until
+from tests.node.test_node import NODE_SETTINGS
 
 pytestmark = [pytest.mark.timeout(300)]
 
-LEASE_MS = 3000
-# Quick failure detection, and the internal topics on both processes so that either may go.
-SETTINGS: dict[str, object] = {
-    "zookeeper.session.timeout.ms": LEASE_MS,
-    "replica.lag.time.max.ms": 4000,
-    "offsets.topic.num.partitions": 4,
-    "offsets.topic.replication.factor": 2,
-    "transaction.state.log.num.partitions": 4,
-    "transaction.state.log.replication.factor": 2,
-    "transaction.state.log.min.isr": 1,
-    "group.initial.rebalance.delay.ms": 0,
-    "controlled.shutdown.retry.backoff.ms": 500,
-}
+# the node tests' settings: quick failure detection, internal topics on both processes
+LEASE_MS = int(str(NODE_SETTINGS["zookeeper.session.timeout.ms"]))
 
 
 @pytest.fixture(scope="module")
 def processes(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[int, SamsaBroker]]:
     node = tmp_path_factory.mktemp("node")
-    settings = {**SETTINGS, "samsa.metadata.shared.file": str(node / "samsa-metadata.db")}
+    settings = {**NODE_SETTINGS, "samsa.metadata.shared.file": str(node / "samsa-metadata.db")}
     brokers = {i: SamsaBroker(settings, data_dir=node / f"broker-{i}", broker_id=i,
                               name=f"broker-{i}") for i in (1, 2)}
     try:
