@@ -1,7 +1,8 @@
 """Two broker processes of one host without ZooKeeper (issue 51): `samsa serve` as brokers 1
 and 2 on their own ports and log dirs, sharing their metadata through one SQLite file
 (samsa.metadata.shared.file). A topic spreads over both, is produced to and consumed from
-partitions led by each, a config changed through one is seen through the other, and a process
+partitions led by each, a config changed through one is seen through the other, a SCRAM user
+and an ACL made through one let a client in and write through the other, and a process
 killed with SIGKILL loses its registration once its lease passes: the partitions it led with a
 replica on the other process move there, those it alone holds are offline (as Kafka) until it
 starts again."""
@@ -13,16 +14,24 @@ from collections import Counter
 from collections.abc import Iterator
 
 import pytest
-from confluent_kafka import Consumer, Producer
+from confluent_kafka import Consumer, KafkaError, Producer
 from confluent_kafka.admin import (
+    AclBinding,
+    AclOperation,
+    AclPermissionType,
     AdminClient,
     AlterConfigOpType,
     ConfigEntry,
     ConfigResource,
     NewTopic,
+    ResourcePatternType,
+    ResourceType,
+    ScramCredentialInfo,
+    ScramMechanism,
+    UserScramCredentialUpsertion,
 )
 
-from samsa.testing import SamsaBroker
+from samsa.testing import SamsaBroker, free_port
 from tests.cluster.cluster import wait_until
 from tests.node.test_node import NODE_SETTINGS
 
@@ -32,12 +41,29 @@ pytestmark = [pytest.mark.timeout(300)]
 LEASE_MS = int(str(NODE_SETTINGS["zookeeper.session.timeout.ms"]))
 
 
+# Each process also has a SCRAM listener; the authorizer is on, with the PLAINTEXT
+# listener's principal (ANONYMOUS: the clients of most tests, and the processes' own
+# connections to each other) a super user.
+SECURITY: dict[str, object] = {
+    "sasl.enabled.mechanisms": "SCRAM-SHA-256",
+    "authorizer.class.name": "kafka.security.authorizer.AclAuthorizer",
+    "super.users": "User:ANONYMOUS",
+}
+
+
 @pytest.fixture(scope="module")
 def processes(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[int, SamsaBroker]]:
     node = tmp_path_factory.mktemp("node")
-    settings = {**NODE_SETTINGS, "samsa.metadata.shared.file": str(node / "samsa-metadata.db")}
-    brokers = {i: SamsaBroker(settings, data_dir=node / f"broker-{i}", broker_id=i,
-                              name=f"broker-{i}") for i in (1, 2)}
+    settings = {**NODE_SETTINGS, **SECURITY,
+                "samsa.metadata.shared.file": str(node / "samsa-metadata.db")}
+    brokers = {}
+    for i in (1, 2):
+        port, sasl = free_port(), free_port()
+        brokers[i] = SamsaBroker(
+            {**settings, "listeners": f"PLAINTEXT://127.0.0.1:{port},"
+                                      f"SASL_PLAINTEXT://127.0.0.1:{sasl}"},
+            data_dir=node / f"broker-{i}", broker_id=i, port=port, name=f"broker-{i}")
+        SASL_PORTS[i] = sasl
     try:
         for b in brokers.values():
             b.start()
@@ -46,6 +72,9 @@ def processes(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[int, Sa
     finally:
         for b in brokers.values():
             b.close()
+
+
+SASL_PORTS: dict[int, int] = {}  # broker id -> its SCRAM listener's port
 
 
 def _admin(broker: SamsaBroker) -> AdminClient:
@@ -131,6 +160,40 @@ def test_a_config_changed_through_one_process_is_seen_through_the_other(
         return entries["retention.ms"].value
 
     wait_until(lambda: seen() == "123456", 10, "the config through process 2")
+
+
+def test_a_scram_user_and_acls_made_through_one_process_hold_on_the_other(
+        processes: dict[int, SamsaBroker]) -> None:
+    leaders = _create(processes[1], "secured", 2, 1)
+    assert set(leaders.values()) == {1, 2}
+    _create(processes[1], "unsecured", 2, 1)
+    admin = _admin(processes[1])
+    upsert = UserScramCredentialUpsertion(
+        "alice", ScramCredentialInfo(ScramMechanism.SCRAM_SHA_256, 4096), b"alice-secret")
+    for f in admin.alter_user_scram_credentials([upsert]).values():
+        f.result(timeout=30)
+    write = AclBinding(ResourceType.TOPIC, "secured", ResourcePatternType.LITERAL, "User:alice",
+                       "*", AclOperation.WRITE, AclPermissionType.ALLOW)
+    for f in admin.create_acls([write]).values():
+        f.result(timeout=30)
+    sent: dict[str, list[object]] = {"ok": [], "refused": []}
+
+    def produce(topic: str) -> None:
+        p = Producer({"bootstrap.servers": f"127.0.0.1:{SASL_PORTS[2]}",
+                      "security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "SCRAM-SHA-256",
+                      "sasl.username": "alice", "sasl.password": "alice-secret",
+                      "message.timeout.ms": 10000})
+        for part in (0, 1):
+            p.produce(topic, b"x", partition=part, on_delivery=lambda err, _m: sent[
+                "ok" if err is None else "refused"].append(err))
+        p.flush(20)
+
+    # through process 2 (its SASL listener), to the partitions led by each process
+    wait_until(lambda: produce("secured") or len(sent["ok"]) >= 2, 30, "alice's writes")
+    sent["refused"].clear()
+    produce("unsecured")  # no ACL for alice there
+    assert sent["refused"] and all(
+        e.code() == KafkaError.TOPIC_AUTHORIZATION_FAILED for e in sent["refused"])
 
 
 def test_kill_9_of_a_process(processes: dict[int, SamsaBroker]) -> None:
