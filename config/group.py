@@ -8,8 +8,9 @@ consumer.assignment.interval.ms is stored and described only (Samsa computes a t
 assignment at the heartbeat that needs it). A share group's share.auto.offset.reset (where a
 share-partition starts) and share.isolation.level are read by the share-partition leader
 (broker/handlers/share_fetch.py). A streams group's streams.session.timeout.ms,
-streams.heartbeat.interval.ms, streams.num.standby.replicas, streams.task.offset.interval.ms and
-streams.acceptable.recovery.lag are read at its heartbeats (broker/handlers/streams_groups.py).
+streams.heartbeat.interval.ms, streams.num.standby.replicas, streams.task.offset.interval.ms,
+streams.acceptable.recovery.lag, streams.initial.rebalance.delay.ms and
+streams.assignment.interval.ms are read at its heartbeats (broker/handlers/streams_groups.py).
 Kafka's other group configs (config/schema/kafka_properties.toml:
 share.record.lock.duration.ms, ...) are accepted, validated as Kafka validates them (the share
 and streams ones within the broker's group.share/streams.min/max.* bounds) and described,
@@ -124,8 +125,9 @@ _LEAST = {
 _NOT_READ = {
     "share.": "Samsa's share groups do not read it per group: the broker's group.share.* "
               "properties apply to every share group",
-    "streams.": "Samsa's streams groups do not read it per group (no warm-up tasks, "
-                "assignment interval, initial delay or rack-aware standbys yet, issue 52)",
+    "streams.": "Samsa's streams groups do not read it per group (no warm-up tasks yet, "
+                "issue 52; the rack-aware tags and the assignor name are for pluggable "
+                "assignors, which Samsa has not)",
     "errors.deadletterqueue.": "share groups have no dead-letter queue in Samsa",
     "consumer.assignor.offload.enable": "assignors run on the coordinator's event loop",
 }
@@ -135,7 +137,8 @@ _NOT_READ = {
 STREAMS_GROUP_CONFIGS = frozenset({
     "streams.session.timeout.ms", "streams.heartbeat.interval.ms",
     "streams.num.standby.replicas", "streams.task.offset.interval.ms",
-    "streams.acceptable.recovery.lag"})
+    "streams.acceptable.recovery.lag", "streams.initial.rebalance.delay.ms",
+    "streams.assignment.interval.ms"})
 
 
 def _kafka_group_config(k: KafkaProperty) -> PropertyDef:

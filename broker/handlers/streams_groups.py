@@ -10,11 +10,10 @@ default, and the only way here): no description is ever required, one asked for 
 and a description sent (93) is UNSUPPORTED_VERSION "The broker has no streams group topology
 description plugin configured." once the principal may READ the group.
 
-Still in development here (no warm-up tasks or StreamsGroupTopologyDescriptionUpdate;
-docs/groups.md): as in Kafka for its APIs in development,
-ApiVersions lists them only with `unstable.api.versions.enable`, and only while the cluster
-finalized `streams.version` 1 (itself a level of `unstable.feature.versions.enable`); a request
-otherwise is answered UNSUPPORTED_VERSION.
+Still in development here (no warm-up tasks yet; docs/groups.md): as in Kafka for its APIs in
+development, ApiVersions lists them only with `unstable.api.versions.enable`, and only while the
+cluster finalized `streams.version` 1 (itself a level of `unstable.feature.versions.enable`); a
+request otherwise is answered UNSUPPORTED_VERSION.
 """
 
 from __future__ import annotations

@@ -22,8 +22,8 @@ _TABLE: list[PropertyDef] = _SAMSA_TABLE + _KAFKA_ONLY
 # Kafka's DynamicBrokerConfig.AllDynamicConfigs (with DynamicConfig.Broker's replication
 # quotas) that Samsa has and can change while it runs: the log defaults (every broker synonym
 # of a topic config), the cleaner's settings, the thread counts, the connection limits, the
-# producer-state settings, the replication throttles and the consumer groups' assignment
-# interval bound. The listeners' key and trust stores
+# producer-state settings, the replication throttles, the consumer groups' assignment
+# interval bound and the streams groups' assignment interval. The listeners' key and trust stores
 # change too, per listener and per broker only (DYNAMIC_SECURITY_CONFIGS). Kafka's other
 # dynamic configs (listeners, SASL) are static in Samsa.
 _DYNAMIC_NON_LOG = frozenset({
@@ -37,6 +37,7 @@ _DYNAMIC_NON_LOG = frozenset({
     "leader.replication.throttled.rate", "follower.replication.throttled.rate",
     "replica.alter.log.dirs.io.max.bytes.per.second",
     "group.consumer.assignment.interval.ms",  # read where used: the groups' configs' bounds
+    "group.streams.assignment.interval.ms",  # read at each streams group heartbeat
     "cordoned.log.dirs",
 })
 # Kafka's SslConfigs.RECONFIGURABLE_CONFIGS: dynamic only with a listener prefix

@@ -18,8 +18,11 @@ from samsa.protocol.errors import ErrorCode
 from .harness import ADMIN, ALICE, Handlers
 from .test_groups import join_and_sync
 
+# assigned at once: the initial delay and the assignment interval have their own specs
 STREAMS = {"unstable.api.versions.enable": True, "unstable.feature.versions.enable": True,
-           "initial.feature.levels": "streams.version=1"}
+           "initial.feature.levels": "streams.version=1",
+           "group.streams.initial.rebalance.delay.ms": 0,
+           "group.streams.assignment.interval.ms": 0}
 
 
 @pytest.fixture
@@ -575,3 +578,55 @@ async def test_a_topology_description_is_not_served_without_the_unstable_switch(
     r = await handlers.call("StreamsGroupTopologyDescriptionUpdate", 0, _description_update())
     assert (r.error_code, r.error_message) == (ErrorCode.unsupported_version,
                                                "The version of API is not supported.")
+
+
+def _tasks(r: Any) -> int:
+    return sum(len(ps) for _, ps in _active(r) or [])
+
+
+async def test_a_new_group_waits_its_initial_delay_then_assigns_every_member(tmp_path):
+    # Kafka 4.4's group.streams.initial.rebalance.delay.ms: the members that join a new group
+    # within it are assigned together, none given everything first and then told to revoke.
+    h = await Handlers.open(tmp_path / "data", STREAMS | {
+        "group.streams.initial.rebalance.delay.ms": 300})
+    try:
+        await h.create_topic("events", 2)
+        await h.find_coordinator("app")
+        j1 = await h.call("StreamsGroupHeartbeat", 0, _beat("m1", 0))
+        j2 = await h.call("StreamsGroupHeartbeat", 0, _beat("m2", 0, process="p2"))
+        again = await h.call("StreamsGroupHeartbeat", 0, _beat("m1", 0))
+        assert [(r.member_epoch, _tasks(r)) for r in (j1, j2, again)] == [(0, 0)] * 3
+        group = h.broker.groups.streams.groups["app"]
+        assert group.assignment_epoch == 0 and group.target == {}
+        await asyncio.sleep(0.45)
+        assert group.assignment_epoch == group.epoch  # computed when the delay ended
+        r1 = await h.call("StreamsGroupHeartbeat", 0, _beat("m1", 0))
+        r2 = await h.call("StreamsGroupHeartbeat", 0, _beat("m2", 0, process="p2"))
+        assert (r1.member_epoch, r2.member_epoch) == (group.epoch, group.epoch)
+        assert (_tasks(r1), _tasks(r2)) == (2, 2)
+    finally:
+        await h.close()
+
+
+async def test_a_target_assignment_waits_for_the_assignment_interval(tmp_path):
+    h = await Handlers.open(tmp_path / "data", STREAMS | {
+        "group.streams.assignment.interval.ms": 400})
+    try:
+        await h.create_topic("events", 2)
+        await h.find_coordinator("app")
+        await h.call("StreamsGroupHeartbeat", 0, _beat("m1", 0))
+        await asyncio.sleep(0.45)  # its internal topics made a new epoch: assigned after 400 ms
+        r1 = await h.call("StreamsGroupHeartbeat", 0, _beat("m1", 1, active=[]))
+        owned = _active(r1)
+        assert _tasks(r1) == 4
+        j2 = await h.call("StreamsGroupHeartbeat", 0, _beat("m2", 0, process="p2"))
+        same = await h.call("StreamsGroupHeartbeat", 0, _beat("m1", r1.member_epoch,
+                                                              active=owned))
+        # within the interval: no new target, m1 keeps everything, m2 waits with nothing
+        assert (_tasks(j2), same.active_tasks, same.member_epoch) == (0, None, r1.member_epoch)
+        await asyncio.sleep(0.45)
+        told = await h.call("StreamsGroupHeartbeat", 0, _beat("m1", r1.member_epoch,
+                                                              active=owned))
+        assert _tasks(told) == 2  # the next heartbeat after it: m1 revokes half for m2
+    finally:
+        await h.close()

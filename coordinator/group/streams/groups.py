@@ -37,6 +37,8 @@ class Settings:
     standby_replicas: int
     task_offset_interval_ms: int
     acceptable_recovery_lag: int
+    initial_delay_ms: int = 0
+    assignment_interval_ms: int = 0
 
 
 class StreamsGroups:
@@ -49,6 +51,8 @@ class StreamsGroups:
         self.acceptable_recovery_lag: int = cfg["group.streams.acceptable.recovery.lag"]
         self.standby_replicas: int = cfg["group.streams.num.standby.replicas"]
         self.max_size: int = cfg["group.streams.max.size"]
+        self.initial_delay_ms: int = cfg["group.streams.initial.rebalance.delay.ms"]
+        self._cfg = cfg  # group.streams.assignment.interval.ms is dynamic: read at each use
         # whether a group id is a group of another type (the coordinator's, which knows them)
         self.other_type: Callable[[str], bool] = lambda group_id: False
         self._sessions: dict[tuple[str, str], asyncio.TimerHandle] = {}
@@ -58,6 +62,8 @@ class StreamsGroups:
         self._task_offsets: dict[tuple[str, str], tuple[TaskOffsets, TaskOffsets]] = {}
         # a member revoking tasks: (its epoch, the deadline of its rebalance timeout)
         self._revoking: dict[tuple[str, str], tuple[int, asyncio.TimerHandle]] = {}
+        # a group waiting for more members before its first assignment: its timer
+        self._initial: dict[str, asyncio.TimerHandle] = {}
 
     # ------------------------------------------------------------------ loading
     def replay(self, p: int, key: bytes, value: bytes | None) -> bool:
@@ -83,6 +89,9 @@ class StreamsGroups:
                          if p is None or group.partition == p]:
             for member_id in self.groups[group_id].members:
                 self._cancel(group_id, member_id)
+            initial = self._initial.pop(group_id, None)
+            if initial is not None:
+                initial.cancel()
             del self.groups[group_id]
             self._session_ms.pop(group_id, None)
 
@@ -98,7 +107,10 @@ class StreamsGroups:
             get("streams.heartbeat.interval.ms", self.heartbeat_ms),
             get("streams.num.standby.replicas", self.standby_replicas),
             get("streams.task.offset.interval.ms", self.task_offset_interval_ms),
-            get("streams.acceptable.recovery.lag", self.acceptable_recovery_lag))
+            get("streams.acceptable.recovery.lag", self.acceptable_recovery_lag),
+            get("streams.initial.rebalance.delay.ms", self.initial_delay_ms),
+            get("streams.assignment.interval.ms",
+                self._cfg["group.streams.assignment.interval.ms"]))
 
     def _counts(self, name: str) -> int | None:
         info = self.partitions.topics_view.topic_info(name)
@@ -112,10 +124,18 @@ class StreamsGroups:
         if req.group_id not in self.groups and self.other_type(req.group_id):
             raise GroupError(ErrorCode.group_id_not_found,
                              f"Group {req.group_id} is not a streams group.")
-        out = transitions.heartbeat(self.groups.get(req.group_id), req, p, self._counts,
-                                    now_ms(), settings.standby_replicas,
-                                    self.partitions.topics_view.topic_names(), self.max_size)
+        before = self.groups.get(req.group_id)
+        # a group getting its first member waits for more before its first assignment
+        delay = (settings.initial_delay_ms if before is None or not before.members else 0)
+        out = transitions.heartbeat(before, req, p, self._counts, now_ms(),
+                                    settings.standby_replicas,
+                                    self.partitions.topics_view.topic_names(), self.max_size,
+                                    delayed=req.group_id in self._initial or delay > 0,
+                                    interval_ms=settings.assignment_interval_ms)
         await self._write(p, out.records)
+        if delay > 0 and out.answer.member_epoch >= 0 and req.group_id not in self._initial:
+            self._initial[req.group_id] = asyncio.get_running_loop().call_later(
+                delay / 1000, self._initial_assignment, req.group_id, settings)
         self._session_ms[req.group_id] = settings.session_ms
         group = self.groups.get(req.group_id)
         if group is not None and req.shutdown_application:
@@ -211,6 +231,21 @@ class StreamsGroups:
         task = asyncio.get_running_loop().create_task(self._write(group.partition,
                                                                   out.records))
         task.add_done_callback(_log_failure)
+
+    def _initial_assignment(self, group_id: str, settings: Settings) -> None:
+        """The group's initial rebalance delay ended: its first target assignment, of the
+        members that joined meanwhile."""
+        self._initial.pop(group_id, None)
+        group = self.groups.get(group_id)
+        if group is None:
+            return
+        records = transitions.delayed_target(group, self._counts, now_ms(),
+                                             settings.standby_replicas,
+                                             self.partitions.topics_view.topic_names())
+        if records:
+            task = asyncio.get_running_loop().create_task(self._write(group.partition,
+                                                                      records))
+            task.add_done_callback(_log_failure)
 
     def delete(self, group: StreamsGroup) -> ErrorCode:
         """DeleteGroups of a streams group: only an empty one (its offsets are the caller's);

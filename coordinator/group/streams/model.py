@@ -143,6 +143,7 @@ class StreamsGroup:
     members: dict[str, StreamsMember] = field(default_factory=dict)
     target: dict[str, Tasks] = field(default_factory=dict)
     assignment_epoch: int = 0
+    assignment_ms: int = 0  # when the target assignment was computed (0: never)
     # bumped when the members' endpoints or their active tasks change (Interactive Queries)
     endpoint_epoch: int = 0
     # a member asked the whole application to shut down (kept in memory only, as in Kafka)

@@ -257,7 +257,11 @@ def replay(groups: dict[str, StreamsGroup], p: int, k: GroupRecordKey,
     elif k.type == TOPOLOGY:
         group.topology = read_topology(value)
     elif k.type == TARGET_METADATA:
-        group.assignment_epoch = _flex(value).i32()
+        r = _flex(value)
+        group.assignment_epoch = r.i32()
+        for tag in r.tagged_fields():
+            if tag == 0:
+                group.assignment_ms = r.i64()
     elif k.type == TARGET_MEMBER:
         group.target[member_id] = _read_tasks(_flex(value))
     elif k.type == MEMBER_METADATA:

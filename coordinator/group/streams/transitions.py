@@ -162,10 +162,14 @@ def validate_topology(t: Topology) -> None:
 
 def heartbeat(group: StreamsGroup | None, req: Heartbeat, p: int, counts: PartitionCounts,
               now_ms: int, standby_replicas: int = 0, names: Iterable[str] = (),
-              max_size: int = 2**31 - 1) -> Outcome:
+              max_size: int = 2**31 - 1, delayed: bool = False,
+              interval_ms: int = 0) -> Outcome:
     """A heartbeat of a known or new member (see the module's docstring); raises GroupError
     with the answer's error. `standby_replicas`: the standby tasks of each stateful task;
-    `names`: every topic's name (what source regexes match); `max_size`: the most members."""
+    `names`: every topic's name (what source regexes match); `max_size`: the most members;
+    `delayed`: the group waits for more members before its first assignment (its initial
+    rebalance delay: no target assignment now); `interval_ms`: the least time between two
+    target assignments (a newer group epoch waits for a heartbeat after it)."""
     validate(req)
     if req.member_epoch == STATIC_LEAVE_EPOCH and group is not None:
         leaving = group.members.get(req.member_id)
@@ -203,7 +207,8 @@ def heartbeat(group: StreamsGroup | None, req: Heartbeat, p: int, counts: Partit
     if bump or new_hash != g.metadata_hash:
         s.emit(rec.group_metadata(req.group_id, g.epoch + 1, new_hash,
                                   g.topology.epoch if g.topology is not None else -1))
-    if s.group.epoch > s.group.assignment_epoch:
+    if s.group.epoch > s.group.assignment_epoch and not delayed and _may_assign(
+            s.group, interval_ms, now_ms):
         _new_target(s, configured, now_ms, standby_replicas)
     before = s.group.members[req.member_id].assigned
     _reconcile(s, req.member_id, req.active)
@@ -216,6 +221,27 @@ def heartbeat(group: StreamsGroup | None, req: Heartbeat, p: int, counts: Partit
     answer = Answer(req.member_id, after.member_epoch,
                     after.assigned if joined or after.assigned != before else None, status)
     return Outcome(s.records, answer, configured.to_create, s.group)
+
+
+def _may_assign(group: StreamsGroup, interval_ms: int, now_ms: int) -> bool:
+    """Kafka's canComputeNextTargetAssignment: never assigned, no interval, or past it."""
+    return (group.assignment_ms == 0 or interval_ms == 0
+            or now_ms >= group.assignment_ms + interval_ms)
+
+
+def delayed_target(group: StreamsGroup, counts: PartitionCounts, now_ms: int,
+                   standby_replicas: int = 0, names: Iterable[str] = ()) -> list[rec.Record]:
+    """The records of the target assignment computed when a group's initial rebalance delay
+    ends (Kafka's computeDelayedTargetAssignment): none for a group left empty or without a
+    topology; its members take it at their next heartbeats."""
+    if not group.members or group.topology is None \
+            or group.epoch <= group.assignment_epoch:
+        return []
+    s = _Scratch(group, group.group_id, group.partition)
+    names = list(names) if any(t.source_topic_regex for t in group.topology.subtopologies) \
+        else []
+    _new_target(s, configure(group.topology, counts, names), now_ms, standby_replicas)
+    return s.records
 
 
 def _take_over_instance(s: _Scratch, req: Heartbeat) -> Heartbeat:
@@ -259,6 +285,8 @@ def _member(group: StreamsGroup, req: Heartbeat) -> StreamsMember:
     if req.member_epoch == 0:
         if member is None:
             return StreamsMember(req.member_id)
+        if _unassigned(member):
+            return member  # still waiting for its first tasks (an initial delay)
         # a rejoin: the member lost its tasks
         return StreamsMember(req.member_id)
     if req.instance_id is not None:
@@ -281,6 +309,12 @@ def _member(group: StreamsGroup, req: Heartbeat) -> StreamsMember:
                      f"({req.member_epoch}) than the one known by the group coordinator "
                      f"({member.member_epoch}). The member must abandon all its tasks and "
                      "rejoin.")
+
+
+def _unassigned(m: StreamsMember) -> bool:
+    """A member at epoch 0 that was never given a task: its epoch-0 heartbeats change nothing
+    (Kafka's getOrCreateDefaultMember keeps it as it is)."""
+    return m.member_epoch == 0 and m.assigned.is_empty() and m.pending_revocation.is_empty()
 
 
 def _check_tasks(tasks: dict[str, int], reported: TaskMap | None) -> None:
@@ -331,7 +365,7 @@ def _update_member(s: _Scratch, member: StreamsMember, req: Heartbeat) -> bool:
     if req.client_tags is not None:
         new.client_tags = req.client_tags
     known = s.group.members.get(member.member_id)
-    rejoin = req.member_epoch == 0 and known is not None
+    rejoin = req.member_epoch == 0 and known is not None and not _unassigned(known)
     if known is None or rejoin or new.metadata() != known.metadata():
         s.emit(rec.member_metadata(s.group_id, new))
     if rejoin:
