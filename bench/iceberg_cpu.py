@@ -78,13 +78,16 @@ def one_run(variant: str, broker: bench.Broker, topic: str, n: int, size: int,
     admin = AdminClient({"bootstrap.servers": broker.bootstrap})
     admin.create_topics([NewTopic(topic, 1, 1, config=config)])[topic].result(60)
     time.sleep(1)  # the leader settles (Kafka answers create before it leads)
-    cpu0 = bench.cpu_seconds(broker.proc.pid)
+    cpu0, t0 = bench.cpu_seconds(broker.proc.pid), time.monotonic()
     secs = produce_transactions(broker.bootstrap, topic, n, size, per_txn)
+    into_table = ""
     if iceberg:
         wait_for_table(data_dir(broker), topic, log_end(broker.bootstrap, topic))
+        into_table = f", into the table {n / (time.monotonic() - t0):,.0f} records/s"
     cpu = bench.cpu_seconds(broker.proc.pid) - cpu0
-    print(f"  {variant:14} {topic:18} produce {n / secs:>9,.0f} records/s  broker CPU "
-          f"{cpu:6.2f} s = {cpu / (n * size / 1e9):6.1f} s/GB", flush=True)
+    print(f"  {variant:14} {topic:18} broker CPU {cpu:6.2f} s = "
+          f"{cpu / (n * size / 1e9):6.1f} s/GB; produce {n / secs:,.0f} records/s{into_table}",
+          flush=True)
     return cpu / (n * size / 1e9)
 
 
@@ -112,7 +115,7 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--sizes", type=int, nargs="+", default=[100, 1024])
     ap.add_argument("--mb", type=float, default=100, help="MB of values per run")
-    ap.add_argument("--warmup-mb", type=float, default=30,
+    ap.add_argument("--warmup-mb", type=float, default=100,
                     help="MB of 100 B records into each broker before the measured runs")
     ap.add_argument("--per-txn", type=int, default=1000)
     ap.add_argument("--interval-ms", type=int, default=1000,
