@@ -7,7 +7,8 @@ sessions and their ephemeral znodes): those parts (zk/*.py) then run unchanged o
     sessions(id, expires_ms)   a process's lease, renewed every third of its timeout
     changes(zxid, path)        the znodes each write touched (and their parents), read by every
                                process's watches; pruned after CHANGES_KEPT_MS
-    meta(key, value)           zxid: the last write's; pruned: changes below it are gone
+    meta(key, value)           zxid: the last write's; pruned: changes below it are gone;
+                               format: of these tables (1)
 
 Each write is one SQLite transaction (BEGIN IMMEDIATE: writers queue on the file's lock) that
 takes the next zxid. Every process polls the changes every POLL_S and re-reads what its watches
@@ -58,7 +59,7 @@ CREATE TABLE IF NOT EXISTS changes (zxid INTEGER NOT NULL, path TEXT NOT NULL,
                                     ms INTEGER NOT NULL);
 CREATE INDEX IF NOT EXISTS changes_zxid ON changes(zxid);
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL);
-INSERT OR IGNORE INTO meta VALUES ('zxid', 0), ('pruned', 0);
+INSERT OR IGNORE INTO meta VALUES ('zxid', 0), ('pruned', 0), ('format', 1);
 INSERT OR IGNORE INTO znodes VALUES ('/', '', x'', 0, 0, 0, 0, 0, 0, 0, 0);
 """
 _COLUMNS = "data, czxid, mzxid, ctime, mtime, version, cversion, owner, pzxid"
