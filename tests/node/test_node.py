@@ -38,6 +38,7 @@ NODE_SETTINGS: dict[str, object] = {
     "group.initial.rebalance.delay.ms": 0,
     "group.min.session.timeout.ms": 1000,
     "controlled.shutdown.retry.backoff.ms": 500,
+    "leader.imbalance.check.interval.seconds": 1,
 }
 
 
@@ -181,3 +182,10 @@ def test_exactly_once_copy_while_a_process_is_killed(node: SamsaNode, tmp_path: 
     out = _read_committed(node.bootstrap, dst, RECORDS)
     assert not [v for v, n in Counter(out).items() if n > 1], "duplicated records"
     assert set(out) == set(values) and len(out) == RECORDS
+    # auto.leader.rebalance.enable: the restarted process leads its preferred partitions again
+    wait_until(lambda: _led_by_preferred(node, dst), 30, "preferred leaders back")
+
+
+def _led_by_preferred(node: SamsaNode, topic: str) -> bool:
+    md = _admin(node).list_topics(topic, timeout=10).topics[topic]
+    return all(p.leader == p.replicas[0] for p in md.partitions.values())
