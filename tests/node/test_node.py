@@ -16,7 +16,13 @@ from pathlib import Path
 
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import (
+    AdminClient,
+    AlterConfigOpType,
+    ConfigEntry,
+    ConfigResource,
+    NewTopic,
+)
 from prometheus_client.parser import text_string_to_metric_families
 
 import samsa.testing
@@ -39,6 +45,9 @@ NODE_SETTINGS: dict[str, object] = {
     "group.min.session.timeout.ms": 1000,
     "controlled.shutdown.retry.backoff.ms": 500,
     "leader.imbalance.check.interval.seconds": 1,
+    "share.coordinator.state.topic.num.partitions": 4,
+    "share.coordinator.state.topic.replication.factor": 2,
+    "share.coordinator.state.topic.min.isr": 1,
 }
 
 
@@ -97,10 +106,13 @@ def test_one_metrics_endpoint_for_the_node(node: SamsaNode) -> None:
     assert all(count >= 2 for count in leader_counts().values())
 
 
-def test_a_consumer_group_over_both_processes(node: SamsaNode) -> None:
-    _create(node, "grouped", 4)
-    members = [Consumer({"bootstrap.servers": node.bootstrap, "group.id": "g-node",
-                         "auto.offset.reset": "earliest", "enable.auto.commit": False})
+@pytest.mark.parametrize("protocol", ["classic", "consumer"])
+def test_a_consumer_group_over_both_processes(node: SamsaNode, protocol: str) -> None:
+    topic = f"grouped-{protocol}"
+    _create(node, topic, 4)
+    members = [Consumer({"bootstrap.servers": node.bootstrap, "group.id": f"g-{protocol}",
+                         "group.protocol": protocol, "auto.offset.reset": "earliest",
+                         "enable.auto.commit": False})
                for _ in range(2)]
     got: list[list[bytes]] = [[], []]
 
@@ -110,7 +122,7 @@ def test_a_consumer_group_over_both_processes(node: SamsaNode) -> None:
 
     try:
         for m in members:
-            m.subscribe(["grouped"])
+            m.subscribe([topic])
 
         def balanced() -> bool:
             poll()
@@ -119,20 +131,51 @@ def test_a_consumer_group_over_both_processes(node: SamsaNode) -> None:
         wait_until(balanced, 60, "two partitions for each member")
         p = Producer({"bootstrap.servers": node.bootstrap, "acks": "all"})
         for i in range(200):
-            p.produce("grouped", f"v{i}".encode(), partition=i % 4)
+            p.produce(topic, f"v{i}".encode(), partition=i % 4)
         assert p.flush(30) == 0
         deadline = time.monotonic() + 60
         while sum(map(len, got)) < 200 and time.monotonic() < deadline:
             poll()
         for m in members:
             m.commit(asynchronous=False)
-        committed = members[0].committed([TopicPartition("grouped", i) for i in range(4)], 10)
+        committed = members[0].committed([TopicPartition(topic, i) for i in range(4)], 10)
     finally:
         for m in members:
             m.close()
     assert sorted(v for vs in got for v in vs) == sorted(f"v{i}".encode() for i in range(200))
     assert [len(vs) for vs in got] == [100, 100]
     assert sum(tp.offset for tp in committed) == 200
+
+
+def test_a_share_group_over_both_processes(node: SamsaNode) -> None:
+    from confluent_kafka import ShareConsumer
+
+    _create(node, "shared", 2)
+    admin = _admin(node)
+    earliest = ConfigResource(ConfigResource.Type.GROUP, "sg-node", incremental_configs=[
+        ConfigEntry("share.auto.offset.reset", "earliest",
+                    incremental_operation=AlterConfigOpType.SET)])
+    for f in admin.incremental_alter_configs([earliest]).values():
+        f.result(timeout=10)
+    p = Producer({"bootstrap.servers": node.bootstrap, "acks": "all"})
+    for i in range(40):
+        p.produce("shared", f"s{i}".encode(), partition=i % 2)
+    assert p.flush(30) == 0
+    conf = {"bootstrap.servers": node.bootstrap, "group.id": "sg-node"}
+    consumers = [ShareConsumer(conf), ShareConsumer(conf)]
+    got: list[bytes] = []
+    try:
+        for c in consumers:
+            c.subscribe(["shared"])
+        deadline = time.monotonic() + 60
+        while len(got) < 40 and time.monotonic() < deadline:
+            for c in consumers:
+                got += [m.value() for m in c.poll(0.5) if m.error() is None]
+                c.commit_sync(10)
+    finally:
+        for c in consumers:
+            c.close()
+    assert sorted(got) == sorted(f"s{i}".encode() for i in range(40))
 
 
 def test_a_transaction_across_partitions_led_by_both_processes(node: SamsaNode) -> None:
