@@ -303,3 +303,41 @@ def _wait(predicate: Callable[[], object], timeout: float = 5.0) -> None:
     while not predicate():
         assert time.monotonic() < deadline, "condition not reached"
         time.sleep(0.01)
+
+
+_REGISTERED = textwrap.dedent("""
+    import asyncio, sys
+    from pathlib import Path
+    from samsa.broker.cluster.metadata_store import BrokerInfo
+    from samsa.broker.cluster.shared.store import SharedMetadataStore
+
+    async def main():
+        store = SharedMetadataStore(Path(sys.argv[1]), BrokerInfo(8, "127.0.0.1", 9008), 60000)
+        await store.start()
+        print("registered", flush=True)
+        await asyncio.sleep(3600)
+
+    asyncio.run(main())
+""")
+
+
+async def test_the_session_of_a_killed_process_ends_at_once(tmp_path):
+    """Its pid no longer runs (same kernel, same pid namespace): its registration goes at the
+    next poll of another process, long before its lease (60 s) would pass."""
+    path = tmp_path / "m.db"
+    a = _store(path, 1, 60000)
+    await a.start()
+    other = await asyncio.create_subprocess_exec(
+        sys.executable, "-c", _REGISTERED, str(path), stdout=subprocess.PIPE)
+    try:
+        assert other.stdout is not None
+        assert await asyncio.wait_for(other.stdout.readline(), 30.0) == b"registered\n"
+        await _until(lambda: 8 in [x.broker_id for x in a.brokers()])
+        other.kill()
+        await other.wait()
+        await _until(lambda: [x.broker_id for x in a.brokers()] == [1], timeout=5.0)
+    finally:
+        if other.returncode is None:
+            other.kill()
+            await other.wait()
+        await a.close()

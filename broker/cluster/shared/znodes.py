@@ -4,7 +4,8 @@ call (get, set, create, delete, exists, get_children, transactions, DataWatch, C
 sessions and their ephemeral znodes): those parts (zk/*.py) then run unchanged on it.
 
     znodes(path, parent, data, czxid, mzxid, pzxid, ctime, mtime, version, cversion, owner)
-    sessions(id, expires_ms)   a process's lease, renewed every third of its timeout
+    sessions(id, expires_ms, pid, host)
+                               a process's lease, renewed every third of its timeout
     changes(zxid, path)        the znodes each write touched (and their parents), read by every
                                process's watches; pruned after CHANGES_KEPT_MS
     meta(key, value)           zxid: the last write's; pruned: changes below it are gone;
@@ -13,13 +14,16 @@ sessions and their ephemeral znodes): those parts (zk/*.py) then run unchanged o
 Each write is one SQLite transaction (BEGIN IMMEDIATE: writers queue on the file's lock) that
 takes the next zxid. Every process polls the changes every POLL_S and re-reads what its watches
 follow among the paths changed; a session whose lease has passed is expired by whichever process
-sees it first, its ephemeral znodes deleted in the same transaction, as ZooKeeper's leader does.
+sees it first, its ephemeral znodes deleted in the same transaction, as ZooKeeper's leader does;
+a session of a process that is gone (its pid no longer runs, seen from the same kernel and pid
+namespace) is expired at once: a kill -9 moves leaderships in a poll, not a lease.
 No consensus: the file is on one host and SQLite's locks order the writers.
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import secrets
 import sqlite3
 import threading
@@ -54,7 +58,8 @@ CREATE TABLE IF NOT EXISTS znodes (
     version INTEGER NOT NULL, cversion INTEGER NOT NULL, owner INTEGER NOT NULL);
 CREATE INDEX IF NOT EXISTS znodes_parent ON znodes(parent);
 CREATE INDEX IF NOT EXISTS znodes_owner ON znodes(owner) WHERE owner != 0;
-CREATE TABLE IF NOT EXISTS sessions (id INTEGER PRIMARY KEY, expires_ms INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS sessions (id INTEGER PRIMARY KEY, expires_ms INTEGER NOT NULL,
+                                     pid INTEGER NOT NULL, host TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS changes (zxid INTEGER NOT NULL, path TEXT NOT NULL,
                                     ms INTEGER NOT NULL);
 CREATE INDEX IF NOT EXISTS changes_zxid ON changes(zxid);
@@ -67,6 +72,33 @@ _COLUMNS = "data, czxid, mzxid, ctime, mtime, version, cversion, owner, pzxid"
 
 def _now_ms() -> int:
     return int(time.time() * 1000)
+
+
+def _pid_space() -> str:
+    """Where a pid means one process: this boot of the kernel and this pid namespace (two
+    containers sharing the file see each other's pids as nobody's); '' where unknown."""
+    try:
+        boot = Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+        return f"{boot}/{os.stat('/proc/self/ns/pid').st_ino}"
+    except OSError:
+        return ""
+
+
+_PID_SPACE = _pid_space()
+
+
+def _gone(pid: int, space: str) -> bool:
+    """Whether the process of a session is known to have ended (a pid reused since is taken
+    as alive: the lease decides then)."""
+    if not space or space != _PID_SPACE:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except OSError:  # EPERM: someone else's process, alive
+        return False
+    return False
 
 
 def _parent(path: str) -> str:
@@ -176,11 +208,17 @@ class _Write:
         """Sessions whose lease has passed (or `ids`) go, and their ephemeral znodes with
         them."""
         if ids is None:
-            ids = [r[0] for r in self.db.execute(
-                "SELECT id FROM sessions WHERE expires_ms < ? AND id != ?",
-                (self.now, self.session))]
-            for session in ids:
-                log.info("session 0x%x expired: its lease passed", session)
+            ids = []
+            for session, expires_ms, pid, space in self.db.execute(
+                    "SELECT id, expires_ms, pid, host FROM sessions WHERE id != ?",
+                    (self.session,)).fetchall():
+                if expires_ms < self.now:
+                    log.info("session 0x%x expired: its lease passed", session)
+                elif _gone(pid, space):
+                    log.info("session 0x%x expired: its process %d is gone", session, pid)
+                else:
+                    continue
+                ids.append(session)
         for session in ids:
             self.db.execute("DELETE FROM sessions WHERE id = ?", (session,))
             for (path,) in self.db.execute(
@@ -346,8 +384,9 @@ class SqliteZk:
     def _open_session(self) -> None:
         with self._lock:
             session = secrets.randbits(62) | 1
-            self._conn().execute("INSERT INTO sessions VALUES (?, ?)",
-                                 (session, _now_ms() + self.timeout_ms))
+            self._conn().execute("INSERT INTO sessions VALUES (?, ?, ?, ?)",
+                                 (session, _now_ms() + self.timeout_ms, os.getpid(),
+                                  _PID_SPACE))
             self._session = session
             self._renewed = time.monotonic()
 
@@ -369,9 +408,12 @@ class SqliteZk:
 
     def _expire_others(self) -> None:
         """Looked for first outside a write: the file's write lock only when one is due."""
+        now = _now_ms()
         with self._lock:
-            due = self._conn().execute("SELECT 1 FROM sessions WHERE expires_ms < ? AND id != ?",
-                                       (_now_ms(), self._session)).fetchone()
+            due = any(expires_ms < now or _gone(pid, space)
+                      for expires_ms, pid, space in self._conn().execute(
+                          "SELECT expires_ms, pid, host FROM sessions WHERE id != ?",
+                          (self._session,)))
             if due:
                 with self._write() as w:
                     w.expire_sessions()
