@@ -3,9 +3,9 @@ and 2 on their own ports and log dirs, sharing their metadata through one SQLite
 (samsa.metadata.shared.file). A topic spreads over both, is produced to and consumed from
 partitions led by each, a config changed through one is seen through the other, a SCRAM user
 and an ACL made through one let a client in and write through the other, and a process
-killed with SIGKILL loses its registration once its lease passes: the partitions it led with a
-replica on the other process move there, those it alone holds are offline (as Kafka) until it
-starts again."""
+killed with SIGKILL loses its registration at once (its pid is gone): the partitions it led
+with a replica on the other process move there, those it alone holds are offline (as Kafka)
+until it starts again."""
 
 from __future__ import annotations
 
@@ -197,7 +197,7 @@ def test_a_scram_user_and_acls_made_through_one_process_hold_on_the_other(
 
 
 def test_kill_9_of_a_process(processes: dict[int, SamsaBroker]) -> None:
-    """Its lease passes, its registration goes, and the controller moves what it led."""
+    """Its registration goes, and the controller moves what it led."""
     single = _create(processes[1], "single", 4, 1)  # one replica: offline while it is gone
     double = _create(processes[1], "double", 2, 2)
     assert set(single.values()) == {1, 2}
