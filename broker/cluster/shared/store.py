@@ -4,9 +4,9 @@ registrations, the controller's election and fencing, partition states and ISR w
 configs, quotas, SCRAM users, ACLs, delegation tokens, features, producer-id blocks) on a tree
 of znodes kept in one SQLite file (znodes.py) instead of a ZooKeeper ensemble. Each process
 holds a session there whose lease (zookeeper.session.timeout.ms) it renews; a process killed
-loses its registration when the lease passes, and the controller (the process that won the
-election, as in a ZooKeeper cluster) moves its partitions' leadership as it would on a
-ZooKeeper session's expiry.
+loses its registration when the lease passes (at once when its pid is seen gone), and the
+controller (the process that won the election, as in a ZooKeeper cluster) moves its
+partitions' leadership as it would on a ZooKeeper session's expiry.
 """
 
 from __future__ import annotations
