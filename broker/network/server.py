@@ -170,6 +170,18 @@ class ResponseWriter:
 
     def add(self, parts: Response, now: bool = False) -> None:
         """Queue a response: written at the end of this loop pass, or at once with `now`."""
+        if (now and not self._queue and self._current is None and self._task is None
+                and not self._watching and not self._idle and not self._close_when_done
+                and all(type(part) is bytes for part in parts)):
+            # what flush would do with nothing else queued or waiting (a lone request's
+            # answer, issue 47), without its calls: one writelines
+            if self._transport.is_closing():
+                return  # flush would drop it (as _discard does)
+            try:
+                self._transport.writelines(parts)  # type: ignore[arg-type]  # bytes only
+            except (OSError, ValueError) as exc:
+                self._fail(exc)
+            return
         self._queue.extend(parts)
         self._size += sum(map(len, parts))
         if now:

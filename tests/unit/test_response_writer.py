@@ -138,3 +138,23 @@ def test_a_file_truncated_after_the_read_closes_the_connection(tmp_path: Path, l
     # the rest of a frame whose length promised more
     assert len(received) < 1 + 200_000
     assert data_a[:150_000].startswith(received[1:]) and received[:1] == b"<"
+
+
+@pytest.mark.parametrize("loop", sorted(LOOPS))
+def test_an_answer_written_at_once_waits_behind_a_region_still_sending(tmp_path: Path,
+                                                                         loop: str):
+    # `add(..., now=True)` with nothing queued writes at once (one writelines); with a region
+    # still going out (the socket full), it must queue behind it as before
+    a, data_a = _file(tmp_path, "a.log", 300_000)
+    listener = f"at-once-{loop}"
+
+    async def send(responses: ResponseWriter) -> None:
+        responses.add([b"lone"], now=True)
+        responses.add([b"first:", FileRegion(a, 0, 300_000)], now=True)
+        responses.add([b":now"], now=True)
+        responses.add([b":then"], now=True)
+        await responses.drain()
+        responses.add([b":last"], now=True)
+
+    received = LOOPS[loop](_serve(send, True, listener, read_slowly=True))
+    assert received == b"lone" + b"first:" + data_a + b":now:then:last"
