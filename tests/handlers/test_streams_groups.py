@@ -586,7 +586,8 @@ def _tasks(r: Any) -> int:
 
 async def test_a_new_group_waits_its_initial_delay_then_assigns_every_member(tmp_path):
     # Kafka 4.4's group.streams.initial.rebalance.delay.ms: the members that join a new group
-    # within it are assigned together, none given everything first and then told to revoke.
+    # within it are assigned together, none given everything first and then told to revoke;
+    # meanwhile they are at the initial target epoch 1 with nothing, told ASSIGNMENT_DELAYED.
     h = await Handlers.open(tmp_path / "data", STREAMS | {
         "group.streams.initial.rebalance.delay.ms": 300})
     try:
@@ -594,15 +595,19 @@ async def test_a_new_group_waits_its_initial_delay_then_assigns_every_member(tmp
         await h.find_coordinator("app")
         j1 = await h.call("StreamsGroupHeartbeat", 0, _beat("m1", 0))
         j2 = await h.call("StreamsGroupHeartbeat", 0, _beat("m2", 0, process="p2"))
-        again = await h.call("StreamsGroupHeartbeat", 0, _beat("m1", 0))
-        assert [(r.member_epoch, _tasks(r)) for r in (j1, j2, again)] == [(0, 0)] * 3
+        again = await h.call("StreamsGroupHeartbeat", 0, _beat("m1", 1))
+        assert [(r.member_epoch, _tasks(r)) for r in (j1, j2)] == [(1, 0)] * 2
+        assert (again.member_epoch, again.active_tasks) == (1, None)
+        delayed = (5, "Assignment delayed due to the configured initial rebalance delay.")
+        assert delayed in [(st.status_code, st.status_detail) for st in again.status]
         group = h.broker.groups.streams.groups["app"]
         assert group.assignment_epoch == 0 and group.target == {}
         await asyncio.sleep(0.45)
         assert group.assignment_epoch == group.epoch  # computed when the delay ended
-        r1 = await h.call("StreamsGroupHeartbeat", 0, _beat("m1", 0))
-        r2 = await h.call("StreamsGroupHeartbeat", 0, _beat("m2", 0, process="p2"))
-        assert (r1.member_epoch, r2.member_epoch) == (group.epoch, group.epoch)
+        r1 = await h.call("StreamsGroupHeartbeat", 0, _beat("m1", 1))
+        r2 = await h.call("StreamsGroupHeartbeat", 0, _beat("m2", 1))
+        assert (r1.member_epoch, r2.member_epoch, r1.status, r2.status) == (
+            group.epoch, group.epoch, None, None)
         assert (_tasks(r1), _tasks(r2)) == (2, 2)
     finally:
         await h.close()
@@ -624,6 +629,8 @@ async def test_a_target_assignment_waits_for_the_assignment_interval(tmp_path):
                                                               active=owned))
         # within the interval: no new target, m1 keeps everything, m2 waits with nothing
         assert (_tasks(j2), same.active_tasks, same.member_epoch) == (0, None, r1.member_epoch)
+        assert [(st.status_code, st.status_detail) for st in same.status] == [
+            (5, "Assignment delayed due to the configured assignment interval.")]
         await asyncio.sleep(0.45)
         told = await h.call("StreamsGroupHeartbeat", 0, _beat("m1", r1.member_epoch,
                                                               active=owned))

@@ -42,6 +42,9 @@ from .topology import Configured, PartitionCounts, Status, configure, metadata_h
 
 LEAVE_EPOCH = -1
 STATIC_LEAVE_EPOCH = -2
+# Kafka 4.4's ASSIGNMENT_DELAYED details
+INITIAL_DELAY = "Assignment delayed due to the configured initial rebalance delay."
+INTERVAL = "Assignment delayed due to the configured assignment interval."
 
 
 @dataclass(frozen=True, slots=True)
@@ -207,14 +210,21 @@ def heartbeat(group: StreamsGroup | None, req: Heartbeat, p: int, counts: Partit
     if bump or new_hash != g.metadata_hash:
         s.emit(rec.group_metadata(req.group_id, g.epoch + 1, new_hash,
                                   g.topology.epoch if g.topology is not None else -1))
-    if s.group.epoch > s.group.assignment_epoch and not delayed and _may_assign(
-            s.group, interval_ms, now_ms):
-        _new_target(s, configured, now_ms, standby_replicas)
+    held_back = None
+    if s.group.epoch > s.group.assignment_epoch:
+        if delayed:
+            held_back = INITIAL_DELAY
+        elif not _may_assign(s.group, interval_ms, now_ms):
+            held_back = INTERVAL
+        else:
+            _new_target(s, configured, now_ms, standby_replicas)
     before = s.group.members[req.member_id].assigned
-    _reconcile(s, req.member_id, req.active)
+    _reconcile(s, req.member_id, req.active, delayed)
     after = s.group.members[req.member_id]
     if not configured.ready and configured.status is not None:
         status.append((int(configured.status), configured.detail))
+    if held_back is not None:
+        status.append((int(Status.ASSIGNMENT_DELAYED), held_back))
     if s.group.shutdown_requested_by is not None or req.shutdown_application:
         status.append((int(Status.SHUTDOWN_APPLICATION),
                        "The application is requested to shut down by a member."))
@@ -416,18 +426,21 @@ def _new_target(s: _Scratch, configured: Configured, now_ms: int,
     s.emit(rec.target_metadata(s.group_id, g.epoch, now_ms))
 
 
-def _reconcile(s: _Scratch, member_id: str, owned: TaskMap | None) -> None:
+def _reconcile(s: _Scratch, member_id: str, owned: TaskMap | None,
+               delayed: bool = False) -> None:
     """Kafka's streams CurrentAssignmentBuilder, for active tasks: revoke what the target
     takes away first (the member keeps its epoch until it reports them gone), then take the
-    new epoch with the target's tasks no other member holds (the rest once released)."""
+    new epoch with the target's tasks no other member holds (the rest once released).
+    `delayed`: the group's initial delay runs, the target is empty at the assignment epoch
+    (at least 1: Kafka 4.4's initial target assignment is epoch 1, empty)."""
     g = s.group
     m = g.members[member_id]
     if m.state == MemberState.UNREVOKED_TASKS:
         if owned is None or intersect(owned, m.pending_revocation.active):
             return  # still revoking
-    target = g.target.get(member_id, EMPTY)
-    if m.member_epoch == g.assignment_epoch and m.state == MemberState.STABLE \
-            and m.assigned == target:
+    target = EMPTY if delayed else g.target.get(member_id, EMPTY)
+    epoch = max(1, g.assignment_epoch) if delayed else g.assignment_epoch
+    if m.member_epoch == epoch and m.state == MemberState.STABLE and m.assigned == target:
         return
     kept = m.assigned.intersect(target)
     revoke = m.assigned.minus(target)
@@ -443,8 +456,8 @@ def _reconcile(s: _Scratch, member_id: str, owned: TaskMap | None) -> None:
         new.pending_revocation = EMPTY
         new.state = (MemberState.UNRELEASED_TASKS if intersect(wanted, held)
                      else MemberState.STABLE)
-        if m.member_epoch != g.assignment_epoch:
-            new.previous_member_epoch, new.member_epoch = m.member_epoch, g.assignment_epoch
+        if m.member_epoch != epoch:
+            new.previous_member_epoch, new.member_epoch = m.member_epoch, epoch
     if (new.state, new.assigned, new.pending_revocation, new.member_epoch) != (
             m.state, m.assigned, m.pending_revocation, m.member_epoch):
         s.emit(rec.current_assignment(s.group_id, new))
