@@ -20,7 +20,9 @@ from typing import Any
 
 from .encoder import uvarint
 
-_KEY_VERSION = struct.Struct(">hh")  # a request header's api key and version
+# a request header's api key, version, correlation id and client id's length
+_HEADER = struct.Struct(">hhih")
+_I32_I32 = struct.Struct(">ii")
 _I16 = struct.Struct(">h")
 _I32 = struct.Struct(">i")
 _ACKS_TIMEOUT = struct.Struct(">hi")
@@ -148,12 +150,21 @@ def read_produce(frame: Any) -> ProduceRequest | None:
 def _read(buf: Any) -> ProduceRequest:
     # (tagged-field sections and counts read inline: this runs for every Produce request)
     end = len(buf)
-    api_key, version = _KEY_VERSION.unpack_from(buf, 0)
+    api_key, version, _, n = _HEADER.unpack_from(buf, 0)
     if api_key != 0 or not MIN_VERSION <= version <= MAX_VERSION:
         raise _Unusual
     flexible = version >= FLEXIBLE_FROM
-    # after the correlation id; a header's client id is never a compact string
-    client_id, pos = _string(buf, 8, end, flexible=False, nullable=True)
+    # after the correlation id, the client id: never a compact string (as _string, inline)
+    pos = _HEADER.size
+    if n >= 0:
+        if pos + n > end:
+            raise _Unusual
+        client_id: str | None = bytes(buf[pos:pos + n]).decode("utf-8")
+        pos += n
+    elif n == -1:
+        client_id = None
+    else:
+        raise _Unusual
     if flexible:
         if buf[pos]:  # the header's tagged fields
             raise _Unusual
@@ -173,8 +184,12 @@ def _read(buf: Any) -> ProduceRequest:
             raise _Unusual
         partitions = []
         for _ in range(partitions_count):
-            (index,) = _I32.unpack_from(buf, pos)
-            size, pos = _length(buf, pos + 4, flexible, wide=True)
+            if flexible:
+                (index,) = _I32.unpack_from(buf, pos)
+                size, pos = _length(buf, pos + 4, flexible, wide=True)
+            else:  # the index and the records' size in one read
+                index, size = _I32_I32.unpack_from(buf, pos)
+                pos += 8
             records = None
             if size >= 0:
                 if pos + size > end:
