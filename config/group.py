@@ -9,8 +9,9 @@ assignment at the heartbeat that needs it). A share group's share.auto.offset.re
 share-partition starts) and share.isolation.level are read by the share-partition leader
 (broker/handlers/share_fetch.py). A streams group's streams.session.timeout.ms,
 streams.heartbeat.interval.ms, streams.num.standby.replicas, streams.task.offset.interval.ms,
-streams.acceptable.recovery.lag, streams.initial.rebalance.delay.ms and
-streams.assignment.interval.ms are read at its heartbeats (broker/handlers/streams_groups.py).
+streams.acceptable.recovery.lag, streams.initial.rebalance.delay.ms,
+streams.assignment.interval.ms and streams.rack.aware.assignment.tags are read at its
+heartbeats (broker/handlers/streams_groups.py).
 Kafka's other group configs (config/schema/kafka_properties.toml:
 share.record.lock.duration.ms, ...) are accepted, validated as Kafka validates them (the share
 and streams ones within the broker's group.share/streams.min/max.* bounds) and described,
@@ -125,9 +126,8 @@ _LEAST = {
 _NOT_READ = {
     "share.": "Samsa's share groups do not read it per group: the broker's group.share.* "
               "properties apply to every share group",
-    "streams.": "Samsa's streams groups do not read it per group (no warm-up tasks yet, "
-                "issue 52; the rack-aware tags and the assignor name are for pluggable "
-                "assignors, which Samsa has not)",
+    "streams.": "Samsa's streams groups do not read it per group (the warm-up replicas and "
+                "the assignor name are for pluggable assignors, which Samsa has not, issue 52)",
     "errors.deadletterqueue.": "share groups have no dead-letter queue in Samsa",
     "consumer.assignor.offload.enable": "assignors run on the coordinator's event loop",
 }
@@ -138,7 +138,7 @@ STREAMS_GROUP_CONFIGS = frozenset({
     "streams.session.timeout.ms", "streams.heartbeat.interval.ms",
     "streams.num.standby.replicas", "streams.task.offset.interval.ms",
     "streams.acceptable.recovery.lag", "streams.initial.rebalance.delay.ms",
-    "streams.assignment.interval.ms"})
+    "streams.assignment.interval.ms", "streams.rack.aware.assignment.tags"})
 
 
 def _kafka_group_config(k: KafkaProperty) -> PropertyDef:

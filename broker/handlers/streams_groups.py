@@ -176,6 +176,8 @@ async def handle_streams_group_heartbeat(
     if refusal := heartbeat_refusal(ctx, request.group_id, names):
         return _error(refusal["error_code"], refusal["error_message"], request.member_id)
     settings = ctx.groups.streams.settings(await cached_group_configs(ctx, request.group_id))
+    if ctx.api_version == 0:  # MISSING_CLIENT_TAGS is answered from v1 (Kafka 4.4)
+        settings = replace(settings, rack_tags=())
     try:
         out = await ctx.groups.streams.heartbeat(req, settings)
     except GroupError as exc:

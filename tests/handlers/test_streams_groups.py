@@ -637,3 +637,21 @@ async def test_a_target_assignment_waits_for_the_assignment_interval(tmp_path):
         assert _tasks(told) == 2  # the next heartbeat after it: m1 revokes half for m2
     finally:
         await h.close()
+
+
+async def test_a_member_without_the_rack_aware_tags_is_told_which_it_misses(tmp_path):
+    h = await Handlers.open(tmp_path / "data", STREAMS | {
+        "group.streams.rack.aware.assignment.tags": "zone,cluster"})
+    try:
+        await h.create_topic("events", 1)
+        await h.find_coordinator("app")
+        tagged = _beat("m1", 0) | {"client_tags": [{"key": "zone", "value": "a"}]}
+        r = await h.call("StreamsGroupHeartbeat", 1, tagged)
+        assert (6, "Missing required client tags for rack-aware standby assignment: [cluster]. "
+                   "Configure them via 'client.tag.<tagKey>' in your Streams config.") in [
+            (st.status_code, st.status_detail) for st in r.status]
+        # v0 has no such status (Kafka 4.4 answers it from v1)
+        v0 = await h.call("StreamsGroupHeartbeat", 0, _beat("m2", 0, process="p2"))
+        assert 6 not in [st.status_code for st in v0.status or []]
+    finally:
+        await h.close()

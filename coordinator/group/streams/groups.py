@@ -39,6 +39,7 @@ class Settings:
     acceptable_recovery_lag: int
     initial_delay_ms: int = 0
     assignment_interval_ms: int = 0
+    rack_tags: tuple[str, ...] = ()  # the client tags each member should have
 
 
 class StreamsGroups:
@@ -110,7 +111,9 @@ class StreamsGroups:
             get("streams.acceptable.recovery.lag", self.acceptable_recovery_lag),
             get("streams.initial.rebalance.delay.ms", self.initial_delay_ms),
             get("streams.assignment.interval.ms",
-                self._cfg["group.streams.assignment.interval.ms"]))
+                self._cfg["group.streams.assignment.interval.ms"]),
+            _tags(overrides.get("streams.rack.aware.assignment.tags",
+                                self._cfg["group.streams.rack.aware.assignment.tags"])))
 
     def _counts(self, name: str) -> int | None:
         info = self.partitions.topics_view.topic_info(name)
@@ -131,7 +134,8 @@ class StreamsGroups:
                                     settings.standby_replicas,
                                     self.partitions.topics_view.topic_names(), self.max_size,
                                     delayed=req.group_id in self._initial or delay > 0,
-                                    interval_ms=settings.assignment_interval_ms)
+                                    interval_ms=settings.assignment_interval_ms,
+                                    rack_tags=settings.rack_tags)
         await self._write(p, out.records)
         if delay > 0 and out.answer.member_epoch >= 0 and req.group_id not in self._initial:
             self._initial[req.group_id] = asyncio.get_running_loop().call_later(
@@ -334,6 +338,12 @@ class StreamsGroups:
                         "standby_partitions": _source_partitions(
                             group, {**m.assigned.standby, **m.assigned.warmup})})
         return out
+
+
+def _tags(value: Any) -> tuple[str, ...]:
+    """A list property's tag keys (a group config's is a comma-separated string)."""
+    items = value.split(",") if isinstance(value, str) else value or ()
+    return tuple(t.strip() for t in items if t.strip())
 
 
 def _check_member(group: StreamsGroup, member_id: str, member_epoch: int,

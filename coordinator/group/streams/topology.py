@@ -28,6 +28,7 @@ class Status(enum.IntEnum):
     MISSING_INTERNAL_TOPICS = 3
     SHUTDOWN_APPLICATION = 4
     ASSIGNMENT_DELAYED = 5
+    MISSING_CLIENT_TAGS = 6
 
 
 @dataclass(frozen=True, slots=True)

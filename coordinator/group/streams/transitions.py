@@ -166,13 +166,14 @@ def validate_topology(t: Topology) -> None:
 def heartbeat(group: StreamsGroup | None, req: Heartbeat, p: int, counts: PartitionCounts,
               now_ms: int, standby_replicas: int = 0, names: Iterable[str] = (),
               max_size: int = 2**31 - 1, delayed: bool = False,
-              interval_ms: int = 0) -> Outcome:
+              interval_ms: int = 0, rack_tags: tuple[str, ...] = ()) -> Outcome:
     """A heartbeat of a known or new member (see the module's docstring); raises GroupError
     with the answer's error. `standby_replicas`: the standby tasks of each stateful task;
     `names`: every topic's name (what source regexes match); `max_size`: the most members;
     `delayed`: the group waits for more members before its first assignment (its initial
     rebalance delay: no target assignment now); `interval_ms`: the least time between two
-    target assignments (a newer group epoch waits for a heartbeat after it)."""
+    target assignments (a newer group epoch waits for a heartbeat after it); `rack_tags`: the
+    client tags the member should have (MISSING_CLIENT_TAGS names those it has not)."""
     validate(req)
     if req.member_epoch == STATIC_LEAVE_EPOCH and group is not None:
         leaving = group.members.get(req.member_id)
@@ -228,6 +229,12 @@ def heartbeat(group: StreamsGroup | None, req: Heartbeat, p: int, counts: Partit
     if s.group.shutdown_requested_by is not None or req.shutdown_application:
         status.append((int(Status.SHUTDOWN_APPLICATION),
                        "The application is requested to shut down by a member."))
+    missing = [t for t in rack_tags if t not in dict(after.client_tags)]
+    if missing:  # Java's List.toString
+        status.append((int(Status.MISSING_CLIENT_TAGS),
+                       f"Missing required client tags for rack-aware standby assignment: "
+                       f"[{', '.join(missing)}]. Configure them via 'client.tag.<tagKey>' in "
+                       "your Streams config."))
     answer = Answer(req.member_id, after.member_epoch,
                     after.assigned if joined or after.assigned != before else None, status)
     return Outcome(s.records, answer, configured.to_create, s.group)
