@@ -475,9 +475,11 @@ def write_log4j_configs(work: Path) -> None:
     (work / "log4j2-tools.properties").write_text(LOG4J2.format(target="SYSTEM_ERR", level="warn"))
 
 
-def start_kafka(lib: Path, work: Path, settings: tuple[str, ...] = ()) -> Broker:
-    """`settings`: K=V lines added to the bench's server.properties (the A/B scripts)."""
-    port, cport = free_port(), free_port()
+def start_kafka(lib: Path, work: Path, settings: tuple[str, ...] = (),
+                port: int | None = None) -> Broker:
+    """`settings`: K=V lines added to the bench's server.properties (the A/B scripts); `port`:
+    the PLAINTEXT listener's (a free one if None)."""
+    port, cport = port or free_port(), free_port()
     props = work / "server.properties"
     props.write_text(kafka_properties(work, port, cport) + "".join(f"{s}\n" for s in settings))
     format_kafka_storage(lib, work, props)
@@ -489,9 +491,9 @@ def start_kafka(lib: Path, work: Path, settings: tuple[str, ...] = ()) -> Broker
     return Broker("kafka", proc, port, wait_first_answer(proc, port, t0, log), log, cmd)
 
 
-def start_samsa(work: Path, settings: tuple[str, ...] = ()) -> Broker:
-    """`settings`: K=V broker properties (`samsa serve --set`), as start_kafka's."""
-    port = free_port()
+def start_samsa(work: Path, settings: tuple[str, ...] = (), port: int | None = None) -> Broker:
+    """`settings`: K=V broker properties (`samsa serve --set`), `port` as start_kafka's."""
+    port = port or free_port()
     log = work / "samsa.log"
     samsa = Path(sys.executable).parent / "samsa"
     cmd = [str(samsa), "serve", "--listen", f"127.0.0.1:{port}", "--data-dir", str(work / "data"),
@@ -502,14 +504,14 @@ def start_samsa(work: Path, settings: tuple[str, ...] = ()) -> Broker:
 
 
 @contextlib.contextmanager
-def running(name: str, kafka_lib: Path | None, settings: tuple[str, ...] = ()
-            ) -> Iterator[Broker]:
+def running(name: str, kafka_lib: Path | None, settings: tuple[str, ...] = (),
+            port: int | None = None) -> Iterator[Broker]:
     work = Path(tempfile.mkdtemp(prefix=f"samsa-bench-{name}-"))
     broker = None
     try:
         write_log4j_configs(work)
-        broker = (start_kafka(kafka_lib, work, settings) if kafka_lib
-                  else start_samsa(work, settings))
+        broker = (start_kafka(kafka_lib, work, settings, port) if kafka_lib
+                  else start_samsa(work, settings, port))
         yield broker
     finally:
         if broker is not None:
