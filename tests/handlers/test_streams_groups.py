@@ -655,3 +655,19 @@ async def test_a_member_without_the_rack_aware_tags_is_told_which_it_misses(tmp_
         assert 6 not in [st.status_code for st in v0.status or []]
     finally:
         await h.close()
+
+
+async def test_a_member_rejoining_at_epoch_0_keeps_its_epoch_and_tasks(streams):
+    # Kafka 4.4's getOrCreateDefaultMember: a known member's epoch-0 heartbeat (after a lost
+    # answer or a fencing) is answered with its epoch and all its tasks, and moves no group
+    # epoch: the other members are not rebalanced for it.
+    await streams.create_topic("events", 2)
+    await streams.find_coordinator("app")
+    await streams.call("StreamsGroupHeartbeat", 0, _beat("m1", 0))
+    r1 = await streams.call("StreamsGroupHeartbeat", 0, _beat("m1", 1, active=[]))
+    group = streams.broker.groups.streams.groups["app"]
+    epoch = group.epoch
+    again = await streams.call("StreamsGroupHeartbeat", 0, _beat("m1", 0))
+    assert (again.error_code, again.member_epoch, _active(again)) == (
+        ErrorCode.none, r1.member_epoch, _active(r1))
+    assert group.epoch == epoch

@@ -296,16 +296,13 @@ def _static_leave(group: StreamsGroup, m: StreamsMember) -> Outcome:
 
 
 def _member(group: StreamsGroup, req: Heartbeat) -> StreamsMember:
-    """The request's member: a new one for epoch 0, else the known one at the epoch it was
-    told (or, after a lost answer, the one before with no task it was not given)."""
+    """The request's member: for epoch 0 a new one, or the known one as it is (Kafka's
+    getOrCreateDefaultMember: a rejoining member keeps its epoch and its tasks, answered in
+    full), else the known one at the epoch it was told (or, after a lost answer, the one
+    before with no task it was not given)."""
     member = group.members.get(req.member_id)
     if req.member_epoch == 0:
-        if member is None:
-            return StreamsMember(req.member_id)
-        if _unassigned(member):
-            return member  # still waiting for its first tasks (an initial delay)
-        # a rejoin: the member lost its tasks
-        return StreamsMember(req.member_id)
+        return member if member is not None else StreamsMember(req.member_id)
     if req.instance_id is not None:
         member = _static_holder(group, req)
     if member is None:
@@ -326,12 +323,6 @@ def _member(group: StreamsGroup, req: Heartbeat) -> StreamsMember:
                      f"({req.member_epoch}) than the one known by the group coordinator "
                      f"({member.member_epoch}). The member must abandon all its tasks and "
                      "rejoin.")
-
-
-def _unassigned(m: StreamsMember) -> bool:
-    """A member at epoch 0 that was never given a task: its epoch-0 heartbeats change nothing
-    (Kafka's getOrCreateDefaultMember keeps it as it is)."""
-    return m.member_epoch == 0 and m.assigned.is_empty() and m.pending_revocation.is_empty()
 
 
 def _check_tasks(tasks: dict[str, int], reported: TaskMap | None) -> None:
@@ -382,14 +373,9 @@ def _update_member(s: _Scratch, member: StreamsMember, req: Heartbeat) -> bool:
     if req.client_tags is not None:
         new.client_tags = req.client_tags
     known = s.group.members.get(member.member_id)
-    rejoin = req.member_epoch == 0 and known is not None and not _unassigned(known)
-    if known is None or rejoin or new.metadata() != known.metadata():
+    if known is None or new.metadata() != known.metadata():
         s.emit(rec.member_metadata(s.group_id, new))
-    if rejoin:
-        assert known is not None
-        fresh = StreamsMember(member.member_id, member_epoch=0, previous_member_epoch=-1)
-        s.emit(rec.current_assignment(s.group_id, fresh))
-    return (known is None or rejoin or (new.process_id, new.rack_id, new.client_tags)
+    return (known is None or (new.process_id, new.rack_id, new.client_tags)
             != (known.process_id, known.rack_id, known.client_tags))
 
 
