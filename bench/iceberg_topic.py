@@ -35,7 +35,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "examples"))
 
-from confluent_kafka import Producer  # noqa: E402
+from confluent_kafka import KafkaException, Producer  # noqa: E402
 from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic  # noqa: E402
 
 from tests.lakehouse.helpers import table_keys  # noqa: E402
@@ -127,13 +127,19 @@ class PacedTransactions(threading.Thread):
                       "linger.ms": 0, "log_level": 4})
         p.init_transactions(30)
         offsets: list[int] = []
+
+        def delivered(err: Any, msg: Any) -> None:
+            offset = msg.offset()
+            if err is not None or offset is None:
+                raise KafkaException(err)
+            offsets.append(offset)
+
         start = time.monotonic()
         for i in range(self.count):
             time.sleep(max(0.0, start + i * self.every - time.monotonic()))
             p.begin_transaction()
             for _ in range(self.records):
-                p.produce(self.topic, value=b"v" * 100,
-                          on_delivery=lambda _e, m: offsets.append(m.offset()))
+                p.produce(self.topic, value=b"v" * 100, on_delivery=delivered)
             p.flush(30)  # the delivery reports, with the offsets
             p.commit_transaction(30)
             self.commits.append((time.monotonic(), max(offsets)))
