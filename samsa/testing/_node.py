@@ -59,16 +59,16 @@ class SamsaNode(_Served):
         self.log_path = self.dir / "node.log"
         self.zookeeper_setting = zookeeper
         self.zk: Any = None  # the ZooKeeperProcess this node started, if any
-        base = self._free_range(processes)
+        base = self.free_ports(processes)
         self.ports = [base + i for i in range(processes)]
         self.metrics_port: int | None = None
         if metrics:  # the node's /metrics on it, process i's on the port 1+i after it
-            self.metrics_port = self._free_range(processes + 1)
+            self.metrics_port = self.free_ports(processes + 1)
             self.settings["metrics.port"] = self.metrics_port
         self.proc: subprocess.Popen[bytes] | None = None
         self.startup_seconds: float | None = None
 
-    def _free_range(self, count: int) -> int:
+    def free_ports(self, count: int) -> int:
         """A port P with P..P+count-1 all free now."""
         while True:
             base = free_port(self.host)
@@ -127,6 +127,19 @@ class SamsaNode(_Served):
         pid = self.pid(broker_id)
         os.kill(pid, signal.SIGKILL)
         return pid
+
+    def kill(self) -> None:
+        """SIGKILL every broker process and the supervisor at once (the host crashing);
+        start() brings the node back on the same data."""
+        proc, self.proc = self.proc, None
+        if proc is None:
+            return
+        pids = [self.pid(b) for b in self.broker_ids]
+        proc.kill()  # first: it must not see the others die and restart them
+        proc.wait()
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
 
     def wait_restarted(self, broker_id: int, old_pid: int, timeout: float = 60.0) -> int:
         """Until the supervisor has started broker `broker_id` again and it accepts

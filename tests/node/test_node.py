@@ -30,7 +30,7 @@ from samsa.testing._node import SamsaNode
 from tests.cluster.cluster import wait_until
 from tests.cluster.test_eos_failover import PARTITIONS, RECORDS, _copier, _fill, _read_committed
 
-pytestmark = pytest.mark.timeout(300)
+pytestmark = pytest.mark.timeout(420)
 
 # Quick failure detection and internal topics on both processes, so that either may go.
 NODE_SETTINGS: dict[str, object] = {
@@ -68,17 +68,20 @@ def _admin(node: SamsaNode) -> AdminClient:
 
 
 def _create(node: SamsaNode, topic: str, partitions: int, rf: int = 2) -> dict[int, int]:
-    """The topic's leader of each partition, once every partition has one."""
+    """The topic's leader of each partition, once every process knows one for each."""
     admin = _admin(node)  # kept until the futures are done
     for f in admin.create_topics([NewTopic(topic, partitions, rf)]).values():
         f.result(timeout=30)
+    admins = [AdminClient({"bootstrap.servers": f"127.0.0.1:{port}"}) for port in node.ports]
+    seen: list[dict[int, int]] = []
 
-    def leaders() -> dict[int, int]:
-        md = _admin(node).list_topics(topic, timeout=10).topics[topic]
-        return {p: m.leader for p, m in md.partitions.items() if m.leader >= 0}
+    def every_process_knows() -> bool:
+        seen[:] = [{p: m.leader for p, m in a.list_topics(topic, timeout=10).topics[topic]
+                    .partitions.items() if m.leader >= 0} for a in admins]
+        return all(len(s) == partitions for s in seen) and all(s == seen[0] for s in seen)
 
-    wait_until(lambda: len(leaders()) == partitions, 30, f"leaders of {topic}")
-    return leaders()
+    wait_until(every_process_knows, 30, f"leaders of {topic} known to every process")
+    return seen[0]
 
 
 def test_a_topic_spreads_over_both_processes_of_one_rack(node: SamsaNode) -> None:
@@ -217,7 +220,7 @@ def test_exactly_once_copy_while_a_process_is_killed(node: SamsaNode, tmp_path: 
         wait_until(lambda: copier.progress >= RECORDS // 5, 60, "a fifth of the copy")
         old = node.kill_process(victim)
         node.wait_restarted(victim, old)
-        assert copier.done.wait(120), (
+        assert copier.done.wait(200), (
             f"copy unfinished: {copier.progress} copied\n{copier.stderr_tail()}\n"
             f"{node.log_tail()}")
     finally:
@@ -226,9 +229,30 @@ def test_exactly_once_copy_while_a_process_is_killed(node: SamsaNode, tmp_path: 
     assert not [v for v, n in Counter(out).items() if n > 1], "duplicated records"
     assert set(out) == set(values) and len(out) == RECORDS
     # auto.leader.rebalance.enable: the restarted process leads its preferred partitions again
-    wait_until(lambda: _led_by_preferred(node, dst), 30, "preferred leaders back")
+    wait_until(lambda: _led_by_preferred(node, dst), 60, "preferred leaders back")
 
 
 def _led_by_preferred(node: SamsaNode, topic: str) -> bool:
     md = _admin(node).list_topics(topic, timeout=10).topics[topic]
     return all(p.leader == p.replicas[0] for p in md.partitions.values())
+
+
+def test_the_whole_node_killed_comes_back_with_its_records(node: SamsaNode) -> None:
+    _create(node, "crashed", 2)
+    p = Producer({"bootstrap.servers": node.bootstrap, "acks": "all"})
+    for i in range(100):
+        p.produce("crashed", f"c{i}".encode(), partition=i % 2)
+    assert p.flush(30) == 0
+    node.kill()
+    node.start()
+    c = Consumer({"bootstrap.servers": node.bootstrap, "group.id": "v-crashed",
+                  "enable.auto.commit": False})
+    got: list[bytes] = []
+    try:
+        c.assign([TopicPartition("crashed", part, 0) for part in (0, 1)])
+        deadline = time.monotonic() + 60
+        while len(got) < 100 and time.monotonic() < deadline:
+            got += [m.value() for m in c.consume(100, 0.5) if m.error() is None]
+    finally:
+        c.close()
+    assert sorted(got) == sorted(f"c{i}".encode() for i in range(100))
