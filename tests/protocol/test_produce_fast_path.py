@@ -132,7 +132,36 @@ async def _scenario(h: Harness) -> tuple[list[tuple[str, Any]], dict[str, bytes]
                                 "producer_id": -1, "producer_epoch": -1})
     answers = [(what, await h.raw(f))
                for what, f in requests(init.producer_id, init.producer_epoch)]
+    answers += await _woken_fetch(h)
     return answers, h.files()
+
+
+async def _woken_fetch(h: Harness) -> list[tuple[str, Any]]:
+    """A consumer's Fetch parked at the end of t-0 and the Produce that wakes it: the fetch
+    answers first (the Produce's answer waits a loop pass for it), with the new batch."""
+    offset = (await h.call(2, 5, {"replica_id": -1, "isolation_level": 0, "topics": [{
+        "name": "t", "partitions": [{"partition_index": 0, "current_leader_epoch": -1,
+                                     "timestamp": -1}]}]})).topics[0].partitions[0].offset
+    fetch = frame(1, 12, {
+        "replica_id": -1, "max_wait": 10_000, "min_bytes": 1, "max_bytes": 1 << 20,
+        "isolation_level": 0, "session_id": 0, "session_epoch": -1,
+        "topics": [{"topic": "t", "partitions": [{
+            "partition": 0, "current_leader_epoch": -1, "fetch_offset": offset,
+            "last_fetched_epoch": -1, "log_start_offset": -1,
+            "partition_max_bytes": 1 << 20}]}],
+        "forgotten_topics_data": [], "rack_id": ""}, correlation=8)
+    order: list[tuple[str, Any]] = []
+
+    async def answer(what: str, request: bytes) -> None:
+        order.append((what, await h.raw(request)))
+
+    parked = asyncio.create_task(answer("woken fetch", fetch))
+    for _ in range(5):  # the fetch reads nothing and parks
+        await asyncio.sleep(0)
+    assert not order
+    await answer("produce waking a fetch", produce(9, [("t", 0, batch(-1, -1, -1, 2))]))
+    await parked
+    return order
 
 
 def _with_produce_lane(lane: Callable[[RawLane], RawLane | None]) -> Callable[[], Any]:
