@@ -120,7 +120,7 @@ class GroupOffsets:
         streams_group = self.streams.groups.get(group_id) if self.streams else None
         if streams_group is not None and self.streams is not None:
             self.streams.validate_offset_commit(streams_group, member_id, generation,
-                                               transactional, version)
+                                               transactional, version, partitions)
             return p, group if group is not None else ClassicGroup(group_id, p)
         consumer_group = self.consumer.consumer_groups.get(group_id)
         if consumer_group is not None:

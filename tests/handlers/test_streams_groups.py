@@ -671,3 +671,36 @@ async def test_a_member_rejoining_at_epoch_0_keeps_its_epoch_and_tasks(streams):
     assert (again.error_code, again.member_epoch, _active(again)) == (
         ErrorCode.none, r1.member_epoch, _active(r1))
     assert group.epoch == epoch
+
+
+async def test_an_offset_commit_of_an_older_epoch_passes_for_tasks_held_since(streams):
+    # Kafka 4.4's assignment epochs: m1 was given every task at epoch 2, then kept half of
+    # them at epoch 3; a commit it sent at epoch 2 passes for the partitions of the tasks it
+    # kept, not for those that moved to m2.
+    await streams.create_topic("events", 2)
+    await streams.find_coordinator("app")
+    await streams.call("StreamsGroupHeartbeat", 0, _beat("m1", 0))
+    r1 = await streams.call("StreamsGroupHeartbeat", 0, _beat("m1", 1, active=[]))
+    assert (r1.member_epoch, _tasks(r1)) == (2, 4)
+    await streams.call("StreamsGroupHeartbeat", 0, _beat("m2", 0, process="p2"))
+    told = await streams.call("StreamsGroupHeartbeat", 0, _beat("m1", 2, active=_active(r1)))
+    done = await streams.call("StreamsGroupHeartbeat", 0, _beat("m1", 2, active=_active(told)))
+    assert (_active(told), done.member_epoch) == ([("0", [0]), ("1", [0])], 3)
+
+    def commit(partition: int) -> dict[str, Any]:
+        return {"group_id": "app", "generation_id_or_member_epoch": 2, "member_id": "m1",
+                "group_instance_id": None, "topics": [{"name": "events", "partitions": [
+                    {"partition_index": partition, "committed_offset": 5,
+                     "committed_leader_epoch": -1, "committed_metadata": ""}]}]}
+    kept = await streams.call("OffsetCommit", 9, commit(0))
+    moved = await streams.call("OffsetCommit", 9, commit(1))
+    assert kept.topics[0].partitions[0].error_code == ErrorCode.none
+    assert moved.topics[0].partitions[0].error_code == ErrorCode.stale_member_epoch
+    # the epochs are in the records: a reloaded partition still knows them
+    groups = streams.broker.groups
+    p = groups.partition_for("app")
+    groups.on_leadership(p, False)
+    groups.on_leadership(p, True)
+    await eventually_loaded(groups, p)
+    again = await streams.call("OffsetCommit", 9, commit(0))
+    assert again.topics[0].partitions[0].error_code == ErrorCode.none

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -267,15 +267,30 @@ class StreamsGroups:
 
     # ------------------------------------------------------------------ offsets
     def validate_offset_commit(self, group: StreamsGroup, member_id: str, member_epoch: int,
-                               transactional: bool, version: int) -> None:
-        """Kafka's StreamsGroup.validateOffsetCommit: a known member at its current epoch
-        (a commit naming no member, epoch -1, passes on an empty group, and when
-        transactional); STALE_MEMBER_EPOCH is ILLEGAL_GENERATION to a version before it."""
+                               transactional: bool, version: int,
+                               partitions: Sequence[tuple[str, int]] = ()) -> None:
+        """Kafka 4.4's StreamsGroup.validateOffsetCommit: a known member at its current epoch,
+        or at an older one for the partitions of the active tasks it was given at or before
+        it (a commit sent before the member heard of its new epoch); a commit naming no
+        member, epoch -1, passes on an empty group, and when transactional.
+        STALE_MEMBER_EPOCH is ILLEGAL_GENERATION to a version before it."""
         if member_epoch < 0 and not member_id and (not group.members or transactional):
             return
-        _check_member(group, member_id, member_epoch,
-                      ErrorCode.stale_member_epoch if new_commit_errors(version, transactional)
-                      else ErrorCode.illegal_generation)
+        stale = (ErrorCode.stale_member_epoch if new_commit_errors(version, transactional)
+                 else ErrorCode.illegal_generation)
+        member = group.members.get(member_id)
+        if member is None:
+            raise GroupError(ErrorCode.unknown_member_id)
+        if member_epoch == member.member_epoch:
+            return
+        if member_epoch > member.member_epoch:
+            raise GroupError(stale)
+        sources = _source_topic_map(group)
+        for topic, partition in partitions:
+            subtopology = sources.get(topic)
+            given = member.task_epoch(subtopology, partition) if subtopology else None
+            if given is None or member_epoch < given:
+                raise GroupError(stale)
 
     def validate_offset_fetch(self, group_id: str, member_id: str, member_epoch: int) -> None:
         """Kafka's StreamsGroup.validateOffsetFetch (OffsetFetch v9+ naming a member): a
@@ -344,6 +359,15 @@ def _tags(value: Any) -> tuple[str, ...]:
     """A list property's tag keys (a group config's is a comma-separated string)."""
     items = value.split(",") if isinstance(value, str) else value or ()
     return tuple(t.strip() for t in items if t.strip())
+
+
+def _source_topic_map(group: StreamsGroup) -> dict[str, str]:
+    """Each source and repartition source topic's subtopology (Kafka's sourceTopicMap)."""
+    out: dict[str, str] = {}
+    for s in group.topology.subtopologies if group.topology is not None else ():
+        for name in (*s.source_topics, *(t.name for t in s.repartition_source_topics)):
+            out[name] = s.subtopology_id
+    return out
 
 
 def _check_member(group: StreamsGroup, member_id: str, member_epoch: int,

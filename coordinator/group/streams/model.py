@@ -124,6 +124,17 @@ class StreamsMember:
     state: MemberState = MemberState.STABLE
     assigned: Tasks = EMPTY
     pending_revocation: Tasks = EMPTY
+    # the epoch each active task it holds (assigned or pending revocation) was given at, as
+    # Kafka 4.4's AssignmentEpochs (none listed: the member epoch)
+    task_epochs: dict[tuple[str, int], int] = field(default_factory=dict)
+
+    def task_epoch(self, subtopology: str, partition: int) -> int | None:
+        """The epoch the member was given an active task it holds at; None if it holds no
+        such task (Kafka's assignment epoch, then its pending-revocation epoch)."""
+        if partition not in self.assigned.active.get(subtopology, ()) and \
+                partition not in self.pending_revocation.active.get(subtopology, ()):
+            return None
+        return self.task_epochs.get((subtopology, partition), max(self.member_epoch, 0))
 
     def metadata(self) -> tuple[object, ...]:
         """What StreamsGroupMemberMetadataValue holds (a change is written as a new one)."""

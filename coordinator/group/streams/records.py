@@ -54,30 +54,45 @@ def _read_array(r: RecordReader, read: Callable[[RecordReader], T]) -> list[T]:
     return [read(r) for _ in range(max(r.array_len(), 0))]
 
 
-def _task_ids(w: RecordWriter, tasks: TaskMap) -> None:
+EpochOf = Callable[[str, int], int | None]
+
+
+def _task_ids(w: RecordWriter, tasks: TaskMap, epoch_of: EpochOf | None = None) -> None:
+    """TaskIds; with `epoch_of`, each task's AssignmentEpochs (tag 0, active tasks only)."""
     def one(w: RecordWriter, item: tuple[str, frozenset[int]]) -> None:
         w.compact_string(item[0])
-        _array(w, sorted(item[1]), RecordWriter.i32)
-        w.tags()
+        ps = sorted(item[1])
+        _array(w, ps, RecordWriter.i32)
+        if epoch_of is None:
+            w.tags()
+            return
+        epochs = RecordWriter()
+        _array(epochs, [epoch_of(item[0], p) or 0 for p in ps], RecordWriter.i32)
+        w.tags([(0, epochs.value())])
     _array(w, sorted(tasks.items()), one)
 
 
-def _read_task_ids(r: RecordReader) -> TaskMap:
+def _read_task_ids(r: RecordReader, epochs: dict[tuple[str, int], int] | None = None
+                   ) -> TaskMap:
     def one(r: RecordReader) -> tuple[str, frozenset[int]]:
         s = r.string() or ""
-        ps = frozenset(_read_array(r, RecordReader.i32))
-        r.skip_tags()  # AssignmentEpochs (tag 0) is not kept
-        return s, ps
+        ps = _read_array(r, RecordReader.i32)
+        for tag in r.tagged_fields():
+            if tag == 0 and epochs is not None:  # AssignmentEpochs, as long as Partitions
+                given = _read_array(r, RecordReader.i32)
+                epochs.update(zip(((s, p) for p in ps), given, strict=False))
+        return s, frozenset(ps)
     return {s: ps for s, ps in _read_array(r, one) if ps}
 
 
-def _tasks(w: RecordWriter, t: Tasks) -> None:
-    for part in (t.active, t.standby, t.warmup):
+def _tasks(w: RecordWriter, t: Tasks, epoch_of: EpochOf | None = None) -> None:
+    _task_ids(w, t.active, epoch_of)
+    for part in (t.standby, t.warmup):
         _task_ids(w, part)
 
 
-def _read_tasks(r: RecordReader) -> Tasks:
-    return Tasks(_read_task_ids(r), _read_task_ids(r), _read_task_ids(r))
+def _read_tasks(r: RecordReader, epochs: dict[tuple[str, int], int] | None = None) -> Tasks:
+    return Tasks(_read_task_ids(r, epochs), _read_task_ids(r), _read_task_ids(r))
 
 
 def _key_values(w: RecordWriter, pairs: tuple[tuple[str, str], ...]) -> None:
@@ -135,8 +150,8 @@ def target_member(group_id: str, member_id: str, tasks: Tasks) -> Record:
 
 def current_assignment(group_id: str, m: StreamsMember) -> Record:
     w = _value().i32(m.member_epoch).i32(m.previous_member_epoch).i8(int(m.state))
-    _tasks(w, m.assigned)
-    _tasks(w, m.pending_revocation)
+    _tasks(w, m.assigned, m.task_epoch)
+    _tasks(w, m.pending_revocation, m.task_epoch)
     return KEYS.key(CURRENT_ASSIGNMENT, group_id, m.member_id), w.tags().value()
 
 
@@ -235,7 +250,10 @@ def _read_current(buf: bytes, m: StreamsMember) -> None:
     state = r.i8()
     m.state = MemberState(state) if state in MemberState._value2member_map_ else (
         MemberState.UNKNOWN)
-    m.assigned, m.pending_revocation = _read_tasks(r), _read_tasks(r)
+    epochs: dict[tuple[str, int], int] = {}
+    m.assigned, m.pending_revocation = _read_tasks(r, epochs), _read_tasks(r, epochs)
+    # kept only where it differs from the member epoch (what a task listed without one has)
+    m.task_epochs = {k: e for k, e in epochs.items() if e != max(m.member_epoch, 0)}
 
 
 def replay(groups: dict[str, StreamsGroup], p: int, k: GroupRecordKey,

@@ -438,9 +438,13 @@ def _reconcile(s: _Scratch, member_id: str, owned: TaskMap | None,
     kept = m.assigned.intersect(target)
     revoke = m.assigned.minus(target)
     new = copy.copy(m)
+    given = {(sub, p): m.task_epoch(sub, p) or 0
+             for tasks in (m.assigned.active, m.pending_revocation.active)
+             for sub, ps in tasks.items() for p in ps}
     if not revoke.is_empty():
         new.state, new.assigned, new.pending_revocation = (
             MemberState.UNREVOKED_TASKS, kept, revoke)
+        new.task_epochs = given
     else:
         held = g.owner_of_active(member_id)
         wanted = minus(target.active, kept.active)
@@ -451,6 +455,9 @@ def _reconcile(s: _Scratch, member_id: str, owned: TaskMap | None,
                      else MemberState.STABLE)
         if m.member_epoch != epoch:
             new.previous_member_epoch, new.member_epoch = m.member_epoch, epoch
+        # a task kept keeps the epoch it was given at; a new one has the member's new epoch
+        new.task_epochs = {(sub, p): given.get((sub, p), new.member_epoch)
+                           for sub, ps in new.assigned.active.items() for p in ps}
     if (new.state, new.assigned, new.pending_revocation, new.member_epoch) != (
             m.state, m.assigned, m.pending_revocation, m.member_epoch):
         s.emit(rec.current_assignment(s.group_id, new))
