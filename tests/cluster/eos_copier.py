@@ -37,11 +37,16 @@ def copy(a: argparse.Namespace) -> None:
         committed = consumer.committed(tps, timeout=20)
         consumer.assign([TopicPartition(a.src, tp.partition, tp.offset if tp.offset >= 0 else -2)
                          for tp in committed])
+        # position() is OFFSET_INVALID until a partition returns a record: a run that starts
+        # with everything copied (its predecessor failed after its last commit) reads nothing,
+        # and is done at its committed offsets
+        start = {tp.partition: tp.offset for tp in committed}
         while True:
             msgs = [m for m in consumer.consume(200, 0.5) if m.error() is None]
             if not msgs:
                 positions = consumer.position(consumer.assignment())
-                if all(tp.offset >= a.records_per_partition for tp in positions):
+                if all(max(tp.offset, start[tp.partition]) >= a.records_per_partition
+                       for tp in positions):
                     say(done=True)
                     return
                 continue
