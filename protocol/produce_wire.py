@@ -119,6 +119,9 @@ def _length(buf: Any, pos: int, flexible: bool, wide: bool) -> tuple[int, int]:
         b = buf[pos]
         if b < 0x80:  # one byte, without _uvarint's call
             return b - 1, pos + 1
+        b2 = buf[pos + 1]
+        if b2 < 0x80:  # two (a small batch's size)
+            return (b & 0x7F | b2 << 7) - 1, pos + 2
         n, pos = _uvarint(buf, pos)
         return n - 1, pos
     if wide:

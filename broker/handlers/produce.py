@@ -20,7 +20,13 @@ from samsa.protocol.produce_wire import (
     write_one_partition_answer,
     write_produce_response,
 )
-from samsa.protocol.records import hold_inflated, iter_batches
+from samsa.protocol.records import (
+    ATTR_COMPRESSION_MASK,
+    ATTRIBUTES_LOW,
+    HEADER_SIZE,
+    hold_inflated,
+    iter_batches,
+)
 
 from ..context import BrokerServices, ProduceContext, RequestContext
 from ..network.policy import ApiPolicy, RawLane, Served
@@ -51,11 +57,12 @@ def serve_produce(services: BrokerServices, request: WireProduceRequest, version
             or replicas.produce_check is not None):
         return None
     topic = topics[0]
-    if has_compressed(((topic.name, topic),)):
-        return None
     pdata = topic.partition_data[0]
-    hold_inflated([])  # as the handler does with nothing to inflate
     acks, records = request.acks, pdata.records
+    if (records is not None and len(records) >= HEADER_SIZE
+            and records[ATTRIBUTES_LOW] & ATTR_COMPRESSION_MASK):
+        return None  # has_compressed's test: inflate_produce's
+    hold_inflated([])  # as the handler does with nothing to inflate
     result, partition = replicas.append_one(acks, topic.name, pdata.index, records, None,
                                             version)
     woke = waits = False

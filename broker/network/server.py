@@ -35,6 +35,7 @@ from .signals import CloseConnection
 log = logging.getLogger(__name__)
 
 _HIGH_WATER = 1 << 20
+_BYTES_ONLY = {bytes}  # the parts' types of a response without regions or views
 _HAS_SENDFILE = hasattr(os, "sendfile")
 _TCP_CORK: int | None = getattr(socket, "TCP_CORK", None)  # Linux
 INT_MAX = 2**31 - 1
@@ -172,7 +173,7 @@ class ResponseWriter:
         """Queue a response: written at the end of this loop pass, or at once with `now`."""
         if (now and not self._queue and self._current is None and self._task is None
                 and not self._watching and not self._idle and not self._close_when_done
-                and all(type(part) is bytes for part in parts)):
+                and set(map(type, parts)) == _BYTES_ONLY):
             # what flush would do with nothing else queued or waiting (a lone request's
             # answer, issue 47), without its calls: one writelines
             if self._transport.is_closing():
