@@ -22,8 +22,14 @@ from samsa.coordinator.group.streams.model import (
     Topology,
     task_map,
 )
-from samsa.coordinator.group.streams.topology import Status, configure
-from samsa.coordinator.group.streams.transitions import Heartbeat, Outcome, heartbeat, leave
+from samsa.coordinator.group.streams.topology import Status, configure, metadata_hash
+from samsa.coordinator.group.streams.transitions import (
+    Answer,
+    Heartbeat,
+    Outcome,
+    heartbeat,
+    leave,
+)
 from samsa.protocol.errors import ErrorCode
 
 APP = "app"
@@ -430,3 +436,30 @@ def test_tasks_a_member_reports_must_exist_in_the_configured_topology():
     assert standby.value.error_code == ErrorCode.invalid_request
     assert heartbeat(g.group, beat("m1", epoch, {"0": {1}}), 0, ALL, 0).answer.member_epoch \
         == epoch
+
+
+def test_a_standby_waits_while_another_thread_of_its_process_runs_the_task():
+    # Kafka 4.4's isUnreleasedStandbyTask: two members (threads) of one process never hold one
+    # task. The target moves task 1_0 from m1 (process p1) to m3 (p2) and gives its standby
+    # to m2, m1's fellow thread on p1: m2 gets it only once m1 has revoked it.
+    g = Group()
+    t, task = topology(), {"1": frozenset({0})}
+    records = [rec.group_metadata(APP, 6, metadata_hash(t, ALL, []), 0), rec.topology(APP, t)]
+    for member_id, process, epoch, held, target in (
+            ("m1", "p1", 5, Tasks(active=task), Tasks()),
+            ("m2", "p1", 6, Tasks(), Tasks(standby=task)),
+            ("m3", "p2", 6, Tasks(), Tasks(active=task))):
+        m = StreamsMember(member_id, process_id=process, topology_epoch=0, member_epoch=epoch,
+                          rebalance_timeout_ms=10_000, assigned=held)
+        records += [rec.member_metadata(APP, m), rec.current_assignment(APP, m),
+                    rec.target_member(APP, member_id, target)]
+    records.append(rec.target_metadata(APP, 6, 1000))
+    g.apply(Outcome(records, Answer("", 0)))
+    waits = g.send(beat("m2", 6))
+    assert g.group.members["m2"].state == MemberState.UNRELEASED_TASKS
+    assert waits.answer.tasks is None or not waits.answer.tasks.standby
+    g.send(beat("m1", 5, {"1": {0}}))  # told to revoke it
+    g.send(beat("m1", 5, {}))  # revoked
+    given = g.send(beat("m2", 6))
+    assert given.answer.tasks is not None and given.answer.tasks.standby == task
+    assert g.group.members["m2"].state == MemberState.STABLE

@@ -446,13 +446,18 @@ def _reconcile(s: _Scratch, member_id: str, owned: TaskMap | None,
             MemberState.UNREVOKED_TASKS, kept, revoke)
         new.task_epochs = given
     else:
-        held = g.owner_of_active(member_id)
+        active_here, replica_here = _on_this_process(g, m)
+        held = union(g.owner_of_active(member_id), replica_here)
         wanted = minus(target.active, kept.active)
         free = minus(wanted, held)
-        new.assigned = Tasks(union(kept.active, free), target.standby, target.warmup)
+        # a standby or warm-up waits while another member of its process still runs the task
+        waiting = union(active_here, replica_here)
+        replicas = (minus(target.standby, minus(waiting, kept.standby)),
+                    minus(target.warmup, minus(waiting, kept.warmup)))
+        new.assigned = Tasks(union(kept.active, free), *replicas)
         new.pending_revocation = EMPTY
-        new.state = (MemberState.UNRELEASED_TASKS if intersect(wanted, held)
-                     else MemberState.STABLE)
+        unreleased = intersect(wanted, held) or replicas != (target.standby, target.warmup)
+        new.state = MemberState.UNRELEASED_TASKS if unreleased else MemberState.STABLE
         if m.member_epoch != epoch:
             new.previous_member_epoch, new.member_epoch = m.member_epoch, epoch
         # a task kept keeps the epoch it was given at; a new one has the member's new epoch
@@ -461,6 +466,21 @@ def _reconcile(s: _Scratch, member_id: str, owned: TaskMap | None,
     if (new.state, new.assigned, new.pending_revocation, new.member_epoch) != (
             m.state, m.assigned, m.pending_revocation, m.member_epoch):
         s.emit(rec.current_assignment(s.group_id, new))
+
+
+def _on_this_process(g: StreamsGroup, m: StreamsMember) -> tuple[TaskMap, TaskMap]:
+    """The tasks the other members of m's process run, assigned or still revoking: as active,
+    and as standby or warm-up (Kafka 4.4's runByAnotherMemberOnThisProcess and
+    heldByAnotherMemberOnThisProcess: two threads of one process never hold one task)."""
+    active: TaskMap = {}
+    replica: TaskMap = {}
+    for other in g.members.values():
+        if other.member_id == m.member_id or other.process_id != m.process_id:
+            continue
+        for t in (other.assigned, other.pending_revocation):
+            active = union(active, t.active)
+            replica = union(replica, union(t.standby, t.warmup))
+    return active, replica
 
 
 def leave(group: StreamsGroup | None, member_id: str) -> Outcome:
