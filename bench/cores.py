@@ -29,6 +29,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -47,6 +48,7 @@ from run import (
 BENCH = Path(__file__).resolve().parent
 SAMSA = Path(sys.executable).parent / "samsa"
 GB = 1e9
+REQUESTS = "kafka_network_requestmetrics_requestspersec_total{"
 
 
 @dataclass
@@ -54,6 +56,15 @@ class Node:
     proc: subprocess.Popen[bytes]
     ports: list[int]
     log: Path
+    metrics_port: int
+
+    def produce_requests(self) -> float:
+        """Produce requests the node has answered so far (its /metrics, all processes)."""
+        with urllib.request.urlopen(f"http://127.0.0.1:{self.metrics_port}/metrics",
+                                    timeout=30) as r:
+            text = r.read().decode()
+        return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
+                   if line.startswith(REQUESTS) and 'request="Produce"' in line)
 
     @property
     def bootstrap(self) -> str:
@@ -116,14 +127,16 @@ def node(processes: int, cpus: str | None = None,
     """A node of `processes` brokers without ZooKeeper, pinned to `cpus` (taskset) if given."""
     work = Path(tempfile.mkdtemp(prefix=f"samsa-bench-node{processes}-"))
     base = _free_base(processes)
+    metrics = _free_base(processes + 1)  # the node's /metrics, then each process's
     cmd = [str(SAMSA), "serve", "--processes", str(processes), "--broker-id", "0",
            "--listen", f"127.0.0.1:{base}", "--data-dir", str(work / "data"),
+           "--set", f"metrics.port={metrics}",
            *(arg for s in settings for arg in ("--set", s))]
     if cpus:
         cmd = ["taskset", "-c", cpus, *cmd]
     log = work / "node.log"
     proc = spawn(cmd, log)
-    n = Node(proc, [base + i for i in range(processes)], log)
+    n = Node(proc, [base + i for i in range(processes)], log, metrics)
     try:
         deadline = time.monotonic() + 180
         while not all(api_versions_answered(p) for p in n.ports):
@@ -184,6 +197,7 @@ class Split:
     shares: list[float] = field(default_factory=list)  # each process's share, largest first
     idle_cores: float = 0.0  # what the node used idle, before the load (cores)
     partitions: int = 0
+    requests_per_gb: float = 0.0  # Produce requests the node answered per GB
 
     @property
     def imbalance(self) -> float:
@@ -193,14 +207,14 @@ class Split:
 
 def measure(n: Node, topic: str, records: int, size: int, partitions: int, producers: int,
             load_cpus: str | None) -> Split:
-    before = n.cpu()
+    before, requests = n.cpu(), n.produce_requests()
     mbps = load(n.bootstrap, topic, records, size, partitions, producers, load_cpus)
-    after = n.cpu()
+    after, requests = n.cpu(), n.produce_requests() - requests
     used = {pid: after[pid] - before.get(pid, 0.0) for pid in after}
-    total = sum(used.values())
+    total, gb = sum(used.values()), records * size / GB
     brokers = sorted((v for pid, v in used.items() if pid), reverse=True)
-    return Split(len(n.ports), mbps, total / (records * size / GB),
-                 [v / total for v in brokers])
+    return Split(len(n.ports), mbps, total / gb, [v / total for v in brokers],
+                 requests_per_gb=requests / gb)
 
 
 def idle_cores(n: Node, seconds: float) -> float:
@@ -220,7 +234,8 @@ def split_phase(args: argparse.Namespace) -> list[Split]:
             s = measure(n, "cores", args.records, args.size, parts, args.producers, None)
             s.idle_cores, s.partitions = idle, parts
         print(f"split N={procs} ({parts} partitions): {s.mbps:.1f} MB/s, "
-              f"{s.cpu_per_gb:.2f} CPU-s/GB, idle {idle:.3f} cores, shares "
+              f"{s.cpu_per_gb:.2f} CPU-s/GB, {s.requests_per_gb:,.0f} Produce requests/GB, "
+              f"idle {idle:.3f} cores, shares "
               + " ".join(f"{x:.0%}" for x in s.shares), flush=True)
         out.append(s)
     return out
@@ -245,12 +260,13 @@ def pinned_phase(args: argparse.Namespace) -> dict[str, float]:
 def project(splits: list[Split], cores: int) -> float:
     """Projected MB/s of one node of `cores` processes, one per core, with its clients
     elsewhere: each process saturates its core at most, so the busiest one caps the node.
-    Uses the 1-process CPU per GB, the split overhead and the imbalance of the largest N
-    measured (a projection: it assumes neither grows further with N, and that the network,
-    disks and clients keep up)."""
-    one, big = splits[0], splits[-1]
-    overhead = big.cpu_per_gb / one.cpu_per_gb
-    gb_per_s = cores / (one.cpu_per_gb * overhead * big.imbalance)
+    Uses the 1-process CPU per GB, and the worst split overhead and imbalance of the larger
+    nodes measured (a projection: it assumes neither grows further with N, and that the
+    network, disks and clients keep up)."""
+    one, more = splits[0], splits[1:] or splits
+    overhead = max(s.cpu_per_gb for s in more) / one.cpu_per_gb
+    imbalance = max(s.imbalance for s in more)
+    gb_per_s = cores / (one.cpu_per_gb * overhead * imbalance)
     return gb_per_s * GB / MIB
 
 
