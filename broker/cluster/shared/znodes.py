@@ -22,6 +22,7 @@ No consensus: the file is on one host and SQLite's locks order the writers.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import secrets
@@ -241,19 +242,19 @@ class _Done:
         return self._value
 
 
+@dataclasses.dataclass(eq=False)
 class _Watch:
     """A DataWatch or ChildrenWatch: `func` is called at once, then after each change of what
     it follows (the node's mzxid, or its children's cversion) until it returns False."""
 
-    def __init__(self, client: SqliteZk, path: str, func: Callable[..., Any],
-                 children: bool) -> None:
-        self.client = client
-        self.path = path
-        self.func = func
-        self.children = children
-        self.stopped = False
-        self._seen: object = object()  # nothing seen yet: the first read calls func
-        self._lock = threading.Lock()
+    client: SqliteZk
+    path: str
+    func: Callable[..., Any]
+    children: bool
+    stopped: bool = False
+    # nothing seen yet: the first read calls func
+    _seen: object = dataclasses.field(default_factory=object)
+    _lock: threading.Lock = dataclasses.field(default_factory=threading.Lock)
 
     def refresh(self) -> None:
         with self._lock:
