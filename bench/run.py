@@ -8,7 +8,9 @@ transactions), produce→consume latency at a fixed rate, 8 producers + 8 consum
 partitions (--many-clients), read_committed consumption of transactional data (--rc-records),
 8 librdkafka producers paced at a fraction of capacity over 100-2,000 partitions and consumers
 of many partitions at a low rate (--paced-*, bench/many_partitions.py), recovery after
-kill -9 with --recovery-mib of log, and scale to --partitions (see
+kill -9 with --recovery-mib of log, scale to --partitions, and on a broker of their own with
+an SSL listener 1 KiB records over TLS (--tls-records), lz4 JSON-like records (--lz4-records)
+and parallel 10-record transactions (--txn-producers; bench/tls_lz4_txn.py) (see
 docs/performance/methodology.md).
 Prints one table of medians (Samsa, Kafka, Samsa/Kafka) and writes it to docs/performance.md.
 No assertions on speed anywhere: this measures, it does not judge.
@@ -927,6 +929,11 @@ class Plan:
     paced_rates: tuple[int, ...] = ()
     paced_seconds: float = 20
     paced_consume: tuple[int, int] = (0, 0)  # (partitions, records/s); (0, 0): skip
+    # Issue 51's item 5 (bench/tls_lz4_txn.py, on a broker of their own with an SSL listener):
+    # 1 KiB records over TLS, lz4 JSON-like 1 KiB records, parallel transactional producers.
+    tls_records: int = 0
+    lz4_records: int = 0
+    txn_producers: int = 0
     # ProducerPerformance's own warm-up (--warmup-records) before a phase's measured records:
     # records by record size, else this share of the phase's records. The tool is a new JVM
     # per phase, and on 2 cores its C2 compiler runs for its first 7-11 s.
@@ -1397,6 +1404,7 @@ def table_rows(plan: Plan) -> list[tuple[str, str, str, bool]]:
                  ("  … p99", f"{ck}|e2e_p99_ms", "ms", False),
                  ("  … broker CPU per request (Produce and Fetch)", f"{ck}|cpu_us_per_request",
                   "us", False)]  # fmt: skip
+    rows += item5_rows(plan)
     if plan.recovery_mib:
         rec = f"kill -9 with {plan.recovery_mib:,} MiB of log, restart →"
         rows += [(f"{rec} first ApiVersions answer", "recovery|first_s", "s", False),
@@ -1418,6 +1426,38 @@ def table_rows(plan: Plan) -> list[tuple[str, str, str, bool]]:
                  ("  … kill -9 → all led, every end offset served", f"{sc}|kill9_ready_s", "s",
                   False)]  # fmt: skip
     return rows
+
+
+def item5_rows(plan: Plan) -> list[tuple[str, str, str, bool]]:
+    rows = []
+    if plan.tls_records:
+        for verb, k, what in (("produce", "produce rdkafka TLS 1024B", "written"),
+                              ("consume", "consume rdkafka TLS 1024B", "read")):
+            rows += [(f"librdkafka {verb} 1 KiB over TLS", f"{k}|rps", "rec/s", True),
+                     (f"  … broker CPU per GB {what}", f"{k}|cpu_s_per_gb", "s/GB", False)]
+    if plan.lz4_records:
+        k = "produce rdkafka lz4 JSON 1KiB"
+        rows += [("librdkafka produce lz4, JSON-like 1 KiB", f"{k}|rps", "rec/s", True),
+                 ("  … broker CPU per GB written (uncompressed)", f"{k}|cpu_s_per_gb", "s/GB",
+                  False)]  # fmt: skip
+    if plan.txn_producers:
+        k = f"txn rdkafka {plan.txn_producers}x10-record"
+        rows += [(f"{plan.txn_producers} librdkafka producers, 10-record transactions in "
+                  "parallel", f"{k}|tps", "txn/s", True),
+                 ("  … broker CPU per transaction", f"{k}|cpu_ms_per_tx", "ms", False)]
+    return rows
+
+
+def bench_item5(name: str, kafka_lib: Path | None, plan: Plan, args: argparse.Namespace,
+                results: Results, failures: Failures) -> None:
+    """Issue 51's item-5 rows on a broker of their own (bench/tls_lz4_txn.py)."""
+    if not (plan.tls_records or plan.lz4_records or plan.txn_producers):
+        return
+    sys.modules.setdefault("run", sys.modules[__name__])  # one module: one LIVE_GROUPS
+    from tls_lz4_txn import Rows, bench_rows
+
+    rows = Rows(plan.tls_records, plan.lz4_records, plan.txn_producers, args.txn_seconds or 20)
+    bench_rows(name, kafka_lib, rows, results, failures)
 
 
 def comparable_key(key: str) -> bool:
@@ -1513,7 +1553,10 @@ def environment(args: argparse.Namespace, plan: Plan, kafka_note: str) -> list[s
         f"{plan.paced_seconds:g} s each, and consume of {plan.paced_consume[0]:,} partitions "
         f"at {plan.paced_consume[1]:,} rec/s; "
         f"kill -9 after {plan.recovery_mib:,} MiB (1 KiB records, acks=all); partition scale "
-        f"steps {', '.join(f'{p:,}' for p in plan.partitions) or 'none'}",
+        f"steps {', '.join(f'{p:,}' for p in plan.partitions) or 'none'}; on a broker of "
+        f"their own with an SSL listener: {plan.tls_records:,} × 1 KiB over TLS, "
+        f"{plan.lz4_records:,} JSON-like 1 KiB records lz4-compressed, {plan.txn_producers} "
+        f"producers of 10-record transactions for {args.txn_seconds or 20:g} s",
     ]
 
 
@@ -1620,6 +1663,13 @@ def parse_args() -> argparse.Namespace:
     ap.add_argument("--paced-consume", default="500=2000", metavar="PARTITIONS=RATE",
                     help="low-rate consume of many partitions alongside paced producers ('': "
                          "skip)")
+    ap.add_argument("--tls-records", type=int, default=500_000,
+                    help="1 KiB records produced and consumed over TLS (0: skip)")
+    ap.add_argument("--lz4-records", type=int, default=1_000_000,
+                    help="JSON-like 1 KiB records produced lz4-compressed (0: skip)")
+    ap.add_argument("--txn-producers", type=int, default=16,
+                    help="producers committing 10-record transactions in parallel for "
+                         "--txn-seconds (0: skip)")
     ap.add_argument("--partitions", default="1000,10000",
                     help="scale steps: total partitions on the broker, comma-separated ('': skip)")
     args = ap.parse_args()
@@ -1632,6 +1682,7 @@ def parse_args() -> argparse.Namespace:
         args.many_clients, args.rc_records = 6_400, 20_000
         args.paced_partitions, args.paced_rates, args.paced_seconds = "500", "2000", 5
         args.paced_consume = "100=500"
+        args.tls_records, args.lz4_records, args.txn_producers = 20_000, 20_000, 4
     return args
 
 
@@ -1653,7 +1704,8 @@ def make_plan(args: argparse.Namespace, kafka_lib: Path | None) -> Plan:
                 producer_warmup_share=args.producer_warmup_share,
                 paced_partitions=tuple(int(x) for x in args.paced_partitions.split(",") if x),
                 paced_rates=tuple(int(x) for x in args.paced_rates.split(",") if x),
-                paced_seconds=args.paced_seconds,
+                paced_seconds=args.paced_seconds, tls_records=args.tls_records,
+                lz4_records=args.lz4_records, txn_producers=args.txn_producers,
                 paced_consume=tuple(int(x) for x in args.paced_consume.split("=")) if
                 args.paced_consume else (0, 0),  # type: ignore[arg-type]
                 )  # fmt: skip
@@ -1686,6 +1738,8 @@ def main() -> int:
             try:
                 with running(name, kafka_lib if name == "kafka" else None) as broker:
                     bench_broker(broker, plan, res[name], failures)
+                bench_item5(name, kafka_lib if name == "kafka" else None, plan, args,
+                            res[name], failures)
             except (RuntimeError, KafkaException) as e:
                 print(f"  {name} run aborted: {e}")
                 failures.append({"broker": name, "phase": "run", "command": "", "error": str(e)})

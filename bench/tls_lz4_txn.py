@@ -258,16 +258,17 @@ def bench_rows(name: str, kafka_lib: Path | None, rows: Rows, results: Results,
         shutil.rmtree(certs, ignore_errors=True)
 
 
-ROW_KEYS = (
-    ("produce rdkafka TLS 1024B|mbps", "MB/s"),
-    ("produce rdkafka TLS 1024B|cpu_s_per_gb", "CPU-s/GB"),
-    ("consume rdkafka TLS 1024B|mbps", "MB/s"),
-    ("consume rdkafka TLS 1024B|cpu_s_per_gb", "CPU-s/GB"),
-    ("produce rdkafka lz4 JSON 1KiB|mbps", "MB/s"),
-    ("produce rdkafka lz4 JSON 1KiB|cpu_s_per_gb", "CPU-s/GB"),
-    ("txn rdkafka 16x10-record|tps", "tx/s"),
-    ("txn rdkafka 16x10-record|cpu_ms_per_tx", "CPU-ms/tx"),
-)
+def row_keys(producers: int) -> tuple[tuple[str, str], ...]:
+    return (
+        ("produce rdkafka TLS 1024B|mbps", "MB/s"),
+        ("produce rdkafka TLS 1024B|cpu_s_per_gb", "CPU-s/GB"),
+        ("consume rdkafka TLS 1024B|mbps", "MB/s"),
+        ("consume rdkafka TLS 1024B|cpu_s_per_gb", "CPU-s/GB"),
+        ("produce rdkafka lz4 JSON 1KiB|mbps", "MB/s"),
+        ("produce rdkafka lz4 JSON 1KiB|cpu_s_per_gb", "CPU-s/GB"),
+        (f"txn rdkafka {producers}x10-record|tps", "tx/s"),
+        (f"txn rdkafka {producers}x10-record|cpu_ms_per_tx", "CPU-ms/tx"),
+    )
 
 
 def main() -> int:
@@ -295,7 +296,7 @@ def main() -> int:
     finally:
         cleanup()
     print(f"load average at end: {os.getloadavg()}")
-    for key, unit in ROW_KEYS:
+    for key, unit in row_keys(args.txn_producers):
         s, k = median(res["samsa"], key), median(res["kafka"], key)
         ratio = f"{s / k:.2f}x" if s and k else "-"
         print(f"{key:45} {unit:10} samsa {s or 0:10.2f}  kafka {k or 0:10.2f}  {ratio}")
