@@ -7,7 +7,8 @@ topic of --per-process partitions per process, whose leaders go round the proces
 - split: a node of 1, 2 and 4 processes (no ZooKeeper: the processes share
   samsa.metadata.shared.file). For each N: the node's broker CPU per GB (every process and
   the supervisor), that over the 1-process node's (the split overhead), and each process's
-  share of the node's CPU (an even split is 1/N).
+  share of the node's CPU (an even split is 1/N), its CPU idle, and the Produce requests
+  per GB it answered (its /metrics).
 - pinned: the load generator on core 0 (`taskset -c 0`) and the node on core 1, then the node
   on both cores; the produce rate for N = 1 and N = 2.
 
@@ -16,6 +17,7 @@ process per core; see project()). Not a test: nothing asserts on speed.
 
     .venv/bin/python bench/cores.py                       # both phases
     .venv/bin/python bench/cores.py --phases split --processes 1,2 --records 200000
+    .venv/bin/python bench/cores.py --phases split --size 100 --records 4000000 --linger-ms 50
 """
 
 from __future__ import annotations
@@ -152,12 +154,12 @@ def node(processes: int, cpus: str | None = None,
 
 
 def load(bootstrap: str, topic: str, records: int, size: int, partitions: int,
-         producers: int, cpus: str | None) -> float:
+         producers: int, cpus: str | None, linger_ms: int = 5) -> float:
     """`producers` bench/load_worker.py producers started together, each writing
     records/producers records over every partition; the rate in MB/s (MiB) from the first
     start to the last end."""
     cmd = [sys.executable, str(BENCH / "load_worker.py"), "produce", bootstrap, topic,
-           str(records // producers), str(size), str(partitions)]
+           str(records // producers), str(size), str(partitions), str(linger_ms)]
     if cpus:
         cmd = ["taskset", "-c", cpus, *cmd]
     procs = [subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
@@ -206,9 +208,9 @@ class Split:
 
 
 def measure(n: Node, topic: str, records: int, size: int, partitions: int, producers: int,
-            load_cpus: str | None) -> Split:
+            load_cpus: str | None, linger_ms: int = 5) -> Split:
     before, requests = n.cpu(), n.produce_requests()
-    mbps = load(n.bootstrap, topic, records, size, partitions, producers, load_cpus)
+    mbps = load(n.bootstrap, topic, records, size, partitions, producers, load_cpus, linger_ms)
     after, requests = n.cpu(), n.produce_requests() - requests
     used = {pid: after[pid] - before.get(pid, 0.0) for pid in after}
     total, gb = sum(used.values()), records * size / GB
@@ -229,9 +231,11 @@ def split_phase(args: argparse.Namespace) -> list[Split]:
         with node(procs) as n:
             parts = args.partitions or args.per_process * procs
             create_topic(n.bootstrap, "cores", parts)
-            load(n.bootstrap, "cores", args.warmup, args.size, parts, args.producers, None)
+            load(n.bootstrap, "cores", args.warmup, args.size, parts, args.producers, None,
+                 args.linger_ms)
             idle = idle_cores(n, args.idle_seconds)
-            s = measure(n, "cores", args.records, args.size, parts, args.producers, None)
+            s = measure(n, "cores", args.records, args.size, parts, args.producers, None,
+                        args.linger_ms)
             s.idle_cores, s.partitions = idle, parts
         print(f"split N={procs} ({parts} partitions): {s.mbps:.1f} MB/s, "
               f"{s.cpu_per_gb:.2f} CPU-s/GB, {s.requests_per_gb:,.0f} Produce requests/GB, "
@@ -249,8 +253,10 @@ def pinned_phase(args: argparse.Namespace) -> dict[str, float]:
             with node(procs, cpus) as n:
                 parts = args.per_process * procs
                 create_topic(n.bootstrap, "cores", parts)
-                load(n.bootstrap, "cores", args.warmup, args.size, parts, args.producers, "0")
-                s = measure(n, "cores", args.records, args.size, parts, args.producers, "0")
+                load(n.bootstrap, "cores", args.warmup, args.size, parts, args.producers, "0",
+                     args.linger_ms)
+                s = measure(n, "cores", args.records, args.size, parts, args.producers, "0",
+                            args.linger_ms)
             out[f"N{procs}-{label}"] = s.mbps
             print(f"pinned N={procs} node on {label}: {s.mbps:.1f} MB/s "
                   f"({s.cpu_per_gb:.2f} CPU-s/GB)", flush=True)
@@ -284,6 +290,7 @@ def parse_args() -> argparse.Namespace:
     ap.add_argument("--warmup", type=int, default=200_000, help="records before measuring")
     ap.add_argument("--size", type=int, default=1024, help="record size (B)")
     ap.add_argument("--producers", type=int, default=2, help="producer processes")
+    ap.add_argument("--linger-ms", type=int, default=5, help="the producers' linger.ms")
     ap.add_argument("--json", type=Path, help="write the figures here too")
     return ap.parse_args()
 

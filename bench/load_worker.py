@@ -1,6 +1,6 @@
 """One client process of bench/run.py's many-clients phase (librdkafka via confluent-kafka).
 
-    load_worker.py produce BOOTSTRAP TOPIC RECORDS SIZE PARTITIONS
+    load_worker.py produce BOOTSTRAP TOPIC RECORDS SIZE PARTITIONS [LINGER_MS]
     load_worker.py consume BOOTSTRAP TOPIC RECORDS PARTITION[,PARTITION...]
 
 Each connects and fetches metadata first, prints "ready", waits for a line on stdin (the
@@ -20,8 +20,9 @@ import time
 from confluent_kafka import Consumer, Producer, TopicPartition
 
 
-def produce(bootstrap: str, topic: str, n: int, size: int, partitions: int) -> dict[str, object]:
-    p = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 5,
+def produce(bootstrap: str, topic: str, n: int, size: int, partitions: int,
+            linger_ms: int = 5) -> dict[str, object]:
+    p = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": linger_ms,
                   "batch.size": 1_000_000, "queue.buffering.max.messages": 1_000_000,
                   "enable.idempotence": False})
     p.list_topics(topic, timeout=30)
@@ -78,7 +79,8 @@ def _ready() -> None:
 def main() -> None:
     role, bootstrap, topic, n = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
     if role == "produce":
-        out = produce(bootstrap, topic, n, int(sys.argv[5]), int(sys.argv[6]))
+        out = produce(bootstrap, topic, n, int(sys.argv[5]), int(sys.argv[6]),
+                      *(int(a) for a in sys.argv[7:8]))
     else:
         out = consume(bootstrap, topic, n, [int(p) for p in sys.argv[5].split(",")])
     print(json.dumps(out), flush=True)

@@ -63,12 +63,15 @@ def make_certificate(work: Path) -> Path:
     """A self-signed certificate for 127.0.0.1 and its unencrypted PKCS#8 key in one PEM file
     (a PEM key store both brokers read: Kafka's ssl.keystore.type=PEM)."""
     key, cert = work / "key.pem", work / "cert.pem"
-    subprocess.run(
-        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2",
-         "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
-         "-keyout", str(key), "-out", str(cert)],
-        check=True, capture_output=True,
-    )  # fmt: skip
+    try:
+        subprocess.run(
+            ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2",
+             "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
+             "-keyout", str(key), "-out", str(cert)],
+            check=True, capture_output=True,
+        )  # fmt: skip
+    except (OSError, subprocess.CalledProcessError) as e:  # the runner reports a RuntimeError
+        raise RuntimeError(f"openssl could not make the bench's certificate: {e}") from e
     both = work / "broker.pem"
     both.write_text(key.read_text() + cert.read_text())
     return both
