@@ -27,6 +27,7 @@ import contextlib
 import json
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
@@ -102,8 +103,7 @@ def _pid_cpu(pid: int) -> float:
 
 
 def _free_base(count: int) -> int:
-    import socket
-
+    """A port P with P..P+count-1 all free now."""
     while True:
         with socket.socket() as s:
             s.bind(("127.0.0.1", 0))
@@ -113,8 +113,6 @@ def _free_base(count: int) -> int:
 
 
 def _port_free(port: int) -> bool:
-    import socket
-
     with socket.socket() as s:
         try:
             s.bind(("127.0.0.1", port))
