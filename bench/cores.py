@@ -207,9 +207,12 @@ class Split:
 
 def measure(n: Node, topic: str, records: int, size: int, partitions: int, producers: int,
             load_cpus: str | None, linger_ms: int = 5) -> Split:
-    before, requests = n.cpu(), n.produce_requests()
+    # the /metrics scrapes (the supervisor asks every process) fall outside the CPU window
+    requests = n.produce_requests()
+    before = n.cpu()
     mbps = load(n.bootstrap, topic, records, size, partitions, producers, load_cpus, linger_ms)
-    after, requests = n.cpu(), n.produce_requests() - requests
+    after = n.cpu()
+    requests = n.produce_requests() - requests
     used = {pid: after[pid] - before.get(pid, 0.0) for pid in after}
     total, gb = sum(used.values()), records * size / GB
     brokers = sorted((v for pid, v in used.items() if pid), reverse=True)
