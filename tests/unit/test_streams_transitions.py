@@ -17,6 +17,7 @@ from samsa.coordinator.group.streams.model import (
     StreamsGroup,
     StreamsMember,
     Subtopology,
+    TaskMap,
     Tasks,
     TopicInfo,
     Topology,
@@ -394,10 +395,11 @@ def test_a_static_member_leaves_for_a_while_and_its_instance_comes_back():
     assert held and active(g.send(beat("m2", 2, {}))) in (None, set())
     back = g.send(replace(join("m1b"), instance_id="i1"))
     assert "m1" not in g.group.members and g.group.epoch == 2  # no rebalance
-    # its epoch and tasks: the ones its target keeps (the rest it is to revoke, as m1 was)
+    # its tasks: the ones its target keeps; the rest it was to revoke it does not hold (its
+    # join reports no task), so it takes the group's epoch at once (Kafka 4.4's hasNotReleased)
     target = {(s, p) for s, ps in g.group.target["m1b"].active.items() for p in ps}
-    assert (back.answer.member_epoch, active(back)) == (epoch, held & target)
-    assert g.group.members["m1b"].state == MemberState.UNREVOKED_TASKS
+    assert (back.answer.member_epoch, active(back)) == (2, held & target) and epoch == 1
+    assert g.group.members["m1b"].state == MemberState.STABLE
     with pytest.raises(GroupError) as unreleased:
         heartbeat(g.group, replace(join("m1c"), instance_id="i1"), 0, ALL, 0)
     assert unreleased.value.error_code == ErrorCode.unreleased_instance_id
@@ -463,3 +465,90 @@ def test_a_standby_waits_while_another_thread_of_its_process_runs_the_task():
     given = g.send(beat("m2", 6))
     assert given.answer.tasks is not None and given.answer.tasks.standby == task
     assert g.group.members["m2"].state == MemberState.STABLE
+
+
+# ---- role changes in place and revocations already done (Kafka 4.4's CurrentAssignmentBuilder)
+T10 = {"1": frozenset({0})}
+
+
+def seeded(epoch: int, *rows: tuple[str, str, int, Tasks, Tasks]) -> Group:
+    """A group at group and assignment epoch `epoch` whose members (id, process, member
+    epoch, tasks held, target) are as given."""
+    g, t = Group(), topology()
+    records = [rec.group_metadata(APP, epoch, metadata_hash(t, ALL, []), 0), rec.topology(APP, t)]
+    for member_id, process, member_epoch, held, target in rows:
+        m = StreamsMember(member_id, process_id=process, topology_epoch=0,
+                          member_epoch=member_epoch, rebalance_timeout_ms=10_000, assigned=held)
+        records += [rec.member_metadata(APP, m), rec.current_assignment(APP, m),
+                    rec.target_member(APP, member_id, target)]
+    records.append(rec.target_metadata(APP, epoch, 1000))
+    g.apply(Outcome(records, Answer("", 0)))
+    return g
+
+
+def owns(member: str, epoch: int, active: TaskMap | None = None, standby: TaskMap | None = None,
+         warmup: TaskMap | None = None) -> Heartbeat:
+    return Heartbeat(APP, member, epoch, active=active or {}, standby=standby or {},
+                     warmup=warmup or {})
+
+
+def test_a_standby_is_promoted_in_place_once_its_active_task_is_released():
+    # the target swaps task 1_0's roles: m1 (p1) active -> standby, m2 (p2) standby -> active
+    g = seeded(6, ("m1", "p1", 5, Tasks(active=T10), Tasks(standby=T10)),
+               ("m2", "p2", 5, Tasks(standby=T10), Tasks(active=T10)))
+    # m1 still runs it: m2 keeps its standby (no revocation round) and waits at the new epoch
+    waits = g.send(owns("m2", 5, standby=T10))
+    m2 = g.group.members["m2"]
+    assert (m2.member_epoch, m2.state, m2.assigned) == (6, MemberState.UNRELEASED_TASKS,
+                                                        Tasks(standby=T10))
+    assert waits.answer.tasks is None  # unchanged: it keeps its standby
+    # m1 is told to revoke the active task and given the standby in the same answer
+    demoted = g.send(owns("m1", 5, active=T10))
+    m1 = g.group.members["m1"]
+    assert (m1.member_epoch, m1.state) == (5, MemberState.UNREVOKED_TASKS)
+    assert (m1.assigned, m1.pending_revocation) == (Tasks(standby=T10), Tasks(active=T10))
+    assert demoted.answer.tasks == Tasks(standby=T10)
+    g.send(owns("m1", 5, standby=T10))  # released
+    assert (g.group.members["m1"].member_epoch, g.group.members["m1"].state) == (
+        6, MemberState.STABLE)
+    # now free: m2's standby becomes the active task in one step
+    promoted = g.send(owns("m2", 6, standby=T10))
+    m2 = g.group.members["m2"]
+    assert (m2.state, m2.assigned, m2.pending_revocation) == (
+        MemberState.STABLE, Tasks(active=T10), Tasks())
+    assert promoted.answer.tasks == Tasks(active=T10)
+
+
+def test_a_standby_becomes_a_warmup_and_back_without_a_revocation():
+    g = seeded(6, ("m1", "p1", 5, Tasks(standby=T10), Tasks(warmup=T10)),
+               ("m2", "p2", 6, Tasks(active=T10), Tasks(active=T10)))
+    out = g.send(owns("m1", 5, standby=T10))
+    m1 = g.group.members["m1"]
+    assert (m1.member_epoch, m1.state, m1.assigned, m1.pending_revocation) == (
+        6, MemberState.STABLE, Tasks(warmup=T10), Tasks())
+    assert out.answer.tasks == Tasks(warmup=T10)
+    g.apply(Outcome([rec.group_metadata(APP, 7, g.group.metadata_hash, 0),
+                     rec.target_member(APP, "m1", Tasks(standby=T10)),
+                     rec.target_metadata(APP, 7, 2000)], Answer("", 0)))
+    g.send(owns("m1", 6, warmup=T10))
+    m1 = g.group.members["m1"]
+    assert (m1.member_epoch, m1.state, m1.assigned) == (7, MemberState.STABLE,
+                                                        Tasks(standby=T10))
+
+
+def test_a_member_whose_heartbeat_no_longer_holds_the_tasks_to_revoke_moves_on_at_once():
+    both, one = {"0": frozenset({0, 1})}, {"0": frozenset({0})}
+    g = seeded(6, ("m1", "p1", 5, Tasks(active=both), Tasks(active=one)))
+    # without its owned tasks nothing proves the release: it is told to revoke
+    g.send(Heartbeat(APP, "m1", 5))
+    assert g.group.members["m1"].state == MemberState.UNREVOKED_TASKS
+    g = seeded(6, ("m1", "p1", 5, Tasks(active=both), Tasks(active=one)))
+    out = g.send(owns("m1", 5, active=one))  # already dropped 0_1
+    m1 = g.group.members["m1"]
+    assert (m1.member_epoch, m1.state, m1.assigned, m1.pending_revocation) == (
+        6, MemberState.STABLE, Tasks(active=one), Tasks())
+    assert (out.answer.member_epoch, out.answer.tasks) == (6, Tasks(active=one))
+    # a role it does not report cannot prove its tasks of that role released
+    g = seeded(6, ("m1", "p1", 5, Tasks(standby=both), Tasks(standby=one)))
+    g.send(Heartbeat(APP, "m1", 5, active={}))
+    assert g.group.members["m1"].state == MemberState.UNREVOKED_TASKS

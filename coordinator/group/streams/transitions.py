@@ -10,7 +10,8 @@ member's topology (the first one sets the group's); write what changed of the me
 the group epoch when the membership, the topology or its topics changed; configure the
 topology against the topics (internal topics to create, or a status saying why no tasks);
 compute a new target assignment when the group epoch is ahead of it; move the member toward
-its target (revoke first, then assign tasks no other member still holds); answer.
+its target (revoke first, unless its heartbeat shows the tasks gone, then assign tasks no
+other member still holds; a role change of its own task in one step); answer.
 """
 
 from __future__ import annotations
@@ -220,7 +221,7 @@ def heartbeat(group: StreamsGroup | None, req: Heartbeat, p: int, counts: Partit
         else:
             _new_target(s, configured, now_ms, standby_replicas)
     before = s.group.members[req.member_id].assigned
-    _reconcile(s, req.member_id, req.active, delayed)
+    _reconcile(s, req.member_id, (req.active, req.standby, req.warmup), delayed)
     after = s.group.members[req.member_id]
     if not configured.ready and configured.status is not None:
         status.append((int(configured.status), configured.detail))
@@ -419,44 +420,46 @@ def _new_target(s: _Scratch, configured: Configured, now_ms: int,
     s.emit(rec.target_metadata(s.group_id, g.epoch, now_ms))
 
 
-def _reconcile(s: _Scratch, member_id: str, owned: TaskMap | None,
-               delayed: bool = False) -> None:
-    """Kafka's streams CurrentAssignmentBuilder, for active tasks: revoke what the target
-    takes away first (the member keeps its epoch until it reports them gone), then take the
-    new epoch with the target's tasks no other member holds (the rest once released).
+# a heartbeat's owned tasks by role (active, standby, warm-up); None: the role not reported
+Owned = tuple[TaskMap | None, TaskMap | None, TaskMap | None]
+ROLES = ("active", "standby", "warmup")
+
+
+def _reconcile(s: _Scratch, member_id: str, owned: Owned, delayed: bool = False) -> None:
+    """Kafka 4.4's streams CurrentAssignmentBuilder: revoke what the target takes away first
+    (the member keeps its epoch until it reports them gone; at once if this heartbeat already
+    shows them gone), then take the new epoch with the target's tasks no other member holds
+    (the rest once released). A role change of the member's own task needs no revocation
+    round: an active task becomes a standby, and a standby a warm-up (and back), in one step;
+    a standby or warm-up to be promoted stays until its active task is free, then becomes it.
     `delayed`: the group's initial delay runs, the target is empty at the assignment epoch
     (at least 1: Kafka 4.4's initial target assignment is epoch 1, empty)."""
     g = s.group
     m = g.members[member_id]
-    if m.state == MemberState.UNREVOKED_TASKS:
-        if owned is None or intersect(owned, m.pending_revocation.active):
-            return  # still revoking
+    if m.state == MemberState.UNREVOKED_TASKS and not _released(owned, m.pending_revocation):
+        return  # still revoking
     target = EMPTY if delayed else g.target.get(member_id, EMPTY)
     epoch = max(1, g.assignment_epoch) if delayed else g.assignment_epoch
     if m.member_epoch == epoch and m.state == MemberState.STABLE and m.assigned == target:
         return
-    kept = m.assigned.intersect(target)
-    revoke = m.assigned.minus(target)
+    kept, revoke, pending, unreleased = _difference(g, m, target)
+    revoking = not revoke.is_empty() and not _released(owned, revoke)
+    # a standby or warm-up promoted to active is kept until the active task is granted
+    promoted: TaskMap = {} if revoking else pending.active
+    kept = replace(kept, **{role: union(getattr(kept, role), minus(
+        intersect(getattr(m.assigned, role), target.active), promoted))
+        for role in ("standby", "warmup")})
     new = copy.copy(m)
     given = {(sub, p): m.task_epoch(sub, p) or 0
              for tasks in (m.assigned.active, m.pending_revocation.active)
              for sub, ps in tasks.items() for p in ps}
-    if not revoke.is_empty():
+    if revoking:
         new.state, new.assigned, new.pending_revocation = (
             MemberState.UNREVOKED_TASKS, kept, revoke)
         new.task_epochs = given
     else:
-        active_here, replica_here = _on_this_process(g, m)
-        held = union(g.owner_of_active(member_id), replica_here)
-        wanted = minus(target.active, kept.active)
-        free = minus(wanted, held)
-        # a standby or warm-up waits while another member of its process still runs the task
-        waiting = union(active_here, replica_here)
-        replicas = (minus(target.standby, minus(waiting, kept.standby)),
-                    minus(target.warmup, minus(waiting, kept.warmup)))
-        new.assigned = Tasks(union(kept.active, free), *replicas)
+        new.assigned = Tasks(*(union(getattr(kept, r), getattr(pending, r)) for r in ROLES))
         new.pending_revocation = EMPTY
-        unreleased = intersect(wanted, held) or replicas != (target.standby, target.warmup)
         new.state = MemberState.UNRELEASED_TASKS if unreleased else MemberState.STABLE
         if m.member_epoch != epoch:
             new.previous_member_epoch, new.member_epoch = m.member_epoch, epoch
@@ -468,19 +471,57 @@ def _reconcile(s: _Scratch, member_id: str, owned: TaskMap | None,
         s.emit(rec.current_assignment(s.group_id, new))
 
 
-def _on_this_process(g: StreamsGroup, m: StreamsMember) -> tuple[TaskMap, TaskMap]:
-    """The tasks the other members of m's process run, assigned or still revoking: as active,
-    and as standby or warm-up (Kafka 4.4's runByAnotherMemberOnThisProcess and
-    heldByAnotherMemberOnThisProcess: two threads of one process never hold one task)."""
-    active: TaskMap = {}
-    replica: TaskMap = {}
+def _released(owned: Owned, tasks: Tasks) -> bool:
+    """Kafka's hasNotReleased, negated: the heartbeat reports none of `tasks` in their role
+    (a role it does not report cannot prove its tasks released)."""
+    for reported, held in zip(owned, (tasks.active, tasks.standby, tasks.warmup), strict=True):
+        if held and (reported is None or intersect(reported, held)):
+            return False
+    return True
+
+
+def _difference(g: StreamsGroup, m: StreamsMember,
+                target: Tasks) -> tuple[Tasks, Tasks, Tasks, bool]:
+    """Kafka 4.4's computeNextAssignment before its promotions: the tasks kept, to revoke,
+    and to assign now, and whether some target task waits for its release. A role change
+    of the member's own task is granted at once, and the role it leaves needs no revocation
+    (an active task demoted to standby stays to revoke: its next owner waits for it)."""
+    kept, revoke = m.assigned.intersect(target), m.assigned.minus(target)
+    wanted = target.minus(kept)
+    blocked = Tasks(*(intersect(getattr(wanted, r), b) for r, b in
+                      zip(ROLES, _unreleased(g, m), strict=True)))
+    pending = wanted.minus(blocked)
+    mine = m.assigned
+    # in place: active -> standby, standby -> warm-up, warm-up -> standby
+    to_standby = intersect(pending.standby, union(mine.active, mine.warmup))
+    to_warmup = intersect(pending.warmup, mine.standby)
+    kept = Tasks(kept.active, union(kept.standby, to_standby), union(kept.warmup, to_warmup))
+    pending = Tasks(pending.active, minus(pending.standby, to_standby),
+                    minus(pending.warmup, to_warmup))
+    # a replica promoted to active, or converted, is not revoked
+    revoke = Tasks(revoke.active, minus(revoke.standby, union(target.active, to_warmup)),
+                   minus(revoke.warmup, union(target.active, to_standby)))
+    return kept, revoke, pending, not blocked.is_empty()
+
+
+def _unreleased(g: StreamsGroup, m: StreamsMember) -> tuple[TaskMap, TaskMap, TaskMap]:
+    """The tasks m may not be given yet in each role (Kafka 4.4's isUnreleasedActiveTask,
+    isUnreleasedStandbyTask, isUnreleasedWarmupTask): an active task anyone still runs, and
+    any task its own process holds in another role (two threads of one process never hold
+    one task); a task m itself holds is a role change, not a blocker."""
+    anywhere: TaskMap = {}
+    here: list[TaskMap] = [{}, {}, {}]
     for other in g.members.values():
-        if other.member_id == m.member_id or other.process_id != m.process_id:
-            continue
         for t in (other.assigned, other.pending_revocation):
-            active = union(active, t.active)
-            replica = union(replica, union(t.standby, t.warmup))
-    return active, replica
+            if other.member_id != m.member_id:
+                anywhere = union(anywhere, t.active)
+            if other.process_id == m.process_id:
+                here = [union(h, getattr(t, r)) for h, r in zip(here, ROLES, strict=True)]
+    active_here, standby_here, warmup_here = here
+    by_other = [minus(h, getattr(m.assigned, r)) for h, r in zip(here, ROLES, strict=True)]
+    return (union(anywhere, union(by_other[1], by_other[2])),
+            union(by_other[0], union(standby_here, by_other[2])),
+            union(active_here, union(by_other[1], warmup_here)))
 
 
 def leave(group: StreamsGroup | None, member_id: str) -> Outcome:
