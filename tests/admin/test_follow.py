@@ -136,6 +136,13 @@ def _members(samsa: Samsa, b: str, g: str) -> tuple[int, str | None]:
     return (len(r.json()[0]["members"]), r.json()[0]["state"]) if r.rc == 0 else (0, None)
 
 
+def _interruptible() -> None:
+    """Ctrl-C as a terminal's shell leaves it to a command: a run started in the background
+    (`make test &`, nohup) ignores SIGINT, which its children inherit, and Python installs no
+    KeyboardInterrupt where it starts with SIGINT ignored."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def test_an_interrupted_follow_commits_and_leaves(shared_broker: BrokerProcess, samsa: Samsa,
                                                   unique_topic: str) -> None:
     """Ctrl-C (SIGINT to the command, as a terminal sends it) ends a follow with 0: the
@@ -146,7 +153,8 @@ def test_an_interrupted_follow_commits_and_leaves(shared_broker: BrokerProcess, 
     _write(b, t, "a", "b", "c")
     proc = subprocess.Popen(
         [sys.executable, "-m", "samsa", "consume", t, "-g", g, "--from-beginning", "--follow",
-         "-b", b], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+         "-b", b], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        preexec_fn=_interruptible)
     try:
         assert proc.stdout is not None
         printed = [proc.stdout.readline() for _ in range(3)]  # the three records, then wait
