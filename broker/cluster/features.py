@@ -1,7 +1,7 @@
 """Feature flags (Kafka's KIP-584): the levels this broker supports and the cluster's finalized
 levels, which ApiVersions v3+ reports and UpdateFeatures changes.
 
-Samsa lists three features, which every broker supports without any switch.
+Samsa lists four features, which every broker supports without any switch.
 `transaction.version`: its levels mean what they mean in Kafka
 4.x: 0 the classic transaction protocol, 1 the flexible transaction-log value, 2 transactions
 v2 (KIP-890 part 2: Produce v12, EndTxn v5, TxnOffsetCommit v5; clients switch to it at a
@@ -19,11 +19,11 @@ since Kafka 4.2, so as in Kafka 4.3 every broker supports 0..1 and a new cluster
 (there is no other switch: Kafka 4.3 has no `group.share.enable`); `kafka-features downgrade
 --feature share.version=0` turns the share groups' APIs off and `upgrade` back on.
 `streams.version` (KIP-1071) gates the streams groups' APIs (StreamsGroupHeartbeat/Describe,
-StreamsGroupTopologyDescriptionUpdate).
-Samsa's streams groups are still in development, so its level 1 is one of
-`unstable.feature.versions.enable` (Kafka's switch for the levels of features still in
-development, `UNSTABLE`), and the APIs are listed only with `unstable.api.versions.enable`
-(`UNSTABLE_APIS`), as Kafka 4.1 offered streams groups as early access.
+StreamsGroupTopologyDescriptionUpdate). As in Kafka 4.4 (StreamsVersion.SV_1 is its latest
+production level) every broker supports 0..1 and a new cluster finalizes 1; `kafka-features
+downgrade --feature streams.version=0` turns their APIs off. `UNSTABLE` (the levels of
+`unstable.feature.versions.enable`) and `UNSTABLE_APIS` (APIs listed only with
+`unstable.api.versions.enable`) are where a feature or an API still in development goes.
 `metadata.version` (KRaft) is not listed: Samsa does not implement it.
 
 Where the finalized levels live: the metadata store (samsa-metadata.json for one broker,
@@ -47,12 +47,12 @@ STREAMS_VERSION = "streams.version"
 # name -> (min, max) level this broker implements.
 SUPPORTED: dict[str, tuple[int, int]] = {
     TRANSACTION_VERSION: (0, 2), GROUP_VERSION: (0, 1), SHARE_VERSION: (0, 1),
+    STREAMS_VERSION: (0, 1),
 }
 
 # Levels of features still in development: supported only with
-# unstable.feature.versions.enable. streams.version 1 (KIP-1071, production-ready in Kafka 4.2+)
-# stays here until Samsa's streams groups are complete (broker/handlers/streams_groups.py).
-UNSTABLE: dict[str, tuple[int, int]] = {STREAMS_VERSION: (0, 1)}
+# unstable.feature.versions.enable (none today).
+UNSTABLE: dict[str, tuple[int, int]] = {}
 
 
 def supported(unstable: bool) -> dict[str, tuple[int, int]]:
@@ -60,8 +60,9 @@ def supported(unstable: bool) -> dict[str, tuple[int, int]]:
     return {**SUPPORTED, **UNSTABLE} if unstable else SUPPORTED
 
 
-# What a new cluster finalizes (as Kafka 4.3's `kafka-storage format` does).
-DEFAULT_FINALIZED: dict[str, int] = {TRANSACTION_VERSION: 2, GROUP_VERSION: 1, SHARE_VERSION: 1}
+# What a new cluster finalizes (as Kafka 4.4's `kafka-storage format` does).
+DEFAULT_FINALIZED: dict[str, int] = {TRANSACTION_VERSION: 2, GROUP_VERSION: 1, SHARE_VERSION: 1,
+                                     STREAMS_VERSION: 1}
 
 # api key -> (feature, level): the API is advertised only while the feature is finalized at
 # that level or above (Kafka's GroupVersion gates the consumer group protocol's APIs).
@@ -74,8 +75,8 @@ API_GATES: dict[int, tuple[str, int]] = {
 }
 
 # APIs still in development: listed by ApiVersions only with unstable.api.versions.enable (as
-# Kafka lists its unstable ones), and then only as API_GATES allows.
-UNSTABLE_APIS: frozenset[int] = frozenset({88, 89, 93})
+# Kafka lists its unstable ones), and then only as API_GATES allows (none today).
+UNSTABLE_APIS: frozenset[int] = frozenset()
 
 # api key -> its first version still in development (Kafka's latestVersionUnstable): listed only
 # with unstable.api.versions.enable. InitProducerId v6 is KIP-939's two-phase commit.

@@ -10,10 +10,8 @@ default, and the only way here): no description is ever required, one asked for 
 and a description sent (93) is UNSUPPORTED_VERSION "The broker has no streams group topology
 description plugin configured." once the principal may READ the group.
 
-Still in development here (no warm-up tasks yet; docs/groups.md): as in Kafka for its APIs in
-development, ApiVersions lists them only with `unstable.api.versions.enable`, and only while the
-cluster finalized `streams.version` 1 (itself a level of `unstable.feature.versions.enable`); a
-request otherwise is answered UNSUPPORTED_VERSION.
+Served by default, as in Kafka 4.4: ApiVersions lists them while the cluster finalized
+`streams.version` 1 (a new cluster does); a request otherwise is answered UNSUPPORTED_VERSION.
 """
 
 from __future__ import annotations
@@ -59,8 +57,7 @@ NOT_REQUESTED, NOT_STORED = 0, 1  # StreamsGroupDescribe v1's TopologyDescriptio
 
 def enabled(ctx: RequestContext, key: int) -> bool:
     """Whether this broker serves streams groups' API `key` now (see the module's docstring)."""
-    return (bool(ctx.config["unstable.api.versions.enable"])
-            and api_enabled(key, ctx.store.finalized_features()))
+    return api_enabled(key, ctx.store.finalized_features())
 
 
 def _error(code: ErrorCode, message: str | None = None, member_id: str = "") -> dict[str, Any]:

@@ -8,9 +8,8 @@ An instance killed -9 is removed once its session ends and the other takes its t
 that closes leaves the group at once. The read_committed output of every key must be exactly
 1, 2, ..., EVENTS throughout.
 
-The streams groups' APIs are still in development here, so the broker runs with
-unstable.api.versions.enable and streams.version finalized at 1 (a level of
-unstable.feature.versions.enable), as a Kafka 4.1 broker ran them in early access.
+The broker runs with its defaults for the streams groups' APIs (served, streams.version
+finalized at 1 by a new cluster), as Kafka 4.4.
 """
 
 from __future__ import annotations
@@ -35,10 +34,7 @@ pytestmark = pytest.mark.timeout(420)
 
 EVENTS = 60  # per key
 IN_PARTITIONS, OUT_PARTITIONS = 4, 2
-STREAMS_BROKER = {"unstable.api.versions.enable": "true",
-                  "unstable.feature.versions.enable": "true",
-                  "initial.feature.levels": "streams.version=1",
-                  "group.streams.session.timeout.ms": "10000",
+STREAMS_BROKER = {"group.streams.session.timeout.ms": "10000",
                   "group.streams.heartbeat.interval.ms": "1000",
                   # each instance keeps a standby copy of the other's count store
                   "group.streams.num.standby.replicas": "1"}

@@ -32,7 +32,7 @@ async def test_initial_feature_levels_apply_to_a_new_cluster_only(zookeeper):
         await _until(lambda: b.finalized_features().epoch == 0)
         # the first broker created the cluster: its levels; the second's are not read
         assert a.finalized_features().levels == b.finalized_features().levels == {
-            "group.version": 1}
+            "group.version": 1, "streams.version": 1}
     finally:
         await a.close()
         await b.close()
@@ -53,17 +53,19 @@ async def test_feature_levels_are_shared_through_zookeeper(zookeeper):
     try:
         await _until(lambda: a.finalized_features().epoch == 0
                      and b.finalized_features().epoch == 0)
-        # A new cluster finalizes transactions v2, the consumer group protocol and share
-        # groups (Kafka 4.3's defaults).
+        # A new cluster finalizes transactions v2, the consumer group protocol, share groups
+        # and streams groups (Kafka 4.4's defaults).
         assert a.finalized_features().levels == b.finalized_features().levels == {
-            "group.version": 1, "share.version": 1, "transaction.version": 2}
+            "group.version": 1, "share.version": 1, "streams.version": 1,
+            "transaction.version": 2}
 
         def upgrade(levels: dict[str, int]) -> dict[str, int]:
             return apply_updates(1, levels, [("transaction.version", 1,
                                               UpgradeType.SAFE_DOWNGRADE)])
 
         done = await a.update_features(upgrade)
-        levels = {"group.version": 1, "share.version": 1, "transaction.version": 1}
+        levels = {"group.version": 1, "share.version": 1, "streams.version": 1,
+                  "transaction.version": 1}
         assert (done.epoch, done.levels) == (1, levels)
         await _until(lambda: b.finalized_features().epoch == 1)
         assert b.finalized_features().levels == levels

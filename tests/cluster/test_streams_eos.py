@@ -66,10 +66,6 @@ def streams_cluster(zookeeper: ZooKeeperProcess, tmp_path: Path) -> Iterator[Clu
     # for timed-out transactions every second rather than Kafka's default 10.
     c = Cluster(zookeeper, tmp_path,
                 **{"transaction.abort.timed.out.transaction.cleanup.interval.ms": 1000,
-                   # the streams group protocol's APIs, still in development here
-                   "unstable.api.versions.enable": "true",
-                   "unstable.feature.versions.enable": "true",
-                   "initial.feature.levels": "streams.version=1",
                    "group.streams.session.timeout.ms": 10000,
                    "group.streams.heartbeat.interval.ms": 1000})
     c.start()

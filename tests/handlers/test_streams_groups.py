@@ -2,8 +2,8 @@
 creates its repartition and changelog topics), assigns tasks sticky and revoke-before-assign
 across members, fences stale epochs, leaves; StreamsGroupDescribe (89) shows it; ListGroups
 and DescribeGroups see type STREAMS; OffsetCommit and OffsetFetch check the member epoch.
-The APIs are served only with unstable.api.versions.enable and streams.version finalized at
-1."""
+The APIs are served by default, as in Kafka 4.4: while streams.version is finalized at 1, as
+a new cluster finalizes it."""
 
 from __future__ import annotations
 
@@ -19,9 +19,7 @@ from .harness import ADMIN, ALICE, Handlers
 from .test_groups import join_and_sync
 
 # assigned at once: the initial delay and the assignment interval have their own specs
-STREAMS = {"unstable.api.versions.enable": True, "unstable.feature.versions.enable": True,
-           "initial.feature.levels": "streams.version=1",
-           "group.streams.initial.rebalance.delay.ms": 0,
+STREAMS = {"group.streams.initial.rebalance.delay.ms": 0,
            "group.streams.assignment.interval.ms": 0}
 
 
@@ -74,20 +72,31 @@ def _active(r: Any) -> list[tuple[str, list[int]]] | None:
     return [(t.subtopology_id, list(t.partitions)) for t in r.active_tasks]
 
 
-async def test_not_served_without_the_unstable_switch(handlers):
-    versions = await handlers.call("ApiVersions", 3, {"client_software_name": "t",
-                                                      "client_software_version": "1"})
+@pytest.fixture
+async def without_streams(tmp_path: Path) -> Any:
+    h = await Handlers.open(tmp_path / "data", {"initial.feature.levels": "streams.version=0"})
+    try:
+        yield h
+    finally:
+        await h.close()
+
+
+async def test_not_served_while_streams_version_is_not_finalized(without_streams):
+    h = without_streams
+    versions = await h.call("ApiVersions", 3, {"client_software_name": "t",
+                                               "client_software_version": "1"})
     assert {88, 89}.isdisjoint(k.api_key for k in versions.api_keys)
-    await handlers.find_coordinator("app")
-    r = await handlers.call("StreamsGroupHeartbeat", 0, _beat("m1", 0))
+    await h.find_coordinator("app")
+    r = await h.call("StreamsGroupHeartbeat", 0, _beat("m1", 0))
     assert r.error_code == ErrorCode.unsupported_version
 
 
-async def test_advertised_with_the_switch_and_streams_version(streams):
-    versions = await streams.call("ApiVersions", 3, {"client_software_name": "t",
-                                                     "client_software_version": "1"})
+async def test_advertised_by_default_with_streams_version_finalized(handlers):
+    # Kafka 4.4: a new cluster finalizes streams.version 1 and serves the APIs, no switch
+    versions = await handlers.call("ApiVersions", 3, {"client_software_name": "t",
+                                                      "client_software_version": "1"})
     served = {k.api_key: (k.min_version, k.max_version) for k in versions.api_keys}
-    assert served[88] == (0, 1) and served[89] == (0, 1)
+    assert served[88] == (0, 1) and served[89] == (0, 1) and served[93] == (0, 0)
     assert ("streams.version", 1) in {(f.name, f.max_version_level)
                                       for f in versions.finalized_features}
 
@@ -571,11 +580,13 @@ async def test_a_topology_description_is_refused_as_kafka_without_its_plugin(tmp
         await h.close()
 
 
-async def test_a_topology_description_is_not_served_without_the_unstable_switch(handlers):
-    versions = await handlers.call("ApiVersions", 3, {"client_software_name": "t",
-                                                      "client_software_version": "1"})
+async def test_a_topology_description_is_not_served_while_streams_version_is_not_finalized(
+        without_streams):
+    versions = await without_streams.call("ApiVersions", 3, {"client_software_name": "t",
+                                                             "client_software_version": "1"})
     assert 93 not in {k.api_key for k in versions.api_keys}
-    r = await handlers.call("StreamsGroupTopologyDescriptionUpdate", 0, _description_update())
+    r = await without_streams.call("StreamsGroupTopologyDescriptionUpdate", 0,
+                                   _description_update())
     assert (r.error_code, r.error_message) == (ErrorCode.unsupported_version,
                                                "The version of API is not supported.")
 

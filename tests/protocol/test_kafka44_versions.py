@@ -23,13 +23,7 @@ CACHE_DIR = Path(os.environ.get("SAMSA_CACHE_DIR", REPO_ROOT / ".cache"))
 JAR = CACHE_DIR / "kafka-clients-44" / "lib" / "kafka-clients-4.4.0.jar"
 
 # Served, but below Kafka 4.4's newest stable version: API name -> Kafka 4.4's newest.
-PENDING: dict[str, int] = {
-    # KIP-1071: v0-1 listed only with unstable.api.versions.enable while in development
-    "StreamsGroupHeartbeat": 1,
-    "StreamsGroupDescribe": 1,
-    # KIP-1331: v0 (refused as Kafka refuses it without its plugin), listed likewise
-    "StreamsGroupTopologyDescriptionUpdate": 0,
-}
+PENDING: dict[str, int] = {}
 
 
 def _newest_stable(schema: dict) -> int | None:

@@ -24,11 +24,14 @@ def _described(res: JavaResult) -> list[str]:
 def test_kafka_features_describe_upgrade_downgrade(broker):
     bootstrap = broker.bootstrap
     res = _features(bootstrap, "describe").check()
-    # a new cluster finalizes transactions v2, group.version 1 and share.version 1 (Kafka 4.3)
+    # a new cluster finalizes transactions v2, group.version 1, share.version 1 and
+    # streams.version 1 (Kafka 4.4)
     assert _described(res) == [
         "Feature: group.version SupportedMinVersion: 0 SupportedMaxVersion: 1 "
         "FinalizedVersionLevel: 1 Epoch: 0",
         "Feature: share.version SupportedMinVersion: 0 SupportedMaxVersion: 1 "
+        "FinalizedVersionLevel: 1 Epoch: 0",
+        "Feature: streams.version SupportedMinVersion: 0 SupportedMaxVersion: 1 "
         "FinalizedVersionLevel: 1 Epoch: 0",
         "Feature: transaction.version SupportedMinVersion: 0 SupportedMaxVersion: 2 "
         "FinalizedVersionLevel: 2 Epoch: 0"], res.describe()
@@ -40,6 +43,8 @@ def test_kafka_features_describe_upgrade_downgrade(broker):
         "Feature: group.version SupportedMinVersion: 0 SupportedMaxVersion: 1 "
         "FinalizedVersionLevel: 1 Epoch: 1",
         "Feature: share.version SupportedMinVersion: 0 SupportedMaxVersion: 1 "
+        "FinalizedVersionLevel: 1 Epoch: 1",
+        "Feature: streams.version SupportedMinVersion: 0 SupportedMaxVersion: 1 "
         "FinalizedVersionLevel: 1 Epoch: 1",
         "Feature: transaction.version SupportedMinVersion: 0 SupportedMaxVersion: 2 "
         "FinalizedVersionLevel: 1 Epoch: 1"], res.describe()
