@@ -32,6 +32,7 @@ INVALID_UPDATE_VERSION = 95
 TV = "transaction.version"
 GV = "group.version"  # KIP-848, finalized at 1 on a new cluster as well
 SV = "share.version"  # KIP-932 share groups, likewise (Kafka 4.2+)
+STV = "streams.version"  # KIP-1071 streams groups, likewise (Kafka 4.4)
 UPGRADE, SAFE_DOWNGRADE = 1, 2
 
 
@@ -65,11 +66,11 @@ def test_api_versions_lists_transaction_version(broker):
     with TxnWire(broker.bootstrap) as w:
         v4 = api_versions(w, 4)
         assert [(f.name, f.min_version, f.max_version) for f in v4.supported_features] == [
-            (GV, 0, 1), (SV, 0, 1), (TV, 0, 2)]
-        # A new cluster finalizes transactions v2, as Kafka 4.x does, and share groups, as
-        # Kafka 4.3 does.
+            (GV, 0, 1), (SV, 0, 1), (STV, 0, 1), (TV, 0, 2)]
+        # A new cluster finalizes transactions v2, as Kafka 4.x does, share groups, as
+        # Kafka 4.3 does, and streams groups, as Kafka 4.4 does.
         assert [(f.name, f.max_version_level) for f in v4.finalized_features] == [
-            (GV, 1), (SV, 1), (TV, 2)]
+            (GV, 1), (SV, 1), (STV, 1), (TV, 2)]
         assert v4.finalized_features_epoch == 0
         # v0-v3 omit supported features whose minimum is 0 (KAFKA-17011).
         assert api_versions(w, 3).supported_features == ()
@@ -78,20 +79,21 @@ def test_api_versions_lists_transaction_version(broker):
 
 def test_initial_feature_levels_choose_a_new_clusters_levels(broker_factory):
     """initial.feature.levels: transactions v1 and the classic group protocol (share.version
-    not named: its default, 1); then transactions v1 and no share groups."""
+    and streams.version not named: their defaults, 1); then transactions v1 and no share
+    groups."""
     b = broker_factory({"initial.feature.levels": "transaction.version=1,group.version=0"})
     with TxnWire(b.bootstrap) as w:
-        assert finalized(w) == {TV: 1, SV: 1}
+        assert finalized(w) == {TV: 1, SV: 1, STV: 1}
         assert 68 not in {k.api_key for k in api_versions(w).api_keys}  # group.version 0
     b.stop()
     b = broker_factory({"initial.feature.levels": "share.version=0,transaction.version=1"})
     with TxnWire(b.bootstrap) as w:
-        assert finalized(w) == {GV: 1, TV: 1}
+        assert finalized(w) == {GV: 1, STV: 1, TV: 1}
         assert 76 not in {k.api_key for k in api_versions(w).api_keys}  # share.version 0
     b.stop()
     b.start()  # the levels are the cluster's now: read once, when it was created
     with TxnWire(b.bootstrap) as w:
-        assert finalized(w) == {GV: 1, TV: 1}
+        assert finalized(w) == {GV: 1, STV: 1, TV: 1}
 
 
 def test_update_features_checks_and_persists(broker):
@@ -111,12 +113,12 @@ def test_update_features_checks_and_persists(broker):
         r = update(w, {TV: (1, UPGRADE)}, validate_only=True)
         assert (r.error_code, [(x.feature, x.error_code) for x in r.results]) == (
             NONE, [(TV, NONE)])
-        assert finalized(w) == {GV: 1, SV: 1}
+        assert finalized(w) == {GV: 1, SV: 1, STV: 1}
 
         epoch = api_versions(w).finalized_features_epoch
         r = update(w, {TV: (1, UPGRADE)}, version=2)
         assert r.error_code == NONE, r
-        assert finalized(w) == {GV: 1, SV: 1, TV: 1}
+        assert finalized(w) == {GV: 1, SV: 1, STV: 1, TV: 1}
         assert api_versions(w).finalized_features_epoch > epoch
         r = update(w, {TV: (0, UPGRADE)})
         assert r.error_code == INVALID_UPDATE_VERSION
@@ -124,9 +126,9 @@ def test_update_features_checks_and_persists(broker):
 
     broker.restart()
     with TxnWire(broker.bootstrap) as w:
-        assert finalized(w) == {GV: 1, SV: 1, TV: 1}
+        assert finalized(w) == {GV: 1, SV: 1, STV: 1, TV: 1}
         assert update(w, {TV: (0, SAFE_DOWNGRADE)}).error_code == NONE
-        assert finalized(w) == {GV: 1, SV: 1}
+        assert finalized(w) == {GV: 1, SV: 1, STV: 1}
 
 
 def _txn_state_values(data_dir: Path) -> list[bytes]:
