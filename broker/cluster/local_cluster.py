@@ -22,7 +22,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
@@ -284,24 +284,28 @@ class LocalCluster:
 
     def stop(self, timeout: float = STOP_TIMEOUT) -> None:
         """SIGTERM every broker, SIGKILL those still running after `timeout`, then ZooKeeper."""
-        running = [b for b in self.brokers if b.proc is not None and b.proc.poll() is None]
-        for b in running:
-            assert b.proc is not None
-            b.proc.send_signal(signal.SIGTERM)
-        deadline = time.monotonic() + timeout
-        for b in running:
-            assert b.proc is not None
-            try:
-                b.proc.wait(max(0.0, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                log.warning("broker %d (pid %d) ignored SIGTERM for %.0fs: killing it",
-                            b.broker_id, b.proc.pid, timeout)
-                b.proc.kill()
-                b.proc.wait()
+        stop_processes({b.broker_id: b.proc for b in self.brokers
+                        if b.proc is not None and b.proc.poll() is None}, timeout)
         for b in self.brokers:
             if b.proc is not None:
                 b.proc.poll()  # reap one that died earlier and was never waited for
         self.zookeeper.stop()
+
+
+def stop_processes(running: Mapping[int, subprocess.Popen[bytes]], timeout: float) -> None:
+    """SIGTERM every broker process (by broker id), SIGKILL those still running after
+    `timeout` in all."""
+    for proc in running.values():
+        proc.send_signal(signal.SIGTERM)
+    deadline = time.monotonic() + timeout
+    for broker_id, proc in running.items():
+        try:
+            proc.wait(max(0.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            log.warning("broker %d (pid %d) ignored SIGTERM for %.0f s: killing it",
+                        broker_id, proc.pid, timeout)
+            proc.kill()
+            proc.wait()
 
 
 def run_cluster(brokers: int, data_dir: Path, **options: Any) -> int:

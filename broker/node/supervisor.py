@@ -36,7 +36,12 @@ from typing import IO, Any
 from samsa.config.loader import load_config
 from samsa.config.schema import BrokerConfig, ConfigError
 
-from ..cluster.local_cluster import _die_with_parent, default_serve_command, describe_exit
+from ..cluster.local_cluster import (
+    _die_with_parent,
+    default_serve_command,
+    describe_exit,
+    stop_processes,
+)
 from ..cluster.shared import NODE_FILE
 from .metrics import serve_node_metrics
 
@@ -182,18 +187,8 @@ class Supervisor:
         p.backoff = min(p.backoff * 2, MAX_BACKOFF)
 
     def _stop_all(self) -> None:
-        running = [p.proc for p in self.processes if p.proc is not None and p.proc.poll() is None]
-        for proc in running:
-            proc.send_signal(signal.SIGTERM)
-        deadline = time.monotonic() + self.stop_timeout
-        for proc in running:
-            try:
-                proc.wait(max(0.0, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                log.warning("pid %d ignored SIGTERM for %.0f s: killing it", proc.pid,
-                            self.stop_timeout)
-                proc.kill()
-                proc.wait()
+        stop_processes({p.broker_id: p.proc for p in self.processes
+                        if p.proc is not None and p.proc.poll() is None}, self.stop_timeout)
         for reader in self._readers:  # their last lines, before the supervisor exits
             reader.join(timeout=2.0)
         log.info("the node's processes stopped")
