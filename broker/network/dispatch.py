@@ -163,9 +163,7 @@ class Dispatcher:
                                       auth.config.failed_delay_ms / 1000)
             return None
         if encoded is None:
-            written = lane.write(version, result) if lane is not None else None
-            encoded = encode_response(resp_type, result) if written is None else (
-                [written[0]], written[1])
+            encoded = _encoded(lane, version, resp_type, result)
         body, error_codes = encoded
         metrics.count_errors(spec.name, error_codes)
         if CHECK_ENCODER:
@@ -202,22 +200,19 @@ class Dispatcher:
         as the general path frames its handler's; the lane's writer or kio encodes `result`
         when the lane did not write it."""
         metrics.record_request(name, version, started)
-        if written is None:
-            if result is None:
-                return None
-            written = lane.write(version, result)
-            if written is None:
-                encoded = encode_response(resp_type, result)
-                metrics.count_errors(name, encoded[1])
-                return frame_parts([response_header(correlation_id, resp_flexible),
-                                    *encoded[0]])
-        metrics.count_errors(name, written[1])
+        if written is not None:
+            body, error_codes = [written[0]], written[1]
+        elif result is None:
+            return None
+        else:
+            body, error_codes = _encoded(lane, version, resp_type, result)
+        metrics.count_errors(name, error_codes)
         if CHECK_ENCODER:
             if result is not None:
-                _check_encoder(resp_type, result, written[0])
+                _check_encoder(resp_type, result, b"".join(body))
             else:
-                _check_written(resp_type, written[0])
-        return frame_parts([response_header(correlation_id, resp_flexible), written[0]])
+                _check_written(resp_type, body[0])
+        return frame_parts([response_header(correlation_id, resp_flexible), *body])
 
     def _after_sasl_request(self, auth: SaslSession, conn: ConnectionInfo,
                             framed: Response) -> Response:
@@ -253,6 +248,13 @@ def _decode(raw: Frame, req_type: type, req_flexible: bool, read: Any, name: str
         # Kafka's SocketServer closes the connection on a request it cannot parse
         reason = exc if isinstance(exc, MalformedRequest | FrameError) else repr(exc)
         raise CloseConnection(f"malformed {name} v{version} request: {reason}") from None
+
+
+def _encoded(lane: RawLane | None, version: int, resp_type: type,
+             result: dict[str, Any]) -> Encoded:
+    """A handler's answer as body parts and error codes: the lane's writer's, else kio's."""
+    written = lane.write(version, result) if lane is not None else None
+    return encode_response(resp_type, result) if written is None else ([written[0]], written[1])
 
 
 def _closing(exc: Exception, name: str, version: int, conn: ConnectionInfo) -> CloseConnection:
