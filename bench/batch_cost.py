@@ -10,11 +10,16 @@ CPU of decoding, handling and encoding, nothing of the kernel's or a client's. L
   partition per request: --per-request 1; a Java producer at a tenth of its capacity sends
   many);
 - fetch: Fetch v12 of every partition of the topic from the offsets last read, after each
-  produce request (a consumer of many partitions at a low rate: little data per partition).
+  produce request (a consumer of many partitions at a low rate: little data per partition);
+- follower: the same from a follower in the ISR (each partition given a second replica, a
+  broker that does not exist), as the replica fetcher asks it: Fetch v15 by topic id with the
+  follower's id, the leader epoch and the last fetched epoch (its produce requests acks=1,
+  since nothing else moves the high watermark).
 
     .venv/bin/python bench/batch_cost.py --partitions 500 --per-request 1
     .venv/bin/python bench/batch_cost.py --partitions 500 --per-request 12 --profile
     .venv/bin/python bench/batch_cost.py --load fetch --partitions 500
+    .venv/bin/python bench/batch_cost.py --load follower --partitions 500
 
 Printed: CPU (time.process_time) per request and per partition-batch, the median of
 --rounds rounds; with --profile, cProfile's top functions over one more round.
@@ -87,7 +92,8 @@ class Harness:
 
 
 async def produce_frames(h: Harness, topic: str, partitions: int, per_request: int,
-                         size: int, count: int, records: int = 1) -> list[bytes]:
+                         size: int, count: int, records: int = 1, acks: int = -1
+                         ) -> list[bytes]:
     init = await h.call(22, 4, {"transactional_id": None, "transaction_timeout_ms": 60_000,
                                 "producer_id": -1, "producer_epoch": -1})
     pid, epoch = init.producer_id, init.producer_epoch
@@ -103,7 +109,7 @@ async def produce_frames(h: Harness, topic: str, partitions: int, per_request: i
                                 default_timestamp=now)
             sequences[p] += records
             data.append({"index": p, "records": bytes(batch)})
-        frames.append(h.frame(0, 9, {"transactional_id": None, "acks": -1,
+        frames.append(h.frame(0, 9, {"transactional_id": None, "acks": acks,
                                      "timeout_ms": 30_000,
                                      "topic_data": [{"name": topic, "partition_data": data}]}))
     return frames
@@ -118,6 +124,33 @@ def fetch_frame(h: Harness, topic: str, offsets: list[int]) -> bytes:
             "last_fetched_epoch": -1, "log_start_offset": -1,
             "partition_max_bytes": 1 << 20} for p, o in enumerate(offsets)]}],
         "forgotten_topics_data": [], "rack_id": ""})
+
+
+def follower_fetch_frame(h: Harness, topic: str, offsets: list[int], replica_id: int
+                         ) -> bytes:
+    """What broker/replication/replica_fetcher.py sends: v15 by topic id, the follower's id,
+    each partition's leader epoch and the epoch of the last record it has (-1: none)."""
+    parts = [h.broker.replicas.get(topic, p) for p in range(len(offsets))]
+    return h.frame(1, 15, {
+        "replica_state": {"replica_id": replica_id, "replica_epoch": -1},
+        "max_wait": 0, "min_bytes": 1, "max_bytes": 10 << 20, "isolation_level": 0,
+        "session_id": 0, "session_epoch": -1,
+        "topics": [{"topic_id": parts[0].topic_id, "partitions": [{
+            "partition": p.index, "current_leader_epoch": p.leader_epoch, "fetch_offset": o,
+            "last_fetched_epoch": p.leader_epoch if o > 0 else -1, "log_start_offset": 0,
+            "partition_max_bytes": 1 << 20} for p, o in zip(parts, offsets, strict=True)]}],
+        "forgotten_topics_data": [], "rack_id": ""})
+
+
+def add_follower(h: Harness, topic: str) -> int:
+    """Give each partition of `topic` a second replica in its ISR; its id."""
+    follower = -1
+    for p in h.broker.replicas.partitions():
+        if p.topic == topic:
+            follower = p.broker_id + 1
+            replicas = [p.broker_id, follower]
+            p.make_leader(p.leader_epoch, replicas, replicas)
+    return follower
 
 
 _SIZE = struct.Struct(">i")
@@ -189,8 +222,10 @@ async def run(args: argparse.Namespace) -> None:
         assert created.topics[0].error_code == 0, created
         list(h.broker.replicas.partitions())  # every log created before the clock
         rounds = args.rounds + (1 if args.profile else 0)
+        follower = add_follower(h, topic) if args.load == "follower" else -1
         frames = await produce_frames(h, topic, args.partitions, args.per_request, args.size,
-                                      args.requests * (rounds + 1), args.records)
+                                      args.requests * (rounds + 1), args.records,
+                                      acks=1 if follower >= 0 else -1)
         produced = 0
         offsets = [0] * args.partitions
 
@@ -214,7 +249,8 @@ async def run(args: argparse.Namespace) -> None:
             cpu = 0.0
             for f in frames[produced:produced + args.requests]:
                 await h.dispatch(f, h.conn)
-                fetch = fetch_frame(h, topic, offsets)
+                fetch = (follower_fetch_frame(h, topic, offsets, follower) if follower >= 0
+                         else fetch_frame(h, topic, offsets))
                 t0 = time.process_time()
                 if prof is not None:
                     prof.enable()
@@ -234,9 +270,10 @@ async def run(args: argparse.Namespace) -> None:
             requests, batches, cpu = await one_round()
             per_req.append(1e6 * cpu / requests)
             per_batch.append(1e6 * cpu / batches)
-        what = ("fetch of every partition after one produce request" if args.load == "fetch"
-                else f"produce of {args.per_request} batch(es) of {args.records} record(s) of "
-                     f"{args.size} B")
+        what = {"fetch": "fetch of every partition after one produce request",
+                "follower": "a follower's fetch of every partition after one produce request",
+                }.get(args.load, f"produce of {args.per_request} batch(es) of {args.records} "
+                                 f"record(s) of {args.size} B")
         print(f"{args.load}: {args.partitions} partitions, {what}: "
               f"{statistics.median(per_req):.1f} us/request, "
               f"{statistics.median(per_batch):.2f} us/partition "
@@ -316,7 +353,7 @@ def main() -> None:
         client(int(port), frames_file, int(connections), int(in_flight), int(blocks))
         return
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--load", choices=("produce", "fetch"), default="produce")
+    ap.add_argument("--load", choices=("produce", "fetch", "follower"), default="produce")
     ap.add_argument("--partitions", type=int, default=500)
     ap.add_argument("--per-request", type=int, default=1,
                     help="partition-batches a produce request carries")
