@@ -60,11 +60,19 @@ def produce_worker(bootstrap: str, topic: str, rate: float, seconds: float, size
 
     stats: list[dict[str, Any]] = []
     batches = [0]  # partition-batches sent: librdkafka's batchcnt window resets per report
+    # per report and broker connection: the request round trip and the time a batch waited
+    # in librdkafka's queue (linger, and a free slot of the 5 requests in flight), p50 in µs
+    rtt_us: list[int] = []
+    queued_us: list[int] = []
 
     def on_stats(text: str) -> None:
         s = json.loads(text)
         stats.append(s)
         batches[0] += sum(t["batchcnt"]["cnt"] for t in s["topics"].values())
+        for b in s["brokers"].values():
+            if b.get("nodeid", -1) >= 0 and b["rtt"]["cnt"]:
+                rtt_us.append(b["rtt"]["p50"])
+                queued_us.append(b["int_latency"]["p50"])
 
     p = Producer({"bootstrap.servers": bootstrap, "acks": "all", "enable.idempotence": True,
                   "linger.ms": 5, "queue.buffering.max.messages": 2_000_000,
@@ -85,6 +93,8 @@ def produce_worker(bootstrap: str, topic: str, rate: float, seconds: float, size
     n = int(rate * seconds)
     _ready()
     base = _counters(p, stats), batches[0]
+    rtt_us.clear()
+    queued_us.clear()
     t0 = time.monotonic()
     for i in range(n):
         while (delay := t0 + i / rate - time.monotonic()) > 0:
@@ -102,7 +112,8 @@ def produce_worker(bootstrap: str, topic: str, rate: float, seconds: float, size
     p.flush(120)
     end = _counters(p, stats), batches[0]
     return {"lat_us": lat_us, "sent_rps": n / sent_s, "errors": errors,
-            "requests": end[0] - base[0], "batches": end[1] - base[1]}
+            "requests": end[0] - base[0], "batches": end[1] - base[1],
+            "rtt_us": rtt_us, "queued_us": queued_us}
 
 
 def _counters(p: Any, stats: list[dict[str, Any]]) -> int:
@@ -203,10 +214,14 @@ def run_load(broker_pid: int, bootstrap: str, partitions: int, rate: int, second
     requests = sum(o["requests"] for o in prod)
     batches = sum(o["batches"] for o in prod)
     errors = [e for o in prod for e in o["errors"]]
+    rtts = sorted(v for o in prod for v in o["rtt_us"])
+    queued = sorted(v for o in prod for v in o["queued_us"])
     fig = {"p50_ms": pct(lat, 0.5), "p99_ms": pct(lat, 0.99), "p999_ms": pct(lat, 0.999),
            "sent_rps": sum(o["sent_rps"] for o in prod), "records": float(len(lat)),
            "broker_cpu_s": cpu, "requests": float(requests), "batches": float(batches),
-           "errors": float(len(errors))}
+           "errors": float(len(errors)),
+           # medians over the producers' one-second reports of their p50s
+           "rtt_p50_ms": pct(rtts, 0.5), "queued_p50_ms": pct(queued, 0.5)}
     if consume:
         clat = sorted(v for o in cons for v in o["lat_us"])
         fetches = sum(o["fetches"] for o in cons)
@@ -227,7 +242,9 @@ def show(name: str, partitions: int, rate: int, f: dict[str, float]) -> None:
             f"{f['p50_ms']:8.1f} ms p99 {f['p99_ms']:8.1f} ms p99.9 {f['p999_ms']:8.1f} ms  "
             f"sent {f['sent_rps']:8,.0f}/s  cpu {f['broker_cpu_s']:.1f} s = "
             f"{f['cpu_us_per_request']:.0f} us/request, {f['cpu_us_per_batch']:.1f} us/batch "
-            f"({f['requests']:,.0f} requests, {f['batches']:,.0f} batches)")
+            f"({f['requests']:,.0f} requests, {f['batches']:,.0f} batches); "
+            f"request round trip p50 {f['rtt_p50_ms']:.2f} ms, queued in the client p50 "
+            f"{f['queued_p50_ms']:.1f} ms")
     if "e2e_p50_ms" in f:
         line += (f"\n        end-to-end p50 {f['e2e_p50_ms']:.1f} ms p99 {f['e2e_p99_ms']:.1f}"
                  f" ms p99.9 {f['e2e_p999_ms']:.1f} ms ({f['consumed']:,.0f} consumed, "
