@@ -73,11 +73,17 @@ def _processes(value: str) -> int:
 
 
 def _add_cluster(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("cluster", help="run a local ZooKeeper and N brokers on loopback "
-                       "until Ctrl-C/SIGTERM; `cluster describe` describes a running cluster")
+    p = sub.add_parser("cluster", help="run a local ZooKeeper and K brokers (or K nodes of "
+                       "N processes) on loopback until Ctrl-C/SIGTERM; `cluster describe` "
+                       "describes a running cluster")
     # Required unless a subcommand (`samsa cluster describe`) is given: checked in _cluster.
-    p.add_argument("--brokers", type=int, metavar="N",
-                   help="number of brokers (ids 0..N-1)")
+    p.add_argument("--brokers", type=int, metavar="K",
+                   help="number of brokers (ids 0..K-1), or of nodes with --processes")
+    p.add_argument("--processes", type=int, default=1, metavar="N",
+                   help="run each of the K nodes as `samsa serve --processes N`: node k is "
+                   "brokers kN..kN+N-1 on ports PORT+kN.., in DIR/node-<k> (its output in "
+                   "node.log), its processes sharing broker.rack node-<k> (default 1: plain "
+                   "brokers)")
     p.add_argument("--data-dir", type=Path, metavar="DIR",
                    help="DIR/zookeeper and DIR/broker-<i> (each with its broker.log)")
     p.add_argument("--base-port", type=int, default=9092, metavar="PORT",
@@ -102,7 +108,8 @@ def _cluster(args: argparse.Namespace) -> int:
 
     logging.basicConfig(stream=sys.stderr, format=LOG_FORMAT, level=logging.INFO, force=True)
     return run_cluster(args.brokers, args.data_dir, base_port=args.base_port,
-                       zk_port=args.zk_port, host=args.host, settings=args.settings)
+                       zk_port=args.zk_port, host=args.host, settings=args.settings,
+                       processes=args.processes)
 
 
 def _add_dump_log(sub: argparse._SubParsersAction) -> None:

@@ -10,6 +10,12 @@ connections the bootstrap string is printed. SIGINT (Ctrl-C), SIGTERM or SIGHUP 
 (SIGTERM, then SIGKILL after a grace period) and then ZooKeeper, and the command exits 0. A broker
 that dies while the cluster runs is reported with the command that restarts it; the others keep
 running.
+
+With `--processes N` (N > 1) each of the K children is a node, `samsa serve --processes N`
+under its own supervisor (broker/node/supervisor.py): node k is brokers kN..kN+N-1 on ports
+BASE_PORT+kN.., in DIR/node-<k> (each process's log.dirs DIR/node-<k>/broker-<id>, the node's
+output in node.log), its processes sharing `broker.rack` node-<k> so that replica placement
+keeps a partition's replicas on different nodes. The bootstrap string lists every process.
 """
 
 from __future__ import annotations
@@ -39,10 +45,16 @@ CHROOT = "/samsa"
 DEFAULT_HOST = "127.0.0.1"
 START_TIMEOUT = 60.0
 STOP_TIMEOUT = 30.0
+# A node (`samsa serve --processes N`) kills a process still running this long after SIGTERM;
+# the cluster gives a node that, and NODE_STOP_GRACE for the supervisor itself to exit.
+NODE_STOP_TIMEOUT = 60.0
+NODE_STOP_GRACE = 10.0
 POLL_INTERVAL = 0.2
 
 # Set by the cluster for every broker; a --set of one of these would break the layout.
 RESERVED = ("listeners", "log.dirs", "log.dir", "node.id", "broker.id", "zookeeper.connect")
+# ... and, for nodes of several processes, for every node.
+NODE_RESERVED = ("broker.rack",)
 
 
 class ClusterError(RuntimeError):
@@ -51,16 +63,33 @@ class ClusterError(RuntimeError):
 
 @dataclass
 class BrokerChild:
+    """A child of the cluster: one broker, or (processes > 1) a node of brokers broker_id..
+    on ports port.., whose supervisor is the child."""
+
     broker_id: int
     port: int
     data_dir: Path
     command: list[str]
     proc: subprocess.Popen[bytes] | None = None
     reported_exit: bool = field(default=False)
+    processes: int = 1
+
+    @property
+    def index(self) -> int:
+        """Its place in the cluster: the broker's id, or the node's number."""
+        return self.broker_id // self.processes
+
+    @property
+    def name(self) -> str:
+        return f"{'broker' if self.processes == 1 else 'node'} {self.index}"
+
+    @property
+    def ports(self) -> list[int]:
+        return [self.port + i for i in range(self.processes)]
 
     @property
     def log_path(self) -> Path:
-        return self.data_dir / "broker.log"
+        return self.data_dir / ("broker.log" if self.processes == 1 else "node.log")
 
     def log_tail(self, lines: int = 30) -> str:
         try:
@@ -127,17 +156,22 @@ class LocalCluster:
         settings: Sequence[str] = (),
         serve_command: Sequence[str] | None = None,
         out: Callable[[str], None] | None = None,
+        processes: int = 1,
     ) -> None:
         if brokers < 1:
             raise ClusterError("--brokers must be at least 1")
-        if not 1 <= base_port <= 65535 - (brokers - 1):
+        if processes < 1:
+            raise ClusterError("--processes must be at least 1")
+        last_port = base_port + brokers * processes - 1
+        if not 1 <= base_port <= last_port <= 65535:
             raise ClusterError(f"--base-port {base_port}: ports {base_port}.."
-                               f"{base_port + brokers - 1} are not all valid")
+                               f"{last_port} are not all valid")
         if not 1 <= zk_port <= 65535:
             raise ClusterError(f"--zk-port {zk_port} is not a valid port")
-        if base_port <= zk_port < base_port + brokers:
+        if base_port <= zk_port <= last_port:
             raise ClusterError(f"--zk-port {zk_port} is one of the broker ports "
-                               f"{base_port}..{base_port + brokers - 1}")
+                               f"{base_port}..{last_port}")
+        self.processes = processes
         self.host = host
         self.data_dir = Path(data_dir).resolve()
         self.base_port = base_port
@@ -156,7 +190,7 @@ class LocalCluster:
 
     @property
     def bootstrap(self) -> str:
-        return ",".join(f"{self.host}:{b.port}" for b in self.brokers)
+        return ",".join(f"{self.host}:{port}" for b in self.brokers for port in b.ports)
 
     # ------------------------------------------------------------------ set-up
     def _check_settings(self, settings: Sequence[str]) -> dict[str, str]:
@@ -165,6 +199,9 @@ class LocalCluster:
             key, value = parse_override(text)
             if key in RESERVED:
                 raise ClusterError(f"--set {key}=...: samsa cluster sets {key} for each broker")
+            if key in NODE_RESERVED and self.processes > 1:
+                raise ClusterError(f"--set {key}=...: samsa cluster sets {key} for each node "
+                                   "(node-<k>) when it runs --processes N")
             parsed.pop(key, None)
             parsed[key] = value
         # Validate once, as broker 0 would see it: a typo fails here, before anything starts.
@@ -172,9 +209,12 @@ class LocalCluster:
                            "zookeeper.connect": self.zookeeper_connect})
         return parsed
 
-    def _child(self, broker_id: int) -> BrokerChild:
+    def _child(self, index: int) -> BrokerChild:
+        """Broker `index`, or with --processes N node `index` (brokers index*N..)."""
+        broker_id = index * self.processes
         port = self.base_port + broker_id
-        data_dir = self.data_dir / f"broker-{broker_id}"
+        node = self.processes > 1
+        data_dir = self.data_dir / (f"node-{index}" if node else f"broker-{broker_id}")
         cmd = [
             *self.serve_command,
             "--zookeeper", self.zookeeper_connect,
@@ -182,12 +222,14 @@ class LocalCluster:
             "--listen", f"{self.host}:{port}",
             "--data-dir", str(data_dir),
         ]
+        if node:  # the processes of one host share a rack: here each node is a host
+            cmd += ["--processes", str(self.processes), "--set", f"broker.rack=node-{index}"]
         for key, value in self.settings.items():
             cmd += ["--set", f"{key}={value}"]
-        return BrokerChild(broker_id, port, data_dir, cmd)
+        return BrokerChild(broker_id, port, data_dir, cmd, processes=self.processes)
 
     def _check_ports(self) -> None:
-        busy = [p for p in [self.zk_port, *(b.port for b in self.brokers)]
+        busy = [p for p in [self.zk_port, *(port for b in self.brokers for port in b.ports)]
                 if not port_is_free(self.host, p)]
         if busy:
             raise ClusterError(f"port(s) {', '.join(map(str, busy))} on {self.host} are in use "
@@ -199,9 +241,11 @@ class LocalCluster:
             log.info("%s: stopping the cluster", signal.Signals(signum).name)
         self._stop_requested = True
 
-    def start(self, timeout: float = START_TIMEOUT) -> bool:
+    def start(self, timeout: float | None = None) -> bool:
         """ZooKeeper, then every broker; True once all accept connections, False when a stop
-        was requested meanwhile. Raises ClusterError (after cleaning up) on failure."""
+        was requested meanwhile. Raises ClusterError (after cleaning up) on failure.
+        `timeout`: START_TIMEOUT for each process of a node."""
+        timeout = START_TIMEOUT * self.processes if timeout is None else timeout
         self._check_ports()
         self.data_dir.mkdir(parents=True, exist_ok=True)
         try:
@@ -224,19 +268,28 @@ class LocalCluster:
                 rc = b.proc.poll()
                 if rc is not None:
                     b.reported_exit = True
-                    raise ClusterError(f"broker {b.broker_id} {describe_exit(rc)} during "
+                    raise ClusterError(f"{b.name} {describe_exit(rc)} during "
                                        f"start-up; last lines of {b.log_path}:\n{b.log_tail()}")
-                if port_accepts(self.host, b.port):
+                if all(port_accepts(self.host, port) for port in b.ports):
                     waiting.remove(b)
-                    self.out(f"broker {b.broker_id}: {self.host}:{b.port} "
+                    self.out(f"{b.name}: {self._started(b)} "
                              f"(pid {b.proc.pid}, log: {b.log_path})")
             if waiting and time.monotonic() > deadline:
-                ids = ", ".join(str(b.broker_id) for b in waiting)
-                raise ClusterError(f"broker(s) {ids} did not accept connections within "
-                                   f"{timeout:.0f}s (see their broker.log)")
+                ids = ", ".join(str(b.index) for b in waiting)
+                unit = "broker(s)" if self.processes == 1 else "node(s)"
+                raise ClusterError(f"{unit} {ids} did not accept connections within "
+                                   f"{timeout:.0f}s (see their {waiting[0].log_path.name})")
             time.sleep(POLL_INTERVAL)
         self.out(f"bootstrap: {self.bootstrap}")
         return True
+
+    def _started(self, b: BrokerChild) -> str:
+        """Where a started child serves: HOST:PORT of a broker; a node's brokers and rack."""
+        if b.processes == 1:
+            return f"{self.host}:{b.port}"
+        brokers = ", ".join(f"{b.broker_id + i} on {self.host}:{port}"
+                            for i, port in enumerate(b.ports))
+        return f"brokers {brokers}, rack node-{b.index}"
 
     def _spawn(self, b: BrokerChild) -> None:
         b.data_dir.mkdir(parents=True, exist_ok=True)
@@ -267,9 +320,10 @@ class LocalCluster:
                 continue
             b.reported_exit = True
             alive = sum(1 for o in self.brokers if o.proc is not None and o.proc.poll() is None)
-            log.error("broker %d (pid %d) %s; %d of %d brokers still run. Its log: %s. "
-                      "Restart it with: %s >> %s 2>&1", b.broker_id, b.proc.pid,
-                      describe_exit(rc), alive, len(self.brokers), b.log_path,
+            log.error("%s (pid %d) %s; %d of %d %s still run. Its log: %s. "
+                      "Restart it with: %s >> %s 2>&1", b.name, b.proc.pid,
+                      describe_exit(rc), alive, len(self.brokers),
+                      "brokers" if self.processes == 1 else "nodes", b.log_path,
                       shlex.join(b.command), shlex.quote(str(b.log_path)))
         zk_rc = self.zookeeper.poll()
         if zk_rc is not None and not self._zk_reported:
@@ -282,9 +336,13 @@ class LocalCluster:
             self.check_children()
             time.sleep(POLL_INTERVAL)
 
-    def stop(self, timeout: float = STOP_TIMEOUT) -> None:
-        """SIGTERM every broker, SIGKILL those still running after `timeout`, then ZooKeeper."""
-        stop_processes({b.broker_id: b.proc for b in self.brokers
+    def stop(self, timeout: float | None = None) -> None:
+        """SIGTERM every broker (node), SIGKILL those still running after `timeout`, then
+        ZooKeeper. A node's supervisor kills its own stuck processes before that: killed
+        itself, it would leave them running."""
+        if timeout is None:
+            timeout = STOP_TIMEOUT if self.processes == 1 else NODE_STOP_TIMEOUT + NODE_STOP_GRACE
+        stop_processes({b.name: b.proc for b in self.brokers
                         if b.proc is not None and b.proc.poll() is None}, timeout)
         for b in self.brokers:
             if b.proc is not None:
@@ -292,18 +350,18 @@ class LocalCluster:
         self.zookeeper.stop()
 
 
-def stop_processes(running: Mapping[int, subprocess.Popen[bytes]], timeout: float) -> None:
-    """SIGTERM every broker process (by broker id), SIGKILL those still running after
+def stop_processes(running: Mapping[str, subprocess.Popen[bytes]], timeout: float) -> None:
+    """SIGTERM every process (by name: `broker 3`), SIGKILL those still running after
     `timeout` in all."""
     for proc in running.values():
         proc.send_signal(signal.SIGTERM)
     deadline = time.monotonic() + timeout
-    for broker_id, proc in running.items():
+    for name, proc in running.items():
         try:
             proc.wait(max(0.0, deadline - time.monotonic()))
         except subprocess.TimeoutExpired:
-            log.warning("broker %d (pid %d) ignored SIGTERM for %.0f s: killing it",
-                        broker_id, proc.pid, timeout)
+            log.warning("%s (pid %d) ignored SIGTERM for %.0f s: killing it",
+                        name, proc.pid, timeout)
             proc.kill()
             proc.wait()
 

@@ -37,6 +37,7 @@ from samsa.config.loader import load_config
 from samsa.config.schema import BrokerConfig, ConfigError
 
 from ..cluster.local_cluster import (
+    NODE_STOP_TIMEOUT,
     _die_with_parent,
     default_serve_command,
     describe_exit,
@@ -48,7 +49,7 @@ from .metrics import serve_node_metrics
 log = logging.getLogger("samsa.node")
 
 POLL_INTERVAL = 0.2
-STOP_TIMEOUT = 60.0
+STOP_TIMEOUT = NODE_STOP_TIMEOUT  # 60 s; `samsa cluster` waits that long for a node
 FIRST_BACKOFF = 1.0
 MAX_BACKOFF = 30.0
 # A process that ran this long before it exited is restarted after FIRST_BACKOFF again.
@@ -187,7 +188,7 @@ class Supervisor:
         p.backoff = min(p.backoff * 2, MAX_BACKOFF)
 
     def _stop_all(self) -> None:
-        stop_processes({p.broker_id: p.proc for p in self.processes
+        stop_processes({f"broker {p.broker_id}": p.proc for p in self.processes
                         if p.proc is not None and p.proc.poll() is None}, self.stop_timeout)
         for reader in self._readers:  # their last lines, before the supervisor exits
             reader.join(timeout=2.0)

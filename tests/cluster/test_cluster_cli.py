@@ -14,6 +14,7 @@ from samsa.broker.cluster.local_cluster import (
     describe_exit,
     run_cluster,
 )
+from samsa.broker.node.supervisor import node_processes
 from samsa.config.schema import ConfigError
 
 
@@ -77,6 +78,51 @@ def test_broker_commands(tmp_path: Path) -> None:
         assert cfg.data_dir == b.data_dir
 
 
+def test_node_commands(tmp_path: Path) -> None:
+    """--processes 2: node k is `samsa serve --processes 2` as brokers 2k, 2k+1 on the ports
+    after the previous node's, its processes in rack node-k."""
+    c = LocalCluster(2, tmp_path, base_port=19092, zk_port=12181, processes=2,
+                     settings=["num.partitions=3"], serve_command=["samsa", "serve"])
+    assert c.bootstrap == ",".join(f"127.0.0.1:{p}" for p in range(19092, 19096))
+    node = c.brokers[1]
+    assert (node.name, node.ports) == ("node 1", [19094, 19095])
+    assert node.command == [
+        "samsa", "serve", "--zookeeper", "127.0.0.1:12181/samsa", "--broker-id", "2",
+        "--listen", "127.0.0.1:19094", "--data-dir", str(tmp_path.resolve() / "node-1"),
+        "--processes", "2", "--set", "broker.rack=node-1", "--set", "num.partitions=3",
+    ]
+    assert node.log_path == tmp_path.resolve() / "node-1" / "node.log"
+    # What each node's supervisor runs: brokers with ids and ports that no other node has.
+    seen = []
+    for node in c.brokers:
+        args = cli.make_parser().parse_args(node.command[1:])
+        assert args.processes == 2
+        for p in node_processes(None, cli._overrides(args), args.processes, ["samsa", "serve"]):
+            cfg = cli.build_config(cli.make_parser().parse_args(p.command[1:]))
+            seen.append((cfg.broker_id, cfg.listen_port, cfg["broker.rack"], cfg.data_dir))
+    assert seen == [(i, 19092 + i, f"node-{i // 2}",
+                     tmp_path.resolve() / f"node-{i // 2}" / f"broker-{i}") for i in range(4)]
+
+
+def test_one_process_per_broker_by_default(tmp_path: Path) -> None:
+    args = cli.make_parser().parse_args(["cluster", "--brokers", "2", "--data-dir", "d"])
+    assert args.processes == 1
+    args = cli.make_parser().parse_args(["cluster", "--brokers", "2", "--processes", "3",
+                                         "--data-dir", "d"])
+    assert args.processes == 3
+    c = LocalCluster(2, tmp_path, serve_command=["samsa", "serve"])
+    assert [(b.name, b.ports, b.log_path.name) for b in c.brokers] == [
+        ("broker 0", [9092], "broker.log"), ("broker 1", [9093], "broker.log")]
+    assert "--processes" not in c.brokers[0].command
+
+
+def test_rack_is_the_clusters_with_nodes(tmp_path: Path) -> None:
+    with pytest.raises(ClusterError, match="samsa cluster sets broker.rack for each node"):
+        LocalCluster(2, tmp_path, processes=2, settings=["broker.rack=r"])
+    c = LocalCluster(2, tmp_path, settings=["broker.rack=r"], serve_command=["samsa", "serve"])
+    assert c.brokers[0].command[-2:] == ["--set", "broker.rack=r"]
+
+
 def test_host_other_loopback_address(tmp_path: Path) -> None:
     c = LocalCluster(1, tmp_path, host="127.0.0.2", serve_command=["samsa", "serve"])
     assert c.brokers[0].command[c.brokers[0].command.index("--listen") + 1] == "127.0.0.2:9092"
@@ -108,7 +154,9 @@ def test_non_loopback_host_refused(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("kwargs", [{"brokers": 0}, {"base_port": 65535},
-                                    {"zk_port": 0}, {"zk_port": 9093}])
+                                    {"zk_port": 0}, {"zk_port": 9093}, {"processes": 0},
+                                    {"processes": 2, "base_port": 65531},
+                                    {"processes": 2, "zk_port": 9097}])
 def test_bad_numbers_refused(tmp_path: Path, kwargs: dict[str, int]) -> None:
     args = {"brokers": 3, **kwargs}
     with pytest.raises(ClusterError):

@@ -1,6 +1,7 @@
 """`samsa cluster --brokers 3` as a user runs it: a local ZooKeeper and three broker processes
 that register under /samsa/brokers/ids, answer Kafka clients, survive one broker's death and
-all stop on Ctrl-C."""
+all stop on Ctrl-C; and `samsa cluster --brokers 2 --processes 2`, two nodes of two processes
+each, whose replicas of a partition are on different nodes and which all stop on SIGTERM."""
 
 from __future__ import annotations
 
@@ -12,11 +13,13 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TypeVar
 
 import pytest
-from confluent_kafka.admin import AdminClient
+from confluent_kafka import Consumer, Producer
+from confluent_kafka.admin import AdminClient, NewTopic
 from kazoo.client import KazooClient
 
 from samsa.broker.cluster.local_cluster import port_accepts, port_is_free
@@ -30,6 +33,7 @@ pytestmark = pytest.mark.skipif(
 
 BROKERS = 3
 START_TIMEOUT = 120.0
+T = TypeVar("T")
 
 
 def free_port_block(count: int) -> tuple[int, int]:
@@ -84,7 +88,7 @@ class ClusterRun:
     def child_pids(self) -> dict[str, int]:
         pids: dict[str, int] = {}
         for line in list(self.lines):
-            if m := re.match(r"(zookeeper|broker \d+): .*\(pid (\d+)", line):
+            if m := re.match(r"(zookeeper|broker \d+|node \d+): .*\(pid (\d+)", line):
                 pids[m.group(1)] = int(m.group(2))
         return pids
 
@@ -106,29 +110,48 @@ def logs(data_dir: Path) -> str:
     return "\n".join(parts)
 
 
-@pytest.fixture
-def cluster(tmp_path: Path) -> Iterator[tuple[ClusterRun, Path, int, int]]:
-    zk_port, base_port = free_port_block(BROKERS)
-    data_dir = tmp_path / "cluster"
-    run = ClusterRun([*samsa_command(), "cluster", "--brokers", str(BROKERS),
+def node_broker_pids(data_dir: Path) -> dict[int, int]:
+    """{broker id: pid} of every process the nodes' supervisors started (the last of each)."""
+    pids: dict[int, int] = {}
+    for log in sorted(data_dir.glob("node-*/node.log")):
+        for m in re.finditer(r"samsa\.node: broker (\d+) started \(pid (\d+)\)",
+                             log.read_text(errors="replace")):
+            pids[int(m.group(1))] = int(m.group(2))
+    return pids
+
+
+@contextlib.contextmanager
+def running(data_dir: Path, brokers: int, processes: int = 1,
+            ) -> Iterator[tuple[ClusterRun, int, int]]:
+    """`samsa cluster --brokers K [--processes N]` on free ports: (run, zk_port, base_port)."""
+    zk_port, base_port = free_port_block(brokers * processes)
+    run = ClusterRun([*samsa_command(), "cluster", "--brokers", str(brokers),
+                      *(["--processes", str(processes)] if processes > 1 else []),
                       "--data-dir", str(data_dir), "--base-port", str(base_port),
                       "--zk-port", str(zk_port),
                       "--set", "zookeeper.session.timeout.ms=6000"])
     try:
-        yield run, data_dir, zk_port, base_port
+        yield run, zk_port, base_port
     finally:
         # Whatever happened, leave no process behind: the cluster, then its children.
         if run.proc.poll() is None:
             run.proc.send_signal(signal.SIGINT)
             with contextlib.suppress(subprocess.TimeoutExpired):
-                run.proc.wait(60)
+                run.proc.wait(90)
         if run.proc.poll() is None:
             run.proc.kill()
             run.proc.wait()
-        for pid in run.child_pids().values():
+        for pid in [*run.child_pids().values(), *node_broker_pids(data_dir).values()]:
             if alive(pid):
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(pid, signal.SIGKILL)
+
+
+@pytest.fixture
+def cluster(tmp_path: Path) -> Iterator[tuple[ClusterRun, Path, int, int]]:
+    data_dir = tmp_path / "cluster"
+    with running(data_dir, BROKERS) as (run, zk_port, base_port):
+        yield run, data_dir, zk_port, base_port
 
 
 def test_three_brokers_register_serve_and_stop_on_ctrl_c(
@@ -185,3 +208,81 @@ def test_three_brokers_register_serve_and_stop_on_ctrl_c(
         assert not port_accepts("127.0.0.1", port), port
     for i in range(2):  # the two brokers stopped by SIGTERM shut down cleanly
         assert "shut down cleanly" in (data_dir / f"broker-{i}" / "broker.log").read_text()
+
+
+def wait_for_value(probe: Callable[[], T | None], timeout: float, what: str) -> T:
+    deadline = time.monotonic() + timeout
+    while (value := probe()) is None:
+        assert time.monotonic() < deadline, f"no {what} within {timeout:.0f} s"
+        time.sleep(0.5)
+    return value
+
+
+def test_two_nodes_of_two_processes_place_replicas_apart_and_stop_on_sigterm(
+    tmp_path: Path,
+) -> None:
+    data_dir = tmp_path / "cluster"
+    with running(data_dir, 2, processes=2) as (run, zk_port, base_port):
+        bootstrap = run.wait_for(r"^bootstrap: (\S+)$", 2 * START_TIMEOUT).group(1)
+        ports = [base_port + i for i in range(4)]
+        assert bootstrap == ",".join(f"127.0.0.1:{p}" for p in ports)
+        pids = run.child_pids()
+        assert set(pids) == {"zookeeper", "node 0", "node 1"}, run.output
+        admin = AdminClient({"bootstrap.servers": bootstrap})
+
+        # The four processes are brokers 0..3 on the four ports, 0-1 of node 0, 2-3 of node 1.
+        def all_four() -> dict[int, tuple[str, int, str | None]] | None:
+            nodes = admin.describe_cluster(request_timeout=10).result(timeout=20).nodes
+            found = {n.id: (n.host, n.port, n.rack) for n in nodes}
+            return found if len(found) == 4 else None
+
+        racks = {0: "node-0", 1: "node-0", 2: "node-1", 3: "node-1"}
+        assert wait_for_value(all_four, 60, "four brokers") == {
+            i: ("127.0.0.1", port, racks[i]) for i, port in enumerate(ports)}
+
+        # Replication factor 2: one replica on each node, and leaders on every process.
+        topic = "spread"
+        admin.create_topics([NewTopic(topic, 4, 2)])[topic].result(timeout=60)
+
+        def placed() -> dict[int, tuple[int, list[int]]] | None:
+            t = admin.list_topics(topic, timeout=10).topics[topic]
+            found = {p.id: (p.leader, list(p.replicas)) for p in t.partitions.values()}
+            return found if len(found) == 4 and all(ld >= 0 for ld, _ in found.values()) \
+                else None
+
+        partitions = wait_for_value(placed, 60, f"leaders of {topic}")
+        for _, replicas in partitions.values():
+            assert sorted(racks[r] for r in replicas) == ["node-0", "node-1"], partitions
+        assert {leader for leader, _ in partitions.values()} == {0, 1, 2, 3}, partitions
+
+        producer = Producer({"bootstrap.servers": bootstrap, "acks": "all"})
+        sent = {f"v{i}".encode() for i in range(200)}
+        for i, value in enumerate(sorted(sent)):
+            producer.produce(topic, value, partition=i % 4)
+        assert producer.flush(60) == 0
+        consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "reader",
+                             "auto.offset.reset": "earliest"})
+        got: set[bytes | None] = set()
+        try:
+            consumer.subscribe([topic])
+            deadline = time.monotonic() + 60
+            while got != sent and time.monotonic() < deadline:
+                got |= {r.value() for r in consumer.consume(100, 0.5) if r.error() is None}
+        finally:
+            consumer.close()
+        assert got == sent, f"{len(got)} of {len(sent)} read"
+
+        # SIGTERM: the nodes stop their processes, then ZooKeeper stops; nothing is left.
+        brokers = node_broker_pids(data_dir)
+        assert set(brokers) == {0, 1, 2, 3}, brokers
+        run.proc.send_signal(signal.SIGTERM)
+        assert run.proc.wait(120) == 0, run.output
+        run.wait_for(r"^cluster stopped$", 5)
+        everything = {**pids, **{f"broker {b}": pid for b, pid in brokers.items()}}
+        left = {name: pid for name, pid in everything.items() if alive(pid)}
+        assert not left, f"still running after samsa cluster exited: {left}\n{run.output}"
+        for port in [zk_port, *ports]:
+            assert not port_accepts("127.0.0.1", port), port
+        for node in ("node-0", "node-1"):
+            log = (data_dir / node / "node.log").read_text()
+            assert log.count("shut down cleanly") == 2, log[-3000:]
