@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 import signal
 import time
-import uuid
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +16,6 @@ from samsa.config.schema import (
     ConfigError,
     split_listener_key,
 )
-from samsa.config.topic import describe_broker_config, describe_topic_config
 from samsa.coordinator.group import GroupCoordinator
 from samsa.coordinator.internal_log import InternalTopic
 from samsa.coordinator.producer_ids import (
@@ -28,16 +25,15 @@ from samsa.coordinator.producer_ids import (
 )
 from samsa.coordinator.share import ShareStateCoordinator
 from samsa.coordinator.transaction import TransactionCoordinator
-from samsa.protocol.controlled_shutdown import API_KEY as CONTROLLED_SHUTDOWN_KEY
-from samsa.protocol.errors import ErrorCode
 from samsa.storage.config import LogConfig
-from samsa.storage.log_dir_failure import dir_key
 from samsa.storage.log_dirs import LogDirs
 
 from . import metrics
 from .apis import build_registry, policies
 from .cluster.controller import Controller
 from .cluster.features import TRANSACTION_VERSION, initial_levels
+from .cluster.log_dir_failure import LogDirFailureHandler
+from .cluster.member import ClusterMember
 from .cluster.metadata_cache import TopicMetadataCache
 from .cluster.metadata_store import BrokerEndpoint, BrokerInfo, LocalMetadataStore, TopicState
 from .cluster.shared.store import SharedMetadataStore
@@ -50,17 +46,13 @@ from .dynamic_config import DynamicBrokerConfig
 from .lakehouse import Lakehouse
 from .malloc_tuning import tune_malloc
 from .network.dispatch import Dispatcher
-from .network.interbroker import BrokerConnection, BrokerUnavailable, set_client_security
+from .network.interbroker import set_client_security
 from .network.loop_watchdog import LoopWatchdog
 from .network.quotas import QuotaManager
 from .network.server import KafkaServer, ServerLimits
 from .replication.log_dir_mover import LogDirMover
 from .replication.partition import Partition
-from .replication.replica_fetcher import ReplicaFetcherManager
 from .replication.replica_manager import ReplicaManager
-from .replication.replication_quota import FOLLOWER as FOLLOWER_THROTTLED
-from .replication.replication_quota import LEADER as LEADER_THROTTLED
-from .replication.replication_quota import ReplicationQuota
 from .schema_registry import SchemaRegistry
 from .security.authorizer import Authorizer, parse_super_users
 from .security.client import ClientSecurity
@@ -75,10 +67,6 @@ from .txn.markers import TxnMarkerChannel
 from .txn.verification import ProduceVerification, TxnPartitionVerifier
 
 log = logging.getLogger(__name__)
-
-CONTROLLED_SHUTDOWN_VERSION = 3  # the last Kafka defined (v2+ carry the broker epoch)
-CONTROLLED_SHUTDOWN_CLIENT_ID = "samsa-controlled-shutdown"
-CONTROLLED_SHUTDOWN_TIMEOUT_S = 30.0  # Kafka's controller.socket.timeout.ms default
 
 # The broker properties that are topic defaults (Kafka's DynamicLogConfig.ReconfigurableConfigs).
 _LOG_DEFAULTS = frozenset(n for chain in TOPIC_SYNONYMS.values() for n, _ in chain)
@@ -102,6 +90,7 @@ class Broker:
         self.log_manager.set_cordoned(config["cordoned.log.dirs"])
         self._build_replication(config)
         self.controller: Controller | None = None
+        self.cluster_member: ClusterMember | None = None  # with ZooKeeper (or a node's file)
         self.producer_ids: PrefetchingProducerIds
         if isinstance(self.store, ZkMetadataStore):
             self._build_cluster(config, self.store)
@@ -171,42 +160,28 @@ class Broker:
         )
 
     def _build_replication(self, config: Any) -> None:
-        """The replica manager, the log-directory mover and the topic admin."""
+        """The replica manager, what a failed log directory stops, the log-directory mover
+        and the topic admin."""
         self.replicas = ReplicaManager(
             self.broker_id, self.log_manager, self.store, self._log_config
         )
-        self.replicas.offline_listener = self._on_offline_replicas
+        self.log_dir_failures = LogDirFailureHandler(self.replicas, self.log_manager,
+                                                     self.store, self.data_dir)
         self.log_dir_mover = LogDirMover(
             self.replicas, lambda: config["replica.alter.log.dirs.io.max.bytes.per.second"])
         self.replicas.log_dir_mover = self.log_dir_mover
-        self._offline_report: asyncio.Task[None] | None = None
         self.topics = TopicAdmin(config, self.store, self.replicas)
         self.replicas.min_isr = lambda topic: int(
             str(self.topics.effective_properties(topic)["min.insync.replicas"])
         )
 
     def _build_cluster(self, config: Any, zk: ZkMetadataStore) -> None:
-        """With ZooKeeper: replica fetchers and throttles, ISR writes, the controller elector
-        and the cluster's producer-id blocks."""
-        fetchers = self.replicas.fetchers = ReplicaFetcherManager(self.broker_id, zk, config)
-        self.replicas.leader_quota = self._replication_quota(
-            LEADER_THROTTLED, config["leader.replication.throttled.rate"])
-        fetchers.quota = self._replication_quota(
-            FOLLOWER_THROTTLED, config["follower.replication.throttled.rate"])
-        self.replicas.isr_writer = self._write_isr
-        self.replicas.broker_epoch = lambda: int(zk.registry.broker_epoch)
-        self.replicas.registered = lambda: zk.session.registered
-        self.replicas.registered_epochs = zk.registry.broker_epochs
-        fetchers.broker_epoch = self.replicas.broker_epoch
+        """With ZooKeeper: this broker's duties as a member of the cluster (replica fetchers
+        and throttles, ISR writes, the controller elector), and the cluster's producer-id
+        blocks."""
+        self.cluster_member = ClusterMember(config, zk, self.replicas, self.topics)
+        self.controller = self.cluster_member.controller
         self.replicas.leadership_listeners.append(self._on_leadership)
-        self.controller = Controller(
-            zk,
-            self.broker_id,
-            self._unclean_election,
-            auto_rebalance=config["auto.leader.rebalance.enable"],
-            imbalance_check_interval_s=config["leader.imbalance.check.interval.seconds"],
-            imbalance_per_broker_percentage=config["leader.imbalance.per.broker.percentage"],
-        )
         self.producer_ids = ClusterProducerIdAllocator(zk.producer_ids.claim)
 
     def _build_coordinators(self, config: Any) -> None:
@@ -443,102 +418,13 @@ class Broker:
                         "cluster (an ACL), else replication stops")
         return authorizer
 
-    def _replication_quota(self, key: str, rate: int) -> ReplicationQuota:
-        def topic_config(name: str) -> dict[str, str] | None:
-            topic = self.store.topic(name)
-            return None if topic is None else topic.configs
-
-        return ReplicationQuota(
-            self.broker_id, topic_config, key, rate,
-            self.config["replication.quota.window.num"],
-            self.config["replication.quota.window.size.seconds"])
-
-    def _unclean_election(self, name: str) -> bool:
-        """The topic's unclean.leader.election.enable (the broker's value by default)."""
-        topic = self.store.topic(name)
-        props = self.topics.effective_properties(topic) if topic is not None else {}
-        return bool(props.get("unclean.leader.election.enable",
-                              self.config["unclean.leader.election.enable"]))
-
     def _log_config(self, topic: TopicState) -> LogConfig:
         return self.topics.log_config(topic)
 
-    def controller_id(self) -> int:
-        return self.store.controller_id()
-
-    # ---- cluster plumbing ------------------------------------------------------------------
     async def _write_isr(self, partition: Partition, isr: list[int]) -> bool:
-        """The leader's own ISR change: conditional on the partition state it leads at."""
-        try:
-            zk = self.zk_store
-            doc, version = await zk.states.read_partition_state(partition.topic, partition.index)
-            if doc["leader"] != self.broker_id or doc["leader_epoch"] != partition.leader_epoch:
-                return False
-            if set(doc["isr"]) != set(partition.followers.change_from):
-                # made from an ISR the controller has changed since (partition epoch fencing):
-                # the watch brings the stored one, and the change is made again from it
-                log.info("ISR change of %s-%d to %s refused: made from %s, stored is %s",
-                         partition.topic, partition.index, isr, partition.followers.change_from,
-                         doc["isr"])
-                return False
-            written = {**doc, "isr": isr}
-            zxid = await zk.states.write_leader_isr(partition.topic, partition.index, written,
-                                                    version)
-        except Exception as exc:
-            log.info("ISR change of %s-%d failed: %r", partition.topic, partition.index, exc)
-            return False
-        ok = zxid is not None
-        if zxid is not None:
-            # In the cache at once: until the watch brings it, any change of the topic (another
-            # partition's) applied the cached ISR to this leader again, undoing its own change
-            # (an ISR shrunk below min.insync.replicas came back, then went again: produce
-            # refused, accepted, refused, and a client's pipelined batches out of order).
-            zk.topic_store.reflect_partition_state(partition.topic, partition.index, written, zxid)
-            # Against the ISR this write replaced: by now the store's watch may already have
-            # set partition.isr to the new ISR, and a change counted against that is none.
-            log.info("%s-%d: ISR %s -> %s", partition.topic, partition.index, doc["isr"], isr)
-            metrics.isr_changed(doc["isr"], isr)
-        return ok
-
-    # ---- failed log directories -----------------------------------------------------------
-    def _on_log_dir_failure(self, key: str) -> None:
-        """A log directory had an I/O error (reported on any thread; run on the loop)."""
-        self.replicas.handle_log_dir_failure(key)
-        live = self.log_manager.live_dirs
-        if not live:
-            self._halt(f"Shutdown broker because all log dirs in "
-                       f"{', '.join(self.log_manager.dirs)} have failed")
-        if isinstance(self.store, LocalMetadataStore) and key == dir_key(self.data_dir):
-            # The single-broker metadata lives there (Kafka halts when its metadata dir fails).
-            self._halt(f"Shutdown broker because the metadata log dir {key} has failed")
-        log.warning("Stopped serving replicas in dir %s", key)
-
-    @staticmethod
-    def _halt(reason: str) -> None:
-        """Kafka's Exit.halt(1): no shutdown (it would write to the failed disks)."""
-        log.critical(reason)
-        logging.shutdown()
-        os._exit(1)
-
-    def _on_offline_replicas(self) -> None:
-        """Tell the controller (ZooKeeper's /log_dir_event_notification) which replicas are
-        offline here, so that it moves their leadership and takes them out of the ISR."""
-        if not isinstance(self.store, ZkMetadataStore):
-            return
-        if self._offline_report is None or self._offline_report.done():
-            self._offline_report = asyncio.get_running_loop().create_task(self._report_offline())
-
-    async def _report_offline(self) -> None:
-        while True:
-            offline = set(self.replicas.offline)
-            try:
-                await self.zk_store.registry.report_offline_replicas(offline)
-            except Exception as exc:
-                log.warning("reporting offline replicas to ZooKeeper failed (retrying): %r", exc)
-                await asyncio.sleep(1)
-                continue
-            if self.replicas.offline <= offline:
-                return
+        """A leader's ISR write (ClusterMember.write_isr), as tests make it by hand."""
+        assert self.cluster_member is not None, "a broker without ZooKeeper writes no ISR"
+        return await self.cluster_member.write_isr(partition, isr)
 
     def _on_leadership(self, partition: Partition, is_leader: bool) -> None:
         if not is_leader:
@@ -550,67 +436,9 @@ class Broker:
         elif partition.topic == self.share_state_topic.name:
             self.share_state.on_leadership(partition.index, is_leader)
 
-    async def _isr_shrink_loop(self) -> None:
-        lag_ms = self.config["replica.lag.time.max.ms"]
-        while True:
-            await asyncio.sleep(max(lag_ms / 2000, 0.1))
-            try:
-                self.replicas.shrink_lagging_isrs(lag_ms)
-            except Exception:
-                log.exception("ISR shrink check failed")
-
-    async def _session_watch(self) -> None:
-        """A lost ZooKeeper session took our registration, and with it every role: resign
-        them (leaderships, controller), register again (new broker epoch), then take up what
-        ZooKeeper's current partition states give us."""
-        zk = self.zk_store
-        session = zk.session
-        while True:
-            await session.session_lost.wait()
-            session.session_lost.clear()
-            expired, session.session_expired = session.session_expired, False
-            log.warning("ZooKeeper session %s: resigning every %s and registering again",
-                        "lost" if expired else "given up (no connection for too long)",
-                        "role" if expired else "leadership")
-            resigned = 0
-            try:
-                resigned = self.replicas.resign_all()
-                # A session only given up (see ZkSession._session_state) may come back
-                # with /controller still ours: the controller, fenced by its epoch, stays.
-                if self.controller is not None and expired:
-                    self.controller.resign()
-            except Exception:  # whatever failed, the broker must still register again
-                log.exception("resigning the roles of the lost session failed")
-            try:
-                await zk.registry.reregister()
-                log.info("registered again in ZooKeeper (broker epoch %d); resigned %d "
-                         "leaderships", zk.registry.broker_epoch, resigned)
-                await zk.refresh()
-            except Exception:
-                log.exception("re-registration failed")
-                session.session_lost.set()
-                await asyncio.sleep(1)
-
-    def topic_name_by_id(self, topic_id: uuid.UUID) -> str | None:
-        for topic in self.store.topics().values():
-            if topic.topic_id == topic_id:
-                return topic.name
-        return None
-
-    def describe_topic_configs(self, topic: TopicState) -> list[Any]:
-        return describe_topic_config(topic.name, topic.configs, self.config)
-
-    def describe_broker_configs(self) -> list[Any]:
-        return describe_broker_config(self.config)
-
     async def start(self) -> None:
         started = time.monotonic()
-        loop = asyncio.get_running_loop()
-
-        def on_failure(key: str) -> None:  # on the reporting thread
-            loop.call_soon_threadsafe(self._on_log_dir_failure, key)
-
-        self.log_manager.failure_channel.listener = on_failure
+        self.log_dir_failures.listen()
         if isinstance(self.store, ZkMetadataStore):
             await self.store.start()
         try:
@@ -645,10 +473,8 @@ class Broker:
             lambda: TokenManager(self.config, self.store.delegation_tokens),
             self.config["delegation.token.expiry.check.interval.ms"])))
         self.loop_watchdog.start()
-        if self.controller is not None:
-            self.controller.start()
-            self._background.append(asyncio.create_task(self._isr_shrink_loop()))
-            self._background.append(asyncio.create_task(self._session_watch()))
+        if self.cluster_member is not None:
+            self._background += self.cluster_member.start()
         log.info(
             "Samsa broker %d serving on %s:%d (data in %s; %d partitions loaded in %.0f ms)",
             self.broker_id,
@@ -670,14 +496,8 @@ class Broker:
 
     async def stop(self) -> None:
         log.info("shutting down")
-        if self.controller is not None and self.config["controlled.shutdown.enable"]:
-            try:
-                if await self._controlled_shutdown() and self.replicas.fetchers is not None:
-                    # Kafka's controller then stops the replicas this broker follows
-                    # (StopReplica): it is out of their ISRs and must not rejoin them.
-                    await self.replicas.fetchers.stop()
-            except Exception:  # a plain shutdown still moves leaderships, later
-                log.exception("controlled shutdown failed")
+        if self.cluster_member is not None:
+            await self.cluster_member.leave()  # a controlled shutdown, if enabled
         await self.lakehouse.stop()
         if self.schema_registry is not None:
             await self.schema_registry.stop()
@@ -686,11 +506,8 @@ class Broker:
         # Logs not created yet stay so until the restart creates them (the store has them).
         await self.replicas.stop_creating()
         await self.log_dir_mover.stop()
-        if self.controller is not None:
-            await self.controller.stop()
-            if self.replicas.fetchers is not None:
-                await self.replicas.fetchers.stop()
-            await self.zk_store.close()  # the controller moves what is left at once
+        if self.cluster_member is not None:
+            await self.cluster_member.stop()  # the controller moves what is left at once
         await self.transactions.stop()
         self.txn_verifier.close()
         await self.groups.stop()
@@ -703,60 +520,6 @@ class Broker:
         await self.loop_watchdog.stop()
         self.log_manager.shutdown()
         log.info("shut down cleanly")
-
-    async def _controlled_shutdown(self) -> bool:
-        """Kafka's KafkaServer.controlledShutdown: ask the controller (ControlledShutdown v3,
-        with this broker's epoch) to move the leadership of every partition led here to
-        another in-sync replica and to take this broker out of the ISRs, so that clients move
-        over before our ZooKeeper session ends. Retried (`controlled.shutdown.max.retries`,
-        `controlled.shutdown.retry.backoff.ms`, finding the controller again each time) while
-        the controller is unreachable or answers an error or partitions still led here; then,
-        as Kafka, the broker shuts down anyway and the controller moves what is left once our
-        registration is gone. True if it succeeded."""
-        retries = self.config["controlled.shutdown.max.retries"]
-        backoff_s = self.config["controlled.shutdown.retry.backoff.ms"] / 1000
-        log.info("Starting controlled shutdown")
-        for attempt in range(1, retries + 1):
-            try:
-                error, remaining = await self._request_controlled_shutdown()
-            except (BrokerUnavailable, OSError, TimeoutError) as exc:
-                log.warning("Error during controlled shutdown, possibly because leader "
-                            "movement took longer than the configured socket timeout: %s", exc)
-            else:
-                if error == ErrorCode.none and not remaining:
-                    log.info("Controlled shutdown request returned successfully")
-                    return True
-                if error == ErrorCode.none:
-                    log.info("Remaining partitions to move: %s", ",".join(
-                        f"{t}-{p}" for t, p in remaining[:20]))
-                else:
-                    log.info("Controlled shutdown request returned with error %s", error.name)
-            if attempt < retries:
-                log.info("Retrying controlled shutdown after the previous attempt failed "
-                         "(%d of %d)", attempt, retries)
-                await asyncio.sleep(backoff_s)
-        log.warning("Proceeding to do an unclean shutdown as all the controlled shutdown "
-                    "attempts failed")
-        return False
-
-    async def _request_controlled_shutdown(self) -> tuple[ErrorCode, list[tuple[str, int]]]:
-        controller_id = self.store.controller_id()
-        epoch = self.zk_store.registry.broker_epoch
-        if controller_id == -1:
-            raise BrokerUnavailable("no controller is elected")
-        if controller_id == self.broker_id and self.controller is not None:
-            # This broker is the controller: no need to go through its own socket.
-            return await self.controller.controlled_shutdown(self.broker_id, epoch)
-        conn = BrokerConnection(self.store, controller_id, CONTROLLED_SHUTDOWN_CLIENT_ID,
-                                timeout_s=CONTROLLED_SHUTDOWN_TIMEOUT_S)
-        try:
-            response = await conn.request(CONTROLLED_SHUTDOWN_KEY, CONTROLLED_SHUTDOWN_VERSION,
-                                          {"broker_id": self.broker_id, "broker_epoch": epoch})
-        finally:
-            conn.close()
-        remaining = [(str(r.topic_name), int(r.partition_index))
-                     for r in response.remaining_partitions]
-        return ErrorCode(response.error_code), remaining
 
 
 async def _main(config: Any) -> int:

@@ -1,5 +1,5 @@
-"""A leader's own ISR change (broker/app.py `_write_isr`) against a real ZooKeeper: it is
-written only over the ISR it was made from (issue 45).
+"""A leader's own ISR change (broker/cluster/member.py `write_isr`) against a real ZooKeeper:
+it is written only over the ISR it was made from (issue 45).
 
 The leader computes an ISR expansion from the ISR it knows; if the controller has changed the
 stored ISR meanwhile (it took out a broker that died, or one in a previous life), writing the

@@ -145,7 +145,7 @@ async def test_a_connection_loop_that_fails_is_replaced_and_the_broker_registers
         with contextlib.suppress(Exception):  # the read whose reply the loop fails on
             await asyncio.to_thread(a.session.zk.exists, "/")
         await asyncio.wait_for(a.session.session_lost.wait(), 10)
-        # what the broker's session watch does (broker/app.py)
+        # what the broker's session watch does (broker/cluster/member.py)
         await a.registry.reregister(timeout_s=15)
         epochs = b.registry.broker_epochs
         await _until(lambda: 1 in epochs() and epochs()[1] != epoch)

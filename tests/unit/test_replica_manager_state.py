@@ -349,7 +349,7 @@ async def test_a_deleted_topic_reported_by_the_store_is_removed(cluster: Node) -
 
 
 def _fail(node: Node, path: Path) -> list[tuple[str, int]]:
-    """An I/O error in `path`, reported and handled as broker/app.py wires it."""
+    """An I/O error in `path`, reported and handled as cluster/log_dir_failure.py wires it."""
     handled: list[list[tuple[str, int]]] = []
     node.dirs.failure_channel.listener = (
         lambda key: handled.append(node.replicas.handle_log_dir_failure(key)))
@@ -435,7 +435,7 @@ async def test_removing_a_topic_forgets_its_offline_partitions(two_dirs: Node) -
 
 
 async def test_a_leadership_on_a_failed_disk_is_not_taken(cluster: Node) -> None:
-    # The window between an I/O error and its handler (broker/app.py runs the handler on the
+    # The window between an I/O error and its handler (cluster/log_dir_failure.py runs it on the
     # loop, later): the new epoch cannot be written to the leader-epoch checkpoint, so the
     # partition stays as it was instead of leading on a log that cannot be appended to.
     await _create(cluster, "t", {0: PartitionState([OTHER, ME], OTHER, 0, [OTHER, ME])})
