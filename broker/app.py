@@ -9,13 +9,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from samsa.config.schema import (
-    BROKER_PROPERTIES,
-    TOPIC_SYNONYMS,
-    BrokerConfig,
-    ConfigError,
-    split_listener_key,
-)
+from samsa.config.schema import ConfigError
 from samsa.coordinator.group import GroupCoordinator
 from samsa.coordinator.internal_log import InternalTopic
 from samsa.coordinator.producer_ids import (
@@ -50,15 +44,15 @@ from .network.interbroker import set_client_security
 from .network.loop_watchdog import LoopWatchdog
 from .network.quotas import QuotaManager
 from .network.server import KafkaServer, ServerLimits
+from .reconfiguration import BrokerReconfiguration, check_cordoned
 from .replication.log_dir_mover import LogDirMover
 from .replication.partition import Partition
 from .replication.replica_manager import ReplicaManager
 from .schema_registry import SchemaRegistry
-from .security.authorizer import Authorizer, parse_super_users
+from .security.authorizer import configured_authorizer
 from .security.client import ClientSecurity
 from .security.listeners import listener_endpoints
 from .security.scram import ScramCredential
-from .security.tls import ListenerTls
 from .security.tokens import TokenManager, expire_tokens_forever
 from .share.fetch import ShareFetcher
 from .share.persister import SHARE_STATE_TOPIC, SharePersister
@@ -67,9 +61,6 @@ from .txn.markers import TxnMarkerChannel
 from .txn.verification import ProduceVerification, TxnPartitionVerifier
 
 log = logging.getLogger(__name__)
-
-# The broker properties that are topic defaults (Kafka's DynamicLogConfig.ReconfigurableConfigs).
-_LOG_DEFAULTS = frozenset(n for chain in TOPIC_SYNONYMS.values() for n, _ in chain)
 
 
 class Broker:
@@ -86,7 +77,7 @@ class Broker:
         self.metadata_cache = TopicMetadataCache()  # Metadata responses' encoded topics
         self.store.add_listener(self.metadata_cache.on_change)
         self.log_manager = self._build_storage(config)
-        self._check_cordoned(config)
+        check_cordoned(self.log_manager, config)
         self.log_manager.set_cordoned(config["cordoned.log.dirs"])
         self._build_replication(config)
         self.controller: Controller | None = None
@@ -249,7 +240,10 @@ class Broker:
         # in place; what holds a value of its own is told here.
         self.dynamic_config = DynamicBrokerConfig(config, self.store, self.broker_id,
                                                   encrypt_passwords=bool(self.zookeeper))
-        self.dynamic_config.add_reconfigurable(self._reconfigure)
+        self.reconfiguration = BrokerReconfiguration(
+            config, self.store, self.replicas, self.log_manager, self.controller,
+            self.transactions)
+        self.reconfiguration.register(self.dynamic_config)
         self.telemetry = TelemetryManager(self.store, config["telemetry.max.bytes"])
         self.registry = build_registry()
         self.dispatcher = Dispatcher(self.registry, self._services(), policies())
@@ -259,10 +253,6 @@ class Broker:
         # key store altered live (listener.name.<l>.ssl.keystore.*) serves from the first
         # accept and the static one it replaced need not load any more.
         self._server: KafkaServer | None = None
-        # The TLS listeners' key and trust stores, changed live per listener (SslFactory).
-        self.listener_tls: list[ListenerTls] = []
-        self.dynamic_config.add_validator(self._validate_listener_tls, self._reload_listener_tls)
-        self.dynamic_config.add_validator(self._check_cordoned)
 
     @property
     def zk_store(self) -> ZkMetadataStore:
@@ -293,10 +283,7 @@ class Broker:
         )
         server.disconnect_listeners.append(self.shares.connection_closed)
         server.disconnect_listeners.append(self.telemetry.connection_closed)
-        self.listener_tls = [
-            ListenerTls(config, e.name, e.security_protocol == "SASL_SSL", e.tls,
-                        e.name == config.inter_broker_listener_name)
-            for e in server.endpoints if e.tls is not None]
+        self.reconfiguration.serve(server)
         self._server = server
 
     def _scram_credential(self, user: str, mechanism: str) -> ScramCredential | None:
@@ -325,7 +312,8 @@ class Broker:
             log_dirs=self.log_manager,
             controller=self.controller,
             quotas=self.quotas,
-            authorizer=self._authorizer(),
+            authorizer=configured_authorizer(self.config, self.store.acls,
+                                             isinstance(self.store, ZkMetadataStore)),
             txn_verifier=self.txn_verifier,
             shares=self.shares,
             share_state=self.share_state,
@@ -334,89 +322,6 @@ class Broker:
             metadata_cache=self.metadata_cache,
             telemetry=self.telemetry,
         )
-
-    def _reconfigure(self, changed: set[str]) -> None:
-        """Dynamic broker configs changed (Kafka's BrokerReconfigurables): push the new values
-        to what does not read them from the config each time."""
-        config = self.config
-        if changed & _LOG_DEFAULTS:
-            # topic defaults (DynamicLogConfig): every hosted topic without an override
-            for topic in list(self.store.topics().values()):
-                self.replicas.reconfigure(topic)
-        if ("unclean.leader.election.enable" in changed and self.controller is not None
-                and config["unclean.leader.election.enable"]):
-            self.controller.reconsider()
-        if self.replicas.leader_quota is not None:
-            self.replicas.leader_quota.bound = config["leader.replication.throttled.rate"]
-        if self.replicas.fetchers is not None and self.replicas.fetchers.quota is not None:
-            self.replicas.fetchers.quota.bound = config["follower.replication.throttled.rate"]
-        if changed & {"max.connections", "max.connections.per.ip"} and self._server is not None:
-            self._server.set_connection_limits(config["max.connections"],
-                                              config["max.connections.per.ip"])
-        if "log.cleaner.backoff.ms" in changed:
-            self.log_manager.set_cleaner_backoff_ms(config["log.cleaner.backoff.ms"])
-        if "producer.id.expiration.ms" in changed:
-            self.log_manager.set_producer_id_expiration_ms(config["producer.id.expiration.ms"])
-        if "cordoned.log.dirs" in changed:
-            self.log_manager.set_cordoned(config["cordoned.log.dirs"])
-        self.transactions.verification_enabled = config[
-            "transaction.partition.verification.enable"]
-        if any(split_listener_key(name) is not None for name in changed):
-            self._reload_listener_tls(config)
-        for name in sorted(changed):
-            prop = BROKER_PROPERTIES.get(name)
-            if prop is not None and prop.ignored is not None:
-                log.warning("%s changed but has no effect in Samsa: %s", name, prop.ignored)
-
-    def _check_cordoned(self, candidate: BrokerConfig) -> None:
-        try:
-            self.log_manager.cordoned_keys(candidate["cordoned.log.dirs"])
-        except ValueError as exc:
-            raise ConfigError("cordoned.log.dirs", str(exc)) from None
-
-    def _validate_listener_tls(self, candidate: BrokerConfig) -> None:
-        for tls in self.listener_tls:
-            tls.prepare(candidate)
-
-    def _reload_listener_tls(self, config: BrokerConfig) -> None:
-        """New connections of each TLS listener whose stores changed (configs or files) get
-        the new ones; a store that no longer loads or fits leaves the listener as it was."""
-        for tls in self.listener_tls:
-            try:
-                rebuilt = tls.prepare(config)
-            except ConfigError as exc:
-                log.error("listener %s keeps its TLS key and trust stores: %s", tls.listener, exc)
-                continue
-            if rebuilt is None:
-                continue
-            tls.apply(rebuilt)
-            self.server.set_tls(tls.listener, rebuilt.context)
-            log.info("listener %s: new TLS key and trust stores for new connections",
-                     tls.listener)
-            if tls.listener == config.inter_broker_listener_name:
-                # this broker's own connections to the others use the listener's stores too
-                try:
-                    set_client_security(ClientSecurity.from_config(config))
-                except ConfigError as exc:
-                    log.error("inter-broker connections keep their TLS stores: %s", exc)
-
-    def _authorizer(self) -> Authorizer | None:
-        """authorizer.class.name: Kafka's ACL authorizer, or none (everything allowed)."""
-        if not (self.config["authorizer.class.name"] or "").strip():
-            return None
-        store = self.store
-        authorizer = Authorizer(store.acls, parse_super_users(self.config["super.users"]),
-                                self.config["allow.everyone.if.no.acl.found"])
-        log.info("authorizer: ACLs (%d), super.users=%s, allow.everyone.if.no.acl.found=%s",
-                 len(store.acls()), ",".join(sorted(authorizer.super_users)) or "(none)",
-                 authorizer.allow_if_no_acl)
-        clustered = isinstance(self.store, ZkMetadataStore)  # brokers that talk to each other
-        if clustered and "User:ANONYMOUS" not in authorizer.super_users:
-            log.warning("authorizer.class.name is set but super.users lacks User:ANONYMOUS, "
-                        "the principal of the brokers' PLAINTEXT connections to each other: "
-                        "follower fetches and transaction markers need CLUSTER_ACTION on the "
-                        "cluster (an ACL), else replication stops")
-        return authorizer
 
     def _log_config(self, topic: TopicState) -> LogConfig:
         return self.topics.log_config(topic)

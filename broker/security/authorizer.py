@@ -27,6 +27,7 @@ import logging
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from enum import IntEnum
+from typing import Any
 
 log = logging.getLogger(__name__)
 audit = logging.getLogger("kafka.authorizer.logger")
@@ -373,6 +374,25 @@ class Authorizer:
                            for i in range(1, len(name) + 1)):
                     return True
         return False
+
+
+def configured_authorizer(config: Any, acls: Callable[[], AclCache],
+                          clustered: bool) -> Authorizer | None:
+    """authorizer.class.name: Kafka's ACL authorizer over the store's `acls`, or none
+    (everything allowed). `clustered`: the broker talks to other brokers."""
+    if not (config["authorizer.class.name"] or "").strip():
+        return None
+    authorizer = Authorizer(acls, parse_super_users(config["super.users"]),
+                            config["allow.everyone.if.no.acl.found"])
+    log.info("authorizer: ACLs (%d), super.users=%s, allow.everyone.if.no.acl.found=%s",
+             len(acls()), ",".join(sorted(authorizer.super_users)) or "(none)",
+             authorizer.allow_if_no_acl)
+    if clustered and "User:ANONYMOUS" not in authorizer.super_users:
+        log.warning("authorizer.class.name is set but super.users lacks User:ANONYMOUS, "
+                    "the principal of the brokers' PLAINTEXT connections to each other: "
+                    "follower fetches and transaction markers need CLUSTER_ACTION on the "
+                    "cluster (an ACL), else replication stops")
+    return authorizer
 
 
 # ---- Kafka's JSON of ACL entries (ZooKeeper's /kafka-acl znodes, the local metadata file) ----
