@@ -1,4 +1,6 @@
-"""The broker process: wires storage, metadata, the replica manager and the socket server."""
+"""The broker process, its front door: builds the rooms (metadata, storage, replication, the
+cluster duties, coordinators, share groups, the request path), wires them to each other, and
+starts and stops them in order. What each room does lives in the room."""
 
 from __future__ import annotations
 
@@ -25,14 +27,13 @@ from samsa.storage.log_dirs import LogDirs
 from . import metrics
 from .apis import build_registry, policies
 from .cluster.controller import Controller
-from .cluster.features import TRANSACTION_VERSION, initial_levels
+from .cluster.features import TRANSACTION_VERSION
 from .cluster.log_dir_failure import LogDirFailureHandler
 from .cluster.member import ClusterMember
 from .cluster.metadata_cache import TopicMetadataCache
-from .cluster.metadata_store import BrokerEndpoint, BrokerInfo, LocalMetadataStore, TopicState
-from .cluster.shared.store import SharedMetadataStore
+from .cluster.metadata_store import TopicState
+from .cluster.stores import open_metadata_store
 from .cluster.topic_admin import TopicAdmin
-from .cluster.zk.client import ZkClientSettings
 from .cluster.zk.store import ZkMetadataStore
 from .context import BrokerServices
 from .coordinator_host import BrokerLogHost
@@ -73,10 +74,10 @@ class Broker:
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self.zookeeper: str | None = config["zookeeper.connect"]
         # The parts in the order each needs the ones before it.
-        self.store = self._build_metadata(config)
+        self.store = open_metadata_store(config, self.data_dir)
         self.metadata_cache = TopicMetadataCache()  # Metadata responses' encoded topics
         self.store.add_listener(self.metadata_cache.on_change)
-        self.log_manager = self._build_storage(config)
+        self.log_manager = LogDirs.from_config(config)
         check_cordoned(self.log_manager, config)
         self.log_manager.set_cordoned(config["cordoned.log.dirs"])
         self._build_replication(config)
@@ -102,54 +103,6 @@ class Broker:
         self.loop_watchdog = LoopWatchdog()  # logs where a blocked event loop is stuck
 
     # ---- the parts, built once by __init__ --------------------------------------------------
-    def _build_metadata(self, config: Any) -> ZkMetadataStore | LocalMetadataStore:
-        """The cluster metadata: ZooKeeper's in a cluster, else the one broker's file; what
-        only ZooKeeper's has is reached through zk_store."""
-        advertised = config.advertised_listener
-        endpoints = tuple(BrokerEndpoint(li.name, li.host, li.port, li.security_protocol)
-                          for li in config.advertised_listeners)
-        info = BrokerInfo(self.broker_id, advertised.host, advertised.port, config["broker.rack"],
-                          endpoints)
-        initial = initial_levels(config)  # a new cluster's feature levels
-        shared = config["samsa.metadata.shared.file"]
-        if not self.zookeeper and shared:  # the processes of one node, without ZooKeeper
-            return SharedMetadataStore(Path(shared), info, config["zookeeper.session.timeout.ms"],
-                                       initial_levels=initial)
-        if not self.zookeeper:
-            return LocalMetadataStore(self.data_dir, info, initial_levels=initial)
-        return ZkMetadataStore(
-            self.zookeeper,
-            info,
-            config["zookeeper.session.timeout.ms"],
-            config["zookeeper.connection.timeout.ms"],
-            ZkClientSettings(config),
-            initial_levels=initial,
-        )
-
-    @staticmethod
-    def _build_storage(config: Any) -> LogDirs:
-        """The log directories, their logs and their background checks."""
-        return LogDirs(
-            [Path(d) for d in config.log_dirs],
-            LogConfig.from_properties({}),
-            producer_id_expiration_ms=config["producer.id.expiration.ms"],
-            producer_id_expiration_check_interval_ms=config[
-                "producer.id.expiration.check.interval.ms"
-            ],
-            retention_check_interval_ms=config["log.retention.check.interval.ms"],
-            flush_offset_checkpoint_interval_ms=config["log.flush.offset.checkpoint.interval.ms"],
-            flush_start_offset_checkpoint_interval_ms=config[
-                "log.flush.start.offset.checkpoint.interval.ms"
-            ],
-            replication_offset_checkpoint_interval_ms=config[
-                "replica.high.watermark.checkpoint.interval.ms"
-            ],
-            # Where the cleaner is scheduled: off entirely, or every backoff ms (Kafka's
-            # log.cleaner.enable / log.cleaner.backoff.ms).
-            cleaner_enable=config["log.cleaner.enable"],
-            cleaner_backoff_ms=config["log.cleaner.backoff.ms"],
-        )
-
     def _build_replication(self, config: Any) -> None:
         """The replica manager, what a failed log directory stops, the log-directory mover
         and the topic admin."""

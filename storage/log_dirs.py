@@ -49,6 +49,30 @@ class LogDirs:
         # Directories no new partition is placed in (cordoned.log.dirs, KIP-1066).
         self.cordoned: frozenset[str] = frozenset()
 
+    @classmethod
+    def from_config(cls, config: Any) -> LogDirs:
+        """A broker's `log.dirs` with its log manager settings (Kafka's LogManager.apply)."""
+        return cls(
+            [Path(d) for d in config.log_dirs],
+            LogConfig.from_properties({}),
+            producer_id_expiration_ms=config["producer.id.expiration.ms"],
+            producer_id_expiration_check_interval_ms=config[
+                "producer.id.expiration.check.interval.ms"
+            ],
+            retention_check_interval_ms=config["log.retention.check.interval.ms"],
+            flush_offset_checkpoint_interval_ms=config["log.flush.offset.checkpoint.interval.ms"],
+            flush_start_offset_checkpoint_interval_ms=config[
+                "log.flush.start.offset.checkpoint.interval.ms"
+            ],
+            replication_offset_checkpoint_interval_ms=config[
+                "replica.high.watermark.checkpoint.interval.ms"
+            ],
+            # Where the cleaner is scheduled: off entirely, or every backoff ms (Kafka's
+            # log.cleaner.enable / log.cleaner.backoff.ms).
+            cleaner_enable=config["log.cleaner.enable"],
+            cleaner_backoff_ms=config["log.cleaner.backoff.ms"],
+        )
+
     def set_cordoned(self, names: Sequence[str]) -> None:
         """cordoned.log.dirs, at start and when changed."""
         self.cordoned = self.cordoned_keys(names)
