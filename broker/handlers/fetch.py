@@ -260,32 +260,39 @@ def _partition_entity(version: int) -> type[Entity]:
 
 
 # A caught-up partition's answer (no records), encoded once: by id(partition), (a reference
-# to it, its figures, the answer). A consumer of many partitions at a low rate is answered
-# this for most of them in each fetch, and the figures change only when something is
-# appended. (A WeakKeyDictionary makes a new weak reference at each lookup.)
-CaughtUp = tuple["weakref.ref[Partition]", tuple[Any, ...], Encoded]
-_CAUGHT_UP: dict[int, CaughtUp] = {}
+# to it, {the answer's entity (a version's): (its figures, the answer)}). A consumer or a
+# follower of many partitions at a low rate is answered this for most of them in each fetch,
+# and the figures change only when something is appended or replicated; a partition's
+# consumers and followers (other versions) each keep theirs. (A WeakKeyDictionary makes a
+# new weak reference at each lookup.)
+Answers = dict[type[Entity], tuple[tuple[Any, ...], Encoded]]
+_CAUGHT_UP: dict[int, tuple[weakref.ref[Partition], Answers]] = {}
 
 
-def _caught_up(entity: type[Entity], partition: Partition, read: PartitionRead) -> Encoded:
-    key = (entity, read.high_watermark, read.last_stable_offset, read.log_start_offset,
-           read.aborted is None)
+def _caught_up(entity: type[Entity], partition: Partition, read: PartitionRead,
+               no_aborted: bool) -> Encoded:
+    """`no_aborted`: aborted_transactions null (a read_uncommitted consumer's), else empty
+    (read_committed, and a follower's answer, which has always written it so)."""
+    key = (read.high_watermark, read.last_stable_offset, read.log_start_offset, no_aborted)
     ident = id(partition)
     cached = _CAUGHT_UP.get(ident)
-    if cached is not None and cached[1] == key and cached[0]() is partition:
-        return cached[2]
+    if cached is None or cached[0]() is not partition:
+        cached = (weakref.ref(partition, lambda _: _CAUGHT_UP.pop(ident, None)), {})
+        _CAUGHT_UP[ident] = cached
+    else:
+        hit = cached[1].get(entity)
+        if hit is not None and hit[0] == key:
+            return hit[1]
     answer = encode_entity(entity, {
         "partition_index": partition.index,
         "error_code": ErrorCode.none,
         "high_watermark": read.high_watermark,
         "last_stable_offset": read.last_stable_offset,
         "log_start_offset": read.log_start_offset,
-        "aborted_transactions": None if read.aborted is None else [],
+        "aborted_transactions": None if no_aborted else [],
         "records": b"",
     })
-    ref = (cached[0] if cached is not None and cached[0]() is partition
-           else weakref.ref(partition, lambda _: _CAUGHT_UP.pop(ident, None)))
-    _CAUGHT_UP[ident] = (ref, key, answer)
+    cached[1][entity] = (key, answer)
     return answer
 
 
@@ -300,7 +307,7 @@ def _consumer_reader(isolation: int, zero_copy: bool, entity: type[Entity]) -> R
         if read.records:
             metrics.fetched(partition.topic, len(read.records))
         elif not read.aborted:
-            return _caught_up(entity, partition, read)
+            return _caught_up(entity, partition, read, read.aborted is None)
         return {
             "error_code": ErrorCode.none,
             "high_watermark": read.high_watermark,
@@ -323,6 +330,7 @@ def _follower_reader(ctx: ReplicaContext, replica_id: int, replica_epoch: int = 
     throttled replica (broker/replication/replication_quota.py) of a follower out of the ISR gets no
     records while the leader's throttle rate is exceeded."""
     quota = ctx.replicas.leader_quota
+    entity = _partition_entity(ctx.version)
 
     def read_one(
         partition: Partition, fetch_offset: int, last_epoch: int, limit: int, _first: bool
@@ -351,6 +359,8 @@ def _follower_reader(ctx: ReplicaContext, replica_id: int, replica_epoch: int = 
         read = partition.read_for_follower(fetch_offset, limit, ctx.zero_copy)
         if throttled and quota is not None:
             quota.record(len(read.records))
+        if not read.records:  # caught up: most partitions of a follower's fetch
+            return _caught_up(entity, partition, read, False)
         return {
             "error_code": ErrorCode.none,
             "high_watermark": read.high_watermark,

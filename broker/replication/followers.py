@@ -58,13 +58,16 @@ class Followers:
         """A follower's log end offset as its last fetch told us (-1: not known)."""
         return self._leo.get(replica_id, -1)
 
-    def record_fetch(self, replica_id: int, fetch_offset: int, broker_epoch: int) -> None:
+    def record_fetch(self, replica_id: int, fetch_offset: int, broker_epoch: int) -> bool:
         """A follower fetching from `fetch_offset` has everything before it; once caught up to
-        the high watermark (and the start of this leader's epoch) it joins the ISR."""
+        the high watermark (and the start of this leader's epoch) it joins the ISR. True if
+        its log end offset changed (an ISR change looks at the high watermark itself)."""
         partition = self._partition
         leo = partition.log_end_offset
         now = time.monotonic()
-        self._leo[replica_id] = fetch_offset
+        known = self._leo
+        moved = known.get(replica_id) != fetch_offset
+        known[replica_id] = fetch_offset
         # Caught up now if at the log end; otherwise caught up as of its previous fetch if it
         # has reached the log end of that moment (Kafka's Replica.updateFetchStateOrThrow):
         # under a steady produce rate a follower that keeps up is rarely exactly at the end.
@@ -82,6 +85,7 @@ class Followers:
             and self._eligible(replica_id, broker_epoch)
         ):
             self._change([*partition.isr, replica_id])
+        return moved
 
     def _eligible(self, replica_id: int, broker_epoch: int) -> bool:
         """A caught-up follower joins the ISR only if its broker is registered, and in the
@@ -136,6 +140,7 @@ class Followers:
         writer = partition.isr_writer
         if writer is None:
             partition.isr = isr
+            partition.advance_high_watermark()  # as a written change does
             return
         if self.in_flight is not None:
             return

@@ -139,7 +139,9 @@ class Partition:
         """The assigned replicas changed under the same leadership (a reassignment); a new
         follower's lag is measured from now."""
         self.followers.track(replicas)
+        before = self.effective_min_isr
         self.replicas = list(replicas)
+        self._min_isr_lowered(before)
 
     def update_isr(self, isr: list[int]) -> None:
         """The ISR as stored (the controller removes dead brokers)."""
@@ -166,8 +168,12 @@ class Partition:
         the fetching broker's epoch as its fetch carried it (-1: not carried)."""
         if replica_id not in self.replicas:
             return
-        self.followers.record_fetch(replica_id, fetch_offset, broker_epoch)
-        self.advance_high_watermark()
+        # As Kafka's updateFollowerFetchState: the HW is looked at again only if the
+        # follower's log end offset changed; everything else that may move it (appends, ISR
+        # and leadership changes, a lower min ISR) looks at it itself. A caught-up follower
+        # of many idle partitions changes nothing.
+        if self.followers.record_fetch(replica_id, fetch_offset, broker_epoch):
+            self.advance_high_watermark()
 
     def shrink_isr_if_lagging(self, lag_ms: int) -> None:
         if self.is_leader and len(self.isr) > 1:
@@ -264,8 +270,13 @@ class Partition:
     def read_for_follower(self, fetch_offset: int, max_bytes: int,
                           zero_copy: bool = False) -> PartitionRead:
         """Followers read up to the log end offset, not the high watermark."""
-        data = self.log.read(fetch_offset, max_bytes, None, True, zero_copy)
         log = self.log
+        start = log.log_start_offset
+        if fetch_offset == log.log_end_offset and fetch_offset >= start and not log.offline:
+            # Caught up (a follower of many idle partitions: most of them, in most fetches):
+            # nothing to read, and no segment to look at (what log.read answers).
+            return PartitionRead(b"", log.high_watermark, log.last_stable_offset, start, None)
+        data = log.read(fetch_offset, max_bytes, None, True, zero_copy)
         return PartitionRead(
             data.records, log.high_watermark, log.last_stable_offset, log.log_start_offset, None
         )
@@ -325,7 +336,16 @@ class Partition:
     def reconfigure(self, config: LogConfig, min_insync_replicas: int) -> None:
         """A topic config change (AlterConfigs, or seen in the metadata store)."""
         self.log.config = config
+        before = self.effective_min_isr
         self.min_insync_replicas = min_insync_replicas
+        self._min_isr_lowered(before)
+
+    def _min_isr_lowered(self, before: int) -> None:
+        """The HW held back by an ISR below min.insync.replicas moves as soon as that minimum
+        is lowered below `before` (not only at a follower's next fetch: one at the same
+        offset does not look at the HW)."""
+        if self.effective_min_isr < before and self.is_leader:
+            self.advance_high_watermark()
 
     def replace_log(self, log: Log) -> None:
         """The replica moved to another log directory (broker/replication/log_dir_mover.py): `log`,

@@ -641,6 +641,48 @@ async def test_the_hw_moves_below_min_insync_replicas_larger_than_the_replicas(
     assert p.log.high_watermark == 1
 
 
+# A follower's fetch from the offset of its previous one acknowledges nothing new: whatever
+# else lets the HW move must not wait for a fetch that changes it.
+
+
+def test_the_hw_moves_once_min_insync_replicas_is_lowered(logs: dict[str, Log],
+                                                          tmp_path: Path) -> None:
+    p = _leader(logs, tmp_path, isr=[LEADER, F2])
+    p.reconfigure(p.config, 3)
+    _append(p, 2)
+    p.record_follower_fetch(F2, 2)
+    assert p.log.high_watermark == 0  # an ISR of 2, below 3
+    p.reconfigure(p.config, 2)
+    p.record_follower_fetch(F2, 2)  # nothing new
+    assert p.log.high_watermark == 2
+
+
+def test_the_hw_moves_once_a_reassignment_lowers_the_effective_min_isr(
+        logs: dict[str, Log], tmp_path: Path) -> None:
+    p = _leader(logs, tmp_path, isr=[LEADER, F2])
+    p.reconfigure(p.config, 3)
+    _append(p, 2)
+    p.record_follower_fetch(F2, 2)
+    assert p.log.high_watermark == 0
+    p.update_replicas([LEADER, F2])  # F3 moved away: at most 2 replicas can be in sync
+    p.record_follower_fetch(F2, 2)
+    assert p.log.high_watermark == 2
+
+
+def test_the_hw_moves_once_a_lagging_follower_leaves_the_isr_without_a_writer(
+        logs: dict[str, Log], tmp_path: Path) -> None:
+    p = _leader(logs, tmp_path)
+    assert p.isr_writer is None
+    _append(p, 2)
+    p.record_follower_fetch(F2, 2)  # F3 never fetches
+    assert p.log.high_watermark == 0
+    time.sleep(0.03)
+    p.shrink_isr_if_lagging(lag_ms=10)
+    assert p.isr == [LEADER, F2]
+    p.record_follower_fetch(F2, 2)
+    assert p.log.high_watermark == 2
+
+
 async def test_a_follower_joins_the_isr_only_in_its_registered_life(
         logs: dict[str, Log], tmp_path: Path) -> None:
     """A caught-up follower whose broker is not registered (cut off from ZooKeeper, its
