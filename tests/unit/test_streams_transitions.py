@@ -552,3 +552,31 @@ def test_a_member_whose_heartbeat_no_longer_holds_the_tasks_to_revoke_moves_on_a
     g = seeded(6, ("m1", "p1", 5, Tasks(standby=both), Tasks(standby=one)))
     g.send(Heartbeat(APP, "m1", 5, active={}))
     assert g.group.members["m1"].state == MemberState.UNREVOKED_TASKS
+
+
+def retarget(g: Group, epoch: int, **targets: Tasks) -> None:
+    """The group's next epoch with the given members' new targets (the others' unchanged)."""
+    g.apply(Outcome([rec.group_metadata(APP, epoch, g.group.metadata_hash, 0),
+                     *(rec.target_member(APP, m, t) for m, t in targets.items()),
+                     rec.target_metadata(APP, epoch, 2000)], Answer("", 0)))
+
+
+def test_a_member_done_revoking_that_must_revoke_again_takes_the_next_epoch():
+    # Kafka 4.4's CurrentAssignmentBuilder.build for UNREVOKED_TASKS: once the member no longer
+    # holds the tasks to revoke, computeNextAssignment runs at its epoch + 1, which a new
+    # revocation (buildNewMember) keeps; a member done at last takes the target's epoch
+    both, one = {"0": frozenset({0, 1})}, {"0": frozenset({0})}
+    g = seeded(6, ("m1", "p1", 5, Tasks(active=both), Tasks(active=one)))
+    g.send(owns("m1", 5, active=both))
+    assert g.group.members["m1"].pending_revocation == Tasks(active={"0": frozenset({1})})
+    retarget(g, 8, m1=Tasks())  # meanwhile its last task goes too
+    out = g.send(owns("m1", 5, active=one))  # revoked 0_1; now told to revoke 0_0
+    m1 = g.group.members["m1"]
+    assert (m1.member_epoch, m1.previous_member_epoch, m1.state, m1.pending_revocation) == (
+        6, 5, MemberState.UNREVOKED_TASKS, Tasks(active=one))
+    assert out.answer.member_epoch == 6
+    done = g.send(owns("m1", 6))
+    m1 = g.group.members["m1"]
+    assert (m1.member_epoch, m1.previous_member_epoch, m1.state) == (8, 6, MemberState.STABLE)
+    assert done.answer.member_epoch == 8
+

@@ -428,7 +428,8 @@ ROLES = ("active", "standby", "warmup")
 def _reconcile(s: _Scratch, member_id: str, owned: Owned, delayed: bool = False) -> None:
     """Kafka 4.4's streams CurrentAssignmentBuilder: revoke what the target takes away first
     (the member keeps its epoch until it reports them gone; at once if this heartbeat already
-    shows them gone), then take the new epoch with the target's tasks no other member holds
+    shows them gone; one done revoking that must revoke again takes its epoch + 1), then take
+    the new epoch with the target's tasks no other member holds
     (the rest once released). A role change of the member's own task needs no revocation
     round: an active task becomes a standby, and a standby a warm-up (and back), in one step;
     a standby or warm-up to be promoted stays until its active task is free, then becomes it.
@@ -457,6 +458,8 @@ def _reconcile(s: _Scratch, member_id: str, owned: Owned, delayed: bool = False)
         new.state, new.assigned, new.pending_revocation = (
             MemberState.UNREVOKED_TASKS, kept, revoke)
         new.task_epochs = given
+        if m.state == MemberState.UNREVOKED_TASKS:  # done with one revocation, into the next
+            new.previous_member_epoch, new.member_epoch = m.member_epoch, m.member_epoch + 1
     else:
         new.assigned = Tasks(*(union(getattr(kept, r), getattr(pending, r)) for r in ROLES))
         new.pending_revocation = EMPTY
