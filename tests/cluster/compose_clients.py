@@ -6,27 +6,35 @@
     python -m tests.cluster.compose_clients partitions TOPIC
 
 Each prints one JSON document. They bootstrap from the published ports on 127.0.0.1 and then
-follow the addresses the brokers advertise (samsa-1..3), which the caller makes resolve to
-127.0.0.1, as docker-compose.yml tells a user to.
+follow the addresses the brokers advertise (samsa-1..3; samsa-3 is brokers 3 and 4), which
+the caller makes resolve to 127.0.0.1, as docker-compose.yml tells a user to.
 """
 
 from __future__ import annotations
 
 import json
 import sys
+import time
 from typing import Any
 
 from tests.clients import pyclients
 from tests.clients.pyclients import Rec
 
-BOOTSTRAP = "127.0.0.1:19092,127.0.0.1:19093,127.0.0.1:19094"
-PARTITIONS = 3
+BOOTSTRAP = "127.0.0.1:19092,127.0.0.1:19093,127.0.0.1:19094,127.0.0.1:19095"
+BROKERS = 4  # samsa-1, samsa-2 and samsa-3's two processes
+PARTITIONS = 4  # one led by each broker
 
 
 def create(topic: str) -> dict[str, Any]:
     from confluent_kafka.admin import AdminClient, NewTopic
 
     admin = AdminClient({"bootstrap.servers": BOOTSTRAP})
+    # A healthy container accepts connections; placement needs every broker registered.
+    deadline = time.monotonic() + 60
+    while len(brokers := admin.list_topics(timeout=30).brokers) < BROKERS:
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"only brokers {sorted(brokers)} registered")
+        time.sleep(0.5)
     new = NewTopic(topic, num_partitions=PARTITIONS, replication_factor=3,
                    config={"min.insync.replicas": "2"})
     admin.create_topics([new], operation_timeout=30, request_timeout=30)[topic].result(60)
@@ -34,14 +42,16 @@ def create(topic: str) -> dict[str, Any]:
 
 
 def partitions(topic: str) -> dict[str, Any]:
-    """{partition: {"leader": id, "isr": [ids]}} as the cluster's metadata says."""
+    """{partition: {"leader": id, "replicas": [ids], "isr": [ids]}} as the cluster's
+    metadata says."""
     from confluent_kafka.admin import AdminClient
 
     md = AdminClient({"bootstrap.servers": BOOTSTRAP}).list_topics(topic, timeout=30)
     t = md.topics[topic]
     if t.error is not None:
         raise RuntimeError(f"{topic}: {t.error}")
-    return {str(p.id): {"leader": p.leader, "isr": sorted(p.isrs)}
+    return {str(p.id): {"leader": p.leader, "replicas": list(p.replicas),
+                        "isr": sorted(p.isrs)}
             for p in t.partitions.values()}
 
 

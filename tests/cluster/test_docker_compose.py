@@ -1,4 +1,5 @@
-"""docker-compose.yml and Dockerfile at the repository root: ZooKeeper and three brokers.
+"""docker-compose.yml and Dockerfile at the repository root: ZooKeeper, brokers 1 and 2, and
+samsa-3, a node of two processes (brokers 3 and 4).
 
 - the file's shape, and that each broker's command is one `samsa serve` understands: always;
 - `docker compose config` (the CLI plugin) and Debian's standalone `docker-compose config`
@@ -6,8 +7,9 @@
 - the cluster for real, on a Docker engine (tests/support/docker_env.py starts Debian's dockerd
   when none runs, and builds stand-ins of python:3.11-slim and zookeeper:3.8 where no registry
   serves them): `up --build` with the standalone docker-compose, every Python client through
-  the published 127.0.0.1 ports, a broker killed (`docker kill`) and restarted with nothing
-  acknowledged lost, `down -v`; and the same file through testcontainers' DockerCompose
+  the published 127.0.0.1 ports to a topic led by all four processes, a broker killed (`docker
+  kill`) and restarted, then the node of two processes killed whole, with nothing acknowledged
+  lost, `down -v`; and the same file through testcontainers' DockerCompose
   (`docker compose`). These skip only where no engine can run, and say why.
 """
 
@@ -30,12 +32,18 @@ import yaml
 
 from samsa.broker import cli
 from samsa.broker.cluster.local_cluster import port_is_free
+from samsa.broker.node.supervisor import node_processes
 from tests.support import docker_env
 from tests.support.broker import REPO_ROOT
 
 COMPOSE_FILE = REPO_ROOT / "docker-compose.yml"
 BROKER_SERVICES = ("samsa-1", "samsa-2", "samsa-3")
-HOST_PORTS = (19092, 19093, 19094)
+# {service: {broker id: the port it listens on, advertises and publishes}}; samsa-3 is a node
+# of two processes.
+SERVICE_BROKERS = {"samsa-1": {1: 19092}, "samsa-2": {2: 19093}, "samsa-3": {3: 19094, 4: 19095}}
+SERVICE_OF = {b: name for name, brokers in SERVICE_BROKERS.items() for b in brokers}
+BROKER_IDS = set(SERVICE_OF)
+HOST_PORTS = tuple(p for brokers in SERVICE_BROKERS.values() for p in brokers.values())
 SERVICES = ("zookeeper", *BROKER_SERVICES)
 # One worker at a time changes the host's network (tests/support/xdist_units.py): the
 # engine's bridges and iptables rules, and the fixed host ports above.
@@ -68,7 +76,7 @@ def test_compose_services_and_broker_commands() -> None:
     assert services["zookeeper"]["networks"] == ["cluster"]
     assert "ports" not in services["zookeeper"]
     volumes: set[str] = set()
-    for name, host_port in zip(BROKER_SERVICES, HOST_PORTS, strict=True):
+    for name, brokers in SERVICE_BROKERS.items():
         svc = services[name]
         assert svc["build"] == "."
         assert svc["depends_on"] == {"zookeeper": {"condition": "service_healthy"}}
@@ -77,14 +85,17 @@ def test_compose_services_and_broker_commands() -> None:
         props = dict((p, v) for p, v in args.overrides if p is not None)
         sets = dict(v.split("=", 1) for p, v in args.overrides if p is None)
         assert props["zookeeper.connect"] == "zookeeper:2181/samsa"
-        assert props["node.id"] == name.rsplit("-", 1)[1]
+        assert props["node.id"] == str(min(brokers))
         assert props["log.dirs"] == "/var/lib/samsa"
+        assert args.processes == len(brokers)
+        assert sets["broker.rack"] == name  # each service a rack of its own
         # Listen, advertise and publish the same port, advertised under the service name,
-        # published on the host's loopback only.
+        # published on the host's loopback only (a node's processes: the ports after it).
+        host_port = brokers[min(brokers)]
         assert props["listeners"] == f"PLAINTEXT://0.0.0.0:{host_port}"
         assert sets["advertised.listeners"] == f"PLAINTEXT://{name}:{host_port}"
-        assert svc["ports"] == [f"127.0.0.1:{host_port}:{host_port}"]
-        assert str(host_port) in " ".join(svc["healthcheck"]["test"])
+        assert svc["ports"] == [f"127.0.0.1:{p}:{p}" for p in brokers.values()]
+        assert all(str(p) in " ".join(svc["healthcheck"]["test"]) for p in brokers.values())
         (volume,) = svc["volumes"]
         assert volume.endswith(":/var/lib/samsa")
         volumes.add(volume.split(":")[0])
@@ -116,6 +127,14 @@ def test_compose_broker_config_is_accepted(name: str) -> None:
     args = cli.make_parser().parse_args(serve_args(compose()["services"][name]))
     cfg = cli.build_config(args)
     assert cfg.advertised_listener.host == name
+    # What each process of the service runs (the node's supervisor, for samsa-3).
+    processes = node_processes(None, cli._overrides(args), args.processes, ["samsa", "serve"])
+    seen = {}
+    for p in processes:
+        process = cli.build_config(cli.make_parser().parse_args(p.command[1:]))
+        seen[process.broker_id] = (process.listen_port, process.advertised_listener.host,
+                                   process.advertised_listener.port, process["broker.rack"])
+    assert seen == {b: (port, name, port, name) for b, port in SERVICE_BROKERS[name].items()}
 
 
 
@@ -235,13 +254,14 @@ class Compose:
         return r.stdout.split()
 
 
-def wait_leaders(hosts: Path | None, topic: str, *, alive: set[int], isr: set[int] | None = None,
+def wait_leaders(hosts: Path | None, topic: str, *, alive: set[int], in_sync: bool = False,
                  timeout: float = 90) -> dict[str, Any]:
-    """Until every partition of topic has a leader among `alive` (and, given isr, that ISR)."""
+    """Until every partition of topic has a leader among `alive` (and, if in_sync, every
+    replica in its ISR)."""
     deadline = time.monotonic() + timeout
     while True:
         parts = clients(hosts, "partitions", topic)
-        if all(p["leader"] in alive and (isr is None or set(p["isr"]) == isr)
+        if all(p["leader"] in alive and (not in_sync or p["isr"] == sorted(p["replicas"]))
                for p in parts.values()):
             return parts  # type: ignore[no-any-return]
         assert time.monotonic() < deadline, f"partitions after {timeout:.0f} s: {parts}"
@@ -254,8 +274,8 @@ def wait_leaders(hosts: Path | None, topic: str, *, alive: set[int], isr: set[in
 def test_compose_cluster_clients_and_broker_kill(docker: dict[str, str], tmp_path: Path) -> None:
     """Debian's docker-compose (else the plugin): up --build, every client produces (acks=all)
     and consumes through the published ports, a partition leader is killed, more is produced,
-    it restarts and catches up, another broker is killed, and every client still reads every
-    acknowledged record; down -v leaves no volume behind."""
+    it restarts and catches up, the node of two processes is killed whole, and every client
+    still reads every acknowledged record; down -v leaves no volume behind."""
     client = compose_clients()["docker-compose"] or ["docker", "compose"]
     hosts = hosts_file(tmp_path)
     compose = Compose(client, docker)
@@ -265,23 +285,30 @@ def test_compose_cluster_clients_and_broker_kill(docker: dict[str, str], tmp_pat
         compose.wait_healthy(*SERVICES)
         docker_env.log(f"{' '.join(client)} up, all healthy in {time.monotonic() - t0:.0f} s")
         topic = "compose-kill"
-        parts = clients(hosts, "create", topic)
+        clients(hosts, "create", topic)
+        parts = wait_leaders(hosts, topic, alive=BROKER_IDS, in_sync=True)
+        # Each service is a rack: every partition has a replica on each, and both processes
+        # of samsa-3 lead partitions.
+        for p in parts.values():
+            assert sorted(SERVICE_OF[b] for b in p["replicas"]) == list(BROKER_SERVICES), parts
+        assert {p["leader"] for p in parts.values()} == BROKER_IDS, parts
         acked = clients(hosts, "produce", topic, "before", "100")
+        assert {p for _, p, _, _ in acked} == set(range(len(parts)))  # to every process
         # Kill the leader of partition 0 (no clean shutdown: SIGKILL to the container).
-        victim = parts["0"]["leader"]
-        subprocess.run(["docker", "kill", compose.container(f"samsa-{victim}")], check=True,
+        victim = SERVICE_OF[parts["0"]["leader"]]
+        subprocess.run(["docker", "kill", compose.container(victim)], check=True,
                        capture_output=True, timeout=60)
-        others = {1, 2, 3} - {victim}
-        wait_leaders(hosts, topic, alive=others)
+        wait_leaders(hosts, topic, alive=BROKER_IDS - set(SERVICE_BROKERS[victim]))
         acked += clients(hosts, "produce", topic, "while-down", "100")
-        compose("start", f"samsa-{victim}")
-        compose.wait_healthy(f"samsa-{victim}")
-        wait_leaders(hosts, topic, alive={1, 2, 3}, isr={1, 2, 3})
-        # The restarted broker now holds everything: kill another, read from the other two.
-        second = min(others)
-        subprocess.run(["docker", "kill", compose.container(f"samsa-{second}")], check=True,
+        compose("start", victim)
+        compose.wait_healthy(victim)
+        wait_leaders(hosts, topic, alive=BROKER_IDS, in_sync=True)
+        # The restarted broker now holds everything: kill the node of two processes whole
+        # (another service if that was the first), read from the other two services.
+        second = "samsa-3" if victim != "samsa-3" else "samsa-2"
+        subprocess.run(["docker", "kill", compose.container(second)], check=True,
                        capture_output=True, timeout=60)
-        wait_leaders(hosts, topic, alive={1, 2, 3} - {second})
+        wait_leaders(hosts, topic, alive=BROKER_IDS - set(SERVICE_BROKERS[second]))
         read = clients(hosts, "consume", topic)
         want = {(p, o, v) for _, p, o, v in acked}
         assert len(want) == len(acked) == 2 * 3 * 100
@@ -314,19 +341,19 @@ def test_compose_cluster_with_testcontainers(docker: dict[str, str],
             "deadline = time.time() + 60\n"
             "while time.time() < deadline:\n"
             "    ids = zk.get_children('/brokers/ids') if zk.exists('/brokers/ids') else []\n"
-            "    if len(ids) == 3: break\n"
+            "    if len(ids) == 4: break\n"
             "    time.sleep(0.5)\n"
             "print(' '.join(sorted(ids)))\n"
         )
         out, err, rc = cluster.exec_in_container(["python", "-c", script], "samsa-1")
-        assert rc == 0 and out.split() == ["1", "2", "3"], (out, err, cluster.get_logs())
+        assert rc == 0 and out.split() == ["1", "2", "3", "4"], (out, err, cluster.get_logs())
 
         from confluent_kafka.admin import AdminClient
 
         # From the host, each published port answers on its own (ApiVersions + Metadata on
         # the bootstrap connection) and advertises its service name.
         for broker_id, port in enumerate(HOST_PORTS, start=1):
-            assert cluster.get_service_port(f"samsa-{broker_id}", port) == port
+            service = SERVICE_OF[broker_id]
+            assert cluster.get_service_port(service, port) == port
             md = AdminClient({"bootstrap.servers": f"127.0.0.1:{port}"}).list_topics(timeout=30)
-            assert (md.brokers[broker_id].host, md.brokers[broker_id].port) == (
-                f"samsa-{broker_id}", port)
+            assert (md.brokers[broker_id].host, md.brokers[broker_id].port) == (service, port)
