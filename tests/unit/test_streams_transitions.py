@@ -580,3 +580,21 @@ def test_a_member_done_revoking_that_must_revoke_again_takes_the_next_epoch():
     assert (m1.member_epoch, m1.previous_member_epoch, m1.state) == (8, 6, MemberState.STABLE)
     assert done.answer.member_epoch == 8
 
+
+def test_a_task_given_back_to_the_member_revoking_it_waits_for_its_release():
+    # Kafka 4.4's isUnreleasedActiveTask asks the group who runs the task, the member itself
+    # included: a task it still had pending revocation is granted a heartbeat after it
+    # reported it gone, as the group learns of the release only then
+    both, one = {"0": frozenset({0, 1})}, {"0": frozenset({0})}
+    g = seeded(6, ("m1", "p1", 5, Tasks(active=both), Tasks(active=one)))
+    g.send(owns("m1", 5, active=both))
+    retarget(g, 7, m1=Tasks(active=both))  # 0_1 is handed back
+    out = g.send(owns("m1", 5, active=one))
+    m1 = g.group.members["m1"]
+    assert (m1.member_epoch, m1.state, m1.assigned, m1.pending_revocation) == (
+        7, MemberState.UNRELEASED_TASKS, Tasks(active=one), Tasks())
+    assert out.answer.tasks is None  # unchanged: it keeps 0_0 and waits for 0_1
+    given = g.send(owns("m1", 7, active=one))
+    m1 = g.group.members["m1"]
+    assert (m1.state, m1.assigned) == (MemberState.STABLE, Tasks(active=both))
+    assert given.answer.tasks == Tasks(active=both)

@@ -511,13 +511,13 @@ def _unreleased(g: StreamsGroup, m: StreamsMember) -> tuple[TaskMap, TaskMap, Ta
     """The tasks m may not be given yet in each role (Kafka 4.4's isUnreleasedActiveTask,
     isUnreleasedStandbyTask, isUnreleasedWarmupTask): an active task anyone still runs, and
     any task its own process holds in another role (two threads of one process never hold
-    one task); a task m itself holds is a role change, not a blocker."""
+    one task); a task m itself holds is a role change, not a blocker. An active task m itself
+    has pending revocation counts too: the group learns of its release a heartbeat later."""
     anywhere: TaskMap = {}
     here: list[TaskMap] = [{}, {}, {}]
     for other in g.members.values():
         for t in (other.assigned, other.pending_revocation):
-            if other.member_id != m.member_id:
-                anywhere = union(anywhere, t.active)
+            anywhere = union(anywhere, t.active)
             if other.process_id == m.process_id:
                 here = [union(h, getattr(t, r)) for h, r in zip(here, ROLES, strict=True)]
     active_here, standby_here, warmup_here = here
