@@ -279,11 +279,6 @@ class Broker:
     def _log_config(self, topic: TopicState) -> LogConfig:
         return self.topics.log_config(topic)
 
-    async def _write_isr(self, partition: Partition, isr: list[int]) -> bool:
-        """A leader's ISR write (ClusterMember.write_isr), as tests make it by hand."""
-        assert self.cluster_member is not None, "a broker without ZooKeeper writes no ISR"
-        return await self.cluster_member.write_isr(partition, isr)
-
     def _on_leadership(self, partition: Partition, is_leader: bool) -> None:
         if not is_leader:
             self.shares.leadership_lost(partition.topic, partition.index)

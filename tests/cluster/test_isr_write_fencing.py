@@ -19,6 +19,7 @@ from pathlib import Path
 from kazoo.protocol.states import Callback
 
 from samsa.broker.app import Broker
+from samsa.broker.cluster.member import ClusterMember
 from samsa.broker.cluster.metadata_store import PartitionState, TopicState
 from samsa.broker.cluster.zk.process import ZooKeeperProcess
 from samsa.broker.replication.partition import Partition
@@ -27,6 +28,12 @@ from samsa.storage.config import LogConfig
 from samsa.storage.log import Log
 
 LEADER, F2, F3 = 1, 2, 3
+
+
+def _member(broker: Broker) -> ClusterMember:
+    """The part of a ZooKeeper broker that writes its ISR changes."""
+    assert broker.cluster_member is not None
+    return broker.cluster_member
 
 
 async def _until(predicate: Callable[[], bool], timeout: float = 10.0) -> None:
@@ -58,7 +65,7 @@ async def test_an_isr_expansion_is_not_written_over_a_shrink_it_did_not_see(
         written: list[bool] = []
 
         async def writer(p: Partition, isr: list[int]) -> bool:
-            ok = await broker._write_isr(p, isr)
+            ok = await _member(broker).write_isr(p, isr)
             written.append(ok)
             return ok
 
@@ -120,7 +127,7 @@ async def test_a_leaders_own_isr_change_is_in_its_cache_before_the_watch_brings_
         # The store's watches are late: kazoo runs their callbacks one at a time, here behind
         # one that waits.
         zk.session.zk.handler.dispatch_callback(Callback("watch", release.wait, (10.0,)))
-        assert await broker._write_isr(partition, [LEADER])
+        assert await _member(broker).write_isr(partition, [LEADER])
         cached = zk.topic("t")
         assert cached is not None and cached.partitions[0].isr == [LEADER]
     finally:

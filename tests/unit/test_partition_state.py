@@ -30,8 +30,9 @@ TOPIC_ID = uuid.UUID(int=7)
 
 
 class RecordingIsrWriter:
-    """Stand-in for the ZooKeeper write of an ISR change (broker/app.py `_write_isr`): records
-    each requested ISR and answers `accept`; while `gate` is clear the write stays in flight."""
+    """Stand-in for the ZooKeeper write of an ISR change (broker/cluster/member.py
+    `ClusterMember.write_isr`): records each requested ISR and answers `accept`; while `gate`
+    is clear the write stays in flight."""
 
     def __init__(self, accept: bool = True) -> None:
         self.requests: list[list[int]] = []
