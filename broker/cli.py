@@ -226,6 +226,13 @@ def _serve(args: argparse.Namespace) -> int:
                         lambda line: print(line, file=sys.stderr))
     from samsa.broker import app  # lazy: the CLI must load even where the broker cannot
 
+    from .node.layout import LayoutError, check_not_a_node
+
+    try:  # one process over a node's directory would start empty
+        check_not_a_node(config)
+    except LayoutError as e:
+        print(f"samsa: {e}", file=sys.stderr)
+        return 2
     return app.run(config)
 
 

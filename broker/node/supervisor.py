@@ -7,7 +7,9 @@ host name unless set), so that replica placement keeps a partition's replicas on
 hosts (docs/design/cores.md). With metrics.port M, process i serves its /metrics on M+1+i and
 the supervisor serves the node's on M, every process's series labelled by it (metrics.py).
 The processes share the cluster metadata through ZooKeeper (zookeeper.connect) or, without
-it, one SQLite file (samsa.metadata.shared.file, DIR/samsa-metadata.db unless set).
+it, one SQLite file (samsa.metadata.shared.file, DIR/samsa-metadata.db unless set). A single
+broker's data directory is carried over before the processes start: its data becomes broker
+B's, process 0's (layout.py).
 
 The supervisor prefixes every line a process writes with `[broker <id>] ` on its own stderr,
 restarts a process that exits while the node runs (after a back-off that doubles with each
@@ -44,6 +46,7 @@ from ..cluster.local_cluster import (
     stop_processes,
 )
 from ..cluster.shared import NODE_FILE
+from .layout import LayoutError, adopt_single_broker, warn_unstarted
 from .metrics import serve_node_metrics
 
 log = logging.getLogger("samsa.node")
@@ -221,6 +224,12 @@ def run_node(config_path: Path | None, overrides: Mapping[str, str], count: int,
         on_error(f"samsa: config error: {e}")
         return 2
     node = load_config(config_path, overrides)
+    try:  # a single broker's data directory becomes process 0's (layout.py)
+        adopt_single_broker(node)
+    except LayoutError as e:
+        on_error(f"samsa: {e}")
+        return 2
+    warn_unstarted(node, count)
     if node["metrics.port"]:
         _serve_metrics(node, processes)
     supervisor = Supervisor(processes)
