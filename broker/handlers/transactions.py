@@ -26,7 +26,7 @@ from ..network.policy import THROTTLE_EXEMPT
 from ..network.signals import CloseConnection
 from ..replication.replica_manager import PartitionError
 from ..security.authorizer import AclOperation, ResourceType
-from ..txn.markers import TxnMarker, append_marker_replicated
+from ..txn.markers import TxnMarker, append_markers_replicated
 from ..txn.verification import produce_error
 from .common import field
 from .declare import api
@@ -262,17 +262,14 @@ async def handle_write_txn_markers(
         # v2: the transaction's version (2: KIP-890's strict epoch rule)
         marker = TxnMarker(m.producer_id, m.producer_epoch, bool(m.transaction_result),
                            m.coordinator_epoch, getattr(m, "transaction_version", 0))
-        topics = []
-        for t in m.topics:
-            parts = []
-            for p in t.partition_indexes:
-                if not allowed:
-                    parts.append({"partition_index": p,
-                                  "error_code": ErrorCode.cluster_authorization_failed})
-                    continue
-                code = await append_marker_replicated(ctx.services, t.name, p, marker)
-                parts.append({"partition_index": p, "error_code": code})
-            topics.append({"name": t.name, "partitions": parts})
+        # Kafka appends a marker's partitions together and answers once the ISR has them all
+        codes = (await append_markers_replicated(
+            ctx.services, marker, [(t.name, p) for t in m.topics for p in t.partition_indexes])
+            if allowed else {})
+        topics = [{"name": t.name, "partitions": [
+            {"partition_index": p,
+             "error_code": codes.get((t.name, p), ErrorCode.cluster_authorization_failed)}
+            for p in t.partition_indexes]} for t in m.topics]
         markers.append({"producer_id": m.producer_id, "topics": topics})
     return {"markers": markers}
 

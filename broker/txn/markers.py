@@ -3,7 +3,7 @@
 `TxnMarkerChannel` is the transaction coordinator's `samsa.coordinator.ports.TxnMarkerSender`
 (Kafka's TransactionMarkerChannelManager): partitions led here are appended directly, the
 others get one WriteTxnMarkers request per leader broker, with the same per-partition error
-codes. `append_marker_replicated` is the leader side, shared with the
+codes. `append_markers_replicated` is the leader side, shared with the
 WriteTxnMarkers handler. Markers are written with acks=all: a marker counts as written once
 the partition's ISR has it.
 
@@ -29,7 +29,8 @@ from ..network.interbroker import BrokerConnection, BrokerUnavailable
 from ..replication.replica_manager import PartitionError, ReplicaManager
 
 if TYPE_CHECKING:
-    from ..cluster.metadata_store import MetadataStore
+    from ..cluster.metadata_store import MetadataStore, TopicState
+    from ..replication.partition import Partition
 
 log = logging.getLogger(__name__)
 
@@ -57,16 +58,48 @@ class MarkerHost(Protocol):
     def groups(self) -> TransactionalOffsets: ...
 
 
-def append_marker(broker: MarkerHost, topic: str, partition: int, marker: TxnMarker) -> int:
-    """Append one marker to the local log as this partition's leader (acks=all rules: the ISR
-    must have min.insync.replicas members); returns a Kafka error code. The caller waits for
-    replication and then calls `settle_group_offsets`."""
+def marker_batch(marker: TxnMarker) -> bytes:
+    """The marker's control batch, stamped now: one for all the partitions a marker goes to
+    (each append stamps its partition's offset and leader epoch around it)."""
+    return build_control_batch(marker.producer_id, marker.producer_epoch, marker.commit,
+                               marker.coordinator_epoch, int(time.time() * 1000))
+
+
+def append_markers(broker: MarkerHost, marker: TxnMarker,
+                   partitions: Iterable[tuple[str, int]], batch: bytes | None = None,
+                   ) -> tuple[dict[tuple[str, int], int], list[tuple[str, int]]]:
+    """Append the marker to each partition as its leader here (acks=all rules: the ISR must
+    have min.insync.replicas members), all in this step: a Kafka error code per partition,
+    and the partitions appended whose ISR does not have the marker yet (`await_markers`). One
+    already replicated (no other ISR member) has its group offsets settled here, so a single
+    broker finishes the markers before anything else runs. `batch`: `marker_batch(marker)`."""
+    batch = marker_batch(marker) if batch is None else batch
+    replicas = broker.replicas
+    results: dict[tuple[str, int], int] = {}
+    unreplicated: list[tuple[str, int]] = []
+    for topic, p in partitions:
+        leader = replicas.get(topic, p)
+        if leader is None or not leader.is_leader:
+            try:
+                leader = replicas.leader_partition(topic, p)
+            except PartitionError as exc:
+                results[(topic, p)] = exc.error_code
+                continue
+        code = results[(topic, p)] = _append_to(leader, marker, batch)
+        if code != ErrorCode.none:
+            continue
+        if leader.high_watermark >= leader.log_end_offset:
+            settle_group_offsets(broker, topic, p, marker.producer_id, marker.commit)
+        else:
+            unreplicated.append((topic, p))
+    return results, unreplicated
+
+
+def _append_to(leader: Partition, marker: TxnMarker, batch: bytes) -> int:
+    """One marker appended to a partition led here; a Kafka error code."""
     try:
-        leader = broker.replicas.leader_partition(topic, partition)
         if len(leader.isr) < leader.min_insync_replicas:
             return ErrorCode.not_enough_replicas
-        batch = build_control_batch(marker.producer_id, marker.producer_epoch, marker.commit,
-                                    marker.coordinator_epoch, int(time.time() * 1000))
         leader.append_as_leader(batch, origin="coordinator",
                                 transaction_version=marker.transaction_version)
     except PartitionError as exc:
@@ -77,8 +110,8 @@ def append_marker(broker: MarkerHost, topic: str, partition: int, marker: TxnMar
             marker.producer_id,
             marker.producer_epoch,
             "commit" if marker.commit else "abort",
-            topic,
-            partition,
+            leader.topic,
+            leader.index,
             exc,
         )
         return int(exc.error_code)
@@ -122,14 +155,24 @@ async def _await_marker(
     return ErrorCode.none
 
 
-async def append_marker_replicated(broker: MarkerHost, topic: str, partition: int,
-                                   marker: TxnMarker) -> int:
-    """`append_marker`, answered once the ISR has the marker (Kafka appends markers with
+async def await_markers(broker: MarkerHost, marker: TxnMarker,
+                        partitions: list[tuple[str, int]]) -> dict[tuple[str, int], int]:
+    """`append_markers`' unreplicated partitions answered once their ISR has the marker,
+    all waited for together (Kafka's delayed produce of the markers' append)."""
+    codes = await asyncio.gather(*(
+        _await_marker(broker, t, p, marker.producer_id, marker.commit) for t, p in partitions))
+    return dict(zip(partitions, codes, strict=True))
+
+
+async def append_markers_replicated(broker: MarkerHost, marker: TxnMarker,
+                                    partitions: Iterable[tuple[str, int]]
+                                    ) -> dict[tuple[str, int], int]:
+    """`append_markers`, answered once the ISR has each marker (Kafka appends markers with
     acks=all), so a leader change cannot lose a marker the coordinator counted as written."""
-    code = append_marker(broker, topic, partition, marker)
-    if code != ErrorCode.none:
-        return code
-    return await _await_marker(broker, topic, partition, marker.producer_id, marker.commit)
+    results, unreplicated = append_markers(broker, marker, partitions)
+    if unreplicated:
+        results.update(await await_markers(broker, marker, unreplicated))
+    return results
 
 
 class TxnMarkerChannel:
@@ -147,43 +190,34 @@ class TxnMarkerChannel:
         replicated). Unknown leaders and unreachable brokers answer retriable codes. A
         transactions v2 marker goes as WriteTxnMarkers v2 with its transaction version."""
         broker = self.broker
-        producer_id, commit = marker.producer_id, marker.commit
         results: dict[tuple[str, int], int] = {}
         remote: dict[int, list[tuple[str, int]]] = defaultdict(list)
         local: list[tuple[str, int]] = []
+        me, store, replicas = broker.broker_id, broker.store, broker.replicas
+        topics: dict[str, TopicState | None] = {}  # a transaction's partitions: many, few topics
         for topic, p in partitions:
-            state = broker.store.topic(topic)
+            state = topics[topic] if topic in topics else topics.setdefault(
+                topic, store.topic(topic))
             pstate = state.partitions.get(p) if state is not None else None
-            hosted = broker.replicas.get(topic, p)
             if pstate is None:
                 results[(topic, p)] = ErrorCode.unknown_topic_or_partition
-            elif (hosted is not None and hosted.is_leader) or pstate.leader == broker.broker_id:
+                continue
+            hosted = replicas.get(topic, p)
+            if (hosted is not None and hosted.is_leader) or pstate.leader == me:
                 local.append((topic, p))
             elif pstate.leader < 0:
                 results[(topic, p)] = ErrorCode.not_leader_or_follower
             else:
                 remote[pstate.leader].append((topic, p))
-        appended = []
-        for topic, p in local:
-            code = append_marker(broker, topic, p, marker)
-            results[(topic, p)] = code
-            if code != ErrorCode.none:
-                continue
-            leader = broker.replicas.get(topic, p)
-            if leader is not None and leader.high_watermark >= leader.log_end_offset:
-                # Already replicated (no other ISR member): settled in this same step, so a
-                # single broker finishes the markers before anything else runs.
-                settle_group_offsets(broker, topic, p, producer_id, commit)
-            else:
-                appended.append((topic, p))
-        local_waits = [_await_marker(broker, t, p, producer_id, commit) for t, p in appended]
+        appended, unreplicated = append_markers(broker, marker, local)
+        results.update(appended)
         remote_sends = [self._send(leader, tps, marker) for leader, tps in remote.items()]
-        if not local_waits and not remote_sends:
+        if not unreplicated and not remote_sends:
             return results
         local_codes, remote_results = await asyncio.gather(
-            asyncio.gather(*local_waits), asyncio.gather(*remote_sends)
+            await_markers(broker, marker, unreplicated), asyncio.gather(*remote_sends)
         )
-        results.update(zip(appended, local_codes, strict=True))
+        results.update(local_codes)
         for answered in remote_results:
             results.update(answered)
         return results

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import struct
 import time
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
@@ -22,7 +23,13 @@ from typing import TYPE_CHECKING, Any
 
 from samsa.coordinator.internal_log import partition_for
 from samsa.protocol.errors import ErrorCode
-from samsa.protocol.records import first_batch_transactional, iter_batches
+from samsa.protocol.records import (
+    ATTR_CONTROL,
+    ATTR_TRANSACTIONAL,
+    ATTRIBUTES_LOW,
+    HEADER_SIZE,
+    LOG_OVERHEAD,
+)
 
 from ..network.interbroker import BrokerConnection, BrokerUnavailable
 
@@ -43,6 +50,7 @@ KAFKA_REQUEST_TIMEOUT_MS = 30_000
 
 # Coordinator answers that only mean "not now" (Kafka's ReplicaManager turns them into
 # NOT_ENOUGH_REPLICAS, which every client retries).
+_I32 = struct.Struct(">i")
 _RETRIABLE = frozenset({
     ErrorCode.concurrent_transactions,
     ErrorCode.network_exception,
@@ -135,6 +143,28 @@ class TxnPartitionVerifier:
         self._connections.clear()
 
 
+_PRODUCER = struct.Struct(">qh")  # a batch header's producer id and epoch
+_PRODUCER_AT = 43
+
+
+def _transactional_producer(records: bytes) -> tuple[int, int] | None:
+    """(producer id, epoch) of the first batch if it is a whole transactional data batch of
+    a producer, from its header's bytes (asked of every partition of a transactional Produce:
+    no header object); None for anything else, a malformed batch too, which the log's
+    validation then answers (as iter_batches reads it)."""
+    size = len(records)
+    if size < HEADER_SIZE:
+        return None
+    attributes = records[ATTRIBUTES_LOW]
+    if not attributes & ATTR_TRANSACTIONAL or attributes & ATTR_CONTROL:
+        return None
+    (length,) = _I32.unpack_from(records, 8)
+    if length < HEADER_SIZE - LOG_OVERHEAD or LOG_OVERHEAD + length > size:
+        return None
+    producer = _PRODUCER.unpack_from(records, _PRODUCER_AT)
+    return producer if producer[0] >= 0 else None
+
+
 def needs_verification(
     coord: TransactionCoordinator, partition: Partition, records: bytes | None,
     always: bool = False,
@@ -144,22 +174,18 @@ def needs_verification(
     transaction.partition.verification.enable says (Produce v12 adds the partition)."""
     if not records or not (always or coord.verification_enabled):
         return None
-    if not first_batch_transactional(records):
+    producer = _transactional_producer(records)
+    if producer is None:
         return None
-    try:
-        _, header = next(iter_batches(records))
-    except (StopIteration, Exception):
-        return None  # the log's validation answers malformed input
-    if header.is_control or header.producer_id < 0:
-        return None
-    entry = partition.last_producer_entry(header.producer_id)
+    producer_id, producer_epoch = producer
+    entry = partition.last_producer_entry(producer_id)
     if (
         entry is not None
         and entry.current_txn_start_offset >= 0
-        and entry.producer_epoch == header.producer_epoch
+        and entry.producer_epoch == producer_epoch
     ):
         return None  # already verified: the transaction is open on this partition
-    return header.producer_id, header.producer_epoch
+    return producer
 
 
 class ProduceVerification:

@@ -52,6 +52,11 @@ _MARKER_RETRY_S = 0.1
 OFFSETS_TOPIC = "__consumer_offsets"
 
 
+# A Produce verified in-process asks this of each of its partitions, and Java's string hash
+# is a Python loop over the id: its answers are kept for the ids last asked of.
+_partition_for = functools.lru_cache(maxsize=4096)(partition_for)
+
+
 def _now() -> int:
     return int(time.time() * 1000)
 
@@ -213,7 +218,7 @@ class TransactionCoordinator:
         return True
 
     def _partition_of(self, txn_id: str) -> int:
-        return partition_for(txn_id, self.topic.num_partitions)
+        return _partition_for(txn_id, self.topic.num_partitions)
 
     partition_of = _partition_of
 
