@@ -27,7 +27,6 @@ import contextlib
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -44,6 +43,7 @@ from run import (
     api_versions_answered,
     cleanup,
     create_topic,
+    free_base,
     spawn,
     stop,
 )
@@ -102,32 +102,13 @@ def _pid_cpu(pid: int) -> float:
     return 0.0
 
 
-def _free_base(count: int) -> int:
-    """A port P with P..P+count-1 all free now."""
-    while True:
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            base = s.getsockname()[1]
-        if base + count < 65000 and all(_port_free(base + i) for i in range(count)):
-            return base
-
-
-def _port_free(port: int) -> bool:
-    with socket.socket() as s:
-        try:
-            s.bind(("127.0.0.1", port))
-            return True
-        except OSError:
-            return False
-
-
 @contextlib.contextmanager
 def node(processes: int, cpus: str | None = None,
          settings: tuple[str, ...] = ()) -> Iterator[Node]:
     """A node of `processes` brokers without ZooKeeper, pinned to `cpus` (taskset) if given."""
     work = Path(tempfile.mkdtemp(prefix=f"samsa-bench-node{processes}-"))
-    base = _free_base(processes)
-    metrics = _free_base(processes + 1)  # the node's /metrics, then each process's
+    base = free_base(processes)
+    metrics = free_base(processes + 1)  # the node's /metrics, then each process's
     cmd = [str(SAMSA), "serve", "--processes", str(processes), "--broker-id", "0",
            "--listen", f"127.0.0.1:{base}", "--data-dir", str(work / "data"),
            "--set", f"metrics.port={metrics}",

@@ -12,12 +12,16 @@ kill -9 with --recovery-mib of log, scale to --partitions, and on a broker of th
 an SSL listener 1 KiB records over TLS (--tls-records), lz4 JSON-like records (--lz4-records)
 and parallel 10-record transactions (--txn-producers; bench/tls_lz4_txn.py) (see
 docs/performance/methodology.md).
-Prints one table of medians (Samsa, Kafka, Samsa/Kafka) and writes it to docs/performance.md.
+Samsa runs as one process (`samsa serve`) and, for each N > 1 of --processes (default 1,2),
+as a node of N processes (`samsa serve --processes N`: column "samsa xN"), every phase the
+same against each. Prints one table of medians (each Samsa column, Kafka, each Samsa column
+over Kafka) and writes it to docs/performance.md.
 No assertions on speed anywhere: this measures, it does not judge.
 
     .venv/bin/python bench/run.py            # full run, ~40 min on 2 cores, updates the docs
     .venv/bin/python bench/run.py --quick    # smoke run: few records, 1 run, docs untouched
     .venv/bin/python bench/run.py --only samsa --runs 1
+    .venv/bin/python bench/run.py --processes 1   # without the node column (~1/3 shorter)
 """
 
 from __future__ import annotations
@@ -105,6 +109,8 @@ def stop(proc: subprocess.Popen[bytes], grace: float = 30) -> bool:
     True if it exited within `grace` seconds of the SIGTERM."""
     clean = False
     for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, 10)):
+        if sig == signal.SIGKILL:
+            kill_tree(proc.pid)
         with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, sig)
         try:
@@ -119,9 +125,17 @@ def stop(proc: subprocess.Popen[bytes], grace: float = 30) -> bool:
 
 def cleanup() -> None:
     for pgid in list(LIVE_GROUPS):
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(pgid, signal.SIGKILL)
+        kill_tree(pgid)
         LIVE_GROUPS.discard(pgid)
+
+
+def kill_tree(pgid: int) -> None:
+    """SIGKILL the group and every process under it: a node's supervisor starts each broker
+    process in a session of its own, which killpg on the supervisor's group does not reach
+    (and its PR_SET_PDEATHSIG would give them SIGTERM, a clean shutdown, not a kill -9)."""
+    for pid in group_pids(pgid):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signal.SIGKILL)
 
 
 def run_tool(cmd: list[str], timeout: float,
@@ -198,13 +212,24 @@ def jit_cores_over_tail(samples: list[tuple[float, float]], seconds: float) -> f
 
 
 def group_pids(pgid: int) -> list[int]:
-    pids = []
+    """The processes of group `pgid` and every process under them, whatever its group: a
+    node's broker processes (`samsa serve --processes N`) each run in a session of their
+    own under the supervisor, and their CPU, memory and files are the node's."""
+    parents: dict[int, int] = {}
+    members = set()
     for d in Path("/proc").iterdir():
         if d.name.isdigit():
-            with contextlib.suppress(OSError, IndexError):
-                if _stat_fields(int(d.name))[2] == str(pgid):
-                    pids.append(int(d.name))
-    return pids
+            with contextlib.suppress(OSError, IndexError, ValueError):
+                f = _stat_fields(int(d.name))  # [1] ppid, [2] pgrp
+                parents[int(d.name)] = int(f[1])
+                if f[2] == str(pgid):
+                    members.add(int(d.name))
+    grown = True
+    while grown:
+        below = {pid for pid, ppid in parents.items() if ppid in members} - members
+        members |= below
+        grown = bool(below)
+    return sorted(members)
 
 
 def _stat_fields(pid: int) -> list[str]:
@@ -247,6 +272,23 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def free_base(count: int) -> int:
+    """A port P with P..P+count-1 all free now (a node of `count` processes listens on them)."""
+    while True:
+        base = free_port()
+        if base + count < 65000 and all(_port_free(base + i) for i in range(count)):
+            return base
+
+
+def _port_free(port: int) -> bool:
+    with socket.socket() as s:
+        try:
+            s.bind(("127.0.0.1", port))
+            return True
+        except OSError:
+            return False
 
 
 def machine_cpu_seconds() -> dict[str, float]:
@@ -370,16 +412,20 @@ def _recv_exact(s: socket.socket, n: int) -> bytes:
     return buf
 
 
-def wait_first_answer(proc: subprocess.Popen[bytes], port: int, t0: float, log: Path) -> float:
-    """Seconds from process start to the first answered ApiVersions request."""
+def wait_first_answer(proc: subprocess.Popen[bytes], port: int, t0: float, log: Path,
+                      processes: int = 1) -> float:
+    """Seconds from process start to the first answered ApiVersions request; for a node of
+    several processes, to each process (ports port..port+processes-1) having answered one."""
     deadline = t0 + 180  # a hang guard, not a measurement limit
+    pending = list(range(port, port + processes))
     while time.monotonic() < deadline:
         if proc.poll() is not None:
             raise RuntimeError(f"exited with {proc.returncode} during start-up; see {log}")
-        if api_versions_answered(port):
+        pending = [p for p in pending if not api_versions_answered(p)]
+        if not pending:
             return time.monotonic() - t0
         time.sleep(0.02)
-    raise RuntimeError(f"no answer on port {port} after 180 s; see {log}")
+    raise RuntimeError(f"no answer on port(s) {pending} after 180 s; see {log}")
 
 
 # ------------------------------------------------------------------ Kafka from Maven Central
@@ -466,10 +512,39 @@ class Broker:
     startup_s: float
     log: Path
     cmd: list[str]  # the same command restarts it on the same data (recovery phase)
+    processes: int = 1  # a Samsa node's broker processes, on ports port..port+processes-1
 
     @property
     def bootstrap(self) -> str:
+        """The first port alone, also for a node: clients find its other brokers through
+        Metadata, as they would a cluster's."""
         return f"127.0.0.1:{self.port}"
+
+    def restart(self) -> float:
+        """Start the same command on the same data; seconds to every process answering."""
+        t0 = time.monotonic()
+        self.proc = spawn(self.cmd, self.log)  # `running` stops this one at the end
+        return wait_first_answer(self.proc, self.port, t0, self.log, self.processes)
+
+    def kill9(self) -> None:
+        """kill -9 of the broker, or of every process of a node at once."""
+        kill_tree(self.proc.pid)
+        self.proc.wait(30)
+        LIVE_GROUPS.discard(self.proc.pid)
+
+
+SAMSA_NODE = re.compile(r"samsa x(\d+)")
+
+
+def samsa_column(processes: int) -> str:
+    """The bench's name of a Samsa broker of `processes` processes (its column)."""
+    return "samsa" if processes == 1 else f"samsa x{processes}"
+
+
+def samsa_processes(name: str) -> int:
+    """The processes of the Samsa column `name` ("samsa x2": a node of 2; anything else 1)."""
+    m = SAMSA_NODE.fullmatch(name)
+    return int(m.group(1)) if m else 1
 
 
 def write_log4j_configs(work: Path) -> None:
@@ -493,32 +568,39 @@ def start_kafka(lib: Path, work: Path, settings: tuple[str, ...] = (),
     return Broker("kafka", proc, port, wait_first_answer(proc, port, t0, log), log, cmd)
 
 
-def start_samsa(work: Path, settings: tuple[str, ...] = (), port: int | None = None) -> Broker:
-    """`settings`: K=V broker properties (`samsa serve --set`), `port` as start_kafka's."""
-    port = port or free_port()
+def start_samsa(work: Path, settings: tuple[str, ...] = (), port: int | None = None,
+                processes: int = 1) -> Broker:
+    """`settings`: K=V broker properties (`samsa serve --set`), `port` as start_kafka's (the
+    first of a node's). `processes` > 1: a node of that many (`samsa serve --processes N`,
+    broker ids 0..N-1 on ports port..port+N-1, no ZooKeeper: they share the node's metadata
+    file), timed to every process answering."""
+    port = port or free_base(processes)
     log = work / "samsa.log"
     samsa = Path(sys.executable).parent / "samsa"
-    cmd = [str(samsa), "serve", "--listen", f"127.0.0.1:{port}", "--data-dir", str(work / "data"),
-           *(arg for s in settings for arg in ("--set", s))]
+    node = ["--processes", str(processes), "--broker-id", "0"] if processes > 1 else []
+    cmd = [str(samsa), "serve", *node, "--listen", f"127.0.0.1:{port}",
+           "--data-dir", str(work / "data"), *(arg for s in settings for arg in ("--set", s))]
     t0 = time.monotonic()
     proc = spawn(cmd, log)
-    return Broker("samsa", proc, port, wait_first_answer(proc, port, t0, log), log, cmd)
+    startup = wait_first_answer(proc, port, t0, log, processes)
+    return Broker(samsa_column(processes), proc, port, startup, log, cmd, processes)
 
 
 @contextlib.contextmanager
 def running(name: str, kafka_lib: Path | None, settings: tuple[str, ...] = (),
             port: int | None = None) -> Iterator[Broker]:
-    work = Path(tempfile.mkdtemp(prefix=f"samsa-bench-{name}-"))
+    stem = name.replace(" ", "-")
+    work = Path(tempfile.mkdtemp(prefix=f"samsa-bench-{stem}-"))
     broker = None
     try:
         write_log4j_configs(work)
         broker = (start_kafka(kafka_lib, work, settings, port) if kafka_lib
-                  else start_samsa(work, settings, port))
+                  else start_samsa(work, settings, port, samsa_processes(name)))
         yield broker
     finally:
         if broker is not None:
             stop(broker.proc)
-            keep = CACHE / f"last-{name}.log"  # the broker log survives the temp dir
+            keep = CACHE / f"last-{stem}.log"  # the broker log survives the temp dir
             with contextlib.suppress(OSError):
                 shutil.copyfile(broker.log, keep)
         shutil.rmtree(work, ignore_errors=True)
@@ -677,7 +759,7 @@ def _rdkafka_consume_once(bootstrap: str, topic: str, n: int,
             **(extra or {})}  # fmt: skip
     shown = f"confluent_kafka.Consumer({conf}).assign([{topic}/0@0]) x{n}"
     c = Consumer(conf)
-    seen, errors = 0, []
+    seen, errors = 0, list[str]()
     try:
         c.assign([TopicPartition(topic, 0, 0)])
         t0 = time.perf_counter()
@@ -746,7 +828,7 @@ def rdkafka_latency(bootstrap: str, topic: str, rate: int, seconds: float, size:
                     if len(errors) < 5:
                         errors.append(str(m.error()))
                     continue
-                now, sent = time.monotonic_ns(), struct.unpack_from(">q", m.value())[0]
+                now, sent = time.monotonic_ns(), struct.unpack_from(">q", m.value() or b"")[0]
                 if sent:  # 0: the warm-up record
                     lat_ns.append(now - sent)
         finally:
@@ -963,7 +1045,7 @@ def measured(
               "irq_pct": 100 * machine["irq"] / capacity,
               "other_pct": 100 * max(0.0, machine["busy"] - machine["irq"] - machine["steal"]
                                      - cpu - tool) / capacity}
-    print(f"  {broker.name:5} {label:32} ", end="")
+    print(f"  {broker.name:8} {label:32} ", end="")
     if out.error:
         print("FAILED")
         failures.append({"broker": broker.name, "phase": label, "command": out.command,
@@ -1009,10 +1091,10 @@ def bench_broker(broker: Broker, plan: Plan, results: Results, failures: Failure
     t0, busy0, own0 = time.monotonic(), machine_busy_seconds(), own_seconds()
     broker0 = cpu_seconds(broker.proc.pid)
     results.setdefault("startup_s", []).append(broker.startup_s)
-    print(f"  {broker.name:5} start-up to first answer: {broker.startup_s:.2f} s")
-    warm = f"warmup-{time.time_ns()}"
-    create_topic(b, warm)  # warm-up: JIT for Kafka, imports/caches for Samsa; not measured
-    java_produce(tools, b, warm, plan.warmup, 100, "1")
+    print(f"  {broker.name:8} start-up to first answer: {broker.startup_s:.2f} s")
+    warm_topic = f"warmup-{time.time_ns()}"
+    create_topic(b, warm_topic)  # warm-up: JIT for Kafka, imports/caches for Samsa; unmeasured
+    java_produce(tools, b, warm_topic, plan.warmup, 100, "1")
     for client in plan.clients:
         for size, n in plan.sizes.items():
             stem = f"bench-{client}-{size}-{time.time_ns()}"
@@ -1039,7 +1121,7 @@ def bench_broker(broker: Broker, plan: Plan, results: Results, failures: Failure
         - (cpu_seconds(broker.proc.pid) - broker0)
     share = max(0.0, other) / ((time.monotonic() - t0) * (os.cpu_count() or 1))
     results.setdefault("other_cpu_pct", []).append(100 * share)
-    print(f"  {broker.name:5} CPU used by other processes during the run: {share:.0%}")
+    print(f"  {broker.name:8} CPU used by other processes during the run: {share:.0%}")
     if plan.recovery_mib:  # after peak RSS: it kills the broker (and so resets its RSS)
         bench_recovery(broker, plan.recovery_mib, results, failures)
     if plan.partitions:  # last: it leaves thousands of partitions on the broker
@@ -1089,7 +1171,7 @@ def bench_many_clients_and_read_committed(broker: Broker, plan: Plan, results: R
             phase = f"read_committed data (untimed write, attempt {attempt} of {RC_DATA_ATTEMPTS})"
             failures.append({"broker": broker.name, "phase": phase,
                              "command": filled.command, "error": filled.error})  # fmt: skip
-            print(f"  {broker.name:5} {phase}: FAILED")
+            print(f"  {broker.name:8} {phase}: FAILED")
         else:
             return
         n = int(filled.figures["committed"])
@@ -1153,25 +1235,21 @@ def bench_recovery(broker: Broker, mib: int, results: Results, failures: Failure
     if out.error:
         failures.append({"broker": broker.name, "phase": label, "command": out.command,
                          "error": out.error})  # fmt: skip
-        print(f"  {broker.name:5} {label}: writing the log FAILED")
+        print(f"  {broker.name:8} {label}: writing the log FAILED")
         return
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(broker.proc.pid, signal.SIGKILL)
-    broker.proc.wait(30)
-    LIVE_GROUPS.discard(broker.proc.pid)
+    broker.kill9()
     t0 = time.monotonic()
-    broker.proc = spawn(broker.cmd, broker.log)  # `running` stops this one at the end
-    first = wait_first_answer(broker.proc, broker.port, t0, broker.log)
+    first = broker.restart()
     served = end_offset_served(b, topic, n, t0 + 600)
     if not served:
         failures.append({"broker": broker.name, "phase": label, "command": "",
                          "error": f"end offset {n} not served 600 s after restart"})  # fmt: skip
-        print(f"  {broker.name:5} {label}: FAILED (end offset not served)")
+        print(f"  {broker.name:8} {label}: FAILED (end offset not served)")
         return
     total = time.monotonic() - t0
     results.setdefault("recovery|first_s", []).append(first)
     results.setdefault("recovery|served_s", []).append(total)
-    print(f"  {broker.name:5} {label}: first answer {first:.2f} s, end offset served {total:.2f} s")
+    print(f"  {broker.name:8} {label}: first answer {first:.2f} s, end offset served {total:.2f} s")
 
 
 def open_fds(pgid: int) -> int:
@@ -1256,14 +1334,18 @@ def bench_scale(broker: Broker, steps: tuple[int, ...], results: Results,
                 lat.append(time.perf_counter() - m0)
             rss, fds = status_mib(broker.proc.pid, "VmRSS"), open_fds(broker.proc.pid)
             del prod, admin  # closed now: no reconnect attempts (and log lines) while it is down
-            t0 = time.monotonic()
+            t0, logged = time.monotonic(), broker.log.stat().st_size
             if not stop(broker.proc, grace=300):
                 raise RuntimeError(f"no clean shutdown within 300 s of SIGTERM with {total} "
                                    "partitions (SIGKILLed)")  # fmt: skip
+            with open(broker.log, "rb") as f:  # a node's supervisor kills a late process
+                f.seek(logged)
+                if b"ignored SIGTERM" in f.read():
+                    raise RuntimeError(f"a process of the node, stopped with {total} "
+                                       "partitions, was killed by its supervisor after 60 s")
             shutdown = time.monotonic() - t0
             t0 = time.monotonic()
-            broker.proc = spawn(broker.cmd, broker.log)  # `running` stops this one at the end
-            first = wait_first_answer(broker.proc, broker.port, t0, broker.log)
+            first = broker.restart()
             admin = AdminClient({"bootstrap.servers": b})
             if not wait_all_led(admin, topics, t0 + 600):
                 raise RuntimeError("not every partition had a leader 600 s after the restart")
@@ -1273,7 +1355,7 @@ def bench_scale(broker: Broker, steps: tuple[int, ...], results: Results,
             crash_first, crash_ready = scale_kill9(broker, topics, records)
         except (RuntimeError, KafkaException) as e:
             failures.append({"broker": broker.name, "phase": label, "command": "", "error": str(e)})
-            print(f"  {broker.name:5} {label} partitions: FAILED ({e})")
+            print(f"  {broker.name:8} {label} partitions: FAILED ({e})")
             gc.collect()  # clients held by the traceback's frames stop reconnecting now
             return  # the next step would only grow what failed
         figures = {"create_s": create_s, "metadata_ms": 1000 * statistics.median(lat),
@@ -1283,7 +1365,7 @@ def bench_scale(broker: Broker, steps: tuple[int, ...], results: Results,
                    "kill9_first_s": crash_first, "kill9_ready_s": crash_ready}  # fmt: skip
         for k, v in figures.items():
             results.setdefault(f"{label}|{k}", []).append(v)
-        print(f"  {broker.name:5} {total:,} partitions: created in {create_s:.1f} s, Metadata "
+        print(f"  {broker.name:8} {total:,} partitions: created in {create_s:.1f} s, Metadata "
               f"{figures['metadata_ms']:.0f} ms, RSS {rss:.0f} MiB, {fds} fds, shutdown "
               f"{shutdown:.1f} s, restart {first:.1f} s / all led {ready:.1f} s ({fds_restarted} "
               f"fds), kill -9 restart {crash_first:.1f} s / all led and end offsets served "
@@ -1306,13 +1388,9 @@ def scale_kill9(broker: Broker, topics: dict[str, int],
     del prod
     for topic in topics:
         records[topic] += 1
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(broker.proc.pid, signal.SIGKILL)
-    broker.proc.wait(30)
-    LIVE_GROUPS.discard(broker.proc.pid)
+    broker.kill9()
     t0 = time.monotonic()
-    broker.proc = spawn(broker.cmd, broker.log)
-    first = wait_first_answer(broker.proc, broker.port, t0, broker.log)
+    first = broker.restart()
     admin = AdminClient({"bootstrap.servers": b})
     if not wait_all_led(admin, topics, t0 + 600):
         raise RuntimeError("not every partition had a leader 600 s after kill -9 and restart")
@@ -1337,8 +1415,10 @@ def median(results: Results, key: str) -> float | None:
 
 def table_rows(plan: Plan) -> list[tuple[str, str, str, bool]]:
     """(label, metric key, unit, higher is better) in display order."""
-    rows = [("start-up: process start → first ApiVersions answer", "startup_s", "s", False),
-            ("peak RSS (VmHWM) over the whole run", "peak_rss_mib", "MiB", False),
+    rows = [("start-up: process start → first ApiVersions answer (a node: from every "
+             "process)", "startup_s", "s", False),
+            ("peak RSS (VmHWM) over the whole run (a node: its processes' summed)",
+             "peak_rss_mib", "MiB", False),
             ("(noise) machine CPU used by other processes", "other_cpu_pct", "%", False)]
     for client in plan.clients:
         name = "ProducerPerformance" if client == "java" else "librdkafka"
@@ -1469,16 +1549,29 @@ def comparable_key(key: str) -> bool:
                                                         "|tool_jit_cores"))
 
 
+def samsa_columns(res: dict[str, Results]) -> list[str]:
+    """The Samsa columns measured, the single process first, then by a node's processes."""
+    return sorted((b for b in res if b != "kafka"), key=samsa_processes)
+
+
+def shown(name: str) -> str:
+    return name.replace("samsa", "Samsa").replace("kafka", "Kafka")
+
+
 def ratio_rows(plan: Plan, res: dict[str, Results]) -> list[tuple[str, float, bool]]:
-    """The table's rows that have a ratio, for the plot; a sub-row is named after its row."""
+    """The table's rows that have a ratio, for the plot; a sub-row is named after its row,
+    and a node's ratio after its column ("Samsa x2: ...") below the single process's."""
     rows, parent = [], ""
     for label, key, _unit, higher in table_rows(plan):
         if not label.startswith("  "):
             parent = label
-        s, k = median(res.get("samsa", {}), key), median(res.get("kafka", {}), key)
-        if s is not None and k and comparable_key(key):
-            name = f"{parent}: {label.strip(' …→')}" if label.startswith("  ") else label
-            rows.append((name, s / k, higher))
+        name = f"{parent}: {label.strip(' …→')}" if label.startswith("  ") else label
+        k = median(res.get("kafka", {}), key)
+        for column in samsa_columns(res):
+            s = median(res[column], key)
+            if s is not None and k and comparable_key(key):
+                prefix = "" if column == "samsa" else f"{shown(column)}: "
+                rows.append((prefix + name, s / k, higher))
     return rows
 
 
@@ -1493,22 +1586,28 @@ def fmt(v: float | None, unit: str, mbps: float | None = None) -> str:
 
 
 def render_table(plan: Plan, res: dict[str, Results], kafka_note: str) -> str:
+    """A column per Samsa broker measured (one process, then each node of --processes), then
+    Kafka's, then each Samsa column over Kafka's."""
     kafka_head = "Kafka" if "kafka" in res else f"Kafka: {kafka_note}"
-    lines = [f"| measurement | Samsa | {kafka_head} | Samsa/Kafka | better |",
-             "|---|---:|---:|---:|---|"]  # fmt: skip
+    columns = samsa_columns(res) or ["samsa"]
+    heads = [shown(c) for c in columns]
+    lines = [f"| measurement | {' | '.join(heads)} | {kafka_head} | "
+             f"{' | '.join(f'{h}/Kafka' for h in heads)} | better |",
+             "|---|" + "---:|" * (2 * len(columns) + 1) + "---|"]  # fmt: skip
     for label, key, unit, higher in table_rows(plan):
         mb_key = key.replace("|rps", "|mbps") if key.endswith("|rps") else None
         cells = []
-        for broker in ("samsa", "kafka"):
+        for broker in (*columns, "kafka"):
             if broker not in res:
                 cells.append("unavailable" if broker == "kafka" else "not run")
                 continue
             v = median(res[broker], key)
             cells.append(fmt(v, unit, median(res[broker], mb_key) if mb_key and v else None))
-        s, k = median(res.get("samsa", {}), key), median(res.get("kafka", {}), key)
-        comparable = s is not None and k and comparable_key(key)
-        ratio = f"{s / k:.2f}×" if comparable else "–"
-        lines.append(f"| {label} | {cells[0]} | {cells[1]} | {ratio} | "
+        k = median(res.get("kafka", {}), key)
+        for column in columns:
+            s = median(res.get(column, {}), key)
+            cells.append(f"{s / k:.2f}×" if s is not None and k and comparable_key(key) else "–")
+        lines.append(f"| {label} | {' | '.join(cells)} | "
                      f"{'higher' if higher else 'lower'} |")  # fmt: skip
     return "\n".join(lines)
 
@@ -1530,7 +1629,7 @@ def environment(args: argparse.Namespace, plan: Plan, kafka_note: str) -> list[s
         f"({_fstype(Path(tempfile.gettempdir()))})",
         f"- Samsa {importlib.metadata.version('samsa')} (git {git}), Python "
         f"{platform.python_version()} (from {sys.base_prefix}), started as `samsa serve` with "
-        "default settings",
+        "default settings" + nodes(args),
         f"- Before the runs, {args.touched_gib:.1f} GiB of the machine's free "
         "memory was written once and given back (bench/run.py, touch_free_memory)",
         f"- Kafka: {kafka_note}; JVM: {java.splitlines()[0] if java else '?'}",
@@ -1560,6 +1659,23 @@ def environment(args: argparse.Namespace, plan: Plan, kafka_note: str) -> list[s
     ]
 
 
+def nodes(args: argparse.Namespace) -> str:
+    """The environment line's words on the node columns: what runs, and the topic layout."""
+    counts = [n for n in args.processes if n > 1]
+    if not counts or args.only == "kafka":
+        return ""
+    names = ", ".join(f"`--processes {n}` (column Samsa x{n})" for n in counts)
+    return (f"; and as a node, {names}: broker ids 0.. on consecutive ports, without "
+            "ZooKeeper (its processes share the node's SQLite metadata file), clients given "
+            "the first port and finding the others through Metadata, the node's CPU and "
+            "memory those of the supervisor and all its processes. Every column gets the same "
+            "topics: the produce, consume, transaction, latency, read_committed, TLS and lz4 "
+            "rows use one partition, so one process of a node serves their records (the "
+            "others answer Metadata, and may be a transaction's or group's coordinator); "
+            "the 64-partition, paced many-partition, parallel-transaction and scale rows "
+            "spread over the node's processes; recovery kills -9 every process of the node")
+
+
 def _fstype(path: Path) -> str:
     best = ("", "?")
     for line in Path("/proc/mounts").read_text().splitlines():
@@ -1571,7 +1687,7 @@ def _fstype(path: Path) -> str:
 
 def render_failures(failures: Failures) -> str:
     if not failures:
-        return "None: every load generator completed against both brokers."
+        return "None: every load generator completed against every broker."
     seen: dict[tuple[str, str], dict[str, str]] = {}
     counts: dict[tuple[str, str], int] = {}
     for f in failures:
@@ -1580,7 +1696,7 @@ def render_failures(failures: Failures) -> str:
         counts[key] = counts.get(key, 0) + 1
     parts = []
     for (broker, phase), f in seen.items():
-        head = f"- **{broker}**, {phase} (failed in {counts[broker, phase]} run(s)):\n"
+        head = f"- **{shown(broker)}**, {phase} (failed in {counts[broker, phase]} run(s)):\n"
         cmd = f"  `{f['command']}`\n\n" if f["command"] else ""
         parts.append(f"{head}{cmd}  ```\n{_indent(_tail(f['error'], 12))}\n  ```")
     return "\n".join(parts)
@@ -1629,7 +1745,12 @@ def parse_args() -> argparse.Namespace:
                     help="... and for a size not listed, this share of the phase's records")
     ap.add_argument("--quick", action="store_true",
                     help="smoke run: 1 run, few records, small extra phases, docs untouched")
-    ap.add_argument("--only", choices=("samsa", "kafka"), help="benchmark one broker")
+    ap.add_argument("--only", choices=("samsa", "kafka"),
+                    help="benchmark Kafka alone, or Samsa alone (each of --processes)")
+    # 1 and 2: the single process and the node of issue 51 side by side, ~1/3 more bench time
+    ap.add_argument("--processes", default="1,2", type=_processes_list, metavar="N,...",
+                    help="a Samsa column for each: 1 is `samsa serve`, N > 1 a node of N "
+                         "processes (`samsa serve --processes N`, column \"samsa xN\")")
     ap.add_argument("--clients", default="java,rdkafka",
                     help="load generators of the produce/consume phases ('': skip them)")
     ap.add_argument("--no-docs", action="store_true", help="don't write docs/performance.md")
@@ -1686,6 +1807,13 @@ def parse_args() -> argparse.Namespace:
     return args
 
 
+def _processes_list(text: str) -> list[int]:
+    counts = [int(x) for x in text.split(",") if x.strip()]
+    if not counts or min(counts) < 1 or len(set(counts)) < len(counts):
+        raise argparse.ArgumentTypeError(f"{text!r}: distinct process counts of 1 or more")
+    return sorted(counts)
+
+
 def make_plan(args: argparse.Namespace, kafka_lib: Path | None) -> Plan:
     sizes = {int(s): int(n) for s, n in (p.split("=") for p in args.records.split(","))}
     tools = kafka_lib if kafka_lib else TESTS_TOOLS_LIB
@@ -1724,7 +1852,9 @@ def main() -> int:
         version = jar_version(kafka_lib, "kafka_2.13")
         kafka_note = f"Apache Kafka {version} (Maven Central; KRaft, combined broker+controller)"
     plan = make_plan(args, kafka_lib)
-    brokers = [b for b in ("kafka", "samsa") if args.only in (None, b)]
+    brokers = ["kafka"] if args.only in (None, "kafka") else []
+    if args.only in (None, "samsa"):
+        brokers += [samsa_column(n) for n in args.processes]
     if kafka_lib is None and "kafka" in brokers:
         print(f"Kafka: {kafka_note}")
         brokers.remove("kafka")
@@ -1732,7 +1862,7 @@ def main() -> int:
     failures: Failures = []
     args.touched_gib = touch_free_memory() if args.touch_memory else 0.0
     for run in range(args.runs):
-        for name in brokers:  # one after the other: never both brokers at once
+        for name in brokers:  # one after the other: never two brokers at once
             print(f"run {run + 1}/{args.runs}: {name}", flush=True)
             wait_for_quiet(args.max_wait_quiet)
             try:
