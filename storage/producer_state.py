@@ -23,6 +23,7 @@ import crc32c
 from samsa.protocol.records import (
     CONTROL_ABORT,
     CONTROL_COMMIT,
+    HEADER_SIZE,
     BatchHeader,
     Buf,
     parse_control_record,
@@ -84,12 +85,36 @@ class BatchInfo(NamedTuple):
         commit: bool | None = None
         coord_epoch = -1
         if h.is_control:
-            ctype, coord_epoch = parse_control_record(buf, pos, h)
+            ctype, coord_epoch = control_record(buf, pos, h)
             if ctype in (CONTROL_ABORT, CONTROL_COMMIT):
                 commit = ctype == CONTROL_COMMIT
         return cls(h.producer_id, h.producer_epoch, h.base_sequence, h.last_sequence,
                    h.base_offset, h.last_offset, h.max_timestamp, h.is_transactional,
                    h.is_control, commit, coord_epoch)
+
+
+# A transaction marker's one record as this broker (and Kafka) writes it: length 16, no
+# attributes, zero timestamp and offset deltas, a 4-byte key of version 0, then the type, a
+# 6-byte value of version 0, then the coordinator epoch, and no headers.
+_MARKER_HEAD = b"\x20\x00\x00\x00\x08\x00\x00"
+_MARKER_VALUE_HEAD = b"\x0c\x00\x00"
+_MARKER_RECORD_SIZE = 17
+_I16 = struct.Struct(">h")
+_I32 = struct.Struct(">i")
+
+
+def control_record(buf: Buf, pos: int, h: BatchHeader) -> tuple[int, int]:
+    """`parse_control_record`: (control type, coordinator epoch) of the control batch at `pos`,
+    read from fixed places when its record is laid out as a marker always is (a transaction's
+    markers are appended to every partition it wrote: issue 47), else decoded."""
+    r = pos + HEADER_SIZE
+    if (h.records_count == 1 and h.size == HEADER_SIZE + _MARKER_RECORD_SIZE
+            and not h.compression and buf[r:r + 7] == _MARKER_HEAD
+            and buf[r + 9:r + 12] == _MARKER_VALUE_HEAD and buf[r + 16] == 0):
+        (ctype,) = _I16.unpack_from(buf, r + 7)
+        if ctype in (CONTROL_ABORT, CONTROL_COMMIT):
+            return ctype, _I32.unpack_from(buf, r + 12)[0]
+    return parse_control_record(buf, pos, h)
 
 
 @dataclass(frozen=True, slots=True)
