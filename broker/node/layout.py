@@ -146,6 +146,11 @@ def _check_can_adopt(node: BrokerConfig, entries: dict[Path, list[Path]],
                 f"{min(others)} so that they are its process 0's")
     for d in node.log_dirs:
         target = d / f"broker-{broker_id}"
+        if target.is_dir() and _partition_dir(target):
+            raise LayoutError(
+                f"{target} is a partition of the single broker's topic 'broker', named as "
+                f"the node names broker {broker_id}'s log directory: this directory cannot "
+                "be carried over; keep running it as one process")
         if entries[d] and target.exists() and any(target.iterdir()):
             raise LayoutError(
                 f"{d} holds a single broker's data and {target} a node process's: a node was "
