@@ -24,7 +24,8 @@ top conftest.py):
         ...
 
 `node(processes=2)` is one node of broker processes under `samsa serve --processes N`'s
-supervisor, with a ZooKeeper of its own (samsa/testing/_node.py).
+supervisor, with a ZooKeeper of its own (samsa/testing/_node.py); `cluster(2, processes=2)` is
+ZooKeeper and two such nodes (`samsa cluster --processes 2`).
 
 Each broker is a `samsa serve` process on a free loopback port with a temporary data
 directory, removed when the broker is closed. Keyword arguments are broker properties (`--set
@@ -601,21 +602,28 @@ def zookeeper_available() -> bool:
 
 
 class SamsaCluster(_Served):
-    """`samsa cluster --brokers N`: a local ZooKeeper and N brokers on loopback."""
+    """`samsa cluster --brokers N`: a local ZooKeeper and N brokers on loopback; with
+    `processes` P > 1, N nodes of P broker processes each (`--processes P`: node k is brokers
+    k*P..k*P+P-1 on the ports after `ports[0]`, its processes on one rack)."""
 
     host = "127.0.0.1"
 
-    def __init__(self, brokers: int, settings: Mapping[str, Any] | None = None) -> None:
+    def __init__(self, brokers: int, settings: Mapping[str, Any] | None = None, *,
+                 processes: int = 1) -> None:
+        if processes < 1:
+            raise ValueError("processes: at least 1")
         self.size = brokers
+        self.processes = processes
         self._tmp = tempfile.TemporaryDirectory(prefix="samsa-testing-cluster-")
         self.data_dir = Path(self._tmp.name)
         self.zk_port = free_port(self.host)
-        # brokers on PORT..PORT+N-1: pick a base whose whole range is free now
+        # brokers on PORT..PORT+N*P-1: pick a base whose whole range is free now
+        count = brokers * processes
         while True:
             base = free_port(self.host)
-            if all(_free(self.host, base + i) for i in range(brokers)):
+            if all(_free(self.host, base + i) for i in range(count)):
                 break
-        self.ports = [base + i for i in range(brokers)]
+        self.ports = [base + i for i in range(count)]
         self.settings = dict(settings or {})
         self.log_path = self.data_dir / "cluster.log"
         self.proc: subprocess.Popen[bytes] | None = None
@@ -625,11 +633,14 @@ class SamsaCluster(_Served):
     def bootstrap(self) -> str:
         return ",".join(f"{self.host}:{p}" for p in self.ports)
 
-    def start(self, timeout: float = 90.0) -> SamsaCluster:
+    def start(self, timeout: float | None = None) -> SamsaCluster:
+        timeout = 90.0 * self.processes if timeout is None else timeout
         cmd = samsa_command() + [
             "cluster", "--brokers", str(self.size), "--data-dir", str(self.data_dir / "c"),
             "--base-port", str(self.ports[0]), "--zk-port", str(self.zk_port),
             "--host", self.host]
+        if self.processes > 1:
+            cmd += ["--processes", str(self.processes)]
         for key, value in self.settings.items():
             cmd += ["--set", f"{key}={str(value).lower() if isinstance(value, bool) else value}"]
         t0 = time.perf_counter()
@@ -642,7 +653,9 @@ class SamsaCluster(_Served):
                 raise BrokerStartError(f"samsa cluster did not start\n{_tail(self.log_path)}")
             time.sleep(0.05)
         self.startup_seconds = time.perf_counter() - t0
-        startup_times.append((f"cluster of {self.size}", self.startup_seconds))
+        what = (f"cluster of {self.size}" if self.processes == 1
+                else f"cluster of {self.size} nodes of {self.processes}")
+        startup_times.append((what, self.startup_seconds))
         return self
 
     def close(self) -> None:
@@ -675,10 +688,12 @@ def _free(host: str, port: int) -> bool:
 
 
 @contextlib.contextmanager
-def cluster(brokers: int = 3, settings: Mapping[str, Any] | None = None,
-            **kwargs: Any) -> Iterator[SamsaCluster]:
-    """ZooKeeper and `brokers` brokers, stopped and removed on leaving the block."""
-    c = SamsaCluster(brokers, _settings(settings, kwargs))
+def cluster(brokers: int = 3, settings: Mapping[str, Any] | None = None, *,
+            processes: int = 1, **kwargs: Any) -> Iterator[SamsaCluster]:
+    """ZooKeeper and `brokers` brokers (with `processes` P > 1: `brokers` nodes of P
+    processes each, as `samsa cluster --processes P`), stopped and removed on leaving the
+    block."""
+    c = SamsaCluster(brokers, _settings(settings, kwargs), processes=processes)
     try:
         yield c.start()
     finally:

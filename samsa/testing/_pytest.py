@@ -41,15 +41,16 @@ def samsa_embedded_broker(request: pytest.FixtureRequest) -> Iterator[st.Embedde
 
 @pytest.fixture
 def samsa_cluster() -> Iterator[Callable[..., st.SamsaCluster]]:
-    """samsa_cluster(n, **settings): ZooKeeper and n brokers, closed after the test; the test
-    is skipped where ZooKeeper (Debian's zookeeper package) and java are not installed."""
+    """samsa_cluster(n, **settings): ZooKeeper and n brokers (samsa_cluster(n, processes=P):
+    n nodes of P processes), closed after the test; the test is skipped where ZooKeeper
+    (Debian's zookeeper package) and java are not installed."""
     if not st.zookeeper_available():
         pytest.skip(f"ZooKeeper is not installed ({st.ZOOKEEPER_JAR}, java)")
     made: list[st.SamsaCluster] = []
 
-    def start(brokers: int = 3, settings: dict[str, Any] | None = None,
-              **kwargs: Any) -> st.SamsaCluster:
-        c = st.SamsaCluster(brokers, st._settings(settings, kwargs))
+    def start(brokers: int = 3, settings: dict[str, Any] | None = None, *,
+              processes: int = 1, **kwargs: Any) -> st.SamsaCluster:
+        c = st.SamsaCluster(brokers, st._settings(settings, kwargs), processes=processes)
         made.append(c)
         return c.start()
 

@@ -286,3 +286,29 @@ def test_two_nodes_of_two_processes_place_replicas_apart_and_stop_on_sigterm(
         for node in ("node-0", "node-1"):
             log = (data_dir / node / "node.log").read_text()
             assert log.count("shut down cleanly") == 2, log[-3000:]
+
+
+def test_samsa_testing_cluster_of_two_nodes_of_two_processes() -> None:
+    """samsa.testing.cluster(2, processes=2): `samsa cluster --processes 2` for tests, its
+    bootstrap listing every process, a partition's replicas on both nodes."""
+    import samsa.testing
+
+    with samsa.testing.cluster(2, processes=2) as c:
+        assert len(c.ports) == 4 and c.bootstrap.count(",") == 3
+        admin = AdminClient({"bootstrap.servers": c.bootstrap})
+
+        def racks() -> dict[int, str | None] | None:
+            nodes = admin.describe_cluster(request_timeout=10).result(timeout=20).nodes
+            return {n.id: n.rack for n in nodes} if len(nodes) == 4 else None
+
+        assert wait_for_value(racks, 60, "four brokers") == {
+            0: "node-0", 1: "node-0", 2: "node-1", 3: "node-1"}
+        admin.create_topics([NewTopic("paired", 2, 2)])["paired"].result(timeout=60)
+
+        def replicas() -> list[list[int]] | None:
+            t = admin.list_topics("paired", timeout=10).topics["paired"]
+            found = [sorted(p.replicas) for p in t.partitions.values() if p.leader >= 0]
+            return found if len(found) == 2 else None
+
+        for pair in wait_for_value(replicas, 60, "leaders of paired"):
+            assert pair[0] in (0, 1) and pair[1] in (2, 3), pair
