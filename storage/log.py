@@ -45,6 +45,7 @@ from samsa.protocol.records import (
     set_log_append_time,
     stamped_parts,
     stamped_prefix,
+    validate_batch,
 )
 from samsa.storage import log_reads
 from samsa.storage.clock import milliseconds
@@ -227,6 +228,10 @@ class Log:
             fast = self._append_client_batch(records, leader_epoch, now)
             if fast is not None:
                 return fast
+        elif origin == "coordinator":
+            fast = self._append_marker(records, leader_epoch, now, transaction_version)
+            if fast is not None:
+                return fast
         log_append = self.config.log_append_time
         # Offsets and epochs are written with the batches (stamped_parts; the CRC covers
         # neither); a LogAppendTime is set in a copy, as the CRC covers it.
@@ -298,6 +303,37 @@ class Log:
         return AppendInfo(base, last, -1, self.offsets.log_start_offset, h.records_count,
                           max_timestamp=max_timestamp)
 
+    def _append_marker(self, buf: Buf, leader_epoch: int, now: int,
+                       transaction_version: int) -> AppendInfo | None:
+        """A transaction marker's append, collapsed as a producer's (a transaction over many
+        partitions appends one to each: issue 47): one control batch, CreateTime, within the
+        size limits. The checks (analyze's and the producer state's), the bytes written and
+        the answer are the general path's; None, with nothing checked or changed, for
+        anything else (the group and transaction coordinators' records among them)."""
+        size = len(buf)
+        config = self.config
+        if (size < HEADER_SIZE or not buf[ATTRIBUTES_LOW] & ATTR_CONTROL
+                or _I32.unpack_from(buf, 8)[0] != size - LOG_OVERHEAD
+                or size > config.max_message_bytes or size > config.segment_bytes
+                or config.log_append_time):
+            return None
+        h = BatchHeader.parse(buf, 0)
+        validate_batch(buf, 0, h)  # analyze's check of a batch that is not a client's
+        base = self.segs.view[0][-1].next_offset
+        last = h.last_offset_delta + base
+        h.base_offset, h.partition_leader_epoch = base, leader_epoch
+        psm = self.producer_state
+        plan = psm.prepare_append([BatchInfo.of_batch(h, buf, 0)], "coordinator",
+                                  transaction_version)
+        seg = self._maybe_roll(size, h.max_timestamp, base, last, now)
+        seg.append_batch(stamped_prefix(h), memoryview(buf)[STAMPED_PREFIX_SIZE:], h)
+        self.leader_epoch_cache.maybe_assign(leader_epoch, base)
+        self._apply_producer_state(seg, plan)
+        if self.flushes.count(h.records_count, now, config):
+            self.flush()
+        return AppendInfo(base, last, -1, self.offsets.log_start_offset, h.records_count,
+                          max_timestamp=h.max_timestamp)
+
     @guarded("appending records to")
     def append_as_follower(self, records: bytes | bytearray | memoryview,
                            now_ms: int | None = None) -> AppendInfo:
@@ -334,14 +370,19 @@ class Log:
         seg.append(parts, batches)
         for _pos, h in batches:
             self.leader_epoch_cache.maybe_assign(h.partition_leader_epoch, h.base_offset)
+        self._apply_producer_state(seg, plan)
+        if self.flushes.count(count, now, self.config):  # flush.messages, flush.ms
+            self.flush()
+        return count, max_timestamp
+
+    def _apply_producer_state(self, seg: LogSegment, plan: AppendPlan) -> None:
+        """Commit a written append's producer-state plan; each transaction it aborted goes
+        to the segment's transaction index."""
         psm = self.producer_state
         for txn in psm.apply(plan):
             if txn.is_aborted:
                 seg.txn_index.append(AbortedTxn(txn.producer_id, txn.first_offset,
                                                 txn.last_offset, psm.last_stable_offset(txn)))
-        if self.flushes.count(count, now, self.config):  # flush.messages, flush.ms
-            self.flush()
-        return count, max_timestamp
 
     @guarded("assigning a leader epoch in")
     def assign_leader_epoch(self, epoch: int, start_offset: int) -> None:

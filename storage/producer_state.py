@@ -221,6 +221,8 @@ class AppendPlan:
     generation: int  # manager generation the plan was validated against
     # The common append (see `_prepare_next_batch`): a batch to add to a stored entry in place.
     next_batch: tuple[_Entry, _BatchMetadata] | None = None
+    # A transaction marker (see `_prepare_marker`): the stored entry it ends the transaction of.
+    marker: tuple[_Entry, BatchInfo] | None = None
 
 
 def _snapshot_name(offset: int) -> str:
@@ -464,8 +466,12 @@ class ProducerStateManager:
                        transaction_version: int = 0) -> AppendPlan:
         if origin not in _ORIGINS:
             raise ValueError(f"unknown append origin {origin!r}")
-        if len(batches) == 1 and (plan := self._prepare_next_batch(batches[0], origin)):
-            return plan
+        if len(batches) == 1:
+            b = batches[0]
+            plan = (self._prepare_marker(b, origin, transaction_version) if b.is_control
+                    else self._prepare_next_batch(b, origin))
+            if plan is not None:
+                return plan
         v = _Validator(self._producers, cast(Origin, origin), transaction_version)
         end_offset: int | None = None
         for b in batches:
@@ -493,6 +499,22 @@ class ProducerStateManager:
                                b.max_timestamp)
         return AppendPlan({}, [], [], end_offset, self._generation, (e, batch))
 
+    def _prepare_marker(self, b: BatchInfo, origin: str, transaction_version: int
+                        ) -> AppendPlan | None:
+        """The plan for a COMMIT/ABORT marker of a known producer that `_Validator` would take
+        without a word (its epoch, coordinator epoch and, for transactions v2, the open
+        transaction's epoch all in order), without copying the entry: a transaction appends
+        one to every partition it wrote. None for any other control batch."""
+        e = self._producers.get(b.producer_id)
+        if (origin == "client" or e is None or b.control_commit is None
+                or b.producer_epoch < e.epoch or b.coordinator_epoch < e.coordinator_epoch
+                or (transaction_version >= 2 and b.producer_epoch == e.epoch
+                    and e.txn_first_offset is not None)):
+            return None
+        completed = [] if e.txn_first_offset is None else [
+            CompletedTxn(b.producer_id, e.txn_first_offset, b.first_offset, not b.control_commit)]
+        return AppendPlan({}, [], completed, b.last_offset + 1, self._generation, marker=(e, b))
+
     def apply(self, plan: AppendPlan) -> list[CompletedTxn]:
         if plan.generation != self._generation:
             raise RuntimeError("producer state changed between prepare_append and apply")
@@ -501,6 +523,12 @@ class ProducerStateManager:
             e, batch = plan.next_batch
             e.batches.append(batch)
             e.last_timestamp = batch.timestamp
+        if plan.marker is not None:  # what _Validator._add_marker does to its copy
+            e, marker = plan.marker
+            e.set_epoch(marker.producer_epoch)
+            e.coordinator_epoch = marker.coordinator_epoch
+            e.txn_first_offset = None
+            e.last_timestamp = marker.max_timestamp
         for pid, entry in plan.entries.items():
             self._producers[pid] = entry
         for first_offset, pid in plan.started_txns:
