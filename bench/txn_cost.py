@@ -51,8 +51,9 @@ STEPS = ("add", "produce", "end", "markers")
 class Producer:
     """The frames one transactional producer sends, built outside the clock."""
 
-    def __init__(self, h: Harness, partitions: int, size: int, tv2: bool) -> None:
-        self.h, self.partitions, self.tv2 = h, partitions, tv2
+    def __init__(self, h: Harness, partitions: int, size: int, tv2: bool, commit: bool
+                 ) -> None:
+        self.h, self.partitions, self.tv2, self.commit = h, partitions, tv2, commit
         self.value = b"v" * size
         self.pid = self.epoch = -1
         self.sequences = [0] * partitions
@@ -91,7 +92,7 @@ class Producer:
     def end_frame(self) -> bytes:
         return self.h.frame(26, 5 if self.tv2 else 4, {
             "transactional_id": TXN_ID, "producer_id": self.pid,
-            "producer_epoch": self.epoch, "committed": True})
+            "producer_epoch": self.epoch, "committed": self.commit})
 
     def ended(self, answer: Any) -> None:
         if self.tv2 and (answer.producer_id, answer.producer_epoch) != (self.pid, self.epoch):
@@ -144,7 +145,8 @@ async def one_txn(h: Harness, prod: Producer, cpu: dict[str, float],
     t0 = time.process_time()
     if prof is not None:
         prof.enable()
-    while md.state is not TxnState.COMPLETE_COMMIT or md.pending:
+    done = TxnState.COMPLETE_COMMIT if prod.commit else TxnState.COMPLETE_ABORT
+    while md.state is not done or md.pending:
         await asyncio.sleep(0)
     if prof is not None:
         prof.disable()
@@ -160,7 +162,7 @@ async def run(args: argparse.Namespace) -> None:
             "assignments": [], "configs": []}], "timeout_ms": 60_000, "validate_only": False})
         assert created.topics[0].error_code == 0, created
         list(h.broker.replicas.partitions())
-        prod = Producer(h, args.partitions, args.size, args.mode == "tv2")
+        prod = Producer(h, args.partitions, args.size, args.mode == "tv2", not args.abort)
         await prod.init()
         await one_txn(h, prod, dict.fromkeys(STEPS, 0.0), None)  # warm-up
         rounds: list[dict[str, float]] = []
@@ -174,7 +176,8 @@ async def run(args: argparse.Namespace) -> None:
         r, p = rounds[median], args.partitions
         steps = ", ".join(f"{k} {1e3 * v:.2f} ms ({1e6 * v / p:.1f} us/partition)"
                           for k, v in r.items() if k != "add" or not prod.tv2)
-        print(f"txn {args.mode}: {p} partitions, one record of {args.size} B each: "
+        ended = " aborted" if args.abort else ""
+        print(f"txn {args.mode}{ended}: {p} partitions, one record of {args.size} B each: "
               f"{1e3 * totals[median]:.2f} ms/transaction, "
               f"{1e6 * totals[median] / p:.1f} us/partition; {steps} "
               f"(rounds: {', '.join(f'{1e3 * t:.2f}' for t in totals)} ms/transaction)")
@@ -190,6 +193,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--mode", choices=("tv1", "tv2"), default="tv1")
     ap.add_argument("--partitions", type=int, default=500)
+    ap.add_argument("--abort", action="store_true",
+                    help="end each transaction with an abort (the transaction index)")
     ap.add_argument("--size", type=int, default=100)
     ap.add_argument("--txns", type=int, default=10, help="transactions a round")
     ap.add_argument("--rounds", type=int, default=5)
