@@ -121,9 +121,13 @@ def test_direct_ssl_object_reports_the_peers_close(certs: Certs) -> None:
     assert s.read(10) == b""  # close_notify: the end of the stream (what uvloop looks for)
 
 
-def test_uvloop_transport_uses_the_direct_object(certs: Certs) -> None:
-    """A uvloop TLS server given a listener's context: its connection's SSL object is a
-    DirectSSLObject, and bytes go both ways (many small TLS records in, one answer out)."""
+@pytest.mark.parametrize("loop_factory", [uvloop.new_event_loop, asyncio.new_event_loop],
+                         ids=["uvloop", "asyncio"])
+def test_event_loop_transport_uses_the_direct_object(
+        certs: Certs, loop_factory: Callable[[], asyncio.AbstractEventLoop]) -> None:
+    """A TLS server on the broker's event loop (uvloop; asyncio's own where uvloop is missing)
+    given a listener's context: its connection's SSL object is a DirectSSLObject, and bytes go
+    both ways (many small TLS records in, one answer out)."""
     config = _config(certs)
     server_ctx, client_ctx = server_context(config, "SSL"), client_context(config, "SSL")
 
@@ -155,5 +159,6 @@ def test_uvloop_transport_uses_the_direct_object(certs: Certs) -> None:
         await srv.wait_closed()
         return answer
 
-    assert uvloop.run(main()) == b"done"
+    with asyncio.Runner(loop_factory=loop_factory) as runner:
+        assert runner.run(main()) == b"done"
     assert len(seen) == 1 and isinstance(seen[0], DirectSSLObject)
