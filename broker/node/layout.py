@@ -31,6 +31,7 @@ from pathlib import Path
 
 from samsa.config.schema import BrokerConfig
 
+from ..cluster.local_cluster import port_is_free
 from ..cluster.metadata_store import LocalMetadataStore
 from ..cluster.shared import NODE_FILE
 from ..cluster.shared.adopt import (
@@ -127,6 +128,12 @@ def _check_can_adopt(node: BrokerConfig, entries: dict[Path, list[Path]],
     """Refuse what cannot be carried, before anything changes."""
     broker_id = node.broker_id
     zookeeper = node["zookeeper.connect"]
+    busy = [f"{li.host}:{li.port}" for li in node.listeners
+            if li.port and ":" not in li.host and not port_is_free(li.host, li.port)]
+    if busy:  # Samsa's log dirs have no lock file: the port says a broker may still run
+        raise LayoutError(
+            f"{', '.join(busy)}, where broker {broker_id} of the node listens, is in use: stop "
+            f"the broker that still runs on {node.data_dir} before starting the node there")
     if metadata.exists() and zookeeper:
         raise LayoutError(
             f"{metadata.parent} holds a single broker's metadata file ({metadata.name}) from a "

@@ -1,8 +1,9 @@
 """Carrying a single broker's data directory over to a node, step by step (broker/node/
 layout.py), on the directory a real `samsa serve` left: a start interrupted while the metadata
 is written or while entries are moved resumes and ends with everything in broker-0; what
-cannot be carried (another broker id's partitions, a node started there before, a metadata
-file from a run without ZooKeeper on a node with it) is refused before anything moves; one
+cannot be carried (another broker id's partitions, a node started there before, a broker
+still listening on the node's port, a metadata file from a run without ZooKeeper on a node with
+it) is refused before anything moves; one
 process over a node's directory is refused, a single broker's own is not."""
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import socket
 import sqlite3
 from pathlib import Path
 
@@ -27,7 +29,7 @@ from samsa.broker.node.layout import (
 )
 from samsa.config.loader import load_config
 from samsa.config.schema import BrokerConfig
-from samsa.testing import SamsaBroker, create_topic
+from samsa.testing import SamsaBroker, create_topic, free_port
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -62,7 +64,8 @@ def data(single_dirs: dict[str, Path], tmp_path: Path) -> Path:
 
 
 def _node(data: Path, **settings: str) -> BrokerConfig:
-    return load_config(None, {"log.dirs": str(data), "node.id": "0", **settings})
+    return load_config(None, {"log.dirs": str(data), "node.id": "0",
+                              "listeners": f"PLAINTEXT://127.0.0.1:{free_port()}", **settings})
 
 
 def _tree(d: Path) -> list[str]:
@@ -147,6 +150,17 @@ def test_a_node_started_beside_the_single_broker_s_data_is_refused(data: Path,
     before = _tree(data)
     with pytest.raises(LayoutError, match="a node was started there before"):
         adopt_single_broker(_node(data))
+    assert _tree(data) == before
+
+
+def test_a_broker_still_listening_on_the_node_s_port_is_refused(data: Path) -> None:
+    before = _tree(data)
+    with socket.socket() as running:  # the single broker, not stopped yet
+        running.bind(("127.0.0.1", 0))
+        running.listen()
+        port = running.getsockname()[1]
+        with pytest.raises(LayoutError, match="is in use"):
+            adopt_single_broker(_node(data, listeners=f"PLAINTEXT://127.0.0.1:{port}"))
     assert _tree(data) == before
 
 

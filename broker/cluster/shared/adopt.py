@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import os
 import sqlite3
 from dataclasses import dataclass
@@ -21,6 +22,8 @@ from ..metadata_store import BrokerInfo, LocalMetadataStore, QuotaEntity
 from ..zk.common import dumps
 from ..zk.producer_ids import PRODUCER_ID_BLOCK
 from .store import SharedMetadataStore
+
+log = logging.getLogger("samsa.node")
 
 # The single broker's producer-id state beside its metadata (coordinator/producer_ids.py).
 PRODUCER_ID_FILE = "producer-id-block"
@@ -98,9 +101,11 @@ async def _copy(local: LocalMetadataStore, path: Path, broker_id: int,
             carried.topics += 1
             carried.partitions += len(topic.partitions)
         bindings = list(local.acls().bindings())
-        if bindings:
-            await store.create_acls(bindings)
-        carried.acls = len(bindings)
+        refused = await store.create_acls(bindings) if bindings else []
+        for binding, why in zip(bindings, refused, strict=True):
+            if why is not None:  # a name ZooKeeper's layout cannot hold ('/')
+                log.warning("ACL %s not carried: %s", binding, why)
+        carried.acls = sum(1 for why in refused if why is None)
         users = local.scram_users()
         await store.alter_scram_credentials([
             (user, mech, local.scram_credential(user, mech))
