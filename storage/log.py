@@ -229,7 +229,8 @@ class Log:
             if fast is not None:
                 return fast
         elif origin == "coordinator":
-            fast = self._append_marker(records, leader_epoch, now, transaction_version)
+            fast = self._append_coordinator_batch(records, leader_epoch, now,
+                                                  transaction_version)
             if fast is not None:
                 return fast
         log_append = self.config.log_append_time
@@ -303,32 +304,38 @@ class Log:
         return AppendInfo(base, last, -1, self.offsets.log_start_offset, h.records_count,
                           max_timestamp=max_timestamp)
 
-    def _append_marker(self, buf: Buf, leader_epoch: int, now: int,
-                       transaction_version: int) -> AppendInfo | None:
-        """A transaction marker's append, collapsed as a producer's (a transaction over many
-        partitions appends one to each: issue 47): one control batch, CreateTime, within the
-        size limits. The checks (analyze's and the producer state's), the bytes written and
-        the answer are the general path's; None, with nothing checked or changed, for
-        anything else (the group and transaction coordinators' records among them)."""
+    def _append_coordinator_batch(self, buf: Buf, leader_epoch: int, now: int,
+                                  transaction_version: int) -> AppendInfo | None:
+        """A coordinator's one-batch append, collapsed as a producer's: a transaction marker
+        (a transaction over many partitions appends one to each: issue 47) or a batch of
+        records without a producer id (the coordinators' own state; a transaction writes
+        three), CreateTime, within the size limits. The checks (analyze's and the producer
+        state's), the bytes written and the answer are the general path's; None, with nothing
+        checked or changed, for anything else."""
         size = len(buf)
         config = self.config
-        if (size < HEADER_SIZE or not buf[ATTRIBUTES_LOW] & ATTR_CONTROL
-                or _I32.unpack_from(buf, 8)[0] != size - LOG_OVERHEAD
+        if (size < HEADER_SIZE or _I32.unpack_from(buf, 8)[0] != size - LOG_OVERHEAD
                 or size > config.max_message_bytes or size > config.segment_bytes
                 or config.log_append_time):
             return None
         h = BatchHeader.parse(buf, 0)
+        control = h.is_control
+        if not control and h.producer_id != NO_PRODUCER_ID:
+            return None
         validate_batch(buf, 0, h)  # analyze's check of a batch that is not a client's
         base = self.segs.view[0][-1].next_offset
         last = h.last_offset_delta + base
         h.base_offset, h.partition_leader_epoch = base, leader_epoch
         psm = self.producer_state
         plan = psm.prepare_append([BatchInfo.of_batch(h, buf, 0)], "coordinator",
-                                  transaction_version)
+                                  transaction_version) if control else None
         seg = self._maybe_roll(size, h.max_timestamp, base, last, now)
         seg.append_batch(stamped_prefix(h), memoryview(buf)[STAMPED_PREFIX_SIZE:], h)
         self.leader_epoch_cache.maybe_assign(leader_epoch, base)
-        self._apply_producer_state(seg, plan)
+        if plan is not None:
+            self._apply_producer_state(seg, plan)
+        else:
+            psm.append_next_batch(None, h.last_sequence, base, last, h.max_timestamp)
         if self.flushes.count(h.records_count, now, config):
             self.flush()
         return AppendInfo(base, last, -1, self.offsets.log_start_offset, h.records_count,

@@ -1,7 +1,8 @@
-"""A transaction marker's append (storage/log.py's _append_marker and the producer state's
-_prepare_marker, taken once per partition of every transaction) does what the general
-append does: the same bytes, answers and refusals, producer state, last stable offset and
-transaction index, whichever way each marker goes."""
+"""A coordinator's one-batch append (storage/log.py's _append_coordinator_batch and the
+producer state's _prepare_marker: a transaction's markers, one per partition it wrote, and the
+coordinators' own records) does what the general append does: the same bytes, answers and
+refusals, producer state, last stable offset and transaction index, whichever way each
+batch goes."""
 
 from __future__ import annotations
 
@@ -23,16 +24,25 @@ def data(pid: int, epoch: int, seq: int, n: int = 1, transactional: bool = True)
                        transactional=transactional)
 
 
+def state(n: int = 1) -> bytes:
+    """A coordinator's own records (no producer id)."""
+    return build_batch([(b"txn-%d" % i, b"s" * 30, [], 1500 + i) for i in range(n)])
+
+
 def marker(pid: int, epoch: int, commit: bool, coordinator_epoch: int = 3) -> bytes:
     return build_control_batch(pid, epoch, commit, coordinator_epoch, 2000)
 
 
 # (records, origin, transaction version of a marker)
 SCENARIO: list[tuple[bytes, str, int]] = [
+    (state(), "coordinator", 0),
     (data(7, 0, 0, 2), "client", 0),
     (data(9, 0, 0, transactional=False), "client", 0),
+    (state(3), "coordinator", 0),
+    (data(12, 0, 0), "coordinator", 0),                          # a group's pending offsets
     (marker(7, 0, commit=False), "coordinator", 0),              # aborted: the txn index
     (data(8, 0, 0), "client", 0),                                 # 8's stays open
+    (marker(12, 0, commit=True), "coordinator", 0),              # the group's committed
     (data(7, 0, 2), "client", 0),
     (marker(7, 0, commit=True), "coordinator", 0),               # LSO held by 8's
     (marker(7, 0, commit=True, coordinator_epoch=2), "coordinator", 0),  # fenced coordinator
@@ -60,7 +70,7 @@ def run(tmp_path: Path, name: str) -> dict[str, Any]:
         except Exception as exc:  # the refusal's kind is what is compared
             answers.append(type(exc).__name__)
         log.update_high_watermark(log.log_end_offset)
-        answers.append(log.last_stable_offset)
+        answers.append((log.last_stable_offset, log.producer_state.map_end_offset))
     read, offset = [], 0
     while offset < log.log_end_offset:
         chunk = bytes(log.read(offset, 1 << 20).records)
@@ -80,14 +90,14 @@ def run(tmp_path: Path, name: str) -> dict[str, Any]:
 def test_markers_appended_as_the_general_path_appends_them(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     fast = run(tmp_path, "fast")
-    monkeypatch.setattr(Log, "_append_marker", lambda *_: None)
+    monkeypatch.setattr(Log, "_append_coordinator_batch", lambda *_: None)
     monkeypatch.setattr(ProducerStateManager, "_prepare_marker", lambda *_: None)
     general = run(tmp_path, "general")
     assert fast == general
     # what the scenario is meant to reach
     assert [a for a in fast["answers"] if isinstance(a, str)] == [
         "TransactionCoordinatorFenced", "InvalidProducerEpoch", "InvalidProducerEpoch"]
-    assert [(a.producer_id, a.first_offset) for a in fast["aborted"]] == [(7, 0), (8, 8)]
+    assert [(a.producer_id, a.first_offset) for a in fast["aborted"]] == [(7, 1), (8, 14)]
     assert fast["segments"] > 1
 
 
