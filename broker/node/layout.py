@@ -183,6 +183,9 @@ def _carry_metadata(node: BrokerConfig, metadata: Path) -> None:
         log.info("%s already holds the single broker's metadata (cluster %s)", shared,
                  cluster_id)
         return
+    log.info("carrying the single broker's metadata from %s into %s (through a session "
+             "of its own, registered as broker %d until it is done)", metadata, shared,
+             node.broker_id)
     carried = carry_into_shared(metadata.parent, shared, node.broker_id)
     log.info("carried the single broker's metadata from %s into %s: %s", metadata, shared,
              carried)

@@ -26,6 +26,7 @@ from samsa.broker.node.layout import (
     adopt_single_broker,
     check_not_a_node,
     single_broker_entries,
+    warn_unstarted,
 )
 from samsa.config.loader import load_config
 from samsa.config.schema import BrokerConfig
@@ -189,3 +190,14 @@ def test_one_process_over_a_node_s_directory_is_refused(data: Path) -> None:
         check_not_a_node(_node(data))
     with pytest.raises(LayoutError, match="broker-0"):  # with ZooKeeper: the process dirs
         check_not_a_node(_node(data, **{"zookeeper.connect": "127.0.0.1:1"}))
+
+
+def test_a_node_started_with_fewer_processes_names_the_brokers_it_leaves_out(
+        data: Path, caplog: pytest.LogCaptureFixture) -> None:
+    adopt_single_broker(_node(data))
+    (data / "broker-3").mkdir()  # a process that never wrote anything: nothing to lose
+    shutil.copytree(data / "broker-0" / "orders-0", data / "broker-2" / "orders-0")
+    with caplog.at_level("WARNING", logger="samsa.node"):
+        warn_unstarted(_node(data), 2)
+    assert [r.getMessage().split(" holds ")[0] for r in caplog.records] == [
+        str(data / "broker-2")]
