@@ -8,7 +8,8 @@ CPU of decoding, handling and encoding, nothing of the kernel's or a client's. L
   (one by default; many for a saturated producer's batches) of --size bytes for --per-request
   partitions of a --partitions topic, partitions taken in turn (librdkafka sends one
   partition per request: --per-request 1; a Java producer at a tenth of its capacity sends
-  many);
+  many); with --plain acks=1 and batches without a producer id or keys, as ProducerPerformance
+  sends with acks=1 (its 16 KB batch of ~160 records of 100 B: --records 160 --size 100);
 - fetch: Fetch v12 of every partition of the topic from the offsets last read, after each
   produce request (a consumer of many partitions at a low rate: little data per partition);
 - follower: the same from a follower in the ISR (each partition given a second replica, a
@@ -17,6 +18,7 @@ CPU of decoding, handling and encoding, nothing of the kernel's or a client's. L
   since nothing else moves the high watermark).
 
     .venv/bin/python bench/batch_cost.py --partitions 500 --per-request 1
+    .venv/bin/python bench/batch_cost.py --plain --records 160 --size 100 --partitions 1
     .venv/bin/python bench/batch_cost.py --partitions 500 --per-request 12 --profile
     .venv/bin/python bench/batch_cost.py --load fetch --partitions 500
     .venv/bin/python bench/batch_cost.py --load follower --partitions 500
@@ -92,11 +94,16 @@ class Harness:
 
 
 async def produce_frames(h: Harness, topic: str, partitions: int, per_request: int,
-                         size: int, count: int, records: int = 1, acks: int = -1
-                         ) -> list[bytes]:
-    init = await h.call(22, 4, {"transactional_id": None, "transaction_timeout_ms": 60_000,
-                                "producer_id": -1, "producer_epoch": -1})
-    pid, epoch = init.producer_id, init.producer_epoch
+                         size: int, count: int, records: int = 1, acks: int = -1,
+                         plain: bool = False) -> list[bytes]:
+    """`plain`: batches without a producer id and records without keys, as Kafka's
+    ProducerPerformance sends them with acks=1 (its idempotence is off unless acks=all)."""
+    pid = epoch = -1
+    if not plain:
+        init = await h.call(22, 4, {"transactional_id": None,
+                                    "transaction_timeout_ms": 60_000,
+                                    "producer_id": -1, "producer_epoch": -1})
+        pid, epoch = init.producer_id, init.producer_epoch
     sequences = [0] * partitions
     frames, nxt, value = [], 0, b"v" * size
     now = int(time.time() * 1000)
@@ -104,8 +111,9 @@ async def produce_frames(h: Harness, topic: str, partitions: int, per_request: i
         data = []
         for _ in range(per_request):
             p, nxt = nxt, (nxt + 1) % partitions
-            batch = build_batch([(b"key-%d" % p, value)] * records, producer_id=pid,
-                                producer_epoch=epoch, base_sequence=sequences[p],
+            batch = build_batch([(None if plain else b"key-%d" % p, value)] * records,
+                                producer_id=pid, producer_epoch=epoch,
+                                base_sequence=-1 if plain else sequences[p],
                                 default_timestamp=now)
             sequences[p] += records
             data.append({"index": p, "records": bytes(batch)})
@@ -225,7 +233,8 @@ async def run(args: argparse.Namespace) -> None:
         follower = add_follower(h, topic) if args.load == "follower" else -1
         frames = await produce_frames(h, topic, args.partitions, args.per_request, args.size,
                                       args.requests * (rounds + 1), args.records,
-                                      acks=1 if follower >= 0 else -1)
+                                      acks=1 if follower >= 0 or args.plain else -1,
+                                      plain=args.plain)
         produced = 0
         offsets = [0] * args.partitions
 
@@ -301,7 +310,8 @@ async def run_sockets(args: argparse.Namespace) -> None:
         list(h.broker.replicas.partitions())
         rounds = args.rounds + 1 + (1 if args.profile else 0)
         frames = await produce_frames(h, topic, args.partitions, args.per_request, args.size,
-                                      args.requests * rounds, args.records)
+                                      args.requests * rounds, args.records,
+                                      acks=1 if args.plain else -1, plain=args.plain)
         frames_file = Path(tmp) / "frames"
         frames_file.write_bytes(b"".join(_SIZE.pack(len(f)) + f for f in frames))
         proc = await asyncio.create_subprocess_exec(
@@ -359,6 +369,10 @@ def main() -> None:
                     help="partition-batches a produce request carries")
     ap.add_argument("--size", type=int, default=200)
     ap.add_argument("--records", type=int, default=1, help="records a batch (--load produce)")
+    ap.add_argument("--plain", action="store_true",
+                    help="acks=1, no producer id, null keys: ProducerPerformance's batches "
+                         "with acks=1 (its 16 KB batch of 100 B records: --records 160 "
+                         "--size 100 --partitions 1)")
     ap.add_argument("--requests", type=int, default=2000, help="requests a round")
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--sockets", type=int, default=0,

@@ -3,7 +3,6 @@ record decoding and building. Layout per DefaultRecordBatch (big-endian)."""
 
 from __future__ import annotations
 
-import re
 import struct
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -235,22 +234,14 @@ def _check_records(data: bytes | bytearray, p: int, end: int, h: BatchHeader) ->
     run of records of the same length (records of one producer are often all the same size)
     checked in C: if the records at p, p + s, p + 2s... start with the same length bytes, each
     is s bytes long, so comparing those bytes (an extended slice, then lstrip) proves them all.
-    The fields of a run are proven the same way (`_run_parses_like_first`); a record outside
-    a run is parsed in Python, inline below for the usual record, else (as are the records of
-    a run that proof does not cover) by `_record_layout`, which reads every field the general
-    way.
+    The fields of a run are proven the same way (`_fields_alike`). A producer's usual batch
+    is one or a few such runs and is proven run by run (`_proven_by_runs`); any other is
+    walked below: a record outside a run is parsed in Python, inline for the usual record,
+    else (as are the records of a run that proof does not cover) by `_record_layout`, which
+    reads every field the general way.
     """
-    uniform = _uniform_length(p, end, h)
-    if uniform:
-        if _matches_known_shape(data, p, end, uniform):
-            return
-    elif h.records_count <= _RUNS_UP_TO and _matches_known_runs(data, p, end, h.records_count):
+    if h.records_count > 1 and _proven_by_runs(data, p, end, h):
         return
-    begin = p
-    # Where the record length changes, (start, length): noted only for a batch the runs'
-    # patterns may check next time.
-    learn_runs = not uniform and h.records_count <= _RUNS_UP_TO
-    runs: list[tuple[int, int]] = []
     n = 0
     last = end - 1  # a record needs at least two bytes (length and attributes)
     steps, one_byte = _STEPS, _ONE_BYTE
@@ -287,8 +278,6 @@ def _check_records(data: bytes | bytearray, p: int, end: int, h: BatchHeader) ->
             _record_layout(data, p, q + length, h)
             p, n, prev = q + length, n + 1, -2
             continue
-        if s != prev and learn_runs and len(runs) <= _MAX_RUNS:
-            runs.append((p, s))
         r = p + s  # the record's end (past the end: the tiling check below fails)
         if r <= end:  # its fields, inline for the usual record
             # (1 to 3 byte deltas, 1 or 2 byte lengths, no headers; see _parse_record, which
@@ -325,111 +314,113 @@ def _check_records(data: bytes | bytearray, p: int, end: int, h: BatchHeader) ->
         raise InvalidRecord(f"malformed record in batch at offset {h.base_offset}")
     if n != h.records_count:
         raise InvalidRecord(f"batch declares {h.records_count} records but holds {n}")
-    if uniform:
-        _learn_shape(data, begin, uniform, h)
-    elif learn_runs and 0 < len(runs) <= _MAX_RUNS and runs[0][0] == begin:
-        for start, length in runs:
-            _learn_shape(data, start, length, h)
 
 
-# A record's shape: its length bytes, the width of its two delta varints together, then each
-# later field's bytes (key length, value length, header count, header lengths) with the number
-# of bytes after it (the key, the value, a header's key or value). Records of one shape are
-# all of one length; a pattern of the shape matches any number of them back to back.
-_Shape = tuple[bytes, int, tuple[tuple[bytes, int], ...]]
-# record length → its shapes' patterns, the last learned first
-_PATTERNS: dict[int, dict[_Shape, re.Pattern[bytes]]] = {}
-_SEEN: set[_Shape] = set()  # shapes seen once: compiled when seen again
-_MAX_SHAPES = 256  # of either; then all are forgotten at once
-_SHAPES_PER_LENGTH = 4
-# A batch of over 64 records is not all of one length: its offsetDelta takes two bytes from
-# the 64th record on (three from the 8,192nd), and timestampDelta widens likewise. Such a batch
-# is runs of records of one length each, checked with one pattern per run.
-_MAX_RUNS = 4
-# A pattern costs ~50 ns a record, the walk ~5 us a run of equal records whatever its length:
-# above this many records the walk is the faster proof (1,000 x 100 B: 30 against 43 us).
-_RUNS_UP_TO = 256
+# A producer's batch of over 64 records is not all of one length: its offsetDelta takes two
+# bytes from the 64th record on (three from the 8,192nd), and timestampDelta widens likewise.
+# Such a batch is a few runs of records of one length each, proven run by run.
+_MAX_RUNS = 8
+_RUN_WINDOW = 256  # records a run's first look at its length bytes covers (a batch's usual)
 
 
-def _uniform_length(p: int, end: int, h: BatchHeader) -> int:
-    """The length of each record if [p, end) holds h.records_count records of one length,
-    else 0."""
-    n = h.records_count
-    return (end - p) // n if n > 1 and end > p and not (end - p) % n else 0
-
-
-def _matches_known_shape(data: bytes | bytearray, p: int, end: int, length: int) -> bool:
-    """Whether [p, end) is records of one shape seen before, all `length` bytes long: one
-    regular expression, run in C, proves for them what the walk in `_check_records` would."""
-    for pattern in _PATTERNS.get(length, {}).values():
-        if pattern.fullmatch(data, p, end) is not None:
-            return True
-    return False
-
-
-def _matches_known_runs(data: bytes | bytearray, p: int, end: int, count: int) -> bool:
-    """Whether [p, end) is `count` records in at most _MAX_RUNS runs, each of records of one
-    shape seen before: a run's length is read from its first record's length varint, and its
-    pattern, run in C, proves its records as `_matches_known_shape` does. Each match covers
-    whole records of that length (a record of another length has other length bytes), so the
-    runs' records are counted exactly."""
-    steps = _STEPS
+def _proven_by_runs(data: bytes | bytearray, p: int, end: int, h: BatchHeader) -> bool:
+    """Whether [p, end) is h.records_count records in at most _MAX_RUNS runs, each of records
+    of one length that parse alike: a run's extent is read from its records' length bytes
+    (a stepped slice, lstrip), its first record is parsed, and `_fields_alike` shows the
+    others parse as it does. A few C calls a run, whatever its length (160 records of 100 B:
+    ~9 us, where a pattern per run took ~15). False when that is not shown, or a run before
+    the last is a single record (records of varied lengths: the walk is the faster proof);
+    the walk then judges every record, and names the first bad one."""
+    steps, one_byte = _STEPS, _ONE_BYTE
+    left = h.records_count
     for _ in range(_MAX_RUNS):
         if end - p < 2:
             return False
-        length = steps[data[p] | data[p + 1] << 8]
-        for pattern in _PATTERNS.get(length, {}).values():
-            stop = pattern.match(data, p, end).end()  # type: ignore[union-attr]  # * matches
-            if stop > p:
+        s = steps[data[p] | data[p + 1] << 8]
+        width = 1 if data[p] < 0x80 else 2  # of the length varint
+        if s <= 0:
+            if not s:  # malformed
+                return False
+            try:  # a length of three bytes or more
+                length, q = _read_int(data, p, end, 5)
+            except InvalidRecord:
+                return False
+            if length <= 0:
+                return False
+            width = q - p
+            s = width + length
+        if p + s > end:
+            return False
+        # The records from p with the same length bytes, in windows (a slice with a step
+        # touches a cache line a record: a short run in a large batch must not cost them all).
+        n, window = 0, _RUN_WINDOW
+        while True:
+            start = p + n * s
+            count = min(window, (end - start) // s)  # records of s bytes that fit
+            stop = start + count * s
+            same = count
+            for k in range(width):
+                same = min(same, count - len(data[start + k:stop:s].lstrip(one_byte[data[p + k]])))
+            n += same
+            if same < window:
                 break
-        else:
-            return False  # an unknown length or shape (or a 3-byte length: step -1 or 0)
-        count -= (stop - p) // length
+            window *= 4
+        stop = p + n * s
+        fields = _usual_fields(data, p, p + s)
+        if fields is None:
+            try:
+                fields = _record_layout(data, p, p + s, h)
+            except InvalidRecord:
+                return False
+        if n > 1 and not _fields_alike(data, fields, stop, s, n):
+            return False
+        left -= n
         p = stop
         if p == end:
-            return count == 0
+            return left == 0
+        if n < 2:
+            return False
     return False
 
 
-def _learn_shape(data: bytes | bytearray, p: int, length: int, h: BatchHeader) -> None:
-    """Remember the shape of the record at p (already checked): its pattern is compiled
-    (~0.1 ms) the second time the shape is seen, so that a client cannot make the broker
-    compile one per batch."""
+def _usual_fields(data: bytes | bytearray, p: int, end: int) -> list[tuple[int, int]] | None:
+    """`_record_layout`'s fields of the usual record at [p, end), its length already read as
+    end - p (one or two bytes): timestampDelta and offsetDelta of one to three bytes, key and
+    value lengths of one or two, no headers. None for any other record (or one that does not
+    parse), which `_record_layout` then reads."""
+    if data[p] & 0x80:
+        if data[p + 1] & 0x80:  # a length of three bytes or more
+            return None
+        q = p + 3  # past the length and attributes
+    else:
+        q = p + 2
+    fields: list[tuple[int, int]] = []
     try:
-        fields = _record_layout(data, p, p + length, h)
-    except InvalidRecord:  # the records are not all of that length after all
-        return
-    stops = [q for q, _ in fields[3:]] + [p + length]
-    shape: _Shape = (bytes(data[p:fields[0][0] - 1]), fields[2][0] - fields[0][0],
-                     tuple((bytes(data[q:q + w]), stop - q - w)
-                           for (q, w), stop in zip(fields[2:], stops, strict=True)))
-    known = _PATTERNS.get(length, {})
-    if shape in known:
-        return  # compiled: a later record of the batch has another shape
-    if shape not in _SEEN:
-        if len(_SEEN) >= _MAX_SHAPES:
-            _SEEN.clear()
-        _SEEN.add(shape)
-        return
-    _SEEN.discard(shape)
-    if len(_PATTERNS) >= _MAX_SHAPES:
-        _PATTERNS.clear()
-    older = list(_PATTERNS.get(length, {}).items())[:_SHAPES_PER_LENGTH - 1]
-    _PATTERNS[length] = {shape: _shape_pattern(shape), **dict(older)}
-
-
-def _shape_pattern(shape: _Shape) -> re.Pattern[bytes]:
-    """Records of `shape`, any number back to back: the length bytes, an attributes byte, a
-    timestampDelta (a varlong, at most 10 bytes) and an offsetDelta (a varint, at most 5)
-    together as wide as the shape's, then its fields' bytes, each followed by its content.
-    Every record then parses as DefaultRecord.readFrom reads it and fills its length."""
-    lead, deltas, fields = shape
-    splits = [rb"[\x80-\xff]{%d}[\x00-\x7f][\x80-\xff]{%d}[\x00-\x7f]" % (a, deltas - 2 - a)
-              for a in range(10) if 0 <= deltas - 2 - a <= 4]
-    body = b"".join(re.escape(field) + (rb".{%d}" % after if after else b"")
-                    for field, after in fields)
-    return re.compile(rb"(?:" + re.escape(lead) + rb".(?:" + b"|".join(splits) + rb")" + body
-                      + rb")*", re.DOTALL)
+        for _ in range(2):  # timestampDelta, offsetDelta
+            width = (1 if data[q] < 0x80 else 2 if data[q + 1] < 0x80
+                     else 3 if data[q + 2] < 0x80 else 0)
+            if not width:
+                return None
+            fields.append((q, width))
+            q += width
+        for _ in range(2):  # the key's length and bytes, then the value's (negative: null)
+            b = data[q]
+            if b & 0x80:
+                c = data[q + 1]
+                if c & 0x80:
+                    return None
+                raw = (b & 0x7F) | c << 7
+                fields.append((q, 2))
+                q += 2 if raw & 1 else 2 + (raw >> 1)
+            else:
+                fields.append((q, 1))
+                q += 1 if b & 1 else 1 + (b >> 1)
+        if q != end - 1 or data[q]:  # not (no headers, and the record filled)
+            return None
+    except IndexError:
+        return None
+    fields.append((q, 1))
+    return fields
 
 
 def _read_int(data: Buf, p: int, end: int, longest: int) -> tuple[int, int]:
@@ -492,38 +483,12 @@ def _record_layout(data: Buf, p: int, end: int, h: BatchHeader) -> list[tuple[in
 
 
 def _parse_record(data: Buf, p: int, end: int, h: BatchHeader) -> None:
-    """Parse the record at [p, end) (InvalidRecord if it does not parse exactly): inline for
-    the usual record (every varint one or two bytes, no headers), else by `_record_layout`.
-    For the records of a run that `_run_parses_like_first` did not prove, off the hot path
-    (which has its own copy of this in _check_records, unrolled)."""
-    try:
-        if data[p] & 0x80:
-            if data[p + 1] & 0x80:  # a length of three bytes or more
-                raise IndexError
-            q = p + 3  # past the length and attributes
-        else:
-            q = p + 2
-        if data[q] & 0x80:  # timestampDelta
-            q += 2 if not data[q + 1] & 0x80 else end
-        else:
-            q += 1
-        if data[q] & 0x80:  # offsetDelta
-            q += 2 if not data[q + 1] & 0x80 else end
-        else:
-            q += 1
-        for _ in range(2):  # the key's length and bytes, then the value's (negative: null)
-            b = data[q]
-            if b & 0x80:
-                c = data[q + 1]
-                raw = (b & 0x7F) | c << 7
-                q += end if c & 0x80 else 2 if raw & 1 else 2 + (raw >> 1)
-            else:
-                q += 1 if b & 1 else 1 + (b >> 1)
-        if q == end - 1 and not data[q]:  # no headers, and the record is filled
-            return
-    except IndexError:
-        pass
-    _record_layout(data, p, end, h)
+    """Parse the record at [p, end) (InvalidRecord if it does not parse exactly): by
+    `_usual_fields` for the usual record, else by `_record_layout`. For the records of a run
+    that `_run_parses_like_first` did not prove, off the hot path (which has its own copy of
+    this in _check_records, unrolled)."""
+    if _usual_fields(data, p, end) is None:
+        _record_layout(data, p, end, h)
 
 
 # a byte with its continuation bit flipped
@@ -534,13 +499,20 @@ def _run_parses_like_first(data: bytes | bytearray, start: int, stop: int, s: in
                            h: BatchHeader) -> bool:
     """Whether every record of the run start, start + s, ... < stop (all s bytes long, with
     the same length bytes) parses like the first: the first is parsed (InvalidRecord if it
-    does not), then, with stepped slices, every record is shown to have the same varint widths
-    for timestampDelta and offsetDelta (the same continuation bits) and byte-identical key
-    length, value length, header count and header key and value length fields. Then each
-    record's fields sit where the first's do and fill it exactly as they fill the first.
-    False when that is not shown (fields that differ): the caller parses each record then."""
-    fields = _record_layout(data, start, start + s, h)
-    count = (stop - start) // s
+    does not), then `_fields_alike` shows the others parse as it does. False when that is not
+    shown (fields that differ): the caller parses each record then."""
+    return _fields_alike(data, _record_layout(data, start, start + s, h), stop, s,
+                         (stop - start) // s)
+
+
+def _fields_alike(data: bytes | bytearray, fields: list[tuple[int, int]], stop: int, s: int,
+                  count: int) -> bool:
+    """Whether the `count` records of s bytes from the first one's (whose `fields` are its
+    `_record_layout`) to `stop` parse as it does: with stepped slices, every record is shown
+    to have the same varint widths for timestampDelta and offsetDelta (the same continuation
+    bits) and byte-identical key length, value length, header count and header key and value
+    length fields. Then each record's fields sit where the first's do and fill it exactly as
+    they fill the first."""
     one_byte = _ONE_BYTE
     for i, (q, width) in enumerate(fields):
         if i < 2:  # timestampDelta, offsetDelta: only the widths must agree

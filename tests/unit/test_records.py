@@ -358,10 +358,11 @@ def test_record_check_finds_a_record_whose_fields_lie_inside_a_run() -> None:
         assert _client_check(batch[:starts[index]] + other + batch[end:], 0)
 
 
-def test_framing_check_of_a_known_shape_agrees_with_a_walk_over_every_record() -> None:
-    """Batches whose records are all of one length and shape (a producer's usual batch) are
-    checked by one pattern once the shape has been seen twice; damaged ones must still be
-    judged as a parse of every record judges them, whether the pattern or the walk decides."""
+def test_framing_check_of_one_run_agrees_with_a_walk_over_every_record() -> None:
+    """Batches whose records are all of one length and layout (a producer's usual batch) are
+    proven as one run (its first record parsed, the others shown alike by stepped slices);
+    damaged ones must still be judged as a parse of every record judges them, whether the
+    runs' proof or the walk decides."""
     from samsa.protocol import records
 
     rng = random.Random(23)
@@ -372,15 +373,15 @@ def test_framing_check_of_a_known_shape_agrees_with_a_walk_over_every_record() -
         batch = build_batch([(key, bytes(rng.randrange(256) for _ in range(size)), headers,
                               i // 4) for i in range(n)])
         records_size = len(batch) - HEADER_SIZE
-        assert records_size % n == 0  # one length: a known shape decides
-        for _ in range(2):
-            assert _client_check(batch, 0)
-        assert records._PATTERNS.get(records_size // n)
+        assert records_size % n == 0  # one length: one run
+        assert _client_check(batch, 0)
+        assert records._proven_by_runs(batch, HEADER_SIZE, len(batch),
+                                       BatchHeader.parse(batch, 0))
         starts = _record_starts(bytearray(batch))
         rejected = _rejected_when_damaged(batch, starts, 8 + len(key or b""), 150, 2, rng)
         assert rejected > 30, (key, size)
         # a record of the same length laid out otherwise (timestampDelta in two bytes, the
-        # value one byte shorter) does not match the shape and is still taken
+        # value one byte shorter) is not like the first and is still taken
         rec = batch[starts[-1]:]
         if key is None and not headers and 2 <= size < 63:
             # length, attributes | timestampDelta | offsetDelta, key length -1 | value length
@@ -409,10 +410,10 @@ def _rejected_when_damaged(batch: bytes, starts: list[int], head: int, tries: in
     return rejected
 
 
-def test_known_shape_keeps_the_varint_width_limits() -> None:
+def test_run_proof_keeps_the_varint_width_limits() -> None:
     """Records of one length whose timestampDelta takes 7 bytes: another record of that length
     with a 1-byte timestampDelta and a 7-byte offsetDelta (an int varint may take at most 5)
-    is refused, once the shape is known as before."""
+    is refused, as the walk refuses it."""
     def record(ts: bytes, offset: bytes) -> bytes:
         body = b"\x00" + ts + offset + b"\x01" + bytes([20 * 2]) + b"v" * 20 + b"\x00"
         return bytes([len(body) * 2]) + body
@@ -423,21 +424,19 @@ def test_known_shape_keeps_the_varint_width_limits() -> None:
     region = b"".join(record(wide, bytes([2 * i])) for i in range(n))
     batch = head + region
     struct.pack_into(">i", batch, 8, len(batch) - 12)
-    for _ in range(2):
-        assert _client_check(batch, 0)
+    assert _client_check(batch, 0)
     damaged = head + region[:-len(record(wide, b"\x00"))] + record(b"\x00", wide)
     struct.pack_into(">i", damaged, 8, len(damaged) - 12)
     assert len(damaged) == len(batch)
     assert not _client_check(damaged, 0)
 
 
-def test_framing_check_of_runs_of_known_shapes_agrees_with_a_walk_over_every_record(
+def test_framing_check_of_runs_agrees_with_a_walk_over_every_record(
         monkeypatch: pytest.MonkeyPatch) -> None:
     """A batch of 65 to 256 records is runs of records of one length each (offsetDelta takes
-    two bytes from the 64th record, timestampDelta from a delta of 64 ms): once each run's
-    shape has been seen twice, one pattern per run decides, and damaged batches (another
-    count, a record cut or grown, a field changed) are judged as a parse of every record
-    judges them."""
+    two bytes from the 64th record, timestampDelta from a delta of 64 ms): the runs' proof
+    decides without the walk, and damaged batches (another count, a record cut or grown, a
+    field changed) are judged as a parse of every record judges them."""
     from samsa.protocol import records
 
     walked: list[int] = []
@@ -449,18 +448,16 @@ def test_framing_check_of_runs_of_known_shapes_agrees_with_a_walk_over_every_rec
 
     rng = random.Random(29)
     for key, size, n, ts_step in [(None, 100, 150, 0), (b"k", 30, 256, 0), (None, 1, 200, 1),
-                                  (b"key", 60, 65, 2)]:
+                                  (b"key", 60, 65, 2), (None, 9000, 70, 0)]:
         batch = build_batch([(key, bytes(rng.randrange(256) for _ in range(size)), [],
                               i * ts_step) for i in range(n)])
         starts = _record_starts(bytearray(batch))
         lengths = {b - a for a, b in zip(starts, [*starts[1:], len(batch)], strict=True)}
         assert len(lengths) > 1  # not one length: the runs decide
-        for _ in range(2):
-            assert _client_check(batch, 0)
         walked.clear()
         monkeypatch.setattr(records, "_run_parses_like_first", counted)
         assert _client_check(batch, 0)
-        assert not walked, (key, size, n)  # the patterns decided
+        assert not walked, (key, size, n)  # the runs' proof decided, not the walk
         assert not _client_check(batch, 0, count=n - 1)
         assert not _client_check(batch, 0, count=n + 1)
         rejected = _rejected_when_damaged(batch, starts, 6 + len(key or b""), 120, 1, rng)
