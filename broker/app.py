@@ -22,6 +22,7 @@ from samsa.coordinator.producer_ids import (
 from samsa.coordinator.share import ShareStateCoordinator
 from samsa.coordinator.transaction import TransactionCoordinator
 from samsa.storage.config import LogConfig
+from samsa.storage.log_dir_lock import LogDirLockError
 from samsa.storage.log_dirs import LogDirs
 
 from . import metrics
@@ -290,6 +291,16 @@ class Broker:
             self.share_state.on_leadership(partition.index, is_leader)
 
     async def start(self) -> None:
+        # First, as Kafka's LogManager.lockLogDirs: a second broker on these log dirs stops
+        # before it registers, loads a log or listens anywhere (LogDirLockError).
+        self.log_manager.lock()
+        try:
+            await self._start()
+        except BaseException:
+            self.log_manager.unlock()  # a failed start holds no dir: this process may retry
+            raise
+
+    async def _start(self) -> None:
         started = time.monotonic()
         self.log_dir_failures.listen()
         if isinstance(self.store, ZkMetadataStore):
@@ -383,7 +394,11 @@ async def _main(config: Any) -> int:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
-    await broker.start()
+    try:
+        await broker.start()
+    except LogDirLockError as e:
+        log.error("Fatal error during broker start-up, shutting down: %s", e)
+        return 1
     await stop.wait()
     await broker.stop()
     return 0

@@ -24,6 +24,7 @@ from samsa.storage.config import LogConfig
 from samsa.storage.errors import KafkaStorageError
 from samsa.storage.log import Log
 from samsa.storage.log_dir_failure import LogDirFailureChannel, dir_key
+from samsa.storage.log_dir_lock import LogDirLock, lock_log_dirs
 from samsa.storage.log_manager import LogManager, TopicPartition
 
 log = logging.getLogger(__name__)
@@ -48,6 +49,8 @@ class LogDirs:
         self.resumed_moves: dict[TopicPartition, str] = {}
         # Directories no new partition is placed in (cordoned.log.dirs, KIP-1066).
         self.cordoned: frozenset[str] = frozenset()
+        # Each directory's `.lock`, held from lock() to shutdown() (a broker's, not a test's).
+        self._locks: list[LogDirLock] = []
 
     @classmethod
     def from_config(cls, config: Any) -> LogDirs:
@@ -141,6 +144,18 @@ class LogDirs:
 
     # -- lifecycle -----------------------------------------------------------------------------
 
+    def lock(self) -> None:
+        """Kafka's lockLogDirs: take every directory's `.lock` until shutdown() (or unlock());
+        LogDirLockError, holding none, when a broker of another process or of this one uses
+        one of them."""
+        if not self._locks:
+            self._locks = lock_log_dirs([m.log_dir for m in self.managers])
+
+    def unlock(self) -> None:
+        for held in self._locks:
+            held.release()
+        self._locks = []
+
     def startup(self, config_for: Callable[[str], LogConfig]) -> None:
         """Load every directory; one that cannot be read is offline from the start."""
         for m in self.managers:
@@ -186,11 +201,14 @@ class LogDirs:
             self._owner[tp] = m
 
     def shutdown(self) -> None:
-        for m in self.managers:
-            m.shutdown()
-        for _m, fut in self._futures.values():  # kept: the next start resumes their moves
-            if not fut.offline:
-                fut.close_without_flush()
+        try:
+            for m in self.managers:
+                m.shutdown()
+            for _m, fut in self._futures.values():  # kept: the next start resumes their moves
+                if not fut.offline:
+                    fut.close_without_flush()
+        finally:
+            self.unlock()  # last: nothing of this broker writes any more
 
     async def run_background(self) -> None:
         await asyncio.gather(*(m.run_background() for m in self.managers))
