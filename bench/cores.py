@@ -39,6 +39,7 @@ from pathlib import Path
 from run import (
     LIVE_GROUPS,
     MIB,
+    _read_stat,
     _stat_fields,
     api_versions_answered,
     cleanup,
@@ -88,6 +89,30 @@ class Node:
         return out
 
 
+    def cpu_by_kind(self) -> dict[str, float]:
+        """CPU seconds so far of the brokers' event loops (each process's main thread), of
+        their other threads (the shared store's poller, executors), and of the supervisor
+        (none for --processes 1, where the broker is the process itself)."""
+        brokers = self.broker_pids() or [self.proc.pid]
+        out = {"loop": 0.0, "threads": 0.0,
+               "supervisor": _pid_cpu(self.proc.pid) if brokers != [self.proc.pid] else 0.0}
+        for pid in brokers:
+            for tid, cpu in _thread_cpu(pid).items():
+                out["loop" if tid == pid else "threads"] += cpu
+        return out
+
+
+def _thread_cpu(pid: int) -> dict[int, float]:
+    """utime+stime of each live thread of a process."""
+    out = {}
+    with contextlib.suppress(OSError):
+        for tid in os.listdir(f"/proc/{pid}/task"):
+            with contextlib.suppress(OSError, IndexError, ValueError):
+                f = _read_stat(Path(f"/proc/{pid}/task/{tid}/stat"))[1]
+                out[int(tid)] = (int(f[11]) + int(f[12])) / os.sysconf("SC_CLK_TCK")
+    return out
+
+
 def _parent(pid: int) -> int:
     with contextlib.suppress(OSError, IndexError):
         return int(_stat_fields(pid)[1])
@@ -133,12 +158,14 @@ def node(processes: int, cpus: str | None = None,
 
 
 def load(bootstrap: str, topic: str, records: int, size: int, partitions: int,
-         producers: int, cpus: str | None, linger_ms: int = 5) -> float:
+         producers: int, cpus: str | None, linger_ms: int = 5,
+         batch_size: int = 1_000_000) -> float:
     """`producers` bench/load_worker.py producers started together, each writing
     records/producers records over every partition; the rate in MB/s (MiB) from the first
     start to the last end."""
     cmd = [sys.executable, str(BENCH / "load_worker.py"), "produce", bootstrap, topic,
-           str(records // producers), str(size), str(partitions), str(linger_ms)]
+           str(records // producers), str(size), str(partitions), str(linger_ms),
+           str(batch_size)]
     if cpus:
         cmd = ["taskset", "-c", cpus, *cmd]
     procs = [subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
@@ -179,6 +206,9 @@ class Split:
     idle_cores: float = 0.0  # what the node used idle, before the load (cores)
     partitions: int = 0
     requests_per_gb: float = 0.0  # Produce requests the node answered per GB
+    # the node's CPU per GB by kind (Node.cpu_by_kind), and idle by kind (cores)
+    kinds_per_gb: dict[str, float] = field(default_factory=dict)
+    idle_kinds: dict[str, float] = field(default_factory=dict)
 
     @property
     def imbalance(self) -> float:
@@ -187,24 +217,28 @@ class Split:
 
 
 def measure(n: Node, topic: str, records: int, size: int, partitions: int, producers: int,
-            load_cpus: str | None, linger_ms: int = 5) -> Split:
+            load_cpus: str | None, linger_ms: int = 5, batch_size: int = 1_000_000) -> Split:
     # the /metrics scrapes (the supervisor asks every process) fall outside the CPU window
     requests = n.produce_requests()
-    before = n.cpu()
-    mbps = load(n.bootstrap, topic, records, size, partitions, producers, load_cpus, linger_ms)
-    after = n.cpu()
+    before, kinds = n.cpu(), n.cpu_by_kind()
+    mbps = load(n.bootstrap, topic, records, size, partitions, producers, load_cpus, linger_ms,
+                batch_size)
+    after, kinds_after = n.cpu(), n.cpu_by_kind()
     requests = n.produce_requests() - requests
     used = {pid: after[pid] - before.get(pid, 0.0) for pid in after}
     total, gb = sum(used.values()), records * size / GB
     brokers = sorted((v for pid, v in used.items() if pid), reverse=True)
     return Split(len(n.ports), mbps, total / gb, [v / total for v in brokers],
-                 requests_per_gb=requests / gb)
+                 requests_per_gb=requests / gb,
+                 kinds_per_gb={k: (v - kinds[k]) / gb for k, v in kinds_after.items()})
 
 
-def idle_cores(n: Node, seconds: float) -> float:
-    before = sum(n.cpu().values())
+def idle_cores(n: Node, seconds: float) -> tuple[float, dict[str, float]]:
+    """The node's CPU idle, in cores: in all, and by kind (Node.cpu_by_kind)."""
+    before, kinds = sum(n.cpu().values()), n.cpu_by_kind()
     time.sleep(seconds)
-    return (sum(n.cpu().values()) - before) / seconds
+    by_kind = {k: (v - kinds[k]) / seconds for k, v in n.cpu_by_kind().items()}
+    return (sum(n.cpu().values()) - before) / seconds, by_kind
 
 
 def split_phase(args: argparse.Namespace) -> list[Split]:
@@ -214,15 +248,19 @@ def split_phase(args: argparse.Namespace) -> list[Split]:
             parts = args.partitions or args.per_process * procs
             create_topic(n.bootstrap, "cores", parts)
             load(n.bootstrap, "cores", args.warmup, args.size, parts, args.producers, None,
-                 args.linger_ms)
-            idle = idle_cores(n, args.idle_seconds)
+                 args.linger_ms, args.batch_size)
+            idle, idle_kinds = idle_cores(n, args.idle_seconds)
             s = measure(n, "cores", args.records, args.size, parts, args.producers, None,
-                        args.linger_ms)
-            s.idle_cores, s.partitions = idle, parts
+                        args.linger_ms, args.batch_size)
+            s.idle_cores, s.idle_kinds, s.partitions = idle, idle_kinds, parts
         print(f"split N={procs} ({parts} partitions): {s.mbps:.1f} MB/s, "
               f"{s.cpu_per_gb:.2f} CPU-s/GB, {s.requests_per_gb:,.0f} Produce requests/GB, "
               f"idle {idle:.3f} cores, shares "
               + " ".join(f"{x:.0%}" for x in s.shares), flush=True)
+        print("  by kind, per GB: " + ", ".join(f"{k} {v:.2f} s" for k, v in
+                                                 s.kinds_per_gb.items())
+              + "; idle: " + ", ".join(f"{k} {v:.4f}" for k, v in idle_kinds.items())
+              + " cores", flush=True)
         out.append(s)
     return out
 
@@ -236,9 +274,9 @@ def pinned_phase(args: argparse.Namespace) -> dict[str, float]:
                 parts = args.per_process * procs
                 create_topic(n.bootstrap, "cores", parts)
                 load(n.bootstrap, "cores", args.warmup, args.size, parts, args.producers, "0",
-                     args.linger_ms)
+                     args.linger_ms, args.batch_size)
                 s = measure(n, "cores", args.records, args.size, parts, args.producers, "0",
-                            args.linger_ms)
+                            args.linger_ms, args.batch_size)
             out[f"N{procs}-{label}"] = s.mbps
             print(f"pinned N={procs} node on {label}: {s.mbps:.1f} MB/s "
                   f"({s.cpu_per_gb:.2f} CPU-s/GB)", flush=True)
@@ -273,6 +311,9 @@ def parse_args() -> argparse.Namespace:
     ap.add_argument("--size", type=int, default=1024, help="record size (B)")
     ap.add_argument("--producers", type=int, default=2, help="producer processes")
     ap.add_argument("--linger-ms", type=int, default=5, help="the producers' linger.ms")
+    ap.add_argument("--batch-size", type=int, default=1_000_000,
+                    help="the producers' batch.size: smaller, more Produce requests per GB "
+                         "through one process (to tell a per-request cost from a per-process one)")
     ap.add_argument("--json", type=Path, help="write the figures here too")
     return ap.parse_args()
 

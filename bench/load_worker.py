@@ -21,9 +21,9 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 
 
 def produce(bootstrap: str, topic: str, n: int, size: int, partitions: int,
-            linger_ms: int = 5) -> dict[str, object]:
+            linger_ms: int = 5, batch_size: int = 1_000_000) -> dict[str, object]:
     p = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": linger_ms,
-                  "batch.size": 1_000_000, "queue.buffering.max.messages": 1_000_000,
+                  "batch.size": batch_size, "queue.buffering.max.messages": 1_000_000,
                   "enable.idempotence": False})
     p.list_topics(topic, timeout=30)
     errors: list[str] = []
@@ -80,7 +80,7 @@ def main() -> None:
     role, bootstrap, topic, n = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
     if role == "produce":
         out = produce(bootstrap, topic, n, int(sys.argv[5]), int(sys.argv[6]),
-                      *(int(a) for a in sys.argv[7:8]))
+                      *(int(a) for a in sys.argv[7:9]))  # linger.ms, batch.size
     else:
         out = consume(bootstrap, topic, n, [int(p) for p in sys.argv[5].split(",")])
     print(json.dumps(out), flush=True)
