@@ -100,7 +100,7 @@ def response_header(correlation_id: int, flexible: bool) -> bytes:
 
 def frame_parts(parts: list[Part]) -> list[Part]:
     """A frame (size prefix, then `parts`) as buffers to write in order, not joined."""
-    return [_SIZE.pack(sum(len(p) for p in parts)), *parts]
+    return [_SIZE.pack(sum(map(len, parts))), *parts]  # (map: no generator a response)
 
 
 def api_versions_unsupported(max_version: int) -> bytes:

@@ -206,7 +206,8 @@ class Dispatcher:
             return None
         else:
             body, error_codes = _encoded(lane, version, resp_type, result)
-        metrics.count_errors(name, error_codes)
+        if error_codes:  # (most answers have none: no call)
+            metrics.count_errors(name, error_codes)
         if CHECK_ENCODER:
             if result is not None:
                 _check_encoder(resp_type, result, b"".join(body))
