@@ -291,7 +291,8 @@ class Broker:
             self.share_state.on_leadership(partition.index, is_leader)
 
     async def start(self) -> None:
-        # First, as Kafka's LogManager.lockLogDirs: a second broker on these log dirs stops
+        self.log_dir_failures.listen()  # first: a dir that cannot be locked is a failed one
+        # Then, as Kafka's LogManager.lockLogDirs: a second broker on these log dirs stops
         # before it registers, loads a log or listens anywhere (LogDirLockError).
         self.log_manager.lock()
         try:
@@ -302,7 +303,6 @@ class Broker:
 
     async def _start(self) -> None:
         started = time.monotonic()
-        self.log_dir_failures.listen()
         if isinstance(self.store, ZkMetadataStore):
             await self.store.start()
         try:

@@ -14,7 +14,7 @@ import errno
 import fcntl
 import os
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from samsa.storage.log_dir_failure import dir_key
@@ -80,12 +80,20 @@ class LogDirLock:
             _held.discard(self._key)
 
 
-def lock_log_dirs(dirs: Sequence[Path]) -> list[LogDirLock]:
-    """Lock every directory, or none: on a refusal the ones already locked are released."""
+def lock_log_dirs(dirs: Sequence[Path],
+                  on_io_error: Callable[[Path, OSError], None] | None = None) -> list[LogDirLock]:
+    """Lock every directory, or none: on a refusal the ones already locked are released. A
+    directory that cannot be locked for an I/O error goes to `on_io_error` and stays unlocked
+    (Kafka takes it offline and locks the others); without `on_io_error` the error is raised."""
     locks: list[LogDirLock] = []
     try:
         for d in dirs:
-            locks.append(LogDirLock.acquire(d))
+            try:
+                locks.append(LogDirLock.acquire(d))
+            except OSError as exc:
+                if on_io_error is None:
+                    raise
+                on_io_error(d, exc)
     except BaseException:
         for held in locks:
             held.release()

@@ -147,9 +147,16 @@ class LogDirs:
     def lock(self) -> None:
         """Kafka's lockLogDirs: take every directory's `.lock` until shutdown() (or unlock());
         LogDirLockError, holding none, when a broker of another process or of this one uses
-        one of them."""
-        if not self._locks:
-            self._locks = lock_log_dirs([m.log_dir for m in self.managers])
+        one of them. A directory with an I/O error is offline from the start, as one that
+        cannot be loaded."""
+        if self._locks:
+            return
+        by_dir = {m.log_dir: m for m in self.managers}
+
+        def offline(d: Path, exc: OSError) -> None:
+            by_dir[d].report_io_error("locking the directory", exc)
+
+        self._locks = lock_log_dirs(list(by_dir), offline)
 
     def unlock(self) -> None:
         for held in self._locks:
@@ -159,6 +166,8 @@ class LogDirs:
     def startup(self, config_for: Callable[[str], LogConfig]) -> None:
         """Load every directory; one that cannot be read is offline from the start."""
         for m in self.managers:
+            if m.offline:
+                continue  # it could not be locked
             try:
                 m.startup(config_for)
             except OSError as exc:

@@ -133,3 +133,18 @@ def _lock_in_another_process(log_dir: Path) -> subprocess.Popen[str]:
                             stdout=subprocess.PIPE, text=True)
     assert proc.stdout is not None and proc.stdout.readline() == "locked\n"
     return proc
+
+
+def test_a_dir_that_cannot_be_locked_for_an_io_error_is_offline_and_the_others_serve(
+        tmp_path: Path) -> None:
+    served, broken = tmp_path / "served", tmp_path / "broken"
+    broken.write_text("a file where a log directory should be")  # no .lock can be made in it
+    with EmbeddedBroker({"log.dirs": f"{served},{broken}"}, data_dir=served) as b:
+        assert b.broker is not None
+        assert b.broker.log_manager.offline_dirs == [str(broken)]
+        b.create_topic("on-the-live-dir", partitions=2)
+        assert (served / LOCK_FILE).is_file()
+        with pytest.raises(LogDirLockError):  # the live one is locked all the same
+            LogDirLock.acquire(served)
+    assert [r.name for r in check_data_dir(served)] == [
+        "on-the-live-dir-0", "on-the-live-dir-1"]
