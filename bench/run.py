@@ -18,10 +18,10 @@ same against each. Prints one table of medians (each Samsa column, Kafka, each S
 over Kafka) and writes it to docs/performance.md.
 No assertions on speed anywhere: this measures, it does not judge.
 
-    .venv/bin/python bench/run.py            # full run, ~40 min on 2 cores, updates the docs
+    .venv/bin/python bench/run.py            # full run, ~85 min on 2 cores, updates the docs
     .venv/bin/python bench/run.py --quick    # smoke run: few records, 1 run, docs untouched
     .venv/bin/python bench/run.py --only samsa --runs 1
-    .venv/bin/python bench/run.py --processes 1   # without the node column (~1/3 shorter)
+    .venv/bin/python bench/run.py --processes 1   # no node column: ~60 min
 """
 
 from __future__ import annotations
