@@ -31,7 +31,6 @@ from pathlib import Path
 from typing import NamedTuple, cast
 
 from samsa.config.forward import Forward
-from samsa.protocol.compression import records_limit
 from samsa.protocol.records import (
     _I32,
     ATTR_CONTROL,
@@ -288,8 +287,7 @@ class Log:
             entry = psm.next_batch_entry(h.producer_id, h.producer_epoch, h.base_sequence)
             if entry is None:  # new, duplicate, fenced, out of sequence: the general path's
                 return None
-        self._validator.validate_client_batch(config, buf, 0, h,
-                                              records_limit(config.max_message_bytes), now)
+        self._validator.validate_client_batch(config, buf, 0, h, now)
         seg = self.segs.view[0][-1]
         base = seg.next_offset
         last = base + h.last_offset_delta

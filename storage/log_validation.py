@@ -39,7 +39,6 @@ class BatchValidator:
         consumed = batches[-1][0] + batches[-1][1].size if batches else 0
         if consumed != len(buf):
             raise CorruptRecord("record set ends with a partial batch")
-        limit = records_limit(config.max_message_bytes)
         one_from_client = client and len(batches) == 1
         for pos, h in batches:
             if h.size > config.max_message_bytes:
@@ -47,7 +46,7 @@ class BatchValidator:
                     f"batch of {h.size} bytes exceeds max.message.bytes "
                     f"{config.max_message_bytes}")
             if one_from_client:
-                self.validate_client_batch(config, buf, pos, h, limit, now_ms)
+                self.validate_client_batch(config, buf, pos, h, now_ms)
             else:  # a client's batches are refused below without their records inflated
                 validate_batch(buf, pos, h)
         if client and len(batches) > 1:  # LogValidator: one v2 batch per partition and request
@@ -58,11 +57,12 @@ class BatchValidator:
         return batches
 
     def validate_client_batch(self, config: LogConfig, buf: Buf, pos: int, h: BatchHeader,
-                              limit: int, now_ms: int | None) -> None:
+                              now_ms: int | None) -> None:
         """LogValidator's checks of a producer's batch; a compressed one may have been
-        inflated and checked ahead of the append, off the event loop (inflated_ahead)."""
+        inflated and checked ahead of the append, off the event loop (inflated_ahead), its
+        records inflated to at most records_limit(max.message.bytes)."""
         if not h.compression:  # nothing inflated ahead; the record rules only if any apply
-            validate_batch(buf, pos, h, client=True, limit=limit)
+            validate_batch(buf, pos, h, client=True)
             if h.attributes & ATTR_TIMESTAMP_TYPE or self._has_record_rules(config):
                 validate_records(buf, pos, h, config, self.partition,
                                  milliseconds() if now_ms is None else now_ms)
@@ -70,7 +70,8 @@ class BatchValidator:
         partition = self.partition
         ahead = inflated_ahead(partition, buf, pos, h) if h.compression else None
         try:
-            validate_batch(buf, pos, h, client=True, limit=limit, inflated=ahead)
+            validate_batch(buf, pos, h, client=True,
+                           limit=records_limit(config.max_message_bytes), inflated=ahead)
             if ahead is not None and ahead.rules_checked:
                 if ahead.rules_error is not None:
                     raise ahead.rules_error.with_traceback(None)
