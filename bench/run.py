@@ -132,8 +132,9 @@ def cleanup() -> None:
 def kill_tree(pgid: int) -> None:
     """SIGKILL the group and every process under it: a node's supervisor starts each broker
     process in a session of its own, which killpg on the supervisor's group does not reach
-    (and its PR_SET_PDEATHSIG would give them SIGTERM, a clean shutdown, not a kill -9)."""
-    for pid in group_pids(pgid):
+    (and its PR_SET_PDEATHSIG would give them SIGTERM, a clean shutdown, not a kill -9):
+    they go first, the group's leader last."""
+    for pid in sorted(group_pids(pgid), key=lambda pid: pid == pgid):
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.kill(pid, signal.SIGKILL)
 
