@@ -30,6 +30,7 @@ import re
 from pathlib import Path
 
 from samsa.config.schema import BrokerConfig
+from samsa.storage.log_dir_lock import LogDirLock, LogDirLockError
 
 from ..cluster.local_cluster import port_is_free
 from ..cluster.metadata_store import LocalMetadataStore
@@ -88,7 +89,6 @@ def single_broker_entries(log_dir: Path) -> list[Path]:
 def adopt_single_broker(node: BrokerConfig) -> None:
     """Make a single broker's data in the node's log dirs broker B's (the module's steps);
     LayoutError when it cannot be."""
-    broker_id = node.broker_id
     dirs = node.log_dirs
     first = dirs[0]
     entries = {d: single_broker_entries(d) for d in dirs}
@@ -96,6 +96,34 @@ def adopt_single_broker(node: BrokerConfig) -> None:
     marker = first / MARKER
     if not marker.exists() and not metadata.exists() and not any(entries.values()):
         return  # a node's directories already, or new ones
+    locks = _lock_for_the_carry(dirs)
+    try:
+        _carry(node, entries, metadata, marker)
+    finally:
+        for held in locks:
+            held.release()
+
+
+def _lock_for_the_carry(dirs: list[Path]) -> list[LogDirLock]:
+    """The single broker's own log dir locks, held while its entries move: a broker still
+    running on them (on any port) holds them."""
+    locks: list[LogDirLock] = []
+    try:
+        for d in dirs:
+            locks.append(LogDirLock.acquire(d))
+    except LogDirLockError as e:
+        for held in locks:
+            held.release()
+        raise LayoutError(f"{e}: stop the broker that still runs there before starting the "
+                          "node") from None
+    return locks
+
+
+def _carry(node: BrokerConfig, entries: dict[Path, list[Path]], metadata: Path,
+           marker: Path) -> None:
+    broker_id = node.broker_id
+    dirs = node.log_dirs
+    first = dirs[0]
     zookeeper = node["zookeeper.connect"]
     if not marker.exists():
         _check_can_adopt(node, entries, metadata)
@@ -130,7 +158,7 @@ def _check_can_adopt(node: BrokerConfig, entries: dict[Path, list[Path]],
     zookeeper = node["zookeeper.connect"]
     busy = [f"{li.host}:{li.port}" for li in node.listeners
             if li.port and ":" not in li.host and not port_is_free(li.host, li.port)]
-    if busy:  # Samsa's log dirs have no lock file: the port says a broker may still run
+    if busy:  # the node could not listen there; a broker may still run (it has the lock too)
         raise LayoutError(
             f"{', '.join(busy)}, where broker {broker_id} of the node listens, is in use: stop "
             f"the broker that still runs on {node.data_dir} before starting the node there")

@@ -2,9 +2,9 @@
 layout.py), on the directory a real `samsa serve` left: a start interrupted while the metadata
 is written or while entries are moved resumes and ends with everything in broker-0; what
 cannot be carried (another broker id's partitions, a node started there before, a broker
-still listening on the node's port, a metadata file from a run without ZooKeeper on a node with
-it) is refused before anything moves; one
-process over a node's directory is refused, a single broker's own is not."""
+still listening on the node's port or holding the dir's lock, a metadata file from a run
+without ZooKeeper on a node with it) is refused before anything moves; one process over a
+node's directory is refused, a single broker's own is not."""
 
 from __future__ import annotations
 
@@ -30,6 +30,7 @@ from samsa.broker.node.layout import (
 )
 from samsa.config.loader import load_config
 from samsa.config.schema import BrokerConfig
+from samsa.storage.log_dir_lock import LogDirLock
 from samsa.testing import SamsaBroker, create_topic, free_port
 
 pytestmark = pytest.mark.timeout(120)
@@ -163,6 +164,20 @@ def test_a_broker_still_listening_on_the_node_s_port_is_refused(data: Path) -> N
         with pytest.raises(LayoutError, match="is in use"):
             adopt_single_broker(_node(data, listeners=f"PLAINTEXT://127.0.0.1:{port}"))
     assert _tree(data) == before
+
+
+def test_a_broker_still_holding_the_log_dir_lock_is_refused(data: Path) -> None:
+    """On any port: the lock, not the port, says a single broker still runs on the dir."""
+    before = _tree(data)
+    held = LogDirLock.acquire(data)  # the single broker, not stopped yet
+    try:
+        with pytest.raises(LayoutError, match="Failed to acquire lock on file .lock"):
+            adopt_single_broker(_node(data))
+    finally:
+        held.release()
+    assert _tree(data) == before
+    adopt_single_broker(_node(data))  # once it stopped, the carry goes ahead
+    assert (data / "broker-0" / "orders-0").is_dir()
 
 
 def test_a_file_from_a_run_without_zookeeper_on_a_node_with_it_is_refused(data: Path) -> None:
