@@ -12,6 +12,7 @@ default -1), ClientTransactionVersion (tag 2, int16, default 0); only non-defaul
 
 from __future__ import annotations
 
+import functools
 import struct
 from dataclasses import dataclass
 
@@ -39,6 +40,7 @@ class TxnLogValue:
     client_transaction_version: int = 0
 
 
+@functools.lru_cache(maxsize=4096)  # written three times a transaction, always the same
 def encode_key(transactional_id: str) -> bytes:
     return RecordWriter().i16(KEY_VERSION).string(transactional_id).value()
 

@@ -8,7 +8,7 @@ the id are answered CONCURRENT_TRANSACTIONS.
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 from samsa.protocol.errors import ErrorCode
 
@@ -142,21 +142,25 @@ class TxnMetadata:
             )
         if self.state not in VALID_PREVIOUS[state]:
             raise IllegalTransition(f"{self.transactional_id}: {self.state.name} -> {state.name}")
-        base = TxnTransit(
-            self.producer_id,
-            self.last_producer_id,
-            self.producer_epoch,
-            self.last_producer_epoch,
-            self.timeout_ms,
-            state,
-            frozenset(self.partitions),
-            self.start_ms,
-            self.last_update_ms,
-            self.next_producer_id,
-            self.client_transaction_version,
-        )
+        fields: dict[str, object] = {
+            "producer_id": self.producer_id,
+            "last_producer_id": self.last_producer_id,
+            "producer_epoch": self.producer_epoch,
+            "last_producer_epoch": self.last_producer_epoch,
+            "timeout_ms": self.timeout_ms,
+            "state": state,
+            "start_ms": self.start_ms,
+            "last_update_ms": self.last_update_ms,
+            "next_producer_id": self.next_producer_id,
+            "client_transaction_version": self.client_transaction_version,
+        }
+        fields.update(changes)
+        if "partitions" not in fields:  # most transitions set it: no copy made for them
+            fields["partitions"] = frozenset(self.partitions)
         self.pending_state = state
-        return replace(base, **changes)  # type: ignore[arg-type]
+        # one construction (dataclasses.replace of a first one cost as much again, three
+        # times a transaction)
+        return TxnTransit(**fields)  # type: ignore[arg-type]
 
     # ---- transitions (Kafka's prepare* methods) ---------------------------------------------
     def prepare_increment_epoch(
