@@ -1405,8 +1405,10 @@ def scale_kill9(broker: Broker, topics: dict[str, int],
     del admin
     short = [tp for tp, off in got.items() if off != records[tp.topic]]
     if short or len(got) != len(wanted):
+        seen = ", ".join(f"{tp.topic}-{tp.partition} at {got[tp]} (not {records[tp.topic]})"
+                         for tp in short[:3])
         raise RuntimeError(f"after kill -9: {len(short)} partitions do not end where the "
-                           f"acknowledged records do, e.g. {short[:3]}")  # fmt: skip
+                           f"acknowledged records do, e.g. {seen}")  # fmt: skip
     return first, time.monotonic() - t0
 
 
