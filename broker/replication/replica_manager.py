@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from samsa.protocol.errors import ErrorCode, KafkaError
-from samsa.protocol.records import iter_batches
+from samsa.protocol.records import first_batch_transactional, iter_batches
 from samsa.storage.config import LogConfig
 from samsa.storage.errors import KafkaStorageError, RecordValidationError, StorageError
 from samsa.storage.log import Log
@@ -589,7 +589,10 @@ class ReplicaManager:
             partition = self.leader_partition(topic, index)
             if acks == -1 and len(partition.isr) < partition.min_insync_replicas:
                 return AppendResult(ErrorCode.not_enough_replicas)
-            if self.txn_verification is not None:
+            # only a transactional batch is verified (at_append's answer for any other is
+            # NONE): the flag's byte read here, not through at_append's calls, every append
+            if (self.txn_verification is not None and records is not None
+                    and first_batch_transactional(records)):
                 code = self.txn_verification.at_append(partition, records, transactional_id,
                                                        version)
                 if code != ErrorCode.none:
