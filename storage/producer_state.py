@@ -594,6 +594,12 @@ class ProducerStateManager:
     def active_producers(self) -> list[ProducerEntry]:
         return [e.view() for e in self._producers.values()]
 
+    def txn_open_at(self, producer_id: int, epoch: int) -> bool:
+        """Whether the producer has a transaction open here at `epoch` (asked of each partition
+        of a transactional Produce, before its verification: no entry view made)."""
+        e = self._producers.get(producer_id)
+        return e is not None and e.txn_first_offset is not None and e.epoch == epoch
+
     def last_entry(self, producer_id: int) -> ProducerEntry | None:
         e = self._producers.get(producer_id)
         return e.view() if e is not None else None

@@ -178,12 +178,7 @@ def needs_verification(
     if producer is None:
         return None
     producer_id, producer_epoch = producer
-    entry = partition.last_producer_entry(producer_id)
-    if (
-        entry is not None
-        and entry.current_txn_start_offset >= 0
-        and entry.producer_epoch == producer_epoch
-    ):
+    if partition.log.producer_state.txn_open_at(producer_id, producer_epoch):
         return None  # already verified: the transaction is open on this partition
     return producer
 
