@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import time
 import uuid
@@ -109,6 +110,10 @@ class ReplicaManager:
         # Partitions whose state names us leader in a previous life -> that leader epoch
         self._waiting: dict[tuple[str, int], int] = {}
         self.min_isr: Callable[[TopicState], int] = lambda _topic: 1
+        # Each topic's overrides as its partitions were last reconfigured with: a partition
+        # state change re-sends the whole topic, and only a change of these (another broker's
+        # AlterConfigs) needs its partitions reconfigured again.
+        self._applied_configs: dict[str, dict[str, str]] = {}
         # The leader side of replication throttles (a cluster; replication_quota.py).
         self.leader_quota: ReplicationQuota | None = None
         # fn(partition, is_leader) when this broker gains or loses a partition's leadership
@@ -117,7 +122,7 @@ class ReplicaManager:
         # Partitions of topics just created whose log is still to be created (materialize
         # with defer): (topic, index) -> topic id, in creation order.
         self._pending: dict[tuple[str, int], uuid.UUID] = {}
-        self._pending_configs: dict[str, tuple[TopicState, LogConfig]] = {}
+        self._pending_configs: dict[str, tuple[TopicState, _TopicConfig]] = {}
         self._pending_task: asyncio.Task[None] | None = None
         self._stopped = False  # shutting down: nothing more created in the background
         # Moves replicas between this broker's log directories (AlterReplicaLogDirs).
@@ -142,7 +147,7 @@ class ReplicaManager:
         already shows the partitions led; a request for one of them creates its log at once
         (`get`), so no client sees the difference, only the time a CreateTopics of
         thousands of partitions takes (a directory and files per partition)."""
-        config: LogConfig = self._topic_config(topic)
+        config = _TopicConfig(self, topic)
         went_offline = False
         defer = defer and not topic.internal and self._loop_running()
         for index, state in topic.partitions.items():
@@ -159,8 +164,8 @@ class ReplicaManager:
         if went_offline and self.offline_listener is not None:
             self.offline_listener()
 
-    def _materialize_one(self, topic: TopicState, index: int, state: Any, config: LogConfig,
-                         is_new: bool) -> bool:
+    def _materialize_one(self, topic: TopicState, index: int, state: Any,
+                         config: _TopicConfig, is_new: bool) -> bool:
         """One partition of `materialize`; True if its log went offline."""
         if self.broker_id not in state.replicas:
             self._drop_unassigned(topic.name, index, is_new)
@@ -184,7 +189,7 @@ class ReplicaManager:
             plog = None
         if plog is None:
             try:
-                plog = self.log_manager.create_log(topic.name, index, config,
+                plog = self.log_manager.create_log(topic.name, index, config.log,
                                                    topic.topic_id, is_new=is_new)
             except KafkaStorageError as exc:
                 log.error("%s-%d is offline here: %s", topic.name, index, exc)
@@ -205,7 +210,7 @@ class ReplicaManager:
         if self.registered_epochs is not None:
             partition.replica_eligible = self._replica_eligible
         # an existing log takes the topic's current config (Partition is the one writer)
-        partition.reconfigure(config, self.min_isr(topic))
+        partition.reconfigure(config.log, config.min_isr)
         self._partitions[(topic.name, index)] = partition
         if self.fetchers is not None:  # a cluster: take up the role for real
             partition.leader_id = -1
@@ -264,7 +269,7 @@ class ReplicaManager:
             return False  # deleted (or deleted and created again: that one has its own entry)
         config = self._pending_configs.get(key[0])
         if config is None or config[0] is not topic:
-            config = (topic, self._topic_config(topic))
+            config = (topic, _TopicConfig(self, topic))
             self._pending_configs[key[0]] = config
         if not self._pending:
             self._pending_configs.clear()
@@ -338,7 +343,8 @@ class ReplicaManager:
                 self.remove_topic(name)
             return
         self.materialize(topic, defer=True)
-        self.reconfigure(topic)  # topic configs changed by another broker reach us here
+        if self._applied_configs.get(name) != topic.configs:
+            self.reconfigure(topic)  # topic configs changed by another broker reach us here
 
     def _apply_state(self, partition: Partition, state: Any) -> None:
         try:
@@ -436,12 +442,17 @@ class ReplicaManager:
             partition.shrink_isr_if_lagging(lag_ms)
 
     def reconfigure(self, topic: TopicState) -> None:
-        config = self._topic_config(topic)
-        for (name, _), partition in self._partitions.items():
-            if name == topic.name:
-                partition.reconfigure(config, self.min_isr(topic))
+        """The topic's config (its overrides or the broker's defaults) may have changed: every
+        partition hosted here takes it, min.insync.replicas included."""
+        self._applied_configs[topic.name] = dict(topic.configs)
+        config, min_isr = self._topic_config(topic), self.min_isr(topic)
+        for index in topic.partitions:
+            partition = self._partitions.get((topic.name, index))
+            if partition is not None:
+                partition.reconfigure(config, min_isr)
 
     def remove_topic(self, name: str) -> None:
+        self._applied_configs.pop(name, None)
         self.offline = {key for key in self.offline if key[0] != name}
         for key in [k for k in self._pending if k[0] == name]:
             del self._pending[key]
@@ -707,6 +718,23 @@ def _batch_ids(records: bytes | None) -> str:
         return "no readable batch"
     return (f"producer {h.producer_id} epoch {h.producer_epoch} seq {h.base_sequence}"
             f"..{h.base_sequence + h.last_offset_delta}")
+
+
+class _TopicConfig:
+    """A topic's log config and min.insync.replicas, looked up once for all its partitions
+    and only if one is created (each lookup merges the broker's defaults with the overrides:
+    a partition state change re-sends the whole topic, and most create nothing)."""
+
+    def __init__(self, replicas: ReplicaManager, topic: TopicState) -> None:
+        self._replicas, self._topic = replicas, topic
+
+    @functools.cached_property
+    def log(self) -> LogConfig:
+        return self._replicas._topic_config(self._topic)
+
+    @functools.cached_property
+    def min_isr(self) -> int:
+        return self._replicas.min_isr(self._topic)
 
 
 def _wake(fut: asyncio.Future[None]) -> None:
