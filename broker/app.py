@@ -45,7 +45,7 @@ from .network.dispatch import Dispatcher
 from .network.interbroker import set_client_security
 from .network.loop_watchdog import LoopWatchdog
 from .network.quotas import QuotaManager
-from .network.server import KafkaServer, ServerLimits
+from .network.server import KafkaServer, ServerLimits, raise_open_files_limit
 from .reconfiguration import BrokerReconfiguration, check_cordoned
 from .replication.log_dir_mover import LogDirMover
 from .replication.partition import Partition
@@ -291,6 +291,7 @@ class Broker:
             self.share_state.on_leadership(partition.index, is_leader)
 
     async def start(self) -> None:
+        raise_open_files_limit()  # before the logs load: their segment files use a share
         self.log_dir_failures.listen()  # first: a dir that cannot be locked is a failed one
         # Then, as Kafka's LogManager.lockLogDirs: a second broker on these log dirs stops
         # before it registers, loads a log or listens anywhere (LogDirLockError).

@@ -100,7 +100,7 @@ class LogManager:
         }
         self.cleaner_enable = cleaner_enable
         # Segment and index fds are cached process-wide (storage/fdcache.py); None keeps the
-        # default cap (a quarter of RLIMIT_NOFILE, at most 1024).
+        # default cap (a quarter of RLIMIT_NOFILE, at most 8,192).
         if max_open_files is not None:
             FD_CACHE.capacity = max_open_files
         # Threads for the fsync-bound parts of shutdown and crash recovery (fsync releases the

@@ -23,6 +23,7 @@ from typing import Any, Protocol
 
 from samsa.config.schema.values import ConfigError
 from samsa.protocol.framing import FrameError, Part, frame_size
+from samsa.storage.fdcache import FD_CACHE
 from samsa.storage.file_region import FileRegion, RegionTruncated
 
 from .. import metrics
@@ -587,7 +588,7 @@ class KafkaServer:
         return self._count
 
     async def start(self) -> None:
-        _raise_open_files_limit()
+        raise_open_files_limit()
         for endpoint in self.endpoints:
             await self._bind(endpoint)
         broker_rate = _RateLimit(self._limits.creation_rate)
@@ -841,14 +842,16 @@ def _sasl_frame_size(prefix: bytes, auth: SaslSession) -> int:
     return size
 
 
-def _raise_open_files_limit() -> None:
-    """Every connection is a file descriptor: the soft RLIMIT_NOFILE (often 1024) goes up to
-    the hard limit, as Kafka's start scripts expect of `ulimit -n`."""
+def raise_open_files_limit() -> None:
+    """Every connection and open segment file is a file descriptor: the soft RLIMIT_NOFILE
+    (often 1024) goes up to the hard limit, as Kafka's start scripts expect of `ulimit -n`;
+    the broker does it before its logs load, the server again (a server alone, in tests)."""
     try:
         soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
         if resource.RLIM_INFINITY not in (soft, hard) and soft < hard:
             resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
             log.info("raised the open files limit from %d to %s", soft, hard)
+            FD_CACHE.follow_open_files_limit()  # segment files may use a share of it
     except (OSError, ValueError) as exc:
         log.warning("could not raise the open files limit: %s", exc)
 

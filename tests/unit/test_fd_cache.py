@@ -13,7 +13,7 @@ import pytest
 
 from samsa.protocol.records import build_batch
 from samsa.storage.config import LogConfig
-from samsa.storage.fdcache import FD_CACHE, CachedFile, FdCache
+from samsa.storage.fdcache import DEFAULT_MAX_OPEN_FILES, FD_CACHE, CachedFile, FdCache
 from samsa.storage.log import Log
 from samsa.storage.log_manager import CLEAN_SHUTDOWN_FILE, LogManager
 
@@ -213,3 +213,23 @@ def test_reopen_does_not_recreate_a_deleted_segment(tmp_path: Path, cap: int) ->
     with pytest.raises(FileNotFoundError):
         seg.read_bytes(0, 10)
     assert not seg.log_path.exists()
+
+
+def test_the_default_bound_follows_a_raised_open_files_limit() -> None:
+    """A broker raises its soft RLIMIT_NOFILE at start (broker/network/server.py): the default
+    bound, taken at import from the lower limit, follows it; a configured bound does not."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard == resource.RLIM_INFINITY or hard < 2048:
+        pytest.skip(f"hard RLIMIT_NOFILE {hard}: no room to lower and raise the soft limit here")
+    try:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (1024, hard))
+        cache = FdCache()
+        assert cache.capacity == 256  # a quarter of 1,024
+        configured = FdCache(100)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+        cache.follow_open_files_limit()
+        configured.follow_open_files_limit()
+        assert cache.capacity == min(DEFAULT_MAX_OPEN_FILES, hard // 4) > 256
+        assert configured.capacity == 100
+    finally:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
