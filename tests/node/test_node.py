@@ -6,6 +6,7 @@ again)."""
 
 from __future__ import annotations
 
+import re
 import socket
 import time
 import urllib.request
@@ -244,7 +245,13 @@ def test_the_whole_node_killed_comes_back_with_its_records(node: SamsaNode) -> N
         p.produce("crashed", f"c{i}".encode(), partition=i % 2)
     assert p.flush(30) == 0
     node.kill()
+    seen = len(node.log_text())
     node.start()
+    # a crash, not a stop: no process had begun its clean shutdown when it died
+    restarted = node.log_text()[seen:]
+    for broker_id in node.broker_ids:
+        assert re.search(rf"\[broker {broker_id}\] .*no clean shutdown marker", restarted), (
+            f"broker {broker_id} found a clean shutdown marker\n{node.log_tail()}")
     c = Consumer({"bootstrap.servers": node.bootstrap, "group.id": "v-crashed",
                   "enable.auto.commit": False})
     got: list[bytes] = []
