@@ -51,7 +51,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
 from confluent_kafka import libversion as rdkafka_libversion
 from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
 from plot import ratio_svg
@@ -1261,21 +1261,24 @@ def open_fds(pgid: int) -> int:
     return n
 
 
-def end_offsets(admin: AdminClient, wanted: dict[TopicPartition, OffsetSpec],
+def end_offsets(bootstrap: str, wanted: dict[TopicPartition, OffsetSpec],
                 deadline: float) -> dict[TopicPartition, int]:
     """ListOffsets for every partition, asking again for those that got an error (Kafka
     answers UNKNOWN_LEADER_EPOCH for a while after a restart, until its metadata caught up)
-    until `deadline`; then the last error is raised."""
+    until `deadline`; then the last error is raised. Each round is a new client: librdkafka
+    keeps the leader epochs of its first metadata and may go on sending a fenced one."""
     got: dict[TopicPartition, int] = {}
     pending = dict(wanted)
     last_error = ""
     while pending and time.monotonic() < deadline:
+        admin = AdminClient({"bootstrap.servers": bootstrap})
         for tp, f in admin.list_offsets(pending, request_timeout=300).items():
             try:
                 got[tp] = f.result().offset
                 del pending[tp]
             except KafkaException as e:
                 last_error = f"ListOffsets {tp.topic}-{tp.partition}: {e.args[0].str()}"
+        del admin
         if pending:
             time.sleep(0.5)
     if pending:
@@ -1383,13 +1386,22 @@ def scale_kill9(broker: Broker, topics: dict[str, int],
     answer and to every partition led with its end offset (ListOffsets latest) = records
     acknowledged, i.e. recovery of all those partitions succeeded and lost nothing."""
     b = broker.bootstrap
-    prod = Producer({"bootstrap.servers": b, "linger.ms": 5, "acks": "all"})
+    # idempotent: a retried request is not written twice; every delivery report looked at
+    prod = Producer({"bootstrap.servers": b, "linger.ms": 5, "acks": "all",
+                     "enable.idempotence": True})
+    failed: list[str] = []
+
+    def delivered(err: KafkaError | None, msg: Message) -> None:
+        if err is not None:
+            failed.append(f"{msg.topic()}-{msg.partition()}: {err.str()}")
+
     for topic, n in topics.items():
         for part in range(n):
-            prod.produce(topic, b"y" * 100, partition=part)
+            prod.produce(topic, b"y" * 100, partition=part, on_delivery=delivered)
             prod.poll(0)
-    if prod.flush(600):
-        raise RuntimeError("could not write one more record to every partition before kill -9")
+    if prod.flush(600) or failed:
+        raise RuntimeError("could not write one more record to every partition before kill -9"
+                           + (f": {len(failed)} failed, e.g. {failed[0]}" if failed else ""))
     del prod
     for topic in topics:
         records[topic] += 1
@@ -1401,8 +1413,8 @@ def scale_kill9(broker: Broker, topics: dict[str, int],
         raise RuntimeError("not every partition had a leader 600 s after kill -9 and restart")
     wanted = {TopicPartition(t, p): OffsetSpec.latest() for t, n in topics.items()
               for p in range(n)}  # fmt: skip
-    got = end_offsets(admin, wanted, t0 + 600)
     del admin
+    got = end_offsets(b, wanted, t0 + 600)
     short = [tp for tp, off in got.items() if off != records[tp.topic]]
     if short or len(got) != len(wanted):
         seen = ", ".join(f"{tp.topic}-{tp.partition} at {got[tp]} (not {records[tp.topic]})"
