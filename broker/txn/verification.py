@@ -50,7 +50,6 @@ KAFKA_REQUEST_TIMEOUT_MS = 30_000
 
 # Coordinator answers that only mean "not now" (Kafka's ReplicaManager turns them into
 # NOT_ENOUGH_REPLICAS, which every client retries).
-_I32 = struct.Struct(">i")
 _RETRIABLE = frozenset({
     ErrorCode.concurrent_transactions,
     ErrorCode.network_exception,
@@ -143,7 +142,10 @@ class TxnPartitionVerifier:
         self._connections.clear()
 
 
+_I32 = struct.Struct(">i")
 _PRODUCER = struct.Struct(">qh")  # a batch header's producer id and epoch
+# after baseOffset, batchLength, partitionLeaderEpoch, magic, crc, attributes, lastOffsetDelta
+# and the two timestamps: 8 + 4 + 4 + 1 + 4 + 2 + 4 + 8 + 8
 _PRODUCER_AT = 43
 
 
