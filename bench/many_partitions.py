@@ -5,7 +5,8 @@ requests of one-record batches for many partitions each, and the broker's cost p
 partition-batch, not per byte, sets its latency. This runs that shape against one broker:
 
 - produce: WORKERS librdkafka producer processes (acks=all, idempotent, linger.ms 5, keyed
-  records of SIZE bytes) paced at RATE records/s in all, over a topic of PARTITIONS partitions;
+  records of SIZE bytes) paced at RATE records/s in all (the records due are sent once a
+  millisecond, TICK_S), over a topic of PARTITIONS partitions;
   each record's latency is the time from produce() to its delivery report. Printed: p50, p99,
   p99.9, the broker's CPU (utime+stime of its process group) per produce request and per
   partition-batch (librdkafka's own counts, from its statistics), and the rate reached.
@@ -42,6 +43,7 @@ import run as bench  # noqa: E402  (bench/ is a directory of scripts, not a pack
 WORKERS = 8
 CONSUMERS = 4
 SIZE = 200
+TICK_S = 0.001  # the producers' pacing: records due are sent together, once a millisecond
 IDLE_S = 3.0  # a consumer is done when no record came for this long (the producers ended)
 HEADER = struct.Struct(">q")  # the value starts with its send time (CLOCK_MONOTONIC, ns)
 
@@ -96,18 +98,23 @@ def produce_worker(bootstrap: str, topic: str, rate: float, seconds: float, size
     rtt_us.clear()
     queued_us.clear()
     t0 = time.monotonic()
-    for i in range(n):
-        while (delay := t0 + i / rate - time.monotonic()) > 0:
-            p.poll(delay)
-        key = b"k%d-%d" % (seed, i)  # keyed: the default partitioner spreads them
-        while True:
+    i = 0
+    while i < n:
+        # the records due by now, then a wait of at least a tick: a wake-up a record would
+        # cost this process more CPU than the broker spends on the record
+        due = min(n, int((time.monotonic() - t0) * rate) + 1)
+        while i < due:
+            key = b"k%d-%d" % (seed, i)  # keyed: the default partitioner spreads them
             try:
                 p.produce(topic, HEADER.pack(time.monotonic_ns()) + pad, key,
                           on_delivery=on_delivery)
-                break
             except BufferError:
                 p.poll(0.01)
+                continue
+            i += 1
         p.poll(0)
+        if i < n:
+            p.poll(max(TICK_S, t0 + i / rate - time.monotonic()))
     sent_s = time.monotonic() - t0
     p.flush(120)
     end = _counters(p, stats), batches[0]
