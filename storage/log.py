@@ -28,7 +28,7 @@ import shutil
 import threading
 import uuid
 from pathlib import Path
-from typing import NamedTuple, cast
+from typing import TYPE_CHECKING, NamedTuple, cast
 
 from samsa.config.forward import Forward
 from samsa.protocol.records import (
@@ -69,6 +69,9 @@ from samsa.storage.producer_state import (
 )
 from samsa.storage.segment import LogSegment
 from samsa.storage.txn_index import AbortedTxn
+
+if TYPE_CHECKING:
+    from samsa.storage.producer_state import _Entry
 
 FUTURE_DIR_SUFFIX = "-future"
 
@@ -269,38 +272,30 @@ class Log:
     def _append_client_batch(self, buf: Buf, leader_epoch: int, now: int) -> AppendInfo | None:
         """A producer's usual append, collapsed (issue 47: at thousands of one-batch requests
         a second the general path's lists, loops, plans and property calls were most of an
-        append's CPU): one batch, CreateTime, within the size limits, neither transactional
-        nor a control batch, and either without a producer id or its producer's next batch.
-        The checks, the bytes written and the answer are the general path's; None, with
-        nothing checked or changed, for anything else, which the general path then takes."""
+        append's CPU): one batch, CreateTime, within the size limits, not a control batch, and
+        either without a producer id or its producer's next batch (`next_batch_entry`: a
+        transaction's first or later batch too). The checks, the bytes written, the producer
+        state and the answer are the general path's; None, with nothing checked or changed,
+        for anything else, which the general path then takes."""
         size = len(buf)
         config = self.config
         if (size < HEADER_SIZE or _I32.unpack_from(buf, 8)[0] != size - LOG_OVERHEAD
                 or size > config.max_message_bytes or size > config.segment_bytes
-                or buf[ATTRIBUTES_LOW] & (ATTR_TRANSACTIONAL | ATTR_CONTROL)
+                or buf[ATTRIBUTES_LOW] & ATTR_CONTROL
                 or config.message_timestamp_type != "CreateTime"):
             return None
         h = BatchHeader.parse(buf, 0)
-        psm = self.producer_state
         entry = None
         if h.producer_id != NO_PRODUCER_ID:
-            entry = psm.next_batch_entry(h.producer_id, h.producer_epoch, h.base_sequence)
+            entry = self.producer_state.next_batch_entry(
+                h.producer_id, h.producer_epoch, h.base_sequence,
+                bool(h.attributes & ATTR_TRANSACTIONAL))
             if entry is None:  # new, duplicate, fenced, out of sequence: the general path's
                 return None
+        # (a transactional batch without a producer id is refused here, as analyze refuses it)
         self._validator.validate_client_batch(config, buf, 0, h, now)
-        seg = self.segs.view[0][-1]
-        base = seg.next_offset
-        last = base + h.last_offset_delta
-        max_timestamp = h.max_timestamp
-        h.base_offset, h.partition_leader_epoch = base, leader_epoch
-        seg = self._maybe_roll(size, max_timestamp, base, last, now)
-        seg.append_batch(stamped_prefix(h), memoryview(buf)[STAMPED_PREFIX_SIZE:], h)
-        self.leader_epoch_cache.maybe_assign(leader_epoch, base)
-        psm.append_next_batch(entry, h.last_sequence, base, last, max_timestamp)
-        if self.flushes.count(h.records_count, now, config):
-            self.flush()
-        return AppendInfo(base, last, -1, self.offsets.log_start_offset, h.records_count,
-                          max_timestamp=max_timestamp)
+        h.base_offset, h.partition_leader_epoch = self.segs.view[0][-1].next_offset, leader_epoch
+        return self._write_batch(buf, h, now, entry, None)
 
     def _append_coordinator_batch(self, buf: Buf, leader_epoch: int, now: int,
                                   transaction_version: int) -> AppendInfo | None:
@@ -321,23 +316,29 @@ class Log:
         if not control and h.producer_id != NO_PRODUCER_ID:
             return None
         validate_batch(buf, 0, h)  # analyze's check of a batch that is not a client's
-        base = self.segs.view[0][-1].next_offset
-        last = h.last_offset_delta + base
-        h.base_offset, h.partition_leader_epoch = base, leader_epoch
-        psm = self.producer_state
-        plan = psm.prepare_append([BatchInfo.of_batch(h, buf, 0)], "coordinator",
-                                  transaction_version) if control else None
-        seg = self._maybe_roll(size, h.max_timestamp, base, last, now)
+        h.base_offset, h.partition_leader_epoch = self.segs.view[0][-1].next_offset, leader_epoch
+        plan = self.producer_state.prepare_append(
+            [BatchInfo.of_batch(h, buf, 0)], "coordinator", transaction_version
+        ) if control else None
+        return self._write_batch(buf, h, now, None, plan)
+
+    def _write_batch(self, buf: Buf, h: BatchHeader, now: int, entry: _Entry | None,
+                     plan: AppendPlan | None) -> AppendInfo:
+        """The one-batch appends' write of a checked batch, `h` stamped with its offset and
+        leader epoch: its producer state is `plan`'s, else recorded in its producer's `entry`
+        (None: no producer id)."""
+        base, last, max_timestamp = h.base_offset, h.last_offset, h.max_timestamp
+        seg = self._maybe_roll(len(buf), max_timestamp, base, last, now)
         seg.append_batch(stamped_prefix(h), memoryview(buf)[STAMPED_PREFIX_SIZE:], h)
-        self.leader_epoch_cache.maybe_assign(leader_epoch, base)
-        if plan is not None:
-            self._apply_producer_state(seg, plan)
+        self.leader_epoch_cache.maybe_assign(h.partition_leader_epoch, base)
+        if plan is None:
+            self.producer_state.append_next_batch(entry, h)
         else:
-            psm.append_next_batch(None, h.last_sequence, base, last, h.max_timestamp)
-        if self.flushes.count(h.records_count, now, config):
+            self._apply_producer_state(seg, plan)
+        if self.flushes.count(h.records_count, now, self.config):  # flush.messages, flush.ms
             self.flush()
         return AppendInfo(base, last, -1, self.offsets.log_start_offset, h.records_count,
-                          max_timestamp=h.max_timestamp)
+                          max_timestamp=max_timestamp)
 
     @guarded("appending records to")
     def append_as_follower(self, records: bytes | bytearray | memoryview,

@@ -21,6 +21,7 @@ from typing import Literal, NamedTuple, cast
 import crc32c
 
 from samsa.protocol.records import (
+    ATTR_TRANSACTIONAL,
     CONTROL_ABORT,
     CONTROL_COMMIT,
     HEADER_SIZE,
@@ -434,33 +435,45 @@ class ProducerStateManager:
                 return m.first_offset, m.last_offset, m.timestamp
         return None
 
-    def next_batch_entry(self, producer_id: int, epoch: int, base_sequence: int
-                         ) -> _Entry | None:
-        """The producer's entry if a client's idempotent batch, not transactional, follows on
-        from its last one (same epoch, no transaction open, the next sequence), and so is no
-        duplicate: the batches `_prepare_next_batch` plans, for `append_next_batch`. (A kept
-        batch starting at the next sequence would have to span nearly 2^31 sequences; a batch
-        holds far fewer records.) None for any other batch."""
+    def next_batch_entry(self, producer_id: int, epoch: int, base_sequence: int,
+                         transactional: bool) -> _Entry | None:
+        """The producer's entry if a client's batch is one `_Validator` takes without a word
+        and no duplicate: its producer's next sequence at the same epoch, or the first
+        (sequence 0) of a newer epoch (after InitProducerId; under transactions v2 also a
+        transaction's first batch where the one before, which bumped it, wrote no marker);
+        with a transaction open, only its next transactional batch at its epoch. (A kept batch
+        starting at the next sequence would have to span nearly 2^31 sequences, and a new
+        epoch keeps none.) The batches `append_next_batch` records; None for any other."""
         e = self._producers.get(producer_id)
-        if (e is None or e.epoch != epoch or e.txn_first_offset is not None
-                or not _in_sequence(e.last_seq, base_sequence)):
+        if e is None:
+            return None
+        if epoch == e.epoch:
+            if ((e.txn_first_offset is not None and not transactional)
+                    or not _in_sequence(e.last_seq, base_sequence)):
+                return None
+        elif epoch < e.epoch or base_sequence != 0 or e.txn_first_offset is not None:
             return None
         return e
 
-    def append_next_batch(self, e: _Entry | None, last_sequence: int, first_offset: int,
-                          last_offset: int, timestamp: int) -> None:
-        """Record a batch written without a plan (the log's one-batch producer append): what
-        `apply` does with `_prepare_next_batch`'s plan for it; `e` from `next_batch_entry`,
-        None for a batch without a producer id. Nothing may change the state between."""
+    def append_next_batch(self, e: _Entry | None, h: BatchHeader) -> None:
+        """Record a client's or coordinator's batch written without a plan (the log's one-batch
+        appends), `h` stamped with its offset: what `apply` does with `_Validator`'s plan for
+        it; `e` from `next_batch_entry`, None for a batch without a producer id. Nothing may
+        change the state between."""
         self._generation += 1
+        first, last = h.base_offset, h.last_offset
         if e is not None:
-            e.batches.append(_BatchMetadata(last_sequence, last_offset,
-                                            last_offset - first_offset, timestamp))
+            timestamp = h.max_timestamp
+            e.set_epoch(h.producer_epoch)
+            e.batches.append(_BatchMetadata(h.last_sequence, last, last - first, timestamp))
             e.last_timestamp = timestamp
+            if e.txn_first_offset is None and h.attributes & ATTR_TRANSACTIONAL:
+                e.txn_first_offset = first  # the transaction starts here: the LSO holds at it
+                self._ongoing[first] = e.producer_id
         if self._lso_of_completed:
             self._lso_of_completed = {}
-        if last_offset >= self._map_end_offset:
-            self._map_end_offset = last_offset + 1
+        if last >= self._map_end_offset:
+            self._map_end_offset = last + 1
 
     def prepare_append(self, batches: list[BatchInfo], origin: str,
                        transaction_version: int = 0) -> AppendPlan:
