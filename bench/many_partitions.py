@@ -17,6 +17,7 @@ partition-batch, not per byte, sets its latency. This runs that shape against on
     .venv/bin/python bench/many_partitions.py --partitions 500 --rate 20000
     .venv/bin/python bench/many_partitions.py --partitions 100,500,2000 --rate 2000,10000 --kafka
     .venv/bin/python bench/many_partitions.py --consume --partitions 500 --rate 2000
+    .venv/bin/python bench/many_partitions.py --processes 2   # a node of two processes
 
 The worker processes are this script run as `many_partitions.py worker ...`. No assertions:
 this measures. Figures from a loaded machine are wall-clock figures of that machine; the CPU
@@ -260,9 +261,9 @@ def show(name: str, partitions: int, rate: int, f: dict[str, float]) -> None:
 
 
 @contextlib.contextmanager
-def broker(kafka: bool) -> Iterator[bench.Broker]:
+def broker(kafka: bool, processes: int = 1) -> Iterator[bench.Broker]:
     if not kafka:
-        with bench.running("samsa", None) as b:
+        with bench.running("samsa" if processes == 1 else f"samsa x{processes}", None) as b:
             yield b
         return
     lib, note = bench.ensure_kafka_lib()
@@ -292,6 +293,8 @@ def main() -> int:
     ap.add_argument("--consume", action="store_true", help="add consumers of every partition")
     ap.add_argument("--kafka", action="store_true", help="Apache Kafka too, after Samsa")
     ap.add_argument("--only-kafka", action="store_true")
+    ap.add_argument("--processes", type=int, default=1,
+                    help="Samsa as a node of this many processes (samsa serve --processes)")
     ap.add_argument("--bootstrap", help="a broker already running (with --pid: its process)")
     ap.add_argument("--pid", type=int, help="the process (group) of --bootstrap's broker")
     args = ap.parse_args()
@@ -305,7 +308,7 @@ def main() -> int:
     names = [] if args.only_kafka else [False]
     names += [True] if args.kafka or args.only_kafka else []
     for kafka in names:
-        with broker(kafka) as b:
+        with broker(kafka, args.processes) as b:
             for partitions in ints(args.partitions):
                 for rate in ints(args.rate):
                     f = run_load(b.proc.pid, b.bootstrap, partitions, rate, args.seconds,
