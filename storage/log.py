@@ -34,7 +34,6 @@ from samsa.config.forward import Forward
 from samsa.protocol.records import (
     _I32,
     ATTR_CONTROL,
-    ATTR_TRANSACTIONAL,
     ATTRIBUTES_LOW,
     HEADER_SIZE,
     LOG_OVERHEAD,
@@ -287,9 +286,7 @@ class Log:
         h = BatchHeader.parse(buf, 0)
         entry = None
         if h.producer_id != NO_PRODUCER_ID:
-            entry = self.producer_state.next_batch_entry(
-                h.producer_id, h.producer_epoch, h.base_sequence,
-                bool(h.attributes & ATTR_TRANSACTIONAL))
+            entry = self.producer_state.next_batch_entry(h)
             if entry is None:  # new, duplicate, fenced, out of sequence: the general path's
                 return None
         # (a transactional batch without a producer id is refused here, as analyze refuses it)
@@ -327,7 +324,8 @@ class Log:
         """The one-batch appends' write of a checked batch, `h` stamped with its offset and
         leader epoch: its producer state is `plan`'s, else recorded in its producer's `entry`
         (None: no producer id)."""
-        base, last, max_timestamp = h.base_offset, h.last_offset, h.max_timestamp
+        base, max_timestamp = h.base_offset, h.max_timestamp
+        last = base + h.last_offset_delta
         seg = self._maybe_roll(len(buf), max_timestamp, base, last, now)
         seg.append_batch(stamped_prefix(h), memoryview(buf)[STAMPED_PREFIX_SIZE:], h)
         self.leader_epoch_cache.maybe_assign(h.partition_leader_epoch, base)

@@ -435,23 +435,23 @@ class ProducerStateManager:
                 return m.first_offset, m.last_offset, m.timestamp
         return None
 
-    def next_batch_entry(self, producer_id: int, epoch: int, base_sequence: int,
-                         transactional: bool) -> _Entry | None:
-        """The producer's entry if a client's batch is one `_Validator` takes without a word
-        and no duplicate: its producer's next sequence at the same epoch, or the first
+    def next_batch_entry(self, h: BatchHeader) -> _Entry | None:
+        """The producer's entry if a client's batch `h` is one `_Validator` takes without a
+        word and no duplicate: its producer's next sequence at the same epoch, or the first
         (sequence 0) of a newer epoch (after InitProducerId; under transactions v2 also a
         transaction's first batch where the one before, which bumped it, wrote no marker);
         with a transaction open, only its next transactional batch at its epoch. (A kept batch
         starting at the next sequence would have to span nearly 2^31 sequences, and a new
         epoch keeps none.) The batches `append_next_batch` records; None for any other."""
-        e = self._producers.get(producer_id)
+        e = self._producers.get(h.producer_id)
         if e is None:
             return None
+        epoch = h.producer_epoch
         if epoch == e.epoch:
-            if ((e.txn_first_offset is not None and not transactional)
-                    or not _in_sequence(e.last_seq, base_sequence)):
+            if (not _in_sequence(e.last_seq, h.base_sequence) or (
+                    e.txn_first_offset is not None and not h.attributes & ATTR_TRANSACTIONAL)):
                 return None
-        elif epoch < e.epoch or base_sequence != 0 or e.txn_first_offset is not None:
+        elif epoch < e.epoch or h.base_sequence != 0 or e.txn_first_offset is not None:
             return None
         return e
 
@@ -461,11 +461,13 @@ class ProducerStateManager:
         it; `e` from `next_batch_entry`, None for a batch without a producer id. Nothing may
         change the state between."""
         self._generation += 1
-        first, last = h.base_offset, h.last_offset
+        first, delta = h.base_offset, h.last_offset_delta
+        last = first + delta
         if e is not None:
             timestamp = h.max_timestamp
-            e.set_epoch(h.producer_epoch)
-            e.batches.append(_BatchMetadata(h.last_sequence, last, last - first, timestamp))
+            if h.producer_epoch != e.epoch:
+                e.set_epoch(h.producer_epoch)
+            e.batches.append(_BatchMetadata(h.last_sequence, last, delta, timestamp))
             e.last_timestamp = timestamp
             if e.txn_first_offset is None and h.attributes & ATTR_TRANSACTIONAL:
                 e.txn_first_offset = first  # the transaction starts here: the LSO holds at it
