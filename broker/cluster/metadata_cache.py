@@ -3,13 +3,15 @@
 A full Metadata request at 10,000 partitions spent most of its time building and encoding
 the same partition entries again. Each topic's entry is kept encoded per (request version,
 listener): those are all the entry depends on besides the cluster metadata (the partitions'
-leaders, epochs, replicas and ISR; which brokers are alive and have that listener; which
-replicas are in failed log directories). The entries are per topic, so a response is still
-assembled per request from the topics its principal may describe: an ACL-filtered view is
-never a copy of someone else's.
+leaders, epochs, replicas and ISR; which brokers are alive and have that listener, and
+whether a leader's state predates its registration; which replicas are in failed log
+directories). The entries are per topic, so a response is still assembled per request from
+the topics its principal may describe: an ACL-filtered view is never a copy of someone
+else's.
 
 Invalidation: the metadata store tells its listeners of every change (`on_change`): a topic's
-change drops that topic's entries, any other change (brokers, controller, failed log
+change drops that topic's entries (a leadership written again in its leader's current life
+is one), any other change (brokers and their registrations, controller, failed log
 directories elsewhere) drops them all, and so does a change of this broker's own offline
 replicas (checked on every use: that set changes without a store event).
 """

@@ -145,6 +145,9 @@ class MetadataStore(Protocol):
     # Every broker's replicas in failed log dirs as the cluster announced them (ZooKeeper's
     # /log_dir_event_notification); none without one (this broker's own: ReplicaManager).
     def offline_replicas(self) -> OfflineReplicas: ...
+    # Whether the state names its leader in a life before that broker's current registration
+    # (it restarted; the controller has not elected it again yet): not a leader to name.
+    def leader_in_previous_life(self, state: PartitionState) -> bool: ...
     def add_listener(self, fn: Callable[[str, str], None]) -> None: ...
     async def create_topic(self, topic: TopicState) -> None: ...
     async def delete_topic(self, name: str) -> None: ...
@@ -291,6 +294,10 @@ class LocalMetadataStore:
     def offline_replicas(self) -> OfflineReplicas:
         """None announced: the one broker's own are its ReplicaManager's."""
         return {}
+
+    def leader_in_previous_life(self, state: PartitionState) -> bool:
+        """Never: the one broker has no registration to outlive."""
+        return False
 
     def add_listener(self, fn: Callable[[str, str], None]) -> None:
         """fn(kind, name) after a change (here only this broker changes anything: "topic")."""

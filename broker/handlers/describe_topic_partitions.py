@@ -18,7 +18,7 @@ from ..cluster.topic_admin import INTERNAL_TOPICS, TopicError, validate_topic_na
 from ..context import RequestContext
 from ..security.authorizer import AclOperation, ResourceType
 from .declare import api
-from .metadata import listener_brokers, replica_online
+from .metadata import leader_online, listener_brokers, replica_online
 
 if TYPE_CHECKING:
     from .requests import DescribeTopicPartitionsRequest
@@ -58,6 +58,7 @@ async def handle_describe_topic_partitions(
     limit = max(min(ctx.config["max.request.partition.size.limit"],
                     request.response_partition_limit), 1)
     online = replica_online(ctx)
+    leads = leader_online(ctx, online)
     reachable = listener_brokers(ctx)  # a leader without the request's listener: no leader
     remaining = limit
     topics_out: list[dict[str, Any]] = []
@@ -89,7 +90,7 @@ async def handle_describe_topic_partitions(
             state = topic.partitions.get(index)
             if state is None:
                 continue
-            has_leader = online(state.leader, (name, index)) and state.leader in reachable
+            has_leader = leads(state, (name, index)) and state.leader in reachable
             partitions.append({
                 "error_code": ErrorCode.none,
                 "partition_index": index,

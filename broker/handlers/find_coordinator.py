@@ -93,7 +93,8 @@ async def _find(ctx: CoordinatorLookupContext, key_type: int, key: str) -> dict[
         return _error(unavailable, "the coordinator topic is not available")
     state = ctx.store.topic(topic)
     pstate = state.partitions.get(partition) if state is not None else None
-    if pstate is None or pstate.leader < 0:
+    # a leadership of its leader's previous life: none until the controller elects it again
+    if pstate is None or pstate.leader < 0 or ctx.store.leader_in_previous_life(pstate):
         return _error(unavailable, f"{topic}-{partition} has no leader")
     for b in ctx.store.brokers():
         e = b.endpoint(ctx.listener)  # its address on the listener the request came in on

@@ -18,7 +18,7 @@ from samsa.protocol.encoder import Encoded, encode_entity
 from samsa.protocol.errors import ErrorCode
 from samsa.protocol.kio_adapter import Entity, schema_fields
 
-from ..cluster.metadata_store import OfflineReplicas, TopicState
+from ..cluster.metadata_store import OfflineReplicas, PartitionState, TopicState
 from ..cluster.topic_admin import INTERNAL_TOPICS, TopicError, validate_topic_name
 from ..context import MetadataContext, RequestContext
 from ..security.authorizer import AclOperation, ResourceType
@@ -78,6 +78,7 @@ async def handle_metadata(ctx: RequestContext, request: MetadataRequest) -> dict
     describable = set(ctx.authorized(AclOperation.DESCRIBE, ResourceType.TOPIC,
                                      {n for n in names if n is not None}))
     online = replica_online(ctx)
+    leads = leader_online(ctx, online)
     # The brokers with an endpoint on the listener this request came in on.
     reachable = listener_brokers(ctx)
     # Kafka (MetadataCache): a live leader without that listener is LISTENER_NOT_FOUND from
@@ -108,16 +109,16 @@ async def handle_metadata(ctx: RequestContext, request: MetadataRequest) -> dict
             topics_out.append(await _missing_topic(ctx, name, allow_create))
             continue
         if with_operations:  # KIP-430: the principal's own, so not from the cache
-            out = _topic(topic, online, reachable, no_listener)
+            out = _topic(topic, online, leads, reachable, no_listener)
             out["topic_authorized_operations"] = ctx.authorized_operations(ResourceType.TOPIC,
                                                                            topic.name)
             topics_out.append(out)
             continue
         if cache is None:
-            topics_out.append(_topic(topic, online, reachable, no_listener))
+            topics_out.append(_topic(topic, online, leads, reachable, no_listener))
             continue
         topics_out.append(cache.entry(topic.name, version, ctx.listener, partial(
-            _encoded_topic, topic_entity, topic, online, reachable, no_listener)))
+            _encoded_topic, topic_entity, topic, online, leads, reachable, no_listener)))
     cluster: dict[str, Any] = {}
     if field(request, "include_cluster_authorized_operations", False):  # v8-10 (KIP-430)
         cluster["cluster_authorized_operations"] = (
@@ -175,6 +176,24 @@ def replica_online(ctx: MetadataContext) -> Callable[[int, tuple[str, int]], boo
     return online
 
 
+# leads(state, (topic, partition)): whether the partition's leader is one to name
+LeaderOnline = Callable[[PartitionState, tuple[str, int]], bool]
+
+
+def leader_online(ctx: MetadataContext,
+                  online: Callable[[int, tuple[str, int]], bool]) -> LeaderOnline:
+    """Whether a partition's leader is one to name: its replica `online`, and the leadership
+    of its current life. A broker restarted is its previous life's leader until the controller
+    writes the leadership again at the next leader epoch; Kafka's controller handles it as
+    failed meanwhile, so Metadata names no leader rather than an epoch the leader fences."""
+    previous_life = ctx.store.leader_in_previous_life
+
+    def leads(state: PartitionState, tp: tuple[str, int]) -> bool:
+        return online(state.leader, tp) and not previous_life(state)
+
+    return leads
+
+
 async def _missing_topic(ctx: MetadataContext, name: str | None, allow_create: bool
                          ) -> dict[str, Any]:
     """A requested topic that does not exist. Like Kafka's KafkaApis.getTopicMetadata: an
@@ -200,13 +219,13 @@ async def _missing_topic(ctx: MetadataContext, name: str | None, allow_create: b
 
 
 def _encoded_topic(entity: type[Entity], topic: TopicState,
-                   online: Callable[[int, tuple[str, int]], bool], reachable: set[int],
-                   no_listener: ErrorCode) -> Encoded:
-    return encode_entity(entity, _topic(topic, online, reachable, no_listener))
+                   online: Callable[[int, tuple[str, int]], bool], leads: LeaderOnline,
+                   reachable: set[int], no_listener: ErrorCode) -> Encoded:
+    return encode_entity(entity, _topic(topic, online, leads, reachable, no_listener))
 
 
 def _topic(topic: TopicState, online: Callable[[int, tuple[str, int]], bool],
-           reachable: set[int], no_listener: ErrorCode) -> dict[str, Any]:
+           leads: LeaderOnline, reachable: set[int], no_listener: ErrorCode) -> dict[str, Any]:
     return {
         "error_code": ErrorCode.none,
         "name": topic.name,
@@ -227,6 +246,6 @@ def _topic(topic: TopicState, online: Callable[[int, tuple[str, int]], bool],
                 ],
             }
             for index, state in sorted(topic.partitions.items())
-            for has_leader in [online(state.leader, (topic.name, index))]
+            for has_leader in [leads(state, (topic.name, index))]
         ],
     }

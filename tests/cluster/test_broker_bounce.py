@@ -357,11 +357,11 @@ def test_a_restarted_broker_leads_only_once_the_controller_says_so(
     """A broker restarted while the controller cannot act (frozen, its session kept by a
     long session timeout; the old registration deleted as an expired session's would be)
     reads partition states naming it leader, written in its previous life. It must not lead
-    them at that old leader epoch (Kafka's broker waits for the controller's LeaderAndIsr):
-    Produce and Fetch answer NOT_LEADER_OR_FOLLOWER until the controller writes the states
-    again. Then leaderships move to an in-sync replica, or, for a partition it alone holds,
-    come back to it one leader epoch higher (not offline first and two higher); nothing
-    acknowledged before is lost."""
+    them at that old leader epoch (Kafka's broker waits for the controller's LeaderAndIsr),
+    nor name itself their leader in Metadata: Produce and Fetch answer NOT_LEADER_OR_FOLLOWER
+    until the controller writes the states again. Then leaderships move to an in-sync
+    replica, or, for a partition it alone holds, come back to it one leader epoch higher
+    (not offline first and two higher); nothing acknowledged before is lost."""
     from confluent_kafka.admin import NewTopic
 
     cluster = Cluster(zookeeper, tmp_path, **{"zookeeper.session.timeout.ms": 20000})
@@ -392,8 +392,10 @@ def test_a_restarted_broker_leads_only_once_the_controller_says_so(
         victim.kill9()
         zk.delete(f"/brokers/ids/{victim_id}")  # as its old session's expiry would
         victim.start()
+        # its metadata read: the leaderships of its previous life named as none (as Kafka
+        # answers for a leader that is gone), at their epoch
         wait_until(lambda: all(_own_view(victim.bootstrap, ["lives", "alone"]).get(tp)
-                               == (victim_id, epoch) for tp, epoch in led.items()),
+                               == (-1, epoch) for tp, epoch in led.items()),
                    15, "the restarted broker's metadata")
         answers = _probe_as_leader(victim.bootstrap, led, 2)
         # the controller was frozen all along: the states are still the previous life's
@@ -434,7 +436,8 @@ def test_a_cold_cluster_restart_keeps_leaders_one_epoch_higher(
 ) -> None:
     """Every broker killed and started again once their sessions have expired, all
     registered before any of them is controller (a placeholder /controller holds the
-    election back): none leads on the states of its previous life, and the controller then
+    election back): none leads on the states of its previous life (nor names itself their
+    leader in Metadata), and the controller then
     elected re-establishes each leader where it was, one leader epoch higher (Kafka's
     controller sends LeaderAndIsr to the brokers starting; not offline first, two higher),
     the in-sync replicas kept; nothing acknowledged is lost."""
@@ -461,7 +464,7 @@ def test_a_cold_cluster_restart_keeps_leaders_one_epoch_higher(
             led = {tp: s["leader_epoch"] for tp, s in before.items()
                    if s["leader"] == b.broker_id}
             wait_until(lambda b=b, led=led: all(
-                _own_view(b.bootstrap, ["lives"]).get(tp) == (b.broker_id, e)
+                _own_view(b.bootstrap, ["lives"]).get(tp) == (-1, e)
                 for tp, e in led.items()), 15, "the restarted brokers' metadata")
             wrong = [a for a in _probe_as_leader(b.bootstrap, led, 0.5)
                      if a[2] != ErrorCode.not_leader_or_follower]

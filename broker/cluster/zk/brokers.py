@@ -55,6 +55,13 @@ class ZkBrokerRegistry:
         """Each registered broker's epoch (the czxid of its /brokers/ids znode)."""
         return self._broker_epochs
 
+    def epoch_of(self, broker_id: int) -> int:
+        """A broker's epoch: ours as we registered (before the watch brings it), another's as
+        last read; -1 for a broker not registered."""
+        if broker_id == self.broker.broker_id:
+            return self.broker_epoch
+        return self._broker_epochs.get(broker_id, -1)
+
     def offline_replicas(self) -> OfflineReplicas:
         """{broker id: its (topic, partition) replicas in failed log dirs}."""
         return self._offline_replicas

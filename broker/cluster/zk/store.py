@@ -53,6 +53,7 @@ from ..features import FinalizedFeatures, default_levels
 from ..metadata_store import (
     BrokerInfo,
     OfflineReplicas,
+    PartitionState,
     QuotaEntity,
     TopicState,
     new_cluster_id,
@@ -145,6 +146,15 @@ class ZkMetadataStore:
 
     def offline_replicas(self) -> OfflineReplicas:
         return self.registry.offline_replicas()
+
+    def leader_in_previous_life(self, state: PartitionState) -> bool:
+        """The state was last written (its mzxid) before its leader's current registration
+        (the broker epoch): a broker that restarted does not take that leadership up until the
+        controller writes it again at the next leader epoch (ReplicaManager._previous_life),
+        so clients told it would be fenced by the leader epoch they were told of. Kafka's
+        controller handles that broker as failed first (its leaderships gone) and Metadata
+        names no leader meanwhile. An unknown mzxid (-1) is this life's."""
+        return 0 <= state.zxid < self.registry.epoch_of(state.leader)
 
     def controller_id(self) -> int:
         return self.controller.controller_id()

@@ -312,11 +312,10 @@ class ZkTopics:
                 state.leader, state.leader_epoch, state.isr):
             # Nothing new (the watch's first reading, of what the topic read already held):
             # telling the listeners would re-apply the whole topic once per partition; unless
-            # it is our leadership written again in our current life (a previous life's is
-            # not taken up until then).
+            # it is the leadership written again in its leader's current life (a previous
+            # life's is not taken up, nor named in Metadata, until then).
             before, state.zxid = state.zxid, max(state.zxid, zxid)
-            if not (state.leader == self._registry.broker.broker_id
-                    and before < self._registry.broker_epoch <= state.zxid):
+            if not before < self._registry.epoch_of(state.leader) <= state.zxid:
                 return
         state.leader = doc["leader"]
         state.leader_epoch = doc["leader_epoch"]
