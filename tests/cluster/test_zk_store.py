@@ -122,6 +122,35 @@ async def test_a_replaced_controller_cannot_write(zookeeper):
         await b.close()
 
 
+async def test_a_leadership_of_a_previous_life_is_named_once_written_again(zookeeper):
+    """A state written before its leader's current registration names no leader to clients
+    (issue 51); its write in the leader's current life reaches the other brokers as a topic
+    change even when it reads as the state they hold (a write the controller reflected in its
+    cache at once, without the mzxid): a Metadata cache entry made meanwhile is dropped."""
+    from samsa.broker.cluster.metadata_cache import TopicMetadataCache
+
+    chroot = f"c{uuid.uuid4().hex[:8]}"
+    a, b = _store(zookeeper, chroot, 1), _store(zookeeper, chroot, 2)
+    await a.start()
+    try:
+        await a.create_topic(TopicState("t", uuid.uuid4(), {0: PartitionState([2], 2, 0, [2])}))
+        await _until(lambda: a.topic("t") is not None)
+        await b.start()  # broker 2 registers after the state naming it leader was written
+        await _until(lambda: [x.broker_id for x in a.brokers()] == [1, 2])
+        assert a.leader_in_previous_life(a.topic("t").partitions[0])
+        cache = TopicMetadataCache()
+        a.add_listener(cache.on_change)
+        cache.entry("t", 12, "PLAINTEXT", lambda: b"no leader")
+        path = "/brokers/topics/t/partitions/0/state"
+        data, _ = await asyncio.to_thread(a.session.zk.get, path)
+        await asyncio.to_thread(a.session.zk.set, path, data)  # the same state, written again
+        await _until(lambda: not a.leader_in_previous_life(a.topic("t").partitions[0]))
+        await _until(lambda: len(cache) == 0)
+    finally:
+        await a.close()
+        await b.close()
+
+
 async def test_a_connection_loop_that_fails_is_replaced_and_the_broker_registers_again(zookeeper):
     """kazoo's connection thread ends on an exception it does not expect (such as its
     RuntimeError for a reply whose xid is not the one it waits for): the broker's client must
