@@ -28,13 +28,15 @@ import shutil
 import threading
 import uuid
 from pathlib import Path
-from typing import TYPE_CHECKING, NamedTuple, cast
+from typing import NamedTuple, cast
 
 from samsa.config.forward import Forward
 from samsa.protocol.records import (
     _I32,
     ATTR_CONTROL,
     ATTRIBUTES_LOW,
+    CONTROL_ABORT,
+    CONTROL_COMMIT,
     HEADER_SIZE,
     LOG_OVERHEAD,
     STAMPED_PREFIX_SIZE,
@@ -64,13 +66,12 @@ from samsa.storage.producer_state import (
     NO_PRODUCER_ID,
     AppendPlan,
     BatchInfo,
+    CompletedTxn,
     ProducerStateManager,
+    control_record,
 )
 from samsa.storage.segment import LogSegment
 from samsa.storage.txn_index import AbortedTxn
-
-if TYPE_CHECKING:
-    from samsa.storage.producer_state import _Entry
 
 FUTURE_DIR_SUFFIX = "-future"
 
@@ -292,7 +293,9 @@ class Log:
         # (a transactional batch without a producer id is refused here, as analyze refuses it)
         self._validator.validate_client_batch(config, buf, 0, h, now)
         h.base_offset, h.partition_leader_epoch = self.segs.view[0][-1].next_offset, leader_epoch
-        return self._write_batch(buf, h, now, entry, None)
+        self._write_batch(buf, h, now)
+        self.producer_state.append_next_batch(entry, h)
+        return self._appended(h, now)
 
     def _append_coordinator_batch(self, buf: Buf, leader_epoch: int, now: int,
                                   transaction_version: int) -> AppendInfo | None:
@@ -309,34 +312,51 @@ class Log:
                 or config.log_append_time):
             return None
         h = BatchHeader.parse(buf, 0)
-        control = h.is_control
+        control = h.attributes & ATTR_CONTROL
         if not control and h.producer_id != NO_PRODUCER_ID:
             return None
         validate_batch(buf, 0, h)  # analyze's check of a batch that is not a client's
         h.base_offset, h.partition_leader_epoch = self.segs.view[0][-1].next_offset, leader_epoch
-        plan = self.producer_state.prepare_append(
-            [BatchInfo.of_batch(h, buf, 0)], "coordinator", transaction_version
-        ) if control else None
-        return self._write_batch(buf, h, now, None, plan)
+        psm = self.producer_state
+        if not control:
+            self._write_batch(buf, h, now)
+            psm.append_next_batch(None, h)
+            return self._appended(h, now)
+        # A COMMIT/ABORT marker its producer's state takes as it stands (nearly every one) is
+        # recorded without a plan; any other control batch is checked by prepare_append.
+        ctype, coordinator_epoch = control_record(buf, 0, h)
+        entry = psm.marker_entry(h.producer_id, h.producer_epoch, coordinator_epoch,
+                                 transaction_version
+                                 ) if ctype in (CONTROL_COMMIT, CONTROL_ABORT) else None
+        if entry is None:
+            plan = psm.prepare_append([BatchInfo.of_batch(h, buf, 0)], "coordinator",
+                                      transaction_version)
+            self._apply_producer_state(self._write_batch(buf, h, now), plan)
+            return self._appended(h, now)
+        seg = self._write_batch(buf, h, now)
+        txn = psm.append_marker(entry, h, ctype == CONTROL_COMMIT, coordinator_epoch)
+        if txn is not None:
+            self._index_completed(seg, txn)
+        return self._appended(h, now)
 
-    def _write_batch(self, buf: Buf, h: BatchHeader, now: int, entry: _Entry | None,
-                     plan: AppendPlan | None) -> AppendInfo:
+    def _write_batch(self, buf: Buf, h: BatchHeader, now: int) -> LogSegment:
         """The one-batch appends' write of a checked batch, `h` stamped with its offset and
-        leader epoch: its producer state is `plan`'s, else recorded in its producer's `entry`
-        (None: no producer id)."""
-        base, max_timestamp = h.base_offset, h.max_timestamp
-        last = base + h.last_offset_delta
-        seg = self._maybe_roll(len(buf), max_timestamp, base, last, now)
+        leader epoch: the segment written (after a roll if due). Its producer state is the
+        caller's to record, before `_appended`."""
+        base = h.base_offset
+        seg = self._maybe_roll(len(buf), h.max_timestamp, base, base + h.last_offset_delta, now)
         seg.append_batch(stamped_prefix(h), memoryview(buf)[STAMPED_PREFIX_SIZE:], h)
         self.leader_epoch_cache.maybe_assign(h.partition_leader_epoch, base)
-        if plan is None:
-            self.producer_state.append_next_batch(entry, h)
-        else:
-            self._apply_producer_state(seg, plan)
-        if self.flushes.count(h.records_count, now, self.config):  # flush.messages, flush.ms
+        return seg
+
+    def _appended(self, h: BatchHeader, now: int) -> AppendInfo:
+        """The one-batch appends' end, once the batch `h` and its producer state are in: a
+        flush if due (flush.messages, flush.ms), and the answer."""
+        if self.flushes.count(h.records_count, now, self.config):
             self.flush()
-        return AppendInfo(base, last, -1, self.offsets.log_start_offset, h.records_count,
-                          max_timestamp=max_timestamp)
+        base = h.base_offset
+        return AppendInfo(base, base + h.last_offset_delta, -1, self.offsets.log_start_offset,
+                          h.records_count, max_timestamp=h.max_timestamp)
 
     @guarded("appending records to")
     def append_as_follower(self, records: bytes | bytearray | memoryview,
@@ -382,11 +402,15 @@ class Log:
     def _apply_producer_state(self, seg: LogSegment, plan: AppendPlan) -> None:
         """Commit a written append's producer-state plan; each transaction it aborted goes
         to the segment's transaction index."""
-        psm = self.producer_state
-        for txn in psm.apply(plan):
-            if txn.is_aborted:
-                seg.txn_index.append(AbortedTxn(txn.producer_id, txn.first_offset,
-                                                txn.last_offset, psm.last_stable_offset(txn)))
+        for txn in self.producer_state.apply(plan):
+            self._index_completed(seg, txn)
+
+    def _index_completed(self, seg: LogSegment, txn: CompletedTxn) -> None:
+        """A transaction an append completed: if aborted, into the segment's transaction
+        index, with the LSO the producer state computed as the append completed it."""
+        if txn.is_aborted:
+            seg.txn_index.append(AbortedTxn(txn.producer_id, txn.first_offset, txn.last_offset,
+                                            self.producer_state.last_stable_offset(txn)))
 
     @guarded("assigning a leader epoch in")
     def assign_leader_epoch(self, epoch: int, start_offset: int) -> None:

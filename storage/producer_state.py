@@ -150,6 +150,16 @@ def _in_sequence(last_seq: int, next_seq: int) -> bool:
     return next_seq == last_seq + 1 or (next_seq == 0 and last_seq == INT32_MAX)
 
 
+def _takes_marker(e: _Entry, epoch: int, coordinator_epoch: int, transaction_version: int
+                  ) -> bool:
+    """Whether `_Validator` takes a COMMIT/ABORT marker of `e`'s producer without a word: its
+    producer epoch and coordinator epoch not older than the entry's, and under transactions
+    v2 not the epoch of a transaction open (that is a late marker of the one before)."""
+    return (epoch >= e.epoch and coordinator_epoch >= e.coordinator_epoch
+            and not (transaction_version >= 2 and epoch == e.epoch
+                     and e.txn_first_offset is not None))
+
+
 class _BatchMetadata(NamedTuple):  # a tuple for the same reason as BatchInfo
     last_seq: int
     last_offset: int
@@ -516,19 +526,52 @@ class ProducerStateManager:
 
     def _prepare_marker(self, b: BatchInfo, origin: str, transaction_version: int
                         ) -> AppendPlan | None:
-        """The plan for a COMMIT/ABORT marker of a known producer that `_Validator` would take
-        without a word (its epoch, coordinator epoch and, for transactions v2, the open
-        transaction's epoch all in order), without copying the entry: a transaction appends
-        one to every partition it wrote. None for any other control batch."""
+        """The plan for a COMMIT/ABORT marker that `marker_entry` takes, without copying the
+        entry (a follower's one-batch append, or a coordinator's the log does not write without
+        a plan). None for any other control batch."""
         e = self._producers.get(b.producer_id)
         if (origin == "client" or e is None or b.control_commit is None
-                or b.producer_epoch < e.epoch or b.coordinator_epoch < e.coordinator_epoch
-                or (transaction_version >= 2 and b.producer_epoch == e.epoch
-                    and e.txn_first_offset is not None)):
+                or not _takes_marker(e, b.producer_epoch, b.coordinator_epoch,
+                                     transaction_version)):
             return None
         completed = [] if e.txn_first_offset is None else [
             CompletedTxn(b.producer_id, e.txn_first_offset, b.first_offset, not b.control_commit)]
         return AppendPlan({}, [], completed, b.last_offset + 1, self._generation, marker=(e, b))
+
+    def marker_entry(self, producer_id: int, epoch: int, coordinator_epoch: int,
+                     transaction_version: int) -> _Entry | None:
+        """The entry of a known producer whose COMMIT/ABORT marker `_Validator` would take
+        without a word (its epoch, coordinator epoch and, for transactions v2, the open
+        transaction's epoch all in order): a transaction appends one to every partition it
+        wrote. The markers `append_marker` records; None for any other."""
+        e = self._producers.get(producer_id)
+        if e is None or not _takes_marker(e, epoch, coordinator_epoch, transaction_version):
+            return None
+        return e
+
+    def append_marker(self, e: _Entry, h: BatchHeader, commit: bool, coordinator_epoch: int
+                      ) -> CompletedTxn | None:
+        """Record a COMMIT (`commit`) or ABORT marker written without a plan, `h` stamped with
+        its offset, `e` from `marker_entry` (nothing may change the state between): what
+        `apply` does with `_prepare_marker`'s plan. The transaction it completes, if one was
+        open; its LSO for the transaction index is then `last_stable_offset`'s."""
+        self._generation += 1
+        first, offset = e.txn_first_offset, h.base_offset
+        e.set_epoch(h.producer_epoch)
+        e.coordinator_epoch = coordinator_epoch
+        e.txn_first_offset = None
+        e.last_timestamp = h.max_timestamp
+        txn = None
+        if first is not None:  # as apply: its LSO as the append left it, then completed
+            txn = CompletedTxn(e.producer_id, first, offset, not commit)
+            self._lso_of_completed = {txn: self._compute_lso(txn)}
+            self._complete(txn)
+        elif self._lso_of_completed:
+            self._lso_of_completed = {}
+        last = offset + h.last_offset_delta
+        if last >= self._map_end_offset:
+            self._map_end_offset = last + 1
+        return txn
 
     def apply(self, plan: AppendPlan) -> list[CompletedTxn]:
         if plan.generation != self._generation:

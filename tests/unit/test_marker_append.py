@@ -1,8 +1,9 @@
-"""A coordinator's one-batch append (storage/log.py's _append_coordinator_batch and the
-producer state's _prepare_marker: a transaction's markers, one per partition it wrote, and the
-coordinators' own records) does what the general append does: the same bytes, answers and
-refusals, producer state, last stable offset and transaction index, whichever way each
-batch goes."""
+"""A coordinator's one-batch append (storage/log.py's _append_coordinator_batch: a
+transaction's markers, one per partition it wrote, and the coordinators' own records) does
+what the general append does: the same bytes, answers and refusals, producer state, last
+stable offset and transaction index, whichever way each batch goes: a marker recorded without
+a plan (the producer state's marker_entry and append_marker), with _prepare_marker's plan, or
+through _Validator."""
 
 from __future__ import annotations
 
@@ -51,6 +52,8 @@ SCENARIO: list[tuple[bytes, str, int]] = [
     (marker(8, 0, commit=False), "coordinator", 2),               # TV2: the open txn's epoch
     (marker(8, 1, commit=False), "coordinator", 2),               # TV2: bumped, aborted
     (data(7, 1, 0), "client", 0),
+    (data(8, 1, 0), "client", 0),
+    (marker(8, 1, commit=False), "coordinator", 0),              # aborted, LSO held by 7's
     (marker(7, 0, commit=True), "coordinator", 0),               # an older producer epoch
     (marker(11, 0, commit=True), "coordinator", 0),              # an unknown producer
     (marker(7, 1, commit=True), "coordinator", 0),
@@ -89,19 +92,32 @@ def run(tmp_path: Path, name: str) -> dict[str, Any]:
 
 def test_markers_appended_as_the_general_path_appends_them(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    fast = run(tmp_path, "fast")
+    recorded: list[int] = []
+    append_marker = ProducerStateManager.append_marker
+
+    def record(psm: ProducerStateManager, e: Any, h: Any, *args: Any) -> Any:
+        recorded.append(h.producer_id)
+        return append_marker(psm, e, h, *args)
+
+    monkeypatch.setattr(ProducerStateManager, "append_marker", record)
+    plan_free = run(tmp_path, "plan-free")
+    monkeypatch.setattr(ProducerStateManager, "marker_entry", lambda *_: None)
+    planned = run(tmp_path, "planned")
     monkeypatch.setattr(Log, "_append_coordinator_batch", lambda *_: None)
     monkeypatch.setattr(ProducerStateManager, "_prepare_marker", lambda *_: None)
     general = run(tmp_path, "general")
-    assert fast == general
-    # what the scenario is meant to reach
-    assert [a for a in fast["answers"] if isinstance(a, str)] == [
+    assert plan_free == planned == general
+    # what the scenario is meant to reach: every marker its producer takes as it stands went
+    # without a plan, the others were refused or checked by the general path
+    assert recorded == [7, 12, 7, 8, 8, 8, 7, 7]
+    assert [a for a in plan_free["answers"] if isinstance(a, str)] == [
         "TransactionCoordinatorFenced", "InvalidProducerEpoch", "InvalidProducerEpoch"]
-    assert [(a.producer_id, a.first_offset) for a in fast["aborted"]] == [(7, 1), (8, 14)]
-    assert fast["segments"] > 1
+    assert [(a.producer_id, a.first_offset, a.last_stable_offset)
+            for a in plan_free["aborted"]] == [(7, 1, 7), (8, 14, 16), (8, 17, 16)]
+    assert plan_free["segments"] > 1
 
 
-def test_a_marker_takes_neither_the_general_checks_nor_a_copy_of_its_producer(
+def test_a_marker_takes_neither_the_general_checks_nor_a_plan(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     log = Log.open(tmp_path / "t-0", LogConfig(), recover=False)
     log.append_as_leader(data(7, 0, 0, 2), 0)
@@ -113,6 +129,7 @@ def test_a_marker_takes_neither_the_general_checks_nor_a_copy_of_its_producer(
 
     monkeypatch.setattr(log._validator, "analyze", general)
     monkeypatch.setattr(producer_state, "_Validator", general)
+    monkeypatch.setattr(ProducerStateManager, "prepare_append", general)
     info = log.append_as_leader(marker(7, 0, commit=False), 0, origin="coordinator")
     assert (info.first_offset, info.last_offset) == (2, 2)
     log.update_high_watermark(log.log_end_offset)
