@@ -356,7 +356,7 @@ class Log:
             self.flush()
         base = h.base_offset
         return AppendInfo(base, base + h.last_offset_delta, -1, self.offsets.log_start_offset,
-                          h.records_count, max_timestamp=h.max_timestamp)
+                          h.records_count, False, h.max_timestamp)  # positional: cheaper
 
     @guarded("appending records to")
     def append_as_follower(self, records: bytes | bytearray | memoryview,

@@ -63,6 +63,8 @@ def produce_error(code: int, produce_version: int) -> int:
     """A coordinator's verification answer as the Produce response of `produce_version`
     carries it (Kafka's AddPartitionsToTxnManager and ReplicaManager). Transactions v2
     (Produce v12+) gets CONCURRENT_TRANSACTIONS as it is: a client of that version knows it."""
+    if not code:  # NONE, nearly every answer: none of the enum's members looked up
+        return code
     if code == ErrorCode.producer_fenced:
         return ErrorCode.invalid_producer_epoch
     if code == ErrorCode.concurrent_transactions and produce_version >= 12:
