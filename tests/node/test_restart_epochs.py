@@ -11,9 +11,10 @@ LEADER_NOT_AVAILABLE, kept sending the fenced epoch.
 
 Each process's Metadata is read over the wire from its first answer after the restart until
 every process names the same leader and epoch for each partition and each leader serves that
-epoch (ListOffsets with it as the current leader epoch); every answer that named a leader must
-have named that epoch. A librdkafka admin client whose metadata was read as soon as the node
-answered then lists every partition's end offset (the records acknowledged before the kill).
+epoch (ListOffsets with it as the current leader epoch); every answer in which a process named
+itself leader must have named that epoch. A librdkafka admin client whose metadata was read
+as soon as the node answered then lists every partition's end offset (the records
+acknowledged before the kill).
 """
 
 from __future__ import annotations
@@ -94,8 +95,10 @@ def watch_restart(addresses: list[str], topic: str, partitions: int,
                   timeout: float) -> tuple[list[tuple[str, Named]], dict[int, int]]:
     """Every process's Metadata of `topic` from its first answer until all of them name the
     same leader and epoch for every partition and each leader serves its partitions at that
-    epoch: (each answer that named a leader, with the address that gave it; each partition's
-    settled epoch)."""
+    epoch: (each answer in which a process named itself leader, with its address; each
+    partition's settled epoch). A process knows its own life; another may name it leader
+    while the registration of its previous life is still to expire in ZooKeeper, as Kafka
+    names a broker whose session has not expired."""
     named: list[tuple[str, Named]] = []
     deadline = time.monotonic() + timeout
     last: dict[str, list[Named]] = {}
@@ -106,7 +109,7 @@ def watch_restart(addresses: list[str], topic: str, partitions: int,
                 brokers, last[address] = metadata(address, topic)
             except OSError:  # not answering yet
                 continue
-            named += [(address, n) for n in last[address] if n[1] >= 0]
+            named += [(address, n) for n in last[address] if brokers.get(n[1]) == address]
         views = [sorted(last.get(a, [])) for a in addresses]
         if (len(views[0]) == partitions and all(v == views[0] for v in views)
                 and all(leader >= 0 for _, leader, _ in views[0])):
@@ -148,7 +151,7 @@ def end_offsets(admin: AdminClient, topic: str, partitions: int,
 
 
 def stale_answers(named: list[tuple[str, Named]], settled: dict[int, int]) -> list[str]:
-    """The answers that named a leader at an epoch below the one it settled at."""
+    """The answers that named a leader at an epoch below the one the partition settled at."""
     return [f"{address}: partition {p} leader {leader} epoch {epoch} (settled at {settled[p]})"
             for address, (p, leader, epoch) in named if epoch < settled[p]]
 
