@@ -1265,8 +1265,9 @@ def end_offsets(bootstrap: str, wanted: dict[TopicPartition, OffsetSpec],
                 deadline: float) -> dict[TopicPartition, int]:
     """ListOffsets for every partition, asking again for those that got an error (Kafka
     answers UNKNOWN_LEADER_EPOCH for a while after a restart, until its metadata caught up)
-    until `deadline`; then the last error is raised. Each round is a new client: librdkafka
-    keeps the leader epochs of its first metadata and may go on sending a fenced one."""
+    until `deadline`; then the last error is raised. Each round is a new client: librdkafka's
+    admin ListOffsets drops its metadata only on NOT_LEADER_OR_FOLLOWER and
+    LEADER_NOT_AVAILABLE, and goes on sending a fenced leader epoch (against either broker)."""
     got: dict[TopicPartition, int] = {}
     pending = dict(wanted)
     last_error = ""
