@@ -118,8 +118,10 @@ def control_record(buf: Buf, pos: int, h: BatchHeader) -> tuple[int, int]:
     return parse_control_record(buf, pos, h)
 
 
-@dataclass(frozen=True, slots=True)
-class CompletedTxn:
+class CompletedTxn(NamedTuple):
+    """A transaction an append completed. A tuple, as BatchInfo: one is made, and hashed to
+    key its LSO, for each marker that ends a transaction (one per partition it wrote)."""
+
     producer_id: int
     first_offset: int
     last_offset: int  # offset of the COMMIT/ABORT marker
@@ -557,7 +559,8 @@ class ProducerStateManager:
         open; its LSO for the transaction index is then `last_stable_offset`'s."""
         self._generation += 1
         first, offset = e.txn_first_offset, h.base_offset
-        e.set_epoch(h.producer_epoch)
+        if h.producer_epoch != e.epoch:
+            e.set_epoch(h.producer_epoch)
         e.coordinator_epoch = coordinator_epoch
         e.txn_first_offset = None
         e.last_timestamp = h.max_timestamp
