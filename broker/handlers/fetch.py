@@ -186,8 +186,9 @@ def _read_all(
     denied: set[str] | frozenset[str] = frozenset(), from_consumer: bool = False,
     selector: Selector | None = None,
 ) -> tuple[list[dict[str, Any]], int, list[Partition], bool]:
-    """Look up each requested partition as leader (or, for a consumer's fetch v11+, as a
-    follower too), checking the topic id and the leader epoch the fetcher knows, read it with
+    """Look up each requested partition, checking the topic id, then the leader epoch the
+    fetcher knows, then that it is led here (a consumer's fetch v11+ may read a follower),
+    as Kafka's ReplicaManager.readFromLog and Partition.fetchRecords; read it with
     `read_one`, and turn errors into per-partition error codes. A partition whose preferred
     read replica (`selector`) is another broker answers with it and no records, at once."""
     replicas = ctx.replicas
@@ -210,10 +211,12 @@ def _read_all(
                 parts.append(out)
                 continue
             try:
-                partition = replicas.readable_partition(name, p.partition, from_consumer)
+                partition = replicas.hosted_partition(name, p.partition)
                 if topic_id is not None and partition.topic_id != topic_id:
                     raise PartitionError(ErrorCode.inconsistent_topic_id)
-                partition.check_leader_epoch(field(p, "current_leader_epoch", -1))
+                # the epoch, then the leadership (a negative epoch is none, as in Kafka)
+                epoch: int = field(p, "current_leader_epoch", -1)
+                partition.check_local(epoch if epoch >= 0 else -1, not from_consumer)
                 preferred = (selector(partition, p.fetch_offset) if selector is not None
                              and partition.is_leader else None)
                 if preferred is not None:

@@ -2,6 +2,10 @@
 
 Versions: ListOffsets v1-v11 (v0's list of offsets is not served; v10+ carry a timeout),
 OffsetForLeaderEpoch v2-v4, DeleteRecords v0-v2.
+
+A partition is looked at as Kafka's ReplicaManager and Partition do: not hosted here
+(UNKNOWN_TOPIC_OR_PARTITION, NOT_LEADER_OR_FOLLOWER, KAFKA_STORAGE_ERROR), then the client's
+current leader epoch (FENCED_LEADER_EPOCH, UNKNOWN_LEADER_EPOCH), then whether it is led here.
 """
 
 from __future__ import annotations
@@ -50,6 +54,7 @@ SPECIAL_TIMESTAMP_MIN_VERSION = {
     EARLIEST_PENDING_UPLOAD_TIMESTAMP: 11,
 }
 CONSUMER_REPLICA_ID = -1
+DEBUGGING_REPLICA_ID = -2
 
 
 @api(2, "ListOffsets", (1, 11), structs={"ListOffsetsPartition": "ListOffsetsPartition"})
@@ -58,6 +63,8 @@ async def handle_list_offsets(ctx: RequestContext, request: ListOffsetsRequest) 
     # follower callers see up to the log end offset.
     from_client = request.replica_id == CONSUMER_REPLICA_ID
     isolation: int | None = field(request, "isolation_level", 0) if from_client else None
+    # Kafka's debugging replica id may read a follower's replica (up to its log end offset).
+    leader_only = request.replica_id != DEBUGGING_REPLICA_ID
     asked: Counter[tuple[str, int]] = Counter(
         (t.name, p.partition_index) for t in request.topics for p in t.partitions)
     describable = set(ctx.authorized(AclOperation.DESCRIBE, ResourceType.TOPIC,
@@ -68,8 +75,8 @@ async def handle_list_offsets(ctx: RequestContext, request: ListOffsetsRequest) 
             raise PartitionError(ErrorCode.invalid_request)
         if not timestamp_supported(p.timestamp, ctx.version):
             raise PartitionError(ErrorCode.unsupported_version)
-        partition = ctx.replicas.leader_partition(topic, p.partition_index)
-        partition.check_leader_epoch(field(p, "current_leader_epoch", -1))
+        partition = ctx.replicas.hosted_partition(topic, p.partition_index)
+        partition.check_local(field(p, "current_leader_epoch", -1), leader_only)
         offset, timestamp, epoch = partition.fetch_offset_for_timestamp(p.timestamp, isolation)
         return {"offset": offset, "timestamp": timestamp, "leader_epoch": epoch}
 
@@ -99,8 +106,8 @@ async def handle_offset_for_leader_epoch(
         else set(ctx.authorized(AclOperation.DESCRIBE, ResourceType.TOPIC, names))
 
     def answer(topic: str, p: OffsetForLeaderPartition) -> dict[str, Any]:
-        partition = ctx.replicas.leader_partition(topic, p.partition)
-        partition.check_leader_epoch(field(p, "current_leader_epoch", -1))
+        partition = ctx.replicas.leader_partition(topic, p.partition,
+                                                  field(p, "current_leader_epoch", -1))
         epoch, end = partition.end_offset_for_epoch(p.leader_epoch)
         return {"leader_epoch": epoch, "end_offset": end}
 

@@ -50,6 +50,12 @@ class UnknownLeaderEpoch(KafkaError):
     error_code = ErrorCode.unknown_leader_epoch
 
 
+class NotLeaderOrFollower(KafkaError):
+    """This replica is not the partition's leader, and the request is for the leader."""
+
+    error_code = ErrorCode.not_leader_or_follower
+
+
 class OffsetNotAvailable(KafkaError):
     """A new leader whose high watermark has not reached the start of its epoch cannot yet
     tell where the committed end is."""
@@ -363,6 +369,18 @@ class Partition:
             if current < self.leader_epoch:
                 raise FencedLeaderEpoch(f"epoch {current} < {self.leader_epoch}")
             raise UnknownLeaderEpoch(f"epoch {current} > {self.leader_epoch}")
+
+    def check_local(self, current_epoch: int, leader_only: bool = True) -> None:
+        """May this replica serve a request that knows `current_epoch` (-1: none): the epoch
+        first, then (`leader_only`) the leadership, as Kafka's Partition.getLocalLog. A
+        follower (or a restarted leader waiting to lead again) answers a client ahead of it
+        UNKNOWN_LEADER_EPOCH, which it retries here, and one behind FENCED_LEADER_EPOCH;
+        NOT_LEADER_OR_FOLLOWER only at the epoch it holds."""
+        if current_epoch != -1 and current_epoch != self.leader_epoch:
+            self.check_leader_epoch(current_epoch)
+        if leader_only and self.leader_id != self.broker_id:
+            raise NotLeaderOrFollower(f"{self.topic}-{self.index}: leader {self.leader_id} at "
+                                      f"epoch {self.leader_epoch}, not this broker")
 
     def end_offset_for_epoch(self, epoch: int) -> tuple[int, int]:
         """(largest epoch <= `epoch`, its end offset), (-1, -1) if there is none (Kafka's

@@ -510,7 +510,11 @@ class ReplicaManager:
                 return self._create_now(key)
         return partition
 
-    def leader_partition(self, topic: str, index: int) -> Partition:
+    def hosted_partition(self, topic: str, index: int) -> Partition:
+        """This broker's replica of the partition, led or followed (Kafka's
+        getPartitionOrException): KAFKA_STORAGE_ERROR for one offline here,
+        NOT_LEADER_OR_FOLLOWER for a partition of the cluster not hosted here (the client
+        asks Metadata again), else UNKNOWN_TOPIC_OR_PARTITION."""
         partition = self.get(topic, index)
         if partition is None:
             if (topic, index) in self.offline:
@@ -519,8 +523,14 @@ class ReplicaManager:
             if t is not None and index in t.partitions:
                 raise PartitionError(ErrorCode.not_leader_or_follower)
             raise PartitionError(ErrorCode.unknown_topic_or_partition)
-        if not partition.is_leader:
-            raise PartitionError(ErrorCode.not_leader_or_follower)
+        return partition
+
+    def leader_partition(self, topic: str, index: int, current_leader_epoch: int = -1
+                         ) -> Partition:
+        """The partition led here; the caller's `current_leader_epoch` (-1: none) is checked
+        before the leadership (Partition.check_local)."""
+        partition = self.hosted_partition(topic, index)
+        partition.check_local(current_leader_epoch)
         return partition
 
     # -- a Produce's appends ----------------------------------------------------------------
@@ -629,14 +639,6 @@ class ReplicaManager:
                       _batch_ids(records), info.first_offset, info.last_offset)
         return AppendResult(ErrorCode.none, info.first_offset, info.log_append_time,
                             info.log_start_offset, info.last_offset)
-
-    def readable_partition(self, topic: str, index: int, follower_ok: bool) -> Partition:
-        """The partition a fetch reads: the leader's, or with `follower_ok` (a consumer's
-        Fetch v11+, KIP-392) a follower's replica too."""
-        partition = self.get(topic, index)
-        if partition is not None and (follower_ok or partition.is_leader):
-            return partition  # (once per partition of every fetch: one lookup, not two)
-        return self.leader_partition(topic, index)
 
     async def wait_for_data(self, partitions: list[Partition], timeout_s: float,
                             follower: bool = False) -> None:
