@@ -17,7 +17,7 @@ from __future__ import annotations
 import time
 import uuid
 import weakref
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from functools import cache as memoize
 from typing import TYPE_CHECKING, Any
 
@@ -28,7 +28,7 @@ from samsa.protocol.errors import ErrorCode
 from samsa.protocol.kio_adapter import Entity, schema_fields
 
 from .. import metrics
-from ..context import ReplicaContext, RequestContext
+from ..context import HandlerContext, ReplicaContext, RequestContext
 from ..network.policy import ApiPolicy
 from ..network.quotas import FETCH_BYTES
 from ..replication.partition import Partition, PartitionRead
@@ -129,31 +129,32 @@ def _wanted_topics(ctx: ReplicaContext, request: FetchRequest) -> list[Wanted]:
 def _leader_hints(ctx: ReplicaContext, responses: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """v16+ (KIP-951, Kafka's KafkaApis.getCurrentLeader): a partition answered
     NOT_LEADER_OR_FOLLOWER or FENCED_LEADER_EPOCH names the leader as this broker knows it
-    (its own replica's view, else the metadata), and the response lists that leader's
-    endpoint if it is alive, so the client need not ask Metadata first."""
-    brokers: dict[int, Any] | None = None  # looked up at the first such partition
-    endpoints: dict[int, dict[str, Any]] = {}
+    (ReplicaManager.current_leader), and the response lists that leader's endpoint if it is
+    alive, so the client need not ask Metadata first."""
+    leaders = []
     for topic in responses:
         name = topic["topic"]
         for p in topic["partitions"]:
             if p["error_code"] not in (ErrorCode.not_leader_or_follower,
                                        ErrorCode.fenced_leader_epoch):
                 continue
-            leader, epoch = -1, -1
-            hosted = ctx.replicas.get(name, p["partition_index"])
-            state = ctx.store.topic(name)
-            if hosted is not None:
-                leader, epoch = hosted.leader_id, hosted.leader_epoch
-            elif state is not None and p["partition_index"] in state.partitions:
-                known = state.partitions[p["partition_index"]]
-                leader, epoch = known.leader, known.leader_epoch
+            leader, epoch = (ctx.replicas.current_leader(name, p["partition_index"])
+                             if name is not None else (-1, -1))
             p["current_leader"] = {"leader_id": leader, "leader_epoch": epoch}
-            if brokers is None:
-                brokers = {b.broker_id: b for b in ctx.store.brokers()}
-            if (b := brokers.get(leader)) is not None:
-                endpoints[leader] = {"node_id": b.broker_id, "host": b.host, "port": b.port,
-                                     "rack": b.rack}
-    return [endpoints[k] for k in sorted(endpoints)]
+            leaders.append(leader)
+    return leader_endpoints(ctx, leaders) if leaders else []
+
+
+def leader_endpoints(ctx: HandlerContext, leaders: Iterable[int]) -> list[dict[str, Any]]:
+    """The node endpoints of KIP-951's hints: each live broker of `leaders` at its address on
+    the listener the request came in on (Kafka's getAliveBrokerNode), by id; a broker
+    without that listener is not listed."""
+    brokers = {b.broker_id: b for b in ctx.store.brokers()}
+    out = []
+    for i in sorted(set(leaders)):
+        if (b := brokers.get(i)) is not None and (e := b.endpoint(ctx.listener)) is not None:
+            out.append({"node_id": i, "host": e.host, "port": e.port, "rack": b.rack})
+    return out
 
 
 Selector = Callable[[Partition, int], "int | None"]

@@ -41,6 +41,7 @@ from ..share.fetch import (
 from .common import PARTITION_ERRORS, error_code_of, field
 from .consumer_groups import cached_group_configs
 from .declare import api
+from .fetch import leader_endpoints
 from .share_groups import _enabled
 
 if TYPE_CHECKING:
@@ -118,20 +119,8 @@ def _leader(ctx: ShareFetchContext, p: Partition | ErrorCode, tp: TopicPartition
     if isinstance(p, Partition):
         return {"leader_id": p.leader_id, "leader_epoch": p.leader_epoch}
     name = names.get(tp[0])
-    hosted = ctx.replicas.get(name, tp[1]) if name is not None else None
-    if hosted is not None:
-        return {"leader_id": hosted.leader_id, "leader_epoch": hosted.leader_epoch}
-    state = ctx.store.topic(name) if name is not None else None
-    if state is not None and tp[1] in state.partitions:
-        known = state.partitions[tp[1]]
-        return {"leader_id": known.leader, "leader_epoch": known.leader_epoch}
-    return {"leader_id": -1, "leader_epoch": -1}
-
-
-def _endpoints(ctx: ShareFetchContext, leaders: Iterable[int]) -> list[dict[str, Any]]:
-    brokers = {b.broker_id: b for b in ctx.store.brokers()}
-    return [{"node_id": b.broker_id, "host": b.host, "port": b.port, "rack": b.rack}
-            for i in sorted(set(leaders)) if (b := brokers.get(i)) is not None]
+    leader, epoch = ctx.replicas.current_leader(name, tp[1]) if name is not None else (-1, -1)
+    return {"leader_id": leader, "leader_epoch": epoch}
 
 
 async def _acknowledge(ctx: ShareFetchContext, shares: ShareFetcher, parts: _Partitions,
@@ -277,7 +266,7 @@ def _fetch_response(ctx: ShareFetchContext, shares: ShareFetcher,
     return {"throttle_time": 0, "error_code": ErrorCode.none, "error_message": None,
             "acquisition_lock_timeout": shares.lock_ms,
             "responses": [{"topic_id": tid, "partitions": ps} for tid, ps in topics.items()],
-            "node_endpoints": _endpoints(ctx, moved)}
+            "node_endpoints": leader_endpoints(ctx, moved)}
 
 
 @api(79, "ShareAcknowledge", (1, 2))
@@ -314,4 +303,4 @@ async def handle_share_acknowledge(
     return {"throttle_time": 0, "error_code": ErrorCode.none, "error_message": None,
             "acquisition_lock_timeout": shares.lock_ms,  # (v2+)
             "responses": [{"topic_id": tid, "partitions": ps} for tid, ps in topics.items()],
-            "node_endpoints": _endpoints(ctx, moved)}
+            "node_endpoints": leader_endpoints(ctx, moved)}

@@ -533,6 +533,26 @@ class ReplicaManager:
         partition.check_local(current_leader_epoch)
         return partition
 
+    def current_leader(self, topic: str, index: int) -> tuple[int, int]:
+        """(leader, leader epoch) as this broker knows them, for the leader hints of KIP-951
+        (Kafka's KafkaApis.getCurrentLeader): its replica's view, else the metadata's;
+        (-1, -1) for a partition it does not know. A leadership of its leader's previous life
+        is named as Metadata names it, no leader at that epoch: that broker restarted, and
+        leads again only once the controller writes the leadership at the next epoch."""
+        t = self.store.topic(topic)
+        state = t.partitions.get(index) if t is not None else None
+        hosted = self._partitions.get((topic, index))
+        if hosted is not None:
+            leader, epoch = hosted.leader_id, hosted.leader_epoch
+        elif state is not None:
+            leader, epoch = state.leader, state.leader_epoch
+        else:
+            return -1, -1
+        if (leader >= 0 and state is not None and (state.leader, state.leader_epoch) == (
+                leader, epoch) and self.store.leader_in_previous_life(state)):
+            leader = -1
+        return leader, epoch
+
     # -- a Produce's appends ----------------------------------------------------------------
     async def append_records(
         self, acks: int, timeout_s: Callable[[], float], entries: Sequence[ProduceEntry],

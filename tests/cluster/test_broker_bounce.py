@@ -342,6 +342,30 @@ def _probe_as_leader(bootstrap: str, led: dict[tuple[str, int], int], seconds: f
     return answers
 
 
+def _fetch_hints(bootstrap: str, led: dict[tuple[str, int], int]
+                 ) -> tuple[dict[tuple[str, int], tuple[int, int, int]], list[int]]:
+    """Fetch v16 to `bootstrap` of each partition of `led` at its leader epoch: (partition ->
+    (error code, the current leader and epoch hinted), the node ids of the endpoints)."""
+    names = sorted({t for t, _ in led})
+    with WireClient(bootstrap) as w:
+        md = w.call(3, 12, {"topics": [{"name": t, "topic_id": None} for t in names],
+                            "allow_auto_topic_creation": False,
+                            "include_topic_authorized_operations": False})
+        ids = {t.name: t.topic_id for t in md.topics}
+        r = w.call(1, 16, {
+            "max_wait": 0, "min_bytes": 0, "max_bytes": 1 << 20, "isolation_level": 0,
+            "session_id": 0, "session_epoch": -1, "forgotten_topics_data": [], "rack_id": "",
+            "topics": [{"topic_id": ids[t], "partitions": [
+                {"partition": p, "current_leader_epoch": e, "fetch_offset": 0,
+                 "last_fetched_epoch": -1, "log_start_offset": -1,
+                 "partition_max_bytes": 1 << 20}
+                for (name, p), e in led.items() if name == t]} for t in names]})
+    by_id = {v: k for k, v in ids.items()}
+    return ({(by_id[t.topic_id], p.partition_index): (
+        p.error_code, p.current_leader.leader_id, p.current_leader.leader_epoch)
+        for t in r.responses for p in t.partitions}, [e.node_id for e in r.node_endpoints])
+
+
 def _own_view(bootstrap: str, topics: list[str]) -> dict[tuple[str, int], tuple[int, int]]:
     """A broker's own metadata: partition -> (leader, leader epoch)."""
     with WireClient(bootstrap, timeout=2) as w:
@@ -402,6 +426,17 @@ def test_a_restarted_broker_leads_only_once_the_controller_says_so(
         assert {tp: _state(zk, tp)["leader_epoch"] for tp in led} == led
         wrong = [a for a in answers if a[2] != ErrorCode.not_leader_or_follower]
         assert not wrong, wrong
+        # KIP-951's leader hints name no leader for them either, as Metadata does, from the
+        # restarted broker and from one that does not host "alone" (and follows the others
+        # at the epoch the restarted broker no longer leads): no endpoint to go to
+        observer = next(b for b in cluster.brokers if b.broker_id not in (victim_id,
+                                                                           controller_id))
+        wait_until(lambda: _own_view(observer.bootstrap, ["alone"]).get(("alone", 0))
+                   == (-1, led[("alone", 0)]), 15, "the other broker's metadata")
+        for b in (victim, observer):
+            assert _fetch_hints(b.bootstrap, led) == (
+                {tp: (ErrorCode.not_leader_or_follower, -1, e) for tp, e in led.items()},
+                []), b.broker_id
 
         os.kill(controller.pid, signal.SIGCONT)
         frozen.clear()
