@@ -30,6 +30,7 @@ from prometheus_client.registry import Collector
 
 if TYPE_CHECKING:
     from .app import Broker
+    from .cluster.metadata_store import MetadataStore, TopicState
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -603,13 +604,8 @@ def _controller_gauges(broker: Broker) -> list[GaugeMetricFamily]:
     reports non-zero counts; a broker without ZooKeeper is its own controller."""
     controller = getattr(broker, "controller", None)
     active = controller is None or bool(controller.active)
-    live = {b.broker_id for b in broker.store.brokers()}
     topics = list(broker.store.topics().values()) if active else []
-    offline = total = 0
-    for topic in topics:
-        for state in list(topic.partitions.values()):
-            total += 1
-            offline += state.leader == -1 or state.leader not in live
+    offline, total = offline_partitions(broker.store, topics)
     active_g = _gauge(
         "kafka_controller_kafkacontroller_activecontrollercount",
         "1 on the active controller, 0 elsewhere.",
@@ -629,6 +625,21 @@ def _controller_gauges(broker: Broker) -> list[GaugeMetricFamily]:
     )
     parts_g.add_metric([], total)
     return [active_g, offline_g, topics_g, parts_g]
+
+
+def offline_partitions(store: MetadataStore, topics: Iterable[TopicState]) -> tuple[int, int]:
+    """(partitions of `topics` without a live leader, all of them): none named, one not
+    registered, or a leadership of its leader's previous life (the broker restarted and leads
+    again only once the controller writes it at the next epoch: Kafka's controller takes it
+    as failed first, its partitions offline meanwhile)."""
+    live = {b.broker_id for b in store.brokers()}
+    offline = total = 0
+    for topic in topics:
+        for state in list(topic.partitions.values()):
+            total += 1
+            offline += (state.leader == -1 or state.leader not in live
+                        or store.leader_in_previous_life(state))
+    return offline, total
 
 
 def _group_gauges(broker: Broker) -> list[GaugeMetricFamily]:

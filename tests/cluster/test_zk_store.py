@@ -126,8 +126,10 @@ async def test_a_leadership_of_a_previous_life_is_named_once_written_again(zooke
     """A state written before its leader's current registration names no leader to clients
     (issue 51); its write in the leader's current life reaches the other brokers as a topic
     change even when it reads as the state they hold (a write the controller reflected in its
-    cache at once, without the mzxid): a Metadata cache entry made meanwhile is dropped."""
+    cache at once, without the mzxid): a Metadata cache entry made meanwhile is dropped. The
+    controller's offline-partitions count has it offline until then."""
     from samsa.broker.cluster.metadata_cache import TopicMetadataCache
+    from samsa.broker.metrics import offline_partitions
 
     chroot = f"c{uuid.uuid4().hex[:8]}"
     a, b = _store(zookeeper, chroot, 1), _store(zookeeper, chroot, 2)
@@ -138,6 +140,7 @@ async def test_a_leadership_of_a_previous_life_is_named_once_written_again(zooke
         await b.start()  # broker 2 registers after the state naming it leader was written
         await _until(lambda: [x.broker_id for x in a.brokers()] == [1, 2])
         assert a.leader_in_previous_life(a.topic("t").partitions[0])
+        assert offline_partitions(a, a.topics().values()) == (1, 1)
         cache = TopicMetadataCache()
         a.add_listener(cache.on_change)
         cache.entry("t", 12, "PLAINTEXT", lambda: b"no leader")
@@ -146,6 +149,7 @@ async def test_a_leadership_of_a_previous_life_is_named_once_written_again(zooke
         await asyncio.to_thread(a.session.zk.set, path, data)  # the same state, written again
         await _until(lambda: not a.leader_in_previous_life(a.topic("t").partitions[0]))
         await _until(lambda: len(cache) == 0)
+        assert offline_partitions(a, a.topics().values()) == (0, 1)
     finally:
         await a.close()
         await b.close()
