@@ -122,6 +122,9 @@ class TransactionIndex:
         self._file = CachedFile(self.path, os.O_RDWR)
         self._cache: _Entries | None = None  # loaded on the first read
         self._last_offset: int | None = None
+        # The file's size as this object's last append left it (None: ask the file): an abort
+        # marker on each partition of a transaction appends here, and fstat is a system call.
+        self._size: int | None = None
         try:
             size = self.path.stat().st_size
         except FileNotFoundError:
@@ -139,15 +142,19 @@ class TransactionIndex:
                 f"last offset of appended transactions must increase: {txn.last_offset} is not "
                 f"greater than {self._last_offset} in {self.path}"
             )
+        pos, self._size = self._size, None  # unknown until this write is whole
         fd = self._file.acquire()
         try:
             self._file.dirty = True
-            size = os.fstat(fd).st_size
-            # Overwrite a torn tail (crash mid-write) instead of misaligning every later entry.
-            pos = size - size % ENTRY_SIZE
-            if pos != size:
-                os.ftruncate(fd, pos)
-            os.pwrite(fd, txn.to_bytes(), pos)
+            if pos is None:
+                size = os.fstat(fd).st_size
+                # Overwrite a torn tail (crash mid-write) instead of misaligning every later
+                # entry.
+                pos = size - size % ENTRY_SIZE
+                if pos != size:
+                    os.ftruncate(fd, pos)
+            if os.pwrite(fd, txn.to_bytes(), pos) == ENTRY_SIZE:
+                self._size = pos + ENTRY_SIZE
         finally:
             self._file.release()
         self._last_offset = txn.last_offset
@@ -163,11 +170,13 @@ class TransactionIndex:
         keep = bisect.bisect_left(cache.lasts, offset)
         if keep == len(cache.lasts):
             return
+        self._size = None
         self._file.ftruncate(keep * ENTRY_SIZE)
         self._last_offset = cache.lasts[keep - 1] if keep else None
         cache.truncate(keep)
 
     def reset(self) -> None:
+        self._size = None
         if self.path.exists():
             self._file.ftruncate(0)
         self._last_offset = None
@@ -177,6 +186,7 @@ class TransactionIndex:
         self._file.fsync()
 
     def close(self) -> None:
+        self._size = None
         self._file.close()
 
     @property
@@ -184,7 +194,7 @@ class TransactionIndex:
         return self._file.is_open
 
     def delete(self) -> None:
-        self.close()
+        self.close()  # (which forgets the size)
         self.path.unlink(missing_ok=True)
         self._last_offset = None
         _BUDGET.forget(self)

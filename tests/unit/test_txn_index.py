@@ -1,10 +1,12 @@
 from __future__ import annotations
 
+import os
 import struct
 from pathlib import Path
 
 import pytest
 
+from samsa.storage import txn_index
 from samsa.storage.txn_index import AbortedTxn, CorruptIndex, TransactionIndex
 
 
@@ -70,6 +72,37 @@ def test_truncate_to(tmp_path: Path) -> None:
     idx.append(AbortedTxn(1, 0, 1, 2))
     idx.delete()
     assert not idx.path.exists()
+
+
+def test_appends_land_where_the_file_ends_without_asking_it_each_time(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An abort marker on each partition of a transaction appends to its segment's index: the
+    file's size is asked once, then known, until a truncation, reset or close."""
+    asked: list[int] = []
+    fstat = os.fstat
+    monkeypatch.setattr(txn_index.os, "fstat", lambda fd: asked.append(fd) or fstat(fd))
+    idx = _index(tmp_path)
+    first = [AbortedTxn(i, i * 10, i * 10 + 5, i * 10 + 6) for i in range(1, 4)]
+    for txn in first:
+        idx.append(txn)
+    assert idx.path.read_bytes() == b"".join(t.to_bytes() for t in first)
+    assert len(asked) == 1
+    idx.truncate_to(25)
+    then = [AbortedTxn(9, 18, 19, 20), AbortedTxn(8, 21, 22, 23)]
+    for txn in then:
+        idx.append(txn)
+    assert idx.path.read_bytes() == b"".join(t.to_bytes() for t in first[:1] + then)
+    idx.close()
+    after_close = AbortedTxn(7, 24, 26, 27)
+    idx.append(after_close)
+    assert idx.path.read_bytes() == b"".join(
+        t.to_bytes() for t in first[:1] + then + [after_close])
+    idx.reset()
+    again = AbortedTxn(1, 0, 1, 2)
+    idx.append(again)
+    assert idx.path.read_bytes() == again.to_bytes()
+    assert len(asked) == 4  # at the first append and after each of the three
+    idx.close()
 
 
 def test_sanity_check(tmp_path: Path) -> None:
