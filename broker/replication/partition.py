@@ -50,10 +50,13 @@ class UnknownLeaderEpoch(KafkaError):
     error_code = ErrorCode.unknown_leader_epoch
 
 
-class NotLeaderOrFollower(KafkaError):
-    """This replica is not the partition's leader, and the request is for the leader."""
+class PartitionError(KafkaError):
+    """A partition request this broker cannot serve (not hosted, not led, offline, or a
+    handler's per-partition refusal), answered with `error_code`."""
 
-    error_code = ErrorCode.not_leader_or_follower
+    def __init__(self, error_code: ErrorCode | int, message: str = "") -> None:
+        code = ErrorCode(error_code)
+        super().__init__(message or code.name, code)
 
 
 class OffsetNotAvailable(KafkaError):
@@ -379,8 +382,7 @@ class Partition:
         if current_epoch != -1 and current_epoch != self.leader_epoch:
             self.check_leader_epoch(current_epoch)
         if leader_only and self.leader_id != self.broker_id:
-            raise NotLeaderOrFollower(f"{self.topic}-{self.index}: leader {self.leader_id} at "
-                                      f"epoch {self.leader_epoch}, not this broker")
+            raise PartitionError(ErrorCode.not_leader_or_follower)
 
     def end_offset_for_epoch(self, epoch: int) -> tuple[int, int]:
         """(largest epoch <= `epoch`, its end offset), (-1, -1) if there is none (Kafka's

@@ -38,7 +38,7 @@ from samsa.storage.log_manager import (
 from .. import metrics
 from ..cluster.metadata_store import MetadataStore, TopicState
 from ..cluster.topic_admin import INTERNAL_TOPICS
-from .partition import Partition
+from .partition import Partition, PartitionError
 from .replication_quota import ReplicationQuota
 
 if TYPE_CHECKING:
@@ -50,15 +50,6 @@ log = logging.getLogger(__name__)
 
 # The longest the event loop spends creating pending logs before it lets requests in.
 PENDING_SLICE_S = 0.005
-
-
-class PartitionError(KafkaError):
-    """A partition request this broker cannot serve (not hosted, not led, offline, or a
-    handler's per-partition refusal), answered with `error_code`."""
-
-    def __init__(self, error_code: ErrorCode | int, message: str = "") -> None:
-        code = ErrorCode(error_code)
-        super().__init__(message or code.name, code)
 
 
 @dataclass(slots=True)

@@ -24,6 +24,7 @@ pytestmark = pytest.mark.timeout(240)
 TOPIC = "epochs"
 RECORDS = 3
 METADATA, LIST_OFFSETS, OFFSET_FOR_LEADER_EPOCH, FETCH = 3, 2, 23, 1
+DESCRIBE_PRODUCERS, DELETE_RECORDS = 61, 21
 LATEST = -1
 CONSUMER, DEBUGGING = -1, -2  # ListOffsets' replica ids
 
@@ -110,6 +111,14 @@ def test_the_leader_epoch_is_checked_before_the_leadership(
         assert (debugging.error_code, debugging.offset, debugging.leader_epoch) == (
             ErrorCode.none, RECORDS, epoch)
         assert ahead.error_code == unknown
+        # the APIs without an epoch answer a follower's NOT_LEADER_OR_FOLLOWER as before
+        with WireClient(follower) as w:
+            producers = w.call(DESCRIBE_PRODUCERS, 0, {"topics": [
+                {"name": TOPIC, "partition_indexes": [0]}]})
+            deleted = w.call(DELETE_RECORDS, 2, {"timeout": 5000, "topics": [
+                {"name": TOPIC, "partitions": [{"partition_index": 0, "offset": 1}]}]})
+        assert producers.topics[0].partitions[0].error_code == not_leader
+        assert deleted.topics[0].partitions[0].error_code == not_leader
     except BaseException:
         print(cluster.logs_tail())
         raise
