@@ -158,7 +158,8 @@ async def create_topic(request: web.Request) -> web.Response:
             [c.strip() for c in str(form.get("configs", "")).split(",") if c.strip()])
     except ValueError as e:
         return render(request, "Topics", error_box(str(e)), status=400)
-    await ask(request, admin_topics.create, name, partitions, replication, configs)
+    created = await ask(request, admin_topics.create, name, partitions, replication, configs)
+    await ask(request, data.await_created, name, created["partitions"])
     raise web.HTTPSeeOther(f"/topics/{name}")
 
 

@@ -126,6 +126,22 @@ def topics(admin: Admin) -> list[dict[str, Any]]:
     return sorted(rows, key=lambda r: r["name"])
 
 
+CREATED_WAIT_S = 10.0  # how long a topic just created may take to show in Metadata
+
+
+def await_created(admin: Admin, name: str, partitions: int) -> None:
+    """Wait (at most CREATED_WAIT_S) until Metadata shows a topic just created with every
+    partition led: Kafka answers CreateTopics before its brokers' metadata has the topic, and
+    the topic's page, shown next, would otherwise say it does not exist."""
+    deadline = time.monotonic() + CREATED_WAIT_S
+    while time.monotonic() < deadline:
+        (t,) = admin.metadata([name]).topics
+        if (t.error_code == ErrorCode.none and len(t.partitions) >= partitions
+                and all(p.leader_id >= 0 for p in t.partitions)):
+            return
+        time.sleep(0.1)
+
+
 def topic(admin: Admin, name: str) -> dict[str, Any]:
     (t,) = admin.metadata([name]).topics
     check(t.error_code)
