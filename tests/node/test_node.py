@@ -191,6 +191,11 @@ def test_a_transaction_across_partitions_led_by_both_processes(node: SamsaNode) 
         p.begin_transaction()
         for part in (0, 1):
             p.produce("txn-both", f"{outcome}-{part}".encode(), partition=part)
+        # Written before the end, so that the abort has records on both processes to abort:
+        # an abort sent while librdkafka still retries the AddPartitionsToTxn that the last
+        # commit's markers hold back (CONCURRENT_TRANSACTIONS) finds the coordinator in
+        # CompleteCommit, which Kafka too answers INVALID_TXN_STATE, fatal to the producer.
+        assert p.flush(30) == 0
         if outcome == "committed":
             p.commit_transaction(30)
         else:
