@@ -19,6 +19,9 @@ partition-batch, not per byte, sets its latency. This runs that shape against on
     .venv/bin/python bench/many_partitions.py --consume --partitions 500 --rate 2000
     .venv/bin/python bench/many_partitions.py --processes 2   # a node of two processes
 
+Each broker first runs the first shape unmeasured until its CPU per request settles (Kafka's
+JIT needed two 20 s runs of it on 2 cores): --warmup-runs.
+
 The worker processes are this script run as `many_partitions.py worker ...`. No assertions:
 this measures. Figures from a loaded machine are wall-clock figures of that machine; the CPU
 per request is the one to compare between runs there.
@@ -295,6 +298,9 @@ def main() -> int:
     ap.add_argument("--only-kafka", action="store_true")
     ap.add_argument("--processes", type=int, default=1,
                     help="Samsa as a node of this many processes (samsa serve --processes)")
+    ap.add_argument("--warmup-runs", type=int, default=5,
+                    help="at most this many unmeasured runs of the first shape first, until "
+                         "two in a row cost the broker alike a request (0: none)")
     ap.add_argument("--bootstrap", help="a broker already running (with --pid: its process)")
     ap.add_argument("--pid", type=int, help="the process (group) of --bootstrap's broker")
     args = ap.parse_args()
@@ -309,6 +315,9 @@ def main() -> int:
     names += [True] if args.kafka or args.only_kafka else []
     for kafka in names:
         with broker(kafka, args.processes) as b:
+            if args.warmup_runs:
+                bench.warm_up_paced(b, ints(args.partitions)[0], ints(args.rate)[0],
+                                    args.seconds, args.warmup_runs)
             for partitions in ints(args.partitions):
                 for rate in ints(args.rate):
                     f = run_load(b.proc.pid, b.bootstrap, partitions, rate, args.seconds,

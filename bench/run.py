@@ -1012,6 +1012,10 @@ class Plan:
     paced_rates: tuple[int, ...] = ()
     paced_seconds: float = 20
     paced_consume: tuple[int, int] = (0, 0)  # (partitions, records/s); (0, 0): skip
+    # Unmeasured paced runs first, the first row's shape, until two in a row cost the broker
+    # alike a request (PACED_WARMUP_AGREE), at most this many: on 2 cores Kafka's JIT took
+    # two 20 s runs of this load to settle (515 and 2,187 us a request, then 205, 145).
+    paced_warmup_runs: int = 0
     # Issue 51's item 5 (bench/tls_lz4_txn.py, on a broker of their own with an SSL listener):
     # 1 KiB records over TLS, lz4 JSON-like 1 KiB records, parallel transactional producers.
     tls_records: int = 0
@@ -1210,10 +1214,38 @@ def paced_job(broker: Broker, partitions: int, rate: int, seconds: float,
     return job
 
 
+PACED_WARMUP_AGREE = 0.2  # two warm-up runs within 20 % of each other's CPU a request: warm
+
+
+def warm_up_paced(broker: Broker, partitions: int, rate: int, seconds: float,
+                  max_runs: int) -> None:
+    """Paced runs of this shape, not measured, until the broker's CPU per request settles (at
+    least two, at most `max_runs`): the rows after them measure a warm broker, as
+    ProducerPerformance's figures are taken after its --warmup-records."""
+    import many_partitions  # bench/many_partitions.py, which imports this module
+
+    costs: list[float] = []
+    for _ in range(max_runs):
+        try:
+            f = many_partitions.run_load(broker.proc.pid, broker.bootstrap, partitions, rate,
+                                         seconds, False)
+        except RuntimeError as e:
+            print(f"  {broker.name:8} paced warm-up: {e}")
+            return
+        costs.append(f["cpu_us_per_request"])
+        print(f"  {broker.name:8} paced warm-up {partitions}p {rate} (not measured): p50 "
+              f"{f['p50_ms']:,.1f} ms, {costs[-1]:,.0f} us a request")
+        if len(costs) >= 2 and abs(costs[-1] - costs[-2]) <= PACED_WARMUP_AGREE * costs[-2]:
+            return
+
+
 def bench_paced_partitions(broker: Broker, plan: Plan, results: Results,
                            failures: Failures) -> None:  # fmt: skip
     """Small batches over many partitions at a fraction of capacity (issue 47): latency, and
     the broker's CPU per request."""
+    if plan.paced_warmup_runs and plan.paced_partitions and plan.paced_rates:
+        warm_up_paced(broker, plan.paced_partitions[0], plan.paced_rates[0],
+                      plan.paced_seconds, plan.paced_warmup_runs)
     for partitions in plan.paced_partitions:
         for rate in plan.paced_rates:
             job = paced_job(broker, partitions, rate, plan.paced_seconds, False)
@@ -1669,7 +1701,9 @@ def environment(args: argparse.Namespace, plan: Plan, kafka_note: str) -> list[s
         f"read_committed; paced produce over "
         f"{', '.join(f'{p:,}' for p in plan.paced_partitions) or 'no'} partitions at "
         f"{', '.join(f'{r:,}' for r in plan.paced_rates) or '-'} rec/s for "
-        f"{plan.paced_seconds:g} s each, and consume of {plan.paced_consume[0]:,} partitions "
+        f"{plan.paced_seconds:g} s each after unmeasured runs of the first until the broker's "
+        f"CPU a request settles (two in a row within {PACED_WARMUP_AGREE:.0%}, at most "
+        f"{plan.paced_warmup_runs}), and consume of {plan.paced_consume[0]:,} partitions "
         f"at {plan.paced_consume[1]:,} rec/s; "
         f"kill -9 after {plan.recovery_mib:,} MiB (1 KiB records, acks=all); partition scale "
         f"steps {', '.join(f'{p:,}' for p in plan.partitions) or 'none'}; on a broker of "
@@ -1801,6 +1835,9 @@ def parse_args() -> argparse.Namespace:
     ap.add_argument("--paced-rates", default="20000,100000",
                     help="... records/s in all (the issue's 10 %% and ~50 %% of capacity)")
     ap.add_argument("--paced-seconds", type=float, default=20, help="... seconds each")
+    ap.add_argument("--paced-warmup-runs", type=int, default=5,
+                    help="at most this many unmeasured paced runs before the paced rows, "
+                         "until two in a row cost the broker alike a request (0: none)")
     ap.add_argument("--paced-consume", default="500=2000", metavar="PARTITIONS=RATE",
                     help="low-rate consume of many partitions alongside paced producers ('': "
                          "skip)")
@@ -1822,6 +1859,7 @@ def parse_args() -> argparse.Namespace:
         args.partitions = "100"
         args.many_clients, args.rc_records = 6_400, 20_000
         args.paced_partitions, args.paced_rates, args.paced_seconds = "500", "2000", 5
+        args.paced_warmup_runs = 2
         args.paced_consume = "100=500"
         args.tls_records, args.lz4_records, args.txn_producers = 20_000, 20_000, 4
     return args
@@ -1853,6 +1891,7 @@ def make_plan(args: argparse.Namespace, kafka_lib: Path | None) -> Plan:
                 paced_partitions=tuple(int(x) for x in args.paced_partitions.split(",") if x),
                 paced_rates=tuple(int(x) for x in args.paced_rates.split(",") if x),
                 paced_seconds=args.paced_seconds, tls_records=args.tls_records,
+                paced_warmup_runs=args.paced_warmup_runs,
                 lz4_records=args.lz4_records, txn_producers=args.txn_producers,
                 paced_consume=tuple(int(x) for x in args.paced_consume.split("=")) if
                 args.paced_consume else (0, 0),  # type: ignore[arg-type]
