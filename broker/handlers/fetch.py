@@ -17,7 +17,7 @@ from __future__ import annotations
 import time
 import uuid
 import weakref
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from functools import cache as memoize
 from typing import TYPE_CHECKING, Any
 
@@ -28,13 +28,13 @@ from samsa.protocol.errors import ErrorCode
 from samsa.protocol.kio_adapter import Entity, schema_fields
 
 from .. import metrics
-from ..context import HandlerContext, ReplicaContext, RequestContext
+from ..context import ReplicaContext, RequestContext
 from ..network.policy import ApiPolicy
 from ..network.quotas import FETCH_BYTES
 from ..replication.partition import Partition, PartitionRead
 from ..replication.replica_manager import PartitionError
 from ..security.authorizer import AclOperation, ResourceType
-from .common import PARTITION_ERRORS, error_code_of, field
+from .common import PARTITION_ERRORS, error_code_of, field, name_leaders
 from .declare import api
 
 if TYPE_CHECKING:
@@ -103,7 +103,8 @@ async def handle_fetch(ctx: RequestContext, request: FetchRequest) -> dict[str, 
             denied = names - set(ctx.authorized(AclOperation.READ, ResourceType.TOPIC, names))
     while True:
         responses, total, leaders, had_error = _read_all(ctx, wanted, max_bytes, read_one,
-                                                         denied, from_consumer, selector)
+                                                         denied, from_consumer, selector,
+                                                         replica_id)
         remaining = deadline - time.monotonic()
         if total >= min_bytes or had_error or remaining <= 0 or not leaders:
             out = {"throttle_time": 0, "error_code": ErrorCode.none, "session_id": 0,
@@ -127,34 +128,12 @@ def _wanted_topics(ctx: ReplicaContext, request: FetchRequest) -> list[Wanted]:
 
 
 def _leader_hints(ctx: ReplicaContext, responses: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """v16+ (KIP-951, Kafka's KafkaApis.getCurrentLeader): a partition answered
-    NOT_LEADER_OR_FOLLOWER or FENCED_LEADER_EPOCH names the leader as this broker knows it
-    (ReplicaManager.current_leader), and the response lists that leader's endpoint if it is
-    alive, so the client need not ask Metadata first."""
-    leaders = []
-    for topic in responses:
-        name = topic["topic"]
-        for p in topic["partitions"]:
-            if p["error_code"] not in (ErrorCode.not_leader_or_follower,
-                                       ErrorCode.fenced_leader_epoch):
-                continue
-            leader, epoch = (ctx.replicas.current_leader(name, p["partition_index"])
-                             if name is not None else (-1, -1))
-            p["current_leader"] = {"leader_id": leader, "leader_epoch": epoch}
-            leaders.append(leader)
-    return leader_endpoints(ctx, leaders) if leaders else []
-
-
-def leader_endpoints(ctx: HandlerContext, leaders: Iterable[int]) -> list[dict[str, Any]]:
-    """The node endpoints of KIP-951's hints: each live broker of `leaders` at its address on
-    the listener the request came in on (Kafka's getAliveBrokerNode), by id; a broker
-    without that listener is not listed."""
-    brokers = {b.broker_id: b for b in ctx.store.brokers()}
-    out = []
-    for i in sorted(set(leaders)):
-        if (b := brokers.get(i)) is not None and (e := b.endpoint(ctx.listener)) is not None:
-            out.append({"node_id": i, "host": e.host, "port": e.port, "rack": b.rack})
-    return out
+    """v16+: a partition answered NOT_LEADER_OR_FOLLOWER or FENCED_LEADER_EPOCH names its
+    leader, and the response lists that leader's endpoint (Kafka's handleFetchRequest)."""
+    return name_leaders(ctx, ((topic["topic"], p["partition_index"], p)
+                              for topic in responses for p in topic["partitions"]
+                              if p["error_code"] in (ErrorCode.not_leader_or_follower,
+                                                     ErrorCode.fenced_leader_epoch)))
 
 
 Selector = Callable[[Partition, int], "int | None"]
@@ -185,7 +164,7 @@ def _rack_selector(ctx: ReplicaContext, rack: str) -> Selector:
 def _read_all(
     ctx: ReplicaContext, wanted: list[Wanted], max_bytes: int, read_one: ReadOne,
     denied: set[str] | frozenset[str] = frozenset(), from_consumer: bool = False,
-    selector: Selector | None = None,
+    selector: Selector | None = None, replica_id: int = -1,
 ) -> tuple[list[dict[str, Any]], int, list[Partition], bool]:
     """Look up each requested partition, checking the topic id, then the leader epoch the
     fetcher knows, then that it is led here (a consumer's fetch v11+ may read a follower),
@@ -218,6 +197,11 @@ def _read_all(
                 # the epoch, then the leadership (a negative epoch is none, as in Kafka)
                 epoch: int = field(p, "current_leader_epoch", -1)
                 partition.check_local(epoch if epoch >= 0 else -1, not from_consumer)
+                if replica_id >= 0 and replica_id not in partition.replicas:
+                    # Kafka's followerReplicaOrThrow: a follower not (yet) in the assignment
+                    # this leader knows retries; its position is not recorded
+                    raise PartitionError(ErrorCode.unknown_leader_epoch if epoch >= 0
+                                         else ErrorCode.not_leader_or_follower)
                 preferred = (selector(partition, p.fetch_offset) if selector is not None
                              and partition.is_leader else None)
                 if preferred is not None:
@@ -240,13 +224,16 @@ def _read_all(
                 had_error |= "diverging_epoch" in out  # answer now: the follower truncates
             except PARTITION_ERRORS as exc:
                 had_error = True
-                out.update(error_code=error_code_of(exc), high_watermark=-1, last_stable_offset=-1)
-                if (hosted := replicas.get(name, p.partition)) is not None:
-                    out.update(
-                        high_watermark=hosted.high_watermark,
-                        last_stable_offset=hosted.last_stable_offset,
-                        log_start_offset=hosted.log_start_offset,
-                    )
+                failed = error_code_of(exc)
+                # Kafka's createLogReadResult: an error answer's offsets are unknown (-1) ...
+                out.update(error_code=failed, high_watermark=-1, last_stable_offset=-1,
+                           log_start_offset=-1)
+                # ... but a follower out of range starts over from the leader's log start or
+                # high watermark given here (Kafka's asks ListOffsets of the leader instead)
+                if (failed == ErrorCode.offset_out_of_range and replica_id >= 0
+                        and (hosted := replicas.get(name, p.partition)) is not None):
+                    out.update(high_watermark=hosted.high_watermark,
+                               log_start_offset=hosted.log_start_offset)
             parts.append(out)
         responses.append({"topic": name, "topic_id": topic_id, "partitions": parts})
     return responses, total, leaders, had_error

@@ -4,7 +4,8 @@ acks=0 gets no response at all (Kafka closes the connection on error instead).
 
 Versions: v3-v13 are served (record batches of magic 2 only), but v0 is advertised as Kafka 4
 does (KAFKA-18659: librdkafka checks it before it enables compression); v13 names topics by
-id (KIP-516).
+id (KIP-516). From v10 a partition answered NOT_LEADER_OR_FOLLOWER names its leader
+(KIP-951).
 """
 
 from __future__ import annotations
@@ -35,12 +36,16 @@ from ..network.signals import CloseConnection
 from ..replication.partition import Partition
 from ..replication.replica_manager import AppendResult, ProduceEntry, after_appends, log_refusal
 from ..security.authorizer import AclOperation, ResourceType
-from .common import field
+from .common import field, name_leaders
 from .declare import api
 from .inflate import has_compressed, inflate_produce
 
 if TYPE_CHECKING:
     from .requests import ProduceRequest
+
+# v10+ (KIP-951): a partition answered NOT_LEADER_OR_FOLLOWER names its leader and the answer
+# lists that leader's endpoint (Kafka's handleProduceRequest; no hint for other errors).
+HINTS_FROM = 10
 
 
 def serve_produce(services: BrokerServices, request: WireProduceRequest, version: int
@@ -65,6 +70,8 @@ def serve_produce(services: BrokerServices, request: WireProduceRequest, version
     hold_inflated([])  # as the handler does with nothing to inflate
     result, partition = replicas.append_one(acks, topic.name, pdata.index, records, None,
                                             version)
+    if result.error_code == ErrorCode.not_leader_or_follower and version >= HINTS_FROM:
+        return None  # nothing appended: the handler answers with the leader's hint
     woke = waits = False
     if partition is not None:
         woke = partition.append_woke_fetches
@@ -132,7 +139,7 @@ async def handle_produce(ctx: RequestContext, request: ProduceRequest) -> dict[s
         request.acks, lambda: request.timeout.total_seconds(), entries, transactional_id,
         ctx.version, inflate)
     failed = False
-    responses = []
+    responses: list[dict[str, Any]] = []
     at = 0
     for name, topic in named:
         partitions = []
@@ -152,7 +159,15 @@ async def handle_produce(ctx: RequestContext, request: ProduceRequest) -> dict[s
             partitions.append(_partition_answer(pdata.index, result))
         responses.append({"name": name or "", "topic_id": field(topic, "topic_id", None),
                           "partition_responses": partitions})
-    return _answer(request.acks, failed, responses)
+    answer = _answer(request.acks, failed, responses)
+    if failed and answer is not None and ctx.version >= HINTS_FROM:
+        endpoints = name_leaders(ctx, (
+            (name, p["index"], p) for (name, _), r in zip(named, responses, strict=True)
+            for p in r["partition_responses"]
+            if p["error_code"] == ErrorCode.not_leader_or_follower))
+        if endpoints:
+            answer["node_endpoints"] = endpoints
+    return answer
 
 
 def _partition_answer(index: int, result: AppendResult) -> dict[str, Any]:

@@ -38,10 +38,9 @@ from ..share.fetch import (
     SharePartitionUnavailable,
     ShareSessionError,
 )
-from .common import PARTITION_ERRORS, error_code_of, field
+from .common import PARTITION_ERRORS, error_code_of, field, leader_endpoints
 from .consumer_groups import cached_group_configs
 from .declare import api
-from .fetch import leader_endpoints
 from .share_groups import _enabled
 
 if TYPE_CHECKING:

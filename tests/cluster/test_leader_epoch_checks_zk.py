@@ -16,6 +16,7 @@ from confluent_kafka.admin import NewTopic
 
 from samsa.broker.cluster.zk.process import ZooKeeperProcess
 from samsa.protocol.errors import ErrorCode
+from samsa.protocol.records import build_batch
 from tests.cluster.cluster import Cluster, wait_until
 from tests.protocol.wire import WireClient
 
@@ -23,7 +24,7 @@ pytestmark = pytest.mark.timeout(240)
 
 TOPIC = "epochs"
 RECORDS = 3
-METADATA, LIST_OFFSETS, OFFSET_FOR_LEADER_EPOCH, FETCH = 3, 2, 23, 1
+METADATA, LIST_OFFSETS, OFFSET_FOR_LEADER_EPOCH, FETCH, PRODUCE = 3, 2, 23, 1, 0
 DESCRIBE_PRODUCERS, DELETE_RECORDS = 61, 21
 LATEST = -1
 CONSUMER, DEBUGGING = -1, -2  # ListOffsets' replica ids
@@ -62,6 +63,15 @@ def _fetch(w: WireClient, epoch: int) -> Any:
              "last_fetched_epoch": -1, "log_start_offset": -1,
              "partition_max_bytes": 1 << 20}]}]})
     return r.responses[0].partitions[0]
+
+
+def _produce(address: str, version: int) -> Any:
+    """A one-record Produce at `version` to the broker at `address`: the whole answer."""
+    with WireClient(address) as w:
+        return w.call(PRODUCE, version, {"acks": -1, "timeout": 5000, "transactional_id": None,
+                                         "topic_data": [{"name": TOPIC, "partition_data": [
+                                             {"index": 0, "records": build_batch(
+                                                 [(None, b"x", [], 1000)])}]}]})
 
 
 def _codes(address: str, epochs: list[int]) -> dict[int, tuple[int, int, int]]:
@@ -105,6 +115,11 @@ def test_the_leader_epoch_is_checked_before_the_leadership(
         assert _codes(leader, [epoch - 1, epoch, epoch + 1, -1]) == {
             epoch - 1: (fenced,) * 3, epoch: (ErrorCode.none,) * 3, epoch + 1: (unknown,) * 3,
             -1: (ErrorCode.none,) * 3}
+        # an error answer's offsets are unknown, as Kafka's (the follower has the records)
+        with WireClient(follower) as w:
+            refused = _fetch(w, epoch)
+        assert (refused.high_watermark, refused.last_stable_offset,
+                refused.log_start_offset) == (-1, -1, -1)
         with WireClient(follower) as w:
             debugging = _list_offsets(w, epoch, DEBUGGING)
             ahead = _list_offsets(w, epoch + 1, DEBUGGING)
@@ -119,6 +134,20 @@ def test_the_leader_epoch_is_checked_before_the_leadership(
                 {"name": TOPIC, "partitions": [{"partition_index": 0, "offset": 1}]}]})
         assert producers.topics[0].partitions[0].error_code == not_leader
         assert deleted.topics[0].partitions[0].error_code == not_leader
+
+        # Produce v10+ to the follower names the leader and its endpoint (KIP-951), by the
+        # one-partition lane's request as by any; v9 has no such fields
+        hinted = _produce(follower, 12)
+        part = hinted.responses[0].partition_responses[0]
+        assert part.error_code == not_leader
+        assert (part.current_leader.leader_id, part.current_leader.leader_epoch) == (1, epoch)
+        assert [(e.node_id, f"{e.host}:{e.port}") for e in hinted.node_endpoints] == [
+            (1, leader)]
+        old = _produce(follower, 9).responses[0].partition_responses[0]
+        assert old.error_code == not_leader and not hasattr(old, "current_leader")
+        appended = _produce(leader, 12)
+        assert appended.responses[0].partition_responses[0].error_code == ErrorCode.none
+        assert list(appended.node_endpoints) == []
     except BaseException:
         print(cluster.logs_tail())
         raise

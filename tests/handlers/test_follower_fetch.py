@@ -43,14 +43,17 @@ async def _produce(h: Handlers, values: list[bytes], acks: int = 1) -> Any:
     return r.responses[0].partition_responses[0]
 
 
-async def _follower_fetch(h: Handlers, p: Partition, replica: int, offset: int) -> Any:
-    """One follower fetch of the partition from `offset`, no wait; the partition's answer."""
+async def _follower_fetch(h: Handlers, p: Partition, replica: int, offset: int,
+                         epoch: int | None = None) -> Any:
+    """One follower fetch of the partition from `offset`, no wait; the partition's answer.
+    `epoch`: the current leader epoch it carries (the partition's by default)."""
     r = await h.call("Fetch", FETCH_VERSION, {
         "replica_state": {"replica_id": replica, "replica_epoch": -1},
         "max_wait": 0, "min_bytes": 0, "max_bytes": 1 << 20, "isolation_level": 0,
         "session_id": 0, "session_epoch": -1,
         "topics": [{"topic_id": p.topic_id, "partitions": [{
-            "partition": 0, "current_leader_epoch": p.leader_epoch, "fetch_offset": offset,
+            "partition": 0, "fetch_offset": offset,
+            "current_leader_epoch": p.leader_epoch if epoch is None else epoch,
             "last_fetched_epoch": p.leader_epoch if offset > 0 else -1,
             "log_start_offset": 0, "partition_max_bytes": 1 << 20}]}],
         "forgotten_topics_data": [], "rack_id": ""}, principal=ADMIN)
@@ -74,6 +77,41 @@ async def test_a_follower_fetching_again_at_the_log_end_counts_as_caught_up_now(
     time.sleep(0.3)
     p.shrink_isr_if_lagging(lag_ms=200)  # behind for longer than the lag time
     assert p.isr == [p.broker_id]
+
+
+async def test_a_replica_outside_the_assignment_is_answered_an_error_and_not_recorded(
+        handlers):
+    """Kafka's followerReplicaOrThrow: a fetch from a broker the leader does not know as a
+    replica of the partition (a reassignment's new replica before the leader learned of it)
+    is answered UNKNOWN_LEADER_EPOCH, which the follower retries (NOT_LEADER_OR_FOLLOWER
+    without an epoch), with no records and unknown offsets; its offset acknowledges nothing."""
+    p = await _led_with(handlers, [2])
+    produce = asyncio.create_task(_produce(handlers, [b"a"], acks=-1))
+    await asyncio.sleep(0.01)
+    stranger = await _follower_fetch(handlers, p, 3, 1)
+    assert (stranger.error_code, stranger.high_watermark, values_of(stranger.records)) == (
+        ErrorCode.unknown_leader_epoch, -1, [])
+    old = await _follower_fetch(handlers, p, 3, 1, epoch=-1)
+    assert old.error_code == ErrorCode.not_leader_or_follower
+    await asyncio.sleep(0.01)
+    assert not produce.done() and p.high_watermark == 0 and p.isr == [p.broker_id, 2]
+    assert (await _follower_fetch(handlers, p, 2, 1)).error_code == ErrorCode.none
+    assert (await asyncio.wait_for(produce, 1)).error_code == ErrorCode.none
+
+
+async def test_a_follower_out_of_range_is_given_the_leaders_log_start(handlers):
+    """A follower below the leader's log start starts over there: the OFFSET_OUT_OF_RANGE
+    answer to a follower carries the leader's log start offset and high watermark (replica
+    fetcher's `_apply`; a consumer's carries -1, as Kafka's)."""
+    p = await _led_with(handlers, [2])
+    await _produce(handlers, [b"a", b"b", b"c"])
+    await _follower_fetch(handlers, p, 2, 3)  # all replicated: the high watermark is 3
+    deleted = await handlers.call("DeleteRecords", 2, {"topics": [{"name": "t", "partitions": [
+        {"partition_index": 0, "offset": 2}]}], "timeout": 5000}, principal=ADMIN)
+    assert deleted.topics[0].partitions[0].error_code == ErrorCode.none
+    behind = await _follower_fetch(handlers, p, 2, 1)
+    assert (behind.error_code, behind.log_start_offset, behind.high_watermark) == (
+        ErrorCode.offset_out_of_range, 2, 3)
 
 
 async def test_an_acks_all_produce_completes_once_the_follower_fetches_past_it(handlers):

@@ -194,7 +194,8 @@ def test_a_transaction_across_partitions_led_by_both_processes(node: SamsaNode) 
         # Written before the end, so that the abort has records on both processes to abort:
         # an abort sent while librdkafka still retries the AddPartitionsToTxn that the last
         # commit's markers hold back (CONCURRENT_TRANSACTIONS) finds the coordinator in
-        # CompleteCommit, which Kafka too answers INVALID_TXN_STATE, fatal to the producer.
+        # CompleteCommit, which Kafka too answers INVALID_TXN_STATE, fatal to the producer
+        # (librdkafka's issue 4849: its EndTxn goes once an AddPartitionsToTxn was sent).
         assert p.flush(30) == 0
         if outcome == "committed":
             p.commit_transaction(30)
