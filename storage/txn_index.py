@@ -20,8 +20,8 @@ import struct
 import threading
 from array import array
 from collections import OrderedDict
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from samsa.protocol.errors import ErrorCode
 from samsa.storage.errors import StorageError
@@ -40,8 +40,10 @@ class CorruptIndex(StorageError):
     error_code = ErrorCode.unknown_server_error  # as Kafka's CorruptIndexException surfaces
 
 
-@dataclass(frozen=True, slots=True)
-class AbortedTxn:
+class AbortedTxn(NamedTuple):
+    """One entry. (A NamedTuple: a read_committed fetch collects many, and a frozen
+    dataclass's construction costs several times a tuple's.)"""
+
     producer_id: int
     first_offset: int
     last_offset: int  # offset of the ABORT marker
