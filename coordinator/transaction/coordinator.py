@@ -47,6 +47,12 @@ from .transitions import Marker
 log = logging.getLogger(__name__)
 
 _MARKER_RETRY_S = 0.1
+# How long an add to a transaction whose previous one is still writing its markers (the
+# client's next transaction right after its commit) waits for them before it is answered
+# CONCURRENT_TRANSACTIONS: below the 20 ms that librdkafka and the Java producer wait before
+# they retry that answer. With the markers remote (another broker or process) the client's
+# next add nearly always came first and paid those 20 ms.
+CONCURRENT_WAIT_S = 0.015
 
 
 OFFSETS_TOPIC = "__consumer_offsets"
@@ -106,6 +112,9 @@ class TransactionCoordinator:
         self.offsets_partitions: int = config["offsets.topic.num.partitions"]
         self.verification_enabled: bool = config["transaction.partition.verification.enable"]
         self._txns: dict[str, TxnMetadata] = {}
+        # Set once a prepared transaction's markers and Complete record are written (or
+        # given up): what an add arriving meanwhile waits for (`_await_completion`).
+        self._completions: dict[str, asyncio.Future[None]] = {}
         self._tasks = Tasks("transaction coordinator")
         self._stopping = False
         # A failed load is retried and never served: with part of the state missing,
@@ -344,8 +353,14 @@ class TransactionCoordinator:
         except CoordinatorError as exc:
             return exc.error_code
         md = self._txns.get(txn_id)
-        step = transitions.add_partitions(md, producer_id, producer_epoch, set(partitions),
-                                          _now(), client_version)
+        added = set(partitions)
+        step = transitions.add_partitions(md, producer_id, producer_epoch, added, _now(),
+                                          client_version)
+        if (md is not None and step.error == ErrorCode.concurrent_transactions
+                and md.state in PREPARED and await self._await_completion(md)):
+            md = self._txns.get(txn_id)  # as it is now: answered as if it came now
+            step = transitions.add_partitions(md, producer_id, producer_epoch, added, _now(),
+                                              client_version)
         if md is None or step.transit is None:
             return step.error
         try:
@@ -444,6 +459,24 @@ class TransactionCoordinator:
         except KafkaError:
             return False
 
+    async def _await_completion(self, md: TxnMetadata) -> bool:
+        """Wait, at most CONCURRENT_WAIT_S, until the prepared transaction `md` is completed
+        (or its markers given up); True if that happened in time."""
+        waiter = self._completions.get(md.transactional_id)
+        if waiter is None:
+            waiter = asyncio.get_running_loop().create_future()
+            self._completions[md.transactional_id] = waiter
+        try:
+            await asyncio.wait_for(asyncio.shield(waiter), CONCURRENT_WAIT_S)
+        except TimeoutError:
+            return False
+        return True
+
+    def _completed(self, txn_id: str) -> None:
+        waiter = self._completions.pop(txn_id, None)
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
     async def _send_markers_and_complete(self, md: TxnMetadata, coordinator_epoch: int) -> None:
         """Write the markers of a prepared (and replicated) transaction to all its partitions,
         then write CompleteCommit/CompleteAbort. Stops when the id is no longer coordinated
@@ -451,6 +484,13 @@ class TransactionCoordinator:
         finishes the transaction itself."""
         if md.state not in PREPARED or md.pending:
             return
+        try:
+            await self._write_markers_and_complete(md, coordinator_epoch)
+        finally:
+            self._completed(md.transactional_id)
+
+    async def _write_markers_and_complete(self, md: TxnMetadata, coordinator_epoch: int
+                                          ) -> None:
         commit = md.state is TxnState.PREPARE_COMMIT
         pid, epoch = md.producer_id, md.producer_epoch
         try:

@@ -24,6 +24,7 @@ from samsa.coordinator.ports import (
 )
 from samsa.coordinator.producer_ids import ProducerIdNotAvailable
 from samsa.coordinator.transaction import TransactionCoordinator, TxnState
+from samsa.coordinator.transaction import coordinator as txn_coordinator
 from samsa.protocol.errors import ErrorCode, KafkaError
 from samsa.storage.config import LogConfig
 from samsa.storage.log import Log
@@ -124,6 +125,17 @@ def internal_topic(host: InternalLogHost, min_isr: int | None = 2) -> InternalTo
     return InternalTopic(host, "__transaction_state", 1, 3, 1 << 20, min_isr=min_isr)
 
 
+async def _start(topic: InternalTopic, coordinator: TransactionCoordinator) -> None:
+    """Create the topic and start the coordinator; back once its partition is loaded (in the
+    background)."""
+    await topic.ensure_created()
+    await coordinator.start()
+    for _ in range(200):
+        if coordinator.list_transactions(set(), set(), -1)[0] == ErrorCode.none:
+            return
+        await asyncio.sleep(0.01)
+
+
 def test_the_fakes_are_the_interfaces(host: FakeHost) -> None:
     # What mypy checks statically, spelled out: each fake is passed as its interface.
     ports: tuple[InternalLogHost, TxnMarkerSender, TxnMetrics, ProducerIdSource] = (
@@ -194,13 +206,8 @@ async def test_a_transaction_commits_through_the_interfaces(host: FakeHost) -> N
         topic, BrokerConfig(), markers=markers, producer_ids=pids, metrics=metrics)
     missing = await coordinator.init_producer_id("t", 60_000, None)
     assert missing.error_code == ErrorCode.coordinator_not_available  # no topic yet
-    await topic.ensure_created()
-    await coordinator.start()
+    await _start(topic, coordinator)
     try:
-        for _ in range(200):  # the partition is loaded in the background
-            if coordinator.list_transactions(set(), set(), -1)[0] == ErrorCode.none:
-                break
-            await asyncio.sleep(0.01)
         pids.exhausted = True
         busy = await coordinator.init_producer_id("t", 60_000, None)
         assert busy.error_code == ErrorCode.coordinator_load_in_progress  # retriable
@@ -224,5 +231,56 @@ async def test_a_transaction_commits_through_the_interfaces(host: FakeHost) -> N
         assert [m.transactional_id for m in coordinator.loaded_transactions()] == ["t"]
         # The transaction's state records are in the topic, for the next coordinator.
         assert len(list(topic.replay(0))) == 4  # Empty, Ongoing, PrepareCommit, CompleteCommit
+    finally:
+        await coordinator.stop()
+
+
+class GatedMarkers(FakeMarkers):
+    """Markers written only once `gate` is set (another broker's partitions, slow)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.gate = asyncio.Event()
+
+    async def write_markers(self, marker: TxnMarker,
+                            partitions: Iterable[tuple[str, int]]) -> dict[tuple[str, int], int]:
+        await self.gate.wait()
+        return await super().write_markers(marker, partitions)
+
+
+async def test_an_add_right_after_a_commit_waits_for_its_markers(
+        host: FakeHost, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The client's next transaction adds its partitions while the commit before still writes
+    its markers: the add waits for them (at most CONCURRENT_WAIT_S) and is then handled,
+    where it was answered CONCURRENT_TRANSACTIONS, which clients retry only after 20 ms; past
+    the wait it is answered so as before."""
+    topic = internal_topic(host)
+    markers = GatedMarkers()
+    coordinator = TransactionCoordinator(
+        topic, BrokerConfig(), markers=markers, producer_ids=FakeProducerIds(),
+        metrics=FakeMetrics())
+    await _start(topic, coordinator)
+    try:
+        pid = (await coordinator.init_producer_id("t", 60_000, None)).producer_id
+        assert await coordinator.add_partitions("t", pid, 0, [("data", 0)]) == ErrorCode.none
+        assert (await coordinator.end_transaction("t", pid, 0, True)).error_code == ErrorCode.none
+
+        monkeypatch.setattr(txn_coordinator, "CONCURRENT_WAIT_S", 30.0)
+        add = asyncio.create_task(coordinator.add_partitions("t", pid, 0, [("data", 1)]))
+        await asyncio.sleep(0.05)
+        assert not add.done()  # waiting for the markers
+        markers.gate.set()
+        assert await asyncio.wait_for(add, 10) == ErrorCode.none
+        code, md = coordinator.describe("t")
+        assert md is not None and md.state is TxnState.ONGOING
+        assert md.partitions == {("data", 1)}
+        assert markers.sent == [(pid, 0, True, 0, [("data", 0)])]
+
+        markers.gate.clear()
+        assert (await coordinator.end_transaction("t", pid, 0, True)).error_code == ErrorCode.none
+        monkeypatch.setattr(txn_coordinator, "CONCURRENT_WAIT_S", 0.01)
+        late = await coordinator.add_partitions("t", pid, 0, [("data", 0)])
+        assert late == ErrorCode.concurrent_transactions
+        markers.gate.set()
     finally:
         await coordinator.stop()
