@@ -35,6 +35,7 @@ class ZkSession:
         self.connect_timeout_s = connect_ms / 1000
         self.loop: asyncio.AbstractEventLoop | None = None
         self._listeners: list[Callable[[str, str], None]] = []
+        self._soon: dict[tuple[str, str], None] = {}  # emit_soon's, in the order asked
         self.session_lost = asyncio.Event()
         # Whether we hold a session and are registered in it: false from a session lost (or
         # given up, see _session_state) to the next registration. No leadership is taken up
@@ -55,6 +56,24 @@ class ZkSession:
     def emit(self, kind: str, name: str) -> None:
         for fn in self._listeners:
             fn(kind, name)
+
+    def emit_soon(self, kind: str, name: str) -> None:
+        """`emit`, once for all the times it is asked until the event loop's next pass: a
+        partition state changes one by one, by thousands at an election, a controlled shutdown
+        or a restart, and each emit has the listeners look at every partition of its topic
+        (a 10,000-partition topic took minutes to be led again on a node of two processes)."""
+        loop = self.loop
+        if loop is None:  # no event loop yet: nothing listens on one
+            self.emit(kind, name)
+            return
+        if not self._soon:
+            loop.call_soon(self._emit_soon)
+        self._soon[(kind, name)] = None
+
+    def _emit_soon(self) -> None:
+        soon, self._soon = self._soon, {}
+        for kind, name in soon:
+            self.emit(kind, name)
 
     def call(self, fn: Callable[..., None], *args: Any) -> None:
         """(kazoo thread) Run fn(*args) on the event loop."""

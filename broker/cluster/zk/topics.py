@@ -321,7 +321,7 @@ class ZkTopics:
         state.leader_epoch = doc["leader_epoch"]
         state.isr = list(doc["isr"])
         state.zxid = max(state.zxid, zxid)
-        self._session.emit("topic", name)
+        self._session.emit_soon("topic", name)  # the cache holds it now; its listeners soon
 
     def _drop_topic(self, name: str) -> None:
         self._topic_versions.pop(name, None)
