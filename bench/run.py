@@ -1932,8 +1932,11 @@ def main() -> int:
             except (RuntimeError, KafkaException) as e:
                 print(f"  {name} run aborted: {e}")
                 failures.append({"broker": name, "phase": "run", "command": "", "error": str(e)})
-    (CACHE / "last-run.json").write_text(json.dumps({"results": res, "failures": failures}))
-    report(args, plan, res, failures, kafka_note)
+        # The table of the runs done so far, after each: a bench stopped early (a full one
+        # takes 45 minutes a run on a 2-core host) keeps what it measured.
+        (CACHE / "last-run.json").write_text(json.dumps({"results": res, "failures": failures}))
+        report(argparse.Namespace(**{**vars(args), "runs": run + 1}), plan, res, failures,
+               kafka_note)
     return 0
 
 
