@@ -3,7 +3,8 @@
 A producer of keyed records over many partitions sends thousands of small Produce requests a
 second (librdkafka sends one partition a request), and kio's generic reader and writer with
 the guard were a sixth of such a request's CPU. `read_produce` reads the usual request
-(v3-v12, topics by name, no tagged fields, every length within the frame, valid UTF-8) in a
+(v3-v13, topics by name or from v13 by id, no tagged fields, every length within the frame,
+valid UTF-8) in a
 few struct reads and returns None for anything else, which the general path (the guard, the
 lenient reader, kio) then reads as before: what it accepts, kio reads alike
 (tests/protocol/test_produce_wire.py compares them, mutated frames included).
@@ -14,6 +15,7 @@ per-record errors (None for the others).
 from __future__ import annotations
 
 import struct
+import uuid
 from collections.abc import Mapping
 from datetime import timedelta
 from typing import Any
@@ -32,8 +34,10 @@ _PARTITION_ANSWER_V3 = struct.Struct(">ihqq")
 _PARTITION_ANSWER_V5 = struct.Struct(">ihqqq")
 _PARTITION_ANSWER_V8 = struct.Struct(">ihqqqih")
 
-MIN_VERSION, MAX_VERSION = 3, 12  # v13 names topics by id: the general path's
+MIN_VERSION, MAX_VERSION = 3, 13
 FLEXIBLE_FROM = 9
+TOPIC_IDS_FROM = 13  # KIP-516: each topic named by its id, in the request and the answer
+_NO_ID = bytes(16)  # Kafka's zero Uuid: left to the general path
 
 
 class PartitionData:
@@ -53,15 +57,19 @@ class PartitionData:
 
 
 class TopicData:
-    __slots__ = ("name", "partition_data")
-    topic_id = None  # v13's: the handler asks for it (getattr failing would raise inside)
+    """A topic's data: by name (v3-v12, `topic_id` None) or by id (v13, `name` None)."""
 
-    def __init__(self, name: str, partition_data: tuple[PartitionData, ...]) -> None:
+    __slots__ = ("name", "partition_data", "topic_id")
+
+    def __init__(self, name: str | None, partition_data: tuple[PartitionData, ...],
+                 topic_id: uuid.UUID | None = None) -> None:
         self.name = name
         self.partition_data = partition_data
+        self.topic_id = topic_id
 
     def __eq__(self, other: object) -> bool:
         return (isinstance(other, TopicData) and self.name == other.name
+                and self.topic_id == other.topic_id
                 and self.partition_data == other.partition_data)
 
     __hash__ = None  # type: ignore[assignment]  # compared by value
@@ -157,6 +165,7 @@ def _read(buf: Any) -> ProduceRequest:
     if api_key != 0 or not MIN_VERSION <= version <= MAX_VERSION:
         raise _Unusual
     flexible = version >= FLEXIBLE_FROM
+    by_id = version >= TOPIC_IDS_FROM
     # after the correlation id, the client id: never a compact string (as _string, inline)
     pos = _HEADER.size
     if n >= 0:
@@ -181,8 +190,15 @@ def _read(buf: Any) -> ProduceRequest:
         raise _Unusual
     topics = []
     for _ in range(count):
-        name, pos = _string(buf, pos, end, flexible, nullable=False)
-        assert name is not None
+        topic_id = None
+        if by_id:
+            raw_id = bytes(buf[pos:pos + 16])
+            if len(raw_id) != 16 or raw_id == _NO_ID:
+                raise _Unusual
+            topic_id, name, pos = uuid.UUID(bytes=raw_id), None, pos + 16
+        else:
+            name, pos = _string(buf, pos, end, flexible, nullable=False)
+            assert name is not None
         b = buf[pos]
         partitions_count, pos = ((b - 1, pos + 1) if flexible and b < 0x80
                                  else _length(buf, pos, flexible, True))
@@ -213,7 +229,7 @@ def _read(buf: Any) -> ProduceRequest:
             if buf[pos]:  # the topic's
                 raise _Unusual
             pos += 1
-        topics.append(TopicData(name, tuple(partitions)))
+        topics.append(TopicData(name, tuple(partitions), topic_id))
     if flexible:
         if buf[pos]:  # the request's
             raise _Unusual
@@ -227,21 +243,25 @@ def write_produce_response(version: int, result: Mapping[str, Any]
                            ) -> tuple[bytes, list[int]] | None:
     """The Produce answer body (after the response header) the general encoder writes for
     `result` (the handler's dict) at `version`, and its non-zero error codes; None for one
-    this does not write: a version outside v3-v12, per-record errors or an error message, or
-    fields other than the handler's."""
+    this does not write: a version outside v3-v13, per-record errors or an error message, a
+    topic by id before v13 or without one from v13, or fields other than the handler's."""
     if not MIN_VERSION <= version <= MAX_VERSION or len(result) != 2:
         return None
     flexible = version >= FLEXIBLE_FROM
+    by_id = version >= TOPIC_IDS_FROM
     out = bytearray()
     errors: list[int] = []
     responses = result["responses"]
     out += uvarint(len(responses) + 1) if flexible else _I32.pack(len(responses))
     for topic in responses:
-        if len(topic) != 3 or topic["topic_id"] is not None:
+        if len(topic) != 3 or (topic["topic_id"] is None) is by_id:
             return None
-        name = topic["name"].encode()
-        out += uvarint(len(name) + 1) if flexible else _I16.pack(len(name))
-        out += name
+        if by_id:
+            out += topic["topic_id"].bytes
+        else:
+            name = topic["name"].encode()
+            out += uvarint(len(name) + 1) if flexible else _I16.pack(len(name))
+            out += name
         partitions = topic["partition_responses"]
         out += uvarint(len(partitions) + 1) if flexible else _I32.pack(len(partitions))
         for p in partitions:
@@ -264,9 +284,15 @@ def write_produce_response(version: int, result: Mapping[str, Any]
 def write_one_partition_answer(version: int, topic: bytes, index: int, code: int,
                                base_offset: int, log_append_time: int, log_start_offset: int
                                ) -> bytes:
-    """The answer body `write_produce_response` writes for one topic (its name encoded) with
-    one partition, no per-record errors, no error message and no throttle, from the values
-    themselves (the Produce lane of the usual one-partition request, without the dicts)."""
+    """The answer body `write_produce_response` writes for one topic (its name encoded, or
+    from v13 its id's 16 bytes) with one partition, no per-record errors, no error message and
+    no throttle, from the values themselves (the Produce lane of the usual one-partition
+    request, without the dicts)."""
+    if version >= TOPIC_IDS_FROM:
+        return b"".join((_ONE_COMPACT, topic, _ONE_COMPACT,
+                         _partition_answer(version, index, code, base_offset, log_append_time,
+                                           log_start_offset),
+                         _FLEXIBLE_TAIL))
     if version < FLEXIBLE_FROM:
         return b"".join((_ONE_TOPIC, _I16.pack(len(topic)), topic, _ONE_PARTITION,
                          _partition_answer(version, index, code, base_offset,

@@ -67,9 +67,14 @@ def serve_produce(services: BrokerServices, request: WireProduceRequest, version
     if (records is not None and len(records) >= HEADER_SIZE
             and records[ATTRIBUTES_LOW] & ATTR_COMPRESSION_MASK):
         return None  # has_compressed's test: inflate_produce's
+    name = topic.name
+    if name is None:  # v13: by id (the Java producer's)
+        assert topic.topic_id is not None
+        name = replicas.store.topic_name_by_id(topic.topic_id)
+        if name is None:
+            return None  # the handler answers UNKNOWN_TOPIC_ID
     hold_inflated([])  # as the handler does with nothing to inflate
-    result, partition = replicas.append_one(acks, topic.name, pdata.index, records, None,
-                                            version)
+    result, partition = replicas.append_one(acks, name, pdata.index, records, None, version)
     if result.error_code == ErrorCode.not_leader_or_follower and version >= HINTS_FROM:
         return None  # nothing appended: the handler answers with the leader's hint
     woke = waits = False
@@ -78,18 +83,19 @@ def serve_produce(services: BrokerServices, request: WireProduceRequest, version
         waits = acks == -1 and partition.high_watermark <= result.last_offset
     if (woke or waits or acks == 0 or result.record_errors is not None
             or result.error_message is not None):
-        return _served_later(request, topic.name, pdata.index, result,
+        return _served_later(request, name, topic.topic_id, pdata.index, result,
                              [(result, partition, records)] if waits and partition else [],
                              woke)
     code, append_time = result.error_code, result.log_append_time
     return write_one_partition_answer(
-        version, topic.name.encode(), pdata.index, code, result.base_offset,
-        append_time if append_time >= 0 else -1, result.log_start_offset), [code] if code else []
+        version, name.encode() if topic.topic_id is None else topic.topic_id.bytes,
+        pdata.index, code, result.base_offset, append_time if append_time >= 0 else -1,
+        result.log_start_offset), [code] if code else []
 
 
-async def _served_later(request: WireProduceRequest, name: str, index: int,
-                        result: AppendResult, waits: list[tuple[AppendResult, Partition,
-                                                                bytes | None]],
+async def _served_later(request: WireProduceRequest, name: str, topic_id: uuid.UUID | None,
+                        index: int, result: AppendResult,
+                        waits: list[tuple[AppendResult, Partition, bytes | None]],
                         woke: bool) -> dict[str, Any] | None:
     """`serve_produce`'s answer after what the append waits for (the fetches it woke, acks=all
     with followers), or one the lane does not write (acks=0, per-record errors)."""
@@ -97,7 +103,7 @@ async def _served_later(request: WireProduceRequest, name: str, index: int,
         await after_appends(woke, waits, lambda: request.timeout.total_seconds())
     answer = _partition_answer(index, result)
     return _answer(request.acks, result.error_code != ErrorCode.none, [
-        {"name": name, "topic_id": None, "partition_responses": [answer]}])
+        {"name": name, "topic_id": topic_id, "partition_responses": [answer]}])
 
 
 @api(0, "Produce", (3, 13), advertised_min=0,

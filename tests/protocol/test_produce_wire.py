@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import random
 import struct
+import uuid
 from typing import Any
 
 import pytest
@@ -18,17 +19,26 @@ from samsa.protocol.lenient import decode_request
 from samsa.protocol.produce_wire import read_produce, write_produce_response
 from samsa.protocol.records import build_batch
 
-VERSIONS = range(3, 13)
+VERSIONS = range(3, 14)
+BY_ID = 13  # v13 names topics by id
 
 
 def _frame(version: int, body: dict[str, Any], client_id: bytes | None = b"bench") -> bytes:
     req_type = request_type(0, version)
+    if version >= BY_ID:  # the same topics, each by an id made from its name
+        body = {**body, "topic_data": [
+            {"topic_id": _id(t["name"]), "partition_data": t["partition_data"]}
+            for t in body["topic_data"]]}
     header = struct.pack(">hhi", 0, version, 42)
     header += struct.pack(">h", -1) if client_id is None else (
         struct.pack(">h", len(client_id)) + client_id)
     if req_type.__flexible__:
         header += b"\x00"
     return header + encode(build(req_type, body))
+
+
+def _id(name: str) -> uuid.UUID:
+    return uuid.uuid5(uuid.NAMESPACE_DNS, name)
 
 
 def _general(frame: bytes) -> Any:
@@ -47,7 +57,8 @@ def _same(fast: Any, frame: bytes) -> None:
     assert fast.timeout == kio.timeout
     assert len(fast.topic_data) == len(kio.topic_data)
     for ft, kt in zip(fast.topic_data, kio.topic_data, strict=True):
-        assert ft.name == kt.name
+        assert ft.name == getattr(kt, "name", None)
+        assert ft.topic_id == getattr(kt, "topic_id", None)
         assert [(p.index, p.records) for p in ft.partition_data] == [
             (p.index, p.records) for p in kt.partition_data]
 
@@ -80,7 +91,9 @@ def test_read_produce_reads_what_kio_reads(version: int) -> None:
 
 def test_read_produce_leaves_the_unusual_to_the_general_path() -> None:
     body = _bodies()[0]
-    assert read_produce(_frame(13, {**body, "topic_data": []})) is None  # topic ids
+    assert read_produce(_frame(12, body)) is not None
+    zero_id = _frame(13, body).replace(_id("t").bytes, bytes(16))
+    assert read_produce(zero_id) is None  # the zero id: the general path's (no topic)
     frame = _frame(9, body)
     assert read_produce(frame + b"\x00") is None  # trailing bytes
     assert read_produce(frame[:-1]) is None
@@ -91,7 +104,7 @@ def test_read_produce_leaves_the_unusual_to_the_general_path() -> None:
     assert read_produce(bad_utf8) is None  # the lenient reader's business (U+FFFD)
 
 
-@pytest.mark.parametrize("version", [3, 7, 8, 9, 12])
+@pytest.mark.parametrize("version", [3, 7, 8, 9, 12, 13])
 def test_mutated_frames_read_by_the_fast_reader_read_alike(version: int) -> None:
     rnd = random.Random(version)
     accepted = 0
@@ -113,11 +126,12 @@ def test_mutated_frames_read_by_the_fast_reader_read_alike(version: int) -> None
     assert accepted > 100
 
 
-def _result(rnd: random.Random, topics: int) -> dict[str, Any]:
+def _result(rnd: random.Random, topics: int, by_id: bool) -> dict[str, Any]:
     codes = [ErrorCode.none, ErrorCode.not_leader_or_follower,
              ErrorCode.out_of_order_sequence_number, ErrorCode.duplicate_sequence_number]
     return {"responses": [{
-        "name": f"topic-{t}", "topic_id": None, "partition_responses": [{
+        "name": f"topic-{t}", "topic_id": _id(f"topic-{t}") if by_id else None,
+        "partition_responses": [{
             "index": rnd.randrange(1 << 31), "error_code": rnd.choice(codes),
             "base_offset": rnd.choice((-1, 0, rnd.randrange(1 << 62))),
             "log_append_time": rnd.choice((None, rnd.randrange(1 << 41))),
@@ -132,7 +146,7 @@ def test_write_produce_response_writes_the_general_encoders_bytes(version: int) 
     rnd = random.Random(version)
     resp_type = response_type(0, version)
     for topics in (0, 1, 1, 2, 3) * 4:
-        result = _result(rnd, topics)
+        result = _result(rnd, topics, by_id=version >= BY_ID)
         written = write_produce_response(version, result)
         assert written is not None
         parts, errors = encode_response(resp_type, result)
@@ -141,11 +155,12 @@ def test_write_produce_response_writes_the_general_encoders_bytes(version: int) 
 
 
 def test_answers_with_record_errors_go_to_the_general_encoder() -> None:
-    result = _result(random.Random(1), 1)
+    result = _result(random.Random(1), 1, by_id=False)
     result["responses"][0]["partition_responses"] = [{
         "index": 0, "error_code": ErrorCode.invalid_record, "base_offset": -1,
         "log_append_time": None, "log_start_offset": 0,
         "record_errors": [{"batch_index": 0, "batch_index_error_message": "no key"}],
         "error_message": "One or more records have been rejected"}]
     assert write_produce_response(9, result) is None
-    assert write_produce_response(13, _result(random.Random(2), 1)) is None
+    assert write_produce_response(13, _result(random.Random(2), 1, by_id=False)) is None
+    assert write_produce_response(12, _result(random.Random(2), 1, by_id=True)) is None
