@@ -4,9 +4,8 @@ A producer of keyed records over many partitions sends thousands of small Produc
 second (librdkafka sends one partition a request), and kio's generic reader and writer with
 the guard were a sixth of such a request's CPU. `read_produce` reads the usual request
 (v3-v13, topics by name or from v13 by id, no tagged fields, every length within the frame,
-valid UTF-8) in a
-few struct reads and returns None for anything else, which the general path (the guard, the
-lenient reader, kio) then reads as before: what it accepts, kio reads alike
+valid UTF-8) in a few struct reads and returns None for anything else, which the general path
+(the guard, the lenient reader, kio) then reads as before: what it accepts, kio reads alike
 (tests/protocol/test_produce_wire.py compares them, mutated frames included).
 `write_produce_response` writes the answer the general encoder would, for answers without
 per-record errors (None for the others).
