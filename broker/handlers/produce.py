@@ -29,7 +29,7 @@ from samsa.protocol.records import (
     iter_batches,
 )
 
-from ..context import BrokerServices, ProduceContext, RequestContext
+from ..context import BrokerServices, RequestContext
 from ..network.policy import ApiPolicy, RawLane, Served
 from ..network.quotas import PRODUCE_BYTES
 from ..network.signals import CloseConnection
@@ -41,6 +41,7 @@ from .declare import api
 from .inflate import has_compressed, inflate_produce
 
 if TYPE_CHECKING:
+    from ..cluster.metadata_store import MetadataStore
     from .requests import ProduceRequest
 
 # v10+ (KIP-951): a partition answered NOT_LEADER_OR_FOLLOWER names its leader and the answer
@@ -67,12 +68,9 @@ def serve_produce(services: BrokerServices, request: WireProduceRequest, version
     if (records is not None and len(records) >= HEADER_SIZE
             and records[ATTRIBUTES_LOW] & ATTR_COMPRESSION_MASK):
         return None  # has_compressed's test: inflate_produce's
-    name = topic.name
-    if name is None:  # v13: by id (the Java producer's)
-        assert topic.topic_id is not None
-        name = replicas.store.topic_name_by_id(topic.topic_id)
-        if name is None:
-            return None  # the handler answers UNKNOWN_TOPIC_ID
+    name = topic.name or _topic_name(replicas.store, topic)  # v13: by id (the Java producer's)
+    if name is None:
+        return None  # the handler answers UNKNOWN_TOPIC_ID
     hold_inflated([])  # as the handler does with nothing to inflate
     result, partition = replicas.append_one(acks, name, pdata.index, records, None, version)
     if result.error_code == ErrorCode.not_leader_or_follower and version >= HINTS_FROM:
@@ -119,7 +117,7 @@ async def handle_produce(ctx: RequestContext, request: ProduceRequest) -> dict[s
         transactional_id is not None
         and ctx.authorize(AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, transactional_id))
     # v13+ (KIP-516): topics by id; an id this cluster does not know has no name
-    named = [(_topic_name(ctx, topic), topic) for topic in request.topic_data]
+    named = [(_topic_name(ctx.store, topic), topic) for topic in request.topic_data]
     denied_topics: set[str] = set()
     if ctx.authorizer is not None:
         known = {name for name, _ in named if name is not None}
@@ -199,12 +197,12 @@ def _answer(acks: int, failed: bool, responses: list[dict[str, Any]]) -> dict[st
     return {"responses": responses, "throttle_time": 0}
 
 
-def _topic_name(ctx: ProduceContext, topic: object) -> str | None:
+def _topic_name(store: MetadataStore, topic: object) -> str | None:
     name: str | None = field(topic, "name", None)
     if name is not None:
         return name
     topic_id: uuid.UUID | None = field(topic, "topic_id", None)
-    return None if topic_id is None else ctx.store.topic_name_by_id(topic_id)
+    return None if topic_id is None else store.topic_name_by_id(topic_id)
 
 
 def _has_transactional_records(request: ProduceRequest) -> bool:
