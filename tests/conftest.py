@@ -22,6 +22,7 @@ from pathlib import Path
 
 import pytest
 
+from samsa.testing import _Served
 from tests.cluster.cluster import Cluster
 from tests.support.broker import STARTED_THIS_TEST, BrokerProcess, kill_all_live
 
@@ -148,6 +149,27 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):
         for b in _brokers_of(item):
             state = "running" if b.is_running() else f"exited ({b.last_returncode})"
             rep.sections.append((f"{b.name} log ({b.bootstrap}, {state})", b.log_tail(80)))
+        for served in _served_of(item):
+            rep.sections.append((f"{type(served).__name__} log ({served.bootstrap})",
+                                 f"whole log kept at {_keep_log(item, served)}\n"
+                                 f"{served.log_tail(150)}"))
+
+
+def _served_of(item: pytest.Item) -> list[_Served]:
+    """The samsa.testing brokers, clusters and nodes among a test's fixtures."""
+    found = [v for v in getattr(item, "funcargs", {}).values() if isinstance(v, _Served)]
+    return list({id(s): s for s in found}.values())
+
+
+def _keep_log(item: pytest.Item, served: _Served) -> Path:
+    """A copy of the whole log under pytest's base temporary directory: a module-scoped
+    fixture's own directory (and its log) is gone once the module ends."""
+    kept = item.config._tmp_path_factory.getbasetemp() / "failed-logs"  # type: ignore[attr-defined]
+    kept.mkdir(parents=True, exist_ok=True)
+    name = re.sub(r"[^A-Za-z0-9_.-]+", "_", item.nodeid)[-150:]
+    path = kept / f"{name}.log"
+    path.write_text(served.log_text())
+    return path
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:

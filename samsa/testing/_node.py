@@ -143,6 +143,13 @@ class SamsaNode(_Served):
                 os.kill(pid, signal.SIGKILL)
         proc.kill()
         proc.wait()
+        # SIGKILL takes effect when the process next runs: on a busy host a killed broker
+        # can still hold its port when start() looks, which would take it for the new one.
+        deadline = time.monotonic() + STOP_TIMEOUT
+        while any(map(_alive, pids)):
+            if time.monotonic() > deadline:
+                raise AssertionError(f"killed brokers {pids} still run\n{self.log_tail()}")
+            time.sleep(0.02)
 
     def wait_restarted(self, broker_id: int, old_pid: int, timeout: float = 60.0) -> int:
         """Until the supervisor has started broker `broker_id` again and it accepts
@@ -176,3 +183,12 @@ class SamsaNode(_Served):
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _alive(pid: int) -> bool:
+    """Whether `pid` still runs (a zombie has died: its sockets are closed)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+    return stat.rpartition(")")[2].split()[0] != "Z"

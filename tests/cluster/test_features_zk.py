@@ -38,6 +38,33 @@ async def test_initial_feature_levels_apply_to_a_new_cluster_only(zookeeper):
         await b.close()
 
 
+async def test_a_new_cluster_has_its_features_from_its_first_moment(zookeeper):
+    """/cluster/id and /feature are created in one transaction (one zxid): a broker starting
+    beside the first (a node's other process) that found the id without /feature took the
+    cluster for one from before /feature and finalized no feature at all (no KIP-848 or
+    share groups), as the node tests met under load."""
+    chroot = f"c{uuid.uuid4().hex[:8]}"
+    a = _store(zookeeper, chroot, 1)
+    await a.start()
+    try:
+        zk = a.session.zk
+        assert zk.exists("/cluster/id").czxid == zk.exists("/feature").czxid
+    finally:
+        await a.close()
+    for _ in range(5):  # and brokers starting at once agree on the default levels
+        chroot = f"c{uuid.uuid4().hex[:8]}"
+        stores = [_store(zookeeper, chroot, i) for i in (1, 2, 3)]
+        await asyncio.gather(*(s.start() for s in stores))
+        try:
+            await _until(lambda started=stores: all(
+                s.finalized_features().epoch == 0 for s in started))
+            assert all(s.finalized_features().levels == {
+                "group.version": 1, "share.version": 1, "streams.version": 1,
+                "transaction.version": 2} for s in stores)
+        finally:
+            await asyncio.gather(*(s.close() for s in stores))
+
+
 async def _until(check, timeout: float = 10.0) -> None:
     deadline = asyncio.get_running_loop().time() + timeout
     while not check():

@@ -73,6 +73,20 @@ async def test_processes_share_one_cluster_and_see_each_other(pair, tmp_path):
     await _until(lambda: [x.broker_id for x in a.brokers()] == [1], timeout=2.0)
 
 
+async def test_a_new_cluster_has_its_features_from_its_first_moment(tmp_path):
+    """As with ZooKeeper (tests/cluster/test_features_zk.py): the cluster id and the default
+    feature levels are written in one transaction, so that a process starting beside the
+    first never finds the one without the other."""
+    a = _store(tmp_path / "m.db", 1)
+    await a.start()
+    try:
+        zk = a.session.zk
+        assert zk.exists("/cluster/id").czxid == zk.exists("/feature").czxid
+        assert a.finalized_features().levels["share.version"] == 1
+    finally:
+        await a.close()
+
+
 async def test_topic_and_partition_state_changes_reach_the_other(pair):
     a, b = pair
     seen: list[tuple[str, str]] = []

@@ -46,6 +46,14 @@ class ZkFeatures:
         except NodeExistsError:
             pass
 
+    def create_with(self, transaction: Any, path: str, data: bytes,
+                    levels: dict[str, int]) -> bool:
+        """(worker thread) Create `path` and finalize `levels` in `transaction` (kazoo's),
+        both or neither: whether both were created."""
+        transaction.create(path, data)
+        transaction.create(FEATURE, feature_doc(levels))
+        return not any(isinstance(r, Exception) for r in transaction.commit())
+
     def start(self) -> None:
         """(worker thread) Follow /feature."""
         self._zk.DataWatch(FEATURE, self._on_features)

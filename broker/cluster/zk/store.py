@@ -105,14 +105,7 @@ class ZkMetadataStore:
         for path in ("/brokers/ids", "/brokers/topics", "/config/topics", "/config/users",
                      LOG_DIR_EVENTS):
             zk.ensure_path(path)
-        try:
-            zk.create("/cluster/id", _dumps({"version": "1", "id": new_cluster_id()}),
-                      makepath=True)
-            new_cluster = True
-        except NodeExistsError:
-            new_cluster = False
-        # A new cluster finalizes the default feature levels; one from before /feature none.
-        self.features.create(default_levels(self._initial_levels) if new_cluster else {})
+        self._create_cluster()
         self.cluster_id = json.loads(zk.get("/cluster/id")[0])["id"]
         self.registry.start()
         self.topic_store.start()
@@ -123,6 +116,25 @@ class ZkMetadataStore:
         self.acl_store.start()
         self.features.start()
         self.delegation_tokens.start()
+
+    def _create_cluster(self) -> None:
+        """(worker thread) /cluster/id and, for a new cluster, /feature with the default
+        feature levels, in one transaction: a broker starting beside this one (another process
+        of a node) that saw the id without /feature would take the cluster for one from
+        before /feature and finalize no feature (no KIP-848 or share groups)."""
+        levels = default_levels(self._initial_levels)
+        doc = _dumps({"version": "1", "id": new_cluster_id()})
+        zk = self.session.zk
+        zk.ensure_path("/cluster")
+        if self.features.create_with(zk.transaction(), "/cluster/id", doc, levels):
+            return
+        try:  # /cluster/id or /feature was there already
+            zk.create("/cluster/id", doc)
+            new_cluster = True
+        except NodeExistsError:
+            new_cluster = False
+        # A new cluster finalizes the default feature levels; one from before /feature none.
+        self.features.create(levels if new_cluster else {})
 
     async def refresh(self) -> None:
         """Re-read what a new session may have missed: every topic and partition state (the
