@@ -54,13 +54,14 @@ def frame_size(prefix: bytes, max_size: int) -> int:
     return size
 
 
-def peek_key_version(frame: bytes) -> tuple[int, int, int]:
+def peek_key_version(frame: bytes | memoryview) -> tuple[int, int, int]:
     api_key, api_version = _KEY_VERSION.unpack_from(frame, 0)
     (correlation_id,) = _CORRELATION.unpack_from(frame, 4)
     return api_key, api_version, correlation_id
 
 
-def read_request_header(frame: bytes, flexible: bool) -> tuple[RequestHeader, int]:
+def read_request_header(frame: bytes | memoryview, flexible: bool
+                        ) -> tuple[RequestHeader, int]:
     """Decode the header; returns it and the offset where the body starts.
 
     Parsed here rather than by kio's native reader so that hostile lengths in the header's

@@ -60,7 +60,7 @@ def check_request(entity: type[Entity], buf: bytes, offset: int) -> None:
         raise MalformedRequest(f"truncated request: {exc}") from None
 
 
-def read_uvarint(buf: bytes, pos: int, end: int) -> tuple[int, int]:
+def read_uvarint(buf: bytes | memoryview, pos: int, end: int) -> tuple[int, int]:
     value = shift = 0
     while True:
         if pos >= end or shift > 28:

@@ -386,7 +386,7 @@ def _proven_by_runs(data: bytes | bytearray, p: int, end: int, h: BatchHeader) -
     return False
 
 
-def _usual_fields(data: bytes | bytearray, p: int, end: int) -> list[tuple[int, int]] | None:
+def _usual_fields(data: Buf, p: int, end: int) -> list[tuple[int, int]] | None:
     """`_record_layout`'s fields of the usual record at [p, end), its length already read as
     end - p (one or two bytes): timestampDelta and offsetDelta of one to three bytes, key and
     value lengths of one or two, no headers. None for any other record (or one that does not

@@ -59,7 +59,7 @@ class AbortedTxn(NamedTuple):
         )
 
     @classmethod
-    def from_bytes(cls, buf: bytes | memoryview, pos: int = 0) -> AbortedTxn:
+    def from_bytes(cls, buf: bytes | bytearray | memoryview, pos: int = 0) -> AbortedTxn:
         version, pid, first, last, lso = _ENTRY.unpack_from(buf, pos)
         if version > CURRENT_VERSION:
             raise CorruptIndex(f"unexpected aborted transaction version {version}")
