@@ -355,3 +355,47 @@ async def test_the_session_of_a_killed_process_ends_at_once(tmp_path):
             other.kill()
             await other.wait()
         await a.close()
+
+
+async def test_the_session_of_a_killed_process_ends_before_its_parent_reaps_it(tmp_path):
+    """A killed process not yet reaped still answers kill(pid, 0) (a zombie, as a node's
+    broker is until its supervisor looks): its pidfd says it has exited."""
+    path = tmp_path / "m.db"
+    a = _store(path, 1, 60000)
+    await a.start()
+    other = subprocess.Popen([sys.executable, "-c", _REGISTERED, str(path)],
+                             stdout=subprocess.PIPE)
+    try:
+        assert other.stdout is not None
+        line = await asyncio.wait_for(asyncio.to_thread(other.stdout.readline), 30.0)
+        assert line == b"registered\n"
+        await _until(lambda: 8 in [x.broker_id for x in a.brokers()])
+        other.kill()  # not waited for: a zombie
+        await _until(lambda: [x.broker_id for x in a.brokers()] == [1], timeout=5.0)
+        assert Path(f"/proc/{other.pid}").exists()  # still the zombie
+    finally:
+        other.kill()
+        other.wait()
+        await a.close()
+
+
+async def test_an_idle_process_sleeps_until_another_writes(tmp_path):
+    """The poller wakes for another process's write (and exit), not on a 50 ms timer: idle,
+    a few passes a second at most (before: twenty)."""
+    a, b = _store(tmp_path / "m.db", 1, 60000), _store(tmp_path / "m.db", 2, 60000)
+    await a.start()
+    await b.start()
+    try:
+        zk = a.session.zk
+        assert isinstance(zk, SqliteZk)
+        await asyncio.sleep(0.5)  # the start's writes seen
+        passes = zk.passes
+        await asyncio.sleep(2.0)
+        assert zk.passes - passes <= 3
+        woken = zk.woken
+        await b.create_topic(_topic("written"))
+        await _until(lambda: a.topic("written") is not None)
+        assert zk.woken > woken
+    finally:
+        await b.close()
+        await a.close()

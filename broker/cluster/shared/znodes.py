@@ -29,7 +29,7 @@ import secrets
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Container, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -45,9 +45,12 @@ from kazoo.exceptions import (
 )
 from kazoo.protocol.states import ZnodeStat
 
+from .wakeup import StoreWakeup
+
 log = logging.getLogger(__name__)
 
-POLL_S = 0.05  # how soon a process sees another's write
+POLL_S = 0.05  # how soon a process sees another's write, where nothing wakes the poller
+IDLE_POLL_S = 1.0  # at the latest, when a write or an exit wakes it (StoreWakeup)
 CHANGES_KEPT_MS = 60_000  # a process paused longer re-reads everything it watches
 PRUNE_EVERY_S = 10.0
 
@@ -205,9 +208,10 @@ class _Write:
         self._child_changed(_parent(path))
         return True
 
-    def expire_sessions(self, ids: list[int] | None = None) -> None:
-        """Sessions whose lease has passed (or `ids`) go, and their ephemeral znodes with
-        them."""
+    def expire_sessions(self, ids: list[int] | None = None,
+                        exited: Container[int] = frozenset()) -> None:
+        """Sessions whose lease has passed, whose process is gone or in `exited` (or `ids`)
+        go, and their ephemeral znodes with them."""
         if ids is None:
             ids = []
             for session, expires_ms, pid, space in self.db.execute(
@@ -215,7 +219,7 @@ class _Write:
                     (self.session,)).fetchall():
                 if expires_ms < self.now:
                     log.info("session 0x%x expired: its lease passed", session)
-                elif _gone(pid, space):
+                elif session in exited or _gone(pid, space):
                     log.info("session 0x%x expired: its process %d is gone", session, pid)
                 else:
                     continue
@@ -326,6 +330,9 @@ class SqliteZk:
         self._thread: threading.Thread | None = None
         self._renewed = 0.0
         self._pruned = 0.0
+        self._wakeup: StoreWakeup | None = None
+        self.passes = 0  # of the poller; `woken`: those a write or an exit began
+        self.woken = 0
 
     # ---- the connection and the session ---------------------------------------------------
     def start(self, timeout: float | None = None) -> None:
@@ -340,6 +347,7 @@ class SqliteZk:
             self._seen_zxid = self._meta("zxid")
             self._open_session()
         self._stop.clear()
+        self._wakeup = StoreWakeup.create(self.path)
         self._thread = threading.Thread(target=self._poll, name=f"sqlite-zk {self.path.name}",
                                         daemon=True)
         self._thread.start()
@@ -349,9 +357,14 @@ class SqliteZk:
         """End the session (its ephemeral znodes go at once, as a closed ZooKeeper session's)
         and the polling."""
         self._stop.set()
+        if self._wakeup is not None:
+            self._wakeup.wake()
         if self._thread is not None and self._thread is not threading.current_thread():
             self._thread.join()
         self._thread = None
+        if self._wakeup is not None:
+            self._wakeup.close()
+            self._wakeup = None
         if self._db is not None and self._session:
             with self._write() as w:
                 w.expire_sessions([self._session])
@@ -407,25 +420,43 @@ class SqliteZk:
         self._tell(KazooState.CONNECTED)
         self._refresh(None)
 
-    def _expire_others(self) -> None:
-        """Looked for first outside a write: the file's write lock only when one is due."""
+    def _expire_others(self, wakeup: StoreWakeup | None) -> int | None:
+        """Looked for first outside a write: the file's write lock only when one is due.
+        Returns when the first lease of another session ends (ms), if any."""
         now = _now_ms()
+        exited = wakeup.exited if wakeup is not None else set()
         with self._lock:
-            due = any(expires_ms < now or _gone(pid, space)
-                      for expires_ms, pid, space in self._conn().execute(
-                          "SELECT expires_ms, pid, host FROM sessions WHERE id != ?",
-                          (self._session,)))
-            if due:
+            others = self._conn().execute(
+                "SELECT id, expires_ms, pid, host FROM sessions WHERE id != ?",
+                (self._session,)).fetchall()
+            if any(expires_ms < now or session in exited or _gone(pid, space)
+                   for session, expires_ms, pid, space in others):
                 with self._write() as w:
-                    w.expire_sessions()
+                    w.expire_sessions(exited=exited)
+        if wakeup is not None:
+            wakeup.watch_sessions({session: pid for session, _, pid, space in others
+                                   if space and space == _PID_SPACE})
+        return min((expires_ms for _, expires_ms, _, _ in others), default=None)
 
     # ---- polling --------------------------------------------------------------------------
     def _poll(self) -> None:
-        while not self._stop.wait(POLL_S):
+        wakeup = self._wakeup
+        wait = POLL_S
+        while not self._stop.is_set():
+            # Asleep until another process writes or exits (or the next timed duty), where
+            # that can be watched: an idle node's processes cost nothing (issue 51).
+            if wakeup is not None:
+                self.woken += wakeup.wait(wait if wakeup.available else POLL_S)
+                if self._stop.is_set():
+                    return
+            elif self._stop.wait(POLL_S):
+                return
+            self.passes += 1
+            lease_ends: int | None = None
             try:
                 if time.monotonic() - self._renewed >= self.timeout_ms / 3000:
                     self._renew()
-                self._expire_others()
+                lease_ends = self._expire_others(wakeup)
                 self._refresh(self._changed())
                 if time.monotonic() - self._pruned >= PRUNE_EVERY_S:
                     self._prune()
@@ -433,6 +464,17 @@ class SqliteZk:
                 log.warning("shared metadata %s: %r", self.path, exc)
             except Exception:  # the thread must live on: it renews the lease
                 log.exception("shared metadata %s: polling failed", self.path)
+            wait = self._next_duty(lease_ends)
+
+    def _next_duty(self, lease_ends: int | None) -> float:
+        """Seconds to the poller's next timed duty: our lease's renewal, another's lease
+        ending, the changes' pruning; IDLE_POLL_S at most (a missed wake-up costs that)."""
+        now = time.monotonic()
+        duties = [self._renewed + self.timeout_ms / 3000 - now,
+                  self._pruned + PRUNE_EVERY_S - now, IDLE_POLL_S]
+        if lease_ends is not None:
+            duties.append((lease_ends - _now_ms()) / 1000 + 0.01)
+        return max(min(duties), POLL_S)
 
     def _changed(self) -> set[str] | None:
         """The paths written since the last poll; None when the changes were pruned meanwhile
