@@ -119,10 +119,15 @@ def test_a_consumer_group_over_both_processes(node: SamsaNode, protocol: str) ->
                          "enable.auto.commit": False})
                for _ in range(2)]
     got: list[list[bytes]] = [[], []]
+    errors: list[str] = []  # what the members reported (an unbalanced group's why)
 
     def poll() -> None:
         for i, m in enumerate(members):
-            got[i] += [r.value() for r in m.consume(100, 0.2) if r.error() is None]
+            for r in m.consume(100, 0.2):
+                if r.error() is None:
+                    got[i].append(r.value())
+                else:
+                    errors.append(str(r.error()))
 
     try:
         for m in members:
@@ -132,7 +137,11 @@ def test_a_consumer_group_over_both_processes(node: SamsaNode, protocol: str) ->
             poll()
             return all(len(m.assignment()) == 2 for m in members)
 
-        wait_until(balanced, 60, "two partitions for each member")
+        try:
+            wait_until(balanced, 60, "two partitions for each member")
+        except AssertionError as exc:
+            raise AssertionError(f"{exc}: assignments {[m.assignment() for m in members]}, "
+                                 f"the members' last errors {errors[-5:]}") from None
         p = Producer({"bootstrap.servers": node.bootstrap, "acks": "all"})
         for i in range(200):
             p.produce(topic, f"v{i}".encode(), partition=i % 4)
