@@ -13,6 +13,7 @@ import logging
 import os
 import select
 import struct
+import time
 from pathlib import Path
 
 log = logging.getLogger(__name__)
@@ -62,6 +63,7 @@ class StoreWakeup:
         # sessions whose process has exited (a zombie still answers kill(pid, 0))
         self.exited: set[int] = set()
         self._poller = select.poll()
+        self._closed = False
         self._poller.register(self._wake_r, select.POLLIN)
         if self._inotify is not None:
             self._poller.register(self._inotify, select.POLLIN)
@@ -98,21 +100,29 @@ class StoreWakeup:
             os.write(self._wake_w, b"\0")
 
     def wait(self, timeout: float) -> bool:
-        """Whether something woke it (False: the timeout passed)."""
-        woke = False
-        for fd, _ in self._poller.poll(max(timeout, 0.0) * 1000):
-            if fd == self._inotify:
-                woke = self._store_written() or woke
-            elif fd == self._wake_r:
-                with contextlib.suppress(BlockingIOError):
-                    os.read(self._wake_r, 4096)
-                woke = True
-            else:  # a watched process exited (its pidfd would stay readable)
-                session = next(k for k, v in self._pidfds.items() if v == fd)
-                self._unwatch(session)
-                self.exited.add(session)
-                woke = True
-        return woke
+        """Whether something woke it (False: the timeout passed). Writes to other files of
+        the directory are not waited out."""
+        deadline = time.monotonic() + max(timeout, 0.0)
+        while not self._closed:
+            ready = self._poller.poll(max(deadline - time.monotonic(), 0.0) * 1000)
+            if not ready:
+                return False
+            woke = False
+            for fd, _ in ready:
+                if fd == self._inotify:
+                    woke = self._store_written() or woke
+                elif fd == self._wake_r:
+                    with contextlib.suppress(BlockingIOError):
+                        os.read(self._wake_r, 4096)
+                    woke = True
+                else:  # a watched process exited (its pidfd would stay readable)
+                    session = next(k for k, v in self._pidfds.items() if v == fd)
+                    self._unwatch(session)
+                    self.exited.add(session)
+                    woke = True
+            if woke:
+                return True
+        return False
 
     def _store_written(self) -> bool:
         """Drain the inotify events: whether one names the store's files."""
@@ -131,6 +141,7 @@ class StoreWakeup:
                 pos += _EVENT.size + size
 
     def close(self) -> None:
+        self._closed = True
         for fd in [self._wake_r, self._wake_w, *self._pidfds.values()]:
             os.close(fd)
         self._pidfds.clear()
