@@ -94,8 +94,8 @@ def _create(broker: SamsaBroker, topic: str, partitions: int, rf: int) -> dict[i
     admin = _admin(broker)  # kept until the futures are done
     for f in admin.create_topics([NewTopic(topic, partitions, rf)]).values():
         f.result(timeout=30)
-    wait_until(lambda: all(v >= 0 for v in _leaders(broker, topic).values()), 30,
-               f"leaders of {topic}")
+    wait_until(lambda: sorted(p for p, v in _leaders(broker, topic).items() if v >= 0)
+               == list(range(partitions)), 30, f"leaders of {topic}")
     return _leaders(broker, topic)
 
 

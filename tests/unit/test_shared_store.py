@@ -396,6 +396,15 @@ async def test_an_idle_process_sleeps_until_another_writes(tmp_path):
         await b.create_topic(_topic("written"))
         await _until(lambda: a.topic("written") is not None)
         assert zk.woken > woken
+        # seen at once, not at the poller's 1 s timer: SQLite makes a commit visible after
+        # the -wal write that wakes the poller, which then looks again shortly (SETTLE_S)
+        seen = []
+        for i in range(3):
+            t0 = time.monotonic()
+            await b.create_topic(_topic(f"timed-{i}"))
+            await _until(lambda i=i: a.topic(f"timed-{i}") is not None, timeout=5.0)
+            seen.append(time.monotonic() - t0)
+        assert min(seen) < 0.25, seen
     finally:
         await b.close()
         await a.close()

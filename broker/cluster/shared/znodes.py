@@ -51,6 +51,10 @@ log = logging.getLogger(__name__)
 
 POLL_S = 0.05  # how soon a process sees another's write, where nothing wakes the poller
 IDLE_POLL_S = 1.0  # at the latest, when a write or an exit wakes it (StoreWakeup)
+# Passes after a wake-up, each this long after the one before: the write that woke the poller
+# may not be visible yet (SQLite writes the -wal file, then makes the commit visible in the
+# -shm index, which it maps: no event tells that).
+SETTLE_S = (0.002, 0.01, POLL_S)
 CHANGES_KEPT_MS = 60_000  # a process paused longer re-reads everything it watches
 PRUNE_EVERY_S = 10.0
 
@@ -442,11 +446,14 @@ class SqliteZk:
     def _poll(self) -> None:
         wakeup = self._wakeup
         wait = POLL_S
+        settle: list[float] = []
         while not self._stop.is_set():
             # Asleep until another process writes or exits (or the next timed duty), where
             # that can be watched: an idle node's processes cost nothing (issue 51).
             if wakeup is not None:
-                self.woken += wakeup.wait(wait if wakeup.available else POLL_S)
+                if wakeup.wait(wait if wakeup.available else POLL_S):
+                    self.woken += 1
+                    settle = list(SETTLE_S)
                 if self._stop.is_set():
                     return
             elif self._stop.wait(POLL_S):
@@ -464,7 +471,7 @@ class SqliteZk:
                 log.warning("shared metadata %s: %r", self.path, exc)
             except Exception:  # the thread must live on: it renews the lease
                 log.exception("shared metadata %s: polling failed", self.path)
-            wait = self._next_duty(lease_ends)
+            wait = settle.pop(0) if settle else self._next_duty(lease_ends)
 
     def _next_duty(self, lease_ends: int | None) -> float:
         """Seconds to the poller's next timed duty: our lease's renewal, another's lease
