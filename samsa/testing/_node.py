@@ -146,7 +146,7 @@ class SamsaNode(_Served):
         # SIGKILL takes effect when the process next runs: on a busy host a killed broker
         # can still hold its port when start() looks, which would take it for the new one.
         deadline = time.monotonic() + STOP_TIMEOUT
-        while any(map(_alive, pids)):
+        while any(map(alive, pids)):
             if time.monotonic() > deadline:
                 raise AssertionError(f"killed brokers {pids} still run\n{self.log_tail()}")
             time.sleep(0.02)
@@ -185,10 +185,10 @@ class SamsaNode(_Served):
         self.close()
 
 
-def _alive(pid: int) -> bool:
-    """Whether `pid` still runs (a zombie has died: its sockets are closed)."""
+def alive(pid: int) -> bool:
+    """True while `pid` runs (a zombie counts as gone: its sockets are closed)."""
     try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except (FileNotFoundError, ProcessLookupError):
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, ProcessLookupError, IndexError):
         return False
-    return stat.rpartition(")")[2].split()[0] != "Z"
+    return state != "Z"

@@ -24,6 +24,7 @@ from kazoo.client import KazooClient
 
 from samsa.broker.cluster.local_cluster import port_accepts, port_is_free
 from samsa.broker.cluster.zk.process import zookeeper_installed
+from samsa.testing._node import alive
 from tests.support.broker import REPO_ROOT, samsa_command
 
 pytestmark = pytest.mark.skipif(
@@ -91,15 +92,6 @@ class ClusterRun:
             if m := re.match(r"(zookeeper|broker \d+|node \d+): .*\(pid (\d+)", line):
                 pids[m.group(1)] = int(m.group(2))
         return pids
-
-
-def alive(pid: int) -> bool:
-    """True while `pid` runs (a zombie counts as gone)."""
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (FileNotFoundError, ProcessLookupError, IndexError):
-        return False
-    return state != "Z"
 
 
 def logs(data_dir: Path) -> str:
