@@ -20,9 +20,11 @@ STOP_TIMEOUT and exits 0.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import re
+import select
 import signal
 import socket
 import subprocess
@@ -51,7 +53,7 @@ from .metrics import serve_node_metrics
 
 log = logging.getLogger("samsa.node")
 
-POLL_INTERVAL = 0.2
+POLL_INTERVAL = 0.2  # how often it looks at its processes where the system has no pidfds
 STOP_TIMEOUT = NODE_STOP_TIMEOUT  # 60 s; `samsa cluster` waits that long for a node
 FIRST_BACKOFF = 1.0
 MAX_BACKOFF = 30.0
@@ -115,6 +117,7 @@ class BrokerProcess:
     broker_id: int
     command: list[str]
     proc: subprocess.Popen[bytes] | None = None
+    pidfd: int | None = None  # readable once proc has exited (Linux 5.3+)
     started: float = 0.0
     backoff: float = FIRST_BACKOFF
     restart_at: float | None = None
@@ -129,21 +132,58 @@ class Supervisor:
         self._write_lock = threading.Lock()
         self._stop = threading.Event()
         self._readers: list[threading.Thread] = []
+        # The supervisor sleeps until a process exits (its pidfd), a restart is due or a stop
+        # is asked for (the wake pipe: a signal handler's write ends the poll it interrupted).
+        self._pidfds = hasattr(os, "pidfd_open") and hasattr(os, "pipe2")
+        self._wake_r, self._wake_w = (os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC) if self._pidfds
+                                      else (-1, -1))
+        self.passes = 0  # times it looked at its processes
 
     def request_stop(self, signum: int, frame: FrameType | None = None) -> None:
         if not self._stop.is_set():
             log.info("%s: stopping the node's %d processes", signal.Signals(signum).name,
                      len(self.processes))
         self._stop.set()
+        if self._wake_w >= 0:
+            with contextlib.suppress(BlockingIOError, OSError):
+                os.write(self._wake_w, b"\0")
 
     def run(self) -> int:
-        for p in self.processes:
-            self._start(p)
-        while not self._stop.wait(POLL_INTERVAL):
+        try:
             for p in self.processes:
-                self._watch(p)
-        self._stop_all()
+                self._start(p)
+            while not self._stop.is_set():
+                self._sleep()
+                self.passes += 1
+                for p in self.processes:
+                    self._watch(p)
+            self._stop_all()
+        finally:
+            for p in self.processes:
+                self._close_pidfd(p)
+            for fd in (self._wake_r, self._wake_w):
+                if fd >= 0:
+                    os.close(fd)
+            self._wake_r = self._wake_w = -1
         return 0
+
+    def _sleep(self) -> None:
+        """Until a process exits, its restart is due or a stop is asked for; without pidfds,
+        POLL_INTERVAL."""
+        if not self._pidfds or any(p.proc is not None and p.restart_at is None
+                                   and p.pidfd is None for p in self.processes):
+            self._stop.wait(POLL_INTERVAL)
+            return
+        due = [p.restart_at for p in self.processes if p.restart_at is not None]
+        timeout = None if not due else max(0.0, min(due) - time.monotonic()) * 1000
+        poller = select.poll()
+        poller.register(self._wake_r, select.POLLIN)
+        for p in self.processes:
+            if p.pidfd is not None:
+                poller.register(p.pidfd, select.POLLIN)
+        if poller.poll(timeout) and not self._stop.is_set():
+            with contextlib.suppress(BlockingIOError):
+                os.read(self._wake_r, 4096)
 
     # ------------------------------------------------------------------ one process
     def _start(self, p: BrokerProcess) -> None:
@@ -157,6 +197,11 @@ class Supervisor:
         )
         p.started = time.monotonic()
         p.restart_at = None
+        if self._pidfds:
+            try:  # not reaped before the supervisor waits for it: the pid is still its own
+                p.pidfd = os.pidfd_open(p.proc.pid)
+            except OSError as exc:  # e.g. ENOSYS under seccomp: looked at every POLL_INTERVAL
+                log.debug("no pidfd for broker %d: %r", p.broker_id, exc)
         log.info("broker %d started (pid %d)", p.broker_id, p.proc.pid)
         reader = threading.Thread(target=self._copy_lines, args=(p.broker_id, p.proc.stdout),
                                   name=f"broker-{p.broker_id}-output", daemon=True)
@@ -183,12 +228,19 @@ class Supervisor:
         rc = p.proc.poll() if p.proc is not None else None
         if rc is None:
             return
+        self._close_pidfd(p)
         if now - p.started >= STABLE_AFTER:
             p.backoff = FIRST_BACKOFF
         p.restart_at = now + p.backoff
         log.warning("broker %d (pid %d) %s; restarting it in %.1f s", p.broker_id,
                     p.proc.pid if p.proc else -1, describe_exit(rc), p.backoff)
         p.backoff = min(p.backoff * 2, MAX_BACKOFF)
+
+    @staticmethod
+    def _close_pidfd(p: BrokerProcess) -> None:
+        if p.pidfd is not None:
+            os.close(p.pidfd)
+            p.pidfd = None
 
     def _stop_all(self) -> None:
         stop_processes({f"broker {p.broker_id}": p.proc for p in self.processes

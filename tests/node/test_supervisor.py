@@ -162,3 +162,28 @@ def test_the_node_metrics_merge_every_process_labelled_by_it() -> None:
     assert 'kafka_requests_total{process="1",request="Produce"} 2.0' in text
     assert 'samsa_node_process_up{process="1"} 1.0' in text
     assert 'samsa_node_process_up{process="2"} 0.0' in text
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "pidfd_open"),
+                    reason="no pidfds on this system: the supervisor looks every 0.2 s there")
+def test_the_supervisor_sleeps_while_its_processes_run_and_wakes_for_an_exit() -> None:
+    out = io.BytesIO()
+    steady = _child(5, None)
+    supervisor = Supervisor([steady], out=out, stop_timeout=20)
+    runner = threading.Thread(target=supervisor.run)
+    runner.start()
+    try:
+        _wait(lambda: b"[broker 5] up\n" in out.getvalue())
+        before = supervisor.passes
+        time.sleep(2.0)
+        assert supervisor.passes - before == 0  # a 0.2 s timer: about ten
+        assert steady.proc is not None
+        first = steady.proc
+        first.kill()  # woken by the exit: restarted after its 0.2 s back-off
+        _wait(lambda: out.getvalue().count(b"[broker 5] up\n") >= 2, timeout=5.0)
+        assert steady.proc is not first and supervisor.passes - before <= 3
+    finally:
+        supervisor.request_stop(15)
+        runner.join(30)
+    assert not runner.is_alive()
+    assert steady.proc is not None and steady.proc.returncode == 0

@@ -12,8 +12,9 @@ sessions and their ephemeral znodes): those parts (zk/*.py) then run unchanged o
                                format: of these tables (1)
 
 Each write is one SQLite transaction (BEGIN IMMEDIATE: writers queue on the file's lock) that
-takes the next zxid. Every process polls the changes every POLL_S and re-reads what its watches
-follow among the paths changed; a session whose lease has passed is expired by whichever process
+takes the next zxid. Every process reads the changes when a write or an exit wakes it
+(wakeup.py; every POLL_S where nothing can) and re-reads what its watches follow among the
+paths changed; a session whose lease has passed is expired by whichever process
 sees it first, its ephemeral znodes deleted in the same transaction, as ZooKeeper's leader does;
 a session of a process that is gone (its pid no longer runs, seen from the same kernel and pid
 namespace) is expired at once: a kill -9 moves leaderships in a poll, not a lease.
