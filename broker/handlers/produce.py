@@ -52,15 +52,15 @@ HINTS_FROM = 10
 def serve_produce(services: BrokerServices, request: WireProduceRequest, version: int
                   ) -> Served | None:
     """Produce's raw lane for librdkafka's usual request (one topic, one partition; issue 47):
-    when nothing but the append applies (no authorizer, no transactional id, no produce
-    check, no compressed batch), the same append and answer as `handle_produce` without a
+    when nothing but the append applies (no authorizer, no produce check, no compressed
+    batch, and a transactional batch only once its transaction is open on the partition, so
+    that no coordinator is asked), the same append and answer as `handle_produce` without a
     request context, the handler's coroutines and the answer's dicts; None for any other
     request, with nothing done (tests/protocol/test_produce_fast_path.py compares them)."""
     topics = request.topic_data
     replicas = services.replicas
     if (len(topics) != 1 or len(topics[0].partition_data) != 1
-            or request.transactional_id is not None or services.authorizer is not None
-            or replicas.produce_check is not None):
+            or services.authorizer is not None or replicas.produce_check is not None):
         return None
     topic = topics[0]
     pdata = topic.partition_data[0]
@@ -71,8 +71,13 @@ def serve_produce(services: BrokerServices, request: WireProduceRequest, version
     name = topic.name or _topic_name(replicas.store, topic)  # v13: by id (the Java producer's)
     if name is None:
         return None  # the handler answers UNKNOWN_TOPIC_ID
+    transactional_id = request.transactional_id
+    if transactional_id is not None and not replicas.verified_in_advance(
+            name, pdata.index, records, version):
+        return None  # the first batch of a transaction to the partition: verified or added
     hold_inflated([])  # as the handler does with nothing to inflate
-    result, partition = replicas.append_one(acks, name, pdata.index, records, None, version)
+    result, partition = replicas.append_one(acks, name, pdata.index, records, transactional_id,
+                                            version)
     if result.error_code == ErrorCode.not_leader_or_follower and version >= HINTS_FROM:
         return None  # nothing appended: the handler answers with the leader's hint
     woke = waits = False

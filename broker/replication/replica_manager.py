@@ -587,6 +587,20 @@ class ReplicaManager:
             await after_appends(woke_fetches, waits, timeout_s)
         return results
 
+    def verified_in_advance(self, topic: str, index: int, records: bytes | None,
+                            version: int) -> bool:
+        """Whether `append_records` would ask a transaction coordinator nothing before it
+        appends this transactional entry (Produce's raw lane takes only such a request): no
+        KIP-890 verification here, or the batch's transaction is open on the partition."""
+        verification = self.txn_verification
+        if verification is None:
+            return True
+        try:
+            partition = self.leader_partition(topic, index)
+        except PartitionError:
+            return False  # append_records answers it
+        return verification.settled(partition, records, version)
+
     def append_one(self, acks: int, topic: str, index: int, records: bytes | None,
                    transactional_id: str | None, version: int
                    ) -> tuple[AppendResult, Partition | None]:

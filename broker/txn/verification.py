@@ -204,6 +204,14 @@ class ProduceVerification:
         """Whether a transactional Produce of `version` is verified before its appends."""
         return version >= 12 or self.coordinator.verification_enabled
 
+    def settled(self, partition: Partition, records: bytes | None, version: int) -> bool:
+        """Whether `before_append` has nothing to ask about this batch for a Produce of
+        `version`: its transaction is open on the partition already (every batch of a
+        transaction after the first to a partition), or it is not transactional."""
+        return (not self.wanted(version)
+                or needs_verification(self.coordinator, partition, records,
+                                      always=version >= 12) is None)
+
     async def before_append(
         self, transactional_id: str, partitions: Sequence[tuple[Partition, bytes | None]],
         version: int,
