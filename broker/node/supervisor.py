@@ -161,10 +161,11 @@ class Supervisor:
         finally:
             for p in self.processes:
                 self._close_pidfd(p)
-            for fd in (self._wake_r, self._wake_w):
+            # forgotten before they are closed: a late request_stop writes to no other file
+            wake, self._wake_r, self._wake_w = (self._wake_r, self._wake_w), -1, -1
+            for fd in wake:
                 if fd >= 0:
                     os.close(fd)
-            self._wake_r = self._wake_w = -1
         return 0
 
     def _sleep(self) -> None:
