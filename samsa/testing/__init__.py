@@ -459,6 +459,10 @@ class SamsaBroker(_Served):
         """Start (again: same port, same data) and wait until it accepts connections."""
         if self.is_running():
             raise RuntimeError(f"{self.name} is already running (pid {self.pid})")
+        if _accepts(self.host, self.port):
+            # Another process took the port since it was chosen: the wait below would take
+            # its answer for this broker's.
+            raise BrokerStartError(f"{self.name}: {self.bootstrap} is taken by another process")
         self.starts += 1
         cmd = self.command()
         header = f"start #{self.starts} at {time.strftime('%H:%M:%S')}: {shlex.join(cmd)}"

@@ -103,6 +103,9 @@ class SamsaNode(_Served):
                 *_set_args(self.settings)]
 
     def start(self, timeout: float = 3 * START_TIMEOUT) -> SamsaNode:
+        taken = [p for p in self.ports if _accepts(self.host, p)]
+        if taken:  # as SamsaBroker.start: the wait below would take their answers for ours
+            raise BrokerStartError(f"the node's ports {taken} are taken by another process")
         t0 = time.perf_counter()
         self.proc = _popen(self.command(), self.log_path)
         deadline = time.monotonic() + timeout
@@ -186,9 +189,18 @@ class SamsaNode(_Served):
 
 
 def alive(pid: int) -> bool:
-    """True while `pid` runs (a zombie counts as gone: its sockets are closed)."""
+    """True while any thread of process `pid` runs. A zombie is gone once all its threads
+    are: a killed process's main thread turns zombie while its other threads still exit,
+    and until the last of them has, its files (its listening sockets) are still open."""
     try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (FileNotFoundError, ProcessLookupError, IndexError):
+        tasks = list(Path(f"/proc/{pid}/task").iterdir())
+    except (FileNotFoundError, ProcessLookupError, NotADirectoryError):
         return False
-    return state != "Z"
+    for task in tasks:
+        try:
+            state = (task / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except (FileNotFoundError, ProcessLookupError, IndexError):
+            continue  # that thread is gone
+        if state not in ("Z", "X"):
+            return True
+    return False

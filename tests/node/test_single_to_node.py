@@ -86,6 +86,9 @@ def carried(request: pytest.FixtureRequest) -> Iterator[tuple[SamsaNode, Before]
         single.start()
         try:
             _fill(single.bootstrap, before)
+        except Exception as exc:  # a module fixture's failure gets no broker log attached
+            raise AssertionError(f"filling the single broker failed: {exc!r}\n"
+                                 f"{single.log_tail(150)}") from exc
         finally:
             single.close()  # a clean stop; its data directory is the node's
         n.start()
