@@ -358,7 +358,13 @@ class TransactionCoordinator:
                                           client_version)
         if (md is not None and step.error == ErrorCode.concurrent_transactions
                 and md.state in PREPARED and await self._await_completion(md)):
-            md = self._txns.get(txn_id)  # as it is now: answered as if it came now
+            # Answered as if it came now: the id's partition may have moved away (or been
+            # loaded again) meanwhile.
+            try:
+                coordinator_epoch = self._check_coordinator(txn_id)
+            except CoordinatorError as exc:
+                return exc.error_code
+            md = self._txns.get(txn_id)
             step = transitions.add_partitions(md, producer_id, producer_epoch, added, _now(),
                                               client_version)
         if md is None or step.transit is None:

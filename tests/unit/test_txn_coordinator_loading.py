@@ -1,8 +1,9 @@
-"""The transaction coordinator's load of a `__transaction_state` partition when the
-partition's leader epoch changes during the load while this broker keeps leading it (the
-replica manager tells the coordinator again, is_leader=True): the load read at the old epoch
-is dropped, and the partition must be loaded again, not served with no state at all (its
-transactional ids then unknown: producers not fenced, prepared transactions never finished)."""
+"""The transaction coordinator while a `__transaction_state` partition's leadership changes.
+When its leader epoch changes during the load while this broker keeps leading it (the replica
+manager tells the coordinator again, is_leader=True), the load read at the old epoch is
+dropped, and the partition must be loaded again, not served with no state at all (its
+transactional ids then unknown: producers not fenced, prepared transactions never finished).
+A request that waited while the partition moved away is answered as the broker stands now."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ import pytest
 from samsa.broker.replication.partition import Partition
 from samsa.config.schema import BrokerConfig
 from samsa.coordinator.transaction import TransactionCoordinator
+from samsa.coordinator.transaction import coordinator as txn_coordinator
 from samsa.protocol.errors import ErrorCode
 from tests.unit.test_coordinator_ports import (
     BROKER_ID,
@@ -22,6 +24,7 @@ from tests.unit.test_coordinator_ports import (
     FakeMarkers,
     FakeMetrics,
     FakeProducerIds,
+    GatedMarkers,
     internal_topic,
 )
 
@@ -68,5 +71,41 @@ async def test_a_leader_epoch_bump_during_the_load_loads_again(host: FakeHost) -
         await _settle(coordinator)
         code, md = coordinator.describe(f"t{IDS - 1}")
         assert code == ErrorCode.none and md is not None, code
+    finally:
+        await coordinator.stop()
+
+
+async def test_an_add_waiting_for_a_commit_is_told_the_partition_moved_away(
+    host: FakeHost, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An add that waits for the previous transaction's markers, while the id's partition
+    moves to another broker, is answered NOT_COORDINATOR (the producer finds the new
+    coordinator), not INVALID_PRODUCER_ID_MAPPING as if the id were unknown: its state left
+    with the partition."""
+    monkeypatch.setattr(txn_coordinator, "CONCURRENT_WAIT_S", 30.0)  # the wait never runs out
+    topic = internal_topic(host, min_isr=None)
+    markers = GatedMarkers()
+    coordinator = TransactionCoordinator(topic, BrokerConfig(), markers=markers,
+                                         producer_ids=FakeProducerIds(), metrics=FakeMetrics())
+    await topic.ensure_created()
+    await coordinator.start()
+    try:
+        await _settle(coordinator)
+        init = await coordinator.init_producer_id("mover", 60_000, None)
+        pid, epoch = init.producer_id, init.producer_epoch
+        assert await coordinator.add_partitions("mover", pid, epoch, [("eos", 0)]) \
+            == ErrorCode.none
+        ended = await coordinator.end_transaction("mover", pid, epoch, True)
+        assert ended.error_code == ErrorCode.none  # PREPARE_COMMIT: its markers wait
+        add = asyncio.create_task(coordinator.add_partitions("mover", pid, epoch, [("eos", 0)]))
+        for _ in range(5):
+            await asyncio.sleep(0)
+        assert not add.done()  # waiting for the commit to complete
+        part = host.replica("__transaction_state", 0)
+        assert isinstance(part, Partition)
+        part.make_follower(2, part.leader_epoch + 1, [BROKER_ID, 2], [BROKER_ID, 2])
+        coordinator.on_leadership(0, False)
+        markers.gate.set()
+        assert await asyncio.wait_for(add, 10) == ErrorCode.not_coordinator
     finally:
         await coordinator.stop()
