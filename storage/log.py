@@ -34,6 +34,7 @@ from samsa.config.forward import Forward
 from samsa.protocol.records import (
     _I32,
     ATTR_CONTROL,
+    ATTR_TRANSACTIONAL,
     ATTRIBUTES_LOW,
     CONTROL_ABORT,
     CONTROL_COMMIT,
@@ -50,7 +51,7 @@ from samsa.protocol.records import (
 from samsa.storage import log_reads
 from samsa.storage.clock import milliseconds
 from samsa.storage.config import LONG_MAX, LogConfig
-from samsa.storage.errors import InvalidRecord, OffsetOutOfRange
+from samsa.storage.errors import InvalidRecord, InvalidTxnState, OffsetOutOfRange
 from samsa.storage.leader_epoch import FILE_NAME as EPOCH_FILE
 from samsa.storage.leader_epoch import LeaderEpochCache
 from samsa.storage.log_dir_failure import dir_key
@@ -72,6 +73,7 @@ from samsa.storage.producer_state import (
 )
 from samsa.storage.segment import LogSegment
 from samsa.storage.txn_index import AbortedTxn
+from samsa.storage.verification_state import VerificationState
 
 FUTURE_DIR_SUFFIX = "-future"
 
@@ -223,11 +225,16 @@ class Log:
     @guarded("appending records to")
     def append_as_leader(self, records: bytes | bytearray | memoryview, leader_epoch: int,
                          origin: str = "client", now_ms: int | None = None,
-                         transaction_version: int = 0) -> AppendInfo:
-        """`transaction_version`: of the markers appended (2: KIP-890's epoch rule)."""
+                         transaction_version: int = 0, verify: bool = False,
+                         guard: VerificationState | None = None) -> AppendInfo:
+        """`transaction_version`: of the markers appended (2: KIP-890's epoch rule).
+        `verify` (KIP-890, a client's append): a transactional batch must continue a
+        transaction open here at its epoch, or present as `guard` its producer's verification
+        state, the one its leader made before asking the coordinator; else InvalidTxnState
+        (the transaction ended meanwhile, or was never verified)."""
         now = milliseconds() if now_ms is None else now_ms
         if origin == "client":
-            fast = self._append_client_batch(records, leader_epoch, now)
+            fast = self._append_client_batch(records, leader_epoch, now, verify)
             if fast is not None:
                 return fast
         elif origin == "coordinator":
@@ -260,6 +267,8 @@ class Log:
                     return AppendInfo(first, last, ts if log_append else -1,
                                       self.log_start_offset,
                                       last - first + 1, duplicate=True)
+            if verify:
+                self._check_verified(infos, guard)
         plan = psm.prepare_append(infos, origin, transaction_version)
         count, max_timestamp = self._write(stamped_parts(buf, batches), len(buf), batches, plan,
                                            now)
@@ -269,7 +278,23 @@ class Log:
             record_count=count, max_timestamp=max_timestamp,
         )
 
-    def _append_client_batch(self, buf: Buf, leader_epoch: int, now: int) -> AppendInfo | None:
+    def _check_verified(self, infos: list[BatchInfo], guard: VerificationState | None) -> None:
+        """KIP-890 at the append (Kafka's analyzeAndValidateProducerState): a transactional
+        batch continues its producer's open transaction or presents the verification state
+        its leader made before asking the coordinator, which a marker written meanwhile
+        ended: without it, the batch would open a transaction no coordinator knows of."""
+        psm = self.producer_state
+        for b in infos:
+            if (b.is_transactional and not b.is_control and b.producer_id != NO_PRODUCER_ID
+                    and not psm.txn_open_at(b.producer_id, b.producer_epoch)
+                    and (guard is None or psm.verifications.get(b.producer_id) is not guard)):
+                raise InvalidTxnState(
+                    f"Record was not part of an ongoing transaction (producer {b.producer_id},"
+                    f" epoch {b.producer_epoch}: its verification "
+                    f"{'was not made' if guard is None else 'ended before the append'})")
+
+    def _append_client_batch(self, buf: Buf, leader_epoch: int, now: int,
+                             verify: bool = False) -> AppendInfo | None:
         """A producer's usual append, collapsed (issue 47: at thousands of one-batch requests
         a second the general path's lists, loops, plans and property calls were most of an
         append's CPU): one batch, CreateTime, within the size limits, not a control batch, and
@@ -290,6 +315,8 @@ class Log:
             entry = self.producer_state.next_batch_entry(h)
             if entry is None:  # new, duplicate, fenced, out of sequence: the general path's
                 return None
+            if verify and entry.txn_first_offset is None and h.attributes & ATTR_TRANSACTIONAL:
+                return None  # a transaction's first batch here: the general path checks it
         # (a transactional batch without a producer id is refused here, as analyze refuses it)
         self._validator.validate_client_batch(config, buf, 0, h, now)
         h.base_offset, h.partition_leader_epoch = self.segs.view[0][-1].next_offset, leader_epoch

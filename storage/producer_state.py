@@ -38,6 +38,7 @@ from samsa.storage.errors import (
     StorageError,
     TransactionCoordinatorFenced,
 )
+from samsa.storage.verification_state import Verifications, VerificationState
 
 log = logging.getLogger(__name__)
 
@@ -236,6 +237,9 @@ class AppendPlan:
     next_batch: tuple[_Entry, _BatchMetadata] | None = None
     # A transaction marker (see `_prepare_marker`): the stored entry it ends the transaction of.
     marker: tuple[_Entry, BatchInfo] | None = None
+    # KIP-890: producers whose transactional batch (epoch None) or marker (its epoch) the
+    # append writes, whose verification state it ends
+    verifications_ended: list[tuple[int, int | None]] = field(default_factory=list)
 
 
 def _snapshot_name(offset: int) -> str:
@@ -288,8 +292,10 @@ class _Validator:
     """Validates the batches of one append against working copies (Kafka's ProducerAppendInfo)."""
 
     def __init__(self, producers: dict[int, _Entry], origin: Origin,
-                 transaction_version: int = 0) -> None:
+                 transaction_version: int = 0,
+                 verifying: dict[int, VerificationState] | None = None) -> None:
         self._producers = producers
+        self._verifying = verifying or {}
         self._origin = origin
         self._transaction_version = transaction_version  # of the markers (WriteTxnMarkers v2)
         self.entries: dict[int, _Entry] = {}
@@ -298,6 +304,7 @@ class _Validator:
         self._own_batches: dict[int, int] = {}
         self.started: list[tuple[int, int]] = []
         self.completed: list[CompletedTxn] = []
+        self.verifications_ended: list[tuple[int, int | None]] = []
 
     def _entry(self, pid: int) -> _Entry:
         e = self.entries.get(pid)
@@ -326,6 +333,9 @@ class _Validator:
 
     def _check_sequence(self, e: _Entry, b: BatchInfo) -> None:
         pid, first_seq = b.producer_id, b.base_sequence
+        verifying = self._verifying.get(pid)
+        if verifying is not None:
+            self._check_verified_sequence(verifying, b)
         if b.producer_epoch != e.epoch:
             if first_seq != 0 and e.epoch != NO_PRODUCER_EPOCH:
                 raise OutOfOrderSequence(
@@ -347,6 +357,23 @@ class _Validator:
                 f"out of order sequence for producer {pid} at offset {b.first_offset}: "
                 f"{first_seq} (incoming), {current_last} (current end)"
             )
+
+    def _check_verified_sequence(self, verifying: VerificationState, b: BatchInfo) -> None:
+        """Kafka's two sequence checks against a producer's verification state (KIP-890):
+        under transactions v2 a producer with no batches here starts at sequence 0, and no
+        batch may pass one of a lower sequence that is still being verified."""
+        pid, first_seq = b.producer_id, b.base_sequence
+        stored = self._producers.get(pid)
+        if verifying.supports_epoch_bump and first_seq != 0 and (
+                stored is None or not stored.batches):
+            raise OutOfOrderSequence(
+                f"invalid sequence {first_seq} for producer {pid} at offset {b.first_offset}: "
+                f"a transactions v2 producer with no state here starts at sequence 0")
+        if first_seq > verifying.lowest_sequence:
+            raise OutOfOrderSequence(
+                f"out of order sequence for producer {pid} at offset {b.first_offset}: "
+                f"{first_seq} (incoming), {verifying.lowest_sequence} (the earliest being "
+                f"verified)")
 
     def _set_epoch(self, e: _Entry, epoch: int) -> None:
         if epoch != e.epoch:
@@ -377,9 +404,12 @@ class _Validator:
         )
         e.last_timestamp = b.max_timestamp
         self._own_batches[b.producer_id] += 1
-        if b.is_transactional and e.txn_first_offset is None:
-            e.txn_first_offset = b.first_offset
-            self.started.append((b.first_offset, b.producer_id))
+        if b.is_transactional:
+            if e.txn_first_offset is None:
+                e.txn_first_offset = b.first_offset
+                self.started.append((b.first_offset, b.producer_id))
+            if b.producer_id in self._verifying:
+                self.verifications_ended.append((b.producer_id, None))
 
     def _add_marker(self, b: BatchInfo) -> None:
         if self._origin == "client":
@@ -414,6 +444,8 @@ class _Validator:
         e.coordinator_epoch = b.coordinator_epoch
         e.txn_first_offset = None
         e.last_timestamp = b.max_timestamp
+        if b.producer_id in self._verifying:
+            self.verifications_ended.append((b.producer_id, b.producer_epoch))
 
 
 class ProducerStateManager:
@@ -424,6 +456,9 @@ class ProducerStateManager:
         self._ongoing: dict[int, int] = {}  # txn first offset -> pid
         self._unreplicated: dict[int, tuple[int, int]] = {}  # first offset -> (pid, marker offset)
         self._lso_of_completed: dict[CompletedTxn, int] = {}  # from the latest apply
+        # KIP-890: producers whose first transactional batch here is being verified
+        self.verifications = Verifications()
+        self._verifying = self.verifications.states
         self._map_end_offset = 0
         self._last_snap_offset = 0
         self._generation = 0
@@ -456,8 +491,8 @@ class ProducerStateManager:
         starting at the next sequence would have to span nearly 2^31 sequences, and a new
         epoch keeps none.) The batches `append_next_batch` records; None for any other."""
         e = self._producers.get(h.producer_id)
-        if e is None:
-            return None
+        if e is None or (self._verifying and h.producer_id in self._verifying):
+            return None  # (a verification's sequence checks are _Validator's)
         epoch = h.producer_epoch
         if epoch == e.epoch:
             if (not _in_sequence(e.last_seq, h.base_sequence) or (
@@ -499,13 +534,15 @@ class ProducerStateManager:
                     else self._prepare_next_batch(b, origin))
             if plan is not None:
                 return plan
-        v = _Validator(self._producers, cast(Origin, origin), transaction_version)
+        v = _Validator(self._producers, cast(Origin, origin), transaction_version,
+                       self._verifying)
         end_offset: int | None = None
         for b in batches:
             end_offset = max(end_offset or 0, b.last_offset + 1)
             if b.producer_id != NO_PRODUCER_ID:
                 v.add(b)
-        return AppendPlan(v.entries, v.started, v.completed, end_offset, self._generation)
+        return AppendPlan(v.entries, v.started, v.completed, end_offset, self._generation,
+                          verifications_ended=v.verifications_ended)
 
     def _prepare_next_batch(self, b: BatchInfo, origin: str) -> AppendPlan | None:
         """The plan for one batch that is not idempotent, or that follows on from its known
@@ -520,7 +557,8 @@ class ProducerStateManager:
             return None
         e = self._producers.get(pid)
         if (e is None or e.epoch != b.producer_epoch or e.txn_first_offset is not None
-                or (origin == "client" and not _in_sequence(e.last_seq, b.base_sequence))):
+                or (origin == "client" and not _in_sequence(e.last_seq, b.base_sequence))
+                or pid in self._verifying):
             return None
         batch = _BatchMetadata(b.last_sequence, b.last_offset, b.last_offset - b.first_offset,
                                b.max_timestamp)
@@ -558,6 +596,8 @@ class ProducerStateManager:
         `apply` does with `_prepare_marker`'s plan. The transaction it completes, if one was
         open; its LSO for the transaction index is then `last_stable_offset`'s."""
         self._generation += 1
+        if self._verifying:
+            self.verifications.end(e.producer_id, h.producer_epoch)
         first, offset = e.txn_first_offset, h.base_offset
         if h.producer_epoch != e.epoch:
             e.set_epoch(h.producer_epoch)
@@ -586,10 +626,14 @@ class ProducerStateManager:
             e.last_timestamp = batch.timestamp
         if plan.marker is not None:  # what _Validator._add_marker does to its copy
             e, marker = plan.marker
+            if self._verifying:
+                self.verifications.end(marker.producer_id, marker.producer_epoch)
             e.set_epoch(marker.producer_epoch)
             e.coordinator_epoch = marker.coordinator_epoch
             e.txn_first_offset = None
             e.last_timestamp = marker.max_timestamp
+        for pid, marker_epoch in plan.verifications_ended:
+            self.verifications.end(pid, marker_epoch)
         for pid, entry in plan.entries.items():
             self._producers[pid] = entry
         for first_offset, pid in plan.started_txns:
@@ -669,6 +713,7 @@ class ProducerStateManager:
         expired = [pid for pid, e in self._producers.items() if self._is_expired(e, now_ms)]
         for pid in expired:
             del self._producers[pid]
+        self.verifications.expire(now_ms, self.producer_id_expiration_ms)
         if expired:
             self._generation += 1  # a plan validated against an expired entry is stale
 

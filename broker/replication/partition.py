@@ -20,6 +20,7 @@ from samsa.storage.errors import OffsetOutOfRange
 from samsa.storage.file_region import FileRegion
 from samsa.storage.log import AppendInfo, FetchDataInfo, Log
 from samsa.storage.producer_state import ProducerEntry
+from samsa.storage.verification_state import VerificationState
 
 from .followers import Followers
 from .waiters import PartitionWaiters
@@ -160,9 +161,12 @@ class Partition:
 
     # ---- leader side -------------------------------------------------------------------
     def append_as_leader(self, records: bytes, origin: str = "client",
-                         transaction_version: int = 0) -> AppendInfo:
+                         transaction_version: int = 0, verify: bool = False,
+                         guard: VerificationState | None = None) -> AppendInfo:
+        """`verify`, `guard`: KIP-890's check of a transaction's first batch (Log's)."""
         info: AppendInfo = self.log.append_as_leader(records, self.leader_epoch, origin=origin,
-                                                     transaction_version=transaction_version)
+                                                     transaction_version=transaction_version,
+                                                     verify=verify, guard=guard)
         woke = False
         if not info.duplicate:
             woke = self.advance_high_watermark()

@@ -42,6 +42,8 @@ from .partition import Partition, PartitionError
 from .replication_quota import ReplicationQuota
 
 if TYPE_CHECKING:
+    from samsa.storage.verification_state import VerificationState
+
     from ..txn.verification import ProduceVerification
     from .log_dir_mover import LogDirMover
     from .replica_fetcher import ReplicaFetcherManager
@@ -557,11 +559,13 @@ class ReplicaManager:
         acks=all answers once the ISR has each batch, or after `timeout_s()` seconds (asked only
         then: a Produce read by produce_wire makes its timeout's timedelta only when asked).
         `version`: the Produce request's, for the error codes it may carry."""
-        # the coordinator's answers (NONE: verified) by partition
+        # the coordinator's answers (NONE: verified) by partition, and the verification states
+        # made for them, which their appends present
         verified: Mapping[tuple[str, int], int] = {}
+        guards: Mapping[tuple[str, int], VerificationState] = {}
         verification = self.txn_verification
         if transactional_id and verification is not None and verification.wanted(version):
-            verified = await verification.before_append(
+            verified, guards = await verification.before_append(
                 transactional_id, self._leaders_of(entries), version)
         if before_append is not None:
             pending = before_append()
@@ -576,8 +580,9 @@ class ReplicaManager:
                 result = AppendResult(refused)
                 log_refusal(topic, index, records, refused)
             else:
-                result, partition = self.append_one(acks, topic, index, records,
-                                                    transactional_id, version)
+                result, partition = self.append_one(
+                    acks, topic, index, records, transactional_id, version,
+                    guards.get((topic, index)) if guards else None)
                 if partition is not None:
                     woke_fetches |= partition.append_woke_fetches
                     if acks == -1 and partition.high_watermark <= result.last_offset:
@@ -602,11 +607,13 @@ class ReplicaManager:
         return verification.settled(partition, records, version)
 
     def append_one(self, acks: int, topic: str, index: int, records: bytes | None,
-                   transactional_id: str | None, version: int
+                   transactional_id: str | None, version: int,
+                   guard: VerificationState | None = None,
                    ) -> tuple[AppendResult, Partition | None]:
         """One entry of `append_records` appended, or refused (and logged as such): its
-        answer, and its partition when appended (what `after_appends` may wait for)."""
-        result = self._append(acks, topic, index, records, transactional_id, version)
+        answer, and its partition when appended (what `after_appends` may wait for). `guard`:
+        the verification state made before its coordinator was asked (KIP-890)."""
+        result = self._append(acks, topic, index, records, transactional_id, version, guard)
         if result.error_code != ErrorCode.none:
             log_refusal(topic, index, records, result.error_code)
             return result, None
@@ -624,7 +631,8 @@ class ReplicaManager:
         return led
 
     def _append(self, acks: int, topic: str, index: int, records: bytes | None,
-                transactional_id: str | None, version: int) -> AppendResult:
+                transactional_id: str | None, version: int,
+                guard: VerificationState | None = None) -> AppendResult:
         """One entry of `append_records`: checked, verified with a local transaction
         coordinator, and appended to the leader's log."""
         if acks not in (-1, 0, 1):
@@ -637,13 +645,15 @@ class ReplicaManager:
                 return AppendResult(ErrorCode.not_enough_replicas)
             # only a transactional batch is verified (at_append's answer for any other is
             # NONE): the flag's byte read here, not through at_append's calls, every append
+            verify = False
             if (self.txn_verification is not None and records is not None
                     and first_batch_transactional(records)):
-                code = self.txn_verification.at_append(partition, records, transactional_id,
-                                                       version)
+                code, guard = self.txn_verification.at_append(partition, records,
+                                                              transactional_id, version, guard)
                 if code != ErrorCode.none:
                     return AppendResult(code)
-            info = partition.append_as_leader(records or b"")
+                verify = self.txn_verification.required
+            info = partition.append_as_leader(records or b"", verify=verify, guard=guard)
         except PartitionError as exc:
             return AppendResult(exc.error_code)
         except RecordValidationError as exc:

@@ -35,6 +35,7 @@ from ..network.interbroker import BrokerConnection, BrokerUnavailable
 
 if TYPE_CHECKING:
     from samsa.coordinator.transaction import TransactionCoordinator
+    from samsa.storage.verification_state import VerificationState
 
     from ..cluster.metadata_store import MetadataStore
     from ..replication.partition import Partition
@@ -149,6 +150,18 @@ _PRODUCER = struct.Struct(">qh")  # a batch header's producer id and epoch
 # after baseOffset, batchLength, partitionLeaderEpoch, magic, crc, attributes, lastOffsetDelta
 # and the two timestamps: 8 + 4 + 4 + 1 + 4 + 2 + 4 + 8 + 8
 _PRODUCER_AT = 43
+_BASE_SEQUENCE_AT = _PRODUCER_AT + _PRODUCER.size
+
+
+def _start_verification(partition: Partition, records: bytes | None, producer: tuple[int, int],
+                        supports_epoch_bump: bool) -> VerificationState:
+    """The producer's verification state on `partition`, made (or kept) as its leader starts
+    asking the coordinator about the batch: what the append must present (KIP-890).
+    `records`: a batch `needs_verification` read the producer of."""
+    assert records is not None
+    (sequence,) = _I32.unpack_from(records, _BASE_SEQUENCE_AT)
+    return partition.log.producer_state.verifications.start(
+        producer[0], sequence, producer[1], supports_epoch_bump, int(time.time() * 1000))
 
 
 def _transactional_producer(records: bytes) -> tuple[int, int] | None:
@@ -212,12 +225,20 @@ class ProduceVerification:
                 or needs_verification(self.coordinator, partition, records,
                                       always=version >= 12) is None)
 
+    @property
+    def required(self) -> bool:
+        """transaction.partition.verification.enable: a transactional batch that opens a
+        transaction on a partition is appended only with the verification state its leader
+        made before asking the coordinator (the log's check, Kafka's)."""
+        return self.coordinator.verification_enabled
+
     async def before_append(
         self, transactional_id: str, partitions: Sequence[tuple[Partition, bytes | None]],
         version: int,
-    ) -> dict[tuple[str, int], int]:
+    ) -> tuple[dict[tuple[str, int], int], dict[tuple[str, int], VerificationState]]:
         """The answers, as the Produce response of `version` carries them, by (topic,
-        partition); partitions not in it go on to the append.
+        partition), for the partitions that go no further; and the verification states made
+        for those asked about, which their appends present.
 
         An add the coordinator answers CONCURRENT_TRANSACTIONS (it is still writing the markers
         of the producer's previous transaction) is retried every
@@ -226,37 +247,41 @@ class ProduceVerification:
         a client would wait its own retry.backoff.ms (100 ms) before sending the Produce again.
         Verification (v11 and older) is not retried."""
         add = version >= 12
+        guards: dict[tuple[str, int], VerificationState] = {}
         if not add:
-            return await self._add_or_verify(transactional_id, partitions, version)
+            return await self._add_or_verify(transactional_id, partitions, version, guards), guards
         backoff_s = self.config["add.partitions.to.txn.retry.backoff.ms"] / 1000
         bound_s = min(self.config["add.partitions.to.txn.retry.backoff.max.ms"],
                       KAFKA_REQUEST_TIMEOUT_MS) / 1000
         started = time.monotonic()
         while True:
-            out = await self._add_or_verify(transactional_id, partitions, version)
+            out = await self._add_or_verify(transactional_id, partitions, version, guards)
             if (ErrorCode.concurrent_transactions not in out.values()
                     or time.monotonic() - started >= bound_s):
-                return out
+                return out, guards
             await asyncio.sleep(backoff_s)
 
     async def _add_or_verify(
         self, transactional_id: str, partitions: Sequence[tuple[Partition, bytes | None]],
-        version: int,
+        version: int, guards: dict[tuple[str, int], VerificationState],
     ) -> dict[tuple[str, int], int]:
         """One round of `before_append`: ask the coordinator about the partitions whose
-        producer has no transaction open on them yet."""
+        producer has no transaction open on them yet, each with the verification state made
+        (into `guards`) before it is asked."""
         add = version >= 12
         coord, remote = self.coordinator, self.remote
         local = coord.is_local(transactional_id)
         coordinator = self.broker_id if local or remote is None else remote.coordinator_of(
             transactional_id)
         if not add and (remote is None or coordinator < 0 or coordinator == self.broker_id):
-            return {}  # verified in-process at the append (or, with no coordinator known, not)
+            return {}  # asked in-process at the append (with no coordinator known, refused)
         wanted: dict[tuple[int, int], list[tuple[str, int]]] = defaultdict(list)
         for partition, records in partitions:
             producer = needs_verification(coord, partition, records, always=add)
             if producer is not None:
-                wanted[producer].append((partition.topic, partition.index))
+                tp = (partition.topic, partition.index)
+                wanted[producer].append(tp)
+                guards[tp] = _start_verification(partition, records, producer, add)
         out: dict[tuple[str, int], int] = {}
         for (pid, epoch), parts in wanted.items():
             answers: dict[tuple[str, int], int]
@@ -274,19 +299,24 @@ class ProduceVerification:
         return out
 
     def at_append(self, partition: Partition, records: bytes | None,
-                  transactional_id: str | None, version: int) -> int:
+                  transactional_id: str | None, version: int,
+                  guard: VerificationState | None = None,
+                  ) -> tuple[int, VerificationState | None]:
         """KIP-890 part 1 (transaction.partition.verification.enable): before the first
         transactional append of a producer to a partition, the partition must be in its
-        ongoing transaction. NONE or the error code for the Produce response of `version`."""
+        ongoing transaction. NONE or the error code for the Produce response of `version`,
+        and the verification state the append presents: `guard` where `before_append` asked a
+        coordinator on another broker, else one made here for the coordinator asked now, in
+        process. With no coordinator known the batch is refused with a retriable code, as
+        Kafka's verification answers (it was appended unverified before)."""
         coord = self.coordinator
         producer = needs_verification(coord, partition, records)
-        if producer is None:
-            return ErrorCode.none
+        if producer is None or guard is not None:
+            return ErrorCode.none, guard
+        guard = _start_verification(partition, records, producer, version >= 12)
         if transactional_id and not coord.is_local(transactional_id):
-            # The coordinator is another broker: before_append asked it; without one known,
-            # the append goes unverified.
-            return ErrorCode.none
+            return produce_error(ErrorCode.coordinator_not_available, version), guard
         code = coord.verify_partition(
             transactional_id, producer[0], producer[1], partition.topic, partition.index
         )
-        return produce_error(code, version)
+        return produce_error(code, version), guard

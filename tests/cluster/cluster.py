@@ -178,3 +178,14 @@ def find_coordinators(cluster: Cluster, key_type: int, keys: list[str]) -> dict[
     if len(nodes) != len(keys):
         raise AssertionError(f"FindCoordinator({key_type}) answered {resp}")
     return nodes
+
+
+def coordinator_and_a_partition_elsewhere(cluster: Cluster, topic: str, txn: str
+                                          ) -> tuple[int, int, int]:
+    """(`txn`'s transaction coordinator, a partition of `topic` led by another broker, that
+    partition's leader), once the coordinator is found."""
+    wait_until(lambda: find_coordinators(cluster, TRANSACTION_KEY, [txn]), 20, "coordinator")
+    coordinator = find_coordinators(cluster, TRANSACTION_KEY, [txn])[txn]
+    p, leader = next((p, b) for p, b in sorted(cluster.leaders(topic).items())
+                     if b != coordinator)
+    return coordinator, p, leader

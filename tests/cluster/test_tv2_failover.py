@@ -11,6 +11,7 @@ from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource
 
 from tests.cluster.cluster import (
     TRANSACTION_KEY,
+    coordinator_and_a_partition_elsewhere,
     create_topic,
     find_coordinators,
     wait_until,
@@ -38,10 +39,7 @@ def test_new_coordinator_finishes_tv2_commit(cluster, unique_topic):
     # One replica and min.insync.replicas=2: the markers (acks=all) cannot land until the
     # config changes, which holds the transaction in PrepareCommit across the kill.
     create_topic(cluster, topic, 3, rf=1, **{"min.insync.replicas": "2"})
-    wait_until(lambda: find_coordinators(cluster, TRANSACTION_KEY, [txn]), 20, "coordinator")
-    coordinator = find_coordinators(cluster, TRANSACTION_KEY, [txn])[txn]
-    p, leader = next((p, b) for p, b in sorted(cluster.leaders(topic).items())
-                     if b != coordinator)
+    coordinator, p, leader = coordinator_and_a_partition_elsewhere(cluster, topic, txn)
     with TxnWire(cluster.broker(coordinator).bootstrap) as c, \
             TxnWire(cluster.broker(leader).bootstrap) as lw:
         deadline = time.monotonic() + 20
