@@ -29,6 +29,7 @@ from samsa.protocol.records import (
     parse_control_record,
 )
 from samsa.storage.file_region import FileRegion
+from samsa.storage.verification_state import VerificationState
 
 from .ports import CoordinatorReplica, InternalLogHost
 
@@ -56,6 +57,8 @@ class ReplicatedAppend(TypedDict, total=False):
     transactional: bool
     timestamp_ms: int
     timeout_s: float
+    verify: bool  # KIP-890: a transaction's first batch presents `guard` (the log's check)
+    guard: VerificationState | None
 
 
 def java_string_hash(s: str) -> int:
@@ -225,6 +228,8 @@ class InternalTopic:
         transactional: bool = False,
         timestamp_ms: int = 0,
         timeout_s: float = APPEND_TIMEOUT_S,
+        verify: bool = False,
+        guard: VerificationState | None = None,
     ) -> Coroutine[Any, Any, int]:
         """`append_replicated` in two halves: the checks and the append to the local log
         happen now (raising what `append_replicated` raises before its append), and the wait
@@ -244,7 +249,7 @@ class InternalTopic:
         info = leader.append_as_leader(
             _batch(records, producer_id, producer_epoch, transactional, timestamp_ms,
                    self.compression),
-            origin="coordinator",
+            origin="coordinator", verify=verify, guard=guard,
         )
         return self._replicated(partition, leader, epoch, info.last_offset, timeout_s)
 

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from samsa.storage.log import AppendInfo, FetchDataInfo
+from samsa.storage.verification_state import VerificationState
 
 
 class CoordinatorReplica(Protocol):
@@ -54,8 +55,10 @@ class CoordinatorReplica(Protocol):
     @property
     def log_end_offset(self) -> int: ...
 
-    def append_as_leader(self, records: bytes, origin: str = ...) -> AppendInfo:
-        """Append one batch to the local log at the current leader epoch (no ISR wait)."""
+    def append_as_leader(self, records: bytes, origin: str = ..., *, verify: bool = ...,
+                         guard: VerificationState | None = ...) -> AppendInfo:
+        """Append one batch to the local log at the current leader epoch (no ISR wait);
+        `verify`, `guard`: KIP-890's check of a transaction's first batch (the log's)."""
         ...
 
     async def wait_for_high_watermark(self, offset: int, timeout_s: float) -> bool:

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 from samsa.protocol.errors import ErrorCode, KafkaError
+from samsa.storage.verification_state import VerificationState
 
 from .internal_log import APPEND_TIMEOUT_S, InternalTopic, ReplayedMarker, ReplayedRecord
 
@@ -92,7 +93,8 @@ def begin_write(topic: InternalTopic, p: int, records: Records, *, what: str,
                 timeout_s: float = APPEND_TIMEOUT_S,
                 answer: Callable[[BaseException], ErrorCode] = append_answer,
                 producer_id: int = -1, producer_epoch: int = -1,
-                transactional: bool = False) -> Awaitable[int]:
+                transactional: bool = False, verify: bool = False,
+                guard: VerificationState | None = None) -> Awaitable[int]:
     """The one write of the coordinators, in two halves: the checks and the append of
     `records` to partition p's local log as one batch happen now, fenced to `leader_epoch`
     if given (the epoch the coordinator loaded the partition at); the wait for the ISR is the
@@ -103,7 +105,7 @@ def begin_write(topic: InternalTopic, p: int, records: Records, *, what: str,
             p, records, leader_epoch=leader_epoch, timeout_s=timeout_s,
             timestamp_ms=int(time.time() * 1000) if timestamp_ms is None else timestamp_ms,
             producer_id=producer_id, producer_epoch=producer_epoch,
-            transactional=transactional)
+            transactional=transactional, verify=verify, guard=guard)
     except Exception as exc:  # a KafkaError, a StorageError, or a fault of this broker
         raise write_failed(topic.name, p, what, exc, answer) from exc
     return _replicated(topic.name, p, what, waiting, answer)

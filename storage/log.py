@@ -228,10 +228,11 @@ class Log:
                          transaction_version: int = 0, verify: bool = False,
                          guard: VerificationState | None = None) -> AppendInfo:
         """`transaction_version`: of the markers appended (2: KIP-890's epoch rule).
-        `verify` (KIP-890, a client's append): a transactional batch must continue a
-        transaction open here at its epoch, or present as `guard` its producer's verification
-        state, the one its leader made before asking the coordinator; else InvalidTxnState
-        (the transaction ended meanwhile, or was never verified)."""
+        `verify` (KIP-890, a client's append or a coordinator's transactional offsets): a
+        transactional batch must continue a transaction open here at its epoch, or present as
+        `guard` its producer's verification state, the one its leader made before asking the
+        coordinator; else InvalidTxnState (the transaction ended meanwhile, or was never
+        verified)."""
         now = milliseconds() if now_ms is None else now_ms
         if origin == "client":
             fast = self._append_client_batch(records, leader_epoch, now, verify)
@@ -267,8 +268,8 @@ class Log:
                     return AppendInfo(first, last, ts if log_append else -1,
                                       self.log_start_offset,
                                       last - first + 1, duplicate=True)
-            if verify:
-                self._check_verified(infos, guard)
+        if verify:  # a client's batch, or a coordinator's on a client's behalf (TxnOffsetCommit)
+            self._check_verified(infos, guard)
         plan = psm.prepare_append(infos, origin, transaction_version)
         count, max_timestamp = self._write(stamped_parts(buf, batches), len(buf), batches, plan,
                                            now)

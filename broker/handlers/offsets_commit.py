@@ -22,7 +22,7 @@ from ..context import GroupContext, RequestContext
 from ..security.authorizer import AclOperation, ResourceType
 from .common import field
 from .declare import api
-from .transactions import add_offsets_partition
+from .transactions import verify_offsets_partition
 
 if TYPE_CHECKING:
     from typing_extensions import TypeIs
@@ -154,11 +154,11 @@ async def handle_txn_offset_commit(
     entries, unknown = _entries(ctx, topics)
     if not entries:
         return {"throttle_time": 0, "topics": _topics_result(topics, unknown)}
-    if ctx.version >= 5:
-        code = await add_offsets_partition(ctx, request.transactional_id, request.producer_id,
-                                           request.producer_epoch, request.group_id)
-        if code != ErrorCode.none:
-            return _every_partition(topics, ErrorCode(code))
+    code, guard, verify = await verify_offsets_partition(
+        ctx, request.transactional_id, request.producer_id, request.producer_epoch,
+        request.group_id, ctx.version)
+    if code != ErrorCode.none:
+        return _every_partition(topics, ErrorCode(code))
     errors = await ctx.groups.commit_offsets(
         request.group_id,
         field(request, "generation_id", -1),
@@ -168,6 +168,8 @@ async def handle_txn_offset_commit(
         version=ctx.version,
         producer_id=request.producer_id,
         producer_epoch=request.producer_epoch,
+        verify=verify,
+        guard=guard,
     )
     return {"throttle_time": 0, "topics": _topics_result(topics, {**errors, **unknown})}
 

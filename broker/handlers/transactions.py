@@ -19,6 +19,7 @@ from samsa.coordinator.producer_ids import ProducerIdNotAvailable
 from samsa.coordinator.transaction.metadata import TxnState
 from samsa.protocol.codec import millis
 from samsa.protocol.errors import ErrorCode
+from samsa.storage.clock import milliseconds
 
 from ..cluster.features import UNSTABLE_VERSIONS
 from ..context import RequestContext, TxnContext
@@ -33,6 +34,8 @@ from .declare import api
 
 if TYPE_CHECKING:
     from typing_extensions import TypeIs
+
+    from samsa.storage.verification_state import VerificationState
 
     from .requests import (
         AddOffsetsToTxnRequest,
@@ -402,28 +405,63 @@ async def handle_list_transactions(
     }
 
 
-# ---------------------------------------------------------------------------- TxnOffsetCommit v5
-async def add_offsets_partition(
+# ---------------------------------------------------------------- TxnOffsetCommit: KIP-890
+NO_SEQUENCE = -1  # a coordinator's write asks about no batch sequence (Kafka's)
+
+
+async def verify_offsets_partition(
     ctx: TxnContext, transactional_id: str, producer_id: int, producer_epoch: int,
-    group_id: str,
-) -> int:
-    """TxnOffsetCommit v5 (transactions v2: the client sends no AddOffsetsToTxn): the group
-    coordinator has the transaction coordinator add the group's `__consumer_offsets` partition,
-    as Kafka's group coordinator does through its partition writer. NONE, or the error for
-    the TxnOffsetCommit response (retriable ones as COORDINATOR_NOT_AVAILABLE)."""
+    group_id: str, version: int,
+) -> tuple[int, VerificationState | None, bool]:
+    """KIP-890 for TxnOffsetCommit, as Kafka's group coordinator runs it through its
+    partition writer: before a transaction's first offsets go to the group's
+    `__consumer_offsets` partition, the transaction coordinator confirms that the partition
+    is in the producer's ongoing transaction (v5, transactions v2: adds it, the client having
+    sent no AddOffsetsToTxn), the producer's verification state on the partition made before
+    it is asked. Returns the error for the TxnOffsetCommit response (retriable ones as
+    COORDINATOR_NOT_AVAILABLE), the state the write presents, and whether the write is
+    checked against it (transaction.partition.verification.enable). Without this a late
+    TxnOffsetCommit of an ended transaction left offsets pending for good: every OffsetFetch
+    asking for stable offsets was answered UNSTABLE_OFFSET_COMMIT."""
     coord = ctx.transactions
-    tp = coord.offsets_partition(group_id)
-    verifier = ctx.txn_verifier
-    if coord.is_local(transactional_id) or verifier is None:
-        code = int(await coord.add_partitions(
-            transactional_id, producer_id, producer_epoch, [tp], 2))
-    else:
-        answers = await verifier.verify(verifier.coordinator_of(transactional_id),
-                                        transactional_id, producer_id, producer_epoch, [tp],
-                                        verify_only=False)
-        code = answers[tp]
+    topic, index = tp = coord.offsets_partition(group_id)
+    add = version >= 5
+    required = coord.verification_enabled
+    if not (add or required):
+        return ErrorCode.none, None, False
+    try:
+        partition = ctx.replicas.leader_partition(topic, index)
+    except PartitionError:
+        return ErrorCode.none, None, required  # the commit answers NOT_COORDINATOR
+    producers = partition.log.producer_state
+    if producers.txn_open_at(producer_id, producer_epoch):
+        return ErrorCode.none, None, required  # the transaction's offsets are here already
+    guard = producers.verifications.start(producer_id, NO_SEQUENCE, producer_epoch, add,
+                                          milliseconds())
+    code = await _ask_about_offsets_partition(ctx, transactional_id, producer_id,
+                                              producer_epoch, tp, add)
     if code == ErrorCode.none:
-        return code
-    code = produce_error(code, 12)
+        return code, guard, required
+    # as a Produce of the same generation of KIP-890 carries it: v4 knows TRANSACTION_ABORTABLE
+    code = produce_error(code, 12 if add else 11 if version >= 4 else 10)
     retriable = (ErrorCode.not_enough_replicas, ErrorCode.concurrent_transactions)
-    return ErrorCode.coordinator_not_available if code in retriable else code
+    return (ErrorCode.coordinator_not_available if code in retriable else code), guard, required
+
+
+async def _ask_about_offsets_partition(
+    ctx: TxnContext, transactional_id: str, producer_id: int, producer_epoch: int,
+    tp: tuple[str, int], add: bool,
+) -> int:
+    """The transaction coordinator's answer about the offsets partition: in process when it
+    is this broker (or no other can be asked), else over the inter-broker channel."""
+    coord, verifier = ctx.transactions, ctx.txn_verifier
+    if coord.is_local(transactional_id) or verifier is None:
+        if add:
+            return int(await coord.add_partitions(
+                transactional_id, producer_id, producer_epoch, [tp], 2))
+        return int(coord.verify_partitions(transactional_id, producer_id, producer_epoch,
+                                           [tp])[tp])
+    answers = await verifier.verify(verifier.coordinator_of(transactional_id),
+                                    transactional_id, producer_id, producer_epoch, [tp],
+                                    verify_only=not add)
+    return answers[tp]

@@ -30,6 +30,8 @@ from .records import (
 )
 
 if TYPE_CHECKING:
+    from samsa.storage.verification_state import VerificationState
+
     from .classic.groups import ClassicGroups
     from .consumer.groups import ConsumerGroups
     from .streams.groups import StreamsGroups
@@ -164,9 +166,14 @@ class GroupOffsets:
         retention_ms: int = -1,
         producer_id: int = -1,
         producer_epoch: int = -1,
+        verify: bool = False,
+        guard: VerificationState | None = None,
     ) -> dict[tuple[str, int], int]:
         """Commit offsets (transactionally when producer_id >= 0); error code per partition.
-        Answered, and applied, once the ISR of the group's offsets partition has them."""
+        Answered, and applied, once the ISR of the group's offsets partition has them.
+        `verify`, `guard`: KIP-890, as the log checks a transaction's first batch (the
+        TxnOffsetCommit handler verified the offsets partition with the transaction
+        coordinator, `guard` the verification state made before it asked)."""
         transactional = producer_id >= 0
         try:
             p, group = self._offset_commit_group(group_id, generation, member_id, instance_id,
@@ -195,7 +202,7 @@ class GroupOffsets:
         try:
             last = await self.partitions.append_replicated(
                 p, records, producer_id=producer_id, producer_epoch=producer_epoch,
-                transactional=transactional)
+                transactional=transactional, verify=verify, guard=guard)
         except GroupError as exc:
             for tp, _ in to_write:
                 result[tp] = exc.error_code

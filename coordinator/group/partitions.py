@@ -142,6 +142,7 @@ _PRODUCER_ERRORS = frozenset({
     ErrorCode.invalid_producer_epoch,
     ErrorCode.producer_fenced,
     ErrorCode.out_of_order_sequence_number,
+    ErrorCode.invalid_txn_state,  # a transaction's offsets whose verification ended (KIP-890)
 })
 
 _WHAT = "group records"

@@ -188,6 +188,10 @@ async def test_txn_offset_commit_without_a_member_to_a_consumer_group_with_membe
         "subscribed_topic_regex": None, "server_assignor": None, "topic_partitions": []})
     assert joined.error_code == ErrorCode.none
     pid, epoch = await begin_transaction(handlers, "tx", "t", 0)
+    added = await handlers.call("AddOffsetsToTxn", 3, {
+        "transactional_id": "tx", "producer_id": pid, "producer_epoch": epoch,
+        "group_id": "g"})
+    assert added.error_code == ErrorCode.none
     r = await handlers.call("TxnOffsetCommit", 3, _txn_commit(
         pid, epoch, [{"name": "t", "partitions": [_offset(0, 9)]}]))
     stranger = await handlers.call("TxnOffsetCommit", 3, _txn_commit(

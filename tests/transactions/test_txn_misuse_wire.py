@@ -29,6 +29,7 @@ OPERATION_NOT_ATTEMPTED = 55
 UNKNOWN_TOPIC_OR_PARTITION = 3
 ILLEGAL_GENERATION = 22
 UNKNOWN_MEMBER_ID = 25
+TRANSACTION_ABORTABLE = 120
 TXN_OFFSET_COMMIT, OFFSET_COMMIT, OFFSET_FETCH = 28, 8, 9
 FIND, JOIN, SYNC = 10, 11, 14
 SUB = b"\x00\x00\x00\x00\x00\x01\x00\x01t\xff\xff\xff\xff"  # ConsumerProtocolSubscription v0
@@ -128,8 +129,8 @@ def _join_stable(c: TxnWire, group: str) -> tuple[int, str]:
     return r.generation_id, r.member_id
 
 
-def _txn_commit(c, txn, group, pid, ep, gen, member, topic, offset) -> int:
-    r = c.call(TXN_OFFSET_COMMIT, 3, {
+def _txn_commit(c, txn, group, pid, ep, gen, member, topic, offset, version=3) -> int:
+    r = c.call(TXN_OFFSET_COMMIT, version, {
         "transactional_id": txn, "group_id": group, "producer_id": pid, "producer_epoch": ep,
         "generation_id": gen, "member_id": member, "group_instance_id": None,
         "topics": [{"name": topic, "partitions": [{
@@ -212,3 +213,42 @@ def test_idempotent_init_producer_id_across_blocks_is_unique_or_retriable(shared
                     time.sleep(0.05)
     assert len(pids) == 1500 and len(set(pids)) == 1500
     assert retried == sum(a.error_code == 14 for a in answers)
+
+
+def _partition_of_fetch(c, group, topic):
+    r = c.call(OFFSET_FETCH, 7, {"group_id": group, "topics": [
+        {"name": topic, "partition_indexes": [0]}], "require_stable": True})
+    assert r.error_code == 0
+    return r.topics[0].partitions[0]
+
+
+def test_a_txn_offset_commit_after_its_transaction_ended_leaves_nothing_pending(shared_broker):
+    """A TxnOffsetCommit that arrives after its transaction committed (a client's retry after
+    a network cut) is verified with the transaction coordinator first (KIP-890, as Kafka's
+    group coordinator verifies it) and refused. Written, its offsets would stay pending for
+    good, and every OffsetFetch asking for stable offsets (a read_committed consumer's) would
+    be answered UNSTABLE_OFFSET_COMMIT."""
+    topic, txn = _ids("late-offsets")
+    group = f"late-offsets-{uuid.uuid4().hex[:8]}"
+    with TxnWire(shared_broker.bootstrap) as c:
+        c.create_topic(topic)
+        deadline = time.monotonic() + 15
+        while c.call(FIND, 3, {"key": group, "key_type": 0}).error_code != 0:
+            assert time.monotonic() < deadline, "no group coordinator"
+            time.sleep(0.05)
+        for version, refused in ((3, INVALID_TXN_STATE), (4, TRANSACTION_ABORTABLE)):
+            r = c.init_until_ready(txn)
+            pid, ep = r.producer_id, r.producer_epoch
+            a = c.call(ADD_OFFSETS, 3, {"transactional_id": txn, "producer_id": pid,
+                                        "producer_epoch": ep, "group_id": group})
+            assert a.error_code == 0
+            assert _txn_commit(c, txn, group, pid, ep, -1, "", topic, 10 * version,
+                               version) == 0
+            assert c.end_txn(txn, pid, ep, True) == 0
+            deadline = time.monotonic() + 15
+            while _partition_of_fetch(c, group, topic).committed_offset != 10 * version:
+                assert time.monotonic() < deadline, "the commit's offsets never became stable"
+                time.sleep(0.05)
+            assert _txn_commit(c, txn, group, pid, ep, -1, "", topic, 99, version) == refused
+            part = _partition_of_fetch(c, group, topic)
+            assert (part.error_code, part.committed_offset) == (0, 10 * version)

@@ -135,3 +135,15 @@ def test_a_verification_never_used_expires_with_the_producers(log: Log) -> None:
     assert psm.verifications.get(PID) is not None
     psm.remove_expired(1_000 + psm.producer_id_expiration_ms)
     assert psm.verifications.get(PID) is None
+
+
+def test_a_coordinator_s_transactional_offsets_are_checked_alike(log: Log) -> None:
+    """The group coordinator writes a TxnOffsetCommit's offsets as the producer's
+    transactional batch: verified as a Produce's (Kafka checks COORDINATOR appends too)."""
+    guard = log.producer_state.verifications.start(PID, -1, 0, False, 0)
+    log.append_as_leader(_marker(0), 0, origin="coordinator")
+    with pytest.raises(InvalidTxnState):
+        log.append_as_leader(_txn(0, 0), 0, origin="coordinator", verify=True, guard=guard)
+    again = log.producer_state.verifications.start(PID, -1, 0, False, 0)
+    log.append_as_leader(_txn(0, 0), 0, origin="coordinator", verify=True, guard=again)
+    assert log.producer_state.txn_open_at(PID, 0)
