@@ -235,7 +235,7 @@ class Log:
         verified)."""
         now = milliseconds() if now_ms is None else now_ms
         if origin == "client":
-            fast = self._append_client_batch(records, leader_epoch, now, verify)
+            fast = self._append_client_batch(records, leader_epoch, now, verify, guard)
             if fast is not None:
                 return fast
         elif origin == "coordinator":
@@ -295,7 +295,8 @@ class Log:
                     f"{'was not made' if guard is None else 'ended before the append'})")
 
     def _append_client_batch(self, buf: Buf, leader_epoch: int, now: int,
-                             verify: bool = False) -> AppendInfo | None:
+                             verify: bool = False, guard: VerificationState | None = None
+                             ) -> AppendInfo | None:
         """A producer's usual append, collapsed (issue 47: at thousands of one-batch requests
         a second the general path's lists, loops, plans and property calls were most of an
         append's CPU): one batch, CreateTime, within the size limits, not a control batch, and
@@ -316,8 +317,10 @@ class Log:
             entry = self.producer_state.next_batch_entry(h)
             if entry is None:  # new, duplicate, fenced, out of sequence: the general path's
                 return None
-            if verify and entry.txn_first_offset is None and h.attributes & ATTR_TRANSACTIONAL:
-                return None  # a transaction's first batch here: the general path checks it
+            if (verify and entry.txn_first_offset is None and h.attributes & ATTR_TRANSACTIONAL
+                    and (guard is None
+                         or self.producer_state.verifications.get(h.producer_id) is not guard)):
+                return None  # a transaction's first batch, unverified: the general path's
         # (a transactional batch without a producer id is refused here, as analyze refuses it)
         self._validator.validate_client_batch(config, buf, 0, h, now)
         h.base_offset, h.partition_leader_epoch = self.segs.view[0][-1].next_offset, leader_epoch

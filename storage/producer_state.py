@@ -491,8 +491,12 @@ class ProducerStateManager:
         starting at the next sequence would have to span nearly 2^31 sequences, and a new
         epoch keeps none.) The batches `append_next_batch` records; None for any other."""
         e = self._producers.get(h.producer_id)
-        if e is None or (self._verifying and h.producer_id in self._verifying):
-            return None  # (a verification's sequence checks are _Validator's)
+        if e is None:
+            return None
+        if self._verifying:  # KIP-890: not past a lower sequence still being verified
+            verifying = self._verifying.get(h.producer_id)
+            if verifying is not None and h.base_sequence > verifying.lowest_sequence:
+                return None  # (_Validator refuses it; its other check needs no state here)
         epoch = h.producer_epoch
         if epoch == e.epoch:
             if (not _in_sequence(e.last_seq, h.base_sequence) or (
@@ -516,9 +520,12 @@ class ProducerStateManager:
                 e.set_epoch(h.producer_epoch)
             e.batches.append(_BatchMetadata(h.last_sequence, last, delta, timestamp))
             e.last_timestamp = timestamp
-            if e.txn_first_offset is None and h.attributes & ATTR_TRANSACTIONAL:
-                e.txn_first_offset = first  # the transaction starts here: the LSO holds at it
-                self._ongoing[first] = e.producer_id
+            if h.attributes & ATTR_TRANSACTIONAL:
+                if e.txn_first_offset is None:
+                    e.txn_first_offset = first  # the transaction starts here: the LSO holds
+                    self._ongoing[first] = e.producer_id
+                if self._verifying:
+                    self.verifications.end(e.producer_id, None)
         if self._lso_of_completed:
             self._lso_of_completed = {}
         if last >= self._map_end_offset:

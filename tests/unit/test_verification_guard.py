@@ -147,3 +147,18 @@ def test_a_coordinator_s_transactional_offsets_are_checked_alike(log: Log) -> No
     again = log.producer_state.verifications.start(PID, -1, 0, False, 0)
     log.append_as_leader(_txn(0, 0), 0, origin="coordinator", verify=True, guard=again)
     assert log.producer_state.txn_open_at(PID, 0)
+
+
+def test_a_known_producer_s_first_batch_is_checked_on_the_one_batch_path(log: Log) -> None:
+    """A producer the partition knows takes the log's one-batch append: the check is there
+    too, and a verified batch ends its state there."""
+    log.append_as_leader(build_batch([(b"k", b"v")], producer_id=PID, producer_epoch=0,
+                                     base_sequence=0), 0)
+    stale = log.producer_state.verifications.start(PID, 1, 0, False, 0)
+    log.append_as_leader(_marker(0), 0, origin="coordinator")
+    with pytest.raises(InvalidTxnState):
+        log.append_as_leader(_txn(0, 1), 0, verify=True, guard=stale)
+    guard = log.producer_state.verifications.start(PID, 1, 0, False, 0)
+    log.append_as_leader(_txn(0, 1), 0, verify=True, guard=guard)
+    assert log.producer_state.verifications.get(PID) is None
+    assert log.producer_state.txn_open_at(PID, 0)
