@@ -20,6 +20,7 @@ from samsa.coordinator.transaction.metadata import TxnState
 from samsa.protocol.codec import millis
 from samsa.protocol.errors import ErrorCode
 from samsa.storage.clock import milliseconds
+from samsa.storage.producer_state import NO_SEQUENCE
 
 from ..cluster.features import UNSTABLE_VERSIONS
 from ..context import RequestContext, TxnContext
@@ -406,8 +407,6 @@ async def handle_list_transactions(
 
 
 # ---------------------------------------------------------------- TxnOffsetCommit: KIP-890
-NO_SEQUENCE = -1  # a coordinator's write asks about no batch sequence (Kafka's)
-
 
 async def verify_offsets_partition(
     ctx: TxnContext, transactional_id: str, producer_id: int, producer_epoch: int,
@@ -436,6 +435,7 @@ async def verify_offsets_partition(
     producers = partition.log.producer_state
     if producers.txn_open_at(producer_id, producer_epoch):
         return ErrorCode.none, None, required  # the transaction's offsets are here already
+    # a coordinator's write asks about no batch sequence (Kafka's)
     guard = producers.verifications.start(producer_id, NO_SEQUENCE, producer_epoch, add,
                                           milliseconds())
     code = await _ask_about_offsets_partition(ctx, transactional_id, producer_id,

@@ -30,6 +30,7 @@ from samsa.protocol.records import (
     HEADER_SIZE,
     LOG_OVERHEAD,
 )
+from samsa.storage.clock import milliseconds
 
 from ..network.interbroker import BrokerConnection, BrokerUnavailable
 
@@ -161,7 +162,7 @@ def _start_verification(partition: Partition, records: bytes | None, producer: t
     assert records is not None
     (sequence,) = _I32.unpack_from(records, _BASE_SEQUENCE_AT)
     return partition.log.producer_state.verifications.start(
-        producer[0], sequence, producer[1], supports_epoch_bump, int(time.time() * 1000))
+        producer[0], sequence, producer[1], supports_epoch_bump, milliseconds())
 
 
 def _transactional_producer(records: bytes) -> tuple[int, int] | None:
