@@ -4,7 +4,6 @@ compaction and flush scheduling, clean-shutdown marker (Kafka's LogManager, one 
 from __future__ import annotations
 
 import asyncio
-import base64
 import json
 import logging
 import shutil
@@ -16,6 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from samsa.protocol.uuids import kafka_uuid_string, parse_kafka_uuid
 from samsa.storage import cleaner
 from samsa.storage.checkpoint import OffsetCheckpointFile, write_atomically
 from samsa.storage.clock import milliseconds
@@ -38,15 +38,6 @@ PROGRESS_INTERVAL_S = 5.0  # start-up: a progress line this often while logs loa
 TopicPartition = tuple[str, int]
 
 
-def uuid_to_kafka_string(u: uuid.UUID) -> str:
-    """Kafka's Uuid.toString: URL-safe base64 of the 16 bytes, no padding."""
-    return base64.urlsafe_b64encode(u.bytes).rstrip(b"=").decode()
-
-
-def uuid_from_kafka_string(s: str) -> uuid.UUID:
-    return uuid.UUID(bytes=base64.urlsafe_b64decode(s + "=" * (-len(s) % 4)))
-
-
 def read_partition_metadata(dir: Path) -> uuid.UUID | None:
     try:
         text = (dir / PARTITION_METADATA).read_text()
@@ -55,12 +46,12 @@ def read_partition_metadata(dir: Path) -> uuid.UUID | None:
     for line in text.splitlines():
         key, _, value = line.partition(":")
         if key.strip() == "topic_id":
-            return uuid_from_kafka_string(value.strip())
+            return parse_kafka_uuid(value.strip())
     return None
 
 
 def write_partition_metadata(dir: Path, topic_id: uuid.UUID, *, fsync: bool = True) -> None:
-    data = f"version: 0\ntopic_id: {uuid_to_kafka_string(topic_id)}"
+    data = f"version: 0\ntopic_id: {kafka_uuid_string(topic_id)}"
     write_atomically(dir / PARTITION_METADATA, data.encode(), fsync=fsync)
 
 

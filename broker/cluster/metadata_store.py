@@ -7,7 +7,6 @@ external. The ZooKeeper store of the cluster issue implements the same interface
 
 from __future__ import annotations
 
-import base64
 import json
 import os
 import uuid
@@ -15,6 +14,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
+
+from samsa.protocol.uuids import parse_kafka_uuid, random_kafka_uuid_string
 
 from ..security.authorizer import (
     AclBinding,
@@ -205,20 +206,11 @@ class MetadataStore(Protocol):
     # ---- end of ACLs ----------------------------------------------------------------------
 
 
-def new_cluster_id() -> str:
-    # Kafka's Uuid.toString: URL-safe base64 of the 16 bytes, no padding.
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
-
-
-def uuid_to_kafka(u: uuid.UUID) -> str:
-    return base64.urlsafe_b64encode(u.bytes).rstrip(b"=").decode()
-
-
 def parse_topic_id(text: str) -> uuid.UUID:
     """A topic id as Kafka writes it (Uuid.toString: 22 characters of URL-safe base64), or in
     the hex form earlier Samsa versions wrote to ZooKeeper. ValueError if it is neither."""
     if len(text) == 22:
-        return uuid.UUID(bytes=base64.urlsafe_b64decode(text + "=="))
+        return parse_kafka_uuid(text)
     return uuid.UUID(text)
 
 
@@ -268,7 +260,7 @@ class LocalMetadataStore:
         # Dynamic broker configs: entity (this broker's id, or <default>) -> config.
         self._broker_configs: dict[str, dict[str, str]] = {}
         self._broker_config_listeners: list[Callable[[str, dict[str, str]], None]] = []
-        self.cluster_id = new_cluster_id()
+        self.cluster_id = random_kafka_uuid_string()
         # A new cluster finalizes the default levels; a file from before features has none.
         self._features = FinalizedFeatures(0, default_levels(initial_levels))
         if self._path.exists():

@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import logging
 import re
-import uuid
 from typing import TYPE_CHECKING, Any
 
 from kazoo.exceptions import NodeExistsError
 
 from samsa.config.topic import InvalidConfigError, effective_topic_config, validate_topic_configs
 from samsa.protocol.errors import ErrorCode, KafkaError
+from samsa.protocol.uuids import random_kafka_uuid
 from samsa.storage.config import LogConfig
 
 from .metadata_store import MetadataStore, PartitionState, TopicState
@@ -135,7 +135,7 @@ class TopicAdmin:
             raise TopicError(ErrorCode.invalid_config, str(exc)) from None
         topic = TopicState(
             name=name,
-            topic_id=uuid.uuid4(),
+            topic_id=random_kafka_uuid(),
             partitions={
                 p: PartitionState(replicas=r, leader=r[0], leader_epoch=0, isr=list(r))
                 for p, r in placement.items()

@@ -20,13 +20,13 @@ import json
 import logging
 import os
 import time
-import uuid
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
 from urllib.parse import quote, unquote
 
 from samsa.protocol.errors import ErrorCode, KafkaError
+from samsa.protocol.uuids import random_kafka_uuid_string
 
 from ..context import KafkaPrincipal
 from .scram import MECHANISMS as SCRAM_MECHANISMS
@@ -182,7 +182,7 @@ class TokenManager:
                      renewers: tuple[KafkaPrincipal, ...], max_lifetime_ms: int,
                      now_ms: int) -> tuple[TokenInformation, bytes]:
         key = self._require_key()
-        token_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+        token_id = random_kafka_uuid_string()
         lifetime = (self._max_lifetime if max_lifetime_ms <= 0
                     else min(max_lifetime_ms, self._max_lifetime))
         max_ms = now_ms + lifetime

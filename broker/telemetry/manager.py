@@ -21,6 +21,7 @@ from crc32c import crc32c
 
 from samsa.protocol.compression import GZIP, LZ4, SNAPPY, ZSTD
 from samsa.protocol.errors import ErrorCode, KafkaError
+from samsa.protocol.uuids import random_kafka_uuid
 
 from .export import ClientMetrics, PayloadError
 from .subscriptions import ALL_METRICS, INTERVAL_MS_DEFAULT, Subscription, subscription
@@ -216,8 +217,8 @@ class TelemetryManager:
 
     def new_instance_id(self) -> uuid.UUID:
         while True:
-            candidate = uuid.uuid4()
-            if candidate not in self.instances and candidate.int > 1:
+            candidate = random_kafka_uuid()
+            if candidate not in self.instances:
                 return candidate
 
     def get_subscriptions(self, instance: ClientInstance, now_ms: int) -> None:

@@ -3,14 +3,13 @@ offset-commit input, the clock, new member ids and ListGroups entries."""
 
 from __future__ import annotations
 
-import base64
 import time
-import uuid
 from collections.abc import Callable, Container, Generator, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 from samsa.protocol.errors import ErrorCode, KafkaError
+from samsa.protocol.uuids import random_kafka_uuid_string
 
 OFFSETS_TOPIC = "__consumer_offsets"
 
@@ -62,8 +61,8 @@ def now_ms() -> int:
 
 
 def new_member_id() -> str:
-    """Kafka's Uuid.randomUuid().toString(): URL-safe base64 without padding."""
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+    """Kafka's Uuid.randomUuid().toString()."""
+    return random_kafka_uuid_string()
 
 
 @dataclass(slots=True)

@@ -30,7 +30,6 @@ does not hold the log back (Kafka's ShareCoordinatorOffsetsManager and cold snap
 from __future__ import annotations
 
 import asyncio
-import base64
 import logging
 import time
 import uuid
@@ -42,6 +41,7 @@ from samsa.coordinator.ports import TopicsView
 from samsa.coordinator.runtime import Loaded, Loads, Tasks, WriteFailed, write
 from samsa.coordinator.runtime import replay as replay_records
 from samsa.protocol.errors import ErrorCode, KafkaError
+from samsa.protocol.uuids import kafka_uuid_string, parse_kafka_uuid
 
 from .records import (
     SNAPSHOT,
@@ -71,14 +71,9 @@ Replayed = tuple[dict[Key, ShareState], dict[Key, int], int]
 UNINITIALIZED_START_OFFSET = -1
 
 
-def kafka_uuid(topic_id: uuid.UUID) -> str:
-    """Kafka's Uuid.toString(): URL-safe base64 without padding."""
-    return base64.urlsafe_b64encode(topic_id.bytes).rstrip(b"=").decode()
-
-
 def coordinator_key(group_id: str, topic_id: uuid.UUID, partition: int) -> str:
     """Kafka's SharePartitionKey.asCoordinatorKey(): the FindCoordinator key (type 2)."""
-    return f"{group_id}:{kafka_uuid(topic_id)}:{partition}"
+    return f"{group_id}:{kafka_uuid_string(topic_id)}:{partition}"
 
 
 def parse_coordinator_key(key: str) -> Key | None:
@@ -88,10 +83,7 @@ def parse_coordinator_key(key: str) -> Key | None:
     if len(parts) != 3 or not parts[0].strip():
         return None
     try:
-        raw = base64.urlsafe_b64decode(parts[1] + "==")
-        if len(raw) != 16:
-            return None
-        return parts[0], uuid.UUID(bytes=raw), int(parts[2])
+        return parts[0], parse_kafka_uuid(parts[1]), int(parts[2])
     except ValueError:
         return None
 

@@ -4,11 +4,9 @@ same keys and the same shape, so scripts written against one work against the ot
 
 from __future__ import annotations
 
-import base64
 import io
 import subprocess
 import time
-import uuid
 from collections.abc import Iterator
 from typing import Any
 
@@ -16,6 +14,7 @@ import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 
 from samsa.broker.admin.client import AdminError, Connection, Settings
+from samsa.protocol.uuids import random_kafka_uuid_string
 from tests.admin.conftest import Samsa
 from tests.support.broker import BrokerProcess, free_port
 from tests.support.java import JVM_ARGS, classpath_dir, java_executable
@@ -57,7 +56,7 @@ def kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     props = work / "server.properties"
     props.write_text(SERVER_PROPERTIES.format(port=port, cport=cport, logs=work / "logs"))
     cmd = [java, *JVM_ARGS, "-cp", f"{lib}/*"]
-    cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+    cluster_id = random_kafka_uuid_string()  # never one starting with "-": an option to the tool
     subprocess.run([*cmd, "kafka.tools.StorageTool", "format", "-t", cluster_id, "-c",
                     str(props), "--standalone"], check=True, capture_output=True, timeout=120)
     log = (work / "kafka.log").open("wb")

@@ -34,6 +34,7 @@ from typing import Any
 import pytest
 
 from samsa.protocol.records import decode_records, iter_batches
+from samsa.protocol.uuids import kafka_uuid_string
 from tests.cluster.cluster import (
     GROUP_KEY,
     Cluster,
@@ -288,7 +289,7 @@ def _coordinator(cluster: Cluster, key_type: int, key: str) -> int:
 
 
 def _share_coordinator(cluster: Cluster, group: str, tid: uuid.UUID) -> int:
-    return _coordinator(cluster, SHARE_KEY, f"{group}:{_kafka_uuid(tid)}:0")
+    return _coordinator(cluster, SHARE_KEY, f"{group}:{kafka_uuid_string(tid)}:0")
 
 
 def _run(cluster: Cluster, kill: str) -> None:
@@ -360,9 +361,3 @@ def _supports_share(address: str) -> bool:
         r = w.call(18, 3, {"client_software_name": "t", "client_software_version": "1"})
     return any(f.name == "share.version" and f.max_version_level >= 1
                for f in r.finalized_features)
-
-
-def _kafka_uuid(u: uuid.UUID) -> str:
-    import base64
-
-    return base64.urlsafe_b64encode(u.bytes).rstrip(b"=").decode()

@@ -3,7 +3,6 @@ every broker and in every replica's partition.metadata; a new id when the name i
 
 from __future__ import annotations
 
-import base64
 import json
 import uuid
 from pathlib import Path
@@ -12,12 +11,9 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from kazoo.client import KazooClient
 
 from samsa.protocol.errors import ErrorCode
+from samsa.protocol.uuids import kafka_uuid_string
 from tests.cluster.cluster import Cluster, create_topic, wait_until
 from tests.protocol.wire import WireClient
-
-
-def _kafka_uuid(u: uuid.UUID) -> str:  # Kafka's Uuid.toString
-    return base64.urlsafe_b64encode(u.bytes).rstrip(b"=").decode()
 
 
 def _ids(cluster: Cluster, topic: str) -> dict[int, uuid.UUID]:
@@ -59,11 +55,11 @@ def test_topic_id_is_kafkas_everywhere_and_new_for_a_reused_name(zookeeper, tmp_
         finally:
             zk.stop()
             zk.close()
-        assert doc["version"] == 3 and doc["topic_id"] == _kafka_uuid(first)
+        assert doc["version"] == 3 and doc["topic_id"] == kafka_uuid_string(first)
         for b in cluster.brokers:
             for p in (0, 1):
                 assert _partition_metadata(b.data_dir / f"{topic}-{p}") == (
-                    f"version: 0\ntopic_id: {_kafka_uuid(first)}")
+                    f"version: 0\ntopic_id: {kafka_uuid_string(first)}")
 
         # Partition 1 is led by broker 1; it keeps its replica on disk while the topic is
         # deleted (it is down), and leads partition 1 of the new topic of the same name.
@@ -81,7 +77,7 @@ def test_topic_id_is_kafkas_everywhere_and_new_for_a_reused_name(zookeeper, tmp_
         second = ids[0]
         assert ids == {0: second, 1: second} and second != first
         assert _partition_metadata(cluster.broker(1).data_dir / f"{topic}-1") == (
-            f"version: 0\ntopic_id: {_kafka_uuid(second)}")
+            f"version: 0\ntopic_id: {kafka_uuid_string(second)}")
         assert cluster.leaders(topic)[1] == 1
         c = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": "g",
                       "enable.auto.commit": False})
@@ -120,7 +116,7 @@ def test_topic_id_is_kafkas_everywhere_and_new_for_a_reused_name(zookeeper, tmp_
         assert _ids(cluster, topic) == {0: second, 1: second}
         for p in (0, 1):
             assert _partition_metadata(cluster.broker(0).data_dir / f"{topic}-{p}") == (
-                f"version: 0\ntopic_id: {_kafka_uuid(second)}")
+                f"version: 0\ntopic_id: {kafka_uuid_string(second)}")
     finally:
         cluster.close()
 
@@ -155,7 +151,7 @@ async def test_a_topic_znode_without_an_id_gets_one(zookeeper):
             a, b = (s.topic("legacy") for s in stores)
             assert a is not None and b is not None and a.topic_id == b.topic_id
             doc = json.loads(zk.get(znode)[0])
-            assert doc["version"] == 3 and doc["topic_id"] == _kafka_uuid(a.topic_id)
+            assert doc["version"] == 3 and doc["topic_id"] == kafka_uuid_string(a.topic_id)
             assert stores[0].topic_name_by_id(a.topic_id) == "legacy"
         finally:
             for s in stores:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import uuid
 
 from samsa.protocol.errors import ErrorCode
+from samsa.protocol.uuids import kafka_uuid_string
 
 from .harness import ALICE
 
@@ -45,6 +46,18 @@ async def test_topic_by_id_from_v10(handlers):
                                                                "name": None}]})
     assert (r.topics[0].name, r.topics[0].error_code) == ("t", ErrorCode.none)
     assert unknown.topics[0].error_code == ErrorCode.unknown_topic_id
+
+
+async def test_topic_and_cluster_ids_have_no_dash_as_kafka_draws_them(handlers):
+    """Kafka 4.4's Uuid.randomUuid draws no id whose text has a '-' in it: one starting with it
+    reads as an option to the tools (kafka-topics --topic-id, kafka-storage format -t). About
+    29 % of uniformly drawn ids have one, so 40 topics would show it."""
+    for i in range(40):
+        await handlers.create_topic(f"t{i}")
+    r = await handlers.call("Metadata", 12, {"topics": None})
+    ids = [kafka_uuid_string(t.topic_id) for t in r.topics]
+    assert len(ids) == 40 and [i for i in ids if "-" in i] == []
+    assert "-" not in r.cluster_id
 
 
 async def test_topic_authorization_failed(secured):

@@ -13,7 +13,6 @@ from samsa.storage.log_manager import (
     CLEAN_SHUTDOWN_FILE,
     LogManager,
     read_partition_metadata,
-    uuid_to_kafka_string,
 )
 
 
@@ -25,11 +24,6 @@ def start(tmp_path: Path, **kw) -> LogManager:
     lm = LogManager(tmp_path, LogConfig(), producer_id_expiration_ms=86_400_000, **kw)
     lm.startup(lambda topic: LogConfig(segment_bytes=500))
     return lm
-
-
-def test_uuid_format() -> None:
-    u = uuid.UUID("00000000-0000-0000-0000-000000000001")
-    assert uuid_to_kafka_string(u) == "AAAAAAAAAAAAAAAAAAAAAQ"
 
 
 def test_create_write_shutdown_restart(tmp_path: Path) -> None:

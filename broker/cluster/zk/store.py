@@ -47,6 +47,8 @@ from collections.abc import Callable
 
 from kazoo.exceptions import NodeExistsError
 
+from samsa.protocol.uuids import random_kafka_uuid_string
+
 from ...security.authorizer import AclBinding, AclBindingFilter, AclCache
 from ...security.scram import ScramCredential
 from ..features import FinalizedFeatures, default_levels
@@ -56,7 +58,6 @@ from ..metadata_store import (
     PartitionState,
     QuotaEntity,
     TopicState,
-    new_cluster_id,
 )
 from .acls import ZkAcls
 from .brokers import LOG_DIR_EVENTS, ZkBrokerRegistry
@@ -123,7 +124,7 @@ class ZkMetadataStore:
         of a node) that saw the id without /feature would take the cluster for one from
         before /feature and finalize no feature (no KIP-848 or share groups)."""
         levels = default_levels(self._initial_levels)
-        doc = _dumps({"version": "1", "id": new_cluster_id()})
+        doc = _dumps({"version": "1", "id": random_kafka_uuid_string()})
         zk = self.session.zk
         zk.ensure_path("/cluster")
         if self.features.create_with(zk.transaction(), "/cluster/id", doc, levels):

@@ -18,12 +18,13 @@ from typing import Any
 
 from kazoo.exceptions import BadVersionError, NoNodeError
 
+from samsa.protocol.uuids import kafka_uuid_string, random_kafka_uuid
+
 from ..metadata_store import (
     PartitionState,
     TopicIdIndex,
     TopicState,
     parse_topic_id,
-    uuid_to_kafka,
 )
 from .brokers import ZkBrokerRegistry
 from .common import dumps as _dumps
@@ -87,7 +88,7 @@ class ZkTopics:
             _dumps(
                 {
                     "version": 3,  # Kafka's TopicZNode since 2.8: with the topic id
-                    "topic_id": uuid_to_kafka(topic.topic_id),
+                    "topic_id": kafka_uuid_string(topic.topic_id),
                     "partitions": {str(p): s.replicas for p, s in topic.partitions.items()},
                     "adding_replicas": {},
                     "removing_replicas": {},
@@ -135,7 +136,7 @@ class ZkTopics:
             # reassignment may have changed them since our cache was filled).
             for p, s in topic.partitions.items():
                 doc["partitions"].setdefault(str(p), s.replicas)
-            doc.update(version=3, topic_id=uuid_to_kafka(topic.topic_id))  # Kafka's format
+            doc.update(version=3, topic_id=kafka_uuid_string(topic.topic_id))  # Kafka's format
             try:
                 return int(self._zk.set(base, _dumps(doc), version=stat.version).version)
             except BadVersionError:
@@ -231,11 +232,11 @@ class ZkTopics:
             current = json.loads(data)
             if isinstance(current.get("topic_id"), str):
                 return self._topic_id(name, current)  # another broker assigned it first
-            topic_id = uuid.uuid4()
-            current.update(version=3, topic_id=uuid_to_kafka(topic_id))
+            topic_id = random_kafka_uuid()
+            current.update(version=3, topic_id=kafka_uuid_string(topic_id))
             try:
                 self._zk.set(path, _dumps(current), version=stat.version)
-                log.info("topic %s had no topic id: assigned %s", name, uuid_to_kafka(topic_id))
+                log.info("topic %s had no topic id: assigned %s", name, kafka_uuid_string(topic_id))
                 return topic_id
             except BadVersionError:
                 continue
