@@ -115,7 +115,7 @@ class TxnMarker:
     commit: bool
     coordinator_epoch: int
     # the transaction's version (WriteTxnMarkers v2): at 2 the leaders check the marker's
-    # epoch as transactions v2 has it (storage/producer_state.py)
+    # epoch as transactions v2 has it (storage/producer_append.py)
     transaction_version: int = 0
 
 

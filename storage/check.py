@@ -17,7 +17,7 @@ from pathlib import Path
 from samsa.protocol.errors import KafkaError
 from samsa.protocol.records import iter_batches, validate_batch
 from samsa.storage.errors import StorageError
-from samsa.storage.producer_state import CorruptSnapshot, decode_snapshot
+from samsa.storage.producer_snapshot import CorruptSnapshot, decode_snapshot
 from samsa.storage.txn_index import TransactionIndex
 
 _INDEX_ENTRY = struct.Struct(">ii")

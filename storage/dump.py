@@ -14,7 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TextIO
 
-from samsa.storage.producer_state import CorruptSnapshot, decode_snapshot
+from samsa.storage.producer_snapshot import CorruptSnapshot, decode_snapshot
 from samsa.storage.txn_index import AbortedTxn, CorruptIndex
 
 _OFFSET_ENTRY = struct.Struct(">ii")  # relative offset, position

@@ -63,14 +63,9 @@ from samsa.storage.log_reads import FetchDataInfo
 from samsa.storage.log_retention import LogRetention
 from samsa.storage.log_segments import LogSegments
 from samsa.storage.log_validation import BatchValidator
-from samsa.storage.producer_state import (
-    NO_PRODUCER_ID,
-    AppendPlan,
-    BatchInfo,
-    CompletedTxn,
-    ProducerStateManager,
-    control_record,
-)
+from samsa.storage.producer_append import AppendPlan, BatchInfo, CompletedTxn, control_record
+from samsa.storage.producer_entry import NO_PRODUCER_ID
+from samsa.storage.producer_state import ProducerStateManager
 from samsa.storage.segment import LogSegment
 from samsa.storage.txn_index import AbortedTxn
 from samsa.storage.verification_state import VerificationState

@@ -24,7 +24,8 @@ from pathlib import Path
 
 from samsa.protocol.records import BatchHeader
 from samsa.storage.leader_epoch import LeaderEpochCache
-from samsa.storage.producer_state import BatchInfo, ProducerStateManager
+from samsa.storage.producer_append import BatchInfo
+from samsa.storage.producer_state import ProducerStateManager
 from samsa.storage.segment import LogSegment
 from samsa.storage.txn_index import AbortedTxn
 

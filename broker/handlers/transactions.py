@@ -20,7 +20,7 @@ from samsa.coordinator.transaction.metadata import TxnState
 from samsa.protocol.codec import millis
 from samsa.protocol.errors import ErrorCode
 from samsa.storage.clock import milliseconds
-from samsa.storage.producer_state import NO_SEQUENCE
+from samsa.storage.producer_entry import NO_SEQUENCE
 
 from ..cluster.features import UNSTABLE_VERSIONS
 from ..context import RequestContext, TxnContext

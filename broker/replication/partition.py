@@ -19,7 +19,7 @@ from samsa.storage.config import LogConfig
 from samsa.storage.errors import OffsetOutOfRange
 from samsa.storage.file_region import FileRegion
 from samsa.storage.log import AppendInfo, FetchDataInfo, Log
-from samsa.storage.producer_state import ProducerEntry
+from samsa.storage.producer_entry import ProducerEntry
 from samsa.storage.verification_state import VerificationState
 
 from .followers import Followers

@@ -3,7 +3,7 @@ transaction's markers, one per partition it wrote, and the coordinators' own rec
 what the general append does: the same bytes, answers and refusals, producer state, last
 stable offset and transaction index, whichever way each batch goes: a marker recorded without
 a plan (the producer state's marker_entry and append_marker), with _prepare_marker's plan, or
-through _Validator."""
+through AppendValidator."""
 
 from __future__ import annotations
 
@@ -128,7 +128,7 @@ def test_a_marker_takes_neither_the_general_checks_nor_a_plan(
         raise AssertionError("the marker took the general path")
 
     monkeypatch.setattr(log._validator, "analyze", general)
-    monkeypatch.setattr(producer_state, "_Validator", general)
+    monkeypatch.setattr(producer_state, "AppendValidator", general)
     monkeypatch.setattr(ProducerStateManager, "prepare_append", general)
     info = log.append_as_leader(marker(7, 0, commit=False), 0, origin="coordinator")
     assert (info.first_offset, info.last_offset) == (2, 2)

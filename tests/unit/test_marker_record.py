@@ -1,5 +1,5 @@
 """A transaction marker's control record, read from fixed places when it is laid out as this
-broker writes it (storage/producer_state.py's control_record): the same answer as decoding
+broker writes it (storage/producer_append.py's control_record): the same answer as decoding
 it, and the decoding for any other layout."""
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from samsa.protocol.records import (
     build_control_batch,
     parse_control_record,
 )
-from samsa.storage import producer_state
-from samsa.storage.producer_state import BatchInfo, control_record
+from samsa.storage import producer_append
+from samsa.storage.producer_append import BatchInfo, control_record
 
 
 @pytest.mark.parametrize("commit", [True, False])
@@ -49,7 +49,7 @@ def test_a_marker_is_not_decoded(monkeypatch: pytest.MonkeyPatch) -> None:
     def decoded(*_: object) -> tuple[int, int]:
         raise AssertionError("a marker laid out as written here was decoded")
 
-    monkeypatch.setattr(producer_state, "parse_control_record", decoded)
+    monkeypatch.setattr(producer_append, "parse_control_record", decoded)
     batch = build_control_batch(1, 0, True, 4, 1_700_000_000_000)
     assert control_record(batch, 0, BatchHeader.parse(batch)) == (CONTROL_COMMIT, 4)
 

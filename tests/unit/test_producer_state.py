@@ -16,17 +16,10 @@ from samsa.storage.errors import (
     OutOfOrderSequence,
     TransactionCoordinatorFenced,
 )
-from samsa.storage.producer_state import (
-    SNAPSHOT_ENTRY_SIZE,
-    BatchInfo,
-    CompletedTxn,
-    ProducerEntry,
-    ProducerStateManager,
-    _BatchMetadata,
-    _Entry,
-    decode_snapshot,
-    encode_snapshot,
-)
+from samsa.storage.producer_append import BatchInfo, CompletedTxn
+from samsa.storage.producer_entry import BatchMetadata, ProducerEntry, ProducerStateEntry
+from samsa.storage.producer_snapshot import SNAPSHOT_ENTRY_SIZE, decode_snapshot, encode_snapshot
+from samsa.storage.producer_state import ProducerStateManager
 
 NOW = 1_700_000_000_000
 
@@ -450,9 +443,9 @@ _i32 = st.integers(-(2**31), 2**31 - 1)
 def test_snapshot_codec_round_trip(rows: list[tuple[int, ...]]) -> None:
     entries = []
     for pid, epoch, last_seq, last_offset, delta, ts, coord, txn_first in rows:
-        e = _Entry(pid, epoch, coord, ts, txn_first if txn_first >= 0 else None)
+        e = ProducerStateEntry(pid, epoch, coord, ts, txn_first if txn_first >= 0 else None)
         if last_offset >= 0:
-            e.batches.append(_BatchMetadata(last_seq, last_offset, delta, ts))
+            e.batches.append(BatchMetadata(last_seq, last_offset, delta, ts))
         entries.append(e)
     raw = encode_snapshot(entries)
     assert len(raw) == 10 + SNAPSHOT_ENTRY_SIZE * len(entries)
