@@ -18,6 +18,7 @@ Class paths:
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import shlex
@@ -201,7 +202,8 @@ class JavaProcess:
             self.proc.wait()
 
     def stop(self, timeout: float = 40) -> int | None:
-        """SIGTERM, then SIGKILL after `timeout` s. The exit code (None: killed on a hang)."""
+        """SIGTERM, then SIGKILL after `timeout` s. The exit code (None: killed on a hang,
+        after SIGQUIT had the JVM print its threads' stacks to the log: `log_tail` shows them)."""
         if self.proc is None:
             return None
         if self.proc.poll() is None:
@@ -209,6 +211,9 @@ class JavaProcess:
             try:
                 self.proc.wait(timeout)
             except subprocess.TimeoutExpired:
+                self.proc.send_signal(signal.SIGQUIT)
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    self.proc.wait(5)  # the dump is written at once; the JVM goes on
                 self.kill9()
                 return None
         return self.proc.returncode
@@ -220,7 +225,14 @@ class JavaProcess:
             return ""
 
     def log_tail(self, lines: int = 80) -> str:
+        """The log's last lines; after a hang (see `stop`) from the thread dump on, which is
+        what says where the JVM was stuck."""
         text = self.log_text().splitlines()
+        dump = max((i for i, line in enumerate(text) if line.startswith("Full thread dump")),
+                   default=None)
+        if dump is not None and not any(line.startswith("===== start #")
+                                        for line in text[dump:]):
+            lines = max(lines, min(len(text) - dump + 20, 1500))
         return (f"----- {self.name}: last {min(lines, len(text))} lines of {self.log_path} "
                 f"-----\n" + "\n".join(text[-lines:]))
 
