@@ -8,7 +8,6 @@ records in `__consumer_offsets` are replayed after a restart too."""
 
 from __future__ import annotations
 
-import base64
 import io
 import time
 import uuid
@@ -16,6 +15,7 @@ from pathlib import Path
 
 from samsa.coordinator.group.dump_log import dump_segment
 from samsa.coordinator.share.coordinator import coordinator_key
+from samsa.protocol.uuids import kafka_uuid_string
 from tests.groups.test_share_fetch_wire import SHARE, setup_share_group
 from tests.protocol.wire import WireClient
 from tests.support.java import run_java_tool
@@ -68,7 +68,7 @@ def test_persister_apis_and_the_state_topic(broker_factory):
     with WireClient(b.bootstrap) as w:
         tid = setup_share_group(w, "share-state", group, [])
         key = coordinator_key(group, tid, 0)
-        assert key == f"{group}:{base64.urlsafe_b64encode(tid.bytes).decode().rstrip('=')}:0"
+        assert key == f"{group}:{kafka_uuid_string(tid)}:0"
         found = w.call(FIND_COORDINATOR, 4, {"key_type": 2, "coordinator_keys": [key, "x:y"]})
         by_key = {c.key: c for c in found.coordinators}
         assert by_key[key].error_code == NONE and by_key[key].node_id == 0, found
@@ -112,7 +112,7 @@ def test_persister_apis_and_the_state_topic(broker_factory):
         "--share-group-state-decoder", "--files", str(state_dir / "00000000000000000000.log")])
     assert res.returncode == 0, res.stderr
     out = res.stdout
-    kid = base64.urlsafe_b64encode(tid.bytes).decode().rstrip("=")
+    kid = kafka_uuid_string(tid)
     key_json = f'"data":{{"groupId":"{group}","topicId":"{kid}","partition":0}}}}'
     assert f'key: {{"type":"0",{key_json} payload: {{"version":"0","data":{{"snapshotEpoch":0,' \
         '"stateEpoch":0,"leaderEpoch":-1,"startOffset":5,' in out, out  # Initialize
@@ -326,7 +326,7 @@ def test_share_group_records_survive_a_restart(broker_factory):
     res = run_java_tool("org.apache.kafka.tools.DumpLogSegments",
                         ["--offsets-decoder", "--files", segment])
     assert res.returncode == 0 and "Error" not in res.stdout, res.stdout + res.stderr
-    kid = base64.urlsafe_b64encode(tid.bytes).decode().rstrip("=")
+    kid = kafka_uuid_string(tid)
     for record in (
             f'{{"type":"11","data":{{"groupId":"{group}"}}}} payload: {{"version":"0",'
             '"data":{"epoch":2,"metadataHash":0}}',

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import base64
 import re
 import urllib.request
 
+from samsa.protocol.uuids import kafka_uuid_string
 from tests.protocol.wire import WireClient
 from tests.support.broker import free_port
 from tests.support.java import run_java_tool
@@ -31,7 +31,7 @@ def test_kafka_topics_describe_pages_through_partitions(broker_factory, unique_t
     res = run_java_tool("org.apache.kafka.tools.TopicCommand", [
         "--bootstrap-server", b.bootstrap, "--describe", "--topic", unique_topic,
         "--partition-size-limit-per-response", "2"]).check()
-    kafka_id = base64.urlsafe_b64encode(topic_id.bytes).rstrip(b"=").decode()
+    kafka_id = kafka_uuid_string(topic_id)
     assert re.search(rf"Topic:\s*{re.escape(unique_topic)}\s+TopicId:\s*{re.escape(kafka_id)}"
                      r"\s+PartitionCount:\s*5", res.stdout), res.stdout
     partitions = re.findall(rf"Topic:\s*{re.escape(unique_topic)}\s+Partition:\s*(\d+)\s+"
