@@ -5,7 +5,8 @@ Kafka writes a Uuid as the URL-safe base64 of its 16 bytes without padding (22 c
 since 4.4 (KAFKA-20072) none whose text contains '-' (4.3 refused only a leading one): an id
 starting with '-' reads as an option on a command line (`kafka-storage format -t -0_w…`,
 `kafka-topics --topic-id -…`), and Kafka's protocol guide asks that member ids have none.
-Every id Samsa makes is drawn here.
+Every id Samsa makes where Kafka makes a Uuid (topic, cluster, KIP-848 member, token and
+client instance ids) is drawn here; a classic member id stays `clientId-<java.util.UUID>`.
 """
 
 from __future__ import annotations
