@@ -49,6 +49,7 @@ from .network.server import KafkaServer, ServerLimits, raise_open_files_limit
 from .reconfiguration import BrokerReconfiguration, check_cordoned
 from .replication.log_dir_mover import LogDirMover
 from .replication.partition import Partition
+from .replication.produce_appends import ProduceAppender
 from .replication.replica_manager import ReplicaManager
 from .schema_registry import SchemaRegistry
 from .security.authorizer import configured_authorizer
@@ -95,7 +96,7 @@ class Broker:
         self.schema_registry = (SchemaRegistry(config, self._coordinator_host, self.store)
                                 if config["schema.registry.listeners"] else None)
         if self.schema_registry is not None:  # no registry: no check on the Produce path
-            self.replicas.produce_check = self.schema_registry.validation.check
+            self.appends.produce_check = self.schema_registry.validation.check
         # Iceberg topics: the partitions led here that have samsa.iceberg.mode set
         self.lakehouse = Lakehouse(config, self.replicas, self.store, self.data_dir,
                                    self.schema_registry)
@@ -110,6 +111,7 @@ class Broker:
         self.replicas = ReplicaManager(
             self.broker_id, self.log_manager, self.store, self._log_config
         )
+        self.appends = ProduceAppender(self.replicas)  # a Produce's records to its partitions
         self.log_dir_failures = LogDirFailureHandler(self.replicas, self.log_manager,
                                                      self.store, self.data_dir)
         self.log_dir_mover = LogDirMover(
@@ -149,7 +151,7 @@ class Broker:
                                        topics=self._coordinator_host)
         self.txn_verifier = TxnPartitionVerifier(
             self.store, self.broker_id, config["transaction.state.log.num.partitions"])
-        self.replicas.txn_verification = ProduceVerification(
+        self.appends.txn_verification = ProduceVerification(
             self.transactions, self.txn_verifier, self.broker_id, config)
 
     def _build_share_groups(self, config: Any) -> None:
@@ -258,6 +260,7 @@ class Broker:
             config=self.config,
             store=self.store,
             replicas=self.replicas,
+            appends=self.appends,
             topics=self.topics,
             groups=self.groups,
             transactions=self.transactions,

@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from .cluster.topic_admin import TopicAdmin
     from .dynamic_config import DynamicBrokerConfig
     from .network.quotas import QuotaManager
+    from .replication.produce_appends import ProduceAppender
     from .replication.replica_manager import ReplicaManager
     from .security.authorizer import Authorizer
     from .security.sasl import SaslSession
@@ -71,6 +72,7 @@ class BrokerServices:
     config: BrokerConfig
     store: MetadataStore  # cluster metadata: brokers, topics, partition states
     replicas: ReplicaManager  # the partitions hosted here (the one way to a partition)
+    appends: ProduceAppender  # a Produce's appends to the partitions led here
     topics: TopicAdmin  # topic lifecycle and topic configs
     groups: GroupCoordinator
     transactions: TransactionCoordinator
@@ -149,6 +151,7 @@ class RequestContext:
     config = Service["BrokerConfig"]()
     store = Service["MetadataStore"]()
     replicas = Service["ReplicaManager"]()
+    appends = Service["ProduceAppender"]()
     topics = Service["TopicAdmin"]()
     groups = Service["GroupCoordinator"]()
     transactions = Service["TransactionCoordinator"]()
@@ -333,6 +336,8 @@ class CoordinatorLookupContext(HandlerContext, Protocol):
 class ProduceContext(TxnContext, ReplicaContext, Protocol):
     """Produce: an append to the partitions led here, with KIP-890's verification of a
     transactional batch by the transaction coordinator."""
+
+    appends: ProduceAppender
 
 
 if TYPE_CHECKING:

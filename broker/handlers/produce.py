@@ -34,7 +34,12 @@ from ..network.policy import ApiPolicy, RawLane, Served
 from ..network.quotas import PRODUCE_BYTES
 from ..network.signals import CloseConnection
 from ..replication.partition import Partition
-from ..replication.replica_manager import AppendResult, ProduceEntry, after_appends, log_refusal
+from ..replication.produce_appends import (
+    AppendResult,
+    ProduceEntry,
+    after_appends,
+    log_refusal,
+)
 from ..security.authorizer import AclOperation, ResourceType
 from .common import field, name_leaders
 from .declare import api
@@ -58,9 +63,9 @@ def serve_produce(services: BrokerServices, request: WireProduceRequest, version
     request context, the handler's coroutines and the answer's dicts; None for any other
     request, with nothing done (tests/protocol/test_produce_fast_path.py compares them)."""
     topics = request.topic_data
-    replicas = services.replicas
+    appends = services.appends
     if (len(topics) != 1 or len(topics[0].partition_data) != 1
-            or services.authorizer is not None or replicas.produce_check is not None):
+            or services.authorizer is not None or appends.produce_check is not None):
         return None
     topic = topics[0]
     pdata = topic.partition_data[0]
@@ -68,16 +73,16 @@ def serve_produce(services: BrokerServices, request: WireProduceRequest, version
     if (records is not None and len(records) >= HEADER_SIZE
             and records[ATTRIBUTES_LOW] & ATTR_COMPRESSION_MASK):
         return None  # has_compressed's test: inflate_produce's
-    name = topic.name or _topic_name(replicas.store, topic)  # v13: by id (the Java producer's)
+    name = topic.name or _topic_name(services.store, topic)  # v13: by id (the Java producer's)
     if name is None:
         return None  # the handler answers UNKNOWN_TOPIC_ID
     transactional_id = request.transactional_id
-    if transactional_id is not None and not replicas.verified_in_advance(
+    if transactional_id is not None and not appends.verified_in_advance(
             name, pdata.index, records, version):
         return None  # the first batch of a transaction to the partition: verified or added
     hold_inflated([])  # as the handler does with nothing to inflate
-    result, partition = replicas.append_one(acks, name, pdata.index, records, transactional_id,
-                                            version)
+    result, partition = appends.append_one(acks, name, pdata.index, records, transactional_id,
+                                           version)
     if result.error_code == ErrorCode.not_leader_or_follower and version >= HINTS_FROM:
         return None  # nothing appended: the handler answers with the leader's hint
     woke = waits = False
@@ -114,7 +119,7 @@ async def _served_later(request: WireProduceRequest, name: str, topic_id: uuid.U
                                                   serve_produce)))
 async def handle_produce(ctx: RequestContext, request: ProduceRequest) -> dict[str, Any] | None:
     """Authorization here (Kafka's KafkaApis.handleProduceRequest); verification, appends and
-    the acks=all wait in the replica manager's append_records."""
+    the acks=all wait in ProduceAppender.append_records."""
     transactional_id = request.transactional_id
     # Kafka's authorization: transactional records need WRITE on the transactional id (else
     # every partition fails), each topic WRITE on the topic.
@@ -135,8 +140,8 @@ async def handle_produce(ctx: RequestContext, request: ProduceRequest) -> dict[s
         entries = [(name, pdata.index, pdata.records)
                    for name, topic in named if name is not None and name not in denied_topics
                    for pdata in topic.partition_data]
-        if ctx.replicas.produce_check is not None:  # schema validation: refused, not appended
-            refused = await ctx.replicas.produce_check(entries)
+        if ctx.appends.produce_check is not None:  # schema validation: refused, not appended
+            refused = await ctx.appends.produce_check(entries)
             entries = [e for e in entries if (e[0], e[1]) not in refused] if refused else entries
         if has_compressed(named):
             # the last pause before the appends: nothing may come between
@@ -144,7 +149,7 @@ async def handle_produce(ctx: RequestContext, request: ProduceRequest) -> dict[s
                               [(name, topic) for name, topic in named if name not in denied_topics])
         else:  # what inflate_produce does with nothing to inflate, without its coroutine
             hold_inflated([])
-    appended = await ctx.replicas.append_records(
+    appended = await ctx.appends.append_records(
         request.acks, lambda: request.timeout.total_seconds(), entries, transactional_id,
         ctx.version, inflate)
     failed = False

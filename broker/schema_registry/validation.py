@@ -22,7 +22,7 @@ from samsa.config.topic import SUBJECT_NAME_STRATEGIES, TOPIC_NAME_STRATEGY
 from samsa.protocol.errors import ErrorCode
 from samsa.protocol.records import decode_records, iter_batches
 
-from ..replication.replica_manager import AppendResult, ProduceEntry
+from ..replication.produce_appends import AppendResult, ProduceEntry
 from . import errors
 from .formats import AVRO, JSON, PROTOBUF
 

@@ -53,7 +53,7 @@ R = TypeVar("R")
 # Issue 45's brokers: ZooKeeper sessions of 6 s (the tests' clusters use 3 s).
 CUTOFF_SETTINGS = {"zookeeper.session.timeout.ms": 6000,
                    # every produce refusal with its producer id, epoch and sequences
-                   "samsa.log.loggers": "broker.replication.replica_manager=DEBUG"}
+                   "samsa.log.loggers": "broker.replication.produce_appends=DEBUG"}
 
 
 def _env(name: str, default: str) -> str:

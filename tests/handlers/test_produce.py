@@ -80,7 +80,7 @@ async def test_a_refusal_is_logged_at_debug_with_its_producer_and_sequences(
         handlers, caplog: pytest.LogCaptureFixture):
     # What a producer was told, and for which of its batches, is the chain an idempotent
     # producer's epoch bump is followed by (issue 45).
-    caplog.set_level(logging.DEBUG, logger="samsa.broker.replication.replica_manager")
+    caplog.set_level(logging.DEBUG, logger="samsa.broker.replication.produce_appends")
     await handlers.create_topic("t")
     init = await handlers.retry_call("InitProducerId", 4, {
         "transactional_id": None, "transaction_timeout": 60_000, "producer_id": -1,

@@ -613,7 +613,7 @@ async def test_the_hw_waits_while_the_isr_is_below_min_insync_replicas(
     a client retries as a record that may not be written, and librdkafka re-sends under a new
     producer epoch if a later batch is refused meanwhile); once the ISR is back and has the
     records, it succeeds."""
-    from samsa.broker.replication.replica_manager import AppendResult, _await_replication
+    from samsa.broker.replication.produce_appends import AppendResult, _await_replication
     from samsa.protocol.errors import ErrorCode
 
     p = _leader(logs, tmp_path)
