@@ -25,7 +25,8 @@ each broker whose share of partitions it prefers but does not lead exceeds
 ZooKeeper-era controller ran them (see "partition reassignment" below). Elections,
 reassignments and the reconciliation run one at a time, and each of their writes is fenced
 as above.
-Brokers learn the new states from their ZooKeeper watches.
+Brokers learn the new states from their ZooKeeper watches. Which leader and ISR a partition
+gets is decided in leader_election.py, from the state read and the brokers alive.
 """
 
 from __future__ import annotations
@@ -39,13 +40,22 @@ from kazoo.exceptions import BadVersionError, NoNodeError
 
 from samsa.protocol.errors import ErrorCode
 
+from .leader_election import (
+    PREFERRED,
+    UNCLEAN,
+    assignment_state,
+    elected_state,
+    invalid_target,
+    led_by,
+    next_state,
+)
+
 if TYPE_CHECKING:
     from .metadata_store import MetadataStore, PartitionState
     from .zk.store import ZkMetadataStore
 
 log = logging.getLogger(__name__)
 
-PREFERRED, UNCLEAN = 0, 1  # ElectLeaders' election_type
 FIRST_REBALANCE_DELAY_S = 5.0  # Kafka schedules the first check 5 s after a controller failover
 WRITE_CHUNK = 200  # partition states written in one multi
 WRITE_ATTEMPTS = 5  # an election write refused by a concurrent ISR change is recomputed
@@ -233,9 +243,9 @@ class Controller:
                     doc, version = await self.store.states.read_partition_state(topic.name, index)
                 except NoNodeError:
                     continue
-                new = self._next_state(doc, state.replicas, live,
-                                       self.unclean_election(topic.name),
-                                       live - set(self.shutting_down), restarted)
+                new = next_state(doc, state.replicas, live, self.unclean_election(topic.name),
+                                 self.store.controller.epoch, live - set(self.shutting_down),
+                                 restarted)
                 if new is not None:
                     updates.append((topic.name, index, new, version))
         async for chunk, ok in self._write_states(updates):
@@ -283,52 +293,6 @@ class Controller:
                      "broker epoch): %s", ", ".join(f"{t}-{p}: {sorted(b)}"
                                                     for (t, p), b in sorted(found.items())[:20]))
         return found
-
-    def _next_state(
-        self, doc: dict[str, Any], replicas: list[int], live: set[int], unclean: bool,
-        eligible: set[int] | None = None, restarted: set[int] | frozenset[int] = frozenset(),
-    ) -> dict[str, Any] | None:
-        """`eligible`: the live brokers that may be elected (not shutting down). `restarted`:
-        brokers registered again in a new life, not in `live` (their previous life failed):
-        when no live ISR member is left, one of them is elected at once (the failure and the
-        start-up in one write: one leader epoch, no time offline) before any unclean choice."""
-        leader, isr = doc["leader"], list(doc["isr"])
-        live_isr = [r for r in isr if r in live]
-        if leader in live:
-            if live_isr == isr:
-                return None
-            return {**doc, "isr": live_isr, "controller_epoch": self.store.controller.epoch}
-        eligible = live if eligible is None else eligible
-        candidates = _offline_candidates(doc, replicas, eligible, False)
-        if not candidates and restarted:
-            candidates = _offline_candidates(doc, replicas, eligible | restarted, False)
-            if leader in candidates:  # re-established where it was, as Kafka's LeaderAndIsr
-                candidates = [leader]  # to a starting broker keeps it
-            if candidates:
-                live = live | restarted
-                live_isr = [r for r in isr if r in live]
-        if not candidates and unclean:
-            candidates = _offline_candidates(doc, replicas, eligible, True)
-        if not candidates:
-            if leader == -1:
-                return None  # offline until an ISR member returns
-            # Keep the last ISR (Kafka does) so that only one of those can lead again.
-            new_leader, new_isr = -1, isr
-        else:
-            new_leader = candidates[0]
-            new_isr = live_isr if new_leader in live_isr else [new_leader]
-        return self._led_by(doc, new_leader, new_isr)
-
-    def _led_by(self, doc: dict[str, Any], leader: int, isr: list[int]) -> dict[str, Any]:
-        """The partition state `doc` with a new leader and ISR, at the next leader epoch and
-        this controller's epoch (every election writes this shape)."""
-        return {
-            **doc,
-            "leader": leader,
-            "leader_epoch": doc["leader_epoch"] + 1,
-            "isr": isr,
-            "controller_epoch": self.store.controller.epoch,
-        }
 
     # ---- controlled shutdown (ControlledShutdown, broker/handlers/controlled_shutdown.py) ------
     async def controlled_shutdown(
@@ -390,9 +354,7 @@ class Controller:
                     candidates = [r for r in state.replicas if r in isr and r in live]
                     if not candidates:
                         continue  # stays; reported as remaining
-                    new = {**doc, "leader": candidates[0],
-                           "leader_epoch": doc["leader_epoch"] + 1, "isr": isr,
-                           "controller_epoch": self.store.controller.epoch}
+                    new = led_by(doc, candidates[0], isr, self.store.controller.epoch)
                 elif broker_id in doc["isr"] and isr:
                     # a follower leaves the ISR (Kafka's OfflineReplica), the leader stays
                     new = {**doc, "isr": isr, "controller_epoch": self.store.controller.epoch}
@@ -460,7 +422,8 @@ class Controller:
                 ):
                     results[(topic, index)] = (ErrorCode.election_not_needed, None, -1)
                     continue
-                new = self._elected_state(election_type, doc, replicas, live)
+                new = elected_state(election_type, doc, replicas, live,
+                                    self.store.controller.epoch)
                 if new is None:
                     error = (ErrorCode.preferred_leader_not_available if election_type == PREFERRED
                              else ErrorCode.eligible_leaders_not_available)
@@ -492,26 +455,6 @@ class Controller:
             log.info("election write refused (stale epoch or concurrent change); retrying")
             await asyncio.sleep(0.1)
         return {tp: results[tp] for tp in wanted}
-
-    def _elected_state(
-        self, election_type: int, doc: dict[str, Any], replicas: list[int], live: set[int]
-    ) -> dict[str, Any] | None:
-        if election_type == PREFERRED:
-            # Kafka's preferredReplicaPartitionLeaderElection: the first assigned replica, if
-            # alive and in the ISR; the ISR stays as it is.
-            preferred = replicas[0]
-            if preferred not in live or preferred not in doc["isr"]:
-                return None
-            new_leader, new_isr = preferred, list(doc["isr"])
-        else:
-            # offlinePartitionLeaderElection with unclean allowed (asked for by an admin)
-            candidates = _offline_candidates(doc, replicas, live, True)
-            if not candidates:
-                return None
-            new_leader = candidates[0]
-            live_isr = [r for r in doc["isr"] if r in live]
-            new_isr = live_isr if new_leader in live_isr else [new_leader]
-        return self._led_by(doc, new_leader, new_isr)
 
     # ---- partition reassignment (AlterPartitionReassignments, KIP-455) -----------------------
     # Kafka's ZooKeeper-era onPartitionReassignment, with ORS the original replicas, TRS the
@@ -552,7 +495,7 @@ class Controller:
                         "No partition reassignment is in progress for this partition.")
             target = original
         else:
-            error = _invalid_target(target, original, live)
+            error = invalid_target(target, original, live)
             if error is not None:
                 return ErrorCode.invalid_replica_assignment, error
             if not allow_rf_change:
@@ -569,7 +512,7 @@ class Controller:
                 doc, version = await self.store.states.read_partition_state(*tp)
             except NoNodeError:
                 return ErrorCode.unknown_topic_or_partition, "The partition does not exist."
-            new = self._assignment_state(doc, replicas, self._live()(*tp))
+            new = assignment_state(doc, replicas, self._live()(*tp), self.store.controller.epoch)
             try:
                 ok = await self.store.controller.write_assignment(
                     tp[0], tp[1], replicas, adding, removing, new, version)
@@ -585,23 +528,6 @@ class Controller:
                 return ErrorCode.not_controller, None
             await asyncio.sleep(0.1)
         return ErrorCode.request_timed_out, "The partition state kept changing."
-
-    def _assignment_state(
-        self, doc: dict[str, Any], replicas: list[int], live_here: set[int]
-    ) -> dict[str, Any]:
-        """The partition state for a new replica set: leader epoch + 1; replicas leaving the
-        set (the adding replicas of a replaced or cancelled reassignment) leave the ISR, and
-        if the leader is one of them the first live ISR member of the set takes over."""
-        isr = [r for r in doc["isr"] if r in replicas]
-        leader = doc["leader"]
-        if leader not in replicas:
-            candidates = [r for r in replicas if r in isr and r in live_here]
-            leader = candidates[0] if candidates else -1
-        # (no ISR member left in the set: the last ISR stays, as Kafka keeps an ISR's last
-        # member when its replica goes offline)
-        return {**doc, "leader": leader, "leader_epoch": doc["leader_epoch"] + 1,
-                "isr": isr or list(doc["isr"]),
-                "controller_epoch": self.store.controller.epoch}
 
     async def _complete_reassignments(self, wanted: Iterable[TopicPartition] | None = None) -> None:
         """Kafka's phase B for every reassigning partition whose target replicas are all in
@@ -637,8 +563,7 @@ class Controller:
                 if not candidates:
                     continue  # completes once one of them is back
                 leader = candidates[0]
-            new = {**doc, "leader": leader, "leader_epoch": doc["leader_epoch"] + 1,
-                   "isr": isr, "controller_epoch": self.store.controller.epoch}
+            new = led_by(doc, leader, isr, self.store.controller.epoch)
             try:
                 ok = await self.store.controller.write_assignment(tp[0], tp[1], target, [], [],
                                                                   new, version)
@@ -709,30 +634,3 @@ class Controller:
                 log.info("leader imbalance of broker %d is %.2f: moving %d partition(s) back",
                          broker, ratio, len(candidates))
                 await self._elect(PREFERRED, candidates, "auto rebalance")
-
-
-def _invalid_target(target: list[int], original: list[int], live: set[int]) -> str | None:
-    """Kafka's validateReplicas of a reassignment's target replicas: the error message, or
-    None when valid (replicas being added must be alive brokers)."""
-    if not target:
-        return "Empty replica list specified in partition reassignment."
-    if len(set(target)) != len(target):
-        return f"Duplicate replica ids in partition reassignment replica list: {target}"
-    if any(r < 0 for r in target):
-        return f"Invalid broker id in replica list: {target}"
-    adding = [r for r in target if r not in original]
-    if not set(adding) <= live:
-        return (f"Replica assignment has brokers that are not alive. Replica list: {adding}, "
-                f"live broker list: {sorted(live)}")
-    return None
-
-
-def _offline_candidates(
-    doc: dict[str, Any], replicas: list[int], live: set[int], unclean: bool
-) -> list[int]:
-    """Kafka's offlinePartitionLeaderElection: live ISR members in assignment order, or (only
-    when none is alive and unclean election is allowed) any live replica."""
-    candidates = [r for r in replicas if r in live and r in doc["isr"]]
-    if not candidates and unclean:
-        candidates = [r for r in replicas if r in live]
-    return candidates

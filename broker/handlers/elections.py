@@ -25,14 +25,8 @@ from typing import TYPE_CHECKING, Any
 
 from samsa.protocol.errors import ErrorCode
 
-from ..cluster.controller import (
-    NO_SUCH_PARTITION,
-    PREFERRED,
-    UNCLEAN,
-    ElectionResult,
-    TopicPartition,
-    partition_state,
-)
+from ..cluster.controller import NO_SUCH_PARTITION, ElectionResult, TopicPartition, partition_state
+from ..cluster.leader_election import PREFERRED, UNCLEAN
 from ..context import ControllerContext, RequestContext
 from ..network.interbroker import BrokerConnection, BrokerUnavailable
 from ..security.authorizer import AclOperation, ResourceType
