@@ -25,7 +25,7 @@ from samsa.storage.config import LogConfig
 from samsa.storage.log_dir_lock import LogDirLockError
 from samsa.storage.log_dirs import LogDirs
 
-from . import metrics
+from . import metrics, metrics_endpoint
 from .apis import build_registry, policies
 from .cluster.controller import Controller
 from .cluster.features import TRANSACTION_VERSION
@@ -330,7 +330,8 @@ class Broker:
         # connect, a scrape finds it, and a metrics.port already taken stops the start-up
         # before the broker has accepted anyone.
         if self.config["metrics.port"] is not None:
-            metrics.start_endpoint(self, self.server.host, self.config["metrics.port"])
+            metrics_endpoint.start_endpoint(self, self.server.host,
+                                            self.config["metrics.port"])
         if self.schema_registry is not None:  # as the metrics: ready once the broker is
             await self.schema_registry.start()
         await self.server.start()

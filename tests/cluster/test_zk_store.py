@@ -129,7 +129,7 @@ async def test_a_leadership_of_a_previous_life_is_named_once_written_again(zooke
     cache at once, without the mzxid): a Metadata cache entry made meanwhile is dropped. The
     controller's offline-partitions count has it offline until then."""
     from samsa.broker.cluster.metadata_cache import TopicMetadataCache
-    from samsa.broker.metrics import offline_partitions
+    from samsa.broker.metrics_endpoint import offline_partitions
 
     chroot = f"c{uuid.uuid4().hex[:8]}"
     a, b = _store(zookeeper, chroot, 1), _store(zookeeper, chroot, 2)

@@ -19,7 +19,7 @@ from opentelemetry.proto.metrics.v1.metrics_pb2 import (
     Sum,
 )
 
-from samsa.broker import metrics
+from samsa.broker import metrics_endpoint
 from samsa.broker.telemetry.manager import subscription_id
 from samsa.protocol import compression
 from samsa.protocol.errors import ErrorCode
@@ -187,7 +187,7 @@ async def test_pushed_metrics_on_the_metrics_endpoint(handlers):
     telemetry = handlers.broker.telemetry
     telemetry.instances[iid].last_push_ms -= 1000  # a push interval later
     assert await _push(handlers, iid, sub, _otlp(4.0, 2), compression=0) == ErrorCode.none
-    families = {f.name: f for f in metrics.client_telemetry(handlers.broker)}
+    families = {f.name: f for f in metrics_endpoint.client_telemetry(handlers.broker)}
     gauge = families["org_apache_kafka_producer_record_queue_time_avg"]
     (sample,) = gauge.samples
     assert sample.value == 4.0
@@ -204,9 +204,9 @@ async def test_pushed_metrics_on_the_metrics_endpoint(handlers):
     # stay until it expires
     telemetry.connection_closed("PLAINTEXT", "127.0.0.1:50000")
     assert telemetry.instances[iid].closed
-    assert len(metrics.client_telemetry(handlers.broker)) == 2
+    assert len(metrics_endpoint.client_telemetry(handlers.broker)) == 2
     telemetry.expire(telemetry.instances[iid].expires_ms)
-    assert metrics.client_telemetry(handlers.broker) == []
+    assert metrics_endpoint.client_telemetry(handlers.broker) == []
     assert iid not in telemetry.instances
 
 
@@ -273,7 +273,7 @@ async def test_names_prometheus_refuses_are_left_out(handlers):
     ])])])
     assert await _push(handlers, r.client_instance_id, r.subscription_id,
                        data.SerializeToString(), compression=0) == ErrorCode.none
-    (family,) = metrics.client_telemetry(handlers.broker)
+    (family,) = metrics_endpoint.client_telemetry(handlers.broker)
     assert family.name == "_7_up"
     assert family.samples[0].labels["a_b"] == "3" and "" not in family.samples[0].labels
 
