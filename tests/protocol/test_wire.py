@@ -5,7 +5,8 @@ from __future__ import annotations
 import struct
 
 from samsa.protocol import compression
-from samsa.protocol.records import HEADER_SIZE, build_batch, compute_crc, read_varint
+from samsa.protocol.records import HEADER_SIZE, build_batch, compute_crc
+from samsa.protocol.varint import read_varint
 
 from .wire import WireClient
 

@@ -17,13 +17,12 @@ from samsa.protocol.records import (
     decode_records,
     iter_batches,
     parse_control_record,
-    read_varint,
     set_base_offset_and_epoch,
     set_log_append_time,
     stamped_parts,
     validate_batch,
-    write_varint,
 )
+from samsa.protocol.varint import read_varint, write_varint
 from samsa.storage.errors import CorruptRecord, InvalidRecord, UnsupportedForMessageFormat
 
 
@@ -363,7 +362,7 @@ def test_framing_check_of_one_run_agrees_with_a_walk_over_every_record() -> None
     proven as one run (its first record parsed, the others shown alike by stepped slices);
     damaged ones must still be judged as a parse of every record judges them, whether the
     runs' proof or the walk decides."""
-    from samsa.protocol import records
+    from samsa.protocol import record_checks
 
     rng = random.Random(23)
     shapes = [(None, 1024, []), (b"k", 100, []), (None, 10, []), (None, 0, []),
@@ -375,8 +374,8 @@ def test_framing_check_of_one_run_agrees_with_a_walk_over_every_record() -> None
         records_size = len(batch) - HEADER_SIZE
         assert records_size % n == 0  # one length: one run
         assert _client_check(batch, 0)
-        assert records._proven_by_runs(batch, HEADER_SIZE, len(batch),
-                                       BatchHeader.parse(batch, 0))
+        assert record_checks._proven_by_runs(batch, HEADER_SIZE, len(batch),
+                                             BatchHeader.parse(batch, 0))
         starts = _record_starts(bytearray(batch))
         rejected = _rejected_when_damaged(batch, starts, 8 + len(key or b""), 150, 2, rng)
         assert rejected > 30, (key, size)
@@ -437,10 +436,10 @@ def test_framing_check_of_runs_agrees_with_a_walk_over_every_record(
     two bytes from the 64th record, timestampDelta from a delta of 64 ms): the runs' proof
     decides without the walk, and damaged batches (another count, a record cut or grown, a
     field changed) are judged as a parse of every record judges them."""
-    from samsa.protocol import records
+    from samsa.protocol import record_checks
 
     walked: list[int] = []
-    walk = records._run_parses_like_first
+    walk = record_checks._run_parses_like_first
 
     def counted(*args: object) -> bool:
         walked.append(1)
@@ -455,7 +454,7 @@ def test_framing_check_of_runs_agrees_with_a_walk_over_every_record(
         lengths = {b - a for a, b in zip(starts, [*starts[1:], len(batch)], strict=True)}
         assert len(lengths) > 1  # not one length: the runs decide
         walked.clear()
-        monkeypatch.setattr(records, "_run_parses_like_first", counted)
+        monkeypatch.setattr(record_checks, "_run_parses_like_first", counted)
         assert _client_check(batch, 0)
         assert not walked, (key, size, n)  # the runs' proof decided, not the walk
         assert not _client_check(batch, 0, count=n - 1)
@@ -466,4 +465,4 @@ def test_framing_check_of_runs_agrees_with_a_walk_over_every_record(
         # tile the batch as the count says
         assert not _client_check(_spliced(bytearray(batch), starts[100 % n] + 3, 1, b""), 0)
         assert not _client_check(_spliced(bytearray(batch), starts[-1], 0, b"\x00"), 0)
-        monkeypatch.setattr(records, "_run_parses_like_first", walk)
+        monkeypatch.setattr(record_checks, "_run_parses_like_first", walk)
