@@ -48,6 +48,7 @@ from .leader_election import (
     invalid_target,
     led_by,
     next_state,
+    shutdown_state,
 )
 
 if TYPE_CHECKING:
@@ -347,20 +348,11 @@ class Controller:
                     doc, version = await self.store.states.read_partition_state(topic.name, index)
                 except NoNodeError:
                     continue
-                isr = [r for r in doc["isr"] if r not in self.shutting_down]
-                if doc["leader"] == broker_id:
-                    # ControlledShutdownPartitionLeaderElectionStrategy
-                    live = live_for(topic.name, index)
-                    candidates = [r for r in state.replicas if r in isr and r in live]
-                    if not candidates:
-                        continue  # stays; reported as remaining
-                    new = led_by(doc, candidates[0], isr, self.store.controller.epoch)
-                elif broker_id in doc["isr"] and isr:
-                    # a follower leaves the ISR (Kafka's OfflineReplica), the leader stays
-                    new = {**doc, "isr": isr, "controller_epoch": self.store.controller.epoch}
-                else:
-                    continue
-                updates.append((topic.name, index, new, version))
+                new = shutdown_state(doc, broker_id, state.replicas,
+                                     live_for(topic.name, index), set(self.shutting_down),
+                                     self.store.controller.epoch)
+                if new is not None:  # (a leadership left where it is is reported as remaining)
+                    updates.append((topic.name, index, new, version))
         refused = False
         async for chunk, ok in self._write_states(updates):
             if not ok:

@@ -69,6 +69,22 @@ def next_state(
     return led_by(doc, new_leader, new_isr, controller_epoch)
 
 
+def shutdown_state(doc: State, broker_id: int, replicas: list[int], live: set[int],
+                   shutting_down: set[int], controller_epoch: int) -> State | None:
+    """What a controlled shutdown of `broker_id` writes for a partition whose leader or ISR
+    names it (Kafka's doControlledShutdown), None if nothing: a leadership moves to the first
+    live replica in the ISR that is not shutting down (ControlledShutdownPartitionLeader-
+    ElectionStrategy), and stays where it is when there is none; a follower leaves the ISR
+    (OfflineReplica) unless it is the last member."""
+    isr = [r for r in doc["isr"] if r not in shutting_down]
+    if doc["leader"] == broker_id:
+        candidates = [r for r in replicas if r in isr and r in live]
+        return led_by(doc, candidates[0], isr, controller_epoch) if candidates else None
+    if broker_id in doc["isr"] and isr:
+        return {**doc, "isr": isr, "controller_epoch": controller_epoch}
+    return None
+
+
 def elected_state(election_type: int, doc: State, replicas: list[int], live: set[int],
                   controller_epoch: int) -> State | None:
     """An admin's election (ElectLeaders) of a partition: its new state, or None when no

@@ -3,8 +3,8 @@ transactional batches with their transaction coordinator, the appends to the lea
 and with acks=all the wait for the ISR.
 
 The partitions themselves are the replica manager's: an append asks it for the partition led
-here (its errors are the answers: NOT_LEADER_OR_FOLLOWER, UNKNOWN_TOPIC_OR_PARTITION,
-KAFKA_STORAGE_ERROR) and owns nothing of its own but the two checks the broker plugs in.
+here, and its refusals are the answers (NOT_LEADER_OR_FOLLOWER, UNKNOWN_TOPIC_OR_PARTITION,
+KAFKA_STORAGE_ERROR). The appender holds no state but the two checks the broker plugs in.
 """
 
 from __future__ import annotations
@@ -55,7 +55,8 @@ ProduceCheck = Callable[[Sequence[ProduceEntry]], Awaitable[dict[tuple[str, int]
 
 
 class ProduceAppender:
-    """Appends a Produce's records to the partitions the replica manager has led here."""
+    """Appends a Produce's records to the partitions led here, which the replica manager
+    holds."""
 
     def __init__(self, replicas: ReplicaManager) -> None:
         self.replicas = replicas

@@ -12,6 +12,7 @@ from samsa.broker.cluster.leader_election import (
     invalid_target,
     next_state,
     offline_candidates,
+    shutdown_state,
 )
 
 EPOCH = 7  # the controller's epoch every new state carries
@@ -122,3 +123,21 @@ def test_reassignment_targets_are_refused_with_kafkas_messages() -> None:
         "live broker list: [1, 2]")
     # a replica already assigned may be kept though it is down
     assert invalid_target([1, 2], [1], {2}) is None
+
+
+def test_a_controlled_shutdown_moves_leadership_to_a_live_isr_member_not_stopping() -> None:
+    # broker 1 stops; 2 is stopping too; 3 is the first replica that may lead
+    new = shutdown_state(state(1, [1, 2, 3]), 1, [1, 2, 3], {3}, {1, 2}, EPOCH)
+    assert new is not None
+    assert (new["leader"], new["leader_epoch"], new["isr"]) == (3, 4, [3])
+    # nobody to take it: the leadership stays (the broker reports it as still led there)
+    assert shutdown_state(state(1, [1, 2]), 1, [1, 2], set(), {1}, EPOCH) is None
+
+
+def test_a_controlled_shutdown_takes_a_follower_out_of_the_isr_but_not_the_last_member() -> None:
+    new = shutdown_state(state(2, [2, 1]), 1, [1, 2], {2}, {1}, EPOCH)
+    assert new == {**state(2, [2]), "controller_epoch": EPOCH}  # same leader epoch
+    # the ISR would be empty without it: left alone
+    assert shutdown_state(state(2, [1]), 1, [1, 2], {2}, {1}, EPOCH) is None
+    # a partition it neither leads nor follows in sync
+    assert shutdown_state(state(2, [2]), 1, [1, 2], {2}, {1}, EPOCH) is None
