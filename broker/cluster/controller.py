@@ -44,9 +44,9 @@ from .leader_election import (
     PREFERRED,
     UNCLEAN,
     assignment_state,
+    completed_reassignment_state,
     elected_state,
     invalid_target,
-    led_by,
     next_state,
     shutdown_state,
 )
@@ -545,17 +545,10 @@ class Controller:
                 continue
             if not set(target) <= set(doc["isr"]):
                 continue
-            live = live_for(*tp)
-            leader = doc["leader"]
-            isr = [r for r in doc["isr"] if r in target]
-            if leader not in target or leader not in live:
-                # Kafka's ReassignPartitionLeaderElectionStrategy: the first live target
-                # replica in the ISR
-                candidates = [r for r in target if r in isr and r in live]
-                if not candidates:
-                    continue  # completes once one of them is back
-                leader = candidates[0]
-            new = led_by(doc, leader, isr, self.store.controller.epoch)
+            new = completed_reassignment_state(doc, target, live_for(*tp),
+                                               self.store.controller.epoch)
+            if new is None:
+                continue  # completes once a target replica in the ISR is back
             try:
                 ok = await self.store.controller.write_assignment(tp[0], tp[1], target, [], [],
                                                                   new, version)
@@ -565,8 +558,8 @@ class Controller:
                 self._changed.set()  # the next step looks again
                 continue
             log.info("%s-%d: reassignment complete: replicas %s, leader %d epoch %d isr %s "
-                     "(removed %s)", tp[0], tp[1], target, leader, new["leader_epoch"], isr,
-                     removed)
+                     "(removed %s)", tp[0], tp[1], target, new["leader"], new["leader_epoch"],
+                     new["isr"], removed)
 
     def list_reassignments(
         self, partitions: Iterable[TopicPartition] | None

@@ -122,6 +122,22 @@ def assignment_state(doc: State, replicas: list[int], live_here: set[int],
     return led_by(doc, leader, isr or list(doc["isr"]), controller_epoch)
 
 
+def completed_reassignment_state(doc: State, target: list[int], live: set[int],
+                                 controller_epoch: int) -> State | None:
+    """The state that completes a reassignment whose target replicas are all in the ISR: the
+    ISR without the removed replicas, leader epoch + 1, and a leader outside the target (or
+    not alive) replaced by the first live target replica in the ISR (Kafka's
+    ReassignPartitionLeaderElectionStrategy); None while there is none."""
+    leader = doc["leader"]
+    isr = [r for r in doc["isr"] if r in target]
+    if leader not in target or leader not in live:
+        candidates = [r for r in target if r in isr and r in live]
+        if not candidates:
+            return None
+        leader = candidates[0]
+    return led_by(doc, leader, isr, controller_epoch)
+
+
 def invalid_target(target: list[int], original: list[int], live: set[int]) -> str | None:
     """Kafka's validateReplicas of a reassignment's target replicas: the error message, or
     None when valid (replicas being added must be alive brokers)."""

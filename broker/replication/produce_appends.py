@@ -131,11 +131,11 @@ class ProduceAppender:
         """One entry of `append_records` appended, or refused (and logged as such): its
         answer, and its partition when appended (what `after_appends` may wait for). `guard`:
         the verification state made before its coordinator was asked (KIP-890)."""
-        result = self._append(acks, topic, index, records, transactional_id, version, guard)
-        if result.error_code != ErrorCode.none:
+        result, partition = self._append(acks, topic, index, records, transactional_id, version,
+                                         guard)
+        if partition is None:  # refused: nothing appended
             log_refusal(topic, index, records, result.error_code)
-            return result, None
-        return result, self.replicas.get(topic, index)
+        return result, partition
 
     def _leaders_of(self, entries: Sequence[ProduceEntry]
                     ) -> list[tuple[Partition, bytes | None]]:
@@ -150,17 +150,19 @@ class ProduceAppender:
 
     def _append(self, acks: int, topic: str, index: int, records: bytes | None,
                 transactional_id: str | None, version: int,
-                guard: VerificationState | None = None) -> AppendResult:
+                guard: VerificationState | None = None
+                ) -> tuple[AppendResult, Partition | None]:
         """One entry of `append_records`: checked, verified with a local transaction
-        coordinator, and appended to the leader's log."""
+        coordinator, and appended to the leader's log; its answer, and its partition when
+        appended."""
         if acks not in (-1, 0, 1):
-            return AppendResult(ErrorCode.invalid_required_acks)
+            return AppendResult(ErrorCode.invalid_required_acks), None
         if topic in INTERNAL_TOPICS:
-            return AppendResult(ErrorCode.invalid_topic_exception)
+            return AppendResult(ErrorCode.invalid_topic_exception), None
         try:
             partition = self.replicas.leader_partition(topic, index)
             if acks == -1 and len(partition.isr) < partition.min_insync_replicas:
-                return AppendResult(ErrorCode.not_enough_replicas)
+                return AppendResult(ErrorCode.not_enough_replicas), None
             # only a transactional batch is verified (at_append's answer for any other is
             # NONE): the flag's byte read here, not through at_append's calls, every append
             verify = False
@@ -169,29 +171,30 @@ class ProduceAppender:
                 code, guard = self.txn_verification.at_append(partition, records,
                                                               transactional_id, version, guard)
                 if code != ErrorCode.none:
-                    return AppendResult(code)
+                    return AppendResult(code), None
                 verify = self.txn_verification.required
             info = partition.append_as_leader(records or b"", verify=verify, guard=guard)
         except PartitionError as exc:
-            return AppendResult(exc.error_code)
+            return AppendResult(exc.error_code), None
         except RecordValidationError as exc:
             log.debug("produce to %s-%d rejected: %s", topic, index, exc)
             return AppendResult(exc.error_code, log_start_offset=partition.log_start_offset,
-                                record_errors=exc.record_errors, error_message=str(exc))
+                                record_errors=exc.record_errors, error_message=str(exc)), None
         except (StorageError, KafkaError) as exc:
             # Per request and usually the client's doing (sequence, epoch, size): DEBUG; a
             # failing disk is the operator's business.
             level = logging.WARNING if isinstance(exc, KafkaStorageError) else logging.DEBUG
             log.log(level, "produce to %s-%d rejected: %s (%s)", topic, index,
                     type(exc).__name__, exc)
-            return AppendResult(int(getattr(exc, "error_code", ErrorCode.unknown_server_error)))
+            code = int(getattr(exc, "error_code", ErrorCode.unknown_server_error))
+            return AppendResult(code), None
         if not info.duplicate:
             metrics.produced(topic, len(records or b""), info.record_count)
         elif log.isEnabledFor(logging.DEBUG):
             log.debug("produce to %s-%d (%s): a duplicate of offsets %d-%d", topic, index,
                       _batch_ids(records), info.first_offset, info.last_offset)
         return AppendResult(ErrorCode.none, info.first_offset, info.log_append_time,
-                            info.log_start_offset, info.last_offset)
+                            info.log_start_offset, info.last_offset), partition
 
 
 async def after_appends(woke_fetches: bool,

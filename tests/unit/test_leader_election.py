@@ -8,6 +8,7 @@ from samsa.broker.cluster.leader_election import (
     PREFERRED,
     UNCLEAN,
     assignment_state,
+    completed_reassignment_state,
     elected_state,
     invalid_target,
     next_state,
@@ -141,3 +142,15 @@ def test_a_controlled_shutdown_takes_a_follower_out_of_the_isr_but_not_the_last_
     assert shutdown_state(state(2, [1]), 1, [1, 2], {2}, {1}, EPOCH) is None
     # a partition it neither leads nor follows in sync
     assert shutdown_state(state(2, [2]), 1, [1, 2], {2}, {1}, EPOCH) is None
+
+
+def test_a_completed_reassignment_drops_the_removed_replicas_and_keeps_a_target_leader() -> None:
+    # 1..3 -> 2..4: 1 leaves; the leader 2 is in the target and stays, one epoch up
+    new = completed_reassignment_state(state(2, [1, 2, 3, 4]), [2, 3, 4], {1, 2, 3, 4}, EPOCH)
+    assert new is not None
+    assert (new["leader"], new["leader_epoch"], new["isr"]) == (2, 4, [2, 3, 4])
+    # a leader being removed hands over to the first live target replica in the ISR
+    moved = completed_reassignment_state(state(1, [1, 3, 4]), [4, 3], {1, 3}, EPOCH)
+    assert moved is not None and (moved["leader"], moved["isr"]) == (3, [3, 4])
+    # no target replica in the ISR alive: not completed yet
+    assert completed_reassignment_state(state(1, [1, 4]), [4], {1}, EPOCH) is None
