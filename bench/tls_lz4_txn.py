@@ -157,8 +157,13 @@ def parallel_transactions(bootstrap: str, topic: str, producers: int, seconds: f
     for `seconds`."""
     counts = [0] * producers
     errors: list[str] = []
-    start = threading.Barrier(producers + 1)
-    stop_at = [0.0]
+    window = [0.0, 0.0]  # start, stop: set as the barrier opens, before any producer reads it
+
+    def open_window() -> None:
+        window[0] = time.monotonic()
+        window[1] = window[0] + seconds
+
+    start = threading.Barrier(producers + 1, action=open_window)
     payload = os.urandom(size)
 
     def worker(i: int) -> None:
@@ -167,7 +172,7 @@ def parallel_transactions(bootstrap: str, topic: str, producers: int, seconds: f
                           "transactional.id": f"bench-par-{topic}-{i}"})
             p.init_transactions(60)
             start.wait(120)
-            while time.monotonic() < stop_at[0]:
+            while time.monotonic() < window[1]:
                 p.begin_transaction()
                 for _ in range(per_txn):
                     p.produce(topic, payload, partition=i)
@@ -184,11 +189,9 @@ def parallel_transactions(bootstrap: str, topic: str, producers: int, seconds: f
         start.wait(120)
     except threading.BrokenBarrierError:
         pass
-    t0 = time.monotonic()
-    stop_at[0] = t0 + seconds
     for t in threads:
         t.join(seconds + 120)
-    elapsed = time.monotonic() - t0
+    elapsed = time.monotonic() - window[0]
     if errors:
         return Outcome(error="; ".join(errors[:3]),
                        command=f"{producers} transactional producers x {per_txn} records")

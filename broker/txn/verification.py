@@ -2,9 +2,11 @@
 verification in ReplicaManager.appendRecords): before the first transactional append of a
 producer to a partition, the leader asks the transaction coordinator whether the partition is
 in the producer's ongoing transaction. A coordinator on another broker is asked with
-AddPartitionsToTxn v5 with VerifyOnly, one request per coordinator for all the partitions of a
-Produce request; for Produce v12 (transactions v2) without VerifyOnly, which adds them to the
-transaction. A local coordinator is asked in-process, at the append.
+AddPartitionsToTxn v5 with VerifyOnly (for Produce v12, transactions v2, without it: the
+partitions are added to the transaction). As Kafka's leader, this one keeps one request in
+flight per coordinator broker; what arrives meanwhile waits in that coordinator's queue, at
+most one entry per transactional id, and goes in the next request, all of them together
+(`VerificationQueue`). A local coordinator is asked in-process, at the append.
 ProduceVerification is what the replica manager's append runs.
 
 The coordinator is found as FindCoordinator finds it: the leader of the transactional id's
@@ -19,6 +21,7 @@ import struct
 import time
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from samsa.coordinator.internal_log import partition_for
@@ -78,14 +81,83 @@ def produce_error(code: int, produce_version: int) -> int:
     return code
 
 
+Answers = dict[tuple[str, int], int]  # Kafka's error code by (topic, partition)
+
+
+@dataclass(eq=False)
+class Asked:
+    """A transactional id's partitions to ask its coordinator about (one transaction of an
+    AddPartitionsToTxn v5 request), and the future its asker waits on."""
+
+    transactional_id: str
+    producer_id: int
+    producer_epoch: int
+    partitions: list[tuple[str, int]]
+    verify_only: bool
+    answer: asyncio.Future[Answers] = field(
+        default_factory=lambda: asyncio.get_running_loop().create_future())
+
+    def settle(self, answers: Answers) -> None:
+        if not self.answer.done():  # its asker may have gone (its connection closed)
+            self.answer.set_result(answers)
+
+    def settle_all(self, code: int) -> None:
+        self.settle(dict.fromkeys(self.partitions, code))
+
+    def body(self) -> dict[str, Any]:
+        topics: dict[str, list[int]] = {}
+        for t, p in self.partitions:
+            topics.setdefault(t, []).append(p)
+        return {"transactional_id": self.transactional_id, "producer_id": self.producer_id,
+                "producer_epoch": self.producer_epoch, "verify_only": self.verify_only,
+                "topics": [{"name": t, "partitions": ps} for t, ps in topics.items()]}
+
+
+class VerificationQueue:
+    """What waits for one coordinator broker while a request to it is in flight, at most one
+    entry per transactional id (Kafka's AddPartitionsToTxnManager.addTxnData). A second entry
+    for a waiting id settles one of the two at once, without asking the coordinator:
+    - a lower epoch than the waiting one's is fenced: INVALID_PRODUCER_EPOCH for it;
+    - a higher epoch fences the waiting one: INVALID_PRODUCER_EPOCH for that;
+    - the same epoch is most likely the client's retry: the waiting one is answered
+      NETWORK_EXCEPTION (which its client retries), and the new one waits in its place."""
+
+    def __init__(self) -> None:
+        self.waiting: dict[str, Asked] = {}
+        self.in_flight = False
+
+    def add(self, asked: Asked) -> bool:
+        """Queue `asked` (settling the entry it displaces); False if it was refused instead."""
+        earlier = self.waiting.get(asked.transactional_id)
+        if earlier is not None:
+            if asked.producer_epoch < earlier.producer_epoch:
+                asked.settle_all(ErrorCode.invalid_producer_epoch)
+                return False
+            earlier.settle_all(ErrorCode.invalid_producer_epoch
+                               if earlier.producer_epoch < asked.producer_epoch
+                               else ErrorCode.network_exception)
+        self.waiting[asked.transactional_id] = asked
+        return True
+
+    def take(self) -> list[Asked]:
+        """Everything waiting, for the next request; the queue is empty after."""
+        batch = list(self.waiting.values())
+        self.waiting = {}
+        return batch
+
+
 class TxnPartitionVerifier:
-    """Sends the verification requests, over one connection per coordinator broker."""
+    """Sends the verification requests, over one connection per coordinator broker with one
+    request in flight on it, the rest waiting in that coordinator's `VerificationQueue`."""
 
     def __init__(self, store: MetadataStore, broker_id: int, txn_partitions: int) -> None:
         self.store = store
         self.broker_id = broker_id
         self.txn_partitions = txn_partitions
         self._connections: dict[int, BrokerConnection] = {}
+        self._queues: dict[int, VerificationQueue] = {}
+        self._senders: set[asyncio.Task[None]] = set()
+        self._closed = False
 
     def coordinator_of(self, transactional_id: str) -> int:
         """The broker id leading the id's __transaction_state partition, or -1."""
@@ -95,6 +167,13 @@ class TxnPartitionVerifier:
         state = topic.partitions.get(partition_for(transactional_id, self.txn_partitions))
         return -1 if state is None else state.leader
 
+    def queue(self, coordinator: int) -> VerificationQueue:
+        """The queue of verifications for `coordinator` (made on first use)."""
+        queue = self._queues.get(coordinator)
+        if queue is None:
+            queue = self._queues[coordinator] = VerificationQueue()
+        return queue
+
     async def verify(
         self,
         coordinator: int,
@@ -103,47 +182,102 @@ class TxnPartitionVerifier:
         producer_epoch: int,
         partitions: list[tuple[str, int]],
         verify_only: bool = True,
-    ) -> dict[tuple[str, int], int]:
+    ) -> Answers:
         """The coordinator's answer per partition (Kafka's codes, not yet mapped for Produce).
         Without `verify_only` the coordinator adds the partitions to the transaction (a TV2
         client's Produce v12 or TxnOffsetCommit v5: the client sends no AddPartitionsToTxn)."""
         if coordinator < 0:
             return dict.fromkeys(partitions, ErrorCode.coordinator_not_available)
-        topics: dict[str, list[int]] = {}
-        for t, p in partitions:
-            topics.setdefault(t, []).append(p)
-        body: dict[str, Any] = {"transactions": [{
-            "transactional_id": transactional_id,
-            "producer_id": producer_id,
-            "producer_epoch": producer_epoch,
-            "verify_only": verify_only,
-            "topics": [{"name": t, "partitions": ps} for t, ps in topics.items()],
-        }]}
+        asked = Asked(transactional_id, producer_id, producer_epoch, partitions, verify_only)
+        queue = self.queue(coordinator)
+        if not queue.add(asked):
+            return asked.answer.result()  # refused at once
+        if queue.in_flight:
+            return await asked.answer
+        # Nothing in flight: this asker sends its own request, with no task in between (a
+        # loop pass each way); what comes in meanwhile waits, and a task sends it after.
+        queue.in_flight = True
+        try:
+            await self._send(coordinator, queue.take())
+        finally:
+            self._after_sending(coordinator, queue)
+        return asked.answer.result()
+
+    def _after_sending(self, coordinator: int, queue: VerificationQueue) -> None:
+        if queue.waiting and not self._closed:
+            task = asyncio.create_task(self._send_waiting(coordinator, queue))
+            self._senders.add(task)
+            task.add_done_callback(self._senders.discard)
+        else:
+            queue.in_flight = False
+
+    async def _send_waiting(self, coordinator: int, queue: VerificationQueue) -> None:
+        """Ask `coordinator` about what waits in its queue, one request at a time, until
+        nothing waits."""
+        try:
+            while queue.waiting and not self._closed:
+                await self._send(coordinator, queue.take())
+        finally:
+            queue.in_flight = False
+
+    async def _send(self, coordinator: int, batch: list[Asked]) -> None:
+        """One request for `batch`, each of whose askers is answered."""
+        try:
+            answers = await self._ask(coordinator, batch)
+        except asyncio.CancelledError:  # the asker's connection closed, or the broker stops
+            for asked in batch:
+                asked.settle_all(ErrorCode.network_exception)
+            raise
+        except Exception:
+            log.exception("verifying %d transactions with coordinator %d failed", len(batch),
+                          coordinator)
+            answers = _all_answered(batch, ErrorCode.unknown_server_error)
+        for asked in batch:
+            asked.settle(answers[asked.transactional_id])
+
+    async def _ask(self, coordinator: int, batch: list[Asked]) -> dict[str, Answers]:
+        """One AddPartitionsToTxn v5 for every transaction in `batch`: the answers by
+        transactional id."""
         conn = self._connections.get(coordinator)
         if conn is None:
             conn = self._connections[coordinator] = BrokerConnection(
                 self.store, coordinator, f"broker-{self.broker_id}-txn-verification", 10.0)
         try:
-            r = await conn.request(ADD_PARTITIONS_TO_TXN, 5, body)
+            r = await conn.request(ADD_PARTITIONS_TO_TXN, 5,
+                                   {"transactions": [asked.body() for asked in batch]})
         except BrokerUnavailable as exc:
-            log.info("verifying %s with coordinator %d failed: %s", transactional_id,
-                     coordinator, exc)
-            return dict.fromkeys(partitions, ErrorCode.network_exception)
+            log.info("verifying %s with coordinator %d failed: %s",
+                     ", ".join(asked.transactional_id for asked in batch), coordinator, exc)
+            return _all_answered(batch, ErrorCode.network_exception)
         if r.error_code != ErrorCode.none:
-            code = (ErrorCode.invalid_txn_state
-                    if r.error_code == ErrorCode.cluster_authorization_failed else r.error_code)
-            return dict.fromkeys(partitions, code)
-        out: dict[tuple[str, int], int] = dict.fromkeys(partitions, ErrorCode.unknown_server_error)
+            return _all_answered(batch, ErrorCode.invalid_txn_state
+                                 if r.error_code == ErrorCode.cluster_authorization_failed
+                                 else r.error_code)
+        out = _all_answered(batch, ErrorCode.unknown_server_error)
         for result in r.results_by_transaction:
+            answers = out.get(result.transactional_id)
+            if answers is None:
+                continue
             for t in result.topic_results:
                 for p in t.results_by_partition:
-                    out[(t.name, p.partition_index)] = int(p.partition_error_code)
+                    answers[(t.name, p.partition_index)] = int(p.partition_error_code)
         return out
 
     def close(self) -> None:
+        self._closed = True
+        for task in self._senders:
+            task.cancel()
+        for queue in self._queues.values():
+            for asked in queue.take():
+                asked.settle_all(ErrorCode.network_exception)
+        self._queues.clear()
         for conn in self._connections.values():
             conn.close()
         self._connections.clear()
+
+
+def _all_answered(batch: list[Asked], code: int) -> dict[str, Answers]:
+    return {asked.transactional_id: dict.fromkeys(asked.partitions, code) for asked in batch}
 
 
 _I32 = struct.Struct(">i")

@@ -9,13 +9,15 @@ import tempfile
 import threading
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ._intercept import Answer, Intercept, Intercepted, InterceptingDispatch
 
 if TYPE_CHECKING:
     from samsa.broker.app import Broker
     from samsa.protocol.errors import ErrorCode
+
+T = TypeVar("T")
 
 
 class EmbeddedBroker:
@@ -141,6 +143,18 @@ class EmbeddedBroker:
         from samsa.testing import create_topic
 
         create_topic(self.bootstrap, name, partitions, replication_factor, config, timeout)
+
+    def run(self, fn: Callable[[Broker], T], timeout: float = 10.0) -> T:
+        """fn(the running Broker), called on the broker's event loop, so that it sees the
+        broker's state between two steps of the loop, never half-changed; what fn returns."""
+        loop, broker = self._loop, self.broker
+        if loop is None or broker is None:
+            raise RuntimeError("the embedded broker is not running")
+
+        async def call() -> T:
+            return fn(broker)
+
+        return asyncio.run_coroutine_threadsafe(call(), loop).result(timeout)
 
     def intercept(self, api: int | str, *, when: Callable[[Intercepted], bool] | None = None,
                   error: ErrorCode | int | None = None, delay: float = 0.0,
