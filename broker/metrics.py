@@ -162,6 +162,18 @@ TXN_MARKER_TIME = Histogram(
     ["result"],
     buckets=(1, 2, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000, 30000, 60000),
 )
+VERIFICATION_TIME = Histogram(
+    "kafka_server_addpartitionstotxnmanager_verificationtimems",
+    "KIP-890: time from a partition leader starting to ask the transaction coordinator about "
+    "partitions of a transaction (a producer's first append to them, or TxnOffsetCommit's "
+    "offsets partition) to the answer, in milliseconds.",
+    buckets=(0.5, 1, 2, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000, 30000),
+)
+VERIFICATION_FAILURES = Counter(
+    "kafka_server_addpartitionstotxnmanager_verificationfailurerate",
+    "KIP-890: partitions whose verification was refused, by the transaction coordinator or at "
+    "once by the leader's queue (a fenced epoch, or a retry that took a waiting one's place).",
+)
 AUTHENTICATIONS = Counter(
     "kafka_server_socket_server_metrics_successful_authentication",
     "Connections that completed authentication (a TLS handshake or a SASL exchange), by "
@@ -401,6 +413,15 @@ def transaction_completed(committed: bool, markers_started_ms: int) -> None:
     (TXN_COMMITS if committed else TXN_ABORTS).inc()
     elapsed = time.time() * 1000 - markers_started_ms
     TXN_MARKER_TIME.labels("commit" if committed else "abort").observe(max(0.0, elapsed))
+
+
+def transaction_verified(started: float, codes: Iterable[int]) -> None:
+    """A verification answered (Kafka's AddPartitionsToTxnManager.sendCallback): `started`
+    is time.monotonic() when the leader began to ask, `codes` the answer per partition."""
+    VERIFICATION_TIME.observe((time.monotonic() - started) * 1000)
+    failed = sum(1 for code in codes if code)
+    if failed:
+        VERIFICATION_FAILURES.inc(failed)
 
 
 def transaction_timed_out(abort_started: bool) -> None:

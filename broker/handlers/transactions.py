@@ -10,6 +10,7 @@ map errors per version like KafkaApis does.
 from __future__ import annotations
 
 import logging
+import time
 from collections import defaultdict
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
@@ -22,6 +23,7 @@ from samsa.protocol.errors import ErrorCode
 from samsa.storage.clock import milliseconds
 from samsa.storage.producer_entry import NO_SEQUENCE
 
+from .. import metrics
 from ..cluster.features import UNSTABLE_VERSIONS
 from ..context import RequestContext, TxnContext
 from ..network.policy import THROTTLE_EXEMPT
@@ -456,11 +458,15 @@ async def _ask_about_offsets_partition(
     is this broker (or no other can be asked), else over the inter-broker channel."""
     coord, verifier = ctx.transactions, ctx.txn_verifier
     if coord.is_local(transactional_id) or verifier is None:
+        started = time.monotonic()
         if add:
-            return int(await coord.add_partitions(
+            code = int(await coord.add_partitions(
                 transactional_id, producer_id, producer_epoch, [tp], 2))
-        return int(coord.verify_partitions(transactional_id, producer_id, producer_epoch,
-                                           [tp])[tp])
+        else:
+            code = int(coord.verify_partitions(transactional_id, producer_id, producer_epoch,
+                                               [tp])[tp])
+        metrics.transaction_verified(started, (code,))
+        return code
     answers = await verifier.verify(verifier.coordinator_of(transactional_id),
                                     transactional_id, producer_id, producer_epoch, [tp],
                                     verify_only=not add)

@@ -35,6 +35,7 @@ from samsa.protocol.records import (
 )
 from samsa.storage.clock import milliseconds
 
+from .. import metrics
 from ..network.interbroker import BrokerConnection, BrokerUnavailable
 
 if TYPE_CHECKING:
@@ -188,7 +189,13 @@ class TxnPartitionVerifier:
         client's Produce v12 or TxnOffsetCommit v5: the client sends no AddPartitionsToTxn)."""
         if coordinator < 0:
             return dict.fromkeys(partitions, ErrorCode.coordinator_not_available)
+        started = time.monotonic()
         asked = Asked(transactional_id, producer_id, producer_epoch, partitions, verify_only)
+        answers = await self._answer(coordinator, asked)
+        metrics.transaction_verified(started, answers.values())
+        return answers
+
+    async def _answer(self, coordinator: int, asked: Asked) -> Answers:
         queue = self.queue(coordinator)
         if not queue.add(asked):
             return asked.answer.result()  # refused at once
@@ -421,8 +428,10 @@ class ProduceVerification:
         for (pid, epoch), parts in wanted.items():
             answers: dict[tuple[str, int], int]
             if local or coordinator == self.broker_id:
+                started = time.monotonic()
                 added = await coord.add_partitions(transactional_id, pid, epoch, parts, 2)
                 answers = dict.fromkeys(parts, int(added))
+                metrics.transaction_verified(started, answers.values())
             elif remote is None:
                 answers = dict.fromkeys(parts, ErrorCode.coordinator_not_available)
             else:
@@ -451,7 +460,9 @@ class ProduceVerification:
         guard = _start_verification(partition, records, producer, version >= 12)
         if transactional_id and not coord.is_local(transactional_id):
             return produce_error(ErrorCode.coordinator_not_available, version), guard
+        started = time.monotonic()
         code = coord.verify_partition(
             transactional_id, producer[0], producer[1], partition.topic, partition.index
         )
+        metrics.transaction_verified(started, (code,))
         return produce_error(code, version), guard

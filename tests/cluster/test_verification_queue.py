@@ -19,6 +19,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 
 import pytest
 from confluent_kafka.admin import NewTopic
+from prometheus_client import REGISTRY
 
 from samsa.broker.app import Broker
 from samsa.protocol.records import build_batch
@@ -68,6 +69,15 @@ def _add_partitions_to_txn_v5(metrics_port: int) -> float:
                and 'request="AddPartitionsToTxn"' in line and 'version="5"' in line)
 
 
+def _verification_samples() -> tuple[float, float]:
+    """The embedded leader's verifications timed and partitions refused (its metrics are this
+    process's)."""
+    def sample(name: str) -> float:
+        return REGISTRY.get_sample_value(name) or 0.0
+    return (sample("kafka_server_addpartitionstotxnmanager_verificationtimems_count"),
+            sample("kafka_server_addpartitionstotxnmanager_verificationfailurerate_total"))
+
+
 def test_a_busy_coordinators_verifications_wait_at_the_leader(zookeeper, tmp_path):
     metrics_port = free_port()
     cluster = Cluster(zookeeper, tmp_path, size=1, **SETTINGS, **{"metrics.port": metrics_port})
@@ -109,6 +119,7 @@ def test_a_busy_coordinators_verifications_wait_at_the_leader(zookeeper, tmp_pat
                 return w.produce(topic, partition, _batch(pid, epoch), txn, version=11)[0]
 
         sent_before = _add_partitions_to_txn_v5(metrics_port)
+        timed, failed = _verification_samples()
         os.kill(coordinator.pid, signal.SIGSTOP)
         paused = True
         # A: asked at once; its answer is held while the coordinator is paused
@@ -138,6 +149,8 @@ def test_a_busy_coordinators_verifications_wait_at_the_leader(zookeeper, tmp_pat
         # A's request, then one for D and E together
         assert _add_partitions_to_txn_v5(metrics_port) - sent_before == 2
         assert _waiting(leader) == (False, {})
+        # Kafka's AddPartitionsToTxnManager metrics, on the leader: five answers, two refusals
+        assert _verification_samples() == (timed + 5, failed + 2)
     finally:
         if paused:
             os.kill(coordinator.pid, signal.SIGCONT)
