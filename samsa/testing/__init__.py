@@ -76,6 +76,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections import deque
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -102,22 +103,32 @@ class BrokerStartError(RuntimeError):
     """The broker exited, or did not accept connections in time; the message has its log."""
 
 
+# Ports this process has handed out, newest last: a port is free until its server binds, so
+# without this two picks before either binds could be the same one (seen: a broker's listener
+# and its schema registry's, EADDRINUSE at start-up).
+_HANDED_OUT: deque[int] = deque(maxlen=4096)
+
+
 def free_port(host: str = "127.0.0.1") -> int:
     """A port free now, chosen below the kernel's ephemeral range: outgoing connections
     (ZooKeeper sessions, clients, replica fetchers) take their local ports from that range, so
     a port picked there (as `bind(0)` does) can be taken by one of them before the server that
-    was meant to listen on it binds (seen: a broker's metrics.port, EADDRINUSE at start-up)."""
+    was meant to listen on it binds (seen: a broker's metrics.port, EADDRINUSE at start-up).
+    Never one this process has handed out in its last 4,096 picks."""
     try:
         low = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
     except (OSError, ValueError, IndexError):
         low = 32768
     for _ in range(200 if low > 2048 else 0):
         port = random.randint(max(1024, low - 12_000), low - 1)
+        if port in _HANDED_OUT:
+            continue
         with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
             try:
                 s.bind((host, port))
             except OSError:
                 continue
+            _HANDED_OUT.append(port)
             return port
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind((host, 0))
