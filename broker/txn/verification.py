@@ -426,7 +426,7 @@ class ProduceVerification:
                 guards[tp] = _start_verification(partition, records, producer, add)
         out: dict[tuple[str, int], int] = {}
         for (pid, epoch), parts in wanted.items():
-            answers: dict[tuple[str, int], int]
+            answers: Answers
             if local or coordinator == self.broker_id:
                 started = time.monotonic()
                 added = await coord.add_partitions(transactional_id, pid, epoch, parts, 2)

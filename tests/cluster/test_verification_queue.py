@@ -14,12 +14,10 @@ from __future__ import annotations
 import os
 import signal
 import time
-import urllib.request
 from concurrent.futures import Future, ThreadPoolExecutor
 
 import pytest
 from confluent_kafka.admin import NewTopic
-from prometheus_client import REGISTRY
 
 from samsa.broker.app import Broker
 from samsa.protocol.records import build_batch
@@ -31,6 +29,7 @@ from tests.cluster.cluster import (
     find_coordinators,
     wait_until,
 )
+from tests.observability.test_txn_metrics import scrape, verification_samples
 from tests.transactions.txnwire import NONE, TxnWire
 
 pytestmark = [pytest.mark.timeout(180)]
@@ -62,20 +61,9 @@ def _waiting(leader: EmbeddedBroker) -> tuple[bool, dict[str, int]]:
 
 def _add_partitions_to_txn_v5(metrics_port: int) -> float:
     """AddPartitionsToTxn v5 requests the coordinator has received (from brokers)."""
-    with urllib.request.urlopen(f"http://127.0.0.1:{metrics_port}/metrics", timeout=10) as r:
-        text = r.read().decode()
-    return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
-               if line.startswith("kafka_network_requestmetrics_requestspersec_total{")
-               and 'request="AddPartitionsToTxn"' in line and 'version="5"' in line)
-
-
-def _verification_samples() -> tuple[float, float]:
-    """The embedded leader's verifications timed and partitions refused (its metrics are this
-    process's)."""
-    def sample(name: str) -> float:
-        return REGISTRY.get_sample_value(name) or 0.0
-    return (sample("kafka_server_addpartitionstotxnmanager_verificationtimems_count"),
-            sample("kafka_server_addpartitionstotxnmanager_verificationfailurerate_total"))
+    return scrape(metrics_port).get(
+        'kafka_network_requestmetrics_requestspersec_total{request="AddPartitionsToTxn",'
+        'version="5"}', 0.0)
 
 
 def test_a_busy_coordinators_verifications_wait_at_the_leader(zookeeper, tmp_path):
@@ -119,7 +107,7 @@ def test_a_busy_coordinators_verifications_wait_at_the_leader(zookeeper, tmp_pat
                 return w.produce(topic, partition, _batch(pid, epoch), txn, version=11)[0]
 
         sent_before = _add_partitions_to_txn_v5(metrics_port)
-        timed, failed = _verification_samples()
+        timed, failed = verification_samples()
         os.kill(coordinator.pid, signal.SIGSTOP)
         paused = True
         # A: asked at once; its answer is held while the coordinator is paused
@@ -150,7 +138,7 @@ def test_a_busy_coordinators_verifications_wait_at_the_leader(zookeeper, tmp_pat
         assert _add_partitions_to_txn_v5(metrics_port) - sent_before == 2
         assert _waiting(leader) == (False, {})
         # Kafka's AddPartitionsToTxnManager metrics, on the leader: five answers, two refusals
-        assert _verification_samples() == (timed + 5, failed + 2)
+        assert verification_samples() == (timed + 5, failed + 2)
     finally:
         if paused:
             os.kill(coordinator.pid, signal.SIGCONT)

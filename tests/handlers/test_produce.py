@@ -6,10 +6,10 @@ from __future__ import annotations
 import logging
 
 import pytest
-from prometheus_client import REGISTRY
 
 from samsa.protocol.errors import ErrorCode
 from samsa.protocol.records import build_batch
+from tests.observability.test_txn_metrics import verification_samples
 
 from .harness import ALICE, begin_transaction, values_of
 
@@ -128,17 +128,10 @@ async def test_verifications_are_timed_and_their_refusals_counted(handlers):
     await handlers.create_topic("t", 2)
     await handlers.find_coordinator("tx", key_type=1)
     pid, epoch = await begin_transaction(handlers, "tx", "t", 0)
-    timed, failed = _verification_samples()
+    timed, failed = verification_samples()
     ok = await handlers.produce("t", 0, [b"in"], "tx", producer_id=pid, producer_epoch=epoch,
                                 base_sequence=0)
     stray = await handlers.produce("t", 1, [b"stray"], "tx", producer_id=pid,
                                    producer_epoch=epoch, base_sequence=0)
     assert (ok.error_code, stray.error_code) == (ErrorCode.none, ErrorCode.invalid_txn_state)
-    assert _verification_samples() == (timed + 2, failed + 1)
-
-
-def _verification_samples() -> tuple[float, float]:
-    def sample(name: str) -> float:
-        return REGISTRY.get_sample_value(name) or 0.0
-    return (sample("kafka_server_addpartitionstotxnmanager_verificationtimems_count"),
-            sample("kafka_server_addpartitionstotxnmanager_verificationfailurerate_total"))
+    assert verification_samples() == (timed + 2, failed + 1)

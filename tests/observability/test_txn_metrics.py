@@ -11,6 +11,7 @@ from collections.abc import Callable
 
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
+from prometheus_client import REGISTRY
 
 from samsa.broker import metrics
 from tests.support.broker import REPO_ROOT, free_port
@@ -51,6 +52,15 @@ def value(samples: dict[str, float], name: str, **labels: str) -> float:
     ]
     assert len(found) == 1, f"{name} {labels}: {len(found)} samples"
     return found[0]
+
+
+def verification_samples() -> tuple[float, float]:
+    """KIP-890 verifications timed and partitions refused by the brokers of this process (an
+    embedded broker's or the handler tests' metrics are the process's registry)."""
+    def sample(name: str) -> float:
+        return REGISTRY.get_sample_value(name) or 0.0
+    return (sample("kafka_server_addpartitionstotxnmanager_verificationtimems_count"),
+            sample("kafka_server_addpartitionstotxnmanager_verificationfailurerate_total"))
 
 
 def wait_for(port: int, check: Callable[[dict[str, float]], bool], timeout: float = 30):
