@@ -46,7 +46,7 @@ from confluent_kafka.admin import (
 )
 
 from tests.support.broker import free_port
-from tests.support.connect import CONNECT_JVM_ARGS, write_properties
+from tests.support.connect import CONNECT_JVM_ARGS, connect_process, write_properties
 from tests.support.java import JavaProcess
 
 pytestmark = pytest.mark.timeout(240)
@@ -122,9 +122,9 @@ def _mm2_properties(tmp_path: Path, a: str, b: str, topic: str,
 
 
 def _mirror_maker(tmp_path: Path, props: Path) -> JavaProcess:
-    return JavaProcess(
+    return connect_process(
         "org.apache.kafka.connect.mirror.MirrorMaker", [str(props)],
-        log_path=tmp_path / "mm2.log", classpath="connect4",
+        log_path=tmp_path / "mm2.log",
         jvm_args=[*CONNECT_JVM_ARGS, "-Dorg.slf4j.simpleLogger.defaultLogLevel=info"],
         name="mirror-maker").start()
 
