@@ -183,8 +183,14 @@ def test_exactly_once_source_survives_worker_kill(broker, tmp_path: Path) -> Non
                 f.write("".join(f"{line}\n" for line in lines[start:start + chunk]))
                 f.flush()
 
-    worker = ConnectWorker(tmp_path / "worker", broker.bootstrap, group=group,
-                           extra={"exactly.once.source.support": "enabled"}).start()
+    worker = ConnectWorker(tmp_path / "worker", broker.bootstrap, group=group, extra={
+        "exactly.once.source.support": "enabled",
+        # A kill between the task's offsets write and its commit leaves a transaction open on
+        # the offsets topic, which the restarted worker reads to its end before it serves
+        # (Connect's KafkaBasedLog does so for read_committed): until the coordinator aborts
+        # it on its timeout, the producer's default 60 s. A transaction a second needs far less.
+        "producer.transaction.timeout.ms": 10000,
+    }).start()
     reader = CommittedReader(broker.bootstrap, topic)
     writer = threading.Thread(target=append, name="append", daemon=True)
     try:

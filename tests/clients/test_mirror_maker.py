@@ -268,6 +268,12 @@ def test_mirror_maker_exactly_once_across_kill(broker_factory, tmp_path: Path) -
         "B.session.timeout.ms": 6000,
         "B.heartbeat.interval.ms": 2000,
         "B.scheduled.rebalance.max.delay.ms": 0,
+        # A kill between the task's offsets write and its commit leaves a transaction open on
+        # the offsets topic, and the restarted worker reads that topic to its end before its
+        # tasks start (Connect's KafkaBasedLog does so for read_committed): it waits for the
+        # coordinator to abort the transaction on its timeout (the producer's default 60 s,
+        # 66 s in one run). Its tasks commit at every poll, so 10 s is ample.
+        "B.producer.transaction.timeout.ms": 10000,
     })
     mm2 = _mirror_maker(tmp_path, props)
     copy = Consumer({"bootstrap.servers": b.bootstrap, "group.id": f"check-{suffix}",
