@@ -31,7 +31,12 @@ from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient, ConfigResource
 from kafka.admin import KafkaAdminClient
 
-from tests.support.connect import FILE_SINK, FILE_SOURCE, ConnectWorker
+from tests.support.connect import (
+    EOS_TASK_TRANSACTION_TIMEOUT_MS,
+    FILE_SINK,
+    FILE_SOURCE,
+    ConnectWorker,
+)
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -185,11 +190,8 @@ def test_exactly_once_source_survives_worker_kill(broker, tmp_path: Path) -> Non
 
     worker = ConnectWorker(tmp_path / "worker", broker.bootstrap, group=group, extra={
         "exactly.once.source.support": "enabled",
-        # A kill between the task's offsets write and its commit leaves a transaction open on
-        # the offsets topic, which the restarted worker reads to its end before it serves
-        # (Connect's KafkaBasedLog does so for read_committed): until the coordinator aborts
-        # it on its timeout, the producer's default 60 s. A transaction a second needs far less.
-        "producer.transaction.timeout.ms": 10000,
+        # The restarted worker waits out what the kill left open (EOS_TASK_TRANSACTION_TIMEOUT_MS)
+        "producer.transaction.timeout.ms": EOS_TASK_TRANSACTION_TIMEOUT_MS,
     }).start()
     reader = CommittedReader(broker.bootstrap, topic)
     writer = threading.Thread(target=append, name="append", daemon=True)

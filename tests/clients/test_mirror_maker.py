@@ -46,7 +46,11 @@ from confluent_kafka.admin import (
 )
 
 from tests.support.broker import free_port
-from tests.support.connect import CONNECT_JVM_ARGS, connect_process, write_properties
+from tests.support.connect import (
+    EOS_TASK_TRANSACTION_TIMEOUT_MS,
+    connect_process,
+    write_properties,
+)
 from tests.support.java import JavaProcess
 
 pytestmark = pytest.mark.timeout(240)
@@ -124,9 +128,7 @@ def _mm2_properties(tmp_path: Path, a: str, b: str, topic: str,
 def _mirror_maker(tmp_path: Path, props: Path) -> JavaProcess:
     return connect_process(
         "org.apache.kafka.connect.mirror.MirrorMaker", [str(props)],
-        log_path=tmp_path / "mm2.log",
-        jvm_args=[*CONNECT_JVM_ARGS, "-Dorg.slf4j.simpleLogger.defaultLogLevel=info"],
-        name="mirror-maker").start()
+        log_path=tmp_path / "mm2.log", name="mirror-maker").start()
 
 
 def test_mirror_maker_topics_offsets_and_acls(broker_factory, tmp_path: Path) -> None:
@@ -268,12 +270,8 @@ def test_mirror_maker_exactly_once_across_kill(broker_factory, tmp_path: Path) -
         "B.session.timeout.ms": 6000,
         "B.heartbeat.interval.ms": 2000,
         "B.scheduled.rebalance.max.delay.ms": 0,
-        # A kill between the task's offsets write and its commit leaves a transaction open on
-        # the offsets topic, and the restarted worker reads that topic to its end before its
-        # tasks start (Connect's KafkaBasedLog does so for read_committed): it waits for the
-        # coordinator to abort the transaction on its timeout (the producer's default 60 s,
-        # 66 s in one run). Its tasks commit at every poll, so 10 s is ample.
-        "B.producer.transaction.timeout.ms": 10000,
+        # The restarted worker waits out what the kill left open (EOS_TASK_TRANSACTION_TIMEOUT_MS)
+        "B.producer.transaction.timeout.ms": EOS_TASK_TRANSACTION_TIMEOUT_MS,
     })
     mm2 = _mirror_maker(tmp_path, props)
     copy = Consumer({"bootstrap.servers": b.bootstrap, "group.id": f"check-{suffix}",

@@ -29,18 +29,27 @@ from tests.support.java import JAVA_SRC, JavaProcess, compile_java
 FILE_SOURCE = "org.apache.kafka.connect.file.FileStreamSourceConnector"
 FILE_SINK = "org.apache.kafka.connect.file.FileStreamSinkConnector"
 
-# A JVM of its own may need more than the tools' 512 MiB for Connect's REST server and tasks.
-CONNECT_JVM_ARGS = ["-Xmx768m"]
+# A JVM of its own may need more than the tools' 512 MiB for Connect's REST server and tasks;
+# its log at info says what its herders, tasks and clients did.
+CONNECT_JVM_ARGS = ["-Xmx768m", "-Dorg.slf4j.simpleLogger.defaultLogLevel=info"]
+
+# The transaction timeout of exactly-once source tasks' producers. A kill -9 between a task's
+# offsets write and its commit leaves a transaction open on the offsets topic, and a restarted
+# worker reads that topic to its end before its tasks start (Connect's KafkaBasedLog does so
+# for read_committed): it waits for the coordinator to abort the transaction on its timeout,
+# the producer's default 60 s (66 s in a MirrorMaker run). Tasks that commit at every poll or
+# every second need far less.
+EOS_TASK_TRANSACTION_TIMEOUT_MS = 10_000
 
 
 def connect_process(main_class: str, args: Sequence[str], **kwargs: Any) -> JavaProcess:
-    """A JVM running a Connect entry point whose REST server has one shutdown hook, Connect's
-    own: with Jetty's beside it, SIGTERM now and then hangs the JVM for ever in Connect's
-    RestServer.stop (OneRestShutdownHook.java says how), a race in the client that says nothing
-    about the broker."""
+    """A JVM (CONNECT_JVM_ARGS) running a Connect entry point whose REST server has one
+    shutdown hook, Connect's own: with Jetty's beside it, SIGTERM now and then hangs the JVM for
+    ever in Connect's RestServer.stop (OneRestShutdownHook.java says how), a race in the client
+    that says nothing about the broker."""
     launcher = compile_java([JAVA_SRC / "OneRestShutdownHook.java"], classpath="connect4")
     return JavaProcess("OneRestShutdownHook", [main_class, *args], classpath="connect4",
-                       extra_classpath=[launcher], **kwargs)
+                       extra_classpath=[launcher], jvm_args=CONNECT_JVM_ARGS, **kwargs)
 
 
 def write_properties(path: Path, props: Mapping[str, object]) -> Path:
@@ -90,9 +99,7 @@ class ConnectWorker:
         self.props_path = write_properties(workdir / f"{name}.properties", props)
         self.proc = connect_process(
             "org.apache.kafka.connect.cli.ConnectDistributed", [str(self.props_path)],
-            log_path=workdir / f"{name}.log",
-            jvm_args=[*CONNECT_JVM_ARGS, "-Dorg.slf4j.simpleLogger.defaultLogLevel=info"],
-            name=name,
+            log_path=workdir / f"{name}.log", name=name,
         )
 
     # ------------------------------------------------------------------ process
