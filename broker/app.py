@@ -47,6 +47,7 @@ from .network.loop_watchdog import LoopWatchdog
 from .network.quotas import QuotaManager
 from .network.server import KafkaServer, ServerLimits, raise_open_files_limit
 from .reconfiguration import BrokerReconfiguration, check_cordoned
+from .replication.fetch_sessions import FetchSessionCache
 from .replication.log_dir_mover import LogDirMover
 from .replication.partition import Partition
 from .replication.produce_appends import ProduceAppender
@@ -83,6 +84,7 @@ class Broker:
         check_cordoned(self.log_manager, config)
         self.log_manager.set_cordoned(config["cordoned.log.dirs"])
         self._build_replication(config)
+        self.fetch_sessions = FetchSessionCache(config["max.incremental.fetch.session.cache.slots"])
         self.controller: Controller | None = None
         self.cluster_member: ClusterMember | None = None  # with ZooKeeper (or a node's file)
         self.producer_ids: PrefetchingProducerIds
@@ -278,6 +280,7 @@ class Broker:
             dynamic_config=self.dynamic_config,
             metadata_cache=self.metadata_cache,
             telemetry=self.telemetry,
+            fetch_sessions=self.fetch_sessions,
         )
 
     def _log_config(self, topic: TopicState) -> LogConfig:

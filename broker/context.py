@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from .cluster.topic_admin import TopicAdmin
     from .dynamic_config import DynamicBrokerConfig
     from .network.quotas import QuotaManager
+    from .replication.fetch_sessions import FetchSessionCache
     from .replication.produce_appends import ProduceAppender
     from .replication.replica_manager import ReplicaManager
     from .security.authorizer import Authorizer
@@ -92,6 +93,8 @@ class BrokerServices:
     metadata_cache: TopicMetadataCache | None = None
     # KIP-714 client telemetry: subscriptions, client instances, their pushed metrics
     telemetry: TelemetryManager | None = None
+    # KIP-227 incremental fetch sessions (consumers' and followers')
+    fetch_sessions: FetchSessionCache | None = None
 
 
 class Service(Generic[T]):
@@ -168,6 +171,7 @@ class RequestContext:
     share_persister = Service["SharePersister | None"]()
     metadata_cache = Service["TopicMetadataCache | None"]()
     telemetry = Service["TelemetryManager"]()
+    fetch_sessions = Service["FetchSessionCache"]()
 
     # ---- authorization (Kafka's AuthHelper) -----------------------------------------------
     def authorize(self, op: AclOperation, rtype: ResourceType, name: str = CLUSTER_NAME,
@@ -306,6 +310,7 @@ class ReplicaContext(HandlerContext, Protocol):
     quotas: QuotaManager | None  # the fetch byte-rate quota caps a Fetch
     authorizer: Authorizer | None
     zero_copy: bool
+    fetch_sessions: FetchSessionCache
 
 
 class MetadataContext(HandlerContext, Protocol):

@@ -15,7 +15,7 @@ from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING
 
 from prometheus_client import REGISTRY, CollectorRegistry, start_http_server
-from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from .metrics import LOG_FLUSH_TIME, call_on_loop, flush_from_this_loop
@@ -60,6 +60,7 @@ def broker_gauges(broker: Broker) -> list[Metric]:
     out += _transaction_gauges(broker)
     out += _quota_gauges(broker)
     out += _socket_server_gauges(broker)
+    out += _fetch_session_metrics(broker)
     out += client_telemetry(broker)
     return out
 
@@ -122,6 +123,25 @@ def _socket_server_gauges(broker: Broker) -> list[GaugeMetricFamily]:
 
 _QUOTA_METRIC_TYPES = {"producer_byte_rate": "produce", "consumer_byte_rate": "fetch",
                        "request_percentage": "request"}
+
+
+def _fetch_session_metrics(broker: Broker) -> list[Metric]:
+    """kafka.server:type=FetchSessionCache: the incremental fetch sessions cached, their
+    partitions and the evictions (IncrementalFetchSessionEvictionsPerSec, as a total)."""
+    cache = getattr(broker, "fetch_sessions", None)
+    if cache is None:
+        return []
+    sessions = _gauge("kafka_server_fetchsessioncache_numincrementalfetchsessions",
+                      "Incremental fetch sessions (KIP-227) this broker keeps.")
+    sessions.add_metric([], len(cache))
+    partitions = _gauge("kafka_server_fetchsessioncache_numincrementalfetchpartitionscached",
+                        "Partitions of the incremental fetch sessions this broker keeps.")
+    partitions.add_metric([], cache.partitions_cached())
+    evictions = CounterMetricFamily(
+        "kafka_server_fetchsessioncache_incrementalfetchsessionevictions",
+        "Incremental fetch sessions evicted to make room for new ones.")
+    evictions.add_metric([], cache.evictions)
+    return [sessions, partitions, evictions]
 
 
 def _quota_gauges(broker: Broker) -> list[GaugeMetricFamily]:

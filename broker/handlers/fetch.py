@@ -1,8 +1,9 @@
 """Fetch (1): read from leaders up to HW (read_uncommitted) or LSO (read_committed).
 
 Long poll: if fewer than min_bytes are ready, wait until new data arrives on any requested
-partition or max_wait passes. No fetch sessions: answering session_id=0 tells clients to keep
-sending full fetch requests, which Kafka's protocol allows.
+partition or max_wait passes. v7+ fetchers may keep their partitions in an incremental fetch
+session (KIP-227, broker/replication/fetch_sessions.py): then a request names only what changed
+and the answer only the partitions with something new.
 
 v13+ name topics by id (an id this cluster does not know, such as the id of a topic deleted
 and created again under its name, is UNKNOWN_TOPIC_ID); v15+ carry the follower's id in
@@ -17,7 +18,7 @@ from __future__ import annotations
 import time
 import uuid
 import weakref
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from functools import cache as memoize
 from typing import TYPE_CHECKING, Any
 
@@ -30,7 +31,17 @@ from samsa.protocol.kio_adapter import Entity, schema_fields
 from .. import metrics
 from ..context import ReplicaContext, RequestContext
 from ..network.policy import ApiPolicy
-from ..network.quotas import FETCH_BYTES
+from ..network.quotas import FETCH_BYTES, UndoableAnswer
+from ..replication.fetch_sessions import (
+    FINAL_EPOCH,
+    INVALID_SESSION_ID,
+    FetchContext,
+    FetchSession,
+    FetchSessionCache,
+    PartitionKey,
+    RequestedTopic,
+    SessionPartition,
+)
 from ..replication.partition import Partition, PartitionRead
 from ..replication.replica_manager import PartitionError
 from ..security.authorizer import AclOperation, ResourceType
@@ -51,11 +62,6 @@ ReadOne = Callable[[Partition, int, int, int, bool], dict[str, Any]]
 def _has_replica_state(request: FetchRequest) -> TypeIs[FetchRequestWithReplicaState]:
     """v15+ carry the fetching replica's id in replica_state, older versions in replica_id."""
     return request.__version__ >= 15
-
-
-# A requested topic: its name (None: an id this broker does not know), its id (None before
-# v13), and the requested partitions.
-Wanted = tuple[str | None, uuid.UUID | None, Sequence[Any]]
 
 
 FETCH_KEY = 1
@@ -81,7 +87,16 @@ async def handle_fetch(ctx: RequestContext, request: FetchRequest) -> dict[str, 
         max_bytes = min(max_bytes, ctx.quotas.max_fetch_bytes(ctx.listener, ctx.principal.name,
                                                               ctx.client_id))
     min_bytes = min(request.min_bytes, max_bytes)
-    wanted = _wanted_topics(ctx, request)
+    sessions = ctx.fetch_sessions
+    session_epoch: int = field(request, "session_epoch", FINAL_EPOCH)
+    context = sessions.context(ctx.version, field(request, "session_id", INVALID_SESSION_ID),
+                               session_epoch, replica_id >= 0, _requested(request),
+                               _forgotten(request))
+    if context.error != ErrorCode.none:
+        return _with_endpoints(ctx, _session_error(context.error, INVALID_SESSION_ID))
+    session = context.session
+    wanted = (session.topics(ctx.store.topic_name_by_id) if session is not None
+              else _wanted_topics(ctx, request))
     # KIP-392, with replica.selector.class set: a consumer's fetch (v11+) may be served by a
     # follower, and a leader with the rack-aware selector points a consumer of a rack at an
     # in-sync replica there. (Kafka's followers serve v11+ consumers whatever the selector;
@@ -107,16 +122,108 @@ async def handle_fetch(ctx: RequestContext, request: FetchRequest) -> dict[str, 
                                                          replica_id)
         remaining = deadline - time.monotonic()
         if total >= min_bytes or had_error or remaining <= 0 or not leaders:
-            out = {"throttle_time": 0, "error_code": ErrorCode.none, "session_id": 0,
-                   "responses": responses}
-            if ctx.version >= 16:
-                out["node_endpoints"] = _leader_hints(ctx, responses)
-            return out
+            return _with_endpoints(ctx, _answer(sessions, context, session_epoch, wanted,
+                                                responses))
         await ctx.replicas.wait_for_data(leaders, remaining, follower=replica_id >= 0)
 
 
-def _wanted_topics(ctx: ReplicaContext, request: FetchRequest) -> list[Wanted]:
-    wanted: list[Wanted] = []
+def _requested(request: FetchRequest
+               ) -> Iterator[tuple[uuid.UUID | str, Sequence[Any]]]:
+    """The request's topics, each by its id (v13+) or name, with their partitions (read by an
+    incremental request's session only)."""
+    for topic in request.topics:
+        yield _topic_key(field(topic, "topic", None), field(topic, "topic_id", None)), \
+            topic.partitions
+
+
+def _forgotten(request: FetchRequest
+               ) -> Iterator[tuple[uuid.UUID | str, Sequence[int]]]:
+    """The partitions an incremental request removes from its session (v7+)."""
+    forgotten: Sequence[Any] = field(request, "forgotten_topics_data", ())
+    for topic in forgotten:
+        yield _topic_key(field(topic, "topic", None), field(topic, "topic_id", None)), \
+            topic.partitions
+
+
+def _topic_key(name: str | None, topic_id: uuid.UUID | None) -> uuid.UUID | str:
+    """How a fetch session names a topic: by its id from v13 on, else by its name."""
+    return topic_id if topic_id is not None else name or ""
+
+
+def _session_error(code: ErrorCode, session_id: int) -> dict[str, Any]:
+    """A fetch session error: no partitions (Kafka's SessionErrorContext)."""
+    return {"throttle_time": 0, "error_code": code, "session_id": session_id, "responses": []}
+
+
+def _with_endpoints(ctx: ReplicaContext, out: dict[str, Any]) -> dict[str, Any]:
+    if ctx.version >= 16:
+        out["node_endpoints"] = _leader_hints(ctx, out["responses"])
+    return out
+
+
+def _answer(sessions: FetchSessionCache, context: FetchContext, request_epoch: int,
+            wanted: list[RequestedTopic], responses: list[dict[str, Any]]) -> dict[str, Any]:
+    """The Fetch answer: a full one as read, opening the session it asked for (if there is
+    room); an incremental one pruned to the partitions with something new for its fetcher.
+    Either tells the session what its fetcher learns, undone if a quota throttles it."""
+    session = context.session
+    if session is not None:
+        if not sessions.still_current(session, request_epoch):
+            return _session_error(ErrorCode.invalid_fetch_session_epoch, session.id)
+        return _incremental_answer(session, wanted, responses)
+    if not context.opens:
+        return {"throttle_time": 0, "error_code": ErrorCode.none,
+                "session_id": INVALID_SESSION_ID, "responses": responses}
+    partitions: list[tuple[PartitionKey, SessionPartition]] = []
+    for (name, topic_id, parts), topic in zip(wanted, responses, strict=True):
+        key = _topic_key(name, topic_id)
+        for p, answer in zip(parts, topic["partitions"], strict=True):
+            cached = SessionPartition.of(p)
+            cached.must_answer(answer)
+            partitions.append(((key, cached.partition), cached))
+    session_id = sessions.open(context, iter(partitions))
+
+    def undo() -> int:  # throttled: no session (Kafka opens none for a throttled fetch)
+        sessions.close(session_id)
+        return INVALID_SESSION_ID
+
+    return UndoableAnswer({"throttle_time": 0, "error_code": ErrorCode.none,
+                           "session_id": session_id, "responses": responses}, undo)
+
+
+def _incremental_answer(session: FetchSession, wanted: list[RequestedTopic],
+                        responses: list[dict[str, Any]]) -> dict[str, Any]:
+    """The session's partitions that have something new for the fetcher (Kafka's
+    IncrementalFetchContext); those answered records go to the back of the session."""
+    pruned: list[dict[str, Any]] = []
+    told: list[SessionPartition] = []
+    to_back = []
+    for (name, topic_id, parts), topic in zip(wanted, responses, strict=True):
+        kept = []
+        for p, answer in zip(parts, topic["partitions"], strict=True):
+            if p.must_answer(answer):
+                kept.append(answer)
+                told.append(p)
+                if answer["records"]:
+                    to_back.append((_topic_key(name, topic_id), p.partition))
+        if kept:
+            pruned.append({"topic": topic["topic"], "topic_id": topic["topic_id"],
+                           "partitions": kept})
+    partitions = session.partitions
+    for key in to_back:
+        partitions[key] = partitions.pop(key)
+
+    def undo() -> int:  # throttled: what it would have told is told again next time
+        for p in told:
+            p.told_high_watermark = -1
+        return session.id
+
+    return UndoableAnswer({"throttle_time": 0, "error_code": ErrorCode.none,
+                           "session_id": session.id, "responses": pruned}, undo)
+
+
+def _wanted_topics(ctx: ReplicaContext, request: FetchRequest) -> list[RequestedTopic]:
+    wanted: list[RequestedTopic] = []
     for topic in request.topics:
         topic_id: uuid.UUID | None = field(topic, "topic_id", None)
         if ctx.version >= 13:
@@ -162,7 +269,7 @@ def _rack_selector(ctx: ReplicaContext, rack: str) -> Selector:
 
 
 def _read_all(
-    ctx: ReplicaContext, wanted: list[Wanted], max_bytes: int, read_one: ReadOne,
+    ctx: ReplicaContext, wanted: list[RequestedTopic], max_bytes: int, read_one: ReadOne,
     denied: set[str] | frozenset[str] = frozenset(), from_consumer: bool = False,
     selector: Selector | None = None, replica_id: int = -1,
 ) -> tuple[list[dict[str, Any]], int, list[Partition], bool]:

@@ -35,7 +35,7 @@ from __future__ import annotations
 import logging
 import time
 from collections import deque
-from collections.abc import Generator, Iterator
+from collections.abc import Callable, Generator, Iterator
 from typing import Any
 
 from samsa.protocol.encoder import encode_response
@@ -429,10 +429,25 @@ def is_follower_fetch(request: Any) -> bool:
     return bool(replica_id >= 0)
 
 
+class UndoableAnswer(dict[str, Any]):
+    """A Fetch answer a fetch session counts as sent (what its fetcher is told, a session it
+    opens): a quota that throttles it sends none of it and calls `undo`, which gives the
+    session id the throttled answer carries."""
+
+    __slots__ = ("undo",)
+
+    def __init__(self, fields: dict[str, Any], undo: Callable[[], int]) -> None:
+        super().__init__(fields)
+        self.undo = undo
+
+
 def throttled_fetch_response(result: dict[str, Any], throttle_ms: int) -> dict[str, Any]:
-    """Kafka's FetchContext.getThrottledResponse: no partitions, the session kept."""
+    """Kafka's FetchContext.getThrottledResponse: no partitions; an incremental fetch's session
+    kept, none opened by a full one."""
+    session_id = (result.undo() if isinstance(result, UndoableAnswer)
+                  else result.get("session_id", 0))
     out = {"throttle_time": throttle_ms, "error_code": result.get("error_code", 0),
-           "session_id": result.get("session_id", 0), "responses": []}
+           "session_id": session_id, "responses": []}
     if "node_endpoints" in result:
         out["node_endpoints"] = []
     return out
