@@ -12,6 +12,9 @@ CPU of decoding, handling and encoding, nothing of the kernel's or a client's. L
   sends with acks=1 (its 16 KB batch of ~160 records of 100 B: --records 160 --size 100);
 - fetch: Fetch v12 of every partition of the topic from the offsets last read, after each
   produce request (a consumer of many partitions at a low rate: little data per partition);
+- session: the fetch load in an incremental fetch session (KIP-227), as the Java consumer and
+  kafka-python send it: the first fetch opens the session, each next one names only the
+  partitions whose offsets moved since the last;
 - follower: the same from a follower in the ISR (each partition given a second replica, a
   broker that does not exist), as the replica fetcher asks it: Fetch v15 by topic id with the
   follower's id, the leader epoch and the last fetched epoch (its produce requests acks=1,
@@ -21,6 +24,7 @@ CPU of decoding, handling and encoding, nothing of the kernel's or a client's. L
     .venv/bin/python bench/batch_cost.py --plain --records 160 --size 100 --partitions 1
     .venv/bin/python bench/batch_cost.py --partitions 500 --per-request 12 --profile
     .venv/bin/python bench/batch_cost.py --load fetch --partitions 500
+    .venv/bin/python bench/batch_cost.py --load session --partitions 500
     .venv/bin/python bench/batch_cost.py --load follower --partitions 500
 
 Printed: CPU (time.process_time) per request and per partition-batch, the median of
@@ -123,15 +127,42 @@ async def produce_frames(h: Harness, topic: str, partitions: int, per_request: i
     return frames
 
 
-def fetch_frame(h: Harness, topic: str, offsets: list[int]) -> bytes:
-    return h.frame(1, 12, {
+def fetch_body(topic: str, offsets: dict[int, int], session_id: int = 0,
+               session_epoch: int = -1) -> dict[str, Any]:
+    """Fetch v12 of the partitions `offsets` names, from their offsets."""
+    return {
         "replica_id": -1, "max_wait": 0, "min_bytes": 1, "max_bytes": 52_428_800,
-        "isolation_level": 0, "session_id": 0, "session_epoch": -1,
+        "isolation_level": 0, "session_id": session_id, "session_epoch": session_epoch,
         "topics": [{"topic": topic, "partitions": [{
             "partition": p, "current_leader_epoch": -1, "fetch_offset": o,
             "last_fetched_epoch": -1, "log_start_offset": -1,
-            "partition_max_bytes": 1 << 20} for p, o in enumerate(offsets)]}],
-        "forgotten_topics_data": [], "rack_id": ""})
+            "partition_max_bytes": 1 << 20} for p, o in offsets.items()]}] if offsets else [],
+        "forgotten_topics_data": [], "rack_id": ""}
+
+
+def fetch_frame(h: Harness, topic: str, offsets: list[int]) -> bytes:
+    return h.frame(1, 12, fetch_body(topic, dict(enumerate(offsets))))
+
+
+class Session:
+    """A consumer's incremental fetch session: the offsets it has sent, its id and epoch."""
+
+    def __init__(self) -> None:
+        self.sent: list[int] = []
+        self.id = 0
+        self.epoch = 0
+
+    async def open(self, h: Harness, topic: str, offsets: list[int]) -> None:
+        answer = await h.call(1, 12, fetch_body(topic, dict(enumerate(offsets)), 0, 0))
+        assert answer.session_id != 0, "no fetch session opened"
+        self.id, self.epoch, self.sent = answer.session_id, 1, list(offsets)
+
+    def frame(self, h: Harness, topic: str, offsets: list[int]) -> bytes:
+        """The next incremental fetch: the partitions whose offsets moved."""
+        moved = {p: o for p, o in enumerate(offsets) if o != self.sent[p]}
+        frame = h.frame(1, 12, fetch_body(topic, moved, self.id, self.epoch))
+        self.sent, self.epoch = list(offsets), self.epoch + 1
+        return frame
 
 
 def follower_fetch_frame(h: Harness, topic: str, offsets: list[int], replica_id: int
@@ -237,6 +268,10 @@ async def run(args: argparse.Namespace) -> None:
                                       plain=args.plain)
         produced = 0
         offsets = [0] * args.partitions
+        session: Session | None = None
+        if args.load == "session":
+            session = Session()
+            await session.open(h, topic, offsets)
 
         async def produce_round(prof: cProfile.Profile | None = None) -> tuple[int, int, float]:
             nonlocal produced
@@ -258,8 +293,12 @@ async def run(args: argparse.Namespace) -> None:
             cpu = 0.0
             for f in frames[produced:produced + args.requests]:
                 await h.dispatch(f, h.conn)
-                fetch = (follower_fetch_frame(h, topic, offsets, follower) if follower >= 0
-                         else fetch_frame(h, topic, offsets))
+                if follower >= 0:
+                    fetch = follower_fetch_frame(h, topic, offsets, follower)
+                elif session is not None:
+                    fetch = session.frame(h, topic, offsets)
+                else:
+                    fetch = fetch_frame(h, topic, offsets)
                 t0 = time.process_time()
                 if prof is not None:
                     prof.enable()
@@ -280,6 +319,8 @@ async def run(args: argparse.Namespace) -> None:
             per_req.append(1e6 * cpu / requests)
             per_batch.append(1e6 * cpu / batches)
         what = {"fetch": "fetch of every partition after one produce request",
+                "session": "incremental fetch (a session of every partition) after one "
+                           "produce request",
                 "follower": "a follower's fetch of every partition after one produce request",
                 }.get(args.load, f"produce of {args.per_request} batch(es) of {args.records} "
                                  f"record(s) of {args.size} B")
@@ -367,7 +408,8 @@ def main() -> None:
         client(int(port), frames_file, int(connections), int(in_flight), int(blocks))
         return
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--load", choices=("produce", "fetch", "follower"), default="produce")
+    ap.add_argument("--load", choices=("produce", "fetch", "session", "follower"),
+                    default="produce")
     ap.add_argument("--partitions", type=int, default=500)
     ap.add_argument("--per-request", type=int, default=1,
                     help="partition-batches a produce request carries")

@@ -12,11 +12,14 @@ partition-batch, not per byte, sets its latency. This runs that shape against on
   partition-batch (librdkafka's own counts, from its statistics), and the rate reached.
 - consume: the same paced producers, plus CONSUMERS consumer processes that each assign() a
   share of the partitions and read at the producers' rate: end-to-end latency (record's send
-  time in its value, to its arrival) and the broker's CPU per fetch request.
+  time in its value, to its arrival) and the broker's CPU per fetch request. The consumers
+  are librdkafka's, or with --consumer kafka-python kafka-python's, which fetch in incremental
+  fetch sessions (KIP-227) where librdkafka sends every partition in each fetch.
 
     .venv/bin/python bench/many_partitions.py --partitions 500 --rate 20000
     .venv/bin/python bench/many_partitions.py --partitions 100,500,2000 --rate 2000,10000 --kafka
     .venv/bin/python bench/many_partitions.py --consume --partitions 500 --rate 2000
+    .venv/bin/python bench/many_partitions.py --consume --consumer kafka-python --rate 2000
     .venv/bin/python bench/many_partitions.py --processes 2   # a node of two processes
 
 Each broker first runs the first shape unmeasured until its CPU per request settles (Kafka's
@@ -139,7 +142,9 @@ def _counters(p: Any, stats: list[dict[str, Any]]) -> int:
 
 
 def consume_worker(bootstrap: str, topic: str, partitions: list[int], n: int,
-                   seconds: float) -> dict[str, object]:
+                   seconds: float, client: str = "librdkafka") -> dict[str, object]:
+    if client == "kafka-python":
+        return kafka_python_consume_worker(bootstrap, topic, partitions, n, seconds)
     from confluent_kafka import Consumer, TopicPartition
 
     stats: list[dict[str, Any]] = []
@@ -168,6 +173,41 @@ def consume_worker(bootstrap: str, topic: str, partitions: list[int], n: int,
     return {"lat_us": lat_us, "fetches": fetches}
 
 
+def kafka_python_consume_worker(bootstrap: str, topic: str, partitions: list[int], n: int,
+                                seconds: float) -> dict[str, object]:
+    """consume_worker with kafka-python's consumer (its fetches counted as they are answered:
+    kafka-python keeps no total of them)."""
+    from kafka import KafkaConsumer, TopicPartition
+
+    c = KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False,
+                      fetch_max_wait_ms=500)
+    fetches = [0]
+    fetcher = c._fetcher  # noqa: SLF001  (counting its answered fetches)
+    handle = fetcher._handle_fetch_response  # noqa: SLF001
+
+    def counted(*args: Any) -> Any:
+        fetches[0] += 1
+        return handle(*args)
+
+    fetcher._handle_fetch_response = counted  # noqa: SLF001
+    c.assign([TopicPartition(topic, q) for q in partitions])
+    c.seek_to_beginning()
+    c.poll(timeout_ms=500)
+    lat_us: list[int] = []
+    _ready()
+    fetches[0] = 0
+    deadline = time.monotonic() + seconds + 60
+    last = time.monotonic() + 30
+    while len(lat_us) < n and time.monotonic() < min(deadline, last + IDLE_S):
+        for records in c.poll(timeout_ms=500).values():
+            now = time.monotonic_ns()
+            for r in records:
+                lat_us.append((now - HEADER.unpack_from(r.value)[0]) // 1000)
+            last = time.monotonic()
+    c.close()
+    return {"lat_us": lat_us, "fetches": fetches[0]}
+
+
 # ------------------------------------------------------------------ the runner
 
 
@@ -183,7 +223,7 @@ def spawn_worker(args: list[str]) -> subprocess.Popen[str]:
 
 
 def run_load(broker_pid: int, bootstrap: str, partitions: int, rate: int, seconds: float,
-             consume: bool) -> dict[str, float]:
+             consume: bool, consumer: str = "librdkafka") -> dict[str, float]:
     """One paced phase on a new topic; the figures of it."""
     topic = f"mp-{partitions}-{rate}-{time.time_ns()}"
     bench.create_topic(bootstrap, topic, partitions)
@@ -196,7 +236,7 @@ def run_load(broker_pid: int, bootstrap: str, partitions: int, rate: int, second
         owned = list(range(k * per, partitions if k == n_consumers - 1 else (k + 1) * per))
         expected = int(rate * seconds)  # at most: it stops when its partitions fall idle
         procs.append(spawn_worker(["consume", bootstrap, topic, ",".join(map(str, owned)),
-                                   str(expected), str(seconds)]))
+                                   str(expected), str(seconds), consumer]))
     try:
         for p in procs:
             assert p.stdout is not None
@@ -286,7 +326,7 @@ def main() -> int:
         if role == "produce":
             out = produce_worker(a[0], a[1], float(a[2]), float(a[3]), int(a[4]), int(a[5]))
         else:
-            out = consume_worker(a[0], a[1], ints(a[2]), int(a[3]), float(a[4]))
+            out = consume_worker(a[0], a[1], ints(a[2]), int(a[3]), float(a[4]), a[5])
         print(json.dumps(out), flush=True)
         return 0
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
@@ -294,6 +334,8 @@ def main() -> int:
     ap.add_argument("--rate", default="20000", help="comma-separated records/s (all producers)")
     ap.add_argument("--seconds", type=float, default=20)
     ap.add_argument("--consume", action="store_true", help="add consumers of every partition")
+    ap.add_argument("--consumer", choices=("librdkafka", "kafka-python"), default="librdkafka",
+                    help="the consumers' client (kafka-python: in fetch sessions)")
     ap.add_argument("--kafka", action="store_true", help="Apache Kafka too, after Samsa")
     ap.add_argument("--only-kafka", action="store_true")
     ap.add_argument("--processes", type=int, default=1,
@@ -308,7 +350,7 @@ def main() -> int:
         for partitions in ints(args.partitions):
             for rate in ints(args.rate):
                 f = run_load(args.pid, args.bootstrap, partitions, rate, args.seconds,
-                             args.consume)
+                             args.consume, args.consumer)
                 show("given", partitions, rate, f)
         return 0
     names = [] if args.only_kafka else [False]
@@ -321,7 +363,7 @@ def main() -> int:
             for partitions in ints(args.partitions):
                 for rate in ints(args.rate):
                     f = run_load(b.proc.pid, b.bootstrap, partitions, rate, args.seconds,
-                                 args.consume)
+                                 args.consume, args.consumer)
                     show(b.name, partitions, rate, f)
     return 0
 

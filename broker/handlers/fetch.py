@@ -42,7 +42,7 @@ from ..replication.fetch_sessions import (
     RequestedTopic,
     SessionPartition,
 )
-from ..replication.partition import Partition, PartitionRead
+from ..replication.partition import READ_COMMITTED, Partition, PartitionRead
 from ..replication.replica_manager import PartitionError
 from ..security.authorizer import AclOperation, ResourceType
 from .common import PARTITION_ERRORS, error_code_of, field, name_leaders
@@ -116,10 +116,14 @@ async def handle_fetch(ctx: RequestContext, request: FetchRequest) -> dict[str, 
                 denied = names
         else:
             denied = names - set(ctx.authorized(AclOperation.READ, ResourceType.TOPIC, names))
+    # A consumer's incremental fetch passes over the partitions it has been told all of
+    # (most of them, for a consumer of many partitions at a low rate) without reading them.
+    told_all = (_told_all(isolation) if session is not None and replica_id < 0
+                and selector is None else None)
     while True:
         responses, total, leaders, had_error = _read_all(ctx, wanted, max_bytes, read_one,
                                                          denied, from_consumer, selector,
-                                                         replica_id)
+                                                         replica_id, told_all)
         remaining = deadline - time.monotonic()
         if total >= min_bytes or had_error or remaining <= 0 or not leaders:
             return _with_endpoints(ctx, _answer(sessions, context, session_epoch, wanted,
@@ -201,7 +205,7 @@ def _incremental_answer(session: FetchSession, wanted: list[RequestedTopic],
     for (name, topic_id, parts), topic in zip(wanted, responses, strict=True):
         kept = []
         for p, answer in zip(parts, topic["partitions"], strict=True):
-            if p.must_answer(answer):
+            if answer is not TOLD_ALREADY and p.must_answer(answer):
                 kept.append(answer)
                 told.append(p)
                 if answer["records"]:
@@ -268,16 +272,39 @@ def _rack_selector(ctx: ReplicaContext, rack: str) -> Selector:
     return select
 
 
+def _told_all(isolation: int) -> Callable[[Partition, SessionPartition], bool]:
+    """Has a session's consumer been told everything the partition has: it fetches from the
+    end of what it may read, and knows the high watermark and log start offset? Then a read
+    would answer nothing that the incremental answer keeps."""
+    committed = isolation == READ_COMMITTED
+
+    def told_all(partition: Partition, p: SessionPartition) -> bool:
+        log = partition.log
+        hw = log.high_watermark
+        return (p.told_high_watermark == hw
+                and p.fetch_offset == (log.last_stable_offset if committed else hw)
+                and p.told_log_start_offset == log.log_start_offset and not log.offline)
+
+    return told_all
+
+
+# The entry of a partition passed over (`_told_all`): left out of the incremental answer.
+TOLD_ALREADY: dict[str, Any] = {"records": b""}
+
+
 def _read_all(
     ctx: ReplicaContext, wanted: list[RequestedTopic], max_bytes: int, read_one: ReadOne,
     denied: set[str] | frozenset[str] = frozenset(), from_consumer: bool = False,
     selector: Selector | None = None, replica_id: int = -1,
+    told_all: Callable[[Partition, SessionPartition], bool] | None = None,
 ) -> tuple[list[dict[str, Any]], int, list[Partition], bool]:
     """Look up each requested partition, checking the topic id, then the leader epoch the
     fetcher knows, then that it is led here (a consumer's fetch v11+ may read a follower),
     as Kafka's ReplicaManager.readFromLog and Partition.fetchRecords; read it with
     `read_one`, and turn errors into per-partition error codes. A partition whose preferred
-    read replica (`selector`) is another broker answers with it and no records, at once."""
+    read replica (`selector`) is another broker answers with it and no records, at once.
+    With `told_all` (a session's partitions), one its fetcher has been told all of is not
+    read: its entry is TOLD_ALREADY."""
     replicas = ctx.replicas
     total = 0
     leaders: list[Partition] = []
@@ -309,6 +336,10 @@ def _read_all(
                     # this leader knows retries; its position is not recorded
                     raise PartitionError(ErrorCode.unknown_leader_epoch if epoch >= 0
                                          else ErrorCode.not_leader_or_follower)
+                if told_all is not None and told_all(partition, p):
+                    leaders.append(partition)  # (its new records end a long poll)
+                    parts.append(TOLD_ALREADY)
+                    continue
                 preferred = (selector(partition, p.fetch_offset) if selector is not None
                              and partition.is_leader else None)
                 if preferred is not None:

@@ -18,7 +18,7 @@ from samsa.broker.replication.fetch_sessions import (
 from samsa.protocol.codec import build, request_type
 from samsa.protocol.errors import ErrorCode
 
-from .harness import ADMIN, Handlers, values_of
+from .harness import ADMIN, Handlers, begin_transaction, eventually, values_of
 
 
 def _partition(index: int, offset: int, max_bytes: int = 1 << 20) -> dict[str, Any]:
@@ -29,10 +29,10 @@ def _partition(index: int, offset: int, max_bytes: int = 1 << 20) -> dict[str, A
 async def _fetch(h: Handlers, session_id: int, epoch: int,
                  topics: list[tuple[uuid.UUID, list[dict[str, Any]]]],
                  forgotten: Sequence[tuple[uuid.UUID, list[int]]] = (),
-                 max_bytes: int = 1 << 20, version: int = 13) -> Any:
+                 max_bytes: int = 1 << 20, version: int = 13, isolation: int = 0) -> Any:
     return await h.call("Fetch", version, {
         "replica_id": -1, "max_wait": 0, "min_bytes": 0, "max_bytes": max_bytes,
-        "isolation_level": 0, "session_id": session_id, "session_epoch": epoch,
+        "isolation_level": isolation, "session_id": session_id, "session_epoch": epoch,
         "topics": [{"topic_id": t, "partitions": ps} for t, ps in topics],
         "forgotten_topics_data": [{"topic_id": t, "partitions": ps} for t, ps in forgotten],
         "rack_id": ""}, principal=ADMIN)
@@ -113,6 +113,50 @@ async def test_a_partition_answered_records_goes_to_the_back(handlers):
     assert [p for p, a in _answered(r).items() if a.records] == [0]
     r = await _fetch(handlers, session, 2, [(t, [_partition(0, 1)])], max_bytes=1)
     assert [p for p, a in _answered(r).items() if a.records] == [1]
+
+
+async def test_a_new_log_start_is_answered_to_a_consumer_at_the_end(handlers):
+    """A consumer at the high watermark that knows it is passed over unread, until the log
+    start offset moves (DeleteRecords) or its own fetch's leader epoch is wrong."""
+    t = await _topic(handlers, "t", 1)
+    await handlers.produce("t", 0, [b"a", b"b"])
+    session = (await _fetch(handlers, 0, 0, [(t, [_partition(0, 2)])])).session_id
+    assert _answered(await _fetch(handlers, session, 1, [])) == {}
+    deleted = await handlers.call("DeleteRecords", 2, {"topics": [{"name": "t", "partitions": [
+        {"partition_index": 0, "offset": 1}]}], "timeout": 5000})
+    assert deleted.topics[0].partitions[0].error_code == ErrorCode.none
+    answered = _answered(await _fetch(handlers, session, 2, []))
+    assert [(i, p.log_start_offset, p.high_watermark) for i, p in answered.items()] == [
+        (0, 1, 2)]
+    assert _answered(await _fetch(handlers, session, 3, [])) == {}
+    stale = _partition(0, 2) | {"current_leader_epoch": 7}
+    answered = _answered(await _fetch(handlers, session, 4, [(t, [stale])]))
+    assert answered[0].error_code == ErrorCode.unknown_leader_epoch
+
+
+async def test_read_committed_consumer_in_a_session(handlers):
+    """read_committed: an open transaction moves the high watermark (answered, no records);
+    the consumer waits at the last stable offset, passed over, until the commit."""
+    t = await _topic(handlers, "t", 1)
+    session = (await _fetch(handlers, 0, 0, [(t, [_partition(0, 0)])],
+                            isolation=1)).session_id
+    await handlers.find_coordinator("tx", key_type=1)
+    pid, epoch = await begin_transaction(handlers, "tx", "t", 0)
+    await handlers.produce("t", 0, [b"x"], "tx", producer_id=pid, producer_epoch=epoch,
+                           base_sequence=0)
+    answered = _answered(await _fetch(handlers, session, 1, [], isolation=1))
+    assert [(p.high_watermark, p.last_stable_offset, values_of(p.records))
+            for p in answered.values()] == [(1, 0, [])]
+    assert _answered(await _fetch(handlers, session, 2, [], isolation=1)) == {}
+    end = await handlers.call("EndTxn", 3, {"transactional_id": "tx", "producer_id": pid,
+                                            "producer_epoch": epoch, "committed": True})
+    assert end.error_code == ErrorCode.none
+    epochs = iter(range(3, 100))
+
+    async def committed() -> bool:
+        answered = _answered(await _fetch(handlers, session, next(epochs), [], isolation=1))
+        return bool(answered) and values_of(answered[0].records) == [b"x"]
+    await eventually(committed)
 
 
 async def test_errors_are_answered_every_time(handlers):
