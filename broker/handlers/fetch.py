@@ -188,7 +188,7 @@ def _answer(sessions: FetchSessionCache, context: FetchContext, request_epoch: i
     session_id = sessions.open(context, iter(partitions))
 
     def undo() -> int:  # throttled: no session (Kafka opens none for a throttled fetch)
-        sessions.close(session_id)
+        sessions.unopen(session_id)
         return INVALID_SESSION_ID
 
     return UndoableAnswer({"throttle_time": 0, "error_code": ErrorCode.none,
@@ -275,15 +275,18 @@ def _rack_selector(ctx: ReplicaContext, rack: str) -> Selector:
 def _told_all(isolation: int) -> Callable[[Partition, SessionPartition], bool]:
     """Has a session's consumer been told everything the partition has: it fetches from the
     end of what it may read, and knows the high watermark and log start offset? Then a read
-    would answer nothing that the incremental answer keeps."""
+    would answer nothing that the incremental answer keeps. (The last stable offset may be
+    below the log start, under an open transaction older than it: an offset there is out of
+    range, as Partition.read's own caught-up case checks.)"""
     committed = isolation == READ_COMMITTED
 
     def told_all(partition: Partition, p: SessionPartition) -> bool:
         log = partition.log
         hw = log.high_watermark
-        return (p.told_high_watermark == hw
+        start = log.log_start_offset
+        return (p.told_high_watermark == hw and p.told_log_start_offset == start
                 and p.fetch_offset == (log.last_stable_offset if committed else hw)
-                and p.told_log_start_offset == log.log_start_offset and not log.offline)
+                and p.fetch_offset >= start and not log.offline)
 
     return told_all
 

@@ -113,6 +113,9 @@ class FetchSession:
     # in the order the partitions are read: one answered records goes to the back, so that a
     # fetch's byte limit does not favour the same partitions every time (as Kafka's)
     partitions: dict[PartitionKey, SessionPartition] = field(default_factory=dict)
+    # the session this one took the place of, until its first incremental request (a
+    # throttled answer opens no session, and so evicts none: FetchSessionCache.unopen)
+    displaced: FetchSession | None = None
 
     def topics(self, name_of: Callable[[uuid.UUID], str | None]) -> list[RequestedTopic]:
         """The session's partitions as a Fetch request's topics (each run of one topic's
@@ -199,6 +202,7 @@ class FetchSessionCache:
             return FetchContext(privileged=privileged, uses_topic_ids=uses_ids)
         session.last_used_ms = self._clock()
         session.epoch = next_epoch(epoch)
+        session.displaced = None
         return FetchContext(session=session)
 
     # ------------------------------------------------------------------------ answering
@@ -209,14 +213,25 @@ class FetchSessionCache:
         each told its answer already."""
         now = self._clock()
         cached = dict(partitions)
-        if len(self.sessions) >= self.max_sessions and not self._evict_for(
-                context.privileged, len(cached), now):
-            log.debug("no room for a fetch session of %d partitions", len(cached))
-            return INVALID_SESSION_ID
+        displaced = None
+        if len(self.sessions) >= self.max_sessions:
+            displaced = self._evict_for(context.privileged, len(cached), now)
+            if displaced is None:
+                log.debug("no room for a fetch session of %d partitions", len(cached))
+                return INVALID_SESSION_ID
         session = FetchSession(self._new_id(), context.privileged, context.uses_topic_ids,
-                               now, now, next_epoch(INITIAL_EPOCH), cached)
+                               now, now, next_epoch(INITIAL_EPOCH), cached, displaced)
         self.sessions[session.id] = session
         return session.id
+
+    def unopen(self, session_id: int) -> None:
+        """The answer that opened the session was not sent (a quota throttled it): as if it
+        had not been opened, the session it evicted back in its place."""
+        session = self.sessions.pop(session_id, None)
+        displaced = session.displaced if session is not None else None
+        if displaced is not None and displaced.id not in self.sessions:
+            self.sessions[displaced.id] = displaced
+            self.evictions -= 1
 
     def still_current(self, session: FetchSession, request_epoch: int) -> bool:
         """Is the session where this request left it (no other request used it meanwhile,
@@ -224,39 +239,37 @@ class FetchSessionCache:
         return (self.sessions.get(session.id) is session
                 and session.epoch == next_epoch(request_epoch))
 
-    def close(self, session_id: int) -> None:
-        self.sessions.pop(session_id, None)
-
     def _new_id(self) -> int:
         while True:
             candidate = random.randint(1, 2**31 - 1)
             if candidate not in self.sessions:
                 return candidate
 
-    def _evict_for(self, privileged: bool, size: int, now: int) -> bool:
+    def _evict_for(self, privileged: bool, size: int, now: int) -> FetchSession | None:
         """Kafka's FetchSessionCacheShard.tryEvict: the least recently used session if it
         has been unused for `eviction_ms`; else the least valuable (consumer's before a
         follower's, smaller first) of those it may evict, if worth less than the new one.
         A follower's session may evict any consumer's, and a follower's older than
-        `eviction_ms`; a consumer's only sessions older than that."""
+        `eviction_ms`; a consumer's only sessions older than that. The evicted session, or
+        None."""
         stale = min(self.sessions.values(), key=lambda s: s.last_used_ms, default=None)
         if stale is None:
-            return False
+            return None
         if now - stale.last_used_ms > self.eviction_ms:
-            self._evict(stale)
-            return True
+            return self._evict(stale)
         old = now - self.eviction_ms
         candidates = [s for s in self.sessions.values() if s.created_ms < old
                       or (privileged and not s.privileged)]
         victim = min(candidates, key=lambda s: (s.privileged, len(s.partitions), s.id),
                      default=None)
         if victim is None or (privileged, size) <= (victim.privileged, len(victim.partitions)):
-            return False
-        self._evict(victim)
-        return True
+            return None
+        return self._evict(victim)
 
-    def _evict(self, session: FetchSession) -> None:
+    def _evict(self, session: FetchSession) -> FetchSession:
         del self.sessions[session.id]
+        session.displaced = None  # (one displaced session kept at most)
         self.evictions += 1
         log.debug("fetch session %d evicted (%d partitions)", session.id,
                   len(session.partitions))
+        return session

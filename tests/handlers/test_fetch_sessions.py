@@ -159,6 +159,26 @@ async def test_read_committed_consumer_in_a_session(handlers):
     await eventually(committed)
 
 
+async def test_an_offset_below_the_log_start_is_out_of_range_in_a_session(handlers):
+    """read_committed: an open transaction older than the log start holds the last stable
+    offset below it; a consumer that moves there is told OFFSET_OUT_OF_RANGE, as without a
+    session, though it knows the partition's high watermark and log start."""
+    t = await _topic(handlers, "t", 1)
+    await handlers.find_coordinator("tx", key_type=1)
+    pid, epoch = await begin_transaction(handlers, "tx", "t", 0)
+    await handlers.produce("t", 0, [b"x"], "tx", producer_id=pid, producer_epoch=epoch,
+                           base_sequence=0)
+    await handlers.produce("t", 0, [b"a", b"b", b"c", b"d", b"e"])
+    deleted = await handlers.call("DeleteRecords", 2, {"topics": [{"name": "t", "partitions": [
+        {"partition_index": 0, "offset": 3}]}], "timeout": 5000})
+    assert deleted.topics[0].partitions[0].error_code == ErrorCode.none
+    session = (await _fetch(handlers, 0, 0, [(t, [_partition(0, 3)])],
+                            isolation=1)).session_id
+    answered = _answered(await _fetch(handlers, session, 1, [(t, [_partition(0, 0)])],
+                                      isolation=1))
+    assert answered[0].error_code == ErrorCode.offset_out_of_range
+
+
 async def test_errors_are_answered_every_time(handlers):
     unknown = uuid.uuid4()
     r = await _fetch(handlers, 0, 0, [(unknown, [_partition(0, 0)])])
@@ -266,6 +286,18 @@ def test_eviction_follows_kafkas_order():
     cache.sessions[larger].last_used_ms = 2400
     now[0] = 2501
     assert _open(cache, False, 1) and follower not in cache.sessions
+
+
+def test_an_unsent_session_gives_back_the_place_it_took():
+    """A throttled answer opens no session: the one its session evicted is back."""
+    now = [0]
+    cache = FetchSessionCache(1, eviction_ms=1000, clock=lambda: now[0])
+    old = _open(cache, False, 1)
+    now[0] = 5000  # stale
+    new = _open(cache, False, 1)
+    assert new and old not in cache.sessions and cache.evictions == 1
+    cache.unopen(new)
+    assert list(cache.sessions) == [old] and cache.evictions == 0
 
 
 async def _handle(h: Handlers, topic_id: uuid.UUID, session_id: int, epoch: int,
