@@ -197,9 +197,13 @@ class Log:
 
     @property
     def last_stable_offset(self) -> int:
+        """The first offset of the oldest open transaction, at least the log start (records
+        of an open transaction before it were deleted: Kafka's
+        maybeIncrementFirstUnstableOffset), at most the high watermark."""
         fuo = self.producer_state.first_unstable_offset()
-        hw = self.offsets.high_watermark
-        return hw if fuo is None else min(fuo, hw)
+        offsets = self.offsets
+        hw = offsets.high_watermark
+        return hw if fuo is None else min(max(fuo, offsets.log_start_offset), hw)
 
     high_watermark = Forward[int]("offsets.high_watermark")
     log_start_offset = Forward[int]("offsets.log_start_offset")

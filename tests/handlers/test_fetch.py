@@ -118,3 +118,20 @@ async def test_read_committed_lists_the_aborted_transactions(handlers):
         return p.last_stable_offset == 2 and [
             (a.producer_id, a.first_offset) for a in p.aborted_transactions or ()] == [(pid, 0)]
     await eventually(aborted)
+
+
+async def test_the_last_stable_offset_is_at_least_the_log_start(handlers):
+    """An open transaction whose first records were deleted (DeleteRecords) holds the last
+    stable offset at the log start, not below it (Kafka's maybeIncrementFirstUnstableOffset)."""
+    await handlers.create_topic("t")
+    await handlers.find_coordinator("tx", key_type=1)
+    pid, epoch = await begin_transaction(handlers, "tx", "t", 0)
+    await handlers.produce("t", 0, [b"open"], "tx", producer_id=pid, producer_epoch=epoch,
+                           base_sequence=0)
+    await handlers.produce("t", 0, [b"a", b"b", b"c"])
+    deleted = await handlers.call("DeleteRecords", 2, {"topics": [{"name": "t", "partitions": [
+        {"partition_index": 0, "offset": 2}]}], "timeout": 5000})
+    assert deleted.topics[0].partitions[0].error_code == ErrorCode.none
+    p = await handlers.fetch("t", 0, offset=2, isolation_level=1)
+    assert (p.error_code, p.high_watermark, p.last_stable_offset, p.log_start_offset,
+            values_of(p.records)) == (ErrorCode.none, 4, 2, 2, [])
