@@ -18,7 +18,7 @@ from __future__ import annotations
 import time
 import uuid
 import weakref
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from functools import cache as memoize
 from typing import TYPE_CHECKING, Any
 
@@ -90,8 +90,8 @@ async def handle_fetch(ctx: RequestContext, request: FetchRequest) -> dict[str, 
     sessions = ctx.fetch_sessions
     session_epoch: int = field(request, "session_epoch", FINAL_EPOCH)
     context = sessions.context(ctx.version, field(request, "session_id", INVALID_SESSION_ID),
-                               session_epoch, replica_id >= 0, _requested(request),
-                               _forgotten(request))
+                               session_epoch, replica_id >= 0, _by_topic_key(request.topics),
+                               _by_topic_key(field(request, "forgotten_topics_data", ())))
     if context.error != ErrorCode.none:
         return _with_endpoints(ctx, _session_error(context.error, INVALID_SESSION_ID))
     session = context.session
@@ -131,20 +131,11 @@ async def handle_fetch(ctx: RequestContext, request: FetchRequest) -> dict[str, 
         await ctx.replicas.wait_for_data(leaders, remaining, follower=replica_id >= 0)
 
 
-def _requested(request: FetchRequest
-               ) -> Iterator[tuple[uuid.UUID | str, Sequence[Any]]]:
-    """The request's topics, each by its id (v13+) or name, with their partitions (read by an
-    incremental request's session only)."""
-    for topic in request.topics:
-        yield _topic_key(field(topic, "topic", None), field(topic, "topic_id", None)), \
-            topic.partitions
-
-
-def _forgotten(request: FetchRequest
-               ) -> Iterator[tuple[uuid.UUID | str, Sequence[int]]]:
-    """The partitions an incremental request removes from its session (v7+)."""
-    forgotten: Sequence[Any] = field(request, "forgotten_topics_data", ())
-    for topic in forgotten:
+def _by_topic_key(topics: Iterable[Any]) -> Iterator[tuple[uuid.UUID | str, Sequence[Any]]]:
+    """Topics of a request, each by its id (v13+) or name, with their partitions: the ones
+    it fetches, or (its forgotten_topics_data, v7+) the ones an incremental request removes
+    from its session."""
+    for topic in topics:
         yield _topic_key(field(topic, "topic", None), field(topic, "topic_id", None)), \
             topic.partitions
 
