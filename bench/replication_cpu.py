@@ -7,7 +7,15 @@ linger 5 ms, batch.size 16 KiB as Java's producer) and prints the CPU seconds (u
 load on one broker. With --profile DIR, py-spy samples the leader and a follower (collapsed
 stacks in DIR).
 
+With --many N: a topic of N partitions, replicated to every broker, fed by one librdkafka
+producer paced at --rate records/s (200 B, acks=all, a record to each partition in turn) for
+--seconds after a warm-up of a fifth as long; printed: each broker's CPU seconds a second
+(leaders and followers alike: leadership is spread over the brokers) and in all. Many idle
+partitions with a few records each is the load where what a follower's fetch names and is
+answered (every partition, or only the ones that moved) shows.
+
     PYTHONPATH=$PWD .venv/bin/python bench/replication_cpu.py --records 300000 --runs 3
+    PYTHONPATH=$PWD .venv/bin/python bench/replication_cpu.py --brokers 2 --many 500 --rate 1000
 """
 
 from __future__ import annotations
@@ -99,6 +107,46 @@ def one_run(zk: ZooKeeperProcess, base: Path, records: int, size: int, batch: in
         cluster.close()
 
 
+def many_run(zk: ZooKeeperProcess, base: Path, partitions: int, rate: int, seconds: float,
+             brokers: int) -> dict[int, float]:
+    """Each broker's CPU seconds a second under the paced load over `partitions` partitions."""
+    cluster = Cluster(zk, base, size=brokers, **{"metrics.port": 0}).start()
+    try:
+        admin = cluster.admin()
+        topic = "repl-many"
+        fs = admin.create_topics([NewTopic(topic, partitions, brokers)], operation_timeout=30)
+        fs[topic].result(timeout=60)
+        wait_until(lambda: cluster.has_leaders(topic, partitions), 60, "leaders")
+        pids = {b.broker_id: b.pid for b in cluster.brokers if b.pid}
+        p = Producer({"bootstrap.servers": cluster.bootstrap, "acks": "all", "linger.ms": 5,
+                      "enable.idempotence": True})
+        value = os.urandom(200)
+        sent = 0
+
+        def paced(duration: float) -> None:
+            nonlocal sent
+            start = time.monotonic()
+            while (now := time.monotonic()) - start < duration:
+                due = int((now - start) * rate)
+                for _ in range(due - (sent - base_sent)):
+                    p.produce(topic, value, partition=sent % partitions)
+                    sent += 1
+                p.poll(0.005)
+
+        base_sent = 0
+        paced(seconds / 5)  # warm-up: sessions opened, every partition written once or more
+        base_sent = sent
+        before = {bid: cpu_seconds(pid) for bid, pid in pids.items()}
+        t0 = time.monotonic()
+        paced(seconds)
+        elapsed = time.monotonic() - t0
+        after = {bid: cpu_seconds(pid) for bid, pid in pids.items()}
+        assert p.flush(60) == 0
+        return {bid: (after[bid] - before[bid]) / elapsed for bid in pids}
+    finally:
+        cluster.close()
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--records", type=int, default=300_000)
@@ -109,11 +157,20 @@ def main() -> None:
                     help="1: the same load on a single broker (replication factor 1)")
     ap.add_argument("--runs", type=int, default=1)
     ap.add_argument("--profile", type=Path)
+    ap.add_argument("--many", type=int, default=0, help="partitions (the paced load)")
+    ap.add_argument("--rate", type=int, default=1000, help="records/s (with --many)")
+    ap.add_argument("--seconds", type=float, default=20.0, help="measured (with --many)")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         zk = ZooKeeperProcess(Path(tmp) / "zk", free_port()).start()
         try:
-            for i in range(args.runs):
+            for i in range(args.runs if args.many else 0):
+                cpu = many_run(zk, Path(tmp) / f"many{i}", args.many, args.rate, args.seconds,
+                               args.brokers)
+                each = ", ".join(f"broker {b} {c:.3f}" for b, c in sorted(cpu.items()))
+                print(f"run {i}: {args.many} partitions at {args.rate} rec/s: CPU s a second "
+                      f"{each}, in all {sum(cpu.values()):.3f}", flush=True)
+            for i in range(0 if args.many else args.runs):
                 r = one_run(zk, Path(tmp) / f"run{i}", args.records, args.size,
                             args.batch_size, args.profile, f"run{i}", args.brokers)
                 print(f"run {i}: {r['elapsed']:.1f} s, CPU s/GB leader {r['leader']:.1f}, "

@@ -120,15 +120,27 @@ async def handle_fetch(ctx: RequestContext, request: FetchRequest) -> dict[str, 
     # (most of them, for a consumer of many partitions at a low rate) without reading them.
     told_all = (_told_all(isolation) if session is not None and replica_id < 0
                 and selector is None else None)
+    previous: list[dict[str, Any]] | None = None
+    woken: set[tuple[str, int]] = set()
+    parked_on: list[Partition] = []
     while True:
         responses, total, leaders, had_error = _read_all(ctx, wanted, max_bytes, read_one,
                                                          denied, from_consumer, selector,
-                                                         replica_id, told_all)
+                                                         replica_id, told_all, previous, woken)
         remaining = deadline - time.monotonic()
         if total >= min_bytes or had_error or remaining <= 0 or not leaders:
             return _with_endpoints(ctx, _answer(sessions, context, session_epoch, wanted,
                                                 responses))
-        await ctx.replicas.wait_for_data(leaders, remaining, follower=replica_id >= 0)
+        # Read again after a wake: only the partitions that woke the fetch, and any that had
+        # records (the byte limits are laid out again); a time-out reads everything again.
+        # A partition that did not wake it has no new records, and its leadership is the same
+        # (a change wakes every fetch parked on it), so its answer is what was read.
+        if previous is None:
+            parked_on = leaders
+        woke = await ctx.replicas.wait_for_data(parked_on, remaining,
+                                                follower=replica_id >= 0)
+        previous = responses if woke else None
+        woken = {(p.topic, p.index) for p in woke}
 
 
 def _by_topic_key(topics: Iterable[Any]) -> Iterator[tuple[uuid.UUID | str, Sequence[Any]]]:
@@ -291,6 +303,8 @@ def _read_all(
     denied: set[str] | frozenset[str] = frozenset(), from_consumer: bool = False,
     selector: Selector | None = None, replica_id: int = -1,
     told_all: Callable[[Partition, SessionPartition], bool] | None = None,
+    previous: list[dict[str, Any]] | None = None,
+    woken: set[tuple[str, int]] | frozenset[tuple[str, int]] = frozenset(),
 ) -> tuple[list[dict[str, Any]], int, list[Partition], bool]:
     """Look up each requested partition, checking the topic id, then the leader epoch the
     fetcher knows, then that it is led here (a consumer's fetch v11+ may read a follower),
@@ -298,15 +312,24 @@ def _read_all(
     `read_one`, and turn errors into per-partition error codes. A partition whose preferred
     read replica (`selector`) is another broker answers with it and no records, at once.
     With `told_all` (a session's partitions), one its fetcher has been told all of is not
-    read: its entry is TOLD_ALREADY."""
+    read: its entry is TOLD_ALREADY. With `previous` (this fetch's last read, its `woken`
+    partitions (topic, index) since), a partition answered no records then and not woken
+    keeps that answer: it is not looked up or read again (nor is it in the leaders
+    returned)."""
     replicas = ctx.replicas
     total = 0
     leaders: list[Partition] = []
     had_error = False
     responses = []
-    for name, topic_id, partitions in wanted:
+    for ti, (name, topic_id, partitions) in enumerate(wanted):
         parts = []
-        for p in partitions:
+        read_before = previous[ti]["partitions"] if previous is not None else None
+        for pi, p in enumerate(partitions):
+            if read_before is not None:
+                before = read_before[pi]
+                if not before["records"] and (name, p.partition) not in woken:
+                    parts.append(before)
+                    continue
             out: dict[str, Any] = {"partition_index": p.partition, "records": b""}
             if name is None or name in denied:
                 # (an unauthorized partition does not end a long poll, as in Kafka: the

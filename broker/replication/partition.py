@@ -248,8 +248,9 @@ class Partition:
     def add_waiter(self, fut: asyncio.Future[None], follower: bool = False) -> None:
         self.waiters.add_fetch(fut, follower)
 
-    def discard_waiter(self, fut: asyncio.Future[None], follower: bool = False) -> None:
-        self.waiters.discard_fetch(fut, follower)
+    def discard_waiter(self, fut: asyncio.Future[None], follower: bool = False) -> bool:
+        """False if this partition woke the fetch (`add_waiter`)."""
+        return self.waiters.discard_fetch(fut, follower)
 
     # ---- follower side -----------------------------------------------------------------
     def append_as_follower(self, records: bytes, leader_hw: int, leader_log_start: int) -> None:

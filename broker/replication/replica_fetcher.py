@@ -6,7 +6,10 @@ One `ReplicaFetcher` per leader broker runs a loop: fetch from each followed par
 end offset, append the batches verbatim (leader's offsets and epochs), and take the leader's
 high watermark (capped at our log end). When the leader answers with a diverging epoch (our
 last fetched epoch ends earlier on the leader, KIP-595/KIP-320), the log is truncated to where
-the two agree, never blindly to the high watermark.
+the two agree, never blindly to the high watermark. A fetcher keeps an incremental fetch
+session with its leader (broker/replication/follower_session.py), as Kafka's followers do: each
+fetch names only the partitions whose position moved, and the leader answers only those with
+something new.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from samsa.protocol.errors import ErrorCode, KafkaError
 
 from ..network.interbroker import BrokerConnection, BrokerUnavailable
+from .follower_session import FetchPosition, FollowedKey, FollowerFetchSession, SessionFetch
 from .partition import Partition
 from .replication_quota import ReplicationQuota
 
@@ -91,6 +95,7 @@ class ReplicaFetcher:
         self._wakeup = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._stopped = False
+        self.session = FollowerFetchSession(leader_id)
 
     def add(self, partition: Partition) -> None:
         self._partitions[(partition.topic, partition.index)] = partition
@@ -153,18 +158,26 @@ class ReplicaFetcher:
             if not fetched:
                 await asyncio.sleep(_BACKOFF_S)  # throttled: wait for the rate to fall
                 continue
+            session_fetch = self.session.build(self._positions(fetched, cfg))
             try:
                 response = await self._conn.request(
-                    FETCH_KEY, FETCH_VERSION, self._request(fetched, cfg)
+                    FETCH_KEY, FETCH_VERSION, self._request(session_fetch, cfg)
                 )
             except BrokerUnavailable as exc:
+                self.session.failed()
                 log.debug("fetch from broker %d failed: %s", self.leader_id, exc)
                 await asyncio.sleep(_BACKOFF_S * 5)
                 continue
             except Exception:
+                self.session.failed()
                 log.exception("fetch from broker %d failed", self.leader_id)
                 await asyncio.sleep(_BACKOFF_S * 5)
                 continue
+            if not self.session.answered(
+                    session_fetch, response.error_code, response.session_id,
+                    ((topic.topic_id, pr.partition_index) for topic in response.responses
+                     for pr in topic.partitions)):
+                continue  # a session error: the next fetch is a full one
             backoff = False
             names = {p.topic_id: key[0] for key, (p, _, _) in fetched.items()}
             for topic in response.responses:
@@ -177,9 +190,11 @@ class ReplicaFetcher:
                         continue
                     partition, epoch, offset = entry
                     current = self._partitions.get((name, pr.partition_index))
-                    if current is not partition or partition.leader_epoch != epoch:
-                        continue  # leadership moved while the fetch was in flight
-                    if partition.log_end_offset != offset:
+                    if (current is not partition or partition.leader_epoch != epoch
+                            or partition.log_end_offset != offset):
+                        # leadership moved, or the log was truncated, while the fetch was in
+                        # flight: what this answer told the session is asked again in full
+                        self.session.resend_all()
                         continue
                     if quota is not None and (name, pr.partition_index) in throttled:
                         quota.record(len(pr.records or b""))
@@ -187,20 +202,34 @@ class ReplicaFetcher:
             if backoff:
                 await asyncio.sleep(_BACKOFF_S)
 
-    def _request(self, fetched: dict[tuple[str, int], Any], cfg: Any) -> dict[str, Any]:
-        topics: dict[uuid.UUID, list[dict[str, Any]]] = {}
+    @staticmethod
+    def _positions(fetched: dict[tuple[str, int], tuple[Partition, int, int]], cfg: Any,
+                   ) -> dict[FollowedKey, FetchPosition]:
+        """Each fetched partition's fetch parameters, as the session compares them."""
+        max_bytes: int = cfg["replica.fetch.max.bytes"]
+        positions: dict[FollowedKey, FetchPosition] = {}
         for (_, index), (p, epoch, offset) in fetched.items():
             latest = p.latest_epoch
-            topics.setdefault(p.topic_id, []).append(
+            positions[(p.topic_id, index)] = FetchPosition(
+                epoch, offset, -1 if latest is None else latest, p.log_start_offset, max_bytes)
+        return positions
+
+    def _request(self, fetch: SessionFetch, cfg: Any) -> dict[str, Any]:
+        topics: dict[uuid.UUID, list[dict[str, Any]]] = {}
+        for (topic_id, index), position in fetch.to_send.items():
+            topics.setdefault(topic_id, []).append(
                 {
                     "partition": index,
-                    "current_leader_epoch": epoch,
-                    "fetch_offset": offset,
-                    "last_fetched_epoch": -1 if latest is None else latest,
-                    "log_start_offset": p.log_start_offset,
-                    "partition_max_bytes": cfg["replica.fetch.max.bytes"],
+                    "current_leader_epoch": position.current_leader_epoch,
+                    "fetch_offset": position.fetch_offset,
+                    "last_fetched_epoch": position.last_fetched_epoch,
+                    "log_start_offset": position.log_start_offset,
+                    "partition_max_bytes": position.partition_max_bytes,
                 }
             )
+        forgotten: dict[uuid.UUID, list[int]] = {}
+        for topic_id, index in fetch.forgotten:
+            forgotten.setdefault(topic_id, []).append(index)
         return {
             "cluster_id": None,
             "replica_state": {"replica_id": self.manager.broker_id,
@@ -209,10 +238,11 @@ class ReplicaFetcher:
             "min_bytes": cfg["replica.fetch.min.bytes"],
             "max_bytes": cfg["replica.fetch.response.max.bytes"],
             "isolation_level": 0,
-            "session_id": 0,
-            "session_epoch": -1,
+            "session_id": fetch.session_id,
+            "session_epoch": fetch.epoch,
             "topics": [{"topic_id": t, "partitions": ps} for t, ps in topics.items()],
-            "forgotten_topics_data": [],
+            "forgotten_topics_data": [{"topic_id": t, "partitions": ps}
+                                      for t, ps in forgotten.items()],
             "rack_id": "",
         }
 

@@ -514,26 +514,30 @@ class ReplicaManager:
         return leader, epoch
 
     async def wait_for_data(self, partitions: list[Partition], timeout_s: float,
-                            follower: bool = False) -> None:
-        """Sleep until any of `partitions` gets new data, or the timeout. A `follower`'s
-        fetch (which reads up to the log end) is woken by appends, not by the high
-        watermark's advances, which only consumers' fetches can use.
+                            follower: bool = False) -> list[Partition]:
+        """Sleep until any of `partitions` gets new data, or the timeout; the partitions that
+        woke it (none: the time-out). A `follower`'s fetch (which reads up to the log end) is
+        woken by appends, not by the high watermark's advances, which only consumers'
+        fetches can use.
 
         One future and one timer (not asyncio.wait_for around a shield, which add a future,
         callbacks and event-loop passes): each follower parks here once per produce."""
         if timeout_s <= 0:
-            return
+            return []
         loop = asyncio.get_running_loop()
         fut: asyncio.Future[None] = loop.create_future()
         for p in partitions:
             p.add_waiter(fut, follower)
         timer = loop.call_later(timeout_s, _wake, fut)
+        woken: list[Partition] = []
         try:
             await fut
         finally:
             timer.cancel()
             for p in partitions:
-                p.discard_waiter(fut, follower)
+                if not p.discard_waiter(fut, follower):
+                    woken.append(p)
+        return woken
 
 
 class _TopicConfig:

@@ -26,8 +26,13 @@ class PartitionWaiters:
     def add_fetch(self, fut: asyncio.Future[None], follower: bool) -> None:
         (self._follower_fetches if follower else self._fetches).add(fut)
 
-    def discard_fetch(self, fut: asyncio.Future[None], follower: bool) -> None:
-        (self._follower_fetches if follower else self._fetches).discard(fut)
+    def discard_fetch(self, fut: asyncio.Future[None], follower: bool) -> bool:
+        """Forget a parked fetch; False if this partition had woken it (and forgotten it)."""
+        parked = self._follower_fetches if follower else self._fetches
+        if fut in parked:
+            parked.remove(fut)
+            return True
+        return False
 
     def wake_fetches(self, followers: bool = False) -> bool:
         """Wake consumers' fetch long-polls, and with `followers` the followers' too. True if

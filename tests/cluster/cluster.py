@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TypedDict
 
 from confluent_kafka.admin import AdminClient
 
 from samsa.broker.cluster.zk.process import ZooKeeperProcess
-from tests.support.broker import BrokerProcess
+from tests.support.broker import BrokerProcess, free_port
 
 
 class BrokerPlacement(TypedDict):
@@ -133,6 +134,27 @@ class Cluster:
 
     def logs_tail(self) -> str:
         return "\n".join(f"--- {b.name}\n{b.log_tail(40)}" for b in self.brokers)
+
+
+def metrics_ports(cluster: Cluster) -> dict[int, int]:
+    """Give each broker of a cluster not started yet a metrics.port of its own: id -> port."""
+    ports = {}
+    for b in cluster.brokers:
+        ports[b.broker_id] = b.settings["metrics.port"] = free_port()
+    return ports
+
+
+@contextmanager
+def running(cluster: Cluster) -> Iterator[Cluster]:
+    """The cluster started, and closed after; its brokers' last log lines on a failure."""
+    cluster.start()
+    try:
+        yield cluster
+    except BaseException:
+        print(cluster.logs_tail())
+        raise
+    finally:
+        cluster.close()
 
 
 def wait_until(cond: Callable[[], bool], timeout: float, what: str) -> None:

@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.cluster.cluster import Cluster, create_topic, wait_until
+from tests.cluster.cluster import Cluster, create_topic, metrics_ports, running, wait_until
 from tests.observability.test_txn_metrics import scrape, value
-from tests.support.broker import free_port
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -17,17 +16,9 @@ KC = "kafka_controller_kafkacontroller"
 
 def test_under_replicated_offline_and_isr_expand(zookeeper, tmp_path):
     c = Cluster(zookeeper, tmp_path)
-    ports = {}
-    for b in c.brokers:
-        ports[b.broker_id] = b.settings["metrics.port"] = free_port()
-    c.start()
-    try:
+    ports = metrics_ports(c)
+    with running(c):
         _check(c, ports)
-    except BaseException:
-        print(c.logs_tail())
-        raise
-    finally:
-        c.close()
 
 
 def _check(c: Cluster, ports: dict[int, int]) -> None:
