@@ -10,7 +10,8 @@ stacks in DIR).
 With --many N: a topic of N partitions, replicated to every broker, fed by one librdkafka
 producer paced at --rate records/s (200 B, acks=all, a record to each partition in turn) for
 --seconds after a warm-up of a fifth as long; printed: each broker's CPU seconds a second
-(leaders and followers alike: leadership is spread over the brokers) and in all. Many idle
+(leaders and followers alike: leadership is spread over the brokers) and in all, and the
+records' produce latency (produce() to delivery report: acks=all waits for the follower). Many idle
 partitions with a few records each is the load where what a follower's fetch names and is
 answered (every partition, or only the ones that moved) shows.
 
@@ -28,6 +29,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
@@ -108,8 +110,9 @@ def one_run(zk: ZooKeeperProcess, base: Path, records: int, size: int, batch: in
 
 
 def many_run(zk: ZooKeeperProcess, base: Path, partitions: int, rate: int, seconds: float,
-             brokers: int) -> dict[int, float]:
-    """Each broker's CPU seconds a second under the paced load over `partitions` partitions."""
+             brokers: int) -> tuple[dict[int, float], list[float]]:
+    """Each broker's CPU seconds a second under the paced load over `partitions` partitions,
+    and the measured records' produce latencies (produce() to delivery, seconds), sorted."""
     cluster = Cluster(zk, base, size=brokers, **{"metrics.port": 0}).start()
     try:
         admin = cluster.admin()
@@ -122,6 +125,12 @@ def many_run(zk: ZooKeeperProcess, base: Path, partitions: int, rate: int, secon
                       "enable.idempotence": True})
         value = os.urandom(200)
         sent = 0
+        latencies: list[float] = []
+        measuring = False
+
+        def delivered(err: object, msg: Any) -> None:
+            if err is None and measuring:
+                latencies.append(msg.latency())
 
         def paced(duration: float) -> None:
             nonlocal sent
@@ -129,20 +138,23 @@ def many_run(zk: ZooKeeperProcess, base: Path, partitions: int, rate: int, secon
             while (now := time.monotonic()) - start < duration:
                 due = int((now - start) * rate)
                 for _ in range(due - (sent - base_sent)):
-                    p.produce(topic, value, partition=sent % partitions)
+                    p.produce(topic, value, partition=sent % partitions,
+                              on_delivery=delivered)
                     sent += 1
                 p.poll(0.005)
 
         base_sent = 0
         paced(seconds / 5)  # warm-up: sessions opened, every partition written once or more
         base_sent = sent
+        p.flush(30)
+        measuring = True
         before = {bid: cpu_seconds(pid) for bid, pid in pids.items()}
         t0 = time.monotonic()
         paced(seconds)
         elapsed = time.monotonic() - t0
         after = {bid: cpu_seconds(pid) for bid, pid in pids.items()}
         assert p.flush(60) == 0
-        return {bid: (after[bid] - before[bid]) / elapsed for bid in pids}
+        return ({bid: (after[bid] - before[bid]) / elapsed for bid in pids}, sorted(latencies))
     finally:
         cluster.close()
 
@@ -165,11 +177,13 @@ def main() -> None:
         zk = ZooKeeperProcess(Path(tmp) / "zk", free_port()).start()
         try:
             for i in range(args.runs if args.many else 0):
-                cpu = many_run(zk, Path(tmp) / f"many{i}", args.many, args.rate, args.seconds,
-                               args.brokers)
+                cpu, lat = many_run(zk, Path(tmp) / f"many{i}", args.many, args.rate,
+                                    args.seconds, args.brokers)
                 each = ", ".join(f"broker {b} {c:.3f}" for b, c in sorted(cpu.items()))
+                p50, p99 = (lat[int(q * (len(lat) - 1))] * 1000 for q in (0.5, 0.99))
                 print(f"run {i}: {args.many} partitions at {args.rate} rec/s: CPU s a second "
-                      f"{each}, in all {sum(cpu.values()):.3f}", flush=True)
+                      f"{each}, in all {sum(cpu.values()):.3f}; produce latency p50 "
+                      f"{p50:.1f} ms, p99 {p99:.1f} ms", flush=True)
             for i in range(0 if args.many else args.runs):
                 r = one_run(zk, Path(tmp) / f"run{i}", args.records, args.size,
                             args.batch_size, args.profile, f"run{i}", args.brokers)
