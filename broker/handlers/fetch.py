@@ -116,10 +116,13 @@ async def handle_fetch(ctx: RequestContext, request: FetchRequest) -> dict[str, 
                 denied = names
         else:
             denied = names - set(ctx.authorized(AclOperation.READ, ResourceType.TOPIC, names))
-    # A consumer's incremental fetch passes over the partitions it has been told all of
-    # (most of them, for a consumer of many partitions at a low rate) without reading them.
-    told_all = (_told_all(isolation) if session is not None and replica_id < 0
-                and selector is None else None)
+    # An incremental fetch passes over the partitions its fetcher has been told all of
+    # (most of them, for a consumer or a follower of many partitions at a low rate) without
+    # reading them; a follower's fetch of each is still recorded.
+    told_all: Callable[[Partition, SessionPartition], bool] | None = None
+    if session is not None and selector is None:
+        told_all = (_told_all(isolation) if replica_id < 0
+                    else _follower_told_all(replica_id, replica_epoch))
     previous: list[dict[str, Any]] | None = None
     woken: set[tuple[str, int]] = set()
     parked_on: list[Partition] = []
@@ -290,6 +293,28 @@ def _told_all(isolation: int) -> Callable[[Partition, SessionPartition], bool]:
         return (p.told_high_watermark == hw and p.told_log_start_offset == start
                 and p.fetch_offset == (log.last_stable_offset if committed else hw)
                 and p.fetch_offset >= start and not log.offline)
+
+    return told_all
+
+
+def _follower_told_all(replica_id: int, replica_epoch: int,
+                       ) -> Callable[[Partition, SessionPartition], bool]:
+    """`_told_all` for a follower's session: it fetches from our log end, after records of
+    our latest epoch (so its log cannot have diverged from ours), and knows the high
+    watermark and log start offset. Its fetch is recorded (its position, and its time caught
+    up, for the ISR), as a read would record it."""
+
+    def told_all(partition: Partition, p: SessionPartition) -> bool:
+        log = partition.log
+        latest = log.latest_epoch
+        if (p.told_high_watermark == log.high_watermark
+                and p.told_log_start_offset == log.log_start_offset
+                and p.fetch_offset == log.log_end_offset
+                and p.last_fetched_epoch == (-1 if latest is None else latest)
+                and not log.offline):
+            partition.record_follower_fetch(replica_id, p.fetch_offset, replica_epoch)
+            return True
+        return False
 
     return told_all
 

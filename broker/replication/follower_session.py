@@ -19,6 +19,7 @@ import logging
 import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from samsa.protocol.errors import ErrorCode
 
@@ -30,9 +31,9 @@ log = logging.getLogger(__name__)
 FollowedKey = tuple[uuid.UUID, int]
 
 
-@dataclass(frozen=True, slots=True)
-class FetchPosition:
-    """What a follower sends for one partition (compared whole: any change is sent)."""
+class FetchPosition(NamedTuple):
+    """What a follower sends for one partition (compared whole: any change is sent). A tuple:
+    one is made for every followed partition on every fetch."""
 
     current_leader_epoch: int
     fetch_offset: int

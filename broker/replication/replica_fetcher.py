@@ -89,6 +89,8 @@ class ReplicaFetcher:
         self.manager = manager
         self.leader_id = leader_id
         self._partitions: dict[tuple[str, int], Partition] = {}
+        # the names of the topics followed (or once followed) from this leader, by id
+        self._names: dict[uuid.UUID, str] = {}
         self._conn = BrokerConnection(
             manager.store, leader_id, f"samsa-replica-fetcher-{manager.broker_id}"
         )
@@ -99,6 +101,7 @@ class ReplicaFetcher:
 
     def add(self, partition: Partition) -> None:
         self._partitions[(partition.topic, partition.index)] = partition
+        self._names[partition.topic_id] = partition.topic
         self._wakeup.set()
         if self._stopped:
             return
@@ -150,15 +153,11 @@ class ReplicaFetcher:
                     skip = set()
             else:
                 skip = set()
-            fetched = {
-                key: (p, p.leader_epoch, p.log_end_offset)
-                for key, p in self._partitions.items()
-                if p.leader_id == self.leader_id and key not in skip
-            }
+            fetched, positions = self._positions(skip, cfg["replica.fetch.max.bytes"])
             if not fetched:
                 await asyncio.sleep(_BACKOFF_S)  # throttled: wait for the rate to fall
                 continue
-            session_fetch = self.session.build(self._positions(fetched, cfg))
+            session_fetch = self.session.build(positions)
             try:
                 response = await self._conn.request(
                     FETCH_KEY, FETCH_VERSION, self._request(session_fetch, cfg)
@@ -179,15 +178,15 @@ class ReplicaFetcher:
                      for pr in topic.partitions)):
                 continue  # a session error: the next fetch is a full one
             backoff = False
-            names = {p.topic_id: key[0] for key, (p, _, _) in fetched.items()}
+            names = self._names
             for topic in response.responses:
                 name = names.get(topic.topic_id)
                 if name is None:
                     continue
                 for pr in topic.partitions:
                     entry = fetched.get((name, pr.partition_index))
-                    if entry is None:
-                        continue
+                    if entry is None or entry[0].topic_id != topic.topic_id:
+                        continue  # (not fetched, or a topic of that name deleted since)
                     partition, epoch, offset = entry
                     current = self._partitions.get((name, pr.partition_index))
                     if (current is not partition or partition.leader_epoch != epoch
@@ -202,17 +201,25 @@ class ReplicaFetcher:
             if backoff:
                 await asyncio.sleep(_BACKOFF_S)
 
-    @staticmethod
-    def _positions(fetched: dict[tuple[str, int], tuple[Partition, int, int]], cfg: Any,
-                   ) -> dict[FollowedKey, FetchPosition]:
-        """Each fetched partition's fetch parameters, as the session compares them."""
-        max_bytes: int = cfg["replica.fetch.max.bytes"]
+    def _positions(self, skip: set[tuple[str, int]], max_bytes: int,
+                   ) -> tuple[dict[tuple[str, int], tuple[Partition, int, int]],
+                              dict[FollowedKey, FetchPosition]]:
+        """The partitions to fetch from this leader (all followed from it but `skip`), each
+        with its leader epoch and log end offset as the fetch is sent, and their fetch
+        parameters as the session compares them."""
+        fetched: dict[tuple[str, int], tuple[Partition, int, int]] = {}
         positions: dict[FollowedKey, FetchPosition] = {}
-        for (_, index), (p, epoch, offset) in fetched.items():
-            latest = p.latest_epoch
-            positions[(p.topic_id, index)] = FetchPosition(
-                epoch, offset, -1 if latest is None else latest, p.log_start_offset, max_bytes)
-        return positions
+        leader_id = self.leader_id
+        for key, p in self._partitions.items():
+            if p.leader_id != leader_id or key in skip:
+                continue
+            log = p.log
+            epoch, offset, latest = p.leader_epoch, log.log_end_offset, log.latest_epoch
+            fetched[key] = (p, epoch, offset)
+            positions[(p.topic_id, key[1])] = FetchPosition(
+                epoch, offset, -1 if latest is None else latest, log.log_start_offset,
+                max_bytes)
+        return fetched, positions
 
     def _request(self, fetch: SessionFetch, cfg: Any) -> dict[str, Any]:
         topics: dict[uuid.UUID, list[dict[str, Any]]] = {}

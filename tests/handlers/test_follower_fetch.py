@@ -195,3 +195,44 @@ async def test_a_caught_up_answer_is_the_one_written_field_by_field(handlers):
         "last_stable_offset": answer.last_stable_offset,
         "log_start_offset": answer.log_start_offset, "records": b""})
     assert kept.data == written.data
+
+
+async def _session_fetch(h: Handlers, p: Partition, replica: int, session_id: int, epoch: int,
+                         offset: int | None) -> Any:
+    """A follower's fetch in a session (`offset` None: the partition not named, as an
+    incremental fetch leaves out a partition whose position did not move)."""
+    named = [] if offset is None else [{"topic_id": p.topic_id, "partitions": [{
+        "partition": 0, "fetch_offset": offset, "current_leader_epoch": p.leader_epoch,
+        "last_fetched_epoch": p.leader_epoch if offset > 0 else -1,
+        "log_start_offset": 0, "partition_max_bytes": 1 << 20}]}]
+    r = await h.call("Fetch", FETCH_VERSION, {
+        "replica_state": {"replica_id": replica, "replica_epoch": -1},
+        "max_wait": 0, "min_bytes": 0, "max_bytes": 1 << 20, "isolation_level": 0,
+        "session_id": session_id, "session_epoch": epoch, "topics": named,
+        "forgotten_topics_data": [], "rack_id": ""}, principal=ADMIN)
+    assert r.error_code == ErrorCode.none
+    return r
+
+
+async def test_a_caught_up_follower_passed_over_in_a_session_is_still_recorded(handlers):
+    """An incremental fetch passes over a partition whose follower is at the log end and has
+    been told everything (no answer entry, no read), but its fetch still counts: it joins
+    the ISR there, and its time caught up moves on, as at a fetch that reads."""
+    p = await _led_with(handlers, [2], in_sync=[])
+    registered = False
+    p.replica_eligible = lambda replica, epoch: registered
+    await _produce(handlers, [b"a"])
+    opened = await _session_fetch(handlers, p, 2, 0, 0, offset=1)
+    assert opened.session_id != 0 and p.isr == [p.broker_id]  # not registered yet
+    registered = True
+    passed = await _session_fetch(handlers, p, 2, opened.session_id, 1, offset=None)
+    assert not passed.responses  # nothing new for it ...
+    assert p.isr == [p.broker_id, 2]  # ... and its fetch was recorded
+    time.sleep(0.3)
+    await _session_fetch(handlers, p, 2, opened.session_id, 2, offset=None)
+    await _produce(handlers, [b"b"])  # now behind, caught up a moment ago
+    p.shrink_isr_if_lagging(lag_ms=200)
+    assert p.isr == [p.broker_id, 2]
+    moved = await _session_fetch(handlers, p, 2, opened.session_id, 3, offset=None)
+    [answer] = moved.responses[0].partitions
+    assert values_of(answer.records) == [b"b"]
