@@ -176,7 +176,11 @@ class ReplicaFetcher:
                     session_fetch, response.error_code, response.session_id,
                     ((topic.topic_id, pr.partition_index) for topic in response.responses
                      for pr in topic.partitions)):
-                continue  # a session error: the next fetch is a full one
+                # a session error: the next fetch is a full one, at once; a full fetch whose
+                # answer did not fit it is tried again after a back-off
+                if session_fetch.full:
+                    await asyncio.sleep(_BACKOFF_S)
+                continue
             backoff = False
             names = self._names
             for topic in response.responses:
