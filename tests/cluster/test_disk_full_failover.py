@@ -50,6 +50,10 @@ def test_full_leader_log_dir_moves_leadership_and_loses_nothing(
             fs = admin.create_topics([both_led_by_0], operation_timeout=10)
             fs[topic].result(timeout=20)
             wait_until(lambda: cluster.leaders(topic) == {0: 0, 1: 0}, 20, "broker 0 leading")
+            # (the leaders are in the metadata before broker 0 has made their logs)
+            wait_until(lambda: all((small / f"{topic}-{p}").is_dir()
+                                   or (b0.data_dir / f"{topic}-{p}").is_dir() for p in (0, 1)),
+                       20, "both logs made on broker 0")
             (on_small,) = [p for p in (0, 1) if (small / f"{topic}-{p}").is_dir()]
             on_data = 1 - on_small
 
